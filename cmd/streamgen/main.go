@@ -1,0 +1,85 @@
+// Command streamgen generates zero-reflection binary and JSON codecs and
+// schemas for Go structs annotated with //streamgen:record.
+//
+// Use it from go:generate in the package that declares the records:
+//
+//	//go:generate go run github.com/streamgen/streamgen/cmd/streamgen
+//
+// or run it on packages from anywhere in the module:
+//
+//	go run github.com/streamgen/streamgen/cmd/streamgen ./events ./state/...
+//
+// It writes streamgen_gen.go beside each package's files, and removes that
+// file from a package that no longer has records.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/streamgen/streamgen/gen"
+)
+
+const usage = `usage: streamgen [flags] [packages]
+
+streamgen writes %s beside the files of each package (default ".")
+with binary and JSON codecs and a schema for every struct type whose doc
+comment holds the directive //streamgen:record. Run it from go:generate:
+
+	//go:generate go run github.com/streamgen/streamgen/cmd/streamgen
+
+Field tags it reads:
+	stream:"-"          leave the field out of the binary encoding
+	stream:"id=N"       pin the field's binary id (1..131071), e.g. to rename it
+	stream:"key"        the field is the record's grouping key
+	stream:"eventtime"  the field is the record's event time
+	json:"..."          names, "-", omitempty and omitzero, as encoding/json
+
+Flags:
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("streamgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	check := fs.Bool("check", false, "write nothing; exit with status 1 if any output file is missing or stale")
+	verbose := fs.Bool("v", false, "print each file written or removed")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, usage, gen.OutputFile)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	cfg := gen.Config{Patterns: fs.Args(), DryRun: *check}
+	if *verbose {
+		cfg.Log = func(line string) { fmt.Fprintln(stdout, line) }
+	}
+	results, err := gen.Run(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return 1
+	}
+	if *check {
+		stale := 0
+		for _, r := range results {
+			if r.Changed {
+				fmt.Fprintf(stderr, "streamgen: %s is stale; run go generate\n", r.Path)
+				stale++
+			}
+		}
+		if stale > 0 {
+			return 1
+		}
+	}
+	return 0
+}

@@ -1,0 +1,294 @@
+package codec
+
+import (
+	"encoding/base64"
+	"math"
+	"strconv"
+	"time"
+	"unicode/utf8"
+)
+
+// AppendJSONString appends s as a JSON string exactly as encoding/json
+// writes it with its default HTML escaping: '<', '>' and '&' as \u003c,
+// \u003e, \u0026; U+2028 and U+2029 escaped; control characters escaped with
+// the short forms encoding/json uses (\b \f \n \r \t) or \u00XX; invalid
+// UTF-8 replaced by \ufffd.
+func AppendJSONString(b []byte, s string) []byte {
+	return appendJSONStr(b, s)
+}
+
+// AppendJSONStringBytes is AppendJSONString for a byte slice.
+func AppendJSONStringBytes(b []byte, s []byte) []byte {
+	return appendJSONStr(b, s)
+}
+
+// jsonHex is encoding/json's hex alphabet: lower case, as it writes \u00XX.
+const jsonHex = "0123456789abcdef"
+
+// jsonHTMLSafe[c] is true for the ASCII bytes encoding/json writes as they
+// are with HTML escaping on (its htmlSafeSet): everything from ' ' to '~'
+// and DEL, except '"', '\\', '<', '>' and '&'. Bytes from 0x80 up are
+// false: they start a UTF-8 sequence that must be checked.
+var jsonHTMLSafe = func() (t [256]bool) {
+	for c := ' '; c < utf8.RuneSelf; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
+
+// SWAR (SIMD within a register) constants: lsb has the low bit of every
+// byte set, msb the high bit.
+const (
+	jsonLSB = 0x0101010101010101
+	jsonMSB = 0x8080808080808080
+)
+
+// jsonHasByte reports (in the high bit of each byte) whether some byte of x
+// equals c. It is exact as a boolean: a false positive can only appear in
+// a byte above a true match, so a zero result means no match.
+func jsonHasByte(x uint64, c byte) uint64 {
+	y := x ^ (jsonLSB * uint64(c))
+	return (y - jsonLSB) &^ y
+}
+
+// jsonLoad64 reads 8 bytes little-endian. It is written out so that the
+// compiler turns it into a single load, without importing encoding/binary
+// for a generic string/[]byte type.
+func jsonLoad64[T string | []byte](s T, i int) uint64 {
+	s = s[i : i+8]
+	return uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+}
+
+// jsonPlainRun returns the length of the longest prefix of s[i:],
+// counted from i, that encoding/json would copy unchanged into a string
+// literal without looking at it byte by byte: printable ASCII other than
+// '"', '\\', '<', '>' and '&'. It checks 8 bytes at a time.
+func jsonPlainRun[T string | []byte](s T, i int) int {
+	for i+8 <= len(s) {
+		x := jsonLoad64(s, i)
+		// Bytes below 0x20 borrow into their high bit in x-0x20...; bytes
+		// from 0x80 up have it already. Together with the five ASCII bytes
+		// that need escaping, any set high bit ends the run.
+		m := (x - jsonLSB*0x20) | x | jsonHasByte(x, '"') | jsonHasByte(x, '\\') |
+			jsonHasByte(x, '<') | jsonHasByte(x, '>') | jsonHasByte(x, '&')
+		if m&jsonMSB != 0 {
+			break
+		}
+		i += 8
+	}
+	for i < len(s) && jsonHTMLSafe[s[i]] {
+		i++
+	}
+	return i
+}
+
+// appendJSONStr is encoding/json's appendString with escapeHTML set,
+// with a word-at-a-time scan over the runs that need no escaping.
+func appendJSONStr[T string | []byte](dst []byte, src T) []byte {
+	dst = append(dst, '"')
+	start := 0
+	i := 0
+	for {
+		i = jsonPlainRun(src, i)
+		if i >= len(src) {
+			break
+		}
+		c := src[i]
+		if c < utf8.RuneSelf {
+			dst = append(dst, src[start:i]...)
+			switch c {
+			case '\\', '"':
+				dst = append(dst, '\\', c)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				// Other control characters, and '<', '>' and '&' which
+				// encoding/json escapes so that JSON embedded in HTML
+				// cannot close a script element.
+				dst = append(dst, '\\', 'u', '0', '0', jsonHex[c>>4], jsonHex[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		// Converting at most 4 bytes keeps the []byte instantiation from
+		// allocating (the compiler uses a stack buffer for short
+		// non-escaping conversions).
+		n := min(len(src)-i, utf8.UTFMax)
+		r, size := utf8.DecodeRuneInString(string(src[i : i+n]))
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, src[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		// U+2028 and U+2029 are valid in JSON but end a line in
+		// JavaScript; encoding/json escapes them unconditionally.
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, src[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', jsonHex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, src[start:]...)
+	return append(dst, '"')
+}
+
+// AppendJSONBytes appends p as encoding/json writes a []byte: a quoted
+// standard base64 string, or null when p is nil.
+func AppendJSONBytes(b []byte, p []byte) []byte {
+	if p == nil {
+		return append(b, "null"...)
+	}
+	b = append(b, '"')
+	b = base64.StdEncoding.AppendEncode(b, p)
+	return append(b, '"')
+}
+
+// AppendJSONInt appends v in decimal.
+func AppendJSONInt(b []byte, v int64) []byte {
+	return strconv.AppendInt(b, v, 10)
+}
+
+// AppendJSONUint appends v in decimal.
+func AppendJSONUint(b []byte, v uint64) []byte {
+	return strconv.AppendUint(b, v, 10)
+}
+
+// AppendJSONFloat appends f as encoding/json formats a float of the given
+// bit size (32 or 64): shortest representation, exponent form below 1e-6 and
+// at or above 1e21 with encoding/json's exponent clean-up. NaN and ±Inf are
+// an error, as in encoding/json (the message names the value, as in
+// "json: unsupported value: NaN"); b is then returned unchanged.
+func AppendJSONFloat(b []byte, f float64, bits int) ([]byte, error) {
+	if bits != 32 {
+		bits = 64
+	}
+	if math.IsInf(f, 0) || math.IsNaN(f) {
+		return b, &JSONError{Offset: -1, Msg: "unsupported value: " + strconv.FormatFloat(f, 'g', -1, bits)}
+	}
+	// Like ES6 number-to-string: plain decimal for "human" magnitudes,
+	// exponent form outside [1e-6, 1e21). The cut-offs must be compared in
+	// the float's own precision, as encoding/json does.
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 {
+		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
+			format = 'e'
+		}
+	}
+	b = strconv.AppendFloat(b, f, format, -1, bits)
+	if format == 'e' {
+		// Clean up e-09 to e-9.
+		n := len(b)
+		if n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b, nil
+}
+
+// AppendJSONBool appends true or false.
+func AppendJSONBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, "true"...)
+	}
+	return append(b, "false"...)
+}
+
+// AppendJSONTime appends t exactly as time.Time.MarshalJSON writes it (a
+// quoted RFC 3339 string with nanoseconds as needed), with its error for a
+// year outside [0,9999] (or a zone offset of 24 hours or more). On error b
+// is returned unchanged and the error wraps time's own, worded as
+// encoding/json reports it: "json: error calling MarshalJSON for type
+// time.Time: Time.MarshalJSON: year outside of range [0,9999]".
+func AppendJSONTime(b []byte, t time.Time) ([]byte, error) {
+	n0 := len(b)
+	b = append(b, '"')
+	// AppendFormat has a dedicated fast path for RFC3339Nano, the same
+	// routine MarshalJSON uses.
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	// MarshalJSON refuses what is not valid RFC 3339: a year that is not
+	// exactly 4 digits, and a zone hour of 24 or more. Detect both here
+	// the way time does, and let time word the error.
+	bad := b[n0+1+len("9999")] != '-'
+	if !bad && b[len(b)-1] != 'Z' {
+		c := b[len(b)-len("Z07:00")]
+		h := 10*(b[len(b)-len("07:00")]-'0') + (b[len(b)-len("7:00")] - '0')
+		bad = '0' <= c && c <= '9' || h >= 24
+	}
+	if bad {
+		_, err := t.MarshalJSON()
+		if err == nil { // cannot happen; keep the contract anyway
+			return append(b, '"'), nil
+		}
+		return b[:n0], &JSONError{Offset: -1, Msg: "error calling MarshalJSON for type time.Time", Err: err}
+	}
+	return append(b, '"'), nil
+}
+
+// AppendJSONCompact appends the JSON value raw (the output of a MarshalJSON
+// method) the way encoding/json embeds it: validated, insignificant space
+// removed, and HTML-escaped. Invalid JSON is an error (a *JSONError with
+// Syntax set, worded as encoding/json words it, with the offset into raw),
+// and b is then returned unchanged.
+func AppendJSONCompact(b []byte, raw []byte) ([]byte, error) {
+	var r JSONReader
+	r.Reset(raw)
+	r.Skip()
+	if err := r.Finish(); err != nil {
+		return b, err
+	}
+	// raw is valid JSON, so white space outside strings is insignificant
+	// and '<', '>', '&' and U+2028/U+2029 can only occur inside strings.
+	// Like encoding/json, escape them byte-wise and leave everything else
+	// in strings (even invalid UTF-8) as it is.
+	start := 0
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if inString {
+			switch {
+			case c == '\\':
+				i++ // the escaped byte cannot end the string
+			case c == '"':
+				inString = false
+			case c == '<' || c == '>' || c == '&':
+				b = append(b, raw[start:i]...)
+				b = append(b, '\\', 'u', '0', '0', jsonHex[c>>4], jsonHex[c&0xF])
+				start = i + 1
+			case c == 0xE2 && i+2 < len(raw) && raw[i+1] == 0x80 && raw[i+2]&^1 == 0xA8:
+				b = append(b, raw[start:i]...)
+				b = append(b, '\\', 'u', '2', '0', '2', jsonHex[raw[i+2]&0xF])
+				i += 2
+				start = i + 1
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case ' ', '\t', '\n', '\r':
+			b = append(b, raw[start:i]...)
+			start = i + 1
+		}
+	}
+	return append(b, raw[start:]...), nil
+}

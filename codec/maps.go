@@ -1,0 +1,83 @@
+package codec
+
+import (
+	"slices"
+	"strconv"
+)
+
+// Integer is the constraint of integer map keys.
+type Integer interface {
+	~int | ~int8 | ~int16 | ~int32 | ~int64 |
+		~uint | ~uint8 | ~uint16 | ~uint32 | ~uint64
+}
+
+// SortedKeys returns the keys of m in increasing order: the order in which
+// encoding/json writes a map with string keys.
+func SortedKeys[M ~map[K]V, K ~string, V any](m M) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// SortedIntKeys returns the keys of m ordered by their decimal text, the
+// order in which encoding/json writes a map with integer keys ("10" before
+// "9", "-1" before "0").
+func SortedIntKeys[M ~map[K]V, K Integer, V any](m M) []K {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, compareDecimal[K])
+	return keys
+}
+
+func compareDecimal[K Integer](a, b K) int {
+	var x, y [24]byte
+	return slices.Compare(appendDecimal(x[:0], a), appendDecimal(y[:0], b))
+}
+
+func appendDecimal[K Integer](b []byte, k K) []byte {
+	if k < 0 {
+		return strconv.AppendInt(b, int64(k), 10)
+	}
+	return strconv.AppendUint(b, uint64(k), 10)
+}
+
+// ParseJSONIntKey parses an object key as the integer map key of the given
+// bit size, as encoding/json does; a key that is not a decimal integer in
+// range is a type error for target, and ok is false (the entry is dropped).
+func ParseJSONIntKey(r *JSONReader, key []byte, bits int, target string) (int64, bool) {
+	v, err := strconv.ParseInt(string(key), 10, bits)
+	if err != nil {
+		r.TypeError("number "+string(key), target)
+		return 0, false
+	}
+	return v, true
+}
+
+// ParseJSONUintKey is ParseJSONIntKey for unsigned keys.
+func ParseJSONUintKey(r *JSONReader, key []byte, bits int, target string) (uint64, bool) {
+	v, err := strconv.ParseUint(string(key), 10, bits)
+	if err != nil {
+		r.TypeError("number "+string(key), target)
+		return 0, false
+	}
+	return v, true
+}
+
+// GrowAt returns s with room for an element at index i, as encoding/json
+// grows a slice it decodes into: an element already within the slice's
+// capacity is reused, a new one is zero.
+func GrowAt[S ~[]E, E any](s S, i int) S {
+	if i < len(s) {
+		return s
+	}
+	if i < cap(s) {
+		return s[:i+1]
+	}
+	var zero E
+	return append(s, zero)
+}

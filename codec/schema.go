@@ -1,0 +1,183 @@
+package codec
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+)
+
+// Schema describes a record: its fields with their ids and types. Generated
+// code builds one per record and registers it; the runtime stores it beside
+// state so that a checkpoint says what it holds, refuses a pipeline whose
+// types changed incompatibly (Compatible), and lets tools render state
+// without the Go types (AppendDynamicJSON).
+//
+// A Schema is immutable once registered and safe for concurrent use.
+type Schema struct {
+	// Name is the record's Go type, qualified by its package path
+	// ("example.com/sessions.Event").
+	Name string `json:"name"`
+	// Fields in declaration order.
+	Fields []Field `json:"fields"`
+	// Fingerprint is a hash of the fields' names, ids and types (not of
+	// Name), filled in by Register or Seal.
+	Fingerprint uint64 `json:"fingerprint"`
+}
+
+// Field is one encoded field of a record.
+type Field struct {
+	Name string `json:"name"` // Go field name
+	ID   uint32 `json:"id"`   // field id in tags
+	Type *Type  `json:"type"`
+}
+
+// Type describes the type of a field or of an element.
+type Type struct {
+	Kind Kind `json:"kind"`
+	// Go is the Go type as written in its package ("int32", "[]string",
+	// "Level"), for messages.
+	Go string `json:"go"`
+	// Bits is the width of an integer or float kind (8…64).
+	Bits int `json:"bits,omitempty"`
+	// Pointer says the value is a pointer to a value of this type.
+	Pointer bool `json:"pointer,omitempty"`
+	// Len is the length of an array, or 0 for a slice (Kind list).
+	Len int `json:"len,omitempty"`
+	// Elem is the element type of a list, or the value type of a map.
+	Elem *Type `json:"elem,omitempty"`
+	// Key is the key type of a map.
+	Key *Type `json:"key,omitempty"`
+	// Struct describes the fields of a nested struct.
+	Struct *Schema `json:"struct,omitempty"`
+}
+
+// MarshalText lets a Kind appear by name in JSON schemas.
+func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+
+// UnmarshalText reads a Kind by name.
+func (k *Kind) UnmarshalText(b []byte) error {
+	v, ok := ParseKind(string(b))
+	if !ok {
+		return fmt.Errorf("streamgen: unknown kind %q", b)
+	}
+	*k = v
+	return nil
+}
+
+// canonical appends a canonical description of t for fingerprints. Pointer
+// and Go spelling are left out: they do not change what the bytes mean.
+func (t *Type) canonical(b []byte) []byte {
+	b = append(b, t.Kind.String()...)
+	switch t.Kind {
+	case KindInt, KindUint:
+		b = strconv.AppendInt(b, int64(t.Bits), 10)
+	case KindList:
+		b = append(b, '<')
+		b = t.Elem.canonical(b)
+		b = append(b, '>')
+	case KindMap:
+		b = append(b, '<')
+		b = t.Key.canonical(b)
+		b = append(b, ',')
+		b = t.Elem.canonical(b)
+		b = append(b, '>')
+	case KindStruct:
+		b = t.Struct.canonical(b)
+	}
+	return b
+}
+
+func (s *Schema) canonical(b []byte) []byte {
+	b = append(b, '{')
+	for i, f := range s.Fields {
+		if i > 0 {
+			b = append(b, ';')
+		}
+		b = append(b, f.Name...)
+		b = append(b, '#')
+		b = strconv.AppendUint(b, uint64(f.ID), 10)
+		b = append(b, ':')
+		b = f.Type.canonical(b)
+	}
+	return append(b, '}')
+}
+
+// Seal computes the fingerprint of s and of its nested structs.
+func (s *Schema) Seal() *Schema {
+	sum := sha256.Sum256(s.canonical(nil))
+	s.Fingerprint = binary.BigEndian.Uint64(sum[:8])
+	return s
+}
+
+// Field returns the field with the given id.
+func (s *Schema) Field(id uint32) (Field, bool) {
+	for _, f := range s.Fields {
+		if f.ID == id {
+			return f, true
+		}
+	}
+	return Field{}, false
+}
+
+// String describes the schema on one line, as in
+// "sessions.Event{User string #1234, Time time #99}".
+func (s *Schema) String() string {
+	var sb strings.Builder
+	sb.WriteString(s.Name)
+	sb.WriteByte('{')
+	for i, f := range s.Fields {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "%s %s #%d", f.Name, f.Type.Go, f.ID)
+	}
+	sb.WriteByte('}')
+	return sb.String()
+}
+
+var registry struct {
+	sync.RWMutex
+	byName map[string]*Schema
+}
+
+// Register seals s and makes it findable by Lookup. Generated code calls it
+// from init for every record; registering a second schema under a name that
+// is taken panics, since two types cannot share a qualified name.
+func Register(s *Schema) *Schema {
+	s.Seal()
+	registry.Lock()
+	defer registry.Unlock()
+	if registry.byName == nil {
+		registry.byName = make(map[string]*Schema)
+	}
+	if _, dup := registry.byName[s.Name]; dup {
+		panic("streamgen: schema registered twice: " + s.Name)
+	}
+	registry.byName[s.Name] = s
+	return s
+}
+
+// Lookup returns the registered schema of the record with the qualified
+// name, as in Schema.Name.
+func Lookup(name string) (*Schema, bool) {
+	registry.RLock()
+	defer registry.RUnlock()
+	s, ok := registry.byName[name]
+	return s, ok
+}
+
+// Schemas returns every registered schema, sorted by name.
+func Schemas() []*Schema {
+	registry.RLock()
+	defer registry.RUnlock()
+	out := make([]*Schema, 0, len(registry.byName))
+	for _, s := range registry.byName {
+		out = append(out, s)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}

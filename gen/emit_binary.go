@@ -1,0 +1,294 @@
+package gen
+
+import (
+	"fmt"
+	"go/types"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/streamgen/streamgen/codec"
+)
+
+// deref is *x, parenthesized so that it can be indexed or selected.
+func deref(x *jen.Statement) *jen.Statement { return jen.Parens(jen.Op("*").Add(x.Clone())) }
+
+// foreignRecord reports whether s is a record of another package, reached
+// only through its exported methods.
+func foreignRecord(s *Struct) bool { return s.Record && !s.Local }
+
+// tagBytes is the encoded tag of a field, as byte literals.
+func tagBytes(f *Field) []jen.Code {
+	b := codec.AppendTag(nil, f.ID, kindOf(f.Shape))
+	out := make([]jen.Code, len(b))
+	for i, c := range b {
+		out[i] = jen.Id(fmt.Sprintf("0x%02x", c))
+	}
+	return out
+}
+
+// appendBinary emits appendBinary<Helper>(b, v) []byte: every field of v as
+// a tag and a value, in declaration order.
+func (e *emitter) appendBinary(s *Struct) jen.Code {
+	e.function("b", "v")
+	var body []jen.Code
+	for _, f := range s.Fields {
+		x := jen.Id("v").Dot(f.Name)
+		kind := kindOf(f.Shape)
+		comment := fmt.Sprintf("%s: id %d, %s", f.Name, f.ID, kind)
+		appendTag := jen.Id("b").Op("=").Append(append([]jen.Code{jen.Id("b")}, tagBytes(f)...)...).Comment(comment)
+		if f.Shape.Kind == Pointer {
+			// A nil pointer field is left out; a reader leaves it nil.
+			inner := append([]jen.Code{appendTag}, e.appendFieldValue(f.Shape.Elem, deref(x))...)
+			body = append(body, jen.If(x.Clone().Op("!=").Nil()).Block(inner...))
+			continue
+		}
+		body = append(body, appendTag)
+		body = append(body, e.appendFieldValue(f.Shape, x)...)
+	}
+	body = append(body, jen.Return(jen.Id("b")))
+	return jen.Func().Id("appendBinary"+s.Helper).
+		Params(jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Add(e.typeCode(s.Type))).
+		Index().Byte().Block(body...)
+}
+
+// appendFieldValue appends a field's value: lists and maps get the byte
+// length that lets a reader skip them.
+func (e *emitter) appendFieldValue(s *Shape, x *jen.Statement) []jen.Code {
+	if s.Kind != Slice && s.Kind != Array && s.Kind != Map {
+		return e.appendValue(s, x)
+	}
+	start := e.fresh("start")
+	code := []jen.Code{
+		jen.Id(start).Op(":=").Len(jen.Id("b")),
+		jen.Id("b").Op("=").Qual(codecPath, "BeginLength").Call(jen.Id("b")),
+	}
+	code = append(code, e.appendValue(s, x)...)
+	return append(code, jen.Id("b").Op("=").Qual(codecPath, "EndLength").Call(jen.Id("b"), jen.Id(start)))
+}
+
+func (e *emitter) appendCall(fn string, args ...jen.Code) jen.Code {
+	return jen.Id("b").Op("=").Qual(codecPath, fn).Call(append([]jen.Code{jen.Id("b")}, args...)...)
+}
+
+// appendValue appends the value x of shape s (x is addressable).
+func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
+	switch s.Kind {
+	case Bool:
+		return []jen.Code{e.appendCall("AppendBool", e.to(s, "bool", x))}
+	case Int:
+		return []jen.Code{e.appendCall("AppendInt", e.to(s, "int64", x))}
+	case Uint:
+		return []jen.Code{e.appendCall("AppendUint", e.to(s, "uint64", x))}
+	case Float:
+		if s.Bits == 32 {
+			return []jen.Code{e.appendCall("AppendFloat32", e.to(s, "float32", x))}
+		}
+		return []jen.Code{e.appendCall("AppendFloat64", e.to(s, "float64", x))}
+	case String:
+		return []jen.Code{e.appendCall("AppendString", e.to(s, "string", x))}
+	case Bytes:
+		return []jen.Code{e.appendCall("AppendBytes", x)}
+	case Time:
+		return []jen.Code{e.appendCall("AppendTime", x)}
+	case Duration:
+		return []jen.Code{e.appendCall("AppendDuration", x)}
+	case Pointer:
+		return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(
+			jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit(0)),
+		).Else().Block(append([]jen.Code{
+			jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit(1)),
+		}, e.appendValue(s.Elem, deref(x))...)...)}
+	case Slice, Array:
+		i := e.fresh("i")
+		isNil := jen.False()
+		if s.Kind == Slice {
+			isNil = x.Clone().Op("==").Nil()
+		}
+		return []jen.Code{
+			e.appendCall("AppendList", kindCode(elemKind(s.Elem)), jen.Len(x.Clone()), isNil),
+			jen.For(jen.Id(i).Op(":=").Range().Add(x.Clone())).Block(
+				e.appendValue(s.Elem, x.Clone().Index(jen.Id(i)))...,
+			),
+		}
+	case Map:
+		k, val := e.fresh("k"), e.fresh("val")
+		body := e.appendValue(s.Key, jen.Id(k))
+		body = append(body, e.appendValue(s.Elem, jen.Id(val))...)
+		return []jen.Code{
+			e.appendCall("AppendMap", kindCode(kindOf(s.Key)), kindCode(elemKind(s.Elem)), jen.Len(x.Clone()), x.Clone().Op("==").Nil()),
+			jen.For(jen.List(jen.Id(k), jen.Id(val)).Op(":=").Range().Add(x.Clone())).Block(body...),
+		}
+	case StructShape:
+		start := e.fresh("start")
+		var inner jen.Code
+		if foreignRecord(s.Struct) {
+			inner = jen.List(jen.Id("b"), jen.Id("_")).Op("=").Add(x.Clone()).Dot("AppendBinary").Call(jen.Id("b")).
+				Comment("generated AppendBinary never fails")
+		} else {
+			inner = jen.Id("b").Op("=").Id("appendBinary"+s.Struct.Helper).Call(jen.Id("b"), jen.Op("&").Add(x.Clone()))
+		}
+		return []jen.Code{
+			jen.Id(start).Op(":=").Len(jen.Id("b")),
+			jen.Id("b").Op("=").Qual(codecPath, "BeginLength").Call(jen.Id("b")),
+			inner,
+			jen.Id("b").Op("=").Qual(codecPath, "EndLength").Call(jen.Id("b"), jen.Id(start)),
+		}
+	}
+	panic("appendValue: unknown shape")
+}
+
+// readBinary emits readBinary<Helper>(d, v, end): fields until end, by tag;
+// unknown ids skipped, known ids of another kind reported.
+func (e *emitter) readBinary(s *Struct) jen.Code {
+	e.function("d", "v", "end", "tag")
+	var cases, changed []jen.Code
+	for _, f := range s.Fields {
+		tag := codec.Tag(f.ID, kindOf(f.Shape))
+		x := jen.Id("v").Dot(f.Name)
+		var body []jen.Code
+		if f.Shape.Kind == Pointer {
+			p := e.fresh("p")
+			body = append(body, jen.Id(p).Op(":=").New(e.typeCode(f.Shape.Elem.Type)))
+			body = append(body, e.readFieldValue(f.Shape.Elem, deref(jen.Id(p)), s.Name+"."+f.Name)...)
+			body = append(body, x.Clone().Op("=").Id(p))
+		} else {
+			body = e.readFieldValue(f.Shape, x, s.Name+"."+f.Name)
+		}
+		cases = append(cases, jen.Case(jen.Id(fmt.Sprintf("%#x", tag))).Block(append([]jen.Code{jen.Comment(f.Name)}, body...)...))
+		changed = append(changed, jen.Case(jen.Lit(int(f.ID))).Block(
+			jen.Id("d").Dot("KindChanged").Call(jen.Lit(s.Name), jen.Lit(f.Name), jen.Id("tag"), kindCode(kindOf(f.Shape))),
+		))
+	}
+	changed = append(changed, jen.Default().Block(jen.Id("d").Dot("Skip").Call(jen.Id("tag"))))
+	cases = append(cases, jen.Default().Block(jen.Switch(jen.Id("tag").Op(">>").Lit(4)).Block(changed...)))
+	loop := jen.For(jen.Id("d").Dot("More").Call(jen.Id("end"))).Block(
+		jen.Switch(jen.Id("tag").Op(":=").Id("d").Dot("Tag").Call(), jen.Id("tag")).Block(cases...),
+	)
+	return jen.Func().Id("readBinary"+s.Helper).
+		Params(jen.Id("d").Op("*").Qual(codecPath, "Decoder"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)), jen.Id("end").Int()).
+		Block(loop)
+}
+
+// readFieldValue reads a field's value into dst, bounded by its byte length
+// for lists and maps.
+func (e *emitter) readFieldValue(s *Shape, dst *jen.Statement, where string) []jen.Code {
+	if s.Kind != Slice && s.Kind != Array && s.Kind != Map {
+		return e.readValue(s, dst, where)
+	}
+	end := e.fresh("end")
+	code := []jen.Code{jen.Id(end).Op(":=").Id("d").Dot("Begin").Call()}
+	code = append(code, e.readValue(s, dst, where)...)
+	return append(code, jen.Id("d").Dot("Finish").Call(jen.Id(end)))
+}
+
+// convert wraps a decoded value in a conversion to the shape's named type
+// when it has one.
+func (e *emitter) convert(s *Shape, v jen.Code, plain jen.Code) jen.Code {
+	if s.Named {
+		return jen.Add(e.typeCode(s.Type)).Parens(v)
+	}
+	if plain != nil {
+		return jen.Add(plain).Parens(v)
+	}
+	return v
+}
+
+// plainConversion is the conversion a decoded integer (an int64 or
+// uint64, as read) needs to become a value of the unnamed shape s, or nil.
+func (e *emitter) plainConversion(s *Shape, have string) jen.Code {
+	if types.Unalias(s.Type).String() == have {
+		return nil
+	}
+	return e.typeCode(s.Type)
+}
+
+// readValue reads a value of shape s into the addressable dst.
+func (e *emitter) readValue(s *Shape, dst *jen.Statement, where string) []jen.Code {
+	d := func() *jen.Statement { return jen.Id("d") }
+	set := func(v jen.Code) []jen.Code { return []jen.Code{dst.Clone().Op("=").Add(v)} }
+	switch s.Kind {
+	case Bool:
+		return set(e.convert(s, d().Dot("Bool").Call(), nil))
+	case Int:
+		return set(e.convert(s, d().Dot("Int").Call(jen.Lit(s.Bits)), e.plainConversion(s, "int64")))
+	case Uint:
+		return set(e.convert(s, d().Dot("Uint").Call(jen.Lit(s.Bits)), e.plainConversion(s, "uint64")))
+	case Float:
+		if s.Bits == 32 {
+			return set(e.convert(s, d().Dot("Float32").Call(), nil))
+		}
+		return set(e.convert(s, d().Dot("Float64").Call(), nil))
+	case String:
+		return set(e.convert(s, d().Dot("String").Call(), nil))
+	case Bytes:
+		return set(e.convert(s, d().Dot("Bytes").Call(), nil))
+	case Time:
+		return set(d().Dot("Time").Call())
+	case Duration:
+		return set(e.convert(s, d().Dot("Duration").Call(), nil))
+	case Pointer:
+		p := e.fresh("p")
+		inner := []jen.Code{jen.Id(p).Op(":=").New(e.typeCode(s.Elem.Type))}
+		inner = append(inner, e.readValue(s.Elem, deref(jen.Id(p)), where)...)
+		inner = append(inner, dst.Clone().Op("=").Id(p))
+		return []jen.Code{jen.If(d().Dot("Present").Call()).Block(inner...)}
+	case Slice:
+		n, sl, i := e.fresh("n"), e.fresh("s"), e.fresh("i")
+		return []jen.Code{jen.If(
+			jen.Id(n).Op(":=").Add(d()).Dot("List").Call(jen.Lit(where), kindCode(elemKind(s.Elem)), jen.Lit(minSize(s.Elem))),
+			jen.Id(n).Op(">=").Lit(0),
+		).Block(
+			jen.Id(sl).Op(":=").Make(e.typeCode(s.Type), jen.Id(n)),
+			jen.For(jen.Id(i).Op(":=").Range().Id(sl)).Block(e.readValue(s.Elem, jen.Id(sl).Index(jen.Id(i)), where+"[]")...),
+			dst.Clone().Op("=").Id(sl),
+		)}
+	case Array:
+		n, i, skip := e.fresh("n"), e.fresh("i"), e.fresh("skip")
+		return []jen.Code{jen.If(
+			jen.Id(n).Op(":=").Add(d()).Dot("List").Call(jen.Lit(where), kindCode(elemKind(s.Elem)), jen.Lit(minSize(s.Elem))),
+			jen.Id(n).Op(">").Lit(0),
+		).Block(
+			jen.For(jen.Id(i).Op(":=").Range().Id(n)).Block(
+				jen.If(jen.Id(i).Op("<").Len(dst.Clone())).Block(
+					e.readValue(s.Elem, dst.Clone().Index(jen.Id(i)), where+"[]")...,
+				).Else().Block(append(append([]jen.Code{
+					jen.Comment("more elements than the array holds: read and drop them"),
+					jen.Var().Id(skip).Add(e.typeCode(s.Elem.Type)),
+				}, e.readValue(s.Elem, jen.Id(skip), where+"[]")...), jen.Id("_").Op("=").Id(skip))...),
+			),
+		)}
+	case Map:
+		n, m, k, val := e.fresh("n"), e.fresh("m"), e.fresh("k"), e.fresh("val")
+		body := []jen.Code{
+			jen.Var().Id(k).Add(e.typeCode(s.Key.Type)),
+			jen.Var().Id(val).Add(e.typeCode(s.Elem.Type)),
+		}
+		body = append(body, e.readValue(s.Key, jen.Id(k), where+"[key]")...)
+		body = append(body, e.readValue(s.Elem, jen.Id(val), where+"[]")...)
+		body = append(body, jen.Id(m).Index(jen.Id(k)).Op("=").Id(val))
+		return []jen.Code{jen.If(
+			jen.Id(n).Op(":=").Add(d()).Dot("Map").Call(jen.Lit(where), kindCode(kindOf(s.Key)), kindCode(elemKind(s.Elem)), jen.Lit(minSize(s.Key)+minSize(s.Elem))),
+			jen.Id(n).Op(">=").Lit(0),
+		).Block(
+			jen.Id(m).Op(":=").Make(e.typeCode(s.Type), jen.Id(n)),
+			jen.For(jen.Range().Id(n)).Block(body...),
+			dst.Clone().Op("=").Id(m),
+		)}
+	case StructShape:
+		end := e.fresh("end")
+		var inner jen.Code
+		if foreignRecord(s.Struct) {
+			inner = jen.If(jen.Err().Op(":=").Add(dst.Clone()).Dot("UnmarshalBinary").Call(d().Dot("Sub").Call(jen.Id(end))), jen.Err().Op("!=").Nil()).Block(
+				d().Dot("Fail").Call(jen.Err()),
+			)
+		} else {
+			inner = jen.Id("readBinary"+s.Struct.Helper).Call(d(), jen.Op("&").Add(dst.Clone()), jen.Id(end))
+		}
+		return []jen.Code{
+			jen.Id(end).Op(":=").Add(d()).Dot("Begin").Call(),
+			inner,
+			d().Dot("Finish").Call(jen.Id(end)),
+		}
+	}
+	panic("readValue: unknown shape")
+}

@@ -1,0 +1,386 @@
+package gen
+
+import (
+	"encoding/json"
+	"fmt"
+	"go/types"
+	"strings"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/streamgen/streamgen/codec"
+)
+
+// appendJSON emits appendJSON<Helper>(b, v) ([]byte, error), writing v as
+// encoding/json does. Each member is written with a leading comma; the
+// first comma is then turned into the opening brace.
+func (e *emitter) appendJSON(s *Struct) jen.Code {
+	e.function("b", "v", "err", "start")
+	body := []jen.Code{
+		jen.Var().Id("err").Error(),
+		jen.Id("start").Op(":=").Len(jen.Id("b")),
+	}
+	allOptional := true
+	for _, f := range s.JSON {
+		x := jen.Id("v")
+		for _, p := range f.Path {
+			x = x.Dot(p)
+		}
+		key, _ := json.Marshal(f.Name) // HTML-escaped, as encoding/json writes keys
+		write := []jen.Code{jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit(","+string(key)+":").Op("..."))}
+		write = append(write, e.appendJSONValue(f.Shape, x)...)
+		cond := e.jsonPresent(f, x)
+		if cond == nil {
+			allOptional = false
+			body = append(body, write...)
+		} else {
+			body = append(body, jen.If(cond).Block(write...))
+		}
+	}
+	closing := []jen.Code{
+		jen.Id("b").Index(jen.Id("start")).Op("=").LitRune('{'),
+		jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('}')),
+	}
+	if allOptional {
+		body = append(body, jen.If(jen.Len(jen.Id("b")).Op("==").Id("start")).Block(
+			jen.Return(jen.Append(jen.Id("b"), jen.Lit("{}").Op("...")), jen.Err()),
+		))
+	}
+	body = append(body, closing...)
+	body = append(body, jen.Return(jen.Id("b"), jen.Err()))
+	return jen.Func().Id("appendJSON"+s.Helper).
+		Params(jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Add(e.typeCode(s.Type))).
+		Params(jen.Index().Byte(), jen.Error()).Block(body...)
+}
+
+// jsonPresent is the condition under which an omitempty or omitzero member
+// is written, or nil when it always is.
+func (e *emitter) jsonPresent(f *JSONField, x *jen.Statement) jen.Code {
+	var conds []jen.Code
+	if f.OmitEmpty {
+		if c := notEmpty(f.Shape, x); c != nil {
+			conds = append(conds, c)
+		}
+	}
+	if f.OmitZero {
+		conds = append(conds, notZero(f.Shape, x))
+	}
+	switch len(conds) {
+	case 0:
+		return nil
+	case 1:
+		return conds[0]
+	}
+	return jen.Add(conds[0]).Op("&&").Add(conds[1])
+}
+
+// notEmpty is encoding/json's !isEmptyValue for omitempty. Structs (and
+// time.Time) are never empty; nil means "always written".
+func notEmpty(s *Shape, x *jen.Statement) jen.Code {
+	switch s.Kind {
+	case Bool:
+		return jen.Bool().Parens(x.Clone())
+	case Int, Uint, Float, Duration:
+		return x.Clone().Op("!=").Lit(0)
+	case String, Bytes, Slice, Map:
+		return jen.Len(x.Clone()).Op("!=").Lit(0)
+	case Array:
+		if s.Len == 0 {
+			return jen.False()
+		}
+		return nil
+	case Pointer:
+		return x.Clone().Op("!=").Nil()
+	}
+	return nil
+}
+
+// notZero is encoding/json's test for omitzero: the type's IsZero method if
+// it has one, else the zero value (nil for slices and maps, not empty).
+func notZero(s *Shape, x *jen.Statement) jen.Code {
+	if hasIsZero(s.Type) {
+		if s.Kind == Pointer {
+			return x.Clone().Op("!=").Nil().Op("&&").Op("!").Add(x.Clone()).Dot("IsZero").Call()
+		}
+		return jen.Op("!").Add(x.Clone()).Dot("IsZero").Call()
+	}
+	switch s.Kind {
+	case Bool:
+		return jen.Bool().Parens(x.Clone())
+	case Int, Uint, Float, Duration:
+		return x.Clone().Op("!=").Lit(0)
+	case String:
+		return jen.Len(x.Clone()).Op("!=").Lit(0)
+	}
+	return x.Clone().Op("!=").Nil() // pointers, slices, maps, []byte
+}
+
+// hasIsZero reports whether t (or *t) has an IsZero() bool method, which
+// encoding/json's omitzero calls.
+func hasIsZero(t types.Type) bool {
+	for _, recv := range []types.Type{t, types.NewPointer(t)} {
+		if sel := types.NewMethodSet(recv).Lookup(nil, "IsZero"); sel != nil {
+			if sig, ok := sel.Type().(*types.Signature); ok && sig.Params().Len() == 0 &&
+				sig.Results().Len() == 1 && types.Identical(sig.Results().At(0).Type(), types.Typ[types.Bool]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// jsonCall is b = codec.fn(b, args...).
+func jsonCall(fn string, args ...jen.Code) jen.Code {
+	return jen.Id("b").Op("=").Qual(codecPath, fn).Call(append([]jen.Code{jen.Id("b")}, args...)...)
+}
+
+// jsonCallErr is b, err = codec.fn(b, args...) with an early return.
+func jsonCallErr(call jen.Code) jen.Code {
+	return jen.If(jen.List(jen.Id("b"), jen.Err()).Op("=").Add(call), jen.Err().Op("!=").Nil()).Block(
+		jen.Return(jen.Id("b"), jen.Err()),
+	)
+}
+
+// appendJSONValue appends the value x of shape s (x is addressable).
+func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
+	null := jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit("null").Op("..."))
+	switch s.Kind {
+	case Bool:
+		return []jen.Code{jsonCall("AppendJSONBool", e.to(s, "bool", x))}
+	case Int, Duration:
+		return []jen.Code{jsonCall("AppendJSONInt", e.to(s, "int64", x))}
+	case Uint:
+		return []jen.Code{jsonCall("AppendJSONUint", e.to(s, "uint64", x))}
+	case Float:
+		return []jen.Code{jsonCallErr(jen.Qual(codecPath, "AppendJSONFloat").Call(jen.Id("b"), e.to(s, "float64", x), jen.Lit(s.Bits)))}
+	case String:
+		return []jen.Code{jsonCall("AppendJSONString", e.to(s, "string", x))}
+	case Bytes:
+		return []jen.Code{jsonCall("AppendJSONBytes", x)}
+	case Time:
+		return []jen.Code{jsonCallErr(jen.Qual(codecPath, "AppendJSONTime").Call(jen.Id("b"), x))}
+	case Pointer:
+		return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(null).Else().Block(
+			e.appendJSONValue(s.Elem, deref(x))...,
+		)}
+	case Slice, Array:
+		i := e.fresh("i")
+		loop := []jen.Code{
+			jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('[')),
+			jen.For(jen.Id(i).Op(":=").Range().Add(x.Clone())).Block(append([]jen.Code{
+				jen.If(jen.Id(i).Op(">").Lit(0)).Block(jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(','))),
+			}, e.appendJSONValue(s.Elem, x.Clone().Index(jen.Id(i)))...)...),
+			jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(']')),
+		}
+		if s.Kind == Array {
+			return loop
+		}
+		return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(null).Else().Block(loop...)}
+	case Map:
+		i, k, val := e.fresh("i"), e.fresh("k"), e.fresh("val")
+		sorted := "SortedKeys"
+		var key []jen.Code
+		switch s.Key.Kind {
+		case String:
+			key = []jen.Code{jsonCall("AppendJSONString", e.to(s.Key, "string", jen.Id(k)))}
+		case Int:
+			sorted = "SortedIntKeys"
+			key = []jen.Code{
+				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"')),
+				jsonCall("AppendJSONInt", e.to(s.Key, "int64", jen.Id(k))),
+				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"')),
+			}
+		case Uint:
+			sorted = "SortedIntKeys"
+			key = []jen.Code{
+				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"')),
+				jsonCall("AppendJSONUint", e.to(s.Key, "uint64", jen.Id(k))),
+				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"')),
+			}
+		}
+		body := []jen.Code{jen.If(jen.Id(i).Op(">").Lit(0)).Block(jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(',')))}
+		body = append(body, key...)
+		body = append(body,
+			jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(':')),
+			jen.Id(val).Op(":=").Add(x.Clone()).Index(jen.Id(k)),
+		)
+		body = append(body, e.appendJSONValue(s.Elem, jen.Id(val))...)
+		return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(null).Else().Block(
+			jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('{')),
+			jen.For(jen.List(jen.Id(i), jen.Id(k)).Op(":=").Range().Qual(codecPath, sorted).Call(x.Clone())).Block(body...),
+			jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('}')),
+		)}
+	case StructShape:
+		if foreignRecord(s.Struct) {
+			return []jen.Code{jsonCallErr(x.Clone().Dot("AppendJSON").Call(jen.Id("b")))}
+		}
+		return []jen.Code{jsonCallErr(jen.Id("appendJSON"+s.Struct.Helper).Call(jen.Id("b"), jen.Op("&").Add(x.Clone())))}
+	}
+	panic("appendJSONValue: unknown shape")
+}
+
+// readJSON emits readJSON<Helper>(r, v): the members of an object matched
+// to fields as encoding/json matches them (exact name first, then
+// case-insensitively), unknown members skipped.
+func (e *emitter) readJSON(s *Struct) jen.Code {
+	e.function("r", "v", "key", "ok", "field", "folded")
+	target := "Go value of type " + e.goName(s.Type)
+	var exact, fold, read []jen.Code
+	seenFold := map[string]bool{}
+	for i, f := range s.JSON {
+		exact = append(exact, jen.Case(jen.Lit(f.Name)).Block(jen.Id("field").Op("=").Lit(i)))
+		folded := string(codec.FoldJSONName(nil, []byte(f.Name)))
+		if !seenFold[folded] {
+			seenFold[folded] = true
+			fold = append(fold, jen.Case(jen.Lit(folded)).Block(jen.Id("field").Op("=").Lit(i)))
+		}
+		x := jen.Id("v")
+		for _, p := range f.Path {
+			x = x.Dot(p)
+		}
+		fieldTarget := fmt.Sprintf("Go struct field %s.%s of type %s", s.Name, strings.Join(f.Path, "."), e.goName(f.Shape.Type))
+		read = append(read, jen.Case(jen.Lit(i)).Block(e.readJSONValue(f.Shape, x, fieldTarget)...))
+	}
+	read = append(read, jen.Default().Block(jen.Id("r").Dot("Skip").Call()))
+	loop := []jen.Code{
+		jen.List(jen.Id("key"), jen.Id("ok")).Op(":=").Id("r").Dot("NextKey").Call(),
+		jen.If(jen.Op("!").Id("ok")).Block(jen.Return()),
+		jen.Id("field").Op(":=").Lit(-1),
+	}
+	if len(s.JSON) > 0 {
+		loop = append(loop,
+			jen.Switch(jen.String().Parens(jen.Id("key"))).Block(exact...),
+			jen.If(jen.Id("field").Op("<").Lit(0)).Block(
+				jen.Var().Id("folded").Index(jen.Lit(64)).Byte(),
+				jen.Switch(jen.String().Parens(jen.Qual(codecPath, "FoldJSONName").Call(jen.Id("folded").Index(jen.Op(":").Lit(0)), jen.Id("key")))).Block(fold...),
+			),
+		)
+	}
+	loop = append(loop, jen.Switch(jen.Id("field")).Block(read...))
+	return jen.Func().Id("readJSON"+s.Helper).
+		Params(jen.Id("r").Op("*").Qual(codecPath, "JSONReader"), jen.Id("v").Op("*").Add(e.typeCode(s.Type))).
+		Block(
+			jen.If(jen.Op("!").Id("r").Dot("BeginObject").Call(jen.Lit(target))).Block(jen.Return()),
+			jen.For().Block(loop...),
+		)
+}
+
+// readJSONValue reads one JSON value into the addressable dst of shape s;
+// target describes dst for type errors.
+func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []jen.Code {
+	r := func() *jen.Statement { return jen.Id("r") }
+	scalar := func(call jen.Code, conv jen.Code) []jen.Code {
+		x := e.fresh("x")
+		var v jen.Code = jen.Id(x)
+		if conv != nil {
+			v = jen.Add(conv).Parens(jen.Id(x))
+		}
+		return []jen.Code{jen.If(jen.List(jen.Id(x), jen.Id("ok")).Op(":=").Add(call), jen.Id("ok")).Block(dst.Clone().Op("=").Add(v))}
+	}
+	var conv jen.Code
+	if s.Named {
+		conv = e.typeCode(s.Type)
+	}
+	lit := jen.Lit(target)
+	switch s.Kind {
+	case Bool:
+		return scalar(r().Dot("Bool").Call(lit), conv)
+	case Int, Duration:
+		if conv == nil && types.Unalias(s.Type).String() != "int64" {
+			conv = e.typeCode(s.Type)
+		}
+		return scalar(r().Dot("Int").Call(lit, jen.Lit(s.Bits)), conv)
+	case Uint:
+		if conv == nil && types.Unalias(s.Type).String() != "uint64" {
+			conv = e.typeCode(s.Type)
+		}
+		return scalar(r().Dot("Uint").Call(lit, jen.Lit(s.Bits)), conv)
+	case Float:
+		if conv == nil && s.Bits == 32 {
+			conv = jen.Float32()
+		}
+		return scalar(r().Dot("Float").Call(lit, jen.Lit(s.Bits)), conv)
+	case String:
+		return scalar(r().Dot("String").Call(lit), conv)
+	case Time:
+		return scalar(r().Dot("Time").Call(lit), nil)
+	case Bytes:
+		return []jen.Code{jen.If(r().Dot("Null").Call()).Block(dst.Clone().Op("=").Nil()).Else().Block(scalar(r().Dot("Bytes").Call(lit), conv)...)}
+	case Pointer:
+		return []jen.Code{jen.If(r().Dot("Null").Call()).Block(dst.Clone().Op("=").Nil()).Else().Block(append([]jen.Code{
+			jen.If(dst.Clone().Op("==").Nil()).Block(dst.Clone().Op("=").New(e.typeCode(s.Elem.Type))),
+		}, e.readJSONValue(s.Elem, deref(dst), target)...)...)}
+	case Slice:
+		sl, i := e.fresh("s"), e.fresh("i")
+		elemTarget := "Go value of type " + e.goName(s.Elem.Type)
+		return []jen.Code{jen.If(r().Dot("Null").Call()).Block(dst.Clone().Op("=").Nil()).Else().If(r().Dot("BeginArray").Call(lit)).Block(
+			jen.List(jen.Id(sl), jen.Id(i)).Op(":=").List(dst.Clone(), jen.Lit(0)),
+			jen.For(r().Dot("NextElement").Call()).Block(append(append([]jen.Code{
+				jen.Id(sl).Op("=").Qual(codecPath, "GrowAt").Call(jen.Id(sl), jen.Id(i)),
+			}, e.readJSONValue(s.Elem, jen.Id(sl).Index(jen.Id(i)), elemTarget)...),
+				jen.Id(i).Op("++"),
+			)...),
+			jen.If(jen.Id(sl).Op("==").Nil()).Block(
+				jen.Id(sl).Op("=").Make(e.typeCode(s.Type), jen.Lit(0)),
+			),
+			dst.Clone().Op("=").Id(sl).Index(jen.Op(":").Id(i)),
+		)}
+	case Array:
+		i := e.fresh("i")
+		elemTarget := "Go value of type " + e.goName(s.Elem.Type)
+		return []jen.Code{jen.If(r().Dot("BeginArray").Call(lit)).Block(
+			jen.Id(i).Op(":=").Lit(0),
+			jen.For(r().Dot("NextElement").Call()).Block(
+				jen.If(jen.Id(i).Op("<").Len(dst.Clone())).Block(
+					e.readJSONValue(s.Elem, dst.Clone().Index(jen.Id(i)), elemTarget)...,
+				).Else().Block(r().Dot("Skip").Call()),
+				jen.Id(i).Op("++"),
+			),
+			jen.If(jen.Id(i).Op("<").Len(dst.Clone())).Block(
+				jen.Clear(dst.Clone().Index(jen.Id(i).Op(":"))),
+			),
+		)}
+	case Map:
+		k, keyOK, val := e.fresh("k"), e.fresh("keyOK"), e.fresh("val")
+		elemTarget := "Go value of type " + e.goName(s.Elem.Type)
+		keyTarget := "Go value of type " + e.goName(s.Key.Type)
+		var parse []jen.Code
+		switch s.Key.Kind {
+		case String:
+			parse = []jen.Code{jen.List(jen.Id(k), jen.Id(keyOK)).Op(":=").List(jen.Add(e.typeCode(s.Key.Type)).Parens(jen.Id("key")), jen.True())}
+		case Int, Uint:
+			fn := "ParseJSONIntKey"
+			if s.Key.Kind == Uint {
+				fn = "ParseJSONUintKey"
+			}
+			raw := e.fresh("raw")
+			parse = []jen.Code{
+				jen.List(jen.Id(raw), jen.Id(keyOK)).Op(":=").Qual(codecPath, fn).Call(jen.Id("r"), jen.Id("key"), jen.Lit(s.Key.Bits), jen.Lit(keyTarget)),
+				jen.Id(k).Op(":=").Add(e.typeCode(s.Key.Type)).Parens(jen.Id(raw)),
+			}
+		}
+		body := []jen.Code{
+			jen.List(jen.Id("key"), jen.Id("ok")).Op(":=").Id("r").Dot("NextKey").Call(),
+			jen.If(jen.Op("!").Id("ok")).Block(jen.Break()),
+		}
+		body = append(body, parse...)
+		body = append(body, jen.Var().Id(val).Add(e.typeCode(s.Elem.Type)))
+		body = append(body, e.readJSONValue(s.Elem, jen.Id(val), elemTarget)...)
+		body = append(body, jen.If(jen.Id(keyOK)).Block(dst.Clone().Index(jen.Id(k)).Op("=").Id(val)))
+		return []jen.Code{jen.If(r().Dot("Null").Call()).Block(dst.Clone().Op("=").Nil()).Else().If(r().Dot("BeginObject").Call(lit)).Block(
+			jen.If(dst.Clone().Op("==").Nil()).Block(dst.Clone().Op("=").Make(e.typeCode(s.Type))),
+			jen.For().Block(body...),
+		)}
+	case StructShape:
+		if foreignRecord(s.Struct) {
+			raw := e.fresh("raw")
+			return []jen.Code{jen.If(jen.List(jen.Id(raw), jen.Id("ok")).Op(":=").Add(r()).Dot("RawValue").Call(), jen.Id("ok")).Block(
+				jen.If(jen.Err().Op(":=").Add(dst.Clone()).Dot("UnmarshalJSON").Call(jen.Id(raw)), jen.Err().Op("!=").Nil()).Block(
+					r().Dot("Fail").Call(jen.Err()),
+				),
+			)}
+		}
+		return []jen.Code{jen.Id("readJSON"+s.Struct.Helper).Call(r(), jen.Op("&").Add(dst.Clone()))}
+	}
+	panic("readJSONValue: unknown shape")
+}

@@ -1,0 +1,180 @@
+// Package gen is the streamgen generator as a library: it loads Go packages
+// with full type information, builds a model of the records annotated with
+// //streamgen:record and of every struct reached from them, and emits their
+// binary and JSON codecs and schemas into one file per package.
+//
+// The stages are files: load.go (go/packages), directives.go and shape.go
+// and jsonfields.go (the model), emit*.go (code), write.go (output). The
+// command cmd/streamgen is a thin wrapper over Run.
+package gen
+
+import (
+	"bytes"
+	"fmt"
+	"go/token"
+	"go/types"
+
+	"golang.org/x/tools/go/packages"
+)
+
+// Config says what to generate.
+type Config struct {
+	// Dir is the directory patterns are relative to; "" means the
+	// current directory.
+	Dir string
+	// Patterns are package patterns as for go build; none means ".".
+	Patterns []string
+	// DryRun renders everything but writes nothing.
+	DryRun bool
+	// Log, when set, is called with a line per file written or removed.
+	Log func(string)
+}
+
+// Result is one output file and what happened to it.
+type Result struct {
+	Path    string // the output file
+	Content []byte // nil when the package has no records
+	Changed bool   // whether the file on disk was (or would be) changed
+}
+
+// Run generates code for every package matched by cfg.Patterns. It returns
+// an ErrorList when the packages hold anything the generator cannot handle;
+// then no file is written at all.
+func Run(cfg Config) ([]Result, error) {
+	pkgs, err := load(cfg.Dir, cfg.Patterns)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		rep     reporter
+		outputs []Result
+	)
+	for _, p := range pkgs {
+		rep.fset = p.Fset
+		if len(p.Errors) > 0 && p.Types == nil {
+			for _, e := range p.Errors {
+				rep.errs = append(rep.errs, &Error{Pos: parsePos(e.Pos), Msg: e.Msg})
+			}
+			continue
+		}
+		model := buildModel(&rep, p)
+		if model == nil {
+			continue
+		}
+		var buf bytes.Buffer
+		if len(model.Records) > 0 {
+			e := &emitter{pkg: model, types: p.Types}
+			if err := e.file().Render(&buf); err != nil {
+				return nil, fmt.Errorf("streamgen: %s: rendering the output failed (a generator bug): %w", p.PkgPath, err)
+			}
+		}
+		outputs = append(outputs, Result{Path: outputPath(p), Content: contentOrNil(buf.Bytes(), len(model.Records) > 0)})
+	}
+	if len(rep.errs) > 0 {
+		return nil, rep.errs.sorted()
+	}
+	return writeAll(outputs, cfg)
+}
+
+func contentOrNil(b []byte, keep bool) []byte {
+	if !keep {
+		return nil
+	}
+	return b
+}
+
+// buildModel finds the package's records and models them, reporting what
+// it cannot handle. It returns nil when the package has errors.
+func buildModel(rep *reporter, p *packages.Package) *Package {
+	before := len(rep.errs)
+	b := &builder{
+		rep:         rep,
+		pkg:         p.Types,
+		model:       &Package{Name: p.Name, Path: p.PkgPath},
+		records:     map[*types.TypeName]bool{},
+		named:       map[*types.TypeName]*Struct{},
+		anon:        map[*types.Struct]*Struct{},
+		helpers:     map[string]bool{},
+		building:    map[*Struct]bool{},
+		foreign:     map[*types.TypeName]bool{},
+		parsedFiles: map[string]*astFile{},
+	}
+	var order []*types.TypeName
+	for _, f := range p.Syntax {
+		for ts, ds := range typeDirectives(rep, f) {
+			for _, d := range ds {
+				if d.Name != "record" {
+					continue
+				}
+				obj, _ := p.TypesInfo.Defs[ts.Name].(*types.TypeName)
+				if obj == nil {
+					rep.errorf(ts.Pos(), "%s: the type did not type-check: %v", ts.Name.Name, packageErrors(p))
+					continue
+				}
+				if _, isStruct := obj.Type().Underlying().(*types.Struct); !isStruct {
+					rep.errorf(ts.Pos(), "//streamgen:record on %s: a record must be a struct type, not %s", obj.Name(), typeString(p.Types, obj.Type().Underlying()))
+					continue
+				}
+				if ts.TypeParams != nil {
+					rep.errorf(ts.Pos(), "//streamgen:record on %s: records cannot be generic", obj.Name())
+					continue
+				}
+				b.records[obj] = true
+				order = append(order, obj)
+			}
+		}
+	}
+	sortByPos(order)
+	for _, obj := range order {
+		if hasInvalid(obj.Type()) {
+			rep.errorf(obj.Pos(), "%s: a field's type did not type-check: %v", obj.Name(), packageErrors(p))
+			continue
+		}
+		s, ok := b.structOf(obj.Type(), obj.Pos())
+		if ok {
+			b.model.Records = append(b.model.Records, s)
+		}
+	}
+	if len(rep.errs) > before {
+		return nil
+	}
+	return b.model
+}
+
+func sortByPos(objs []*types.TypeName) {
+	for i := 1; i < len(objs); i++ {
+		for j := i; j > 0 && objs[j].Pos() < objs[j-1].Pos(); j-- {
+			objs[j], objs[j-1] = objs[j-1], objs[j]
+		}
+	}
+}
+
+// hasInvalid reports whether a struct's fields mention a type that failed
+// to type-check.
+func hasInvalid(t types.Type) bool {
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		return false
+	}
+	for i := 0; i < st.NumFields(); i++ {
+		if types.TypeString(st.Field(i).Type(), nil) == "invalid type" {
+			return true
+		}
+	}
+	return false
+}
+
+func packageErrors(p *packages.Package) string {
+	if len(p.Errors) == 0 {
+		return "no details"
+	}
+	return p.Errors[0].Error()
+}
+
+// parsePos turns a go/packages error position ("file:line:col") into a
+// token.Position.
+func parsePos(s string) token.Position {
+	var pos token.Position
+	pos.Filename = s
+	return pos
+}

@@ -1,0 +1,141 @@
+package gen
+
+import (
+	"go/token"
+	"go/types"
+)
+
+// The model is what the generator knows about a package once it has read
+// it: the records to emit and, for each, a closed description of every
+// field's type (a Shape). Emitters visit shapes with one switch on Shape.Kind.
+//
+// A worked example. For
+//
+//	//streamgen:record
+//	type Event struct {
+//		User  string            `json:"user"`
+//		Tags  []Tag             `json:"tags,omitempty"`
+//		Where *geo.Point        // geo.Point is a record of another package
+//		Meta  map[string]int64
+//		At    time.Time         `stream:"eventtime,id=7"`
+//	}
+//	type Tag struct{ K, V string } // not a record: reached through Event
+//
+// the model is
+//
+//	Package{Records: [Event], Structs: [Event, Tag]}
+//	Struct Event (Record, Local)
+//	  Fields (binary, declaration order)
+//	    User  id=FieldID("User")  Shape{String}
+//	    Tags  id=FieldID("Tags")  Shape{Slice, Elem: Shape{Struct: Tag}}
+//	    Where id=FieldID("Where") Shape{Pointer, Elem: Shape{Struct: geo.Point (Record, not Local)}}
+//	    Meta  id=FieldID("Meta")  Shape{Map, Key: Shape{String}, Elem: Shape{Int, Bits: 64}}
+//	    At    id=7                Shape{Time}  EventTime
+//	  JSON (encoding/json's field list, embedded fields promoted)
+//	    "user" → User, "tags" omitempty → Tags, "Where" → Where, "Meta" → Meta, "At" → At
+//	Struct Tag (not Record, Local): Fields K, V; JSON "K", "V"
+//
+// Struct types that are not records get generated helper functions, not
+// methods, so the generator never adds methods to a type the user did not
+// annotate. Records of other packages are reached through their generated
+// exported methods.
+
+// Package is the model of one Go package to generate for.
+type Package struct {
+	Name    string // package name
+	Path    string // import path
+	Dir     string // directory of its files
+	Records []*Struct
+	// Structs lists every struct type that needs generated helpers: the
+	// package's records and every struct type reached from their fields,
+	// in the order first met, except records of other packages.
+	Structs []*Struct
+}
+
+// Struct is a struct type that is a record or is reached from one.
+type Struct struct {
+	// Name is the type's name as it reads in messages ("Event",
+	// "geo.Point", or "struct{...}" for an anonymous struct).
+	Name string
+	// Qualified is the import path and name ("example.com/s.Event").
+	Qualified string
+	// Type is the struct's Go type (a *types.Named or a *types.Struct).
+	Type types.Type
+	// Record is true for a //streamgen:record type.
+	Record bool
+	// Local is true when the type is declared in the package being
+	// generated (only local records get methods).
+	Local bool
+	// Helper is the suffix of this struct's generated helper functions
+	// ("Event" gives appendBinaryEvent, readBinaryEvent, ...).
+	Helper string
+	// Fields are the encoded fields, in declaration order. An embedded
+	// struct is one field of kind Struct, named after its type.
+	Fields []*Field
+	// JSON is encoding/json's view of the struct: its fields, promoted
+	// from embedded structs by encoding/json's rules, in its order.
+	JSON []*JSONField
+	Pos  token.Pos
+}
+
+// Field is one field of the binary encoding.
+type Field struct {
+	Name  string // Go name
+	ID    uint32
+	Shape *Shape
+	Pos   token.Pos
+	// Key and EventTime mark the fields tagged `stream:"key"` and
+	// `stream:"eventtime"`, for typed bindings.
+	Key, EventTime bool
+}
+
+// JSONField is one member of a struct's JSON object.
+type JSONField struct {
+	Name string // the JSON key
+	// Path is the chain of Go field names from the struct to the field;
+	// longer than one for a field promoted from an embedded struct.
+	Path      []string
+	Shape     *Shape
+	OmitEmpty bool
+	OmitZero  bool
+	// Tagged is true when the name came from a json tag (it then wins
+	// over untagged fields of the same name at the same depth).
+	Tagged bool
+	index  []int // field indexes from the outer struct, for ordering
+}
+
+// ShapeKind is what a Shape is.
+type ShapeKind int
+
+// The shapes.
+const (
+	Bool ShapeKind = iota
+	Int
+	Uint
+	Float
+	String
+	Bytes
+	Time
+	Duration
+	Pointer
+	Slice
+	Array
+	Map
+	StructShape
+)
+
+// Shape is the closed description of a Go type that the emitters visit.
+type Shape struct {
+	Kind ShapeKind
+	// Type is the Go type this shape describes. When it is a named type
+	// (an enum over int, a named slice), Named is set and values are
+	// converted to and from the underlying shape.
+	Type  types.Type
+	Named bool
+	Bits  int    // for Int, Uint, Float: 8…64 (int and uint count as 64)
+	Len   int64  // for Array
+	Elem  *Shape // for Pointer, Slice, Array, Map (the value)
+	Key   *Shape // for Map
+	// Struct is set for StructShape.
+	Struct *Struct
+}

@@ -1,0 +1,414 @@
+package gen
+
+import (
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"go/types"
+	"reflect"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/streamgen/streamgen/codec"
+)
+
+// builder turns the go/types view of a package into the model.
+type builder struct {
+	rep   *reporter
+	pkg   *types.Package
+	model *Package
+	// local records, by type name
+	records map[*types.TypeName]bool
+	// structs already modelled: named types by *types.TypeName, anonymous
+	// struct types by identity of the *types.Struct
+	named    map[*types.TypeName]*Struct
+	anon     map[*types.Struct]*Struct
+	helpers  map[string]bool
+	building map[*Struct]bool // for finding recursive types
+	// foreign records, by type name, found by reading the declaring file
+	foreign     map[*types.TypeName]bool
+	parsedFiles map[string]*astFile
+}
+
+// streamTag is the parsed `stream:"..."` struct tag.
+type streamTag struct {
+	skip, key, eventTime bool
+	id                   uint32
+}
+
+func parseStreamTag(tag string) (streamTag, error) {
+	var st streamTag
+	v, ok := reflect.StructTag(tag).Lookup("stream")
+	if !ok {
+		return st, nil
+	}
+	for _, opt := range strings.Split(v, ",") {
+		switch k, val, _ := strings.Cut(strings.TrimSpace(opt), "="); k {
+		case "-":
+			st.skip = true
+		case "key":
+			st.key = true
+		case "eventtime":
+			st.eventTime = true
+		case "id":
+			n, err := strconv.ParseUint(val, 10, 32)
+			if err != nil || n == 0 || n > codec.MaxFieldID {
+				return st, fmt.Errorf("stream tag id=%s: want a number from 1 to %d", val, codec.MaxFieldID)
+			}
+			st.id = uint32(n)
+		case "":
+		default:
+			return st, fmt.Errorf("unknown stream tag option %q (known: -, key, eventtime, id=N)", k)
+		}
+	}
+	return st, nil
+}
+
+// structOf returns the model of the struct type t (a named struct or an
+// anonymous one), building it on first use.
+func (b *builder) structOf(t types.Type, pos token.Pos) (*Struct, bool) {
+	var s *Struct
+	switch t := t.(type) {
+	case *types.Named:
+		tn := t.Obj()
+		if s, ok := b.named[tn]; ok {
+			return s, b.checkRecursion(s, pos)
+		}
+		if t.TypeParams().Len() > 0 || t.TypeArgs().Len() > 0 {
+			b.rep.errorf(pos, "%s is a generic type: records and the structs in them cannot be generic", t.Obj().Name())
+			return nil, false
+		}
+		s = &Struct{
+			Name:      typeString(b.pkg, t),
+			Qualified: tn.Pkg().Path() + "." + tn.Name(),
+			Type:      t,
+			Local:     tn.Pkg() == b.pkg,
+			Pos:       tn.Pos(),
+		}
+		s.Record = b.records[tn] || (!s.Local && b.isForeignRecord(tn))
+		b.named[tn] = s
+	case *types.Struct:
+		if s, ok := b.anon[t]; ok {
+			return s, b.checkRecursion(s, pos)
+		}
+		s = &Struct{Name: "struct{...}", Qualified: b.pkg.Path() + ".struct", Type: t, Local: true, Pos: pos}
+		b.anon[t] = s
+	default:
+		panic("structOf: not a struct type")
+	}
+	if s.Record && !s.Local {
+		// Reached through its own generated methods: nothing to model.
+		return s, true
+	}
+	s.Helper = b.helperName(s)
+	b.model.Structs = append(b.model.Structs, s)
+	b.building[s] = true
+	ok := b.fields(s)
+	delete(b.building, s)
+	return s, ok
+}
+
+func (b *builder) checkRecursion(s *Struct, pos token.Pos) bool {
+	if b.building[s] {
+		b.rep.errorf(pos, "%s contains itself: recursive types are not supported", s.Name)
+		return false
+	}
+	return true
+}
+
+// helperName picks a unique, readable suffix for a struct's helpers.
+func (b *builder) helperName(s *Struct) string {
+	base := "Anon"
+	if n, ok := s.Type.(*types.Named); ok {
+		base = n.Obj().Name()
+		if !s.Local {
+			p := n.Obj().Pkg().Name()
+			base = strings.ToUpper(p[:1]) + p[1:] + strings.ToUpper(base[:1]) + base[1:]
+		}
+	}
+	name := base
+	for i := 1; b.helpers[name]; i++ {
+		name = base + strconv.Itoa(i)
+	}
+	b.helpers[name] = true
+	return name
+}
+
+// fields models the binary fields and the JSON members of s.
+func (b *builder) fields(s *Struct) bool {
+	st := s.Type.Underlying().(*types.Struct)
+	ok := true
+	ids := map[uint32]string{}
+	for i := 0; i < st.NumFields(); i++ {
+		v := st.Field(i)
+		tag, err := parseStreamTag(st.Tag(i))
+		if err != nil {
+			b.rep.errorf(v.Pos(), "%s.%s: %v", s.Name, v.Name(), err)
+			ok = false
+			continue
+		}
+		if tag.skip || !v.Exported() && !v.Embedded() {
+			continue
+		}
+		if v.Embedded() {
+			if _, isPtr := v.Type().(*types.Pointer); isPtr {
+				b.rep.errorf(v.Pos(), "%s.%s: embedded pointers are not supported; embed the struct itself or name the field", s.Name, v.Name())
+				ok = false
+				continue
+			}
+			if !v.Exported() {
+				if jsonIgnored(st.Tag(i)) {
+					continue
+				}
+				b.rep.errorf(v.Pos(), "%s.%s: embedded unexported types are not supported; export the type or tag the field `stream:\"-\" json:\"-\"`", s.Name, v.Name())
+				ok = false
+				continue
+			}
+		}
+		shape, sok := b.shape(v.Type(), v.Pos(), s.Name+"."+v.Name())
+		if !sok {
+			ok = false
+			continue
+		}
+		if v.Embedded() && shape.Kind == Time {
+			b.rep.errorf(v.Pos(), "%s: embedded time.Time is not supported (its methods would take over the struct's JSON); name the field", s.Name)
+			ok = false
+			continue
+		}
+		id := tag.id
+		if id == 0 {
+			id = codec.FieldID(v.Name())
+		}
+		if other, dup := ids[id]; dup {
+			b.rep.errorf(v.Pos(), "%s.%s: field id %d is also the id of %s; give one of them another with `stream:\"id=N\"`", s.Name, v.Name(), id, other)
+			ok = false
+			continue
+		}
+		ids[id] = v.Name()
+		if tag.eventTime && shape.Kind != Time && shape.Kind != Int {
+			b.rep.errorf(v.Pos(), "%s.%s: an eventtime field must be a time.Time or an integer, not %s", s.Name, v.Name(), typeString(b.pkg, v.Type()))
+			ok = false
+		}
+		s.Fields = append(s.Fields, &Field{Name: v.Name(), ID: id, Shape: shape, Pos: v.Pos(), Key: tag.key, EventTime: tag.eventTime})
+	}
+	if !ok {
+		return false
+	}
+	return b.jsonFields(s)
+}
+
+func jsonIgnored(tag string) bool { return reflect.StructTag(tag).Get("json") == "-" }
+
+// shape describes t, or reports why it cannot be encoded. where names the
+// field for messages ("Event.Tags").
+func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool) {
+	if isNamed(t, "time", "Time") {
+		return &Shape{Kind: Time, Type: t}, true
+	}
+	if isNamed(t, "time", "Duration") {
+		return &Shape{Kind: Duration, Type: t, Bits: 64}, true
+	}
+	named, isNamedType := t.(*types.Named)
+	if isNamedType && named.TypeArgs().Len() > 0 {
+		b.rep.errorf(pos, "%s: generic type %s is not supported", where, typeString(b.pkg, t))
+		return nil, false
+	}
+	if isNamedType {
+		if _, isStruct := t.Underlying().(*types.Struct); !isStruct {
+			if m := customJSON(t); m != "" {
+				b.rep.errorf(pos, "%s: %s has a %s method: types with their own JSON or text encoding are not supported yet", where, typeString(b.pkg, t), m)
+				return nil, false
+			}
+		}
+	}
+	if alias, ok := t.(*types.Alias); ok {
+		return b.shape(types.Unalias(alias), pos, where)
+	}
+	s := &Shape{Type: t, Named: isNamedType}
+	switch u := t.Underlying().(type) {
+	case *types.Basic:
+		switch {
+		case u.Kind() == types.Bool:
+			s.Kind = Bool
+		case u.Kind() == types.String:
+			s.Kind = String
+		case u.Info()&types.IsInteger != 0 && u.Kind() != types.Uintptr:
+			s.Kind, s.Bits = Int, intBits(u.Kind())
+			if u.Info()&types.IsUnsigned != 0 {
+				s.Kind = Uint
+			}
+		case u.Kind() == types.Float32:
+			s.Kind, s.Bits = Float, 32
+		case u.Kind() == types.Float64:
+			s.Kind, s.Bits = Float, 64
+		default:
+			b.rep.errorf(pos, "%s: unsupported type %s", where, typeString(b.pkg, t))
+			return nil, false
+		}
+	case *types.Pointer:
+		elem, ok := b.shape(u.Elem(), pos, where)
+		if !ok {
+			return nil, false
+		}
+		if elem.Kind == Pointer {
+			b.rep.errorf(pos, "%s: pointers to pointers are not supported", where)
+			return nil, false
+		}
+		s.Kind, s.Elem = Pointer, elem
+	case *types.Slice:
+		if types.Identical(u.Elem(), types.Typ[types.Uint8]) && !isNamedElem(u.Elem()) {
+			s.Kind = Bytes
+			break
+		}
+		if isByteLike(u.Elem()) {
+			b.rep.errorf(pos, "%s: slices of a named byte type are not supported; use []byte", where)
+			return nil, false
+		}
+		elem, ok := b.shape(u.Elem(), pos, where+"[]")
+		if !ok {
+			return nil, false
+		}
+		s.Kind, s.Elem = Slice, elem
+	case *types.Array:
+		elem, ok := b.shape(u.Elem(), pos, where+"[]")
+		if !ok {
+			return nil, false
+		}
+		s.Kind, s.Elem, s.Len = Array, elem, u.Len()
+	case *types.Map:
+		key, ok := b.shape(u.Key(), pos, where+"[key]")
+		if !ok {
+			return nil, false
+		}
+		if key.Kind != String && key.Kind != Int && key.Kind != Uint {
+			b.rep.errorf(pos, "%s: map keys must be strings or integers, not %s", where, typeString(b.pkg, u.Key()))
+			return nil, false
+		}
+		elem, ok := b.shape(u.Elem(), pos, where+"[]")
+		if !ok {
+			return nil, false
+		}
+		s.Kind, s.Key, s.Elem = Map, key, elem
+	case *types.Struct:
+		st, ok := b.structOf(t, pos)
+		if !ok {
+			return nil, false
+		}
+		if !st.Record {
+			if m := customJSON(t); m != "" {
+				b.rep.errorf(pos, "%s: %s has a %s method: types with their own JSON or text encoding are not supported yet", where, typeString(b.pkg, t), m)
+				return nil, false
+			}
+		}
+		s.Kind, s.Struct, s.Named = StructShape, st, false
+	case *types.Chan:
+		b.rep.errorf(pos, "%s: channels cannot be encoded (type %s); tag the field `stream:\"-\" json:\"-\"` to leave it out", where, typeString(b.pkg, t))
+		return nil, false
+	case *types.Signature:
+		b.rep.errorf(pos, "%s: funcs cannot be encoded (type %s); tag the field `stream:\"-\" json:\"-\"` to leave it out", where, typeString(b.pkg, t))
+		return nil, false
+	case *types.Interface:
+		b.rep.errorf(pos, "%s: interfaces cannot be encoded (type %s): the generator needs a concrete type", where, typeString(b.pkg, t))
+		return nil, false
+	default:
+		b.rep.errorf(pos, "%s: unsupported type %s", where, typeString(b.pkg, t))
+		return nil, false
+	}
+	return s, true
+}
+
+func intBits(k types.BasicKind) int {
+	switch k {
+	case types.Int8, types.Uint8:
+		return 8
+	case types.Int16, types.Uint16:
+		return 16
+	case types.Int32, types.Uint32:
+		return 32
+	}
+	return 64
+}
+
+func isNamed(t types.Type, pkg, name string) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == pkg && n.Obj().Name() == name
+}
+
+func isNamedElem(t types.Type) bool {
+	_, ok := types.Unalias(t).(*types.Named)
+	return ok
+}
+
+func isByteLike(t types.Type) bool {
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Kind() == types.Uint8
+}
+
+// customJSON names the method by which t takes over its own JSON or text
+// encoding, or returns "".
+func customJSON(t types.Type) string {
+	for _, m := range []string{"MarshalJSON", "UnmarshalJSON", "MarshalText", "UnmarshalText"} {
+		for _, recv := range []types.Type{t, types.NewPointer(t)} {
+			if sel := types.NewMethodSet(recv).Lookup(nil, m); sel != nil {
+				return m
+			}
+			if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
+				if sel := types.NewMethodSet(recv).Lookup(n.Obj().Pkg(), m); sel != nil {
+					return m
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// typeString writes t as it reads in pkg.
+func typeString(pkg *types.Package, t types.Type) string {
+	return types.TypeString(t, func(p *types.Package) string {
+		if p == pkg {
+			return ""
+		}
+		return p.Name()
+	})
+}
+
+// isForeignRecord reports whether the type tn of another package carries a
+// //streamgen:record directive, by reading its declaration. It does not ask
+// whether the type has generated methods, so the answer is the same whether
+// or not that package's output exists yet.
+func (b *builder) isForeignRecord(tn *types.TypeName) bool {
+	if v, ok := b.foreign[tn]; ok {
+		return v
+	}
+	pos := b.rep.fset.Position(tn.Pos())
+	f, ok := b.parsedFiles[pos.Filename]
+	if !ok {
+		f, _ = parser.ParseFile(token.NewFileSet(), pos.Filename, nil, parser.ParseComments|parser.SkipObjectResolution)
+		b.parsedFiles[pos.Filename] = f
+	}
+	found := false
+	if f != nil {
+		quiet := &reporter{fset: token.NewFileSet()}
+		for ts, ds := range typeDirectives(quiet, f) {
+			if ts.Name.Name == tn.Name() {
+				for _, d := range ds {
+					found = found || d.Name == "record"
+				}
+			}
+		}
+	}
+	b.foreign[tn] = found
+	return found
+}
+
+func exportedName(s string) bool {
+	for _, r := range s {
+		return unicode.IsUpper(r)
+	}
+	return false
+}
+
+// astFile is a parsed file of another package, read to find directives.
+type astFile = ast.File
