@@ -63,6 +63,10 @@
 // As a field, a list or map value is preceded by uvarint(byte length), so an
 // unknown field of any kind can be skipped without knowing its type.
 //
+// Map entries are written in Go's map iteration order, so two encodings of
+// one value may differ in bytes while decoding to equal values; JSON output,
+// which follows encoding/json, sorts keys.
+//
 // A decoder never trusts a length beyond the bytes it has: a string, slice or
 // map longer than the remaining input is an error before anything is
 // allocated, so arbitrary input cannot make it allocate more than a small

@@ -140,7 +140,7 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 		),
 		jen.Line(),
 		jen.Comment("UnmarshalBinary sets t to the record encoded in b, which may have been"),
-		jen.Comment("written by an earlier or later version of "+name+": fields it does not"),
+		jen.Comment("written by an earlier or later version of " + name + ": fields it does not"),
 		jen.Comment("know are skipped, fields it lacks are left zero."),
 		jen.Func().Params(recv()).Id("UnmarshalBinary").Params(jen.Id("b").Index().Byte()).Error().Block(
 			jen.Op("*").Id("t").Op("=").Id(name).Values(),
@@ -168,9 +168,9 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 			jen.Return(jen.Id("r").Dot("Finish").Call()),
 		),
 		jen.Line(),
-		jen.Comment("StreamSchema returns the registered schema of "+name+"."),
+		jen.Comment("StreamSchema returns the registered schema of " + name + "."),
 		jen.Func().Params(recv()).Id("StreamSchema").Params().Op("*").Qual(codecPath, "Schema").Block(
-			jen.Return(jen.Id("schema"+h)),
+			jen.Return(jen.Id("schema" + h)),
 		),
 		jen.Line(),
 		jen.Var().Id("_").Qual(codecPath, "Record").Op("=").Parens(jen.Op("*").Id(name)).Parens(jen.Nil()),

@@ -16,6 +16,12 @@ import (
 // first comma is then turned into the opening brace.
 func (e *emitter) appendJSON(s *Struct) jen.Code {
 	e.function("b", "v", "err", "start")
+	sig := jen.Func().Id("appendJSON"+s.Helper).
+		Params(jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Add(e.typeCode(s.Type))).
+		Params(jen.Index().Byte(), jen.Error())
+	if len(s.JSON) == 0 {
+		return sig.Block(jen.Return(jen.Append(jen.Id("b"), jen.Lit("{}").Op("...")), jen.Nil()))
+	}
 	body := []jen.Code{
 		jen.Var().Id("err").Error(),
 		jen.Id("start").Op(":=").Len(jen.Id("b")),
@@ -48,9 +54,7 @@ func (e *emitter) appendJSON(s *Struct) jen.Code {
 	}
 	body = append(body, closing...)
 	body = append(body, jen.Return(jen.Id("b"), jen.Err()))
-	return jen.Func().Id("appendJSON"+s.Helper).
-		Params(jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Add(e.typeCode(s.Type))).
-		Params(jen.Index().Byte(), jen.Error()).Block(body...)
+	return sig.Block(body...)
 }
 
 // jsonPresent is the condition under which an omitempty or omitzero member
@@ -242,27 +246,28 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		read = append(read, jen.Case(jen.Lit(i)).Block(e.readJSONValue(f.Shape, x, fieldTarget)...))
 	}
 	read = append(read, jen.Default().Block(jen.Id("r").Dot("Skip").Call()))
+	sig := jen.Func().Id("readJSON"+s.Helper).
+		Params(jen.Id("r").Op("*").Qual(codecPath, "JSONReader"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)))
+	begin := jen.If(jen.Op("!").Id("r").Dot("BeginObject").Call(jen.Lit(target))).Block(jen.Return())
+	if len(s.JSON) == 0 {
+		return sig.Block(begin, jen.For(jen.List(jen.Id("_"), jen.Id("ok")).Op(":=").Id("r").Dot("NextKey").Call(), jen.Id("ok"), jen.List(jen.Id("_"), jen.Id("ok")).Op("=").Id("r").Dot("NextKey").Call()).Block(
+			jen.Id("r").Dot("Skip").Call(),
+		))
+	}
 	loop := []jen.Code{
 		jen.List(jen.Id("key"), jen.Id("ok")).Op(":=").Id("r").Dot("NextKey").Call(),
 		jen.If(jen.Op("!").Id("ok")).Block(jen.Return()),
 		jen.Id("field").Op(":=").Lit(-1),
 	}
-	if len(s.JSON) > 0 {
-		loop = append(loop,
-			jen.Switch(jen.String().Parens(jen.Id("key"))).Block(exact...),
-			jen.If(jen.Id("field").Op("<").Lit(0)).Block(
-				jen.Var().Id("folded").Index(jen.Lit(64)).Byte(),
-				jen.Switch(jen.String().Parens(jen.Qual(codecPath, "FoldJSONName").Call(jen.Id("folded").Index(jen.Op(":").Lit(0)), jen.Id("key")))).Block(fold...),
-			),
-		)
-	}
-	loop = append(loop, jen.Switch(jen.Id("field")).Block(read...))
-	return jen.Func().Id("readJSON"+s.Helper).
-		Params(jen.Id("r").Op("*").Qual(codecPath, "JSONReader"), jen.Id("v").Op("*").Add(e.typeCode(s.Type))).
-		Block(
-			jen.If(jen.Op("!").Id("r").Dot("BeginObject").Call(jen.Lit(target))).Block(jen.Return()),
-			jen.For().Block(loop...),
-		)
+	loop = append(loop,
+		jen.Switch(jen.String().Parens(jen.Id("key"))).Block(exact...),
+		jen.If(jen.Id("field").Op("<").Lit(0)).Block(
+			jen.Var().Id("folded").Index(jen.Lit(64)).Byte(),
+			jen.Switch(jen.String().Parens(jen.Qual(codecPath, "FoldJSONName").Call(jen.Id("folded").Index(jen.Op(":").Lit(0)), jen.Id("key")))).Block(fold...),
+		),
+		jen.Switch(jen.Id("field")).Block(read...),
+	)
+	return sig.Block(begin, jen.For().Block(loop...))
 }
 
 // readJSONValue reads one JSON value into the addressable dst of shape s;

@@ -119,7 +119,7 @@ func (e *emitter) schemaVar(s *Struct) jen.Code {
 	if s.Record {
 		return jen.Var().Id("schema"+s.Helper).Op("=").Qual(codecPath, "Register").Call(schema)
 	}
-	return jen.Var().Id("schema"+s.Helper).Op("=").Parens(schema).Dot("Seal").Call()
+	return jen.Var().Id("schema" + s.Helper).Op("=").Parens(schema).Dot("Seal").Call()
 }
 
 func (e *emitter) schemaType(s *Shape) jen.Code {
