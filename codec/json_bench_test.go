@@ -41,11 +41,11 @@ func jbSample() jbEvent {
 	return jbEvent{
 		ID: 1234567890123, Kind: "page_view", Source: "web-frontend-eu-west-1", Count: 42, Score: 0.87123,
 		Ratio: 0.25, Active: true, At: time.Date(2024, 5, 17, 13, 45, 12, 123456789, time.UTC),
-		Tags:    []string{"alpha", "beta", "gamma", "delta"},
-		Where:   jbPoint{Lat: 52.520008, Lon: 13.404954, Name: "Berlin"},
-		Path:    []jbPoint{{1.5, -2.25, "a"}, {3.125, 4, "b"}, {-5.5, 6.75, "c"}},
-		Payload: []byte("some binary payload bytes"),
-		Comment: "A comment with \"quotes\", a newline\nand <html> & unicode: é日本",
+		Tags:     []string{"alpha", "beta", "gamma", "delta"},
+		Where:    jbPoint{Lat: 52.520008, Lon: 13.404954, Name: "Berlin"},
+		Path:     []jbPoint{{1.5, -2.25, "a"}, {3.125, 4, "b"}, {-5.5, 6.75, "c"}},
+		Payload:  []byte("some binary payload bytes"),
+		Comment:  "A comment with \"quotes\", a newline\nand <html> & unicode: é日本",
 		Sequence: []int64{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987},
 	}
 }
@@ -142,10 +142,14 @@ func (p *jbPoint) appendJSON(b []byte) ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// MarshalJSON is the generated entry point: one allocation for the result.
+// MarshalJSON is the generated entry point, as the generator emits it:
+// appending to nil.
 func (e *jbEvent) MarshalJSON() ([]byte, error) {
-	return e.appendJSON(make([]byte, 0, 512))
+	return e.appendJSON(nil)
 }
+
+// AppendJSON makes jbEvent a JSONAppender.
+func (e *jbEvent) AppendJSON(b []byte) ([]byte, error) { return e.appendJSON(b) }
 
 // UnmarshalJSON is what the generator will emit.
 func (e *jbEvent) UnmarshalJSON(data []byte) error {
@@ -283,7 +287,7 @@ func (e *jbEvent) decodeField(r *JSONReader, f int) {
 			}
 		}
 	case 9:
-		e.Where.decode(r, "where", "Go struct field jbEvent.where of type codec.jbPoint")
+		e.Where.decode(r, jbWhereTargets, "Go struct field jbEvent.where of type codec.jbPoint")
 	case 10:
 		if r.Null() {
 			e.Path = nil
@@ -291,7 +295,7 @@ func (e *jbEvent) decodeField(r *JSONReader, f int) {
 			i := 0
 			for r.NextElement() {
 				e.Path = jtGrowAt(e.Path, i)
-				e.Path[i].decode(r, "path", "Go struct field jbEvent.path of type codec.jbPoint")
+				e.Path[i].decode(r, jbPathTargets, "Go struct field jbEvent.path of type codec.jbPoint")
 				i++
 			}
 			e.Path = e.Path[:i]
@@ -329,7 +333,27 @@ func (e *jbEvent) decodeField(r *JSONReader, f int) {
 	}
 }
 
-func (p *jbPoint) decode(r *JSONReader, path, target string) {
+// jbPointTargets are the targets for jbPoint's fields by the path that
+// leads to it, built once: targets are passed on every call, so generated
+// code must not build them as it goes.
+var jbPointTargets = map[string]*[3]string{}
+
+func jbPointTargetsFor(path string) *[3]string {
+	t := &[3]string{
+		"Go struct field jbPoint." + path + ".lat of type float64",
+		"Go struct field jbPoint." + path + ".lon of type float64",
+		"Go struct field jbPoint." + path + ".name of type string",
+	}
+	jbPointTargets[path] = t
+	return t
+}
+
+var (
+	jbWhereTargets = jbPointTargetsFor("where")
+	jbPathTargets  = jbPointTargetsFor("path")
+)
+
+func (p *jbPoint) decode(r *JSONReader, targets *[3]string, target string) {
 	if !r.BeginObject(target) {
 		return
 	}
@@ -340,15 +364,15 @@ func (p *jbPoint) decode(r *JSONReader, path, target string) {
 		}
 		switch string(key) {
 		case "lat":
-			if v, ok := r.Float("Go struct field jbPoint."+path+".lat of type float64", 64); ok {
+			if v, ok := r.Float(targets[0], 64); ok {
 				p.Lat = v
 			}
 		case "lon":
-			if v, ok := r.Float("Go struct field jbPoint."+path+".lon of type float64", 64); ok {
+			if v, ok := r.Float(targets[1], 64); ok {
 				p.Lon = v
 			}
 		case "name":
-			if v, ok := r.String("Go struct field jbPoint." + path + ".name of type string"); ok {
+			if v, ok := r.String(targets[2]); ok {
 				p.Name = v
 			}
 		default:
@@ -396,11 +420,34 @@ func BenchmarkJSONWriterEvent(b *testing.B) {
 	e := jbSample()
 	plain := jbEventPlain(e)
 	size, _ := json.Marshal(&plain)
+	// AppendJSON into a reused buffer, as a stream writer does.
+	b.Run("streamgen_append", func(b *testing.B) {
+		b.SetBytes(int64(len(size)))
+		b.ReportAllocs()
+		buf := make([]byte, 0, 1024)
+		for b.Loop() {
+			var err error
+			if buf, err = e.appendJSON(buf[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// MarshalJSON, which starts from a nil buffer.
 	b.Run("streamgen", func(b *testing.B) {
 		b.SetBytes(int64(len(size)))
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := e.MarshalJSON(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// MarshalJSONOf: a pooled buffer and one copy, as encoding/json does.
+	b.Run("streamgen_pooled", func(b *testing.B) {
+		b.SetBytes(int64(len(size)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := MarshalJSONOf(&e); err != nil {
 				b.Fatal(err)
 			}
 		}

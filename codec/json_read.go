@@ -1,7 +1,10 @@
 package codec
 
 import (
+	"bytes"
 	"encoding/base64"
+	"math"
+	"math/bits"
 	"strconv"
 	"strings"
 	"time"
@@ -280,11 +283,21 @@ func (r *JSONReader) RawValue() (raw []byte, ok bool) {
 // or not a string (a type error for target, value skipped). The result is
 // the only allocation (none for the empty string).
 func (r *JSONReader) String(target string) (s string, ok bool) {
-	b, ok := r.StringBytes(target)
+	c, ok := r.begin()
 	if !ok {
 		return "", false
 	}
-	return string(b), true
+	if c == '"' {
+		i := r.pos
+		end, flags := r.scanString(i)
+		if flags&jsonStrBad != 0 {
+			return "", false
+		}
+		r.pos = end
+		return r.unquoteString(i, end, flags), true
+	}
+	r.other(c, target)
+	return "", false
 }
 
 // StringBytes is String without the allocation: the bytes are valid only
@@ -447,22 +460,7 @@ func (r *JSONReader) Float(target string, bits int) (v float64, ok bool) {
 	}
 	r.pos = end
 	num := r.data[i:end]
-	// Integers of up to 15 digits are exact in a float64 (below 2^53), so
-	// converting them, and then to float32, rounds once, as ParseFloat
-	// does.
-	if isInt && end-i <= 15 {
-		neg := c == '-'
-		if neg {
-			num = num[1:]
-		}
-		u, _ := jsonParseDigits(num)
-		f := float64(u)
-		if neg {
-			f = -f
-		}
-		if bits == 32 {
-			f = float64(float32(f))
-		}
+	if f, ok := jsonParseFloatFast(num, isInt, bits); ok {
 		return f, true
 	}
 	if bits != 32 {
@@ -475,6 +473,99 @@ func (r *JSONReader) Float(target string, bits int) (v float64, ok bool) {
 	if err != nil {
 		r.numberTypeErr(i, end, target)
 		return 0, false
+	}
+	return f, true
+}
+
+// Powers of ten that float64 and float32 represent exactly.
+var (
+	jsonPow10f64 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+	jsonPow10f32 = [...]float32{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10}
+)
+
+// jsonParseFloatFast converts the checked JSON number num when it can do
+// so exactly without strconv: when the decimal mantissa and the power of
+// ten are both exact in the float type, one multiplication or division
+// rounds once, correctly (Clinger's fast path, which strconv also takes
+// for such numbers). ok is false for numbers it leaves to
+// strconv.ParseFloat.
+func jsonParseFloatFast(num []byte, isInt bool, bitSize int) (f float64, ok bool) {
+	k := 0
+	neg := num[0] == '-'
+	if neg {
+		k = 1
+	}
+	var mant uint64
+	digits := 0
+	for ; k < len(num) && '0' <= num[k] && num[k] <= '9'; k++ {
+		mant = mant*10 + uint64(num[k]-'0')
+		digits++
+	}
+	exp := 0
+	if !isInt {
+		if k < len(num) && num[k] == '.' {
+			k++
+			for ; k < len(num) && '0' <= num[k] && num[k] <= '9'; k++ {
+				mant = mant*10 + uint64(num[k]-'0')
+				digits++
+				exp--
+			}
+		}
+		if k < len(num) { // 'e' or 'E'
+			k++
+			eneg := false
+			if num[k] == '+' || num[k] == '-' {
+				eneg = num[k] == '-'
+				k++
+			}
+			if len(num)-k > 3 {
+				return 0, false
+			}
+			e := 0
+			for ; k < len(num); k++ {
+				e = e*10 + int(num[k]-'0')
+			}
+			if eneg {
+				e = -e
+			}
+			exp += e
+		}
+	}
+	if digits > 19 { // mant may have overflowed
+		return 0, false
+	}
+	if mant == 0 {
+		if neg {
+			return math.Copysign(0, -1), true
+		}
+		return 0, true
+	}
+	if bitSize == 32 {
+		if mant > 1<<24 || exp < -10 || exp > 10 {
+			return 0, false
+		}
+		f32 := float32(mant)
+		if exp < 0 {
+			f32 /= jsonPow10f32[-exp]
+		} else {
+			f32 *= jsonPow10f32[exp]
+		}
+		if neg {
+			f32 = -f32
+		}
+		return float64(f32), true
+	}
+	if mant > 1<<53 || exp < -22 || exp > 22 {
+		return 0, false
+	}
+	f = float64(mant)
+	if exp < 0 {
+		f /= jsonPow10f64[-exp]
+	} else {
+		f *= jsonPow10f64[exp]
+	}
+	if neg {
+		f = -f
 	}
 	return f, true
 }
@@ -900,45 +991,50 @@ const (
 	jsonStrBad                 // syntax error (recorded)
 )
 
-// jsonStrClass classifies string bytes for scanString: 0 for bytes that need
-// no attention.
-var jsonStrClass = func() (t [256]byte) {
-	for c := 0; c < 0x20; c++ {
-		t[c] = 1
-	}
-	t['"'] = 1
-	t['\\'] = 1
-	for c := 0x80; c < 0x100; c++ {
-		t[c] = 1
-	}
-	return t
-}()
-
 // scanString checks the string whose opening quote is data[i] and returns
 // the index just after its closing quote.
 func (r *JSONReader) scanString(i int) (end int, flags int) {
 	data := r.data
 	j := i + 1
+	var high uint64 // OR of the string's bytes, for the top bit
 	for {
-		// Skip plain ASCII 8 bytes at a time: stop at a word holding a
-		// quote, a backslash, a control character or a byte from 0x80 up.
-		for j+8 <= len(data) {
-			x := jsonLoad64(data, j)
-			m := (x - jsonLSB*0x20) | x | jsonHasByte(x, '"') | jsonHasByte(x, '\\')
-			if m&jsonMSB != 0 {
-				break
+	scan:
+		for {
+			if j+8 <= len(data) {
+				// In m, the top bit of the first byte that is a quote, a
+				// backslash or a control character is set (later bytes
+				// may be flagged falsely; the first one is exact). Bytes
+				// from 0x80 up pass: UTF-8 is checked only if needed, by
+				// unquote.
+				x := jsonLoad64(data, j)
+				m := ((x-jsonLSB*0x20)&^x | jsonHasByte(x, '"') | jsonHasByte(x, '\\')) & jsonMSB
+				if m != 0 {
+					k := bits.TrailingZeros64(m) >> 3
+					high |= x & (1<<(8*k) - 1)
+					j += k
+					break scan
+				}
+				high |= x
+				j += 8
+				continue
 			}
-			j += 8
-		}
-		for j < len(data) && jsonStrClass[data[j]] == 0 {
-			j++
-		}
-		if j >= len(data) {
+			// Fewer than 8 bytes of input left.
+			for j < len(data) {
+				c := data[j]
+				if c == '"' || c == '\\' || c < 0x20 {
+					break scan
+				}
+				high |= uint64(c)
+				j++
+			}
 			r.eofErr()
 			return j, jsonStrBad
 		}
 		switch c := data[j]; {
 		case c == '"':
+			if high&jsonMSB != 0 {
+				flags |= jsonStrHigh
+			}
 			return j + 1, flags
 		case c == '\\':
 			flags |= jsonStrEscaped
@@ -963,12 +1059,9 @@ func (r *JSONReader) scanString(i int) (end int, flags int) {
 				r.syntaxErr(j, "in string escape code")
 				return j, jsonStrBad
 			}
-		case c < 0x20:
+		default: // c < 0x20
 			r.syntaxErr(j, "in string literal")
 			return j, jsonStrBad
-		default:
-			flags |= jsonStrHigh
-			j++
 		}
 	}
 }
@@ -986,64 +1079,100 @@ func (r *JSONReader) unquote(i, end, flags int) []byte {
 	if flags&jsonStrEscaped == 0 && (flags&jsonStrHigh == 0 || utf8.Valid(s)) {
 		return s
 	}
-	b := r.scratch[:0]
-	k := 0
-	for k < len(s) {
-		c := s[k]
-		switch {
-		case c == '\\':
-			k++
-			switch c := s[k]; c {
-			case 'b':
-				b = append(b, '\b')
-			case 'f':
-				b = append(b, '\f')
-			case 'n':
-				b = append(b, '\n')
-			case 'r':
-				b = append(b, '\r')
-			case 't':
-				b = append(b, '\t')
-			case 'u':
-				rr := jsonHex4(s[k+1:])
-				k += 5
-				if utf16.IsSurrogate(rr) {
-					// A valid pair is consumed whole; anything else
-					// leaves the second escape to be decoded on its own.
-					if k+6 <= len(s) && s[k] == '\\' && s[k+1] == 'u' {
-						if dec := utf16.DecodeRune(rr, jsonHex4(s[k+2:])); dec != unicode.ReplacementChar {
-							b = utf8.AppendRune(b, dec)
-							k += 6
-							continue
-						}
-					}
-					rr = unicode.ReplacementChar
-				}
-				b = utf8.AppendRune(b, rr)
-				continue
-			default: // '"', '\\', '/'
-				b = append(b, c)
-			}
-			k++
-		case c < utf8.RuneSelf:
-			// Copy the run of plain bytes at once.
-			n := k + 1
-			for n < len(s) && s[n] < utf8.RuneSelf && s[n] != '\\' {
-				n++
-			}
-			b = append(b, s[k:n]...)
-			k = n
-		default:
-			rr, size := utf8.DecodeRune(s[k:])
-			if rr == utf8.RuneError && size == 1 {
-				b = append(b, "\uFFFD"...)
-			} else {
-				b = append(b, s[k:k+size]...)
-			}
-			k += size
-		}
+	if cap(r.scratch) < len(s) {
+		// One allocation that is usually enough: unescaping only
+		// shrinks, except for invalid UTF-8 (1 byte becomes 3).
+		r.scratch = make([]byte, 0, max(len(s)+len(s)/4, 64))
 	}
-	r.scratch = b
+	r.scratch = jsonUnescape(r.scratch[:0], s, flags&jsonStrHigh != 0)
+	return r.scratch
+}
+
+// jsonUnescapeSmall is the size up to which String unescapes into a
+// buffer on the stack, so that its result is its only allocation.
+const jsonUnescapeSmall = 256
+
+// unquoteString is unquote for String: it allocates only the result
+// (for strings with escapes longer than jsonUnescapeSmall, it also grows
+// r.scratch if needed).
+func (r *JSONReader) unquoteString(i, end, flags int) string {
+	s := r.data[i+1 : end-1]
+	if flags&jsonStrEscaped == 0 && (flags&jsonStrHigh == 0 || utf8.Valid(s)) {
+		return string(s)
+	}
+	if len(s) <= jsonUnescapeSmall {
+		var buf [jsonUnescapeSmall]byte
+		return string(jsonUnescape(buf[:0], s, flags&jsonStrHigh != 0))
+	}
+	return string(r.unquote(i, end, flags))
+}
+
+// jsonUnescapeByte maps the byte after a backslash to the byte it stands
+// for (all but 'u', which scanString has checked is followed by 4 hex
+// digits).
+var jsonUnescapeByte = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
+
+// jsonUnescape appends the checked string body s to b with escapes
+// decoded and, if high (s has bytes from 0x80 up), invalid UTF-8 replaced
+// by U+FFFD, with the results of encoding/json's unquoteBytes.
+func jsonUnescape(b, s []byte, high bool) []byte {
+	for len(s) > 0 {
+		n := bytes.IndexByte(s, '\\')
+		if n < 0 {
+			n = len(s)
+		}
+		// A backslash cannot be part of a UTF-8 sequence, so the runs
+		// between escapes can be checked on their own.
+		if seg := s[:n]; high && !utf8.Valid(seg) {
+			b = jsonAppendValidUTF8(b, seg)
+		} else {
+			b = append(b, seg...)
+		}
+		s = s[n:]
+		if len(s) == 0 {
+			break
+		}
+		if c := s[1]; c != 'u' {
+			b = append(b, jsonUnescapeByte[c])
+			s = s[2:]
+			continue
+		}
+		rr := jsonHex4(s[2:])
+		s = s[6:]
+		if utf16.IsSurrogate(rr) {
+			// A valid pair is consumed whole; anything else leaves the
+			// second escape to be decoded on its own.
+			if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
+				if dec := utf16.DecodeRune(rr, jsonHex4(s[2:])); dec != unicode.ReplacementChar {
+					b = utf8.AppendRune(b, dec)
+					s = s[6:]
+					continue
+				}
+			}
+			rr = unicode.ReplacementChar
+		}
+		b = utf8.AppendRune(b, rr)
+	}
+	return b
+}
+
+// jsonAppendValidUTF8 appends s to b with each byte that does not start a
+// valid UTF-8 sequence replaced by U+FFFD.
+func jsonAppendValidUTF8(b, s []byte) []byte {
+	for k := 0; k < len(s); {
+		if s[k] < utf8.RuneSelf {
+			b = append(b, s[k])
+			k++
+			continue
+		}
+		rr, size := utf8.DecodeRune(s[k:])
+		if rr == utf8.RuneError && size == 1 {
+			b = append(b, "\uFFFD"...)
+		} else {
+			b = append(b, s[k:k+size]...)
+		}
+		k += size
+	}
 	return b
 }
 

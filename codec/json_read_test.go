@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"math"
 	"math/rand"
 	"strconv"
 	"strings"
@@ -738,9 +739,11 @@ func TestJSONReaderAllocs(t *testing.T) {
 		t.Errorf("StringBytes with escapes allocated %v times", allocs)
 	}
 	// String allocates once: the result.
-	for _, doc := range []string{`"plain text value"`, `"esc\naped \u00e9 text"`, "\"bad \xff utf8\""} {
+	for _, s := range []string{`"plain text value"`, `"esc\naped \u00e9 text"`, "\"bad \xff utf8\"",
+		`"` + strings.Repeat(`long \u00e9scaped`, 30) + `"`} {
+		doc := []byte(s)
 		allocs = testing.AllocsPerRun(100, func() {
-			r.Reset([]byte(doc))
+			r.Reset(doc)
 			s, _ := r.String("T")
 			sink += len(s)
 		})
@@ -783,6 +786,54 @@ func TestJSONReaderBytesResultIsNew(t *testing.T) {
 		v, ok := r.Bytes("T")
 		if !ok || v == nil {
 			t.Errorf("Bytes(%s) = %v, %v; want a non-nil slice", doc, v, ok)
+		}
+	}
+}
+
+// TestJSONReaderFloatParsing checks Float (with its fast path) against
+// strconv.ParseFloat, bit for bit, on random JSON numbers.
+func TestJSONReaderFloatParsing(t *testing.T) {
+	rng := rand.New(rand.NewSource(8))
+	digits := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte('0' + rng.Intn(10))
+		}
+		return string(b)
+	}
+	var r JSONReader
+	for i := 0; i < 300000; i++ {
+		var sb strings.Builder
+		if rng.Intn(2) == 0 {
+			sb.WriteByte('-')
+		}
+		intPart := digits(1 + rng.Intn(20))
+		if len(intPart) > 1 && intPart[0] == '0' {
+			intPart = intPart[1:]
+			if intPart[0] == '0' {
+				intPart = "0"
+			}
+		}
+		sb.WriteString(intPart)
+		if rng.Intn(2) == 0 {
+			sb.WriteString("." + digits(1+rng.Intn(12)))
+		}
+		if rng.Intn(2) == 0 {
+			sb.WriteString([]string{"e", "E", "e+", "e-", "E-"}[rng.Intn(5)])
+			sb.WriteString(strconv.Itoa(rng.Intn([]int{12, 25, 40, 400}[rng.Intn(4)])))
+		}
+		num := sb.String()
+		for _, bitSize := range []int{32, 64} {
+			want, werr := strconv.ParseFloat(num, bitSize)
+			r.Reset([]byte(num))
+			got, ok := r.Float("T", bitSize)
+			err := r.Finish()
+			if (werr == nil) != ok || (werr == nil) != (err == nil) {
+				t.Fatalf("Float(%s, %d) = %v, %v, %v; ParseFloat: %v", num, bitSize, got, ok, err, werr)
+			}
+			if ok && math.Float64bits(got) != math.Float64bits(want) {
+				t.Fatalf("Float(%s, %d) = %v, ParseFloat = %v", num, bitSize, got, want)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/base64"
 	"math"
+	"math/bits"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -63,20 +64,23 @@ func jsonLoad64[T string | []byte](s T, i int) uint64 {
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
-// jsonPlainRun returns the length of the longest prefix of s[i:],
-// counted from i, that encoding/json would copy unchanged into a string
-// literal without looking at it byte by byte: printable ASCII other than
-// '"', '\\', '<', '>' and '&'. It checks 8 bytes at a time.
+// jsonPlainRun returns the index of the first byte at or after i in s
+// that encoding/json would not copy unchanged into a string literal (that
+// is not printable ASCII other than '"', '\\', '<', '>' and '&'), or
+// len(s). It checks 8 bytes at a time.
 func jsonPlainRun[T string | []byte](s T, i int) int {
 	for i+8 <= len(s) {
 		x := jsonLoad64(s, i)
-		// Bytes below 0x20 borrow into their high bit in x-0x20...; bytes
-		// from 0x80 up have it already. Together with the five ASCII bytes
-		// that need escaping, any set high bit ends the run.
-		m := (x - jsonLSB*0x20) | x | jsonHasByte(x, '"') | jsonHasByte(x, '\\') |
-			jsonHasByte(x, '<') | jsonHasByte(x, '>') | jsonHasByte(x, '&')
-		if m&jsonMSB != 0 {
-			break
+		// The top bit of each byte of m is set for a byte below 0x20 (it
+		// borrows in x-0x20...), from 0x80 up, or equal to one of the five
+		// ASCII bytes to escape. Later bytes may be flagged falsely, but
+		// the first flagged byte is exact.
+		// Setting bit 2 maps '"' (0x22) and only it onto '&' (0x26);
+		// setting bit 1 maps '<' (0x3c) and only it onto '>' (0x3e).
+		m := ((x-jsonLSB*0x20)&^x | x | jsonHasByte(x|jsonLSB*0x04, '&') | jsonHasByte(x|jsonLSB*0x02, '>') |
+			jsonHasByte(x, '\\')) & jsonMSB
+		if m != 0 {
+			return i + bits.TrailingZeros64(m)>>3
 		}
 		i += 8
 	}
@@ -192,6 +196,12 @@ func AppendJSONFloat(b []byte, f float64, bits int) ([]byte, error) {
 		if bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21) {
 			format = 'e'
 		}
+	}
+	// A float holding an integer below 2^53 (2^24 for float32) is printed
+	// exactly: every other integer is a different float, so no shorter
+	// digit string rounds to it, and 'f' format prints all its digits.
+	if format == 'f' && f != 0 && f == math.Trunc(f) && (abs < 1<<53 && bits == 64 || abs < 1<<24) {
+		return strconv.AppendInt(b, int64(f), 10), nil
 	}
 	b = strconv.AppendFloat(b, f, format, -1, bits)
 	if format == 'e' {

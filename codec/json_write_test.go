@@ -147,6 +147,16 @@ func TestAppendJSONFloat(t *testing.T) {
 		check(math.Float64frombits(rng.Uint64()), 64)
 		check(float64(math.Float32frombits(rng.Uint32())), 32)
 	}
+	for i := 0; i < 100000; i++ {
+		// Integers, which take a fast path, around its limits too.
+		n := rng.Int63n(1 << (1 + rng.Intn(62)))
+		check(float64(n), 64)
+		check(float64(n), 32)
+		check(-float64(n), 64)
+		check(float64(1<<53+rng.Intn(5)-2), 64)
+		check(float64(1<<24+rng.Intn(5)-2), 32)
+		check(float64(n)+0.5, 64)
+	}
 	for i := 0; i < 20000; i++ {
 		// Around the format switch points.
 		e := []float64{1e-6, 1e21}[i%2]

@@ -22,13 +22,6 @@ var ErrMalformed = errors.New("streamgen: malformed input")
 // the field's type changed in a way the bytes cannot follow.
 var ErrKindChanged = errors.New("streamgen: field type changed")
 
-// sharedStringMax is the largest input for which a Decoder copies the whole
-// input into one string the first time a string is read, and hands out
-// substrings of it: one allocation for all of a record's strings instead of
-// one each. Above it, strings are allocated one by one, so a large record
-// with a short string does not keep a copy of all of its bytes alive.
-const sharedStringMax = 1024
-
 // Decoder reads the binary format for generated UnmarshalBinary methods. It
 // is a cursor over one input with a sticky error: after the first error every
 // read returns a zero value and More reports false, so generated code checks
@@ -37,15 +30,14 @@ const sharedStringMax = 1024
 // The zero value is ready after Reset. A Decoder is not safe for concurrent
 // use.
 type Decoder struct {
-	buf    []byte
-	pos    int
-	shared string // a copy of buf, made on the first string read
-	err    error
+	buf []byte
+	pos int
+	err error
 }
 
 // Reset makes d read b from its start.
 func (d *Decoder) Reset(b []byte) {
-	d.buf, d.pos, d.shared, d.err = b, 0, "", nil
+	d.buf, d.pos, d.err = b, 0, nil
 }
 
 // Err returns the first error met, or nil.
@@ -75,51 +67,106 @@ func (d *Decoder) More(end int) bool { return d.pos < end && d.err == nil }
 
 // Uvarint reads an unsigned varint.
 func (d *Decoder) Uvarint() uint64 {
-	// Fast path for the one-byte varints that dominate lengths and counts.
-	if d.pos < len(d.buf) && d.buf[d.pos] < 0x80 {
-		v := d.buf[d.pos]
-		d.pos++
-		return uint64(v)
-	}
-	v, n := binary.Uvarint(d.buf[d.pos:])
-	if n <= 0 {
-		if n == 0 {
-			d.truncated()
-		} else {
-			d.Fail(fmt.Errorf("%w: varint overflows 64 bits", ErrMalformed))
+	// One-byte varints (lengths, counts, small numbers) stay inline.
+	if p := d.pos; p < len(d.buf) {
+		if c := d.buf[p]; c < 0x80 {
+			d.pos = p + 1
+			return uint64(c)
 		}
+	}
+	return d.uvarintSlow()
+}
+
+// uvarintSlow reads a varint of two or more bytes.
+func (d *Decoder) uvarintSlow() uint64 {
+	b := d.buf[d.pos:]
+	if len(b) >= binary.MaxVarintLen64 {
+		// Unrolled: no loop-carried length checks.
+		var v uint64
+		for i := range binary.MaxVarintLen64 - 1 {
+			c := b[i]
+			v |= uint64(c&0x7f) << (7 * i)
+			if c < 0x80 {
+				d.pos += i + 1
+				return v
+			}
+		}
+		if c := b[9]; c <= 1 {
+			d.pos += 10
+			return v | uint64(c)<<63
+		}
+		d.Fail(fmt.Errorf("%w: varint overflows 64 bits", ErrMalformed))
 		return 0
 	}
-	d.pos += n
-	return v
+	v, n := binary.Uvarint(b)
+	if n > 0 {
+		d.pos += n
+		return v
+	}
+	if n == 0 {
+		d.truncated()
+	} else {
+		d.Fail(fmt.Errorf("%w: varint overflows 64 bits", ErrMalformed))
+	}
+	return 0
 }
 
 // Tag reads a field's tag.
 func (d *Decoder) Tag() uint64 { return d.Uvarint() }
 
+// Next reports whether the field that starts at the current offset has the
+// tag whose n encoded bytes are packed little endian in tag (mask keeps the
+// low n bytes), and if so moves past the tag. Generated decoders call it
+// for each field in declaration order before falling back to a loop over
+// tags, so that bytes written by the same version of a record, whose fields
+// come in that order, decode without a varint read or a switch per field.
+// It needs four bytes left before end (a tag has at most three and its
+// value at least one); otherwise it reports false and the loop takes over.
+func (d *Decoder) Next(end int, tag, mask uint32, n int) bool {
+	if d.pos+4 <= end && binary.LittleEndian.Uint32(d.buf[d.pos:])&mask == tag {
+		d.pos += n
+		return true
+	}
+	return false
+}
+
+// Int64 reads a zigzag varint.
+func (d *Decoder) Int64() int64 {
+	u := d.Uvarint()
+	return int64(u>>1) ^ -int64(u&1)
+}
+
 // Int reads a zigzag varint into a signed integer of the given bit size; a
 // value that does not fit (written by a wider type) is an error.
 func (d *Decoder) Int(bits int) int64 {
-	u := d.Uvarint()
-	v := int64(u>>1) ^ -int64(u&1)
-	if bits < 64 {
-		if lim := int64(1) << (bits - 1); v < -lim || v >= lim {
-			d.Fail(fmt.Errorf("%w: %d overflows int%d", ErrMalformed, v, bits))
-			return 0
-		}
+	v := d.Int64()
+	if lim := int64(1) << (bits - 1); bits < 64 && (v < -lim || v >= lim) {
+		return d.overflow(v, "int", bits)
 	}
 	return v
 }
+
+// Uint64 reads a uvarint.
+func (d *Decoder) Uint64() uint64 { return d.Uvarint() }
 
 // Uint reads a uvarint into an unsigned integer of the given bit size; a
 // value that does not fit is an error.
 func (d *Decoder) Uint(bits int) uint64 {
 	v := d.Uvarint()
 	if bits < 64 && v>>bits != 0 {
-		d.Fail(fmt.Errorf("%w: %d overflows uint%d", ErrMalformed, v, bits))
+		d.overflow(int64(v), "uint", bits)
 		return 0
 	}
 	return v
+}
+
+func (d *Decoder) overflow(v int64, kind string, bits int) int64 {
+	if kind == "uint" {
+		d.Fail(fmt.Errorf("%w: %d overflows uint%d", ErrMalformed, uint64(v), bits))
+	} else {
+		d.Fail(fmt.Errorf("%w: %d overflows int%d", ErrMalformed, v, bits))
+	}
+	return 0
 }
 
 // Bool reads a byte that must be 0 or 1.
@@ -139,53 +186,50 @@ func (d *Decoder) Bool() bool {
 
 // Float32 reads 4 bytes of IEEE 754 bits.
 func (d *Decoder) Float32() float32 {
-	if len(d.buf)-d.pos < 4 {
-		d.truncated()
-		return 0
+	p := d.pos
+	if b := d.buf[p:]; len(b) >= 4 {
+		d.pos = p + 4
+		return math.Float32frombits(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
 	}
-	v := binary.LittleEndian.Uint32(d.buf[d.pos:])
-	d.pos += 4
-	return math.Float32frombits(v)
+	return float32(d.short())
 }
 
 // Float64 reads 8 bytes of IEEE 754 bits.
 func (d *Decoder) Float64() float64 {
-	if len(d.buf)-d.pos < 8 {
-		d.truncated()
-		return 0
+	p := d.pos
+	if b := d.buf[p:]; len(b) >= 8 {
+		d.pos = p + 8
+		return math.Float64frombits(binary.LittleEndian.Uint64(b))
 	}
-	v := binary.LittleEndian.Uint64(d.buf[d.pos:])
-	d.pos += 8
-	return math.Float64frombits(v)
+	return d.short()
+}
+
+// short records a truncated input and returns 0, out of line so that the
+// readers that call it stay small enough to inline.
+func (d *Decoder) short() float64 {
+	d.truncated()
+	return 0
 }
 
 // length reads a byte length and checks that the input holds that many
 // bytes, so nothing is ever allocated for a length the input cannot back.
 func (d *Decoder) length() int {
-	n := d.Uvarint()
-	if n > uint64(len(d.buf)-d.pos) {
-		d.truncated()
-		return 0
+	if n := d.Uvarint(); n <= uint64(len(d.buf)-d.pos) {
+		return int(n)
 	}
-	return int(n)
+	return int(d.short())
 }
 
-// String reads a length-prefixed string. Strings of a small input share one
-// allocation (see sharedStringMax).
+// String reads a length-prefixed string into a new string.
+//
+// Each string is its own allocation. Copying a record's string bytes into
+// one allocation and slicing every field from it was measured on the sensor
+// record and is slower: strings under 16 bytes come from the runtime's tiny
+// allocator, which packs them for almost nothing.
 func (d *Decoder) String() string {
 	n := d.length()
-	if n == 0 {
-		return ""
-	}
-	start := d.pos
 	d.pos += n
-	if len(d.buf) <= sharedStringMax {
-		if d.shared == "" {
-			d.shared = string(d.buf)
-		}
-		return d.shared[start:d.pos]
-	}
-	return string(d.buf[start:d.pos])
+	return string(d.buf[d.pos-n : d.pos])
 }
 
 // Bytes reads a byte slice written by AppendBytes into a new slice (nil
@@ -285,7 +329,8 @@ func (d *Decoder) count(minSize int) int {
 func (d *Decoder) Present() bool { return d.Bool() }
 
 // Begin reads the byte length of a nested value (a struct, or a list or map
-// field) and returns the offset where it ends, for More and Finish.
+// field) and returns the offset where it ends, for More and Finish. The end
+// is never past the input's end.
 func (d *Decoder) Begin() int {
 	n := d.length()
 	return d.pos + n

@@ -141,32 +141,49 @@ func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 // unknown ids skipped, known ids of another kind reported.
 func (e *emitter) readBinary(s *Struct) jen.Code {
 	e.function("d", "v", "end", "tag")
-	var cases, changed []jen.Code
+	var fast, cases, changed []jen.Code
 	for _, f := range s.Fields {
 		tag := codec.Tag(f.ID, kindOf(f.Shape))
-		x := jen.Id("v").Dot(f.Name)
-		var body []jen.Code
-		if f.Shape.Kind == Pointer {
-			p := e.fresh("p")
-			body = append(body, jen.Id(p).Op(":=").New(e.typeCode(f.Shape.Elem.Type)))
-			body = append(body, e.readFieldValue(f.Shape.Elem, deref(jen.Id(p)), s.Name+"."+f.Name)...)
-			body = append(body, x.Clone().Op("=").Id(p))
-		} else {
-			body = e.readFieldValue(f.Shape, x, s.Name+"."+f.Name)
+		tb := codec.AppendTag(nil, f.ID, kindOf(f.Shape))
+		var packed uint32
+		for i, c := range tb {
+			packed |= uint32(c) << (8 * i)
 		}
-		cases = append(cases, jen.Case(jen.Id(fmt.Sprintf("%#x", tag))).Block(append([]jen.Code{jen.Comment(f.Name)}, body...)...))
+		mask := uint32(1)<<(8*len(tb)) - 1
+		fast = append(fast, jen.If(jen.Id("d").Dot("Next").Call(
+			jen.Id("end"), jen.Id(fmt.Sprintf("%#x", packed)), jen.Id(fmt.Sprintf("%#x", mask)), jen.Lit(len(tb)),
+		)).Block(e.readField(s, f)...))
+		cases = append(cases, jen.Case(jen.Id(fmt.Sprintf("%#x", tag))).Block(append([]jen.Code{jen.Comment(f.Name)}, e.readField(s, f)...)...))
 		changed = append(changed, jen.Case(jen.Lit(int(f.ID))).Block(
 			jen.Id("d").Dot("KindChanged").Call(jen.Lit(s.Name), jen.Lit(f.Name), jen.Id("tag"), kindCode(kindOf(f.Shape))),
 		))
 	}
 	changed = append(changed, jen.Default().Block(jen.Id("d").Dot("Skip").Call(jen.Id("tag"))))
 	cases = append(cases, jen.Default().Block(jen.Switch(jen.Id("tag").Op(">>").Lit(4)).Block(changed...)))
-	loop := jen.For(jen.Id("d").Dot("More").Call(jen.Id("end"))).Block(
+	var body []jen.Code
+	if len(fast) > 0 {
+		body = append(body, jen.Comment("Fast path: the fields in the order this version writes them."))
+		body = append(body, fast...)
+		body = append(body, jen.Comment("Whatever remains (older or newer versions, fields in another order)."))
+	}
+	body = append(body, jen.For(jen.Id("d").Dot("More").Call(jen.Id("end"))).Block(
 		jen.Switch(jen.Id("tag").Op(":=").Id("d").Dot("Tag").Call(), jen.Id("tag")).Block(cases...),
-	)
+	))
 	return jen.Func().Id("readBinary"+s.Helper).
 		Params(jen.Id("d").Op("*").Qual(codecPath, "Decoder"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)), jen.Id("end").Int()).
-		Block(loop)
+		Block(body...)
+}
+
+// readField reads the value of field f, whose tag has been read.
+func (e *emitter) readField(s *Struct, f *Field) []jen.Code {
+	x := jen.Id("v").Dot(f.Name)
+	if f.Shape.Kind != Pointer {
+		return e.readFieldValue(f.Shape, x, s.Name+"."+f.Name)
+	}
+	p := e.fresh("p")
+	body := []jen.Code{jen.Id(p).Op(":=").New(e.typeCode(f.Shape.Elem.Type))}
+	body = append(body, e.readFieldValue(f.Shape.Elem, deref(jen.Id(p)), s.Name+"."+f.Name)...)
+	return append(body, x.Clone().Op("=").Id(p))
 }
 
 // readFieldValue reads a field's value into dst, bounded by its byte length
@@ -210,9 +227,17 @@ func (e *emitter) readValue(s *Shape, dst *jen.Statement, where string) []jen.Co
 	case Bool:
 		return set(e.convert(s, d().Dot("Bool").Call(), nil))
 	case Int:
-		return set(e.convert(s, d().Dot("Int").Call(jen.Lit(s.Bits)), e.plainConversion(s, "int64")))
+		read := d().Dot("Int").Call(jen.Lit(s.Bits))
+		if s.Bits == 64 {
+			read = d().Dot("Int64").Call()
+		}
+		return set(e.convert(s, read, e.plainConversion(s, "int64")))
 	case Uint:
-		return set(e.convert(s, d().Dot("Uint").Call(jen.Lit(s.Bits)), e.plainConversion(s, "uint64")))
+		read := d().Dot("Uint").Call(jen.Lit(s.Bits))
+		if s.Bits == 64 {
+			read = d().Dot("Uint64").Call()
+		}
+		return set(e.convert(s, read, e.plainConversion(s, "uint64")))
 	case Float:
 		if s.Bits == 32 {
 			return set(e.convert(s, d().Dot("Float32").Call(), nil))

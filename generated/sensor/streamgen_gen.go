@@ -159,20 +159,52 @@ func appendBinaryEvent(b []byte, v *Event) []byte {
 }
 
 func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
+	// Fast path: the fields in the order this version writes them.
+	if d.Next(end, 0x6bbad1, 0xffffff, 3) {
+		v.ArrivalTime = d.Int64()
+	}
+	if d.Next(end, 0x399e81, 0xffffff, 3) {
+		v.CreationTime = d.Int64()
+	}
+	if d.Next(end, 0x7adee5, 0xffffff, 3) {
+		v.Device = d.String()
+	}
+	if d.Next(end, 0x7ea581, 0xffffff, 3) {
+		v.Index = d.Int64()
+	}
+	if d.Next(end, 0x6ab785, 0xffffff, 3) {
+		v.Model = d.String()
+	}
+	if d.Next(end, 0x13c895, 0xffffff, 3) {
+		v.User = d.String()
+	}
+	if d.Next(end, 0x76e6e5, 0xffffff, 3) {
+		v.Activity = d.String()
+	}
+	if d.Next(end, 0x1c9494, 0xffffff, 3) {
+		v.X = d.Float64()
+	}
+	if d.Next(end, 0x1cd2a4, 0xffffff, 3) {
+		v.Y = d.Float64()
+	}
+	if d.Next(end, 0x13d9b4, 0xffffff, 3) {
+		v.Z = d.Float64()
+	}
+	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
 		case 0x1add51:
 			// ArrivalTime
-			v.ArrivalTime = d.Int(64)
+			v.ArrivalTime = d.Int64()
 		case 0xe4f01:
 			// CreationTime
-			v.CreationTime = d.Int(64)
+			v.CreationTime = d.Int64()
 		case 0x1eaf65:
 			// Device
 			v.Device = d.String()
 		case 0x1f9281:
 			// Index
-			v.Index = d.Int(64)
+			v.Index = d.Int64()
 		case 0x1a9b85:
 			// Model
 			v.Model = d.String()

@@ -148,6 +148,53 @@ func appendBinaryReading(b []byte, v *Reading) []byte {
 }
 
 func readBinaryReading(d *codec.Decoder, v *Reading, end int) {
+	// Fast path: the fields in the order this version writes them.
+	if d.Next(end, 0x758ff5, 0xffffff, 3) {
+		v.Sensor = d.String()
+	}
+	if d.Next(end, 0x5298a7, 0xffffff, 3) {
+		v.At = d.Time()
+	}
+	if d.Next(end, 0x64b994, 0xffffff, 3) {
+		v.Value = d.Float64()
+	}
+	if d.Next(end, 0x54caf5, 0xffffff, 3) {
+		p := new(string)
+		(*p) = d.String()
+		v.Unit = p
+	}
+	if d.Next(end, 0x6bfbb, 0xffffff, 3) {
+		end1 := d.Begin()
+		if n := d.Map("Reading.Labels", codec.KindString, codec.KindString, 2); n >= 0 {
+			m := make(map[string]string, n)
+			for range n {
+				var k string
+				var val string
+				k = d.String()
+				val = d.String()
+				m[k] = val
+			}
+			v.Labels = m
+		}
+		d.Finish(end1)
+	}
+	if d.Next(end, 0x5a, 0xff, 1) {
+		end3 := d.Begin()
+		if n2 := d.List("Reading.Window", codec.KindInt, 1); n2 > 0 {
+			for i := range n2 {
+				if i < len(v.Window) {
+					v.Window[i] = int32(d.Int(32))
+				} else {
+					// more elements than the array holds: read and drop them
+					var skip int32
+					skip = int32(d.Int(32))
+					_ = skip
+				}
+			}
+		}
+		d.Finish(end3)
+	}
+	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
 		case 0x1d47f5:
@@ -161,40 +208,40 @@ func readBinaryReading(d *codec.Decoder, v *Reading, end int) {
 			v.Value = d.Float64()
 		case 0x152575:
 			// Unit
-			p := new(string)
-			(*p) = d.String()
-			v.Unit = p
+			p1 := new(string)
+			(*p1) = d.String()
+			v.Unit = p1
 		case 0x19fbb:
 			// Labels
-			end1 := d.Begin()
-			if n := d.Map("Reading.Labels", codec.KindString, codec.KindString, 2); n >= 0 {
-				m := make(map[string]string, n)
-				for range n {
-					var k string
-					var val string
-					k = d.String()
-					val = d.String()
-					m[k] = val
+			end2 := d.Begin()
+			if n1 := d.Map("Reading.Labels", codec.KindString, codec.KindString, 2); n1 >= 0 {
+				m1 := make(map[string]string, n1)
+				for range n1 {
+					var k1 string
+					var val1 string
+					k1 = d.String()
+					val1 = d.String()
+					m1[k1] = val1
 				}
-				v.Labels = m
+				v.Labels = m1
 			}
-			d.Finish(end1)
+			d.Finish(end2)
 		case 0x5a:
 			// Window
-			end2 := d.Begin()
-			if n1 := d.List("Reading.Window", codec.KindInt, 1); n1 > 0 {
-				for i := range n1 {
-					if i < len(v.Window) {
-						v.Window[i] = int32(d.Int(32))
+			end4 := d.Begin()
+			if n3 := d.List("Reading.Window", codec.KindInt, 1); n3 > 0 {
+				for i1 := range n3 {
+					if i1 < len(v.Window) {
+						v.Window[i1] = int32(d.Int(32))
 					} else {
 						// more elements than the array holds: read and drop them
-						var skip int32
-						skip = int32(d.Int(32))
-						_ = skip
+						var skip1 int32
+						skip1 = int32(d.Int(32))
+						_ = skip1
 					}
 				}
 			}
-			d.Finish(end2)
+			d.Finish(end4)
 		default:
 			switch tag >> 4 {
 			case 119935:

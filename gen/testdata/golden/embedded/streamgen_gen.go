@@ -157,26 +157,46 @@ func appendBinaryDoc(b []byte, v *Doc) []byte {
 }
 
 func readBinaryDoc(d *codec.Decoder, v *Doc, end int) {
+	// Fast path: the fields in the order this version writes them.
+	if d.Next(end, 0x1eb4e9, 0xffffff, 3) {
+		end1 := d.Begin()
+		readBinaryBase(d, &v.Base, end1)
+		d.Finish(end1)
+	}
+	if d.Next(end, 0x5ef0b9, 0xffffff, 3) {
+		end3 := d.Begin()
+		readBinaryAudit(d, &v.Audit, end3)
+		d.Finish(end3)
+	}
+	if d.Next(end, 0xcba85, 0xffffff, 3) {
+		v.Body = d.String()
+	}
+	if d.Next(end, 0x28c1a9, 0xffffff, 3) {
+		end5 := d.Begin()
+		readBinaryAnon(d, &v.Extra, end5)
+		d.Finish(end5)
+	}
+	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
 		case 0x79a69:
 			// Base
-			end1 := d.Begin()
-			readBinaryBase(d, &v.Base, end1)
-			d.Finish(end1)
+			end2 := d.Begin()
+			readBinaryBase(d, &v.Base, end2)
+			d.Finish(end2)
 		case 0x17b839:
 			// Audit
-			end2 := d.Begin()
-			readBinaryAudit(d, &v.Audit, end2)
-			d.Finish(end2)
+			end4 := d.Begin()
+			readBinaryAudit(d, &v.Audit, end4)
+			d.Finish(end4)
 		case 0x31d05:
 			// Body
 			v.Body = d.String()
 		case 0xa20a9:
 			// Extra
-			end3 := d.Begin()
-			readBinaryAnon(d, &v.Extra, end3)
-			d.Finish(end3)
+			end6 := d.Begin()
+			readBinaryAnon(d, &v.Extra, end6)
+			d.Finish(end6)
 		default:
 			switch tag >> 4 {
 			case 31142:
@@ -295,11 +315,19 @@ func appendBinaryBase(b []byte, v *Base) []byte {
 }
 
 func readBinaryBase(d *codec.Decoder, v *Base, end int) {
+	// Fast path: the fields in the order this version writes them.
+	if d.Next(end, 0x3082c1, 0xffffff, 3) {
+		v.ID = d.Int64()
+	}
+	if d.Next(end, 0x1d9ee5, 0xffffff, 3) {
+		v.Name = d.String()
+	}
+	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
 		case 0xc0141:
 			// ID
-			v.ID = d.Int(64)
+			v.ID = d.Int64()
 		case 0x74f65:
 			// Name
 			v.Name = d.String()
@@ -397,6 +425,14 @@ func appendBinaryAudit(b []byte, v *Audit) []byte {
 }
 
 func readBinaryAudit(d *codec.Decoder, v *Audit, end int) {
+	// Fast path: the fields in the order this version writes them.
+	if d.Next(end, 0x1d9ee5, 0xffffff, 3) {
+		v.Name = d.String()
+	}
+	if d.Next(end, 0x7efa91, 0xffffff, 3) {
+		v.Version = int(d.Int64())
+	}
+	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
 		case 0x74f65:
@@ -404,7 +440,7 @@ func readBinaryAudit(d *codec.Decoder, v *Audit, end int) {
 			v.Name = d.String()
 		case 0x1fbd11:
 			// Version
-			v.Version = int(d.Int(64))
+			v.Version = int(d.Int64())
 		default:
 			switch tag >> 4 {
 			case 29942:
@@ -493,6 +529,11 @@ func appendBinaryAnon(b []byte, v *struct {
 func readBinaryAnon(d *codec.Decoder, v *struct {
 	Note string "json:\"note,omitempty\""
 }, end int) {
+	// Fast path: the fields in the order this version writes them.
+	if d.Next(end, 0x32efd5, 0xffffff, 3) {
+		v.Note = d.String()
+	}
+	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
 		case 0xcb7d5:
@@ -628,42 +669,78 @@ func appendBinaryBatch(b []byte, v *Batch) []byte {
 }
 
 func readBinaryBatch(d *codec.Decoder, v *Batch, end int) {
+	// Fast path: the fields in the order this version writes them.
+	if d.Next(end, 0x2382fa, 0xffffff, 3) {
+		end1 := d.Begin()
+		if n := d.List("Batch.Docs", codec.KindStruct, 1); n >= 0 {
+			s := make([]Doc, n)
+			for i := range s {
+				end2 := d.Begin()
+				readBinaryDoc(d, &s[i], end2)
+				d.Finish(end2)
+			}
+			v.Docs = s
+		}
+		d.Finish(end1)
+	}
+	if d.Next(end, 0x36fa9b, 0xffffff, 3) {
+		end5 := d.Begin()
+		if n2 := d.Map("Batch.ByID", codec.KindInt, codec.KindStruct|codec.PointerFlag, 2); n2 >= 0 {
+			m := make(map[int64]*Doc, n2)
+			for range n2 {
+				var k int64
+				var val *Doc
+				k = d.Int64()
+				if d.Present() {
+					p := new(Doc)
+					end6 := d.Begin()
+					readBinaryDoc(d, &(*p), end6)
+					d.Finish(end6)
+					val = p
+				}
+				m[k] = val
+			}
+			v.ByID = m
+		}
+		d.Finish(end5)
+	}
+	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
 		case 0x8c17a:
 			// Docs
-			end1 := d.Begin()
-			if n := d.List("Batch.Docs", codec.KindStruct, 1); n >= 0 {
-				s := make([]Doc, n)
-				for i := range s {
-					end2 := d.Begin()
-					readBinaryDoc(d, &s[i], end2)
-					d.Finish(end2)
-				}
-				v.Docs = s
-			}
-			d.Finish(end1)
-		case 0xdbd1b:
-			// ByID
 			end3 := d.Begin()
-			if n1 := d.Map("Batch.ByID", codec.KindInt, codec.KindStruct|codec.PointerFlag, 2); n1 >= 0 {
-				m := make(map[int64]*Doc, n1)
-				for range n1 {
-					var k int64
-					var val *Doc
-					k = d.Int(64)
-					if d.Present() {
-						p := new(Doc)
-						end4 := d.Begin()
-						readBinaryDoc(d, &(*p), end4)
-						d.Finish(end4)
-						val = p
-					}
-					m[k] = val
+			if n1 := d.List("Batch.Docs", codec.KindStruct, 1); n1 >= 0 {
+				s1 := make([]Doc, n1)
+				for i1 := range s1 {
+					end4 := d.Begin()
+					readBinaryDoc(d, &s1[i1], end4)
+					d.Finish(end4)
 				}
-				v.ByID = m
+				v.Docs = s1
 			}
 			d.Finish(end3)
+		case 0xdbd1b:
+			// ByID
+			end7 := d.Begin()
+			if n3 := d.Map("Batch.ByID", codec.KindInt, codec.KindStruct|codec.PointerFlag, 2); n3 >= 0 {
+				m1 := make(map[int64]*Doc, n3)
+				for range n3 {
+					var k1 int64
+					var val1 *Doc
+					k1 = d.Int64()
+					if d.Present() {
+						p1 := new(Doc)
+						end8 := d.Begin()
+						readBinaryDoc(d, &(*p1), end8)
+						d.Finish(end8)
+						val1 = p1
+					}
+					m1[k1] = val1
+				}
+				v.ByID = m1
+			}
+			d.Finish(end7)
 		default:
 			switch tag >> 4 {
 			case 35863:
