@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"go/token"
 	"go/types"
+	"sort"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -124,7 +125,7 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 			}
 		}
 	}
-	sortByPos(order)
+	sortByPosition(p.Fset, order)
 	for _, obj := range order {
 		if hasInvalid(obj.Type()) {
 			rep.errorf(obj.Pos(), "%s: a field's type did not type-check: %v", obj.Name(), packageErrors(p))
@@ -141,12 +142,17 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 	return b.model
 }
 
-func sortByPos(objs []*types.TypeName) {
-	for i := 1; i < len(objs); i++ {
-		for j := i; j > 0 && objs[j].Pos() < objs[j-1].Pos(); j-- {
-			objs[j], objs[j-1] = objs[j-1], objs[j]
+// sortByPosition orders objects by file name and offset. token.Pos order
+// is not enough: go/packages parses files in parallel, so the order of
+// files in the file set changes from run to run, and the output must not.
+func sortByPosition(fset *token.FileSet, objs []*types.TypeName) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		a, b := fset.Position(objs[i].Pos()), fset.Position(objs[j].Pos())
+		if a.Filename != b.Filename {
+			return a.Filename < b.Filename
 		}
-	}
+		return a.Offset < b.Offset
+	})
 }
 
 // hasInvalid reports whether a struct's fields mention a type that failed
