@@ -197,11 +197,10 @@ func AppendJSONFloat(b []byte, f float64, bits int) ([]byte, error) {
 			format = 'e'
 		}
 	}
-	// A float holding an integer below 2^53 (2^24 for float32) is printed
-	// exactly: every other integer is a different float, so no shorter
-	// digit string rounds to it, and 'f' format prints all its digits.
-	if format == 'f' && f != 0 && f == math.Trunc(f) && (abs < 1<<53 && bits == 64 || abs < 1<<24) {
-		return strconv.AppendInt(b, int64(f), 10), nil
+	if format == 'f' && abs != 0 {
+		if out, ok := jsonAppendShortFloat(b, f, abs, bits); ok {
+			return out, nil
+		}
 	}
 	b = strconv.AppendFloat(b, f, format, -1, bits)
 	if format == 'e' {
@@ -213,6 +212,86 @@ func AppendJSONFloat(b []byte, f float64, bits int) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// jsonAppendShortFloat appends f (with abs = |f|, not zero, in the range
+// where encoding/json does not use an exponent) when its shortest decimal
+// form has few enough digits to be found with exact float arithmetic, and
+// reports whether it did; strconv handles the rest.
+//
+// It looks for the least number of decimals d such that n = round(abs *
+// 10^d) converts back to abs. While abs*10^d stays below 2^50 (2^21 for
+// float32) the rounding interval of abs, scaled by 10^d, is narrower than
+// 1/4, so it holds at most one integer and the rounded product finds it:
+// the n found is the unique shortest representation, which is what
+// strconv prints. n/10^d is computed with both operands exact, so the
+// division rounds once, as strconv.ParseFloat does (Clinger's fast path),
+// and the round trip test is exact.
+func jsonAppendShortFloat(b []byte, f, abs float64, bits int) ([]byte, bool) {
+	var n uint64
+	d := 0
+	if bits == 32 {
+		f32 := float32(abs)
+		for ; ; d++ {
+			if d >= len(jsonPow10f32) {
+				return b, false
+			}
+			x := abs * jsonPow10f64[d]
+			if x >= 1<<21 {
+				return b, false
+			}
+			n = uint64(x)
+			if x-float64(n) >= 0.5 {
+				n++
+			}
+			if float32(n)/jsonPow10f32[d] == f32 {
+				break
+			}
+		}
+	} else {
+		for ; ; d++ {
+			if d >= len(jsonPow10f64) {
+				return b, false
+			}
+			x := abs * jsonPow10f64[d]
+			if x >= 1<<50 {
+				return b, false
+			}
+			n = uint64(x)
+			if x-float64(n) >= 0.5 {
+				n++
+			}
+			if float64(n)/jsonPow10f64[d] == abs {
+				break
+			}
+		}
+	}
+	if f < 0 {
+		b = append(b, '-')
+	}
+	if d == 0 {
+		return strconv.AppendUint(b, n, 10), true
+	}
+	// n < 2^50 has at most 16 digits; write them with the point inserted
+	// d digits from the right, padding with zeros on the left.
+	var buf [24]byte
+	i := len(buf)
+	for k := 0; k < d; k++ {
+		i--
+		buf[i] = byte('0' + n%10)
+		n /= 10
+	}
+	i--
+	buf[i] = '.'
+	for {
+		i--
+		buf[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			break
+		}
+	}
+	return append(b, buf[i:]...), true
 }
 
 // AppendJSONBool appends true or false.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"math/rand"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +157,16 @@ func TestAppendJSONFloat(t *testing.T) {
 		check(float64(1<<53+rng.Intn(5)-2), 64)
 		check(float64(1<<24+rng.Intn(5)-2), 32)
 		check(float64(n)+0.5, 64)
+	}
+	for i := 0; i < 300000; i++ {
+		// Short decimals, which take a fast path, and long ones at its
+		// limits.
+		digits := strconv.FormatUint(rng.Uint64()>>rng.Intn(64), 10)
+		num := digits + "e" + strconv.Itoa(rng.Intn(40)-25)
+		f64, _ := strconv.ParseFloat(num, 64)
+		check(f64, 64)
+		f32, _ := strconv.ParseFloat(num, 32)
+		check(f32, 32)
 	}
 	for i := 0; i < 20000; i++ {
 		// Around the format switch points.
