@@ -1,0 +1,186 @@
+package codec
+
+import (
+	"encoding/base64"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+// AppendDynamicJSON appends the record encoded in data as a JSON object,
+// reading it with schema s alone: no Go type is needed, so a tool can show
+// what a checkpoint or a topic holds. Members are named by the Go field
+// names and come in schema order; fields the schema does not know are
+// skipped, nil pointers are left out, []byte is base64, times are RFC 3339
+// strings, durations are nanoseconds, and NaN and infinities are written as
+// the strings "NaN", "+Inf" and "-Inf".
+func AppendDynamicJSON(b []byte, s *Schema, data []byte) ([]byte, error) {
+	var d Decoder
+	d.Reset(data)
+	b = appendDynamicStruct(b, &d, s, len(data))
+	if err := d.Err(); err != nil {
+		return b, fmt.Errorf("streamgen: decode %s: %w", s.Name, err)
+	}
+	return b, nil
+}
+
+func appendDynamicStruct(b []byte, d *Decoder, s *Schema, end int) []byte {
+	// Fields may come in any order and repeat; collect the last value of
+	// each, then write them in schema order.
+	type span struct{ start, end int }
+	values := make([]span, len(s.Fields))
+	for d.More(end) {
+		tag := d.Tag()
+		id := uint32(tag >> 4)
+		idx := -1
+		for i, f := range s.Fields {
+			if f.ID == id {
+				idx = i
+				break
+			}
+		}
+		start := d.pos
+		d.skipKind(Kind(tag & 0xf))
+		if idx >= 0 && d.err == nil {
+			if want := s.Fields[idx].Type.Kind; Kind(tag&0xf) != want {
+				d.KindChanged(s.Name, s.Fields[idx].Name, tag, want)
+				return b
+			}
+			values[idx] = span{start, d.pos}
+		}
+	}
+	b = append(b, '{')
+	first := true
+	for i, f := range s.Fields {
+		v := values[i]
+		if v.end == 0 {
+			continue
+		}
+		if !first {
+			b = append(b, ',')
+		}
+		first = false
+		b = AppendJSONString(b, f.Name)
+		b = append(b, ':')
+		sub := Decoder{buf: d.buf[:v.end], pos: v.start}
+		b = appendDynamicField(b, &sub, f.Type)
+		if sub.err != nil {
+			d.Fail(sub.err)
+			return b
+		}
+	}
+	return append(b, '}')
+}
+
+// appendDynamicField writes a field's value: lists and maps carry a byte
+// length at field level.
+func appendDynamicField(b []byte, d *Decoder, t *Type) []byte {
+	if t.Kind == KindList || t.Kind == KindMap {
+		end := d.Begin()
+		b = appendDynamicValue(b, d, t, false)
+		d.Finish(end)
+		return b
+	}
+	return appendDynamicValue(b, d, t, false)
+}
+
+// appendDynamicValue writes one value of type t; element says it is a list
+// or map element, where a pointer has a presence byte.
+func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool) []byte {
+	if element && t.Pointer {
+		if !d.Present() {
+			return append(b, "null"...)
+		}
+	}
+	switch t.Kind {
+	case KindBool:
+		return strconv.AppendBool(b, d.Bool())
+	case KindInt:
+		return strconv.AppendInt(b, d.Int(max(t.Bits, 8)), 10)
+	case KindUint:
+		return strconv.AppendUint(b, d.Uint(max(t.Bits, 8)), 10)
+	case KindFloat32:
+		return appendDynamicFloat(b, float64(d.Float32()), 32)
+	case KindFloat64:
+		return appendDynamicFloat(b, d.Float64(), 64)
+	case KindString:
+		n := d.length()
+		d.pos += n
+		return AppendJSONStringBytes(b, d.buf[d.pos-n:d.pos])
+	case KindBytes:
+		p := d.Bytes()
+		if p == nil {
+			return append(b, "null"...)
+		}
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, p)
+		return append(b, '"')
+	case KindTime:
+		b = append(b, '"')
+		b = d.Time().AppendFormat(b, time.RFC3339Nano)
+		return append(b, '"')
+	case KindDuration:
+		return strconv.AppendInt(b, int64(d.Duration()), 10)
+	case KindStruct:
+		end := d.Begin()
+		b = appendDynamicStruct(b, d, t.Struct, end)
+		d.Finish(end)
+		return b
+	case KindList:
+		n := d.List(t.Go, elemKindOf(t.Elem), 1)
+		if n < 0 {
+			return append(b, "null"...)
+		}
+		b = append(b, '[')
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendDynamicValue(b, d, t.Elem, true)
+		}
+		return append(b, ']')
+	case KindMap:
+		n := d.Map(t.Go, t.Key.Kind, elemKindOf(t.Elem), 1)
+		if n < 0 {
+			return append(b, "null"...)
+		}
+		b = append(b, '{')
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, '"')
+			key := appendDynamicValue(nil, d, t.Key, true)
+			if t.Key.Kind == KindString {
+				key = key[1 : len(key)-1] // already quoted and escaped
+			}
+			b = append(b, key...)
+			b = append(b, '"', ':')
+			b = appendDynamicValue(b, d, t.Elem, true)
+		}
+		return append(b, '}')
+	}
+	d.Fail(fmt.Errorf("%w: unknown kind %d in schema", ErrMalformed, t.Kind))
+	return b
+}
+
+func elemKindOf(t *Type) Kind {
+	if t.Pointer {
+		return t.Kind | PointerFlag
+	}
+	return t.Kind
+}
+
+func appendDynamicFloat(b []byte, f float64, bits int) []byte {
+	switch {
+	case math.IsNaN(f):
+		return append(b, `"NaN"`...)
+	case math.IsInf(f, 1):
+		return append(b, `"+Inf"`...)
+	case math.IsInf(f, -1):
+		return append(b, `"-Inf"`...)
+	}
+	out, _ := AppendJSONFloat(b, f, bits)
+	return out
+}
