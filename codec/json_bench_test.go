@@ -409,6 +409,10 @@ func TestJSONBenchCodecMatches(t *testing.T) {
 	if err := json.Unmarshal(want, &wback); err != nil {
 		t.Fatal(err)
 	}
+	pooled, err := MarshalJSONOf(&e)
+	if err != nil || string(pooled) != string(want) || len(pooled) != cap(pooled) && cap(pooled) > len(pooled)+64 {
+		t.Fatalf("MarshalJSONOf: %s, %v", pooled, err)
+	}
 	again, _ := back.MarshalJSON()
 	wagain, _ := json.Marshal(&wback)
 	if string(again) != string(wagain) {

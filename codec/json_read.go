@@ -37,6 +37,11 @@ import (
 //     reader checks the rest of the input and reports the syntax error
 //     instead if there is one.
 //
+// The target arguments describe the Go destination for error messages, as
+// encoding/json words it ("Go struct field Event.Index of type int64");
+// they are only read when there is an error, so generated code should pass
+// constants rather than build them.
+//
 // The zero value is not ready for use; call Reset first. A JSONReader is not
 // safe for concurrent use. Byte offsets in errors are offsets into the slice
 // given to Reset.
@@ -59,7 +64,7 @@ type JSONReader struct {
 	typeErr *JSONError // first type error
 
 	scratch []byte   // unescaped strings and keys
-	stack   []uint64 // container kinds for Skip below 64 levels
+	stack   []uint64 // container kinds for Skip beyond its first 64 levels
 }
 
 // jsonMaxDepth is encoding/json's limit on nested objects and arrays.
@@ -360,6 +365,16 @@ func (r *JSONReader) Int(target string, bits int) (v int64, ok bool) {
 		return 0, false
 	}
 	i := r.pos
+	if bits <= 0 || bits > 64 {
+		bits = 64
+	}
+	if u, frac, neg, end, ok := r.scanDecimal(i); ok && frac == 0 {
+		limit := uint64(1) << (bits - 1) // |min|; max is limit-1
+		if neg && u <= limit || !neg && u < limit {
+			r.pos = end
+			return int64(u) * jsonSign(neg), true // -int64(limit) wraps to min
+		}
+	}
 	end, isInt := r.scanNumber(i)
 	if end < 0 {
 		return 0, false
@@ -372,9 +387,6 @@ func (r *JSONReader) Int(target string, bits int) (v int64, ok bool) {
 			digits = digits[1:]
 		}
 		if u, ok := jsonParseDigits(digits); ok {
-			if bits <= 0 || bits > 64 {
-				bits = 64
-			}
 			limit := uint64(1) << (bits - 1) // |min|; max is limit-1
 			if neg && u <= limit {
 				return -int64(u), true // -int64(limit) wraps to min
@@ -400,6 +412,12 @@ func (r *JSONReader) Uint(target string, bits int) (v uint64, ok bool) {
 		return 0, false
 	}
 	i := r.pos
+	if u, frac, neg, end, ok := r.scanDecimal(i); ok && frac == 0 && !neg {
+		if bits <= 0 || bits >= 64 || u>>bits == 0 {
+			r.pos = end
+			return u, true
+		}
+	}
 	end, isInt := r.scanNumber(i)
 	if end < 0 {
 		return 0, false
@@ -454,6 +472,12 @@ func (r *JSONReader) Float(target string, bits int) (v float64, ok bool) {
 		return 0, false
 	}
 	i := r.pos
+	if mant, frac, neg, end, ok := r.scanDecimal(i); ok {
+		if f, ok := jsonClinger(mant, -frac, neg, bits); ok {
+			r.pos = end
+			return f, true
+		}
+	}
 	end, isInt := r.scanNumber(i)
 	if end < 0 {
 		return 0, false
@@ -534,6 +558,13 @@ func jsonParseFloatFast(num []byte, isInt bool, bitSize int) (f float64, ok bool
 	if digits > 19 { // mant may have overflowed
 		return 0, false
 	}
+	return jsonClinger(mant, exp, neg, bitSize)
+}
+
+// jsonClinger returns ±mant*10^exp when the float type represents mant and
+// 10^|exp| exactly, so that one multiplication or division rounds
+// correctly; ok is false otherwise.
+func jsonClinger(mant uint64, exp int, neg bool, bitSize int) (f float64, ok bool) {
 	if mant == 0 {
 		if neg {
 			return math.Copysign(0, -1), true
@@ -568,6 +599,67 @@ func jsonParseFloatFast(num []byte, isInt bool, bitSize int) (f float64, ok bool
 		f = -f
 	}
 	return f, true
+}
+
+// jsonSign returns -1 if neg, else 1.
+func jsonSign(neg bool) int64 {
+	if neg {
+		return -1
+	}
+	return 1
+}
+
+// scanDecimal is the fast path for the most common numbers: an optional
+// '-', an integer part and an optional fraction, at most 19 digits in
+// all, no exponent. It returns the digits as one integer and the number of
+// fraction digits. ok is false for anything else (including a syntax
+// error), which the caller then hands to the general path. Like
+// scanNumber, it does not check the byte after the number.
+func (r *JSONReader) scanDecimal(i int) (mant uint64, frac int, neg bool, end int, ok bool) {
+	data := r.data
+	j := i
+	if data[j] == '-' {
+		neg = true
+		j++
+	}
+	start := j
+	if j < len(data) && data[j] == '0' {
+		j++
+	} else {
+		for j < len(data) {
+			c := data[j] - '0'
+			if c > 9 {
+				break
+			}
+			mant = mant*10 + uint64(c)
+			j++
+		}
+		if j == start {
+			return 0, 0, false, 0, false
+		}
+	}
+	digits := j - start
+	if j < len(data) && data[j] == '.' {
+		j++
+		k := j
+		for j < len(data) {
+			c := data[j] - '0'
+			if c > 9 {
+				break
+			}
+			mant = mant*10 + uint64(c)
+			j++
+		}
+		frac = j - k
+		if frac == 0 {
+			return 0, 0, false, 0, false
+		}
+		digits += frac
+	}
+	if digits > 19 || j < len(data) && (data[j] == 'e' || data[j] == 'E') {
+		return 0, 0, false, 0, false
+	}
+	return mant, frac, neg, j, true
 }
 
 // Bytes reads a base64 (standard encoding, padded) string as encoding/json
@@ -894,14 +986,17 @@ func (r *JSONReader) begin() (c byte, ok bool) {
 		return 0, false
 	}
 	c = r.data[i]
-	switch {
-	case c == '{' || c == '[' || c == '"' || c == '-' || c == 't' || c == 'f' || c == 'n':
-	case '0' <= c && c <= '9':
-	default:
+	if !jsonValueStart[c] {
 		r.syntaxErr(i, "looking for beginning of value")
 		return 0, false
 	}
 	return c, true
+}
+
+// jsonValueStart[c] reports whether c can begin a JSON value.
+var jsonValueStart = [256]bool{
+	'{': true, '[': true, '"': true, '-': true, 't': true, 'f': true, 'n': true,
+	'0': true, '1': true, '2': true, '3': true, '4': true, '5': true, '6': true, '7': true, '8': true, '9': true,
 }
 
 // open consumes the '{' or '[' at r.pos.
@@ -1088,23 +1183,75 @@ func (r *JSONReader) unquote(i, end, flags int) []byte {
 	return r.scratch
 }
 
-// jsonUnescapeSmall is the size up to which String unescapes into a
-// buffer on the stack, so that its result is its only allocation.
-const jsonUnescapeSmall = 256
-
-// unquoteString is unquote for String: it allocates only the result
-// (for strings with escapes longer than jsonUnescapeSmall, it also grows
-// r.scratch if needed).
+// unquoteString is unquote for String, which must allocate only its
+// result: it unescapes into a strings.Builder sized beforehand, whose
+// String method hands over the builder's buffer without a copy.
 func (r *JSONReader) unquoteString(i, end, flags int) string {
 	s := r.data[i+1 : end-1]
-	if flags&jsonStrEscaped == 0 && (flags&jsonStrHigh == 0 || utf8.Valid(s)) {
+	high := flags&jsonStrHigh != 0
+	if flags&jsonStrEscaped == 0 && (!high || utf8.Valid(s)) {
 		return string(s)
 	}
-	if len(s) <= jsonUnescapeSmall {
-		var buf [jsonUnescapeSmall]byte
-		return string(jsonUnescape(buf[:0], s, flags&jsonStrHigh != 0))
+	// Unescaping only shrinks, except that each byte of invalid UTF-8
+	// becomes 3.
+	n := len(s)
+	if high && !utf8.Valid(s) {
+		for k := 0; k < len(s); {
+			rr, size := utf8.DecodeRune(s[k:])
+			if rr == utf8.RuneError && size == 1 {
+				n += 2
+			}
+			k += size
+		}
 	}
-	return string(r.unquote(i, end, flags))
+	var sb strings.Builder
+	sb.Grow(n)
+	for len(s) > 0 {
+		k := bytes.IndexByte(s, '\\')
+		if k < 0 {
+			k = len(s)
+		}
+		if seg := s[:k]; high && !utf8.Valid(seg) {
+			for _, rr := range string(seg) { // a range over a conversion does not allocate
+				sb.WriteRune(rr) // invalid bytes come out as U+FFFD
+			}
+		} else {
+			sb.Write(seg)
+		}
+		s = s[k:]
+		if len(s) == 0 {
+			break
+		}
+		var rr rune
+		rr, s = jsonUnescapeOne(s)
+		if rr < utf8.RuneSelf {
+			sb.WriteByte(byte(rr))
+		} else {
+			sb.WriteRune(rr)
+		}
+	}
+	return sb.String()
+}
+
+// jsonUnescapeOne decodes the escape at the start of s (checked by
+// scanString) and returns the rune and the rest of s: a valid surrogate
+// pair is consumed whole, and any other surrogate gives U+FFFD, leaving a
+// second escape to be decoded on its own.
+func jsonUnescapeOne(s []byte) (rune, []byte) {
+	if c := s[1]; c != 'u' {
+		return rune(jsonUnescapeByte[c]), s[2:]
+	}
+	rr := jsonHex4(s[2:])
+	s = s[6:]
+	if utf16.IsSurrogate(rr) {
+		if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
+			if dec := utf16.DecodeRune(rr, jsonHex4(s[2:])); dec != unicode.ReplacementChar {
+				return dec, s[6:]
+			}
+		}
+		return unicode.ReplacementChar, s
+	}
+	return rr, s
 }
 
 // jsonUnescapeByte maps the byte after a backslash to the byte it stands
@@ -1132,26 +1279,13 @@ func jsonUnescape(b, s []byte, high bool) []byte {
 		if len(s) == 0 {
 			break
 		}
-		if c := s[1]; c != 'u' {
-			b = append(b, jsonUnescapeByte[c])
-			s = s[2:]
-			continue
+		var rr rune
+		rr, s = jsonUnescapeOne(s)
+		if rr < utf8.RuneSelf {
+			b = append(b, byte(rr))
+		} else {
+			b = utf8.AppendRune(b, rr)
 		}
-		rr := jsonHex4(s[2:])
-		s = s[6:]
-		if utf16.IsSurrogate(rr) {
-			// A valid pair is consumed whole; anything else leaves the
-			// second escape to be decoded on its own.
-			if len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
-				if dec := utf16.DecodeRune(rr, jsonHex4(s[2:])); dec != unicode.ReplacementChar {
-					b = utf8.AppendRune(b, dec)
-					s = s[6:]
-					continue
-				}
-			}
-			rr = unicode.ReplacementChar
-		}
-		b = utf8.AppendRune(b, rr)
 	}
 	return b
 }

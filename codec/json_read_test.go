@@ -751,6 +751,27 @@ func TestJSONReaderAllocs(t *testing.T) {
 			t.Errorf("String(%s) allocated %v times, want 1", doc, allocs)
 		}
 	}
+	// Generated code uses a new reader per document: String still
+	// allocates only its result, and StringBytes only the scratch buffer.
+	escDoc := []byte(`"esc\naped \u00e9 text with \ud83d\ude00 and more"`)
+	allocs = testing.AllocsPerRun(100, func() {
+		var fresh JSONReader
+		fresh.Reset(escDoc)
+		s, _ := fresh.String("T")
+		sink += len(s)
+	})
+	if allocs != 1 {
+		t.Errorf("String on a new reader allocated %v times, want 1", allocs)
+	}
+	allocs = testing.AllocsPerRun(100, func() {
+		var fresh JSONReader
+		fresh.Reset(escDoc)
+		s, _ := fresh.StringBytes("T")
+		sink += len(s)
+	})
+	if allocs != 1 {
+		t.Errorf("StringBytes on a new reader allocated %v times, want 1", allocs)
+	}
 	// Long numbers go through strconv.ParseFloat; up to 32 bytes the
 	// string conversion stays on the stack.
 	for _, num := range []string{"1.7976931348623157e308", "0.1000000000000000055511151231257827", "123456789012345678"} {
@@ -834,6 +855,70 @@ func TestJSONReaderFloatParsing(t *testing.T) {
 			if ok && math.Float64bits(got) != math.Float64bits(want) {
 				t.Fatalf("Float(%s, %d) = %v, ParseFloat = %v", num, bitSize, got, want)
 			}
+		}
+	}
+}
+
+// TestJSONReaderRandomCalls makes random calls on random input, as a
+// confused caller might: the reader must not panic, and after a syntax
+// error every call must fail.
+func TestJSONReaderRandomCalls(t *testing.T) {
+	rng := rand.New(rand.NewSource(10))
+	g := &jtGen{rng: rng}
+	var r JSONReader
+	for i := 0; i < 20000; i++ {
+		doc := append([]byte(nil), g.event()...)
+		if i%3 == 0 {
+			doc = doc[:rng.Intn(len(doc)+1)]
+		}
+		r.Reset(doc)
+		for k := 0; k < 40; k++ {
+			failed := r.Failed()
+			var ok bool
+			switch rng.Intn(17) {
+			case 0:
+				ok = r.Null()
+			case 1:
+				ok = r.BeginObject("T")
+			case 2:
+				_, ok = r.NextKey()
+			case 3:
+				ok = r.BeginArray("T")
+			case 4:
+				ok = r.NextElement()
+			case 5:
+				r.Skip()
+			case 6:
+				_, ok = r.RawValue()
+			case 7:
+				_, ok = r.String("T")
+			case 8:
+				_, ok = r.StringBytes("T")
+			case 9:
+				_, ok = r.Bool("T")
+			case 10:
+				_, ok = r.Int("T", []int{0, 8, 16, 32, 64, 65, -1}[rng.Intn(7)])
+			case 11:
+				_, ok = r.Uint("T", []int{0, 8, 16, 32, 64, 65, -1}[rng.Intn(7)])
+			case 12:
+				_, ok = r.Float("T", []int{32, 64, 0}[rng.Intn(3)])
+			case 13:
+				_, ok = r.Bytes("T")
+			case 14:
+				_, ok = r.Time("T")
+			case 15:
+				r.TypeError("string", "T")
+			default:
+				if rng.Intn(10) == 0 {
+					r.Fail(errors.New("boom"))
+				}
+			}
+			if failed && ok {
+				t.Fatalf("a call succeeded after a syntax error, document %q", doc)
+			}
+		}
+		if err := r.Finish(); err != nil && r.Err() != err {
+			t.Fatal("Finish and Err disagree")
 		}
 	}
 }

@@ -270,7 +270,7 @@ func jsonAppendShortFloat(b []byte, f, abs float64, bits int) ([]byte, bool) {
 		b = append(b, '-')
 	}
 	if d == 0 {
-		return strconv.AppendUint(b, n, 10), true
+		return AppendJSONUint(b, n), true
 	}
 	// n < 2^50 has at most 16 digits; write them with the point inserted
 	// d digits from the right, padding with zeros on the left.

@@ -86,13 +86,31 @@ func TestAppendJSONBytes(t *testing.T) {
 }
 
 func TestAppendJSONIntsAndBool(t *testing.T) {
-	for _, v := range []int64{0, 1, -1, 127, -128, math.MaxInt64, math.MinInt64, 1234567890} {
+	for _, v := range []int64{0, 1, -1, 9, -9, 10, -10, 127, -128, math.MaxInt64, math.MinInt64, 1234567890} {
 		want, _ := json.Marshal(v)
 		if got := AppendJSONInt(nil, v); string(got) != string(want) {
 			t.Errorf("AppendJSONInt(%d) = %s", v, got)
 		}
 	}
-	for _, v := range []uint64{0, 1, math.MaxUint64, 1 << 63} {
+	rng := rand.New(rand.NewSource(9))
+	for i := 0; i < 100000; i++ {
+		v := int64(rng.Uint64()) >> rng.Intn(64)
+		if got, want := AppendJSONInt([]byte("x"), v), "x"+strconv.FormatInt(v, 10); string(got) != want {
+			t.Fatalf("AppendJSONInt(%d) = %s", v, got)
+		}
+		u := rng.Uint64() >> rng.Intn(64)
+		if got, want := AppendJSONUint([]byte("x"), u), "x"+strconv.FormatUint(u, 10); string(got) != want {
+			t.Fatalf("AppendJSONUint(%d) = %s", u, got)
+		}
+	}
+	for p := uint64(1); p < 1e19; p *= 10 {
+		for _, u := range []uint64{p - 1, p, p + 1} {
+			if got := AppendJSONUint(nil, u); string(got) != strconv.FormatUint(u, 10) {
+				t.Errorf("AppendJSONUint(%d) = %s", u, got)
+			}
+		}
+	}
+	for _, v := range []uint64{0, 1, 9, 10, 99, 100, math.MaxUint64, 1 << 63, 1e19, 1e19 - 1} {
 		want, _ := json.Marshal(v)
 		if got := AppendJSONUint(nil, v); string(got) != string(want) {
 			t.Errorf("AppendJSONUint(%d) = %s", v, got)
@@ -278,5 +296,37 @@ func TestJSONWriterAllocs(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Errorf("writers allocated %v times with room in b", allocs)
+	}
+}
+
+// jtFloatAppender appends a float; NaN makes AppendJSON fail.
+type jtFloatAppender float64
+
+func (f jtFloatAppender) AppendJSON(b []byte) ([]byte, error) {
+	return AppendJSONFloat(b, float64(f), 64)
+}
+
+func TestMarshalJSONOf(t *testing.T) {
+	for i := 0; i < 3; i++ { // the second round reuses pooled buffers
+		out, err := MarshalJSONOf(jtFloatAppender(1.5))
+		if err != nil || string(out) != "1.5" {
+			t.Fatalf("MarshalJSONOf(1.5) = %q, %v", out, err)
+		}
+		out2, _ := MarshalJSONOf(jtFloatAppender(2.5))
+		if string(out) != "1.5" || string(out2) != "2.5" {
+			t.Fatalf("results share memory: %q %q", out, out2)
+		}
+		out, err = MarshalJSONOf(jtFloatAppender(math.NaN()))
+		if out != nil || err == nil || err.Error() != "json: unsupported value: NaN" {
+			t.Fatalf("MarshalJSONOf(NaN) = %q, %v", out, err)
+		}
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := MarshalJSONOf(jtFloatAppender(3.25)); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 1 {
+		t.Errorf("MarshalJSONOf allocated %v times, want 1", allocs)
 	}
 }

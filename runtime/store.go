@@ -1,0 +1,326 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// ErrIncompatibleCheckpoint is wrapped by the error OpenStore returns for a
+// checkpoint written by a pipeline this one cannot continue.
+var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
+
+// The key space. Every key starts with one of these bytes, so each kind of
+// entry is a contiguous range:
+//
+//	metaKey                                       Meta (JSON)
+//	progressKey                                   Progress (JSON)
+//	statePrefix  op  name 0x00  uvarint(len(key)) key  [suffix]   state value
+//	timerPrefix  op  expiry(8, ordered)  key      timer (no value)
+//	keyTimerPrefix op uvarint(len(key)) key expiry(8)   the same timer, by key
+//
+// op is the operator's index as one byte (a pipeline has fewer than 256
+// stateful operators). Timers are an index ordered by expiry, so the timers
+// due at a watermark are one range scan; the by-key copy lets an operator
+// list and delete the timers of one key.
+const (
+	metaKey        = "\x01meta"
+	progressKey    = "\x02progress"
+	statePrefix    = 0x10
+	timerPrefix    = 0x20
+	keyTimerPrefix = 0x21
+)
+
+// StoreOptions tune a Store. The zero value is the default.
+type StoreOptions struct {
+	// FS is the file system; nil means the operating system's. Tests use
+	// vfs.NewMem().
+	FS vfs.FS
+	// SyncInterval, when positive, commits batches without waiting for the
+	// disk and syncs the log at this interval instead (asynchronous
+	// progress tracking): faster, and a machine crash loses the batches of
+	// the last interval, which are replayed from their sources. Since state
+	// and offsets commit together, nothing is lost or counted twice either
+	// way. The default, 0, syncs every commit.
+	SyncInterval time.Duration
+}
+
+// Store is a query's state in Pebble. Reads of committed data (Progress,
+// DueTimers) and NewBatch are safe for concurrent use; a Batch is not.
+// Close waits for the background sync loop, if any, to stop.
+type Store struct {
+	db   *pebble.DB
+	opts StoreOptions
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+// OpenStore opens (creating it if needed) the store in dir.
+func OpenStore(dir string, opts StoreOptions) (*Store, error) {
+	popts := &pebble.Options{FS: opts.FS}
+	if popts.FS == nil {
+		popts.FS = vfs.Default
+	}
+	db, err := pebble.Open(dir, popts)
+	if err != nil {
+		return nil, fmt.Errorf("streamgen: open checkpoint %s: %w", dir, err)
+	}
+	s := &Store{db: db, opts: opts, stop: make(chan struct{})}
+	if opts.SyncInterval > 0 {
+		s.done.Add(1)
+		go s.syncLoop()
+	}
+	return s, nil
+}
+
+// syncLoop syncs the log every SyncInterval until Close.
+func (s *Store) syncLoop() {
+	defer s.done.Done()
+	t := time.NewTicker(s.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			// An empty synced write makes every earlier write durable.
+			_ = s.db.LogData(nil, pebble.Sync)
+		}
+	}
+}
+
+// Close stops the sync loop, syncs, and closes the database.
+func (s *Store) Close() error {
+	close(s.stop)
+	s.done.Wait()
+	err := s.db.LogData(nil, pebble.Sync)
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Progress is what a committed batch leaves behind: where the next batch
+// starts.
+type Progress struct {
+	// BatchID is the id of the last committed batch; the next is
+	// BatchID+1. Sinks use it as an epoch to stay idempotent.
+	BatchID int64 `json:"batchId"`
+	// Watermark is the event-time watermark after the batch.
+	Watermark time.Time `json:"watermark"`
+	// Offsets are the sources' positions after the batch, by source and
+	// partition, in each source's own encoding.
+	Offsets map[string]json.RawMessage `json:"offsets,omitempty"`
+	// Partitions holds the per-partition watermark state.
+	Partitions map[string]time.Time `json:"partitions,omitempty"`
+}
+
+// Progress returns the progress of the last committed batch; ok is false
+// for a new checkpoint.
+func (s *Store) Progress() (p Progress, ok bool, err error) {
+	v, closer, err := s.db.Get([]byte(progressKey))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return Progress{BatchID: -1}, false, nil
+	}
+	if err != nil {
+		return p, false, fmt.Errorf("streamgen: read progress: %w", err)
+	}
+	defer closer.Close()
+	if err := json.Unmarshal(v, &p); err != nil {
+		return p, false, fmt.Errorf("streamgen: checkpoint progress is corrupt: %w", err)
+	}
+	return p, true, nil
+}
+
+// Batch is the writes of one micro-batch: state, timers and, at Commit, the
+// progress. Nothing of it is visible to other readers, or durable, until
+// Commit; a batch that is dropped (Close without Commit) leaves the store as
+// it was. Reads through the batch see its own writes. Not safe for
+// concurrent use.
+type Batch struct {
+	b   *pebble.Batch
+	s   *Store
+	buf []byte
+}
+
+// NewBatch starts a batch.
+func (s *Store) NewBatch() *Batch {
+	return &Batch{b: s.db.NewIndexedBatch(), s: s}
+}
+
+// stateKey appends the key of state entry (op, name, key, suffix).
+func stateKey(b []byte, op uint8, name string, key, suffix []byte) []byte {
+	b = append(b, statePrefix, op)
+	b = append(b, name...)
+	b = append(b, 0)
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	return append(b, suffix...)
+}
+
+// Get returns the state value of (op, name, key), copied; ok is false when
+// there is none.
+func (b *Batch) Get(op uint8, name string, key []byte) (value []byte, ok bool, err error) {
+	b.buf = stateKey(b.buf[:0], op, name, key, nil)
+	v, closer, err := b.b.Get(b.buf)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("streamgen: read state: %w", err)
+	}
+	value = append([]byte(nil), v...)
+	closer.Close()
+	return value, true, nil
+}
+
+// Put sets the state value of (op, name, key).
+func (b *Batch) Put(op uint8, name string, key, value []byte) error {
+	b.buf = stateKey(b.buf[:0], op, name, key, nil)
+	return b.b.Set(b.buf, value, nil)
+}
+
+// Delete removes the state value of (op, name, key).
+func (b *Batch) Delete(op uint8, name string, key []byte) error {
+	b.buf = stateKey(b.buf[:0], op, name, key, nil)
+	return b.b.Delete(b.buf, nil)
+}
+
+// timeBytes encodes t as 8 bytes whose byte order is time order.
+func timeBytes(b []byte, t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(t.UnixNano())^1<<63)
+}
+
+func bytesTime(b []byte) time.Time {
+	return time.Unix(0, int64(binary.BigEndian.Uint64(b)^1<<63)).UTC()
+}
+
+func timerKey(b []byte, op uint8, at time.Time, key []byte) []byte {
+	b = append(b, timerPrefix, op)
+	b = timeBytes(b, at)
+	return append(b, key...)
+}
+
+func keyTimerKey(b []byte, op uint8, key []byte, at time.Time) []byte {
+	b = append(b, keyTimerPrefix, op)
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	return timeBytes(b, at)
+}
+
+// SetTimer registers a timer of operator op for key at time at.
+func (b *Batch) SetTimer(op uint8, key []byte, at time.Time) error {
+	b.buf = timerKey(b.buf[:0], op, at, key)
+	if err := b.b.Set(b.buf, nil, nil); err != nil {
+		return err
+	}
+	b.buf = keyTimerKey(b.buf[:0], op, key, at)
+	return b.b.Set(b.buf, nil, nil)
+}
+
+// DeleteTimer removes a timer of operator op for key at time at.
+func (b *Batch) DeleteTimer(op uint8, key []byte, at time.Time) error {
+	b.buf = timerKey(b.buf[:0], op, at, key)
+	if err := b.b.Delete(b.buf, nil); err != nil {
+		return err
+	}
+	b.buf = keyTimerKey(b.buf[:0], op, key, at)
+	return b.b.Delete(b.buf, nil)
+}
+
+// Timers lists the timers of key in operator op, in time order, as the
+// batch sees them.
+func (b *Batch) Timers(op uint8, key []byte) ([]time.Time, error) {
+	prefix := keyTimerKey(nil, op, key, time.Time{})
+	prefix = prefix[:len(prefix)-8]
+	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	var out []time.Time
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		out = append(out, bytesTime(k[len(k)-8:]))
+	}
+	return out, it.Error()
+}
+
+// Commit writes the progress and commits the batch atomically: state,
+// timers and progress become visible and durable together (durable at once,
+// or within SyncInterval). The batch cannot be used afterwards.
+func (b *Batch) Commit(p Progress) error {
+	v, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("streamgen: encode progress: %w", err)
+	}
+	if err := b.b.Set([]byte(progressKey), v, nil); err != nil {
+		return err
+	}
+	opts := pebble.Sync
+	if b.s.opts.SyncInterval > 0 {
+		opts = pebble.NoSync
+	}
+	if err := b.b.Commit(opts); err != nil {
+		return fmt.Errorf("streamgen: commit batch %d: %w", p.BatchID, err)
+	}
+	return b.b.Close()
+}
+
+// Close drops a batch that was not committed.
+func (b *Batch) Close() error { return b.b.Close() }
+
+// DueTimers calls fn for each committed timer of operator op that expires
+// at or before until, in expiry order: a range scan over the timer index,
+// not a sweep over keys. It stops at the first error fn returns.
+func (s *Store) DueTimers(op uint8, until time.Time, fn func(key []byte, at time.Time) error) error {
+	lower := []byte{timerPrefix, op}
+	upper := timerKey(nil, op, until.Add(1), nil)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return fmt.Errorf("streamgen: scan timers: %w", err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		k := it.Key()
+		if err := fn(bytes.Clone(k[10:]), bytesTime(k[2:10])); err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
+
+// CountState counts the committed state entries of operator op: the
+// "state rows total" of a progress report.
+func (s *Store) CountState(op uint8) (int64, error) {
+	prefix := []byte{statePrefix, op}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var n int64
+	for it.First(); it.Valid(); it.Next() {
+		n++
+	}
+	return n, it.Error()
+}
+
+// prefixEnd returns the smallest key after every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := bytes.Clone(p)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
