@@ -232,6 +232,7 @@ func jsonAppendShortFloat(b []byte, f, abs float64, bits int) ([]byte, bool) {
 	d := 0
 	if bits == 32 {
 		f32 := float32(abs)
+		abs = float64(f32) // in case f was not a float32 value
 		for ; ; d++ {
 			if d >= len(jsonPow10f32) {
 				return b, false
