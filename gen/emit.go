@@ -110,6 +110,26 @@ func (e *emitter) typeCode(t types.Type) jen.Code {
 	panic(fmt.Sprintf("typeCode: unexpected %T", t))
 }
 
+// sizeHint is the capacity MarshalBinary starts with: a guess at a
+// typical encoding of s (a tag and a short value per field), so that most
+// records take one allocation.
+func sizeHint(s *Struct) int {
+	n := 0
+	for _, f := range s.Fields {
+		switch f.Shape.Kind {
+		case Bool, Int, Uint, Duration:
+			n += 3 + 4
+		case Float:
+			n += 3 + f.Shape.Bits/8
+		case Time:
+			n += 3 + 12
+		default:
+			n += 3 + 16
+		}
+	}
+	return max(n, 8)
+}
+
 // to converts x, a value of shape s, to the basic type named basic, unless
 // it already is one.
 func (e *emitter) to(s *Shape, basic string, x jen.Code) jen.Code {
@@ -136,7 +156,7 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 		jen.Line(),
 		jen.Comment("MarshalBinary returns the binary encoding of t. It never fails."),
 		jen.Func().Params(recv()).Id("MarshalBinary").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Return(jen.Id("appendBinary"+h).Call(jen.Nil(), jen.Id("t")), jen.Nil()),
+			jen.Return(jen.Id("appendBinary"+h).Call(jen.Make(jen.Index().Byte(), jen.Lit(0), jen.Lit(sizeHint(s))), jen.Id("t")), jen.Nil()),
 		),
 		jen.Line(),
 		jen.Comment("UnmarshalBinary sets t to the record encoded in b, which may have been"),
@@ -157,7 +177,7 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 		jen.Line(),
 		jen.Comment("MarshalJSON returns t as encoding/json would marshal it."),
 		jen.Func().Params(recv()).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Return(jen.Id("appendJSON"+h).Call(jen.Nil(), jen.Id("t"))),
+			jen.Return(jen.Qual(codecPath, "MarshalJSONOf").Call(jen.Id("t"))),
 		),
 		jen.Line(),
 		jen.Comment("UnmarshalJSON decodes data into t as encoding/json would."),

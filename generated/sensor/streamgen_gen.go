@@ -14,7 +14,7 @@ func (t *Event) AppendBinary(b []byte) ([]byte, error) {
 
 // MarshalBinary returns the binary encoding of t. It never fails.
 func (t *Event) MarshalBinary() ([]byte, error) {
-	return appendBinaryEvent(nil, t), nil
+	return appendBinaryEvent(make([]byte, 0, 130), t), nil
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -35,7 +35,7 @@ func (t *Event) AppendJSON(b []byte) ([]byte, error) {
 
 // MarshalJSON returns t as encoding/json would marshal it.
 func (t *Event) MarshalJSON() ([]byte, error) {
-	return appendJSONEvent(nil, t)
+	return codec.MarshalJSONOf(t)
 }
 
 // UnmarshalJSON decodes data into t as encoding/json would.

@@ -14,7 +14,7 @@ func (t *Reading) AppendBinary(b []byte) ([]byte, error) {
 
 // MarshalBinary returns the binary encoding of t. It never fails.
 func (t *Reading) MarshalBinary() ([]byte, error) {
-	return appendBinaryReading(nil, t), nil
+	return appendBinaryReading(make([]byte, 0, 102), t), nil
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -35,7 +35,7 @@ func (t *Reading) AppendJSON(b []byte) ([]byte, error) {
 
 // MarshalJSON returns t as encoding/json would marshal it.
 func (t *Reading) MarshalJSON() ([]byte, error) {
-	return appendJSONReading(nil, t)
+	return codec.MarshalJSONOf(t)
 }
 
 // UnmarshalJSON decodes data into t as encoding/json would.

@@ -14,7 +14,7 @@ func (t *Doc) AppendBinary(b []byte) ([]byte, error) {
 
 // MarshalBinary returns the binary encoding of t. It never fails.
 func (t *Doc) MarshalBinary() ([]byte, error) {
-	return appendBinaryDoc(nil, t), nil
+	return appendBinaryDoc(make([]byte, 0, 76), t), nil
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -35,7 +35,7 @@ func (t *Doc) AppendJSON(b []byte) ([]byte, error) {
 
 // MarshalJSON returns t as encoding/json would marshal it.
 func (t *Doc) MarshalJSON() ([]byte, error) {
-	return appendJSONDoc(nil, t)
+	return codec.MarshalJSONOf(t)
 }
 
 // UnmarshalJSON decodes data into t as encoding/json would.
@@ -60,7 +60,7 @@ func (t *Batch) AppendBinary(b []byte) ([]byte, error) {
 
 // MarshalBinary returns the binary encoding of t. It never fails.
 func (t *Batch) MarshalBinary() ([]byte, error) {
-	return appendBinaryBatch(nil, t), nil
+	return appendBinaryBatch(make([]byte, 0, 38), t), nil
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -81,7 +81,7 @@ func (t *Batch) AppendJSON(b []byte) ([]byte, error) {
 
 // MarshalJSON returns t as encoding/json would marshal it.
 func (t *Batch) MarshalJSON() ([]byte, error) {
-	return appendJSONBatch(nil, t)
+	return codec.MarshalJSONOf(t)
 }
 
 // UnmarshalJSON decodes data into t as encoding/json would.
