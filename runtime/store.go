@@ -118,8 +118,15 @@ type Progress struct {
 	// Offsets are the sources' positions after the batch, by source and
 	// partition, in each source's own encoding.
 	Offsets map[string]json.RawMessage `json:"offsets,omitempty"`
-	// Partitions holds the per-partition watermark state.
-	Partitions map[string]time.Time `json:"partitions,omitempty"`
+	// MaxEventTime is the largest event time seen, by source partition:
+	// the watermark is computed from it.
+	MaxEventTime map[string]time.Time `json:"maxEventTime,omitempty"`
+	// LastActive is the processing time each partition last had data, for
+	// leaving idle partitions out of the watermark.
+	LastActive map[string]time.Time `json:"lastActive,omitempty"`
+	// StateRows is the number of state rows of each stateful operator,
+	// kept up to date batch by batch so that no report has to count them.
+	StateRows []int64 `json:"stateRows,omitempty"`
 }
 
 // Progress returns the progress of the last committed batch; ok is false

@@ -1,0 +1,113 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Option configures a query at Start. Options are validated together, in
+// one place, and a bad combination is an error from Start.
+type Option interface{ apply(*config) }
+
+type optionFunc func(*config)
+
+func (f optionFunc) apply(c *config) { f(c) }
+
+type config struct {
+	name         string
+	checkpoint   string
+	fs           vfs.FS
+	trigger      Trigger
+	syncInterval time.Duration
+	idleTimeout  time.Duration
+	pollInterval time.Duration
+	deadLetters  DeadLetterSink
+	listeners    []any
+	clock        func() time.Time
+	progressKeep int
+}
+
+func defaultConfig() config {
+	return config{
+		trigger:      AsSoonAsPossible(),
+		pollInterval: 100 * time.Millisecond,
+		clock:        time.Now,
+		progressKeep: 100,
+	}
+}
+
+// Name names the query in progress reports.
+func Name(name string) Option { return optionFunc(func(c *config) { c.name = name }) }
+
+// Checkpoint keeps the query's state and progress in dir, so that a query
+// started again with the same dir resumes where it stopped. Without it the
+// state lives in memory and is gone when the query stops.
+func Checkpoint(dir string) Option { return optionFunc(func(c *config) { c.checkpoint = dir }) }
+
+// FileSystem sets the file system of the checkpoint, such as vfs.NewMem()
+// in tests. The default is the operating system's.
+func FileSystem(fs vfs.FS) Option { return optionFunc(func(c *config) { c.fs = fs }) }
+
+// WithTrigger sets when batches run. The default is AsSoonAsPossible.
+func WithTrigger(t Trigger) Option { return optionFunc(func(c *config) { c.trigger = t }) }
+
+// SyncInterval syncs the checkpoint at this interval instead of at every
+// batch (asynchronous progress tracking): faster, and after a machine
+// crash the batches of the last interval run again from their input;
+// nothing is lost or counted twice. The default, 0, syncs every batch.
+func SyncInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.syncInterval = d })
+}
+
+// IdleTimeout leaves a source partition out of the watermark once it has
+// had no data for d, so that one quiet partition does not hold the
+// watermark back. The default, 0, never does.
+func IdleTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.idleTimeout = d }) }
+
+// PollInterval is how long a query that found no new data waits before it
+// looks again. The default is 100ms.
+func PollInterval(d time.Duration) Option { return optionFunc(func(c *config) { c.pollInterval = d }) }
+
+// DeadLetters sends records that cannot be decoded to s. Without it they
+// are counted and logged in the progress report only.
+func DeadLetters(s DeadLetterSink) Option { return optionFunc(func(c *config) { c.deadLetters = s }) }
+
+// Listener adds a listener. It may implement any of
+//
+//	OnQueryStarted(QueryStarted)
+//	OnQueryProgress(QueryProgress)
+//	OnQueryTerminated(QueryTerminated)
+//
+// which the query's goroutine calls in order; a slow listener slows the
+// query. New methods may be added without breaking listeners.
+func Listener(l any) Option { return optionFunc(func(c *config) { c.listeners = append(c.listeners, l) }) }
+
+// Clock sets the processing-time clock, for tests. The default is
+// time.Now.
+func Clock(now func() time.Time) Option { return optionFunc(func(c *config) { c.clock = now }) }
+
+func (c *config) validate() error {
+	var errs []error
+	if c.syncInterval < 0 {
+		errs = append(errs, fmt.Errorf("SyncInterval %v is negative", c.syncInterval))
+	}
+	if c.idleTimeout < 0 {
+		errs = append(errs, fmt.Errorf("IdleTimeout %v is negative", c.idleTimeout))
+	}
+	if c.pollInterval <= 0 {
+		errs = append(errs, fmt.Errorf("PollInterval %v is not positive", c.pollInterval))
+	}
+	if c.trigger.kind == triggerInterval && c.trigger.interval <= 0 {
+		errs = append(errs, fmt.Errorf("trigger interval %v is not positive", c.trigger.interval))
+	}
+	if c.clock == nil {
+		errs = append(errs, errors.New("Clock is nil"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("streamgen: query options: %w", err)
+	}
+	return nil
+}

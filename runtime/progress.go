@@ -1,0 +1,72 @@
+package runtime
+
+import "time"
+
+// QueryProgress reports one completed micro-batch, with the fields of
+// Spark's StreamingQueryProgress.
+type QueryProgress struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name,omitempty"`
+	Timestamp time.Time `json:"timestamp"`
+	BatchID   int64     `json:"batchId"`
+	// NumInputRows counts the rows read, decoded or not.
+	NumInputRows           int64   `json:"numInputRows"`
+	InputRowsPerSecond     float64 `json:"inputRowsPerSecond"`
+	ProcessedRowsPerSecond float64 `json:"processedRowsPerSecond"`
+	// DurationMs holds the time of each phase: "latestOffset",
+	// "addBatch" (processing and sinks), "walCommit" (the state commit)
+	// and "triggerExecution" (the whole batch).
+	DurationMs map[string]int64 `json:"durationMs"`
+	// EventTime holds "watermark" (RFC 3339) when the query has one.
+	EventTime      map[string]string       `json:"eventTime,omitempty"`
+	StateOperators []StateOperatorProgress `json:"stateOperators,omitempty"`
+	Sources        []SourceProgress        `json:"sources"`
+	Sink           SinkProgress            `json:"sink"`
+	// NumDeadLetters counts the rows that did not decode.
+	NumDeadLetters int64 `json:"numDeadLetters"`
+}
+
+// StateOperatorProgress reports one stateful operator.
+type StateOperatorProgress struct {
+	OperatorName              string `json:"operatorName"`
+	NumRowsTotal              int64  `json:"numRowsTotal"`
+	NumRowsUpdated            int64  `json:"numRowsUpdated"`
+	NumRowsRemoved            int64  `json:"numRowsRemoved"`
+	NumRowsDroppedByWatermark int64  `json:"numRowsDroppedByWatermark"`
+}
+
+// SourceProgress reports the source of a batch.
+type SourceProgress struct {
+	Description            string  `json:"description"`
+	StartOffset            string  `json:"startOffset"`
+	EndOffset              string  `json:"endOffset"`
+	NumInputRows           int64   `json:"numInputRows"`
+	InputRowsPerSecond     float64 `json:"inputRowsPerSecond"`
+	ProcessedRowsPerSecond float64 `json:"processedRowsPerSecond"`
+}
+
+// SinkProgress reports the sink of a batch.
+type SinkProgress struct {
+	Description   string `json:"description"`
+	NumOutputRows int64  `json:"numOutputRows"`
+}
+
+// Status is what a query is doing now, as Spark's StreamingQueryStatus.
+type Status struct {
+	Message         string `json:"message"`
+	IsDataAvailable bool   `json:"isDataAvailable"`
+	IsTriggerActive bool   `json:"isTriggerActive"`
+}
+
+// QueryStarted is passed to OnQueryStarted.
+type QueryStarted struct {
+	ID, Name string
+	Time     time.Time
+}
+
+// QueryTerminated is passed to OnQueryTerminated; Err is nil for a query
+// that stopped cleanly.
+type QueryTerminated struct {
+	ID  string
+	Err error
+}

@@ -1,0 +1,56 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Source is a replayable input of raw records: given the same offsets it
+// reads the same records, which is what lets a restarted query replay the
+// batch that was in flight. Offsets are opaque JSON of the source's own
+// making, stored in the checkpoint with each committed batch.
+//
+// The query's loop calls a Source from one goroutine at a time.
+type Source interface {
+	// Name identifies the source in progress reports and in the
+	// checkpoint.
+	Name() string
+	// Available returns the offset that covers everything available now.
+	Available(ctx context.Context) (json.RawMessage, error)
+	// Next returns the end offset of the next batch after committed (nil
+	// for a new query), going no further than upTo and than the source's
+	// own per-batch limit (such as a maximum number of files). It returns
+	// committed itself when there is nothing new.
+	Next(ctx context.Context, committed, upTo json.RawMessage) (json.RawMessage, error)
+	// Read calls fn, in order, for each record after start up to end.
+	Read(ctx context.Context, start, end json.RawMessage, fn func(Record) error) error
+}
+
+// Record is one raw input record.
+type Record struct {
+	// Partition names the part of the source the record came from
+	// (a Kafka partition; a files source is one partition). Event-time
+	// watermarks are kept per partition.
+	Partition string
+	// Data is the record's bytes: one JSON line for a files source. It is
+	// valid only during the callback.
+	Data []byte
+	// Position says where the record is, for dead letters: "file:line".
+	Position string
+}
+
+// DeadLetter is a record that could not be decoded, or whose key or event
+// time could not be read, with why.
+type DeadLetter struct {
+	Source   string `json:"source"`
+	Position string `json:"position"`
+	Error    string `json:"error"`
+	Raw      string `json:"raw"`
+}
+
+// DeadLetterSink receives the dead letters of each batch. Like any sink it
+// may be given a batch again after a failure, and must make that
+// idempotent.
+type DeadLetterSink interface {
+	WriteDeadLetters(ctx context.Context, batchID int64, letters []DeadLetter) error
+}

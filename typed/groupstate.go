@@ -1,0 +1,155 @@
+package typed
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Timeout is the kind of timeout a stateful operator uses.
+type Timeout int
+
+const (
+	// NoTimeout: groups never time out.
+	NoTimeout Timeout = iota
+	// ProcessingTimeTimeout: a group times out when the wall clock passes
+	// the time set with SetTimeoutDuration, even if no data arrives.
+	ProcessingTimeTimeout
+	// EventTimeTimeout: a group times out in the batch after the
+	// watermark passes the time set with SetTimeoutTimestamp. It needs a
+	// watermark.
+	EventTimeTimeout
+)
+
+// String names the timeout as Spark's GroupStateTimeout does.
+func (t Timeout) String() string {
+	switch t {
+	case ProcessingTimeTimeout:
+		return "ProcessingTimeTimeout"
+	case EventTimeTimeout:
+		return "EventTimeTimeout"
+	}
+	return "NoTimeout"
+}
+
+// OutputMode says what a query writes to its sink each batch.
+type OutputMode int
+
+const (
+	// Append writes only rows that will never change.
+	Append OutputMode = iota
+	// Update writes the rows that changed in the batch.
+	Update
+	// Complete writes the whole result every batch.
+	Complete
+)
+
+// String names the output mode.
+func (m OutputMode) String() string {
+	switch m {
+	case Update:
+		return "Update"
+	case Complete:
+		return "Complete"
+	}
+	return "Append"
+}
+
+// ErrGroupState is wrapped by the errors of GroupState methods used
+// against Spark's contract; such a misuse also fails the batch.
+var ErrGroupState = errors.New("streamgen: GroupState")
+
+// GroupState is the state of one group (one key) handed to a
+// mapGroupsWithState or flatMapGroupsWithState function, with Spark's
+// contract:
+//
+//   - Exists, Get, Update and Remove read and change the state; changes
+//     are committed with the batch.
+//   - HasTimedOut is true when the function is called because the group
+//     timed out: then it gets no rows.
+//   - The timeout is cleared at every call and must be set again:
+//     SetTimeoutDuration with ProcessingTimeTimeout (d > 0),
+//     SetTimeoutTimestamp with EventTimeTimeout (not before the current
+//     watermark). Setting the wrong kind is an error.
+//   - CurrentWatermark and CurrentProcessingTime are constant within a
+//     batch.
+//
+// A GroupState is valid only during the call it is passed to.
+type GroupState[S any] struct {
+	value      S
+	exists     bool
+	updated    bool
+	removed    bool
+	timedOut   bool
+	timeout    Timeout
+	timeoutAt  time.Time
+	timeoutSet bool
+	watermark  time.Time
+	now        time.Time
+	// err is the first misuse, which fails the batch even if the caller
+	// ignores the returned error.
+	err error
+}
+
+// Exists reports whether the group has state.
+func (s *GroupState[S]) Exists() bool { return s.exists }
+
+// Get returns the state and whether it exists.
+func (s *GroupState[S]) Get() (S, bool) { return s.value, s.exists }
+
+// Update sets the state.
+func (s *GroupState[S]) Update(v S) {
+	s.value, s.exists, s.updated, s.removed = v, true, true, false
+}
+
+// Remove deletes the state (and any timeout set in this call).
+func (s *GroupState[S]) Remove() {
+	var zero S
+	s.value, s.exists, s.updated, s.removed = zero, false, false, true
+}
+
+// HasTimedOut reports whether the call is for a timed-out group.
+func (s *GroupState[S]) HasTimedOut() bool { return s.timedOut }
+
+// SetTimeoutDuration times the group out d after the batch's processing
+// time, unless it gets data first. It needs ProcessingTimeTimeout and d >
+// 0.
+func (s *GroupState[S]) SetTimeoutDuration(d time.Duration) error {
+	if s.timeout != ProcessingTimeTimeout {
+		return s.misuse("SetTimeoutDuration needs ProcessingTimeTimeout; the operator has %v", s.timeout)
+	}
+	if d <= 0 {
+		return s.misuse("SetTimeoutDuration(%v): the duration must be positive", d)
+	}
+	s.timeoutAt, s.timeoutSet = s.now.Add(d), true
+	return nil
+}
+
+// SetTimeoutTimestamp times the group out once the watermark passes t,
+// unless it gets data first. It needs EventTimeTimeout, and t must not be
+// before the current watermark.
+func (s *GroupState[S]) SetTimeoutTimestamp(t time.Time) error {
+	if s.timeout != EventTimeTimeout {
+		return s.misuse("SetTimeoutTimestamp needs EventTimeTimeout; the operator has %v", s.timeout)
+	}
+	if t.Before(s.watermark) {
+		return s.misuse("SetTimeoutTimestamp(%v): the timestamp is before the current watermark %v", t, s.watermark)
+	}
+	s.timeoutAt, s.timeoutSet = t, true
+	return nil
+}
+
+// CurrentWatermark returns the batch's event-time watermark (zero without
+// one).
+func (s *GroupState[S]) CurrentWatermark() time.Time { return s.watermark }
+
+// CurrentProcessingTime returns the batch's processing time.
+func (s *GroupState[S]) CurrentProcessingTime() time.Time { return s.now }
+
+func (s *GroupState[S]) misuse(format string, args ...any) error {
+	err := fmt.Errorf("%w: %s", ErrGroupState, fmt.Sprintf(format, args...))
+	if s.err == nil {
+		s.err = err
+	}
+	return err
+}

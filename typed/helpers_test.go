@@ -1,0 +1,73 @@
+package typed_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// batchSink keeps the rows of each batch, replacing a batch written
+// again: the contract of an idempotent sink. fail, when set, makes a write
+// fail after storing the rows (a crash between the sink and the commit).
+type batchSink[T any] struct {
+	mu      sync.Mutex
+	batches map[int64][]T
+	fail    func(batchID int64) error
+}
+
+func newSink[T any]() *batchSink[T] { return &batchSink[T]{batches: map[int64][]T{}} }
+
+func (s *batchSink[T]) Write(_ context.Context, id int64, rows []T) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.batches[id] = slices.Clone(rows)
+	if s.fail != nil {
+		return s.fail(id)
+	}
+	return nil
+}
+
+// rows returns every row in batch order.
+func (s *batchSink[T]) rows() []T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]int64, 0, len(s.batches))
+	for id := range s.batches {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var out []T
+	for _, id := range ids {
+		out = append(out, s.batches[id]...)
+	}
+	return out
+}
+
+var _ typed.Sink[int] = (*batchSink[int])(nil)
+
+// checkpoint is an in-memory checkpoint that outlives the queries run on
+// it, so that a test can stop a query and start another where it stopped.
+type checkpoint struct{ fs vfs.FS }
+
+func newCheckpoint() *checkpoint { return &checkpoint{fs: vfs.NewMem()} }
+
+func (c *checkpoint) opts(more ...runtime.Option) []runtime.Option {
+	return append([]runtime.Option{runtime.Checkpoint("ckpt"), runtime.FileSystem(c.fs), runtime.PollInterval(time.Millisecond)}, more...)
+}
+
+// runToEnd starts w with an AvailableNow trigger and waits for it.
+func runToEnd[T any](t *testing.T, w *typed.Writer[T], opts ...runtime.Option) error {
+	t.Helper()
+	q, err := w.Start(context.Background(), append(opts, runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		return err
+	}
+	return q.AwaitTermination()
+}

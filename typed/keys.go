@@ -1,0 +1,129 @@
+package typed
+
+import (
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"github.com/streamgen/streamgen/codec"
+)
+
+// keyCodec turns grouping keys into the bytes that address their state and
+// back. It is chosen once, when the stream is built, by looking at the
+// key's type (the only use of reflection, and not on a hot path); encoding
+// and decoding then go through unsafe views of the key, with no
+// reflection: strings are their bytes, integers are 8 big-endian bytes
+// with the sign flipped (so that byte order is numeric order), records
+// are their binary encoding.
+type keyCodec[K comparable] struct {
+	encode func(b []byte, k *K) []byte
+	decode func(b []byte, k *K) error
+	// typeName describes the key type in the checkpoint.
+	typeName string
+	schema   *codec.Schema
+}
+
+var recordType = reflect.TypeFor[codec.Record]()
+
+func newKeyCodec[K comparable]() (keyCodec[K], error) {
+	t := reflect.TypeFor[K]()
+	c := keyCodec[K]{typeName: t.Kind().String()}
+	if reflect.PointerTo(t).Implements(recordType) {
+		var zero K
+		c.schema = any(&zero).(codec.Record).StreamSchema()
+		c.typeName = "record"
+		c.encode = func(b []byte, k *K) []byte {
+			b, _ = any(k).(codec.Record).AppendBinary(b)
+			return b
+		}
+		c.decode = func(b []byte, k *K) error { return any(k).(codec.Record).UnmarshalBinary(b) }
+		return c, nil
+	}
+	switch t.Kind() {
+	case reflect.String:
+		c.encode = func(b []byte, k *K) []byte { return append(b, *(*string)(unsafe.Pointer(k))...) }
+		c.decode = func(b []byte, k *K) error {
+			*(*string)(unsafe.Pointer(k)) = string(b)
+			return nil
+		}
+	case reflect.Bool:
+		c.encode = func(b []byte, k *K) []byte {
+			if *(*bool)(unsafe.Pointer(k)) {
+				return append(b, 1)
+			}
+			return append(b, 0)
+		}
+		c.decode = func(b []byte, k *K) error {
+			if len(b) != 1 {
+				return fmt.Errorf("streamgen: bool key of %d bytes", len(b))
+			}
+			*(*bool)(unsafe.Pointer(k)) = b[0] == 1
+			return nil
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		size := t.Size()
+		c.encode = func(b []byte, k *K) []byte {
+			return binary.BigEndian.AppendUint64(b, uint64(readInt(unsafe.Pointer(k), size))^1<<63)
+		}
+		c.decode = func(b []byte, k *K) error {
+			if len(b) != 8 {
+				return fmt.Errorf("streamgen: integer key of %d bytes", len(b))
+			}
+			writeInt(unsafe.Pointer(k), size, binary.BigEndian.Uint64(b)^1<<63)
+			return nil
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		size := t.Size()
+		c.encode = func(b []byte, k *K) []byte {
+			return binary.BigEndian.AppendUint64(b, readUint(unsafe.Pointer(k), size))
+		}
+		c.decode = func(b []byte, k *K) error {
+			if len(b) != 8 {
+				return fmt.Errorf("streamgen: integer key of %d bytes", len(b))
+			}
+			writeInt(unsafe.Pointer(k), size, binary.BigEndian.Uint64(b))
+			return nil
+		}
+	default:
+		return c, fmt.Errorf("streamgen: key type %v: use a string, an integer, a bool or a record (a //streamgen:record struct) as a grouping key", t)
+	}
+	return c, nil
+}
+
+func readInt(p unsafe.Pointer, size uintptr) int64 {
+	switch size {
+	case 1:
+		return int64(*(*int8)(p))
+	case 2:
+		return int64(*(*int16)(p))
+	case 4:
+		return int64(*(*int32)(p))
+	}
+	return *(*int64)(p)
+}
+
+func readUint(p unsafe.Pointer, size uintptr) uint64 {
+	switch size {
+	case 1:
+		return uint64(*(*uint8)(p))
+	case 2:
+		return uint64(*(*uint16)(p))
+	case 4:
+		return uint64(*(*uint32)(p))
+	}
+	return *(*uint64)(p)
+}
+
+func writeInt(p unsafe.Pointer, size uintptr, v uint64) {
+	switch size {
+	case 1:
+		*(*uint8)(p) = uint8(v)
+	case 2:
+		*(*uint16)(p) = uint16(v)
+	case 4:
+		*(*uint32)(p) = uint32(v)
+	default:
+		*(*uint64)(p) = v
+	}
+}

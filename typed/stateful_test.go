@@ -1,0 +1,169 @@
+package typed_test
+
+import (
+	"errors"
+	"fmt"
+	"iter"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// clicks makes a deterministic input: users clicking at increasing times.
+func clicks(n int, seed uint64) []fixtures.Click {
+	r := rand.New(rand.NewPCG(seed, seed))
+	users := []string{"ann", "bob", "cy", "dee", "eve"}
+	base := time.Unix(1_700_000_000, 0).UTC()
+	out := make([]fixtures.Click, n)
+	for i := range out {
+		out[i] = fixtures.Click{User: users[r.IntN(len(users))], Time: base.Add(time.Duration(i) * time.Second), Page: fmt.Sprint("p", r.IntN(4))}
+	}
+	return out
+}
+
+// countClicks is the stateful function under test: count per user.
+func countClicks(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error) {
+	c, _ := state.Get()
+	for r := range rows {
+		if c.Count == 0 {
+			c.First = r.Time
+		}
+		c.Count++
+		c.Last = r.Time
+	}
+	state.Update(c)
+	return fixtures.UserCount{User: user, Count: c.Count, First: c.First, Last: c.Last}, nil
+}
+
+// expectedCounts is the independent answer: a plain loop.
+func expectedCounts(in []fixtures.Click) map[string]fixtures.UserCount {
+	out := map[string]fixtures.UserCount{}
+	for _, c := range in {
+		u := out[c.User]
+		if u.Count == 0 {
+			u.User, u.First = c.User, c.Time
+		}
+		u.Count++
+		u.Last = c.Time
+		out[c.User] = u
+	}
+	return out
+}
+
+// latest keeps the last row per user, as an Update-mode sink's table.
+func latest(rows []fixtures.UserCount) map[string]fixtures.UserCount {
+	out := map[string]fixtures.UserCount{}
+	for _, r := range rows {
+		out[r.User] = r
+	}
+	return out
+}
+
+func sameCounts(t *testing.T, got, want map[string]fixtures.UserCount) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d users, want %d: %v", len(got), len(want), got)
+	}
+	for u, w := range want {
+		g := got[u]
+		if g.Count != w.Count || !g.First.Equal(w.First) || !g.Last.Equal(w.Last) {
+			t.Fatalf("user %s: got %+v, want %+v", u, g, w)
+		}
+	}
+}
+
+func countPipeline(m *typed.MemoryStream[fixtures.Click], sink typed.Sink[fixtures.UserCount]) *typed.Writer[fixtures.UserCount] {
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	counts := typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks)
+	return typed.WriteTo(counts, sink).OutputMode(typed.Update)
+}
+
+// TestCountsUnderSplitsAndRestarts runs the count under several batch
+// sizes, with the input arriving in chunks and the query restarted on the
+// same checkpoint between chunks, and compares with a plain loop.
+func TestCountsUnderSplitsAndRestarts(t *testing.T) {
+	in := clicks(200, 1)
+	want := expectedCounts(in)
+	for _, perBatch := range []int{0, 1, 7, 50} {
+		for _, chunks := range []int{1, 3, 10} {
+			t.Run(fmt.Sprintf("rowsPerBatch=%d/chunks=%d", perBatch, chunks), func(t *testing.T) {
+				m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+				sink := newSink[fixtures.UserCount]()
+				ck := newCheckpoint()
+				size := (len(in) + chunks - 1) / chunks
+				for start := 0; start < len(in); start += size {
+					m.Add(in[start:min(start+size, len(in))]...)
+					if err := runToEnd(t, countPipeline(m, sink), ck.opts()...); err != nil {
+						t.Fatal(err)
+					}
+				}
+				sameCounts(t, latest(sink.rows()), want)
+			})
+		}
+	}
+}
+
+// TestFaultsReplayTheBatch injects failures inside a batch — in the user
+// function (before the commit), and in the sink after it stored the rows
+// (as if the process died between the sink and the commit) — and checks
+// that restarting gives the same answer with no row counted twice.
+func TestFaultsReplayTheBatch(t *testing.T) {
+	in := clicks(120, 2)
+	want := expectedCounts(in)
+	for _, where := range []string{"function", "sink"} {
+		t.Run(where, func(t *testing.T) {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 10)
+			m.Add(in...)
+			sink := newSink[fixtures.UserCount]()
+			ck := newCheckpoint()
+			failures := 0
+			boom := errors.New("injected fault")
+			for attempt := 0; ; attempt++ {
+				if attempt > 50 {
+					t.Fatal("the query never finished")
+				}
+				fail := attempt < 4 // the first attempts each fail once, in a later batch each time
+				calls := 0
+				sink.fail = nil
+				f := countClicks
+				if where == "function" {
+					f = func(user string, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error) {
+						calls++
+						if fail && calls == 3*(attempt+1) {
+							return fixtures.UserCount{}, boom
+						}
+						return countClicks(user, rows, st)
+					}
+				} else if fail {
+					sink.fail = func(id int64) error {
+						if id == int64(attempt*2+1) {
+							return boom
+						}
+						return nil
+					}
+				}
+				byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+				w := typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, f), sink).OutputMode(typed.Update)
+				err := runToEnd(t, w, ck.opts()...)
+				if err == nil {
+					break
+				}
+				if !errors.Is(err, boom) {
+					t.Fatalf("attempt %d: %v", attempt, err)
+				}
+				if where == "function" && !strings.Contains(err.Error(), "mapGroupsWithState") {
+					t.Fatalf("the error does not name the operator: %v", err)
+				}
+				failures++
+			}
+			if failures == 0 {
+				t.Fatal("no fault was injected")
+			}
+			sameCounts(t, latest(sink.rows()), want)
+		})
+	}
+}
