@@ -83,7 +83,9 @@ func DeadLetters(s DeadLetterSink) Option { return optionFunc(func(c *config) { 
 //
 // which the query's goroutine calls in order; a slow listener slows the
 // query. New methods may be added without breaking listeners.
-func Listener(l any) Option { return optionFunc(func(c *config) { c.listeners = append(c.listeners, l) }) }
+func Listener(l any) Option {
+	return optionFunc(func(c *config) { c.listeners = append(c.listeners, l) })
+}
 
 // Clock sets the processing-time clock, for tests. The default is
 // time.Now.
