@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -64,7 +65,7 @@ type Store struct {
 
 // OpenStore opens (creating it if needed) the store in dir.
 func OpenStore(dir string, opts StoreOptions) (*Store, error) {
-	popts := &pebble.Options{FS: opts.FS}
+	popts := &pebble.Options{FS: opts.FS, Logger: quietLogger{}}
 	if popts.FS == nil {
 		popts.FS = vfs.Default
 	}
@@ -78,6 +79,18 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		go s.syncLoop()
 	}
 	return s, nil
+}
+
+// quietLogger drops Pebble's informational messages (a line per replayed
+// log file at every start) and keeps its errors.
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any) {}
+func (quietLogger) Errorf(format string, args ...any) {
+	slog.Error("streamgen: pebble: " + fmt.Sprintf(format, args...))
+}
+func (quietLogger) Fatalf(format string, args ...any) {
+	panic("streamgen: pebble: " + fmt.Sprintf(format, args...))
 }
 
 // syncLoop syncs the log every SyncInterval until Close.

@@ -97,7 +97,7 @@ func (j *job[T]) TimersDue(s *runtime.Store, watermark, now time.Time) (bool, er
 }
 
 func (j *job[T]) RunBatch(ctx context.Context, run *runtime.BatchRun) error {
-	b := &batch{ctx: ctx, run: run}
+	b := &batch{ctx: ctx, run: run, plan: j.w.s.p}
 	var out []T
 	started := time.Now()
 	if err := j.w.s.run(b, func(t *T) { out = append(out, *t) }); err != nil {

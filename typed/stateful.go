@@ -25,7 +25,7 @@ type KeyedStream[K comparable, T any] struct {
 func GroupByKey[T any, K comparable](s Stream[T], key func(*T) K) KeyedStream[K, T] {
 	c, err := newKeyCodec[K]()
 	if err != nil {
-		s.p.fail("%v", err)
+		s.p = s.p.failed("%v", err)
 	}
 	return KeyedStream[K, T]{s: s, key: key, codec: c}
 }
@@ -123,7 +123,7 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 ) Stream[Out] {
 	p := ks.s.p
 	if len(p.operators) >= 255 {
-		p.fail("streamgen: more than 255 stateful operators")
+		p = p.failed("streamgen: more than 255 stateful operators")
 	}
 	op := &operator{
 		index:       uint8(len(p.operators)),
@@ -139,7 +139,7 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 			States:  map[string]*codec.Schema{stateName: PS(new(S)).StreamSchema()},
 		},
 	}
-	p.operators = append(p.operators, op)
+	p = p.with(func(q *plan) { q.operators = append(q.operators, op) })
 	return Stream[Out]{p: p, watermarked: ks.s.watermarked, run: func(b *batch, emit func(*Out)) error {
 		// Gather the batch's rows by key, keys in order of first row.
 		index := map[K]int{}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/streamgen/streamgen/codec"
@@ -21,9 +22,11 @@ type Stream[T any] struct {
 	watermarked bool
 }
 
-// plan is what a pipeline's streams share: its source, watermark and
-// stateful operators, and any error found while building it (reported by
-// Start, so that building reads as a chain of calls).
+// plan is what a stream knows of the pipeline up to it: its source,
+// watermark and stateful operators, and any error found while building it
+// (reported by Start, so that building reads as a chain of calls). A
+// derived stream gets a copy with its additions, so two pipelines built
+// from one stream do not see each other's operators.
 type plan struct {
 	source    runtime.Source
 	watermark *time.Duration
@@ -31,14 +34,26 @@ type plan struct {
 	errs      []error
 }
 
-func (p *plan) fail(format string, args ...any) {
-	p.errs = append(p.errs, fmt.Errorf(format, args...))
+// with returns a copy of p for a derived stream.
+func (p *plan) with(change func(*plan)) *plan {
+	q := *p
+	q.operators = slices.Clone(p.operators)
+	q.errs = slices.Clone(p.errs)
+	change(&q)
+	return &q
+}
+
+// failed returns a copy of p with an error.
+func (p *plan) failed(format string, args ...any) *plan {
+	return p.with(func(q *plan) { q.errs = append(q.errs, fmt.Errorf(format, args...)) })
 }
 
 // batch is one micro-batch as the stages of a stream see it.
 type batch struct {
 	ctx context.Context
 	run *runtime.BatchRun
+	// plan is the whole query's plan.
+	plan *plan
 	// partition is the source partition of the row being pushed.
 	partition string
 }
@@ -109,16 +124,17 @@ func FlatMap[T, U any](s Stream[T], f func(*T) []U) Stream[U] {
 // before the watermark are late: stateful operators downstream do not see
 // them, and they are counted in the progress report.
 func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.Duration) Stream[T] {
-	if s.p.watermark != nil {
-		s.p.fail("streamgen: WithWatermark: the stream already has a watermark")
+	p := s.p
+	if p.watermark != nil {
+		p = p.failed("streamgen: WithWatermark: the stream already has a watermark")
 	}
 	if delay < 0 {
-		s.p.fail("streamgen: WithWatermark: negative delay %v", delay)
+		p = p.failed("streamgen: WithWatermark: negative delay %v", delay)
 	}
-	s.p.watermark = &delay
-	return Stream[T]{p: s.p, watermarked: true, run: func(b *batch, emit func(*T)) error {
+	p = p.with(func(q *plan) { q.watermark = &delay })
+	return Stream[T]{p: p, watermarked: true, run: func(b *batch, emit func(*T)) error {
 		wm := b.run.Watermark
-		dropLate := len(s.p.operators) > 0 && !wm.IsZero()
+		dropLate := len(b.plan.operators) > 0 && !wm.IsZero()
 		return s.run(b, func(t *T) {
 			et := eventTime(t)
 			if m, ok := b.run.MaxEventTime[b.partition]; !ok || et.After(m) {
