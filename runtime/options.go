@@ -28,6 +28,7 @@ type config struct {
 	listeners    []any
 	clock        func() time.Time
 	progressKeep int
+	flush        bool
 }
 
 func defaultConfig() config {
@@ -87,6 +88,13 @@ func Listener(l any) Option {
 	return optionFunc(func(c *config) { c.listeners = append(c.listeners, l) })
 }
 
+// FlushEventTime makes a query with a Once or AvailableNow trigger end,
+// once its input is done, with a batch whose watermark is past every event
+// time, so that every pending event-time timeout fires: the end of a
+// bounded input, as Flink's final watermark. The checkpoint then holds that
+// watermark, so rows added later are all late.
+func FlushEventTime() Option { return optionFunc(func(c *config) { c.flush = true }) }
+
 // Clock sets the processing-time clock, for tests. The default is
 // time.Now.
 func Clock(now func() time.Time) Option { return optionFunc(func(c *config) { c.clock = now }) }
@@ -104,6 +112,9 @@ func (c *config) validate() error {
 	}
 	if c.trigger.kind == triggerInterval && c.trigger.interval <= 0 {
 		errs = append(errs, fmt.Errorf("trigger interval %v is not positive", c.trigger.interval))
+	}
+	if c.flush && !c.trigger.stops() {
+		errs = append(errs, errors.New("FlushEventTime needs a Once or AvailableNow trigger"))
 	}
 	if c.clock == nil {
 		errs = append(errs, errors.New("Clock is nil"))

@@ -168,6 +168,7 @@ func (q *Query) loop(ctx context.Context) error {
 			return fmt.Errorf("streamgen: source %s: %w", src.Name(), err)
 		}
 	}
+	flushed := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -191,6 +192,11 @@ func (q *Query) loop(ctx context.Context) error {
 		due, err := q.job.TimersDue(q.store, watermark, started)
 		if err != nil {
 			return err
+		}
+		if !hasData && !due && q.cfg.flush && q.cfg.trigger.stops() && !flushed {
+			// The input is done: one more batch, with a watermark past
+			// every event time, fires every event-time timeout.
+			flushed, due, watermark = true, true, EndOfTime
 		}
 		if !hasData && !due {
 			if q.cfg.trigger.stops() {
@@ -220,6 +226,9 @@ func (q *Query) loop(ctx context.Context) error {
 		}
 	}
 }
+
+// EndOfTime is the watermark of a flushed query (see FlushEventTime).
+var EndOfTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 
 // wait sleeps until the next trigger time or poll.
 func (q *Query) wait(ctx context.Context, started time.Time) error {

@@ -1,0 +1,123 @@
+// Package cli holds what the example programs share: their flags, the
+// built-in sample of sensor readings, and the wiring of sources, sinks and
+// the checkpoint from those flags.
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// Flags are the examples' common flags.
+type Flags struct {
+	Input              string
+	Output             string
+	Checkpoint         string
+	MaxFilesPerTrigger int
+	Trigger            string
+	DeadLetter         string
+	Flush              bool
+}
+
+// Register defines the flags on fs. withFlush adds -flush.
+func (f *Flags) Register(fs *flag.FlagSet, withFlush bool) {
+	fs.StringVar(&f.Input, "input", "", "directory of JSON-lines files (*.json, *.jsonl), read in lexical order; default: a built-in deterministic sample")
+	fs.StringVar(&f.Output, "output", "", "directory for the output, JSON lines, one file per batch; default: a console table")
+	fs.StringVar(&f.Checkpoint, "checkpoint", "", "checkpoint directory; running again with the same one resumes; default: a temporary directory removed at exit")
+	fs.IntVar(&f.MaxFilesPerTrigger, "max-files-per-trigger", 0, "at most this many input files per batch (0: no limit)")
+	fs.StringVar(&f.Trigger, "trigger", "availableNow", "availableNow (process what is there and exit), once, or an interval such as 10s")
+	fs.StringVar(&f.DeadLetter, "dead-letter", "", "directory for input lines that do not decode (default: logged)")
+	if withFlush {
+		fs.BoolVar(&f.Flush, "flush", false, "when the input ends, move the watermark past every pending timeout so every open group is emitted")
+	}
+}
+
+// Run is an example's setup done from its flags.
+type Run struct {
+	Source  runtime.Source
+	Options []runtime.Option
+	cleanup []func()
+}
+
+// Setup turns the flags into a source and query options. sampleFiles is
+// the built-in sample, written to a temporary directory when -input is not
+// given.
+func (f *Flags) Setup() (*Run, error) {
+	r := &Run{}
+	input := f.Input
+	if input == "" {
+		dir, err := os.MkdirTemp("", "streamgen-sample-")
+		if err != nil {
+			return nil, err
+		}
+		r.cleanup = append(r.cleanup, func() { os.RemoveAll(dir) })
+		if err := WriteSample(dir); err != nil {
+			return nil, err
+		}
+		input = dir
+	}
+	r.Source = runtime.Files(input, runtime.FilesOptions{MaxFilesPerTrigger: f.MaxFilesPerTrigger})
+	ckpt := f.Checkpoint
+	if ckpt == "" {
+		dir, err := os.MkdirTemp("", "streamgen-checkpoint-")
+		if err != nil {
+			return nil, err
+		}
+		r.cleanup = append(r.cleanup, func() { os.RemoveAll(dir) })
+		ckpt = dir
+	}
+	trigger, err := runtime.ParseTrigger(f.Trigger)
+	if err != nil {
+		return nil, err
+	}
+	r.Options = []runtime.Option{runtime.Checkpoint(ckpt), runtime.WithTrigger(trigger)}
+	if f.DeadLetter != "" {
+		r.Options = append(r.Options, runtime.DeadLetters(runtime.DeadLetterDir(f.DeadLetter)))
+	}
+	if f.Flush {
+		r.Options = append(r.Options, runtime.FlushEventTime())
+	}
+	return r, nil
+}
+
+// Close removes the temporary directories.
+func (r *Run) Close() {
+	for _, c := range r.cleanup {
+		c()
+	}
+}
+
+// Sink is the output sink the flags ask for: JSON-lines files, or a
+// console table on w.
+func Sink[T any, P codec.RecordPtr[T]](f *Flags, w io.Writer) typed.Sink[T] {
+	if f.Output != "" {
+		return typed.Files[T, P](f.Output)
+	}
+	return typed.Console[T, P](w)
+}
+
+// Wait runs a started query until it ends or the process is interrupted.
+func Wait(q *typed.Query) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	select {
+	case <-q.Done():
+	case <-ctx.Done():
+		q.Stop()
+	}
+	if err := q.Err(); err != nil {
+		return err
+	}
+	if p, ok := q.LastProgress(); ok {
+		fmt.Fprintf(os.Stderr, "last batch %d; watermark %s\n", p.BatchID, p.EventTime["watermark"])
+	}
+	return nil
+}

@@ -1,0 +1,53 @@
+// Command sessions groups each user's sensor readings into sessions that
+// end after 5 s without a reading (event time, with a 5 s watermark delay
+// and event-time timeouts), with flatMapGroupsWithState in Append mode.
+//
+//	go run ./examples/sessions               # the built-in sample, to the console
+//	go run ./examples/sessions -flush -output out/
+//
+// Flags: -input DIR, -output DIR, -checkpoint DIR, -max-files-per-trigger
+// N, -trigger availableNow|once|DURATION, -dead-letter DIR, -flush.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/streamgen/streamgen/examples/internal/cli"
+	"github.com/streamgen/streamgen/generated/sensor"
+	"github.com/streamgen/streamgen/typed"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "sessions:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout io.Writer) error {
+	var flags cli.Flags
+	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
+	flags.Register(fs, true)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	setup, err := flags.Setup()
+	if err != nil {
+		return err
+	}
+	defer setup.Close()
+
+	events := typed.From[sensor.Event](setup.Source)
+	events = typed.WithWatermark(events, eventTime, Gap)
+	byUser := typed.GroupByKey(events, func(e *sensor.Event) string { return e.User })
+	sessions := typed.FlatMapGroupsWithState(byUser, typed.Append, typed.EventTimeTimeout, sessionize)
+	q, err := typed.WriteTo(sessions, cli.Sink[SessionOut](&flags, stdout)).Start(context.Background(), setup.Options...)
+	if err != nil {
+		return err
+	}
+	return cli.Wait(q)
+}

@@ -1,0 +1,151 @@
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+)
+
+// DeadLetterDir returns a sink that writes the dead letters of batch N, one
+// JSON object per line, to dir/dead-letters-N.jsonl, N padded with zeros to
+// ten digits so that lexical order is batch order. The file appears
+// complete or not at all: it is written under a name starting with ".",
+// synced and renamed into place. A batch written again replaces its file,
+// and a batch with no dead letters has none (a file left by an earlier
+// attempt at the batch is removed). dir is created when first needed.
+//
+// The sink holds no state: it is safe for concurrent use, though two
+// concurrent writes of the same batch leave either one's file.
+func DeadLetterDir(dir string) DeadLetterSink {
+	return deadLetterDir{dir: dir}
+}
+
+type deadLetterDir struct{ dir string }
+
+func (d deadLetterDir) WriteDeadLetters(ctx context.Context, batchID int64, letters []DeadLetter) error {
+	if batchID < 0 {
+		return fmt.Errorf("streamgen: dead letters: negative batch id %d", batchID)
+	}
+	name := fmt.Sprintf("dead-letters-%010d.jsonl", batchID)
+	if len(letters) == 0 {
+		err := os.Remove(filepath.Join(d.dir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("streamgen: dead letters of batch %d: %w", batchID, err)
+		}
+		return nil
+	}
+	err := replaceFileAtomically(d.dir, name, func(w io.Writer) error {
+		enc := json.NewEncoder(w) // one object and a newline per Encode
+		enc.SetEscapeHTML(false)
+		for i := range letters {
+			if err := enc.Encode(&letters[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("streamgen: dead letters of batch %d: %w", batchID, err)
+	}
+	return nil
+}
+
+// replaceFileAtomically creates dir if need be and writes dir/name with
+// write, so that a reader of dir sees either the old file or the new one in
+// full, even after a crash: write goes to a temporary file named
+// ".name-*", which is synced, then renamed over name; the directory is
+// synced so that the rename itself survives a crash. On failure the
+// temporary file is removed.
+func replaceFileAtomically(dir, name string, write func(io.Writer) error) (err error) {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+name+"-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(tmp, 64<<10)
+	if err := write(w); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}
+
+// syncDir makes the entries of dir (a rename, a removal) durable.
+func syncDir(dir string) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// MemoryDeadLetters is a DeadLetterSink that keeps the dead letters in
+// memory, for tests. A batch written again replaces its letters. The zero
+// value is not ready for use; call DeadLetterMemory. It is safe for
+// concurrent use: the query writes while a test reads.
+type MemoryDeadLetters struct {
+	mu      sync.Mutex
+	batches map[int64][]DeadLetter
+}
+
+// DeadLetterMemory returns an empty MemoryDeadLetters.
+func DeadLetterMemory() *MemoryDeadLetters {
+	return &MemoryDeadLetters{batches: make(map[int64][]DeadLetter)}
+}
+
+// WriteDeadLetters keeps a copy of letters as the dead letters of batchID,
+// replacing any kept before.
+func (m *MemoryDeadLetters) WriteDeadLetters(ctx context.Context, batchID int64, letters []DeadLetter) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(letters) == 0 {
+		delete(m.batches, batchID)
+		return nil
+	}
+	m.batches[batchID] = slices.Clone(letters)
+	return nil
+}
+
+// Letters returns a copy of all the dead letters kept, in batch order and
+// in order within a batch.
+func (m *MemoryDeadLetters) Letters() []DeadLetter {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var all []DeadLetter
+	for _, id := range slices.Sorted(maps.Keys(m.batches)) {
+		all = append(all, m.batches[id]...)
+	}
+	return all
+}

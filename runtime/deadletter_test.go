@@ -1,0 +1,168 @@
+package runtime_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+func letters(n int, tag string) []runtime.DeadLetter {
+	var l []runtime.DeadLetter
+	for i := range n {
+		l = append(l, runtime.DeadLetter{
+			Source:   "files:in",
+			Position: tag + ".json:" + string(rune('1'+i)),
+			Error:    "streamgen: bad <json> & more",
+			Raw:      `{"x":` + tag + "\n",
+		})
+	}
+	return l
+}
+
+// readLetterFile is the test's own reading of a dead-letter file.
+func readLetterFile(t *testing.T, path string) []runtime.DeadLetter {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(string(data), "\n") {
+		t.Errorf("%s does not end in a newline", path)
+	}
+	var got []runtime.DeadLetter
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		var l runtime.DeadLetter
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("%s: line %q: %v", path, line, err)
+		}
+		got = append(got, l)
+	}
+	return got
+}
+
+func dirNames(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n []string
+	for _, e := range entries {
+		n = append(n, e.Name())
+	}
+	return n
+}
+
+func TestDeadLetterDir(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "dead") // created on first write
+	sink := runtime.DeadLetterDir(dir)
+
+	if err := sink.WriteDeadLetters(ctx, 0, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("a batch without letters created %s (%v)", dir, err)
+	}
+	if err := sink.WriteDeadLetters(ctx, 7, letters(2, "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.WriteDeadLetters(ctx, 12, letters(1, "b")); err != nil {
+		t.Fatal(err)
+	}
+	// Batch 7 again, as after a failure: its file is replaced.
+	if err := sink.WriteDeadLetters(ctx, 7, letters(3, "c")); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"dead-letters-0000000007.jsonl", "dead-letters-0000000012.jsonl"}
+	if got := dirNames(t, dir); !slices.Equal(got, want) {
+		t.Errorf("files %q, want %q (no temporary files left)", got, want)
+	}
+	if got := readLetterFile(t, filepath.Join(dir, want[0])); !slices.Equal(got, letters(3, "c")) {
+		t.Errorf("batch 7: %+v", got)
+	}
+	if got := readLetterFile(t, filepath.Join(dir, want[1])); !slices.Equal(got, letters(1, "b")) {
+		t.Errorf("batch 12: %+v", got)
+	}
+	// HTML characters are written as they are.
+	data, _ := os.ReadFile(filepath.Join(dir, want[1]))
+	if !strings.Contains(string(data), "bad <json> & more") {
+		t.Errorf("escaped HTML: %s", data)
+	}
+	// Batch 12 again with no letters: its old file goes.
+	if err := sink.WriteDeadLetters(ctx, 12, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := dirNames(t, dir); !slices.Equal(got, want[:1]) {
+		t.Errorf("after an empty rewrite: %q", got)
+	}
+	if err := sink.WriteDeadLetters(ctx, -1, letters(1, "d")); err == nil || !strings.HasPrefix(err.Error(), "streamgen: ") {
+		t.Errorf("negative batch id: %v", err)
+	}
+}
+
+// TestDeadLetterDirReadByFiles reads dead letters back with a Files source,
+// which must not see the sink's temporary files.
+func TestDeadLetterDirReadByFiles(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	sink := runtime.DeadLetterDir(dir)
+	writeFile(t, dir, ".dead-letters-0000000009.jsonl-123", "partial")
+	for id := int64(10); id >= 8; id-- {
+		if err := sink.WriteDeadLetters(ctx, id, letters(int(id-7), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := runtime.Files(dir, runtime.FilesOptions{})
+	var got []runtime.DeadLetter
+	for _, r := range readAll(t, src, nil, available(t, src)) {
+		var l runtime.DeadLetter
+		if err := json.Unmarshal(r.Data, &l); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, l)
+	}
+	want := slices.Concat(letters(1, "x"), letters(2, "x"), letters(3, "x"))
+	if !slices.Equal(got, want) {
+		t.Errorf("read back %+v, want %+v", got, want)
+	}
+}
+
+func TestDeadLetterMemory(t *testing.T) {
+	ctx := context.Background()
+	m := runtime.DeadLetterMemory()
+	var sink runtime.DeadLetterSink = m
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for range 100 {
+			_ = m.Letters()
+		}
+	})
+	for _, w := range []struct {
+		id      int64
+		letters []runtime.DeadLetter
+	}{{5, letters(2, "a")}, {2, letters(1, "b")}, {9, letters(1, "c")}, {5, letters(1, "d")}, {9, nil}} {
+		if err := sink.WriteDeadLetters(ctx, w.id, w.letters); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wg.Wait()
+	want := slices.Concat(letters(1, "b"), letters(1, "d"))
+	if got := m.Letters(); !slices.Equal(got, want) {
+		t.Errorf("Letters = %+v, want %+v", got, want)
+	}
+	// The sink kept a copy: changing what was written changes nothing.
+	in := letters(1, "e")
+	_ = sink.WriteDeadLetters(ctx, 1, in)
+	in[0].Error = "changed"
+	if got := m.Letters(); got[0].Error == "changed" {
+		t.Error("Letters shares the caller's slice")
+	}
+}

@@ -1,0 +1,303 @@
+package runtime_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/streamgen/streamgen/generated/sensor"
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// readAll collects the records Read gives, copying Data, which is valid
+// only during the callback.
+func readAll(t *testing.T, src runtime.Source, start, end json.RawMessage) []runtime.Record {
+	t.Helper()
+	var got []runtime.Record
+	err := src.Read(context.Background(), start, end, func(r runtime.Record) error {
+		r.Data = bytes.Clone(r.Data)
+		got = append(got, r)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("Read(%s, %s): %v", start, end, err)
+	}
+	return got
+}
+
+// expectLines is the test's own reading of JSON-lines files: the records
+// it expects from the named files, in the given order.
+func expectLines(t *testing.T, dir string, names ...string) []runtime.Record {
+	t.Helper()
+	var want []runtime.Record
+	for _, name := range names {
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSuffix(line, "\r")
+			if strings.TrimSpace(line) == "" {
+				continue
+			}
+			want = append(want, runtime.Record{
+				Partition: "files",
+				Data:      []byte(line),
+				Position:  fmt.Sprintf("%s:%d", name, i+1),
+			})
+		}
+	}
+	return want
+}
+
+func writeFile(t *testing.T, dir, name, content string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o666); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func available(t *testing.T, src runtime.Source) json.RawMessage {
+	t.Helper()
+	off, err := src.Available(context.Background())
+	if err != nil {
+		t.Fatalf("Available: %v", err)
+	}
+	return off
+}
+
+func next(t *testing.T, src runtime.Source, committed, upTo json.RawMessage) json.RawMessage {
+	t.Helper()
+	off, err := src.Next(context.Background(), committed, upTo)
+	if err != nil {
+		t.Fatalf("Next(%s, %s): %v", committed, upTo, err)
+	}
+	return off
+}
+
+func names(t *testing.T, off json.RawMessage) []string {
+	t.Helper()
+	var n []string
+	if err := json.Unmarshal(off, &n); err != nil {
+		t.Fatalf("offset %s: %v", off, err)
+	}
+	return n
+}
+
+func TestFilesMissingDirIsEmpty(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "later")
+	src := runtime.Files(dir, runtime.FilesOptions{})
+	if got := src.Name(); got != "files:"+dir {
+		t.Errorf("Name = %q, want %q", got, "files:"+dir)
+	}
+	upTo := available(t, src)
+	if string(upTo) != "[]" {
+		t.Errorf("Available = %s, want []", upTo)
+	}
+	if got := next(t, src, nil, upTo); got != nil {
+		t.Errorf("Next(nil, []) = %s, want nil (committed)", got)
+	}
+	// The directory appears later, and its files with it.
+	writeFile(t, dir, "a.json", "{}\n")
+	if got := names(t, next(t, src, nil, available(t, src))); !slices.Equal(got, []string{"a.json"}) {
+		t.Errorf("after the directory appears, Next = %q", got)
+	}
+}
+
+// TestFilesIncremental adds files between batches, some sorting before
+// files already read, with MaxFilesPerTrigger splitting what is available.
+func TestFilesIncremental(t *testing.T) {
+	dir := t.TempDir()
+	src := runtime.Files(dir, runtime.FilesOptions{MaxFilesPerTrigger: 2, Name: "events"})
+	if src.Name() != "events" {
+		t.Errorf("Name = %q", src.Name())
+	}
+	writeFile(t, dir, "b.json", `{"n":1}`+"\n"+`{"n":2}`+"\n")
+	writeFile(t, dir, "d.jsonl", `{"n":3}`+"\n")
+	writeFile(t, dir, "c.json", `{"n":4}`)
+	// None of these is input: hidden, in-progress, other extensions, a
+	// directory.
+	writeFile(t, dir, ".e.json", `{"n":"hidden"}`)
+	writeFile(t, dir, "_e.json", `{"n":"in progress"}`)
+	writeFile(t, dir, "e.txt", `{"n":"text"}`)
+	writeFile(t, dir, "e.json.tmp", `{"n":"tmp"}`)
+	writeFile(t, filepath.Join(dir, "sub.json"), "f.json", `{"n":"nested"}`)
+
+	upTo := available(t, src)
+	if got, want := names(t, upTo), []string{"b.json", "c.json", "d.jsonl"}; !slices.Equal(got, want) {
+		t.Fatalf("Available = %q, want %q", got, want)
+	}
+
+	// Batch 0: the first two files in lexical order.
+	var committed json.RawMessage
+	end := next(t, src, committed, upTo)
+	if got, want := names(t, end), []string{"b.json", "c.json"}; !slices.Equal(got, want) {
+		t.Fatalf("batch 0 = %q, want %q", got, want)
+	}
+	if got, want := readAll(t, src, committed, end), expectLines(t, dir, "b.json", "c.json"); !slices.EqualFunc(got, want, equalRecord) {
+		t.Errorf("batch 0 read\n%v\nwant\n%v", got, want)
+	}
+	committed = end
+
+	// a.json sorts before everything read; it is still new.
+	writeFile(t, dir, "a.jsonl", `{"n":5}`+"\n")
+	upTo = available(t, src)
+	end = next(t, src, committed, upTo)
+	if got, want := names(t, end), []string{"a.jsonl", "b.json", "c.json", "d.jsonl"}; !slices.Equal(got, want) {
+		t.Fatalf("batch 1 = %q, want %q", got, want)
+	}
+	if got, want := readAll(t, src, committed, end), expectLines(t, dir, "a.jsonl", "d.jsonl"); !slices.EqualFunc(got, want, equalRecord) {
+		t.Errorf("batch 1 read\n%v\nwant\n%v", got, want)
+	}
+	committed = end
+
+	// Nothing new: committed comes back byte for byte.
+	if got := next(t, src, committed, available(t, src)); !bytes.Equal(got, committed) {
+		t.Errorf("Next with nothing new = %s, want %s", got, committed)
+	}
+	// upTo limits Next even when the directory has more.
+	writeFile(t, dir, "f.json", "{}\n")
+	if got := next(t, src, committed, upTo); !bytes.Equal(got, committed) {
+		t.Errorf("Next beyond upTo = %s, want %s", got, committed)
+	}
+}
+
+// TestFilesRestart reads a batch again, as a restarted query does: the same
+// offsets give the same records, from a new source too.
+func TestFilesRestart(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "1.json", "{\"a\":1}\n{\"a\":2}\n")
+	writeFile(t, dir, "2.json", "{\"a\":3}\n")
+	src := runtime.Files(dir, runtime.FilesOptions{MaxFilesPerTrigger: 1})
+	start := next(t, src, nil, available(t, src))
+	end := next(t, src, start, available(t, src))
+	first := readAll(t, src, start, end)
+	writeFile(t, dir, "0.json", "{\"a\":0}\n") // arrives meanwhile
+	again := readAll(t, runtime.Files(dir, runtime.FilesOptions{}), start, end)
+	if !slices.EqualFunc(first, again, equalRecord) {
+		t.Errorf("second read\n%v\nwant\n%v", again, first)
+	}
+	if want := expectLines(t, dir, "2.json"); !slices.EqualFunc(first, want, equalRecord) {
+		t.Errorf("read\n%v\nwant\n%v", first, want)
+	}
+}
+
+func TestFilesPositionsAndBlankLines(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "x.json", "\n{\"a\":1}\r\n  \n\t\r\n{\"a\":2}\n\n{\"a\":3}")
+	src := runtime.Files(dir, runtime.FilesOptions{})
+	got := readAll(t, src, nil, available(t, src))
+	want := []runtime.Record{
+		{Partition: "files", Data: []byte(`{"a":1}`), Position: "x.json:2"},
+		{Partition: "files", Data: []byte(`{"a":2}`), Position: "x.json:5"},
+		{Partition: "files", Data: []byte(`{"a":3}`), Position: "x.json:7"},
+	}
+	if !slices.EqualFunc(got, want, equalRecord) {
+		t.Errorf("read\n%v\nwant\n%v", got, want)
+	}
+	if again := expectLines(t, dir, "x.json"); !slices.EqualFunc(got, again, equalRecord) {
+		t.Errorf("read\n%v\nthe test's reading\n%v", got, again)
+	}
+}
+
+func TestFilesLongLines(t *testing.T) {
+	dir := t.TempDir()
+	// Longer than bufio's and bufio.Scanner's buffers many times over.
+	huge := `{"s":"` + strings.Repeat("x", 5<<20) + `"}`
+	writeFile(t, dir, "a.json", "{}\n"+huge+"\n{}\n")
+	writeFile(t, dir, "b.json", huge) // no final newline
+	src := runtime.Files(dir, runtime.FilesOptions{})
+	got := readAll(t, src, nil, available(t, src))
+	if want := expectLines(t, dir, "a.json", "b.json"); !slices.EqualFunc(got, want, equalRecord) {
+		t.Errorf("long lines read wrongly: got %d records, want %d", len(got), len(want))
+	}
+
+	// Past MaxLineBytes, Read fails and says where.
+	small := runtime.Files(dir, runtime.FilesOptions{MaxLineBytes: 1 << 20})
+	err := small.Read(context.Background(), nil, available(t, small), func(runtime.Record) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "a.json:2") || !strings.HasPrefix(err.Error(), "streamgen: ") {
+		t.Errorf("Read with a line past MaxLineBytes: %v", err)
+	}
+	// Exactly at the limit is fine, "\r\n" not counted.
+	writeFile(t, dir, "c.json", strings.Repeat(" ", 99)+"1\r\n")
+	exact := runtime.Files(dir, runtime.FilesOptions{MaxLineBytes: 100})
+	got = readAll(t, exact, json.RawMessage(`["a.json","b.json"]`), available(t, exact))
+	if len(got) != 1 || len(got[0].Data) != 100 {
+		t.Errorf("line of exactly MaxLineBytes: %v", got)
+	}
+}
+
+// TestFilesSensorEvents round-trips generated records through a file.
+func TestFilesSensorEvents(t *testing.T) {
+	dir := t.TempDir()
+	events := []sensor.Event{
+		{ArrivalTime: 1424686735090, CreationTime: 1424686733090638193, Device: "nexus4_1", Index: 35, Model: "nexus4", User: "g", Activity: "stand", X: -0.0095, Y: 0.0046, Z: -0.0049},
+		{ArrivalTime: 1424688581345, CreationTime: 1424688579404000000, Device: "nexus4_2", Index: 36, Model: "nexus4", User: "a", X: 1.5, Y: -2, Z: 9.80665},
+	}
+	var file []byte
+	for i := range events {
+		var err error
+		if file, err = events[i].AppendJSON(file); err != nil {
+			t.Fatal(err)
+		}
+		file = append(file, '\n')
+	}
+	writeFile(t, dir, "part-0.jsonl", string(file))
+	src := runtime.Files(dir, runtime.FilesOptions{})
+	var got []sensor.Event
+	err := src.Read(context.Background(), nil, available(t, src), func(r runtime.Record) error {
+		var e sensor.Event
+		if err := e.UnmarshalJSON(r.Data); err != nil {
+			return fmt.Errorf("%s: %w", r.Position, err)
+		}
+		got = append(got, e)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, events) {
+		t.Errorf("read %+v, want %+v", got, events)
+	}
+}
+
+func TestFilesErrors(t *testing.T) {
+	dir := t.TempDir()
+	src := runtime.Files(dir, runtime.FilesOptions{})
+	ctx := context.Background()
+	if _, err := src.Next(ctx, json.RawMessage(`{`), json.RawMessage(`[]`)); err == nil || !strings.HasPrefix(err.Error(), "streamgen: ") {
+		t.Errorf("Next with a bad offset: %v", err)
+	}
+	// A file in the offset that has gone is an error, not a silent skip.
+	err := src.Read(ctx, nil, json.RawMessage(`["gone.json"]`), func(runtime.Record) error { return nil })
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Read of a missing file: %v", err)
+	}
+	bad := runtime.Files(dir, runtime.FilesOptions{MaxFilesPerTrigger: -1})
+	if _, err := bad.Available(ctx); err == nil || !strings.Contains(err.Error(), "MaxFilesPerTrigger") {
+		t.Errorf("negative MaxFilesPerTrigger: %v", err)
+	}
+	// fn's error stops Read and comes back as is.
+	writeFile(t, dir, "a.json", "1\n2\n")
+	stop := fmt.Errorf("stop")
+	calls := 0
+	err = src.Read(ctx, nil, available(t, src), func(runtime.Record) error { calls++; return stop })
+	if err != stop || calls != 1 {
+		t.Errorf("Read with a failing fn: %v after %d calls", err, calls)
+	}
+}
+
+func equalRecord(a, b runtime.Record) bool {
+	return a.Partition == b.Partition && a.Position == b.Position && bytes.Equal(a.Data, b.Data)
+}

@@ -1,0 +1,496 @@
+package typed
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/streamgen/streamgen/codec"
+)
+
+// MemorySink keeps the rows of each batch in memory, for tests and
+// notebooks, like Spark's memory sink. A batch written again replaces the
+// rows kept for it; a batch with no rows is kept as an empty batch. It
+// keeps everything it is given: memory grows with the output.
+//
+// The zero value is not ready for use; call Memory. A MemorySink is safe
+// for concurrent use: the query writes while a test reads.
+type MemorySink[T any] struct {
+	mu      sync.Mutex
+	batches map[int64][]T
+}
+
+// Memory returns an empty MemorySink.
+func Memory[T any]() *MemorySink[T] {
+	return &MemorySink[T]{batches: make(map[int64][]T)}
+}
+
+// Write keeps a copy of rows as the output of batch batchID. The copy is
+// shallow: rows that hold pointers, slices or maps share them with the
+// caller.
+func (m *MemorySink[T]) Write(ctx context.Context, batchID int64, rows []T) error {
+	kept := append([]T{}, rows...) // non-nil even when empty
+	m.mu.Lock()
+	m.batches[batchID] = kept
+	m.mu.Unlock()
+	return nil
+}
+
+// Rows returns the rows of all batches kept, in batch order and in order
+// within a batch, in a new slice.
+func (m *MemorySink[T]) Rows() []T {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var all []T
+	for _, id := range slices.Sorted(maps.Keys(m.batches)) {
+		all = append(all, m.batches[id]...)
+	}
+	return all
+}
+
+// Batches returns the rows kept for each batch id, in a new map of new
+// slices.
+func (m *MemorySink[T]) Batches() map[int64][]T {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[int64][]T, len(m.batches))
+	for id, rows := range m.batches {
+		out[id] = slices.Clone(rows)
+	}
+	return out
+}
+
+// ConsoleOption configures Console.
+type ConsoleOption interface{ applyConsole(*consoleConfig) }
+
+type consoleOptionFunc func(*consoleConfig)
+
+func (f consoleOptionFunc) applyConsole(c *consoleConfig) { f(c) }
+
+type consoleConfig struct {
+	numRows  int
+	truncate int
+}
+
+// ConsoleNumRows shows at most n rows of each batch, n > 0; the footer
+// "only showing top n rows" says when there were more. The default is 20,
+// as in Spark.
+func ConsoleNumRows(n int) ConsoleOption {
+	return consoleOptionFunc(func(c *consoleConfig) { c.numRows = n })
+}
+
+// ConsoleTruncate cuts cells longer than n characters to their first n-3
+// and "..." (to their first n when n < 4), and aligns cells right, as
+// Spark's show does with truncate. n = 0 shows cells in full, aligned left.
+// Column names are never cut. The default is 20.
+func ConsoleTruncate(n int) ConsoleOption {
+	return consoleOptionFunc(func(c *consoleConfig) { c.truncate = n })
+}
+
+func (c *consoleConfig) validate() error {
+	var errs []error
+	if c.numRows <= 0 {
+		errs = append(errs, fmt.Errorf("ConsoleNumRows %d is not positive", c.numRows))
+	}
+	if c.truncate < 0 {
+		errs = append(errs, fmt.Errorf("ConsoleTruncate %d is negative", c.truncate))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("streamgen: console sink options: %w", err)
+	}
+	return nil
+}
+
+// Console returns a sink that prints each batch to w as Spark's console sink
+// does: a header naming the batch, then a table of its first rows whose
+// columns are the record's top-level JSON members, in order of first
+// appearance among the rows shown, and whose cells are the members' JSON
+// values, strings without their quotes and with control characters such as
+// a newline escaped ("\n"). A member a row leaves out (omitempty) is an
+// empty cell. Widths count characters, so East Asian wide characters
+// misalign the table.
+//
+//	-------------------------------------------
+//	Batch: 0
+//	-------------------------------------------
+//	+------+---+
+//	|Device|  x|
+//	+------+---+
+//	|    d1|1.5|
+//	+------+---+
+//
+// Each batch is printed with one call to w.Write. A batch written again
+// after a failure is printed again: a console cannot take back what it
+// showed. Bad options make every Write fail. The sink is safe for
+// concurrent use if w is.
+func Console[T any, P codec.RecordPtr[T]](w io.Writer, opts ...ConsoleOption) Sink[T] {
+	cfg := consoleConfig{numRows: 20, truncate: 20}
+	for _, o := range opts {
+		o.applyConsole(&cfg)
+	}
+	return &consoleSink[T, P]{w: w, cfg: cfg, err: cfg.validate()}
+}
+
+type consoleSink[T any, P codec.RecordPtr[T]] struct {
+	w   io.Writer
+	cfg consoleConfig
+	err error // from validate, returned by every Write
+}
+
+// consoleDashes is the rule above and below the batch header, as long as
+// Spark's.
+const consoleDashes = "-------------------------------------------\n"
+
+func (s *consoleSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) error {
+	if s.err != nil {
+		return s.err
+	}
+	shown := rows[:min(len(rows), s.cfg.numRows)]
+	columns, cells, err := consoleCells[T, P](shown)
+	if err != nil {
+		return fmt.Errorf("streamgen: console sink: batch %d: %w", batchID, err)
+	}
+	var b []byte
+	b = append(b, consoleDashes...)
+	b = append(b, "Batch: "...)
+	b = strconv.AppendInt(b, batchID, 10)
+	b = append(b, '\n')
+	b = append(b, consoleDashes...)
+	b = appendTable(b, columns, cells, s.cfg.truncate)
+	if len(rows) > len(shown) {
+		b = append(b, "only showing top "...)
+		b = strconv.AppendInt(b, int64(len(shown)), 10)
+		if len(shown) == 1 {
+			b = append(b, " row\n"...)
+		} else {
+			b = append(b, " rows\n"...)
+		}
+	}
+	b = append(b, '\n') // Spark prints a blank line after the table
+	if _, err := s.w.Write(b); err != nil {
+		return fmt.Errorf("streamgen: console sink: batch %d: %w", batchID, err)
+	}
+	return nil
+}
+
+// consoleCells encodes each row with its generated AppendJSON and reads the
+// object's members back: the column names in order of first appearance and,
+// per row, the cells by column ("" where the row has no such member; a row
+// may be shorter than columns). With no rows, the columns are those of T's
+// zero value, so that an empty batch still shows its header.
+func consoleCells[T any, P codec.RecordPtr[T]](rows []T) (columns []string, cells [][]string, err error) {
+	index := make(map[string]int)
+	var (
+		buf  []byte
+		r    codec.JSONReader
+		cell codec.JSONReader // reads string values on their own
+	)
+	add := func(row *T, keep bool) error {
+		var err error
+		if buf, err = P(row).AppendJSON(buf[:0]); err != nil {
+			return err
+		}
+		var line []string
+		r.Reset(buf)
+		if r.BeginObject("console row") {
+			for {
+				key, ok := r.NextKey()
+				if !ok {
+					break
+				}
+				i, seen := index[string(key)]
+				if !seen {
+					i = len(columns)
+					index[string(key)] = i
+					columns = append(columns, string(key))
+				}
+				raw, ok := r.RawValue()
+				if !ok {
+					break
+				}
+				if !keep {
+					continue
+				}
+				for len(line) <= i {
+					line = append(line, "")
+				}
+				line[i] = cellText(&cell, raw)
+			}
+		}
+		if err := r.Finish(); err != nil {
+			return err
+		}
+		if keep {
+			cells = append(cells, line)
+		}
+		return nil
+	}
+	if len(rows) == 0 {
+		var zero T
+		return columns, nil, add(&zero, false)
+	}
+	for i := range rows {
+		if err := add(&rows[i], true); err != nil {
+			return nil, nil, fmt.Errorf("row %d: %w", i, err)
+		}
+	}
+	return columns, cells, nil
+}
+
+// consoleEscaper escapes the characters that would break a table's lines,
+// as Spark's show does.
+var consoleEscaper = strings.NewReplacer(
+	"\n", `\n`, "\r", `\r`, "\t", `\t`, "\f", `\f`, "\b", `\b`, "\v", `\v`, "\a", `\a`,
+)
+
+// cellText is a JSON value as a table shows it: a string unquoted, any
+// other value as it is in the JSON.
+func cellText(r *codec.JSONReader, raw []byte) string {
+	if len(raw) == 0 || raw[0] != '"' {
+		return string(raw)
+	}
+	r.Reset(raw)
+	s, _ := r.String("console cell")
+	return consoleEscaper.Replace(s)
+}
+
+// appendTable appends the table of Spark's show: columns at least three
+// characters wide, cells padded on the left (truncate > 0) or the right.
+func appendTable(b []byte, columns []string, rows [][]string, truncate int) []byte {
+	for _, row := range rows {
+		for i, c := range row {
+			row[i] = truncateCell(c, truncate)
+		}
+	}
+	header := make([]string, len(columns))
+	for i, c := range columns {
+		header[i] = consoleEscaper.Replace(c)
+	}
+	widths := make([]int, len(columns))
+	for i := range widths {
+		widths[i] = max(3, utf8.RuneCountInString(header[i]))
+		for _, row := range rows {
+			if i < len(row) {
+				widths[i] = max(widths[i], utf8.RuneCountInString(row[i]))
+			}
+		}
+	}
+	// Lines are "+" or "|", the cells joined by it, and it again, as
+	// Scala's addString makes them: "++" and "||" with no columns.
+	dashes := make([]string, len(widths))
+	for i, w := range widths {
+		dashes[i] = strings.Repeat("-", w)
+	}
+	rule := "+" + strings.Join(dashes, "+") + "+\n"
+	line := func(b []byte, cells []string) []byte {
+		b = append(b, '|')
+		for i, w := range widths {
+			if i > 0 {
+				b = append(b, '|')
+			}
+			c := ""
+			if i < len(cells) {
+				c = cells[i]
+			}
+			pad := strings.Repeat(" ", w-utf8.RuneCountInString(c))
+			if truncate > 0 {
+				b = append(b, pad...)
+				b = append(b, c...)
+			} else {
+				b = append(b, c...)
+				b = append(b, pad...)
+			}
+		}
+		return append(b, "|\n"...)
+	}
+	b = append(b, rule...)
+	b = line(b, header)
+	b = append(b, rule...)
+	for _, row := range rows {
+		b = line(b, row)
+	}
+	return append(b, rule...)
+}
+
+// truncateCell cuts s to n characters as Spark does; n = 0 leaves it.
+func truncateCell(s string, n int) string {
+	if n <= 0 || utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	runes := []rune(s)
+	if n < 4 {
+		return string(runes[:n])
+	}
+	return string(runes[:n-3]) + "..."
+}
+
+// Files returns a sink that writes each batch as JSON lines, one row per
+// line as the row's generated AppendJSON writes it, to the file
+// dir/part-N.jsonl, N being the batch id padded with zeros to ten digits so
+// that lexical order is batch order. dir is created when first needed.
+//
+// A file appears complete or not at all: it is written under a name
+// starting with ".", synced, and renamed into place, so a reader that skips
+// hidden files (runtime.Files does) never sees a partial batch. A batch
+// written again replaces its file. A batch with no rows writes no file, and
+// removes the file of an earlier attempt at the batch if there is one.
+//
+// The sink holds no state: it is safe for concurrent use, though two
+// concurrent writes of the same batch leave either one's file.
+func Files[T any, P codec.RecordPtr[T]](dir string) Sink[T] {
+	return fileSink[T, P]{dir: dir}
+}
+
+type fileSink[T any, P codec.RecordPtr[T]] struct{ dir string }
+
+func (s fileSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) error {
+	if batchID < 0 {
+		return fmt.Errorf("streamgen: files sink %s: negative batch id %d", s.dir, batchID)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, err)
+	}
+	name := fmt.Sprintf("part-%010d.jsonl", batchID)
+	if len(rows) == 0 {
+		err := os.Remove(filepath.Join(s.dir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, err)
+		}
+		return nil
+	}
+	err := replaceFile(s.dir, name, func(w io.Writer) error {
+		var line []byte
+		for i := range rows {
+			var err error
+			if line, err = P(&rows[i]).AppendJSON(line[:0]); err != nil {
+				return fmt.Errorf("row %d: %w", i, err)
+			}
+			line = append(line, '\n')
+			if _, err := w.Write(line); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, err)
+	}
+	return nil
+}
+
+// replaceFile creates dir if need be and writes dir/name with write, so that
+// a reader of dir sees either the old file or the new one in full, even
+// after a crash: write goes to a temporary file named ".name-*", which is
+// synced, then renamed over name; the directory is synced so that the
+// rename itself survives a crash. On failure the temporary file is removed.
+// (runtime's dead-letter sink has its own copy: neither package exports
+// one.)
+func replaceFile(dir, name string, write func(io.Writer) error) (err error) {
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(dir, "."+name+"-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	w := bufio.NewWriterSize(tmp, 64<<10)
+	if err := write(w); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// ForeachWriter receives the rows of each batch, following Spark's
+// ForeachWriter contract. For each batch (epoch) and partition the sink
+// calls Open; if Open returns true, Process for each row in order; then
+// Close, with the error that stopped processing or nil. Close is called
+// whenever Open returned without error, whatever it returned, and not when
+// Open failed. Open may return false to skip an epoch it has already
+// handled, which is how a writer makes its output idempotent. All calls
+// for one batch come from the query's goroutine, one at a time; for now
+// there is one partition per batch, partition 0.
+type ForeachWriter[T any] interface {
+	Open(partition int, epoch int64) (bool, error)
+	Process(row T) error
+	Close(err error)
+}
+
+// Foreach returns a sink that hands each batch's rows to w. Its Write
+// returns, wrapped, the error of Open or Process, or the context's error
+// when the context is cancelled during the batch (then passed to Close
+// too). The sink is as safe for concurrent use as w is.
+func Foreach[T any](w ForeachWriter[T]) Sink[T] {
+	return foreachSink[T]{w: w}
+}
+
+type foreachSink[T any] struct{ w ForeachWriter[T] }
+
+// foreachCheckEvery is how many rows Foreach processes between looks at the
+// context: often enough to stop soon, rarely enough to cost nothing.
+const foreachCheckEvery = 1024
+
+func (s foreachSink[T]) Write(ctx context.Context, batchID int64, rows []T) error {
+	const partition = 0
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("streamgen: foreach sink: batch %d: %w", batchID, err)
+	}
+	open, err := s.w.Open(partition, batchID)
+	if err != nil {
+		return fmt.Errorf("streamgen: foreach sink: batch %d: open: %w", batchID, err)
+	}
+	if !open {
+		s.w.Close(nil)
+		return nil
+	}
+	for i := range rows {
+		if i%foreachCheckEvery == foreachCheckEvery-1 {
+			if err := ctx.Err(); err != nil {
+				s.w.Close(err)
+				return fmt.Errorf("streamgen: foreach sink: batch %d: %w", batchID, err)
+			}
+		}
+		if err := s.w.Process(rows[i]); err != nil {
+			s.w.Close(err)
+			return fmt.Errorf("streamgen: foreach sink: batch %d: row %d: %w", batchID, i, err)
+		}
+	}
+	s.w.Close(nil)
+	return nil
+}
