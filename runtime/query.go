@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -227,8 +228,9 @@ func (q *Query) loop(ctx context.Context) error {
 	}
 }
 
-// EndOfTime is the watermark of a flushed query (see FlushEventTime).
-var EndOfTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+// EndOfTime is the watermark of a flushed query (see FlushEventTime): the
+// last instant timers can hold (they are kept as Unix nanoseconds).
+var EndOfTime = time.Unix(0, math.MaxInt64).UTC()
 
 // wait sleeps until the next trigger time or poll.
 func (q *Query) wait(ctx context.Context, started time.Time) error {

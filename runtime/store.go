@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"time"
 
@@ -213,8 +214,21 @@ func (b *Batch) Delete(op uint8, name string, key []byte) error {
 	return b.b.Delete(b.buf, nil)
 }
 
+// Timers are kept as Unix nanoseconds: times outside the years 1678-2262
+// are clamped to that range (UnixNano is undefined beyond it).
+var (
+	minTimer = time.Unix(0, math.MinInt64)
+	maxTimer = time.Unix(0, math.MaxInt64)
+)
+
 // timeBytes encodes t as 8 bytes whose byte order is time order.
 func timeBytes(b []byte, t time.Time) []byte {
+	switch {
+	case t.Before(minTimer):
+		t = minTimer
+	case t.After(maxTimer):
+		t = maxTimer
+	}
 	return binary.BigEndian.AppendUint64(b, uint64(t.UnixNano())^1<<63)
 }
 
@@ -302,7 +316,7 @@ func (b *Batch) Close() error { return b.b.Close() }
 // not a sweep over keys. It stops at the first error fn returns.
 func (s *Store) DueTimers(op uint8, until time.Time, fn func(key []byte, at time.Time) error) error {
 	lower := []byte{timerPrefix, op}
-	upper := timerKey(nil, op, until.Add(1), nil)
+	upper := prefixEnd(timerKey(nil, op, until, nil))
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return fmt.Errorf("streamgen: scan timers: %w", err)
