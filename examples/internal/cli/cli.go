@@ -117,7 +117,11 @@ func Wait(q *typed.Query) error {
 		return err
 	}
 	if p, ok := q.LastProgress(); ok {
-		fmt.Fprintf(os.Stderr, "last batch %d; watermark %s\n", p.BatchID, p.EventTime["watermark"])
+		fmt.Fprintf(os.Stderr, "last batch: %d", p.BatchID)
+		if wm, ok := p.EventTime["watermark"]; ok {
+			fmt.Fprintf(os.Stderr, ", watermark %s", wm)
+		}
+		fmt.Fprintln(os.Stderr)
 	}
 	return nil
 }

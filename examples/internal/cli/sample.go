@@ -13,11 +13,13 @@ import (
 // Sample shape: users with phones and watches, one reading every 20 to
 // 120 ms on a shared clock, in runs of one activity, with pauses of 6 to 15
 // s that end a user's session, spread over files in event-time order with
-// up to 0.9 s of disorder (less than the examples' watermark delay, so no
-// reading of the sample is late).
+// up to 0.9 s of disorder within a file (less than the examples' watermark
+// delay, so no reading of the sample is late) and none across files, so
+// that every reading of a file comes after every reading of the files
+// before it.
 const (
 	sampleFiles       = 8
-	sampleRowsPerFile = 250
+	sampleRowsPerFile = 500
 )
 
 var (
@@ -38,7 +40,9 @@ func Sample() [][]sensor.Event {
 	}
 	files := make([][]sensor.Event, sampleFiles)
 	index := int64(0)
+	var previousFiles int64 // the latest creation time of the files before
 	for f := range files {
+		latest := previousFiles
 		for len(files[f]) < sampleRowsPerFile {
 			now += int64(20_000_000 + r.IntN(100_000_000))
 			u := sampleUsers[r.IntN(len(sampleUsers))]
@@ -54,9 +58,11 @@ func Sample() [][]sensor.Event {
 				activity[u] = sampleActivities[r.IntN(len(sampleActivities))]
 			}
 			d := r.IntN(len(sampleDevices))
+			created := max(now-int64(r.IntN(900_000_000)), previousFiles+1)
+			latest = max(latest, created)
 			files[f] = append(files[f], sensor.Event{
 				ArrivalTime:  now/1e6 + int64(r.IntN(50)),
-				CreationTime: now - int64(r.IntN(900_000_000)),
+				CreationTime: created,
 				Device:       sampleDevices[d],
 				Index:        index,
 				Model:        sampleModels[d],
@@ -68,6 +74,7 @@ func Sample() [][]sensor.Event {
 			})
 			index++
 		}
+		previousFiles = latest
 	}
 	return files
 }

@@ -1,0 +1,50 @@
+// Command devicewindows emits, per device, the average x of each run of
+// 500 readings in event-time order: flatMapGroupsWithState in Append mode,
+// no timeout (a window that never fills is never emitted).
+//
+//	go run ./examples/devicewindows
+//
+// Flags: -input DIR, -output DIR, -checkpoint DIR, -max-files-per-trigger
+// N, -trigger availableNow|once|DURATION, -dead-letter DIR.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/streamgen/streamgen/examples/internal/cli"
+	"github.com/streamgen/streamgen/generated/sensor"
+	"github.com/streamgen/streamgen/typed"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "devicewindows:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stdout io.Writer) error {
+	var flags cli.Flags
+	fs := flag.NewFlagSet("devicewindows", flag.ContinueOnError)
+	flags.Register(fs, false)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	setup, err := flags.Setup()
+	if err != nil {
+		return err
+	}
+	defer setup.Close()
+
+	byDevice := typed.GroupByKey(typed.From[sensor.Event](setup.Source), func(e *sensor.Event) string { return e.Device })
+	averages := typed.FlatMapGroupsWithState(byDevice, typed.Append, typed.NoTimeout, updateWindow)
+	q, err := typed.WriteTo(averages, cli.Sink[DeviceAverage](&flags, stdout)).Start(context.Background(), setup.Options...)
+	if err != nil {
+		return err
+	}
+	return cli.Wait(q)
+}

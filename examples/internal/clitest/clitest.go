@@ -1,0 +1,90 @@
+// Package clitest helps the examples' tests: it runs an example's main
+// with several batch splits and restarts, and reads its output files.
+package clitest
+
+import (
+	"bufio"
+	"bytes"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/examples/internal/cli"
+)
+
+// Mode is one way of running an example over the same input.
+type Mode struct {
+	Name string
+	Args []string
+	// Runs is how many times the example is started on the same
+	// checkpoint (the last run goes to the end of the input).
+	Runs int
+}
+
+// Modes are the batch splits and restarts every example is checked under.
+var Modes = []Mode{
+	{"all at once", nil, 1},
+	{"one file per batch", []string{"-max-files-per-trigger", "1"}, 1},
+	{"three files per batch", []string{"-max-files-per-trigger", "3"}, 1},
+	{"a restart after every batch", []string{"-max-files-per-trigger", "1", "-trigger", "once"}, 9},
+}
+
+// Run runs the example's run function in every mode over the built-in
+// sample and calls check with each mode's output directory and a
+// dead-letter directory. last are flags for the last run only.
+func Run(t *testing.T, run func(args []string, stdout io.Writer) error, last []string, check func(t *testing.T, out, deadLetters string)) {
+	input := t.TempDir()
+	if err := cli.WriteSample(input); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range Modes {
+		t.Run(m.Name, func(t *testing.T) {
+			out, ckpt, dead := t.TempDir(), t.TempDir(), t.TempDir()
+			for i := range m.Runs {
+				args := append([]string{"-input", input, "-output", out, "-checkpoint", ckpt, "-dead-letter", dead}, m.Args...)
+				if i == m.Runs-1 {
+					args = slices.DeleteFunc(args, func(a string) bool { return a == "-trigger" || a == "once" })
+					args = append(args, last...)
+				}
+				if err := run(args, io.Discard); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check(t, out, dead)
+			letters, _ := filepath.Glob(filepath.Join(dead, "*.jsonl"))
+			if len(letters) != 1 {
+				t.Fatalf("dead-letter files: %v, want one", letters)
+			}
+			data, _ := os.ReadFile(letters[0])
+			if !bytes.Contains(data, []byte("part-00003.jsonl:501")) {
+				t.Fatalf("dead letter: %s", data)
+			}
+		})
+	}
+}
+
+// ReadOutput reads the JSON-lines files of dir, in name order.
+func ReadOutput[T any, P codec.RecordPtr[T]](t *testing.T, dir string) []T {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	slices.Sort(files)
+	var out []T
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			var v T
+			if err := P(&v).UnmarshalJSON(sc.Bytes()); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			out = append(out, v)
+		}
+	}
+	return out
+}
