@@ -3,6 +3,7 @@ package gen
 import (
 	"go/ast"
 	"go/token"
+	"slices"
 	"strings"
 )
 
@@ -19,7 +20,7 @@ type directive struct {
 
 // directiveSpec says where a directive may stand and which keys it takes.
 type directiveSpec struct {
-	onType bool     // attaches to a type declaration
+	onType bool     // attaches to a type declaration, else to a function
 	keys   []string // allowed keys
 }
 
@@ -30,6 +31,29 @@ var directives = map[string]directiveSpec{
 	// Marks a struct type as a record: the generator emits binary and JSON
 	// codecs and a schema for it.
 	"record": {onType: true},
+
+	// //streamgen:mapGroupsWithState [timeout=none|processing|event]
+	//         [watermark=DURATION] [key=Field] [eventtime=Field] [name=Binding]
+	//
+	// On a function
+	//
+	//	func(key K, rows iter.Seq[In], state *typed.GroupState[S]) (Out, error)
+	//
+	// emits Binding(in typed.Stream[In]) typed.Stream[Out] (by default the
+	// function's name + "Stream"), which groups in by In's field tagged
+	// `stream:"key"` (or key=Field) and applies the function. With
+	// watermark=DURATION it first sets the watermark on In's field tagged
+	// `stream:"eventtime"` (or eventtime=Field): a time.Time, or an integer
+	// of Unix nanoseconds. timeout=event needs a watermark.
+	"mapGroupsWithState": {keys: []string{"timeout", "watermark", "key", "eventtime", "name"}},
+
+	// //streamgen:flatMapGroupsWithState [mode=append|update] and the keys
+	// of mapGroupsWithState
+	//
+	// As mapGroupsWithState, on a function
+	//
+	//	func(key K, rows iter.Seq[In], state *typed.GroupState[S], emit func(Out)) error
+	"flatMapGroupsWithState": {keys: []string{"mode", "timeout", "watermark", "key", "eventtime", "name"}},
 }
 
 // parseDirective parses c if it is a streamgen directive.
@@ -65,6 +89,7 @@ func knownDirectives() string {
 	for n := range directives {
 		names = append(names, "//streamgen:"+n)
 	}
+	slices.Sort(names)
 	return strings.Join(names, ", ")
 }
 
@@ -77,43 +102,70 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// typeDirectives returns, for each type spec of f that carries directives,
-// its directives. A directive anywhere else in the file is an error.
-func typeDirectives(rep *reporter, f *ast.File) map[*ast.TypeSpec][]directive {
-	out := map[*ast.TypeSpec][]directive{}
+// fileDirectives returns the directives of f's type specs and functions.
+// A directive anywhere else, or of the wrong sort for where it stands, is
+// an error.
+func fileDirectives(rep *reporter, f *ast.File) (map[*ast.TypeSpec][]directive, map[*ast.FuncDecl][]directive) {
+	types := map[*ast.TypeSpec][]directive{}
+	funcs := map[*ast.FuncDecl][]directive{}
 	attached := map[*ast.Comment]bool{}
-	collect := func(ts *ast.TypeSpec, g *ast.CommentGroup) {
+	collect := func(g *ast.CommentGroup, onType bool, add func(directive)) {
 		if g == nil {
 			return
 		}
 		for _, c := range g.List {
-			if d, ok := parseDirective(rep, c); ok {
-				out[ts] = append(out[ts], d)
-			}
 			attached[c] = true
+			d, ok := parseDirective(rep, c)
+			if !ok {
+				continue
+			}
+			if directives[d.Name].onType != onType {
+				where := "a function"
+				if directives[d.Name].onType {
+					where = "a type declaration"
+				}
+				rep.errorf(c.Slash, "//streamgen:%s belongs in the doc comment of %s", d.Name, where)
+				continue
+			}
+			add(d)
 		}
 	}
 	for _, decl := range f.Decls {
-		gd, ok := decl.(*ast.GenDecl)
-		if !ok || gd.Tok != token.TYPE {
-			continue
-		}
-		for _, spec := range gd.Specs {
-			ts := spec.(*ast.TypeSpec)
-			collect(ts, ts.Doc)
-			if len(gd.Specs) == 1 || !gd.Lparen.IsValid() {
-				collect(ts, gd.Doc)
+		switch decl := decl.(type) {
+		case *ast.GenDecl:
+			if decl.Tok != token.TYPE {
+				continue
 			}
+			for _, spec := range decl.Specs {
+				ts := spec.(*ast.TypeSpec)
+				add := func(d directive) { types[ts] = append(types[ts], d) }
+				collect(ts.Doc, true, add)
+				if len(decl.Specs) == 1 || !decl.Lparen.IsValid() {
+					collect(decl.Doc, true, add)
+				}
+			}
+		case *ast.FuncDecl:
+			collect(decl.Doc, false, func(d directive) { funcs[decl] = append(funcs[decl], d) })
 		}
 	}
 	for _, g := range f.Comments {
 		for _, c := range g.List {
 			if strings.HasPrefix(c.Text, directivePrefix) && !attached[c] {
 				if d, ok := parseDirective(rep, c); ok {
-					rep.errorf(c.Slash, "//streamgen:%s must be in the doc comment of a type declaration", d.Name)
+					where := "a function"
+					if directives[d.Name].onType {
+						where = "a type declaration"
+					}
+					rep.errorf(c.Slash, "//streamgen:%s must be in the doc comment of %s", d.Name, where)
 				}
 			}
 		}
 	}
-	return out
+	return types, funcs
+}
+
+// typeDirectives returns the directives of f's type specs.
+func typeDirectives(rep *reporter, f *ast.File) map[*ast.TypeSpec][]directive {
+	types, _ := fileDirectives(rep, f)
+	return types
 }

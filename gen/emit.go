@@ -54,6 +54,10 @@ func (e *emitter) file() *jen.File {
 			f.Add(c)
 		}
 	}
+	for _, b := range e.pkg.Bindings {
+		f.Line()
+		f.Add(e.binding(b))
+	}
 	for _, s := range e.pkg.Structs {
 		f.Line()
 		f.Add(e.schemaVar(s))

@@ -11,6 +11,7 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"go/ast"
 	"go/token"
 	"go/types"
 	"sort"
@@ -63,13 +64,14 @@ func Run(cfg Config) ([]Result, error) {
 			continue
 		}
 		var buf bytes.Buffer
-		if len(model.Records) > 0 {
+		hasOutput := len(model.Records) > 0 || len(model.Bindings) > 0
+		if hasOutput {
 			e := &emitter{pkg: model, types: p.Types}
 			if err := e.file().Render(&buf); err != nil {
 				return nil, fmt.Errorf("streamgen: %s: rendering the output failed (a generator bug): %w", p.PkgPath, err)
 			}
 		}
-		outputs = append(outputs, Result{Path: outputPath(p), Content: contentOrNil(buf.Bytes(), len(model.Records) > 0)})
+		outputs = append(outputs, Result{Path: outputPath(p), Content: contentOrNil(buf.Bytes(), hasOutput)})
 	}
 	if len(rep.errs) > 0 {
 		return nil, rep.errs.sorted()
@@ -101,8 +103,19 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 		parsedFiles: map[string]*astFile{},
 	}
 	var order []*types.TypeName
+	type bound struct {
+		fd *ast.FuncDecl
+		d  directive
+	}
+	var toBind []bound
 	for _, f := range p.Syntax {
-		for ts, ds := range typeDirectives(rep, f) {
+		typeDirs, funcDirs := fileDirectives(rep, f)
+		for fd, ds := range funcDirs {
+			for _, d := range ds {
+				toBind = append(toBind, bound{fd, d})
+			}
+		}
+		for ts, ds := range typeDirs {
 			for _, d := range ds {
 				if d.Name != "record" {
 					continue
@@ -134,6 +147,18 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 		s, ok := b.structOf(obj.Type(), obj.Pos())
 		if ok {
 			b.model.Records = append(b.model.Records, s)
+		}
+	}
+	sort.Slice(toBind, func(i, j int) bool {
+		a, c := p.Fset.Position(toBind[i].fd.Pos()), p.Fset.Position(toBind[j].fd.Pos())
+		if a.Filename != c.Filename {
+			return a.Filename < c.Filename
+		}
+		return a.Offset < c.Offset
+	})
+	for _, tb := range toBind {
+		if bd, ok := b.binding(tb.fd, tb.d, p.TypesInfo); ok {
+			b.model.Bindings = append(b.model.Bindings, bd)
 		}
 	}
 	if len(rep.errs) > before {

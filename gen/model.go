@@ -50,6 +50,8 @@ type Package struct {
 	// package's records and every struct type reached from their fields,
 	// in the order first met, except records of other packages.
 	Structs []*Struct
+	// Bindings are the annotated stateful processor functions.
+	Bindings []*Binding
 }
 
 // Struct is a struct type that is a record or is reached from one.

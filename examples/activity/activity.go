@@ -24,6 +24,8 @@ type Activity struct {
 // into their current activity: a reading of the same activity widens its
 // start and end; a reading of another activity with a later time starts
 // that activity; an older reading of another activity changes nothing.
+//
+//streamgen:mapGroupsWithState
 func updateActivity(user string, events iter.Seq[sensor.Event], state *typed.GroupState[Activity]) (Activity, error) {
 	a, ok := state.Get()
 	for e := range events {

@@ -39,8 +39,9 @@ func run(args []string, stdout io.Writer) error {
 	}
 	defer setup.Close()
 
-	byUser := typed.GroupByKey(typed.From[sensor.Event](setup.Source), func(e *sensor.Event) string { return e.User })
-	activities := typed.MapGroupsWithState(byUser, typed.NoTimeout, updateActivity)
+	// updateActivityStream is generated from updateActivity's directive:
+	// it groups the readings by user (the key field) and applies it.
+	activities := updateActivityStream(typed.From[sensor.Event](setup.Source))
 	q, err := typed.WriteTo(activities, cli.Sink[Activity](&flags, stdout)).OutputMode(typed.Update).Start(context.Background(), setup.Options...)
 	if err != nil {
 		return err

@@ -2,7 +2,11 @@
 
 package main
 
-import "github.com/streamgen/streamgen/codec"
+import (
+	"github.com/streamgen/streamgen/codec"
+	sensor "github.com/streamgen/streamgen/generated/sensor"
+	typed "github.com/streamgen/streamgen/typed"
+)
 
 // This file and the codec package must agree on the encoding.
 var _ = codec.SupportPackageIsVersion1
@@ -52,6 +56,14 @@ func (t *Activity) StreamSchema() *codec.Schema {
 }
 
 var _ codec.Record = (*Activity)(nil)
+
+// updateActivityStream groups in by User and applies updateActivity with mapGroupsWithState (NoTimeout).
+func updateActivityStream(in typed.Stream[sensor.Event]) typed.Stream[Activity] {
+	byKey := typed.GroupByKey(in, func(r *sensor.Event) string {
+		return r.User
+	})
+	return typed.MapGroupsWithState(byKey, typed.NoTimeout, updateActivity)
+}
 
 var schemaActivity = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{

@@ -40,8 +40,9 @@ func run(args []string, stdout io.Writer) error {
 	}
 	defer setup.Close()
 
-	byDevice := typed.GroupByKey(typed.From[sensor.Event](setup.Source), func(e *sensor.Event) string { return e.Device })
-	averages := typed.FlatMapGroupsWithState(byDevice, typed.Append, typed.NoTimeout, updateWindow)
+	// updateWindowStream is generated from updateWindow's directive: it
+	// groups the readings by Device and applies it.
+	averages := updateWindowStream(typed.From[sensor.Event](setup.Source))
 	q, err := typed.WriteTo(averages, cli.Sink[DeviceAverage](&flags, stdout)).Start(context.Background(), setup.Options...)
 	if err != nil {
 		return err

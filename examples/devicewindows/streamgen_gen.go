@@ -2,7 +2,11 @@
 
 package main
 
-import "github.com/streamgen/streamgen/codec"
+import (
+	"github.com/streamgen/streamgen/codec"
+	sensor "github.com/streamgen/streamgen/generated/sensor"
+	typed "github.com/streamgen/streamgen/typed"
+)
 
 // This file and the codec package must agree on the encoding.
 var _ = codec.SupportPackageIsVersion1
@@ -98,6 +102,14 @@ func (t *DeviceAverage) StreamSchema() *codec.Schema {
 }
 
 var _ codec.Record = (*DeviceAverage)(nil)
+
+// updateWindowStream groups in by Device and applies updateWindow with flatMapGroupsWithState (NoTimeout, Append).
+func updateWindowStream(in typed.Stream[sensor.Event]) typed.Stream[DeviceAverage] {
+	byKey := typed.GroupByKey(in, func(r *sensor.Event) string {
+		return r.Device
+	})
+	return typed.FlatMapGroupsWithState(byKey, typed.Append, typed.NoTimeout, updateWindow)
+}
 
 var schemaWindow = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{

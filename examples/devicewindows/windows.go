@@ -32,6 +32,8 @@ type DeviceAverage struct {
 // updateWindow adds a device's readings of the batch, in event-time
 // order, to its window, and emits the average of each window of
 // WindowSize readings it completes.
+//
+//streamgen:flatMapGroupsWithState mode=append key=Device
 func updateWindow(device string, events iter.Seq[sensor.Event], state *typed.GroupState[Window], emit func(DeviceAverage)) error {
 	w, _ := state.Get()
 	rows := slices.SortedStableFunc(events, func(a, b sensor.Event) int { return compareInt(a.CreationTime, b.CreationTime) })

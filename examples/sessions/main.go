@@ -41,10 +41,10 @@ func run(args []string, stdout io.Writer) error {
 	}
 	defer setup.Close()
 
-	events := typed.From[sensor.Event](setup.Source)
-	events = typed.WithWatermark(events, eventTime, Gap)
-	byUser := typed.GroupByKey(events, func(e *sensor.Event) string { return e.User })
-	sessions := typed.FlatMapGroupsWithState(byUser, typed.Append, typed.EventTimeTimeout, sessionize)
+	// sessionizeStream is generated from sessionize's directive: it sets
+	// the watermark on the readings' event time (Creation_Time), groups
+	// them by user (the key field) and applies sessionize.
+	sessions := sessionizeStream(typed.From[sensor.Event](setup.Source))
 	q, err := typed.WriteTo(sessions, cli.Sink[SessionOut](&flags, stdout)).Start(context.Background(), setup.Options...)
 	if err != nil {
 		return err

@@ -44,6 +44,8 @@ func eventTime(e *sensor.Event) time.Time { return time.Unix(0, e.CreationTime).
 // after its last one (the reading opens the next), or when the watermark
 // passes its end + Gap; it is called with the user's readings of the
 // batch, or with none when the session timed out.
+//
+//streamgen:flatMapGroupsWithState mode=append timeout=event watermark=5s
 func sessionize(user string, events iter.Seq[sensor.Event], state *typed.GroupState[Session], emit func(SessionOut)) error {
 	s, open := state.Get()
 	if state.HasTimedOut() {

@@ -2,7 +2,12 @@
 
 package main
 
-import "github.com/streamgen/streamgen/codec"
+import (
+	"github.com/streamgen/streamgen/codec"
+	sensor "github.com/streamgen/streamgen/generated/sensor"
+	typed "github.com/streamgen/streamgen/typed"
+	"time"
+)
 
 // This file and the codec package must agree on the encoding.
 var _ = codec.SupportPackageIsVersion1
@@ -98,6 +103,17 @@ func (t *SessionOut) StreamSchema() *codec.Schema {
 }
 
 var _ codec.Record = (*SessionOut)(nil)
+
+// sessionizeStream groups in by User and applies sessionize with flatMapGroupsWithState (EventTimeTimeout, Append), after a watermark 5s behind CreationTime.
+func sessionizeStream(in typed.Stream[sensor.Event]) typed.Stream[SessionOut] {
+	in = typed.WithWatermark(in, func(r *sensor.Event) time.Time {
+		return time.Unix(0, int64(r.CreationTime))
+	}, 5*time.Second)
+	byKey := typed.GroupByKey(in, func(r *sensor.Event) string {
+		return r.User
+	})
+	return typed.FlatMapGroupsWithState(byKey, typed.Append, typed.EventTimeTimeout, sessionize)
+}
 
 var schemaSession = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{

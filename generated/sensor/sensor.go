@@ -10,11 +10,11 @@ package sensor
 //streamgen:record
 type Event struct {
 	ArrivalTime  int64   `json:"Arrival_Time"`  // when the reading arrived, in ms since the Unix epoch
-	CreationTime int64   `json:"Creation_Time"` // when the reading was taken, in ns since the Unix epoch: the event time
+	CreationTime int64   `json:"Creation_Time" stream:"eventtime"` // when the reading was taken, in ns since the Unix epoch: the event time
 	Device       string  `json:"Device"`
 	Index        int64   `json:"Index"`
 	Model        string  `json:"Model"`
-	User         string  `json:"User"`
+	User         string  `json:"User" stream:"key"`
 	Activity     string  `json:"gt"` // "stand", "sit", "walk", "bike", ...; null in the data reads as ""
 	X            float64 `json:"x"`
 	Y            float64 `json:"y"`

@@ -1,0 +1,68 @@
+package gen
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/dave/jennifer/jen"
+)
+
+// binding emits the function that wires an annotated processor into a
+// stream: the watermark (if asked for), the grouping by the key field, and
+// the stateful operator.
+func (e *emitter) binding(b *Binding) jen.Code {
+	in := e.typeCode(b.In)
+	row := func() *jen.Statement { return jen.Id("r").Op("*").Add(in) }
+	kind := "mapGroupsWithState"
+	if b.Flat {
+		kind = "flatMapGroupsWithState"
+	}
+	what := fmt.Sprintf("%s groups in by %s and applies %s with %s (%s", b.Name, b.Key.Name(), b.Func.Name(), kind, b.Timeout)
+	if b.Flat {
+		what += ", " + b.Mode
+	}
+	what += ")"
+	var body []jen.Code
+	if b.HasDelay {
+		what += fmt.Sprintf(", after a watermark %v behind %s", b.Delay, b.Event.Name())
+		var eventTime jen.Code = jen.Id("r").Dot(b.Event.Name())
+		if !isNamed(b.Event.Type(), "time", "Time") {
+			eventTime = jen.Qual(timePath, "Unix").Call(jen.Lit(0), jen.Int64().Parens(jen.Id("r").Dot(b.Event.Name())))
+		}
+		body = append(body, jen.Id("in").Op("=").Qual(typedPath, "WithWatermark").Call(
+			jen.Id("in"),
+			jen.Func().Params(row()).Qual(timePath, "Time").Block(jen.Return(eventTime)),
+			durationCode(b.Delay),
+		))
+	}
+	body = append(body, jen.Id("byKey").Op(":=").Qual(typedPath, "GroupByKey").Call(
+		jen.Id("in"),
+		jen.Func().Params(row()).Add(e.typeCode(b.Key.Type())).Block(jen.Return(jen.Id("r").Dot(b.Key.Name()))),
+	))
+	if b.Flat {
+		body = append(body, jen.Return(jen.Qual(typedPath, "FlatMapGroupsWithState").Call(
+			jen.Id("byKey"), jen.Qual(typedPath, b.Mode), jen.Qual(typedPath, b.Timeout), jen.Id(b.Func.Name()))))
+	} else {
+		body = append(body, jen.Return(jen.Qual(typedPath, "MapGroupsWithState").Call(
+			jen.Id("byKey"), jen.Qual(typedPath, b.Timeout), jen.Id(b.Func.Name()))))
+	}
+	return jen.Comment(what+".").Line().Func().Id(b.Name).
+		Params(jen.Id("in").Qual(typedPath, "Stream").Types(in)).
+		Qual(typedPath, "Stream").Types(e.typeCode(b.Out)).
+		Block(body...)
+}
+
+// durationCode writes d as a readable constant expression, as 5 *
+// time.Second.
+func durationCode(d time.Duration) jen.Code {
+	units := []struct {
+		name string
+		d    time.Duration
+	}{{"Hour", time.Hour}, {"Minute", time.Minute}, {"Second", time.Second}, {"Millisecond", time.Millisecond}, {"Microsecond", time.Microsecond}}
+	for _, u := range units {
+		if d != 0 && d%u.d == 0 {
+			return jen.Lit(int(d / u.d)).Op("*").Qual(timePath, u.name)
+		}
+	}
+	return jen.Qual(timePath, "Duration").Parens(jen.Lit(int64(d)))
+}

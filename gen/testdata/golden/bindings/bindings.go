@@ -1,0 +1,65 @@
+package bindings
+
+import (
+	"iter"
+	"time"
+
+	"github.com/streamgen/streamgen/typed"
+)
+
+// Visit is an input row with a key and an event time.
+//
+//streamgen:record
+type Visit struct {
+	Page string    `stream:"key"`
+	At   time.Time `stream:"eventtime"`
+	User string
+}
+
+// Hits is per-page state.
+//
+//streamgen:record
+type Hits struct{ N int64 }
+
+// PageHits is an output row.
+//
+//streamgen:record
+type PageHits struct {
+	Page string
+	N    int64
+}
+
+// count counts visits per page.
+//
+//streamgen:mapGroupsWithState
+func count(page string, visits iter.Seq[Visit], state *typed.GroupState[Hits]) (PageHits, error) {
+	h, _ := state.Get()
+	for range visits {
+		h.N++
+	}
+	state.Update(h)
+	return PageHits{Page: page, N: h.N}, nil
+}
+
+// byUser emits each user's visit count when the watermark passes their
+// last visit by a minute.
+//
+//streamgen:flatMapGroupsWithState mode=append timeout=event watermark=10s key=User name=UserTotals
+func byUser(user string, visits iter.Seq[Visit], state *typed.GroupState[Hits], emit func(PageHits)) error {
+	if state.HasTimedOut() {
+		h, _ := state.Get()
+		emit(PageHits{Page: user, N: h.N})
+		state.Remove()
+		return nil
+	}
+	h, _ := state.Get()
+	last := time.Time{}
+	for v := range visits {
+		h.N++
+		if v.At.After(last) {
+			last = v.At
+		}
+	}
+	state.Update(h)
+	return state.SetTimeoutTimestamp(last.Add(time.Minute))
+}
