@@ -61,7 +61,7 @@ func durationCode(d time.Duration) jen.Code {
 	}{{"Hour", time.Hour}, {"Minute", time.Minute}, {"Second", time.Second}, {"Millisecond", time.Millisecond}, {"Microsecond", time.Microsecond}}
 	for _, u := range units {
 		if d != 0 && d%u.d == 0 {
-			return jen.Lit(int(d / u.d)).Op("*").Qual(timePath, u.name)
+			return jen.Lit(int(d/u.d)).Op("*").Qual(timePath, u.name)
 		}
 	}
 	return jen.Qual(timePath, "Duration").Parens(jen.Lit(int64(d)))

@@ -9,7 +9,7 @@ package sensor
 //
 //streamgen:record
 type Event struct {
-	ArrivalTime  int64   `json:"Arrival_Time"`  // when the reading arrived, in ms since the Unix epoch
+	ArrivalTime  int64   `json:"Arrival_Time"`                     // when the reading arrived, in ms since the Unix epoch
 	CreationTime int64   `json:"Creation_Time" stream:"eventtime"` // when the reading was taken, in ns since the Unix epoch: the event time
 	Device       string  `json:"Device"`
 	Index        int64   `json:"Index"`
