@@ -74,8 +74,8 @@ func (r *recorder) timedOut() []string {
 	return keys
 }
 
-func eventTimePipeline(m *typed.MemoryStream[fixtures.Click], delay time.Duration, r *recorder, sink typed.Sink[fixtures.UserCount]) *typed.Writer[fixtures.UserCount] {
-	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, delay)
+func eventTimePipeline(m *typed.MemoryStream[fixtures.Click], delay time.Duration, r *recorder, sink typed.Sink[fixtures.UserCount], opts ...typed.WatermarkOption[fixtures.Click]) *typed.Writer[fixtures.UserCount] {
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, delay, opts...)
 	byUser := typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User })
 	out := typed.FlatMapGroupsWithState(byUser, typed.Append, typed.EventTimeTimeout, r.fn)
 	return typed.WriteTo(out, sink)
@@ -162,8 +162,12 @@ func TestLateRowsDropped(t *testing.T) {
 	var progress []runtime.QueryProgress
 	var mu sync.Mutex
 	l := listener{progress: func(p runtime.QueryProgress) { mu.Lock(); progress = append(progress, p); mu.Unlock() }}
-	if err := runToEnd(t, eventTimePipeline(m, 5*time.Second, r, newSink[fixtures.UserCount]()), newCheckpoint().opts(runtime.Listener(l))...); err != nil {
+	late := typed.Memory[fixtures.Click]()
+	if err := runToEnd(t, eventTimePipeline(m, 5*time.Second, r, newSink[fixtures.UserCount](), typed.LateRows(late)), newCheckpoint().opts(runtime.Listener(l))...); err != nil {
 		t.Fatal(err)
+	}
+	if rows := late.Rows(); len(rows) != 1 || !rows[0].Time.Equal(at(55)) {
+		t.Fatalf("late rows sink: %+v, want the row at 55", rows)
 	}
 	rows := 0
 	for _, c := range r.calls {

@@ -116,14 +116,32 @@ func FlatMap[T, U any](s Stream[T], f func(*T) []U) Stream[U] {
 	}}
 }
 
+// WatermarkOption configures WithWatermark.
+type WatermarkOption[T any] func(*watermarkConfig[T])
+
+type watermarkConfig[T any] struct {
+	late Sink[T]
+}
+
+// LateRows sends the rows that arrive too late for the watermark to sink,
+// batch by batch, instead of only counting them.
+func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
+	return func(c *watermarkConfig[T]) { c.late = sink }
+}
+
 // WithWatermark declares the event time of the rows and how late they may
 // arrive. The watermark is the largest event time seen, less delay, kept
 // per source partition; the query's watermark is the minimum over the
 // partitions that are not idle, and a batch uses the watermark computed
 // from the batches before it, as in Spark. Rows whose event time is at or
 // before the watermark are late: stateful operators downstream do not see
-// them, and they are counted in the progress report.
-func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.Duration) Stream[T] {
+// them; they are counted in the progress report and, with LateRows, sent
+// to a side sink.
+func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.Duration, opts ...WatermarkOption[T]) Stream[T] {
+	var cfg watermarkConfig[T]
+	for _, o := range opts {
+		o(&cfg)
+	}
 	p := s.p
 	if p.watermark != nil {
 		p = p.failed("streamgen: WithWatermark: the stream already has a watermark")
@@ -135,17 +153,30 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 	return Stream[T]{p: p, watermarked: true, run: func(b *batch, emit func(*T)) error {
 		wm := b.run.Watermark
 		dropLate := len(b.plan.operators) > 0 && !wm.IsZero()
-		return s.run(b, func(t *T) {
+		var late []T
+		err := s.run(b, func(t *T) {
 			et := eventTime(t)
 			if m, ok := b.run.MaxEventTime[b.partition]; !ok || et.After(m) {
 				b.run.MaxEventTime[b.partition] = et
 			}
 			if dropLate && !et.After(wm) {
 				b.run.LateRows++
+				if cfg.late != nil {
+					late = append(late, *t)
+				}
 				return
 			}
 			emit(t)
 		})
+		if err != nil || cfg.late == nil {
+			return err
+		}
+		// Written every batch, empty or not, so that a batch run again
+		// replaces what an earlier attempt wrote.
+		if err := cfg.late.Write(b.ctx, b.run.ID, late); err != nil {
+			return fmt.Errorf("streamgen: batch %d: late-rows sink: %w", b.run.ID, err)
+		}
+		return nil
 	}}
 }
 

@@ -1,0 +1,219 @@
+package typed_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	goruntime "runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// events records what a listener is told.
+type events struct {
+	mu         sync.Mutex
+	started    int
+	progress   []runtime.QueryProgress
+	terminated []error
+}
+
+func (e *events) OnQueryStarted(runtime.QueryStarted) { e.mu.Lock(); e.started++; e.mu.Unlock() }
+func (e *events) OnQueryProgress(p runtime.QueryProgress) {
+	e.mu.Lock()
+	e.progress = append(e.progress, p)
+	e.mu.Unlock()
+}
+func (e *events) OnQueryTerminated(t runtime.QueryTerminated) {
+	e.mu.Lock()
+	e.terminated = append(e.terminated, t.Err)
+	e.mu.Unlock()
+}
+
+// TestProgressReports checks the progress of every batch against the
+// input: rows read, state rows total and updated, batch ids in order.
+func TestProgressReports(t *testing.T) {
+	in := clicks(100, 3)
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 30)
+	m.Add(in...)
+	ev := &events{}
+	q, err := countPipeline(m, newSink[fixtures.UserCount]()).Start(context.Background(), newCheckpoint().opts(runtime.Listener(ev), runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	if ev.started != 1 || len(ev.terminated) != 1 || ev.terminated[0] != nil {
+		t.Fatalf("listener: started %d, terminated %v", ev.started, ev.terminated)
+	}
+	if got := q.RecentProgress(); len(got) != len(ev.progress) || len(got) != 4 {
+		t.Fatalf("%d reports, listener saw %d, want 4 batches of at most 30 rows", len(got), len(ev.progress))
+	}
+	seen := map[string]bool{}
+	for i, p := range ev.progress {
+		batch := in[i*30 : min((i+1)*30, len(in))]
+		keys := map[string]bool{}
+		for _, c := range batch {
+			keys[c.User] = true
+			seen[c.User] = true
+		}
+		op := p.StateOperators[0]
+		if p.BatchID != int64(i) || p.NumInputRows != int64(len(batch)) || op.NumRowsUpdated != int64(len(keys)) || op.NumRowsTotal != int64(len(seen)) ||
+			p.Sink.NumOutputRows != int64(len(keys)) || p.Sources[0].EndOffset != strconv.Itoa(i*30+len(batch)) {
+			t.Fatalf("batch %d report: %+v", i, p)
+		}
+	}
+	if s := q.Status(); s.Message != "Stopped" || s.IsTriggerActive {
+		t.Fatalf("status after the end: %+v", s)
+	}
+}
+
+// TestCancelStopsCleanly: cancelling the context ends a running query
+// with no error and no goroutine left behind.
+func TestCancelStopsCleanly(t *testing.T) {
+	before := goruntime.NumGoroutine()
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	ctx, cancel := context.WithCancel(context.Background())
+	ev := &events{}
+	q, err := countPipeline(m, newSink[fixtures.UserCount]()).Start(ctx, newCheckpoint().opts(runtime.Listener(ev), runtime.SyncInterval(time.Millisecond))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Add(clicks(10, 4)...)
+	waitFor(t, "a batch", func() bool { _, ok := q.LastProgress(); return ok })
+	if s := q.Status(); s.Message == "Stopped" {
+		t.Fatalf("status while running: %+v", s)
+	}
+	cancel()
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatalf("a cancelled query ended with %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for goruntime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := goruntime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Fatalf("%d goroutines after the query, %d before:\n%s", n, before, buf[:goruntime.Stack(buf, true)])
+	}
+	if len(ev.terminated) != 1 || ev.terminated[0] != nil {
+		t.Fatalf("terminated: %v", ev.terminated)
+	}
+}
+
+// TestFailureIsReported: a query that fails ends with the error, tells
+// its listeners, and reports it from Err.
+func TestFailureIsReported(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(clicks(5, 5)...)
+	sink := newSink[fixtures.UserCount]()
+	boom := errors.New("disk full")
+	sink.fail = func(int64) error { return boom }
+	ev := &events{}
+	q, err := countPipeline(m, sink).Start(context.Background(), newCheckpoint().opts(runtime.Listener(ev))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); !errors.Is(err, boom) || !errors.Is(q.Err(), boom) {
+		t.Fatalf("AwaitTermination = %v, Err = %v", err, q.Err())
+	}
+	if len(ev.terminated) != 1 || !errors.Is(ev.terminated[0], boom) {
+		t.Fatalf("terminated: %v", ev.terminated)
+	}
+}
+
+// partitioned is a source with two partitions that a test fills.
+type partitioned struct {
+	mu   sync.Mutex
+	rows [2][]fixtures.Click
+}
+
+func (p *partitioned) add(part int, c fixtures.Click) {
+	p.mu.Lock()
+	p.rows[part] = append(p.rows[part], c)
+	p.mu.Unlock()
+}
+
+func (p *partitioned) Name() string { return "partitioned" }
+
+func (p *partitioned) Available(context.Context) (json.RawMessage, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return json.Marshal([2]int{len(p.rows[0]), len(p.rows[1])})
+}
+
+func (p *partitioned) Next(_ context.Context, committed, upTo json.RawMessage) (json.RawMessage, error) {
+	if string(committed) == string(upTo) {
+		return committed, nil
+	}
+	return upTo, nil
+}
+
+func (p *partitioned) Read(_ context.Context, start, end json.RawMessage, fn func(runtime.Record) error) error {
+	var from, to [2]int
+	if start != nil {
+		json.Unmarshal(start, &from)
+	}
+	json.Unmarshal(end, &to)
+	for part := range 2 {
+		p.mu.Lock()
+		rows := p.rows[part][from[part]:to[part]]
+		p.mu.Unlock()
+		for i, c := range rows {
+			b, _ := c.MarshalJSON()
+			if err := fn(runtime.Record{Partition: fmt.Sprint("p", part), Data: b, Position: fmt.Sprint(part, ":", from[part]+i)}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// TestWatermarkPerPartition: the watermark is the minimum over partitions,
+// and an idle partition stops holding it back after the idle timeout.
+func TestWatermarkPerPartition(t *testing.T) {
+	for _, idle := range []time.Duration{0, time.Minute} {
+		t.Run(fmt.Sprint("idle timeout ", idle), func(t *testing.T) {
+			src := &partitioned{}
+			clock := &fakeClock{now: at(0)}
+			r := &recorder{}
+			s := typed.WithWatermark(typed.From[fixtures.Click](src), func(c *fixtures.Click) time.Time { return c.Time }, 0)
+			w := typed.WriteTo(typed.FlatMapGroupsWithState(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), typed.Append, typed.NoTimeout, r.fn), newSink[fixtures.UserCount]())
+			ck := newCheckpoint()
+			run := func() runtime.QueryProgress {
+				t.Helper()
+				q, err := w.Start(context.Background(), ck.opts(runtime.Clock(clock.Now), runtime.IdleTimeout(idle), runtime.WithTrigger(runtime.Once()))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := q.AwaitTermination(); err != nil {
+					t.Fatal(err)
+				}
+				p, _ := q.LastProgress()
+				return p
+			}
+			src.add(0, click("a", 100))
+			src.add(1, click("b", 10))
+			run()
+			clock.Advance(2 * time.Minute)
+			src.add(0, click("a", 200))
+			run() // p1 has had no data for 2 minutes
+			src.add(0, click("a", 300))
+			p := run()
+			want := at(10) // the minimum over both partitions
+			if idle > 0 {
+				want = at(200) // p1 is idle: only p0 counts
+			}
+			if got := p.EventTime["watermark"]; got != want.Format(time.RFC3339Nano) {
+				t.Fatalf("watermark %s, want %s", got, want.Format(time.RFC3339Nano))
+			}
+		})
+	}
+}
