@@ -10,7 +10,9 @@
 //	go run github.com/streamgen/streamgen/cmd/streamgen ./events ./state/...
 //
 // It writes streamgen_gen.go beside each package's files, and removes that
-// file from a package that no longer has records.
+// file from a package that no longer has records. Functions annotated with
+// //streamgen:mapGroupsWithState or //streamgen:flatMapGroupsWithState get
+// a binding that wires them into a typed stream.
 package main
 
 import (
@@ -30,6 +32,11 @@ with binary and JSON codecs and a schema for every struct type whose doc
 comment holds the directive //streamgen:record. Run it from go:generate:
 
 	//go:generate go run github.com/streamgen/streamgen/cmd/streamgen
+
+On a function, //streamgen:mapGroupsWithState or //streamgen:flatMapGroupsWithState
+[timeout=none|processing|event] [mode=append|update] [watermark=DURATION]
+[key=Field] [eventtime=Field] [name=Binding] emits <name>Stream(in), which
+groups in by the key field and applies the function.
 
 Field tags it reads:
 	stream:"-"          leave the field out of the binary encoding
