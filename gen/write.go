@@ -3,9 +3,11 @@ package gen
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
+	"github.com/streamgen/streamgen/internal/atomicfile"
 	"golang.org/x/tools/go/packages"
 )
 
@@ -66,24 +68,12 @@ func logf(cfg Config, format string, args ...any) {
 }
 
 func writeFile(path string, content []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".streamgen-*.tmp")
+	err := atomicfile.Replace(filepath.Dir(path), filepath.Base(path), func(w io.Writer) error {
+		_, err := w.Write(content)
+		return err
+	})
 	if err != nil {
-		return fmt.Errorf("streamgen: %w", err)
-	}
-	_, werr := tmp.Write(content)
-	cerr := tmp.Close()
-	if werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Chmod(tmp.Name(), 0o644)
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), path)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("streamgen: write %s: %w", path, werr)
+		return fmt.Errorf("streamgen: write %s: %w", path, err)
 	}
 	return nil
 }

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +12,8 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+
+	"github.com/streamgen/streamgen/internal/atomicfile"
 )
 
 // DeadLetterDir returns a sink that writes the dead letters of batch N, one
@@ -43,7 +44,7 @@ func (d deadLetterDir) WriteDeadLetters(ctx context.Context, batchID int64, lett
 		}
 		return nil
 	}
-	err := replaceFileAtomically(d.dir, name, func(w io.Writer) error {
+	err := atomicfile.Replace(d.dir, name, func(w io.Writer) error {
 		enc := json.NewEncoder(w) // one object and a newline per Encode
 		enc.SetEscapeHTML(false)
 		for i := range letters {
@@ -57,58 +58,6 @@ func (d deadLetterDir) WriteDeadLetters(ctx context.Context, batchID int64, lett
 		return fmt.Errorf("streamgen: dead letters of batch %d: %w", batchID, err)
 	}
 	return nil
-}
-
-// replaceFileAtomically creates dir if need be and writes dir/name with
-// write, so that a reader of dir sees either the old file or the new one in
-// full, even after a crash: write goes to a temporary file named
-// ".name-*", which is synced, then renamed over name; the directory is
-// synced so that the rename itself survives a crash. On failure the
-// temporary file is removed.
-func replaceFileAtomically(dir, name string, write func(io.Writer) error) (err error) {
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+name+"-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	w := bufio.NewWriterSize(tmp, 64<<10)
-	if err := write(w); err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// syncDir makes the entries of dir (a rename, a removal) durable.
-func syncDir(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = f.Sync()
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // MemoryDeadLetters is a DeadLetterSink that keeps the dead letters in

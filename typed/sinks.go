@@ -1,7 +1,6 @@
 package typed
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/internal/atomicfile"
 )
 
 // MemorySink keeps the rows of each batch in memory, for tests and
@@ -369,7 +369,7 @@ func (s fileSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) erro
 		}
 		return nil
 	}
-	err := replaceFile(s.dir, name, func(w io.Writer) error {
+	err := atomicfile.Replace(s.dir, name, func(w io.Writer) error {
 		var line []byte
 		for i := range rows {
 			var err error
@@ -387,54 +387,6 @@ func (s fileSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) erro
 		return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, err)
 	}
 	return nil
-}
-
-// replaceFile creates dir if need be and writes dir/name with write, so that
-// a reader of dir sees either the old file or the new one in full, even
-// after a crash: write goes to a temporary file named ".name-*", which is
-// synced, then renamed over name; the directory is synced so that the
-// rename itself survives a crash. On failure the temporary file is removed.
-// (runtime's dead-letter sink has its own copy: neither package exports
-// one.)
-func replaceFile(dir, name string, write func(io.Writer) error) (err error) {
-	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(dir, "."+name+"-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	w := bufio.NewWriterSize(tmp, 64<<10)
-	if err := write(w); err != nil {
-		return err
-	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // ForeachWriter receives the rows of each batch, following Spark's

@@ -8,14 +8,11 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/streamgen/streamgen/examples/internal/cli"
-	"github.com/streamgen/streamgen/generated/sensor"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -27,24 +24,7 @@ func main() {
 }
 
 func run(args []string, stdout io.Writer) error {
-	var flags cli.Flags
-	fs := flag.NewFlagSet("activity", flag.ContinueOnError)
-	flags.Register(fs, false)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	setup, err := flags.Setup()
-	if err != nil {
-		return err
-	}
-	defer setup.Close()
-
 	// updateActivityStream is generated from updateActivity's directive:
 	// it groups the readings by user (the key field) and applies it.
-	activities := updateActivityStream(typed.From[sensor.Event](setup.Source))
-	q, err := typed.WriteTo(activities, cli.Sink[Activity](&flags, stdout)).OutputMode(typed.Update).Start(context.Background(), setup.Options...)
-	if err != nil {
-		return err
-	}
-	return cli.Wait(q)
+	return cli.Main[Activity]("activity", args, stdout, false, typed.Update, updateActivityStream)
 }

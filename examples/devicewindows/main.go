@@ -9,14 +9,11 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/streamgen/streamgen/examples/internal/cli"
-	"github.com/streamgen/streamgen/generated/sensor"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -28,24 +25,7 @@ func main() {
 }
 
 func run(args []string, stdout io.Writer) error {
-	var flags cli.Flags
-	fs := flag.NewFlagSet("devicewindows", flag.ContinueOnError)
-	flags.Register(fs, false)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	setup, err := flags.Setup()
-	if err != nil {
-		return err
-	}
-	defer setup.Close()
-
 	// updateWindowStream is generated from updateWindow's directive: it
 	// groups the readings by Device and applies it.
-	averages := updateWindowStream(typed.From[sensor.Event](setup.Source))
-	q, err := typed.WriteTo(averages, cli.Sink[DeviceAverage](&flags, stdout)).Start(context.Background(), setup.Options...)
-	if err != nil {
-		return err
-	}
-	return cli.Wait(q)
+	return cli.Main[DeviceAverage]("devicewindows", args, stdout, false, typed.Append, updateWindowStream)
 }

@@ -10,14 +10,11 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/streamgen/streamgen/examples/internal/cli"
-	"github.com/streamgen/streamgen/generated/sensor"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -29,25 +26,8 @@ func main() {
 }
 
 func run(args []string, stdout io.Writer) error {
-	var flags cli.Flags
-	fs := flag.NewFlagSet("sessions", flag.ContinueOnError)
-	flags.Register(fs, true)
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	setup, err := flags.Setup()
-	if err != nil {
-		return err
-	}
-	defer setup.Close()
-
 	// sessionizeStream is generated from sessionize's directive: it sets
 	// the watermark on the readings' event time (Creation_Time), groups
 	// them by user (the key field) and applies sessionize.
-	sessions := sessionizeStream(typed.From[sensor.Event](setup.Source))
-	q, err := typed.WriteTo(sessions, cli.Sink[SessionOut](&flags, stdout)).Start(context.Background(), setup.Options...)
-	if err != nil {
-		return err
-	}
-	return cli.Wait(q)
+	return cli.Main[SessionOut]("sessions", args, stdout, true, typed.Append, sessionizeStream)
 }

@@ -12,6 +12,7 @@ import (
 	"os/signal"
 
 	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/generated/sensor"
 	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
@@ -124,4 +125,28 @@ func Wait(q *typed.Query) error {
 		fmt.Fprintln(os.Stderr)
 	}
 	return nil
+}
+
+// Main runs an example: it parses args, reads the sensor readings the
+// flags point to, applies pipeline, writes the result to the sink the
+// flags ask for in the given output mode, and waits for the query.
+func Main[T any, P codec.RecordPtr[T]](name string, args []string, stdout io.Writer, withFlush bool, mode typed.OutputMode,
+	pipeline func(typed.Stream[sensor.Event]) typed.Stream[T]) error {
+	var flags Flags
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	flags.Register(fs, withFlush)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	setup, err := flags.Setup()
+	if err != nil {
+		return err
+	}
+	defer setup.Close()
+	out := pipeline(typed.From[sensor.Event](setup.Source))
+	q, err := typed.WriteTo(out, Sink[T, P](&flags, stdout)).OutputMode(mode).Start(context.Background(), setup.Options...)
+	if err != nil {
+		return err
+	}
+	return Wait(q)
 }
