@@ -71,3 +71,5 @@ func runToEnd[T any](t *testing.T, w *typed.Writer[T], opts ...runtime.Option) e
 	}
 	return q.AwaitTermination()
 }
+
+func runtimeFlush() runtime.Option { return runtime.FlushEventTime() }
