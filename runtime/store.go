@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
@@ -52,29 +53,43 @@ type StoreOptions struct {
 	// and offsets commit together, nothing is lost or counted twice either
 	// way. The default, 0, syncs every commit.
 	SyncInterval time.Duration
+	// CacheSize is the size in bytes of Pebble's block cache, which keeps
+	// recently read state in memory. The default is 128 MiB. (Pebble's
+	// own default, 8 MiB, is taken up by its memtables, leaving state
+	// reads to go to disk.)
+	CacheSize int64
 }
 
 // Store is a query's state in Pebble. Reads of committed data (Progress,
 // DueTimers) and NewBatch are safe for concurrent use; a Batch is not.
 // Close waits for the background sync loop, if any, to stop.
 type Store struct {
-	db   *pebble.DB
-	opts StoreOptions
-	stop chan struct{}
-	done sync.WaitGroup
+	db    *pebble.DB
+	cache *pebble.Cache
+	opts  StoreOptions
+	stop  chan struct{}
+	done  sync.WaitGroup
 }
 
 // OpenStore opens (creating it if needed) the store in dir.
 func OpenStore(dir string, opts StoreOptions) (*Store, error) {
-	popts := &pebble.Options{FS: opts.FS, Logger: quietLogger{}}
+	if opts.CacheSize <= 0 {
+		opts.CacheSize = 128 << 20
+	}
+	cache := pebble.NewCache(opts.CacheSize)
+	popts := &pebble.Options{FS: opts.FS, Logger: quietLogger{}, Cache: cache}
 	if popts.FS == nil {
 		popts.FS = vfs.Default
 	}
+	// Bloom filters let a read of a key that has no state yet (every new
+	// key) skip the tables that cannot hold it.
+	popts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
 	db, err := pebble.Open(dir, popts)
 	if err != nil {
+		cache.Unref()
 		return nil, fmt.Errorf("streamgen: open checkpoint %s: %w", dir, err)
 	}
-	s := &Store{db: db, opts: opts, stop: make(chan struct{})}
+	s := &Store{db: db, cache: cache, opts: opts, stop: make(chan struct{})}
 	if opts.SyncInterval > 0 {
 		s.done.Add(1)
 		go s.syncLoop()
@@ -118,6 +133,7 @@ func (s *Store) Close() error {
 	if cerr := s.db.Close(); err == nil {
 		err = cerr
 	}
+	s.cache.Unref()
 	return err
 }
 
@@ -161,10 +177,12 @@ func (s *Store) Progress() (p Progress, ok bool, err error) {
 }
 
 // Batch is the writes of one micro-batch: state, timers and, at Commit, the
-// progress. Nothing of it is visible to other readers, or durable, until
-// Commit; a batch that is dropped (Close without Commit) leaves the store as
-// it was. Reads through the batch see its own writes. Not safe for
-// concurrent use.
+// progress. Nothing of it is visible to readers, or durable, until Commit;
+// a batch that is dropped (Close without Commit) leaves the store as it
+// was. Get reads committed state, not the batch's own writes: the
+// operators read a key's state once per batch, before they write it, so
+// they never need to, and a plain batch is much cheaper to fill than one
+// indexed for reading. Not safe for concurrent use.
 type Batch struct {
 	b   *pebble.Batch
 	s   *Store
@@ -173,7 +191,7 @@ type Batch struct {
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *Batch {
-	return &Batch{b: s.db.NewIndexedBatch(), s: s}
+	return &Batch{b: s.db.NewBatch(), s: s}
 }
 
 // stateKey appends the key of state entry (op, name, key, suffix).
@@ -186,11 +204,11 @@ func stateKey(b []byte, op uint8, name string, key, suffix []byte) []byte {
 	return append(b, suffix...)
 }
 
-// Get returns the state value of (op, name, key), copied; ok is false when
-// there is none.
+// Get returns the committed state value of (op, name, key), copied; ok is
+// false when there is none.
 func (b *Batch) Get(op uint8, name string, key []byte) (value []byte, ok bool, err error) {
 	b.buf = stateKey(b.buf[:0], op, name, key, nil)
-	v, closer, err := b.b.Get(b.buf)
+	v, closer, err := b.s.db.Get(b.buf)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -269,12 +287,11 @@ func (b *Batch) DeleteTimer(op uint8, key []byte, at time.Time) error {
 	return b.b.Delete(b.buf, nil)
 }
 
-// Timers lists the timers of key in operator op, in time order, as the
-// batch sees them.
-func (b *Batch) Timers(op uint8, key []byte) ([]time.Time, error) {
+// Timers lists the committed timers of key in operator op, in time order.
+func (s *Store) Timers(op uint8, key []byte) ([]time.Time, error) {
 	prefix := keyTimerKey(nil, op, key, time.Time{})
 	prefix = prefix[:len(prefix)-8]
-	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
 	if err != nil {
 		return nil, err
 	}

@@ -108,13 +108,20 @@ func TestCrashKeepsStateAndProgressTogether(t *testing.T) {
 	}
 }
 
-func TestBatchReadsItsOwnWritesAndDropsWhole(t *testing.T) {
+func TestBatchCommitsWholeOrNothing(t *testing.T) {
 	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
 	defer s.Close()
 	b := s.NewBatch()
 	b.Put(1, "count", []byte("a"), []byte("1"))
+	if _, ok, _ := b.Get(1, "count", []byte("a")); ok {
+		t.Fatal("an uncommitted write is visible")
+	}
+	if err := b.Commit(runtime.Progress{BatchID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	b = s.NewBatch()
 	if v, ok, _ := b.Get(1, "count", []byte("a")); !ok || string(v) != "1" {
-		t.Fatalf("batch does not see its own write: %q %v", v, ok)
+		t.Fatalf("a committed write is not visible: %q %v", v, ok)
 	}
 	if _, ok, _ := b.Get(1, "other", []byte("a")); ok {
 		t.Fatal("state names are not separate")
@@ -122,13 +129,14 @@ func TestBatchReadsItsOwnWritesAndDropsWhole(t *testing.T) {
 	if _, ok, _ := b.Get(2, "count", []byte("a")); ok {
 		t.Fatal("operators are not separate")
 	}
+	b.Put(1, "count", []byte("b"), []byte("2"))
 	b.Close()
 	b = s.NewBatch()
 	defer b.Close()
-	if _, ok, _ := b.Get(1, "count", []byte("a")); ok {
+	if _, ok, _ := b.Get(1, "count", []byte("b")); ok {
 		t.Fatal("a dropped batch left a write behind")
 	}
-	if _, ok, _ := s.Progress(); ok {
+	if p, _, _ := s.Progress(); p.BatchID != 0 {
 		t.Fatal("a dropped batch left progress behind")
 	}
 }
@@ -156,8 +164,15 @@ func TestTimers(t *testing.T) {
 		b.SetTimer(3, []byte(tm.key), tm.at)
 	}
 	b.SetTimer(4, []byte("other operator"), base)
+	if err := b.Commit(runtime.Progress{}); err != nil {
+		t.Fatal(err)
+	}
 	// Delete every timer of key "c".
-	ts, _ := b.Timers(3, []byte("c"))
+	ts, _ := s.Timers(3, []byte("c"))
+	if len(ts) == 0 {
+		t.Fatal("key c has no timers")
+	}
+	b = s.NewBatch()
 	for _, at := range ts {
 		b.DeleteTimer(3, []byte("c"), at)
 	}

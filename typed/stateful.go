@@ -141,29 +141,51 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 	}
 	p = p.with(func(q *plan) { q.operators = append(q.operators, op) })
 	return Stream[Out]{p: p, watermarked: ks.s.watermarked, run: func(b *batch, emit func(*Out)) error {
-		// Gather the batch's rows by key, keys in order of first row.
-		index := map[K]int{}
+		// Gather the batch's rows by key, keys in order of first row: one
+		// slice of rows and the key of each, then a counting sort into one
+		// slice that holds every key's rows together, in the order read
+		// (two allocations that grow, instead of a slice per key).
+		index := map[K]int32{}
 		var keys []K
-		var rows [][]In
+		var all []In
+		var keyOf []int32
 		err := ks.s.run(b, func(t *In) {
 			k := ks.key(t)
 			i, ok := index[k]
 			if !ok {
-				i = len(keys)
+				i = int32(len(keys))
 				index[k] = i
 				keys = append(keys, k)
-				rows = append(rows, nil)
 			}
-			rows[i] = append(rows[i], *t)
+			all = append(all, *t)
+			keyOf = append(keyOf, i)
 		})
 		if err != nil {
 			return err
 		}
 		started := time.Now()
 		defer func() { b.run.Durations["stateOperators"] += time.Since(started) }()
-		g := &group[K, In, S, Out, PS]{op: op, b: b, f: f, codec: ks.codec, emit: emit}
+		ends := make([]int, len(keys))
+		for _, i := range keyOf {
+			ends[i]++
+		}
+		for i := 1; i < len(ends); i++ {
+			ends[i] += ends[i-1]
+		}
+		sorted := make([]In, len(all))
+		next := make([]int, len(keys))
+		for i := range next {
+			next[i] = startOf(ends, i)
+		}
+		for j := range all {
+			i := keyOf[j]
+			sorted[next[i]] = all[j]
+			next[i]++
+		}
+		all = nil
+		g := newGroup[K, In, S, Out, PS](op, b, f, ks.codec, emit)
 		for i, k := range keys {
-			if err := g.call(k, nil, rows[i], false); err != nil {
+			if err := g.call(k, nil, sorted[startOf(ends, i):ends[i]], false); err != nil {
 				return err
 			}
 		}
@@ -198,16 +220,43 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 	}}
 }
 
-// group runs the user function for one key at a time.
+// startOf is where key i's rows start in the sorted rows, given the
+// running ends.
+func startOf(ends []int, i int) int {
+	if i == 0 {
+		return 0
+	}
+	return ends[i-1]
+}
+
+// group runs the user function for one key at a time. The iterator and
+// emit function it hands over are made once per batch, not per call.
 type group[K comparable, In, S, Out any, PS codec.RecordPtr[S]] struct {
 	op    *operator
 	b     *batch
 	f     func(key K, rows iter.Seq[In], state *GroupState[S], emit func(Out)) error
 	codec keyCodec[K]
-	emit  func(*Out)
 	key   []byte
 	buf   []byte
 	state GroupState[S]
+	rows  []In // the rows of the current call
+	seq   iter.Seq[In]
+	emit  func(Out)
+}
+
+func newGroup[K comparable, In, S, Out any, PS codec.RecordPtr[S]](op *operator, b *batch,
+	f func(key K, rows iter.Seq[In], state *GroupState[S], emit func(Out)) error, c keyCodec[K], emit func(*Out),
+) *group[K, In, S, Out, PS] {
+	g := &group[K, In, S, Out, PS]{op: op, b: b, f: f, codec: c}
+	g.seq = func(yield func(In) bool) {
+		for _, r := range g.rows {
+			if !yield(r) {
+				return
+			}
+		}
+	}
+	g.emit = func(o Out) { emit(&o) }
+	return g
 }
 
 // call loads the key's state, calls the function, and stages the state
@@ -242,14 +291,8 @@ func (g *group[K, In, S, Out, PS]) call(k K, encoded []byte, rows []In, timedOut
 			err = fmt.Errorf("streamgen: %s (%s): key %v: panic: %v", op.kind, op.function, k, r)
 		}
 	}()
-	seq := func(yield func(In) bool) {
-		for _, r := range rows {
-			if !yield(r) {
-				return
-			}
-		}
-	}
-	if err := g.f(k, seq, st, func(o Out) { g.emit(&o) }); err != nil {
+	g.rows = rows
+	if err := g.f(k, g.seq, st, g.emit); err != nil {
 		return fmt.Errorf("streamgen: %s (%s): key %v: %w", op.kind, op.function, k, err)
 	}
 	if st.err != nil {
