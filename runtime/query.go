@@ -217,8 +217,8 @@ func (q *Query) loop(ctx context.Context) error {
 		report.DurationMs["latestOffset"] = latestOffset.Milliseconds()
 		progress = next
 		q.report(report)
-		if q.cfg.trigger.kind == triggerOnce {
-			return nil
+		if q.cfg.trigger.kind == triggerOnce && (!q.cfg.flush || flushed) {
+			return nil // with FlushEventTime, one more turn flushes
 		}
 		if q.cfg.trigger.kind == triggerInterval {
 			if err := q.wait(ctx, started); err != nil {

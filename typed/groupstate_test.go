@@ -402,3 +402,28 @@ func TestCheckpointFromAnotherPipeline(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestFlushEventTime: when the input ends, FlushEventTime fires every
+// pending event-time timeout, with a Once trigger as with AvailableNow.
+func TestFlushEventTime(t *testing.T) {
+	for _, trigger := range []runtime.Trigger{runtime.Once(), runtime.AvailableNow()} {
+		t.Run(trigger.String(), func(t *testing.T) {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+			m.Add(click("a", 10), click("b", 20))
+			r := &recorder{timeout: func(st *typed.GroupState[fixtures.Counter], last time.Time) error {
+				return st.SetTimeoutTimestamp(last.Add(time.Hour))
+			}}
+			q, err := eventTimePipeline(m, 0, r, newSink[fixtures.UserCount]()).Start(context.Background(),
+				newCheckpoint().opts(runtime.WithTrigger(trigger), runtime.FlushEventTime())...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.AwaitTermination(); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(r.timedOut(), ","); got != "a,b" {
+				t.Fatalf("timed out: %q, want a,b", got)
+			}
+		})
+	}
+}
