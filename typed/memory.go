@@ -82,10 +82,11 @@ func FromMemory[T any](m *MemoryStream[T]) Stream[T] {
 		if len(rows) > 0 {
 			b.run.Active["memory"] = true
 		}
+		// The rows are handed over in place: stages read them and copy
+		// what they keep, and rows added later never move these.
 		for i := range rows {
 			b.run.InputRows++
-			row := rows[i]
-			emit(&row)
+			emit(&rows[i])
 		}
 		return nil
 	}}

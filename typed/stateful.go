@@ -6,6 +6,9 @@ import (
 	"iter"
 	"reflect"
 	goruntime "runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamgen/streamgen/codec"
@@ -32,13 +35,17 @@ func GroupByKey[T any, K comparable](s Stream[T], key func(*T) K) KeyedStream[K,
 
 // operator is a stateful operator of a plan.
 type operator struct {
-	index       uint8
-	kind        string
-	function    string // the user function, for messages
-	mode        OutputMode
-	timeout     Timeout
-	watermarked bool
-	meta        runtime.OperatorMeta
+	// rowsHint and keysHint are the sizes of the operator's last batch,
+	// to size the next one's buffers (atomic: a stream may run in more
+	// than one query at a time).
+	rowsHint, keysHint atomic.Int64
+	index              uint8
+	kind               string
+	function           string // the user function, for messages
+	mode               OutputMode
+	timeout            Timeout
+	watermarked        bool
+	meta               runtime.OperatorMeta
 }
 
 // The names of an operator's entries in the store.
@@ -140,15 +147,29 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 		},
 	}
 	p = p.with(func(q *plan) { q.operators = append(q.operators, op) })
+	// rowBuffers keeps the gathering buffers between batches, so that a
+	// steady stream reuses them instead of making garbage each batch.
+	var rowBuffers sync.Pool
 	return Stream[Out]{p: p, watermarked: ks.s.watermarked, run: func(b *batch, emit func(*Out)) error {
-		// Gather the batch's rows by key, keys in order of first row: one
-		// slice of rows and the key of each, then a counting sort into one
-		// slice that holds every key's rows together, in the order read
-		// (two allocations that grow, instead of a slice per key).
-		index := map[K]int32{}
-		var keys []K
-		var all []In
-		var keyOf []int32
+		// Gather the batch's rows by key, keys in order of first row: the
+		// rows in one slice, in the order read, and a counting sort of
+		// their indexes by key, so that each key's rows are a run of
+		// indexes (no row is copied twice, no slice per key). The slices
+		// and the map start at the sizes of the operator's last batch.
+		rowsHint, keysHint := int(op.rowsHint.Load()), int(op.keysHint.Load())
+		index := make(map[K]int32, keysHint)
+		keys := make([]K, 0, keysHint)
+		buf, _ := rowBuffers.Get().(*gathered[In])
+		if buf == nil {
+			buf = &gathered[In]{}
+		}
+		defer func() {
+			clear(buf.all) // drop the references the rows hold
+			buf.all, buf.keyOf, buf.order = buf.all[:0], buf.keyOf[:0], buf.order[:0]
+			rowBuffers.Put(buf)
+		}()
+		all := slices.Grow(buf.all[:0], rowsHint)
+		keyOf := slices.Grow(buf.keyOf[:0], rowsHint)
 		err := ks.s.run(b, func(t *In) {
 			k := ks.key(t)
 			i, ok := index[k]
@@ -163,29 +184,32 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 		if err != nil {
 			return err
 		}
+		buf.all, buf.keyOf = all, keyOf
+		op.rowsHint.Store(int64(len(all)))
+		op.keysHint.Store(int64(len(keys)))
 		started := time.Now()
 		defer func() { b.run.Durations["stateOperators"] += time.Since(started) }()
-		ends := make([]int, len(keys))
+		ends := make([]int32, len(keys))
 		for _, i := range keyOf {
 			ends[i]++
 		}
 		for i := 1; i < len(ends); i++ {
 			ends[i] += ends[i-1]
 		}
-		sorted := make([]In, len(all))
-		next := make([]int, len(keys))
+		order := slices.Grow(buf.order[:0], len(all))[:len(all)]
+		buf.order = order
+		next := make([]int32, len(keys))
 		for i := range next {
 			next[i] = startOf(ends, i)
 		}
-		for j := range all {
-			i := keyOf[j]
-			sorted[next[i]] = all[j]
+		for j, i := range keyOf {
+			order[next[i]] = int32(j)
 			next[i]++
 		}
-		all = nil
 		g := newGroup[K, In, S, Out, PS](op, b, f, ks.codec, emit)
+		g.all = all
 		for i, k := range keys {
-			if err := g.call(k, nil, sorted[startOf(ends, i):ends[i]], false); err != nil {
+			if err := g.call(k, nil, order[startOf(ends, i):ends[i]], false); err != nil {
 				return err
 			}
 		}
@@ -220,9 +244,16 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 	}}
 }
 
+// gathered holds a batch's rows for an operator.
+type gathered[In any] struct {
+	all   []In
+	keyOf []int32
+	order []int32
+}
+
 // startOf is where key i's rows start in the sorted rows, given the
 // running ends.
-func startOf(ends []int, i int) int {
+func startOf(ends []int32, i int) int32 {
 	if i == 0 {
 		return 0
 	}
@@ -239,7 +270,8 @@ type group[K comparable, In, S, Out any, PS codec.RecordPtr[S]] struct {
 	key   []byte
 	buf   []byte
 	state GroupState[S]
-	rows  []In // the rows of the current call
+	all   []In    // the batch's rows, in the order read
+	rows  []int32 // the indexes in all of the current call's rows
 	seq   iter.Seq[In]
 	emit  func(Out)
 }
@@ -249,8 +281,8 @@ func newGroup[K comparable, In, S, Out any, PS codec.RecordPtr[S]](op *operator,
 ) *group[K, In, S, Out, PS] {
 	g := &group[K, In, S, Out, PS]{op: op, b: b, f: f, codec: c}
 	g.seq = func(yield func(In) bool) {
-		for _, r := range g.rows {
-			if !yield(r) {
+		for _, j := range g.rows {
+			if !yield(g.all[j]) {
 				return
 			}
 		}
@@ -261,7 +293,7 @@ func newGroup[K comparable, In, S, Out any, PS codec.RecordPtr[S]](op *operator,
 
 // call loads the key's state, calls the function, and stages the state
 // and timer changes in the batch.
-func (g *group[K, In, S, Out, PS]) call(k K, encoded []byte, rows []In, timedOut bool) (err error) {
+func (g *group[K, In, S, Out, PS]) call(k K, encoded []byte, rows []int32, timedOut bool) (err error) {
 	op, run := g.op, g.b.run
 	if encoded == nil {
 		g.key = g.codec.encode(g.key[:0], &k)

@@ -84,7 +84,7 @@ func From[T any, P codec.RecordPtr[T]](src runtime.Source) Stream[T] {
 }
 
 // Map applies f to every row. f gets a pointer to the row to save a copy;
-// it must not keep it.
+// it must not keep or modify it.
 func Map[T, U any](s Stream[T], f func(*T) U) Stream[U] {
 	return Stream[U]{p: s.p, watermarked: s.watermarked, run: func(b *batch, emit func(*U)) error {
 		return s.run(b, func(t *T) {
