@@ -3,6 +3,7 @@ package gen
 import (
 	"fmt"
 	"go/types"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 
@@ -11,6 +12,15 @@ import (
 
 // deref is *x, parenthesized so that it can be indexed or selected.
 func deref(x *jen.Statement) *jen.Statement { return jen.Parens(jen.Op("*").Add(x.Clone())) }
+
+// addr is &x, written as p when x is deref(p): &(*p) reads as a copy and
+// is not one.
+func addr(x *jen.Statement) *jen.Statement {
+	if s := fmt.Sprintf("%#v", x); strings.HasPrefix(s, "(*") && strings.HasSuffix(s, ")") && !strings.ContainsAny(s[2:len(s)-1], "()") {
+		return jen.Op(s[2 : len(s)-1])
+	}
+	return jen.Op("&").Add(x.Clone())
+}
 
 // foreignRecord reports whether s is a record of another package, reached
 // only through its exported methods.
@@ -125,7 +135,7 @@ func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 			inner = jen.List(jen.Id("b"), jen.Id("_")).Op("=").Add(x.Clone()).Dot("AppendBinary").Call(jen.Id("b")).
 				Comment("generated AppendBinary never fails")
 		} else {
-			inner = jen.Id("b").Op("=").Id("appendBinary"+s.Struct.Helper).Call(jen.Id("b"), jen.Op("&").Add(x.Clone()))
+			inner = jen.Id("b").Op("=").Id("appendBinary"+s.Struct.Helper).Call(jen.Id("b"), addr(x))
 		}
 		return []jen.Code{
 			jen.Id(start).Op(":=").Len(jen.Id("b")),
@@ -307,7 +317,7 @@ func (e *emitter) readValue(s *Shape, dst *jen.Statement, where string) []jen.Co
 				d().Dot("Fail").Call(jen.Err()),
 			)
 		} else {
-			inner = jen.Id("readBinary"+s.Struct.Helper).Call(d(), jen.Op("&").Add(dst.Clone()), jen.Id(end))
+			inner = jen.Id("readBinary"+s.Struct.Helper).Call(d(), addr(dst), jen.Id(end))
 		}
 		return []jen.Code{
 			jen.Id(end).Op(":=").Add(d()).Dot("Begin").Call(),

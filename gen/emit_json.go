@@ -218,7 +218,7 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 		if foreignRecord(s.Struct) {
 			return []jen.Code{jsonCallErr(x.Clone().Dot("AppendJSON").Call(jen.Id("b")))}
 		}
-		return []jen.Code{jsonCallErr(jen.Id("appendJSON"+s.Struct.Helper).Call(jen.Id("b"), jen.Op("&").Add(x.Clone())))}
+		return []jen.Code{jsonCallErr(jen.Id("appendJSON"+s.Struct.Helper).Call(jen.Id("b"), addr(x)))}
 	}
 	panic("appendJSONValue: unknown shape")
 }
@@ -385,7 +385,7 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 				),
 			)}
 		}
-		return []jen.Code{jen.Id("readJSON"+s.Struct.Helper).Call(r(), jen.Op("&").Add(dst.Clone()))}
+		return []jen.Code{jen.Id("readJSON"+s.Struct.Helper).Call(r(), addr(dst))}
 	}
 	panic("readJSONValue: unknown shape")
 }

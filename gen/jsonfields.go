@@ -16,9 +16,7 @@ import (
 func (b *builder) jsonFields(s *Struct) bool {
 	type candidate struct {
 		JSONField
-		typ    types.Type
-		reach  []*types.Var // the Go fields on the path
-		depth0 string
+		typ types.Type
 	}
 	type level struct {
 		typ   types.Type
@@ -27,7 +25,8 @@ func (b *builder) jsonFields(s *Struct) bool {
 	}
 	var fields []candidate
 	current, next := []level{}, []level{{typ: s.Type}}
-	count, nextCount := map[types.Type]int{}, map[types.Type]int{}
+	var count map[types.Type]int
+	nextCount := map[types.Type]int{}
 	visited := map[types.Type]bool{}
 	ok := true
 	for len(next) > 0 {

@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/streamgen/streamgen/codec"
 )
@@ -401,13 +400,6 @@ func (b *builder) isForeignRecord(tn *types.TypeName) bool {
 	}
 	b.foreign[tn] = found
 	return found
-}
-
-func exportedName(s string) bool {
-	for _, r := range s {
-		return unicode.IsUpper(r)
-	}
-	return false
 }
 
 // astFile is a parsed file of another package, read to find directives.

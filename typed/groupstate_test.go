@@ -22,7 +22,6 @@ func click(user string, sec int) fixtures.Click { return fixtures.Click{User: us
 
 // call records one call of a stateful function.
 type call struct {
-	batch    int64
 	key      string
 	rows     int
 	timedOut bool

@@ -660,7 +660,7 @@ func appendBinaryBatch(b []byte, v *Batch) []byte {
 			b = append(b, 1)
 			start3 := len(b)
 			b = codec.BeginLength(b)
-			b = appendBinaryDoc(b, &(*val))
+			b = appendBinaryDoc(b, val)
 			b = codec.EndLength(b, start3)
 		}
 	}
@@ -694,7 +694,7 @@ func readBinaryBatch(d *codec.Decoder, v *Batch, end int) {
 				if d.Present() {
 					p := new(Doc)
 					end6 := d.Begin()
-					readBinaryDoc(d, &(*p), end6)
+					readBinaryDoc(d, p, end6)
 					d.Finish(end6)
 					val = p
 				}
@@ -732,7 +732,7 @@ func readBinaryBatch(d *codec.Decoder, v *Batch, end int) {
 					if d.Present() {
 						p1 := new(Doc)
 						end8 := d.Begin()
-						readBinaryDoc(d, &(*p1), end8)
+						readBinaryDoc(d, p1, end8)
 						d.Finish(end8)
 						val1 = p1
 					}
@@ -789,7 +789,7 @@ func appendJSONBatch(b []byte, v *Batch) ([]byte, error) {
 			if val == nil {
 				b = append(b, "null"...)
 			} else {
-				if b, err = appendJSONDoc(b, &(*val)); err != nil {
+				if b, err = appendJSONDoc(b, val); err != nil {
 					return b, err
 				}
 			}
@@ -863,7 +863,7 @@ func readJSONBatch(r *codec.JSONReader, v *Batch) {
 						if val == nil {
 							val = new(Doc)
 						}
-						readJSONDoc(r, &(*val))
+						readJSONDoc(r, val)
 					}
 					if keyOK {
 						v.ByID[k] = val
