@@ -27,18 +27,18 @@ var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
 //	progressKey                                   Progress (JSON)
 //	statePrefix  op  name 0x00  uvarint(len(key)) key  [suffix]   state value
 //	timerPrefix  op  expiry(8, ordered)  key      timer (no value)
-//	keyTimerPrefix op uvarint(len(key)) key expiry(8)   the same timer, by key
 //
 // op is the operator's index as one byte (a pipeline has fewer than 256
 // stateful operators). Timers are an index ordered by expiry, so the timers
-// due at a watermark are one range scan; the by-key copy lets an operator
-// list and delete the timers of one key.
+// due at a watermark are one range scan. To find a key's timer, an
+// operator keeps its expiry in the key's state (one point read), rather
+// than the store keeping a second index by key that every timer change
+// would have to write.
 const (
-	metaKey        = "\x01meta"
-	progressKey    = "\x02progress"
-	statePrefix    = 0x10
-	timerPrefix    = 0x20
-	keyTimerPrefix = 0x21
+	metaKey     = "\x01meta"
+	progressKey = "\x02progress"
+	statePrefix = 0x10
+	timerPrefix = 0x20
 )
 
 // StoreOptions tune a Store. The zero value is the default.
@@ -260,48 +260,16 @@ func timerKey(b []byte, op uint8, at time.Time, key []byte) []byte {
 	return append(b, key...)
 }
 
-func keyTimerKey(b []byte, op uint8, key []byte, at time.Time) []byte {
-	b = append(b, keyTimerPrefix, op)
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	return timeBytes(b, at)
-}
-
 // SetTimer registers a timer of operator op for key at time at.
 func (b *Batch) SetTimer(op uint8, key []byte, at time.Time) error {
 	b.buf = timerKey(b.buf[:0], op, at, key)
-	if err := b.b.Set(b.buf, nil, nil); err != nil {
-		return err
-	}
-	b.buf = keyTimerKey(b.buf[:0], op, key, at)
 	return b.b.Set(b.buf, nil, nil)
 }
 
 // DeleteTimer removes a timer of operator op for key at time at.
 func (b *Batch) DeleteTimer(op uint8, key []byte, at time.Time) error {
 	b.buf = timerKey(b.buf[:0], op, at, key)
-	if err := b.b.Delete(b.buf, nil); err != nil {
-		return err
-	}
-	b.buf = keyTimerKey(b.buf[:0], op, key, at)
 	return b.b.Delete(b.buf, nil)
-}
-
-// Timers lists the committed timers of key in operator op, in time order.
-func (s *Store) Timers(op uint8, key []byte) ([]time.Time, error) {
-	prefix := keyTimerKey(nil, op, key, time.Time{})
-	prefix = prefix[:len(prefix)-8]
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	var out []time.Time
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		out = append(out, bytesTime(k[len(k)-8:]))
-	}
-	return out, it.Error()
 }
 
 // Commit writes the progress and commits the batch atomically: state,
