@@ -181,6 +181,32 @@ func BenchmarkJSONEncode(b *testing.B) {
 	})
 }
 
+// BenchmarkJSONEncodeDecimals encodes the same record with readings that
+// are not binary fractions (9.80665, a third, ...), whose shortest form
+// takes a general float formatter, as encoding/json's does.
+func BenchmarkJSONEncodeDecimals(b *testing.B) {
+	decimals := event
+	decimals.X, decimals.Y, decimals.Z = -0.01209, 9.80665, 1.0/3
+	plainDecimals := plainEvent(decimals)
+	b.Run("codec=streamgen", func(b *testing.B) {
+		buf := make([]byte, 0, 512)
+		b.ReportAllocs()
+		for b.Loop() {
+			buf, _ = decimals.AppendJSON(buf[:0])
+		}
+		b.SetBytes(int64(len(buf)))
+	})
+	b.Run("codec=encoding_json", func(b *testing.B) {
+		var n int
+		b.ReportAllocs()
+		for b.Loop() {
+			out, _ := json.Marshal(&plainDecimals)
+			n = len(out)
+		}
+		b.SetBytes(int64(n))
+	})
+}
+
 func BenchmarkJSONDecode(b *testing.B) {
 	data, _ := json.Marshal(&plain)
 	b.Run("codec=streamgen", func(b *testing.B) {

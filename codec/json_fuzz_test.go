@@ -2,6 +2,8 @@ package codec
 
 import (
 	"encoding/json"
+	"math"
+	"strconv"
 	"testing"
 )
 
@@ -71,5 +73,37 @@ func FuzzJSONString(f *testing.F) {
 		if err := r.Finish(); err != nil || !ok || v != back {
 			t.Fatalf("reading %s back: %q, %v, %v; encoding/json %q", got, v, ok, err, back)
 		}
+	})
+}
+
+// FuzzJSONFloat checks AppendJSONFloat against json.Marshal for float64
+// and float32 values from arbitrary bits and from arbitrary decimal
+// mantissas and exponents, where the fast paths' limits are.
+func FuzzJSONFloat(f *testing.F) {
+	f.Add(uint64(0x3f41ffffffffffff), int64(9), int8(-4))
+	f.Add(uint64(0xbf42000000000000), int64(54931640625), int8(-15))
+	f.Add(uint64(0x4023000000000000), int64(980665), int8(-5))
+	f.Add(uint64(0x3fd5555555555555), int64(999999999999999), int8(-16))
+	f.Fuzz(func(t *testing.T, raw uint64, mant int64, exp int8) {
+		check := func(v float64, bits int) {
+			var want []byte
+			var err error
+			if bits == 32 {
+				want, err = json.Marshal(float32(v))
+				v = float64(float32(v))
+			} else {
+				want, err = json.Marshal(v)
+			}
+			got, gerr := AppendJSONFloat(nil, v, bits)
+			if (err == nil) != (gerr == nil) || err == nil && string(got) != string(want) {
+				t.Fatalf("AppendJSONFloat(%v, %d) = %s, %v; encoding/json %s, %v", v, bits, got, gerr, want, err)
+			}
+		}
+		check(math.Float64frombits(raw), 64)
+		check(float64(math.Float32frombits(uint32(raw))), 32)
+		v, _ := strconv.ParseFloat(strconv.FormatInt(mant, 10)+"e"+strconv.Itoa(int(exp)), 64)
+		check(v, 64)
+		check(v, 32)
+		check(math.Ldexp(float64(mant), int(exp)), 64)
 	})
 }

@@ -3,7 +3,7 @@ package codec
 import (
 	"encoding/base64"
 	"math"
-	"math/bits"
+	mathbits "math/bits"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -80,7 +80,7 @@ func jsonPlainRun[T string | []byte](s T, i int) int {
 		m := ((x-jsonLSB*0x20)&^x | x | jsonHasByte(x|jsonLSB*0x04, '&') | jsonHasByte(x|jsonLSB*0x02, '>') |
 			jsonHasByte(x, '\\')) & jsonMSB
 		if m != 0 {
-			return i + bits.TrailingZeros64(m)>>3
+			return i + mathbits.TrailingZeros64(m)>>3
 		}
 		i += 8
 	}
@@ -197,8 +197,13 @@ func AppendJSONFloat(b []byte, f float64, bits int) ([]byte, error) {
 			format = 'e'
 		}
 	}
-	if format == 'f' && abs != 0 && jsonMaybeShort(abs, bits) {
-		if out, ok := jsonAppendShortFloat(b, f, abs, bits); ok {
+	if format == 'f' && abs != 0 {
+		if out, ok := jsonAppendExactFloat(b, f, abs, bits); ok {
+			return out, nil
+		}
+	}
+	if format == 'f' && abs != 0 {
+		if out, ok := jsonAppendShortest(b, f, abs, bits); ok {
 			return out, nil
 		}
 	}
@@ -214,108 +219,200 @@ func AppendJSONFloat(b []byte, f float64, bits int) ([]byte, error) {
 	return b, nil
 }
 
-// jsonAppendShortFloat appends f (with abs = |f|, not zero, in the range
-// where encoding/json does not use an exponent) when its shortest decimal
-// form has few enough digits to be found with exact float arithmetic, and
-// reports whether it did; strconv handles the rest.
+// jsonAppendExactFloat appends f (with abs = |f|, not zero, in the range
+// where encoding/json does not use an exponent) when its exact decimal
+// value has few enough significant digits to be the shortest
+// representation, and reports whether it did; the other paths handle the
+// rest.
 //
-// It looks for the least number of decimals d such that n = round(abs *
-// 10^d) converts back to abs. While abs*10^d stays below 2^50 (2^21 for
-// float32) the rounding interval of abs, scaled by 10^d, is narrower than
-// 1/4, so it holds at most one integer and the rounded product finds it:
-// the n found is the unique shortest representation, which is what
-// strconv prints. n/10^d is computed with both operands exact, so the
-// division rounds once, as strconv.ParseFloat does (Clinger's fast path),
-// and the round trip test is exact.
-// jsonMaybeShort is a one-multiply filter in front of jsonAppendShortFloat:
-// a float with at most jsonShortFloatDigits decimals is, times 10^that, an
-// integer up to rounding. Most floats of measurements (binary fractions
-// with many digits) fail it and go straight to strconv; the filter only
-// decides speed, never the output, since the fast path checks exactly.
-func jsonMaybeShort(abs float64, bits int) bool {
-	x := abs * 1e4
-	if x >= 1<<50 {
-		return false
-	}
-	tolerance := x * 1e-14
+// A float is m·2^e. With m odd and e < 0 its exact value is m·5^-e / 10^-e,
+// whose digits N = m·5^-e end in a non-zero digit; with e >= 0 it is the
+// integer m·2^e. Any decimal with fewer significant digits is at least one
+// unit of N's last place away, a relative distance over 1/N. While N <
+// 10^15 (10^7 for float32) that is more than half an ulp (2^-53 of the
+// value; 2^-24 for float32), so no shorter decimal rounds to f: N is the
+// shortest representation and, being exact, the closest, which is what
+// strconv prints. Floats of measurements that are binary fractions (a
+// sensor's -0.00054931640625 is -9/2^14) take this path with a multiply.
+func jsonAppendExactFloat(b []byte, f, abs float64, bits int) ([]byte, bool) {
+	limit := uint64(1e15)
 	if bits == 32 {
-		tolerance = x * 1e-6
+		abs = float64(float32(abs)) // in case f was not a float32 value
+		limit = 1e7
 	}
-	return math.Abs(x-math.Round(x)) <= tolerance
-}
-
-// jsonShortFloatDigits bounds the fractional digits the fast path tries.
-// Each try costs a multiply, a divide and a compare; past a handful of
-// digits strconv's shortest-representation search is faster (measured on
-// the sensor data set's readings, which have 14 to 16 digits).
-const jsonShortFloatDigits = 4
-
-func jsonAppendShortFloat(b []byte, f, abs float64, bits int) ([]byte, bool) {
+	fb := math.Float64bits(abs)
+	biased := int(fb >> 52 & 0x7ff)
+	if biased == 0 {
+		return b, false // subnormal: far below 1e-6, never here
+	}
+	m := fb&(1<<52-1) | 1<<52
+	e := biased - 1075
+	tz := mathbits.TrailingZeros64(m)
+	m >>= uint(tz)
+	e += tz
 	var n uint64
 	d := 0
-	if bits == 32 {
-		f32 := float32(abs)
-		abs = float64(f32) // in case f was not a float32 value
-		for ; ; d++ {
-			if d > jsonShortFloatDigits || d >= len(jsonPow10f32) {
-				return b, false
-			}
-			x := abs * jsonPow10f64[d]
-			if x >= 1<<21 {
-				return b, false
-			}
-			n = uint64(x)
-			if x-float64(n) >= 0.5 {
-				n++
-			}
-			if float32(n)/jsonPow10f32[d] == f32 {
-				break
-			}
+	switch {
+	case e >= 0:
+		if e >= 64 || mathbits.Len64(m)+e > 63 {
+			return b, false
 		}
-	} else {
-		for ; ; d++ {
-			if d > jsonShortFloatDigits || d >= len(jsonPow10f64) {
-				return b, false
-			}
-			x := abs * jsonPow10f64[d]
-			if x >= 1<<50 {
-				return b, false
-			}
-			n = uint64(x)
-			if x-float64(n) >= 0.5 {
-				n++
-			}
-			if float64(n)/jsonPow10f64[d] == abs {
-				break
-			}
+		n = m << uint(e)
+	case -e < len(jsonPow5):
+		d = -e
+		hi, lo := mathbits.Mul64(m, jsonPow5[d])
+		if hi != 0 {
+			return b, false
 		}
+		n = lo
+	default:
+		return b, false
+	}
+	if n >= limit {
+		return b, false
 	}
 	if f < 0 {
 		b = append(b, '-')
 	}
-	if d == 0 {
-		return AppendJSONUint(b, n), true
-	}
-	// n < 2^50 has at most 16 digits; write them with the point inserted
-	// d digits from the right, padding with zeros on the left.
+	return jsonAppendFixed(b, n, d), true
+}
+
+// jsonPow5 holds 5^k for the k that can keep m·5^k under 10^15.
+var jsonPow5 = [...]uint64{1, 5, 25, 125, 625, 3125, 15625, 78125, 390625,
+	1953125, 9765625, 48828125, 244140625, 1220703125, 6103515625,
+	30517578125, 152587890625, 762939453125, 3814697265625,
+	19073486328125, 95367431640625, 476837158203125}
+
+// jsonAppendFixed appends n / 10^d in plain decimal, n < 2^64 and d < 21,
+// with a leading "0." and zeros as needed and no trailing point.
+func jsonAppendFixed(b []byte, n uint64, d int) []byte {
+	// The digits of n, right-aligned in buf, two at a time; 32-bit
+	// arithmetic for each group of eight.
 	var buf [24]byte
 	i := len(buf)
-	for k := 0; k < d; k++ {
-		i--
-		buf[i] = byte('0' + n%10)
-		n /= 10
+	for n >= 1e8 {
+		q := n / 1e8
+		i = jsonPut8(&buf, i, uint32(n-q*1e8))
+		n = q
 	}
-	i--
-	buf[i] = '.'
-	for {
+	lo := uint32(n)
+	for lo >= 100 {
+		q := lo / 100
+		r := (lo - q*100) * 2
+		i -= 2
+		buf[i], buf[i+1] = jsonDigitPairs[r], jsonDigitPairs[r+1]
+		lo = q
+	}
+	if lo >= 10 {
+		i -= 2
+		buf[i], buf[i+1] = jsonDigitPairs[lo*2], jsonDigitPairs[lo*2+1]
+	} else {
 		i--
-		buf[i] = byte('0' + n%10)
-		n /= 10
-		if n == 0 {
-			break
+		buf[i] = byte('0' + lo)
+	}
+	digits := buf[i:]
+	switch {
+	case d == 0:
+		return append(b, digits...)
+	case d < len(digits):
+		b = append(b, digits[:len(digits)-d]...)
+		b = append(b, '.')
+		return append(b, digits[len(digits)-d:]...)
+	default:
+		b = append(b, "0.00000000000000000000"[:2+d-len(digits)]...)
+		return append(b, digits...)
+	}
+}
+
+// jsonPut8 writes the eight digits of v < 1e8, zeros included, before
+// buf[i] and returns the new start.
+func jsonPut8(buf *[24]byte, i int, v uint32) int {
+	for k := 0; k < 4; k++ {
+		q := v / 100
+		r := (v - q*100) * 2
+		i -= 2
+		buf[i], buf[i+1] = jsonDigitPairs[r], jsonDigitPairs[r+1]
+		v = q
+	}
+	return i
+}
+
+// jsonDigitPairs holds "00" to "99", for two digits a division.
+const jsonDigitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"
+
+// jsonAppendShortest appends f (with abs = |f|, not zero, in the range
+// where encoding/json does not use an exponent) when its shortest decimal
+// form has at most about 15 significant digits (6 for float32), and
+// reports whether it did; strconv handles the rest.
+//
+// With k = floor(e2·log10 2) for abs in [2^e2, 2^(e2+1)), p = 14-k scales
+// abs to x = abs·10^p in [10^14, 2·10^15). The integers near x are decimals
+// of abs one unit of 10^-p apart, a relative distance over 1/(2·10^15):
+// more than the width of the interval of reals that round to abs (2^-52
+// of it). So at most one of them rounds to abs, the one nearest x; if
+// n = round(x) does, which n/10^p tests exactly (both operands are exact,
+// so the division rounds once, as strconv.ParseFloat does: Clinger's fast
+// path), then n without its trailing zeros is the shortest representation
+// (any shorter decimal is at least as far away as a neighbour of n) and
+// the only one of its length, which is what strconv prints. If it does
+// not, the shortest form has more digits than this tries. For float32 the
+// interval is 2^-23 wide and p = 5-k.
+func jsonAppendShortest(b []byte, f, abs float64, bits int) ([]byte, bool) {
+	fb := math.Float64bits(abs)
+	e2 := int(fb>>52&0x7ff) - 1023
+	k := (e2 * 315653) >> 20 // floor(e2·log10 2) for |e2| < 2600
+	var n uint64
+	var p int
+	if bits == 32 {
+		f32 := float32(abs) // in case f was not a float32 value
+		p = 5 - k
+		if p < 0 || p >= len(jsonPow10f32) {
+			return b, false
+		}
+		n = uint64(math.Round(float64(f32) * jsonPow10f64[p]))
+		if n >= 1<<24 || float32(n)/jsonPow10f32[p] != f32 {
+			return b, false
+		}
+	} else {
+		p = 14 - k
+		if p < 0 || p >= len(jsonPow10f64) {
+			return b, false
+		}
+		n = uint64(math.Round(abs * jsonPow10f64[p]))
+		if n >= 1<<53 || float64(n)/jsonPow10f64[p] != abs {
+			return b, false
 		}
 	}
-	return append(b, buf[i:]...), true
+	// Drop trailing zeros, largest steps first.
+	if n%1e8 == 0 && p >= 8 {
+		n /= 1e8
+		p -= 8
+	}
+	if n%1e4 == 0 && p >= 4 {
+		n /= 1e4
+		p -= 4
+	}
+	if n%100 == 0 && p >= 2 {
+		n /= 100
+		p -= 2
+	}
+	if n%10 == 0 && p >= 1 {
+		n /= 10
+		p--
+	}
+	if f < 0 {
+		b = append(b, '-')
+	}
+	return jsonAppendFixed(b, n, p), true
 }
 
 // AppendJSONBool appends true or false.

@@ -186,12 +186,63 @@ func TestAppendJSONFloat(t *testing.T) {
 		f32, _ := strconv.ParseFloat(num, 32)
 		check(f32, 32)
 	}
+	for i := 0; i < 300000; i++ {
+		// Binary fractions and integers, which take the exact fast path
+		// while their digits stay under its limits, and just past them.
+		m := rng.Uint64() >> (11 + rng.Intn(53))
+		f := math.Ldexp(float64(m), rng.Intn(120)-80)
+		check(f, 64)
+		check(-f, 32)
+		limit, k := uint64(1e15), rng.Intn(22)
+		if i%2 == 1 {
+			limit, k = 1e7, rng.Intn(11)
+		}
+		// Odd multipliers of 2^-k whose digits m·5^k are at the limit.
+		pow5 := uint64(1)
+		for j := 0; j < k; j++ {
+			pow5 *= 5
+		}
+		m = (limit/pow5 + uint64(rng.Intn(5)) - 2) | 1
+		f = math.Ldexp(float64(m), -k)
+		check(f, 64)
+		check(f, 32)
+	}
 	for i := 0; i < 20000; i++ {
 		// Around the format switch points.
 		e := []float64{1e-6, 1e21}[i%2]
 		f := e * (1 + (rng.Float64()-0.5)*1e-6)
 		check(f, 64)
 		check(f, 32)
+	}
+}
+
+// TestAppendJSONExactFloat checks that binary fractions with few digits,
+// as sensors report them, take the exact path (TestAppendJSONFloat checks
+// its output against encoding/json) and that long ones do not.
+func TestAppendJSONExactFloat(t *testing.T) {
+	for _, c := range []struct {
+		f    float64
+		bits int
+		want string
+	}{
+		{-0.00054931640625, 64, "-0.00054931640625"},
+		{0.0016021728515625, 64, "0.0016021728515625"},
+		{2.5, 64, "2.5"},
+		{1 << 40, 64, "1099511627776"},
+		{float64(float32(0.15625)), 32, "0.15625"},
+	} {
+		got, ok := jsonAppendExactFloat(nil, c.f, math.Abs(c.f), c.bits)
+		if !ok || string(got) != c.want {
+			t.Errorf("jsonAppendExactFloat(%v, %d) = %q, %v; want %q", c.f, c.bits, got, ok, c.want)
+		}
+	}
+	for _, c := range []struct {
+		f    float64
+		bits int
+	}{{0.1, 64}, {1 << 60, 64}, {math.Ldexp(1e15+1, -1), 64}, {float64(float32(0.1)), 32}, {16777217, 32}, {math.Ldexp(3, -30), 64}} {
+		if got, ok := jsonAppendExactFloat(nil, c.f, math.Abs(c.f), c.bits); ok {
+			t.Errorf("jsonAppendExactFloat(%v, %d) = %q, want no fast path", c.f, c.bits, got)
+		}
 	}
 }
 
