@@ -63,6 +63,12 @@ type JSONReader struct {
 	stop    *JSONError // syntax error or error from an Unmarshaler
 	typeErr *JSONError // first type error
 
+	// ctxErr is the type error that InField is placing in its structs,
+	// and ctxDepth the depth below which the next field to end encloses
+	// it (0: none).
+	ctxErr   *JSONError
+	ctxDepth int
+
 	scratch []byte   // unescaped strings and keys
 	stack   []uint64 // container kinds for Skip beyond its first 64 levels
 }
@@ -79,6 +85,30 @@ func (r *JSONReader) Reset(data []byte) {
 	r.start = 0
 	r.stop = nil
 	r.typeErr = nil
+	r.ctxErr = nil
+	r.ctxDepth = 0
+}
+
+// InField is called by generated code when the value of a struct field has
+// been read, with the struct's name and the field's path (its JSON name,
+// behind the Go names of the embedded structs it is promoted from). If a
+// type error was found inside that value, it records where, as
+// encoding/json does: "Go struct field Outer.inner.x of type int". It is
+// one comparison when there is nothing to record.
+func (r *JSONReader) InField(strct, path string) {
+	if r.ctxDepth > r.depth {
+		r.inField(strct, path)
+	}
+}
+
+func (r *JSONReader) inField(strct, path string) {
+	e := r.ctxErr
+	if e.Field == "" {
+		e.Struct, e.Field = strct, path
+	} else {
+		e.Field = path + "." + e.Field
+	}
+	r.ctxDepth = r.depth
 }
 
 // Finish checks that only whitespace follows the value read so far and
@@ -671,6 +701,13 @@ func (r *JSONReader) scanDecimal(i int) (mant uint64, frac int, neg bool, end in
 // error for "uint8" and reads as 0). The result is a new slice the caller
 // may keep; it is empty but not nil for "" and [].
 func (r *JSONReader) Bytes(target string) (v []byte, ok bool) {
+	return r.BytesOf(target, "uint8")
+}
+
+// BytesOf is Bytes for a slice of a named byte type (elem names it, as in
+// "pkg.Level"), which encoding/json also reads from base64 or an array of
+// numbers; an array element that does not fit is a type error for elem.
+func (r *JSONReader) BytesOf(target, elem string) (v []byte, ok bool) {
 	c, ok := r.begin()
 	if !ok {
 		return nil, false
@@ -695,9 +732,9 @@ func (r *JSONReader) Bytes(target string) (v []byte, ok bool) {
 		if !r.open() {
 			return nil, false
 		}
-		elem := target
+		elemTarget := target
 		if k := strings.LastIndex(target, " of type "); k >= 0 {
-			elem = target[:k] + " of type uint8"
+			elemTarget = target[:k] + " of type " + elem
 		}
 		v = []byte{}
 		for r.NextElement() {
@@ -705,7 +742,7 @@ func (r *JSONReader) Bytes(target string) (v []byte, ok bool) {
 				v = append(v, 0)
 				continue
 			}
-			u, _ := r.Uint(elem, 8)
+			u, _ := r.Uint(elemTarget, 8)
 			v = append(v, byte(u))
 		}
 		if r.stop != nil {
@@ -770,9 +807,13 @@ type JSONError struct {
 	Offset int64  // byte offset into the input; negative if not applicable
 	Syntax bool   // a syntax error; false for a type error
 	Value  string // for type errors: the JSON value, as "string" or "number -5"
-	Target string // for type errors: the Go destination
+	Target string // for type errors: the Go destination, as "Go value of type int64"
 	Msg    string // for syntax errors: what was wrong, as encoding/json words it
 	Err    error  // an underlying error, if any (from Fail, base64, time)
+	// For a type error inside a struct, as in encoding/json: the innermost
+	// struct's name and the path to the value from the outermost struct
+	// read ("Event" and "Arrival_Time", "Point" and "Where.X").
+	Struct, Field string
 }
 
 // Error describes the error and gives its offset, as in "json: invalid
@@ -782,6 +823,8 @@ type JSONError struct {
 func (e *JSONError) Error() string {
 	var s string
 	switch {
+	case e.Field != "":
+		s = "json: cannot unmarshal " + e.Value + " into Go struct field " + e.Struct + "." + e.Field + " of type " + strings.TrimPrefix(e.Target, "Go value of type ")
 	case e.Value != "" || e.Target != "":
 		s = "json: cannot unmarshal " + e.Value + " into " + e.Target
 	case e.Msg != "":
@@ -859,13 +902,23 @@ func (r *JSONReader) setStop(e *JSONError) {
 		}
 	}
 	r.stop = e
+	if e.Target != "" {
+		r.placeInFields(e)
+	}
 }
 
 // saveTypeErr records e if it is the first type error.
 func (r *JSONReader) saveTypeErr(e *JSONError) {
 	if r.typeErr == nil {
 		r.typeErr = e
+		r.placeInFields(e)
 	}
+}
+
+// placeInFields has InField name the fields that enclose the value being
+// read, which e is about.
+func (r *JSONReader) placeInFields(e *JSONError) {
+	r.ctxErr, r.ctxDepth = e, r.depth+1
 }
 
 // syntaxErr records encoding/json's error for the byte at i, or, at the
@@ -929,7 +982,7 @@ func jsonDescribe(c byte) string {
 // in the message as encoding/json does for numeric targets.
 func (r *JSONReader) numberTypeErr(i, end int, target string) {
 	if r.typeErr == nil {
-		r.typeErr = &JSONError{Offset: int64(end), Value: "number " + string(r.data[i:end]), Target: target}
+		r.saveTypeErr(&JSONError{Offset: int64(end), Value: "number " + string(r.data[i:end]), Target: target})
 	}
 }
 

@@ -16,6 +16,10 @@ type Record interface {
 	json.Unmarshaler
 	// AppendJSON appends the record as encoding/json would marshal it.
 	AppendJSON(b []byte) ([]byte, error)
+	// ReadJSON reads one JSON value from r into the record as
+	// UnmarshalJSON reads a whole document, for records of other packages
+	// that hold this one.
+	ReadJSON(r *JSONReader)
 	// StreamSchema returns the record's registered schema.
 	StreamSchema() *Schema
 }

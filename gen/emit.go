@@ -143,8 +143,12 @@ func (e *emitter) to(s *Shape, basic string, x jen.Code) jen.Code {
 	return jen.Id(basic).Parens(x)
 }
 
-// goName is how a type reads in schemas and messages.
-func (e *emitter) goName(t types.Type) string { return typeString(e.types, t) }
+// goName is how a type reads in schemas and messages: as reflect and so
+// encoding/json's errors name it, qualified by its package's name
+// ("fixtures.Level", "[]time.Time").
+func (e *emitter) goName(t types.Type) string {
+	return types.TypeString(t, func(p *types.Package) string { return p.Name() })
+}
 
 // recordMethods emits the exported methods of a local record: the
 // interfaces of codec.Record, each a thin wrapper over the helpers.
@@ -190,6 +194,12 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 			jen.Id("r").Dot("Reset").Call(jen.Id("data")),
 			jen.Id("readJSON"+h).Call(jen.Op("&").Id("r"), jen.Id("t")),
 			jen.Return(jen.Id("r").Dot("Finish").Call()),
+		),
+		jen.Line(),
+		jen.Comment("ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it"),
+		jen.Comment("is how records of other packages that hold " + name + " decode it."),
+		jen.Func().Params(recv()).Id("ReadJSON").Params(jen.Id("r").Op("*").Qual(codecPath, "JSONReader")).Block(
+			jen.Id("readJSON"+h).Call(jen.Id("r"), jen.Id("t")),
 		),
 		jen.Line(),
 		jen.Comment("StreamSchema returns the registered schema of " + name + "."),

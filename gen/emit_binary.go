@@ -97,7 +97,7 @@ func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 	case String:
 		return []jen.Code{e.appendCall("AppendString", e.to(s, "string", x))}
 	case Bytes:
-		return []jen.Code{e.appendCall("AppendBytes", x)}
+		return []jen.Code{e.appendCall("AppendBytes", e.byteView(s, x))}
 	case Time:
 		return []jen.Code{e.appendCall("AppendTime", x)}
 	case Duration:
@@ -220,6 +220,24 @@ func (e *emitter) convert(s *Shape, v jen.Code, plain jen.Code) jen.Code {
 	return v
 }
 
+// byteView is x, a Bytes value, as a []byte: itself, or for a slice of a
+// named byte type the same memory seen as bytes.
+func (e *emitter) byteView(s *Shape, x *jen.Statement) jen.Code {
+	if s.ByteElem == nil {
+		return x
+	}
+	return jen.Qual(codecPath, "AsBytes").Call(x)
+}
+
+// bytesAs is v, a decoded []byte, as the slice type of the Bytes shape s
+// before any conversion to a named slice type.
+func (e *emitter) bytesAs(s *Shape, v jen.Code) jen.Code {
+	if s.ByteElem == nil {
+		return v
+	}
+	return jen.Qual(codecPath, "BytesAs").Types(e.typeCode(s.ByteElem)).Call(v)
+}
+
 // plainConversion is the conversion a decoded integer (an int64 or
 // uint64, as read) needs to become a value of the unnamed shape s, or nil.
 func (e *emitter) plainConversion(s *Shape, have string) jen.Code {
@@ -256,7 +274,7 @@ func (e *emitter) readValue(s *Shape, dst *jen.Statement, where string) []jen.Co
 	case String:
 		return set(e.convert(s, d().Dot("String").Call(), nil))
 	case Bytes:
-		return set(e.convert(s, d().Dot("Bytes").Call(), nil))
+		return set(e.convert(s, e.bytesAs(s, d().Dot("Bytes").Call()), nil))
 	case Time:
 		return set(d().Dot("Time").Call())
 	case Duration:

@@ -2,8 +2,8 @@ package gen
 
 import (
 	"encoding/json"
-	"fmt"
 	"go/types"
+	"slices"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -160,7 +160,7 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 	case String:
 		return []jen.Code{jsonCall("AppendJSONString", e.to(s, "string", x))}
 	case Bytes:
-		return []jen.Code{jsonCall("AppendJSONBytes", x)}
+		return []jen.Code{jsonCall("AppendJSONBytes", e.byteView(s, x))}
 	case Time:
 		return []jen.Code{jsonCallErr(jen.Qual(codecPath, "AppendJSONTime").Call(jen.Id("b"), x))}
 	case Pointer:
@@ -229,6 +229,10 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 func (e *emitter) readJSON(s *Struct) jen.Code {
 	e.function("r", "v", "key", "ok", "field", "folded")
 	target := "Go value of type " + e.goName(s.Type)
+	structName := ""
+	if n, ok := s.Type.(*types.Named); ok {
+		structName = n.Obj().Name()
+	}
 	var exact, fold, read []jen.Code
 	seenFold := map[string]bool{}
 	for i, f := range s.JSON {
@@ -242,8 +246,13 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		for _, p := range f.Path {
 			x = x.Dot(p)
 		}
-		fieldTarget := fmt.Sprintf("Go struct field %s.%s of type %s", s.Name, strings.Join(f.Path, "."), e.goName(f.Shape.Type))
-		read = append(read, jen.Case(jen.Lit(i)).Block(e.readJSONValue(f.Shape, x, fieldTarget)...))
+		// Type errors name the field as encoding/json does: the struct's
+		// name (empty for an anonymous struct), then the Go names of the
+		// embedded structs the field is promoted from and its JSON name.
+		fieldTarget := "Go value of type " + e.goName(f.Shape.Type)
+		path := strings.Join(append(slices.Clone(f.Path[:len(f.Path)-1]), f.Name), ".")
+		inField := jen.Id("r").Dot("InField").Call(jen.Lit(structName), jen.Lit(path))
+		read = append(read, jen.Case(jen.Lit(i)).Block(append(e.readJSONValue(f.Shape, x, fieldTarget), inField)...))
 	}
 	read = append(read, jen.Default().Block(jen.Id("r").Dot("Skip").Call()))
 	sig := jen.Func().Id("readJSON"+s.Helper).
@@ -310,11 +319,19 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 	case Time:
 		return scalar(r().Dot("Time").Call(lit), nil)
 	case Bytes:
-		return []jen.Code{jen.If(r().Dot("Null").Call()).Block(dst.Clone().Op("=").Nil()).Else().Block(scalar(r().Dot("Bytes").Call(lit), conv)...)}
+		read := r().Dot("Bytes").Call(lit)
+		if s.ByteElem != nil {
+			read = r().Dot("BytesOf").Call(lit, jen.Lit(e.goName(s.ByteElem)))
+		}
+		x := e.fresh("x")
+		set := dst.Clone().Op("=").Add(e.convert(s, e.bytesAs(s, jen.Id(x)), nil))
+		return []jen.Code{jen.If(r().Dot("Null").Call()).Block(dst.Clone().Op("=").Nil()).Else().Block(
+			jen.If(jen.List(jen.Id(x), jen.Id("ok")).Op(":=").Add(read), jen.Id("ok")).Block(set),
+		)}
 	case Pointer:
 		return []jen.Code{jen.If(r().Dot("Null").Call()).Block(dst.Clone().Op("=").Nil()).Else().Block(append([]jen.Code{
 			jen.If(dst.Clone().Op("==").Nil()).Block(dst.Clone().Op("=").New(e.typeCode(s.Elem.Type))),
-		}, e.readJSONValue(s.Elem, deref(dst), target)...)...)}
+		}, e.readJSONValue(s.Elem, deref(dst), "Go value of type "+e.goName(s.Elem.Type))...)...)}
 	case Slice:
 		sl, i := e.fresh("s"), e.fresh("i")
 		elemTarget := "Go value of type " + e.goName(s.Elem.Type)
@@ -378,12 +395,7 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 		)}
 	case StructShape:
 		if foreignRecord(s.Struct) {
-			raw := e.fresh("raw")
-			return []jen.Code{jen.If(jen.List(jen.Id(raw), jen.Id("ok")).Op(":=").Add(r()).Dot("RawValue").Call(), jen.Id("ok")).Block(
-				jen.If(jen.Err().Op(":=").Add(dst.Clone()).Dot("UnmarshalJSON").Call(jen.Id(raw)), jen.Err().Op("!=").Nil()).Block(
-					r().Dot("Fail").Call(jen.Err()),
-				),
-			)}
+			return []jen.Code{dst.Clone().Dot("ReadJSON").Call(r())}
 		}
 		return []jen.Code{jen.Id("readJSON"+s.Struct.Helper).Call(r(), addr(dst))}
 	}

@@ -140,4 +140,8 @@ type Shape struct {
 	Key   *Shape // for Map
 	// Struct is set for StructShape.
 	Struct *Struct
+	// ByteElem is set for Bytes over a named byte type ([]Level with
+	// type Level uint8): the element type, which encoding/json also
+	// writes as base64.
+	ByteElem types.Type
 }

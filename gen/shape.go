@@ -262,8 +262,13 @@ func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool
 			break
 		}
 		if isByteLike(u.Elem()) {
-			b.rep.errorf(pos, "%s: slices of a named byte type are not supported; use []byte", where)
-			return nil, false
+			// A named byte type: base64 in JSON too, unless it has its
+			// own encoding, which shape refuses.
+			if _, ok := b.shape(u.Elem(), pos, where+"[]"); !ok {
+				return nil, false
+			}
+			s.Kind, s.ByteElem = Bytes, u.Elem()
+			break
 		}
 		elem, ok := b.shape(u.Elem(), pos, where+"[]")
 		if !ok {

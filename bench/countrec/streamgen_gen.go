@@ -46,6 +46,12 @@ func (t *Event) UnmarshalJSON(data []byte) error {
 	return r.Finish()
 }
 
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Event decode it.
+func (t *Event) ReadJSON(r *codec.JSONReader) {
+	readJSONEvent(r, t)
+}
+
 // StreamSchema returns the registered schema of Event.
 func (t *Event) StreamSchema() *codec.Schema {
 	return schemaEvent
@@ -92,6 +98,12 @@ func (t *Count) UnmarshalJSON(data []byte) error {
 	return r.Finish()
 }
 
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Count decode it.
+func (t *Count) ReadJSON(r *codec.JSONReader) {
+	readJSONCount(r, t)
+}
+
 // StreamSchema returns the registered schema of Count.
 func (t *Count) StreamSchema() *codec.Schema {
 	return schemaCount
@@ -136,6 +148,12 @@ func (t *KeyCount) UnmarshalJSON(data []byte) error {
 	r.Reset(data)
 	readJSONKeyCount(&r, t)
 	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold KeyCount decode it.
+func (t *KeyCount) ReadJSON(r *codec.JSONReader) {
+	readJSONKeyCount(r, t)
 }
 
 // StreamSchema returns the registered schema of KeyCount.
@@ -196,7 +214,7 @@ func appendJSONEvent(b []byte, v *Event) ([]byte, error) {
 }
 
 func readJSONEvent(r *codec.JSONReader, v *Event) {
-	if !r.BeginObject("Go value of type Event") {
+	if !r.BeginObject("Go value of type countrec.Event") {
 		return
 	}
 	for {
@@ -218,9 +236,10 @@ func readJSONEvent(r *codec.JSONReader, v *Event) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.String("Go struct field Event.Key of type string"); ok {
+			if x, ok := r.String("Go value of type string"); ok {
 				v.Key = x
 			}
+			r.InField("Event", "key")
 		default:
 			r.Skip()
 		}
@@ -279,7 +298,7 @@ func appendJSONCount(b []byte, v *Count) ([]byte, error) {
 }
 
 func readJSONCount(r *codec.JSONReader, v *Count) {
-	if !r.BeginObject("Go value of type Count") {
+	if !r.BeginObject("Go value of type countrec.Count") {
 		return
 	}
 	for {
@@ -301,9 +320,10 @@ func readJSONCount(r *codec.JSONReader, v *Count) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.Int("Go struct field Count.N of type int64", 64); ok {
+			if x, ok := r.Int("Go value of type int64", 64); ok {
 				v.N = x
 			}
+			r.InField("Count", "N")
 		default:
 			r.Skip()
 		}
@@ -381,7 +401,7 @@ func appendJSONKeyCount(b []byte, v *KeyCount) ([]byte, error) {
 }
 
 func readJSONKeyCount(r *codec.JSONReader, v *KeyCount) {
-	if !r.BeginObject("Go value of type KeyCount") {
+	if !r.BeginObject("Go value of type countrec.KeyCount") {
 		return
 	}
 	for {
@@ -407,13 +427,15 @@ func readJSONKeyCount(r *codec.JSONReader, v *KeyCount) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.String("Go struct field KeyCount.Key of type string"); ok {
+			if x, ok := r.String("Go value of type string"); ok {
 				v.Key = x
 			}
+			r.InField("KeyCount", "key")
 		case 1:
-			if x1, ok := r.Int("Go struct field KeyCount.Count of type int64", 64); ok {
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
 				v.Count = x1
 			}
+			r.InField("KeyCount", "count")
 		default:
 			r.Skip()
 		}

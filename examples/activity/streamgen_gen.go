@@ -50,6 +50,12 @@ func (t *Activity) UnmarshalJSON(data []byte) error {
 	return r.Finish()
 }
 
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Activity decode it.
+func (t *Activity) ReadJSON(r *codec.JSONReader) {
+	readJSONActivity(r, t)
+}
+
 // StreamSchema returns the registered schema of Activity.
 func (t *Activity) StreamSchema() *codec.Schema {
 	return schemaActivity
@@ -177,7 +183,7 @@ func appendJSONActivity(b []byte, v *Activity) ([]byte, error) {
 }
 
 func readJSONActivity(r *codec.JSONReader, v *Activity) {
-	if !r.BeginObject("Go value of type Activity") {
+	if !r.BeginObject("Go value of type main.Activity") {
 		return
 	}
 	for {
@@ -211,21 +217,25 @@ func readJSONActivity(r *codec.JSONReader, v *Activity) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.String("Go struct field Activity.User of type string"); ok {
+			if x, ok := r.String("Go value of type string"); ok {
 				v.User = x
 			}
+			r.InField("Activity", "user")
 		case 1:
-			if x1, ok := r.String("Go struct field Activity.Activity of type string"); ok {
+			if x1, ok := r.String("Go value of type string"); ok {
 				v.Activity = x1
 			}
+			r.InField("Activity", "activity")
 		case 2:
-			if x2, ok := r.Time("Go struct field Activity.Start of type time.Time"); ok {
+			if x2, ok := r.Time("Go value of type time.Time"); ok {
 				v.Start = x2
 			}
+			r.InField("Activity", "start")
 		case 3:
-			if x3, ok := r.Time("Go struct field Activity.End of type time.Time"); ok {
+			if x3, ok := r.Time("Go value of type time.Time"); ok {
 				v.End = x3
 			}
+			r.InField("Activity", "end")
 		default:
 			r.Skip()
 		}

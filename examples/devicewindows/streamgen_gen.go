@@ -50,6 +50,12 @@ func (t *Window) UnmarshalJSON(data []byte) error {
 	return r.Finish()
 }
 
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Window decode it.
+func (t *Window) ReadJSON(r *codec.JSONReader) {
+	readJSONWindow(r, t)
+}
+
 // StreamSchema returns the registered schema of Window.
 func (t *Window) StreamSchema() *codec.Schema {
 	return schemaWindow
@@ -94,6 +100,12 @@ func (t *DeviceAverage) UnmarshalJSON(data []byte) error {
 	r.Reset(data)
 	readJSONDeviceAverage(&r, t)
 	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold DeviceAverage decode it.
+func (t *DeviceAverage) ReadJSON(r *codec.JSONReader) {
+	readJSONDeviceAverage(r, t)
 }
 
 // StreamSchema returns the registered schema of DeviceAverage.
@@ -185,7 +197,7 @@ func appendJSONWindow(b []byte, v *Window) ([]byte, error) {
 }
 
 func readJSONWindow(r *codec.JSONReader, v *Window) {
-	if !r.BeginObject("Go value of type Window") {
+	if !r.BeginObject("Go value of type main.Window") {
 		return
 	}
 	for {
@@ -211,13 +223,15 @@ func readJSONWindow(r *codec.JSONReader, v *Window) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.Int("Go struct field Window.Count of type int64", 64); ok {
+			if x, ok := r.Int("Go value of type int64", 64); ok {
 				v.Count = x
 			}
+			r.InField("Window", "Count")
 		case 1:
-			if x1, ok := r.Float("Go struct field Window.SumX of type float64", 64); ok {
+			if x1, ok := r.Float("Go value of type float64", 64); ok {
 				v.SumX = x1
 			}
+			r.InField("Window", "SumX")
 		default:
 			r.Skip()
 		}
@@ -297,7 +311,7 @@ func appendJSONDeviceAverage(b []byte, v *DeviceAverage) ([]byte, error) {
 }
 
 func readJSONDeviceAverage(r *codec.JSONReader, v *DeviceAverage) {
-	if !r.BeginObject("Go value of type DeviceAverage") {
+	if !r.BeginObject("Go value of type main.DeviceAverage") {
 		return
 	}
 	for {
@@ -323,13 +337,15 @@ func readJSONDeviceAverage(r *codec.JSONReader, v *DeviceAverage) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.String("Go struct field DeviceAverage.Device of type string"); ok {
+			if x, ok := r.String("Go value of type string"); ok {
 				v.Device = x
 			}
+			r.InField("DeviceAverage", "device")
 		case 1:
-			if x1, ok := r.Float("Go struct field DeviceAverage.PreviousAverage of type float64", 64); ok {
+			if x1, ok := r.Float("Go value of type float64", 64); ok {
 				v.PreviousAverage = x1
 			}
+			r.InField("DeviceAverage", "previousAverage")
 		default:
 			r.Skip()
 		}

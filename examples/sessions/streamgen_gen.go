@@ -51,6 +51,12 @@ func (t *Session) UnmarshalJSON(data []byte) error {
 	return r.Finish()
 }
 
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Session decode it.
+func (t *Session) ReadJSON(r *codec.JSONReader) {
+	readJSONSession(r, t)
+}
+
 // StreamSchema returns the registered schema of Session.
 func (t *Session) StreamSchema() *codec.Schema {
 	return schemaSession
@@ -95,6 +101,12 @@ func (t *SessionOut) UnmarshalJSON(data []byte) error {
 	r.Reset(data)
 	readJSONSessionOut(&r, t)
 	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold SessionOut decode it.
+func (t *SessionOut) ReadJSON(r *codec.JSONReader) {
+	readJSONSessionOut(r, t)
 }
 
 // StreamSchema returns the registered schema of SessionOut.
@@ -287,7 +299,7 @@ func appendJSONSession(b []byte, v *Session) ([]byte, error) {
 }
 
 func readJSONSession(r *codec.JSONReader, v *Session) {
-	if !r.BeginObject("Go value of type Session") {
+	if !r.BeginObject("Go value of type main.Session") {
 		return
 	}
 	for {
@@ -325,21 +337,24 @@ func readJSONSession(r *codec.JSONReader, v *Session) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.Time("Go struct field Session.Start of type time.Time"); ok {
+			if x, ok := r.Time("Go value of type time.Time"); ok {
 				v.Start = x
 			}
+			r.InField("Session", "Start")
 		case 1:
-			if x1, ok := r.Time("Go struct field Session.End of type time.Time"); ok {
+			if x1, ok := r.Time("Go value of type time.Time"); ok {
 				v.End = x1
 			}
+			r.InField("Session", "End")
 		case 2:
-			if x2, ok := r.Int("Go struct field Session.Count of type int64", 64); ok {
+			if x2, ok := r.Int("Go value of type int64", 64); ok {
 				v.Count = x2
 			}
+			r.InField("Session", "Count")
 		case 3:
 			if r.Null() {
 				v.Activities = nil
-			} else if r.BeginArray("Go struct field Session.Activities of type []string") {
+			} else if r.BeginArray("Go value of type []string") {
 				s, i := v.Activities, 0
 				for r.NextElement() {
 					s = codec.GrowAt(s, i)
@@ -353,10 +368,12 @@ func readJSONSession(r *codec.JSONReader, v *Session) {
 				}
 				v.Activities = s[:i]
 			}
+			r.InField("Session", "Activities")
 		case 4:
-			if x4, ok := r.Float("Go struct field Session.XSum of type float64", 64); ok {
+			if x4, ok := r.Float("Go value of type float64", 64); ok {
 				v.XSum = x4
 			}
+			r.InField("Session", "XSum")
 		default:
 			r.Skip()
 		}
@@ -554,7 +571,7 @@ func appendJSONSessionOut(b []byte, v *SessionOut) ([]byte, error) {
 }
 
 func readJSONSessionOut(r *codec.JSONReader, v *SessionOut) {
-	if !r.BeginObject("Go value of type SessionOut") {
+	if !r.BeginObject("Go value of type main.SessionOut") {
 		return
 	}
 	for {
@@ -596,25 +613,29 @@ func readJSONSessionOut(r *codec.JSONReader, v *SessionOut) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.String("Go struct field SessionOut.UID of type string"); ok {
+			if x, ok := r.String("Go value of type string"); ok {
 				v.UID = x
 			}
+			r.InField("SessionOut", "uid")
 		case 1:
-			if x1, ok := r.Time("Go struct field SessionOut.Start of type time.Time"); ok {
+			if x1, ok := r.Time("Go value of type time.Time"); ok {
 				v.Start = x1
 			}
+			r.InField("SessionOut", "start")
 		case 2:
-			if x2, ok := r.Time("Go struct field SessionOut.End of type time.Time"); ok {
+			if x2, ok := r.Time("Go value of type time.Time"); ok {
 				v.End = x2
 			}
+			r.InField("SessionOut", "end")
 		case 3:
-			if x3, ok := r.Int("Go struct field SessionOut.Count of type int64", 64); ok {
+			if x3, ok := r.Int("Go value of type int64", 64); ok {
 				v.Count = x3
 			}
+			r.InField("SessionOut", "count")
 		case 4:
 			if r.Null() {
 				v.Activities = nil
-			} else if r.BeginArray("Go struct field SessionOut.Activities of type []string") {
+			} else if r.BeginArray("Go value of type []string") {
 				s, i := v.Activities, 0
 				for r.NextElement() {
 					s = codec.GrowAt(s, i)
@@ -628,10 +649,12 @@ func readJSONSessionOut(r *codec.JSONReader, v *SessionOut) {
 				}
 				v.Activities = s[:i]
 			}
+			r.InField("SessionOut", "activities")
 		case 5:
-			if x5, ok := r.Float("Go struct field SessionOut.XAvg of type float64", 64); ok {
+			if x5, ok := r.Float("Go value of type float64", 64); ok {
 				v.XAvg = x5
 			}
+			r.InField("SessionOut", "xAvg")
 		default:
 			r.Skip()
 		}

@@ -46,6 +46,12 @@ func (t *Event) UnmarshalJSON(data []byte) error {
 	return r.Finish()
 }
 
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Event decode it.
+func (t *Event) ReadJSON(r *codec.JSONReader) {
+	readJSONEvent(r, t)
+}
+
 // StreamSchema returns the registered schema of Event.
 func (t *Event) StreamSchema() *codec.Schema {
 	return schemaEvent
@@ -287,7 +293,7 @@ func appendJSONEvent(b []byte, v *Event) ([]byte, error) {
 }
 
 func readJSONEvent(r *codec.JSONReader, v *Event) {
-	if !r.BeginObject("Go value of type Event") {
+	if !r.BeginObject("Go value of type sensor.Event") {
 		return
 	}
 	for {
@@ -345,45 +351,55 @@ func readJSONEvent(r *codec.JSONReader, v *Event) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.Int("Go struct field Event.ArrivalTime of type int64", 64); ok {
+			if x, ok := r.Int("Go value of type int64", 64); ok {
 				v.ArrivalTime = x
 			}
+			r.InField("Event", "Arrival_Time")
 		case 1:
-			if x1, ok := r.Int("Go struct field Event.CreationTime of type int64", 64); ok {
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
 				v.CreationTime = x1
 			}
+			r.InField("Event", "Creation_Time")
 		case 2:
-			if x2, ok := r.String("Go struct field Event.Device of type string"); ok {
+			if x2, ok := r.String("Go value of type string"); ok {
 				v.Device = x2
 			}
+			r.InField("Event", "Device")
 		case 3:
-			if x3, ok := r.Int("Go struct field Event.Index of type int64", 64); ok {
+			if x3, ok := r.Int("Go value of type int64", 64); ok {
 				v.Index = x3
 			}
+			r.InField("Event", "Index")
 		case 4:
-			if x4, ok := r.String("Go struct field Event.Model of type string"); ok {
+			if x4, ok := r.String("Go value of type string"); ok {
 				v.Model = x4
 			}
+			r.InField("Event", "Model")
 		case 5:
-			if x5, ok := r.String("Go struct field Event.User of type string"); ok {
+			if x5, ok := r.String("Go value of type string"); ok {
 				v.User = x5
 			}
+			r.InField("Event", "User")
 		case 6:
-			if x6, ok := r.String("Go struct field Event.Activity of type string"); ok {
+			if x6, ok := r.String("Go value of type string"); ok {
 				v.Activity = x6
 			}
+			r.InField("Event", "gt")
 		case 7:
-			if x7, ok := r.Float("Go struct field Event.X of type float64", 64); ok {
+			if x7, ok := r.Float("Go value of type float64", 64); ok {
 				v.X = x7
 			}
+			r.InField("Event", "x")
 		case 8:
-			if x8, ok := r.Float("Go struct field Event.Y of type float64", 64); ok {
+			if x8, ok := r.Float("Go value of type float64", 64); ok {
 				v.Y = x8
 			}
+			r.InField("Event", "y")
 		case 9:
-			if x9, ok := r.Float("Go struct field Event.Z of type float64", 64); ok {
+			if x9, ok := r.Float("Go value of type float64", 64); ok {
 				v.Z = x9
 			}
+			r.InField("Event", "z")
 		default:
 			r.Skip()
 		}

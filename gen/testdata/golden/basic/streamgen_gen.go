@@ -46,6 +46,12 @@ func (t *Reading) UnmarshalJSON(data []byte) error {
 	return r.Finish()
 }
 
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Reading decode it.
+func (t *Reading) ReadJSON(r *codec.JSONReader) {
+	readJSONReading(r, t)
+}
+
 // StreamSchema returns the registered schema of Reading.
 func (t *Reading) StreamSchema() *codec.Schema {
 	return schemaReading
@@ -315,7 +321,7 @@ func appendJSONReading(b []byte, v *Reading) ([]byte, error) {
 }
 
 func readJSONReading(r *codec.JSONReader, v *Reading) {
-	if !r.BeginObject("Go value of type Reading") {
+	if !r.BeginObject("Go value of type basic.Reading") {
 		return
 	}
 	for {
@@ -357,17 +363,20 @@ func readJSONReading(r *codec.JSONReader, v *Reading) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.String("Go struct field Reading.Sensor of type string"); ok {
+			if x, ok := r.String("Go value of type string"); ok {
 				v.Sensor = x
 			}
+			r.InField("Reading", "sensor")
 		case 1:
-			if x1, ok := r.Time("Go struct field Reading.At of type time.Time"); ok {
+			if x1, ok := r.Time("Go value of type time.Time"); ok {
 				v.At = x1
 			}
+			r.InField("Reading", "at")
 		case 2:
-			if x2, ok := r.Float("Go struct field Reading.Value of type float64", 64); ok {
+			if x2, ok := r.Float("Go value of type float64", 64); ok {
 				v.Value = x2
 			}
+			r.InField("Reading", "value")
 		case 3:
 			if r.Null() {
 				v.Unit = nil
@@ -375,14 +384,15 @@ func readJSONReading(r *codec.JSONReader, v *Reading) {
 				if v.Unit == nil {
 					v.Unit = new(string)
 				}
-				if x3, ok := r.String("Go struct field Reading.Unit of type *string"); ok {
+				if x3, ok := r.String("Go value of type string"); ok {
 					(*v.Unit) = x3
 				}
 			}
+			r.InField("Reading", "unit")
 		case 4:
 			if r.Null() {
 				v.Labels = nil
-			} else if r.BeginObject("Go struct field Reading.Labels of type map[string]string") {
+			} else if r.BeginObject("Go value of type map[string]string") {
 				if v.Labels == nil {
 					v.Labels = make(map[string]string)
 				}
@@ -401,8 +411,9 @@ func readJSONReading(r *codec.JSONReader, v *Reading) {
 					}
 				}
 			}
+			r.InField("Reading", "Labels")
 		case 5:
-			if r.BeginArray("Go struct field Reading.Window of type [2]int32") {
+			if r.BeginArray("Go value of type [2]int32") {
 				i := 0
 				for r.NextElement() {
 					if i < len(v.Window) {
@@ -418,6 +429,7 @@ func readJSONReading(r *codec.JSONReader, v *Reading) {
 					clear(v.Window[i:])
 				}
 			}
+			r.InField("Reading", "Window")
 		default:
 			r.Skip()
 		}

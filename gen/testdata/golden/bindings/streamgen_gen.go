@@ -50,6 +50,12 @@ func (t *Visit) UnmarshalJSON(data []byte) error {
 	return r.Finish()
 }
 
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Visit decode it.
+func (t *Visit) ReadJSON(r *codec.JSONReader) {
+	readJSONVisit(r, t)
+}
+
 // StreamSchema returns the registered schema of Visit.
 func (t *Visit) StreamSchema() *codec.Schema {
 	return schemaVisit
@@ -96,6 +102,12 @@ func (t *Hits) UnmarshalJSON(data []byte) error {
 	return r.Finish()
 }
 
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Hits decode it.
+func (t *Hits) ReadJSON(r *codec.JSONReader) {
+	readJSONHits(r, t)
+}
+
 // StreamSchema returns the registered schema of Hits.
 func (t *Hits) StreamSchema() *codec.Schema {
 	return schemaHits
@@ -140,6 +152,12 @@ func (t *PageHits) UnmarshalJSON(data []byte) error {
 	r.Reset(data)
 	readJSONPageHits(&r, t)
 	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold PageHits decode it.
+func (t *PageHits) ReadJSON(r *codec.JSONReader) {
+	readJSONPageHits(r, t)
 }
 
 // StreamSchema returns the registered schema of PageHits.
@@ -259,7 +277,7 @@ func appendJSONVisit(b []byte, v *Visit) ([]byte, error) {
 }
 
 func readJSONVisit(r *codec.JSONReader, v *Visit) {
-	if !r.BeginObject("Go value of type Visit") {
+	if !r.BeginObject("Go value of type bindings.Visit") {
 		return
 	}
 	for {
@@ -289,17 +307,20 @@ func readJSONVisit(r *codec.JSONReader, v *Visit) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.String("Go struct field Visit.Page of type string"); ok {
+			if x, ok := r.String("Go value of type string"); ok {
 				v.Page = x
 			}
+			r.InField("Visit", "Page")
 		case 1:
-			if x1, ok := r.Time("Go struct field Visit.At of type time.Time"); ok {
+			if x1, ok := r.Time("Go value of type time.Time"); ok {
 				v.At = x1
 			}
+			r.InField("Visit", "At")
 		case 2:
-			if x2, ok := r.String("Go struct field Visit.User of type string"); ok {
+			if x2, ok := r.String("Go value of type string"); ok {
 				v.User = x2
 			}
+			r.InField("Visit", "User")
 		default:
 			r.Skip()
 		}
@@ -358,7 +379,7 @@ func appendJSONHits(b []byte, v *Hits) ([]byte, error) {
 }
 
 func readJSONHits(r *codec.JSONReader, v *Hits) {
-	if !r.BeginObject("Go value of type Hits") {
+	if !r.BeginObject("Go value of type bindings.Hits") {
 		return
 	}
 	for {
@@ -380,9 +401,10 @@ func readJSONHits(r *codec.JSONReader, v *Hits) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.Int("Go struct field Hits.N of type int64", 64); ok {
+			if x, ok := r.Int("Go value of type int64", 64); ok {
 				v.N = x
 			}
+			r.InField("Hits", "N")
 		default:
 			r.Skip()
 		}
@@ -460,7 +482,7 @@ func appendJSONPageHits(b []byte, v *PageHits) ([]byte, error) {
 }
 
 func readJSONPageHits(r *codec.JSONReader, v *PageHits) {
-	if !r.BeginObject("Go value of type PageHits") {
+	if !r.BeginObject("Go value of type bindings.PageHits") {
 		return
 	}
 	for {
@@ -486,13 +508,15 @@ func readJSONPageHits(r *codec.JSONReader, v *PageHits) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.String("Go struct field PageHits.Page of type string"); ok {
+			if x, ok := r.String("Go value of type string"); ok {
 				v.Page = x
 			}
+			r.InField("PageHits", "Page")
 		case 1:
-			if x1, ok := r.Int("Go struct field PageHits.N of type int64", 64); ok {
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
 				v.N = x1
 			}
+			r.InField("PageHits", "N")
 		default:
 			r.Skip()
 		}

@@ -46,6 +46,12 @@ func (t *Doc) UnmarshalJSON(data []byte) error {
 	return r.Finish()
 }
 
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Doc decode it.
+func (t *Doc) ReadJSON(r *codec.JSONReader) {
+	readJSONDoc(r, t)
+}
+
 // StreamSchema returns the registered schema of Doc.
 func (t *Doc) StreamSchema() *codec.Schema {
 	return schemaDoc
@@ -92,6 +98,12 @@ func (t *Batch) UnmarshalJSON(data []byte) error {
 	return r.Finish()
 }
 
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Batch decode it.
+func (t *Batch) ReadJSON(r *codec.JSONReader) {
+	readJSONBatch(r, t)
+}
+
 // StreamSchema returns the registered schema of Batch.
 func (t *Batch) StreamSchema() *codec.Schema {
 	return schemaBatch
@@ -104,7 +116,7 @@ var schemaDoc = codec.Register(&codec.Schema{
 		ID:   31142,
 		Name: "Base",
 		Type: &codec.Type{
-			Go:     "Base",
+			Go:     "embedded.Base",
 			Kind:   codec.KindStruct,
 			Struct: schemaBase,
 		},
@@ -112,7 +124,7 @@ var schemaDoc = codec.Register(&codec.Schema{
 		ID:   97155,
 		Name: "Audit",
 		Type: &codec.Type{
-			Go:     "Audit",
+			Go:     "embedded.Audit",
 			Kind:   codec.KindStruct,
 			Struct: schemaAudit,
 		},
@@ -233,7 +245,7 @@ func appendJSONDoc(b []byte, v *Doc) ([]byte, error) {
 }
 
 func readJSONDoc(r *codec.JSONReader, v *Doc) {
-	if !r.BeginObject("Go value of type Doc") {
+	if !r.BeginObject("Go value of type embedded.Doc") {
 		return
 	}
 	for {
@@ -267,19 +279,23 @@ func readJSONDoc(r *codec.JSONReader, v *Doc) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.Int("Go struct field Doc.Base.ID of type int64", 64); ok {
+			if x, ok := r.Int("Go value of type int64", 64); ok {
 				v.Base.ID = x
 			}
+			r.InField("Doc", "Base.id")
 		case 1:
-			if x1, ok := r.Int("Go struct field Doc.Audit.Version of type int", 64); ok {
+			if x1, ok := r.Int("Go value of type int", 64); ok {
 				v.Audit.Version = int(x1)
 			}
+			r.InField("Doc", "Audit.Version")
 		case 2:
-			if x2, ok := r.String("Go struct field Doc.Body of type string"); ok {
+			if x2, ok := r.String("Go value of type string"); ok {
 				v.Body = x2
 			}
+			r.InField("Doc", "body")
 		case 3:
 			readJSONAnon(r, &v.Extra)
+			r.InField("Doc", "Extra")
 		default:
 			r.Skip()
 		}
@@ -357,7 +373,7 @@ func appendJSONBase(b []byte, v *Base) ([]byte, error) {
 }
 
 func readJSONBase(r *codec.JSONReader, v *Base) {
-	if !r.BeginObject("Go value of type Base") {
+	if !r.BeginObject("Go value of type embedded.Base") {
 		return
 	}
 	for {
@@ -383,13 +399,15 @@ func readJSONBase(r *codec.JSONReader, v *Base) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.Int("Go struct field Base.ID of type int64", 64); ok {
+			if x, ok := r.Int("Go value of type int64", 64); ok {
 				v.ID = x
 			}
+			r.InField("Base", "id")
 		case 1:
-			if x1, ok := r.String("Go struct field Base.Name of type string"); ok {
+			if x1, ok := r.String("Go value of type string"); ok {
 				v.Name = x1
 			}
+			r.InField("Base", "Name")
 		default:
 			r.Skip()
 		}
@@ -467,7 +485,7 @@ func appendJSONAudit(b []byte, v *Audit) ([]byte, error) {
 }
 
 func readJSONAudit(r *codec.JSONReader, v *Audit) {
-	if !r.BeginObject("Go value of type Audit") {
+	if !r.BeginObject("Go value of type embedded.Audit") {
 		return
 	}
 	for {
@@ -493,13 +511,15 @@ func readJSONAudit(r *codec.JSONReader, v *Audit) {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.String("Go struct field Audit.Name of type string"); ok {
+			if x, ok := r.String("Go value of type string"); ok {
 				v.Name = x
 			}
+			r.InField("Audit", "Name")
 		case 1:
-			if x1, ok := r.Int("Go struct field Audit.Version of type int", 64); ok {
+			if x1, ok := r.Int("Go value of type int", 64); ok {
 				v.Version = int(x1)
 			}
+			r.InField("Audit", "Version")
 		default:
 			r.Skip()
 		}
@@ -592,9 +612,10 @@ func readJSONAnon(r *codec.JSONReader, v *struct {
 		}
 		switch field {
 		case 0:
-			if x, ok := r.String("Go struct field struct{...}.Note of type string"); ok {
+			if x, ok := r.String("Go value of type string"); ok {
 				v.Note = x
 			}
+			r.InField("", "note")
 		default:
 			r.Skip()
 		}
@@ -607,11 +628,11 @@ var schemaBatch = codec.Register(&codec.Schema{
 		Name: "Docs",
 		Type: &codec.Type{
 			Elem: &codec.Type{
-				Go:     "Doc",
+				Go:     "embedded.Doc",
 				Kind:   codec.KindStruct,
 				Struct: schemaDoc,
 			},
-			Go:   "[]Doc",
+			Go:   "[]embedded.Doc",
 			Kind: codec.KindList,
 		},
 	}, {
@@ -619,12 +640,12 @@ var schemaBatch = codec.Register(&codec.Schema{
 		Name: "ByID",
 		Type: &codec.Type{
 			Elem: &codec.Type{
-				Go:      "*Doc",
+				Go:      "*embedded.Doc",
 				Kind:    codec.KindStruct,
 				Pointer: true,
 				Struct:  schemaDoc,
 			},
-			Go: "map[int64]*Doc",
+			Go: "map[int64]*embedded.Doc",
 			Key: &codec.Type{
 				Bits: 64,
 				Go:   "int64",
@@ -802,7 +823,7 @@ func appendJSONBatch(b []byte, v *Batch) ([]byte, error) {
 }
 
 func readJSONBatch(r *codec.JSONReader, v *Batch) {
-	if !r.BeginObject("Go value of type Batch") {
+	if !r.BeginObject("Go value of type embedded.Batch") {
 		return
 	}
 	for {
@@ -830,7 +851,7 @@ func readJSONBatch(r *codec.JSONReader, v *Batch) {
 		case 0:
 			if r.Null() {
 				v.Docs = nil
-			} else if r.BeginArray("Go struct field Batch.Docs of type []Doc") {
+			} else if r.BeginArray("Go value of type []embedded.Doc") {
 				s, i := v.Docs, 0
 				for r.NextElement() {
 					s = codec.GrowAt(s, i)
@@ -842,10 +863,11 @@ func readJSONBatch(r *codec.JSONReader, v *Batch) {
 				}
 				v.Docs = s[:i]
 			}
+			r.InField("Batch", "Docs")
 		case 1:
 			if r.Null() {
 				v.ByID = nil
-			} else if r.BeginObject("Go struct field Batch.ByID of type map[int64]*Doc") {
+			} else if r.BeginObject("Go value of type map[int64]*embedded.Doc") {
 				if v.ByID == nil {
 					v.ByID = make(map[int64]*Doc)
 				}
@@ -870,6 +892,7 @@ func readJSONBatch(r *codec.JSONReader, v *Batch) {
 					}
 				}
 			}
+			r.InField("Batch", "ByID")
 		default:
 			r.Skip()
 		}
