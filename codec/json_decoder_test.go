@@ -278,12 +278,11 @@ func jtDecodeEvent(r *JSONReader, e *jtEvent, target string) {
 					if !ok {
 						break
 					}
-					n, err := strconv.ParseInt(string(k), 10, 8)
-					if err != nil {
-						r.TypeError("number "+string(k), jtField("mi", "int8"))
-					}
+					n, keyErr := ParseJSONIntKey(r, k, 8, jtField("mi", "int8"))
 					v, _ := r.String(jtField("mi", "string"))
-					if err == nil {
+					if keyErr != nil {
+						r.KeyError(keyErr)
+					} else {
 						e.MI[int8(n)] = v
 					}
 				}

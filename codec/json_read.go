@@ -782,16 +782,15 @@ func (r *JSONReader) Time(target string) (t time.Time, ok bool) {
 	return t, true
 }
 
-// TypeError records a type error (if it is the first) for generated code
-// that finds a problem the reader cannot see, such as a map key that does
-// not parse as the key type. value is encoding/json's description of the
-// JSON value, such as "number 1.5" or "string". The offset is just after
-// the first byte of the last key or value begun, which is what
-// encoding/json reports for a bad map key when TypeError is called right
-// after NextKey.
-func (r *JSONReader) TypeError(value, target string) {
-	r.saveTypeErr(&JSONError{Offset: int64(r.start) + 1, Value: value, Target: target})
+// keyError is the type error for a map key that does not parse, at the
+// offset encoding/json gives it: just after the key's opening quote.
+func (r *JSONReader) keyError(key []byte, target string) *JSONError {
+	return &JSONError{Offset: int64(r.start) + 1, Value: "number " + string(key), Target: target}
 }
+
+// KeyError records e, from ParseJSONIntKey or ParseJSONUintKey, if it is
+// the first type error.
+func (r *JSONReader) KeyError(e *JSONError) { r.saveTypeErr(e) }
 
 // Fail records err as a sticky error at the current offset, for generated
 // code calling an UnmarshalJSON or UnmarshalText method that failed. As

@@ -661,12 +661,14 @@ func TestJSONErrorText(t *testing.T) {
 	if err := r.Finish(); errors.Is(err, boom) || !strings.Contains(err.Error(), "after array element") {
 		t.Errorf("Fail before a syntax error: got %v", err)
 	}
-	// TypeError right after a key points just after its opening quote.
+	// A bad map key points just after its opening quote, though it is
+	// recorded after the value.
 	r.Reset([]byte(` {"x1":"a"}`))
 	r.BeginObject("T")
 	k, _ := r.NextKey()
-	r.TypeError("number "+string(k), "Go value of type int8")
+	_, keyErr := ParseJSONIntKey(&r, k, 8, "Go value of type int8")
 	r.Skip()
+	r.KeyError(keyErr)
 	r.NextKey()
 	if got, want := r.Finish().Error(), "json: cannot unmarshal number x1 into Go value of type int8 (offset 3)"; got != want {
 		t.Errorf("got %q, want %q", got, want)
@@ -907,7 +909,7 @@ func TestJSONReaderRandomCalls(t *testing.T) {
 			case 14:
 				_, ok = r.Time("T")
 			case 15:
-				r.TypeError("string", "T")
+				r.KeyError(&JSONError{Offset: 1, Value: "string", Target: "T"})
 			default:
 				if rng.Intn(10) == 0 {
 					r.Fail(errors.New("boom"))

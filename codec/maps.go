@@ -46,26 +46,26 @@ func appendDecimal[K Integer](b []byte, k K) []byte {
 	return strconv.AppendUint(b, uint64(k), 10)
 }
 
-// ParseJSONIntKey parses an object key as the integer map key of the given
-// bit size, as encoding/json does; a key that is not a decimal integer in
-// range is a type error for target, and ok is false (the entry is dropped).
-func ParseJSONIntKey(r *JSONReader, key []byte, bits int, target string) (int64, bool) {
+// ParseJSONIntKey parses an object key, just read by r.NextKey, as the
+// integer map key of the given bit size, as encoding/json does. A key that
+// is not a decimal integer in range gives a type error for target, which
+// the caller passes to r.KeyError once it has read the entry's value (whose
+// own errors encoding/json reports first) and drops the entry.
+func ParseJSONIntKey(r *JSONReader, key []byte, bits int, target string) (int64, *JSONError) {
 	v, err := strconv.ParseInt(string(key), 10, bits)
 	if err != nil {
-		r.TypeError("number "+string(key), target)
-		return 0, false
+		return 0, r.keyError(key, target)
 	}
-	return v, true
+	return v, nil
 }
 
 // ParseJSONUintKey is ParseJSONIntKey for unsigned keys.
-func ParseJSONUintKey(r *JSONReader, key []byte, bits int, target string) (uint64, bool) {
+func ParseJSONUintKey(r *JSONReader, key []byte, bits int, target string) (uint64, *JSONError) {
 	v, err := strconv.ParseUint(string(key), 10, bits)
 	if err != nil {
-		r.TypeError("number "+string(key), target)
-		return 0, false
+		return 0, r.keyError(key, target)
 	}
-	return v, true
+	return v, nil
 }
 
 // GrowAt returns s with room for an element at index i, as encoding/json

@@ -38,8 +38,8 @@ type Field struct {
 // Type describes the type of a field or of an element.
 type Type struct {
 	Kind Kind `json:"kind"`
-	// Go is the Go type as written in its package ("int32", "[]string",
-	// "Level"), for messages.
+	// Go is the Go type as reflect names it ("int32", "[]string",
+	// "fixtures.Level"), for messages.
 	Go string `json:"go"`
 	// Bits is the width of an integer or float kind (8…64).
 	Bits int `json:"bits,omitempty"`

@@ -3,7 +3,9 @@ package gen
 import (
 	"fmt"
 	"go/types"
+	"regexp"
 	"strconv"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -146,9 +148,19 @@ func (e *emitter) to(s *Shape, basic string, x jen.Code) jen.Code {
 // goName is how a type reads in schemas and messages: as reflect and so
 // encoding/json's errors name it, qualified by its package's name
 // ("fixtures.Level", "[]time.Time").
+// byte and rune read as uint8 and int32, as reflect has them.
 func (e *emitter) goName(t types.Type) string {
-	return types.TypeString(t, func(p *types.Package) string { return p.Name() })
+	name := types.TypeString(t, func(p *types.Package) string { return p.Name() })
+	return byteRune.ReplaceAllStringFunc(name, func(m string) string {
+		if strings.HasSuffix(m, "byte") {
+			return strings.TrimSuffix(m, "byte") + "uint8"
+		}
+		return strings.TrimSuffix(m, "rune") + "int32"
+	})
 }
+
+// byteRune finds the predeclared names byte and rune in a type's name.
+var byteRune = regexp.MustCompile(`(^|[^.\w])(byte|rune)\b`)
 
 // recordMethods emits the exported methods of a local record: the
 // interfaces of codec.Record, each a thin wrapper over the helpers.

@@ -36,6 +36,12 @@ func (e *emitter) appendJSON(s *Struct) jen.Code {
 		write := []jen.Code{jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit(","+string(key)+":").Op("..."))}
 		write = append(write, e.appendJSONValue(f.Shape, x)...)
 		cond := e.jsonPresent(f, x)
+		if via := embeddedNotNil(f); via != nil {
+			if cond != nil {
+				via = jen.Add(via).Op("&&").Add(cond)
+			}
+			cond = via
+		}
 		if cond == nil {
 			allOptional = false
 			body = append(body, write...)
@@ -55,6 +61,43 @@ func (e *emitter) appendJSON(s *Struct) jen.Code {
 	body = append(body, closing...)
 	body = append(body, jen.Return(jen.Id("b"), jen.Err()))
 	return sig.Block(body...)
+}
+
+// embeddedNotNil is the condition that every pointer to an embedded
+// struct on the way to the promoted field f is set, or nil if there is none.
+func embeddedNotNil(f *JSONField) jen.Code {
+	var cond *jen.Statement
+	x := jen.Id("v")
+	for k, t := range f.Ptrs {
+		x = x.Clone().Dot(f.Path[k])
+		if t == nil {
+			continue
+		}
+		if cond == nil {
+			cond = x.Clone().Op("!=").Nil()
+		} else {
+			cond = cond.Op("&&").Add(x.Clone()).Op("!=").Nil()
+		}
+	}
+	if cond == nil {
+		return nil
+	}
+	return cond
+}
+
+// allocEmbedded allocates every nil pointer to an embedded struct on the
+// way to the promoted field f, as encoding/json does before it reads the
+// field's value.
+func (e *emitter) allocEmbedded(f *JSONField) []jen.Code {
+	var out []jen.Code
+	x := jen.Id("v")
+	for k, t := range f.Ptrs {
+		x = x.Clone().Dot(f.Path[k])
+		if t != nil {
+			out = append(out, jen.If(x.Clone().Op("==").Nil()).Block(x.Clone().Op("=").New(e.typeCode(t))))
+		}
+	}
+	return out
 }
 
 // jsonPresent is the condition under which an omitempty or omitzero member
@@ -252,7 +295,8 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		fieldTarget := "Go value of type " + e.goName(f.Shape.Type)
 		path := strings.Join(append(slices.Clone(f.Path[:len(f.Path)-1]), f.Name), ".")
 		inField := jen.Id("r").Dot("InField").Call(jen.Lit(structName), jen.Lit(path))
-		read = append(read, jen.Case(jen.Lit(i)).Block(append(e.readJSONValue(f.Shape, x, fieldTarget), inField)...))
+		body := append(e.allocEmbedded(f), e.readJSONValue(f.Shape, x, fieldTarget)...)
+		read = append(read, jen.Case(jen.Lit(i)).Block(append(body, inField)...))
 	}
 	read = append(read, jen.Default().Block(jen.Id("r").Dot("Skip").Call()))
 	sig := jen.Func().Id("readJSON"+s.Helper).
@@ -363,13 +407,17 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 			),
 		)}
 	case Map:
-		k, keyOK, val := e.fresh("k"), e.fresh("keyOK"), e.fresh("val")
+		k, keyOK, val := e.fresh("k"), e.fresh("keyErr"), e.fresh("val")
 		elemTarget := "Go value of type " + e.goName(s.Elem.Type)
 		keyTarget := "Go value of type " + e.goName(s.Key.Type)
+		// An integer key is parsed before the value overwrites the
+		// reader's buffer, and its error recorded after the value's, in
+		// encoding/json's order.
 		var parse []jen.Code
+		store := dst.Clone().Index(jen.Id(k)).Op("=").Id(val)
 		switch s.Key.Kind {
 		case String:
-			parse = []jen.Code{jen.List(jen.Id(k), jen.Id(keyOK)).Op(":=").List(jen.Add(e.typeCode(s.Key.Type)).Parens(jen.Id("key")), jen.True())}
+			parse = []jen.Code{jen.Id(k).Op(":=").Add(e.typeCode(s.Key.Type)).Parens(jen.Id("key"))}
 		case Int, Uint:
 			fn := "ParseJSONIntKey"
 			if s.Key.Kind == Uint {
@@ -380,6 +428,7 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 				jen.List(jen.Id(raw), jen.Id(keyOK)).Op(":=").Qual(codecPath, fn).Call(jen.Id("r"), jen.Id("key"), jen.Lit(s.Key.Bits), jen.Lit(keyTarget)),
 				jen.Id(k).Op(":=").Add(e.typeCode(s.Key.Type)).Parens(jen.Id(raw)),
 			}
+			store = jen.If(jen.Id(keyOK).Op("!=").Nil()).Block(r().Dot("KeyError").Call(jen.Id(keyOK))).Else().Block(store)
 		}
 		body := []jen.Code{
 			jen.List(jen.Id("key"), jen.Id("ok")).Op(":=").Id("r").Dot("NextKey").Call(),
@@ -388,7 +437,7 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 		body = append(body, parse...)
 		body = append(body, jen.Var().Id(val).Add(e.typeCode(s.Elem.Type)))
 		body = append(body, e.readJSONValue(s.Elem, jen.Id(val), elemTarget)...)
-		body = append(body, jen.If(jen.Id(keyOK)).Block(dst.Clone().Index(jen.Id(k)).Op("=").Id(val)))
+		body = append(body, store)
 		return []jen.Code{jen.If(r().Dot("Null").Call()).Block(dst.Clone().Op("=").Nil()).Else().If(r().Dot("BeginObject").Call(lit)).Block(
 			jen.If(dst.Clone().Op("==").Nil()).Block(dst.Clone().Op("=").Make(e.typeCode(s.Type))),
 			jen.For().Block(body...),

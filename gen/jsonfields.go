@@ -22,6 +22,7 @@ func (b *builder) jsonFields(s *Struct) bool {
 		typ   types.Type
 		index []int
 		path  []string
+		ptrs  []types.Type
 	}
 	var fields []candidate
 	current, next := []level{}, []level{{typ: s.Type}}
@@ -62,9 +63,10 @@ func (b *builder) jsonFields(s *Struct) bool {
 				index := append(append([]int{}, f.index...), i)
 				path := append(append([]string{}, f.path...), sf.Name())
 				ft := sf.Type()
+				var viaPtr types.Type
 				if _, isNamed := ft.(*types.Named); !isNamed {
 					if p, isPtr := ft.(*types.Pointer); isPtr {
-						ft = p.Elem()
+						ft, viaPtr = p.Elem(), p.Elem()
 					}
 				}
 				_, isStruct := ft.Underlying().(*types.Struct)
@@ -76,6 +78,7 @@ func (b *builder) jsonFields(s *Struct) bool {
 					c := candidate{JSONField: JSONField{
 						Name:      name,
 						Path:      path,
+						Ptrs:      f.ptrs,
 						Tagged:    tagged,
 						OmitEmpty: hasOption(opts, "omitempty"),
 						OmitZero:  hasOption(opts, "omitzero"),
@@ -96,7 +99,8 @@ func (b *builder) jsonFields(s *Struct) bool {
 				}
 				nextCount[ft]++
 				if nextCount[ft] == 1 {
-					next = append(next, level{typ: ft, index: index, path: path})
+					ptrs := append(append([]types.Type{}, f.ptrs...), viaPtr)
+					next = append(next, level{typ: ft, index: index, path: path, ptrs: ptrs})
 				}
 			}
 		}

@@ -96,7 +96,12 @@ type JSONField struct {
 	Name string // the JSON key
 	// Path is the chain of Go field names from the struct to the field;
 	// longer than one for a field promoted from an embedded struct.
-	Path      []string
+	Path []string
+	// Ptrs has, for each embedded struct on Path (all of it but the last
+	// element), the struct type if it is embedded by pointer, else nil: a
+	// nil pointer hides the field when writing and is allocated when
+	// reading, as in encoding/json.
+	Ptrs      []types.Type
 	Shape     *Shape
 	OmitEmpty bool
 	OmitZero  bool

@@ -152,11 +152,6 @@ func (b *builder) fields(s *Struct) bool {
 			continue
 		}
 		if v.Embedded() {
-			if _, isPtr := v.Type().(*types.Pointer); isPtr {
-				b.rep.errorf(v.Pos(), "%s.%s: embedded pointers are not supported; embed the struct itself or name the field", s.Name, v.Name())
-				ok = false
-				continue
-			}
 			if !v.Exported() {
 				if jsonIgnored(st.Tag(i)) {
 					continue
@@ -171,7 +166,7 @@ func (b *builder) fields(s *Struct) bool {
 			ok = false
 			continue
 		}
-		if v.Embedded() && shape.Kind == Time {
+		if v.Embedded() && (shape.Kind == Time || shape.Kind == Pointer && shape.Elem.Kind == Time) {
 			b.rep.errorf(v.Pos(), "%s: embedded time.Time is not supported (its methods would take over the struct's JSON); name the field", s.Name)
 			ok = false
 			continue

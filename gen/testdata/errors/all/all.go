@@ -56,7 +56,7 @@ type BadID struct {
 
 //streamgen:record
 type EmbeddedPtr struct {
-	*time.Location
+	*time.Time
 }
 
 type Key struct{ A int }

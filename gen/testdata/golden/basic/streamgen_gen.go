@@ -401,14 +401,12 @@ func readJSONReading(r *codec.JSONReader, v *Reading) {
 					if !ok {
 						break
 					}
-					k, keyOK := string(key), true
+					k := string(key)
 					var val string
 					if x4, ok := r.String("Go value of type string"); ok {
 						val = x4
 					}
-					if keyOK {
-						v.Labels[k] = val
-					}
+					v.Labels[k] = val
 				}
 			}
 			r.InField("Reading", "Labels")

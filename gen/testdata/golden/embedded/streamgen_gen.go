@@ -876,7 +876,7 @@ func readJSONBatch(r *codec.JSONReader, v *Batch) {
 					if !ok {
 						break
 					}
-					raw, keyOK := codec.ParseJSONIntKey(r, key, 64, "Go value of type int64")
+					raw, keyErr := codec.ParseJSONIntKey(r, key, 64, "Go value of type int64")
 					k := int64(raw)
 					var val *Doc
 					if r.Null() {
@@ -887,7 +887,9 @@ func readJSONBatch(r *codec.JSONReader, v *Batch) {
 						}
 						readJSONDoc(r, val)
 					}
-					if keyOK {
+					if keyErr != nil {
+						r.KeyError(keyErr)
+					} else {
 						v.ByID[k] = val
 					}
 				}
