@@ -19,6 +19,9 @@ func TestVarintsMatchEncodingBinary(t *testing.T) {
 	for range 1000 {
 		values = append(values, r.Uint64()>>r.IntN(64))
 	}
+	for k := range 64 {
+		values = append(values, 1<<k, 1<<k-1, 1<<k|r.Uint64()>>(64-k))
+	}
 	for _, u := range values {
 		got := codec.AppendUvarint(nil, u)
 		if want := binary.AppendUvarint(nil, u); string(got) != string(want) {
@@ -36,6 +39,14 @@ func TestVarintsMatchEncodingBinary(t *testing.T) {
 		}
 		if v := d.Int64(); v != i || d.Err() != nil {
 			t.Fatalf("Int64 read %d, want %d (%v)", v, i, d.Err())
+		}
+		// Followed by 0 to 11 bytes: the reader takes eight bytes at a
+		// time when ten remain.
+		for pad := range 12 {
+			d.Reset(append(append([]byte(nil), got...), make([]byte, pad)...))
+			if v := d.Uvarint(); v != u || d.Offset() != len(got) || d.Err() != nil {
+				t.Fatalf("Uvarint with %d bytes after it read %d at offset %d (%v), want %d at %d", pad, v, d.Offset(), d.Err(), u, len(got))
+			}
 		}
 	}
 }

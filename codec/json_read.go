@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/json"
 	"math"
 	"math/bits"
 	"strconv"
@@ -68,6 +69,7 @@ type JSONReader struct {
 	// it (0: none).
 	ctxErr   *JSONError
 	ctxDepth int
+	ctxInner bool // no struct has named ctxErr yet
 
 	scratch []byte   // unescaped strings and keys
 	stack   []uint64 // container kinds for Skip beyond its first 64 levels
@@ -103,8 +105,12 @@ func (r *JSONReader) InField(strct, path string) {
 
 func (r *JSONReader) inField(strct, path string) {
 	e := r.ctxErr
+	if r.ctxInner {
+		// The innermost struct names the error, as in encoding/json.
+		e.Struct, r.ctxInner = strct, false
+	}
 	if e.Field == "" {
-		e.Struct, e.Field = strct, path
+		e.Field = path
 	} else {
 		e.Field = path + "." + e.Field
 	}
@@ -794,8 +800,14 @@ func (r *JSONReader) KeyError(e *JSONError) { r.saveTypeErr(e) }
 
 // Fail records err as a sticky error at the current offset, for generated
 // code calling an UnmarshalJSON or UnmarshalText method that failed. As
-// with encoding/json, a syntax error later in the document takes its place.
+// with encoding/json, a syntax error later in the document takes its place,
+// and a *json.UnmarshalTypeError (from a method that decodes with
+// encoding/json) is placed in the fields that enclose the value.
 func (r *JSONReader) Fail(err error) {
+	if te, ok := err.(*json.UnmarshalTypeError); ok {
+		r.setStop(&JSONError{Offset: int64(r.pos), Value: te.Value, Target: "Go value of type " + te.Type.String(), Struct: te.Struct, Field: te.Field})
+		return
+	}
 	r.setStop(&JSONError{Offset: int64(r.pos), Err: err})
 }
 
@@ -822,14 +834,17 @@ type JSONError struct {
 func (e *JSONError) Error() string {
 	var s string
 	switch {
-	case e.Field != "":
+	case e.Field != "" || e.Struct != "":
 		s = "json: cannot unmarshal " + e.Value + " into Go struct field " + e.Struct + "." + e.Field + " of type " + strings.TrimPrefix(e.Target, "Go value of type ")
 	case e.Value != "" || e.Target != "":
 		s = "json: cannot unmarshal " + e.Value + " into " + e.Target
 	case e.Msg != "":
 		s = "json: " + e.Msg
 	case e.Err != nil:
-		s = "json: " + e.Err.Error()
+		s = e.Err.Error()
+		if !strings.HasPrefix(s, "json: ") {
+			s = "json: " + s
+		}
 	default:
 		s = "json: error"
 	}
@@ -917,7 +932,7 @@ func (r *JSONReader) saveTypeErr(e *JSONError) {
 // placeInFields has InField name the fields that enclose the value being
 // read, which e is about.
 func (r *JSONReader) placeInFields(e *JSONError) {
-	r.ctxErr, r.ctxDepth = e, r.depth+1
+	r.ctxErr, r.ctxDepth, r.ctxInner = e, r.depth+1, true
 }
 
 // syntaxErr records encoding/json's error for the byte at i, or, at the

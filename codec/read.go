@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	mathbits "math/bits"
 	"time"
 )
 
@@ -81,19 +82,24 @@ func (d *Decoder) Uvarint() uint64 {
 func (d *Decoder) uvarintSlow() uint64 {
 	b := d.buf[d.pos:]
 	if len(b) >= binary.MaxVarintLen64 {
-		// Unrolled: no loop-carried length checks.
-		var v uint64
-		for i := range binary.MaxVarintLen64 - 1 {
-			c := b[i]
-			v |= uint64(c&0x7f) << (7 * i)
-			if c < 0x80 {
-				d.pos += i + 1
-				return v
-			}
+		// Eight bytes at once: the first byte without a continuation bit
+		// ends the varint; the 7-bit groups before it are packed
+		// together in three steps, without a loop.
+		x := binary.LittleEndian.Uint64(b)
+		if stop := ^x & 0x8080808080808080; stop != 0 {
+			n := mathbits.TrailingZeros64(stop) + 1 // bits up to the last byte's top bit
+			x &= 1<<n - 1                           // n is 64 for 8 bytes: all of x
+			d.pos += n >> 3
+			return packVarint(x)
+		}
+		v := packVarint(x)
+		if c := b[8]; c < 0x80 {
+			d.pos += 9
+			return v | uint64(c)<<56
 		}
 		if c := b[9]; c <= 1 {
 			d.pos += 10
-			return v | uint64(c)<<63
+			return v | uint64(b[8]&0x7f)<<56 | uint64(c)<<63
 		}
 		d.Fail(fmt.Errorf("%w: varint overflows 64 bits", ErrMalformed))
 		return 0
@@ -109,6 +115,14 @@ func (d *Decoder) uvarintSlow() uint64 {
 		d.Fail(fmt.Errorf("%w: varint overflows 64 bits", ErrMalformed))
 	}
 	return 0
+}
+
+// packVarint packs the low 7 bits of each byte of x (little endian), the
+// continuation bits ignored, into one number.
+func packVarint(x uint64) uint64 {
+	x = x&0x007f007f007f007f | x&0x7f007f007f007f00>>1
+	x = x&0x00003fff00003fff | x&0x3fff00003fff0000>>2
+	return x&0x000000000fffffff | x&0x0fffffff00000000>>4
 }
 
 // Tag reads a field's tag.

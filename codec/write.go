@@ -113,14 +113,18 @@ func BeginLength(b []byte) []byte { return append(b, 0) }
 // EndLength writes the length of everything appended since the BeginLength
 // call at start. Lengths under 128 fit the reserved byte; longer ones move
 // the value up to make room for a longer varint.
-func EndLength(b []byte, start int) []byte {
+func EndLength(b []byte, start int) []byte { return endLength(b, start, 0) }
+
+// endLength writes the length of what follows the reserved byte at start,
+// plus extra.
+func endLength(b []byte, start, extra int) []byte {
 	n := len(b) - start - 1
-	if n < 0x80 {
-		b[start] = byte(n)
+	if n+extra < 0x80 {
+		b[start] = byte(n + extra)
 		return b
 	}
 	var head [binary.MaxVarintLen64]byte
-	h := binary.PutUvarint(head[:], uint64(n))
+	h := binary.PutUvarint(head[:], uint64(n+extra))
 	b = append(b, head[:h-1]...) // grow by the extra bytes
 	copy(b[start+h:], b[start+1:start+1+n])
 	copy(b[start:], head[:h])

@@ -169,14 +169,16 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 	name := s.Name
 	h := s.Helper
 	return []jen.Code{
-		jen.Comment("AppendBinary appends the binary encoding of t to b. It never fails."),
+		jen.Comment("AppendBinary appends the binary encoding of t to b. It fails only when"),
+		jen.Comment("a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)"),
+		jen.Comment("and that fails."),
 		jen.Func().Params(recv()).Id("AppendBinary").Params(jen.Id("b").Index().Byte()).Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Return(jen.Id("appendBinary"+h).Call(jen.Id("b"), jen.Id("t")), jen.Nil()),
+			jen.Return(jen.Id("appendBinary"+h).Call(jen.Id("b"), jen.Id("t"))),
 		),
 		jen.Line(),
-		jen.Comment("MarshalBinary returns the binary encoding of t. It never fails."),
+		jen.Comment("MarshalBinary returns the binary encoding of t; see AppendBinary."),
 		jen.Func().Params(recv()).Id("MarshalBinary").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Return(jen.Id("appendBinary"+h).Call(jen.Make(jen.Index().Byte(), jen.Lit(0), jen.Lit(sizeHint(s))), jen.Id("t")), jen.Nil()),
+			jen.Return(jen.Id("appendBinary"+h).Call(jen.Make(jen.Index().Byte(), jen.Lit(0), jen.Lit(sizeHint(s))), jen.Id("t"))),
 		),
 		jen.Line(),
 		jen.Comment("UnmarshalBinary sets t to the record encoded in b, which may have been"),

@@ -36,11 +36,12 @@ func tagBytes(f *Field) []jen.Code {
 	return out
 }
 
-// appendBinary emits appendBinary<Helper>(b, v) []byte: every field of v as
-// a tag and a value, in declaration order.
+// appendBinary emits appendBinary<Helper>(b, v) ([]byte, error): every
+// field of v as a tag and a value, in declaration order. It fails only
+// when a type's own MarshalBinary (or MarshalText, MarshalJSON) does.
 func (e *emitter) appendBinary(s *Struct) jen.Code {
-	e.function("b", "v")
-	var body []jen.Code
+	e.function("b", "v", "err")
+	body := []jen.Code{jen.Var().Id("err").Error()}
 	for _, f := range s.Fields {
 		x := jen.Id("v").Dot(f.Name)
 		kind := kindOf(f.Shape)
@@ -55,10 +56,10 @@ func (e *emitter) appendBinary(s *Struct) jen.Code {
 		body = append(body, appendTag)
 		body = append(body, e.appendFieldValue(f.Shape, x)...)
 	}
-	body = append(body, jen.Return(jen.Id("b")))
+	body = append(body, jen.Return(jen.Id("b"), jen.Id("err")))
 	return jen.Func().Id("appendBinary"+s.Helper).
 		Params(jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Add(e.typeCode(s.Type))).
-		Index().Byte().Block(body...)
+		Params(jen.Index().Byte(), jen.Error()).Block(body...)
 }
 
 // appendFieldValue appends a field's value: lists and maps get the byte
@@ -80,8 +81,35 @@ func (e *emitter) appendCall(fn string, args ...jen.Code) jen.Code {
 	return jen.Id("b").Op("=").Qual(codecPath, fn).Call(append([]jen.Code{jen.Id("b")}, args...)...)
 }
 
+// binaryMethodAppenders are the codec functions that append the output of
+// a type's own encoding method, by method.
+var binaryMethodAppenders = map[string]string{
+	"AppendBinary":  "AppendBinaryAppender",
+	"MarshalBinary": "AppendBinaryMarshaler",
+	"AppendText":    "AppendTextAppender",
+	"MarshalText":   "AppendTextMarshaler",
+	"MarshalJSON":   "AppendJSONMarshalerBinary",
+}
+
+// binaryMethodReaders are the Decoder methods that read it back, by method.
+var binaryMethodReaders = map[string]string{
+	"UnmarshalBinary": "BinaryUnmarshaler",
+	"UnmarshalText":   "TextUnmarshaler",
+	"UnmarshalJSON":   "JSONUnmarshalerBinary",
+}
+
+// orFail is b, err = call with an early return on error.
+func orFail(call jen.Code) jen.Code {
+	return jen.If(jen.List(jen.Id("b"), jen.Err()).Op("=").Add(call), jen.Err().Op("!=").Nil()).Block(
+		jen.Return(jen.Id("b"), jen.Err()),
+	)
+}
+
 // appendValue appends the value x of shape s (x is addressable).
 func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
+	if c := s.Custom; c != nil && c.Binary != "" {
+		return []jen.Code{orFail(jen.Qual(codecPath, binaryMethodAppenders[c.Binary]).Call(jen.Id("b"), addr(x), jen.Lit(e.goName(s.Type))))}
+	}
 	switch s.Kind {
 	case Bool:
 		return []jen.Code{e.appendCall("AppendBool", e.to(s, "bool", x))}
@@ -132,10 +160,9 @@ func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 		start := e.fresh("start")
 		var inner jen.Code
 		if foreignRecord(s.Struct) {
-			inner = jen.List(jen.Id("b"), jen.Id("_")).Op("=").Add(x.Clone()).Dot("AppendBinary").Call(jen.Id("b")).
-				Comment("generated AppendBinary never fails")
+			inner = orFail(x.Clone().Dot("AppendBinary").Call(jen.Id("b")))
 		} else {
-			inner = jen.Id("b").Op("=").Id("appendBinary"+s.Struct.Helper).Call(jen.Id("b"), addr(x))
+			inner = orFail(jen.Id("appendBinary"+s.Struct.Helper).Call(jen.Id("b"), addr(x)))
 		}
 		return []jen.Code{
 			jen.Id(start).Op(":=").Len(jen.Id("b")),
@@ -250,6 +277,9 @@ func (e *emitter) plainConversion(s *Shape, have string) jen.Code {
 // readValue reads a value of shape s into the addressable dst.
 func (e *emitter) readValue(s *Shape, dst *jen.Statement, where string) []jen.Code {
 	d := func() *jen.Statement { return jen.Id("d") }
+	if c := s.Custom; c != nil && c.Binary != "" {
+		return []jen.Code{d().Dot(binaryMethodReaders[c.BinaryUnmarshal()]).Call(addr(dst), jen.Lit(where))}
+	}
 	set := func(v jen.Code) []jen.Code { return []jen.Code{dst.Clone().Op("=").Add(v)} }
 	switch s.Kind {
 	case Bool:

@@ -110,7 +110,7 @@ func (e *emitter) jsonPresent(f *JSONField, x *jen.Statement) jen.Code {
 		}
 	}
 	if f.OmitZero {
-		conds = append(conds, notZero(f.Shape, x))
+		conds = append(conds, e.notZero(f.Shape, x))
 	}
 	switch len(conds) {
 	case 0:
@@ -122,8 +122,15 @@ func (e *emitter) jsonPresent(f *JSONField, x *jen.Statement) jen.Code {
 }
 
 // notEmpty is encoding/json's !isEmptyValue for omitempty. Structs (and
-// time.Time) are never empty; nil means "always written".
+// time.Time) are never empty; nil means "always written". A type with
+// encoding methods is empty by its value's kind, as in encoding/json.
 func notEmpty(s *Shape, x *jen.Statement) jen.Code {
+	if c := s.Custom; c != nil {
+		if c.Under == nil {
+			return nil // an opaque struct
+		}
+		s = c.Under
+	}
 	switch s.Kind {
 	case Bool:
 		return jen.Bool().Parens(x.Clone())
@@ -144,12 +151,19 @@ func notEmpty(s *Shape, x *jen.Statement) jen.Code {
 
 // notZero is encoding/json's test for omitzero: the type's IsZero method if
 // it has one, else the zero value (nil for slices and maps, not empty).
-func notZero(s *Shape, x *jen.Statement) jen.Code {
+func (e *emitter) notZero(s *Shape, x *jen.Statement) jen.Code {
 	if hasIsZero(s.Type) {
 		if s.Kind == Pointer {
 			return x.Clone().Op("!=").Nil().Op("&&").Op("!").Add(x.Clone()).Dot("IsZero").Call()
 		}
 		return jen.Op("!").Add(x.Clone()).Dot("IsZero").Call()
+	}
+	if zeroByLiteral(s) {
+		// Comparable, or jsonFields refuses omitzero.
+		return x.Clone().Op("!=").Parens(jen.Add(e.typeCode(s.Type)).Values())
+	}
+	if s.Custom != nil {
+		s = s.Custom.Under
 	}
 	switch s.Kind {
 	case Bool:
@@ -160,6 +174,18 @@ func notZero(s *Shape, x *jen.Statement) jen.Code {
 		return jen.Len(x.Clone()).Op("!=").Lit(0)
 	}
 	return x.Clone().Op("!=").Nil() // pointers, slices, maps, []byte
+}
+
+// zeroByLiteral reports whether omitzero compares a value of shape s with
+// its zero composite literal: a struct or an array, or an opaque type.
+func zeroByLiteral(s *Shape) bool {
+	if c := s.Custom; c != nil {
+		if c.Under == nil {
+			return true
+		}
+		s = c.Under
+	}
+	return s.Kind == StructShape || s.Kind == Array
 }
 
 // hasIsZero reports whether t (or *t) has an IsZero() bool method, which
@@ -191,6 +217,12 @@ func jsonCallErr(call jen.Code) jen.Code {
 // appendJSONValue appends the value x of shape s (x is addressable).
 func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 	null := jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit("null").Op("..."))
+	if c := s.Custom; c != nil {
+		if c.Marshal != "" {
+			return []jen.Code{e.marshalJSON(c, addr(x), s.Type)}
+		}
+		s = c.Under
+	}
 	switch s.Kind {
 	case Bool:
 		return []jen.Code{jsonCall("AppendJSONBool", e.to(s, "bool", x))}
@@ -207,6 +239,11 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 	case Time:
 		return []jen.Code{jsonCallErr(jen.Qual(codecPath, "AppendJSONTime").Call(jen.Id("b"), x))}
 	case Pointer:
+		if c := s.Elem.Custom; c != nil && c.Marshal != "" {
+			// The pointer has the method too, and encoding/json calls it
+			// on the pointer: errors name the pointer type.
+			return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(null).Else().Block(e.marshalJSON(c, x, s.Type))}
+		}
 		return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(null).Else().Block(
 			e.appendJSONValue(s.Elem, deref(x))...,
 		)}
@@ -323,10 +360,29 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 	return sig.Block(begin, jen.For().Block(loop...))
 }
 
+// marshalJSON appends the JSON written by the Marshal method of c through
+// the pointer p, naming typ in errors.
+func (e *emitter) marshalJSON(c *Custom, p jen.Code, typ types.Type) jen.Code {
+	fn := "AppendJSONMarshaler"
+	if c.Marshal == "MarshalText" {
+		fn = "AppendJSONText"
+	}
+	return jsonCallErr(jen.Qual(codecPath, fn).Call(jen.Id("b"), p, jen.Lit(e.goName(typ))))
+}
+
 // readJSONValue reads one JSON value into the addressable dst of shape s;
 // target describes dst for type errors.
 func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []jen.Code {
 	r := func() *jen.Statement { return jen.Id("r") }
+	if c := s.Custom; c != nil {
+		switch c.Unmarshal {
+		case "UnmarshalJSON":
+			return []jen.Code{r().Dot("Unmarshaler").Call(addr(dst))}
+		case "UnmarshalText":
+			return []jen.Code{r().Dot("TextUnmarshaler").Call(addr(dst), jen.Lit(target))}
+		}
+		s = c.Under
+	}
 	scalar := func(call jen.Code, conv jen.Code) []jen.Code {
 		x := e.fresh("x")
 		var v jen.Code = jen.Id(x)

@@ -146,8 +146,8 @@ func (b *builder) jsonFields(s *Struct) bool {
 		}
 		f := c.JSONField
 		f.Shape = shape
-		if f.OmitZero && (shape.Kind == StructShape || shape.Kind == Array) {
-			b.rep.errorf(s.Pos, "%s: the json option \"omitzero\" is supported on scalars, strings, time.Time, pointers, slices and maps, not on %s", where, typeString(b.pkg, c.typ))
+		if f.OmitZero && !hasIsZero(shape.Type) && zeroByLiteral(shape) && !types.Comparable(shape.Type) {
+			b.rep.errorf(s.Pos, "%s: the json option \"omitzero\" needs %s to be comparable or to have an IsZero method", where, typeString(b.pkg, c.typ))
 			ok = false
 		}
 		s.JSON = append(s.JSON, &f)

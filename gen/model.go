@@ -149,4 +149,8 @@ type Shape struct {
 	// type Level uint8): the element type, which encoding/json also
 	// writes as base64.
 	ByteElem types.Type
+	// Custom is set for a named type that encodes itself with methods.
+	// Kind is then that of Custom.Under, or Bytes or String when the
+	// binary encoding is the methods' output.
+	Custom *Custom
 }

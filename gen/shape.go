@@ -26,6 +26,9 @@ type builder struct {
 	anon     map[*types.Struct]*Struct
 	helpers  map[string]bool
 	building map[*Struct]bool // for finding recursive types
+	// plain is the type whose next shape is modelled without its
+	// encoding methods: the Under of a Custom.
+	plain types.Type
 	// foreign records, by type name, found by reading the declaring file
 	foreign     map[*types.TypeName]bool
 	parsedFiles map[string]*astFile
@@ -171,6 +174,11 @@ func (b *builder) fields(s *Struct) bool {
 			ok = false
 			continue
 		}
+		if v.Embedded() && (shape.Custom != nil || shape.Kind == Pointer && shape.Elem.Custom != nil) {
+			b.rep.errorf(v.Pos(), "%s: embedded %s is not supported (its encoding methods would take over the struct's); name the field", s.Name, typeString(b.pkg, v.Type()))
+			ok = false
+			continue
+		}
 		id := tag.id
 		if id == 0 {
 			id = codec.FieldID(v.Name())
@@ -210,11 +218,10 @@ func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool
 		return nil, false
 	}
 	if isNamedType {
-		if _, isStruct := t.Underlying().(*types.Struct); !isStruct {
-			if m := customJSON(t); m != "" {
-				b.rep.errorf(pos, "%s: %s has a %s method: types with their own JSON or text encoding are not supported yet", where, typeString(b.pkg, t), m)
-				return nil, false
-			}
+		if plain := b.plain == t; plain {
+			b.plain = nil
+		} else if !b.isRecord(named) && isCustom(t) {
+			return b.customShape(t, pos, where)
 		}
 	}
 	if alias, ok := t.(*types.Alias); ok {
@@ -259,7 +266,12 @@ func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool
 		if isByteLike(u.Elem()) {
 			// A named byte type: base64 in JSON too, unless it has its
 			// own encoding, which shape refuses.
-			if _, ok := b.shape(u.Elem(), pos, where+"[]"); !ok {
+			elem, ok := b.shape(u.Elem(), pos, where+"[]")
+			if !ok {
+				return nil, false
+			}
+			if elem.Custom != nil {
+				b.rep.errorf(pos, "%s: slices of %s, a byte type with encoding methods, are not supported (encoding/json writes them as a list but reads base64); use a slice of another type", where, typeString(b.pkg, u.Elem()))
 				return nil, false
 			}
 			s.Kind, s.ByteElem = Bytes, u.Elem()
@@ -285,8 +297,16 @@ func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool
 			b.rep.errorf(pos, "%s: map keys must be strings or integers, not %s", where, typeString(b.pkg, u.Key()))
 			return nil, false
 		}
+		if key.Custom != nil {
+			b.rep.errorf(pos, "%s: map keys of %s, a type with encoding methods, are not supported", where, typeString(b.pkg, u.Key()))
+			return nil, false
+		}
 		elem, ok := b.shape(u.Elem(), pos, where+"[]")
 		if !ok {
+			return nil, false
+		}
+		if c := elem.Custom; c != nil && c.MarshalPtr {
+			b.rep.errorf(pos, "%s: %s has %s with a pointer receiver, which encoding/json does not call on map values; give the method a value receiver, or store pointers in the map", where, typeString(b.pkg, u.Elem()), c.Marshal)
 			return nil, false
 		}
 		s.Kind, s.Key, s.Elem = Map, key, elem
@@ -295,11 +315,9 @@ func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool
 		if !ok {
 			return nil, false
 		}
-		if !st.Record {
-			if m := customJSON(t); m != "" {
-				b.rep.errorf(pos, "%s: %s has a %s method: types with their own JSON or text encoding are not supported yet", where, typeString(b.pkg, t), m)
-				return nil, false
-			}
+		if !isNamedType && isCustom(t) {
+			b.rep.errorf(pos, "%s: the anonymous struct takes encoding methods from a struct it embeds; name the embedded field or the struct type", where)
+			return nil, false
 		}
 		s.Kind, s.Struct, s.Named = StructShape, st, false
 	case *types.Chan:
@@ -345,22 +363,10 @@ func isByteLike(t types.Type) bool {
 	return ok && b.Kind() == types.Uint8
 }
 
-// customJSON names the method by which t takes over its own JSON or text
-// encoding, or returns "".
-func customJSON(t types.Type) string {
-	for _, m := range []string{"MarshalJSON", "UnmarshalJSON", "MarshalText", "UnmarshalText"} {
-		for _, recv := range []types.Type{t, types.NewPointer(t)} {
-			if sel := types.NewMethodSet(recv).Lookup(nil, m); sel != nil {
-				return m
-			}
-			if n, ok := t.(*types.Named); ok && n.Obj().Pkg() != nil {
-				if sel := types.NewMethodSet(recv).Lookup(n.Obj().Pkg(), m); sel != nil {
-					return m
-				}
-			}
-		}
-	}
-	return ""
+// isRecord reports whether n is a record, of this package or another.
+func (b *builder) isRecord(n *types.Named) bool {
+	tn := n.Obj()
+	return b.records[tn] || tn.Pkg() != b.pkg && tn.Pkg() != nil && b.isForeignRecord(tn)
 }
 
 // typeString writes t as it reads in pkg.

@@ -17,7 +17,7 @@ import (
 // with the sign flipped (so that byte order is numeric order), records
 // are their binary encoding.
 type keyCodec[K comparable] struct {
-	encode func(b []byte, k *K) []byte
+	encode func(b []byte, k *K) ([]byte, error)
 	decode func(b []byte, k *K) error
 	// typeName describes the key type in the checkpoint.
 	typeName string
@@ -33,26 +33,23 @@ func newKeyCodec[K comparable]() (keyCodec[K], error) {
 		var zero K
 		c.schema = any(&zero).(codec.Record).StreamSchema()
 		c.typeName = "record"
-		c.encode = func(b []byte, k *K) []byte {
-			b, _ = any(k).(codec.Record).AppendBinary(b)
-			return b
-		}
+		c.encode = func(b []byte, k *K) ([]byte, error) { return any(k).(codec.Record).AppendBinary(b) }
 		c.decode = func(b []byte, k *K) error { return any(k).(codec.Record).UnmarshalBinary(b) }
 		return c, nil
 	}
 	switch t.Kind() {
 	case reflect.String:
-		c.encode = func(b []byte, k *K) []byte { return append(b, *(*string)(unsafe.Pointer(k))...) }
+		c.encode = func(b []byte, k *K) ([]byte, error) { return append(b, *(*string)(unsafe.Pointer(k))...), nil }
 		c.decode = func(b []byte, k *K) error {
 			*(*string)(unsafe.Pointer(k)) = string(b)
 			return nil
 		}
 	case reflect.Bool:
-		c.encode = func(b []byte, k *K) []byte {
+		c.encode = func(b []byte, k *K) ([]byte, error) {
 			if *(*bool)(unsafe.Pointer(k)) {
-				return append(b, 1)
+				return append(b, 1), nil
 			}
-			return append(b, 0)
+			return append(b, 0), nil
 		}
 		c.decode = func(b []byte, k *K) error {
 			if len(b) != 1 {
@@ -63,8 +60,8 @@ func newKeyCodec[K comparable]() (keyCodec[K], error) {
 		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		size := t.Size()
-		c.encode = func(b []byte, k *K) []byte {
-			return binary.BigEndian.AppendUint64(b, uint64(readInt(unsafe.Pointer(k), size))^1<<63)
+		c.encode = func(b []byte, k *K) ([]byte, error) {
+			return binary.BigEndian.AppendUint64(b, uint64(readInt(unsafe.Pointer(k), size))^1<<63), nil
 		}
 		c.decode = func(b []byte, k *K) error {
 			if len(b) != 8 {
@@ -75,8 +72,8 @@ func newKeyCodec[K comparable]() (keyCodec[K], error) {
 		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
 		size := t.Size()
-		c.encode = func(b []byte, k *K) []byte {
-			return binary.BigEndian.AppendUint64(b, readUint(unsafe.Pointer(k), size))
+		c.encode = func(b []byte, k *K) ([]byte, error) {
+			return binary.BigEndian.AppendUint64(b, readUint(unsafe.Pointer(k), size)), nil
 		}
 		c.decode = func(b []byte, k *K) error {
 			if len(b) != 8 {

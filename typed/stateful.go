@@ -296,7 +296,9 @@ func newGroup[K comparable, In, S, Out any, PS codec.RecordPtr[S]](op *operator,
 func (g *group[K, In, S, Out, PS]) call(k K, encoded []byte, rows []int32, timedOut bool) (err error) {
 	op, run := g.op, g.b.run
 	if encoded == nil {
-		g.key = g.codec.encode(g.key[:0], &k)
+		if g.key, err = g.codec.encode(g.key[:0], &k); err != nil {
+			return fmt.Errorf("streamgen: %s (%s): key %v: %w", op.kind, op.function, k, err)
+		}
 		encoded = g.key
 	}
 	st := &g.state
@@ -339,7 +341,9 @@ func (g *group[K, In, S, Out, PS]) call(k K, encoded []byte, rows []int32, timed
 		run.StateRemoved[op.index]++
 		run.StateRows[op.index]--
 	case st.updated:
-		g.buf, _ = PS(&st.value).AppendBinary(g.buf[:0])
+		if g.buf, err = PS(&st.value).AppendBinary(g.buf[:0]); err != nil {
+			return fmt.Errorf("streamgen: %s (%s): key %v: state: %w", op.kind, op.function, k, err)
+		}
 		if err := run.Batch.Put(op.index, stateName, encoded, g.buf); err != nil {
 			return err
 		}

@@ -7,14 +7,16 @@ import "github.com/streamgen/streamgen/codec"
 // This file and the codec package must agree on the encoding.
 var _ = codec.SupportPackageIsVersion1
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Event) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryEvent(b, t), nil
+	return appendBinaryEvent(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Event) MarshalBinary() ([]byte, error) {
-	return appendBinaryEvent(make([]byte, 0, 19), t), nil
+	return appendBinaryEvent(make([]byte, 0, 19), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -59,14 +61,16 @@ func (t *Event) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*Event)(nil)
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Count) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryCount(b, t), nil
+	return appendBinaryCount(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Count) MarshalBinary() ([]byte, error) {
-	return appendBinaryCount(make([]byte, 0, 8), t), nil
+	return appendBinaryCount(make([]byte, 0, 8), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -111,14 +115,16 @@ func (t *Count) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*Count)(nil)
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *KeyCount) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryKeyCount(b, t), nil
+	return appendBinaryKeyCount(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *KeyCount) MarshalBinary() ([]byte, error) {
-	return appendBinaryKeyCount(make([]byte, 0, 26), t), nil
+	return appendBinaryKeyCount(make([]byte, 0, 26), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -175,10 +181,11 @@ var schemaEvent = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/bench/countrec.Event",
 })
 
-func appendBinaryEvent(b []byte, v *Event) []byte {
+func appendBinaryEvent(b []byte, v *Event) ([]byte, error) {
+	var err error
 	b = append(b, 0x95, 0xf0, 0x2b) // Key: id 44929, string
 	b = codec.AppendString(b, v.Key)
-	return b
+	return b, err
 }
 
 func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
@@ -259,10 +266,11 @@ var schemaCount = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/bench/countrec.Count",
 })
 
-func appendBinaryCount(b []byte, v *Count) []byte {
+func appendBinaryCount(b []byte, v *Count) ([]byte, error) {
+	var err error
 	b = append(b, 0xf1, 0x8a, 0x19) // N: id 25687, int
 	b = codec.AppendInt(b, v.N)
-	return b
+	return b, err
 }
 
 func readBinaryCount(d *codec.Decoder, v *Count, end int) {
@@ -350,12 +358,13 @@ var schemaKeyCount = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/bench/countrec.KeyCount",
 })
 
-func appendBinaryKeyCount(b []byte, v *KeyCount) []byte {
+func appendBinaryKeyCount(b []byte, v *KeyCount) ([]byte, error) {
+	var err error
 	b = append(b, 0x95, 0xf0, 0x2b) // Key: id 44929, string
 	b = codec.AppendString(b, v.Key)
 	b = append(b, 0xf1, 0x8c, 0x72) // Count: id 116839, int
 	b = codec.AppendInt(b, v.Count)
-	return b
+	return b, err
 }
 
 func readBinaryKeyCount(d *codec.Decoder, v *KeyCount, end int) {

@@ -45,6 +45,11 @@ Field tags it reads:
 	stream:"eventtime"  the field is the record's event time
 	json:"..."          names, "-", omitempty and omitzero, as encoding/json
 
+A field type with its own MarshalJSON or MarshalText (and the Unmarshal
+method) is written and read through them in JSON, as encoding/json does. In
+binary it is its MarshalBinary/UnmarshalBinary output if it has the pair,
+else its value, else (for a struct with unexported fields) its text or JSON.
+
 Flags:
 `
 

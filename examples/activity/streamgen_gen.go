@@ -11,14 +11,16 @@ import (
 // This file and the codec package must agree on the encoding.
 var _ = codec.SupportPackageIsVersion1
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Activity) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryActivity(b, t), nil
+	return appendBinaryActivity(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Activity) MarshalBinary() ([]byte, error) {
-	return appendBinaryActivity(make([]byte, 0, 68), t), nil
+	return appendBinaryActivity(make([]byte, 0, 68), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -104,7 +106,8 @@ var schemaActivity = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/examples/activity.Activity",
 })
 
-func appendBinaryActivity(b []byte, v *Activity) []byte {
+func appendBinaryActivity(b []byte, v *Activity) ([]byte, error) {
+	var err error
 	b = append(b, 0x95, 0xc8, 0x13) // User: id 20033, string
 	b = codec.AppendString(b, v.User)
 	b = append(b, 0xe5, 0xe6, 0x76) // Activity: id 121654, string
@@ -113,7 +116,7 @@ func appendBinaryActivity(b []byte, v *Activity) []byte {
 	b = codec.AppendTime(b, v.Start)
 	b = append(b, 0xb7, 0xb0, 0x44) // End: id 70019, time
 	b = codec.AppendTime(b, v.End)
-	return b
+	return b, err
 }
 
 func readBinaryActivity(d *codec.Decoder, v *Activity, end int) {

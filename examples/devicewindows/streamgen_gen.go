@@ -11,14 +11,16 @@ import (
 // This file and the codec package must agree on the encoding.
 var _ = codec.SupportPackageIsVersion1
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Window) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryWindow(b, t), nil
+	return appendBinaryWindow(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Window) MarshalBinary() ([]byte, error) {
-	return appendBinaryWindow(make([]byte, 0, 18), t), nil
+	return appendBinaryWindow(make([]byte, 0, 18), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -63,14 +65,16 @@ func (t *Window) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*Window)(nil)
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *DeviceAverage) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryDeviceAverage(b, t), nil
+	return appendBinaryDeviceAverage(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *DeviceAverage) MarshalBinary() ([]byte, error) {
-	return appendBinaryDeviceAverage(make([]byte, 0, 30), t), nil
+	return appendBinaryDeviceAverage(make([]byte, 0, 30), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -144,12 +148,13 @@ var schemaWindow = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/examples/devicewindows.Window",
 })
 
-func appendBinaryWindow(b []byte, v *Window) []byte {
+func appendBinaryWindow(b []byte, v *Window) ([]byte, error) {
+	var err error
 	b = append(b, 0xf1, 0x8c, 0x72) // Count: id 116839, int
 	b = codec.AppendInt(b, v.Count)
 	b = append(b, 0x94, 0xc3, 0x39) // SumX: id 58905, float64
 	b = codec.AppendFloat64(b, v.SumX)
-	return b
+	return b, err
 }
 
 func readBinaryWindow(d *codec.Decoder, v *Window, end int) {
@@ -258,12 +263,13 @@ var schemaDeviceAverage = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/examples/devicewindows.DeviceAverage",
 })
 
-func appendBinaryDeviceAverage(b []byte, v *DeviceAverage) []byte {
+func appendBinaryDeviceAverage(b []byte, v *DeviceAverage) ([]byte, error) {
+	var err error
 	b = append(b, 0xe5, 0xde, 0x7a) // Device: id 125686, string
 	b = codec.AppendString(b, v.Device)
 	b = append(b, 0xe4, 0xf6, 0x0f) // PreviousAverage: id 16310, float64
 	b = codec.AppendFloat64(b, v.PreviousAverage)
-	return b
+	return b, err
 }
 
 func readBinaryDeviceAverage(d *codec.Decoder, v *DeviceAverage, end int) {

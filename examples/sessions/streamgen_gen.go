@@ -12,14 +12,16 @@ import (
 // This file and the codec package must agree on the encoding.
 var _ = codec.SupportPackageIsVersion1
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Session) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinarySession(b, t), nil
+	return appendBinarySession(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Session) MarshalBinary() ([]byte, error) {
-	return appendBinarySession(make([]byte, 0, 67), t), nil
+	return appendBinarySession(make([]byte, 0, 67), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -64,14 +66,16 @@ func (t *Session) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*Session)(nil)
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *SessionOut) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinarySessionOut(b, t), nil
+	return appendBinarySessionOut(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *SessionOut) MarshalBinary() ([]byte, error) {
-	return appendBinarySessionOut(make([]byte, 0, 86), t), nil
+	return appendBinarySessionOut(make([]byte, 0, 86), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -173,7 +177,8 @@ var schemaSession = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/examples/sessions.Session",
 })
 
-func appendBinarySession(b []byte, v *Session) []byte {
+func appendBinarySession(b []byte, v *Session) ([]byte, error) {
+	var err error
 	b = append(b, 0xb7, 0x81, 0x03) // Start: id 3083, time
 	b = codec.AppendTime(b, v.Start)
 	b = append(b, 0xb7, 0xb0, 0x44) // End: id 70019, time
@@ -190,7 +195,7 @@ func appendBinarySession(b []byte, v *Session) []byte {
 	b = codec.EndLength(b, start)
 	b = append(b, 0xd4, 0xf6, 0x38) // XSum: id 58293, float64
 	b = codec.AppendFloat64(b, v.XSum)
-	return b
+	return b, err
 }
 
 func readBinarySession(d *codec.Decoder, v *Session, end int) {
@@ -433,7 +438,8 @@ var schemaSessionOut = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/examples/sessions.SessionOut",
 })
 
-func appendBinarySessionOut(b []byte, v *SessionOut) []byte {
+func appendBinarySessionOut(b []byte, v *SessionOut) ([]byte, error) {
+	var err error
 	b = append(b, 0xc5, 0xaf, 0x03) // UID: id 3452, string
 	b = codec.AppendString(b, v.UID)
 	b = append(b, 0xb7, 0x81, 0x03) // Start: id 3083, time
@@ -452,7 +458,7 @@ func appendBinarySessionOut(b []byte, v *SessionOut) []byte {
 	b = codec.EndLength(b, start)
 	b = append(b, 0xf4, 0xe9, 0x34) // XAvg: id 54095, float64
 	b = codec.AppendFloat64(b, v.XAvg)
-	return b
+	return b, err
 }
 
 func readBinarySessionOut(d *codec.Decoder, v *SessionOut, end int) {

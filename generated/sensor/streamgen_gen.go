@@ -7,14 +7,16 @@ import "github.com/streamgen/streamgen/codec"
 // This file and the codec package must agree on the encoding.
 var _ = codec.SupportPackageIsVersion1
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Event) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryEvent(b, t), nil
+	return appendBinaryEvent(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Event) MarshalBinary() ([]byte, error) {
-	return appendBinaryEvent(make([]byte, 0, 130), t), nil
+	return appendBinaryEvent(make([]byte, 0, 130), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -140,7 +142,8 @@ var schemaEvent = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/generated/sensor.Event",
 })
 
-func appendBinaryEvent(b []byte, v *Event) []byte {
+func appendBinaryEvent(b []byte, v *Event) ([]byte, error) {
+	var err error
 	b = append(b, 0xd1, 0xba, 0x6b) // ArrivalTime: id 110037, int
 	b = codec.AppendInt(b, v.ArrivalTime)
 	b = append(b, 0x81, 0x9e, 0x39) // CreationTime: id 58608, int
@@ -161,7 +164,7 @@ func appendBinaryEvent(b []byte, v *Event) []byte {
 	b = codec.AppendFloat64(b, v.Y)
 	b = append(b, 0xb4, 0xd9, 0x13) // Z: id 20171, float64
 	b = codec.AppendFloat64(b, v.Z)
-	return b
+	return b, err
 }
 
 func readBinaryEvent(d *codec.Decoder, v *Event, end int) {

@@ -84,9 +84,26 @@ type Custom int
 
 func (Custom) MarshalText() ([]byte, error) { return nil, nil }
 
+type PtrText struct{ n int }
+
+func (*PtrText) MarshalText() ([]byte, error) { return nil, nil }
+func (*PtrText) UnmarshalText([]byte) error   { return nil }
+
+type Opaque struct{ n int }
+
+func (Opaque) MarshalJSON() ([]byte, error) { return nil, nil }
+
+type Grade byte
+
+func (Grade) MarshalText() ([]byte, error) { return nil, nil }
+
 //streamgen:record
 type HasCustom struct {
-	C Custom
+	Custom
+	Keys map[Custom]int
+	Vals map[string]PtrText
+	O    Opaque
+	G    []Grade
 }
 
 //streamgen:record

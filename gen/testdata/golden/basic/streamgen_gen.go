@@ -7,14 +7,16 @@ import "github.com/streamgen/streamgen/codec"
 // This file and the codec package must agree on the encoding.
 var _ = codec.SupportPackageIsVersion1
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Reading) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryReading(b, t), nil
+	return appendBinaryReading(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Reading) MarshalBinary() ([]byte, error) {
-	return appendBinaryReading(make([]byte, 0, 102), t), nil
+	return appendBinaryReading(make([]byte, 0, 102), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -122,7 +124,8 @@ var schemaReading = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/gen/testdata/golden/basic.Reading",
 })
 
-func appendBinaryReading(b []byte, v *Reading) []byte {
+func appendBinaryReading(b []byte, v *Reading) ([]byte, error) {
+	var err error
 	b = append(b, 0xf5, 0x8f, 0x75) // Sensor: id 119935, string
 	b = codec.AppendString(b, v.Sensor)
 	b = append(b, 0xa7, 0x98, 0x52) // At: id 84162, time
@@ -150,7 +153,7 @@ func appendBinaryReading(b []byte, v *Reading) []byte {
 		b = codec.AppendInt(b, int64(v.Window[i]))
 	}
 	b = codec.EndLength(b, start1)
-	return b
+	return b, err
 }
 
 func readBinaryReading(d *codec.Decoder, v *Reading, end int) {

@@ -11,14 +11,16 @@ import (
 // This file and the codec package must agree on the encoding.
 var _ = codec.SupportPackageIsVersion1
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Visit) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryVisit(b, t), nil
+	return appendBinaryVisit(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Visit) MarshalBinary() ([]byte, error) {
-	return appendBinaryVisit(make([]byte, 0, 53), t), nil
+	return appendBinaryVisit(make([]byte, 0, 53), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -63,14 +65,16 @@ func (t *Visit) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*Visit)(nil)
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Hits) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryHits(b, t), nil
+	return appendBinaryHits(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Hits) MarshalBinary() ([]byte, error) {
-	return appendBinaryHits(make([]byte, 0, 8), t), nil
+	return appendBinaryHits(make([]byte, 0, 8), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -115,14 +119,16 @@ func (t *Hits) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*Hits)(nil)
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *PageHits) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryPageHits(b, t), nil
+	return appendBinaryPageHits(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *PageHits) MarshalBinary() ([]byte, error) {
-	return appendBinaryPageHits(make([]byte, 0, 26), t), nil
+	return appendBinaryPageHits(make([]byte, 0, 26), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -212,14 +218,15 @@ var schemaVisit = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/gen/testdata/golden/bindings.Visit",
 })
 
-func appendBinaryVisit(b []byte, v *Visit) []byte {
+func appendBinaryVisit(b []byte, v *Visit) ([]byte, error) {
+	var err error
 	b = append(b, 0x85, 0xb1, 0x79) // Page: id 124296, string
 	b = codec.AppendString(b, v.Page)
 	b = append(b, 0xa7, 0x98, 0x52) // At: id 84162, time
 	b = codec.AppendTime(b, v.At)
 	b = append(b, 0x95, 0xc8, 0x13) // User: id 20033, string
 	b = codec.AppendString(b, v.User)
-	return b
+	return b, err
 }
 
 func readBinaryVisit(d *codec.Decoder, v *Visit, end int) {
@@ -340,10 +347,11 @@ var schemaHits = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/gen/testdata/golden/bindings.Hits",
 })
 
-func appendBinaryHits(b []byte, v *Hits) []byte {
+func appendBinaryHits(b []byte, v *Hits) ([]byte, error) {
+	var err error
 	b = append(b, 0xf1, 0x8a, 0x19) // N: id 25687, int
 	b = codec.AppendInt(b, v.N)
-	return b
+	return b, err
 }
 
 func readBinaryHits(d *codec.Decoder, v *Hits, end int) {
@@ -431,12 +439,13 @@ var schemaPageHits = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/gen/testdata/golden/bindings.PageHits",
 })
 
-func appendBinaryPageHits(b []byte, v *PageHits) []byte {
+func appendBinaryPageHits(b []byte, v *PageHits) ([]byte, error) {
+	var err error
 	b = append(b, 0x85, 0xb1, 0x79) // Page: id 124296, string
 	b = codec.AppendString(b, v.Page)
 	b = append(b, 0xf1, 0x8a, 0x19) // N: id 25687, int
 	b = codec.AppendInt(b, v.N)
-	return b
+	return b, err
 }
 
 func readBinaryPageHits(d *codec.Decoder, v *PageHits, end int) {

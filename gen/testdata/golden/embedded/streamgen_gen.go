@@ -7,14 +7,16 @@ import "github.com/streamgen/streamgen/codec"
 // This file and the codec package must agree on the encoding.
 var _ = codec.SupportPackageIsVersion1
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Doc) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryDoc(b, t), nil
+	return appendBinaryDoc(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Doc) MarshalBinary() ([]byte, error) {
-	return appendBinaryDoc(make([]byte, 0, 76), t), nil
+	return appendBinaryDoc(make([]byte, 0, 76), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -59,14 +61,16 @@ func (t *Doc) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*Doc)(nil)
 
-// AppendBinary appends the binary encoding of t to b. It never fails.
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Batch) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryBatch(b, t), nil
+	return appendBinaryBatch(b, t)
 }
 
-// MarshalBinary returns the binary encoding of t. It never fails.
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Batch) MarshalBinary() ([]byte, error) {
-	return appendBinaryBatch(make([]byte, 0, 38), t), nil
+	return appendBinaryBatch(make([]byte, 0, 38), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -147,25 +151,32 @@ var schemaDoc = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/gen/testdata/golden/embedded.Doc",
 })
 
-func appendBinaryDoc(b []byte, v *Doc) []byte {
+func appendBinaryDoc(b []byte, v *Doc) ([]byte, error) {
+	var err error
 	b = append(b, 0xe9, 0xb4, 0x1e) // Base: id 31142, struct
 	start := len(b)
 	b = codec.BeginLength(b)
-	b = appendBinaryBase(b, &v.Base)
+	if b, err = appendBinaryBase(b, &v.Base); err != nil {
+		return b, err
+	}
 	b = codec.EndLength(b, start)
 	b = append(b, 0xb9, 0xf0, 0x5e) // Audit: id 97155, struct
 	start1 := len(b)
 	b = codec.BeginLength(b)
-	b = appendBinaryAudit(b, &v.Audit)
+	if b, err = appendBinaryAudit(b, &v.Audit); err != nil {
+		return b, err
+	}
 	b = codec.EndLength(b, start1)
 	b = append(b, 0x85, 0xba, 0x0c) // Body: id 12752, string
 	b = codec.AppendString(b, v.Body)
 	b = append(b, 0xa9, 0xc1, 0x28) // Extra: id 41482, struct
 	start2 := len(b)
 	b = codec.BeginLength(b)
-	b = appendBinaryAnon(b, &v.Extra)
+	if b, err = appendBinaryAnon(b, &v.Extra); err != nil {
+		return b, err
+	}
 	b = codec.EndLength(b, start2)
-	return b
+	return b, err
 }
 
 func readBinaryDoc(d *codec.Decoder, v *Doc, end int) {
@@ -322,12 +333,13 @@ var schemaBase = (&codec.Schema{
 	Name: "github.com/streamgen/streamgen/gen/testdata/golden/embedded.Base",
 }).Seal()
 
-func appendBinaryBase(b []byte, v *Base) []byte {
+func appendBinaryBase(b []byte, v *Base) ([]byte, error) {
+	var err error
 	b = append(b, 0xc1, 0x82, 0x30) // ID: id 49172, int
 	b = codec.AppendInt(b, v.ID)
 	b = append(b, 0xe5, 0x9e, 0x1d) // Name: id 29942, string
 	b = codec.AppendString(b, v.Name)
-	return b
+	return b, err
 }
 
 func readBinaryBase(d *codec.Decoder, v *Base, end int) {
@@ -434,12 +446,13 @@ var schemaAudit = (&codec.Schema{
 	Name: "github.com/streamgen/streamgen/gen/testdata/golden/embedded.Audit",
 }).Seal()
 
-func appendBinaryAudit(b []byte, v *Audit) []byte {
+func appendBinaryAudit(b []byte, v *Audit) ([]byte, error) {
+	var err error
 	b = append(b, 0xe5, 0x9e, 0x1d) // Name: id 29942, string
 	b = codec.AppendString(b, v.Name)
 	b = append(b, 0x91, 0xfa, 0x7e) // Version: id 130001, int
 	b = codec.AppendInt(b, int64(v.Version))
-	return b
+	return b, err
 }
 
 func readBinaryAudit(d *codec.Decoder, v *Audit, end int) {
@@ -540,10 +553,11 @@ var schemaAnon = (&codec.Schema{
 
 func appendBinaryAnon(b []byte, v *struct {
 	Note string "json:\"note,omitempty\""
-}) []byte {
+}) ([]byte, error) {
+	var err error
 	b = append(b, 0xd5, 0xef, 0x32) // Note: id 52093, string
 	b = codec.AppendString(b, v.Note)
-	return b
+	return b, err
 }
 
 func readBinaryAnon(d *codec.Decoder, v *struct {
@@ -657,7 +671,8 @@ var schemaBatch = codec.Register(&codec.Schema{
 	Name: "github.com/streamgen/streamgen/gen/testdata/golden/embedded.Batch",
 })
 
-func appendBinaryBatch(b []byte, v *Batch) []byte {
+func appendBinaryBatch(b []byte, v *Batch) ([]byte, error) {
+	var err error
 	b = append(b, 0xfa, 0x82, 0x23) // Docs: id 35863, list
 	start := len(b)
 	b = codec.BeginLength(b)
@@ -665,7 +680,9 @@ func appendBinaryBatch(b []byte, v *Batch) []byte {
 	for i := range v.Docs {
 		start1 := len(b)
 		b = codec.BeginLength(b)
-		b = appendBinaryDoc(b, &v.Docs[i])
+		if b, err = appendBinaryDoc(b, &v.Docs[i]); err != nil {
+			return b, err
+		}
 		b = codec.EndLength(b, start1)
 	}
 	b = codec.EndLength(b, start)
@@ -681,12 +698,14 @@ func appendBinaryBatch(b []byte, v *Batch) []byte {
 			b = append(b, 1)
 			start3 := len(b)
 			b = codec.BeginLength(b)
-			b = appendBinaryDoc(b, val)
+			if b, err = appendBinaryDoc(b, val); err != nil {
+				return b, err
+			}
 			b = codec.EndLength(b, start3)
 		}
 	}
 	b = codec.EndLength(b, start2)
-	return b
+	return b, err
 }
 
 func readBinaryBatch(d *codec.Decoder, v *Batch, end int) {
