@@ -925,7 +925,9 @@ func (r *JSONReader) setStop(e *JSONError) {
 func (r *JSONReader) saveTypeErr(e *JSONError) {
 	if r.typeErr == nil {
 		r.typeErr = e
-		r.placeInFields(e)
+		if e.Target != "" {
+			r.placeInFields(e)
+		}
 	}
 }
 

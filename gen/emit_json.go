@@ -34,7 +34,11 @@ func (e *emitter) appendJSON(s *Struct) jen.Code {
 		}
 		key, _ := json.Marshal(f.Name) // HTML-escaped, as encoding/json writes keys
 		write := []jen.Code{jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit(","+string(key)+":").Op("..."))}
-		write = append(write, e.appendJSONValue(f.Shape, x)...)
+		if f.Quoted {
+			write = append(write, e.appendQuotedJSON(f.Shape, x)...)
+		} else {
+			write = append(write, e.appendJSONValue(f.Shape, x)...)
+		}
 		cond := e.jsonPresent(f, x)
 		if via := embeddedNotNil(f); via != nil {
 			if cond != nil {
@@ -332,7 +336,12 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		fieldTarget := "Go value of type " + e.goName(f.Shape.Type)
 		path := strings.Join(append(slices.Clone(f.Path[:len(f.Path)-1]), f.Name), ".")
 		inField := jen.Id("r").Dot("InField").Call(jen.Lit(structName), jen.Lit(path))
-		body := append(e.allocEmbedded(f), e.readJSONValue(f.Shape, x, fieldTarget)...)
+		body := e.allocEmbedded(f)
+		if f.Quoted {
+			body = append(body, e.readQuotedJSON(f.Shape, x)...)
+		} else {
+			body = append(body, e.readJSONValue(f.Shape, x, fieldTarget)...)
+		}
 		read = append(read, jen.Case(jen.Lit(i)).Block(append(body, inField)...))
 	}
 	read = append(read, jen.Default().Block(jen.Id("r").Dot("Skip").Call()))
@@ -358,6 +367,68 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		jen.Switch(jen.Id("field")).Block(read...),
 	)
 	return sig.Block(begin, jen.For().Block(loop...))
+}
+
+// appendQuotedJSON appends x, a field with the json option "string": a
+// bool or number in quotes, a string as the JSON string of its JSON
+// string, a nil pointer as null.
+func (e *emitter) appendQuotedJSON(s *Shape, x *jen.Statement) []jen.Code {
+	quote := jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"'))
+	switch s.Kind {
+	case String:
+		return []jen.Code{jsonCall("AppendJSONQuotedString", e.to(s, "string", x))}
+	case Pointer:
+		return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(
+			jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit("null").Op("...")),
+		).Else().Block(e.appendQuotedJSON(s.Elem, deref(x))...)}
+	}
+	out := []jen.Code{quote}
+	out = append(out, e.appendJSONValue(s, x)...)
+	return append(out, quote.Clone())
+}
+
+// readQuotedJSON reads into dst a field with the json option "string".
+func (e *emitter) readQuotedJSON(s *Shape, dst *jen.Statement) []jen.Code {
+	r := func() *jen.Statement { return jen.Id("r") }
+	elem, val := s, dst
+	var alloc, onNull []jen.Code
+	if s.Kind == Pointer {
+		elem, val = s.Elem, deref(dst)
+		alloc = []jen.Code{jen.If(dst.Clone().Op("==").Nil()).Block(dst.Clone().Op("=").New(e.typeCode(elem.Type)))}
+		onNull = []jen.Code{dst.Clone().Op("=").Nil()}
+	}
+	elemName := e.goName(elem.Type)
+	target := jen.Lit("Go value of type " + elemName)
+	lit, null, x := e.fresh("lit"), e.fresh("null"), e.fresh("x")
+	var call jen.Code
+	want := "bool"
+	switch elem.Kind {
+	case Bool:
+		call = r().Dot("QuotedBool").Call(jen.Id(lit), jen.Lit(elemName), target)
+	case Int, Duration:
+		call, want = r().Dot("QuotedInt").Call(jen.Id(lit), jen.Lit(elemName), target, jen.Lit(elem.Bits)), "int64"
+	case Uint:
+		call, want = r().Dot("QuotedUint").Call(jen.Id(lit), jen.Lit(elemName), target, jen.Lit(elem.Bits)), "uint64"
+	case Float:
+		call, want = r().Dot("QuotedFloat").Call(jen.Id(lit), jen.Lit(elemName), target, jen.Lit(elem.Bits)), "float64"
+	case String:
+		call, want = r().Dot("QuotedString").Call(jen.Id(lit), jen.Lit(elemName), target), "string"
+	default:
+		panic("readQuotedJSON: not a quotable shape")
+	}
+	var v jen.Code = jen.Id(x)
+	if elem.Named || types.Unalias(elem.Type).String() != want {
+		v = jen.Add(e.typeCode(elem.Type)).Parens(jen.Id(x))
+	}
+	read := append(alloc, jen.If(jen.List(jen.Id(x), jen.Id("ok")).Op(":=").Add(call), jen.Id("ok")).Block(val.Clone().Op("=").Add(v)))
+	if onNull == nil {
+		null = "_" // null leaves the value as it is
+	}
+	stmt := jen.If(jen.List(jen.Id(lit), jen.Id(null), jen.Id("ok")).Op(":=").Add(r()).Dot("Quoted").Call(jen.Lit(e.goName(s.Type)), jen.Lit(elemName)), jen.Id("ok")).Block(read...)
+	if onNull != nil {
+		stmt = stmt.Else().If(jen.Id(null)).Block(onNull...)
+	}
+	return []jen.Code{stmt}
 }
 
 // marshalJSON appends the JSON written by the Marshal method of c through

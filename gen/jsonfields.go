@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"go/token"
 	"go/types"
 	"reflect"
 	"sort"
@@ -17,6 +18,7 @@ func (b *builder) jsonFields(s *Struct) bool {
 	type candidate struct {
 		JSONField
 		typ types.Type
+		pos token.Pos
 	}
 	type level struct {
 		typ   types.Type
@@ -83,11 +85,8 @@ func (b *builder) jsonFields(s *Struct) bool {
 						OmitEmpty: hasOption(opts, "omitempty"),
 						OmitZero:  hasOption(opts, "omitzero"),
 						index:     index,
-					}, typ: sf.Type()}
-					if hasOption(opts, "string") {
-						b.rep.errorf(sf.Pos(), "%s.%s: the json option \"string\" is not supported", s.Name, strings.Join(path, "."))
-						ok = false
-					}
+					}, typ: sf.Type(), pos: sf.Pos()}
+					c.Quoted = hasOption(opts, "string") && quotable(sf.Type())
 					fields = append(fields, c)
 					if count[f.typ] > 1 {
 						// Two embeddings of one type at this depth: a
@@ -139,20 +138,35 @@ func (b *builder) jsonFields(s *Struct) bool {
 	sort.SliceStable(out, func(i, j int) bool { return indexLess(out[i].index, out[j].index) })
 	for _, c := range out {
 		where := s.Name + "." + strings.Join(c.Path, ".")
-		shape, sok := b.shape(c.typ, s.Pos, where)
+		shape, sok := b.shape(c.typ, c.pos, where)
 		if !sok {
 			ok = false
 			continue
 		}
 		f := c.JSONField
 		f.Shape = shape
+		if f.Quoted && (shape.Custom != nil || shape.Kind == Pointer && shape.Elem.Custom != nil) {
+			b.rep.errorf(c.pos, "%s: the json option \"string\" on %s, a type with its own encoding methods, is not supported", where, typeString(b.pkg, c.typ))
+			ok = false
+		}
 		if f.OmitZero && !hasIsZero(shape.Type) && zeroByLiteral(shape) && !types.Comparable(shape.Type) {
-			b.rep.errorf(s.Pos, "%s: the json option \"omitzero\" needs %s to be comparable or to have an IsZero method", where, typeString(b.pkg, c.typ))
+			b.rep.errorf(c.pos, "%s: the json option \"omitzero\" needs %s to be comparable or to have an IsZero method", where, typeString(b.pkg, c.typ))
 			ok = false
 		}
 		s.JSON = append(s.JSON, &f)
 	}
 	return ok
+}
+
+// quotable reports whether the json option "string" applies to a field of
+// type t, as encoding/json decides: a bool, number or string kind, or an
+// unnamed pointer to one. For other types the option is ignored.
+func quotable(t types.Type) bool {
+	if p, ok := types.Unalias(t).(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Info()&(types.IsBoolean|types.IsInteger|types.IsFloat|types.IsString) != 0 && b.Kind() != types.Uintptr
 }
 
 func indexLess(a, b []int) bool {

@@ -105,6 +105,9 @@ type JSONField struct {
 	Shape     *Shape
 	OmitEmpty bool
 	OmitZero  bool
+	// Quoted is the json option "string" on a bool, number or string
+	// field: its JSON is put inside a JSON string.
+	Quoted bool
 	// Tagged is true when the name came from a json tag (it then wins
 	// over untagged fields of the same name at the same depth).
 	Tagged bool

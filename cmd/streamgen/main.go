@@ -43,7 +43,7 @@ Field tags it reads:
 	stream:"id=N"       pin the field's binary id (1..131071), e.g. to rename it
 	stream:"key"        the field is the record's grouping key
 	stream:"eventtime"  the field is the record's event time
-	json:"..."          names, "-", omitempty and omitzero, as encoding/json
+	json:"..."          names, "-", omitempty, omitzero and string, as encoding/json
 
 A field type with its own MarshalJSON or MarshalText (and the Unmarshal
 method) is written and read through them in JSON, as encoding/json does. In

@@ -68,7 +68,7 @@ type StructKey struct {
 
 //streamgen:record
 type StringOpt struct {
-	N int `json:",string"`
+	N Custom `json:",string"`
 }
 
 type Node struct {
