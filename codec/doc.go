@@ -63,6 +63,26 @@
 // As a field, a list or map value is preceded by uvarint(byte length), so an
 // unknown field of any kind can be skipped without knowing its type.
 //
+// A named type with its own encoding methods is written by them: its
+// MarshalBinary (or AppendBinary) output as a []byte value when it has the
+// MarshalBinary and UnmarshalBinary pair; otherwise its value, by the rules
+// above, when all its fields are exported; otherwise its MarshalText (or
+// AppendText) output as a string, or its MarshalJSON output as a []byte,
+// whichever pair it has. The generator refuses a type with unexported
+// fields and none of these pairs. An error from one of these methods is
+// returned by AppendBinary and UnmarshalBinary, naming the type.
+//
+// # JSON
+//
+// The generated JSON methods write what encoding/json writes for the same
+// struct without them, byte for byte, and read what it reads, refusing
+// what it refuses with the same message plus the byte offset ("json:
+// cannot unmarshal string into Go struct field Event.Index of type int64
+// (offset 30)"). That covers json tags (names, "-", omitempty, omitzero and
+// string), embedded structs and pointers to them, and types with their own
+// MarshalJSON, MarshalText, UnmarshalJSON and UnmarshalText methods, which
+// are called where encoding/json calls them.
+//
 // Map entries are written in Go's map iteration order, so two encodings of
 // one value may differ in bytes while decoding to equal values; JSON output,
 // which follows encoding/json, sorts keys.
