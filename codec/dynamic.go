@@ -150,13 +150,15 @@ func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = append(b, '"')
+			// A key is its value as a JSON string: a string (or base64
+			// bytes) as it is, anything else as its JSON text.
 			key := appendDynamicValue(nil, d, t.Key, true)
-			if t.Key.Kind == KindString {
-				key = key[1 : len(key)-1] // already quoted and escaped
+			if len(key) > 0 && key[0] == '"' {
+				b = append(b, key...)
+			} else {
+				b = AppendJSONStringBytes(b, key)
 			}
-			b = append(b, key...)
-			b = append(b, '"', ':')
+			b = append(b, ':')
 			b = appendDynamicValue(b, d, t.Elem, true)
 		}
 		return append(b, '}')

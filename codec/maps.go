@@ -3,6 +3,7 @@ package codec
 import (
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Integer is the constraint of integer map keys.
@@ -80,4 +81,59 @@ func GrowAt[S ~[]E, E any](s S, i int) S {
 	}
 	var zero E
 	return append(s, zero)
+}
+
+// TextKey is the constraint of map keys that encoding/json writes with
+// their MarshalText method.
+type TextKey interface {
+	comparable
+	MarshalText() ([]byte, error)
+}
+
+// TextKeys returns the keys of m and their texts (MarshalText), ordered by
+// text: how encoding/json writes a map whose keys write themselves. An
+// error from MarshalText is worded as encoding/json words it, typ naming
+// the map type: json: encoding error for type "map[K]V": "...".
+func TextKeys[M ~map[K]V, K TextKey, V any](m M, typ string) ([]K, []string, error) {
+	keys := make([]K, 0, len(m))
+	texts := make([]string, 0, len(m))
+	for k := range m {
+		t, err := k.MarshalText()
+		if err != nil {
+			return nil, nil, &JSONError{Offset: -1, Err: textKeyError{typ, err.Error()}}
+		}
+		keys = append(keys, k)
+		texts = append(texts, string(t))
+	}
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(texts[a], texts[b]) })
+	sortedKeys := make([]K, len(keys))
+	sortedTexts := make([]string, len(keys))
+	for i, j := range order {
+		sortedKeys[i], sortedTexts[i] = keys[j], texts[j]
+	}
+	return sortedKeys, sortedTexts, nil
+}
+
+// textKeyError is encoding/json's message for a map key whose MarshalText
+// failed.
+type textKeyError struct{ typ, msg string }
+
+func (e textKeyError) Error() string {
+	return "json: encoding error for type " + strconv.Quote(e.typ) + ": " + strconv.Quote(e.msg)
+}
+
+// ParseJSONTextKey reads an object key, just read by r.NextKey, into a map
+// key with UnmarshalText, as encoding/json does. The caller passes an
+// error to r.Fail once it has read the entry's value, and drops the entry.
+func ParseJSONTextKey[K any, PK interface {
+	*K
+	UnmarshalText([]byte) error
+}](key []byte) (K, error) {
+	var k K
+	err := PK(&k).UnmarshalText(key)
+	return k, err
 }

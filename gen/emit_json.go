@@ -268,17 +268,19 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 		i, k, val := e.fresh("i"), e.fresh("k"), e.fresh("val")
 		sorted := "SortedKeys"
 		var key []jen.Code
-		switch s.Key.Kind {
-		case String:
+		switch s.Key.JSONKey {
+		case "text":
+			return e.appendJSONTextKeyMap(s, x)
+		case "string":
 			key = []jen.Code{jsonCall("AppendJSONString", e.to(s.Key, "string", jen.Id(k)))}
-		case Int:
+		case "int":
 			sorted = "SortedIntKeys"
 			key = []jen.Code{
 				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"')),
 				jsonCall("AppendJSONInt", e.to(s.Key, "int64", jen.Id(k))),
 				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"')),
 			}
-		case Uint:
+		case "uint":
 			sorted = "SortedIntKeys"
 			key = []jen.Code{
 				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"')),
@@ -367,6 +369,28 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		jen.Switch(jen.Id("field")).Block(read...),
 	)
 	return sig.Block(begin, jen.For().Block(loop...))
+}
+
+// appendJSONTextKeyMap appends the map x, whose keys write themselves with
+// MarshalText, ordered by their texts.
+func (e *emitter) appendJSONTextKeyMap(s *Shape, x *jen.Statement) []jen.Code {
+	keys, texts, i, k, val := e.fresh("keys"), e.fresh("texts"), e.fresh("i"), e.fresh("k"), e.fresh("val")
+	body := []jen.Code{
+		jen.If(jen.Id(i).Op(">").Lit(0)).Block(jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(','))),
+		jsonCall("AppendJSONString", jen.Id(texts).Index(jen.Id(i))),
+		jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(':')),
+		jen.Id(val).Op(":=").Add(x.Clone()).Index(jen.Id(k)),
+	}
+	body = append(body, e.appendJSONValue(s.Elem, jen.Id(val))...)
+	return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(
+		jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit("null").Op("...")),
+	).Else().Block(
+		jen.List(jen.Id(keys), jen.Id(texts), jen.Err()).Op(":=").Qual(codecPath, "TextKeys").Call(x.Clone(), jen.Lit(e.goName(s.Type))),
+		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id("b"), jen.Err())),
+		jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('{')),
+		jen.For(jen.List(jen.Id(i), jen.Id(k)).Op(":=").Range().Id(keys)).Block(body...),
+		jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('}')),
+	)}
 }
 
 // appendQuotedJSON appends x, a field with the json option "string": a
@@ -542,12 +566,16 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 		// encoding/json's order.
 		var parse []jen.Code
 		store := dst.Clone().Index(jen.Id(k)).Op("=").Id(val)
-		switch s.Key.Kind {
-		case String:
+		switch s.Key.JSONKeyRead {
+		case "text":
+			// UnmarshalText's error stops reading, after the value's.
+			parse = []jen.Code{jen.List(jen.Id(k), jen.Id(keyOK)).Op(":=").Qual(codecPath, "ParseJSONTextKey").Types(e.typeCode(s.Key.Type)).Call(jen.Id("key"))}
+			store = jen.If(jen.Id(keyOK).Op("!=").Nil()).Block(r().Dot("Fail").Call(jen.Id(keyOK))).Else().Block(store)
+		case "string":
 			parse = []jen.Code{jen.Id(k).Op(":=").Add(e.typeCode(s.Key.Type)).Parens(jen.Id("key"))}
-		case Int, Uint:
+		case "int", "uint":
 			fn := "ParseJSONIntKey"
-			if s.Key.Kind == Uint {
+			if s.Key.JSONKeyRead == "uint" {
 				fn = "ParseJSONUintKey"
 			}
 			raw := e.fresh("raw")

@@ -152,6 +152,10 @@ type Shape struct {
 	// type Level uint8): the element type, which encoding/json also
 	// writes as base64.
 	ByteElem types.Type
+	// JSONKey and JSONKeyRead, for a map's key, are how encoding/json
+	// writes and reads it: "string", "int", "uint" or "text" (MarshalText,
+	// UnmarshalText).
+	JSONKey, JSONKeyRead string
 	// Custom is set for a named type that encodes itself with methods.
 	// Kind is then that of Custom.Under, or Bytes or String when the
 	// binary encoding is the methods' output.

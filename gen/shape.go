@@ -293,12 +293,7 @@ func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool
 		if !ok {
 			return nil, false
 		}
-		if key.Kind != String && key.Kind != Int && key.Kind != Uint {
-			b.rep.errorf(pos, "%s: map keys must be strings or integers, not %s", where, typeString(b.pkg, u.Key()))
-			return nil, false
-		}
-		if key.Custom != nil {
-			b.rep.errorf(pos, "%s: map keys of %s, a type with encoding methods, are not supported", where, typeString(b.pkg, u.Key()))
+		if !b.jsonKey(key, u.Key(), pos, where) {
 			return nil, false
 		}
 		elem, ok := b.shape(u.Elem(), pos, where+"[]")
@@ -361,6 +356,40 @@ func isNamedElem(t types.Type) bool {
 func isByteLike(t types.Type) bool {
 	b, ok := t.Underlying().(*types.Basic)
 	return ok && b.Kind() == types.Uint8
+}
+
+// jsonKey decides how encoding/json writes and reads map keys of type t
+// (shape key), or reports why it cannot: a key of string kind is its
+// string, else a key with a MarshalText value method is its text, else an
+// integer is its decimal text; reading, UnmarshalText comes first.
+func (b *builder) jsonKey(key *Shape, t types.Type, pos token.Pos, where string) bool {
+	kind := ""
+	if basic, ok := t.Underlying().(*types.Basic); ok {
+		switch {
+		case basic.Info()&types.IsString != 0:
+			kind = "string"
+		case basic.Info()&types.IsUnsigned != 0 && basic.Kind() != types.Uintptr:
+			kind = "uint"
+		case basic.Info()&types.IsInteger != 0:
+			kind = "int"
+		}
+	}
+	key.JSONKey, key.JSONKeyRead = kind, kind
+	if ok, ptr := hasMethod(t, "MarshalText"); ok && !ptr && kind != "string" {
+		key.JSONKey = "text"
+	}
+	if has(t, "UnmarshalText") {
+		key.JSONKeyRead = "text"
+		if has(t, "UnmarshalJSON") {
+			b.rep.errorf(pos, "%s: map keys of %s, which has UnmarshalJSON, are not supported (encoding/json reads them with it)", where, typeString(b.pkg, t))
+			return false
+		}
+	}
+	if key.JSONKey == "" || key.JSONKeyRead == "" {
+		b.rep.errorf(pos, "%s: map keys must be strings, integers or types with MarshalText (value receiver) and UnmarshalText, not %s", where, typeString(b.pkg, t))
+		return false
+	}
+	return true
 }
 
 // isRecord reports whether n is a record, of this package or another.
