@@ -49,7 +49,7 @@ func (r *JSONReader) Quoted(typ, elem string) (lit []byte, null, ok bool) {
 			if string(s) == "null" {
 				return nil, true, false
 			}
-			r.quotedErr(false, strconv.Quote(string(s)), elem)
+			r.quotedErr(false, strconv.Quote(string(s)), typ) // encoding/json stops at the pointer
 			return nil, false, false
 		}
 		return s, false, true
@@ -99,13 +99,17 @@ func (r *JSONReader) quotedKind(lit []byte, elem string) byte {
 }
 
 // quotedMismatch records the error for a literal of the wrong kind for
-// the field: a string is a type error; a bool or number stops decoding.
+// the field, as encoding/json does: a string is a type error, a bool is
+// recorded too, a number stops decoding.
 func (r *JSONReader) quotedMismatch(kind byte, lit []byte, elem, target string) {
-	if kind == 's' {
+	switch kind {
+	case 's':
 		r.saveTypeErr(&JSONError{Offset: int64(r.pos), Value: "string", Target: target})
-		return
+	case 'b':
+		r.quotedErr(false, strconv.Quote(string(lit)), elem)
+	default:
+		r.quotedErr(true, strconv.Quote(string(lit)), elem)
 	}
-	r.quotedErr(true, strconv.Quote(string(lit)), elem)
 }
 
 // QuotedBool reads a literal from Quoted into a bool field.
@@ -166,7 +170,7 @@ func (r *JSONReader) QuotedString(lit []byte, elem, target string) (string, bool
 		return q.String("")
 	case 0:
 	default:
-		r.quotedErr(true, strconv.Quote(string(lit)), elem)
+		r.quotedMismatch(k, lit, elem, target)
 	}
 	return "", false
 }

@@ -114,7 +114,12 @@ func (r *JSONReader) inField(strct, path string) {
 	} else {
 		e.Field = path + "." + e.Field
 	}
-	r.ctxDepth = r.depth
+	if e != r.stop {
+		r.ctxDepth = r.depth
+	}
+	// After an error that stops reading, containers are left without
+	// their depth going down, and every field that still ends encloses
+	// the error: ctxDepth stays above any depth.
 }
 
 // Finish checks that only whitespace follows the value read so far and
@@ -804,7 +809,7 @@ func (r *JSONReader) KeyError(e *JSONError) { r.saveTypeErr(e) }
 // and a *json.UnmarshalTypeError (from a method that decodes with
 // encoding/json) is placed in the fields that enclose the value.
 func (r *JSONReader) Fail(err error) {
-	if te, ok := err.(*json.UnmarshalTypeError); ok {
+	if te, ok := err.(*json.UnmarshalTypeError); ok && te.Type != nil {
 		r.setStop(&JSONError{Offset: int64(r.pos), Value: te.Value, Target: "Go value of type " + te.Type.String(), Struct: te.Struct, Field: te.Field})
 		return
 	}
@@ -925,7 +930,7 @@ func (r *JSONReader) setStop(e *JSONError) {
 func (r *JSONReader) saveTypeErr(e *JSONError) {
 	if r.typeErr == nil {
 		r.typeErr = e
-		if e.Target != "" {
+		if e.Target != "" && r.stop == nil {
 			r.placeInFields(e)
 		}
 	}
@@ -935,6 +940,9 @@ func (r *JSONReader) saveTypeErr(e *JSONError) {
 // read, which e is about.
 func (r *JSONReader) placeInFields(e *JSONError) {
 	r.ctxErr, r.ctxDepth, r.ctxInner = e, r.depth+1, true
+	if e == r.stop {
+		r.ctxDepth = math.MaxInt
+	}
 }
 
 // syntaxErr records encoding/json's error for the byte at i, or, at the

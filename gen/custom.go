@@ -23,7 +23,8 @@ type Custom struct {
 	Binary string
 	// Under is the shape of the type's value without its methods: its
 	// underlying type, or for a struct its exported fields. It is nil
-	// when neither encoding needs it.
+	// for an opaque type (a struct with unexported fields) whose methods
+	// do all the encoding.
 	Under *Shape
 }
 
@@ -130,7 +131,7 @@ func (b *builder) customShape(t types.Type, pos token.Pos, where string) (*Shape
 		b.rep.errorf(pos, "%s: %s cannot be encoded: it has unexported fields and no pair of MarshalBinary and UnmarshalBinary, MarshalText and UnmarshalText, or MarshalJSON and UnmarshalJSON methods", where, typeString(b.pkg, t))
 		return nil, false
 	}
-	if c.Binary == "" || c.Marshal == "" || c.Unmarshal == "" {
+	if c.Binary == "" || c.Marshal == "" || c.Unmarshal == "" || !opaque(t) {
 		b.plain = t
 		under, ok := b.shape(t, pos, where)
 		if !ok {

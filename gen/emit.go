@@ -3,7 +3,6 @@ package gen
 import (
 	"fmt"
 	"go/types"
-	"regexp"
 	"strconv"
 	"strings"
 
@@ -147,20 +146,48 @@ func (e *emitter) to(s *Shape, basic string, x jen.Code) jen.Code {
 
 // goName is how a type reads in schemas and messages: as reflect and so
 // encoding/json's errors name it, qualified by its package's name
-// ("fixtures.Level", "[]time.Time").
-// byte and rune read as uint8 and int32, as reflect has them.
-func (e *emitter) goName(t types.Type) string {
-	name := types.TypeString(t, func(p *types.Package) string { return p.Name() })
-	return byteRune.ReplaceAllStringFunc(name, func(m string) string {
-		if strings.HasSuffix(m, "byte") {
-			return strings.TrimSuffix(m, "byte") + "uint8"
-		}
-		return strings.TrimSuffix(m, "rune") + "int32"
-	})
-}
+// ("fixtures.Level", "[]time.Time", "[]uint8", "struct { A int }").
+func (e *emitter) goName(t types.Type) string { return reflectName(t) }
 
-// byteRune finds the predeclared names byte and rune in a type's name.
-var byteRune = regexp.MustCompile(`(^|[^.\w])(byte|rune)\b`)
+// reflectName writes t as reflect's Type.String does.
+func reflectName(t types.Type) string {
+	switch t := t.(type) {
+	case *types.Alias:
+		return reflectName(types.Unalias(t))
+	case *types.Basic:
+		return types.Typ[t.Kind()].Name() // byte and rune as uint8 and int32
+	case *types.Named:
+		if pkg := t.Obj().Pkg(); pkg != nil {
+			return pkg.Name() + "." + t.Obj().Name()
+		}
+		return t.Obj().Name()
+	case *types.Pointer:
+		return "*" + reflectName(t.Elem())
+	case *types.Slice:
+		return "[]" + reflectName(t.Elem())
+	case *types.Array:
+		return "[" + strconv.FormatInt(t.Len(), 10) + "]" + reflectName(t.Elem())
+	case *types.Map:
+		return "map[" + reflectName(t.Key()) + "]" + reflectName(t.Elem())
+	case *types.Struct:
+		if t.NumFields() == 0 {
+			return "struct {}"
+		}
+		fields := make([]string, t.NumFields())
+		for i := range fields {
+			f := t.Field(i)
+			fields[i] = reflectName(f.Type())
+			if !f.Embedded() {
+				fields[i] = f.Name() + " " + fields[i]
+			}
+			if tag := t.Tag(i); tag != "" {
+				fields[i] += " " + strconv.Quote(tag)
+			}
+		}
+		return "struct { " + strings.Join(fields, "; ") + " }"
+	}
+	return types.TypeString(t, func(p *types.Package) string { return p.Name() })
+}
 
 // recordMethods emits the exported methods of a local record: the
 // interfaces of codec.Record, each a thin wrapper over the helpers.

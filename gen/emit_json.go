@@ -166,8 +166,11 @@ func (e *emitter) notZero(s *Shape, x *jen.Statement) jen.Code {
 		// Comparable, or jsonFields refuses omitzero.
 		return x.Clone().Op("!=").Parens(jen.Add(e.typeCode(s.Type)).Values())
 	}
-	if s.Custom != nil {
-		s = s.Custom.Under
+	if c := s.Custom; c != nil {
+		if c.Under == nil {
+			return x.Clone().Op("!=").Nil() // an opaque chan, func or interface
+		}
+		s = c.Under
 	}
 	switch s.Kind {
 	case Bool:
@@ -185,7 +188,11 @@ func (e *emitter) notZero(s *Shape, x *jen.Statement) jen.Code {
 func zeroByLiteral(s *Shape) bool {
 	if c := s.Custom; c != nil {
 		if c.Under == nil {
-			return true
+			switch s.Type.Underlying().(type) {
+			case *types.Struct, *types.Array:
+				return true
+			}
+			return false
 		}
 		s = c.Under
 	}
@@ -455,6 +462,17 @@ func (e *emitter) readQuotedJSON(s *Shape, dst *jen.Statement) []jen.Code {
 	return []jen.Code{stmt}
 }
 
+// pointedTarget names, for type errors, the value a pointer of shape s
+// points to: its type, as encoding/json names it after following the
+// pointer, except for a type read by UnmarshalText, which encoding/json
+// names by the pointer's type (target).
+func (e *emitter) pointedTarget(s *Shape, target string) string {
+	if c := s.Elem.Custom; c != nil && c.Unmarshal == "UnmarshalText" {
+		return target
+	}
+	return "Go value of type " + e.goName(s.Elem.Type)
+}
+
 // marshalJSON appends the JSON written by the Marshal method of c through
 // the pointer p, naming typ in errors.
 func (e *emitter) marshalJSON(c *Custom, p jen.Code, typ types.Type) jen.Code {
@@ -474,7 +492,14 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 		case "UnmarshalJSON":
 			return []jen.Code{r().Dot("Unmarshaler").Call(addr(dst))}
 		case "UnmarshalText":
-			return []jen.Code{r().Dot("TextUnmarshaler").Call(addr(dst), jen.Lit(target))}
+			read := r().Dot("TextUnmarshaler").Call(addr(dst), jen.Lit(target))
+			switch s.Type.Underlying().(type) {
+			case *types.Slice, *types.Map:
+				// encoding/json does not call UnmarshalText for null,
+				// and null sets a slice or map to nil.
+				return []jen.Code{jen.If(r().Dot("Null").Call()).Block(dst.Clone().Op("=").Nil()).Else().Block(read)}
+			}
+			return []jen.Code{read}
 		}
 		s = c.Under
 	}
@@ -526,7 +551,7 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 	case Pointer:
 		return []jen.Code{jen.If(r().Dot("Null").Call()).Block(dst.Clone().Op("=").Nil()).Else().Block(append([]jen.Code{
 			jen.If(dst.Clone().Op("==").Nil()).Block(dst.Clone().Op("=").New(e.typeCode(s.Elem.Type))),
-		}, e.readJSONValue(s.Elem, deref(dst), "Go value of type "+e.goName(s.Elem.Type))...)...)}
+		}, e.readJSONValue(s.Elem, deref(dst), e.pointedTarget(s, target))...)...)}
 	case Slice:
 		sl, i := e.fresh("s"), e.fresh("i")
 		elemTarget := "Go value of type " + e.goName(s.Elem.Type)
@@ -565,12 +590,14 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 		// reader's buffer, and its error recorded after the value's, in
 		// encoding/json's order.
 		var parse []jen.Code
-		store := dst.Clone().Index(jen.Id(k)).Op("=").Id(val)
+		// An entry whose value stopped the reading is not stored, as in
+		// encoding/json.
+		store := jen.If(jen.Op("!").Add(r()).Dot("Failed").Call()).Block(dst.Clone().Index(jen.Id(k)).Op("=").Id(val))
 		switch s.Key.JSONKeyRead {
 		case "text":
 			// UnmarshalText's error stops reading, after the value's.
 			parse = []jen.Code{jen.List(jen.Id(k), jen.Id(keyOK)).Op(":=").Qual(codecPath, "ParseJSONTextKey").Types(e.typeCode(s.Key.Type)).Call(jen.Id("key"))}
-			store = jen.If(jen.Id(keyOK).Op("!=").Nil()).Block(r().Dot("Fail").Call(jen.Id(keyOK))).Else().Block(store)
+			store = jen.If(jen.Id(keyOK).Op("!=").Nil()).Block(r().Dot("Fail").Call(jen.Id(keyOK))).Else().Add(store)
 		case "string":
 			parse = []jen.Code{jen.Id(k).Op(":=").Add(e.typeCode(s.Key.Type)).Parens(jen.Id("key"))}
 		case "int", "uint":
@@ -583,7 +610,7 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 				jen.List(jen.Id(raw), jen.Id(keyOK)).Op(":=").Qual(codecPath, fn).Call(jen.Id("r"), jen.Id("key"), jen.Lit(s.Key.Bits), jen.Lit(keyTarget)),
 				jen.Id(k).Op(":=").Add(e.typeCode(s.Key.Type)).Parens(jen.Id(raw)),
 			}
-			store = jen.If(jen.Id(keyOK).Op("!=").Nil()).Block(r().Dot("KeyError").Call(jen.Id(keyOK))).Else().Block(store)
+			store = jen.If(jen.Id(keyOK).Op("!=").Nil()).Block(r().Dot("KeyError").Call(jen.Id(keyOK))).Else().Add(store)
 		}
 		body := []jen.Code{
 			jen.List(jen.Id("key"), jen.Id("ok")).Op(":=").Id("r").Dot("NextKey").Call(),

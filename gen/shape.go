@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"go/types"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -300,8 +301,8 @@ func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool
 		if !ok {
 			return nil, false
 		}
-		if c := elem.Custom; c != nil && c.MarshalPtr {
-			b.rep.errorf(pos, "%s: %s has %s with a pointer receiver, which encoding/json does not call on map values; give the method a value receiver, or store pointers in the map", where, typeString(b.pkg, u.Elem()), c.Marshal)
+		if t, method := ptrMarshalIn(elem, map[*Struct]bool{}); t != nil {
+			b.rep.errorf(pos, "%s: %s has %s with a pointer receiver, which encoding/json does not call in map values (they are not addressable); give the method a value receiver, or store pointers in the map", where, typeString(b.pkg, t), method)
 			return nil, false
 		}
 		s.Kind, s.Key, s.Elem = Map, key, elem
@@ -390,6 +391,41 @@ func (b *builder) jsonKey(key *Shape, t types.Type, pos token.Pos, where string)
 		return false
 	}
 	return true
+}
+
+// ptrMarshalIn finds, in a value of shape s, a value reached without a
+// pointer, slice or map (so addressable only if s is) whose type writes
+// itself with a MarshalJSON or MarshalText method that has a pointer
+// receiver; it returns that type and method, or nil.
+func ptrMarshalIn(s *Shape, seen map[*Struct]bool) (types.Type, string) {
+	if c := s.Custom; c != nil {
+		switch {
+		case c.MarshalPtr:
+			return s.Type, c.Marshal
+		case c.Marshal != "" || c.Under == nil:
+			return nil, ""
+		}
+		s = c.Under
+	}
+	switch s.Kind {
+	case Array:
+		return ptrMarshalIn(s.Elem, seen)
+	case StructShape:
+		st := s.Struct
+		if foreignRecord(st) || seen[st] {
+			return nil, ""
+		}
+		seen[st] = true
+		for _, f := range st.JSON {
+			if slices.ContainsFunc(f.Ptrs, func(t types.Type) bool { return t != nil }) {
+				continue // promoted through a pointer: addressable
+			}
+			if t, m := ptrMarshalIn(f.Shape, seen); t != nil {
+				return t, m
+			}
+		}
+	}
+	return nil, ""
 }
 
 // isRecord reports whether n is a record, of this package or another.

@@ -89,6 +89,8 @@ type PtrText struct{ n int }
 func (*PtrText) MarshalText() ([]byte, error) { return nil, nil }
 func (*PtrText) UnmarshalText([]byte) error   { return nil }
 
+type WrapPtr struct{ P PtrText }
+
 type Opaque struct{ n int }
 
 func (Opaque) MarshalJSON() ([]byte, error) { return nil, nil }
@@ -100,10 +102,13 @@ func (Grade) MarshalText() ([]byte, error) { return nil, nil }
 //streamgen:record
 type HasCustom struct {
 	Custom
-	Keys map[Custom]int
-	Vals map[string]PtrText
-	O    Opaque
-	G    []Grade
+	Keys  map[Custom]int
+	Vals  map[string]PtrText
+	Arrs  map[string][2]PtrText
+	Wrap  map[string]WrapPtr
+	PtrOK map[string]*PtrText
+	O     Opaque
+	G     []Grade
 }
 
 //streamgen:record

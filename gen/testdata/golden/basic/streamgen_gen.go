@@ -409,7 +409,9 @@ func readJSONReading(r *codec.JSONReader, v *Reading) {
 					if x4, ok := r.String("Go value of type string"); ok {
 						val = x4
 					}
-					v.Labels[k] = val
+					if !r.Failed() {
+						v.Labels[k] = val
+					}
 				}
 			}
 			r.InField("Reading", "Labels")

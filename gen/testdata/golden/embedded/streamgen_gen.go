@@ -143,7 +143,7 @@ var schemaDoc = codec.Register(&codec.Schema{
 		ID:   41482,
 		Name: "Extra",
 		Type: &codec.Type{
-			Go:     "struct{Note string \"json:\\\"note,omitempty\\\"\"}",
+			Go:     "struct { Note string \"json:\\\"note,omitempty\\\"\" }",
 			Kind:   codec.KindStruct,
 			Struct: schemaAnon,
 		},
@@ -604,7 +604,7 @@ func appendJSONAnon(b []byte, v *struct {
 func readJSONAnon(r *codec.JSONReader, v *struct {
 	Note string "json:\"note,omitempty\""
 }) {
-	if !r.BeginObject("Go value of type struct{Note string \"json:\\\"note,omitempty\\\"\"}") {
+	if !r.BeginObject("Go value of type struct { Note string \"json:\\\"note,omitempty\\\"\" }") {
 		return
 	}
 	for {
@@ -908,7 +908,7 @@ func readJSONBatch(r *codec.JSONReader, v *Batch) {
 					}
 					if keyErr != nil {
 						r.KeyError(keyErr)
-					} else {
+					} else if !r.Failed() {
 						v.ByID[k] = val
 					}
 				}
