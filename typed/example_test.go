@@ -54,3 +54,68 @@ func ExampleMapGroupsWithState() {
 	// batch 0: bob 1
 	// batch 1: ann 2
 }
+
+// Sessions of clicks with flatMapGroupsWithState and an event-time
+// timeout: a user's session ends when the watermark passes 30 seconds
+// after their last click, and only then is its count emitted (Append
+// mode: every row out is final). As in Spark, the watermark a batch uses
+// is the one its previous batches reached, and a user with clicks in a
+// batch does not time out in it. FlushEventTime ends the input by moving
+// the watermark past every timeout.
+func ExampleFlatMapGroupsWithState() {
+	clicks := typed.NewMemoryStream[fixtures.Click]("clicks", 1) // a batch per click
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(user string, seconds int) fixtures.Click {
+		return fixtures.Click{User: user, Time: t0.Add(time.Duration(seconds) * time.Second)}
+	}
+	clicks.Add(
+		at("ann", 0), at("bob", 5), at("ann", 10), at("ann", 40),
+		at("cat", 45), // the watermark is 40, past bob's timeout (35): his session ends
+		at("bob", 50), // a new session for bob
+		at("bob", 80),
+		at("dan", 85), // the watermark is 80, past ann's (70) and cat's (75)
+		at("ann", 90),
+	)
+
+	sessions := func(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter], emit func(fixtures.UserCount)) error {
+		c, _ := state.Get()
+		if state.HasTimedOut() {
+			emit(fixtures.UserCount{User: user, Count: c.Count})
+			state.Remove()
+			return nil
+		}
+		var last time.Time
+		for r := range rows {
+			c.Count++
+			last = r.Time
+		}
+		state.Update(c)
+		return state.SetTimeoutTimestamp(last.Add(30 * time.Second))
+	}
+	watermarked := typed.WithWatermark(typed.FromMemory(clicks), func(c *fixtures.Click) time.Time { return c.Time }, 0)
+	byUser := typed.GroupByKey(watermarked, func(c *fixtures.Click) string { return c.User })
+	sink := typed.Memory[fixtures.UserCount]()
+	q, err := typed.WriteTo(typed.FlatMapGroupsWithState(byUser, typed.Append, typed.EventTimeTimeout, sessions), sink).
+		OutputMode(typed.Append).
+		Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for batch, rows := range sink.Batches() {
+		for _, r := range rows {
+			fmt.Printf("batch %d: %s, a session of %d clicks\n", batch, r.User, r.Count)
+		}
+	}
+	// Unordered output:
+	// batch 4: bob, a session of 1 clicks
+	// batch 7: ann, a session of 3 clicks
+	// batch 7: cat, a session of 1 clicks
+	// batch 9: bob, a session of 2 clicks
+	// batch 9: dan, a session of 1 clicks
+	// batch 9: ann, a session of 1 clicks
+}
