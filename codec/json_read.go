@@ -793,6 +793,17 @@ func (r *JSONReader) Time(target string) (t time.Time, ok bool) {
 	return t, true
 }
 
+// KeepKey returns key, just returned by NextKey, in memory that reading
+// further does not change: key itself when it is a view of the input, else
+// a copy (an escaped key is unescaped into a buffer that the next string
+// reuses).
+func (r *JSONReader) KeepKey(key []byte) []byte {
+	if len(key) > 0 && cap(r.scratch) > 0 && &key[0] == &r.scratch[:1][0] {
+		return append([]byte(nil), key...)
+	}
+	return key
+}
+
 // keyError is the type error for a map key that does not parse, at the
 // offset encoding/json gives it: just after the key's opening quote.
 func (r *JSONReader) keyError(key []byte, target string) *JSONError {

@@ -131,7 +131,7 @@ func (e *emitter) jsonPresent(f *JSONField, x *jen.Statement) jen.Code {
 func notEmpty(s *Shape, x *jen.Statement) jen.Code {
 	if c := s.Custom; c != nil {
 		if c.Under == nil {
-			return nil // an opaque struct
+			return opaqueNotEmpty(s.Type, x)
 		}
 		s = c.Under
 	}
@@ -168,7 +168,10 @@ func (e *emitter) notZero(s *Shape, x *jen.Statement) jen.Code {
 	}
 	if c := s.Custom; c != nil {
 		if c.Under == nil {
-			return x.Clone().Op("!=").Nil() // an opaque chan, func or interface
+			if u, ok := s.Type.Underlying().(*types.Basic); ok && u.Kind() == types.Uintptr {
+				return x.Clone().Op("!=").Lit(0)
+			}
+			return x.Clone().Op("!=").Nil() // a chan, func, interface or unsafe.Pointer
 		}
 		s = c.Under
 	}
@@ -181,6 +184,21 @@ func (e *emitter) notZero(s *Shape, x *jen.Statement) jen.Code {
 		return jen.Len(x.Clone()).Op("!=").Lit(0)
 	}
 	return x.Clone().Op("!=").Nil() // pointers, slices, maps, []byte
+}
+
+// opaqueNotEmpty is encoding/json's !isEmptyValue for a type that encodes
+// itself and whose value the generator does not model: a struct, chan or
+// func is never empty, an interface is empty when nil, a uintptr when 0.
+func opaqueNotEmpty(t types.Type, x *jen.Statement) jen.Code {
+	switch u := t.Underlying().(type) {
+	case *types.Interface:
+		return x.Clone().Op("!=").Nil()
+	case *types.Basic:
+		if u.Kind() == types.Uintptr {
+			return x.Clone().Op("!=").Lit(0)
+		}
+	}
+	return nil
 }
 
 // zeroByLiteral reports whether omitzero compares a value of shape s with
@@ -595,9 +613,16 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 		store := jen.If(jen.Op("!").Add(r()).Dot("Failed").Call()).Block(dst.Clone().Index(jen.Id(k)).Op("=").Id(val))
 		switch s.Key.JSONKeyRead {
 		case "text":
-			// UnmarshalText's error stops reading, after the value's.
-			parse = []jen.Code{jen.List(jen.Id(k), jen.Id(keyOK)).Op(":=").Qual(codecPath, "ParseJSONTextKey").Types(e.typeCode(s.Key.Type)).Call(jen.Id("key"))}
-			store = jen.If(jen.Id(keyOK).Op("!=").Nil()).Block(r().Dot("Fail").Call(jen.Id(keyOK))).Else().Add(store)
+			// As in encoding/json, UnmarshalText reads the key after the
+			// value has been read, and its error stops reading.
+			kept := e.fresh("kept")
+			parse = []jen.Code{jen.Id(kept).Op(":=").Add(r()).Dot("KeepKey").Call(jen.Id("key"))}
+			store = jen.If(jen.Op("!").Add(r()).Dot("Failed").Call()).Block(
+				jen.If(
+					jen.List(jen.Id(k), jen.Id(keyOK)).Op(":=").Qual(codecPath, "ParseJSONTextKey").Types(e.typeCode(s.Key.Type)).Call(jen.Id(kept)),
+					jen.Id(keyOK).Op("!=").Nil(),
+				).Block(r().Dot("Fail").Call(jen.Id(keyOK))).Else().Block(dst.Clone().Index(jen.Id(k)).Op("=").Id(val)),
+			)
 		case "string":
 			parse = []jen.Code{jen.Id(k).Op(":=").Add(e.typeCode(s.Key.Type)).Parens(jen.Id("key"))}
 		case "int", "uint":

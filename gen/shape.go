@@ -301,7 +301,7 @@ func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool
 		if !ok {
 			return nil, false
 		}
-		if t, method := ptrMarshalIn(elem, map[*Struct]bool{}); t != nil {
+		if t, method := ptrMarshalIn(elem, map[*Struct]bool{}, b.isRecord); t != nil {
 			b.rep.errorf(pos, "%s: %s has %s with a pointer receiver, which encoding/json does not call in map values (they are not addressable); give the method a value receiver, or store pointers in the map", where, typeString(b.pkg, t), method)
 			return nil, false
 		}
@@ -364,6 +364,11 @@ func isByteLike(t types.Type) bool {
 // string, else a key with a MarshalText value method is its text, else an
 // integer is its decimal text; reading, UnmarshalText comes first.
 func (b *builder) jsonKey(key *Shape, t types.Type, pos token.Pos, where string) bool {
+	switch t.Underlying().(type) {
+	case *types.Pointer, *types.Interface:
+		b.rep.errorf(pos, "%s: map keys must be strings, integers or types with MarshalText (value receiver) and UnmarshalText, not %s (encoding/json cannot read pointer keys)", where, typeString(b.pkg, t))
+		return false
+	}
 	kind := ""
 	if basic, ok := t.Underlying().(*types.Basic); ok {
 		switch {
@@ -397,7 +402,7 @@ func (b *builder) jsonKey(key *Shape, t types.Type, pos token.Pos, where string)
 // pointer, slice or map (so addressable only if s is) whose type writes
 // itself with a MarshalJSON or MarshalText method that has a pointer
 // receiver; it returns that type and method, or nil.
-func ptrMarshalIn(s *Shape, seen map[*Struct]bool) (types.Type, string) {
+func ptrMarshalIn(s *Shape, seen map[*Struct]bool, isRecord recordTest) (types.Type, string) {
 	if c := s.Custom; c != nil {
 		switch {
 		case c.MarshalPtr:
@@ -409,10 +414,13 @@ func ptrMarshalIn(s *Shape, seen map[*Struct]bool) (types.Type, string) {
 	}
 	switch s.Kind {
 	case Array:
-		return ptrMarshalIn(s.Elem, seen)
+		return ptrMarshalIn(s.Elem, seen, isRecord)
 	case StructShape:
 		st := s.Struct
-		if foreignRecord(st) || seen[st] {
+		if foreignRecord(st) {
+			return isRecord.ptrMarshalInType(st.Type, map[types.Type]bool{})
+		}
+		if seen[st] {
 			return nil, ""
 		}
 		seen[st] = true
@@ -420,8 +428,47 @@ func ptrMarshalIn(s *Shape, seen map[*Struct]bool) (types.Type, string) {
 			if slices.ContainsFunc(f.Ptrs, func(t types.Type) bool { return t != nil }) {
 				continue // promoted through a pointer: addressable
 			}
-			if t, m := ptrMarshalIn(f.Shape, seen); t != nil {
+			if t, m := ptrMarshalIn(f.Shape, seen, isRecord); t != nil {
 				return t, m
+			}
+		}
+	}
+	return nil, ""
+}
+
+// recordTest reports whether a named type is a record, whose own
+// (generated) JSON methods write what encoding/json would without them.
+type recordTest func(*types.Named) bool
+
+// ptrMarshalInType is ptrMarshalIn for a struct of another package, which
+// is not modelled: it walks the Go type's exported fields (and embedded
+// ones) and array elements.
+func (isRecord recordTest) ptrMarshalInType(t types.Type, seen map[types.Type]bool) (types.Type, string) {
+	if seen[t] {
+		return nil, ""
+	}
+	seen[t] = true
+	if n, named := types.Unalias(t).(*types.Named); named && !isRecord(n) {
+		for _, m := range []string{"MarshalJSON", "MarshalText"} {
+			if ok, ptr := hasMethod(t, m); ok {
+				if ptr {
+					return t, m
+				}
+				return nil, ""
+			}
+		}
+	}
+	switch u := t.Underlying().(type) {
+	case *types.Array:
+		return isRecord.ptrMarshalInType(u.Elem(), seen)
+	case *types.Struct:
+		for i := 0; i < u.NumFields(); i++ {
+			f := u.Field(i)
+			if (!f.Exported() && !f.Embedded()) || jsonIgnored(u.Tag(i)) {
+				continue
+			}
+			if found, m := isRecord.ptrMarshalInType(f.Type(), seen); found != nil {
+				return found, m
 			}
 		}
 	}

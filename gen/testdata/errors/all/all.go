@@ -107,6 +107,7 @@ type HasCustom struct {
 	Arrs  map[string][2]PtrText
 	Wrap  map[string]WrapPtr
 	PtrOK map[string]*PtrText
+	PKeys map[*Custom]int
 	O     Opaque
 	G     []Grade
 }
