@@ -78,6 +78,12 @@ func (e *emitter) file() *jen.File {
 func (e *emitter) typeCode(t types.Type) jen.Code {
 	switch t := t.(type) {
 	case *types.Alias:
+		// An alias is written by its name where it can be (it may stand
+		// for a type of another package that cannot be named here), else
+		// by what it stands for.
+		if obj := t.Obj(); obj.Pkg() != nil && t.TypeArgs().Len() == 0 && (obj.Exported() || obj.Pkg().Path() == e.pkg.Path) {
+			return jen.Qual(obj.Pkg().Path(), obj.Name())
+		}
 		return e.typeCode(types.Unalias(t))
 	case *types.Named:
 		obj := t.Obj()

@@ -218,6 +218,10 @@ func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool
 		b.rep.errorf(pos, "%s: generic type %s is not supported", where, typeString(b.pkg, t))
 		return nil, false
 	}
+	if isNamedType && !named.Obj().Exported() && named.Obj().Pkg() != nil && named.Obj().Pkg() != b.pkg {
+		b.rep.errorf(pos, "%s: %s is not exported by package %s, so the generated code cannot name it", where, named.Obj().Name(), named.Obj().Pkg().Path())
+		return nil, false
+	}
 	if isNamedType {
 		if plain := b.plain == t; plain {
 			b.plain = nil
