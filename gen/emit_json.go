@@ -262,6 +262,9 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 	case Float:
 		return []jen.Code{jsonCallErr(jen.Qual(codecPath, "AppendJSONFloat").Call(jen.Id("b"), e.to(s, "float64", x), jen.Lit(s.Bits)))}
 	case String:
+		if s.Number {
+			return []jen.Code{jsonCallErr(jen.Qual(codecPath, "AppendJSONNumber").Call(jen.Id("b"), e.to(s, "string", x)))}
+		}
 		return []jen.Code{jsonCall("AppendJSONString", e.to(s, "string", x))}
 	case Bytes:
 		return []jen.Code{jsonCall("AppendJSONBytes", e.byteView(s, x))}
@@ -553,6 +556,9 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 		}
 		return scalar(r().Dot("Float").Call(lit, jen.Lit(s.Bits)), conv)
 	case String:
+		if s.Number {
+			return scalar(r().Dot("Number").Call(lit), conv)
+		}
 		return scalar(r().Dot("String").Call(lit), conv)
 	case Time:
 		return scalar(r().Dot("Time").Call(lit), nil)

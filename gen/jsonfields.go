@@ -145,6 +145,10 @@ func (b *builder) jsonFields(s *Struct) bool {
 		}
 		f := c.JSONField
 		f.Shape = shape
+		if f.Quoted && (shape.Number || shape.Kind == Pointer && shape.Elem.Number) {
+			b.rep.errorf(c.pos, "%s: the json option \"string\" on json.Number is not supported", where)
+			ok = false
+		}
 		if f.Quoted && (shape.Custom != nil || shape.Kind == Pointer && shape.Elem.Custom != nil) {
 			b.rep.errorf(c.pos, "%s: the json option \"string\" on %s, a type with its own encoding methods, is not supported", where, typeString(b.pkg, c.typ))
 			ok = false

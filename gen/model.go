@@ -156,6 +156,9 @@ type Shape struct {
 	// writes and reads it: "string", "int", "uint" or "text" (MarshalText,
 	// UnmarshalText).
 	JSONKey, JSONKeyRead string
+	// Number is set for encoding/json.Number (a String shape), which
+	// JSON writes and reads as a number.
+	Number bool
 	// Custom is set for a named type that encodes itself with methods.
 	// Kind is then that of Custom.Under, or Bytes or String when the
 	// binary encoding is the methods' output.

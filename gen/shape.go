@@ -213,6 +213,9 @@ func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool
 	if isNamed(t, "time", "Duration") {
 		return &Shape{Kind: Duration, Type: t, Bits: 64}, true
 	}
+	if isNamed(t, "encoding/json", "Number") {
+		return &Shape{Kind: String, Type: t, Named: true, Number: true}, true
+	}
 	named, isNamedType := t.(*types.Named)
 	if isNamedType && named.TypeArgs().Len() > 0 {
 		b.rep.errorf(pos, "%s: generic type %s is not supported", where, typeString(b.pkg, t))
