@@ -9,54 +9,54 @@ import (
 // Types that encode themselves with methods (MarshalBinary, MarshalText,
 // MarshalJSON and their Append and Unmarshal forms) go through these. In
 // the binary format their output is a bytes value (binary and JSON forms)
-// or a string (text forms). field names the field for errors, as in
-// "Event.Addr".
+// or a string (text forms). what names the value in errors: its type when
+// writing ("netip.Addr"), its field when reading ("Event.Addr").
 
 // AppendBinaryMarshaler appends m.MarshalBinary() as a bytes value.
-func AppendBinaryMarshaler(b []byte, m encoding.BinaryMarshaler, field string) ([]byte, error) {
+func AppendBinaryMarshaler(b []byte, m encoding.BinaryMarshaler, what string) ([]byte, error) {
 	p, err := m.MarshalBinary()
 	if err != nil {
-		return b, methodError(field, "MarshalBinary", err)
+		return b, methodError(what, "MarshalBinary", err)
 	}
 	return appendNonNilBytes(b, p), nil
 }
 
 // AppendBinaryAppender appends what m.AppendBinary adds as a bytes value.
-func AppendBinaryAppender(b []byte, m encoding.BinaryAppender, field string) ([]byte, error) {
+func AppendBinaryAppender(b []byte, m encoding.BinaryAppender, what string) ([]byte, error) {
 	start := len(b)
 	out, err := m.AppendBinary(append(b, 0))
 	if err != nil {
-		return b[:start], methodError(field, "AppendBinary", err)
+		return b[:start], methodError(what, "AppendBinary", err)
 	}
 	// A bytes value's length is written plus one (0 is nil).
 	return endLength(out, start, 1), nil
 }
 
 // AppendTextMarshaler appends m.MarshalText() as a string value.
-func AppendTextMarshaler(b []byte, m encoding.TextMarshaler, field string) ([]byte, error) {
+func AppendTextMarshaler(b []byte, m encoding.TextMarshaler, what string) ([]byte, error) {
 	p, err := m.MarshalText()
 	if err != nil {
-		return b, methodError(field, "MarshalText", err)
+		return b, methodError(what, "MarshalText", err)
 	}
 	b = AppendUvarint(b, uint64(len(p)))
 	return append(b, p...), nil
 }
 
 // AppendTextAppender appends what m.AppendText adds as a string value.
-func AppendTextAppender(b []byte, m encoding.TextAppender, field string) ([]byte, error) {
+func AppendTextAppender(b []byte, m encoding.TextAppender, what string) ([]byte, error) {
 	start := len(b)
 	out, err := m.AppendText(append(b, 0))
 	if err != nil {
-		return b[:start], methodError(field, "AppendText", err)
+		return b[:start], methodError(what, "AppendText", err)
 	}
 	return endLength(out, start, 0), nil
 }
 
 // AppendJSONMarshalerBinary appends m.MarshalJSON() as a bytes value.
-func AppendJSONMarshalerBinary(b []byte, m json.Marshaler, field string) ([]byte, error) {
+func AppendJSONMarshalerBinary(b []byte, m json.Marshaler, what string) ([]byte, error) {
 	p, err := m.MarshalJSON()
 	if err != nil {
-		return b, methodError(field, "MarshalJSON", err)
+		return b, methodError(what, "MarshalJSON", err)
 	}
 	return appendNonNilBytes(b, p), nil
 }
@@ -70,31 +70,31 @@ func appendNonNilBytes(b, p []byte) []byte {
 
 // BinaryUnmarshaler reads a bytes value into u.UnmarshalBinary. The bytes
 // are not copied: UnmarshalBinary copies what it keeps, by its contract.
-func (d *Decoder) BinaryUnmarshaler(u encoding.BinaryUnmarshaler, field string) {
+func (d *Decoder) BinaryUnmarshaler(u encoding.BinaryUnmarshaler, what string) {
 	if p, ok := d.bytesView(); ok {
 		if err := u.UnmarshalBinary(p); err != nil {
-			d.Fail(methodError(field, "UnmarshalBinary", err))
+			d.Fail(methodError(what, "UnmarshalBinary", err))
 		}
 	}
 }
 
 // TextUnmarshaler reads a string value into u.UnmarshalText.
-func (d *Decoder) TextUnmarshaler(u encoding.TextUnmarshaler, field string) {
+func (d *Decoder) TextUnmarshaler(u encoding.TextUnmarshaler, what string) {
 	n := d.length()
 	if d.err != nil {
 		return
 	}
 	d.pos += n
 	if err := u.UnmarshalText(d.buf[d.pos-n : d.pos : d.pos]); err != nil {
-		d.Fail(methodError(field, "UnmarshalText", err))
+		d.Fail(methodError(what, "UnmarshalText", err))
 	}
 }
 
 // JSONUnmarshalerBinary reads a bytes value into u.UnmarshalJSON.
-func (d *Decoder) JSONUnmarshalerBinary(u json.Unmarshaler, field string) {
+func (d *Decoder) JSONUnmarshalerBinary(u json.Unmarshaler, what string) {
 	if p, ok := d.bytesView(); ok {
 		if err := u.UnmarshalJSON(p); err != nil {
-			d.Fail(methodError(field, "UnmarshalJSON", err))
+			d.Fail(methodError(what, "UnmarshalJSON", err))
 		}
 	}
 }
@@ -117,8 +117,8 @@ func (d *Decoder) bytesView() ([]byte, bool) {
 	return d.buf[d.pos-int(n) : d.pos : d.pos], true
 }
 
-func methodError(field, method string, err error) error {
-	return fmt.Errorf("%s: %s: %w", field, method, err)
+func methodError(what, method string, err error) error {
+	return fmt.Errorf("%s: %s: %w", what, method, err)
 }
 
 // AppendJSONMarshaler appends what m.MarshalJSON returns, checked and
