@@ -54,6 +54,9 @@ func compareTypes(diffs *[]string, path string, written, current *Type) string {
 		}
 		return compareTypes(diffs, path+"[]", written.Elem, current.Elem)
 	case KindStruct:
+		if written.Ref != "" || current.Ref != "" {
+			return "" // a recursive type's struct, compared where it is described
+		}
 		compareSchemas(diffs, path, written.Struct, current.Struct)
 	}
 	return ""

@@ -87,6 +87,12 @@
 // one value may differ in bytes while decoding to equal values; JSON output,
 // which follows encoding/json, sorts keys.
 //
+// A recursive type (a struct that holds itself through pointers, slices or
+// maps) is encoded like any other; its schema refers to an enclosing
+// struct by name (Type.Ref). Encoders and decoders of such types stop at
+// MaxDepth levels of nesting with an error, so a cycle of pointers or a
+// crafted input cannot overflow the stack.
+//
 // A decoder never trusts a length beyond the bytes it has: a string, slice or
 // map longer than the remaining input is an error before anything is
 // allocated, so arbitrary input cannot make it allocate more than a small

@@ -18,14 +18,14 @@ import (
 func AppendDynamicJSON(b []byte, s *Schema, data []byte) ([]byte, error) {
 	var d Decoder
 	d.Reset(data)
-	b = appendDynamicStruct(b, &d, s, len(data))
+	b = appendDynamicStruct(b, &d, s, len(data), []*Schema{s})
 	if err := d.Err(); err != nil {
 		return b, fmt.Errorf("streamgen: decode %s: %w", s.Name, err)
 	}
 	return b, nil
 }
 
-func appendDynamicStruct(b []byte, d *Decoder, s *Schema, end int) []byte {
+func appendDynamicStruct(b []byte, d *Decoder, s *Schema, end int, outer []*Schema) []byte {
 	// Fields may come in any order and repeat; collect the last value of
 	// each, then write them in schema order.
 	type span struct{ start, end int }
@@ -64,9 +64,14 @@ func appendDynamicStruct(b []byte, d *Decoder, s *Schema, end int) []byte {
 		b = AppendJSONString(b, f.Name)
 		b = append(b, ':')
 		sub := Decoder{buf: d.buf[:v.end], pos: v.start}
-		b = appendDynamicField(b, &sub, f.Type)
+		b = appendDynamicField(b, &sub, f.Type, outer)
 		if sub.err != nil {
-			d.Fail(sub.err)
+			// Already placed: passed up as it is, not wrapped at every
+			// level of a deeply nested value.
+			if d.err == nil {
+				d.err = sub.err
+			}
+			d.pos = len(d.buf)
 			return b
 		}
 	}
@@ -75,19 +80,19 @@ func appendDynamicStruct(b []byte, d *Decoder, s *Schema, end int) []byte {
 
 // appendDynamicField writes a field's value: lists and maps carry a byte
 // length at field level.
-func appendDynamicField(b []byte, d *Decoder, t *Type) []byte {
+func appendDynamicField(b []byte, d *Decoder, t *Type, outer []*Schema) []byte {
 	if t.Kind == KindList || t.Kind == KindMap {
 		end := d.Begin()
-		b = appendDynamicValue(b, d, t, false)
+		b = appendDynamicValue(b, d, t, false, outer)
 		d.Finish(end)
 		return b
 	}
-	return appendDynamicValue(b, d, t, false)
+	return appendDynamicValue(b, d, t, false, outer)
 }
 
 // appendDynamicValue writes one value of type t; element says it is a list
 // or map element, where a pointer has a presence byte.
-func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool) []byte {
+func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool, outer []*Schema) []byte {
 	if element && t.Pointer {
 		if !d.Present() {
 			return append(b, "null"...)
@@ -123,8 +128,25 @@ func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool) []byte {
 	case KindDuration:
 		return strconv.AppendInt(b, int64(d.Duration()), 10)
 	case KindStruct:
+		s := t.Struct
+		if t.Ref != "" {
+			s = nil
+			for i := len(outer) - 1; i >= 0 && s == nil; i-- {
+				if outer[i].Name == t.Ref {
+					s = outer[i]
+				}
+			}
+		}
+		switch {
+		case s == nil:
+			d.Fail(fmt.Errorf("%w: schema refers to %q, which does not enclose it", ErrMalformed, t.Ref))
+			return b
+		case len(outer) >= MaxDepth:
+			d.Fail(fmt.Errorf("%w: structs nested deeper than %d", ErrMalformed, MaxDepth))
+			return b
+		}
 		end := d.Begin()
-		b = appendDynamicStruct(b, d, t.Struct, end)
+		b = appendDynamicStruct(b, d, s, end, append(outer, s))
 		d.Finish(end)
 		return b
 	case KindList:
@@ -137,7 +159,7 @@ func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool) []byte {
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendDynamicValue(b, d, t.Elem, true)
+			b = appendDynamicValue(b, d, t.Elem, true, outer)
 		}
 		return append(b, ']')
 	case KindMap:
@@ -152,14 +174,14 @@ func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool) []byte {
 			}
 			// A key is its value as a JSON string: a string (or base64
 			// bytes) as it is, anything else as its JSON text.
-			key := appendDynamicValue(nil, d, t.Key, true)
+			key := appendDynamicValue(nil, d, t.Key, true, outer)
 			if len(key) > 0 && key[0] == '"' {
 				b = append(b, key...)
 			} else {
 				b = AppendJSONStringBytes(b, key)
 			}
 			b = append(b, ':')
-			b = appendDynamicValue(b, d, t.Elem, true)
+			b = appendDynamicValue(b, d, t.Elem, true, outer)
 		}
 		return append(b, '}')
 	}

@@ -31,14 +31,15 @@ var ErrKindChanged = errors.New("streamgen: field type changed")
 // The zero value is ready after Reset. A Decoder is not safe for concurrent
 // use.
 type Decoder struct {
-	buf []byte
-	pos int
-	err error
+	buf   []byte
+	pos   int
+	err   error
+	depth int // values begun (Begin) and not finished
 }
 
 // Reset makes d read b from its start.
 func (d *Decoder) Reset(b []byte) {
-	d.buf, d.pos, d.err = b, 0, nil
+	d.buf, d.pos, d.err, d.depth = b, 0, nil, 0
 }
 
 // Err returns the first error met, or nil.
@@ -347,12 +348,17 @@ func (d *Decoder) Present() bool { return d.Bool() }
 // is never past the input's end.
 func (d *Decoder) Begin() int {
 	n := d.length()
+	if d.depth++; d.depth > MaxDepth {
+		d.Fail(fmt.Errorf("%w: values nested deeper than %d", ErrMalformed, MaxDepth))
+		return d.pos // reading stops: the error is set
+	}
 	return d.pos + n
 }
 
 // Finish checks that reading a nested value begun with Begin stopped exactly
 // at its end.
 func (d *Decoder) Finish(end int) {
+	d.depth--
 	if d.err == nil && d.pos != end {
 		d.Fail(fmt.Errorf("%w: nested value overruns its length", ErrMalformed))
 	}

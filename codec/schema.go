@@ -53,7 +53,16 @@ type Type struct {
 	Key *Type `json:"key,omitempty"`
 	// Struct describes the fields of a nested struct.
 	Struct *Schema `json:"struct,omitempty"`
+	// Ref, for a struct of a recursive type, names (by its schema's
+	// Name) the enclosing struct whose schema this is, instead of Struct.
+	Ref string `json:"ref,omitempty"`
 }
+
+// MaxDepth bounds the nesting of values (structs, lists and maps within
+// each other) that decoders and encoders of recursive types accept, as
+// encoding/json bounds the nesting of JSON it reads. Deeper values, or
+// cycles of pointers, are errors, never a stack overflow.
+const MaxDepth = 10000
 
 // MarshalText lets a Kind appear by name in JSON schemas.
 func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
@@ -86,6 +95,9 @@ func (t *Type) canonical(b []byte) []byte {
 		b = t.Elem.canonical(b)
 		b = append(b, '>')
 	case KindStruct:
+		if t.Ref != "" {
+			return append(append(b, "ref:"...), t.Ref...)
+		}
 		b = t.Struct.canonical(b)
 	}
 	return b
@@ -180,4 +192,17 @@ func Schemas() []*Schema {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// ErrNestedTooDeep is the error of a binary encoder of a recursive type
+// that met values nested deeper than MaxDepth (typ names the type): a
+// cycle of pointers, most likely.
+func ErrNestedTooDeep(typ string) error {
+	return fmt.Errorf("streamgen: encode %s: values nested deeper than %d (a cycle of pointers?)", typ, MaxDepth)
+}
+
+// JSONNestedTooDeep is ErrNestedTooDeep for JSON, worded as
+// encoding/json's error for a cycle: "json: unsupported value: ...".
+func JSONNestedTooDeep(typ string) error {
+	return &JSONError{Offset: -1, Msg: fmt.Sprintf("unsupported value: values nested deeper than %d in %s (a cycle of pointers?)", MaxDepth, typ)}
 }

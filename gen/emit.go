@@ -22,6 +22,39 @@ type emitter struct {
 	// names counts the locals of the function being emitted, so that
 	// nested loops read i, i1, i2 instead of colliding.
 	names map[string]int
+	// depth is set while the helper being emitted takes a depth: the
+	// nesting of the recursive type it writes (codec.MaxDepth bounds it).
+	depth bool
+	// schemaPath holds the recursive structs whose schema is being
+	// written inline, which nested ones refer to by name.
+	schemaPath []*Struct
+}
+
+// depthArgs are the arguments after b and v of a call to the append
+// helper of s: the depth, for a recursive struct.
+func (e *emitter) depthArgs(s *Struct) []jen.Code {
+	switch {
+	case !s.Recursive:
+		return nil
+	case e.depth:
+		return []jen.Code{jen.Id("depth").Op("+").Lit(1)}
+	}
+	return []jen.Code{jen.Lit(0)}
+}
+
+// depthParams are the parameters of an append helper after b and v, and
+// the check that starts its body: the nesting is bounded for a recursive
+// struct, so that a cycle of pointers is an error, not a stack overflow.
+func (e *emitter) depthParams(s *Struct, tooDeep string) ([]jen.Code, []jen.Code) {
+	e.depth = s.Recursive
+	if !s.Recursive {
+		return nil, nil
+	}
+	return []jen.Code{jen.Id("depth").Int()}, []jen.Code{
+		jen.If(jen.Id("depth").Op(">").Qual(codecPath, "MaxDepth")).Block(
+			jen.Return(jen.Id("b"), jen.Qual(codecPath, tooDeep).Call(jen.Lit(e.goName(s.Type)))),
+		),
+	}
 }
 
 // fresh returns a local name based on base, unique in the current function.
@@ -206,12 +239,12 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 		jen.Comment("a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)"),
 		jen.Comment("and that fails."),
 		jen.Func().Params(recv()).Id("AppendBinary").Params(jen.Id("b").Index().Byte()).Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Return(jen.Id("appendBinary"+h).Call(jen.Id("b"), jen.Id("t"))),
+			jen.Return(jen.Id("appendBinary" + h).Call(append([]jen.Code{jen.Id("b"), jen.Id("t")}, e.depthArgs(s)...)...)),
 		),
 		jen.Line(),
 		jen.Comment("MarshalBinary returns the binary encoding of t; see AppendBinary."),
 		jen.Func().Params(recv()).Id("MarshalBinary").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Return(jen.Id("appendBinary"+h).Call(jen.Make(jen.Index().Byte(), jen.Lit(0), jen.Lit(sizeHint(s))), jen.Id("t"))),
+			jen.Return(jen.Id("appendBinary" + h).Call(append([]jen.Code{jen.Make(jen.Index().Byte(), jen.Lit(0), jen.Lit(sizeHint(s))), jen.Id("t")}, e.depthArgs(s)...)...)),
 		),
 		jen.Line(),
 		jen.Comment("UnmarshalBinary sets t to the record encoded in b, which may have been"),
@@ -227,7 +260,7 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 		jen.Line(),
 		jen.Comment("AppendJSON appends t as encoding/json would marshal it."),
 		jen.Func().Params(recv()).Id("AppendJSON").Params(jen.Id("b").Index().Byte()).Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Return(jen.Id("appendJSON"+h).Call(jen.Id("b"), jen.Id("t"))),
+			jen.Return(jen.Id("appendJSON" + h).Call(append([]jen.Code{jen.Id("b"), jen.Id("t")}, e.depthArgs(s)...)...)),
 		),
 		jen.Line(),
 		jen.Comment("MarshalJSON returns t as encoding/json would marshal it."),

@@ -40,8 +40,10 @@ func tagBytes(f *Field) []jen.Code {
 // field of v as a tag and a value, in declaration order. It fails only
 // when a type's own MarshalBinary (or MarshalText, MarshalJSON) does.
 func (e *emitter) appendBinary(s *Struct) jen.Code {
-	e.function("b", "v", "err")
-	body := []jen.Code{jen.Var().Id("err").Error()}
+	e.function("b", "v", "err", "depth")
+	params, check := e.depthParams(s, "ErrNestedTooDeep")
+	defer func() { e.depth = false }()
+	body := append(check, jen.Var().Id("err").Error())
 	for _, f := range s.Fields {
 		x := jen.Id("v").Dot(f.Name)
 		kind := kindOf(f.Shape)
@@ -58,7 +60,7 @@ func (e *emitter) appendBinary(s *Struct) jen.Code {
 	}
 	body = append(body, jen.Return(jen.Id("b"), jen.Id("err")))
 	return jen.Func().Id("appendBinary"+s.Helper).
-		Params(jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Add(e.typeCode(s.Type))).
+		Params(append([]jen.Code{jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Add(e.typeCode(s.Type))}, params...)...).
 		Params(jen.Index().Byte(), jen.Error()).Block(body...)
 }
 
@@ -162,7 +164,7 @@ func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 		if foreignRecord(s.Struct) {
 			inner = orFail(x.Clone().Dot("AppendBinary").Call(jen.Id("b")))
 		} else {
-			inner = orFail(jen.Id("appendBinary"+s.Struct.Helper).Call(jen.Id("b"), addr(x)))
+			inner = orFail(jen.Id("appendBinary" + s.Struct.Helper).Call(append([]jen.Code{jen.Id("b"), addr(x)}, e.depthArgs(s.Struct)...)...))
 		}
 		return []jen.Code{
 			jen.Id(start).Op(":=").Len(jen.Id("b")),

@@ -15,17 +15,19 @@ import (
 // encoding/json does. Each member is written with a leading comma; the
 // first comma is then turned into the opening brace.
 func (e *emitter) appendJSON(s *Struct) jen.Code {
-	e.function("b", "v", "err", "start")
+	e.function("b", "v", "err", "start", "depth")
+	params, check := e.depthParams(s, "JSONNestedTooDeep")
+	defer func() { e.depth = false }()
 	sig := jen.Func().Id("appendJSON"+s.Helper).
-		Params(jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Add(e.typeCode(s.Type))).
+		Params(append([]jen.Code{jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Add(e.typeCode(s.Type))}, params...)...).
 		Params(jen.Index().Byte(), jen.Error())
 	if len(s.JSON) == 0 {
 		return sig.Block(jen.Return(jen.Append(jen.Id("b"), jen.Lit("{}").Op("...")), jen.Nil()))
 	}
-	body := []jen.Code{
+	body := append(check,
 		jen.Var().Id("err").Error(),
 		jen.Id("start").Op(":=").Len(jen.Id("b")),
-	}
+	)
 	allOptional := true
 	for _, f := range s.JSON {
 		x := jen.Id("v")
@@ -332,7 +334,7 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 		if foreignRecord(s.Struct) {
 			return []jen.Code{jsonCallErr(x.Clone().Dot("AppendJSON").Call(jen.Id("b")))}
 		}
-		return []jen.Code{jsonCallErr(jen.Id("appendJSON"+s.Struct.Helper).Call(jen.Id("b"), addr(x)))}
+		return []jen.Code{jsonCallErr(jen.Id("appendJSON" + s.Struct.Helper).Call(append([]jen.Code{jen.Id("b"), addr(x)}, e.depthArgs(s.Struct)...)...))}
 	}
 	panic("appendJSONValue: unknown shape")
 }

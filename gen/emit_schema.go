@@ -2,6 +2,7 @@ package gen
 
 import (
 	"github.com/dave/jennifer/jen"
+	"slices"
 
 	"github.com/streamgen/streamgen/codec"
 )
@@ -104,6 +105,22 @@ func minSize(s *Shape) int {
 // schemaVar emits the schema of s: registered for a record, sealed for a
 // struct reached from one.
 func (e *emitter) schemaVar(s *Struct) jen.Code {
+	schema := e.schemaLiteral(s)
+	if s.Record {
+		return jen.Var().Id("schema"+s.Helper).Op("=").Qual(codecPath, "Register").Call(schema)
+	}
+	return jen.Var().Id("schema" + s.Helper).Op("=").Parens(schema).Dot("Seal").Call()
+}
+
+// schemaLiteral is the schema of s as a composite literal. A recursive
+// struct's schema holds the schemas of the structs it reaches inline,
+// each struct that encloses them written as a Ref to its name (a
+// variable cannot hold itself).
+func (e *emitter) schemaLiteral(s *Struct) jen.Code {
+	if s.Recursive {
+		e.schemaPath = append(e.schemaPath, s)
+		defer func() { e.schemaPath = e.schemaPath[:len(e.schemaPath)-1] }()
+	}
 	fields := make([]jen.Code, len(s.Fields))
 	for i, f := range s.Fields {
 		fields[i] = jen.Values(jen.Dict{
@@ -112,14 +129,10 @@ func (e *emitter) schemaVar(s *Struct) jen.Code {
 			jen.Id("Type"): e.schemaType(f.Shape),
 		})
 	}
-	schema := jen.Op("&").Qual(codecPath, "Schema").Values(jen.Dict{
+	return jen.Op("&").Qual(codecPath, "Schema").Values(jen.Dict{
 		jen.Id("Name"):   jen.Lit(s.Qualified),
 		jen.Id("Fields"): jen.Index().Qual(codecPath, "Field").Values(fields...),
 	})
-	if s.Record {
-		return jen.Var().Id("schema"+s.Helper).Op("=").Qual(codecPath, "Register").Call(schema)
-	}
-	return jen.Var().Id("schema" + s.Helper).Op("=").Parens(schema).Dot("Seal").Call()
 }
 
 func (e *emitter) schemaType(s *Shape) jen.Code {
@@ -141,10 +154,17 @@ func (e *emitter) schemaType(s *Shape) jen.Code {
 		d[jen.Id("Key")] = e.schemaType(s.Key)
 		d[jen.Id("Elem")] = e.schemaType(s.Elem)
 	case StructShape:
-		if s.Struct.Record && !s.Struct.Local {
-			d[jen.Id("Struct")] = jen.Parens(jen.Op("*").Add(e.typeCode(s.Struct.Type))).Parens(jen.Nil()).Dot("StreamSchema").Call()
-		} else {
-			d[jen.Id("Struct")] = jen.Id("schema" + s.Struct.Helper)
+		switch st := s.Struct; {
+		case st.Record && !st.Local:
+			d[jen.Id("Struct")] = jen.Parens(jen.Op("*").Add(e.typeCode(st.Type))).Parens(jen.Nil()).Dot("StreamSchema").Call()
+		case slices.Contains(e.schemaPath, st):
+			d[jen.Id("Ref")] = jen.Lit(st.Qualified)
+		case st.Recursive && len(e.schemaPath) > 0:
+			// Inside a recursive struct's schema: a variable for st
+			// could need this one to be initialized first.
+			d[jen.Id("Struct")] = e.schemaLiteral(st)
+		default:
+			d[jen.Id("Struct")] = jen.Id("schema" + st.Helper)
 		}
 	}
 	return jen.Op("&").Qual(codecPath, "Type").Values(d)

@@ -164,6 +164,7 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 	if len(rep.errs) > before {
 		return nil
 	}
+	markRecursive(b.model.Structs)
 	return b.model
 }
 

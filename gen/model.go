@@ -78,6 +78,10 @@ type Struct struct {
 	// from embedded structs by encoding/json's rules, in its order.
 	JSON []*JSONField
 	Pos  token.Pos
+	// Recursive is true for a struct that contains itself, through
+	// pointers, slices or maps, maybe by way of other structs: its
+	// helpers bound the nesting they write and read (codec.MaxDepth).
+	Recursive bool
 }
 
 // Field is one field of the binary encoding.

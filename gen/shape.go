@@ -113,12 +113,88 @@ func (b *builder) structOf(t types.Type, pos token.Pos) (*Struct, bool) {
 	return s, ok
 }
 
-func (b *builder) checkRecursion(s *Struct, pos token.Pos) bool {
-	if b.building[s] {
-		b.rep.errorf(pos, "%s contains itself: recursive types are not supported", s.Name)
-		return false
+// checkRecursion accepts a struct met again while it is being modelled:
+// a recursive type, reached through a pointer, slice or map (Go has no
+// other way). markRecursive finds such structs once all are modelled.
+func (b *builder) checkRecursion(s *Struct, pos token.Pos) bool { return true }
+
+// markRecursive sets Recursive on every struct that can reach itself
+// through its fields (binary or JSON), with Tarjan's algorithm for
+// strongly connected components.
+func markRecursive(structs []*Struct) {
+	index := map[*Struct]int{}
+	low := map[*Struct]int{}
+	onStack := map[*Struct]bool{}
+	var stack []*Struct
+	var visit func(s *Struct)
+	visit = func(s *Struct) {
+		index[s], low[s] = len(index), len(index)
+		stack = append(stack, s)
+		onStack[s] = true
+		for _, t := range structEdges(s) {
+			if _, seen := index[t]; !seen {
+				visit(t)
+				low[s] = min(low[s], low[t])
+			} else if onStack[t] {
+				low[s] = min(low[s], index[t])
+			}
+		}
+		if low[s] != index[s] {
+			return
+		}
+		var scc []*Struct
+		for {
+			t := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			onStack[t] = false
+			scc = append(scc, t)
+			if t == s {
+				break
+			}
+		}
+		self := slices.Contains(structEdges(s), s)
+		for _, t := range scc {
+			t.Recursive = len(scc) > 1 || self
+		}
 	}
-	return true
+	for _, s := range structs {
+		if _, seen := index[s]; !seen {
+			visit(s)
+		}
+	}
+}
+
+// structEdges lists the modelled structs that s's fields hold, at any
+// depth of pointers, slices, arrays and maps.
+func structEdges(s *Struct) []*Struct {
+	var out []*Struct
+	var walk func(sh *Shape)
+	walk = func(sh *Shape) {
+		if sh == nil {
+			return
+		}
+		if c := sh.Custom; c != nil {
+			walk(c.Under)
+		}
+		switch sh.Kind {
+		case StructShape:
+			if !foreignRecord(sh.Struct) {
+				out = append(out, sh.Struct)
+			}
+		case Pointer, Slice, Array:
+			walk(sh.Elem)
+		case Map:
+			walk(sh.Key)
+			walk(sh.Elem)
+		}
+	}
+	for _, f := range s.Fields {
+		walk(f.Shape)
+	}
+	for _, f := range s.JSON {
+		walk(f.Shape)
+	}
+	return out
 }
 
 // helperName picks a unique, readable suffix for a struct's helpers.

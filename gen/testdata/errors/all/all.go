@@ -71,15 +71,6 @@ type StringOpt struct {
 	N Custom `json:",string"`
 }
 
-type Node struct {
-	Next *Node
-}
-
-//streamgen:record
-type Recursive struct {
-	Head Node
-}
-
 type Custom int
 
 func (Custom) MarshalText() ([]byte, error) { return nil, nil }
