@@ -18,14 +18,18 @@ import (
 func AppendDynamicJSON(b []byte, s *Schema, data []byte) ([]byte, error) {
 	var d Decoder
 	d.Reset(data)
-	b = appendDynamicStruct(b, &d, s, len(data), []*Schema{s})
+	st := &dynamicState{root: s}
+	if s.Recursive {
+		st.depth = 1
+	}
+	b = appendDynamicStruct(b, &d, s, len(data), st)
 	if err := d.Err(); err != nil {
 		return b, fmt.Errorf("streamgen: decode %s: %w", s.Name, err)
 	}
 	return b, nil
 }
 
-func appendDynamicStruct(b []byte, d *Decoder, s *Schema, end int, outer []*Schema) []byte {
+func appendDynamicStruct(b []byte, d *Decoder, s *Schema, end int, st *dynamicState) []byte {
 	// Fields may come in any order and repeat; collect the last value of
 	// each, then write them in schema order.
 	type span struct{ start, end int }
@@ -64,7 +68,7 @@ func appendDynamicStruct(b []byte, d *Decoder, s *Schema, end int, outer []*Sche
 		b = AppendJSONString(b, f.Name)
 		b = append(b, ':')
 		sub := Decoder{buf: d.buf[:v.end], pos: v.start}
-		b = appendDynamicField(b, &sub, f.Type, outer)
+		b = appendDynamicField(b, &sub, f.Type, st)
 		if sub.err != nil {
 			// Already placed: passed up as it is, not wrapped at every
 			// level of a deeply nested value.
@@ -80,19 +84,19 @@ func appendDynamicStruct(b []byte, d *Decoder, s *Schema, end int, outer []*Sche
 
 // appendDynamicField writes a field's value: lists and maps carry a byte
 // length at field level.
-func appendDynamicField(b []byte, d *Decoder, t *Type, outer []*Schema) []byte {
+func appendDynamicField(b []byte, d *Decoder, t *Type, st *dynamicState) []byte {
 	if t.Kind == KindList || t.Kind == KindMap {
 		end := d.Begin()
-		b = appendDynamicValue(b, d, t, false, outer)
+		b = appendDynamicValue(b, d, t, false, st)
 		d.Finish(end)
 		return b
 	}
-	return appendDynamicValue(b, d, t, false, outer)
+	return appendDynamicValue(b, d, t, false, st)
 }
 
 // appendDynamicValue writes one value of type t; element says it is a list
 // or map element, where a pointer has a presence byte.
-func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool, outer []*Schema) []byte {
+func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool, st *dynamicState) []byte {
 	if element && t.Pointer {
 		if !d.Present() {
 			return append(b, "null"...)
@@ -130,24 +134,25 @@ func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool, outer []*Sc
 	case KindStruct:
 		s := t.Struct
 		if t.Ref != "" {
-			s = nil
-			for i := len(outer) - 1; i >= 0 && s == nil; i-- {
-				if outer[i].Name == t.Ref {
-					s = outer[i]
-				}
-			}
+			s = st.lookup(t.Ref)
 		}
 		switch {
 		case s == nil:
-			d.Fail(fmt.Errorf("%w: schema refers to %q, which does not enclose it", ErrMalformed, t.Ref))
+			d.Fail(fmt.Errorf("%w: schema refers to %q, which it does not describe", ErrMalformed, t.Ref))
 			return b
-		case len(outer) >= MaxDepth:
-			d.Fail(fmt.Errorf("%w: structs nested deeper than %d", ErrMalformed, MaxDepth))
+		case s.Recursive && st.depth >= MaxDepth:
+			d.Fail(fmt.Errorf("%w: %s values nested deeper than %d", ErrMalformed, s.Name, MaxDepth))
 			return b
 		}
+		if s.Recursive {
+			st.depth++
+		}
 		end := d.Begin()
-		b = appendDynamicStruct(b, d, s, end, append(outer, s))
+		b = appendDynamicStruct(b, d, s, end, st)
 		d.Finish(end)
+		if s.Recursive {
+			st.depth--
+		}
 		return b
 	case KindList:
 		n := d.List(t.Go, elemKindOf(t.Elem), 1)
@@ -159,7 +164,7 @@ func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool, outer []*Sc
 			if i > 0 {
 				b = append(b, ',')
 			}
-			b = appendDynamicValue(b, d, t.Elem, true, outer)
+			b = appendDynamicValue(b, d, t.Elem, true, st)
 		}
 		return append(b, ']')
 	case KindMap:
@@ -174,14 +179,14 @@ func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool, outer []*Sc
 			}
 			// A key is its value as a JSON string: a string (or base64
 			// bytes) as it is, anything else as its JSON text.
-			key := appendDynamicValue(nil, d, t.Key, true, outer)
+			key := appendDynamicValue(nil, d, t.Key, true, st)
 			if len(key) > 0 && key[0] == '"' {
 				b = append(b, key...)
 			} else {
 				b = AppendJSONStringBytes(b, key)
 			}
 			b = append(b, ':')
-			b = appendDynamicValue(b, d, t.Elem, true, outer)
+			b = appendDynamicValue(b, d, t.Elem, true, st)
 		}
 		return append(b, '}')
 	}
@@ -207,4 +212,41 @@ func appendDynamicFloat(b []byte, f float64, bits int) []byte {
 	}
 	out, _ := AppendJSONFloat(b, f, bits)
 	return out
+}
+
+// dynamicState is what rendering a record's bytes keeps: its schema, the
+// structs that Refs name in it (found when first needed), and how many
+// structs of recursive types it is inside (as Decoder.Enter counts them).
+type dynamicState struct {
+	root   *Schema
+	byName map[string]*Schema
+	depth  int
+}
+
+// lookup finds the schema of the struct named name in the record's
+// schema, or nil.
+func (st *dynamicState) lookup(name string) *Schema {
+	if st.byName == nil {
+		st.byName = map[string]*Schema{}
+		var walk func(s *Schema)
+		walk = func(s *Schema) {
+			if _, seen := st.byName[s.Name]; seen {
+				return
+			}
+			st.byName[s.Name] = s
+			for _, f := range s.Fields {
+				for t := f.Type; t != nil; {
+					if t.Struct != nil {
+						walk(t.Struct)
+					}
+					if t.Key != nil && t.Key.Struct != nil {
+						walk(t.Key.Struct)
+					}
+					t = t.Elem
+				}
+			}
+		}
+		walk(st.root)
+	}
+	return st.byName[name]
 }

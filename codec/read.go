@@ -31,10 +31,12 @@ var ErrKindChanged = errors.New("streamgen: field type changed")
 // The zero value is ready after Reset. A Decoder is not safe for concurrent
 // use.
 type Decoder struct {
-	buf   []byte
-	pos   int
-	err   error
-	depth int // values begun (Begin) and not finished
+	buf []byte
+	pos int
+	err error
+	// depth counts the values of recursive types being read (Enter), as
+	// their encoders count them.
+	depth int
 }
 
 // Reset makes d read b from its start.
@@ -348,17 +350,28 @@ func (d *Decoder) Present() bool { return d.Bool() }
 // is never past the input's end.
 func (d *Decoder) Begin() int {
 	n := d.length()
-	if d.depth++; d.depth > MaxDepth {
-		d.Fail(fmt.Errorf("%w: values nested deeper than %d", ErrMalformed, MaxDepth))
-		return d.pos // reading stops: the error is set
-	}
 	return d.pos + n
 }
+
+// Enter is called by the reader of a recursive type's struct before it
+// reads one, and Leave after: deeper than MaxDepth such structs inside
+// each other, the input is refused (what names the type), and Enter
+// reports false. Encoders count the same way.
+func (d *Decoder) Enter(what string) bool {
+	if d.depth++; d.depth > MaxDepth {
+		d.depth--
+		d.Fail(fmt.Errorf("%w: %s values nested deeper than %d", ErrMalformed, what, MaxDepth))
+		return false
+	}
+	return true
+}
+
+// Leave ends what Enter began.
+func (d *Decoder) Leave() { d.depth-- }
 
 // Finish checks that reading a nested value begun with Begin stopped exactly
 // at its end.
 func (d *Decoder) Finish(end int) {
-	d.depth--
 	if d.err == nil && d.pos != end {
 		d.Fail(fmt.Errorf("%w: nested value overruns its length", ErrMalformed))
 	}

@@ -26,6 +26,9 @@ type Schema struct {
 	// Fingerprint is a hash of the fields' names, ids and types (not of
 	// Name), filled in by Register or Seal.
 	Fingerprint uint64 `json:"fingerprint"`
+	// Recursive marks the struct of a recursive type: readers count how
+	// deep such structs nest (MaxDepth).
+	Recursive bool `json:"recursive,omitempty"`
 }
 
 // Field is one encoded field of a record.
@@ -54,7 +57,8 @@ type Type struct {
 	// Struct describes the fields of a nested struct.
 	Struct *Schema `json:"struct,omitempty"`
 	// Ref, for a struct of a recursive type, names (by its schema's
-	// Name) the enclosing struct whose schema this is, instead of Struct.
+	// Name) a struct described elsewhere in the same record's schema,
+	// instead of Struct: each is described once.
 	Ref string `json:"ref,omitempty"`
 }
 

@@ -25,32 +25,45 @@ type emitter struct {
 	// depth is set while the helper being emitted takes a depth: the
 	// nesting of the recursive type it writes (codec.MaxDepth bounds it).
 	depth bool
-	// schemaPath holds the recursive structs whose schema is being
-	// written inline, which nested ones refer to by name.
-	schemaPath []*Struct
+	// While the schema of a recursive struct is written: its group of
+	// structs that contain each other (SCC), whose schemas are written
+	// inline once each, and those already written, which later ones
+	// refer to by name.
+	schemaSCC  int
+	schemaDone map[*Struct]bool
 }
 
 // depthArgs are the arguments after b and v of a call to the append
-// helper of s: the depth, for a recursive struct.
+// helper of s: for a struct that holds a recursive one, the number of
+// recursive structs the value is inside, itself included (as
+// Decoder.Enter counts them).
 func (e *emitter) depthArgs(s *Struct) []jen.Code {
 	switch {
-	case !s.Recursive:
+	case !s.Deep:
 		return nil
-	case e.depth:
+	case !e.depth && s.Recursive:
+		return []jen.Code{jen.Lit(1)}
+	case !e.depth:
+		return []jen.Code{jen.Lit(0)}
+	case s.Recursive:
 		return []jen.Code{jen.Id("depth").Op("+").Lit(1)}
 	}
-	return []jen.Code{jen.Lit(0)}
+	return []jen.Code{jen.Id("depth")}
 }
 
 // depthParams are the parameters of an append helper after b and v, and
 // the check that starts its body: the nesting is bounded for a recursive
 // struct, so that a cycle of pointers is an error, not a stack overflow.
 func (e *emitter) depthParams(s *Struct, tooDeep string) ([]jen.Code, []jen.Code) {
-	e.depth = s.Recursive
-	if !s.Recursive {
+	e.depth = s.Deep
+	if !s.Deep {
 		return nil, nil
 	}
-	return []jen.Code{jen.Id("depth").Int()}, []jen.Code{
+	params := []jen.Code{jen.Id("depth").Int()}
+	if !s.Recursive {
+		return params, nil
+	}
+	return params, []jen.Code{
 		jen.If(jen.Id("depth").Op(">").Qual(codecPath, "MaxDepth")).Block(
 			jen.Return(jen.Id("b"), jen.Qual(codecPath, tooDeep).Call(jen.Lit(e.goName(s.Type)))),
 		),

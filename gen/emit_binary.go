@@ -200,6 +200,10 @@ func (e *emitter) readBinary(s *Struct) jen.Code {
 	changed = append(changed, jen.Default().Block(jen.Id("d").Dot("Skip").Call(jen.Id("tag"))))
 	cases = append(cases, jen.Default().Block(jen.Switch(jen.Id("tag").Op(">>").Lit(4)).Block(changed...)))
 	var body []jen.Code
+	if s.Recursive {
+		// Bounded nesting: input that nests deeper is refused.
+		body = append(body, jen.If(jen.Op("!").Id("d").Dot("Enter").Call(jen.Lit(e.goName(s.Type)))).Block(jen.Return()))
+	}
 	if len(fast) > 0 {
 		body = append(body, jen.Comment("Fast path: the fields in the order this version writes them."))
 		body = append(body, fast...)
@@ -208,6 +212,9 @@ func (e *emitter) readBinary(s *Struct) jen.Code {
 	body = append(body, jen.For(jen.Id("d").Dot("More").Call(jen.Id("end"))).Block(
 		jen.Switch(jen.Id("tag").Op(":=").Id("d").Dot("Tag").Call(), jen.Id("tag")).Block(cases...),
 	))
+	if s.Recursive {
+		body = append(body, jen.Id("d").Dot("Leave").Call())
+	}
 	return jen.Func().Id("readBinary"+s.Helper).
 		Params(jen.Id("d").Op("*").Qual(codecPath, "Decoder"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)), jen.Id("end").Int()).
 		Block(body...)

@@ -2,7 +2,6 @@ package gen
 
 import (
 	"github.com/dave/jennifer/jen"
-	"slices"
 
 	"github.com/streamgen/streamgen/codec"
 )
@@ -105,6 +104,7 @@ func minSize(s *Shape) int {
 // schemaVar emits the schema of s: registered for a record, sealed for a
 // struct reached from one.
 func (e *emitter) schemaVar(s *Struct) jen.Code {
+	e.schemaSCC, e.schemaDone = s.SCC, map[*Struct]bool{s: true}
 	schema := e.schemaLiteral(s)
 	if s.Record {
 		return jen.Var().Id("schema"+s.Helper).Op("=").Qual(codecPath, "Register").Call(schema)
@@ -117,10 +117,6 @@ func (e *emitter) schemaVar(s *Struct) jen.Code {
 // each struct that encloses them written as a Ref to its name (a
 // variable cannot hold itself).
 func (e *emitter) schemaLiteral(s *Struct) jen.Code {
-	if s.Recursive {
-		e.schemaPath = append(e.schemaPath, s)
-		defer func() { e.schemaPath = e.schemaPath[:len(e.schemaPath)-1] }()
-	}
 	fields := make([]jen.Code, len(s.Fields))
 	for i, f := range s.Fields {
 		fields[i] = jen.Values(jen.Dict{
@@ -129,10 +125,14 @@ func (e *emitter) schemaLiteral(s *Struct) jen.Code {
 			jen.Id("Type"): e.schemaType(f.Shape),
 		})
 	}
-	return jen.Op("&").Qual(codecPath, "Schema").Values(jen.Dict{
+	d := jen.Dict{
 		jen.Id("Name"):   jen.Lit(s.Qualified),
 		jen.Id("Fields"): jen.Index().Qual(codecPath, "Field").Values(fields...),
-	})
+	}
+	if s.Recursive {
+		d[jen.Id("Recursive")] = jen.True()
+	}
+	return jen.Op("&").Qual(codecPath, "Schema").Values(d)
 }
 
 func (e *emitter) schemaType(s *Shape) jen.Code {
@@ -157,11 +157,12 @@ func (e *emitter) schemaType(s *Shape) jen.Code {
 		switch st := s.Struct; {
 		case st.Record && !st.Local:
 			d[jen.Id("Struct")] = jen.Parens(jen.Op("*").Add(e.typeCode(st.Type))).Parens(jen.Nil()).Dot("StreamSchema").Call()
-		case slices.Contains(e.schemaPath, st):
+		case st.Recursive && st.SCC == e.schemaSCC && e.schemaDone[st]:
 			d[jen.Id("Ref")] = jen.Lit(st.Qualified)
-		case st.Recursive && len(e.schemaPath) > 0:
-			// Inside a recursive struct's schema: a variable for st
-			// could need this one to be initialized first.
+		case st.Recursive && st.SCC == e.schemaSCC:
+			// Of the recursive group being written: a variable for st
+			// would need this one to be initialized first.
+			e.schemaDone[st] = true
 			d[jen.Id("Struct")] = e.schemaLiteral(st)
 		default:
 			d[jen.Id("Struct")] = jen.Id("schema" + st.Helper)

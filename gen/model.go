@@ -81,7 +81,12 @@ type Struct struct {
 	// Recursive is true for a struct that contains itself, through
 	// pointers, slices or maps, maybe by way of other structs: its
 	// helpers bound the nesting they write and read (codec.MaxDepth).
+	// SCC numbers the group of structs that contain each other (0 if
+	// none); Deep is true for a struct that holds a recursive one (or is
+	// one), whose append helpers pass the nesting depth on.
 	Recursive bool
+	SCC       int
+	Deep      bool
 }
 
 // Field is one field of the binary encoding.

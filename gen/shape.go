@@ -106,6 +106,10 @@ func (b *builder) structOf(t types.Type, pos token.Pos) (*Struct, bool) {
 		return s, true
 	}
 	s.Helper = b.helperName(s)
+	if _, anonymous := s.Type.(*types.Struct); anonymous {
+		// Unique, so that a schema can refer to it by name.
+		s.Qualified = b.pkg.Path() + ".struct{" + s.Helper + "}"
+	}
 	b.model.Structs = append(b.model.Structs, s)
 	b.building[s] = true
 	ok := b.fields(s)
@@ -126,6 +130,7 @@ func markRecursive(structs []*Struct) {
 	low := map[*Struct]int{}
 	onStack := map[*Struct]bool{}
 	var stack []*Struct
+	sccs := 0
 	var visit func(s *Struct)
 	visit = func(s *Struct) {
 		index[s], low[s] = len(index), len(index)
@@ -152,15 +157,32 @@ func markRecursive(structs []*Struct) {
 				break
 			}
 		}
-		self := slices.Contains(structEdges(s), s)
-		for _, t := range scc {
-			t.Recursive = len(scc) > 1 || self
+		if len(scc) > 1 || slices.Contains(structEdges(s), s) {
+			sccs++
+			for _, t := range scc {
+				t.Recursive, t.SCC = true, sccs
+			}
 		}
 	}
 	for _, s := range structs {
 		if _, seen := index[s]; !seen {
 			visit(s)
 		}
+	}
+	// Deep: holds a recursive struct, at any distance.
+	var deep func(s *Struct, seen map[*Struct]bool) bool
+	deep = func(s *Struct, seen map[*Struct]bool) bool {
+		if s.Recursive {
+			return true
+		}
+		if seen[s] {
+			return false
+		}
+		seen[s] = true
+		return slices.ContainsFunc(structEdges(s), func(t *Struct) bool { return deep(t, seen) })
+	}
+	for _, s := range structs {
+		s.Deep = deep(s, map[*Struct]bool{})
 	}
 }
 

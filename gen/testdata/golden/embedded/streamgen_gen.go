@@ -548,7 +548,7 @@ var schemaAnon = (&codec.Schema{
 			Kind: codec.KindString,
 		},
 	}},
-	Name: "github.com/streamgen/streamgen/gen/testdata/golden/embedded.struct",
+	Name: "github.com/streamgen/streamgen/gen/testdata/golden/embedded.struct{Anon}",
 }).Seal()
 
 func appendBinaryAnon(b []byte, v *struct {
