@@ -19,45 +19,74 @@ var ErrIncompatible = errors.New("streamgen: incompatible schema")
 //	streamgen: incompatible schema: sessions.Session: field Count (id 4242) was int64, is now string
 func Compatible(written, current *Schema) error {
 	var diffs []string
-	compareSchemas(&diffs, current.Name, written, current)
+	c := &comparison{diffs: &diffs, refs: refScope{}, seen: map[[2]*Schema]bool{}, wScope: written, cScope: current}
+	c.schemas(current.Name, written, current)
 	if len(diffs) == 0 {
 		return nil
 	}
 	return fmt.Errorf("%w: %s", ErrIncompatible, strings.Join(diffs, "; "))
 }
 
-func compareSchemas(diffs *[]string, path string, written, current *Schema) {
+// comparison is the state of Compatible: the differences found, and, for
+// recursive types, how Refs resolve on each side and which pairs of
+// structs have been compared (each is compared once).
+type comparison struct {
+	diffs          *[]string
+	refs           refScope
+	seen           map[[2]*Schema]bool
+	wScope, cScope *Schema
+}
+
+func (c *comparison) schemas(path string, written, current *Schema) {
+	if c.seen[[2]*Schema{written, current}] {
+		return
+	}
+	c.seen[[2]*Schema{written, current}] = true
+	saved := *c
+	if written.sealed {
+		c.wScope = written
+	}
+	if current.sealed {
+		c.cScope = current
+	}
+	defer func() { c.wScope, c.cScope = saved.wScope, saved.cScope }()
 	for _, f := range current.Fields {
 		old, ok := written.Field(f.ID)
 		if !ok {
 			continue
 		}
-		if why := compareTypes(diffs, path+"."+f.Name, old.Type, f.Type); why != "" {
-			*diffs = append(*diffs, fmt.Sprintf("%s: field %s (id %d) was %s, is now %s", path, f.Name, f.ID, old.Type.Go, f.Type.Go))
+		if why := c.types(path+"."+f.Name, old.Type, f.Type); why != "" {
+			*c.diffs = append(*c.diffs, fmt.Sprintf("%s: field %s (id %d) was %s, is now %s", path, f.Name, f.ID, old.Type.Go, f.Type.Go))
 		}
 	}
 }
 
-// compareTypes returns a non-empty string when written cannot be read as
+// types returns a non-empty string when written cannot be read as
 // current; differences inside nested structs are appended to diffs with
 // their own path instead.
-func compareTypes(diffs *[]string, path string, written, current *Type) string {
+func (c *comparison) types(path string, written, current *Type) string {
 	if written.Kind != current.Kind {
 		return "kind"
 	}
 	switch current.Kind {
 	case KindList:
-		return compareTypes(diffs, path+"[]", written.Elem, current.Elem)
+		return c.types(path+"[]", written.Elem, current.Elem)
 	case KindMap:
-		if why := compareTypes(diffs, path+"[key]", written.Key, current.Key); why != "" {
+		if why := c.types(path+"[key]", written.Key, current.Key); why != "" {
 			return why
 		}
-		return compareTypes(diffs, path+"[]", written.Elem, current.Elem)
+		return c.types(path+"[]", written.Elem, current.Elem)
 	case KindStruct:
-		if written.Ref != "" || current.Ref != "" {
-			return "" // a recursive type's struct, compared where it is described
+		w, cur := written.Struct, current.Struct
+		if written.Ref != "" {
+			w = c.refs.resolve(c.wScope, written.Ref)
 		}
-		compareSchemas(diffs, path, written.Struct, current.Struct)
+		if current.Ref != "" {
+			cur = c.refs.resolve(c.cScope, current.Ref)
+		}
+		if w != nil && cur != nil {
+			c.schemas(path, w, cur)
+		}
 	}
 	return ""
 }

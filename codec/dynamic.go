@@ -18,7 +18,7 @@ import (
 func AppendDynamicJSON(b []byte, s *Schema, data []byte) ([]byte, error) {
 	var d Decoder
 	d.Reset(data)
-	st := &dynamicState{root: s}
+	st := &dynamicState{scope: s, pkg: packageOf(s.Name), refs: refScope{}}
 	if s.Recursive {
 		st.depth = 1
 	}
@@ -134,25 +134,32 @@ func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool, st *dynamic
 	case KindStruct:
 		s := t.Struct
 		if t.Ref != "" {
-			s = st.lookup(t.Ref)
+			s = st.refs.resolve(st.scope, t.Ref)
 		}
-		switch {
-		case s == nil:
+		if s == nil {
 			d.Fail(fmt.Errorf("%w: schema refers to %q, which it does not describe", ErrMalformed, t.Ref))
 			return b
-		case s.Recursive && st.depth >= MaxDepth:
-			d.Fail(fmt.Errorf("%w: %s values nested deeper than %d", ErrMalformed, s.Name, MaxDepth))
-			return b
 		}
-		if s.Recursive {
-			st.depth++
+		// Counted as the generated code counts: the structs of recursive
+		// types (and any reached through a Ref) a value is inside, anew in
+		// a record of another package, which decodes itself.
+		saved := *st
+		if s.sealed {
+			st.scope = s
+		}
+		if s.record && packageOf(s.Name) != st.pkg {
+			st.pkg, st.depth = packageOf(s.Name), 0
+		}
+		if s.Recursive || t.Ref != "" {
+			if st.depth++; st.depth > MaxDepth {
+				d.Fail(fmt.Errorf("%w: %s values nested deeper than %d", ErrMalformed, s.Name, MaxDepth))
+				return b
+			}
 		}
 		end := d.Begin()
 		b = appendDynamicStruct(b, d, s, end, st)
 		d.Finish(end)
-		if s.Recursive {
-			st.depth--
-		}
+		st.scope, st.pkg, st.depth = saved.scope, saved.pkg, saved.depth
 		return b
 	case KindList:
 		n := d.List(t.Go, elemKindOf(t.Elem), 1)
@@ -214,39 +221,13 @@ func appendDynamicFloat(b []byte, f float64, bits int) []byte {
 	return out
 }
 
-// dynamicState is what rendering a record's bytes keeps: its schema, the
-// structs that Refs name in it (found when first needed), and how many
-// structs of recursive types it is inside (as Decoder.Enter counts them).
+// dynamicState is what rendering a record's bytes keeps: the schema whose
+// Refs are being resolved, the package of the record being read, and how
+// many structs of recursive types the value is inside (as Decoder.Enter
+// counts them).
 type dynamicState struct {
-	root   *Schema
-	byName map[string]*Schema
-	depth  int
-}
-
-// lookup finds the schema of the struct named name in the record's
-// schema, or nil.
-func (st *dynamicState) lookup(name string) *Schema {
-	if st.byName == nil {
-		st.byName = map[string]*Schema{}
-		var walk func(s *Schema)
-		walk = func(s *Schema) {
-			if _, seen := st.byName[s.Name]; seen {
-				return
-			}
-			st.byName[s.Name] = s
-			for _, f := range s.Fields {
-				for t := f.Type; t != nil; {
-					if t.Struct != nil {
-						walk(t.Struct)
-					}
-					if t.Key != nil && t.Key.Struct != nil {
-						walk(t.Key.Struct)
-					}
-					t = t.Elem
-				}
-			}
-		}
-		walk(st.root)
-	}
-	return st.byName[name]
+	scope *Schema
+	pkg   string
+	depth int
+	refs  refScope
 }

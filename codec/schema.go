@@ -29,6 +29,11 @@ type Schema struct {
 	// Recursive marks the struct of a recursive type: readers count how
 	// deep such structs nest (MaxDepth).
 	Recursive bool `json:"recursive,omitempty"`
+
+	// sealed is set by Seal: the schema is the whole description of a
+	// type, and the Refs inside it name structs described inside it.
+	// record is set by Register.
+	sealed, record bool
 }
 
 // Field is one encoded field of a record.
@@ -126,6 +131,7 @@ func (s *Schema) canonical(b []byte) []byte {
 func (s *Schema) Seal() *Schema {
 	sum := sha256.Sum256(s.canonical(nil))
 	s.Fingerprint = binary.BigEndian.Uint64(sum[:8])
+	s.sealed = true
 	return s
 }
 
@@ -165,6 +171,7 @@ var registry struct {
 // is taken panics, since two types cannot share a qualified name.
 func Register(s *Schema) *Schema {
 	s.Seal()
+	s.record = true
 	registry.Lock()
 	defer registry.Unlock()
 	if registry.byName == nil {
@@ -209,4 +216,50 @@ func ErrNestedTooDeep(typ string) error {
 // encoding/json's error for a cycle: "json: unsupported value: ...".
 func JSONNestedTooDeep(typ string) error {
 	return &JSONError{Offset: -1, Msg: fmt.Sprintf("unsupported value: values nested deeper than %d in %s (a cycle of pointers?)", MaxDepth, typ)}
+}
+
+// refScope resolves the Refs of recursive types: by name, within the
+// schema that holds them (the sealed schema around them, or the outermost
+// one for a schema read from JSON). It caches one index per such schema.
+type refScope map[*Schema]map[string]*Schema
+
+func (rs refScope) resolve(scope *Schema, name string) *Schema {
+	index, ok := rs[scope]
+	if !ok {
+		index = map[string]*Schema{}
+		var walk func(s *Schema)
+		walk = func(s *Schema) {
+			if _, seen := index[s.Name]; seen || s != scope && s.sealed {
+				return // another type's own description
+			}
+			index[s.Name] = s
+			for _, f := range s.Fields {
+				walkTypeStructs(f.Type, walk)
+			}
+		}
+		walk(scope)
+		rs[scope] = index
+	}
+	return index[name]
+}
+
+// walkTypeStructs calls f for each struct schema that t holds directly:
+// itself, its elements, its map keys and values.
+func walkTypeStructs(t *Type, f func(*Schema)) {
+	for ; t != nil; t = t.Elem {
+		if t.Struct != nil {
+			f(t.Struct)
+		}
+		if t.Key != nil {
+			walkTypeStructs(t.Key, f)
+		}
+	}
+}
+
+// packageOf is the import path in a qualified name ("example.com/s.Event").
+func packageOf(name string) string {
+	if i := strings.LastIndexByte(name, '.'); i >= 0 {
+		return name[:i]
+	}
+	return ""
 }
