@@ -96,6 +96,12 @@ func (b *builder) structOf(t types.Type, pos token.Pos) (*Struct, bool) {
 		if s, ok := b.anon[t]; ok {
 			return s, b.checkRecursion(s, pos)
 		}
+		for i := 0; i < t.NumFields(); i++ {
+			if f := t.Field(i); !f.Exported() && f.Pkg() != nil && f.Pkg() != b.pkg {
+				b.rep.errorf(pos, "struct type with the unexported field %s of package %s: the generated code cannot name it; give the struct a name there", f.Name(), f.Pkg().Path())
+				return nil, false
+			}
+		}
 		s = &Struct{Name: "struct{...}", Qualified: b.pkg.Path() + ".struct", Type: t, Local: true, Pos: pos}
 		b.anon[t] = s
 	default:
