@@ -31,6 +31,9 @@ type emitter struct {
 	// refer to by name.
 	schemaSCC  int
 	schemaDone map[*Struct]bool
+	// usedSchemas are the structs whose schema variable another schema
+	// names.
+	usedSchemas map[*Struct]bool
 }
 
 // depthArgs are the arguments after b and v of a call to the append
@@ -105,9 +108,19 @@ func (e *emitter) file() *jen.File {
 		f.Line()
 		f.Add(e.binding(b))
 	}
+	// A schema variable is written for each record and each struct whose
+	// schema another refers to by its variable: the other members of a
+	// recursive group are described inside their group's schemas.
+	schemas := map[*Struct]jen.Code{}
+	e.usedSchemas = map[*Struct]bool{}
 	for _, s := range e.pkg.Structs {
-		f.Line()
-		f.Add(e.schemaVar(s))
+		schemas[s] = e.schemaVar(s)
+	}
+	for _, s := range e.pkg.Structs {
+		if s.Record || !s.Recursive || e.usedSchemas[s] {
+			f.Line()
+			f.Add(schemas[s])
+		}
 		f.Line()
 		f.Add(e.appendBinary(s))
 		f.Line()

@@ -165,6 +165,7 @@ func (e *emitter) schemaType(s *Shape) jen.Code {
 			e.schemaDone[st] = true
 			d[jen.Id("Struct")] = e.schemaLiteral(st)
 		default:
+			e.usedSchemas[st] = true
 			d[jen.Id("Struct")] = jen.Id("schema" + st.Helper)
 		}
 	}
