@@ -98,7 +98,6 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 		named:       map[*types.TypeName]*Struct{},
 		anon:        map[*types.Struct]*Struct{},
 		helpers:     map[string]bool{},
-		building:    map[*Struct]bool{},
 		foreign:     map[*types.TypeName]bool{},
 		parsedFiles: map[string]*astFile{},
 	}

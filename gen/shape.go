@@ -23,10 +23,9 @@ type builder struct {
 	records map[*types.TypeName]bool
 	// structs already modelled: named types by *types.TypeName, anonymous
 	// struct types by identity of the *types.Struct
-	named    map[*types.TypeName]*Struct
-	anon     map[*types.Struct]*Struct
-	helpers  map[string]bool
-	building map[*Struct]bool // for finding recursive types
+	named   map[*types.TypeName]*Struct
+	anon    map[*types.Struct]*Struct
+	helpers map[string]bool
 	// plain is the type whose next shape is modelled without its
 	// encoding methods: the Under of a Custom.
 	plain types.Type
@@ -77,7 +76,7 @@ func (b *builder) structOf(t types.Type, pos token.Pos) (*Struct, bool) {
 	case *types.Named:
 		tn := t.Obj()
 		if s, ok := b.named[tn]; ok {
-			return s, b.checkRecursion(s, pos)
+			return s, true // met again: maybe a recursive type, which markRecursive finds
 		}
 		if t.TypeParams().Len() > 0 || t.TypeArgs().Len() > 0 {
 			b.rep.errorf(pos, "%s is a generic type: records and the structs in them cannot be generic", t.Obj().Name())
@@ -94,7 +93,7 @@ func (b *builder) structOf(t types.Type, pos token.Pos) (*Struct, bool) {
 		b.named[tn] = s
 	case *types.Struct:
 		if s, ok := b.anon[t]; ok {
-			return s, b.checkRecursion(s, pos)
+			return s, true // met again: maybe a recursive type, which markRecursive finds
 		}
 		for i := 0; i < t.NumFields(); i++ {
 			if f := t.Field(i); !f.Exported() && f.Pkg() != nil && f.Pkg() != b.pkg {
@@ -117,16 +116,8 @@ func (b *builder) structOf(t types.Type, pos token.Pos) (*Struct, bool) {
 		s.Qualified = b.pkg.Path() + ".struct{" + s.Helper + "}"
 	}
 	b.model.Structs = append(b.model.Structs, s)
-	b.building[s] = true
-	ok := b.fields(s)
-	delete(b.building, s)
-	return s, ok
+	return s, b.fields(s)
 }
-
-// checkRecursion accepts a struct met again while it is being modelled:
-// a recursive type, reached through a pointer, slice or map (Go has no
-// other way). markRecursive finds such structs once all are modelled.
-func (b *builder) checkRecursion(s *Struct, pos token.Pos) bool { return true }
 
 // markRecursive sets Recursive on every struct that can reach itself
 // through its fields (binary or JSON), with Tarjan's algorithm for
