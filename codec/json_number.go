@@ -52,42 +52,14 @@ func (r *JSONReader) Number(target string) (string, bool) {
 	return "", false
 }
 
-// jsonValidNumber reports whether s is exactly one JSON number.
+// jsonValidNumber reports whether s is exactly one JSON number, by the
+// reader's own scanner.
 func jsonValidNumber(s []byte) bool {
-	i := 0
-	if i < len(s) && s[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && '1' <= s[i] && s[i] <= '9':
-		i = jsonDigits(s, i)
-	default:
+	if len(s) == 0 {
 		return false
 	}
-	if i < len(s) && s[i] == '.' {
-		if i+1 >= len(s) || s[i+1] < '0' || s[i+1] > '9' {
-			return false
-		}
-		i = jsonDigits(s, i+1)
-	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if i >= len(s) || s[i] < '0' || s[i] > '9' {
-			return false
-		}
-		i = jsonDigits(s, i)
-	}
-	return i == len(s)
-}
-
-func jsonDigits(s []byte, i int) int {
-	for i < len(s) && '0' <= s[i] && s[i] <= '9' {
-		i++
-	}
-	return i
+	var q JSONReader
+	q.Reset(s)
+	end, _ := q.scanNumber(0)
+	return end == len(s)
 }
