@@ -90,32 +90,27 @@ type TextKey interface {
 	MarshalText() ([]byte, error)
 }
 
-// TextKeys returns the keys of m and their texts (MarshalText), ordered by
-// text: how encoding/json writes a map whose keys write themselves. An
-// error from MarshalText is worded as encoding/json words it, typ naming
-// the map type: json: encoding error for type "map[K]V": "...".
-func TextKeys[M ~map[K]V, K TextKey, V any](m M, typ string) ([]K, []string, error) {
-	keys := make([]K, 0, len(m))
-	texts := make([]string, 0, len(m))
+// KeyText is a map key and its text (MarshalText).
+type KeyText[K any] struct {
+	Key  K
+	Text string
+}
+
+// TextKeys returns the keys of m with their texts, ordered by text: how
+// encoding/json writes a map whose keys write themselves. An error from
+// MarshalText is worded as encoding/json words it, typ naming the map
+// type: json: encoding error for type "map[K]V": "...".
+func TextKeys[M ~map[K]V, K TextKey, V any](m M, typ string) ([]KeyText[K], error) {
+	keys := make([]KeyText[K], 0, len(m))
 	for k := range m {
 		t, err := k.MarshalText()
 		if err != nil {
-			return nil, nil, &JSONError{Offset: -1, Err: textKeyError{typ, err.Error()}}
+			return nil, &JSONError{Offset: -1, Err: textKeyError{typ, err.Error()}}
 		}
-		keys = append(keys, k)
-		texts = append(texts, string(t))
+		keys = append(keys, KeyText[K]{k, string(t)})
 	}
-	order := make([]int, len(keys))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(texts[a], texts[b]) })
-	sortedKeys := make([]K, len(keys))
-	sortedTexts := make([]string, len(keys))
-	for i, j := range order {
-		sortedKeys[i], sortedTexts[i] = keys[j], texts[j]
-	}
-	return sortedKeys, sortedTexts, nil
+	slices.SortFunc(keys, func(a, b KeyText[K]) int { return strings.Compare(a.Text, b.Text) })
+	return keys, nil
 }
 
 // textKeyError is encoding/json's message for a map key whose MarshalText

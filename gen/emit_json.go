@@ -404,18 +404,18 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 // appendJSONTextKeyMap appends the map x, whose keys write themselves with
 // MarshalText, ordered by their texts.
 func (e *emitter) appendJSONTextKeyMap(s *Shape, x *jen.Statement) []jen.Code {
-	keys, texts, i, k, val := e.fresh("keys"), e.fresh("texts"), e.fresh("i"), e.fresh("k"), e.fresh("val")
+	keys, i, k, val := e.fresh("keys"), e.fresh("i"), e.fresh("k"), e.fresh("val")
 	body := []jen.Code{
 		jen.If(jen.Id(i).Op(">").Lit(0)).Block(jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(','))),
-		jsonCall("AppendJSONString", jen.Id(texts).Index(jen.Id(i))),
+		jsonCall("AppendJSONString", jen.Id(k).Dot("Text")),
 		jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(':')),
-		jen.Id(val).Op(":=").Add(x.Clone()).Index(jen.Id(k)),
+		jen.Id(val).Op(":=").Add(x.Clone()).Index(jen.Id(k).Dot("Key")),
 	}
 	body = append(body, e.appendJSONValue(s.Elem, jen.Id(val))...)
 	return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(
 		jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit("null").Op("...")),
 	).Else().Block(
-		jen.List(jen.Id(keys), jen.Id(texts), jen.Err()).Op(":=").Qual(codecPath, "TextKeys").Call(x.Clone(), jen.Lit(e.goName(s.Type))),
+		jen.List(jen.Id(keys), jen.Err()).Op(":=").Qual(codecPath, "TextKeys").Call(x.Clone(), jen.Lit(e.goName(s.Type))),
 		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id("b"), jen.Err())),
 		jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('{')),
 		jen.For(jen.List(jen.Id(i), jen.Id(k)).Op(":=").Range().Id(keys)).Block(body...),
