@@ -256,3 +256,39 @@ func FuzzDecoderSkip(f *testing.F) {
 		}
 	})
 }
+
+// TestUvarintAt: the fast path's varint reader agrees with
+// encoding/binary on every length, at the end of the input and before
+// more bytes, and refuses what binary.Uvarint refuses.
+func TestUvarintAt(t *testing.T) {
+	values := []uint64{0, 1, 127, 128, 300, 1<<14 - 1, 1 << 14, 1<<21 + 5, 1<<28 - 1, 1<<35 + 3, 1<<49 - 1, 1 << 49, 1<<56 - 1, 1 << 56, 1<<62 + 7, 1<<63 - 1, 1 << 63, math.MaxUint64}
+	for _, v := range values {
+		enc := binary.AppendUvarint(nil, v)
+		for _, tail := range [][]byte{nil, {0x80, 0x80, 0x80}, make([]byte, 12)} {
+			b := append(append([]byte{0xaa}, enc...), tail...)
+			got, n := codec.UvarintAt(b, 1)
+			if got != v || n != len(enc) {
+				t.Errorf("UvarintAt(%x, 1) = %d, %d; want %d, %d", b, got, n, v, len(enc))
+			}
+			x, n := codec.PeekUvarint(b, 1)
+			if n != 0 && (codec.PackUvarint(x) != v || n != len(enc)) {
+				t.Errorf("PeekUvarint(%x, 1) = %d, %d; want %d, %d", b, codec.PackUvarint(x), n, v, len(enc))
+			}
+			if n == 0 && len(b) >= 9 && len(enc) <= 8 {
+				t.Errorf("PeekUvarint(%x, 1) found no varint", b)
+			}
+		}
+		if _, n := codec.UvarintAt(enc[:len(enc)-1], 0); n != 0 {
+			t.Errorf("UvarintAt of %x cut short: length %d, want 0", enc, n)
+		}
+	}
+	for _, bad := range [][]byte{
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02},
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x80, 0x01},
+		{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff},
+	} {
+		if v, n := codec.UvarintAt(bad, 0); n != 0 {
+			t.Errorf("UvarintAt(%x) = %d, %d; want a length of 0", bad, v, n)
+		}
+	}
+}

@@ -93,6 +93,17 @@
 // MaxDepth levels of nesting with an error, so a cycle of pointers or a
 // crafted input cannot overflow the stack.
 //
+// A generated decoder reads a struct in two parts. Its fast path reads
+// the fields in the order that version of the struct writes them, with
+// inline code on local variables (Window, HasTag, PeekUvarint, StringAt),
+// and locates the struct's own strings to copy them together into one
+// allocation (StringOf). Absent fields are passed over; at a value it
+// cannot read so (cut short or invalid), the Decoder takes over from that
+// field's tag, reads the rest in any order, and reports any error. Fields
+// that come out of order are read the same way, after the fast path.
+// Both parts decode every input alike; a test compares them on damaged and
+// fuzzed input.
+//
 // A decoder never trusts a length beyond the bytes it has: a string, slice or
 // map longer than the remaining input is an error before anything is
 // allocated, so arbitrary input cannot make it allocate more than a small

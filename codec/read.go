@@ -131,22 +131,6 @@ func packVarint(x uint64) uint64 {
 // Tag reads a field's tag.
 func (d *Decoder) Tag() uint64 { return d.Uvarint() }
 
-// Next reports whether the field that starts at the current offset has the
-// tag whose n encoded bytes are packed little endian in tag (mask keeps the
-// low n bytes), and if so moves past the tag. Generated decoders call it
-// for each field in declaration order before falling back to a loop over
-// tags, so that bytes written by the same version of a record, whose fields
-// come in that order, decode without a varint read or a switch per field.
-// It needs four bytes left before end (a tag has at most three and its
-// value at least one); otherwise it reports false and the loop takes over.
-func (d *Decoder) Next(end int, tag, mask uint32, n int) bool {
-	if d.pos+4 <= end && binary.LittleEndian.Uint32(d.buf[d.pos:])&mask == tag {
-		d.pos += n
-		return true
-	}
-	return false
-}
-
 // Int64 reads a zigzag varint.
 func (d *Decoder) Int64() int64 {
 	u := d.Uvarint()
@@ -237,12 +221,10 @@ func (d *Decoder) length() int {
 	return int(d.short())
 }
 
-// String reads a length-prefixed string into a new string.
-//
-// Each string is its own allocation. Copying a record's string bytes into
-// one allocation and slicing every field from it was measured on the sensor
-// record and is slower: strings under 16 bytes come from the runtime's tiny
-// allocator, which packs them for almost nothing.
+// String reads a length-prefixed string into a new string. The fast paths
+// of generated decoders copy a struct's own string fields together instead
+// (see StringOf); String reads the others, and those of fields that come
+// out of order.
 func (d *Decoder) String() string {
 	n := d.length()
 	d.pos += n

@@ -180,18 +180,13 @@ func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 // unknown ids skipped, known ids of another kind reported.
 func (e *emitter) readBinary(s *Struct) jen.Code {
 	e.function("d", "v", "end", "tag")
-	var fast, cases, changed []jen.Code
+	var fast []jen.Code
+	if len(s.Fields) > 0 {
+		fast = e.fastPath(s)
+	}
+	var cases, changed []jen.Code
 	for _, f := range s.Fields {
 		tag := codec.Tag(f.ID, kindOf(f.Shape))
-		tb := codec.AppendTag(nil, f.ID, kindOf(f.Shape))
-		var packed uint32
-		for i, c := range tb {
-			packed |= uint32(c) << (8 * i)
-		}
-		mask := uint32(1)<<(8*len(tb)) - 1
-		fast = append(fast, jen.If(jen.Id("d").Dot("Next").Call(
-			jen.Id("end"), jen.Id(fmt.Sprintf("%#x", packed)), jen.Id(fmt.Sprintf("%#x", mask)), jen.Lit(len(tb)),
-		)).Block(e.readField(s, f)...))
 		cases = append(cases, jen.Case(jen.Id(fmt.Sprintf("%#x", tag))).Block(append([]jen.Code{jen.Comment(f.Name)}, e.readField(s, f)...)...))
 		changed = append(changed, jen.Case(jen.Lit(int(f.ID))).Block(
 			jen.Id("d").Dot("KindChanged").Call(jen.Lit(s.Name), jen.Lit(f.Name), jen.Id("tag"), kindCode(kindOf(f.Shape))),
@@ -205,7 +200,6 @@ func (e *emitter) readBinary(s *Struct) jen.Code {
 		body = append(body, jen.If(jen.Op("!").Id("d").Dot("Enter").Call(jen.Lit(e.goName(s.Type)))).Block(jen.Return()))
 	}
 	if len(fast) > 0 {
-		body = append(body, jen.Comment("Fast path: the fields in the order this version writes them."))
 		body = append(body, fast...)
 		body = append(body, jen.Comment("Whatever remains (older or newer versions, fields in another order)."))
 	}

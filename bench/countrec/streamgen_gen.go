@@ -190,9 +190,20 @@ func appendBinaryEvent(b []byte, v *Event) ([]byte, error) {
 
 func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x2bf095, 0xffffff, 3) {
-		v.Key = d.String()
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x2bf095, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		v.Key = string(b[s:e])
+		p = e
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
@@ -275,9 +286,22 @@ func appendBinaryCount(b []byte, v *Count) ([]byte, error) {
 
 func readBinaryCount(d *codec.Decoder, v *Count, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x198af1, 0xffffff, 3) {
-		v.N = d.Int64()
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x198af1, 0xffffff) {
+		q := p + 3
+		x, n := codec.PeekUvarint(b, q)
+		if n == 0 {
+			if x, n = codec.UvarintAt(b, q); n == 0 {
+				goto slow
+			}
+		} else {
+			x = codec.PackUvarint(x)
+		}
+		v.N = codec.Zigzag(x)
+		p = q + n
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
@@ -369,12 +393,33 @@ func appendBinaryKeyCount(b []byte, v *KeyCount) ([]byte, error) {
 
 func readBinaryKeyCount(d *codec.Decoder, v *KeyCount, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x2bf095, 0xffffff, 3) {
-		v.Key = d.String()
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x2bf095, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		v.Key = string(b[s:e])
+		p = e
 	}
-	if d.Next(end, 0x728cf1, 0xffffff, 3) {
-		v.Count = d.Int64()
+	if codec.HasTag(b, p, 0x728cf1, 0xffffff) {
+		q1 := p + 3
+		x, n := codec.PeekUvarint(b, q1)
+		if n == 0 {
+			if x, n = codec.UvarintAt(b, q1); n == 0 {
+				goto slow
+			}
+		} else {
+			x = codec.PackUvarint(x)
+		}
+		v.Count = codec.Zigzag(x)
+		p = q1 + n
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {

@@ -121,17 +121,54 @@ func appendBinaryActivity(b []byte, v *Activity) ([]byte, error) {
 
 func readBinaryActivity(d *codec.Decoder, v *Activity, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x13c895, 0xffffff, 3) {
-		v.User = d.String()
+	b, p := d.Window(end)
+	var s, e, s1, e1 int
+	if codec.HasTag(b, p, 0x13c895, 0xffffff) {
+		q := p + 3
+		s, e = codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		p = e
 	}
-	if d.Next(end, 0x76e6e5, 0xffffff, 3) {
-		v.Activity = d.String()
+	if codec.HasTag(b, p, 0x76e6e5, 0xffffff) {
+		q1 := p + 3
+		s1, e1 = codec.StringAt(b, q1)
+		if e1 == 0 {
+			if s1, e1 = codec.LongStringAt(b, q1); e1 == 0 {
+				goto slow
+			}
+		}
+		p = e1
 	}
-	if d.Next(end, 0x381b7, 0xffffff, 3) {
+	if codec.HasTag(b, p, 0x381b7, 0xffffff) {
+		d.Seek(p + 3)
 		v.Start = d.Time()
+		p = d.Offset()
 	}
-	if d.Next(end, 0x44b0b7, 0xffffff, 3) {
+	if codec.HasTag(b, p, 0x44b0b7, 0xffffff) {
+		d.Seek(p + 3)
 		v.End = d.Time()
+		p = d.Offset()
+	}
+slow:
+	d.Seek(p)
+	// The strings located above, copied in one allocation.
+	var all string
+	if n := (e - s) + (e1 - s1); n > 0 {
+		buf := make([]byte, n)
+		k := copy(buf, b[s:e])
+		copy(buf[k:], b[s1:e1])
+		all = codec.StringOf(buf)
+	}
+	if e != 0 {
+		v.User = all[:e-s]
+	}
+	all = all[e-s:]
+	if e1 != 0 {
+		v.Activity = all[:e1-s1]
 	}
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {

@@ -159,12 +159,30 @@ func appendBinaryWindow(b []byte, v *Window) ([]byte, error) {
 
 func readBinaryWindow(d *codec.Decoder, v *Window, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x728cf1, 0xffffff, 3) {
-		v.Count = d.Int64()
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x728cf1, 0xffffff) {
+		q := p + 3
+		x, n := codec.PeekUvarint(b, q)
+		if n == 0 {
+			if x, n = codec.UvarintAt(b, q); n == 0 {
+				goto slow
+			}
+		} else {
+			x = codec.PackUvarint(x)
+		}
+		v.Count = codec.Zigzag(x)
+		p = q + n
 	}
-	if d.Next(end, 0x39c394, 0xffffff, 3) {
-		v.SumX = d.Float64()
+	if codec.HasTag(b, p, 0x39c394, 0xffffff) {
+		q1 := p + 3
+		if q1+8 > len(b) {
+			goto slow
+		}
+		v.SumX = codec.Float64At(b, q1)
+		p = q1 + 8
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
@@ -274,12 +292,28 @@ func appendBinaryDeviceAverage(b []byte, v *DeviceAverage) ([]byte, error) {
 
 func readBinaryDeviceAverage(d *codec.Decoder, v *DeviceAverage, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x7adee5, 0xffffff, 3) {
-		v.Device = d.String()
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x7adee5, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		v.Device = string(b[s:e])
+		p = e
 	}
-	if d.Next(end, 0xff6e4, 0xffffff, 3) {
-		v.PreviousAverage = d.Float64()
+	if codec.HasTag(b, p, 0xff6e4, 0xffffff) {
+		q1 := p + 3
+		if q1+8 > len(b) {
+			goto slow
+		}
+		v.PreviousAverage = codec.Float64At(b, q1)
+		p = q1 + 8
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {

@@ -200,29 +200,53 @@ func appendBinarySession(b []byte, v *Session) ([]byte, error) {
 
 func readBinarySession(d *codec.Decoder, v *Session, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x381b7, 0xffffff, 3) {
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x381b7, 0xffffff) {
+		d.Seek(p + 3)
 		v.Start = d.Time()
+		p = d.Offset()
 	}
-	if d.Next(end, 0x44b0b7, 0xffffff, 3) {
+	if codec.HasTag(b, p, 0x44b0b7, 0xffffff) {
+		d.Seek(p + 3)
 		v.End = d.Time()
+		p = d.Offset()
 	}
-	if d.Next(end, 0x728cf1, 0xffffff, 3) {
-		v.Count = d.Int64()
+	if codec.HasTag(b, p, 0x728cf1, 0xffffff) {
+		q := p + 3
+		x, n := codec.PeekUvarint(b, q)
+		if n == 0 {
+			if x, n = codec.UvarintAt(b, q); n == 0 {
+				goto slow
+			}
+		} else {
+			x = codec.PackUvarint(x)
+		}
+		v.Count = codec.Zigzag(x)
+		p = q + n
 	}
-	if d.Next(end, 0x2f9e9a, 0xffffff, 3) {
+	if codec.HasTag(b, p, 0x2f9e9a, 0xffffff) {
+		d.Seek(p + 3)
 		end1 := d.Begin()
-		if n := d.List("Session.Activities", codec.KindString, 1); n >= 0 {
-			s := make([]string, n)
+		if n1 := d.List("Session.Activities", codec.KindString, 1); n1 >= 0 {
+			s := make([]string, n1)
 			for i := range s {
 				s[i] = d.String()
 			}
 			v.Activities = s
 		}
 		d.Finish(end1)
+		p = d.Offset()
 	}
-	if d.Next(end, 0x38f6d4, 0xffffff, 3) {
-		v.XSum = d.Float64()
+	if codec.HasTag(b, p, 0x38f6d4, 0xffffff) {
+		q1 := p + 3
+		if q1+8 > len(b) {
+			goto slow
+		}
+		v.XSum = codec.Float64At(b, q1)
+		p = q1 + 8
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
@@ -238,8 +262,8 @@ func readBinarySession(d *codec.Decoder, v *Session, end int) {
 		case 0xbcf1a:
 			// Activities
 			end2 := d.Begin()
-			if n1 := d.List("Session.Activities", codec.KindString, 1); n1 >= 0 {
-				s1 := make([]string, n1)
+			if n2 := d.List("Session.Activities", codec.KindString, 1); n2 >= 0 {
+				s1 := make([]string, n2)
 				for i1 := range s1 {
 					s1[i1] = d.String()
 				}
@@ -463,32 +487,64 @@ func appendBinarySessionOut(b []byte, v *SessionOut) ([]byte, error) {
 
 func readBinarySessionOut(d *codec.Decoder, v *SessionOut, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x3afc5, 0xffffff, 3) {
-		v.UID = d.String()
-	}
-	if d.Next(end, 0x381b7, 0xffffff, 3) {
-		v.Start = d.Time()
-	}
-	if d.Next(end, 0x44b0b7, 0xffffff, 3) {
-		v.End = d.Time()
-	}
-	if d.Next(end, 0x728cf1, 0xffffff, 3) {
-		v.Count = d.Int64()
-	}
-	if d.Next(end, 0x2f9e9a, 0xffffff, 3) {
-		end1 := d.Begin()
-		if n := d.List("SessionOut.Activities", codec.KindString, 1); n >= 0 {
-			s := make([]string, n)
-			for i := range s {
-				s[i] = d.String()
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x3afc5, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
 			}
-			v.Activities = s
+		}
+		v.UID = string(b[s:e])
+		p = e
+	}
+	if codec.HasTag(b, p, 0x381b7, 0xffffff) {
+		d.Seek(p + 3)
+		v.Start = d.Time()
+		p = d.Offset()
+	}
+	if codec.HasTag(b, p, 0x44b0b7, 0xffffff) {
+		d.Seek(p + 3)
+		v.End = d.Time()
+		p = d.Offset()
+	}
+	if codec.HasTag(b, p, 0x728cf1, 0xffffff) {
+		q1 := p + 3
+		x, n := codec.PeekUvarint(b, q1)
+		if n == 0 {
+			if x, n = codec.UvarintAt(b, q1); n == 0 {
+				goto slow
+			}
+		} else {
+			x = codec.PackUvarint(x)
+		}
+		v.Count = codec.Zigzag(x)
+		p = q1 + n
+	}
+	if codec.HasTag(b, p, 0x2f9e9a, 0xffffff) {
+		d.Seek(p + 3)
+		end1 := d.Begin()
+		if n1 := d.List("SessionOut.Activities", codec.KindString, 1); n1 >= 0 {
+			s1 := make([]string, n1)
+			for i := range s1 {
+				s1[i] = d.String()
+			}
+			v.Activities = s1
 		}
 		d.Finish(end1)
+		p = d.Offset()
 	}
-	if d.Next(end, 0x34e9f4, 0xffffff, 3) {
-		v.XAvg = d.Float64()
+	if codec.HasTag(b, p, 0x34e9f4, 0xffffff) {
+		q2 := p + 3
+		if q2+8 > len(b) {
+			goto slow
+		}
+		v.XAvg = codec.Float64At(b, q2)
+		p = q2 + 8
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
@@ -507,12 +563,12 @@ func readBinarySessionOut(d *codec.Decoder, v *SessionOut, end int) {
 		case 0xbcf1a:
 			// Activities
 			end2 := d.Begin()
-			if n1 := d.List("SessionOut.Activities", codec.KindString, 1); n1 >= 0 {
-				s1 := make([]string, n1)
-				for i1 := range s1 {
-					s1[i1] = d.String()
+			if n2 := d.List("SessionOut.Activities", codec.KindString, 1); n2 >= 0 {
+				s2 := make([]string, n2)
+				for i1 := range s2 {
+					s2[i1] = d.String()
 				}
-				v.Activities = s1
+				v.Activities = s2
 			}
 			d.Finish(end2)
 		case 0xd34f4:

@@ -169,35 +169,137 @@ func appendBinaryEvent(b []byte, v *Event) ([]byte, error) {
 
 func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x6bbad1, 0xffffff, 3) {
-		v.ArrivalTime = d.Int64()
+	b, p := d.Window(end)
+	var s, e, s1, e1, s2, e2, s3, e3 int
+	if codec.HasTag(b, p, 0x6bbad1, 0xffffff) {
+		q := p + 3
+		x, n := codec.PeekUvarint(b, q)
+		if n == 0 {
+			if x, n = codec.UvarintAt(b, q); n == 0 {
+				goto slow
+			}
+		} else {
+			x = codec.PackUvarint(x)
+		}
+		v.ArrivalTime = codec.Zigzag(x)
+		p = q + n
 	}
-	if d.Next(end, 0x399e81, 0xffffff, 3) {
-		v.CreationTime = d.Int64()
+	if codec.HasTag(b, p, 0x399e81, 0xffffff) {
+		q1 := p + 3
+		x1, n1 := codec.PeekUvarint(b, q1)
+		if n1 == 0 {
+			if x1, n1 = codec.UvarintAt(b, q1); n1 == 0 {
+				goto slow
+			}
+		} else {
+			x1 = codec.PackUvarint(x1)
+		}
+		v.CreationTime = codec.Zigzag(x1)
+		p = q1 + n1
 	}
-	if d.Next(end, 0x7adee5, 0xffffff, 3) {
-		v.Device = d.String()
+	if codec.HasTag(b, p, 0x7adee5, 0xffffff) {
+		q2 := p + 3
+		s, e = codec.StringAt(b, q2)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q2); e == 0 {
+				goto slow
+			}
+		}
+		p = e
 	}
-	if d.Next(end, 0x7ea581, 0xffffff, 3) {
-		v.Index = d.Int64()
+	if codec.HasTag(b, p, 0x7ea581, 0xffffff) {
+		q3 := p + 3
+		x2, n2 := codec.PeekUvarint(b, q3)
+		if n2 == 0 {
+			if x2, n2 = codec.UvarintAt(b, q3); n2 == 0 {
+				goto slow
+			}
+		} else {
+			x2 = codec.PackUvarint(x2)
+		}
+		v.Index = codec.Zigzag(x2)
+		p = q3 + n2
 	}
-	if d.Next(end, 0x6ab785, 0xffffff, 3) {
-		v.Model = d.String()
+	if codec.HasTag(b, p, 0x6ab785, 0xffffff) {
+		q4 := p + 3
+		s1, e1 = codec.StringAt(b, q4)
+		if e1 == 0 {
+			if s1, e1 = codec.LongStringAt(b, q4); e1 == 0 {
+				goto slow
+			}
+		}
+		p = e1
 	}
-	if d.Next(end, 0x13c895, 0xffffff, 3) {
-		v.User = d.String()
+	if codec.HasTag(b, p, 0x13c895, 0xffffff) {
+		q5 := p + 3
+		s2, e2 = codec.StringAt(b, q5)
+		if e2 == 0 {
+			if s2, e2 = codec.LongStringAt(b, q5); e2 == 0 {
+				goto slow
+			}
+		}
+		p = e2
 	}
-	if d.Next(end, 0x76e6e5, 0xffffff, 3) {
-		v.Activity = d.String()
+	if codec.HasTag(b, p, 0x76e6e5, 0xffffff) {
+		q6 := p + 3
+		s3, e3 = codec.StringAt(b, q6)
+		if e3 == 0 {
+			if s3, e3 = codec.LongStringAt(b, q6); e3 == 0 {
+				goto slow
+			}
+		}
+		p = e3
 	}
-	if d.Next(end, 0x1c9494, 0xffffff, 3) {
-		v.X = d.Float64()
+	if codec.HasTag(b, p, 0x1c9494, 0xffffff) {
+		q7 := p + 3
+		if q7+8 > len(b) {
+			goto slow
+		}
+		v.X = codec.Float64At(b, q7)
+		p = q7 + 8
 	}
-	if d.Next(end, 0x1cd2a4, 0xffffff, 3) {
-		v.Y = d.Float64()
+	if codec.HasTag(b, p, 0x1cd2a4, 0xffffff) {
+		q8 := p + 3
+		if q8+8 > len(b) {
+			goto slow
+		}
+		v.Y = codec.Float64At(b, q8)
+		p = q8 + 8
 	}
-	if d.Next(end, 0x13d9b4, 0xffffff, 3) {
-		v.Z = d.Float64()
+	if codec.HasTag(b, p, 0x13d9b4, 0xffffff) {
+		q9 := p + 3
+		if q9+8 > len(b) {
+			goto slow
+		}
+		v.Z = codec.Float64At(b, q9)
+		p = q9 + 8
+	}
+slow:
+	d.Seek(p)
+	// The strings located above, copied in one allocation.
+	var all string
+	if n3 := (e - s) + (e1 - s1) + (e2 - s2) + (e3 - s3); n3 > 0 {
+		buf := make([]byte, n3)
+		k := copy(buf, b[s:e])
+		k += copy(buf[k:], b[s1:e1])
+		k += copy(buf[k:], b[s2:e2])
+		copy(buf[k:], b[s3:e3])
+		all = codec.StringOf(buf)
+	}
+	if e != 0 {
+		v.Device = all[:e-s]
+	}
+	all = all[e-s:]
+	if e1 != 0 {
+		v.Model = all[:e1-s1]
+	}
+	all = all[e1-s1:]
+	if e2 != 0 {
+		v.User = all[:e2-s2]
+	}
+	all = all[e2-s2:]
+	if e3 != 0 {
+		v.Activity = all[:e3-s3]
 	}
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {

@@ -158,21 +158,40 @@ func appendBinaryReading(b []byte, v *Reading) ([]byte, error) {
 
 func readBinaryReading(d *codec.Decoder, v *Reading, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x758ff5, 0xffffff, 3) {
-		v.Sensor = d.String()
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x758ff5, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		v.Sensor = string(b[s:e])
+		p = e
 	}
-	if d.Next(end, 0x5298a7, 0xffffff, 3) {
+	if codec.HasTag(b, p, 0x5298a7, 0xffffff) {
+		d.Seek(p + 3)
 		v.At = d.Time()
+		p = d.Offset()
 	}
-	if d.Next(end, 0x64b994, 0xffffff, 3) {
-		v.Value = d.Float64()
+	if codec.HasTag(b, p, 0x64b994, 0xffffff) {
+		q1 := p + 3
+		if q1+8 > len(b) {
+			goto slow
+		}
+		v.Value = codec.Float64At(b, q1)
+		p = q1 + 8
 	}
-	if d.Next(end, 0x54caf5, 0xffffff, 3) {
-		p := new(string)
-		(*p) = d.String()
-		v.Unit = p
+	if codec.HasTag(b, p, 0x54caf5, 0xffffff) {
+		d.Seek(p + 3)
+		p1 := new(string)
+		(*p1) = d.String()
+		v.Unit = p1
+		p = d.Offset()
 	}
-	if d.Next(end, 0x6bfbb, 0xffffff, 3) {
+	if codec.HasTag(b, p, 0x6bfbb, 0xffffff) {
+		d.Seek(p + 3)
 		end1 := d.Begin()
 		if n := d.Map("Reading.Labels", codec.KindString, codec.KindString, 2); n >= 0 {
 			m := make(map[string]string, n)
@@ -186,11 +205,13 @@ func readBinaryReading(d *codec.Decoder, v *Reading, end int) {
 			v.Labels = m
 		}
 		d.Finish(end1)
+		p = d.Offset()
 	}
-	if d.Next(end, 0x5a, 0xff, 1) {
-		end3 := d.Begin()
-		if n2 := d.List("Reading.Window", codec.KindInt, 1); n2 > 0 {
-			for i := range n2 {
+	if codec.HasTag(b, p, 0x5a, 0xff) {
+		d.Seek(p + 1)
+		end2 := d.Begin()
+		if n1 := d.List("Reading.Window", codec.KindInt, 1); n1 > 0 {
+			for i := range n1 {
 				if i < len(v.Window) {
 					v.Window[i] = int32(d.Int(32))
 				} else {
@@ -201,8 +222,11 @@ func readBinaryReading(d *codec.Decoder, v *Reading, end int) {
 				}
 			}
 		}
-		d.Finish(end3)
+		d.Finish(end2)
+		p = d.Offset()
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
@@ -217,15 +241,15 @@ func readBinaryReading(d *codec.Decoder, v *Reading, end int) {
 			v.Value = d.Float64()
 		case 0x152575:
 			// Unit
-			p1 := new(string)
-			(*p1) = d.String()
-			v.Unit = p1
+			p2 := new(string)
+			(*p2) = d.String()
+			v.Unit = p2
 		case 0x19fbb:
 			// Labels
-			end2 := d.Begin()
-			if n1 := d.Map("Reading.Labels", codec.KindString, codec.KindString, 2); n1 >= 0 {
-				m1 := make(map[string]string, n1)
-				for range n1 {
+			end3 := d.Begin()
+			if n2 := d.Map("Reading.Labels", codec.KindString, codec.KindString, 2); n2 >= 0 {
+				m1 := make(map[string]string, n2)
+				for range n2 {
 					var k1 string
 					var val1 string
 					k1 = d.String()
@@ -234,7 +258,7 @@ func readBinaryReading(d *codec.Decoder, v *Reading, end int) {
 				}
 				v.Labels = m1
 			}
-			d.Finish(end2)
+			d.Finish(end3)
 		case 0x5a:
 			// Window
 			end4 := d.Begin()

@@ -231,14 +231,49 @@ func appendBinaryVisit(b []byte, v *Visit) ([]byte, error) {
 
 func readBinaryVisit(d *codec.Decoder, v *Visit, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x79b185, 0xffffff, 3) {
-		v.Page = d.String()
+	b, p := d.Window(end)
+	var s, e, s1, e1 int
+	if codec.HasTag(b, p, 0x79b185, 0xffffff) {
+		q := p + 3
+		s, e = codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		p = e
 	}
-	if d.Next(end, 0x5298a7, 0xffffff, 3) {
+	if codec.HasTag(b, p, 0x5298a7, 0xffffff) {
+		d.Seek(p + 3)
 		v.At = d.Time()
+		p = d.Offset()
 	}
-	if d.Next(end, 0x13c895, 0xffffff, 3) {
-		v.User = d.String()
+	if codec.HasTag(b, p, 0x13c895, 0xffffff) {
+		q1 := p + 3
+		s1, e1 = codec.StringAt(b, q1)
+		if e1 == 0 {
+			if s1, e1 = codec.LongStringAt(b, q1); e1 == 0 {
+				goto slow
+			}
+		}
+		p = e1
+	}
+slow:
+	d.Seek(p)
+	// The strings located above, copied in one allocation.
+	var all string
+	if n := (e - s) + (e1 - s1); n > 0 {
+		buf := make([]byte, n)
+		k := copy(buf, b[s:e])
+		copy(buf[k:], b[s1:e1])
+		all = codec.StringOf(buf)
+	}
+	if e != 0 {
+		v.Page = all[:e-s]
+	}
+	all = all[e-s:]
+	if e1 != 0 {
+		v.User = all[:e1-s1]
 	}
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
@@ -356,9 +391,22 @@ func appendBinaryHits(b []byte, v *Hits) ([]byte, error) {
 
 func readBinaryHits(d *codec.Decoder, v *Hits, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x198af1, 0xffffff, 3) {
-		v.N = d.Int64()
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x198af1, 0xffffff) {
+		q := p + 3
+		x, n := codec.PeekUvarint(b, q)
+		if n == 0 {
+			if x, n = codec.UvarintAt(b, q); n == 0 {
+				goto slow
+			}
+		} else {
+			x = codec.PackUvarint(x)
+		}
+		v.N = codec.Zigzag(x)
+		p = q + n
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
@@ -450,12 +498,33 @@ func appendBinaryPageHits(b []byte, v *PageHits) ([]byte, error) {
 
 func readBinaryPageHits(d *codec.Decoder, v *PageHits, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x79b185, 0xffffff, 3) {
-		v.Page = d.String()
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x79b185, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		v.Page = string(b[s:e])
+		p = e
 	}
-	if d.Next(end, 0x198af1, 0xffffff, 3) {
-		v.N = d.Int64()
+	if codec.HasTag(b, p, 0x198af1, 0xffffff) {
+		q1 := p + 3
+		x, n := codec.PeekUvarint(b, q1)
+		if n == 0 {
+			if x, n = codec.UvarintAt(b, q1); n == 0 {
+				goto slow
+			}
+		} else {
+			x = codec.PackUvarint(x)
+		}
+		v.N = codec.Zigzag(x)
+		p = q1 + n
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {

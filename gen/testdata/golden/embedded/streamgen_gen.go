@@ -181,37 +181,54 @@ func appendBinaryDoc(b []byte, v *Doc) ([]byte, error) {
 
 func readBinaryDoc(d *codec.Decoder, v *Doc, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x1eb4e9, 0xffffff, 3) {
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x1eb4e9, 0xffffff) {
+		d.Seek(p + 3)
 		end1 := d.Begin()
 		readBinaryBase(d, &v.Base, end1)
 		d.Finish(end1)
+		p = d.Offset()
 	}
-	if d.Next(end, 0x5ef0b9, 0xffffff, 3) {
+	if codec.HasTag(b, p, 0x5ef0b9, 0xffffff) {
+		d.Seek(p + 3)
+		end2 := d.Begin()
+		readBinaryAudit(d, &v.Audit, end2)
+		d.Finish(end2)
+		p = d.Offset()
+	}
+	if codec.HasTag(b, p, 0xcba85, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		v.Body = string(b[s:e])
+		p = e
+	}
+	if codec.HasTag(b, p, 0x28c1a9, 0xffffff) {
+		d.Seek(p + 3)
 		end3 := d.Begin()
-		readBinaryAudit(d, &v.Audit, end3)
+		readBinaryAnon(d, &v.Extra, end3)
 		d.Finish(end3)
+		p = d.Offset()
 	}
-	if d.Next(end, 0xcba85, 0xffffff, 3) {
-		v.Body = d.String()
-	}
-	if d.Next(end, 0x28c1a9, 0xffffff, 3) {
-		end5 := d.Begin()
-		readBinaryAnon(d, &v.Extra, end5)
-		d.Finish(end5)
-	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
 		case 0x79a69:
 			// Base
-			end2 := d.Begin()
-			readBinaryBase(d, &v.Base, end2)
-			d.Finish(end2)
+			end4 := d.Begin()
+			readBinaryBase(d, &v.Base, end4)
+			d.Finish(end4)
 		case 0x17b839:
 			// Audit
-			end4 := d.Begin()
-			readBinaryAudit(d, &v.Audit, end4)
-			d.Finish(end4)
+			end5 := d.Begin()
+			readBinaryAudit(d, &v.Audit, end5)
+			d.Finish(end5)
 		case 0x31d05:
 			// Body
 			v.Body = d.String()
@@ -344,12 +361,33 @@ func appendBinaryBase(b []byte, v *Base) ([]byte, error) {
 
 func readBinaryBase(d *codec.Decoder, v *Base, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x3082c1, 0xffffff, 3) {
-		v.ID = d.Int64()
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x3082c1, 0xffffff) {
+		q := p + 3
+		x, n := codec.PeekUvarint(b, q)
+		if n == 0 {
+			if x, n = codec.UvarintAt(b, q); n == 0 {
+				goto slow
+			}
+		} else {
+			x = codec.PackUvarint(x)
+		}
+		v.ID = codec.Zigzag(x)
+		p = q + n
 	}
-	if d.Next(end, 0x1d9ee5, 0xffffff, 3) {
-		v.Name = d.String()
+	if codec.HasTag(b, p, 0x1d9ee5, 0xffffff) {
+		q1 := p + 3
+		s, e := codec.StringAt(b, q1)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q1); e == 0 {
+				goto slow
+			}
+		}
+		v.Name = string(b[s:e])
+		p = e
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
@@ -457,12 +495,33 @@ func appendBinaryAudit(b []byte, v *Audit) ([]byte, error) {
 
 func readBinaryAudit(d *codec.Decoder, v *Audit, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x1d9ee5, 0xffffff, 3) {
-		v.Name = d.String()
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x1d9ee5, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		v.Name = string(b[s:e])
+		p = e
 	}
-	if d.Next(end, 0x7efa91, 0xffffff, 3) {
-		v.Version = int(d.Int64())
+	if codec.HasTag(b, p, 0x7efa91, 0xffffff) {
+		q1 := p + 3
+		x, n := codec.PeekUvarint(b, q1)
+		if n == 0 {
+			if x, n = codec.UvarintAt(b, q1); n == 0 {
+				goto slow
+			}
+		} else {
+			x = codec.PackUvarint(x)
+		}
+		v.Version = int(codec.Zigzag(x))
+		p = q1 + n
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
@@ -564,9 +623,20 @@ func readBinaryAnon(d *codec.Decoder, v *struct {
 	Note string "json:\"note,omitempty\""
 }, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x32efd5, 0xffffff, 3) {
-		v.Note = d.String()
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x32efd5, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		v.Note = string(b[s:e])
+		p = e
 	}
+slow:
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
@@ -710,7 +780,9 @@ func appendBinaryBatch(b []byte, v *Batch) ([]byte, error) {
 
 func readBinaryBatch(d *codec.Decoder, v *Batch, end int) {
 	// Fast path: the fields in the order this version writes them.
-	if d.Next(end, 0x2382fa, 0xffffff, 3) {
+	b, p := d.Window(end)
+	if codec.HasTag(b, p, 0x2382fa, 0xffffff) {
+		d.Seek(p + 3)
 		end1 := d.Begin()
 		if n := d.List("Batch.Docs", codec.KindStruct, 1); n >= 0 {
 			s := make([]Doc, n)
@@ -722,44 +794,48 @@ func readBinaryBatch(d *codec.Decoder, v *Batch, end int) {
 			v.Docs = s
 		}
 		d.Finish(end1)
+		p = d.Offset()
 	}
-	if d.Next(end, 0x36fa9b, 0xffffff, 3) {
-		end5 := d.Begin()
-		if n2 := d.Map("Batch.ByID", codec.KindInt, codec.KindStruct|codec.PointerFlag, 2); n2 >= 0 {
-			m := make(map[int64]*Doc, n2)
-			for range n2 {
+	if codec.HasTag(b, p, 0x36fa9b, 0xffffff) {
+		d.Seek(p + 3)
+		end3 := d.Begin()
+		if n1 := d.Map("Batch.ByID", codec.KindInt, codec.KindStruct|codec.PointerFlag, 2); n1 >= 0 {
+			m := make(map[int64]*Doc, n1)
+			for range n1 {
 				var k int64
 				var val *Doc
 				k = d.Int64()
 				if d.Present() {
-					p := new(Doc)
-					end6 := d.Begin()
-					readBinaryDoc(d, p, end6)
-					d.Finish(end6)
-					val = p
+					p1 := new(Doc)
+					end4 := d.Begin()
+					readBinaryDoc(d, p1, end4)
+					d.Finish(end4)
+					val = p1
 				}
 				m[k] = val
 			}
 			v.ByID = m
 		}
-		d.Finish(end5)
+		d.Finish(end3)
+		p = d.Offset()
 	}
+	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
 		case 0x8c17a:
 			// Docs
-			end3 := d.Begin()
-			if n1 := d.List("Batch.Docs", codec.KindStruct, 1); n1 >= 0 {
-				s1 := make([]Doc, n1)
+			end5 := d.Begin()
+			if n2 := d.List("Batch.Docs", codec.KindStruct, 1); n2 >= 0 {
+				s1 := make([]Doc, n2)
 				for i1 := range s1 {
-					end4 := d.Begin()
-					readBinaryDoc(d, &s1[i1], end4)
-					d.Finish(end4)
+					end6 := d.Begin()
+					readBinaryDoc(d, &s1[i1], end6)
+					d.Finish(end6)
 				}
 				v.Docs = s1
 			}
-			d.Finish(end3)
+			d.Finish(end5)
 		case 0xdbd1b:
 			// ByID
 			end7 := d.Begin()
@@ -770,11 +846,11 @@ func readBinaryBatch(d *codec.Decoder, v *Batch, end int) {
 					var val1 *Doc
 					k1 = d.Int64()
 					if d.Present() {
-						p1 := new(Doc)
+						p2 := new(Doc)
 						end8 := d.Begin()
-						readBinaryDoc(d, p1, end8)
+						readBinaryDoc(d, p2, end8)
 						d.Finish(end8)
-						val1 = p1
+						val1 = p2
 					}
 					m1[k1] = val1
 				}

@@ -1,0 +1,241 @@
+package gen
+
+import (
+	"fmt"
+
+	"github.com/dave/jennifer/jen"
+
+	"github.com/streamgen/streamgen/codec"
+)
+
+// fastPath emits the start of a struct's decoder: its fields in the order
+// this version writes them, read from local variables (see the codec
+// package's fast.go). A field of another kind, or a value the inline code
+// cannot read, ends it at the field's tag (goto slow); a field that is
+// absent is passed over. Fields of kinds that are not read inline are read
+// with the Decoder, which the fast path moves to them and back.
+//
+// The struct's own string fields are located, not copied, and after the
+// fast path copied into one allocation that each is sliced from, when
+// there are at least two.
+func (e *emitter) fastPath(s *Struct) []jen.Code {
+	f := &fastEmitter{emitter: e, b: e.fresh("b"), p: e.fresh("p"), slow: "slow"}
+	for _, fd := range s.Fields {
+		if inlineKind(fd.Shape) && fd.Shape.Kind == String {
+			f.strs = append(f.strs, fd)
+		}
+	}
+	if len(f.strs) < 2 {
+		f.strs = nil
+	}
+	f.spans = map[*Field][2]string{}
+	var spanVars []jen.Code
+	for _, fd := range f.strs {
+		sp := [2]string{e.fresh("s"), e.fresh("e")}
+		f.spans[fd] = sp
+		spanVars = append(spanVars, jen.Id(sp[0]), jen.Id(sp[1]))
+	}
+
+	code := []jen.Code{
+		jen.Comment("Fast path: the fields in the order this version writes them."),
+		jen.List(jen.Id(f.b), jen.Id(f.p)).Op(":=").Id("d").Dot("Window").Call(jen.Id("end")),
+	}
+	if len(spanVars) > 0 {
+		code = append(code, jen.Var().List(spanVars...).Int())
+	}
+	for _, fd := range s.Fields {
+		code = append(code, f.field(s, fd))
+	}
+	seek := jen.Id("d").Dot("Seek").Call(jen.Id(f.p))
+	if f.jumps {
+		code = append(code, jen.Id(f.slow).Op(":"), seek)
+	} else {
+		code = append(code, seek)
+	}
+	return append(code, f.join()...)
+}
+
+// fastEmitter holds the names of one fast path.
+type fastEmitter struct {
+	*emitter
+	b, p, slow string
+	strs       []*Field             // string fields copied together
+	spans      map[*Field][2]string // their start and end variables
+	jumps      bool                 // whether any code jumps to slow
+}
+
+// inlineKind reports whether a value of shape s is read by inline code.
+func inlineKind(s *Shape) bool {
+	if s.Custom != nil && s.Custom.Binary != "" {
+		return false
+	}
+	switch s.Kind {
+	case Bool, Int, Uint, Float, String, Duration:
+		return true
+	}
+	return false
+}
+
+// toSlow is a jump out of the fast path.
+func (f *fastEmitter) toSlow() jen.Code {
+	f.jumps = true
+	return jen.Goto().Id(f.slow)
+}
+
+// field emits the fast path's step for one field.
+func (f *fastEmitter) field(s *Struct, fd *Field) jen.Code {
+	tb := codec.AppendTag(nil, fd.ID, kindOf(fd.Shape))
+	var packed uint32
+	for i, c := range tb {
+		packed |= uint32(c) << (8 * i)
+	}
+	mask := uint32(1)<<(8*len(tb)) - 1
+	has := jen.Qual(codecPath, "HasTag").Call(jen.Id(f.b), jen.Id(f.p), jen.Id(fmt.Sprintf("%#x", packed)), jen.Id(fmt.Sprintf("%#x", mask)))
+	at := jen.Id(f.p).Op("+").Lit(len(tb)) // where the value starts
+	var body []jen.Code
+	if inlineKind(fd.Shape) {
+		body = f.value(fd, at)
+	} else {
+		// Read by the Decoder, from the value's start.
+		body = append(body, jen.Id("d").Dot("Seek").Call(at))
+		body = append(body, f.readField(s, fd)...)
+		body = append(body, jen.Id(f.p).Op("=").Id("d").Dot("Offset").Call())
+	}
+	return jen.If(has).Block(body...)
+}
+
+// value emits the inline read of fd's value, which starts at at, and the
+// move of p past it.
+func (f *fastEmitter) value(fd *Field, at *jen.Statement) []jen.Code {
+	s := fd.Shape
+	dst := jen.Id("v").Dot(fd.Name)
+	b, p := jen.Id(f.b), jen.Id(f.p)
+	q := f.fresh("q")
+	code := []jen.Code{jen.Id(q).Op(":=").Add(at)}
+	switch s.Kind {
+	case Bool:
+		c := f.fresh("c")
+		return append(code,
+			jen.Id(c).Op(":=").Add(b).Index(jen.Id(q)),
+			jen.If(jen.Id(c).Op(">").Lit(1)).Block(f.toSlow()),
+			dst.Clone().Op("=").Add(f.convert(s, jen.Id(c).Op("==").Lit(1), nil)),
+			p.Clone().Op("=").Id(q).Op("+").Lit(1),
+		)
+	case Float:
+		size, read := 8, "Float64At"
+		if s.Bits == 32 {
+			size, read = 4, "Float32At"
+		}
+		return append(code,
+			jen.If(jen.Id(q).Op("+").Lit(size).Op(">").Len(b)).Block(f.toSlow()),
+			dst.Clone().Op("=").Add(f.convert(s, jen.Qual(codecPath, read).Call(b, jen.Id(q)), nil)),
+			p.Clone().Op("=").Id(q).Op("+").Lit(size),
+		)
+	case String:
+		var start, end string
+		if sp, ok := f.spans[fd]; ok {
+			start, end = sp[0], sp[1]
+			code = append(code, jen.List(jen.Id(start), jen.Id(end)).Op("=").Qual(codecPath, "StringAt").Call(b, jen.Id(q)))
+		} else {
+			start, end = f.fresh("s"), f.fresh("e")
+			code = append(code, jen.List(jen.Id(start), jen.Id(end)).Op(":=").Qual(codecPath, "StringAt").Call(b, jen.Id(q)))
+		}
+		code = append(code, jen.If(jen.Id(end).Op("==").Lit(0)).Block(
+			jen.If(
+				jen.List(jen.Id(start), jen.Id(end)).Op("=").Qual(codecPath, "LongStringAt").Call(b, jen.Id(q)),
+				jen.Id(end).Op("==").Lit(0),
+			).Block(f.toSlow()),
+		))
+		if _, ok := f.spans[fd]; !ok {
+			code = append(code, dst.Clone().Op("=").Add(f.convert(s, jen.String().Call(b.Clone().Index(jen.Id(start).Op(":").Id(end))), nil)))
+		}
+		return append(code, p.Clone().Op("=").Id(end))
+	}
+	// Int, Uint, Duration: a varint.
+	x, n := f.fresh("x"), f.fresh("n")
+	code = append(code,
+		jen.List(jen.Id(x), jen.Id(n)).Op(":=").Qual(codecPath, "PeekUvarint").Call(b, jen.Id(q)),
+		jen.If(jen.Id(n).Op("==").Lit(0)).Block(
+			jen.If(
+				jen.List(jen.Id(x), jen.Id(n)).Op("=").Qual(codecPath, "UvarintAt").Call(b, jen.Id(q)),
+				jen.Id(n).Op("==").Lit(0),
+			).Block(f.toSlow()),
+		).Else().Block(
+			jen.Id(x).Op("=").Qual(codecPath, "PackUvarint").Call(jen.Id(x)),
+		),
+	)
+	switch s.Kind {
+	case Uint:
+		if s.Bits < 64 {
+			code = append(code, jen.If(jen.Id(x).Op(">>").Lit(s.Bits).Op("!=").Lit(0)).Block(f.toSlow()))
+		}
+		code = append(code, dst.Clone().Op("=").Add(f.convert(s, jen.Id(x), f.plainConversion(s, "uint64"))))
+	case Int:
+		val := jen.Qual(codecPath, "Zigzag").Call(jen.Id(x))
+		if s.Bits < 64 {
+			i := f.fresh("i")
+			narrow := jen.Id(fmt.Sprintf("int%d", s.Bits)).Call(jen.Id(i))
+			code = append(code,
+				jen.Id(i).Op(":=").Add(val),
+				jen.If(jen.Int64().Call(narrow).Op("!=").Id(i)).Block(f.toSlow()),
+			)
+			val = jen.Id(i)
+		}
+		code = append(code, dst.Clone().Op("=").Add(f.convert(s, val, f.plainConversion(s, "int64"))))
+	case Duration:
+		code = append(code, dst.Clone().Op("=").Add(f.convert(s, jen.Qual("time", "Duration").Call(jen.Qual(codecPath, "Zigzag").Call(jen.Id(x))), nil)))
+	}
+	return append(code, p.Clone().Op("=").Id(q).Op("+").Id(n))
+}
+
+// join emits the copy of the located strings into one allocation, and the
+// setting of each field that was read from it.
+func (f *fastEmitter) join() []jen.Code {
+	if f.strs == nil {
+		return nil
+	}
+	n, buf, k, all := f.fresh("n"), f.fresh("buf"), f.fresh("k"), f.fresh("all")
+	length := func(fd *Field) *jen.Statement {
+		sp := f.spans[fd]
+		return jen.Id(sp[1]).Op("-").Id(sp[0])
+	}
+	var total *jen.Statement
+	for i, fd := range f.strs {
+		if i == 0 {
+			total = jen.Parens(length(fd))
+		} else {
+			total = total.Op("+").Parens(length(fd))
+		}
+	}
+	src := func(fd *Field) jen.Code {
+		sp := f.spans[fd]
+		return jen.Id(f.b).Index(jen.Id(sp[0]).Op(":").Id(sp[1]))
+	}
+	copies := []jen.Code{jen.Id(buf).Op(":=").Make(jen.Index().Byte(), jen.Id(n))}
+	for i, fd := range f.strs {
+		switch {
+		case i == 0:
+			copies = append(copies, jen.Id(k).Op(":=").Copy(jen.Id(buf), src(fd)))
+		case i < len(f.strs)-1:
+			copies = append(copies, jen.Id(k).Op("+=").Copy(jen.Id(buf).Index(jen.Id(k).Op(":")), src(fd)))
+		default:
+			copies = append(copies, jen.Copy(jen.Id(buf).Index(jen.Id(k).Op(":")), src(fd)))
+		}
+	}
+	copies = append(copies, jen.Id(all).Op("=").Qual(codecPath, "StringOf").Call(jen.Id(buf)))
+	code := []jen.Code{
+		jen.Comment("The strings located above, copied in one allocation."),
+		jen.Var().Id(all).String(),
+		jen.If(jen.Id(n).Op(":=").Add(total), jen.Id(n).Op(">").Lit(0)).Block(copies...),
+	}
+	for i, fd := range f.strs {
+		sp := f.spans[fd]
+		code = append(code, jen.If(jen.Id(sp[1]).Op("!=").Lit(0)).Block(
+			jen.Id("v").Dot(fd.Name).Op("=").Add(f.convert(fd.Shape, jen.Id(all).Index(jen.Op(":").Add(length(fd))), nil)),
+		))
+		if i < len(f.strs)-1 {
+			code = append(code, jen.Id(all).Op("=").Id(all).Index(length(fd).Op(":")))
+		}
+	}
+	return code
+}
