@@ -151,18 +151,23 @@ func (f *fastEmitter) value(fd *Field, at *jen.Statement) []jen.Code {
 		}
 		return append(code, p.Clone().Op("=").Id(end))
 	}
-	// Int, Uint, Duration: a varint.
-	x, n := f.fresh("x"), f.fresh("n")
+	// Int, Uint, Duration: a varint, of one byte, of up to eight read at
+	// once, or longer (or near the end of the input) read out of line.
+	x, n, c := f.fresh("x"), f.fresh("n"), f.fresh("c")
 	code = append(code,
-		jen.List(jen.Id(x), jen.Id(n)).Op(":=").Qual(codecPath, "PeekUvarint").Call(b, jen.Id(q)),
-		jen.If(jen.Id(n).Op("==").Lit(0)).Block(
-			jen.If(
-				jen.List(jen.Id(x), jen.Id(n)).Op("=").Qual(codecPath, "UvarintAt").Call(b, jen.Id(q)),
-				jen.Id(n).Op("==").Lit(0),
-			).Block(f.toSlow()),
-		).Else().Block(
+		jen.Var().Id(x).Uint64(),
+		jen.Var().Id(n).Int(),
+		jen.If(jen.Id(c).Op(":=").Add(b).Index(jen.Id(q)), jen.Id(c).Op("<").Id("0x80")).Block(
+			jen.List(jen.Id(x), jen.Id(n)).Op("=").List(jen.Uint64().Call(jen.Id(c)), jen.Lit(1)),
+		).Else().If(
+			jen.List(jen.Id(x), jen.Id(n)).Op("=").Qual(codecPath, "PeekUvarint").Call(b, jen.Id(q)),
+			jen.Id(n).Op("!=").Lit(0),
+		).Block(
 			jen.Id(x).Op("=").Qual(codecPath, "PackUvarint").Call(jen.Id(x)),
-		),
+		).Else().If(
+			jen.List(jen.Id(x), jen.Id(n)).Op("=").Qual(codecPath, "UvarintAt").Call(b, jen.Id(q)),
+			jen.Id(n).Op("==").Lit(0),
+		).Block(f.toSlow()),
 	)
 	switch s.Kind {
 	case Uint:

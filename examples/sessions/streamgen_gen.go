@@ -213,13 +213,14 @@ func readBinarySession(d *codec.Decoder, v *Session, end int) {
 	}
 	if codec.HasTag(b, p, 0x728cf1, 0xffffff) {
 		q := p + 3
-		x, n := codec.PeekUvarint(b, q)
-		if n == 0 {
-			if x, n = codec.UvarintAt(b, q); n == 0 {
-				goto slow
-			}
-		} else {
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
 			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
 		}
 		v.Count = codec.Zigzag(x)
 		p = q + n
@@ -511,13 +512,14 @@ func readBinarySessionOut(d *codec.Decoder, v *SessionOut, end int) {
 	}
 	if codec.HasTag(b, p, 0x728cf1, 0xffffff) {
 		q1 := p + 3
-		x, n := codec.PeekUvarint(b, q1)
-		if n == 0 {
-			if x, n = codec.UvarintAt(b, q1); n == 0 {
-				goto slow
-			}
-		} else {
+		var x uint64
+		var n int
+		if c := b[q1]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q1); n != 0 {
 			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q1); n == 0 {
+			goto slow
 		}
 		v.Count = codec.Zigzag(x)
 		p = q1 + n

@@ -173,26 +173,28 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 	var s, e, s1, e1, s2, e2, s3, e3 int
 	if codec.HasTag(b, p, 0x6bbad1, 0xffffff) {
 		q := p + 3
-		x, n := codec.PeekUvarint(b, q)
-		if n == 0 {
-			if x, n = codec.UvarintAt(b, q); n == 0 {
-				goto slow
-			}
-		} else {
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
 			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
 		}
 		v.ArrivalTime = codec.Zigzag(x)
 		p = q + n
 	}
 	if codec.HasTag(b, p, 0x399e81, 0xffffff) {
 		q1 := p + 3
-		x1, n1 := codec.PeekUvarint(b, q1)
-		if n1 == 0 {
-			if x1, n1 = codec.UvarintAt(b, q1); n1 == 0 {
-				goto slow
-			}
-		} else {
+		var x1 uint64
+		var n1 int
+		if c1 := b[q1]; c1 < 0x80 {
+			x1, n1 = uint64(c1), 1
+		} else if x1, n1 = codec.PeekUvarint(b, q1); n1 != 0 {
 			x1 = codec.PackUvarint(x1)
+		} else if x1, n1 = codec.UvarintAt(b, q1); n1 == 0 {
+			goto slow
 		}
 		v.CreationTime = codec.Zigzag(x1)
 		p = q1 + n1
@@ -209,13 +211,14 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 	}
 	if codec.HasTag(b, p, 0x7ea581, 0xffffff) {
 		q3 := p + 3
-		x2, n2 := codec.PeekUvarint(b, q3)
-		if n2 == 0 {
-			if x2, n2 = codec.UvarintAt(b, q3); n2 == 0 {
-				goto slow
-			}
-		} else {
+		var x2 uint64
+		var n2 int
+		if c2 := b[q3]; c2 < 0x80 {
+			x2, n2 = uint64(c2), 1
+		} else if x2, n2 = codec.PeekUvarint(b, q3); n2 != 0 {
 			x2 = codec.PackUvarint(x2)
+		} else if x2, n2 = codec.UvarintAt(b, q3); n2 == 0 {
+			goto slow
 		}
 		v.Index = codec.Zigzag(x2)
 		p = q3 + n2

@@ -364,13 +364,14 @@ func readBinaryBase(d *codec.Decoder, v *Base, end int) {
 	b, p := d.Window(end)
 	if codec.HasTag(b, p, 0x3082c1, 0xffffff) {
 		q := p + 3
-		x, n := codec.PeekUvarint(b, q)
-		if n == 0 {
-			if x, n = codec.UvarintAt(b, q); n == 0 {
-				goto slow
-			}
-		} else {
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
 			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
 		}
 		v.ID = codec.Zigzag(x)
 		p = q + n
@@ -509,13 +510,14 @@ func readBinaryAudit(d *codec.Decoder, v *Audit, end int) {
 	}
 	if codec.HasTag(b, p, 0x7efa91, 0xffffff) {
 		q1 := p + 3
-		x, n := codec.PeekUvarint(b, q1)
-		if n == 0 {
-			if x, n = codec.UvarintAt(b, q1); n == 0 {
-				goto slow
-			}
-		} else {
+		var x uint64
+		var n int
+		if c := b[q1]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q1); n != 0 {
 			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q1); n == 0 {
+			goto slow
 		}
 		v.Version = int(codec.Zigzag(x))
 		p = q1 + n
