@@ -55,6 +55,17 @@ func (e *emitter) appendBinary(s *Struct) jen.Code {
 			body = append(body, jen.If(x.Clone().Op("!=").Nil()).Block(inner...))
 			continue
 		}
+		if inlineKind(f.Shape) && f.Shape.Kind == String {
+			// The tag and a one-byte length in one append.
+			short := append(append([]jen.Code{jen.Id("b")}, tagBytes(f)...), jen.Byte().Call(jen.Len(x.Clone())))
+			body = append(body, jen.If(jen.Len(x.Clone()).Op("<").Id("0x80")).Block(
+				jen.Id("b").Op("=").Append(jen.Append(short...), x.Clone().Op("...")).Comment(comment),
+			).Else().Block(
+				appendTag,
+				e.appendCall("AppendString", e.to(f.Shape, "string", x)),
+			))
+			continue
+		}
 		body = append(body, appendTag)
 		body = append(body, e.appendFieldValue(f.Shape, x)...)
 	}

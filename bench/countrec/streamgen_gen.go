@@ -183,8 +183,12 @@ var schemaEvent = codec.Register(&codec.Schema{
 
 func appendBinaryEvent(b []byte, v *Event) ([]byte, error) {
 	var err error
-	b = append(b, 0x95, 0xf0, 0x2b) // Key: id 44929, string
-	b = codec.AppendString(b, v.Key)
+	if len(v.Key) < 0x80 {
+		b = append(append(b, 0x95, 0xf0, 0x2b, byte(len(v.Key))), v.Key...) // Key: id 44929, string
+	} else {
+		b = append(b, 0x95, 0xf0, 0x2b) // Key: id 44929, string
+		b = codec.AppendString(b, v.Key)
+	}
 	return b, err
 }
 
@@ -385,8 +389,12 @@ var schemaKeyCount = codec.Register(&codec.Schema{
 
 func appendBinaryKeyCount(b []byte, v *KeyCount) ([]byte, error) {
 	var err error
-	b = append(b, 0x95, 0xf0, 0x2b) // Key: id 44929, string
-	b = codec.AppendString(b, v.Key)
+	if len(v.Key) < 0x80 {
+		b = append(append(b, 0x95, 0xf0, 0x2b, byte(len(v.Key))), v.Key...) // Key: id 44929, string
+	} else {
+		b = append(b, 0x95, 0xf0, 0x2b) // Key: id 44929, string
+		b = codec.AppendString(b, v.Key)
+	}
 	b = append(b, 0xf1, 0x8c, 0x72) // Count: id 116839, int
 	b = codec.AppendInt(b, v.Count)
 	return b, err

@@ -108,10 +108,18 @@ var schemaActivity = codec.Register(&codec.Schema{
 
 func appendBinaryActivity(b []byte, v *Activity) ([]byte, error) {
 	var err error
-	b = append(b, 0x95, 0xc8, 0x13) // User: id 20033, string
-	b = codec.AppendString(b, v.User)
-	b = append(b, 0xe5, 0xe6, 0x76) // Activity: id 121654, string
-	b = codec.AppendString(b, v.Activity)
+	if len(v.User) < 0x80 {
+		b = append(append(b, 0x95, 0xc8, 0x13, byte(len(v.User))), v.User...) // User: id 20033, string
+	} else {
+		b = append(b, 0x95, 0xc8, 0x13) // User: id 20033, string
+		b = codec.AppendString(b, v.User)
+	}
+	if len(v.Activity) < 0x80 {
+		b = append(append(b, 0xe5, 0xe6, 0x76, byte(len(v.Activity))), v.Activity...) // Activity: id 121654, string
+	} else {
+		b = append(b, 0xe5, 0xe6, 0x76) // Activity: id 121654, string
+		b = codec.AppendString(b, v.Activity)
+	}
 	b = append(b, 0xb7, 0x81, 0x03) // Start: id 3083, time
 	b = codec.AppendTime(b, v.Start)
 	b = append(b, 0xb7, 0xb0, 0x44) // End: id 70019, time

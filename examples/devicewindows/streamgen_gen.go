@@ -284,8 +284,12 @@ var schemaDeviceAverage = codec.Register(&codec.Schema{
 
 func appendBinaryDeviceAverage(b []byte, v *DeviceAverage) ([]byte, error) {
 	var err error
-	b = append(b, 0xe5, 0xde, 0x7a) // Device: id 125686, string
-	b = codec.AppendString(b, v.Device)
+	if len(v.Device) < 0x80 {
+		b = append(append(b, 0xe5, 0xde, 0x7a, byte(len(v.Device))), v.Device...) // Device: id 125686, string
+	} else {
+		b = append(b, 0xe5, 0xde, 0x7a) // Device: id 125686, string
+		b = codec.AppendString(b, v.Device)
+	}
 	b = append(b, 0xe4, 0xf6, 0x0f) // PreviousAverage: id 16310, float64
 	b = codec.AppendFloat64(b, v.PreviousAverage)
 	return b, err

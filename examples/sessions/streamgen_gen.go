@@ -465,8 +465,12 @@ var schemaSessionOut = codec.Register(&codec.Schema{
 
 func appendBinarySessionOut(b []byte, v *SessionOut) ([]byte, error) {
 	var err error
-	b = append(b, 0xc5, 0xaf, 0x03) // UID: id 3452, string
-	b = codec.AppendString(b, v.UID)
+	if len(v.UID) < 0x80 {
+		b = append(append(b, 0xc5, 0xaf, 0x03, byte(len(v.UID))), v.UID...) // UID: id 3452, string
+	} else {
+		b = append(b, 0xc5, 0xaf, 0x03) // UID: id 3452, string
+		b = codec.AppendString(b, v.UID)
+	}
 	b = append(b, 0xb7, 0x81, 0x03) // Start: id 3083, time
 	b = codec.AppendTime(b, v.Start)
 	b = append(b, 0xb7, 0xb0, 0x44) // End: id 70019, time

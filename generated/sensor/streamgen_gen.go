@@ -148,16 +148,32 @@ func appendBinaryEvent(b []byte, v *Event) ([]byte, error) {
 	b = codec.AppendInt(b, v.ArrivalTime)
 	b = append(b, 0x81, 0x9e, 0x39) // CreationTime: id 58608, int
 	b = codec.AppendInt(b, v.CreationTime)
-	b = append(b, 0xe5, 0xde, 0x7a) // Device: id 125686, string
-	b = codec.AppendString(b, v.Device)
+	if len(v.Device) < 0x80 {
+		b = append(append(b, 0xe5, 0xde, 0x7a, byte(len(v.Device))), v.Device...) // Device: id 125686, string
+	} else {
+		b = append(b, 0xe5, 0xde, 0x7a) // Device: id 125686, string
+		b = codec.AppendString(b, v.Device)
+	}
 	b = append(b, 0x81, 0xa5, 0x7e) // Index: id 129320, int
 	b = codec.AppendInt(b, v.Index)
-	b = append(b, 0x85, 0xb7, 0x6a) // Model: id 108984, string
-	b = codec.AppendString(b, v.Model)
-	b = append(b, 0x95, 0xc8, 0x13) // User: id 20033, string
-	b = codec.AppendString(b, v.User)
-	b = append(b, 0xe5, 0xe6, 0x76) // Activity: id 121654, string
-	b = codec.AppendString(b, v.Activity)
+	if len(v.Model) < 0x80 {
+		b = append(append(b, 0x85, 0xb7, 0x6a, byte(len(v.Model))), v.Model...) // Model: id 108984, string
+	} else {
+		b = append(b, 0x85, 0xb7, 0x6a) // Model: id 108984, string
+		b = codec.AppendString(b, v.Model)
+	}
+	if len(v.User) < 0x80 {
+		b = append(append(b, 0x95, 0xc8, 0x13, byte(len(v.User))), v.User...) // User: id 20033, string
+	} else {
+		b = append(b, 0x95, 0xc8, 0x13) // User: id 20033, string
+		b = codec.AppendString(b, v.User)
+	}
+	if len(v.Activity) < 0x80 {
+		b = append(append(b, 0xe5, 0xe6, 0x76, byte(len(v.Activity))), v.Activity...) // Activity: id 121654, string
+	} else {
+		b = append(b, 0xe5, 0xe6, 0x76) // Activity: id 121654, string
+		b = codec.AppendString(b, v.Activity)
+	}
 	b = append(b, 0x94, 0x94, 0x1c) // X: id 28833, float64
 	b = codec.AppendFloat64(b, v.X)
 	b = append(b, 0xa4, 0xd2, 0x1c) // Y: id 29330, float64

@@ -126,8 +126,12 @@ var schemaReading = codec.Register(&codec.Schema{
 
 func appendBinaryReading(b []byte, v *Reading) ([]byte, error) {
 	var err error
-	b = append(b, 0xf5, 0x8f, 0x75) // Sensor: id 119935, string
-	b = codec.AppendString(b, v.Sensor)
+	if len(v.Sensor) < 0x80 {
+		b = append(append(b, 0xf5, 0x8f, 0x75, byte(len(v.Sensor))), v.Sensor...) // Sensor: id 119935, string
+	} else {
+		b = append(b, 0xf5, 0x8f, 0x75) // Sensor: id 119935, string
+		b = codec.AppendString(b, v.Sensor)
+	}
 	b = append(b, 0xa7, 0x98, 0x52) // At: id 84162, time
 	b = codec.AppendTime(b, v.At)
 	b = append(b, 0x94, 0xb9, 0x64) // Value: id 102857, float64

@@ -220,12 +220,20 @@ var schemaVisit = codec.Register(&codec.Schema{
 
 func appendBinaryVisit(b []byte, v *Visit) ([]byte, error) {
 	var err error
-	b = append(b, 0x85, 0xb1, 0x79) // Page: id 124296, string
-	b = codec.AppendString(b, v.Page)
+	if len(v.Page) < 0x80 {
+		b = append(append(b, 0x85, 0xb1, 0x79, byte(len(v.Page))), v.Page...) // Page: id 124296, string
+	} else {
+		b = append(b, 0x85, 0xb1, 0x79) // Page: id 124296, string
+		b = codec.AppendString(b, v.Page)
+	}
 	b = append(b, 0xa7, 0x98, 0x52) // At: id 84162, time
 	b = codec.AppendTime(b, v.At)
-	b = append(b, 0x95, 0xc8, 0x13) // User: id 20033, string
-	b = codec.AppendString(b, v.User)
+	if len(v.User) < 0x80 {
+		b = append(append(b, 0x95, 0xc8, 0x13, byte(len(v.User))), v.User...) // User: id 20033, string
+	} else {
+		b = append(b, 0x95, 0xc8, 0x13) // User: id 20033, string
+		b = codec.AppendString(b, v.User)
+	}
 	return b, err
 }
 
@@ -490,8 +498,12 @@ var schemaPageHits = codec.Register(&codec.Schema{
 
 func appendBinaryPageHits(b []byte, v *PageHits) ([]byte, error) {
 	var err error
-	b = append(b, 0x85, 0xb1, 0x79) // Page: id 124296, string
-	b = codec.AppendString(b, v.Page)
+	if len(v.Page) < 0x80 {
+		b = append(append(b, 0x85, 0xb1, 0x79, byte(len(v.Page))), v.Page...) // Page: id 124296, string
+	} else {
+		b = append(b, 0x85, 0xb1, 0x79) // Page: id 124296, string
+		b = codec.AppendString(b, v.Page)
+	}
 	b = append(b, 0xf1, 0x8a, 0x19) // N: id 25687, int
 	b = codec.AppendInt(b, v.N)
 	return b, err

@@ -167,8 +167,12 @@ func appendBinaryDoc(b []byte, v *Doc) ([]byte, error) {
 		return b, err
 	}
 	b = codec.EndLength(b, start1)
-	b = append(b, 0x85, 0xba, 0x0c) // Body: id 12752, string
-	b = codec.AppendString(b, v.Body)
+	if len(v.Body) < 0x80 {
+		b = append(append(b, 0x85, 0xba, 0x0c, byte(len(v.Body))), v.Body...) // Body: id 12752, string
+	} else {
+		b = append(b, 0x85, 0xba, 0x0c) // Body: id 12752, string
+		b = codec.AppendString(b, v.Body)
+	}
 	b = append(b, 0xa9, 0xc1, 0x28) // Extra: id 41482, struct
 	start2 := len(b)
 	b = codec.BeginLength(b)
@@ -354,8 +358,12 @@ func appendBinaryBase(b []byte, v *Base) ([]byte, error) {
 	var err error
 	b = append(b, 0xc1, 0x82, 0x30) // ID: id 49172, int
 	b = codec.AppendInt(b, v.ID)
-	b = append(b, 0xe5, 0x9e, 0x1d) // Name: id 29942, string
-	b = codec.AppendString(b, v.Name)
+	if len(v.Name) < 0x80 {
+		b = append(append(b, 0xe5, 0x9e, 0x1d, byte(len(v.Name))), v.Name...) // Name: id 29942, string
+	} else {
+		b = append(b, 0xe5, 0x9e, 0x1d) // Name: id 29942, string
+		b = codec.AppendString(b, v.Name)
+	}
 	return b, err
 }
 
@@ -487,8 +495,12 @@ var schemaAudit = (&codec.Schema{
 
 func appendBinaryAudit(b []byte, v *Audit) ([]byte, error) {
 	var err error
-	b = append(b, 0xe5, 0x9e, 0x1d) // Name: id 29942, string
-	b = codec.AppendString(b, v.Name)
+	if len(v.Name) < 0x80 {
+		b = append(append(b, 0xe5, 0x9e, 0x1d, byte(len(v.Name))), v.Name...) // Name: id 29942, string
+	} else {
+		b = append(b, 0xe5, 0x9e, 0x1d) // Name: id 29942, string
+		b = codec.AppendString(b, v.Name)
+	}
 	b = append(b, 0x91, 0xfa, 0x7e) // Version: id 130001, int
 	b = codec.AppendInt(b, int64(v.Version))
 	return b, err
@@ -616,8 +628,12 @@ func appendBinaryAnon(b []byte, v *struct {
 	Note string "json:\"note,omitempty\""
 }) ([]byte, error) {
 	var err error
-	b = append(b, 0xd5, 0xef, 0x32) // Note: id 52093, string
-	b = codec.AppendString(b, v.Note)
+	if len(v.Note) < 0x80 {
+		b = append(append(b, 0xd5, 0xef, 0x32, byte(len(v.Note))), v.Note...) // Note: id 52093, string
+	} else {
+		b = append(b, 0xd5, 0xef, 0x32) // Note: id 52093, string
+		b = codec.AppendString(b, v.Note)
+	}
 	return b, err
 }
 
