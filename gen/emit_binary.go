@@ -191,9 +191,9 @@ func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 // unknown ids skipped, known ids of another kind reported.
 func (e *emitter) readBinary(s *Struct) jen.Code {
 	e.function("d", "v", "end", "tag")
-	var fast []jen.Code
+	var fast, fastFuncs []jen.Code
 	if len(s.Fields) > 0 {
-		fast = e.fastPath(s)
+		fast, fastFuncs = e.fastPath(s)
 	}
 	var cases, changed []jen.Code
 	for _, f := range s.Fields {
@@ -220,9 +220,13 @@ func (e *emitter) readBinary(s *Struct) jen.Code {
 	if s.Recursive {
 		body = append(body, jen.Id("d").Dot("Leave").Call())
 	}
-	return jen.Func().Id("readBinary"+s.Helper).
+	code := jen.Func().Id("readBinary"+s.Helper).
 		Params(jen.Id("d").Op("*").Qual(codecPath, "Decoder"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)), jen.Id("end").Int()).
 		Block(body...)
+	for _, fn := range fastFuncs {
+		code = code.Line().Line().Add(fn)
+	}
+	return code
 }
 
 // readField reads the value of field f, whose tag has been read.

@@ -8,19 +8,94 @@ import (
 	"github.com/streamgen/streamgen/codec"
 )
 
+// fastChunk is the most fields one function of a fast path reads. The
+// compiler inlines nothing but the smallest calls into a large function,
+// and the fast path's helpers must be inlined to be fast, so a struct with
+// more fields reads them in several functions, one after the other.
+const fastChunk = 24
+
 // fastPath emits the start of a struct's decoder: its fields in the order
 // this version writes them, read from local variables (see the codec
-// package's fast.go). A field of another kind, or a value the inline code
-// cannot read, ends it at the field's tag (goto slow); a field that is
-// absent is passed over. Fields of kinds that are not read inline are read
-// with the Decoder, which the fast path moves to them and back.
+// package's fast.go). A field that is absent is passed over; a value the
+// inline code cannot read ends the fast path at the field's tag, and the
+// Decoder reads the rest. Fields of kinds that are not read inline are
+// read with the Decoder, which the fast path moves to them and back.
 //
-// The struct's own string fields are located, not copied, and after the
-// fast path copied into one allocation that each is sliced from, when
-// there are at least two.
-func (e *emitter) fastPath(s *Struct) []jen.Code {
-	f := &fastEmitter{emitter: e, b: e.fresh("b"), p: e.fresh("p"), slow: "slow"}
-	for _, fd := range s.Fields {
+// A struct's own string fields are located, not copied, and at the end
+// copied into one allocation that each is sliced from, when there are at
+// least two.
+//
+// It returns the code for the decoder, and for a struct of more than
+// fastChunk fields, the functions that read them.
+func (e *emitter) fastPath(s *Struct) (code, funcs []jen.Code) {
+	b, p := e.fresh("b"), e.fresh("p")
+	code = []jen.Code{
+		jen.Comment("Fast path: the fields in the order this version writes them."),
+		jen.List(jen.Id(b), jen.Id(p)).Op(":=").Id("d").Dot("Window").Call(jen.Id("end")),
+	}
+	if len(s.Fields) <= fastChunk {
+		f := e.newFast(s, s.Fields, b, p, "slow", "")
+		code = append(code, f.fields()...)
+		seek := jen.Id("d").Dot("Seek").Call(jen.Id(p))
+		if f.jumps {
+			code = append(code, jen.Id(f.label).Op(":"), seek)
+		} else {
+			code = append(code, seek)
+		}
+		return append(code, f.join()...), nil
+	}
+	ok := e.fresh("ok")
+	names := e.names
+	for i := 0; i < len(s.Fields); i += fastChunk {
+		part := s.Fields[i:min(i+fastChunk, len(s.Fields))]
+		name := fmt.Sprintf("readFast%s%d", s.Helper, i/fastChunk)
+		call := jen.Id(name).Call(jen.Id("d"), jen.Id("v"), jen.Id(b), jen.Id(p))
+		last := i+fastChunk >= len(s.Fields)
+		switch {
+		case i == 0:
+			code = append(code, jen.List(jen.Id(p), jen.Id(ok)).Op(":=").Add(call))
+		case last:
+			code = append(code, jen.If(jen.Id(ok)).Block(jen.List(jen.Id(p), jen.Id("_")).Op("=").Add(call)))
+		default:
+			code = append(code, jen.If(jen.Id(ok)).Block(jen.List(jen.Id(p), jen.Id(ok)).Op("=").Add(call)))
+		}
+		e.function("d", "v", "b", "p", "ok")
+		funcs = append(funcs, e.fastFunc(s, part, name))
+	}
+	e.names = names
+	return append(code, jen.Id("d").Dot("Seek").Call(jen.Id(p))), funcs
+}
+
+// fastFunc emits one function of a long fast path: it reads fields from
+// b at p, and returns where it stopped and whether the fast path goes on.
+func (e *emitter) fastFunc(s *Struct, fields []*Field, name string) jen.Code {
+	f := e.newFast(s, fields, "b", "p", "stop", "ok")
+	body := f.fields()
+	var tail []jen.Code
+	if f.jumps {
+		body = append([]jen.Code{jen.Id("ok").Op(":=").True()}, body...)
+		tail = append([]jen.Code{jen.Id(f.label).Op(":")}, f.join()...)
+		tail = append(tail, jen.Return(jen.Id("p"), jen.Id("ok")))
+	} else {
+		tail = append(f.join(), jen.Return(jen.Id("p"), jen.True()))
+	}
+	what := "the field " + fields[0].Name
+	if len(fields) > 1 {
+		what = fmt.Sprintf("the fields %s to %s", fields[0].Name, fields[len(fields)-1].Name)
+	}
+	return jen.Comment(fmt.Sprintf("%s reads %s, for the fast path of readBinary%s.", name, what, s.Helper)).Line().
+		Func().Id(name).Params(
+		jen.Id("d").Op("*").Qual(codecPath, "Decoder"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)),
+		jen.Id("b").Index().Byte(), jen.Id("p").Int(),
+	).Params(jen.Int(), jen.Bool()).Block(append(body, tail...)...)
+}
+
+// newFast starts the fast path for fields, reading from the variables b
+// and p. A value it cannot read jumps to label, after setting ok to false
+// when ok is named.
+func (e *emitter) newFast(s *Struct, fields []*Field, b, p, label, ok string) *fastEmitter {
+	f := &fastEmitter{emitter: e, s: s, list: fields, b: b, p: p, label: label, ok: ok, spans: map[*Field][2]string{}}
+	for _, fd := range fields {
 		if inlineKind(fd.Shape) && fd.Shape.Kind == String {
 			f.strs = append(f.strs, fd)
 		}
@@ -28,40 +103,39 @@ func (e *emitter) fastPath(s *Struct) []jen.Code {
 	if len(f.strs) < 2 {
 		f.strs = nil
 	}
-	f.spans = map[*Field][2]string{}
-	var spanVars []jen.Code
 	for _, fd := range f.strs {
-		sp := [2]string{e.fresh("s"), e.fresh("e")}
-		f.spans[fd] = sp
-		spanVars = append(spanVars, jen.Id(sp[0]), jen.Id(sp[1]))
+		f.spans[fd] = [2]string{e.fresh("s"), e.fresh("e")}
 	}
+	return f
+}
 
-	code := []jen.Code{
-		jen.Comment("Fast path: the fields in the order this version writes them."),
-		jen.List(jen.Id(f.b), jen.Id(f.p)).Op(":=").Id("d").Dot("Window").Call(jen.Id("end")),
+// fields emits the declarations of the string spans and the reading of
+// each field.
+func (f *fastEmitter) fields() []jen.Code {
+	var code, spanVars []jen.Code
+	for _, fd := range f.strs {
+		sp := f.spans[fd]
+		spanVars = append(spanVars, jen.Id(sp[0]), jen.Id(sp[1]))
 	}
 	if len(spanVars) > 0 {
 		code = append(code, jen.Var().List(spanVars...).Int())
 	}
-	for _, fd := range s.Fields {
-		code = append(code, f.field(s, fd))
+	for _, fd := range f.list {
+		code = append(code, f.field(f.s, fd))
 	}
-	seek := jen.Id("d").Dot("Seek").Call(jen.Id(f.p))
-	if f.jumps {
-		code = append(code, jen.Id(f.slow).Op(":"), seek)
-	} else {
-		code = append(code, seek)
-	}
-	return append(code, f.join()...)
+	return code
 }
 
 // fastEmitter holds the names of one fast path.
 type fastEmitter struct {
 	*emitter
-	b, p, slow string
-	strs       []*Field             // string fields copied together
-	spans      map[*Field][2]string // their start and end variables
-	jumps      bool                 // whether any code jumps to slow
+	s         *Struct
+	list      []*Field             // the fields it reads
+	b, p      string               // the input and offset variables
+	label, ok string               // where a value it cannot read jumps, and the flag it clears
+	strs      []*Field             // string fields copied together
+	spans     map[*Field][2]string // their start and end variables
+	jumps     bool                 // whether any code jumps to label
 }
 
 // inlineKind reports whether a value of shape s is read by inline code.
@@ -77,9 +151,12 @@ func inlineKind(s *Shape) bool {
 }
 
 // toSlow is a jump out of the fast path.
-func (f *fastEmitter) toSlow() jen.Code {
+func (f *fastEmitter) toSlow() []jen.Code {
 	f.jumps = true
-	return jen.Goto().Id(f.slow)
+	if f.ok != "" {
+		return []jen.Code{jen.Id(f.ok).Op("=").False(), jen.Goto().Id(f.label)}
+	}
+	return []jen.Code{jen.Goto().Id(f.label)}
 }
 
 // field emits the fast path's step for one field.
@@ -117,7 +194,7 @@ func (f *fastEmitter) value(fd *Field, at *jen.Statement) []jen.Code {
 		c := f.fresh("c")
 		return append(code,
 			jen.Id(c).Op(":=").Add(b).Index(jen.Id(q)),
-			jen.If(jen.Id(c).Op(">").Lit(1)).Block(f.toSlow()),
+			jen.If(jen.Id(c).Op(">").Lit(1)).Block(f.toSlow()...),
 			dst.Clone().Op("=").Add(f.convert(s, jen.Id(c).Op("==").Lit(1), nil)),
 			p.Clone().Op("=").Id(q).Op("+").Lit(1),
 		)
@@ -127,7 +204,7 @@ func (f *fastEmitter) value(fd *Field, at *jen.Statement) []jen.Code {
 			size, read = 4, "Float32At"
 		}
 		return append(code,
-			jen.If(jen.Id(q).Op("+").Lit(size).Op(">").Len(b)).Block(f.toSlow()),
+			jen.If(jen.Id(q).Op("+").Lit(size).Op(">").Len(b)).Block(f.toSlow()...),
 			dst.Clone().Op("=").Add(f.convert(s, jen.Qual(codecPath, read).Call(b, jen.Id(q)), nil)),
 			p.Clone().Op("=").Id(q).Op("+").Lit(size),
 		)
@@ -144,7 +221,7 @@ func (f *fastEmitter) value(fd *Field, at *jen.Statement) []jen.Code {
 			jen.If(
 				jen.List(jen.Id(start), jen.Id(end)).Op("=").Qual(codecPath, "LongStringAt").Call(b, jen.Id(q)),
 				jen.Id(end).Op("==").Lit(0),
-			).Block(f.toSlow()),
+			).Block(f.toSlow()...),
 		))
 		if _, ok := f.spans[fd]; !ok {
 			code = append(code, dst.Clone().Op("=").Add(f.convert(s, jen.String().Call(b.Clone().Index(jen.Id(start).Op(":").Id(end))), nil)))
@@ -167,12 +244,12 @@ func (f *fastEmitter) value(fd *Field, at *jen.Statement) []jen.Code {
 		).Else().If(
 			jen.List(jen.Id(x), jen.Id(n)).Op("=").Qual(codecPath, "UvarintAt").Call(b, jen.Id(q)),
 			jen.Id(n).Op("==").Lit(0),
-		).Block(f.toSlow()),
+		).Block(f.toSlow()...),
 	)
 	switch s.Kind {
 	case Uint:
 		if s.Bits < 64 {
-			code = append(code, jen.If(jen.Id(x).Op(">>").Lit(s.Bits).Op("!=").Lit(0)).Block(f.toSlow()))
+			code = append(code, jen.If(jen.Id(x).Op(">>").Lit(s.Bits).Op("!=").Lit(0)).Block(f.toSlow()...))
 		}
 		code = append(code, dst.Clone().Op("=").Add(f.convert(s, jen.Id(x), f.plainConversion(s, "uint64"))))
 	case Int:
@@ -182,7 +259,7 @@ func (f *fastEmitter) value(fd *Field, at *jen.Statement) []jen.Code {
 			narrow := jen.Id(fmt.Sprintf("int%d", s.Bits)).Call(jen.Id(i))
 			code = append(code,
 				jen.Id(i).Op(":=").Add(val),
-				jen.If(jen.Int64().Call(narrow).Op("!=").Id(i)).Block(f.toSlow()),
+				jen.If(jen.Int64().Call(narrow).Op("!=").Id(i)).Block(f.toSlow()...),
 			)
 			val = jen.Id(i)
 		}
