@@ -97,7 +97,7 @@
 // the fields in the order that version of the struct writes them, with
 // inline code on local variables (Window, HasTag, PeekUvarint, StringAt),
 // and locates the struct's own strings to copy them together into one
-// allocation (StringOf). Absent fields are passed over; at a value it
+// allocation (StringOf) when they are short together (MaxJoined). Absent fields are passed over; at a value it
 // cannot read so (cut short or invalid), the Decoder takes over from that
 // field's tag, reads the rest in any order, and reports any error. Fields
 // that come out of order are read the same way, after the fast path.

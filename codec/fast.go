@@ -52,10 +52,10 @@ func HasTag(b []byte, p int, tag, mask uint32) bool {
 	return p >= 0 && p+4 <= len(b) && binary.LittleEndian.Uint32(b[p:])&mask == tag
 }
 
-// PeekUvarint returns, when eight bytes follow b[p], the varint at b[p]
-// still in its 7-bit groups (PackUvarint finishes it) and its length;
-// otherwise, or when the varint is longer than eight bytes, it returns a
-// length of 0 and the caller reads with UvarintAt.
+// PeekUvarint returns, when the input holds eight bytes from b[p] on, the
+// varint at b[p] still in its 7-bit groups (PackUvarint finishes it) and
+// its length; otherwise, or when the varint is longer than eight bytes, it
+// returns a length of 0 and the caller reads with UvarintAt.
 func PeekUvarint(b []byte, p int) (uint64, int) {
 	if p >= 0 && p+8 <= len(b) {
 		x := binary.LittleEndian.Uint64(b[p:])
@@ -133,6 +133,12 @@ func Float64At(b []byte, p int) float64 {
 func Float32At(b []byte, p int) float32 {
 	return math.Float32frombits(binary.LittleEndian.Uint32(b[p:]))
 }
+
+// MaxJoined is the most bytes of strings that generated decoders copy into
+// one allocation: a struct's strings that are longer together each get
+// their own, so that keeping one short string does not keep long ones
+// alive.
+const MaxJoined = 128
 
 // StringOf returns the bytes of b as a string without copying them. b must
 // never be written again: generated decoders copy the strings of a record

@@ -22,6 +22,9 @@ type emitter struct {
 	// names counts the locals of the function being emitted, so that
 	// nested loops read i, i1, i2 instead of colliding.
 	names map[string]int
+	// jsonOK and jsonKey are the names of a JSON reader function's flag
+	// and current key (see okVar).
+	jsonOK, jsonKey string
 	// depth is set while the helper being emitted takes a depth: the
 	// nesting of the recursive type it writes (codec.MaxDepth bounds it).
 	depth bool
@@ -73,14 +76,21 @@ func (e *emitter) depthParams(s *Struct, tooDeep string) ([]jen.Code, []jen.Code
 	}
 }
 
-// fresh returns a local name based on base, unique in the current function.
+// fresh returns a local name based on base, unique in the current
+// function, and not the name of anything the package declares, which the
+// local would hide from the function's code (a type p, converted to).
 func (e *emitter) fresh(base string) string {
-	n := e.names[base]
-	e.names[base] = n + 1
-	if n == 0 {
-		return base
+	for {
+		n := e.names[base]
+		e.names[base] = n + 1
+		name := base
+		if n > 0 {
+			name += strconv.Itoa(n)
+		}
+		if e.types == nil || e.types.Scope().Lookup(name) == nil {
+			return name
+		}
 	}
-	return base + strconv.Itoa(n)
 }
 
 // function starts a new function for naming purposes.

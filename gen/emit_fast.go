@@ -48,7 +48,7 @@ func (e *emitter) fastPath(s *Struct) (code, funcs []jen.Code) {
 	names := e.names
 	for i := 0; i < len(s.Fields); i += fastChunk {
 		part := s.Fields[i:min(i+fastChunk, len(s.Fields))]
-		name := fmt.Sprintf("readFast%s%d", s.Helper, i/fastChunk)
+		name := fmt.Sprintf("readFast%sPart%d", s.Helper, i/fastChunk)
 		call := jen.Id(name).Call(jen.Id("d"), jen.Id("v"), jen.Id(b), jen.Id(p))
 		last := i+fastChunk >= len(s.Fields)
 		switch {
@@ -59,7 +59,7 @@ func (e *emitter) fastPath(s *Struct) (code, funcs []jen.Code) {
 		default:
 			code = append(code, jen.If(jen.Id(ok)).Block(jen.List(jen.Id(p), jen.Id(ok)).Op("=").Add(call)))
 		}
-		e.function("d", "v", "b", "p", "ok")
+		e.function("d", "v")
 		funcs = append(funcs, e.fastFunc(s, part, name))
 	}
 	e.names = names
@@ -69,15 +69,16 @@ func (e *emitter) fastPath(s *Struct) (code, funcs []jen.Code) {
 // fastFunc emits one function of a long fast path: it reads fields from
 // b at p, and returns where it stopped and whether the fast path goes on.
 func (e *emitter) fastFunc(s *Struct, fields []*Field, name string) jen.Code {
-	f := e.newFast(s, fields, "b", "p", "stop", "ok")
+	b, p, ok := e.fresh("b"), e.fresh("p"), e.fresh("ok")
+	f := e.newFast(s, fields, b, p, "stop", ok)
 	body := f.fields()
 	var tail []jen.Code
 	if f.jumps {
-		body = append([]jen.Code{jen.Id("ok").Op(":=").True()}, body...)
+		body = append([]jen.Code{jen.Id(ok).Op(":=").True()}, body...)
 		tail = append([]jen.Code{jen.Id(f.label).Op(":")}, f.join()...)
-		tail = append(tail, jen.Return(jen.Id("p"), jen.Id("ok")))
+		tail = append(tail, jen.Return(jen.Id(p), jen.Id(ok)))
 	} else {
-		tail = append(f.join(), jen.Return(jen.Id("p"), jen.True()))
+		tail = append(f.join(), jen.Return(jen.Id(p), jen.True()))
 	}
 	what := "the field " + fields[0].Name
 	if len(fields) > 1 {
@@ -86,7 +87,7 @@ func (e *emitter) fastFunc(s *Struct, fields []*Field, name string) jen.Code {
 	return jen.Comment(fmt.Sprintf("%s reads %s, for the fast path of readBinary%s.", name, what, s.Helper)).Line().
 		Func().Id(name).Params(
 		jen.Id("d").Op("*").Qual(codecPath, "Decoder"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)),
-		jen.Id("b").Index().Byte(), jen.Id("p").Int(),
+		jen.Id(b).Index().Byte(), jen.Id(p).Int(),
 	).Params(jen.Int(), jen.Bool()).Block(append(body, tail...)...)
 }
 
@@ -178,7 +179,7 @@ func (f *fastEmitter) field(s *Struct, fd *Field) jen.Code {
 		body = append(body, f.readField(s, fd)...)
 		body = append(body, jen.Id(f.p).Op("=").Id("d").Dot("Offset").Call())
 	}
-	return jen.If(has).Block(body...)
+	return jen.Comment(fd.Name).Line().If(has).Block(body...)
 }
 
 // value emits the inline read of fd's value, which starts at at, and the
@@ -224,7 +225,7 @@ func (f *fastEmitter) value(fd *Field, at *jen.Statement) []jen.Code {
 			).Block(f.toSlow()...),
 		))
 		if _, ok := f.spans[fd]; !ok {
-			code = append(code, dst.Clone().Op("=").Add(f.convert(s, jen.String().Call(b.Clone().Index(jen.Id(start).Op(":").Id(end))), nil)))
+			code = append(code, dst.Clone().Op("=").Add(f.stringOf(s, b.Clone().Index(jen.Id(start).Op(":").Id(end)))))
 		}
 		return append(code, p.Clone().Op("=").Id(end))
 	}
@@ -271,7 +272,8 @@ func (f *fastEmitter) value(fd *Field, at *jen.Statement) []jen.Code {
 }
 
 // join emits the copy of the located strings into one allocation, and the
-// setting of each field that was read from it.
+// setting of each field that was read from it; or, when they are longer
+// together than codec.MaxJoined, the copy of each into its own.
 func (f *fastEmitter) join() []jen.Code {
 	if f.strs == nil {
 		return nil
@@ -289,35 +291,47 @@ func (f *fastEmitter) join() []jen.Code {
 			total = total.Op("+").Parens(length(fd))
 		}
 	}
-	src := func(fd *Field) jen.Code {
+	src := func(fd *Field) *jen.Statement {
 		sp := f.spans[fd]
 		return jen.Id(f.b).Index(jen.Id(sp[0]).Op(":").Id(sp[1]))
 	}
-	copies := []jen.Code{jen.Id(buf).Op(":=").Make(jen.Index().Byte(), jen.Id(n))}
+	read := func(fd *Field) jen.Code { return jen.Id(f.spans[fd][1]).Op("!=").Lit(0) }
+	joined := []jen.Code{jen.Id(buf).Op(":=").Make(jen.Index().Byte(), jen.Id(n))}
 	for i, fd := range f.strs {
 		switch {
 		case i == 0:
-			copies = append(copies, jen.Id(k).Op(":=").Copy(jen.Id(buf), src(fd)))
+			joined = append(joined, jen.Id(k).Op(":=").Copy(jen.Id(buf), src(fd)))
 		case i < len(f.strs)-1:
-			copies = append(copies, jen.Id(k).Op("+=").Copy(jen.Id(buf).Index(jen.Id(k).Op(":")), src(fd)))
+			joined = append(joined, jen.Id(k).Op("+=").Copy(jen.Id(buf).Index(jen.Id(k).Op(":")), src(fd)))
 		default:
-			copies = append(copies, jen.Copy(jen.Id(buf).Index(jen.Id(k).Op(":")), src(fd)))
+			joined = append(joined, jen.Copy(jen.Id(buf).Index(jen.Id(k).Op(":")), src(fd)))
 		}
 	}
-	copies = append(copies, jen.Id(all).Op("=").Qual(codecPath, "StringOf").Call(jen.Id(buf)))
-	code := []jen.Code{
-		jen.Comment("The strings located above, copied in one allocation."),
-		jen.Var().Id(all).String(),
-		jen.If(jen.Id(n).Op(":=").Add(total), jen.Id(n).Op(">").Lit(0)).Block(copies...),
-	}
+	joined = append(joined, jen.Id(all).Op(":=").Qual(codecPath, "StringOf").Call(jen.Id(buf)))
+	var apart []jen.Code
 	for i, fd := range f.strs {
-		sp := f.spans[fd]
-		code = append(code, jen.If(jen.Id(sp[1]).Op("!=").Lit(0)).Block(
+		joined = append(joined, jen.If(read(fd)).Block(
 			jen.Id("v").Dot(fd.Name).Op("=").Add(f.convert(fd.Shape, jen.Id(all).Index(jen.Op(":").Add(length(fd))), nil)),
 		))
 		if i < len(f.strs)-1 {
-			code = append(code, jen.Id(all).Op("=").Id(all).Index(length(fd).Op(":")))
+			joined = append(joined, jen.Id(all).Op("=").Id(all).Index(length(fd).Op(":")))
 		}
+		apart = append(apart, jen.If(read(fd)).Block(
+			jen.Id("v").Dot(fd.Name).Op("=").Add(f.stringOf(fd.Shape, src(fd))),
+		))
 	}
-	return code
+	return []jen.Code{
+		jen.Comment("The strings located above, copied in one allocation when they are short"),
+		jen.Comment("together, else each in its own, so that none keeps long ones alive."),
+		jen.If(jen.Id(n).Op(":=").Add(total), jen.Id(n).Op("<=").Qual(codecPath, "MaxJoined")).Block(joined...).
+			Else().Block(apart...),
+	}
+}
+
+// stringOf is the bytes x, a []byte, as a new value of the string shape s.
+func (f *fastEmitter) stringOf(s *Shape, x jen.Code) jen.Code {
+	if s.Named {
+		return jen.Add(f.typeCode(s.Type)).Parens(x)
+	}
+	return jen.String().Parens(x)
 }

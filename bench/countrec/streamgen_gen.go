@@ -195,6 +195,7 @@ func appendBinaryEvent(b []byte, v *Event) ([]byte, error) {
 func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// Key
 	if codec.HasTag(b, p, 0x2bf095, 0xffffff) {
 		q := p + 3
 		s, e := codec.StringAt(b, q)
@@ -291,6 +292,7 @@ func appendBinaryCount(b []byte, v *Count) ([]byte, error) {
 func readBinaryCount(d *codec.Decoder, v *Count, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// N
 	if codec.HasTag(b, p, 0x198af1, 0xffffff) {
 		q := p + 3
 		var x uint64
@@ -403,6 +405,7 @@ func appendBinaryKeyCount(b []byte, v *KeyCount) ([]byte, error) {
 func readBinaryKeyCount(d *codec.Decoder, v *KeyCount, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// Key
 	if codec.HasTag(b, p, 0x2bf095, 0xffffff) {
 		q := p + 3
 		s, e := codec.StringAt(b, q)
@@ -414,6 +417,7 @@ func readBinaryKeyCount(d *codec.Decoder, v *KeyCount, end int) {
 		v.Key = string(b[s:e])
 		p = e
 	}
+	// Count
 	if codec.HasTag(b, p, 0x728cf1, 0xffffff) {
 		q1 := p + 3
 		var x uint64

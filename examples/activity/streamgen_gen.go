@@ -131,6 +131,7 @@ func readBinaryActivity(d *codec.Decoder, v *Activity, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
 	var s, e, s1, e1 int
+	// User
 	if codec.HasTag(b, p, 0x13c895, 0xffffff) {
 		q := p + 3
 		s, e = codec.StringAt(b, q)
@@ -141,6 +142,7 @@ func readBinaryActivity(d *codec.Decoder, v *Activity, end int) {
 		}
 		p = e
 	}
+	// Activity
 	if codec.HasTag(b, p, 0x76e6e5, 0xffffff) {
 		q1 := p + 3
 		s1, e1 = codec.StringAt(b, q1)
@@ -151,11 +153,13 @@ func readBinaryActivity(d *codec.Decoder, v *Activity, end int) {
 		}
 		p = e1
 	}
+	// Start
 	if codec.HasTag(b, p, 0x381b7, 0xffffff) {
 		d.Seek(p + 3)
 		v.Start = d.Time()
 		p = d.Offset()
 	}
+	// End
 	if codec.HasTag(b, p, 0x44b0b7, 0xffffff) {
 		d.Seek(p + 3)
 		v.End = d.Time()
@@ -163,20 +167,27 @@ func readBinaryActivity(d *codec.Decoder, v *Activity, end int) {
 	}
 slow:
 	d.Seek(p)
-	// The strings located above, copied in one allocation.
-	var all string
-	if n := (e - s) + (e1 - s1); n > 0 {
+	// The strings located above, copied in one allocation when they are short
+	// together, else each in its own, so that none keeps long ones alive.
+	if n := (e - s) + (e1 - s1); n <= codec.MaxJoined {
 		buf := make([]byte, n)
 		k := copy(buf, b[s:e])
 		copy(buf[k:], b[s1:e1])
-		all = codec.StringOf(buf)
-	}
-	if e != 0 {
-		v.User = all[:e-s]
-	}
-	all = all[e-s:]
-	if e1 != 0 {
-		v.Activity = all[:e1-s1]
+		all := codec.StringOf(buf)
+		if e != 0 {
+			v.User = all[:e-s]
+		}
+		all = all[e-s:]
+		if e1 != 0 {
+			v.Activity = all[:e1-s1]
+		}
+	} else {
+		if e != 0 {
+			v.User = string(b[s:e])
+		}
+		if e1 != 0 {
+			v.Activity = string(b[s1:e1])
+		}
 	}
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {

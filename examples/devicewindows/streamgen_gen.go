@@ -160,6 +160,7 @@ func appendBinaryWindow(b []byte, v *Window) ([]byte, error) {
 func readBinaryWindow(d *codec.Decoder, v *Window, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// Count
 	if codec.HasTag(b, p, 0x728cf1, 0xffffff) {
 		q := p + 3
 		var x uint64
@@ -174,6 +175,7 @@ func readBinaryWindow(d *codec.Decoder, v *Window, end int) {
 		v.Count = codec.Zigzag(x)
 		p = q + n
 	}
+	// SumX
 	if codec.HasTag(b, p, 0x39c394, 0xffffff) {
 		q1 := p + 3
 		if q1+8 > len(b) {
@@ -298,6 +300,7 @@ func appendBinaryDeviceAverage(b []byte, v *DeviceAverage) ([]byte, error) {
 func readBinaryDeviceAverage(d *codec.Decoder, v *DeviceAverage, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// Device
 	if codec.HasTag(b, p, 0x7adee5, 0xffffff) {
 		q := p + 3
 		s, e := codec.StringAt(b, q)
@@ -309,6 +312,7 @@ func readBinaryDeviceAverage(d *codec.Decoder, v *DeviceAverage, end int) {
 		v.Device = string(b[s:e])
 		p = e
 	}
+	// PreviousAverage
 	if codec.HasTag(b, p, 0xff6e4, 0xffffff) {
 		q1 := p + 3
 		if q1+8 > len(b) {

@@ -201,16 +201,19 @@ func appendBinarySession(b []byte, v *Session) ([]byte, error) {
 func readBinarySession(d *codec.Decoder, v *Session, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// Start
 	if codec.HasTag(b, p, 0x381b7, 0xffffff) {
 		d.Seek(p + 3)
 		v.Start = d.Time()
 		p = d.Offset()
 	}
+	// End
 	if codec.HasTag(b, p, 0x44b0b7, 0xffffff) {
 		d.Seek(p + 3)
 		v.End = d.Time()
 		p = d.Offset()
 	}
+	// Count
 	if codec.HasTag(b, p, 0x728cf1, 0xffffff) {
 		q := p + 3
 		var x uint64
@@ -225,6 +228,7 @@ func readBinarySession(d *codec.Decoder, v *Session, end int) {
 		v.Count = codec.Zigzag(x)
 		p = q + n
 	}
+	// Activities
 	if codec.HasTag(b, p, 0x2f9e9a, 0xffffff) {
 		d.Seek(p + 3)
 		end1 := d.Begin()
@@ -238,6 +242,7 @@ func readBinarySession(d *codec.Decoder, v *Session, end int) {
 		d.Finish(end1)
 		p = d.Offset()
 	}
+	// XSum
 	if codec.HasTag(b, p, 0x38f6d4, 0xffffff) {
 		q1 := p + 3
 		if q1+8 > len(b) {
@@ -493,6 +498,7 @@ func appendBinarySessionOut(b []byte, v *SessionOut) ([]byte, error) {
 func readBinarySessionOut(d *codec.Decoder, v *SessionOut, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// UID
 	if codec.HasTag(b, p, 0x3afc5, 0xffffff) {
 		q := p + 3
 		s, e := codec.StringAt(b, q)
@@ -504,16 +510,19 @@ func readBinarySessionOut(d *codec.Decoder, v *SessionOut, end int) {
 		v.UID = string(b[s:e])
 		p = e
 	}
+	// Start
 	if codec.HasTag(b, p, 0x381b7, 0xffffff) {
 		d.Seek(p + 3)
 		v.Start = d.Time()
 		p = d.Offset()
 	}
+	// End
 	if codec.HasTag(b, p, 0x44b0b7, 0xffffff) {
 		d.Seek(p + 3)
 		v.End = d.Time()
 		p = d.Offset()
 	}
+	// Count
 	if codec.HasTag(b, p, 0x728cf1, 0xffffff) {
 		q1 := p + 3
 		var x uint64
@@ -528,6 +537,7 @@ func readBinarySessionOut(d *codec.Decoder, v *SessionOut, end int) {
 		v.Count = codec.Zigzag(x)
 		p = q1 + n
 	}
+	// Activities
 	if codec.HasTag(b, p, 0x2f9e9a, 0xffffff) {
 		d.Seek(p + 3)
 		end1 := d.Begin()
@@ -541,6 +551,7 @@ func readBinarySessionOut(d *codec.Decoder, v *SessionOut, end int) {
 		d.Finish(end1)
 		p = d.Offset()
 	}
+	// XAvg
 	if codec.HasTag(b, p, 0x34e9f4, 0xffffff) {
 		q2 := p + 3
 		if q2+8 > len(b) {

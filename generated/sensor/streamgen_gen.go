@@ -187,6 +187,7 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
 	var s, e, s1, e1, s2, e2, s3, e3 int
+	// ArrivalTime
 	if codec.HasTag(b, p, 0x6bbad1, 0xffffff) {
 		q := p + 3
 		var x uint64
@@ -201,6 +202,7 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 		v.ArrivalTime = codec.Zigzag(x)
 		p = q + n
 	}
+	// CreationTime
 	if codec.HasTag(b, p, 0x399e81, 0xffffff) {
 		q1 := p + 3
 		var x1 uint64
@@ -215,6 +217,7 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 		v.CreationTime = codec.Zigzag(x1)
 		p = q1 + n1
 	}
+	// Device
 	if codec.HasTag(b, p, 0x7adee5, 0xffffff) {
 		q2 := p + 3
 		s, e = codec.StringAt(b, q2)
@@ -225,6 +228,7 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 		}
 		p = e
 	}
+	// Index
 	if codec.HasTag(b, p, 0x7ea581, 0xffffff) {
 		q3 := p + 3
 		var x2 uint64
@@ -239,6 +243,7 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 		v.Index = codec.Zigzag(x2)
 		p = q3 + n2
 	}
+	// Model
 	if codec.HasTag(b, p, 0x6ab785, 0xffffff) {
 		q4 := p + 3
 		s1, e1 = codec.StringAt(b, q4)
@@ -249,6 +254,7 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 		}
 		p = e1
 	}
+	// User
 	if codec.HasTag(b, p, 0x13c895, 0xffffff) {
 		q5 := p + 3
 		s2, e2 = codec.StringAt(b, q5)
@@ -259,6 +265,7 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 		}
 		p = e2
 	}
+	// Activity
 	if codec.HasTag(b, p, 0x76e6e5, 0xffffff) {
 		q6 := p + 3
 		s3, e3 = codec.StringAt(b, q6)
@@ -269,6 +276,7 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 		}
 		p = e3
 	}
+	// X
 	if codec.HasTag(b, p, 0x1c9494, 0xffffff) {
 		q7 := p + 3
 		if q7+8 > len(b) {
@@ -277,6 +285,7 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 		v.X = codec.Float64At(b, q7)
 		p = q7 + 8
 	}
+	// Y
 	if codec.HasTag(b, p, 0x1cd2a4, 0xffffff) {
 		q8 := p + 3
 		if q8+8 > len(b) {
@@ -285,6 +294,7 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 		v.Y = codec.Float64At(b, q8)
 		p = q8 + 8
 	}
+	// Z
 	if codec.HasTag(b, p, 0x13d9b4, 0xffffff) {
 		q9 := p + 3
 		if q9+8 > len(b) {
@@ -295,30 +305,43 @@ func readBinaryEvent(d *codec.Decoder, v *Event, end int) {
 	}
 slow:
 	d.Seek(p)
-	// The strings located above, copied in one allocation.
-	var all string
-	if n3 := (e - s) + (e1 - s1) + (e2 - s2) + (e3 - s3); n3 > 0 {
+	// The strings located above, copied in one allocation when they are short
+	// together, else each in its own, so that none keeps long ones alive.
+	if n3 := (e - s) + (e1 - s1) + (e2 - s2) + (e3 - s3); n3 <= codec.MaxJoined {
 		buf := make([]byte, n3)
 		k := copy(buf, b[s:e])
 		k += copy(buf[k:], b[s1:e1])
 		k += copy(buf[k:], b[s2:e2])
 		copy(buf[k:], b[s3:e3])
-		all = codec.StringOf(buf)
-	}
-	if e != 0 {
-		v.Device = all[:e-s]
-	}
-	all = all[e-s:]
-	if e1 != 0 {
-		v.Model = all[:e1-s1]
-	}
-	all = all[e1-s1:]
-	if e2 != 0 {
-		v.User = all[:e2-s2]
-	}
-	all = all[e2-s2:]
-	if e3 != 0 {
-		v.Activity = all[:e3-s3]
+		all := codec.StringOf(buf)
+		if e != 0 {
+			v.Device = all[:e-s]
+		}
+		all = all[e-s:]
+		if e1 != 0 {
+			v.Model = all[:e1-s1]
+		}
+		all = all[e1-s1:]
+		if e2 != 0 {
+			v.User = all[:e2-s2]
+		}
+		all = all[e2-s2:]
+		if e3 != 0 {
+			v.Activity = all[:e3-s3]
+		}
+	} else {
+		if e != 0 {
+			v.Device = string(b[s:e])
+		}
+		if e1 != 0 {
+			v.Model = string(b[s1:e1])
+		}
+		if e2 != 0 {
+			v.User = string(b[s2:e2])
+		}
+		if e3 != 0 {
+			v.Activity = string(b[s3:e3])
+		}
 	}
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {

@@ -4,5 +4,5 @@
 package fastpath
 
 // Off, when set, makes every fast path read nothing. Only tests set it,
-// before decoding.
+// and only while no other goroutine decodes.
 var Off bool

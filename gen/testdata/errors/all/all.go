@@ -120,3 +120,10 @@ type Loose struct{}
 func notAType() {}
 
 var _ = Loose{}
+
+type d struct{ A int }
+
+//streamgen:record
+type HidesType struct {
+	D d
+}

@@ -163,6 +163,7 @@ func appendBinaryReading(b []byte, v *Reading) ([]byte, error) {
 func readBinaryReading(d *codec.Decoder, v *Reading, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// Sensor
 	if codec.HasTag(b, p, 0x758ff5, 0xffffff) {
 		q := p + 3
 		s, e := codec.StringAt(b, q)
@@ -174,11 +175,13 @@ func readBinaryReading(d *codec.Decoder, v *Reading, end int) {
 		v.Sensor = string(b[s:e])
 		p = e
 	}
+	// At
 	if codec.HasTag(b, p, 0x5298a7, 0xffffff) {
 		d.Seek(p + 3)
 		v.At = d.Time()
 		p = d.Offset()
 	}
+	// Value
 	if codec.HasTag(b, p, 0x64b994, 0xffffff) {
 		q1 := p + 3
 		if q1+8 > len(b) {
@@ -187,6 +190,7 @@ func readBinaryReading(d *codec.Decoder, v *Reading, end int) {
 		v.Value = codec.Float64At(b, q1)
 		p = q1 + 8
 	}
+	// Unit
 	if codec.HasTag(b, p, 0x54caf5, 0xffffff) {
 		d.Seek(p + 3)
 		p1 := new(string)
@@ -194,6 +198,7 @@ func readBinaryReading(d *codec.Decoder, v *Reading, end int) {
 		v.Unit = p1
 		p = d.Offset()
 	}
+	// Labels
 	if codec.HasTag(b, p, 0x6bfbb, 0xffffff) {
 		d.Seek(p + 3)
 		end1 := d.Begin()
@@ -211,6 +216,7 @@ func readBinaryReading(d *codec.Decoder, v *Reading, end int) {
 		d.Finish(end1)
 		p = d.Offset()
 	}
+	// Window
 	if codec.HasTag(b, p, 0x5a, 0xff) {
 		d.Seek(p + 1)
 		end2 := d.Begin()

@@ -241,6 +241,7 @@ func readBinaryVisit(d *codec.Decoder, v *Visit, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
 	var s, e, s1, e1 int
+	// Page
 	if codec.HasTag(b, p, 0x79b185, 0xffffff) {
 		q := p + 3
 		s, e = codec.StringAt(b, q)
@@ -251,11 +252,13 @@ func readBinaryVisit(d *codec.Decoder, v *Visit, end int) {
 		}
 		p = e
 	}
+	// At
 	if codec.HasTag(b, p, 0x5298a7, 0xffffff) {
 		d.Seek(p + 3)
 		v.At = d.Time()
 		p = d.Offset()
 	}
+	// User
 	if codec.HasTag(b, p, 0x13c895, 0xffffff) {
 		q1 := p + 3
 		s1, e1 = codec.StringAt(b, q1)
@@ -268,20 +271,27 @@ func readBinaryVisit(d *codec.Decoder, v *Visit, end int) {
 	}
 slow:
 	d.Seek(p)
-	// The strings located above, copied in one allocation.
-	var all string
-	if n := (e - s) + (e1 - s1); n > 0 {
+	// The strings located above, copied in one allocation when they are short
+	// together, else each in its own, so that none keeps long ones alive.
+	if n := (e - s) + (e1 - s1); n <= codec.MaxJoined {
 		buf := make([]byte, n)
 		k := copy(buf, b[s:e])
 		copy(buf[k:], b[s1:e1])
-		all = codec.StringOf(buf)
-	}
-	if e != 0 {
-		v.Page = all[:e-s]
-	}
-	all = all[e-s:]
-	if e1 != 0 {
-		v.User = all[:e1-s1]
+		all := codec.StringOf(buf)
+		if e != 0 {
+			v.Page = all[:e-s]
+		}
+		all = all[e-s:]
+		if e1 != 0 {
+			v.User = all[:e1-s1]
+		}
+	} else {
+		if e != 0 {
+			v.Page = string(b[s:e])
+		}
+		if e1 != 0 {
+			v.User = string(b[s1:e1])
+		}
 	}
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
@@ -400,6 +410,7 @@ func appendBinaryHits(b []byte, v *Hits) ([]byte, error) {
 func readBinaryHits(d *codec.Decoder, v *Hits, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// N
 	if codec.HasTag(b, p, 0x198af1, 0xffffff) {
 		q := p + 3
 		var x uint64
@@ -512,6 +523,7 @@ func appendBinaryPageHits(b []byte, v *PageHits) ([]byte, error) {
 func readBinaryPageHits(d *codec.Decoder, v *PageHits, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// Page
 	if codec.HasTag(b, p, 0x79b185, 0xffffff) {
 		q := p + 3
 		s, e := codec.StringAt(b, q)
@@ -523,6 +535,7 @@ func readBinaryPageHits(d *codec.Decoder, v *PageHits, end int) {
 		v.Page = string(b[s:e])
 		p = e
 	}
+	// N
 	if codec.HasTag(b, p, 0x198af1, 0xffffff) {
 		q1 := p + 3
 		var x uint64

@@ -186,6 +186,7 @@ func appendBinaryDoc(b []byte, v *Doc) ([]byte, error) {
 func readBinaryDoc(d *codec.Decoder, v *Doc, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// Base
 	if codec.HasTag(b, p, 0x1eb4e9, 0xffffff) {
 		d.Seek(p + 3)
 		end1 := d.Begin()
@@ -193,6 +194,7 @@ func readBinaryDoc(d *codec.Decoder, v *Doc, end int) {
 		d.Finish(end1)
 		p = d.Offset()
 	}
+	// Audit
 	if codec.HasTag(b, p, 0x5ef0b9, 0xffffff) {
 		d.Seek(p + 3)
 		end2 := d.Begin()
@@ -200,6 +202,7 @@ func readBinaryDoc(d *codec.Decoder, v *Doc, end int) {
 		d.Finish(end2)
 		p = d.Offset()
 	}
+	// Body
 	if codec.HasTag(b, p, 0xcba85, 0xffffff) {
 		q := p + 3
 		s, e := codec.StringAt(b, q)
@@ -211,6 +214,7 @@ func readBinaryDoc(d *codec.Decoder, v *Doc, end int) {
 		v.Body = string(b[s:e])
 		p = e
 	}
+	// Extra
 	if codec.HasTag(b, p, 0x28c1a9, 0xffffff) {
 		d.Seek(p + 3)
 		end3 := d.Begin()
@@ -370,6 +374,7 @@ func appendBinaryBase(b []byte, v *Base) ([]byte, error) {
 func readBinaryBase(d *codec.Decoder, v *Base, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// ID
 	if codec.HasTag(b, p, 0x3082c1, 0xffffff) {
 		q := p + 3
 		var x uint64
@@ -384,6 +389,7 @@ func readBinaryBase(d *codec.Decoder, v *Base, end int) {
 		v.ID = codec.Zigzag(x)
 		p = q + n
 	}
+	// Name
 	if codec.HasTag(b, p, 0x1d9ee5, 0xffffff) {
 		q1 := p + 3
 		s, e := codec.StringAt(b, q1)
@@ -509,6 +515,7 @@ func appendBinaryAudit(b []byte, v *Audit) ([]byte, error) {
 func readBinaryAudit(d *codec.Decoder, v *Audit, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// Name
 	if codec.HasTag(b, p, 0x1d9ee5, 0xffffff) {
 		q := p + 3
 		s, e := codec.StringAt(b, q)
@@ -520,6 +527,7 @@ func readBinaryAudit(d *codec.Decoder, v *Audit, end int) {
 		v.Name = string(b[s:e])
 		p = e
 	}
+	// Version
 	if codec.HasTag(b, p, 0x7efa91, 0xffffff) {
 		q1 := p + 3
 		var x uint64
@@ -642,6 +650,7 @@ func readBinaryAnon(d *codec.Decoder, v *struct {
 }, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// Note
 	if codec.HasTag(b, p, 0x32efd5, 0xffffff) {
 		q := p + 3
 		s, e := codec.StringAt(b, q)
@@ -799,6 +808,7 @@ func appendBinaryBatch(b []byte, v *Batch) ([]byte, error) {
 func readBinaryBatch(d *codec.Decoder, v *Batch, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
+	// Docs
 	if codec.HasTag(b, p, 0x2382fa, 0xffffff) {
 		d.Seek(p + 3)
 		end1 := d.Begin()
@@ -814,6 +824,7 @@ func readBinaryBatch(d *codec.Decoder, v *Batch, end int) {
 		d.Finish(end1)
 		p = d.Offset()
 	}
+	// ByID
 	if codec.HasTag(b, p, 0x36fa9b, 0xffffff) {
 		d.Seek(p + 3)
 		end3 := d.Begin()
