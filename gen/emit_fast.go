@@ -23,7 +23,7 @@ const fastChunk = 24
 //
 // A struct's own string fields are located, not copied, and at the end
 // copied into one allocation that each is sliced from, when there are at
-// least two.
+// least two and they are short together (codec.MaxJoined).
 //
 // It returns the code for the decoder, and for a struct of more than
 // fastChunk fields, the functions that read them.
