@@ -96,8 +96,10 @@
 // A generated decoder reads a struct in two parts. Its fast path reads
 // the fields in the order that version of the struct writes them, with
 // inline code on local variables (Window, HasTag, PeekUvarint, StringAt),
-// and locates the struct's own strings to copy them together into one
-// allocation (StringOf) when they are short together (MaxJoined). Absent fields are passed over; at a value it
+// and locates the struct's own string fields to copy them together into
+// one allocation (StringOf) when they are short together (MaxJoined); a
+// struct of more than 24 fields does this per 24 fields, and strings in
+// nested structs, lists, maps and pointers are read on their own. Absent fields are passed over; at a value it
 // cannot read so (cut short or invalid), the Decoder takes over from that
 // field's tag, reads the rest in any order, and reports any error. Fields
 // that come out of order are read the same way, after the fast path.

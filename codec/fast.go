@@ -141,7 +141,7 @@ func Float32At(b []byte, p int) float32 {
 const MaxJoined = 128
 
 // StringOf returns the bytes of b as a string without copying them. b must
-// never be written again: generated decoders copy the strings of a record
-// into one new slice and slice each field's string from it, so that they
-// take one allocation instead of one each.
+// never be written again: generated decoders copy the string fields of a
+// struct into one new slice and slice each field's string from it, so that
+// they take one allocation instead of one each.
 func StringOf(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

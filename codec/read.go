@@ -222,9 +222,9 @@ func (d *Decoder) length() int {
 }
 
 // String reads a length-prefixed string into a new string. The fast paths
-// of generated decoders copy a struct's own string fields together instead
-// (see StringOf); String reads the others, and those of fields that come
-// out of order.
+// of generated decoders read a struct's own string fields themselves (and
+// copy short ones together, see StringOf); String reads strings in lists,
+// maps and pointers, and string fields that come out of order.
 func (d *Decoder) String() string {
 	n := d.length()
 	d.pos += n

@@ -77,8 +77,10 @@ func (e *emitter) depthParams(s *Struct, tooDeep string) ([]jen.Code, []jen.Code
 }
 
 // fresh returns a local name based on base, unique in the current
-// function, and not the name of anything the package declares, which the
+// function, and not the name of a type the package declares, which the
 // local would hide from the function's code (a type p, converted to).
+// Other package-level names may be hidden: generated code does not refer
+// to them.
 func (e *emitter) fresh(base string) string {
 	for {
 		n := e.names[base]
@@ -87,7 +89,10 @@ func (e *emitter) fresh(base string) string {
 		if n > 0 {
 			name += strconv.Itoa(n)
 		}
-		if e.types == nil || e.types.Scope().Lookup(name) == nil {
+		if e.types == nil {
+			return name
+		}
+		if _, isType := e.types.Scope().Lookup(name).(*types.TypeName); !isType {
 			return name
 		}
 	}

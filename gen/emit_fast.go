@@ -278,7 +278,7 @@ func (f *fastEmitter) join() []jen.Code {
 	if f.strs == nil {
 		return nil
 	}
-	n, buf, k, all := f.fresh("n"), f.fresh("buf"), f.fresh("k"), f.fresh("all")
+	n, buf, all := f.fresh("n"), f.fresh("buf"), f.fresh("all")
 	length := func(fd *Field) *jen.Statement {
 		sp := f.spans[fd]
 		return jen.Id(sp[1]).Op("-").Id(sp[0])
@@ -296,16 +296,11 @@ func (f *fastEmitter) join() []jen.Code {
 		return jen.Id(f.b).Index(jen.Id(sp[0]).Op(":").Id(sp[1]))
 	}
 	read := func(fd *Field) jen.Code { return jen.Id(f.spans[fd][1]).Op("!=").Lit(0) }
-	joined := []jen.Code{jen.Id(buf).Op(":=").Make(jen.Index().Byte(), jen.Id(n))}
-	for i, fd := range f.strs {
-		switch {
-		case i == 0:
-			joined = append(joined, jen.Id(k).Op(":=").Copy(jen.Id(buf), src(fd)))
-		case i < len(f.strs)-1:
-			joined = append(joined, jen.Id(k).Op("+=").Copy(jen.Id(buf).Index(jen.Id(k).Op(":")), src(fd)))
-		default:
-			joined = append(joined, jen.Copy(jen.Id(buf).Index(jen.Id(k).Op(":")), src(fd)))
-		}
+	// append, not copy: the encoders need append already, and a package
+	// may declare its own copy.
+	joined := []jen.Code{jen.Id(buf).Op(":=").Make(jen.Index().Byte(), jen.Lit(0), jen.Id(n))}
+	for _, fd := range f.strs {
+		joined = append(joined, jen.Id(buf).Op("=").Append(jen.Id(buf), src(fd).Op("...")))
 	}
 	joined = append(joined, jen.Id(all).Op(":=").Qual(codecPath, "StringOf").Call(jen.Id(buf)))
 	var apart []jen.Code

@@ -301,15 +301,6 @@ func jsonIgnored(tag string) bool { return reflect.StructTag(tag).Get("json") ==
 
 // shape describes t, or reports why it cannot be encoded. where names the
 // field for messages ("Event.Tags").
-// generatedNames are the parameters and variables that generated functions
-// always name so; a type of the package with one of these names could not
-// be named inside them. Other locals are chosen around the package's names.
-var generatedNames = map[string]bool{
-	"b": true, "d": true, "r": true, "t": true, "v": true,
-	"byKey": true, "data": true, "depth": true, "end": true, "err": true,
-	"field": true, "folded": true, "in": true, "start": true, "tag": true,
-}
-
 func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool) {
 	if isNamed(t, "time", "Time") {
 		return &Shape{Kind: Time, Type: t}, true
@@ -327,10 +318,6 @@ func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool
 	}
 	if isNamedType && !named.Obj().Exported() && named.Obj().Pkg() != nil && named.Obj().Pkg() != b.pkg {
 		b.rep.errorf(pos, "%s: %s is not exported by package %s, so the generated code cannot name it", where, named.Obj().Name(), named.Obj().Pkg().Path())
-		return nil, false
-	}
-	if isNamedType && named.Obj().Pkg() == b.pkg && generatedNames[named.Obj().Name()] {
-		b.rep.errorf(pos, "%s: the generated code has a variable named %s, which would hide the type %s; rename the type", where, named.Obj().Name(), named.Obj().Name())
 		return nil, false
 	}
 	if isNamedType {

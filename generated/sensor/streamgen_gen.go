@@ -308,11 +308,11 @@ slow:
 	// The strings located above, copied in one allocation when they are short
 	// together, else each in its own, so that none keeps long ones alive.
 	if n3 := (e - s) + (e1 - s1) + (e2 - s2) + (e3 - s3); n3 <= codec.MaxJoined {
-		buf := make([]byte, n3)
-		k := copy(buf, b[s:e])
-		k += copy(buf[k:], b[s1:e1])
-		k += copy(buf[k:], b[s2:e2])
-		copy(buf[k:], b[s3:e3])
+		buf := make([]byte, 0, n3)
+		buf = append(buf, b[s:e]...)
+		buf = append(buf, b[s1:e1]...)
+		buf = append(buf, b[s2:e2]...)
+		buf = append(buf, b[s3:e3]...)
 		all := codec.StringOf(buf)
 		if e != 0 {
 			v.Device = all[:e-s]

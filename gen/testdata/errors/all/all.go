@@ -120,10 +120,3 @@ type Loose struct{}
 func notAType() {}
 
 var _ = Loose{}
-
-type d struct{ A int }
-
-//streamgen:record
-type HidesType struct {
-	D d
-}

@@ -274,9 +274,9 @@ slow:
 	// The strings located above, copied in one allocation when they are short
 	// together, else each in its own, so that none keeps long ones alive.
 	if n := (e - s) + (e1 - s1); n <= codec.MaxJoined {
-		buf := make([]byte, n)
-		k := copy(buf, b[s:e])
-		copy(buf[k:], b[s1:e1])
+		buf := make([]byte, 0, n)
+		buf = append(buf, b[s:e]...)
+		buf = append(buf, b[s1:e1]...)
 		all := codec.StringOf(buf)
 		if e != 0 {
 			v.Page = all[:e-s]

@@ -948,14 +948,14 @@ stop:
 	// The strings located above, copied in one allocation when they are short
 	// together, else each in its own, so that none keeps long ones alive.
 	if n11 := (e1 - s1) + (e2 - s2) + (e3 - s3) + (e4 - s4) + (e5 - s5) + (e6 - s6) + (e7 - s7); n11 <= codec.MaxJoined {
-		buf1 := make([]byte, n11)
-		k3 := copy(buf1, b[s1:e1])
-		k3 += copy(buf1[k3:], b[s2:e2])
-		k3 += copy(buf1[k3:], b[s3:e3])
-		k3 += copy(buf1[k3:], b[s4:e4])
-		k3 += copy(buf1[k3:], b[s5:e5])
-		k3 += copy(buf1[k3:], b[s6:e6])
-		copy(buf1[k3:], b[s7:e7])
+		buf1 := make([]byte, 0, n11)
+		buf1 = append(buf1, b[s1:e1]...)
+		buf1 = append(buf1, b[s2:e2]...)
+		buf1 = append(buf1, b[s3:e3]...)
+		buf1 = append(buf1, b[s4:e4]...)
+		buf1 = append(buf1, b[s5:e5]...)
+		buf1 = append(buf1, b[s6:e6]...)
+		buf1 = append(buf1, b[s7:e7]...)
 		all1 := codec.StringOf(buf1)
 		if e1 != 0 {
 			v.B = all1[:e1-s1]
