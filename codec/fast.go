@@ -72,6 +72,11 @@ func PackUvarint(x uint64) uint64 { return packVarint(x) }
 
 // UvarintAt reads the varint at b[p] and returns it and its length, or a
 // length of 0 when the input ends in it or it overflows 64 bits.
+//
+// It reads as Decoder.uvarintSlow does, in a copy of its code: sharing one
+// function made Decoder.Int64 on six-byte varints 10% slower (one more
+// call), and calling uvarintSlow on a Decoder made for it made the sensor
+// record's decoding 5% slower.
 func UvarintAt(b []byte, p int) (uint64, int) {
 	if p >= 0 && p+9 <= len(b) {
 		x := binary.LittleEndian.Uint64(b[p:])

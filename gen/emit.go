@@ -22,8 +22,9 @@ type emitter struct {
 	// names counts the locals of the function being emitted, so that
 	// nested loops read i, i1, i2 instead of colliding.
 	names map[string]int
-	// jsonOK and jsonKey are the names of a JSON reader function's flag
-	// and current key (see okVar).
+	// jsonOK and jsonKey name the flag and the current key of the JSON
+	// reader function being emitted: ok and key, unless the package has
+	// types of those names.
 	jsonOK, jsonKey string
 	// depth is set while the helper being emitted takes a depth: the
 	// nesting of the recursive type it writes (codec.MaxDepth bounds it).

@@ -122,7 +122,7 @@ func (f *fastEmitter) fields() []jen.Code {
 		code = append(code, jen.Var().List(spanVars...).Int())
 	}
 	for _, fd := range f.list {
-		code = append(code, f.field(f.s, fd))
+		code = append(code, f.field(fd))
 	}
 	return code
 }
@@ -161,7 +161,7 @@ func (f *fastEmitter) toSlow() []jen.Code {
 }
 
 // field emits the fast path's step for one field.
-func (f *fastEmitter) field(s *Struct, fd *Field) jen.Code {
+func (f *fastEmitter) field(fd *Field) jen.Code {
 	tb := codec.AppendTag(nil, fd.ID, kindOf(fd.Shape))
 	var packed uint32
 	for i, c := range tb {
@@ -176,7 +176,7 @@ func (f *fastEmitter) field(s *Struct, fd *Field) jen.Code {
 	} else {
 		// Read by the Decoder, from the value's start.
 		body = append(body, jen.Id("d").Dot("Seek").Call(at))
-		body = append(body, f.readField(s, fd)...)
+		body = append(body, f.readField(f.s, fd)...)
 		body = append(body, jen.Id(f.p).Op("=").Id("d").Dot("Offset").Call())
 	}
 	return jen.Comment(fd.Name).Line().If(has).Block(body...)

@@ -382,20 +382,20 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		Params(jen.Id("r").Op("*").Qual(codecPath, "JSONReader"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)))
 	begin := jen.If(jen.Op("!").Id("r").Dot("BeginObject").Call(jen.Lit(target))).Block(jen.Return())
 	if len(s.JSON) == 0 {
-		return sig.Block(begin, jen.For(jen.List(jen.Id("_"), jen.Id(e.okVar())).Op(":=").Id("r").Dot("NextKey").Call(), jen.Id(e.okVar()), jen.List(jen.Id("_"), jen.Id(e.okVar())).Op("=").Id("r").Dot("NextKey").Call()).Block(
+		return sig.Block(begin, jen.For(jen.List(jen.Id("_"), jen.Id(e.jsonOK)).Op(":=").Id("r").Dot("NextKey").Call(), jen.Id(e.jsonOK), jen.List(jen.Id("_"), jen.Id(e.jsonOK)).Op("=").Id("r").Dot("NextKey").Call()).Block(
 			jen.Id("r").Dot("Skip").Call(),
 		))
 	}
 	loop := []jen.Code{
-		jen.List(jen.Id(e.keyVar()), jen.Id(e.okVar())).Op(":=").Id("r").Dot("NextKey").Call(),
-		jen.If(jen.Op("!").Id(e.okVar())).Block(jen.Return()),
+		jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op(":=").Id("r").Dot("NextKey").Call(),
+		jen.If(jen.Op("!").Id(e.jsonOK)).Block(jen.Return()),
 		jen.Id("field").Op(":=").Lit(-1),
 	}
 	loop = append(loop,
-		jen.Switch(jen.String().Parens(jen.Id(e.keyVar()))).Block(exact...),
+		jen.Switch(jen.String().Parens(jen.Id(e.jsonKey))).Block(exact...),
 		jen.If(jen.Id("field").Op("<").Lit(0)).Block(
 			jen.Var().Id("folded").Index(jen.Lit(64)).Byte(),
-			jen.Switch(jen.String().Parens(jen.Qual(codecPath, "FoldJSONName").Call(jen.Id("folded").Index(jen.Op(":").Lit(0)), jen.Id(e.keyVar())))).Block(fold...),
+			jen.Switch(jen.String().Parens(jen.Qual(codecPath, "FoldJSONName").Call(jen.Id("folded").Index(jen.Op(":").Lit(0)), jen.Id(e.jsonKey)))).Block(fold...),
 		),
 		jen.Switch(jen.Id("field")).Block(read...),
 	)
@@ -475,11 +475,11 @@ func (e *emitter) readQuotedJSON(s *Shape, dst *jen.Statement) []jen.Code {
 	if elem.Named || types.Unalias(elem.Type).String() != want {
 		v = jen.Add(e.typeCode(elem.Type)).Parens(jen.Id(x))
 	}
-	read := append(alloc, jen.If(jen.List(jen.Id(x), jen.Id(e.okVar())).Op(":=").Add(call), jen.Id(e.okVar())).Block(val.Clone().Op("=").Add(v)))
+	read := append(alloc, jen.If(jen.List(jen.Id(x), jen.Id(e.jsonOK)).Op(":=").Add(call), jen.Id(e.jsonOK)).Block(val.Clone().Op("=").Add(v)))
 	if onNull == nil {
 		null = "_" // null leaves the value as it is
 	}
-	stmt := jen.If(jen.List(jen.Id(lit), jen.Id(null), jen.Id(e.okVar())).Op(":=").Add(r()).Dot("Quoted").Call(jen.Lit(e.goName(s.Type)), jen.Lit(elemName)), jen.Id(e.okVar())).Block(read...)
+	stmt := jen.If(jen.List(jen.Id(lit), jen.Id(null), jen.Id(e.jsonOK)).Op(":=").Add(r()).Dot("Quoted").Call(jen.Lit(e.goName(s.Type)), jen.Lit(elemName)), jen.Id(e.jsonOK)).Block(read...)
 	if onNull != nil {
 		stmt = stmt.Else().If(jen.Id(null)).Block(onNull...)
 	}
@@ -533,7 +533,7 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 		if conv != nil {
 			v = jen.Add(conv).Parens(jen.Id(x))
 		}
-		return []jen.Code{jen.If(jen.List(jen.Id(x), jen.Id(e.okVar())).Op(":=").Add(call), jen.Id(e.okVar())).Block(dst.Clone().Op("=").Add(v))}
+		return []jen.Code{jen.If(jen.List(jen.Id(x), jen.Id(e.jsonOK)).Op(":=").Add(call), jen.Id(e.jsonOK)).Block(dst.Clone().Op("=").Add(v))}
 	}
 	var conv jen.Code
 	if s.Named {
@@ -573,7 +573,7 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 		x := e.fresh("x")
 		set := dst.Clone().Op("=").Add(e.convert(s, e.bytesAs(s, jen.Id(x)), nil))
 		return []jen.Code{jen.If(r().Dot("Null").Call()).Block(dst.Clone().Op("=").Nil()).Else().Block(
-			jen.If(jen.List(jen.Id(x), jen.Id(e.okVar())).Op(":=").Add(read), jen.Id(e.okVar())).Block(set),
+			jen.If(jen.List(jen.Id(x), jen.Id(e.jsonOK)).Op(":=").Add(read), jen.Id(e.jsonOK)).Block(set),
 		)}
 	case Pointer:
 		return []jen.Code{jen.If(r().Dot("Null").Call()).Block(dst.Clone().Op("=").Nil()).Else().Block(append([]jen.Code{
@@ -625,7 +625,7 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 			// As in encoding/json, UnmarshalText reads the key after the
 			// value has been read, and its error stops reading.
 			kept := e.fresh("kept")
-			parse = []jen.Code{jen.Id(kept).Op(":=").Add(r()).Dot("KeepKey").Call(jen.Id(e.keyVar()))}
+			parse = []jen.Code{jen.Id(kept).Op(":=").Add(r()).Dot("KeepKey").Call(jen.Id(e.jsonKey))}
 			store = jen.If(jen.Op("!").Add(r()).Dot("Failed").Call()).Block(
 				jen.If(
 					jen.List(jen.Id(k), jen.Id(keyOK)).Op(":=").Qual(codecPath, "ParseJSONTextKey").Types(e.typeCode(s.Key.Type)).Call(jen.Id(kept)),
@@ -633,7 +633,7 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 				).Block(r().Dot("Fail").Call(jen.Id(keyOK))).Else().Block(dst.Clone().Index(jen.Id(k)).Op("=").Id(val)),
 			)
 		case "string":
-			parse = []jen.Code{jen.Id(k).Op(":=").Add(e.typeCode(s.Key.Type)).Parens(jen.Id(e.keyVar()))}
+			parse = []jen.Code{jen.Id(k).Op(":=").Add(e.typeCode(s.Key.Type)).Parens(jen.Id(e.jsonKey))}
 		case "int", "uint":
 			fn := "ParseJSONIntKey"
 			if s.Key.JSONKeyRead == "uint" {
@@ -641,14 +641,14 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 			}
 			raw := e.fresh("raw")
 			parse = []jen.Code{
-				jen.List(jen.Id(raw), jen.Id(keyOK)).Op(":=").Qual(codecPath, fn).Call(jen.Id("r"), jen.Id(e.keyVar()), jen.Lit(s.Key.Bits), jen.Lit(keyTarget)),
+				jen.List(jen.Id(raw), jen.Id(keyOK)).Op(":=").Qual(codecPath, fn).Call(jen.Id("r"), jen.Id(e.jsonKey), jen.Lit(s.Key.Bits), jen.Lit(keyTarget)),
 				jen.Id(k).Op(":=").Add(e.typeCode(s.Key.Type)).Parens(jen.Id(raw)),
 			}
 			store = jen.If(jen.Id(keyOK).Op("!=").Nil()).Block(r().Dot("KeyError").Call(jen.Id(keyOK))).Else().Add(store)
 		}
 		body := []jen.Code{
-			jen.List(jen.Id(e.keyVar()), jen.Id(e.okVar())).Op(":=").Id("r").Dot("NextKey").Call(),
-			jen.If(jen.Op("!").Id(e.okVar())).Block(jen.Break()),
+			jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op(":=").Id("r").Dot("NextKey").Call(),
+			jen.If(jen.Op("!").Id(e.jsonOK)).Block(jen.Break()),
 		}
 		body = append(body, parse...)
 		body = append(body, jen.Var().Id(val).Add(e.typeCode(s.Elem.Type)))
@@ -665,21 +665,4 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 		return []jen.Code{jen.Id("readJSON"+s.Struct.Helper).Call(r(), addr(dst))}
 	}
 	panic("readJSONValue: unknown shape")
-}
-
-// okVar and keyVar name the reader's flag and current object key in the
-// function being emitted: ok and key, unless the package declares those
-// names.
-func (e *emitter) okVar() string {
-	if e.jsonOK == "" {
-		return "ok"
-	}
-	return e.jsonOK
-}
-
-func (e *emitter) keyVar() string {
-	if e.jsonKey == "" {
-		return "key"
-	}
-	return e.jsonKey
 }
