@@ -99,12 +99,13 @@ func runStreamgen(m *typed.MemoryStream[countrec.Event], dir string, sink typed.
 }
 
 // The hand-written loop's keys. They are laid out as streamgen lays out
-// the state of operator 0 (0x10, op, "state", 0, uvarint(len), key), so
-// that both write the same bytes to Pebble and the comparison measures
-// code, not key length; the value is the count as a varint (streamgen's
-// is a 3-byte field tag and the same varint).
+// the state of operator 0 (0x10, partition 0 in 4 bytes, op 0, variable
+// 0, uvarint(len), key), so that both write the same bytes to Pebble and
+// the comparison measures code, not key length; the value is the count as
+// a varint (streamgen's is a flags byte, a 3-byte field tag and the same
+// varint).
 var (
-	handPrefix      = []byte("\x10\x00state\x00")
+	handPrefix      = []byte("\x10\x00\x00\x00\x00\x00\x00")
 	handProgressKey = []byte("\x02progress")
 )
 
@@ -337,12 +338,12 @@ func TestCountPerKeyMatchesMap(t *testing.T) {
 	sgStored := map[string]int64{}
 	sb := store.NewBatch()
 	for k := range want {
-		raw, ok, err := sb.Get(0, "state", []byte(k))
-		if err != nil || !ok {
-			t.Fatalf("streamgen store: key %s: ok=%v err=%v", k, ok, err)
+		raw, ok, err := sb.Get(runtime.Var{}, []byte(k), nil)
+		if err != nil || !ok || len(raw) == 0 || raw[0] != 1 {
+			t.Fatalf("streamgen store: key %s: ok=%v err=%v row=%q", k, ok, err, raw)
 		}
 		var c countrec.Count
-		if err := c.UnmarshalBinary(raw); err != nil {
+		if err := c.UnmarshalBinary(raw[1:]); err != nil {
 			t.Fatal(err)
 		}
 		sgStored[k] = c.N
@@ -364,7 +365,7 @@ func TestCountPerKeyMatchesMap(t *testing.T) {
 	}
 	defer db.Close()
 	hwStored := map[string]int64{}
-	it, err := db.NewIter(&pebble.IterOptions{LowerBound: handPrefix, UpperBound: []byte("\x10\x00state\x01")})
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: handPrefix, UpperBound: []byte("\x10\x00\x00\x00\x00\x00\x01")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -469,7 +470,7 @@ func runOnStore(in []countrec.Event, perBatch int, dir string, sink typed.Sink[c
 		out = out[:0]
 		for k, n := range counts {
 			key = append(key[:0], k...)
-			raw, ok, err := b.Get(0, "state", key)
+			raw, ok, err := b.Get(runtime.Var{}, key, nil)
 			if err != nil {
 				b.Close()
 				s.Close()
@@ -485,7 +486,7 @@ func runOnStore(in []countrec.Event, perBatch int, dir string, sink typed.Sink[c
 			}
 			c.N += n
 			val, _ = c.AppendBinary(val[:0])
-			if err := b.Put(0, "state", key, val); err != nil {
+			if err := b.Put(runtime.Var{}, key, nil, val); err != nil {
 				b.Close()
 				s.Close()
 				return err
@@ -499,7 +500,7 @@ func runOnStore(in []countrec.Event, perBatch int, dir string, sink typed.Sink[c
 			return err
 		}
 		p.Offsets = map[string]json.RawMessage{"memory:events": json.RawMessage(strconv.Itoa(end))}
-		if err := b.Commit(p); err != nil {
+		if err := s.Commit(b, p); err != nil {
 			s.Close()
 			return err
 		}

@@ -55,7 +55,7 @@ func atoi(raw json.RawMessage) int {
 	return n
 }
 
-func (s *keySource) Next(_ context.Context, committed, upTo json.RawMessage) (json.RawMessage, error) {
+func (s *keySource) Next(_ context.Context, committed, upTo json.RawMessage, _ runtime.ReadLimit) (json.RawMessage, error) {
 	from, to := atoi(committed), min(atoi(upTo), atoi(committed)+s.perBatch)
 	if to <= from {
 		return committed, nil

@@ -123,7 +123,7 @@ func isInputFile(name string) bool {
 
 // Next adds to committed the first files of upTo, in lexical order, that
 // committed lacks, at most MaxFilesPerTrigger of them.
-func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage) (json.RawMessage, error) {
+func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage, limit ReadLimit) (json.RawMessage, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage)
 			continue
 		}
 		fresh = append(fresh, name)
-		if len(fresh) == s.opts.MaxFilesPerTrigger {
+		if limit == Limited && len(fresh) == s.opts.MaxFilesPerTrigger {
 			break
 		}
 	}

@@ -79,7 +79,7 @@ func available(t *testing.T, src runtime.Source) json.RawMessage {
 
 func next(t *testing.T, src runtime.Source, committed, upTo json.RawMessage) json.RawMessage {
 	t.Helper()
-	off, err := src.Next(context.Background(), committed, upTo)
+	off, err := src.Next(context.Background(), committed, upTo, runtime.Limited)
 	if err != nil {
 		t.Fatalf("Next(%s, %s): %v", committed, upTo, err)
 	}
@@ -276,7 +276,7 @@ func TestFilesErrors(t *testing.T) {
 	dir := t.TempDir()
 	src := runtime.Files(dir, runtime.FilesOptions{})
 	ctx := context.Background()
-	if _, err := src.Next(ctx, json.RawMessage(`{`), json.RawMessage(`[]`)); err == nil || !strings.HasPrefix(err.Error(), "streamgen: ") {
+	if _, err := src.Next(ctx, json.RawMessage(`{`), json.RawMessage(`[]`), runtime.Limited); err == nil || !strings.HasPrefix(err.Error(), "streamgen: ") {
 		t.Errorf("Next with a bad offset: %v", err)
 	}
 	// A file in the offset that has gone is an error, not a silent skip.

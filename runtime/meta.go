@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -13,12 +14,17 @@ import (
 
 // FormatVersion is the version of the checkpoint layout. A checkpoint of
 // another version is refused at start.
-const FormatVersion = 1
+const FormatVersion = 2
 
-// Meta describes the pipeline that wrote a checkpoint: enough to refuse,
-// at start, a pipeline that cannot continue from it.
+// Meta describes the query that wrote a checkpoint: its stable id, and
+// enough of its pipeline to refuse, at start, one that cannot continue
+// from it.
 type Meta struct {
-	Format    int            `json:"format"`
+	Format int `json:"format"`
+	// ID is the query's id, made when the checkpoint was created and kept
+	// by every later start.
+	ID        string         `json:"id"`
+	Sources   []string       `json:"sources"`
 	Operators []OperatorMeta `json:"operators"`
 }
 
@@ -26,8 +32,11 @@ type Meta struct {
 type OperatorMeta struct {
 	// Kind is the operator ("mapGroupsWithState", ...).
 	Kind string `json:"kind"`
-	// Name is the operator's name in the pipeline.
-	Name string `json:"name"`
+	// Name is the operator's name in the pipeline: the user function's,
+	// unless the pipeline names it.
+	Name       string `json:"name"`
+	Timeout    string `json:"timeout,omitempty"`
+	OutputMode string `json:"outputMode,omitempty"`
 	// Key is the schema of the grouping key, or nil for a key of a basic
 	// type, described by KeyType.
 	Key     *codec.Schema `json:"key,omitempty"`
@@ -36,31 +45,68 @@ type OperatorMeta struct {
 	States map[string]*codec.Schema `json:"states"`
 }
 
-// CheckMeta compares the pipeline described by current with the one that
-// wrote the checkpoint. A new checkpoint takes current. A checkpoint of
-// another format, with other operators, or with a state or key type whose
-// fields changed type is refused with an error that lists every
-// difference; added or removed fields are compatible, and the stored
-// description is updated to current.
-func (s *Store) CheckMeta(current Meta) error {
-	current.Format = FormatVersion
+// planMeta describes plan as a checkpoint records it.
+func planMeta(plan *Plan) Meta {
+	m := Meta{Format: FormatVersion}
+	for _, in := range plan.Inputs {
+		m.Sources = append(m.Sources, in.Source.Name())
+	}
+	for _, op := range plan.Operators {
+		info := op.Info()
+		om := OperatorMeta{
+			Kind: info.Kind, Name: info.Name, Timeout: info.Timeout, OutputMode: info.OutputMode,
+			Key: info.Key, KeyType: info.KeyType, States: map[string]*codec.Schema{},
+		}
+		for _, s := range info.States {
+			om.States[s.Name] = s.Schema
+		}
+		m.Operators = append(m.Operators, om)
+	}
+	return m
+}
+
+// checkMeta compares the pipeline described by current with the one that
+// wrote the checkpoint, and returns the checkpoint's query id (current's,
+// for a new checkpoint). A checkpoint of another format, or whose state
+// or key types changed a field's type, is refused with an error that lists
+// every difference. Other operators, sources, names, timeouts or output
+// modes are refused too, unless allowChanges. Added or removed fields are
+// compatible; warn is called for each removed field that looks renamed
+// (see renamedFields). The stored description becomes current.
+func (s *Store) checkMeta(current Meta, allowChanges bool, warn func(string)) (id string, err error) {
 	v, closer, err := s.db.Get([]byte(metaKey))
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
-		return s.writeMeta(current)
+		return current.ID, s.writeMeta(current)
 	case err != nil:
-		return fmt.Errorf("streamgen: read checkpoint metadata: %w", err)
+		return "", fmt.Errorf("streamgen: read checkpoint metadata: %w", err)
 	}
 	var stored Meta
 	err = json.Unmarshal(v, &stored)
 	closer.Close()
 	if err != nil {
-		return fmt.Errorf("%w: its metadata is corrupt: %v", ErrIncompatibleCheckpoint, err)
+		return "", fmt.Errorf("%w: its metadata is corrupt: %v", ErrIncompatibleCheckpoint, err)
 	}
-	if diffs := compareMeta(stored, current); len(diffs) > 0 {
-		return fmt.Errorf("%w: the checkpoint was written by another pipeline:\n  %s", ErrIncompatibleCheckpoint, strings.Join(diffs, "\n  "))
+	if stored.Format != current.Format {
+		return "", fmt.Errorf("%w: checkpoint format %d, this version reads format %d; start from a new checkpoint directory",
+			ErrIncompatibleCheckpoint, stored.Format, current.Format)
 	}
-	return s.writeMeta(current)
+	identity, types := compareMeta(stored, current)
+	if !allowChanges {
+		types = append(identity, types...)
+	}
+	if len(types) > 0 {
+		hint := ""
+		if len(identity) > 0 && !allowChanges {
+			hint = "\n(if the change is meant and the state can be read, start with runtime.AllowPipelineChanges())"
+		}
+		return "", fmt.Errorf("%w: the checkpoint was written by another pipeline:\n  %s%s", ErrIncompatibleCheckpoint, strings.Join(types, "\n  "), hint)
+	}
+	for _, w := range renamedFields(stored, current) {
+		warn(w)
+	}
+	current.ID = stored.ID
+	return stored.ID, s.writeMeta(current)
 }
 
 func (s *Store) writeMeta(m Meta) error {
@@ -74,29 +120,40 @@ func (s *Store) writeMeta(m Meta) error {
 	return nil
 }
 
-// compareMeta lists what makes stored and current incompatible.
-func compareMeta(stored, current Meta) []string {
-	if stored.Format != current.Format {
-		return []string{fmt.Sprintf("checkpoint format %d, this version reads format %d", stored.Format, current.Format)}
+// compareMeta lists what differs between stored and current: identity
+// lists other sources, operators, names, timeouts and output modes, which
+// an option may accept; types lists key and state types that cannot read
+// the stored bytes, which nothing accepts.
+func compareMeta(stored, current Meta) (identity, types []string) {
+	if !slices.Equal(stored.Sources, current.Sources) {
+		identity = append(identity, fmt.Sprintf("sources were %s, are now %s", quoteList(stored.Sources), quoteList(current.Sources)))
 	}
-	var diffs []string
 	if len(stored.Operators) != len(current.Operators) {
-		diffs = append(diffs, fmt.Sprintf("%d stateful operators (%s), now %d (%s)",
+		types = append(types, fmt.Sprintf("%d stateful operators (%s), now %d (%s)",
 			len(stored.Operators), operatorList(stored.Operators), len(current.Operators), operatorList(current.Operators)))
 	}
 	for i := range min(len(stored.Operators), len(current.Operators)) {
 		was, now := stored.Operators[i], current.Operators[i]
 		where := fmt.Sprintf("operator %d", i)
-		if was.Kind != now.Kind || was.Name != now.Name {
-			diffs = append(diffs, fmt.Sprintf("%s was %s %q, is now %s %q", where, was.Kind, was.Name, now.Kind, now.Name))
+		if was.Kind != now.Kind {
+			types = append(types, fmt.Sprintf("%s was %s %q, is now %s %q", where, was.Kind, was.Name, now.Kind, now.Name))
 			continue
 		}
+		if was.Name != now.Name {
+			identity = append(identity, fmt.Sprintf("%s was %s %q, is now %s %q", where, was.Kind, was.Name, now.Kind, now.Name))
+		}
 		where = fmt.Sprintf("operator %d (%s %q)", i, now.Kind, now.Name)
+		if was.Timeout != now.Timeout {
+			identity = append(identity, fmt.Sprintf("%s: timeout was %s, is now %s", where, was.Timeout, now.Timeout))
+		}
+		if was.OutputMode != now.OutputMode {
+			identity = append(identity, fmt.Sprintf("%s: output mode was %s, is now %s", where, was.OutputMode, now.OutputMode))
+		}
 		if was.KeyType != now.KeyType {
-			diffs = append(diffs, fmt.Sprintf("%s: key type was %s, is now %s", where, was.KeyType, now.KeyType))
+			types = append(types, fmt.Sprintf("%s: key type was %s, is now %s", where, was.KeyType, now.KeyType))
 		} else if was.Key != nil && now.Key != nil {
 			if err := codec.Compatible(was.Key, now.Key); err != nil {
-				diffs = append(diffs, fmt.Sprintf("%s: key: %v", where, err))
+				types = append(types, fmt.Sprintf("%s: key: %v", where, err))
 			}
 		}
 		for name, schema := range now.States {
@@ -104,12 +161,83 @@ func compareMeta(stored, current Meta) []string {
 			if !ok {
 				continue // a new state variable starts empty
 			}
+			switch {
+			case old.Name != schema.Name:
+				identity = append(identity, fmt.Sprintf("%s: state %q was of type %s, is now of type %s", where, name, old.Name, schema.Name))
+			case !sharesField(old, schema):
+				identity = append(identity, fmt.Sprintf("%s: state %q (%s) has no field in common with the stored one", where, name, schema.Name))
+			}
 			if err := codec.Compatible(old, schema); err != nil {
-				diffs = append(diffs, fmt.Sprintf("%s: state %q: %v", where, name, err))
+				types = append(types, fmt.Sprintf("%s: state %q: %v", where, name, err))
 			}
 		}
 	}
-	return diffs
+	return identity, types
+}
+
+// sharesField reports whether two schemas have a field id in common.
+func sharesField(a, b *codec.Schema) bool {
+	ids := map[uint32]bool{}
+	for _, f := range a.Fields {
+		ids[f.ID] = true
+	}
+	for _, f := range b.Fields {
+		if ids[f.ID] {
+			return true
+		}
+	}
+	return len(a.Fields) == 0 && len(b.Fields) == 0
+}
+
+// renamedFields finds, in each state variable that both describe, a field
+// that disappeared while a field of the same type appeared: most likely a
+// rename without a pinned id, whose values are lost.
+func renamedFields(stored, current Meta) []string {
+	var out []string
+	for i := range min(len(stored.Operators), len(current.Operators)) {
+		was, now := stored.Operators[i], current.Operators[i]
+		for name, schema := range now.States {
+			old, ok := was.States[name]
+			if !ok {
+				continue
+			}
+			removed, added := fieldsOnlyIn(old, schema), fieldsOnlyIn(schema, old)
+			for _, f := range added {
+				for _, gone := range removed {
+					if gone.Type == nil || f.Type == nil || gone.Type.Go != f.Type.Go {
+						continue
+					}
+					out = append(out, fmt.Sprintf(
+						"operator %d (%s %q), state %q: field %s (%s) is gone and field %s of the same type is new: if it was renamed, its stored values are lost; tag it `stream:\"id=%d\"` to keep them",
+						i, now.Kind, now.Name, name, gone.Name, gone.Type.Go, f.Name, gone.ID))
+				}
+			}
+		}
+	}
+	return out
+}
+
+// fieldsOnlyIn returns the fields of a whose ids b lacks.
+func fieldsOnlyIn(a, b *codec.Schema) []codec.Field {
+	ids := map[uint32]bool{}
+	for _, f := range b.Fields {
+		ids[f.ID] = true
+	}
+	var out []codec.Field
+	for _, f := range a.Fields {
+		if !ids[f.ID] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func quoteList(s []string) string {
+	q := make([]string, len(s))
+	for i, v := range s {
+		q[i] = fmt.Sprintf("%q", v)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
 }
 
 func operatorList(ops []OperatorMeta) string {

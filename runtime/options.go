@@ -17,26 +17,31 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	name         string
-	checkpoint   string
-	fs           vfs.FS
-	trigger      Trigger
-	syncInterval time.Duration
-	idleTimeout  time.Duration
-	pollInterval time.Duration
-	deadLetters  DeadLetterSink
-	listeners    []any
-	clock        func() time.Time
-	progressKeep int
-	flush        bool
+	name          string
+	checkpoint    string
+	fs            vfs.FS
+	trigger       Trigger
+	syncInterval  time.Duration
+	idleTimeout   time.Duration
+	pollInterval  time.Duration
+	deadLetters   DeadLetterSink
+	listeners     []any
+	clock         func() time.Time
+	progressKeep  int
+	flush         bool
+	noDataBatches bool
+	allowChanges  bool
+	committer     func(*Store) Committer
+	manualClock   *ManualClock
 }
 
 func defaultConfig() config {
 	return config{
-		trigger:      AsSoonAsPossible(),
-		pollInterval: 100 * time.Millisecond,
-		clock:        time.Now,
-		progressKeep: 100,
+		trigger:       AsSoonAsPossible(),
+		pollInterval:  100 * time.Millisecond,
+		clock:         time.Now,
+		progressKeep:  100,
+		noDataBatches: true,
 	}
 }
 
@@ -76,14 +81,15 @@ func PollInterval(d time.Duration) Option { return optionFunc(func(c *config) { 
 // are counted and logged in the progress report only.
 func DeadLetters(s DeadLetterSink) Option { return optionFunc(func(c *config) { c.deadLetters = s }) }
 
-// Listener adds a listener. It may implement any of
+// Listener adds a listener. It must implement at least one of
 //
 //	OnQueryStarted(QueryStarted)
 //	OnQueryProgress(QueryProgress)
 //	OnQueryTerminated(QueryTerminated)
 //
-// which the query's goroutine calls in order; a slow listener slows the
-// query. New methods may be added without breaking listeners.
+// (Start refuses a value that implements none), which the query's
+// goroutine calls in order; a slow listener slows the query. New methods
+// may be added without breaking listeners.
 func Listener(l any) Option {
 	return optionFunc(func(c *config) { c.listeners = append(c.listeners, l) })
 }
@@ -98,6 +104,32 @@ func FlushEventTime() Option { return optionFunc(func(c *config) { c.flush = tru
 // Clock sets the processing-time clock, for tests. The default is
 // time.Now.
 func Clock(now func() time.Time) Option { return optionFunc(func(c *config) { c.clock = now }) }
+
+// NoDataBatches says whether the query runs batches without new data
+// (Spark's spark.sql.streaming.noDataMicroBatches.enabled). The default,
+// true, runs one when a timer is due (processing time, or event time at
+// the watermark the batches so far have reached) or, with
+// FlushEventTime, at the end of the input; it never runs one only
+// because the watermark moved when no timer is due, which changes no
+// output or state. With false, timers fire only in batches that have
+// data.
+func NoDataBatches(enabled bool) Option {
+	return optionFunc(func(c *config) { c.noDataBatches = enabled })
+}
+
+// AllowPipelineChanges starts the query on a checkpoint whose pipeline
+// differs in what the state can survive: other source names, operator
+// names, timeouts or output modes, or a state type that shares no field
+// with the stored one. Without it such a checkpoint is refused with the
+// differences. A key or state field whose type changed is refused even
+// so: its bytes cannot be read.
+func AllowPipelineChanges() Option { return optionFunc(func(c *config) { c.allowChanges = true }) }
+
+// WithCommitter commits each batch through the committer make returns for
+// the query's store, instead of the store itself.
+func WithCommitter(make func(*Store) Committer) Option {
+	return optionFunc(func(c *config) { c.committer = make })
+}
 
 func (c *config) validate() error {
 	var errs []error
@@ -118,6 +150,11 @@ func (c *config) validate() error {
 	}
 	if c.clock == nil {
 		errs = append(errs, errors.New("Clock is nil"))
+	}
+	for i, l := range c.listeners {
+		if !isListener(l) {
+			errs = append(errs, fmt.Errorf("listener %d (%T) has none of the methods OnQueryStarted, OnQueryProgress, OnQueryTerminated", i, l))
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("streamgen: query options: %w", err)

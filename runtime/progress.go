@@ -5,7 +5,10 @@ import "time"
 // QueryProgress reports one completed micro-batch, with the fields of
 // Spark's StreamingQueryProgress.
 type QueryProgress struct {
+	// ID is the query's id, the same at every start on its checkpoint;
+	// RunID is this run's.
 	ID        string    `json:"id"`
+	RunID     string    `json:"runId"`
 	Name      string    `json:"name,omitempty"`
 	Timestamp time.Time `json:"timestamp"`
 	BatchID   int64     `json:"batchId"`
@@ -13,9 +16,8 @@ type QueryProgress struct {
 	NumInputRows           int64   `json:"numInputRows"`
 	InputRowsPerSecond     float64 `json:"inputRowsPerSecond"`
 	ProcessedRowsPerSecond float64 `json:"processedRowsPerSecond"`
-	// DurationMs holds the time of each phase: "latestOffset",
-	// "addBatch" (processing and sinks), "walCommit" (the state commit)
-	// and "triggerExecution" (the whole batch).
+	// DurationMs holds the time of each phase of the batch, keyed by the
+	// Duration constants (DurationLatestOffset, DurationGetBatch, ...).
 	DurationMs map[string]int64 `json:"durationMs"`
 	// EventTime holds "watermark" (RFC 3339) when the query has one.
 	EventTime      map[string]string       `json:"eventTime,omitempty"`
@@ -60,13 +62,13 @@ type Status struct {
 
 // QueryStarted is passed to OnQueryStarted.
 type QueryStarted struct {
-	ID, Name string
-	Time     time.Time
+	ID, RunID, Name string
+	Time            time.Time
 }
 
 // QueryTerminated is passed to OnQueryTerminated; Err is nil for a query
 // that stopped cleanly.
 type QueryTerminated struct {
-	ID  string
-	Err error
+	ID, RunID string
+	Err       error
 }

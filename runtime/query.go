@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -19,12 +18,13 @@ import (
 
 // Query is a running query. Its methods are safe for concurrent use.
 type Query struct {
-	id     string
-	cfg    config
-	job    Job
-	store  *Store
-	cancel context.CancelFunc
-	done   chan struct{}
+	id, runID string
+	cfg       config
+	plan      *Plan
+	store     *Store
+	committer Committer
+	cancel    context.CancelFunc
+	done      chan struct{}
 
 	mu       sync.Mutex
 	err      error
@@ -32,16 +32,20 @@ type Query struct {
 	progress []QueryProgress
 }
 
-// Start opens the checkpoint, checks it against the job, and starts the
+// Start opens the checkpoint, checks it against the plan, and starts the
 // query's loop in a goroutine it owns. The loop stops when ctx is
 // cancelled, when Stop is called, when a Once or AvailableNow trigger has
 // done its work, or at the first error; AwaitTermination waits for that.
-func Start(ctx context.Context, job Job, opts ...Option) (*Query, error) {
+// Package typed compiles the plan; programs call typed's Start.
+func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
 		o.apply(&cfg)
 	}
 	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if err := validatePlan(plan); err != nil {
 		return nil, err
 	}
 	fs, dir := cfg.fs, cfg.checkpoint
@@ -52,20 +56,58 @@ func Start(ctx context.Context, job Job, opts ...Option) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := store.CheckMeta(job.Meta()); err != nil {
+	meta := planMeta(plan)
+	meta.ID = newID()
+	id, err := store.checkMeta(meta, cfg.allowChanges, func(w string) { slog.Warn("streamgen: " + w) })
+	if err != nil {
 		store.Close()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	q := &Query{id: newID(), cfg: cfg, job: job, store: store, cancel: cancel, done: make(chan struct{})}
+	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: store, cancel: cancel, done: make(chan struct{})}
+	if cfg.committer != nil {
+		q.committer = cfg.committer(store)
+	}
 	q.status = Status{Message: "Initializing sources"}
 	for _, l := range cfg.listeners {
 		if l, ok := l.(interface{ OnQueryStarted(QueryStarted) }); ok {
-			l.OnQueryStarted(QueryStarted{ID: q.id, Name: cfg.name, Time: cfg.clock()})
+			l.OnQueryStarted(QueryStarted{ID: q.id, RunID: q.runID, Name: cfg.name, Time: cfg.clock()})
 		}
 	}
 	go q.run(ctx)
 	return q, nil
+}
+
+func validatePlan(p *Plan) error {
+	var errs []error
+	if len(p.Inputs) == 0 {
+		errs = append(errs, errors.New("the pipeline has no source"))
+	}
+	if len(p.Outputs) == 0 {
+		errs = append(errs, errors.New("the pipeline has no sink"))
+	}
+	if len(p.Operators) > 255 {
+		errs = append(errs, fmt.Errorf("%d stateful operators: at most 255", len(p.Operators)))
+	}
+	seen := map[string]bool{}
+	for _, in := range p.Inputs {
+		name := in.Source.Name()
+		if seen[name] {
+			errs = append(errs, fmt.Errorf("two sources are named %q: give one another name", name))
+		}
+		seen[name] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("streamgen: cannot start the query: %w", err)
+	}
+	return nil
+}
+
+func isListener(l any) bool {
+	_, a := l.(interface{ OnQueryStarted(QueryStarted) })
+	_, b := l.(interface{ OnQueryProgress(QueryProgress) })
+	_, c := l.(interface{ OnQueryTerminated(QueryTerminated) })
+	return a || b || c
 }
 
 func newID() string {
@@ -74,8 +116,12 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// ID returns the query's id.
+// ID returns the query's id: made when its checkpoint was created, the
+// same at every start on that checkpoint.
 func (q *Query) ID() string { return q.id }
+
+// RunID returns the id of this run of the query: new at every Start.
+func (q *Query) RunID() string { return q.runID }
 
 // Stop stops the query and waits for its goroutine to end; a batch in
 // flight is abandoned, uncommitted, and runs again at the next start.
@@ -128,6 +174,15 @@ func (q *Query) LastProgress() (p QueryProgress, ok bool) {
 	return q.progress[len(q.progress)-1], true
 }
 
+// The messages of Status, as Spark's.
+const (
+	statusWaitingForData    = "Waiting for data to arrive"
+	statusWaitingForTrigger = "Waiting for next trigger"
+	statusProcessing        = "Processing new data"
+	statusNoData            = "No new data but cleaning up state"
+	statusStopped           = "Stopped"
+)
+
 func (q *Query) setStatus(msg string, data, active bool) {
 	q.mu.Lock()
 	q.status = Status{Message: msg, IsDataAvailable: data, IsTriggerActive: active}
@@ -145,29 +200,59 @@ func (q *Query) run(ctx context.Context) {
 	}
 	q.mu.Lock()
 	q.err = err
-	q.status = Status{Message: "Stopped"}
+	q.status = Status{Message: statusStopped}
 	q.mu.Unlock()
 	for _, l := range q.cfg.listeners {
 		if l, ok := l.(interface{ OnQueryTerminated(QueryTerminated) }); ok {
-			l.OnQueryTerminated(QueryTerminated{ID: q.id, Err: err})
+			l.OnQueryTerminated(QueryTerminated{ID: q.id, RunID: q.runID, Err: err})
 		}
 	}
 	q.cancel()
 	close(q.done)
 }
 
+// offsets are the planned offsets of a batch, by input.
+type offsets struct {
+	start, end []json.RawMessage
+}
+
+func (o offsets) hasData() bool {
+	for i := range o.start {
+		if !bytes.Equal(o.start[i], o.end[i]) {
+			return true
+		}
+	}
+	return false
+}
+
 func (q *Query) loop(ctx context.Context) error {
-	src := q.job.Source()
 	progress, _, err := q.store.Progress()
 	if err != nil {
 		return err
 	}
-	// A Once or AvailableNow query works up to what is there at start.
-	var upTo json.RawMessage
-	if q.cfg.trigger.stops() {
-		if upTo, err = src.Available(ctx); err != nil {
-			return fmt.Errorf("streamgen: source %s: %w", src.Name(), err)
+	inputs := q.plan.Inputs
+	available := func() ([]json.RawMessage, error) {
+		upTo := make([]json.RawMessage, len(inputs))
+		for i, in := range inputs {
+			if upTo[i], err = in.Source.Available(ctx); err != nil {
+				return nil, fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
+			}
 		}
+		return upTo, nil
+	}
+	// A Once or AvailableNow query works up to what is there at start.
+	var upTo []json.RawMessage
+	stops := q.cfg.trigger.stops()
+	if stops {
+		if upTo, err = available(); err != nil {
+			return err
+		}
+	}
+	// Once takes everything in one batch, as Spark's Trigger.Once: the
+	// sources' per-batch limits do not apply.
+	limit := Limited
+	if q.cfg.trigger.kind == triggerOnce {
+		limit = AllAvailable
 	}
 	flushed := false
 	for {
@@ -175,100 +260,124 @@ func (q *Query) loop(ctx context.Context) error {
 			return err
 		}
 		started := q.cfg.clock()
-		committed := progress.Offsets[src.Name()]
-		if !q.cfg.trigger.stops() {
-			if upTo, err = src.Available(ctx); err != nil {
-				return fmt.Errorf("streamgen: source %s: %w", src.Name(), err)
+		if !stops {
+			if upTo, err = available(); err != nil {
+				return err
 			}
 		}
-		end := upTo
-		if q.cfg.trigger.kind != triggerOnce {
-			if end, err = src.Next(ctx, committed, upTo); err != nil {
-				return fmt.Errorf("streamgen: source %s: %w", src.Name(), err)
+		planned := offsets{start: make([]json.RawMessage, len(inputs)), end: make([]json.RawMessage, len(inputs))}
+		for i, in := range inputs {
+			committed := progress.Offsets[in.Source.Name()]
+			planned.start[i] = committed
+			if planned.end[i], err = in.Source.Next(ctx, committed, upTo[i], limit); err != nil {
+				return fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
 			}
 		}
 		latestOffset := q.cfg.clock().Sub(started)
-		hasData := !bytes.Equal(end, committed)
+		hasData := planned.hasData()
 		watermark := q.watermark(progress, started)
-		due, err := q.job.TimersDue(q.store, watermark, started)
-		if err != nil {
-			return err
+		due := false
+		if !hasData && q.cfg.noDataBatches {
+			if due, err = q.timersDue(watermark, started); err != nil {
+				return err
+			}
 		}
-		if !hasData && !due && q.cfg.flush && q.cfg.trigger.stops() && !flushed {
+		if !hasData && !due && q.cfg.flush && stops && !flushed {
 			// The input is done: one more batch, with a watermark past
-			// every event time, fires every event-time timeout.
+			// every event time, fires every event-time timer.
 			flushed, due, watermark = true, true, EndOfTime
 		}
 		if !hasData && !due {
-			if q.cfg.trigger.stops() {
+			if stops {
 				return nil
 			}
-			q.setStatus("Waiting for data to arrive", false, false)
-			if err := q.wait(ctx, started); err != nil {
+			if q.cfg.trigger.kind == triggerInterval {
+				q.setStatus(statusWaitingForTrigger, false, false)
+				err = q.cfg.sleep(ctx, started, q.cfg.trigger.interval)
+			} else {
+				q.setStatus(statusWaitingForData, false, false)
+				err = q.cfg.sleep(ctx, started, q.cfg.pollInterval)
+			}
+			if err != nil {
 				return err
 			}
 			continue
 		}
-		q.setStatus("Processing new data", hasData, true)
-		next, report, err := q.runBatch(ctx, progress, committed, end, watermark, started)
+		if hasData {
+			q.setStatus(statusProcessing, true, true)
+		} else {
+			q.setStatus(statusNoData, false, true)
+		}
+		next, report, err := q.runBatch(ctx, progress, planned, watermark, started)
 		if err != nil {
 			return err
 		}
-		report.DurationMs["latestOffset"] = latestOffset.Milliseconds()
+		report.DurationMs[DurationLatestOffset] = latestOffset.Milliseconds()
 		progress = next
 		q.report(report)
 		if q.cfg.trigger.kind == triggerOnce && (!q.cfg.flush || flushed) {
 			return nil // with FlushEventTime, one more turn flushes
 		}
 		if q.cfg.trigger.kind == triggerInterval {
-			if err := q.wait(ctx, started); err != nil {
+			q.setStatus(statusWaitingForTrigger, false, false)
+			if err := q.cfg.sleep(ctx, started, q.cfg.trigger.interval); err != nil {
 				return err
 			}
 		}
 	}
 }
 
-// EndOfTime is the watermark of a flushed query (see FlushEventTime): the
-// last instant timers can hold (they are kept as Unix nanoseconds).
-var EndOfTime = time.Unix(0, math.MaxInt64).UTC()
+// timersDue reports whether a timer of any operator is due in the
+// committed state at the given watermark and processing time.
+func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
+	if len(q.plan.Operators) == 0 {
+		return false, nil
+	}
+	state := q.store.NewBatch()
+	defer state.Close()
+	for i, op := range q.plan.Operators {
+		threshold, ok := timerThreshold(op.Info().TimeMode, watermark, now)
+		if !ok {
+			continue
+		}
+		due, err := state.HasDueTimers(Scope{Operator: uint8(i)}, threshold)
+		if due || err != nil {
+			return due, err
+		}
+	}
+	return false, nil
+}
 
-// wait sleeps until the next trigger time or poll.
-func (q *Query) wait(ctx context.Context, started time.Time) error {
-	d := q.cfg.pollInterval
-	if q.cfg.trigger.kind == triggerInterval {
-		d = q.cfg.trigger.interval - q.cfg.clock().Sub(started)
+// timerThreshold is the instant a timer must be strictly before to fire:
+// the batch's processing time, or the watermark (none before the first
+// watermark).
+func timerThreshold(mode TimeMode, watermark, now time.Time) (time.Time, bool) {
+	switch mode {
+	case ProcessingTimeMode:
+		return now, true
+	case EventTimeMode:
+		return watermark, !watermark.IsZero()
 	}
-	if d <= 0 {
-		return nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return time.Time{}, false
 }
 
 // watermark computes the watermark in effect for the next batch from the
-// committed progress: the minimum over partitions that are not idle of
-// (largest event time − delay), never lower than before.
+// committed progress: the minimum over the partitions that are not idle of
+// their watermarks (largest event time − delay), never lower than before.
 func (q *Query) watermark(p Progress, now time.Time) time.Time {
-	delay, ok := q.job.WatermarkDelay()
-	if !ok {
+	if !q.plan.Watermark {
 		return time.Time{}
 	}
 	var low time.Time
 	found := false
-	for part, maxT := range p.MaxEventTime {
+	for part, w := range p.PartitionWatermarks {
 		if q.cfg.idleTimeout > 0 {
 			if last, ok := p.LastActive[part]; ok && now.Sub(last) > q.cfg.idleTimeout {
 				continue
 			}
 		}
-		if c := maxT.Add(-delay); !found || c.Before(low) {
-			low, found = c, true
+		if !found || w.Before(low) {
+			low, found = w, true
 		}
 	}
 	if !found || low.Before(p.Watermark) {
@@ -279,116 +388,278 @@ func (q *Query) watermark(p Progress, now time.Time) time.Time {
 
 // runBatch runs, writes and commits one batch, and returns the new
 // progress and its report. Nothing is committed when it fails.
-func (q *Query) runBatch(ctx context.Context, p Progress, start, end json.RawMessage, watermark, now time.Time) (Progress, QueryProgress, error) {
-	src := q.job.Source()
-	meta := q.job.Meta()
-	nops := len(meta.Operators)
-	run := &BatchRun{
-		ID:           p.BatchID + 1,
-		Start:        start,
-		End:          end,
-		Watermark:    watermark,
-		Now:          now,
-		Store:        q.store,
-		Batch:        q.store.NewBatch(),
-		MaxEventTime: copyTimes(p.MaxEventTime),
-		Active:       map[string]bool{},
-		StateRows:    make([]int64, nops),
-		StateUpdated: make([]int64, nops),
-		StateRemoved: make([]int64, nops),
-		Durations:    map[string]time.Duration{},
-	}
-	copy(run.StateRows, p.StateRows)
-	if err := q.safeRun(ctx, run); err != nil {
-		run.Batch.Close()
+func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, watermark, now time.Time) (Progress, QueryProgress, error) {
+	b := q.newBatch(p, watermark, now)
+	committed := false
+	defer func() {
+		if !committed {
+			b.state.Close()
+		}
+		for _, op := range q.plan.Operators {
+			op.Groups().Reset()
+			op.EndBatch()
+		}
+	}()
+	durations := map[string]time.Duration{}
+	if err := q.safely(b, func() error { return q.process(ctx, b, planned, durations) }); err != nil {
 		return p, QueryProgress{}, err
 	}
-	if len(run.DeadLetters) > 0 {
+	next := Progress{
+		BatchID:             b.ID,
+		Watermark:           watermark,
+		Offsets:             copyMap(p.Offsets),
+		PartitionWatermarks: b.watermarks,
+		LastActive:          copyMap(p.LastActive),
+	}
+	if next.Offsets == nil {
+		next.Offsets = map[string]json.RawMessage{}
+	}
+	for i, in := range q.plan.Inputs {
+		next.Offsets[in.Source.Name()] = planned.end[i]
+	}
+	if next.LastActive == nil {
+		next.LastActive = map[string]time.Time{}
+	}
+	for part := range b.active {
+		next.LastActive[part] = now
+	}
+	for i := range b.ops {
+		next.StateRows = append(next.StateRows, b.ops[i].total)
+	}
+	commitStart := q.cfg.clock()
+	if err := q.committer.Commit(b.state, next); err != nil {
+		return p, QueryProgress{}, err
+	}
+	committed = true
+	finished := q.cfg.clock()
+	durations[DurationWALCommit] = finished.Sub(commitStart)
+	durations[DurationTriggerExecution] = finished.Sub(now)
+	return next, q.makeReport(b, planned, durations, finished), nil
+}
+
+func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
+	b := &Batch{
+		ID:         p.BatchID + 1,
+		Watermark:  watermark,
+		Now:        now,
+		First:      p.BatchID < 0,
+		state:      q.store.NewBatch(),
+		watermarks: copyMap(p.PartitionWatermarks),
+		active:     map[string]bool{},
+		ops:        make([]opRun, len(q.plan.Operators)),
+		inputs:     make([]inputRun, len(q.plan.Inputs)),
+	}
+	if b.watermarks == nil {
+		b.watermarks = map[string]time.Time{}
+	}
+	for i, in := range q.plan.Inputs {
+		b.inputs[i].name = in.Source.Name()
+	}
+	for i := range b.ops {
+		b.ops[i].scope = Scope{Operator: uint8(i)}
+		if i < len(p.StateRows) {
+			b.ops[i].total = p.StateRows[i]
+		}
+	}
+	return b
+}
+
+// The phases of a batch, as keys of QueryProgress.DurationMs.
+const (
+	// DurationLatestOffset: planning the batch's offsets.
+	DurationLatestOffset = "latestOffset"
+	// DurationGetBatch: reading and decoding the input, and the stages
+	// before the first stateful operator.
+	DurationGetBatch = "getBatch"
+	// DurationStateOperators: the stateful operators' calls for keys
+	// with rows, and the stages between and after them.
+	DurationStateOperators = "stateOperators"
+	// DurationTimers: the calls for due timers.
+	DurationTimers = "timers"
+	// DurationSink: writing the outputs and dead letters.
+	DurationSink = "sink"
+	// DurationAddBatch: everything after reading up to the commit:
+	// operators, timers and sinks (Spark's addBatch).
+	DurationAddBatch = "addBatch"
+	// DurationWALCommit: committing state and progress.
+	DurationWALCommit = "walCommit"
+	// DurationTriggerExecution: the whole batch.
+	DurationTriggerExecution = "triggerExecution"
+)
+
+// process runs a batch's phases in order: read, operators (keys with rows,
+// then due timers, operator by operator), outputs.
+func (q *Query) process(ctx context.Context, b *Batch, planned offsets, durations map[string]time.Duration) error {
+	t := q.cfg.clock()
+	phase := func(name string) {
+		now := q.cfg.clock()
+		durations[name] += now.Sub(t)
+		t = now
+	}
+	for i, in := range q.plan.Inputs {
+		if bytes.Equal(planned.start[i], planned.end[i]) {
+			continue
+		}
+		if err := in.Read(ctx, b, planned.start[i], planned.end[i]); err != nil {
+			return fmt.Errorf("streamgen: batch %d: source %s: %w", b.ID, in.Source.Name(), err)
+		}
+	}
+	phase(DurationGetBatch)
+	addStart := t
+	for i, op := range q.plan.Operators {
+		if err := q.runOperator(ctx, b, i, op, phase); err != nil {
+			return err
+		}
+	}
+	for i, out := range q.plan.Outputs {
+		rows, err := out.Write(ctx, b)
+		if err != nil {
+			return fmt.Errorf("streamgen: batch %d: sink %s: %w", b.ID, out.Description, err)
+		}
+		if i == 0 {
+			b.outputRows = rows
+		}
+	}
+	if len(b.deadLetters) > 0 {
 		if q.cfg.deadLetters != nil {
-			if err := q.cfg.deadLetters.WriteDeadLetters(ctx, run.ID, run.DeadLetters); err != nil {
-				run.Batch.Close()
-				return p, QueryProgress{}, fmt.Errorf("streamgen: batch %d: dead-letter sink: %w", run.ID, err)
+			if err := q.cfg.deadLetters.WriteDeadLetters(ctx, b.ID, b.deadLetters); err != nil {
+				return fmt.Errorf("streamgen: batch %d: dead-letter sink: %w", b.ID, err)
 			}
 		} else {
-			for _, d := range run.DeadLetters {
+			for _, d := range b.deadLetters {
 				slog.Warn("streamgen: dead letter", "source", d.Source, "position", d.Position, "error", d.Error)
 			}
 		}
 	}
-	next := Progress{
-		BatchID:      run.ID,
-		Watermark:    watermark,
-		Offsets:      copyOffsets(p.Offsets),
-		MaxEventTime: run.MaxEventTime,
-		LastActive:   copyTimes(p.LastActive),
-		StateRows:    run.StateRows,
-	}
-	next.Offsets[src.Name()] = end
-	for part := range run.Active {
-		next.LastActive[part] = now
-	}
-	// The watermark the next batch will use is computed when it starts;
-	// the committed one is the watermark this batch ran with.
-	commitStart := q.cfg.clock()
-	if err := run.Batch.Commit(next); err != nil {
-		return p, QueryProgress{}, err
-	}
-	finished := q.cfg.clock()
-	report := q.makeReport(run, start, end, watermark, now, finished, finished.Sub(commitStart))
-	return next, report, nil
+	phase(DurationSink)
+	durations[DurationAddBatch] = q.cfg.clock().Sub(addStart)
+	return nil
 }
 
-// safeRun runs the job's batch, turning a panic in user code into an
-// error, so that nothing of the batch is committed.
-func (q *Query) safeRun(ctx context.Context, run *BatchRun) (err error) {
+// runOperator runs operator i's calls: its initial state in the first
+// batch, a call per key with rows, then a call per due timer.
+func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, phase func(string)) error {
+	info := op.Info()
+	fail := func(err error) error {
+		return fmt.Errorf("streamgen: batch %d: %s (%s): %w", b.ID, info.Kind, info.Name, err)
+	}
+	if is, ok := op.(InitialStater); ok && b.First {
+		if err := is.InitialState(ctx, b, i); err != nil {
+			return fail(err)
+		}
+		if b.err != nil {
+			return fail(b.err)
+		}
+	}
+	groups := op.Groups()
+	groups.sort()
+	k := &b.ops[i].keyState
+	for g := range groups.Len() {
+		if g%1024 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		k.reset(b, i, groups.Key(int32(g)))
+		if err := op.HandleRows(ctx, k, int32(g), groups.rowsOf(g)); err != nil {
+			return fail(err)
+		}
+		if b.err != nil {
+			return fail(b.err)
+		}
+	}
+	phase(DurationStateOperators)
+	threshold, ok := timerThreshold(info.TimeMode, b.Watermark, b.Now)
+	if !ok {
+		return nil
+	}
+	cursor := b.state.DueTimers(b.ops[i].scope, threshold)
+	for {
+		due, err := cursor.Next()
+		if err != nil {
+			return fail(b.fail(err))
+		}
+		if len(due) == 0 {
+			break
+		}
+		for _, t := range due {
+			k.reset(b, i, t.Key)
+			if err := op.HandleTimer(ctx, k, t.At); err != nil {
+				return fail(err)
+			}
+			if b.err != nil {
+				return fail(b.err)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	phase(DurationTimers)
+	return nil
+}
+
+// safely runs fn, turning a panic that no stage caught into an error,
+// with its stack, so that nothing of the batch is committed.
+func (q *Query) safely(b *Batch, fn func() error) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			err = fmt.Errorf("streamgen: batch %d: panic: %v\n%s", run.ID, r, debug.Stack())
+			err = fmt.Errorf("streamgen: batch %d: panic: %v\n%s", b.ID, r, debug.Stack())
 		}
 	}()
-	return q.job.RunBatch(ctx, run)
+	return fn()
 }
 
-func (q *Query) makeReport(run *BatchRun, start, end json.RawMessage, watermark, now, finished time.Time, commit time.Duration) QueryProgress {
-	total := finished.Sub(now)
-	secs := total.Seconds()
-	rate := 0.0
-	if secs > 0 {
-		rate = float64(run.InputRows) / secs
+func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.Duration, finished time.Time) QueryProgress {
+	total := finished.Sub(b.Now)
+	var inputRows int64
+	for _, in := range b.inputs {
+		inputRows += in.rows
+	}
+	rate := func(rows int64) float64 {
+		if secs := total.Seconds(); secs > 0 {
+			return float64(rows) / secs
+		}
+		return 0
 	}
 	r := QueryProgress{
 		ID:                     q.id,
+		RunID:                  q.runID,
 		Name:                   q.cfg.name,
-		Timestamp:              now,
-		BatchID:                run.ID,
-		NumInputRows:           run.InputRows,
-		InputRowsPerSecond:     q.inputRate(run.InputRows, now),
-		ProcessedRowsPerSecond: rate,
-		DurationMs:             map[string]int64{"triggerExecution": total.Milliseconds(), "walCommit": commit.Milliseconds()},
-		Sources: []SourceProgress{{
-			Description:            q.job.Source().Name(),
-			StartOffset:            string(start),
-			EndOffset:              string(end),
-			NumInputRows:           run.InputRows,
-			InputRowsPerSecond:     q.inputRate(run.InputRows, now),
-			ProcessedRowsPerSecond: rate,
-		}},
-		Sink:           SinkProgress{NumOutputRows: run.OutputRows},
-		NumDeadLetters: int64(len(run.DeadLetters)),
+		Timestamp:              b.Now,
+		BatchID:                b.ID,
+		NumInputRows:           inputRows,
+		InputRowsPerSecond:     q.inputRate(inputRows, b.Now),
+		ProcessedRowsPerSecond: rate(inputRows),
+		DurationMs:             map[string]int64{},
+		Sink:                   SinkProgress{Description: q.plan.Outputs[0].Description, NumOutputRows: b.outputRows},
+		NumDeadLetters:         int64(len(b.deadLetters)),
 	}
-	for name, d := range run.Durations {
+	for name, d := range durations {
 		r.DurationMs[name] = d.Milliseconds()
 	}
-	if _, ok := q.job.WatermarkDelay(); ok {
-		r.EventTime = map[string]string{"watermark": watermark.UTC().Format(time.RFC3339Nano)}
+	for i, in := range q.plan.Inputs {
+		r.Sources = append(r.Sources, SourceProgress{
+			Description:            in.Source.Name(),
+			StartOffset:            string(planned.start[i]),
+			EndOffset:              string(planned.end[i]),
+			NumInputRows:           b.inputs[i].rows,
+			InputRowsPerSecond:     q.inputRate(b.inputs[i].rows, b.Now),
+			ProcessedRowsPerSecond: rate(b.inputs[i].rows),
+		})
 	}
-	for i, op := range q.job.Meta().Operators {
+	if q.plan.Watermark && !b.Watermark.IsZero() {
+		r.EventTime = map[string]string{"watermark": b.Watermark.UTC().Format(time.RFC3339Nano)}
+	}
+	for i, op := range q.plan.Operators {
+		info := op.Info()
+		o := &b.ops[i]
 		r.StateOperators = append(r.StateOperators, StateOperatorProgress{
-			OperatorName:              op.Kind,
-			NumRowsTotal:              run.StateRows[i],
-			NumRowsUpdated:            run.StateUpdated[i],
-			NumRowsRemoved:            run.StateRemoved[i],
-			NumRowsDroppedByWatermark: run.LateRows,
+			OperatorName:              info.Kind,
+			NumRowsTotal:              o.total,
+			NumRowsUpdated:            o.updated,
+			NumRowsRemoved:            o.removed,
+			NumRowsDroppedByWatermark: o.late,
 		})
 	}
 	return r
@@ -421,16 +692,11 @@ func (q *Query) report(r QueryProgress) {
 	}
 }
 
-func copyTimes(m map[string]time.Time) map[string]time.Time {
-	out := make(map[string]time.Time, len(m))
-	for k, v := range m {
-		out[k] = v
+func copyMap[V any](m map[string]V) map[string]V {
+	if m == nil {
+		return nil
 	}
-	return out
-}
-
-func copyOffsets(m map[string]json.RawMessage) map[string]json.RawMessage {
-	out := make(map[string]json.RawMessage, len(m)+1)
+	out := make(map[string]V, len(m)+1)
 	for k, v := range m {
 		out[k] = v
 	}

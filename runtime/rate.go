@@ -118,7 +118,7 @@ func (s *rateSource) Available(ctx context.Context) (json.RawMessage, error) {
 // Available may have been counted from another start (the clock's time at
 // that call): its rows are then recounted from committed's start, up to the
 // timestamp of its last row, which the clock had reached.
-func (s *rateSource) Next(ctx context.Context, committed, upTo json.RawMessage) (json.RawMessage, error) {
+func (s *rateSource) Next(ctx context.Context, committed, upTo json.RawMessage, _ ReadLimit) (json.RawMessage, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}

@@ -205,7 +205,7 @@ func TestRateErrors(t *testing.T) {
 	if err := src.Read(ctx, a, c, nop); err == nil {
 		t.Error("Read across sequences: no error")
 	}
-	if _, err := src.Next(ctx, a, json.RawMessage(`nope`)); err == nil {
+	if _, err := src.Next(ctx, a, json.RawMessage(`nope`), runtime.Limited); err == nil {
 		t.Error("Next with a bad offset: no error")
 	}
 }

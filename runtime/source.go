@@ -18,13 +18,24 @@ type Source interface {
 	// Available returns the offset that covers everything available now.
 	Available(ctx context.Context) (json.RawMessage, error)
 	// Next returns the end offset of the next batch after committed (nil
-	// for a new query), going no further than upTo and than the source's
-	// own per-batch limit (such as a maximum number of files). It returns
-	// committed itself when there is nothing new.
-	Next(ctx context.Context, committed, upTo json.RawMessage) (json.RawMessage, error)
+	// for a new query), going no further than upTo and, with Limited, than
+	// the source's own per-batch limit (such as a maximum number of
+	// files). It returns committed itself when there is nothing new.
+	Next(ctx context.Context, committed, upTo json.RawMessage, limit ReadLimit) (json.RawMessage, error)
 	// Read calls fn, in order, for each record after start up to end.
 	Read(ctx context.Context, start, end json.RawMessage, fn func(Record) error) error
 }
+
+// ReadLimit says whether a batch honours a source's per-batch limits.
+type ReadLimit int
+
+const (
+	// Limited: the batch takes no more than the source's per-batch limit.
+	Limited ReadLimit = iota
+	// AllAvailable: the batch takes everything up to the planned end (the
+	// Once trigger, as Spark's).
+	AllAvailable
+)
 
 // Record is one raw input record.
 type Record struct {
@@ -37,6 +48,10 @@ type Record struct {
 	Data []byte
 	// Position says where the record is, for dead letters: "file:line".
 	Position string
+	// Err, when not nil, says that the input at Position could not be
+	// read (an unreadable file, a line over the limit): the record carries
+	// no row, and the query sends it to the dead letters and goes on.
+	Err error
 }
 
 // DeadLetter is a record that could not be decoded, or whose key or event

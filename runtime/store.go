@@ -1,13 +1,11 @@
 package runtime
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"time"
 
@@ -16,30 +14,52 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// ErrIncompatibleCheckpoint is wrapped by the error OpenStore returns for a
+// ErrIncompatibleCheckpoint is wrapped by the error Start returns for a
 // checkpoint written by a pipeline this one cannot continue.
 var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
 
 // The key space. Every key starts with one of these bytes, so each kind of
 // entry is a contiguous range:
 //
-//	metaKey                                       Meta (JSON)
-//	progressKey                                   Progress (JSON)
-//	statePrefix  op  name 0x00  uvarint(len(key)) key  [suffix]   state value
-//	timerPrefix  op  expiry(8, ordered)  key      timer (no value)
+//	metaKey                                                     Meta (JSON)
+//	progressKey                                                 Progress (JSON)
+//	statePrefix     partition(4) op(1) var(1) uvarint(len(key)) key suffix   state entry
+//	timerPrefix     partition(4) op(1) expiry(8) key                         timer, by expiry
+//	timerKeyPrefix  partition(4) op(1) uvarint(len(key)) key expiry(8)       timer, by key
 //
-// op is the operator's index as one byte (a pipeline has fewer than 256
-// stateful operators). Timers are an index ordered by expiry, so the timers
-// due at a watermark are one range scan. To find a key's timer, an
-// operator keeps its expiry in the key's state (one point read), rather
-// than the store keeping a second index by key that every timer change
-// would have to write.
+// partition is the input partition that owns the entry (big-endian, so a
+// partition's entries are contiguous and can be moved, restored or dropped
+// alone); op is the operator's index and var the state variable's id, one
+// byte each. A key's entries of one variable share the prefix up to the
+// key, so "everything of this key" is one prefix; a point value has an
+// empty suffix, list and map entries have their element's suffix.
+//
+// Timers are written to two indexes: by expiry, so that the timers due
+// below a threshold are one range scan, and by key, so that a key's timers
+// are listed and deleted without a scan of the whole index.
 const (
-	metaKey     = "\x01meta"
-	progressKey = "\x02progress"
-	statePrefix = 0x10
-	timerPrefix = 0x20
+	metaKey        = "\x01meta"
+	progressKey    = "\x02progress"
+	statePrefix    = 0x10
+	timerPrefix    = 0x20
+	timerKeyPrefix = 0x21
 )
+
+// Scope names one stateful operator's entries within one input partition.
+type Scope struct {
+	// Partition is the input partition that owns the state. A files or
+	// memory source is partition 0.
+	Partition uint32
+	// Operator is the operator's index in the plan.
+	Operator uint8
+}
+
+// Var names one state variable of a Scope.
+type Var struct {
+	Scope
+	// Variable is the variable's id within its operator.
+	Variable uint8
+}
 
 // StoreOptions tune a Store. The zero value is the default.
 type StoreOptions struct {
@@ -60,9 +80,11 @@ type StoreOptions struct {
 	CacheSize int64
 }
 
-// Store is a query's state in Pebble. Reads of committed data (Progress,
-// DueTimers) and NewBatch are safe for concurrent use; a Batch is not.
-// Close waits for the background sync loop, if any, to stop.
+// Store is a query's state in Pebble: state entries, timers, the
+// pipeline's description and the progress of the last committed batch.
+// Reads of committed data (Progress) and NewBatch are safe for concurrent
+// use; a StateBatch is not. Close waits for the background sync loop, if
+// any, to stop.
 type Store struct {
 	db    *pebble.DB
 	cache *pebble.Cache
@@ -143,14 +165,15 @@ type Progress struct {
 	// BatchID is the id of the last committed batch; the next is
 	// BatchID+1. Sinks use it as an epoch to stay idempotent.
 	BatchID int64 `json:"batchId"`
-	// Watermark is the event-time watermark after the batch.
+	// Watermark is the event-time watermark the batch ran with.
 	Watermark time.Time `json:"watermark"`
-	// Offsets are the sources' positions after the batch, by source and
-	// partition, in each source's own encoding.
+	// Offsets are the sources' positions after the batch, by source name,
+	// in each source's own encoding.
 	Offsets map[string]json.RawMessage `json:"offsets,omitempty"`
-	// MaxEventTime is the largest event time seen, by source partition:
-	// the watermark is computed from it.
-	MaxEventTime map[string]time.Time `json:"maxEventTime,omitempty"`
+	// PartitionWatermarks are the watermarks of the sources' partitions
+	// (see partitionKey): the largest event time seen less the delay. The
+	// query's watermark is computed from them.
+	PartitionWatermarks map[string]time.Time `json:"partitionWatermarks,omitempty"`
 	// LastActive is the processing time each partition last had data, for
 	// leaving idle partitions out of the watermark.
 	LastActive map[string]time.Time `json:"lastActive,omitempty"`
@@ -160,7 +183,7 @@ type Progress struct {
 }
 
 // Progress returns the progress of the last committed batch; ok is false
-// for a new checkpoint.
+// for a new checkpoint (then BatchID is -1).
 func (s *Store) Progress() (p Progress, ok bool, err error) {
 	v, closer, err := s.db.Get([]byte(progressKey))
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -176,106 +199,20 @@ func (s *Store) Progress() (p Progress, ok bool, err error) {
 	return p, true, nil
 }
 
-// Batch is the writes of one micro-batch: state, timers and, at Commit, the
-// progress. Nothing of it is visible to readers, or durable, until Commit;
-// a batch that is dropped (Close without Commit) leaves the store as it
-// was. Get reads committed state, not the batch's own writes: the
-// operators read a key's state once per batch, before they write it, so
-// they never need to, and a plain batch is much cheaper to fill than one
-// indexed for reading. Not safe for concurrent use.
-type Batch struct {
-	b   *pebble.Batch
-	s   *Store
-	buf []byte
+// Committer makes one batch durable: its state and timer changes, the
+// sources' offsets, the watermark and the batch id, all or nothing. The
+// Store is the committer of a query with a checkpoint in Pebble; a
+// committer that also commits elsewhere (a Kafka transaction) wraps it.
+// The query's loop calls Commit from one goroutine, once per batch, after
+// the batch's sinks.
+type Committer interface {
+	Commit(b *StateBatch, p Progress) error
 }
 
-// NewBatch starts a batch.
-func (s *Store) NewBatch() *Batch {
-	return &Batch{b: s.db.NewBatch(), s: s}
-}
-
-// stateKey appends the key of state entry (op, name, key, suffix).
-func stateKey(b []byte, op uint8, name string, key, suffix []byte) []byte {
-	b = append(b, statePrefix, op)
-	b = append(b, name...)
-	b = append(b, 0)
-	b = binary.AppendUvarint(b, uint64(len(key)))
-	b = append(b, key...)
-	return append(b, suffix...)
-}
-
-// Get returns the committed state value of (op, name, key), copied; ok is
-// false when there is none.
-func (b *Batch) Get(op uint8, name string, key []byte) (value []byte, ok bool, err error) {
-	b.buf = stateKey(b.buf[:0], op, name, key, nil)
-	v, closer, err := b.s.db.Get(b.buf)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("streamgen: read state: %w", err)
-	}
-	value = append([]byte(nil), v...)
-	closer.Close()
-	return value, true, nil
-}
-
-// Put sets the state value of (op, name, key).
-func (b *Batch) Put(op uint8, name string, key, value []byte) error {
-	b.buf = stateKey(b.buf[:0], op, name, key, nil)
-	return b.b.Set(b.buf, value, nil)
-}
-
-// Delete removes the state value of (op, name, key).
-func (b *Batch) Delete(op uint8, name string, key []byte) error {
-	b.buf = stateKey(b.buf[:0], op, name, key, nil)
-	return b.b.Delete(b.buf, nil)
-}
-
-// Timers are kept as Unix nanoseconds: times outside the years 1678-2262
-// are clamped to that range (UnixNano is undefined beyond it).
-var (
-	minTimer = time.Unix(0, math.MinInt64)
-	maxTimer = time.Unix(0, math.MaxInt64)
-)
-
-// timeBytes encodes t as 8 bytes whose byte order is time order.
-func timeBytes(b []byte, t time.Time) []byte {
-	switch {
-	case t.Before(minTimer):
-		t = minTimer
-	case t.After(maxTimer):
-		t = maxTimer
-	}
-	return binary.BigEndian.AppendUint64(b, uint64(t.UnixNano())^1<<63)
-}
-
-func bytesTime(b []byte) time.Time {
-	return time.Unix(0, int64(binary.BigEndian.Uint64(b)^1<<63)).UTC()
-}
-
-func timerKey(b []byte, op uint8, at time.Time, key []byte) []byte {
-	b = append(b, timerPrefix, op)
-	b = timeBytes(b, at)
-	return append(b, key...)
-}
-
-// SetTimer registers a timer of operator op for key at time at.
-func (b *Batch) SetTimer(op uint8, key []byte, at time.Time) error {
-	b.buf = timerKey(b.buf[:0], op, at, key)
-	return b.b.Set(b.buf, nil, nil)
-}
-
-// DeleteTimer removes a timer of operator op for key at time at.
-func (b *Batch) DeleteTimer(op uint8, key []byte, at time.Time) error {
-	b.buf = timerKey(b.buf[:0], op, at, key)
-	return b.b.Delete(b.buf, nil)
-}
-
-// Commit writes the progress and commits the batch atomically: state,
-// timers and progress become visible and durable together (durable at once,
-// or within SyncInterval). The batch cannot be used afterwards.
-func (b *Batch) Commit(p Progress) error {
+// Commit writes the progress into b and commits b atomically: state,
+// timers and progress become visible and durable together (durable at
+// once, or within SyncInterval). b cannot be used afterwards.
+func (s *Store) Commit(b *StateBatch, p Progress) error {
 	v, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("streamgen: encode progress: %w", err)
@@ -284,7 +221,7 @@ func (b *Batch) Commit(p Progress) error {
 		return err
 	}
 	opts := pebble.Sync
-	if b.s.opts.SyncInterval > 0 {
+	if s.opts.SyncInterval > 0 {
 		opts = pebble.NoSync
 	}
 	if err := b.b.Commit(opts); err != nil {
@@ -293,48 +230,135 @@ func (b *Batch) Commit(p Progress) error {
 	return b.b.Close()
 }
 
-// Close drops a batch that was not committed.
-func (b *Batch) Close() error { return b.b.Close() }
+// StateBatch is the state and timer writes of one micro-batch. Its reads
+// see the committed state overlaid with the batch's own earlier writes;
+// nothing of it is visible to other readers, or durable, until it is
+// committed, and a batch that is dropped (Close without Commit) leaves the
+// store as it was. Not safe for concurrent use.
+type StateBatch struct {
+	b   *pebble.Batch
+	key []byte // the key being built
+	val []byte // the value of the last Get
+}
 
-// DueTimers calls fn for each committed timer of operator op that expires
-// at or before until, in expiry order: a range scan over the timer index,
-// not a sweep over keys. It stops at the first error fn returns.
-func (s *Store) DueTimers(op uint8, until time.Time, fn func(key []byte, at time.Time) error) error {
-	lower := []byte{timerPrefix, op}
-	upper := prefixEnd(timerKey(nil, op, until, nil))
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return fmt.Errorf("streamgen: scan timers: %w", err)
+// NewBatch starts a batch.
+func (s *Store) NewBatch() *StateBatch {
+	return &StateBatch{b: s.db.NewIndexedBatch()}
+}
+
+// Close drops a batch that was not committed.
+func (b *StateBatch) Close() error { return b.b.Close() }
+
+func appendScope(k []byte, prefix byte, s Scope) []byte {
+	k = append(k, prefix)
+	k = binary.BigEndian.AppendUint32(k, s.Partition)
+	return append(k, s.Operator)
+}
+
+// entryKey appends the key of the entries of (v, key): the prefix that
+// a suffix completes.
+func entryKey(k []byte, v Var, key []byte) []byte {
+	k = appendScope(k, statePrefix, v.Scope)
+	k = append(k, v.Variable)
+	k = binary.AppendUvarint(k, uint64(len(key)))
+	return append(k, key...)
+}
+
+// Get returns the value of the entry (v, key, suffix) and whether there is
+// one. The value is valid until the next call on b.
+func (b *StateBatch) Get(v Var, key, suffix []byte) (value []byte, ok bool, err error) {
+	b.key = append(entryKey(b.key[:0], v, key), suffix...)
+	found, closer, err := b.b.Get(b.key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
 	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		if err := fn(bytes.Clone(k[10:]), bytesTime(k[2:10])); err != nil {
+	if err != nil {
+		return nil, false, fmt.Errorf("streamgen: read state: %w", err)
+	}
+	b.val = append(b.val[:0], found...)
+	closer.Close()
+	return b.val, true, nil
+}
+
+// Put sets the entry (v, key, suffix).
+func (b *StateBatch) Put(v Var, key, suffix, value []byte) error {
+	b.key = append(entryKey(b.key[:0], v, key), suffix...)
+	if err := b.b.Set(b.key, value, nil); err != nil {
+		return fmt.Errorf("streamgen: write state: %w", err)
+	}
+	return nil
+}
+
+// Delete removes the entry (v, key, suffix).
+func (b *StateBatch) Delete(v Var, key, suffix []byte) error {
+	b.key = append(entryKey(b.key[:0], v, key), suffix...)
+	if err := b.b.Delete(b.key, nil); err != nil {
+		return fmt.Errorf("streamgen: write state: %w", err)
+	}
+	return nil
+}
+
+// Scan calls fn for each entry of (v, key), in order of suffix, with the
+// batch's own writes applied. The slices are valid during the call only.
+// fn must not write to b; Scan stops at fn's first error and returns it.
+func (b *StateBatch) Scan(v Var, key []byte, fn func(suffix, value []byte) error) error {
+	lower := entryKey(nil, v, key)
+	return b.scan(lower, prefixEnd(lower), func(k, value []byte) error {
+		return fn(k[len(lower):], value)
+	})
+}
+
+// DeleteKey removes every entry of (v, key): one range deletion.
+func (b *StateBatch) DeleteKey(v Var, key []byte) error {
+	lower := entryKey(nil, v, key)
+	return b.deleteRange(lower, prefixEnd(lower))
+}
+
+// DeleteVar removes every entry of variable v: one range deletion.
+func (b *StateBatch) DeleteVar(v Var) error {
+	lower := append(appendScope(nil, statePrefix, v.Scope), v.Variable)
+	return b.deleteRange(lower, prefixEnd(lower))
+}
+
+// DeletePartition removes every state entry and timer of partition p.
+func (b *StateBatch) DeletePartition(p uint32) error {
+	for _, prefix := range []byte{statePrefix, timerPrefix, timerKeyPrefix} {
+		lower := binary.BigEndian.AppendUint32([]byte{prefix}, p)
+		if err := b.deleteRange(lower, prefixEnd(lower)); err != nil {
 			return err
 		}
 	}
-	return it.Error()
+	return nil
 }
 
-// CountState counts the committed state entries of operator op: the
-// "state rows total" of a progress report.
-func (s *Store) CountState(op uint8) (int64, error) {
-	prefix := []byte{statePrefix, op}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: prefix, UpperBound: prefixEnd(prefix)})
+func (b *StateBatch) deleteRange(lower, upper []byte) error {
+	if err := b.b.DeleteRange(lower, upper, nil); err != nil {
+		return fmt.Errorf("streamgen: write state: %w", err)
+	}
+	return nil
+}
+
+// scan calls fn for each key in [lower, upper) as the batch sees it.
+func (b *StateBatch) scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return 0, err
+		return fmt.Errorf("streamgen: scan state: %w", err)
 	}
-	defer it.Close()
-	var n int64
 	for it.First(); it.Valid(); it.Next() {
-		n++
+		if err := fn(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
 	}
-	return n, it.Error()
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("streamgen: scan state: %w", err)
+	}
+	return nil
 }
 
 // prefixEnd returns the smallest key after every key with prefix p.
 func prefixEnd(p []byte) []byte {
-	end := bytes.Clone(p)
+	end := append([]byte(nil), p...)
 	for i := len(end) - 1; i >= 0; i-- {
 		if end[i] < 0xff {
 			end[i]++

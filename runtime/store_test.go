@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	goruntime "runtime"
 	"slices"
@@ -52,7 +53,7 @@ func TestCrashKeepsStateAndProgressTogether(t *testing.T) {
 			last := p.BatchID
 			for id := p.BatchID + 1; id < p.BatchID+1+int64(r.IntN(5)); id++ {
 				b := s.NewBatch()
-				v, ok, err := b.Get(0, "sum", []byte("k"))
+				v, ok, err := b.Get(sumVar, []byte("k"), nil)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -65,12 +66,12 @@ func TestCrashKeepsStateAndProgressTogether(t *testing.T) {
 				}
 				sum += id + 1
 				sums[id] = sum
-				b.Put(0, "sum", []byte("k"), u64(sum))
+				b.Put(sumVar, []byte("k"), nil, u64(sum))
 				if r.IntN(4) == 0 {
 					b.Close() // a batch that fails is dropped whole
 					break
 				}
-				if err := b.Commit(runtime.Progress{BatchID: id}); err != nil {
+				if err := s.Commit(b, runtime.Progress{BatchID: id}); err != nil {
 					t.Fatal(err)
 				}
 				last = id
@@ -85,7 +86,7 @@ func TestCrashKeepsStateAndProgressTogether(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := s.NewBatch()
-			v, ok, _ := b.Get(0, "sum", []byte("k"))
+			v, ok, _ := b.Get(sumVar, []byte("k"), nil)
 			b.Close()
 			var sum int64
 			if ok {
@@ -108,42 +109,158 @@ func TestCrashKeepsStateAndProgressTogether(t *testing.T) {
 	}
 }
 
+var sumVar = runtime.Var{Variable: 3}
+
+// TestBatchCommitsWholeOrNothing: a batch's reads see its own writes and
+// the committed state, other batches see only what was committed, and a
+// dropped batch leaves nothing behind.
 func TestBatchCommitsWholeOrNothing(t *testing.T) {
 	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
 	defer s.Close()
+	count := runtime.Var{Scope: runtime.Scope{Operator: 1}, Variable: 0}
 	b := s.NewBatch()
-	b.Put(1, "count", []byte("a"), []byte("1"))
-	if _, ok, _ := b.Get(1, "count", []byte("a")); ok {
-		t.Fatal("an uncommitted write is visible")
+	b.Put(count, []byte("a"), nil, []byte("1"))
+	if v, ok, _ := b.Get(count, []byte("a"), nil); !ok || string(v) != "1" {
+		t.Fatalf("a batch does not read its own write: %q %v", v, ok)
 	}
-	if err := b.Commit(runtime.Progress{BatchID: 0}); err != nil {
+	other := s.NewBatch()
+	if _, ok, _ := other.Get(count, []byte("a"), nil); ok {
+		t.Fatal("an uncommitted write is visible to another batch")
+	}
+	other.Close()
+	if err := s.Commit(b, runtime.Progress{BatchID: 0}); err != nil {
 		t.Fatal(err)
 	}
 	b = s.NewBatch()
-	if v, ok, _ := b.Get(1, "count", []byte("a")); !ok || string(v) != "1" {
+	if v, ok, _ := b.Get(count, []byte("a"), nil); !ok || string(v) != "1" {
 		t.Fatalf("a committed write is not visible: %q %v", v, ok)
 	}
-	if _, ok, _ := b.Get(1, "other", []byte("a")); ok {
-		t.Fatal("state names are not separate")
+	for _, v := range []runtime.Var{
+		{Scope: runtime.Scope{Operator: 1}, Variable: 1},
+		{Scope: runtime.Scope{Operator: 2}, Variable: 0},
+		{Scope: runtime.Scope{Partition: 1, Operator: 1}, Variable: 0},
+	} {
+		if _, ok, _ := b.Get(v, []byte("a"), nil); ok {
+			t.Fatalf("%+v reads the entry of %+v: variables, operators and partitions are not separate", v, count)
+		}
 	}
-	if _, ok, _ := b.Get(2, "count", []byte("a")); ok {
-		t.Fatal("operators are not separate")
+	b.Put(count, []byte("b"), nil, []byte("2"))
+	b.Delete(count, []byte("a"), nil)
+	if _, ok, _ := b.Get(count, []byte("a"), nil); ok {
+		t.Fatal("a batch reads an entry it deleted")
 	}
-	b.Put(1, "count", []byte("b"), []byte("2"))
 	b.Close()
 	b = s.NewBatch()
 	defer b.Close()
-	if _, ok, _ := b.Get(1, "count", []byte("b")); ok {
+	if _, ok, _ := b.Get(count, []byte("b"), nil); ok {
 		t.Fatal("a dropped batch left a write behind")
+	}
+	if _, ok, _ := b.Get(count, []byte("a"), nil); !ok {
+		t.Fatal("a dropped batch's delete took effect")
 	}
 	if p, _, _ := s.Progress(); p.BatchID != 0 {
 		t.Fatal("a dropped batch left progress behind")
 	}
 }
 
-// TestTimers checks the timer index against a plain list: due timers come
-// out in expiry order, exactly those at or before the bound, and deleted
-// timers are gone.
+// TestScanAndDeletes checks prefix scans and range deletions against a
+// plain map, through batches that mix committed entries with their own
+// writes: a scan returns a key's entries in suffix order as the batch sees
+// them, and no entry of another key, variable, operator or partition.
+func TestScanAndDeletes(t *testing.T) {
+	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	defer s.Close()
+	r := rand.New(rand.NewPCG(4, 4))
+	type entry struct{ v, key, suffix string }
+	vars := []runtime.Var{
+		{Variable: 0}, {Variable: 1}, {Scope: runtime.Scope{Operator: 1}}, {Scope: runtime.Scope{Partition: 7}},
+	}
+	keys := []string{"", "a", "ab", "b", "a\x00", "\xff"}
+	model := map[entry]string{}
+	vname := func(v runtime.Var) string { return fmt.Sprintf("%d/%d/%d", v.Partition, v.Operator, v.Variable) }
+	check := func(b *runtime.StateBatch, round int) {
+		t.Helper()
+		for _, v := range vars {
+			for _, key := range keys {
+				var want []string
+				for e, val := range model {
+					if e.v == vname(v) && e.key == key {
+						want = append(want, e.suffix+"="+val)
+					}
+				}
+				slices.Sort(want)
+				var got []string
+				if err := b.Scan(v, []byte(key), func(suffix, value []byte) error {
+					got = append(got, string(suffix)+"="+string(value))
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Fatalf("round %d: scan of %s key %q: %q, want %q", round, vname(v), key, got, want)
+				}
+			}
+		}
+	}
+	for round := range 30 {
+		b := s.NewBatch()
+		for range 20 {
+			v := vars[r.IntN(len(vars))]
+			key := keys[r.IntN(len(keys))]
+			suffix := string(rune('a' + r.IntN(5)))
+			if r.IntN(3) == 0 {
+				suffix = "" // a point value
+			}
+			e := entry{vname(v), key, suffix}
+			switch r.IntN(10) {
+			case 0:
+				b.DeleteKey(v, []byte(key))
+				for m := range model {
+					if m.v == e.v && m.key == key {
+						delete(model, m)
+					}
+				}
+			case 1, 2:
+				b.Delete(v, []byte(key), []byte(suffix))
+				delete(model, e)
+			default:
+				val := fmt.Sprint(r.IntN(1000))
+				b.Put(v, []byte(key), []byte(suffix), []byte(val))
+				model[e] = val
+			}
+		}
+		check(b, round)
+		if err := s.Commit(b, runtime.Progress{BatchID: int64(round)}); err != nil {
+			t.Fatal(err)
+		}
+		b = s.NewBatch()
+		check(b, round)
+		b.Close()
+	}
+	// Deleting a variable, then a partition.
+	b := s.NewBatch()
+	b.DeleteVar(vars[1])
+	b.RegisterTimer(vars[3].Scope, []byte("a"), time.Unix(10, 0))
+	b.DeletePartition(vars[3].Partition)
+	for m := range model {
+		if m.v == vname(vars[1]) || m.v == vname(vars[3]) {
+			delete(model, m)
+		}
+	}
+	check(b, -1)
+	if due, _ := b.HasDueTimers(vars[3].Scope, runtime.EndOfTime); due {
+		t.Fatal("DeletePartition left a timer")
+	}
+	if err := s.Commit(b, runtime.Progress{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTimers checks the timer service against a plain list: due timers
+// come out in expiry order, exactly those strictly before the threshold;
+// a key's timers are listed in order; deleted timers are gone; and an
+// instant beyond the range of Unix nanoseconds is kept, deleted and fired
+// like any other.
 func TestTimers(t *testing.T) {
 	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
 	defer s.Close()
@@ -152,41 +269,55 @@ func TestTimers(t *testing.T) {
 		key string
 		at  time.Time
 	}
+	scope := runtime.Scope{Operator: 3}
 	var all []timer
 	b := s.NewBatch()
-	base := time.Unix(1_700_000_000, 0)
+	base := time.Unix(1_700_000_000, 0).UTC()
 	for range 300 {
 		tm := timer{key: string(rune('a' + r.IntN(20))), at: base.Add(time.Duration(r.IntN(2000)-1000) * time.Millisecond)}
 		if slices.Contains(all, tm) {
 			continue
 		}
 		all = append(all, tm)
-		b.SetTimer(3, []byte(tm.key), tm.at)
+		b.RegisterTimer(scope, []byte(tm.key), tm.at)
 	}
-	b.SetTimer(4, []byte("other operator"), base)
-	if err := b.Commit(runtime.Progress{}); err != nil {
+	far := time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC) // past 2262
+	b.RegisterTimer(scope, []byte("far"), far)
+	all = append(all, timer{"far", runtime.TimerInstant(far)})
+	b.RegisterTimer(runtime.Scope{Operator: 4}, []byte("other operator"), base)
+	b.RegisterTimer(runtime.Scope{Partition: 1, Operator: 3}, []byte("other partition"), base)
+	if err := s.Commit(b, runtime.Progress{}); err != nil {
 		t.Fatal(err)
 	}
-	// Delete every timer of key "c".
+	// Delete every timer of key "c", through the by-key index.
 	b = s.NewBatch()
-	deleted := 0
+	var listed []time.Time
+	if err := b.KeyTimers(scope, []byte("c"), func(at time.Time) error { listed = append(listed, at); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var want []time.Time
 	for _, tm := range all {
 		if tm.key == "c" {
-			b.DeleteTimer(3, []byte("c"), tm.at)
-			deleted++
+			want = append(want, tm.at)
 		}
 	}
-	if deleted == 0 {
-		t.Fatal("key c has no timers: the test deletes nothing")
+	slices.SortFunc(want, time.Time.Compare)
+	if len(want) == 0 || !slices.EqualFunc(listed, want, time.Time.Equal) {
+		t.Fatalf("timers of c: %v, want %v", listed, want)
 	}
-	if err := b.Commit(runtime.Progress{}); err != nil {
+	if err := b.DeleteKeyTimers(scope, []byte("c")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(b, runtime.Progress{}); err != nil {
 		t.Fatal(err)
 	}
 	all = slices.DeleteFunc(all, func(tm timer) bool { return tm.key == "c" })
-	for _, until := range []time.Time{base.Add(-2 * time.Second), base, base.Add(300 * time.Millisecond), base.Add(time.Hour)} {
+	b = s.NewBatch()
+	defer b.Close()
+	for _, threshold := range []time.Time{base.Add(-2 * time.Second), base, base.Add(300 * time.Millisecond), base.Add(time.Hour), far, runtime.EndOfTime} {
 		var want []timer
 		for _, tm := range all {
-			if !tm.at.After(until) {
+			if tm.at.Before(threshold) {
 				want = append(want, tm)
 			}
 		}
@@ -197,31 +328,85 @@ func TestTimers(t *testing.T) {
 			return strings.Compare(a.key, b.key)
 		})
 		var got []timer
-		err := s.DueTimers(3, until, func(key []byte, at time.Time) error {
-			got = append(got, timer{string(key), at})
-			return nil
-		})
-		if err != nil {
-			t.Fatal(err)
+		cursor := b.DueTimers(scope, threshold)
+		for {
+			due, err := cursor.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(due) == 0 {
+				break
+			}
+			for _, d := range due {
+				got = append(got, timer{string(d.Key), d.At})
+			}
 		}
 		if len(got) != len(want) {
-			t.Fatalf("until %v: %d timers due, want %d", until, len(got), len(want))
+			t.Fatalf("before %v: %d timers due, want %d", threshold, len(got), len(want))
 		}
 		for i := range got {
 			if got[i].key != want[i].key || !got[i].at.Equal(want[i].at) {
-				t.Fatalf("until %v: timer %d is %v, want %v", until, i, got[i], want[i])
+				t.Fatalf("before %v: timer %d is %v, want %v", threshold, i, got[i], want[i])
 			}
 		}
+		if due, err := b.HasDueTimers(scope, threshold); err != nil || due != (len(want) > 0) {
+			t.Fatalf("before %v: HasDueTimers = %v, %v; %d are due", threshold, due, err, len(want))
+		}
 	}
-	stop := errors.New("stop")
+	// The far timer is deleted by the instant it was registered with.
+	if err := b.DeleteTimer(scope, []byte("far"), far); err != nil {
+		t.Fatal(err)
+	}
 	n := 0
-	if err := s.DueTimers(3, base.Add(time.Hour), func([]byte, time.Time) error { n++; return stop }); err != stop || n != 1 {
-		t.Fatalf("DueTimers did not stop at the callback's error: %v after %d", err, n)
+	b.KeyTimers(scope, []byte("far"), func(time.Time) error { n++; return nil })
+	if n != 0 {
+		t.Fatal("the far timer is still listed after its deletion")
+	}
+}
+
+// TestTimerCursorSeesNewTimers: while a cursor walks the due timers, a
+// timer registered ahead of it is reached and one deleted ahead of it is
+// not.
+func TestTimerCursorSeesNewTimers(t *testing.T) {
+	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	defer s.Close()
+	b := s.NewBatch()
+	defer b.Close()
+	scope := runtime.Scope{}
+	for i := range 600 {
+		b.RegisterTimer(scope, []byte(fmt.Sprintf("k%04d", i)), time.Unix(int64(i), 0))
+	}
+	cursor := b.DueTimers(scope, time.Unix(10_000, 0))
+	seen := map[string]bool{}
+	first := true
+	for {
+		due, err := cursor.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(due) == 0 {
+			break
+		}
+		for _, d := range due {
+			seen[string(d.Key)] = true
+			b.DeleteTimer(scope, d.Key, d.At) // as a handler does
+		}
+		if first {
+			first = false
+			b.RegisterTimer(scope, []byte("late"), time.Unix(5000, 0))
+			b.DeleteTimer(scope, []byte("k0599"), time.Unix(599, 0))
+		}
+	}
+	if len(seen) != 600 || !seen["late"] || seen["k0599"] {
+		t.Fatalf("%d timers seen (late: %v, deleted k0599: %v), want 600 with late and without k0599", len(seen), seen["late"], seen["k0599"])
 	}
 }
 
 func meta(states map[string]*codec.Schema) runtime.Meta {
-	return runtime.Meta{Operators: []runtime.OperatorMeta{{Kind: "flatMapGroupsWithState", Name: "sessions", KeyType: "string", States: states}}}
+	return runtime.Meta{
+		Sources:   []string{"memory:in"},
+		Operators: []runtime.OperatorMeta{{Kind: "flatMapGroupsWithState", Name: "sessions", Timeout: "EventTimeTimeout", OutputMode: "Append", KeyType: "string", States: states}},
+	}
 }
 
 func TestCheckMeta(t *testing.T) {
@@ -230,42 +415,103 @@ func TestCheckMeta(t *testing.T) {
 	v3 := (&fixtures.StateV3{}).StreamSchema()
 	fs := vfs.NewMem()
 	s := open(t, fs, runtime.StoreOptions{})
-	if err := s.CheckMeta(meta(map[string]*codec.Schema{"state": v1})); err != nil {
-		t.Fatalf("new checkpoint: %v", err)
+	m := meta(map[string]*codec.Schema{"state": v1})
+	m.ID = "first"
+	if id, _, err := s.CheckMeta(m, false); err != nil || id != "first" {
+		t.Fatalf("new checkpoint: id %q, %v", id, err)
 	}
 	s.Close()
 
 	// Reopened: the same pipeline, and one whose state gained and lost
-	// fields, continue.
+	// fields, continue, with the checkpoint's query id.
 	s = open(t, fs, runtime.StoreOptions{})
 	defer s.Close()
-	if err := s.CheckMeta(meta(map[string]*codec.Schema{"state": v1})); err != nil {
-		t.Fatalf("same pipeline: %v", err)
+	if id, _, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": v1}), false); err != nil || id != "first" {
+		t.Fatalf("same pipeline: id %q, %v", id, err)
 	}
-	if err := s.CheckMeta(meta(map[string]*codec.Schema{"state": v2})); err != nil {
+	// (StateV2 is StateV1 with fields added and removed; being another
+	// type of the fixtures, its name differs, which needs the option.)
+	if _, _, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": v2}), true); err != nil {
 		t.Fatalf("fields added and removed: %v", err)
 	}
-	// A field whose type changed is refused, naming the field.
-	err := s.CheckMeta(meta(map[string]*codec.Schema{"state": v3}))
-	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), `state "state"`) || !strings.Contains(err.Error(), "field Count") {
-		t.Fatalf("changed field type: %v", err)
+	// A field whose type changed is refused, naming the field, even with
+	// AllowPipelineChanges.
+	for _, allow := range []bool{false, true} {
+		_, _, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": v3}), allow)
+		if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), `state "state"`) || !strings.Contains(err.Error(), "field Count") {
+			t.Fatalf("changed field type (allow %v): %v", allow, err)
+		}
 	}
 	// Other operators are refused.
 	other := meta(map[string]*codec.Schema{"state": v2})
 	other.Operators[0].Kind = "mapGroupsWithState"
-	err = s.CheckMeta(other)
+	_, _, err := s.CheckMeta(other, true)
 	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), `was flatMapGroupsWithState "sessions", is now mapGroupsWithState "sessions"`) {
 		t.Fatalf("other operator: %v", err)
 	}
 	two := meta(map[string]*codec.Schema{"state": v2})
 	two.Operators = append(two.Operators, two.Operators[0])
-	if err := s.CheckMeta(two); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "1 stateful operators") {
+	if _, _, err := s.CheckMeta(two, true); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "1 stateful operators") {
 		t.Fatalf("an operator more: %v", err)
 	}
 	key := meta(map[string]*codec.Schema{"state": v2})
 	key.Operators[0].KeyType = "int64"
-	if err := s.CheckMeta(key); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "key type was string, is now int64") {
+	if _, _, err := s.CheckMeta(key, true); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "key type was string, is now int64") {
 		t.Fatalf("other key type: %v", err)
+	}
+	// The pipeline's identity: names, timeouts, output modes and sources
+	// are refused unless the change is allowed.
+	for _, tc := range []struct {
+		change func(*runtime.Meta)
+		want   string
+	}{
+		{func(m *runtime.Meta) { m.Operators[0].Name = "other" }, `operator 0 was flatMapGroupsWithState "sessions", is now flatMapGroupsWithState "other"`},
+		{func(m *runtime.Meta) { m.Operators[0].Timeout = "ProcessingTimeTimeout" }, "timeout was EventTimeTimeout, is now ProcessingTimeTimeout"},
+		{func(m *runtime.Meta) { m.Operators[0].OutputMode = "Update" }, "output mode was Append, is now Update"},
+		{func(m *runtime.Meta) { m.Sources = []string{"files:/data/in"} }, `sources were ["memory:in"], are now ["files:/data/in"]`},
+		{func(m *runtime.Meta) { m.Operators[0].States["state"] = (&fixtures.Counter{}).StreamSchema() }, "is now of type github.com/streamgen/streamgen/generated/fixtures.Counter"},
+		{func(m *runtime.Meta) {
+			m.Operators[0].States["state"] = &codec.Schema{Name: v2.Name, Fields: []codec.Field{{Name: "Other", ID: 99, Type: &codec.Type{Kind: codec.KindString, Go: "string"}}}}
+		}, "has no field in common with the stored one"},
+	} {
+		m := meta(map[string]*codec.Schema{"state": v2})
+		tc.change(&m)
+		_, _, err := s.CheckMeta(m, false)
+		if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "AllowPipelineChanges") {
+			t.Errorf("%s: err = %v", tc.want, err)
+		}
+		if _, _, err := s.CheckMeta(m, true); err != nil {
+			t.Errorf("%s, allowed: %v", tc.want, err)
+		}
+		if _, _, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": v2}), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestRenamedFieldWarning: a state field that disappears while a field of
+// the same type appears is reported at start, naming both and the tag that
+// keeps the data.
+func TestRenamedFieldWarning(t *testing.T) {
+	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	defer s.Close()
+	was := &codec.Schema{Name: "x.S", Fields: []codec.Field{
+		{Name: "Count", ID: 11, Type: &codec.Type{Kind: codec.KindInt, Go: "int64", Bits: 64}},
+		{Name: "Keep", ID: 12, Type: &codec.Type{Kind: codec.KindString, Go: "string"}},
+	}}
+	now := &codec.Schema{Name: "x.S", Fields: []codec.Field{
+		{Name: "Total", ID: 13, Type: &codec.Type{Kind: codec.KindInt, Go: "int64", Bits: 64}},
+		{Name: "Keep", ID: 12, Type: &codec.Type{Kind: codec.KindString, Go: "string"}},
+	}}
+	if _, w, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": was}), false); err != nil || len(w) != 0 {
+		t.Fatal(w, err)
+	}
+	_, w, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": now}), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w) != 1 || !strings.Contains(w[0], "field Count (int64) is gone and field Total of the same type is new") || !strings.Contains(w[0], "`stream:\"id=11\"`") {
+		t.Fatalf("warnings: %q", w)
 	}
 }
 
@@ -273,17 +519,16 @@ func TestCloseStopsSyncLoop(t *testing.T) {
 	before := goruntime.NumGoroutine()
 	s := open(t, vfs.NewMem(), runtime.StoreOptions{SyncInterval: time.Millisecond})
 	b := s.NewBatch()
-	b.Put(0, "x", []byte("k"), bytes.Repeat([]byte("v"), 10))
-	if err := b.Commit(runtime.Progress{BatchID: 0}); err != nil {
+	b.Put(runtime.Var{}, []byte("k"), nil, bytes.Repeat([]byte("v"), 10))
+	if err := s.Commit(b, runtime.Progress{BatchID: 0}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Millisecond)
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for goruntime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+		goruntime.Gosched()
 	}
 	if n := goruntime.NumGoroutine(); n > before {
 		t.Fatalf("%d goroutines after Close, %d before", n, before)

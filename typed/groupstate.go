@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/streamgen/streamgen/runtime"
 )
 
 // Timeout is the kind of timeout a stateful operator uses.
@@ -20,6 +22,17 @@ const (
 	// watermark.
 	EventTimeTimeout
 )
+
+// timeMode is the kind of time of the timeout's timers.
+func (t Timeout) timeMode() runtime.TimeMode {
+	switch t {
+	case ProcessingTimeTimeout:
+		return runtime.ProcessingTimeMode
+	case EventTimeTimeout:
+		return runtime.EventTimeMode
+	}
+	return runtime.NoTime
+}
 
 // String names the timeout as Spark's GroupStateTimeout does.
 func (t Timeout) String() string {
@@ -56,7 +69,9 @@ func (m OutputMode) String() string {
 }
 
 // ErrGroupState is wrapped by the errors of GroupState methods used
-// against Spark's contract; such a misuse also fails the batch.
+// against Spark's contract. A misused call changes nothing; the batch
+// fails only if the function returns the error (or another), as Spark's
+// fails on an exception the function does not catch.
 var ErrGroupState = errors.New("streamgen: GroupState")
 
 // GroupState is the state of one group (one key) handed to a
@@ -66,13 +81,21 @@ var ErrGroupState = errors.New("streamgen: GroupState")
 //   - Exists, Get, Update and Remove read and change the state; changes
 //     are committed with the batch.
 //   - HasTimedOut is true when the function is called because the group
-//     timed out: then it gets no rows.
+//     timed out: then it gets no rows. A group with rows in a batch does
+//     not time out in it.
 //   - The timeout is cleared at every call and must be set again:
 //     SetTimeoutDuration with ProcessingTimeTimeout (d > 0),
-//     SetTimeoutTimestamp with EventTimeTimeout (not before the current
-//     watermark). Setting the wrong kind is an error.
+//     SetTimeoutTimestamp with EventTimeTimeout (after the Unix epoch, and
+//     not before the current watermark). Setting the wrong kind is an
+//     error. A timeout may be set with no state, or after Remove: the
+//     group then keeps only its timeout, and is called again when it
+//     times out, with no state.
+//   - A processing-time timeout fires in the first batch whose processing
+//     time is strictly after it; an event-time timeout in the first batch
+//     whose watermark is strictly after it.
 //   - CurrentWatermark and CurrentProcessingTime are constant within a
-//     batch.
+//     batch; CurrentWatermark is the zero time before the first
+//     watermark.
 //
 // A GroupState is valid only during the call it is passed to.
 type GroupState[S any] struct {
@@ -86,9 +109,6 @@ type GroupState[S any] struct {
 	timeoutSet bool
 	watermark  time.Time
 	now        time.Time
-	// err is the first misuse, which fails the batch even if the caller
-	// ignores the returned error.
-	err error
 }
 
 // Exists reports whether the group has state.
@@ -102,7 +122,8 @@ func (s *GroupState[S]) Update(v S) {
 	s.value, s.exists, s.updated, s.removed = v, true, true, false
 }
 
-// Remove deletes the state (and any timeout set in this call).
+// Remove deletes the state. A timeout set in the call, before or after,
+// stays.
 func (s *GroupState[S]) Remove() {
 	var zero S
 	s.value, s.exists, s.updated, s.removed = zero, false, false, true
@@ -126,11 +147,14 @@ func (s *GroupState[S]) SetTimeoutDuration(d time.Duration) error {
 }
 
 // SetTimeoutTimestamp times the group out once the watermark passes t,
-// unless it gets data first. It needs EventTimeTimeout, and t must not be
-// before the current watermark.
+// unless it gets data first. It needs EventTimeTimeout, and t must be after
+// the Unix epoch and not before the current watermark.
 func (s *GroupState[S]) SetTimeoutTimestamp(t time.Time) error {
 	if s.timeout != EventTimeTimeout {
 		return s.misuse("SetTimeoutTimestamp needs EventTimeTimeout; the operator has %v", s.timeout)
+	}
+	if !t.After(unixEpoch) {
+		return s.misuse("SetTimeoutTimestamp(%v): the timestamp must be after the Unix epoch", t)
 	}
 	if t.Before(s.watermark) {
 		return s.misuse("SetTimeoutTimestamp(%v): the timestamp is before the current watermark %v", t, s.watermark)
@@ -147,9 +171,7 @@ func (s *GroupState[S]) CurrentWatermark() time.Time { return s.watermark }
 func (s *GroupState[S]) CurrentProcessingTime() time.Time { return s.now }
 
 func (s *GroupState[S]) misuse(format string, args ...any) error {
-	err := fmt.Errorf("%w: %s", ErrGroupState, fmt.Sprintf(format, args...))
-	if s.err == nil {
-		s.err = err
-	}
-	return err
+	return fmt.Errorf("%w: %s", ErrGroupState, fmt.Sprintf(format, args...))
 }
+
+var unixEpoch = time.Unix(0, 0)

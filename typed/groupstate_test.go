@@ -3,6 +3,7 @@ package typed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"strings"
 	"sync"
@@ -261,39 +262,73 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // TestGroupStateMisuse: setting a timeout of the wrong kind, a duration
-// that is not positive, or a timestamp before the watermark fails the
-// batch, even when the function ignores the error.
+// that is not positive, a timestamp at or before the Unix epoch or before
+// the watermark returns an error and changes nothing: a function that
+// ignores the error goes on (and no timeout was set), one that returns it
+// fails the batch with the key in the message.
 func TestGroupStateMisuse(t *testing.T) {
 	cases := []struct {
 		name    string
 		timeout typed.Timeout
-		misuse  func(st *typed.GroupState[fixtures.Counter])
+		misuse  func(st *typed.GroupState[fixtures.Counter]) error
 		want    string
 	}{
-		{"duration without processing-time timeout", typed.EventTimeTimeout, func(st *typed.GroupState[fixtures.Counter]) { st.SetTimeoutDuration(time.Second) }, "needs ProcessingTimeTimeout"},
-		{"timestamp without event-time timeout", typed.ProcessingTimeTimeout, func(st *typed.GroupState[fixtures.Counter]) { st.SetTimeoutTimestamp(at(100)) }, "needs EventTimeTimeout"},
-		{"zero duration", typed.ProcessingTimeTimeout, func(st *typed.GroupState[fixtures.Counter]) { st.SetTimeoutDuration(0) }, "must be positive"},
-		{"timestamp before the watermark", typed.EventTimeTimeout, func(st *typed.GroupState[fixtures.Counter]) {
-			if !st.CurrentWatermark().IsZero() {
-				st.SetTimeoutTimestamp(st.CurrentWatermark().Add(-time.Second))
+		{"duration without processing-time timeout", typed.EventTimeTimeout, func(st *typed.GroupState[fixtures.Counter]) error { return st.SetTimeoutDuration(time.Second) }, "needs ProcessingTimeTimeout"},
+		{"timestamp without event-time timeout", typed.ProcessingTimeTimeout, func(st *typed.GroupState[fixtures.Counter]) error { return st.SetTimeoutTimestamp(at(100)) }, "needs EventTimeTimeout"},
+		{"zero duration", typed.ProcessingTimeTimeout, func(st *typed.GroupState[fixtures.Counter]) error { return st.SetTimeoutDuration(0) }, "must be positive"},
+		{"negative duration", typed.ProcessingTimeTimeout, func(st *typed.GroupState[fixtures.Counter]) error { return st.SetTimeoutDuration(-time.Second) }, "must be positive"},
+		{"timestamp at the epoch", typed.EventTimeTimeout, func(st *typed.GroupState[fixtures.Counter]) error { return st.SetTimeoutTimestamp(time.Unix(0, 0)) }, "after the Unix epoch"},
+		{"timestamp before the epoch", typed.EventTimeTimeout, func(st *typed.GroupState[fixtures.Counter]) error { return st.SetTimeoutTimestamp(time.Unix(-5, 0)) }, "after the Unix epoch"},
+		{"timestamp before the watermark", typed.EventTimeTimeout, func(st *typed.GroupState[fixtures.Counter]) error {
+			if st.CurrentWatermark().IsZero() {
+				return nil
 			}
+			return st.SetTimeoutTimestamp(st.CurrentWatermark().Add(-time.Second))
 		}, "before the current watermark"},
 	}
 	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			m := typed.NewMemoryStream[fixtures.Click]("clicks", 1)
-			m.Add(click("a", 10), click("a", 20))
-			s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 0)
-			f := func(key string, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter], emit func(fixtures.UserCount)) error {
-				tc.misuse(st) // the error is ignored on purpose
-				return nil
-			}
-			w := typed.WriteTo(typed.FlatMapGroupsWithState(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), typed.Append, tc.timeout, f), newSink[fixtures.UserCount]())
-			err := runToEnd(t, w, newCheckpoint().opts()...)
-			if !errors.Is(err, typed.ErrGroupState) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "key a") {
-				t.Fatalf("err = %v, want a GroupState error containing %q and the key", err, tc.want)
-			}
-		})
+		for _, returned := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/returned=%v", tc.name, returned), func(t *testing.T) {
+				m := typed.NewMemoryStream[fixtures.Click]("clicks", 1)
+				m.Add(click("a", 10), click("a", 20), click("z", 100))
+				s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 0)
+				var calls []call
+				misused := 0
+				f := func(key string, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter], emit func(fixtures.UserCount)) error {
+					calls = append(calls, call{key: key, timedOut: st.HasTimedOut()})
+					err := tc.misuse(st)
+					if err != nil {
+						misused++
+						if !errors.Is(err, typed.ErrGroupState) || !strings.Contains(err.Error(), tc.want) {
+							t.Errorf("misuse returned %v, want a GroupState error containing %q", err, tc.want)
+						}
+					}
+					if returned {
+						return err
+					}
+					return nil
+				}
+				w := typed.WriteTo(typed.FlatMapGroupsWithState(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), typed.Append, tc.timeout, f), newSink[fixtures.UserCount]())
+				err := runToEnd(t, w, newCheckpoint().opts(runtime.FlushEventTime())...)
+				if misused == 0 {
+					t.Fatal("no call misused the state: the case tests nothing")
+				}
+				if returned {
+					if !errors.Is(err, typed.ErrGroupState) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "key a") {
+						t.Fatalf("err = %v, want a GroupState error containing %q and the key", err, tc.want)
+					}
+					return
+				}
+				if err != nil {
+					t.Fatalf("a misuse whose error the function ignores failed the query: %v", err)
+				}
+				for _, c := range calls {
+					if c.timedOut {
+						t.Fatalf("key %s timed out: the misused call set a timeout", c.key)
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -335,7 +370,7 @@ func TestStartRefusesBadPipelines(t *testing.T) {
 		w    *typed.Writer[fixtures.UserCount]
 		want string
 	}{
-		{"map in append mode", typed.WriteTo(mapped, sink), "needs the Update output mode"},
+		{"map in append mode", typed.WriteTo(mapped, sink).OutputMode(typed.Append), "needs the Update output mode; the query has Append: use WriteTo(...).OutputMode(typed.Update)"},
 		{"flatMap append in update mode", typed.WriteTo(flatAppend, sink).OutputMode(typed.Update), "is in Append mode; the query has Update"},
 		{"complete", typed.WriteTo(flatAppend, sink).OutputMode(typed.Complete), "Complete"},
 		{"event-time timeout without watermark", typed.WriteTo(noWatermark, sink), "no watermark"},
@@ -373,7 +408,8 @@ func TestPanicFailsTheBatch(t *testing.T) {
 		return typed.WriteTo(typed.MapGroupsWithState(typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }), typed.NoTimeout, f), sink).OutputMode(typed.Update)
 	}
 	err := runToEnd(t, w(), ck.opts()...)
-	if err == nil || !strings.Contains(err.Error(), "key b") || !strings.Contains(err.Error(), "panic: boom") || !strings.Contains(err.Error(), "mapGroupsWithState") {
+	if err == nil || !strings.Contains(err.Error(), "key b") || !strings.Contains(err.Error(), "panic: boom") || !strings.Contains(err.Error(), "mapGroupsWithState") ||
+		!strings.Contains(err.Error(), "TestPanicFailsTheBatch.func1") || !strings.Contains(err.Error(), "groupstate_test.go:") {
 		t.Fatalf("err = %v", err)
 	}
 	panics = false

@@ -51,9 +51,9 @@ func (m *MemoryStream[T]) Available(context.Context) (json.RawMessage, error) {
 }
 
 // Next returns the end of the next batch.
-func (m *MemoryStream[T]) Next(_ context.Context, committed, upTo json.RawMessage) (json.RawMessage, error) {
+func (m *MemoryStream[T]) Next(_ context.Context, committed, upTo json.RawMessage, limit runtime.ReadLimit) (json.RawMessage, error) {
 	from, to := m.offset(committed), m.offset(upTo)
-	if m.limit > 0 && to-from > m.limit {
+	if limit == runtime.Limited && m.limit > 0 && to-from > m.limit {
 		to = from + m.limit
 	}
 	if to <= from {
@@ -70,24 +70,31 @@ func (memorySource[T]) Read(context.Context, json.RawMessage, json.RawMessage, f
 	return nil
 }
 
-// FromMemory reads the rows of m.
+// FromMemory reads the rows of m, all in partition "memory".
 func FromMemory[T any](m *MemoryStream[T]) Stream[T] {
-	p := &plan{source: memorySource[T]{m}}
-	return Stream[T]{p: p, run: func(b *batch, emit func(*T)) error {
-		from, to := m.offset(b.run.Start), m.offset(b.run.End)
-		m.mu.Lock()
-		rows := m.rows[from:min(to, len(m.rows))]
-		m.mu.Unlock()
-		b.partition = "memory"
-		if len(rows) > 0 {
-			b.run.Active["memory"] = true
-		}
-		// The rows are handed over in place: stages read them and copy
-		// what they keep, and rows added later never move these.
-		for i := range rows {
-			b.run.InputRows++
-			emit(&rows[i])
-		}
-		return nil
+	src := memorySource[T]{m}
+	return Stream[T]{p: &plan{}, attach: func(c *compiler, emit func(*T)) {
+		input := len(c.plan.Inputs)
+		c.plan.Inputs = append(c.plan.Inputs, runtime.Input{Source: src,
+			Read: func(ctx context.Context, b *runtime.Batch, start, end json.RawMessage) (err error) {
+				defer c.catch(&err)
+				c.begin(ctx, b)
+				from, to := m.offset(start), m.offset(end)
+				m.mu.Lock()
+				rows := m.rows[from:min(to, len(m.rows))]
+				m.mu.Unlock()
+				c.input, c.partition = input, "memory"
+				if len(rows) > 0 {
+					b.MarkActive(input, "memory")
+				}
+				b.AddInputRows(input, int64(len(rows)))
+				// The rows are handed over in place: stages read them and
+				// copy what they keep, and rows added later never move
+				// these.
+				for i := range rows {
+					emit(&rows[i])
+				}
+				return nil
+			}})
 	}}
 }

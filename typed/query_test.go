@@ -149,7 +149,7 @@ func (p *partitioned) Available(context.Context) (json.RawMessage, error) {
 	return json.Marshal([2]int{len(p.rows[0]), len(p.rows[1])})
 }
 
-func (p *partitioned) Next(_ context.Context, committed, upTo json.RawMessage) (json.RawMessage, error) {
+func (p *partitioned) Next(_ context.Context, committed, upTo json.RawMessage, _ runtime.ReadLimit) (json.RawMessage, error) {
 	if string(committed) == string(upTo) {
 		return committed, nil
 	}

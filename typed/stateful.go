@@ -1,14 +1,11 @@
 package typed
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"iter"
-	"reflect"
-	goruntime "runtime"
-	"slices"
-	"sync"
-	"sync/atomic"
+	"runtime/debug"
 	"time"
 
 	"github.com/streamgen/streamgen/codec"
@@ -33,58 +30,35 @@ func GroupByKey[T any, K comparable](s Stream[T], key func(*T) K) KeyedStream[K,
 	return KeyedStream[K, T]{s: s, key: key, codec: c}
 }
 
-// operator is a stateful operator of a plan.
-type operator struct {
-	// rowsHint and keysHint are the sizes of the operator's last batch,
-	// to size the next one's buffers (atomic: a stream may run in more
-	// than one query at a time).
-	rowsHint, keysHint atomic.Int64
-	index              uint8
-	kind               string
-	function           string // the user function, for messages
-	mode               OutputMode
-	timeout            Timeout
-	watermarked        bool
-	meta               runtime.OperatorMeta
+// GroupsOption configures MapGroupsWithState and FlatMapGroupsWithState.
+type GroupsOption[K comparable, S any] func(*groupsConfig[K, S])
+
+type groupsConfig[K comparable, S any] struct {
+	initial []Pair[K, S]
 }
 
-// The names of an operator's entries in the store.
-const (
-	stateName   = "state"
-	timeoutName = "timeout"
-)
-
-// timersDue reports whether one of the operator's timers is due.
-func (op *operator) timersDue(s *runtime.Store, watermark, now time.Time) (bool, error) {
-	bound, ok := op.timerBound(watermark, now)
-	if !ok {
-		return false, nil
-	}
-	due := false
-	err := s.DueTimers(op.index, bound, func([]byte, time.Time) error {
-		due = true
-		return errStop
-	})
-	if err != nil && err != errStop {
-		return false, err
-	}
-	return due, nil
+// Pair is a key and its state.
+type Pair[K comparable, S any] struct {
+	Key   K
+	State S
 }
 
-// timerBound is the latest expiry that is due: the processing time for
-// processing-time timeouts; for event-time timeouts, any time the
-// watermark is strictly past.
-func (op *operator) timerBound(watermark, now time.Time) (time.Time, bool) {
-	switch op.timeout {
-	case ProcessingTimeTimeout:
-		return now, true
-	case EventTimeTimeout:
-		if watermark.IsZero() {
-			return time.Time{}, false
+// InitialState gives the operator a state for each key of m before its
+// first batch, as Spark's initialState. The first batch of a new query
+// calls the function for each of these keys, with the key's rows of that
+// batch or with none; a query restarted on its checkpoint ignores it.
+func InitialState[K comparable, S any](m map[K]S) GroupsOption[K, S] {
+	return func(c *groupsConfig[K, S]) {
+		for k, s := range m {
+			c.initial = append(c.initial, Pair[K, S]{k, s})
 		}
-		return watermark.Add(-time.Nanosecond), true
 	}
-	return time.Time{}, false
+}
+
+// InitialStatePairs is InitialState from a list: Start fails when a key
+// appears twice in it, naming the key.
+func InitialStatePairs[K comparable, S any](pairs ...Pair[K, S]) GroupsOption[K, S] {
+	return func(c *groupsConfig[K, S]) { c.initial = append(c.initial, pairs...) }
 }
 
 // MapGroupsWithState calls f once per key with the key's rows of the
@@ -94,6 +68,7 @@ func (op *operator) timerBound(watermark, now time.Time) (time.Time, bool) {
 func MapGroupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 	ks KeyedStream[K, In], timeout Timeout,
 	f func(key K, rows iter.Seq[In], state *GroupState[S]) (Out, error),
+	opts ...GroupsOption[K, S],
 ) Stream[Out] {
 	return groupsWithState[K, In, S, Out, PS](ks, "mapGroupsWithState", Update, timeout, funcName(f),
 		func(key K, rows iter.Seq[In], state *GroupState[S], emit func(Out)) error {
@@ -102,7 +77,7 @@ func MapGroupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 				emit(out)
 			}
 			return err
-		})
+		}, opts)
 }
 
 // FlatMapGroupsWithState is MapGroupsWithState for functions that give any
@@ -111,265 +86,273 @@ func MapGroupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 func FlatMapGroupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 	ks KeyedStream[K, In], mode OutputMode, timeout Timeout,
 	f func(key K, rows iter.Seq[In], state *GroupState[S], emit func(Out)) error,
+	opts ...GroupsOption[K, S],
 ) Stream[Out] {
-	return groupsWithState[K, In, S, Out, PS](ks, "flatMapGroupsWithState", mode, timeout, funcName(f), f)
-}
-
-// funcName names a user function for messages (reflection, once, when the
-// pipeline is built).
-func funcName(f any) string {
-	if fn := goruntime.FuncForPC(reflect.ValueOf(f).Pointer()); fn != nil {
-		return fn.Name()
-	}
-	return "?"
+	return groupsWithState[K, In, S, Out, PS](ks, "flatMapGroupsWithState", mode, timeout, funcName(f), f, opts)
 }
 
 func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 	ks KeyedStream[K, In], kind string, mode OutputMode, timeout Timeout, function string,
 	f func(key K, rows iter.Seq[In], state *GroupState[S], emit func(Out)) error,
+	opts []GroupsOption[K, S],
 ) Stream[Out] {
+	var cfg groupsConfig[K, S]
+	for _, o := range opts {
+		o(&cfg)
+	}
+	info := runtime.OperatorInfo{
+		Kind:       kind,
+		Name:       function,
+		Timeout:    timeout.String(),
+		OutputMode: mode.String(),
+		TimeMode:   timeout.timeMode(),
+		KeyType:    ks.codec.typeName,
+		Key:        ks.codec.schema,
+		States:     []runtime.StateInfo{{Name: "state", Schema: PS(new(S)).StreamSchema()}},
+		// Spark drops late rows before (flat)mapGroupsWithState only with
+		// event-time timeouts.
+		DropsLateRows: timeout == EventTimeTimeout,
+	}
+	opInfo := operatorInfo{kind: kind, function: function, mode: mode, timeout: timeout, watermarked: ks.s.p.watermarked}
+	opInfo.validate = func() error { return checkInitial(ks.codec, cfg.initial) }
 	p := ks.s.p
-	if len(p.operators) >= 255 {
-		p = p.failed("streamgen: more than 255 stateful operators")
-	}
-	op := &operator{
-		index:       uint8(len(p.operators)),
-		kind:        kind,
-		function:    function,
-		mode:        mode,
-		timeout:     timeout,
-		watermarked: ks.s.watermarked,
-		meta: runtime.OperatorMeta{
-			Kind:    kind,
-			KeyType: ks.codec.typeName,
-			Key:     ks.codec.schema,
-			States:  map[string]*codec.Schema{stateName: PS(new(S)).StreamSchema()},
-		},
-	}
-	p = p.with(func(q *plan) { q.operators = append(q.operators, op) })
-	// rowBuffers keeps the gathering buffers between batches, so that a
-	// steady stream reuses them instead of making garbage each batch.
-	var rowBuffers sync.Pool
-	return Stream[Out]{p: p, watermarked: ks.s.watermarked, run: func(b *batch, emit func(*Out)) error {
-		// Gather the batch's rows by key, keys in order of first row: the
-		// rows in one slice, in the order read, and a counting sort of
-		// their indexes by key, so that each key's rows are a run of
-		// indexes (no row is copied twice, no slice per key). The slices
-		// and the map start at the sizes of the operator's last batch.
-		rowsHint, keysHint := int(op.rowsHint.Load()), int(op.keysHint.Load())
-		index := make(map[K]int32, keysHint)
-		keys := make([]K, 0, keysHint)
-		buf, _ := rowBuffers.Get().(*gathered[In])
-		if buf == nil {
-			buf = &gathered[In]{}
-		}
-		defer func() {
-			clear(buf.all) // drop the references the rows hold
-			buf.all, buf.keyOf, buf.order = buf.all[:0], buf.keyOf[:0], buf.order[:0]
-			rowBuffers.Put(buf)
-		}()
-		all := slices.Grow(buf.all[:0], rowsHint)
-		keyOf := slices.Grow(buf.keyOf[:0], rowsHint)
-		err := ks.s.run(b, func(t *In) {
-			k := ks.key(t)
-			i, ok := index[k]
-			if !ok {
-				i = int32(len(keys))
-				index[k] = i
-				keys = append(keys, k)
-			}
-			all = append(all, *t)
-			keyOf = append(keyOf, i)
-		})
-		if err != nil {
-			return err
-		}
-		buf.all, buf.keyOf = all, keyOf
-		op.rowsHint.Store(int64(len(all)))
-		op.keysHint.Store(int64(len(keys)))
-		started := time.Now()
-		defer func() { b.run.Durations["stateOperators"] += time.Since(started) }()
-		ends := make([]int32, len(keys))
-		for _, i := range keyOf {
-			ends[i]++
-		}
-		for i := 1; i < len(ends); i++ {
-			ends[i] += ends[i-1]
-		}
-		order := slices.Grow(buf.order[:0], len(all))[:len(all)]
-		buf.order = order
-		next := make([]int32, len(keys))
-		for i := range next {
-			next[i] = startOf(ends, i)
-		}
-		for j, i := range keyOf {
-			order[next[i]] = int32(j)
-			next[i]++
-		}
-		g := newGroup[K, In, S, Out, PS](op, b, f, ks.codec, emit)
-		g.all = all
-		for i, k := range keys {
-			if err := g.call(k, nil, order[startOf(ends, i):ends[i]], false); err != nil {
-				return err
+	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
+		op := &groupsOp[K, In, S, Out, PS]{c: c, info: info, key: ks.key, codec: ks.codec, f: f, timeout: timeout, initial: cfg.initial}
+		op.seq = func(yield func(In) bool) {
+			for _, j := range op.current {
+				if !yield(op.rows[j]) {
+					return
+				}
 			}
 		}
-		// Then the keys whose timeout is due and that had no rows.
-		bound, ok := op.timerBound(b.run.Watermark, b.run.Now)
-		if !ok {
-			return nil
-		}
-		type due struct{ key []byte }
-		var timedOut []due
-		err = b.run.Store.DueTimers(op.index, bound, func(key []byte, _ time.Time) error {
-			timedOut = append(timedOut, due{key})
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		for _, d := range timedOut {
-			var k K
-			if err := ks.codec.decode(d.key, &k); err != nil {
-				return fmt.Errorf("streamgen: %s (%s): a timer's key does not decode: %w", op.kind, op.function, err)
-			}
-			if _, had := index[k]; had {
-				continue // a key with rows in the batch does not time out
-			}
-			index[k] = -1 // one call per key, however many timers it had
-			if err := g.call(k, d.key, nil, true); err != nil {
-				return err
-			}
-		}
-		return nil
+		op.emit = func(o Out) { emit(&o) }
+		ks.s.attach(c, op.gather)
+		op.index = c.addOperator(op, opInfo)
 	}}
 }
 
-// gathered holds a batch's rows for an operator.
-type gathered[In any] struct {
-	all   []In
-	keyOf []int32
-	order []int32
-}
-
-// startOf is where key i's rows start in the sorted rows, given the
-// running ends.
-func startOf(ends []int32, i int) int32 {
-	if i == 0 {
-		return 0
-	}
-	return ends[i-1]
-}
-
-// group runs the user function for one key at a time. The iterator and
-// emit function it hands over are made once per batch, not per call.
-type group[K comparable, In, S, Out any, PS codec.RecordPtr[S]] struct {
-	op    *operator
-	b     *batch
-	f     func(key K, rows iter.Seq[In], state *GroupState[S], emit func(Out)) error
-	codec keyCodec[K]
-	key   []byte
-	buf   []byte
-	state GroupState[S]
-	all   []In    // the batch's rows, in the order read
-	rows  []int32 // the indexes in all of the current call's rows
-	seq   iter.Seq[In]
-	emit  func(Out)
-}
-
-func newGroup[K comparable, In, S, Out any, PS codec.RecordPtr[S]](op *operator, b *batch,
-	f func(key K, rows iter.Seq[In], state *GroupState[S], emit func(Out)) error, c keyCodec[K], emit func(*Out),
-) *group[K, In, S, Out, PS] {
-	g := &group[K, In, S, Out, PS]{op: op, b: b, f: f, codec: c}
-	g.seq = func(yield func(In) bool) {
-		for _, j := range g.rows {
-			if !yield(g.all[j]) {
-				return
-			}
+// checkInitial refuses an initial state that names a key twice.
+func checkInitial[K comparable, S any](kc keyCodec[K], pairs []Pair[K, S]) error {
+	seen := make(map[K]bool, len(pairs))
+	for _, p := range pairs {
+		if seen[p.Key] {
+			return fmt.Errorf("the initial state has key %v more than once: give each key one state", p.Key)
 		}
+		seen[p.Key] = true
 	}
-	g.emit = func(o Out) { emit(&o) }
-	return g
+	return nil
 }
 
-// call loads the key's state, calls the function, and stages the state
-// and timer changes in the batch.
-func (g *group[K, In, S, Out, PS]) call(k K, encoded []byte, rows []int32, timedOut bool) (err error) {
-	op, run := g.op, g.b.run
-	if encoded == nil {
-		if g.key, err = g.codec.encode(g.key[:0], &k); err != nil {
-			return fmt.Errorf("streamgen: %s (%s): key %v: %w", op.kind, op.function, k, err)
-		}
-		encoded = g.key
+// groupsOp is a (flat)mapGroupsWithState operator of one query: the
+// runtime operator that gathers its rows by key and calls the user
+// function.
+//
+// A key's state is one row of variable 0, as Spark's: a flags byte (bit 0:
+// there is a value; bit 1: there is a timeout), then the timeout instant as
+// 8 bytes (Unix nanoseconds, big-endian) when there is one, then the
+// value's binary encoding when there is one. A key with a timeout and no
+// value is a state row too. The timeout is also a timer in the runtime's
+// timer service, which calls HandleTimer when it is due.
+type groupsOp[K comparable, In, S, Out any, PS codec.RecordPtr[S]] struct {
+	c       *compiler
+	index   int
+	info    runtime.OperatorInfo
+	key     func(*In) K
+	codec   keyCodec[K]
+	f       func(key K, rows iter.Seq[In], state *GroupState[S], emit func(Out)) error
+	timeout Timeout
+	initial []Pair[K, S]
+
+	groups runtime.Groups
+	// rows are the batch's rows in arrival order; keys the key of each
+	// group.
+	rows []In
+	keys []K
+	// current are the row numbers of the call's rows.
+	current []int32
+	seq     iter.Seq[In]
+	emit    func(Out)
+	state   GroupState[S]
+	keyBuf  []byte
+	valBuf  []byte
+}
+
+// The flags of a state row.
+const (
+	rowHasValue   = 1
+	rowHasTimeout = 2
+)
+
+func (o *groupsOp[K, In, S, Out, PS]) Info() runtime.OperatorInfo { return o.info }
+func (o *groupsOp[K, In, S, Out, PS]) Groups() *runtime.Groups    { return &o.groups }
+
+// gather is the stage before the operator: it keeps the row and adds it
+// to its key's group.
+func (o *groupsOp[K, In, S, Out, PS]) gather(t *In) {
+	k := o.key(t)
+	var err error
+	if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &k); err != nil {
+		panic(userPanic{fmt.Errorf("streamgen: %s (%s): key %v: %w", o.info.Kind, o.info.Name, k, err)})
 	}
-	st := &g.state
-	*st = GroupState[S]{timeout: op.timeout, timedOut: timedOut, watermark: run.Watermark, now: run.Now}
-	raw, existed, err := run.Batch.Get(op.index, stateName, encoded)
+	if _, isNew := o.groups.Add(o.keyBuf); isNew {
+		o.keys = append(o.keys, k)
+	}
+	o.rows = append(o.rows, *t)
+}
+
+// EndBatch drops the batch's rows.
+func (o *groupsOp[K, In, S, Out, PS]) EndBatch() {
+	clear(o.rows) // drop the references the rows hold
+	clear(o.keys)
+	o.rows, o.keys = o.rows[:0], o.keys[:0]
+}
+
+// InitialState writes the initial state and adds its keys to the groups.
+func (o *groupsOp[K, In, S, Out, PS]) InitialState(ctx context.Context, b *runtime.Batch, op int) error {
+	for i := range o.initial {
+		p := &o.initial[i]
+		var err error
+		if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &p.Key); err != nil {
+			return fmt.Errorf("initial state: key %v: %w", p.Key, err)
+		}
+		if _, isNew := o.groups.AddKey(o.keyBuf); isNew {
+			o.keys = append(o.keys, p.Key)
+		}
+		if o.valBuf, err = PS(&p.State).AppendBinary(append(o.valBuf[:0], rowHasValue)); err != nil {
+			return fmt.Errorf("initial state: key %v: %w", p.Key, err)
+		}
+		k := b.KeyOf(op, o.keyBuf)
+		if err := k.Put(0, nil, o.valBuf); err != nil {
+			return err
+		}
+		k.Updated(true)
+	}
+	return nil
+}
+
+func (o *groupsOp[K, In, S, Out, PS]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	return o.call(k, o.keys[group], rows, false)
+}
+
+func (o *groupsOp[K, In, S, Out, PS]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	var key K
+	if err := o.codec.decode(k.Key(), &key); err != nil {
+		return fmt.Errorf("a timer's key does not decode: %w", err)
+	}
+	return o.call(k, key, nil, true)
+}
+
+// call reads the key's state row, calls the function, and writes the
+// row and the timer back as Spark does: the timeout is cleared at every
+// call unless set again; a removed state with no timeout removes the row;
+// otherwise the row is written when the state was updated or removed or
+// the timeout changed.
+func (o *groupsOp[K, In, S, Out, PS]) call(k *runtime.KeyState, key K, rows []int32, timedOut bool) (err error) {
+	b := k.Batch()
+	raw, existed, err := k.Get(0, nil)
 	if err != nil {
 		return err
 	}
+	st := &o.state
+	*st = GroupState[S]{timeout: o.timeout, timedOut: timedOut, watermark: b.Watermark, now: b.Now}
+	var oldTimeout time.Time
+	hadTimeout := false
 	if existed {
-		if err := PS(&st.value).UnmarshalBinary(raw); err != nil {
-			return fmt.Errorf("streamgen: %s (%s): key %v: stored state does not decode: %w", op.kind, op.function, k, err)
+		if len(raw) == 0 {
+			return fmt.Errorf("key %v: stored state row is empty", key)
 		}
-		st.exists = true
-	}
-	var oldTimer []byte
-	if op.timeout != NoTimeout {
-		if oldTimer, _, err = run.Batch.Get(op.index, timeoutName, encoded); err != nil {
-			return err
+		flags, rest := raw[0], raw[1:]
+		if flags&rowHasTimeout != 0 {
+			if len(rest) < 8 {
+				return fmt.Errorf("key %v: stored state row is cut short", key)
+			}
+			oldTimeout, hadTimeout = time.Unix(0, int64(binary.BigEndian.Uint64(rest))).UTC(), true
+			rest = rest[8:]
+		}
+		if flags&rowHasValue != 0 {
+			if err := PS(&st.value).UnmarshalBinary(rest); err != nil {
+				return fmt.Errorf("key %v: stored state does not decode: %w", key, err)
+			}
+			st.exists = true
 		}
 	}
 
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("streamgen: %s (%s): key %v: panic: %v", op.kind, op.function, k, r)
-		}
-	}()
-	g.rows = rows
-	if err := g.f(k, g.seq, st, g.emit); err != nil {
-		return fmt.Errorf("streamgen: %s (%s): key %v: %w", op.kind, op.function, k, err)
-	}
-	if st.err != nil {
-		return fmt.Errorf("streamgen: %s (%s): key %v: %w", op.kind, op.function, k, st.err)
+	if err := o.run(key, rows, st); err != nil {
+		return err
 	}
 
+	newTimeout := runtime.TimerInstant(st.timeoutAt)
+	timeoutChanged := hadTimeout != st.timeoutSet || st.timeoutSet && !newTimeout.Equal(oldTimeout)
+	if timeoutChanged {
+		if hadTimeout {
+			if err := k.DeleteTimer(oldTimeout); err != nil {
+				return err
+			}
+		}
+		if st.timeoutSet {
+			if err := k.RegisterTimer(newTimeout); err != nil {
+				return err
+			}
+		}
+	}
 	switch {
-	case st.removed && existed:
-		if err := run.Batch.Delete(op.index, stateName, encoded); err != nil {
+	case st.removed && !st.timeoutSet:
+		if existed {
+			if err := k.Delete(0, nil); err != nil {
+				return err
+			}
+			k.Removed()
+		}
+	case st.updated || st.removed || timeoutChanged:
+		row := o.valBuf[:0]
+		flags := byte(0)
+		if st.exists {
+			flags |= rowHasValue
+		}
+		if st.timeoutSet {
+			flags |= rowHasTimeout
+		}
+		row = append(row, flags)
+		if st.timeoutSet {
+			row = binary.BigEndian.AppendUint64(row, uint64(newTimeout.UnixNano()))
+		}
+		if st.exists {
+			if row, err = PS(&st.value).AppendBinary(row); err != nil {
+				return fmt.Errorf("key %v: state: %w", key, err)
+			}
+		}
+		o.valBuf = row
+		if err := k.Put(0, nil, row); err != nil {
 			return err
 		}
-		run.StateRemoved[op.index]++
-		run.StateRows[op.index]--
-	case st.updated:
-		if g.buf, err = PS(&st.value).AppendBinary(g.buf[:0]); err != nil {
-			return fmt.Errorf("streamgen: %s (%s): key %v: state: %w", op.kind, op.function, k, err)
-		}
-		if err := run.Batch.Put(op.index, stateName, encoded, g.buf); err != nil {
-			return err
-		}
-		run.StateUpdated[op.index]++
-		if !existed {
-			run.StateRows[op.index]++
-		}
+		k.Updated(!existed)
 	}
-	// The timeout is cleared at every call; a new one replaces it.
-	if len(oldTimer) == 8 {
-		at := time.Unix(0, int64(binary.BigEndian.Uint64(oldTimer)))
-		if err := run.Batch.DeleteTimer(op.index, encoded, at); err != nil {
-			return err
+	return nil
+}
+
+// run calls the user function, turning a panic into an error that names
+// the function (or the stage after it that panicked), the key and the
+// stack.
+func (o *groupsOp[K, In, S, Out, PS]) run(key K, rows []int32, st *GroupState[S]) (err error) {
+	defer func() {
+		r := recover()
+		if r == nil {
+			return
 		}
-		if err := run.Batch.Delete(op.index, timeoutName, encoded); err != nil {
-			return err
+		if up, ok := r.(userPanic); ok {
+			err = up
+			return
 		}
-	}
-	if st.timeoutSet && !st.removed {
-		if err := run.Batch.SetTimer(op.index, encoded, st.timeoutAt); err != nil {
-			return err
+		where := o.info.Name
+		if s := o.c.stage; s != "" {
+			where = s + ", on a row that " + o.info.Name + " emitted"
+			o.c.stage = ""
 		}
-		at := binary.BigEndian.AppendUint64(nil, uint64(st.timeoutAt.UnixNano()))
-		if err := run.Batch.Put(op.index, timeoutName, encoded, at); err != nil {
-			return err
-		}
+		err = userPanic{fmt.Errorf("key %v: panic: %v (in %s)\n%s", key, r, where, debug.Stack())}
+	}()
+	o.current = rows
+	if err := o.f(key, o.seq, st, o.emit); err != nil {
+		return fmt.Errorf("key %v: %w", key, err)
 	}
 	return nil
 }

@@ -2,7 +2,7 @@ package typed
 
 import (
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
@@ -12,32 +12,31 @@ import (
 )
 
 // Stream is a typed stream of records. It is a description: nothing runs
-// until a query over it starts. Streams are values; deriving one from
+// until a query over it starts, and each query compiles it anew, so one
+// stream may feed several queries. Streams are values; deriving one from
 // another does not change the first. The zero Stream is not usable.
 type Stream[T any] struct {
 	p *plan
-	// run pushes the rows of one micro-batch, in order, to emit.
-	run func(b *batch, emit func(*T)) error
-	// watermarked is true downstream of WithWatermark.
-	watermarked bool
+	// attach compiles the stream for one query: it connects the stream's
+	// rows to emit, registering its inputs and operators with c (upstream
+	// first).
+	attach func(c *compiler, emit func(*T))
 }
 
-// plan is what a stream knows of the pipeline up to it: its source,
-// watermark and stateful operators, and any error found while building it
+// plan is what a stream knows of the pipeline up to it, before any query:
+// whether it has a watermark, and any error found while building it
 // (reported by Start, so that building reads as a chain of calls). A
-// derived stream gets a copy with its additions, so two pipelines built
-// from one stream do not see each other's operators.
+// derived stream gets a copy with its additions.
 type plan struct {
-	source    runtime.Source
-	watermark *time.Duration
-	operators []*operator
-	errs      []error
+	watermarked bool
+	// eventTime is true where the rows carry the event time of a
+	// WithWatermark before them.
+	errs []error
 }
 
 // with returns a copy of p for a derived stream.
 func (p *plan) with(change func(*plan)) *plan {
 	q := *p
-	q.operators = slices.Clone(p.operators)
 	q.errs = slices.Clone(p.errs)
 	change(&q)
 	return &q
@@ -48,47 +47,50 @@ func (p *plan) failed(format string, args ...any) *plan {
 	return p.with(func(q *plan) { q.errs = append(q.errs, fmt.Errorf(format, args...)) })
 }
 
-// batch is one micro-batch as the stages of a stream see it.
-type batch struct {
-	ctx context.Context
-	run *runtime.BatchRun
-	// plan is the whole query's plan.
-	plan *plan
-	// partition is the source partition of the row being pushed.
-	partition string
-}
-
 // From reads records of type T from src, decoding each raw record (a JSON
-// line) with T's generated decoder. A record that does not decode goes to
-// the dead-letter sink with its position and the error; the query goes on.
+// line) with T's generated decoder. A record that does not decode, or that
+// the source could not read, goes to the dead-letter sink with its
+// position and the error; the query goes on.
 func From[T any, P codec.RecordPtr[T]](src runtime.Source) Stream[T] {
-	p := &plan{source: src}
-	return Stream[T]{p: p, run: func(b *batch, emit func(*T)) error {
-		started := time.Now()
-		defer func() { b.run.Durations["getBatch"] += time.Since(started) }()
-		return src.Read(b.ctx, b.run.Start, b.run.End, func(r runtime.Record) error {
-			b.run.InputRows++
-			var t T
-			if err := P(&t).UnmarshalJSON(r.Data); err != nil {
-				b.run.DeadLetters = append(b.run.DeadLetters, runtime.DeadLetter{
-					Source: src.Name(), Position: r.Position, Error: err.Error(), Raw: string(r.Data),
+	return Stream[T]{p: &plan{}, attach: func(c *compiler, emit func(*T)) {
+		input := len(c.plan.Inputs)
+		c.plan.Inputs = append(c.plan.Inputs, runtime.Input{Source: src,
+			Read: func(ctx context.Context, b *runtime.Batch, start, end json.RawMessage) (err error) {
+				defer c.catch(&err)
+				c.begin(ctx, b)
+				c.input = input
+				var rows int64
+				defer func() { b.AddInputRows(input, rows) }()
+				var t T
+				return src.Read(ctx, start, end, func(r runtime.Record) error {
+					rows++
+					if r.Err != nil {
+						b.DeadLetter(runtime.DeadLetter{Source: src.Name(), Position: r.Position, Error: r.Err.Error(), Raw: string(r.Data)})
+						return nil
+					}
+					t = *new(T)
+					if err := P(&t).UnmarshalJSON(r.Data); err != nil {
+						b.DeadLetter(runtime.DeadLetter{Source: src.Name(), Position: r.Position, Error: err.Error(), Raw: string(r.Data)})
+						return nil
+					}
+					c.partition = r.Partition
+					b.MarkActive(input, r.Partition)
+					emit(&t)
+					return nil
 				})
-				return nil
-			}
-			b.partition = r.Partition
-			b.run.Active[r.Partition] = true
-			emit(&t)
-			return nil
-		})
+			}})
 	}}
 }
 
 // Map applies f to every row. f gets a pointer to the row to save a copy;
 // it must not keep or modify it.
 func Map[T, U any](s Stream[T], f func(*T) U) Stream[U] {
-	return Stream[U]{p: s.p, watermarked: s.watermarked, run: func(b *batch, emit func(*U)) error {
-		return s.run(b, func(t *T) {
+	name := funcName(f)
+	return Stream[U]{p: s.p, attach: func(c *compiler, emit func(*U)) {
+		s.attach(c, func(t *T) {
+			c.stage = name
 			u := f(t)
+			c.stage = ""
 			emit(&u)
 		})
 	}}
@@ -96,9 +98,13 @@ func Map[T, U any](s Stream[T], f func(*T) U) Stream[U] {
 
 // Filter keeps the rows for which keep returns true.
 func Filter[T any](s Stream[T], keep func(*T) bool) Stream[T] {
-	return Stream[T]{p: s.p, watermarked: s.watermarked, run: func(b *batch, emit func(*T)) error {
-		return s.run(b, func(t *T) {
-			if keep(t) {
+	name := funcName(keep)
+	return Stream[T]{p: s.p, attach: func(c *compiler, emit func(*T)) {
+		s.attach(c, func(t *T) {
+			c.stage = name
+			ok := keep(t)
+			c.stage = ""
+			if ok {
 				emit(t)
 			}
 		})
@@ -107,12 +113,40 @@ func Filter[T any](s Stream[T], keep func(*T) bool) Stream[T] {
 
 // FlatMap replaces every row with the rows f returns.
 func FlatMap[T, U any](s Stream[T], f func(*T) []U) Stream[U] {
-	return Stream[U]{p: s.p, watermarked: s.watermarked, run: func(b *batch, emit func(*U)) error {
-		return s.run(b, func(t *T) {
-			for _, u := range f(t) {
-				emit(&u)
+	name := funcName(f)
+	return Stream[U]{p: s.p, attach: func(c *compiler, emit func(*U)) {
+		s.attach(c, func(t *T) {
+			c.stage = name
+			us := f(t)
+			c.stage = ""
+			for i := range us {
+				emit(&us[i])
 			}
 		})
+	}}
+}
+
+// Union merges the rows of streams, as Spark's union of streaming
+// Datasets: each stream's sources keep their own offsets, and the
+// watermark of a query over the union is the minimum over all its sources'
+// partitions that are not idle (Spark's default multipleWatermarkPolicy).
+// Within a batch, the rows of the first stream's sources come first.
+func Union[T any](streams ...Stream[T]) Stream[T] {
+	p := &plan{}
+	if len(streams) == 0 {
+		p = p.failed("streamgen: Union of no streams")
+	}
+	for _, s := range streams {
+		s := s
+		p = p.with(func(q *plan) {
+			q.errs = append(q.errs, s.p.errs...)
+			q.watermarked = q.watermarked || s.p.watermarked
+		})
+	}
+	return Stream[T]{p: p, attach: func(c *compiler, emit func(*T)) {
+		for _, s := range streams {
+			s.attach(c, emit)
+		}
 	}}
 }
 
@@ -133,34 +167,51 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // arrive. The watermark is the largest event time seen, less delay, kept
 // per source partition; the query's watermark is the minimum over the
 // partitions that are not idle, and a batch uses the watermark computed
-// from the batches before it, as in Spark. Rows whose event time is at or
-// before the watermark are late: stateful operators downstream do not see
-// them; they are counted in the progress report and, with LateRows, sent
-// to a side sink.
+// from the batches before it, as in Spark.
+//
+// Rows whose event time is at or before the watermark are late. They are
+// dropped (counted in the progress report of the first operator that drops
+// them and, with LateRows, sent to a side sink) when a stateful operator
+// downstream drops late rows: mapGroupsWithState and
+// flatMapGroupsWithState do with EventTimeTimeout, as in Spark. Otherwise
+// they go on.
 func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.Duration, opts ...WatermarkOption[T]) Stream[T] {
 	var cfg watermarkConfig[T]
 	for _, o := range opts {
 		o(&cfg)
 	}
 	p := s.p
-	if p.watermark != nil {
+	if p.watermarked {
 		p = p.failed("streamgen: WithWatermark: the stream already has a watermark")
 	}
 	if delay < 0 {
 		p = p.failed("streamgen: WithWatermark: negative delay %v", delay)
 	}
-	p = p.with(func(q *plan) { q.watermark = &delay })
-	return Stream[T]{p: p, watermarked: true, run: func(b *batch, emit func(*T)) error {
-		wm := b.run.Watermark
-		dropLate := len(b.plan.operators) > 0 && !wm.IsZero()
+	p = p.with(func(q *plan) { q.watermarked = true })
+	name := funcName(eventTime)
+	return Stream[T]{p: p, attach: func(c *compiler, emit func(*T)) {
+		c.plan.Watermark = true
 		var late []T
-		err := s.run(b, func(t *T) {
+		if cfg.late != nil {
+			c.plan.Outputs = append(c.plan.Outputs, runtime.Output{Description: "late rows",
+				Write: func(ctx context.Context, b *runtime.Batch) (int64, error) {
+					// Written every batch, empty or not, so that a batch run
+					// again replaces what an earlier attempt wrote.
+					n := int64(len(late))
+					err := cfg.late.Write(ctx, b.ID, late)
+					clear(late)
+					late = late[:0]
+					return n, err
+				}})
+		}
+		s.attach(c, func(t *T) {
+			c.stage = name
 			et := eventTime(t)
-			if m, ok := b.run.MaxEventTime[b.partition]; !ok || et.After(m) {
-				b.run.MaxEventTime[b.partition] = et
-			}
-			if dropLate && !et.After(wm) {
-				b.run.LateRows++
+			c.stage = ""
+			b := c.batch
+			b.AdvanceWatermark(c.input, c.partition, et.Add(-delay))
+			if c.lateOp >= 0 && !b.Watermark.IsZero() && !et.After(b.Watermark) {
+				b.DropLate(c.lateOp)
 				if cfg.late != nil {
 					late = append(late, *t)
 				}
@@ -168,17 +219,5 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			}
 			emit(t)
 		})
-		if err != nil || cfg.late == nil {
-			return err
-		}
-		// Written every batch, empty or not, so that a batch run again
-		// replaces what an earlier attempt wrote.
-		if err := cfg.late.Write(b.ctx, b.run.ID, late); err != nil {
-			return fmt.Errorf("streamgen: batch %d: late-rows sink: %w", b.run.ID, err)
-		}
-		return nil
 	}}
 }
-
-// errStop ends a scan early.
-var errStop = errors.New("stop")

@@ -1,0 +1,294 @@
+package runtime
+
+import (
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Batch is one micro-batch as the plan's stages and operators see it:
+// its id, its watermark and processing time, and what they report of it.
+// The loop makes one per batch and passes it to the calls of that batch
+// only; it is not safe for concurrent use.
+type Batch struct {
+	// ID is the batch id: the epoch sinks use to stay idempotent.
+	ID int64
+	// Watermark is the event-time watermark in effect for the whole batch
+	// (computed from the batches before it); zero when the plan has none.
+	Watermark time.Time
+	// Now is the batch's processing time: constant within the batch.
+	Now time.Time
+	// First is true for the first batch of a new checkpoint.
+	First bool
+
+	state  *StateBatch
+	ops    []opRun
+	inputs []inputRun
+	// watermarks and active are by partition key (see partitionKey).
+	watermarks  map[string]time.Time
+	active      map[string]bool
+	deadLetters []DeadLetter
+	outputRows  int64
+	// err is the first state error: it fails the batch whatever the
+	// operator did with it.
+	err error
+}
+
+type inputRun struct {
+	name string
+	rows int64
+}
+
+// opRun is an operator's share of a batch.
+type opRun struct {
+	scope            Scope
+	updated, removed int64
+	late             int64
+	// total is the operator's state rows after the batch's calls so far.
+	total    int64
+	keyState KeyState
+}
+
+// partitionKey names a partition of an input in the committed progress:
+// the source's name and the partition.
+func partitionKey(source, partition string) string { return source + "#" + partition }
+
+// AddInputRows counts n rows read from input (decoded or not).
+func (b *Batch) AddInputRows(input int, n int64) { b.inputs[input].rows += n }
+
+// AdvanceWatermark records a row of input's partition whose event time,
+// less the watermark's delay, is t: the partition's watermark, for later
+// batches, is the largest such t.
+func (b *Batch) AdvanceWatermark(input int, partition string, t time.Time) {
+	k := partitionKey(b.inputs[input].name, partition)
+	if m, ok := b.watermarks[k]; !ok || t.After(m) {
+		b.watermarks[k] = t
+	}
+}
+
+// MarkActive records that input's partition had rows in the batch, which
+// keeps it in the watermark when partitions may go idle.
+func (b *Batch) MarkActive(input int, partition string) {
+	k := partitionKey(b.inputs[input].name, partition)
+	if !b.active[k] {
+		b.active[k] = true
+	}
+}
+
+// DeadLetter records a record that could not be read or decoded.
+func (b *Batch) DeadLetter(d DeadLetter) { b.deadLetters = append(b.deadLetters, d) }
+
+// DropLate counts a row dropped before operator op for being late.
+func (b *Batch) DropLate(op int) { b.ops[op].late++ }
+
+// KeyOf returns the state of key for operator op (see KeyState), for an
+// operator's InitialState. The KeyState is valid until the next call.
+func (b *Batch) KeyOf(op int, key []byte) *KeyState {
+	k := &b.ops[op].keyState
+	k.reset(b, op, key)
+	return k
+}
+
+// fail records a state error; the first one fails the batch.
+func (b *Batch) fail(err error) error {
+	if b.err == nil {
+		b.err = err
+	}
+	return err
+}
+
+// Groups gathers a batch's rows by encoded key: each key gets a group
+// number, in order of its first row, and each row the group of its key, in
+// arrival order. The stage before an operator calls Add for each row it
+// passes on, keeping the row itself in its own typed slice at the same
+// position. Not safe for concurrent use.
+type Groups struct {
+	index map[string]int32
+	keys  [][]byte
+	keyOf []int32
+	// order and ends are the rows sorted by group, made by sort.
+	order, ends []int32
+}
+
+// Add gathers a row of key and returns its group, and whether the key is
+// new in the batch. The row's number is the count of rows added before it.
+func (g *Groups) Add(key []byte) (group int32, isNew bool) {
+	if g.index == nil {
+		g.index = make(map[string]int32)
+	}
+	group, ok := g.index[string(key)]
+	if !ok {
+		group = int32(len(g.keys))
+		k := string(key)
+		g.index[k] = group
+		g.keys = append(g.keys, []byte(k))
+	}
+	g.keyOf = append(g.keyOf, group)
+	return group, !ok
+}
+
+// AddKey adds a group for key with no row, unless it has one; it returns
+// the group and whether it is new.
+func (g *Groups) AddKey(key []byte) (group int32, isNew bool) {
+	if g.index == nil {
+		g.index = make(map[string]int32)
+	}
+	if group, ok := g.index[string(key)]; ok {
+		return group, false
+	}
+	group = int32(len(g.keys))
+	k := string(key)
+	g.index[k] = group
+	g.keys = append(g.keys, []byte(k))
+	return group, true
+}
+
+// Len returns the number of groups.
+func (g *Groups) Len() int { return len(g.keys) }
+
+// Rows returns the number of rows gathered.
+func (g *Groups) Rows() int { return len(g.keyOf) }
+
+// Key returns the encoded key of group i.
+func (g *Groups) Key(i int32) []byte { return g.keys[i] }
+
+// sort orders the row numbers by group (a counting sort: each group's
+// rows stay in arrival order).
+func (g *Groups) sort() {
+	n := len(g.keys)
+	g.ends = slices.Grow(g.ends[:0], n)[:n]
+	clear(g.ends)
+	for _, i := range g.keyOf {
+		g.ends[i]++
+	}
+	for i := 1; i < n; i++ {
+		g.ends[i] += g.ends[i-1]
+	}
+	g.order = slices.Grow(g.order[:0], len(g.keyOf))[:len(g.keyOf)]
+	// Fill from the back, so that each group's rows end up in arrival
+	// order with no second array of positions.
+	next := g.ends
+	for j := len(g.keyOf) - 1; j >= 0; j-- {
+		i := g.keyOf[j]
+		next[i]--
+		g.order[next[i]] = int32(j)
+	}
+	// next (that is, ends) now holds each group's start; turn it back.
+	for i := range n - 1 {
+		g.ends[i] = g.ends[i+1]
+	}
+	if n > 0 {
+		g.ends[n-1] = int32(len(g.keyOf))
+	}
+}
+
+// rowsOf returns the row numbers of group i, after sort.
+func (g *Groups) rowsOf(i int) []int32 {
+	start := int32(0)
+	if i > 0 {
+		start = g.ends[i-1]
+	}
+	return g.order[start:g.ends[i]]
+}
+
+// Reset empties the groups for the next batch, keeping their memory when
+// it is of a size to reuse.
+func (g *Groups) Reset() {
+	if len(g.keys) > 1<<16 {
+		g.index = nil // a map only grows: drop one of a huge batch
+	} else {
+		clear(g.index)
+	}
+	clear(g.keys)
+	g.keys, g.keyOf = g.keys[:0], g.keyOf[:0]
+}
+
+// KeyState is one key's state and timers in one operator, during one
+// call of the operator's handler. Reads see the batch's earlier writes.
+// A state error fails the batch even if the operator ignores it. Counting
+// (Updated, Removed) is the operator's: the loop cannot tell what a row
+// is. Valid during the call only; not safe for concurrent use.
+type KeyState struct {
+	b     *Batch
+	op    int
+	scope Scope
+	key   []byte
+}
+
+func (k *KeyState) reset(b *Batch, op int, key []byte) {
+	k.b, k.op, k.scope, k.key = b, op, b.ops[op].scope, key
+}
+
+// Key returns the encoded key.
+func (k *KeyState) Key() []byte { return k.key }
+
+// Batch returns the batch of the call.
+func (k *KeyState) Batch() *Batch { return k.b }
+
+func (k *KeyState) check(err error) error {
+	if err != nil {
+		return k.b.fail(fmt.Errorf("key %q: %w", k.key, err))
+	}
+	return nil
+}
+
+func (k *KeyState) v(variable uint8) Var { return Var{Scope: k.scope, Variable: variable} }
+
+// Get returns the key's value of variable (suffix nil) or an entry of it;
+// the value is valid until the next call.
+func (k *KeyState) Get(variable uint8, suffix []byte) ([]byte, bool, error) {
+	v, ok, err := k.b.state.Get(k.v(variable), k.key, suffix)
+	return v, ok, k.check(err)
+}
+
+// Put sets the key's value of variable (suffix nil) or an entry of it.
+func (k *KeyState) Put(variable uint8, suffix, value []byte) error {
+	return k.check(k.b.state.Put(k.v(variable), k.key, suffix, value))
+}
+
+// Delete removes the key's value of variable (suffix nil) or an entry.
+func (k *KeyState) Delete(variable uint8, suffix []byte) error {
+	return k.check(k.b.state.Delete(k.v(variable), k.key, suffix))
+}
+
+// Scan calls fn for each entry of the key's variable, in suffix order.
+func (k *KeyState) Scan(variable uint8, fn func(suffix, value []byte) error) error {
+	return k.check(k.b.state.Scan(k.v(variable), k.key, fn))
+}
+
+// Clear removes every entry of the key's variable.
+func (k *KeyState) Clear(variable uint8) error {
+	return k.check(k.b.state.DeleteKey(k.v(variable), k.key))
+}
+
+// RegisterTimer sets a timer of the key at at (see TimerInstant).
+func (k *KeyState) RegisterTimer(at time.Time) error {
+	return k.check(k.b.state.RegisterTimer(k.scope, k.key, at))
+}
+
+// DeleteTimer removes the key's timer at at, if there is one.
+func (k *KeyState) DeleteTimer(at time.Time) error {
+	return k.check(k.b.state.DeleteTimer(k.scope, k.key, at))
+}
+
+// Timers calls fn with each of the key's timers, in order.
+func (k *KeyState) Timers(fn func(at time.Time) error) error {
+	return k.check(k.b.state.KeyTimers(k.scope, k.key, fn))
+}
+
+// Updated counts a state row written by the call; added says that the
+// row is new, which adds it to the operator's total.
+func (k *KeyState) Updated(added bool) {
+	o := &k.b.ops[k.op]
+	o.updated++
+	if added {
+		o.total++
+	}
+}
+
+// Removed counts a state row removed by the call.
+func (k *KeyState) Removed() {
+	o := &k.b.ops[k.op]
+	o.removed++
+	o.total--
+}

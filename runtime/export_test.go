@@ -1,0 +1,12 @@
+package runtime
+
+// CheckMeta exposes the checkpoint check to the tests of package
+// runtime_test: it returns the checkpoint's query id and the warnings.
+func (s *Store) CheckMeta(m Meta, allowChanges bool) (id string, warnings []string, err error) {
+	m.Format = FormatVersion
+	if m.ID == "" {
+		m.ID = "new-id"
+	}
+	id, err = s.checkMeta(m, allowChanges, func(w string) { warnings = append(warnings, w) })
+	return id, warnings, err
+}

@@ -1,0 +1,136 @@
+package runtime
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/streamgen/streamgen/codec"
+)
+
+// Plan is a compiled pipeline as the query's loop runs it:
+//
+//	inputs ─► stateless stages ─► operator 0 ─► stateless stages ─► operator 1 … ─► outputs
+//
+// The loop owns the order of a batch's phases and measures them: plan the
+// sources' offsets; read every input (which pushes rows through the
+// stateless stages into the first operator's groups, or to the outputs);
+// then, operator by operator, call it for each key with rows, in order of
+// each key's first row, then for each timer due; write the outputs; commit.
+// Rows an operator emits go, through the stateless stages after it, to the
+// next operator's groups or to the outputs, so each operator has all its
+// input when its turn comes.
+//
+// Package typed compiles typed streams into a Plan; the stages are its
+// closures, and the loop knows nothing of record types. A Plan is made for
+// one query and used by its goroutine only.
+type Plan struct {
+	Inputs    []Input
+	Operators []Operator
+	// Outputs are written after the operators, in order. The first is the
+	// query's sink, whose rows the progress reports count; others are side
+	// outputs (late rows).
+	Outputs []Output
+	// Watermark says whether the pipeline has an event-time watermark
+	// (whose partitions' values the inputs' stages report with
+	// Batch.AdvanceWatermark).
+	Watermark bool
+}
+
+// Input is one source of a plan and the stage that reads it.
+type Input struct {
+	Source Source
+	// Read reads the source's records after start up to end and pushes
+	// them through the stages that follow, telling b what it saw
+	// (AddInputRows, MarkActive, AdvanceWatermark, DeadLetter).
+	Read func(ctx context.Context, b *Batch, start, end json.RawMessage) error
+}
+
+// Output is a sink of a plan: Write writes what the stages gathered for
+// the batch, idempotently by its id, and returns the number of rows.
+type Output struct {
+	Description string
+	Write       func(ctx context.Context, b *Batch) (rows int64, err error)
+}
+
+// TimeMode is the kind of time an operator's timers are set in.
+type TimeMode int
+
+const (
+	// NoTime: the operator has no timers.
+	NoTime TimeMode = iota
+	// ProcessingTime: timers fire once the batch's processing time is
+	// strictly past them.
+	ProcessingTimeMode
+	// EventTime: timers fire once the watermark is strictly past them.
+	EventTimeMode
+)
+
+// String names the mode.
+func (m TimeMode) String() string {
+	switch m {
+	case ProcessingTimeMode:
+		return "ProcessingTime"
+	case EventTimeMode:
+		return "EventTime"
+	}
+	return "NoTime"
+}
+
+// OperatorInfo describes a keyed stateful operator to the loop and the
+// checkpoint.
+type OperatorInfo struct {
+	// Kind is the operator ("mapGroupsWithState", ...), Name its name in
+	// the pipeline (the user function's, by default).
+	Kind, Name string
+	// Timeout names the operator's timeout setting as its API spells it
+	// ("EventTimeTimeout", ...), and OutputMode its output mode; both are
+	// recorded in the checkpoint.
+	Timeout, OutputMode string
+	// TimeMode is the kind of time of the operator's timers.
+	TimeMode TimeMode
+	// KeyType and Key describe the grouping key: a record's schema, or
+	// the name of a basic type.
+	KeyType string
+	Key     *codec.Schema
+	// States are the operator's state variables, by id.
+	States []StateInfo
+	// DropsLateRows is true when rows at or before the watermark are
+	// dropped before the operator.
+	DropsLateRows bool
+}
+
+// StateInfo describes one state variable.
+type StateInfo struct {
+	Name   string
+	Schema *codec.Schema
+}
+
+// Operator is a keyed stateful operator as the loop runs it. The loop
+// calls it from one goroutine.
+type Operator interface {
+	Info() OperatorInfo
+	// Groups holds the batch's rows gathered by key; the stages before
+	// the operator add to it.
+	Groups() *Groups
+	// HandleRows is called once per key of Groups, in order of each key's
+	// first row, with the numbers (in arrival order, see Groups.Add) of
+	// the key's rows.
+	HandleRows(ctx context.Context, k *KeyState, group int32, rows []int32) error
+	// HandleTimer is called for each timer due in the batch, in order of
+	// expiry, after every HandleRows; the timer is still registered
+	// during the call.
+	HandleTimer(ctx context.Context, k *KeyState, expiry time.Time) error
+	// EndBatch is called when the batch ends, committed or not: the
+	// operator drops the rows it kept for it.
+	EndBatch()
+}
+
+// InitialStater is implemented by an operator that has an initial state:
+// the loop calls InitialState before the first batch's HandleRows of a
+// new query (never on a restarted one). It writes the state with KeyOf
+// and adds the keys to Groups (so each is called, with no rows if it has
+// none).
+type InitialStater interface {
+	InitialState(ctx context.Context, b *Batch, op int) error
+}

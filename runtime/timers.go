@@ -1,0 +1,212 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// The timer service: any number of timers per (operator, key), each an
+// instant of processing time or event time (an operator has one kind).
+// A timer is an entry in two indexes (see the key space in store.go): by
+// expiry, for the timers due below a threshold, and by key, for listing
+// and deleting one key's timers. Writes and reads go through a
+// StateBatch, so they commit with the batch's state and see its own
+// earlier writes.
+//
+// Instants are kept as Unix nanoseconds, so they are clamped to
+// [minTimer, maxTimer]: the years 1678 to 2262. maxTimer is one
+// nanosecond before EndOfTime, so that a flushed query (whose watermark is
+// EndOfTime) fires every timer, however late.
+var (
+	minTimer = time.Unix(0, math.MinInt64)
+	maxTimer = time.Unix(0, math.MaxInt64-1)
+)
+
+// EndOfTime is the watermark of a flushed query (see FlushEventTime): past
+// every instant a timer can hold.
+var EndOfTime = time.Unix(0, math.MaxInt64).UTC()
+
+// TimerInstant returns t as the timer service keeps it: clamped to the
+// range of Unix nanoseconds below EndOfTime, in UTC. Registering t or
+// TimerInstant(t) is the same.
+func TimerInstant(t time.Time) time.Time {
+	return time.Unix(0, timerNanos(t)).UTC()
+}
+
+func timerNanos(t time.Time) int64 {
+	switch {
+	case t.Before(minTimer):
+		t = minTimer
+	case t.After(maxTimer):
+		t = maxTimer
+	}
+	return t.UnixNano()
+}
+
+// appendInstant appends t as 8 bytes whose byte order is time order.
+func appendInstant(b []byte, t time.Time) []byte {
+	return binary.BigEndian.AppendUint64(b, uint64(timerNanos(t))^1<<63)
+}
+
+func readInstant(b []byte) time.Time {
+	return time.Unix(0, int64(binary.BigEndian.Uint64(b)^1<<63)).UTC()
+}
+
+func expiryKey(b []byte, s Scope, at time.Time, key []byte) []byte {
+	b = appendScope(b, timerPrefix, s)
+	b = appendInstant(b, at)
+	return append(b, key...)
+}
+
+func keyTimersPrefix(b []byte, s Scope, key []byte) []byte {
+	b = appendScope(b, timerKeyPrefix, s)
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	return append(b, key...)
+}
+
+// RegisterTimer sets a timer of key at instant at (see TimerInstant). A
+// timer already set at that instant stays one timer.
+func (b *StateBatch) RegisterTimer(s Scope, key []byte, at time.Time) error {
+	b.key = expiryKey(b.key[:0], s, at, key)
+	if err := b.b.Set(b.key, nil, nil); err != nil {
+		return fmt.Errorf("streamgen: write timer: %w", err)
+	}
+	b.key = appendInstant(keyTimersPrefix(b.key[:0], s, key), at)
+	if err := b.b.Set(b.key, nil, nil); err != nil {
+		return fmt.Errorf("streamgen: write timer: %w", err)
+	}
+	return nil
+}
+
+// DeleteTimer removes the timer of key at instant at, if there is one.
+func (b *StateBatch) DeleteTimer(s Scope, key []byte, at time.Time) error {
+	b.key = expiryKey(b.key[:0], s, at, key)
+	if err := b.b.Delete(b.key, nil); err != nil {
+		return fmt.Errorf("streamgen: write timer: %w", err)
+	}
+	b.key = appendInstant(keyTimersPrefix(b.key[:0], s, key), at)
+	if err := b.b.Delete(b.key, nil); err != nil {
+		return fmt.Errorf("streamgen: write timer: %w", err)
+	}
+	return nil
+}
+
+// KeyTimers calls fn with each timer of key, in order of expiry: a scan
+// of the key's entries in the by-key index only.
+func (b *StateBatch) KeyTimers(s Scope, key []byte, fn func(at time.Time) error) error {
+	lower := keyTimersPrefix(nil, s, key)
+	return b.scan(lower, prefixEnd(lower), func(k, _ []byte) error {
+		if len(k) != len(lower)+8 {
+			return fmt.Errorf("streamgen: timer index entry of %d bytes for a %d-byte prefix", len(k), len(lower))
+		}
+		return fn(readInstant(k[len(lower):]))
+	})
+}
+
+// DeleteKeyTimers removes every timer of key.
+func (b *StateBatch) DeleteKeyTimers(s Scope, key []byte) error {
+	var at []time.Time
+	if err := b.KeyTimers(s, key, func(t time.Time) error { at = append(at, t); return nil }); err != nil {
+		return err
+	}
+	for _, t := range at {
+		if err := b.DeleteTimer(s, key, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Timer is a due timer: its key and instant.
+type Timer struct {
+	Key []byte
+	At  time.Time
+}
+
+// TimerCursor walks the timers of a scope due before a threshold, in
+// expiry order (then key order), through a batch, a chunk at a time: so
+// the handler of one timer may register and delete timers, and a timer
+// registered behind the cursor waits for the next batch. The zero value
+// is not usable; see StateBatch.DueTimers.
+type TimerCursor struct {
+	b      *StateBatch
+	lower  []byte // the next scan starts after this key (inclusive at first)
+	upper  []byte
+	first  bool
+	prefix int
+	chunk  []Timer
+	done   bool
+}
+
+// dueChunk is how many timers a cursor reads per scan.
+const dueChunk = 256
+
+// DueTimers returns a cursor over the timers of s whose instant is
+// strictly before threshold; a threshold at or after EndOfTime takes every
+// timer.
+func (b *StateBatch) DueTimers(s Scope, threshold time.Time) *TimerCursor {
+	lower := appendScope(nil, timerPrefix, s)
+	var upper []byte
+	if threshold.Before(EndOfTime) {
+		upper = appendInstant(append([]byte(nil), lower...), threshold)
+	} else {
+		upper = prefixEnd(lower)
+	}
+	return &TimerCursor{b: b, lower: lower, upper: upper, first: true, prefix: len(lower)}
+}
+
+var errChunkFull = errors.New("chunk full")
+
+// Next returns the next due timers, at most a chunk of them, or none when
+// there are no more. The slices are the cursor's own, valid until the next
+// call.
+func (c *TimerCursor) Next() ([]Timer, error) {
+	c.chunk = c.chunk[:0]
+	if c.done {
+		return nil, nil
+	}
+	lower := c.lower
+	if !c.first {
+		lower = append(c.lower, 0) // the smallest key after the last one read
+	}
+	var last []byte
+	err := c.b.scan(lower, c.upper, func(k, _ []byte) error {
+		if len(k) < c.prefix+8 {
+			return fmt.Errorf("streamgen: timer index entry of %d bytes", len(k))
+		}
+		c.chunk = append(c.chunk, Timer{Key: bytes.Clone(k[c.prefix+8:]), At: readInstant(k[c.prefix:])})
+		last = append(last[:0], k...)
+		if len(c.chunk) == dueChunk {
+			return errChunkFull
+		}
+		return nil
+	})
+	if err != nil && err != errChunkFull {
+		return nil, err
+	}
+	if err == nil {
+		c.done = true
+	}
+	if last != nil {
+		c.lower, c.first = last, false
+	}
+	return c.chunk, nil
+}
+
+// HasDueTimers reports whether any timer of s is due before threshold.
+func (b *StateBatch) HasDueTimers(s Scope, threshold time.Time) (bool, error) {
+	c := b.DueTimers(s, threshold)
+	found := false
+	err := b.scan(c.lower, c.upper, func([]byte, []byte) error {
+		found = true
+		return errChunkFull
+	})
+	if err != nil && err != errChunkFull {
+		return false, err
+	}
+	return found, nil
+}

@@ -1,0 +1,98 @@
+package typed
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	goruntime "runtime"
+	"runtime/debug"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// compiler turns a typed pipeline into the runtime's plan for one query,
+// and is then the state its stages share while the query runs: the batch
+// and the row being pushed. One query's loop uses it, from one goroutine.
+type compiler struct {
+	plan runtime.Plan
+	// ops are the stateful operators as typed knows them, by index.
+	ops []operatorInfo
+
+	// Set while the query runs.
+	ctx   context.Context
+	batch *runtime.Batch
+	// input and partition are those of the row being pushed.
+	input     int
+	partition string
+	// stage names the user function running, for the message of a panic.
+	stage string
+	// lateOp is the first operator that drops late rows, or -1.
+	lateOp int
+}
+
+// operatorInfo is what the query's checks need of an operator.
+type operatorInfo struct {
+	kind, function string
+	mode           OutputMode
+	timeout        Timeout
+	watermarked    bool
+	validate       func() error
+}
+
+// compile builds the plan of a query that writes s to out.
+func compile[T any](s Stream[T], emit func(*T)) *compiler {
+	c := &compiler{lateOp: -1}
+	s.attach(c, emit)
+	for i, op := range c.plan.Operators {
+		if op.Info().DropsLateRows {
+			c.lateOp = i
+			break
+		}
+	}
+	return c
+}
+
+// addOperator registers op as the next operator and returns its index.
+func (c *compiler) addOperator(op runtime.Operator, info operatorInfo) int {
+	c.plan.Operators = append(c.plan.Operators, op)
+	c.ops = append(c.ops, info)
+	return len(c.plan.Operators) - 1
+}
+
+// begin makes b the batch the stages see.
+func (c *compiler) begin(ctx context.Context, b *runtime.Batch) {
+	c.ctx, c.batch = ctx, b
+}
+
+// catch, deferred by the entry points the runtime calls, turns a panic in
+// a user function into an error that names the function (when a stage set
+// it) and carries the stack, so that nothing of the batch is committed.
+func (c *compiler) catch(err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	if e, ok := r.(userPanic); ok {
+		*err = e
+		return
+	}
+	where := ""
+	if c.stage != "" {
+		where = " (in " + c.stage + ")"
+		c.stage = ""
+	}
+	*err = fmt.Errorf("streamgen: panic: %v%s\n%s", r, where, debug.Stack())
+}
+
+// userPanic is a panic already described (by a stateful operator, which
+// knows the key).
+type userPanic struct{ error }
+
+// funcName names a user function for messages (reflection, once, when the
+// pipeline is built).
+func funcName(f any) string {
+	if fn := goruntime.FuncForPC(reflect.ValueOf(f).Pointer()); fn != nil {
+		return fn.Name()
+	}
+	return "?"
+}
