@@ -286,6 +286,11 @@ func (k *KeyState) Updated(added bool) {
 	}
 }
 
+// Inserted counts a state row written without a call of the operator's
+// function (an initial state): the row adds to the total but is not an
+// update.
+func (k *KeyState) Inserted() { k.b.ops[k.op].total++ }
+
 // Removed counts a state row removed by the call.
 func (k *KeyState) Removed() {
 	o := &k.b.ops[k.op]

@@ -308,6 +308,22 @@ func (b *StateBatch) Scan(v Var, key []byte, fn func(suffix, value []byte) error
 	})
 }
 
+// ScanVar calls fn for each entry of variable v, in order of key, then
+// suffix, with the batch's own writes applied: all the state of one
+// variable, for tools and tests. The slices are valid during the call.
+func (b *StateBatch) ScanVar(v Var, fn func(key, suffix, value []byte) error) error {
+	lower := append(appendScope(nil, statePrefix, v.Scope), v.Variable)
+	return b.scan(lower, prefixEnd(lower), func(k, value []byte) error {
+		n, w := binary.Uvarint(k[len(lower):])
+		start := len(lower) + w
+		if w <= 0 || uint64(len(k)-start) < n {
+			return fmt.Errorf("streamgen: state entry %x has a bad key length", k)
+		}
+		end := start + int(n)
+		return fn(k[start:end], k[end:], value)
+	})
+}
+
 // DeleteKey removes every entry of (v, key): one range deletion.
 func (b *StateBatch) DeleteKey(v Var, key []byte) error {
 	lower := entryKey(nil, v, key)

@@ -34,6 +34,17 @@ func (s *batchSink[T]) Write(_ context.Context, id int64, rows []T) error {
 	return nil
 }
 
+// snapshot returns a copy of the batches kept.
+func (s *batchSink[T]) snapshot() map[int64][]T {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int64][]T, len(s.batches))
+	for id, rows := range s.batches {
+		out[id] = slices.Clone(rows)
+	}
+	return out
+}
+
 // rows returns every row in batch order.
 func (s *batchSink[T]) rows() []T {
 	s.mu.Lock()

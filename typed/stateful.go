@@ -225,7 +225,7 @@ func (o *groupsOp[K, In, S, Out, PS]) InitialState(ctx context.Context, b *runti
 		if err := k.Put(0, nil, o.valBuf); err != nil {
 			return err
 		}
-		k.Updated(true)
+		k.Inserted()
 	}
 	return nil
 }
