@@ -254,9 +254,10 @@ func (s *script) settle(t *testing.T) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	q := s.q
 	go func() {
 		select {
-		case <-s.q.Done():
+		case <-q.Done():
 			cancel()
 		case <-ctx.Done():
 		}

@@ -1,0 +1,384 @@
+package typed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// TestEverySourceEveryTriggerAcrossRestart runs a count per key over each
+// kind of source with each trigger, stopping and restarting on the same
+// checkpoint between two halves of the input, and compares the final
+// counts with a plain loop: nothing read twice, nothing skipped. (The
+// Once trigger used to plan its batch without the source's Next, which a
+// restarted Rate source refused and a Files source committed wrongly.)
+func TestEverySourceEveryTriggerAcrossRestart(t *testing.T) {
+	triggers := []runtime.Trigger{runtime.Once(), runtime.AvailableNow(), runtime.AsSoonAsPossible(), runtime.ProcessingTime(time.Millisecond)}
+	for _, trigger := range triggers {
+		t.Run("files/"+trigger.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			in := clicks(60, 7)
+			write := func(name string, rows []fixtures.Click) {
+				var b []byte
+				for i := range rows {
+					b, _ = rows[i].AppendJSON(b)
+					b = append(b, '\n')
+				}
+				if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("a.json", in[:20])
+			write("b.json", in[20:30])
+			src := runtime.Files(dir, runtime.FilesOptions{MaxFilesPerTrigger: 1})
+			sink := newSink[fixtures.UserCount]()
+			ck := newCheckpoint()
+			w := countFrom(typed.From[fixtures.Click](src), sink)
+			runUntil(t, w, trigger, ck, sink, 30)
+			write("c.json", in[30:60])
+			runUntil(t, w, trigger, ck, sink, 60)
+			sameCounts(t, latest(sink.rows()), expectedCounts(in))
+		})
+		t.Run("memory/"+trigger.String(), func(t *testing.T) {
+			in := clicks(60, 8)
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 7)
+			m.Add(in[:25]...)
+			sink := newSink[fixtures.UserCount]()
+			ck := newCheckpoint()
+			w := countFrom(typed.FromMemory(m), sink)
+			runUntil(t, w, trigger, ck, sink, 25)
+			m.Add(in[25:]...)
+			runUntil(t, w, trigger, ck, sink, 60)
+			sameCounts(t, latest(sink.rows()), expectedCounts(in))
+		})
+		t.Run("rate/"+trigger.String(), func(t *testing.T) {
+			clock := &fakeClock{now: at(0)}
+			src := runtime.Rate(runtime.RateOptions{RowsPerSecond: 10, Start: at(0), Clock: clock.Now})
+			sink := newSink[rateCount]()
+			ck := newCheckpoint()
+			byPart := typed.GroupByKey(typed.From[fixtures.RateRow](src), func(r *fixtures.RateRow) int64 { return r.Value % 3 })
+			w := typed.WriteTo(typed.MapGroupsWithState(byPart, typed.NoTimeout, countRate), sink)
+			clock.Advance(2 * time.Second) // rows 0..20
+			runUntilRows(t, w, trigger, ck, func() int64 { return total(sink) }, 21)
+			clock.Advance(3 * time.Second) // rows 21..50
+			runUntilRows(t, w, trigger, ck, func() int64 { return total(sink) }, 51)
+			got := map[int64]int64{}
+			for _, r := range sink.rows() {
+				got[r.Key] = r.Count
+			}
+			want := map[int64]int64{}
+			for v := range int64(51) {
+				want[v%3]++
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("counts %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// rateCount is the count of rate rows per value mod 3.
+type rateCount struct{ Key, Count int64 }
+
+func countRate(key int64, rows iter.Seq[fixtures.RateRow], st *typed.GroupState[fixtures.Counter]) (rateCount, error) {
+	c, _ := st.Get()
+	for range rows {
+		c.Count++
+	}
+	st.Update(c)
+	return rateCount{key, c.Count}, nil
+}
+
+func total(s *batchSink[rateCount]) int64 {
+	last := map[int64]int64{}
+	for _, r := range s.rows() {
+		last[r.Key] = r.Count
+	}
+	var n int64
+	for _, c := range last {
+		n += c
+	}
+	return n
+}
+
+func countFrom(in typed.Stream[fixtures.Click], sink typed.Sink[fixtures.UserCount]) *typed.Writer[fixtures.UserCount] {
+	byUser := typed.GroupByKey(in, func(c *fixtures.Click) string { return c.User })
+	return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink)
+}
+
+// runUntil runs w with trigger until its sink's counts add up to rows:
+// a stopping trigger runs to its end (and again, if its per-batch limit
+// left input behind); a continuous one is stopped once they do.
+func runUntil(t *testing.T, w *typed.Writer[fixtures.UserCount], trigger runtime.Trigger, ck *checkpoint, sink *batchSink[fixtures.UserCount], rows int64) {
+	t.Helper()
+	runUntilRows(t, w, trigger, ck, func() int64 {
+		var n int64
+		for _, u := range latest(sink.rows()) {
+			n += u.Count
+		}
+		return n
+	}, rows)
+}
+
+func runUntilRows[T any](t *testing.T, w *typed.Writer[T], trigger runtime.Trigger, ck *checkpoint, counted func() int64, rows int64) {
+	t.Helper()
+	for range 20 {
+		// A continuous query runs on a manual clock: once it waits on the
+		// clock it has done all there is to do, and is stopped.
+		clock := runtime.NewManualClock(at(0))
+		q, err := w.Start(context.Background(), ck.opts(runtime.WithTrigger(trigger), runtime.WithManualClock(clock))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stops := trigger.String() == "Once" || trigger.String() == "AvailableNow"
+		if !stops {
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() { <-q.Done(); cancel() }()
+			clock.WaitUntilWaiting(ctx)
+			cancel()
+			q.Stop()
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		if n := counted(); n >= rows {
+			if n > rows {
+				t.Fatalf("%d rows counted, want %d: a row was read twice", n, rows)
+			}
+			return
+		}
+	}
+	t.Fatalf("%d rows counted after 20 runs, want %d", counted(), rows)
+}
+
+// TestCheckpointIdentity: a pipeline with another timeout, output mode or
+// operator function, or other sources, is refused on a checkpoint, unless
+// the change is allowed; a state type of another name too. (Before, a
+// processing-time pipeline started on an event-time pipeline's checkpoint
+// and emitted the other's state.)
+func TestCheckpointIdentity(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 10))
+	ck := newCheckpoint()
+	r := &recorder{timeout: func(st *typed.GroupState[fixtures.Counter], last time.Time) error {
+		return st.SetTimeoutTimestamp(last.Add(time.Hour))
+	}}
+	if err := runToEnd(t, eventTimePipeline(m, 0, r, newSink[fixtures.UserCount]()), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	processing := typed.WriteTo(typed.FlatMapGroupsWithState(byUser, typed.Append, typed.ProcessingTimeTimeout, r.fn), newSink[fixtures.UserCount]())
+	_, err := processing.Start(context.Background(), ck.opts()...)
+	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "timeout was EventTimeTimeout, is now ProcessingTimeTimeout") {
+		t.Fatalf("processing-time pipeline on an event-time checkpoint: %v", err)
+	}
+	other := typed.WriteTo(typed.FlatMapGroupsWithState(byUser, typed.Update, typed.NoTimeout,
+		func(key string, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter], emit func(fixtures.UserCount)) error { return nil }),
+		newSink[fixtures.UserCount]())
+	_, err = other.Start(context.Background(), ck.opts()...)
+	for _, want := range []string{"output mode was Append, is now Update", "timeout was EventTimeTimeout, is now NoTimeout", `was flatMapGroupsWithState "github.com/streamgen/streamgen/typed_test.(*recorder).fn-fm"`} {
+		if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), want) {
+			t.Fatalf("other function: err %v, want %q", err, want)
+		}
+	}
+	q, err := processing.Start(context.Background(), ck.opts(runtime.AllowPipelineChanges(), runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatalf("allowed change: %v", err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQueryIdentity: the query id is the checkpoint's, the same at every
+// start; the run id is new at every start.
+func TestQueryIdentity(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	ck := newCheckpoint()
+	var ids, runs []string
+	for range 2 {
+		m.Add(click("a", 1))
+		q, err := countPipeline(m, newSink[fixtures.UserCount]()).Start(context.Background(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := q.LastProgress()
+		if p.ID != q.ID() || p.RunID != q.RunID() {
+			t.Fatalf("progress ids %s/%s, query's %s/%s", p.ID, p.RunID, q.ID(), q.RunID())
+		}
+		ids, runs = append(ids, q.ID()), append(runs, q.RunID())
+	}
+	if ids[0] != ids[1] || runs[0] == runs[1] || ids[0] == "" {
+		t.Fatalf("ids %v, run ids %v: want one id, two run ids", ids, runs)
+	}
+}
+
+// TestListenerWithoutMethods: a listener that implements no listener
+// method is refused at Start.
+func TestListenerWithoutMethods(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	_, err := countPipeline(m, newSink[fixtures.UserCount]()).Start(context.Background(), runtime.Listener(struct{ OnProgress func() }{}))
+	if err == nil || !strings.Contains(err.Error(), "has none of the methods") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestStatusBetweenTriggers: between two interval triggers the status
+// says so, as Spark's; with nothing to do under AsSoonAsPossible, the
+// query waits for data.
+func TestStatusBetweenTriggers(t *testing.T) {
+	for _, tc := range []struct {
+		trigger runtime.Trigger
+		want    string
+	}{
+		{runtime.ProcessingTime(time.Second), "Waiting for next trigger"},
+		{runtime.AsSoonAsPossible(), "Waiting for data to arrive"},
+	} {
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		m.Add(click("a", 1))
+		clock := runtime.NewManualClock(at(0))
+		q, err := countPipeline(m, newSink[fixtures.UserCount]()).Start(context.Background(),
+			newCheckpoint().opts(runtime.WithManualClock(clock), runtime.WithTrigger(tc.trigger))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := clock.WaitUntilWaiting(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		st := q.Status()
+		if st.Message != tc.want || st.IsTriggerActive {
+			t.Errorf("%v: status %+v, want %q", tc.trigger, st, tc.want)
+		}
+		if p, ok := q.LastProgress(); !ok || p.BatchID != 0 {
+			t.Errorf("%v: no batch ran", tc.trigger)
+		}
+		q.Stop()
+	}
+}
+
+// TestIntervalTriggerOnManualClock: advancing the manual clock by the
+// trigger's interval fires exactly one trigger, at the new time.
+func TestIntervalTriggerOnManualClock(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 1) // one row per batch
+	m.Add(click("a", 1), click("a", 2), click("a", 3))
+	clock := runtime.NewManualClock(at(0))
+	q, err := countPipeline(m, newSink[fixtures.UserCount]()).Start(context.Background(),
+		newCheckpoint().opts(runtime.WithManualClock(clock), runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop()
+	for i := range 3 {
+		if err := clock.WaitUntilWaiting(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		p := q.RecentProgress()
+		if len(p) != i+1 || !p[i].Timestamp.Equal(at(10*i)) {
+			t.Fatalf("after %d intervals: %d batches, the last at %v", i, len(p), p[len(p)-1].Timestamp)
+		}
+		clock.Advance(10 * time.Second)
+	}
+}
+
+// TestPanicInMapNamesTheFunction: a panic in a stateless stage stops the
+// query with an error that names the function and carries the stack.
+func TestPanicInMapNamesTheFunction(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 1), click("bad", 2))
+	upper := func(c *fixtures.Click) fixtures.Click {
+		if c.User == "bad" {
+			panic("cannot upper-case")
+		}
+		return fixtures.Click{User: strings.ToUpper(c.User), Time: c.Time}
+	}
+	w := countFrom(typed.Map(typed.FromMemory(m), upper), newSink[fixtures.UserCount]())
+	err := runToEnd(t, w, newCheckpoint().opts()...)
+	if err == nil || !strings.Contains(err.Error(), "panic: cannot upper-case") || !strings.Contains(err.Error(), "TestPanicInMapNamesTheFunction.func1") ||
+		!strings.Contains(err.Error(), "engine_test.go:") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestUnion: two sources in one query keep their own offsets across a
+// restart, every row is counted once, and the watermark is the minimum
+// over both sources.
+func TestUnion(t *testing.T) {
+	left := typed.NewMemoryStream[fixtures.Click]("left", 2)
+	right := typed.NewMemoryStream[fixtures.Click]("right", 3)
+	var in []fixtures.Click
+	add := func(m *typed.MemoryStream[fixtures.Click], rows ...fixtures.Click) {
+		m.Add(rows...)
+		in = append(in, rows...)
+	}
+	add(left, click("a", 100), click("b", 110), click("a", 120))
+	add(right, click("a", 10), click("c", 20))
+	both := typed.Union(typed.FromMemory(left), typed.FromMemory(right))
+	both = typed.WithWatermark(both, func(c *fixtures.Click) time.Time { return c.Time }, 0)
+	sink := newSink[fixtures.UserCount]()
+	w := countFrom(both, sink)
+	ck := newCheckpoint()
+	if err := runToEnd(t, w, ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	add(right, click("c", 30))
+	add(left, click("b", 130))
+	q, err := w.Start(context.Background(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	// The sources' rows interleave batch by batch, so only the counts are
+	// independent of the order.
+	got, want := latest(sink.rows()), expectedCounts(in)
+	if len(got) != len(want) {
+		t.Fatalf("%d users, want %d", len(got), len(want))
+	}
+	for u, w := range want {
+		if got[u].Count != w.Count {
+			t.Fatalf("user %s: count %d, want %d", u, got[u].Count, w.Count)
+		}
+	}
+	p, _ := q.LastProgress()
+	// The last batch runs with the watermark of the batches before it:
+	// left is at 130 by then or earlier, right at 20 or 30; the minimum is
+	// right's.
+	wm, _ := time.Parse(time.RFC3339Nano, p.EventTime["watermark"])
+	if !slices.ContainsFunc([]time.Time{at(20), at(30)}, wm.Equal) {
+		t.Fatalf("watermark %v, want the right source's (20 or 30)", wm)
+	}
+	if len(p.Sources) != 2 || p.Sources[0].Description != "memory:left" || p.Sources[1].Description != "memory:right" {
+		t.Fatalf("sources in the report: %+v", p.Sources)
+	}
+}
+
+// TestTimerAfterTheEndOfTime: a timeout far past the range of
+// nanosecond timestamps fires at the flush, and is not left behind.
+func TestTimerAfterTheEndOfTime(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 10))
+	r := &recorder{timeout: func(st *typed.GroupState[fixtures.Counter], last time.Time) error {
+		return st.SetTimeoutTimestamp(time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC))
+	}}
+	if err := runToEnd(t, eventTimePipeline(m, 0, r, newSink[fixtures.UserCount]()), newCheckpoint().opts(runtime.FlushEventTime())...); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(r.timedOut(), ","); got != "a" {
+		t.Fatalf("timed out: %q, want a", got)
+	}
+}
