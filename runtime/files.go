@@ -21,8 +21,10 @@ type FilesOptions struct {
 	// MaxFilesPerTrigger caps the number of new files in one batch. The
 	// default, 0, takes every file available.
 	MaxFilesPerTrigger int
-	// Name names the source in progress reports and the checkpoint. The
-	// default is "files:" followed by the directory.
+	// Name names the source in progress reports and the checkpoint, which
+	// keeps the processed-file log under it. The default is "files:"
+	// followed by the source's Root, so that every spelling of one
+	// directory names one source.
 	Name string
 	// MaxLineBytes is the longest line, without its newline, that Read
 	// accepts; a longer line is an error naming its file and line. The
@@ -46,11 +48,21 @@ const defaultMaxLineBytes = 64 << 20
 //
 // Files are taken in lexical order of name, each at most once. The offset
 // is the processed-file log: the JSON array of the names of all files read
-// so far, sorted. So a file that appears later is read even when its name
-// sorts before files already read, and restarting from a checkpoint reads
-// neither a file twice nor one too few. The log grows by one name per file
-// and is stored with every batch; a directory that receives millions of
-// files should be rotated into a new query.
+// so far, sorted, relative to the source's root. So a file that appears
+// later is read even when its name sorts before files already read, and
+// restarting from a checkpoint reads neither a file twice nor one too few.
+// The log grows by one name per file and is stored with every batch; a
+// directory that receives millions of files should be rotated into a new
+// query.
+//
+// Files resolves dir once, when called: made absolute and clean, with
+// symbolic links resolved (of a directory that does not exist yet, those of
+// its longest existing parent), it is the source's root, which Root
+// returns, the directory read, and part of the default Name. So "in",
+// "./in/", the absolute path and a link to it all share one processed-file
+// log and no file is read twice. A link on the way to dir that is later
+// pointed elsewhere is not followed until the source is made again, which
+// then has a new default Name and so starts reading from scratch.
 //
 // Each non-blank line of a file is a Record with Partition "files" and
 // Position "name:line" (lines numbered from 1, blank lines counted). A
@@ -59,21 +71,63 @@ const defaultMaxLineBytes = 64 << 20
 //
 // The source holds no mutable state: it is safe for concurrent use.
 func Files(dir string, opts FilesOptions) Source {
+	root := resolveRoot(dir)
 	if opts.Name == "" {
-		opts.Name = "files:" + dir
+		opts.Name = "files:" + root
 	}
 	if opts.MaxLineBytes == 0 {
 		opts.MaxLineBytes = defaultMaxLineBytes
 	}
-	return &filesSource{dir: dir, opts: opts}
+	return &filesSource{root: root, opts: opts}
 }
 
 type filesSource struct {
-	dir  string
+	root string
 	opts FilesOptions
 }
 
 func (s *filesSource) Name() string { return s.opts.Name }
+
+// Root returns the directory the source reads: the dir given to Files,
+// absolute, clean and with symbolic links resolved as they were when Files
+// was called.
+func (s *filesSource) Root() string { return s.root }
+
+// resolveRoot returns dir made absolute and clean, with its symbolic links
+// resolved. Of a path that does not exist yet it resolves the longest
+// existing parent and appends the rest, cleaned. When resolving fails
+// otherwise (a loop of links, a parent that cannot be searched), it
+// settles for the absolute clean path: the source will then fail to list
+// the directory and say why.
+func resolveRoot(dir string) string {
+	// An existing path is resolved as given: EvalSymlinks takes a ".."
+	// after a link to mean the link target's parent, as the kernel does,
+	// where filepath.Abs would drop the link lexically.
+	real, err := filepath.EvalSymlinks(dir)
+	if err == nil {
+		if abs, err := filepath.Abs(real); err == nil {
+			return abs
+		}
+		return real
+	}
+	abs, absErr := filepath.Abs(dir)
+	if absErr != nil {
+		return filepath.Clean(dir)
+	}
+	rest := ""
+	for path := abs; errors.Is(err, fs.ErrNotExist); {
+		parent := filepath.Dir(path)
+		if parent == path {
+			break
+		}
+		rest = filepath.Join(filepath.Base(path), rest)
+		path = parent
+		if real, err = filepath.EvalSymlinks(path); err == nil {
+			return filepath.Join(real, rest)
+		}
+	}
+	return abs
+}
 
 func (s *filesSource) validate() error {
 	var errs []error
@@ -94,7 +148,7 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(s.dir)
+	entries, err := os.ReadDir(s.root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return json.RawMessage("[]"), nil
 	}
@@ -184,7 +238,7 @@ func (s *filesSource) Read(ctx context.Context, start, end json.RawMessage, fn f
 // readFile calls fn for each non-blank line of the file name. line is a
 // buffer to reuse; readFile returns it, perhaps grown.
 func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn func(Record) error) ([]byte, error) {
-	f, err := os.Open(filepath.Join(s.dir, name))
+	f, err := os.Open(filepath.Join(s.root, name))
 	if err != nil {
 		return line, fmt.Errorf("streamgen: files source %q: %w", s.opts.Name, err)
 	}

@@ -98,8 +98,9 @@ func names(t *testing.T, off json.RawMessage) []string {
 func TestFilesMissingDirIsEmpty(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "later")
 	src := runtime.Files(dir, runtime.FilesOptions{})
-	if got := src.Name(); got != "files:"+dir {
-		t.Errorf("Name = %q, want %q", got, "files:"+dir)
+	// The name is that of the resolved root even before it exists.
+	if got, want := src.Name(), "files:"+filepath.Join(realPath(t, filepath.Dir(dir)), "later"); got != want {
+		t.Errorf("Name = %q, want %q", got, want)
 	}
 	upTo := available(t, src)
 	if string(upTo) != "[]" {
@@ -300,4 +301,90 @@ func TestFilesErrors(t *testing.T) {
 
 func equalRecord(a, b runtime.Record) bool {
 	return a.Partition == b.Partition && a.Position == b.Position && bytes.Equal(a.Data, b.Data)
+}
+
+// realPath is path with its links resolved.
+func realPath(t *testing.T, path string) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
+}
+
+// root is the resolved root of a Files source, which the query reads
+// through this interface.
+func root(t *testing.T, src runtime.Source) string {
+	t.Helper()
+	r, ok := src.(interface{ Root() string })
+	if !ok {
+		t.Fatalf("%T has no Root method", src)
+	}
+	return r.Root()
+}
+
+// TestFilesNameResolvesDir makes one directory, and one that does not exist
+// yet, in many spellings: each names one source, whose processed-file log
+// is then kept once.
+func TestFilesNameResolvesDir(t *testing.T) {
+	tmp := realPath(t, t.TempDir())
+	in := filepath.Join(tmp, "data", "in")
+	if err := os.MkdirAll(in, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(tmp, "data"), filepath.Join(tmp, "link")); err != nil {
+		t.Fatal(err)
+	}
+	// "up" leads back to tmp only if ".." is taken after the link: up/..
+	// is tmp/data/in/.., which is tmp/data, not tmp.
+	if err := os.Symlink(in, filepath.Join(tmp, "up")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(tmp, "data"))
+	spellings := []string{
+		in,
+		in + "/",
+		"in",
+		"./in",
+		"in/",
+		"../data/./in",
+		filepath.Join(tmp, "link", "in"),
+		"../link/in",
+		"../up/../in",
+	}
+	for _, dir := range spellings {
+		src := runtime.Files(dir, runtime.FilesOptions{})
+		if got, want := src.Name(), "files:"+in; got != want {
+			t.Errorf("Files(%q).Name() = %q, want %q", dir, got, want)
+		}
+		if got := root(t, src); got != in {
+			t.Errorf("Files(%q).Root() = %q, want %q", dir, got, in)
+		}
+		// What it reads is the root.
+		if got := names(t, available(t, src)); len(got) != 0 {
+			t.Errorf("Files(%q): Available = %q, want none", dir, got)
+		}
+	}
+
+	// Not there yet: the existing part is resolved, the rest cleaned.
+	later := filepath.Join(in, "later", "x")
+	for _, dir := range []string{later, "in/later/x", "./in/later/../later/x/", filepath.Join(tmp, "link", "in", "later", "x"), "../link/in/later//x"} {
+		src := runtime.Files(dir, runtime.FilesOptions{})
+		if got, want := src.Name(), "files:"+later; got != want {
+			t.Errorf("Files(%q).Name() = %q, want %q", dir, got, want)
+		}
+		if got := root(t, src); got != later {
+			t.Errorf("Files(%q).Root() = %q, want %q", dir, got, later)
+		}
+	}
+	// A name given stays as given; the root is resolved all the same.
+	named := runtime.Files("../link/in", runtime.FilesOptions{Name: "events"})
+	if named.Name() != "events" || root(t, named) != in {
+		t.Errorf("named source: Name %q, Root %q", named.Name(), root(t, named))
+	}
+	writeFile(t, in, "a.json", "{}\n")
+	if got := names(t, available(t, named)); !slices.Equal(got, []string{"a.json"}) {
+		t.Errorf("through a link: Available = %q", got)
+	}
 }
