@@ -9,11 +9,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 )
 
 // FilesOptions tune a Files source. The zero value is the default.
@@ -27,9 +30,18 @@ type FilesOptions struct {
 	// directory names one source.
 	Name string
 	// MaxLineBytes is the longest line, without its newline, that Read
-	// accepts; a longer line is an error naming its file and line. The
-	// default is 64 MiB. It bounds the memory one line may take.
+	// accepts. The default is 64 MiB. It bounds the memory one line may
+	// take: of a longer line Read keeps only a prefix and skips the rest.
 	MaxLineBytes int
+	// FailOnBadFiles makes a bad input an error from Read, which fails the
+	// batch, and so every retry of it until someone moves the input away:
+	// Spark's ignoreCorruptFiles=false. A bad input is a file that cannot
+	// be opened or read, or is no longer a regular file, or a line longer
+	// than MaxLineBytes. By default (false) Read reports each as a Record
+	// whose Err is set, which the query sends to its dead-letter sink, and
+	// goes on. Either way Available skips entries that are not regular
+	// files when it lists them.
+	FailOnBadFiles bool
 }
 
 // filesPartition is the partition of every record of a Files source: the
@@ -40,11 +52,24 @@ const filesPartition = "files"
 // defaultMaxLineBytes is the default of FilesOptions.MaxLineBytes.
 const defaultMaxLineBytes = 64 << 20
 
+// maxLinePrefix is the most of a too-long line that Read passes on as the
+// Data of its Err record: enough to recognise the line by.
+const maxLinePrefix = 1 << 10
+
 // Files returns a source over the JSON-lines files in dir: every file whose
 // name ends in ".json" or ".jsonl" and does not start with "." or "_".
-// Writers should create a file under such a hidden name and rename it into
-// place when it is complete: a file with a visible name is read once, when
-// it first appears, and a later append to it is never seen.
+//
+// Writers must make a file appear complete: write it under a hidden name
+// (starting with "." or "_") in dir, or anywhere on the same file system,
+// then rename it to its visible name, as Spark's file source requires too.
+// A file with a visible name is read once, when it is first listed, and a
+// later append to it is never seen.
+//
+// Only regular files are read. Available skips, with a warning logged once
+// while it stays so, any entry that is not a regular file once symbolic
+// links are followed: a named pipe (which a read would block on), a
+// directory or a link to one, a dangling link or a loop of links. A link to
+// a regular file is read through.
 //
 // Files are taken in lexical order of name, each at most once. The offset
 // is the processed-file log: the JSON array of the names of all files read
@@ -67,9 +92,18 @@ const defaultMaxLineBytes = 64 << 20
 // Each non-blank line of a file is a Record with Partition "files" and
 // Position "name:line" (lines numbered from 1, blank lines counted). A
 // trailing "\r" is dropped from each line. A directory that does not exist
-// yet is an empty source.
+// yet is an empty source. Bad input is reported in Records with Err set,
+// in place and in the same order on every Read of the same offsets (see
+// FilesOptions.FailOnBadFiles):
 //
-// The source holds no mutable state: it is safe for concurrent use.
+//   - a file that cannot be opened, that is not a regular file, or whose
+//     reading fails: one Record with Position the file's name and no Data,
+//     after the lines read before the failure;
+//   - a line longer than MaxLineBytes: a Record with Position "name:line"
+//     whose Data is the line's first 1 KiB (or MaxLineBytes if less);
+//     the lines after it are read as usual.
+//
+// The source is safe for concurrent use.
 func Files(dir string, opts FilesOptions) Source {
 	root := resolveRoot(dir)
 	if opts.Name == "" {
@@ -84,6 +118,12 @@ func Files(dir string, opts FilesOptions) Source {
 type filesSource struct {
 	root string
 	opts FilesOptions
+
+	mu sync.Mutex
+	// skipped holds the names Available last skipped for not being regular
+	// files, so that it warns of each once while it stays so, and forgets
+	// it once it is gone or mended.
+	skipped map[string]bool
 }
 
 func (s *filesSource) Name() string { return s.opts.Name }
@@ -143,7 +183,8 @@ func (s *filesSource) validate() error {
 	return nil
 }
 
-// Available lists the directory: the offset of every complete file in it.
+// Available lists the directory: the offset of every input file in it that
+// is a regular file.
 func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
@@ -155,15 +196,92 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("streamgen: files source %q: list: %w", s.opts.Name, err)
 	}
+	skipped := make(map[string]error)
 	// os.ReadDir sorts by name, which is the order the offset keeps.
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		if e.IsDir() || !isInputFile(e.Name()) {
+		name := e.Name()
+		if !isInputFile(name) {
 			continue
 		}
-		names = append(names, e.Name())
+		present, err := s.inspect(e)
+		if err != nil {
+			skipped[name] = err
+			continue
+		}
+		if !present {
+			continue // renamed or removed since the listing
+		}
+		names = append(names, name)
 	}
+	s.warnSkipped(skipped)
 	return s.encode(names)
+}
+
+// inspect tells whether the directory entry e is a regular file once links
+// are followed: it returns an error saying why not. present is false when
+// the entry has gone since the listing. inspect asks the file system only
+// when the listing's file type calls for it.
+func (s *filesSource) inspect(e fs.DirEntry) (present bool, err error) {
+	if e.Type().IsRegular() {
+		return true, nil
+	}
+	path := filepath.Join(s.root, e.Name())
+	info, err := os.Stat(path)
+	if err != nil {
+		// A dangling link stays a problem; an entry that has gone since
+		// the listing was renamed or removed, as a writer may do.
+		if _, lerr := os.Lstat(path); errors.Is(lerr, fs.ErrNotExist) {
+			return false, nil
+		}
+		return false, err
+	}
+	if !info.Mode().IsRegular() {
+		return false, fmt.Errorf("%w: %s is %s", errNotRegular, path, describeType(info.Mode()))
+	}
+	return true, nil
+}
+
+// warnSkipped logs a warning for each entry in skipped, which maps a name
+// Available skipped to why, unless the previous Available skipped it too.
+func (s *filesSource) warnSkipped(skipped map[string]error) {
+	s.mu.Lock()
+	var fresh []string
+	for name := range skipped {
+		if !s.skipped[name] {
+			fresh = append(fresh, name)
+		}
+	}
+	s.skipped = make(map[string]bool, len(skipped))
+	for name := range skipped {
+		s.skipped[name] = true
+	}
+	s.mu.Unlock()
+	slices.Sort(fresh)
+	for _, name := range fresh {
+		slog.Warn("streamgen: files source: skipping an entry that is not a regular file",
+			"source", s.opts.Name, "file", name, "error", skipped[name])
+	}
+}
+
+// errNotRegular is wrapped by the error of an input that is not a regular
+// file once links are followed.
+var errNotRegular = errors.New("not a regular file")
+
+// describeType names the type of a file that is not regular.
+func describeType(mode fs.FileMode) string {
+	switch {
+	case mode.IsDir():
+		return "a directory"
+	case mode&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeDevice != 0:
+		return "a device"
+	default:
+		return "of type " + mode.Type().String()
+	}
 }
 
 // isInputFile reports whether name is a complete JSON-lines file, as
@@ -235,22 +353,35 @@ func (s *filesSource) Read(ctx context.Context, start, end json.RawMessage, fn f
 	return nil
 }
 
-// readFile calls fn for each non-blank line of the file name. line is a
-// buffer to reuse; readFile returns it, perhaps grown.
+// readFile calls fn for each non-blank line of the file name, and for each
+// bad input in it. line is a buffer to reuse; readFile returns it, perhaps
+// grown.
 func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn func(Record) error) ([]byte, error) {
-	f, err := os.Open(filepath.Join(s.root, name))
+	f, err := openRegular(filepath.Join(s.root, name))
 	if err != nil {
-		return line, fmt.Errorf("streamgen: files source %q: %w", s.opts.Name, err)
+		return line, s.bad(Record{Position: name, Err: err}, fn)
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
 	for number := 1; ; number++ {
+		var length int
 		var eof bool
-		line, eof, err = readLine(r, line[:0], s.opts.MaxLineBytes)
-		if err != nil {
-			return line, fmt.Errorf("streamgen: files source %q: %s:%d: %w", s.opts.Name, name, number, err)
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
+		line, length, eof, err = readLine(r, line[:0], s.opts.MaxLineBytes)
+		switch {
+		case err != nil:
+			// The file as a whole is bad: what follows cannot be
+			// told apart into lines.
+			return line, s.bad(Record{Position: name, Err: fmt.Errorf("line %d: %w", number, err)}, fn)
+		case length > s.opts.MaxLineBytes:
+			rec := Record{
+				Data:     line[:min(len(line), s.opts.MaxLineBytes, maxLinePrefix)],
+				Position: name + ":" + strconv.Itoa(number),
+				Err:      fmt.Errorf("line too long: %d bytes, more than MaxLineBytes %d", length, s.opts.MaxLineBytes),
+			}
+			if err := s.bad(rec, fn); err != nil {
+				return line, err
+			}
+		case len(bytes.TrimSpace(line)) > 0:
 			rec := Record{
 				Partition: filesPartition,
 				Data:      line,
@@ -273,37 +404,78 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 	}
 }
 
-// errLineTooLong is wrapped by the error Read returns for a line longer than
-// FilesOptions.MaxLineBytes.
-var errLineTooLong = errors.New("line too long")
+// bad hands on rec, which reports bad input, to fn, or with
+// FailOnBadFiles returns it as Read's error.
+func (s *filesSource) bad(rec Record, fn func(Record) error) error {
+	if s.opts.FailOnBadFiles {
+		return fmt.Errorf("streamgen: files source %q: %s: %w", s.opts.Name, rec.Position, rec.Err)
+	}
+	rec.Partition = filesPartition
+	return fn(rec)
+}
 
-// readLine appends to b the next line of r without its "\n" or "\r\n". eof
-// is true when the line was the last one: the file does not end in a
-// newline, or the line is the empty remainder after the final newline.
-func readLine(r *bufio.Reader, b []byte, limit int) (line []byte, eof bool, err error) {
+// openRegular opens path for reading if it is a regular file once links are
+// followed. It opens without blocking, then checks: a plain open of a named
+// pipe would wait for a writer, perhaps for ever, and checking before
+// opening would leave a moment in which the file could be replaced.
+// (O_NONBLOCK does not change how a regular file is read.)
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is %s", errNotRegular, path, describeType(info.Mode()))
+	}
+	return f, nil
+}
+
+// readLine appends to b the next line of r without its "\n" or "\r\n", and
+// returns length, the line's length in bytes. When length is over limit
+// the line has been read to its end but only its first limit+1 bytes kept,
+// so that a line costs at most limit bytes of memory (and r's buffer),
+// however long it is. eof is true when the line was the last one: the file
+// does not end in a newline, or the line is the empty remainder after the
+// final newline.
+func readLine(r *bufio.Reader, b []byte, limit int) (line []byte, length int, eof bool, err error) {
+	var last byte // the line's last byte so far, to tell a "\r\n" split across chunks
 	for {
 		chunk, err := r.ReadSlice('\n')
-		b = append(b, chunk...)
 		switch {
 		case err == nil:
-			b = bytes.TrimSuffix(b[:len(b)-1], []byte{'\r'})
+			chunk = chunk[:len(chunk)-1]
 		case errors.Is(err, bufio.ErrBufferFull):
-			// Only a "\r" right before the newline is dropped, so the
-			// line will be at least len(b)-1 bytes long.
-			if len(b)-1 > limit {
-				return b, false, fmt.Errorf("%w: more than %d bytes", errLineTooLong, limit)
-			}
-			continue
 		case errors.Is(err, io.EOF):
-			b = bytes.TrimSuffix(b, []byte{'\r'})
 			eof = true
 		default:
-			return b, false, err
+			return b, length, false, err
 		}
-		if len(b) > limit {
-			return b, false, fmt.Errorf("%w: more than %d bytes", errLineTooLong, limit)
+		if len(chunk) > 0 {
+			last = chunk[len(chunk)-1]
 		}
-		return b, eof, nil
+		length += len(chunk)
+		// Keep up to one byte past limit: it may be the "\r" of "\r\n".
+		// (Written so that a limit of math.MaxInt does not overflow.)
+		if len(b) <= limit {
+			keep := len(chunk)
+			if keep > limit-len(b) {
+				keep = limit - len(b) + 1
+			}
+			b = append(b, chunk[:keep]...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if last == '\r' {
+			length--
+		}
+		return b[:min(length, len(b))], length, eof, nil
 	}
 }
 
