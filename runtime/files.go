@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // FilesOptions tune a Files source. The zero value is the default.
@@ -42,6 +43,16 @@ type FilesOptions struct {
 	// goes on. Either way Available skips entries that are not regular
 	// files when it lists them.
 	FailOnBadFiles bool
+	// MinFileAge holds a file back until its modification time is at least
+	// MinFileAge before Clock(), so that a file a writer is still
+	// appending to, against the contract on Files, is read only once it
+	// has been left alone that long. The default, 0, lists a file as soon
+	// as it appears. A file whose modification time is in the future is
+	// held back until the clock passes it too.
+	MinFileAge time.Duration
+	// Clock tells the time that MinFileAge is measured against. The default
+	// is time.Now. It is called from the goroutine that calls Available.
+	Clock func() time.Time
 }
 
 // filesPartition is the partition of every record of a Files source: the
@@ -63,7 +74,9 @@ const maxLinePrefix = 1 << 10
 // (starting with "." or "_") in dir, or anywhere on the same file system,
 // then rename it to its visible name, as Spark's file source requires too.
 // A file with a visible name is read once, when it is first listed, and a
-// later append to it is never seen.
+// later append to it is never seen. When a writer cannot rename, set
+// FilesOptions.MinFileAge so that a file is listed only once it has not
+// been modified for that long.
 //
 // Only regular files are read. Available skips, with a warning logged once
 // while it stays so, any entry that is not a regular file once symbolic
@@ -111,6 +124,9 @@ func Files(dir string, opts FilesOptions) Source {
 	}
 	if opts.MaxLineBytes == 0 {
 		opts.MaxLineBytes = defaultMaxLineBytes
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
 	}
 	return &filesSource{root: root, opts: opts}
 }
@@ -177,6 +193,9 @@ func (s *filesSource) validate() error {
 	if s.opts.MaxLineBytes < 0 {
 		errs = append(errs, fmt.Errorf("MaxLineBytes %d is negative", s.opts.MaxLineBytes))
 	}
+	if s.opts.MinFileAge < 0 {
+		errs = append(errs, fmt.Errorf("MinFileAge %v is negative", s.opts.MinFileAge))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("streamgen: files source %q: options: %w", s.opts.Name, err)
 	}
@@ -184,7 +203,7 @@ func (s *filesSource) validate() error {
 }
 
 // Available lists the directory: the offset of every input file in it that
-// is a regular file.
+// is a regular file and old enough.
 func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
@@ -196,6 +215,8 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("streamgen: files source %q: list: %w", s.opts.Name, err)
 	}
+	// A file written at the cutoff or before it is old enough.
+	cutoff := s.opts.Clock().Add(-s.opts.MinFileAge)
 	skipped := make(map[string]error)
 	// os.ReadDir sorts by name, which is the order the offset keeps.
 	names := make([]string, 0, len(entries))
@@ -204,13 +225,16 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 		if !isInputFile(name) {
 			continue
 		}
-		present, err := s.inspect(e)
+		modTime, present, err := s.inspect(e)
 		if err != nil {
 			skipped[name] = err
 			continue
 		}
 		if !present {
 			continue // renamed or removed since the listing
+		}
+		if s.opts.MinFileAge > 0 && modTime.After(cutoff) {
+			continue
 		}
 		names = append(names, name)
 	}
@@ -219,12 +243,23 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 }
 
 // inspect tells whether the directory entry e is a regular file once links
-// are followed: it returns an error saying why not. present is false when
-// the entry has gone since the listing. inspect asks the file system only
-// when the listing's file type calls for it.
-func (s *filesSource) inspect(e fs.DirEntry) (present bool, err error) {
+// are followed: it returns an error saying why not, or the file's
+// modification time, which is zero unless MinFileAge needs it. present is
+// false when the entry has gone since the listing. inspect asks the file
+// system only when the listing's file type or MinFileAge calls for it.
+func (s *filesSource) inspect(e fs.DirEntry) (modTime time.Time, present bool, err error) {
 	if e.Type().IsRegular() {
-		return true, nil
+		if s.opts.MinFileAge == 0 {
+			return time.Time{}, true, nil
+		}
+		info, err := e.Info() // Lstat, which for a regular file is Stat
+		if errors.Is(err, fs.ErrNotExist) {
+			return time.Time{}, false, nil
+		}
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		return info.ModTime(), true, nil
 	}
 	path := filepath.Join(s.root, e.Name())
 	info, err := os.Stat(path)
@@ -232,14 +267,14 @@ func (s *filesSource) inspect(e fs.DirEntry) (present bool, err error) {
 		// A dangling link stays a problem; an entry that has gone since
 		// the listing was renamed or removed, as a writer may do.
 		if _, lerr := os.Lstat(path); errors.Is(lerr, fs.ErrNotExist) {
-			return false, nil
+			return time.Time{}, false, nil
 		}
-		return false, err
+		return time.Time{}, false, err
 	}
 	if !info.Mode().IsRegular() {
-		return false, fmt.Errorf("%w: %s is %s", errNotRegular, path, describeType(info.Mode()))
+		return time.Time{}, false, fmt.Errorf("%w: %s is %s", errNotRegular, path, describeType(info.Mode()))
 	}
-	return true, nil
+	return info.ModTime(), true, nil
 }
 
 // warnSkipped logs a warning for each entry in skipped, which maps a name

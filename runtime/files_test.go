@@ -665,3 +665,66 @@ func TestFilesLongLineMemory(t *testing.T) {
 		t.Errorf("read\n%.80q\nwant\n%.80q", got, want)
 	}
 }
+
+// TestFilesMinFileAge lists files by their modification time against a
+// manual clock.
+func TestFilesMinFileAge(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	src := runtime.Files(dir, runtime.FilesOptions{
+		MinFileAge: 5 * time.Second,
+		Clock:      func() time.Time { return now },
+	})
+	touch := func(name string, mtime time.Time) {
+		t.Helper()
+		if err := os.Chtimes(filepath.Join(dir, name), mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, dir, "a.json", "{}\n")
+	writeFile(t, dir, "b.json", "{}\n")
+	writeFile(t, dir, "c.json", "{}\n")
+	touch("a.json", now.Add(-10*time.Second))
+	touch("b.json", now.Add(-time.Second))
+	touch("c.json", now.Add(time.Hour)) // a clock ahead of ours
+	if err := os.Symlink("b.json", filepath.Join(dir, "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		advance time.Duration
+		want    []string
+	}{
+		{0, []string{"a.json"}},
+		{3999 * time.Millisecond, []string{"a.json"}},
+		// b.json is exactly MinFileAge old, and its link with it.
+		{time.Millisecond, []string{"a.json", "b.json", "link.json"}},
+		{time.Hour, []string{"a.json", "b.json", "link.json"}},
+		{5 * time.Second, []string{"a.json", "b.json", "c.json", "link.json"}},
+	}
+	for _, step := range steps {
+		now = now.Add(step.advance)
+		if got := names(t, available(t, src)); !slices.Equal(got, step.want) {
+			t.Errorf("at %v: Available = %q, want %q", now, got, step.want)
+		}
+	}
+	// Appended to, b.json is held back again until it has been left
+	// alone long enough (its link too, which goes by the file's time).
+	touch("b.json", now.Add(-time.Second))
+	if got, want := names(t, available(t, src)), []string{"a.json", "c.json"}; !slices.Equal(got, want) {
+		t.Errorf("after a write to b.json: Available = %q, want %q", got, want)
+	}
+
+	// The default clock is the real one.
+	real := runtime.Files(dir, runtime.FilesOptions{MinFileAge: time.Hour})
+	touch("a.json", time.Now().Add(-2*time.Hour))
+	touch("b.json", time.Now())
+	touch("c.json", time.Now().Add(-2*time.Hour))
+	if got, want := names(t, available(t, real)), []string{"a.json", "c.json"}; !slices.Equal(got, want) {
+		t.Errorf("with the real clock: Available = %q, want %q", got, want)
+	}
+
+	negative := runtime.Files(dir, runtime.FilesOptions{MinFileAge: -time.Second})
+	if _, err := negative.Available(context.Background()); err == nil || !strings.Contains(err.Error(), "MinFileAge") {
+		t.Errorf("negative MinFileAge: %v", err)
+	}
+}
