@@ -9,11 +9,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
+	"time"
 )
 
 // FilesOptions tune a Files source. The zero value is the default.
@@ -21,13 +25,34 @@ type FilesOptions struct {
 	// MaxFilesPerTrigger caps the number of new files in one batch. The
 	// default, 0, takes every file available.
 	MaxFilesPerTrigger int
-	// Name names the source in progress reports and the checkpoint. The
-	// default is "files:" followed by the directory.
+	// Name names the source in progress reports and the checkpoint, which
+	// keeps the processed-file log under it. The default is "files:"
+	// followed by the source's Root, so that every spelling of one
+	// directory names one source.
 	Name string
 	// MaxLineBytes is the longest line, without its newline, that Read
-	// accepts; a longer line is an error naming its file and line. The
-	// default is 64 MiB. It bounds the memory one line may take.
+	// accepts. The default is 64 MiB. It bounds the memory one line may
+	// take: of a longer line Read keeps only a prefix and skips the rest.
 	MaxLineBytes int
+	// FailOnBadFiles makes a bad input an error from Read, which fails the
+	// batch, and so every retry of it until someone moves the input away:
+	// Spark's ignoreCorruptFiles=false. A bad input is a file that cannot
+	// be opened or read, or is no longer a regular file, or a line longer
+	// than MaxLineBytes. By default (false) Read reports each as a Record
+	// whose Err is set, which the query sends to its dead-letter sink, and
+	// goes on. Either way Available skips entries that are not regular
+	// files when it lists them.
+	FailOnBadFiles bool
+	// MinFileAge holds a file back until its modification time is at least
+	// MinFileAge before Clock(), so that a file a writer is still
+	// appending to, against the contract on Files, is read only once it
+	// has been left alone that long. The default, 0, lists a file as soon
+	// as it appears. A file whose modification time is in the future is
+	// held back until the clock passes it too.
+	MinFileAge time.Duration
+	// Clock tells the time that MinFileAge is measured against. The default
+	// is time.Now. It is called from the goroutine that calls Available.
+	Clock func() time.Time
 }
 
 // filesPartition is the partition of every record of a Files source: the
@@ -38,42 +63,127 @@ const filesPartition = "files"
 // defaultMaxLineBytes is the default of FilesOptions.MaxLineBytes.
 const defaultMaxLineBytes = 64 << 20
 
+// maxLinePrefix is the most of a too-long line that Read passes on as the
+// Data of its Err record: enough to recognise the line by.
+const maxLinePrefix = 1 << 10
+
 // Files returns a source over the JSON-lines files in dir: every file whose
 // name ends in ".json" or ".jsonl" and does not start with "." or "_".
-// Writers should create a file under such a hidden name and rename it into
-// place when it is complete: a file with a visible name is read once, when
-// it first appears, and a later append to it is never seen.
+//
+// Writers must make a file appear complete: write it under a hidden name
+// (starting with "." or "_") in dir, or anywhere on the same file system,
+// then rename it to its visible name, as Spark's file source requires too.
+// A file with a visible name is read once, when it is first listed, and a
+// later append to it is never seen. When a writer cannot rename, set
+// FilesOptions.MinFileAge so that a file is listed only once it has not
+// been modified for that long.
+//
+// Only regular files are read. Available skips, with a warning logged once
+// while it stays so, any entry that is not a regular file once symbolic
+// links are followed: a named pipe (which a read would block on), a
+// directory or a link to one, a dangling link or a loop of links. A link to
+// a regular file is read through.
 //
 // Files are taken in lexical order of name, each at most once. The offset
 // is the processed-file log: the JSON array of the names of all files read
-// so far, sorted. So a file that appears later is read even when its name
-// sorts before files already read, and restarting from a checkpoint reads
-// neither a file twice nor one too few. The log grows by one name per file
-// and is stored with every batch; a directory that receives millions of
-// files should be rotated into a new query.
+// so far, sorted, relative to the source's root. So a file that appears
+// later is read even when its name sorts before files already read, and
+// restarting from a checkpoint reads neither a file twice nor one too few.
+// The log grows by one name per file and is stored with every batch; a
+// directory that receives millions of files should be rotated into a new
+// query.
+//
+// Files resolves dir once, when called: made absolute and clean, with
+// symbolic links resolved (of a directory that does not exist yet, those of
+// its longest existing parent), it is the source's root, which Root
+// returns, the directory read, and part of the default Name. So "in",
+// "./in/", the absolute path and a link to it all share one processed-file
+// log and no file is read twice. A link on the way to dir that is later
+// pointed elsewhere is not followed until the source is made again, which
+// then has a new default Name and so starts reading from scratch.
 //
 // Each non-blank line of a file is a Record with Partition "files" and
 // Position "name:line" (lines numbered from 1, blank lines counted). A
 // trailing "\r" is dropped from each line. A directory that does not exist
-// yet is an empty source.
+// yet is an empty source. Bad input is reported in Records with Err set,
+// in place and in the same order on every Read of the same offsets (see
+// FilesOptions.FailOnBadFiles):
 //
-// The source holds no mutable state: it is safe for concurrent use.
+//   - a file that cannot be opened, that is not a regular file, or whose
+//     reading fails: one Record with Position the file's name and no Data,
+//     after the lines read before the failure;
+//   - a line longer than MaxLineBytes: a Record with Position "name:line"
+//     whose Data is the line's first 1 KiB (or MaxLineBytes if less);
+//     the lines after it are read as usual.
+//
+// The source is safe for concurrent use.
 func Files(dir string, opts FilesOptions) Source {
+	root := resolveRoot(dir)
 	if opts.Name == "" {
-		opts.Name = "files:" + dir
+		opts.Name = "files:" + root
 	}
 	if opts.MaxLineBytes == 0 {
 		opts.MaxLineBytes = defaultMaxLineBytes
 	}
-	return &filesSource{dir: dir, opts: opts}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	return &filesSource{root: root, opts: opts}
 }
 
 type filesSource struct {
-	dir  string
+	root string
 	opts FilesOptions
+
+	mu sync.Mutex
+	// skipped holds the names Available last skipped for not being regular
+	// files, so that it warns of each once while it stays so, and forgets
+	// it once it is gone or mended.
+	skipped map[string]bool
 }
 
 func (s *filesSource) Name() string { return s.opts.Name }
+
+// Root returns the directory the source reads: the dir given to Files,
+// absolute, clean and with symbolic links resolved as they were when Files
+// was called.
+func (s *filesSource) Root() string { return s.root }
+
+// resolveRoot returns dir made absolute and clean, with its symbolic links
+// resolved. Of a path that does not exist yet it resolves the longest
+// existing parent and appends the rest, cleaned. When resolving fails
+// otherwise (a loop of links, a parent that cannot be searched), it
+// settles for the absolute clean path: the source will then fail to list
+// the directory and say why.
+func resolveRoot(dir string) string {
+	// An existing path is resolved as given: EvalSymlinks takes a ".."
+	// after a link to mean the link target's parent, as the kernel does,
+	// where filepath.Abs would drop the link lexically.
+	real, err := filepath.EvalSymlinks(dir)
+	if err == nil {
+		if abs, err := filepath.Abs(real); err == nil {
+			return abs
+		}
+		return real
+	}
+	abs, absErr := filepath.Abs(dir)
+	if absErr != nil {
+		return filepath.Clean(dir)
+	}
+	rest := ""
+	for path := abs; errors.Is(err, fs.ErrNotExist); {
+		parent := filepath.Dir(path)
+		if parent == path {
+			break
+		}
+		rest = filepath.Join(filepath.Base(path), rest)
+		path = parent
+		if real, err = filepath.EvalSymlinks(path); err == nil {
+			return filepath.Join(real, rest)
+		}
+	}
+	return abs
+}
 
 func (s *filesSource) validate() error {
 	var errs []error
@@ -83,33 +193,130 @@ func (s *filesSource) validate() error {
 	if s.opts.MaxLineBytes < 0 {
 		errs = append(errs, fmt.Errorf("MaxLineBytes %d is negative", s.opts.MaxLineBytes))
 	}
+	if s.opts.MinFileAge < 0 {
+		errs = append(errs, fmt.Errorf("MinFileAge %v is negative", s.opts.MinFileAge))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("streamgen: files source %q: options: %w", s.opts.Name, err)
 	}
 	return nil
 }
 
-// Available lists the directory: the offset of every complete file in it.
+// Available lists the directory: the offset of every input file in it that
+// is a regular file and old enough.
 func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(s.dir)
+	entries, err := os.ReadDir(s.root)
 	if errors.Is(err, fs.ErrNotExist) {
 		return json.RawMessage("[]"), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("streamgen: files source %q: list: %w", s.opts.Name, err)
 	}
+	// A file written at the cutoff or before it is old enough.
+	cutoff := s.opts.Clock().Add(-s.opts.MinFileAge)
+	skipped := make(map[string]error)
 	// os.ReadDir sorts by name, which is the order the offset keeps.
 	names := make([]string, 0, len(entries))
 	for _, e := range entries {
-		if e.IsDir() || !isInputFile(e.Name()) {
+		name := e.Name()
+		if !isInputFile(name) {
 			continue
 		}
-		names = append(names, e.Name())
+		modTime, present, err := s.inspect(e)
+		if err != nil {
+			skipped[name] = err
+			continue
+		}
+		if !present {
+			continue // renamed or removed since the listing
+		}
+		if s.opts.MinFileAge > 0 && modTime.After(cutoff) {
+			continue
+		}
+		names = append(names, name)
 	}
+	s.warnSkipped(skipped)
 	return s.encode(names)
+}
+
+// inspect tells whether the directory entry e is a regular file once links
+// are followed: it returns an error saying why not, or the file's
+// modification time, which is zero unless MinFileAge needs it. present is
+// false when the entry has gone since the listing. inspect asks the file
+// system only when the listing's file type or MinFileAge calls for it.
+func (s *filesSource) inspect(e fs.DirEntry) (modTime time.Time, present bool, err error) {
+	if e.Type().IsRegular() {
+		if s.opts.MinFileAge == 0 {
+			return time.Time{}, true, nil
+		}
+		info, err := e.Info() // Lstat, which for a regular file is Stat
+		if errors.Is(err, fs.ErrNotExist) {
+			return time.Time{}, false, nil
+		}
+		if err != nil {
+			return time.Time{}, false, err
+		}
+		return info.ModTime(), true, nil
+	}
+	path := filepath.Join(s.root, e.Name())
+	info, err := os.Stat(path)
+	if err != nil {
+		// A dangling link stays a problem; an entry that has gone since
+		// the listing was renamed or removed, as a writer may do.
+		if _, lerr := os.Lstat(path); errors.Is(lerr, fs.ErrNotExist) {
+			return time.Time{}, false, nil
+		}
+		return time.Time{}, false, err
+	}
+	if !info.Mode().IsRegular() {
+		return time.Time{}, false, fmt.Errorf("%w: %s is %s", errNotRegular, path, describeType(info.Mode()))
+	}
+	return info.ModTime(), true, nil
+}
+
+// warnSkipped logs a warning for each entry in skipped, which maps a name
+// Available skipped to why, unless the previous Available skipped it too.
+func (s *filesSource) warnSkipped(skipped map[string]error) {
+	s.mu.Lock()
+	var fresh []string
+	for name := range skipped {
+		if !s.skipped[name] {
+			fresh = append(fresh, name)
+		}
+	}
+	s.skipped = make(map[string]bool, len(skipped))
+	for name := range skipped {
+		s.skipped[name] = true
+	}
+	s.mu.Unlock()
+	slices.Sort(fresh)
+	for _, name := range fresh {
+		slog.Warn("streamgen: files source: skipping an entry that is not a regular file",
+			"source", s.opts.Name, "file", name, "error", skipped[name])
+	}
+}
+
+// errNotRegular is wrapped by the error of an input that is not a regular
+// file once links are followed.
+var errNotRegular = errors.New("not a regular file")
+
+// describeType names the type of a file that is not regular.
+func describeType(mode fs.FileMode) string {
+	switch {
+	case mode.IsDir():
+		return "a directory"
+	case mode&fs.ModeNamedPipe != 0:
+		return "a named pipe"
+	case mode&fs.ModeSocket != 0:
+		return "a socket"
+	case mode&fs.ModeDevice != 0:
+		return "a device"
+	default:
+		return "of type " + mode.Type().String()
+	}
 }
 
 // isInputFile reports whether name is a complete JSON-lines file, as
@@ -181,22 +388,35 @@ func (s *filesSource) Read(ctx context.Context, start, end json.RawMessage, fn f
 	return nil
 }
 
-// readFile calls fn for each non-blank line of the file name. line is a
-// buffer to reuse; readFile returns it, perhaps grown.
+// readFile calls fn for each non-blank line of the file name, and for each
+// bad input in it. line is a buffer to reuse; readFile returns it, perhaps
+// grown.
 func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn func(Record) error) ([]byte, error) {
-	f, err := os.Open(filepath.Join(s.dir, name))
+	f, err := openRegular(filepath.Join(s.root, name))
 	if err != nil {
-		return line, fmt.Errorf("streamgen: files source %q: %w", s.opts.Name, err)
+		return line, s.bad(Record{Position: name, Err: err}, fn)
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
 	for number := 1; ; number++ {
+		var length int
 		var eof bool
-		line, eof, err = readLine(r, line[:0], s.opts.MaxLineBytes)
-		if err != nil {
-			return line, fmt.Errorf("streamgen: files source %q: %s:%d: %w", s.opts.Name, name, number, err)
-		}
-		if len(bytes.TrimSpace(line)) > 0 {
+		line, length, eof, err = readLine(r, line[:0], s.opts.MaxLineBytes)
+		switch {
+		case err != nil:
+			// The file as a whole is bad: what follows cannot be
+			// told apart into lines.
+			return line, s.bad(Record{Position: name, Err: fmt.Errorf("line %d: %w", number, err)}, fn)
+		case length > s.opts.MaxLineBytes:
+			rec := Record{
+				Data:     line[:min(len(line), s.opts.MaxLineBytes, maxLinePrefix)],
+				Position: name + ":" + strconv.Itoa(number),
+				Err:      fmt.Errorf("line too long: %d bytes, more than MaxLineBytes %d", length, s.opts.MaxLineBytes),
+			}
+			if err := s.bad(rec, fn); err != nil {
+				return line, err
+			}
+		case len(bytes.TrimSpace(line)) > 0:
 			rec := Record{
 				Partition: filesPartition,
 				Data:      line,
@@ -219,37 +439,78 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 	}
 }
 
-// errLineTooLong is wrapped by the error Read returns for a line longer than
-// FilesOptions.MaxLineBytes.
-var errLineTooLong = errors.New("line too long")
+// bad hands on rec, which reports bad input, to fn, or with
+// FailOnBadFiles returns it as Read's error.
+func (s *filesSource) bad(rec Record, fn func(Record) error) error {
+	if s.opts.FailOnBadFiles {
+		return fmt.Errorf("streamgen: files source %q: %s: %w", s.opts.Name, rec.Position, rec.Err)
+	}
+	rec.Partition = filesPartition
+	return fn(rec)
+}
 
-// readLine appends to b the next line of r without its "\n" or "\r\n". eof
-// is true when the line was the last one: the file does not end in a
-// newline, or the line is the empty remainder after the final newline.
-func readLine(r *bufio.Reader, b []byte, limit int) (line []byte, eof bool, err error) {
+// openRegular opens path for reading if it is a regular file once links are
+// followed. It opens without blocking, then checks: a plain open of a named
+// pipe would wait for a writer, perhaps for ever, and checking before
+// opening would leave a moment in which the file could be replaced.
+// (O_NONBLOCK does not change how a regular file is read.)
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	info, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s is %s", errNotRegular, path, describeType(info.Mode()))
+	}
+	return f, nil
+}
+
+// readLine appends to b the next line of r without its "\n" or "\r\n", and
+// returns length, the line's length in bytes. When length is over limit
+// the line has been read to its end but only its first limit+1 bytes kept,
+// so that a line costs at most limit bytes of memory (and r's buffer),
+// however long it is. eof is true when the line was the last one: the file
+// does not end in a newline, or the line is the empty remainder after the
+// final newline.
+func readLine(r *bufio.Reader, b []byte, limit int) (line []byte, length int, eof bool, err error) {
+	var last byte // the line's last byte so far, to tell a "\r\n" split across chunks
 	for {
 		chunk, err := r.ReadSlice('\n')
-		b = append(b, chunk...)
 		switch {
 		case err == nil:
-			b = bytes.TrimSuffix(b[:len(b)-1], []byte{'\r'})
+			chunk = chunk[:len(chunk)-1]
 		case errors.Is(err, bufio.ErrBufferFull):
-			// Only a "\r" right before the newline is dropped, so the
-			// line will be at least len(b)-1 bytes long.
-			if len(b)-1 > limit {
-				return b, false, fmt.Errorf("%w: more than %d bytes", errLineTooLong, limit)
-			}
-			continue
 		case errors.Is(err, io.EOF):
-			b = bytes.TrimSuffix(b, []byte{'\r'})
 			eof = true
 		default:
-			return b, false, err
+			return b, length, false, err
 		}
-		if len(b) > limit {
-			return b, false, fmt.Errorf("%w: more than %d bytes", errLineTooLong, limit)
+		if len(chunk) > 0 {
+			last = chunk[len(chunk)-1]
 		}
-		return b, eof, nil
+		length += len(chunk)
+		// Keep up to one byte past limit: it may be the "\r" of "\r\n".
+		// (Written so that a limit of math.MaxInt does not overflow.)
+		if len(b) <= limit {
+			keep := len(chunk)
+			if keep > limit-len(b) {
+				keep = limit - len(b) + 1
+			}
+			b = append(b, chunk[:keep]...)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if last == '\r' {
+			length--
+		}
+		return b[:min(length, len(b))], length, eof, nil
 	}
 }
 

@@ -7,11 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/streamgen/streamgen/generated/sensor"
 	"github.com/streamgen/streamgen/runtime"
@@ -98,8 +102,9 @@ func names(t *testing.T, off json.RawMessage) []string {
 func TestFilesMissingDirIsEmpty(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "later")
 	src := runtime.Files(dir, runtime.FilesOptions{})
-	if got := src.Name(); got != "files:"+dir {
-		t.Errorf("Name = %q, want %q", got, "files:"+dir)
+	// The name is that of the resolved root even before it exists.
+	if got, want := src.Name(), "files:"+filepath.Join(realPath(t, filepath.Dir(dir)), "later"); got != want {
+		t.Errorf("Name = %q, want %q", got, want)
 	}
 	upTo := available(t, src)
 	if string(upTo) != "[]" {
@@ -223,18 +228,40 @@ func TestFilesLongLines(t *testing.T) {
 		t.Errorf("long lines read wrongly: got %d records, want %d", len(got), len(want))
 	}
 
-	// Past MaxLineBytes, Read fails and says where.
+	// Past MaxLineBytes, a line is bad input: its first KiB and an error
+	// that gives its length, in place, and the file goes on.
 	small := runtime.Files(dir, runtime.FilesOptions{MaxLineBytes: 1 << 20})
-	err := small.Read(context.Background(), nil, available(t, small), func(runtime.Record) error { return nil })
-	if err == nil || !strings.Contains(err.Error(), "a.json:2") || !strings.HasPrefix(err.Error(), "streamgen: ") {
-		t.Errorf("Read with a line past MaxLineBytes: %v", err)
+	got = readAll(t, small, nil, available(t, small))
+	tooLong := fmt.Sprintf("line too long: %d bytes, more than MaxLineBytes %d", len(huge), 1<<20)
+	want := []runtime.Record{
+		{Partition: "files", Data: []byte("{}"), Position: "a.json:1"},
+		{Partition: "files", Data: []byte(huge[:1024]), Position: "a.json:2", Err: errors.New(tooLong)},
+		{Partition: "files", Data: []byte("{}"), Position: "a.json:3"},
+		{Partition: "files", Data: []byte(huge[:1024]), Position: "b.json:1", Err: errors.New(tooLong)},
 	}
-	// Exactly at the limit is fine, "\r\n" not counted.
-	writeFile(t, dir, "c.json", strings.Repeat(" ", 99)+"1\r\n")
+	if !slices.EqualFunc(got, want, equalRecord) {
+		t.Errorf("read with lines past MaxLineBytes\n%v\nwant\n%v", got, want)
+	}
+	// With FailOnBadFiles, Read fails and says where.
+	strict := runtime.Files(dir, runtime.FilesOptions{MaxLineBytes: 1 << 20, FailOnBadFiles: true})
+	err := strict.Read(context.Background(), nil, available(t, strict), func(runtime.Record) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "a.json:2") || !strings.Contains(err.Error(), tooLong) || !strings.HasPrefix(err.Error(), "streamgen: ") {
+		t.Errorf("Read with FailOnBadFiles and a line past MaxLineBytes: %v", err)
+	}
+	// Exactly at the limit is fine, "\r\n" not counted; one byte more is
+	// too long, and of a line shorter than a KiB the prefix is still
+	// shorter than the line.
+	writeFile(t, dir, "c.json", strings.Repeat(" ", 99)+"1\r\n"+strings.Repeat(" ", 100)+"1\r\n2")
 	exact := runtime.Files(dir, runtime.FilesOptions{MaxLineBytes: 100})
 	got = readAll(t, exact, json.RawMessage(`["a.json","b.json"]`), available(t, exact))
-	if len(got) != 1 || len(got[0].Data) != 100 {
-		t.Errorf("line of exactly MaxLineBytes: %v", got)
+	want = []runtime.Record{
+		{Partition: "files", Data: []byte(strings.Repeat(" ", 99) + "1"), Position: "c.json:1"},
+		{Partition: "files", Data: []byte(strings.Repeat(" ", 100)), Position: "c.json:2",
+			Err: errors.New("line too long: 101 bytes, more than MaxLineBytes 100")},
+		{Partition: "files", Data: []byte("2"), Position: "c.json:3"},
+	}
+	if !slices.EqualFunc(got, want, equalRecord) {
+		t.Errorf("lines at and past MaxLineBytes\n%q\nwant\n%q", got, want)
 	}
 }
 
@@ -279,10 +306,16 @@ func TestFilesErrors(t *testing.T) {
 	if _, err := src.Next(ctx, json.RawMessage(`{`), json.RawMessage(`[]`), runtime.Limited); err == nil || !strings.HasPrefix(err.Error(), "streamgen: ") {
 		t.Errorf("Next with a bad offset: %v", err)
 	}
-	// A file in the offset that has gone is an error, not a silent skip.
-	err := src.Read(ctx, nil, json.RawMessage(`["gone.json"]`), func(runtime.Record) error { return nil })
-	if err == nil || !errors.Is(err, fs.ErrNotExist) {
-		t.Errorf("Read of a missing file: %v", err)
+	// A file in the offset that has gone is bad input, not a silent skip:
+	// a record with the error, or with FailOnBadFiles Read's error.
+	got := readAll(t, src, nil, json.RawMessage(`["gone.json"]`))
+	if len(got) != 1 || got[0].Position != "gone.json" || got[0].Data != nil || !errors.Is(got[0].Err, fs.ErrNotExist) {
+		t.Errorf("Read of a missing file: %v", got)
+	}
+	strict := runtime.Files(dir, runtime.FilesOptions{FailOnBadFiles: true})
+	err := strict.Read(ctx, nil, json.RawMessage(`["gone.json"]`), func(runtime.Record) error { return nil })
+	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "streamgen: ") {
+		t.Errorf("Read with FailOnBadFiles of a missing file: %v", err)
 	}
 	bad := runtime.Files(dir, runtime.FilesOptions{MaxFilesPerTrigger: -1})
 	if _, err := bad.Available(ctx); err == nil || !strings.Contains(err.Error(), "MaxFilesPerTrigger") {
@@ -298,6 +331,400 @@ func TestFilesErrors(t *testing.T) {
 	}
 }
 
+// equalRecord compares records, their errors by message.
 func equalRecord(a, b runtime.Record) bool {
+	if (a.Err == nil) != (b.Err == nil) || a.Err != nil && a.Err.Error() != b.Err.Error() {
+		return false
+	}
 	return a.Partition == b.Partition && a.Position == b.Position && bytes.Equal(a.Data, b.Data)
+}
+
+// realPath is path with its links resolved.
+func realPath(t *testing.T, path string) string {
+	t.Helper()
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return real
+}
+
+// root is the resolved root of a Files source, which the query reads
+// through this interface.
+func root(t *testing.T, src runtime.Source) string {
+	t.Helper()
+	r, ok := src.(interface{ Root() string })
+	if !ok {
+		t.Fatalf("%T has no Root method", src)
+	}
+	return r.Root()
+}
+
+// TestFilesNameResolvesDir makes one directory, and one that does not exist
+// yet, in many spellings: each names one source, whose processed-file log
+// is then kept once.
+func TestFilesNameResolvesDir(t *testing.T) {
+	tmp := realPath(t, t.TempDir())
+	in := filepath.Join(tmp, "data", "in")
+	if err := os.MkdirAll(in, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(tmp, "data"), filepath.Join(tmp, "link")); err != nil {
+		t.Fatal(err)
+	}
+	// "up" leads back to tmp only if ".." is taken after the link: up/..
+	// is tmp/data/in/.., which is tmp/data, not tmp.
+	if err := os.Symlink(in, filepath.Join(tmp, "up")); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(filepath.Join(tmp, "data"))
+	spellings := []string{
+		in,
+		in + "/",
+		"in",
+		"./in",
+		"in/",
+		"../data/./in",
+		filepath.Join(tmp, "link", "in"),
+		"../link/in",
+		"../up/../in",
+	}
+	for _, dir := range spellings {
+		src := runtime.Files(dir, runtime.FilesOptions{})
+		if got, want := src.Name(), "files:"+in; got != want {
+			t.Errorf("Files(%q).Name() = %q, want %q", dir, got, want)
+		}
+		if got := root(t, src); got != in {
+			t.Errorf("Files(%q).Root() = %q, want %q", dir, got, in)
+		}
+		// What it reads is the root.
+		if got := names(t, available(t, src)); len(got) != 0 {
+			t.Errorf("Files(%q): Available = %q, want none", dir, got)
+		}
+	}
+
+	// Not there yet: the existing part is resolved, the rest cleaned.
+	later := filepath.Join(in, "later", "x")
+	for _, dir := range []string{later, "in/later/x", "./in/later/../later/x/", filepath.Join(tmp, "link", "in", "later", "x"), "../link/in/later//x"} {
+		src := runtime.Files(dir, runtime.FilesOptions{})
+		if got, want := src.Name(), "files:"+later; got != want {
+			t.Errorf("Files(%q).Name() = %q, want %q", dir, got, want)
+		}
+		if got := root(t, src); got != later {
+			t.Errorf("Files(%q).Root() = %q, want %q", dir, got, later)
+		}
+	}
+	// A name given stays as given; the root is resolved all the same.
+	named := runtime.Files("../link/in", runtime.FilesOptions{Name: "events"})
+	if named.Name() != "events" || root(t, named) != in {
+		t.Errorf("named source: Name %q, Root %q", named.Name(), root(t, named))
+	}
+	writeFile(t, in, "a.json", "{}\n")
+	if got := names(t, available(t, named)); !slices.Equal(got, []string{"a.json"}) {
+		t.Errorf("through a link: Available = %q", got)
+	}
+}
+
+// captureLog sends slog's default logger to a buffer for the rest of the
+// test.
+func captureLog(t *testing.T) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	return &buf
+}
+
+// badEntries makes in dir, besides regular files, entries that are not
+// regular files once links are followed, and returns their names.
+func badEntries(t *testing.T, dir string) []string {
+	t.Helper()
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo.json"), 0o666); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	links := map[string]string{
+		"dir.json":      "sub",
+		"dirreal.json":  "", // a directory itself
+		"dangling.json": "missing.json",
+		"loop.json":     "loop.json",
+		"gone.json":     filepath.Join(dir, "sub", "removed", "x.json"), // into a directory that is not there
+	}
+	for name, target := range links {
+		var err error
+		if target == "" {
+			err = os.Mkdir(filepath.Join(dir, name), 0o777)
+		} else {
+			err = os.Symlink(target, filepath.Join(dir, name))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return []string{"dangling.json", "dir.json", "dirreal.json", "fifo.json", "gone.json", "loop.json"}
+}
+
+// TestFilesOnlyRegularFiles lists a directory with a named pipe, links to
+// nowhere and directories among its files: only the regular files, or
+// links to them, are listed, and a warning names each other entry once.
+func TestFilesOnlyRegularFiles(t *testing.T) {
+	log := captureLog(t)
+	dir := t.TempDir()
+	bad := badEntries(t, dir)
+	writeFile(t, dir, "a.json", "{\"a\":1}\n")
+	writeFile(t, filepath.Join(dir, "sub"), "real.json", "{\"a\":2}\n")
+	if err := os.Symlink(filepath.Join("sub", "real.json"), filepath.Join(dir, "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	src := runtime.Files(dir, runtime.FilesOptions{})
+	want := []string{"a.json", "link.json"}
+	for range 3 {
+		if got := names(t, available(t, src)); !slices.Equal(got, want) {
+			t.Fatalf("Available = %q, want %q", got, want)
+		}
+	}
+	for _, name := range append(bad, want...) {
+		n := strings.Count(log.String(), "file="+name+" ")
+		if wantN := 1 - btoi(slices.Contains(want, name)); n != wantN {
+			t.Errorf("%s logged %d times, want %d; log:\n%s", name, n, wantN, log)
+		}
+	}
+	if got := readAll(t, src, nil, available(t, src)); !slices.EqualFunc(got, []runtime.Record{
+		{Partition: "files", Data: []byte(`{"a":1}`), Position: "a.json:1"},
+		{Partition: "files", Data: []byte(`{"a":2}`), Position: "link.json:1"},
+	}, equalRecord) {
+		t.Errorf("read %v", got)
+	}
+
+	// A mended entry is forgotten: should it go bad again, it is logged
+	// again.
+	log.Reset()
+	if err := os.Remove(filepath.Join(dir, "dangling.json")); err != nil {
+		t.Fatal(err)
+	}
+	available(t, src)
+	if err := os.Symlink("missing.json", filepath.Join(dir, "dangling.json")); err != nil {
+		t.Fatal(err)
+	}
+	available(t, src)
+	if n := strings.Count(log.String(), "file="); n != 1 || !strings.Contains(log.String(), "file=dangling.json ") {
+		t.Errorf("after mending and breaking dangling.json, log:\n%s", log)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestFilesBadFiles reads offsets that name files which went bad after
+// they were listed, as a restarted query may: each is one Err record in
+// its place, the same on every read, and the query's other files are
+// read; with FailOnBadFiles the first is Read's error.
+func TestFilesBadFiles(t *testing.T) {
+	dir := t.TempDir()
+	bad := badEntries(t, dir)
+	writeFile(t, dir, "a.json", "{\"a\":1}\n")
+	writeFile(t, dir, "z.json", "{\"z\":1}\n")
+	offset := append([]string{"a.json", "z.json"}, bad...)
+	// /proc/self/mem is a regular file that no one, root included, can
+	// read from its start.
+	if _, err := os.Stat("/proc/self/mem"); err == nil {
+		if err := os.Symlink("/proc/self/mem", filepath.Join(dir, "mem.json")); err != nil {
+			t.Fatal(err)
+		}
+		offset = append(offset, "mem.json")
+	}
+	// A file without read permission, unless root, who can read it.
+	if os.Getuid() != 0 {
+		writeFile(t, dir, "secret.json", "{}\n")
+		if err := os.Chmod(filepath.Join(dir, "secret.json"), 0); err != nil {
+			t.Fatal(err)
+		}
+		offset = append(offset, "secret.json")
+	}
+	slices.Sort(offset)
+	end, err := json.Marshal(offset)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	src := runtime.Files(dir, runtime.FilesOptions{})
+	got := readWithin(t, src, end)
+	// What each bad file's error must say, besides its name and position.
+	why := map[string]func(error) bool{
+		"dangling.json": func(err error) bool { return errors.Is(err, fs.ErrNotExist) },
+		"gone.json":     func(err error) bool { return errors.Is(err, fs.ErrNotExist) },
+		"loop.json":     func(err error) bool { return errors.Is(err, syscall.ELOOP) },
+		"dir.json":      func(err error) bool { return strings.Contains(err.Error(), "is a directory") },
+		"dirreal.json":  func(err error) bool { return strings.Contains(err.Error(), "is a directory") },
+		"fifo.json":     func(err error) bool { return strings.Contains(err.Error(), "is a named pipe") },
+		"mem.json":      func(err error) bool { return errors.Is(err, syscall.EIO) && strings.Contains(err.Error(), "line 1") },
+		"secret.json":   func(err error) bool { return errors.Is(err, fs.ErrPermission) },
+	}
+	if len(got) != len(offset) {
+		t.Fatalf("read %d records, want one per file of %q:\n%v", len(got), offset, got)
+	}
+	for i, r := range got {
+		name := offset[i]
+		switch {
+		case name == "a.json" || name == "z.json":
+			if r.Err != nil || r.Position != name+":1" {
+				t.Errorf("record %d = %v, want the line of %s", i, r, name)
+			}
+		case r.Position != name || r.Partition != "files" || r.Data != nil || r.Err == nil || !why[name](r.Err):
+			t.Errorf("record %d = %+v, want the error of %s", i, r, name)
+		}
+	}
+	if again := readWithin(t, runtime.Files(dir, runtime.FilesOptions{}), end); !slices.EqualFunc(got, again, equalRecord) {
+		t.Errorf("second read\n%v\nwant\n%v", again, got)
+	}
+
+	strict := runtime.Files(dir, runtime.FilesOptions{FailOnBadFiles: true})
+	err = strict.Read(context.Background(), nil, end, func(runtime.Record) error { return nil })
+	if first := offset[1]; err == nil || !strings.Contains(err.Error(), ": "+first+": ") || !why[first](err) {
+		t.Errorf("Read with FailOnBadFiles: %v, want the error of %s", err, first)
+	}
+}
+
+// readWithin is readAll from nil to end, failing the test should Read not
+// return promptly: a named pipe must not block it.
+func readWithin(t *testing.T, src runtime.Source, end json.RawMessage) []runtime.Record {
+	t.Helper()
+	done := make(chan []runtime.Record, 1)
+	go func() {
+		var got []runtime.Record
+		err := src.Read(context.Background(), nil, end, func(r runtime.Record) error {
+			r.Data = bytes.Clone(r.Data)
+			got = append(got, r)
+			return nil
+		})
+		if err != nil {
+			t.Errorf("Read(nil, %s): %v", end, err)
+		}
+		done <- got
+	}()
+	select {
+	case got := <-done:
+		return got
+	case <-time.After(time.Minute):
+		t.Fatal("Read blocks")
+		return nil
+	}
+}
+
+// TestFilesLongLineMemory reads a line far longer than MaxLineBytes: Read
+// takes memory for MaxLineBytes and its buffer, not for the line.
+func TestFilesLongLineMemory(t *testing.T) {
+	dir := t.TempDir()
+	const lineBytes = 32 << 20
+	f, err := os.Create(filepath.Join(dir, "a.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunk := bytes.Repeat([]byte("x"), 1<<20)
+	for range lineBytes / len(chunk) {
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := f.WriteString("\r\n{}\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	src := runtime.Files(dir, runtime.FilesOptions{MaxLineBytes: 64 << 10})
+	end := available(t, src)
+	var got []runtime.Record
+	var before, after goruntime.MemStats
+	goruntime.ReadMemStats(&before)
+	err = src.Read(context.Background(), nil, end, func(r runtime.Record) error {
+		r.Data = bytes.Clone(r.Data)
+		got = append(got, r)
+		return nil
+	})
+	goruntime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if allocated := after.TotalAlloc - before.TotalAlloc; allocated > 4<<20 {
+		t.Errorf("Read of a %d-byte line allocated %d bytes", lineBytes, allocated)
+	}
+	want := []runtime.Record{
+		{Partition: "files", Data: chunk[:1024], Position: "a.json:1",
+			Err: fmt.Errorf("line too long: %d bytes, more than MaxLineBytes %d", lineBytes, 64<<10)},
+		{Partition: "files", Data: []byte("{}"), Position: "a.json:2"},
+	}
+	if !slices.EqualFunc(got, want, equalRecord) {
+		t.Errorf("read\n%.80q\nwant\n%.80q", got, want)
+	}
+}
+
+// TestFilesMinFileAge lists files by their modification time against a
+// manual clock.
+func TestFilesMinFileAge(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	src := runtime.Files(dir, runtime.FilesOptions{
+		MinFileAge: 5 * time.Second,
+		Clock:      func() time.Time { return now },
+	})
+	touch := func(name string, mtime time.Time) {
+		t.Helper()
+		if err := os.Chtimes(filepath.Join(dir, name), mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, dir, "a.json", "{}\n")
+	writeFile(t, dir, "b.json", "{}\n")
+	writeFile(t, dir, "c.json", "{}\n")
+	touch("a.json", now.Add(-10*time.Second))
+	touch("b.json", now.Add(-time.Second))
+	touch("c.json", now.Add(time.Hour)) // a clock ahead of ours
+	if err := os.Symlink("b.json", filepath.Join(dir, "link.json")); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		advance time.Duration
+		want    []string
+	}{
+		{0, []string{"a.json"}},
+		{3999 * time.Millisecond, []string{"a.json"}},
+		// b.json is exactly MinFileAge old, and its link with it.
+		{time.Millisecond, []string{"a.json", "b.json", "link.json"}},
+		{time.Hour, []string{"a.json", "b.json", "link.json"}},
+		{5 * time.Second, []string{"a.json", "b.json", "c.json", "link.json"}},
+	}
+	for _, step := range steps {
+		now = now.Add(step.advance)
+		if got := names(t, available(t, src)); !slices.Equal(got, step.want) {
+			t.Errorf("at %v: Available = %q, want %q", now, got, step.want)
+		}
+	}
+	// Appended to, b.json is held back again until it has been left
+	// alone long enough (its link too, which goes by the file's time).
+	touch("b.json", now.Add(-time.Second))
+	if got, want := names(t, available(t, src)), []string{"a.json", "c.json"}; !slices.Equal(got, want) {
+		t.Errorf("after a write to b.json: Available = %q, want %q", got, want)
+	}
+
+	// The default clock is the real one.
+	real := runtime.Files(dir, runtime.FilesOptions{MinFileAge: time.Hour})
+	touch("a.json", time.Now().Add(-2*time.Hour))
+	touch("b.json", time.Now())
+	touch("c.json", time.Now().Add(-2*time.Hour))
+	if got, want := names(t, available(t, real)), []string{"a.json", "c.json"}; !slices.Equal(got, want) {
+		t.Errorf("with the real clock: Available = %q, want %q", got, want)
+	}
+
+	negative := runtime.Files(dir, runtime.FilesOptions{MinFileAge: -time.Second})
+	if _, err := negative.Available(context.Background()); err == nil || !strings.Contains(err.Error(), "MinFileAge") {
+		t.Errorf("negative MinFileAge: %v", err)
+	}
 }

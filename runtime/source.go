@@ -48,9 +48,13 @@ type Record struct {
 	Data []byte
 	// Position says where the record is, for dead letters: "file:line".
 	Position string
-	// Err, when not nil, says that the input at Position could not be
-	// read (an unreadable file, a line over the limit): the record carries
-	// no row, and the query sends it to the dead letters and goes on.
+	// Err, when not nil, makes the record a report of bad input at
+	// Position rather than data: a file that cannot be read (Position is
+	// then the file's name) or a line too long to take ("name:line"). Data
+	// then holds at most a short prefix of the input, to recognise it by,
+	// and is not to be decoded. The query sends such a record to its
+	// dead-letter sink as one entry, with Err's message and Data as the
+	// raw bytes, and goes on.
 	Err error
 }
 
