@@ -3,48 +3,30 @@ package runtime
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 
-	"github.com/streamgen/streamgen/internal/atomicfile"
 )
 
 // DeadLetterDir returns a sink that writes the dead letters of batch N, one
-// JSON object per line, to dir/dead-letters-N.jsonl, N padded with zeros to
-// ten digits so that lexical order is batch order. The file appears
-// complete or not at all: it is written under a name starting with ".",
-// synced and renamed into place. A batch written again replaces its file,
-// and a batch with no dead letters has none (a file left by an earlier
-// attempt at the batch is removed). dir is created when first needed.
+// JSON object per line, to dir/dead-letters-N.jsonl (see BatchFiles: the
+// file appears complete or not at all, a batch written again replaces it,
+// and a batch with no dead letters has none). dir is created when first
+// needed.
 //
-// The sink holds no state: it is safe for concurrent use, though two
-// concurrent writes of the same batch leave either one's file.
+// The sink is safe for concurrent use, though two concurrent writes of the
+// same batch leave either one's file.
 func DeadLetterDir(dir string) DeadLetterSink {
-	return deadLetterDir{dir: dir}
+	return deadLetterDir{files: NewBatchFiles(dir, "dead-letters-")}
 }
 
-type deadLetterDir struct{ dir string }
+type deadLetterDir struct{ files *BatchFiles }
 
 func (d deadLetterDir) WriteDeadLetters(ctx context.Context, batchID int64, letters []DeadLetter) error {
-	if batchID < 0 {
-		return fmt.Errorf("streamgen: dead letters: negative batch id %d", batchID)
-	}
-	name := fmt.Sprintf("dead-letters-%010d.jsonl", batchID)
-	if len(letters) == 0 {
-		err := os.Remove(filepath.Join(d.dir, name))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("streamgen: dead letters of batch %d: %w", batchID, err)
-		}
-		return nil
-	}
-	err := atomicfile.Replace(d.dir, name, func(w io.Writer) error {
+	err := d.files.Write(batchID, len(letters) == 0, func(w io.Writer) error {
 		enc := json.NewEncoder(w) // one object and a newline per Encode
 		enc.SetEscapeHTML(false)
 		for i := range letters {

@@ -3,6 +3,9 @@ package runtime_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,7 +123,7 @@ func TestDeadLetterDirReadByFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	src := runtime.Files(dir, runtime.FilesOptions{})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
 	var got []runtime.DeadLetter
 	for _, r := range readAll(t, src, nil, available(t, src)) {
 		var l runtime.DeadLetter
@@ -164,5 +167,32 @@ func TestDeadLetterMemory(t *testing.T) {
 	in[0].Error = "changed"
 	if got := m.Letters(); got[0].Error == "changed" {
 		t.Error("Letters shares the caller's slice")
+	}
+}
+
+// TestBatchFilesRemovesStaleTemporaries: temporary files that a crashed
+// writer left in the directory are removed at the first write; other
+// hidden files stay.
+func TestBatchFilesRemovesStaleTemporaries(t *testing.T) {
+	dir := t.TempDir()
+	stale := filepath.Join(dir, ".streamgen-tmp-part-0000000003.jsonl-0123456789abcdef")
+	other := filepath.Join(dir, ".keep")
+	for _, p := range []string{stale, other} {
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f := runtime.NewBatchFiles(dir, "part-")
+	if err := f.Write(4, false, func(w io.Writer) error { _, err := io.WriteString(w, "row\n"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("stale temporary file: %v", err)
+	}
+	if _, err := os.Stat(other); err != nil {
+		t.Fatalf("another hidden file was removed: %v", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "part-0000000004.jsonl")); err != nil || string(b) != "row\n" {
+		t.Fatalf("batch file: %q, %v", b, err)
 	}
 }

@@ -67,7 +67,7 @@ const defaultMaxLineBytes = 64 << 20
 // Data of its Err record: enough to recognise the line by.
 const maxLinePrefix = 1 << 10
 
-// Files returns a source over the JSON-lines files in dir: every file whose
+// FilesSource returns a source over the JSON-lines files in dir: every file whose
 // name ends in ".json" or ".jsonl" and does not start with "." or "_".
 //
 // Writers must make a file appear complete: write it under a hidden name
@@ -117,7 +117,7 @@ const maxLinePrefix = 1 << 10
 //     the lines after it are read as usual.
 //
 // The source is safe for concurrent use.
-func Files(dir string, opts FilesOptions) Source {
+func FilesSource(dir string, opts FilesOptions) Source {
 	root := resolveRoot(dir)
 	if opts.Name == "" {
 		opts.Name = "files:" + root

@@ -101,7 +101,7 @@ func names(t *testing.T, off json.RawMessage) []string {
 
 func TestFilesMissingDirIsEmpty(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "later")
-	src := runtime.Files(dir, runtime.FilesOptions{})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
 	// The name is that of the resolved root even before it exists.
 	if got, want := src.Name(), "files:"+filepath.Join(realPath(t, filepath.Dir(dir)), "later"); got != want {
 		t.Errorf("Name = %q, want %q", got, want)
@@ -124,7 +124,7 @@ func TestFilesMissingDirIsEmpty(t *testing.T) {
 // files already read, with MaxFilesPerTrigger splitting what is available.
 func TestFilesIncremental(t *testing.T) {
 	dir := t.TempDir()
-	src := runtime.Files(dir, runtime.FilesOptions{MaxFilesPerTrigger: 2, Name: "events"})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 2, Name: "events"})
 	if src.Name() != "events" {
 		t.Errorf("Name = %q", src.Name())
 	}
@@ -184,12 +184,12 @@ func TestFilesRestart(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "1.json", "{\"a\":1}\n{\"a\":2}\n")
 	writeFile(t, dir, "2.json", "{\"a\":3}\n")
-	src := runtime.Files(dir, runtime.FilesOptions{MaxFilesPerTrigger: 1})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 1})
 	start := next(t, src, nil, available(t, src))
 	end := next(t, src, start, available(t, src))
 	first := readAll(t, src, start, end)
 	writeFile(t, dir, "0.json", "{\"a\":0}\n") // arrives meanwhile
-	again := readAll(t, runtime.Files(dir, runtime.FilesOptions{}), start, end)
+	again := readAll(t, runtime.FilesSource(dir, runtime.FilesOptions{}), start, end)
 	if !slices.EqualFunc(first, again, equalRecord) {
 		t.Errorf("second read\n%v\nwant\n%v", again, first)
 	}
@@ -201,7 +201,7 @@ func TestFilesRestart(t *testing.T) {
 func TestFilesPositionsAndBlankLines(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "x.json", "\n{\"a\":1}\r\n  \n\t\r\n{\"a\":2}\n\n{\"a\":3}")
-	src := runtime.Files(dir, runtime.FilesOptions{})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
 	got := readAll(t, src, nil, available(t, src))
 	want := []runtime.Record{
 		{Partition: "files", Data: []byte(`{"a":1}`), Position: "x.json:2"},
@@ -222,7 +222,7 @@ func TestFilesLongLines(t *testing.T) {
 	huge := `{"s":"` + strings.Repeat("x", 5<<20) + `"}`
 	writeFile(t, dir, "a.json", "{}\n"+huge+"\n{}\n")
 	writeFile(t, dir, "b.json", huge) // no final newline
-	src := runtime.Files(dir, runtime.FilesOptions{})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
 	got := readAll(t, src, nil, available(t, src))
 	if want := expectLines(t, dir, "a.json", "b.json"); !slices.EqualFunc(got, want, equalRecord) {
 		t.Errorf("long lines read wrongly: got %d records, want %d", len(got), len(want))
@@ -230,7 +230,7 @@ func TestFilesLongLines(t *testing.T) {
 
 	// Past MaxLineBytes, a line is bad input: its first KiB and an error
 	// that gives its length, in place, and the file goes on.
-	small := runtime.Files(dir, runtime.FilesOptions{MaxLineBytes: 1 << 20})
+	small := runtime.FilesSource(dir, runtime.FilesOptions{MaxLineBytes: 1 << 20})
 	got = readAll(t, small, nil, available(t, small))
 	tooLong := fmt.Sprintf("line too long: %d bytes, more than MaxLineBytes %d", len(huge), 1<<20)
 	want := []runtime.Record{
@@ -243,7 +243,7 @@ func TestFilesLongLines(t *testing.T) {
 		t.Errorf("read with lines past MaxLineBytes\n%v\nwant\n%v", got, want)
 	}
 	// With FailOnBadFiles, Read fails and says where.
-	strict := runtime.Files(dir, runtime.FilesOptions{MaxLineBytes: 1 << 20, FailOnBadFiles: true})
+	strict := runtime.FilesSource(dir, runtime.FilesOptions{MaxLineBytes: 1 << 20, FailOnBadFiles: true})
 	err := strict.Read(context.Background(), nil, available(t, strict), func(runtime.Record) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "a.json:2") || !strings.Contains(err.Error(), tooLong) || !strings.HasPrefix(err.Error(), "streamgen: ") {
 		t.Errorf("Read with FailOnBadFiles and a line past MaxLineBytes: %v", err)
@@ -252,7 +252,7 @@ func TestFilesLongLines(t *testing.T) {
 	// too long, and of a line shorter than a KiB the prefix is still
 	// shorter than the line.
 	writeFile(t, dir, "c.json", strings.Repeat(" ", 99)+"1\r\n"+strings.Repeat(" ", 100)+"1\r\n2")
-	exact := runtime.Files(dir, runtime.FilesOptions{MaxLineBytes: 100})
+	exact := runtime.FilesSource(dir, runtime.FilesOptions{MaxLineBytes: 100})
 	got = readAll(t, exact, json.RawMessage(`["a.json","b.json"]`), available(t, exact))
 	want = []runtime.Record{
 		{Partition: "files", Data: []byte(strings.Repeat(" ", 99) + "1"), Position: "c.json:1"},
@@ -281,7 +281,7 @@ func TestFilesSensorEvents(t *testing.T) {
 		file = append(file, '\n')
 	}
 	writeFile(t, dir, "part-0.jsonl", string(file))
-	src := runtime.Files(dir, runtime.FilesOptions{})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
 	var got []sensor.Event
 	err := src.Read(context.Background(), nil, available(t, src), func(r runtime.Record) error {
 		var e sensor.Event
@@ -301,7 +301,7 @@ func TestFilesSensorEvents(t *testing.T) {
 
 func TestFilesErrors(t *testing.T) {
 	dir := t.TempDir()
-	src := runtime.Files(dir, runtime.FilesOptions{})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
 	ctx := context.Background()
 	if _, err := src.Next(ctx, json.RawMessage(`{`), json.RawMessage(`[]`), runtime.Limited); err == nil || !strings.HasPrefix(err.Error(), "streamgen: ") {
 		t.Errorf("Next with a bad offset: %v", err)
@@ -312,12 +312,12 @@ func TestFilesErrors(t *testing.T) {
 	if len(got) != 1 || got[0].Position != "gone.json" || got[0].Data != nil || !errors.Is(got[0].Err, fs.ErrNotExist) {
 		t.Errorf("Read of a missing file: %v", got)
 	}
-	strict := runtime.Files(dir, runtime.FilesOptions{FailOnBadFiles: true})
+	strict := runtime.FilesSource(dir, runtime.FilesOptions{FailOnBadFiles: true})
 	err := strict.Read(ctx, nil, json.RawMessage(`["gone.json"]`), func(runtime.Record) error { return nil })
 	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "streamgen: ") {
 		t.Errorf("Read with FailOnBadFiles of a missing file: %v", err)
 	}
-	bad := runtime.Files(dir, runtime.FilesOptions{MaxFilesPerTrigger: -1})
+	bad := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: -1})
 	if _, err := bad.Available(ctx); err == nil || !strings.Contains(err.Error(), "MaxFilesPerTrigger") {
 		t.Errorf("negative MaxFilesPerTrigger: %v", err)
 	}
@@ -390,7 +390,7 @@ func TestFilesNameResolvesDir(t *testing.T) {
 		"../up/../in",
 	}
 	for _, dir := range spellings {
-		src := runtime.Files(dir, runtime.FilesOptions{})
+		src := runtime.FilesSource(dir, runtime.FilesOptions{})
 		if got, want := src.Name(), "files:"+in; got != want {
 			t.Errorf("Files(%q).Name() = %q, want %q", dir, got, want)
 		}
@@ -406,7 +406,7 @@ func TestFilesNameResolvesDir(t *testing.T) {
 	// Not there yet: the existing part is resolved, the rest cleaned.
 	later := filepath.Join(in, "later", "x")
 	for _, dir := range []string{later, "in/later/x", "./in/later/../later/x/", filepath.Join(tmp, "link", "in", "later", "x"), "../link/in/later//x"} {
-		src := runtime.Files(dir, runtime.FilesOptions{})
+		src := runtime.FilesSource(dir, runtime.FilesOptions{})
 		if got, want := src.Name(), "files:"+later; got != want {
 			t.Errorf("Files(%q).Name() = %q, want %q", dir, got, want)
 		}
@@ -415,7 +415,7 @@ func TestFilesNameResolvesDir(t *testing.T) {
 		}
 	}
 	// A name given stays as given; the root is resolved all the same.
-	named := runtime.Files("../link/in", runtime.FilesOptions{Name: "events"})
+	named := runtime.FilesSource("../link/in", runtime.FilesOptions{Name: "events"})
 	if named.Name() != "events" || root(t, named) != in {
 		t.Errorf("named source: Name %q, Root %q", named.Name(), root(t, named))
 	}
@@ -479,7 +479,7 @@ func TestFilesOnlyRegularFiles(t *testing.T) {
 	if err := os.Symlink(filepath.Join("sub", "real.json"), filepath.Join(dir, "link.json")); err != nil {
 		t.Fatal(err)
 	}
-	src := runtime.Files(dir, runtime.FilesOptions{})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
 	want := []string{"a.json", "link.json"}
 	for range 3 {
 		if got := names(t, available(t, src)); !slices.Equal(got, want) {
@@ -554,7 +554,7 @@ func TestFilesBadFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	src := runtime.Files(dir, runtime.FilesOptions{})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
 	got := readWithin(t, src, end)
 	// What each bad file's error must say, besides its name and position.
 	why := map[string]func(error) bool{
@@ -581,11 +581,11 @@ func TestFilesBadFiles(t *testing.T) {
 			t.Errorf("record %d = %+v, want the error of %s", i, r, name)
 		}
 	}
-	if again := readWithin(t, runtime.Files(dir, runtime.FilesOptions{}), end); !slices.EqualFunc(got, again, equalRecord) {
+	if again := readWithin(t, runtime.FilesSource(dir, runtime.FilesOptions{}), end); !slices.EqualFunc(got, again, equalRecord) {
 		t.Errorf("second read\n%v\nwant\n%v", again, got)
 	}
 
-	strict := runtime.Files(dir, runtime.FilesOptions{FailOnBadFiles: true})
+	strict := runtime.FilesSource(dir, runtime.FilesOptions{FailOnBadFiles: true})
 	err = strict.Read(context.Background(), nil, end, func(runtime.Record) error { return nil })
 	if first := offset[1]; err == nil || !strings.Contains(err.Error(), ": "+first+": ") || !why[first](err) {
 		t.Errorf("Read with FailOnBadFiles: %v, want the error of %s", err, first)
@@ -639,7 +639,7 @@ func TestFilesLongLineMemory(t *testing.T) {
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
 	}
-	src := runtime.Files(dir, runtime.FilesOptions{MaxLineBytes: 64 << 10})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{MaxLineBytes: 64 << 10})
 	end := available(t, src)
 	var got []runtime.Record
 	var before, after goruntime.MemStats
@@ -671,7 +671,7 @@ func TestFilesLongLineMemory(t *testing.T) {
 func TestFilesMinFileAge(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
-	src := runtime.Files(dir, runtime.FilesOptions{
+	src := runtime.FilesSource(dir, runtime.FilesOptions{
 		MinFileAge: 5 * time.Second,
 		Clock:      func() time.Time { return now },
 	})
@@ -715,7 +715,7 @@ func TestFilesMinFileAge(t *testing.T) {
 	}
 
 	// The default clock is the real one.
-	real := runtime.Files(dir, runtime.FilesOptions{MinFileAge: time.Hour})
+	real := runtime.FilesSource(dir, runtime.FilesOptions{MinFileAge: time.Hour})
 	touch("a.json", time.Now().Add(-2*time.Hour))
 	touch("b.json", time.Now())
 	touch("c.json", time.Now().Add(-2*time.Hour))
@@ -723,7 +723,7 @@ func TestFilesMinFileAge(t *testing.T) {
 		t.Errorf("with the real clock: Available = %q, want %q", got, want)
 	}
 
-	negative := runtime.Files(dir, runtime.FilesOptions{MinFileAge: -time.Second})
+	negative := runtime.FilesSource(dir, runtime.FilesOptions{MinFileAge: -time.Second})
 	if _, err := negative.Available(context.Background()); err == nil || !strings.Contains(err.Error(), "MinFileAge") {
 		t.Errorf("negative MinFileAge: %v", err)
 	}

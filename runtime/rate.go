@@ -39,7 +39,7 @@ type rateOffset struct {
 	Rows  int64     `json:"rows"`
 }
 
-// Rate returns a source that makes up rows at a steady rate, like Spark's
+// RateSource returns a source that makes up rows at a steady rate, like Spark's
 // rate source, for tests, demonstrations and benchmarks. Row N is the JSON
 // line
 //
@@ -51,7 +51,7 @@ type rateOffset struct {
 // clock. There is no per-batch limit: a batch takes every row available.
 //
 // A Rate source is safe for concurrent use.
-func Rate(opts RateOptions) Source {
+func RateSource(opts RateOptions) Source {
 	if opts.RowsPerSecond == 0 {
 		opts.RowsPerSecond = 1
 	}

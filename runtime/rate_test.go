@@ -93,7 +93,7 @@ func TestRate(t *testing.T) {
 	t0 := time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
 	clock := &fakeClock{now: t0}
 	const rate, partitions = 3, 2
-	src := runtime.Rate(runtime.RateOptions{RowsPerSecond: rate, Partitions: partitions, Clock: clock.Now})
+	src := runtime.RateSource(runtime.RateOptions{RowsPerSecond: rate, Partitions: partitions, Clock: clock.Now})
 
 	// The first Available fixes the start: row 0 is due at once.
 	upTo := available(t, src)
@@ -143,7 +143,7 @@ func TestRate(t *testing.T) {
 	// A restarted source starts its own clock but continues the
 	// checkpoint's sequence, in the first batch already.
 	clock.now = t0.Add(10*time.Second + 500*time.Millisecond)
-	restarted := runtime.Rate(runtime.RateOptions{RowsPerSecond: rate, Partitions: partitions, Clock: clock.Now})
+	restarted := runtime.RateSource(runtime.RateOptions{RowsPerSecond: rate, Partitions: partitions, Clock: clock.Now})
 	upTo = available(t, restarted)
 	end = next(t, restarted, committed, upTo)
 	start, rows := rateRows(t, end)
@@ -164,7 +164,7 @@ func TestRate(t *testing.T) {
 func TestRateStartOption(t *testing.T) {
 	start := time.Date(2030, 1, 1, 0, 0, 0, 0, time.FixedZone("CET", 3600))
 	clock := &fakeClock{now: start.Add(-time.Minute)}
-	src := runtime.Rate(runtime.RateOptions{Start: start, Clock: clock.Now})
+	src := runtime.RateSource(runtime.RateOptions{Start: start, Clock: clock.Now})
 	if src.Name() != "rate" {
 		t.Errorf("Name = %q", src.Name())
 	}
@@ -190,11 +190,11 @@ func TestRateStartOption(t *testing.T) {
 func TestRateErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, opts := range []runtime.RateOptions{{RowsPerSecond: -1}, {RowsPerSecond: 2e9}, {Partitions: -1}} {
-		if _, err := runtime.Rate(opts).Available(ctx); err == nil || !strings.HasPrefix(err.Error(), "streamgen: rate source: options") {
+		if _, err := runtime.RateSource(opts).Available(ctx); err == nil || !strings.HasPrefix(err.Error(), "streamgen: rate source: options") {
 			t.Errorf("%+v: Available error %v", opts, err)
 		}
 	}
-	src := runtime.Rate(runtime.RateOptions{})
+	src := runtime.RateSource(runtime.RateOptions{})
 	a := json.RawMessage(`{"start":"2024-01-01T00:00:00Z","rows":5}`)
 	b := json.RawMessage(`{"start":"2024-01-01T00:00:00Z","rows":3}`)
 	c := json.RawMessage(`{"start":"2025-01-01T00:00:00Z","rows":9}`)

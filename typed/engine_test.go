@@ -41,7 +41,7 @@ func TestEverySourceEveryTriggerAcrossRestart(t *testing.T) {
 			}
 			write("a.json", in[:20])
 			write("b.json", in[20:30])
-			src := runtime.Files(dir, runtime.FilesOptions{MaxFilesPerTrigger: 1})
+			src := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 1})
 			sink := newSink[fixtures.UserCount]()
 			ck := newCheckpoint()
 			w := countFrom(typed.From[fixtures.Click](src), sink)
@@ -64,7 +64,7 @@ func TestEverySourceEveryTriggerAcrossRestart(t *testing.T) {
 		})
 		t.Run("rate/"+trigger.String(), func(t *testing.T) {
 			clock := &fakeClock{now: at(0)}
-			src := runtime.Rate(runtime.RateOptions{RowsPerSecond: 10, Start: at(0), Clock: clock.Now})
+			src := runtime.RateSource(runtime.RateOptions{RowsPerSecond: 10, Start: at(0), Clock: clock.Now})
 			sink := newSink[rateCount]()
 			ck := newCheckpoint()
 			byPart := typed.GroupByKey(typed.From[fixtures.RateRow](src), func(r *fixtures.RateRow) int64 { return r.Value % 3 })
@@ -184,7 +184,9 @@ func TestCheckpointIdentity(t *testing.T) {
 		t.Fatalf("processing-time pipeline on an event-time checkpoint: %v", err)
 	}
 	other := typed.WriteTo(typed.FlatMapGroupsWithState(byUser, typed.Update, typed.NoTimeout,
-		func(key string, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter], emit func(fixtures.UserCount)) error { return nil }),
+		func(key string, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter], emit func(fixtures.UserCount)) error {
+			return nil
+		}),
 		newSink[fixtures.UserCount]())
 	_, err = other.Start(context.Background(), ck.opts()...)
 	for _, want := range []string{"output mode was Append, is now Update", "timeout was EventTimeTimeout, is now NoTimeout", `was flatMapGroupsWithState "github.com/streamgen/streamgen/typed_test.(*recorder).fn-fm"`} {

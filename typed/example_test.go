@@ -32,7 +32,7 @@ func ExampleMapGroupsWithState() {
 		return fixtures.UserCount{User: user, Count: c.Count}, nil
 	}
 	byUser := typed.GroupByKey(typed.FromMemory(clicks), func(c *fixtures.Click) string { return c.User })
-	sink := typed.Memory[fixtures.UserCount]()
+	sink := typed.NewMemorySink[fixtures.UserCount]()
 	q, err := typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, count), sink).
 		OutputMode(typed.Update).
 		Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()))
@@ -94,7 +94,7 @@ func ExampleFlatMapGroupsWithState() {
 	}
 	watermarked := typed.WithWatermark(typed.FromMemory(clicks), func(c *fixtures.Click) time.Time { return c.Time }, 0)
 	byUser := typed.GroupByKey(watermarked, func(c *fixtures.Click) string { return c.User })
-	sink := typed.Memory[fixtures.UserCount]()
+	sink := typed.NewMemorySink[fixtures.UserCount]()
 	q, err := typed.WriteTo(typed.FlatMapGroupsWithState(byUser, typed.Append, typed.EventTimeTimeout, sessions), sink).
 		OutputMode(typed.Append).
 		Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())

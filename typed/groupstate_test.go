@@ -162,7 +162,7 @@ func TestLateRowsDropped(t *testing.T) {
 	var progress []runtime.QueryProgress
 	var mu sync.Mutex
 	l := listener{progress: func(p runtime.QueryProgress) { mu.Lock(); progress = append(progress, p); mu.Unlock() }}
-	late := typed.Memory[fixtures.Click]()
+	late := typed.NewMemorySink[fixtures.Click]()
 	if err := runToEnd(t, eventTimePipeline(m, 5*time.Second, r, newSink[fixtures.UserCount](), typed.LateRows(late)), newCheckpoint().opts(runtime.Listener(l))...); err != nil {
 		t.Fatal(err)
 	}

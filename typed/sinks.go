@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/streamgen/streamgen/codec"
-	"github.com/streamgen/streamgen/internal/atomicfile"
+	"github.com/streamgen/streamgen/runtime"
 )
 
 // MemorySink keeps the rows of each batch in memory, for tests and
@@ -24,15 +21,15 @@ import (
 // rows kept for it; a batch with no rows is kept as an empty batch. It
 // keeps everything it is given: memory grows with the output.
 //
-// The zero value is not ready for use; call Memory. A MemorySink is safe
+// The zero value is not ready for use; call NewMemorySink. A MemorySink is safe
 // for concurrent use: the query writes while a test reads.
 type MemorySink[T any] struct {
 	mu      sync.Mutex
 	batches map[int64][]T
 }
 
-// Memory returns an empty MemorySink.
-func Memory[T any]() *MemorySink[T] {
+// NewMemorySink returns an empty MemorySink.
+func NewMemorySink[T any]() *MemorySink[T] {
 	return &MemorySink[T]{batches: make(map[int64][]T)}
 }
 
@@ -46,6 +43,9 @@ func (m *MemorySink[T]) Write(ctx context.Context, batchID int64, rows []T) erro
 	m.mu.Unlock()
 	return nil
 }
+
+// Description names the sink in progress reports.
+func (m *MemorySink[T]) Description() string { return "memory" }
 
 // Rows returns the rows of all batches kept, in batch order and in order
 // within a batch, in a new slice.
@@ -112,7 +112,7 @@ func (c *consoleConfig) validate() error {
 	return nil
 }
 
-// Console returns a sink that prints each batch to w as Spark's console sink
+// ConsoleSink returns a sink that prints each batch to w as Spark's console sink
 // does: a header naming the batch, then a table of its first rows whose
 // columns are the record's top-level JSON members, in order of first
 // appearance among the rows shown, and whose cells are the members' JSON
@@ -134,7 +134,7 @@ func (c *consoleConfig) validate() error {
 // after a failure is printed again: a console cannot take back what it
 // showed. Bad options make every Write fail. The sink is safe for
 // concurrent use if w is.
-func Console[T any, P codec.RecordPtr[T]](w io.Writer, opts ...ConsoleOption) Sink[T] {
+func ConsoleSink[T any, P codec.RecordPtr[T]](w io.Writer, opts ...ConsoleOption) Sink[T] {
 	cfg := consoleConfig{numRows: 20, truncate: 20}
 	for _, o := range opts {
 		o.applyConsole(&cfg)
@@ -151,6 +151,9 @@ type consoleSink[T any, P codec.RecordPtr[T]] struct {
 // consoleDashes is the rule above and below the batch header, as long as
 // Spark's.
 const consoleDashes = "-------------------------------------------\n"
+
+// Description names the sink in progress reports.
+func (s *consoleSink[T, P]) Description() string { return "console" }
 
 func (s *consoleSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) error {
 	if s.err != nil {
@@ -335,41 +338,34 @@ func truncateCell(s string, n int) string {
 	return string(runes[:n-3]) + "..."
 }
 
-// Files returns a sink that writes each batch as JSON lines, one row per
-// line as the row's generated AppendJSON writes it, to the file
+// FilesSink returns a sink that writes each batch as JSON lines, one row
+// per line as the row's generated AppendJSON writes it, to the file
 // dir/part-N.jsonl, N being the batch id padded with zeros to ten digits so
-// that lexical order is batch order. dir is created when first needed.
+// that lexical order is batch order (see runtime.BatchFiles: a file appears
+// complete or not at all, so a reader that skips hidden files, as
+// runtime.FilesSource does, never sees a partial batch; a batch written
+// again replaces its file; a batch with no rows has no file). dir is
+// created when first needed.
 //
-// A file appears complete or not at all: it is written under a name
-// starting with ".", synced, and renamed into place, so a reader that skips
-// hidden files (runtime.Files does) never sees a partial batch. A batch
-// written again replaces its file. A batch with no rows writes no file, and
-// removes the file of an earlier attempt at the batch if there is one.
-//
-// The sink holds no state: it is safe for concurrent use, though two
-// concurrent writes of the same batch leave either one's file.
-func Files[T any, P codec.RecordPtr[T]](dir string) Sink[T] {
-	return fileSink[T, P]{dir: dir}
+// The sink is safe for concurrent use, though two concurrent writes of the
+// same batch leave either one's file.
+func FilesSink[T any, P codec.RecordPtr[T]](dir string) Sink[T] {
+	return fileSink[T, P]{dir: dir, files: runtime.NewBatchFiles(dir, "part-")}
 }
 
-type fileSink[T any, P codec.RecordPtr[T]] struct{ dir string }
+type fileSink[T any, P codec.RecordPtr[T]] struct {
+	dir   string
+	files *runtime.BatchFiles
+}
+
+// Description names the sink in progress reports.
+func (s fileSink[T, P]) Description() string { return "files:" + s.dir }
 
 func (s fileSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) error {
-	if batchID < 0 {
-		return fmt.Errorf("streamgen: files sink %s: negative batch id %d", s.dir, batchID)
-	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, err)
 	}
-	name := fmt.Sprintf("part-%010d.jsonl", batchID)
-	if len(rows) == 0 {
-		err := os.Remove(filepath.Join(s.dir, name))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, err)
-		}
-		return nil
-	}
-	err := atomicfile.Replace(s.dir, name, func(w io.Writer) error {
+	err := s.files.Write(batchID, len(rows) == 0, func(w io.Writer) error {
 		var line []byte
 		for i := range rows {
 			var err error
@@ -384,7 +380,7 @@ func (s fileSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) erro
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, err)
+		return fmt.Errorf("streamgen: files sink %s: batch %d: %w", s.dir, batchID, err)
 	}
 	return nil
 }
@@ -404,11 +400,11 @@ type ForeachWriter[T any] interface {
 	Close(err error)
 }
 
-// Foreach returns a sink that hands each batch's rows to w. Its Write
+// ForeachSink returns a sink that hands each batch's rows to w. Its Write
 // returns, wrapped, the error of Open or Process, or the context's error
 // when the context is cancelled during the batch (then passed to Close
 // too). The sink is as safe for concurrent use as w is.
-func Foreach[T any](w ForeachWriter[T]) Sink[T] {
+func ForeachSink[T any](w ForeachWriter[T]) Sink[T] {
 	return foreachSink[T]{w: w}
 }
 
@@ -417,6 +413,9 @@ type foreachSink[T any] struct{ w ForeachWriter[T] }
 // foreachCheckEvery is how many rows Foreach processes between looks at the
 // context: often enough to stop soon, rarely enough to cost nothing.
 const foreachCheckEvery = 1024
+
+// Description names the sink in progress reports.
+func (s foreachSink[T]) Description() string { return fmt.Sprintf("foreach:%T", s.w) }
 
 func (s foreachSink[T]) Write(ctx context.Context, batchID int64, rows []T) error {
 	const partition = 0

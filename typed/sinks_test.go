@@ -34,7 +34,7 @@ type plainEvent sensor.Event
 
 func TestMemorySink(t *testing.T) {
 	ctx := context.Background()
-	m := typed.Memory[sensor.Event]()
+	m := typed.NewMemorySink[sensor.Event]()
 	var sink typed.Sink[sensor.Event] = m
 	var wg sync.WaitGroup
 	wg.Go(func() { // a reader while the query writes
@@ -136,7 +136,7 @@ func consoleHeader(batch int) string {
 func TestConsoleSink(t *testing.T) {
 	ctx := context.Background()
 	var out bytes.Buffer
-	sink := typed.Console[sensor.Event](&out, typed.ConsoleTruncate(0), typed.ConsoleTruncate(30))
+	sink := typed.ConsoleSink[sensor.Event](&out, typed.ConsoleTruncate(0), typed.ConsoleTruncate(30))
 	if err := sink.Write(ctx, 4, sinkEvents); err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestConsoleSink(t *testing.T) {
 
 	// More rows than shown.
 	out.Reset()
-	sink = typed.Console[sensor.Event](&out, typed.ConsoleNumRows(2), typed.ConsoleTruncate(30))
+	sink = typed.ConsoleSink[sensor.Event](&out, typed.ConsoleNumRows(2), typed.ConsoleTruncate(30))
 	if err := sink.Write(ctx, 5, sinkEvents); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestConsoleSinkShape(t *testing.T) {
 		{},
 	}
 	var out bytes.Buffer
-	if err := typed.Console[fixtures.Optional](&out).Write(ctx, 0, rows); err != nil {
+	if err := typed.ConsoleSink[fixtures.Optional](&out).Write(ctx, 0, rows); err != nil {
 		t.Fatal(err)
 	}
 	want := consoleHeader(0) + `+----+--------------------+
@@ -195,7 +195,7 @@ func TestConsoleSinkShape(t *testing.T) {
 	}
 
 	out.Reset()
-	if err := typed.Console[fixtures.Optional](&out, typed.ConsoleTruncate(0), typed.ConsoleNumRows(1)).Write(ctx, 12, rows[1:]); err != nil {
+	if err := typed.ConsoleSink[fixtures.Optional](&out, typed.ConsoleTruncate(0), typed.ConsoleNumRows(1)).Write(ctx, 12, rows[1:]); err != nil {
 		t.Fatal(err)
 	}
 	cell := `a "quoted"\nline that is long`
@@ -209,7 +209,7 @@ func TestConsoleSinkShape(t *testing.T) {
 	// An empty batch shows the zero value's columns; a record without
 	// fields an empty table, as Spark shows an empty schema.
 	out.Reset()
-	if err := typed.Console[sensor.Event](&out).Write(ctx, 1, nil); err != nil {
+	if err := typed.ConsoleSink[sensor.Event](&out).Write(ctx, 1, nil); err != nil {
 		t.Fatal(err)
 	}
 	want = consoleHeader(1) + `+------------+-------------+------+-----+-----+----+---+---+---+---+
@@ -222,7 +222,7 @@ func TestConsoleSinkShape(t *testing.T) {
 		t.Errorf("empty batch\n%s\nwant\n%s", got, want)
 	}
 	out.Reset()
-	if err := typed.Console[fixtures.Empty](&out).Write(ctx, 2, make([]fixtures.Empty, 1)); err != nil {
+	if err := typed.ConsoleSink[fixtures.Empty](&out).Write(ctx, 2, make([]fixtures.Empty, 1)); err != nil {
 		t.Fatal(err)
 	}
 	if got, want := out.String(), consoleHeader(2)+"++\n||\n++\n||\n++\n\n"; got != want {
@@ -233,13 +233,13 @@ func TestConsoleSinkShape(t *testing.T) {
 func TestConsoleSinkErrors(t *testing.T) {
 	ctx := context.Background()
 	for _, opt := range []typed.ConsoleOption{typed.ConsoleNumRows(0), typed.ConsoleTruncate(-1)} {
-		err := typed.Console[sensor.Event](io.Discard, opt).Write(ctx, 0, sinkEvents)
+		err := typed.ConsoleSink[sensor.Event](io.Discard, opt).Write(ctx, 0, sinkEvents)
 		if err == nil || !strings.HasPrefix(err.Error(), "streamgen: console sink options") {
 			t.Errorf("bad option: %v", err)
 		}
 	}
 	broken := errors.New("broken pipe")
-	err := typed.Console[sensor.Event](failingWriter{broken}).Write(ctx, 0, sinkEvents)
+	err := typed.ConsoleSink[sensor.Event](failingWriter{broken}).Write(ctx, 0, sinkEvents)
 	if !errors.Is(err, broken) || !strings.HasPrefix(err.Error(), "streamgen: ") {
 		t.Errorf("failing writer: %v", err)
 	}
@@ -249,8 +249,8 @@ type failingWriter struct{ err error }
 
 func (w failingWriter) Write([]byte) (int, error) { return 0, w.err }
 
-func ExampleConsole() {
-	sink := typed.Console[sensor.Event](os.Stdout)
+func ExampleConsoleSink() {
+	sink := typed.ConsoleSink[sensor.Event](os.Stdout)
 	_ = sink.Write(context.Background(), 0, []sensor.Event{
 		{ArrivalTime: 1424686735090, CreationTime: 1424686733090638193, Device: "nexus4_1", Index: 35, Model: "nexus4", User: "g", Activity: "stand", X: -0.0095, Y: 0.0046, Z: -0.0049},
 		{ArrivalTime: 1424688581345, CreationTime: 1424688579404000000, Device: "nexus4_2", Index: 36, Model: "nexus4", User: "a", X: 1.5, Y: -2, Z: 9.80665},
@@ -270,7 +270,7 @@ func ExampleConsole() {
 func TestFilesSink(t *testing.T) {
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "out") // created on first write
-	sink := typed.Files[sensor.Event](dir)
+	sink := typed.FilesSink[sensor.Event](dir)
 	if err := sink.Write(ctx, 0, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestFilesSink(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, ".part-0000000012.jsonl-99"), []byte("{"), 0o666); err != nil {
 		t.Fatal(err)
 	}
-	src := runtime.Files(dir, runtime.FilesOptions{})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
 	end, err := src.Available(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -407,7 +407,7 @@ func TestForeachSink(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := tc.writer
-			err := typed.Foreach[sensor.Event](&w).Write(ctx, 9, sinkEvents)
+			err := typed.ForeachSink[sensor.Event](&w).Write(ctx, 9, sinkEvents)
 			if !errors.Is(err, tc.wantErr) || (err != nil && !strings.HasPrefix(err.Error(), "streamgen: foreach sink: batch 9")) {
 				t.Errorf("Write = %v, want %v", err, tc.wantErr)
 			}
@@ -423,7 +423,7 @@ func TestForeachSink(t *testing.T) {
 	rows := make([]sensor.Event, 5000)
 	rows[10].Device = "cancel"
 	canceller := &cancellingWriter{recordingWriter: &w, cancel: cancel}
-	err := typed.Foreach[sensor.Event](canceller).Write(cancelled, 1, rows)
+	err := typed.ForeachSink[sensor.Event](canceller).Write(cancelled, 1, rows)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled Write = %v", err)
 	}

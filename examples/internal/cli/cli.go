@@ -65,7 +65,7 @@ func (f *Flags) Setup() (*Run, error) {
 		}
 		input = dir
 	}
-	r.Source = runtime.Files(input, runtime.FilesOptions{MaxFilesPerTrigger: f.MaxFilesPerTrigger})
+	r.Source = runtime.FilesSource(input, runtime.FilesOptions{MaxFilesPerTrigger: f.MaxFilesPerTrigger})
 	ckpt := f.Checkpoint
 	if ckpt == "" {
 		dir, err := os.MkdirTemp("", "streamgen-checkpoint-")
@@ -100,9 +100,9 @@ func (r *Run) Close() {
 // console table on w.
 func Sink[T any, P codec.RecordPtr[T]](f *Flags, w io.Writer) typed.Sink[T] {
 	if f.Output != "" {
-		return typed.Files[T, P](f.Output)
+		return typed.FilesSink[T, P](f.Output)
 	}
-	return typed.Console[T, P](w)
+	return typed.ConsoleSink[T, P](w)
 }
 
 // Wait runs a started query until it ends or the process is interrupted.

@@ -1,0 +1,65 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/streamgen/streamgen/internal/atomicfile"
+)
+
+// BatchFiles writes one file per batch id in a directory: the one
+// implementation of a sink that is atomic and idempotent by batch id,
+// shared by the files sink and the dead-letter directory.
+//
+// Batch N goes to dir/<prefix>N.jsonl, N padded with zeros to ten digits so
+// that lexical order is batch order. A file appears complete or not at all:
+// it is written under a hidden temporary name (readers of the directory
+// skip names that start with "."), synced and renamed into place. A batch
+// written again replaces its file, and a batch with nothing to write has
+// no file (one left by an earlier attempt at the batch is removed). dir is
+// created when first needed; at the first write, temporary files that a
+// crashed process left in it are removed, so a BatchFiles must be the only
+// writer of its files in dir.
+//
+// It is safe for concurrent use, though two concurrent writes of the same
+// batch leave either one's file.
+type BatchFiles struct {
+	dir, prefix string
+	clean       sync.Once
+	cleanErr    error
+}
+
+// NewBatchFiles returns the batch files prefix* in dir.
+func NewBatchFiles(dir, prefix string) *BatchFiles {
+	return &BatchFiles{dir: dir, prefix: prefix}
+}
+
+// Name returns the file name of batch id.
+func (f *BatchFiles) Name(batchID int64) string {
+	return fmt.Sprintf("%s%010d.jsonl", f.prefix, batchID)
+}
+
+// Write writes batch id's file with write, or removes it when empty.
+func (f *BatchFiles) Write(batchID int64, empty bool, write func(io.Writer) error) error {
+	if batchID < 0 {
+		return fmt.Errorf("negative batch id %d", batchID)
+	}
+	f.clean.Do(func() { f.cleanErr = atomicfile.RemoveStale(f.dir) })
+	if f.cleanErr != nil {
+		return fmt.Errorf("remove stale temporary files of %s: %w", f.dir, f.cleanErr)
+	}
+	name := f.Name(batchID)
+	if empty {
+		err := os.Remove(filepath.Join(f.dir, name))
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	return atomicfile.Replace(f.dir, name, write)
+}
