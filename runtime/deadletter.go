@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"sync"
-
 )
 
 // DeadLetterDir returns a sink that writes the dead letters of batch N, one
