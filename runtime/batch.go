@@ -47,6 +47,13 @@ type opRun struct {
 	// total is the operator's state rows after the batch's calls so far.
 	total    int64
 	keyState KeyState
+	// dirty marks the groups whose state the batch has written: a read of
+	// a group that is not dirty reads the committed state directly.
+	dirty []bool
+}
+
+func (o *opRun) isDirty(group int32) bool {
+	return group < 0 || int(group) >= len(o.dirty) || o.dirty[group]
 }
 
 // partitionKey names a partition of an input in the committed progress:
@@ -81,11 +88,12 @@ func (b *Batch) DeadLetter(d DeadLetter) { b.deadLetters = append(b.deadLetters,
 // DropLate counts a row dropped before operator op for being late.
 func (b *Batch) DropLate(op int) { b.ops[op].late++ }
 
-// KeyOf returns the state of key for operator op (see KeyState), for an
-// operator's InitialState. The KeyState is valid until the next call.
-func (b *Batch) KeyOf(op int, key []byte) *KeyState {
+// KeyOf returns the state of group's key for operator op (see KeyState),
+// for an operator's InitialState. The KeyState is valid until the next
+// call.
+func (b *Batch) KeyOf(op int, groups *Groups, group int32) *KeyState {
 	k := &b.ops[op].keyState
-	k.reset(b, op, key)
+	k.reset(b, op, groups.Key(group), group)
 	return k
 }
 
@@ -97,51 +105,29 @@ func (b *Batch) fail(err error) error {
 	return err
 }
 
-// Groups gathers a batch's rows by encoded key: each key gets a group
-// number, in order of its first row, and each row the group of its key, in
-// arrival order. The stage before an operator calls Add for each row it
-// passes on, keeping the row itself in its own typed slice at the same
-// position. Not safe for concurrent use.
+// Groups gathers a batch's rows by key: each key is a group, numbered in
+// order of its first row, and each row belongs to a group, rows numbered in
+// arrival order. The stage before an operator keeps the rows themselves in
+// its own typed slice, at their numbers, and its own index from keys to
+// groups (a Go map of the typed key is cheaper than one of encoded bytes):
+// it calls NewGroup for a key it has not seen in the batch and AddRow for
+// every row. Not safe for concurrent use.
 type Groups struct {
-	index map[string]int32
 	keys  [][]byte
 	keyOf []int32
 	// order and ends are the rows sorted by group, made by sort.
 	order, ends []int32
 }
 
-// Add gathers a row of key and returns its group, and whether the key is
-// new in the batch. The row's number is the count of rows added before it.
-func (g *Groups) Add(key []byte) (group int32, isNew bool) {
-	if g.index == nil {
-		g.index = make(map[string]int32)
-	}
-	group, ok := g.index[string(key)]
-	if !ok {
-		group = int32(len(g.keys))
-		k := string(key)
-		g.index[k] = group
-		g.keys = append(g.keys, []byte(k))
-	}
-	g.keyOf = append(g.keyOf, group)
-	return group, !ok
+// NewGroup adds a group for the encoded key, which must not have one in
+// the batch, and returns its number. The key is copied.
+func (g *Groups) NewGroup(key []byte) int32 {
+	g.keys = append(g.keys, append([]byte(nil), key...))
+	return int32(len(g.keys) - 1)
 }
 
-// AddKey adds a group for key with no row, unless it has one; it returns
-// the group and whether it is new.
-func (g *Groups) AddKey(key []byte) (group int32, isNew bool) {
-	if g.index == nil {
-		g.index = make(map[string]int32)
-	}
-	if group, ok := g.index[string(key)]; ok {
-		return group, false
-	}
-	group = int32(len(g.keys))
-	k := string(key)
-	g.index[k] = group
-	g.keys = append(g.keys, []byte(k))
-	return group, true
-}
+// AddRow adds the next row, to group.
+func (g *Groups) AddRow(group int32) { g.keyOf = append(g.keyOf, group) }
 
 // Len returns the number of groups.
 func (g *Groups) Len() int { return len(g.keys) }
@@ -194,11 +180,6 @@ func (g *Groups) rowsOf(i int) []int32 {
 // Reset empties the groups for the next batch, keeping their memory when
 // it is of a size to reuse.
 func (g *Groups) Reset() {
-	if len(g.keys) > 1<<16 {
-		g.index = nil // a map only grows: drop one of a huge batch
-	} else {
-		clear(g.index)
-	}
 	clear(g.keys)
 	g.keys, g.keyOf = g.keys[:0], g.keyOf[:0]
 }
@@ -213,10 +194,24 @@ type KeyState struct {
 	op    int
 	scope Scope
 	key   []byte
+	// group is the key's group, or -1 (a timer's key).
+	group int32
 }
 
-func (k *KeyState) reset(b *Batch, op int, key []byte) {
-	k.b, k.op, k.scope, k.key = b, op, b.ops[op].scope, key
+func (k *KeyState) reset(b *Batch, op int, key []byte, group int32) {
+	k.b, k.op, k.scope, k.key, k.group = b, op, b.ops[op].scope, key, group
+}
+
+// wrote marks the key's state written in the batch.
+func (k *KeyState) wrote() {
+	if k.group < 0 {
+		return
+	}
+	o := &k.b.ops[k.op]
+	if n := int(k.group) + 1; n > len(o.dirty) {
+		o.dirty = slices.Grow(o.dirty, n-len(o.dirty))[:n]
+	}
+	o.dirty[k.group] = true
 }
 
 // Key returns the encoded key.
@@ -237,17 +232,20 @@ func (k *KeyState) v(variable uint8) Var { return Var{Scope: k.scope, Variable: 
 // Get returns the key's value of variable (suffix nil) or an entry of it;
 // the value is valid until the next call.
 func (k *KeyState) Get(variable uint8, suffix []byte) ([]byte, bool, error) {
-	v, ok, err := k.b.state.Get(k.v(variable), k.key, suffix)
+	unwritten := !k.b.ops[k.op].isDirty(k.group)
+	v, ok, err := k.b.state.get(k.v(variable), k.key, suffix, unwritten)
 	return v, ok, k.check(err)
 }
 
 // Put sets the key's value of variable (suffix nil) or an entry of it.
 func (k *KeyState) Put(variable uint8, suffix, value []byte) error {
+	k.wrote()
 	return k.check(k.b.state.Put(k.v(variable), k.key, suffix, value))
 }
 
 // Delete removes the key's value of variable (suffix nil) or an entry.
 func (k *KeyState) Delete(variable uint8, suffix []byte) error {
+	k.wrote()
 	return k.check(k.b.state.Delete(k.v(variable), k.key, suffix))
 }
 
@@ -258,6 +256,7 @@ func (k *KeyState) Scan(variable uint8, fn func(suffix, value []byte) error) err
 
 // Clear removes every entry of the key's variable.
 func (k *KeyState) Clear(variable uint8) error {
+	k.wrote()
 	return k.check(k.b.state.DeleteKey(k.v(variable), k.key))
 }
 

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -553,6 +554,9 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 	}
 	groups := op.Groups()
 	groups.sort()
+	if n := groups.Len(); n > len(b.ops[i].dirty) {
+		b.ops[i].dirty = slices.Grow(b.ops[i].dirty, n-len(b.ops[i].dirty))[:n]
+	}
 	k := &b.ops[i].keyState
 	for g := range groups.Len() {
 		if g%1024 == 1023 {
@@ -560,7 +564,7 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 				return err
 			}
 		}
-		k.reset(b, i, groups.Key(int32(g)))
+		k.reset(b, i, groups.Key(int32(g)), int32(g))
 		if err := op.HandleRows(ctx, k, int32(g), groups.rowsOf(g)); err != nil {
 			return fail(err)
 		}
@@ -583,7 +587,7 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 			break
 		}
 		for _, t := range due {
-			k.reset(b, i, t.Key)
+			k.reset(b, i, t.Key, -1)
 			if err := op.HandleTimer(ctx, k, t.At); err != nil {
 				return fail(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -236,14 +237,37 @@ func (s *Store) Commit(b *StateBatch, p Progress) error {
 // committed, and a batch that is dropped (Close without Commit) leaves the
 // store as it was. Not safe for concurrent use.
 type StateBatch struct {
+	db  *pebble.DB
 	b   *pebble.Batch
 	key []byte // the key being built
 	val []byte // the value of the last Get
+	// written is true once the batch holds a write; rangeDeleted once it
+	// holds a range deletion.
+	written, rangeDeleted bool
 }
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *StateBatch {
-	return &StateBatch{b: s.db.NewIndexedBatch()}
+	return &StateBatch{db: s.db, b: s.db.NewBatch()}
+}
+
+// indexed returns the batch with an index of its writes, for reads that
+// must see them. A batch starts without one: indexing every write costs
+// about as much as the write, and a batch whose reads all miss its writes
+// (a count per key reads each key once, before writing it) never needs it.
+// The first read that may see a write indexes the writes so far, once.
+func (b *StateBatch) indexed() (*pebble.Batch, error) {
+	if b.b.Indexed() {
+		return b.b, nil
+	}
+	ib := b.db.NewIndexedBatch()
+	if err := ib.Apply(b.b, nil); err != nil {
+		ib.Close()
+		return nil, fmt.Errorf("streamgen: index the batch's writes: %w", err)
+	}
+	b.b.Close()
+	b.b = ib
+	return ib, nil
 }
 
 // Close drops a batch that was not committed.
@@ -267,8 +291,27 @@ func entryKey(k []byte, v Var, key []byte) []byte {
 // Get returns the value of the entry (v, key, suffix) and whether there is
 // one. The value is valid until the next call on b.
 func (b *StateBatch) Get(v Var, key, suffix []byte) (value []byte, ok bool, err error) {
+	return b.get(v, key, suffix, !b.written)
+}
+
+// get reads an entry; unwritten says that the batch holds no write of it
+// (the caller knows), so the committed state is read directly, without
+// the batch's index.
+func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byte, ok bool, err error) {
 	b.key = append(entryKey(b.key[:0], v, key), suffix...)
-	found, closer, err := b.b.Get(b.key)
+	var (
+		found  []byte
+		closer io.Closer
+	)
+	if unwritten && !b.rangeDeleted {
+		found, closer, err = b.db.Get(b.key)
+	} else {
+		ib, ierr := b.indexed()
+		if ierr != nil {
+			return nil, false, ierr
+		}
+		found, closer, err = ib.Get(b.key)
+	}
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, false, nil
 	}
@@ -283,6 +326,7 @@ func (b *StateBatch) Get(v Var, key, suffix []byte) (value []byte, ok bool, err 
 // Put sets the entry (v, key, suffix).
 func (b *StateBatch) Put(v Var, key, suffix, value []byte) error {
 	b.key = append(entryKey(b.key[:0], v, key), suffix...)
+	b.written = true
 	if err := b.b.Set(b.key, value, nil); err != nil {
 		return fmt.Errorf("streamgen: write state: %w", err)
 	}
@@ -292,6 +336,7 @@ func (b *StateBatch) Put(v Var, key, suffix, value []byte) error {
 // Delete removes the entry (v, key, suffix).
 func (b *StateBatch) Delete(v Var, key, suffix []byte) error {
 	b.key = append(entryKey(b.key[:0], v, key), suffix...)
+	b.written = true
 	if err := b.b.Delete(b.key, nil); err != nil {
 		return fmt.Errorf("streamgen: write state: %w", err)
 	}
@@ -348,6 +393,7 @@ func (b *StateBatch) DeletePartition(p uint32) error {
 }
 
 func (b *StateBatch) deleteRange(lower, upper []byte) error {
+	b.rangeDeleted = true
 	if err := b.b.DeleteRange(lower, upper, nil); err != nil {
 		return fmt.Errorf("streamgen: write state: %w", err)
 	}
@@ -356,7 +402,11 @@ func (b *StateBatch) deleteRange(lower, upper []byte) error {
 
 // scan calls fn for each key in [lower, upper) as the batch sees it.
 func (b *StateBatch) scan(lower, upper []byte, fn func(key, value []byte) error) error {
-	it, err := b.b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	ib, err := b.indexed()
+	if err != nil {
+		return err
+	}
+	it, err := ib.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return fmt.Errorf("streamgen: scan state: %w", err)
 	}

@@ -71,6 +71,7 @@ func keyTimersPrefix(b []byte, s Scope, key []byte) []byte {
 // RegisterTimer sets a timer of key at instant at (see TimerInstant). A
 // timer already set at that instant stays one timer.
 func (b *StateBatch) RegisterTimer(s Scope, key []byte, at time.Time) error {
+	b.written = true
 	b.key = expiryKey(b.key[:0], s, at, key)
 	if err := b.b.Set(b.key, nil, nil); err != nil {
 		return fmt.Errorf("streamgen: write timer: %w", err)
@@ -84,6 +85,7 @@ func (b *StateBatch) RegisterTimer(s Scope, key []byte, at time.Time) error {
 
 // DeleteTimer removes the timer of key at instant at, if there is one.
 func (b *StateBatch) DeleteTimer(s Scope, key []byte, at time.Time) error {
+	b.written = true
 	b.key = expiryKey(b.key[:0], s, at, key)
 	if err := b.b.Delete(b.key, nil); err != nil {
 		return fmt.Errorf("streamgen: write timer: %w", err)

@@ -165,9 +165,10 @@ type groupsOp[K comparable, In, S, Out any, PS codec.RecordPtr[S]] struct {
 
 	groups runtime.Groups
 	// rows are the batch's rows in arrival order; keys the key of each
-	// group.
-	rows []In
-	keys []K
+	// group, and group the group of each key.
+	rows  []In
+	keys  []K
+	group map[K]int32
 	// current are the row numbers of the call's rows.
 	current []int32
 	seq     iter.Seq[In]
@@ -190,14 +191,30 @@ func (o *groupsOp[K, In, S, Out, PS]) Groups() *runtime.Groups    { return &o.gr
 // to its key's group.
 func (o *groupsOp[K, In, S, Out, PS]) gather(t *In) {
 	k := o.key(t)
+	g, ok := o.group[k]
+	if !ok {
+		var err error
+		if g, err = o.newGroup(k); err != nil {
+			panic(userPanic{fmt.Errorf("streamgen: %s (%s): key %v: %w", o.info.Kind, o.info.Name, k, err)})
+		}
+	}
+	o.groups.AddRow(g)
+	o.rows = append(o.rows, *t)
+}
+
+// newGroup adds a group for a key that has none in the batch.
+func (o *groupsOp[K, In, S, Out, PS]) newGroup(k K) (int32, error) {
 	var err error
 	if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &k); err != nil {
-		panic(userPanic{fmt.Errorf("streamgen: %s (%s): key %v: %w", o.info.Kind, o.info.Name, k, err)})
+		return 0, err
 	}
-	if _, isNew := o.groups.Add(o.keyBuf); isNew {
-		o.keys = append(o.keys, k)
+	if o.group == nil {
+		o.group = make(map[K]int32)
 	}
-	o.rows = append(o.rows, *t)
+	g := o.groups.NewGroup(o.keyBuf)
+	o.group[k] = g
+	o.keys = append(o.keys, k)
+	return g, nil
 }
 
 // EndBatch drops the batch's rows.
@@ -205,23 +222,29 @@ func (o *groupsOp[K, In, S, Out, PS]) EndBatch() {
 	clear(o.rows) // drop the references the rows hold
 	clear(o.keys)
 	o.rows, o.keys = o.rows[:0], o.keys[:0]
+	if len(o.group) > 1<<16 {
+		o.group = nil // a map only grows: drop one of a huge batch
+	} else {
+		clear(o.group)
+	}
 }
 
 // InitialState writes the initial state and adds its keys to the groups.
 func (o *groupsOp[K, In, S, Out, PS]) InitialState(ctx context.Context, b *runtime.Batch, op int) error {
 	for i := range o.initial {
 		p := &o.initial[i]
+		g, ok := o.group[p.Key]
+		if !ok {
+			var err error
+			if g, err = o.newGroup(p.Key); err != nil {
+				return fmt.Errorf("initial state: key %v: %w", p.Key, err)
+			}
+		}
 		var err error
-		if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &p.Key); err != nil {
-			return fmt.Errorf("initial state: key %v: %w", p.Key, err)
-		}
-		if _, isNew := o.groups.AddKey(o.keyBuf); isNew {
-			o.keys = append(o.keys, p.Key)
-		}
 		if o.valBuf, err = PS(&p.State).AppendBinary(append(o.valBuf[:0], rowHasValue)); err != nil {
 			return fmt.Errorf("initial state: key %v: %w", p.Key, err)
 		}
-		k := b.KeyOf(op, o.keyBuf)
+		k := b.KeyOf(op, &o.groups, g)
 		if err := k.Put(0, nil, o.valBuf); err != nil {
 			return err
 		}
