@@ -79,6 +79,11 @@ type StoreOptions struct {
 	// own default, 8 MiB, is taken up by its memtables, leaving state
 	// reads to go to disk.)
 	CacheSize int64
+	// StateCacheSize is the budget in bytes of the cache of decoded
+	// state entries in front of Pebble, least recently used out first.
+	// The default is 256 MiB; a negative size turns it off. Every batch's
+	// writes still commit to Pebble: the cache changes no durability.
+	StateCacheSize int64
 }
 
 // Store is a query's state in Pebble: state entries, timers, the
@@ -89,6 +94,8 @@ type StoreOptions struct {
 type Store struct {
 	db    *pebble.DB
 	cache *pebble.Cache
+	// state caches committed state entries; nil when turned off.
+	state *stateCache
 	opts  StoreOptions
 	stop  chan struct{}
 	done  sync.WaitGroup
@@ -113,6 +120,12 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		return nil, fmt.Errorf("streamgen: open checkpoint %s: %w", dir, err)
 	}
 	s := &Store{db: db, cache: cache, opts: opts, stop: make(chan struct{})}
+	switch {
+	case opts.StateCacheSize == 0:
+		s.state = newStateCache(256 << 20)
+	case opts.StateCacheSize > 0:
+		s.state = newStateCache(opts.StateCacheSize)
+	}
 	if opts.SyncInterval > 0 {
 		s.done.Add(1)
 		go s.syncLoop()
@@ -228,6 +241,11 @@ func (s *Store) Commit(b *StateBatch, p Progress) error {
 	if err := b.b.Commit(opts); err != nil {
 		return fmt.Errorf("streamgen: commit batch %d: %w", p.BatchID, err)
 	}
+	if s.state != nil {
+		if err := s.state.applyCommitted(b.b); err != nil {
+			return fmt.Errorf("streamgen: batch %d: update the state cache: %w", p.BatchID, err)
+		}
+	}
 	return b.b.Close()
 }
 
@@ -237,7 +255,8 @@ func (s *Store) Commit(b *StateBatch, p Progress) error {
 // committed, and a batch that is dropped (Close without Commit) leaves the
 // store as it was. Not safe for concurrent use.
 type StateBatch struct {
-	db  *pebble.DB
+	db    *pebble.DB
+	cache *stateCache
 	b   *pebble.Batch
 	key []byte // the key being built
 	val []byte // the value of the last Get
@@ -248,7 +267,7 @@ type StateBatch struct {
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *StateBatch {
-	return &StateBatch{db: s.db, b: s.db.NewBatch()}
+	return &StateBatch{db: s.db, cache: s.state, b: s.db.NewBatch()}
 }
 
 // indexed returns the batch with an index of its writes, for reads that
@@ -304,6 +323,9 @@ func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byt
 		closer io.Closer
 	)
 	if unwritten && !b.rangeDeleted {
+		if b.cache != nil && b.key[0] == statePrefix {
+			return b.getCached()
+		}
 		found, closer, err = b.db.Get(b.key)
 	} else {
 		ib, ierr := b.indexed()
@@ -320,6 +342,27 @@ func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byt
 	}
 	b.val = append(b.val[:0], found...)
 	closer.Close()
+	return b.val, true, nil
+}
+
+// getCached reads the committed entry b.key through the cache.
+func (b *StateBatch) getCached() (value []byte, ok bool, err error) {
+	v, ok, cached := b.cache.get(b.key, b.val)
+	if cached {
+		b.val = v
+		return v, ok, nil
+	}
+	found, closer, err := b.db.Get(b.key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		b.cache.put(b.key, nil, true)
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("streamgen: read state: %w", err)
+	}
+	b.val = append(b.val[:0], found...)
+	closer.Close()
+	b.cache.put(b.key, b.val, false)
 	return b.val, true, nil
 }
 
