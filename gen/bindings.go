@@ -20,6 +20,7 @@ type Binding struct {
 	Mode     string // "Append" or "Update", for flatMapGroupsWithState
 	Timeout  string // "NoTimeout", "ProcessingTimeTimeout" or "EventTimeTimeout"
 	In, Out  types.Type
+	State    types.Type
 	Key      *types.Var // the field of In that is the key
 	Event    *types.Var // the field of In that is the event time, with a watermark
 	Delay    time.Duration
@@ -88,7 +89,7 @@ func (b *builder) binding(fd *ast.FuncDecl, d directive, info *types.Info) (*Bin
 		b.rep.errorf(fd.Name.Pos(), "//streamgen:%s on %s: the state type %s is not a record (//streamgen:record)", d.Name, fd.Name.Name, typeString(b.pkg, s))
 		return nil, false
 	}
-	bd := &Binding{Name: fd.Name.Name + "Stream", Func: fn, Flat: flat, Mode: "Append", Timeout: "NoTimeout", In: in, Out: out}
+	bd := &Binding{Name: fd.Name.Name + "Stream", Func: fn, Flat: flat, Mode: "Append", Timeout: "NoTimeout", In: in, Out: out, State: s}
 	if v, ok := d.Args["name"]; ok {
 		if !token.IsIdentifier(v) {
 			b.rep.errorf(d.Pos, "//streamgen:%s: name=%q is not an identifier", d.Name, v)

@@ -41,13 +41,17 @@ func (e *emitter) binding(b *Binding) jen.Code {
 	))
 	if b.Flat {
 		body = append(body, jen.Return(jen.Qual(typedPath, "FlatMapGroupsWithState").Call(
-			jen.Id("byKey"), jen.Qual(typedPath, b.Mode), jen.Qual(typedPath, b.Timeout), jen.Id(b.Func.Name()))))
+			jen.Id("byKey"), jen.Qual(typedPath, b.Mode), jen.Qual(typedPath, b.Timeout), jen.Id(b.Func.Name()), jen.Id("opts").Op("..."))))
 	} else {
 		body = append(body, jen.Return(jen.Qual(typedPath, "MapGroupsWithState").Call(
-			jen.Id("byKey"), jen.Qual(typedPath, b.Timeout), jen.Id(b.Func.Name()))))
+			jen.Id("byKey"), jen.Qual(typedPath, b.Timeout), jen.Id(b.Func.Name()), jen.Id("opts").Op("..."))))
 	}
+	what += "; opts, such as typed.InitialState, configure the operator"
 	return jen.Comment(what+".").Line().Func().Id(b.Name).
-		Params(jen.Id("in").Qual(typedPath, "Stream").Types(in)).
+		Params(
+			jen.Id("in").Qual(typedPath, "Stream").Types(in),
+			jen.Id("opts").Op("...").Qual(typedPath, "GroupsOption").Types(e.typeCode(b.Key.Type()), e.typeCode(b.State)),
+		).
 		Qual(typedPath, "Stream").Types(e.typeCode(b.Out)).
 		Block(body...)
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 
 	"github.com/streamgen/streamgen/examples/internal/cli"
+	"github.com/streamgen/streamgen/generated/sensor"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -26,5 +27,5 @@ func main() {
 func run(args []string, stdout io.Writer) error {
 	// updateActivityStream is generated from updateActivity's directive:
 	// it groups the readings by user (the key field) and applies it.
-	return cli.Main[Activity]("activity", args, stdout, false, typed.Update, updateActivityStream)
+	return cli.Main[Activity]("activity", args, stdout, false, func(in typed.Stream[sensor.Event]) typed.Stream[Activity] { return updateActivityStream(in) })
 }

@@ -65,12 +65,12 @@ func (t *Activity) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*Activity)(nil)
 
-// updateActivityStream groups in by User and applies updateActivity with mapGroupsWithState (NoTimeout).
-func updateActivityStream(in typed.Stream[sensor.Event]) typed.Stream[Activity] {
+// updateActivityStream groups in by User and applies updateActivity with mapGroupsWithState (NoTimeout); opts, such as typed.InitialState, configure the operator.
+func updateActivityStream(in typed.Stream[sensor.Event], opts ...typed.GroupsOption[string, Activity]) typed.Stream[Activity] {
 	byKey := typed.GroupByKey(in, func(r *sensor.Event) string {
 		return r.User
 	})
-	return typed.MapGroupsWithState(byKey, typed.NoTimeout, updateActivity)
+	return typed.MapGroupsWithState(byKey, typed.NoTimeout, updateActivity, opts...)
 }
 
 var schemaActivity = codec.Register(&codec.Schema{

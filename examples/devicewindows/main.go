@@ -14,6 +14,7 @@ import (
 	"os"
 
 	"github.com/streamgen/streamgen/examples/internal/cli"
+	"github.com/streamgen/streamgen/generated/sensor"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -27,5 +28,5 @@ func main() {
 func run(args []string, stdout io.Writer) error {
 	// updateWindowStream is generated from updateWindow's directive: it
 	// groups the readings by Device and applies it.
-	return cli.Main[DeviceAverage]("devicewindows", args, stdout, false, typed.Append, updateWindowStream)
+	return cli.Main[DeviceAverage]("devicewindows", args, stdout, false, func(in typed.Stream[sensor.Event]) typed.Stream[DeviceAverage] { return updateWindowStream(in) })
 }

@@ -119,12 +119,12 @@ func (t *DeviceAverage) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*DeviceAverage)(nil)
 
-// updateWindowStream groups in by Device and applies updateWindow with flatMapGroupsWithState (NoTimeout, Append).
-func updateWindowStream(in typed.Stream[sensor.Event]) typed.Stream[DeviceAverage] {
+// updateWindowStream groups in by Device and applies updateWindow with flatMapGroupsWithState (NoTimeout, Append); opts, such as typed.InitialState, configure the operator.
+func updateWindowStream(in typed.Stream[sensor.Event], opts ...typed.GroupsOption[string, Window]) typed.Stream[DeviceAverage] {
 	byKey := typed.GroupByKey(in, func(r *sensor.Event) string {
 		return r.Device
 	})
-	return typed.FlatMapGroupsWithState(byKey, typed.Append, typed.NoTimeout, updateWindow)
+	return typed.FlatMapGroupsWithState(byKey, typed.Append, typed.NoTimeout, updateWindow, opts...)
 }
 
 var schemaWindow = codec.Register(&codec.Schema{

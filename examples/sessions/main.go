@@ -15,6 +15,7 @@ import (
 	"os"
 
 	"github.com/streamgen/streamgen/examples/internal/cli"
+	"github.com/streamgen/streamgen/generated/sensor"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -29,5 +30,5 @@ func run(args []string, stdout io.Writer) error {
 	// sessionizeStream is generated from sessionize's directive: it sets
 	// the watermark on the readings' event time (Creation_Time), groups
 	// them by user (the key field) and applies sessionize.
-	return cli.Main[SessionOut]("sessions", args, stdout, true, typed.Append, sessionizeStream)
+	return cli.Main[SessionOut]("sessions", args, stdout, true, func(in typed.Stream[sensor.Event]) typed.Stream[SessionOut] { return sessionizeStream(in) })
 }

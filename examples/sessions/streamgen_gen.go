@@ -120,15 +120,15 @@ func (t *SessionOut) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*SessionOut)(nil)
 
-// sessionizeStream groups in by User and applies sessionize with flatMapGroupsWithState (EventTimeTimeout, Append), after a watermark 5s behind CreationTime.
-func sessionizeStream(in typed.Stream[sensor.Event]) typed.Stream[SessionOut] {
+// sessionizeStream groups in by User and applies sessionize with flatMapGroupsWithState (EventTimeTimeout, Append), after a watermark 5s behind CreationTime; opts, such as typed.InitialState, configure the operator.
+func sessionizeStream(in typed.Stream[sensor.Event], opts ...typed.GroupsOption[string, Session]) typed.Stream[SessionOut] {
 	in = typed.WithWatermark(in, func(r *sensor.Event) time.Time {
 		return time.Unix(0, int64(r.CreationTime))
 	}, 5*time.Second)
 	byKey := typed.GroupByKey(in, func(r *sensor.Event) string {
 		return r.User
 	})
-	return typed.FlatMapGroupsWithState(byKey, typed.Append, typed.EventTimeTimeout, sessionize)
+	return typed.FlatMapGroupsWithState(byKey, typed.Append, typed.EventTimeTimeout, sessionize, opts...)
 }
 
 var schemaSession = codec.Register(&codec.Schema{

@@ -129,8 +129,9 @@ func Wait(q *typed.Query) error {
 
 // Main runs an example: it parses args, reads the sensor readings the
 // flags point to, applies pipeline, writes the result to the sink the
-// flags ask for in the given output mode, and waits for the query.
-func Main[T any, P codec.RecordPtr[T]](name string, args []string, stdout io.Writer, withFlush bool, mode typed.OutputMode,
+// flags ask for (in the output mode of the pipeline's operator), and waits
+// for the query.
+func Main[T any, P codec.RecordPtr[T]](name string, args []string, stdout io.Writer, withFlush bool,
 	pipeline func(typed.Stream[sensor.Event]) typed.Stream[T]) error {
 	var flags Flags
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
@@ -144,7 +145,7 @@ func Main[T any, P codec.RecordPtr[T]](name string, args []string, stdout io.Wri
 	}
 	defer setup.Close()
 	out := pipeline(typed.From[sensor.Event](setup.Source))
-	q, err := typed.WriteTo(out, Sink[T, P](&flags, stdout)).OutputMode(mode).Start(context.Background(), setup.Options...)
+	q, err := typed.WriteTo(out, Sink[T, P](&flags, stdout)).Start(context.Background(), setup.Options...)
 	if err != nil {
 		return err
 	}

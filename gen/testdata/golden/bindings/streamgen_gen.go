@@ -173,23 +173,23 @@ func (t *PageHits) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*PageHits)(nil)
 
-// countStream groups in by Page and applies count with mapGroupsWithState (NoTimeout).
-func countStream(in typed.Stream[Visit]) typed.Stream[PageHits] {
+// countStream groups in by Page and applies count with mapGroupsWithState (NoTimeout); opts, such as typed.InitialState, configure the operator.
+func countStream(in typed.Stream[Visit], opts ...typed.GroupsOption[string, Hits]) typed.Stream[PageHits] {
 	byKey := typed.GroupByKey(in, func(r *Visit) string {
 		return r.Page
 	})
-	return typed.MapGroupsWithState(byKey, typed.NoTimeout, count)
+	return typed.MapGroupsWithState(byKey, typed.NoTimeout, count, opts...)
 }
 
-// UserTotals groups in by User and applies byUser with flatMapGroupsWithState (EventTimeTimeout, Append), after a watermark 10s behind At.
-func UserTotals(in typed.Stream[Visit]) typed.Stream[PageHits] {
+// UserTotals groups in by User and applies byUser with flatMapGroupsWithState (EventTimeTimeout, Append), after a watermark 10s behind At; opts, such as typed.InitialState, configure the operator.
+func UserTotals(in typed.Stream[Visit], opts ...typed.GroupsOption[string, Hits]) typed.Stream[PageHits] {
 	in = typed.WithWatermark(in, func(r *Visit) time.Time {
 		return r.At
 	}, 10*time.Second)
 	byKey := typed.GroupByKey(in, func(r *Visit) string {
 		return r.User
 	})
-	return typed.FlatMapGroupsWithState(byKey, typed.Append, typed.EventTimeTimeout, byUser)
+	return typed.FlatMapGroupsWithState(byKey, typed.Append, typed.EventTimeTimeout, byUser, opts...)
 }
 
 var schemaVisit = codec.Register(&codec.Schema{
