@@ -1,12 +1,14 @@
 // Package typed is the API a streamgen user touches: typed streams of
-// records (From, FromMemory, Map, Filter, FlatMap, WithWatermark), grouping
-// by key (GroupByKey), Spark's mapGroupsWithState and
-// flatMapGroupsWithState with GroupState, timeouts and output modes, sinks
-// (Memory, Console, Files, Foreach), and WriteTo(...).Start, which starts a
-// query in package runtime.
+// records (From, FromMemory, Map, Filter, FlatMap, Union, WithWatermark),
+// grouping by key (GroupByKey), Spark's mapGroupsWithState and
+// flatMapGroupsWithState with GroupState, timeouts, output modes and
+// initial state, sinks (NewMemorySink, ConsoleSink, FilesSink,
+// ForeachSink), and WriteTo(...).Start, which compiles the pipeline into a
+// runtime.Plan and starts a query in package runtime.
 //
-// Records reach their generated codecs through codec.RecordPtr, so
-// nothing here uses reflection on a hot path; the only reflection is done
-// once, when a pipeline is built (to pick how a key type is encoded, and to
-// name user functions in messages).
+// A Stream is a description; each query compiles it anew, so one stream
+// may feed several queries. Records reach their generated codecs through
+// codec.RecordPtr, so nothing here uses reflection on a hot path; the only
+// reflection is done once, when a pipeline is built (to pick how a key type
+// is encoded, and to name user functions in messages).
 package typed
