@@ -257,9 +257,9 @@ func (s *Store) Commit(b *StateBatch, p Progress) error {
 type StateBatch struct {
 	db    *pebble.DB
 	cache *stateCache
-	b   *pebble.Batch
-	key []byte // the key being built
-	val []byte // the value of the last Get
+	b     *pebble.Batch
+	key   []byte // the key being built
+	val   []byte // the value of the last Get
 	// written is true once the batch holds a write; rangeDeleted once it
 	// holds a range deletion.
 	written, rangeDeleted bool
