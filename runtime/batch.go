@@ -20,6 +20,10 @@ type Batch struct {
 	Now time.Time
 	// First is true for the first batch of a new checkpoint.
 	First bool
+	// MemoryBudget is the bytes an operator's gathered rows may take
+	// before it spills them to SpillDir (see BatchMemory).
+	MemoryBudget int64
+	SpillDir     string
 
 	state  *StateBatch
 	ops    []opRun

@@ -33,6 +33,9 @@ type config struct {
 	allowChanges  bool
 	committer     func(*Store) Committer
 	manualClock   *ManualClock
+	batchMemory   int64
+	spillDir      string
+	stateCache    int64
 }
 
 func defaultConfig() config {
@@ -42,6 +45,7 @@ func defaultConfig() config {
 		clock:         time.Now,
 		progressKeep:  100,
 		noDataBatches: true,
+		batchMemory:   256 << 20,
 	}
 }
 
@@ -125,6 +129,22 @@ func NoDataBatches(enabled bool) Option {
 // so: its bytes cannot be read.
 func AllowPipelineChanges() Option { return optionFunc(func(c *config) { c.allowChanges = true }) }
 
+// BatchMemory bounds the memory a batch's gathered rows may take in each
+// stateful operator, in bytes (estimated from the rows' size and the input
+// they were read from). Past it, an operator whose input rows are records
+// spills them to sorted runs on disk and merges them back, key by key, so
+// the output is the same for any budget. The default is 256 MiB.
+func BatchMemory(bytes int64) Option { return optionFunc(func(c *config) { c.batchMemory = bytes }) }
+
+// SpillDirectory is where operators spill rows past BatchMemory. The
+// default is the operating system's temporary directory.
+func SpillDirectory(dir string) Option { return optionFunc(func(c *config) { c.spillDir = dir }) }
+
+// StateCacheSize is the budget in bytes of the cache of committed state in
+// front of Pebble (see StoreOptions.StateCacheSize): 256 MiB by default, a
+// negative size turns it off.
+func StateCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.stateCache = bytes }) }
+
 // WithCommitter commits each batch through the committer make returns for
 // the query's store, instead of the store itself.
 func WithCommitter(make func(*Store) Committer) Option {
@@ -150,6 +170,9 @@ func (c *config) validate() error {
 	}
 	if c.clock == nil {
 		errs = append(errs, errors.New("Clock is nil"))
+	}
+	if c.batchMemory <= 0 {
+		errs = append(errs, fmt.Errorf("BatchMemory %d is not positive", c.batchMemory))
 	}
 	for i, l := range c.listeners {
 		if !isListener(l) {

@@ -53,7 +53,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	if dir == "" {
 		fs, dir = vfs.NewMem(), "checkpoint"
 	}
-	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval})
+	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval, StateCacheSize: cfg.stateCache})
 	if err != nil {
 		return nil, err
 	}
@@ -440,15 +440,17 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 
 func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
 	b := &Batch{
-		ID:         p.BatchID + 1,
-		Watermark:  watermark,
-		Now:        now,
-		First:      p.BatchID < 0,
-		state:      q.store.NewBatch(),
-		watermarks: copyMap(p.PartitionWatermarks),
-		active:     map[string]bool{},
-		ops:        make([]opRun, len(q.plan.Operators)),
-		inputs:     make([]inputRun, len(q.plan.Inputs)),
+		ID:           p.BatchID + 1,
+		Watermark:    watermark,
+		Now:          now,
+		First:        p.BatchID < 0,
+		MemoryBudget: q.cfg.batchMemory,
+		SpillDir:     q.cfg.spillDir,
+		state:        q.store.NewBatch(),
+		watermarks:   copyMap(p.PartitionWatermarks),
+		active:       map[string]bool{},
+		ops:          make([]opRun, len(q.plan.Operators)),
+		inputs:       make([]inputRun, len(q.plan.Inputs)),
 	}
 	if b.watermarks == nil {
 		b.watermarks = map[string]time.Time{}

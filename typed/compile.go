@@ -21,9 +21,11 @@ type compiler struct {
 	// Set while the query runs.
 	ctx   context.Context
 	batch *runtime.Batch
-	// input and partition are those of the row being pushed.
+	// input and partition are those of the row being pushed, and
+	// rowBytes the size of the record it was decoded from.
 	input     int
 	partition string
+	rowBytes  int
 	// stage names the user function running, for the message of a panic.
 	stage string
 	// lateOp is the first operator that drops late rows, or -1.

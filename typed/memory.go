@@ -83,7 +83,7 @@ func FromMemory[T any](m *MemoryStream[T]) Stream[T] {
 				m.mu.Lock()
 				rows := m.rows[from:min(to, len(m.rows))]
 				m.mu.Unlock()
-				c.input, c.partition = input, "memory"
+				c.input, c.partition, c.rowBytes = input, "memory", 0
 				if len(rows) > 0 {
 					b.MarkActive(input, "memory")
 				}

@@ -73,7 +73,7 @@ func From[T any, P codec.RecordPtr[T]](src runtime.Source) Stream[T] {
 						b.DeadLetter(runtime.DeadLetter{Source: src.Name(), Position: r.Position, Error: err.Error(), Raw: string(r.Data)})
 						return nil
 					}
-					c.partition = r.Partition
+					c.partition, c.rowBytes = r.Partition, len(r.Data)
 					b.MarkActive(input, r.Partition)
 					emit(&t)
 					return nil
