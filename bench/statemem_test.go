@@ -29,7 +29,8 @@ import (
 //	STREAMGEN_BENCH_MEM=1 go test ./bench -run 'TestStateMemory/impl=streamgen' -v -timeout 60m
 //
 // (one implementation per process, so that each peak is its own).
-// STREAMGEN_BENCH_MEM_KEYS changes the number of keys.
+// STREAMGEN_BENCH_MEM_KEYS changes the number of keys,
+// STREAMGEN_BENCH_MEM_CACHE the state cache's size in bytes (-1: none).
 
 // keySource is a replayable source of n JSON rows {"key":"user-…"}, one
 // per distinct key, in a scrambled key order, at most perBatch rows per
@@ -222,7 +223,15 @@ func TestStateMemory(t *testing.T) {
 		run(t, func(dir string, sink *countSink) error {
 			byKey := typed.GroupByKey(typed.From[countrec.Event](src), func(e *countrec.Event) string { return e.Key })
 			w := typed.WriteTo(typed.MapGroupsWithState(byKey, typed.NoTimeout, countFn), typed.Sink[countrec.KeyCount](sink)).OutputMode(typed.Update)
-			q, err := w.Start(context.Background(), runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.Listener(batchLog{t}))
+			opts := []runtime.Option{runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.Listener(batchLog{t})}
+			if s := os.Getenv("STREAMGEN_BENCH_MEM_CACHE"); s != "" {
+				n, err := strconv.ParseInt(s, 10, 64)
+				if err != nil {
+					return err
+				}
+				opts = append(opts, runtime.StateCacheSize(n))
+			}
+			q, err := w.Start(context.Background(), opts...)
 			if err != nil {
 				return err
 			}

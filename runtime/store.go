@@ -79,10 +79,13 @@ type StoreOptions struct {
 	// own default, 8 MiB, is taken up by its memtables, leaving state
 	// reads to go to disk.)
 	CacheSize int64
-	// StateCacheSize is the budget in bytes of the cache of decoded
+	// StateCacheSize is the budget in bytes of the cache of committed
 	// state entries in front of Pebble, least recently used out first.
-	// The default is 256 MiB; a negative size turns it off. Every batch's
-	// writes still commit to Pebble: the cache changes no durability.
+	// The default is 64 MiB; a negative size turns it off. Every batch's
+	// writes still commit to Pebble: the cache changes no durability. The
+	// cache lives on the Go heap, whose collector lets the heap grow to
+	// about twice what is live (GOGC=100): count twice the budget in the
+	// process's resident memory.
 	StateCacheSize int64
 }
 
@@ -122,7 +125,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	s := &Store{db: db, cache: cache, opts: opts, stop: make(chan struct{})}
 	switch {
 	case opts.StateCacheSize == 0:
-		s.state = newStateCache(256 << 20)
+		s.state = newStateCache(64 << 20)
 	case opts.StateCacheSize > 0:
 		s.state = newStateCache(opts.StateCacheSize)
 	}
