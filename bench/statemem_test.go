@@ -270,3 +270,91 @@ func TestStateMemory(t *testing.T) {
 		})
 	})
 }
+
+// wideSource is a replayable source of n JSON rows of about 100 bytes
+// over distinct keys, all in one batch: a large single-batch input, as an
+// available-now run over one big directory is.
+type wideSource struct{ n, distinct int }
+
+func (s *wideSource) Name() string { return "wide" }
+
+func (s *wideSource) Available(context.Context) (json.RawMessage, error) {
+	return json.RawMessage(strconv.Itoa(s.n)), nil
+}
+
+func (s *wideSource) Next(_ context.Context, committed, upTo json.RawMessage, _ runtime.ReadLimit) (json.RawMessage, error) {
+	if atoi(committed) >= atoi(upTo) {
+		return committed, nil
+	}
+	return upTo, nil
+}
+
+func (s *wideSource) Read(_ context.Context, start, end json.RawMessage, fn func(runtime.Record) error) error {
+	var buf []byte
+	for i := atoi(start); i < atoi(end); i++ {
+		buf = append(buf[:0], `{"key":"`...)
+		buf = append(buf, keyName(int((uint64(i)*7_368_787+12_345)%uint64(s.distinct)))...)
+		buf = append(buf, `","note":"`...)
+		buf = strconv.AppendInt(buf, int64(i), 10)
+		for len(buf) < 98 {
+			buf = append(buf, '.')
+		}
+		buf = append(buf, `"}`...)
+		if err := fn(runtime.Record{Partition: "wide", Data: buf}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestBatchMemory: one batch of many rows (20M rows of 100 bytes, 2 GB of
+// input, by default; STREAMGEN_BENCH_MEM_ROWS changes it) over 1000 keys,
+// counted per key. The operator spills past its batch memory budget, so the
+// peak resident memory stays under 1 GiB whatever the input's size. Run it
+// with
+//
+//	STREAMGEN_BENCH_MEM=1 go test ./bench -run TestBatchMemory -v -timeout 60m
+func TestBatchMemory(t *testing.T) {
+	if os.Getenv("STREAMGEN_BENCH_MEM") == "" {
+		t.Skip("takes minutes: set STREAMGEN_BENCH_MEM=1 to run it")
+	}
+	rows := 20_000_000
+	if s := os.Getenv("STREAMGEN_BENCH_MEM_ROWS"); s != "" {
+		var err error
+		if rows, err = strconv.Atoi(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const distinct = 1000
+	src := &wideSource{n: rows, distinct: distinct}
+	dir := t.TempDir()
+	resetPeak()
+	m := startSampler()
+	sink := &countSink{latest: map[string]int64{}}
+	started := time.Now()
+	byKey := typed.GroupByKey(typed.From[countrec.Event](src), func(e *countrec.Event) string { return e.Key })
+	w := typed.WriteTo(typed.MapGroupsWithState(byKey, typed.NoTimeout, countFn), typed.Sink[countrec.KeyCount](sink))
+	q, err := w.Start(context.Background(), runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.SpillDirectory(t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	elapsed := time.Since(started)
+	m.finish()
+	var total int64
+	for _, n := range sink.latest {
+		total += n
+	}
+	if len(sink.latest) != distinct || total != int64(rows) {
+		t.Fatalf("%d keys counting %d rows, want %d keys counting %d", len(sink.latest), total, distinct, rows)
+	}
+	const mib = 1 << 20
+	hwm := procStatus("VmHWM")
+	t.Logf("%d rows (%d MiB of input) in one batch in %v (%.0f rows/s)", rows, int64(rows)*100/mib, elapsed.Round(time.Second), float64(rows)/elapsed.Seconds())
+	t.Logf("peak RSS (VmHWM) %d MiB, of which Go runtime %d MiB (heap objects %d MiB)", hwm/mib, m.goTotalAtPeak/mib, m.heapAtPeak/mib)
+	if hwm >= 1<<30 {
+		t.Errorf("peak resident memory %d MiB is over 1 GiB", hwm/mib)
+	}
+}
