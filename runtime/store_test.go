@@ -1,12 +1,10 @@
 package runtime_test
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -512,25 +510,5 @@ func TestRenamedFieldWarning(t *testing.T) {
 	}
 	if len(w) != 1 || !strings.Contains(w[0], "field Count (int64) is gone and field Total of the same type is new") || !strings.Contains(w[0], "`stream:\"id=11\"`") {
 		t.Fatalf("warnings: %q", w)
-	}
-}
-
-func TestCloseStopsSyncLoop(t *testing.T) {
-	before := goruntime.NumGoroutine()
-	s := open(t, vfs.NewMem(), runtime.StoreOptions{SyncInterval: time.Millisecond})
-	b := s.NewBatch()
-	b.Put(runtime.Var{}, []byte("k"), nil, bytes.Repeat([]byte("v"), 10))
-	if err := s.Commit(b, runtime.Progress{BatchID: 0}); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for goruntime.NumGoroutine() > before && time.Now().Before(deadline) {
-		goruntime.Gosched()
-	}
-	if n := goruntime.NumGoroutine(); n > before {
-		t.Fatalf("%d goroutines after Close, %d before", n, before)
 	}
 }
