@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 	"strings"
@@ -21,6 +22,26 @@ func SortedKeys[M ~map[K]V, K ~string, V any](m M) []K {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// Entry is a map entry.
+type Entry[K, V any] struct {
+	Key   K
+	Value V
+}
+
+// OrderedEntries returns the entries of m in increasing order of key (NaN
+// keys first): the order in which generated binary encoders write a map's
+// entries, so that equal maps are equal bytes (a state write that changes
+// nothing can be skipped, and a changelog is reproducible). Entries, not
+// keys, so that a NaN key keeps its value.
+func OrderedEntries[M ~map[K]V, K cmp.Ordered, V any](m M) []Entry[K, V] {
+	entries := make([]Entry[K, V], 0, len(m))
+	for k, v := range m {
+		entries = append(entries, Entry[K, V]{k, v})
+	}
+	slices.SortFunc(entries, func(a, b Entry[K, V]) int { return cmp.Compare(a.Key, b.Key) })
+	return entries
 }
 
 // SortedIntKeys returns the keys of m ordered by their decimal text, the

@@ -162,12 +162,27 @@ func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 			),
 		}
 	case Map:
+		// Entries are written in key order (by text for keys that are
+		// neither numbers nor strings), so that equal maps are equal bytes.
 		k, val := e.fresh("k"), e.fresh("val")
-		body := e.appendValue(s.Key, jen.Id(k))
-		body = append(body, e.appendValue(s.Elem, jen.Id(val))...)
+		body := append(e.appendValue(s.Key, jen.Id(k)), e.appendValue(s.Elem, jen.Id(val))...)
+		header := e.appendCall("AppendMap", kindCode(kindOf(s.Key)), kindCode(elemKind(s.Elem)), jen.Len(x.Clone()), x.Clone().Op("==").Nil())
+		if basic, ok := s.Key.Type.Underlying().(*types.Basic); ok && basic.Info()&types.IsOrdered != 0 {
+			entry := e.fresh("entry")
+			body = append([]jen.Code{jen.List(jen.Id(k), jen.Id(val)).Op(":=").Id(entry).Dot("Key").Op(",").Id(entry).Dot("Value")}, body...)
+			return []jen.Code{
+				header,
+				jen.For(jen.List(jen.Id("_"), jen.Id(entry)).Op(":=").Range().Qual(codecPath, "OrderedEntries").Call(x.Clone())).Block(body...),
+			}
+		}
+		// Other keys write themselves as text; ordered by it.
+		keys, kt := e.fresh("keys"), e.fresh("kt")
+		body = append([]jen.Code{jen.List(jen.Id(k), jen.Id(val)).Op(":=").Id(kt).Dot("Key").Op(",").Add(x.Clone()).Index(jen.Id(kt).Dot("Key"))}, body...)
 		return []jen.Code{
-			e.appendCall("AppendMap", kindCode(kindOf(s.Key)), kindCode(elemKind(s.Elem)), jen.Len(x.Clone()), x.Clone().Op("==").Nil()),
-			jen.For(jen.List(jen.Id(k), jen.Id(val)).Op(":=").Range().Add(x.Clone())).Block(body...),
+			header,
+			jen.List(jen.Id(keys), jen.Err()).Op(":=").Qual(codecPath, "TextKeys").Call(x.Clone(), jen.Lit(e.goName(s.Type))),
+			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id("b"), jen.Err())),
+			jen.For(jen.List(jen.Id("_"), jen.Id(kt)).Op(":=").Range().Id(keys)).Block(body...),
 		}
 	case StructShape:
 		start := e.fresh("start")

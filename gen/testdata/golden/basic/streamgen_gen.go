@@ -144,7 +144,8 @@ func appendBinaryReading(b []byte, v *Reading) ([]byte, error) {
 	start := len(b)
 	b = codec.BeginLength(b)
 	b = codec.AppendMap(b, codec.KindString, codec.KindString, len(v.Labels), v.Labels == nil)
-	for k, val := range v.Labels {
+	for _, entry := range codec.OrderedEntries(v.Labels) {
+		k, val := entry.Key, entry.Value
 		b = codec.AppendString(b, k)
 		b = codec.AppendString(b, val)
 	}

@@ -787,7 +787,8 @@ func appendBinaryBatch(b []byte, v *Batch) ([]byte, error) {
 	start2 := len(b)
 	b = codec.BeginLength(b)
 	b = codec.AppendMap(b, codec.KindInt, codec.KindStruct|codec.PointerFlag, len(v.ByID), v.ByID == nil)
-	for k, val := range v.ByID {
+	for _, entry := range codec.OrderedEntries(v.ByID) {
+		k, val := entry.Key, entry.Value
 		b = codec.AppendInt(b, k)
 		if val == nil {
 			b = append(b, 0)

@@ -361,7 +361,8 @@ func appendBinaryWide(b []byte, v *Wide) ([]byte, error) {
 	start3 := len(b)
 	b = codec.BeginLength(b)
 	b = codec.AppendMap(b, codec.KindString, codec.KindInt, len(v.M), v.M == nil)
-	for k1, val1 := range v.M {
+	for _, entry := range codec.OrderedEntries(v.M) {
+		k1, val1 := entry.Key, entry.Value
 		b = codec.AppendString(b, k1)
 		b = codec.AppendInt(b, int64(val1))
 	}
@@ -390,7 +391,8 @@ func appendBinaryWide(b []byte, v *Wide) ([]byte, error) {
 	start5 := len(b)
 	b = codec.BeginLength(b)
 	b = codec.AppendMap(b, codec.KindString, codec.KindFloat64, len(v.Keys), v.Keys == nil)
-	for k2, val2 := range v.Keys {
+	for _, entry1 := range codec.OrderedEntries(v.Keys) {
+		k2, val2 := entry1.Key, entry1.Value
 		b = codec.AppendString(b, string(k2))
 		b = codec.AppendFloat64(b, float64(val2))
 	}
