@@ -6,10 +6,13 @@
 //
 // Flags: -input DIR, -output DIR, -checkpoint DIR, -max-files-per-trigger
 // N, -trigger availableNow|once|DURATION, -dead-letter DIR.
+//
+// SIGINT or SIGTERM stops the query between batches. The exit status is 0
+// when the input is done, 130 after SIGINT, 143 after SIGTERM, 1 on an
+// error (-h lists it all).
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 
@@ -19,10 +22,7 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:], os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "devicewindows:", err)
-		os.Exit(1)
-	}
+	cli.Exit("devicewindows", run(os.Args[1:], os.Stdout))
 }
 
 func run(args []string, stdout io.Writer) error {

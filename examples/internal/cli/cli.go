@@ -5,11 +5,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"github.com/streamgen/streamgen/codec"
 	"github.com/streamgen/streamgen/generated/sensor"
@@ -57,11 +59,12 @@ func (f *Flags) Setup() (*Run, error) {
 	if input == "" {
 		dir, err := os.MkdirTemp("", "streamgen-sample-")
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("the built-in sample: %w", err)
 		}
 		r.cleanup = append(r.cleanup, func() { os.RemoveAll(dir) })
 		if err := WriteSample(dir); err != nil {
-			return nil, err
+			r.Close()
+			return nil, fmt.Errorf("the built-in sample: %w", err)
 		}
 		input = dir
 	}
@@ -70,14 +73,16 @@ func (f *Flags) Setup() (*Run, error) {
 	if ckpt == "" {
 		dir, err := os.MkdirTemp("", "streamgen-checkpoint-")
 		if err != nil {
-			return nil, err
+			r.Close()
+			return nil, fmt.Errorf("a temporary checkpoint: %w", err)
 		}
 		r.cleanup = append(r.cleanup, func() { os.RemoveAll(dir) })
 		ckpt = dir
 	}
 	trigger, err := runtime.ParseTrigger(f.Trigger)
 	if err != nil {
-		return nil, err
+		r.Close()
+		return nil, fmt.Errorf("-trigger: %w", err)
 	}
 	r.Options = []runtime.Option{runtime.Checkpoint(ckpt), runtime.WithTrigger(trigger)}
 	if f.DeadLetter != "" {
@@ -105,49 +110,68 @@ func Sink[T any, P codec.RecordPtr[T]](f *Flags, w io.Writer) typed.Sink[T] {
 	return typed.ConsoleSink[T, P](w)
 }
 
-// Wait runs a started query until it ends or the process is interrupted.
-func Wait(q *typed.Query) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	select {
-	case <-q.Done():
-	case <-ctx.Done():
-		q.Stop()
-	}
-	if err := q.Err(); err != nil {
-		return err
-	}
-	if p, ok := q.LastProgress(); ok {
-		fmt.Fprintf(os.Stderr, "last batch: %d", p.BatchID)
-		if wm, ok := p.EventTime["watermark"]; ok {
-			fmt.Fprintf(os.Stderr, ", watermark %s", wm)
-		}
-		fmt.Fprintln(os.Stderr)
-	}
-	return nil
-}
-
 // Main runs an example: it parses args, reads the sensor readings the
 // flags point to, applies pipeline, writes the result to the sink the
 // flags ask for (in the output mode of the pipeline's operator), and waits
-// for the query.
+// for the query, printing each committed batch and a summary to stderr.
+//
+// SIGINT and SIGTERM stop the query (see Interrupted); a second one while
+// it stops ends Main at once. Main returns nil when the query finished by
+// itself (a Once or AvailableNow trigger at the end of its input) or -h
+// asked for the usage; otherwise an error whose exit status ExitCode
+// gives: pass it to Exit.
 func Main[T any, P codec.RecordPtr[T]](name string, args []string, stdout io.Writer, withFlush bool,
+	pipeline func(typed.Stream[sensor.Event]) typed.Stream[T]) error {
+	// Two signals fit: the one that stops the query and the one that
+	// ends the program; signal.Notify drops what does not fit.
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	return run[T, P](name, args, stdout, os.Stderr, signals, withFlush, pipeline)
+}
+
+// run is Main with stderr and the signals given, for tests.
+func run[T any, P codec.RecordPtr[T]](name string, args []string, stdout, stderr io.Writer, signals <-chan os.Signal, withFlush bool,
 	pipeline func(typed.Stream[sensor.Event]) typed.Stream[T]) error {
 	var flags Flags
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { usage(fs) }
 	flags.Register(fs, withFlush)
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return nil // asked for, and printed
+		}
+		return &UsageError{Err: err}
 	}
 	setup, err := flags.Setup()
 	if err != nil {
 		return err
 	}
 	defer setup.Close()
+	// A run on the built-in sample cannot be resumed even with
+	// -checkpoint: the sample's temporary directory names the source, and
+	// the next run's is another.
+	w := &watch{name: name, stderr: stderr, resumable: flags.Checkpoint != "" && flags.Input != ""}
 	out := pipeline(typed.From[sensor.Event](setup.Source))
-	q, err := typed.WriteTo(out, Sink[T, P](&flags, stdout)).Start(context.Background(), setup.Options...)
+	q, err := typed.WriteTo(out, Sink[T, P](&flags, stdout)).Start(context.Background(), append(setup.Options, runtime.Listener(w))...)
 	if err != nil {
 		return err
 	}
-	return Wait(q)
+	return w.wait(q, signals)
+}
+
+// usage prints the flags and what the exit status says.
+func usage(fs *flag.FlagSet) {
+	out := fs.Output()
+	fmt.Fprintf(out, "Usage: %s [flags]\n\nFlags:\n", fs.Name())
+	fs.PrintDefaults()
+	fmt.Fprintf(out, `
+SIGINT or SIGTERM stops the query between batches: the batch in flight is
+not committed, and runs again at the next start on the same -checkpoint.
+A second signal exits at once.
+
+Exit status: %d when the input is done (-trigger availableNow or once); %d
+after SIGINT and %d after SIGTERM; %d when the query fails; %d for bad flags.
+`, exitOK, exitSignalBase+int(syscall.SIGINT), exitSignalBase+int(syscall.SIGTERM), exitError, exitUsage)
 }
