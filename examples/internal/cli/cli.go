@@ -68,7 +68,14 @@ func (f *Flags) Setup() (*Run, error) {
 		}
 		input = dir
 	}
-	r.Source = runtime.FilesSource(input, runtime.FilesOptions{MaxFilesPerTrigger: f.MaxFilesPerTrigger})
+	opts := runtime.FilesOptions{MaxFilesPerTrigger: f.MaxFilesPerTrigger}
+	if f.Input == "" {
+		// The sample is written to a new temporary directory at every
+		// run; its name stays the same, so a checkpoint of an earlier run
+		// on the sample is the same source's.
+		opts.Name = "files:built-in-sample"
+	}
+	r.Source = runtime.FilesSource(input, opts)
 	ckpt := f.Checkpoint
 	if ckpt == "" {
 		dir, err := os.MkdirTemp("", "streamgen-checkpoint-")
