@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/streamgen/streamgen/codec"
@@ -133,4 +134,29 @@ type Operator interface {
 // none).
 type InitialStater interface {
 	InitialState(ctx context.Context, b *Batch, op int) error
+}
+
+// ReadAll reads every input of a bounded pipeline to the end of what its
+// sources have now, outside any query: for data a query needs before it
+// starts, such as an initial state given as a stream. Dead letters are
+// returned; nothing is committed.
+func ReadAll(ctx context.Context, inputs []Input) ([]DeadLetter, error) {
+	b := &Batch{
+		watermarks: map[string]time.Time{},
+		active:     map[string]bool{},
+		inputs:     make([]inputRun, len(inputs)),
+	}
+	for i, in := range inputs {
+		b.inputs[i].name = in.Source.Name()
+	}
+	for _, in := range inputs {
+		end, err := in.Source.Available(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
+		}
+		if err := in.Read(ctx, b, nil, end); err != nil {
+			return nil, fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
+		}
+	}
+	return b.deadLetters, nil
 }

@@ -38,7 +38,9 @@ type operatorInfo struct {
 	mode           OutputMode
 	timeout        Timeout
 	watermarked    bool
-	validate       func() error
+	// prepare runs at Start, before the query: it reads and checks what
+	// the operator needs (an initial state).
+	prepare func(ctx context.Context) error
 }
 
 // compile builds the plan of a query that writes s to out.

@@ -384,3 +384,43 @@ func TestTimerAfterTheEndOfTime(t *testing.T) {
 		t.Fatalf("timed out: %q, want a", got)
 	}
 }
+
+// TestInitialStateStream: an initial state read from a bounded stream of
+// files at Start is applied as one given as a map; a key given twice in it
+// fails Start with the key; a row that does not decode fails Start.
+func TestInitialStateStream(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a.json", `{"user":"a","count":10}`+"\n"+`{"user":"b","count":20}`+"\n")
+	states := typed.Map(typed.From[fixtures.UserCount](runtime.FilesSource(dir, runtime.FilesOptions{})),
+		func(u *fixtures.UserCount) typed.Pair[string, fixtures.Counter] {
+			return typed.Pair[string, fixtures.Counter]{Key: u.User, State: fixtures.Counter{Count: u.Count}}
+		})
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 1), click("c", 2))
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	sink := newSink[fixtures.UserCount]()
+	w := typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks, typed.InitialStateStream(states)), sink)
+	if err := runToEnd(t, w, newCheckpoint().opts()...); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, r := range sink.rows() {
+		got[r.User] = r.Count
+	}
+	if fmt.Sprint(got) != fmt.Sprint(map[string]int64{"a": 11, "b": 20, "c": 1}) {
+		t.Fatalf("counts %v, want a 11, b 20, c 1", got)
+	}
+	write("b.json", `{"user":"b","count":5}`+"\n")
+	if err := runToEnd(t, w, newCheckpoint().opts()...); err == nil || !strings.Contains(err.Error(), "key b more than once") {
+		t.Fatalf("a key twice: err = %v", err)
+	}
+	write("b.json", `{"user":`+"\n")
+	if err := runToEnd(t, w, newCheckpoint().opts()...); err == nil || !strings.Contains(err.Error(), "b.json:1") {
+		t.Fatalf("a row that does not decode: err = %v", err)
+	}
+}

@@ -41,7 +41,7 @@ func (w *Writer[T]) OutputMode(m OutputMode) *Writer[T] {
 func (w *Writer[T]) Start(ctx context.Context, opts ...runtime.Option) (*Query, error) {
 	var out []T
 	c := compile(w.s, func(t *T) { out = append(out, *t) })
-	if err := w.validate(c); err != nil {
+	if err := w.validate(ctx, c); err != nil {
 		return nil, err
 	}
 	c.plan.Outputs = append([]runtime.Output{{Description: sinkDescription(w.sink),
@@ -64,7 +64,7 @@ func sinkDescription(s any) string {
 	return fmt.Sprintf("%T", s)
 }
 
-func (w *Writer[T]) validate(c *compiler) error {
+func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
 	errs := append([]error(nil), w.s.p.errs...)
 	mode := w.mode
 	if !w.modeSet && len(c.ops) > 0 {
@@ -85,8 +85,8 @@ func (w *Writer[T]) validate(c *compiler) error {
 		if op.timeout == EventTimeTimeout && !op.watermarked {
 			errs = append(errs, fmt.Errorf("%s (%s) uses EventTimeTimeout but its input has no watermark (WithWatermark)", op.kind, op.function))
 		}
-		if op.validate != nil {
-			if err := op.validate(); err != nil {
+		if op.prepare != nil {
+			if err := op.prepare(ctx); err != nil {
 				errs = append(errs, fmt.Errorf("%s (%s): %w", op.kind, op.function, err))
 			}
 		}

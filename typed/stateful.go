@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"iter"
 	"runtime/debug"
@@ -38,6 +39,8 @@ type GroupsOption[K comparable, S any] func(*groupsConfig[K, S])
 
 type groupsConfig[K comparable, S any] struct {
 	initial []Pair[K, S]
+	// streams are initial states given as streams, read at Start.
+	streams []func(ctx context.Context) ([]Pair[K, S], error)
 }
 
 // Pair is a key and its state.
@@ -62,6 +65,31 @@ func InitialState[K comparable, S any](m map[K]S) GroupsOption[K, S] {
 // appears twice in it, naming the key.
 func InitialStatePairs[K comparable, S any](pairs ...Pair[K, S]) GroupsOption[K, S] {
 	return func(c *groupsConfig[K, S]) { c.initial = append(c.initial, pairs...) }
+}
+
+// InitialStateStream gives the operator an initial state from a bounded
+// stream of key and state pairs (Map rows read with From into Pairs), as
+// Spark's initialState is a grouped Dataset. Start reads the stream to the
+// end of what its sources hold then (a row that does not decode, or a key
+// given twice, fails Start), and the state is applied as InitialState's.
+func InitialStateStream[K comparable, S any](s Stream[Pair[K, S]]) GroupsOption[K, S] {
+	return func(c *groupsConfig[K, S]) {
+		c.streams = append(c.streams, func(ctx context.Context) ([]Pair[K, S], error) {
+			var pairs []Pair[K, S]
+			rc := compile(s, func(p *Pair[K, S]) { pairs = append(pairs, *p) })
+			if err := errors.Join(s.p.errs...); err != nil {
+				return nil, err
+			}
+			dead, err := runtime.ReadAll(ctx, rc.plan.Inputs)
+			if err != nil {
+				return nil, err
+			}
+			if len(dead) > 0 {
+				return nil, fmt.Errorf("initial state: %s: %s: %s", dead[0].Source, dead[0].Position, dead[0].Error)
+			}
+			return pairs, nil
+		})
+	}
 }
 
 // MapGroupsWithState calls f once per key with the key's rows of the
@@ -117,10 +145,24 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 		DropsLateRows: timeout == EventTimeTimeout,
 	}
 	opInfo := operatorInfo{kind: kind, function: function, mode: mode, timeout: timeout, watermarked: ks.s.p.watermarked}
-	opInfo.validate = func() error { return checkInitial(ks.codec, cfg.initial) }
+	// The initial state of this query: the pairs given, and those read
+	// from the streams given when the query starts.
+	var initial []Pair[K, S]
+	opInfo.prepare = func(ctx context.Context) error {
+		initial = slices.Clone(cfg.initial)
+		for _, read := range cfg.streams {
+			pairs, err := read(ctx)
+			if err != nil {
+				return fmt.Errorf("initial state: %w", err)
+			}
+			initial = append(initial, pairs...)
+		}
+		return checkInitial(ks.codec, initial)
+	}
 	p := ks.s.p
 	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
-		op := &groupsOp[K, In, S, Out, PS]{c: c, info: info, key: ks.key, codec: ks.codec, f: f, timeout: timeout, initial: cfg.initial}
+		op := &groupsOp[K, In, S, Out, PS]{c: c, info: info, key: ks.key, codec: ks.codec, f: f, timeout: timeout}
+		op.initial = func() []Pair[K, S] { return initial }
 		_, op.spillable = any(new(In)).(codec.Record)
 		op.rowSize = int64(unsafe.Sizeof(*new(In)))
 		op.seq = func(yield func(In) bool) {
@@ -166,7 +208,8 @@ type groupsOp[K comparable, In, S, Out any, PS codec.RecordPtr[S]] struct {
 	codec   keyCodec[K]
 	f       func(key K, rows iter.Seq[In], state *GroupState[S], emit func(Out)) error
 	timeout Timeout
-	initial []Pair[K, S]
+	// initial returns the initial state, read when the query started.
+	initial func() []Pair[K, S]
 
 	groups runtime.Groups
 	// rows are the batch's rows in arrival order; keys the key of each
@@ -328,8 +371,9 @@ func (o *groupsOp[K, In, S, Out, PS]) EndBatch() {
 
 // InitialState writes the initial state and adds its keys to the groups.
 func (o *groupsOp[K, In, S, Out, PS]) InitialState(ctx context.Context, b *runtime.Batch, op int) error {
-	for i := range o.initial {
-		p := &o.initial[i]
+	initial := o.initial()
+	for i := range initial {
+		p := &initial[i]
 		g, ok := o.group[p.Key]
 		if !ok {
 			var err error
