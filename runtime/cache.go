@@ -1,56 +1,126 @@
 package runtime
 
 import (
+	"bytes"
+	"hash/maphash"
 	"sync"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
 )
 
 // stateCache keeps committed state entries in memory, in front of Pebble,
-// least recently used first out once their bytes pass the budget. It
-// holds only what is committed: a batch's writes enter it when the batch
-// commits (applyCommitted), so reading through it is the same as reading
-// Pebble, and recovery does not depend on it. An entry known to be absent
-// is cached too (a nil value), since most reads of a new key find nothing.
+// least recently used first out once they pass the budget. It holds only
+// what is committed: a batch's writes enter it when the batch commits
+// (applyCommitted), so reading through it is the same as reading Pebble,
+// and recovery does not depend on it. An entry known to be absent is cached
+// too (with no value), since most reads of a new key find nothing; and
+// while the cache is complete (it has seen every state entry since the
+// store was empty, and evicted none), a key it does not hold has no state,
+// and Pebble is not asked.
+//
+// Its memory is outside the Go heap where the system allows it (an
+// anonymous mapping), so that the collector neither scans it nor doubles
+// it (GOGC): the budget is what the cache takes. Keys and values are
+// appended to an arena; entries, without pointers, say where. When the
+// arena is full, the live data is copied to a second arena in order of use
+// and the first is returned to the system. The index from key hashes to
+// entries is a Go map of integers.
+//
 // Safe for concurrent use.
 type stateCache struct {
-	mu      sync.Mutex
-	budget  int64
-	size    int64
-	index   map[string]int32
+	mu     sync.Mutex
+	budget int64
+	seed   maphash.Seed
+	index  map[uint64]int32 // hash of the key → the first entry of that hash
+	// entries are the slots; free lists the unused ones.
 	entries []cacheEntry
 	free    []int32
 	// head is the most recently used entry, tail the least; -1 when empty.
 	head, tail int32
-	// hits and misses count reads, for progress and metrics.
+	// arena holds the entries' keys and values from 0 to used; spare is
+	// the other arena, which compaction copies into.
+	arena, spare []byte
+	used         int
+	live         int64 // bytes of live keys and values in the arena
+	complete     bool
 	hits, misses int64
 }
 
 type cacheEntry struct {
-	key        string
-	value      []byte
+	hash       uint64
+	off        uint32
+	klen, vlen uint32
 	absent     bool
+	used       bool
 	prev, next int32
+	sameHash   int32 // the next entry with the same hash, or -1
 }
 
-// cacheEntryOverhead approximates the bytes an entry costs beyond its key
-// and value: the map slot, the entry, the slice and string headers and the
-// rounding of the two allocations to their size classes (measured: about
-// 150 bytes an entry for 20-byte keys and small values).
-const cacheEntryOverhead = 128
+// cacheEntrySize is what an entry costs beyond its key and value: the slot
+// and its share of the index.
+const cacheEntrySize = int64(unsafe.Sizeof(cacheEntry{})) + 24
 
-func newStateCache(budget int64) *stateCache {
-	return &stateCache{budget: budget, index: map[string]int32{}, head: -1, tail: -1}
+// newStateCache returns a cache of budget bytes: an arena of three
+// quarters of it (and a spare arena of the same size, which holds pages
+// only while compacting) and slots for the rest. complete says the store
+// holds no state yet.
+func newStateCache(budget int64, complete bool) *stateCache {
+	arena := budget * 3 / 4
+	slots := (budget - arena) / cacheEntrySize
+	if arena > 1<<32-1 {
+		arena = 1<<32 - 1 // offsets are 32 bits
+	}
+	c := &stateCache{
+		budget: budget, seed: maphash.MakeSeed(), index: map[uint64]int32{},
+		head: -1, tail: -1, complete: complete,
+		arena:   mapMemory(int(arena)),
+		spare:   mapMemory(int(arena)),
+		entries: make([]cacheEntry, 0, slots),
+	}
+	return c
+}
+
+// close returns the arenas to the system.
+func (c *stateCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	unmapMemory(c.arena)
+	unmapMemory(c.spare)
+	c.arena, c.spare, c.index, c.entries = nil, nil, nil, nil
+}
+
+func (c *stateCache) key(e *cacheEntry) []byte {
+	return c.arena[e.off : e.off+e.klen]
+}
+
+func hashKey(c *stateCache, key []byte) uint64 { return maphash.Bytes(c.seed, key) }
+
+func (c *stateCache) find(h uint64, key []byte) int32 {
+	i, ok := c.index[h]
+	for ok && i >= 0 {
+		e := &c.entries[i]
+		if bytes.Equal(c.key(e), key) {
+			return i
+		}
+		i = e.sameHash
+	}
+	return -1
 }
 
 // get returns a cached entry: cached is false when the cache does not know
-// the key; otherwise ok says whether the entry exists. value is copied
-// into buf.
+// the key; otherwise ok says whether the entry exists. value is appended to
+// buf.
 func (c *stateCache) get(key []byte, buf []byte) (value []byte, ok, cached bool) {
+	h := maphash.Bytes(c.seed, key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	i, found := c.index[string(key)]
-	if !found {
+	i := c.find(h, key)
+	if i < 0 {
+		if c.complete {
+			c.hits++
+			return nil, false, true
+		}
 		c.misses++
 		return nil, false, false
 	}
@@ -60,7 +130,8 @@ func (c *stateCache) get(key []byte, buf []byte) (value []byte, ok, cached bool)
 	if e.absent {
 		return nil, false, true
 	}
-	return append(buf[:0], e.value...), true, true
+	start := e.off + e.klen
+	return append(buf[:0], c.arena[start:start+e.vlen]...), true, true
 }
 
 // put records a committed entry's value (absent: it has none).
@@ -71,28 +142,45 @@ func (c *stateCache) put(key, value []byte, absent bool) {
 }
 
 func (c *stateCache) set(key, value []byte, absent bool) {
-	if i, found := c.index[string(key)]; found {
-		e := &c.entries[i]
-		c.size += int64(len(value) - len(e.value))
-		e.value = append(e.value[:0], value...)
-		e.absent = absent
-		c.touch(i)
-		c.evict()
+	h := maphash.Bytes(c.seed, key)
+	if i := c.find(h, key); i >= 0 {
+		c.remove(i)
+	}
+	n := len(key) + len(value)
+	if int64(n) > int64(len(c.arena))/4 {
+		// Too large to keep: the cache no longer holds every entry.
+		c.complete = false
 		return
 	}
-	cost := int64(len(key) + len(value) + cacheEntryOverhead)
-	if cost > c.budget {
-		return
+	// Make room: a slot, and n bytes at the end of the arena.
+	for len(c.free) == 0 && len(c.entries) == cap(c.entries) {
+		c.evict()
+	}
+	if c.used+n > len(c.arena) {
+		for c.live+int64(n) > int64(len(c.arena))*3/4 && c.tail >= 0 {
+			c.evict()
+		}
+		c.compact()
 	}
 	var i int32
-	if n := len(c.free); n > 0 {
-		i, c.free = c.free[n-1], c.free[:n-1]
+	if k := len(c.free); k > 0 {
+		i, c.free = c.free[k-1], c.free[:k-1]
 	} else {
 		c.entries = append(c.entries, cacheEntry{})
 		i = int32(len(c.entries) - 1)
 	}
-	k := string(key)
-	c.entries[i] = cacheEntry{key: k, value: append([]byte(nil), value...), absent: absent, prev: -1, next: c.head}
+	off := c.used
+	copy(c.arena[off:], key)
+	copy(c.arena[off+len(key):], value)
+	c.used += n
+	c.live += int64(n)
+	next, ok := c.index[h]
+	if !ok {
+		next = -1
+	}
+	c.entries[i] = cacheEntry{hash: h, off: uint32(off), klen: uint32(len(key)), vlen: uint32(len(value)),
+		absent: absent, used: true, prev: -1, next: c.head, sameHash: next}
+	c.index[h] = i
 	if c.head >= 0 {
 		c.entries[c.head].prev = i
 	}
@@ -100,9 +188,56 @@ func (c *stateCache) set(key, value []byte, absent bool) {
 	if c.tail < 0 {
 		c.tail = i
 	}
-	c.index[k] = i
-	c.size += cost
-	c.evict()
+}
+
+// remove drops entry i.
+func (c *stateCache) remove(i int32) {
+	e := &c.entries[i]
+	c.unlink(i)
+	// Unchain it from its hash.
+	if first := c.index[e.hash]; first == i {
+		if e.sameHash >= 0 {
+			c.index[e.hash] = e.sameHash
+		} else {
+			delete(c.index, e.hash)
+		}
+	} else {
+		for j := first; j >= 0; j = c.entries[j].sameHash {
+			if c.entries[j].sameHash == i {
+				c.entries[j].sameHash = e.sameHash
+				break
+			}
+		}
+	}
+	c.live -= int64(e.klen + e.vlen)
+	*e = cacheEntry{}
+	c.free = append(c.free, i)
+}
+
+// evict drops the least recently used entry: from then on the cache does
+// not hold every entry.
+func (c *stateCache) evict() {
+	if c.tail < 0 {
+		return
+	}
+	c.complete = false
+	c.remove(c.tail)
+}
+
+// compact copies the live keys and values to the spare arena, most
+// recently used first, and swaps the arenas.
+func (c *stateCache) compact() {
+	off := 0
+	for i := c.head; i >= 0; i = c.entries[i].next {
+		e := &c.entries[i]
+		n := int(e.klen + e.vlen)
+		copy(c.spare[off:off+n], c.arena[e.off:int(e.off)+n])
+		e.off = uint32(off)
+		off += n
+	}
+	releaseMemory(c.arena)
+	c.arena, c.spare = c.spare, c.arena
+	c.used = off
 }
 
 // touch makes entry i the most recently used.
@@ -113,7 +248,9 @@ func (c *stateCache) touch(i int32) {
 	c.unlink(i)
 	e := &c.entries[i]
 	e.prev, e.next = -1, c.head
-	c.entries[c.head].prev = i
+	if c.head >= 0 {
+		c.entries[c.head].prev = i
+	}
 	c.head = i
 	if c.tail < 0 {
 		c.tail = i
@@ -124,36 +261,24 @@ func (c *stateCache) unlink(i int32) {
 	e := &c.entries[i]
 	if e.prev >= 0 {
 		c.entries[e.prev].next = e.next
-	} else {
+	} else if c.head == i {
 		c.head = e.next
 	}
 	if e.next >= 0 {
 		c.entries[e.next].prev = e.prev
-	} else {
+	} else if c.tail == i {
 		c.tail = e.prev
 	}
-}
-
-// evict drops least recently used entries until the cache is within its
-// budget.
-func (c *stateCache) evict() {
-	for c.size > c.budget && c.tail >= 0 {
-		i := c.tail
-		c.unlink(i)
-		e := &c.entries[i]
-		c.size -= int64(len(e.key) + len(e.value) + cacheEntryOverhead)
-		delete(c.index, e.key)
-		*e = cacheEntry{}
-		c.free = append(c.free, i)
-	}
+	e.prev, e.next = -1, -1
 }
 
 // clear forgets everything (after a range deletion, which may cover any
-// cached entry).
+// cached entry): the cache is no longer complete.
 func (c *stateCache) clear() {
 	clear(c.index)
 	c.entries, c.free = c.entries[:0], c.free[:0]
-	c.head, c.tail, c.size = -1, -1, 0
+	c.head, c.tail, c.used, c.live = -1, -1, 0, 0
+	c.complete = false
 }
 
 // applyCommitted brings the cache up to date with a committed batch: each

@@ -7,44 +7,65 @@ import (
 	"testing"
 )
 
-// TestStateCacheIsLRU checks the cache against a plain model of an LRU
-// list: after every operation the cached keys are the most recently used
-// ones that fit the budget, with their last values.
-func TestStateCacheIsLRU(t *testing.T) {
-	const entryCost = 3 + 3 + cacheEntryOverhead // "kNN" keys, 3-byte values
-	c := newStateCache(10 * entryCost)
-	r := rand.New(rand.NewPCG(5, 5))
-	var order []string // most recent first
-	values := map[string]string{}
-	use := func(k string) {
-		order = slices.DeleteFunc(order, func(o string) bool { return o == k })
-		order = append([]string{k}, order...)
-		if len(order) > 10 {
-			for _, gone := range order[10:] {
-				delete(values, gone)
+// TestStateCache checks the cache against a plain model of what it has
+// been told: a cached key always has its last value; what is cached is the
+// most recently used keys (if a key is cached, so is every key used after
+// it); the cache stays within its arena; and a complete cache answers
+// "absent" for keys it was never told of, until its first eviction.
+func TestStateCache(t *testing.T) {
+	for _, complete := range []bool{false, true} {
+		c := newStateCache(16<<10, complete)
+		defer c.close()
+		r := rand.New(rand.NewPCG(5, 5))
+		values := map[string]string{}
+		var order []string // most recent first
+		use := func(k string) {
+			order = slices.DeleteFunc(order, func(o string) bool { return o == k })
+			order = append([]string{k}, order...)
+		}
+		evicted := false
+		for i := range 20000 {
+			k := fmt.Sprintf("key-%d", r.IntN(300))
+			if r.IntN(3) == 0 {
+				v := fmt.Sprintf("value-%d-%s", i, string(make([]byte, r.IntN(40))))
+				c.put([]byte(k), []byte(v), false)
+				values[k] = v
+				use(k)
+			} else {
+				got, ok, cached := c.get([]byte(k), nil)
+				want, told := values[k]
+				switch {
+				case cached && told && (!ok || string(got) != want):
+					t.Fatalf("step %d: %s = %q %v, want %q", i, k, got, ok, want)
+				case cached && !told && ok:
+					t.Fatalf("step %d: %s cached as %q, never told", i, k, got)
+				case complete && !evicted && !cached:
+					t.Fatalf("step %d: a complete cache does not know %s", i, k)
+				}
+				if cached && told {
+					use(k)
+				}
 			}
-			order = order[:10]
+			evicted = evicted || !c.complete
+			if c.used > len(c.arena) || c.live > int64(c.used) {
+				t.Fatalf("step %d: used %d, live %d, arena %d", i, c.used, c.live, len(c.arena))
+			}
+			// The cached keys are a prefix of the use order.
+			gap := false
+			for _, k := range order {
+				cached := c.find(hashOf(c, k), []byte(k)) >= 0
+				if cached && gap {
+					t.Fatalf("step %d: %s is cached but a key used after it is not", i, k)
+				}
+				gap = gap || !cached
+			}
+		}
+		if !evicted {
+			t.Fatal("the cache never evicted: the test does not reach eviction")
 		}
 	}
-	for i := range 2000 {
-		k := fmt.Sprintf("k%02d", r.IntN(20))
-		if r.IntN(2) == 0 {
-			v := fmt.Sprintf("%03d", i%1000)
-			c.put([]byte(k), []byte(v), false)
-			values[k] = v
-			use(k)
-			continue
-		}
-		got, ok, cached := c.get([]byte(k), nil)
-		want, known := values[k]
-		if cached != known || cached && (!ok || string(got) != want) {
-			t.Fatalf("step %d: get %s = %q %v %v, want %q %v", i, k, got, ok, cached, want, known)
-		}
-		if known {
-			use(k)
-		}
-	}
-	if c.size > c.budget {
-		t.Fatalf("size %d over budget %d", c.size, c.budget)
-	}
+}
+
+func hashOf(c *stateCache, k string) uint64 {
+	return hashKey(c, []byte(k))
 }

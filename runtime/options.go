@@ -141,7 +141,7 @@ func BatchMemory(bytes int64) Option { return optionFunc(func(c *config) { c.bat
 func SpillDirectory(dir string) Option { return optionFunc(func(c *config) { c.spillDir = dir }) }
 
 // StateCacheSize is the budget in bytes of the cache of committed state in
-// front of Pebble (see StoreOptions.StateCacheSize): 64 MiB by default, a
+// front of Pebble (see StoreOptions.StateCacheSize): 256 MiB by default, a
 // negative size turns it off.
 func StateCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.stateCache = bytes }) }
 

@@ -81,11 +81,10 @@ type StoreOptions struct {
 	CacheSize int64
 	// StateCacheSize is the budget in bytes of the cache of committed
 	// state entries in front of Pebble, least recently used out first.
-	// The default is 64 MiB; a negative size turns it off. Every batch's
+	// The default is 256 MiB; a negative size turns it off. Every batch's
 	// writes still commit to Pebble: the cache changes no durability. The
-	// cache lives on the Go heap, whose collector lets the heap grow to
-	// about twice what is live (GOGC=100): count twice the budget in the
-	// process's resident memory.
+	// cache's memory is outside the Go heap (on Unix), so the budget is
+	// what it takes of the process's resident memory, at most.
 	StateCacheSize int64
 }
 
@@ -123,17 +122,36 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		return nil, fmt.Errorf("streamgen: open checkpoint %s: %w", dir, err)
 	}
 	s := &Store{db: db, cache: cache, opts: opts, stop: make(chan struct{})}
-	switch {
-	case opts.StateCacheSize == 0:
-		s.state = newStateCache(64 << 20)
-	case opts.StateCacheSize > 0:
-		s.state = newStateCache(opts.StateCacheSize)
+	if opts.StateCacheSize >= 0 {
+		budget := opts.StateCacheSize
+		if budget == 0 {
+			budget = 256 << 20
+		}
+		empty, err := s.hasNoState()
+		if err != nil {
+			s.Close()
+			return nil, err
+		}
+		s.state = newStateCache(budget, empty)
 	}
 	if opts.SyncInterval > 0 {
 		s.done.Add(1)
 		go s.syncLoop()
 	}
 	return s, nil
+}
+
+// hasNoState reports whether the store holds no state entry.
+func (s *Store) hasNoState() (bool, error) {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{statePrefix}, UpperBound: []byte{statePrefix + 1}})
+	if err != nil {
+		return false, fmt.Errorf("streamgen: read checkpoint: %w", err)
+	}
+	empty := !it.First()
+	if err := it.Close(); err != nil {
+		return false, fmt.Errorf("streamgen: read checkpoint: %w", err)
+	}
+	return empty, nil
 }
 
 // quietLogger drops Pebble's informational messages (a line per replayed
@@ -173,6 +191,9 @@ func (s *Store) Close() error {
 		err = cerr
 	}
 	s.cache.Unref()
+	if s.state != nil {
+		s.state.close()
+	}
 	return err
 }
 

@@ -1,0 +1,16 @@
+//go:build !unix
+
+package runtime
+
+// mapMemory returns n bytes for the cache's arena: from the Go heap where
+// the system offers no anonymous mappings.
+func mapMemory(n int) []byte {
+	if n <= 0 {
+		return nil
+	}
+	return make([]byte, n)
+}
+
+func releaseMemory([]byte) {}
+
+func unmapMemory([]byte) {}
