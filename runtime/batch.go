@@ -117,8 +117,11 @@ func (b *Batch) fail(err error) error {
 // it calls NewGroup for a key it has not seen in the batch and AddRow for
 // every row. Not safe for concurrent use.
 type Groups struct {
-	keys  [][]byte
-	keyOf []int32
+	// keys holds the groups' encoded keys one after another; ends[i] is
+	// where key i ends.
+	keys    []byte
+	keyEnds []int32
+	keyOf   []int32
 	// order and ends are the rows sorted by group, made by sort.
 	order, ends []int32
 }
@@ -126,26 +129,33 @@ type Groups struct {
 // NewGroup adds a group for the encoded key, which must not have one in
 // the batch, and returns its number. The key is copied.
 func (g *Groups) NewGroup(key []byte) int32 {
-	g.keys = append(g.keys, append([]byte(nil), key...))
-	return int32(len(g.keys) - 1)
+	g.keys = append(g.keys, key...)
+	g.keyEnds = append(g.keyEnds, int32(len(g.keys)))
+	return int32(len(g.keyEnds) - 1)
 }
 
 // AddRow adds the next row, to group.
 func (g *Groups) AddRow(group int32) { g.keyOf = append(g.keyOf, group) }
 
 // Len returns the number of groups.
-func (g *Groups) Len() int { return len(g.keys) }
+func (g *Groups) Len() int { return len(g.keyEnds) }
 
 // Rows returns the number of rows gathered.
 func (g *Groups) Rows() int { return len(g.keyOf) }
 
-// Key returns the encoded key of group i.
-func (g *Groups) Key(i int32) []byte { return g.keys[i] }
+// Key returns the encoded key of group i, valid until the next NewGroup.
+func (g *Groups) Key(i int32) []byte {
+	start := int32(0)
+	if i > 0 {
+		start = g.keyEnds[i-1]
+	}
+	return g.keys[start:g.keyEnds[i]:g.keyEnds[i]]
+}
 
 // sort orders the row numbers by group (a counting sort: each group's
 // rows stay in arrival order).
 func (g *Groups) sort() {
-	n := len(g.keys)
+	n := len(g.keyEnds)
 	g.ends = slices.Grow(g.ends[:0], n)[:n]
 	clear(g.ends)
 	for _, i := range g.keyOf {
@@ -184,8 +194,7 @@ func (g *Groups) rowsOf(i int) []int32 {
 // Reset empties the groups for the next batch, keeping their memory when
 // it is of a size to reuse.
 func (g *Groups) Reset() {
-	clear(g.keys)
-	g.keys, g.keyOf = g.keys[:0], g.keyOf[:0]
+	g.keys, g.keyEnds, g.keyOf = g.keys[:0], g.keyEnds[:0], g.keyOf[:0]
 }
 
 // KeyState is one key's state and timers in one operator, during one

@@ -353,7 +353,7 @@ func (o *groupsOp[K, In, S, Out, PS]) EndBatch() {
 	clear(o.rows) // drop the references the rows hold
 	clear(o.keys)
 	o.rows, o.keys = o.rows[:0], o.keys[:0]
-	if len(o.group) > 1<<16 {
+	if len(o.group) > 1<<21 {
 		o.group = nil // a map only grows: drop one of a huge batch
 	} else {
 		clear(o.group)
