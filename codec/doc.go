@@ -81,7 +81,32 @@
 // (offset 30)"). That covers json tags (names, "-", omitempty, omitzero and
 // string), embedded structs and pointers to them, and types with their own
 // MarshalJSON, MarshalText, UnmarshalJSON and UnmarshalText methods, which
-// are called where encoding/json calls them.
+// are called where encoding/json calls them. The one difference is for
+// required fields, below.
+//
+// # Required fields
+//
+// A field tagged `stream:"key"`, `stream:"eventtime"` or
+// `stream:"required"` is required in JSON: the generated decoder refuses an
+// object read into its struct that has no member for the field or null for
+// it (the last member of a name counts, as in encoding/json), and null in
+// place of the struct itself, though not in place of a pointer to it. The
+// error is a *RequiredFieldError, which wraps ErrRequired:
+//
+//	streamgen: sensor.Event: required field "User" (the record's key) is missing (offset 120)
+//
+// It is reported only for documents that encoding/json accepts: any other
+// error comes first, as encoding/json reports it. A zero value ("", 0, the
+// zero time) is a value: only absence and null are refused. Structs
+// without required fields read every document as encoding/json does.
+//
+// The binary decoders do not check required fields. Binary is what the
+// engine writes itself, for state, keys and changelogs, from values that
+// were checked when they were read from JSON; and a field that a version
+// of the record did not have is absent from the bytes it wrote, and must
+// read as zero, so that state written before a field was added (or made
+// the key, or required) stays readable. A source that reads rows in binary
+// from outside the engine would have to check them itself.
 //
 // Map entries are written in Go's map iteration order, so two encodings of
 // one value may differ in bytes while decoding to equal values; JSON output,

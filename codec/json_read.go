@@ -37,6 +37,10 @@ import (
 //     document still takes precedence: when such an error is recorded, the
 //     reader checks the rest of the input and reports the syntax error
 //     instead if there is one.
+//   - A required field (see RequiredSet) missing or null is recorded only
+//     if it is the first, and reading goes on. Err returns it, a
+//     *RequiredFieldError, only when there is no other error: the
+//     document is one encoding/json would accept.
 //
 // The target arguments describe the Go destination for error messages, as
 // encoding/json words it ("Go struct field Event.Index of type int64");
@@ -61,8 +65,9 @@ type JSONReader struct {
 	// begun, for the offsets of type errors.
 	start int
 
-	stop    *JSONError // syntax error or error from an Unmarshaler
-	typeErr *JSONError // first type error
+	stop     *JSONError          // syntax error or error from an Unmarshaler
+	typeErr  *JSONError          // first type error
+	required *RequiredFieldError // first required field missing or null
 
 	// ctxErr is the type error that InField is placing in its structs,
 	// and ctxDepth the depth below which the next field to end encloses
@@ -87,6 +92,7 @@ func (r *JSONReader) Reset(data []byte) {
 	r.start = 0
 	r.stop = nil
 	r.typeErr = nil
+	r.required = nil
 	r.ctxErr = nil
 	r.ctxDepth = 0
 }
@@ -134,13 +140,17 @@ func (r *JSONReader) Finish() error {
 }
 
 // Err returns the syntax error if there was one, else the error from Time
-// or Fail, else the first type error, else nil. All are *JSONError.
+// or Fail, else the first type error (all *JSONError), else the first
+// required field missing or null (*RequiredFieldError), else nil.
 func (r *JSONReader) Err() error {
 	if r.stop != nil {
 		return r.stop
 	}
 	if r.typeErr != nil {
 		return r.typeErr
+	}
+	if r.required != nil {
+		return r.required
 	}
 	return nil
 }

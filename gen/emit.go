@@ -145,6 +145,10 @@ func (e *emitter) file() *jen.File {
 		f.Add(e.appendJSON(s))
 		f.Line()
 		f.Add(e.readJSON(s))
+		if req := e.requiredFields(s); req != nil {
+			f.Line()
+			f.Add(req)
+		}
 	}
 	return f
 }
@@ -310,7 +314,7 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 			jen.Return(jen.Qual(codecPath, "MarshalJSONOf").Call(jen.Id("t"))),
 		),
 		jen.Line(),
-		jen.Comment("UnmarshalJSON decodes data into t as encoding/json would."),
+		e.unmarshalJSONDoc(s),
 		jen.Func().Params(recv()).Id("UnmarshalJSON").Params(jen.Id("data").Index().Byte()).Error().Block(
 			jen.Var().Id("r").Qual(codecPath, "JSONReader"),
 			jen.Id("r").Dot("Reset").Call(jen.Id("data")),
@@ -331,4 +335,51 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 		jen.Line(),
 		jen.Var().Id("_").Qual(codecPath, "Record").Op("=").Parens(jen.Op("*").Id(name)).Parens(jen.Nil()),
 	}
+}
+
+// unmarshalJSONDoc is the doc comment of a record's UnmarshalJSON, which
+// names the record's required members, if it has any.
+func (e *emitter) unmarshalJSONDoc(s *Struct) jen.Code {
+	var members []string
+	for _, f := range s.JSON {
+		if f.Required {
+			m := strconv.Quote(f.Name)
+			if f.Role != "" {
+				m += " (" + f.Role + ")"
+			}
+			members = append(members, m)
+		}
+	}
+	if members == nil {
+		return jen.Comment("UnmarshalJSON decodes data into t as encoding/json would.")
+	}
+	list := "its required member, " + members[0] + ","
+	if n := len(members); n > 1 {
+		list = "its required members, " + strings.Join(members[:n-1], ", ") + " and " + members[n-1] + ","
+	}
+	text := "UnmarshalJSON decodes data into t as encoding/json would, except that " + list +
+		" must be present and not null, and data must not be null: a document that encoding/json accepts but that breaks this is refused with a *codec.RequiredFieldError."
+	return comment(text)
+}
+
+// comment is text as a comment wrapped at 72 columns.
+func comment(text string) jen.Code {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(text) {
+		if line != "" && len(line)+1+len(w) > 72 {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += w
+	}
+	lines = append(lines, line)
+	code := jen.Comment(lines[0])
+	for _, l := range lines[1:] {
+		code = code.Line().Comment(l)
+	}
+	return code
 }

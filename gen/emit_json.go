@@ -2,6 +2,7 @@ package gen
 
 import (
 	"encoding/json"
+	"fmt"
 	"go/types"
 	"slices"
 	"strings"
@@ -342,9 +343,21 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 // readJSON emits readJSON<Helper>(r, v): the members of an object matched
 // to fields as encoding/json matches them (exact name first, then
 // case-insensitively), unknown members skipped.
+//
+// For a struct with required members it also counts, in a
+// codec.RequiredSet, the members of required fields it reads (a bit each,
+// in the order of requiredMembers) and checks them when the object ends,
+// and it refuses null in place of the object (codec.BeginRequired).
 func (e *emitter) readJSON(s *Struct) jen.Code {
 	e.function("r", "v", "field", "folded")
 	e.jsonOK, e.jsonKey = e.fresh("ok"), e.fresh("key")
+	required := requiredMembers(s)
+	var seen string
+	var fields jen.Code
+	if len(required) > 0 {
+		seen = e.fresh("required")
+		fields = jen.Op("&").Id(requiredVar(s))
+	}
 	target := "Go value of type " + e.goName(s.Type)
 	structName := ""
 	if n, ok := s.Type.(*types.Named); ok {
@@ -369,7 +382,11 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		fieldTarget := "Go value of type " + e.goName(f.Shape.Type)
 		path := strings.Join(append(slices.Clone(f.Path[:len(f.Path)-1]), f.Name), ".")
 		inField := jen.Id("r").Dot("InField").Call(jen.Lit(structName), jen.Lit(path))
-		body := e.allocEmbedded(f)
+		var body []jen.Code
+		if bit, ok := required[f]; ok {
+			body = append(body, jen.Id(seen).Dot("Mark").Call(jen.Id("r"), jen.Lit(1).Op("<<").Lit(bit)))
+		}
+		body = append(body, e.allocEmbedded(f)...)
 		if f.Quoted {
 			body = append(body, e.readQuotedJSON(f.Shape, x)...)
 		} else {
@@ -381,6 +398,12 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 	sig := jen.Func().Id("readJSON"+s.Helper).
 		Params(jen.Id("r").Op("*").Qual(codecPath, "JSONReader"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)))
 	begin := jen.If(jen.Op("!").Id("r").Dot("BeginObject").Call(jen.Lit(target))).Block(jen.Return())
+	end := jen.Return()
+	if len(required) > 0 {
+		begin = jen.If(jen.Op("!").Id("r").Dot("BeginRequired").Call(jen.Lit(target), fields)).Block(jen.Return()).
+			Line().Var().Id(seen).Qual(codecPath, "RequiredSet")
+		end = jen.Id(seen).Dot("End").Call(jen.Id("r"), fields).Line().Return()
+	}
 	if len(s.JSON) == 0 {
 		return sig.Block(begin, jen.For(jen.List(jen.Id("_"), jen.Id(e.jsonOK)).Op(":=").Id("r").Dot("NextKey").Call(), jen.Id(e.jsonOK), jen.List(jen.Id("_"), jen.Id(e.jsonOK)).Op("=").Id("r").Dot("NextKey").Call()).Block(
 			jen.Id("r").Dot("Skip").Call(),
@@ -388,7 +411,7 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 	}
 	loop := []jen.Code{
 		jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op(":=").Id("r").Dot("NextKey").Call(),
-		jen.If(jen.Op("!").Id(e.jsonOK)).Block(jen.Return()),
+		jen.If(jen.Op("!").Id(e.jsonOK)).Block(end),
 		jen.Id("field").Op(":=").Lit(-1),
 	}
 	loop = append(loop,
@@ -400,6 +423,45 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		jen.Switch(jen.Id("field")).Block(read...),
 	)
 	return sig.Block(begin, jen.For().Block(loop...))
+}
+
+// requiredMembers numbers the required members of s, in JSON order: the
+// bits of its codec.RequiredSet and the indexes of its
+// codec.RequiredFields.
+func requiredMembers(s *Struct) map[*JSONField]int {
+	out := map[*JSONField]int{}
+	for _, f := range s.JSON {
+		if f.Required {
+			out[f] = len(out)
+		}
+	}
+	return out
+}
+
+// requiredVar names the codec.RequiredFields of s.
+func requiredVar(s *Struct) string { return "required" + s.Helper }
+
+// requiredFields emits the codec.RequiredFields of s, or nil when it has
+// no required members.
+func (e *emitter) requiredFields(s *Struct) jen.Code {
+	var list []jen.Code
+	for _, f := range s.JSON {
+		if f.Required {
+			d := jen.Dict{jen.Id("Name"): jen.Lit(f.Name)}
+			if f.Role != "" {
+				d[jen.Id("Role")] = jen.Lit(f.Role)
+			}
+			list = append(list, jen.Values(d))
+		}
+	}
+	if list == nil {
+		return nil
+	}
+	return jen.Add(comment(fmt.Sprintf("%s lists the members a JSON object must have, not null, to decode into %s.", requiredVar(s), e.goName(s.Type)))).Line().
+		Var().Id(requiredVar(s)).Op("=").Qual(codecPath, "RequiredFields").Values(jen.Dict{
+		jen.Id("Type"):   jen.Lit(e.goName(s.Type)),
+		jen.Id("Fields"): jen.Index().Qual(codecPath, "RequiredField").Values(list...),
+	})
 }
 
 // appendJSONTextKeyMap appends the map x, whose keys write themselves with

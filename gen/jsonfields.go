@@ -87,6 +87,12 @@ func (b *builder) jsonFields(s *Struct) bool {
 						index:     index,
 					}, typ: sf.Type(), pos: sf.Pos()}
 					c.Quoted = hasOption(opts, "string") && quotable(sf.Type())
+					// A bad stream tag is reported by fields, on the
+					// struct that declares the field.
+					if stream, err := parseStreamTag(st.Tag(i)); err == nil {
+						c.Required = stream.required || stream.key || stream.eventTime
+						c.Role = stream.role()
+					}
 					fields = append(fields, c)
 					if count[f.typ] > 1 {
 						// Two embeddings of one type at this depth: a

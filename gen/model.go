@@ -32,7 +32,8 @@ import (
 //	    Meta  id=FieldID("Meta")  Shape{Map, Key: Shape{String}, Elem: Shape{Int, Bits: 64}}
 //	    At    id=7                Shape{Time}  EventTime
 //	  JSON (encoding/json's field list, embedded fields promoted)
-//	    "user" → User, "tags" omitempty → Tags, "Where" → Where, "Meta" → Meta, "At" → At
+//	    "user" → User, "tags" omitempty → Tags, "Where" → Where, "Meta" → Meta,
+//	    "At" → At Required (Role "the record's event time")
 //	Struct Tag (not Record, Local): Fields K, V; JSON "K", "V"
 //
 // Struct types that are not records get generated helper functions, not
@@ -98,6 +99,10 @@ type Field struct {
 	// Key and EventTime mark the fields tagged `stream:"key"` and
 	// `stream:"eventtime"`, for typed bindings.
 	Key, EventTime bool
+	// Required marks a field tagged `stream:"required"`. It, Key and
+	// EventTime make the field's JSON member required (JSONField.Required);
+	// the binary decoder does not check them (see the codec package doc).
+	Required bool
 }
 
 // JSONField is one member of a struct's JSON object.
@@ -120,7 +125,14 @@ type JSONField struct {
 	// Tagged is true when the name came from a json tag (it then wins
 	// over untagged fields of the same name at the same depth).
 	Tagged bool
-	index  []int // field indexes from the outer struct, for ordering
+	// Required is set when the field is tagged `stream:"key"`,
+	// `stream:"eventtime"` or `stream:"required"`: decoding an object
+	// without the member, or with null for it, is an error. Role says
+	// why, for that error's message ("the record's key"; "" for
+	// "required").
+	Required bool
+	Role     string
+	index    []int // field indexes from the outer struct, for ordering
 }
 
 // ShapeKind is what a Shape is.

@@ -37,7 +37,23 @@ type builder struct {
 // streamTag is the parsed `stream:"..."` struct tag.
 type streamTag struct {
 	skip, key, eventTime bool
-	id                   uint32
+	// required is the option "required": the field must be present and
+	// not null in JSON input. key and eventtime imply it.
+	required bool
+	id       uint32
+}
+
+// role is why a field with this tag is required in JSON, as the
+// generated decoder's errors say it ("the record's key"), or "" when it
+// is required because it is tagged so.
+func (st streamTag) role() string {
+	switch {
+	case st.key:
+		return "the record's key"
+	case st.eventTime:
+		return "the record's event time"
+	}
+	return ""
 }
 
 func parseStreamTag(tag string) (streamTag, error) {
@@ -54,6 +70,8 @@ func parseStreamTag(tag string) (streamTag, error) {
 			st.key = true
 		case "eventtime":
 			st.eventTime = true
+		case "required":
+			st.required = true
 		case "id":
 			n, err := strconv.ParseUint(val, 10, 32)
 			if err != nil || n == 0 || n > codec.MaxFieldID {
@@ -62,7 +80,7 @@ func parseStreamTag(tag string) (streamTag, error) {
 			st.id = uint32(n)
 		case "":
 		default:
-			return st, fmt.Errorf("unknown stream tag option %q (known: -, key, eventtime, id=N)", k)
+			return st, fmt.Errorf("unknown stream tag option %q (known: -, key, eventtime, required, id=N)", k)
 		}
 	}
 	return st, nil
@@ -289,13 +307,59 @@ func (b *builder) fields(s *Struct) bool {
 			b.rep.errorf(v.Pos(), "%s.%s: an eventtime field must be a time.Time or an integer, not %s", s.Name, v.Name(), typeString(b.pkg, v.Type()))
 			ok = false
 		}
-		s.Fields = append(s.Fields, &Field{Name: v.Name(), ID: id, Shape: shape, Pos: v.Pos(), Key: tag.key, EventTime: tag.eventTime})
+		s.Fields = append(s.Fields, &Field{Name: v.Name(), ID: id, Shape: shape, Pos: v.Pos(), Key: tag.key, EventTime: tag.eventTime, Required: tag.required})
 	}
 	if !ok {
 		return false
 	}
-	return b.jsonFields(s)
+	return b.jsonFields(s) && b.checkRequired(s)
 }
+
+// checkRequired reports the fields of s tagged `stream:"required"` that
+// are not members of its JSON object, whose requirement could never be
+// met, and a struct with more required members than codec.RequiredSet
+// counts. (A key or event-time field that is not in the JSON is simply
+// not required there: the record is not meant to be read from JSON.)
+func (b *builder) checkRequired(s *Struct) bool {
+	st := s.Type.Underlying().(*types.Struct)
+	ok := true
+	for i := 0; i < st.NumFields(); i++ {
+		v := st.Field(i)
+		tag, err := parseStreamTag(st.Tag(i))
+		if err != nil || !tag.required {
+			continue
+		}
+		if slices.ContainsFunc(s.JSON, func(f *JSONField) bool { return len(f.Path) == 1 && f.Path[0] == v.Name() }) {
+			continue
+		}
+		why := "encoding/json drops it, for another field has its JSON name"
+		switch {
+		case jsonIgnored(st.Tag(i)):
+			why = "it is tagged json:\"-\""
+		case v.Embedded():
+			why = "it is an embedded struct, whose fields are promoted; tag those instead"
+		case !v.Exported():
+			why = "it is unexported"
+		}
+		b.rep.errorf(v.Pos(), "%s.%s: a field tagged `stream:\"required\"` must be a member of the JSON object, and %s", s.Name, v.Name(), why)
+		ok = false
+	}
+	n := 0
+	for _, f := range s.JSON {
+		if f.Required {
+			n++
+		}
+	}
+	if n > maxRequired {
+		b.rep.errorf(s.Pos, "%s has %d required JSON members (fields tagged key, eventtime or required, its own or promoted); at most %d are supported", s.Name, n, maxRequired)
+		ok = false
+	}
+	return ok
+}
+
+// maxRequired is the most required members a struct may have: the bits
+// of a codec.RequiredSet.
+const maxRequired = 64
 
 func jsonIgnored(tag string) bool { return reflect.StructTag(tag).Get("json") == "-" }
 

@@ -40,7 +40,10 @@ func (t *Event) MarshalJSON() ([]byte, error) {
 	return codec.MarshalJSONOf(t)
 }
 
-// UnmarshalJSON decodes data into t as encoding/json would.
+// UnmarshalJSON decodes data into t as encoding/json would, except that
+// its required member, "key" (the record's key), must be present and not
+// null, and data must not be null: a document that encoding/json accepts
+// but that breaks this is refused with a *codec.RequiredFieldError.
 func (t *Event) UnmarshalJSON(data []byte) error {
 	var r codec.JSONReader
 	r.Reset(data)
@@ -237,12 +240,14 @@ func appendJSONEvent(b []byte, v *Event) ([]byte, error) {
 }
 
 func readJSONEvent(r *codec.JSONReader, v *Event) {
-	if !r.BeginObject("Go value of type countrec.Event") {
+	if !r.BeginRequired("Go value of type countrec.Event", &requiredEvent) {
 		return
 	}
+	var required codec.RequiredSet
 	for {
 		key, ok := r.NextKey()
 		if !ok {
+			required.End(r, &requiredEvent)
 			return
 		}
 		field := -1
@@ -259,6 +264,7 @@ func readJSONEvent(r *codec.JSONReader, v *Event) {
 		}
 		switch field {
 		case 0:
+			required.Mark(r, 1<<0)
 			if x, ok := r.String("Go value of type string"); ok {
 				v.Key = x
 			}
@@ -267,6 +273,16 @@ func readJSONEvent(r *codec.JSONReader, v *Event) {
 			r.Skip()
 		}
 	}
+}
+
+// requiredEvent lists the members a JSON object must have, not null, to
+// decode into countrec.Event.
+var requiredEvent = codec.RequiredFields{
+	Fields: []codec.RequiredField{{
+		Name: "key",
+		Role: "the record's key",
+	}},
+	Type: "countrec.Event",
 }
 
 var schemaCount = codec.Register(&codec.Schema{

@@ -38,11 +38,15 @@ On a function, //streamgen:mapGroupsWithState or //streamgen:flatMapGroupsWithSt
 [key=Field] [eventtime=Field] [name=Binding] emits <name>Stream(in), which
 groups in by the key field and applies the function.
 
-Field tags it reads:
+Field tags it reads (stream options combine: stream:"required,id=7"):
 	stream:"-"          leave the field out of the binary encoding
 	stream:"id=N"       pin the field's binary id (1..131071), e.g. to rename it
-	stream:"key"        the field is the record's grouping key
-	stream:"eventtime"  the field is the record's event time
+	stream:"key"        the field is the record's grouping key; required in JSON
+	stream:"eventtime"  the field is the record's event time; required in JSON
+	stream:"required"   JSON input must have the field, not null: UnmarshalJSON
+	                    refuses an object without it or with null for it, and
+	                    null for the whole struct, with a *codec.RequiredFieldError
+	                    (errors.Is codec.ErrRequired); binary does not check
 	json:"..."          names, "-", omitempty, omitzero and string, as encoding/json
 
 A field type with its own MarshalJSON or MarshalText (and the Unmarshal

@@ -40,7 +40,11 @@ func (t *Event) MarshalJSON() ([]byte, error) {
 	return codec.MarshalJSONOf(t)
 }
 
-// UnmarshalJSON decodes data into t as encoding/json would.
+// UnmarshalJSON decodes data into t as encoding/json would, except that
+// its required members, "Creation_Time" (the record's event time) and
+// "User" (the record's key), must be present and not null, and data must
+// not be null: a document that encoding/json accepts but that breaks this
+// is refused with a *codec.RequiredFieldError.
 func (t *Event) UnmarshalJSON(data []byte) error {
 	var r codec.JSONReader
 	r.Reset(data)
@@ -440,12 +444,14 @@ func appendJSONEvent(b []byte, v *Event) ([]byte, error) {
 }
 
 func readJSONEvent(r *codec.JSONReader, v *Event) {
-	if !r.BeginObject("Go value of type sensor.Event") {
+	if !r.BeginRequired("Go value of type sensor.Event", &requiredEvent) {
 		return
 	}
+	var required codec.RequiredSet
 	for {
 		key, ok := r.NextKey()
 		if !ok {
+			required.End(r, &requiredEvent)
 			return
 		}
 		field := -1
@@ -503,6 +509,7 @@ func readJSONEvent(r *codec.JSONReader, v *Event) {
 			}
 			r.InField("Event", "Arrival_Time")
 		case 1:
+			required.Mark(r, 1<<0)
 			if x1, ok := r.Int("Go value of type int64", 64); ok {
 				v.CreationTime = x1
 			}
@@ -523,6 +530,7 @@ func readJSONEvent(r *codec.JSONReader, v *Event) {
 			}
 			r.InField("Event", "Model")
 		case 5:
+			required.Mark(r, 1<<1)
 			if x5, ok := r.String("Go value of type string"); ok {
 				v.User = x5
 			}
@@ -551,4 +559,17 @@ func readJSONEvent(r *codec.JSONReader, v *Event) {
 			r.Skip()
 		}
 	}
+}
+
+// requiredEvent lists the members a JSON object must have, not null, to
+// decode into sensor.Event.
+var requiredEvent = codec.RequiredFields{
+	Fields: []codec.RequiredField{{
+		Name: "Creation_Time",
+		Role: "the record's event time",
+	}, {
+		Name: "User",
+		Role: "the record's key",
+	}},
+	Type: "sensor.Event",
 }

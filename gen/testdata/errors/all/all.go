@@ -120,3 +120,25 @@ type Loose struct{}
 func notAType() {}
 
 var _ = Loose{}
+
+// RequiredNotInJSON marks as required fields that no JSON member reads.
+// Its key is not in the JSON either, which is no error: it is just not
+// required there.
+//
+//streamgen:record
+type RequiredNotInJSON struct {
+	Hidden   string `json:"-" stream:"required"`
+	private  string `stream:"required"`
+	Promoted `stream:"required"`
+	A        string `json:"same" stream:"required"`
+	B        string `json:"same"`
+	Key      string `json:"-" stream:"key"`
+	Both     string `stream:"required,key,id=12"`
+}
+
+type Promoted struct{ P string }
+
+//streamgen:record
+type TooManyRequired struct {
+	F00, F01, F02, F03, F04, F05, F06, F07, F08, F09, F10, F11, F12, F13, F14, F15, F16, F17, F18, F19, F20, F21, F22, F23, F24, F25, F26, F27, F28, F29, F30, F31, F32, F33, F34, F35, F36, F37, F38, F39, F40, F41, F42, F43, F44, F45, F46, F47, F48, F49, F50, F51, F52, F53, F54, F55, F56, F57, F58, F59, F60, F61, F62, F63, F64 int `stream:"required"`
+}

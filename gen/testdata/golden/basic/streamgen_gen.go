@@ -40,7 +40,11 @@ func (t *Reading) MarshalJSON() ([]byte, error) {
 	return codec.MarshalJSONOf(t)
 }
 
-// UnmarshalJSON decodes data into t as encoding/json would.
+// UnmarshalJSON decodes data into t as encoding/json would, except that
+// its required members, "sensor" (the record's key) and "at" (the record's
+// event time), must be present and not null, and data must not be null: a
+// document that encoding/json accepts but that breaks this is refused with
+// a *codec.RequiredFieldError.
 func (t *Reading) UnmarshalJSON(data []byte) error {
 	var r codec.JSONReader
 	r.Reset(data)
@@ -359,12 +363,14 @@ func appendJSONReading(b []byte, v *Reading) ([]byte, error) {
 }
 
 func readJSONReading(r *codec.JSONReader, v *Reading) {
-	if !r.BeginObject("Go value of type basic.Reading") {
+	if !r.BeginRequired("Go value of type basic.Reading", &requiredReading) {
 		return
 	}
+	var required codec.RequiredSet
 	for {
 		key, ok := r.NextKey()
 		if !ok {
+			required.End(r, &requiredReading)
 			return
 		}
 		field := -1
@@ -401,11 +407,13 @@ func readJSONReading(r *codec.JSONReader, v *Reading) {
 		}
 		switch field {
 		case 0:
+			required.Mark(r, 1<<0)
 			if x, ok := r.String("Go value of type string"); ok {
 				v.Sensor = x
 			}
 			r.InField("Reading", "sensor")
 		case 1:
+			required.Mark(r, 1<<1)
 			if x1, ok := r.Time("Go value of type time.Time"); ok {
 				v.At = x1
 			}
@@ -472,4 +480,17 @@ func readJSONReading(r *codec.JSONReader, v *Reading) {
 			r.Skip()
 		}
 	}
+}
+
+// requiredReading lists the members a JSON object must have, not null, to
+// decode into basic.Reading.
+var requiredReading = codec.RequiredFields{
+	Fields: []codec.RequiredField{{
+		Name: "sensor",
+		Role: "the record's key",
+	}, {
+		Name: "at",
+		Role: "the record's event time",
+	}},
+	Type: "basic.Reading",
 }

@@ -44,7 +44,11 @@ func (t *Visit) MarshalJSON() ([]byte, error) {
 	return codec.MarshalJSONOf(t)
 }
 
-// UnmarshalJSON decodes data into t as encoding/json would.
+// UnmarshalJSON decodes data into t as encoding/json would, except that
+// its required members, "Page" (the record's key) and "At" (the record's
+// event time), must be present and not null, and data must not be null: a
+// document that encoding/json accepts but that breaks this is refused with
+// a *codec.RequiredFieldError.
 func (t *Visit) UnmarshalJSON(data []byte) error {
 	var r codec.JSONReader
 	r.Reset(data)
@@ -337,12 +341,14 @@ func appendJSONVisit(b []byte, v *Visit) ([]byte, error) {
 }
 
 func readJSONVisit(r *codec.JSONReader, v *Visit) {
-	if !r.BeginObject("Go value of type bindings.Visit") {
+	if !r.BeginRequired("Go value of type bindings.Visit", &requiredVisit) {
 		return
 	}
+	var required codec.RequiredSet
 	for {
 		key, ok := r.NextKey()
 		if !ok {
+			required.End(r, &requiredVisit)
 			return
 		}
 		field := -1
@@ -367,11 +373,13 @@ func readJSONVisit(r *codec.JSONReader, v *Visit) {
 		}
 		switch field {
 		case 0:
+			required.Mark(r, 1<<0)
 			if x, ok := r.String("Go value of type string"); ok {
 				v.Page = x
 			}
 			r.InField("Visit", "Page")
 		case 1:
+			required.Mark(r, 1<<1)
 			if x1, ok := r.Time("Go value of type time.Time"); ok {
 				v.At = x1
 			}
@@ -385,6 +393,19 @@ func readJSONVisit(r *codec.JSONReader, v *Visit) {
 			r.Skip()
 		}
 	}
+}
+
+// requiredVisit lists the members a JSON object must have, not null, to
+// decode into bindings.Visit.
+var requiredVisit = codec.RequiredFields{
+	Fields: []codec.RequiredField{{
+		Name: "Page",
+		Role: "the record's key",
+	}, {
+		Name: "At",
+		Role: "the record's event time",
+	}},
+	Type: "bindings.Visit",
 }
 
 var schemaHits = codec.Register(&codec.Schema{
