@@ -48,9 +48,10 @@ func (p *plan) failed(format string, args ...any) *plan {
 }
 
 // From reads records of type T from src, decoding each raw record (a JSON
-// line) with T's generated decoder. A record that does not decode, or that
-// the source could not read, goes to the dead-letter sink with its
-// position and the error; the query goes on.
+// line) with T's generated decoder. A record that does not decode (among
+// them, one without its key, event time or another required field: see
+// codec.ErrRequired), or that the source could not read, goes to the
+// dead-letter sink with its position and the error; the query goes on.
 func From[T any, P codec.RecordPtr[T]](src runtime.Source) Stream[T] {
 	return Stream[T]{p: &plan{}, attach: func(c *compiler, emit func(*T)) {
 		input := len(c.plan.Inputs)
