@@ -256,6 +256,21 @@ func (k *KeyState) Put(variable uint8, suffix, value []byte) error {
 	return k.check(k.b.state.Put(k.v(variable), k.key, suffix, value))
 }
 
+// PutExpiring sets the key's value of variable (suffix nil) or an entry of
+// it, expiring at at (zero: never): see AppendExpiring for the layout,
+// which Get then returns.
+func (k *KeyState) PutExpiring(variable uint8, suffix, value []byte, at time.Time) error {
+	k.wrote()
+	return k.check(k.b.state.PutExpiring(k.v(variable), k.key, suffix, value, at))
+}
+
+// LastSuffix returns the greatest suffix among the key's entries of
+// variable (a copy); ok is false when it has none.
+func (k *KeyState) LastSuffix(variable uint8) (suffix []byte, ok bool, err error) {
+	suffix, ok, err = k.b.state.LastSuffix(k.v(variable), k.key)
+	return suffix, ok, k.check(err)
+}
+
 // Delete removes the key's value of variable (suffix nil) or an entry.
 func (k *KeyState) Delete(variable uint8, suffix []byte) error {
 	k.wrote()

@@ -7,6 +7,6 @@ func (s *Store) CheckMeta(m Meta, allowChanges bool) (id string, warnings []stri
 	if m.ID == "" {
 		m.ID = "new-id"
 	}
-	id, err = s.checkMeta(m, allowChanges, func(w string) { warnings = append(warnings, w) })
-	return id, warnings, err
+	m, err = s.checkMeta(m, allowChanges, func(w string) { warnings = append(warnings, w) })
+	return m.ID, warnings, err
 }

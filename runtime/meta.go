@@ -43,6 +43,19 @@ type OperatorMeta struct {
 	KeyType string        `json:"keyType,omitempty"`
 	// States are the schemas of the operator's state variables, by name.
 	States map[string]*codec.Schema `json:"states"`
+	// Variables are the operator's state variables, by name: their ids in
+	// the store, kinds and times to live. A variable the pipeline no longer
+	// declares stays, with its data, until the operator deletes it.
+	Variables map[string]VariableMeta `json:"variables,omitempty"`
+	// deleted names the variables the operator deletes at start.
+	deleted []string
+}
+
+// VariableMeta describes one state variable in the checkpoint.
+type VariableMeta struct {
+	ID   uint8  `json:"id"`
+	Kind string `json:"kind,omitempty"`
+	TTL  string `json:"ttl,omitempty"`
 }
 
 // planMeta describes plan as a checkpoint records it.
@@ -56,9 +69,15 @@ func planMeta(plan *Plan) Meta {
 		om := OperatorMeta{
 			Kind: info.Kind, Name: info.Name, Timeout: info.Timeout, OutputMode: info.OutputMode,
 			Key: info.Key, KeyType: info.KeyType, States: map[string]*codec.Schema{},
+			Variables: map[string]VariableMeta{}, deleted: info.Deleted,
 		}
-		for _, s := range info.States {
+		for i, s := range info.States {
 			om.States[s.Name] = s.Schema
+			vm := VariableMeta{ID: uint8(i), Kind: s.Kind}
+			if s.TTL > 0 {
+				vm.TTL = s.TTL.String()
+			}
+			om.Variables[s.Name] = vm
 		}
 		m.Operators = append(m.Operators, om)
 	}
@@ -73,25 +92,40 @@ func planMeta(plan *Plan) Meta {
 // modes are refused too, unless allowChanges. Added or removed fields are
 // compatible; warn is called for each removed field that looks renamed
 // (see renamedFields). The stored description becomes current.
-func (s *Store) checkMeta(current Meta, allowChanges bool, warn func(string)) (id string, err error) {
+//
+// It returns the checkpoint's description as it now stands: the query id
+// is the checkpoint's, and each operator's variables keep the ids stored
+// for them (a new variable takes an id no stored variable holds, so that
+// it never reads another's data); the data of the variables the operator
+// deletes is deleted, and they are dropped.
+func (s *Store) checkMeta(current Meta, allowChanges bool, warn func(string)) (Meta, error) {
 	v, closer, err := s.db.Get([]byte(metaKey))
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
-		return current.ID, s.writeMeta(current)
+		for i := range current.Operators {
+			current.Operators[i].deleted = nil
+		}
+		return current, s.writeMeta(current)
 	case err != nil:
-		return "", fmt.Errorf("streamgen: read checkpoint metadata: %w", err)
+		return Meta{}, fmt.Errorf("streamgen: read checkpoint metadata: %w", err)
 	}
 	var stored Meta
 	err = json.Unmarshal(v, &stored)
 	closer.Close()
 	if err != nil {
-		return "", fmt.Errorf("%w: its metadata is corrupt: %v", ErrIncompatibleCheckpoint, err)
+		return Meta{}, fmt.Errorf("%w: its metadata is corrupt: %v", ErrIncompatibleCheckpoint, err)
 	}
 	if stored.Format != current.Format {
-		return "", fmt.Errorf("%w: checkpoint format %d, this version reads format %d; start from a new checkpoint directory",
+		return Meta{}, fmt.Errorf("%w: checkpoint format %d, this version reads format %d; start from a new checkpoint directory",
 			ErrIncompatibleCheckpoint, stored.Format, current.Format)
 	}
 	identity, types := compareMeta(stored, current)
+	var drop []dropVariable
+	for i := range min(len(stored.Operators), len(current.Operators)) {
+		d, diffs := reconcileVariables(i, &stored.Operators[i], &current.Operators[i])
+		drop = append(drop, d...)
+		types = append(types, diffs...)
+	}
 	if !allowChanges {
 		types = append(identity, types...)
 	}
@@ -100,13 +134,76 @@ func (s *Store) checkMeta(current Meta, allowChanges bool, warn func(string)) (i
 		if len(identity) > 0 && !allowChanges {
 			hint = "\n(if the change is meant and the state can be read, start with runtime.AllowPipelineChanges())"
 		}
-		return "", fmt.Errorf("%w: the checkpoint was written by another pipeline:\n  %s%s", ErrIncompatibleCheckpoint, strings.Join(types, "\n  "), hint)
+		return Meta{}, fmt.Errorf("%w: the checkpoint was written by another pipeline:\n  %s%s", ErrIncompatibleCheckpoint, strings.Join(types, "\n  "), hint)
 	}
 	for _, w := range renamedFields(stored, current) {
 		warn(w)
 	}
+	for _, d := range drop {
+		if err := s.deleteVariable(d.op, d.id); err != nil {
+			return Meta{}, err
+		}
+	}
 	current.ID = stored.ID
-	return stored.ID, s.writeMeta(current)
+	return current, s.writeMeta(current)
+}
+
+// dropVariable is a variable whose data the operator deletes.
+type dropVariable struct {
+	op, id uint8
+}
+
+// reconcileVariables gives current's variables their stored ids, new ones
+// ids no stored variable holds, carries over the stored variables current
+// no longer declares, and drops the deleted ones.
+func reconcileVariables(op int, stored, current *OperatorMeta) (drop []dropVariable, diffs []string) {
+	deleted := map[string]bool{}
+	for _, name := range current.deleted {
+		deleted[name] = true
+	}
+	current.deleted = nil
+	used := map[uint8]bool{}
+	carried := map[string]VariableMeta{}
+	for name, v := range stored.Variables {
+		if deleted[name] {
+			drop = append(drop, dropVariable{uint8(op), v.ID})
+			continue
+		}
+		used[v.ID] = true
+		carried[name] = v
+	}
+	names := make([]string, 0, len(current.Variables))
+	for name := range current.Variables {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(a, b string) int { return int(current.Variables[a].ID) - int(current.Variables[b].ID) })
+	next := uint8(0)
+	for _, name := range names {
+		v := current.Variables[name]
+		if old, ok := carried[name]; ok {
+			if old.Kind != v.Kind {
+				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q was a %s, is now a %s; delete it (DeleteIfExists) or give the new one another name",
+					op, current.Kind, current.Name, name, kindName(old.Kind), kindName(v.Kind)))
+			}
+			v.ID = old.ID
+		} else {
+			for used[next] {
+				next++
+			}
+			v.ID = next
+			used[next] = true
+		}
+		carried[name] = v
+	}
+	current.Variables = carried
+	return drop, diffs
+}
+
+func kindName(k string) string {
+	if k == "" {
+		return "state row"
+	}
+	return k + " state"
 }
 
 func (s *Store) writeMeta(m Meta) error {

@@ -94,8 +94,12 @@ type OperatorInfo struct {
 	// the name of a basic type.
 	KeyType string
 	Key     *codec.Schema
-	// States are the operator's state variables, by id.
+	// States are the operator's state variables. Their ids in the store
+	// are given at start (see VariableIDs).
 	States []StateInfo
+	// Deleted names variables of an earlier version of the operator whose
+	// data is deleted at start.
+	Deleted []string
 	// DropsLateRows is true when rows at or before the watermark are
 	// dropped before the operator.
 	DropsLateRows bool
@@ -105,6 +109,17 @@ type OperatorInfo struct {
 type StateInfo struct {
 	Name   string
 	Schema *codec.Schema
+	// Kind is "value", "list" or "map" ("" for an operator's own row).
+	Kind string
+	// TTL is the variable's time to live (0: none).
+	TTL time.Duration
+}
+
+// VariableIDs is implemented by an operator that needs to know the ids
+// its state variables have in the store: Start calls SetVariableIDs with
+// them, in the order of OperatorInfo.States, before the first batch.
+type VariableIDs interface {
+	SetVariableIDs(ids []uint8)
 }
 
 // Operator is a keyed stateful operator as the loop runs it. The loop

@@ -59,10 +59,20 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	}
 	meta := planMeta(plan)
 	meta.ID = newID()
-	id, err := store.checkMeta(meta, cfg.allowChanges, func(w string) { slog.Warn("streamgen: " + w) })
+	meta, err = store.checkMeta(meta, cfg.allowChanges, func(w string) { slog.Warn("streamgen: " + w) })
 	if err != nil {
 		store.Close()
 		return nil, err
+	}
+	id := meta.ID
+	for i, op := range plan.Operators {
+		if v, ok := op.(VariableIDs); ok {
+			ids := make([]uint8, 0, len(op.Info().States))
+			for _, s := range op.Info().States {
+				ids = append(ids, meta.Operators[i].Variables[s.Name].ID)
+			}
+			v.SetVariableIDs(ids)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: store, cancel: cancel, done: make(chan struct{})}
@@ -337,7 +347,14 @@ func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
 	state := q.store.NewBatch()
 	defer state.Close()
 	for i, op := range q.plan.Operators {
-		threshold, ok := timerThreshold(op.Info().TimeMode, watermark, now)
+		info := op.Info()
+		if hasTTL(info) {
+			due, err := state.HasExpiringState(Scope{Operator: uint8(i)}, now)
+			if due || err != nil {
+				return due, err
+			}
+		}
+		threshold, ok := timerThreshold(info.TimeMode, watermark, now)
 		if !ok {
 			continue
 		}
@@ -347,6 +364,16 @@ func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// hasTTL reports whether an operator has state that expires.
+func hasTTL(info OperatorInfo) bool {
+	for _, s := range info.States {
+		if s.TTL > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // timerThreshold is the instant a timer must be strictly before to fire:
@@ -575,6 +602,28 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 		}
 	}
 	phase(DurationStateOperators)
+	if err := q.runTimers(ctx, b, i, op, info, phase); err != nil {
+		return err
+	}
+	// Then state past its time to live goes, also in a batch without
+	// data.
+	if hasTTL(info) {
+		n, err := b.state.ExpireState(b.ops[i].scope, b.Now)
+		if err != nil {
+			return fail(b.fail(err))
+		}
+		b.ops[i].removed += n
+		b.ops[i].total -= n
+	}
+	return nil
+}
+
+// runTimers calls operator i for each of its timers due in the batch.
+func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, info OperatorInfo, phase func(string)) error {
+	fail := func(err error) error {
+		return fmt.Errorf("streamgen: batch %d: %s (%s): %w", b.ID, info.Kind, info.Name, err)
+	}
+	k := &b.ops[i].keyState
 	threshold, ok := timerThreshold(info.TimeMode, b.Watermark, b.Now)
 	if !ok {
 		return nil

@@ -284,6 +284,7 @@ type StateBatch struct {
 	b     *pebble.Batch
 	key   []byte // the key being built
 	val   []byte // the value of the last Get
+	tmp   []byte // a value being built
 	// written is true once the batch holds a write; rangeDeleted once it
 	// holds a range deletion.
 	written, rangeDeleted bool
@@ -436,6 +437,27 @@ func (b *StateBatch) ScanVar(v Var, fn func(key, suffix, value []byte) error) er
 	})
 }
 
+// LastSuffix returns the greatest suffix among the entries of (v, key),
+// as the batch sees them; ok is false when there is none.
+func (b *StateBatch) LastSuffix(v Var, key []byte) (suffix []byte, ok bool, err error) {
+	lower := entryKey(nil, v, key)
+	ib, err := b.indexed()
+	if err != nil {
+		return nil, false, err
+	}
+	it, err := ib.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	if err != nil {
+		return nil, false, fmt.Errorf("streamgen: scan state: %w", err)
+	}
+	if it.Last() {
+		suffix, ok = append([]byte(nil), it.Key()[len(lower):]...), true
+	}
+	if err := it.Close(); err != nil {
+		return nil, false, fmt.Errorf("streamgen: scan state: %w", err)
+	}
+	return suffix, ok, nil
+}
+
 // DeleteKey removes every entry of (v, key): one range deletion.
 func (b *StateBatch) DeleteKey(v Var, key []byte) error {
 	lower := entryKey(nil, v, key)
@@ -497,6 +519,44 @@ func prefixEnd(p []byte) []byte {
 			end[i]++
 			return end[:i+1]
 		}
+	}
+	return nil
+}
+
+// deleteVariable deletes every entry of variable id of operator op, in
+// every partition, and its expiry index entries, and syncs.
+func (s *Store) deleteVariable(op, id uint8) error {
+	b := s.db.NewBatch()
+	defer b.Close()
+	// The partition comes first in a state key: find each in turn.
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{statePrefix}, UpperBound: []byte{statePrefix + 1}})
+	if err != nil {
+		return fmt.Errorf("streamgen: delete state variable: %w", err)
+	}
+	for valid := it.First(); valid; {
+		k := it.Key()
+		if len(k) < 5 {
+			break
+		}
+		part := binary.BigEndian.Uint32(k[1:5])
+		lower := append(appendScope(nil, statePrefix, Scope{Partition: part, Operator: op}), id)
+		if err := b.DeleteRange(lower, prefixEnd(lower), nil); err != nil {
+			it.Close()
+			return fmt.Errorf("streamgen: delete state variable: %w", err)
+		}
+		next := binary.BigEndian.AppendUint32([]byte{statePrefix}, part)
+		valid = it.SeekGE(prefixEnd(next))
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("streamgen: delete state variable: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return fmt.Errorf("streamgen: delete state variable: %w", err)
+	}
+	if s.state != nil {
+		s.state.mu.Lock()
+		s.state.clear()
+		s.state.mu.Unlock()
 	}
 	return nil
 }

@@ -1,0 +1,159 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// State that expires (a state variable with a time to live) is written as
+//
+//	0x00 value               no expiry
+//	0x01 expiry(8) value     expires at expiry (as TimerInstant keeps it)
+//
+// and each entry with an expiry is also in the expiry index:
+//
+//	ttlPrefix partition(4) op(1) expiry(8) var(1) uvarint(len(key)) key suffix
+//
+// so the entries that expire below an instant are one range scan. An entry
+// written again gets a new index entry; the old one is found stale (its
+// expiry no longer matches the entry's) and dropped when it comes due.
+const ttlPrefix = 0x22
+
+// AppendExpiring appends value with its expiry (none when at is zero) in
+// the layout above.
+func AppendExpiring(b []byte, at time.Time, value []byte) []byte {
+	if at.IsZero() {
+		b = append(b, 0)
+	} else {
+		b = append(b, 1)
+		b = binary.BigEndian.AppendUint64(b, uint64(timerNanos(at)))
+	}
+	return append(b, value...)
+}
+
+// ReadExpiring splits an entry written by AppendExpiring into its expiry
+// (zero for none) and value.
+func ReadExpiring(b []byte) (at time.Time, value []byte, err error) {
+	switch {
+	case len(b) >= 1 && b[0] == 0:
+		return time.Time{}, b[1:], nil
+	case len(b) >= 9 && b[0] == 1:
+		return time.Unix(0, int64(binary.BigEndian.Uint64(b[1:9]))).UTC(), b[9:], nil
+	}
+	return time.Time{}, nil, fmt.Errorf("streamgen: state entry of %d bytes does not hold an expiry", len(b))
+}
+
+// Expired reports whether an entry that expires at at (zero: never) is
+// gone at now: from its expiry on.
+func Expired(at, now time.Time) bool { return !at.IsZero() && !now.Before(at) }
+
+func ttlKey(b []byte, v Var, at time.Time, key, suffix []byte) []byte {
+	b = appendScope(b, ttlPrefix, v.Scope)
+	b = appendInstant(b, at)
+	b = append(b, v.Variable)
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	b = append(b, key...)
+	return append(b, suffix...)
+}
+
+// PutExpiring sets the entry (v, key, suffix) to value, expiring at at
+// (zero: never), and indexes its expiry.
+func (b *StateBatch) PutExpiring(v Var, key, suffix, value []byte, at time.Time) error {
+	b.tmp = AppendExpiring(b.tmp[:0], at, value)
+	if err := b.Put(v, key, suffix, b.tmp); err != nil {
+		return err
+	}
+	if at.IsZero() {
+		return nil
+	}
+	b.written = true
+	b.key = ttlKey(b.key[:0], v, at, key, suffix)
+	if err := b.b.Set(b.key, nil, nil); err != nil {
+		return fmt.Errorf("streamgen: write state: %w", err)
+	}
+	return nil
+}
+
+// ExpireState deletes the entries of scope that expire before or at now,
+// walking the expiry index, and returns how many it deleted. An index entry
+// whose state entry was written again with another expiry, or deleted, is
+// dropped.
+func (b *StateBatch) ExpireState(s Scope, now time.Time) (int64, error) {
+	lower := appendScope(nil, ttlPrefix, s)
+	upper := appendInstant(append([]byte(nil), lower...), now.Add(1))
+	type due struct {
+		index []byte
+		v     Var
+		key   []byte
+		sfx   []byte
+		at    time.Time
+	}
+	var all []due
+	err := b.scan(lower, upper, func(k, _ []byte) error {
+		rest := k[len(lower):]
+		if len(rest) < 9 {
+			return fmt.Errorf("streamgen: expiry index entry %x is cut short", k)
+		}
+		at := readInstant(rest[:8])
+		variable := rest[8]
+		n, w := binary.Uvarint(rest[9:])
+		if w <= 0 || uint64(len(rest)-9-w) < n {
+			return fmt.Errorf("streamgen: expiry index entry %x has a bad key length", k)
+		}
+		keyStart := 9 + w
+		all = append(all, due{
+			index: append([]byte(nil), k...),
+			v:     Var{Scope: s, Variable: variable},
+			key:   append([]byte(nil), rest[keyStart:keyStart+int(n)]...),
+			sfx:   append([]byte(nil), rest[keyStart+int(n):]...),
+			at:    at,
+		})
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	var deleted int64
+	for _, d := range all {
+		if err := b.b.Delete(d.index, nil); err != nil {
+			return deleted, fmt.Errorf("streamgen: write state: %w", err)
+		}
+		b.written = true
+		value, ok, err := b.get(d.v, d.key, d.sfx, false)
+		if err != nil {
+			return deleted, err
+		}
+		if !ok {
+			continue
+		}
+		at, _, err := ReadExpiring(value)
+		if err != nil {
+			return deleted, err
+		}
+		if !at.Equal(d.at) {
+			continue // written again since, with another expiry
+		}
+		if err := b.Delete(d.v, d.key, d.sfx); err != nil {
+			return deleted, err
+		}
+		deleted++
+	}
+	return deleted, nil
+}
+
+// HasExpiringState reports whether an entry of scope expires before or at
+// now: then a batch runs to remove it, even without new data.
+func (b *StateBatch) HasExpiringState(s Scope, now time.Time) (bool, error) {
+	lower := appendScope(nil, ttlPrefix, s)
+	upper := appendInstant(append([]byte(nil), lower...), now.Add(1))
+	found := false
+	err := b.scan(lower, upper, func([]byte, []byte) error {
+		found = true
+		return errChunkFull
+	})
+	if err != nil && err != errChunkFull {
+		return false, err
+	}
+	return found, nil
+}
