@@ -92,6 +92,16 @@ func (b *Batch) DeadLetter(d DeadLetter) { b.deadLetters = append(b.deadLetters,
 // DropLate counts a row dropped before operator op for being late.
 func (b *Batch) DropLate(op int) { b.ops[op].late++ }
 
+// NewKeyState returns a KeyState of its own for group's key of operator
+// op, for an operator that handles keys concurrently: each call gets one,
+// valid until the batch ends. The batch's state is still not safe for
+// concurrent use: the operator serialises the calls to its KeyStates.
+func (b *Batch) NewKeyState(op int, groups *Groups, group int32) *KeyState {
+	k := &KeyState{}
+	k.reset(b, op, groups.Key(group), group)
+	return k
+}
+
 // KeyOf returns the state of group's key for operator op (see KeyState),
 // for an operator's InitialState. The KeyState is valid until the next
 // call.
@@ -229,6 +239,11 @@ func (k *KeyState) wrote() {
 
 // Key returns the encoded key.
 func (k *KeyState) Key() []byte { return k.key }
+
+// Fail records err as the batch's failure, as a state error is: the
+// batch fails whatever the caller does with the error it returns. For an
+// operator's own errors about state (a value that does not decode).
+func (k *KeyState) Fail(err error) error { return k.check(err) }
 
 // Batch returns the batch of the call.
 func (k *KeyState) Batch() *Batch { return k.b }

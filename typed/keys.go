@@ -3,6 +3,7 @@ package typed
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"reflect"
 	"unsafe"
 
@@ -14,9 +15,13 @@ import (
 // key's type (the only use of reflection, and not on a hot path); encoding
 // and decoding then go through unsafe views of the key, with no
 // reflection: strings are their bytes, integers are 8 big-endian bytes
-// with the sign flipped (so that byte order is numeric order), records
-// are their binary encoding.
-type keyCodec[K comparable] struct {
+// with the sign flipped (so that byte order is numeric order), floats 8
+// bytes ordered the same way, records their binary encoding.
+type keyCodec[K comparable] = valueCodec[K]
+
+// valueCodec is keyCodec for any type: the values of state variables, and
+// the keys of map state.
+type valueCodec[K any] struct {
 	encode func(b []byte, k *K) ([]byte, error)
 	decode func(b []byte, k *K) error
 	// typeName describes the key type in the checkpoint.
@@ -26,9 +31,11 @@ type keyCodec[K comparable] struct {
 
 var recordType = reflect.TypeFor[codec.Record]()
 
-func newKeyCodec[K comparable]() (keyCodec[K], error) {
+func newKeyCodec[K comparable]() (keyCodec[K], error) { return newValueCodec[K]() }
+
+func newValueCodec[K any]() (valueCodec[K], error) {
 	t := reflect.TypeFor[K]()
-	c := keyCodec[K]{typeName: t.Kind().String()}
+	c := valueCodec[K]{typeName: t.Kind().String()}
 	if reflect.PointerTo(t).Implements(recordType) {
 		var zero K
 		c.schema = any(&zero).(codec.Record).StreamSchema()
@@ -82,8 +89,19 @@ func newKeyCodec[K comparable]() (keyCodec[K], error) {
 			writeInt(unsafe.Pointer(k), size, binary.BigEndian.Uint64(b))
 			return nil
 		}
+	case reflect.Float64:
+		c.encode = func(b []byte, k *K) ([]byte, error) {
+			return binary.BigEndian.AppendUint64(b, orderedFloat(*(*float64)(unsafe.Pointer(k)))), nil
+		}
+		c.decode = func(b []byte, k *K) error {
+			if len(b) != 8 {
+				return fmt.Errorf("streamgen: float key of %d bytes", len(b))
+			}
+			*(*float64)(unsafe.Pointer(k)) = unorderedFloat(binary.BigEndian.Uint64(b))
+			return nil
+		}
 	default:
-		return c, fmt.Errorf("streamgen: key type %v: use a string, an integer, a bool or a record (a //streamgen:record struct) as a grouping key", t)
+		return c, fmt.Errorf("streamgen: type %v: use a string, an integer, a float64, a bool or a record (a //streamgen:record struct, then run go generate) as a grouping key, a map key or a state value", t)
 	}
 	return c, nil
 }
@@ -123,4 +141,21 @@ func writeInt(p unsafe.Pointer, size uintptr, v uint64) {
 	default:
 		*(*uint64)(p) = v
 	}
+}
+
+// orderedFloat maps f to 8 bytes whose order is f's: the sign bit flipped
+// for positive numbers, every bit for negative ones.
+func orderedFloat(f float64) uint64 {
+	u := math.Float64bits(f)
+	if u&(1<<63) != 0 {
+		return ^u
+	}
+	return u | 1<<63
+}
+
+func unorderedFloat(u uint64) float64 {
+	if u&(1<<63) != 0 {
+		return math.Float64frombits(u &^ (1 << 63))
+	}
+	return math.Float64frombits(^u)
 }

@@ -1,7 +1,6 @@
 package typed
 
 import (
-	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"time"
-	"unsafe"
 
 	"github.com/streamgen/streamgen/codec"
 	"github.com/streamgen/streamgen/runtime"
@@ -161,10 +159,8 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 	}
 	p := ks.s.p
 	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
-		op := &groupsOp[K, In, S, Out, PS]{c: c, info: info, key: ks.key, codec: ks.codec, f: f, timeout: timeout}
+		op := &groupsOp[K, In, S, Out, PS]{gatherer: newGatherer(c, ks, info.Kind+" ("+info.Name+")"), info: info, f: f, timeout: timeout}
 		op.initial = func() []Pair[K, S] { return initial }
-		_, op.spillable = any(new(In)).(codec.Record)
-		op.rowSize = int64(unsafe.Sizeof(*new(In)))
 		op.seq = func(yield func(In) bool) {
 			for _, j := range op.current {
 				if !yield(op.rows[j]) {
@@ -173,7 +169,7 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 			}
 		}
 		op.emit = func(o Out) { emit(&o) }
-		ks.s.attach(c, op.gather)
+		ks.s.attach(c, op.add)
 		op.index = c.addOperator(op, opInfo)
 	}}
 }
@@ -201,40 +197,20 @@ func checkInitial[K comparable, S any](kc keyCodec[K], pairs []Pair[K, S]) error
 // value is a state row too. The timeout is also a timer in the runtime's
 // timer service, which calls HandleTimer when it is due.
 type groupsOp[K comparable, In, S, Out any, PS codec.RecordPtr[S]] struct {
-	c       *compiler
+	gatherer[K, In]
 	index   int
 	info    runtime.OperatorInfo
-	key     func(*In) K
-	codec   keyCodec[K]
 	f       func(key K, rows iter.Seq[In], state *GroupState[S], emit func(Out)) error
 	timeout Timeout
 	// initial returns the initial state, read when the query started.
 	initial func() []Pair[K, S]
 
-	groups runtime.Groups
-	// rows are the batch's rows in arrival order; keys the key of each
-	// group, and group the group of each key.
-	rows  []In
-	keys  []K
-	group map[K]int32
 	// current are the row numbers of the call's rows.
 	current []int32
 	seq     iter.Seq[In]
 	emit    func(Out)
 	state   GroupState[S]
-	keyBuf  []byte
 	valBuf  []byte
-
-	// Spilling, when the rows pass the batch's memory budget (only for
-	// rows that are records, which have a binary encoding).
-	spillable bool
-	rowSize   int64   // the fixed size of a row in memory
-	memBytes  int64   // estimated bytes of the rows in memory
-	rowGroup  []int32 // the group of each row in memory
-	spilled   int64   // rows already in runs
-	spill     *runtime.Spill
-	merge     *runtime.SpillMerge
-	identity  []int32
 }
 
 // The flags of a state row.
@@ -246,128 +222,8 @@ const (
 func (o *groupsOp[K, In, S, Out, PS]) Info() runtime.OperatorInfo { return o.info }
 func (o *groupsOp[K, In, S, Out, PS]) Groups() *runtime.Groups    { return &o.groups }
 
-// gather is the stage before the operator: it keeps the row and adds it
-// to its key's group.
-func (o *groupsOp[K, In, S, Out, PS]) gather(t *In) {
-	k := o.key(t)
-	g, ok := o.group[k]
-	if !ok {
-		var err error
-		if g, err = o.newGroup(k); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: %s (%s): key %v: %w", o.info.Kind, o.info.Name, k, err)})
-		}
-	}
-	o.groups.AddRow(g)
-	o.rows = append(o.rows, *t)
-	if !o.spillable {
-		return
-	}
-	o.rowGroup = append(o.rowGroup, g)
-	o.memBytes += o.rowSize + int64(o.c.rowBytes)
-	if b := o.c.batch; o.memBytes > b.MemoryBudget {
-		if err := o.spillRows(b); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: %s (%s): %w", o.info.Kind, o.info.Name, err)})
-		}
-	}
-}
-
-// spillRows writes the rows in memory to a run, sorted by group (each
-// group's rows staying in arrival order), and drops them.
-func (o *groupsOp[K, In, S, Out, PS]) spillRows(b *runtime.Batch) error {
-	if o.spill == nil {
-		o.spill = runtime.NewSpill(b.SpillDir)
-	}
-	order := make([]int32, len(o.rows))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortStableFunc(order, func(i, j int32) int { return cmp.Compare(o.rowGroup[i], o.rowGroup[j]) })
-	err := o.spill.WriteRun(len(order), func(i int, buf []byte) (int32, int64, []byte, error) {
-		j := order[i]
-		data, err := any(&o.rows[j]).(codec.Record).AppendBinary(buf)
-		return o.rowGroup[j], o.spilled + int64(j), data, err
-	})
-	if err != nil {
-		return err
-	}
-	o.spilled += int64(len(o.rows))
-	clear(o.rows)
-	o.rows, o.rowGroup, o.memBytes = o.rows[:0], o.rowGroup[:0], 0
-	return nil
-}
-
-// spilledRows reads group's rows from the merged runs into o.rows, and
-// returns their numbers there.
-func (o *groupsOp[K, In, S, Out, PS]) spilledRows(b *runtime.Batch, group int32) ([]int32, error) {
-	if o.merge == nil {
-		if len(o.rows) > 0 {
-			if err := o.spillRows(b); err != nil {
-				return nil, err
-			}
-		}
-		m, err := o.spill.Merge()
-		if err != nil {
-			return nil, err
-		}
-		o.merge = m
-	}
-	clear(o.rows)
-	o.rows = o.rows[:0]
-	for {
-		g, ok := o.merge.Peek()
-		if !ok || g != group {
-			break
-		}
-		_, data, _, err := o.merge.Next()
-		if err != nil {
-			return nil, err
-		}
-		o.rows = append(o.rows, *new(In))
-		if err := any(&o.rows[len(o.rows)-1]).(codec.Record).UnmarshalBinary(data); err != nil {
-			return nil, fmt.Errorf("a spilled row does not decode: %w", err)
-		}
-	}
-	for len(o.identity) < len(o.rows) {
-		o.identity = append(o.identity, int32(len(o.identity)))
-	}
-	return o.identity[:len(o.rows)], nil
-}
-
-// newGroup adds a group for a key that has none in the batch.
-func (o *groupsOp[K, In, S, Out, PS]) newGroup(k K) (int32, error) {
-	var err error
-	if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &k); err != nil {
-		return 0, err
-	}
-	if o.group == nil {
-		o.group = make(map[K]int32)
-	}
-	g := o.groups.NewGroup(o.keyBuf)
-	o.group[k] = g
-	o.keys = append(o.keys, k)
-	return g, nil
-}
-
 // EndBatch drops the batch's rows.
-func (o *groupsOp[K, In, S, Out, PS]) EndBatch() {
-	clear(o.rows) // drop the references the rows hold
-	clear(o.keys)
-	o.rows, o.keys = o.rows[:0], o.keys[:0]
-	if len(o.group) > 1<<21 {
-		o.group = nil // a map only grows: drop one of a huge batch
-	} else {
-		clear(o.group)
-	}
-	o.rowGroup, o.memBytes, o.spilled = o.rowGroup[:0], 0, 0
-	if o.merge != nil {
-		o.merge.Close()
-		o.merge = nil
-	}
-	if o.spill != nil {
-		o.spill.Close()
-		o.spill = nil
-	}
-}
+func (o *groupsOp[K, In, S, Out, PS]) EndBatch() { o.gatherer.end() }
 
 // InitialState writes the initial state and adds its keys to the groups.
 func (o *groupsOp[K, In, S, Out, PS]) InitialState(ctx context.Context, b *runtime.Batch, op int) error {
@@ -395,11 +251,9 @@ func (o *groupsOp[K, In, S, Out, PS]) InitialState(ctx context.Context, b *runti
 }
 
 func (o *groupsOp[K, In, S, Out, PS]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
-	if o.spill != nil {
-		var err error
-		if rows, err = o.spilledRows(k.Batch(), group); err != nil {
-			return err
-		}
+	rows, err := o.rowsOf(k.Batch(), group, rows)
+	if err != nil {
+		return err
 	}
 	return o.call(k, o.keys[group], rows, false)
 }

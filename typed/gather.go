@@ -1,0 +1,181 @@
+package typed
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"unsafe"
+
+	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// gatherer is the stage before a keyed operator, for one query: it keeps
+// the batch's rows, in arrival order, and gathers them by key into the
+// runtime's Groups (each key encoded once per batch). Past the batch's
+// memory budget, rows that are records spill to sorted runs on disk and
+// come back, group by group, when the operator handles them.
+type gatherer[K comparable, In any] struct {
+	c     *compiler
+	what  string // the operator, for messages
+	key   func(*In) K
+	codec keyCodec[K]
+
+	groups runtime.Groups
+	// rows are the batch's rows in arrival order (or, after a spill, the
+	// rows of the group being handled); keys the key of each group, and
+	// group the group of each key.
+	rows   []In
+	keys   []K
+	group  map[K]int32
+	keyBuf []byte
+
+	// Spilling, when the rows pass the batch's memory budget (only for
+	// rows that are records, which have a binary encoding).
+	spillable bool
+	rowSize   int64   // the fixed size of a row in memory
+	memBytes  int64   // estimated bytes of the rows in memory
+	rowGroup  []int32 // the group of each row in memory
+	spilled   int64   // rows already in runs
+	spill     *runtime.Spill
+	merge     *runtime.SpillMerge
+	identity  []int32
+}
+
+func newGatherer[K comparable, In any](c *compiler, ks KeyedStream[K, In], what string) gatherer[K, In] {
+	g := gatherer[K, In]{c: c, what: what, key: ks.key, codec: ks.codec}
+	_, g.spillable = any(new(In)).(codec.Record)
+	g.rowSize = int64(unsafe.Sizeof(*new(In)))
+	return g
+}
+
+// add keeps the row and adds it to its key's group.
+func (o *gatherer[K, In]) add(t *In) {
+	k := o.key(t)
+	g, ok := o.group[k]
+	if !ok {
+		var err error
+		if g, err = o.newGroup(k); err != nil {
+			panic(userPanic{fmt.Errorf("streamgen: %s: key %v: %w", o.what, k, err)})
+		}
+	}
+	o.groups.AddRow(g)
+	o.rows = append(o.rows, *t)
+	if !o.spillable {
+		return
+	}
+	o.rowGroup = append(o.rowGroup, g)
+	o.memBytes += o.rowSize + int64(o.c.rowBytes)
+	if b := o.c.batch; o.memBytes > b.MemoryBudget {
+		if err := o.spillRows(b); err != nil {
+			panic(userPanic{fmt.Errorf("streamgen: %s: %w", o.what, err)})
+		}
+	}
+}
+
+// newGroup adds a group for a key that has none in the batch.
+func (o *gatherer[K, In]) newGroup(k K) (int32, error) {
+	var err error
+	if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &k); err != nil {
+		return 0, err
+	}
+	if o.group == nil {
+		o.group = make(map[K]int32)
+	}
+	g := o.groups.NewGroup(o.keyBuf)
+	o.group[k] = g
+	o.keys = append(o.keys, k)
+	return g, nil
+}
+
+// rowsOf returns the numbers, in o.rows, of group's rows: those the
+// runtime gives, or, after a spill, those read back from the runs.
+func (o *gatherer[K, In]) rowsOf(b *runtime.Batch, group int32, rows []int32) ([]int32, error) {
+	if o.spill == nil {
+		return rows, nil
+	}
+	return o.spilledRows(b, group)
+}
+
+// spillRows writes the rows in memory to a run, sorted by group (each
+// group's rows staying in arrival order), and drops them.
+func (o *gatherer[K, In]) spillRows(b *runtime.Batch) error {
+	if o.spill == nil {
+		o.spill = runtime.NewSpill(b.SpillDir)
+	}
+	order := make([]int32, len(o.rows))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(i, j int32) int { return cmp.Compare(o.rowGroup[i], o.rowGroup[j]) })
+	err := o.spill.WriteRun(len(order), func(i int, buf []byte) (int32, int64, []byte, error) {
+		j := order[i]
+		data, err := any(&o.rows[j]).(codec.Record).AppendBinary(buf)
+		return o.rowGroup[j], o.spilled + int64(j), data, err
+	})
+	if err != nil {
+		return err
+	}
+	o.spilled += int64(len(o.rows))
+	clear(o.rows)
+	o.rows, o.rowGroup, o.memBytes = o.rows[:0], o.rowGroup[:0], 0
+	return nil
+}
+
+// spilledRows reads group's rows from the merged runs into o.rows, and
+// returns their numbers there.
+func (o *gatherer[K, In]) spilledRows(b *runtime.Batch, group int32) ([]int32, error) {
+	if o.merge == nil {
+		if len(o.rows) > 0 {
+			if err := o.spillRows(b); err != nil {
+				return nil, err
+			}
+		}
+		m, err := o.spill.Merge()
+		if err != nil {
+			return nil, err
+		}
+		o.merge = m
+	}
+	clear(o.rows)
+	o.rows = o.rows[:0]
+	for {
+		g, ok := o.merge.Peek()
+		if !ok || g != group {
+			break
+		}
+		_, data, _, err := o.merge.Next()
+		if err != nil {
+			return nil, err
+		}
+		o.rows = append(o.rows, *new(In))
+		if err := any(&o.rows[len(o.rows)-1]).(codec.Record).UnmarshalBinary(data); err != nil {
+			return nil, fmt.Errorf("a spilled row does not decode: %w", err)
+		}
+	}
+	for len(o.identity) < len(o.rows) {
+		o.identity = append(o.identity, int32(len(o.identity)))
+	}
+	return o.identity[:len(o.rows)], nil
+}
+
+// end drops the batch's rows and runs.
+func (o *gatherer[K, In]) end() {
+	clear(o.rows) // drop the references the rows hold
+	clear(o.keys)
+	o.rows, o.keys = o.rows[:0], o.keys[:0]
+	if len(o.group) > 1<<21 {
+		o.group = nil // a map only grows: drop one of a huge batch
+	} else {
+		clear(o.group)
+	}
+	o.rowGroup, o.memBytes, o.spilled = o.rowGroup[:0], 0, 0
+	if o.merge != nil {
+		o.merge.Close()
+		o.merge = nil
+	}
+	if o.spill != nil {
+		o.spill.Close()
+		o.spill = nil
+	}
+}

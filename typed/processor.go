@@ -1,0 +1,315 @@
+package typed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"runtime/debug"
+	"sync"
+	"time"
+
+	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// TimeMode is the kind of time a stateful processor's timers and the
+// clock of TimerValues run on, as Spark's TimeMode.
+type TimeMode int
+
+const (
+	// TimeModeNone: no timers; a timer call is an error.
+	TimeModeNone TimeMode = iota
+	// TimeModeProcessingTime: timers fire once the batch's processing time
+	// is strictly after them.
+	TimeModeProcessingTime
+	// TimeModeEventTime: timers fire once the watermark is strictly after
+	// them. It needs a watermark.
+	TimeModeEventTime
+)
+
+// String names the mode as Spark's TimeMode does.
+func (m TimeMode) String() string {
+	switch m {
+	case TimeModeProcessingTime:
+		return "ProcessingTime"
+	case TimeModeEventTime:
+		return "EventTime"
+	}
+	return "None"
+}
+
+func (m TimeMode) runtime() runtime.TimeMode {
+	switch m {
+	case TimeModeProcessingTime:
+		return runtime.ProcessingTimeMode
+	case TimeModeEventTime:
+		return runtime.EventTimeMode
+	}
+	return runtime.NoTime
+}
+
+// TimerValues are the batch's clocks, as a handler sees them. The zero
+// watermark means there is none yet.
+type TimerValues struct {
+	processingTime, watermark time.Time
+}
+
+// CurrentProcessingTime returns the batch's processing time.
+func (t TimerValues) CurrentProcessingTime() time.Time { return t.processingTime }
+
+// CurrentWatermark returns the batch's event-time watermark (zero before
+// the first).
+func (t TimerValues) CurrentWatermark() time.Time { return t.watermark }
+
+// ExpiredTimerInfo describes the timer a HandleExpiredTimer call is for.
+type ExpiredTimerInfo struct{ expiry time.Time }
+
+// ExpiryTime returns the instant the timer was registered for.
+func (e ExpiredTimerInfo) ExpiryTime() time.Time { return e.expiry }
+
+// StatefulProcessor is Spark's transformWithState processor, typed: the
+// state of each key lives in state variables the processor declares in
+// Init (NewValueState, NewListState, NewMapState, each with an optional
+// time to live), and it may register any number of timers per key.
+//
+// In each batch, HandleInputRows is called once per key with rows, with
+// the key's rows in arrival order; then HandleExpiredTimer once per timer
+// due, in expiry order, including for keys that had rows. The ctx of a
+// call scopes the state variables and timers to its key: pass it to
+// their methods (from the handler's own goroutines too, until it
+// returns). It is cancelled when the query stops.
+//
+// Init is called once when a query starts, before any handler; Close when
+// it stops. A query calls the handlers of one key one at a time; with
+// Concurrency(n), handlers of different keys run on up to n goroutines, so
+// a processor's own fields must then be safe for concurrent use.
+type StatefulProcessor[K comparable, In, Out any] interface {
+	Init(h *Handle) error
+	HandleInputRows(ctx context.Context, key K, rows iter.Seq[In], timers TimerValues, emit func(Out)) error
+	HandleExpiredTimer(ctx context.Context, key K, timers TimerValues, expired ExpiredTimerInfo, emit func(Out)) error
+	Close() error
+}
+
+// InitialStateHandler is implemented by a processor that takes an initial
+// state (ProcessorInitialState): HandleInitialState runs once per key of
+// it, in the first batch of a new query, before that batch's rows.
+type InitialStateHandler[K comparable, S any] interface {
+	HandleInitialState(ctx context.Context, key K, initial S, timers TimerValues) error
+}
+
+// ErrInvalidHandleState is wrapped by the error of a state variable or
+// timer used outside a handler's call, or declared outside Init, as
+// Spark's "invalid handle state".
+var ErrInvalidHandleState = errors.New("streamgen: invalid handle state")
+
+// Handle is what Init declares state variables on, and what handlers
+// register, delete and list timers with. It is safe for concurrent use by
+// the goroutines of one handler's call.
+type Handle struct {
+	timeMode TimeMode
+	inInit   bool
+	vars     []*variable
+	deleted  []string
+	errs     []error
+}
+
+// variable is what every state variable shares: its name, kind, time to
+// live and id in the store.
+type variable struct {
+	h      *Handle
+	name   string
+	kind   string
+	ttl    time.Duration
+	schema *codec.Schema // of a record value, for the checkpoint
+	id     uint8
+	valid  bool
+	err    error // why the variable is not valid
+}
+
+// StateOption configures a state variable.
+type StateOption func(*variable)
+
+// WithTTL gives a state variable a time to live: each value (or list or
+// map entry) expires ttl after the processing time of the batch that wrote
+// it, reset by every write, as Spark's TTLConfig. An expired value is never
+// seen again, and is removed from the store in the batch in which it
+// expires, with new data or without.
+func WithTTL(ttl time.Duration) StateOption { return func(v *variable) { v.ttl = ttl } }
+
+// declare adds a variable of kind; outside Init it is invalid.
+func (h *Handle) declare(name, kind string, opts []StateOption) *variable {
+	v := &variable{h: h, name: name, kind: kind, valid: true}
+	for _, o := range opts {
+		o(v)
+	}
+	switch {
+	case h == nil:
+		v.valid, v.err = false, fmt.Errorf("%w: state variable %q declared without a handle", ErrInvalidHandleState, name)
+		return v
+	case !h.inInit:
+		v.valid, v.err = false, fmt.Errorf("%w: state variable %q declared outside Init", ErrInvalidHandleState, name)
+		h.errs = append(h.errs, v.err)
+		return v
+	case v.ttl < 0:
+		h.errs = append(h.errs, fmt.Errorf("state variable %q: negative time to live %v", name, v.ttl))
+	}
+	for _, w := range h.vars {
+		if w.name == name {
+			h.errs = append(h.errs, fmt.Errorf("state variable %q declared twice", name))
+		}
+	}
+	h.vars = append(h.vars, v)
+	return v
+}
+
+// DeleteIfExists drops, at start, the data of a state variable that an
+// earlier version of the processor declared and this one does not. Call it
+// in Init.
+func (h *Handle) DeleteIfExists(name string) {
+	if !h.inInit {
+		h.errs = append(h.errs, fmt.Errorf("%w: DeleteIfExists(%q) outside Init", ErrInvalidHandleState, name))
+		return
+	}
+	h.deleted = append(h.deleted, name)
+}
+
+// RegisterTimer sets a timer of the call's key at at. It needs a time
+// mode other than TimeModeNone.
+func (h *Handle) RegisterTimer(ctx context.Context, at time.Time) error {
+	k, err := h.timerScope(ctx, "RegisterTimer")
+	if err != nil {
+		return err
+	}
+	return k.RegisterTimer(at)
+}
+
+// DeleteTimer removes the call's key's timer at at, if there is one.
+func (h *Handle) DeleteTimer(ctx context.Context, at time.Time) error {
+	k, err := h.timerScope(ctx, "DeleteTimer")
+	if err != nil {
+		return err
+	}
+	return k.DeleteTimer(at)
+}
+
+// ListTimers returns the call's key's timers, in order (in
+// HandleExpiredTimer, including the one firing).
+func (h *Handle) ListTimers(ctx context.Context) ([]time.Time, error) {
+	k, err := h.timerScope(ctx, "ListTimers")
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Time
+	err = k.Timers(func(at time.Time) error {
+		out = append(out, at)
+		return nil
+	})
+	return out, err
+}
+
+func (h *Handle) timerScope(ctx context.Context, what string) (*keyScope, error) {
+	if h.timeMode == TimeModeNone {
+		return nil, fmt.Errorf("%w: %s needs a time mode other than TimeModeNone", ErrInvalidHandleState, what)
+	}
+	return scopeOf(ctx, what)
+}
+
+// keyScope is one key's call: its state, in the batch, through the
+// runtime's KeyState, whose operations it serialises with a lock shared by
+// every call of the batch (the batch's writes are not safe for concurrent
+// use), so its methods are safe for concurrent use by the call's
+// goroutines.
+type keyScope struct {
+	mu  *sync.Mutex
+	k   *runtime.KeyState
+	now time.Time
+}
+
+func (s *keyScope) lock() func() {
+	s.mu.Lock()
+	return s.mu.Unlock
+}
+
+type scopeKey struct{}
+
+func scopeOf(ctx context.Context, what string) (*keyScope, error) {
+	s, _ := ctx.Value(scopeKey{}).(*keyScope)
+	if s == nil {
+		return nil, fmt.Errorf("%w: %s outside a handler's call (pass the handler's ctx)", ErrInvalidHandleState, what)
+	}
+	return s, nil
+}
+
+func (s *keyScope) RegisterTimer(at time.Time) error {
+	defer s.lock()()
+	return s.k.RegisterTimer(at)
+}
+
+func (s *keyScope) DeleteTimer(at time.Time) error {
+	defer s.lock()()
+	return s.k.DeleteTimer(at)
+}
+
+func (s *keyScope) Timers(fn func(time.Time) error) error {
+	defer s.lock()()
+	return s.k.Timers(fn)
+}
+
+// ProcessorOption configures TransformWithState.
+type ProcessorOption[K comparable] func(*processorConfig[K])
+
+type processorConfig[K comparable] struct {
+	concurrency int
+	// initial calls each, for each key of the initial state, with a
+	// function that hands the key's state to the processor p.
+	initial []func(p any, each func(key K, handle func(ctx context.Context, timers TimerValues) error) error) error
+	// initialKeys lists the initial state's keys, to refuse one given
+	// twice at Start.
+	initialKeys []func() []K
+}
+
+// ProcessorInitialState gives the processor an initial state, as Spark's
+// initialState: in the first batch of a new query, before its rows, the
+// processor's HandleInitialState (it must implement InitialStateHandler[K,
+// S]) runs once per pair. A key given twice fails Start, naming the key; a
+// restarted query ignores the initial state.
+func ProcessorInitialState[K comparable, S any](pairs ...Pair[K, S]) ProcessorOption[K] {
+	return func(c *processorConfig[K]) {
+		c.initialKeys = append(c.initialKeys, func() []K {
+			keys := make([]K, len(pairs))
+			for i, p := range pairs {
+				keys[i] = p.Key
+			}
+			return keys
+		})
+		c.initial = append(c.initial, func(p any, each func(K, func(context.Context, TimerValues) error) error) error {
+			h, ok := p.(InitialStateHandler[K, S])
+			if !ok {
+				var zero S
+				return fmt.Errorf("the processor %T has an initial state of %T but no HandleInitialState(ctx, key, %T, timers) method", p, zero, zero)
+			}
+			for _, pair := range pairs {
+				err := each(pair.Key, func(ctx context.Context, timers TimerValues) error {
+					return h.HandleInitialState(ctx, pair.Key, pair.State, timers)
+				})
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+}
+
+// Concurrency runs the handlers of different keys on up to n goroutines
+// (the Go form of Spark's asynchronous processor). The rows of one key are
+// still handled in order, by one call at a time, and the output reaches the
+// sink in the same order as with n = 1, so the output, and the checkpoint,
+// are the same for any n. The default is 1.
+func Concurrency[K comparable](n int) ProcessorOption[K] {
+	return func(c *processorConfig[K]) { c.concurrency = n }
+}
+
+// stack is debug.Stack, for the messages of panics.
+var stack = debug.Stack

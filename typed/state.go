@@ -1,0 +1,492 @@
+package typed
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// The state variables of a StatefulProcessor. Each is declared in Init,
+// by name, and used in handlers with the handler's ctx, which says whose
+// key's state it is. A value of T is stored with T's binary encoding (a
+// record's generated codec, or the bytes of a string, integer, float64 or
+// bool), so changing T follows the codec's evolution rules. Every method
+// returns an error for a state operation that failed; such a failure (a
+// storage error, a value that does not decode) also fails the batch,
+// whatever the handler does with it. Methods are safe for concurrent use
+// by the goroutines of one handler's call; each costs a read or write of
+// the batch's state (a cache lookup or a Pebble read, then an in-memory
+// write committed with the batch).
+
+// expiry is the expiry of a value written now with ttl (zero: none).
+func expiry(now time.Time, ttl time.Duration) time.Time {
+	if ttl <= 0 {
+		return time.Time{}
+	}
+	return runtime.TimerInstant(now.Add(ttl))
+}
+
+func (v *variable) scope(ctx context.Context, what string) (*keyScope, error) {
+	if !v.valid {
+		return nil, v.err
+	}
+	return scopeOf(ctx, v.name+"."+what)
+}
+
+// live reads an entry written with an expiry and returns its value, or
+// ok false when it is absent or expired.
+func (s *keyScope) live(id uint8, suffix []byte) (value []byte, ok bool, err error) {
+	raw, ok, err := s.k.Get(id, suffix)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	at, value, err := runtime.ReadExpiring(raw)
+	if err != nil {
+		return nil, false, s.k.Fail(err)
+	}
+	if runtime.Expired(at, s.now) {
+		return nil, false, nil
+	}
+	return value, true, nil
+}
+
+// put writes an entry, counting a new one as added.
+func (s *keyScope) put(v *variable, suffix, value []byte) error {
+	_, existed, err := s.k.Get(v.id, suffix)
+	if err != nil {
+		return err
+	}
+	if err := s.k.PutExpiring(v.id, suffix, value, expiry(s.now, v.ttl)); err != nil {
+		return err
+	}
+	s.k.Updated(!existed)
+	return nil
+}
+
+// remove deletes an entry that is there.
+func (s *keyScope) remove(v *variable, suffix []byte) error {
+	_, existed, err := s.k.Get(v.id, suffix)
+	if err != nil || !existed {
+		return err
+	}
+	if err := s.k.Delete(v.id, suffix); err != nil {
+		return err
+	}
+	s.k.Removed()
+	return nil
+}
+
+// entries returns the live entries of variable v, in suffix order, copied.
+func (s *keyScope) entries(v *variable) (suffixes, values [][]byte, err error) {
+	err = s.k.Scan(v.id, func(suffix, raw []byte) error {
+		at, value, err := runtime.ReadExpiring(raw)
+		if err != nil {
+			return err
+		}
+		if runtime.Expired(at, s.now) {
+			return nil
+		}
+		suffixes = append(suffixes, append([]byte(nil), suffix...))
+		values = append(values, append([]byte(nil), value...))
+		return nil
+	})
+	return suffixes, values, err
+}
+
+// clear deletes every entry of variable v, live or expired.
+func (s *keyScope) clear(v *variable) error {
+	var all [][]byte
+	if err := s.k.Scan(v.id, func(suffix, _ []byte) error {
+		all = append(all, append([]byte(nil), suffix...))
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, suffix := range all {
+		if err := s.k.Delete(v.id, suffix); err != nil {
+			return err
+		}
+		s.k.Removed()
+	}
+	return nil
+}
+
+// ValueState is a state variable holding one value per key, as Spark's
+// ValueState.
+type ValueState[T any] struct {
+	v     *variable
+	codec valueCodec[T]
+}
+
+// NewValueState declares a value state variable. Call it in Init.
+func NewValueState[T any](h *Handle, name string, opts ...StateOption) *ValueState[T] {
+	s := &ValueState[T]{v: h.declare(name, "value", opts)}
+	var err error
+	if s.codec, err = newValueCodec[T](); err != nil {
+		s.v.fail(fmt.Errorf("state variable %q: %w", name, err))
+	}
+	s.v.schema = s.codec.schema
+	return s
+}
+
+// fail makes v invalid, and Start fail, with err.
+func (v *variable) fail(err error) {
+	v.valid, v.err = false, err
+	if v.h != nil {
+		v.h.errs = append(v.h.errs, err)
+	}
+}
+
+// Exists reports whether the key has a value (that has not expired).
+func (s *ValueState[T]) Exists(ctx context.Context) (bool, error) {
+	_, ok, err := s.Get(ctx)
+	return ok, err
+}
+
+// Get returns the key's value and whether it has one.
+func (s *ValueState[T]) Get(ctx context.Context) (value T, ok bool, err error) {
+	sc, err := s.v.scope(ctx, "Get")
+	if err != nil {
+		return value, false, err
+	}
+	defer sc.lock()()
+	raw, ok, err := sc.live(s.v.id, nil)
+	if err != nil || !ok {
+		return value, false, err
+	}
+	if err := s.codec.decode(raw, &value); err != nil {
+		return value, false, sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, err))
+	}
+	return value, true, nil
+}
+
+// Update sets the key's value (and, with a time to live, its expiry).
+func (s *ValueState[T]) Update(ctx context.Context, value T) error {
+	sc, err := s.v.scope(ctx, "Update")
+	if err != nil {
+		return err
+	}
+	defer sc.lock()()
+	raw, err := s.codec.encode(nil, &value)
+	if err != nil {
+		return sc.k.Fail(fmt.Errorf("state %q: %w", s.v.name, err))
+	}
+	return sc.put(s.v, nil, raw)
+}
+
+// Clear removes the key's value.
+func (s *ValueState[T]) Clear(ctx context.Context) error {
+	sc, err := s.v.scope(ctx, "Clear")
+	if err != nil {
+		return err
+	}
+	defer sc.lock()()
+	return sc.remove(s.v, nil)
+}
+
+// ListState is a state variable holding a list per key, as Spark's
+// ListState: appending costs one write, whatever the list's length, and
+// with a time to live each element expires on its own.
+type ListState[T any] struct {
+	v     *variable
+	codec valueCodec[T]
+}
+
+// NewListState declares a list state variable. Call it in Init.
+func NewListState[T any](h *Handle, name string, opts ...StateOption) *ListState[T] {
+	s := &ListState[T]{v: h.declare(name, "list", opts)}
+	var err error
+	if s.codec, err = newValueCodec[T](); err != nil {
+		s.v.fail(fmt.Errorf("state variable %q: %w", name, err))
+	}
+	s.v.schema = s.codec.schema
+	return s
+}
+
+// Exists reports whether the key's list has an element.
+func (s *ListState[T]) Exists(ctx context.Context) (bool, error) {
+	sc, err := s.v.scope(ctx, "Exists")
+	if err != nil {
+		return false, err
+	}
+	defer sc.lock()()
+	_, values, err := sc.entries(s.v)
+	return len(values) > 0, err
+}
+
+// Get returns the key's list, in order, read when Get is called: the
+// second value of each pair is an error that stops the iteration (a value
+// that does not decode).
+func (s *ListState[T]) Get(ctx context.Context) iter.Seq2[T, error] {
+	sc, err := s.v.scope(ctx, "Get")
+	var values [][]byte
+	if err == nil {
+		unlock := sc.lock()
+		_, values, err = sc.entries(s.v)
+		unlock()
+	}
+	return func(yield func(T, error) bool) {
+		var zero T
+		if err != nil {
+			yield(zero, err)
+			return
+		}
+		for _, raw := range values {
+			var t T
+			if err := s.codec.decode(raw, &t); err != nil {
+				unlock := sc.lock()
+				err = sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, err))
+				unlock()
+				yield(zero, err)
+				return
+			}
+			if !yield(t, nil) {
+				return
+			}
+		}
+	}
+}
+
+// Put replaces the key's list with values.
+func (s *ListState[T]) Put(ctx context.Context, values []T) error {
+	sc, err := s.v.scope(ctx, "Put")
+	if err != nil {
+		return err
+	}
+	defer sc.lock()()
+	if err := sc.clear(s.v); err != nil {
+		return err
+	}
+	return s.append(sc, values)
+}
+
+// AppendValue adds value at the end of the key's list.
+func (s *ListState[T]) AppendValue(ctx context.Context, value T) error {
+	return s.AppendList(ctx, []T{value})
+}
+
+// AppendList adds values at the end of the key's list.
+func (s *ListState[T]) AppendList(ctx context.Context, values []T) error {
+	sc, err := s.v.scope(ctx, "AppendList")
+	if err != nil {
+		return err
+	}
+	defer sc.lock()()
+	return s.append(sc, values)
+}
+
+// append writes values after the list's last element: each under the next
+// sequence number, 8 bytes big-endian, so the entries' order is the list's.
+func (s *ListState[T]) append(sc *keyScope, values []T) error {
+	last, ok, err := sc.k.LastSuffix(s.v.id)
+	if err != nil {
+		return err
+	}
+	var seq uint64
+	if ok {
+		if len(last) != 8 {
+			return sc.k.Fail(fmt.Errorf("state %q: a list entry's suffix has %d bytes", s.v.name, len(last)))
+		}
+		seq = binary.BigEndian.Uint64(last) + 1
+	}
+	var suffix [8]byte
+	for i := range values {
+		raw, err := s.codec.encode(nil, &values[i])
+		if err != nil {
+			return sc.k.Fail(fmt.Errorf("state %q: %w", s.v.name, err))
+		}
+		binary.BigEndian.PutUint64(suffix[:], seq)
+		seq++
+		if err := sc.k.PutExpiring(s.v.id, suffix[:], raw, expiry(sc.now, s.v.ttl)); err != nil {
+			return err
+		}
+		sc.k.Updated(true)
+	}
+	return nil
+}
+
+// Clear removes the key's list.
+func (s *ListState[T]) Clear(ctx context.Context) error {
+	sc, err := s.v.scope(ctx, "Clear")
+	if err != nil {
+		return err
+	}
+	defer sc.lock()()
+	return sc.clear(s.v)
+}
+
+// MapState is a state variable holding a map per key, as Spark's
+// MapState: each entry is read and written on its own, entries are
+// iterated in order of their keys' encoding (numbers in numeric order,
+// strings in byte order), and with a time to live each entry expires on
+// its own. Map keys may be strings, integers, float64s, bools or records.
+type MapState[MK comparable, V any] struct {
+	v      *variable
+	keys   keyCodec[MK]
+	values valueCodec[V]
+}
+
+// NewMapState declares a map state variable. Call it in Init.
+func NewMapState[MK comparable, V any](h *Handle, name string, opts ...StateOption) *MapState[MK, V] {
+	s := &MapState[MK, V]{v: h.declare(name, "map", opts)}
+	var err error
+	if s.keys, err = newKeyCodec[MK](); err != nil {
+		s.v.fail(fmt.Errorf("state variable %q: map key: %w", name, err))
+	}
+	if s.values, err = newValueCodec[V](); err != nil {
+		s.v.fail(fmt.Errorf("state variable %q: %w", name, err))
+	}
+	s.v.schema = s.values.schema
+	return s
+}
+
+func (s *MapState[MK, V]) suffix(sc *keyScope, k MK) ([]byte, error) {
+	b, err := s.keys.encode(nil, &k)
+	if err != nil {
+		return nil, sc.k.Fail(fmt.Errorf("state %q: map key %v: %w", s.v.name, k, err))
+	}
+	return b, nil
+}
+
+// Exists reports whether the key's map has an entry.
+func (s *MapState[MK, V]) Exists(ctx context.Context) (bool, error) {
+	sc, err := s.v.scope(ctx, "Exists")
+	if err != nil {
+		return false, err
+	}
+	defer sc.lock()()
+	_, values, err := sc.entries(s.v)
+	return len(values) > 0, err
+}
+
+// GetValue returns the value of k and whether the map has it.
+func (s *MapState[MK, V]) GetValue(ctx context.Context, k MK) (value V, ok bool, err error) {
+	sc, err := s.v.scope(ctx, "GetValue")
+	if err != nil {
+		return value, false, err
+	}
+	defer sc.lock()()
+	suffix, err := s.suffix(sc, k)
+	if err != nil {
+		return value, false, err
+	}
+	raw, ok, err := sc.live(s.v.id, suffix)
+	if err != nil || !ok {
+		return value, false, err
+	}
+	if err := s.values.decode(raw, &value); err != nil {
+		return value, false, sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, err))
+	}
+	return value, true, nil
+}
+
+// ContainsKey reports whether the map has k.
+func (s *MapState[MK, V]) ContainsKey(ctx context.Context, k MK) (bool, error) {
+	_, ok, err := s.GetValue(ctx, k)
+	return ok, err
+}
+
+// UpdateValue sets the value of k.
+func (s *MapState[MK, V]) UpdateValue(ctx context.Context, k MK, value V) error {
+	sc, err := s.v.scope(ctx, "UpdateValue")
+	if err != nil {
+		return err
+	}
+	defer sc.lock()()
+	suffix, err := s.suffix(sc, k)
+	if err != nil {
+		return err
+	}
+	raw, err := s.values.encode(nil, &value)
+	if err != nil {
+		return sc.k.Fail(fmt.Errorf("state %q: %w", s.v.name, err))
+	}
+	return sc.put(s.v, suffix, raw)
+}
+
+// RemoveKey removes k from the map.
+func (s *MapState[MK, V]) RemoveKey(ctx context.Context, k MK) error {
+	sc, err := s.v.scope(ctx, "RemoveKey")
+	if err != nil {
+		return err
+	}
+	defer sc.lock()()
+	suffix, err := s.suffix(sc, k)
+	if err != nil {
+		return err
+	}
+	return sc.remove(s.v, suffix)
+}
+
+// Iterator returns the map's entries, read when it is called, in key
+// order. An entry that does not decode ends the iteration and fails the
+// batch.
+func (s *MapState[MK, V]) Iterator(ctx context.Context) iter.Seq2[MK, V] {
+	sc, err := s.v.scope(ctx, "Iterator")
+	var suffixes, values [][]byte
+	if err == nil {
+		unlock := sc.lock()
+		suffixes, values, err = sc.entries(s.v)
+		unlock()
+	}
+	return func(yield func(MK, V) bool) {
+		if err != nil {
+			return
+		}
+		for i := range suffixes {
+			var k MK
+			var v V
+			if err := s.keys.decode(suffixes[i], &k); err != nil {
+				unlock := sc.lock()
+				sc.k.Fail(fmt.Errorf("state %q: a map key does not decode: %w", s.v.name, err))
+				unlock()
+				return
+			}
+			if err := s.values.decode(values[i], &v); err != nil {
+				unlock := sc.lock()
+				sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, err))
+				unlock()
+				return
+			}
+			if !yield(k, v) {
+				return
+			}
+		}
+	}
+}
+
+// Keys returns the map's keys, in order.
+func (s *MapState[MK, V]) Keys(ctx context.Context) iter.Seq[MK] {
+	return func(yield func(MK) bool) {
+		for k := range s.Iterator(ctx) {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// Values returns the map's values, in order of their keys.
+func (s *MapState[MK, V]) Values(ctx context.Context) iter.Seq[V] {
+	return func(yield func(V) bool) {
+		for _, v := range s.Iterator(ctx) {
+			if !yield(v) {
+				return
+			}
+		}
+	}
+}
+
+// Clear removes the key's map.
+func (s *MapState[MK, V]) Clear(ctx context.Context) error {
+	sc, err := s.v.scope(ctx, "Clear")
+	if err != nil {
+		return err
+	}
+	defer sc.lock()()
+	return sc.clear(s.v)
+}
