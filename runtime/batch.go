@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -34,8 +35,10 @@ type Batch struct {
 	deadLetters []DeadLetter
 	outputRows  int64
 	// err is the first state error: it fails the batch whatever the
-	// operator did with it.
-	err error
+	// operator did with it. Operators that handle keys concurrently record
+	// it from their goroutines, so it is guarded.
+	errMu sync.Mutex
+	err   error
 }
 
 type inputRun struct {
@@ -52,12 +55,14 @@ type opRun struct {
 	total    int64
 	keyState KeyState
 	// dirty marks the groups whose state the batch has written: a read of
-	// a group that is not dirty reads the committed state directly.
-	dirty []bool
+	// a group that is not dirty reads the committed state directly, unless
+	// a key with no group (an initial state's, a timer's) was written.
+	dirty           []bool
+	ungroupedWrites bool
 }
 
 func (o *opRun) isDirty(group int32) bool {
-	return group < 0 || int(group) >= len(o.dirty) || o.dirty[group]
+	return group < 0 || o.ungroupedWrites || int(group) >= len(o.dirty) || o.dirty[group]
 }
 
 // partitionKey names a partition of an input in the committed progress:
@@ -102,6 +107,15 @@ func (b *Batch) NewKeyState(op int, groups *Groups, group int32) *KeyState {
 	return k
 }
 
+// KeyStateOf returns a KeyState of its own for key of operator op, outside
+// any group (an initial state's key, which may have no rows), valid until
+// the batch ends.
+func (b *Batch) KeyStateOf(op int, key []byte) *KeyState {
+	k := &KeyState{}
+	k.reset(b, op, append([]byte(nil), key...), -1)
+	return k
+}
+
 // KeyOf returns the state of group's key for operator op (see KeyState),
 // for an operator's InitialState. The KeyState is valid until the next
 // call.
@@ -113,10 +127,19 @@ func (b *Batch) KeyOf(op int, groups *Groups, group int32) *KeyState {
 
 // fail records a state error; the first one fails the batch.
 func (b *Batch) fail(err error) error {
+	b.errMu.Lock()
 	if b.err == nil {
 		b.err = err
 	}
+	b.errMu.Unlock()
 	return err
+}
+
+// failure returns the batch's first state error, or nil.
+func (b *Batch) failure() error {
+	b.errMu.Lock()
+	defer b.errMu.Unlock()
+	return b.err
 }
 
 // Groups gathers a batch's rows by key: each key is a group, numbered in
@@ -227,10 +250,11 @@ func (k *KeyState) reset(b *Batch, op int, key []byte, group int32) {
 
 // wrote marks the key's state written in the batch.
 func (k *KeyState) wrote() {
+	o := &k.b.ops[k.op]
 	if k.group < 0 {
+		o.ungroupedWrites = true
 		return
 	}
-	o := &k.b.ops[k.op]
 	if n := int(k.group) + 1; n > len(o.dirty) {
 		o.dirty = slices.Grow(o.dirty, n-len(o.dirty))[:n]
 	}

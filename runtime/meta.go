@@ -258,6 +258,13 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 			if !ok {
 				continue // a new state variable starts empty
 			}
+			if old == nil || schema == nil {
+				// A value of a basic type: its type is in the kind.
+				if (old == nil) != (schema == nil) {
+					types = append(types, fmt.Sprintf("%s: state %q changed between a record and a basic type", where, name))
+				}
+				continue
+			}
 			switch {
 			case old.Name != schema.Name:
 				identity = append(identity, fmt.Sprintf("%s: state %q was of type %s, is now of type %s", where, name, old.Name, schema.Name))
@@ -295,7 +302,7 @@ func renamedFields(stored, current Meta) []string {
 		was, now := stored.Operators[i], current.Operators[i]
 		for name, schema := range now.States {
 			old, ok := was.States[name]
-			if !ok {
+			if !ok || old == nil || schema == nil {
 				continue
 			}
 			removed, added := fieldsOnlyIn(old, schema), fieldsOnlyIn(schema, old)

@@ -142,6 +142,21 @@ type Operator interface {
 	EndBatch()
 }
 
+// RowsDoner is implemented by an operator that handles keys concurrently:
+// the loop calls RowsDone after the last HandleRows of a batch, before the
+// timers, and the operator waits there for its calls to end and passes
+// their output on, in key order.
+type RowsDoner interface {
+	RowsDone(ctx context.Context, b *Batch) error
+}
+
+// Closer is implemented by an operator with something to release when the
+// query stops (a stateful processor's Close): the loop calls Close once,
+// after the last batch.
+type Closer interface {
+	Close() error
+}
+
 // InitialStater is implemented by an operator that has an initial state:
 // the loop calls InitialState before the first batch's HandleRows of a
 // new query (never on a restarted one). It writes the state with KeyOf

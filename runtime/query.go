@@ -206,6 +206,14 @@ func (q *Query) run(ctx context.Context) {
 	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
 		err = nil // stopped, not failed
 	}
+	for _, op := range q.plan.Operators {
+		if c, ok := op.(Closer); ok {
+			if cerr := c.Close(); cerr != nil && err == nil {
+				info := op.Info()
+				err = fmt.Errorf("streamgen: %s (%s): close: %w", info.Kind, info.Name, cerr)
+			}
+		}
+	}
 	if cerr := q.store.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -577,8 +585,8 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 		if err := is.InitialState(ctx, b, i); err != nil {
 			return fail(err)
 		}
-		if b.err != nil {
-			return fail(b.err)
+		if err := b.failure(); err != nil {
+			return fail(err)
 		}
 	}
 	groups := op.Groups()
@@ -597,8 +605,16 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 		if err := op.HandleRows(ctx, k, int32(g), groups.rowsOf(g)); err != nil {
 			return fail(err)
 		}
-		if b.err != nil {
-			return fail(b.err)
+		if err := b.failure(); err != nil {
+			return fail(err)
+		}
+	}
+	if d, ok := op.(RowsDoner); ok {
+		if err := d.RowsDone(ctx, b); err != nil {
+			return fail(err)
+		}
+		if err := b.failure(); err != nil {
+			return fail(err)
 		}
 	}
 	phase(DurationStateOperators)
@@ -642,8 +658,8 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 			if err := op.HandleTimer(ctx, k, t.At); err != nil {
 				return fail(err)
 			}
-			if b.err != nil {
-				return fail(b.err)
+			if err := b.failure(); err != nil {
+				return fail(err)
 			}
 		}
 		if err := ctx.Err(); err != nil {

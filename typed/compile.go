@@ -30,6 +30,8 @@ type compiler struct {
 	stage string
 	// lateOp is the first operator that drops late rows, or -1.
 	lateOp int
+	// errs are what compiling found wrong (a processor's Init failed).
+	errs []error
 }
 
 // operatorInfo is what the query's checks need of an operator.
@@ -38,6 +40,7 @@ type operatorInfo struct {
 	mode           OutputMode
 	timeout        Timeout
 	watermarked    bool
+	needsWatermark bool
 	// prepare runs at Start, before the query: it reads and checks what
 	// the operator needs (an initial state).
 	prepare func(ctx context.Context) error

@@ -65,7 +65,7 @@ func sinkDescription(s any) string {
 }
 
 func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
-	errs := append([]error(nil), w.s.p.errs...)
+	errs := append(append([]error(nil), w.s.p.errs...), c.errs...)
 	mode := w.mode
 	if !w.modeSet && len(c.ops) > 0 {
 		mode = c.ops[len(c.ops)-1].mode
@@ -76,14 +76,17 @@ func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
 			errs = append(errs, fmt.Errorf("%s (%s) does not support the Complete output mode: use WriteTo(...).OutputMode(typed.%v)", op.kind, op.function, op.mode))
 		case op.kind == "mapGroupsWithState" && mode != Update:
 			errs = append(errs, fmt.Errorf("mapGroupsWithState (%s) needs the Update output mode; the query has %v: use WriteTo(...).OutputMode(typed.Update)", op.function, mode))
-		case op.kind == "flatMapGroupsWithState" && op.mode != mode:
-			errs = append(errs, fmt.Errorf("flatMapGroupsWithState (%s) is in %v mode; the query has %v: use WriteTo(...).OutputMode(typed.%v)", op.function, op.mode, mode, op.mode))
+		case (op.kind == "flatMapGroupsWithState" || op.kind == "transformWithState") && op.mode != mode:
+			errs = append(errs, fmt.Errorf("%s (%s) is in %v mode; the query has %v: use WriteTo(...).OutputMode(typed.%v)", op.kind, op.function, op.mode, mode, op.mode))
 		}
 		if op.mode == Complete {
 			errs = append(errs, fmt.Errorf("%s (%s): the operator's output mode must be Append or Update", op.kind, op.function))
 		}
 		if op.timeout == EventTimeTimeout && !op.watermarked {
 			errs = append(errs, fmt.Errorf("%s (%s) uses EventTimeTimeout but its input has no watermark (WithWatermark)", op.kind, op.function))
+		}
+		if op.needsWatermark && !op.watermarked {
+			errs = append(errs, fmt.Errorf("%s (%s) uses TimeModeEventTime but its input has no watermark (WithWatermark)", op.kind, op.function))
 		}
 		if op.prepare != nil {
 			if err := op.prepare(ctx); err != nil {

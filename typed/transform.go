@@ -1,0 +1,260 @@
+package typed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"sync"
+	"time"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// TransformWithState applies a stateful processor to a keyed stream, as
+// Spark's transformWithState: see StatefulProcessor. timeMode is the kind
+// of time of its timers and TTLs' clock (TimeModeEventTime needs a
+// watermark); mode is Append or Update, and must be the query's output
+// mode. With a watermark, late rows are dropped before the processor and
+// counted. Options: Concurrency, ProcessorInitialState.
+func TransformWithState[K comparable, In, Out any](
+	ks KeyedStream[K, In], p StatefulProcessor[K, In, Out], timeMode TimeMode, mode OutputMode, opts ...ProcessorOption[K],
+) Stream[Out] {
+	cfg := processorConfig[K]{concurrency: 1}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	name := fmt.Sprintf("%T", p)
+	opInfo := operatorInfo{kind: "transformWithState", function: name, mode: mode, watermarked: ks.s.p.watermarked,
+		needsWatermark: timeMode == TimeModeEventTime}
+	opInfo.prepare = func(context.Context) error {
+		var errs []error
+		if cfg.concurrency < 1 {
+			errs = append(errs, fmt.Errorf("Concurrency(%d): at least 1", cfg.concurrency))
+		}
+		var pairs []Pair[K, struct{}]
+		for _, keys := range cfg.initialKeys {
+			for _, k := range keys() {
+				pairs = append(pairs, Pair[K, struct{}]{Key: k})
+			}
+		}
+		if err := checkInitial(ks.codec, pairs); err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}
+	return Stream[Out]{p: ks.s.p, attach: func(c *compiler, emit func(*Out)) {
+		op := &processorOp[K, In, Out]{gatherer: newGatherer(c, ks, "transformWithState ("+name+")"), p: p, cfg: cfg, emitDown: emit}
+		op.handle = &Handle{timeMode: timeMode, inInit: true}
+		if err := p.Init(op.handle); err != nil {
+			c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): Init: %w", name, err))
+		}
+		op.handle.inInit = false
+		for _, err := range op.handle.errs {
+			c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): Init: %w", name, err))
+		}
+		op.info = runtime.OperatorInfo{
+			Kind:          "transformWithState",
+			Name:          name,
+			Timeout:       timeMode.String(),
+			OutputMode:    mode.String(),
+			TimeMode:      timeMode.runtime(),
+			KeyType:       ks.codec.typeName,
+			Key:           ks.codec.schema,
+			Deleted:       op.handle.deleted,
+			DropsLateRows: true,
+		}
+		for _, v := range op.handle.vars {
+			op.info.States = append(op.info.States, runtime.StateInfo{Name: v.name, Schema: v.schema, Kind: v.kind, TTL: v.ttl})
+		}
+		ks.s.attach(c, op.add)
+		op.index = c.addOperator(op, opInfo)
+	}}
+}
+
+// processorOp is a transformWithState operator of one query.
+type processorOp[K comparable, In, Out any] struct {
+	gatherer[K, In]
+	index    int
+	info     runtime.OperatorInfo
+	p        StatefulProcessor[K, In, Out]
+	cfg      processorConfig[K]
+	handle   *Handle
+	emitDown func(*Out)
+
+	// mu serialises the batch's state operations of concurrent calls.
+	mu sync.Mutex
+	// With Concurrency(n > 1): the calls of the batch in flight, in key
+	// order, and the slots for them.
+	calls []*processorCall[Out]
+	slots chan struct{}
+	wg    sync.WaitGroup
+}
+
+// processorCall is one concurrent call's rows and output.
+type processorCall[Out any] struct {
+	mu  sync.Mutex
+	out []Out
+	err error
+}
+
+func (o *processorOp[K, In, Out]) Info() runtime.OperatorInfo { return o.info }
+func (o *processorOp[K, In, Out]) Groups() *runtime.Groups    { return &o.groups }
+
+// SetVariableIDs gives the declared variables their ids in the store.
+func (o *processorOp[K, In, Out]) SetVariableIDs(ids []uint8) {
+	for i, v := range o.handle.vars {
+		v.id = ids[i]
+	}
+}
+
+// EndBatch drops the batch's rows.
+func (o *processorOp[K, In, Out]) EndBatch() {
+	o.wg.Wait() // a failed batch may leave calls running
+	o.calls = o.calls[:0]
+	o.gatherer.end()
+}
+
+// Close closes the processor.
+func (o *processorOp[K, In, Out]) Close() error { return o.p.Close() }
+
+// InitialState hands each key of the initial state to the processor.
+func (o *processorOp[K, In, Out]) InitialState(ctx context.Context, b *runtime.Batch, op int) error {
+	timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
+	for _, initial := range o.cfg.initial {
+		err := initial(o.p, func(key K, handle func(context.Context, TimerValues) error) error {
+			var err error
+			if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &key); err != nil {
+				return fmt.Errorf("initial state: key %v: %w", key, err)
+			}
+			k := b.KeyStateOf(op, o.keyBuf)
+			return o.guard(key, func() error { return handle(o.scoped(ctx, k, b), timers) })
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scoped returns ctx scoped to k's state.
+func (o *processorOp[K, In, Out]) scoped(ctx context.Context, k *runtime.KeyState, b *runtime.Batch) context.Context {
+	return context.WithValue(ctx, scopeKey{}, &keyScope{mu: &o.mu, k: k, now: b.Now})
+}
+
+// guard runs a handler, turning a panic into an error with the key and
+// the stack, and wrapping its error with the key.
+func (o *processorOp[K, In, Out]) guard(key K, call func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			if up, ok := r.(userPanic); ok {
+				err = up
+				return
+			}
+			err = userPanic{fmt.Errorf("key %v: panic: %v (in %s)\n%s", key, r, o.info.Name, stack())}
+		}
+	}()
+	if err := call(); err != nil {
+		return fmt.Errorf("key %v: %w", key, err)
+	}
+	return nil
+}
+
+func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	b := k.Batch()
+	rows, err := o.rowsOf(b, group, rows)
+	if err != nil {
+		return err
+	}
+	key := o.keys[group]
+	timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
+	if o.cfg.concurrency <= 1 {
+		seq := func(yield func(In) bool) {
+			for _, j := range rows {
+				if !yield(o.rows[j]) {
+					return
+				}
+			}
+		}
+		emit := func(out Out) { o.emitDown(&out) }
+		return o.guard(key, func() error { return o.p.HandleInputRows(o.scoped(ctx, k, b), key, seq, timers, emit) })
+	}
+	// Concurrently: the call gets its own copy of the rows and its own
+	// KeyState, waits for a slot, and keeps its output for RowsDone.
+	own := make([]In, len(rows))
+	for i, j := range rows {
+		own[i] = o.rows[j]
+	}
+	call := &processorCall[Out]{}
+	o.calls = append(o.calls, call)
+	if o.slots == nil {
+		o.slots = make(chan struct{}, o.cfg.concurrency)
+	}
+	select {
+	case o.slots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	ks := b.NewKeyState(o.index, &o.groups, group)
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		defer func() { <-o.slots }()
+		emit := func(out Out) {
+			call.mu.Lock()
+			call.out = append(call.out, out)
+			call.mu.Unlock()
+		}
+		call.err = o.guard(key, func() error {
+			return o.p.HandleInputRows(o.scoped(ctx, ks, b), key, seqOf(own), timers, emit)
+		})
+	}()
+	return nil
+}
+
+func seqOf[T any](rows []T) iter.Seq[T] {
+	return func(yield func(T) bool) {
+		for _, r := range rows {
+			if !yield(r) {
+				return
+			}
+		}
+	}
+}
+
+// RowsDone waits for the concurrent calls of the batch and passes their
+// output on in key order; the first error, in key order, fails the batch.
+func (o *processorOp[K, In, Out]) RowsDone(ctx context.Context, b *runtime.Batch) error {
+	o.wg.Wait()
+	for _, call := range o.calls {
+		if call.err != nil {
+			return call.err
+		}
+	}
+	for _, call := range o.calls {
+		for i := range call.out {
+			o.emitDown(&call.out[i])
+		}
+	}
+	o.calls = o.calls[:0]
+	return nil
+}
+
+// HandleTimer calls the processor for a timer due, then deletes the timer
+// (so that, during the call, ListTimers still lists it).
+func (o *processorOp[K, In, Out]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	var key K
+	if err := o.codec.decode(k.Key(), &key); err != nil {
+		return fmt.Errorf("a timer's key does not decode: %w", err)
+	}
+	b := k.Batch()
+	timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
+	emit := func(out Out) { o.emitDown(&out) }
+	err := o.guard(key, func() error {
+		return o.p.HandleExpiredTimer(o.scoped(ctx, k, b), key, timers, ExpiredTimerInfo{expiry: expiry}, emit)
+	})
+	if err != nil {
+		return err
+	}
+	return k.DeleteTimer(expiry)
+}

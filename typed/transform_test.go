@@ -1,0 +1,539 @@
+package typed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// userPages is the output of pagesProcessor: what it holds for a user.
+type userPages struct {
+	User    string
+	Count   int64
+	Pages   []string
+	PerPage map[string]int64
+}
+
+// pagesProcessor keeps, per user, a count (value state), the pages in
+// order (list state) and a count per page (map state), and emits them at
+// every call with rows.
+type pagesProcessor struct {
+	count   *typed.ValueState[int64]
+	pages   *typed.ListState[string]
+	perPage *typed.MapState[string, int64]
+}
+
+func (p *pagesProcessor) Init(h *typed.Handle) error {
+	p.count = typed.NewValueState[int64](h, "count")
+	p.pages = typed.NewListState[string](h, "pages")
+	p.perPage = typed.NewMapState[string, int64](h, "perPage")
+	return nil
+}
+
+func (p *pagesProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(userPages)) error {
+	n, _, err := p.count.Get(ctx)
+	if err != nil {
+		return err
+	}
+	for r := range rows {
+		n++
+		if err := p.pages.AppendValue(ctx, r.Page); err != nil {
+			return err
+		}
+		c, _, err := p.perPage.GetValue(ctx, r.Page)
+		if err != nil {
+			return err
+		}
+		if err := p.perPage.UpdateValue(ctx, r.Page, c+1); err != nil {
+			return err
+		}
+	}
+	if err := p.count.Update(ctx, n); err != nil {
+		return err
+	}
+	out := userPages{User: user, Count: n, PerPage: map[string]int64{}}
+	for page, err := range p.pages.Get(ctx) {
+		if err != nil {
+			return err
+		}
+		out.Pages = append(out.Pages, page)
+	}
+	maps.Insert(out.PerPage, p.perPage.Iterator(ctx))
+	emit(out)
+	return nil
+}
+
+func (p *pagesProcessor) HandleExpiredTimer(context.Context, string, typed.TimerValues, typed.ExpiredTimerInfo, func(userPages)) error {
+	return errors.New("no timers")
+}
+
+func (p *pagesProcessor) Close() error { return nil }
+
+// expectedPages is the independent answer: a plain loop.
+func expectedPages(in []fixtures.Click) map[string]userPages {
+	out := map[string]userPages{}
+	for _, c := range in {
+		u := out[c.User]
+		if u.PerPage == nil {
+			u = userPages{User: c.User, PerPage: map[string]int64{}}
+		}
+		u.Count++
+		u.Pages = append(u.Pages, c.Page)
+		u.PerPage[c.Page]++
+		out[c.User] = u
+	}
+	return out
+}
+
+// TestProcessorStateKinds runs pagesProcessor under several batch sizes,
+// with restarts between chunks of the input and 1 or 8 concurrent
+// handlers, and compares its last output per user with a plain loop; the
+// whole output, batch by batch, is the same for any concurrency.
+func TestProcessorStateKinds(t *testing.T) {
+	in := clicks(400, 11)
+	want := expectedPages(in)
+	for _, perBatch := range []int{0, 9, 64} {
+		var outputs []string
+		for _, conc := range []int{1, 8} {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+			sink := newSink[userPages]()
+			byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+			w := typed.WriteTo(typed.TransformWithState(byUser, &pagesProcessor{}, typed.TimeModeNone, typed.Update, typed.Concurrency[string](conc)), sink)
+			ck := newCheckpoint()
+			for _, chunk := range [][2]int{{0, 100}, {100, 250}, {250, 400}} {
+				m.Add(in[chunk[0]:chunk[1]]...)
+				if err := runToEnd(t, w, ck.opts()...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := map[string]userPages{}
+			for _, r := range sink.rows() {
+				got[r.User] = r
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("%d per batch, concurrency %d:\n got %v\nwant %v", perBatch, conc, got, want)
+			}
+			outputs = append(outputs, fmt.Sprint(sink.snapshot()))
+		}
+		if outputs[0] != outputs[1] {
+			t.Fatalf("%d per batch: the output with 8 concurrent handlers differs from the one with 1", perBatch)
+		}
+	}
+}
+
+// ttlProcessor keeps the last page of each user in a value with a time to
+// live, and a list of pages whose entries expire one by one; it emits
+// what it still sees before its rows.
+type ttlProcessor struct {
+	last  *typed.ValueState[string]
+	pages *typed.ListState[string]
+	ttl   time.Duration
+}
+
+func (p *ttlProcessor) Init(h *typed.Handle) error {
+	p.last = typed.NewValueState[string](h, "last", typed.WithTTL(p.ttl))
+	p.pages = typed.NewListState[string](h, "pages", typed.WithTTL(p.ttl))
+	return nil
+}
+
+func (p *ttlProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(userPages)) error {
+	out := userPages{User: user}
+	if last, ok, err := p.last.Get(ctx); err != nil {
+		return err
+	} else if ok {
+		out.Pages = append(out.Pages, "last:"+last)
+	}
+	for page, err := range p.pages.Get(ctx) {
+		if err != nil {
+			return err
+		}
+		out.Pages = append(out.Pages, page)
+	}
+	emit(out)
+	for r := range rows {
+		if err := p.last.Update(ctx, r.Page); err != nil {
+			return err
+		}
+		if err := p.pages.AppendValue(ctx, r.Page); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *ttlProcessor) HandleExpiredTimer(context.Context, string, typed.TimerValues, typed.ExpiredTimerInfo, func(userPages)) error {
+	return nil
+}
+
+func (p *ttlProcessor) Close() error { return nil }
+
+// TestProcessorTTL: values with a time to live are gone at their expiry
+// (processing time of the write + TTL), list entries one by one, a write
+// resets the expiry, and the store's entries are removed in the batch in
+// which they expire, also without new data and across a restart.
+func TestProcessorTTL(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	clock := runtime.NewManualClock(at(0))
+	sink := newSink[userPages]()
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	w := typed.WriteTo(typed.TransformWithState(byUser, &ttlProcessor{ttl: 10 * time.Second}, typed.TimeModeProcessingTime, typed.Update), sink)
+	ck := newCheckpoint()
+	var q *typed.Query
+	start := func() {
+		var err error
+		q, err = w.Start(context.Background(), ck.opts(runtime.WithManualClock(clock), runtime.WithTrigger(runtime.ProcessingTime(time.Second)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := clock.WaitUntilWaiting(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step := func(d time.Duration, rows ...fixtures.Click) (last runtime.QueryProgress) {
+		t.Helper()
+		m.Add(rows...)
+		clock.Advance(d)
+		if err := clock.WaitUntilWaiting(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := q.LastProgress()
+		return p
+	}
+	lastOut := func() string {
+		rows := sink.rows()
+		return strings.Join(rows[len(rows)-1].Pages, ",")
+	}
+	start()
+	p := step(time.Second, fixtures.Click{User: "a", Page: "p1"}) // t=1s: writes expire at 11s
+	if p.StateOperators[0].NumRowsTotal != 2 {
+		t.Fatalf("state rows after the first write: %d, want 2", p.StateOperators[0].NumRowsTotal)
+	}
+	step(5*time.Second, fixtures.Click{User: "a", Page: "p2"}) // t=6s: last resets to 16s; p2 expires at 16s
+	if got := lastOut(); got != "last:p1,p1" {
+		t.Fatalf("at 6s a sees %q, want last:p1,p1", got)
+	}
+	q.Stop()
+	start()
+	// t=11s: p1's list entry has expired; no data arrives, but a batch
+	// runs to remove it.
+	p = step(5 * time.Second)
+	if p.NumInputRows != 0 || p.StateOperators[0].NumRowsRemoved != 1 || p.StateOperators[0].NumRowsTotal != 2 {
+		t.Fatalf("at 11s: %+v, want a batch without data removing one entry, two left", p.StateOperators[0])
+	}
+	step(time.Second, fixtures.Click{User: "a", Page: "p3"}) // t=12s
+	if got := lastOut(); got != "last:p2,p2" {
+		t.Fatalf("at 12s a sees %q, want last:p2,p2 (p1 expired)", got)
+	}
+	// t=30s: everything has expired.
+	p = step(18 * time.Second)
+	if p.StateOperators[0].NumRowsTotal != 0 {
+		t.Fatalf("at 30s %d state rows are left, want 0", p.StateOperators[0].NumRowsTotal)
+	}
+	q.Stop()
+	// The expired entries are gone from the store itself.
+	store, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: ck.fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := store.NewBatch()
+	for id := range uint8(2) {
+		b.ScanVar(runtime.Var{Variable: id}, func(key, suffix, _ []byte) error {
+			t.Errorf("variable %d: entry %q/%x left in the store after it expired", id, key, suffix)
+			return nil
+		})
+	}
+	b.Close()
+	store.Close()
+	start()
+	step(time.Second, fixtures.Click{User: "a", Page: "p4"})
+	if got := lastOut(); got != "" {
+		t.Fatalf("at 31s a sees %q, want nothing", got)
+	}
+	q.Stop()
+}
+
+// timerProcessor registers a timer 5 s after each call with rows and
+// deletes the previous one; expired timers emit what ListTimers shows.
+type timerProcessor struct {
+	h    *typed.Handle
+	last *typed.ValueState[int64]
+}
+
+func (p *timerProcessor) Init(h *typed.Handle) error {
+	p.h = h
+	p.last = typed.NewValueState[int64](h, "timer")
+	return nil
+}
+
+func (p *timerProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], timers typed.TimerValues, emit func(userPages)) error {
+	if prev, ok, err := p.last.Get(ctx); err != nil {
+		return err
+	} else if ok {
+		if err := p.h.DeleteTimer(ctx, time.Unix(0, prev)); err != nil {
+			return err
+		}
+	}
+	at := timers.CurrentProcessingTime().Add(5 * time.Second)
+	if err := p.h.RegisterTimer(ctx, at); err != nil {
+		return err
+	}
+	return p.last.Update(ctx, at.UnixNano())
+}
+
+func (p *timerProcessor) HandleExpiredTimer(ctx context.Context, user string, timers typed.TimerValues, expired typed.ExpiredTimerInfo, emit func(userPages)) error {
+	listed, err := p.h.ListTimers(ctx)
+	if err != nil {
+		return err
+	}
+	out := userPages{User: user}
+	for _, l := range listed {
+		out.Pages = append(out.Pages, fmt.Sprint(l.Sub(at(0))))
+	}
+	out.Pages = append(out.Pages, "fired:"+fmt.Sprint(expired.ExpiryTime().Sub(at(0))), "now:"+fmt.Sprint(timers.CurrentProcessingTime().Sub(at(0))))
+	emit(out)
+	return nil
+}
+
+func (p *timerProcessor) Close() error { return nil }
+
+// TestProcessorTimers: a timer fires once, in the first batch whose
+// processing time is strictly after it, also without new data, and
+// survives a restart; a deleted timer never fires; ListTimers in
+// HandleExpiredTimer lists the timer that is firing.
+func TestProcessorTimers(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	clock := runtime.NewManualClock(at(0))
+	sink := newSink[userPages]()
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	w := typed.WriteTo(typed.TransformWithState(byUser, &timerProcessor{}, typed.TimeModeProcessingTime, typed.Append), sink)
+	ck := newCheckpoint()
+	var q *typed.Query
+	start := func() {
+		var err error
+		if q, err = w.Start(context.Background(), ck.opts(runtime.WithManualClock(clock), runtime.WithTrigger(runtime.ProcessingTime(time.Second)))...); err != nil {
+			t.Fatal(err)
+		}
+		clock.WaitUntilWaiting(context.Background())
+	}
+	step := func(d time.Duration, rows ...fixtures.Click) {
+		m.Add(rows...)
+		clock.Advance(d)
+		clock.WaitUntilWaiting(context.Background())
+	}
+	start()
+	step(time.Second, click("a", 0), click("b", 0)) // t=1s: timers at 6s
+	step(2*time.Second, click("b", 0))              // t=3s: b's moves to 8s
+	q.Stop()
+	start()
+	step(3 * time.Second) // t=6s: a's is not strictly before 6s
+	if n := len(sink.rows()); n != 0 {
+		t.Fatalf("%d rows at 6s, want none", n)
+	}
+	step(time.Second) // t=7s: a's fires
+	step(time.Second) // t=8s: nothing
+	step(time.Second) // t=9s: b's fires
+	step(10 * time.Second)
+	q.Stop()
+	var got []string
+	for _, r := range sink.rows() {
+		got = append(got, r.User+" "+strings.Join(r.Pages, " "))
+	}
+	want := []string{"a 6s fired:6s now:7s", "b 8s fired:8s now:9s"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("timers fired: %q, want %q", got, want)
+	}
+}
+
+// misuseProcessor declares a variable outside Init and uses a timer
+// under TimeModeNone.
+type misuseProcessor struct {
+	h   *typed.Handle
+	mu  sync.Mutex
+	err []error
+}
+
+func (p *misuseProcessor) Init(h *typed.Handle) error { p.h = h; return nil }
+
+func (p *misuseProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(userPages)) error {
+	v := typed.NewValueState[int64](p.h, "late")
+	_, _, err1 := v.Get(ctx)
+	err2 := p.h.RegisterTimer(ctx, at(100))
+	p.mu.Lock()
+	p.err = append(p.err, err1, err2)
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *misuseProcessor) HandleExpiredTimer(context.Context, string, typed.TimerValues, typed.ExpiredTimerInfo, func(userPages)) error {
+	return nil
+}
+
+func (p *misuseProcessor) Close() error { return nil }
+
+// TestProcessorMisuse: a state variable declared outside Init, and a
+// timer under TimeModeNone, are errors (Spark's invalid handle state), and
+// so is a state operation with a context that is not a handler's.
+func TestProcessorMisuse(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 1))
+	p := &misuseProcessor{}
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	if err := runToEnd(t, typed.WriteTo(typed.TransformWithState(byUser, p, typed.TimeModeNone, typed.Append), newSink[userPages]()), newCheckpoint().opts()...); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.err) != 2 || !errors.Is(p.err[0], typed.ErrInvalidHandleState) || !strings.Contains(p.err[0].Error(), "outside Init") ||
+		!errors.Is(p.err[1], typed.ErrInvalidHandleState) || !strings.Contains(p.err[1].Error(), "TimeModeNone") {
+		t.Fatalf("errors: %v", p.err)
+	}
+	pp := &pagesProcessor{}
+	if err := pp.Init(&typed.Handle{}); err == nil {
+		if _, _, err := pp.count.Get(context.Background()); !errors.Is(err, typed.ErrInvalidHandleState) {
+			t.Fatalf("a variable used outside a handler: %v", err)
+		}
+	}
+}
+
+// versionedProcessor declares what its version says, to test how a
+// checkpoint's variables change between versions.
+type versionedProcessor struct {
+	version int
+	count   *typed.ValueState[int64]
+	extra   *typed.ValueState[int64]
+	asList  *typed.ListState[int64]
+}
+
+func (p *versionedProcessor) Init(h *typed.Handle) error {
+	switch p.version {
+	case 1:
+		p.count = typed.NewValueState[int64](h, "count")
+		p.extra = typed.NewValueState[int64](h, "extra")
+	case 2: // a variable added, one deleted
+		p.count = typed.NewValueState[int64](h, "count")
+		p.asList = typed.NewListState[int64](h, "added")
+		h.DeleteIfExists("extra")
+	case 3: // "count" becomes a list: refused
+		p.asList = typed.NewListState[int64](h, "count")
+	}
+	return nil
+}
+
+func (p *versionedProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(userPages)) error {
+	var n int64
+	for range rows {
+		n++
+	}
+	if p.count != nil {
+		c, _, err := p.count.Get(ctx)
+		if err != nil {
+			return err
+		}
+		n += c
+		if err := p.count.Update(ctx, n); err != nil {
+			return err
+		}
+	}
+	if p.extra != nil {
+		if err := p.extra.Update(ctx, 42); err != nil {
+			return err
+		}
+	}
+	if p.asList != nil {
+		if err := p.asList.AppendValue(ctx, n); err != nil {
+			return err
+		}
+	}
+	emit(userPages{User: user, Count: n})
+	return nil
+}
+
+func (p *versionedProcessor) HandleExpiredTimer(context.Context, string, typed.TimerValues, typed.ExpiredTimerInfo, func(userPages)) error {
+	return nil
+}
+
+func (p *versionedProcessor) Close() error { return nil }
+
+// TestProcessorSchemaChanges: adding a variable is compatible (its data
+// starts empty, and a new variable never reads another's), DeleteIfExists
+// drops a variable's data, and changing a variable's kind is refused at
+// Start with its name.
+func TestProcessorSchemaChanges(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	ck := newCheckpoint()
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	run := func(version int) (*batchSink[userPages], error) {
+		sink := newSink[userPages]()
+		w := typed.WriteTo(typed.TransformWithState(byUser, &versionedProcessor{version: version}, typed.TimeModeNone, typed.Update), sink)
+		q, err := w.Start(context.Background(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			return nil, err
+		}
+		return sink, q.AwaitTermination()
+	}
+	m.Add(click("a", 1), click("a", 2))
+	if _, err := run(1); err != nil {
+		t.Fatal(err)
+	}
+	m.Add(click("a", 3))
+	sink, err := run(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := sink.rows(); len(rows) != 1 || rows[0].Count != 3 {
+		t.Fatalf("version 2 output %+v, want a count of 3", rows)
+	}
+	m.Add(click("a", 4))
+	_, err = run(3)
+	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), `state variable "count" was a value state, is now a list state`) {
+		t.Fatalf("version 3: err = %v", err)
+	}
+}
+
+// initialProcessor counts per user, starting from an initial count.
+type initialProcessor struct{ pagesProcessor }
+
+func (p *initialProcessor) HandleInitialState(ctx context.Context, user string, initial int64, _ typed.TimerValues) error {
+	return p.count.Update(ctx, initial)
+}
+
+// TestProcessorInitialState: the initial state is handed to
+// HandleInitialState in the first batch, before its rows (which see it);
+// a restart ignores it; a key given twice fails Start.
+func TestProcessorInitialState(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	ck := newCheckpoint()
+	sink := newSink[userPages]()
+	initial := typed.ProcessorInitialState(typed.Pair[string, int64]{Key: "a", State: 10}, typed.Pair[string, int64]{Key: "b", State: 20})
+	w := typed.WriteTo(typed.TransformWithState(byUser, &initialProcessor{}, typed.TimeModeNone, typed.Update, initial), sink)
+	m.Add(click("a", 1))
+	if err := runToEnd(t, w, ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	m.Add(click("b", 2), click("c", 3))
+	if err := runToEnd(t, w, ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, r := range sink.rows() {
+		got[r.User] = r.Count
+	}
+	if fmt.Sprint(got) != fmt.Sprint(map[string]int64{"a": 11, "b": 21, "c": 1}) {
+		t.Fatalf("counts %v, want a 11, b 21, c 1", got)
+	}
+	twice := typed.ProcessorInitialState(typed.Pair[string, int64]{Key: "a", State: 1}, typed.Pair[string, int64]{Key: "a", State: 2})
+	_, err := typed.WriteTo(typed.TransformWithState(byUser, &initialProcessor{}, typed.TimeModeNone, typed.Update, twice), sink).Start(context.Background(), newCheckpoint().opts()...)
+	if err == nil || !strings.Contains(err.Error(), "key a more than once") {
+		t.Fatalf("a key twice: err = %v", err)
+	}
+}
