@@ -289,6 +289,18 @@ func (k *KeyState) Get(variable uint8, suffix []byte) ([]byte, bool, error) {
 	return v, ok, k.check(err)
 }
 
+// Written reports whether the batch may hold writes of the key's state
+// (from an earlier call, or an initial state): until it does, a caller that
+// tracks its own writes may read the rest with GetCommitted.
+func (k *KeyState) Written() bool { return k.b.ops[k.op].isDirty(k.group) }
+
+// GetCommitted reads the key's entry as committed, without the batch's
+// writes: for a caller that knows the batch has not written it.
+func (k *KeyState) GetCommitted(variable uint8, suffix []byte) ([]byte, bool, error) {
+	v, ok, err := k.b.state.get(k.v(variable), k.key, suffix, true)
+	return v, ok, k.check(err)
+}
+
 // Put sets the key's value of variable (suffix nil) or an entry of it.
 func (k *KeyState) Put(variable uint8, suffix, value []byte) error {
 	k.wrote()

@@ -224,6 +224,15 @@ type keyScope struct {
 	mu  *sync.Mutex
 	k   *runtime.KeyState
 	now time.Time
+	// written holds the entries the call wrote (by variable id and
+	// suffix; nil for a deleted one), so that reading them back costs no
+	// read of the batch; nextSeq the next sequence number of each list
+	// the call appended to.
+	written map[string][]byte
+	nextSeq map[uint8]uint64
+	// clean is true when the batch held no write of the key when the call
+	// began: then what the call did not write is read as committed.
+	clean bool
 }
 
 func (s *keyScope) lock() func() {

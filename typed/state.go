@@ -37,10 +37,35 @@ func (v *variable) scope(ctx context.Context, what string) (*keyScope, error) {
 	return scopeOf(ctx, v.name+"."+what)
 }
 
+// entryName names an entry in keyScope.written.
+func entryName(id uint8, suffix []byte) string {
+	return string(append([]byte{id}, suffix...))
+}
+
+// remember records an entry the call wrote (raw nil: deleted).
+func (s *keyScope) remember(id uint8, suffix, raw []byte) {
+	if s.written == nil {
+		s.written = map[string][]byte{}
+	}
+	s.written[entryName(id, suffix)] = raw
+}
+
+// get reads an entry as stored (with its expiry): what the call wrote, or
+// the batch's.
+func (s *keyScope) get(id uint8, suffix []byte) (raw []byte, ok bool, err error) {
+	if raw, found := s.written[entryName(id, suffix)]; found {
+		return raw, raw != nil, nil
+	}
+	if s.clean {
+		return s.k.GetCommitted(id, suffix)
+	}
+	return s.k.Get(id, suffix)
+}
+
 // live reads an entry written with an expiry and returns its value, or
 // ok false when it is absent or expired.
 func (s *keyScope) live(id uint8, suffix []byte) (value []byte, ok bool, err error) {
-	raw, ok, err := s.k.Get(id, suffix)
+	raw, ok, err := s.get(id, suffix)
 	if err != nil || !ok {
 		return nil, false, err
 	}
@@ -56,26 +81,29 @@ func (s *keyScope) live(id uint8, suffix []byte) (value []byte, ok bool, err err
 
 // put writes an entry, counting a new one as added.
 func (s *keyScope) put(v *variable, suffix, value []byte) error {
-	_, existed, err := s.k.Get(v.id, suffix)
+	_, existed, err := s.get(v.id, suffix)
 	if err != nil {
 		return err
 	}
-	if err := s.k.PutExpiring(v.id, suffix, value, expiry(s.now, v.ttl)); err != nil {
+	at := expiry(s.now, v.ttl)
+	if err := s.k.PutExpiring(v.id, suffix, value, at); err != nil {
 		return err
 	}
+	s.remember(v.id, suffix, runtime.AppendExpiring(nil, at, value))
 	s.k.Updated(!existed)
 	return nil
 }
 
 // remove deletes an entry that is there.
 func (s *keyScope) remove(v *variable, suffix []byte) error {
-	_, existed, err := s.k.Get(v.id, suffix)
+	_, existed, err := s.get(v.id, suffix)
 	if err != nil || !existed {
 		return err
 	}
 	if err := s.k.Delete(v.id, suffix); err != nil {
 		return err
 	}
+	s.remember(v.id, suffix, nil)
 	s.k.Removed()
 	return nil
 }
@@ -83,6 +111,9 @@ func (s *keyScope) remove(v *variable, suffix []byte) error {
 // entries returns the live entries of variable v, in suffix order, copied.
 func (s *keyScope) entries(v *variable) (suffixes, values [][]byte, err error) {
 	err = s.k.Scan(v.id, func(suffix, raw []byte) error {
+		if v.kind == "list" && len(suffix) == 0 {
+			return nil // the list's header
+		}
 		at, value, err := runtime.ReadExpiring(raw)
 		if err != nil {
 			return err
@@ -110,8 +141,10 @@ func (s *keyScope) clear(v *variable) error {
 		if err := s.k.Delete(v.id, suffix); err != nil {
 			return err
 		}
+		s.remember(v.id, suffix, nil)
 		s.k.Removed()
 	}
+	delete(s.nextSeq, v.id)
 	return nil
 }
 
@@ -190,7 +223,8 @@ func (s *ValueState[T]) Clear(ctx context.Context) error {
 
 // ListState is a state variable holding a list per key, as Spark's
 // ListState: appending costs one write, whatever the list's length, and
-// with a time to live each element expires on its own.
+// with a time to live each element expires on its own. A list's entries
+// are its elements and a header (which counts as a state row too).
 type ListState[T any] struct {
 	v     *variable
 	codec valueCodec[T]
@@ -281,17 +315,27 @@ func (s *ListState[T]) AppendList(ctx context.Context, values []T) error {
 
 // append writes values after the list's last element: each under the next
 // sequence number, 8 bytes big-endian, so the entries' order is the list's.
+//
+// The list's header, the entry with no suffix, holds the next sequence
+// number, so that an append reads one entry rather than seeking the last.
 func (s *ListState[T]) append(sc *keyScope, values []T) error {
-	last, ok, err := sc.k.LastSuffix(s.v.id)
-	if err != nil {
-		return err
-	}
-	var seq uint64
-	if ok {
-		if len(last) != 8 {
-			return sc.k.Fail(fmt.Errorf("state %q: a list entry's suffix has %d bytes", s.v.name, len(last)))
+	seq, known := sc.nextSeq[s.v.id]
+	if !known {
+		raw, ok, err := sc.get(s.v.id, nil)
+		if err != nil {
+			return err
 		}
-		seq = binary.BigEndian.Uint64(last) + 1
+		if ok {
+			_, header, err := runtime.ReadExpiring(raw)
+			if err != nil {
+				return sc.k.Fail(err)
+			}
+			n, w := binary.Uvarint(header)
+			if w <= 0 {
+				return sc.k.Fail(fmt.Errorf("state %q: the list's header is corrupt", s.v.name))
+			}
+			seq = n
+		}
 	}
 	var suffix [8]byte
 	for i := range values {
@@ -306,7 +350,13 @@ func (s *ListState[T]) append(sc *keyScope, values []T) error {
 		}
 		sc.k.Updated(true)
 	}
-	return nil
+	if sc.nextSeq == nil {
+		sc.nextSeq = map[uint8]uint64{}
+	}
+	sc.nextSeq[s.v.id] = seq
+	// The header expires with the last element appended: once it has,
+	// every element has, and numbering starts again.
+	return sc.put(s.v, nil, binary.AppendUvarint(nil, seq))
 }
 
 // Clear removes the key's list.

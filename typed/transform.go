@@ -139,7 +139,7 @@ func (o *processorOp[K, In, Out]) InitialState(ctx context.Context, b *runtime.B
 
 // scoped returns ctx scoped to k's state.
 func (o *processorOp[K, In, Out]) scoped(ctx context.Context, k *runtime.KeyState, b *runtime.Batch) context.Context {
-	return context.WithValue(ctx, scopeKey{}, &keyScope{mu: &o.mu, k: k, now: b.Now})
+	return context.WithValue(ctx, scopeKey{}, &keyScope{mu: &o.mu, k: k, now: b.Now, clean: !k.Written()})
 }
 
 // guard runs a handler, turning a panic into an error with the key and
