@@ -351,4 +351,3 @@ func (s *processorScript) settle(t *testing.T) string {
 	}
 	return b.String()
 }
-
