@@ -299,55 +299,7 @@ func (s *processorScript) stop() {
 }
 
 // settle waits until the query waits on the clock, and prints the batches
-// that ran since the last print: their output and the operator's state
-// rows.
+// that ran since the last print, their output in order.
 func (s *processorScript) settle(t *testing.T) string {
-	if s.q == nil {
-		return "no query\n"
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	q := s.q
-	go func() {
-		select {
-		case <-q.Done():
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	waitErr := s.clock.WaitUntilWaiting(ctx)
-	var b strings.Builder
-	batches := s.sink.snapshot()
-	for _, p := range s.q.RecentProgress() {
-		if p.BatchID <= s.shown {
-			continue
-		}
-		s.shown = p.BatchID
-		wm := "none"
-		if w, ok := p.EventTime["watermark"]; ok {
-			at, _ := time.Parse(time.RFC3339Nano, w)
-			wm = "@" + strconv.FormatFloat(at.Sub(scriptEpoch).Seconds(), 'f', -1, 64)
-		}
-		fmt.Fprintf(&b, "batch %d at t=%v watermark=%s\n", p.BatchID, p.Timestamp.Sub(scriptEpoch), wm)
-		for _, row := range batches[p.BatchID] {
-			fmt.Fprintf(&b, "  %s\n", row)
-		}
-		for _, op := range p.StateOperators {
-			fmt.Fprintf(&b, "  state rows: total=%d updated=%d removed=%d late=%d\n", op.NumRowsTotal, op.NumRowsUpdated, op.NumRowsRemoved, op.NumRowsDroppedByWatermark)
-		}
-	}
-	select {
-	case <-s.q.Done():
-		if err := s.q.Err(); err != nil {
-			fmt.Fprintf(&b, "error: %v\n", err)
-		} else {
-			b.WriteString("stopped\n")
-		}
-		s.q = nil
-	default:
-		if waitErr != nil {
-			t.Fatalf("the query did not settle: %v", waitErr)
-		}
-	}
-	return b.String()
+	return settleQuery(t, &s.q, s.clock, &s.shown, func(id int64) []string { return s.sink.snapshot()[id] })
 }

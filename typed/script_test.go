@@ -249,50 +249,62 @@ func (s *script) stop() {
 // settle waits until the query waits on the clock (or ends), and prints
 // the batches that ran since the last print.
 func (s *script) settle(t *testing.T) string {
-	if s.q == nil {
+	return settleQuery(t, &s.q, s.clock, &s.shown, func(id int64) []string {
+		var lines []string
+		for _, r := range s.sink.snapshot()[id] {
+			lines = append(lines, rowText(r))
+		}
+		slices.Sort(lines)
+		return lines
+	})
+}
+
+// settleQuery waits until *q waits on clock (or ends), and prints the
+// batches that ran after batch *shown: id, time, watermark, the lines rows
+// gives for the batch's output, and the operators' state rows. A query
+// that ended is printed as such and *q set to nil.
+func settleQuery(t *testing.T, q **typed.Query, clock *runtime.ManualClock, shown *int64, rows func(batchID int64) []string) string {
+	if *q == nil {
 		return "no query\n"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	q := s.q
+	query := *q
 	go func() {
 		select {
-		case <-q.Done():
+		case <-query.Done():
 			cancel()
 		case <-ctx.Done():
 		}
 	}()
-	waitErr := s.clock.WaitUntilWaiting(ctx)
+	waitErr := clock.WaitUntilWaiting(ctx)
 	var b strings.Builder
-	batches := s.sink.snapshot()
-	for _, p := range s.q.RecentProgress() {
-		if p.BatchID <= s.shown {
+	for _, p := range query.RecentProgress() {
+		if p.BatchID <= *shown {
 			continue
 		}
-		s.shown = p.BatchID
+		*shown = p.BatchID
 		wm := "none"
 		if w, ok := p.EventTime["watermark"]; ok {
 			at, _ := time.Parse(time.RFC3339Nano, w)
 			wm = "@" + strconv.FormatFloat(at.Sub(scriptEpoch).Seconds(), 'f', -1, 64)
 		}
 		fmt.Fprintf(&b, "batch %d at t=%v watermark=%s\n", p.BatchID, p.Timestamp.Sub(scriptEpoch), wm)
-		rows := slices.Clone(batches[p.BatchID])
-		slices.SortFunc(rows, func(a, b fixtures.UserCount) int { return strings.Compare(rowText(a), rowText(b)) })
-		for _, r := range rows {
-			fmt.Fprintf(&b, "  %s\n", rowText(r))
+		for _, line := range rows(p.BatchID) {
+			fmt.Fprintf(&b, "  %s\n", line)
 		}
 		for _, op := range p.StateOperators {
 			fmt.Fprintf(&b, "  state rows: total=%d updated=%d removed=%d late=%d\n", op.NumRowsTotal, op.NumRowsUpdated, op.NumRowsRemoved, op.NumRowsDroppedByWatermark)
 		}
 	}
 	select {
-	case <-s.q.Done():
-		if err := s.q.Err(); err != nil {
+	case <-query.Done():
+		if err := query.Err(); err != nil {
 			fmt.Fprintf(&b, "error: %v\n", err)
 		} else {
 			b.WriteString("stopped\n")
 		}
-		s.q = nil
+		*q = nil
 	default:
 		if waitErr != nil {
 			t.Fatalf("the query did not settle: %v", waitErr)

@@ -242,13 +242,16 @@ func NewListState[T any](h *Handle, name string, opts ...StateOption) *ListState
 }
 
 // Exists reports whether the key's list has an element.
-func (s *ListState[T]) Exists(ctx context.Context) (bool, error) {
-	sc, err := s.v.scope(ctx, "Exists")
+func (s *ListState[T]) Exists(ctx context.Context) (bool, error) { return s.v.exists(ctx) }
+
+// exists reports whether the key has a live entry of v.
+func (v *variable) exists(ctx context.Context) (bool, error) {
+	sc, err := v.scope(ctx, "Exists")
 	if err != nil {
 		return false, err
 	}
 	defer sc.lock()()
-	_, values, err := sc.entries(s.v)
+	_, values, err := sc.entries(v)
 	return len(values) > 0, err
 }
 
@@ -403,15 +406,7 @@ func (s *MapState[MK, V]) suffix(sc *keyScope, k MK) ([]byte, error) {
 }
 
 // Exists reports whether the key's map has an entry.
-func (s *MapState[MK, V]) Exists(ctx context.Context) (bool, error) {
-	sc, err := s.v.scope(ctx, "Exists")
-	if err != nil {
-		return false, err
-	}
-	defer sc.lock()()
-	_, values, err := sc.entries(s.v)
-	return len(values) > 0, err
-}
+func (s *MapState[MK, V]) Exists(ctx context.Context) (bool, error) { return s.v.exists(ctx) }
 
 // GetValue returns the value of k and whether the map has it.
 func (s *MapState[MK, V]) GetValue(ctx context.Context, k MK) (value V, ok bool, err error) {
