@@ -2,7 +2,8 @@
 // records (From, FromMemory, Map, Filter, FlatMap, Union, WithWatermark),
 // grouping by key (GroupByKey), Spark's mapGroupsWithState and
 // flatMapGroupsWithState with GroupState, timeouts, output modes and
-// initial state, sinks (NewMemorySink, ConsoleSink, FilesSink,
+// initial state, Spark 4's transformWithState (StatefulProcessor, value,
+// list and map state with TTL, timers, concurrent handlers), sinks (NewMemorySink, ConsoleSink, FilesSink,
 // ForeachSink), and WriteTo(...).Start, which compiles the pipeline into a
 // runtime.Plan and starts a query in package runtime.
 //
