@@ -1,16 +1,16 @@
 // Package cli holds what the example programs share: their flags, the
 // built-in sample of sensor readings, and the wiring of sources, sinks and
-// the checkpoint from those flags.
+// the checkpoint from those flags. Main runs an example over the sensor
+// readings; RunExample, one over records and a sample of its own.
 package cli
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/streamgen/streamgen/codec"
@@ -28,19 +28,59 @@ type Flags struct {
 	Trigger            string
 	DeadLetter         string
 	Flush              bool
+	// Concurrency is -concurrency, at least 1; it is 1 in an example
+	// without the flag.
+	Concurrency int
 }
 
 // Register defines the flags on fs. withFlush adds -flush.
 func (f *Flags) Register(fs *flag.FlagSet, withFlush bool) {
+	f.register(fs, flagSet{flush: withFlush})
+}
+
+// flagSet says which of the optional flags an example has, and the
+// defaults that differ between examples.
+type flagSet struct {
+	flush, concurrency bool
+	maxFilesPerTrigger int // the default of -max-files-per-trigger
+}
+
+func (f *Flags) register(fs *flag.FlagSet, set flagSet) {
 	fs.StringVar(&f.Input, "input", "", "directory of JSON-lines files (*.json, *.jsonl), read in lexical order; default: a built-in deterministic sample")
 	fs.StringVar(&f.Output, "output", "", "directory for the output, JSON lines, one file per batch; default: a console table")
 	fs.StringVar(&f.Checkpoint, "checkpoint", "", "checkpoint directory; running again with the same one resumes; default: a temporary directory removed at exit")
-	fs.IntVar(&f.MaxFilesPerTrigger, "max-files-per-trigger", 0, "at most this many input files per batch (0: no limit)")
+	fs.IntVar(&f.MaxFilesPerTrigger, "max-files-per-trigger", set.maxFilesPerTrigger, "at most this many input files per batch (0: no limit)")
 	fs.StringVar(&f.Trigger, "trigger", "availableNow", "availableNow (process what is there and exit), once, or an interval such as 10s")
 	fs.StringVar(&f.DeadLetter, "dead-letter", "", "directory for input lines that do not decode (default: logged)")
-	if withFlush {
+	if set.flush {
 		fs.BoolVar(&f.Flush, "flush", false, "when the input ends, move the watermark past every pending timeout so every open group is emitted")
 	}
+	f.Concurrency = 1
+	if set.concurrency {
+		fs.Var(positiveInt{&f.Concurrency}, "concurrency", "handle up to `N` keys of a batch at once (the output is the same for any N)")
+	}
+}
+
+// positiveInt is an int flag that refuses values below 1.
+type positiveInt struct{ p *int }
+
+func (v positiveInt) String() string {
+	if v.p == nil { // the zero value, which PrintDefaults makes
+		return "0"
+	}
+	return strconv.Itoa(*v.p)
+}
+
+func (v positiveInt) Set(s string) error {
+	n, err := strconv.Atoi(s)
+	switch {
+	case err != nil:
+		return errors.New("not an integer")
+	case n < 1:
+		return errors.New("at least 1")
+	}
+	*v.p = n
+	return nil
 }
 
 // Run is an example's setup done from its flags.
@@ -50,10 +90,14 @@ type Run struct {
 	cleanup []func()
 }
 
-// Setup turns the flags into a source and query options. sampleFiles is
-// the built-in sample, written to a temporary directory when -input is not
+// Setup turns the flags into a source and query options, with the
+// built-in sample of sensor readings (WriteSample) when -input is not
 // given.
-func (f *Flags) Setup() (*Run, error) {
+func (f *Flags) Setup() (*Run, error) { return f.SetupWith(WriteSample) }
+
+// SetupWith is Setup with another built-in sample: writeSample writes it
+// into an empty temporary directory when -input is not given.
+func (f *Flags) SetupWith(writeSample func(dir string) error) (*Run, error) {
 	r := &Run{}
 	input := f.Input
 	if input == "" {
@@ -62,7 +106,7 @@ func (f *Flags) Setup() (*Run, error) {
 			return nil, fmt.Errorf("the built-in sample: %w", err)
 		}
 		r.cleanup = append(r.cleanup, func() { os.RemoveAll(dir) })
-		if err := WriteSample(dir); err != nil {
+		if err := writeSample(dir); err != nil {
 			r.Close()
 			return nil, fmt.Errorf("the built-in sample: %w", err)
 		}
@@ -129,43 +173,26 @@ func Sink[T any, P codec.RecordPtr[T]](f *Flags, w io.Writer) typed.Sink[T] {
 // gives: pass it to Exit.
 func Main[T any, P codec.RecordPtr[T]](name string, args []string, stdout io.Writer, withFlush bool,
 	pipeline func(typed.Stream[sensor.Event]) typed.Stream[T]) error {
-	// Two signals fit: the one that stops the query and the one that
-	// ends the program; signal.Notify drops what does not fit.
-	signals := make(chan os.Signal, 2)
-	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(signals)
-	return run[T, P](name, args, stdout, os.Stderr, signals, withFlush, pipeline)
+	return RunExample[sensor.Event, T, *sensor.Event, P](sensorExample(name, withFlush, pipeline), args, stdout)
 }
 
 // run is Main with stderr and the signals given, for tests.
 func run[T any, P codec.RecordPtr[T]](name string, args []string, stdout, stderr io.Writer, signals <-chan os.Signal, withFlush bool,
 	pipeline func(typed.Stream[sensor.Event]) typed.Stream[T]) error {
-	var flags Flags
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() { usage(fs) }
-	flags.Register(fs, withFlush)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil // asked for, and printed
-		}
-		return &UsageError{Err: err}
+	return runWith[sensor.Event, T, *sensor.Event, P](sensorExample(name, withFlush, pipeline), args, stdout, stderr, signals)
+}
+
+// sensorExample is Main's example: the sensor readings, with the sample
+// of WriteSample.
+func sensorExample[T any](name string, withFlush bool, pipeline func(typed.Stream[sensor.Event]) typed.Stream[T]) Example[sensor.Event, T] {
+	return Example[sensor.Event, T]{
+		Name:   name,
+		Sample: WriteSample,
+		Flush:  withFlush,
+		Pipeline: func(in typed.Stream[sensor.Event], _ *Flags) (typed.Stream[T], error) {
+			return pipeline(in), nil
+		},
 	}
-	setup, err := flags.Setup()
-	if err != nil {
-		return err
-	}
-	defer setup.Close()
-	// A run on the built-in sample cannot be resumed even with
-	// -checkpoint: the sample's temporary directory names the source, and
-	// the next run's is another.
-	w := &watch{name: name, stderr: stderr, resumable: flags.Checkpoint != "" && flags.Input != ""}
-	out := pipeline(typed.From[sensor.Event](setup.Source))
-	q, err := typed.WriteTo(out, Sink[T, P](&flags, stdout)).Start(context.Background(), append(setup.Options, runtime.Listener(w))...)
-	if err != nil {
-		return err
-	}
-	return w.wait(q, signals)
 }
 
 // usage prints the flags and what the exit status says.
