@@ -3,6 +3,7 @@ package typed
 import (
 	"context"
 	"fmt"
+	"io"
 	"reflect"
 	goruntime "runtime"
 	"runtime/debug"
@@ -32,6 +33,16 @@ type compiler struct {
 	lateOp int
 	// errs are what compiling found wrong (a processor's Init failed).
 	errs []error
+	// closers are closed when the query stops, or when its start fails.
+	closers []io.Closer
+}
+
+// closeAll closes what the compiled pipeline opened, for a start that
+// failed.
+func (c *compiler) closeAll() {
+	for _, cl := range c.closers {
+		cl.Close()
+	}
 }
 
 // operatorInfo is what the query's checks need of an operator.

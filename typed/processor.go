@@ -80,15 +80,31 @@ func (e ExpiredTimerInfo) ExpiryTime() time.Time { return e.expiry }
 // their methods (from the handler's own goroutines too, until it
 // returns). It is cancelled when the query stops.
 //
-// Init is called once when a query starts, before any handler; Close when
-// it stops. A query calls the handlers of one key one at a time; with
-// Concurrency(n), handlers of different keys run on up to n goroutines, so
-// a processor's own fields must then be safe for concurrent use.
+// Init is called at every start of a query, before any handler; Close, if
+// the processor has it (io.Closer), when the query stops, or when its start
+// fails after Init. HandleExpiredTimer (ExpiredTimerHandler) is needed only
+// by a processor that registers timers; without it, a timer that fires
+// does nothing, as Spark's default. A query calls the handlers of one key
+// one at a time; with Concurrency(n), handlers of different keys run on up
+// to n goroutines, so a processor's own fields must then be safe for
+// concurrent use.
+//
+// rows may be ranged over, any number of times, during the call only.
+// emit may be called from the handler's goroutines too; the calls are
+// serialised, and their rows reach the sink in the order of the calls. A
+// handler that returns because its ctx was cancelled should return an
+// error that wraps ctx.Err() (%w), so that the query reports a stop, not a
+// failure.
 type StatefulProcessor[K comparable, In, Out any] interface {
 	Init(h *Handle) error
 	HandleInputRows(ctx context.Context, key K, rows iter.Seq[In], timers TimerValues, emit func(Out)) error
+}
+
+// ExpiredTimerHandler is implemented by a processor that handles its
+// timers: HandleExpiredTimer is called once per timer due, after the
+// batch's rows.
+type ExpiredTimerHandler[K comparable, Out any] interface {
 	HandleExpiredTimer(ctx context.Context, key K, timers TimerValues, expired ExpiredTimerInfo, emit func(Out)) error
-	Close() error
 }
 
 // InitialStateHandler is implemented by a processor that takes an initial
@@ -265,17 +281,29 @@ func (s *keyScope) Timers(fn func(time.Time) error) error {
 	return s.k.Timers(fn)
 }
 
-// ProcessorOption configures TransformWithState.
-type ProcessorOption[K comparable] func(*processorConfig[K])
+// ProcessorOption configures TransformWithState: Concurrency,
+// ProcessorInitialState.
+type ProcessorOption interface {
+	applyProcessor(*processorConfig)
+}
 
-type processorConfig[K comparable] struct {
+type processorConfig struct {
 	concurrency int
-	// initial calls each, for each key of the initial state, with a
-	// function that hands the key's state to the processor p.
-	initial []func(p any, each func(key K, handle func(ctx context.Context, timers TimerValues) error) error) error
-	// initialKeys lists the initial state's keys, to refuse one given
-	// twice at Start.
-	initialKeys []func() []K
+	// initial holds the initial states given, each an initialState[K]
+	// of the key type of the ProcessorInitialState call that made it;
+	// TransformWithState checks that K is its own at Start.
+	initial []any
+}
+
+type processorOptionFunc func(*processorConfig)
+
+func (f processorOptionFunc) applyProcessor(c *processorConfig) { f(c) }
+
+// initialState is an initial state of keys of type K: its keys, and a
+// function that hands each pair to the processor p.
+type initialState[K comparable] struct {
+	keys []K
+	each func(p any, each func(key K, handle func(ctx context.Context, timers TimerValues) error) error) error
 }
 
 // ProcessorInitialState gives the processor an initial state, as Spark's
@@ -283,41 +311,38 @@ type processorConfig[K comparable] struct {
 // processor's HandleInitialState (it must implement InitialStateHandler[K,
 // S]) runs once per pair. A key given twice fails Start, naming the key; a
 // restarted query ignores the initial state.
-func ProcessorInitialState[K comparable, S any](pairs ...Pair[K, S]) ProcessorOption[K] {
-	return func(c *processorConfig[K]) {
-		c.initialKeys = append(c.initialKeys, func() []K {
-			keys := make([]K, len(pairs))
-			for i, p := range pairs {
-				keys[i] = p.Key
-			}
-			return keys
-		})
-		c.initial = append(c.initial, func(p any, each func(K, func(context.Context, TimerValues) error) error) error {
-			h, ok := p.(InitialStateHandler[K, S])
-			if !ok {
-				var zero S
-				return fmt.Errorf("the processor %T has an initial state of %T but no HandleInitialState(ctx, key, %T, timers) method", p, zero, zero)
-			}
-			for _, pair := range pairs {
-				err := each(pair.Key, func(ctx context.Context, timers TimerValues) error {
-					return h.HandleInitialState(ctx, pair.Key, pair.State, timers)
-				})
-				if err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+func ProcessorInitialState[K comparable, S any](pairs ...Pair[K, S]) ProcessorOption {
+	init := initialState[K]{}
+	for _, p := range pairs {
+		init.keys = append(init.keys, p.Key)
 	}
+	init.each = func(p any, each func(K, func(context.Context, TimerValues) error) error) error {
+		h, ok := p.(InitialStateHandler[K, S])
+		if !ok {
+			var zero S
+			return fmt.Errorf("the processor %T has an initial state of %T but no HandleInitialState(ctx, key, %T, timers) method", p, zero, zero)
+		}
+		for _, pair := range pairs {
+			err := each(pair.Key, func(ctx context.Context, timers TimerValues) error {
+				return h.HandleInitialState(ctx, pair.Key, pair.State, timers)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return processorOptionFunc(func(c *processorConfig) { c.initial = append(c.initial, init) })
 }
 
 // Concurrency runs the handlers of different keys on up to n goroutines
 // (the Go form of Spark's asynchronous processor). The rows of one key are
 // still handled in order, by one call at a time, and the output reaches the
 // sink in the same order as with n = 1, so the output, and the checkpoint,
-// are the same for any n. The default is 1.
-func Concurrency[K comparable](n int) ProcessorOption[K] {
-	return func(c *processorConfig[K]) { c.concurrency = n }
+// are the same for any n. When a call fails, the calls of the batch still
+// running see their ctx cancelled. The default is 1.
+func Concurrency(n int) ProcessorOption {
+	return processorOptionFunc(func(c *processorConfig) { c.concurrency = n })
 }
 
 // stack is debug.Stack, for the messages of panics.

@@ -42,6 +42,7 @@ func (w *Writer[T]) Start(ctx context.Context, opts ...runtime.Option) (*Query, 
 	var out []T
 	c := compile(w.s, func(t *T) { out = append(out, *t) })
 	if err := w.validate(ctx, c); err != nil {
+		c.closeAll()
 		return nil, err
 	}
 	c.plan.Outputs = append([]runtime.Output{{Description: sinkDescription(w.sink),
@@ -53,7 +54,11 @@ func (w *Writer[T]) Start(ctx context.Context, opts ...runtime.Option) (*Query, 
 			out = out[:0]
 			return n, err
 		}}}, c.plan.Outputs...)
-	return runtime.Start(ctx, &c.plan, opts...)
+	q, err := runtime.Start(ctx, &c.plan, opts...)
+	if err != nil {
+		c.closeAll()
+	}
+	return q, err
 }
 
 // sinkDescription names a sink in progress reports.

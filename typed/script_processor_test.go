@@ -276,7 +276,7 @@ func (s *processorScript) start(t *testing.T) string {
 		in = typed.WithWatermark(in, func(c *fixtures.Click) time.Time { return c.Time }, s.delay)
 	}
 	byKey := typed.GroupByKey(in, func(c *fixtures.Click) string { return c.User })
-	opts := []typed.ProcessorOption[string]{typed.Concurrency[string](s.concurrency)}
+	opts := []typed.ProcessorOption{typed.Concurrency(s.concurrency)}
 	if len(s.initial) > 0 {
 		opts = append(opts, typed.ProcessorInitialState(s.initial...))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"sync"
 	"time"
@@ -18,23 +19,34 @@ import (
 // mode. With a watermark, late rows are dropped before the processor and
 // counted. Options: Concurrency, ProcessorInitialState.
 func TransformWithState[K comparable, In, Out any](
-	ks KeyedStream[K, In], p StatefulProcessor[K, In, Out], timeMode TimeMode, mode OutputMode, opts ...ProcessorOption[K],
+	ks KeyedStream[K, In], p StatefulProcessor[K, In, Out], timeMode TimeMode, mode OutputMode, opts ...ProcessorOption,
 ) Stream[Out] {
-	cfg := processorConfig[K]{concurrency: 1}
+	cfg := processorConfig{concurrency: 1}
 	for _, o := range opts {
-		o(&cfg)
+		o.applyProcessor(&cfg)
+	}
+	var initial []initialState[K]
+	var optErrs []error
+	for _, i := range cfg.initial {
+		init, ok := i.(initialState[K])
+		if !ok {
+			var k K
+			optErrs = append(optErrs, fmt.Errorf("ProcessorInitialState: its keys are not of the grouping key's type %T", k))
+			continue
+		}
+		initial = append(initial, init)
 	}
 	name := fmt.Sprintf("%T", p)
 	opInfo := operatorInfo{kind: "transformWithState", function: name, mode: mode, watermarked: ks.s.p.watermarked,
 		needsWatermark: timeMode == TimeModeEventTime}
 	opInfo.prepare = func(context.Context) error {
-		var errs []error
+		errs := optErrs
 		if cfg.concurrency < 1 {
 			errs = append(errs, fmt.Errorf("Concurrency(%d): at least 1", cfg.concurrency))
 		}
 		var pairs []Pair[K, struct{}]
-		for _, keys := range cfg.initialKeys {
-			for _, k := range keys() {
+		for _, init := range initial {
+			for _, k := range init.keys {
 				pairs = append(pairs, Pair[K, struct{}]{Key: k})
 			}
 		}
@@ -44,7 +56,11 @@ func TransformWithState[K comparable, In, Out any](
 		return errors.Join(errs...)
 	}
 	return Stream[Out]{p: ks.s.p, attach: func(c *compiler, emit func(*Out)) {
-		op := &processorOp[K, In, Out]{gatherer: newGatherer(c, ks, "transformWithState ("+name+")"), p: p, cfg: cfg, emitDown: emit}
+		op := &processorOp[K, In, Out]{gatherer: newGatherer(c, ks, "transformWithState ("+name+")"), p: p, cfg: cfg, initial: initial, emitDown: emit}
+		op.timers, _ = p.(ExpiredTimerHandler[K, Out])
+		if closer, ok := p.(io.Closer); ok {
+			c.closers = append(c.closers, closer)
+		}
 		op.handle = &Handle{timeMode: timeMode, inInit: true}
 		if err := p.Init(op.handle); err != nil {
 			c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): Init: %w", name, err))
@@ -78,9 +94,14 @@ type processorOp[K comparable, In, Out any] struct {
 	index    int
 	info     runtime.OperatorInfo
 	p        StatefulProcessor[K, In, Out]
-	cfg      processorConfig[K]
+	timers   ExpiredTimerHandler[K, Out] // nil: timers do nothing
+	cfg      processorConfig
+	initial  []initialState[K]
 	handle   *Handle
 	emitDown func(*Out)
+	// emitMu serialises emit of a call with one handler at a time, whose
+	// goroutines may emit.
+	emitMu sync.Mutex
 
 	// mu serialises the batch's state operations of concurrent calls.
 	mu sync.Mutex
@@ -89,6 +110,9 @@ type processorOp[K comparable, In, Out any] struct {
 	calls []*processorCall[Out]
 	slots chan struct{}
 	wg    sync.WaitGroup
+	// batchCtx is cancelled when a concurrent call of the batch fails.
+	batchCtx    context.Context
+	cancelBatch context.CancelFunc
 }
 
 // processorCall is one concurrent call's rows and output.
@@ -110,19 +134,27 @@ func (o *processorOp[K, In, Out]) SetVariableIDs(ids []uint8) {
 
 // EndBatch drops the batch's rows.
 func (o *processorOp[K, In, Out]) EndBatch() {
-	o.wg.Wait() // a failed batch may leave calls running
-	o.calls = o.calls[:0]
+	if o.cancelBatch != nil {
+		o.cancelBatch() // a failed batch may leave calls running
+	}
+	o.wg.Wait()
+	o.calls, o.batchCtx, o.cancelBatch = o.calls[:0], nil, nil
 	o.gatherer.end()
 }
 
-// Close closes the processor.
-func (o *processorOp[K, In, Out]) Close() error { return o.p.Close() }
+// Close closes the processor, if it has a Close method.
+func (o *processorOp[K, In, Out]) Close() error {
+	if c, ok := o.p.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
 
 // InitialState hands each key of the initial state to the processor.
 func (o *processorOp[K, In, Out]) InitialState(ctx context.Context, b *runtime.Batch, op int) error {
 	timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
-	for _, initial := range o.cfg.initial {
-		err := initial(o.p, func(key K, handle func(context.Context, TimerValues) error) error {
+	for _, init := range o.initial {
+		err := init.each(o.p, func(key K, handle func(context.Context, TimerValues) error) error {
 			var err error
 			if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &key); err != nil {
 				return fmt.Errorf("initial state: key %v: %w", key, err)
@@ -176,8 +208,7 @@ func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.Key
 				}
 			}
 		}
-		emit := func(out Out) { o.emitDown(&out) }
-		return o.guard(key, func() error { return o.p.HandleInputRows(o.scoped(ctx, k, b), key, seq, timers, emit) })
+		return o.guard(key, func() error { return o.p.HandleInputRows(o.scoped(ctx, k, b), key, seq, timers, o.emit) })
 	}
 	// Concurrently: the call gets its own copy of the rows and its own
 	// KeyState, waits for a slot, and keeps its output for RowsDone.
@@ -190,11 +221,17 @@ func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.Key
 	if o.slots == nil {
 		o.slots = make(chan struct{}, o.cfg.concurrency)
 	}
+	if o.batchCtx == nil {
+		o.batchCtx, o.cancelBatch = context.WithCancel(ctx)
+	}
 	select {
 	case o.slots <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	case <-o.batchCtx.Done():
+		// A call failed (RowsDone reports it), or the query stops.
+		call.err = o.batchCtx.Err()
+		return nil
 	}
+	callCtx := o.batchCtx
 	ks := b.NewKeyState(o.index, &o.groups, group)
 	o.wg.Add(1)
 	go func() {
@@ -206,10 +243,20 @@ func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.Key
 			call.mu.Unlock()
 		}
 		call.err = o.guard(key, func() error {
-			return o.p.HandleInputRows(o.scoped(ctx, ks, b), key, seqOf(own), timers, emit)
+			return o.p.HandleInputRows(o.scoped(callCtx, ks, b), key, seqOf(own), timers, emit)
 		})
+		if call.err != nil {
+			o.cancelBatch()
+		}
 	}()
 	return nil
+}
+
+// emit passes a row on, one at a time.
+func (o *processorOp[K, In, Out]) emit(out Out) {
+	o.emitMu.Lock()
+	o.emitDown(&out)
+	o.emitMu.Unlock()
 }
 
 func seqOf[T any](rows []T) iter.Seq[T] {
@@ -223,13 +270,25 @@ func seqOf[T any](rows []T) iter.Seq[T] {
 }
 
 // RowsDone waits for the concurrent calls of the batch and passes their
-// output on in key order; the first error, in key order, fails the batch.
+// output on in key order; the first error, in key order, fails the batch
+// (an error of a call cancelled because another failed is not the cause:
+// the other's is reported).
 func (o *processorOp[K, In, Out]) RowsDone(ctx context.Context, b *runtime.Batch) error {
 	o.wg.Wait()
+	var cancelled error
 	for _, call := range o.calls {
-		if call.err != nil {
+		switch {
+		case call.err == nil:
+		case errors.Is(call.err, context.Canceled) && ctx.Err() == nil:
+			if cancelled == nil {
+				cancelled = call.err
+			}
+		default:
 			return call.err
 		}
+	}
+	if cancelled != nil {
+		return cancelled
 	}
 	for _, call := range o.calls {
 		for i := range call.out {
@@ -248,13 +307,14 @@ func (o *processorOp[K, In, Out]) HandleTimer(ctx context.Context, k *runtime.Ke
 		return fmt.Errorf("a timer's key does not decode: %w", err)
 	}
 	b := k.Batch()
-	timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
-	emit := func(out Out) { o.emitDown(&out) }
-	err := o.guard(key, func() error {
-		return o.p.HandleExpiredTimer(o.scoped(ctx, k, b), key, timers, ExpiredTimerInfo{expiry: expiry}, emit)
-	})
-	if err != nil {
-		return err
+	if o.timers != nil {
+		timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
+		err := o.guard(key, func() error {
+			return o.timers.HandleExpiredTimer(o.scoped(ctx, k, b), key, timers, ExpiredTimerInfo{expiry: expiry}, o.emit)
+		})
+		if err != nil {
+			return err
+		}
 	}
 	return k.DeleteTimer(expiry)
 }

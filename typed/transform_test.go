@@ -109,7 +109,7 @@ func TestProcessorStateKinds(t *testing.T) {
 			m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
 			sink := newSink[userPages]()
 			byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
-			w := typed.WriteTo(typed.TransformWithState(byUser, &pagesProcessor{}, typed.TimeModeNone, typed.Update, typed.Concurrency[string](conc)), sink)
+			w := typed.WriteTo(typed.TransformWithState(byUser, &pagesProcessor{}, typed.TimeModeNone, typed.Update, typed.Concurrency(conc)), sink)
 			ck := newCheckpoint()
 			for _, chunk := range [][2]int{{0, 100}, {100, 250}, {250, 400}} {
 				m.Add(in[chunk[0]:chunk[1]]...)

@@ -72,7 +72,7 @@ func (p *countProcessor) Close() error { return nil }
 // countPerAction groups the events by action and counts them.
 func countPerAction(events typed.Stream[Event], concurrency int) typed.Stream[ActionCount] {
 	byAction := typed.GroupByKey(events, func(e *Event) string { return e.Action })
-	return typed.TransformWithState(byAction, &countProcessor{}, typed.TimeModeNone, typed.Update, typed.Concurrency[string](concurrency))
+	return typed.TransformWithState(byAction, &countProcessor{}, typed.TimeModeNone, typed.Update, typed.Concurrency(concurrency))
 }
 
 // finalCounts is the reference's closing query over the output,

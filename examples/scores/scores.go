@@ -156,5 +156,5 @@ func (p *gatherProcessor) Close() error {
 // score, from the scoring service at url.
 func bestScores(visits typed.Stream[Visit], url string, concurrency int) typed.Stream[UserScore] {
 	byUser := typed.GroupByKey(visits, func(v *Visit) string { return v.User })
-	return typed.TransformWithState(byUser, &gatherProcessor{url: url}, typed.TimeModeNone, typed.Update, typed.Concurrency[string](concurrency))
+	return typed.TransformWithState(byUser, &gatherProcessor{url: url}, typed.TimeModeNone, typed.Update, typed.Concurrency(concurrency))
 }
