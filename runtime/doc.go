@@ -15,7 +15,8 @@
 //     due, in expiry order;
 //   - write the outputs and the dead letters, idempotently by batch id;
 //   - commit (Committer): state, timers, offsets, watermark and batch id in
-//     one Pebble batch.
+//     one Pebble batch; then the commit file records the batch id once the
+//     batch is durable.
 //
 // The Store keeps state entries by (partition, operator, variable, key,
 // suffix), so a key's entries, an operator's, or a whole input partition's
@@ -24,4 +25,66 @@
 // in an index by expiry (the due timers are one range scan) and one by key.
 // A cache of committed state sits in front of Pebble. The checkpoint
 // records the pipeline (Meta) and refuses one that cannot continue from it.
+//
+// # Storage faults
+//
+// A checkpoint is a Pebble store and one file of streamgen's beside it,
+// the commit file (STREAMGEN-COMMIT), which records outside Pebble the
+// last batch known committed durably.
+//
+// While a query runs, the first fault its store meets is the store's
+// failure: a write or sync that fails (a full disk), a flush or
+// compaction that fails in the background, a block whose checksum does
+// not match. Every later read, write and commit returns it, and the query
+// ends with an error that wraps ErrStoreFailed (and ErrCorruptCheckpoint
+// for damaged data) and names the checkpoint directory, the file when
+// known, and the cause; Query.Err reports it. Nothing is half committed:
+// started again once the cause is fixed, the query resumes from the last
+// committed batch. Pebble alone would go on: it retries a failed flush in
+// a loop, without pause, until its memtables are full and writes stall
+// for ever; ending the query closes the store, which stops it. Stop, and
+// a query whose store failed, wait for the query's goroutine up to
+// CloseTimeout (30 seconds by default), then end with an error wrapping
+// ErrStoreNotClosed: a call into a disk that hangs may never return.
+//
+// At start, OpenStore refuses a checkpoint whose files are damaged (a
+// checksum that does not match in the blocks read to open it, a table cut
+// short or missing, a malformed MANIFEST) with ErrCorruptCheckpoint, the
+// file, and the way out: a fresh checkpoint directory (restoring state
+// from a changelog is to come). Damage in blocks that are read later is a
+// failure of the running query, as above.
+//
+// Pebble may also open, without a word, a store that holds less than was
+// committed: a write-ahead log cut short replays up to the cut, a
+// MANIFEST cut short opens as its earlier edits, and a missing MANIFEST
+// marker opens as a new, empty store, whose tables a writable open then
+// deletes. A checkpoint with a commit file is therefore opened read-only
+// first, and refused with ErrRewoundCheckpoint, before anything is
+// written, when its store's progress is behind the commit file, when it
+// is empty, or when it has lost its tables (the key written once when it
+// was created is gone). Starting on it anyway, after deleting the commit
+// file, rewinds the query: the batches after the store's progress run
+// again, under the same batch ids, from the offsets that progress
+// recorded (an empty store starts over from the sources' start, at batch
+// id 0). The sinks are idempotent by batch id, but a batch run again need
+// not hold the same rows: its end offsets are planned again from what the
+// sources hold now, its processing time differs, and a source may no
+// longer hold the records. A sink that skips the ids it has seen (as
+// Spark's file sink does) keeps the old rows and drops the new ones,
+// while the state goes on from the new; a sink that replaces a batch's
+// rows changes output that may have been read already. Restoring the
+// directory from a backup, or a fresh checkpoint directory with fresh
+// sink output, avoids both.
+//
+// The commit file never runs ahead of what Pebble holds durably. With
+// SyncInterval 0 it is written after each synced commit. With a
+// SyncInterval, a commit hands its batch to Pebble's log writer, whose
+// goroutine writes it to the log file at once, without waiting for a
+// sync, and syncs the file at most once per interval; the commit file
+// follows the completed syncs. A process crash, where the operating
+// system keeps what was written, loses no committed batch but one whose
+// commit returned in the instant before, which the log writer had not
+// yet written (it may be finishing a sync). A machine crash then loses at most the batches after
+// the last sync, which the commit file does not claim: the store opens,
+// behind, and those batches run again.
 package runtime

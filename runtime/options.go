@@ -36,6 +36,7 @@ type config struct {
 	batchMemory   int64
 	spillDir      string
 	stateCache    int64
+	closeTimeout  time.Duration
 }
 
 func defaultConfig() config {
@@ -46,6 +47,7 @@ func defaultConfig() config {
 		progressKeep:  100,
 		noDataBatches: true,
 		batchMemory:   256 << 20,
+		closeTimeout:  DefaultCloseTimeout,
 	}
 }
 
@@ -65,9 +67,11 @@ func FileSystem(fs vfs.FS) Option { return optionFunc(func(c *config) { c.fs = f
 func WithTrigger(t Trigger) Option { return optionFunc(func(c *config) { c.trigger = t }) }
 
 // SyncInterval syncs the checkpoint at this interval instead of at every
-// batch (asynchronous progress tracking): faster, and after a machine
-// crash the batches of the last interval run again from their input;
-// nothing is lost or counted twice. The default, 0, syncs every batch.
+// batch (asynchronous progress tracking): faster; a process crash loses
+// nothing Pebble has written, and after a machine crash the batches of
+// the last interval run again from their input; nothing is lost or
+// counted twice. The default, 0, syncs every batch. See
+// StoreOptions.SyncInterval and "Storage faults" in the package doc.
 func SyncInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.syncInterval = d })
 }
@@ -92,8 +96,12 @@ func DeadLetters(s DeadLetterSink) Option { return optionFunc(func(c *config) { 
 //	OnQueryTerminated(QueryTerminated)
 //
 // (Start refuses a value that implements none), which the query's
-// goroutine calls in order; a slow listener slows the query. New methods
-// may be added without breaking listeners.
+// goroutine calls in order; a slow listener slows the query. When the
+// query's goroutine does not end within the close timeout (see
+// CloseTimeout), OnQueryTerminated is called by the goroutine that gives
+// up on it (Stop's caller, or the query's watch of its store), and no
+// method is called after it. New methods may be added without breaking
+// listeners.
 func Listener(l any) Option {
 	return optionFunc(func(c *config) { c.listeners = append(c.listeners, l) })
 }
@@ -145,6 +153,15 @@ func SpillDirectory(dir string) Option { return optionFunc(func(c *config) { c.s
 // negative size turns it off.
 func StateCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.stateCache = bytes }) }
 
+// CloseTimeout bounds how long Stop waits for the query's goroutine and
+// its checkpoint store to close, and how long a query whose store failed
+// waits for them before it ends: past it the query ends with an error
+// wrapping ErrStoreNotClosed, leaving behind a goroutine stuck in a call
+// that does not return (a disk that hangs, a write stalled behind a flush
+// that keeps failing) and the store's files open. The default is
+// DefaultCloseTimeout, 30 seconds.
+func CloseTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.closeTimeout = d }) }
+
 // WithCommitter commits each batch through the committer make returns for
 // the query's store, instead of the store itself.
 func WithCommitter(make func(*Store) Committer) Option {
@@ -170,6 +187,9 @@ func (c *config) validate() error {
 	}
 	if c.clock == nil {
 		errs = append(errs, errors.New("Clock is nil"))
+	}
+	if c.closeTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("CloseTimeout %v is not positive", c.closeTimeout))
 	}
 	if c.batchMemory <= 0 {
 		errs = append(errs, fmt.Errorf("BatchMemory %d is not positive", c.batchMemory))

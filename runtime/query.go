@@ -25,7 +25,14 @@ type Query struct {
 	store     *Store
 	committer Committer
 	cancel    context.CancelFunc
-	done      chan struct{}
+	// done is closed when the query has ended (finish): its goroutine
+	// returned, or was given up on (see Stop).
+	done     chan struct{}
+	finished sync.Once
+	// listening orders the calls of listeners: ended is set by finish,
+	// after which none is called.
+	listening sync.Mutex
+	ended     bool
 
 	mu       sync.Mutex
 	err      error
@@ -53,13 +60,16 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	if dir == "" {
 		fs, dir = vfs.NewMem(), "checkpoint"
 	}
-	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval, StateCacheSize: cfg.stateCache})
+	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval, StateCacheSize: cfg.stateCache, CloseTimeout: cfg.closeTimeout})
 	if err != nil {
 		return nil, err
 	}
 	meta := planMeta(plan)
 	meta.ID = newID()
 	meta, err = store.checkMeta(meta, cfg.allowChanges, func(w string) { slog.Warn("streamgen: " + w) })
+	if failed := store.Err(); failed != nil {
+		err = failed // the metadata's read or write met a storage fault
+	}
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -86,6 +96,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		}
 	}
 	go q.run(ctx)
+	go q.watch()
 	return q, nil
 }
 
@@ -135,11 +146,54 @@ func (q *Query) ID() string { return q.id }
 func (q *Query) RunID() string { return q.runID }
 
 // Stop stops the query and waits for its goroutine to end; a batch in
-// flight is abandoned, uncommitted, and runs again at the next start.
+// flight is abandoned, uncommitted, and runs again at the next start. It
+// waits up to the close timeout (CloseTimeout): when the goroutine has not
+// ended by then (a call into the store, a source, a sink or a function
+// that does not return), Stop ends the query with an error wrapping
+// ErrStoreNotClosed and returns it, and the goroutine is left to end on
+// its own, if it ever does.
 func (q *Query) Stop() error {
 	q.cancel()
-	<-q.done
+	t := time.NewTimer(q.cfg.closeTimeout)
+	defer t.Stop()
+	select {
+	case <-q.done:
+	case <-t.C:
+		q.finish(q.notEnded("after Stop"))
+	}
 	return q.Err()
+}
+
+// watch ends the query when its store fails: it cancels the loop, which
+// stops at its next check, and, when the loop is stuck in Pebble (a
+// write stalled behind a flush that keeps failing), gives up on it after
+// the close timeout.
+func (q *Query) watch() {
+	select {
+	case <-q.done:
+		return
+	case <-q.store.failed:
+	}
+	q.cancel()
+	t := time.NewTimer(q.cfg.closeTimeout)
+	defer t.Stop()
+	select {
+	case <-q.done:
+	case <-t.C:
+		q.finish(q.notEnded("after its store failed"))
+	}
+}
+
+// notEnded is the error of a query whose goroutine did not end within the
+// close timeout.
+func (q *Query) notEnded(when string) error {
+	err := fmt.Errorf("%w in %s: the query's goroutine did not end within %v %s (a call into the store, a source, a sink or a function did not return); "+
+		"the store's files stay open and locked until it does",
+		ErrStoreNotClosed, q.store.dir, q.cfg.closeTimeout, when)
+	if f := q.store.Err(); f != nil {
+		err = fmt.Errorf("%w: %w", f, err)
+	}
+	return err
 }
 
 // AwaitTermination waits for the query to end and returns its error (nil
@@ -202,8 +256,13 @@ func (q *Query) setStatus(msg string, data, active bool) {
 
 // run is the query's loop: one micro-batch per turn.
 func (q *Query) run(ctx context.Context) {
-	err := q.loop(ctx)
-	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+	err := q.loopSafely(ctx)
+	switch failed := q.store.Err(); {
+	case failed != nil && (err == nil || errors.Is(err, context.Canceled)):
+		err = failed // the loop was cancelled by watch
+	case failed != nil && !errors.Is(err, ErrStoreFailed):
+		err = errors.Join(failed, err)
+	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
 		err = nil // stopped, not failed
 	}
 	for _, op := range q.plan.Operators {
@@ -214,20 +273,47 @@ func (q *Query) run(ctx context.Context) {
 			}
 		}
 	}
-	if cerr := q.store.Close(); err == nil && cerr != nil {
-		err = cerr
+	switch cerr := q.store.Close(); {
+	case cerr == nil:
+	case err == nil, errors.Is(cerr, ErrStoreNotClosed) && errors.Is(err, ErrStoreFailed):
+		err = cerr // which says the failure too
+	case errors.Is(cerr, ErrStoreNotClosed):
+		err = errors.Join(err, cerr)
 	}
-	q.mu.Lock()
-	q.err = err
-	q.status = Status{Message: statusStopped}
-	q.mu.Unlock()
-	for _, l := range q.cfg.listeners {
-		if l, ok := l.(interface{ OnQueryTerminated(QueryTerminated) }); ok {
-			l.OnQueryTerminated(QueryTerminated{ID: q.id, RunID: q.runID, Err: err})
+	q.finish(err)
+}
+
+// loopSafely runs the loop, turning a panic outside a batch's stages
+// (which safely covers) into an error.
+func (q *Query) loopSafely(ctx context.Context) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("streamgen: panic: %v\n%s", r, debug.Stack())
 		}
-	}
-	q.cancel()
-	close(q.done)
+	}()
+	return q.loop(ctx)
+}
+
+// finish ends the query with err, once: the first call wins, from the
+// query's goroutine at its end, or from Stop or watch when it did not end
+// in time. It calls OnQueryTerminated on the calling goroutine.
+func (q *Query) finish(err error) {
+	q.finished.Do(func() {
+		q.mu.Lock()
+		q.err = err
+		q.status = Status{Message: statusStopped}
+		q.mu.Unlock()
+		q.listening.Lock()
+		q.ended = true
+		for _, l := range q.cfg.listeners {
+			if l, ok := l.(interface{ OnQueryTerminated(QueryTerminated) }); ok {
+				l.OnQueryTerminated(QueryTerminated{ID: q.id, RunID: q.runID, Err: err})
+			}
+		}
+		q.listening.Unlock()
+		q.cancel()
+		close(q.done)
+	})
 }
 
 // offsets are the planned offsets of a batch, by input.
@@ -756,6 +842,12 @@ func (q *Query) report(r QueryProgress) {
 		q.progress = q.progress[len(q.progress)-q.cfg.progressKeep:]
 	}
 	q.mu.Unlock()
+	// A query given up on (finish) tells its listeners nothing more.
+	q.listening.Lock()
+	defer q.listening.Unlock()
+	if q.ended {
+		return
+	}
 	for _, l := range q.cfg.listeners {
 		if l, ok := l.(interface{ OnQueryProgress(QueryProgress) }); ok {
 			l.OnQueryProgress(r)

@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -24,9 +24,15 @@ var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
 //
 //	metaKey                                                     Meta (JSON)
 //	progressKey                                                 Progress (JSON)
+//	originKey                                                   creation time (RFC 3339)
 //	statePrefix     partition(4) op(1) var(1) uvarint(len(key)) key suffix   state entry
 //	timerPrefix     partition(4) op(1) expiry(8) key                         timer, by expiry
 //	timerKeyPrefix  partition(4) op(1) uvarint(len(key)) key expiry(8)       timer, by key
+//
+// originKey is written once, when the store is created, and never again:
+// once Pebble has flushed anything it lives in a table, so a store that
+// holds progress (replayed from its write-ahead log) but no origin has
+// lost its tables (see verify).
 //
 // partition is the input partition that owns the entry (big-endian, so a
 // partition's entries are contiguous and can be moved, restored or dropped
@@ -41,6 +47,7 @@ var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
 const (
 	metaKey        = "\x01meta"
 	progressKey    = "\x02progress"
+	originKey      = "\x03origin"
 	statePrefix    = 0x10
 	timerPrefix    = 0x20
 	timerKeyPrefix = 0x21
@@ -68,11 +75,16 @@ type StoreOptions struct {
 	// vfs.NewMem().
 	FS vfs.FS
 	// SyncInterval, when positive, commits batches without waiting for the
-	// disk and syncs the log at this interval instead (asynchronous
-	// progress tracking): faster, and a machine crash loses the batches of
-	// the last interval, which are replayed from their sources. Since state
-	// and offsets commit together, nothing is lost or counted twice either
-	// way. The default, 0, syncs every commit.
+	// disk (asynchronous progress tracking): each commit hands its batch
+	// to Pebble's log writer, whose goroutine writes it to the log file at
+	// once and syncs the file at most once per SyncInterval. Faster; a
+	// process crash loses nothing Pebble has written, and a machine crash
+	// loses at most the batches after the last sync, which are replayed
+	// from their sources. Since state and offsets commit together,
+	// nothing is lost or counted twice either way. A committed batch's
+	// memory is held until its sync, and Pebble takes at most 4095
+	// batches waiting for one: more within an interval wait for it. The
+	// default, 0, syncs every commit.
 	SyncInterval time.Duration
 	// CacheSize is the size in bytes of Pebble's block cache, which keeps
 	// recently read state in memory. The default is 128 MiB. (Pebble's
@@ -86,42 +98,116 @@ type StoreOptions struct {
 	// cache's memory is outside the Go heap (on Unix), so the budget is
 	// what it takes of the process's resident memory, at most.
 	StateCacheSize int64
+	// CloseTimeout bounds how long Close waits for Pebble to close: past
+	// it, Close returns an error wrapping ErrStoreNotClosed and leaves the
+	// store open (a disk that hangs, a write stalled behind a flush that
+	// keeps failing). The default is 30 seconds.
+	CloseTimeout time.Duration
 }
 
+// DefaultCloseTimeout is the default of StoreOptions.CloseTimeout and of
+// the query option CloseTimeout.
+const DefaultCloseTimeout = 30 * time.Second
+
 // Store is a query's state in Pebble: state entries, timers, the
-// pipeline's description and the progress of the last committed batch.
-// Reads of committed data (Progress) and NewBatch are safe for concurrent
-// use; a StateBatch is not. Close waits for the background sync loop, if
-// any, to stop.
+// pipeline's description and the progress of the last committed batch,
+// and, next to Pebble's files, the commit file (see commitFileName).
+// Reads of committed data (Progress), Err and NewBatch are safe for
+// concurrent use; a StateBatch is not. Close waits for the background
+// sync loop, if any, to stop, and for Pebble to close, up to
+// CloseTimeout.
+//
+// The first storage fault, met by any call or by Pebble's background work,
+// is the store's failure (Err): from then on every read, write and commit
+// returns it. See storefail.go.
 type Store struct {
 	db    *pebble.DB
 	cache *pebble.Cache
 	// state caches committed state entries; nil when turned off.
 	state *stateCache
+	dir   string
+	fs    vfs.FS
 	opts  StoreOptions
-	stop  chan struct{}
-	done  sync.WaitGroup
+
+	// failure is the first failure, set once (fail); failed is closed
+	// then.
+	failure atomic.Pointer[failure]
+	failed  chan struct{}
+	// wedged is set when a panic left Pebble's commit pipeline with its
+	// lock held: DB.Close would wait for it for ever, so Close does not
+	// call it.
+	wedged atomic.Bool
+
+	// mu guards pending.
+	mu sync.Mutex
+	// pending are the batches committed without waiting for their log
+	// sync (SyncInterval), oldest first, which the sync loop waits for;
+	// wake tells it of a new one.
+	pending []pendingBatch
+	wake    chan struct{}
+	// recording guards recorded, the batch id in the commit file (-1 for
+	// none), and serializes the file's writes.
+	recording sync.Mutex
+	recorded  int64
+
+	stop chan struct{}
+	done sync.WaitGroup
+}
+
+// pendingBatch is a batch committed with a sync requested and not waited
+// for.
+type pendingBatch struct {
+	b  *pebble.Batch
+	id int64
 }
 
 // OpenStore opens (creating it if needed) the store in dir.
+//
+// A checkpoint with a commit file is checked first, on a read-only open
+// that changes nothing on disk: a store that is damaged (wrapping
+// ErrCorruptCheckpoint) or holds less than the commit file says was
+// committed (wrapping ErrRewoundCheckpoint) is refused with what is
+// wrong, the file, and the way out, before Pebble, opened for writing,
+// would delete the tables it no longer knows of.
 func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	if opts.CacheSize <= 0 {
 		opts.CacheSize = 128 << 20
 	}
-	cache := pebble.NewCache(opts.CacheSize)
-	popts := &pebble.Options{FS: opts.FS, Logger: quietLogger{}, Cache: cache}
-	if popts.FS == nil {
-		popts.FS = vfs.Default
+	if opts.CloseTimeout <= 0 {
+		opts.CloseTimeout = DefaultCloseTimeout
 	}
-	// Bloom filters let a read of a key that has no state yet (every new
-	// key) skip the tables that cannot hold it.
-	popts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
-	db, err := pebble.Open(dir, popts)
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	s := &Store{dir: dir, fs: opts.FS, opts: opts, recorded: -1, failed: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	rec, found, err := readCommitFile(s.fs, dir)
 	if err != nil {
-		cache.Unref()
-		return nil, fmt.Errorf("streamgen: open checkpoint %s: %w", dir, err)
+		return nil, err
 	}
-	s := &Store{db: db, cache: cache, opts: opts, stop: make(chan struct{})}
+	cache := pebble.NewCache(opts.CacheSize)
+	defer cache.Unref() // each DB holds its own reference
+	if found {
+		s.recorded = rec.BatchID
+		if err := s.verify(cache, rec); err != nil {
+			return nil, err
+		}
+	}
+	db, err := s.openPebble(cache, found, false)
+	if err != nil {
+		return nil, s.openError(err)
+	}
+	s.db = db
+	// An open that recorded a failure (Logger.Fatalf on a MANIFEST that
+	// cannot be written, corruption met while replaying) may still return
+	// a DB.
+	if err := s.Err(); err != nil {
+		s.closeDB()
+		return nil, err
+	}
+	if err := s.writeOrigin(); err != nil {
+		s.closeDB()
+		return nil, err
+	}
 	if opts.StateCacheSize >= 0 {
 		budget := opts.StateCacheSize
 		if budget == 0 {
@@ -129,11 +215,13 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		}
 		empty, err := s.hasNoState()
 		if err != nil {
-			s.Close()
+			s.closeDB()
 			return nil, err
 		}
 		s.state = newStateCache(budget, empty)
 	}
+	s.cache = cache
+	cache.Ref()
 	if opts.SyncInterval > 0 {
 		s.done.Add(1)
 		go s.syncLoop()
@@ -141,58 +229,259 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	return s, nil
 }
 
+// pebbleOptions are the options of the store's Pebble. mustExist refuses
+// to create a store where a commit file says one was; readOnly opens it
+// for verify.
+func (s *Store) pebbleOptions(cache *pebble.Cache, mustExist, readOnly bool) *pebble.Options {
+	hooks := pebbleHooks{s}
+	popts := &pebble.Options{
+		FS: s.fs, Cache: cache, Logger: hooks, EventListener: hooks.listener(),
+		ErrorIfNotExists: mustExist, ReadOnly: readOnly,
+	}
+	if s.opts.SyncInterval > 0 {
+		// Commits request a sync without waiting for it (Commit): the
+		// log writer writes each batch to the file at once, and syncs no
+		// more often than this.
+		interval := s.opts.SyncInterval
+		popts.WALMinSyncInterval = func() time.Duration { return interval }
+	}
+	// Bloom filters let a read of a key that has no state yet (every new
+	// key) skip the tables that cannot hold it.
+	popts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
+	// Disk-health checks: an operation that takes over 5 seconds is
+	// reported (EventListener.DiskSlow, a warning), while it lasts.
+	popts.WithFSDefaults()
+	return popts
+}
+
 // hasNoState reports whether the store holds no state entry.
 func (s *Store) hasNoState() (bool, error) {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{statePrefix}, UpperBound: []byte{statePrefix + 1}})
 	if err != nil {
-		return false, fmt.Errorf("streamgen: read checkpoint: %w", err)
+		return false, s.fail(fmt.Errorf("read checkpoint: %w", err))
 	}
 	empty := !it.First()
 	if err := it.Close(); err != nil {
-		return false, fmt.Errorf("streamgen: read checkpoint: %w", err)
+		return false, s.fail(fmt.Errorf("read checkpoint: %w", err))
 	}
-	return empty, nil
+	return empty, s.Err()
 }
 
-// quietLogger drops Pebble's informational messages (a line per replayed
-// log file at every start) and keeps its errors.
-type quietLogger struct{}
-
-func (quietLogger) Infof(string, ...any) {}
-func (quietLogger) Errorf(format string, args ...any) {
-	slog.Error("streamgen: pebble: " + fmt.Sprintf(format, args...))
+// openPebble opens the store's Pebble (see pebbleOptions). Open panics
+// when a directory sync fails (atomicfs.Marker.Move: Pebble takes fsync
+// errors for unrecoverable) after releasing what it opened: that is an
+// error too.
+func (s *Store) openPebble(cache *pebble.Cache, mustExist, readOnly bool) (db *pebble.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.fail(fmt.Errorf("pebble: open: %v", r))
+		}
+	}()
+	return pebble.Open(s.dir, s.pebbleOptions(cache, mustExist, readOnly))
 }
-func (quietLogger) Fatalf(format string, args ...any) {
-	panic("streamgen: pebble: " + fmt.Sprintf(format, args...))
+
+// openError describes an error of pebble.Open.
+func (s *Store) openError(err error) error {
+	if f := s.Err(); f != nil {
+		return f
+	}
+	if errors.Is(err, pebble.ErrDBDoesNotExist) {
+		return s.lostError(commitRecord{BatchID: s.recorded}, storeContents{})
+	}
+	if isCorruption(err) {
+		return &storeError{kinds: []error{ErrCorruptCheckpoint}, dir: s.dir, cause: err, hint: corruptHint}
+	}
+	return s.fail(err)
 }
 
-// syncLoop syncs the log every SyncInterval until Close.
+// storeContents is what verify finds in a store.
+type storeContents struct {
+	progress    Progress
+	hasProgress bool
+	// hasOrigin says the store holds originKey.
+	hasOrigin bool
+}
+
+// verify opens the store read-only and compares it with the commit file.
+func (s *Store) verify(cache *pebble.Cache, rec commitRecord) error {
+	db, err := s.openPebble(cache, true, true)
+	if err != nil {
+		return s.openError(err)
+	}
+	s.db = db
+	defer s.closeDB()
+	var c storeContents
+	if c.progress, c.hasProgress, err = s.Progress(); err != nil {
+		return err
+	}
+	if c.hasOrigin, err = s.has(originKey); err != nil {
+		return err
+	}
+	if !c.hasOrigin || !c.hasProgress || c.progress.BatchID < rec.BatchID {
+		return s.lostError(rec, c)
+	}
+	return s.Err()
+}
+
+// has reports whether the store holds key.
+func (s *Store) has(key string) (bool, error) {
+	_, closer, err := s.db.Get([]byte(key))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return false, s.Err()
+	}
+	if err != nil {
+		return false, s.fail(err)
+	}
+	closer.Close()
+	return true, s.Err()
+}
+
+// writeOrigin writes originKey into a store that lacks it: a new store,
+// or one written before origin keys (verify refuses one that lost it).
+func (s *Store) writeOrigin() error {
+	ok, err := s.has(originKey)
+	if ok || err != nil {
+		return err
+	}
+	if err := s.db.Set([]byte(originKey), []byte(time.Now().UTC().Format(time.RFC3339)), pebble.Sync); err != nil {
+		return s.fail(err)
+	}
+	return s.Err()
+}
+
+// syncLoop waits, batch by batch in commit order, for the log sync of
+// the batches committed with SyncInterval (Pebble syncs within
+// SyncInterval of a commit), releases them, and records the synced ones
+// in the commit file: when it has caught up with the commits, or once per
+// SyncInterval while they keep coming. A failed sync is the store's
+// failure, seen as soon as Pebble reports it; the commit file stays where
+// it was. It returns once Close has stopped it and it has released every
+// pending batch, which needs Pebble closed (its final sync) or failed.
 func (s *Store) syncLoop() {
 	defer s.done.Done()
-	t := time.NewTicker(s.opts.SyncInterval)
-	defer t.Stop()
+	lastRecord := time.Now()
 	for {
-		select {
-		case <-s.stop:
+		p, ok := s.nextPending()
+		if !ok {
 			return
-		case <-t.C:
-			// An empty synced write makes every earlier write durable.
-			_ = s.db.LogData(nil, pebble.Sync)
+		}
+		err := p.b.SyncWait()
+		p.b.Close()
+		if err != nil {
+			s.fail(fmt.Errorf("sync the log of batch %d: %w", p.id, err))
+			continue
+		}
+		s.mu.Lock()
+		caughtUp := len(s.pending) == 0
+		s.mu.Unlock()
+		if s.Err() == nil && (caughtUp || time.Since(lastRecord) >= s.opts.SyncInterval) {
+			if err := s.record(p.id); err != nil {
+				s.fail(err)
+			}
+			lastRecord = time.Now()
 		}
 	}
 }
 
-// Close stops the sync loop, syncs, and closes the database.
+// nextPending returns the oldest pending batch, waiting for one; ok is
+// false once Close has stopped the loop and none is left.
+func (s *Store) nextPending() (p pendingBatch, ok bool) {
+	for {
+		s.mu.Lock()
+		if len(s.pending) > 0 {
+			p = s.pending[0]
+			s.pending[0] = pendingBatch{}
+			s.pending = s.pending[1:]
+			s.mu.Unlock()
+			return p, true
+		}
+		s.mu.Unlock()
+		select {
+		case <-s.wake:
+		case <-s.stop:
+			s.mu.Lock()
+			left := len(s.pending)
+			s.mu.Unlock()
+			if left == 0 {
+				return p, false
+			}
+		}
+	}
+}
+
+// record writes id to the commit file, unless it holds id or later.
+func (s *Store) record(id int64) error {
+	s.recording.Lock()
+	defer s.recording.Unlock()
+	if id <= s.recorded {
+		return nil
+	}
+	if err := writeCommitFile(s.fs, s.dir, id); err != nil {
+		return err
+	}
+	s.recorded = id
+	return nil
+}
+
+// Close stops the sync loop, closes the database (which syncs its log),
+// records the batches that sync made durable in the commit file, and
+// returns the store's failure, if any. It waits for Pebble up to
+// CloseTimeout; past it, or when a failed commit left Pebble's commit
+// pipeline locked, it returns an error wrapping ErrStoreNotClosed and
+// leaves Pebble's files open and locked until the process ends.
 func (s *Store) Close() error {
 	close(s.stop)
-	s.done.Wait()
-	err := s.db.LogData(nil, pebble.Sync)
-	if cerr := s.db.Close(); err == nil {
-		err = cerr
+	if s.wedged.Load() {
+		return s.notClosed("a failed commit left Pebble's commit pipeline locked")
+	}
+	closed := make(chan error, 1)
+	// Pebble closes first: its final sync releases the sync loop, which
+	// may be waiting for a sync Pebble delays by up to SyncInterval; the
+	// loop then records the last synced batch.
+	go func() {
+		err := s.closeDB()
+		s.done.Wait()
+		closed <- err
+	}()
+	t := time.NewTimer(s.opts.CloseTimeout)
+	defer t.Stop()
+	var err error
+	select {
+	case err = <-closed:
+	case <-t.C:
+		return s.notClosed(fmt.Sprintf("Pebble did not close within %v", s.opts.CloseTimeout))
 	}
 	s.cache.Unref()
 	if s.state != nil {
 		s.state.close()
+	}
+	if f := s.Err(); f != nil {
+		return f
+	}
+	if err != nil {
+		// The final sync failed: batches after the last one synced may
+		// be lost, as in a machine crash.
+		return s.fail(fmt.Errorf("close: %w", err))
+	}
+	return nil
+}
+
+// closeDB closes Pebble, turning a panic of its Close (a DB left in an
+// inconsistent state by an earlier failure) into an error.
+func (s *Store) closeDB() (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pebble: close: panic: %v", r)
+		}
+	}()
+	return s.db.Close()
+}
+
+// notClosed is Close's error when Pebble stays open.
+func (s *Store) notClosed(why string) error {
+	err := fmt.Errorf("%w in %s: %s; its files stay open and locked until the process ends", ErrStoreNotClosed, s.dir, why)
+	if f := s.Err(); f != nil {
+		err = fmt.Errorf("%w (after: %w)", err, f)
 	}
 	return err
 }
@@ -223,12 +512,15 @@ type Progress struct {
 // Progress returns the progress of the last committed batch; ok is false
 // for a new checkpoint (then BatchID is -1).
 func (s *Store) Progress() (p Progress, ok bool, err error) {
+	if err := s.Err(); err != nil {
+		return p, false, err
+	}
 	v, closer, err := s.db.Get([]byte(progressKey))
 	if errors.Is(err, pebble.ErrNotFound) {
-		return Progress{BatchID: -1}, false, nil
+		return Progress{BatchID: -1}, false, s.Err()
 	}
 	if err != nil {
-		return p, false, fmt.Errorf("streamgen: read progress: %w", err)
+		return p, false, s.fail(fmt.Errorf("read progress: %w", err))
 	}
 	defer closer.Close()
 	if err := json.Unmarshal(v, &p); err != nil {
@@ -249,8 +541,15 @@ type Committer interface {
 
 // Commit writes the progress into b and commits b atomically: state,
 // timers and progress become visible and durable together (durable at
-// once, or within SyncInterval). b cannot be used afterwards.
-func (s *Store) Commit(b *StateBatch, p Progress) error {
+// once, or within SyncInterval), then records the batch in the commit
+// file (at once, or when the sync loop sees it synced). b cannot be used
+// afterwards. An error after Pebble took the batch (the commit file could
+// not be written) leaves the batch committed: the next start resumes
+// after it.
+func (s *Store) Commit(b *StateBatch, p Progress) (err error) {
+	if err := s.Err(); err != nil {
+		return err
+	}
 	v, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("streamgen: encode progress: %w", err)
@@ -258,19 +557,68 @@ func (s *Store) Commit(b *StateBatch, p Progress) error {
 	if err := b.b.Set([]byte(progressKey), v, nil); err != nil {
 		return err
 	}
-	opts := pebble.Sync
-	if s.opts.SyncInterval > 0 {
-		opts = pebble.NoSync
+	if err := s.apply(b, p.BatchID); err != nil {
+		return err
 	}
-	if err := b.b.Commit(opts); err != nil {
-		return fmt.Errorf("streamgen: commit batch %d: %w", p.BatchID, err)
-	}
+	// Pebble has the batch: only its sync (SyncInterval) or the Close
+	// below releases it.
+	b.closed = true
+	var cacheErr error
 	if s.state != nil {
-		if err := s.state.applyCommitted(b.b); err != nil {
-			return fmt.Errorf("streamgen: batch %d: update the state cache: %w", p.BatchID, err)
+		cacheErr = s.state.applyCommitted(b.b)
+	}
+	if s.opts.SyncInterval > 0 {
+		// The sync loop waits for the batch's sync (Batch.SyncWait)
+		// before it closes it and records it.
+		s.mu.Lock()
+		s.pending = append(s.pending, pendingBatch{b: b.b, id: p.BatchID})
+		s.mu.Unlock()
+		select {
+		case s.wake <- struct{}{}:
+		default: // the loop has a wake-up coming
+		}
+	} else {
+		b.b.Close()
+		if err := s.record(p.BatchID); err != nil {
+			return s.fail(err)
 		}
 	}
-	return b.b.Close()
+	if cacheErr != nil {
+		return fmt.Errorf("streamgen: batch %d: update the state cache: %w", p.BatchID, cacheErr)
+	}
+	return nil
+}
+
+// apply commits b's Pebble batch: synced, or, with SyncInterval, with a
+// sync requested and not waited for. NoSync is not enough: Pebble's log
+// writer leaves such a batch in its buffer, in the process's memory, until
+// a block of the log fills or a later sync, so a process crash could lose
+// batches committed long before; a requested sync wakes it at once.
+func (s *Store) apply(b *StateBatch, id int64) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			// Pebble panics with a failed log write inside its commit
+			// pipeline, holding the pipeline's lock.
+			s.wedged.Store(true)
+			b.closed = true // Pebble may still hold it
+			err = s.fail(fmt.Errorf("commit batch %d: pebble: %v", id, r))
+		}
+	}()
+	if s.opts.SyncInterval > 0 {
+		err = s.db.ApplyNoSyncWait(b.b, pebble.Sync)
+	} else {
+		err = b.b.Commit(pebble.Sync)
+	}
+	if err != nil {
+		return s.fail(fmt.Errorf("commit batch %d: %w", id, err))
+	}
+	// A failed log write or sync calls Logger.Fatalf, after which Apply
+	// returns nil: the failure it recorded is the commit's.
+	if err := s.Err(); err != nil {
+		b.closed = true // Pebble may still hold it
+		return err
+	}
+	return nil
 }
 
 // StateBatch is the state and timer writes of one micro-batch. Its reads
@@ -279,6 +627,7 @@ func (s *Store) Commit(b *StateBatch, p Progress) error {
 // committed, and a batch that is dropped (Close without Commit) leaves the
 // store as it was. Not safe for concurrent use.
 type StateBatch struct {
+	store *Store
 	db    *pebble.DB
 	cache *stateCache
 	b     *pebble.Batch
@@ -288,11 +637,14 @@ type StateBatch struct {
 	// written is true once the batch holds a write; rangeDeleted once it
 	// holds a range deletion.
 	written, rangeDeleted bool
+	// closed is true once b is committed or closed: Pebble pools its
+	// batches, so a second Close would release one in use.
+	closed bool
 }
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *StateBatch {
-	return &StateBatch{db: s.db, cache: s.state, b: s.db.NewBatch()}
+	return &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch()}
 }
 
 // indexed returns the batch with an index of its writes, for reads that
@@ -314,8 +666,20 @@ func (b *StateBatch) indexed() (*pebble.Batch, error) {
 	return ib, nil
 }
 
-// Close drops a batch that was not committed.
-func (b *StateBatch) Close() error { return b.b.Close() }
+// Close drops a batch that was not committed; after Commit it does
+// nothing.
+func (b *StateBatch) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	return b.b.Close()
+}
+
+// readError is the error of a failed read: the store's failure.
+func (b *StateBatch) readError(err error) error {
+	return b.store.fail(fmt.Errorf("read state: %w", err))
+}
 
 func appendScope(k []byte, prefix byte, s Scope) []byte {
 	k = append(k, prefix)
@@ -342,6 +706,9 @@ func (b *StateBatch) Get(v Var, key, suffix []byte) (value []byte, ok bool, err 
 // (the caller knows), so the committed state is read directly, without
 // the batch's index.
 func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byte, ok bool, err error) {
+	if err := b.store.Err(); err != nil {
+		return nil, false, err
+	}
 	b.key = append(entryKey(b.key[:0], v, key), suffix...)
 	var (
 		found  []byte
@@ -363,7 +730,7 @@ func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byt
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("streamgen: read state: %w", err)
+		return nil, false, b.readError(err)
 	}
 	b.val = append(b.val[:0], found...)
 	closer.Close()
@@ -383,7 +750,7 @@ func (b *StateBatch) getCached() (value []byte, ok bool, err error) {
 		return nil, false, nil
 	}
 	if err != nil {
-		return nil, false, fmt.Errorf("streamgen: read state: %w", err)
+		return nil, false, b.readError(err)
 	}
 	b.val = append(b.val[:0], found...)
 	closer.Close()
@@ -440,6 +807,9 @@ func (b *StateBatch) ScanVar(v Var, fn func(key, suffix, value []byte) error) er
 // LastSuffix returns the greatest suffix among the entries of (v, key),
 // as the batch sees them; ok is false when there is none.
 func (b *StateBatch) LastSuffix(v Var, key []byte) (suffix []byte, ok bool, err error) {
+	if err := b.store.Err(); err != nil {
+		return nil, false, err
+	}
 	lower := entryKey(nil, v, key)
 	ib, err := b.indexed()
 	if err != nil {
@@ -447,13 +817,13 @@ func (b *StateBatch) LastSuffix(v Var, key []byte) (suffix []byte, ok bool, err 
 	}
 	it, err := ib.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
-		return nil, false, fmt.Errorf("streamgen: scan state: %w", err)
+		return nil, false, b.readError(err)
 	}
 	if it.Last() {
 		suffix, ok = append([]byte(nil), it.Key()[len(lower):]...), true
 	}
 	if err := it.Close(); err != nil {
-		return nil, false, fmt.Errorf("streamgen: scan state: %w", err)
+		return nil, false, b.readError(err)
 	}
 	return suffix, ok, nil
 }
@@ -491,13 +861,16 @@ func (b *StateBatch) deleteRange(lower, upper []byte) error {
 
 // scan calls fn for each key in [lower, upper) as the batch sees it.
 func (b *StateBatch) scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	if err := b.store.Err(); err != nil {
+		return err
+	}
 	ib, err := b.indexed()
 	if err != nil {
 		return err
 	}
 	it, err := ib.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
-		return fmt.Errorf("streamgen: scan state: %w", err)
+		return b.readError(err)
 	}
 	for it.First(); it.Valid(); it.Next() {
 		if err := fn(it.Key(), it.Value()); err != nil {
@@ -506,7 +879,7 @@ func (b *StateBatch) scan(lower, upper []byte, fn func(key, value []byte) error)
 		}
 	}
 	if err := it.Close(); err != nil {
-		return fmt.Errorf("streamgen: scan state: %w", err)
+		return b.readError(err)
 	}
 	return nil
 }
@@ -531,7 +904,7 @@ func (s *Store) deleteVariable(op, id uint8) error {
 	// The partition comes first in a state key: find each in turn.
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{statePrefix}, UpperBound: []byte{statePrefix + 1}})
 	if err != nil {
-		return fmt.Errorf("streamgen: delete state variable: %w", err)
+		return s.fail(fmt.Errorf("delete state variable: %w", err))
 	}
 	for valid := it.First(); valid; {
 		k := it.Key()
@@ -548,10 +921,15 @@ func (s *Store) deleteVariable(op, id uint8) error {
 		valid = it.SeekGE(prefixEnd(next))
 	}
 	if err := it.Close(); err != nil {
-		return fmt.Errorf("streamgen: delete state variable: %w", err)
+		return s.fail(fmt.Errorf("delete state variable: %w", err))
 	}
 	if err := b.Commit(pebble.Sync); err != nil {
-		return fmt.Errorf("streamgen: delete state variable: %w", err)
+		return s.fail(fmt.Errorf("delete state variable: %w", err))
+	}
+	// A failed log write or sync calls Logger.Fatalf, after which Commit
+	// returns nil.
+	if err := s.Err(); err != nil {
+		return err
 	}
 	if s.state != nil {
 		s.state.mu.Lock()

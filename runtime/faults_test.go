@@ -1,0 +1,500 @@
+package runtime_test
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// commitBatches commits batches from..to-1 on s, each adding id+1 to the
+// sum of key "k" and writing an entry of its own.
+func commitBatches(t *testing.T, s *runtime.Store, from, to int64) {
+	t.Helper()
+	for id := from; id < to; id++ {
+		b := s.NewBatch()
+		v, ok, err := b.Get(sumVar, []byte("k"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sum int64
+		if ok {
+			sum = int64(binary.BigEndian.Uint64(v))
+		}
+		b.Put(sumVar, []byte("k"), nil, u64(sum+id+1))
+		b.Put(sumVar, []byte(fmt.Sprint("batch", id)), nil, u64(id))
+		if err := s.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// sumUpTo is the sum commitBatches leaves after batch id.
+func sumUpTo(id int64) int64 { return (id + 1) * (id + 2) / 2 }
+
+// contents reads what a store holds: its progress, the sum, and the
+// number of entries.
+func contents(s *runtime.Store) (batch, sum int64, entries int, err error) {
+	p, _, err := s.Progress()
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	b := s.NewBatch()
+	defer b.Close()
+	err = b.ScanVar(sumVar, func(key, _, value []byte) error {
+		entries++
+		if string(key) == "k" {
+			sum = int64(binary.BigEndian.Uint64(value))
+		}
+		return nil
+	})
+	return p.BatchID, sum, entries, err
+}
+
+// checkConsistent reopens fs and checks that state and progress describe
+// the same batch; it returns that batch.
+func checkConsistent(t *testing.T, fs vfs.FS, opts runtime.StoreOptions) int64 {
+	t.Helper()
+	s := open(t, fs, opts)
+	defer s.Close()
+	batch, sum, entries, err := contents(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := 0 // "k" and an entry per batch
+	if batch >= 0 {
+		want = int(batch + 2)
+	}
+	if sum != sumUpTo(batch) || entries != want {
+		t.Fatalf("progress says batch %d (sum %d, %d entries), the state holds sum %d in %d entries", batch, sumUpTo(batch), want, sum, entries)
+	}
+	return batch
+}
+
+func readVFS(t *testing.T, fs vfs.FS, path string) []byte {
+	t.Helper()
+	f, err := fs.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+func writeVFS(t *testing.T, fs vfs.FS, path string, data []byte) {
+	t.Helper()
+	f, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+// ckptFiles lists the checkpoint's files with their sizes.
+func ckptFiles(t *testing.T, fs vfs.FS) []string {
+	t.Helper()
+	names, err := fs.List("ckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, n := range names {
+		st, err := fs.Stat("ckpt/" + n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s:%d", n, st.Size()))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// fileNamed returns the checkpoint file whose name has the prefix or
+// suffix; it fails when there is not exactly one.
+func fileNamed(t *testing.T, fs vfs.FS, match func(string) bool) string {
+	t.Helper()
+	names, _ := fs.List("ckpt")
+	var found []string
+	for _, n := range names {
+		if match(n) {
+			found = append(found, n)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("checkpoint files %v: want one match, found %v", names, found)
+	}
+	return "ckpt/" + found[0]
+}
+
+func hasSuffix(s string) func(string) bool {
+	return func(n string) bool { return strings.HasSuffix(n, s) }
+}
+func hasPrefix(s string) func(string) bool {
+	return func(n string) bool { return strings.HasPrefix(n, s) }
+}
+
+// flushedCheckpoint makes a checkpoint of 5 batches whose state is in a
+// table (Pebble flushes the replayed log when it opens the store again),
+// then commits batches 5..5+inLog-1 into the log only.
+func flushedCheckpoint(t *testing.T, inLog int64) *vfs.MemFS {
+	t.Helper()
+	fs := vfs.NewMem()
+	s := open(t, fs, runtime.StoreOptions{})
+	commitBatches(t, s, 0, 5)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, fs, runtime.StoreOptions{})
+	commitBatches(t, s, 5, 5+inLog)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	fileNamed(t, fs, hasSuffix(".sst"))
+	return fs
+}
+
+// currentManifest is the MANIFEST that Pebble's marker names
+// ("marker.manifest.000002.MANIFEST-000006").
+func currentManifest(t *testing.T, fs vfs.FS) string {
+	t.Helper()
+	marker := fileNamed(t, fs, hasPrefix("marker.manifest."))
+	return "ckpt/" + marker[strings.LastIndexByte(marker, '.')+1:]
+}
+
+func clone(t *testing.T, fs vfs.FS) *vfs.MemFS {
+	t.Helper()
+	c := vfs.NewMem()
+	if _, err := vfs.Clone(fs, c, "ckpt", "ckpt"); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// expectRefused opens fs, expects an error that wraps want and says each
+// of says, and checks that the refused open changed no file.
+func expectRefused(t *testing.T, fs vfs.FS, want error, says ...string) error {
+	t.Helper()
+	before := ckptFiles(t, fs)
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+	if err == nil {
+		batch, sum, entries, rerr := contents(s)
+		s.Close()
+		t.Fatalf("the damaged checkpoint opened: batch %d, sum %d, %d entries, read error %v", batch, sum, entries, rerr)
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("error does not wrap %v: %v", want, err)
+	}
+	for _, w := range says {
+		if !strings.Contains(err.Error(), w) {
+			t.Fatalf("error does not say %q: %v", w, err)
+		}
+	}
+	if after := ckptFiles(t, fs); !slices.Equal(before, after) {
+		t.Fatalf("the refused open changed the checkpoint's files:\nbefore %v\nafter  %v", before, after)
+	}
+	return err
+}
+
+// TestCorruptCheckpointIsRefused damages the files of a checkpoint made on
+// vfs.NewMem (every few bytes of its table flipped, the table truncated
+// or gone, the MANIFEST truncated) and opens it: each is refused with the
+// damaged file and the way out, and the refused open changes no file;
+// none opens with other contents than were committed.
+func TestCorruptCheckpointIsRefused(t *testing.T) {
+	base := flushedCheckpoint(t, 0)
+	table := fileNamed(t, base, hasSuffix(".sst"))
+	data := readVFS(t, base, table)
+	const wayOut = "start the query from a fresh checkpoint directory"
+	refused := 0
+	for off := 0; off < len(data); off += 3 {
+		fs := clone(t, base)
+		d := slices.Clone(data)
+		d[off] ^= 0x5a
+		writeVFS(t, fs, table, d)
+		s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+		if err != nil {
+			if !errors.Is(err, runtime.ErrCorruptCheckpoint) || !strings.Contains(err.Error(), table) || !strings.Contains(err.Error(), wayOut) {
+				t.Fatalf("byte %d of %s flipped: %v", off, table, err)
+			}
+			refused++
+			continue
+		}
+		// Pebble checksums every block: only the footer's padding is
+		// free to change.
+		batch, sum, entries, err := contents(s)
+		s.Close()
+		if err != nil || batch != 4 || sum != sumUpTo(4) || entries != 6 {
+			t.Fatalf("byte %d of %s flipped: opened with batch %d, sum %d, %d entries, error %v", off, table, batch, sum, entries, err)
+		}
+	}
+	if refused < len(data)/3*9/10 {
+		t.Fatalf("only %d of %d flipped bytes refused", refused, len(data)/3)
+	}
+
+	fs := clone(t, base)
+	writeVFS(t, fs, table, data[:len(data)/2])
+	expectRefused(t, fs, runtime.ErrCorruptCheckpoint, table, "size mismatch", wayOut)
+
+	fs = clone(t, base)
+	if err := fs.Remove(table); err != nil {
+		t.Fatal(err)
+	}
+	expectRefused(t, fs, runtime.ErrCorruptCheckpoint, strings.TrimPrefix(strings.TrimSuffix(table, ".sst"), "ckpt/"), wayOut)
+
+	// A MANIFEST cut short is malformed, or opens, in Pebble, as the
+	// edits before the cut: here none, an empty store, which a writable
+	// open would make final by deleting the table.
+	manifest := currentManifest(t, base)
+	content := readVFS(t, base, manifest)
+	for _, cut := range []int{0, 20, len(content) / 2, len(content) - 1} {
+		fs := clone(t, base)
+		writeVFS(t, fs, manifest, content[:cut])
+		expectRefused(t, fs, runtime.ErrCorruptCheckpoint, strings.TrimPrefix(manifest, "ckpt/"), "fresh checkpoint directory")
+	}
+}
+
+// TestLostBatchesAreRefused: Pebble opens without a word a store that has
+// lost committed batches; the commit file makes each such start an error
+// that says what is missing and what starting would do, and changes no
+// file. Deleting the commit file accepts the loss.
+func TestLostBatchesAreRefused(t *testing.T) {
+	t.Run("log cut short", func(t *testing.T) {
+		base := flushedCheckpoint(t, 5)
+		log := fileNamed(t, base, hasSuffix(".log"))
+		data := readVFS(t, base, log)
+		// (The log ends in an 11-byte trailer written at Close.)
+		for _, cut := range []int{len(data) / 4, len(data) / 2, len(data) - 20} {
+			fs := clone(t, base)
+			writeVFS(t, fs, log, data[:cut])
+			err := expectRefused(t, fs, runtime.ErrRewoundCheckpoint, "commit file ckpt/STREAMGEN-COMMIT says batch 9 was committed", "would rewind the query", "used again", "sinks")
+			if errors.Is(err, runtime.ErrCorruptCheckpoint) {
+				t.Fatalf("a rewind is not corruption: %v", err)
+			}
+			if err := fs.Remove("ckpt/STREAMGEN-COMMIT"); err != nil {
+				t.Fatal(err)
+			}
+			if batch := checkConsistent(t, fs, runtime.StoreOptions{}); batch < 4 || batch >= 9 {
+				t.Fatalf("log cut at %d of %d: the store holds batch %d", cut, len(data), batch)
+			}
+		}
+	})
+	t.Run("log removed", func(t *testing.T) {
+		fs := flushedCheckpoint(t, 5)
+		if err := fs.Remove(fileNamed(t, fs, hasSuffix(".log"))); err != nil {
+			t.Fatal(err)
+		}
+		expectRefused(t, fs, runtime.ErrRewoundCheckpoint, "progress is batch 4", "batches 5 to 9 are lost")
+	})
+	t.Run("MANIFEST marker removed", func(t *testing.T) {
+		fs := flushedCheckpoint(t, 0)
+		if err := fs.Remove(fileNamed(t, fs, hasPrefix("marker.manifest."))); err != nil {
+			t.Fatal(err)
+		}
+		expectRefused(t, fs, runtime.ErrRewoundCheckpoint, "the store is empty", "batches 0 to 4 were committed", "batch ids would restart at 0")
+	})
+	t.Run("MANIFEST truncated, batches in the log", func(t *testing.T) {
+		// The log replays the last batches' progress into a store that
+		// lost the tables with the state of the earlier ones.
+		fs := flushedCheckpoint(t, 3)
+		manifest := currentManifest(t, fs)
+		writeVFS(t, fs, manifest, readVFS(t, fs, manifest)[:50])
+		expectRefused(t, fs, runtime.ErrRewoundCheckpoint, "lost its tables", "progress of batch 7", manifest)
+	})
+}
+
+// TestMachineCrashIsNotTakenForLoss: with SyncInterval, the commit file
+// follows the synced point, not the commits, so a machine crash, which
+// keeps only synced data and loses the last interval's batches as
+// asynchronous progress tracking allows, always opens; and the commit
+// file does follow the batches.
+func TestMachineCrashIsNotTakenForLoss(t *testing.T) {
+	opts := runtime.StoreOptions{SyncInterval: 2 * time.Millisecond}
+	fs := vfs.NewCrashableMem()
+	s := open(t, fs, opts)
+	r := rand.New(rand.NewPCG(3, 3))
+	recorded := int64(-1)
+	for id := int64(0); id < 200; id += 5 {
+		commitBatches(t, s, id, id+5)
+		if r.IntN(4) > 0 {
+			continue
+		}
+		crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+		batch := checkConsistent(t, crashed, opts)
+		if rec := commitFileBatch(t, crashed); rec > batch {
+			t.Fatalf("after a machine crash at batch %d the store holds batch %d and the commit file says %d", id+4, batch, rec)
+		} else {
+			recorded = max(recorded, rec)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rec := commitFileBatch(t, fs); rec != 199 {
+		t.Fatalf("after Close the commit file says batch %d, want 199", rec)
+	}
+	if recorded < 0 {
+		t.Fatal("no crash found the commit file written: the test does not reach the case it is for")
+	}
+}
+
+// commitFileBatch reads the commit file's batch id (-1 for none).
+func commitFileBatch(t *testing.T, fs vfs.FS) int64 {
+	t.Helper()
+	if _, err := fs.Stat("ckpt/STREAMGEN-COMMIT"); err != nil {
+		return -1
+	}
+	var rec struct {
+		BatchID int64 `json:"batchId"`
+	}
+	if err := json.Unmarshal(readVFS(t, fs, "ckpt/STREAMGEN-COMMIT"), &rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec.BatchID
+}
+
+// TestProcessCrashLosesNothing: with SyncInterval, a commit hands the
+// batch to Pebble's log writer, which writes it to the file at once and
+// syncs later. A process crash, where the operating system keeps what was
+// written (a crash clone that keeps all unsynced data), loses no
+// committed batch; a machine crash (a clone of the synced data only)
+// loses at most the batches after the last sync, and the sync comes
+// within the interval.
+func TestProcessCrashLosesNothing(t *testing.T) {
+	t.Run("process crash", func(t *testing.T) {
+		// An interval that never passes: no sync after the first.
+		opts := runtime.StoreOptions{SyncInterval: time.Hour}
+		fs := vfs.NewCrashableMem()
+		s := open(t, fs, opts)
+		defer s.Close()
+		commitBatches(t, s, 0, 20)
+		// The log writer's goroutine writes what the commit handed it
+		// right after; before, NoSync commits stayed in its buffer
+		// until a 32 KiB block filled or the next sync.
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
+			batch := checkConsistent(t, crashed, opts)
+			if batch == 19 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a process crash after committing batch 19 loses batches: the store holds batch %d", batch)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		// A machine crash keeps only what was synced: the batches after
+		// the last sync (here all, within the one interval) may be lost,
+		// and the store opens consistent.
+		checkConsistent(t, fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}), opts)
+	})
+	t.Run("machine crash", func(t *testing.T) {
+		opts := runtime.StoreOptions{SyncInterval: 20 * time.Millisecond}
+		fs := vfs.NewCrashableMem()
+		s := open(t, fs, opts)
+		defer s.Close()
+		commitBatches(t, s, 0, 10)
+		// Within about an interval the batches are synced, which the
+		// commit file then records.
+		deadline := time.Now().Add(5 * time.Second)
+		for commitFileBatch(t, fs) < 9 {
+			if time.Now().After(deadline) {
+				t.Fatalf("batch 9 not synced after 5s: the commit file says %d", commitFileBatch(t, fs))
+			}
+			time.Sleep(time.Millisecond)
+		}
+		commitBatches(t, s, 10, 20)
+		batch := checkConsistent(t, fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}), opts)
+		if batch < 9 {
+			t.Fatalf("a machine crash lost synced batches: the store holds batch %d, batch 9 was synced", batch)
+		}
+	})
+}
+
+// enospc is the error of a full disk.
+func enospc(op errorfs.Op) error {
+	return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+}
+
+// TestFailedFlushFailsTheStore: a memtable flush that fails on a full
+// disk is the store's failure, which the next commit and read return,
+// naming the directory and the cause; Close ends Pebble's retries at once
+// (it tries again in a loop until then).
+func TestFailedFlushFailsTheStore(t *testing.T) {
+	var tables atomic.Bool
+	var injected atomic.Int64
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if tables.Load() && strings.HasSuffix(op.Path, ".sst") && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+			injected.Add(1)
+			return enospc(op)
+		}
+		return nil
+	}))
+	s := open(t, fs, runtime.StoreOptions{})
+	tables.Store(true)
+	// Pebble's memtable is 4 MiB: batches of 512 KiB fill it and it is
+	// flushed to a table. (Before the store failed on it, the commits
+	// went on until the memtables were full, then stalled for ever while
+	// Pebble retried the flush in a loop.)
+	value := make([]byte, 512<<10)
+	failed := make(chan error, 1)
+	go func() {
+		var err error
+		for id := int64(0); err == nil && id < 1000; id++ {
+			b := s.NewBatch()
+			if _, _, err = b.Get(sumVar, []byte("k"), nil); err == nil {
+				b.Put(sumVar, []byte(fmt.Sprint(id)), nil, value)
+				err = s.Commit(b, runtime.Progress{BatchID: id})
+			}
+			b.Close()
+		}
+		failed <- err
+	}()
+	var err error
+	select {
+	case err = <-failed:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("commits hang (%d failed table writes)", injected.Load())
+	}
+	if !errors.Is(err, runtime.ErrStoreFailed) || !strings.Contains(err.Error(), "ckpt") || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("error: %v", err)
+	}
+	if !errors.Is(s.Err(), runtime.ErrStoreFailed) {
+		t.Fatalf("Err: %v", s.Err())
+	}
+	start := time.Now()
+	if cerr := s.Close(); !errors.Is(cerr, runtime.ErrStoreFailed) {
+		t.Fatalf("Close: %v", cerr)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+	n := injected.Load()
+	time.Sleep(20 * time.Millisecond)
+	if after := injected.Load(); after != n {
+		t.Fatalf("Pebble still writes tables after Close: %d failed writes, then %d", n, after)
+	}
+}

@@ -1,0 +1,191 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// How Pebble v2 reports storage faults, and what the Store makes of them:
+//
+//   - A foreground call returns an error: a read (Get, an iterator) that
+//     meets an I/O error or a block whose checksum does not match, Open on
+//     a damaged MANIFEST, WAL or table. The Store records it as its
+//     failure (below) and returns it.
+//   - A commit whose log write or sync fails does not return an error:
+//     DB.Apply calls Logger.Fatalf("pebble: fatal commit error") and then
+//     returns nil. A later commit into a log writer that has failed panics
+//     with the error inside the commit pipeline, holding the pipeline's
+//     lock, so that every later commit and DB.Close block for ever.
+//   - Background work (flushes, compactions, table statistics) calls
+//     EventListener.BackgroundError and tries again at once: a flush that
+//     fails on a full disk is retried in a loop, nothing is made read-only,
+//     and writes go on until the queue of memtables is full, when they
+//     stall for ever (EventListener.WriteStallBegin). A MANIFEST that
+//     cannot be written calls Logger.Fatalf and returns the error.
+//   - Corrupt data read by any goroutine calls EventListener.DataCorruption
+//     with the file's path, whose default calls Logger.Fatalf.
+//
+// So the Store records the first of these as its failure, whichever
+// goroutine meets it, and from then on refuses every read and write with
+// it; the query stops on it. Logger.Fatalf records too and returns, as the
+// loggers of Pebble's own tests do (InMemLogger, the metamorphic test's
+// history): Pebble's storage-fault call sites return an error after it,
+// and a panic from a Pebble goroutine would end the process, while one
+// unwound through Pebble's code from ours leaves its reference counts
+// wrong. Pebble panics itself on two storage faults: a log write or
+// rotation that fails inside a commit, which Commit recovers, marking the
+// store wedged so that Close does not wait for the lock the panic left
+// held; and a directory sync that fails when it moves a marker file
+// (fsync errors are unrecoverable, it says), which OpenStore recovers
+// when it happens in Open. On a background MANIFEST rotation that panic
+// ends the process: nothing outside Pebble can catch it.
+
+// ErrStoreFailed is wrapped by the error of every operation of a Store,
+// and of the query on it, once Pebble has failed to write or read the
+// checkpoint: a write or sync that failed (a full disk), a background
+// flush or compaction that failed, corrupt data. The store refuses every
+// later read and write; the checkpoint keeps the batches committed before,
+// and a query started again once the cause is fixed resumes from them.
+var ErrStoreFailed = errors.New("streamgen: checkpoint store failed")
+
+// ErrCorruptCheckpoint is wrapped by the error of OpenStore, Start, or a
+// running query, for a checkpoint whose files are damaged: a checksum
+// that does not match, a truncated or missing table, a MANIFEST or log
+// that cannot be read, a commit file that cannot be parsed. The message
+// names the file.
+var ErrCorruptCheckpoint = errors.New("streamgen: corrupt checkpoint")
+
+// ErrStoreNotClosed is wrapped by the error of Store.Close, Query.Stop and
+// a query that ended on a store failure, when Pebble did not close within
+// the close timeout (a call into it that never returns: a disk that hangs,
+// a write stalled behind a flush that keeps failing). The store's files
+// stay open and locked until the process ends.
+var ErrStoreNotClosed = errors.New("streamgen: checkpoint store did not close")
+
+// storeError is a failure of the store in dir: it wraps the kinds it is
+// (ErrStoreFailed, ErrCorruptCheckpoint) and the cause, and says what to
+// do about it.
+type storeError struct {
+	kinds []error
+	dir   string
+	cause error
+	// file is the damaged file, when one is known.
+	file string
+	hint string
+}
+
+func (e *storeError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.kinds[len(e.kinds)-1].Error())
+	b.WriteString(" in ")
+	b.WriteString(e.dir)
+	b.WriteString(": ")
+	if e.file != "" && !strings.Contains(e.cause.Error(), e.file) {
+		b.WriteString("file ")
+		b.WriteString(e.file)
+		b.WriteString(": ")
+	}
+	b.WriteString(e.cause.Error())
+	if e.hint != "" {
+		b.WriteString("; ")
+		b.WriteString(e.hint)
+	}
+	return b.String()
+}
+
+func (e *storeError) Unwrap() []error { return append(e.kinds[:len(e.kinds):len(e.kinds)], e.cause) }
+
+// The ways out the messages give.
+const (
+	failedHint = "the batches committed before are kept: fix the cause (free disk space) and start the query again, it resumes from the last committed batch"
+	// corruptHint says how to go on from a damaged checkpoint; see
+	// "Storage faults" in the package doc.
+	corruptHint = "the checkpoint cannot be used: move the directory aside and start the query from a fresh checkpoint directory (it then reads its sources from the start, with batch ids from 0; restoring a checkpoint from a changelog is not supported yet)"
+)
+
+// failure is what the store keeps of its first failure.
+type failure struct{ err error }
+
+// fail records cause as the store's failure, unless one is recorded
+// already, and returns the recorded one. Safe for concurrent use, from
+// any goroutine, Pebble's included; it does not block.
+func (s *Store) fail(cause error) error {
+	if f := s.failure.Load(); f != nil {
+		return f.err
+	}
+	e := &storeError{kinds: []error{ErrStoreFailed}, dir: s.dir, cause: cause, hint: failedHint}
+	if isCorruption(cause) {
+		e.kinds = append(e.kinds, ErrCorruptCheckpoint)
+		e.hint = corruptHint
+	}
+	return s.setFailure(e)
+}
+
+// failCorrupt records corruption found in file.
+func (s *Store) failCorrupt(file string, cause error) error {
+	return s.setFailure(&storeError{kinds: []error{ErrStoreFailed, ErrCorruptCheckpoint}, dir: s.dir, cause: cause, file: file, hint: corruptHint})
+}
+
+func (s *Store) setFailure(e *storeError) error {
+	if s.failure.CompareAndSwap(nil, &failure{err: e}) {
+		close(s.failed)
+	}
+	return s.failure.Load().err
+}
+
+// Err returns the failure that stopped the store (wrapping ErrStoreFailed),
+// or nil. Safe for concurrent use.
+func (s *Store) Err() error {
+	if f := s.failure.Load(); f != nil {
+		return f.err
+	}
+	return nil
+}
+
+// isCorruption reports whether a Pebble error says that data is damaged
+// rather than that an operation failed. Pebble marks checksum and format
+// errors (pebble.ErrCorruption); a table of the wrong size or a missing
+// file, found by the consistency check at Open, is a plain error.
+func isCorruption(err error) bool {
+	if pebble.IsCorruptionError(err) || errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	msg := err.Error()
+	return strings.Contains(msg, "size mismatch") || strings.Contains(msg, "unknown to the objstorage provider")
+}
+
+// pebbleHooks are the logger and event listener of a Store's Pebble.
+type pebbleHooks struct{ s *Store }
+
+// Infof drops Pebble's informational messages (a line per replayed log
+// file at every start).
+func (pebbleHooks) Infof(string, ...any) {}
+
+func (pebbleHooks) Errorf(format string, args ...any) {
+	slog.Error("streamgen: pebble: " + fmt.Sprintf(format, args...))
+}
+
+// Fatalf records the failure and returns (see the top of this file).
+func (h pebbleHooks) Fatalf(format string, args ...any) {
+	h.s.fail(fmt.Errorf(format, args...))
+}
+
+func (h pebbleHooks) listener() *pebble.EventListener {
+	return &pebble.EventListener{
+		BackgroundError: func(err error) { h.s.fail(err) },
+		DataCorruption: func(info pebble.DataCorruptionInfo) {
+			h.s.failCorrupt(info.Path, info.Details)
+		},
+		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
+			slog.Warn("streamgen: checkpoint writes stall", "dir", h.s.dir, "reason", info.Reason)
+		},
+		DiskSlow: func(info pebble.DiskSlowInfo) {
+			slog.Warn("streamgen: checkpoint disk is slow", "file", info.Path, "op", info.OpType.String(), "for", info.Duration)
+		},
+	}
+}

@@ -1,0 +1,247 @@
+package typed_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// fullDisk injects ENOSPC into the operations it counts (writes, or only
+// syncs) from the one with index `after` on, while on.
+type fullDisk struct {
+	syncsOnly bool
+	after     int64
+	on        atomic.Bool
+	ops       atomic.Int64
+}
+
+func (d *fullDisk) MaybeError(op errorfs.Op) error {
+	if !d.on.Load() || op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
+		return nil
+	}
+	if d.syncsOnly && op.Kind != errorfs.OpFileSync && op.Kind != errorfs.OpFileSyncData && op.Kind != errorfs.OpFileSyncTo {
+		return nil
+	}
+	if d.ops.Add(1) > d.after {
+		return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+	}
+	return nil
+}
+
+func (d *fullDisk) String() string { return fmt.Sprintf("ENOSPC after %d", d.after) }
+
+// await waits for q to end, with a deadline as a safety net: a query that
+// hangs fails the test instead of the test binary.
+func await(t *testing.T, q *typed.Query) error {
+	t.Helper()
+	select {
+	case <-q.Done():
+		return q.Err()
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the query did not end (status %+v)", q.Status())
+		return nil
+	}
+}
+
+// TestStorageFaultsEndTheQuery fills the disk of a checkpoint at every
+// point of a query's run: errorfs fails with ENOSPC every write (or every
+// sync) from the n-th on, for every n up to the run's last. Each run ends
+// (no panic, no hang) either cleanly or with an error that wraps
+// ErrStoreFailed and names the checkpoint directory and the cause; and
+// the query started again on the same checkpoint, with the disk freed,
+// ends with the counts of the whole input: nothing committed was lost,
+// nothing counted twice.
+func TestStorageFaultsEndTheQuery(t *testing.T) {
+	in := clicks(60, 5)
+	want := expectedCounts(in)
+	for _, syncsOnly := range []bool{false, true} {
+		for _, interval := range []time.Duration{0, time.Millisecond} {
+			t.Run(fmt.Sprintf("syncsOnly=%v/syncInterval=%v", syncsOnly, interval), func(t *testing.T) {
+				run := func(fs vfs.FS, sink *batchSink[fixtures.UserCount]) error {
+					m := typed.NewMemoryStream[fixtures.Click]("clicks", 6)
+					m.Add(in...)
+					q, err := countPipeline(m, sink).Start(context.Background(),
+						runtime.Checkpoint("ckpt"), runtime.FileSystem(fs), runtime.SyncInterval(interval),
+						runtime.WithTrigger(runtime.AvailableNow()), runtime.CloseTimeout(5*time.Second),
+						runtime.StateCacheSize(1<<20)) // the default's index takes a while to allocate, at each of the many starts
+					if err != nil {
+						return err
+					}
+					return await(t, q)
+				}
+				// A clean run counts the operations.
+				disk := &fullDisk{syncsOnly: syncsOnly, after: 1 << 62}
+				disk.on.Store(true)
+				if err := run(errorfs.Wrap(vfs.NewMem(), disk), newSink[fixtures.UserCount]()); err != nil {
+					t.Fatal(err)
+				}
+				total := disk.ops.Load()
+				failedRunning := 0
+				for n := range total + 1 {
+					mem := vfs.NewMem()
+					disk := &fullDisk{syncsOnly: syncsOnly, after: n}
+					disk.on.Store(true)
+					sink := newSink[fixtures.UserCount]()
+					err := run(errorfs.Wrap(mem, disk), sink)
+					if err != nil {
+						if !errors.Is(err, runtime.ErrStoreFailed) || !strings.Contains(err.Error(), "in ckpt") || !strings.Contains(err.Error(), "no space left on device") {
+							t.Fatalf("disk full after %d of %d operations: %v", n, total, err)
+						}
+						if len(sink.snapshot()) > 0 {
+							failedRunning++
+						}
+					}
+					if err := run(mem, sink); err != nil {
+						t.Fatalf("disk full after %d of %d operations, then freed: %v", n, total, err)
+					}
+					sameCounts(t, latest(sink.rows()), want)
+				}
+				if failedRunning == 0 {
+					t.Fatal("no run failed after its first batch: the test does not reach the commits")
+				}
+			})
+		}
+	}
+}
+
+// bigState keeps a value of 1 MiB per user: a batch of five users is
+// larger than half of Pebble's 4 MiB memtable, which Pebble flushes to a
+// table at once.
+func bigState(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.StateV3]) (fixtures.UserCount, error) {
+	n := 0
+	for range rows {
+		n++
+	}
+	state.Update(fixtures.StateV3{Count: strings.Repeat(fmt.Sprint(n%10), 1<<20)})
+	return fixtures.UserCount{User: user, Count: int64(n)}, nil
+}
+
+// TestFailedFlushEndsAnIdleQuery: the one batch of the input is flushed
+// to a table after its commit, and the flush fails on a full disk
+// (ENOSPC on every table write); Pebble retries it in a loop, and the
+// query, idle once its input is done, does not call the store again. The
+// failure, reported by Pebble's BackgroundError, ends the query anyway,
+// with an error naming the directory and the cause, and closing the store
+// ends Pebble's retries.
+func TestFailedFlushEndsAnIdleQuery(t *testing.T) {
+	var injected atomic.Int64
+	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if strings.HasSuffix(op.Path, ".sst") && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+			injected.Add(1)
+			return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+		}
+		return nil
+	}))
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(clicks(50, 6)...)
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	w := typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, bigState), newSink[fixtures.UserCount]()).OutputMode(typed.Update)
+	q, err := w.Start(context.Background(), runtime.Checkpoint("ckpt"), runtime.FileSystem(fs), runtime.PollInterval(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = await(t, q)
+	if p, ok := q.LastProgress(); !ok || p.BatchID != 0 {
+		t.Fatalf("the batch did not commit: %+v", p)
+	}
+	if !errors.Is(err, runtime.ErrStoreFailed) || !strings.Contains(err.Error(), "in ckpt") || !strings.Contains(err.Error(), ".sst: no space left on device") {
+		t.Fatalf("error: %v", err)
+	}
+	n := injected.Load()
+	time.Sleep(20 * time.Millisecond)
+	if after := injected.Load(); after != n {
+		t.Fatalf("Pebble still flushes after the query ended: %d failed table writes, then %d", n, after)
+	}
+}
+
+// hangingDisk blocks every sync of Pebble's log while on, until released:
+// a disk that stops answering.
+type hangingDisk struct {
+	on      atomic.Bool
+	blocked chan struct{} // closed when a sync blocks
+	once    sync.Once
+	release chan struct{}
+}
+
+func (d *hangingDisk) MaybeError(op errorfs.Op) error {
+	isSync := op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData || op.Kind == errorfs.OpFileSyncTo
+	if d.on.Load() && isSync && strings.HasSuffix(op.Path, ".log") {
+		d.once.Do(func() { close(d.blocked) })
+		<-d.release
+	}
+	return nil
+}
+
+func (d *hangingDisk) String() string { return "hanging log syncs" }
+
+// TestStopReturnsWhileTheDiskHangs: a commit waits for a log sync that
+// never returns; Stop returns after the close timeout anyway, with an
+// error that says the store did not close and names its directory, and
+// the query counts as ended.
+func TestStopReturnsWhileTheDiskHangs(t *testing.T) {
+	before := goruntime.NumGoroutine()
+	disk := &hangingDisk{blocked: make(chan struct{}), release: make(chan struct{})}
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 10)
+	ev := &events{}
+	q, err := countPipeline(m, newSink[fixtures.UserCount]()).Start(context.Background(),
+		runtime.Checkpoint("ckpt"), runtime.FileSystem(errorfs.Wrap(vfs.NewMem(), disk)),
+		runtime.PollInterval(time.Millisecond), runtime.CloseTimeout(100*time.Millisecond), runtime.Listener(ev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	disk.on.Store(true)
+	m.Add(clicks(10, 7)...)
+	select {
+	case <-disk.blocked:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no commit reached the log sync")
+	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- q.Stop() }()
+	select {
+	case err = <-stopped:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Stop did not return")
+	}
+	if !errors.Is(err, runtime.ErrStoreNotClosed) || !strings.Contains(err.Error(), "in ckpt") {
+		t.Fatalf("Stop: %v", err)
+	}
+	select {
+	case <-q.Done():
+	default:
+		t.Fatal("Done is not closed after Stop returned")
+	}
+	if q.Err() != err || q.Status().Message != "Stopped" {
+		t.Fatalf("Err %v, status %+v", q.Err(), q.Status())
+	}
+	ev.mu.Lock()
+	if len(ev.terminated) != 1 || ev.terminated[0] != err {
+		t.Fatalf("OnQueryTerminated: %v", ev.terminated)
+	}
+	ev.mu.Unlock()
+	// Once the disk answers, the abandoned goroutine ends and closes the
+	// store, without a second OnQueryTerminated.
+	close(disk.release)
+	waitFor(t, "the goroutines to end", func() bool { return goruntime.NumGoroutine() <= before })
+	ev.mu.Lock()
+	defer ev.mu.Unlock()
+	if len(ev.terminated) != 1 {
+		t.Fatalf("OnQueryTerminated: %v", ev.terminated)
+	}
+}
