@@ -33,9 +33,11 @@ type stateCache struct {
 	budget int64
 	seed   maphash.Seed
 	index  map[uint64]int32 // hash of the key → the first entry of that hash
-	// entries are the slots; free lists the unused ones.
-	entries []cacheEntry
-	free    []int32
+	// entries are the slots, at most maxEntries of them, grown as needed;
+	// free lists the unused ones.
+	entries    []cacheEntry
+	maxEntries int
+	free       []int32
 	// head is the most recently used entry, tail the least; -1 when empty.
 	head, tail int32
 	// arena holds the entries' keys and values from 0 to used; spare is
@@ -74,9 +76,9 @@ func newStateCache(budget int64, complete bool) *stateCache {
 	c := &stateCache{
 		budget: budget, seed: maphash.MakeSeed(), index: map[uint64]int32{},
 		head: -1, tail: -1, complete: complete,
-		arena:   mapMemory(int(arena)),
-		spare:   mapMemory(int(arena)),
-		entries: make([]cacheEntry, 0, slots),
+		arena:      mapMemory(int(arena)),
+		spare:      mapMemory(int(arena)),
+		maxEntries: int(slots),
 	}
 	return c
 }
@@ -153,8 +155,12 @@ func (c *stateCache) set(key, value []byte, absent bool) {
 		return
 	}
 	// Make room: a slot, and n bytes at the end of the arena.
-	for len(c.free) == 0 && len(c.entries) == cap(c.entries) {
+	for len(c.free) == 0 && len(c.entries) >= c.maxEntries && c.tail >= 0 {
 		c.evict()
+	}
+	if len(c.free) == 0 && len(c.entries) >= c.maxEntries {
+		c.complete = false
+		return // a budget too small for even one entry
 	}
 	if c.used+n > len(c.arena) {
 		for c.live+int64(n) > int64(len(c.arena))*3/4 && c.tail >= 0 {
