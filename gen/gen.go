@@ -137,7 +137,7 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 			}
 		}
 	}
-	sortByPosition(p.Fset, order)
+	sortByPosition(p.Fset, order, (*types.TypeName).Pos)
 	for _, obj := range order {
 		if hasInvalid(obj.Type()) {
 			rep.errorf(obj.Pos(), "%s: a field's type did not type-check: %v", obj.Name(), packageErrors(p))
@@ -148,13 +148,7 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 			b.model.Records = append(b.model.Records, s)
 		}
 	}
-	sort.Slice(toBind, func(i, j int) bool {
-		a, c := p.Fset.Position(toBind[i].fd.Pos()), p.Fset.Position(toBind[j].fd.Pos())
-		if a.Filename != c.Filename {
-			return a.Filename < c.Filename
-		}
-		return a.Offset < c.Offset
-	})
+	sortByPosition(p.Fset, toBind, func(tb bound) token.Pos { return tb.fd.Pos() })
 	for _, tb := range toBind {
 		if bd, ok := b.binding(tb.fd, tb.d, p.TypesInfo); ok {
 			b.model.Bindings = append(b.model.Bindings, bd)
@@ -167,12 +161,13 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 	return b.model
 }
 
-// sortByPosition orders objects by file name and offset. token.Pos order
-// is not enough: go/packages parses files in parallel, so the order of
-// files in the file set changes from run to run, and the output must not.
-func sortByPosition(fset *token.FileSet, objs []*types.TypeName) {
-	sort.SliceStable(objs, func(i, j int) bool {
-		a, b := fset.Position(objs[i].Pos()), fset.Position(objs[j].Pos())
+// sortByPosition orders things by the file name and offset of their
+// positions. token.Pos order is not enough: go/packages parses files in
+// parallel, so the order of files in the file set changes from run to run,
+// and the output must not.
+func sortByPosition[T any](fset *token.FileSet, things []T, pos func(T) token.Pos) {
+	sort.SliceStable(things, func(i, j int) bool {
+		a, b := fset.Position(pos(things[i])), fset.Position(pos(things[j]))
 		if a.Filename != b.Filename {
 			return a.Filename < b.Filename
 		}

@@ -1,0 +1,160 @@
+package gen
+
+import (
+	"go/ast"
+	"go/token"
+	"go/types"
+	"time"
+)
+
+// Keying is how a binding prepares its input for a keyed operator: a watermark Delay behind the Event field
+// when HasDelay, then a grouping by the Key field.
+type Keying struct {
+	Key      *types.Var // the field of the input that is the key
+	Event    *types.Var // the field of the input that is the event time, with a watermark
+	Delay    time.Duration
+	HasDelay bool
+}
+
+// clock is what the timeout= key of the bindings names: the time the
+// operator's timers run on.
+type clock int
+
+const (
+	noClock         clock = iota // none, the default
+	processingClock              // processing
+	eventClock                   // event: needs watermark=
+)
+
+// keying reads the keys key=, watermark= and eventtime= of d, on the
+// declaration named decl whose input is in and whose key is of type key.
+// needsWatermark is the key=value of d that a watermark must come with
+// (timeout=event), or "".
+func (b *builder) keying(d directive, decl *ast.Ident, in, key types.Type, needsWatermark string) (Keying, bool) {
+	var k Keying
+	st, ok := in.Underlying().(*types.Struct)
+	if !ok {
+		b.rep.errorf(decl.Pos(), "//streamgen:%s on %s: the input type %s is not a struct, so it has no key field", d.Name, decl.Name, typeString(b.pkg, in))
+		return k, false
+	}
+	if k.Key, ok = b.taggedField(st, d, "key", func(t streamTag) bool { return t.key }); !ok {
+		return k, false
+	}
+	if !types.Identical(k.Key.Type(), key) {
+		b.rep.errorf(decl.Pos(), "//streamgen:%s on %s: the key parameter is %s but the key field %s is %s", d.Name, decl.Name,
+			typeString(b.pkg, key), k.Key.Name(), typeString(b.pkg, k.Key.Type()))
+		return k, false
+	}
+	if v, ok := d.Args["watermark"]; ok {
+		delay, err := time.ParseDuration(v)
+		if err != nil || delay < 0 {
+			b.rep.errorf(d.Pos, "//streamgen:%s: watermark=%s: want a duration such as 5s", d.Name, v)
+			return k, false
+		}
+		ev, ok := b.taggedField(st, d, "eventtime", func(t streamTag) bool { return t.eventTime })
+		if !ok {
+			return k, false
+		}
+		if !isNamed(ev.Type(), "time", "Time") && !isInteger(ev.Type()) {
+			b.rep.errorf(d.Pos, "//streamgen:%s: the event-time field %s must be a time.Time or an integer of Unix nanoseconds", d.Name, ev.Name())
+			return k, false
+		}
+		k.Event, k.Delay, k.HasDelay = ev, delay, true
+	}
+	if needsWatermark != "" && !k.HasDelay {
+		b.rep.errorf(d.Pos, "//streamgen:%s: %s needs watermark=DURATION", d.Name, needsWatermark)
+		return k, false
+	}
+	return k, true
+}
+
+// taggedField finds the field of st named by the directive's key (as in
+// key=Field), or else the one tagged `stream:"<what>"`.
+func (b *builder) taggedField(st *types.Struct, d directive, what string, tagged func(streamTag) bool) (*types.Var, bool) {
+	if name, ok := d.Args[what]; ok {
+		for i := 0; i < st.NumFields(); i++ {
+			if f := st.Field(i); f.Name() == name && f.Exported() {
+				return f, true
+			}
+		}
+		b.rep.errorf(d.Pos, "//streamgen:%s: %s=%s: the input has no exported field %s", d.Name, what, name, name)
+		return nil, false
+	}
+	var found *types.Var
+	for i := 0; i < st.NumFields(); i++ {
+		t, err := parseStreamTag(st.Tag(i))
+		if err == nil && tagged(t) {
+			if found != nil {
+				b.rep.errorf(d.Pos, "//streamgen:%s: the input has two fields tagged stream:%q (%s and %s); choose one with %s=Field", d.Name, what, found.Name(), st.Field(i).Name(), what)
+				return nil, false
+			}
+			found = st.Field(i)
+		}
+	}
+	if found == nil {
+		b.rep.errorf(d.Pos, "//streamgen:%s: the input has no field tagged `stream:%q`; tag one or name it with %s=Field", d.Name, what, what)
+		return nil, false
+	}
+	return found, true
+}
+
+// bindingKeys are what the keys that every binding directive takes say.
+type bindingKeys struct {
+	name   string // name=, by default the declaration's name + "Stream"
+	clock  clock  // timeout= or time=
+	mode   string // mode=: the typed.OutputMode, Append (the default) or Update
+	Keying        // key=, watermark=, eventtime=
+}
+
+// bindingKeys reads the keys of d, on the declaration named decl whose
+// input is in and whose key is of type key; clockKey is the key that
+// names the clock (timeout).
+func (b *builder) bindingKeys(d directive, clockKey string, decl *ast.Ident, in, key types.Type) (bindingKeys, bool) {
+	k := bindingKeys{name: decl.Name + "Stream", mode: "Append"}
+	if v, ok := d.Args["name"]; ok {
+		if !token.IsIdentifier(v) {
+			b.rep.errorf(d.Pos, "//streamgen:%s: name=%q is not an identifier", d.Name, v)
+			return k, false
+		}
+		k.name = v
+	}
+	switch v := d.Args[clockKey]; v {
+	case "", "none":
+	case "processing":
+		k.clock = processingClock
+	case "event":
+		k.clock = eventClock
+	default:
+		b.rep.errorf(d.Pos, "//streamgen:%s: %s=%s: want none, processing or event", d.Name, clockKey, v)
+		return k, false
+	}
+	switch v := d.Args["mode"]; v {
+	case "", "append":
+	case "update":
+		k.mode = "Update"
+	default:
+		b.rep.errorf(d.Pos, "//streamgen:%s: mode=%s: want append or update", d.Name, v)
+		return k, false
+	}
+	needsWatermark := ""
+	if k.clock == eventClock {
+		needsWatermark = clockKey + "=event"
+	}
+	var ok bool
+	k.Keying, ok = b.keying(d, decl, in, key, needsWatermark)
+	return k, ok
+}
+
+// typeArg returns the type argument of t when t is pkg.name[X].
+func typeArg(t types.Type, pkg, name string) (types.Type, bool) {
+	n, ok := types.Unalias(t).(*types.Named)
+	if !ok || n.Obj().Pkg() == nil || n.Obj().Pkg().Path() != pkg || n.Obj().Name() != name || n.TypeArgs().Len() != 1 {
+		return nil, false
+	}
+	return n.TypeArgs().At(0), true
+}
+
+func isInteger(t types.Type) bool {
+	b, ok := t.Underlying().(*types.Basic)
+	return ok && b.Info()&types.IsInteger != 0
+}
