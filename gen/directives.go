@@ -54,6 +54,25 @@ var directives = map[string]directiveSpec{
 	//
 	//	func(key K, rows iter.Seq[In], state *typed.GroupState[S], emit func(Out)) error
 	"flatMapGroupsWithState": {keys: []string{"mode", "timeout", "watermark", "key", "eventtime", "name"}},
+
+	// //streamgen:processor [mode=append|update] [time=none|processing|event]
+	//         [watermark=DURATION] [key=Field] [eventtime=Field] [name=Binding]
+	//
+	// On a type T whose pointer (or value) implements
+	// typed.StatefulProcessor[K, In, Out], as read from its method
+	//
+	//	HandleInputRows(ctx context.Context, key K, rows iter.Seq[In], timers typed.TimerValues, emit func(Out)) error
+	//
+	// emits Binding(in typed.Stream[In], p *T, opts
+	// ...typed.ProcessorOption) typed.Stream[Out] (by default T's name +
+	// "Stream"; p is a T when T's methods have value receivers), which
+	// groups in as mapGroupsWithState does and applies p with
+	// typed.TransformWithState. The optional methods HandleExpiredTimer,
+	// HandleInitialState and Close, when T has them, must have the
+	// signatures the runtime looks for. mode= is its output mode (default
+	// append, as flatMapGroupsWithState); time= its time mode (default
+	// none); time=event needs a watermark.
+	"processor": {onType: true, keys: []string{"mode", "time", "watermark", "key", "eventtime", "name"}},
 }
 
 // parseDirective parses c if it is a streamgen directive.

@@ -124,6 +124,10 @@ func (e *emitter) file() *jen.File {
 		f.Line()
 		f.Add(e.binding(b))
 	}
+	for _, p := range e.pkg.Processors {
+		f.Line()
+		f.Add(e.processor(p))
+	}
 	// A schema variable is written for each record and each struct whose
 	// schema another refers to by its variable: the other members of a
 	// recursive group are described inside their group's schemas.

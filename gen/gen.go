@@ -1,10 +1,12 @@
 // Package gen is the streamgen generator as a library: it loads Go packages
 // with full type information, builds a model of the records annotated with
 // //streamgen:record and of every struct reached from them, and emits their
-// binary and JSON codecs and schemas into one file per package.
+// binary and JSON codecs and schemas into one file per package, with the
+// bindings of the annotated stateful functions and processor types.
 //
 // The stages are files: load.go (go/packages), directives.go and shape.go
-// and jsonfields.go (the model), emit*.go (code), write.go (output). The
+// and jsonfields.go (the model), bindings.go and processor.go and
+// keying.go (the bindings' model), emit*.go (code), write.go (output). The
 // command cmd/streamgen is a thin wrapper over Run.
 package gen
 
@@ -64,7 +66,7 @@ func Run(cfg Config) ([]Result, error) {
 			continue
 		}
 		var buf bytes.Buffer
-		hasOutput := len(model.Records) > 0 || len(model.Bindings) > 0
+		hasOutput := len(model.Records) > 0 || len(model.Bindings) > 0 || len(model.Processors) > 0
 		if hasOutput {
 			e := &emitter{pkg: model, types: p.Types}
 			if err := e.file().Render(&buf); err != nil {
@@ -107,6 +109,11 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 		d  directive
 	}
 	var toBind []bound
+	type processed struct {
+		ts *ast.TypeSpec
+		d  directive
+	}
+	var toProcess []processed
 	for _, f := range p.Syntax {
 		typeDirs, funcDirs := fileDirectives(rep, f)
 		for fd, ds := range funcDirs {
@@ -116,6 +123,9 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 		}
 		for ts, ds := range typeDirs {
 			for _, d := range ds {
+				if d.Name == "processor" {
+					toProcess = append(toProcess, processed{ts, d})
+				}
 				if d.Name != "record" {
 					continue
 				}
@@ -152,6 +162,12 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 	for _, tb := range toBind {
 		if bd, ok := b.binding(tb.fd, tb.d, p.TypesInfo); ok {
 			b.model.Bindings = append(b.model.Bindings, bd)
+		}
+	}
+	sortByPosition(p.Fset, toProcess, func(tp processed) token.Pos { return tp.ts.Pos() })
+	for _, tp := range toProcess {
+		if pr, ok := b.processor(tp.ts, tp.d, p.TypesInfo); ok {
+			b.model.Processors = append(b.model.Processors, pr)
 		}
 	}
 	if len(rep.errs) > before {

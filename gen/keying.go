@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// Keying is how a binding prepares its input for a keyed operator: a watermark Delay behind the Event field
+// Keying is how a binding (of a function or of a processor type) prepares
+// its input for a keyed operator: a watermark Delay behind the Event field
 // when HasDelay, then a grouping by the Key field.
 type Keying struct {
 	Key      *types.Var // the field of the input that is the key
@@ -16,8 +17,8 @@ type Keying struct {
 	HasDelay bool
 }
 
-// clock is what the timeout= key of the bindings names: the time the
-// operator's timers run on.
+// clock is what the timeout= key of the groups bindings and the time= key
+// of //streamgen:processor name: the time the operator's timers run on.
 type clock int
 
 const (
@@ -108,7 +109,7 @@ type bindingKeys struct {
 
 // bindingKeys reads the keys of d, on the declaration named decl whose
 // input is in and whose key is of type key; clockKey is the key that
-// names the clock (timeout).
+// names the clock (timeout or time).
 func (b *builder) bindingKeys(d directive, clockKey string, decl *ast.Ident, in, key types.Type) (bindingKeys, bool) {
 	k := bindingKeys{name: decl.Name + "Stream", mode: "Append"}
 	if v, ok := d.Args["name"]; ok {

@@ -53,6 +53,8 @@ type Package struct {
 	Structs []*Struct
 	// Bindings are the annotated stateful processor functions.
 	Bindings []*Binding
+	// Processors are the annotated stateful processor types.
+	Processors []*Processor
 }
 
 // Struct is a struct type that is a record or is reached from one.

@@ -11,8 +11,10 @@
 //
 // It writes streamgen_gen.go beside each package's files, and removes that
 // file from a package that no longer has records. Functions annotated with
-// //streamgen:mapGroupsWithState or //streamgen:flatMapGroupsWithState get
-// a binding that wires them into a typed stream.
+// //streamgen:mapGroupsWithState or //streamgen:flatMapGroupsWithState, and
+// types annotated with //streamgen:processor (typed.StatefulProcessor
+// implementations, for transformWithState), get a binding that wires them
+// into a typed stream.
 package main
 
 import (
@@ -37,6 +39,23 @@ On a function, //streamgen:mapGroupsWithState or //streamgen:flatMapGroupsWithSt
 [timeout=none|processing|event] [mode=append|update] [watermark=DURATION]
 [key=Field] [eventtime=Field] [name=Binding] emits <name>Stream(in), which
 groups in by the key field and applies the function.
+
+On a type T whose pointer (or value) implements typed.StatefulProcessor[K, In, Out],
+//streamgen:processor [mode=append|update] [time=none|processing|event]
+[watermark=DURATION] [key=Field] [eventtime=Field] [name=Binding] emits
+<T>Stream(in, p, opts...), which groups in by the key field and applies p
+with typed.TransformWithState. K, In and Out are read from T's method
+HandleInputRows(ctx, key K, rows iter.Seq[In], timers, emit func(Out)) error,
+and the optional HandleExpiredTimer, HandleInitialState and Close, if T has
+them, must agree; p is a *T, or a T when the methods have value receivers.
+Defaults: mode=append, time=none; time=event (and timeout=event) needs
+watermark=.
+
+Keys of the binding directives: the key field is In's field tagged
+stream:"key" or key=Field, of type K; watermark=DURATION (such as 5s) first
+sets the watermark DURATION behind the event-time field, tagged
+stream:"eventtime" or eventtime=Field, a time.Time or an integer of Unix
+nanoseconds; name= names the emitted function.
 
 Field tags it reads (stream options combine: stream:"required,id=7"):
 	stream:"-"          leave the field out of the binary encoding

@@ -13,7 +13,7 @@ func TestHelpExplainsEveryFlag(t *testing.T) {
 	if code := run([]string{"-h"}, &out, &errOut); code != 0 {
 		t.Fatalf("-h exited %d", code)
 	}
-	for _, want := range []string{"usage: streamgen", "-check", "-v", "//streamgen:record", `stream:"id=N"`, `stream:"required"`, "go:generate"} {
+	for _, want := range []string{"usage: streamgen", "-check", "-v", "//streamgen:record", "//streamgen:processor", "time=none|processing|event", "typed.TransformWithState", `stream:"id=N"`, `stream:"required"`, "go:generate"} {
 		if !strings.Contains(errOut.String(), want) {
 			t.Errorf("help does not mention %q:\n%s", want, errOut.String())
 		}
