@@ -21,7 +21,7 @@ import (
 //streamgen:record
 type Event struct {
 	Time   int64  `json:"time"` // Unix seconds
-	Action string `json:"action" stream:"required"`
+	Action string `json:"action" stream:"key"`
 }
 
 // ActionCount is an action's count of events so far: the output row.
@@ -36,7 +36,11 @@ type ActionCount struct {
 // each batch, for each action with new events, it adds them to the count
 // and emits the new count (Update mode). The handlers of different
 // actions may run at once (-concurrency); the processor keeps nothing of
-// its own beyond the state variable, set in Init, so that is safe.
+// its own beyond the state variable, set in Init, so that is safe. The
+// directive has streamgen write countProcessorStream, which groups the
+// events by their key field (Action) and applies the processor.
+//
+//streamgen:processor mode=update
 type countProcessor struct {
 	count *typed.ValueState[int64]
 }
@@ -61,18 +65,9 @@ func (p *countProcessor) HandleInputRows(ctx context.Context, action string, eve
 	return nil
 }
 
-// HandleExpiredTimer is never called: the processor runs with
-// TimeModeNone and registers no timer.
-func (p *countProcessor) HandleExpiredTimer(context.Context, string, typed.TimerValues, typed.ExpiredTimerInfo, func(ActionCount)) error {
-	return nil
-}
-
-func (p *countProcessor) Close() error { return nil }
-
 // countPerAction groups the events by action and counts them.
 func countPerAction(events typed.Stream[Event], concurrency int) typed.Stream[ActionCount] {
-	byAction := typed.GroupByKey(events, func(e *Event) string { return e.Action })
-	return typed.TransformWithState(byAction, &countProcessor{}, typed.TimeModeNone, typed.Update, typed.Concurrency(concurrency))
+	return countProcessorStream(events, &countProcessor{}, typed.Concurrency(concurrency))
 }
 
 // finalCounts is the reference's closing query over the output,

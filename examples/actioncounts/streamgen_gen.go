@@ -2,7 +2,10 @@
 
 package main
 
-import "github.com/streamgen/streamgen/codec"
+import (
+	"github.com/streamgen/streamgen/codec"
+	typed "github.com/streamgen/streamgen/typed"
+)
 
 // This file and the codec package must agree on the encoding.
 var _ = codec.SupportPackageIsVersion1
@@ -41,9 +44,10 @@ func (t *Event) MarshalJSON() ([]byte, error) {
 }
 
 // UnmarshalJSON decodes data into t as encoding/json would, except that
-// its required member, "action", must be present and not null, and data
-// must not be null: a document that encoding/json accepts but that breaks
-// this is refused with a *codec.RequiredFieldError.
+// its required member, "action" (the record's key), must be present and
+// not null, and data must not be null: a document that encoding/json
+// accepts but that breaks this is refused with a
+// *codec.RequiredFieldError.
 func (t *Event) UnmarshalJSON(data []byte) error {
 	var r codec.JSONReader
 	r.Reset(data)
@@ -117,6 +121,14 @@ func (t *ActionCount) StreamSchema() *codec.Schema {
 }
 
 var _ codec.Record = (*ActionCount)(nil)
+
+// countProcessorStream groups in by Action and applies the processor p (a *countProcessor) with transformWithState (TimeModeNone, Update); opts, such as typed.Concurrency and typed.ProcessorInitialState, configure the operator.
+func countProcessorStream(in typed.Stream[Event], p *countProcessor, opts ...typed.ProcessorOption) typed.Stream[ActionCount] {
+	byKey := typed.GroupByKey(in, func(r *Event) string {
+		return r.Action
+	})
+	return typed.TransformWithState(byKey, p, typed.TimeModeNone, typed.Update, opts...)
+}
 
 var schemaEvent = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
@@ -265,8 +277,11 @@ func readJSONEvent(r *codec.JSONReader, v *Event) {
 // requiredEvent lists the members a JSON object must have, not null, to
 // decode into main.Event.
 var requiredEvent = codec.RequiredFields{
-	Fields: []codec.RequiredField{{Name: "action"}},
-	Type:   "main.Event",
+	Fields: []codec.RequiredField{{
+		Name: "action",
+		Role: "the record's key",
+	}},
+	Type: "main.Event",
 }
 
 var schemaActionCount = codec.Register(&codec.Schema{
