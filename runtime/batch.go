@@ -308,11 +308,11 @@ func (k *KeyState) Put(variable uint8, suffix, value []byte) error {
 }
 
 // PutExpiring sets the key's value of variable (suffix nil) or an entry of
-// it, expiring at at (zero: never): see AppendExpiring for the layout,
-// which Get then returns.
-func (k *KeyState) PutExpiring(variable uint8, suffix, value []byte, at time.Time) error {
+// it, expiring at at (zero: never) on clock: see AppendExpiring for the
+// layout, which Get then returns.
+func (k *KeyState) PutExpiring(variable uint8, suffix, value []byte, at time.Time, clock ExpiryClock) error {
 	k.wrote()
-	return k.check(k.b.state.PutExpiring(k.v(variable), k.key, suffix, value, at))
+	return k.check(k.b.state.PutExpiring(k.v(variable), k.key, suffix, value, at, clock))
 }
 
 // LastSuffix returns the greatest suffix among the key's entries of

@@ -76,6 +76,9 @@ func planMeta(plan *Plan) Meta {
 			vm := VariableMeta{ID: uint8(i), Kind: s.Kind}
 			if s.TTL > 0 {
 				vm.TTL = s.TTL.String()
+				if s.EventTimeTTL {
+					vm.TTL += " (event time)"
+				}
 			}
 			om.Variables[s.Name] = vm
 		}

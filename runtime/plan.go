@@ -111,8 +111,10 @@ type StateInfo struct {
 	Schema *codec.Schema
 	// Kind is "value", "list" or "map" ("" for an operator's own row).
 	Kind string
-	// TTL is the variable's time to live (0: none).
-	TTL time.Duration
+	// TTL is the variable's time to live (0: none), measured in event
+	// time when EventTimeTTL.
+	TTL          time.Duration
+	EventTimeTTL bool
 }
 
 // VariableIDs is implemented by an operator that needs to know the ids

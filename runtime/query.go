@@ -443,7 +443,7 @@ func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
 	for i, op := range q.plan.Operators {
 		info := op.Info()
 		if hasTTL(info) {
-			due, err := state.HasExpiringState(Scope{Operator: uint8(i)}, now)
+			due, err := state.HasExpiringState(Scope{Operator: uint8(i)}, now, watermark)
 			if due || err != nil {
 				return due, err
 			}
@@ -710,7 +710,7 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 	// Then state past its time to live goes, also in a batch without
 	// data.
 	if hasTTL(info) {
-		n, err := b.state.ExpireState(b.ops[i].scope, b.Now)
+		n, err := b.state.ExpireState(b.ops[i].scope, b.Now, b.Watermark)
 		if err != nil {
 			return fail(b.fail(err))
 		}

@@ -13,12 +13,25 @@ import (
 //
 // and each entry with an expiry is also in the expiry index:
 //
-//	ttlPrefix partition(4) op(1) expiry(8) var(1) uvarint(len(key)) key suffix
+//	ttlPrefix partition(4) op(1) clock(1) expiry(8) var(1) uvarint(len(key)) key suffix
 //
-// so the entries that expire below an instant are one range scan. An entry
-// written again gets a new index entry; the old one is found stale (its
-// expiry no longer matches the entry's) and dropped when it comes due.
+// so the entries that expire below an instant are one range scan per
+// clock. An entry written again gets a new index entry; the old one is
+// found stale (its expiry no longer matches the entry's) and dropped when
+// it comes due.
 const ttlPrefix = 0x22
+
+// ExpiryClock is the clock an expiry is measured on.
+type ExpiryClock uint8
+
+const (
+	// ProcessingTimeExpiry: the entry is gone once the batch's processing
+	// time reaches its expiry (Spark's TTL).
+	ProcessingTimeExpiry ExpiryClock = iota
+	// EventTimeExpiry: the entry is gone once the watermark reaches its
+	// expiry.
+	EventTimeExpiry
+)
 
 // AppendExpiring appends value with its expiry (none when at is zero) in
 // the layout above.
@@ -48,8 +61,9 @@ func ReadExpiring(b []byte) (at time.Time, value []byte, err error) {
 // gone at now: from its expiry on.
 func Expired(at, now time.Time) bool { return !at.IsZero() && !now.Before(at) }
 
-func ttlKey(b []byte, v Var, at time.Time, key, suffix []byte) []byte {
+func ttlKey(b []byte, v Var, clock ExpiryClock, at time.Time, key, suffix []byte) []byte {
 	b = appendScope(b, ttlPrefix, v.Scope)
+	b = append(b, byte(clock))
 	b = appendInstant(b, at)
 	b = append(b, v.Variable)
 	b = binary.AppendUvarint(b, uint64(len(key)))
@@ -58,8 +72,8 @@ func ttlKey(b []byte, v Var, at time.Time, key, suffix []byte) []byte {
 }
 
 // PutExpiring sets the entry (v, key, suffix) to value, expiring at at
-// (zero: never), and indexes its expiry.
-func (b *StateBatch) PutExpiring(v Var, key, suffix, value []byte, at time.Time) error {
+// (zero: never) on clock, and indexes its expiry.
+func (b *StateBatch) PutExpiring(v Var, key, suffix, value []byte, at time.Time, clock ExpiryClock) error {
 	b.tmp = AppendExpiring(b.tmp[:0], at, value)
 	if err := b.Put(v, key, suffix, b.tmp); err != nil {
 		return err
@@ -68,20 +82,30 @@ func (b *StateBatch) PutExpiring(v Var, key, suffix, value []byte, at time.Time)
 		return nil
 	}
 	b.written = true
-	b.key = ttlKey(b.key[:0], v, at, key, suffix)
+	b.key = ttlKey(b.key[:0], v, clock, at, key, suffix)
 	if err := b.b.Set(b.key, nil, nil); err != nil {
 		return fmt.Errorf("streamgen: write state: %w", err)
 	}
 	return nil
 }
 
-// ExpireState deletes the entries of scope that expire before or at now,
-// walking the expiry index, and returns how many it deleted. An index entry
-// whose state entry was written again with another expiry, or deleted, is
-// dropped.
-func (b *StateBatch) ExpireState(s Scope, now time.Time) (int64, error) {
-	lower := appendScope(nil, ttlPrefix, s)
-	upper := appendInstant(append([]byte(nil), lower...), now.Add(1))
+// ExpireState deletes the entries of scope that expire before or at now
+// (processing time) or watermark (event time; none when it is zero),
+// walking the expiry index, and returns how many it deleted. An index
+// entry whose state entry was written again with another expiry, or
+// deleted, is dropped.
+func (b *StateBatch) ExpireState(s Scope, now, watermark time.Time) (int64, error) {
+	n, err := b.expire(s, ProcessingTimeExpiry, now)
+	if err != nil || watermark.IsZero() {
+		return n, err
+	}
+	m, err := b.expire(s, EventTimeExpiry, watermark)
+	return n + m, err
+}
+
+func (b *StateBatch) expire(s Scope, clock ExpiryClock, until time.Time) (int64, error) {
+	lower := append(appendScope(nil, ttlPrefix, s), byte(clock))
+	upper := appendInstant(append([]byte(nil), lower...), until.Add(1))
 	type due struct {
 		index []byte
 		v     Var
@@ -143,17 +167,29 @@ func (b *StateBatch) ExpireState(s Scope, now time.Time) (int64, error) {
 }
 
 // HasExpiringState reports whether an entry of scope expires before or at
-// now: then a batch runs to remove it, even without new data.
-func (b *StateBatch) HasExpiringState(s Scope, now time.Time) (bool, error) {
-	lower := appendScope(nil, ttlPrefix, s)
-	upper := appendInstant(append([]byte(nil), lower...), now.Add(1))
-	found := false
-	err := b.scan(lower, upper, func([]byte, []byte) error {
-		found = true
-		return errChunkFull
-	})
-	if err != nil && err != errChunkFull {
-		return false, err
+// now (processing time) or watermark (event time): then a batch runs to
+// remove it, even without new data.
+func (b *StateBatch) HasExpiringState(s Scope, now, watermark time.Time) (bool, error) {
+	for _, c := range []struct {
+		clock ExpiryClock
+		until time.Time
+	}{{ProcessingTimeExpiry, now}, {EventTimeExpiry, watermark}} {
+		if c.until.IsZero() {
+			continue
+		}
+		lower := append(appendScope(nil, ttlPrefix, s), byte(c.clock))
+		upper := appendInstant(append([]byte(nil), lower...), c.until.Add(1))
+		found := false
+		err := b.scan(lower, upper, func([]byte, []byte) error {
+			found = true
+			return errChunkFull
+		})
+		if err != nil && err != errChunkFull {
+			return false, err
+		}
+		if found {
+			return true, nil
+		}
 	}
-	return found, nil
+	return false, nil
 }

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	goruntime "runtime"
 	"runtime/debug"
+	"time"
 
 	"github.com/streamgen/streamgen/runtime"
 )
@@ -27,6 +28,9 @@ type compiler struct {
 	input     int
 	partition string
 	rowBytes  int
+	// eventTime is the event time of the row being pushed, set by
+	// WithWatermark (zero before it).
+	eventTime time.Time
 	// stage names the user function running, for the message of a panic.
 	stage string
 	// lateOp is the first operator that drops late rows, or -1.

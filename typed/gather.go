@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 	"unsafe"
 
 	"github.com/streamgen/streamgen/codec"
@@ -29,6 +30,9 @@ type gatherer[K comparable, In any] struct {
 	keys   []K
 	group  map[K]int32
 	keyBuf []byte
+	// eventTimes is the latest event time of each group's rows, when the
+	// rows carry one (after WithWatermark).
+	eventTimes []time.Time
 
 	// Spilling, when the rows pass the batch's memory budget (only for
 	// rows that are records, which have a binary encoding).
@@ -61,6 +65,14 @@ func (o *gatherer[K, In]) add(t *In) {
 	}
 	o.groups.AddRow(g)
 	o.rows = append(o.rows, *t)
+	if et := o.c.eventTime; !et.IsZero() {
+		for int(g) >= len(o.eventTimes) {
+			o.eventTimes = append(o.eventTimes, time.Time{})
+		}
+		if et.After(o.eventTimes[g]) {
+			o.eventTimes[g] = et
+		}
+	}
 	if !o.spillable {
 		return
 	}
@@ -71,6 +83,14 @@ func (o *gatherer[K, In]) add(t *In) {
 			panic(userPanic{fmt.Errorf("streamgen: %s: %w", o.what, err)})
 		}
 	}
+}
+
+// latest returns the latest event time of group's rows (zero: none).
+func (o *gatherer[K, In]) latest(group int32) time.Time {
+	if int(group) < len(o.eventTimes) {
+		return o.eventTimes[group]
+	}
+	return time.Time{}
 }
 
 // newGroup adds a group for a key that has none in the batch.
@@ -163,7 +183,7 @@ func (o *gatherer[K, In]) spilledRows(b *runtime.Batch, group int32) ([]int32, e
 func (o *gatherer[K, In]) end() {
 	clear(o.rows) // drop the references the rows hold
 	clear(o.keys)
-	o.rows, o.keys = o.rows[:0], o.keys[:0]
+	o.rows, o.keys, o.eventTimes = o.rows[:0], o.keys[:0], o.eventTimes[:0]
 	if len(o.group) > 1<<21 {
 		o.group = nil // a map only grows: drop one of a huge batch
 	} else {

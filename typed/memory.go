@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/streamgen/streamgen/runtime"
 )
@@ -83,7 +84,7 @@ func FromMemory[T any](m *MemoryStream[T]) Stream[T] {
 				m.mu.Lock()
 				rows := m.rows[from:min(to, len(m.rows))]
 				m.mu.Unlock()
-				c.input, c.partition, c.rowBytes = input, "memory", 0
+				c.input, c.partition, c.rowBytes, c.eventTime = input, "memory", 0, time.Time{}
 				if len(rows) > 0 {
 					b.MarkActive(input, "memory")
 				}

@@ -133,14 +133,15 @@ type Handle struct {
 // variable is what every state variable shares: its name, kind, time to
 // live and id in the store.
 type variable struct {
-	h      *Handle
-	name   string
-	kind   string
-	ttl    time.Duration
-	schema *codec.Schema // of a record value, for the checkpoint
-	id     uint8
-	valid  bool
-	err    error // why the variable is not valid
+	h        *Handle
+	name     string
+	kind     string
+	ttl      time.Duration
+	eventTTL bool          // the time to live is in event time
+	schema   *codec.Schema // of a record value, for the checkpoint
+	id       uint8
+	valid    bool
+	err      error // why the variable is not valid
 }
 
 // StateOption configures a state variable.
@@ -151,7 +152,19 @@ type StateOption func(*variable)
 // it, reset by every write, as Spark's TTLConfig. An expired value is never
 // seen again, and is removed from the store in the batch in which it
 // expires, with new data or without.
-func WithTTL(ttl time.Duration) StateOption { return func(v *variable) { v.ttl = ttl } }
+func WithTTL(ttl time.Duration) StateOption {
+	return func(v *variable) { v.ttl, v.eventTTL = ttl, false }
+}
+
+// WithEventTimeTTL gives a state variable a time to live in event time,
+// beyond Spark: each value (or entry) expires ttl after the latest event
+// time among the rows of the call that wrote it (or, in a call without
+// rows, after the watermark), and is gone, and removed from the store,
+// once the watermark reaches that instant. Late data can then not revive
+// state the watermark has passed. It needs a watermark.
+func WithEventTimeTTL(ttl time.Duration) StateOption {
+	return func(v *variable) { v.ttl, v.eventTTL = ttl, true }
+}
 
 // declare adds a variable of kind; outside Init it is invalid.
 func (h *Handle) declare(name, kind string, opts []StateOption) *variable {
@@ -240,6 +253,9 @@ type keyScope struct {
 	mu  *sync.Mutex
 	k   *runtime.KeyState
 	now time.Time
+	// watermark is the batch's; eventTime the latest event time of the
+	// call's rows, or the watermark (the base of event-time TTLs).
+	watermark, eventTime time.Time
 	// written holds the entries the call wrote (by variable id and
 	// suffix; nil for a deleted one), so that reading them back costs no
 	// read of the batch; nextSeq the next sequence number of each list

@@ -25,7 +25,8 @@ import (
 //
 //	time=none|processing|event  the processor's time mode
 //	watermark=D                 a watermark D behind the rows' event time
-//	ttl=D                       the value and list states' time to live
+//	ttl=D                       the states' time to live
+//	event-ttl=D                 the states' time to live, in event time
 //	timer-after=D               on rows, register a timer D after the
 //	                            batch's processing time (processing) or the
 //	                            latest event time (event)
@@ -55,6 +56,7 @@ type processorScript struct {
 	delay       time.Duration
 	watermarked bool
 	ttl         time.Duration
+	eventTTL    bool
 	timerAfter  time.Duration
 	initial     []typed.Pair[string, int64]
 	fs          vfs.FS
@@ -76,9 +78,13 @@ type scriptedProcessor struct {
 
 func (p *scriptedProcessor) Init(h *typed.Handle) error {
 	p.h = h
-	p.count = typed.NewValueState[int64](h, "count", typed.WithTTL(p.s.ttl))
-	p.pages = typed.NewListState[string](h, "pages", typed.WithTTL(p.s.ttl))
-	p.perPage = typed.NewMapState[string, int64](h, "perPage", typed.WithTTL(p.s.ttl))
+	ttl := typed.WithTTL(p.s.ttl)
+	if p.s.eventTTL {
+		ttl = typed.WithEventTimeTTL(p.s.ttl)
+	}
+	p.count = typed.NewValueState[int64](h, "count", ttl)
+	p.pages = typed.NewListState[string](h, "pages", ttl)
+	p.perPage = typed.NewMapState[string, int64](h, "perPage", ttl)
 	return nil
 }
 
@@ -190,7 +196,7 @@ func (s *processorScript) run(t *testing.T, d *datadriven.TestData) string {
 	switch d.Cmd {
 	case "setup":
 		s.stop()
-		s.timeMode, s.delay, s.watermarked, s.ttl, s.timerAfter, s.initial = typed.TimeModeNone, 0, false, 0, 0, nil
+		s.timeMode, s.delay, s.watermarked, s.ttl, s.eventTTL, s.timerAfter, s.initial = typed.TimeModeNone, 0, false, 0, false, 0, nil
 		for _, a := range d.CmdArgs {
 			v := ""
 			if len(a.Vals) > 0 {
@@ -210,6 +216,8 @@ func (s *processorScript) run(t *testing.T, d *datadriven.TestData) string {
 				s.delay, s.watermarked = dur(), true
 			case "ttl":
 				s.ttl = dur()
+			case "event-ttl":
+				s.ttl, s.eventTTL = dur(), true
 			case "timer-after":
 				s.timerAfter = dur()
 			case "initial":

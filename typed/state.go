@@ -22,12 +22,24 @@ import (
 // the batch's state (a cache lookup or a Pebble read, then an in-memory
 // write committed with the batch).
 
-// expiry is the expiry of a value written now with ttl (zero: none).
-func expiry(now time.Time, ttl time.Duration) time.Time {
-	if ttl <= 0 {
-		return time.Time{}
+// expiry is the expiry, and its clock, of a value of v written in the
+// call (zero: none).
+func (s *keyScope) expiry(v *variable) (time.Time, runtime.ExpiryClock) {
+	switch {
+	case v.ttl <= 0:
+		return time.Time{}, runtime.ProcessingTimeExpiry
+	case v.eventTTL:
+		return runtime.TimerInstant(s.eventTime.Add(v.ttl)), runtime.EventTimeExpiry
 	}
-	return runtime.TimerInstant(now.Add(ttl))
+	return runtime.TimerInstant(s.now.Add(v.ttl)), runtime.ProcessingTimeExpiry
+}
+
+// expired reports whether an entry of v that expires at at is gone.
+func (s *keyScope) expired(v *variable, at time.Time) bool {
+	if v.eventTTL {
+		return !s.watermark.IsZero() && runtime.Expired(at, s.watermark)
+	}
+	return runtime.Expired(at, s.now)
 }
 
 func (v *variable) scope(ctx context.Context, what string) (*keyScope, error) {
@@ -62,10 +74,10 @@ func (s *keyScope) get(id uint8, suffix []byte) (raw []byte, ok bool, err error)
 	return s.k.Get(id, suffix)
 }
 
-// live reads an entry written with an expiry and returns its value, or
-// ok false when it is absent or expired.
-func (s *keyScope) live(id uint8, suffix []byte) (value []byte, ok bool, err error) {
-	raw, ok, err := s.get(id, suffix)
+// live reads an entry of v and returns its value, or ok false when it is
+// absent or expired.
+func (s *keyScope) live(v *variable, suffix []byte) (value []byte, ok bool, err error) {
+	raw, ok, err := s.get(v.id, suffix)
 	if err != nil || !ok {
 		return nil, false, err
 	}
@@ -73,7 +85,7 @@ func (s *keyScope) live(id uint8, suffix []byte) (value []byte, ok bool, err err
 	if err != nil {
 		return nil, false, s.k.Fail(err)
 	}
-	if runtime.Expired(at, s.now) {
+	if s.expired(v, at) {
 		return nil, false, nil
 	}
 	return value, true, nil
@@ -85,8 +97,8 @@ func (s *keyScope) put(v *variable, suffix, value []byte) error {
 	if err != nil {
 		return err
 	}
-	at := expiry(s.now, v.ttl)
-	if err := s.k.PutExpiring(v.id, suffix, value, at); err != nil {
+	at, clock := s.expiry(v)
+	if err := s.k.PutExpiring(v.id, suffix, value, at, clock); err != nil {
 		return err
 	}
 	s.remember(v.id, suffix, runtime.AppendExpiring(nil, at, value))
@@ -118,7 +130,7 @@ func (s *keyScope) entries(v *variable) (suffixes, values [][]byte, err error) {
 		if err != nil {
 			return err
 		}
-		if runtime.Expired(at, s.now) {
+		if s.expired(v, at) {
 			return nil
 		}
 		suffixes = append(suffixes, append([]byte(nil), suffix...))
@@ -187,7 +199,7 @@ func (s *ValueState[T]) Get(ctx context.Context) (value T, ok bool, err error) {
 		return value, false, err
 	}
 	defer sc.lock()()
-	raw, ok, err := sc.live(s.v.id, nil)
+	raw, ok, err := sc.live(s.v, nil)
 	if err != nil || !ok {
 		return value, false, err
 	}
@@ -348,7 +360,8 @@ func (s *ListState[T]) append(sc *keyScope, values []T) error {
 		}
 		binary.BigEndian.PutUint64(suffix[:], seq)
 		seq++
-		if err := sc.k.PutExpiring(s.v.id, suffix[:], raw, expiry(sc.now, s.v.ttl)); err != nil {
+		at, clock := sc.expiry(s.v)
+		if err := sc.k.PutExpiring(s.v.id, suffix[:], raw, at, clock); err != nil {
 			return err
 		}
 		sc.k.Updated(true)
@@ -419,7 +432,7 @@ func (s *MapState[MK, V]) GetValue(ctx context.Context, k MK) (value V, ok bool,
 	if err != nil {
 		return value, false, err
 	}
-	raw, ok, err := sc.live(s.v.id, suffix)
+	raw, ok, err := sc.live(s.v, suffix)
 	if err != nil || !ok {
 		return value, false, err
 	}

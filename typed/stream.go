@@ -74,7 +74,7 @@ func From[T any, P codec.RecordPtr[T]](src runtime.Source) Stream[T] {
 						b.DeadLetter(runtime.DeadLetter{Source: src.Name(), Position: r.Position, Error: err.Error(), Raw: string(r.Data)})
 						return nil
 					}
-					c.partition, c.rowBytes = r.Partition, len(r.Data)
+					c.partition, c.rowBytes, c.eventTime = r.Partition, len(r.Data), time.Time{}
 					b.MarkActive(input, r.Partition)
 					emit(&t)
 					return nil
@@ -210,6 +210,7 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			et := eventTime(t)
 			c.stage = ""
 			b := c.batch
+			c.eventTime = et
 			b.AdvanceWatermark(c.input, c.partition, et.Add(-delay))
 			if c.lateOp >= 0 && !b.Watermark.IsZero() && !et.After(b.Watermark) {
 				b.DropLate(c.lateOp)

@@ -81,7 +81,10 @@ func TransformWithState[K comparable, In, Out any](
 			DropsLateRows: true,
 		}
 		for _, v := range op.handle.vars {
-			op.info.States = append(op.info.States, runtime.StateInfo{Name: v.name, Schema: v.schema, Kind: v.kind, TTL: v.ttl})
+			op.info.States = append(op.info.States, runtime.StateInfo{Name: v.name, Schema: v.schema, Kind: v.kind, TTL: v.ttl, EventTimeTTL: v.eventTTL})
+			if v.eventTTL && v.ttl > 0 && !ks.s.p.watermarked {
+				c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): state variable %q has an event-time TTL but the input has no watermark (WithWatermark)", name, v.name))
+			}
 		}
 		ks.s.attach(c, op.add)
 		op.index = c.addOperator(op, opInfo)
@@ -160,7 +163,7 @@ func (o *processorOp[K, In, Out]) InitialState(ctx context.Context, b *runtime.B
 				return fmt.Errorf("initial state: key %v: %w", key, err)
 			}
 			k := b.KeyStateOf(op, o.keyBuf)
-			return o.guard(key, func() error { return handle(o.scoped(ctx, k, b), timers) })
+			return o.guard(key, func() error { return handle(o.scoped(ctx, k, b, time.Time{}), timers) })
 		})
 		if err != nil {
 			return err
@@ -169,9 +172,13 @@ func (o *processorOp[K, In, Out]) InitialState(ctx context.Context, b *runtime.B
 	return nil
 }
 
-// scoped returns ctx scoped to k's state.
-func (o *processorOp[K, In, Out]) scoped(ctx context.Context, k *runtime.KeyState, b *runtime.Batch) context.Context {
-	return context.WithValue(ctx, scopeKey{}, &keyScope{mu: &o.mu, k: k, now: b.Now, clean: !k.Written()})
+// scoped returns ctx scoped to k's state; eventTime is the latest event
+// time of the call's rows (zero: none).
+func (o *processorOp[K, In, Out]) scoped(ctx context.Context, k *runtime.KeyState, b *runtime.Batch, eventTime time.Time) context.Context {
+	if eventTime.IsZero() || eventTime.Before(b.Watermark) {
+		eventTime = b.Watermark
+	}
+	return context.WithValue(ctx, scopeKey{}, &keyScope{mu: &o.mu, k: k, now: b.Now, watermark: b.Watermark, eventTime: eventTime, clean: !k.Written()})
 }
 
 // guard runs a handler, turning a panic into an error with the key and
@@ -208,7 +215,9 @@ func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.Key
 				}
 			}
 		}
-		return o.guard(key, func() error { return o.p.HandleInputRows(o.scoped(ctx, k, b), key, seq, timers, o.emit) })
+		return o.guard(key, func() error {
+			return o.p.HandleInputRows(o.scoped(ctx, k, b, o.latest(group)), key, seq, timers, o.emit)
+		})
 	}
 	// Concurrently: the call gets its own copy of the rows and its own
 	// KeyState, waits for a slot, and keeps its output for RowsDone.
@@ -243,7 +252,7 @@ func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.Key
 			call.mu.Unlock()
 		}
 		call.err = o.guard(key, func() error {
-			return o.p.HandleInputRows(o.scoped(callCtx, ks, b), key, seqOf(own), timers, emit)
+			return o.p.HandleInputRows(o.scoped(callCtx, ks, b, o.latest(group)), key, seqOf(own), timers, emit)
 		})
 		if call.err != nil {
 			o.cancelBatch()
@@ -310,7 +319,7 @@ func (o *processorOp[K, In, Out]) HandleTimer(ctx context.Context, k *runtime.Ke
 	if o.timers != nil {
 		timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
 		err := o.guard(key, func() error {
-			return o.timers.HandleExpiredTimer(o.scoped(ctx, k, b), key, timers, ExpiredTimerInfo{expiry: expiry}, o.emit)
+			return o.timers.HandleExpiredTimer(o.scoped(ctx, k, b, time.Time{}), key, timers, ExpiredTimerInfo{expiry: expiry}, o.emit)
 		})
 		if err != nil {
 			return err
