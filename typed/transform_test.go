@@ -492,6 +492,27 @@ func TestProcessorSchemaChanges(t *testing.T) {
 	if rows := sink.rows(); len(rows) != 1 || rows[0].Count != 3 {
 		t.Fatalf("version 2 output %+v, want a count of 3", rows)
 	}
+	// "extra" (id 1) was deleted at start; "added" may take its id only
+	// because its data is gone (its list starts empty, with no trace of
+	// extra's value).
+	store, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: ck.fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := store.NewBatch()
+	var entries []string
+	for id := range uint8(4) {
+		b.ScanVar(runtime.Var{Variable: id}, func(key, suffix, _ []byte) error {
+			entries = append(entries, fmt.Sprintf("%d/%s/%x", id, key, suffix))
+			return nil
+		})
+	}
+	b.Close()
+	store.Close()
+	// count (0): a; added (1): a's list header and one element.
+	if want := []string{"0/a/", "1/a/", "1/a/0000000000000000"}; !slices.Equal(entries, want) {
+		t.Fatalf("entries after DeleteIfExists: %q, want %q", entries, want)
+	}
 	m.Add(click("a", 4))
 	_, err = run(3)
 	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), `state variable "count" was a value state, is now a list state`) {
