@@ -256,21 +256,46 @@ type keyScope struct {
 	// watermark is the batch's; eventTime the latest event time of the
 	// call's rows, or the watermark (the base of event-time TTLs).
 	watermark, eventTime time.Time
-	// written holds the entries the call wrote (by variable id and
-	// suffix; nil for a deleted one), so that reading them back costs no
-	// read of the batch; nextSeq the next sequence number of each list
-	// the call appended to.
-	written map[string][]byte
-	nextSeq map[uint8]uint64
+	// written holds the entries the call wrote, latest last, their
+	// suffixes and values in arena, so that reading them back costs no
+	// read of the batch; seqs the next sequence number of each list the
+	// call appended to. Both are reused from call to call.
+	written []scopeWrite
+	arena   []byte
+	seqs    []listSeq
+	scratch []byte
+	encoded []byte // a value being written
 	// clean is true when the batch held no write of the key when the call
 	// began: then what the call did not write is read as committed.
 	clean bool
 }
 
+// scopeWrite is an entry a call wrote: its variable, and where its suffix
+// and its stored value (nil for a deletion) are in the scope's arena.
+type scopeWrite struct {
+	id                  uint8
+	deleted             bool
+	suffixAt, suffixLen int32
+	valueAt, valueLen   int32
+}
+
+type listSeq struct {
+	id   uint8
+	next uint64
+}
+
+// reset readies a scope for a call.
+func (s *keyScope) reset(k *runtime.KeyState, b *runtime.Batch, eventTime time.Time) {
+	s.k, s.now, s.watermark, s.eventTime, s.clean = k, b.Now, b.Watermark, eventTime, !k.Written()
+	s.written, s.arena, s.seqs = s.written[:0], s.arena[:0], s.seqs[:0]
+}
+
 func (s *keyScope) lock() func() {
 	s.mu.Lock()
-	return s.mu.Unlock
+	return s.unlock
 }
+
+func (s *keyScope) unlock() { s.mu.Unlock() }
 
 type scopeKey struct{}
 

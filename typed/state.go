@@ -46,32 +46,58 @@ func (v *variable) scope(ctx context.Context, what string) (*keyScope, error) {
 	if !v.valid {
 		return nil, v.err
 	}
-	return scopeOf(ctx, v.name+"."+what)
-}
-
-// entryName names an entry in keyScope.written.
-func entryName(id uint8, suffix []byte) string {
-	return string(append([]byte{id}, suffix...))
+	if s, _ := ctx.Value(scopeKey{}).(*keyScope); s != nil {
+		return s, nil
+	}
+	return scopeOf(ctx, v.name+"."+what) // the error, with the name
 }
 
 // remember records an entry the call wrote (raw nil: deleted).
 func (s *keyScope) remember(id uint8, suffix, raw []byte) {
-	if s.written == nil {
-		s.written = map[string][]byte{}
-	}
-	s.written[entryName(id, suffix)] = raw
+	w := scopeWrite{id: id, deleted: raw == nil, suffixAt: int32(len(s.arena)), suffixLen: int32(len(suffix))}
+	s.arena = append(s.arena, suffix...)
+	w.valueAt, w.valueLen = int32(len(s.arena)), int32(len(raw))
+	s.arena = append(s.arena, raw...)
+	s.written = append(s.written, w)
 }
 
 // get reads an entry as stored (with its expiry): what the call wrote, or
 // the batch's.
 func (s *keyScope) get(id uint8, suffix []byte) (raw []byte, ok bool, err error) {
-	if raw, found := s.written[entryName(id, suffix)]; found {
-		return raw, raw != nil, nil
+	for i := len(s.written) - 1; i >= 0; i-- {
+		w := &s.written[i]
+		if w.id == id && string(s.arena[w.suffixAt:w.suffixAt+w.suffixLen]) == string(suffix) {
+			if w.deleted {
+				return nil, false, nil
+			}
+			return s.arena[w.valueAt : w.valueAt+w.valueLen], true, nil
+		}
 	}
 	if s.clean {
 		return s.k.GetCommitted(id, suffix)
 	}
 	return s.k.Get(id, suffix)
+}
+
+// nextSeq returns the next sequence number of list id, if the call knows
+// it.
+func (s *keyScope) nextSeq(id uint8) (uint64, bool) {
+	for _, q := range s.seqs {
+		if q.id == id {
+			return q.next, true
+		}
+	}
+	return 0, false
+}
+
+func (s *keyScope) setNextSeq(id uint8, next uint64) {
+	for i := range s.seqs {
+		if s.seqs[i].id == id {
+			s.seqs[i].next = next
+			return
+		}
+	}
+	s.seqs = append(s.seqs, listSeq{id, next})
 }
 
 // live reads an entry of v and returns its value, or ok false when it is
@@ -91,7 +117,8 @@ func (s *keyScope) live(v *variable, suffix []byte) (value []byte, ok bool, err 
 	return value, true, nil
 }
 
-// put writes an entry, counting a new one as added.
+// put writes an entry, counting a new one as added. value may be the
+// scope's own encoded buffer.
 func (s *keyScope) put(v *variable, suffix, value []byte) error {
 	_, existed, err := s.get(v.id, suffix)
 	if err != nil {
@@ -101,7 +128,8 @@ func (s *keyScope) put(v *variable, suffix, value []byte) error {
 	if err := s.k.PutExpiring(v.id, suffix, value, at, clock); err != nil {
 		return err
 	}
-	s.remember(v.id, suffix, runtime.AppendExpiring(nil, at, value))
+	s.scratch = runtime.AppendExpiring(s.scratch[:0], at, value) // the stored form
+	s.remember(v.id, suffix, s.scratch)
 	s.k.Updated(!existed)
 	return nil
 }
@@ -156,7 +184,7 @@ func (s *keyScope) clear(v *variable) error {
 		s.remember(v.id, suffix, nil)
 		s.k.Removed()
 	}
-	delete(s.nextSeq, v.id)
+	s.setNextSeq(v.id, 0)
 	return nil
 }
 
@@ -165,6 +193,7 @@ func (s *keyScope) clear(v *variable) error {
 type ValueState[T any] struct {
 	v     *variable
 	codec valueCodec[T]
+	tmp   T // a value being encoded or decoded, under the scope's lock
 }
 
 // NewValueState declares a value state variable. Call it in Init.
@@ -203,9 +232,14 @@ func (s *ValueState[T]) Get(ctx context.Context) (value T, ok bool, err error) {
 	if err != nil || !ok {
 		return value, false, err
 	}
-	if err := s.codec.decode(raw, &value); err != nil {
+	// Decoding into the variable's own value, not into the result, keeps
+	// the result from escaping to the heap through the codec's function.
+	var zero T
+	s.tmp = zero
+	if err := s.codec.decode(raw, &s.tmp); err != nil {
 		return value, false, sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, err))
 	}
+	value, s.tmp = s.tmp, zero
 	return value, true, nil
 }
 
@@ -216,11 +250,14 @@ func (s *ValueState[T]) Update(ctx context.Context, value T) error {
 		return err
 	}
 	defer sc.lock()()
-	raw, err := s.codec.encode(nil, &value)
+	s.tmp = value
+	sc.encoded, err = s.codec.encode(sc.encoded[:0], &s.tmp)
+	var zero T
+	s.tmp = zero
 	if err != nil {
 		return sc.k.Fail(fmt.Errorf("state %q: %w", s.v.name, err))
 	}
-	return sc.put(s.v, nil, raw)
+	return sc.put(s.v, nil, sc.encoded)
 }
 
 // Clear removes the key's value.
@@ -334,7 +371,7 @@ func (s *ListState[T]) AppendList(ctx context.Context, values []T) error {
 // The list's header, the entry with no suffix, holds the next sequence
 // number, so that an append reads one entry rather than seeking the last.
 func (s *ListState[T]) append(sc *keyScope, values []T) error {
-	seq, known := sc.nextSeq[s.v.id]
+	seq, known := sc.nextSeq(s.v.id)
 	if !known {
 		raw, ok, err := sc.get(s.v.id, nil)
 		if err != nil {
@@ -366,10 +403,7 @@ func (s *ListState[T]) append(sc *keyScope, values []T) error {
 		}
 		sc.k.Updated(true)
 	}
-	if sc.nextSeq == nil {
-		sc.nextSeq = map[uint8]uint64{}
-	}
-	sc.nextSeq[s.v.id] = seq
+	sc.setNextSeq(s.v.id, seq)
 	// The header expires with the last element appended: once it has,
 	// every element has, and numbering starts again.
 	return sc.put(s.v, nil, binary.AppendUvarint(nil, seq))

@@ -58,6 +58,14 @@ func TransformWithState[K comparable, In, Out any](
 	return Stream[Out]{p: ks.s.p, attach: func(c *compiler, emit func(*Out)) {
 		op := &processorOp[K, In, Out]{gatherer: newGatherer(c, ks, "transformWithState ("+name+")"), p: p, cfg: cfg, initial: initial, emitDown: emit}
 		op.timers, _ = p.(ExpiredTimerHandler[K, Out])
+		op.emitFn = op.emit
+		op.seq = func(yield func(In) bool) {
+			for _, j := range op.current {
+				if !yield(op.rows[j]) {
+					return
+				}
+			}
+		}
 		if closer, ok := p.(io.Closer); ok {
 			c.closers = append(c.closers, closer)
 		}
@@ -103,8 +111,12 @@ type processorOp[K comparable, In, Out any] struct {
 	handle   *Handle
 	emitDown func(*Out)
 	// emitMu serialises emit of a call with one handler at a time, whose
-	// goroutines may emit.
+	// goroutines may emit; emitFn is emit, made once.
 	emitMu sync.Mutex
+	emitFn func(Out)
+	// current and seq are the rows of the call made one at a time.
+	current []int32
+	seq     iter.Seq[In]
 
 	// mu serialises the batch's state operations of concurrent calls.
 	mu sync.Mutex
@@ -116,6 +128,12 @@ type processorOp[K comparable, In, Out any] struct {
 	// batchCtx is cancelled when a concurrent call of the batch fails.
 	batchCtx    context.Context
 	cancelBatch context.CancelFunc
+	// scope and scopeCtx serve the calls made one at a time (all of them
+	// without Concurrency, and timers and initial state always): one scope
+	// reset for each call, and a context made once per batch.
+	scope    keyScope
+	scopeCtx context.Context
+	scopeFor context.Context // the ctx scopeCtx was made from
 }
 
 // processorCall is one concurrent call's rows and output.
@@ -142,6 +160,7 @@ func (o *processorOp[K, In, Out]) EndBatch() {
 	}
 	o.wg.Wait()
 	o.calls, o.batchCtx, o.cancelBatch = o.calls[:0], nil, nil
+	o.scopeCtx, o.scopeFor = nil, nil
 	o.gatherer.end()
 }
 
@@ -172,13 +191,32 @@ func (o *processorOp[K, In, Out]) InitialState(ctx context.Context, b *runtime.B
 	return nil
 }
 
-// scoped returns ctx scoped to k's state; eventTime is the latest event
-// time of the call's rows (zero: none).
+// scoped returns ctx scoped to k's state for a call made one at a time;
+// eventTime is the latest event time of the call's rows (zero: none).
 func (o *processorOp[K, In, Out]) scoped(ctx context.Context, k *runtime.KeyState, b *runtime.Batch, eventTime time.Time) context.Context {
-	if eventTime.IsZero() || eventTime.Before(b.Watermark) {
-		eventTime = b.Watermark
+	if o.scopeCtx == nil || o.scopeFor != ctx {
+		o.scope.mu = &o.mu
+		o.scopeCtx, o.scopeFor = context.WithValue(ctx, scopeKey{}, &o.scope), ctx
 	}
-	return context.WithValue(ctx, scopeKey{}, &keyScope{mu: &o.mu, k: k, now: b.Now, watermark: b.Watermark, eventTime: eventTime, clean: !k.Written()})
+	o.scope.reset(k, b, eventBase(eventTime, b))
+	return o.scopeCtx
+}
+
+// scopedCall returns ctx scoped to k's state for a concurrent call: a
+// scope of its own.
+func (o *processorOp[K, In, Out]) scopedCall(ctx context.Context, k *runtime.KeyState, b *runtime.Batch, eventTime time.Time) context.Context {
+	s := &keyScope{mu: &o.mu}
+	s.reset(k, b, eventBase(eventTime, b))
+	return context.WithValue(ctx, scopeKey{}, s)
+}
+
+// eventBase is the base of event-time TTLs: the call's latest event time,
+// or the watermark when that is later or there is none.
+func eventBase(eventTime time.Time, b *runtime.Batch) time.Time {
+	if eventTime.IsZero() || eventTime.Before(b.Watermark) {
+		return b.Watermark
+	}
+	return eventTime
 }
 
 // guard runs a handler, turning a panic into an error with the key and
@@ -208,15 +246,9 @@ func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.Key
 	key := o.keys[group]
 	timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
 	if o.cfg.concurrency <= 1 {
-		seq := func(yield func(In) bool) {
-			for _, j := range rows {
-				if !yield(o.rows[j]) {
-					return
-				}
-			}
-		}
+		o.current = rows
 		return o.guard(key, func() error {
-			return o.p.HandleInputRows(o.scoped(ctx, k, b, o.latest(group)), key, seq, timers, o.emit)
+			return o.p.HandleInputRows(o.scoped(ctx, k, b, o.latest(group)), key, o.seq, timers, o.emitFn)
 		})
 	}
 	// Concurrently: the call gets its own copy of the rows and its own
@@ -252,7 +284,7 @@ func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.Key
 			call.mu.Unlock()
 		}
 		call.err = o.guard(key, func() error {
-			return o.p.HandleInputRows(o.scoped(callCtx, ks, b, o.latest(group)), key, seqOf(own), timers, emit)
+			return o.p.HandleInputRows(o.scopedCall(callCtx, ks, b, o.latest(group)), key, seqOf(own), timers, emit)
 		})
 		if call.err != nil {
 			o.cancelBatch()
@@ -319,7 +351,7 @@ func (o *processorOp[K, In, Out]) HandleTimer(ctx context.Context, k *runtime.Ke
 	if o.timers != nil {
 		timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
 		err := o.guard(key, func() error {
-			return o.timers.HandleExpiredTimer(o.scoped(ctx, k, b, time.Time{}), key, timers, ExpiredTimerInfo{expiry: expiry}, o.emit)
+			return o.timers.HandleExpiredTimer(o.scoped(ctx, k, b, time.Time{}), key, timers, ExpiredTimerInfo{expiry: expiry}, o.emitFn)
 		})
 		if err != nil {
 			return err
