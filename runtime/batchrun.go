@@ -1,0 +1,370 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"time"
+)
+
+// runBatch runs, writes and commits one batch, and returns the new
+// progress and its report. Nothing is committed when it fails.
+func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, watermark, now time.Time) (Progress, QueryProgress, error) {
+	b := q.newBatch(p, watermark, now)
+	committed := false
+	defer func() {
+		if !committed {
+			b.state.Close()
+		}
+		for _, op := range q.plan.Operators {
+			op.Groups().Reset()
+			op.EndBatch()
+		}
+	}()
+	durations := map[string]time.Duration{}
+	if err := q.safely(b, func() error { return q.process(ctx, b, planned, durations) }); err != nil {
+		return p, QueryProgress{}, err
+	}
+	next := Progress{
+		BatchID:             b.ID,
+		Watermark:           watermark,
+		Offsets:             copyMap(p.Offsets),
+		PartitionWatermarks: b.watermarks,
+		LastActive:          copyMap(p.LastActive),
+	}
+	if next.Offsets == nil {
+		next.Offsets = map[string]json.RawMessage{}
+	}
+	for i, in := range q.plan.Inputs {
+		next.Offsets[in.Source.Name()] = planned.end[i]
+	}
+	if next.LastActive == nil {
+		next.LastActive = map[string]time.Time{}
+	}
+	for part := range b.active {
+		next.LastActive[part] = now
+	}
+	for i := range b.ops {
+		next.StateRows = append(next.StateRows, b.ops[i].total)
+	}
+	commitStart := q.cfg.clock()
+	if err := q.committer.Commit(b.state, next); err != nil {
+		return p, QueryProgress{}, err
+	}
+	committed = true
+	finished := q.cfg.clock()
+	durations[DurationWALCommit] = finished.Sub(commitStart)
+	durations[DurationTriggerExecution] = finished.Sub(now)
+	return next, q.makeReport(b, planned, durations, finished), nil
+}
+
+func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
+	b := &Batch{
+		ID:           p.BatchID + 1,
+		Watermark:    watermark,
+		Now:          now,
+		First:        p.BatchID < 0,
+		MemoryBudget: q.cfg.batchMemory,
+		SpillDir:     q.cfg.spillDir,
+		state:        q.store.NewBatch(),
+		watermarks:   copyMap(p.PartitionWatermarks),
+		active:       map[string]bool{},
+		ops:          make([]opRun, len(q.plan.Operators)),
+		inputs:       make([]inputRun, len(q.plan.Inputs)),
+	}
+	if b.watermarks == nil {
+		b.watermarks = map[string]time.Time{}
+	}
+	for i, in := range q.plan.Inputs {
+		b.inputs[i].name = in.Source.Name()
+	}
+	for i := range b.ops {
+		b.ops[i].scope = Scope{Operator: uint8(i)}
+		if i < len(p.StateRows) {
+			b.ops[i].total = p.StateRows[i]
+		}
+	}
+	return b
+}
+
+// The phases of a batch, as keys of QueryProgress.DurationMs.
+const (
+	// DurationLatestOffset: planning the batch's offsets.
+	DurationLatestOffset = "latestOffset"
+	// DurationGetBatch: reading and decoding the input, and the stages
+	// before the first stateful operator.
+	DurationGetBatch = "getBatch"
+	// DurationStateOperators: the stateful operators' calls for keys
+	// with rows, and the stages between and after them.
+	DurationStateOperators = "stateOperators"
+	// DurationTimers: the calls for due timers.
+	DurationTimers = "timers"
+	// DurationSink: writing the outputs and dead letters.
+	DurationSink = "sink"
+	// DurationAddBatch: everything after reading up to the commit:
+	// operators, timers and sinks (Spark's addBatch).
+	DurationAddBatch = "addBatch"
+	// DurationWALCommit: committing state and progress.
+	DurationWALCommit = "walCommit"
+	// DurationTriggerExecution: the whole batch.
+	DurationTriggerExecution = "triggerExecution"
+)
+
+// process runs a batch's phases in order: read, operators (keys with rows,
+// then due timers, operator by operator), outputs.
+func (q *Query) process(ctx context.Context, b *Batch, planned offsets, durations map[string]time.Duration) error {
+	t := q.cfg.clock()
+	phase := func(name string) {
+		now := q.cfg.clock()
+		durations[name] += now.Sub(t)
+		t = now
+	}
+	for i, in := range q.plan.Inputs {
+		if bytes.Equal(planned.start[i], planned.end[i]) {
+			continue
+		}
+		if err := in.Read(ctx, b, planned.start[i], planned.end[i]); err != nil {
+			return fmt.Errorf("streamgen: batch %d: source %s: %w", b.ID, in.Source.Name(), err)
+		}
+	}
+	phase(DurationGetBatch)
+	addStart := t
+	for i, op := range q.plan.Operators {
+		if err := q.runOperator(ctx, b, i, op, phase); err != nil {
+			return err
+		}
+	}
+	for i, out := range q.plan.Outputs {
+		rows, err := out.Write(ctx, b)
+		if err != nil {
+			return fmt.Errorf("streamgen: batch %d: sink %s: %w", b.ID, out.Description, err)
+		}
+		if i == 0 {
+			b.outputRows = rows
+		}
+	}
+	if len(b.deadLetters) > 0 {
+		if q.cfg.deadLetters != nil {
+			if err := q.cfg.deadLetters.WriteDeadLetters(ctx, b.ID, b.deadLetters); err != nil {
+				return fmt.Errorf("streamgen: batch %d: dead-letter sink: %w", b.ID, err)
+			}
+		} else {
+			for _, d := range b.deadLetters {
+				slog.Warn("streamgen: dead letter", "source", d.Source, "position", d.Position, "error", d.Error)
+			}
+		}
+	}
+	phase(DurationSink)
+	durations[DurationAddBatch] = q.cfg.clock().Sub(addStart)
+	return nil
+}
+
+// runOperator runs operator i's calls: its initial state in the first
+// batch, a call per key with rows, then a call per due timer.
+func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, phase func(string)) error {
+	info := op.Info()
+	fail := func(err error) error {
+		return fmt.Errorf("streamgen: batch %d: %s (%s): %w", b.ID, info.Kind, info.Name, err)
+	}
+	if is, ok := op.(InitialStater); ok && b.First {
+		if err := is.InitialState(ctx, b, i); err != nil {
+			return fail(err)
+		}
+		if err := b.failure(); err != nil {
+			return fail(err)
+		}
+	}
+	groups := op.Groups()
+	groups.sort()
+	if n := groups.Len(); n > len(b.ops[i].dirty) {
+		b.ops[i].dirty = slices.Grow(b.ops[i].dirty, n-len(b.ops[i].dirty))[:n]
+	}
+	k := &b.ops[i].keyState
+	for g := range groups.Len() {
+		if g%1024 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		k.reset(b, i, groups.Key(int32(g)), int32(g))
+		if err := op.HandleRows(ctx, k, int32(g), groups.rowsOf(g)); err != nil {
+			return fail(err)
+		}
+		if err := b.failure(); err != nil {
+			return fail(err)
+		}
+	}
+	if d, ok := op.(RowsDoner); ok {
+		if err := d.RowsDone(ctx, b); err != nil {
+			return fail(err)
+		}
+		if err := b.failure(); err != nil {
+			return fail(err)
+		}
+	}
+	phase(DurationStateOperators)
+	if err := q.runTimers(ctx, b, i, op, info, phase); err != nil {
+		return err
+	}
+	// Then state past its time to live goes, also in a batch without
+	// data.
+	if hasTTL(info) {
+		n, err := b.state.ExpireState(b.ops[i].scope, b.Now, b.Watermark)
+		if err != nil {
+			return fail(b.fail(err))
+		}
+		b.ops[i].removed += n
+		b.ops[i].total -= n
+	}
+	return nil
+}
+
+// runTimers calls operator i for each of its timers due in the batch.
+func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, info OperatorInfo, phase func(string)) error {
+	fail := func(err error) error {
+		return fmt.Errorf("streamgen: batch %d: %s (%s): %w", b.ID, info.Kind, info.Name, err)
+	}
+	k := &b.ops[i].keyState
+	threshold, ok := timerThreshold(info.TimeMode, b.Watermark, b.Now)
+	if !ok {
+		return nil
+	}
+	cursor := b.state.DueTimers(b.ops[i].scope, threshold)
+	for {
+		due, err := cursor.Next()
+		if err != nil {
+			return fail(b.fail(err))
+		}
+		if len(due) == 0 {
+			break
+		}
+		for _, t := range due {
+			k.reset(b, i, t.Key, -1)
+			if err := op.HandleTimer(ctx, k, t.At); err != nil {
+				return fail(err)
+			}
+			if err := b.failure(); err != nil {
+				return fail(err)
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	phase(DurationTimers)
+	return nil
+}
+
+// safely runs fn, turning a panic that no stage caught into an error,
+// with its stack, so that nothing of the batch is committed.
+func (q *Query) safely(b *Batch, fn func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("streamgen: batch %d: panic: %v\n%s", b.ID, r, debug.Stack())
+		}
+	}()
+	return fn()
+}
+
+func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.Duration, finished time.Time) QueryProgress {
+	total := finished.Sub(b.Now)
+	var inputRows int64
+	for _, in := range b.inputs {
+		inputRows += in.rows
+	}
+	rate := func(rows int64) float64 {
+		if secs := total.Seconds(); secs > 0 {
+			return float64(rows) / secs
+		}
+		return 0
+	}
+	r := QueryProgress{
+		ID:                     q.id,
+		RunID:                  q.runID,
+		Name:                   q.cfg.name,
+		Timestamp:              b.Now,
+		BatchID:                b.ID,
+		NumInputRows:           inputRows,
+		InputRowsPerSecond:     q.inputRate(inputRows, b.Now),
+		ProcessedRowsPerSecond: rate(inputRows),
+		DurationMs:             map[string]int64{},
+		Sink:                   SinkProgress{Description: q.plan.Outputs[0].Description, NumOutputRows: b.outputRows},
+		NumDeadLetters:         int64(len(b.deadLetters)),
+	}
+	for name, d := range durations {
+		r.DurationMs[name] = d.Milliseconds()
+	}
+	for i, in := range q.plan.Inputs {
+		r.Sources = append(r.Sources, SourceProgress{
+			Description:            in.Source.Name(),
+			StartOffset:            string(planned.start[i]),
+			EndOffset:              string(planned.end[i]),
+			NumInputRows:           b.inputs[i].rows,
+			InputRowsPerSecond:     q.inputRate(b.inputs[i].rows, b.Now),
+			ProcessedRowsPerSecond: rate(b.inputs[i].rows),
+		})
+	}
+	if q.plan.Watermark && !b.Watermark.IsZero() {
+		r.EventTime = map[string]string{"watermark": b.Watermark.UTC().Format(time.RFC3339Nano)}
+	}
+	for i, op := range q.plan.Operators {
+		info := op.Info()
+		o := &b.ops[i]
+		r.StateOperators = append(r.StateOperators, StateOperatorProgress{
+			OperatorName:              info.Kind,
+			NumRowsTotal:              o.total,
+			NumRowsUpdated:            o.updated,
+			NumRowsRemoved:            o.removed,
+			NumRowsDroppedByWatermark: o.late,
+		})
+	}
+	return r
+}
+
+// inputRate is rows over the time since the previous batch started, as
+// Spark's inputRowsPerSecond.
+func (q *Query) inputRate(rows int64, now time.Time) float64 {
+	last, ok := q.LastProgress()
+	if !ok {
+		return 0
+	}
+	if secs := now.Sub(last.Timestamp).Seconds(); secs > 0 {
+		return float64(rows) / secs
+	}
+	return 0
+}
+
+func (q *Query) report(r QueryProgress) {
+	q.mu.Lock()
+	q.progress = append(q.progress, r)
+	if len(q.progress) > q.cfg.progressKeep {
+		q.progress = q.progress[len(q.progress)-q.cfg.progressKeep:]
+	}
+	q.mu.Unlock()
+	// A query given up on (finish) tells its listeners nothing more.
+	q.listening.Lock()
+	defer q.listening.Unlock()
+	if q.ended {
+		return
+	}
+	for _, l := range q.cfg.listeners {
+		if l, ok := l.(interface{ OnQueryProgress(QueryProgress) }); ok {
+			l.OnQueryProgress(r)
+		}
+	}
+}
+
+func copyMap[V any](m map[string]V) map[string]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]V, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,201 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// offsets are the planned offsets of a batch, by input.
+type offsets struct {
+	start, end []json.RawMessage
+}
+
+func (o offsets) hasData() bool {
+	for i := range o.start {
+		if !bytes.Equal(o.start[i], o.end[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+func (q *Query) loop(ctx context.Context) error {
+	progress, _, err := q.store.Progress()
+	if err != nil {
+		return err
+	}
+	inputs := q.plan.Inputs
+	available := func() ([]json.RawMessage, error) {
+		upTo := make([]json.RawMessage, len(inputs))
+		for i, in := range inputs {
+			if upTo[i], err = in.Source.Available(ctx); err != nil {
+				return nil, fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
+			}
+		}
+		return upTo, nil
+	}
+	// A Once or AvailableNow query works up to what is there at start.
+	var upTo []json.RawMessage
+	stops := q.cfg.trigger.stops()
+	if stops {
+		if upTo, err = available(); err != nil {
+			return err
+		}
+	}
+	// Once takes everything in one batch, as Spark's Trigger.Once: the
+	// sources' per-batch limits do not apply.
+	limit := Limited
+	if q.cfg.trigger.kind == triggerOnce {
+		limit = AllAvailable
+	}
+	flushed := false
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		started := q.cfg.clock()
+		if !stops {
+			if upTo, err = available(); err != nil {
+				return err
+			}
+		}
+		planned := offsets{start: make([]json.RawMessage, len(inputs)), end: make([]json.RawMessage, len(inputs))}
+		for i, in := range inputs {
+			committed := progress.Offsets[in.Source.Name()]
+			planned.start[i] = committed
+			if planned.end[i], err = in.Source.Next(ctx, committed, upTo[i], limit); err != nil {
+				return fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
+			}
+		}
+		latestOffset := q.cfg.clock().Sub(started)
+		hasData := planned.hasData()
+		watermark := q.watermark(progress, started)
+		due := false
+		if !hasData && q.cfg.noDataBatches {
+			if due, err = q.timersDue(watermark, started); err != nil {
+				return err
+			}
+		}
+		if !hasData && !due && q.cfg.flush && stops && !flushed {
+			// The input is done: one more batch, with a watermark past
+			// every event time, fires every event-time timer.
+			flushed, due, watermark = true, true, EndOfTime
+		}
+		if !hasData && !due {
+			if stops {
+				return nil
+			}
+			if q.cfg.trigger.kind == triggerInterval {
+				q.setStatus(statusWaitingForTrigger, false, false)
+				err = q.cfg.sleep(ctx, started, q.cfg.trigger.interval)
+			} else {
+				q.setStatus(statusWaitingForData, false, false)
+				err = q.cfg.sleep(ctx, started, q.cfg.pollInterval)
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		if hasData {
+			q.setStatus(statusProcessing, true, true)
+		} else {
+			q.setStatus(statusNoData, false, true)
+		}
+		next, report, err := q.runBatch(ctx, progress, planned, watermark, started)
+		if err != nil {
+			return err
+		}
+		report.DurationMs[DurationLatestOffset] = latestOffset.Milliseconds()
+		progress = next
+		q.report(report)
+		if q.cfg.trigger.kind == triggerOnce && (!q.cfg.flush || flushed) {
+			return nil // with FlushEventTime, one more turn flushes
+		}
+		if q.cfg.trigger.kind == triggerInterval {
+			q.setStatus(statusWaitingForTrigger, false, false)
+			if err := q.cfg.sleep(ctx, started, q.cfg.trigger.interval); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// timersDue reports whether a timer of any operator is due in the
+// committed state at the given watermark and processing time.
+func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
+	if len(q.plan.Operators) == 0 {
+		return false, nil
+	}
+	state := q.store.NewBatch()
+	defer state.Close()
+	for i, op := range q.plan.Operators {
+		info := op.Info()
+		if hasTTL(info) {
+			due, err := state.HasExpiringState(Scope{Operator: uint8(i)}, now, watermark)
+			if due || err != nil {
+				return due, err
+			}
+		}
+		threshold, ok := timerThreshold(info.TimeMode, watermark, now)
+		if !ok {
+			continue
+		}
+		due, err := state.HasDueTimers(Scope{Operator: uint8(i)}, threshold)
+		if due || err != nil {
+			return due, err
+		}
+	}
+	return false, nil
+}
+
+// hasTTL reports whether an operator has state that expires.
+func hasTTL(info OperatorInfo) bool {
+	for _, s := range info.States {
+		if s.TTL > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// timerThreshold is the instant a timer must be strictly before to fire:
+// the batch's processing time, or the watermark (none before the first
+// watermark).
+func timerThreshold(mode TimeMode, watermark, now time.Time) (time.Time, bool) {
+	switch mode {
+	case ProcessingTimeMode:
+		return now, true
+	case EventTimeMode:
+		return watermark, !watermark.IsZero()
+	}
+	return time.Time{}, false
+}
+
+// watermark computes the watermark in effect for the next batch from the
+// committed progress: the minimum over the partitions that are not idle of
+// their watermarks (largest event time − delay), never lower than before.
+func (q *Query) watermark(p Progress, now time.Time) time.Time {
+	if !q.plan.Watermark {
+		return time.Time{}
+	}
+	var low time.Time
+	found := false
+	for part, w := range p.PartitionWatermarks {
+		if q.cfg.idleTimeout > 0 {
+			if last, ok := p.LastActive[part]; ok && now.Sub(last) > q.cfg.idleTimeout {
+				continue
+			}
+		}
+		if !found || w.Before(low) {
+			low, found = w, true
+		}
+	}
+	if !found || low.Before(p.Watermark) {
+		return p.Watermark
+	}
+	return low
+}
