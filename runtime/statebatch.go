@@ -1,0 +1,285 @@
+package runtime
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// StateBatch is the state and timer writes of one micro-batch. Its reads
+// see the committed state overlaid with the batch's own earlier writes;
+// nothing of it is visible to other readers, or durable, until it is
+// committed, and a batch that is dropped (Close without Commit) leaves the
+// store as it was. Not safe for concurrent use.
+type StateBatch struct {
+	store *Store
+	db    *pebble.DB
+	cache *stateCache
+	b     *pebble.Batch
+	key   []byte // the key being built
+	val   []byte // the value of the last Get
+	tmp   []byte // a value being built
+	// written is true once the batch holds a write; rangeDeleted once it
+	// holds a range deletion.
+	written, rangeDeleted bool
+	// closed is true once b is committed or closed: Pebble pools its
+	// batches, so a second Close would release one in use.
+	closed bool
+}
+
+// NewBatch starts a batch.
+func (s *Store) NewBatch() *StateBatch {
+	return &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch()}
+}
+
+// indexed returns the batch with an index of its writes, for reads that
+// must see them. A batch starts without one: indexing every write costs
+// about as much as the write, and a batch whose reads all miss its writes
+// (a count per key reads each key once, before writing it) never needs it.
+// The first read that may see a write indexes the writes so far, once.
+func (b *StateBatch) indexed() (*pebble.Batch, error) {
+	if b.b.Indexed() {
+		return b.b, nil
+	}
+	ib := b.db.NewIndexedBatch()
+	if err := ib.Apply(b.b, nil); err != nil {
+		ib.Close()
+		return nil, fmt.Errorf("streamgen: index the batch's writes: %w", err)
+	}
+	b.b.Close()
+	b.b = ib
+	return ib, nil
+}
+
+// Close drops a batch that was not committed; after Commit it does
+// nothing.
+func (b *StateBatch) Close() error {
+	if b.closed {
+		return nil
+	}
+	b.closed = true
+	return b.b.Close()
+}
+
+// readError is the error of a failed read: the store's failure.
+func (b *StateBatch) readError(err error) error {
+	return b.store.fail(fmt.Errorf("read state: %w", err))
+}
+
+func appendScope(k []byte, prefix byte, s Scope) []byte {
+	k = append(k, prefix)
+	k = binary.BigEndian.AppendUint32(k, s.Partition)
+	return append(k, s.Operator)
+}
+
+// entryKey appends the key of the entries of (v, key): the prefix that
+// a suffix completes.
+func entryKey(k []byte, v Var, key []byte) []byte {
+	k = appendScope(k, statePrefix, v.Scope)
+	k = append(k, v.Variable)
+	k = binary.AppendUvarint(k, uint64(len(key)))
+	return append(k, key...)
+}
+
+// Get returns the value of the entry (v, key, suffix) and whether there is
+// one. The value is valid until the next call on b.
+func (b *StateBatch) Get(v Var, key, suffix []byte) (value []byte, ok bool, err error) {
+	return b.get(v, key, suffix, !b.written)
+}
+
+// get reads an entry; unwritten says that the batch holds no write of it
+// (the caller knows), so the committed state is read directly, without
+// the batch's index.
+func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byte, ok bool, err error) {
+	if err := b.store.Err(); err != nil {
+		return nil, false, err
+	}
+	b.key = append(entryKey(b.key[:0], v, key), suffix...)
+	var (
+		found  []byte
+		closer io.Closer
+	)
+	if unwritten && !b.rangeDeleted {
+		if b.cache != nil && b.key[0] == statePrefix {
+			return b.getCached()
+		}
+		found, closer, err = b.db.Get(b.key)
+	} else {
+		ib, ierr := b.indexed()
+		if ierr != nil {
+			return nil, false, ierr
+		}
+		found, closer, err = ib.Get(b.key)
+	}
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, b.readError(err)
+	}
+	b.val = append(b.val[:0], found...)
+	closer.Close()
+	return b.val, true, nil
+}
+
+// getCached reads the committed entry b.key through the cache.
+func (b *StateBatch) getCached() (value []byte, ok bool, err error) {
+	v, ok, cached := b.cache.get(b.key, b.val)
+	if cached {
+		b.val = v
+		return v, ok, nil
+	}
+	found, closer, err := b.db.Get(b.key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		b.cache.put(b.key, nil, true)
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, b.readError(err)
+	}
+	b.val = append(b.val[:0], found...)
+	closer.Close()
+	b.cache.put(b.key, b.val, false)
+	return b.val, true, nil
+}
+
+// Put sets the entry (v, key, suffix).
+func (b *StateBatch) Put(v Var, key, suffix, value []byte) error {
+	b.key = append(entryKey(b.key[:0], v, key), suffix...)
+	b.written = true
+	if err := b.b.Set(b.key, value, nil); err != nil {
+		return fmt.Errorf("streamgen: write state: %w", err)
+	}
+	return nil
+}
+
+// Delete removes the entry (v, key, suffix).
+func (b *StateBatch) Delete(v Var, key, suffix []byte) error {
+	b.key = append(entryKey(b.key[:0], v, key), suffix...)
+	b.written = true
+	if err := b.b.Delete(b.key, nil); err != nil {
+		return fmt.Errorf("streamgen: write state: %w", err)
+	}
+	return nil
+}
+
+// Scan calls fn for each entry of (v, key), in order of suffix, with the
+// batch's own writes applied. The slices are valid during the call only.
+// fn must not write to b; Scan stops at fn's first error and returns it.
+func (b *StateBatch) Scan(v Var, key []byte, fn func(suffix, value []byte) error) error {
+	lower := entryKey(nil, v, key)
+	return b.scan(lower, prefixEnd(lower), func(k, value []byte) error {
+		return fn(k[len(lower):], value)
+	})
+}
+
+// ScanVar calls fn for each entry of variable v, in order of key, then
+// suffix, with the batch's own writes applied: all the state of one
+// variable, for tools and tests. The slices are valid during the call.
+func (b *StateBatch) ScanVar(v Var, fn func(key, suffix, value []byte) error) error {
+	lower := append(appendScope(nil, statePrefix, v.Scope), v.Variable)
+	return b.scan(lower, prefixEnd(lower), func(k, value []byte) error {
+		n, w := binary.Uvarint(k[len(lower):])
+		start := len(lower) + w
+		if w <= 0 || uint64(len(k)-start) < n {
+			return fmt.Errorf("streamgen: state entry %x has a bad key length", k)
+		}
+		end := start + int(n)
+		return fn(k[start:end], k[end:], value)
+	})
+}
+
+// LastSuffix returns the greatest suffix among the entries of (v, key),
+// as the batch sees them; ok is false when there is none.
+func (b *StateBatch) LastSuffix(v Var, key []byte) (suffix []byte, ok bool, err error) {
+	if err := b.store.Err(); err != nil {
+		return nil, false, err
+	}
+	lower := entryKey(nil, v, key)
+	ib, err := b.indexed()
+	if err != nil {
+		return nil, false, err
+	}
+	it, err := ib.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
+	if err != nil {
+		return nil, false, b.readError(err)
+	}
+	if it.Last() {
+		suffix, ok = append([]byte(nil), it.Key()[len(lower):]...), true
+	}
+	if err := it.Close(); err != nil {
+		return nil, false, b.readError(err)
+	}
+	return suffix, ok, nil
+}
+
+// DeleteKey removes every entry of (v, key): one range deletion.
+func (b *StateBatch) DeleteKey(v Var, key []byte) error {
+	lower := entryKey(nil, v, key)
+	return b.deleteRange(lower, prefixEnd(lower))
+}
+
+// DeleteVar removes every entry of variable v: one range deletion.
+func (b *StateBatch) DeleteVar(v Var) error {
+	lower := append(appendScope(nil, statePrefix, v.Scope), v.Variable)
+	return b.deleteRange(lower, prefixEnd(lower))
+}
+
+// DeletePartition removes every state entry and timer of partition p.
+func (b *StateBatch) DeletePartition(p uint32) error {
+	for _, prefix := range []byte{statePrefix, timerPrefix, timerKeyPrefix} {
+		lower := binary.BigEndian.AppendUint32([]byte{prefix}, p)
+		if err := b.deleteRange(lower, prefixEnd(lower)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *StateBatch) deleteRange(lower, upper []byte) error {
+	b.rangeDeleted = true
+	if err := b.b.DeleteRange(lower, upper, nil); err != nil {
+		return fmt.Errorf("streamgen: write state: %w", err)
+	}
+	return nil
+}
+
+// scan calls fn for each key in [lower, upper) as the batch sees it.
+func (b *StateBatch) scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	if err := b.store.Err(); err != nil {
+		return err
+	}
+	ib, err := b.indexed()
+	if err != nil {
+		return err
+	}
+	it, err := ib.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return b.readError(err)
+	}
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return b.readError(err)
+	}
+	return nil
+}
+
+// prefixEnd returns the smallest key after every key with prefix p.
+func prefixEnd(p []byte) []byte {
+	end := append([]byte(nil), p...)
+	for i := len(end) - 1; i >= 0; i-- {
+		if end[i] < 0xff {
+			end[i]++
+			return end[:i+1]
+		}
+	}
+	return nil
+}
