@@ -94,6 +94,22 @@ func (b *Batch) MarkActive(input int, partition string) {
 // DeadLetter records a record that could not be read or decoded.
 func (b *Batch) DeadLetter(d DeadLetter) { b.deadLetters = append(b.deadLetters, d) }
 
+// ScanState calls fn with each key of operator op and its value of
+// variable (the entries with no suffix), in key order, as the batch sees
+// them: an operator's whole state, as Complete mode writes it.
+func (b *Batch) ScanState(op int, variable uint8, fn func(key, value []byte) error) error {
+	err := b.state.ScanVar(Var{Scope: b.ops[op].scope, Variable: variable}, func(key, suffix, value []byte) error {
+		if len(suffix) > 0 {
+			return nil
+		}
+		return fn(key, value)
+	})
+	if err != nil {
+		return b.fail(err)
+	}
+	return nil
+}
+
 // DropLate counts a row dropped before operator op for being late.
 func (b *Batch) DropLate(op int) { b.ops[op].late++ }
 

@@ -39,6 +39,8 @@ type compiler struct {
 	errs []error
 	// closers are closed when the query stops, or when its start fails.
 	closers []io.Closer
+	// outputMode is the query's, set once it is known (after compiling).
+	outputMode OutputMode
 }
 
 // closeAll closes what the compiled pipeline opened, for a start that
@@ -56,6 +58,9 @@ type operatorInfo struct {
 	timeout        Timeout
 	watermarked    bool
 	needsWatermark bool
+	// aggregation is an operator whose output mode is the query's
+	// (Complete, Update or Append); windowed, one over event-time windows.
+	aggregation, windowed bool
 	// prepare runs at Start, before the query: it reads and checks what
 	// the operator needs (an initial state).
 	prepare func(ctx context.Context) error

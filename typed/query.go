@@ -72,11 +72,28 @@ func sinkDescription(s any) string {
 func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
 	errs := append(append([]error(nil), w.s.p.errs...), c.errs...)
 	mode := w.mode
+	hasAggregation := false
+	for _, op := range c.ops {
+		hasAggregation = hasAggregation || op.aggregation
+	}
 	if !w.modeSet && len(c.ops) > 0 {
 		mode = c.ops[len(c.ops)-1].mode
+		if hasAggregation {
+			mode = Update
+		}
 	}
+	c.outputMode = mode
 	for _, op := range c.ops {
 		switch {
+		case op.aggregation:
+			if mode == Append && !(op.windowed && op.watermarked) {
+				errs = append(errs, fmt.Errorf("%s (%s): the Append output mode needs event-time windows and a watermark, as in Spark (a row is written once, when the watermark closes its window): use WriteTo(...).OutputMode(typed.Update) or typed.Complete", op.kind, op.function))
+			}
+		case hasAggregation:
+			// Before an aggregation, an operator's rows must be final.
+			if op.mode != Append {
+				errs = append(errs, fmt.Errorf("%s (%s) is followed by an aggregation, so its output mode must be Append (rows that will not change)", op.kind, op.function))
+			}
 		case mode == Complete:
 			errs = append(errs, fmt.Errorf("%s (%s) does not support the Complete output mode: use WriteTo(...).OutputMode(typed.%v)", op.kind, op.function, op.mode))
 		case op.kind == "mapGroupsWithState" && mode != Update:
@@ -84,7 +101,7 @@ func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
 		case (op.kind == "flatMapGroupsWithState" || op.kind == "transformWithState") && op.mode != mode:
 			errs = append(errs, fmt.Errorf("%s (%s) is in %v mode; the query has %v: use WriteTo(...).OutputMode(typed.%v)", op.kind, op.function, op.mode, mode, op.mode))
 		}
-		if op.mode == Complete {
+		if op.mode == Complete && !op.aggregation {
 			errs = append(errs, fmt.Errorf("%s (%s): the operator's output mode must be Append or Update", op.kind, op.function))
 		}
 		if op.timeout == EventTimeTimeout && !op.watermarked {

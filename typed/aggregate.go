@@ -1,0 +1,260 @@
+package typed
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// Streaming aggregations, as Spark's groupBy(...).agg(...) on a stream:
+// over a keyed stream (AggregateByKey), over event-time windows of a
+// keyed stream (GroupByWindow, then AggregateWindows), with the output
+// modes of Spark:
+//
+//   - Complete: every batch writes the whole result table; state is never
+//     evicted, and a watermark changes nothing.
+//   - Update: every batch writes the rows that changed in it; with a
+//     watermark, windows whose end is at or before the watermark are
+//     evicted.
+//   - Append: a window's row is written once, in the batch after the
+//     watermark passes its end, and evicted; it needs windows and a
+//     watermark.
+//
+// Rows at or before the watermark are late: dropped before the
+// aggregation and counted.
+
+// WindowedStream is a stream grouped by event-time window and key, ready
+// for AggregateWindows.
+type WindowedStream[K comparable, T any] struct {
+	s         Stream[T]
+	windows   Windows
+	eventTime func(*T) time.Time
+	key       func(*T) K
+	codec     keyCodec[K]
+}
+
+// GroupByWindow groups the rows of s by the event-time windows eventTime
+// falls in, and by key, as Spark's groupBy(window(time, ...), key). Use
+// a key of struct{} (func(*T) struct{}{ return struct{}{} }) to group by
+// window alone.
+func GroupByWindow[T any, K comparable](s Stream[T], eventTime func(*T) time.Time, w Windows, key func(*T) K) WindowedStream[K, T] {
+	if err := w.validate(); err != nil {
+		s.p = s.p.failed("%v", err)
+	}
+	c, err := newKeyCodec[K]()
+	if err != nil {
+		s.p = s.p.failed("%v", err)
+	}
+	return WindowedStream[K, T]{s: s, windows: w, eventTime: eventTime, key: key, codec: c}
+}
+
+// windowedRow is a row in one of its windows.
+type windowedRow[T any] struct {
+	window Window
+	row    T
+}
+
+// AggregateWindows folds each window's rows of each key with agg, and
+// writes, for each window and key, the row that row makes of the window,
+// the key and the aggregate. The output mode is the query's (Complete,
+// Update or Append; Update unless set): see the package's notes above.
+func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
+	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
+) Stream[Row] {
+	if ws.windows.kind == session {
+		return aggregateSessions[K, T, Acc, Out, Row, PA](ws, agg, row)
+	}
+	p := ws.s.p
+	var assigned Stream[windowedRow[T]]
+	assigned.p = p
+	assigned.attach = func(c *compiler, emit func(*windowedRow[T])) {
+		var wr windowedRow[T]
+		ws.s.attach(c, func(t *T) {
+			wr.row = *t
+			ws.windows.assign(ws.eventTime(t), func(w Window) {
+				wr.window = w
+				emit(&wr)
+			})
+		})
+	}
+	keyed := KeyedStream[Windowed[K], windowedRow[T]]{
+		s:     assigned,
+		key:   func(r *windowedRow[T]) Windowed[K] { return Windowed[K]{r.window, ws.key(&r.row)} },
+		codec: windowedCodec(ws.codec),
+	}
+	return aggregate[Windowed[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,
+		func(r *windowedRow[T]) *T { return &r.row },
+		func(g Windowed[K]) (Window, bool) { return g.Window, true },
+		func(g Windowed[K], out Out) Row { return row(g.Window, g.Key, out) },
+		"windowedAggregate")
+}
+
+// AggregateByKey folds each key's rows with agg, and writes, for each
+// key, the row that row makes of the key and the aggregate, as Spark's
+// groupByKey(...).agg(...). State is kept for every key, as in Spark: a
+// key is never evicted. The output mode is Complete or Update (the
+// default).
+func AggregateByKey[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
+	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, out Out) Row,
+) Stream[Row] {
+	return aggregate[K, T, T, Acc, Out, Row, PA](ks, agg,
+		func(r *T) *T { return r },
+		func(K) (Window, bool) { return Window{}, false },
+		row, "aggregate")
+}
+
+// aggregate is the operator of AggregateByKey and of AggregateWindows
+// over tumbling and sliding windows: G is the grouping key, R the rows it
+// gathers, In what the aggregator takes of them.
+func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
+	ks KeyedStream[G, R], agg Aggregator[In, Acc, Out], in func(*R) *In,
+	windowOf func(G) (Window, bool), output func(G, Out) Row, kind string,
+) Stream[Row] {
+	_, windowed := windowOf(*new(G))
+	name := fmt.Sprintf("%T", agg)
+	opInfo := operatorInfo{kind: kind, function: name, aggregation: true, windowed: windowed, watermarked: ks.s.p.watermarked}
+	return Stream[Row]{p: ks.s.p, attach: func(c *compiler, emit func(*Row)) {
+		op := &aggOp[G, R, In, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, kind+" ("+name+")"),
+			agg: agg, in: in, windowOf: windowOf, output: output, emitDown: emit, windowed: windowed}
+		op.info = runtime.OperatorInfo{
+			Kind: kind, Name: name, KeyType: ks.codec.typeName, Key: ks.codec.schema,
+			States:        []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value"}},
+			DropsLateRows: ks.s.p.watermarked,
+		}
+		if windowed && ks.s.p.watermarked {
+			op.info.TimeMode = runtime.EventTimeMode
+		}
+		ks.s.attach(c, op.add)
+		op.index = c.addOperator(op, opInfo)
+		op.mode = &c.outputMode
+		op.info.OutputMode = "" // set by the query's mode, in the checkpoint
+		op.modeName = func() string { return c.outputMode.String() }
+	}}
+}
+
+// aggOp is an aggregation of one query.
+type aggOp[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]] struct {
+	gatherer[G, R]
+	index    int
+	info     runtime.OperatorInfo
+	agg      Aggregator[In, Acc, Out]
+	in       func(*R) *In
+	windowOf func(G) (Window, bool)
+	output   func(G, Out) Row
+	emitDown func(*Row)
+	windowed bool
+	mode     *OutputMode
+	modeName func() string
+	acc      Acc
+	buf      []byte
+}
+
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) Info() runtime.OperatorInfo {
+	info := o.info
+	info.OutputMode = o.modeName()
+	return info
+}
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) EndBatch()                { o.gatherer.end() }
+
+// load reads the key's accumulator into o.acc; ok is false when it has
+// none (then o.acc is Zero).
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) load(k *runtime.KeyState) (ok bool, err error) {
+	raw, ok, err := k.Get(0, nil)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		o.acc = o.agg.Zero()
+		return false, nil
+	}
+	var acc Acc
+	if err := PA(&acc).UnmarshalBinary(raw); err != nil {
+		return false, k.Fail(fmt.Errorf("stored aggregate does not decode: %w", err))
+	}
+	o.acc = acc
+	return true, nil
+}
+
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) emit(g G) {
+	r := o.output(g, o.agg.Result(o.acc))
+	o.emitDown(&r)
+}
+
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	rows, err := o.rowsOf(k.Batch(), group, rows)
+	if err != nil {
+		return err
+	}
+	existed, err := o.load(k)
+	if err != nil {
+		return err
+	}
+	for _, j := range rows {
+		o.acc = o.agg.Add(o.acc, o.in(&o.rows[j]))
+	}
+	if o.buf, err = PA(&o.acc).AppendBinary(o.buf[:0]); err != nil {
+		return k.Fail(fmt.Errorf("aggregate: %w", err))
+	}
+	if err := k.Put(0, nil, o.buf); err != nil {
+		return err
+	}
+	k.Updated(!existed)
+	g := o.keys[group]
+	// A window is closed, by a timer at its end, once the watermark is at
+	// or past the end (the timer fires when the watermark is strictly
+	// after it, so it sits one nanosecond before the end).
+	if w, ok := o.windowOf(g); ok && !existed && o.info.TimeMode == runtime.EventTimeMode && *o.mode != Complete {
+		if err := k.RegisterTimer(w.End.Add(-time.Nanosecond)); err != nil {
+			return err
+		}
+	}
+	if *o.mode == Update {
+		o.emit(g)
+	}
+	return nil
+}
+
+// RowsDone writes, in Complete mode, the whole result table.
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *runtime.Batch) error {
+	if *o.mode != Complete {
+		return nil
+	}
+	var g G
+	return b.ScanState(o.index, 0, func(key, value []byte) error {
+		if err := o.codec.decode(key, &g); err != nil {
+			return fmt.Errorf("a stored key does not decode: %w", err)
+		}
+		var acc Acc
+		if err := PA(&acc).UnmarshalBinary(value); err != nil {
+			return fmt.Errorf("stored aggregate does not decode: %w", err)
+		}
+		o.acc = acc
+		o.emit(g)
+		return nil
+	})
+}
+
+// HandleTimer closes a window: in Append mode its row is written, then
+// its state is evicted.
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	var g G
+	if err := o.codec.decode(k.Key(), &g); err != nil {
+		return fmt.Errorf("a timer's key does not decode: %w", err)
+	}
+	existed, err := o.load(k)
+	if err != nil || !existed {
+		return err
+	}
+	if *o.mode == Append {
+		o.emit(g)
+	}
+	if err := k.Delete(0, nil); err != nil {
+		return err
+	}
+	k.Removed()
+	return k.DeleteTimer(expiry)
+}

@@ -1,0 +1,304 @@
+package typed_test
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// windowCount is an output row of the aggregation tests.
+type windowCount struct {
+	Window typed.Window
+	User   string
+	Value  float64
+}
+
+func (w windowCount) id() string {
+	return fmt.Sprintf("%s %s", w.Window, w.User)
+}
+
+// orderedClicks makes n clicks of users in increasing event time (no row
+// is late), a second apart with some jitter, starting at at(0).
+func orderedClicks(n int) []fixtures.Click {
+	in := clicks(n, 21)
+	for i := range in {
+		in[i].Time = at(i*7 + i%3)
+	}
+	return in
+}
+
+// runWindows runs an aggregation over in, with the input split in
+// batches of perBatch rows and the query restarted on its checkpoint
+// after the first third, and returns the sink's batches.
+func runWindows(t *testing.T, in []fixtures.Click, perBatch int, mode typed.OutputMode, flush bool,
+	build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]) map[int64][]windowCount {
+	t.Helper()
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+	sink := newSink[windowCount]()
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 30*time.Second)
+	w := typed.WriteTo(build(s), sink).OutputMode(mode)
+	ck := newCheckpoint()
+	third := len(in) / 3
+	m.Add(in[:third]...)
+	if err := runToEnd(t, w, ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	m.Add(in[third:]...)
+	opts := ck.opts()
+	if flush {
+		opts = append(opts, runtime.FlushEventTime())
+	}
+	if err := runToEnd(t, w, opts...); err != nil {
+		t.Fatal(err)
+	}
+	return sink.snapshot()
+}
+
+// loopWindows is the independent answer: for each row, each window that
+// covers it (computed from the definition: starts at multiples of slide
+// that cover t), a count per window and user.
+func loopWindows(in []fixtures.Click, size, slide time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	for _, c := range in {
+		for start := c.Time.Truncate(slide); start.After(c.Time.Add(-size)); start = start.Add(-slide) {
+			w := typed.Window{Start: start.UTC(), End: start.Add(size).UTC()}
+			out[windowCount{Window: w, User: c.User}.id()]++
+		}
+	}
+	return out
+}
+
+func countRow(w typed.Window, user string, n int64) windowCount {
+	return windowCount{Window: w, User: user, Value: float64(n)}
+}
+
+// TestWindowedCounts compares counts per window and user with a plain loop,
+// for tumbling and sliding windows, in each output mode, under several
+// batch sizes and a restart: Update's latest row per window, Complete's
+// last table, and Append's rows (each window exactly once, after the
+// input is flushed).
+func TestWindowedCounts(t *testing.T) {
+	in := orderedClicks(300)
+	for _, win := range []struct {
+		name        string
+		size, slide time.Duration
+	}{{"tumbling", time.Minute, time.Minute}, {"sliding", time.Minute, 20 * time.Second}} {
+		want := loopWindows(in, win.size, win.slide)
+		build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+			ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Sliding(win.size, win.slide), func(c *fixtures.Click) string { return c.User })
+			return typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow)
+		}
+		for _, perBatch := range []int{0, 17, 60} {
+			t.Run(fmt.Sprintf("%s/%d per batch", win.name, perBatch), func(t *testing.T) {
+				// Update: the latest row of each window is its count.
+				got := map[string]float64{}
+				for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Update, false, build)) {
+					for _, r := range rows {
+						got[r.id()] = r.Value
+					}
+				}
+				sameTable(t, "update", got, want)
+				// Complete: the last batch holds the whole table.
+				batches := sortedBatches(runWindows(t, in, perBatch, typed.Complete, false, build))
+				got = map[string]float64{}
+				for _, r := range batches[len(batches)-1] {
+					got[r.id()] = r.Value
+				}
+				sameTable(t, "complete", got, want)
+				// Append: every window once, final.
+				got = map[string]float64{}
+				for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
+					for _, r := range rows {
+						if _, dup := got[r.id()]; dup {
+							t.Fatalf("append: window %s written twice", r.id())
+						}
+						got[r.id()] = r.Value
+					}
+				}
+				sameTable(t, "append", got, want)
+			})
+		}
+	}
+}
+
+func sortedBatches[T any](m map[int64][]T) [][]T {
+	ids := slices.Sorted(maps.Keys(m))
+	out := make([][]T, len(ids))
+	for i, id := range ids {
+		out[i] = m[id]
+	}
+	return out
+}
+
+func sameTable(t *testing.T, what string, got, want map[string]float64) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d rows, want %d", what, len(got), len(want))
+	}
+	for k, w := range want {
+		if g, ok := got[k]; !ok || math.Abs(g-w) > 1e-9 {
+			t.Fatalf("%s: %s = %v, want %v", what, k, g, w)
+		}
+	}
+}
+
+// TestSessionWindows compares session windows (a gap of 20 s) with a plain
+// loop that sorts each user's rows by time and cuts where two are 20 s or
+// more apart: the sessions, their counts, and (Append mode) each written
+// once.
+func TestSessionWindows(t *testing.T) {
+	in := orderedClicks(200)
+	gap := 20 * time.Second
+	want := map[string]float64{}
+	byUser := map[string][]time.Time{}
+	for _, c := range in {
+		byUser[c.User] = append(byUser[c.User], c.Time)
+	}
+	for user, times := range byUser {
+		sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+		start, last, n := times[0], times[0], 0
+		for _, tm := range times {
+			if tm.Sub(last) >= gap {
+				want[windowCount{Window: typed.Window{Start: start, End: last.Add(gap)}, User: user}.id()] = float64(n)
+				start, n = tm, 0
+			}
+			last = tm
+			n++
+		}
+		want[windowCount{Window: typed.Window{Start: start, End: last.Add(gap)}, User: user}.id()] = float64(n)
+	}
+	build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+		ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Session(gap), func(c *fixtures.Click) string { return c.User })
+		return typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow)
+	}
+	for _, perBatch := range []int{0, 13} {
+		got := map[string]float64{}
+		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
+			for _, r := range rows {
+				if _, dup := got[r.id()]; dup {
+					t.Fatalf("session %s written twice", r.id())
+				}
+				got[r.id()] = r.Value
+			}
+		}
+		sameTable(t, fmt.Sprintf("sessions, %d per batch", perBatch), got, want)
+		got = map[string]float64{}
+		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Update, false, build)) {
+			for _, r := range rows {
+				got[r.id()] = r.Value
+			}
+		}
+		// Update writes sessions as they grow: the final ones are there
+		// with their final counts.
+		for k, w := range want {
+			if got[k] != w {
+				t.Fatalf("update, %d per batch: %s = %v, want %v", perBatch, k, got[k], w)
+			}
+		}
+	}
+}
+
+// userStat is a per-key aggregate row.
+type userStat struct {
+	User  string
+	Value float64
+}
+
+// TestAggregateByKey: count, sum, avg, min and max per key, Update and
+// Complete, against a plain loop.
+func TestAggregateByKey(t *testing.T) {
+	in := clicks(250, 31)
+	value := func(c *fixtures.Click) float64 { return float64(len(c.Page)*7 + c.Time.Second()%13) }
+	type loopAcc struct{ n, sum, min, max float64 }
+	acc := map[string]*loopAcc{}
+	for i := range in {
+		c := &in[i]
+		a := acc[c.User]
+		if a == nil {
+			a = &loopAcc{min: math.Inf(1), max: math.Inf(-1)}
+			acc[c.User] = a
+		}
+		v := value(c)
+		a.n++
+		a.sum += v
+		a.min, a.max = math.Min(a.min, v), math.Max(a.max, v)
+	}
+	for _, tc := range []struct {
+		name  string
+		agg   func(typed.KeyedStream[string, fixtures.Click]) typed.Stream[userStat]
+		value func(*loopAcc) float64
+	}{
+		{"count", func(ks typed.KeyedStream[string, fixtures.Click]) typed.Stream[userStat] {
+			return typed.AggregateByKey(ks, typed.Count[fixtures.Click](), func(u string, n int64) userStat { return userStat{u, float64(n)} })
+		}, func(a *loopAcc) float64 { return a.n }},
+		{"sum", func(ks typed.KeyedStream[string, fixtures.Click]) typed.Stream[userStat] {
+			return typed.AggregateByKey(ks, typed.Sum(value), func(u string, v float64) userStat { return userStat{u, v} })
+		}, func(a *loopAcc) float64 { return a.sum }},
+		{"avg", func(ks typed.KeyedStream[string, fixtures.Click]) typed.Stream[userStat] {
+			return typed.AggregateByKey(ks, typed.Avg(value), func(u string, v float64) userStat { return userStat{u, v} })
+		}, func(a *loopAcc) float64 { return a.sum / a.n }},
+		{"min", func(ks typed.KeyedStream[string, fixtures.Click]) typed.Stream[userStat] {
+			return typed.AggregateByKey(ks, typed.Min(value), func(u string, v float64) userStat { return userStat{u, v} })
+		}, func(a *loopAcc) float64 { return a.min }},
+		{"max", func(ks typed.KeyedStream[string, fixtures.Click]) typed.Stream[userStat] {
+			return typed.AggregateByKey(ks, typed.Max(value), func(u string, v float64) userStat { return userStat{u, v} })
+		}, func(a *loopAcc) float64 { return a.max }},
+	} {
+		want := map[string]float64{}
+		for u, a := range acc {
+			want[u] = tc.value(a)
+		}
+		for _, mode := range []typed.OutputMode{typed.Update, typed.Complete} {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 40)
+			m.Add(in...)
+			sink := newSink[userStat]()
+			byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+			if err := runToEnd(t, typed.WriteTo(tc.agg(byUser), sink).OutputMode(mode), newCheckpoint().opts()...); err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]float64{}
+			batches := sortedBatches(sink.snapshot())
+			if mode == typed.Complete {
+				batches = batches[len(batches)-1:]
+			}
+			for _, rows := range batches {
+				for _, r := range rows {
+					got[r.User] = r.Value
+				}
+			}
+			sameTable(t, tc.name+" "+mode.String(), got, want)
+		}
+	}
+}
+
+// TestAggregationOutputModes: Append needs windows and a watermark; an
+// operator before an aggregation must be in Append mode.
+func TestAggregationOutputModes(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	counts := typed.AggregateByKey(byUser, typed.Count[fixtures.Click](), func(u string, n int64) userStat { return userStat{u, float64(n)} })
+	_, err := typed.WriteTo(counts, newSink[userStat]()).OutputMode(typed.Append).Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "Append output mode needs event-time windows and a watermark") {
+		t.Fatalf("append without windows: err = %v", err)
+	}
+	noWatermark := typed.GroupByWindow(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, typed.Tumbling(time.Minute), func(c *fixtures.Click) string { return c.User })
+	_, err = typed.WriteTo(typed.AggregateWindows(noWatermark, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Append).Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "needs event-time windows and a watermark") {
+		t.Fatalf("append without a watermark: err = %v", err)
+	}
+	mapped := typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks)
+	again := typed.AggregateByKey(typed.GroupByKey(mapped, func(u *fixtures.UserCount) string { return u.User }), typed.Count[fixtures.UserCount](), func(u string, n int64) userStat { return userStat{u, float64(n)} })
+	_, err = typed.WriteTo(again, newSink[userStat]()).OutputMode(typed.Complete).Start(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "followed by an aggregation, so its output mode must be Append") {
+		t.Fatalf("mapGroupsWithState before an aggregation: err = %v", err)
+	}
+}

@@ -1,0 +1,115 @@
+package typed
+
+import "math"
+
+// Aggregator folds rows into an accumulator and gives a result, as
+// Spark's typed Aggregator and Flink's AggregateFunction. Zero is the
+// accumulator of no row; Add folds a row in; Merge combines two
+// accumulators (when session windows merge); Result gives the output. The
+// accumulator is kept in state with its generated codec, so Acc must be a
+// record (//streamgen:record). Add, Merge and Result may return their
+// argument changed.
+type Aggregator[In, Acc, Out any] interface {
+	Zero() Acc
+	Add(acc Acc, row *In) Acc
+	Merge(a, b Acc) Acc
+	Result(acc Acc) Out
+}
+
+// CountAcc is Count's accumulator.
+//
+//streamgen:record
+type CountAcc struct {
+	N int64 `json:"n"`
+}
+
+// SumAcc is the accumulator of Sum and Avg.
+//
+//streamgen:record
+type SumAcc struct {
+	Sum float64 `json:"sum"`
+	N   int64   `json:"n"`
+}
+
+// ExtremeAcc is the accumulator of Min and Max.
+//
+//streamgen:record
+type ExtremeAcc struct {
+	Value float64 `json:"value"`
+	Set   bool    `json:"set"`
+}
+
+// Count counts the rows.
+func Count[In any]() Aggregator[In, CountAcc, int64] { return countAgg[In]{} }
+
+type countAgg[In any] struct{}
+
+func (countAgg[In]) Zero() CountAcc                 { return CountAcc{} }
+func (countAgg[In]) Add(a CountAcc, _ *In) CountAcc { a.N++; return a }
+func (countAgg[In]) Merge(a, b CountAcc) CountAcc   { return CountAcc{N: a.N + b.N} }
+func (countAgg[In]) Result(a CountAcc) int64        { return a.N }
+
+// Sum adds up value over the rows.
+func Sum[In any](value func(*In) float64) Aggregator[In, SumAcc, float64] {
+	return sumAgg[In]{value: value}
+}
+
+type sumAgg[In any] struct{ value func(*In) float64 }
+
+func (sumAgg[In]) Zero() SumAcc { return SumAcc{} }
+func (s sumAgg[In]) Add(a SumAcc, r *In) SumAcc {
+	a.Sum += s.value(r)
+	a.N++
+	return a
+}
+func (sumAgg[In]) Merge(a, b SumAcc) SumAcc { return SumAcc{Sum: a.Sum + b.Sum, N: a.N + b.N} }
+func (sumAgg[In]) Result(a SumAcc) float64  { return a.Sum }
+
+// Avg averages value over the rows (NaN for none).
+func Avg[In any](value func(*In) float64) Aggregator[In, SumAcc, float64] {
+	return avgAgg[In]{sumAgg[In]{value: value}}
+}
+
+type avgAgg[In any] struct{ sumAgg[In] }
+
+func (avgAgg[In]) Result(a SumAcc) float64 {
+	if a.N == 0 {
+		return math.NaN()
+	}
+	return a.Sum / float64(a.N)
+}
+
+// Min is the least value over the rows (NaN for none).
+func Min[In any](value func(*In) float64) Aggregator[In, ExtremeAcc, float64] {
+	return extremeAgg[In]{value: value, less: func(a, b float64) bool { return a < b }}
+}
+
+// Max is the greatest value over the rows (NaN for none).
+func Max[In any](value func(*In) float64) Aggregator[In, ExtremeAcc, float64] {
+	return extremeAgg[In]{value: value, less: func(a, b float64) bool { return a > b }}
+}
+
+type extremeAgg[In any] struct {
+	value func(*In) float64
+	less  func(a, b float64) bool // a is more extreme than b
+}
+
+func (extremeAgg[In]) Zero() ExtremeAcc { return ExtremeAcc{} }
+func (e extremeAgg[In]) Add(a ExtremeAcc, r *In) ExtremeAcc {
+	if v := e.value(r); !a.Set || e.less(v, a.Value) {
+		a.Value, a.Set = v, true
+	}
+	return a
+}
+func (e extremeAgg[In]) Merge(a, b ExtremeAcc) ExtremeAcc {
+	if !a.Set || b.Set && e.less(b.Value, a.Value) {
+		return b
+	}
+	return a
+}
+func (extremeAgg[In]) Result(a ExtremeAcc) float64 {
+	if !a.Set {
+		return math.NaN()
+	}
+	return a.Value
+}

@@ -1,0 +1,299 @@
+package typed
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// aggregateSessions is AggregateWindows over session windows: each key's
+// open sessions are one state row, with their windows and accumulators;
+// a row at t extends, or merges, the sessions whose windows overlap
+// [t, t+gap), and a session closes once the watermark is at or past its
+// end, by a timer one nanosecond before it.
+func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
+	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
+) Stream[Row] {
+	name := fmt.Sprintf("%T", agg)
+	opInfo := operatorInfo{kind: "sessionAggregate", function: name, aggregation: true, windowed: true, watermarked: ws.s.p.watermarked}
+	ks := KeyedStream[K, T]{s: ws.s, key: ws.key, codec: ws.codec}
+	return Stream[Row]{p: ws.s.p, attach: func(c *compiler, emit func(*Row)) {
+		op := &sessionOp[K, T, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, "sessionAggregate ("+name+")"),
+			agg: agg, eventTime: ws.eventTime, gap: ws.windows.gap, output: row, emitDown: emit, mode: &c.outputMode}
+		op.info = runtime.OperatorInfo{
+			Kind: "sessionAggregate", Name: name, KeyType: ws.codec.typeName, Key: ws.codec.schema,
+			States:        []runtime.StateInfo{{Name: "sessions", Schema: PA(new(Acc)).StreamSchema(), Kind: "value"}},
+			DropsLateRows: ws.s.p.watermarked,
+		}
+		if ws.s.p.watermarked {
+			op.info.TimeMode = runtime.EventTimeMode
+		}
+		ks.s.attach(c, op.add)
+		op.index = c.addOperator(op, opInfo)
+	}}
+}
+
+type sessionWindow[Acc any] struct {
+	window  Window
+	acc     Acc
+	changed bool
+}
+
+// sessionOp is a session-window aggregation of one query.
+type sessionOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] struct {
+	gatherer[K, T]
+	index     int
+	info      runtime.OperatorInfo
+	agg       Aggregator[T, Acc, Out]
+	eventTime func(*T) time.Time
+	gap       time.Duration
+	output    func(Window, K, Out) Row
+	emitDown  func(*Row)
+	mode      *OutputMode
+	sessions  []sessionWindow[Acc]
+	ends      []time.Time
+	buf       []byte
+}
+
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) Info() runtime.OperatorInfo {
+	info := o.info
+	info.OutputMode = o.mode.String()
+	return info
+}
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) EndBatch()                { o.gatherer.end() }
+
+// decode reads a key's sessions into o.sessions: uvarint(n), then for each
+// its start and end (varint Unix nanoseconds) and uvarint(len) and its
+// accumulator's encoding.
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) decode(raw []byte) error {
+	o.sessions = o.sessions[:0]
+	n, w := binary.Uvarint(raw)
+	if w <= 0 {
+		return fmt.Errorf("stored sessions are corrupt")
+	}
+	raw = raw[w:]
+	for range n {
+		start, w1 := binary.Varint(raw)
+		if w1 <= 0 {
+			return fmt.Errorf("stored sessions are corrupt")
+		}
+		end, w2 := binary.Varint(raw[w1:])
+		if w2 <= 0 {
+			return fmt.Errorf("stored sessions are corrupt")
+		}
+		size, w3 := binary.Uvarint(raw[w1+w2:])
+		at := w1 + w2 + w3
+		if w3 <= 0 || uint64(len(raw)-at) < size {
+			return fmt.Errorf("stored sessions are corrupt")
+		}
+		var acc Acc
+		if err := PA(&acc).UnmarshalBinary(raw[at : at+int(size)]); err != nil {
+			return fmt.Errorf("stored aggregate does not decode: %w", err)
+		}
+		o.sessions = append(o.sessions, sessionWindow[Acc]{window: Window{Start: time.Unix(0, start).UTC(), End: time.Unix(0, end).UTC()}, acc: acc})
+		raw = raw[at+int(size):]
+	}
+	return nil
+}
+
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) encode() ([]byte, error) {
+	b := binary.AppendUvarint(o.buf[:0], uint64(len(o.sessions)))
+	for i := range o.sessions {
+		s := &o.sessions[i]
+		b = binary.AppendVarint(b, s.window.Start.UnixNano())
+		b = binary.AppendVarint(b, s.window.End.UnixNano())
+		start := len(b)
+		b = append(b, 0, 0, 0, 0, 0) // room for the length, fixed below
+		var err error
+		if b, err = PA(&s.acc).AppendBinary(b); err != nil {
+			return nil, err
+		}
+		acc := append([]byte(nil), b[start+5:]...)
+		b = binary.AppendUvarint(b[:start], uint64(len(acc)))
+		b = append(b, acc...)
+	}
+	o.buf = b
+	return b, nil
+}
+
+// load reads the key's sessions; ok is false when it has none.
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) load(k *runtime.KeyState) (bool, error) {
+	raw, ok, err := k.Get(0, nil)
+	if err != nil || !ok {
+		o.sessions = o.sessions[:0]
+		return false, err
+	}
+	if err := o.decode(raw); err != nil {
+		return false, k.Fail(err)
+	}
+	return true, nil
+}
+
+// save writes the key's sessions (or deletes the row when none is left)
+// and moves its timers from the ends before to the ends now.
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) save(k *runtime.KeyState, existed bool, before []time.Time) error {
+	if o.info.TimeMode == runtime.EventTimeMode && *o.mode != Complete {
+		now := make(map[time.Time]bool, len(o.sessions))
+		for _, s := range o.sessions {
+			now[s.window.End] = true
+		}
+		was := make(map[time.Time]bool, len(before))
+		for _, end := range before {
+			was[end] = true
+			if !now[end] {
+				if err := k.DeleteTimer(end.Add(-time.Nanosecond)); err != nil {
+					return err
+				}
+			}
+		}
+		for end := range now {
+			if !was[end] {
+				if err := k.RegisterTimer(end.Add(-time.Nanosecond)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if len(o.sessions) == 0 {
+		if !existed {
+			return nil
+		}
+		if err := k.Delete(0, nil); err != nil {
+			return err
+		}
+		k.Removed()
+		return nil
+	}
+	raw, err := o.encode()
+	if err != nil {
+		return k.Fail(fmt.Errorf("sessions: %w", err))
+	}
+	if err := k.Put(0, nil, raw); err != nil {
+		return err
+	}
+	k.Updated(!existed)
+	return nil
+}
+
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) endsOf() []time.Time {
+	o.ends = o.ends[:0]
+	for _, s := range o.sessions {
+		o.ends = append(o.ends, s.window.End)
+	}
+	return slices.Clone(o.ends)
+}
+
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	rows, err := o.rowsOf(k.Batch(), group, rows)
+	if err != nil {
+		return err
+	}
+	existed, err := o.load(k)
+	if err != nil {
+		return err
+	}
+	before := o.endsOf()
+	byTime := slices.Clone(rows)
+	slices.SortStableFunc(byTime, func(a, b int32) int {
+		return o.eventTime(&o.rows[a]).Compare(o.eventTime(&o.rows[b]))
+	})
+	for _, j := range byTime {
+		r := &o.rows[j]
+		t := o.eventTime(r)
+		merged := sessionWindow[Acc]{window: Window{Start: t, End: t.Add(o.gap)}, acc: o.agg.Add(o.agg.Zero(), r), changed: true}
+		kept := o.sessions[:0]
+		for _, s := range o.sessions {
+			if s.window.Start.Before(merged.window.End) && merged.window.Start.Before(s.window.End) {
+				merged.window.Start = minTime(merged.window.Start, s.window.Start)
+				merged.window.End = maxTime(merged.window.End, s.window.End)
+				merged.acc = o.agg.Merge(s.acc, merged.acc)
+				continue
+			}
+			kept = append(kept, s)
+		}
+		o.sessions = append(kept, merged)
+		slices.SortFunc(o.sessions, func(a, b sessionWindow[Acc]) int { return a.window.Start.Compare(b.window.Start) })
+	}
+	if *o.mode == Update {
+		key := o.keys[group]
+		for _, s := range o.sessions {
+			if s.changed {
+				r := o.output(s.window, key, o.agg.Result(s.acc))
+				o.emitDown(&r)
+			}
+		}
+	}
+	return o.save(k, existed, before)
+}
+
+// RowsDone writes, in Complete mode, every session of every key.
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *runtime.Batch) error {
+	if *o.mode != Complete {
+		return nil
+	}
+	var key K
+	return b.ScanState(o.index, 0, func(k, value []byte) error {
+		if err := o.codec.decode(k, &key); err != nil {
+			return fmt.Errorf("a stored key does not decode: %w", err)
+		}
+		if err := o.decode(value); err != nil {
+			return err
+		}
+		for _, s := range o.sessions {
+			r := o.output(s.window, key, o.agg.Result(s.acc))
+			o.emitDown(&r)
+		}
+		return nil
+	})
+}
+
+// HandleTimer closes the key's sessions whose end the watermark has
+// reached: in Append mode each is written, then evicted.
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	var key K
+	if err := o.codec.decode(k.Key(), &key); err != nil {
+		return fmt.Errorf("a timer's key does not decode: %w", err)
+	}
+	existed, err := o.load(k)
+	if err != nil {
+		return err
+	}
+	before := o.endsOf()
+	watermark := k.Batch().Watermark
+	open := o.sessions[:0]
+	for _, s := range o.sessions {
+		if s.window.End.After(watermark) {
+			open = append(open, s)
+			continue
+		}
+		if *o.mode == Append {
+			r := o.output(s.window, key, o.agg.Result(s.acc))
+			o.emitDown(&r)
+		}
+	}
+	o.sessions = open
+	if err := o.save(k, existed, before); err != nil {
+		return err
+	}
+	return k.DeleteTimer(expiry)
+}
+
+func minTime(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}

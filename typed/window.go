@@ -1,0 +1,131 @@
+package typed
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+//go:generate go run github.com/streamgen/streamgen/cmd/streamgen
+
+// Window is an event-time window, [Start, End), as Spark's window struct:
+// output rows carry it as {"window": {"start": ..., "end": ...}}.
+//
+//streamgen:record
+type Window struct {
+	Start time.Time `json:"start"`
+	End   time.Time `json:"end"`
+}
+
+// Contains reports whether t falls in the window.
+func (w Window) Contains(t time.Time) bool { return !t.Before(w.Start) && t.Before(w.End) }
+
+// String shows the window as [start, end).
+func (w Window) String() string {
+	return "[" + w.Start.UTC().Format(time.RFC3339Nano) + ", " + w.End.UTC().Format(time.RFC3339Nano) + ")"
+}
+
+// Windows says how event time is cut into windows: Tumbling, Sliding or
+// Session, optionally StartingAt an offset.
+type Windows struct {
+	kind                     windowKind
+	size, slide, gap, offset time.Duration
+}
+
+type windowKind int
+
+const (
+	tumbling windowKind = iota
+	sliding
+	session
+)
+
+// Tumbling cuts event time into windows of size that follow one another,
+// as Spark's window(time, size): each row falls in exactly one.
+func Tumbling(size time.Duration) Windows { return Windows{kind: tumbling, size: size, slide: size} }
+
+// Sliding makes windows of size that start every slide, as Spark's
+// window(time, size, slide): a row falls in every window that covers it
+// (size/slide of them when slide divides size).
+func Sliding(size, slide time.Duration) Windows {
+	return Windows{kind: sliding, size: size, slide: slide}
+}
+
+// Session makes windows per key that close after gap without a row, as
+// Spark's session_window(time, gap): a row opens [t, t+gap), and windows of
+// one key that come within the gap of each other merge into one.
+func Session(gap time.Duration) Windows { return Windows{kind: session, gap: gap} }
+
+// StartingAt shifts the windows' starts by offset from the Unix epoch, as
+// the startTime of Spark's window (a tumbling hour starting at 15 minutes
+// past).
+func (w Windows) StartingAt(offset time.Duration) Windows {
+	w.offset = offset
+	return w
+}
+
+func (w Windows) validate() error {
+	switch w.kind {
+	case session:
+		if w.gap <= 0 {
+			return fmt.Errorf("streamgen: Session(%v): the gap must be positive", w.gap)
+		}
+	default:
+		if w.size <= 0 || w.slide <= 0 {
+			return fmt.Errorf("streamgen: windows of size %v sliding by %v: both must be positive", w.size, w.slide)
+		}
+		if w.slide > w.size {
+			return fmt.Errorf("streamgen: windows of size %v sliding by %v: the slide must not pass the size", w.size, w.slide)
+		}
+	}
+	return nil
+}
+
+// assign calls fn with each tumbling or sliding window that holds t, the
+// latest first (as Spark lists them), as Spark computes them: the windows
+// whose start is offset + k*slide and that cover t.
+func (w Windows) assign(t time.Time, fn func(Window)) {
+	ns, slide, size, offset := t.UnixNano(), int64(w.slide), int64(w.size), int64(w.offset)
+	// The last window start at or before t.
+	last := ns - mod(ns-offset, slide)
+	for start := last; start > ns-size; start -= slide {
+		fn(Window{Start: time.Unix(0, start).UTC(), End: time.Unix(0, start+size).UTC()})
+	}
+}
+
+// mod is a % b for b > 0, never negative.
+func mod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
+}
+
+// Windowed is a grouping key made of a window and a key.
+type Windowed[K comparable] struct {
+	Window Window
+	Key    K
+}
+
+// windowedCodec encodes a Windowed key: the window's start and end, 8
+// ordered bytes each, then the key's encoding. Keys sort by window start.
+func windowedCodec[K comparable](kc keyCodec[K]) keyCodec[Windowed[K]] {
+	return keyCodec[Windowed[K]]{
+		typeName: "window+" + kc.typeName,
+		schema:   kc.schema,
+		encode: func(b []byte, w *Windowed[K]) ([]byte, error) {
+			b = binary.BigEndian.AppendUint64(b, uint64(w.Window.Start.UnixNano())^1<<63)
+			b = binary.BigEndian.AppendUint64(b, uint64(w.Window.End.UnixNano())^1<<63)
+			return kc.encode(b, &w.Key)
+		},
+		decode: func(b []byte, w *Windowed[K]) error {
+			if len(b) < 16 {
+				return fmt.Errorf("streamgen: windowed key of %d bytes", len(b))
+			}
+			w.Window.Start = time.Unix(0, int64(binary.BigEndian.Uint64(b)^1<<63)).UTC()
+			w.Window.End = time.Unix(0, int64(binary.BigEndian.Uint64(b[8:])^1<<63)).UTC()
+			return kc.decode(b[16:], &w.Key)
+		},
+	}
+}
