@@ -17,8 +17,10 @@ import (
 // means for it.
 type program struct {
 	name string
-	// args are added to every run: -flush for sessions, whose Append
-	// output holds a session only once the watermark passes its end.
+	// args are added to every run that may reach the end of the input
+	// (the checkpoint part's staging runs leave them out): -flush for
+	// sessions, whose Append output holds a session only once the
+	// watermark passes its end.
 	args []string
 	// keyField is, for a program in Update mode, the JSON field that
 	// keys its output rows: the last row per key is its final result.
@@ -57,7 +59,8 @@ func newDirs(t *testing.T) dirs {
 	return dirs{filepath.Join(base, "checkpoint"), filepath.Join(base, "output"), filepath.Join(base, "dead-letters")}
 }
 
-// args are the flags of a run of p on input into d, one file per batch.
+// argsFor returns the flags of a run of p on input into d, to the end of
+// the input, followed by extra.
 func (p program) argsFor(input string, d dirs, extra ...string) []string {
 	args := []string{"-input", input, "-output", d.output, "-checkpoint", d.checkpoint, "-dead-letter", d.deadLetters,
 		"-trigger", "availableNow"}
