@@ -158,7 +158,7 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) Info() runtime.OperatorInfo {
 	return info
 }
 func (o *aggOp[G, R, In, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
-func (o *aggOp[G, R, In, Acc, Out, Row, PA]) EndBatch()                { o.gatherer.end() }
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) EndBatch()               { o.gatherer.end() }
 
 // load reads the key's accumulator into o.acc; ok is false when it has
 // none (then o.acc is Zero).

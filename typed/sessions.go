@@ -66,7 +66,7 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) Info() runtime.OperatorInfo {
 	return info
 }
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
-func (o *sessionOp[K, T, Acc, Out, Row, PA]) EndBatch()                { o.gatherer.end() }
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) EndBatch()               { o.gatherer.end() }
 
 // decode reads a key's sessions into o.sessions: uvarint(n), then for each
 // its start and end (varint Unix nanoseconds) and uvarint(len) and its
