@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -67,7 +68,14 @@ func readCommitFile(fsys vfs.FS, dir string) (rec commitRecord, found bool, err 
 	if err != nil {
 		return rec, false, fmt.Errorf("read the commit file %s: %w", path, err)
 	}
-	if err := json.Unmarshal(data, &rec); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(&rec)
+	if err == nil && rec.Format == 0 {
+		// No format at all: every commit file was written with one.
+		err = errors.New("it has no format")
+	}
+	if err != nil {
 		return rec, false, &storeError{kinds: []error{ErrCorruptCheckpoint}, dir: dir, file: path,
 			cause: fmt.Errorf("the commit file cannot be read: %w", err),
 			hint:  "it is written atomically, so something else changed it: if the store itself is sound, delete the commit file and start again"}

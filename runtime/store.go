@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -288,9 +289,27 @@ func (s *Store) openError(err error) error {
 		return s.lostError(commitRecord{BatchID: s.recorded}, storeContents{})
 	}
 	if isCorruption(err) {
-		return &storeError{kinds: []error{ErrCorruptCheckpoint}, dir: s.dir, cause: err, hint: corruptHint}
+		return &storeError{kinds: []error{ErrCorruptCheckpoint}, dir: s.dir, file: s.damagedFile(err), cause: err, hint: corruptHint}
 	}
 	return s.fail(err)
+}
+
+// damagedFile names, when Pebble's error does not, the file whose damage
+// it reports: the format marker that is missing, or the OPTIONS file.
+func (s *Store) damagedFile(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "already exists and is not pristine"):
+		return s.opts.FS.PathJoin(s.dir, "marker.format-version.* (missing)")
+	case strings.Contains(msg, "merger name from file"), strings.Contains(msg, "comparer name from file"), strings.Contains(msg, "OPTIONS"):
+		names, _ := s.opts.FS.List(s.dir)
+		for _, n := range names {
+			if strings.HasPrefix(n, "OPTIONS-") {
+				return s.opts.FS.PathJoin(s.dir, n)
+			}
+		}
+	}
+	return ""
 }
 
 // storeContents is what verify finds in a store.

@@ -156,7 +156,16 @@ func isCorruption(err error) bool {
 		return true
 	}
 	msg := err.Error()
-	return strings.Contains(msg, "size mismatch") || strings.Contains(msg, "unknown to the objstorage provider")
+	// Damaged metadata: a lost format marker makes Pebble take the
+	// directory for another store; a damaged OPTIONS file names another
+	// comparer or merger.
+	for _, sign := range []string{"size mismatch", "unknown to the objstorage provider", "already exists and is not pristine",
+		"merger name from file", "comparer name from file", "OPTIONS"} {
+		if strings.Contains(msg, sign) {
+			return true
+		}
+	}
+	return false
 }
 
 // pebbleHooks are the logger and event listener of a Store's Pebble.
