@@ -79,10 +79,11 @@ const maxLinePrefix = 1 << 10
 // been modified for that long.
 //
 // Only regular files are read. Available skips, with a warning logged once
-// while it stays so, any entry that is not a regular file once symbolic
-// links are followed: a named pipe (which a read would block on), a
-// directory or a link to one, a dangling link or a loop of links. A link to
-// a regular file is read through.
+// while it stays so, an entry that is a named pipe (which a read would
+// block on), a directory or another file that is not regular. A link to a
+// regular file is read through; a broken link (dangling, a loop of links,
+// to a directory or to a pipe) is listed, and becomes one dead letter
+// naming it and why, once.
 //
 // Files are taken in lexical order of name, each at most once. The offset
 // is the processed-file log: the JSON array of the names of all files read
@@ -227,6 +228,14 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 		}
 		modTime, present, err := s.inspect(e)
 		if err != nil {
+			if e.Type()&fs.ModeSymlink != 0 {
+				// A broken link (dangling, a loop, to a directory or to
+				// anything but a regular file) is listed: Read turns it
+				// into one dead letter naming it and why, and it is then
+				// in the processed-file log, so it is reported once.
+				names = append(names, name)
+				continue
+			}
 			skipped[name] = err
 			continue
 		}
