@@ -41,6 +41,8 @@ type compiler struct {
 	closers []io.Closer
 	// outputMode is the query's, set once it is known (after compiling).
 	outputMode OutputMode
+	// watermarkDelay is the delay of the pipeline's watermark.
+	watermarkDelay time.Duration
 }
 
 // closeAll closes what the compiled pipeline opened, for a start that

@@ -31,8 +31,11 @@ type gatherer[K comparable, In any] struct {
 	group  map[K]int32
 	keyBuf []byte
 	// eventTimes is the latest event time of each group's rows, when the
-	// rows carry one (after WithWatermark).
-	eventTimes []time.Time
+	// rows carry one (after WithWatermark); firstTimes, kept when
+	// trackFirstTimes, the event time of each group's first row.
+	eventTimes      []time.Time
+	firstTimes      []time.Time
+	trackFirstTimes bool
 
 	// Spilling, when the rows pass the batch's memory budget (only for
 	// rows that are records, which have a binary encoding).
@@ -62,6 +65,9 @@ func (o *gatherer[K, In]) add(t *In) {
 		if g, err = o.newGroup(k); err != nil {
 			panic(userPanic{fmt.Errorf("streamgen: %s: key %v: %w", o.what, k, err)})
 		}
+		if o.trackFirstTimes {
+			o.firstTimes = append(o.firstTimes, o.c.eventTime)
+		}
 	}
 	o.groups.AddRow(g)
 	o.rows = append(o.rows, *t)
@@ -83,6 +89,14 @@ func (o *gatherer[K, In]) add(t *In) {
 			panic(userPanic{fmt.Errorf("streamgen: %s: %w", o.what, err)})
 		}
 	}
+}
+
+// firstTime returns the event time of group's first row (zero: none).
+func (o *gatherer[K, In]) firstTime(group int32) time.Time {
+	if int(group) < len(o.firstTimes) {
+		return o.firstTimes[group]
+	}
+	return time.Time{}
 }
 
 // latest returns the latest event time of group's rows (zero: none).
@@ -183,7 +197,7 @@ func (o *gatherer[K, In]) spilledRows(b *runtime.Batch, group int32) ([]int32, e
 func (o *gatherer[K, In]) end() {
 	clear(o.rows) // drop the references the rows hold
 	clear(o.keys)
-	o.rows, o.keys, o.eventTimes = o.rows[:0], o.keys[:0], o.eventTimes[:0]
+	o.rows, o.keys, o.eventTimes, o.firstTimes = o.rows[:0], o.keys[:0], o.eventTimes[:0], o.firstTimes[:0]
 	if len(o.group) > 1<<21 {
 		o.group = nil // a map only grows: drop one of a huge batch
 	} else {

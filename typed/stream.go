@@ -192,6 +192,7 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 	name := funcName(eventTime)
 	return Stream[T]{p: p, attach: func(c *compiler, emit func(*T)) {
 		c.plan.Watermark = true
+		c.watermarkDelay = delay
 		var late []T
 		if cfg.late != nil {
 			c.plan.Outputs = append(c.plan.Outputs, runtime.Output{Description: "late rows",

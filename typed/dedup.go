@@ -1,0 +1,114 @@
+package typed
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// DropDuplicates keeps the first row of each key and drops the rows of a
+// key seen before, as Spark's dropDuplicates. With a watermark (and the
+// event time in the key, as Spark asks), a key is forgotten once the
+// watermark reaches its row's event time, so state stays bounded; rows at
+// or before the watermark are late, dropped and counted. Without a
+// watermark every key is kept for ever: state grows with the keys. The
+// rows that pass go on in Append mode, so an aggregation may follow.
+func DropDuplicates[T any, K comparable](s Stream[T], key func(*T) K) Stream[T] {
+	return dropDuplicates(s, key, "dropDuplicates", false)
+}
+
+// DropDuplicatesWithinWatermark drops a row whose key came within the
+// watermark's delay of the key's first row, as Spark 3.5's
+// dropDuplicatesWithinWatermark: the event time need not be in the key; a
+// key is forgotten once the watermark reaches its first row's event time
+// plus the delay. It needs a watermark.
+func DropDuplicatesWithinWatermark[T any, K comparable](s Stream[T], key func(*T) K) Stream[T] {
+	if !s.p.watermarked {
+		s.p = s.p.failed("streamgen: DropDuplicatesWithinWatermark needs a watermark (WithWatermark before it)")
+	}
+	return dropDuplicates(s, key, "dropDuplicatesWithinWatermark", true)
+}
+
+func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind string, withinDelay bool) Stream[T] {
+	kc, err := newKeyCodec[K]()
+	if err != nil {
+		s.p = s.p.failed("%v", err)
+	}
+	ks := KeyedStream[K, T]{s: s, key: key, codec: kc}
+	name := fmt.Sprintf("%T", key)
+	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: s.p.watermarked}
+	return Stream[T]{p: s.p, attach: func(c *compiler, emit func(*T)) {
+		op := &dedupOp[K, T]{gatherer: newGatherer(c, ks, kind), emitDown: emit, withinDelay: withinDelay, c: c}
+		op.trackFirstTimes = true
+		op.info = runtime.OperatorInfo{
+			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, Key: kc.schema,
+			States:        []runtime.StateInfo{{Name: "seen", Kind: "value"}},
+			DropsLateRows: s.p.watermarked,
+		}
+		if s.p.watermarked {
+			// Keys expire in event time: the runtime removes them once the
+			// watermark reaches them.
+			op.info.States[0].TTL, op.info.States[0].EventTimeTTL = time.Nanosecond, true
+		}
+		ks.s.attach(c, op.add)
+		op.index = c.addOperator(op, opInfo)
+	}}
+}
+
+// dedupOp is a deduplication of one query: a key's state is an empty
+// entry, expiring in event time when there is a watermark.
+type dedupOp[K comparable, T any] struct {
+	gatherer[K, T]
+	c           *compiler
+	index       int
+	info        runtime.OperatorInfo
+	emitDown    func(*T)
+	withinDelay bool
+}
+
+func (o *dedupOp[K, T]) Info() runtime.OperatorInfo { return o.info }
+func (o *dedupOp[K, T]) Groups() *runtime.Groups    { return &o.groups }
+func (o *dedupOp[K, T]) EndBatch()                  { o.gatherer.end() }
+
+func (o *dedupOp[K, T]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	rows, err := o.rowsOf(k.Batch(), group, rows)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	b := k.Batch()
+	raw, existed, err := k.Get(0, nil)
+	if err != nil {
+		return err
+	}
+	if existed {
+		at, _, err := runtime.ReadExpiring(raw)
+		if err != nil {
+			return k.Fail(err)
+		}
+		if at.IsZero() || b.Watermark.IsZero() || !runtime.Expired(at, b.Watermark) {
+			return nil // a duplicate of a key still remembered
+		}
+	}
+	first := &o.rows[rows[0]]
+	o.emitDown(first)
+	var at time.Time
+	if o.info.DropsLateRows {
+		at = o.firstTime(group)
+		if o.withinDelay {
+			at = at.Add(o.c.watermarkDelay)
+		}
+		if at.IsZero() {
+			at = time.Unix(0, 1) // a row without an event time: the first watermark forgets it
+		}
+		at = runtime.TimerInstant(at)
+	}
+	if err := k.PutExpiring(0, nil, nil, at, runtime.EventTimeExpiry); err != nil {
+		return err
+	}
+	k.Updated(!existed)
+	return nil
+}
+
+func (o *dedupOp[K, T]) HandleTimer(context.Context, *runtime.KeyState, time.Time) error { return nil }
