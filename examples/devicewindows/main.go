@@ -1,6 +1,6 @@
 // Command devicewindows emits, per device, the average x of each run of
-// 500 readings in event-time order: flatMapGroupsWithState in Append mode,
-// no timeout (a window that never fills is never emitted).
+// 500 readings in event-time order: count windows (typed.AggregateEvery),
+// in Append mode (a window that never fills is never emitted).
 //
 //	go run ./examples/devicewindows
 //
@@ -17,8 +17,6 @@ import (
 	"os"
 
 	"github.com/streamgen/streamgen/examples/internal/cli"
-	"github.com/streamgen/streamgen/generated/sensor"
-	"github.com/streamgen/streamgen/typed"
 )
 
 func main() {
@@ -26,7 +24,5 @@ func main() {
 }
 
 func run(args []string, stdout io.Writer) error {
-	// updateWindowStream is generated from updateWindow's directive: it
-	// groups the readings by Device and applies it.
-	return cli.Main[DeviceAverage]("devicewindows", args, stdout, false, func(in typed.Stream[sensor.Event]) typed.Stream[DeviceAverage] { return updateWindowStream(in) })
+	return cli.Main[DeviceAverage]("devicewindows", args, stdout, false, deviceAverages)
 }

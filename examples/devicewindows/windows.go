@@ -1,9 +1,6 @@
 package main
 
 import (
-	"iter"
-	"slices"
-
 	"github.com/streamgen/streamgen/generated/sensor"
 	"github.com/streamgen/streamgen/typed"
 )
@@ -13,14 +10,6 @@ import (
 // WindowSize is the number of readings in a window.
 const WindowSize = 500
 
-// Window is a device's readings since its last full window.
-//
-//streamgen:record
-type Window struct {
-	Count int64
-	SumX  float64
-}
-
 // DeviceAverage is the average x of a full window of a device.
 //
 //streamgen:record
@@ -29,24 +18,17 @@ type DeviceAverage struct {
 	PreviousAverage float64 `json:"previousAverage"`
 }
 
-// updateWindow adds a device's readings of the batch, in event-time
-// order, to its window, and emits the average of each window of
-// WindowSize readings it completes.
-//
-//streamgen:flatMapGroupsWithState mode=append key=Device
-func updateWindow(device string, events iter.Seq[sensor.Event], state *typed.GroupState[Window], emit func(DeviceAverage)) error {
-	w, _ := state.Get()
-	rows := slices.SortedStableFunc(events, func(a, b sensor.Event) int { return compareInt(a.CreationTime, b.CreationTime) })
-	for _, e := range rows {
-		w.Count++
-		w.SumX += e.X
-		if w.Count == WindowSize {
-			emit(DeviceAverage{Device: device, PreviousAverage: w.SumX / WindowSize})
-			w = Window{}
-		}
-	}
-	state.Update(w)
-	return nil
+// deviceAverages writes, per device, the average x of each run of
+// WindowSize readings in event-time order: count windows, with the
+// built-in AggregateEvery (the readings since the last full window wait in
+// state for the next batches).
+func deviceAverages(in typed.Stream[sensor.Event]) typed.Stream[DeviceAverage] {
+	byDevice := typed.GroupByKey(in, func(e *sensor.Event) string { return e.Device })
+	byTime := func(a, b *sensor.Event) int { return compareInt(a.CreationTime, b.CreationTime) }
+	x := func(e *sensor.Event) float64 { return e.X }
+	return typed.AggregateEvery(byDevice, WindowSize, byTime, typed.Avg(x), func(device string, avg float64) DeviceAverage {
+		return DeviceAverage{Device: device, PreviousAverage: avg}
+	})
 }
 
 func compareInt(a, b int64) int {
