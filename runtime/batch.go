@@ -34,6 +34,9 @@ type Batch struct {
 	active      map[string]bool
 	deadLetters []DeadLetter
 	outputRows  int64
+	// eventTimes are the statistics of the event times seen (Spark's
+	// eventTime: min, max, avg).
+	eventTimes eventTimeStats
 	// err is the first state error: it fails the batch whatever the
 	// operator did with it. Operators that handle keys concurrently record
 	// it from their goroutines, so it is guarded.
@@ -81,6 +84,28 @@ func (b *Batch) AdvanceWatermark(input int, partition string, t time.Time) {
 		b.watermarks[k] = t
 	}
 }
+
+// eventTimeStats accumulates event times: their least, greatest and mean.
+type eventTimeStats struct {
+	n        int64
+	min, max time.Time
+	mean     float64 // Unix nanoseconds, as a running mean
+}
+
+func (s *eventTimeStats) add(t time.Time) {
+	if s.n == 0 || t.Before(s.min) {
+		s.min = t
+	}
+	if s.n == 0 || t.After(s.max) {
+		s.max = t
+	}
+	s.n++
+	s.mean += (float64(t.UnixNano()) - s.mean) / float64(s.n)
+}
+
+// ObserveEventTime adds a row's event time to the batch's statistics
+// (the eventTime of its progress report: min, max and avg).
+func (b *Batch) ObserveEventTime(t time.Time) { b.eventTimes.add(t) }
 
 // MarkActive records that input's partition had rows in the batch, which
 // keeps it in the watermark when partitions may go idle.

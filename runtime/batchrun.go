@@ -308,8 +308,18 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 			ProcessedRowsPerSecond: rate(b.inputs[i].rows),
 		})
 	}
-	if q.plan.Watermark && !b.Watermark.IsZero() {
-		r.EventTime = map[string]string{"watermark": b.Watermark.UTC().Format(time.RFC3339Nano)}
+	if q.plan.Watermark && (!b.Watermark.IsZero() || b.eventTimes.n > 0) {
+		// As Spark's: the watermark in effect (absent before the first),
+		// and the statistics of the rows' event times.
+		r.EventTime = map[string]string{}
+		if !b.Watermark.IsZero() {
+			r.EventTime["watermark"] = b.Watermark.UTC().Format(time.RFC3339Nano)
+		}
+		if s := b.eventTimes; s.n > 0 {
+			r.EventTime["min"] = s.min.UTC().Format(time.RFC3339Nano)
+			r.EventTime["max"] = s.max.UTC().Format(time.RFC3339Nano)
+			r.EventTime["avg"] = time.Unix(0, int64(s.mean)).UTC().Format(time.RFC3339Nano)
+		}
 	}
 	for i, op := range q.plan.Operators {
 		info := op.Info()

@@ -19,7 +19,9 @@ type QueryProgress struct {
 	// DurationMs holds the time of each phase of the batch, keyed by the
 	// Duration constants (DurationLatestOffset, DurationGetBatch, ...).
 	DurationMs map[string]int64 `json:"durationMs"`
-	// EventTime holds "watermark" (RFC 3339) when the query has one.
+	// EventTime holds, for a query with a watermark, Spark's statistics of
+	// the batch's event times, "min", "max" and "avg", and the "watermark"
+	// in effect (absent before the first), as RFC 3339 instants.
 	EventTime      map[string]string       `json:"eventTime,omitempty"`
 	StateOperators []StateOperatorProgress `json:"stateOperators,omitempty"`
 	Sources        []SourceProgress        `json:"sources"`

@@ -424,3 +424,34 @@ func TestInitialStateStream(t *testing.T) {
 		t.Fatalf("a row that does not decode: err = %v", err)
 	}
 }
+
+// TestEventTimeStatistics: a batch's report carries Spark's eventTime
+// statistics of its rows (min, max, avg, late rows included) and the
+// watermark in effect, absent before the first.
+func TestEventTimeStatistics(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 3)
+	m.Add(click("a", 10), click("b", 20), click("a", 60), click("a", 5))
+	r := &recorder{}
+	q, err := eventTimePipeline(m, 0, r, newSink[fixtures.UserCount]()).Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	p := q.RecentProgress()
+	if len(p) != 2 {
+		t.Fatalf("%d batches, want 2", len(p))
+	}
+	f := func(sec int) string { return at(sec).Format(time.RFC3339Nano) }
+	first, second := p[0].EventTime, p[1].EventTime
+	if _, ok := first["watermark"]; ok || first["min"] != f(10) || first["max"] != f(60) || first["avg"] != f(30) {
+		t.Fatalf("first batch: %v, want min 10, max 60, avg 30 and no watermark", first)
+	}
+	if second["watermark"] != f(60) || second["min"] != f(5) || second["max"] != f(5) {
+		t.Fatalf("second batch: %v, want watermark 60 and the late row's time", second)
+	}
+	if p[1].StateOperators[0].NumRowsDroppedByWatermark != 1 {
+		t.Fatalf("late rows in the second batch: %d, want 1", p[1].StateOperators[0].NumRowsDroppedByWatermark)
+	}
+}
