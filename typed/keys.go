@@ -44,6 +44,12 @@ func newValueCodec[K any]() (valueCodec[K], error) {
 		c.decode = func(b []byte, k *K) error { return any(k).(codec.Record).UnmarshalBinary(b) }
 		return c, nil
 	}
+	if t.Kind() == reflect.Struct && t.Size() == 0 {
+		// struct{}: one key for everything (a grouping by window alone).
+		c.encode = func(b []byte, _ *K) ([]byte, error) { return b, nil }
+		c.decode = func([]byte, *K) error { return nil }
+		return c, nil
+	}
 	switch t.Kind() {
 	case reflect.String:
 		c.encode = func(b []byte, k *K) ([]byte, error) { return append(b, *(*string)(unsafe.Pointer(k))...), nil }

@@ -1,0 +1,180 @@
+package typed_test
+
+import (
+	"fmt"
+	"iter"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// Scenarios of Spark's EventTimeWatermarkSuite and
+// StreamingDeduplicationSuite, step by step: each step adds rows and runs
+// the query until it has done all it can (its data batches, then the
+// batches without data that the moved watermark calls for), and checks
+// the rows written by the step, the state rows and the rows dropped as
+// late, as Spark's CheckNewAnswer, assertNumStateRows and
+// assertNumRowsDroppedByWatermark.
+
+// sparkStep is one step: values are event times in seconds after the
+// epoch; want is the step's new output ("start:count" per window, or any
+// text the row function makes), in any order.
+type sparkStep struct {
+	add         []int
+	want        []string
+	stateRows   int64
+	droppedRows int64
+}
+
+func runSparkSteps[T any](t *testing.T, mode typed.OutputMode, build func(typed.Stream[fixtures.Click]) typed.Stream[T], text func(T) string, steps []sparkStep) {
+	t.Helper()
+	m := typed.NewMemoryStream[fixtures.Click]("values", 0)
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 10*time.Second)
+	sink := newSink[T]()
+	w := typed.WriteTo(build(s), sink).OutputMode(mode)
+	ck := newCheckpoint()
+	shown := int64(-1)
+	for i, step := range steps {
+		for _, v := range step.add {
+			m.Add(fixtures.Click{User: "u", Time: time.Unix(int64(v), 0).UTC()})
+		}
+		q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		batches := sink.snapshot()
+		var dropped int64
+		for _, p := range q.RecentProgress() {
+			for _, r := range batches[p.BatchID] {
+				got = append(got, text(r))
+			}
+			dropped += p.StateOperators[0].NumRowsDroppedByWatermark
+			shown = max(shown, p.BatchID)
+		}
+		slices.Sort(got)
+		want := slices.Clone(step.want)
+		slices.Sort(want)
+		if !slices.Equal(got, want) {
+			t.Fatalf("step %d (add %v): new rows %q, want %q", i, step.add, got, want)
+		}
+		p, ok := q.LastProgress()
+		if ok && p.StateOperators[0].NumRowsTotal != step.stateRows {
+			t.Fatalf("step %d: %d state rows, want %d", i, p.StateOperators[0].NumRowsTotal, step.stateRows)
+		}
+		if dropped != step.droppedRows {
+			t.Fatalf("step %d: %d rows dropped by the watermark, want %d", i, dropped, step.droppedRows)
+		}
+	}
+}
+
+type windowStart struct {
+	start int64
+	count int64
+}
+
+func fiveSecondCounts(s typed.Stream[fixtures.Click]) typed.Stream[windowStart] {
+	ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Tumbling(5*time.Second), func(*fixtures.Click) struct{} { return struct{}{} })
+	return typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, _ struct{}, n int64) windowStart {
+		return windowStart{w.Start.Unix(), n}
+	})
+}
+
+func windowText(w windowStart) string { return fmt.Sprintf("%d:%d", w.start, w.count) }
+
+// Spark's "append mode": a window is written once, after the watermark
+// passes its end, in a batch without data if need be; late rows are
+// dropped and counted.
+func TestSparkWatermarkAppendMode(t *testing.T) {
+	runSparkSteps(t, typed.Append, fiveSecondCounts, windowText, []sparkStep{
+		{add: []int{10, 11, 12, 13, 14, 15}, want: nil, stateRows: 2},
+		{add: []int{25}, want: []string{"10:5"}, stateRows: 2}, // the watermark moves to 15
+		{add: []int{10}, want: nil, stateRows: 2, droppedRows: 1},
+	})
+}
+
+// Spark's "update mode": every batch writes the windows that changed;
+// windows whose end the watermark reached are evicted.
+func TestSparkWatermarkUpdateMode(t *testing.T) {
+	runSparkSteps(t, typed.Update, fiveSecondCounts, windowText, []sparkStep{
+		{add: []int{10, 11, 12, 13, 14, 15}, want: []string{"10:5", "15:1"}, stateRows: 2},
+		{add: []int{25}, want: []string{"25:1"}, stateRows: 2},
+		{add: []int{10, 25, 26, 26}, want: []string{"25:4"}, stateRows: 2, droppedRows: 1},
+		{add: []int{25}, want: []string{"25:5"}, stateRows: 2},
+	})
+}
+
+// Spark's "complete mode": the whole table every batch, nothing evicted,
+// the watermark changes nothing (late rows are still dropped).
+func TestSparkWatermarkCompleteMode(t *testing.T) {
+	runSparkSteps(t, typed.Complete, fiveSecondCounts, windowText, []sparkStep{
+		{add: []int{10, 11, 12, 13, 14, 15}, want: []string{"10:5", "15:1"}, stateRows: 2},
+		{add: []int{25}, want: []string{"10:5", "15:1", "25:1"}, stateRows: 3},
+	})
+}
+
+// Spark's StreamingDeduplicationSuite, "deduplicate with watermark": the
+// event time in the key; a key at or before the watermark is late, and
+// the state of keys the watermark passed is evicted.
+func TestSparkDeduplicationWithWatermark(t *testing.T) {
+	dedup := func(s typed.Stream[fixtures.Click]) typed.Stream[fixtures.Click] {
+		return typed.DropDuplicates(s, func(c *fixtures.Click) int64 { return c.Time.Unix() })
+	}
+	text := func(c fixtures.Click) string { return fmt.Sprint(c.Time.Unix()) }
+	var rows []int
+	for range 5 {
+		for v := 10; v <= 15; v++ {
+			rows = append(rows, v)
+		}
+	}
+	runSparkSteps(t, typed.Append, dedup, text, []sparkStep{
+		{add: rows, want: []string{"10", "11", "12", "13", "14", "15"}, stateRows: 6},
+		// The watermark moves to 15: the batch without data after drops
+		// the keys at or before it.
+		{add: []int{25}, want: []string{"25"}, stateRows: 1},
+		{add: []int{10}, want: nil, stateRows: 1, droppedRows: 1},
+		// The watermark moves to 35: 25 is dropped.
+		{add: []int{45}, want: []string{"45"}, stateRows: 1},
+	})
+}
+
+// An aggregation after flatMapGroupsWithState in Append mode, with
+// Complete output, as Spark's FlatMapGroupsWithStateSuite allows: a count
+// per number of clicks emitted.
+func TestAggregationAfterFlatMapGroupsWithState(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 2)
+	m.Add(click("a", 1), click("b", 2), click("a", 3), click("c", 4), click("a", 5))
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	// Emits one row per click with the user's running count.
+	running := typed.FlatMapGroupsWithState(byUser, typed.Append, typed.NoTimeout,
+		func(u string, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter], emit func(fixtures.UserCount)) error {
+			c, _ := st.Get()
+			for range rows {
+				c.Count++
+				emit(fixtures.UserCount{User: u, Count: c.Count})
+			}
+			st.Update(c)
+			return nil
+		})
+	perCount := typed.AggregateByKey(typed.GroupByKey(running, func(u *fixtures.UserCount) int64 { return u.Count }),
+		typed.Count[fixtures.UserCount](), func(n int64, k int64) string { return fmt.Sprintf("%d:%d", n, k) })
+	sink := newSink[string]()
+	if err := runToEnd(t, typed.WriteTo(perCount, sink).OutputMode(typed.Complete), newCheckpoint().opts()...); err != nil {
+		t.Fatal(err)
+	}
+	batches := sortedBatches(sink.snapshot())
+	last := slices.Clone(batches[len(batches)-1])
+	slices.Sort(last)
+	// Counts 1 (a, b, c), 2 (a), 3 (a).
+	if got := strings.Join(last, " "); got != "1:3 2:1 3:1" {
+		t.Fatalf("the last table: %q, want 1:3 2:1 3:1", got)
+	}
+}
