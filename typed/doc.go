@@ -3,7 +3,9 @@
 // grouping by key (GroupByKey), Spark's mapGroupsWithState and
 // flatMapGroupsWithState with GroupState, timeouts, output modes and
 // initial state, Spark 4's transformWithState (StatefulProcessor, value,
-// list and map state with TTL, timers, concurrent handlers), sinks (NewMemorySink, ConsoleSink, FilesSink,
+// list and map state with TTL, timers, concurrent handlers), streaming
+// aggregations over keys and event-time windows (tumbling, sliding,
+// session, count) with Spark's output modes, deduplication, sinks (NewMemorySink, ConsoleSink, FilesSink,
 // ForeachSink), and WriteTo(...).Start, which compiles the pipeline into a
 // runtime.Plan and starts a query in package runtime.
 //
