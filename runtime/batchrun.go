@@ -299,7 +299,12 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 		r.DurationMs[name] = d.Milliseconds()
 	}
 	for i, in := range q.plan.Inputs {
+		var skipped int64
+		if sk, ok := in.Source.(Skipper); ok {
+			skipped = sk.Skipped()
+		}
 		r.Sources = append(r.Sources, SourceProgress{
+			NumSkippedInputs:       skipped,
 			Description:            in.Source.Name(),
 			StartOffset:            string(planned.start[i]),
 			EndOffset:              string(planned.end[i]),

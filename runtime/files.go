@@ -145,6 +145,15 @@ type filesSource struct {
 
 func (s *filesSource) Name() string { return s.opts.Name }
 
+// Skipped returns the number of entries the last listing skipped for not
+// being files to read (named pipes, directories), which progress reports
+// count (SourceProgress.NumSkippedInputs).
+func (s *filesSource) Skipped() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int64(len(s.skipped))
+}
+
 // Root returns the directory the source reads: the dir given to Files,
 // absolute, clean and with symbolic links resolved as they were when Files
 // was called.

@@ -491,6 +491,9 @@ func TestFilesOnlyRegularFiles(t *testing.T) {
 			t.Fatalf("Available = %q, want %q", got, want)
 		}
 	}
+	if n := src.(runtime.Skipper).Skipped(); n != int64(len(skipped)) {
+		t.Errorf("Skipped() = %d, want %d (for the progress report)", n, len(skipped))
+	}
 	for _, name := range bad {
 		n := strings.Count(log.String(), "file="+name+" ")
 		if wantN := btoi(slices.Contains(skipped, name)); n != wantN {

@@ -47,6 +47,9 @@ type SourceProgress struct {
 	NumInputRows           int64   `json:"numInputRows"`
 	InputRowsPerSecond     float64 `json:"inputRowsPerSecond"`
 	ProcessedRowsPerSecond float64 `json:"processedRowsPerSecond"`
+	// NumSkippedInputs counts the inputs the source skipped at its last
+	// listing, as not readable at all (see Skipper).
+	NumSkippedInputs int64 `json:"numSkippedInputs,omitempty"`
 }
 
 // SinkProgress reports the sink of a batch.

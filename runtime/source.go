@@ -26,6 +26,13 @@ type Source interface {
 	Read(ctx context.Context, start, end json.RawMessage, fn func(Record) error) error
 }
 
+// Skipper is implemented by a source that skips inputs it cannot read
+// (the files source skips named pipes and directories): Skipped returns how
+// many its last listing skipped, for the progress report.
+type Skipper interface {
+	Skipped() int64
+}
+
 // ReadLimit says whether a batch honours a source's per-batch limits.
 type ReadLimit int
 
