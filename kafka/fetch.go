@@ -60,7 +60,7 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 		if !ok { // the topic is gone, or has no leader now
 			refresh, stalled = true, stalled+1
 			if stalled == fetchAttempts-1 {
-				return lost(lostRange{tp: tp, from: next, to: to, logStart: -1, logEnd: -1, why: "the partition is no longer listed (was its topic deleted?)"})
+				return lost(lostRange{tp: tp, from: next, to: to, why: "the partition is no longer listed (was its topic deleted?)"})
 			}
 			continue
 		}
@@ -112,7 +112,7 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 		}
 		if fp.HighWatermark >= 0 && fp.HighWatermark < to && next >= fp.HighWatermark {
 			// The log now ends before the planned end: truncated.
-			return lost(lostRange{tp: tp, from: next, to: to, logStart: fp.LogStartOffset, logEnd: fp.HighWatermark,
+			return lost(lostRange{tp: tp, from: next, to: to,
 				why: fmt.Sprintf("the partition now ends at offset %d", fp.HighWatermark)})
 		}
 		stalled++
@@ -174,11 +174,11 @@ func (s *TopicSource) outOfRange(ctx context.Context, client *kgo.Client, tp top
 	switch {
 	case next < logStart:
 		gone := min(logStart, to)
-		err := lost(lostRange{tp: tp, from: next, to: gone, logStart: logStart, logEnd: logEnd,
+		err := lost(lostRange{tp: tp, from: next, to: gone,
 			why: fmt.Sprintf("deleted before the query read them (retention or DeleteRecords); the log now starts at offset %d", logStart)})
 		return gone, err
 	case next >= logEnd:
-		err := lost(lostRange{tp: tp, from: next, to: to, logStart: logStart, logEnd: logEnd,
+		err := lost(lostRange{tp: tp, from: next, to: to,
 			why: fmt.Sprintf("the partition now ends at offset %d (was the topic deleted and made again?)", logEnd)})
 		return to, err
 	}

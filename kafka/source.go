@@ -38,9 +38,10 @@ var ErrDataLoss = errors.New("streamgen: data loss")
 // stops at the end offset even when more is there.
 //
 // A new query (no committed offsets) starts at StartingOffsets, resolved
-// at its first Next; its first batch always runs, empty or not, so that
-// the checkpoint holds the starting offsets from then on: a query stopped
-// after it resumes from there, not from a new "latest".
+// when Next plans its first batch (which Read then reads from the same
+// offsets). That batch always runs, empty or not, so that the checkpoint
+// holds the starting offsets from then on: a query stopped after it
+// resumes from there, not from a new "latest".
 //
 // Each record is a runtime.Record whose Data is the record's value,
 // Partition "topic/partition" (the event-time watermark is kept per Kafka
@@ -63,10 +64,24 @@ type TopicSource struct {
 	// meta is what the last listing learnt of each partition: where to
 	// fetch it.
 	meta map[topicPartition]partitionMeta
-	// starting holds a new query's starting offsets once resolved, so
-	// that Next and Read agree on them within a process.
+	// firstBatches remembers, by the end offset Next planned for a new
+	// query's first batch, the starting offsets it planned from, so that
+	// Read reads that batch from the same offsets (resolving them again,
+	// a "latest" would have moved). Oldest first; at most
+	// maxFirstBatches, one per new query this process started lately.
+	firstBatches []firstBatch
+}
+
+// firstBatch is a new query's first batch as Next planned it.
+type firstBatch struct {
+	end      string
 	starting offsets
 }
+
+// maxFirstBatches bounds TopicSource.firstBatches: more new queries than
+// this starting at once on one source would make a Read resolve its
+// starting offsets again.
+const maxFirstBatches = 64
 
 // partitionMeta says where a partition is fetched from.
 type partitionMeta struct {
@@ -172,6 +187,7 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	} else if from, err = s.decode(committed, "committed"); err != nil {
 		return nil, err
 	}
+
 	begin := make(offsets, len(available))
 	until := make(offsets, len(available))
 	for _, tp := range available.sorted() {
@@ -184,7 +200,7 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 			// The log ends before the offset reached: the topic was
 			// made again, or the log was truncated. Spark's rule:
 			// report, and go on from the new end.
-			err := s.dataLoss(lostRange{tp: tp, from: start, to: start, logStart: -1, logEnd: end,
+			err := s.dataLoss(lostRange{tp: tp, from: start, to: start,
 				why: "the partition now ends before the offset the query reached (was the topic deleted and made again?)"})
 			if err != nil {
 				return nil, err
@@ -207,7 +223,19 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	if len(committed) > 0 && maps.Equal(next, from) {
 		return committed, nil
 	}
-	return s.encode(next)
+	end, err := s.encode(next)
+	if err != nil {
+		return nil, err
+	}
+	if len(committed) == 0 {
+		s.mu.Lock()
+		if len(s.firstBatches) == maxFirstBatches {
+			s.firstBatches = s.firstBatches[1:]
+		}
+		s.firstBatches = append(s.firstBatches, firstBatch{end: string(end), starting: from})
+		s.mu.Unlock()
+	}
+	return end, nil
 }
 
 // Read calls fn for each record after start up to end (see TopicSource).
@@ -228,8 +256,20 @@ func (s *TopicSource) readMessages(ctx context.Context, start, end json.RawMessa
 	}
 	var from offsets
 	if len(start) == 0 {
-		if from, err = s.startingOffsets(ctx, client, to); err != nil {
-			return err
+		// A new query's first batch, from the offsets Next planned it
+		// from; or a read outside a query (runtime.ReadAll), from the
+		// starting offsets as they are now.
+		s.mu.Lock()
+		for _, b := range s.firstBatches {
+			if b.end == string(end) {
+				from = b.starting
+			}
+		}
+		s.mu.Unlock()
+		if from == nil {
+			if from, err = s.startingOffsets(ctx, client, to); err != nil {
+				return err
+			}
 		}
 	} else if from, err = s.decode(start, "start"); err != nil {
 		return err
@@ -255,16 +295,11 @@ func (s *TopicSource) readMessages(ctx context.Context, start, end json.RawMessa
 	return nil
 }
 
-// startingOffsets returns a new query's starting offsets for the
-// partitions of available, resolving them at the first call.
+// startingOffsets resolves StartingOffsets for the partitions of
+// available.
 func (s *TopicSource) startingOffsets(ctx context.Context, client *kgo.Client, available offsets) (offsets, error) {
-	s.mu.Lock()
-	starting := s.starting
-	s.mu.Unlock()
-	if starting != nil {
-		return starting, nil
-	}
 	parts := available.sorted()
+	var starting offsets
 	var err error
 	switch so := s.opts.StartingOffsets; so.kind {
 	case startLatest:
@@ -279,10 +314,7 @@ func (s *TopicSource) startingOffsets(ctx context.Context, client *kgo.Client, a
 	if err != nil {
 		return nil, err
 	}
-	slog.Info("streamgen: kafka source: a new query starts", "source", s.name, "startingOffsets", s.opts.StartingOffsets.String(), "offsets", offsetsText(starting))
-	s.mu.Lock()
-	s.starting = starting
-	s.mu.Unlock()
+	slog.Info("streamgen: kafka source: starting offsets", "source", s.name, "startingOffsets", s.opts.StartingOffsets.String(), "offsets", offsetsText(starting))
 	return starting, nil
 }
 
@@ -304,7 +336,7 @@ func (s *TopicSource) explicitOffsets(ctx context.Context, client *kgo.Client, p
 		case off == EarliestOffset:
 			needEarliest = append(needEarliest, tp)
 		case off > latest[tp]:
-			err := s.dataLoss(lostRange{tp: tp, from: off, to: off, logStart: -1, logEnd: latest[tp],
+			err := s.dataLoss(lostRange{tp: tp, from: off, to: off,
 				why: fmt.Sprintf("the starting offset is past the partition's end %d", latest[tp])})
 			if err != nil {
 				return nil, err
@@ -324,14 +356,12 @@ func (s *TopicSource) explicitOffsets(ctx context.Context, client *kgo.Client, p
 	return starting, nil
 }
 
-// lostRange describes offsets found gone.
+// lostRange describes offsets found gone: from up to, not including, to
+// (one offset when they are equal), and why.
 type lostRange struct {
-	tp topicPartition
-	// from and to bound the offsets lost; logStart and logEnd are where
-	// the log now starts and ends, -1 when not known.
-	from, to         int64
-	logStart, logEnd int64
-	why              string
+	tp       topicPartition
+	from, to int64
+	why      string
 }
 
 func (l lostRange) String() string {
