@@ -28,7 +28,8 @@ func Brokers() []string {
 }
 
 // Connection says how to reach a Kafka cluster. Sources, sinks and the
-// dead-letter topic each make their own franz-go client from it.
+// dead-letter topic each make their own franz-go client from it, so one
+// Connection may serve any number of them, concurrently.
 type Connection struct {
 	// Brokers are the seed brokers, host:port each. Required.
 	Brokers []string

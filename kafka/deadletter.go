@@ -45,26 +45,32 @@ type DeadLetterWriter struct {
 // name), the writer reads the record again at its position (one fetch
 // per letter) and gives the dead letter the original key, and the
 // original headers before streamgen's. A record that cannot be read
-// again (deleted since) is written without them.
+// again (deleted since) is written without them. Options that do not
+// validate make every write fail with an error saying what is wrong.
 func DeadLetterTopic(topic string, opts DeadLetterOptions) *DeadLetterWriter {
-	d := &DeadLetterWriter{topic: topic, opts: opts}
+	opts.Originals = slices.Clone(opts.Originals)
+	d := &DeadLetterWriter{topic: topic, opts: opts, err: opts.validate(topic)}
 	d.producer = producer{conn: opts.Connection, what: "kafka dead-letter topic " + strconv.Quote(topic)}
+	return d
+}
+
+func (o *DeadLetterOptions) validate(topic string) error {
 	var errs []error
-	if err := opts.Connection.validate(); err != nil {
+	if err := o.Connection.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if !legalTopic.MatchString(topic) {
 		errs = append(errs, fmt.Errorf("%q is not a legal topic name", topic))
 	}
-	for i, src := range opts.Originals {
+	for i, src := range o.Originals {
 		if src == nil {
 			errs = append(errs, fmt.Errorf("Originals[%d] is nil", i))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		d.err = fmt.Errorf("streamgen: kafka dead-letter topic: options: %w", err)
+		return fmt.Errorf("streamgen: kafka dead-letter topic: options: %w", err)
 	}
-	return d
+	return nil
 }
 
 // WriteDeadLetters writes letters as records of the topic and waits for

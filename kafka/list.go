@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -21,10 +22,12 @@ const (
 
 // listAttempts bounds the tries of a listing whose partitions answer with
 // retriable errors (a leader moving), with listBackoff doubling between
-// them.
+// them; availableAttempts bounds those of Available's listing, which
+// leaves such partitions for the next.
 const (
-	listAttempts = 8
-	listBackoff  = 50 * time.Millisecond
+	listAttempts      = 8
+	availableAttempts = 3
+	listBackoff       = 50 * time.Millisecond
 )
 
 // listPartitions asks the cluster for the partitions the source reads and
@@ -114,8 +117,23 @@ func (s *TopicSource) leaderOf(ctx context.Context, client *kgo.Client, tp topic
 // read_committed isolation level: at timestamp latestTimestamp the last
 // stable offset, at earliestTimestamp the log start offset, and at a
 // time in milliseconds the first offset whose timestamp is at or after
-// it, or the last stable offset when there is none.
+// it, or the last stable offset when there is none. A partition whose
+// leader keeps failing is an error.
 func (s *TopicSource) listOffsets(ctx context.Context, client *kgo.Client, parts []topicPartition, timestamp int64) (offsets, error) {
+	return s.listOffsetsTrying(ctx, client, parts, timestamp, listAttempts, false)
+}
+
+// availableOffsets lists the end offsets of parts for Available. A
+// partition whose leader still fails after a few tries is left out, with
+// a warning: it keeps its committed offset, and the next listing tries
+// it again.
+func (s *TopicSource) availableOffsets(ctx context.Context, client *kgo.Client, parts []topicPartition) (offsets, error) {
+	return s.listOffsetsTrying(ctx, client, parts, latestTimestamp, availableAttempts, true)
+}
+
+// listOffsetsTrying is listOffsets with a number of attempts, and, when
+// skip is set, partitions still failing after them left out.
+func (s *TopicSource) listOffsetsTrying(ctx context.Context, client *kgo.Client, parts []topicPartition, timestamp int64, attempts int, skip bool) (offsets, error) {
 	found := make(offsets, len(parts))
 	pending := parts
 	backoff := listBackoff
@@ -188,7 +206,11 @@ func (s *TopicSource) listOffsets(ctx context.Context, client *kgo.Client, parts
 		if len(retry) == 0 {
 			break
 		}
-		if attempt == listAttempts {
+		if attempt == attempts && skip {
+			slog.Warn("streamgen: kafka source: partitions left out of this listing, their leaders failing", "source", s.name, "partitions", len(retry), "error", failed)
+			break
+		}
+		if attempt == attempts {
 			return nil, fmt.Errorf("streamgen: kafka source %q: list offsets: %d partitions still failing after %d attempts: %w", s.name, len(retry), attempt, failed)
 		}
 		if err := pause(ctx, backoff); err != nil {

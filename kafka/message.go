@@ -46,10 +46,11 @@ func (m *Message) position() string {
 }
 
 // From reads rows of type T from src, each made from a whole Kafka
-// record, key, headers, timestamp and all, by decode. A record decode
-// fails on goes to the query's dead-letter sink with the error, its
-// position and its value as the raw bytes, and the query goes on, as a
-// record typed.From cannot decode does.
+// record, key, headers, timestamp and all, by decode, which the query
+// calls from its goroutine, one record at a time. A record decode fails
+// on goes to the query's dead-letter sink with the error, its position
+// and its value as the raw bytes, and the query goes on, as a record
+// typed.From cannot decode does.
 //
 // The event time may be the record's timestamp: set the row's event-time
 // field from m.Timestamp in decode, and give that field to

@@ -102,7 +102,8 @@ const (
 )
 
 // StartingOffsets is where a new query starts reading. The zero value is
-// Latest. Make one with Latest, Earliest, AtOffsets or AtTimestamp.
+// Latest. Make one with Latest, Earliest, AtOffsets or AtTimestamp. It is
+// immutable, so safe to share.
 type StartingOffsets struct {
 	kind    startKind
 	offsets map[string]map[int32]int64

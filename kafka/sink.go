@@ -36,14 +36,14 @@ func (f Format) String() string {
 }
 
 // SinkOptions configure a Kafka sink. The zero value of each field but
-// Connection and a topic is its default.
+// Connection and a topic is its default. The functions are called from
+// the goroutine that calls Write, one row at a time.
 type SinkOptions[T any] struct {
 	Connection
 
 	// Topic is the topic every row goes to, unless TopicOf is set.
 	Topic string
-	// TopicOf, when set, chooses each row's topic. It is called from the
-	// query's goroutine.
+	// TopicOf, when set, chooses each row's topic.
 	TopicOf func(row *T) string
 	// Key, when set, gives each row's key, which chooses its partition
 	// (hashed as the Java client does, so a key goes to the same

@@ -156,7 +156,7 @@ func (s *TopicSource) Available(ctx context.Context) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	ends, err := s.listOffsets(ctx, client, parts, latestTimestamp)
+	ends, err := s.availableOffsets(ctx, client, parts)
 	if err != nil {
 		return nil, err
 	}
