@@ -1,0 +1,186 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Fetch sizes: a partition's response holds up to partitionFetchBytes
+// (more when one record batch is larger, as Kafka always returns a whole
+// first batch), and a fetch waits at most fetchWait for data that the
+// planned offsets say is there.
+const (
+	partitionFetchBytes = 1 << 20
+	fetchWait           = 500 * time.Millisecond
+	// fetchAttempts bounds the fetches in a row that make no progress
+	// (an error that may pass, or no data), with listBackoff doubling
+	// between them.
+	fetchAttempts = 10
+)
+
+var decompressor = kgo.DefaultDecompressor()
+
+// fetchRange calls fn for each record of tp from offset from up to, not
+// including, to, in offset order. It fetches from the partition's
+// leader with its own fetch requests (no consumer, no group), decoded by
+// kgo.ProcessFetchPartition with the read_committed isolation level, so
+// control records and aborted transactions are skipped and the offset
+// still moves past them: the read ends when the next offset to fetch
+// reaches to, even when the last offsets before it hold no record to
+// return.
+//
+// Offsets found gone are passed to lost: deleted records (the fetch is
+// out of range below the log's start) or a log that ends before to. When
+// lost returns nil the read goes on from the log's start, or ends.
+func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp topicPartition, from, to int64, lost func(lostRange) error, fn func(*kgo.Record) error) error {
+	next := from
+	stalled := 0
+	backoff := listBackoff
+	refresh := false
+	for next < to {
+		if stalled > 0 {
+			if stalled == fetchAttempts {
+				return fmt.Errorf("streamgen: kafka source %q: fetch %s at offset %d: no progress after %d attempts", s.name, tp, next, stalled)
+			}
+			if err := pause(ctx, backoff); err != nil {
+				return fmt.Errorf("streamgen: kafka source %q: fetch %s: %w", s.name, tp, err)
+			}
+			backoff = min(2*backoff, time.Second)
+		}
+		meta, ok, err := s.leaderOf(ctx, client, tp, refresh)
+		if err != nil {
+			return err
+		}
+		if !ok { // the topic is gone, or has no leader now
+			refresh, stalled = true, stalled+1
+			if stalled == fetchAttempts-1 {
+				return lost(lostRange{tp: tp, from: next, to: to, why: "the partition is no longer listed (was its topic deleted?)"})
+			}
+			continue
+		}
+		part, err := s.fetchOnce(ctx, client, tp, meta, next)
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("streamgen: kafka source %q: fetch %s: %w", s.name, tp, ctx.Err())
+			}
+			refresh, stalled = true, stalled+1 // perhaps a broker that went away
+			continue
+		}
+		fp, after := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+			Offset:         next,
+			IsolationLevel: kgo.ReadCommitted(),
+			Topic:          tp.topic,
+			Partition:      tp.partition,
+		}, part, decompressor, nil)
+		switch {
+		case fp.Err == nil:
+		case errors.Is(fp.Err, kerr.OffsetOutOfRange):
+			resume, err := s.outOfRange(ctx, client, tp, next, to, lost)
+			if err != nil {
+				return err
+			}
+			if resume == next { // in range after all: a leader that moved
+				refresh, stalled = true, stalled+1
+			} else {
+				next, stalled = resume, 0
+			}
+			continue
+		case kerr.IsRetriable(fp.Err) || errors.Is(fp.Err, kerr.UnknownTopicOrPartition) || errors.Is(fp.Err, kerr.UnknownTopicID):
+			refresh, stalled = true, stalled+1
+			continue
+		default:
+			return fmt.Errorf("streamgen: kafka source %q: fetch %s at offset %d: %w", s.name, tp, next, fp.Err)
+		}
+		refresh = false
+		for _, r := range fp.Records {
+			if r.Offset >= to {
+				break
+			}
+			if err := fn(r); err != nil {
+				return err
+			}
+		}
+		if after > next {
+			next, stalled, backoff = after, 0, listBackoff
+			continue
+		}
+		if fp.HighWatermark >= 0 && fp.HighWatermark < to && next >= fp.HighWatermark {
+			// The log now ends before the planned end: truncated.
+			return lost(lostRange{tp: tp, from: next, to: to,
+				why: fmt.Sprintf("the partition now ends at offset %d", fp.HighWatermark)})
+		}
+		stalled++
+	}
+	return nil
+}
+
+// fetchOnce sends one fetch request for tp at offset to its leader and
+// returns the partition's part of the response.
+func (s *TopicSource) fetchOnce(ctx context.Context, client *kgo.Client, tp topicPartition, meta partitionMeta, offset int64) (*kmsg.FetchResponseTopicPartition, error) {
+	req := kmsg.NewPtrFetchRequest()
+	req.MaxWaitMillis = int32(fetchWait / time.Millisecond)
+	req.MinBytes = 1
+	req.MaxBytes = partitionFetchBytes
+	req.IsolationLevel = 1 // read_committed
+	rt := kmsg.NewFetchRequestTopic()
+	rt.Topic, rt.TopicID = tp.topic, meta.topicID
+	rp := kmsg.NewFetchRequestTopicPartition()
+	rp.Partition = tp.partition
+	rp.FetchOffset = offset
+	rp.PartitionMaxBytes = partitionFetchBytes
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	kresp, err := client.Broker(int(meta.leader)).RetriableRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp := kresp.(*kmsg.FetchResponse)
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return nil, err
+	}
+	for i := range resp.Topics {
+		t := &resp.Topics[i]
+		if t.Topic != tp.topic && t.TopicID != meta.topicID {
+			continue
+		}
+		for j := range t.Partitions {
+			if t.Partitions[j].Partition == tp.partition {
+				return &t.Partitions[j], nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("no data for %s in the fetch response", tp)
+}
+
+// outOfRange handles a fetch of tp at next out of range: it asks where
+// the log starts and ends, reports the offsets lost, and returns where
+// the read resumes (to, when nothing before it is left).
+func (s *TopicSource) outOfRange(ctx context.Context, client *kgo.Client, tp topicPartition, next, to int64, lost func(lostRange) error) (int64, error) {
+	starts, err := s.listOffsets(ctx, client, []topicPartition{tp}, earliestTimestamp)
+	if err != nil {
+		return 0, err
+	}
+	ends, err := s.listOffsets(ctx, client, []topicPartition{tp}, latestTimestamp)
+	if err != nil {
+		return 0, err
+	}
+	logStart, logEnd := starts[tp], ends[tp]
+	switch {
+	case next < logStart:
+		gone := min(logStart, to)
+		err := lost(lostRange{tp: tp, from: next, to: gone,
+			why: fmt.Sprintf("deleted before the query read them (retention or DeleteRecords); the log now starts at offset %d", logStart)})
+		return gone, err
+	case next >= logEnd:
+		err := lost(lostRange{tp: tp, from: next, to: to,
+			why: fmt.Sprintf("the partition now ends at offset %d (was the topic deleted and made again?)", logEnd)})
+		return to, err
+	}
+	return next, nil // in range after all: fetch again
+}

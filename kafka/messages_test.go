@@ -1,0 +1,229 @@
+package kafka_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/kafka"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// header returns the value of the header key, and whether there is one.
+func header(r *kgo.Record, key string) (string, bool) {
+	for _, h := range r.Headers {
+		if h.Key == key {
+			return string(h.Value), true
+		}
+	}
+	return "", false
+}
+
+// TestDeadLetterTopic sends records that do not decode (not JSON, and a
+// click without its required time), and one that the decoder of From
+// refuses, to a dead-letter topic, and checks that each dead letter
+// carries the original key, value and headers, the error, the source and
+// the position, while the good records go through.
+func TestDeadLetterTopic(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "events", 2)
+	createTopic(t, adm, "dlq", 1)
+	good := clicks(6, 3)
+	records := clickRecords(t, "events", 2, good)
+	bad := []*kgo.Record{
+		{Topic: "events", Partition: 0, Key: []byte("k-not-json"), Value: []byte("not json at all"),
+			Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t-1")}}},
+		{Topic: "events", Partition: 1, Key: []byte("k-no-time"), Value: []byte(`{"user":"ann","page":"p1"}`),
+			Headers: []kgo.RecordHeader{{Key: "trace", Value: []byte("t-2")}, {Key: "poison", Value: []byte("yes")}}},
+		{Topic: "events", Partition: 1, Key: []byte("k-poison"), Value: records[0].Value,
+			Headers: []kgo.RecordHeader{{Key: "poison", Value: []byte("yes")}}},
+	}
+	produce(t, conn, append(records, bad...)...)
+
+	for _, how := range []string{"typed.From", "kafka.From"} {
+		t.Run(how, func(t *testing.T) {
+			src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"events"}, StartingOffsets: kafka.Earliest(), Name: "events-" + how})
+			defer src.Close()
+			dlq := kafka.DeadLetterTopic("dlq", kafka.DeadLetterOptions{Connection: conn, Originals: []*kafka.TopicSource{src}, WriterID: how})
+			defer dlq.Close()
+			var stream typed.Stream[fixtures.Click]
+			wantBad, wantGood := bad[:2], len(good)+1 // the poisoned record is a good click
+			if how == "typed.From" {
+				stream = typed.From[fixtures.Click](src)
+			} else {
+				// The decoder refuses records with a "poison" header,
+				// which the record without a time has too: its error
+				// is the decoder's.
+				stream = kafka.From(src, func(m *kafka.Message) (fixtures.Click, error) {
+					var c fixtures.Click
+					for _, h := range m.Headers {
+						if h.Key == "poison" {
+							return c, errors.New("poisoned")
+						}
+					}
+					err := c.UnmarshalJSON(m.Value)
+					return c, err
+				})
+				wantBad, wantGood = bad, len(good)
+			}
+			sink := typed.NewMemorySink[fixtures.Click]()
+			q := runAvailableNow(t, typed.WriteTo(stream, sink), newCheckpoint(), runtime.DeadLetters(dlq))
+			if got := len(sink.Rows()); got != wantGood {
+				t.Errorf("%d good rows, want %d", got, wantGood)
+			}
+			var letters int64
+			for _, p := range q.RecentProgress() {
+				letters += p.NumDeadLetters
+			}
+			if letters != int64(len(wantBad)) {
+				t.Errorf("%d dead letters counted, want %d", letters, len(wantBad))
+			}
+
+			var got []*kgo.Record
+			for _, r := range consume(t, conn, adm, "dlq") {
+				if mark, ok := kafka.ReadBatchMark(r.Headers); ok && mark.Writer == how {
+					got = append(got, r)
+				}
+			}
+			if len(got) != len(wantBad) {
+				t.Fatalf("%d records in the dead-letter topic, want %d", len(got), len(wantBad))
+			}
+			for _, b := range wantBad {
+				i := slices.IndexFunc(got, func(r *kgo.Record) bool { return string(r.Key) == string(b.Key) })
+				if i < 0 {
+					t.Fatalf("no dead letter with key %q", b.Key)
+				}
+				r := got[i]
+				if string(r.Value) != string(b.Value) {
+					t.Errorf("%s: value %q, want %q", b.Key, r.Value, b.Value)
+				}
+				for _, h := range b.Headers {
+					if v, ok := header(r, h.Key); !ok || v != string(h.Value) {
+						t.Errorf("%s: header %s is %q, want %q", b.Key, h.Key, v, h.Value)
+					}
+				}
+				if v, _ := header(r, kafka.HeaderSource); v != src.Name() {
+					t.Errorf("%s: source %q", b.Key, v)
+				}
+				if v, _ := header(r, kafka.HeaderPosition); v != fmt.Sprintf("events/%d@%d", b.Partition, b.Offset) {
+					t.Errorf("%s: position %q, want events/%d@%d", b.Key, v, b.Partition, b.Offset)
+				}
+				wantError := "invalid character"
+				switch {
+				case string(b.Key) == "k-no-time" && how == "typed.From":
+					wantError = "time"
+				case string(b.Key) != "k-not-json" && how == "kafka.From":
+					wantError = "kafka.From: decode: poisoned"
+				}
+				if v, _ := header(r, kafka.HeaderError); !strings.Contains(v, wantError) {
+					t.Errorf("%s: error %q, want it to say %q", b.Key, v, wantError)
+				}
+			}
+		})
+	}
+}
+
+// TestEventTimeWatermarkPerPartition takes the event time from the Kafka
+// timestamp (through From's decoder) and checks that the query's
+// watermark is the minimum over the Kafka partitions: one partition at
+// +100s and one at +10s make a watermark of +10s, not +100s.
+func TestEventTimeWatermarkPerPartition(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "times", 2)
+	base := time.Unix(1_700_000_000, 0).UTC()
+	record := func(p int32, seconds int) *kgo.Record {
+		// The value's own time is wrong on purpose: the timestamp wins.
+		c := fixtures.Click{User: fmt.Sprint("u", p), Time: time.Unix(0, 0).UTC(), Page: "x"}
+		value, _ := c.MarshalJSON()
+		return &kgo.Record{Topic: "times", Partition: p, Value: value, Timestamp: base.Add(time.Duration(seconds) * time.Second)}
+	}
+	produce(t, conn, record(0, 90), record(0, 100), record(1, 10), record(1, 5))
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"times"}, StartingOffsets: kafka.Earliest()})
+	defer src.Close()
+	pipeline := func(sink typed.Sink[fixtures.Click]) *typed.Writer[fixtures.Click] {
+		events := kafka.From(src, func(m *kafka.Message) (fixtures.Click, error) {
+			var c fixtures.Click
+			err := c.UnmarshalJSON(m.Value)
+			c.Time = m.Timestamp
+			return c, err
+		})
+		return typed.WriteTo(typed.WithWatermark(events, func(c *fixtures.Click) time.Time { return c.Time }, 0), sink)
+	}
+	ck := newCheckpoint()
+	first := typed.NewMemorySink[fixtures.Click]()
+	runAvailableNow(t, pipeline(first), ck)
+	for _, c := range first.Rows() {
+		if c.Time.Before(base) {
+			t.Fatalf("row %+v has the value's time, not the record's timestamp", c)
+		}
+	}
+	produce(t, conn, record(0, 50), record(1, 1))
+	q := runAvailableNow(t, pipeline(typed.NewMemorySink[fixtures.Click]()), ck)
+	p, _ := q.LastProgress()
+	if got, want := p.EventTime["watermark"], base.Add(10*time.Second).Format(time.RFC3339Nano); got != want {
+		t.Fatalf("watermark %q, want %q (the slower partition's)", got, want)
+	}
+}
+
+// TestSinkTopicsKeysHeadersBinary writes rows to a topic chosen per row,
+// with keys and headers, in the binary format, and reads them back.
+func TestSinkTopicsKeysHeadersBinary(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "out-a", 2)
+	createTopic(t, adm, "out-b", 1)
+	rows := clicks(40, 4)
+	sink := kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{
+		Connection: conn,
+		TopicOf: func(c *fixtures.Click) string {
+			if c.User < "d" {
+				return "out-a"
+			}
+			return "out-b"
+		},
+		Key:     func(c *fixtures.Click) []byte { return []byte(c.User) },
+		Headers: func(c *fixtures.Click) []kafka.Header { return []kafka.Header{{Key: "page", Value: []byte(c.Page)}} },
+		Format:  kafka.Binary,
+	})
+	defer sink.Close()
+	if err := sink.Write(testContext(t), 7, rows); err != nil {
+		t.Fatal(err)
+	}
+	var got []fixtures.Click
+	for _, topic := range []string{"out-a", "out-b"} {
+		for _, r := range consume(t, conn, adm, topic) {
+			var c fixtures.Click
+			if err := c.UnmarshalBinary(r.Value); err != nil {
+				t.Fatal(err)
+			}
+			if (c.User < "d") != (topic == "out-a") || string(r.Key) != c.User {
+				t.Errorf("%+v in %s with key %q", c, topic, r.Key)
+			}
+			if page, _ := header(r, "page"); page != c.Page {
+				t.Errorf("%+v: page header %q", c, page)
+			}
+			mark, ok := kafka.ReadBatchMark(r.Headers)
+			if !ok || mark.Batch != 7 || mark.Rows != len(rows) || mark.Row >= len(rows) || rows[mark.Row] != c {
+				t.Errorf("%+v: mark %+v", c, mark)
+			}
+			got = append(got, c)
+		}
+	}
+	if len(got) != len(rows) {
+		t.Fatalf("read %d rows, want %d", len(got), len(rows))
+	}
+	if err := sink.Write(testContext(t), 8, []fixtures.Click{{User: "x"}}); err != nil {
+		t.Fatal(err)
+	}
+	bad := kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn, TopicOf: func(*fixtures.Click) string { return "" }})
+	defer bad.Close()
+	if err := bad.Write(testContext(t), 0, rows[:1]); err == nil || !strings.Contains(err.Error(), "row 0: TopicOf gave \"\"") {
+		t.Errorf("an empty topic: %v", err)
+	}
+}

@@ -1,0 +1,258 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Options configure a Kafka source, after Spark's Kafka source options.
+// Exactly one of Topics, TopicPattern and Partitions says what is read.
+// The zero value of every other field is its default.
+type Options struct {
+	Connection
+
+	// Topics subscribes to these topics, all their partitions, including
+	// partitions added while the query runs (Spark's subscribe).
+	Topics []string
+	// TopicPattern subscribes to every topic whose name the regular
+	// expression (Go's syntax) matches anywhere, unanchored as Spark's
+	// subscribePattern: "^events-" for a prefix. Topics created while the
+	// query runs are read once they match. Internal topics are left out.
+	TopicPattern string
+	// Partitions reads exactly these partitions, by topic (Spark's
+	// assign). A partition that does not exist yet is read once it does.
+	Partitions map[string][]int32
+
+	// StartingOffsets is where a new query starts: Latest (the default,
+	// as Spark's streaming queries), Earliest, AtOffsets or AtTimestamp.
+	// A query restarted on its checkpoint goes on from the checkpoint's
+	// offsets whatever this says, and a partition that appears while a
+	// query runs is read from its beginning.
+	StartingOffsets StartingOffsets
+
+	// MaxOffsetsPerTrigger caps the offsets one batch takes over all its
+	// partitions, spread over them in proportion to their lag as Spark
+	// does (a partition with any lag takes at least one). The default,
+	// 0, takes everything available. A Once trigger ignores it.
+	MaxOffsetsPerTrigger int64
+
+	// OnDataLoss says what to do when offsets the query has not read are
+	// gone: deleted by retention or DeleteRecords, a partition whose log
+	// is now shorter than the offset reached (a topic deleted and made
+	// again), or a new partition whose first records were deleted before
+	// the query saw it. The default, FailOnDataLoss, fails the batch with
+	// an error naming the topic, partition and offsets (Spark's
+	// failOnDataLoss=true); ContinueOnDataLoss logs a warning and goes on
+	// from the earliest offset still there.
+	OnDataLoss DataLoss
+
+	// Name names the source in progress reports and in the checkpoint,
+	// which keeps the offsets under it. The default is "kafka:" and the
+	// topics (sorted, comma-separated), "kafka:pattern:" and the pattern,
+	// or "kafka:assign:" and the partitions. Set it to keep a
+	// checkpoint's offsets across a change of subscription.
+	Name string
+}
+
+// DataLoss is what a source does about offsets that are gone before it
+// read them: see Options.OnDataLoss.
+type DataLoss int
+
+const (
+	// FailOnDataLoss fails the batch, naming the topic, partition and
+	// offsets lost. The default.
+	FailOnDataLoss DataLoss = iota
+	// ContinueOnDataLoss logs a warning and goes on from the earliest
+	// offset still there.
+	ContinueOnDataLoss
+)
+
+// String names the policy.
+func (d DataLoss) String() string {
+	switch d {
+	case FailOnDataLoss:
+		return "FailOnDataLoss"
+	case ContinueOnDataLoss:
+		return "ContinueOnDataLoss"
+	}
+	return "DataLoss(" + strconv.Itoa(int(d)) + ")"
+}
+
+// The special offsets AtOffsets takes, as Spark's startingOffsets JSON.
+const (
+	// EarliestOffset starts a partition at its first record still there.
+	EarliestOffset int64 = -2
+	// LatestOffset starts a partition after its last committed record.
+	LatestOffset int64 = -1
+)
+
+type startKind int
+
+const (
+	startLatest startKind = iota
+	startEarliest
+	startOffsets
+	startTimestamp
+)
+
+// StartingOffsets is where a new query starts reading. The zero value is
+// Latest. Make one with Latest, Earliest, AtOffsets or AtTimestamp. It is
+// immutable, so safe to share.
+type StartingOffsets struct {
+	kind    startKind
+	offsets map[string]map[int32]int64
+	at      time.Time
+}
+
+// Latest starts each partition after its last committed record (the last
+// stable offset): only records produced after the query starts are read.
+func Latest() StartingOffsets { return StartingOffsets{kind: startLatest} }
+
+// Earliest starts each partition at its first record still there.
+func Earliest() StartingOffsets { return StartingOffsets{kind: startEarliest} }
+
+// AtOffsets starts each listed partition at its offset, by topic and
+// partition; EarliestOffset and LatestOffset stand for those ends.
+// Partitions not listed start at the latest offset. An offset past a
+// partition's end is data loss (see Options.OnDataLoss); one before its
+// first record too, once the query reads it.
+func AtOffsets(offsets map[string]map[int32]int64) StartingOffsets {
+	copied := make(map[string]map[int32]int64, len(offsets))
+	for t, ps := range offsets {
+		copied[t] = maps.Clone(ps)
+	}
+	return StartingOffsets{kind: startOffsets, offsets: copied}
+}
+
+// AtTimestamp starts each partition at its first record whose timestamp
+// is at or after t (Spark's startingTimestamp); a partition with no such
+// record starts at its end.
+func AtTimestamp(t time.Time) StartingOffsets { return StartingOffsets{kind: startTimestamp, at: t} }
+
+// String describes the starting offsets.
+func (s StartingOffsets) String() string {
+	switch s.kind {
+	case startEarliest:
+		return "earliest"
+	case startOffsets:
+		return fmt.Sprint(s.offsets)
+	case startTimestamp:
+		return "at " + s.at.Format(time.RFC3339Nano)
+	}
+	return "latest"
+}
+
+// legalTopic matches the names Kafka accepts for topics.
+var legalTopic = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// validate checks the options, all in one place, and returns the pattern
+// compiled. Every error is reported, joined.
+func (o *Options) validate() (*regexp.Regexp, error) {
+	var errs []error
+	if err := o.Connection.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	ways := 0
+	for _, set := range []bool{len(o.Topics) > 0, o.TopicPattern != "", len(o.Partitions) > 0} {
+		if set {
+			ways++
+		}
+	}
+	if ways != 1 {
+		errs = append(errs, errors.New("set exactly one of Topics, TopicPattern and Partitions"))
+	}
+	for _, t := range o.Topics {
+		if !legalTopic.MatchString(t) || t == "." || t == ".." {
+			errs = append(errs, fmt.Errorf("Topics: %q is not a legal topic name", t))
+		}
+	}
+	var pattern *regexp.Regexp
+	if o.TopicPattern != "" {
+		var err error
+		if pattern, err = regexp.Compile(o.TopicPattern); err != nil {
+			errs = append(errs, fmt.Errorf("TopicPattern: %w", err))
+		}
+	}
+	for _, t := range slices.Sorted(maps.Keys(o.Partitions)) {
+		if !legalTopic.MatchString(t) {
+			errs = append(errs, fmt.Errorf("Partitions: %q is not a legal topic name", t))
+		}
+		for _, p := range o.Partitions[t] {
+			if p < 0 {
+				errs = append(errs, fmt.Errorf("Partitions: topic %q: negative partition %d", t, p))
+			}
+		}
+	}
+	if o.MaxOffsetsPerTrigger < 0 {
+		errs = append(errs, fmt.Errorf("MaxOffsetsPerTrigger %d is negative", o.MaxOffsetsPerTrigger))
+	}
+	if o.OnDataLoss != FailOnDataLoss && o.OnDataLoss != ContinueOnDataLoss {
+		errs = append(errs, fmt.Errorf("OnDataLoss: unknown %v", o.OnDataLoss))
+	}
+	switch s := o.StartingOffsets; s.kind {
+	case startTimestamp:
+		if s.at.IsZero() {
+			errs = append(errs, errors.New("StartingOffsets: AtTimestamp of the zero time"))
+		}
+	case startOffsets:
+		for _, t := range slices.Sorted(maps.Keys(s.offsets)) {
+			if !o.subscribes(t, pattern) {
+				errs = append(errs, fmt.Errorf("StartingOffsets: topic %q is not among the topics read", t))
+			}
+			for _, p := range slices.Sorted(maps.Keys(s.offsets[t])) {
+				if p < 0 {
+					errs = append(errs, fmt.Errorf("StartingOffsets: topic %q: negative partition %d", t, p))
+				}
+				if off := s.offsets[t][p]; off < EarliestOffset {
+					errs = append(errs, fmt.Errorf("StartingOffsets: %s/%d: offset %d is neither an offset nor EarliestOffset or LatestOffset", t, p, off))
+				}
+			}
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("streamgen: kafka source %q: options: %w", o.Name, err)
+	}
+	return pattern, nil
+}
+
+// subscribes reports whether the options read topic (pattern is the
+// compiled TopicPattern, nil without one).
+func (o *Options) subscribes(topic string, pattern *regexp.Regexp) bool {
+	switch {
+	case len(o.Topics) > 0:
+		return slices.Contains(o.Topics, topic)
+	case pattern != nil:
+		return pattern.MatchString(topic)
+	default:
+		_, ok := o.Partitions[topic]
+		return ok
+	}
+}
+
+// defaultName is the source's name when Options.Name is empty.
+func (o *Options) defaultName() string {
+	switch {
+	case len(o.Topics) > 0:
+		topics := slices.Clone(o.Topics)
+		slices.Sort(topics)
+		return "kafka:" + strings.Join(slices.Compact(topics), ",")
+	case o.TopicPattern != "":
+		return "kafka:pattern:" + o.TopicPattern
+	default:
+		var parts []string
+		for _, t := range slices.Sorted(maps.Keys(o.Partitions)) {
+			ps := slices.Clone(o.Partitions[t])
+			slices.Sort(ps)
+			for _, p := range slices.Compact(ps) {
+				parts = append(parts, t+"/"+strconv.Itoa(int(p)))
+			}
+		}
+		return "kafka:assign:" + strings.Join(parts, ",")
+	}
+}

@@ -1,0 +1,64 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// producer is the client a sink writes with, made at its first write.
+// franz-go's producer is idempotent by default (acks from all in-sync
+// replicas, sequence numbers per partition), so a retry inside one write
+// does not duplicate a record; a write run again does (see BatchMark).
+type producer struct {
+	conn Connection
+	// what names the sink in errors: "kafka sink \"kafka:out\"".
+	what string
+
+	mu     sync.Mutex
+	client *kgo.Client
+	closed bool
+}
+
+func (p *producer) clientFor() (*kgo.Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, fmt.Errorf("streamgen: %s: closed", p.what)
+	}
+	if p.client == nil {
+		// Records are acknowledged as soon as they are all sent: a
+		// batch's Write waits for them anyway.
+		client, err := p.conn.newClient(kgo.ProducerLinger(0))
+		if err != nil {
+			return nil, fmt.Errorf("streamgen: %s: client: %w", p.what, err)
+		}
+		p.client = client
+	}
+	return p.client, nil
+}
+
+// produce writes records and waits until every one is acknowledged or
+// failed; it returns the first failure.
+func (p *producer) produce(ctx context.Context, records []*kgo.Record) error {
+	if len(records) == 0 {
+		return nil
+	}
+	client, err := p.clientFor()
+	if err != nil {
+		return err
+	}
+	return client.ProduceSync(ctx, records...).FirstErr()
+}
+
+func (p *producer) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	if p.client != nil {
+		p.client.Close()
+		p.client = nil
+	}
+}

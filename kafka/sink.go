@@ -1,0 +1,183 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamgen/streamgen/codec"
+)
+
+// Format is how a sink encodes a row into a record's value.
+type Format int
+
+const (
+	// JSON is the row's generated AppendJSON: what encoding/json writes.
+	// The default.
+	JSON Format = iota
+	// Binary is the row's generated AppendBinary: compact, and readable
+	// by later versions of the record type (see package codec).
+	Binary
+)
+
+// String names the format.
+func (f Format) String() string {
+	switch f {
+	case JSON:
+		return "JSON"
+	case Binary:
+		return "Binary"
+	}
+	return "Format(" + strconv.Itoa(int(f)) + ")"
+}
+
+// SinkOptions configure a Kafka sink. The zero value of each field but
+// Connection and a topic is its default. The functions are called from
+// the goroutine that calls Write, one row at a time.
+type SinkOptions[T any] struct {
+	Connection
+
+	// Topic is the topic every row goes to, unless TopicOf is set.
+	Topic string
+	// TopicOf, when set, chooses each row's topic.
+	TopicOf func(row *T) string
+	// Key, when set, gives each row's key, which chooses its partition
+	// (hashed as the Java client does, so a key goes to the same
+	// partition from any client). The sink does not copy the slice: it
+	// must stay unchanged until the batch's Write returns. Without Key,
+	// records have no key and are spread over the partitions.
+	Key func(row *T) []byte
+	// Headers, when set, gives headers for each row, written before
+	// streamgen's (see BatchMark); the same rule as Key holds for their
+	// slices.
+	Headers func(row *T) []Header
+	// Format is the value's encoding: JSON (the default) or Binary.
+	Format Format
+	// WriterID, when set, is written in every record's HeaderWriter, so
+	// that readers can tell apart the batches of queries that write to
+	// one topic (each numbers its batches from 0).
+	WriterID string
+}
+
+func (o *SinkOptions[T]) validate() error {
+	var errs []error
+	if err := o.Connection.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	switch {
+	case o.Topic == "" && o.TopicOf == nil:
+		errs = append(errs, errors.New("set Topic or TopicOf"))
+	case o.Topic != "" && o.TopicOf != nil:
+		errs = append(errs, errors.New("set one of Topic and TopicOf"))
+	case o.Topic != "" && !legalTopic.MatchString(o.Topic):
+		errs = append(errs, fmt.Errorf("Topic: %q is not a legal topic name", o.Topic))
+	}
+	if o.Format != JSON && o.Format != Binary {
+		errs = append(errs, fmt.Errorf("Format: unknown %v", o.Format))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("streamgen: kafka sink: options: %w", err)
+	}
+	return nil
+}
+
+// TopicSink writes the rows of each batch to Kafka, one record per row,
+// as a typed.Sink. Make one with Sink. Close it once its queries have
+// stopped. It is safe for concurrent use, though a query writes from one
+// goroutine.
+//
+// Without transactions (which are to come, with the transactional
+// committer) a batch written again after a failure is written again: the
+// records of the first write stay in the topic. Each record's headers
+// say its batch, the write it came from and its row (see BatchMark), so
+// that a reader can keep the last write of each batch; a plain reader
+// sees the rows of both. Records of one partition are written in order,
+// without duplicates within a write (the producer is idempotent), and a
+// Write returns once all its records are acknowledged.
+type TopicSink[T any] struct {
+	opts   SinkOptions[T]
+	encode func(b []byte, row *T) ([]byte, error)
+	err    error // from validate, returned by every Write
+	producer
+}
+
+// Sink returns a sink writing rows of type T to Kafka (see TopicSink and
+// SinkOptions). Options that do not validate make every Write fail with
+// an error saying what is wrong.
+func Sink[T any, P codec.RecordPtr[T]](opts SinkOptions[T]) *TopicSink[T] {
+	s := &TopicSink[T]{opts: opts, err: opts.validate()}
+	s.producer = producer{conn: opts.Connection, what: "kafka sink " + strconv.Quote(s.Description())}
+	if opts.Format == Binary {
+		s.encode = func(b []byte, row *T) ([]byte, error) { return P(row).AppendBinary(b) }
+	} else {
+		s.encode = func(b []byte, row *T) ([]byte, error) { return P(row).AppendJSON(b) }
+	}
+	return s
+}
+
+// Description names the sink in progress reports: "kafka:" and the
+// topic, or "kafka:(by row)".
+func (s *TopicSink[T]) Description() string {
+	if s.opts.Topic == "" {
+		return "kafka:(by row)"
+	}
+	return "kafka:" + s.opts.Topic
+}
+
+// Write writes rows as records, with the headers of a BatchMark for
+// batchID, and waits for all of them to be acknowledged.
+func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error {
+	if s.err != nil {
+		return s.err
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	marks := newBatchHeaders(s.opts.WriterID, batchID, len(rows))
+	records := make([]kgo.Record, len(rows))
+	ptrs := make([]*kgo.Record, len(rows))
+	// The values are appended to one buffer and sliced once it has
+	// stopped growing.
+	var values []byte
+	ends := make([]int, len(rows))
+	for i := range rows {
+		row := &rows[i]
+		r := &records[i]
+		r.Topic = s.opts.Topic
+		if s.opts.TopicOf != nil {
+			if r.Topic = s.opts.TopicOf(row); !legalTopic.MatchString(r.Topic) {
+				return fmt.Errorf("streamgen: %s: batch %d: row %d: TopicOf gave %q, not a legal topic name", s.what, batchID, i, r.Topic)
+			}
+		}
+		if s.opts.Key != nil {
+			r.Key = s.opts.Key(row)
+		}
+		if s.opts.Headers != nil {
+			r.Headers = slices.Clip(s.opts.Headers(row)) // appending below must not write into the caller's array
+		}
+		r.Headers = marks.append(r.Headers, i)
+		var err error
+		if values, err = s.encode(values, row); err != nil {
+			return fmt.Errorf("streamgen: %s: batch %d: row %d: %w", s.what, batchID, i, err)
+		}
+		ends[i] = len(values)
+		ptrs[i] = r
+	}
+	start := 0
+	for i := range records {
+		records[i].Value = values[start:ends[i]:ends[i]]
+		start = ends[i]
+	}
+	if err := s.produce(ctx, ptrs); err != nil {
+		return fmt.Errorf("streamgen: %s: batch %d: %w", s.what, batchID, err)
+	}
+	return nil
+}
+
+// Close closes the sink's client, waiting for nothing: call it after the
+// last Write has returned. A Write after Close fails.
+func (s *TopicSink[T]) Close() { s.producer.close() }

@@ -1,0 +1,405 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"regexp"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// ErrDataLoss is wrapped by the error of a source that finds offsets gone
+// before it read them, with FailOnDataLoss (see Options.OnDataLoss).
+var ErrDataLoss = errors.New("streamgen: data loss")
+
+// TopicSource reads Kafka topics as a runtime.Source. Make one with
+// Source.
+//
+// Offsets are, per partition, the offset of the next record to read, in
+// Spark's JSON form ({"events":{"0":123,"1":45}}), and a query keeps them
+// in its checkpoint: the source commits nothing to Kafka and joins no
+// consumer group. Available lists the partitions read (again at every
+// call, so that partitions and topics created while a query runs are
+// seen) and their last stable offsets, which are their end offsets for a
+// read_committed reader: records of transactions still open are not
+// planned. Next plans a batch from the committed offsets up to those,
+// capped by MaxOffsetsPerTrigger. Read fetches exactly the records between
+// two offsets of each partition, partition after partition in order of
+// topic and partition number and each in offset order, so a batch read
+// again holds the same records in the same order: it skips control
+// records and the records of aborted transactions (read_committed), and
+// stops at the end offset even when more is there.
+//
+// A new query (no committed offsets) starts at StartingOffsets, resolved
+// when Next plans its first batch (which Read then reads from the same
+// offsets). That batch always runs, empty or not, so that the checkpoint
+// holds the starting offsets from then on: a query stopped after it
+// resumes from there, not from a new "latest".
+//
+// Each record is a runtime.Record whose Data is the record's value,
+// Partition "topic/partition" (the event-time watermark is kept per Kafka
+// partition) and Position "topic/partition@offset". Use From to see the
+// key, headers and timestamp as well.
+//
+// The source makes a franz-go client at its first call and keeps it until
+// Close. Its methods are safe for concurrent use; a query calls them from
+// its goroutine.
+type TopicSource struct {
+	opts    Options
+	name    string
+	pattern *regexp.Regexp
+	// err, from validating the options, is returned by every method.
+	err error
+
+	mu     sync.Mutex
+	client *kgo.Client
+	closed bool
+	// meta is what the last listing learnt of each partition: where to
+	// fetch it.
+	meta map[topicPartition]partitionMeta
+	// firstBatches remembers, by the end offset Next planned for a new
+	// query's first batch, the starting offsets it planned from, so that
+	// Read reads that batch from the same offsets (resolving them again,
+	// a "latest" would have moved). Oldest first; at most
+	// maxFirstBatches, one per new query this process started lately.
+	firstBatches []firstBatch
+}
+
+// firstBatch is a new query's first batch as Next planned it.
+type firstBatch struct {
+	end      string
+	starting offsets
+}
+
+// maxFirstBatches bounds TopicSource.firstBatches: more new queries than
+// this starting at once on one source would make a Read resolve its
+// starting offsets again.
+const maxFirstBatches = 64
+
+// partitionMeta says where a partition is fetched from.
+type partitionMeta struct {
+	leader  int32
+	topicID [16]byte
+}
+
+// Source returns a source reading the topics opts names (see TopicSource
+// and Options). Options that do not validate make every method fail with
+// an error saying what is wrong. Close the source once its queries have
+// stopped.
+func Source(opts Options) *TopicSource {
+	opts.Topics = append([]string(nil), opts.Topics...)
+	if opts.Partitions != nil {
+		parts := make(map[string][]int32, len(opts.Partitions))
+		for t, ps := range opts.Partitions {
+			parts[t] = append([]int32(nil), ps...)
+		}
+		opts.Partitions = parts
+	}
+	s := &TopicSource{opts: opts}
+	s.pattern, s.err = s.opts.validate()
+	s.name = opts.Name
+	if s.name == "" {
+		s.name = s.opts.defaultName()
+	}
+	return s
+}
+
+// Name identifies the source in progress reports and the checkpoint.
+func (s *TopicSource) Name() string { return s.name }
+
+// Close closes the source's client. A call after Close fails; Close
+// itself may be called again.
+func (s *TopicSource) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	if s.client != nil {
+		s.client.Close()
+		s.client = nil
+	}
+}
+
+// clientFor returns the source's client, made at the first call.
+func (s *TopicSource) clientFor() (*kgo.Client, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("streamgen: kafka source %q: closed", s.name)
+	}
+	if s.client == nil {
+		client, err := s.opts.Connection.newClient()
+		if err != nil {
+			return nil, fmt.Errorf("streamgen: kafka source %q: client: %w", s.name, err)
+		}
+		s.client = client
+	}
+	return s.client, nil
+}
+
+// Available lists the partitions read and returns their end offsets.
+func (s *TopicSource) Available(ctx context.Context) (json.RawMessage, error) {
+	client, err := s.clientFor()
+	if err != nil {
+		return nil, err
+	}
+	parts, err := s.listPartitions(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := s.availableOffsets(ctx, client, parts)
+	if err != nil {
+		return nil, err
+	}
+	return s.encode(ends)
+}
+
+// Next plans the batch after committed: every partition of upTo from its
+// committed offset (a new query's starting offset; the beginning, for a
+// partition new to the query) up to its offset in upTo, with at most
+// MaxOffsetsPerTrigger offsets in all when limit is runtime.Limited.
+// Partitions committed but not in upTo (a topic deleted, or no longer
+// matched) keep their offsets. It returns committed when there is nothing
+// new, and a new query's first batch always.
+func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage, limit runtime.ReadLimit) (json.RawMessage, error) {
+	client, err := s.clientFor()
+	if err != nil {
+		return nil, err
+	}
+	available, err := s.decode(upTo, "upTo")
+	if err != nil {
+		return nil, err
+	}
+	var from offsets
+	if len(committed) == 0 {
+		if from, err = s.startingOffsets(ctx, client, available); err != nil {
+			return nil, err
+		}
+	} else if from, err = s.decode(committed, "committed"); err != nil {
+		return nil, err
+	}
+
+	begin := make(offsets, len(available))
+	until := make(offsets, len(available))
+	for _, tp := range available.sorted() {
+		end := available[tp]
+		start, known := from[tp]
+		switch {
+		case !known:
+			start = 0 // a partition new to the query is read from its beginning
+		case end < start && len(committed) > 0:
+			// The log ends before the offset reached: the topic was
+			// made again, or the log was truncated. Spark's rule:
+			// report, and go on from the new end.
+			err := s.dataLoss(lostRange{tp: tp, from: start, to: start,
+				why: "the partition now ends before the offset the query reached (was the topic deleted and made again?)"})
+			if err != nil {
+				return nil, err
+			}
+			start = end
+		case end < start:
+			// A new query's latest offset, resolved after the listing.
+			end = start
+		}
+		begin[tp], until[tp] = start, end
+	}
+	if limit == runtime.Limited && s.opts.MaxOffsetsPerTrigger > 0 {
+		until = rateLimit(s.opts.MaxOffsetsPerTrigger, begin, until)
+	}
+	next := maps.Clone(from)
+	if next == nil {
+		next = make(offsets)
+	}
+	maps.Copy(next, until)
+	if len(committed) > 0 && maps.Equal(next, from) {
+		return committed, nil
+	}
+	end, err := s.encode(next)
+	if err != nil {
+		return nil, err
+	}
+	if len(committed) == 0 {
+		s.mu.Lock()
+		if len(s.firstBatches) == maxFirstBatches {
+			s.firstBatches = s.firstBatches[1:]
+		}
+		s.firstBatches = append(s.firstBatches, firstBatch{end: string(end), starting: from})
+		s.mu.Unlock()
+	}
+	return end, nil
+}
+
+// Read calls fn for each record after start up to end (see TopicSource).
+func (s *TopicSource) Read(ctx context.Context, start, end json.RawMessage, fn func(runtime.Record) error) error {
+	return s.readMessages(ctx, start, end, func(r runtime.Record, _ *Message) error { return fn(r) })
+}
+
+// readMessages reads the records after start up to end, calling fn with
+// each as a runtime.Record (Data the value) and as a Message.
+func (s *TopicSource) readMessages(ctx context.Context, start, end json.RawMessage, fn func(runtime.Record, *Message) error) error {
+	client, err := s.clientFor()
+	if err != nil {
+		return err
+	}
+	to, err := s.decode(end, "end")
+	if err != nil {
+		return err
+	}
+	var from offsets
+	if len(start) == 0 {
+		// A new query's first batch, from the offsets Next planned it
+		// from; or a read outside a query (runtime.ReadAll), from the
+		// starting offsets as they are now.
+		s.mu.Lock()
+		for _, b := range s.firstBatches {
+			if b.end == string(end) {
+				from = b.starting
+			}
+		}
+		s.mu.Unlock()
+		if from == nil {
+			if from, err = s.startingOffsets(ctx, client, to); err != nil {
+				return err
+			}
+		}
+	} else if from, err = s.decode(start, "start"); err != nil {
+		return err
+	}
+	var m Message
+	for _, tp := range to.sorted() {
+		first, ok := from[tp]
+		if !ok {
+			first = 0
+		}
+		if first >= to[tp] {
+			continue
+		}
+		partition := tp.String()
+		err := s.fetchRange(ctx, client, tp, first, to[tp], s.dataLoss, func(r *kgo.Record) error {
+			m = Message{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}
+			return fn(runtime.Record{Partition: partition, Data: r.Value, Position: m.position()}, &m)
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startingOffsets resolves StartingOffsets for the partitions of
+// available.
+func (s *TopicSource) startingOffsets(ctx context.Context, client *kgo.Client, available offsets) (offsets, error) {
+	parts := available.sorted()
+	var starting offsets
+	var err error
+	switch so := s.opts.StartingOffsets; so.kind {
+	case startLatest:
+		starting, err = s.listOffsets(ctx, client, parts, latestTimestamp)
+	case startEarliest:
+		starting, err = s.listOffsets(ctx, client, parts, earliestTimestamp)
+	case startTimestamp:
+		starting, err = s.listOffsets(ctx, client, parts, so.at.UnixMilli())
+	case startOffsets:
+		starting, err = s.explicitOffsets(ctx, client, parts, so.offsets)
+	}
+	if err != nil {
+		return nil, err
+	}
+	slog.Info("streamgen: kafka source: starting offsets", "source", s.name, "startingOffsets", s.opts.StartingOffsets.String(), "offsets", offsetsText(starting))
+	return starting, nil
+}
+
+// explicitOffsets resolves AtOffsets for parts: the given offsets, the
+// ends they name, and the latest offset for a partition not given. An
+// offset past a partition's end is data loss.
+func (s *TopicSource) explicitOffsets(ctx context.Context, client *kgo.Client, parts []topicPartition, given map[string]map[int32]int64) (offsets, error) {
+	latest, err := s.listOffsets(ctx, client, parts, latestTimestamp)
+	if err != nil {
+		return nil, err
+	}
+	var needEarliest []topicPartition
+	starting := make(offsets, len(parts))
+	for _, tp := range parts {
+		off, ok := given[tp.topic][tp.partition]
+		switch {
+		case !ok || off == LatestOffset:
+			starting[tp] = latest[tp]
+		case off == EarliestOffset:
+			needEarliest = append(needEarliest, tp)
+		case off > latest[tp]:
+			err := s.dataLoss(lostRange{tp: tp, from: off, to: off,
+				why: fmt.Sprintf("the starting offset is past the partition's end %d", latest[tp])})
+			if err != nil {
+				return nil, err
+			}
+			starting[tp] = latest[tp]
+		default:
+			starting[tp] = off
+		}
+	}
+	if len(needEarliest) > 0 {
+		earliest, err := s.listOffsets(ctx, client, needEarliest, earliestTimestamp)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(starting, earliest)
+	}
+	return starting, nil
+}
+
+// lostRange describes offsets found gone: from up to, not including, to
+// (one offset when they are equal), and why.
+type lostRange struct {
+	tp       topicPartition
+	from, to int64
+	why      string
+}
+
+func (l lostRange) String() string {
+	s := fmt.Sprintf("topic %q partition %d: offsets %d to %d are gone: %s", l.tp.topic, l.tp.partition, l.from, l.to, l.why)
+	if l.from == l.to {
+		s = fmt.Sprintf("topic %q partition %d: offset %d: %s", l.tp.topic, l.tp.partition, l.from, l.why)
+	}
+	return s
+}
+
+// dataLoss reports lost offsets as Options.OnDataLoss says: an error
+// wrapping ErrDataLoss, or a warning and nil.
+func (s *TopicSource) dataLoss(l lostRange) error {
+	if s.opts.OnDataLoss == ContinueOnDataLoss {
+		slog.Warn("streamgen: kafka source: data loss; going on as ContinueOnDataLoss says", "source", s.name, "loss", l.String())
+		return nil
+	}
+	return fmt.Errorf("%w: kafka source %q: %s (set OnDataLoss to ContinueOnDataLoss to go on from the earliest offset still there)", ErrDataLoss, s.name, l)
+}
+
+func (s *TopicSource) decode(raw json.RawMessage, what string) (offsets, error) {
+	o, err := decodeOffsets(raw)
+	if err != nil {
+		return nil, fmt.Errorf("streamgen: kafka source %q: %s offset %s: %w", s.name, what, raw, err)
+	}
+	return o, nil
+}
+
+func (s *TopicSource) encode(o offsets) (json.RawMessage, error) {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("streamgen: kafka source %q: offset: %w", s.name, err)
+	}
+	return b, nil
+}
+
+// offsetsText is offsets as their JSON, for logs.
+func offsetsText(o offsets) string {
+	b, _ := json.Marshal(o)
+	return string(b)
+}

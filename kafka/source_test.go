@@ -1,0 +1,422 @@
+package kafka_test
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/kafka"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// rateRecords makes n records of RateRow JSON (value v for v in
+// first..first+n-1) for one partition, stamped at base + v seconds.
+func rateRecords(topic string, partition int32, first, n int) []*kgo.Record {
+	base := time.Unix(1_700_000_000, 0).UTC()
+	var out []*kgo.Record
+	for v := first; v < first+n; v++ {
+		at := base.Add(time.Duration(v) * time.Second)
+		row := fixtures.RateRow{Timestamp: at, Value: int64(v)}
+		value, _ := row.MarshalJSON()
+		out = append(out, &kgo.Record{Topic: topic, Partition: partition, Value: value, Timestamp: at})
+	}
+	return out
+}
+
+// values returns the values of the rows read, sorted.
+func values(rows []fixtures.RateRow) []int64 {
+	var out []int64
+	for _, r := range rows {
+		out = append(out, r.Value)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func span(first, last int64) []int64 {
+	var out []int64
+	for v := first; v <= last; v++ {
+		out = append(out, v)
+	}
+	return out
+}
+
+// batchSizes reads, from a batch's progress, how many offsets it took of
+// each partition.
+func batchSizes(t *testing.T, p runtime.QueryProgress) map[string]int64 {
+	t.Helper()
+	decode := func(s string) map[string]map[string]int64 {
+		var o map[string]map[string]int64
+		if s != "" {
+			if err := json.Unmarshal([]byte(s), &o); err != nil {
+				t.Fatalf("offset %s: %v", s, err)
+			}
+		}
+		return o
+	}
+	start, end := decode(p.Sources[0].StartOffset), decode(p.Sources[0].EndOffset)
+	sizes := map[string]int64{}
+	for topic, ps := range end {
+		for part, off := range ps {
+			sizes[topic+"/"+part] = off - start[topic][part]
+		}
+	}
+	return sizes
+}
+
+// TestMaxOffsetsPerTrigger checks the split of MaxOffsetsPerTrigger over
+// partitions against Spark's own test (KafkaMicroBatchSourceSuite,
+// "maxOffsetsPerTrigger"): 101, 11 and 1 records in three partitions and
+// a limit of 10 make batches of 8+1+1, then 9+1+0 records.
+func TestMaxOffsetsPerTrigger(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "spark", 3)
+	var records []*kgo.Record
+	records = append(records, rateRecords("spark", 0, 100, 101)...)
+	records = append(records, rateRecords("spark", 1, 10, 11)...)
+	records = append(records, rateRecords("spark", 2, 1, 1)...)
+	produce(t, conn, records...)
+
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"spark"}, StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 10})
+	defer src.Close()
+	sink := typed.NewMemorySink[fixtures.RateRow]()
+	q := runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), sink), newCheckpoint())
+
+	progress := q.RecentProgress()
+	want := []map[string]int64{
+		{"spark/0": 8, "spark/1": 1, "spark/2": 1},
+		{"spark/0": 9, "spark/1": 1, "spark/2": 0},
+	}
+	for i, w := range want {
+		if got := batchSizes(t, progress[i]); fmt.Sprint(got) != fmt.Sprint(w) {
+			t.Errorf("batch %d took %v, want %v", i, got, w)
+		}
+	}
+	// Spark's expected answers for those batches.
+	batches := sink.Batches()
+	if got := values(batches[0]); fmt.Sprint(got) != fmt.Sprint([]int64{1, 10, 100, 101, 102, 103, 104, 105, 106, 107}) {
+		t.Errorf("batch 0 read %v", got)
+	}
+	if got := values(batches[1]); fmt.Sprint(got) != fmt.Sprint([]int64{11, 108, 109, 110, 111, 112, 113, 114, 115, 116}) {
+		t.Errorf("batch 1 read %v", got)
+	}
+	var all []int64
+	for _, p := range progress {
+		if p.NumInputRows > 10+3 {
+			t.Errorf("batch %d read %d rows", p.BatchID, p.NumInputRows)
+		}
+	}
+	all = values(sink.Rows())
+	wantAll := slices.Concat(span(1, 1), span(10, 20), span(100, 200))
+	if fmt.Sprint(all) != fmt.Sprint(wantAll) {
+		t.Fatalf("read %v, want %v", all, wantAll)
+	}
+
+	// A Once trigger takes everything in one batch, as Spark's does.
+	produce(t, conn, rateRecords("spark", 1, 21, 30)...)
+	q, err := typed.WriteTo(typed.From[fixtures.RateRow](src), typed.NewMemorySink[fixtures.RateRow]()).
+		Start(testContext(t), newCheckpoint().opts(runtime.WithTrigger(runtime.Once()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	if n := inputRows(q); n != 113+30 || len(q.RecentProgress()) != 1 {
+		t.Fatalf("Once read %d rows in %d batches, want %d in 1", n, len(q.RecentProgress()), 113+30)
+	}
+}
+
+// TestStartingOffsets starts new queries at the earliest and latest
+// offsets, at a timestamp, and at given offsets, and checks that a
+// restarted query resumes from its checkpoint whatever they say.
+func TestStartingOffsets(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "rates", 2)
+	produce(t, conn, rateRecords("rates", 0, 0, 10)...)
+	produce(t, conn, rateRecords("rates", 1, 100, 10)...)
+	base := time.Unix(1_700_000_000, 0).UTC()
+
+	run := func(start kafka.StartingOffsets, ck *checkpoint) []int64 {
+		t.Helper()
+		src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"rates"}, StartingOffsets: start})
+		defer src.Close()
+		sink := typed.NewMemorySink[fixtures.RateRow]()
+		runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), sink), ck)
+		return values(sink.Rows())
+	}
+	check := func(what string, got, want []int64) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: read %v, want %v", what, got, want)
+		}
+	}
+
+	earliest, latest, at, given := newCheckpoint(), newCheckpoint(), newCheckpoint(), newCheckpoint()
+	check("earliest", run(kafka.Earliest(), earliest), slices.Concat(span(0, 9), span(100, 109)))
+	check("latest", run(kafka.Latest(), latest), nil)
+	// Records at or after base+5s in partition 0; none in partition 1
+	// before base+105s, so it starts at base+105s there.
+	check("timestamp", run(kafka.AtTimestamp(base.Add(5*time.Second)), at), slices.Concat(span(5, 9), span(100, 109)))
+	check("timestamp 105s", run(kafka.AtTimestamp(base.Add(105*time.Second)), newCheckpoint()), span(105, 109))
+	check("timestamp after all", run(kafka.AtTimestamp(base.Add(time.Hour)), newCheckpoint()), nil)
+	check("offsets", run(kafka.AtOffsets(map[string]map[int32]int64{"rates": {0: 7, 1: kafka.EarliestOffset}}), given), slices.Concat(span(7, 9), span(100, 109)))
+	check("offsets, one given", run(kafka.AtOffsets(map[string]map[int32]int64{"rates": {1: 8}}), newCheckpoint()), span(108, 109))
+
+	// New records; every query goes on from its checkpoint, whatever
+	// its starting offsets say now.
+	produce(t, conn, rateRecords("rates", 0, 10, 3)...)
+	produce(t, conn, rateRecords("rates", 1, 110, 2)...)
+	for _, ck := range []*checkpoint{earliest, latest, at, given} {
+		check("after a restart", run(kafka.Earliest(), ck), []int64{10, 11, 12, 110, 111})
+	}
+
+	// Past a partition's end is data loss.
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"rates"},
+		StartingOffsets: kafka.AtOffsets(map[string]map[int32]int64{"rates": {0: 50}})})
+	defer src.Close()
+	q, err := typed.WriteTo(typed.From[fixtures.RateRow](src), typed.NewMemorySink[fixtures.RateRow]()).
+		Start(testContext(t), newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); !errors.Is(err, kafka.ErrDataLoss) || !strings.Contains(err.Error(), `topic "rates" partition 0: offset 50: the starting offset is past the partition's end 13`) {
+		t.Fatalf("starting past the end: %v", err)
+	}
+}
+
+// TestFailOnDataLoss deletes records a query has not read yet
+// (DeleteRecords, as retention would): by default the query stops with
+// an error naming the topic, partition and offsets lost; with
+// ContinueOnDataLoss it goes on from the earliest record still there.
+func TestFailOnDataLoss(t *testing.T) {
+	for _, policy := range []kafka.DataLoss{kafka.FailOnDataLoss, kafka.ContinueOnDataLoss} {
+		t.Run(policy.String(), func(t *testing.T) {
+			conn, adm := newCluster(t)
+			createTopic(t, adm, "logs", 2)
+			produce(t, conn, rateRecords("logs", 0, 0, 10)...)
+			produce(t, conn, rateRecords("logs", 1, 100, 10)...)
+			src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"logs"}, StartingOffsets: kafka.Earliest(), OnDataLoss: policy})
+			defer src.Close()
+			sink := typed.NewMemorySink[fixtures.RateRow]()
+			ck := newCheckpoint()
+			runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), sink), ck)
+
+			// Offsets 10 to 19 of partition 0 arrive; 10 to 14 are
+			// deleted before the query reads them.
+			produce(t, conn, rateRecords("logs", 0, 10, 10)...)
+			produce(t, conn, rateRecords("logs", 1, 110, 2)...)
+			var deleted kadm.Offsets
+			deleted.Add(kadm.Offset{Topic: "logs", Partition: 0, At: 15})
+			resp, err := adm.DeleteRecords(testContext(t), deleted)
+			if err == nil {
+				err = resp.Error()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+
+			q, err := typed.WriteTo(typed.From[fixtures.RateRow](src), sink).
+				Start(testContext(t), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = q.AwaitTermination()
+			if policy == kafka.FailOnDataLoss {
+				if !errors.Is(err, kafka.ErrDataLoss) || !strings.Contains(err.Error(), `topic "logs" partition 0: offsets 10 to 15 are gone`) {
+					t.Fatalf("the query ended with %v, want data loss of logs/0 offsets 10 to 15", err)
+				}
+				// A new query starting at the earliest offsets loses
+				// nothing: they are where the log starts now.
+				fresh := typed.NewMemorySink[fixtures.RateRow]()
+				runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), fresh), newCheckpoint())
+				if got, want := values(fresh.Rows()), slices.Concat(span(15, 19), span(100, 111)); fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("a new query read %v, want %v", got, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Concat(span(0, 9), span(15, 19), span(100, 111))
+			if got := values(sink.Rows()); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("read %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestNewPartitionsWhileRunning adds partitions to a topic and creates a
+// topic matching a pattern while queries run, and checks that their
+// records are read, from their first, each once.
+func TestNewPartitionsWhileRunning(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "grow", 2)
+	createTopic(t, adm, "np-a", 1)
+	produce(t, conn, rateRecords("grow", 0, 0, 5)...)
+	produce(t, conn, rateRecords("grow", 1, 100, 5)...)
+	produce(t, conn, rateRecords("np-a", 0, 1000, 5)...)
+
+	start := func(opts kafka.Options) (*signalSink[fixtures.RateRow], *typed.MemorySink[fixtures.RateRow], *runtime.Query) {
+		opts.Connection, opts.StartingOffsets = conn, kafka.Earliest()
+		src := kafka.Source(opts)
+		t.Cleanup(src.Close)
+		rows := typed.NewMemorySink[fixtures.RateRow]()
+		sink := newSignalSink[fixtures.RateRow](rows)
+		q, err := typed.WriteTo(typed.From[fixtures.RateRow](src), typed.Sink[fixtures.RateRow](sink)).
+			Start(testContext(t), newCheckpoint().opts()...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if err := q.Stop(); err != nil {
+				t.Error(err)
+			}
+		})
+		return sink, rows, q
+	}
+	byTopic, byTopicRows, _ := start(kafka.Options{Topics: []string{"grow"}})
+	byPattern, byPatternRows, _ := start(kafka.Options{TopicPattern: "^np-"})
+	has := func(rows *typed.MemorySink[fixtures.RateRow], want []int64) func() bool {
+		return func() bool { return len(rows.Rows()) >= len(want) }
+	}
+	wantTopic := slices.Concat(span(0, 4), span(100, 104))
+	byTopic.waitFor(t, "the first records of grow", has(byTopicRows, wantTopic))
+	byPattern.waitFor(t, "the first records of np-a", has(byPatternRows, span(1000, 1004)))
+
+	if _, err := adm.CreatePartitions(testContext(t), 2, "grow"); err != nil {
+		t.Fatal(err)
+	}
+	createTopic(t, adm, "np-b", 2)
+	produce(t, conn, rateRecords("grow", 2, 200, 3)...)
+	produce(t, conn, rateRecords("grow", 3, 300, 3)...)
+	produce(t, conn, rateRecords("np-b", 1, 2000, 4)...)
+	produce(t, conn, rateRecords("np-a", 0, 1005, 1)...)
+
+	wantTopic = slices.Concat(wantTopic, span(200, 202), span(300, 302))
+	wantPattern := slices.Concat(span(1000, 1005), span(2000, 2003))
+	byTopic.waitFor(t, "the records of the new partitions", has(byTopicRows, wantTopic))
+	byPattern.waitFor(t, "the records of the new topic", has(byPatternRows, wantPattern))
+	if got := values(byTopicRows.Rows()); fmt.Sprint(got) != fmt.Sprint(wantTopic) {
+		t.Errorf("grow: read %v, want %v", got, wantTopic)
+	}
+	if got := values(byPatternRows.Rows()); fmt.Sprint(got) != fmt.Sprint(wantPattern) {
+		t.Errorf("np-*: read %v, want %v", got, wantPattern)
+	}
+}
+
+// TestAssignedPartitions reads only the partitions given, and one of
+// them once it exists.
+func TestAssignedPartitions(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "many", 3)
+	for p := range int32(3) {
+		produce(t, conn, rateRecords("many", p, int(p)*100, 3)...)
+	}
+	src := kafka.Source(kafka.Options{Connection: conn, Partitions: map[string][]int32{"many": {0, 2, 5}}, StartingOffsets: kafka.Earliest()})
+	defer src.Close()
+	if src.Name() != "kafka:assign:many/0,many/2,many/5" {
+		t.Errorf("name %q", src.Name())
+	}
+	sink := typed.NewMemorySink[fixtures.RateRow]()
+	ck := newCheckpoint()
+	runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), sink), ck)
+	if got, want := values(sink.Rows()), slices.Concat(span(0, 2), span(200, 202)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+	if _, err := adm.CreatePartitions(testContext(t), 3, "many"); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, conn, rateRecords("many", 5, 500, 2)...)
+	produce(t, conn, rateRecords("many", 4, 400, 2)...)
+	runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), sink), ck)
+	if got, want := values(sink.Rows()), slices.Concat(span(0, 2), span(200, 202), span(500, 501)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+}
+
+// TestOptionsValidated checks that bad options are reported together,
+// by the first call.
+func TestOptionsValidated(t *testing.T) {
+	src := kafka.Source(kafka.Options{Topics: []string{"a b"}, TopicPattern: "(", MaxOffsetsPerTrigger: -1,
+		StartingOffsets: kafka.AtOffsets(map[string]map[int32]int64{"other": {0: -3}})})
+	_, err := src.Available(testContext(t))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, want := range []string{"no Brokers", "exactly one of Topics", `"a b" is not a legal topic name`, "TopicPattern", "MaxOffsetsPerTrigger -1", `topic "other" is not among`, "offset -3"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
+	}
+	if !strings.HasPrefix(err.Error(), "streamgen: kafka source") {
+		t.Errorf("error %q", err)
+	}
+	sink := kafka.Sink[fixtures.RateRow](kafka.SinkOptions[fixtures.RateRow]{Connection: kafka.Connection{Brokers: []string{"127.0.0.1:1"}}})
+	if err := sink.Write(testContext(t), 0, []fixtures.RateRow{{}}); err == nil || !strings.Contains(err.Error(), "set Topic or TopicOf") {
+		t.Errorf("sink without a topic: %v", err)
+	}
+	if _, err := kafka.Embedded(testContext(t), kafka.ListenAddr("192.0.2.1:0")); err == nil || !strings.Contains(err.Error(), "not a loopback address") {
+		t.Errorf("embedded on a remote address: %v", err)
+	}
+	if _, err := kafka.Embedded(testContext(t), kafka.ListenAddr("127.0.0.1:9092"), kafka.NumBrokers(2)); err == nil || !strings.Contains(err.Error(), "a fixed port serves one broker") {
+		t.Errorf("two brokers on one port: %v", err)
+	}
+}
+
+// TestBrokersFromEnvironment reads STREAMGEN_KAFKA_BROKERS.
+func TestBrokersFromEnvironment(t *testing.T) {
+	t.Setenv(kafka.BrokersEnv, "")
+	if b := kafka.Brokers(); b != nil {
+		t.Errorf("unset: %v", b)
+	}
+	t.Setenv(kafka.BrokersEnv, " a:9092, b:9093 ,,")
+	if b := kafka.Brokers(); strings.Join(b, "|") != "a:9092|b:9093" {
+		t.Errorf("got %q", b)
+	}
+}
+
+// TestEmbeddedOnALoopbackPort runs a cluster of three brokers and one on
+// a chosen port, and reaches them with a plain client.
+func TestEmbeddedOnALoopbackPort(t *testing.T) {
+	conn, adm := newCluster(t, kafka.NumBrokers(3), kafka.SeedTopics(6, "seeded"))
+	if len(conn.Brokers) != 3 {
+		t.Fatalf("brokers %v", conn.Brokers)
+	}
+	topics, err := adm.ListTopics(testContext(t), "seeded")
+	if err != nil || len(topics["seeded"].Partitions) != 6 {
+		t.Fatalf("seeded topic: %v %v", topics, err)
+	}
+	// Records spread over partitions led by three brokers read back.
+	for p := range int32(6) {
+		produce(t, conn, rateRecords("seeded", p, int(p)*10, 2)...)
+	}
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"seeded"}, StartingOffsets: kafka.Earliest()})
+	defer src.Close()
+	sink := typed.NewMemorySink[fixtures.RateRow]()
+	runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), sink), newCheckpoint())
+	var want []int64
+	for p := range int64(6) {
+		want = append(want, p*10, p*10+1)
+	}
+	if got := values(sink.Rows()); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+
+	conn, _ = newCluster(t, kafka.ListenAddr("127.0.0.1:0"))
+	if host, port, ok := strings.Cut(conn.Brokers[0], ":"); !ok || host != "127.0.0.1" || port == "0" {
+		t.Fatalf("broker %q", conn.Brokers[0])
+	} else if _, err := strconv.Atoi(port); err != nil {
+		t.Fatalf("broker %q", conn.Brokers[0])
+	}
+}
