@@ -6,7 +6,10 @@
 // each batch goes through its phases in order, timed for the progress
 // report:
 //
-//   - plan the offsets of every source (Source.Next);
+//   - plan the offsets of every source (Source.Next), and record them in
+//     the checkpoint before the batch runs (Spark's offset log): a batch
+//     run again after a failure reads exactly the input of its first
+//     attempt;
 //   - read every input, which pushes rows through the stateless stages into
 //     the first operator's Groups, or to the outputs;
 //   - operator by operator: in the first batch of a new query, the initial

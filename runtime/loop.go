@@ -70,8 +70,13 @@ func (q *Query) loop(ctx context.Context) error {
 				return fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
 			}
 		}
-		latestOffset := q.cfg.clock().Sub(started)
 		hasData := planned.hasData()
+		if hasData {
+			if err := q.keepPlan(progress.BatchID+1, planned); err != nil {
+				return err
+			}
+		}
+		latestOffset := q.cfg.clock().Sub(started)
 		watermark := q.watermark(progress, started)
 		due := false
 		if !hasData && q.cfg.noDataBatches {
@@ -122,6 +127,30 @@ func (q *Query) loop(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// keepPlan makes batch id read what its first attempt planned: when the
+// checkpoint holds that batch's plan (it ran before, and failed or was
+// stopped before its commit), its ends replace the ones just planned;
+// otherwise the plan is written before the batch runs.
+func (q *Query) keepPlan(id int64, planned offsets) error {
+	stored, ok, err := q.store.PlannedBatch()
+	if err != nil {
+		return err
+	}
+	if ok && stored.BatchID == id {
+		for i, in := range q.plan.Inputs {
+			if end, found := stored.Ends[in.Source.Name()]; found {
+				planned.end[i] = end
+			}
+		}
+		return nil
+	}
+	p := PlannedOffsets{BatchID: id, Ends: map[string]json.RawMessage{}}
+	for i, in := range q.plan.Inputs {
+		p.Ends[in.Source.Name()] = planned.end[i]
+	}
+	return q.store.WritePlan(p)
 }
 
 // timersDue reports whether a timer of any operator is due in the

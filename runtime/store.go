@@ -25,6 +25,7 @@ var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
 //	metaKey                                                     Meta (JSON)
 //	progressKey                                                 Progress (JSON)
 //	originKey                                                   creation time (RFC 3339)
+//	planKey                                                     the planned batch (JSON)
 //	statePrefix     partition(4) op(1) var(1) uvarint(len(key)) key suffix   state entry
 //	timerPrefix     partition(4) op(1) expiry(8) key                         timer, by expiry
 //	timerKeyPrefix  partition(4) op(1) uvarint(len(key)) key expiry(8)       timer, by key
@@ -48,6 +49,7 @@ const (
 	metaKey        = "\x01meta"
 	progressKey    = "\x02progress"
 	originKey      = "\x03origin"
+	planKey        = "\x04plan"
 	statePrefix    = 0x10
 	timerPrefix    = 0x20
 	timerKeyPrefix = 0x21
@@ -545,6 +547,52 @@ func (s *Store) Progress() (p Progress, ok bool, err error) {
 		return p, false, fmt.Errorf("streamgen: checkpoint progress is corrupt: %w", err)
 	}
 	return p, true, nil
+}
+
+// PlannedOffsets is a batch's planned offsets, written before the batch runs, as
+// Spark's offset log: a batch run again after a failure reads exactly the
+// input of its first attempt, so that a sink that skips a batch id it has
+// seen (a ForeachWriter whose Open returns false) loses nothing.
+type PlannedOffsets struct {
+	BatchID int64                      `json:"batchId"`
+	Ends    map[string]json.RawMessage `json:"ends"`
+}
+
+// PlannedBatch returns the last batch planned; ok is false when none was.
+func (s *Store) PlannedBatch() (p PlannedOffsets, ok bool, err error) {
+	v, closer, err := s.db.Get([]byte(planKey))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return p, false, s.Err()
+	}
+	if err != nil {
+		return p, false, s.fail(fmt.Errorf("read the planned batch: %w", err))
+	}
+	defer closer.Close()
+	if err := json.Unmarshal(v, &p); err != nil {
+		return p, false, fmt.Errorf("streamgen: the checkpoint's planned batch is corrupt: %w", err)
+	}
+	return p, true, nil
+}
+
+// WritePlan records a batch's planned offsets before it runs: synced, or,
+// with a SyncInterval, written for the next sync (a machine crash that
+// loses it loses the batch's commit too).
+func (s *Store) WritePlan(p PlannedOffsets) error {
+	if err := s.Err(); err != nil {
+		return err
+	}
+	v, err := json.Marshal(p)
+	if err != nil {
+		return fmt.Errorf("streamgen: encode the planned batch: %w", err)
+	}
+	opts := pebble.Sync
+	if s.opts.SyncInterval > 0 {
+		opts = pebble.NoSync
+	}
+	if err := s.db.Set([]byte(planKey), v, opts); err != nil {
+		return s.fail(fmt.Errorf("write the planned batch: %w", err))
+	}
+	return s.Err()
 }
 
 // Committer makes one batch durable: its state and timer changes, the
