@@ -521,3 +521,31 @@ func TestReplayReadsTheSameInput(t *testing.T) {
 type sinkFunc[T any] func(ctx context.Context, id int64, rows []T) error
 
 func (f sinkFunc[T]) Write(ctx context.Context, id int64, rows []T) error { return f(ctx, id, rows) }
+
+// TestFromFunc: a decoder that sees whole records makes the rows; what it
+// refuses goes to the dead letters with its position.
+func TestFromFunc(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "a.json"), []byte("a\nb\n!\na\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
+	rows := typed.FromFunc(src, func(r runtime.Record) (fixtures.Click, error) {
+		if string(r.Data) == "!" {
+			return fixtures.Click{}, errors.New("not a user")
+		}
+		return fixtures.Click{User: string(r.Data), Page: r.Position}, nil
+	})
+	sink := newSink[fixtures.UserCount]()
+	dead := runtime.DeadLetterMemory()
+	if err := runToEnd(t, countFrom(rows, sink), newCheckpoint().opts(runtime.DeadLetters(dead))...); err != nil {
+		t.Fatal(err)
+	}
+	got := latest(sink.rows())
+	if got["a"].Count != 2 || got["b"].Count != 1 || len(got) != 2 {
+		t.Fatalf("counts %v", got)
+	}
+	if l := dead.Letters(); len(l) != 1 || l[0].Position != "a.json:3" || l[0].Error != "not a user" {
+		t.Fatalf("dead letters %+v", l)
+	}
+}

@@ -53,6 +53,19 @@ func (p *plan) failed(format string, args ...any) *plan {
 // codec.ErrRequired), or that the source could not read, goes to the
 // dead-letter sink with its position and the error; the query goes on.
 func From[T any, P codec.RecordPtr[T]](src runtime.Source) Stream[T] {
+	return FromFunc(src, func(r runtime.Record) (T, error) {
+		var t T
+		err := P(&t).UnmarshalJSON(r.Data)
+		return t, err
+	})
+}
+
+// FromFunc reads rows of type T from src with decode, which sees the whole
+// record (its Data, Partition, Position and the source's Meta, such as a
+// Kafka message's key and headers). A record decode refuses, or that the
+// source could not read, goes to the dead-letter sink with its position
+// and the error; the query goes on.
+func FromFunc[T any](src runtime.Source, decode func(r runtime.Record) (T, error)) Stream[T] {
 	return Stream[T]{p: &plan{}, attach: func(c *compiler, emit func(*T)) {
 		input := len(c.plan.Inputs)
 		c.plan.Inputs = append(c.plan.Inputs, runtime.Input{Source: src,
@@ -62,15 +75,16 @@ func From[T any, P codec.RecordPtr[T]](src runtime.Source) Stream[T] {
 				c.input = input
 				var rows int64
 				defer func() { b.AddInputRows(input, rows) }()
-				var t T
 				return src.Read(ctx, start, end, func(r runtime.Record) error {
 					rows++
 					if r.Err != nil {
 						b.DeadLetter(runtime.DeadLetter{Source: src.Name(), Position: r.Position, Error: r.Err.Error(), Raw: string(r.Data)})
 						return nil
 					}
-					t = *new(T)
-					if err := P(&t).UnmarshalJSON(r.Data); err != nil {
+					c.stage = "decode"
+					t, err := decode(r)
+					c.stage = ""
+					if err != nil {
 						b.DeadLetter(runtime.DeadLetter{Source: src.Name(), Position: r.Position, Error: err.Error(), Raw: string(r.Data)})
 						return nil
 					}
