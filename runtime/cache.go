@@ -287,9 +287,17 @@ func (c *stateCache) clear() {
 	c.complete = false
 }
 
-// applyCommitted brings the cache up to date with a committed batch: each
-// state entry it set or deleted is cached with its new value; a range
-// deletion clears the cache.
+// reset forgets everything, as clear, for a caller that does not hold mu.
+func (c *stateCache) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.clear()
+}
+
+// applyCommitted brings the cache up to date with a batch about to be
+// committed (the caller resets the cache if the commit fails): each state
+// entry it sets or deletes is cached with its new value; a range deletion
+// clears the cache.
 func (c *stateCache) applyCommitted(b *pebble.Batch) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()

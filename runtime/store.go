@@ -623,16 +623,22 @@ func (s *Store) Commit(b *StateBatch, p Progress) (err error) {
 	if err := b.b.Set([]byte(progressKey), v, nil); err != nil {
 		return err
 	}
+	// The cache learns the batch's changes before Pebble takes it: Pebble
+	// may empty a large batch as it commits it (it becomes a memtable of
+	// its own), so the batch cannot be read afterwards.
+	var cacheErr error
+	if s.state != nil {
+		cacheErr = s.state.applyCommitted(b.b)
+	}
 	if err := s.apply(b, p.BatchID); err != nil {
+		if s.state != nil {
+			s.state.reset() // it holds changes that never committed
+		}
 		return err
 	}
 	// Pebble has the batch: only its sync (SyncInterval) or the Close
 	// below releases it.
 	b.closed = true
-	var cacheErr error
-	if s.state != nil {
-		cacheErr = s.state.applyCommitted(b.b)
-	}
 	if s.opts.SyncInterval > 0 {
 		// The sync loop waits for the batch's sync (Batch.SyncWait)
 		// before it closes it and records it.

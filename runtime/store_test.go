@@ -512,3 +512,39 @@ func TestRenamedFieldWarning(t *testing.T) {
 		t.Fatalf("warnings: %q", w)
 	}
 }
+
+// TestLargeBatchReachesTheStateCache: a batch far larger than Pebble's
+// memtable is committed as a memtable of its own; every value it wrote
+// must still be read back, through the state cache, by the next batch,
+// whether the store started empty (the cache answers misses) or not.
+func TestLargeBatchReachesTheStateCache(t *testing.T) {
+	const keys = 60000 // about 8 MB of entries
+	value := func(round, i int) []byte {
+		return fmt.Appendf(nil, "%d-%d-%s", round, i, strings.Repeat("v", 100))
+	}
+	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	defer s.Close()
+	for round := range 3 {
+		b := s.NewBatch()
+		for i := range keys {
+			if err := b.Put(sumVar, fmt.Appendf(nil, "key-%06d", i), nil, value(round, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := s.Commit(b, runtime.Progress{BatchID: int64(round)}); err != nil {
+			t.Fatal(err)
+		}
+		b = s.NewBatch()
+		for i := range keys {
+			v, ok, err := b.Get(sumVar, fmt.Appendf(nil, "key-%06d", i), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ok || string(v) != string(value(round, i)) {
+				b.Close()
+				t.Fatalf("round %d: key-%06d = %.20q (%v) after the commit, want %.20q", round, i, v, ok, value(round, i))
+			}
+		}
+		b.Close()
+	}
+}
