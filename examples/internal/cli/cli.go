@@ -153,12 +153,12 @@ func (r *Run) Close() {
 }
 
 // Sink is the output sink the flags ask for: JSON-lines files, or a
-// console table on w.
-func Sink[T any, P codec.RecordPtr[T]](f *Flags, w io.Writer) typed.Sink[T] {
+// console table on w, with the console options given.
+func Sink[T any, P codec.RecordPtr[T]](f *Flags, w io.Writer, console ...typed.ConsoleOption) typed.Sink[T] {
 	if f.Output != "" {
 		return typed.FilesSink[T, P](f.Output)
 	}
-	return typed.ConsoleSink[T, P](w)
+	return typed.ConsoleSink[T, P](w, console...)
 }
 
 // Main runs an example: it parses args, reads the sensor readings the

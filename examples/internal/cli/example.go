@@ -48,6 +48,14 @@ type Example[In, Out any] struct {
 	// or stopped by a first signal. It prints the example's closing words
 	// to stdout; its error is RunExample's when the query's is nil.
 	Finish func(stdout io.Writer) error
+	// OutputMode gives the query's output mode (WriteTo(...).OutputMode);
+	// RunExample calls it once, after Pipeline, so that it may return
+	// what one of the example's flags says. Nil leaves the mode of the
+	// pipeline's operators.
+	OutputMode func() typed.OutputMode
+	// Console are the options of the console table the output goes to
+	// without -output (typed.ConsoleTruncate(0) shows long cells whole).
+	Console []typed.ConsoleOption
 }
 
 // RunExample runs an example as Main does: it parses args, reads the
@@ -94,11 +102,15 @@ func runWith[In, Out any, PIn codec.RecordPtr[In], POut codec.RecordPtr[Out]](e 
 	if err != nil {
 		return err
 	}
-	sink := Sink[Out, POut](&flags, stdout)
+	sink := Sink[Out, POut](&flags, stdout, e.Console...)
 	if e.Written != nil {
 		sink = &observedSink[Out]{sink: sink, written: e.Written}
 	}
-	q, err := typed.WriteTo(out, sink).Start(context.Background(), append(setup.Options, runtime.Listener(w))...)
+	writer := typed.WriteTo(out, sink)
+	if e.OutputMode != nil {
+		writer.OutputMode(e.OutputMode())
+	}
+	q, err := writer.Start(context.Background(), append(setup.Options, runtime.Listener(w))...)
 	if err != nil {
 		return err
 	}
