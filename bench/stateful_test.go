@@ -313,10 +313,15 @@ func benchRuns(b *testing.B, events int, run func(dir string, sink *countSink) e
 // TestCountPerKeyMatchesMap checks once that both implementations of the
 // benchmark give the counts of a plain map, in their output rows and in
 // their stores, and write the same number of output rows (one per key per
-// batch it occurs in).
+// batch it occurs in): with small batches, and with batches of the
+// benchmark's 1M-key size (100k rows), which Pebble commits as memtables
+// of their own.
 func TestCountPerKeyMatchesMap(t *testing.T) {
-	const perBatch = 7_000
-	in := skewedInput(50_000, 5_000, 3)
+	t.Run("batch=7000", func(t *testing.T) { countPerKeyMatchesMap(t, skewedInput(50_000, 5_000, 3), 7_000) })
+	t.Run("batch=100000", func(t *testing.T) { countPerKeyMatchesMap(t, uniformInput(150_000, 2, 3), 100_000) })
+}
+
+func countPerKeyMatchesMap(t *testing.T, in []countrec.Event, perBatch int) {
 	want := map[string]int64{}
 	for _, e := range in {
 		want[e.Key]++

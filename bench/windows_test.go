@@ -581,24 +581,13 @@ func TestDropDuplicatesMatchesFirst(t *testing.T) {
 	}
 }
 
-// TestLargeBatchReachesStateCache shows a bug of the runtime's state cache
-// (runtime/cache.go, runtime/store.go): Store.Commit brings the cache up to
-// date after Pebble has committed the batch (applyCommitted reads the
-// batch with b.Reader()), but Pebble empties a batch it commits as a large
-// (flushable) batch, one whose memtable size passes half the memtable
-// size (pebble v2 db.go: "batch.data = nil"). The reader then finds no
-// entry and no error, the cache learns none of the batch's writes, and
-// while it is complete (a store that was empty when opened) it answers
-// "no state" for every key the batch wrote. Here a DropDuplicates of 5,000
-// readings then a copy of one of them: with the cache on, the copy passes.
-// With a count per key (mapGroupsWithState, BenchmarkCountPerKey's query)
-// over 100k keys, each twice, in batches of 100k rows, half the keys end
-// with a count of 1. It fails until the runtime is fixed, so it runs only
-// with STREAMGEN_BENCH_BUGS=1.
+// TestLargeBatchReachesStateCache: a DropDuplicates of 5,000 readings in
+// one batch (large enough that Pebble commits it as a memtable of its own
+// and empties it), then a copy of one of them in the next: the copy is
+// dropped with the state cache on or off. Before the store gave the cache
+// a batch's changes ahead of Pebble's commit, the cache never learnt them
+// and the copy passed.
 func TestLargeBatchReachesStateCache(t *testing.T) {
-	if os.Getenv("STREAMGEN_BENCH_BUGS") == "" {
-		t.Skip("a known runtime bug; set STREAMGEN_BENCH_BUGS=1 to run")
-	}
 	const n = 5_000
 	rows := sensorRows(n+1, 5)
 	again := rows[n-100] // a reading of the first batch, sent again
