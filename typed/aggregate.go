@@ -23,8 +23,12 @@ import (
 //     watermark passes its end, and evicted; it needs windows and a
 //     watermark.
 //
-// Rows at or before the watermark are late: dropped before the
-// aggregation and counted.
+// Late rows are decided as in Spark, by the group and the output mode:
+// in Update and Append mode a row is dropped from each of its windows
+// whose end is at or before the watermark (and counted once for each, in
+// numRowsDroppedByWatermark; LateRows does not see them); in Complete
+// mode, and in AggregateByKey, whose key has no event time, nothing is
+// dropped.
 
 // WindowedStream is a stream grouped by event-time window and key, ready
 // for AggregateWindows.
@@ -87,6 +91,7 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	}
 	return aggregate[Windowed[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,
 		func(r *windowedRow[T]) *T { return &r.row },
+		func(r *windowedRow[T]) time.Time { return r.window.End },
 		func(g Windowed[K]) (Window, bool) { return g.Window, true },
 		func(g Windowed[K], out Out) Row { return row(g.Window, g.Key, out) },
 		"windowedAggregate")
@@ -101,16 +106,18 @@ func AggregateByKey[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, out Out) Row,
 ) Stream[Row] {
 	return aggregate[K, T, T, Acc, Out, Row, PA](ks, agg,
-		func(r *T) *T { return r },
+		func(r *T) *T { return r }, nil,
 		func(K) (Window, bool) { return Window{}, false },
 		row, "aggregate")
 }
 
 // aggregate is the operator of AggregateByKey and of AggregateWindows
 // over tumbling and sliding windows: G is the grouping key, R the rows it
-// gathers, In what the aggregator takes of them.
+// gathers, In what the aggregator takes of them. end, when not nil, is
+// the end of a row's window: the row is late once the watermark reaches
+// it, unless the output mode is Complete.
 func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
-	ks KeyedStream[G, R], agg Aggregator[In, Acc, Out], in func(*R) *In,
+	ks KeyedStream[G, R], agg Aggregator[In, Acc, Out], in func(*R) *In, end func(*R) time.Time,
 	windowOf func(G) (Window, bool), output func(G, Out) Row, kind string,
 ) Stream[Row] {
 	_, windowed := windowOf(*new(G))
@@ -121,13 +128,23 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 			agg: agg, in: in, windowOf: windowOf, output: output, emitDown: emit, windowed: windowed}
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, KeyType: ks.codec.typeName, Key: ks.codec.schema,
-			States:        []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value"}},
-			DropsLateRows: ks.s.p.watermarked,
+			States: []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value"}},
 		}
 		if windowed && ks.s.p.watermarked {
 			op.info.TimeMode = runtime.EventTimeMode
 		}
-		ks.s.attach(c, op.add)
+		add := op.add
+		if end != nil && ks.s.p.watermarked {
+			add = func(r *R) {
+				b := c.batch
+				if c.outputMode != Complete && !b.Watermark.IsZero() && !end(r).After(b.Watermark) {
+					b.DropLate(op.index)
+					return
+				}
+				op.add(r)
+			}
+		}
+		ks.s.attach(c, add)
 		op.index = c.addOperator(op, opInfo)
 		op.mode = &c.outputMode
 		op.info.OutputMode = "" // set by the query's mode, in the checkpoint

@@ -109,15 +109,20 @@ func TestSparkWatermarkUpdateMode(t *testing.T) {
 		{add: []int{25}, want: []string{"25:1"}, stateRows: 2},
 		{add: []int{10, 25, 26, 26}, want: []string{"25:4"}, stateRows: 2, droppedRows: 1},
 		{add: []int{25}, want: []string{"25:5"}, stateRows: 2},
+		// The watermark is 16 (26 less 10): 16 is at the watermark, but its
+		// window, [15, 20), ends after it, so Spark counts it.
+		{add: []int{16}, want: []string{"15:2"}, stateRows: 2},
 	})
 }
 
 // Spark's "complete mode": the whole table every batch, nothing evicted,
-// the watermark changes nothing (late rows are still dropped).
+// the watermark changes nothing: a late row is still counted.
 func TestSparkWatermarkCompleteMode(t *testing.T) {
 	runSparkSteps(t, typed.Complete, fiveSecondCounts, windowText, []sparkStep{
 		{add: []int{10, 11, 12, 13, 14, 15}, want: []string{"10:5", "15:1"}, stateRows: 2},
 		{add: []int{25}, want: []string{"10:5", "15:1", "25:1"}, stateRows: 3},
+		{add: []int{25}, want: []string{"10:5", "15:1", "25:2"}, stateRows: 3},
+		{add: []int{10}, want: []string{"10:6", "15:1", "25:2"}, stateRows: 3}, // late (the watermark is 15), counted
 	})
 }
 

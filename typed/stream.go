@@ -188,8 +188,10 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // dropped (counted in the progress report of the first operator that drops
 // them and, with LateRows, sent to a side sink) when a stateful operator
 // downstream drops late rows: mapGroupsWithState and
-// flatMapGroupsWithState do with EventTimeTimeout, as in Spark. Otherwise
-// they go on.
+// flatMapGroupsWithState do with EventTimeTimeout, as in Spark, and so do
+// the deduplications, session windows and transformWithState. Otherwise
+// they go on. Windowed aggregations decide lateness by window instead
+// (see AggregateWindows): what they drop is counted, not sent to LateRows.
 func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.Duration, opts ...WatermarkOption[T]) Stream[T] {
 	var cfg watermarkConfig[T]
 	for _, o := range opts {

@@ -25,9 +25,9 @@
 // window is evicted once the watermark passes its end; in Append mode a
 // window is written once, in the batch after the watermark passes its end
 // (-flush closes them all at the end of the input), which needs a
-// watermark. Readings at or before the watermark are dropped as late in
-// every mode (Spark still counts a late reading while its window is open,
-// and in Complete mode drops nothing).
+// watermark. As in Spark, a reading is late for each of its windows whose
+// end the watermark has reached: in Update and Append mode it is left out
+// of those windows (and counted); in Complete mode nothing is dropped.
 //
 // SIGINT or SIGTERM stops the query between batches. The exit status is 0
 // when the input is done, 130 after SIGINT, 143 after SIGTERM, 1 on an

@@ -50,8 +50,9 @@ func eventTime(e *sensor.Event) time.Time { return time.Unix(0, e.CreationTime).
 //	  .groupBy(window(col("event_time"), "10 minutes", "5 minutes"))
 //	  .count()
 //
-// Readings at or before the watermark are late: dropped, and counted in the
-// progress report. The output mode is the query's (see main).
+// In Update and Append mode a reading is dropped from each of its windows
+// whose end the watermark has reached, and counted in the progress report;
+// Complete mode drops nothing. The output mode is the query's (see main).
 func windowCounts(in typed.Stream[sensor.Event], q Query) typed.Stream[WindowCount] {
 	if !q.NoWatermark {
 		in = typed.WithWatermark(in, eventTime, q.Watermark)
