@@ -30,10 +30,12 @@ type Batch struct {
 	ops    []opRun
 	inputs []inputRun
 	// watermarks and active are by partition key (see partitionKey).
-	watermarks  map[string]time.Time
-	active      map[string]bool
-	deadLetters []DeadLetter
-	outputRows  int64
+	watermarks map[string]time.Time
+	// lastWatermark is the latest partition's, until flushWatermark.
+	lastWatermark partitionWatermark
+	active        map[string]bool
+	deadLetters   []DeadLetter
+	outputRows    int64
 	// eventTimes are the statistics of the event times seen (Spark's
 	// eventTime: min, max, avg).
 	eventTimes eventTimeStats
@@ -79,10 +81,39 @@ func (b *Batch) AddInputRows(input int, n int64) { b.inputs[input].rows += n }
 // less the watermark's delay, is t: the partition's watermark, for later
 // batches, is the largest such t.
 func (b *Batch) AdvanceWatermark(input int, partition string, t time.Time) {
-	k := partitionKey(b.inputs[input].name, partition)
-	if m, ok := b.watermarks[k]; !ok || t.After(m) {
-		b.watermarks[k] = t
+	// Rows come in runs of one partition: the run's largest time is kept
+	// aside and reaches the map when the partition changes.
+	w := &b.lastWatermark
+	if w.set && w.input == input && w.partition == partition {
+		if t.After(w.t) {
+			w.t = t
+		}
+		return
 	}
+	b.flushWatermark()
+	*w = partitionWatermark{set: true, input: input, partition: partition, t: t}
+}
+
+// partitionWatermark is the watermark of the partition whose rows came
+// last, not yet in Batch.watermarks.
+type partitionWatermark struct {
+	set       bool
+	input     int
+	partition string
+	t         time.Time
+}
+
+// flushWatermark moves the last partition's watermark into the map.
+func (b *Batch) flushWatermark() {
+	w := &b.lastWatermark
+	if !w.set {
+		return
+	}
+	k := partitionKey(b.inputs[w.input].name, w.partition)
+	if m, ok := b.watermarks[k]; !ok || w.t.After(m) {
+		b.watermarks[k] = w.t
+	}
+	w.set = false
 }
 
 // eventTimeStats accumulates event times: their least, greatest and mean.

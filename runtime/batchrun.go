@@ -29,6 +29,7 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 	if err := q.safely(b, func() error { return q.process(ctx, b, planned, durations) }); err != nil {
 		return p, QueryProgress{}, err
 	}
+	b.flushWatermark()
 	next := Progress{
 		BatchID:             b.ID,
 		Watermark:           watermark,
