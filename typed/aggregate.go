@@ -133,7 +133,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 		if windowed && ks.s.p.watermarked {
 			op.info.TimeMode = runtime.EventTimeMode
 		}
-		add := op.add
+		add := op.fold
 		if end != nil && ks.s.p.watermarked {
 			add = func(r *R) {
 				b := c.batch
@@ -141,7 +141,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 					b.DropLate(op.index)
 					return
 				}
-				op.add(r)
+				op.fold(r)
 			}
 		}
 		ks.s.attach(c, add)
@@ -167,6 +167,24 @@ type aggOp[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]] stru
 	modeName func() string
 	acc      Acc
 	buf      []byte
+	// partials are the batch's accumulators, by group: rows are folded as
+	// they come (Spark's partial aggregation), not kept.
+	partials []Acc
+}
+
+// fold adds a row to its group's partial accumulator.
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) fold(r *R) {
+	k := o.key(r)
+	g, ok := o.group[k]
+	if !ok {
+		var err error
+		if g, err = o.newGroup(k); err != nil {
+			panic(userPanic{fmt.Errorf("streamgen: %s: key %v: %w", o.what, k, err)})
+		}
+		o.groups.AddRow(g) // one row stands for the group's rows
+		o.partials = append(o.partials, o.agg.Zero())
+	}
+	o.partials[g] = o.agg.Add(o.partials[g], o.in(r))
 }
 
 func (o *aggOp[G, R, In, Acc, Out, Row, PA]) Info() runtime.OperatorInfo {
@@ -175,7 +193,11 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) Info() runtime.OperatorInfo {
 	return info
 }
 func (o *aggOp[G, R, In, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
-func (o *aggOp[G, R, In, Acc, Out, Row, PA]) EndBatch()               { o.gatherer.end() }
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) EndBatch() {
+	o.gatherer.end()
+	clear(o.partials)
+	o.partials = o.partials[:0]
+}
 
 // load reads the key's accumulator into o.acc; ok is false when it has
 // none (then o.acc is Zero).
@@ -201,17 +223,15 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) emit(g G) {
 	o.emitDown(&r)
 }
 
-func (o *aggOp[G, R, In, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
-	rows, err := o.rowsOf(k.Batch(), group, rows)
-	if err != nil {
-		return err
-	}
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, _ []int32) error {
 	existed, err := o.load(k)
 	if err != nil {
 		return err
 	}
-	for _, j := range rows {
-		o.acc = o.agg.Add(o.acc, o.in(&o.rows[j]))
+	if existed {
+		o.acc = o.agg.Merge(o.acc, o.partials[group])
+	} else {
+		o.acc = o.partials[group]
 	}
 	if o.buf, err = PA(&o.acc).AppendBinary(o.buf[:0]); err != nil {
 		return k.Fail(fmt.Errorf("aggregate: %w", err))

@@ -5,7 +5,9 @@ import "math"
 // Aggregator folds rows into an accumulator and gives a result, as
 // Spark's typed Aggregator and Flink's AggregateFunction. Zero is the
 // accumulator of no row; Add folds a row in; Merge combines two
-// accumulators (when session windows merge); Result gives the output. The
+// accumulators (a batch's rows, folded as they arrive, into the stored
+// accumulator, and session windows that merge), so it must give what
+// adding b's rows to a would; Result gives the output. The
 // accumulator is kept in state with its generated codec, so Acc must be a
 // record (//streamgen:record). Add, Merge and Result may return their
 // argument changed.
