@@ -22,28 +22,50 @@ type Mode struct {
 	// Runs is how many times the example is started on the same
 	// checkpoint (the last run goes to the end of the input).
 	Runs int
+	// FileByRun adds the sample's files to the input one per run, the
+	// first before the first run: a Once trigger reads all it finds, as
+	// Spark's, so this is how each run gets one batch of its own.
+	FileByRun bool
 }
 
 // Modes are the batch splits and restarts every example is checked under.
 var Modes = []Mode{
-	{"all at once", nil, 1},
-	{"one file per batch", []string{"-max-files-per-trigger", "1"}, 1},
-	{"three files per batch", []string{"-max-files-per-trigger", "3"}, 1},
-	{"a restart after every batch", []string{"-max-files-per-trigger", "1", "-trigger", "once"}, 9},
+	{"all at once", nil, 1, false},
+	{"one file per batch", []string{"-max-files-per-trigger", "1"}, 1, false},
+	{"three files per batch", []string{"-max-files-per-trigger", "3"}, 1, false},
+	{"a restart after every batch", []string{"-trigger", "once"}, 8, true},
 }
 
 // Run runs the example's run function in every mode over the built-in
 // sample and calls check with each mode's output directory and a
 // dead-letter directory. last are flags for the last run only.
 func Run(t *testing.T, run func(args []string, stdout io.Writer) error, last []string, check func(t *testing.T, out, deadLetters string)) {
-	input := t.TempDir()
-	if err := cli.WriteSample(input); err != nil {
+	sample := t.TempDir()
+	if err := cli.WriteSample(sample); err != nil {
 		t.Fatal(err)
 	}
+	files, _ := filepath.Glob(filepath.Join(sample, "*"))
+	slices.Sort(files)
 	for _, m := range Modes {
 		t.Run(m.Name, func(t *testing.T) {
+			input := sample
+			if m.FileByRun {
+				input = t.TempDir()
+				if len(files) != m.Runs {
+					t.Fatalf("%d sample files for %d runs", len(files), m.Runs)
+				}
+			}
 			out, ckpt, dead := t.TempDir(), t.TempDir(), t.TempDir()
 			for i := range m.Runs {
+				if m.FileByRun {
+					data, err := os.ReadFile(files[i])
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(filepath.Join(input, filepath.Base(files[i])), data, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
 				args := append([]string{"-input", input, "-output", out, "-checkpoint", ckpt, "-dead-letter", dead}, m.Args...)
 				if i == m.Runs-1 {
 					args = slices.DeleteFunc(args, func(a string) bool { return a == "-trigger" || a == "once" })
