@@ -549,3 +549,19 @@ func TestFromFunc(t *testing.T) {
 		t.Fatalf("dead letters %+v", l)
 	}
 }
+
+// TestParseOutputMode: each mode reads back from its name in any case,
+// and an unknown name is refused, naming the choices.
+func TestParseOutputMode(t *testing.T) {
+	for _, m := range []typed.OutputMode{typed.Append, typed.Update, typed.Complete} {
+		for _, s := range []string{m.String(), strings.ToLower(m.String()), strings.ToUpper(m.String())} {
+			var got typed.OutputMode
+			if err := got.UnmarshalText([]byte(s)); err != nil || got != m {
+				t.Errorf("%q: %v, %v; want %v", s, got, err, m)
+			}
+		}
+	}
+	if _, err := typed.ParseOutputMode("replace"); err == nil || !strings.Contains(err.Error(), "append, update or complete") {
+		t.Errorf("an unknown mode: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package typed
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -66,6 +67,31 @@ func (m OutputMode) String() string {
 		return "Complete"
 	}
 	return "Append"
+}
+
+// ParseOutputMode reads an output mode by name, in any case ("append",
+// "update", "complete"), as Spark's outputMode(String).
+func ParseOutputMode(s string) (OutputMode, error) {
+	for _, m := range []OutputMode{Append, Update, Complete} {
+		if strings.EqualFold(s, m.String()) {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("streamgen: unknown output mode %q: use append, update or complete", s)
+}
+
+// MarshalText names the mode, for flags and configuration files.
+func (m OutputMode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+// UnmarshalText reads a mode as ParseOutputMode does, so an OutputMode
+// can be a flag (flag.TextVar) or a field of a configuration file.
+func (m *OutputMode) UnmarshalText(b []byte) error {
+	v, err := ParseOutputMode(string(b))
+	if err != nil {
+		return err
+	}
+	*m = v
+	return nil
 }
 
 // ErrGroupState is wrapped by the errors of GroupState methods used
