@@ -40,7 +40,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/streamgen/streamgen/examples/internal/cli"
@@ -63,7 +62,7 @@ func run(args []string, stdout io.Writer) error {
 			fs.Var(positiveDuration{&q.Window}, "window", "the windows' size, a `duration`")
 			fs.Var(positiveDuration{&q.Slide}, "slide", "how far apart windows start, a `duration` (default: the window's size, tumbling windows)")
 			fs.Var(watermarkFlag{&q}, "watermark", "how far the watermark stays behind the newest event time: a `duration`, or none")
-			fs.Var(modeFlag{&mode}, "mode", "the output `mode`: complete, update or append")
+			fs.TextVar(&mode, "mode", typed.Complete, "the output `mode`: complete, update or append")
 			fs.BoolVar(&q.ByUser, "by-user", false, "count per window and User")
 		},
 		Pipeline: func(in typed.Stream[sensor.Event], _ *cli.Flags) (typed.Stream[WindowCount], error) {
@@ -129,24 +128,4 @@ func (v watermarkFlag) Set(s string) error {
 	}
 	v.q.Watermark, v.q.NoWatermark = d, false
 	return nil
-}
-
-// modeFlag is -mode: an output mode, by name.
-type modeFlag struct{ m *typed.OutputMode }
-
-func (v modeFlag) String() string {
-	if v.m == nil {
-		return ""
-	}
-	return strings.ToLower(v.m.String())
-}
-
-func (v modeFlag) Set(s string) error {
-	for _, m := range []typed.OutputMode{typed.Complete, typed.Update, typed.Append} {
-		if strings.EqualFold(s, m.String()) {
-			*v.m = m
-			return nil
-		}
-	}
-	return errors.New("not complete, update or append")
 }
