@@ -26,9 +26,9 @@ import (
 // Late rows are decided as in Spark, by the group and the output mode:
 // in Update and Append mode a row is dropped from each of its windows
 // whose end is at or before the watermark (and counted once for each, in
-// numRowsDroppedByWatermark; LateRows does not see them); in Complete
-// mode, and in AggregateByKey, whose key has no event time, nothing is
-// dropped.
+// numRowsDroppedByWatermark; a row late for all its windows also goes to
+// LateRows); in Complete mode, and in AggregateByKey, whose key has no
+// event time, nothing is dropped.
 
 // WindowedStream is a stream grouped by event-time window and key, ready
 // for AggregateWindows.
@@ -92,6 +92,7 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	return aggregate[Windowed[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,
 		func(r *windowedRow[T]) *T { return &r.row },
 		func(r *windowedRow[T]) time.Time { return r.window.End },
+		ws.windows.lateFor,
 		func(g Windowed[K]) (Window, bool) { return g.Window, true },
 		func(g Windowed[K], out Out) Row { return row(g.Window, g.Key, out) },
 		"windowedAggregate")
@@ -106,7 +107,7 @@ func AggregateByKey[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, out Out) Row,
 ) Stream[Row] {
 	return aggregate[K, T, T, Acc, Out, Row, PA](ks, agg,
-		func(r *T) *T { return r }, nil,
+		func(r *T) *T { return r }, nil, nil,
 		func(K) (Window, bool) { return Window{}, false },
 		row, "aggregate")
 }
@@ -118,17 +119,28 @@ func AggregateByKey[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 // it, unless the output mode is Complete.
 func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ks KeyedStream[G, R], agg Aggregator[In, Acc, Out], in func(*R) *In, end func(*R) time.Time,
+	lateWindows func(et, wm time.Time) int64,
 	windowOf func(G) (Window, bool), output func(G, Out) Row, kind string,
 ) Stream[Row] {
 	_, windowed := windowOf(*new(G))
 	name := fmt.Sprintf("%T", agg)
 	opInfo := operatorInfo{kind: kind, function: name, aggregation: true, windowed: windowed, watermarked: ks.s.p.watermarked}
+	dropsLate := windowed && ks.s.p.watermarked && lateWindows != nil
 	return Stream[Row]{p: ks.s.p, attach: func(c *compiler, emit func(*Row)) {
 		op := &aggOp[G, R, In, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, kind+" ("+name+")"),
 			agg: agg, in: in, windowOf: windowOf, output: output, emitDown: emit, windowed: windowed}
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, KeyType: ks.codec.typeName, Key: ks.codec.schema,
-			States: []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value"}},
+			States:        []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value"}},
+			DropsLateRows: dropsLate,
+		}
+		if dropsLate {
+			opInfo.late = func(et, wm time.Time) int64 {
+				if c.outputMode == Complete {
+					return 0
+				}
+				return lateWindows(et, wm)
+			}
 		}
 		if windowed && ks.s.p.watermarked {
 			op.info.TimeMode = runtime.EventTimeMode

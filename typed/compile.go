@@ -35,6 +35,8 @@ type compiler struct {
 	stage string
 	// lateOp is the first operator that drops late rows, or -1.
 	lateOp int
+	// lateRule is lateOp's operatorInfo.late.
+	lateRule func(et, wm time.Time) int64
 	// errs are what compiling found wrong (a processor's Init failed).
 	errs []error
 	// closers are closed when the query stops, or when its start fails.
@@ -56,6 +58,11 @@ func (c *compiler) closeAll() {
 // operatorInfo is what the query's checks need of an operator.
 type operatorInfo struct {
 	kind, function string
+	// late, when not nil, decides for the operator that drops late rows
+	// first how late a row with event time et is under watermark wm: the
+	// number of its groups it is late for (0: not late). nil: a row at or
+	// before the watermark is late once.
+	late           func(et, wm time.Time) int64
 	mode           OutputMode
 	timeout        Timeout
 	watermarked    bool
@@ -74,7 +81,7 @@ func compile[T any](s Stream[T], emit func(*T)) *compiler {
 	s.attach(c, emit)
 	for i, op := range c.plan.Operators {
 		if op.Info().DropsLateRows {
-			c.lateOp = i
+			c.lateOp, c.lateRule = i, c.ops[i].late
 			break
 		}
 	}

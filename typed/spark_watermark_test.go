@@ -183,3 +183,61 @@ func TestAggregationAfterFlatMapGroupsWithState(t *testing.T) {
 		t.Fatalf("the last table: %q, want 1:3 2:1 3:1", got)
 	}
 }
+
+// TestLateRowsOfSlidingWindows: with sliding windows a row is late for
+// each of its windows that the watermark closed (Spark filters the rows
+// of each window by its end): a row late for all its windows goes to the
+// LateRows sink and counts once per window; a row late for some is
+// counted in the others and left out of the closed ones.
+func TestLateRowsOfSlidingWindows(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("values", 0)
+	lateSink := newSink[fixtures.Click]()
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 0, typed.LateRows(lateSink))
+	ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Sliding(10*time.Second, 5*time.Second), func(*fixtures.Click) struct{} { return struct{}{} })
+	counts := typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, _ struct{}, n int64) windowStart {
+		return windowStart{w.Start.Unix(), n}
+	})
+	sink := newSink[windowStart]()
+	w := typed.WriteTo(counts, sink).OutputMode(typed.Update)
+	ck := newCheckpoint()
+	run := func(values ...int) (rows []string, dropped int64) {
+		t.Helper()
+		for _, v := range values {
+			m.Add(fixtures.Click{User: "u", Time: time.Unix(int64(v), 0).UTC()})
+		}
+		q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		batches := sink.snapshot()
+		for _, p := range q.RecentProgress() {
+			for _, r := range batches[p.BatchID] {
+				rows = append(rows, windowText(r))
+			}
+			dropped += p.StateOperators[0].NumRowsDroppedByWatermark
+		}
+		slices.Sort(rows)
+		return rows, dropped
+	}
+	if rows, dropped := run(20); !slices.Equal(rows, []string{"15:1", "20:1"}) || dropped != 0 {
+		t.Fatalf("first batch: %q, %d dropped", rows, dropped)
+	}
+	// The watermark is 20. 12 is in [10, 20) and [5, 15): late for both.
+	// 17 is in [15, 25), open, and [10, 20), closed.
+	rows, dropped := run(12, 17)
+	if !slices.Equal(rows, []string{"15:2"}) || dropped != 3 {
+		t.Fatalf("second batch: %q, %d dropped; want [15:2], 3 dropped (2 for 12, 1 for 17)", rows, dropped)
+	}
+	var late []int64
+	for _, rows := range lateSink.snapshot() {
+		for _, r := range rows {
+			late = append(late, r.Time.Unix())
+		}
+	}
+	if !slices.Equal(late, []int64{12}) {
+		t.Fatalf("LateRows got %v, want [12]", late)
+	}
+}

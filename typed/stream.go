@@ -190,8 +190,11 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // downstream drops late rows: mapGroupsWithState and
 // flatMapGroupsWithState do with EventTimeTimeout, as in Spark, and so do
 // the deduplications, session windows and transformWithState. Otherwise
-// they go on. Windowed aggregations decide lateness by window instead
-// (see AggregateWindows): what they drop is counted, not sent to LateRows.
+// they go on. Windowed aggregations decide by window, as Spark: a row is
+// late for each of its windows whose end is at or before the watermark,
+// and in Complete mode never. A row late for all its windows is dropped
+// here (and sent to LateRows); one late for some of its sliding windows
+// is left out of those, and counted.
 func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.Duration, opts ...WatermarkOption[T]) Stream[T] {
 	var cfg watermarkConfig[T]
 	for _, o := range opts {
@@ -231,11 +234,19 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			b.ObserveEventTime(et)
 			b.AdvanceWatermark(c.input, c.partition, et.Add(-delay))
 			if c.lateOp >= 0 && !b.Watermark.IsZero() && !et.After(b.Watermark) {
-				b.DropLate(c.lateOp)
-				if cfg.late != nil {
-					late = append(late, *t)
+				n := int64(1)
+				if c.lateRule != nil {
+					n = c.lateRule(et, b.Watermark)
 				}
-				return
+				if n > 0 {
+					for range n {
+						b.DropLate(c.lateOp)
+					}
+					if cfg.late != nil {
+						late = append(late, *t)
+					}
+					return
+				}
 			}
 			emit(t)
 		})

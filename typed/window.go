@@ -93,6 +93,22 @@ func (w Windows) assign(t time.Time, fn func(Window)) {
 	}
 }
 
+// lateFor returns the number of t's windows (tumbling or sliding) when
+// all of them end at or before the watermark wm, and 0 when one ends
+// after it: a row wholly late, and for how many windows.
+func (w Windows) lateFor(t, wm time.Time) int64 {
+	ns, slide, size, offset := t.UnixNano(), int64(w.slide), int64(w.size), int64(w.offset)
+	last := ns - mod(ns-offset, slide)
+	if last+size > wm.UnixNano() {
+		return 0
+	}
+	var n int64
+	for start := last; start > ns-size; start -= slide {
+		n++
+	}
+	return n
+}
+
 // mod is a % b for b > 0, never negative.
 func mod(a, b int64) int64 {
 	m := a % b
