@@ -1,15 +1,12 @@
 package kafka
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/streamgen/streamgen/codec"
 	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
@@ -63,37 +60,21 @@ func (m *Message) position() string {
 //		return e, err
 //	})
 //
-// The stream is built on typed.From, which decodes JSON: each row decode
-// returns is written with its generated AppendJSON and read back by its
-// UnmarshalJSON, which costs a second decoding, and a field that JSON
-// leaves out (tagged json:"-") arrives empty. The offsets are src's,
-// under src's name, so a query may move between typed.From(src) and
-// From(src, decode) on one checkpoint.
-func From[T any, P codec.RecordPtr[T]](src *TopicSource, decode func(m *Message) (T, error)) typed.Stream[T] {
-	return typed.From[T, P](decodingSource[T, P]{TopicSource: src, decode: decode})
-}
-
-// decodingSource is a TopicSource whose records are rows made by decode,
-// as JSON, or dead letters.
-type decodingSource[T any, P codec.RecordPtr[T]] struct {
-	*TopicSource
-	decode func(*Message) (T, error)
-}
-
-func (d decodingSource[T, P]) Read(ctx context.Context, start, end json.RawMessage, fn func(runtime.Record) error) error {
-	var line []byte
-	return d.readMessages(ctx, start, end, func(r runtime.Record, m *Message) error {
-		// On error r.Data stays the value: the dead letter's raw bytes.
-		row, err := d.decode(m)
+// The stream is built on typed.FromFunc, with the Message as the
+// record's Meta: decode's row goes on as it is, with no second decoding.
+// The offsets are src's, under src's name, so a query may move between
+// typed.From(src) and From(src, decode) on one checkpoint.
+func From[T any](src *TopicSource, decode func(m *Message) (T, error)) typed.Stream[T] {
+	return typed.FromFunc(src, func(r runtime.Record) (T, error) {
+		m, ok := r.Meta.(*Message)
+		if !ok {
+			var zero T
+			return zero, fmt.Errorf("kafka.From: a record without its message (%T)", r.Meta)
+		}
+		t, err := decode(m)
 		if err != nil {
-			r.Err = fmt.Errorf("kafka.From: decode: %w", err)
-			return fn(r)
+			return t, fmt.Errorf("kafka.From: decode: %w", err)
 		}
-		if line, err = P(&row).AppendJSON(line[:0]); err != nil {
-			r.Err = fmt.Errorf("kafka.From: the decoded row: %w", err)
-			return fn(r)
-		}
-		r.Data = line
-		return fn(r)
+		return t, nil
 	})
 }

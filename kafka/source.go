@@ -286,7 +286,7 @@ func (s *TopicSource) readMessages(ctx context.Context, start, end json.RawMessa
 		partition := tp.String()
 		err := s.fetchRange(ctx, client, tp, first, to[tp], s.dataLoss, func(r *kgo.Record) error {
 			m = Message{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}
-			return fn(runtime.Record{Partition: partition, Data: r.Value, Position: m.position()}, &m)
+			return fn(runtime.Record{Partition: partition, Data: r.Value, Position: m.position(), Meta: &m}, &m)
 		})
 		if err != nil {
 			return err

@@ -63,6 +63,11 @@ type Record struct {
 	// dead-letter sink as one entry, with Err's message and Data as the
 	// raw bytes, and goes on.
 	Err error
+	// Meta is what the source knows of the record beyond its bytes, for
+	// a decoder that wants it (typed.FromFunc): a Kafka source gives its
+	// *kafka.Message (key, headers, timestamp); a files source, nil.
+	// Valid only during the callback.
+	Meta any
 }
 
 // DeadLetter is a record that could not be decoded, or whose key or event
