@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -28,7 +29,15 @@ type StateBatch struct {
 	// closed is true once b is committed or closed: Pebble pools its
 	// batches, so a second Close would release one in use.
 	closed bool
+	// writtenKeys holds the hashes of the state entries the batch set or
+	// deleted, so that the expiry pass reads an entry the batch did not
+	// write through the cache, not the batch's index (a hash shared by
+	// two keys only costs the slower read).
+	writtenKeys map[uint64]struct{}
 }
+
+// writtenSeed seeds the hashes of StateBatch.writtenKeys.
+var writtenSeed = maphash.MakeSeed()
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *StateBatch {
@@ -52,6 +61,24 @@ func (b *StateBatch) indexed() (*pebble.Batch, error) {
 	b.b.Close()
 	b.b = ib
 	return ib, nil
+}
+
+// noteWritten records that the batch writes the entry b.key.
+func (b *StateBatch) noteWritten() {
+	if b.writtenKeys == nil {
+		b.writtenKeys = make(map[uint64]struct{})
+	}
+	b.writtenKeys[maphash.Bytes(writtenSeed, b.key)] = struct{}{}
+}
+
+// mayHaveWritten reports whether the batch may hold a write of the entry
+// b.key: false means it surely does not.
+func (b *StateBatch) mayHaveWritten() bool {
+	if b.rangeDeleted {
+		return true
+	}
+	_, ok := b.writtenKeys[maphash.Bytes(writtenSeed, b.key)]
+	return ok
 }
 
 // Close drops a batch that was not committed; after Commit it does
@@ -150,6 +177,7 @@ func (b *StateBatch) getCached() (value []byte, ok bool, err error) {
 func (b *StateBatch) Put(v Var, key, suffix, value []byte) error {
 	b.key = append(entryKey(b.key[:0], v, key), suffix...)
 	b.written = true
+	b.noteWritten()
 	if err := b.b.Set(b.key, value, nil); err != nil {
 		return fmt.Errorf("streamgen: write state: %w", err)
 	}
@@ -160,6 +188,7 @@ func (b *StateBatch) Put(v Var, key, suffix, value []byte) error {
 func (b *StateBatch) Delete(v Var, key, suffix []byte) error {
 	b.key = append(entryKey(b.key[:0], v, key), suffix...)
 	b.written = true
+	b.noteWritten()
 	if err := b.b.Delete(b.key, nil); err != nil {
 		return fmt.Errorf("streamgen: write state: %w", err)
 	}

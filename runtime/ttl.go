@@ -144,7 +144,8 @@ func (b *StateBatch) expire(s Scope, clock ExpiryClock, until time.Time) (int64,
 			return deleted, fmt.Errorf("streamgen: write state: %w", err)
 		}
 		b.written = true
-		value, ok, err := b.get(d.v, d.key, d.sfx, false)
+		b.key = append(entryKey(b.key[:0], d.v, d.key), d.sfx...)
+		value, ok, err := b.get(d.v, d.key, d.sfx, !b.mayHaveWritten())
 		if err != nil {
 			return deleted, err
 		}
