@@ -134,8 +134,9 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 			States:        []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value"}},
 			DropsLateRows: dropsLate,
 		}
+		info := opInfo // this query's: late reads its compiler
 		if dropsLate {
-			opInfo.late = func(et, wm time.Time) int64 {
+			info.late = func(et, wm time.Time) int64 {
 				if c.outputMode == Complete {
 					return 0
 				}
@@ -157,7 +158,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 			}
 		}
 		ks.s.attach(c, add)
-		op.index = c.addOperator(op, opInfo)
+		op.index = c.addOperator(op, info)
 		op.mode = &c.outputMode
 		op.info.OutputMode = "" // set by the query's mode, in the checkpoint
 		op.modeName = func() string { return c.outputMode.String() }
