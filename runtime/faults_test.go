@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -385,52 +386,48 @@ func commitFileBatch(t *testing.T, fs vfs.FS) int64 {
 // within the interval.
 func TestProcessCrashLosesNothing(t *testing.T) {
 	t.Run("process crash", func(t *testing.T) {
-		// An interval that never passes: no sync after the first.
-		opts := runtime.StoreOptions{SyncInterval: time.Hour}
-		fs := vfs.NewCrashableMem()
-		s := open(t, fs, opts)
-		defer s.Close()
-		commitBatches(t, s, 0, 20)
-		// The log writer's goroutine writes what the commit handed it
-		// right after; before, NoSync commits stayed in its buffer
-		// until a 32 KiB block filled or the next sync.
-		deadline := time.Now().Add(5 * time.Second)
-		for {
+		synctest.Test(t, func(t *testing.T) {
+			// An interval that never passes: no sync after the first.
+			opts := runtime.StoreOptions{SyncInterval: time.Hour}
+			fs := vfs.NewCrashableMem()
+			s := open(t, fs, opts)
+			defer s.Close()
+			commitBatches(t, s, 0, 20)
+			// The log writer's goroutine writes what the commit handed it
+			// right after (synctest.Wait lets it run until it waits again);
+			// before, NoSync commits stayed in its buffer until a 32 KiB
+			// block filled or the next sync.
+			synctest.Wait()
 			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
-			batch := checkConsistent(t, crashed, opts)
-			if batch == 19 {
-				break
-			}
-			if time.Now().After(deadline) {
+			if batch := checkConsistent(t, crashed, opts); batch != 19 {
 				t.Fatalf("a process crash after committing batch 19 loses batches: the store holds batch %d", batch)
 			}
-			time.Sleep(time.Millisecond)
-		}
-		// A machine crash keeps only what was synced: the batches after
-		// the last sync (here all, within the one interval) may be lost,
-		// and the store opens consistent.
-		checkConsistent(t, fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}), opts)
+			// A machine crash keeps only what was synced: the batches after
+			// the last sync (here all, within the one interval) may be lost,
+			// and the store opens consistent.
+			checkConsistent(t, fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}), opts)
+		})
 	})
 	t.Run("machine crash", func(t *testing.T) {
-		opts := runtime.StoreOptions{SyncInterval: 20 * time.Millisecond}
-		fs := vfs.NewCrashableMem()
-		s := open(t, fs, opts)
-		defer s.Close()
-		commitBatches(t, s, 0, 10)
-		// Within about an interval the batches are synced, which the
-		// commit file then records.
-		deadline := time.Now().Add(5 * time.Second)
-		for commitFileBatch(t, fs) < 9 {
-			if time.Now().After(deadline) {
-				t.Fatalf("batch 9 not synced after 5s: the commit file says %d", commitFileBatch(t, fs))
+		synctest.Test(t, func(t *testing.T) {
+			opts := runtime.StoreOptions{SyncInterval: 20 * time.Millisecond}
+			fs := vfs.NewCrashableMem()
+			s := open(t, fs, opts)
+			defer s.Close()
+			commitBatches(t, s, 0, 10)
+			// Within an interval (of the bubble's virtual time) the batches
+			// are synced, which the commit file then records.
+			time.Sleep(opts.SyncInterval)
+			synctest.Wait()
+			if got := commitFileBatch(t, fs); got < 9 {
+				t.Fatalf("batch 9 not synced an interval after its commit: the commit file says %d", got)
 			}
-			time.Sleep(time.Millisecond)
-		}
-		commitBatches(t, s, 10, 20)
-		batch := checkConsistent(t, fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}), opts)
-		if batch < 9 {
-			t.Fatalf("a machine crash lost synced batches: the store holds batch %d, batch 9 was synced", batch)
-		}
+			commitBatches(t, s, 10, 20)
+			batch := checkConsistent(t, fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0}), opts)
+			if batch < 9 {
+				t.Fatalf("a machine crash lost synced batches: the store holds batch %d, batch 9 was synced", batch)
+			}
+		})
 	})
 }
 
@@ -444,6 +441,12 @@ func enospc(op errorfs.Op) error {
 // naming the directory and the cause; Close ends Pebble's retries at once
 // (it tries again in a loop until then).
 func TestFailedFlushFailsTheStore(t *testing.T) {
+	synctest.Test(t, failedFlushFailsTheStore)
+}
+
+// failedFlushFailsTheStore runs in a bubble of virtual time, so that a
+// minute of Pebble's flush retries passes at once.
+func failedFlushFailsTheStore(t *testing.T) {
 	var tables atomic.Bool
 	var injected atomic.Int64
 	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
@@ -493,7 +496,8 @@ func TestFailedFlushFailsTheStore(t *testing.T) {
 		t.Fatalf("Close took %v", d)
 	}
 	n := injected.Load()
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(time.Minute) // virtual: Pebble retries a flush every second
+	synctest.Wait()
 	if after := injected.Load(); after != n {
 		t.Fatalf("Pebble still writes tables after Close: %d failed writes, then %d", n, after)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -140,6 +141,12 @@ func bigState(user string, rows iter.Seq[fixtures.Click], state *typed.GroupStat
 // with an error naming the directory and the cause, and closing the store
 // ends Pebble's retries.
 func TestFailedFlushEndsAnIdleQuery(t *testing.T) {
+	synctest.Test(t, failedFlushEndsAnIdleQuery)
+}
+
+// failedFlushEndsAnIdleQuery runs in a bubble of virtual time, so that a
+// minute of Pebble's flush retries passes at once.
+func failedFlushEndsAnIdleQuery(t *testing.T) {
 	var injected atomic.Int64
 	fs := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
 		if strings.HasSuffix(op.Path, ".sst") && op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
@@ -164,7 +171,8 @@ func TestFailedFlushEndsAnIdleQuery(t *testing.T) {
 		t.Fatalf("error: %v", err)
 	}
 	n := injected.Load()
-	time.Sleep(20 * time.Millisecond)
+	time.Sleep(time.Minute) // virtual: Pebble retries a flush every second
+	synctest.Wait()
 	if after := injected.Load(); after != n {
 		t.Fatalf("Pebble still flushes after the query ended: %d failed table writes, then %d", n, after)
 	}
