@@ -238,14 +238,10 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	return end, nil
 }
 
-// Read calls fn for each record after start up to end (see TopicSource).
+// Read calls fn for each record after start up to end (see TopicSource):
+// Data is the message's value and Meta the *Message, valid during the
+// call.
 func (s *TopicSource) Read(ctx context.Context, start, end json.RawMessage, fn func(runtime.Record) error) error {
-	return s.readMessages(ctx, start, end, func(r runtime.Record, _ *Message) error { return fn(r) })
-}
-
-// readMessages reads the records after start up to end, calling fn with
-// each as a runtime.Record (Data the value) and as a Message.
-func (s *TopicSource) readMessages(ctx context.Context, start, end json.RawMessage, fn func(runtime.Record, *Message) error) error {
 	client, err := s.clientFor()
 	if err != nil {
 		return err
@@ -286,7 +282,7 @@ func (s *TopicSource) readMessages(ctx context.Context, start, end json.RawMessa
 		partition := tp.String()
 		err := s.fetchRange(ctx, client, tp, first, to[tp], s.dataLoss, func(r *kgo.Record) error {
 			m = Message{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}
-			return fn(runtime.Record{Partition: partition, Data: r.Value, Position: m.position(), Meta: &m}, &m)
+			return fn(runtime.Record{Partition: partition, Data: r.Value, Position: m.position(), Meta: &m})
 		})
 		if err != nil {
 			return err
