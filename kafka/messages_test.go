@@ -227,3 +227,26 @@ func TestSinkTopicsKeysHeadersBinary(t *testing.T) {
 		t.Errorf("an empty topic: %v", err)
 	}
 }
+
+// TestFromKeepsWhatJSONLeavesOut: the rows decode makes go on as they
+// are, so a field JSON leaves out (tagged json:"-"), here set from the
+// message's key, reaches the sink.
+func TestFromKeepsWhatJSONLeavesOut(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "tagged", 1)
+	produce(t, conn, &kgo.Record{Topic: "tagged", Key: []byte("k1"), Value: []byte("v1")}, &kgo.Record{Topic: "tagged", Key: []byte("k2"), Value: []byte("v2")})
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"tagged"}, StartingOffsets: kafka.Earliest()})
+	defer src.Close()
+	rows := kafka.From(src, func(m *kafka.Message) (fixtures.Tagged, error) {
+		return fixtures.Tagged{Renamed: string(m.Value), Omitted: string(m.Key)}, nil
+	})
+	sink := typed.NewMemorySink[fixtures.Tagged]()
+	runAvailableNow(t, typed.WriteTo(rows, sink), newCheckpoint())
+	var got []string
+	for _, r := range sink.Rows() {
+		got = append(got, r.Renamed+"="+r.Omitted)
+	}
+	if want := []string{"v1=k1", "v2=k2"}; !slices.Equal(got, want) {
+		t.Fatalf("rows %q, want %q", got, want)
+	}
+}
