@@ -148,6 +148,9 @@ func (c *stateCache) set(key, value []byte, absent bool) {
 	if i := c.find(h, key); i >= 0 {
 		c.remove(i)
 	}
+	if absent && c.complete {
+		return // a complete cache says so by not holding the key
+	}
 	n := len(key) + len(value)
 	if int64(n) > int64(len(c.arena))/4 {
 		// Too large to keep: the cache no longer holds every entry.

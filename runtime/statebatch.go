@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"math"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -34,6 +35,20 @@ type StateBatch struct {
 	// write through the cache, not the batch's index (a hash shared by
 	// two keys only costs the slower read).
 	writtenKeys map[uint64]struct{}
+	// ttlLow holds, per clock, the earliest expiry the batch has put in
+	// the expiry index (math.MaxInt64: none), and expired the (scope,
+	// clock) ranges whose due entries the batch has deleted: an expiry
+	// pass below ttlLow over a range not expired before sees no write of
+	// the batch, and reads the committed index without indexing the batch.
+	ttlLow  [2]int64
+	expired []expiredRange
+}
+
+// expiredRange is a (scope, clock) range of the expiry index whose due
+// entries a batch has deleted.
+type expiredRange struct {
+	scope Scope
+	clock ExpiryClock
 }
 
 // writtenSeed seeds the hashes of StateBatch.writtenKeys.
@@ -41,7 +56,7 @@ var writtenSeed = maphash.MakeSeed()
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *StateBatch {
-	return &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch()}
+	return &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch(), ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}}
 }
 
 // indexed returns the batch with an index of its writes, for reads that
@@ -278,14 +293,25 @@ func (b *StateBatch) deleteRange(lower, upper []byte) error {
 
 // scan calls fn for each key in [lower, upper) as the batch sees it.
 func (b *StateBatch) scan(lower, upper []byte, fn func(key, value []byte) error) error {
+	return b.scanFrom(lower, upper, false, fn)
+}
+
+// scanFrom is scan; committed says that the batch holds no write in
+// [lower, upper) (the caller knows), so the committed state is read
+// directly, without the batch's index.
+func (b *StateBatch) scanFrom(lower, upper []byte, committed bool, fn func(key, value []byte) error) error {
 	if err := b.store.Err(); err != nil {
 		return err
 	}
-	ib, err := b.indexed()
-	if err != nil {
-		return err
+	var r pebble.Reader = b.db
+	if !committed || b.rangeDeleted {
+		ib, err := b.indexed()
+		if err != nil {
+			return err
+		}
+		r = ib
 	}
-	it, err := ib.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return b.readError(err)
 	}

@@ -82,6 +82,9 @@ func (b *StateBatch) PutExpiring(v Var, key, suffix, value []byte, at time.Time,
 		return nil
 	}
 	b.written = true
+	if n := timerNanos(at); int(clock) < len(b.ttlLow) && n < b.ttlLow[clock] {
+		b.ttlLow[clock] = n
+	}
 	b.key = ttlKey(b.key[:0], v, clock, at, key, suffix)
 	if err := b.b.Set(b.key, nil, nil); err != nil {
 		return fmt.Errorf("streamgen: write state: %w", err)
@@ -106,32 +109,45 @@ func (b *StateBatch) ExpireState(s Scope, now, watermark time.Time) (int64, erro
 func (b *StateBatch) expire(s Scope, clock ExpiryClock, until time.Time) (int64, error) {
 	lower := append(appendScope(nil, ttlPrefix, s), byte(clock))
 	upper := appendInstant(append([]byte(nil), lower...), until.Add(1))
-	type due struct {
-		index []byte
-		v     Var
-		key   []byte
-		sfx   []byte
-		at    time.Time
+	// The batch's own index entries are not due when they all expire after
+	// until, and none of this range's entries were deleted by an earlier
+	// pass: then the committed index is the batch's view of the range.
+	committed := int(clock) < len(b.ttlLow) && b.ttlLow[clock] > timerNanos(until)
+	for _, r := range b.expired {
+		if r.scope == s && r.clock == clock {
+			committed = false
+		}
 	}
-	var all []due
-	err := b.scan(lower, upper, func(k, _ []byte) error {
+	b.expired = append(b.expired, expiredRange{s, clock})
+	// The due entries, copied out of the scan: their index keys, and where
+	// each one's variable, key and suffix lie in it.
+	type due struct {
+		start, end       int // the index key in keys
+		variable         uint8
+		keyStart, keyEnd int
+		at               int64
+	}
+	var (
+		all  []due
+		keys []byte
+	)
+	err := b.scanFrom(lower, upper, committed, func(k, _ []byte) error {
 		rest := k[len(lower):]
 		if len(rest) < 9 {
 			return fmt.Errorf("streamgen: expiry index entry %x is cut short", k)
 		}
-		at := readInstant(rest[:8])
-		variable := rest[8]
 		n, w := binary.Uvarint(rest[9:])
 		if w <= 0 || uint64(len(rest)-9-w) < n {
 			return fmt.Errorf("streamgen: expiry index entry %x has a bad key length", k)
 		}
-		keyStart := 9 + w
+		start := len(keys)
+		keyStart := start + len(lower) + 9 + w
+		keys = append(keys, k...)
 		all = append(all, due{
-			index: append([]byte(nil), k...),
-			v:     Var{Scope: s, Variable: variable},
-			key:   append([]byte(nil), rest[keyStart:keyStart+int(n)]...),
-			sfx:   append([]byte(nil), rest[keyStart+int(n):]...),
-			at:    at,
+			start: start, end: len(keys),
+			variable: rest[8],
+			keyStart: keyStart, keyEnd: keyStart + int(n),
+			at: int64(binary.BigEndian.Uint64(rest[:8]) ^ 1<<63),
 		})
 		return nil
 	})
@@ -140,12 +156,14 @@ func (b *StateBatch) expire(s Scope, clock ExpiryClock, until time.Time) (int64,
 	}
 	var deleted int64
 	for _, d := range all {
-		if err := b.b.Delete(d.index, nil); err != nil {
+		if err := b.b.Delete(keys[d.start:d.end], nil); err != nil {
 			return deleted, fmt.Errorf("streamgen: write state: %w", err)
 		}
 		b.written = true
-		b.key = append(entryKey(b.key[:0], d.v, d.key), d.sfx...)
-		value, ok, err := b.get(d.v, d.key, d.sfx, !b.mayHaveWritten())
+		v := Var{Scope: s, Variable: d.variable}
+		key, sfx := keys[d.keyStart:d.keyEnd], keys[d.keyEnd:d.end]
+		b.key = append(entryKey(b.key[:0], v, key), sfx...)
+		value, ok, err := b.get(v, key, sfx, !b.mayHaveWritten())
 		if err != nil {
 			return deleted, err
 		}
@@ -156,10 +174,10 @@ func (b *StateBatch) expire(s Scope, clock ExpiryClock, until time.Time) (int64,
 		if err != nil {
 			return deleted, err
 		}
-		if !at.Equal(d.at) {
-			continue // written again since, with another expiry
+		if at.IsZero() || at.UnixNano() != d.at {
+			continue // written again since, with another expiry or none
 		}
-		if err := b.Delete(d.v, d.key, d.sfx); err != nil {
+		if err := b.Delete(v, key, sfx); err != nil {
 			return deleted, err
 		}
 		deleted++
@@ -181,7 +199,8 @@ func (b *StateBatch) HasExpiringState(s Scope, now, watermark time.Time) (bool, 
 		lower := append(appendScope(nil, ttlPrefix, s), byte(c.clock))
 		upper := appendInstant(append([]byte(nil), lower...), c.until.Add(1))
 		found := false
-		err := b.scan(lower, upper, func([]byte, []byte) error {
+		committed := !b.written // a batch that wrote nothing reads the committed index
+		err := b.scanFrom(lower, upper, committed, func([]byte, []byte) error {
 			found = true
 			return errChunkFull
 		})
