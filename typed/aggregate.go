@@ -55,10 +55,23 @@ func GroupByWindow[T any, K comparable](s Stream[T], eventTime func(*T) time.Tim
 	return WindowedStream[K, T]{s: s, windows: w, eventTime: eventTime, key: key, codec: c}
 }
 
-// windowedRow is a row in one of its windows.
+// windowedRow is a row in one of its windows, whose bounds are in
+// nanoseconds since 1970 (as Windows.assign gives them).
 type windowedRow[T any] struct {
-	window Window
-	row    T
+	start, end int64
+	row        *T
+}
+
+// windowKey is the grouping key of a windowed aggregation: Windowed[K]
+// with the window's bounds in nanoseconds, which hash and compare faster
+// than two time.Time values. It encodes as Windowed[K] does.
+type windowKey[K comparable] struct {
+	start, end int64
+	key        K
+}
+
+func (k windowKey[K]) window() Window {
+	return Window{Start: time.Unix(0, k.start).UTC(), End: time.Unix(0, k.end).UTC()}
 }
 
 // AggregateWindows folds each window's rows of each key with agg, and
@@ -77,24 +90,24 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	assigned.attach = func(c *compiler, emit func(*windowedRow[T])) {
 		var wr windowedRow[T]
 		ws.s.attach(c, func(t *T) {
-			wr.row = *t
-			ws.windows.assign(ws.eventTime(t), func(w Window) {
-				wr.window = w
+			wr.row = t
+			ws.windows.assign(ws.eventTime(t).UnixNano(), func(start, end int64) {
+				wr.start, wr.end = start, end
 				emit(&wr)
 			})
 		})
 	}
-	keyed := KeyedStream[Windowed[K], windowedRow[T]]{
+	keyed := KeyedStream[windowKey[K], windowedRow[T]]{
 		s:     assigned,
-		key:   func(r *windowedRow[T]) Windowed[K] { return Windowed[K]{r.window, ws.key(&r.row)} },
+		key:   func(r *windowedRow[T]) windowKey[K] { return windowKey[K]{r.start, r.end, ws.key(r.row)} },
 		codec: windowedCodec(ws.codec),
 	}
-	return aggregate[Windowed[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,
-		func(r *windowedRow[T]) *T { return &r.row },
-		func(r *windowedRow[T]) time.Time { return r.window.End },
+	return aggregate[windowKey[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,
+		func(r *windowedRow[T]) *T { return r.row },
+		func(r *windowedRow[T]) int64 { return r.end },
 		ws.windows.lateFor,
-		func(g Windowed[K]) (Window, bool) { return g.Window, true },
-		func(g Windowed[K], out Out) Row { return row(g.Window, g.Key, out) },
+		func(g windowKey[K]) (Window, bool) { return g.window(), true },
+		func(g windowKey[K], out Out) Row { return row(g.window(), g.key, out) },
 		"windowedAggregate")
 }
 
@@ -115,10 +128,10 @@ func AggregateByKey[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 // aggregate is the operator of AggregateByKey and of AggregateWindows
 // over tumbling and sliding windows: G is the grouping key, R the rows it
 // gathers, In what the aggregator takes of them. end, when not nil, is
-// the end of a row's window: the row is late once the watermark reaches
-// it, unless the output mode is Complete.
+// the end of a row's window in nanoseconds: the row is late once the
+// watermark reaches it, unless the output mode is Complete.
 func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
-	ks KeyedStream[G, R], agg Aggregator[In, Acc, Out], in func(*R) *In, end func(*R) time.Time,
+	ks KeyedStream[G, R], agg Aggregator[In, Acc, Out], in func(*R) *In, end func(*R) int64,
 	lateWindows func(et, wm time.Time) int64,
 	windowOf func(G) (Window, bool), output func(G, Out) Row, kind string,
 ) Stream[Row] {
@@ -150,7 +163,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 		if end != nil && ks.s.p.watermarked {
 			add = func(r *R) {
 				b := c.batch
-				if c.outputMode != Complete && !b.Watermark.IsZero() && !end(r).After(b.Watermark) {
+				if c.outputMode != Complete && !b.Watermark.IsZero() && end(r) <= b.Watermark.UnixNano() {
 					b.DropLate(op.index)
 					return
 				}

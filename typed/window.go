@@ -84,12 +84,12 @@ func (w Windows) validate() error {
 // assign calls fn with each tumbling or sliding window that holds t, the
 // latest first (as Spark lists them), as Spark computes them: the windows
 // whose start is offset + k*slide and that cover t.
-func (w Windows) assign(t time.Time, fn func(Window)) {
-	ns, slide, size, offset := t.UnixNano(), int64(w.slide), int64(w.size), int64(w.offset)
-	// The last window start at or before t.
+func (w Windows) assign(ns int64, fn func(start, end int64)) {
+	slide, size, offset := int64(w.slide), int64(w.size), int64(w.offset)
+	// The last window start at or before ns.
 	last := ns - mod(ns-offset, slide)
 	for start := last; start > ns-size; start -= slide {
-		fn(Window{Start: time.Unix(0, start).UTC(), End: time.Unix(0, start+size).UTC()})
+		fn(start, start+size)
 	}
 }
 
@@ -126,22 +126,22 @@ type Windowed[K comparable] struct {
 
 // windowedCodec encodes a Windowed key: the window's start and end, 8
 // ordered bytes each, then the key's encoding. Keys sort by window start.
-func windowedCodec[K comparable](kc keyCodec[K]) keyCodec[Windowed[K]] {
-	return keyCodec[Windowed[K]]{
+func windowedCodec[K comparable](kc keyCodec[K]) keyCodec[windowKey[K]] {
+	return keyCodec[windowKey[K]]{
 		typeName: "window+" + kc.typeName,
 		schema:   kc.schema,
-		encode: func(b []byte, w *Windowed[K]) ([]byte, error) {
-			b = binary.BigEndian.AppendUint64(b, uint64(w.Window.Start.UnixNano())^1<<63)
-			b = binary.BigEndian.AppendUint64(b, uint64(w.Window.End.UnixNano())^1<<63)
-			return kc.encode(b, &w.Key)
+		encode: func(b []byte, w *windowKey[K]) ([]byte, error) {
+			b = binary.BigEndian.AppendUint64(b, uint64(w.start)^1<<63)
+			b = binary.BigEndian.AppendUint64(b, uint64(w.end)^1<<63)
+			return kc.encode(b, &w.key)
 		},
-		decode: func(b []byte, w *Windowed[K]) error {
+		decode: func(b []byte, w *windowKey[K]) error {
 			if len(b) < 16 {
 				return fmt.Errorf("streamgen: windowed key of %d bytes", len(b))
 			}
-			w.Window.Start = time.Unix(0, int64(binary.BigEndian.Uint64(b)^1<<63)).UTC()
-			w.Window.End = time.Unix(0, int64(binary.BigEndian.Uint64(b[8:])^1<<63)).UTC()
-			return kc.decode(b[16:], &w.Key)
+			w.start = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
+			w.end = int64(binary.BigEndian.Uint64(b[8:]) ^ 1<<63)
+			return kc.decode(b[16:], &w.key)
 		},
 	}
 }
