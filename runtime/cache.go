@@ -112,8 +112,9 @@ func (c *stateCache) find(h uint64, key []byte) int32 {
 
 // get returns a cached entry: cached is false when the cache does not know
 // the key; otherwise ok says whether the entry exists. value is appended to
-// buf.
-func (c *stateCache) get(key []byte, buf []byte) (value []byte, ok, cached bool) {
+// buf. slot is where the entry is (-1: not held), a hint for the set of
+// the same key (see set).
+func (c *stateCache) get(key []byte, buf []byte) (value []byte, ok, cached bool, slot int32) {
 	h := maphash.Bytes(c.seed, key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -121,34 +122,57 @@ func (c *stateCache) get(key []byte, buf []byte) (value []byte, ok, cached bool)
 	if i < 0 {
 		if c.complete {
 			c.hits++
-			return nil, false, true
+			return nil, false, true, -1
 		}
 		c.misses++
-		return nil, false, false
+		return nil, false, false, -1
 	}
 	c.hits++
 	c.touch(i)
 	e := &c.entries[i]
 	if e.absent {
-		return nil, false, true
+		return nil, false, true, i
 	}
 	start := e.off + e.klen
-	return append(buf[:0], c.arena[start:start+e.vlen]...), true, true
+	return append(buf[:0], c.arena[start:start+e.vlen]...), true, true, i
 }
 
 // put records a committed entry's value (absent: it has none).
 func (c *stateCache) put(key, value []byte, absent bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.set(key, value, absent)
+	c.set(key, value, absent, -1)
 }
 
-func (c *stateCache) set(key, value []byte, absent bool) {
-	h := maphash.Bytes(c.seed, key)
-	if i := c.find(h, key); i >= 0 {
-		c.remove(i)
+// set records a committed entry's value. hint is the slot where the key
+// was when it was read (-1: unknown); it saves the lookup when the slot
+// still holds the key. A value no longer than the one held is written in
+// place.
+func (c *stateCache) set(key, value []byte, absent bool, hint int32) {
+	var h uint64
+	i := int32(-1)
+	if hint >= 0 && int(hint) < len(c.entries) && c.entries[hint].used && bytes.Equal(c.key(&c.entries[hint]), key) {
+		i, h = hint, c.entries[hint].hash
+	} else {
+		h = maphash.Bytes(c.seed, key)
+		i = c.find(h, key)
 	}
-	if absent && c.complete {
+	if i >= 0 {
+		e := &c.entries[i]
+		switch {
+		case absent && c.complete:
+			c.remove(i) // a complete cache says so by not holding the key
+			return
+		case absent || len(value) <= int(e.vlen):
+			start := e.off + e.klen
+			copy(c.arena[start:start+e.vlen], value)
+			c.live -= int64(e.vlen) - int64(len(value))
+			e.vlen, e.absent = uint32(len(value)), absent
+			c.touch(i)
+			return
+		}
+		c.remove(i)
+	} else if absent && c.complete {
 		return // a complete cache says so by not holding the key
 	}
 	n := len(key) + len(value)
@@ -171,7 +195,6 @@ func (c *stateCache) set(key, value []byte, absent bool) {
 		}
 		c.compact()
 	}
-	var i int32
 	if k := len(c.free); k > 0 {
 		i, c.free = c.free[k-1], c.free[:k-1]
 	} else {
@@ -300,11 +323,13 @@ func (c *stateCache) reset() {
 // applyCommitted brings the cache up to date with a batch about to be
 // committed (the caller resets the cache if the commit fails): each state
 // entry it sets or deletes is cached with its new value; a range deletion
-// clears the cache.
-func (c *stateCache) applyCommitted(b *pebble.Batch) error {
+// clears the cache. hints are the slots of the batch's state writes, in
+// order, as get last saw their keys (see set).
+func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := b.Reader()
+	n := 0 // the state writes so far
 	for {
 		kind, key, value, ok, err := r.Next()
 		if err != nil {
@@ -320,11 +345,16 @@ func (c *stateCache) applyCommitted(b *pebble.Batch) error {
 			}
 			continue
 		}
+		hint := int32(-1)
+		if n < len(hints) {
+			hint = hints[n]
+		}
+		n++
 		switch kind {
 		case pebble.InternalKeyKindSet:
-			c.set(key, value, false)
+			c.set(key, value, false, hint)
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete:
-			c.set(key, nil, true)
+			c.set(key, nil, true, hint)
 		default:
 			c.clear()
 		}

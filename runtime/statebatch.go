@@ -42,6 +42,12 @@ type StateBatch struct {
 	// the batch, and reads the committed index without indexing the batch.
 	ttlLow  [2]int64
 	expired []expiredRange
+	// hints are the cache slots of the batch's state writes, in order
+	// (-1: unknown), for the cache's update at commit; read and readSlot
+	// are the key and slot of the last read through the cache.
+	hints    []int32
+	read     []byte
+	readSlot int32
 }
 
 // expiredRange is a (scope, clock) range of the expiry index whose due
@@ -56,7 +62,7 @@ var writtenSeed = maphash.MakeSeed()
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *StateBatch {
-	return &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch(), ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}}
+	return &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch(), ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1}
 }
 
 // indexed returns the batch with an index of its writes, for reads that
@@ -169,7 +175,8 @@ func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byt
 
 // getCached reads the committed entry b.key through the cache.
 func (b *StateBatch) getCached() (value []byte, ok bool, err error) {
-	v, ok, cached := b.cache.get(b.key, b.val)
+	v, ok, cached, slot := b.cache.get(b.key, b.val)
+	b.read, b.readSlot = append(b.read[:0], b.key...), slot
 	if cached {
 		b.val = v
 		return v, ok, nil
@@ -188,11 +195,24 @@ func (b *StateBatch) getCached() (value []byte, ok bool, err error) {
 	return b.val, true, nil
 }
 
+// hint records the cache slot of the state write of b.key.
+func (b *StateBatch) hint() {
+	if b.cache == nil {
+		return
+	}
+	slot := int32(-1)
+	if b.readSlot >= 0 && string(b.read) == string(b.key) {
+		slot = b.readSlot
+	}
+	b.hints = append(b.hints, slot)
+}
+
 // Put sets the entry (v, key, suffix).
 func (b *StateBatch) Put(v Var, key, suffix, value []byte) error {
 	b.key = append(entryKey(b.key[:0], v, key), suffix...)
 	b.written = true
 	b.noteWritten()
+	b.hint()
 	if err := b.b.Set(b.key, value, nil); err != nil {
 		return fmt.Errorf("streamgen: write state: %w", err)
 	}
@@ -204,6 +224,7 @@ func (b *StateBatch) Delete(v Var, key, suffix []byte) error {
 	b.key = append(entryKey(b.key[:0], v, key), suffix...)
 	b.written = true
 	b.noteWritten()
+	b.hint()
 	if err := b.b.Delete(b.key, nil); err != nil {
 		return fmt.Errorf("streamgen: write state: %w", err)
 	}

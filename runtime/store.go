@@ -628,7 +628,7 @@ func (s *Store) Commit(b *StateBatch, p Progress) (err error) {
 	// its own), so the batch cannot be read afterwards.
 	var cacheErr error
 	if s.state != nil {
-		cacheErr = s.state.applyCommitted(b.b)
+		cacheErr = s.state.applyCommitted(b.b, b.hints)
 	}
 	if err := s.apply(b, p.BatchID); err != nil {
 		if s.state != nil {
