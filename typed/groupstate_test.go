@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
@@ -205,8 +206,12 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 // TestProcessingTimeTimeout: a processing-time timeout fires when the
 // clock passes it, with no new data; CurrentProcessingTime is the batch's
-// time.
+// time. The query's polling runs in a bubble of virtual time.
 func TestProcessingTimeTimeout(t *testing.T) {
+	synctest.Test(t, testProcessingTimeTimeout)
+}
+
+func testProcessingTimeTimeout(t *testing.T) {
 	clock := &fakeClock{now: at(0)}
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	var seenNow []time.Time
@@ -234,7 +239,8 @@ func TestProcessingTimeTimeout(t *testing.T) {
 	m.Add(click("a", 1))
 	waitFor(t, "the first batch", func() bool { _, ok := q.LastProgress(); return ok })
 	clock.Advance(9 * time.Second)
-	time.Sleep(20 * time.Millisecond) // the loop polls every millisecond
+	time.Sleep(20 * time.Millisecond) // virtual: the loop polls every millisecond
+	synctest.Wait()
 	if rows := sink.rows(); len(rows) != 0 {
 		t.Fatalf("timed out before its time: %+v", rows)
 	}
