@@ -340,7 +340,10 @@ func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 			return nil
 		}
 		if len(key) == 0 || key[0] != statePrefix {
-			if kind == pebble.InternalKeyKindRangeDelete {
+			// A range deletion that starts outside the state may still
+			// reach into it; one that ends before it or starts after it
+			// (of timers, expiries) does not.
+			if kind == pebble.InternalKeyKindRangeDelete && len(key) > 0 && key[0] < statePrefix && (len(value) == 0 || value[0] >= statePrefix) {
 				c.clear()
 			}
 			continue

@@ -154,12 +154,22 @@ func (b *StateBatch) expire(s Scope, clock ExpiryClock, until time.Time) (int64,
 	if err != nil {
 		return 0, err
 	}
-	var deleted int64
-	for _, d := range all {
-		if err := b.b.Delete(keys[d.start:d.end], nil); err != nil {
-			return deleted, fmt.Errorf("streamgen: write state: %w", err)
+	if committed && len(all) > 0 {
+		// Every index entry of the range was scanned, and the batch wrote
+		// none: one range deletion removes them all.
+		if err := b.b.DeleteRange(lower, upper, nil); err != nil {
+			return 0, fmt.Errorf("streamgen: write state: %w", err)
 		}
 		b.written = true
+	}
+	var deleted int64
+	for _, d := range all {
+		if !committed {
+			if err := b.b.Delete(keys[d.start:d.end], nil); err != nil {
+				return deleted, fmt.Errorf("streamgen: write state: %w", err)
+			}
+			b.written = true
+		}
 		v := Var{Scope: s, Variable: d.variable}
 		key, sfx := keys[d.keyStart:d.keyEnd], keys[d.keyEnd:d.end]
 		b.key = append(entryKey(b.key[:0], v, key), sfx...)
