@@ -3,6 +3,7 @@ package observe_test
 import (
 	"context"
 	"iter"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,15 +24,18 @@ var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // clicks are the query's input: 16 clicks, 8 batches, and the flush.
 func clicks() []fixtures.Click {
+	// Sessions start and end, so the state rows go up and down.
+	users := strings.Fields("ann bob ann cat dan cat cat ann bob bob dan ann cat cat bob dan")
 	var out []fixtures.Click
-	users := []string{"ann", "bob", "cat", "dan"}
-	for i := range 16 {
-		out = append(out, fixtures.Click{User: users[i*i%len(users)], Time: t0.Add(time.Duration(i*13) * time.Second)})
+	for i, u := range users {
+		out = append(out, fixtures.Click{User: u, Time: t0.Add(time.Duration(i*13) * time.Second)})
 	}
 	return out
 }
 
-const clickBatches = 16/2 + 1 // two clicks a batch, and the flush
+// minBatches is the batches the query runs at least: two clicks a batch,
+// and the flush (it may run more without data, for due timeouts).
+const minBatches = 16/2 + 1
 
 // steppingClock moves by a few milliseconds, varying, at every reading.
 type steppingClock struct {

@@ -285,8 +285,8 @@ func TestStatusPageRealQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	progress := q.RecentProgress()
-	if len(progress) != clickBatches {
-		t.Fatalf("%d batches ran, want %d", len(progress), clickBatches)
+	if len(progress) < minBatches {
+		t.Fatalf("%d batches ran, want at least %d", len(progress), minBatches)
 	}
 	var d apiQuery
 	get(t, page, "/api/query?run="+progress[0].RunID, &d)

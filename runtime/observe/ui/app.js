@@ -84,23 +84,34 @@
 
   // --- charts --------------------------------------------------------------
 
+  // Round steps of a time axis, in milliseconds.
+  const TIME_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 15e3, 3e4, 6e4, 12e4, 3e5, 6e5, 9e5,
+    18e5, 36e5, 72e5, 108e5, 216e5, 432e5, 864e5];
+
   // scale returns a y domain [lo, hi] holding 0 and every value, cut in
-  // four even steps of a round size.
-  function scale(values) {
+  // about four even steps of a round size: a round number, at least 1 for
+  // a count, or a round time for milliseconds.
+  function scale(values, kind) {
     let lo = Math.min(0, ...values), hi = Math.max(0, ...values);
     if (lo === hi) hi = 1;
     const raw = (hi - lo) / 4;
-    const p = Math.pow(10, Math.floor(Math.log10(raw)));
-    const step = [1, 2, 2.5, 5, 10].map((m) => m * p).find((s) => s >= raw);
+    let step;
+    if (kind === "ms" && raw <= TIME_STEPS[TIME_STEPS.length - 1]) {
+      step = TIME_STEPS.find((s) => s >= raw);
+    } else {
+      const p = Math.pow(10, Math.floor(Math.log10(raw)));
+      step = [1, 2, 2.5, 5, 10].map((m) => m * p).find((s) => s >= raw);
+      if (kind === "count") step = Math.max(1, Math.ceil(step));
+    }
     return { lo: Math.floor(lo / step) * step, hi: Math.ceil(hi / step) * step, step };
   }
 
   // frame clears the chart and draws its axes for n batches; it returns
   // the band of each batch and the y of each value.
-  function frame(chart, batches, values, fmt) {
+  function frame(chart, batches, values, fmt, kind) {
     chart.replaceChildren();
     const plotW = W - PAD.left - PAD.right, plotH = H - PAD.top - PAD.bottom;
-    const { lo, hi, step } = scale(values);
+    const { lo, hi, step } = scale(values, kind);
     const y = (v) => PAD.top + plotH - ((v - lo) / (hi - lo)) * plotH;
     const band = plotW / Math.max(1, batches.length);
     const x = (i) => PAD.left + band * (i + 0.5);
@@ -125,11 +136,12 @@
   }
 
   // lineChart draws values (null: none for that batch) as a line with a
-  // point per batch.
-  function lineChart(name, batches, values, fmt) {
+  // point per batch. kind is "rate", "count" or "ms".
+  function lineChart(name, kind, batches, values) {
     const chart = document.getElementById("chart-" + name);
     page.charts[name] = { batches, values };
-    const { x, y } = frame(chart, batches, values.filter((v) => v !== null), fmt);
+    const fmt = kind === "ms" ? fmtMs : fmtNum;
+    const { x, y } = frame(chart, batches, values.filter((v) => v !== null), fmt, kind);
     let d = "", pen = "M";
     values.forEach((v, i) => {
       if (v === null) {
@@ -154,7 +166,7 @@
     const chart = document.getElementById("chart-" + name);
     page.charts[name] = { batches, phases, values: rows };
     const totals = rows.map((r) => r.reduce((a, b) => a + b, 0));
-    const { x, y, band } = frame(chart, batches, totals, fmtMs);
+    const { x, y, band } = frame(chart, batches, totals, fmtMs, "ms");
     const bars = svg("g", { class: "points" });
     const w = Math.max(1, band * 0.75);
     rows.forEach((r, i) => {
@@ -235,11 +247,11 @@
     error.textContent = d.error ? "Failed: " + d.error : "";
 
     const bs = d.batches, ids = bs.map((b) => b.batchId);
-    lineChart("inputRate", ids, bs.map((b) => b.inputRowsPerSecond), fmtNum);
-    lineChart("processRate", ids, bs.map((b) => b.processedRowsPerSecond), fmtNum);
+    lineChart("inputRate", "rate", ids, bs.map((b) => b.inputRowsPerSecond));
+    lineChart("processRate", "rate", ids, bs.map((b) => b.processedRowsPerSecond));
     stackedChart("duration", ids, d.phases, bs.map((b) => b.durationMs));
-    lineChart("stateRows", ids, bs.map((b) => b.stateRows), fmtNum);
-    lineChart("watermarkDelay", ids, bs.map((b) => b.watermarkDelayMs), fmtMs);
+    lineChart("stateRows", "count", ids, bs.map((b) => b.stateRows));
+    lineChart("watermarkDelay", "ms", ids, bs.map((b) => b.watermarkDelayMs));
     setText("last-progress", d.lastProgress ? JSON.stringify(d.lastProgress, null, 2) : "No batch yet.");
     return d.status === "active"; // an ended query changes no more
   }
