@@ -6,6 +6,7 @@
 package observe
 
 import (
+	"net/http"
 	"sync"
 	"time"
 
@@ -41,7 +42,7 @@ import (
 // numbers in, so it does not slow the query by more than that.
 type StatusPage struct {
 	keepBatches, keepEnded int
-	handler                statusHandler
+	mux                    *http.ServeMux
 
 	mu      sync.Mutex
 	queries []*pageQuery // in the order they started
@@ -83,7 +84,7 @@ func NewStatusPage(opts ...StatusPageOption) *StatusPage {
 	for _, o := range opts {
 		o.apply(p)
 	}
-	p.handler = newStatusHandler(p)
+	p.mux = newStatusMux(p)
 	return p
 }
 

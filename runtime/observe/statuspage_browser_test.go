@@ -3,6 +3,7 @@ package observe_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -225,7 +226,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	t.Logf("screenshots in %s", dir)
+	t.Logf("screenshots in %s (go test -artifacts keeps them)", dir)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -236,5 +237,37 @@ func TestStatusPageInBrowser(t *testing.T) {
 		if !strings.HasPrefix(u, srv.URL+"/") && !strings.HasPrefix(u, "data:") {
 			t.Errorf("the page loaded %s, from outside the status page", u)
 		}
+	}
+}
+
+// TestStatusPageInBrowserFailed: a failed query shows as failed, with
+// its error as text (markup in it is not markup), on its page and in the
+// list.
+func TestStatusPageInBrowserFailed(t *testing.T) {
+	ctx := browser(t)
+	page := observe.NewStatusPage()
+	page.OnQueryStarted(runtime.QueryStarted{ID: "q", RunID: "r", Name: "broken", Time: t0})
+	for b := range int64(3) {
+		page.OnQueryProgress(report("q", "r", b, t0))
+	}
+	const failure = `streamgen: batch 3: <b id="injected">sink</b> "out": disk full`
+	page.OnQueryTerminated(runtime.QueryTerminated{ID: "q", RunID: "r", Err: errors.New(failure)})
+	srv := httptest.NewServer(page)
+	defer srv.Close()
+
+	do(t, ctx, "the failed query's page",
+		chromedp.Navigate(srv.URL+"/query?run=r"),
+		waitFor(chartsHold(3, "failed")))
+	if got := read(t, ctx, "the error", chromedp.TextContent("#error")); got != "Failed: "+failure {
+		t.Errorf("the page says %q, want the error %q", got, failure)
+	}
+	do(t, ctx, "the list",
+		chromedp.Navigate(srv.URL+"/"),
+		chromedp.WaitVisible(`#completed tr[data-run="r"][data-status="failed"]`))
+	if got := read(t, ctx, "the error in the list", chromedp.TextContent(`#completed tr[data-run="r"] td.error`)); got != failure {
+		t.Errorf("the list says %q, want the error %q", got, failure)
+	}
+	if n := read(t, ctx, "markup from the error", chromedp.Evaluate[int](`document.querySelectorAll("#injected").length`)); n != 0 {
+		t.Errorf("the error's markup made %d elements", n)
 	}
 }

@@ -17,12 +17,10 @@ import (
 //go:embed ui
 var ui embed.FS
 
-// statusHandler routes a StatusPage's requests.
-type statusHandler struct{ mux *http.ServeMux }
-
 const contentSecurityPolicy = "default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
-func newStatusHandler(p *StatusPage) statusHandler {
+// newStatusMux routes a StatusPage's requests.
+func newStatusMux(p *StatusPage) *http.ServeMux {
 	files, err := fs.Sub(ui, "ui")
 	if err != nil {
 		panic(err) // ui is embedded: it is there
@@ -36,10 +34,12 @@ func newStatusHandler(p *StatusPage) statusHandler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /{$}", page("index.html"))
 	mux.Handle("GET /query", page("query.html"))
-	mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(files)))
+	// One file name: /static/ itself, which would list the files, is
+	// not found.
+	mux.Handle("GET /static/{file}", http.StripPrefix("/static/", http.FileServerFS(files)))
 	mux.HandleFunc("GET /api/queries", p.serveQueries)
 	mux.HandleFunc("GET /api/query", p.serveQuery)
-	return statusHandler{mux: mux}
+	return mux
 }
 
 // ServeHTTP serves the pages and their JSON; see StatusPage for the
@@ -48,7 +48,7 @@ func (p *StatusPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Security-Policy", contentSecurityPolicy)
 	h.Set("X-Content-Type-Options", "nosniff")
-	p.handler.mux.ServeHTTP(w, r)
+	p.mux.ServeHTTP(w, r)
 }
 
 // querySummary is a query in the list (GET api/queries).

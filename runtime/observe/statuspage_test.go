@@ -255,6 +255,13 @@ func TestStatusPageServesEmbedded(t *testing.T) {
 			t.Errorf("GET %s: Content-Security-Policy %q", path, csp)
 		}
 	}
+	for _, path := range []string{"/status/static/", "/status/static/nope.js", "/status/nope"} {
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != http.StatusNotFound {
+			t.Errorf("GET %s: %d, want 404", path, rec.Code)
+		}
+	}
 	err := filepath.WalkDir("ui", func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
