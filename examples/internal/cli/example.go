@@ -116,8 +116,9 @@ func runWith[In, Out any, PIn codec.RecordPtr[In], POut codec.RecordPtr[Out]](e 
 		if err != nil {
 			return err
 		}
-		// The page hears of each batch before w prints it.
-		opts = append(opts, page.listener())
+		// The page hears of each batch before w prints it, and shows the
+		// query under the example's name.
+		opts = append(opts, page.listener(), runtime.Name(e.Name))
 		defer func() {
 			if closeErr := page.close(); err == nil {
 				err = closeErr

@@ -95,12 +95,16 @@
     let lo = Math.min(0, ...values), hi = Math.max(0, ...values);
     if (lo === hi) hi = 1;
     const raw = (hi - lo) / 4;
+    const round = (r) => {
+      const p = Math.pow(10, Math.floor(Math.log10(r)));
+      return [1, 2, 2.5, 5, 10].map((m) => m * p).find((s) => s >= r);
+    };
     let step;
-    if (kind === "ms" && raw <= TIME_STEPS[TIME_STEPS.length - 1]) {
-      step = TIME_STEPS.find((s) => s >= raw);
+    if (kind === "ms") {
+      const day = TIME_STEPS[TIME_STEPS.length - 1];
+      step = raw <= day ? TIME_STEPS.find((s) => s >= raw) : round(raw / day) * day;
     } else {
-      const p = Math.pow(10, Math.floor(Math.log10(raw)));
-      step = [1, 2, 2.5, 5, 10].map((m) => m * p).find((s) => s >= raw);
+      step = round(raw);
       if (kind === "count") step = Math.max(1, Math.ceil(step));
     }
     return { lo: Math.floor(lo / step) * step, hi: Math.ceil(hi / step) * step, step };
@@ -120,13 +124,19 @@
       axes.append(svg("line", { class: v === 0 ? "zero" : "grid", x1: PAD.left, x2: W - PAD.right, y1: y(v), y2: y(v) }));
       axes.append(svg("text", { class: "tick", x: PAD.left - 6, y: y(v) + 4, "text-anchor": "end" }, fmt(v)));
     }
-    // Up to six batch ids along the bottom, evenly spread.
+    // Up to about six batch ids along the bottom, evenly spread, the
+    // last always (in place of a neighbour too close to it).
     const every = Math.max(1, Math.ceil(batches.length / 6));
-    batches.forEach((b, i) => {
-      if (i % every === 0 || i === batches.length - 1) {
-        axes.append(svg("text", { class: "tick", x: x(i), y: H - PAD.bottom + 15, "text-anchor": "middle" }, String(b)));
-      }
-    });
+    const labelled = [];
+    for (let i = 0; i < batches.length; i += every) labelled.push(i);
+    const last = batches.length - 1;
+    if (last > 0 && labelled[labelled.length - 1] !== last) {
+      if (last - labelled[labelled.length - 1] <= every / 2) labelled.pop();
+      labelled.push(last);
+    }
+    for (const i of labelled) {
+      axes.append(svg("text", { class: "tick", x: x(i), y: H - PAD.bottom + 15, "text-anchor": "middle" }, String(batches[i])));
+    }
     axes.append(svg("text", { class: "axis-title", x: PAD.left + plotW / 2, y: H - 4, "text-anchor": "middle" }, "batch"));
     chart.append(axes);
     if (batches.length === 0) {
