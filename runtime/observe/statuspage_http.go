@@ -10,18 +10,18 @@ import (
 	"github.com/streamgen/streamgen/runtime"
 )
 
-// ui holds the pages, their script and their style: nothing is loaded
+// statusUI holds the pages, their script and their style: nothing is loaded
 // from elsewhere, which the Content-Security-Policy of every response
 // enforces.
 //
 //go:embed ui
-var ui embed.FS
+var statusUI embed.FS
 
 const contentSecurityPolicy = "default-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // newStatusMux routes a StatusPage's requests.
 func newStatusMux(p *StatusPage) *http.ServeMux {
-	files, err := fs.Sub(ui, "ui")
+	files, err := fs.Sub(statusUI, "ui")
 	if err != nil {
 		panic(err) // ui is embedded: it is there
 	}
@@ -92,7 +92,7 @@ func (p *StatusPage) serveQueries(w http.ResponseWriter, _ *http.Request) {
 		list = append(list, p.queries[i].summary())
 	}
 	p.mu.Unlock()
-	writeJSON(w, http.StatusOK, struct {
+	writeStatusJSON(w, http.StatusOK, struct {
 		Queries []querySummary `json:"queries"`
 	}{list})
 }
@@ -100,7 +100,7 @@ func (p *StatusPage) serveQueries(w http.ResponseWriter, _ *http.Request) {
 func (p *StatusPage) serveQuery(w http.ResponseWriter, r *http.Request) {
 	run, id := r.URL.Query().Get("run"), r.URL.Query().Get("id")
 	if run == "" && id == "" {
-		writeJSON(w, http.StatusBadRequest, apiError{"give the query's run id as ?run=RUNID, or its id as ?id=ID"})
+		writeStatusJSON(w, http.StatusBadRequest, statusAPIError{"give the query's run id as ?run=RUNID, or its id as ?id=ID"})
 		return
 	}
 	p.mu.Lock()
@@ -114,7 +114,7 @@ func (p *StatusPage) serveQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	if q == nil {
 		p.mu.Unlock()
-		writeJSON(w, http.StatusNotFound, apiError{"no query with that run id on this page (an ended query is kept only among the most recent)"})
+		writeStatusJSON(w, http.StatusNotFound, statusAPIError{"no query with that run id on this page (an ended query is kept only among the most recent)"})
 		return
 	}
 	d := queryDetail{querySummary: q.summary(), Phases: chartPhases[:], Batches: q.points()}
@@ -125,14 +125,14 @@ func (p *StatusPage) serveQuery(w http.ResponseWriter, r *http.Request) {
 		d.LastProgress = &last
 	}
 	p.mu.Unlock()
-	writeJSON(w, http.StatusOK, d)
+	writeStatusJSON(w, http.StatusOK, d)
 }
 
-type apiError struct {
+type statusAPIError struct {
 	Error string `json:"error"`
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
+func writeStatusJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		http.Error(w, "streamgen: status page: "+err.Error(), http.StatusInternalServerError)
