@@ -25,7 +25,7 @@ import (
 
 // browser starts headless Chromium for the test, and skips the test when
 // it cannot be started.
-func browser(t *testing.T) context.Context {
+func startBrowser(t *testing.T) context.Context {
 	t.Helper()
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]), chromedp.WindowSize(1280, 1000),
 		chromedp.Flag("disable-dev-shm-usage", true))
@@ -50,13 +50,13 @@ func browser(t *testing.T) context.Context {
 
 // do runs steps with a deadline, a safety net for a page that never
 // shows what a wait waits for.
-func do(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
+func browserDo(t *testing.T, ctx context.Context, what string, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
-	read(t, ctx, what, chromedp.Steps(steps...))
+	browserRead(t, ctx, what, chromedp.Steps(steps...))
 }
 
 // read runs an action with a deadline, and returns its value.
-func read[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
+func browserRead[T any](t *testing.T, ctx context.Context, what string, a chromedp.Action[T]) T {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -68,8 +68,8 @@ func read[T any](t *testing.T, ctx context.Context, what string, a chromedp.Acti
 	return v
 }
 
-// waitFor waits until the JavaScript expression is true.
-func waitFor(expression string) chromedp.Action[chromedp.Void] {
+// pageShows waits until the JavaScript expression is true.
+func pageShows(expression string) chromedp.Action[chromedp.Void] {
 	return chromedp.Poll[chromedp.Void](expression)
 }
 
@@ -110,7 +110,7 @@ func checkCharts(t *testing.T, charts map[string][]chartPoint, progress []runtim
 	t.Helper()
 	want := map[string][]string{}
 	for _, p := range progress {
-		e := expect(p)
+		e := chartValues(p)
 		add := func(chart string, v float64) {
 			want[chart] = append(want[chart], fmt.Sprintf("%d=%v", e.batch, v))
 		}
@@ -147,11 +147,11 @@ func checkCharts(t *testing.T, charts map[string][]chartPoint, progress []runtim
 // its end. Screenshots of the query's page and of the list are saved as
 // test artifacts (go test -artifacts keeps them).
 func TestStatusPageInBrowser(t *testing.T) {
-	ctx := browser(t)
+	ctx := startBrowser(t)
 
 	page := observe.NewStatusPage()
 	const held = 4 // the batch the query stops after, until released
-	g := newGate(held)
+	g := newProgressGate(held)
 	q := startClicks(t, "sessions", page, g)
 	var release sync.Once
 	t.Cleanup(func() { release.Do(func() { close(g.release) }) })
@@ -183,10 +183,10 @@ func TestStatusPageInBrowser(t *testing.T) {
 		t.Fatalf("%d batches reported at batch %d", len(progress), held)
 	}
 	run := progress[0].RunID
-	do(t, ctx, "the running query's page",
+	browserDo(t, ctx, "the running query's page",
 		chromedp.Navigate(srv.URL+"/query?run="+run),
-		waitFor(chartsHold(held+1, "active")))
-	checkCharts(t, read(t, ctx, "the charts", chromedp.Evaluate[map[string][]chartPoint](readCharts)), progress)
+		pageShows(chartsHold(held+1, "active")))
+	checkCharts(t, browserRead(t, ctx, "the charts", chromedp.Evaluate[map[string][]chartPoint](readCharts)), progress)
 
 	// The page follows the query to its end.
 	release.Do(func() { close(g.release) })
@@ -197,25 +197,25 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if len(progress) < minBatches {
 		t.Fatalf("%d batches ran, want at least %d", len(progress), minBatches)
 	}
-	do(t, ctx, "the ended query's page", waitFor(chartsHold(len(progress), "finished")))
-	checkCharts(t, read(t, ctx, "the charts", chromedp.Evaluate[map[string][]chartPoint](readCharts)), progress)
-	last := read(t, ctx, "the last progress", chromedp.Text("#last-progress"))
+	browserDo(t, ctx, "the ended query's page", pageShows(chartsHold(len(progress), "finished")))
+	checkCharts(t, browserRead(t, ctx, "the charts", chromedp.Evaluate[map[string][]chartPoint](readCharts)), progress)
+	last := browserRead(t, ctx, "the last progress", chromedp.Text("#last-progress"))
 	var lastProgress runtime.QueryProgress
 	if err := json.Unmarshal([]byte(last), &lastProgress); err != nil || lastProgress.BatchID != progress[len(progress)-1].BatchID {
 		t.Errorf("last progress shows batch %d (%v), want %d:\n%s", lastProgress.BatchID, err, progress[len(progress)-1].BatchID, last)
 	}
-	if title := read(t, ctx, "the title", chromedp.Text("#title")); title != "sessions" {
+	if title := browserRead(t, ctx, "the title", chromedp.Text("#title")); title != "sessions" {
 		t.Errorf("title %q, want the query's name", title)
 	}
-	queryShot := read(t, ctx, "a screenshot of the query's page", chromedp.FullScreenshot(100))
+	queryShot := browserRead(t, ctx, "a screenshot of the query's page", chromedp.FullScreenshot(100))
 
 	// The list shows the query finished, and links its page.
 	row := fmt.Sprintf(`#completed tr[data-run=%q]`, run)
-	do(t, ctx, "the list",
+	browserDo(t, ctx, "the list",
 		chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(row+`[data-status="finished"] a`))
-	listShot := read(t, ctx, "a screenshot of the list", chromedp.FullScreenshot(100))
-	link := read(t, ctx, "the link to the query's page", chromedp.Attributes(row+" a"))["href"]
+	listShot := browserRead(t, ctx, "a screenshot of the list", chromedp.FullScreenshot(100))
+	link := browserRead(t, ctx, "the link to the query's page", chromedp.Attributes(row+" a"))["href"]
 	if want := "query?run=" + run; link != want {
 		t.Errorf("the list links the query as %q, want %q", link, want)
 	}
@@ -244,30 +244,30 @@ func TestStatusPageInBrowser(t *testing.T) {
 // its error as text (markup in it is not markup), on its page and in the
 // list.
 func TestStatusPageInBrowserFailed(t *testing.T) {
-	ctx := browser(t)
+	ctx := startBrowser(t)
 	page := observe.NewStatusPage()
-	page.OnQueryStarted(runtime.QueryStarted{ID: "q", RunID: "r", Name: "broken", Time: t0})
+	page.OnQueryStarted(runtime.QueryStarted{ID: "q", RunID: "r", Name: "broken", Time: clickT0})
 	for b := range int64(3) {
-		page.OnQueryProgress(report("q", "r", b, t0))
+		page.OnQueryProgress(syntheticProgress("q", "r", b, clickT0))
 	}
 	const failure = `streamgen: batch 3: <b id="injected">sink</b> "out": disk full`
 	page.OnQueryTerminated(runtime.QueryTerminated{ID: "q", RunID: "r", Err: errors.New(failure)})
 	srv := httptest.NewServer(page)
 	defer srv.Close()
 
-	do(t, ctx, "the failed query's page",
+	browserDo(t, ctx, "the failed query's page",
 		chromedp.Navigate(srv.URL+"/query?run=r"),
-		waitFor(chartsHold(3, "failed")))
-	if got := read(t, ctx, "the error", chromedp.TextContent("#error")); got != "Failed: "+failure {
+		pageShows(chartsHold(3, "failed")))
+	if got := browserRead(t, ctx, "the error", chromedp.TextContent("#error")); got != "Failed: "+failure {
 		t.Errorf("the page says %q, want the error %q", got, failure)
 	}
-	do(t, ctx, "the list",
+	browserDo(t, ctx, "the list",
 		chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(`#completed tr[data-run="r"][data-status="failed"]`))
-	if got := read(t, ctx, "the error in the list", chromedp.TextContent(`#completed tr[data-run="r"] td.error`)); got != failure {
+	if got := browserRead(t, ctx, "the error in the list", chromedp.TextContent(`#completed tr[data-run="r"] td.error`)); got != failure {
 		t.Errorf("the list says %q, want the error %q", got, failure)
 	}
-	if n := read(t, ctx, "markup from the error", chromedp.Evaluate[int](`document.querySelectorAll("#injected").length`)); n != 0 {
+	if n := browserRead(t, ctx, "markup from the error", chromedp.Evaluate[int](`document.querySelectorAll("#injected").length`)); n != 0 {
 		t.Errorf("the error's markup made %d elements", n)
 	}
 }

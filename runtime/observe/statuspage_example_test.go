@@ -7,6 +7,7 @@ import (
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
 	"github.com/streamgen/streamgen/runtime"
@@ -25,8 +26,9 @@ func ExampleStatusPage() {
 	mux.Handle("/status/", http.StripPrefix("/status", page))
 
 	clicks := typed.NewMemoryStream[fixtures.Click]("clicks", 2) // two rows a batch
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, user := range []string{"ann", "bob", "ann", "cat", "dan"} {
-		clicks.Add(fixtures.Click{User: user, Time: t0})
+		clicks.Add(fixtures.Click{User: user, Time: at})
 	}
 	count := func(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error) {
 		c, _ := state.Get()
@@ -49,7 +51,7 @@ func ExampleStatusPage() {
 		return
 	}
 
-	get := func(path string, v any) {
+	fetch := func(path string, v any) {
 		rec := httptest.NewRecorder()
 		mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 		if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
@@ -62,14 +64,14 @@ func ExampleStatusPage() {
 			NumBatches          int64
 		}
 	}
-	get("/status/api/queries", &list)
+	fetch("/status/api/queries", &list)
 	for _, q := range list.Queries {
 		fmt.Printf("%s: %s after %d batches\n", q.Name, q.Status, q.NumBatches)
 	}
 	var query struct {
 		Batches []struct{ BatchID, NumInputRows, StateRows int64 }
 	}
-	get("/status/api/query?run="+list.Queries[0].RunID, &query)
+	fetch("/status/api/query?run="+list.Queries[0].RunID, &query)
 	for _, b := range query.Batches {
 		fmt.Printf("batch %d: %d rows in, %d users in state\n", b.BatchID, b.NumInputRows, b.StateRows)
 	}

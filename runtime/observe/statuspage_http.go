@@ -114,7 +114,7 @@ func (p *StatusPage) serveQuery(w http.ResponseWriter, r *http.Request) {
 	}
 	if q == nil {
 		p.mu.Unlock()
-		writeStatusJSON(w, http.StatusNotFound, statusAPIError{"no query with that run id on this page (an ended query is kept only among the most recent)"})
+		writeStatusJSON(w, http.StatusNotFound, statusAPIError{"no query with that run id or id on this page (an ended query is kept only among the most recent)"})
 		return
 	}
 	d := queryDetail{querySummary: q.summary(), Phases: chartPhases[:], Batches: q.points()}

@@ -20,15 +20,15 @@ import (
 // chart). Its clock steps forward at every reading, so batch durations
 // and rates are not zero, with no real time spent.
 
-var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+var clickT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // clicks are the query's input: 16 clicks, 8 batches, and the flush.
-func clicks() []fixtures.Click {
+func sessionClicks() []fixtures.Click {
 	// Sessions start and end, so the state rows go up and down.
 	users := strings.Fields("ann bob ann cat dan cat cat ann bob bob dan ann cat cat bob dan")
 	var out []fixtures.Click
 	for i, u := range users {
-		out = append(out, fixtures.Click{User: u, Time: t0.Add(time.Duration(i*13) * time.Second)})
+		out = append(out, fixtures.Click{User: u, Time: clickT0.Add(time.Duration(i*13) * time.Second)})
 	}
 	return out
 }
@@ -52,20 +52,20 @@ func (c *steppingClock) Now() time.Time {
 	return c.now
 }
 
-// gate holds the query on its goroutine after the report of batch at,
+// progressGate holds the query on its goroutine after the report of batch at,
 // until release is closed: the query is then running, with batches 0 to
-// at committed and reported to the listeners before the gate.
-type gate struct {
+// at committed and reported to the listeners before the progressGate.
+type progressGate struct {
 	at      int64
 	reached chan struct{}
 	release chan struct{}
 }
 
-func newGate(at int64) *gate {
-	return &gate{at: at, reached: make(chan struct{}), release: make(chan struct{})}
+func newProgressGate(at int64) *progressGate {
+	return &progressGate{at: at, reached: make(chan struct{}), release: make(chan struct{})}
 }
 
-func (g *gate) OnQueryProgress(p runtime.QueryProgress) {
+func (g *progressGate) OnQueryProgress(p runtime.QueryProgress) {
 	if p.BatchID == g.at {
 		close(g.reached)
 		<-g.release
@@ -77,7 +77,7 @@ func (g *gate) OnQueryProgress(p runtime.QueryProgress) {
 func startClicks(t *testing.T, name string, listeners ...any) *typed.Query {
 	t.Helper()
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 2)
-	m.Add(clicks()...)
+	m.Add(sessionClicks()...)
 	sessions := func(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter], emit func(fixtures.UserCount)) error {
 		c, _ := state.Get()
 		if state.HasTimedOut() {
@@ -95,7 +95,7 @@ func startClicks(t *testing.T, name string, listeners ...any) *typed.Query {
 	}
 	watermarked := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 5*time.Second)
 	byUser := typed.GroupByKey(watermarked, func(c *fixtures.Click) string { return c.User })
-	clock := &steppingClock{now: t0.Add(time.Hour)}
+	clock := &steppingClock{now: clickT0.Add(time.Hour)}
 	opts := []runtime.Option{runtime.Name(name), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime(), runtime.Clock(clock.Now)}
 	for _, l := range listeners {
 		opts = append(opts, runtime.Listener(l))
@@ -109,9 +109,9 @@ func startClicks(t *testing.T, name string, listeners ...any) *typed.Query {
 	return q
 }
 
-// expected is what a chart should show of one batch, computed from its
+// chartWant is what a chart should show of one batch, computed from its
 // progress report here, apart from the page's code.
-type expected struct {
+type chartWant struct {
 	batch       int64
 	inputRate   float64
 	processRate float64
@@ -122,8 +122,8 @@ type expected struct {
 
 var phaseNames = []string{"latestOffset", "getBatch", "stateOperators", "timers", "sink", "walCommit", "other"}
 
-func expect(p runtime.QueryProgress) expected {
-	e := expected{batch: p.BatchID, inputRate: p.InputRowsPerSecond, processRate: p.ProcessedRowsPerSecond, phases: map[string]int64{}}
+func chartValues(p runtime.QueryProgress) chartWant {
+	e := chartWant{batch: p.BatchID, inputRate: p.InputRowsPerSecond, processRate: p.ProcessedRowsPerSecond, phases: map[string]int64{}}
 	var parts int64
 	for _, name := range phaseNames[:6] {
 		e.phases[name] = p.DurationMs[name]
@@ -138,7 +138,7 @@ func expect(p runtime.QueryProgress) expected {
 		if err != nil {
 			panic(err)
 		}
-		if wm.Before(t0.AddDate(100, 0, 0)) { // not the flush's end of time
+		if wm.Before(clickT0.AddDate(100, 0, 0)) { // not the flush's end of time
 			d := p.Timestamp.Sub(wm).Milliseconds()
 			e.delayMs = &d
 		}

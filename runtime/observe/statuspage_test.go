@@ -53,7 +53,7 @@ type apiList struct {
 
 // get serves path from h and decodes the JSON answer into v; it returns
 // the status code.
-func get(t *testing.T, h http.Handler, path string, v any) int {
+func statusGet(t *testing.T, h http.Handler, path string, v any) int {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
@@ -68,7 +68,7 @@ func get(t *testing.T, h http.Handler, path string, v any) int {
 
 // report is a progress report of batch id with values that tell batches
 // apart, and every field the page charts.
-func report(id, run string, batch int64, start time.Time) runtime.QueryProgress {
+func syntheticProgress(id, run string, batch int64, start time.Time) runtime.QueryProgress {
 	ts := start.Add(time.Duration(batch) * time.Second)
 	p := runtime.QueryProgress{
 		ID: id, RunID: run, Name: "q-" + id, Timestamp: ts, BatchID: batch,
@@ -97,7 +97,7 @@ func report(id, run string, batch int64, start time.Time) runtime.QueryProgress 
 // checkBatch compares a batch of the API with the report it came from.
 func checkBatch(t *testing.T, got apiBatch, p runtime.QueryProgress) {
 	t.Helper()
-	want := expect(p)
+	want := chartValues(p)
 	if got.BatchID != want.batch || got.InputRowsPerSecond != want.inputRate || got.ProcessedRowsPerSecond != want.processRate ||
 		got.StateRows != want.stateRows || !got.Timestamp.Equal(p.Timestamp) ||
 		got.NumInputRows != p.NumInputRows || got.NumOutputRows != p.Sink.NumOutputRows {
@@ -128,13 +128,13 @@ func TestStatusPageAPI(t *testing.T) {
 	page.OnQueryStarted(runtime.QueryStarted{ID: "a", RunID: "a-1", Name: "q-a", Time: start})
 	var reports []runtime.QueryProgress
 	for b := range int64(150) {
-		reports = append(reports, report("a", "a-1", b, start))
+		reports = append(reports, syntheticProgress("a", "a-1", b, start))
 		page.OnQueryProgress(reports[b])
 	}
 	page.OnQueryStarted(runtime.QueryStarted{ID: "b", RunID: "b-1", Name: "q-b", Time: start.Add(time.Minute)})
 
 	var list apiList
-	if code := get(t, page, "/api/queries", &list); code != http.StatusOK {
+	if code := statusGet(t, page, "/api/queries", &list); code != http.StatusOK {
 		t.Fatalf("GET /api/queries: %d", code)
 	}
 	if len(list.Queries) != 2 {
@@ -150,7 +150,7 @@ func TestStatusPageAPI(t *testing.T) {
 	}
 
 	var d apiQuery
-	if code := get(t, page, "/api/query?run=a-1", &d); code != http.StatusOK {
+	if code := statusGet(t, page, "/api/query?run=a-1", &d); code != http.StatusOK {
 		t.Fatalf("GET /api/query: %d", code)
 	}
 	if strings.Join(d.Phases, ",") != strings.Join(phaseNames, ",") {
@@ -168,7 +168,7 @@ func TestStatusPageAPI(t *testing.T) {
 
 	page.OnQueryTerminated(runtime.QueryTerminated{ID: "a", RunID: "a-1", Err: errors.New("streamgen: batch 150: boom")})
 	page.OnQueryTerminated(runtime.QueryTerminated{ID: "b", RunID: "b-1"})
-	get(t, page, "/api/queries", &list)
+	statusGet(t, page, "/api/queries", &list)
 	a, b = list.Queries[1], list.Queries[0]
 	if a.Status != "failed" || a.Error != "streamgen: batch 150: boom" {
 		t.Errorf("failed query: status %q, error %q", a.Status, a.Error)
@@ -184,22 +184,22 @@ func TestStatusPageAPI(t *testing.T) {
 func TestStatusPageQueryLookup(t *testing.T) {
 	page := observe.NewStatusPage()
 	for i, run := range []string{"r1", "r2"} {
-		page.OnQueryStarted(runtime.QueryStarted{ID: "q", RunID: run, Time: t0.Add(time.Duration(i) * time.Hour)})
-		page.OnQueryProgress(report("q", run, int64(i), t0))
+		page.OnQueryStarted(runtime.QueryStarted{ID: "q", RunID: run, Time: clickT0.Add(time.Duration(i) * time.Hour)})
+		page.OnQueryProgress(syntheticProgress("q", run, int64(i), clickT0))
 		page.OnQueryTerminated(runtime.QueryTerminated{ID: "q", RunID: run})
 	}
 	var d apiQuery
-	if code := get(t, page, "/api/query?id=q", &d); code != http.StatusOK || d.RunID != "r2" {
+	if code := statusGet(t, page, "/api/query?id=q", &d); code != http.StatusOK || d.RunID != "r2" {
 		t.Errorf("?id=q: status %d, run %q; want 200 and the latest run, r2", code, d.RunID)
 	}
-	if code := get(t, page, "/api/query?run=r1", &d); code != http.StatusOK || d.RunID != "r1" {
+	if code := statusGet(t, page, "/api/query?run=r1", &d); code != http.StatusOK || d.RunID != "r1" {
 		t.Errorf("?run=r1: status %d, run %q", code, d.RunID)
 	}
 	var e struct{ Error string }
-	if code := get(t, page, "/api/query", &e); code != http.StatusBadRequest || !strings.Contains(e.Error, "?run=RUNID") {
+	if code := statusGet(t, page, "/api/query", &e); code != http.StatusBadRequest || !strings.Contains(e.Error, "?run=RUNID") {
 		t.Errorf("no run: status %d, error %q; want 400 saying how to ask", code, e.Error)
 	}
-	if code := get(t, page, "/api/query?run=nope", &e); code != http.StatusNotFound || e.Error == "" {
+	if code := statusGet(t, page, "/api/query?run=nope", &e); code != http.StatusNotFound || e.Error == "" {
 		t.Errorf("unknown run: status %d, error %q; want 404 with a message", code, e.Error)
 	}
 }
@@ -215,10 +215,10 @@ func TestStatusPageKeepsRecentEnded(t *testing.T) {
 		page.OnQueryTerminated(runtime.QueryTerminated{ID: run, RunID: run})
 	}
 	for b := range int64(5) {
-		page.OnQueryProgress(report("active", "active", b, t0))
+		page.OnQueryProgress(syntheticProgress("active", "active", b, clickT0))
 	}
 	var list apiList
-	get(t, page, "/api/queries", &list)
+	statusGet(t, page, "/api/queries", &list)
 	var runs []string
 	for _, q := range list.Queries {
 		runs = append(runs, q.RunID)
@@ -227,7 +227,7 @@ func TestStatusPageKeepsRecentEnded(t *testing.T) {
 		t.Errorf("queries %q, want the two latest ended and the active one", got)
 	}
 	var d apiQuery
-	get(t, page, "/api/query?run=active", &d)
+	statusGet(t, page, "/api/query?run=active", &d)
 	if len(d.Batches) != 3 || d.Batches[0].BatchID != 2 || d.Batches[2].BatchID != 4 || d.NumBatches != 5 {
 		t.Errorf("StatusPageBatches(3): %d batches kept of %d, want 2 to 4", len(d.Batches), d.NumBatches)
 	}
@@ -296,7 +296,7 @@ func TestStatusPageRealQuery(t *testing.T) {
 		t.Fatalf("%d batches ran, want at least %d", len(progress), minBatches)
 	}
 	var d apiQuery
-	get(t, page, "/api/query?run="+progress[0].RunID, &d)
+	statusGet(t, page, "/api/query?run="+progress[0].RunID, &d)
 	if d.Status != "finished" || d.Name != "sessions" || d.ID != progress[0].ID || d.NumBatches != int64(len(progress)) || len(d.Batches) != len(progress) {
 		t.Fatalf("query %+v, want finished with %d batches", d, len(progress))
 	}
@@ -305,10 +305,10 @@ func TestStatusPageRealQuery(t *testing.T) {
 	}
 	var delays, states int
 	for _, p := range progress {
-		if e := expect(p); e.delayMs != nil {
+		if e := chartValues(p); e.delayMs != nil {
 			delays++
 		}
-		states += int(expect(p).stateRows)
+		states += int(chartValues(p).stateRows)
 	}
 	if delays == 0 || delays == len(progress) || states == 0 {
 		t.Errorf("the query charts %d watermark delays of %d batches, %d state rows: the test should see some of each", delays, len(progress), states)
@@ -327,7 +327,7 @@ func TestStatusPageConcurrent(t *testing.T) {
 			run := fmt.Sprint("run-", r)
 			page.OnQueryStarted(runtime.QueryStarted{ID: "q", RunID: run})
 			for b := range int64(30) {
-				page.OnQueryProgress(report("q", run, b, t0))
+				page.OnQueryProgress(syntheticProgress("q", run, b, clickT0))
 			}
 			page.OnQueryTerminated(runtime.QueryTerminated{ID: "q", RunID: run})
 		}
@@ -349,7 +349,7 @@ func TestStatusPageConcurrent(t *testing.T) {
 	}
 	wg.Wait()
 	var list apiList
-	get(t, page, "/api/queries", &list)
+	statusGet(t, page, "/api/queries", &list)
 	if len(list.Queries) != 20 || list.Queries[0].NumBatches != 30 {
 		t.Errorf("%d queries, the latest with %d batches; want 20 and 30", len(list.Queries), list.Queries[0].NumBatches)
 	}
