@@ -33,6 +33,21 @@ import (
 //	GET  /api/query?run=RUNID    a query's recent batches and last progress, as JSON
 //	GET  /static/...             the embedded script and style
 //
+// api/query also takes ?id=ID. Its JSON, of which api/queries gives each
+// query's first eight fields:
+//
+//	{"id", "runId", "name", "status": "active" | "finished" | "failed",
+//	 "error" (of a failed query), "started", "numBatches" (in this run),
+//	 "latest" (the last of "batches", null before the first),
+//	 "phases": ["latestOffset", "getBatch", "stateOperators", "timers",
+//	            "sink", "walCommit", "other"],
+//	 "batches": [{"batchId", "timestamp", "numInputRows", "numOutputRows",
+//	              "inputRowsPerSecond", "processedRowsPerSecond",
+//	              "durationMs": [one number per phase, they add up to the batch],
+//	              "stateRows" (over every operator),
+//	              "watermarkDelayMs" (timestamp - watermark; null without one)}, ...],
+//	 "lastProgress": the runtime.QueryProgress of the last batch}
+//
 // A page keeps the last 100 batches of each query (StatusPageBatches) and
 // every active query, with the last 100 ended ones (StatusPageQueries).
 //
