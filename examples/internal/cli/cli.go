@@ -31,6 +31,8 @@ type Flags struct {
 	// Concurrency is -concurrency, at least 1; it is 1 in an example
 	// without the flag.
 	Concurrency int
+	// UI is -ui, the address of the query's status page ("": none).
+	UI string
 }
 
 // Register defines the flags on fs. withFlush adds -flush.
@@ -55,6 +57,7 @@ func (f *Flags) register(fs *flag.FlagSet, set flagSet) {
 	if set.flush {
 		fs.BoolVar(&f.Flush, "flush", false, "when the input ends, move the watermark past every pending timeout so every open group is emitted")
 	}
+	fs.StringVar(&f.UI, "ui", "", "serve a status page of the query at `host:port` while it runs (:0 picks a free port; the address is printed)")
 	f.Concurrency = 1
 	if set.concurrency {
 		fs.Var(positiveInt{&f.Concurrency}, "concurrency", "handle up to `N` keys of a batch at once (the output is the same for any N)")

@@ -74,7 +74,7 @@ func RunExample[In, Out any, PIn codec.RecordPtr[In], POut codec.RecordPtr[Out]]
 
 // runWith is RunExample with stderr and the signals given, for tests.
 func runWith[In, Out any, PIn codec.RecordPtr[In], POut codec.RecordPtr[Out]](e Example[In, Out], args []string,
-	stdout, stderr io.Writer, signals <-chan os.Signal) error {
+	stdout, stderr io.Writer, signals <-chan os.Signal) (err error) {
 	var flags Flags
 	fs := flag.NewFlagSet(e.Name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -110,7 +110,22 @@ func runWith[In, Out any, PIn codec.RecordPtr[In], POut codec.RecordPtr[Out]](e 
 	if e.OutputMode != nil {
 		writer.OutputMode(e.OutputMode())
 	}
-	q, err := writer.Start(context.Background(), append(setup.Options, runtime.Listener(w))...)
+	opts := setup.Options
+	if flags.UI != "" {
+		page, err := serveStatusPage(flags.UI, w)
+		if err != nil {
+			return err
+		}
+		// The page hears of each batch before w prints it, and shows the
+		// query under the example's name.
+		opts = append(opts, page.listener(), runtime.Name(e.Name))
+		defer func() {
+			if closeErr := page.close(); err == nil {
+				err = closeErr
+			}
+		}()
+	}
+	q, err := writer.Start(context.Background(), append(opts, runtime.Listener(w))...)
 	if err != nil {
 		return err
 	}
