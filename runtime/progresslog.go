@@ -26,7 +26,8 @@ const progressMessage = "streamgen: batch committed"
 // LogAttrs returns the attributes of p's log line (LogProgress): the
 // query's name (its id without one), batch id, rows in and out, rows
 // processed per second, the batch's duration (DurationTriggerExecution),
-// the watermark in effect as a time.Time (left out before the first),
+// the watermark in effect as a time.Time (left out before the first, and
+// in the batch that flushes the end of the input: see FlushEventTime),
 // the state rows, the rows dropped as late, both summed over the
 // operators, and the dead letters.
 func LogAttrs(p QueryProgress) []slog.Attr {
@@ -47,7 +48,7 @@ func LogAttrs(p QueryProgress) []slog.Attr {
 		slog.Float64(LogRowsPerSecond, p.ProcessedRowsPerSecond),
 		slog.Duration(LogDuration, time.Duration(p.DurationMs[DurationTriggerExecution])*time.Millisecond),
 	}
-	if w, ok := p.WatermarkTime(); ok {
+	if w, ok := p.WatermarkTime(); ok && !w.Equal(EndOfTime) {
 		attrs = append(attrs, slog.Time(LogWatermark, w))
 	}
 	return append(attrs,
