@@ -31,6 +31,9 @@ type Flags struct {
 	// Concurrency is -concurrency, at least 1; it is 1 in an example
 	// without the flag.
 	Concurrency int
+	// Metrics is -metrics: the address to serve the query's Prometheus
+	// metrics on while it runs; "" for none.
+	Metrics string
 }
 
 // Register defines the flags on fs. withFlush adds -flush.
@@ -52,6 +55,7 @@ func (f *Flags) register(fs *flag.FlagSet, set flagSet) {
 	fs.IntVar(&f.MaxFilesPerTrigger, "max-files-per-trigger", set.maxFilesPerTrigger, "at most this many input files per batch (0: no limit)")
 	fs.StringVar(&f.Trigger, "trigger", "availableNow", "availableNow (process what is there and exit), once, or an interval such as 10s")
 	fs.StringVar(&f.DeadLetter, "dead-letter", "", "directory for input lines that do not decode (default: logged)")
+	fs.StringVar(&f.Metrics, "metrics", "", "serve the query's Prometheus metrics at http://`ADDR`/metrics while it runs, such as :9090 or 127.0.0.1:9090")
 	if set.flush {
 		fs.BoolVar(&f.Flush, "flush", false, "when the input ends, move the watermark past every pending timeout so every open group is emitted")
 	}

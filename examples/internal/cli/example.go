@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/streamgen/streamgen/codec"
 	"github.com/streamgen/streamgen/runtime"
@@ -97,7 +98,8 @@ func runWith[In, Out any, PIn codec.RecordPtr[In], POut codec.RecordPtr[Out]](e 
 	// A run on the built-in sample cannot be resumed even with
 	// -checkpoint: the sample's temporary directory names the source, and
 	// the next run's is another.
-	w := &watch{name: e.Name, stderr: stderr, resumable: flags.Checkpoint != "" && flags.Input != ""}
+	w := &watch{name: e.Name, stderr: stderr, resumable: flags.Checkpoint != "" && flags.Input != "",
+		deadLetterDir: flags.DeadLetter, started: time.Now(), live: newLiveLine(stderr)}
 	out, err := e.Pipeline(typed.From[In, PIn](setup.Source), &flags)
 	if err != nil {
 		return err
@@ -110,9 +112,25 @@ func runWith[In, Out any, PIn codec.RecordPtr[In], POut codec.RecordPtr[Out]](e 
 	if e.OutputMode != nil {
 		writer.OutputMode(e.OutputMode())
 	}
-	q, err := writer.Start(context.Background(), append(setup.Options, runtime.Listener(w))...)
+	opts := setup.Options
+	if flags.Metrics != "" {
+		metrics, err := serveMetrics(flags.Metrics)
+		if err != nil {
+			return err
+		}
+		defer metrics.close() // when the query has ended
+		// Before w, so that the metrics hold a batch once its line is
+		// printed.
+		opts = append(opts, runtime.Listener(metrics.Metrics))
+		w.printf("metrics at %s", metrics.url())
+	}
+	opts = append(opts, runtime.Listener(w))
+	q, err := writer.Start(context.Background(), opts...)
 	if err != nil {
 		return err
+	}
+	if w.live != nil {
+		w.startLive(q)
 	}
 	err = w.wait(q, signals)
 	var interrupted *Interrupted
