@@ -31,6 +31,9 @@ type liveLine struct {
 	quit      chan struct{}
 	done      chan struct{}
 	running   bool // startLive has started the goroutine
+	// width is the terminal's, in columns; 0 when unknown. A longer
+	// line would wrap, and the next draw would not erase all of it.
+	width func() int
 	// shown says a line is drawn, to erase before other output; under
 	// the watch's mu.
 	shown bool
@@ -40,7 +43,7 @@ type liveLine struct {
 // (or a ticker), nil otherwise: a stderr that is a file or a pipe gets a
 // plain line per batch instead.
 func newLiveLine(stderr io.Writer) *liveLine {
-	l := &liveLine{quit: make(chan struct{}), done: make(chan struct{}), stopTicks: func() {}}
+	l := &liveLine{quit: make(chan struct{}), done: make(chan struct{}), stopTicks: func() {}, width: func() int { return 0 }}
 	switch w := stderr.(type) {
 	case ticker:
 		l.ticks = w.statusTicks()
@@ -50,6 +53,13 @@ func newLiveLine(stderr io.Writer) *liveLine {
 		}
 		t := time.NewTicker(statusEvery)
 		l.ticks, l.stopTicks = t.C, t.Stop
+		l.width = func() int {
+			width, _, err := term.GetSize(int(w.Fd()))
+			if err != nil {
+				return 0
+			}
+			return width
+		}
 	default:
 		return nil
 	}
@@ -105,7 +115,11 @@ func (w *watch) eraseLine() {
 func (w *watch) drawStatus(st runtime.Status, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	fmt.Fprintf(w.stderr, "\r\x1b[K%s", w.statusLine(st, now))
+	line := w.statusLine(st, now)
+	if width := w.live.width(); width > 1 && len(line) >= width {
+		line = line[:width-1] // the line is ASCII
+	}
+	fmt.Fprintf(w.stderr, "\r\x1b[K%s", line)
 	w.live.shown = true
 }
 
