@@ -280,3 +280,40 @@ func TestStatusOfARunningBatch(t *testing.T) {
 		t.Errorf("report: %d rows, decoded %d", p.NumInputRows, decoded)
 	}
 }
+
+// heldSink holds its first write until release is closed.
+type heldSink[T any] struct {
+	writing, release chan struct{}
+	once             sync.Once
+}
+
+func (s *heldSink[T]) Write(context.Context, int64, []T) error {
+	s.once.Do(func() {
+		close(s.writing)
+		<-s.release
+	})
+	return nil
+}
+
+// TestStatusOfABatchWithoutInputCounts: a source that does not count its
+// inputs (a memory stream) shows the running batch's rows, and no inputs.
+func TestStatusOfABatchWithoutInputCounts(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(clicks(25, 9)...)
+	sink := &heldSink[fixtures.Click]{writing: make(chan struct{}), release: make(chan struct{})}
+	clock := runtime.NewManualClock(time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC))
+	q, err := typed.WriteTo(typed.FromMemory(m), typed.Sink[fixtures.Click](sink)).Start(t.Context(),
+		newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()), runtime.WithManualClock(clock))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-sink.writing
+	want := runtime.RunningBatch{BatchID: 0, Started: clock.Now(), NumInputRows: 25}
+	if st := q.Status(); !st.IsTriggerActive || st.Batch != want {
+		t.Errorf("status of the held batch: %+v, want batch %+v", st, want)
+	}
+	close(sink.release)
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -373,3 +373,56 @@ func TestMetricsFollowTheNamingConventions(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsAcrossRuns: a query started again on its checkpoint keeps
+// its series: counters add up both runs, query_info names the new run
+// only, and store counters restart with the new run's store.
+func TestMetricsAcrossRuns(t *testing.T) {
+	dir, _, _ := clickFiles(t)
+	checkpoint := t.TempDir()
+	m := observe.NewMetrics()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	var batches, rows int
+	var last *runtime.Query
+	for run := range 2 {
+		if run == 1 {
+			line := clickLine("zed", time.Date(2026, 3, 1, 10, 10, 0, 0, time.UTC)) + "\n"
+			if err := os.WriteFile(filepath.Join(dir, "part-9.json"), []byte(line), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q, err := windowedCounts(dir).Start(context.Background(), runtime.Checkpoint(checkpoint), runtime.WithTrigger(runtime.AvailableNow()),
+			runtime.Name("clicks"), runtime.Listener(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range q.RecentProgress() {
+			batches++
+			rows += int(p.NumInputRows)
+		}
+		last = q
+	}
+	f := scrape(t, srv.URL)
+	query := map[string]string{"query": "clicks"}
+	if got, _ := value(t, f, "streamgen_batches_total", query); got != float64(batches) {
+		t.Errorf("batches_total %v, want %d over both runs", got, batches)
+	}
+	if got, _ := value(t, f, "streamgen_input_rows_total", query); got != float64(rows) || rows != 12 {
+		t.Errorf("input_rows_total %v, want %d over both runs (12 lines)", got, rows)
+	}
+	info := series(f, "streamgen_query_info", query)
+	if len(info) != 1 {
+		t.Fatalf("%d query_info series, want the last run's only", len(info))
+	}
+	if _, ok := value(t, f, "streamgen_query_info", map[string]string{"query": "clicks", "run_id": last.RunID()}); !ok {
+		t.Errorf("query_info is not the last run's (%s)", last.RunID())
+	}
+	p, _ := last.LastProgress()
+	if got, _ := value(t, f, "streamgen_store_state_cache_misses_total", query); got != float64(p.StateStore.StateCacheMisses) {
+		t.Errorf("store_state_cache_misses_total %v, want the last run's %d", got, p.StateStore.StateCacheMisses)
+	}
+}
