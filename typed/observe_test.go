@@ -317,3 +317,27 @@ func TestStatusOfABatchWithoutInputCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSinkDescriptionOfASinkOfYourOwn: a sink without a Description is
+// named in every report by its type.
+func TestSinkDescriptionOfASinkOfYourOwn(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 10)
+	m.Add(clicks(25, 9)...)
+	q, err := typed.WriteTo(typed.FromMemory(m), typed.Sink[fixtures.Click](newSink[fixtures.Click]())).Start(t.Context(),
+		newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	reports := q.RecentProgress()
+	if len(reports) != 3 {
+		t.Fatalf("%d reports, want 3", len(reports))
+	}
+	for _, p := range reports {
+		if want := fmt.Sprintf("%T", newSink[fixtures.Click]()); p.Sink.Description != want {
+			t.Errorf("batch %d: sink description %q, want %q", p.BatchID, p.Sink.Description, want)
+		}
+	}
+}
