@@ -168,7 +168,10 @@ func Sink[T any, P codec.RecordPtr[T]](f *Flags, w io.Writer, console ...typed.C
 // Main runs an example: it parses args, reads the sensor readings the
 // flags point to, applies pipeline, writes the result to the sink the
 // flags ask for (in the output mode of the pipeline's operator), and waits
-// for the query, printing each committed batch and a summary to stderr.
+// for the query, printing each committed batch and a summary to stderr:
+// a line per batch, or, when stderr is a terminal, a status line redrawn
+// in place while the query runs. With -metrics it serves the query's
+// Prometheus metrics until the query ends.
 //
 // SIGINT and SIGTERM stop the query (see Interrupted); a second one while
 // it stops ends Main at once. Main returns nil when the query finished by

@@ -62,8 +62,9 @@ type Example[In, Out any] struct {
 // RunExample runs an example as Main does: it parses args, reads the
 // input the flags point to (e's sample without -input), applies e's
 // pipeline, writes the result to the sink the flags ask for, and waits for
-// the query, printing each committed batch and a summary to stderr, then
-// calls e.Finish. Signals, exit statuses and the result are Main's.
+// the query, printing each committed batch (or a status line on a
+// terminal) and a summary to stderr, then calls e.Finish. Signals, exit
+// statuses, -metrics and the result are Main's.
 func RunExample[In, Out any, PIn codec.RecordPtr[In], POut codec.RecordPtr[Out]](e Example[In, Out], args []string, stdout io.Writer) error {
 	// Two signals fit: the one that stops the query and the one that
 	// ends the program; signal.Notify drops what does not fit.
