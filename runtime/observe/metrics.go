@@ -30,7 +30,8 @@ var DurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 
 // it on its own, or register it in a registry of your own.
 //
 // Each metric has the label query: the query's name (runtime.Name), or
-// its id for a query without one. Counters (_total) add up the batches
+// its id for a query without one. Two queries given the same name share
+// their series, so give each query that runs at once a name of its own. Counters (_total) add up the batches
 // this Metrics has seen of a query, across its runs; gauges hold what the
 // last batch reported. The metrics, all prefixed streamgen_:
 //
