@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/streamgen/streamgen/generated/sensor"
+	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -147,5 +148,37 @@ func TestLiveStatusLine(t *testing.T) {
 	}
 	if strings.Contains(out, "batch 0 committed:") {
 		t.Errorf("a line per batch on a terminal:\n%q", out)
+	}
+}
+
+// TestStatusLine: what the status line says in each state of a run.
+func TestStatusLine(t *testing.T) {
+	start := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	now := start.Add(90 * time.Second)
+	running := runtime.Status{Message: "Processing new data", IsDataAvailable: true, IsTriggerActive: true,
+		Batch: runtime.RunningBatch{BatchID: 7, Started: now.Add(-2 * time.Second), NumInputRows: 5000, InputsDone: 3, InputsPlanned: 8}}
+	waiting := runtime.Status{Message: "Waiting for data to arrive"}
+	for _, c := range []struct {
+		name string
+		w    *watch
+		st   runtime.Status
+		want string
+	}{
+		{"before the first batch", &watch{}, runtime.Status{Message: "Initializing sources"},
+			"test: initializing sources, 1m30s elapsed"},
+		{"a batch running", &watch{batches: 7, last: 6, watermark: "2015-02-23T10:18:00Z"}, running,
+			"test: batch 7 running, 3 of 8 files, 5000 rows read (2500 rows/s), watermark 2015-02-23T10:18:00Z, 1m30s elapsed"},
+		{"a source that does not count its inputs", &watch{}, runtime.Status{IsTriggerActive: true,
+			Batch: runtime.RunningBatch{BatchID: 0, Started: now.Add(-time.Second), NumInputRows: 10}},
+			"test: batch 0 running, 10 rows read (10 rows/s), 1m30s elapsed"},
+		{"waiting after a batch", &watch{batches: 2, last: 1, lastRate: 1234.4, watermark: "2015-02-23T10:18:00Z"}, waiting,
+			"test: batch 1 committed (1234 rows/s), waiting for data to arrive, watermark 2015-02-23T10:18:00Z, 1m30s elapsed"},
+		{"after the flush", &watch{batches: 3, last: 2, flushed: true}, runtime.Status{Message: "Stopped"},
+			"test: batch 2 committed (0 rows/s), stopped, watermark flushed, 1m30s elapsed"},
+	} {
+		c.w.name, c.w.started = "test", start
+		if got := c.w.statusLine(c.st, now); got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
 	}
 }
