@@ -44,11 +44,22 @@ type Batch struct {
 	// it from their goroutines, so it is guarded.
 	errMu sync.Mutex
 	err   error
+	// live is the query's running batch, which the reading publishes
+	// to; nil outside a query (ReadAll).
+	live *liveBatch
 }
 
 type inputRun struct {
 	name string
 	rows int64
+	// unpublished are the rows read and not yet added to live.
+	unpublished int64
+	// counter is the source as an InputCounter, nil when it is not one;
+	// current is the input of its last record, planned and done its
+	// inputs in the batch.
+	counter       InputCounter
+	current       string
+	planned, done int64
 }
 
 // opRun is an operator's share of a batch.
@@ -75,7 +86,54 @@ func (o *opRun) isDirty(group int32) bool {
 func partitionKey(source, partition string) string { return source + "#" + partition }
 
 // AddInputRows counts n rows read from input (decoded or not).
-func (b *Batch) AddInputRows(input int, n int64) { b.inputs[input].rows += n }
+func (b *Batch) AddInputRows(input int, n int64) {
+	b.inputs[input].rows += n
+	if b.live != nil {
+		b.live.rows.Add(n)
+	}
+}
+
+// publishEvery is how many rows of a source RecordRead counts before it
+// tells the running batch's status: one atomic add per that many rows.
+const publishEvery = 1024
+
+// RecordRead counts a record read from input (decoded or not), as
+// AddInputRows(input, 1), for a reader that reads record by record: the
+// query's Status sees the count every 1024 records, and, for a source
+// that counts its inputs (InputCounter), each input as the next begins.
+func (b *Batch) RecordRead(input int, r Record) {
+	in := &b.inputs[input]
+	in.rows++
+	if b.live == nil {
+		return
+	}
+	if in.unpublished++; in.unpublished == publishEvery {
+		b.live.rows.Add(in.unpublished)
+		in.unpublished = 0
+	}
+	if in.counter != nil {
+		if name := in.counter.InputOf(r); name != in.current {
+			if in.current != "" && in.done < in.planned {
+				in.done++
+				b.live.inputsDone.Add(1)
+			}
+			in.current = name
+		}
+	}
+}
+
+// inputRead publishes what is left of input's counts once its source has
+// been read to the end: its rows, and all its inputs as done (those with
+// no record too).
+func (b *Batch) inputRead(input int) {
+	in := &b.inputs[input]
+	if b.live == nil {
+		return
+	}
+	b.live.rows.Add(in.unpublished)
+	b.live.inputsDone.Add(in.planned - in.done)
+	in.unpublished, in.done = 0, in.planned
+}
 
 // AdvanceWatermark records a row of input's partition whose event time,
 // less the watermark's delay, is t: the partition's watermark, for later

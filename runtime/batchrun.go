@@ -15,6 +15,8 @@ import (
 // progress and its report. Nothing is committed when it fails.
 func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, watermark, now time.Time) (Progress, QueryProgress, error) {
 	b := q.newBatch(p, watermark, now)
+	q.beginBatch(b, planned)
+	defer q.endBatch()
 	committed := false
 	defer func() {
 		if !committed {
@@ -131,6 +133,7 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 		if err := in.Read(ctx, b, planned.start[i], planned.end[i]); err != nil {
 			return fmt.Errorf("streamgen: batch %d: source %s: %w", b.ID, in.Source.Name(), err)
 		}
+		b.inputRead(i)
 	}
 	phase(DurationGetBatch)
 	addStart := t
@@ -295,6 +298,7 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 		DurationMs:             map[string]int64{},
 		Sink:                   SinkProgress{Description: q.plan.Outputs[0].Description, NumOutputRows: b.outputRows},
 		NumDeadLetters:         int64(len(b.deadLetters)),
+		StateStore:             q.store.Metrics(),
 	}
 	for name, d := range durations {
 		r.DurationMs[name] = d.Milliseconds()
@@ -372,6 +376,7 @@ func (q *Query) report(r QueryProgress) {
 			l.OnQueryProgress(r)
 		}
 	}
+	q.logProgress(r)
 }
 
 func copyMap[V any](m map[string]V) map[string]V {

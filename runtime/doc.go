@@ -29,6 +29,15 @@
 // A cache of committed state sits in front of Pebble. The checkpoint
 // records the pipeline (Meta) and refuses one that cannot continue from it.
 //
+// # Watching a query
+//
+// Each committed batch makes a QueryProgress (Spark's
+// StreamingQueryProgress), kept by RecentProgress and passed to listeners
+// (Listener); it carries the state store's own figures (StoreProgress).
+// Status says what the query does now, and, while a batch runs, how far it
+// has gone (RunningBatch). LogProgress logs a line per batch with log/slog.
+// Package runtime/observe exports the reports as Prometheus metrics.
+//
 // # Storage faults
 //
 // A checkpoint is a Pebble store and one file of streamgen's beside it,

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -37,6 +38,7 @@ type config struct {
 	spillDir      string
 	stateCache    int64
 	closeTimeout  time.Duration
+	progressLog   *slog.Logger
 }
 
 func defaultConfig() config {
@@ -105,6 +107,14 @@ func DeadLetters(s DeadLetterSink) Option { return optionFunc(func(c *config) { 
 func Listener(l any) Option {
 	return optionFunc(func(c *config) { c.listeners = append(c.listeners, l) })
 }
+
+// LogProgress logs a line on l at level Info for each committed batch,
+// after the listeners have seen its report: the query's name (its id
+// without one), the batch id, rows in and out, the rows processed per
+// second, the batch's duration, the watermark when there is one, the state
+// rows over all operators, the rows dropped as late and the dead letters
+// (see LogAttrs). The default logs nothing.
+func LogProgress(l *slog.Logger) Option { return optionFunc(func(c *config) { c.progressLog = l }) }
 
 // FlushEventTime makes a query with a Once or AvailableNow trigger end,
 // once its input is done, with a batch whose watermark is past every event

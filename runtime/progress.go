@@ -28,6 +28,9 @@ type QueryProgress struct {
 	Sink           SinkProgress            `json:"sink"`
 	// NumDeadLetters counts the rows that did not decode.
 	NumDeadLetters int64 `json:"numDeadLetters"`
+	// StateStore reports the state store at the end of the batch, after
+	// its commit.
+	StateStore StoreProgress `json:"stateStore"`
 }
 
 // StateOperatorProgress reports one stateful operator.
@@ -58,11 +61,32 @@ type SinkProgress struct {
 	NumOutputRows int64  `json:"numOutputRows"`
 }
 
-// Status is what a query is doing now, as Spark's StreamingQueryStatus.
+// Status is what a query is doing now, as Spark's StreamingQueryStatus,
+// with the batch that runs now.
 type Status struct {
 	Message         string `json:"message"`
 	IsDataAvailable bool   `json:"isDataAvailable"`
 	IsTriggerActive bool   `json:"isTriggerActive"`
+	// Batch is the batch running now, from its start to its commit; the
+	// zero RunningBatch between batches.
+	Batch RunningBatch `json:"batch,omitzero"`
+}
+
+// RunningBatch is how far a batch has gone while it runs, so that a long
+// batch shows progress before its report. The counts are published by the
+// query's goroutine as it reads (every 1024 rows of a source, at each new
+// input and at each source's end), so they may lag the reading by that
+// much.
+type RunningBatch struct {
+	BatchID int64     `json:"batchId"`
+	Started time.Time `json:"started"`
+	// NumInputRows counts the rows read so far, decoded or not.
+	NumInputRows int64 `json:"numInputRows"`
+	// InputsPlanned is the number of inputs (the files of a files source)
+	// the batch reads, over the sources that know theirs (InputCounter);
+	// 0 when none does. InputsDone counts those read to their end.
+	InputsDone    int64 `json:"inputsDone"`
+	InputsPlanned int64 `json:"inputsPlanned"`
 }
 
 // QueryStarted is passed to OnQueryStarted.

@@ -35,6 +35,8 @@ type Query struct {
 	err      error
 	status   Status
 	progress []QueryProgress
+	// live counts the running batch's reading, for Status.
+	live liveBatch
 }
 
 // Start opens the checkpoint, checks it against the plan, and starts the
@@ -210,11 +212,18 @@ func (q *Query) Err() error {
 	return q.err
 }
 
-// Status returns what the query is doing now.
+// Status returns what the query is doing now, with how far the running
+// batch has gone. It never waits for a batch: call it as often as wanted,
+// from any goroutine.
 func (q *Query) Status() Status {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	return q.status
+	s := q.status
+	if s.Batch != (RunningBatch{}) {
+		s.Batch.NumInputRows = q.live.rows.Load()
+		s.Batch.InputsDone = q.live.inputsDone.Load()
+	}
+	return s
 }
 
 // RecentProgress returns the reports of the most recent batches, oldest

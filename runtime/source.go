@@ -33,6 +33,20 @@ type Skipper interface {
 	Skipped() int64
 }
 
+// InputCounter is implemented by a source whose batches read a known
+// number of inputs one after the other, such as the files of a files
+// source: the query's Status then says how many of a running batch's
+// inputs are done (RunningBatch).
+type InputCounter interface {
+	// PlannedInputs returns how many inputs the records after start up
+	// to end come from.
+	PlannedInputs(start, end json.RawMessage) (int64, error)
+	// InputOf names the input record r came from; the records of one
+	// input come one after the other. It is called for every record, so
+	// it should not allocate.
+	InputOf(r Record) string
+}
+
 // ReadLimit says whether a batch honours a source's per-batch limits.
 type ReadLimit int
 

@@ -73,10 +73,8 @@ func FromFunc[T any](src runtime.Source, decode func(r runtime.Record) (T, error
 				defer c.catch(&err)
 				c.begin(ctx, b)
 				c.input = input
-				var rows int64
-				defer func() { b.AddInputRows(input, rows) }()
 				return src.Read(ctx, start, end, func(r runtime.Record) error {
-					rows++
+					b.RecordRead(input, r)
 					if r.Err != nil {
 						b.DeadLetter(runtime.DeadLetter{Source: src.Name(), Position: r.Position, Error: r.Err.Error(), Raw: string(r.Data)})
 						return nil

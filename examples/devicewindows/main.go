@@ -5,7 +5,8 @@
 //	go run ./examples/devicewindows
 //
 // Flags: -input DIR, -output DIR, -checkpoint DIR, -max-files-per-trigger
-// N, -trigger availableNow|once|DURATION, -dead-letter DIR.
+// N, -trigger availableNow|once|DURATION, -dead-letter DIR, -metrics ADDR
+// (Prometheus metrics at http://ADDR/metrics while the query runs).
 //
 // SIGINT or SIGTERM stops the query between batches. The exit status is 0
 // when the input is done, 130 after SIGINT, 143 after SIGTERM, 1 on an

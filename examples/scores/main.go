@@ -14,7 +14,8 @@
 // Flags: -input DIR, -output DIR, -checkpoint DIR, -max-files-per-trigger
 // N (default 10), -trigger availableNow|once|DURATION, -dead-letter DIR,
 // -concurrency N (handlers of different users at once), -latency DURATION
-// (the scoring service's, default 5ms).
+// (the scoring service's, default 5ms), -metrics ADDR (Prometheus metrics
+// at http://ADDR/metrics while the query runs).
 //
 // SIGINT or SIGTERM stops the query between batches. The exit status is 0
 // when the input is done, 130 after SIGINT, 143 after SIGTERM, 1 on an

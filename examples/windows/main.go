@@ -18,7 +18,8 @@
 // -mode complete|update|append (default complete), -by-user, and the
 // examples' -input DIR, -output DIR, -checkpoint DIR,
 // -max-files-per-trigger N, -trigger availableNow|once|DURATION,
-// -dead-letter DIR, -flush.
+// -dead-letter DIR, -flush, -metrics ADDR (Prometheus metrics at
+// http://ADDR/metrics while the query runs).
 //
 // In Complete mode every batch writes the whole table and nothing is
 // evicted; in Update mode a batch writes the windows it changed, and a

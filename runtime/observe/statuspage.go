@@ -1,8 +1,3 @@
-// Package observe shows running queries to people and tools: a status
-// page in the spirit of the Spark UI's Structured Streaming tab
-// (StatusPage). What it shows comes from a query's listener calls
-// (runtime.Listener), so it needs nothing of the query but its progress
-// reports.
 package observe
 
 import (

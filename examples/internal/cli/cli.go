@@ -33,6 +33,9 @@ type Flags struct {
 	Concurrency int
 	// UI is -ui, the address of the query's status page ("": none).
 	UI string
+	// Metrics is -metrics: the address to serve the query's Prometheus
+	// metrics on while it runs; "" for none.
+	Metrics string
 }
 
 // Register defines the flags on fs. withFlush adds -flush.
@@ -54,6 +57,7 @@ func (f *Flags) register(fs *flag.FlagSet, set flagSet) {
 	fs.IntVar(&f.MaxFilesPerTrigger, "max-files-per-trigger", set.maxFilesPerTrigger, "at most this many input files per batch (0: no limit)")
 	fs.StringVar(&f.Trigger, "trigger", "availableNow", "availableNow (process what is there and exit), once, or an interval such as 10s")
 	fs.StringVar(&f.DeadLetter, "dead-letter", "", "directory for input lines that do not decode (default: logged)")
+	fs.StringVar(&f.Metrics, "metrics", "", "serve the query's Prometheus metrics at http://`ADDR`/metrics while it runs, such as :9090 or 127.0.0.1:9090")
 	if set.flush {
 		fs.BoolVar(&f.Flush, "flush", false, "when the input ends, move the watermark past every pending timeout so every open group is emitted")
 	}
@@ -167,7 +171,10 @@ func Sink[T any, P codec.RecordPtr[T]](f *Flags, w io.Writer, console ...typed.C
 // Main runs an example: it parses args, reads the sensor readings the
 // flags point to, applies pipeline, writes the result to the sink the
 // flags ask for (in the output mode of the pipeline's operator), and waits
-// for the query, printing each committed batch and a summary to stderr.
+// for the query, printing each committed batch and a summary to stderr:
+// a line per batch, or, when stderr is a terminal, a status line redrawn
+// in place while the query runs. With -metrics it serves the query's
+// Prometheus metrics until the query ends.
 //
 // SIGINT and SIGTERM stop the query (see Interrupted); a second one while
 // it stops ends Main at once. Main returns nil when the query finished by

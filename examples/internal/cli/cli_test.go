@@ -188,7 +188,7 @@ func TestAvailableNowFinishesByItself(t *testing.T) {
 	wantInStderr(t, s.stderr,
 		"test: batch 0 committed: 1500 rows in, 1500 rows out\n",
 		"test: batch 2 committed: 1000 rows in, 1000 rows out\n",
-		"test: committed 3 batches in this run (ids 0 to 2): 4001 rows in, 4000 rows out, 1 dead letter\n")
+		"test: committed 3 batches in this run (ids 0 to 2): 4001 rows in, 4000 rows out, 1 dead letter (logged)\n")
 }
 
 // TestSignalStopsTheQuery: a signal stops an interval run, which never
@@ -221,7 +221,7 @@ func TestSignalStopsTheQuery(t *testing.T) {
 			}
 			wantInStderr(t, s.stderr,
 				"test: "+c.name+": stopping the query",
-				"test: committed 1 batch in this run (id 0): 4001 rows in, 4000 rows out, 1 dead letter\n",
+				"test: committed 1 batch in this run (id 0): 4001 rows in, 4000 rows out, 1 dead letter (logged)\n",
 				"test: run again with the same -checkpoint to resume after batch 0\n")
 
 			again := start(t, io.Discard, "-input", input, "-checkpoint", checkpoint)

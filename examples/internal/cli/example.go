@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/streamgen/streamgen/codec"
 	"github.com/streamgen/streamgen/runtime"
@@ -61,8 +62,9 @@ type Example[In, Out any] struct {
 // RunExample runs an example as Main does: it parses args, reads the
 // input the flags point to (e's sample without -input), applies e's
 // pipeline, writes the result to the sink the flags ask for, and waits for
-// the query, printing each committed batch and a summary to stderr, then
-// calls e.Finish. Signals, exit statuses and the result are Main's.
+// the query, printing each committed batch (or a status line on a
+// terminal) and a summary to stderr, then calls e.Finish. Signals, exit
+// statuses, -metrics and the result are Main's.
 func RunExample[In, Out any, PIn codec.RecordPtr[In], POut codec.RecordPtr[Out]](e Example[In, Out], args []string, stdout io.Writer) error {
 	// Two signals fit: the one that stops the query and the one that
 	// ends the program; signal.Notify drops what does not fit.
@@ -97,7 +99,8 @@ func runWith[In, Out any, PIn codec.RecordPtr[In], POut codec.RecordPtr[Out]](e 
 	// A run on the built-in sample cannot be resumed even with
 	// -checkpoint: the sample's temporary directory names the source, and
 	// the next run's is another.
-	w := &watch{name: e.Name, stderr: stderr, resumable: flags.Checkpoint != "" && flags.Input != ""}
+	w := &watch{name: e.Name, stderr: stderr, resumable: flags.Checkpoint != "" && flags.Input != "",
+		deadLetterDir: flags.DeadLetter, started: time.Now(), live: newLiveLine(stderr)}
 	out, err := e.Pipeline(typed.From[In, PIn](setup.Source), &flags)
 	if err != nil {
 		return err
@@ -111,23 +114,39 @@ func runWith[In, Out any, PIn codec.RecordPtr[In], POut codec.RecordPtr[Out]](e 
 		writer.OutputMode(e.OutputMode())
 	}
 	opts := setup.Options
+	// The query has the example's name, in its metrics and on its page.
+	opts = append(opts, runtime.Name(e.Name))
 	if flags.UI != "" {
 		page, err := serveStatusPage(flags.UI, w)
 		if err != nil {
 			return err
 		}
-		// The page hears of each batch before w prints it, and shows the
-		// query under the example's name.
-		opts = append(opts, page.listener(), runtime.Name(e.Name))
+		// The page hears of each batch before w prints it.
+		opts = append(opts, page.listener())
 		defer func() {
 			if closeErr := page.close(); err == nil {
 				err = closeErr
 			}
 		}()
 	}
-	q, err := writer.Start(context.Background(), append(opts, runtime.Listener(w))...)
+	if flags.Metrics != "" {
+		metrics, err := serveMetrics(flags.Metrics)
+		if err != nil {
+			return err
+		}
+		defer metrics.close() // when the query has ended
+		// Before w, so that the metrics hold a batch once its line is
+		// printed.
+		opts = append(opts, runtime.Listener(metrics.Metrics))
+		w.printf("metrics at %s", metrics.url())
+	}
+	opts = append(opts, runtime.Listener(w))
+	q, err := writer.Start(context.Background(), opts...)
 	if err != nil {
 		return err
+	}
+	if w.live != nil {
+		w.startLive(q)
 	}
 	err = w.wait(q, signals)
 	var interrupted *Interrupted

@@ -85,7 +85,7 @@ func TestExampleRuns(t *testing.T) {
 	if c.concurrency != 4 {
 		t.Errorf("the pipeline got -concurrency %d, want 4", c.concurrency)
 	}
-	wantInStderr(t, stderr, "test: committed 3 batches in this run (ids 0 to 2): 4001 rows in, 4000 rows out, 1 dead letter\n")
+	wantInStderr(t, stderr, "test: committed 3 batches in this run (ids 0 to 2): 4001 rows in, 4000 rows out, 1 dead letter (logged)\n")
 	if want := "finished here: 4000 rows in 3 batches\n"; stdout.String() != want {
 		t.Errorf("stdout %q, want %q", stdout.String(), want)
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
@@ -24,13 +25,29 @@ type watch struct {
 	// outlives the run, and so does the input.
 	resumable bool
 
+	// deadLetters says where the dead letters go: a directory, or ""
+	// when they are logged.
+	deadLetterDir string
+	// started is when the run started, for the status line's elapsed
+	// time.
+	started time.Time
+	// live is the status line drawn on a terminal; nil when stderr is
+	// not one, which gets a line per batch instead.
+	live *liveLine
+
 	mu     sync.Mutex
 	stderr io.Writer
 	// The totals of the batches committed in this run. first and last
 	// are batch ids; batches == 0 leaves them meaningless.
 	batches, first, last         int64
 	rowsIn, rowsOut, deadLetters int64
-	watermark                    string // RFC 3339, "" without one
+	// lastRate is the last batch's rows processed per second.
+	lastRate float64
+	// watermark is the last batch's, RFC 3339, "" without one; flushed
+	// says the input's end was flushed (-flush), which moves the
+	// watermark past every event time.
+	watermark string
+	flushed   bool
 }
 
 // OnQueryProgress prints the batch and adds it to the totals. The
@@ -46,21 +63,31 @@ func (w *watch) OnQueryProgress(p runtime.QueryProgress) {
 	w.rowsIn += p.NumInputRows
 	w.rowsOut += p.Sink.NumOutputRows
 	w.deadLetters += p.NumDeadLetters
-	w.watermark = p.EventTime["watermark"]
-	fmt.Fprintf(w.stderr, "%s: batch %d committed: %d rows in, %d rows out\n", w.name, p.BatchID, p.NumInputRows, p.Sink.NumOutputRows)
+	w.lastRate = p.ProcessedRowsPerSecond
+	if t, ok := p.WatermarkTime(); ok && t.Equal(runtime.EndOfTime) {
+		w.flushed, w.watermark = true, ""
+	} else if ok {
+		w.watermark = t.UTC().Format(time.RFC3339)
+	}
+	if w.live == nil {
+		fmt.Fprintf(w.stderr, "%s: batch %d committed: %d rows in, %d rows out\n", w.name, p.BatchID, p.NumInputRows, p.Sink.NumOutputRows)
+	}
 }
 
 // printf writes a line to stderr under the lock.
 func (w *watch) printf(format string, args ...any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.eraseLine()
 	fmt.Fprintf(w.stderr, w.name+": "+format+"\n", args...)
 }
 
 // summarize prints what the run did: the batches it committed (which a
 // stop never leaves half done: a batch is committed whole or not at all),
-// the rows they read and wrote, and where a resumed run would start.
+// the rows they read and wrote, the dead letters and where they went, and
+// the watermark reached. It stops the status line first.
 func (w *watch) summarize() {
+	w.stopLive()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.batches == 0 {
@@ -74,9 +101,18 @@ func (w *watch) summarize() {
 	fmt.Fprintf(w.stderr, "%s: committed %d %s in this run (%s): %d rows in, %d rows out",
 		w.name, w.batches, plural(w.batches, "batch", "batches"), ids, w.rowsIn, w.rowsOut)
 	if w.deadLetters > 0 {
-		fmt.Fprintf(w.stderr, ", %d dead %s", w.deadLetters, plural(w.deadLetters, "letter", "letters"))
+		where := "logged"
+		if w.deadLetterDir != "" {
+			where = "in " + w.deadLetterDir
+		}
+		fmt.Fprintf(w.stderr, ", %d dead %s (%s)", w.deadLetters, plural(w.deadLetters, "letter", "letters"), where)
 	}
-	if w.watermark != "" {
+	switch {
+	case w.flushed:
+		// The watermark of the flush is past every event time: a date
+		// at the end of time would say nothing more.
+		fmt.Fprint(w.stderr, "; input flushed (-flush)")
+	case w.watermark != "":
 		fmt.Fprintf(w.stderr, "; watermark %s", w.watermark)
 	}
 	fmt.Fprintln(w.stderr)
@@ -86,6 +122,7 @@ func (w *watch) summarize() {
 func (w *watch) resumeHint() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.eraseLine()
 	if w.batches == 0 {
 		fmt.Fprintf(w.stderr, "%s: run again with the same -checkpoint to resume where it stopped\n", w.name)
 		return

@@ -1,0 +1,428 @@
+package observe_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/runtime/observe"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// count is a row of the windowed count of the tests.
+type count struct {
+	Window typed.Window
+	User   string
+	N      int64
+}
+
+// clickLine is a click as a JSON line.
+func clickLine(user string, at time.Time) string {
+	return fmt.Sprintf(`{"user":%q,"time":%q,"page":"p"}`, user, at.UTC().Format(time.RFC3339Nano))
+}
+
+// clickFiles writes the test's input, one file per batch, and returns its
+// directory, with the dead letters and late rows it holds: a line that
+// does not decode, and a row behind the watermark of the files before.
+func clickFiles(t *testing.T) (dir string, deadLetters, late int64) {
+	t.Helper()
+	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	files := [][]string{
+		{clickLine("ann", base), clickLine("bob", base.Add(5*time.Second)), clickLine("ann", base.Add(20*time.Second))},
+		{clickLine("cy", base.Add(70*time.Second)), "not json", clickLine("ann", base.Add(80*time.Second))},
+		{clickLine("bob", base.Add(time.Second)), clickLine("bob", base.Add(130*time.Second))},
+		{clickLine("dee", base.Add(200*time.Second)), clickLine("ann", base.Add(201*time.Second)), clickLine("eve", base.Add(260*time.Second))},
+	}
+	dir = t.TempDir()
+	for i, lines := range files {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%d.json", i)), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir, 1, 1
+}
+
+// windowedCounts counts clicks per user and minute, with a watermark 10s
+// behind, one file per batch.
+func windowedCounts(dir string) *typed.Writer[count] {
+	src := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 1})
+	at := func(c *fixtures.Click) time.Time { return c.Time }
+	s := typed.WithWatermark(typed.From[fixtures.Click, *fixtures.Click](src), at, 10*time.Second)
+	ws := typed.GroupByWindow(s, at, typed.Tumbling(time.Minute), func(c *fixtures.Click) string { return c.User })
+	rows := typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, user string, n int64) count { return count{w, user, n} })
+	return typed.WriteTo(rows, typed.NewMemorySink[count]()).OutputMode(typed.Update)
+}
+
+// scrape gets url and parses it as Prometheus's text format.
+func scrape(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	families, err := tryScrape(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return families
+}
+
+func tryScrape(url string) (map[string]*dto.MetricFamily, error) {
+	resp, err := http.Get(url)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape: %s", resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, fmt.Errorf("scrape: %w", err)
+	}
+	return families, nil
+}
+
+// series finds the series of family name whose labels include want.
+func series(families map[string]*dto.MetricFamily, name string, want map[string]string) []*dto.Metric {
+	var out []*dto.Metric
+	f := families[name]
+	if f == nil {
+		return nil
+	}
+next:
+	for _, m := range f.Metric {
+		have := map[string]string{}
+		for _, l := range m.Label {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if have[k] != v {
+				continue next
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// value is the value of the one series of family name with labels want;
+// ok is false when there is none.
+func value(t *testing.T, families map[string]*dto.MetricFamily, name string, want map[string]string) (v float64, ok bool) {
+	t.Helper()
+	ms := series(families, name, want)
+	switch {
+	case len(ms) == 0:
+		return 0, false
+	case len(ms) > 1:
+		t.Fatalf("%s%v: %d series", name, want, len(ms))
+	}
+	switch m := ms[0]; {
+	case m.Counter != nil:
+		return m.Counter.GetValue(), true
+	case m.Gauge != nil:
+		return m.Gauge.GetValue(), true
+	case m.Untyped != nil:
+		return m.Untyped.GetValue(), true
+	}
+	t.Fatalf("%s%v is neither a counter nor a gauge", name, want)
+	return 0, false
+}
+
+// TestMetricsOfARunningQuery runs a query of several batches, scraping the
+// handler all along, and checks the last scrape against the sums and the
+// last values of the query's own progress reports.
+func TestMetricsOfARunningQuery(t *testing.T) {
+	dir, wantDead, wantLate := clickFiles(t)
+	m := observe.NewMetrics()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	q, err := windowedCounts(dir).Start(t.Context(), runtime.Checkpoint(t.TempDir()), runtime.WithTrigger(runtime.AvailableNow()),
+		runtime.Name("clicks"), runtime.Listener(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Scrapes while the batches run: each parses, and the counters
+	// never go down.
+	var scraping sync.WaitGroup
+	scraping.Go(func() {
+		last := -1.0
+		for {
+			select {
+			case <-q.Done():
+				return
+			default:
+			}
+			f, err := tryScrape(srv.URL)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if ms := series(f, "streamgen_input_rows_total", map[string]string{"query": "clicks"}); len(ms) == 1 {
+				v := ms[0].Counter.GetValue()
+				if v < last {
+					t.Errorf("input_rows_total went from %v to %v", last, v)
+				}
+				last = v
+			}
+		}
+	})
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	scraping.Wait()
+	before := time.Now()
+	f := scrape(t, srv.URL)
+	after := time.Now()
+
+	reports := q.RecentProgress()
+	if len(reports) < 4 {
+		t.Fatalf("%d batches, want at least one per file (4)", len(reports))
+	}
+	last := reports[len(reports)-1]
+	var in, out, dead, updated, removed, late float64
+	phases := map[string][]float64{} // seconds, by phase
+	for _, p := range reports {
+		in += float64(p.NumInputRows)
+		out += float64(p.Sink.NumOutputRows)
+		dead += float64(p.NumDeadLetters)
+		op := p.StateOperators[0]
+		updated += float64(op.NumRowsUpdated)
+		removed += float64(op.NumRowsRemoved)
+		late += float64(op.NumRowsDroppedByWatermark)
+		for phase, ms := range p.DurationMs {
+			phases[phase] = append(phases[phase], float64(ms)/1000)
+		}
+	}
+	if dead != float64(wantDead) || late != float64(wantLate) {
+		t.Fatalf("the reports say %v dead letters and %v late rows, the input has %d and %d", dead, late, wantDead, wantLate)
+	}
+	query := map[string]string{"query": "clicks"}
+	operator := map[string]string{"query": "clicks", "operator": "0", "name": last.StateOperators[0].OperatorName}
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"streamgen_batches_total", query, float64(len(reports))},
+		{"streamgen_batch_id", query, float64(last.BatchID)},
+		{"streamgen_input_rows_total", query, in},
+		{"streamgen_output_rows_total", query, out},
+		{"streamgen_dead_letters_total", query, dead},
+		{"streamgen_input_rows_per_second", query, last.InputRowsPerSecond},
+		{"streamgen_processed_rows_per_second", query, last.ProcessedRowsPerSecond},
+		{"streamgen_state_rows", operator, float64(last.StateOperators[0].NumRowsTotal)},
+		{"streamgen_state_rows_updated_total", operator, updated},
+		{"streamgen_state_rows_removed_total", operator, removed},
+		{"streamgen_late_rows_total", operator, late},
+		{"streamgen_query_running", query, 0},
+		{"streamgen_query_info", map[string]string{"query": "clicks", "id": q.ID(), "run_id": q.RunID()}, 1},
+		{"streamgen_store_memtable_bytes", query, float64(last.StateStore.MemtableBytes)},
+		{"streamgen_store_memtables", query, float64(last.StateStore.MemtableCount)},
+		{"streamgen_store_block_cache_bytes", query, float64(last.StateStore.BlockCacheBytes)},
+		{"streamgen_store_state_cache_bytes", query, float64(last.StateStore.StateCacheBytes)},
+		{"streamgen_store_state_cache_entries", query, float64(last.StateStore.StateCacheEntries)},
+		{"streamgen_store_compactions_total", query, float64(last.StateStore.Compactions)},
+		{"streamgen_store_flushes_total", query, float64(last.StateStore.Flushes)},
+		{"streamgen_store_table_bytes", query, float64(last.StateStore.TableBytes)},
+		{"streamgen_store_wal_bytes", query, float64(last.StateStore.WALBytes)},
+		{"streamgen_store_disk_bytes", query, float64(last.StateStore.DiskBytes)},
+	} {
+		got, ok := value(t, f, c.name, c.labels)
+		if !ok || got != c.want {
+			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
+		}
+	}
+	if last.StateStore.DiskBytes <= 0 || last.StateStore.MemtableBytes <= 0 {
+		t.Errorf("the last report has no store figures: %+v", last.StateStore)
+	}
+
+	// The watermark, and its delay behind the clock at the scrape.
+	w, ok := last.WatermarkTime()
+	if !ok {
+		t.Fatal("the last batch has no watermark")
+	}
+	if got, _ := value(t, f, "streamgen_watermark_seconds", query); got != float64(w.UnixNano())/1e9 {
+		t.Errorf("watermark_seconds %v, want %v", got, float64(w.UnixNano())/1e9)
+	}
+	delay, _ := value(t, f, "streamgen_watermark_delay_seconds", query)
+	if low, high := before.Sub(w).Seconds(), after.Sub(w).Seconds(); delay < low || delay > high {
+		t.Errorf("watermark_delay_seconds %v, want between %v and %v", delay, low, high)
+	}
+
+	// A histogram per phase: its count, sum and buckets are those of
+	// the reports' durations.
+	for phase, secs := range phases {
+		ms := series(f, "streamgen_batch_duration_seconds", map[string]string{"query": "clicks", "phase": phase})
+		if len(ms) != 1 || ms[0].Histogram == nil {
+			t.Errorf("phase %s: %d series", phase, len(ms))
+			continue
+		}
+		h := ms[0].Histogram
+		var sum float64
+		for _, s := range secs {
+			sum += s
+		}
+		if h.GetSampleCount() != uint64(len(secs)) || math.Abs(h.GetSampleSum()-sum) > 1e-9 {
+			t.Errorf("phase %s: count %d, sum %v; want %d, %v", phase, h.GetSampleCount(), h.GetSampleSum(), len(secs), sum)
+		}
+		for _, b := range h.Bucket {
+			var n uint64
+			for _, s := range secs {
+				if s <= b.GetUpperBound() {
+					n++
+				}
+			}
+			if b.GetCumulativeCount() != n {
+				t.Errorf("phase %s: bucket le=%v holds %d, want %d", phase, b.GetUpperBound(), b.GetCumulativeCount(), n)
+			}
+		}
+	}
+	for _, phase := range []string{runtime.DurationGetBatch, runtime.DurationWALCommit, runtime.DurationTriggerExecution} {
+		if _, ok := phases[phase]; !ok {
+			t.Errorf("no report has phase %s", phase)
+		}
+	}
+}
+
+// TestMetricsLabelUnnamedQueriesByID: a query without a name is labelled
+// by its id, and two queries on one Metrics keep their own series.
+func TestMetricsLabelUnnamedQueriesByID(t *testing.T) {
+	m := observe.NewMetrics()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	rows := map[string]int{}
+	var ids []string
+	for _, name := range []string{"", "named"} {
+		dir, _, _ := clickFiles(t)
+		opts := []runtime.Option{runtime.Checkpoint(t.TempDir()), runtime.WithTrigger(runtime.AvailableNow()), runtime.Listener(m)}
+		if name != "" {
+			opts = append(opts, runtime.Name(name))
+		}
+		q, err := windowedCounts(dir).Start(context.Background(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		label := name
+		if label == "" {
+			label = q.ID()
+		}
+		ids = append(ids, label)
+		for _, p := range q.RecentProgress() {
+			rows[label] += int(p.NumInputRows)
+		}
+	}
+	f := scrape(t, srv.URL)
+	if n := len(series(f, "streamgen_input_rows_total", nil)); n != 2 {
+		t.Errorf("%d series of input_rows_total, want one per query", n)
+	}
+	for _, l := range ids {
+		if got, _ := value(t, f, "streamgen_input_rows_total", map[string]string{"query": l}); got != float64(rows[l]) {
+			t.Errorf("query %s: input_rows_total %v, want %d", l, got, rows[l])
+		}
+	}
+}
+
+// TestMetricsFollowTheNamingConventions: every metric is prefixed, a
+// counter ends in _total, and a histogram of time is in seconds. The
+// client library's linter (promlint) would say the same; this keeps the
+// check without its dependency.
+func TestMetricsFollowTheNamingConventions(t *testing.T) {
+	dir, _, _ := clickFiles(t)
+	m := observe.NewMetrics()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	q, err := windowedCounts(dir).Start(context.Background(), runtime.Checkpoint(t.TempDir()), runtime.WithTrigger(runtime.AvailableNow()), runtime.Listener(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	for name, f := range scrape(t, srv.URL) {
+		if !strings.HasPrefix(name, "streamgen_") || f.GetHelp() == "" {
+			t.Errorf("%s: no streamgen_ prefix, or no help", name)
+		}
+		switch f.GetType() {
+		case dto.MetricType_COUNTER:
+			if !strings.HasSuffix(name, "_total") {
+				t.Errorf("counter %s does not end in _total", name)
+			}
+		case dto.MetricType_HISTOGRAM:
+			if !strings.HasSuffix(name, "_seconds") {
+				t.Errorf("histogram %s is not in seconds", name)
+			}
+		default:
+			if strings.HasSuffix(name, "_total") {
+				t.Errorf("%s ends in _total but is a %v", name, f.GetType())
+			}
+		}
+	}
+}
+
+// TestMetricsAcrossRuns: a query started again on its checkpoint keeps
+// its series: counters add up both runs, query_info names the new run
+// only, and store counters restart with the new run's store.
+func TestMetricsAcrossRuns(t *testing.T) {
+	dir, _, _ := clickFiles(t)
+	checkpoint := t.TempDir()
+	m := observe.NewMetrics()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	var batches, rows int
+	var last *runtime.Query
+	for run := range 2 {
+		if run == 1 {
+			line := clickLine("zed", time.Date(2026, 3, 1, 10, 10, 0, 0, time.UTC)) + "\n"
+			if err := os.WriteFile(filepath.Join(dir, "part-9.json"), []byte(line), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		q, err := windowedCounts(dir).Start(context.Background(), runtime.Checkpoint(checkpoint), runtime.WithTrigger(runtime.AvailableNow()),
+			runtime.Name("clicks"), runtime.Listener(m))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range q.RecentProgress() {
+			batches++
+			rows += int(p.NumInputRows)
+		}
+		last = q
+	}
+	f := scrape(t, srv.URL)
+	query := map[string]string{"query": "clicks"}
+	if got, _ := value(t, f, "streamgen_batches_total", query); got != float64(batches) {
+		t.Errorf("batches_total %v, want %d over both runs", got, batches)
+	}
+	if got, _ := value(t, f, "streamgen_input_rows_total", query); got != float64(rows) || rows != 12 {
+		t.Errorf("input_rows_total %v, want %d over both runs (12 lines)", got, rows)
+	}
+	info := series(f, "streamgen_query_info", query)
+	if len(info) != 1 {
+		t.Fatalf("%d query_info series, want the last run's only", len(info))
+	}
+	if _, ok := value(t, f, "streamgen_query_info", map[string]string{"query": "clicks", "run_id": last.RunID()}); !ok {
+		t.Errorf("query_info is not the last run's (%s)", last.RunID())
+	}
+	p, _ := last.LastProgress()
+	if got, _ := value(t, f, "streamgen_store_state_cache_misses_total", query); got != float64(p.StateStore.StateCacheMisses) {
+		t.Errorf("store_state_cache_misses_total %v, want the last run's %d", got, p.StateStore.StateCacheMisses)
+	}
+}
