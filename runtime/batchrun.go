@@ -94,29 +94,6 @@ func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
 	return b
 }
 
-// The phases of a batch, as keys of QueryProgress.DurationMs.
-const (
-	// DurationLatestOffset: planning the batch's offsets.
-	DurationLatestOffset = "latestOffset"
-	// DurationGetBatch: reading and decoding the input, and the stages
-	// before the first stateful operator.
-	DurationGetBatch = "getBatch"
-	// DurationStateOperators: the stateful operators' calls for keys
-	// with rows, and the stages between and after them.
-	DurationStateOperators = "stateOperators"
-	// DurationTimers: the calls for due timers.
-	DurationTimers = "timers"
-	// DurationSink: writing the outputs and dead letters.
-	DurationSink = "sink"
-	// DurationAddBatch: everything after reading up to the commit:
-	// operators, timers and sinks (Spark's addBatch).
-	DurationAddBatch = "addBatch"
-	// DurationWALCommit: committing state and progress.
-	DurationWALCommit = "walCommit"
-	// DurationTriggerExecution: the whole batch.
-	DurationTriggerExecution = "triggerExecution"
-)
-
 // process runs a batch's phases in order: read, operators (keys with rows,
 // then due timers, operator by operator), outputs.
 func (q *Query) process(ctx context.Context, b *Batch, planned offsets, durations map[string]time.Duration) error {

@@ -33,6 +33,29 @@ type QueryProgress struct {
 	StateStore StoreProgress `json:"stateStore"`
 }
 
+// The phases of a batch, as keys of QueryProgress.DurationMs.
+const (
+	// DurationLatestOffset: planning the batch's offsets.
+	DurationLatestOffset = "latestOffset"
+	// DurationGetBatch: reading and decoding the input, and the stages
+	// before the first stateful operator.
+	DurationGetBatch = "getBatch"
+	// DurationStateOperators: the stateful operators' calls for keys
+	// with rows, and the stages between and after them.
+	DurationStateOperators = "stateOperators"
+	// DurationTimers: the calls for due timers.
+	DurationTimers = "timers"
+	// DurationSink: writing the outputs and dead letters.
+	DurationSink = "sink"
+	// DurationAddBatch: everything after reading up to the commit:
+	// operators, timers and sinks (Spark's addBatch).
+	DurationAddBatch = "addBatch"
+	// DurationWALCommit: committing state and progress.
+	DurationWALCommit = "walCommit"
+	// DurationTriggerExecution: the whole batch.
+	DurationTriggerExecution = "triggerExecution"
+)
+
 // StateOperatorProgress reports one stateful operator.
 type StateOperatorProgress struct {
 	OperatorName              string `json:"operatorName"`
