@@ -307,8 +307,8 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 		r.Sources = append(r.Sources, SourceProgress{
 			NumSkippedInputs:       skipped,
 			Description:            in.Source.Name(),
-			StartOffset:            string(planned.start[i]),
-			EndOffset:              string(planned.end[i]),
+			StartOffset:            describeOffset(in.Source, planned.start[i]),
+			EndOffset:              describeOffset(in.Source, planned.end[i]),
 			NumInputRows:           b.inputs[i].rows,
 			InputRowsPerSecond:     q.inputRate(b.inputs[i].rows, b.Now),
 			ProcessedRowsPerSecond: rate(b.inputs[i].rows),
