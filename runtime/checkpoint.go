@@ -1,11 +1,13 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -115,7 +117,9 @@ func (c *CheckpointReader) PlannedBatch() (PlannedOffsets, bool, error) { return
 
 // CommitRecord returns the batch id of the commit file, the last batch
 // known durable; ok is false without one.
-func (c *CheckpointReader) CommitRecord() (batchID int64, ok bool) { return c.committed, c.committed >= 0 }
+func (c *CheckpointReader) CommitRecord() (batchID int64, ok bool) {
+	return c.committed, c.committed >= 0
+}
 
 // Created returns when the checkpoint was created.
 func (c *CheckpointReader) Created() (time.Time, bool, error) {
@@ -267,4 +271,121 @@ func (c *CheckpointReader) Rows(m Meta, op int, variable string, fn func(StateRo
 // KeyJSON renders a grouping key of operator om as JSON.
 func KeyJSON(om OperatorMeta, key []byte) (json.RawMessage, error) {
 	return appendTyped(nil, om.Key, om.KeyType, key)
+}
+
+// CheckpointSummary is what a checkpoint holds, in short: streamgen
+// inspect's listing.
+type CheckpointSummary struct {
+	Dir     string    `json:"dir"`
+	Created time.Time `json:"created,omitzero"`
+	// Meta is the pipeline's description; HasMeta is false before any
+	// query started on the checkpoint.
+	Meta    Meta `json:"meta"`
+	HasMeta bool `json:"-"`
+	// Progress is the last committed batch's (BatchID -1 for none).
+	Progress Progress `json:"progress"`
+	// Planned is the batch planned after it and not committed, if any: it
+	// runs again, reading the same input, at the next start.
+	Planned *PlannedOffsets `json:"planned,omitempty"`
+	// CommitRecord is the commit file's batch id (-1 for none).
+	CommitRecord int64             `json:"commitRecord"`
+	Operators    []OperatorSummary `json:"operators"`
+}
+
+// OperatorSummary describes one stateful operator and what it holds.
+type OperatorSummary struct {
+	Index int          `json:"index"`
+	Meta  OperatorMeta `json:"meta"`
+	// StateRows is the operator's row count as the query keeps it (in the
+	// progress), which the progress reports show.
+	StateRows int64             `json:"stateRows"`
+	Variables []VariableSummary `json:"variables"`
+	// Timers counts the operator's timers; First and Last are the
+	// earliest and latest.
+	Timers     int64      `json:"timers"`
+	FirstTimer *time.Time `json:"firstTimer,omitempty"`
+	LastTimer  *time.Time `json:"lastTimer,omitempty"`
+}
+
+// VariableSummary describes one state variable and counts its entries.
+type VariableSummary struct {
+	Name string       `json:"name"`
+	Meta VariableMeta `json:"meta"`
+	// Keys counts the grouping keys that hold an entry of the variable;
+	// Entries the entries (a list's or map's elements, and a list's
+	// header).
+	Keys    int64 `json:"keys"`
+	Entries int64 `json:"entries"`
+}
+
+// Summary reads the checkpoint's description and progress, and counts
+// its state entries and timers (a scan of the whole state).
+func (c *CheckpointReader) Summary() (CheckpointSummary, error) {
+	sum := CheckpointSummary{Dir: c.s.dir, CommitRecord: c.committed}
+	var err error
+	if sum.Created, _, err = c.Created(); err != nil {
+		return sum, err
+	}
+	if sum.Meta, sum.HasMeta, err = c.Meta(); err != nil {
+		return sum, err
+	}
+	if sum.Progress, _, err = c.Progress(); err != nil {
+		return sum, err
+	}
+	planned, ok, err := c.PlannedBatch()
+	if err != nil {
+		return sum, err
+	}
+	if ok && planned.BatchID > sum.Progress.BatchID {
+		sum.Planned = &planned
+	}
+	for i, om := range sum.Meta.Operators {
+		os := OperatorSummary{Index: i, Meta: om}
+		if i < len(sum.Progress.StateRows) {
+			os.StateRows = sum.Progress.StateRows[i]
+		}
+		byID := map[uint8]int{}
+		for name, v := range om.Variables {
+			os.Variables = append(os.Variables, VariableSummary{Name: name, Meta: v})
+		}
+		slices.SortFunc(os.Variables, func(a, b VariableSummary) int { return int(a.Meta.ID) - int(b.Meta.ID) })
+		for j, v := range os.Variables {
+			byID[v.Meta.ID] = j
+		}
+		var lastKey []byte
+		lastVar, lastPart := -1, uint32(0)
+		err := c.ScanState(uint8(i), func(e Entry) error {
+			j, ok := byID[e.Variable]
+			if !ok {
+				return nil
+			}
+			v := &os.Variables[j]
+			v.Entries++
+			if j != lastVar || e.Partition != lastPart || !bytes.Equal(e.Key, lastKey) {
+				v.Keys++
+				lastVar, lastPart, lastKey = j, e.Partition, append(lastKey[:0], e.Key...)
+			}
+			return nil
+		})
+		if err != nil {
+			return sum, err
+		}
+		err = c.Timers(uint8(i), func(t StoredTimer) error {
+			os.Timers++
+			at := t.At
+			if os.FirstTimer == nil || at.Before(*os.FirstTimer) {
+				os.FirstTimer = &at
+			}
+			if os.LastTimer == nil || at.After(*os.LastTimer) {
+				last := at
+				os.LastTimer = &last
+			}
+			return nil
+		})
+		if err != nil {
+			return sum, err
+		}
+		sum.Operators = append(sum.Operators, os)
+	}
+	return sum, nil
 }
