@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -105,8 +106,25 @@ func AppendBasicJSON(b []byte, typeName string, data []byte) ([]byte, error) {
 	return b, fmt.Errorf("streamgen: values of type %q cannot be shown", typeName)
 }
 
-// appendTyped appends a value of a record (schema) or of a basic type.
+// appendTyped appends a value of a record (schema) or of a basic type. A
+// windowed key ("window+" and the key's type) is a window's start and end,
+// 8 ordered bytes of Unix nanoseconds each, then the key: it is written as
+// {"window":{"start":...,"end":...},"key":...}.
 func appendTyped(b []byte, schema *codec.Schema, typeName string, data []byte) ([]byte, error) {
+	if inner, ok := strings.CutPrefix(typeName, "window+"); ok {
+		if len(data) < 16 {
+			return b, fmt.Errorf("streamgen: a windowed key of %d bytes", len(data))
+		}
+		start := time.Unix(0, int64(binary.BigEndian.Uint64(data)^1<<63)).UTC()
+		end := time.Unix(0, int64(binary.BigEndian.Uint64(data[8:])^1<<63)).UTC()
+		b = append(b, `{"window":{"start":"`...)
+		b = start.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `","end":"`...)
+		b = end.AppendFormat(b, time.RFC3339Nano)
+		b = append(b, `"},"key":`...)
+		b, err := appendTyped(b, schema, inner, data[16:])
+		return append(b, '}'), err
+	}
 	if schema != nil {
 		return codec.AppendDynamicJSON(b, schema, data)
 	}
