@@ -284,3 +284,43 @@ func committedProgressSize(t *testing.T, dir string) int {
 	}
 	return len(b)
 }
+
+// TestCheckpointInUse: a second query on a checkpoint a running query
+// holds is refused with what is wrong and what to do, not the lock's
+// errno; once the first stops, the checkpoint can be opened again.
+func TestCheckpointInUse(t *testing.T) {
+	tmp := t.TempDir()
+	in, cp := filepath.Join(tmp, "in"), filepath.Join(tmp, "cp")
+	writeFile(t, in, "a.json", "{}\n")
+	first, err := runtime.Start(context.Background(), newFileReads().plan(runtime.FilesSource(in, runtime.FilesOptions{})),
+		runtime.Checkpoint(cp), runtime.WithTrigger(runtime.ProcessingTime(time.Hour)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = runtime.Start(context.Background(), newFileReads().plan(runtime.FilesSource(in, runtime.FilesOptions{})), runtime.Checkpoint(cp))
+	want := "streamgen: checkpoint " + cp + " is in use by another query (lock held); "
+	if !errors.Is(err, runtime.ErrCheckpointInUse) || !strings.HasPrefix(err.Error(), want) || strings.Count(err.Error(), "streamgen:") != 1 {
+		t.Errorf("second Start: %v\nwant it to begin %q", err, want)
+	}
+	if _, err := runtime.OpenCheckpoint(cp); !errors.Is(err, runtime.ErrCheckpointInUse) {
+		t.Errorf("OpenCheckpoint of a running query's checkpoint: %v", err)
+	}
+	if err := first.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := runtime.OpenCheckpoint(cp)
+	if err != nil {
+		t.Fatalf("after Stop: %v", err)
+	}
+	// While it is open for reading, no query starts on it.
+	_, err = runtime.Start(context.Background(), newFileReads().plan(runtime.FilesSource(in, runtime.FilesOptions{})), runtime.Checkpoint(cp))
+	if !errors.Is(err, runtime.ErrCheckpointInUse) {
+		t.Errorf("Start while the checkpoint is open for reading: %v", err)
+	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runAvailable(t, newFileReads().plan(runtime.FilesSource(in, runtime.FilesOptions{})), cp); err != nil {
+		t.Errorf("Start after the reader closed: %v", err)
+	}
+}
