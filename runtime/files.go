@@ -526,8 +526,8 @@ func (s *filesSource) DescribeOffset(offset json.RawMessage) string {
 		return string(offset)
 	}
 	files := o.Files
-	if files == nil {
-		files = []string{}
+	if files == nil || o.legacy {
+		files = []string{} // an old offset names the log, not its batch
 	}
 	b, err := json.Marshal(struct {
 		Files      []string `json:"files"`

@@ -767,3 +767,83 @@ func TestFilesMinFileAge(t *testing.T) {
 		t.Errorf("negative MinFileAge: %v", err)
 	}
 }
+
+// TestFilesMaxFileAge: the log forgets files more than MaxFileAge older
+// than the newest read, and takes a file that old for read; but a backlog
+// read MaxFilesPerTrigger at a time, in lexical order that is not the
+// order of modification times, is read whole.
+func TestFilesMaxFileAge(t *testing.T) {
+	dir := t.TempDir()
+	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	touch := func(name string, at time.Duration) {
+		t.Helper()
+		writeFile(t, dir, name, "{}\n")
+		if err := os.Chtimes(filepath.Join(dir, name), base.Add(at), base.Add(at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Names in the reverse order of their times: the first batch takes
+	// the newest files, and the oldest are still to read.
+	touch("a.json", 10*time.Hour)
+	touch("b.json", 9*time.Hour)
+	touch("c.json", 5*time.Hour)
+	touch("d.json", 0)
+	src := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 2, MaxFileAge: time.Hour})
+	var committed json.RawMessage
+	var read []string
+	for {
+		end := next(t, src, committed, available(t, src))
+		if bytes.Equal(end, committed) {
+			break
+		}
+		read = append(read, names(t, end)...)
+		committed = end
+	}
+	if want := []string{"a.json", "b.json", "c.json", "d.json"}; !slices.Equal(read, want) {
+		t.Fatalf("read %q, want the whole backlog %q", read, want)
+	}
+	// With nothing left to read, the log forgets what is more than an
+	// hour older than a.json once the next batch commits.
+	touch("e.json", 11*time.Hour)
+	committed = next(t, src, committed, available(t, src))
+	if got, want := logOf(t, committed), []string{"a.json", "e.json"}; !slices.Equal(got, want) {
+		t.Errorf("log after the backlog = %q, want %q", got, want)
+	}
+	// The forgotten files are not read again, and a file that appears
+	// with a time that old is taken as read: Spark's maxFileAge.
+	touch("0.json", 2*time.Hour)
+	if got := next(t, src, committed, available(t, src)); !bytes.Equal(got, committed) {
+		t.Errorf("Next after compaction = %s, want nothing new", got)
+	}
+	// A restart reads from the committed offset alone.
+	touch("f.json", 12*time.Hour)
+	again := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 2, MaxFileAge: time.Hour})
+	if got := names(t, next(t, again, committed, available(t, again))); !slices.Equal(got, []string{"f.json"}) {
+		t.Errorf("after a restart: %q, want f.json", got)
+	}
+}
+
+// TestFilesOldOffset continues from an offset written before the log was
+// compacted (an array of every file read): only new files are read, and the
+// log takes their modification times from the listing.
+func TestFilesOldOffset(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.json", "b.json", "c.json"} {
+		writeFile(t, dir, name, "{}\n")
+	}
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
+	old := json.RawMessage(`["a.json","b.json","gone.json"]`)
+	end := next(t, src, old, available(t, src))
+	if got := names(t, end); !slices.Equal(got, []string{"c.json"}) {
+		t.Errorf("after an old offset: %q, want c.json", got)
+	}
+	if got, want := logOf(t, end), []string{"a.json", "b.json", "c.json"}; !slices.Equal(got, want) {
+		t.Errorf("log = %q, want %q (gone.json is no longer listed)", got, want)
+	}
+	if got := readAll(t, src, old, end); !slices.EqualFunc(got, expectLines(t, dir, "c.json"), equalRecord) {
+		t.Errorf("read %v", got)
+	}
+	if got, want := src.(runtime.OffsetDescriber).DescribeOffset(old), `{"files":[],"remembered":3}`; got != want {
+		t.Errorf("an old offset is described as %s, want %s", got, want)
+	}
+}
