@@ -284,6 +284,10 @@ type CheckpointSummary struct {
 	HasMeta bool `json:"-"`
 	// Progress is the last committed batch's (BatchID -1 for none).
 	Progress Progress `json:"progress"`
+	// NextWatermark is the watermark the next batch starts with: the least
+	// of the partitions' watermarks, never below the last batch's (a query
+	// with an IdleTimeout may leave idle partitions out).
+	NextWatermark time.Time `json:"nextWatermark,omitzero"`
 	// Planned is the batch planned after it and not committed, if any: it
 	// runs again, reading the same input, at the next start.
 	Planned *PlannedOffsets `json:"planned,omitempty"`
@@ -331,6 +335,17 @@ func (c *CheckpointReader) Summary() (CheckpointSummary, error) {
 	}
 	if sum.Progress, _, err = c.Progress(); err != nil {
 		return sum, err
+	}
+	sum.NextWatermark = sum.Progress.Watermark
+	found := false
+	var low time.Time
+	for _, w := range sum.Progress.PartitionWatermarks {
+		if !found || w.Before(low) {
+			low, found = w, true
+		}
+	}
+	if found && low.After(sum.NextWatermark) {
+		sum.NextWatermark = low
 	}
 	planned, ok, err := c.PlannedBatch()
 	if err != nil {

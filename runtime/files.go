@@ -110,12 +110,15 @@ const maxLinePrefix = 1 << 10
 // already read, a batch run again reads exactly the files of its first
 // attempt, and restarting from a checkpoint reads neither a file twice
 // nor one too few. The log is compacted at every batch, as Spark's
-// file-source log: it forgets the files more than MaxFileAge (7 days by
-// default) older, by modification time, than the newest file read, and a
-// file that old is taken as read when it is listed. So the offset stored
-// with each batch, and the work of planning a batch beyond listing the
-// directory, are bounded by the files of the last MaxFileAge, not by
-// every file ever read.
+// file-source log is purged by its maxFileAge: it forgets the files more
+// than MaxFileAge (7 days by default) older, by modification time, than the
+// newest file read (but never one as old as a file listed and still to
+// read), and a file that old is taken as read when it is listed. So the
+// offset stored with each batch, and the work of planning a batch beyond
+// listing the directory, are bounded by the files of the last MaxFileAge,
+// not by every file ever read. Listing the directory costs a stat per
+// entry, every batch: move files that have been read out of the directory
+// when it grows large.
 //
 // Files resolves dir once, when called: made absolute and clean, with
 // symbolic links resolved (of a directory that does not exist yet, those of
@@ -131,9 +134,9 @@ const maxLinePrefix = 1 << 10
 // trailing "\r" is dropped from each line. A directory that does not exist
 // fails the query's Start ("path does not exist"), and a path that is not
 // a directory too; with FilesOptions.WaitForPath, a directory that does
-// not exist yet is an empty source until it appears. Bad input is reported in Records with Err set,
-// in place and in the same order on every Read of the same offsets (see
-// FilesOptions.FailOnBadFiles):
+// not exist yet is an empty source until it appears. Bad input is reported
+// in Records with Err set, in place and in the same order on every Read of
+// the same offsets (see FilesOptions.FailOnBadFiles):
 //
 //   - a file that cannot be opened, that is not a regular file, or whose
 //     reading fails: one Record with Position the file's name and no Data,

@@ -17,6 +17,7 @@ import (
 
 const inspectUsage = `usage: streamgen inspect DIR [--json]
        streamgen inspect DIR state OPERATOR [VARIABLE] [--key K] [--json]
+       streamgen inspect DIR timers OPERATOR [--key K] [--json]
 
 inspect reads a query's checkpoint without the query's code, through the
 schemas stored in it. It opens the checkpoint read-only and refuses one that
@@ -27,7 +28,8 @@ row counts, the timers, the watermark, the sources' offsets and the progress
 of the last committed batch. The second prints the state rows of OPERATOR
 (its index, or its name) decoded as JSON: of every variable, or of VARIABLE;
 --key K keeps the rows of grouping key K (as the rows show it, a string
-without its quotes); --json prints one JSON object per row.
+without its quotes); --json prints one JSON object per row. The third
+prints OPERATOR's timers, by expiry, with their keys.
 `
 
 // runInspect is streamgen inspect.
@@ -70,6 +72,8 @@ func runInspect(args []string, stdout, stderr io.Writer) int {
 			variable = positional[3]
 		}
 		err = inspectState(positional[0], positional[2], variable, key, hasKey, asJSON, stdout)
+	case len(positional) == 3 && positional[1] == "timers":
+		err = inspectTimers(positional[0], positional[2], key, hasKey, asJSON, stdout)
 	default:
 		fmt.Fprint(stderr, inspectUsage)
 		return 2
@@ -118,7 +122,7 @@ func inspectSummary(dir string, asJSON bool, stdout io.Writer) error {
 	if sum.Planned != nil {
 		fmt.Fprintf(w, "planned\tbatch %d, not committed: it runs again, on the same input, at the next start\n", sum.Planned.BatchID)
 	}
-	fmt.Fprintf(w, "watermark\t%s\n", instant(sum.Progress.Watermark))
+	fmt.Fprintf(w, "watermark\t%s in the last batch, %s for the next\n", instant(sum.Progress.Watermark), instant(sum.NextWatermark))
 	for _, part := range sortedKeys(sum.Progress.PartitionWatermarks) {
 		fmt.Fprintf(w, "  partition %s\t%s (last active %s)\n", part, instant(sum.Progress.PartitionWatermarks[part]), instant(sum.Progress.LastActive[part]))
 	}
@@ -230,6 +234,54 @@ func inspectState(dir, operator, variable, key string, hasKey, asJSON bool, stdo
 	}
 	if asJSON {
 		return nil
+	}
+	return w.Flush()
+}
+
+func inspectTimers(dir, operator, key string, hasKey, asJSON bool, stdout io.Writer) error {
+	c, err := runtime.OpenCheckpoint(dir)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	m, ok, err := c.Meta()
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("streamgen: checkpoint %s: no query has started on it", dir)
+	}
+	op, err := findOperator(m, operator)
+	if err != nil {
+		return err
+	}
+	quoted, _ := json.Marshal(key)
+	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	if !asJSON {
+		fmt.Fprintln(w, "KEY\tAT")
+	}
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	err = c.Timers(uint8(op), func(t runtime.StoredTimer) error {
+		k, err := runtime.KeyJSON(m.Operators[op], t.Key)
+		if err != nil {
+			return fmt.Errorf("streamgen: operator %d: a timer's key %x: %w", op, t.Key, err)
+		}
+		if hasKey && string(k) != key && !bytes.Equal(k, quoted) {
+			return nil
+		}
+		if asJSON {
+			return enc.Encode(struct {
+				Partition uint32          `json:"partition"`
+				Key       json.RawMessage `json:"key"`
+				At        time.Time       `json:"at"`
+			}{t.Partition, k, t.At})
+		}
+		_, err = fmt.Fprintf(w, "%s\t%s\n", k, instant(t.At))
+		return err
+	})
+	if err != nil || asJSON {
+		return err
 	}
 	return w.Flush()
 }

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/streamgen/streamgen/runtime"
 )
@@ -92,6 +93,7 @@ func TestInspectExamples(t *testing.T) {
 					t.Errorf("operator %d (%s): %d rows decoded, the query counted %d", op.Index, op.Meta.Kind, len(rows), op.StateRows)
 				}
 				rowsByOp[op.Index] = rows
+				checkTimers(t, cp, op, rows)
 			}
 			checkExampleState(t, name, string(out), rowsByOp)
 		})
@@ -150,6 +152,37 @@ func checkExampleState(t *testing.T, name, out string, rows map[int][]runtime.St
 			if err := json.Unmarshal(r.Key, &key); err != nil || key == "" {
 				t.Errorf("key %s is not a user", r.Key)
 			}
+		}
+	}
+}
+
+// checkTimers lists an operator's timers: as many as the listing counts,
+// and, where a group state row holds its timeout, the key's timer is at it.
+func checkTimers(t *testing.T, cp string, op runtime.OperatorSummary, rows []runtime.StateRow) {
+	t.Helper()
+	text, stderr, code := inspect(t, cp, "timers", strconv.Itoa(op.Index), "--json")
+	if code != 0 {
+		t.Fatalf("inspect timers %d exited %d: %s", op.Index, code, stderr)
+	}
+	timers := map[string]time.Time{}
+	n := int64(0)
+	for line := range strings.Lines(text) {
+		var timer struct {
+			Key json.RawMessage
+			At  time.Time
+		}
+		if err := json.Unmarshal([]byte(line), &timer); err != nil {
+			t.Fatalf("timer %q: %v", line, err)
+		}
+		timers[string(timer.Key)] = timer.At
+		n++
+	}
+	if n != op.Timers {
+		t.Errorf("operator %d: %d timers printed, %d counted", op.Index, n, op.Timers)
+	}
+	for _, r := range rows {
+		if r.Timeout != nil && !timers[string(r.Key)].Equal(*r.Timeout) {
+			t.Errorf("operator %d, key %s: timeout %v in its row, timer at %v", op.Index, r.Key, *r.Timeout, timers[string(r.Key)])
 		}
 	}
 }
