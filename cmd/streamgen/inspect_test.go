@@ -3,8 +3,11 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -51,6 +54,7 @@ func TestInspectExamples(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", name, err, out)
 			}
+			before := dirContents(t, cp)
 			listing, stderr, code := inspect(t, cp)
 			if code != 0 {
 				t.Fatalf("inspect exited %d: %s", code, stderr)
@@ -96,6 +100,18 @@ func TestInspectExamples(t *testing.T) {
 				checkTimers(t, cp, op, rows)
 			}
 			checkExampleState(t, name, string(out), rowsByOp)
+			// Inspecting wrote nothing.
+			if after := dirContents(t, cp); !maps.Equal(before, after) {
+				t.Errorf("the checkpoint changed while inspected:\nbefore %v\nafter  %v", before, after)
+			}
+			// The listing shows each state variable's schema.
+			for _, op := range sum.Operators {
+				for name, schema := range op.Meta.States {
+					if schema != nil && !strings.Contains(listing, schema.String()) {
+						t.Errorf("the listing lacks the schema of %q: %s\n%s", name, schema, listing)
+					}
+				}
+			}
 		})
 	}
 }
@@ -154,6 +170,28 @@ func checkExampleState(t *testing.T, name, out string, rows map[int][]runtime.St
 			}
 		}
 	}
+}
+
+// dirContents maps each file of dir but the lock file to a hash of its
+// content.
+func dirContents(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][32]byte{}
+	for _, e := range entries {
+		if e.Name() == "LOCK" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files[e.Name()] = sha256.Sum256(b)
+	}
+	return files
 }
 
 // checkTimers lists an operator's timers: as many as the listing counts,
