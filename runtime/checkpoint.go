@@ -153,23 +153,21 @@ func (c *CheckpointReader) ScanState(op uint8, fn func(Entry) error) error {
 	if err != nil {
 		return c.s.fail(fmt.Errorf("read state: %w", err))
 	}
-	for valid := it.First(); valid; valid = it.Next() {
+	// The partition comes before the operator in a state key: the scan
+	// seeks to the operator's entries in each partition.
+	for valid := it.First(); valid; {
 		k := it.Key()
 		if len(k) < 7 {
 			it.Close()
 			return fmt.Errorf("streamgen: a state entry's key of %d bytes", len(k))
 		}
 		part := binary.BigEndian.Uint32(k[1:5])
-		if k[5] != op {
-			if k[5] < op {
-				valid = it.SeekGE(append(appendScope(nil, statePrefix, Scope{Partition: part, Operator: op}), 0))
-			} else {
-				valid = it.SeekGE(prefixEnd(k[:5]))
-			}
-			if !valid {
-				break
-			}
-			it.Prev() // Next moves on to the entry sought
+		switch {
+		case k[5] < op:
+			valid = it.SeekGE(appendScope(nil, statePrefix, Scope{Partition: part, Operator: op}))
+			continue
+		case k[5] > op:
+			valid = it.SeekGE(prefixEnd(k[:5])) // the next partition
 			continue
 		}
 		n, w := binary.Uvarint(k[7:])
@@ -187,6 +185,7 @@ func (c *CheckpointReader) ScanState(op uint8, fn func(Entry) error) error {
 			it.Close()
 			return err
 		}
+		valid = it.Next()
 	}
 	if err := it.Close(); err != nil {
 		return c.s.fail(fmt.Errorf("read state: %w", err))
