@@ -29,6 +29,13 @@
 // A cache of committed state sits in front of Pebble. The checkpoint
 // records the pipeline (Meta) and refuses one that cannot continue from it.
 //
+// A checkpoint describes itself: Meta holds the schemas of the grouping
+// keys and state variables and how their entries are laid out, so
+// OpenCheckpoint reads a stopped query's state without its code (streamgen
+// inspect is built on it). One query at a time holds a checkpoint: a
+// second Start on it, or an OpenCheckpoint while a query runs, is refused
+// with an error wrapping ErrCheckpointInUse.
+//
 // # Storage faults
 //
 // A checkpoint is a Pebble store and one file of streamgen's beside it,
