@@ -331,15 +331,23 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 		listed.add(name, modTime)
 	}
 	s.warnSkipped(skipped)
+	if !slices.ContainsFunc(listed.ModTimes, func(t int64) bool { return t != 0 }) {
+		listed.ModTimes = nil // none known
+	}
 	return s.encode(listed)
 }
 
 // inspect tells whether the directory entry e is a regular file once links
 // are followed: it returns an error saying why not, or the file's
-// modification time (for MinFileAge and MaxFileAge). present is false when
-// the entry has gone since the listing.
+// modification time, which is zero when the listing's file type tells
+// enough and MinFileAge does not need it (Next then asks for the times of
+// the files it has not read: see modTimeOf). present is false when the
+// entry has gone since the listing.
 func (s *filesSource) inspect(e fs.DirEntry) (modTime time.Time, present bool, err error) {
 	if e.Type().IsRegular() {
+		if s.opts.MinFileAge == 0 {
+			return time.Time{}, true, nil // Next asks for it if it needs it
+		}
 		info, err := e.Info() // Lstat, which for a regular file is Stat
 		if errors.Is(err, fs.ErrNotExist) {
 			return time.Time{}, false, nil
@@ -432,7 +440,7 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	if err != nil {
 		return nil, err
 	}
-	seen := done.log(available)
+	seen := s.log(done, available)
 	before := done.forgotten()
 	var batch filesOffset
 	// oldestLeft is the oldest modification time among the new files the
@@ -442,7 +450,10 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 		if _, found := seen[name]; found {
 			continue
 		}
-		modTime := available.modTime(i)
+		modTime, present := s.modTimeOf(name, available.modTime(i))
+		if !present {
+			continue // removed since the listing
+		}
 		if modTime < before {
 			continue // older than the log remembers: taken as read
 		}
@@ -450,7 +461,8 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 			oldestLeft, left = min(oldestLeft, modTime), true
 			continue
 		}
-		batch.add(name, time.Unix(0, modTime))
+		batch.Files = append(batch.Files, name)
+		batch.ModTimes = append(batch.ModTimes, modTime)
 	}
 	if len(batch.Files) == 0 {
 		return committed, nil
@@ -693,12 +705,18 @@ type filesOffset struct {
 	legacy bool
 }
 
+// add adds a file and its modification time (the zero time: unknown).
 func (o *filesOffset) add(name string, modTime time.Time) {
 	o.Files = append(o.Files, name)
-	o.ModTimes = append(o.ModTimes, modTime.UnixNano())
+	var nanos int64
+	if !modTime.IsZero() {
+		nanos = modTime.UnixNano()
+	}
+	o.ModTimes = append(o.ModTimes, nanos)
 }
 
-// modTime returns the modification time of Files[i], 0 when not known.
+// modTime returns the modification time of Files[i] in Unix nanoseconds,
+// 0 when not known.
 func (o *filesOffset) modTime(i int) int64 {
 	if i < len(o.ModTimes) {
 		return o.ModTimes[i]
@@ -724,10 +742,10 @@ func (o *filesOffset) holds(name string) bool {
 	return found
 }
 
-// log returns a copy of the offset's processed-file log. The files of an
-// old offset take their modification times from the listing; those it no
-// longer lists are dropped, as removed files.
-func (o *filesOffset) log(listing filesOffset) map[string]int64 {
+// log returns a copy of the processed-file log of the offset o. The files
+// of an old offset take their modification times from the listing, or
+// the file system; those that are gone are dropped.
+func (s *filesSource) log(o, listing filesOffset) map[string]int64 {
 	seen := make(map[string]int64, len(o.Seen))
 	for name, modTime := range o.Seen {
 		if o.legacy {
@@ -735,11 +753,36 @@ func (o *filesOffset) log(listing filesOffset) map[string]int64 {
 			if !found {
 				continue
 			}
-			modTime = listing.modTime(i)
+			if modTime, found = s.modTimeOf(name, listing.modTime(i)); !found {
+				continue
+			}
 		}
 		seen[name] = modTime
 	}
 	return seen
+}
+
+// modTimeOf returns the modification time, in Unix nanoseconds, of the
+// listed file name: listed when the listing knew it (not 0), or else the
+// file's, or a broken link's own. present is false when it is gone. It
+// is called from the goroutine that calls Next.
+func (s *filesSource) modTimeOf(name string, listed int64) (modTime int64, present bool) {
+	if listed != 0 {
+		return listed, true
+	}
+	path := filepath.Join(s.root, name)
+	info, err := os.Stat(path)
+	if err != nil {
+		if info, err = os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			return 0, false
+		}
+		if err != nil {
+			// Listed but not to be looked at: Read reports it, once,
+			// as bad input; it counts as new now.
+			return s.opts.Clock().UnixNano(), true
+		}
+	}
+	return info.ModTime().UnixNano(), true
 }
 
 // decode reads an offset. nil (a new query) is the empty offset. Files are
