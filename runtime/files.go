@@ -116,9 +116,10 @@ const maxLinePrefix = 1 << 10
 // read), and a file that old is taken as read when it is listed. So the
 // offset stored with each batch, and the work of planning a batch beyond
 // listing the directory, are bounded by the files of the last MaxFileAge,
-// not by every file ever read. Listing the directory costs a stat per
-// entry, every batch: move files that have been read out of the directory
-// when it grows large.
+// not by every file ever read. Each batch still lists the directory, and
+// asks for the modification time of each file the log does not hold,
+// forgotten ones included: move files that have been read out of the
+// directory when it grows large.
 //
 // Files resolves dir once, when called: made absolute and clean, with
 // symbolic links resolved (of a directory that does not exist yet, those of
