@@ -98,6 +98,11 @@ func TestInspectExamples(t *testing.T) {
 				}
 				rowsByOp[op.Index] = rows
 				checkTimers(t, cp, op, rows)
+				// As a table: a header, then a line per row.
+				table, _, code := inspect(t, cp, "state", strconv.Itoa(op.Index))
+				if lines := strings.Count(table, "\n"); code != 0 || lines != len(rows)+1 || !strings.HasPrefix(table, "KEY ") {
+					t.Errorf("inspect state %d as a table: exit %d, %d lines for %d rows:\n%s", op.Index, code, lines, len(rows), table)
+				}
 			}
 			checkExampleState(t, name, string(out), rowsByOp)
 			// Inspecting wrote nothing.
@@ -256,6 +261,11 @@ func TestInspectRefusesAHeldCheckpoint(t *testing.T) {
 	}
 	if _, err := runtime.OpenCheckpoint(cp); err == nil || !errors.Is(err, runtime.ErrCheckpointInUse) {
 		t.Errorf("OpenCheckpoint of a held checkpoint: %v", err)
+	}
+	// A second query on it says the same, whatever the lock's errno.
+	out, err := exec.Command(cmd.Path, "-checkpoint", cp).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), want+"; stop that query first") || strings.Contains(string(out), "temporarily unavailable") {
+		t.Errorf("a second query on a held checkpoint: %v\n%s", err, out)
 	}
 }
 
