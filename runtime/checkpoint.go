@@ -14,16 +14,20 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
-// CheckpointReader is a query's checkpoint opened read-only, to look at what the
-// query left in it without the query's code, as Spark's state data source
-// does: the pipeline's description with the schemas of its state, the
-// progress of the last committed batch, and the state and timers, decoded
-// through the stored schemas. streamgen inspect is built on it.
+// CheckpointReader is a query's checkpoint opened read-only, to look at
+// what the query left in it without the query's code, as Spark's state
+// data source does: the pipeline's description with the schemas of its
+// state, the progress of the last committed batch, and the state and
+// timers, decoded through the stored schemas. streamgen inspect is built
+// on it.
 //
 // It takes the checkpoint's lock, as a query does, so it cannot be opened
 // while a query runs on it, and a query cannot start on it while it is
 // open. It never writes: Pebble is opened read-only, replaying its log in
-// memory. A CheckpointReader is safe for concurrent use; Close releases it.
+// memory (the lock file, which every open of the store takes, is the one
+// file it opens for writing). A CheckpointReader is safe for concurrent
+// use; Close releases it, and the slices its callbacks are given are valid
+// during the call only.
 type CheckpointReader struct {
 	s *Store
 	// committed is the batch id of the commit file, -1 for none.
@@ -303,8 +307,8 @@ type OperatorSummary struct {
 	// progress), which the progress reports show.
 	StateRows int64             `json:"stateRows"`
 	Variables []VariableSummary `json:"variables"`
-	// Timers counts the operator's timers; First and Last are the
-	// earliest and latest.
+	// Timers counts the operator's timers; FirstTimer and LastTimer are
+	// the earliest and the latest.
 	Timers     int64      `json:"timers"`
 	FirstTimer *time.Time `json:"firstTimer,omitempty"`
 	LastTimer  *time.Time `json:"lastTimer,omitempty"`

@@ -65,8 +65,11 @@ type FilesOptions struct {
 	// when it is listed, read or not. So the log, stored with every
 	// batch, holds the files of the last MaxFileAge (by their
 	// modification times), not every file ever read. The default is 7
-	// days; a file that appears with a modification time that far behind
-	// the newest one is not read.
+	// days. A file that appears with a modification time that far behind
+	// the newest one read is not read, and cannot be told from one read
+	// and forgotten: a file copied in with its old time kept (cp -p,
+	// rsync -t) is skipped without a word. Make MaxFileAge longer than
+	// the spread of the times of the files a query is given.
 	MaxFileAge time.Duration
 }
 
