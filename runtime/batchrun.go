@@ -361,6 +361,11 @@ func (q *Query) report(r QueryProgress) {
 		q.progress = q.progress[len(q.progress)-q.cfg.progressKeep:]
 	}
 	q.mu.Unlock()
+	// The checkpoint keeps the latest reports for tools; a storage fault
+	// is the store's failure, which ends the query.
+	if err := q.store.keepReport(r); err != nil && q.store.Err() == nil {
+		slog.Warn("streamgen: progress report not kept in the checkpoint", "batch", r.BatchID, "error", err)
+	}
 	// A query given up on (finish) tells its listeners nothing more.
 	q.listening.Lock()
 	defer q.listening.Unlock()

@@ -297,6 +297,9 @@ type CheckpointSummary struct {
 	// CommitRecord is the commit file's batch id (-1 for none).
 	CommitRecord int64             `json:"commitRecord"`
 	Operators    []OperatorSummary `json:"operators"`
+	// Recent are the progress reports of the latest batches, oldest first
+	// (see RecentProgress).
+	Recent []QueryProgress `json:"recentProgress,omitempty"`
 }
 
 // OperatorSummary describes one stateful operator and what it holds.
@@ -356,6 +359,9 @@ func (c *CheckpointReader) Summary() (CheckpointSummary, error) {
 	}
 	if ok && planned.BatchID > sum.Progress.BatchID {
 		sum.Planned = &planned
+	}
+	if sum.Recent, err = c.RecentProgress(); err != nil {
+		return sum, err
 	}
 	for i, om := range sum.Meta.Operators {
 		os := OperatorSummary{Index: i, Meta: om}

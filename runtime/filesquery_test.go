@@ -324,3 +324,41 @@ func TestCheckpointInUse(t *testing.T) {
 		t.Errorf("Start after the reader closed: %v", err)
 	}
 }
+
+// TestCheckpointKeepsRecentProgress: the checkpoint keeps the reports of
+// the latest 20 batches, as the listener got them, for tools that read it
+// without the query.
+func TestCheckpointKeepsRecentProgress(t *testing.T) {
+	tmp := t.TempDir()
+	in, cp := filepath.Join(tmp, "in"), filepath.Join(tmp, "cp")
+	for i := range 25 {
+		writeFile(t, in, fmt.Sprintf("%02d.json", i), strings.Repeat("{}\n", i+1))
+	}
+	plan := newFileReads().plan(runtime.FilesSource(in, runtime.FilesOptions{MaxFilesPerTrigger: 1}))
+	reports, err := runAvailable(t, plan, cp)
+	if err != nil || len(reports) != 25 {
+		t.Fatalf("%d batches, %v", len(reports), err)
+	}
+	c, err := runtime.OpenCheckpoint(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	kept, err := c.RecentProgress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 20 {
+		t.Fatalf("%d reports kept, want 20", len(kept))
+	}
+	for i, r := range kept {
+		want, _ := json.Marshal(reports[5+i])
+		got, _ := json.Marshal(r)
+		if string(got) != string(want) {
+			t.Errorf("report %d kept as\n%s\nwant\n%s", i, got, want)
+		}
+		if r.NumInputRows != int64(5+i+1) {
+			t.Errorf("batch %d: %d rows in, want %d", r.BatchID, r.NumInputRows, 5+i+1)
+		}
+	}
+}

@@ -26,6 +26,7 @@ var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
 //	progressKey                                                 Progress (JSON)
 //	originKey                                                   creation time (RFC 3339)
 //	planKey                                                     the planned batch (JSON)
+//	reportPrefix    batchID(8)                                  a progress report (JSON; see keepReport)
 //	statePrefix     partition(4) op(1) var(1) uvarint(len(key)) key suffix   state entry
 //	timerPrefix     partition(4) op(1) expiry(8) key                         timer, by expiry
 //	timerKeyPrefix  partition(4) op(1) uvarint(len(key)) key expiry(8)       timer, by key
@@ -50,6 +51,7 @@ const (
 	progressKey    = "\x02progress"
 	originKey      = "\x03origin"
 	planKey        = "\x04plan"
+	reportPrefix   = 0x05
 	statePrefix    = 0x10
 	timerPrefix    = 0x20
 	timerKeyPrefix = 0x21

@@ -25,7 +25,7 @@ a running query holds.
 
 The first form lists the operators, their state variables with schemas and
 row counts, the timers, the watermark, the sources' offsets and the progress
-of the last committed batch. The second prints the state rows of OPERATOR
+reports of the latest batches (the checkpoint keeps 20). The second prints the state rows of OPERATOR
 (its index, or its name) decoded as JSON: of every variable, or of VARIABLE;
 --key K keeps the rows of grouping key K (as the rows show it, a string
 without its quotes); --json prints one JSON object per row. The third
@@ -132,6 +132,22 @@ func inspectSummary(dir string, asJSON bool, stdout io.Writer) error {
 	}
 	if err := w.Flush(); err != nil {
 		return err
+	}
+	if len(sum.Recent) > 0 {
+		fmt.Fprintf(stdout, "\nrecent batches\n")
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(w, "batch\tstarted\trows in\trows/s\tms\trows out\tdead letters\tstate rows\t\n")
+		for _, r := range sum.Recent {
+			var state int64
+			for _, op := range r.StateOperators {
+				state += op.NumRowsTotal
+			}
+			fmt.Fprintf(w, "%d\t%s\t%d\t%.0f\t%d\t%d\t%d\t%d\t\n", r.BatchID, r.Timestamp.UTC().Format(time.RFC3339), r.NumInputRows,
+				r.ProcessedRowsPerSecond, r.DurationMs[runtime.DurationTriggerExecution], r.Sink.NumOutputRows, r.NumDeadLetters, state)
+		}
+		if err := w.Flush(); err != nil {
+			return err
+		}
 	}
 	for _, op := range sum.Operators {
 		fmt.Fprintf(stdout, "\noperator %d: %s %q\n", op.Index, op.Meta.Kind, op.Meta.Name)

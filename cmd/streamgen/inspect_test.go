@@ -71,6 +71,11 @@ func TestInspectExamples(t *testing.T) {
 			if len(sum.Operators) == 0 || !strings.Contains(listing, "query id  ") || !strings.Contains(listing, "last batch  ") {
 				t.Fatalf("listing:\n%s", listing)
 			}
+			// The reports of the run's batches, the last one the
+			// checkpoint's last batch, are listed.
+			if n := len(sum.Recent); n == 0 || sum.Recent[n-1].BatchID != sum.Progress.BatchID || !strings.Contains(listing, "recent batches") {
+				t.Errorf("recent progress: %d reports, last batch %d:\n%s", n, sum.Progress.BatchID, listing)
+			}
 			rowsByOp := map[int][]runtime.StateRow{}
 			for _, op := range sum.Operators {
 				if !strings.Contains(listing, "operator "+strconv.Itoa(op.Index)+": "+op.Meta.Kind) {
