@@ -288,8 +288,8 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 		r.Sources = append(r.Sources, SourceProgress{
 			NumSkippedInputs:       skipped,
 			Description:            in.Source.Name(),
-			StartOffset:            string(planned.start[i]),
-			EndOffset:              string(planned.end[i]),
+			StartOffset:            describeOffset(in.Source, planned.start[i]),
+			EndOffset:              describeOffset(in.Source, planned.end[i]),
 			NumInputRows:           b.inputs[i].rows,
 			InputRowsPerSecond:     q.inputRate(b.inputs[i].rows, b.Now),
 			ProcessedRowsPerSecond: rate(b.inputs[i].rows),
@@ -342,6 +342,11 @@ func (q *Query) report(r QueryProgress) {
 		q.progress = q.progress[len(q.progress)-q.cfg.progressKeep:]
 	}
 	q.mu.Unlock()
+	// The checkpoint keeps the latest reports for tools; a storage fault
+	// is the store's failure, which ends the query.
+	if err := q.store.keepReport(r); err != nil && q.store.Err() == nil {
+		slog.Warn("streamgen: progress report not kept in the checkpoint", "batch", r.BatchID, "error", err)
+	}
 	// A query given up on (finish) tells its listeners nothing more.
 	q.listening.Lock()
 	defer q.listening.Unlock()

@@ -29,6 +29,13 @@
 // A cache of committed state sits in front of Pebble. The checkpoint
 // records the pipeline (Meta) and refuses one that cannot continue from it.
 //
+// A checkpoint describes itself: Meta holds the schemas of the grouping
+// keys and state variables and how their entries are laid out, so
+// OpenCheckpoint reads a stopped query's state without its code (streamgen
+// inspect is built on it). One query at a time holds a checkpoint: a
+// second Start on it, or an OpenCheckpoint while a query runs, is refused
+// with an error wrapping ErrCheckpointInUse.
+//
 // # Watching a query
 //
 // Each committed batch makes a QueryProgress (Spark's
@@ -36,7 +43,8 @@
 // (Listener); it carries the state store's own figures (StoreProgress).
 // Status says what the query does now, and, while a batch runs, how far it
 // has gone (RunningBatch). LogProgress logs a line per batch with log/slog.
-// Package runtime/observe exports the reports as Prometheus metrics.
+// Package runtime/observe exports the reports as Prometheus metrics and
+// shows them on a status page.
 //
 // # Storage faults
 //

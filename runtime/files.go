@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,7 +54,27 @@ type FilesOptions struct {
 	// Clock tells the time that MinFileAge is measured against. The default
 	// is time.Now. It is called from the goroutine that calls Available.
 	Clock func() time.Time
+	// WaitForPath lets a query start on a directory that does not exist
+	// yet, as an empty source until it appears. By default Start fails on
+	// it ("path does not exist"), since a mistyped path would otherwise
+	// wait for input for ever.
+	WaitForPath bool
+	// MaxFileAge bounds the processed-file log, as Spark's maxFileAge: a
+	// file whose modification time is more than MaxFileAge before that of
+	// the newest file read is forgotten, and a file that old is ignored
+	// when it is listed, read or not. So the log, stored with every
+	// batch, holds the files of the last MaxFileAge (by their
+	// modification times), not every file ever read. The default is 7
+	// days. A file that appears with a modification time that far behind
+	// the newest one read is not read, and cannot be told from one read
+	// and forgotten: a file copied in with its old time kept (cp -p,
+	// rsync -t) is skipped without a word. Make MaxFileAge longer than
+	// the spread of the times of the files a query is given.
+	MaxFileAge time.Duration
 }
+
+// DefaultMaxFileAge is the default of FilesOptions.MaxFileAge, Spark's.
+const DefaultMaxFileAge = 7 * 24 * time.Hour
 
 // filesPartition is the partition of every record of a Files source: the
 // files of a directory have no order among themselves that a per-partition
@@ -86,13 +107,22 @@ const maxLinePrefix = 1 << 10
 // naming it and why, once.
 //
 // Files are taken in lexical order of name, each at most once. The offset
-// is the processed-file log: the JSON array of the names of all files read
-// so far, sorted, relative to the source's root. So a file that appears
-// later is read even when its name sorts before files already read, and
-// restarting from a checkpoint reads neither a file twice nor one too few.
-// The log grows by one name per file and is stored with every batch; a
-// directory that receives millions of files should be rotated into a new
-// query.
+// of a batch names the batch's files and holds the processed-file log:
+// the names of the files read, with their modification times. So a file
+// that appears later is read even when its name sorts before files
+// already read, a batch run again reads exactly the files of its first
+// attempt, and restarting from a checkpoint reads neither a file twice
+// nor one too few. The log is compacted at every batch, as Spark's
+// file-source log is purged by its maxFileAge: it forgets the files more
+// than MaxFileAge (7 days by default) older, by modification time, than the
+// newest file read (but never one as old as a file listed and still to
+// read), and a file that old is taken as read when it is listed. So the
+// offset stored with each batch, and the work of planning a batch beyond
+// listing the directory, are bounded by the files of the last MaxFileAge,
+// not by every file ever read. Each batch still lists the directory, and
+// asks for the modification time of each file the log does not hold,
+// forgotten ones included: move files that have been read out of the
+// directory when it grows large.
 //
 // Files resolves dir once, when called: made absolute and clean, with
 // symbolic links resolved (of a directory that does not exist yet, those of
@@ -106,9 +136,11 @@ const maxLinePrefix = 1 << 10
 // Each non-blank line of a file is a Record with Partition "files" and
 // Position "name:line" (lines numbered from 1, blank lines counted). A
 // trailing "\r" is dropped from each line. A directory that does not exist
-// yet is an empty source. Bad input is reported in Records with Err set,
-// in place and in the same order on every Read of the same offsets (see
-// FilesOptions.FailOnBadFiles):
+// fails the query's Start ("path does not exist"), and a path that is not
+// a directory too; with FilesOptions.WaitForPath, a directory that does
+// not exist yet is an empty source until it appears. Bad input is reported
+// in Records with Err set, in place and in the same order on every Read of
+// the same offsets (see FilesOptions.FailOnBadFiles):
 //
 //   - a file that cannot be opened, that is not a regular file, or whose
 //     reading fails: one Record with Position the file's name and no Data,
@@ -128,6 +160,9 @@ func FilesSource(dir string, opts FilesOptions) Source {
 	}
 	if opts.Clock == nil {
 		opts.Clock = time.Now
+	}
+	if opts.MaxFileAge == 0 {
+		opts.MaxFileAge = DefaultMaxFileAge
 	}
 	return &filesSource{root: root, opts: opts}
 }
@@ -206,10 +241,44 @@ func (s *filesSource) validate() error {
 	if s.opts.MinFileAge < 0 {
 		errs = append(errs, fmt.Errorf("MinFileAge %v is negative", s.opts.MinFileAge))
 	}
+	if s.opts.MaxFileAge < 0 {
+		errs = append(errs, fmt.Errorf("MaxFileAge %v is negative", s.opts.MaxFileAge))
+	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("streamgen: files source %q: options: %w", s.opts.Name, err)
+		return fmt.Errorf("options: %w", err)
 	}
 	return nil
+}
+
+// CheckStart refuses, before the query starts, options that are not
+// valid, a directory that does not exist (unless WaitForPath), and a path
+// that is not a directory.
+func (s *filesSource) CheckStart() error {
+	if err := s.validate(); err != nil {
+		return err
+	}
+	info, err := os.Stat(s.root)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if s.opts.WaitForPath {
+			return nil
+		}
+		return fmt.Errorf("path does not exist: %s (create it, or set FilesOptions.WaitForPath to wait for it)", s.root)
+	case err != nil:
+		return err
+	case !info.IsDir():
+		return notDirError(s.root, info.Mode())
+	}
+	return nil
+}
+
+// notDirError says that the source's path is not a directory.
+func notDirError(root string, mode fs.FileMode) error {
+	what := "a file"
+	if !mode.IsRegular() {
+		what = describeType(mode)
+	}
+	return fmt.Errorf("%s is %s, not a directory: give Files the directory that holds the input files", root, what)
 }
 
 // Available lists the directory: the offset of every input file in it that
@@ -220,16 +289,22 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	}
 	entries, err := os.ReadDir(s.root)
 	if errors.Is(err, fs.ErrNotExist) {
-		return json.RawMessage("[]"), nil
+		if !s.opts.WaitForPath {
+			return nil, fmt.Errorf("path does not exist: %s (it was removed; set FilesOptions.WaitForPath to wait for it)", s.root)
+		}
+		return s.encode(filesOffset{})
 	}
 	if err != nil {
-		return nil, fmt.Errorf("streamgen: files source %q: list: %w", s.opts.Name, err)
+		if info, serr := os.Stat(s.root); serr == nil && !info.IsDir() {
+			return nil, notDirError(s.root, info.Mode())
+		}
+		return nil, fmt.Errorf("list %s: %w", s.root, err)
 	}
 	// A file written at the cutoff or before it is old enough.
 	cutoff := s.opts.Clock().Add(-s.opts.MinFileAge)
 	skipped := make(map[string]error)
 	// os.ReadDir sorts by name, which is the order the offset keeps.
-	names := make([]string, 0, len(entries))
+	var listed filesOffset
 	for _, e := range entries {
 		name := e.Name()
 		if !isInputFile(name) {
@@ -239,10 +314,13 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 		if err != nil {
 			if e.Type()&fs.ModeSymlink != 0 {
 				// A broken link (dangling, a loop, to a directory or to
-				// anything but a regular file) is listed: Read turns it
-				// into one dead letter naming it and why, and it is then
-				// in the processed-file log, so it is reported once.
-				names = append(names, name)
+				// anything but a regular file) is listed, with the
+				// link's own modification time: Read turns it into one
+				// dead letter naming it and why, and it is then in the
+				// processed-file log, so it is reported once.
+				if info, lerr := e.Info(); lerr == nil {
+					listed.add(name, info.ModTime())
+				}
 				continue
 			}
 			skipped[name] = err
@@ -254,21 +332,25 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 		if s.opts.MinFileAge > 0 && modTime.After(cutoff) {
 			continue
 		}
-		names = append(names, name)
+		listed.add(name, modTime)
 	}
 	s.warnSkipped(skipped)
-	return s.encode(names)
+	if !slices.ContainsFunc(listed.ModTimes, func(t int64) bool { return t != 0 }) {
+		listed.ModTimes = nil // none known
+	}
+	return s.encode(listed)
 }
 
 // inspect tells whether the directory entry e is a regular file once links
 // are followed: it returns an error saying why not, or the file's
-// modification time, which is zero unless MinFileAge needs it. present is
-// false when the entry has gone since the listing. inspect asks the file
-// system only when the listing's file type or MinFileAge calls for it.
+// modification time, which is zero when the listing's file type tells
+// enough and MinFileAge does not need it (Next then asks for the times of
+// the files it has not read: see modTimeOf). present is false when the
+// entry has gone since the listing.
 func (s *filesSource) inspect(e fs.DirEntry) (modTime time.Time, present bool, err error) {
 	if e.Type().IsRegular() {
 		if s.opts.MinFileAge == 0 {
-			return time.Time{}, true, nil
+			return time.Time{}, true, nil // Next asks for it if it needs it
 		}
 		info, err := e.Info() // Lstat, which for a regular file is Stat
 		if errors.Is(err, fs.ErrNotExist) {
@@ -346,8 +428,10 @@ func isInputFile(name string) bool {
 	return strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".jsonl")
 }
 
-// Next adds to committed the first files of upTo, in lexical order, that
-// committed lacks, at most MaxFilesPerTrigger of them.
+// Next returns the offset of the next batch after committed: the first
+// files of upTo, in lexical order, that the processed-file log of
+// committed lacks and that are not older than MaxFileAge allows, at most
+// MaxFilesPerTrigger of them, and the log with them added and compacted.
 func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage, limit ReadLimit) (json.RawMessage, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
@@ -360,25 +444,71 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	if err != nil {
 		return nil, err
 	}
-	var fresh []string
-	for _, name := range available {
-		if _, found := slices.BinarySearch(done, name); found {
+	seen := s.log(done, available)
+	before := done.forgotten()
+	var batch filesOffset
+	// oldestLeft is the oldest modification time among the new files the
+	// batch leaves for later: the log must not forget that far back.
+	oldestLeft, left := int64(math.MaxInt64), false
+	for i, name := range available.Files {
+		if _, found := seen[name]; found {
 			continue
 		}
-		fresh = append(fresh, name)
-		if limit == Limited && len(fresh) == s.opts.MaxFilesPerTrigger {
-			break
+		modTime, present := s.modTimeOf(name, available.modTime(i))
+		if !present {
+			continue // removed since the listing
 		}
+		if modTime < before {
+			continue // older than the log remembers: taken as read
+		}
+		if limit == Limited && s.opts.MaxFilesPerTrigger > 0 && len(batch.Files) == s.opts.MaxFilesPerTrigger {
+			oldestLeft, left = min(oldestLeft, modTime), true
+			continue
+		}
+		batch.Files = append(batch.Files, name)
+		batch.ModTimes = append(batch.ModTimes, modTime)
 	}
-	if len(fresh) == 0 {
+	if len(batch.Files) == 0 {
 		return committed, nil
 	}
-	next := append(slices.Clone(done), fresh...)
-	slices.Sort(next)
-	return s.encode(next)
+	for i, name := range batch.Files {
+		seen[name] = batch.ModTimes[i]
+	}
+	// Compaction, as Spark's SeenFilesMap purges: the log forgets the files
+	// more than MaxFileAge older than its newest, but never one as old as
+	// a file still to read, so that a backlog read in lexical order,
+	// MaxFilesPerTrigger at a time, is read whole.
+	newest := int64(math.MinInt64)
+	for _, modTime := range seen {
+		newest = max(newest, modTime)
+	}
+	forget := newest - int64(s.opts.MaxFileAge)
+	if newest < math.MinInt64+int64(s.opts.MaxFileAge) {
+		forget = math.MinInt64
+	}
+	if left {
+		forget = min(forget, oldestLeft)
+	}
+	if forget > before {
+		before = forget
+		for name, modTime := range seen {
+			if modTime < before {
+				delete(seen, name)
+			}
+		}
+	}
+	batch.ModTimes = nil // the log has them
+	batch.Seen = seen
+	if before != math.MinInt64 {
+		batch.Before = &before
+	}
+	return s.encode(batch)
 }
 
-// Read reads, in lexical order, the files named in end and not in start.
+// Read reads, in lexical order, the files of end's batch that start's
+// processed-file log does not hold: exactly the batch's files when end was
+// made by Next from start, so a batch replayed from its stored offsets
+// reads what its first attempt read, whatever the directory holds since.
 func (s *filesSource) Read(ctx context.Context, start, end json.RawMessage, fn func(Record) error) error {
 	if err := s.validate(); err != nil {
 		return err
@@ -387,23 +517,45 @@ func (s *filesSource) Read(ctx context.Context, start, end json.RawMessage, fn f
 	if err != nil {
 		return err
 	}
-	all, err := s.decode(end, "end")
+	batch, err := s.decode(end, "end")
 	if err != nil {
 		return err
 	}
 	var line []byte // reused across files: Record.Data lives for one callback
-	for _, name := range all {
-		if _, found := slices.BinarySearch(done, name); found {
+	for _, name := range batch.Files {
+		if done.holds(name) {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("streamgen: files source %q: %w", s.opts.Name, err)
+			return err
 		}
 		if line, err = s.readFile(ctx, name, line, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// DescribeOffset gives a batch's offset as progress reports show it: the
+// batch's files and how many files the compacted log remembers, not the
+// log itself.
+func (s *filesSource) DescribeOffset(offset json.RawMessage) string {
+	o, err := s.decode(offset, "reported")
+	if err != nil {
+		return string(offset)
+	}
+	files := o.Files
+	if files == nil || o.legacy {
+		files = []string{} // an old offset names the log, not its batch
+	}
+	b, err := json.Marshal(struct {
+		Files      []string `json:"files"`
+		Remembered int      `json:"remembered"`
+	}{files, len(o.Seen)})
+	if err != nil {
+		return string(offset)
+	}
+	return string(b)
 }
 
 // readFile calls fn for each non-blank line of the file name, and for each
@@ -451,7 +603,7 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 		// than at the end of a large file.
 		if number%4096 == 0 {
 			if err := ctx.Err(); err != nil {
-				return line, fmt.Errorf("streamgen: files source %q: %w", s.opts.Name, err)
+				return line, err
 			}
 		}
 	}
@@ -461,7 +613,7 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 // FailOnBadFiles returns it as Read's error.
 func (s *filesSource) bad(rec Record, fn func(Record) error) error {
 	if s.opts.FailOnBadFiles {
-		return fmt.Errorf("streamgen: files source %q: %s: %w", s.opts.Name, rec.Position, rec.Err)
+		return fmt.Errorf("%s: %w", rec.Position, rec.Err)
 	}
 	rec.Partition = filesPartition
 	return fn(rec)
@@ -532,28 +684,168 @@ func readLine(r *bufio.Reader, b []byte, limit int) (line []byte, length int, eo
 	}
 }
 
-// decode reads a processed-file log. nil (a new query) is the empty log.
-// The log is kept sorted; decode sorts again so that a hand-edited
-// checkpoint cannot break the binary searches.
-func (s *filesSource) decode(offset json.RawMessage, what string) ([]string, error) {
-	if len(offset) == 0 {
-		return nil, nil
-	}
-	var names []string
-	if err := json.Unmarshal(offset, &names); err != nil {
-		return nil, fmt.Errorf("streamgen: files source %q: %s offset: %w", s.opts.Name, what, err)
-	}
-	slices.Sort(names)
-	return slices.Compact(names), nil
+// filesOffset is a Files source's offset:
+//
+//	{"files":["c.json","d.json"],"seen":{"b.json":1700000000000000000,...},"before":1699990000000000000}
+//
+// Files are the files of the batch that ends at the offset, sorted; Seen
+// is the processed-file log after it: every file read and not yet
+// forgotten (MaxFileAge), with its modification time in Unix nanoseconds;
+// Before, when set, is the modification time below which it forgot them.
+// Available's offset is a listing: Files and their ModTimes, no Seen.
+//
+// An offset written before the log was compacted is a JSON array of the
+// names of every file read: decode takes it for a log of those names whose
+// modification times are unknown (0), which Next learns from the listing
+// (see log).
+type filesOffset struct {
+	Files    []string         `json:"files"`
+	ModTimes []int64          `json:"modTimes,omitempty"`
+	Seen     map[string]int64 `json:"seen,omitempty"`
+	// Before, when set, is the modification time below which the log has
+	// forgotten files: a file that old is taken as read.
+	Before *int64 `json:"before,omitempty"`
+	// legacy marks an offset of the old form, whose Seen has no times.
+	legacy bool
 }
 
-func (s *filesSource) encode(names []string) (json.RawMessage, error) {
-	if names == nil {
-		names = []string{} // "[]", not "null"
+// add adds a file and its modification time (the zero time: unknown).
+func (o *filesOffset) add(name string, modTime time.Time) {
+	o.Files = append(o.Files, name)
+	var nanos int64
+	if !modTime.IsZero() {
+		nanos = modTime.UnixNano()
 	}
-	b, err := json.Marshal(names)
+	o.ModTimes = append(o.ModTimes, nanos)
+}
+
+// modTime returns the modification time of Files[i] in Unix nanoseconds,
+// 0 when not known.
+func (o *filesOffset) modTime(i int) int64 {
+	if i < len(o.ModTimes) {
+		return o.ModTimes[i]
+	}
+	return 0
+}
+
+// forgotten returns the modification time below which the offset's log
+// takes every file as read.
+func (o *filesOffset) forgotten() int64 {
+	if o.Before == nil {
+		return math.MinInt64
+	}
+	return *o.Before
+}
+
+// holds reports whether the offset's log, or its files, name a file.
+func (o *filesOffset) holds(name string) bool {
+	if _, found := o.Seen[name]; found {
+		return true
+	}
+	_, found := slices.BinarySearch(o.Files, name)
+	return found
+}
+
+// log returns a copy of the processed-file log of the offset o. The files
+// of an old offset take their modification times from the listing, or
+// the file system; those that are gone are dropped.
+func (s *filesSource) log(o, listing filesOffset) map[string]int64 {
+	seen := make(map[string]int64, len(o.Seen))
+	for name, modTime := range o.Seen {
+		if o.legacy {
+			i, found := slices.BinarySearch(listing.Files, name)
+			if !found {
+				continue
+			}
+			if modTime, found = s.modTimeOf(name, listing.modTime(i)); !found {
+				continue
+			}
+		}
+		seen[name] = modTime
+	}
+	return seen
+}
+
+// modTimeOf returns the modification time, in Unix nanoseconds, of the
+// listed file name: listed when the listing knew it (not 0), or else the
+// file's, or a broken link's own. present is false when it is gone. It
+// is called from the goroutine that calls Next.
+func (s *filesSource) modTimeOf(name string, listed int64) (modTime int64, present bool) {
+	if listed != 0 {
+		return listed, true
+	}
+	path := filepath.Join(s.root, name)
+	info, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("streamgen: files source %q: offset: %w", s.opts.Name, err)
+		if info, err = os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+			return 0, false
+		}
+		if err != nil {
+			// Listed but not to be looked at: Read reports it, once,
+			// as bad input; it counts as new now.
+			return s.opts.Clock().UnixNano(), true
+		}
+	}
+	return info.ModTime().UnixNano(), true
+}
+
+// decode reads an offset. nil (a new query) is the empty offset. Files are
+// kept sorted; decode sorts them again (with their times) so that a
+// hand-edited checkpoint cannot break the binary searches.
+func (s *filesSource) decode(offset json.RawMessage, what string) (filesOffset, error) {
+	var o filesOffset
+	if len(offset) == 0 {
+		return o, nil
+	}
+	if offset[0] == '[' {
+		var names []string
+		if err := json.Unmarshal(offset, &names); err != nil {
+			return o, fmt.Errorf("%s offset: %w", what, err)
+		}
+		slices.Sort(names)
+		names = slices.Compact(names)
+		o.Files, o.legacy = names, true
+		o.Seen = make(map[string]int64, len(names))
+		for _, name := range names {
+			o.Seen[name] = 0
+		}
+		return o, nil
+	}
+	if err := json.Unmarshal(offset, &o); err != nil {
+		return o, fmt.Errorf("%s offset: %w", what, err)
+	}
+	if len(o.ModTimes) != 0 && len(o.ModTimes) != len(o.Files) {
+		return o, fmt.Errorf("%s offset: %d files and %d modification times", what, len(o.Files), len(o.ModTimes))
+	}
+	if !slices.IsSorted(o.Files) {
+		order := make([]int, len(o.Files))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortFunc(order, func(a, b int) int { return strings.Compare(o.Files[a], o.Files[b]) })
+		files := make([]string, len(order))
+		var times []int64
+		if o.ModTimes != nil {
+			times = make([]int64, len(order))
+		}
+		for i, j := range order {
+			files[i] = o.Files[j]
+			if times != nil {
+				times[i] = o.ModTimes[j]
+			}
+		}
+		o.Files, o.ModTimes = files, times
+	}
+	return o, nil
+}
+
+func (s *filesSource) encode(o filesOffset) (json.RawMessage, error) {
+	if o.Files == nil {
+		o.Files = []string{} // "[]", not "null"
+	}
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, fmt.Errorf("offset: %w", err)
 	}
 	return b, nil
 }

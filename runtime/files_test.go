@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -90,25 +91,39 @@ func next(t *testing.T, src runtime.Source, committed, upTo json.RawMessage) jso
 	return off
 }
 
+// names returns the files of an offset: the batch's, or those listed.
 func names(t *testing.T, off json.RawMessage) []string {
 	t.Helper()
-	var n []string
-	if err := json.Unmarshal(off, &n); err != nil {
+	var o struct{ Files []string }
+	if err := json.Unmarshal(off, &o); err != nil {
 		t.Fatalf("offset %s: %v", off, err)
 	}
-	return n
+	return o.Files
 }
 
-func TestFilesMissingDirIsEmpty(t *testing.T) {
+// logOf returns the processed-file log of an offset, sorted.
+func logOf(t *testing.T, off json.RawMessage) []string {
+	t.Helper()
+	var o struct{ Seen map[string]int64 }
+	if err := json.Unmarshal(off, &o); err != nil {
+		t.Fatalf("offset %s: %v", off, err)
+	}
+	return slices.Sorted(maps.Keys(o.Seen))
+}
+
+func TestFilesWaitForPath(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "later")
-	src := runtime.FilesSource(dir, runtime.FilesOptions{})
+	src := runtime.FilesSource(dir, runtime.FilesOptions{WaitForPath: true})
 	// The name is that of the resolved root even before it exists.
 	if got, want := src.Name(), "files:"+filepath.Join(realPath(t, filepath.Dir(dir)), "later"); got != want {
 		t.Errorf("Name = %q, want %q", got, want)
 	}
+	if err := src.(runtime.StartChecker).CheckStart(); err != nil {
+		t.Errorf("CheckStart with WaitForPath: %v", err)
+	}
 	upTo := available(t, src)
-	if string(upTo) != "[]" {
-		t.Errorf("Available = %s, want []", upTo)
+	if got := names(t, upTo); len(got) != 0 {
+		t.Errorf("Available = %s, want no files", upTo)
 	}
 	if got := next(t, src, nil, upTo); got != nil {
 		t.Errorf("Next(nil, []) = %s, want nil (committed)", got)
@@ -159,8 +174,11 @@ func TestFilesIncremental(t *testing.T) {
 	writeFile(t, dir, "a.jsonl", `{"n":5}`+"\n")
 	upTo = available(t, src)
 	end = next(t, src, committed, upTo)
-	if got, want := names(t, end), []string{"a.jsonl", "b.json", "c.json", "d.jsonl"}; !slices.Equal(got, want) {
+	if got, want := names(t, end), []string{"a.jsonl", "d.jsonl"}; !slices.Equal(got, want) {
 		t.Fatalf("batch 1 = %q, want %q", got, want)
+	}
+	if got, want := logOf(t, end), []string{"a.jsonl", "b.json", "c.json", "d.jsonl"}; !slices.Equal(got, want) {
+		t.Fatalf("log after batch 1 = %q, want %q", got, want)
 	}
 	if got, want := readAll(t, src, committed, end), expectLines(t, dir, "a.jsonl", "d.jsonl"); !slices.EqualFunc(got, want, equalRecord) {
 		t.Errorf("batch 1 read\n%v\nwant\n%v", got, want)
@@ -245,7 +263,7 @@ func TestFilesLongLines(t *testing.T) {
 	// With FailOnBadFiles, Read fails and says where.
 	strict := runtime.FilesSource(dir, runtime.FilesOptions{MaxLineBytes: 1 << 20, FailOnBadFiles: true})
 	err := strict.Read(context.Background(), nil, available(t, strict), func(runtime.Record) error { return nil })
-	if err == nil || !strings.Contains(err.Error(), "a.json:2") || !strings.Contains(err.Error(), tooLong) || !strings.HasPrefix(err.Error(), "streamgen: ") {
+	if err == nil || !strings.Contains(err.Error(), "a.json:2") || !strings.Contains(err.Error(), tooLong) {
 		t.Errorf("Read with FailOnBadFiles and a line past MaxLineBytes: %v", err)
 	}
 	// Exactly at the limit is fine, "\r\n" not counted; one byte more is
@@ -303,7 +321,7 @@ func TestFilesErrors(t *testing.T) {
 	dir := t.TempDir()
 	src := runtime.FilesSource(dir, runtime.FilesOptions{})
 	ctx := context.Background()
-	if _, err := src.Next(ctx, json.RawMessage(`{`), json.RawMessage(`[]`), runtime.Limited); err == nil || !strings.HasPrefix(err.Error(), "streamgen: ") {
+	if _, err := src.Next(ctx, json.RawMessage(`{`), json.RawMessage(`[]`), runtime.Limited); err == nil || !strings.Contains(err.Error(), "committed offset") {
 		t.Errorf("Next with a bad offset: %v", err)
 	}
 	// A file in the offset that has gone is bad input, not a silent skip:
@@ -314,7 +332,7 @@ func TestFilesErrors(t *testing.T) {
 	}
 	strict := runtime.FilesSource(dir, runtime.FilesOptions{FailOnBadFiles: true})
 	err := strict.Read(ctx, nil, json.RawMessage(`["gone.json"]`), func(runtime.Record) error { return nil })
-	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "streamgen: ") {
+	if err == nil || !errors.Is(err, fs.ErrNotExist) || !strings.HasPrefix(err.Error(), "gone.json: ") {
 		t.Errorf("Read with FailOnBadFiles of a missing file: %v", err)
 	}
 	bad := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: -1})
@@ -608,7 +626,7 @@ func TestFilesBadFiles(t *testing.T) {
 
 	strict := runtime.FilesSource(dir, runtime.FilesOptions{FailOnBadFiles: true})
 	err = strict.Read(context.Background(), nil, end, func(runtime.Record) error { return nil })
-	if first := offset[1]; err == nil || !strings.Contains(err.Error(), ": "+first+": ") || !why[first](err) {
+	if first := offset[1]; err == nil || !strings.HasPrefix(err.Error(), first+": ") || !why[first](err) {
 		t.Errorf("Read with FailOnBadFiles: %v, want the error of %s", err, first)
 	}
 }
@@ -747,5 +765,85 @@ func TestFilesMinFileAge(t *testing.T) {
 	negative := runtime.FilesSource(dir, runtime.FilesOptions{MinFileAge: -time.Second})
 	if _, err := negative.Available(context.Background()); err == nil || !strings.Contains(err.Error(), "MinFileAge") {
 		t.Errorf("negative MinFileAge: %v", err)
+	}
+}
+
+// TestFilesMaxFileAge: the log forgets files more than MaxFileAge older
+// than the newest read, and takes a file that old for read; but a backlog
+// read MaxFilesPerTrigger at a time, in lexical order that is not the
+// order of modification times, is read whole.
+func TestFilesMaxFileAge(t *testing.T) {
+	dir := t.TempDir()
+	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	touch := func(name string, at time.Duration) {
+		t.Helper()
+		writeFile(t, dir, name, "{}\n")
+		if err := os.Chtimes(filepath.Join(dir, name), base.Add(at), base.Add(at)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Names in the reverse order of their times: the first batch takes
+	// the newest files, and the oldest are still to read.
+	touch("a.json", 10*time.Hour)
+	touch("b.json", 9*time.Hour)
+	touch("c.json", 5*time.Hour)
+	touch("d.json", 0)
+	src := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 2, MaxFileAge: time.Hour})
+	var committed json.RawMessage
+	var read []string
+	for {
+		end := next(t, src, committed, available(t, src))
+		if bytes.Equal(end, committed) {
+			break
+		}
+		read = append(read, names(t, end)...)
+		committed = end
+	}
+	if want := []string{"a.json", "b.json", "c.json", "d.json"}; !slices.Equal(read, want) {
+		t.Fatalf("read %q, want the whole backlog %q", read, want)
+	}
+	// With nothing left to read, the log forgets what is more than an
+	// hour older than a.json once the next batch commits.
+	touch("e.json", 11*time.Hour)
+	committed = next(t, src, committed, available(t, src))
+	if got, want := logOf(t, committed), []string{"a.json", "e.json"}; !slices.Equal(got, want) {
+		t.Errorf("log after the backlog = %q, want %q", got, want)
+	}
+	// The forgotten files are not read again, and a file that appears
+	// with a time that old is taken as read: Spark's maxFileAge.
+	touch("0.json", 2*time.Hour)
+	if got := next(t, src, committed, available(t, src)); !bytes.Equal(got, committed) {
+		t.Errorf("Next after compaction = %s, want nothing new", got)
+	}
+	// A restart reads from the committed offset alone.
+	touch("f.json", 12*time.Hour)
+	again := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 2, MaxFileAge: time.Hour})
+	if got := names(t, next(t, again, committed, available(t, again))); !slices.Equal(got, []string{"f.json"}) {
+		t.Errorf("after a restart: %q, want f.json", got)
+	}
+}
+
+// TestFilesOldOffset continues from an offset written before the log was
+// compacted (an array of every file read): only new files are read, and the
+// log takes their modification times from the listing.
+func TestFilesOldOffset(t *testing.T) {
+	dir := t.TempDir()
+	for _, name := range []string{"a.json", "b.json", "c.json"} {
+		writeFile(t, dir, name, "{}\n")
+	}
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
+	old := json.RawMessage(`["a.json","b.json","gone.json"]`)
+	end := next(t, src, old, available(t, src))
+	if got := names(t, end); !slices.Equal(got, []string{"c.json"}) {
+		t.Errorf("after an old offset: %q, want c.json", got)
+	}
+	if got, want := logOf(t, end), []string{"a.json", "b.json", "c.json"}; !slices.Equal(got, want) {
+		t.Errorf("log = %q, want %q (gone.json is no longer listed)", got, want)
+	}
+	if got := readAll(t, src, old, end); !slices.EqualFunc(got, expectLines(t, dir, "c.json"), equalRecord) {
+		t.Errorf("read %v", got)
+	}
+	if got, want := src.(runtime.OffsetDescriber).DescribeOffset(old), `{"files":[],"remembered":3}`; got != want {
+		t.Errorf("an old offset is described as %s, want %s", got, want)
 	}
 }

@@ -2,26 +2,25 @@ package runtime
 
 import (
 	"encoding/json"
-	"slices"
 	"strings"
 )
 
 // The files source counts its inputs (InputCounter): the files of a batch.
 
-// PlannedInputs returns the number of files named in end and not in
-// start: the files Read reads.
+// PlannedInputs returns the number of the batch's files (named in end)
+// that start has not read: the files Read reads.
 func (s *filesSource) PlannedInputs(start, end json.RawMessage) (int64, error) {
 	done, err := s.decode(start, "start")
 	if err != nil {
 		return 0, err
 	}
-	all, err := s.decode(end, "end")
+	batch, err := s.decode(end, "end")
 	if err != nil {
 		return 0, err
 	}
 	var n int64
-	for _, name := range all {
-		if _, found := slices.BinarySearch(done, name); !found {
+	for _, name := range batch.Files {
+		if !done.holds(name) {
 			n++
 		}
 	}

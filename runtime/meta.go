@@ -56,6 +56,12 @@ type VariableMeta struct {
 	ID   uint8  `json:"id"`
 	Kind string `json:"kind,omitempty"`
 	TTL  string `json:"ttl,omitempty"`
+	// Encoding, ValueType, MapKeyType and MapKey say how to read the
+	// variable's entries (see StateInfo).
+	Encoding   string        `json:"encoding,omitempty"`
+	ValueType  string        `json:"valueType,omitempty"`
+	MapKeyType string        `json:"mapKeyType,omitempty"`
+	MapKey     *codec.Schema `json:"mapKey,omitempty"`
 }
 
 // planMeta describes plan as a checkpoint records it.
@@ -73,7 +79,7 @@ func planMeta(plan *Plan) Meta {
 		}
 		for i, s := range info.States {
 			om.States[s.Name] = s.Schema
-			vm := VariableMeta{ID: uint8(i), Kind: s.Kind}
+			vm := VariableMeta{ID: uint8(i), Kind: s.Kind, Encoding: s.Encoding, ValueType: s.ValueType, MapKeyType: s.MapKeyType, MapKey: s.MapKey}
 			if s.TTL > 0 {
 				vm.TTL = s.TTL.String()
 				if s.EventTimeTTL {

@@ -115,6 +115,17 @@ type StateInfo struct {
 	// time when EventTimeTTL.
 	TTL          time.Duration
 	EventTimeTTL bool
+	// Encoding is the layout of the variable's entries (EncodingRecord,
+	// EncodingExpiring, ...), recorded in the checkpoint so that tools
+	// read them without the operator's code.
+	Encoding string
+	// ValueType names the value's basic type when Schema is nil
+	// ("string", "int64", ...; "" for no value); MapKeyType and MapKey
+	// describe a map variable's keys in the same way (MapKey is a
+	// record key's schema).
+	ValueType  string
+	MapKeyType string
+	MapKey     *codec.Schema
 }
 
 // VariableIDs is implemented by an operator that needs to know the ids

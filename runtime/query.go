@@ -55,6 +55,9 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	if err := validatePlan(plan); err != nil {
 		return nil, err
 	}
+	if err := checkSources(plan); err != nil {
+		return nil, err
+	}
 	fs, dir := cfg.fs, cfg.checkpoint
 	if dir == "" {
 		fs, dir = vfs.NewMem(), "checkpoint"

@@ -3,12 +3,15 @@ package runtime
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 )
 
 // Source is a replayable input of raw records: given the same offsets it
 // reads the same records, which is what lets a restarted query replay the
 // batch that was in flight. Offsets are opaque JSON of the source's own
-// making, stored in the checkpoint with each committed batch.
+// making, stored in the checkpoint with each committed batch. The query
+// names the source in the errors its methods return ("source NAME: ..."),
+// so they need not.
 //
 // The query's loop calls a Source from one goroutine at a time.
 type Source interface {
@@ -24,6 +27,40 @@ type Source interface {
 	Next(ctx context.Context, committed, upTo json.RawMessage, limit ReadLimit) (json.RawMessage, error)
 	// Read calls fn, in order, for each record after start up to end.
 	Read(ctx context.Context, start, end json.RawMessage, fn func(Record) error) error
+}
+
+// StartChecker is implemented by a source that can tell, before the query
+// starts, that it cannot be read (a directory that does not exist): Start
+// calls CheckStart and fails with its error, naming the source.
+type StartChecker interface {
+	CheckStart() error
+}
+
+// OffsetDescriber is implemented by a source whose offsets hold more than
+// a progress report should show (the files source's processed-file log):
+// DescribeOffset gives the offset as the report shows it.
+type OffsetDescriber interface {
+	DescribeOffset(offset json.RawMessage) string
+}
+
+// checkSources calls the plan's sources' CheckStart.
+func checkSources(plan *Plan) error {
+	for _, in := range plan.Inputs {
+		if c, ok := in.Source.(StartChecker); ok {
+			if err := c.CheckStart(); err != nil {
+				return fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
+			}
+		}
+	}
+	return nil
+}
+
+// describeOffset is an offset as a progress report shows it.
+func describeOffset(src Source, offset json.RawMessage) string {
+	if d, ok := src.(OffsetDescriber); ok && len(offset) > 0 {
+		return d.DescribeOffset(offset)
+	}
+	return string(offset)
 }
 
 // Skipper is implemented by a source that skips inputs it cannot read

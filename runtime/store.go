@@ -26,6 +26,7 @@ var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
 //	progressKey                                                 Progress (JSON)
 //	originKey                                                   creation time (RFC 3339)
 //	planKey                                                     the planned batch (JSON)
+//	reportPrefix    batchID(8)                                  a progress report (JSON; see keepReport)
 //	statePrefix     partition(4) op(1) var(1) uvarint(len(key)) key suffix   state entry
 //	timerPrefix     partition(4) op(1) expiry(8) key                         timer, by expiry
 //	timerKeyPrefix  partition(4) op(1) uvarint(len(key)) key expiry(8)       timer, by key
@@ -50,6 +51,7 @@ const (
 	progressKey    = "\x02progress"
 	originKey      = "\x03origin"
 	planKey        = "\x04plan"
+	reportPrefix   = 0x05
 	statePrefix    = 0x10
 	timerPrefix    = 0x20
 	timerKeyPrefix = 0x21
@@ -123,7 +125,10 @@ const DefaultCloseTimeout = 30 * time.Second
 // is the store's failure (Err): from then on every read, write and commit
 // returns it. See storefail.go.
 type Store struct {
-	db    *pebble.DB
+	db *pebble.DB
+	// lock is the checkpoint directory's lock, taken before Pebble opens
+	// (see lockCheckpoint) and held until Close: Pebble's opens borrow it.
+	lock  *pebble.Lock
 	cache *pebble.Cache
 	// state caches committed state entries; nil when turned off.
 	state *stateCache
@@ -182,21 +187,43 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		opts.FS = vfs.Default
 	}
 	s := &Store{dir: dir, fs: opts.FS, opts: opts, recorded: -1, failed: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{})}
-	rec, found, err := readCommitFile(s.fs, dir)
+	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
+		return nil, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, cause: fmt.Errorf("create the directory: %w", err), hint: failedHint}
+	}
+	lock, err := lockCheckpoint(opts.FS, dir, inUseQueryHint)
 	if err != nil {
 		return nil, err
 	}
-	cache := pebble.NewCache(opts.CacheSize)
+	s.lock = lock
+	if err := s.open(); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	if opts.SyncInterval > 0 {
+		s.done.Add(1)
+		go s.syncLoop()
+	}
+	return s, nil
+}
+
+// open opens Pebble under s.lock: verified against the commit file
+// first, if there is one (see OpenStore).
+func (s *Store) open() error {
+	rec, found, err := readCommitFile(s.fs, s.dir)
+	if err != nil {
+		return err
+	}
+	cache := pebble.NewCache(s.opts.CacheSize)
 	defer cache.Unref() // each DB holds its own reference
 	if found {
 		s.recorded = rec.BatchID
 		if err := s.verify(cache, rec); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	db, err := s.openPebble(cache, found, false)
 	if err != nil {
-		return nil, s.openError(err)
+		return s.openError(err)
 	}
 	s.db = db
 	// An open that recorded a failure (Logger.Fatalf on a MANIFEST that
@@ -204,31 +231,27 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	// a DB.
 	if err := s.Err(); err != nil {
 		s.closeDB()
-		return nil, err
+		return err
 	}
 	if err := s.writeOrigin(); err != nil {
 		s.closeDB()
-		return nil, err
+		return err
 	}
-	if opts.StateCacheSize >= 0 {
-		budget := opts.StateCacheSize
+	if s.opts.StateCacheSize >= 0 {
+		budget := s.opts.StateCacheSize
 		if budget == 0 {
 			budget = 256 << 20
 		}
 		empty, err := s.hasNoState()
 		if err != nil {
 			s.closeDB()
-			return nil, err
+			return err
 		}
 		s.state = newStateCache(budget, empty)
 	}
 	s.cache = cache
 	cache.Ref()
-	if opts.SyncInterval > 0 {
-		s.done.Add(1)
-		go s.syncLoop()
-	}
-	return s, nil
+	return nil
 }
 
 // pebbleOptions are the options of the store's Pebble. mustExist refuses
@@ -238,7 +261,7 @@ func (s *Store) pebbleOptions(cache *pebble.Cache, mustExist, readOnly bool) *pe
 	hooks := pebbleHooks{s}
 	popts := &pebble.Options{
 		FS: s.fs, Cache: cache, Logger: hooks, EventListener: hooks.listener(),
-		ErrorIfNotExists: mustExist, ReadOnly: readOnly,
+		ErrorIfNotExists: mustExist, ReadOnly: readOnly, Lock: s.lock,
 	}
 	if s.opts.SyncInterval > 0 {
 		// Commits request a sync without waiting for it (Commit): the
@@ -474,6 +497,9 @@ func (s *Store) Close() error {
 	s.cache.Unref()
 	if s.state != nil {
 		s.state.close()
+	}
+	if lerr := s.lock.Close(); lerr != nil && err == nil {
+		err = fmt.Errorf("release the checkpoint's lock: %w", lerr)
 	}
 	if f := s.Err(); f != nil {
 		return f

@@ -144,7 +144,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 			agg: agg, in: in, windowOf: windowOf, output: output, emitDown: emit, windowed: windowed}
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, KeyType: ks.codec.typeName, Key: ks.codec.schema,
-			States:        []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value"}},
+			States:        []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingRecord}},
 			DropsLateRows: dropsLate,
 		}
 		info := opInfo // this query's: late reads its compiler

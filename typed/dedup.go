@@ -44,7 +44,7 @@ func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind strin
 		op.trackFirstTimes = true
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, Key: kc.schema,
-			States:        []runtime.StateInfo{{Name: "seen", Kind: "value"}},
+			States:        []runtime.StateInfo{{Name: "seen", Kind: "value", Encoding: runtime.EncodingExpiring}},
 			DropsLateRows: s.p.watermarked,
 		}
 		if s.p.watermarked {

@@ -32,7 +32,7 @@ func AggregateEvery[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 			n: n, orderBy: orderBy, agg: agg, output: row, emitDown: emit}
 		op.info = runtime.OperatorInfo{
 			Kind: "aggregateEvery", Name: name, OutputMode: Append.String(), KeyType: ks.codec.typeName, Key: ks.codec.schema,
-			States: []runtime.StateInfo{{Name: "window", Schema: PA(new(Acc)).StreamSchema(), Kind: "value"}},
+			States: []runtime.StateInfo{{Name: "window", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingCountWindow}},
 		}
 		ks.s.attach(c, op.add)
 		op.index = c.addOperator(op, opInfo)

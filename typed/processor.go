@@ -139,9 +139,13 @@ type variable struct {
 	ttl      time.Duration
 	eventTTL bool          // the time to live is in event time
 	schema   *codec.Schema // of a record value, for the checkpoint
-	id       uint8
-	valid    bool
-	err      error // why the variable is not valid
+	// valueType names the value's type, and mapKeyType and mapKey a map
+	// variable's key type, for the checkpoint (see runtime.StateInfo).
+	valueType, mapKeyType string
+	mapKey                *codec.Schema
+	id                    uint8
+	valid                 bool
+	err                   error // why the variable is not valid
 }
 
 // StateOption configures a state variable.

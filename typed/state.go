@@ -203,7 +203,7 @@ func NewValueState[T any](h *Handle, name string, opts ...StateOption) *ValueSta
 	if s.codec, err = newValueCodec[T](); err != nil {
 		s.v.fail(fmt.Errorf("state variable %q: %w", name, err))
 	}
-	s.v.schema = s.codec.schema
+	s.v.schema, s.v.valueType = s.codec.schema, s.codec.typeName
 	return s
 }
 
@@ -286,7 +286,7 @@ func NewListState[T any](h *Handle, name string, opts ...StateOption) *ListState
 	if s.codec, err = newValueCodec[T](); err != nil {
 		s.v.fail(fmt.Errorf("state variable %q: %w", name, err))
 	}
-	s.v.schema = s.codec.schema
+	s.v.schema, s.v.valueType = s.codec.schema, s.codec.typeName
 	return s
 }
 
@@ -440,7 +440,8 @@ func NewMapState[MK comparable, V any](h *Handle, name string, opts ...StateOpti
 	if s.values, err = newValueCodec[V](); err != nil {
 		s.v.fail(fmt.Errorf("state variable %q: %w", name, err))
 	}
-	s.v.schema = s.values.schema
+	s.v.schema, s.v.valueType = s.values.schema, s.values.typeName
+	s.v.mapKey, s.v.mapKeyType = s.keys.schema, s.keys.typeName
 	return s
 }
 

@@ -137,7 +137,7 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 		TimeMode:   timeout.timeMode(),
 		KeyType:    ks.codec.typeName,
 		Key:        ks.codec.schema,
-		States:     []runtime.StateInfo{{Name: "state", Schema: PS(new(S)).StreamSchema()}},
+		States:     []runtime.StateInfo{{Name: "state", Schema: PS(new(S)).StreamSchema(), Encoding: runtime.EncodingGroupState}},
 		// Spark drops late rows before (flat)mapGroupsWithState only with
 		// event-time timeouts.
 		DropsLateRows: timeout == EventTimeTimeout,
@@ -215,8 +215,8 @@ type groupsOp[K comparable, In, S, Out any, PS codec.RecordPtr[S]] struct {
 
 // The flags of a state row.
 const (
-	rowHasValue   = 1
-	rowHasTimeout = 2
+	rowHasValue   = runtime.GroupStateHasValue
+	rowHasTimeout = runtime.GroupStateHasTimeout
 )
 
 func (o *groupsOp[K, In, S, Out, PS]) Info() runtime.OperatorInfo { return o.info }

@@ -89,7 +89,8 @@ func TransformWithState[K comparable, In, Out any](
 			DropsLateRows: true,
 		}
 		for _, v := range op.handle.vars {
-			op.info.States = append(op.info.States, runtime.StateInfo{Name: v.name, Schema: v.schema, Kind: v.kind, TTL: v.ttl, EventTimeTTL: v.eventTTL})
+			op.info.States = append(op.info.States, runtime.StateInfo{Name: v.name, Schema: v.schema, Kind: v.kind, TTL: v.ttl, EventTimeTTL: v.eventTTL,
+				Encoding: runtime.EncodingExpiring, ValueType: v.valueType, MapKeyType: v.mapKeyType, MapKey: v.mapKey})
 			if v.eventTTL && v.ttl > 0 && !ks.s.p.watermarked {
 				c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): state variable %q has an event-time TTL but the input has no watermark (WithWatermark)", name, v.name))
 			}

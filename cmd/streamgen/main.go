@@ -73,6 +73,9 @@ method) is written and read through them in JSON, as encoding/json does. In
 binary it is its MarshalBinary/UnmarshalBinary output if it has the pair,
 else its value, else (for a struct with unexported fields) its text or JSON.
 
+streamgen inspect DIR shows what a query's checkpoint holds (streamgen
+inspect -h for more).
+
 Flags:
 `
 
@@ -81,6 +84,9 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "inspect" {
+		return runInspect(args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("streamgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "write nothing; exit with status 1 if any output file is missing or stale")

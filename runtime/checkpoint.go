@@ -1,0 +1,415 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"slices"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// CheckpointReader is a query's checkpoint opened read-only, to look at
+// what the query left in it without the query's code, as Spark's state
+// data source does: the pipeline's description with the schemas of its
+// state, the progress of the last committed batch, and the state and
+// timers, decoded through the stored schemas. streamgen inspect is built
+// on it.
+//
+// It takes the checkpoint's lock, as a query does, so it cannot be opened
+// while a query runs on it, and a query cannot start on it while it is
+// open. It never writes: Pebble is opened read-only, replaying its log in
+// memory (the lock file, which every open of the store takes, is the one
+// file it opens for writing). A CheckpointReader is safe for concurrent
+// use; Close releases it, and the slices its callbacks are given are valid
+// during the call only.
+type CheckpointReader struct {
+	s *Store
+	// committed is the batch id of the commit file, -1 for none.
+	committed int64
+}
+
+// OpenCheckpoint opens the checkpoint in dir read-only. It refuses a
+// directory that holds no checkpoint, and one a running query holds (an
+// error wrapping ErrCheckpointInUse).
+func OpenCheckpoint(dir string) (*CheckpointReader, error) {
+	return OpenCheckpointFS(vfs.Default, dir)
+}
+
+// OpenCheckpointFS is OpenCheckpoint on the file system fsys.
+func OpenCheckpointFS(fsys vfs.FS, dir string) (*CheckpointReader, error) {
+	// Pebble leaves its LOCK file in every store it opened: without one,
+	// the directory holds no checkpoint, and taking the lock would
+	// write one.
+	lockFile := fsys.PathJoin(dir, "LOCK")
+	if _, err := fsys.Stat(lockFile); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("streamgen: %s holds no checkpoint (no %s)", dir, lockFile)
+		}
+		return nil, fmt.Errorf("streamgen: open checkpoint %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, fs: fsys, opts: StoreOptions{FS: fsys, CacheSize: 8 << 20}, recorded: -1, failed: make(chan struct{})}
+	lock, err := lockCheckpoint(fsys, dir, inUseInspectHint)
+	if err != nil {
+		return nil, err
+	}
+	s.lock = lock
+	c := &CheckpointReader{s: s, committed: -1}
+	rec, found, err := readCommitFile(fsys, dir)
+	if err != nil {
+		lock.Close()
+		return nil, err
+	}
+	if found {
+		c.committed = rec.BatchID
+	}
+	cache := pebble.NewCache(s.opts.CacheSize)
+	defer cache.Unref()
+	db, err := s.openPebble(cache, true, true)
+	if err != nil {
+		lock.Close()
+		if errors.Is(err, pebble.ErrDBDoesNotExist) {
+			return nil, fmt.Errorf("streamgen: %s holds no checkpoint: %w", dir, err)
+		}
+		return nil, s.openError(err)
+	}
+	s.db = db
+	return c, nil
+}
+
+// Close closes the checkpoint and releases its lock.
+func (c *CheckpointReader) Close() error {
+	err := c.s.closeDB()
+	if lerr := c.s.lock.Close(); err == nil {
+		err = lerr
+	}
+	return err
+}
+
+// Dir returns the checkpoint's directory.
+func (c *CheckpointReader) Dir() string { return c.s.dir }
+
+// Meta returns the description of the query that wrote the checkpoint;
+// ok is false when it holds none (no query started on it).
+func (c *CheckpointReader) Meta() (m Meta, ok bool, err error) {
+	v, closer, err := c.s.db.Get([]byte(metaKey))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return m, false, nil
+	}
+	if err != nil {
+		return m, false, c.s.fail(fmt.Errorf("read checkpoint metadata: %w", err))
+	}
+	defer closer.Close()
+	if err := json.Unmarshal(v, &m); err != nil {
+		return m, false, fmt.Errorf("streamgen: the checkpoint's metadata is corrupt: %w", err)
+	}
+	return m, true, nil
+}
+
+// Progress returns the progress of the last committed batch; ok is false
+// when no batch was committed.
+func (c *CheckpointReader) Progress() (Progress, bool, error) { return c.s.Progress() }
+
+// PlannedBatch returns the last batch planned, which is the next batch's
+// when it ran and failed or was stopped before its commit.
+func (c *CheckpointReader) PlannedBatch() (PlannedOffsets, bool, error) { return c.s.PlannedBatch() }
+
+// CommitRecord returns the batch id of the commit file, the last batch
+// known durable; ok is false without one.
+func (c *CheckpointReader) CommitRecord() (batchID int64, ok bool) {
+	return c.committed, c.committed >= 0
+}
+
+// Created returns when the checkpoint was created.
+func (c *CheckpointReader) Created() (time.Time, bool, error) {
+	v, closer, err := c.s.db.Get([]byte(originKey))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return time.Time{}, false, nil
+	}
+	if err != nil {
+		return time.Time{}, false, c.s.fail(err)
+	}
+	defer closer.Close()
+	t, err := time.Parse(time.RFC3339, string(v))
+	return t, err == nil, nil
+}
+
+// Entry is one raw state entry: its place in the store and its bytes,
+// valid during the callback.
+type Entry struct {
+	Partition uint32
+	Operator  uint8
+	Variable  uint8
+	Key       []byte
+	Suffix    []byte
+	Value     []byte
+}
+
+// ScanState calls fn with each state entry of operator op, in every
+// partition, in the store's order (by partition, variable, key, suffix).
+func (c *CheckpointReader) ScanState(op uint8, fn func(Entry) error) error {
+	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{statePrefix}, UpperBound: []byte{statePrefix + 1}})
+	if err != nil {
+		return c.s.fail(fmt.Errorf("read state: %w", err))
+	}
+	// The partition comes before the operator in a state key: the scan
+	// seeks to the operator's entries in each partition.
+	for valid := it.First(); valid; {
+		k := it.Key()
+		if len(k) < 7 {
+			it.Close()
+			return fmt.Errorf("streamgen: a state entry's key of %d bytes", len(k))
+		}
+		part := binary.BigEndian.Uint32(k[1:5])
+		switch {
+		case k[5] < op:
+			valid = it.SeekGE(appendScope(nil, statePrefix, Scope{Partition: part, Operator: op}))
+			continue
+		case k[5] > op:
+			valid = it.SeekGE(prefixEnd(k[:5])) // the next partition
+			continue
+		}
+		n, w := binary.Uvarint(k[7:])
+		if w <= 0 || uint64(len(k)-7-w) < n {
+			it.Close()
+			return fmt.Errorf("streamgen: a state entry's key is corrupt")
+		}
+		key := k[7+w : 7+w+int(n)]
+		value, err := it.ValueAndErr()
+		if err != nil {
+			it.Close()
+			return c.s.fail(fmt.Errorf("read state: %w", err))
+		}
+		if err := fn(Entry{Partition: part, Operator: op, Variable: k[6], Key: key, Suffix: k[7+w+int(n):], Value: value}); err != nil {
+			it.Close()
+			return err
+		}
+		valid = it.Next()
+	}
+	if err := it.Close(); err != nil {
+		return c.s.fail(fmt.Errorf("read state: %w", err))
+	}
+	return nil
+}
+
+// StoredTimer is one timer of a key.
+type StoredTimer struct {
+	Partition uint32
+	Key       []byte
+	At        time.Time
+}
+
+// Timers calls fn with each timer of operator op, in every partition, by
+// partition, then expiry.
+func (c *CheckpointReader) Timers(op uint8, fn func(StoredTimer) error) error {
+	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{timerPrefix}, UpperBound: []byte{timerPrefix + 1}})
+	if err != nil {
+		return c.s.fail(fmt.Errorf("read timers: %w", err))
+	}
+	for valid := it.First(); valid; valid = it.Next() {
+		k := it.Key()
+		if len(k) < 14 {
+			it.Close()
+			return fmt.Errorf("streamgen: a timer's key of %d bytes", len(k))
+		}
+		if k[5] != op {
+			continue
+		}
+		t := StoredTimer{Partition: binary.BigEndian.Uint32(k[1:5]), At: readInstant(k[6:14]), Key: k[14:]}
+		if err := fn(t); err != nil {
+			it.Close()
+			return err
+		}
+	}
+	if err := it.Close(); err != nil {
+		return c.s.fail(fmt.Errorf("read timers: %w", err))
+	}
+	return nil
+}
+
+// Rows calls fn with each entry of operator op's variable (every variable
+// when variable is ""), decoded through the schemas in m (Meta): the
+// grouping key, the entry's index or map key, its expiry or timeout, and
+// its value, as JSON. A list's header entry is left out.
+func (c *CheckpointReader) Rows(m Meta, op int, variable string, fn func(StateRow) error) error {
+	if op < 0 || op >= len(m.Operators) {
+		return fmt.Errorf("streamgen: the checkpoint has no operator %d", op)
+	}
+	om := m.Operators[op]
+	names := map[uint8]string{}
+	for name, v := range om.Variables {
+		names[v.ID] = name
+	}
+	if variable != "" {
+		if _, ok := om.Variables[variable]; !ok {
+			return fmt.Errorf("streamgen: operator %d (%s %q) has no state variable %q", op, om.Kind, om.Name, variable)
+		}
+	}
+	return c.ScanState(uint8(op), func(e Entry) error {
+		name, ok := names[e.Variable]
+		if !ok || variable != "" && name != variable {
+			return nil // a variable the description no longer names
+		}
+		v := om.Variables[name]
+		row := StateRow{Partition: e.Partition, Variable: name}
+		var err error
+		if row.Key, err = appendTyped(nil, om.Key, om.KeyType, e.Key); err != nil {
+			return fmt.Errorf("streamgen: operator %d, variable %q: key %x: %w", op, name, e.Key, err)
+		}
+		if err := decodeEntry(&row, v, om.States[name], e.Suffix, e.Value); err != nil {
+			return fmt.Errorf("streamgen: operator %d, variable %q, key %s: %w", op, name, row.Key, err)
+		}
+		if row.header {
+			return nil
+		}
+		return fn(row)
+	})
+}
+
+// KeyJSON renders a grouping key of operator om as JSON.
+func KeyJSON(om OperatorMeta, key []byte) (json.RawMessage, error) {
+	return appendTyped(nil, om.Key, om.KeyType, key)
+}
+
+// CheckpointSummary is what a checkpoint holds, in short: streamgen
+// inspect's listing.
+type CheckpointSummary struct {
+	Dir     string    `json:"dir"`
+	Created time.Time `json:"created,omitzero"`
+	// Meta is the pipeline's description; HasMeta is false before any
+	// query started on the checkpoint.
+	Meta    Meta `json:"meta"`
+	HasMeta bool `json:"-"`
+	// Progress is the last committed batch's (BatchID -1 for none).
+	Progress Progress `json:"progress"`
+	// NextWatermark is the watermark the next batch starts with: the least
+	// of the partitions' watermarks, never below the last batch's (a query
+	// with an IdleTimeout may leave idle partitions out).
+	NextWatermark time.Time `json:"nextWatermark,omitzero"`
+	// Planned is the batch planned after it and not committed, if any: it
+	// runs again, reading the same input, at the next start.
+	Planned *PlannedOffsets `json:"planned,omitempty"`
+	// CommitRecord is the commit file's batch id (-1 for none).
+	CommitRecord int64             `json:"commitRecord"`
+	Operators    []OperatorSummary `json:"operators"`
+	// Recent are the progress reports of the latest batches, oldest first
+	// (see RecentProgress).
+	Recent []QueryProgress `json:"recentProgress,omitempty"`
+}
+
+// OperatorSummary describes one stateful operator and what it holds.
+type OperatorSummary struct {
+	Index int          `json:"index"`
+	Meta  OperatorMeta `json:"meta"`
+	// StateRows is the operator's row count as the query keeps it (in the
+	// progress), which the progress reports show.
+	StateRows int64             `json:"stateRows"`
+	Variables []VariableSummary `json:"variables"`
+	// Timers counts the operator's timers; FirstTimer and LastTimer are
+	// the earliest and the latest.
+	Timers     int64      `json:"timers"`
+	FirstTimer *time.Time `json:"firstTimer,omitempty"`
+	LastTimer  *time.Time `json:"lastTimer,omitempty"`
+}
+
+// VariableSummary describes one state variable and counts its entries.
+type VariableSummary struct {
+	Name string       `json:"name"`
+	Meta VariableMeta `json:"meta"`
+	// Keys counts the grouping keys that hold an entry of the variable;
+	// Entries the entries (a list's or map's elements, and a list's
+	// header).
+	Keys    int64 `json:"keys"`
+	Entries int64 `json:"entries"`
+}
+
+// Summary reads the checkpoint's description and progress, and counts
+// its state entries and timers (a scan of the whole state).
+func (c *CheckpointReader) Summary() (CheckpointSummary, error) {
+	sum := CheckpointSummary{Dir: c.s.dir, CommitRecord: c.committed}
+	var err error
+	if sum.Created, _, err = c.Created(); err != nil {
+		return sum, err
+	}
+	if sum.Meta, sum.HasMeta, err = c.Meta(); err != nil {
+		return sum, err
+	}
+	if sum.Progress, _, err = c.Progress(); err != nil {
+		return sum, err
+	}
+	sum.NextWatermark = sum.Progress.Watermark
+	found := false
+	var low time.Time
+	for _, w := range sum.Progress.PartitionWatermarks {
+		if !found || w.Before(low) {
+			low, found = w, true
+		}
+	}
+	if found && low.After(sum.NextWatermark) {
+		sum.NextWatermark = low
+	}
+	planned, ok, err := c.PlannedBatch()
+	if err != nil {
+		return sum, err
+	}
+	if ok && planned.BatchID > sum.Progress.BatchID {
+		sum.Planned = &planned
+	}
+	if sum.Recent, err = c.RecentProgress(); err != nil {
+		return sum, err
+	}
+	for i, om := range sum.Meta.Operators {
+		os := OperatorSummary{Index: i, Meta: om}
+		if i < len(sum.Progress.StateRows) {
+			os.StateRows = sum.Progress.StateRows[i]
+		}
+		byID := map[uint8]int{}
+		for name, v := range om.Variables {
+			os.Variables = append(os.Variables, VariableSummary{Name: name, Meta: v})
+		}
+		slices.SortFunc(os.Variables, func(a, b VariableSummary) int { return int(a.Meta.ID) - int(b.Meta.ID) })
+		for j, v := range os.Variables {
+			byID[v.Meta.ID] = j
+		}
+		var lastKey []byte
+		lastVar, lastPart := -1, uint32(0)
+		err := c.ScanState(uint8(i), func(e Entry) error {
+			j, ok := byID[e.Variable]
+			if !ok {
+				return nil
+			}
+			v := &os.Variables[j]
+			v.Entries++
+			if j != lastVar || e.Partition != lastPart || !bytes.Equal(e.Key, lastKey) {
+				v.Keys++
+				lastVar, lastPart, lastKey = j, e.Partition, append(lastKey[:0], e.Key...)
+			}
+			return nil
+		})
+		if err != nil {
+			return sum, err
+		}
+		err = c.Timers(uint8(i), func(t StoredTimer) error {
+			os.Timers++
+			at := t.At
+			if os.FirstTimer == nil || at.Before(*os.FirstTimer) {
+				os.FirstTimer = &at
+			}
+			if os.LastTimer == nil || at.After(*os.LastTimer) {
+				last := at
+				os.LastTimer = &last
+			}
+			return nil
+		})
+		if err != nil {
+			return sum, err
+		}
+		sum.Operators = append(sum.Operators, os)
+	}
+	return sum, nil
+}

@@ -1,0 +1,173 @@
+package typed_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// TestCheckpointRowsOfStateKinds reads pagesProcessor's value, list and
+// map state back from its checkpoint, without its code, and compares it
+// with a plain loop over the input.
+func TestCheckpointRowsOfStateKinds(t *testing.T) {
+	in := clicks(400, 11)
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 64)
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	w := typed.WriteTo(typed.TransformWithState(byUser, &pagesProcessor{}, typed.TimeModeNone, typed.Update), newSink[userPages]())
+	ck := newCheckpoint()
+	for _, chunk := range [][2]int{{0, 150}, {150, 400}} {
+		m.Add(in[chunk[0]:chunk[1]]...)
+		if err := runToEnd(t, w, ck.opts()...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := runtime.OpenCheckpointFS(ck.fs, "ckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	meta, _, err := c.Meta()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]userPages{}
+	type listEntry struct {
+		index uint64
+		page  string
+	}
+	lists := map[string][]listEntry{}
+	err = c.Rows(meta, 0, "", func(r runtime.StateRow) error {
+		var user string
+		if err := json.Unmarshal(r.Key, &user); err != nil {
+			return err
+		}
+		u, ok := got[user]
+		if !ok {
+			u = userPages{User: user, PerPage: map[string]int64{}}
+		}
+		switch r.Variable {
+		case "count":
+			if err := json.Unmarshal(r.Value, &u.Count); err != nil {
+				return err
+			}
+		case "pages":
+			var page string
+			if err := json.Unmarshal(r.Value, &page); err != nil || r.Index == nil {
+				return fmt.Errorf("list entry %+v: %v", r, err)
+			}
+			lists[user] = append(lists[user], listEntry{*r.Index, page})
+		case "perPage":
+			var page string
+			var n int64
+			if err := json.Unmarshal(r.MapKey, &page); err != nil {
+				return err
+			}
+			if err := json.Unmarshal(r.Value, &n); err != nil {
+				return err
+			}
+			u.PerPage[page] = n
+		default:
+			return fmt.Errorf("variable %q", r.Variable)
+		}
+		got[user] = u
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for user, entries := range lists {
+		if !slices.IsSortedFunc(entries, func(a, b listEntry) int { return int(a.index) - int(b.index) }) {
+			t.Errorf("%s: list entries out of order: %v", user, entries)
+		}
+		u := got[user]
+		for _, e := range entries {
+			u.Pages = append(u.Pages, e.page)
+		}
+		got[user] = u
+	}
+	if want := expectedPages(in); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("state read from the checkpoint:\n got %v\nwant %v", got, want)
+	}
+}
+
+// TestCheckpointRowsOfSessions reads the open sessions of a session-window
+// aggregation from its checkpoint: each is one of the sessions a plain
+// loop finds, with its start, end and count.
+func TestCheckpointRowsOfSessions(t *testing.T) {
+	in := orderedClicks(200)
+	gap := 20 * time.Second
+	type session struct {
+		Start, End time.Time
+		N          int64
+	}
+	want := map[string][]session{}
+	byUser := map[string][]time.Time{}
+	for _, c := range in {
+		byUser[c.User] = append(byUser[c.User], c.Time)
+	}
+	for user, times := range byUser {
+		sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+		start, last, n := times[0], times[0], int64(0)
+		for _, tm := range times {
+			if tm.Sub(last) >= gap {
+				want[user] = append(want[user], session{start, last.Add(gap), n})
+				start, n = tm, 0
+			}
+			last = tm
+			n++
+		}
+		want[user] = append(want[user], session{start, last.Add(gap), n})
+	}
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(in...)
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 30*time.Second)
+	ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Session(gap), func(c *fixtures.Click) string { return c.User })
+	w := typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Update)
+	ck := newCheckpoint()
+	if err := runToEnd(t, w, ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	c, err := runtime.OpenCheckpointFS(ck.fs, "ckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	meta, _, err := c.Meta()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	err = c.Rows(meta, 0, "", func(r runtime.StateRow) error {
+		var user string
+		if err := json.Unmarshal(r.Key, &user); err != nil {
+			return err
+		}
+		var sessions []struct {
+			Start, End time.Time
+			Value      struct{ N int64 }
+		}
+		if err := json.Unmarshal(r.Value, &sessions); err != nil {
+			return fmt.Errorf("%s: %s: %v", user, r.Value, err)
+		}
+		for _, got := range sessions {
+			found++
+			if !slices.Contains(want[user], session{got.Start, got.End, got.Value.N}) {
+				t.Errorf("%s: session %+v in the checkpoint, not among %+v", user, got, want[user])
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if found == 0 {
+		t.Error("no session in the checkpoint")
+	}
+}
