@@ -39,6 +39,9 @@ type groupsConfig[K comparable, S any] struct {
 	initial []Pair[K, S]
 	// streams are initial states given as streams, read at Start.
 	streams []func(ctx context.Context) ([]Pair[K, S], error)
+	// late is the late-rows sink of a generated binding (BindingLateRows),
+	// which its watermark takes.
+	late *lateRowsOption
 }
 
 // Pair is a key and its state.
@@ -147,6 +150,9 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 	// from the streams given when the query starts.
 	var initial []Pair[K, S]
 	opInfo.prepare = func(ctx context.Context) error {
+		if err := cfg.late.check(); err != nil {
+			return err
+		}
 		initial = slices.Clone(cfg.initial)
 		for _, read := range cfg.streams {
 			pairs, err := read(ctx)

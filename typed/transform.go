@@ -41,6 +41,9 @@ func TransformWithState[K comparable, In, Out any](
 		needsWatermark: timeMode == TimeModeEventTime}
 	opInfo.prepare = func(context.Context) error {
 		errs := optErrs
+		if err := cfg.late.check(); err != nil {
+			errs = append(errs, err)
+		}
 		if cfg.concurrency < 1 {
 			errs = append(errs, fmt.Errorf("Concurrency(%d): at least 1", cfg.concurrency))
 		}

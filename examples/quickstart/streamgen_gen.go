@@ -177,15 +177,20 @@ func (t *SessionOut) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*SessionOut)(nil)
 
-// sessionizeStream groups in by User and applies sessionize with flatMapGroupsWithState (EventTimeTimeout, Append), after a watermark 10m0s behind Time; opts, such as typed.InitialState, configure the operator.
+// sessionizeStream groups in by User and applies sessionize with flatMapGroupsWithState (EventTimeTimeout, Append), after a watermark 10m0s behind Time; opts, such as typed.InitialState, configure the operator, and sessionizeStreamLateRows sends the rows too late for the watermark to a sink.
 func sessionizeStream(in typed.Stream[Click], opts ...typed.GroupsOption[string, Session]) typed.Stream[SessionOut] {
 	in = typed.WithWatermark(in, func(r *Click) time.Time {
 		return r.Time
-	}, 10*time.Minute)
+	}, 10*time.Minute, typed.BindingWatermarkOptions[string, Session, Click](opts)...)
 	byKey := typed.GroupByKey(in, func(r *Click) string {
 		return r.User
 	})
 	return typed.FlatMapGroupsWithState(byKey, typed.Append, typed.EventTimeTimeout, sessionize, opts...)
+}
+
+// sessionizeStreamLateRows is an option of sessionizeStream: the rows of its input that are too late for its watermark, which it drops, go to sink batch by batch (see typed.LateRows).
+func sessionizeStreamLateRows(sink typed.Sink[Click]) typed.GroupsOption[string, Session] {
+	return typed.BindingLateRows[string, Session, Click](sink)
 }
 
 var schemaClick = codec.Register(&codec.Schema{
