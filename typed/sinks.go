@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/streamgen/streamgen/codec"
@@ -160,7 +161,7 @@ func (s *consoleSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) 
 		return s.err
 	}
 	shown := rows[:min(len(rows), s.cfg.numRows)]
-	columns, cells, err := consoleCells[T, P](shown)
+	columns, cells, err := consoleCells[T, P](shown, s.cfg.truncate)
 	if err != nil {
 		return fmt.Errorf("streamgen: console sink: batch %d: %w", batchID, err)
 	}
@@ -190,9 +191,10 @@ func (s *consoleSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) 
 // consoleCells encodes each row with its generated AppendJSON and reads the
 // object's members back: the column names in order of first appearance and,
 // per row, the cells by column ("" where the row has no such member; a row
-// may be shorter than columns). With no rows, the columns are those of T's
-// zero value, so that an empty batch still shows its header.
-func consoleCells[T any, P codec.RecordPtr[T]](rows []T) (columns []string, cells [][]string, err error) {
+// may be shorter than columns), cut to truncate characters (see
+// cellText). With no rows, the columns are those of T's zero value, so
+// that an empty batch still shows its header.
+func consoleCells[T any, P codec.RecordPtr[T]](rows []T, truncate int) (columns []string, cells [][]string, err error) {
 	index := make(map[string]int)
 	var (
 		buf  []byte
@@ -228,7 +230,7 @@ func consoleCells[T any, P codec.RecordPtr[T]](rows []T) (columns []string, cell
 				for len(line) <= i {
 					line = append(line, "")
 				}
-				line[i] = cellText(&cell, raw)
+				line[i] = cellText(&cell, raw, truncate)
 			}
 		}
 		if err := r.Finish(); err != nil {
@@ -257,25 +259,43 @@ var consoleEscaper = strings.NewReplacer(
 	"\n", `\n`, "\r", `\r`, "\t", `\t`, "\f", `\f`, "\b", `\b`, "\v", `\v`, "\a", `\a`,
 )
 
-// cellText is a JSON value as a table shows it: a string unquoted, any
-// other value as it is in the JSON.
-func cellText(r *codec.JSONReader, raw []byte) string {
+// cellText is a JSON value as a table shows it, cut to truncate
+// characters (truncateCell): a string unquoted, any other value as it is
+// in the JSON. An instant (a string in the RFC 3339 form that a
+// time.Time's JSON has) reads as Spark shows timestamps, with a space
+// between date and time, "2015-02-23 10:18:53.176", the zone after it
+// unless it is UTC, and is never cut: a time cut to "2015-02-23T10:18:..."
+// says nothing.
+func cellText(r *codec.JSONReader, raw []byte, truncate int) string {
 	if len(raw) == 0 || raw[0] != '"' {
-		return string(raw)
+		return truncateCell(string(raw), truncate)
 	}
 	r.Reset(raw)
 	s, _ := r.String("console cell")
-	return consoleEscaper.Replace(s)
+	if t, ok := instant(s); ok {
+		layout := "2006-01-02 15:04:05.999999999"
+		if _, offset := t.Zone(); offset != 0 || !strings.HasSuffix(s, "Z") {
+			layout += " Z07:00"
+		}
+		return t.Format(layout)
+	}
+	return truncateCell(consoleEscaper.Replace(s), truncate)
+}
+
+// instant reads s as an instant when it has the RFC 3339 form of a
+// time.Time's JSON: "2015-02-23T10:18:53.176Z", "...+01:00".
+func instant(s string) (time.Time, bool) {
+	if len(s) < len("2006-01-02T15:04:05Z") || s[4] != '-' || s[10] != 'T' {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t, err == nil
 }
 
 // appendTable appends the table of Spark's show: columns at least three
 // characters wide, cells padded on the left (truncate > 0) or the right.
+// The cells are already cut (consoleCells).
 func appendTable(b []byte, columns []string, rows [][]string, truncate int) []byte {
-	for _, row := range rows {
-		for i, c := range row {
-			row[i] = truncateCell(c, truncate)
-		}
-	}
 	header := make([]string, len(columns))
 	for i, c := range columns {
 		header[i] = consoleEscaper.Replace(c)
