@@ -22,8 +22,9 @@ type Writer[T any] struct {
 
 // WriteTo binds s to sink. The output mode is that of the stream's
 // stateful operators (Update after MapGroupsWithState, the mode given to
-// FlatMapGroupsWithState), or Append without one, unless set with
-// OutputMode.
+// FlatMapGroupsWithState or TransformWithState, which for a generated
+// binding is its directive's mode=), or Append without one, unless set
+// with OutputMode.
 func WriteTo[T any](s Stream[T], sink Sink[T]) *Writer[T] {
 	return &Writer[T]{s: s, sink: sink}
 }
