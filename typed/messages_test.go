@@ -3,6 +3,7 @@ package typed_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"os"
 	"path/filepath"
@@ -94,6 +95,17 @@ func (p *plainStateProcessor) HandleInputRows(context.Context, string, iter.Seq[
 	return nil
 }
 
+// initFails is a processor whose Init fails.
+type initFails struct{}
+
+func (initFails) Init(*typed.Handle) error {
+	return fmt.Errorf("%w: a test's", typed.ErrInvalidHandleState)
+}
+
+func (initFails) HandleInputRows(context.Context, string, iter.Seq[fixtures.Click], typed.TimerValues, func(fixtures.UserCount)) error {
+	return nil
+}
+
 // TestNonRecordStateSaysHow: a state variable of a struct that is not a
 // record is refused at Start with what to do about it.
 func TestNonRecordStateSaysHow(t *testing.T) {
@@ -156,6 +168,24 @@ func TestErrorsSayStreamgenOnce(t *testing.T) {
 	})
 	err = runToEnd(t, typed.WriteTo(panicky, newSink[fixtures.UserCount]()))
 	onePrefix(t, "panic in mapGroupsWithState", err)
+
+	// A GroupState misuse returned by the function.
+	misuse := typed.MapGroupsWithState(byUser, typed.NoTimeout, func(_ string, _ iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error) {
+		return fixtures.UserCount{}, st.SetTimeoutTimestamp(time.Now()) // NoTimeout: refused
+	})
+	err = runToEnd(t, typed.WriteTo(misuse, newSink[fixtures.UserCount]()))
+	if !errors.Is(err, typed.ErrGroupState) {
+		t.Errorf("GroupState misuse: errors.Is(err, ErrGroupState) is false: %v", err)
+	}
+	onePrefix(t, "GroupState misuse", err)
+
+	// A processor whose Init fails with one of this module's errors.
+	s := typed.TransformWithState(byUser, initFails{}, typed.TimeModeNone, typed.Append)
+	_, err = typed.WriteTo(s, newSink[fixtures.UserCount]()).Start(context.Background())
+	if !errors.Is(err, typed.ErrInvalidHandleState) {
+		t.Errorf("Init error: errors.Is lost it: %v", err)
+	}
+	onePrefix(t, "Init error", err)
 
 	// A panic in a stateless stage.
 	mapped := typed.Map(in, func(c *fixtures.Click) fixtures.Click { panic("boom") })

@@ -123,7 +123,7 @@ func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
 		}
 		if op.prepare != nil {
 			if err := op.prepare(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("%s (%s): %w", op.kind, op.function, err))
+				errs = append(errs, fmt.Errorf("%s (%s): %w", op.kind, op.function, unprefixed(err)))
 			}
 		}
 	}
@@ -132,7 +132,7 @@ func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
 		errs[i] = unprefixed(err)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("streamgen: cannot start the query: %w", err)
+		return fmt.Errorf("streamgen: cannot start the query: %w", unprefixed(err))
 	}
 	return nil
 }
@@ -145,22 +145,3 @@ func directiveOf(kind string) string {
 	}
 	return "//streamgen:" + kind
 }
-
-// errPrefix starts the messages of this module's errors.
-const errPrefix = "streamgen: "
-
-// unprefixed returns err, whose message is to be wrapped under another
-// that starts with errPrefix, without its own errPrefix: errors.Is and
-// errors.As see err as before, and no message says "streamgen: "
-// twice.
-func unprefixed(err error) error {
-	if err == nil || !strings.HasPrefix(err.Error(), errPrefix) {
-		return err
-	}
-	return prefixless{err}
-}
-
-type prefixless struct{ err error }
-
-func (p prefixless) Error() string { return strings.TrimPrefix(p.err.Error(), errPrefix) }
-func (p prefixless) Unwrap() error { return p.err }

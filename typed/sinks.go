@@ -108,7 +108,7 @@ func (c *consoleConfig) validate() error {
 		errs = append(errs, fmt.Errorf("ConsoleTruncate %d is negative", c.truncate))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("streamgen: console sink options: %w", err)
+		return fmt.Errorf("streamgen: console sink options: %w", unprefixed(err))
 	}
 	return nil
 }
@@ -163,7 +163,7 @@ func (s *consoleSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) 
 	shown := rows[:min(len(rows), s.cfg.numRows)]
 	columns, cells, err := consoleCells[T, P](shown, s.cfg.truncate)
 	if err != nil {
-		return fmt.Errorf("streamgen: console sink: batch %d: %w", batchID, err)
+		return fmt.Errorf("streamgen: console sink: batch %d: %w", batchID, unprefixed(err))
 	}
 	var b []byte
 	b = append(b, consoleDashes...)
@@ -183,7 +183,7 @@ func (s *consoleSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) 
 	}
 	b = append(b, '\n') // Spark prints a blank line after the table
 	if _, err := s.w.Write(b); err != nil {
-		return fmt.Errorf("streamgen: console sink: batch %d: %w", batchID, err)
+		return fmt.Errorf("streamgen: console sink: batch %d: %w", batchID, unprefixed(err))
 	}
 	return nil
 }
@@ -247,7 +247,7 @@ func consoleCells[T any, P codec.RecordPtr[T]](rows []T, truncate int) (columns 
 	}
 	for i := range rows {
 		if err := add(&rows[i], true); err != nil {
-			return nil, nil, fmt.Errorf("row %d: %w", i, err)
+			return nil, nil, fmt.Errorf("row %d: %w", i, unprefixed(err))
 		}
 	}
 	return columns, cells, nil
@@ -383,14 +383,14 @@ func (s fileSink[T, P]) Description() string { return "files:" + s.dir }
 
 func (s fileSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, err)
+		return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, unprefixed(err))
 	}
 	err := s.files.Write(batchID, len(rows) == 0, func(w io.Writer) error {
 		var line []byte
 		for i := range rows {
 			var err error
 			if line, err = P(&rows[i]).AppendJSON(line[:0]); err != nil {
-				return fmt.Errorf("row %d: %w", i, err)
+				return fmt.Errorf("row %d: %w", i, unprefixed(err))
 			}
 			line = append(line, '\n')
 			if _, err := w.Write(line); err != nil {
@@ -400,7 +400,7 @@ func (s fileSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) erro
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("streamgen: files sink %s: batch %d: %w", s.dir, batchID, err)
+		return fmt.Errorf("streamgen: files sink %s: batch %d: %w", s.dir, batchID, unprefixed(err))
 	}
 	return nil
 }
@@ -440,11 +440,11 @@ func (s foreachSink[T]) Description() string { return fmt.Sprintf("foreach:%T", 
 func (s foreachSink[T]) Write(ctx context.Context, batchID int64, rows []T) error {
 	const partition = 0
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("streamgen: foreach sink: batch %d: %w", batchID, err)
+		return fmt.Errorf("streamgen: foreach sink: batch %d: %w", batchID, unprefixed(err))
 	}
 	open, err := s.w.Open(partition, batchID)
 	if err != nil {
-		return fmt.Errorf("streamgen: foreach sink: batch %d: open: %w", batchID, err)
+		return fmt.Errorf("streamgen: foreach sink: batch %d: open: %w", batchID, unprefixed(err))
 	}
 	if !open {
 		s.w.Close(nil)
@@ -454,12 +454,12 @@ func (s foreachSink[T]) Write(ctx context.Context, batchID int64, rows []T) erro
 		if i%foreachCheckEvery == foreachCheckEvery-1 {
 			if err := ctx.Err(); err != nil {
 				s.w.Close(err)
-				return fmt.Errorf("streamgen: foreach sink: batch %d: %w", batchID, err)
+				return fmt.Errorf("streamgen: foreach sink: batch %d: %w", batchID, unprefixed(err))
 			}
 		}
 		if err := s.w.Process(rows[i]); err != nil {
 			s.w.Close(err)
-			return fmt.Errorf("streamgen: foreach sink: batch %d: row %d: %w", batchID, i, err)
+			return fmt.Errorf("streamgen: foreach sink: batch %d: row %d: %w", batchID, i, unprefixed(err))
 		}
 	}
 	s.w.Close(nil)
