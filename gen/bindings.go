@@ -124,15 +124,15 @@ func (b *builder) binding(fd *ast.FuncDecl, d directive, info *types.Info) (*Bin
 // (what names it in the message; output says which), would fail later,
 // and the type that fits ("" when t is fine). Rows are values: a stream
 // of pointers would reach the sinks, which encode records
-// (typed.FilesSink, typed.ConsoleSink), as pointers they cannot take. An
-// output that is a named struct of this package but not a record has no
-// codec for the sinks either.
+// (typed.FilesSink[T], typed.ConsoleSink[T] with T a record), as pointers
+// they cannot take. An output that is a named struct of this package but
+// not a record has no codec for those sinks either.
 func (b *builder) rowType(what string, t types.Type, output bool) (why string, fixed types.Type) {
 	if p, ok := types.Unalias(t).(*types.Pointer); ok {
 		return fmt.Sprintf("%s is a pointer, %s: rows are values, so take %s", what, typeString(b.pkg, t), typeString(b.pkg, p.Elem())), p.Elem()
 	}
 	if n, ok := types.Unalias(t).(*types.Named); ok && output && isNamedStruct(n) && n.Obj().Pkg() == b.pkg && !b.isRecord(n) {
-		return fmt.Sprintf("%s, %s, is a struct that is not a record, so no sink can encode it: add //streamgen:record to its doc comment", what, typeString(b.pkg, t)), t
+		return fmt.Sprintf("%s, %s, is a struct that is not a record, which typed.FilesSink, typed.ConsoleSink and the kafka sink cannot encode: add //streamgen:record to its doc comment", what, typeString(b.pkg, t)), t
 	}
 	return "", t
 }
