@@ -7,9 +7,12 @@
 //	go run ./examples/quickstart -dir work/  # work/in/*.jsonl (the sample when empty), work/out, ...
 //
 // Under -dir it reads in/, writes the sessions to out/ (a file per
-// batch), keeps the query's state in checkpoint/ and the lines that do
-// not decode in deadletters/. Run it again on the same directory with new
-// files in in/ and it goes on from where it stopped.
+// batch), keeps the query's state in checkpoint/, the lines that do not
+// decode in deadletters/ and the clicks too late for the watermark in
+// late/. Run it again on the same directory and it goes on from its
+// checkpoint: files read before are not read again, and as the first run
+// ended by moving the watermark past every event time, the clicks of new
+// files are late.
 //
 // The records and the sessionize function below are annotated: go
 // generate (the line below) writes their codecs and sessionizeStream, the
@@ -108,7 +111,7 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dir := fs.String("dir", "", "working directory: in/ (the sample is written there when it is empty), out/, checkpoint/, deadletters/ (default: a new temporary directory)")
+	dir := fs.String("dir", "", "working directory: in/ (the sample is written there when it is empty), out/, checkpoint/, deadletters/, late/ (default: a new temporary directory)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -126,7 +129,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	// The pipeline: clicks from the files of in/, decoded by Click's
 	// generated JSON decoder, sessionized, written to out/.
 	clicks := typed.From[Click](runtime.FilesSource(in, runtime.FilesOptions{}))
-	sessions := sessionizeStream(clicks)
+	sessions := sessionizeStream(clicks, sessionizeStreamLateRows(typed.FilesSink[Click](filepath.Join(*dir, "late"))))
 	q, err := typed.WriteTo(sessions, typed.FilesSink[SessionOut](filepath.Join(*dir, "out"))).Start(context.Background(),
 		runtime.Checkpoint(filepath.Join(*dir, "checkpoint")),
 		// Run the batches the input holds now, then stop; at its end,

@@ -41,13 +41,32 @@ func TestQuickstart(t *testing.T) {
 		t.Errorf("stdout does not show the sessions:\n%s", &stdout)
 	}
 
+	// A second run with a new file: the first run's flush moved the
+	// watermark past every event time, so its clicks are late.
+	more := `{"user":"ana","time":"2026-03-02T12:00:00Z","page":"/"}` + "\n" + `{"user":"dee","time":"2026-03-02T12:01:00Z","page":"/docs"}` + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "in", "more.jsonl"), []byte(more), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	before, _ := filepath.Glob(filepath.Join(dir, "out", "*"))
 	if err := run([]string{"-dir", dir}, &stdout, &stderr); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
 	after, _ := filepath.Glob(filepath.Join(dir, "out", "*"))
 	if !slices.Equal(before, after) || !slices.EqualFunc(readSessions(t, filepath.Join(dir, "out")), want, sameSession) {
-		t.Errorf("a second run with no new input changed the output: %v, then %v", before, after)
+		t.Errorf("a second run with only late input changed the output: %v, then %v", before, after)
+	}
+	var late []string
+	files, _ := filepath.Glob(filepath.Join(dir, "late", "part-*.jsonl"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		late = append(late, strings.Split(strings.TrimSpace(string(b)), "\n")...)
+	}
+	wantLate := strings.Split(strings.TrimSpace(more), "\n")
+	if !slices.Equal(late, wantLate) {
+		t.Errorf("late rows %q, want the new file's %q", late, wantLate)
 	}
 }
 
