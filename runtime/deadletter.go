@@ -36,7 +36,8 @@ func (d deadLetterDir) WriteDeadLetters(ctx context.Context, batchID int64, lett
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("streamgen: dead letters of batch %d: %w", batchID, err)
+		// The query wraps this in "streamgen: batch N: dead-letter sink".
+		return fmt.Errorf("dead letters of batch %d: %w", batchID, err)
 	}
 	return nil
 }

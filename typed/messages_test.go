@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -151,6 +152,18 @@ func TestErrorsSayStreamgenOnce(t *testing.T) {
 	}
 	err = runToEnd(t, typed.WriteTo(in, typed.FilesSink[fixtures.Click](file)))
 	onePrefix(t, "files sink into a file", err)
+
+	// A dead-letter directory that is a file fails the batch of a bad line.
+	in2 := t.TempDir()
+	if err := os.WriteFile(filepath.Join(in2, "bad.jsonl"), []byte("not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err = runToEnd(t, typed.WriteTo(typed.From[fixtures.Click](runtime.FilesSource(in2, runtime.FilesOptions{})), newSink[fixtures.Click]()),
+		runtime.DeadLetters(runtime.DeadLetterDir(file)))
+	if err == nil || !strings.Contains(err.Error(), "dead-letter sink") {
+		t.Errorf("dead letters into a file: err = %v", err)
+	}
+	onePrefix(t, "dead letters into a file", err)
 
 	// A sink of the user's that returns one of this module's errors.
 	failing := newSink[fixtures.Click]()
