@@ -36,8 +36,7 @@ func (d deadLetterDir) WriteDeadLetters(ctx context.Context, batchID int64, lett
 		return nil
 	})
 	if err != nil {
-		// The query wraps this in "streamgen: batch N: dead-letter sink".
-		return fmt.Errorf("dead letters of batch %d: %w", batchID, err)
+		return fmt.Errorf("streamgen: dead letters of batch %d: %w", batchID, err)
 	}
 	return nil
 }
