@@ -266,20 +266,65 @@ var consoleEscaper = strings.NewReplacer(
 // between date and time, "2015-02-23 10:18:53.176", the zone after it
 // unless it is UTC, and is never cut: a time cut to "2015-02-23T10:18:..."
 // says nothing.
+//
+// An object whose members are all instants, such as a window's
+// {"start", "end"} (typed.Window), reads as Spark shows such a struct,
+// "{2015-02-23 10:10:00, 2015-02-23 10:20:00}", and is never cut either.
 func cellText(r *codec.JSONReader, raw []byte, truncate int) string {
+	if len(raw) > 0 && raw[0] == '{' {
+		if text, ok := instantsObject(raw); ok {
+			return text
+		}
+	}
 	if len(raw) == 0 || raw[0] != '"' {
 		return truncateCell(string(raw), truncate)
 	}
 	r.Reset(raw)
 	s, _ := r.String("console cell")
 	if t, ok := instant(s); ok {
-		layout := "2006-01-02 15:04:05.999999999"
-		if _, offset := t.Zone(); offset != 0 || !strings.HasSuffix(s, "Z") {
-			layout += " Z07:00"
-		}
-		return t.Format(layout)
+		return instantText(t, s)
 	}
 	return truncateCell(consoleEscaper.Replace(s), truncate)
+}
+
+// instantText writes t, read from s, as a console cell shows an instant.
+func instantText(t time.Time, s string) string {
+	layout := "2006-01-02 15:04:05.999999999"
+	if _, offset := t.Zone(); offset != 0 || !strings.HasSuffix(s, "Z") {
+		layout += " Z07:00"
+	}
+	return t.Format(layout)
+}
+
+// instantsObject reads raw, a JSON object, as "{t1, t2, ...}" when it has
+// members and each is an instant.
+func instantsObject(raw []byte) (string, bool) {
+	var obj, member codec.JSONReader
+	obj.Reset(raw)
+	var parts []string
+	if !obj.BeginObject("console cell") {
+		return "", false
+	}
+	for {
+		if _, ok := obj.NextKey(); !ok {
+			break
+		}
+		v, ok := obj.RawValue()
+		if !ok || len(v) == 0 || v[0] != '"' {
+			return "", false
+		}
+		member.Reset(v)
+		s, _ := member.String("console cell")
+		t, ok := instant(s)
+		if !ok {
+			return "", false
+		}
+		parts = append(parts, instantText(t, s))
+	}
+	if obj.Finish() != nil || len(parts) == 0 {
+		return "", false
+	}
+	return "{" + strings.Join(parts, ", ") + "}", true
 }
 
 // instant reads s as an instant when it has the RFC 3339 form of a
