@@ -94,7 +94,7 @@ func ConsoleNumRows(n int) ConsoleOption {
 // ConsoleTruncate cuts cells longer than n characters to their first n-3
 // and "..." (to their first n when n < 4), and aligns cells right, as
 // Spark's show does with truncate. n = 0 shows cells in full, aligned left.
-// Column names are never cut. The default is 20.
+// Column names, instants and windows are never cut. The default is 20.
 func ConsoleTruncate(n int) ConsoleOption {
 	return consoleOptionFunc(func(c *consoleConfig) { c.truncate = n })
 }
@@ -118,8 +118,10 @@ func (c *consoleConfig) validate() error {
 // columns are the record's top-level JSON members, in order of first
 // appearance among the rows shown, and whose cells are the members' JSON
 // values, strings without their quotes and with control characters such as
-// a newline escaped ("\n"). A member a row leaves out (omitempty) is an
-// empty cell. Widths count characters, so East Asian wide characters
+// a newline escaped ("\n"). Instants read as Spark shows timestamps,
+// "2015-02-23 10:18:53.176", and a window as "{start, end}"; they are
+// never cut (see ConsoleTruncate). A member a row leaves out (omitempty)
+// is an empty cell. Widths count characters, so East Asian wide characters
 // misalign the table.
 //
 //	-------------------------------------------
