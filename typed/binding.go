@@ -1,6 +1,9 @@
 package typed
 
-import "fmt"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // This file holds what the bindings that streamgen generates for
 // //streamgen:mapGroupsWithState, //streamgen:flatMapGroupsWithState and
@@ -12,7 +15,7 @@ import "fmt"
 // watermark from its binding is an error at Start, not silently ignored.
 type lateRowsOption struct {
 	sink any
-	used bool
+	used atomic.Bool // atomic: one option may go to pipelines built at once
 }
 
 // watermarkOptions returns LateRows of l's sink, for the watermark of a
@@ -26,13 +29,13 @@ func watermarkOptions[In any](l *lateRowsOption) []WatermarkOption[In] {
 	if !ok {
 		return nil
 	}
-	l.used = true
+	l.used.Store(true)
 	return []WatermarkOption[In]{LateRows(sink)}
 }
 
 // check reports a late-rows option that no binding's watermark took.
 func (l *lateRowsOption) check() error {
-	if l == nil || l.used {
+	if l == nil || l.used.Load() {
 		return nil
 	}
 	return fmt.Errorf("late rows sink %T: it was given to an operator that is not a generated binding with watermark=, or whose input is not a stream of the sink's rows; without a binding, pass typed.LateRows(sink) to WithWatermark", l.sink)
