@@ -31,6 +31,12 @@ type Record interface {
 //	func Encode[T any, P RecordPtr[T]](b []byte, v *T) ([]byte, error) {
 //		return P(v).AppendBinary(b)
 //	}
+//
+// A type the compiler says does not satisfy it ("*T does not satisfy
+// codec.RecordPtr[T] (missing method AppendBinary)"), such as the state
+// of typed.MapGroupsWithState or the row of typed.FilesSink, is not a
+// record yet: add //streamgen:record to its doc comment and run go
+// generate.
 type RecordPtr[T any] interface {
 	*T
 	Record

@@ -1,6 +1,7 @@
 package gen
 
 import (
+	"fmt"
 	"go/ast"
 	"go/types"
 )
@@ -66,7 +67,7 @@ func (b *builder) binding(fd *ast.FuncDecl, d directive, info *types.Info) (*Bin
 	var out types.Type
 	if flat {
 		emit, ok := sig.Params().At(3).Type().(*types.Signature)
-		if !ok || emit.Params().Len() != 1 || emit.Results().Len() != 0 {
+		if !ok || emit.Params().Len() != 1 || emit.Results().Len() != 0 || emit.Variadic() {
 			return bad("the fourth parameter is not a func(Out)")
 		}
 		out = emit.Params().At(0).Type()
@@ -79,9 +80,34 @@ func (b *builder) binding(fd *ast.FuncDecl, d directive, info *types.Info) (*Bin
 			return bad("the second result is not an error")
 		}
 	}
+	// The right signature with this function's types, for the messages
+	// about rows, state and output that the sinks would refuse later.
+	wantHere := func(in, s, out types.Type) string {
+		ts := func(t types.Type) string { return typeString(b.pkg, t) }
+		if flat {
+			return fmt.Sprintf("func(key %s, rows iter.Seq[%s], state *typed.GroupState[%s], emit func(%s)) error", ts(sig.Params().At(0).Type()), ts(in), ts(s), ts(out))
+		}
+		return fmt.Sprintf("func(key %s, rows iter.Seq[%s], state *typed.GroupState[%s]) (%s, error)", ts(sig.Params().At(0).Type()), ts(in), ts(s), ts(out))
+	}
+	if why, fixed := b.rowType("rows", in, false); why != "" {
+		b.rep.errorf(fd.Name.Pos(), "//streamgen:%s on %s: %s; want %s", d.Name, fd.Name.Name, why, wantHere(fixed, elemOf(s), elemOf(out)))
+		return nil, false
+	}
+	what := "the result"
+	if flat {
+		what = "emit's parameter"
+	}
+	if why, fixed := b.rowType(what, out, true); why != "" {
+		b.rep.errorf(fd.Name.Pos(), "//streamgen:%s on %s: %s; want %s", d.Name, fd.Name.Name, why, wantHere(in, elemOf(s), fixed))
+		return nil, false
+	}
 	named, ok := types.Unalias(s).(*types.Named)
-	if !ok || !(b.records[named.Obj()] || named.Obj().Pkg() != b.pkg && b.isForeignRecord(named.Obj())) {
-		b.rep.errorf(fd.Name.Pos(), "//streamgen:%s on %s: the state type %s is not a record (//streamgen:record)", d.Name, fd.Name.Name, typeString(b.pkg, s))
+	if !ok || !b.isRecord(named) {
+		fix := "add //streamgen:record to its doc comment"
+		if p, ok := types.Unalias(s).(*types.Pointer); ok && isNamedStruct(p.Elem()) {
+			fix = fmt.Sprintf("state is kept by value, so take *typed.GroupState[%s]; want %s", typeString(b.pkg, p.Elem()), wantHere(in, p.Elem(), out))
+		}
+		b.rep.errorf(fd.Name.Pos(), "//streamgen:%s on %s: the state type %s is not a record: %s", d.Name, fd.Name.Name, typeString(b.pkg, s), fix)
 		return nil, false
 	}
 	keys, ok := b.bindingKeys(d, "timeout", fd.Name, in, sig.Params().At(0).Type())
@@ -92,4 +118,39 @@ func (b *builder) binding(fd *ast.FuncDecl, d directive, info *types.Info) (*Bin
 		Name: keys.name, Func: fn, Flat: flat, Mode: keys.mode, In: in, Out: out, State: s, Keying: keys.Keying,
 		Timeout: [...]string{"NoTimeout", "ProcessingTimeTimeout", "EventTimeTimeout"}[keys.clock],
 	}, true
+}
+
+// rowType says why t, the type of a binding's input rows or output rows
+// (what names it in the message; output says which), would fail later,
+// and the type that fits ("" when t is fine). Rows are values: a stream
+// of pointers would reach the sinks, which encode records
+// (typed.FilesSink[T], typed.ConsoleSink[T] with T a record), as pointers
+// they cannot take. An output that is a named struct of this package but
+// not a record has no codec for those sinks either.
+func (b *builder) rowType(what string, t types.Type, output bool) (why string, fixed types.Type) {
+	if p, ok := types.Unalias(t).(*types.Pointer); ok {
+		return fmt.Sprintf("%s is a pointer, %s: rows are values, so take %s", what, typeString(b.pkg, t), typeString(b.pkg, p.Elem())), p.Elem()
+	}
+	if n, ok := types.Unalias(t).(*types.Named); ok && output && isNamedStruct(n) && n.Obj().Pkg() == b.pkg && !b.isRecord(n) {
+		return fmt.Sprintf("%s, %s, is a struct that is not a record, which typed.FilesSink, typed.ConsoleSink and the kafka sink cannot encode: add //streamgen:record to its doc comment", what, typeString(b.pkg, t)), t
+	}
+	return "", t
+}
+
+// elemOf is t's element type when t is a pointer, else t.
+func elemOf(t types.Type) types.Type {
+	if p, ok := types.Unalias(t).(*types.Pointer); ok {
+		return p.Elem()
+	}
+	return t
+}
+
+// isNamedStruct reports whether t is a named struct type.
+func isNamedStruct(t types.Type) bool {
+	n, ok := types.Unalias(t).(*types.Named)
+	if !ok {
+		return false
+	}
+	_, ok = n.Underlying().(*types.Struct)
+	return ok
 }

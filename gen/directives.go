@@ -44,7 +44,12 @@ var directives = map[string]directiveSpec{
 	// `stream:"key"` (or key=Field) and applies the function. With
 	// watermark=DURATION it first sets the watermark on In's field tagged
 	// `stream:"eventtime"` (or eventtime=Field): a time.Time, or an integer
-	// of Unix nanoseconds. timeout=event needs a watermark.
+	// with its unit, `stream:"eventtime,unit=ms"` (ns, us, ms or s since
+	// the Unix epoch). timeout=event needs a watermark. A binding with a
+	// watermark comes with Binding+"LateRows"(sink), its option that sends
+	// the rows too late for the watermark to sink. The function's rows,
+	// state and output are values, and its output a record when it is a
+	// struct of the package: what sinks take.
 	"mapGroupsWithState": {keys: []string{"timeout", "watermark", "key", "eventtime", "name"}},
 
 	// //streamgen:flatMapGroupsWithState [mode=append|update] and the keys

@@ -21,7 +21,8 @@ func (e *emitter) binding(b *Binding) jen.Code {
 		what += ", " + b.Mode
 	}
 	what += ")"
-	body, after := e.keyedInput(b.In, b.Keying)
+	body, after := e.keyedInput(b.In, b.Keying, jen.Qual(typedPath, "BindingWatermarkOptions").
+		Types(e.typeCode(b.Key.Type()), e.typeCode(b.State), e.typeCode(b.In)).Call(jen.Id("opts")).Op("..."))
 	if b.Flat {
 		body = append(body, jen.Return(jen.Qual(typedPath, "FlatMapGroupsWithState").Call(
 			jen.Id("byKey"), jen.Qual(typedPath, b.Mode), jen.Qual(typedPath, b.Timeout), jen.Id(b.Func.Name()), jen.Id("opts").Op("..."))))
@@ -30,31 +31,71 @@ func (e *emitter) binding(b *Binding) jen.Code {
 			jen.Id("byKey"), jen.Qual(typedPath, b.Timeout), jen.Id(b.Func.Name()), jen.Id("opts").Op("..."))))
 	}
 	what += after + "; opts, such as typed.InitialState, configure the operator"
-	return jen.Comment(what+".").Line().Func().Id(b.Name).
+	if b.HasDelay {
+		what += fmt.Sprintf(", and %sLateRows sends the rows too late for the watermark to a sink", b.Name)
+	}
+	option := jen.Qual(typedPath, "GroupsOption").Types(e.typeCode(b.Key.Type()), e.typeCode(b.State))
+	code := jen.Comment(what+".").Line().Func().Id(b.Name).
 		Params(
 			jen.Id("in").Qual(typedPath, "Stream").Types(e.typeCode(b.In)),
-			jen.Id("opts").Op("...").Qual(typedPath, "GroupsOption").Types(e.typeCode(b.Key.Type()), e.typeCode(b.State)),
+			jen.Id("opts").Op("...").Add(option),
 		).
 		Qual(typedPath, "Stream").Types(e.typeCode(b.Out)).
 		Block(body...)
+	if b.HasDelay {
+		code.Line().Line().Add(e.lateRows(b.Name, b.In, b.Timeout == "EventTimeTimeout", option,
+			jen.Qual(typedPath, "BindingLateRows").Types(e.typeCode(b.Key.Type()), e.typeCode(b.State), e.typeCode(b.In))))
+	}
+	return code
+}
+
+// lateRows emits <binding>LateRows, the option of a binding with a
+// watermark that sends its late rows to a sink; drops says whether the
+// operator drops late rows at all (with an event-time timeout or time
+// mode, as in Spark), which its comment says; option is the binding's
+// option type, and makes the typed function that builds it.
+func (e *emitter) lateRows(binding string, in types.Type, drops bool, option, makes *jen.Statement) jen.Code {
+	name := binding + "LateRows"
+	doc := fmt.Sprintf("%s is an option of %s: the rows of its input that are too late for its watermark, which it drops, go to sink batch by batch (see typed.LateRows).", name, binding)
+	if !drops {
+		doc = fmt.Sprintf("%s is an option of %s: the rows of its input that are too late for its watermark go to sink batch by batch (see typed.LateRows); without an event-time timeout the operator drops none, as in Spark, so none go there.", name, binding)
+	}
+	return jen.Comment(doc).Line().Func().Id(name).
+		Params(jen.Id("sink").Qual(typedPath, "Sink").Types(e.typeCode(in))).
+		Add(option).
+		Block(jen.Return(makes.Call(jen.Id("sink"))))
 }
 
 // keyedInput emits the start of a binding's body, which turns its
 // parameter in, a typed.Stream of in, into byKey, a typed.KeyedStream: the
 // watermark (if asked for), then the grouping by the key field. after
 // describes the watermark for the binding's doc comment ("" without one).
-func (e *emitter) keyedInput(in types.Type, k Keying) (body []jen.Code, after string) {
+// wmOpts is the code of the options of the watermark (from the binding's
+// options).
+func (e *emitter) keyedInput(in types.Type, k Keying, wmOpts jen.Code) (body []jen.Code, after string) {
 	row := func() *jen.Statement { return jen.Id("r").Op("*").Add(e.typeCode(in)) }
 	if k.HasDelay {
 		after = fmt.Sprintf(", after a watermark %v behind %s", k.Delay, k.Event.Name())
 		var eventTime jen.Code = jen.Id("r").Dot(k.Event.Name())
 		if !isNamed(k.Event.Type(), "time", "Time") {
-			eventTime = jen.Qual(timePath, "Unix").Call(jen.Lit(0), jen.Int64().Parens(jen.Id("r").Dot(k.Event.Name())))
+			n := jen.Int64().Parens(jen.Id("r").Dot(k.Event.Name()))
+			switch k.Unit {
+			case "s":
+				eventTime = jen.Qual(timePath, "Unix").Call(n, jen.Lit(0))
+			case "ms":
+				eventTime = jen.Qual(timePath, "UnixMilli").Call(n)
+			case "us":
+				eventTime = jen.Qual(timePath, "UnixMicro").Call(n)
+			default: // ns
+				eventTime = jen.Qual(timePath, "Unix").Call(jen.Lit(0), n)
+			}
+			after += fmt.Sprintf(" (%s since the Unix epoch)", unitNames[k.Unit])
 		}
 		body = append(body, jen.Id("in").Op("=").Qual(typedPath, "WithWatermark").Call(
 			jen.Id("in"),
 			jen.Func().Params(row()).Qual(timePath, "Time").Block(jen.Return(eventTime)),
 			durationCode(k.Delay),
+			wmOpts,
 		))
 	}
 	body = append(body, jen.Id("byKey").Op(":=").Qual(typedPath, "GroupByKey").Call(
@@ -63,6 +104,9 @@ func (e *emitter) keyedInput(in types.Type, k Keying) (body []jen.Code, after st
 	))
 	return body, after
 }
+
+// unitNames spell the units of integer event times in doc comments.
+var unitNames = map[string]string{"ns": "nanoseconds", "us": "microseconds", "ms": "milliseconds", "s": "seconds"}
 
 // durationCode writes d as a readable constant expression, as 5 *
 // time.Second.

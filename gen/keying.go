@@ -13,6 +13,7 @@ import (
 type Keying struct {
 	Key      *types.Var // the field of the input that is the key
 	Event    *types.Var // the field of the input that is the event time, with a watermark
+	Unit     string     // Event's unit (ns, us, ms or s) when it is an integer, from its stream tag
 	Delay    time.Duration
 	HasDelay bool
 }
@@ -38,7 +39,7 @@ func (b *builder) keying(d directive, decl *ast.Ident, in, key types.Type, needs
 		b.rep.errorf(decl.Pos(), "//streamgen:%s on %s: the input type %s is not a struct, so it has no key field", d.Name, decl.Name, typeString(b.pkg, in))
 		return k, false
 	}
-	if k.Key, ok = b.taggedField(st, d, "key", func(t streamTag) bool { return t.key }); !ok {
+	if k.Key, _, ok = b.taggedField(st, d, "key", func(t streamTag) bool { return t.key }); !ok {
 		return k, false
 	}
 	if !types.Identical(k.Key.Type(), key) {
@@ -52,15 +53,20 @@ func (b *builder) keying(d directive, decl *ast.Ident, in, key types.Type, needs
 			b.rep.errorf(d.Pos, "//streamgen:%s: watermark=%s: want a duration such as 5s", d.Name, v)
 			return k, false
 		}
-		ev, ok := b.taggedField(st, d, "eventtime", func(t streamTag) bool { return t.eventTime })
+		ev, tag, ok := b.taggedField(st, d, "eventtime", func(t streamTag) bool { return t.eventTime })
 		if !ok {
 			return k, false
 		}
-		if !isNamed(ev.Type(), "time", "Time") && !isInteger(ev.Type()) {
-			b.rep.errorf(d.Pos, "//streamgen:%s: the event-time field %s must be a time.Time or an integer of Unix nanoseconds", d.Name, ev.Name())
+		switch {
+		case isNamed(ev.Type(), "time", "Time"):
+		case !isInteger(ev.Type()):
+			b.rep.errorf(d.Pos, "//streamgen:%s: the event-time field %s must be a time.Time or an integer with its unit (`stream:\"eventtime,unit=ms\"`)", d.Name, ev.Name())
+			return k, false
+		case tag.unit == "":
+			b.rep.errorf(d.Pos, "//streamgen:%s: the event-time field %s is an integer without a unit: tag it `stream:\"unit=ms\"` (ns, us, ms or s since the Unix epoch)", d.Name, ev.Name())
 			return k, false
 		}
-		k.Event, k.Delay, k.HasDelay = ev, delay, true
+		k.Event, k.Unit, k.Delay, k.HasDelay = ev, tag.unit, delay, true
 	}
 	if needsWatermark != "" && !k.HasDelay {
 		b.rep.errorf(d.Pos, "//streamgen:%s: %s needs watermark=DURATION", d.Name, needsWatermark)
@@ -70,33 +76,36 @@ func (b *builder) keying(d directive, decl *ast.Ident, in, key types.Type, needs
 }
 
 // taggedField finds the field of st named by the directive's key (as in
-// key=Field), or else the one tagged `stream:"<what>"`.
-func (b *builder) taggedField(st *types.Struct, d directive, what string, tagged func(streamTag) bool) (*types.Var, bool) {
+// key=Field), or else the one tagged `stream:"<what>"`, and its stream
+// tag.
+func (b *builder) taggedField(st *types.Struct, d directive, what string, tagged func(streamTag) bool) (*types.Var, streamTag, bool) {
 	if name, ok := d.Args[what]; ok {
 		for i := 0; i < st.NumFields(); i++ {
 			if f := st.Field(i); f.Name() == name && f.Exported() {
-				return f, true
+				t, _ := parseStreamTag(st.Tag(i)) // a bad tag is reported with the record
+				return f, t, true
 			}
 		}
 		b.rep.errorf(d.Pos, "//streamgen:%s: %s=%s: the input has no exported field %s", d.Name, what, name, name)
-		return nil, false
+		return nil, streamTag{}, false
 	}
 	var found *types.Var
+	var foundTag streamTag
 	for i := 0; i < st.NumFields(); i++ {
 		t, err := parseStreamTag(st.Tag(i))
 		if err == nil && tagged(t) {
 			if found != nil {
 				b.rep.errorf(d.Pos, "//streamgen:%s: the input has two fields tagged stream:%q (%s and %s); choose one with %s=Field", d.Name, what, found.Name(), st.Field(i).Name(), what)
-				return nil, false
+				return nil, streamTag{}, false
 			}
-			found = st.Field(i)
+			found, foundTag = st.Field(i), t
 		}
 	}
 	if found == nil {
 		b.rep.errorf(d.Pos, "//streamgen:%s: the input has no field tagged `stream:%q`; tag one or name it with %s=Field", d.Name, what, what)
-		return nil, false
+		return nil, streamTag{}, false
 	}
-	return found, true
+	return found, foundTag, true
 }
 
 // bindingKeys are what the keys that every binding directive takes say.

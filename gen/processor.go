@@ -131,6 +131,18 @@ func (b *builder) processor(ts *ast.TypeSpec, d directive, info *types.Info) (*P
 		return bad(hir, "HandleInputRows: the fifth parameter is not a func(Out); want "+wantInputRows)
 	}
 	out := emit.Params().At(0).Type()
+	// Pointers as rows, and plain structs as output, fail later at the
+	// sink: say so here, with the signature that works.
+	hereText := func(in, out types.Type) string {
+		return fmt.Sprintf("HandleInputRows(ctx context.Context, key %s, rows iter.Seq[%s], timers typed.TimerValues, emit func(%s)) error",
+			typeString(b.pkg, key), typeString(b.pkg, in), typeString(b.pkg, out))
+	}
+	if why, fixed := b.rowType("rows", in, false); why != "" {
+		return bad(hir, "HandleInputRows: "+why+"; want "+hereText(fixed, elemOf(out)))
+	}
+	if why, fixed := b.rowType("emit's parameter", out, true); why != "" {
+		return bad(hir, "HandleInputRows: "+why+"; want "+hereText(in, fixed))
+	}
 	if !types.Comparable(key) {
 		return bad(hir, fmt.Sprintf("HandleInputRows: the key type %s is not comparable", typeString(b.pkg, key)))
 	}

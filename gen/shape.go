@@ -41,7 +41,15 @@ type streamTag struct {
 	// not null in JSON input. key and eventtime imply it.
 	required bool
 	id       uint32
+	// unit is the option unit=ns|us|ms|s: what an integer event time
+	// counts since the Unix epoch. An integer eventtime field must have
+	// one (millisecond data read as nanoseconds would land in 1970); a
+	// time.Time has none.
+	unit string
 }
+
+// timeUnits are the values of the stream tag's unit= option.
+var timeUnits = []string{"ns", "us", "ms", "s"}
 
 // role is why a field with this tag is required in JSON, as the
 // generated decoder's errors say it ("the record's key"), or "" when it
@@ -78,9 +86,14 @@ func parseStreamTag(tag string) (streamTag, error) {
 				return st, fmt.Errorf("stream tag id=%s: want a number from 1 to %d", val, codec.MaxFieldID)
 			}
 			st.id = uint32(n)
+		case "unit":
+			if !contains(timeUnits, val) {
+				return st, fmt.Errorf("stream tag unit=%s: want ns, us, ms or s (the integer's count since the Unix epoch)", val)
+			}
+			st.unit = val
 		case "":
 		default:
-			return st, fmt.Errorf("unknown stream tag option %q (known: -, key, eventtime, required, id=N)", k)
+			return st, fmt.Errorf("unknown stream tag option %q (known: -, key, eventtime, required, id=N, unit=ns|us|ms|s)", k)
 		}
 	}
 	return st, nil
@@ -303,8 +316,15 @@ func (b *builder) fields(s *Struct) bool {
 			continue
 		}
 		ids[id] = v.Name()
-		if tag.eventTime && shape.Kind != Time && shape.Kind != Int {
+		switch {
+		case tag.eventTime && shape.Kind != Time && shape.Kind != Int:
 			b.rep.errorf(v.Pos(), "%s.%s: an eventtime field must be a time.Time or an integer, not %s", s.Name, v.Name(), typeString(b.pkg, v.Type()))
+			ok = false
+		case tag.eventTime && shape.Kind == Int && tag.unit == "":
+			b.rep.errorf(v.Pos(), "%s.%s: an integer eventtime field needs its unit: tag it `stream:\"eventtime,unit=ms\"` (ns, us, ms or s since the Unix epoch)", s.Name, v.Name())
+			ok = false
+		case tag.unit != "" && shape.Kind != Int:
+			b.rep.errorf(v.Pos(), "%s.%s: unit=%s is for integer event times; a %s has no unit", s.Name, v.Name(), tag.unit, typeString(b.pkg, v.Type()))
 			ok = false
 		}
 		s.Fields = append(s.Fields, &Field{Name: v.Name(), ID: id, Shape: shape, Pos: v.Pos(), Key: tag.key, EventTime: tag.eventTime, Required: tag.required})

@@ -51,7 +51,7 @@ func (f *BatchFiles) Write(batchID int64, empty bool, write func(io.Writer) erro
 	}
 	f.clean.Do(func() { f.cleanErr = atomicfile.RemoveStale(f.dir) })
 	if f.cleanErr != nil {
-		return fmt.Errorf("remove stale temporary files of %s: %w", f.dir, f.cleanErr)
+		return f.cleanErr // it names the directory
 	}
 	name := f.Name(batchID)
 	if empty {

@@ -131,7 +131,7 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 	if len(b.deadLetters) > 0 {
 		if q.cfg.deadLetters != nil {
 			if err := q.cfg.deadLetters.WriteDeadLetters(ctx, b.ID, b.deadLetters); err != nil {
-				return fmt.Errorf("streamgen: batch %d: dead-letter sink: %w", b.ID, err)
+				return fmt.Errorf("streamgen: batch %d: dead-letter sink: %w", b.ID, unprefixed(err))
 			}
 		} else {
 			for _, d := range b.deadLetters {

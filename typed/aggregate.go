@@ -205,7 +205,7 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) fold(r *R) {
 	if !ok {
 		var err error
 		if g, err = o.newGroup(k); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: %s: key %v: %w", o.what, k, err)})
+			panic(userPanic{fmt.Errorf("streamgen: %s: key %v: %w", o.what, k, unprefixed(err))})
 		}
 		o.groups.AddRow(g) // one row stands for the group's rows
 		o.partials = append(o.partials, o.agg.Zero())
@@ -238,7 +238,7 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) load(k *runtime.KeyState) (ok bool,
 	}
 	var acc Acc
 	if err := PA(&acc).UnmarshalBinary(raw); err != nil {
-		return false, k.Fail(fmt.Errorf("stored aggregate does not decode: %w", err))
+		return false, k.Fail(fmt.Errorf("stored aggregate does not decode: %w", unprefixed(err)))
 	}
 	o.acc = acc
 	return true, nil
@@ -260,7 +260,7 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 		o.acc = o.partials[group]
 	}
 	if o.buf, err = PA(&o.acc).AppendBinary(o.buf[:0]); err != nil {
-		return k.Fail(fmt.Errorf("aggregate: %w", err))
+		return k.Fail(fmt.Errorf("aggregate: %w", unprefixed(err)))
 	}
 	if err := k.Put(0, nil, o.buf); err != nil {
 		return err
@@ -289,11 +289,11 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *ru
 	var g G
 	return b.ScanState(o.index, 0, func(key, value []byte) error {
 		if err := o.codec.decode(key, &g); err != nil {
-			return fmt.Errorf("a stored key does not decode: %w", err)
+			return fmt.Errorf("a stored key does not decode: %w", unprefixed(err))
 		}
 		var acc Acc
 		if err := PA(&acc).UnmarshalBinary(value); err != nil {
-			return fmt.Errorf("stored aggregate does not decode: %w", err)
+			return fmt.Errorf("stored aggregate does not decode: %w", unprefixed(err))
 		}
 		o.acc = acc
 		o.emit(g)
@@ -306,7 +306,7 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *ru
 func (o *aggOp[G, R, In, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
 	var g G
 	if err := o.codec.decode(k.Key(), &g); err != nil {
-		return fmt.Errorf("a timer's key does not decode: %w", err)
+		return fmt.Errorf("a timer's key does not decode: %w", unprefixed(err))
 	}
 	existed, err := o.load(k)
 	if err != nil || !existed {

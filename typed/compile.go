@@ -108,8 +108,10 @@ func (c *compiler) catch(err *error) {
 	if r == nil {
 		return
 	}
+	// The runtime wraps *err in a message of its own, which says
+	// "streamgen: " once.
 	if e, ok := r.(userPanic); ok {
-		*err = e
+		*err = unprefixed(e)
 		return
 	}
 	where := ""
@@ -117,7 +119,7 @@ func (c *compiler) catch(err *error) {
 		where = " (in " + c.stage + ")"
 		c.stage = ""
 	}
-	*err = fmt.Errorf("streamgen: panic: %v%s\n%s", r, where, debug.Stack())
+	*err = fmt.Errorf("panic: %v%s\n%s", r, where, debug.Stack())
 }
 
 // userPanic is a panic already described (by a stateful operator, which

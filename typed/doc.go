@@ -7,7 +7,12 @@
 // aggregations over keys and event-time windows (tumbling, sliding,
 // session, count) with Spark's output modes, deduplication, sinks (NewMemorySink, ConsoleSink, FilesSink,
 // ForeachSink), and WriteTo(...).Start, which compiles the pipeline into a
-// runtime.Plan and starts a query in package runtime.
+// runtime.Plan and starts a query in package runtime. The bindings that
+// streamgen generates for //streamgen:mapGroupsWithState,
+// //streamgen:flatMapGroupsWithState and //streamgen:processor directives
+// call these functions, and BindingLateRows, BindingWatermarkOptions,
+// ProcessorLateRows and ProcessorWatermarkOptions for the late rows of
+// their watermark.
 //
 // A Stream is a description; each query compiles it anew, so one stream
 // may feed several queries. Records reach their generated codecs through

@@ -75,7 +75,7 @@ func (o *everyOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *ru
 		}
 		count = int64(n)
 		if err := PA(&acc).UnmarshalBinary(raw[w:]); err != nil {
-			return k.Fail(fmt.Errorf("stored aggregate does not decode: %w", err))
+			return k.Fail(fmt.Errorf("stored aggregate does not decode: %w", unprefixed(err)))
 		}
 	}
 	if o.orderBy != nil {
@@ -94,7 +94,7 @@ func (o *everyOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *ru
 	}
 	o.buf = binary.AppendUvarint(o.buf[:0], uint64(count))
 	if o.buf, err = PA(&acc).AppendBinary(o.buf); err != nil {
-		return k.Fail(fmt.Errorf("aggregate: %w", err))
+		return k.Fail(fmt.Errorf("aggregate: %w", unprefixed(err)))
 	}
 	if err := k.Put(0, nil, o.buf); err != nil {
 		return err

@@ -63,7 +63,7 @@ func (o *gatherer[K, In]) add(t *In) {
 	if !ok {
 		var err error
 		if g, err = o.newGroup(k); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: %s: key %v: %w", o.what, k, err)})
+			panic(userPanic{fmt.Errorf("streamgen: %s: key %v: %w", o.what, k, unprefixed(err))})
 		}
 		if o.trackFirstTimes {
 			o.firstTimes = append(o.firstTimes, o.c.eventTime)
@@ -86,7 +86,7 @@ func (o *gatherer[K, In]) add(t *In) {
 	o.memBytes += o.rowSize + int64(o.c.rowBytes)
 	if b := o.c.batch; o.memBytes > b.MemoryBudget {
 		if err := o.spillRows(b); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: %s: %w", o.what, err)})
+			panic(userPanic{fmt.Errorf("streamgen: %s: %w", o.what, unprefixed(err))})
 		}
 	}
 }
@@ -184,7 +184,7 @@ func (o *gatherer[K, In]) spilledRows(b *runtime.Batch, group int32) ([]int32, e
 		}
 		o.rows = append(o.rows, *new(In))
 		if err := any(&o.rows[len(o.rows)-1]).(codec.Record).UnmarshalBinary(data); err != nil {
-			return nil, fmt.Errorf("a spilled row does not decode: %w", err)
+			return nil, fmt.Errorf("a spilled row does not decode: %w", unprefixed(err))
 		}
 	}
 	for len(o.identity) < len(o.rows) {

@@ -66,7 +66,7 @@ func newValueCodec[K any]() (valueCodec[K], error) {
 		}
 		c.decode = func(b []byte, k *K) error {
 			if len(b) != 1 {
-				return fmt.Errorf("streamgen: bool key of %d bytes", len(b))
+				return fmt.Errorf("bool key of %d bytes", len(b))
 			}
 			*(*bool)(unsafe.Pointer(k)) = b[0] == 1
 			return nil
@@ -78,7 +78,7 @@ func newValueCodec[K any]() (valueCodec[K], error) {
 		}
 		c.decode = func(b []byte, k *K) error {
 			if len(b) != 8 {
-				return fmt.Errorf("streamgen: integer key of %d bytes", len(b))
+				return fmt.Errorf("integer key of %d bytes", len(b))
 			}
 			writeInt(unsafe.Pointer(k), size, binary.BigEndian.Uint64(b)^1<<63)
 			return nil
@@ -90,7 +90,7 @@ func newValueCodec[K any]() (valueCodec[K], error) {
 		}
 		c.decode = func(b []byte, k *K) error {
 			if len(b) != 8 {
-				return fmt.Errorf("streamgen: integer key of %d bytes", len(b))
+				return fmt.Errorf("integer key of %d bytes", len(b))
 			}
 			writeInt(unsafe.Pointer(k), size, binary.BigEndian.Uint64(b))
 			return nil
@@ -101,13 +101,15 @@ func newValueCodec[K any]() (valueCodec[K], error) {
 		}
 		c.decode = func(b []byte, k *K) error {
 			if len(b) != 8 {
-				return fmt.Errorf("streamgen: float key of %d bytes", len(b))
+				return fmt.Errorf("float key of %d bytes", len(b))
 			}
 			*(*float64)(unsafe.Pointer(k)) = unorderedFloat(binary.BigEndian.Uint64(b))
 			return nil
 		}
+	case reflect.Struct:
+		return c, fmt.Errorf("type %v is a struct but not a record: add //streamgen:record to its doc comment and run go generate, so it has the generated codec a grouping key, a map key or a state value needs", t)
 	default:
-		return c, fmt.Errorf("streamgen: type %v: use a string, an integer, a float64, a bool or a record (a //streamgen:record struct, then run go generate) as a grouping key, a map key or a state value", t)
+		return c, fmt.Errorf("type %v: use a string, an integer, a float64, a bool or a record (a struct whose doc comment holds //streamgen:record, after go generate) as a grouping key, a map key or a state value", t)
 	}
 	return c, nil
 }

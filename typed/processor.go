@@ -327,7 +327,7 @@ func (s *keyScope) Timers(fn func(time.Time) error) error {
 }
 
 // ProcessorOption configures TransformWithState: Concurrency,
-// ProcessorInitialState.
+// ProcessorInitialState (and ProcessorLateRows, for generated bindings).
 type ProcessorOption interface {
 	applyProcessor(*processorConfig)
 }
@@ -338,6 +338,9 @@ type processorConfig struct {
 	// of the key type of the ProcessorInitialState call that made it;
 	// TransformWithState checks that K is its own at Start.
 	initial []any
+	// late is the late-rows sink of a generated binding
+	// (ProcessorLateRows), which its watermark takes.
+	late *lateRowsOption
 }
 
 type processorOptionFunc func(*processorConfig)

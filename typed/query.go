@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/streamgen/streamgen/runtime"
 )
@@ -21,8 +22,9 @@ type Writer[T any] struct {
 
 // WriteTo binds s to sink. The output mode is that of the stream's
 // stateful operators (Update after MapGroupsWithState, the mode given to
-// FlatMapGroupsWithState), or Append without one, unless set with
-// OutputMode.
+// FlatMapGroupsWithState or TransformWithState, which for a generated
+// binding is its directive's mode=), or Append without one, unless set
+// with OutputMode.
 func WriteTo[T any](s Stream[T], sink Sink[T]) *Writer[T] {
 	return &Writer[T]{s: s, sink: sink}
 }
@@ -49,7 +51,8 @@ func (w *Writer[T]) Start(ctx context.Context, opts ...runtime.Option) (*Query, 
 		Write: func(ctx context.Context, b *runtime.Batch) (n int64, err error) {
 			defer c.catch(&err)
 			n = int64(len(out))
-			err = w.sink.Write(ctx, b.ID, out)
+			// The runtime names the sink and the batch.
+			err = unprefixed(w.sink.Write(ctx, b.ID, out))
 			clear(out)
 			out = out[:0]
 			return n, err
@@ -83,6 +86,14 @@ func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
 		}
 	}
 	c.outputMode = mode
+	// fix says how to make the query's mode m: by OutputMode, or by
+	// leaving it out when the operators' own mode is m.
+	fix := func(m OutputMode) string {
+		if w.modeSet {
+			return fmt.Sprintf("use WriteTo(...).OutputMode(typed.%v), or leave OutputMode out: the query then takes its operator's mode", m)
+		}
+		return fmt.Sprintf("use WriteTo(...).OutputMode(typed.%v)", m)
+	}
 	for _, op := range c.ops {
 		switch {
 		case op.aggregation:
@@ -92,32 +103,45 @@ func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
 		case hasAggregation:
 			// Before an aggregation, an operator's rows must be final.
 			if op.mode != Append {
-				errs = append(errs, fmt.Errorf("%s (%s) is followed by an aggregation, so its output mode must be Append (rows that will not change)", op.kind, op.function))
+				errs = append(errs, fmt.Errorf("%s (%s) is followed by an aggregation, so its output mode must be Append (rows that will not change): give it typed.Append (mode=append in its %s directive)", op.kind, op.function, directiveOf(op.kind)))
 			}
 		case mode == Complete:
-			errs = append(errs, fmt.Errorf("%s (%s) does not support the Complete output mode: use WriteTo(...).OutputMode(typed.%v)", op.kind, op.function, op.mode))
+			errs = append(errs, fmt.Errorf("%s (%s) does not support the Complete output mode: %s", op.kind, op.function, fix(op.mode)))
 		case op.kind == "mapGroupsWithState" && mode != Update:
-			errs = append(errs, fmt.Errorf("mapGroupsWithState (%s) needs the Update output mode; the query has %v: use WriteTo(...).OutputMode(typed.Update)", op.function, mode))
+			errs = append(errs, fmt.Errorf("mapGroupsWithState (%s) needs the Update output mode; the query has %v: %s", op.function, mode, fix(Update)))
 		case (op.kind == "flatMapGroupsWithState" || op.kind == "transformWithState") && op.mode != mode:
-			errs = append(errs, fmt.Errorf("%s (%s) is in %v mode; the query has %v: use WriteTo(...).OutputMode(typed.%v)", op.kind, op.function, op.mode, mode, op.mode))
+			errs = append(errs, fmt.Errorf("%s (%s) is in %v mode; the query has %v: %s, or give the operator typed.%v (mode=%s in its %s directive)", op.kind, op.function, op.mode, mode, fix(op.mode), mode, strings.ToLower(mode.String()), directiveOf(op.kind)))
 		}
 		if op.mode == Complete && !op.aggregation {
 			errs = append(errs, fmt.Errorf("%s (%s): the operator's output mode must be Append or Update", op.kind, op.function))
 		}
 		if op.timeout == EventTimeTimeout && !op.watermarked {
-			errs = append(errs, fmt.Errorf("%s (%s) uses EventTimeTimeout but its input has no watermark (WithWatermark)", op.kind, op.function))
+			errs = append(errs, fmt.Errorf("%s (%s) uses EventTimeTimeout but its input has no watermark: add typed.WithWatermark before it (watermark=DURATION in its %s directive)", op.kind, op.function, directiveOf(op.kind)))
 		}
 		if op.needsWatermark && !op.watermarked {
-			errs = append(errs, fmt.Errorf("%s (%s) uses TimeModeEventTime but its input has no watermark (WithWatermark)", op.kind, op.function))
+			errs = append(errs, fmt.Errorf("%s (%s) uses TimeModeEventTime but its input has no watermark: add typed.WithWatermark before it (watermark=DURATION in its %s directive)", op.kind, op.function, directiveOf(op.kind)))
 		}
 		if op.prepare != nil {
 			if err := op.prepare(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("%s (%s): %w", op.kind, op.function, err))
+				errs = append(errs, fmt.Errorf("%s (%s): %w", op.kind, op.function, unprefixed(err)))
 			}
 		}
 	}
+	// Each error is one line of the message, under its one prefix.
+	for i, err := range errs {
+		errs[i] = unprefixed(err)
+	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("streamgen: cannot start the query: %w", err)
+		return fmt.Errorf("streamgen: cannot start the query: %w", unprefixed(err))
 	}
 	return nil
+}
+
+// directiveOf names the directive that generates a binding of an
+// operator of kind.
+func directiveOf(kind string) string {
+	if kind == "transformWithState" {
+		return "//streamgen:processor"
+	}
+	return "//streamgen:" + kind
 }

@@ -94,7 +94,7 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) decode(raw []byte) error {
 		}
 		var acc Acc
 		if err := PA(&acc).UnmarshalBinary(raw[at : at+int(size)]); err != nil {
-			return fmt.Errorf("stored aggregate does not decode: %w", err)
+			return fmt.Errorf("stored aggregate does not decode: %w", unprefixed(err))
 		}
 		o.sessions = append(o.sessions, sessionWindow[Acc]{window: Window{Start: time.Unix(0, start).UTC(), End: time.Unix(0, end).UTC()}, acc: acc})
 		raw = raw[at+int(size):]
@@ -172,7 +172,7 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) save(k *runtime.KeyState, existed b
 	}
 	raw, err := o.encode()
 	if err != nil {
-		return k.Fail(fmt.Errorf("sessions: %w", err))
+		return k.Fail(fmt.Errorf("sessions: %w", unprefixed(err)))
 	}
 	if err := k.Put(0, nil, raw); err != nil {
 		return err
@@ -240,7 +240,7 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *ru
 	var key K
 	return b.ScanState(o.index, 0, func(k, value []byte) error {
 		if err := o.codec.decode(k, &key); err != nil {
-			return fmt.Errorf("a stored key does not decode: %w", err)
+			return fmt.Errorf("a stored key does not decode: %w", unprefixed(err))
 		}
 		if err := o.decode(value); err != nil {
 			return err
@@ -258,7 +258,7 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *ru
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
 	var key K
 	if err := o.codec.decode(k.Key(), &key); err != nil {
-		return fmt.Errorf("a timer's key does not decode: %w", err)
+		return fmt.Errorf("a timer's key does not decode: %w", unprefixed(err))
 	}
 	existed, err := o.load(k)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/streamgen/streamgen/codec"
@@ -93,7 +94,7 @@ func ConsoleNumRows(n int) ConsoleOption {
 // ConsoleTruncate cuts cells longer than n characters to their first n-3
 // and "..." (to their first n when n < 4), and aligns cells right, as
 // Spark's show does with truncate. n = 0 shows cells in full, aligned left.
-// Column names are never cut. The default is 20.
+// Column names, instants and windows are never cut. The default is 20.
 func ConsoleTruncate(n int) ConsoleOption {
 	return consoleOptionFunc(func(c *consoleConfig) { c.truncate = n })
 }
@@ -107,7 +108,7 @@ func (c *consoleConfig) validate() error {
 		errs = append(errs, fmt.Errorf("ConsoleTruncate %d is negative", c.truncate))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("streamgen: console sink options: %w", err)
+		return fmt.Errorf("streamgen: console sink options: %w", unprefixed(err))
 	}
 	return nil
 }
@@ -117,8 +118,10 @@ func (c *consoleConfig) validate() error {
 // columns are the record's top-level JSON members, in order of first
 // appearance among the rows shown, and whose cells are the members' JSON
 // values, strings without their quotes and with control characters such as
-// a newline escaped ("\n"). A member a row leaves out (omitempty) is an
-// empty cell. Widths count characters, so East Asian wide characters
+// a newline escaped ("\n"). Instants read as Spark shows timestamps,
+// "2015-02-23 10:18:53.176", and a window as "{start, end}"; they are
+// never cut (see ConsoleTruncate). A member a row leaves out (omitempty)
+// is an empty cell. Widths count characters, so East Asian wide characters
 // misalign the table.
 //
 //	-------------------------------------------
@@ -160,9 +163,9 @@ func (s *consoleSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) 
 		return s.err
 	}
 	shown := rows[:min(len(rows), s.cfg.numRows)]
-	columns, cells, err := consoleCells[T, P](shown)
+	columns, cells, err := consoleCells[T, P](shown, s.cfg.truncate)
 	if err != nil {
-		return fmt.Errorf("streamgen: console sink: batch %d: %w", batchID, err)
+		return fmt.Errorf("streamgen: console sink: batch %d: %w", batchID, unprefixed(err))
 	}
 	var b []byte
 	b = append(b, consoleDashes...)
@@ -182,7 +185,7 @@ func (s *consoleSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) 
 	}
 	b = append(b, '\n') // Spark prints a blank line after the table
 	if _, err := s.w.Write(b); err != nil {
-		return fmt.Errorf("streamgen: console sink: batch %d: %w", batchID, err)
+		return fmt.Errorf("streamgen: console sink: batch %d: %w", batchID, unprefixed(err))
 	}
 	return nil
 }
@@ -190,9 +193,10 @@ func (s *consoleSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) 
 // consoleCells encodes each row with its generated AppendJSON and reads the
 // object's members back: the column names in order of first appearance and,
 // per row, the cells by column ("" where the row has no such member; a row
-// may be shorter than columns). With no rows, the columns are those of T's
-// zero value, so that an empty batch still shows its header.
-func consoleCells[T any, P codec.RecordPtr[T]](rows []T) (columns []string, cells [][]string, err error) {
+// may be shorter than columns), cut to truncate characters (see
+// cellText). With no rows, the columns are those of T's zero value, so
+// that an empty batch still shows its header.
+func consoleCells[T any, P codec.RecordPtr[T]](rows []T, truncate int) (columns []string, cells [][]string, err error) {
 	index := make(map[string]int)
 	var (
 		buf  []byte
@@ -228,7 +232,7 @@ func consoleCells[T any, P codec.RecordPtr[T]](rows []T) (columns []string, cell
 				for len(line) <= i {
 					line = append(line, "")
 				}
-				line[i] = cellText(&cell, raw)
+				line[i] = cellText(&cell, raw, truncate)
 			}
 		}
 		if err := r.Finish(); err != nil {
@@ -245,7 +249,7 @@ func consoleCells[T any, P codec.RecordPtr[T]](rows []T) (columns []string, cell
 	}
 	for i := range rows {
 		if err := add(&rows[i], true); err != nil {
-			return nil, nil, fmt.Errorf("row %d: %w", i, err)
+			return nil, nil, fmt.Errorf("row %d: %w", i, unprefixed(err))
 		}
 	}
 	return columns, cells, nil
@@ -257,25 +261,88 @@ var consoleEscaper = strings.NewReplacer(
 	"\n", `\n`, "\r", `\r`, "\t", `\t`, "\f", `\f`, "\b", `\b`, "\v", `\v`, "\a", `\a`,
 )
 
-// cellText is a JSON value as a table shows it: a string unquoted, any
-// other value as it is in the JSON.
-func cellText(r *codec.JSONReader, raw []byte) string {
+// cellText is a JSON value as a table shows it, cut to truncate
+// characters (truncateCell): a string unquoted, any other value as it is
+// in the JSON. An instant (a string in the RFC 3339 form that a
+// time.Time's JSON has) reads as Spark shows timestamps, with a space
+// between date and time, "2015-02-23 10:18:53.176", the zone after it
+// unless it is UTC, and is never cut: a time cut to "2015-02-23T10:18:..."
+// says nothing.
+//
+// An object whose members are all instants, such as a window's
+// {"start", "end"} (typed.Window), reads as Spark shows such a struct,
+// "{2015-02-23 10:10:00, 2015-02-23 10:20:00}", and is never cut either.
+func cellText(r *codec.JSONReader, raw []byte, truncate int) string {
+	if len(raw) > 0 && raw[0] == '{' {
+		if text, ok := instantsObject(raw); ok {
+			return text
+		}
+	}
 	if len(raw) == 0 || raw[0] != '"' {
-		return string(raw)
+		return truncateCell(string(raw), truncate)
 	}
 	r.Reset(raw)
 	s, _ := r.String("console cell")
-	return consoleEscaper.Replace(s)
+	if t, ok := instant(s); ok {
+		return instantText(t, s)
+	}
+	return truncateCell(consoleEscaper.Replace(s), truncate)
+}
+
+// instantText writes t, read from s, as a console cell shows an instant.
+func instantText(t time.Time, s string) string {
+	layout := "2006-01-02 15:04:05.999999999"
+	if _, offset := t.Zone(); offset != 0 || !strings.HasSuffix(s, "Z") {
+		layout += " Z07:00"
+	}
+	return t.Format(layout)
+}
+
+// instantsObject reads raw, a JSON object, as "{t1, t2, ...}" when it has
+// members and each is an instant.
+func instantsObject(raw []byte) (string, bool) {
+	var obj, member codec.JSONReader
+	obj.Reset(raw)
+	var parts []string
+	if !obj.BeginObject("console cell") {
+		return "", false
+	}
+	for {
+		if _, ok := obj.NextKey(); !ok {
+			break
+		}
+		v, ok := obj.RawValue()
+		if !ok || len(v) == 0 || v[0] != '"' {
+			return "", false
+		}
+		member.Reset(v)
+		s, _ := member.String("console cell")
+		t, ok := instant(s)
+		if !ok {
+			return "", false
+		}
+		parts = append(parts, instantText(t, s))
+	}
+	if obj.Finish() != nil || len(parts) == 0 {
+		return "", false
+	}
+	return "{" + strings.Join(parts, ", ") + "}", true
+}
+
+// instant reads s as an instant when it has the RFC 3339 form of a
+// time.Time's JSON: "2015-02-23T10:18:53.176Z", "...+01:00".
+func instant(s string) (time.Time, bool) {
+	if len(s) < len("2006-01-02T15:04:05Z") || s[4] != '-' || s[10] != 'T' {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	return t, err == nil
 }
 
 // appendTable appends the table of Spark's show: columns at least three
 // characters wide, cells padded on the left (truncate > 0) or the right.
+// The cells are already cut (consoleCells).
 func appendTable(b []byte, columns []string, rows [][]string, truncate int) []byte {
-	for _, row := range rows {
-		for i, c := range row {
-			row[i] = truncateCell(c, truncate)
-		}
-	}
 	header := make([]string, len(columns))
 	for i, c := range columns {
 		header[i] = consoleEscaper.Replace(c)
@@ -363,14 +430,14 @@ func (s fileSink[T, P]) Description() string { return "files:" + s.dir }
 
 func (s fileSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, err)
+		return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, unprefixed(err))
 	}
 	err := s.files.Write(batchID, len(rows) == 0, func(w io.Writer) error {
 		var line []byte
 		for i := range rows {
 			var err error
 			if line, err = P(&rows[i]).AppendJSON(line[:0]); err != nil {
-				return fmt.Errorf("row %d: %w", i, err)
+				return fmt.Errorf("row %d: %w", i, unprefixed(err))
 			}
 			line = append(line, '\n')
 			if _, err := w.Write(line); err != nil {
@@ -380,7 +447,7 @@ func (s fileSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) erro
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("streamgen: files sink %s: batch %d: %w", s.dir, batchID, err)
+		return fmt.Errorf("streamgen: files sink %s: batch %d: %w", s.dir, batchID, unprefixed(err))
 	}
 	return nil
 }
@@ -420,11 +487,11 @@ func (s foreachSink[T]) Description() string { return fmt.Sprintf("foreach:%T", 
 func (s foreachSink[T]) Write(ctx context.Context, batchID int64, rows []T) error {
 	const partition = 0
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("streamgen: foreach sink: batch %d: %w", batchID, err)
+		return fmt.Errorf("streamgen: foreach sink: batch %d: %w", batchID, unprefixed(err))
 	}
 	open, err := s.w.Open(partition, batchID)
 	if err != nil {
-		return fmt.Errorf("streamgen: foreach sink: batch %d: open: %w", batchID, err)
+		return fmt.Errorf("streamgen: foreach sink: batch %d: open: %w", batchID, unprefixed(err))
 	}
 	if !open {
 		s.w.Close(nil)
@@ -434,12 +501,12 @@ func (s foreachSink[T]) Write(ctx context.Context, batchID int64, rows []T) erro
 		if i%foreachCheckEvery == foreachCheckEvery-1 {
 			if err := ctx.Err(); err != nil {
 				s.w.Close(err)
-				return fmt.Errorf("streamgen: foreach sink: batch %d: %w", batchID, err)
+				return fmt.Errorf("streamgen: foreach sink: batch %d: %w", batchID, unprefixed(err))
 			}
 		}
 		if err := s.w.Process(rows[i]); err != nil {
 			s.w.Close(err)
-			return fmt.Errorf("streamgen: foreach sink: batch %d: row %d: %w", batchID, i, err)
+			return fmt.Errorf("streamgen: foreach sink: batch %d: row %d: %w", batchID, i, unprefixed(err))
 		}
 	}
 	s.w.Close(nil)

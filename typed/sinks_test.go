@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
 	"github.com/streamgen/streamgen/generated/sensor"
@@ -444,4 +445,27 @@ func (w *cancellingWriter) Process(e sensor.Event) error {
 		w.cancel()
 	}
 	return w.recordingWriter.Process(e)
+}
+
+// TestConsoleSinkTimes: instants read as Spark shows timestamps and are
+// never cut, where a string as long is; a zone other than UTC is shown.
+func TestConsoleSinkTimes(t *testing.T) {
+	at := time.Date(2015, 2, 23, 10, 18, 53, 176178965, time.UTC)
+	rows := []fixtures.Click{
+		{User: "g", Time: at, Page: "/a/page/with/a/rather/long/path"},
+		{User: "h", Time: at.Truncate(time.Second).In(time.FixedZone("", 3600)), Page: "/"},
+	}
+	var out bytes.Buffer
+	if err := typed.ConsoleSink[fixtures.Click](&out).Write(context.Background(), 0, rows); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"|2015-02-23 10:18:53.176178965|",
+		"|   2015-02-23 11:18:53 +01:00|",
+		"|/a/page/with/a/ra...|",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("console output lacks %q:\n%s", want, &out)
+		}
+	}
 }

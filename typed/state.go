@@ -201,7 +201,7 @@ func NewValueState[T any](h *Handle, name string, opts ...StateOption) *ValueSta
 	s := &ValueState[T]{v: h.declare(name, "value", opts)}
 	var err error
 	if s.codec, err = newValueCodec[T](); err != nil {
-		s.v.fail(fmt.Errorf("state variable %q: %w", name, err))
+		s.v.fail(fmt.Errorf("state variable %q: %w", name, unprefixed(err)))
 	}
 	s.v.schema, s.v.valueType = s.codec.schema, s.codec.typeName
 	return s
@@ -237,7 +237,7 @@ func (s *ValueState[T]) Get(ctx context.Context) (value T, ok bool, err error) {
 	var zero T
 	s.tmp = zero
 	if err := s.codec.decode(raw, &s.tmp); err != nil {
-		return value, false, sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, err))
+		return value, false, sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, unprefixed(err)))
 	}
 	value, s.tmp = s.tmp, zero
 	return value, true, nil
@@ -255,7 +255,7 @@ func (s *ValueState[T]) Update(ctx context.Context, value T) error {
 	var zero T
 	s.tmp = zero
 	if err != nil {
-		return sc.k.Fail(fmt.Errorf("state %q: %w", s.v.name, err))
+		return sc.k.Fail(fmt.Errorf("state %q: %w", s.v.name, unprefixed(err)))
 	}
 	return sc.put(s.v, nil, sc.encoded)
 }
@@ -284,7 +284,7 @@ func NewListState[T any](h *Handle, name string, opts ...StateOption) *ListState
 	s := &ListState[T]{v: h.declare(name, "list", opts)}
 	var err error
 	if s.codec, err = newValueCodec[T](); err != nil {
-		s.v.fail(fmt.Errorf("state variable %q: %w", name, err))
+		s.v.fail(fmt.Errorf("state variable %q: %w", name, unprefixed(err)))
 	}
 	s.v.schema, s.v.valueType = s.codec.schema, s.codec.typeName
 	return s
@@ -325,7 +325,7 @@ func (s *ListState[T]) Get(ctx context.Context) iter.Seq2[T, error] {
 			var t T
 			if err := s.codec.decode(raw, &t); err != nil {
 				unlock := sc.lock()
-				err = sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, err))
+				err = sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, unprefixed(err)))
 				unlock()
 				yield(zero, err)
 				return
@@ -393,7 +393,7 @@ func (s *ListState[T]) append(sc *keyScope, values []T) error {
 	for i := range values {
 		raw, err := s.codec.encode(nil, &values[i])
 		if err != nil {
-			return sc.k.Fail(fmt.Errorf("state %q: %w", s.v.name, err))
+			return sc.k.Fail(fmt.Errorf("state %q: %w", s.v.name, unprefixed(err)))
 		}
 		binary.BigEndian.PutUint64(suffix[:], seq)
 		seq++
@@ -435,10 +435,10 @@ func NewMapState[MK comparable, V any](h *Handle, name string, opts ...StateOpti
 	s := &MapState[MK, V]{v: h.declare(name, "map", opts)}
 	var err error
 	if s.keys, err = newKeyCodec[MK](); err != nil {
-		s.v.fail(fmt.Errorf("state variable %q: map key: %w", name, err))
+		s.v.fail(fmt.Errorf("state variable %q: map key: %w", name, unprefixed(err)))
 	}
 	if s.values, err = newValueCodec[V](); err != nil {
-		s.v.fail(fmt.Errorf("state variable %q: %w", name, err))
+		s.v.fail(fmt.Errorf("state variable %q: %w", name, unprefixed(err)))
 	}
 	s.v.schema, s.v.valueType = s.values.schema, s.values.typeName
 	s.v.mapKey, s.v.mapKeyType = s.keys.schema, s.keys.typeName
@@ -448,7 +448,7 @@ func NewMapState[MK comparable, V any](h *Handle, name string, opts ...StateOpti
 func (s *MapState[MK, V]) suffix(sc *keyScope, k MK) ([]byte, error) {
 	b, err := s.keys.encode(nil, &k)
 	if err != nil {
-		return nil, sc.k.Fail(fmt.Errorf("state %q: map key %v: %w", s.v.name, k, err))
+		return nil, sc.k.Fail(fmt.Errorf("state %q: map key %v: %w", s.v.name, k, unprefixed(err)))
 	}
 	return b, nil
 }
@@ -472,7 +472,7 @@ func (s *MapState[MK, V]) GetValue(ctx context.Context, k MK) (value V, ok bool,
 		return value, false, err
 	}
 	if err := s.values.decode(raw, &value); err != nil {
-		return value, false, sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, err))
+		return value, false, sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, unprefixed(err)))
 	}
 	return value, true, nil
 }
@@ -496,7 +496,7 @@ func (s *MapState[MK, V]) UpdateValue(ctx context.Context, k MK, value V) error 
 	}
 	raw, err := s.values.encode(nil, &value)
 	if err != nil {
-		return sc.k.Fail(fmt.Errorf("state %q: %w", s.v.name, err))
+		return sc.k.Fail(fmt.Errorf("state %q: %w", s.v.name, unprefixed(err)))
 	}
 	return sc.put(s.v, suffix, raw)
 }
@@ -535,13 +535,13 @@ func (s *MapState[MK, V]) Iterator(ctx context.Context) iter.Seq2[MK, V] {
 			var v V
 			if err := s.keys.decode(suffixes[i], &k); err != nil {
 				unlock := sc.lock()
-				sc.k.Fail(fmt.Errorf("state %q: a map key does not decode: %w", s.v.name, err))
+				sc.k.Fail(fmt.Errorf("state %q: a map key does not decode: %w", s.v.name, unprefixed(err)))
 				unlock()
 				return
 			}
 			if err := s.values.decode(values[i], &v); err != nil {
 				unlock := sc.lock()
-				sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, err))
+				sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, unprefixed(err)))
 				unlock()
 				return
 			}

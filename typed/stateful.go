@@ -39,6 +39,9 @@ type groupsConfig[K comparable, S any] struct {
 	initial []Pair[K, S]
 	// streams are initial states given as streams, read at Start.
 	streams []func(ctx context.Context) ([]Pair[K, S], error)
+	// late is the late-rows sink of a generated binding (BindingLateRows),
+	// which its watermark takes.
+	late *lateRowsOption
 }
 
 // Pair is a key and its state.
@@ -147,11 +150,14 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 	// from the streams given when the query starts.
 	var initial []Pair[K, S]
 	opInfo.prepare = func(ctx context.Context) error {
+		if err := cfg.late.check(); err != nil {
+			return err
+		}
 		initial = slices.Clone(cfg.initial)
 		for _, read := range cfg.streams {
 			pairs, err := read(ctx)
 			if err != nil {
-				return fmt.Errorf("initial state: %w", err)
+				return fmt.Errorf("initial state: %w", unprefixed(err))
 			}
 			initial = append(initial, pairs...)
 		}
@@ -234,12 +240,12 @@ func (o *groupsOp[K, In, S, Out, PS]) InitialState(ctx context.Context, b *runti
 		if !ok {
 			var err error
 			if g, err = o.newGroup(p.Key); err != nil {
-				return fmt.Errorf("initial state: key %v: %w", p.Key, err)
+				return fmt.Errorf("initial state: key %v: %w", p.Key, unprefixed(err))
 			}
 		}
 		var err error
 		if o.valBuf, err = PS(&p.State).AppendBinary(append(o.valBuf[:0], rowHasValue)); err != nil {
-			return fmt.Errorf("initial state: key %v: %w", p.Key, err)
+			return fmt.Errorf("initial state: key %v: %w", p.Key, unprefixed(err))
 		}
 		k := b.KeyOf(op, &o.groups, g)
 		if err := k.Put(0, nil, o.valBuf); err != nil {
@@ -261,7 +267,7 @@ func (o *groupsOp[K, In, S, Out, PS]) HandleRows(ctx context.Context, k *runtime
 func (o *groupsOp[K, In, S, Out, PS]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
 	var key K
 	if err := o.codec.decode(k.Key(), &key); err != nil {
-		return fmt.Errorf("a timer's key does not decode: %w", err)
+		return fmt.Errorf("a timer's key does not decode: %w", unprefixed(err))
 	}
 	return o.call(k, key, nil, true)
 }
@@ -295,7 +301,7 @@ func (o *groupsOp[K, In, S, Out, PS]) call(k *runtime.KeyState, key K, rows []in
 		}
 		if flags&rowHasValue != 0 {
 			if err := PS(&st.value).UnmarshalBinary(rest); err != nil {
-				return fmt.Errorf("key %v: stored state does not decode: %w", key, err)
+				return fmt.Errorf("key %v: stored state does not decode: %w", key, unprefixed(err))
 			}
 			st.exists = true
 		}
@@ -342,7 +348,7 @@ func (o *groupsOp[K, In, S, Out, PS]) call(k *runtime.KeyState, key K, rows []in
 		}
 		if st.exists {
 			if row, err = PS(&st.value).AppendBinary(row); err != nil {
-				return fmt.Errorf("key %v: state: %w", key, err)
+				return fmt.Errorf("key %v: state: %w", key, unprefixed(err))
 			}
 		}
 		o.valBuf = row
@@ -376,7 +382,7 @@ func (o *groupsOp[K, In, S, Out, PS]) run(key K, rows []int32, st *GroupState[S]
 	}()
 	o.current = rows
 	if err := o.f(key, o.seq, st, o.emit); err != nil {
-		return fmt.Errorf("key %v: %w", key, err)
+		return fmt.Errorf("key %v: %w", key, unprefixed(err))
 	}
 	return nil
 }

@@ -217,7 +217,7 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 					// Written every batch, empty or not, so that a batch run
 					// again replaces what an earlier attempt wrote.
 					n := int64(len(late))
-					err := cfg.late.Write(ctx, b.ID, late)
+					err := unprefixed(cfg.late.Write(ctx, b.ID, late))
 					clear(late)
 					late = late[:0]
 					return n, err

@@ -41,6 +41,9 @@ func TransformWithState[K comparable, In, Out any](
 		needsWatermark: timeMode == TimeModeEventTime}
 	opInfo.prepare = func(context.Context) error {
 		errs := optErrs
+		if err := cfg.late.check(); err != nil {
+			errs = append(errs, err)
+		}
 		if cfg.concurrency < 1 {
 			errs = append(errs, fmt.Errorf("Concurrency(%d): at least 1", cfg.concurrency))
 		}
@@ -71,11 +74,11 @@ func TransformWithState[K comparable, In, Out any](
 		}
 		op.handle = &Handle{timeMode: timeMode, inInit: true}
 		if err := p.Init(op.handle); err != nil {
-			c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): Init: %w", name, err))
+			c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): Init: %w", name, unprefixed(err)))
 		}
 		op.handle.inInit = false
 		for _, err := range op.handle.errs {
-			c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): Init: %w", name, err))
+			c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): Init: %w", name, unprefixed(err)))
 		}
 		op.info = runtime.OperatorInfo{
 			Kind:          "transformWithState",
@@ -180,7 +183,7 @@ func (o *processorOp[K, In, Out]) InitialState(ctx context.Context, b *runtime.B
 		err := init.each(o.p, func(key K, handle func(context.Context, TimerValues) error) error {
 			var err error
 			if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &key); err != nil {
-				return fmt.Errorf("initial state: key %v: %w", key, err)
+				return fmt.Errorf("initial state: key %v: %w", key, unprefixed(err))
 			}
 			k := b.KeyStateOf(op, o.keyBuf)
 			return o.guard(key, func() error { return handle(o.scoped(ctx, k, b, time.Time{}), timers) })
@@ -233,7 +236,7 @@ func (o *processorOp[K, In, Out]) guard(key K, call func() error) (err error) {
 		}
 	}()
 	if err := call(); err != nil {
-		return fmt.Errorf("key %v: %w", key, err)
+		return fmt.Errorf("key %v: %w", key, unprefixed(err))
 	}
 	return nil
 }
@@ -346,7 +349,7 @@ func (o *processorOp[K, In, Out]) RowsDone(ctx context.Context, b *runtime.Batch
 func (o *processorOp[K, In, Out]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
 	var key K
 	if err := o.codec.decode(k.Key(), &key); err != nil {
-		return fmt.Errorf("a timer's key does not decode: %w", err)
+		return fmt.Errorf("a timer's key does not decode: %w", unprefixed(err))
 	}
 	b := k.Batch()
 	if o.timers != nil {

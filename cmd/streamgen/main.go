@@ -54,14 +54,16 @@ watermark=.
 Keys of the binding directives: the key field is In's field tagged
 stream:"key" or key=Field, of type K; watermark=DURATION (such as 5s) first
 sets the watermark DURATION behind the event-time field, tagged
-stream:"eventtime" or eventtime=Field, a time.Time or an integer of Unix
-nanoseconds; name= names the emitted function.
+stream:"eventtime" or eventtime=Field, a time.Time or an integer with its
+unit (stream:"eventtime,unit=ms": ns, us, ms or s); name= names the emitted
+function, and <name>LateRows(sink) routes the rows too late for the
+watermark to a sink.
 
 Field tags it reads (stream options combine: stream:"required,id=7"):
 	stream:"-"          leave the field out of the binary encoding
 	stream:"id=N"       pin the field's binary id (1..131071), e.g. to rename it
 	stream:"key"        the field is the record's grouping key; required in JSON
-	stream:"eventtime"  the field is the record's event time; required in JSON
+	stream:"eventtime"  the field is the record's event time (an integer: ,unit=ns|us|ms|s); required in JSON
 	stream:"required"   JSON input must have the field, not null: UnmarshalJSON
 	                    refuses an object without it or with null for it, and
 	                    null for the whole struct, with a *codec.RequiredFieldError

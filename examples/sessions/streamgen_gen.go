@@ -120,15 +120,20 @@ func (t *SessionOut) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*SessionOut)(nil)
 
-// sessionizeStream groups in by User and applies sessionize with flatMapGroupsWithState (EventTimeTimeout, Append), after a watermark 5s behind CreationTime; opts, such as typed.InitialState, configure the operator.
+// sessionizeStream groups in by User and applies sessionize with flatMapGroupsWithState (EventTimeTimeout, Append), after a watermark 5s behind CreationTime (nanoseconds since the Unix epoch); opts, such as typed.InitialState, configure the operator, and sessionizeStreamLateRows sends the rows too late for the watermark to a sink.
 func sessionizeStream(in typed.Stream[sensor.Event], opts ...typed.GroupsOption[string, Session]) typed.Stream[SessionOut] {
 	in = typed.WithWatermark(in, func(r *sensor.Event) time.Time {
 		return time.Unix(0, int64(r.CreationTime))
-	}, 5*time.Second)
+	}, 5*time.Second, typed.BindingWatermarkOptions[string, Session, sensor.Event](opts)...)
 	byKey := typed.GroupByKey(in, func(r *sensor.Event) string {
 		return r.User
 	})
 	return typed.FlatMapGroupsWithState(byKey, typed.Append, typed.EventTimeTimeout, sessionize, opts...)
+}
+
+// sessionizeStreamLateRows is an option of sessionizeStream: the rows of its input that are too late for its watermark, which it drops, go to sink batch by batch (see typed.LateRows).
+func sessionizeStreamLateRows(sink typed.Sink[sensor.Event]) typed.GroupsOption[string, Session] {
+	return typed.BindingLateRows[string, Session, sensor.Event](sink)
 }
 
 var schemaSession = codec.Register(&codec.Schema{

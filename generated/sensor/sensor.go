@@ -9,8 +9,8 @@ package sensor
 //
 //streamgen:record
 type Event struct {
-	ArrivalTime  int64   `json:"Arrival_Time"`                     // when the reading arrived, in ms since the Unix epoch
-	CreationTime int64   `json:"Creation_Time" stream:"eventtime"` // when the reading was taken, in ns since the Unix epoch: the event time
+	ArrivalTime  int64   `json:"Arrival_Time"`                             // when the reading arrived, in ms since the Unix epoch
+	CreationTime int64   `json:"Creation_Time" stream:"eventtime,unit=ns"` // when the reading was taken, in ns since the Unix epoch: the event time
 	Device       string  `json:"Device"`
 	Index        int64   `json:"Index"`
 	Model        string  `json:"Model"`

@@ -58,3 +58,60 @@ func recordOnFunc() {}
 //
 //streamgen:mapGroupsWithState
 type T struct{}
+
+// Plain is a struct that is not a record.
+type Plain struct{ N int }
+
+//streamgen:flatMapGroupsWithState
+func emitPointer(k string, rows iter.Seq[In], st *typed.GroupState[S], emit func(*S)) error {
+	return nil
+}
+
+//streamgen:mapGroupsWithState
+func resultPointer(k string, rows iter.Seq[In], st *typed.GroupState[S]) (*S, error) {
+	return nil, nil
+}
+
+//streamgen:mapGroupsWithState
+func pointerRows(k string, rows iter.Seq[*In], st *typed.GroupState[S]) (S, error) {
+	return S{}, nil
+}
+
+//streamgen:flatMapGroupsWithState
+func plainOut(k string, rows iter.Seq[In], st *typed.GroupState[S], emit func(Plain)) error {
+	return nil
+}
+
+//streamgen:mapGroupsWithState
+func pointerState(k string, rows iter.Seq[In], st *typed.GroupState[*S]) (S, error) {
+	return S{}, nil
+}
+
+// Millis has an integer event time without its unit.
+//
+//streamgen:record
+type Millis struct {
+	K string `stream:"key"`
+	T int64  `stream:"eventtime"`
+}
+
+// BadUnits has units that are not ones, or on a field that takes none.
+//
+//streamgen:record
+type BadUnits struct {
+	T int64     `stream:"eventtime,unit=days"`
+	U time.Time `stream:"unit=ms"`
+}
+
+// NoUnit has an integer that a directive names as its event time.
+//
+//streamgen:record
+type NoUnit struct {
+	K string `stream:"key"`
+	T int64
+}
+
+//streamgen:mapGroupsWithState watermark=5s eventtime=T
+func noUnit(k string, rows iter.Seq[NoUnit], st *typed.GroupState[S]) (S, error) {
+	return S{}, nil
+}

@@ -185,3 +185,12 @@ type Proc interface {
 
 //streamgen:processor
 func onFunc() {}
+
+// emitsPointers emits pointers, which no sink of records takes.
+//
+//streamgen:processor
+type emitsPointers struct{ base }
+
+func (emitsPointers) HandleInputRows(ctx context.Context, key string, rows iter.Seq[Row], timers typed.TimerValues, emit func(*Total)) error {
+	return nil
+}

@@ -63,3 +63,39 @@ func byUser(user string, visits iter.Seq[Visit], state *typed.GroupState[Hits], 
 	state.Update(h)
 	return state.SetTimeoutTimestamp(last.Add(time.Minute))
 }
+
+// Ping is an input row whose event time is an integer of milliseconds.
+//
+//streamgen:record
+type Ping struct {
+	Host   string `stream:"key"`
+	Millis int64  `stream:"eventtime,unit=ms"`
+}
+
+// HostPings is an output row: a host's pings so far.
+//
+//streamgen:record
+type HostPings struct {
+	Host string
+	N    int64
+}
+
+// pings counts each host's pings, in Update mode, and forgets a host a
+// second after its last ping.
+//
+//streamgen:flatMapGroupsWithState mode=update timeout=event watermark=1s
+func pings(host string, rows iter.Seq[Ping], state *typed.GroupState[Hits], emit func(HostPings)) error {
+	if state.HasTimedOut() {
+		state.Remove()
+		return nil
+	}
+	h, _ := state.Get()
+	var last int64
+	for p := range rows {
+		h.N++
+		last = max(last, p.Millis)
+	}
+	state.Update(h)
+	emit(HostPings{Host: host, N: h.N})
+	return state.SetTimeoutTimestamp(time.UnixMilli(last).Add(time.Second))
+}

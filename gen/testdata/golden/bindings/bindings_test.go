@@ -29,7 +29,7 @@ func TestBindings(t *testing.T) {
 	m.Add(visits...)
 
 	pages := &sink{}
-	q, err := typed.WriteTo(countStream(typed.FromMemory(m)), pages).OutputMode(typed.Update).
+	q, err := typed.WriteTo(countStream(typed.FromMemory(m)), pages).
 		Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()))
 	if err != nil {
 		t.Fatal(err)
@@ -58,5 +58,79 @@ func TestBindings(t *testing.T) {
 	}
 	if len(users.rows) != 2 {
 		t.Fatalf("user totals: %+v", users.rows)
+	}
+}
+
+type pingSink struct {
+	mu   sync.Mutex
+	outs []HostPings
+}
+
+func (s *pingSink) Write(_ context.Context, _ int64, rows []HostPings) error {
+	s.mu.Lock()
+	s.outs = append(s.outs, rows...)
+	s.mu.Unlock()
+	return nil
+}
+
+type lateSink struct {
+	mu   sync.Mutex
+	rows []Ping
+}
+
+func (s *lateSink) Write(_ context.Context, _ int64, rows []Ping) error {
+	s.mu.Lock()
+	s.rows = append(s.rows, rows...)
+	s.mu.Unlock()
+	return nil
+}
+
+// TestPingsMillisUpdateLate: the event time is read as milliseconds (the
+// watermark in the progress report is the largest ping less a second);
+// the binding's Update mode is the query's without OutputMode at
+// WriteTo; and a ping older than the watermark goes to the late-rows
+// sink given with pingsStreamLateRows.
+func TestPingsMillisUpdateLate(t *testing.T) {
+	t0 := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	m := typed.NewMemoryStream[Ping]("pings", 0)
+	m.Add(Ping{"a", t0.UnixMilli()}, Ping{"b", t0.Add(5 * time.Second).UnixMilli()})
+	out, late := &pingSink{}, &lateSink{}
+	ckpt := t.TempDir()
+	var q *typed.Query
+	run := func() {
+		t.Helper()
+		var err error
+		q, err = typed.WriteTo(pingsStream(typed.FromMemory(m), pingsStreamLateRows(late)), out).
+			Start(context.Background(), runtime.Checkpoint(ckpt), runtime.WithTrigger(runtime.AvailableNow()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	// The watermark is now b's ping less a second: a ping of a at t0 is late.
+	m.Add(Ping{"a", t0.UnixMilli()}, Ping{"c", t0.Add(6 * time.Second).UnixMilli()})
+	run()
+	p, _ := q.LastProgress()
+	if want := t0.Add(4 * time.Second).Format(time.RFC3339Nano); p.EventTime["watermark"] != want {
+		t.Errorf("watermark %q, want %q (milliseconds read as such)", p.EventTime["watermark"], want)
+	}
+	late.mu.Lock()
+	defer late.mu.Unlock()
+	if len(late.rows) != 1 || late.rows[0] != (Ping{"a", t0.UnixMilli()}) {
+		t.Errorf("late rows %+v, want a's second ping", late.rows)
+	}
+	out.mu.Lock()
+	defer out.mu.Unlock()
+	want := []HostPings{{"a", 1}, {"b", 1}, {"c", 1}}
+	if len(out.outs) != len(want) {
+		t.Fatalf("output %+v, want %+v", out.outs, want)
+	}
+	for i := range want {
+		if out.outs[i] != want[i] {
+			t.Fatalf("output %+v, want %+v", out.outs, want)
+		}
 	}
 }

@@ -177,6 +177,118 @@ func (t *PageHits) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*PageHits)(nil)
 
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
+func (t *Ping) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryPing(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *Ping) MarshalBinary() ([]byte, error) {
+	return appendBinaryPing(make([]byte, 0, 26), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of Ping: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *Ping) UnmarshalBinary(b []byte) error {
+	*t = Ping{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryPing(&d, t, d.End())
+	return d.Wrap("Ping")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *Ping) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONPing(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it.
+func (t *Ping) MarshalJSON() ([]byte, error) {
+	return codec.MarshalJSONOf(t)
+}
+
+// UnmarshalJSON decodes data into t as encoding/json would, except that
+// its required members, "Host" (the record's key) and "Millis" (the
+// record's event time), must be present and not null, and data must not be
+// null: a document that encoding/json accepts but that breaks this is
+// refused with a *codec.RequiredFieldError.
+func (t *Ping) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONPing(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Ping decode it.
+func (t *Ping) ReadJSON(r *codec.JSONReader) {
+	readJSONPing(r, t)
+}
+
+// StreamSchema returns the registered schema of Ping.
+func (t *Ping) StreamSchema() *codec.Schema {
+	return schemaPing
+}
+
+var _ codec.Record = (*Ping)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
+func (t *HostPings) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryHostPings(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *HostPings) MarshalBinary() ([]byte, error) {
+	return appendBinaryHostPings(make([]byte, 0, 26), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of HostPings: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *HostPings) UnmarshalBinary(b []byte) error {
+	*t = HostPings{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryHostPings(&d, t, d.End())
+	return d.Wrap("HostPings")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *HostPings) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONHostPings(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it.
+func (t *HostPings) MarshalJSON() ([]byte, error) {
+	return codec.MarshalJSONOf(t)
+}
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *HostPings) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONHostPings(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold HostPings decode it.
+func (t *HostPings) ReadJSON(r *codec.JSONReader) {
+	readJSONHostPings(r, t)
+}
+
+// StreamSchema returns the registered schema of HostPings.
+func (t *HostPings) StreamSchema() *codec.Schema {
+	return schemaHostPings
+}
+
+var _ codec.Record = (*HostPings)(nil)
+
 // countStream groups in by Page and applies count with mapGroupsWithState (NoTimeout); opts, such as typed.InitialState, configure the operator.
 func countStream(in typed.Stream[Visit], opts ...typed.GroupsOption[string, Hits]) typed.Stream[PageHits] {
 	byKey := typed.GroupByKey(in, func(r *Visit) string {
@@ -185,15 +297,36 @@ func countStream(in typed.Stream[Visit], opts ...typed.GroupsOption[string, Hits
 	return typed.MapGroupsWithState(byKey, typed.NoTimeout, count, opts...)
 }
 
-// UserTotals groups in by User and applies byUser with flatMapGroupsWithState (EventTimeTimeout, Append), after a watermark 10s behind At; opts, such as typed.InitialState, configure the operator.
+// UserTotals groups in by User and applies byUser with flatMapGroupsWithState (EventTimeTimeout, Append), after a watermark 10s behind At; opts, such as typed.InitialState, configure the operator, and UserTotalsLateRows sends the rows too late for the watermark to a sink.
 func UserTotals(in typed.Stream[Visit], opts ...typed.GroupsOption[string, Hits]) typed.Stream[PageHits] {
 	in = typed.WithWatermark(in, func(r *Visit) time.Time {
 		return r.At
-	}, 10*time.Second)
+	}, 10*time.Second, typed.BindingWatermarkOptions[string, Hits, Visit](opts)...)
 	byKey := typed.GroupByKey(in, func(r *Visit) string {
 		return r.User
 	})
 	return typed.FlatMapGroupsWithState(byKey, typed.Append, typed.EventTimeTimeout, byUser, opts...)
+}
+
+// UserTotalsLateRows is an option of UserTotals: the rows of its input that are too late for its watermark, which it drops, go to sink batch by batch (see typed.LateRows).
+func UserTotalsLateRows(sink typed.Sink[Visit]) typed.GroupsOption[string, Hits] {
+	return typed.BindingLateRows[string, Hits, Visit](sink)
+}
+
+// pingsStream groups in by Host and applies pings with flatMapGroupsWithState (EventTimeTimeout, Update), after a watermark 1s behind Millis (milliseconds since the Unix epoch); opts, such as typed.InitialState, configure the operator, and pingsStreamLateRows sends the rows too late for the watermark to a sink.
+func pingsStream(in typed.Stream[Ping], opts ...typed.GroupsOption[string, Hits]) typed.Stream[HostPings] {
+	in = typed.WithWatermark(in, func(r *Ping) time.Time {
+		return time.UnixMilli(int64(r.Millis))
+	}, 1*time.Second, typed.BindingWatermarkOptions[string, Hits, Ping](opts)...)
+	byKey := typed.GroupByKey(in, func(r *Ping) string {
+		return r.Host
+	})
+	return typed.FlatMapGroupsWithState(byKey, typed.Update, typed.EventTimeTimeout, pings, opts...)
+}
+
+// pingsStreamLateRows is an option of pingsStream: the rows of its input that are too late for its watermark, which it drops, go to sink batch by batch (see typed.LateRows).
+func pingsStreamLateRows(sink typed.Sink[Ping]) typed.GroupsOption[string, Hits] {
+	return typed.BindingLateRows[string, Hits, Ping](sink)
 }
 
 var schemaVisit = codec.Register(&codec.Schema{
@@ -643,6 +776,305 @@ func readJSONPageHits(r *codec.JSONReader, v *PageHits) {
 				v.N = x1
 			}
 			r.InField("PageHits", "N")
+		default:
+			r.Skip()
+		}
+	}
+}
+
+var schemaPing = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   59802,
+		Name: "Host",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   73229,
+		Name: "Millis",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/gen/testdata/golden/bindings.Ping",
+})
+
+func appendBinaryPing(b []byte, v *Ping) ([]byte, error) {
+	var err error
+	if len(v.Host) < 0x80 {
+		b = append(append(b, 0xa5, 0xb3, 0x3a, byte(len(v.Host))), v.Host...) // Host: id 59802, string
+	} else {
+		b = append(b, 0xa5, 0xb3, 0x3a) // Host: id 59802, string
+		b = codec.AppendString(b, v.Host)
+	}
+	b = append(b, 0xd1, 0xc1, 0x47) // Millis: id 73229, int
+	b = codec.AppendInt(b, v.Millis)
+	return b, err
+}
+
+func readBinaryPing(d *codec.Decoder, v *Ping, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// Host
+	if codec.HasTag(b, p, 0x3ab3a5, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		v.Host = string(b[s:e])
+		p = e
+	}
+	// Millis
+	if codec.HasTag(b, p, 0x47c1d1, 0xffffff) {
+		q1 := p + 3
+		var x uint64
+		var n int
+		if c := b[q1]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q1); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q1); n == 0 {
+			goto slow
+		}
+		v.Millis = codec.Zigzag(x)
+		p = q1 + n
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0xe99a5:
+			// Host
+			v.Host = d.String()
+		case 0x11e0d1:
+			// Millis
+			v.Millis = d.Int64()
+		default:
+			switch tag >> 4 {
+			case 59802:
+				d.KindChanged("Ping", "Host", tag, codec.KindString)
+			case 73229:
+				d.KindChanged("Ping", "Millis", tag, codec.KindInt)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONPing(b []byte, v *Ping) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"Host\":"...)
+	b = codec.AppendJSONString(b, v.Host)
+	b = append(b, ",\"Millis\":"...)
+	b = codec.AppendJSONInt(b, v.Millis)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONPing(r *codec.JSONReader, v *Ping) {
+	if !r.BeginRequired("Go value of type bindings.Ping", &requiredPing) {
+		return
+	}
+	var required codec.RequiredSet
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			required.End(r, &requiredPing)
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "Host":
+			field = 0
+		case "Millis":
+			field = 1
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "HOST":
+				field = 0
+			case "MILLIS":
+				field = 1
+			}
+		}
+		switch field {
+		case 0:
+			required.Mark(r, 1<<0)
+			if x, ok := r.String("Go value of type string"); ok {
+				v.Host = x
+			}
+			r.InField("Ping", "Host")
+		case 1:
+			required.Mark(r, 1<<1)
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
+				v.Millis = x1
+			}
+			r.InField("Ping", "Millis")
+		default:
+			r.Skip()
+		}
+	}
+}
+
+// requiredPing lists the members a JSON object must have, not null, to
+// decode into bindings.Ping.
+var requiredPing = codec.RequiredFields{
+	Fields: []codec.RequiredField{{
+		Name: "Host",
+		Role: "the record's key",
+	}, {
+		Name: "Millis",
+		Role: "the record's event time",
+	}},
+	Type: "bindings.Ping",
+}
+
+var schemaHostPings = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   59802,
+		Name: "Host",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   25687,
+		Name: "N",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/gen/testdata/golden/bindings.HostPings",
+})
+
+func appendBinaryHostPings(b []byte, v *HostPings) ([]byte, error) {
+	var err error
+	if len(v.Host) < 0x80 {
+		b = append(append(b, 0xa5, 0xb3, 0x3a, byte(len(v.Host))), v.Host...) // Host: id 59802, string
+	} else {
+		b = append(b, 0xa5, 0xb3, 0x3a) // Host: id 59802, string
+		b = codec.AppendString(b, v.Host)
+	}
+	b = append(b, 0xf1, 0x8a, 0x19) // N: id 25687, int
+	b = codec.AppendInt(b, v.N)
+	return b, err
+}
+
+func readBinaryHostPings(d *codec.Decoder, v *HostPings, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// Host
+	if codec.HasTag(b, p, 0x3ab3a5, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		v.Host = string(b[s:e])
+		p = e
+	}
+	// N
+	if codec.HasTag(b, p, 0x198af1, 0xffffff) {
+		q1 := p + 3
+		var x uint64
+		var n int
+		if c := b[q1]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q1); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q1); n == 0 {
+			goto slow
+		}
+		v.N = codec.Zigzag(x)
+		p = q1 + n
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0xe99a5:
+			// Host
+			v.Host = d.String()
+		case 0x64571:
+			// N
+			v.N = d.Int64()
+		default:
+			switch tag >> 4 {
+			case 59802:
+				d.KindChanged("HostPings", "Host", tag, codec.KindString)
+			case 25687:
+				d.KindChanged("HostPings", "N", tag, codec.KindInt)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONHostPings(b []byte, v *HostPings) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"Host\":"...)
+	b = codec.AppendJSONString(b, v.Host)
+	b = append(b, ",\"N\":"...)
+	b = codec.AppendJSONInt(b, v.N)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONHostPings(r *codec.JSONReader, v *HostPings) {
+	if !r.BeginObject("Go value of type bindings.HostPings") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "Host":
+			field = 0
+		case "N":
+			field = 1
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "HOST":
+				field = 0
+			case "N":
+				field = 1
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.String("Go value of type string"); ok {
+				v.Host = x
+			}
+			r.InField("HostPings", "Host")
+		case 1:
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
+				v.N = x1
+			}
+			r.InField("HostPings", "N")
 		default:
 			r.Skip()
 		}

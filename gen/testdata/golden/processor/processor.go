@@ -18,7 +18,7 @@ type Click struct {
 	Page  string `stream:"key"`
 	User  string
 	At    time.Time `stream:"eventtime"`
-	Nanos int64
+	Nanos int64     `stream:"unit=ns"`
 }
 
 // Count is an output row.

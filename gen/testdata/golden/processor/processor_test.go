@@ -91,3 +91,29 @@ func TestProcessorBindings(t *testing.T) {
 		t.Errorf("shoutStream: %q, want %q", got, want)
 	}
 }
+
+// TestProcessorLateRows: a click older than the watermark of
+// pageTotalsStream (the newest click less 10s, in Nanos) goes to the sink
+// given with pageTotalsStreamLateRows; the others are counted.
+func TestProcessorLateRows(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0).UTC()
+	click := func(page string, at time.Time) Click {
+		return Click{Page: page, User: "u", At: at, Nanos: at.UnixNano()}
+	}
+	m := typed.NewMemoryStream[Click]("clicks", 0)
+	late := &sink[Click]{}
+	ckpt := t.TempDir()
+	start := func(opts ...runtime.Option) {
+		t.Helper()
+		run(t, pageTotalsStream(typed.FromMemory(m), &pageTotals{}, pageTotalsStreamLateRows(late)), typed.Append,
+			append(opts, runtime.Checkpoint(ckpt))...)
+	}
+	m.Add(click("/a", t0), click("/b", t0.Add(time.Minute)))
+	start()
+	tooLate := click("/a", t0.Add(time.Minute-20*time.Second))
+	m.Add(tooLate, click("/c", t0.Add(2*time.Minute)))
+	start()
+	if len(late.rows) != 1 || late.rows[0] != tooLate {
+		t.Errorf("late rows %+v, want %+v", late.rows, tooLate)
+	}
+}

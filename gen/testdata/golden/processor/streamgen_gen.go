@@ -123,26 +123,36 @@ func (t *Count) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*Count)(nil)
 
-// countStream groups in by User and applies the processor p (a *counter) with transformWithState (TimeModeProcessingTime, Update), after a watermark 5s behind At; opts, such as typed.Concurrency and typed.ProcessorInitialState, configure the operator.
+// countStream groups in by User and applies the processor p (a *counter) with transformWithState (TimeModeProcessingTime, Update), after a watermark 5s behind At; opts, such as typed.Concurrency and typed.ProcessorInitialState, configure the operator, and countStreamLateRows sends the rows too late for the watermark to a sink.
 func countStream(in typed.Stream[Click], p *counter, opts ...typed.ProcessorOption) typed.Stream[Count] {
 	in = typed.WithWatermark(in, func(r *Click) time.Time {
 		return r.At
-	}, 5*time.Second)
+	}, 5*time.Second, typed.ProcessorWatermarkOptions[Click](opts)...)
 	byKey := typed.GroupByKey(in, func(r *Click) string {
 		return r.User
 	})
 	return typed.TransformWithState(byKey, p, typed.TimeModeProcessingTime, typed.Update, opts...)
 }
 
-// pageTotalsStream groups in by Page and applies the processor p (a *pageTotals) with transformWithState (TimeModeEventTime, Append), after a watermark 10s behind Nanos; opts, such as typed.Concurrency and typed.ProcessorInitialState, configure the operator.
+// countStreamLateRows is an option of countStream: the rows of its input that are too late for its watermark, which it drops, go to sink batch by batch (see typed.LateRows).
+func countStreamLateRows(sink typed.Sink[Click]) typed.ProcessorOption {
+	return typed.ProcessorLateRows[Click](sink)
+}
+
+// pageTotalsStream groups in by Page and applies the processor p (a *pageTotals) with transformWithState (TimeModeEventTime, Append), after a watermark 10s behind Nanos (nanoseconds since the Unix epoch); opts, such as typed.Concurrency and typed.ProcessorInitialState, configure the operator, and pageTotalsStreamLateRows sends the rows too late for the watermark to a sink.
 func pageTotalsStream(in typed.Stream[Click], p *pageTotals, opts ...typed.ProcessorOption) typed.Stream[Count] {
 	in = typed.WithWatermark(in, func(r *Click) time.Time {
 		return time.Unix(0, int64(r.Nanos))
-	}, 10*time.Second)
+	}, 10*time.Second, typed.ProcessorWatermarkOptions[Click](opts)...)
 	byKey := typed.GroupByKey(in, func(r *Click) string {
 		return r.Page
 	})
 	return typed.TransformWithState(byKey, p, typed.TimeModeEventTime, typed.Append, opts...)
+}
+
+// pageTotalsStreamLateRows is an option of pageTotalsStream: the rows of its input that are too late for its watermark, which it drops, go to sink batch by batch (see typed.LateRows).
+func pageTotalsStreamLateRows(sink typed.Sink[Click]) typed.ProcessorOption {
+	return typed.ProcessorLateRows[Click](sink)
 }
 
 // shoutStream groups in by Page and applies the processor p (a shout) with transformWithState (TimeModeNone, Append); opts, such as typed.Concurrency and typed.ProcessorInitialState, configure the operator.

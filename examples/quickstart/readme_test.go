@@ -1,0 +1,152 @@
+package main
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// repoRoot is the module's root, two levels up.
+const repoRoot = "../.."
+
+// goGenerateLine is the go:generate line of this program.
+func goGenerateLine(t *testing.T) string {
+	t.Helper()
+	b, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := regexp.MustCompile(`(?m)^//go:generate .*$`).Find(b)
+	if line == nil {
+		t.Fatal("main.go has no go:generate line")
+	}
+	return string(line)
+}
+
+// TestGoGenerateLineEverywhere: the README, streamgen's package doc and
+// usage, and every example say the same go:generate line as this program.
+func TestGoGenerateLineEverywhere(t *testing.T) {
+	want := goGenerateLine(t)
+	files := map[string]int{"README.md": 2, "cmd/streamgen/main.go": 2} // the least each says it
+	examples, _ := filepath.Glob(filepath.Join(repoRoot, "examples", "*", "*.go"))
+	for _, f := range examples {
+		if rel, _ := filepath.Rel(repoRoot, f); !strings.HasSuffix(rel, "_test.go") {
+			files[rel] = 0
+		}
+	}
+	for f, least := range files {
+		b, err := os.ReadFile(filepath.Join(repoRoot, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, line := range strings.Split(string(b), "\n") {
+			// A directive, or one quoted in a comment or a usage text.
+			i := strings.Index(line, "//go:generate")
+			if i < 0 {
+				continue
+			}
+			n++
+			if got := strings.TrimSpace(line[i:]); got != want {
+				t.Errorf("%s: %q, want %q", f, got, want)
+			}
+		}
+		if n < least {
+			t.Errorf("%s says the go:generate line %d times, want at least %d", f, n, least)
+		}
+	}
+}
+
+// TestREADMESetUpInNewModule runs the README's steps "In your module" as
+// written, in a new module beside this repository: go mod init, go get
+// -tool, this program as main.go, go mod tidy, go generate, go run. The
+// module is replaced by this repository (a published version would come
+// from the module proxy), and modules come from the local cache only.
+func TestREADMESetUpInNewModule(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds a new module")
+	}
+	steps := readmeSteps(t)
+	root, err := filepath.Abs(repoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	env := append(os.Environ(), "GOPROXY=off", "GOSUMDB=off", "GOFLAGS=-mod=mod", "GOWORK=off")
+	sh := func(cmd string) string {
+		t.Helper()
+		c := exec.Command("sh", "-c", cmd)
+		c.Dir, c.Env = dir, env
+		out, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", cmd, err, out)
+		}
+		return string(out)
+	}
+	var out string
+	for _, step := range steps {
+		switch {
+		case strings.HasPrefix(step, "mkdir "):
+			continue // mkdir clicks && cd clicks: the test's directory
+		case strings.HasPrefix(step, "go get -tool "):
+			// This repository stands for the published module.
+			sh("go mod edit -replace github.com/streamgen/streamgen=" + root + " -require github.com/streamgen/streamgen@v0.0.0")
+		case strings.HasPrefix(step, "go mod tidy"):
+			src, err := os.ReadFile("main.go")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case step == "go run .":
+			step += " -dir " + filepath.Join(dir, "work")
+		}
+		out = sh(step)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "streamgen_gen.go")); err != nil {
+		t.Errorf("go generate wrote no streamgen_gen.go: %v", err)
+	}
+	if !strings.Contains(out, `"user":"ana"`) {
+		t.Errorf("go run . printed:\n%s", out)
+	}
+}
+
+// readmeSteps returns the commands of the README's block under "In your
+// module", without comments.
+func readmeSteps(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var steps []string
+	section, block := false, false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "## "):
+			section = line == "## In your module"
+		case section && strings.HasPrefix(line, "```"):
+			if block {
+				return steps
+			}
+			block = true
+		case section && block:
+			cmd, _, _ := strings.Cut(line, "#")
+			cmd = strings.TrimSpace(cmd)
+			if cmd == "" {
+				continue
+			}
+			steps = append(steps, cmd)
+		}
+	}
+	t.Fatal("the README has no command block under \"## In your module\"")
+	return nil
+}
