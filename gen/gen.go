@@ -120,23 +120,26 @@ func modelAndRender(p *packages.Package, d *done) {
 	if model == nil {
 		return
 	}
-	var buf bytes.Buffer
+	path := outputPath(p)
 	hasOutput := len(model.Records) > 0 || len(model.Bindings) > 0 || len(model.Processors) > 0
-	if hasOutput {
-		e := &emitter{pkg: model, types: p.Types}
-		if err := e.file().Render(&buf); err != nil {
-			d.failure = fmt.Errorf("streamgen: %s: rendering the output failed (a generator bug): %w", p.PkgPath, err)
-			return
-		}
+	if !hasOutput {
+		d.out = &Result{Path: path}
+		return
 	}
-	d.out = &Result{Path: outputPath(p), Content: contentOrNil(buf.Bytes(), hasOutput)}
-}
-
-func contentOrNil(b []byte, keep bool) []byte {
-	if !keep {
-		return nil
+	e := &emitter{pkg: model, types: p.Types}
+	f := e.file()
+	f.NoFormat = true // formatOutput formats, or finds it done
+	var src bytes.Buffer
+	err := f.Render(&src)
+	var content []byte
+	if err == nil {
+		content, err = formatOutput(path, src.Bytes())
 	}
-	return b
+	if err != nil {
+		d.failure = fmt.Errorf("streamgen: %s: rendering the output failed (a generator bug): %w", p.PkgPath, err)
+		return
+	}
+	d.out = &Result{Path: path, Content: content}
 }
 
 // buildModel finds the package's records and models them, reporting what
