@@ -4,10 +4,12 @@
 // binary and JSON codecs and schemas into one file per package, with the
 // bindings of the annotated stateful functions and processor types.
 //
-// The stages are files: load.go (go/packages), directives.go and shape.go
-// and jsonfields.go (the model), bindings.go and processor.go and
-// keying.go (the bindings' model), emit*.go (code), write.go (output). The
-// command cmd/streamgen is a thin wrapper over Run.
+// The stages are files: load.go (go list; the packages with directives
+// type-checked from source, their dependencies read from export data),
+// directives.go and shape.go and jsonfields.go (the model), bindings.go
+// and processor.go and keying.go (the bindings' model), emit*.go (code),
+// format.go and write.go (output). The command cmd/streamgen is a thin
+// wrapper over Run.
 package gen
 
 import (
@@ -45,9 +47,12 @@ type Result struct {
 	Changed bool   // whether the file on disk was (or would be) changed
 }
 
-// Run generates code for every package matched by cfg.Patterns. It returns
-// an ErrorList when the packages hold anything the generator cannot handle;
-// then no file is written at all.
+// Run generates code for every package matched by cfg.Patterns, loaded
+// together (one go list for the patterns, one for the dependencies of the
+// packages with directives, however many packages match). It returns an
+// ErrorList when the packages hold anything the generator cannot handle,
+// or a pattern names no package; then no file is written at all. Run is
+// safe to call from several goroutines, on packages that do not overlap.
 func Run(cfg Config) ([]Result, error) {
 	pkgs, err := load(cfg.Dir, cfg.Patterns)
 	if err != nil {
