@@ -435,8 +435,9 @@ func (ld *loader) sourcePackages(gen []*loadPkg) []*loadPkg {
 }
 
 // parse parses the files of a source package not parsed yet. The files of
-// a package that gets output keep their comments, for the directives;
-// its earlier output is left out.
+// a package that gets output keep their comments, for the directives. The
+// earlier output of a matched package is left out (that of a dependency
+// is read, as the compiler reads it).
 func (ld *loader) parse(lp *loadPkg) error {
 	if lp.files != nil {
 		return nil
