@@ -119,6 +119,11 @@ func TestDependencies(t *testing.T) {
 	if !bytes.Contains(want["app"], []byte("dep.Point")) {
 		t.Fatalf("app's output does not use dep.Point:\n%s", want["app"])
 	}
+	// dep.Point is known as a record of another package (its directive is
+	// read from the file its export data names), so app calls its methods.
+	if !bytes.Contains(want["app"], []byte(".ReadJSON(")) {
+		t.Fatalf("app's output does not decode dep.Point with its ReadJSON:\n%s", want["app"])
+	}
 
 	depOut := filepath.Join(dir, "dep", gen.OutputFile)
 	appOut := filepath.Join(dir, "app", gen.OutputFile)
