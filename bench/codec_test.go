@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/streamgen/streamgen/bench/msgpevent"
+	"github.com/streamgen/streamgen/codec"
 	"github.com/streamgen/streamgen/generated/sensor"
 )
 
@@ -169,6 +170,39 @@ func BenchmarkJSONEncode(b *testing.B) {
 			buf, _ = event.AppendJSON(buf[:0])
 		}
 		b.SetBytes(int64(len(buf)))
+	})
+	b.Run("codec=encoding_json", func(b *testing.B) {
+		var n int
+		b.ReportAllocs()
+		for b.Loop() {
+			out, _ := json.Marshal(&plain)
+			n = len(out)
+		}
+		b.SetBytes(int64(n))
+	})
+}
+
+// BenchmarkJSONMarshal is what json.Marshal and most users call: the
+// generated MarshalJSON, which returns a new slice, against json.Marshal.
+func BenchmarkJSONMarshal(b *testing.B) {
+	b.Run("codec=streamgen", func(b *testing.B) {
+		var n int
+		b.ReportAllocs()
+		for b.Loop() {
+			out, _ := event.MarshalJSON()
+			n = len(out)
+		}
+		b.SetBytes(int64(n))
+	})
+	// The generated MarshalJSON as it was: a pooled buffer and a copy.
+	b.Run("codec=streamgen_pooled", func(b *testing.B) {
+		var n int
+		b.ReportAllocs()
+		for b.Loop() {
+			out, _ := codec.MarshalJSONOf(&event)
+			n = len(out)
+		}
+		b.SetBytes(int64(n))
 	})
 	b.Run("codec=encoding_json", func(b *testing.B) {
 		var n int

@@ -1,6 +1,9 @@
 package codec
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // JSONAppender is implemented by generated types: AppendJSON appends the
 // value's JSON encoding to b.
@@ -34,4 +37,42 @@ func MarshalJSONOf(v JSONAppender) ([]byte, error) {
 		jsonBufPool.Put(bp)
 	}
 	return out, err
+}
+
+// JSONSize is a running estimate of the size of one type's JSON encoding,
+// for generated MarshalJSON methods: Buffer returns a new, empty buffer of
+// about that size, the encoding is appended to it once (no pooled buffer,
+// no copy), and Observe learns from the size it had. A value larger than
+// the estimate grows the buffer as append does, once, and raises the
+// estimate; one much smaller lowers it, so that a rare large value does
+// not make every later buffer large. JSONSize is safe for concurrent use:
+// a race between Observe calls only makes the estimate less exact. The
+// zero value is ready to use.
+type JSONSize struct {
+	n atomic.Uint32
+}
+
+// jsonSizeFirst is the estimate before any value has been seen.
+const jsonSizeFirst = 128
+
+// Buffer returns an empty slice with room for the estimated size.
+func (s *JSONSize) Buffer() []byte {
+	n := s.n.Load()
+	if n == 0 {
+		n = jsonSizeFirst
+	}
+	return make([]byte, 0, n)
+}
+
+// Observe records that an encoding was size bytes long. The estimate is
+// the size with an eighth more room, so that values of nearly the same
+// size fit without growing; it is raised when size does not fit, and
+// lowered when size fills less than half of it. It stays under
+// jsonBufMax.
+func (s *JSONSize) Observe(size int) {
+	est := int(s.n.Load())
+	if size <= est && size >= est/2 {
+		return
+	}
+	s.n.Store(uint32(min(size+size/8+8, jsonBufMax)))
 }

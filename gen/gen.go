@@ -4,10 +4,12 @@
 // binary and JSON codecs and schemas into one file per package, with the
 // bindings of the annotated stateful functions and processor types.
 //
-// The stages are files: load.go (go/packages), directives.go and shape.go
-// and jsonfields.go (the model), bindings.go and processor.go and
-// keying.go (the bindings' model), emit*.go (code), write.go (output). The
-// command cmd/streamgen is a thin wrapper over Run.
+// The stages are files: load.go (go list; the packages with directives
+// type-checked from source, their dependencies read from export data),
+// directives.go and shape.go and jsonfields.go (the model), bindings.go
+// and processor.go and keying.go (the bindings' model), emit*.go (code),
+// format.go and write.go (output). The command cmd/streamgen is a thin
+// wrapper over Run.
 package gen
 
 import (
@@ -16,7 +18,11 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"runtime"
 	"sort"
+	"strconv"
+	"strings"
+	"sync"
 
 	"golang.org/x/tools/go/packages"
 )
@@ -41,51 +47,104 @@ type Result struct {
 	Changed bool   // whether the file on disk was (or would be) changed
 }
 
-// Run generates code for every package matched by cfg.Patterns. It returns
-// an ErrorList when the packages hold anything the generator cannot handle;
-// then no file is written at all.
+// Run generates code for every package matched by cfg.Patterns, loaded
+// together (one go list for the patterns, one for the dependencies of the
+// packages with directives, however many packages match). It returns an
+// ErrorList when the packages hold anything the generator cannot handle,
+// or a pattern names no package; then no file is written at all. Run is
+// safe to call from several goroutines, on packages that do not overlap.
 func Run(cfg Config) ([]Result, error) {
 	pkgs, err := load(cfg.Dir, cfg.Patterns)
 	if err != nil {
 		return nil, err
 	}
+	// Each package is modelled and rendered as soon as it is
+	// type-checked, in parallel, with its own reporter; the errors are
+	// merged and sorted at the end.
+	dones := make([]done, len(pkgs))
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for i := range pkgs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := pkgs[i].Wait()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			modelAndRender(p, &dones[i])
+		}()
+	}
+	wg.Wait()
 	var (
-		rep     reporter
+		errs    ErrorList
 		outputs []Result
 	)
-	for _, p := range pkgs {
-		rep.fset = p.Fset
-		if len(p.Errors) > 0 && p.Types == nil {
-			for _, e := range p.Errors {
-				rep.errs = append(rep.errs, &Error{Pos: parsePos(e.Pos), Msg: e.Msg})
-			}
-			continue
+	for _, d := range dones {
+		if d.failure != nil {
+			return nil, d.failure
 		}
-		model := buildModel(&rep, p)
-		if model == nil {
-			continue
+		errs = append(errs, d.errs...)
+		if d.out != nil {
+			outputs = append(outputs, *d.out)
 		}
-		var buf bytes.Buffer
-		hasOutput := len(model.Records) > 0 || len(model.Bindings) > 0 || len(model.Processors) > 0
-		if hasOutput {
-			e := &emitter{pkg: model, types: p.Types}
-			if err := e.file().Render(&buf); err != nil {
-				return nil, fmt.Errorf("streamgen: %s: rendering the output failed (a generator bug): %w", p.PkgPath, err)
-			}
-		}
-		outputs = append(outputs, Result{Path: outputPath(p), Content: contentOrNil(buf.Bytes(), hasOutput)})
 	}
-	if len(rep.errs) > 0 {
-		return nil, rep.errs.sorted()
+	if len(errs) > 0 {
+		return nil, errs.sorted()
 	}
 	return writeAll(outputs, cfg)
 }
 
-func contentOrNil(b []byte, keep bool) []byte {
-	if !keep {
-		return nil
+// done is what came of one package: its errors, or its output.
+type done struct {
+	errs    ErrorList
+	out     *Result
+	failure error
+}
+
+// modelAndRender models a package and renders its output into d.
+func modelAndRender(p *packages.Package, d *done) {
+	rep := &reporter{fset: p.Fset}
+	defer func() { d.errs = rep.errs }()
+	if len(p.Errors) > 0 && p.Types == nil {
+		for _, e := range p.Errors {
+			rep.errs = append(rep.errs, &Error{Pos: parsePos(e.Pos), Msg: e.Msg})
+		}
+		return
 	}
-	return b
+	// A syntax error can hide a record, whose output would then be
+	// dropped: it stops the package.
+	for _, e := range p.Errors {
+		if e.Kind == packages.ParseError {
+			rep.errs = append(rep.errs, &Error{Pos: parsePos(e.Pos), Msg: e.Msg})
+		}
+	}
+	if len(rep.errs) > 0 {
+		return
+	}
+	model := buildModel(rep, p)
+	if model == nil {
+		return
+	}
+	path := outputPath(p)
+	hasOutput := len(model.Records) > 0 || len(model.Bindings) > 0 || len(model.Processors) > 0
+	if !hasOutput {
+		d.out = &Result{Path: path}
+		return
+	}
+	e := &emitter{pkg: model, types: p.Types}
+	f := e.file()
+	f.NoFormat = true // formatOutput formats, or finds it done
+	var src bytes.Buffer
+	err := f.Render(&src)
+	var content []byte
+	if err == nil {
+		content, err = formatOutput(path, src.Bytes())
+	}
+	if err != nil {
+		d.failure = fmt.Errorf("streamgen: %s: rendering the output failed (a generator bug): %w", p.PkgPath, err)
+		return
+	}
+	d.out = &Result{Path: path, Content: content}
 }
 
 // buildModel finds the package's records and models them, reporting what
@@ -213,10 +272,29 @@ func packageErrors(p *packages.Package) string {
 	return p.Errors[0].Error()
 }
 
-// parsePos turns a go/packages error position ("file:line:col") into a
-// token.Position.
+// parsePos turns a go/packages error position ("file:line:col", or
+// "file:line") into a token.Position.
 func parsePos(s string) token.Position {
-	var pos token.Position
-	pos.Filename = s
-	return pos
+	pos := token.Position{Filename: s}
+	rest, last, ok := cutLastNumber(s)
+	if !ok {
+		return pos
+	}
+	if file, line, ok := cutLastNumber(rest); ok {
+		return token.Position{Filename: file, Line: line, Column: last}
+	}
+	return token.Position{Filename: rest, Line: last}
+}
+
+// cutLastNumber splits "prefix:N" into prefix and N.
+func cutLastNumber(s string) (string, int, bool) {
+	i := strings.LastIndexByte(s, ':')
+	if i < 0 {
+		return s, 0, false
+	}
+	n, err := strconv.Atoi(s[i+1:])
+	if err != nil || n <= 0 {
+		return s, 0, false
+	}
+	return s[:i], n, true
 }

@@ -35,10 +35,19 @@ func (t *CountAcc) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONCountAcc(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// CountAcc's encodings.
 func (t *CountAcc) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONCountAcc(jsonSizeCountAcc.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeCountAcc.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeCountAcc codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *CountAcc) UnmarshalJSON(data []byte) error {
@@ -89,10 +98,19 @@ func (t *SumAcc) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONSumAcc(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// SumAcc's encodings.
 func (t *SumAcc) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONSumAcc(jsonSizeSumAcc.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeSumAcc.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeSumAcc codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *SumAcc) UnmarshalJSON(data []byte) error {
@@ -143,10 +161,19 @@ func (t *ExtremeAcc) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONExtremeAcc(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// ExtremeAcc's encodings.
 func (t *ExtremeAcc) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONExtremeAcc(jsonSizeExtremeAcc.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeExtremeAcc.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeExtremeAcc codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *ExtremeAcc) UnmarshalJSON(data []byte) error {
@@ -197,10 +224,19 @@ func (t *Window) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONWindow(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Window's encodings.
 func (t *Window) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONWindow(jsonSizeWindow.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeWindow.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeWindow codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *Window) UnmarshalJSON(data []byte) error {

@@ -35,10 +35,19 @@ func (t *Event) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONEvent(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Event's encodings.
 func (t *Event) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONEvent(jsonSizeEvent.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeEvent.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeEvent codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would, except that
 // its required member, "key" (the record's key), must be present and not
@@ -92,10 +101,19 @@ func (t *Count) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONCount(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Count's encodings.
 func (t *Count) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONCount(jsonSizeCount.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeCount.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeCount codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *Count) UnmarshalJSON(data []byte) error {
@@ -146,10 +164,19 @@ func (t *KeyCount) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONKeyCount(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// KeyCount's encodings.
 func (t *KeyCount) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONKeyCount(jsonSizeKeyCount.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeKeyCount.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeKeyCount codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *KeyCount) UnmarshalJSON(data []byte) error {

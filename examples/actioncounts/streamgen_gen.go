@@ -38,10 +38,19 @@ func (t *Event) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONEvent(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Event's encodings.
 func (t *Event) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONEvent(jsonSizeEvent.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeEvent.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeEvent codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would, except that
 // its required member, "action" (the record's key), must be present and
@@ -96,10 +105,19 @@ func (t *ActionCount) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONActionCount(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// ActionCount's encodings.
 func (t *ActionCount) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONActionCount(jsonSizeActionCount.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeActionCount.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeActionCount codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *ActionCount) UnmarshalJSON(data []byte) error {

@@ -39,10 +39,19 @@ func (t *Activity) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONActivity(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Activity's encodings.
 func (t *Activity) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONActivity(jsonSizeActivity.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeActivity.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeActivity codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *Activity) UnmarshalJSON(data []byte) error {

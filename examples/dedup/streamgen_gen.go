@@ -35,10 +35,19 @@ func (t *UserCount) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONUserCount(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// UserCount's encodings.
 func (t *UserCount) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONUserCount(jsonSizeUserCount.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeUserCount.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeUserCount codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *UserCount) UnmarshalJSON(data []byte) error {
@@ -89,10 +98,19 @@ func (t *Reading) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONReading(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Reading's encodings.
 func (t *Reading) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONReading(jsonSizeReading.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeReading.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeReading codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *Reading) UnmarshalJSON(data []byte) error {

@@ -35,10 +35,19 @@ func (t *DeviceAverage) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONDeviceAverage(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// DeviceAverage's encodings.
 func (t *DeviceAverage) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONDeviceAverage(jsonSizeDeviceAverage.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeDeviceAverage.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeDeviceAverage codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *DeviceAverage) UnmarshalJSON(data []byte) error {

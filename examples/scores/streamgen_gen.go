@@ -35,10 +35,19 @@ func (t *Visit) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONVisit(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Visit's encodings.
 func (t *Visit) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONVisit(jsonSizeVisit.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeVisit.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeVisit codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would, except that
 // its required member, "user", must be present and not null, and data must
@@ -92,10 +101,19 @@ func (t *UserScore) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONUserScore(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// UserScore's encodings.
 func (t *UserScore) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONUserScore(jsonSizeUserScore.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeUserScore.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeUserScore codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *UserScore) UnmarshalJSON(data []byte) error {
@@ -146,10 +164,19 @@ func (t *scoreReply) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONscoreReply(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// scoreReply's encodings.
 func (t *scoreReply) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONscoreReply(jsonSizescoreReply.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizescoreReply.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizescoreReply codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would, except that
 // its required member, "score", must be present and not null, and data

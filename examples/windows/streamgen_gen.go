@@ -38,10 +38,19 @@ func (t *WindowCount) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONWindowCount(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// WindowCount's encodings.
 func (t *WindowCount) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONWindowCount(jsonSizeWindowCount.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeWindowCount.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeWindowCount codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *WindowCount) UnmarshalJSON(data []byte) error {

@@ -35,10 +35,19 @@ func (t *Event) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONEvent(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Event's encodings.
 func (t *Event) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONEvent(jsonSizeEvent.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeEvent.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeEvent codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would, except that
 // its required members, "Creation_Time" (the record's event time) and

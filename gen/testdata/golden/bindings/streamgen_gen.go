@@ -39,10 +39,19 @@ func (t *Visit) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONVisit(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Visit's encodings.
 func (t *Visit) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONVisit(jsonSizeVisit.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeVisit.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeVisit codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would, except that
 // its required members, "Page" (the record's key) and "At" (the record's
@@ -97,10 +106,19 @@ func (t *Hits) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONHits(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Hits's encodings.
 func (t *Hits) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONHits(jsonSizeHits.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeHits.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeHits codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *Hits) UnmarshalJSON(data []byte) error {
@@ -151,10 +169,19 @@ func (t *PageHits) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONPageHits(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// PageHits's encodings.
 func (t *PageHits) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONPageHits(jsonSizePageHits.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizePageHits.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizePageHits codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *PageHits) UnmarshalJSON(data []byte) error {

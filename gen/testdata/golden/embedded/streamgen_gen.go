@@ -35,10 +35,19 @@ func (t *Doc) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONDoc(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Doc's encodings.
 func (t *Doc) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONDoc(jsonSizeDoc.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeDoc.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeDoc codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *Doc) UnmarshalJSON(data []byte) error {
@@ -89,10 +98,19 @@ func (t *Batch) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONBatch(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Batch's encodings.
 func (t *Batch) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONBatch(jsonSizeBatch.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeBatch.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeBatch codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *Batch) UnmarshalJSON(data []byte) error {

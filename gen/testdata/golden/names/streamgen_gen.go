@@ -35,10 +35,19 @@ func (t *Wide) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONWide(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Wide's encodings.
 func (t *Wide) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONWide(jsonSizeWide.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeWide.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeWide codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *Wide) UnmarshalJSON(data []byte) error {

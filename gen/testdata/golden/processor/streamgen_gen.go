@@ -39,10 +39,19 @@ func (t *Click) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONClick(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Click's encodings.
 func (t *Click) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONClick(jsonSizeClick.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeClick.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeClick codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would, except that
 // its required members, "Page" (the record's key) and "At" (the record's
@@ -97,10 +106,19 @@ func (t *Count) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONCount(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Count's encodings.
 func (t *Count) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONCount(jsonSizeCount.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeCount.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeCount codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *Count) UnmarshalJSON(data []byte) error {
