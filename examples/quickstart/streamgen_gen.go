@@ -39,10 +39,19 @@ func (t *Click) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONClick(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Click's encodings.
 func (t *Click) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONClick(jsonSizeClick.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeClick.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeClick codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would, except that
 // its required members, "user" (the record's key) and "time" (the record's
@@ -97,10 +106,19 @@ func (t *Session) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONSession(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Session's encodings.
 func (t *Session) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONSession(jsonSizeSession.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeSession.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeSession codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *Session) UnmarshalJSON(data []byte) error {
@@ -151,10 +169,19 @@ func (t *SessionOut) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONSessionOut(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// SessionOut's encodings.
 func (t *SessionOut) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONSessionOut(jsonSizeSessionOut.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeSessionOut.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeSessionOut codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *SessionOut) UnmarshalJSON(data []byte) error {

@@ -232,10 +232,19 @@ func (t *Ping) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONPing(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Ping's encodings.
 func (t *Ping) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONPing(jsonSizePing.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizePing.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizePing codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would, except that
 // its required members, "Host" (the record's key) and "Millis" (the
@@ -290,10 +299,19 @@ func (t *HostPings) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONHostPings(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// HostPings's encodings.
 func (t *HostPings) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONHostPings(jsonSizeHostPings.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeHostPings.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeHostPings codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *HostPings) UnmarshalJSON(data []byte) error {
