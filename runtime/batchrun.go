@@ -108,7 +108,7 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 			continue
 		}
 		if err := in.Read(ctx, b, planned.start[i], planned.end[i]); err != nil {
-			return fmt.Errorf("streamgen: batch %d: source %s: %w", b.ID, in.Source.Name(), err)
+			return fmt.Errorf("streamgen: batch %d: source %s: %w", b.ID, in.Source.Name(), unprefixed(err))
 		}
 		b.inputRead(i)
 	}

@@ -36,7 +36,7 @@ func (d deadLetterDir) WriteDeadLetters(ctx context.Context, batchID int64, lett
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("streamgen: dead letters of batch %d: %w", batchID, err)
+		return fmt.Errorf("streamgen: write dead letters: %w", err)
 	}
 	return nil
 }

@@ -32,7 +32,7 @@ func (q *Query) loop(ctx context.Context) error {
 		upTo := make([]json.RawMessage, len(inputs))
 		for i, in := range inputs {
 			if upTo[i], err = in.Source.Available(ctx); err != nil {
-				return nil, fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
+				return nil, fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), unprefixed(err))
 			}
 		}
 		return upTo, nil
@@ -67,7 +67,7 @@ func (q *Query) loop(ctx context.Context) error {
 			committed := progress.Offsets[in.Source.Name()]
 			planned.start[i] = committed
 			if planned.end[i], err = in.Source.Next(ctx, committed, upTo[i], limit); err != nil {
-				return fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
+				return fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), unprefixed(err))
 			}
 		}
 		hasData := planned.hasData()

@@ -195,10 +195,10 @@ func ReadAll(ctx context.Context, inputs []Input) ([]DeadLetter, error) {
 	for _, in := range inputs {
 		end, err := in.Source.Available(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
+			return nil, fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), unprefixed(err))
 		}
 		if err := in.Read(ctx, b, nil, end); err != nil {
-			return nil, fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
+			return nil, fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), unprefixed(err))
 		}
 	}
 	return b.deadLetters, nil

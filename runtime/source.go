@@ -48,7 +48,7 @@ func checkSources(plan *Plan) error {
 	for _, in := range plan.Inputs {
 		if c, ok := in.Source.(StartChecker); ok {
 			if err := c.CheckStart(); err != nil {
-				return fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), err)
+				return fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), unprefixed(err))
 			}
 		}
 	}

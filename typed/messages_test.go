@@ -2,6 +2,7 @@ package typed_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -204,6 +205,44 @@ func TestErrorsSayStreamgenOnce(t *testing.T) {
 	mapped := typed.Map(in, func(c *fixtures.Click) fixtures.Click { panic("boom") })
 	err = runToEnd(t, typed.WriteTo(mapped, newSink[fixtures.Click]()))
 	onePrefix(t, "panic in Map", err)
+
+	// A source that fails with one of this module's errors (as the Kafka
+	// source's say "streamgen: kafka source ..."), at planning and at
+	// reading.
+	good := t.TempDir()
+	if err := os.WriteFile(filepath.Join(good, "a.jsonl"), []byte(`{"user":"a"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []string{"next", "read"} {
+		src := failingSource{Source: runtime.FilesSource(good, runtime.FilesOptions{}), at: at}
+		err = runToEnd(t, typed.WriteTo(typed.From[fixtures.Click](src), newSink[fixtures.Click]()))
+		if !errors.Is(err, errSourceDown) {
+			t.Errorf("source error at %s: errors.Is lost it: %v", at, err)
+		}
+		onePrefix(t, "source error at "+at, err)
+	}
+}
+
+var errSourceDown = errors.New("streamgen: the source is down")
+
+// failingSource is a source whose Next or Read fails.
+type failingSource struct {
+	runtime.Source
+	at string
+}
+
+func (s failingSource) Next(ctx context.Context, committed, upTo json.RawMessage, limit runtime.ReadLimit) (json.RawMessage, error) {
+	if s.at == "next" {
+		return nil, errSourceDown
+	}
+	return s.Source.Next(ctx, committed, upTo, limit)
+}
+
+func (s failingSource) Read(ctx context.Context, start, end json.RawMessage, fn func(runtime.Record) error) error {
+	if s.at == "read" {
+		return errSourceDown
+	}
+	return s.Source.Read(ctx, start, end, fn)
 }
 
 // TestBindingLateRows: the late rows of a binding's watermark go to the
