@@ -93,7 +93,7 @@ func newKafkaBench(tb testing.TB, in []countrec.Event) *kafkaBench {
 			func(_ *kgo.Record, err error) {
 				if err != nil {
 					mu.Lock()
-					firstErr = cmp(firstErr, err)
+					firstErr = orErr(firstErr, err)
 					mu.Unlock()
 				}
 			})
@@ -107,8 +107,8 @@ func newKafkaBench(tb testing.TB, in []countrec.Event) *kafkaBench {
 	return k
 }
 
-// cmp returns a when it is set, else b.
-func cmp(a, b error) error {
+// orErr returns a when it is set, else b.
+func orErr(a, b error) error {
 	if a != nil {
 		return a
 	}
@@ -176,7 +176,7 @@ func runFloorKafka(ctx context.Context, conn kafka.Connection, events int, out s
 	done := func(_ *kgo.Record, err error) {
 		if err != nil {
 			mu.Lock()
-			produced = cmp(produced, err)
+			produced = orErr(produced, err)
 			mu.Unlock()
 		}
 	}
