@@ -38,7 +38,22 @@ var decompressor = kgo.DefaultDecompressor()
 // Offsets found gone are passed to lost: deleted records (the fetch is
 // out of range below the log's start) or a log that ends before to. When
 // lost returns nil the read goes on from the log's start, or ends.
+//
+// While fn runs on one response's records, the next response is already
+// being fetched and decoded (one fetch ahead, on a goroutine fetchRange
+// owns and waits for before it returns), so that the broker's work and
+// the decoding overlap the caller's.
 func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp topicPartition, from, to int64, lost func(lostRange) error, fn func(*kgo.Record) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	// ahead, when not nil, delivers the fetch of the offset after the
+	// last response's records, started before fn ran on them.
+	var ahead chan fetched
+	defer func() {
+		cancel()
+		if ahead != nil {
+			<-ahead
+		}
+	}()
 	next := from
 	stalled := 0
 	backoff := listBackoff
@@ -64,20 +79,25 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 			}
 			continue
 		}
-		part, err := s.fetchOnce(ctx, client, tp, meta, next)
-		if err != nil {
+		var f fetched
+		fetchedAhead := ahead != nil
+		if fetchedAhead {
+			f, ahead = <-ahead, nil
+		}
+		if !fetchedAhead || f.offset != next || f.meta != meta || f.err != nil {
+			// Nothing fetched ahead, or not from this offset and
+			// leader, or it failed: fetch now (a failure ahead may be
+			// one that has passed).
+			f = s.fetchDecoded(ctx, client, tp, meta, next)
+		}
+		if f.err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("streamgen: kafka source %q: fetch %s: %w", s.name, tp, ctx.Err())
 			}
 			refresh, stalled = true, stalled+1 // perhaps a broker that went away
 			continue
 		}
-		fp, after := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
-			Offset:         next,
-			IsolationLevel: kgo.ReadCommitted(),
-			Topic:          tp.topic,
-			Partition:      tp.partition,
-		}, part, decompressor, nil)
+		fp, after := f.fp, f.after
 		switch {
 		case fp.Err == nil:
 		case errors.Is(fp.Err, kerr.OffsetOutOfRange):
@@ -98,6 +118,10 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 			return fmt.Errorf("streamgen: kafka source %q: fetch %s at offset %d: %w", s.name, tp, next, fp.Err)
 		}
 		refresh = false
+		if after > next && after < to {
+			ahead = make(chan fetched, 1)
+			go func() { ahead <- s.fetchDecoded(ctx, client, tp, meta, after) }()
+		}
 		for _, r := range fp.Records {
 			if r.Offset >= to {
 				break
@@ -118,6 +142,33 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 		stalled++
 	}
 	return nil
+}
+
+// fetched is one fetch of a partition from offset, from the leader meta
+// names, decoded: its records and the offset after them, or the error of
+// the request.
+type fetched struct {
+	offset int64
+	meta   partitionMeta
+	fp     kgo.FetchPartition
+	after  int64
+	err    error
+}
+
+// fetchDecoded fetches tp at offset and decodes the response as a
+// read_committed consumer does.
+func (s *TopicSource) fetchDecoded(ctx context.Context, client *kgo.Client, tp topicPartition, meta partitionMeta, offset int64) fetched {
+	part, err := s.fetchOnce(ctx, client, tp, meta, offset)
+	if err != nil {
+		return fetched{offset: offset, meta: meta, err: err}
+	}
+	fp, after := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
+		Offset:         offset,
+		IsolationLevel: kgo.ReadCommitted(),
+		Topic:          tp.topic,
+		Partition:      tp.partition,
+	}, part, decompressor, nil)
+	return fetched{offset: offset, meta: meta, fp: fp, after: after}
 }
 
 // fetchOnce sends one fetch request for tp at offset to its leader and
