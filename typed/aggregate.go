@@ -63,15 +63,12 @@ type windowedRow[T any] struct {
 }
 
 // windowKey is the grouping key of a windowed aggregation: Windowed[K]
-// with the window's bounds in nanoseconds, which hash and compare faster
-// than two time.Time values. It encodes as Windowed[K] does.
+// with the window's start in nanoseconds (its end is the start plus the
+// windows' size), which hashes and compares faster than two time.Time
+// values. It encodes as Windowed[K] does (windowedCodec).
 type windowKey[K comparable] struct {
-	start, end int64
-	key        K
-}
-
-func (k windowKey[K]) window() Window {
-	return Window{Start: time.Unix(0, k.start).UTC(), End: time.Unix(0, k.end).UTC()}
+	start int64
+	key   K
 }
 
 // AggregateWindows folds each window's rows of each key with agg, and
@@ -97,17 +94,21 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 			})
 		})
 	}
+	size := int64(ws.windows.size)
+	window := func(start int64) Window {
+		return Window{Start: time.Unix(0, start).UTC(), End: time.Unix(0, start+size).UTC()}
+	}
 	keyed := KeyedStream[windowKey[K], windowedRow[T]]{
 		s:     assigned,
-		key:   func(r *windowedRow[T]) windowKey[K] { return windowKey[K]{r.start, r.end, ws.key(r.row)} },
-		codec: windowedCodec(ws.codec),
+		key:   func(r *windowedRow[T]) windowKey[K] { return windowKey[K]{r.start, ws.key(r.row)} },
+		codec: windowedCodec(ws.codec, size),
 	}
 	return aggregate[windowKey[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,
 		func(r *windowedRow[T]) *T { return r.row },
 		func(r *windowedRow[T]) int64 { return r.end },
 		ws.windows.lateFor,
-		func(g windowKey[K]) (Window, bool) { return g.window(), true },
-		func(g windowKey[K], out Out) Row { return row(g.window(), g.key, out) },
+		func(g windowKey[K]) (Window, bool) { return window(g.start), true },
+		func(g windowKey[K], out Out) Row { return row(window(g.start), g.key, out) },
 		"windowedAggregate")
 }
 

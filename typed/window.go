@@ -126,13 +126,13 @@ type Windowed[K comparable] struct {
 
 // windowedCodec encodes a Windowed key: the window's start and end, 8
 // ordered bytes each, then the key's encoding. Keys sort by window start.
-func windowedCodec[K comparable](kc keyCodec[K]) keyCodec[windowKey[K]] {
+func windowedCodec[K comparable](kc keyCodec[K], size int64) keyCodec[windowKey[K]] {
 	return keyCodec[windowKey[K]]{
 		typeName: "window+" + kc.typeName,
 		schema:   kc.schema,
 		encode: func(b []byte, w *windowKey[K]) ([]byte, error) {
 			b = binary.BigEndian.AppendUint64(b, uint64(w.start)^1<<63)
-			b = binary.BigEndian.AppendUint64(b, uint64(w.end)^1<<63)
+			b = binary.BigEndian.AppendUint64(b, uint64(w.start+size)^1<<63)
 			return kc.encode(b, &w.key)
 		},
 		decode: func(b []byte, w *windowKey[K]) error {
@@ -140,7 +140,9 @@ func windowedCodec[K comparable](kc keyCodec[K]) keyCodec[windowKey[K]] {
 				return fmt.Errorf("streamgen: windowed key of %d bytes", len(b))
 			}
 			w.start = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
-			w.end = int64(binary.BigEndian.Uint64(b[8:]) ^ 1<<63)
+			if end := int64(binary.BigEndian.Uint64(b[8:]) ^ 1<<63); end-w.start != size {
+				return fmt.Errorf("streamgen: a stored window is %v long, the query's windows %v: the window size changed", time.Duration(end-w.start), time.Duration(size))
+			}
 			return kc.decode(b[16:], &w.key)
 		},
 	}
