@@ -30,11 +30,23 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 			States:        []runtime.StateInfo{{Name: "sessions", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingSessions}},
 			DropsLateRows: ws.s.p.watermarked,
 		}
+		info := opInfo // this query's: late reads its compiler
 		if ws.s.p.watermarked {
 			op.info.TimeMode = runtime.EventTimeMode
+			// As Spark's session windows: a row is late when the session
+			// it alone would make, [t, t+gap), ends at or before the
+			// watermark; one within the gap of it may still extend a
+			// session that is open. Complete mode drops nothing.
+			gap := ws.windows.gap
+			info.late = func(et, wm time.Time) int64 {
+				if c.outputMode == Complete || et.Add(gap).After(wm) {
+					return 0
+				}
+				return 1
+			}
 		}
 		ks.s.attach(c, op.add)
-		op.index = c.addOperator(op, opInfo)
+		op.index = c.addOperator(op, info)
 	}}
 }
 

@@ -241,3 +241,35 @@ func TestLateRowsOfSlidingWindows(t *testing.T) {
 		t.Fatalf("LateRows got %v, want [12]", late)
 	}
 }
+
+type sessionCount struct {
+	start, end int64
+	count      int64
+}
+
+// Spark's StreamingSessionWindowSuite, "append mode - session window", on
+// one key, with a gap of 10 s and the watermark 10 s behind: a row is
+// late when the session it alone would make ends at or before the
+// watermark, not when the row itself is at or before it: a row within
+// the gap of the watermark still opens (or extends) a session.
+func TestSparkSessionWindowLateRows(t *testing.T) {
+	sessions := func(s typed.Stream[fixtures.Click]) typed.Stream[sessionCount] {
+		ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Session(10*time.Second), func(c *fixtures.Click) string { return c.User })
+		return typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, _ string, n int64) sessionCount {
+			return sessionCount{w.Start.Unix(), w.End.Unix(), n}
+		})
+	}
+	text := func(s sessionCount) string { return fmt.Sprintf("%d-%d:%d", s.start, s.end, s.count) }
+	runSparkSteps(t, typed.Append, sessions, text, []sparkStep{
+		{add: []int{40, 41}, stateRows: 1}, // [40, 51); the watermark moves to 31
+		// 25 is before the watermark, but its session, [25, 35), ends
+		// after it: kept, a session of its own.
+		{add: []int{25}, stateRows: 1},
+		// 15's session, [15, 25), ends before the watermark: late.
+		{add: []int{15}, stateRows: 1, droppedRows: 1},
+		// The watermark moves to 50: [25, 35) closes, [40, 51) stays open.
+		{add: []int{60}, want: []string{"25-35:1"}, stateRows: 1},
+		// The watermark moves to 65: [40, 51) closes.
+		{add: []int{75}, want: []string{"40-51:2"}, stateRows: 1},
+	})
+}
