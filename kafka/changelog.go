@@ -293,6 +293,8 @@ func (c *changelog) produce(client *kgo.Client, records []*kgo.Record, ends map[
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.ProduceTimeout)
+	defer cancel()
 	first := records
 	var last []*kgo.Record
 	if lastApart && len(records) > 0 {
