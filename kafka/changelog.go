@@ -177,7 +177,6 @@ func (c *changelog) clientFor() (*kgo.Client, error) {
 			kgo.ProducerLinger(0),
 			kgo.RecordPartitioner(kgo.ManualPartitioner()),
 			kgo.RecordDeliveryTimeout(c.opts.ProduceTimeout),
-			kgo.ProducerBatchMaxBytes(1<<20),
 		)
 		if err != nil {
 			return nil, fmt.Errorf("streamgen: %s: client: %w", c.what(), err)

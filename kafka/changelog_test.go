@@ -594,3 +594,35 @@ func TestChangelogWritesBackAFailedBatch(t *testing.T) {
 	r2, _ := restore("the second restore")
 	sameState(t, "restored after a later batch", snapshotOf(t, r2), want)
 }
+
+// TestChangelogCopiesAnExistingCheckpoint runs a phase without the
+// changelog, then adds it: its first start copies the checkpoint to the
+// empty topic, so that a checkpoint lost afterwards comes back whole.
+func TestChangelogCopiesAnExistingCheckpoint(t *testing.T) {
+	conn, _ := newCluster(t)
+	ref := newPagesRun()
+	got := newPagesRun()
+	in := pagesClicks(150, 3)
+	for _, r := range []*pagesRun{ref, got} {
+		if err := r.phase(t, time.Second, in[:50]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got.more = []runtime.Option{kafka.Changelog(kafka.ChangelogOptions{Connection: conn, Topic: "added"})}
+	for _, chunk := range [][2]int{{50, 100}, {100, 150}} {
+		for _, r := range []*pagesRun{ref, got} {
+			if err := r.phase(t, time.Second, in[chunk[0]:chunk[1]]...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got.loseDisk()
+	}
+	if err := got.phase(t, 0); err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "restored", got.state(t), ref.state(t))
+	samePages(t, "output", got.latest(), expectedPages(in))
+	if got.ids[0] != got.ids[len(got.ids)-1] {
+		t.Fatalf("the query's id changed: %v", got.ids)
+	}
+}
