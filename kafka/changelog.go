@@ -101,6 +101,10 @@ type changelog struct {
 	ends map[int32]int64
 	// metaSent is set once a batch carried the checkpoint's metadata.
 	metaSent bool
+	// startDeletions are the keys Start deleted (TakeStartDeletions),
+	// until a batch carried them; startTaken is set once they are taken.
+	startDeletions [][]byte
+	startTaken     bool
 	// failed is set when a batch's produce failed: every later commit
 	// fails with it.
 	failed error
@@ -217,12 +221,15 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 			return err
 		}
 	}
+	if !c.startTaken {
+		c.startDeletions, c.startTaken = c.store.TakeStartDeletions(), true
+	}
 	if err := b.WriteProgress(p); err != nil {
 		return err
 	}
 	c.buf, c.changes = c.buf[:0], c.changes[:0]
 	progress := -1
-	err = b.Changes(func(key, value []byte, deleted bool) error {
+	add := func(key, value []byte, deleted bool) error {
 		part := runtime.KeyPartition(key)
 		if part >= uint32(c.opts.Partitions) {
 			return fmt.Errorf("streamgen: %s: state of input partition %d, and the topic has %d partitions", c.what(), part, c.opts.Partitions)
@@ -237,8 +244,15 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 		}
 		c.changes = append(c.changes, ch)
 		return nil
-	})
-	if err != nil {
+	}
+	// The entries of state variables Start deleted (a pipeline change)
+	// go first, with the first batch of the run.
+	for _, key := range c.startDeletions {
+		if err := add(key, nil, true); err != nil {
+			return err
+		}
+	}
+	if err := b.Changes(add); err != nil {
 		return err
 	}
 	// The progress goes last, once every other record is in: a batch's
@@ -270,7 +284,7 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 		c.failed = fmt.Errorf("streamgen: %s: batch %d: %w; the batch is not committed: start the query again (its start writes back the checkpoint's values over the batch's records)", c.what(), p.BatchID, err)
 		return c.failed
 	}
-	c.metaSent = true
+	c.metaSent, c.startDeletions = true, nil
 	rec, err := json.Marshal(changelogRecord{Topic: c.opts.Topic, Ends: ends})
 	if err != nil {
 		return fmt.Errorf("streamgen: %s: encode its offsets: %w", c.what(), err)

@@ -38,15 +38,24 @@ const countTTL = time.Minute
 // pages visited since the last "clear" click (a list), and a processing
 // time timer 30 seconds after the user's first click since the last one
 // fired: state entries, an expiry index and timers.
+//
+// The second version (v2) deletes the list "pages" and keeps the pages in
+// a new list "visits", which takes the id "pages" had in the checkpoint.
 type pagesCounter struct {
 	count *typed.ValueState[int64]
 	pages *typed.ListState[string]
 	h     *typed.Handle
+	v2    bool
 }
 
 func (p *pagesCounter) Init(h *typed.Handle) error {
 	p.h = h
 	p.count = typed.NewValueState[int64](h, "count", typed.WithTTL(countTTL))
+	if p.v2 {
+		h.DeleteIfExists("pages")
+		p.pages = typed.NewListState[string](h, "visits")
+		return nil
+	}
 	p.pages = typed.NewListState[string](h, "pages")
 	return nil
 }
@@ -145,9 +154,14 @@ func newPagesRun(more ...runtime.Option) *pagesRun {
 		ck:     newCheckpoint(),
 		more:   more,
 	}
-	byUser := typed.GroupByKey(typed.FromMemory(r.stream), func(c *fixtures.Click) string { return c.User })
-	r.w = typed.WriteTo(typed.TransformWithState(byUser, &pagesCounter{}, typed.TimeModeProcessingTime, typed.Update), r.sink)
+	r.use(&pagesCounter{})
 	return r
+}
+
+// use makes the pipeline run p.
+func (r *pagesRun) use(p *pagesCounter) {
+	byUser := typed.GroupByKey(typed.FromMemory(r.stream), func(c *fixtures.Click) string { return c.User })
+	r.w = typed.WriteTo(typed.TransformWithState(byUser, p, typed.TimeModeProcessingTime, typed.Update), r.sink)
 }
 
 // phase adds rows, moves the clock on by d, and runs the query to the end
@@ -624,5 +638,48 @@ func TestChangelogCopiesAnExistingCheckpoint(t *testing.T) {
 	samePages(t, "output", got.latest(), expectedPages(in))
 	if got.ids[0] != got.ids[len(got.ids)-1] {
 		t.Fatalf("the query's id changed: %v", got.ids)
+	}
+}
+
+// TestChangelogDeletedVariable changes the pipeline to delete a state
+// variable and declare a new one, which takes the deleted one's id: the
+// deleted variable's entries, which the start deletes from the checkpoint,
+// are deleted from the changelog too, so that a restore does not give
+// them to the new variable.
+func TestChangelogDeletedVariable(t *testing.T) {
+	conn, _ := newCluster(t)
+	ref := newPagesRun()
+	got := newPagesRun(kafka.Changelog(kafka.ChangelogOptions{Connection: conn, Topic: "changed"}))
+	in := pagesClicks(120, 4)
+	for _, r := range []*pagesRun{ref, got} {
+		if err := r.phase(t, time.Second, in[:60]...); err != nil {
+			t.Fatal(err)
+		}
+		r.use(&pagesCounter{v2: true})
+		r.more = append(r.more, runtime.AllowPipelineChanges())
+		if err := r.phase(t, time.Second, in[60:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got.loseDisk()
+	if err := got.phase(t, 0); err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "restored after the change", got.state(t), ref.state(t))
+	// The new list holds only the pages since the change.
+	want := expectedPages(in[60:])
+	for u, w := range want {
+		w.Count = expectedPages(in)[u].Count
+		want[u] = w
+	}
+	samePages(t, "output after the change", got.latest(), ref.latest())
+	last := map[string]pagesOut{}
+	for _, row := range ref.sink.Rows() {
+		last[row.User] = row
+	}
+	for u, w := range want {
+		if fmt.Sprint(last[u].Pages) != fmt.Sprint(w.Pages) {
+			t.Fatalf("user %s: pages %v after the change, want %v", u, last[u].Pages, w.Pages)
+		}
 	}
 }

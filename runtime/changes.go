@@ -238,6 +238,18 @@ func (b *StateBatch) expandRange(lower, upper []byte, own [][]byte, fn func(key,
 	return nil
 }
 
+// TakeStartDeletions returns, once, the keys Start deleted from the
+// checkpoint before the first batch (the entries of state variables the
+// pipeline deletes; see AllowPipelineChanges), so that a committer
+// mirroring the store deletes them from its copy with its first batch;
+// later calls return nil. Start keeps them only for a committer that is a
+// Restorer. Call it from the committer's Commit.
+func (s *Store) TakeStartDeletions() [][]byte {
+	d := s.deleted
+	s.deleted = nil
+	return d
+}
+
 // Snapshot calls fn for each committed mirrored record of the store, in
 // key order: what a copy of the store starts from. The slices are valid
 // during the call only; fn's first error stops the walk and is returned.

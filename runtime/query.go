@@ -70,6 +70,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	if cfg.committer != nil {
 		committer = cfg.committer(store)
 		if r, ok := committer.(Restorer); ok {
+			store.keepDeleted = true
 			if err := r.Restore(ctx); err != nil {
 				closeCommitter(committer)
 				store.Close()
