@@ -683,3 +683,67 @@ func TestChangelogDeletedVariable(t *testing.T) {
 		}
 	}
 }
+
+// TestChangelogCatchesUpABehindCheckpoint restores a second store from
+// the topic, then commits more batches through the first: a restore of
+// the second, whose checkpoint is intact but behind the topic, reads only
+// the records after the offsets it recorded, and ends equal to the first.
+func TestChangelogCatchesUpABehindCheckpoint(t *testing.T) {
+	conn, _ := newCluster(t)
+	opts := kafka.ChangelogOptions{Connection: conn, Topic: "behind"}
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := kafka.NewChangelog(opts, s)
+	defer c.Close()
+	if err := c.Restore(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	v := runtime.Var{Variable: 0}
+	batch := func(id int64, keys int) {
+		t.Helper()
+		b := s.NewBatch()
+		for k := range keys {
+			if err := b.Put(v, fmt.Appendf(nil, "k%d", k), nil, fmt.Appendf(nil, "%d", id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch(0, 50)
+	batch(1, 50)
+	fs := vfs.NewMem()
+	restoreOn := func() (int64, map[string]string) {
+		t.Helper()
+		r, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		rc := kafka.NewChangelog(opts, r)
+		defer rc.Close()
+		if err := rc.Restore(testContext(t)); err != nil {
+			t.Fatal(err)
+		}
+		return kafka.RestoredRecords(rc), snapshotOf(t, r)
+	}
+	n, got := restoreOn()
+	sameState(t, "the first restore", got, snapshotOf(t, s))
+	if n != 2*(50+1) {
+		t.Fatalf("the first restore applied %d records, want 102 (two batches of 50 entries and a progress)", n)
+	}
+	batch(2, 5)
+	n, got = restoreOn()
+	sameState(t, "the restore of the checkpoint behind", got, snapshotOf(t, s))
+	if n != 5+1 {
+		t.Fatalf("the restore of a checkpoint one batch of 5 entries behind applied %d records, want 6 (the batch and its progress)", n)
+	}
+	n, _ = restoreOn()
+	if n != 0 {
+		t.Fatalf("a restore of a checkpoint up to date applied %d records, want 0", n)
+	}
+}
