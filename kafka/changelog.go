@@ -700,6 +700,9 @@ func (c *changelog) saveEnds(ends map[int32]int64) error {
 	return r.Finish()
 }
 
+// seedChunk is how many records seed produces at a time.
+const seedChunk = 10_000
+
 // seed copies the store to the empty topic: every mirrored record, the
 // progress last.
 func (c *changelog) seed(ctx context.Context, client *kgo.Client) error {
@@ -711,7 +714,14 @@ func (c *changelog) seed(ctx context.Context, client *kgo.Client) error {
 	binary.BigEndian.PutUint64(batchID[:], uint64(p.BatchID))
 	var records []*kgo.Record
 	var progress *kgo.Record
+	ends := map[int32]int64{}
 	err = c.store.Snapshot(func(key, value []byte) error {
+		if len(records) == seedChunk {
+			if err := c.produce(client, records, ends, false); err != nil {
+				return fmt.Errorf("streamgen: %s: copy the checkpoint to the topic: %w", c.what(), err)
+			}
+			records = records[:0]
+		}
 		r := &kgo.Record{Topic: c.opts.Topic, Partition: int32(runtime.KeyPartition(key)), Key: append([]byte(nil), key...), Value: append([]byte{}, value...),
 			Headers: []kgo.RecordHeader{{Key: changelogBatchHeader, Value: batchID[:]}}}
 		if r.Partition >= c.opts.Partitions {
@@ -730,7 +740,6 @@ func (c *changelog) seed(ctx context.Context, client *kgo.Client) error {
 	if progress != nil {
 		records = append(records, progress)
 	}
-	ends := map[int32]int64{}
 	if err := c.produce(client, records, ends, progress != nil); err != nil {
 		return fmt.Errorf("streamgen: %s: copy the checkpoint to the topic: %w", c.what(), err)
 	}

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -745,5 +746,27 @@ func TestChangelogCatchesUpABehindCheckpoint(t *testing.T) {
 	n, _ = restoreOn()
 	if n != 0 {
 		t.Fatalf("a restore of a checkpoint up to date applied %d records, want 0", n)
+	}
+}
+
+// TestChangelogOptionsRefused: options that do not validate fail Start
+// with what is wrong, and a topic that is not compacted is refused.
+func TestChangelogOptionsRefused(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "plain", 1)
+	for _, tc := range []struct {
+		opts kafka.ChangelogOptions
+		want string
+	}{
+		{kafka.ChangelogOptions{Connection: conn}, "no Topic"},
+		{kafka.ChangelogOptions{Topic: "x"}, "no Brokers"},
+		{kafka.ChangelogOptions{Connection: conn, Topic: "x", Partitions: -1}, "Partitions -1"},
+		{kafka.ChangelogOptions{Connection: conn, Topic: "plain"}, "cleanup.policy"},
+	} {
+		r := newPagesRun(kafka.Changelog(tc.opts))
+		err := r.phase(t, time.Second, fixtures.Click{User: "ann"})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: Start returned %v, want an error saying %q", tc.opts, err, tc.want)
+		}
 	}
 }
