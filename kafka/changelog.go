@@ -261,12 +261,11 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 		last := c.changes[progress]
 		c.changes = append(append(c.changes[:progress], c.changes[progress+1:]...), last)
 	}
-	var batchID [8]byte
-	binary.BigEndian.PutUint64(batchID[:], uint64(p.BatchID))
+	// The records share their header, which the client only reads.
+	headers := []kgo.RecordHeader{{Key: changelogBatchHeader, Value: binary.BigEndian.AppendUint64(nil, uint64(p.BatchID))}}
 	c.records = c.records[:0]
 	for _, ch := range c.changes {
-		r := kgo.Record{Topic: c.opts.Topic, Partition: ch.partition, Key: c.buf[ch.keyStart:ch.keyEnd:ch.keyEnd],
-			Headers: []kgo.RecordHeader{{Key: changelogBatchHeader, Value: batchID[:]}}}
+		r := kgo.Record{Topic: c.opts.Topic, Partition: ch.partition, Key: c.buf[ch.keyStart:ch.keyEnd:ch.keyEnd], Headers: headers}
 		if !ch.deleted {
 			r.Value = c.buf[ch.keyEnd:ch.valueEnd:ch.valueEnd]
 		}
