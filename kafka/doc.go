@@ -22,16 +22,29 @@
 // It commits nothing to Kafka and joins no consumer group: a query reads
 // every partition it subscribes to, on one machine.
 //
+// # State that survives its disk
+//
+// Changelog is a query option that keeps a copy of the query's
+// checkpoint in a compacted topic, as Kafka Streams changelogs its state
+// stores: every batch's changes (state, timers, expiry index, and the
+// progress with the sources' offsets) are produced, and acknowledged,
+// before the batch commits locally, and a start on a lost or stale
+// checkpoint directory restores it from the topic before the first batch.
+//
+//	q, err := typed.WriteTo(counts, sink).Start(ctx, runtime.Checkpoint(dir),
+//		kafka.Changelog(kafka.ChangelogOptions{Connection: conn, Topic: "counts-changelog"}))
+//
 // # What is not here yet
 //
 // The sink is idempotent per record (franz-go's idempotent producer) but
 // not per batch: a batch run again after a failure is written again, and
 // its records' headers (BatchMark) are what a reader has to tell the
-// copies apart. Exactly-once output needs the transactional committer,
-// which will write a batch's output, its state changes (to changelog
-// topics) and its offsets in one Kafka transaction; and scaling out needs
-// partitions owned per instance, with state per partition restored from
-// its changelog. The source is ready for both: its records carry their
+// copies apart. Exactly-once output needs a transactional committer,
+// which will write a batch's output, its changelog records and its
+// offsets in one Kafka transaction (today a batch whose changelog produce
+// fails leaves records in the topic until the next start writes over
+// them); and scaling out needs partitions owned per instance, with state
+// per partition restored from its changelog partition. The source is ready for both: its records carry their
 // partition ("topic/partition"), its offsets are per partition, and its
 // reads see only committed transactions.
 package kafka

@@ -1,7 +1,25 @@
 package kafka
 
-import "github.com/twmb/franz-go/pkg/kfake"
+import (
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/streamgen/streamgen/runtime"
+)
 
 // FakeCluster gives tests the kfake cluster under an EmbeddedCluster, to
 // inject faults.
 func FakeCluster(e *EmbeddedCluster) *kfake.Cluster { return e.cluster }
+
+// NewChangelog returns the committer Changelog makes for s, for tests
+// that drive a store without a query.
+func NewChangelog(opts ChangelogOptions, s *runtime.Store) interface {
+	runtime.Committer
+	runtime.Restorer
+	Close() error
+} {
+	return newChangelog(opts, s)
+}
+
+// RestoredRecords returns how many records a changelog's last restore
+// applied.
+func RestoredRecords(c runtime.Committer) int64 { return c.(*changelog).restored }

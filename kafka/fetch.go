@@ -177,14 +177,18 @@ func (s *TopicSource) fetchOnce(ctx context.Context, client *kgo.Client, tp topi
 	req := kmsg.NewPtrFetchRequest()
 	req.MaxWaitMillis = int32(fetchWait / time.Millisecond)
 	req.MinBytes = 1
-	req.MaxBytes = partitionFetchBytes
+	size := int32(partitionFetchBytes)
+	if s.fetchBytes > 0 {
+		size = s.fetchBytes
+	}
+	req.MaxBytes = size
 	req.IsolationLevel = 1 // read_committed
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic, rt.TopicID = tp.topic, meta.topicID
 	rp := kmsg.NewFetchRequestTopicPartition()
 	rp.Partition = tp.partition
 	rp.FetchOffset = offset
-	rp.PartitionMaxBytes = partitionFetchBytes
+	rp.PartitionMaxBytes = size
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	kresp, err := client.Broker(int(meta.leader)).RetriableRequest(ctx, req)

@@ -57,6 +57,9 @@ type TopicSource struct {
 	pattern *regexp.Regexp
 	// err, from validating the options, is returned by every method.
 	err error
+	// fetchBytes is what one fetch reads of a partition; 0 means
+	// partitionFetchBytes.
+	fetchBytes int32
 
 	mu     sync.Mutex
 	client *kgo.Client

@@ -19,7 +19,11 @@
 //   - write the outputs and the dead letters, idempotently by batch id;
 //   - commit (Committer): state, timers, offsets, watermark and batch id in
 //     one Pebble batch; then the commit file records the batch id once the
-//     batch is durable.
+//     batch is durable. A committer given with WithCommitter wraps the
+//     store's: one that copies the store elsewhere (package kafka's
+//     changelog) reads a batch's records with StateBatch.Changes before
+//     it commits, and, as a Restorer, brings a lost or stale checkpoint
+//     back from its copy at Start (Store.BeginRestore).
 //
 // The Store keeps state entries by (partition, operator, variable, key,
 // suffix), so a key's entries, an operator's, or a whole input partition's

@@ -173,7 +173,10 @@ func StateCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.
 func CloseTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.closeTimeout = d }) }
 
 // WithCommitter commits each batch through the committer make returns for
-// the query's store, instead of the store itself.
+// the query's store, instead of the store itself. Start calls make once,
+// after it opens the store; a committer that is a Restorer restores the
+// store then, before Start reads it, and one that is a Closer is closed
+// when the query ends, before its store.
 func WithCommitter(make func(*Store) Committer) Option {
 	return optionFunc(func(c *config) { c.committer = make })
 }

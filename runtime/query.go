@@ -66,6 +66,18 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	if err != nil {
 		return nil, err
 	}
+	var committer Committer = store
+	if cfg.committer != nil {
+		committer = cfg.committer(store)
+		if r, ok := committer.(Restorer); ok {
+			store.keepDeleted = true
+			if err := r.Restore(ctx); err != nil {
+				closeCommitter(committer)
+				store.Close()
+				return nil, fmt.Errorf("streamgen: restore the checkpoint: %w", err)
+			}
+		}
+	}
 	meta := planMeta(plan)
 	meta.ID = newID()
 	meta, err = store.checkMeta(meta, cfg.allowChanges, func(w string) { slog.Warn("streamgen: " + w) })
@@ -73,6 +85,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		err = failed // the metadata's read or write met a storage fault
 	}
 	if err != nil {
+		closeCommitter(committer)
 		store.Close()
 		return nil, err
 	}
@@ -87,10 +100,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: store, cancel: cancel, done: make(chan struct{})}
-	if cfg.committer != nil {
-		q.committer = cfg.committer(store)
-	}
+	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{})}
 	q.status = Status{Message: "Initializing sources"}
 	for _, l := range cfg.listeners {
 		if l, ok := l.(interface{ OnQueryStarted(QueryStarted) }); ok {
@@ -282,6 +292,9 @@ func (q *Query) run(ctx context.Context) {
 			}
 		}
 	}
+	if cerr := closeCommitter(q.committer); cerr != nil && err == nil {
+		err = fmt.Errorf("streamgen: close the committer: %w", cerr)
+	}
 	switch cerr := q.store.Close(); {
 	case cerr == nil:
 	case err == nil, errors.Is(cerr, ErrStoreNotClosed) && errors.Is(err, ErrStoreFailed):
@@ -323,4 +336,16 @@ func (q *Query) finish(err error) {
 		q.cancel()
 		close(q.done)
 	})
+}
+
+// closeCommitter closes a committer that is a Closer (not the store,
+// which the query closes itself).
+func closeCommitter(c Committer) error {
+	if _, isStore := c.(*Store); isStore {
+		return nil
+	}
+	if c, ok := c.(Closer); ok {
+		return c.Close()
+	}
+	return nil
 }

@@ -27,6 +27,7 @@ var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
 //	originKey                                                   creation time (RFC 3339)
 //	planKey                                                     the planned batch (JSON)
 //	reportPrefix    batchID(8)                                  a progress report (JSON; see keepReport)
+//	committerPrefix name                                        a committer's record (see SetCommitterRecord)
 //	statePrefix     partition(4) op(1) var(1) uvarint(len(key)) key suffix   state entry
 //	timerPrefix     partition(4) op(1) expiry(8) key                         timer, by expiry
 //	timerKeyPrefix  partition(4) op(1) uvarint(len(key)) key expiry(8)       timer, by key
@@ -159,6 +160,13 @@ type Store struct {
 
 	stop chan struct{}
 	done sync.WaitGroup
+
+	// keepDeleted says to keep, in deleted, the keys deleteVariable
+	// deletes, for a committer that mirrors the store (see
+	// TakeStartDeletions). Set before the metadata is checked, read by
+	// the query's goroutine after.
+	keepDeleted bool
+	deleted     [][]byte
 }
 
 // pendingBatch is a batch committed with a sync requested and not waited
@@ -736,6 +744,12 @@ func (s *Store) deleteVariable(op, id uint8) error {
 		}
 		part := binary.BigEndian.Uint32(k[1:5])
 		lower := append(appendScope(nil, statePrefix, Scope{Partition: part, Operator: op}), id)
+		if s.keepDeleted {
+			if err := s.keepKeys(lower, prefixEnd(lower)); err != nil {
+				it.Close()
+				return err
+			}
+		}
 		if err := b.DeleteRange(lower, prefixEnd(lower), nil); err != nil {
 			it.Close()
 			return fmt.Errorf("streamgen: delete state variable: %w", err)
@@ -758,6 +772,21 @@ func (s *Store) deleteVariable(op, id uint8) error {
 		s.state.mu.Lock()
 		s.state.clear()
 		s.state.mu.Unlock()
+	}
+	return nil
+}
+
+// keepKeys appends the committed keys in [lower, upper) to s.deleted.
+func (s *Store) keepKeys(lower, upper []byte) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	if err != nil {
+		return s.fail(fmt.Errorf("delete state variable: %w", err))
+	}
+	for it.First(); it.Valid(); it.Next() {
+		s.deleted = append(s.deleted, append([]byte(nil), it.Key()...))
+	}
+	if err := it.Close(); err != nil {
+		return s.fail(fmt.Errorf("delete state variable: %w", err))
 	}
 	return nil
 }

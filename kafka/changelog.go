@@ -1,0 +1,751 @@
+package kafka
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// ChangelogOptions configure a changelog topic (see Changelog).
+type ChangelogOptions struct {
+	Connection
+	// Topic is the changelog topic. Required. It is created at the
+	// query's first start, compacted (cleanup.policy=compact); an existing
+	// topic must be compacted and have Partitions partitions or more. One
+	// query's checkpoint per topic.
+	Topic string
+	// Partitions is the topic's number of partitions when it is created:
+	// a state entry goes to the partition of the input partition that owns
+	// it (runtime.KeyPartition), the checkpoint's progress and metadata to
+	// partition 0. The default is 1, enough while a query's state is all
+	// in input partition 0.
+	Partitions int32
+	// ReplicationFactor is the topic's replication factor when it is
+	// created; the default, 0, is the cluster's default.
+	ReplicationFactor int16
+	// ProduceTimeout bounds how long a batch's commit waits for the
+	// changelog to acknowledge its records; past it the batch fails,
+	// uncommitted. The default is 30 seconds.
+	ProduceTimeout time.Duration
+}
+
+// The headers of a changelog record: the id of the batch that wrote it,
+// 8 bytes big-endian.
+const changelogBatchHeader = "streamgen-batch"
+
+// defaultChangelogProduceTimeout is ChangelogOptions.ProduceTimeout's
+// default.
+const defaultChangelogProduceTimeout = 30 * time.Second
+
+// changelogFetchBytes is what one fetch of a restore reads of a partition.
+const changelogFetchBytes = 16 << 20
+
+// Changelog returns the query option that keeps a copy of the query's
+// checkpoint in a compacted Kafka topic, as Kafka Streams does for its
+// state stores, so that the state survives the loss of its disk:
+//
+//   - every batch's changes (state entries, timers, expiry index, and the
+//     progress: sources' offsets, batch id, watermark) are produced to the
+//     topic, key the store's key and value its value, a tombstone for a
+//     deletion, and acknowledged before the batch commits to the local
+//     checkpoint, which records how far the topic goes;
+//   - at start, a checkpoint directory that is empty, or behind the topic
+//     (a batch produced but not committed locally), is restored from the
+//     topic before the first batch, and the query goes on from the
+//     restored progress, its sources' offsets with it.
+//
+// A batch whose records are not all acknowledged fails, uncommitted; the
+// query ends with the error, and its next start, which restores from the
+// topic anyway, first writes back over the failed batch's records the
+// values the checkpoint holds, so that the topic's last value of every key
+// is the checkpoint's again.
+//
+// The topic is written by one query at a time (the checkpoint's lock sees
+// to that on one machine, not across machines). Without transactions a
+// reader of the topic may see a failed batch's records until the next
+// start writes over them: restore skips them.
+func Changelog(opts ChangelogOptions) runtime.Option {
+	return runtime.WithCommitter(func(s *runtime.Store) runtime.Committer { return newChangelog(opts, s) })
+}
+
+// changelog is the committer Changelog makes: the store's Commit, after
+// the batch's changes are in the topic. Restore and Commit are called by
+// the query's goroutine, one at a time; Close may come from another.
+type changelog struct {
+	opts  ChangelogOptions
+	store *runtime.Store
+	// record names the committer's record in the store: the topic's end
+	// offsets after the last committed batch (changelogRecord).
+	record string
+	err    error
+	// ctx bounds the produces: the query's context, from Restore.
+	ctx context.Context
+
+	mu     sync.Mutex
+	client *kgo.Client
+	closed bool
+
+	// ends are the topic's end offsets by partition after the last
+	// committed batch.
+	ends map[int32]int64
+	// metaSent is set once a batch carried the checkpoint's metadata.
+	metaSent bool
+	// startDeletions are the keys Start deleted (TakeStartDeletions),
+	// until a batch carried them; startTaken is set once they are taken.
+	startDeletions [][]byte
+	startTaken     bool
+	// failed is set when a batch's produce failed: every later commit
+	// fails with it.
+	failed error
+	// restored counts the records the last restore applied.
+	restored int64
+	// Buffers reused from batch to batch.
+	buf     []byte
+	changes []change
+	records []kgo.Record
+	ptrs    []*kgo.Record
+}
+
+// change is a record of a batch, its key and value in changelog.buf.
+type change struct {
+	partition                  int32
+	keyStart, keyEnd, valueEnd int
+	deleted                    bool
+}
+
+// changelogRecord is the committer's record in the store.
+type changelogRecord struct {
+	Topic string `json:"topic"`
+	// Ends are the topic's end offsets by partition after the last
+	// committed batch.
+	Ends map[int32]int64 `json:"ends"`
+}
+
+func newChangelog(opts ChangelogOptions, s *runtime.Store) *changelog {
+	if opts.Partitions == 0 {
+		opts.Partitions = 1
+	}
+	if opts.ProduceTimeout == 0 {
+		opts.ProduceTimeout = defaultChangelogProduceTimeout
+	}
+	c := &changelog{opts: opts, store: s, record: "kafka-changelog/" + opts.Topic, ends: map[int32]int64{}}
+	c.err = opts.validate()
+	return c
+}
+
+func (o ChangelogOptions) validate() error {
+	var errs []error
+	if err := o.Connection.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Topic == "" {
+		errs = append(errs, errors.New("no Topic"))
+	}
+	if o.Partitions < 1 {
+		errs = append(errs, fmt.Errorf("Partitions %d is not positive", o.Partitions))
+	}
+	if o.ReplicationFactor < 0 {
+		errs = append(errs, fmt.Errorf("ReplicationFactor %d is negative", o.ReplicationFactor))
+	}
+	if o.ProduceTimeout < 0 {
+		errs = append(errs, fmt.Errorf("ProduceTimeout %v is negative", o.ProduceTimeout))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("streamgen: kafka changelog: options: %w", err)
+	}
+	return nil
+}
+
+// what names the changelog in errors.
+func (c *changelog) what() string { return fmt.Sprintf("kafka changelog %q", c.opts.Topic) }
+
+func (c *changelog) clientFor() (*kgo.Client, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, fmt.Errorf("streamgen: %s: closed", c.what())
+	}
+	if c.client == nil {
+		client, err := c.opts.Connection.newClient(
+			kgo.ProducerLinger(0),
+			kgo.RecordPartitioner(kgo.ManualPartitioner()),
+			kgo.RecordDeliveryTimeout(c.opts.ProduceTimeout),
+		)
+		if err != nil {
+			return nil, fmt.Errorf("streamgen: %s: client: %w", c.what(), err)
+		}
+		c.client = client
+	}
+	return c.client, nil
+}
+
+// Close closes the changelog's client. It is safe to call more than once,
+// from any goroutine.
+func (c *changelog) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	if c.client != nil {
+		c.client.Close()
+		c.client = nil
+	}
+	return nil
+}
+
+// Commit produces the batch's changes, waits for them, then commits the
+// batch to the store with the topic's new end offsets.
+func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
+	if c.err != nil {
+		return c.err
+	}
+	if c.failed != nil {
+		return c.failed
+	}
+	client, err := c.clientFor()
+	if err != nil {
+		return err
+	}
+	if !c.metaSent {
+		if err := b.RewriteMeta(); err != nil {
+			return err
+		}
+	}
+	if !c.startTaken {
+		c.startDeletions, c.startTaken = c.store.TakeStartDeletions(), true
+	}
+	if err := b.WriteProgress(p); err != nil {
+		return err
+	}
+	c.buf, c.changes = c.buf[:0], c.changes[:0]
+	progress := -1
+	add := func(key, value []byte, deleted bool) error {
+		part := runtime.KeyPartition(key)
+		if part >= uint32(c.opts.Partitions) {
+			return fmt.Errorf("streamgen: %s: state of input partition %d, and the topic has %d partitions", c.what(), part, c.opts.Partitions)
+		}
+		ch := change{partition: int32(part), keyStart: len(c.buf), deleted: deleted}
+		c.buf = append(c.buf, key...)
+		ch.keyEnd = len(c.buf)
+		c.buf = append(c.buf, value...)
+		ch.valueEnd = len(c.buf)
+		if runtime.IsProgressKey(key) {
+			progress = len(c.changes)
+		}
+		c.changes = append(c.changes, ch)
+		return nil
+	}
+	// The entries of state variables Start deleted (a pipeline change)
+	// go first, with the first batch of the run.
+	for _, key := range c.startDeletions {
+		if err := add(key, nil, true); err != nil {
+			return err
+		}
+	}
+	if err := b.Changes(add); err != nil {
+		return err
+	}
+	// The progress goes last, once every other record is in: a batch's
+	// progress in the topic says the whole batch is there.
+	if progress >= 0 {
+		last := c.changes[progress]
+		c.changes = append(append(c.changes[:progress], c.changes[progress+1:]...), last)
+	}
+	// The records share their header, which the client only reads.
+	headers := []kgo.RecordHeader{{Key: changelogBatchHeader, Value: binary.BigEndian.AppendUint64(nil, uint64(p.BatchID))}}
+	c.records = c.records[:0]
+	for _, ch := range c.changes {
+		r := kgo.Record{Topic: c.opts.Topic, Partition: ch.partition, Key: c.buf[ch.keyStart:ch.keyEnd:ch.keyEnd], Headers: headers}
+		if !ch.deleted {
+			r.Value = c.buf[ch.keyEnd:ch.valueEnd:ch.valueEnd]
+		}
+		c.records = append(c.records, r)
+	}
+	c.ptrs = c.ptrs[:0]
+	for i := range c.records {
+		c.ptrs = append(c.ptrs, &c.records[i])
+	}
+	ends := make(map[int32]int64, len(c.ends))
+	for part, end := range c.ends {
+		ends[part] = end
+	}
+	if err := c.produce(client, c.ptrs, ends, progress >= 0); err != nil {
+		c.failed = fmt.Errorf("streamgen: %s: batch %d: %w; the batch is not committed: start the query again (its start writes back the checkpoint's values over the batch's records)", c.what(), p.BatchID, err)
+		return c.failed
+	}
+	c.metaSent, c.startDeletions = true, nil
+	rec, err := json.Marshal(changelogRecord{Topic: c.opts.Topic, Ends: ends})
+	if err != nil {
+		return fmt.Errorf("streamgen: %s: encode its offsets: %w", c.what(), err)
+	}
+	if err := b.SetCommitterRecord(c.record, rec); err != nil {
+		return err
+	}
+	if err := c.store.Commit(b, p); err != nil {
+		return err
+	}
+	c.ends = ends
+	return nil
+}
+
+// produce writes records, the last one (the progress, when lastApart)
+// once all the others are acknowledged, and moves ends past them.
+func (c *changelog) produce(client *kgo.Client, records []*kgo.Record, ends map[int32]int64, lastApart bool) error {
+	ctx := c.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.ProduceTimeout)
+	defer cancel()
+	first := records
+	var last []*kgo.Record
+	if lastApart && len(records) > 0 {
+		first, last = records[:len(records)-1], records[len(records)-1:]
+	}
+	for _, rs := range [][]*kgo.Record{first, last} {
+		if len(rs) == 0 {
+			continue
+		}
+		if err := client.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+			return err
+		}
+		for _, r := range rs {
+			ends[r.Partition] = max(ends[r.Partition], r.Offset+1)
+		}
+	}
+	return nil
+}
+
+// Restore brings the store up to the topic (see Changelog): it creates
+// the topic at the first start, reads it from the offsets the store
+// recorded (from its start when the store recorded none), applies the
+// records of committed batches, and writes the store's values back over
+// the records of a batch that failed. A store the topic does not hold yet
+// (a query that ran without the changelog) is copied to it.
+func (c *changelog) Restore(ctx context.Context) error {
+	if c.err != nil {
+		return c.err
+	}
+	c.ctx = ctx
+	client, err := c.clientFor()
+	if err != nil {
+		return err
+	}
+	if err := c.ensureTopic(ctx, client); err != nil {
+		return err
+	}
+	reader := Source(Options{Connection: c.opts.Connection, Partitions: map[string][]int32{c.opts.Topic: c.partitions()}, Name: "changelog " + c.opts.Topic})
+	defer reader.Close()
+	reader.fetchBytes = changelogFetchBytes
+	rclient, err := reader.clientFor()
+	if err != nil {
+		return err
+	}
+	parts := make([]topicPartition, 0, c.opts.Partitions)
+	for _, p := range c.partitions() {
+		parts = append(parts, topicPartition{c.opts.Topic, p})
+	}
+	starts, err := reader.listOffsets(ctx, rclient, parts, earliestTimestamp)
+	if err != nil {
+		return err
+	}
+	ends, err := reader.listOffsets(ctx, rclient, parts, latestTimestamp)
+	if err != nil {
+		return err
+	}
+	recorded, hasRecord, err := c.readRecord()
+	if err != nil {
+		return err
+	}
+	_, hasProgress, err := c.store.Progress()
+	if err != nil {
+		return err
+	}
+	topicEmpty := true
+	for _, tp := range parts {
+		if ends[tp] > starts[tp] {
+			topicEmpty = false
+		}
+	}
+	from := map[int32]int64{}
+	switch {
+	case hasRecord && topicEmpty && hasProgress:
+		slog.Warn("streamgen: the changelog topic is empty, and the checkpoint recorded records in it: copying the checkpoint to it again", "topic", c.opts.Topic)
+		return c.seed(ctx, client)
+	case hasRecord:
+		behind := false
+		for _, tp := range parts {
+			at, ok := recorded[tp.partition]
+			if !ok {
+				at = starts[tp]
+			}
+			if at > ends[tp] {
+				return fmt.Errorf("streamgen: %s: partition %d ends at offset %d, and the checkpoint recorded offset %d: was the topic deleted and made again? "+
+					"Delete the topic to copy the checkpoint to it again, or start from a new checkpoint directory", c.what(), tp.partition, ends[tp], at)
+			}
+			if at < starts[tp] {
+				return fmt.Errorf("streamgen: %s: partition %d starts at offset %d, after the offset %d the checkpoint recorded: records were deleted (DeleteRecords, or retention on a topic that is not only compacted)",
+					c.what(), tp.partition, starts[tp], at)
+			}
+			from[tp.partition] = at
+			behind = behind || at < ends[tp]
+		}
+		if !behind {
+			c.ends = recorded
+			return nil
+		}
+	case topicEmpty && hasProgress:
+		return c.seed(ctx, client)
+	case topicEmpty:
+		// A new query on a new topic.
+		c.ends = map[int32]int64{}
+		return nil
+	default:
+		for _, tp := range parts {
+			from[tp.partition] = starts[tp]
+		}
+	}
+	return c.restore(ctx, reader, rclient, parts, from, ends)
+}
+
+func (c *changelog) partitions() []int32 {
+	parts := make([]int32, c.opts.Partitions)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	return parts
+}
+
+// readRecord reads the committer's record; ok is false when the store has
+// none.
+func (c *changelog) readRecord() (ends map[int32]int64, ok bool, err error) {
+	v, ok, err := c.store.CommitterRecord(c.record)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	var rec changelogRecord
+	if err := json.Unmarshal(v, &rec); err != nil {
+		return nil, false, fmt.Errorf("streamgen: %s: the checkpoint's record of the topic's offsets is corrupt: %w", c.what(), err)
+	}
+	if rec.Ends == nil {
+		rec.Ends = map[int32]int64{}
+	}
+	return rec.Ends, true, nil
+}
+
+// ensureTopic creates the topic, compacted, or checks the one there.
+func (c *changelog) ensureTopic(ctx context.Context, client *kgo.Client) error {
+	adm := kadm.NewClient(client)
+	rf := c.opts.ReplicationFactor
+	if rf == 0 {
+		rf = -1
+	}
+	compact := "compact"
+	resp, err := adm.CreateTopic(ctx, c.opts.Partitions, rf, map[string]*string{"cleanup.policy": &compact}, c.opts.Topic)
+	if err == nil {
+		err = resp.Err
+	}
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, kerr.TopicAlreadyExists):
+		return fmt.Errorf("streamgen: %s: create the topic: %w", c.what(), err)
+	}
+	details, err := adm.ListTopics(ctx, c.opts.Topic)
+	if err == nil {
+		err = details.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("streamgen: %s: describe the topic: %w", c.what(), err)
+	}
+	if n := len(details[c.opts.Topic].Partitions); n < int(c.opts.Partitions) {
+		return fmt.Errorf("streamgen: %s: the topic has %d partitions, fewer than the %d of ChangelogOptions.Partitions", c.what(), n, c.opts.Partitions)
+	}
+	configs, err := adm.DescribeTopicConfigs(ctx, c.opts.Topic)
+	if err != nil {
+		return fmt.Errorf("streamgen: %s: describe the topic's configuration: %w", c.what(), err)
+	}
+	for _, rc := range configs {
+		if rc.Err != nil {
+			return fmt.Errorf("streamgen: %s: describe the topic's configuration: %w", c.what(), rc.Err)
+		}
+		for _, cfg := range rc.Configs {
+			if cfg.Key == "cleanup.policy" && cfg.Value != nil && !containsCompact(*cfg.Value) {
+				return fmt.Errorf("streamgen: %s: the topic's cleanup.policy is %q: it must be compact, or its old records, the state of keys not written lately, are deleted", c.what(), *cfg.Value)
+			}
+		}
+	}
+	return nil
+}
+
+func containsCompact(policy string) bool {
+	for len(policy) > 0 {
+		i := 0
+		for i < len(policy) && policy[i] != ',' {
+			i++
+		}
+		if policy[:i] == "compact" {
+			return true
+		}
+		if i == len(policy) {
+			break
+		}
+		policy = policy[i+1:]
+	}
+	return false
+}
+
+// pendingRecord is a restored record held until its batch is known to be
+// complete.
+type pendingRecord struct {
+	key, value []byte
+	deleted    bool
+	batch      int64
+}
+
+// restore applies the topic's records from from to ends. A record is
+// applied once its batch's progress record has been seen (the progress
+// is produced last): the records after the last progress are a batch
+// that failed, whose keys are written back with the restored values.
+func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *kgo.Client, parts []topicPartition, from map[int32]int64, ends offsets) error {
+	r, err := c.store.BeginRestore()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.DeleteCommitterRecord(c.record); err != nil {
+		return err
+	}
+	started := time.Now()
+	// The id of the last batch whose progress was read: records of later
+	// batches wait, in order per partition, in held.
+	progress := int64(-1)
+	if p, ok, err := c.store.Progress(); err != nil {
+		return err
+	} else if ok {
+		progress = p.BatchID
+	}
+	held := map[int32][]pendingRecord{}
+	apply := func(key, value []byte, deleted bool) error {
+		if deleted {
+			return r.Delete(key)
+		}
+		return r.Set(key, value)
+	}
+	release := func() error {
+		for part, recs := range held {
+			i := 0
+			for ; i < len(recs) && recs[i].batch <= progress; i++ {
+				if err := apply(recs[i].key, recs[i].value, recs[i].deleted); err != nil {
+					return err
+				}
+			}
+			held[part] = recs[i:]
+		}
+		return nil
+	}
+	lost := func(l lostRange) error {
+		return fmt.Errorf("streamgen: %s: %v", c.what(), l)
+	}
+	for _, tp := range parts {
+		if from[tp.partition] >= ends[tp] {
+			continue
+		}
+		err := reader.fetchRange(ctx, rclient, tp, from[tp.partition], ends[tp], lost, func(rec *kgo.Record) error {
+			batch, err := recordBatch(rec)
+			if err != nil {
+				return fmt.Errorf("streamgen: %s: partition %d offset %d: %w", c.what(), rec.Partition, rec.Offset, err)
+			}
+			deleted := rec.Value == nil
+			if runtime.IsProgressKey(rec.Key) {
+				if batch > progress {
+					progress = batch
+				}
+				if err := release(); err != nil {
+					return err
+				}
+				return apply(rec.Key, rec.Value, deleted)
+			}
+			if batch > progress || len(held[rec.Partition]) > 0 {
+				held[rec.Partition] = append(held[rec.Partition], pendingRecord{key: rec.Key, value: rec.Value, deleted: deleted, batch: batch})
+				return nil
+			}
+			return apply(rec.Key, rec.Value, deleted)
+		})
+		if err != nil {
+			return fmt.Errorf("streamgen: %s: restore: %w", c.what(), err)
+		}
+	}
+	if err := release(); err != nil {
+		return err
+	}
+	if err := r.Finish(); err != nil {
+		return err
+	}
+	newEnds := map[int32]int64{}
+	for _, tp := range parts {
+		newEnds[tp.partition] = ends[tp]
+	}
+	// What is still held is a failed batch: its keys get the restored
+	// values back, and the progress is written again after them.
+	var failed []pendingRecord
+	for _, recs := range held {
+		failed = append(failed, recs...)
+	}
+	if len(failed) > 0 {
+		if err := c.writeBack(ctx, failed, progress, newEnds); err != nil {
+			return err
+		}
+	}
+	if err := c.saveEnds(newEnds); err != nil {
+		return err
+	}
+	c.ends = newEnds
+	c.restored = r.Records()
+	took := time.Since(started)
+	slog.Info("streamgen: restored the checkpoint from its changelog", "topic", c.opts.Topic, "records", r.Records(),
+		"took", took, "recordsPerSecond", int64(float64(r.Records())/max(took.Seconds(), 1e-9)), "failedBatchRecords", len(failed))
+	return nil
+}
+
+// recordBatch reads a changelog record's batch id.
+func recordBatch(rec *kgo.Record) (int64, error) {
+	for _, h := range rec.Headers {
+		if h.Key == changelogBatchHeader {
+			if len(h.Value) != 8 {
+				return 0, fmt.Errorf("header %s has %d bytes, not 8", changelogBatchHeader, len(h.Value))
+			}
+			return int64(binary.BigEndian.Uint64(h.Value)), nil
+		}
+	}
+	return 0, fmt.Errorf("no %s header: not a streamgen changelog record", changelogBatchHeader)
+}
+
+// writeBack produces, for each key of a failed batch's records, the
+// value the restored store holds (a tombstone when none), then the
+// store's progress, as records of batch progress.
+func (c *changelog) writeBack(ctx context.Context, failed []pendingRecord, progress int64, ends map[int32]int64) error {
+	client, err := c.clientFor()
+	if err != nil {
+		return err
+	}
+	var batchID [8]byte
+	binary.BigEndian.PutUint64(batchID[:], uint64(progress))
+	seen := map[string]bool{}
+	var records []*kgo.Record
+	add := func(key []byte) error {
+		value, ok, err := c.store.Read(key)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			value = nil
+		} else if value == nil {
+			value = []byte{}
+		}
+		records = append(records, &kgo.Record{Topic: c.opts.Topic, Partition: int32(runtime.KeyPartition(key)), Key: key, Value: value,
+			Headers: []kgo.RecordHeader{{Key: changelogBatchHeader, Value: batchID[:]}}})
+		return nil
+	}
+	var progressKey []byte
+	for _, f := range failed {
+		if runtime.IsProgressKey(f.key) {
+			progressKey = f.key
+			continue
+		}
+		if seen[string(f.key)] {
+			continue
+		}
+		seen[string(f.key)] = true
+		if err := add(f.key); err != nil {
+			return err
+		}
+	}
+	if progressKey != nil {
+		if err := add(progressKey); err != nil {
+			return err
+		}
+	}
+	if err := c.produce(client, records, ends, false); err != nil {
+		return fmt.Errorf("streamgen: %s: write back the values of a failed batch's keys: %w", c.what(), err)
+	}
+	return nil
+}
+
+// saveEnds records the topic's end offsets in the store.
+func (c *changelog) saveEnds(ends map[int32]int64) error {
+	rec, err := json.Marshal(changelogRecord{Topic: c.opts.Topic, Ends: ends})
+	if err != nil {
+		return fmt.Errorf("streamgen: %s: encode its offsets: %w", c.what(), err)
+	}
+	r, err := c.store.BeginRestore()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.SetCommitterRecord(c.record, rec); err != nil {
+		return err
+	}
+	return r.Finish()
+}
+
+// seedChunk is how many records seed produces at a time.
+const seedChunk = 10_000
+
+// seed copies the store to the empty topic: every mirrored record, the
+// progress last.
+func (c *changelog) seed(ctx context.Context, client *kgo.Client) error {
+	p, _, err := c.store.Progress()
+	if err != nil {
+		return err
+	}
+	var batchID [8]byte
+	binary.BigEndian.PutUint64(batchID[:], uint64(p.BatchID))
+	var records []*kgo.Record
+	var progress *kgo.Record
+	ends := map[int32]int64{}
+	err = c.store.Snapshot(func(key, value []byte) error {
+		if len(records) == seedChunk {
+			if err := c.produce(client, records, ends, false); err != nil {
+				return fmt.Errorf("streamgen: %s: copy the checkpoint to the topic: %w", c.what(), err)
+			}
+			records = records[:0]
+		}
+		r := &kgo.Record{Topic: c.opts.Topic, Partition: int32(runtime.KeyPartition(key)), Key: append([]byte(nil), key...), Value: append([]byte{}, value...),
+			Headers: []kgo.RecordHeader{{Key: changelogBatchHeader, Value: batchID[:]}}}
+		if r.Partition >= c.opts.Partitions {
+			return fmt.Errorf("streamgen: %s: state of input partition %d, and the topic has %d partitions", c.what(), r.Partition, c.opts.Partitions)
+		}
+		if runtime.IsProgressKey(key) {
+			progress = r
+			return nil
+		}
+		records = append(records, r)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if progress != nil {
+		records = append(records, progress)
+	}
+	if err := c.produce(client, records, ends, progress != nil); err != nil {
+		return fmt.Errorf("streamgen: %s: copy the checkpoint to the topic: %w", c.what(), err)
+	}
+	if err := c.saveEnds(ends); err != nil {
+		return err
+	}
+	c.ends = ends
+	c.metaSent = true
+	return nil
+}

@@ -1,0 +1,772 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/kafka"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// pagesOut is what pagesCounter emits for a user.
+type pagesOut struct {
+	User  string
+	Count int64
+	Pages []string
+}
+
+// countTTL is how long pagesCounter keeps a user's count after its last
+// write.
+const countTTL = time.Minute
+
+// pagesCounter keeps per user a count with a time to live (countTTL), the
+// pages visited since the last "clear" click (a list), and a processing
+// time timer 30 seconds after the user's first click since the last one
+// fired: state entries, an expiry index and timers.
+//
+// The second version (v2) deletes the list "pages" and keeps the pages in
+// a new list "visits", which takes the id "pages" had in the checkpoint.
+type pagesCounter struct {
+	count *typed.ValueState[int64]
+	pages *typed.ListState[string]
+	h     *typed.Handle
+	v2    bool
+}
+
+func (p *pagesCounter) Init(h *typed.Handle) error {
+	p.h = h
+	p.count = typed.NewValueState[int64](h, "count", typed.WithTTL(countTTL))
+	if p.v2 {
+		h.DeleteIfExists("pages")
+		p.pages = typed.NewListState[string](h, "visits")
+		return nil
+	}
+	p.pages = typed.NewListState[string](h, "pages")
+	return nil
+}
+
+func (p *pagesCounter) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], tv typed.TimerValues, emit func(pagesOut)) error {
+	n, _, err := p.count.Get(ctx)
+	if err != nil {
+		return err
+	}
+	for r := range rows {
+		n++
+		if r.Page == "clear" {
+			err = p.pages.Clear(ctx)
+		} else {
+			err = p.pages.AppendValue(ctx, r.Page)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := p.count.Update(ctx, n); err != nil {
+		return err
+	}
+	timers, err := p.h.ListTimers(ctx)
+	if err != nil {
+		return err
+	}
+	if len(timers) == 0 {
+		if err := p.h.RegisterTimer(ctx, tv.CurrentProcessingTime().Add(30*time.Second)); err != nil {
+			return err
+		}
+	}
+	out := pagesOut{User: user, Count: n}
+	for page, err := range p.pages.Get(ctx) {
+		if err != nil {
+			return err
+		}
+		out.Pages = append(out.Pages, page)
+	}
+	emit(out)
+	return nil
+}
+
+func (p *pagesCounter) HandleExpiredTimer(context.Context, string, typed.TimerValues, typed.ExpiredTimerInfo, func(pagesOut)) error {
+	return nil
+}
+
+func (p *pagesCounter) Close() error { return nil }
+
+// expectedPages is the independent answer for input read within countTTL
+// of each user's previous click: a plain loop.
+func expectedPages(in []fixtures.Click) map[string]pagesOut {
+	out := map[string]pagesOut{}
+	for _, c := range in {
+		u := out[c.User]
+		u.User = c.User
+		u.Count++
+		if c.Page == "clear" {
+			u.Pages = nil
+		} else {
+			u.Pages = append(u.Pages, c.Page)
+		}
+		out[c.User] = u
+	}
+	return out
+}
+
+// pagesClicks is the input: clicks, some of them "clear".
+func pagesClicks(n int, seed uint64) []fixtures.Click {
+	in := clicks(n, seed)
+	for i := range in {
+		if i%9 == 4 {
+			in[i].Page = "clear"
+		}
+	}
+	return in
+}
+
+// pagesRun is one pipeline on its own input stream, clock, sink and
+// checkpoint, run a phase at a time.
+type pagesRun struct {
+	stream *typed.MemoryStream[fixtures.Click]
+	sink   *typed.MemorySink[pagesOut]
+	clock  *runtime.ManualClock
+	ck     *checkpoint
+	w      *typed.Writer[pagesOut]
+	more   []runtime.Option
+	ids    []string
+}
+
+func newPagesRun(more ...runtime.Option) *pagesRun {
+	r := &pagesRun{
+		stream: typed.NewMemoryStream[fixtures.Click]("clicks", 25),
+		sink:   typed.NewMemorySink[pagesOut](),
+		clock:  runtime.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)),
+		ck:     newCheckpoint(),
+		more:   more,
+	}
+	r.use(&pagesCounter{})
+	return r
+}
+
+// use makes the pipeline run p.
+func (r *pagesRun) use(p *pagesCounter) {
+	byUser := typed.GroupByKey(typed.FromMemory(r.stream), func(c *fixtures.Click) string { return c.User })
+	r.w = typed.WriteTo(typed.TransformWithState(byUser, p, typed.TimeModeProcessingTime, typed.Update), r.sink)
+}
+
+// phase adds rows, moves the clock on by d, and runs the query to the end
+// of its input.
+func (r *pagesRun) phase(t *testing.T, d time.Duration, rows ...fixtures.Click) error {
+	t.Helper()
+	r.stream.Add(rows...)
+	r.clock.Advance(d)
+	q, err := r.w.Start(testContext(t), r.ck.opts(append([]runtime.Option{runtime.WithManualClock(r.clock), runtime.WithTrigger(runtime.AvailableNow())}, r.more...)...)...)
+	if err != nil {
+		return err
+	}
+	r.ids = append(r.ids, q.ID())
+	return q.AwaitTermination()
+}
+
+// loseDisk replaces the checkpoint's file system with an empty one.
+func (r *pagesRun) loseDisk() { r.ck.fs = vfs.NewMem() }
+
+// latest returns the last output row of each user.
+func (r *pagesRun) latest() map[string]pagesOut {
+	out := map[string]pagesOut{}
+	for _, row := range r.sink.Rows() {
+		out[row.User] = row
+	}
+	return out
+}
+
+// state returns the checkpoint's mirrored records but its metadata (which
+// holds the query's id, made at its first start): progress, state,
+// timers and expiry index.
+func (r *pagesRun) state(t *testing.T) map[string]string {
+	t.Helper()
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: r.ck.fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	out := map[string]string{}
+	if err := s.Snapshot(func(key, value []byte) error {
+		if key[0] != 0x01 {
+			out[string(key)] = string(value)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func samePages(t *testing.T, what string, got, want map[string]pagesOut) {
+	t.Helper()
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s:\n got %v\nwant %v", what, got, want)
+	}
+}
+
+func sameState(t *testing.T, what string, got, want map[string]string) {
+	t.Helper()
+	if !maps.Equal(got, want) {
+		var diff []string
+		for k, v := range want {
+			if g, ok := got[k]; !ok || g != v {
+				diff = append(diff, fmt.Sprintf("%x: %q, want %q", k, g, v))
+			}
+		}
+		for k, v := range got {
+			if _, ok := want[k]; !ok {
+				diff = append(diff, fmt.Sprintf("%x: %q, want none", k, v))
+			}
+		}
+		slices.Sort(diff)
+		t.Fatalf("%s: %d records, want %d; differences:\n  %q", what, len(got), len(want), diff)
+	}
+}
+
+// fetchCounter counts the fetch requests the cluster serves.
+func fetchCounter(cluster *kafka.EmbeddedCluster) *atomic.Int64 {
+	var n atomic.Int64
+	fake := kafka.FakeCluster(cluster)
+	fake.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		n.Add(1)
+		return nil, nil, false
+	})
+	return &n
+}
+
+// TestChangelogRestoresLostCheckpoint runs the pipeline with a changelog
+// and, beside it, the same pipeline without one that never loses its
+// checkpoint, phase by phase. The first loses its checkpoint directory
+// after the first phase and after the second, and after a last phase in
+// which the counts of the first users expire (the expiry index's range
+// deletion): after each restore, its output and its state equal the
+// other's, its query id is kept, and the last outputs equal a plain loop.
+// A restore from a restored checkpoint changes nothing; a start on an
+// intact checkpoint fetches nothing from the changelog.
+func TestChangelogRestoresLostCheckpoint(t *testing.T) {
+	cluster, err := kafka.Embedded(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	conn := cluster.Connection()
+	fetches := fetchCounter(cluster)
+	ref := newPagesRun()
+	got := newPagesRun(kafka.Changelog(kafka.ChangelogOptions{Connection: conn, Topic: "pages-changelog"}))
+	in := pagesClicks(300, 5)
+	both := func(what string, d time.Duration, rows ...fixtures.Click) {
+		t.Helper()
+		if err := ref.phase(t, d, rows...); err != nil {
+			t.Fatalf("%s, without the changelog: %v", what, err)
+		}
+		if err := got.phase(t, d, rows...); err != nil {
+			t.Fatalf("%s, with the changelog: %v", what, err)
+		}
+		samePages(t, what+": output", got.latest(), ref.latest())
+		sameState(t, what+": state", got.state(t), ref.state(t))
+	}
+	both("phase 1", time.Second, in[:100]...)
+	got.loseDisk()
+	both("phase 2, restored", time.Second, in[100:200]...)
+	got.loseDisk()
+	both("phase 3, restored", time.Second, in[200:]...)
+	samePages(t, "after phase 3", got.latest(), expectedPages(in))
+
+	// A start on the intact checkpoint reads nothing of the changelog.
+	before := fetches.Load()
+	both("a start on the intact checkpoint", time.Second)
+	if n := fetches.Load() - before; n != 0 {
+		t.Fatalf("a start on an intact checkpoint made %d fetch requests, want none", n)
+	}
+	// Restored twice, from a restored checkpoint: the same.
+	want := ref.state(t)
+	for i := range 2 {
+		got.loseDisk()
+		before := fetches.Load()
+		if err := got.phase(t, 0); err != nil {
+			t.Fatal(err)
+		}
+		if fetches.Load() == before {
+			t.Fatalf("restore %d fetched nothing", i+1)
+		}
+		sameState(t, fmt.Sprintf("restore %d without new input", i+1), got.state(t), want)
+	}
+
+	// Ten minutes on, a new user's click: every other count expires.
+	withCounts := len(want)
+	both("the counts expire, restored", 10*time.Minute, fixtures.Click{User: "zed", Page: "p9"})
+	got.loseDisk()
+	both("after the expiry, restored", 0)
+	if after := len(ref.state(t)); after >= withCounts {
+		t.Fatalf("%d records after the expiry, %d before: nothing expired", after, withCounts)
+	}
+	for _, id := range got.ids {
+		if id != got.ids[0] {
+			t.Fatalf("the query's ids across restores: %v, want one", got.ids)
+		}
+	}
+}
+
+// TestChangelogProduceFailure fails the changelog's produce requests from
+// the second on, in the second phase: the batch fails, the local
+// checkpoint does not take it, and some of its records are in the topic
+// without its progress. A restart on the checkpoint, and a restore of a
+// lost one, both give the output and state of a run that never failed.
+func TestChangelogProduceFailure(t *testing.T) {
+	for _, lose := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lose the checkpoint %v", lose), func(t *testing.T) {
+			cluster, err := kafka.Embedded(testContext(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cluster.Close()
+			conn := cluster.Connection()
+			const topic = "pages-changelog"
+			ref := newPagesRun()
+			got := newPagesRun(kafka.Changelog(kafka.ChangelogOptions{Connection: conn, Topic: topic}))
+			in := pagesClicks(200, 8)
+			if err := ref.phase(t, time.Second, in[:100]...); err != nil {
+				t.Fatal(err)
+			}
+			if err := got.phase(t, time.Second, in[:100]...); err != nil {
+				t.Fatal(err)
+			}
+			committed := got.state(t)
+			client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			adm := kadm.NewClient(client)
+			endOf := func() int64 {
+				ends, err := adm.ListEndOffsets(testContext(t), topic)
+				if err != nil {
+					t.Fatal(err)
+				}
+				o, _ := ends.Lookup(topic, 0)
+				return o.Offset
+			}
+			endBefore := endOf()
+
+			var produces atomic.Int64
+			var armed atomic.Bool
+			armed.Store(true)
+			fake := kafka.FakeCluster(cluster)
+			fake.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+				fake.KeepControl()
+				if !armed.Load() || produces.Add(1) == 1 {
+					return nil, nil, false
+				}
+				req := kreq.(*kmsg.ProduceRequest)
+				resp := req.ResponseKind().(*kmsg.ProduceResponse)
+				for _, rt := range req.Topics {
+					st := kmsg.NewProduceResponseTopic()
+					st.Topic, st.TopicID = rt.Topic, rt.TopicID
+					for _, rp := range rt.Partitions {
+						sp := kmsg.NewProduceResponseTopicPartition()
+						sp.Partition = rp.Partition
+						sp.ErrorCode = kerr.InvalidRecord.Code
+						st.Partitions = append(st.Partitions, sp)
+					}
+					resp.Topics = append(resp.Topics, st)
+				}
+				return resp, nil, true
+			})
+			// One batch: its state records go in, its progress fails.
+			got.stream.Add(in[100:200]...)
+			if err := got.phase(t, time.Second); err == nil || !errors.Is(err, kerr.InvalidRecord) {
+				t.Fatalf("the query with a failing changelog ended with %v, want the produce's error", err)
+			}
+			armed.Store(false)
+			if produces.Load() < 2 {
+				t.Fatalf("%d produce requests: the failure was not injected", produces.Load())
+			}
+			sameState(t, "the checkpoint after the failed batch", got.state(t), committed)
+			if endOf() == endBefore {
+				t.Fatal("the failed batch left no record in the changelog: the test does not exercise the write-back")
+			}
+
+			if lose {
+				got.loseDisk()
+			}
+			if err := got.phase(t, 0); err != nil {
+				t.Fatalf("the restart: %v", err)
+			}
+			if err := ref.phase(t, time.Second, in[100:200]...); err != nil {
+				t.Fatal(err)
+			}
+			samePages(t, "output", got.latest(), ref.latest())
+			samePages(t, "output against a plain loop", got.latest(), expectedPages(in))
+			sameState(t, "state", got.state(t), ref.state(t))
+			// The topic alone gives the state back too.
+			got.loseDisk()
+			if err := got.phase(t, 0); err != nil {
+				t.Fatal(err)
+			}
+			sameState(t, "state restored after the write-back", got.state(t), ref.state(t))
+		})
+	}
+}
+
+// TestChangelogRangeDeletions commits, through the changelog, batches
+// that delete a key's entries, a variable and a partition with range
+// deletions, and restores a new store from the topic: the deleted entries
+// are absent, the others are there, as in the store that wrote them.
+func TestChangelogRangeDeletions(t *testing.T) {
+	conn, _ := newCluster(t)
+	opts := kafka.ChangelogOptions{Connection: conn, Topic: "ranges", Partitions: 2}
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := kafka.NewChangelog(opts, s)
+	defer c.Close()
+	if err := c.Restore(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	v0, v1 := runtime.Var{Variable: 0}, runtime.Var{Variable: 1}
+	p1 := runtime.Var{Scope: runtime.Scope{Partition: 1}}
+	steps := []func(b *runtime.StateBatch) error{
+		func(b *runtime.StateBatch) error {
+			for _, v := range []runtime.Var{v0, v1, p1} {
+				for _, k := range []string{"a", "b", "c"} {
+					for _, sfx := range []string{"", "x", "y"} {
+						if err := b.Put(v, []byte(k), []byte(sfx), []byte(k+sfx)); err != nil {
+							return err
+						}
+					}
+				}
+			}
+			return b.RegisterTimer(p1.Scope, []byte("a"), time.Unix(100, 0))
+		},
+		func(b *runtime.StateBatch) error {
+			if err := b.Put(v0, []byte("b"), []byte("z"), []byte("new")); err != nil {
+				return err
+			}
+			return b.DeleteKey(v0, []byte("b")) // the committed entries and the batch's own
+		},
+		func(b *runtime.StateBatch) error { return b.DeleteVar(v1) },
+		func(b *runtime.StateBatch) error {
+			if err := b.DeletePartition(1); err != nil {
+				return err
+			}
+			return b.Put(p1, []byte("d"), nil, []byte("after")) // written after the deletion: kept
+		},
+	}
+	for i, step := range steps {
+		b := s.NewBatch()
+		if err := step(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Commit(b, runtime.Progress{BatchID: int64(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := snapshotOf(t, s)
+	for _, k := range []string{"a", "c"} {
+		if !hasEntry(want, k) {
+			t.Fatalf("the store lost key %q, which was not deleted", k)
+		}
+	}
+	if len(want) != 1+2*3+1 { // progress, v0's a and c, partition 1's d
+		t.Fatalf("the store holds %d records after the deletions, want 8: %q", len(want), slices.Sorted(maps.Keys(want)))
+	}
+
+	restored, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	rc := kafka.NewChangelog(opts, restored)
+	defer rc.Close()
+	if err := rc.Restore(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "restored", snapshotOf(t, restored), want)
+	if n := kafka.RestoredRecords(rc); n == 0 {
+		t.Fatal("the restore applied no record")
+	}
+}
+
+func snapshotOf(t *testing.T, s *runtime.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if err := s.Snapshot(func(key, value []byte) error {
+		out[string(key)] = string(value)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func hasEntry(m map[string]string, value string) bool {
+	for _, v := range m {
+		if v == value {
+			return true
+		}
+	}
+	return false
+}
+
+// TestChangelogWritesBackAFailedBatch puts in the topic, after a
+// committed batch, records of a batch that never committed (no progress
+// follows them): a restore leaves them out, and writes the restored
+// values back over them, so that the topic's last record of each key is
+// the checkpoint's again and a later restore, after more batches, still
+// leaves them out.
+func TestChangelogWritesBackAFailedBatch(t *testing.T) {
+	conn, adm := newCluster(t)
+	opts := kafka.ChangelogOptions{Connection: conn, Topic: "failed"}
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := kafka.NewChangelog(opts, s)
+	defer c.Close()
+	if err := c.Restore(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	v := runtime.Var{Variable: 0}
+	commit := func(c runtime.Committer, s *runtime.Store, id int64, key, value string) {
+		t.Helper()
+		b := s.NewBatch()
+		if err := b.Put(v, []byte(key), nil, []byte(value)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	commit(c, s, 0, "kept", "0")
+	// Batch 1's records, as a commit that failed before its progress
+	// would leave them: the kept key changed, and a key no batch writes.
+	var stray []*kgo.Record
+	b := s.NewBatch()
+	b.Put(v, []byte("kept"), nil, []byte("failed"))
+	b.Put(v, []byte("stray"), nil, []byte("failed"))
+	if err := b.Changes(func(key, value []byte, _ bool) error {
+		stray = append(stray, &kgo.Record{Topic: "failed", Key: slices.Clone(key), Value: slices.Clone(value),
+			Headers: []kgo.RecordHeader{{Key: "streamgen-batch", Value: []byte{0, 0, 0, 0, 0, 0, 0, 1}}}})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	produce(t, conn, stray...)
+	want := snapshotOf(t, s)
+	c.Close()
+
+	restore := func(what string) (*runtime.Store, interface {
+		runtime.Committer
+		Close() error
+	}) {
+		t.Helper()
+		r, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		rc := kafka.NewChangelog(opts, r)
+		t.Cleanup(func() { rc.Close() })
+		if err := rc.Restore(testContext(t)); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		return r, rc
+	}
+	r, rc := restore("the first restore")
+	sameState(t, "restored with a failed batch in the topic", snapshotOf(t, r), want)
+	last := map[string][]byte{}
+	for _, rec := range consume(t, conn, adm, "failed") {
+		last[string(rec.Key)] = rec.Value
+	}
+	for k, v := range last {
+		if w, ok := want[k]; (ok && string(v) != w) || (!ok && v != nil) {
+			t.Fatalf("after the restore, the topic's last record of %x is %q, want the checkpoint's %q (present %v)", k, v, w, ok)
+		}
+	}
+	commit(rc, r, 1, "other", "1")
+	want = snapshotOf(t, r)
+	r2, _ := restore("the second restore")
+	sameState(t, "restored after a later batch", snapshotOf(t, r2), want)
+}
+
+// TestChangelogCopiesAnExistingCheckpoint runs a phase without the
+// changelog, then adds it: its first start copies the checkpoint to the
+// empty topic, so that a checkpoint lost afterwards comes back whole.
+func TestChangelogCopiesAnExistingCheckpoint(t *testing.T) {
+	conn, _ := newCluster(t)
+	ref := newPagesRun()
+	got := newPagesRun()
+	in := pagesClicks(150, 3)
+	for _, r := range []*pagesRun{ref, got} {
+		if err := r.phase(t, time.Second, in[:50]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got.more = []runtime.Option{kafka.Changelog(kafka.ChangelogOptions{Connection: conn, Topic: "added"})}
+	for _, chunk := range [][2]int{{50, 100}, {100, 150}} {
+		for _, r := range []*pagesRun{ref, got} {
+			if err := r.phase(t, time.Second, in[chunk[0]:chunk[1]]...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got.loseDisk()
+	}
+	if err := got.phase(t, 0); err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "restored", got.state(t), ref.state(t))
+	samePages(t, "output", got.latest(), expectedPages(in))
+	if got.ids[0] != got.ids[len(got.ids)-1] {
+		t.Fatalf("the query's id changed: %v", got.ids)
+	}
+}
+
+// TestChangelogDeletedVariable changes the pipeline to delete a state
+// variable and declare a new one, which takes the deleted one's id: the
+// deleted variable's entries, which the start deletes from the checkpoint,
+// are deleted from the changelog too, so that a restore does not give
+// them to the new variable.
+func TestChangelogDeletedVariable(t *testing.T) {
+	conn, _ := newCluster(t)
+	ref := newPagesRun()
+	got := newPagesRun(kafka.Changelog(kafka.ChangelogOptions{Connection: conn, Topic: "changed"}))
+	in := pagesClicks(120, 4)
+	for _, r := range []*pagesRun{ref, got} {
+		if err := r.phase(t, time.Second, in[:60]...); err != nil {
+			t.Fatal(err)
+		}
+		r.use(&pagesCounter{v2: true})
+		r.more = append(r.more, runtime.AllowPipelineChanges())
+		if err := r.phase(t, time.Second, in[60:]...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got.loseDisk()
+	if err := got.phase(t, 0); err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "restored after the change", got.state(t), ref.state(t))
+	// The new list holds only the pages since the change.
+	want := expectedPages(in[60:])
+	for u, w := range want {
+		w.Count = expectedPages(in)[u].Count
+		want[u] = w
+	}
+	samePages(t, "output after the change", got.latest(), ref.latest())
+	last := map[string]pagesOut{}
+	for _, row := range ref.sink.Rows() {
+		last[row.User] = row
+	}
+	for u, w := range want {
+		if fmt.Sprint(last[u].Pages) != fmt.Sprint(w.Pages) {
+			t.Fatalf("user %s: pages %v after the change, want %v", u, last[u].Pages, w.Pages)
+		}
+	}
+}
+
+// TestChangelogCatchesUpABehindCheckpoint restores a second store from
+// the topic, then commits more batches through the first: a restore of
+// the second, whose checkpoint is intact but behind the topic, reads only
+// the records after the offsets it recorded, and ends equal to the first.
+func TestChangelogCatchesUpABehindCheckpoint(t *testing.T) {
+	conn, _ := newCluster(t)
+	opts := kafka.ChangelogOptions{Connection: conn, Topic: "behind"}
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := kafka.NewChangelog(opts, s)
+	defer c.Close()
+	if err := c.Restore(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	v := runtime.Var{Variable: 0}
+	batch := func(id int64, keys int) {
+		t.Helper()
+		b := s.NewBatch()
+		for k := range keys {
+			if err := b.Put(v, fmt.Appendf(nil, "k%d", k), nil, fmt.Appendf(nil, "%d", id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batch(0, 50)
+	batch(1, 50)
+	fs := vfs.NewMem()
+	restoreOn := func() (int64, map[string]string) {
+		t.Helper()
+		r, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		rc := kafka.NewChangelog(opts, r)
+		defer rc.Close()
+		if err := rc.Restore(testContext(t)); err != nil {
+			t.Fatal(err)
+		}
+		return kafka.RestoredRecords(rc), snapshotOf(t, r)
+	}
+	n, got := restoreOn()
+	sameState(t, "the first restore", got, snapshotOf(t, s))
+	if n != 2*(50+1) {
+		t.Fatalf("the first restore applied %d records, want 102 (two batches of 50 entries and a progress)", n)
+	}
+	batch(2, 5)
+	n, got = restoreOn()
+	sameState(t, "the restore of the checkpoint behind", got, snapshotOf(t, s))
+	if n != 5+1 {
+		t.Fatalf("the restore of a checkpoint one batch of 5 entries behind applied %d records, want 6 (the batch and its progress)", n)
+	}
+	n, _ = restoreOn()
+	if n != 0 {
+		t.Fatalf("a restore of a checkpoint up to date applied %d records, want 0", n)
+	}
+}
+
+// TestChangelogOptionsRefused: options that do not validate fail Start
+// with what is wrong, and a topic that is not compacted is refused.
+func TestChangelogOptionsRefused(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "plain", 1)
+	for _, tc := range []struct {
+		opts kafka.ChangelogOptions
+		want string
+	}{
+		{kafka.ChangelogOptions{Connection: conn}, "no Topic"},
+		{kafka.ChangelogOptions{Topic: "x"}, "no Brokers"},
+		{kafka.ChangelogOptions{Connection: conn, Topic: "x", Partitions: -1}, "Partitions -1"},
+		{kafka.ChangelogOptions{Connection: conn, Topic: "plain"}, "cleanup.policy"},
+	} {
+		r := newPagesRun(kafka.Changelog(tc.opts))
+		err := r.phase(t, time.Second, fixtures.Click{User: "ann"})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: Start returned %v, want an error saying %q", tc.opts, err, tc.want)
+		}
+	}
+}

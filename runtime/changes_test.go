@@ -1,0 +1,139 @@
+package runtime_test
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// snapshot returns a store's mirrored records.
+func snapshot(t *testing.T, s *runtime.Store) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	if err := s.Snapshot(func(key, value []byte) error {
+		out[string(key)] = string(value)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// TestChangesMirrorTheBatch runs random batches of point writes, range
+// deletions (DeleteKey, DeleteVar, DeletePartition, the expiry pass),
+// timers and entries with a time to live, applies each batch's Changes,
+// in order, to a map (as a compacted topic keeps the last value of each
+// key), and checks after each commit that the map holds exactly the
+// store's mirrored records. A second store restored from the map holds
+// the same records and the same progress.
+func TestChangesMirrorTheBatch(t *testing.T) {
+	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	defer s.Close()
+	r := rand.New(rand.NewPCG(9, 9))
+	vars := []runtime.Var{{Variable: 0}, {Variable: 1}, {Scope: runtime.Scope{Operator: 1}}, {Scope: runtime.Scope{Partition: 3}}}
+	keys := []string{"a", "ab", "b", "c\x00", "\xff"}
+	expiring := vars[1]
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	copied := map[string]string{}
+	var rangeDeletions int
+	for round := range 60 {
+		b := s.NewBatch()
+		now := t0.Add(time.Duration(round) * time.Second)
+		for range 1 + r.IntN(12) {
+			v := vars[r.IntN(len(vars))]
+			key := []byte(keys[r.IntN(len(keys))])
+			suffix := []byte{byte(r.IntN(3))}
+			var err error
+			switch op := r.IntN(20); {
+			case op < 8:
+				if v == expiring {
+					v = vars[0]
+				}
+				err = b.Put(v, key, suffix, fmt.Appendf(nil, "v%d", round))
+			case op < 11:
+				// Entries with a time to live are all of one variable: the
+				// expiry pass reads the others' values as expiring ones.
+				err = b.PutExpiring(expiring, key, suffix, fmt.Appendf(nil, "e%d", round), now.Add(time.Duration(1+r.IntN(5))*time.Second), runtime.ProcessingTimeExpiry)
+			case op < 13:
+				err = b.Delete(v, key, suffix)
+			case op < 15:
+				err = b.RegisterTimer(v.Scope, key, now.Add(time.Duration(r.IntN(5))*time.Second))
+			case op < 17:
+				err = b.DeleteKey(v, key)
+				rangeDeletions++
+			case op < 18:
+				err = b.DeleteVar(v)
+				rangeDeletions++
+			case op < 19:
+				err = b.DeletePartition(v.Partition)
+				rangeDeletions++
+			default:
+				_, err = b.ExpireState(v.Scope, now, time.Time{})
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		p := runtime.Progress{BatchID: int64(round), Watermark: now}
+		if err := b.WriteProgress(p); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Changes(func(key, value []byte, deleted bool) error {
+			if !runtime.Mirrored(key) {
+				t.Fatalf("round %d: Changes listed %x, which is not mirrored", round, key)
+			}
+			if deleted {
+				delete(copied, string(key))
+			} else {
+				copied[string(key)] = string(value)
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Commit(b, p); err != nil {
+			t.Fatal(err)
+		}
+		if got := snapshot(t, s); !maps.Equal(got, copied) {
+			t.Fatalf("round %d: the copy made from Changes differs from the store:\n copy  %q\n store %q", round, sortedKeys(copied), sortedKeys(got))
+		}
+	}
+	if rangeDeletions == 0 {
+		t.Fatal("no range deletion was made")
+	}
+
+	restored := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	defer restored.Close()
+	rs, err := restored.BeginRestore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range sortedKeys(copied) {
+		if err := rs.Set([]byte(k), []byte(copied[k])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rs.Set([]byte("\x03origin"), nil); err == nil {
+		t.Fatal("Restore.Set took a record that is not mirrored")
+	}
+	if err := rs.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshot(t, restored); !maps.Equal(got, copied) {
+		t.Fatalf("the restored store differs from the copy")
+	}
+	want, _, _ := s.Progress()
+	got, ok, err := restored.Progress()
+	if err != nil || !ok || got.BatchID != want.BatchID || !got.Watermark.Equal(want.Watermark) {
+		t.Fatalf("restored progress %+v (ok %v, %v), want %+v", got, ok, err, want)
+	}
+}
+
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
