@@ -167,12 +167,23 @@ func AppendJSONBytes(b []byte, p []byte) []byte {
 
 // AppendJSONInt appends v in decimal.
 func AppendJSONInt(b []byte, v int64) []byte {
-	return strconv.AppendInt(b, v, 10)
+	b = jsonRoom(b, jsonIntRoom)
+	out := b[:cap(b)]
+	p := len(b)
+	u := uint64(v)
+	if v < 0 {
+		out[p] = '-'
+		p++
+		u = -u // also right for math.MinInt64: 1<<63
+	}
+	return out[:jsonPutUint(out, p, u)]
 }
 
 // AppendJSONUint appends v in decimal.
 func AppendJSONUint(b []byte, v uint64) []byte {
-	return strconv.AppendUint(b, v, 10)
+	b = jsonRoom(b, jsonIntRoom)
+	out := b[:cap(b)]
+	return out[:jsonPutUint(out, len(b), v)]
 }
 
 // AppendJSONFloat appends f as encoding/json formats a float of the given
@@ -271,10 +282,7 @@ func jsonAppendExactFloat(b []byte, f, abs float64, bits int) ([]byte, bool) {
 	if n >= limit {
 		return b, false
 	}
-	if f < 0 {
-		b = append(b, '-')
-	}
-	return jsonAppendFixed(b, n, d), true
+	return jsonAppendFixed(b, f < 0, n, d), true
 }
 
 // jsonPow5 holds 5^k for the k that can keep m·5^k under 10^15.
@@ -282,72 +290,6 @@ var jsonPow5 = [...]uint64{1, 5, 25, 125, 625, 3125, 15625, 78125, 390625,
 	1953125, 9765625, 48828125, 244140625, 1220703125, 6103515625,
 	30517578125, 152587890625, 762939453125, 3814697265625,
 	19073486328125, 95367431640625, 476837158203125}
-
-// jsonAppendFixed appends n / 10^d in plain decimal, n < 2^64 and d < 21,
-// with a leading "0." and zeros as needed and no trailing point.
-func jsonAppendFixed(b []byte, n uint64, d int) []byte {
-	// The digits of n, right-aligned in buf, two at a time; 32-bit
-	// arithmetic for each group of eight.
-	var buf [24]byte
-	i := len(buf)
-	for n >= 1e8 {
-		q := n / 1e8
-		i = jsonPut8(&buf, i, uint32(n-q*1e8))
-		n = q
-	}
-	lo := uint32(n)
-	for lo >= 100 {
-		q := lo / 100
-		r := (lo - q*100) * 2
-		i -= 2
-		buf[i], buf[i+1] = jsonDigitPairs[r], jsonDigitPairs[r+1]
-		lo = q
-	}
-	if lo >= 10 {
-		i -= 2
-		buf[i], buf[i+1] = jsonDigitPairs[lo*2], jsonDigitPairs[lo*2+1]
-	} else {
-		i--
-		buf[i] = byte('0' + lo)
-	}
-	digits := buf[i:]
-	switch {
-	case d == 0:
-		return append(b, digits...)
-	case d < len(digits):
-		b = append(b, digits[:len(digits)-d]...)
-		b = append(b, '.')
-		return append(b, digits[len(digits)-d:]...)
-	default:
-		b = append(b, "0.00000000000000000000"[:2+d-len(digits)]...)
-		return append(b, digits...)
-	}
-}
-
-// jsonPut8 writes the eight digits of v < 1e8, zeros included, before
-// buf[i] and returns the new start.
-func jsonPut8(buf *[24]byte, i int, v uint32) int {
-	for k := 0; k < 4; k++ {
-		q := v / 100
-		r := (v - q*100) * 2
-		i -= 2
-		buf[i], buf[i+1] = jsonDigitPairs[r], jsonDigitPairs[r+1]
-		v = q
-	}
-	return i
-}
-
-// jsonDigitPairs holds "00" to "99", for two digits a division.
-const jsonDigitPairs = "00010203040506070809" +
-	"10111213141516171819" +
-	"20212223242526272829" +
-	"30313233343536373839" +
-	"40414243444546474849" +
-	"50515253545556575859" +
-	"60616263646566676869" +
-	"70717273747576777879" +
-	"80818283848586878889" +
-	"90919293949596979899"
 
 // jsonAppendShortest appends f (with abs = |f|, not zero, in the range
 // where encoding/json does not use an exponent) when its shortest decimal
@@ -409,10 +351,7 @@ func jsonAppendShortest(b []byte, f, abs float64, bits int) ([]byte, bool) {
 		n /= 10
 		p--
 	}
-	if f < 0 {
-		b = append(b, '-')
-	}
-	return jsonAppendFixed(b, n, p), true
+	return jsonAppendFixed(b, f < 0, n, p), true
 }
 
 // AppendJSONBool appends true or false.
