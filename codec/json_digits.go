@@ -52,9 +52,13 @@ func jsonDigits8(v uint32) uint64 {
 // jsonPutShort writes v < 1e8 in decimal, without leading zeros, at
 // out[p:] and returns the index after it. It stores 8 bytes at p.
 func jsonPutShort(out []byte, p int, v uint32) int {
-	if v < 10 {
-		out[p] = byte('0' + v)
-		return p + 1
+	if v < 100 {
+		if v < 10 {
+			out[p] = byte('0' + v)
+			return p + 1
+		}
+		out[p], out[p+1] = jsonDigitPairs[2*v], jsonDigitPairs[2*v+1]
+		return p + 2
 	}
 	x := jsonDigits8(v)
 	z := mathbits.TrailingZeros64(x) >> 3 // leading zero digits; x != 0
@@ -136,3 +140,15 @@ func jsonAppendFixed(b []byte, neg bool, n uint64, d int) []byte {
 	}
 	return out[:jsonPutDigits(out, p, w0, w1, 16-d)]
 }
+
+// jsonDigitPairs holds "00" to "99", for numbers under 100.
+const jsonDigitPairs = "00010203040506070809" +
+	"10111213141516171819" +
+	"20212223242526272829" +
+	"30313233343536373839" +
+	"40414243444546474849" +
+	"50515253545556575859" +
+	"60616263646566676869" +
+	"70717273747576777879" +
+	"80818283848586878889" +
+	"90919293949596979899"

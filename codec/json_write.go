@@ -193,6 +193,17 @@ func AppendJSONUint(b []byte, v uint64) []byte {
 // "json: unsupported value: NaN"); b is then returned unchanged.
 func AppendJSONFloat(b []byte, f float64, bits int) ([]byte, error) {
 	if bits != 32 {
+		// The common case first: a float64 that encoding/json writes
+		// without an exponent (false for NaN, and ±Inf is past 1e21).
+		if abs := math.Abs(f); abs >= 1e-6 && abs < 1e21 {
+			if out, ok := jsonAppendExactFloat(b, f, abs, 64); ok {
+				return out, nil
+			}
+			if out, ok := jsonAppendShortest(b, f, abs, 64); ok {
+				return out, nil
+			}
+			return strconv.AppendFloat(b, f, 'f', -1, 64), nil
+		}
 		bits = 64
 	}
 	if math.IsInf(f, 0) || math.IsNaN(f) {
