@@ -107,3 +107,24 @@ func FuzzJSONFloat(f *testing.F) {
 		check(math.Ldexp(float64(mant), int(exp)), 64)
 	})
 }
+
+// FuzzJSONInt checks AppendJSONInt and AppendJSONUint against
+// encoding/json, appending to a buffer with and without spare room (the
+// writers store whole words past what they append).
+func FuzzJSONInt(f *testing.F) {
+	for _, v := range []uint64{0, 9, 10, 99999999, 100000000, 1e16 - 1, 1e16, math.MaxInt64, 1 << 63, math.MaxUint64} {
+		f.Add(v, uint8(0))
+	}
+	f.Fuzz(func(t *testing.T, v uint64, room uint8) {
+		prefix := make([]byte, 3, 3+int(room)%32)
+		copy(prefix, "ab,")
+		want, _ := json.Marshal(v)
+		if got := AppendJSONUint(prefix, v); string(got) != "ab,"+string(want) {
+			t.Fatalf("AppendJSONUint(%d) = %s, want ab,%s", v, got, want)
+		}
+		want, _ = json.Marshal(int64(v))
+		if got := AppendJSONInt(prefix, int64(v)); string(got) != "ab,"+string(want) {
+			t.Fatalf("AppendJSONInt(%d) = %s, want ab,%s", int64(v), got, want)
+		}
+	})
+}

@@ -381,3 +381,30 @@ func TestMarshalJSONOf(t *testing.T) {
 		t.Errorf("MarshalJSONOf allocated %v times, want 1", allocs)
 	}
 }
+
+// TestJSONAppendFixed checks the fixed-point writer the float fast paths
+// end in, for every number of decimals, against the digits of n with the
+// point placed by string manipulation.
+func TestJSONAppendFixed(t *testing.T) {
+	rng := rand.New(rand.NewSource(3))
+	for i := 0; i < 200000; i++ {
+		n := rng.Uint64() % 1e16 >> rng.Intn(54)
+		d := rng.Intn(22)
+		digits := strconv.FormatUint(n, 10)
+		if len(digits) <= d {
+			digits = strings.Repeat("0", d-len(digits)+1) + digits
+		}
+		want := digits[:len(digits)-d]
+		if d > 0 {
+			want += "." + digits[len(digits)-d:]
+		}
+		neg := i%2 == 1
+		if neg {
+			want = "-" + want
+		}
+		room := make([]byte, 2, 2+rng.Intn(48))
+		if got := jsonAppendFixed(room, neg, n, d); string(got) != "\x00\x00"+want {
+			t.Fatalf("jsonAppendFixed(%v, %d, %d) = %q, want %q", neg, n, d, got[2:], want)
+		}
+	}
+}
