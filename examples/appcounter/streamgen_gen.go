@@ -38,10 +38,19 @@ func (t *Message) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONMessage(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Message's encodings.
 func (t *Message) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONMessage(jsonSizeMessage.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeMessage.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeMessage codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *Message) UnmarshalJSON(data []byte) error {
@@ -92,10 +101,19 @@ func (t *Request) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONRequest(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// Request's encodings.
 func (t *Request) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONRequest(jsonSizeRequest.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeRequest.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeRequest codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would, except that
 // its required member, "key" (the record's key), must be present and not
@@ -149,10 +167,19 @@ func (t *App) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONApp(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it.
+// MarshalJSON returns t as encoding/json would marshal it. The encoding
+// is written once, into a new buffer sized by the running size of
+// App's encodings.
 func (t *App) MarshalJSON() ([]byte, error) {
-	return codec.MarshalJSONOf(t)
+	b, err := appendJSONApp(jsonSizeApp.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeApp.Observe(len(b))
+	return b, nil
 }
+
+var jsonSizeApp codec.JSONSize
 
 // UnmarshalJSON decodes data into t as encoding/json would.
 func (t *App) UnmarshalJSON(data []byte) error {
