@@ -174,23 +174,29 @@ func (b *Batch) flushWatermark() {
 	w.set = false
 }
 
-// eventTimeStats accumulates event times: their least, greatest and mean.
+// eventTimeStats accumulates event times, in Unix nanoseconds: their
+// least, greatest and mean. The mean is kept as a sum of differences from
+// the first time, so a row costs no division.
 type eventTimeStats struct {
 	n        int64
-	min, max time.Time
-	mean     float64 // Unix nanoseconds, as a running mean
+	min, max int64
+	base     int64   // the first time
+	sum      float64 // of each time less base
 }
 
 func (s *eventTimeStats) add(t time.Time) {
-	if s.n == 0 || t.Before(s.min) {
-		s.min = t
-	}
-	if s.n == 0 || t.After(s.max) {
-		s.max = t
+	ns := t.UnixNano()
+	if s.n == 0 {
+		s.min, s.max, s.base = ns, ns, ns
+	} else {
+		s.min, s.max = min(s.min, ns), max(s.max, ns)
 	}
 	s.n++
-	s.mean += (float64(t.UnixNano()) - s.mean) / float64(s.n)
+	s.sum += float64(ns - s.base)
 }
+
+// mean returns the mean time, in Unix nanoseconds.
+func (s *eventTimeStats) mean() int64 { return s.base + int64(s.sum/float64(s.n)) }
 
 // ObserveEventTime adds a row's event time to the batch's statistics
 // (the eventTime of its progress report: min, max and avg).

@@ -303,9 +303,9 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 			r.EventTime["watermark"] = b.Watermark.UTC().Format(time.RFC3339Nano)
 		}
 		if s := b.eventTimes; s.n > 0 {
-			r.EventTime["min"] = s.min.UTC().Format(time.RFC3339Nano)
-			r.EventTime["max"] = s.max.UTC().Format(time.RFC3339Nano)
-			r.EventTime["avg"] = time.Unix(0, int64(s.mean)).UTC().Format(time.RFC3339Nano)
+			r.EventTime["min"] = time.Unix(0, s.min).UTC().Format(time.RFC3339Nano)
+			r.EventTime["max"] = time.Unix(0, s.max).UTC().Format(time.RFC3339Nano)
+			r.EventTime["avg"] = time.Unix(0, s.mean()).UTC().Format(time.RFC3339Nano)
 		}
 	}
 	for i, op := range q.plan.Operators {

@@ -112,7 +112,8 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 		ws.windows.lateFor,
 		func(g windowKey[K]) (Window, bool) { return window(g.start), true },
 		func(g windowKey[K], out Out) Row { return row(window(g.start), g.key, out) },
-		"windowedAggregate")
+		"windowedAggregate",
+		func() groupFront[windowKey[K], windowedRow[T]] { return &windowFront[K, T]{key: ws.key} })
 }
 
 // AggregateByKey folds each key's rows with agg, and writes, for each
@@ -126,7 +127,7 @@ func AggregateByKey[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 	return aggregate[K, T, T, Acc, Out, Row, PA](ks, agg,
 		func(r *T) *T { return r }, nil, nil,
 		func(K) (Window, bool) { return Window{}, false },
-		row, "aggregate")
+		row, "aggregate", nil)
 }
 
 // aggregate is the operator of AggregateByKey and of AggregateWindows
@@ -138,6 +139,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ks KeyedStream[G, R], agg Aggregator[In, Acc, Out], in func(*R) *In, end func(*R) int64,
 	lateWindows func(et, wm time.Time) int64,
 	windowOf func(G) (Window, bool), output func(G, Out) Row, kind string,
+	newFront func() groupFront[G, R],
 ) Stream[Row] {
 	_, windowed := windowOf(*new(G))
 	name := fmt.Sprintf("%T", agg)
@@ -146,6 +148,9 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	return Stream[Row]{p: ks.s.p, attach: func(c *compiler, emit func(*Row)) {
 		op := &aggOp[G, R, In, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, kind+" ("+name+")"),
 			agg: agg, in: in, windowOf: windowOf, output: output, emitDown: emit, windowed: windowed}
+		if newFront != nil {
+			op.front = newFront()
+		}
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, KeyType: ks.codec.typeName, Key: ks.codec.schema,
 			States:        []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingRecord}},
@@ -200,10 +205,28 @@ type aggOp[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]] stru
 	// partials are the batch's accumulators, by group: rows are folded as
 	// they come (Spark's partial aggregation), not kept.
 	partials []Acc
+	// front, when not nil, finds the group of most rows faster than the
+	// group map (see windowFront).
+	front groupFront[G, R]
+}
+
+// groupFront is a faster way to a row's group than a lookup of its whole
+// key in the gatherer's map: find answers for the rows it was told of by
+// add, and forgets them all at reset (the end of a batch).
+type groupFront[G comparable, R any] interface {
+	find(r *R) (group int32, ok bool)
+	add(r *R, group int32)
+	reset()
 }
 
 // fold adds a row to its group's partial accumulator.
 func (o *aggOp[G, R, In, Acc, Out, Row, PA]) fold(r *R) {
+	if o.front != nil {
+		if g, ok := o.front.find(r); ok {
+			o.partials[g] = o.agg.Add(o.partials[g], o.in(r))
+			return
+		}
+	}
 	k := o.key(r)
 	g, ok := o.group[k]
 	if !ok {
@@ -213,6 +236,9 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) fold(r *R) {
 		}
 		o.groups.AddRow(g) // one row stands for the group's rows
 		o.partials = append(o.partials, o.agg.Zero())
+	}
+	if o.front != nil {
+		o.front.add(r, g)
 	}
 	o.partials[g] = o.agg.Add(o.partials[g], o.in(r))
 }
@@ -227,6 +253,9 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) EndBatch() {
 	o.gatherer.end()
 	clear(o.partials)
 	o.partials = o.partials[:0]
+	if o.front != nil {
+		o.front.reset()
+	}
 }
 
 // load reads the key's accumulator into o.acc; ok is false when it has
@@ -324,4 +353,56 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k 
 	}
 	k.Removed()
 	return k.DeleteTimer(expiry)
+}
+
+// windowFront finds the group of a windowed row by its window's start,
+// among the few windows of the batch's latest rows, and its key, in a map
+// of the key alone: rows come in rough order of event time, so most fall
+// in a window seen just before, and a map of keys hashes less than one
+// of windowed keys.
+type windowFront[K comparable, T any] struct {
+	key    func(*T) K
+	n      int // slots in use
+	next   int // the slot that add takes next when all are in use
+	starts [windowFrontSlots]int64
+	groups [windowFrontSlots]map[K]int32
+}
+
+// windowFrontSlots is how many windows a windowFront keeps.
+const windowFrontSlots = 8
+
+func (f *windowFront[K, T]) find(r *windowedRow[T]) (int32, bool) {
+	for i := range f.n {
+		if f.starts[i] == r.start {
+			g, ok := f.groups[i][f.key(r.row)]
+			return g, ok
+		}
+	}
+	return 0, false
+}
+
+func (f *windowFront[K, T]) add(r *windowedRow[T], g int32) {
+	i := 0
+	for ; i < f.n && f.starts[i] != r.start; i++ {
+	}
+	if i == f.n { // a window not kept: take a slot
+		if f.n < windowFrontSlots {
+			f.n++
+		} else {
+			i, f.next = f.next, (f.next+1)%windowFrontSlots
+		}
+		f.starts[i] = r.start
+		if f.groups[i] == nil {
+			f.groups[i] = map[K]int32{}
+		}
+		clear(f.groups[i])
+	}
+	f.groups[i][f.key(r.row)] = g
+}
+
+func (f *windowFront[K, T]) reset() {
+	for i := range f.n {
+		clear(f.groups[i])
+	}
+	f.n, f.next = 0, 0
 }
