@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -139,17 +140,46 @@ func (b *Batch) inputRead(input int) {
 // less the watermark's delay, is t: the partition's watermark, for later
 // batches, is the largest such t.
 func (b *Batch) AdvanceWatermark(input int, partition string, t time.Time) {
+	b.advance(input, partition, clampedNanos(t))
+}
+
+// ObserveRow records a row of input's partition with event time et, under
+// a watermark delay: ObserveEventTime(et) and AdvanceWatermark(input,
+// partition, et - delay) in one call, for the per-row path.
+func (b *Batch) ObserveRow(input int, partition string, et time.Time, delay time.Duration) {
+	ns := clampedNanos(et)
+	b.eventTimes.addNanos(ns)
+	if ns >= math.MinInt64+int64(delay) {
+		ns -= int64(delay)
+	}
+	b.advance(input, partition, ns)
+}
+
+// clampedNanos is t in Unix nanoseconds, the least or greatest int64 for
+// a time outside their range (years before 1678 or after 2262), which
+// UnixNano leaves undefined.
+func clampedNanos(t time.Time) int64 {
+	const minSec, maxSec = math.MinInt64/int64(time.Second) + 1, math.MaxInt64/int64(time.Second) - 1
+	switch s := t.Unix(); {
+	case s < minSec:
+		return math.MinInt64
+	case s > maxSec:
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}
+
+// advance is AdvanceWatermark in Unix nanoseconds.
+func (b *Batch) advance(input int, partition string, ns int64) {
 	// Rows come in runs of one partition: the run's largest time is kept
 	// aside and reaches the map when the partition changes.
 	w := &b.lastWatermark
 	if w.set && w.input == input && w.partition == partition {
-		if t.After(w.t) {
-			w.t = t
-		}
+		w.ns = max(w.ns, ns)
 		return
 	}
 	b.flushWatermark()
-	*w = partitionWatermark{set: true, input: input, partition: partition, t: t}
+	*w = partitionWatermark{set: true, input: input, partition: partition, ns: ns}
 }
 
 // partitionWatermark is the watermark of the partition whose rows came
@@ -158,7 +188,7 @@ type partitionWatermark struct {
 	set       bool
 	input     int
 	partition string
-	t         time.Time
+	ns        int64 // Unix nanoseconds
 }
 
 // flushWatermark moves the last partition's watermark into the map.
@@ -167,9 +197,10 @@ func (b *Batch) flushWatermark() {
 	if !w.set {
 		return
 	}
+	t := time.Unix(0, w.ns).UTC()
 	k := partitionKey(b.inputs[w.input].name, w.partition)
-	if m, ok := b.watermarks[k]; !ok || w.t.After(m) {
-		b.watermarks[k] = w.t
+	if m, ok := b.watermarks[k]; !ok || t.After(m) {
+		b.watermarks[k] = t
 	}
 	w.set = false
 }
@@ -184,8 +215,9 @@ type eventTimeStats struct {
 	sum      float64 // of each time less base
 }
 
-func (s *eventTimeStats) add(t time.Time) {
-	ns := t.UnixNano()
+func (s *eventTimeStats) add(t time.Time) { s.addNanos(clampedNanos(t)) }
+
+func (s *eventTimeStats) addNanos(ns int64) {
 	if s.n == 0 {
 		s.min, s.max, s.base = ns, ns, ns
 	} else {

@@ -229,8 +229,7 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			c.stage = ""
 			b := c.batch
 			c.eventTime = et
-			b.ObserveEventTime(et)
-			b.AdvanceWatermark(c.input, c.partition, et.Add(-delay))
+			b.ObserveRow(c.input, c.partition, et, delay)
 			if c.lateOp >= 0 && !b.Watermark.IsZero() && !et.After(b.Watermark) {
 				n := int64(1)
 				if c.lateRule != nil {
