@@ -23,7 +23,8 @@ import (
 // Its memory is outside the Go heap where the system allows it (an
 // anonymous mapping), so that the collector neither scans it nor doubles
 // it (GOGC): the budget is what the cache takes. Keys and values are
-// appended to an arena; entries, without pointers, say where. When the
+// appended to an arena; entries, without pointers and in a mapping of
+// their own, say where. When the
 // arena is full, the live data is copied to a second arena in order of use
 // and the first is returned to the system. The index from key hashes to
 // entries is an open-addressing table of integers (see cacheIndex).
@@ -37,11 +38,13 @@ type stateCache struct {
 	// that force hashes to collide.
 	hashMask uint64
 	index    cacheIndex // hash of the key → its entry
-	// entries are the slots, at most maxEntries of them, grown as needed;
-	// free lists the unused ones.
-	entries    []cacheEntry
-	maxEntries int
-	free       []int32
+	// entries are the slots, at most maxEntries of them, grown as needed
+	// within the capacity of entryMemory (so never copied); free lists the
+	// unused ones.
+	entries     []cacheEntry
+	entryMemory []byte
+	maxEntries  int
+	free        []int32
 	// head is the most recently used entry, tail the least; -1 when empty.
 	head, tail int32
 	// arena holds the entries' keys and values from 0 to used; spare is
@@ -80,20 +83,27 @@ func newStateCache(budget int64, complete bool) *stateCache {
 	c := &stateCache{
 		budget: budget, seed: maphash.MakeSeed(), hashMask: ^uint64(0),
 		head: -1, tail: -1, complete: complete,
-		arena:      mapMemory(int(arena)),
-		spare:      mapMemory(int(arena)),
-		maxEntries: int(slots),
+		arena:       mapMemory(int(arena)),
+		spare:       mapMemory(int(arena)),
+		entryMemory: mapMemory(int(slots) * int(unsafe.Sizeof(cacheEntry{}))),
+		maxEntries:  int(slots),
+	}
+	if n := len(c.entryMemory) / int(unsafe.Sizeof(cacheEntry{})); n > 0 {
+		// Entries hold no pointers: they may live in memory the collector
+		// does not know.
+		c.entries = unsafe.Slice((*cacheEntry)(unsafe.Pointer(unsafe.SliceData(c.entryMemory))), n)[:0]
 	}
 	return c
 }
 
-// close returns the arenas to the system.
+// close returns the arenas and entries to the system.
 func (c *stateCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	unmapMemory(c.arena)
 	unmapMemory(c.spare)
-	c.arena, c.spare, c.entries = nil, nil, nil
+	unmapMemory(c.entryMemory)
+	c.arena, c.spare, c.entries, c.entryMemory = nil, nil, nil, nil
 	c.index = cacheIndex{}
 }
 
