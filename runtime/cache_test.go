@@ -28,7 +28,7 @@ func TestStateCache(t *testing.T) {
 		{"equal top bits", 16 << 10, 300, 1<<32 - 1},
 		{"few top bits", 16 << 10, 300, 0xc000_0000_0000_ffff},
 		{"equal hashes", 16 << 10, 300, 0xc000_0000_0000_0003},
-		{"growing index", 1 << 20, 8000, ^uint64(0)},
+		{"growing index", 512 << 10, 4000, ^uint64(0)},
 	}
 	for _, tc := range cases {
 		for _, complete := range []bool{false, true} {
@@ -53,9 +53,15 @@ func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, compl
 		order = append([]string{k}, order...)
 	}
 	evicted := false
-	steps, check := 20000, 1
+	// The checks below take time in the keys and the index's slots: the
+	// index is checked every indexCheck steps, the use order every
+	// orderCheck steps.
+	steps, orderCheck, indexCheck := 20000, 1, 37
+	if hashMask != ^uint64(0) {
+		orderCheck = 7 // finding each key walks a long run of slots
+	}
 	if keys > 1000 {
-		steps, check = 5*keys, 97 // the checks below take time in the keys
+		steps, orderCheck, indexCheck = 5*keys, 97, 97
 	}
 	cleared := false
 	for i := range steps {
@@ -120,10 +126,12 @@ func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, compl
 		if c.used > len(c.arena) || c.live > int64(c.used) {
 			t.Fatalf("step %d: used %d, live %d, arena %d", i, c.used, c.live, len(c.arena))
 		}
-		if i%check != 0 {
+		if i%indexCheck == 0 {
+			checkCacheIndex(t, c)
+		}
+		if i%orderCheck != 0 {
 			continue
 		}
-		checkCacheIndex(t, c)
 		// The cached keys are a prefix of the use order.
 		gap := false
 		for _, k := range order {
