@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"hash/maphash"
+	"math/bits"
 	"sync"
 	"unsafe"
 
@@ -22,22 +23,28 @@ import (
 // Its memory is outside the Go heap where the system allows it (an
 // anonymous mapping), so that the collector neither scans it nor doubles
 // it (GOGC): the budget is what the cache takes. Keys and values are
-// appended to an arena; entries, without pointers, say where. When the
+// appended to an arena; entries, without pointers and in a mapping of
+// their own, say where. When the
 // arena is full, the live data is copied to a second arena in order of use
 // and the first is returned to the system. The index from key hashes to
-// entries is a Go map of integers.
+// entries is an open-addressing table of integers (see cacheIndex).
 //
 // Safe for concurrent use.
 type stateCache struct {
 	mu     sync.Mutex
 	budget int64
 	seed   maphash.Seed
-	index  map[uint64]int32 // hash of the key → the first entry of that hash
-	// entries are the slots, at most maxEntries of them, grown as needed;
-	// free lists the unused ones.
-	entries    []cacheEntry
-	maxEntries int
-	free       []int32
+	// hashMask is ANDed into every key hash: all ones, except in tests
+	// that force hashes to collide.
+	hashMask uint64
+	index    cacheIndex // hash of the key → its entry
+	// entries are the slots, at most maxEntries of them, grown as needed
+	// within the capacity of entryMemory (so never copied); free lists the
+	// unused ones.
+	entries     []cacheEntry
+	entryMemory []byte
+	maxEntries  int
+	free        []int32
 	// head is the most recently used entry, tail the least; -1 when empty.
 	head, tail int32
 	// arena holds the entries' keys and values from 0 to used; spare is
@@ -56,12 +63,12 @@ type cacheEntry struct {
 	absent     bool
 	used       bool
 	prev, next int32
-	sameHash   int32 // the next entry with the same hash, or -1
 }
 
 // cacheEntrySize is what an entry costs beyond its key and value: the slot
 // and its share of the index.
-const cacheEntrySize = int64(unsafe.Sizeof(cacheEntry{})) + 24
+// The index takes 8 bytes a slot at a load between 0.35 and 0.7.
+const cacheEntrySize = int64(unsafe.Sizeof(cacheEntry{})) + 16
 
 // newStateCache returns a cache of budget bytes: an arena of three
 // quarters of it (and a spare arena of the same size, which holds pages
@@ -74,40 +81,57 @@ func newStateCache(budget int64, complete bool) *stateCache {
 		arena = 1<<32 - 1 // offsets are 32 bits
 	}
 	c := &stateCache{
-		budget: budget, seed: maphash.MakeSeed(), index: map[uint64]int32{},
+		budget: budget, seed: maphash.MakeSeed(), hashMask: ^uint64(0),
 		head: -1, tail: -1, complete: complete,
-		arena:      mapMemory(int(arena)),
-		spare:      mapMemory(int(arena)),
-		maxEntries: int(slots),
+		arena:       mapMemory(int(arena)),
+		spare:       mapMemory(int(arena)),
+		entryMemory: mapMemory(int(slots) * int(unsafe.Sizeof(cacheEntry{}))),
+		maxEntries:  int(slots),
+	}
+	if n := len(c.entryMemory) / int(unsafe.Sizeof(cacheEntry{})); n > 0 {
+		// Entries hold no pointers: they may live in memory the collector
+		// does not know.
+		c.entries = unsafe.Slice((*cacheEntry)(unsafe.Pointer(unsafe.SliceData(c.entryMemory))), n)[:0]
 	}
 	return c
 }
 
-// close returns the arenas to the system.
+// close returns the arenas and entries to the system.
 func (c *stateCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	unmapMemory(c.arena)
 	unmapMemory(c.spare)
-	c.arena, c.spare, c.index, c.entries = nil, nil, nil, nil
+	unmapMemory(c.entryMemory)
+	c.arena, c.spare, c.entries, c.entryMemory = nil, nil, nil, nil
+	c.index = cacheIndex{}
 }
 
 func (c *stateCache) key(e *cacheEntry) []byte {
 	return c.arena[e.off : e.off+e.klen]
 }
 
-func hashKey(c *stateCache, key []byte) uint64 { return maphash.Bytes(c.seed, key) }
+func hashKey(c *stateCache, key []byte) uint64 { return maphash.Bytes(c.seed, key) & c.hashMask }
 
+// find returns the entry of key, whose hash is h, or -1.
 func (c *stateCache) find(h uint64, key []byte) int32 {
-	i, ok := c.index[h]
-	for ok && i >= 0 {
-		e := &c.entries[i]
-		if bytes.Equal(c.key(e), key) {
-			return i
-		}
-		i = e.sameHash
+	x := &c.index
+	if x.count == 0 {
+		return -1
 	}
-	return -1
+	tag := h >> 32
+	for p := h >> x.shift; ; p = (p + 1) & x.mask {
+		s := x.slots[p]
+		if s == 0 {
+			return -1
+		}
+		if s>>32 == tag {
+			i := int32(uint32(s)) - 1
+			if e := &c.entries[i]; e.hash == h && bytes.Equal(c.key(e), key) {
+				return i
+			}
+		}
+	}
 }
 
 // get returns a cached entry: cached is false when the cache does not know
@@ -115,7 +139,7 @@ func (c *stateCache) find(h uint64, key []byte) int32 {
 // buf. slot is where the entry is (-1: not held), a hint for the set of
 // the same key (see set).
 func (c *stateCache) get(key []byte, buf []byte) (value []byte, ok, cached bool, slot int32) {
-	h := maphash.Bytes(c.seed, key)
+	h := hashKey(c, key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	i := c.find(h, key)
@@ -154,7 +178,7 @@ func (c *stateCache) set(key, value []byte, absent bool, hint int32) {
 	if hint >= 0 && int(hint) < len(c.entries) && c.entries[hint].used && bytes.Equal(c.key(&c.entries[hint]), key) {
 		i, h = hint, c.entries[hint].hash
 	} else {
-		h = maphash.Bytes(c.seed, key)
+		h = hashKey(c, key)
 		i = c.find(h, key)
 	}
 	if i >= 0 {
@@ -206,13 +230,9 @@ func (c *stateCache) set(key, value []byte, absent bool, hint int32) {
 	copy(c.arena[off+len(key):], value)
 	c.used += n
 	c.live += int64(n)
-	next, ok := c.index[h]
-	if !ok {
-		next = -1
-	}
 	c.entries[i] = cacheEntry{hash: h, off: uint32(off), klen: uint32(len(key)), vlen: uint32(len(value)),
-		absent: absent, used: true, prev: -1, next: c.head, sameHash: next}
-	c.index[h] = i
+		absent: absent, used: true, prev: -1, next: c.head}
+	c.index.insert(h, i)
 	if c.head >= 0 {
 		c.entries[c.head].prev = i
 	}
@@ -226,21 +246,7 @@ func (c *stateCache) set(key, value []byte, absent bool, hint int32) {
 func (c *stateCache) remove(i int32) {
 	e := &c.entries[i]
 	c.unlink(i)
-	// Unchain it from its hash.
-	if first := c.index[e.hash]; first == i {
-		if e.sameHash >= 0 {
-			c.index[e.hash] = e.sameHash
-		} else {
-			delete(c.index, e.hash)
-		}
-	} else {
-		for j := first; j >= 0; j = c.entries[j].sameHash {
-			if c.entries[j].sameHash == i {
-				c.entries[j].sameHash = e.sameHash
-				break
-			}
-		}
-	}
+	c.index.delete(e.hash, i)
 	c.live -= int64(e.klen + e.vlen)
 	*e = cacheEntry{}
 	c.free = append(c.free, i)
@@ -307,7 +313,7 @@ func (c *stateCache) unlink(i int32) {
 // clear forgets everything (after a range deletion, which may cover any
 // cached entry): the cache is no longer complete.
 func (c *stateCache) clear() {
-	clear(c.index)
+	c.index.reset()
 	c.entries, c.free = c.entries[:0], c.free[:0]
 	c.head, c.tail, c.used, c.live = -1, -1, 0, 0
 	c.complete = false
@@ -362,4 +368,85 @@ func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 			c.clear()
 		}
 	}
+}
+
+// cacheIndex maps key hashes to entries: an open-addressing table with
+// linear probing, so that a lookup reads one slot (and seldom its
+// neighbours) of a compact array and then the entry. A slot holds the upper
+// 32 bits of the hash and, below them, the entry's index plus one; 0 is
+// empty. A hash's home slot is its top bits, so the table grows and
+// deletes (by shifting the following slots back, leaving no tombstones)
+// without reading the entries. Entries of equal hashes take a slot each.
+type cacheIndex struct {
+	slots []uint64
+	mask  uint64 // len(slots) - 1
+	shift uint8  // 64 - log2(len(slots)): hash >> shift is the home slot
+	count int
+}
+
+const cacheIndexMinSlots = 1 << 10
+
+// insert adds entry i, whose hash is h; the caller has made sure it is not
+// held.
+func (x *cacheIndex) insert(h uint64, i int32) {
+	if (x.count+1)*10 > len(x.slots)*7 {
+		x.grow()
+	}
+	x.place(h>>32<<32 | uint64(uint32(i+1)))
+	x.count++
+}
+
+// place puts slot value s in the first empty slot from its home on.
+func (x *cacheIndex) place(s uint64) {
+	p := s >> x.shift
+	for x.slots[p] != 0 {
+		p = (p + 1) & x.mask
+	}
+	x.slots[p] = s
+}
+
+// grow doubles the table (or makes the first one).
+func (x *cacheIndex) grow() {
+	old := x.slots
+	n := max(2*len(old), cacheIndexMinSlots)
+	x.slots = make([]uint64, n)
+	x.mask = uint64(n - 1)
+	x.shift = uint8(64 - bits.TrailingZeros(uint(n)))
+	for _, s := range old {
+		if s != 0 {
+			x.place(s)
+		}
+	}
+}
+
+// delete removes entry i, whose hash is h, if it is held.
+func (x *cacheIndex) delete(h uint64, i int32) {
+	if x.count == 0 {
+		return
+	}
+	want := h>>32<<32 | uint64(uint32(i+1))
+	hole := h >> x.shift
+	for x.slots[hole] != want {
+		if x.slots[hole] == 0 {
+			return
+		}
+		hole = (hole + 1) & x.mask
+	}
+	// Shift back each following slot of the run that may move into the
+	// hole: one whose home is not after the hole (cyclically) and up to it.
+	for p := (hole + 1) & x.mask; x.slots[p] != 0; p = (p + 1) & x.mask {
+		s := x.slots[p]
+		if (p-s>>x.shift)&x.mask >= (p-hole)&x.mask {
+			x.slots[hole] = s
+			hole = p
+		}
+	}
+	x.slots[hole] = 0
+	x.count--
+}
+
+// reset empties the table, keeping its size.
+func (x *cacheIndex) reset() {
+	clear(x.slots)
+	x.count = 0
 }

@@ -14,90 +14,182 @@ import (
 // "absent" for keys it was never told of, until its first eviction.
 // Updates come with the slot a read of the key gave, a slot another key
 // took since, or none, as a batch's commit passes them; values shrink
-// and grow, and some keys are deleted.
+// and grow, and some keys are deleted. Besides the usual hashes, it runs
+// with hashes forced to collide (in their top bits, which pick the index
+// slot, or whole), and with more keys than the index's first table holds.
 func TestStateCache(t *testing.T) {
-	for _, complete := range []bool{false, true} {
-		c := newStateCache(16<<10, complete)
-		defer c.close()
-		r := rand.New(rand.NewPCG(5, 5))
-		values := map[string]string{}
-		deleted := map[string]bool{}
-		slots := map[string]int32{} // the slot of each key's last read
-		var order []string          // most recent first
-		use := func(k string) {
-			order = slices.DeleteFunc(order, func(o string) bool { return o == k })
-			order = append([]string{k}, order...)
+	cases := []struct {
+		name     string
+		budget   int64
+		keys     int
+		hashMask uint64
+	}{
+		{"small", 16 << 10, 300, ^uint64(0)},
+		{"equal top bits", 16 << 10, 300, 1<<32 - 1},
+		{"few top bits", 16 << 10, 300, 0xc000_0000_0000_ffff},
+		{"equal hashes", 16 << 10, 300, 0xc000_0000_0000_0003},
+		{"growing index", 512 << 10, 4000, ^uint64(0)},
+	}
+	for _, tc := range cases {
+		for _, complete := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/complete=%v", tc.name, complete), func(t *testing.T) {
+				testStateCache(t, tc.budget, tc.keys, tc.hashMask, complete)
+			})
 		}
-		evicted := false
-		for i := range 20000 {
-			k := fmt.Sprintf("key-%d", r.IntN(300))
-			if r.IntN(3) == 0 {
-				v := fmt.Sprintf("value-%d-%s", i, string(make([]byte, r.IntN(40))))
-				absent := r.IntN(8) == 0
-				hint := int32(-1)
-				switch r.IntN(3) {
-				case 0:
-					if s, ok := slots[k]; ok {
-						hint = s
-					}
-				case 1:
-					hint = int32(r.IntN(len(c.entries) + 1))
-				}
-				c.mu.Lock()
-				if absent {
-					c.set([]byte(k), nil, true, hint)
-					delete(values, k)
-					deleted[k] = true
-				} else {
-					c.set([]byte(k), []byte(v), false, hint)
-					values[k] = v
-					delete(deleted, k)
-				}
-				c.mu.Unlock()
-				if absent && c.complete {
-					// Not held: a complete cache says absent by not holding it.
-					order = slices.DeleteFunc(order, func(o string) bool { return o == k })
-				} else {
-					use(k)
-				}
-			} else {
-				got, ok, cached, slot := c.get([]byte(k), nil)
-				slots[k] = slot
-				want, told := values[k]
-				switch {
-				case cached && deleted[k] && ok:
-					t.Fatalf("step %d: deleted %s cached as %q", i, k, got)
-				case cached && told && (!ok || string(got) != want):
-					t.Fatalf("step %d: %s = %q %v, want %q", i, k, got, ok, want)
-				case cached && !told && !deleted[k] && ok:
-					t.Fatalf("step %d: %s cached as %q, never told", i, k, got)
-				case complete && !evicted && !cached:
-					t.Fatalf("step %d: a complete cache does not know %s", i, k)
-				}
-				if cached && (told || deleted[k]) && slot >= 0 {
-					use(k)
-				}
-			}
+	}
+}
+
+func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, complete bool) {
+	c := newStateCache(budget, complete)
+	c.hashMask = hashMask
+	defer c.close()
+	r := rand.New(rand.NewPCG(5, 5))
+	values := map[string]string{}
+	deleted := map[string]bool{}
+	slots := map[string]int32{} // the slot of each key's last read
+	var order []string          // most recent first
+	use := func(k string) {
+		order = slices.DeleteFunc(order, func(o string) bool { return o == k })
+		order = append([]string{k}, order...)
+	}
+	evicted := false
+	// The checks below take time in the keys and the index's slots: the
+	// index is checked every indexCheck steps, the use order every
+	// orderCheck steps.
+	steps, orderCheck, indexCheck := 20000, 1, 37
+	if hashMask != ^uint64(0) {
+		orderCheck = 7 // finding each key walks a long run of slots
+	}
+	if keys > 1000 {
+		steps, orderCheck, indexCheck = 5*keys, 97, 97
+	}
+	cleared := false
+	for i := range steps {
+		k := fmt.Sprintf("key-%d", r.IntN(keys))
+		if i == steps/2 {
+			// As after a range deletion: nothing is cached any more.
+			c.reset()
+			order, cleared = order[:0], true
 			evicted = evicted || !c.complete
-			if c.used > len(c.arena) || c.live > int64(c.used) {
-				t.Fatalf("step %d: used %d, live %d, arena %d", i, c.used, c.live, len(c.arena))
+			if c.find(hashOf(c, k), []byte(k)) >= 0 {
+				t.Fatalf("step %d: %s is cached after clear", i, k)
 			}
-			// The cached keys are a prefix of the use order.
-			gap := false
-			for _, k := range order {
-				cached := c.find(hashOf(c, k), []byte(k)) >= 0
-				if cached && gap {
-					t.Fatalf("step %d: %s is cached but a key used after it is not", i, k)
+		}
+		if r.IntN(3) == 0 {
+			v := fmt.Sprintf("value-%d-%s", i, string(make([]byte, r.IntN(40))))
+			absent := r.IntN(8) == 0
+			hint := int32(-1)
+			switch r.IntN(3) {
+			case 0:
+				if s, ok := slots[k]; ok {
+					hint = s
 				}
-				gap = gap || !cached
+			case 1:
+				hint = int32(r.IntN(len(c.entries) + 1))
+			}
+			c.mu.Lock()
+			if absent {
+				c.set([]byte(k), nil, true, hint)
+				delete(values, k)
+				deleted[k] = true
+			} else {
+				c.set([]byte(k), []byte(v), false, hint)
+				values[k] = v
+				delete(deleted, k)
+			}
+			c.mu.Unlock()
+			if absent && c.complete {
+				// Not held: a complete cache says absent by not holding it.
+				order = slices.DeleteFunc(order, func(o string) bool { return o == k })
+			} else {
+				use(k)
+			}
+		} else {
+			got, ok, cached, slot := c.get([]byte(k), nil)
+			slots[k] = slot
+			want, told := values[k]
+			switch {
+			case cached && deleted[k] && ok:
+				t.Fatalf("step %d: deleted %s cached as %q", i, k, got)
+			case cached && told && (!ok || string(got) != want):
+				t.Fatalf("step %d: %s = %q %v, want %q", i, k, got, ok, want)
+			case cached && !told && !deleted[k] && ok:
+				t.Fatalf("step %d: %s cached as %q, never told", i, k, got)
+			case complete && !evicted && !cached:
+				t.Fatalf("step %d: a complete cache does not know %s", i, k)
+			}
+			if cached && (told || deleted[k]) && slot >= 0 {
+				use(k)
 			}
 		}
-		if !evicted {
-			t.Fatal("the cache never evicted: the test does not reach eviction")
+		evicted = evicted || !c.complete
+		if c.used > len(c.arena) || c.live > int64(c.used) {
+			t.Fatalf("step %d: used %d, live %d, arena %d", i, c.used, c.live, len(c.arena))
 		}
+		if i%indexCheck == 0 {
+			checkCacheIndex(t, c)
+		}
+		if i%orderCheck != 0 {
+			continue
+		}
+		// The cached keys are a prefix of the use order.
+		gap := false
+		for _, k := range order {
+			cached := c.find(hashOf(c, k), []byte(k)) >= 0
+			if cached && gap {
+				t.Fatalf("step %d: %s is cached but a key used after it is not", i, k)
+			}
+			gap = gap || !cached
+		}
+	}
+	if !evicted || !cleared {
+		t.Fatalf("evicted %v, cleared %v: the test does not reach both", evicted, cleared)
+	}
+	if keys > 1000 && len(c.index.slots) <= cacheIndexMinSlots {
+		t.Fatalf("the index has %d slots: the test does not reach its growth", len(c.index.slots))
 	}
 }
 
 func hashOf(c *stateCache, k string) uint64 {
 	return hashKey(c, []byte(k))
+}
+
+// checkCacheIndex checks the cache's index against its entries: it holds
+// each entry in use once and nothing else, and each slot is reachable from
+// its hash's home slot without passing an empty one (so find finds it).
+func checkCacheIndex(t *testing.T, c *stateCache) {
+	t.Helper()
+	x := &c.index
+	held := map[int32]bool{}
+	for p, s := range x.slots {
+		if s == 0 {
+			continue
+		}
+		i := int32(uint32(s)) - 1
+		if i < 0 || int(i) >= len(c.entries) || !c.entries[i].used || held[i] {
+			t.Fatalf("index slot %d holds %#x: not an entry in use, or one held twice", p, s)
+		}
+		held[i] = true
+		h := c.entries[i].hash
+		if s>>32 != h>>32 {
+			t.Fatalf("index slot %d holds %#x for entry %d of hash %#x", p, s, i, h)
+		}
+		for q := h >> x.shift; q != uint64(p); q = (q + 1) & x.mask {
+			if x.slots[q] == 0 {
+				t.Fatalf("index slot %d (entry %d) is past an empty slot %d from its home", p, i, q)
+			}
+		}
+	}
+	used := 0
+	for i := range c.entries {
+		if c.entries[i].used {
+			used++
+			if !held[int32(i)] {
+				t.Fatalf("entry %d is in use but not in the index", i)
+			}
+		}
+	}
+	if x.count != used || len(held) != used {
+		t.Fatalf("index count %d, %d slots held, %d entries in use", x.count, len(held), used)
+	}
 }
