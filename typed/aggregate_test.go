@@ -91,7 +91,12 @@ func TestWindowedCounts(t *testing.T) {
 	for _, win := range []struct {
 		name        string
 		size, slide time.Duration
-	}{{"tumbling", time.Minute, time.Minute}, {"sliding", time.Minute, 20 * time.Second}} {
+	}{
+		{"tumbling", time.Minute, time.Minute},
+		{"sliding", time.Minute, 20 * time.Second},
+		// 15 windows per row: more than the group front keeps (windowFront).
+		{"sliding/15 windows a row", 5 * time.Minute, 20 * time.Second},
+	} {
 		want := loopWindows(in, win.size, win.slide)
 		build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
 			ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Sliding(win.size, win.slide), func(c *fixtures.Click) string { return c.User })
