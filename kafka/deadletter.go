@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,14 +84,14 @@ func (d *DeadLetterWriter) WriteDeadLetters(ctx context.Context, batchID int64, 
 		return nil
 	}
 	marks := newBatchHeaders(d.opts.WriterID, batchID, len(letters))
+	originals, err := d.originals(ctx, letters)
+	if err != nil {
+		return fmt.Errorf("streamgen: %s: batch %d: %w", d.what, batchID, err)
+	}
 	records := make([]*kgo.Record, len(letters))
 	for i, l := range letters {
 		r := &kgo.Record{Topic: d.topic, Value: []byte(l.Raw)}
-		original, err := d.original(ctx, l)
-		if err != nil {
-			return fmt.Errorf("streamgen: %s: batch %d: letter %d (%s %s): %w", d.what, batchID, i, l.Source, l.Position, err)
-		}
-		if original != nil {
+		if original := originals[i]; original != nil {
 			r.Key = original.Key
 			r.Headers = slices.Clip(original.Headers)
 		}
@@ -108,36 +109,81 @@ func (d *DeadLetterWriter) WriteDeadLetters(ctx context.Context, batchID int64, 
 	return nil
 }
 
-// original reads again the Kafka record a letter is about, when its
-// source is one of Originals; nil when it is not, or is gone.
-func (d *DeadLetterWriter) original(ctx context.Context, l runtime.DeadLetter) (*kgo.Record, error) {
-	var src *TopicSource
-	for _, s := range d.opts.Originals {
-		if s.Name() == l.Source {
-			src = s
-			break
+// originalGap is the widest run of offsets between two letters of one
+// partition that originals reads through rather than fetch again from.
+const originalGap = 1024
+
+// originals reads again the Kafka records the letters are about, those
+// whose source is one of Originals: by partition, each run of letters no
+// more than originalGap offsets apart in one fetch of the range, so that
+// a flood of bad records costs a fetch per run, not per record. A letter
+// whose record is not one of those, or is gone, has nil.
+func (d *DeadLetterWriter) originals(ctx context.Context, letters []runtime.DeadLetter) ([]*kgo.Record, error) {
+	found := make([]*kgo.Record, len(letters))
+	type place struct {
+		src *TopicSource
+		tp  topicPartition
+	}
+	wanted := map[place][]int{} // the letters of each partition
+	var places []place          // in order of first letter
+	for i, l := range letters {
+		var src *TopicSource
+		for _, s := range d.opts.Originals {
+			if s.Name() == l.Source {
+				src = s
+				break
+			}
+		}
+		if src == nil {
+			continue
+		}
+		tp, _, ok := parsePosition(l.Position)
+		if !ok {
+			continue
+		}
+		p := place{src, tp}
+		if _, seen := wanted[p]; !seen {
+			places = append(places, p)
+		}
+		wanted[p] = append(wanted[p], i)
+	}
+	for _, p := range places {
+		idx := wanted[p]
+		offsetOf := func(i int) int64 {
+			_, off, _ := parsePosition(letters[i].Position)
+			return off
+		}
+		slices.SortFunc(idx, func(a, b int) int { return cmp.Compare(offsetOf(a), offsetOf(b)) })
+		client, err := p.src.clientFor()
+		if err != nil {
+			return nil, fmt.Errorf("letter %d (%s %s): %w", idx[0], letters[idx[0]].Source, letters[idx[0]].Position, err)
+		}
+		for start := 0; start < len(idx); {
+			end := start + 1
+			for end < len(idx) && offsetOf(idx[end])-offsetOf(idx[end-1]) <= originalGap {
+				end++
+			}
+			run := idx[start:end]
+			byOffset := make(map[int64][]int, len(run))
+			for _, i := range run {
+				byOffset[offsetOf(i)] = append(byOffset[offsetOf(i)], i)
+			}
+			from, to := offsetOf(run[0]), offsetOf(run[len(run)-1])+1
+			gone := func(lostRange) error { return nil } // then there is nothing to copy
+			err := p.src.fetchRange(ctx, client, p.tp, from, to, gone, func(r *kgo.Record) error {
+				for _, i := range byOffset[r.Offset] {
+					found[i] = r
+				}
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("letters %d to %d (%s %s to %s): %w", run[0], run[len(run)-1], letters[run[0]].Source,
+					letters[run[0]].Position, letters[run[len(run)-1]].Position, err)
+			}
+			start = end
 		}
 	}
-	if src == nil {
-		return nil, nil
-	}
-	tp, offset, ok := parsePosition(l.Position)
-	if !ok {
-		return nil, nil
-	}
-	client, err := src.clientFor()
-	if err != nil {
-		return nil, err
-	}
-	var found *kgo.Record
-	gone := func(lostRange) error { return nil } // then there is nothing to copy
-	err = src.fetchRange(ctx, client, tp, offset, offset+1, gone, func(r *kgo.Record) error {
-		if r.Offset == offset {
-			found = r
-		}
-		return nil
-	})
-	return found, err
+	return found, nil
 }
 
 // Close closes the writer's client, waiting for nothing: call it after

@@ -250,3 +250,58 @@ func TestFromKeepsWhatJSONLeavesOut(t *testing.T) {
 		t.Fatalf("rows %q, want %q", got, want)
 	}
 }
+
+// TestDeadLetterTopicManyOriginals: a flood of bad records, in runs
+// between good ones on two partitions and one far beyond the rest, each
+// reaches the dead-letter topic with its own key and headers (the writer
+// reads the originals back a run of offsets at a time).
+func TestDeadLetterTopicManyOriginals(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "flood", 2)
+	createTopic(t, adm, "dlq", 1)
+	good := clickRecords(t, "flood", 2, clicks(40, 5))
+	var records []*kgo.Record
+	var bad []*kgo.Record
+	for i := range 300 {
+		if i%10 == 0 && len(good) > 0 {
+			records = append(records, good[0])
+			good = good[1:]
+		}
+		b := &kgo.Record{Topic: "flood", Partition: int32(i % 2), Key: fmt.Appendf(nil, "bad-%d", i), Value: []byte("not json"),
+			Headers: []kgo.RecordHeader{{Key: "n", Value: fmt.Appendf(nil, "%d", i)}}}
+		records = append(records, b)
+		bad = append(bad, b)
+	}
+	// Far beyond the run of the others on partition 0.
+	for range 3000 {
+		records = append(records, &kgo.Record{Topic: "flood", Partition: 0, Value: []byte(`{"user":"u","time":"2026-01-01T00:00:00Z"}`)})
+	}
+	far := &kgo.Record{Topic: "flood", Partition: 0, Key: []byte("bad-far"), Value: []byte("not json"),
+		Headers: []kgo.RecordHeader{{Key: "n", Value: []byte("far")}}}
+	records = append(records, far)
+	bad = append(bad, far)
+	produce(t, conn, records...)
+
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"flood"}, StartingOffsets: kafka.Earliest()})
+	defer src.Close()
+	dlq := kafka.DeadLetterTopic("dlq", kafka.DeadLetterOptions{Connection: conn, Originals: []*kafka.TopicSource{src}})
+	defer dlq.Close()
+	runAvailableNow(t, typed.WriteTo(typed.From[fixtures.Click](src), typed.NewMemorySink[fixtures.Click]()), newCheckpoint(), runtime.DeadLetters(dlq))
+
+	got := map[string]*kgo.Record{}
+	for _, r := range consume(t, conn, adm, "dlq") {
+		got[string(r.Key)] = r
+	}
+	if len(got) != len(bad) {
+		t.Fatalf("%d dead letters with distinct keys, want %d", len(got), len(bad))
+	}
+	for _, b := range bad {
+		r, ok := got[string(b.Key)]
+		if !ok {
+			t.Fatalf("no dead letter with key %q", b.Key)
+		}
+		if v, ok := header(r, "n"); !ok || v != string(b.Headers[0].Value) {
+			t.Errorf("%s: header n is %q, want %q", b.Key, v, b.Headers[0].Value)
+		}
+	}
+}
