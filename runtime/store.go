@@ -145,6 +145,10 @@ type Store struct {
 	// lock held: DB.Close would wait for it for ever, so Close does not
 	// call it.
 	wedged atomic.Bool
+	// commitFailed is set when Pebble reports that a commit's log write
+	// or sync failed (Logger.Fatalf, "fatal commit error"), which Apply
+	// does not return.
+	commitFailed atomic.Bool
 
 	// mu guards pending.
 	mu sync.Mutex
@@ -719,10 +723,16 @@ func (s *Store) apply(b *StateBatch, id int64) (err error) {
 		return s.fail(fmt.Errorf("commit batch %d: %w", id, err))
 	}
 	// A failed log write or sync calls Logger.Fatalf, after which Apply
-	// returns nil: the failure it recorded is the commit's.
-	if err := s.Err(); err != nil {
+	// returns nil: the failure it recorded is the commit's. A failure of
+	// background work recorded meanwhile (this batch's own flush, on a
+	// full disk) is not: the batch is in the synced log, committed, and
+	// the store's failure stops the query after it.
+	if s.commitFailed.Load() {
 		b.closed = true // Pebble may still hold it
-		return err
+		if err := s.Err(); err != nil {
+			return err
+		}
+		return s.fail(fmt.Errorf("commit batch %d: the log write failed", id))
 	}
 	return nil
 }

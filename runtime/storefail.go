@@ -181,6 +181,9 @@ func (pebbleHooks) Errorf(format string, args ...any) {
 
 // Fatalf records the failure and returns (see the top of this file).
 func (h pebbleHooks) Fatalf(format string, args ...any) {
+	if strings.HasPrefix(format, "pebble: fatal commit error") {
+		h.s.commitFailed.Store(true) // the commit under way failed: see Store.apply
+	}
 	h.s.fail(fmt.Errorf(format, args...))
 }
 

@@ -165,7 +165,7 @@ func failedFlushEndsAnIdleQuery(t *testing.T) {
 	}
 	err = await(t, q)
 	if p, ok := q.LastProgress(); !ok || p.BatchID != 0 {
-		t.Fatalf("the batch did not commit: %+v", p)
+		t.Fatalf("the batch did not commit (the query ended with %v): %+v", err, p)
 	}
 	if !errors.Is(err, runtime.ErrStoreFailed) || !strings.Contains(err.Error(), "in ckpt") || !strings.Contains(err.Error(), ".sst: no space left on device") {
 		t.Fatalf("error: %v", err)
