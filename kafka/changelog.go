@@ -38,6 +38,21 @@ type ChangelogOptions struct {
 	// changelog to acknowledge its records; past it the batch fails,
 	// uncommitted. The default is 30 seconds.
 	ProduceTimeout time.Duration
+	// TransactionalID is the transactional ID of ExactlyOnce's
+	// transactions; the default is "streamgen-" and Topic. Changelog
+	// alone does not use it.
+	TransactionalID string
+}
+
+// withDefaults fills in the defaults of the fields left zero.
+func (o ChangelogOptions) withDefaults() ChangelogOptions {
+	if o.Partitions == 0 {
+		o.Partitions = 1
+	}
+	if o.ProduceTimeout == 0 {
+		o.ProduceTimeout = defaultChangelogProduceTimeout
+	}
+	return o
 }
 
 // The headers of a changelog record: the id of the batch that wrote it,
@@ -91,6 +106,9 @@ type changelog struct {
 	err    error
 	// ctx bounds the produces: the query's context, from Restore.
 	ctx context.Context
+	// txn, when set, are the transactions each batch commits through
+	// (ExactlyOnce).
+	txn *Transactions
 
 	mu     sync.Mutex
 	client *kgo.Client
@@ -133,12 +151,7 @@ type changelogRecord struct {
 }
 
 func newChangelog(opts ChangelogOptions, s *runtime.Store) *changelog {
-	if opts.Partitions == 0 {
-		opts.Partitions = 1
-	}
-	if opts.ProduceTimeout == 0 {
-		opts.ProduceTimeout = defaultChangelogProduceTimeout
-	}
+	opts = opts.withDefaults()
 	c := &changelog{opts: opts, store: s, record: "kafka-changelog/" + opts.Topic, ends: map[int32]int64{}}
 	c.err = opts.validate()
 	return c
@@ -193,6 +206,9 @@ func (c *changelog) clientFor() (*kgo.Client, error) {
 // Close closes the changelog's client. It is safe to call more than once,
 // from any goroutine.
 func (c *changelog) Close() error {
+	if c.txn != nil {
+		c.txn.release()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -279,7 +295,17 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 	for part, end := range c.ends {
 		ends[part] = end
 	}
-	if err := c.produce(client, c.ptrs, ends, progress >= 0); err != nil {
+	if c.txn != nil {
+		// In a transaction the progress need not wait for the rest: the
+		// transaction makes them visible together.
+		ctx, cancel := context.WithTimeout(c.context(), c.opts.ProduceTimeout)
+		err := c.txn.commitBatch(ctx, func(client *kgo.Client) error { return c.produce(client, c.ptrs, ends, false) })
+		cancel()
+		if err != nil {
+			c.failed = fmt.Errorf("streamgen: %s: batch %d: %w; the batch is not committed, and its records in Kafka are aborted: start the query again", c.what(), p.BatchID, err)
+			return c.failed
+		}
+	} else if err := c.produce(client, c.ptrs, ends, progress >= 0); err != nil {
 		c.failed = fmt.Errorf("streamgen: %s: batch %d: %w; the batch is not committed: start the query again (its start writes back the checkpoint's values over the batch's records)", c.what(), p.BatchID, err)
 		return c.failed
 	}
@@ -301,11 +327,7 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 // produce writes records, the last one (the progress, when lastApart)
 // once all the others are acknowledged, and moves ends past them.
 func (c *changelog) produce(client *kgo.Client, records []*kgo.Record, ends map[int32]int64, lastApart bool) error {
-	ctx := c.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.ProduceTimeout)
+	ctx, cancel := context.WithTimeout(c.context(), c.opts.ProduceTimeout)
 	defer cancel()
 	first := records
 	var last []*kgo.Record
@@ -326,6 +348,14 @@ func (c *changelog) produce(client *kgo.Client, records []*kgo.Record, ends map[
 	return nil
 }
 
+// context is the query's context, from Restore.
+func (c *changelog) context() context.Context {
+	if c.ctx == nil {
+		return context.Background()
+	}
+	return c.ctx
+}
+
 // Restore brings the store up to the topic (see Changelog): it creates
 // the topic at the first start, reads it from the offsets the store
 // recorded (from its start when the store recorded none), applies the
@@ -343,6 +373,13 @@ func (c *changelog) Restore(ctx context.Context) error {
 	}
 	if err := c.ensureTopic(ctx, client); err != nil {
 		return err
+	}
+	if c.txn != nil {
+		// Fence before reading: no earlier holder of the transactional
+		// ID commits a batch after the restore has read the topic.
+		if err := c.txn.start(ctx); err != nil {
+			return err
+		}
 	}
 	reader := Source(Options{Connection: c.opts.Connection, Partitions: map[string][]int32{c.opts.Topic: c.partitions()}, Name: "changelog " + c.opts.Topic})
 	defer reader.Close()
@@ -613,7 +650,12 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 	c.ends = newEnds
 	c.restored = r.Records()
 	took := time.Since(started)
-	slog.Info("streamgen: restored the checkpoint from its changelog", "topic", c.opts.Topic, "records", r.Records(),
+	log := slog.Info
+	if r.Records() == 0 && len(failed) == 0 {
+		// Nothing but the markers of committed transactions.
+		log = slog.Debug
+	}
+	log("streamgen: restored the checkpoint from its changelog", "topic", c.opts.Topic, "records", r.Records(),
 		"took", took, "recordsPerSecond", int64(float64(r.Records())/max(took.Seconds(), 1e-9)), "failedBatchRecords", len(failed))
 	return nil
 }
