@@ -34,17 +34,34 @@
 //	q, err := typed.WriteTo(counts, sink).Start(ctx, runtime.Checkpoint(dir),
 //		kafka.Changelog(kafka.ChangelogOptions{Connection: conn, Topic: "counts-changelog"}))
 //
+// # Exactly once
+//
+// ExactlyOnce makes a query's batches commit through Kafka transactions,
+// as Kafka Streams' exactly_once_v2 does: each batch's rows from Kafka
+// sinks that name the transactions, its dead letters, its changelog
+// records and its progress (the sources' offsets) commit in one
+// transaction, and only then in the local checkpoint. A batch that fails
+// before that, or a process that dies, leaves nothing a read_committed
+// consumer sees, and the batch runs again from the same offsets; a
+// checkpoint left behind what Kafka committed is caught up from the
+// changelog at the next start; a process still running with the same
+// transactional ID is fenced when another starts.
+//
+//	eos := kafka.ExactlyOnce(kafka.ChangelogOptions{Connection: conn, Topic: "counts-changelog"})
+//	defer eos.Close()
+//	sink := kafka.Sink[UserCount](kafka.SinkOptions[UserCount]{Connection: conn, Topic: "counts", Key: userKey, Transactions: eos})
+//	q, err := typed.WriteTo(counts, sink).Start(ctx, runtime.Checkpoint(dir), eos.Option())
+//
+// Without transactions (Changelog alone, or no changelog) a batch run
+// again after a failure is written again, and its records' headers
+// (BatchMark) are what a reader has to tell the copies apart.
+//
 // # What is not here yet
 //
-// The sink is idempotent per record (franz-go's idempotent producer) but
-// not per batch: a batch run again after a failure is written again, and
-// its records' headers (BatchMark) are what a reader has to tell the
-// copies apart. Exactly-once output needs a transactional committer,
-// which will write a batch's output, its changelog records and its
-// offsets in one Kafka transaction (today a batch whose changelog produce
-// fails leaves records in the topic until the next start writes over
-// them); and scaling out needs partitions owned per instance, with state
-// per partition restored from its changelog partition. The source is ready for both: its records carry their
+// Scaling out needs partitions owned per instance of a consumer group,
+// with state per partition restored from its changelog partition on
+// assignment, and a repartition topic for groupings that are not the
+// message key. The source is ready for it: its records carry their
 // partition ("topic/partition"), its offsets are per partition, and its
 // reads see only committed transactions.
 package kafka
