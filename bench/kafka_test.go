@@ -30,11 +30,11 @@ import (
 // (kfake), three ways over the same input topic:
 //
 //   - streamgen: kafka.Source → MapGroupsWithState (state in Pebble, in a
-//     fresh checkpoint) → kafka.Sink, an AvailableNow query; at-least-once,
-//     the only delivery the Kafka sink has today (exactly-once needs the
-//     transactional committer, not built yet). Without
-//     MaxOffsetsPerTrigger, one batch takes all the input there is and
-//     writes one row per key: its count.
+//     fresh checkpoint) → kafka.Sink, an AvailableNow query; at-least-once
+//     (streamgen-changelog adds a changelog topic, streamgen-exactly-once
+//     commits through kafka.ExactlyOnce). Without MaxOffsetsPerTrigger,
+//     one batch takes all the input there is and writes one row per key:
+//     its count.
 //   - floor: a hand-written franz-go loop, poll → Go map → produce, with
 //     no state store and no offsets kept anywhere: what Kafka and the
 //     client cost by themselves. Each poll (all the client has buffered)
