@@ -69,6 +69,13 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	var committer Committer = store
 	if cfg.committer != nil {
 		committer = cfg.committer(store)
+		if c, ok := committer.(TriggerChecker); ok {
+			if err := c.CheckTrigger(cfg.trigger); err != nil {
+				closeCommitter(committer)
+				store.Close()
+				return nil, err
+			}
+		}
 		if r, ok := committer.(Restorer); ok {
 			store.keepDeleted = true
 			if err := r.Restore(ctx); err != nil {

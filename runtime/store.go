@@ -464,6 +464,18 @@ func (s *Store) nextPending() (p pendingBatch, ok bool) {
 	}
 }
 
+// rerecord writes id to the commit file, even when it holds a later one:
+// for a store rebuilt from an earlier copy (Restore.Clear).
+func (s *Store) rerecord(id int64) error {
+	s.recording.Lock()
+	defer s.recording.Unlock()
+	if err := writeCommitFile(s.fs, s.dir, id); err != nil {
+		return err
+	}
+	s.recorded = id
+	return nil
+}
+
 // record writes id to the commit file, unless it holds id or later.
 func (s *Store) record(id int64) error {
 	s.recording.Lock()
