@@ -42,7 +42,28 @@ type ChangelogOptions struct {
 	// transactions; the default is "streamgen-" and Topic. Changelog
 	// alone does not use it.
 	TransactionalID string
+	// AsyncProgress, with ExactlyOnce, commits the transaction at most
+	// once per AsyncProgressInterval instead of once per batch, as
+	// Spark's asynchronous progress tracking commits offsets: batches
+	// commit locally at once, and their rows, changelog records and
+	// offsets are produced as they come and committed to Kafka together
+	// when the interval has passed since the last commit, and when the
+	// query stops. A process that dies in between loses, in Kafka's view,
+	// the batches since the last commit: its next start finds the local
+	// checkpoint ahead of the changelog and rebuilds it from the changelog
+	// (a full restore), and the query runs those batches again from the
+	// offsets Kafka committed. At most an interval is replayed; nothing is
+	// lost or doubled in state, and a read_committed reader sees each
+	// batch once. Refused with the Once and AvailableNow triggers, and
+	// without ExactlyOnce.
+	AsyncProgress bool
+	// AsyncProgressInterval is AsyncProgress's interval; the default is
+	// one second.
+	AsyncProgressInterval time.Duration
 }
+
+// defaultAsyncProgressInterval is AsyncProgressInterval's default.
+const defaultAsyncProgressInterval = time.Second
 
 // withDefaults fills in the defaults of the fields left zero.
 func (o ChangelogOptions) withDefaults() ChangelogOptions {
@@ -51,6 +72,9 @@ func (o ChangelogOptions) withDefaults() ChangelogOptions {
 	}
 	if o.ProduceTimeout == 0 {
 		o.ProduceTimeout = defaultChangelogProduceTimeout
+	}
+	if o.AsyncProgressInterval == 0 {
+		o.AsyncProgressInterval = defaultAsyncProgressInterval
 	}
 	return o
 }
@@ -91,7 +115,13 @@ const changelogFetchBytes = 16 << 20
 // reader of the topic may see a failed batch's records until the next
 // start writes over them: restore skips them.
 func Changelog(opts ChangelogOptions) runtime.Option {
-	return runtime.WithCommitter(func(s *runtime.Store) runtime.Committer { return newChangelog(opts, s) })
+	return runtime.WithCommitter(func(s *runtime.Store) runtime.Committer {
+		c := newChangelog(opts, s)
+		if c.err == nil && opts.AsyncProgress {
+			c.err = errors.New("streamgen: kafka changelog: options: AsyncProgress needs ExactlyOnce: without transactions, a batch's records could not be told from those of batches a dead process never committed")
+		}
+		return c
+	})
 }
 
 // changelog is the committer Changelog makes: the store's Commit, after
@@ -128,6 +158,22 @@ type changelog struct {
 	failed error
 	// restored counts the records the last restore applied.
 	restored int64
+	// rewound is set when the last restore rebuilt the store, which was
+	// ahead of the topic.
+	rewound bool
+
+	// With AsyncProgress: lastCommit is when the transaction was last
+	// committed; pendingEnds are the topic's end offsets after the
+	// records acknowledged since (guarded by pendingMu, as the
+	// acknowledgements come from the client's goroutines), asyncErr the
+	// first of their failures; committed is the last batch the topic
+	// holds, uncommitted the last batch committed locally.
+	lastCommit  time.Time
+	pendingMu   sync.Mutex
+	pendingEnds map[int32]int64
+	asyncErr    error
+	committed   int64
+	uncommitted int64
 	// Buffers reused from batch to batch.
 	buf     []byte
 	changes []change
@@ -148,11 +194,16 @@ type changelogRecord struct {
 	// Ends are the topic's end offsets by partition after the last
 	// committed batch.
 	Ends map[int32]int64 `json:"ends"`
+	// Async is set by a changelog with AsyncProgress: Committed is then
+	// the last batch the topic holds, and the local checkpoint may be
+	// ahead of it.
+	Async     bool  `json:"async,omitempty"`
+	Committed int64 `json:"committed,omitempty"`
 }
 
 func newChangelog(opts ChangelogOptions, s *runtime.Store) *changelog {
 	opts = opts.withDefaults()
-	c := &changelog{opts: opts, store: s, record: "kafka-changelog/" + opts.Topic, ends: map[int32]int64{}}
+	c := &changelog{opts: opts, store: s, record: "kafka-changelog/" + opts.Topic, ends: map[int32]int64{}, pendingEnds: map[int32]int64{}}
 	c.err = opts.validate()
 	return c
 }
@@ -173,6 +224,9 @@ func (o ChangelogOptions) validate() error {
 	}
 	if o.ProduceTimeout < 0 {
 		errs = append(errs, fmt.Errorf("ProduceTimeout %v is negative", o.ProduceTimeout))
+	}
+	if o.AsyncProgressInterval < 0 {
+		errs = append(errs, fmt.Errorf("AsyncProgressInterval %v is negative", o.AsyncProgressInterval))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("streamgen: kafka changelog: options: %w", err)
@@ -207,8 +261,35 @@ func (c *changelog) clientFor() (*kgo.Client, error) {
 // from any goroutine.
 func (c *changelog) Close() error {
 	if c.txn != nil {
-		c.txn.release()
+		committed, err := c.txn.release(func() error {
+			c.pendingMu.Lock()
+			defer c.pendingMu.Unlock()
+			return c.asyncErr
+		})
+		if committed && c.failed == nil {
+			// Kafka now holds every batch committed locally: say so in
+			// the store, or its next start would rebuild it.
+			c.pendingMu.Lock()
+			for part, end := range c.pendingEnds {
+				c.ends[part] = max(c.ends[part], end)
+			}
+			c.pendingMu.Unlock()
+			c.committed = c.uncommitted
+			if serr := c.saveRecord(); err == nil {
+				err = serr
+			}
+		}
+		if err != nil {
+			c.closeClient()
+			return err
+		}
 	}
+	c.closeClient()
+	return nil
+}
+
+// closeClient closes the changelog's own client.
+func (c *changelog) closeClient() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -216,7 +297,6 @@ func (c *changelog) Close() error {
 		c.client.Close()
 		c.client = nil
 	}
-	return nil
 }
 
 // Commit produces the batch's changes, waits for them, then commits the
@@ -243,7 +323,13 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 	if err := b.WriteProgress(p); err != nil {
 		return err
 	}
+	async := c.txn != nil && c.opts.AsyncProgress
 	c.buf, c.changes = c.buf[:0], c.changes[:0]
+	if async {
+		// The records are still in flight after Commit returns: each
+		// batch's are its own.
+		c.buf, c.records = nil, nil
+	}
 	progress := -1
 	add := func(key, value []byte, deleted bool) error {
 		part := runtime.KeyPartition(key)
@@ -295,6 +381,9 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 	for part, end := range c.ends {
 		ends[part] = end
 	}
+	if async {
+		return c.commitAsync(b, p, c.ptrs)
+	}
 	if c.txn != nil {
 		// In a transaction the progress need not wait for the rest: the
 		// transaction makes them visible together.
@@ -322,6 +411,87 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 	}
 	c.ends = ends
 	return nil
+}
+
+// commitAsync produces a batch's records in the open transaction without
+// waiting for them, commits the transaction when AsyncProgressInterval
+// has passed since the last commit (recording it in the batch's local
+// commit), and commits the batch to the store.
+func (c *changelog) commitAsync(b *runtime.StateBatch, p runtime.Progress, records []*kgo.Record) error {
+	c.pendingMu.Lock()
+	err := c.asyncErr
+	c.pendingMu.Unlock()
+	if err != nil {
+		return c.fail(p.BatchID, err)
+	}
+	ack := func(r *kgo.Record, err error) {
+		c.pendingMu.Lock()
+		defer c.pendingMu.Unlock()
+		if err != nil {
+			if c.asyncErr == nil {
+				c.asyncErr = err
+			}
+			return
+		}
+		c.pendingEnds[r.Partition] = max(c.pendingEnds[r.Partition], r.Offset+1)
+	}
+	due := time.Since(c.lastCommit) >= c.opts.AsyncProgressInterval
+	ctx, cancel := context.WithTimeout(c.context(), c.opts.ProduceTimeout)
+	defer cancel()
+	err = c.txn.produceBatch(ctx, records, ack, due, func() error {
+		c.pendingMu.Lock()
+		defer c.pendingMu.Unlock()
+		return c.asyncErr
+	})
+	if err != nil {
+		return c.fail(p.BatchID, err)
+	}
+	c.metaSent, c.startDeletions = true, nil
+	if due {
+		c.lastCommit = time.Now()
+		c.pendingMu.Lock()
+		for part, end := range c.pendingEnds {
+			c.ends[part] = max(c.ends[part], end)
+		}
+		c.pendingMu.Unlock()
+		c.committed = p.BatchID
+		if err := c.setRecord(b); err != nil {
+			return err
+		}
+	}
+	if err := c.store.Commit(b, p); err != nil {
+		return err
+	}
+	c.uncommitted = p.BatchID
+	return nil
+}
+
+// fail marks the changelog failed by the error of a batch: every later
+// commit fails with it.
+func (c *changelog) fail(batchID int64, err error) error {
+	c.failed = fmt.Errorf("streamgen: %s: batch %d: %w; the batches since the last commit to Kafka are not committed there, and their records are aborted: start the query again", c.what(), batchID, err)
+	if c.txn != nil {
+		c.txn.spoil()
+	}
+	return c.failed
+}
+
+// record returns the committer's record as it stands.
+func (c *changelog) currentRecord() changelogRecord {
+	rec := changelogRecord{Topic: c.opts.Topic, Ends: c.ends}
+	if c.txn != nil && c.opts.AsyncProgress {
+		rec.Async, rec.Committed = true, c.committed
+	}
+	return rec
+}
+
+// setRecord writes the committer's record into a batch.
+func (c *changelog) setRecord(b *runtime.StateBatch) error {
+	rec, err := json.Marshal(c.currentRecord())
+	if err != nil {
+		return fmt.Errorf("streamgen: %s: encode its offsets: %w", c.what(), err)
+	}
+	return b.SetCommitterRecord(c.record, rec)
 }
 
 // produce writes records, the last one (the progress, when lastApart)
@@ -400,13 +570,18 @@ func (c *changelog) Restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	recorded, hasRecord, err := c.readRecord()
+	rec, hasRecord, err := c.readRecord()
 	if err != nil {
 		return err
 	}
-	_, hasProgress, err := c.store.Progress()
+	recorded := rec.Ends
+	local, hasProgress, err := c.store.Progress()
 	if err != nil {
 		return err
+	}
+	c.lastCommit = time.Now()
+	if hasProgress {
+		c.committed, c.uncommitted = local.BatchID, local.BatchID
 	}
 	topicEmpty := true
 	for _, tp := range parts {
@@ -416,6 +591,14 @@ func (c *changelog) Restore(ctx context.Context) error {
 	}
 	from := map[int32]int64{}
 	switch {
+	case hasRecord && rec.Async && hasProgress && local.BatchID > rec.Committed:
+		slog.Warn("streamgen: the checkpoint is ahead of its changelog (its last batches were never committed to Kafka): rebuilding it from the changelog",
+			"topic", c.opts.Topic, "checkpointBatch", local.BatchID, "changelogBatch", rec.Committed)
+		for _, tp := range parts {
+			from[tp.partition] = starts[tp]
+		}
+		c.rewound = true
+		return c.restore(ctx, reader, rclient, parts, from, ends)
 	case hasRecord && topicEmpty && hasProgress:
 		slog.Warn("streamgen: the changelog topic is empty, and the checkpoint recorded records in it: copying the checkpoint to it again", "topic", c.opts.Topic)
 		return c.seed(ctx, client)
@@ -465,19 +648,18 @@ func (c *changelog) partitions() []int32 {
 
 // readRecord reads the committer's record; ok is false when the store has
 // none.
-func (c *changelog) readRecord() (ends map[int32]int64, ok bool, err error) {
+func (c *changelog) readRecord() (rec changelogRecord, ok bool, err error) {
 	v, ok, err := c.store.CommitterRecord(c.record)
 	if err != nil || !ok {
-		return nil, false, err
+		return changelogRecord{}, false, err
 	}
-	var rec changelogRecord
 	if err := json.Unmarshal(v, &rec); err != nil {
-		return nil, false, fmt.Errorf("streamgen: %s: the checkpoint's record of the topic's offsets is corrupt: %w", c.what(), err)
+		return changelogRecord{}, false, fmt.Errorf("streamgen: %s: the checkpoint's record of the topic's offsets is corrupt: %w", c.what(), err)
 	}
 	if rec.Ends == nil {
 		rec.Ends = map[int32]int64{}
 	}
-	return rec.Ends, true, nil
+	return rec, true, nil
 }
 
 // ensureTopic creates the topic, compacted, or checks the one there.
@@ -560,6 +742,11 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 		return err
 	}
 	defer r.Close()
+	if c.rewound {
+		if err := r.Clear(); err != nil {
+			return err
+		}
+	}
 	if err := r.DeleteCommitterRecord(c.record); err != nil {
 		return err
 	}
@@ -724,9 +911,19 @@ func (c *changelog) writeBack(ctx context.Context, failed []pendingRecord, progr
 	return nil
 }
 
-// saveEnds records the topic's end offsets in the store.
+// saveRecord records the committer's record in the store, as it stands.
+func (c *changelog) saveRecord() error { return c.saveEnds(c.ends) }
+
+// saveEnds records the topic's end offsets in the store, with the
+// store's progress as the last batch the topic holds.
 func (c *changelog) saveEnds(ends map[int32]int64) error {
-	rec, err := json.Marshal(changelogRecord{Topic: c.opts.Topic, Ends: ends})
+	c.ends = ends
+	if p, ok, err := c.store.Progress(); err != nil {
+		return err
+	} else if ok {
+		c.committed, c.uncommitted = p.BatchID, p.BatchID
+	}
+	rec, err := json.Marshal(c.currentRecord())
 	if err != nil {
 		return fmt.Errorf("streamgen: %s: encode its offsets: %w", c.what(), err)
 	}
@@ -789,5 +986,15 @@ func (c *changelog) seed(ctx context.Context, client *kgo.Client) error {
 	}
 	c.ends = ends
 	c.metaSent = true
+	return nil
+}
+
+// CheckTrigger refuses AsyncProgress with a trigger that stops (Once,
+// AvailableNow), as Spark refuses asynchronous progress tracking with
+// them.
+func (c *changelog) CheckTrigger(t runtime.Trigger) error {
+	if c.txn != nil && c.opts.AsyncProgress && t.Stops() {
+		return fmt.Errorf("streamgen: %s: AsyncProgress does not work with the %v trigger, which must record every batch's progress: use ProcessingTime or AsSoonAsPossible, or turn AsyncProgress off", c.what(), t)
+	}
 	return nil
 }

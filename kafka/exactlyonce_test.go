@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -404,4 +406,92 @@ func (f *failingLetters) WriteDeadLetters(ctx context.Context, batchID int64, le
 	}
 	f.failed = true
 	return errInjected
+}
+
+// stopAtRows stops a query (cancels its context) once its batches have
+// read rows rows, calling before first.
+type stopAtRows struct {
+	rows   int64
+	before func()
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	read   int64
+}
+
+func (s *stopAtRows) OnQueryProgress(p runtime.QueryProgress) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.read += p.NumInputRows; s.read >= s.rows {
+		if s.before != nil {
+			s.before()
+		}
+		s.cancel()
+	}
+}
+
+// TestExactlyOnceAsyncProgress commits the transaction at most once an
+// hour (AsyncProgress): a query stopped commits what it ran as it stops;
+// a process that dies leaves its batches uncommitted in Kafka and its
+// checkpoint ahead of the changelog, and the next start rebuilds the
+// checkpoint from the changelog and runs those batches again, so the
+// output (read_committed) and the state are those of one pass over the
+// input.
+func TestExactlyOnceAsyncProgress(t *testing.T) {
+	r := newEOSRun(t)
+	in := clicks(450, 9)
+	opts := kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog", AsyncProgress: true, AsyncProgressInterval: time.Hour}
+	ck := newCheckpoint()
+	// run starts a process on the checkpoint and stops it once it read
+	// rows rows; with die, the process dies then.
+	run := func(rows int, die bool) {
+		t.Helper()
+		eos := kafka.ExactlyOnce(opts)
+		defer eos.Close()
+		ctx, cancel := context.WithTimeout(testContext(t), 30*time.Second)
+		defer cancel()
+		stop := &stopAtRows{rows: int64(rows), cancel: cancel}
+		if die {
+			stop.before = func() { kafka.AbandonTransactions(eos) }
+		}
+		q, err := r.pipeline(t, eos, nil).Start(ctx, ck.opts(eos.Option(), runtime.Listener(stop))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Err() == context.DeadlineExceeded {
+			t.Fatalf("the query read %d rows in 30 s, want %d", stop.read, rows)
+		}
+	}
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in[:150])...)
+	run(150, false)
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in[:150])
+
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in[150:300])...)
+	run(150, true)
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in[:150]) // nothing of the second run committed
+	// The third process reads the second's rows again, then the new ones.
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in[300:])...)
+	run(300, false)
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
+}
+
+// TestAsyncProgressRefused: AsyncProgress fails Start with a trigger that
+// stops, and without ExactlyOnce.
+func TestAsyncProgressRefused(t *testing.T) {
+	r := newEOSRun(t)
+	opts := kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog", AsyncProgress: true}
+	eos := kafka.ExactlyOnce(opts)
+	defer eos.Close()
+	for _, trigger := range []runtime.Trigger{runtime.AvailableNow(), runtime.Once()} {
+		_, err := r.pipeline(t, eos, nil).Start(testContext(t), newCheckpoint().opts(eos.Option(), runtime.WithTrigger(trigger))...)
+		if err == nil || !strings.Contains(err.Error(), "AsyncProgress does not work with the "+trigger.String()) {
+			t.Errorf("AsyncProgress with %v: Start gave %v", trigger, err)
+		}
+	}
+	_, err := r.pipeline(t, nil, nil).Start(testContext(t), newCheckpoint().opts(kafka.Changelog(opts))...)
+	if err == nil || !strings.Contains(err.Error(), "AsyncProgress needs ExactlyOnce") {
+		t.Errorf("AsyncProgress without ExactlyOnce: Start gave %v", err)
+	}
 }

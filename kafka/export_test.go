@@ -23,3 +23,11 @@ func NewChangelog(opts ChangelogOptions, s *runtime.Store) interface {
 // RestoredRecords returns how many records a changelog's last restore
 // applied.
 func RestoredRecords(c runtime.Committer) int64 { return c.(*changelog).restored }
+
+// AbandonTransactions makes the transactions' query stop as a process
+// that dies does: its open transaction is neither committed nor aborted.
+func AbandonTransactions(t *Transactions) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.abandon = true
+}

@@ -86,7 +86,13 @@ func consume(t *testing.T, conn kafka.Connection, adm *kadm.Client, topic string
 func consumeWith(t *testing.T, conn kafka.Connection, adm *kadm.Client, topic string, isolation kgo.IsolationLevel) []*kgo.Record {
 	t.Helper()
 	ctx := testContext(t)
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	// A read_committed reader reads to the last stable offset: not into a
+	// transaction still open.
+	list := adm.ListEndOffsets
+	if isolation == kgo.ReadCommitted() {
+		list = adm.ListCommittedOffsets
+	}
+	ends, err := list(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,6 +57,15 @@ type Transactions struct {
 	mu     sync.Mutex
 	client *kgo.Client // made at each query start, transactional
 	inTxn  bool
+	// dirty is set when a sink or the dead-letter topic wrote into the
+	// open transaction since the changelog last did: rows of a batch
+	// not committed locally yet. spoiled is set when a batch failed in
+	// the changelog's commit. Either makes release abort an open
+	// transaction rather than commit it (AsyncProgress).
+	dirty, spoiled bool
+	// abandon makes release drop the client as a process that dies
+	// does, neither committing nor aborting (tests).
+	abandon bool
 	// query is set while a query's committer holds the transactions.
 	query  bool
 	closed bool
@@ -212,6 +221,7 @@ func (t *Transactions) produce(ctx context.Context, what string, records []*kgo.
 	if err != nil {
 		return err
 	}
+	t.dirty = true
 	return t.explain(client.ProduceSync(ctx, records...).FirstErr())
 }
 
@@ -293,10 +303,84 @@ func (t *Transactions) commitBatch(ctx context.Context, produce func(*kgo.Client
 	return nil
 }
 
-// release is called by the committer as its query stops: a transaction
-// left open (a batch that failed before its commit) is aborted.
-func (t *Transactions) release() {
+// produceBatch produces a batch's changelog records into the open
+// transaction (beginning one) without waiting for them, ack being called
+// for each as it is acknowledged or fails; with commit, it then waits for
+// them all and commits the transaction, unless failed (ack's first
+// failure) says one failed: the transaction is then aborted.
+// (AsyncProgress.)
+func (t *Transactions) produceBatch(ctx context.Context, records []*kgo.Record, ack func(*kgo.Record, error), commit bool, failed func() error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	client, err := t.clientLocked("kafka changelog " + fmt.Sprintf("%q", t.opts.Topic))
+	if err != nil {
+		return err
+	}
+	for _, r := range records {
+		// Not ctx: the records outlive this call, and a query stopped
+		// (its context cancelled) commits them as it closes.
+		client.Produce(context.Background(), r, ack)
+	}
+	t.dirty = false
+	if !commit {
+		return nil
+	}
+	err = client.Flush(ctx)
+	if err == nil {
+		err = failed()
+	}
+	if err != nil {
+		if aerr := t.abortLocked(ctx); aerr != nil {
+			err = fmt.Errorf("%w; and the transaction's abort: %v", err, aerr)
+		}
+		return t.explain(err)
+	}
+	if err := t.commitLocked(ctx); err != nil {
+		return t.explain(fmt.Errorf("commit the transaction: %w", err))
+	}
+	return nil
+}
+
+// spoil marks the open transaction as holding a failed batch's records:
+// release aborts it.
+func (t *Transactions) spoil() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.spoiled = true
+}
+
+// release is called by the committer as its query stops. A transaction
+// left open is committed when it holds only batches committed locally
+// (AsyncProgress, a query stopped between commits), and committed
+// reports that; otherwise (a batch that failed) it is aborted.
+func (t *Transactions) release(failed func() error) (committed bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	defer func() { t.dirty, t.spoiled = false, false }()
+	if t.abandon {
+		if t.client != nil {
+			t.client.Close() // a transaction left open: the next start's fence aborts it
+			t.client, t.inTxn = nil, false
+		}
+		t.query = false
+		return false, nil
+	}
+	if t.inTxn && !t.dirty && !t.spoiled && t.client != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), t.opts.ProduceTimeout)
+		defer cancel()
+		err := t.client.Flush(ctx)
+		if err == nil {
+			err = failed()
+		}
+		if err == nil {
+			if err = t.commitLocked(ctx); err == nil {
+				t.stopLocked()
+				return true, nil
+			}
+		}
+		t.stopLocked()
+		return false, t.explain(fmt.Errorf("streamgen: %s: commit the batches since the last commit as the query stops: %w", t.what(), err))
+	}
 	t.stopLocked()
+	return false, nil
 }

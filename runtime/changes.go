@@ -419,8 +419,14 @@ func (r *Restore) Finish() error {
 		r.s.state.reset()
 	}
 	p, ok, err := r.s.Progress()
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		if r.cleared { // rebuilt to nothing: a new query's store
+			return r.s.unrecord()
+		}
+		return nil
 	}
 	if r.cleared {
 		return r.s.rerecord(p.BatchID)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -473,6 +474,19 @@ func (s *Store) rerecord(id int64) error {
 		return err
 	}
 	s.recorded = id
+	return nil
+}
+
+// unrecord removes the commit file: for a store rebuilt from a copy that
+// holds no batch (Restore.Clear).
+func (s *Store) unrecord() error {
+	s.recording.Lock()
+	defer s.recording.Unlock()
+	path := s.fs.PathJoin(s.dir, commitFileName)
+	if err := s.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the commit file %s: %w", path, err)
+	}
+	s.recorded = -1
 	return nil
 }
 
