@@ -52,6 +52,12 @@
 //	sink := kafka.Sink[UserCount](kafka.SinkOptions[UserCount]{Connection: conn, Topic: "counts", Key: userKey, Transactions: eos})
 //	q, err := typed.WriteTo(counts, sink).Start(ctx, runtime.Checkpoint(dir), eos.Option())
 //
+// With ChangelogOptions.AsyncProgress the transaction is committed at
+// most once per interval (a second by default) rather than per batch, as
+// Spark's asynchronous progress tracking commits offsets: a process that
+// dies replays at most an interval, its checkpoint, ahead of Kafka,
+// rebuilt from the changelog at its next start.
+//
 // Without transactions (Changelog alone, or no changelog) a batch run
 // again after a failure is written again, and its records' headers
 // (BatchMark) are what a reader has to tell the copies apart.
