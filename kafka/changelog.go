@@ -139,6 +139,9 @@ type changelog struct {
 	// txn, when set, are the transactions each batch commits through
 	// (ExactlyOnce).
 	txn *Transactions
+	// task is the input partition the query owns, for a task of an App
+	// (its records all go to that partition of the topic), or -1.
+	task int32
 
 	mu     sync.Mutex
 	client *kgo.Client
@@ -203,7 +206,7 @@ type changelogRecord struct {
 
 func newChangelog(opts ChangelogOptions, s *runtime.Store) *changelog {
 	opts = opts.withDefaults()
-	c := &changelog{opts: opts, store: s, record: "kafka-changelog/" + opts.Topic, ends: map[int32]int64{}, pendingEnds: map[int32]int64{}}
+	c := &changelog{opts: opts, store: s, record: "kafka-changelog/" + opts.Topic, ends: map[int32]int64{}, pendingEnds: map[int32]int64{}, task: -1}
 	c.err = opts.validate()
 	return c
 }
@@ -332,11 +335,11 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 	}
 	progress := -1
 	add := func(key, value []byte, deleted bool) error {
-		part := runtime.KeyPartition(key)
-		if part >= uint32(c.opts.Partitions) {
-			return fmt.Errorf("streamgen: %s: state of input partition %d, and the topic has %d partitions", c.what(), part, c.opts.Partitions)
+		part, err := c.topicPartition(key)
+		if err != nil {
+			return err
 		}
-		ch := change{partition: int32(part), keyStart: len(c.buf), deleted: deleted}
+		ch := change{partition: part, keyStart: len(c.buf), deleted: deleted}
 		c.buf = append(c.buf, key...)
 		ch.keyEnd = len(c.buf)
 		c.buf = append(c.buf, value...)
@@ -638,7 +641,29 @@ func (c *changelog) Restore(ctx context.Context) error {
 	return c.restore(ctx, reader, rclient, parts, from, ends)
 }
 
+// topicPartition is the topic's partition for a mirrored record: its
+// input partition's (runtime.KeyPartition), or, for a task of an App,
+// which owns one input partition, that partition's.
+func (c *changelog) topicPartition(key []byte) (int32, error) {
+	part := runtime.KeyPartition(key)
+	if c.task >= 0 {
+		if part != 0 {
+			return 0, fmt.Errorf("streamgen: %s: state of input partition %d in the task of partition %d", c.what(), part, c.task)
+		}
+		return c.task, nil
+	}
+	if part >= uint32(c.opts.Partitions) {
+		return 0, fmt.Errorf("streamgen: %s: state of input partition %d, and the topic has %d partitions", c.what(), part, c.opts.Partitions)
+	}
+	return int32(part), nil
+}
+
+// partitions are the topic's partitions the changelog writes and
+// restores.
 func (c *changelog) partitions() []int32 {
+	if c.task >= 0 {
+		return []int32{c.task}
+	}
 	parts := make([]int32, c.opts.Partitions)
 	for i := range parts {
 		parts[i] = int32(i)
@@ -882,7 +907,11 @@ func (c *changelog) writeBack(ctx context.Context, failed []pendingRecord, progr
 		} else if value == nil {
 			value = []byte{}
 		}
-		records = append(records, &kgo.Record{Topic: c.opts.Topic, Partition: int32(runtime.KeyPartition(key)), Key: key, Value: value,
+		part, err := c.topicPartition(key)
+		if err != nil {
+			return err
+		}
+		records = append(records, &kgo.Record{Topic: c.opts.Topic, Partition: part, Key: key, Value: value,
 			Headers: []kgo.RecordHeader{{Key: changelogBatchHeader, Value: batchID[:]}}})
 		return nil
 	}
@@ -960,11 +989,12 @@ func (c *changelog) seed(ctx context.Context, client *kgo.Client) error {
 			}
 			records = records[:0]
 		}
-		r := &kgo.Record{Topic: c.opts.Topic, Partition: int32(runtime.KeyPartition(key)), Key: append([]byte(nil), key...), Value: append([]byte{}, value...),
-			Headers: []kgo.RecordHeader{{Key: changelogBatchHeader, Value: batchID[:]}}}
-		if r.Partition >= c.opts.Partitions {
-			return fmt.Errorf("streamgen: %s: state of input partition %d, and the topic has %d partitions", c.what(), r.Partition, c.opts.Partitions)
+		part, err := c.topicPartition(key)
+		if err != nil {
+			return err
 		}
+		r := &kgo.Record{Topic: c.opts.Topic, Partition: part, Key: append([]byte(nil), key...), Value: append([]byte{}, value...),
+			Headers: []kgo.RecordHeader{{Key: changelogBatchHeader, Value: batchID[:]}}}
 		if runtime.IsProgressKey(key) {
 			progress = r
 			return nil

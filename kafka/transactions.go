@@ -53,6 +53,9 @@ type Transactions struct {
 	opts ChangelogOptions
 	id   string
 	err  error
+	// task is the input partition of the App task the transactions
+	// serve, or -1.
+	task int32
 
 	mu     sync.Mutex
 	client *kgo.Client // made at each query start, transactional
@@ -82,7 +85,7 @@ const defaultTransactionalPrefix = "streamgen-"
 // Close the transactions once the query has stopped.
 func ExactlyOnce(opts ChangelogOptions) *Transactions {
 	opts = opts.withDefaults()
-	t := &Transactions{opts: opts, id: opts.TransactionalID, err: opts.validate()}
+	t := &Transactions{opts: opts, id: opts.TransactionalID, err: opts.validate(), task: -1}
 	if t.id == "" {
 		t.id = defaultTransactionalPrefix + opts.Topic
 	}
@@ -94,7 +97,7 @@ func ExactlyOnce(opts ChangelogOptions) *Transactions {
 func (t *Transactions) Option() runtime.Option {
 	return runtime.WithCommitter(func(s *runtime.Store) runtime.Committer {
 		c := newChangelog(t.opts, s)
-		c.txn = t
+		c.txn, c.task = t, t.task
 		return c
 	})
 }
