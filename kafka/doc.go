@@ -62,12 +62,31 @@
 // again after a failure is written again, and its records' headers
 // (BatchMark) are what a reader has to tell the copies apart.
 //
+// # Scaling out
+//
+// An App runs a pipeline on as many machines as there are partitions, as
+// Kafka Streams does: its instances join one consumer group, and each
+// runs a task, a query of its own, per input partition the group gives
+// it, with the partition's state in a checkpoint directory of its own
+// and in the partition's changelog partition. A partition that moves is
+// stopped after its batch in flight on the instance that gives it up,
+// and restored from the changelog on the one that takes it.
+//
+//	app := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "counter", Topics: []string{"clicks"}, Dir: dir, ExactlyOnce: true},
+//		func(task *kafka.Task) (kafka.Starter, error) {
+//			clicks := typed.From[Click](task.Source(kafka.Options{StartingOffsets: kafka.Earliest()}))
+//			sink := kafka.Sink[UserCount](kafka.SinkOptions[UserCount]{Connection: conn, Topic: "counts", Key: userKey, Transactions: task.Transactions()})
+//			task.OnClose(sink.Close)
+//			return typed.WriteTo(counts(clicks), sink), nil
+//		})
+//	err := app.Run(ctx)
+//
 // # What is not here yet
 //
-// Scaling out needs partitions owned per instance of a consumer group,
-// with state per partition restored from its changelog partition on
-// assignment, and a repartition topic for groupings that are not the
-// message key. The source is ready for it: its records carry their
-// partition ("topic/partition"), its offsets are per partition, and its
-// reads see only committed transactions.
+// A grouping by something other than the message key needs the rows
+// written through a repartition topic keyed by the grouping key first,
+// as Kafka Streams does; today a pipeline does that itself, with a Sink
+// and a second App or query. The consumer group's committed offsets are
+// not moved by an App (the offsets live in each task's checkpoint and
+// changelog), so lag tools that read the group's offsets see none.
 package kafka
