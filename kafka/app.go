@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamgen/streamgen/runtime"
 )
@@ -132,6 +134,11 @@ type App struct {
 
 	mu    sync.Mutex
 	tasks map[int32]*runningTask
+	// group is the group's client, while Run runs; read are the offsets
+	// each task's last batch read to, which the group's committed
+	// offsets follow.
+	group *kgo.Client
+	read  map[int32]map[string]map[int32]kgo.EpochOffset
 	// failed receives the first task failure.
 	failed chan error
 	// partitions is the input's partition count.
@@ -154,7 +161,7 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 	if opts.Changelog == "" && opts.Group != "" {
 		opts.Changelog = opts.Group + "-changelog"
 	}
-	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1)}
+	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]map[string]map[int32]kgo.EpochOffset{}}
 	a.err = opts.validate()
 	if build == nil {
 		a.err = errors.Join(a.err, errors.New("streamgen: kafka app: no build function"))
@@ -222,6 +229,14 @@ func (a *App) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("streamgen: kafka app %q: client: %w", a.opts.Group, err)
 	}
+	a.mu.Lock()
+	a.group = group
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.group = nil
+		a.mu.Unlock()
+	}()
 	// The group only assigns partitions: the tasks' sources read them.
 	group.PauseFetchTopics(a.opts.Topics[0])
 	polled := make(chan struct{})
@@ -359,7 +374,8 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 	if err != nil {
 		return fmt.Errorf("build: %w", err)
 	}
-	opts := append(slices.Clone(a.opts.Options), runtime.Checkpoint(filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))), committer)
+	opts := append(slices.Clone(a.opts.Options), runtime.Checkpoint(filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))), committer,
+		runtime.Listener(groupOffsets{a, p}))
 	q, err := pipeline.Start(ctx, opts...)
 	if err != nil {
 		return err
@@ -383,8 +399,62 @@ func (a *App) revoked(partitions []int32) {
 		rt.cancel()
 		<-rt.done
 		stopped = append(stopped, p)
+		a.commitRead(p, true)
 	}
 	if len(stopped) > 0 && a.opts.OnRevoked != nil {
 		a.opts.OnRevoked(stopped)
 	}
+}
+
+// groupOffsets is a task's listener that moves the group's committed
+// offsets of the task's partitions to where its batches have read, so
+// that tools reading a group's lag see the App's. The offsets that
+// count are in the task's checkpoint and changelog: these follow them,
+// asynchronously, and at the latest when the task stops.
+type groupOffsets struct {
+	a *App
+	p int32
+}
+
+func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
+	read := map[string]map[int32]kgo.EpochOffset{}
+	for _, src := range qp.Sources {
+		o, err := decodeOffsets(json.RawMessage(src.EndOffset))
+		if err != nil {
+			continue // not a Kafka source's
+		}
+		for tp, off := range o {
+			if read[tp.topic] == nil {
+				read[tp.topic] = map[int32]kgo.EpochOffset{}
+			}
+			read[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
+		}
+	}
+	g.a.mu.Lock()
+	g.a.read[g.p] = read
+	g.a.mu.Unlock()
+	g.a.commitRead(g.p, false)
+}
+
+// commitRead commits to the group the offsets partition p's task read
+// to: asynchronously, or (a task stopped, in a revoke) synchronously.
+func (a *App) commitRead(p int32, sync bool) {
+	a.mu.Lock()
+	group, read := a.group, a.read[p]
+	a.mu.Unlock()
+	if group == nil || len(read) == 0 {
+		return
+	}
+	done := func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			slog.Debug("streamgen: kafka app: commit the group's offsets", "group", a.opts.Group, "partition", p, "error", err)
+		}
+	}
+	if sync {
+		ctx, cancel := context.WithTimeout(context.Background(), defaultChangelogProduceTimeout)
+		defer cancel()
+		group.CommitOffsetsSync(ctx, read, done)
+		return
+	}
+	group.CommitOffsets(context.Background(), read, done)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
@@ -167,7 +168,25 @@ func TestAppScalesOut(t *testing.T) {
 		out[u.User] = append(out[u.User], u.Count)
 	}
 	onceEach(t, out, in)
-	t.Logf("assignments: %v", assignments)
+
+	// The group's committed offsets follow the tasks': no lag.
+	committed, err := adm.FetchOffsets(testContext(t), "counter")
+	if err == nil {
+		err = committed.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(testContext(t), "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		c, _ := committed.Lookup("clicks", o.Partition)
+		if c.At != o.Offset {
+			t.Errorf("partition %d: the group committed offset %d, and the partition ends at %d", o.Partition, c.At, o.Offset)
+		}
+	})
 }
 
 // TestAppRefusesAndFails: topics that are not co-partitioned are refused

@@ -70,7 +70,10 @@
 // it, with the partition's state in a checkpoint directory of its own
 // and in the partition's changelog partition. A partition that moves is
 // stopped after its batch in flight on the instance that gives it up,
-// and restored from the changelog on the one that takes it.
+// and restored from the changelog on the one that takes it. The offsets
+// that count are each task's (in its checkpoint and changelog); the
+// group's committed offsets follow them after every batch, so that the
+// tools that show a consumer group's lag show the App's.
 //
 //	app := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "counter", Topics: []string{"clicks"}, Dir: dir, ExactlyOnce: true},
 //		func(task *kafka.Task) (kafka.Starter, error) {
@@ -86,7 +89,5 @@
 // A grouping by something other than the message key needs the rows
 // written through a repartition topic keyed by the grouping key first,
 // as Kafka Streams does; today a pipeline does that itself, with a Sink
-// and a second App or query. The consumer group's committed offsets are
-// not moved by an App (the offsets live in each task's checkpoint and
-// changelog), so lag tools that read the group's offsets see none.
+// and a second App or query.
 package kafka
