@@ -10,12 +10,15 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
 )
 
 // AppOptions configure an App.
@@ -55,6 +58,20 @@ type AppOptions struct {
 	// listeners, a state cache size: each task has its own). The App
 	// sets the checkpoint and the committer.
 	Options []runtime.Option
+	// RepartitionBy, when set, makes the App write the input through a
+	// repartition topic first, as Kafka Streams does for a grouping by
+	// something other than the message key: for each record, the key
+	// RepartitionBy returns is the key of the record's copy in the topic
+	// (Group and "-repartition", made at the first start with as many
+	// partitions as the input, and checked after), so that the records of
+	// a key are in one partition of it and reach one task. The tasks'
+	// sources (Task.Source) then read the repartition topic. The copying
+	// runs as a task of its own per input partition (a query named Group
+	// "/repartition/" and the partition, its progress in the changelog
+	// topic Group and "-repartition-changelog"), exactly once with
+	// ExactlyOnce. A record for which RepartitionBy fails is a dead
+	// letter of that query.
+	RepartitionBy func(m *Message) ([]byte, error)
 	// OnAssigned and OnRevoked, when set, are called with the partitions
 	// whose tasks the instance starts and, once they have stopped, those
 	// it gave up, from the group's goroutine.
@@ -80,19 +97,23 @@ type Task struct {
 	closers   []func()
 }
 
-// Source returns a source of the task's partition of the App's topics,
-// with opts for the rest (starting offsets, MaxOffsetsPerTrigger, ...):
-// its Connection, Topics, TopicPattern and Partitions are the App's. It is
-// closed with the task.
+// Source returns a source of the task's partition of the App's topics
+// (of the repartition topic, with RepartitionBy), with opts for the rest
+// (starting offsets, MaxOffsetsPerTrigger, ...): its Connection, Topics,
+// TopicPattern and Partitions are the App's. It is closed with the task.
 func (t *Task) Source(opts Options) *TopicSource {
 	opts.Connection = t.app.opts.Connection
 	opts.Topics, opts.TopicPattern = nil, ""
 	opts.Partitions = map[string][]int32{}
-	for _, topic := range t.app.opts.Topics {
+	topics := t.app.opts.Topics
+	if t.app.opts.RepartitionBy != nil {
+		topics = []string{t.app.repartitionTopic()}
+	}
+	for _, topic := range topics {
 		opts.Partitions[topic] = []int32{t.Partition}
 	}
 	if opts.Name == "" {
-		opts.Name = "kafka:" + t.app.opts.Topics[0] + "/" + strconv.Itoa(int(t.Partition))
+		opts.Name = "kafka:" + topics[0] + "/" + strconv.Itoa(int(t.Partition))
 	}
 	s := Source(opts)
 	t.OnClose(s.Close)
@@ -210,6 +231,11 @@ func (a *App) Run(ctx context.Context) error {
 		return err
 	}
 	a.partitions = partitions
+	if a.opts.RepartitionBy != nil {
+		if err := a.ensureRepartitionTopic(ctx); err != nil {
+			return err
+		}
+	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	group, err := a.opts.Connection.newClient(
@@ -334,14 +360,24 @@ func (a *App) start(ctx context.Context, p int32) {
 	a.mu.Lock()
 	a.tasks[p] = rt
 	a.mu.Unlock()
-	go func() {
-		defer close(rt.done)
-		if err := a.runTask(ctx, p); err != nil && ctx.Err() == nil {
-			select {
-			case a.failed <- fmt.Errorf("streamgen: kafka app %q: task %d: %w", a.opts.Group, p, err):
-			default:
+	run := func(what string, task func(context.Context, int32) error) func() {
+		return func() {
+			if err := task(ctx, p); err != nil && ctx.Err() == nil {
+				select {
+				case a.failed <- fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err):
+				default:
+				}
 			}
 		}
+	}
+	go func() {
+		defer close(rt.done)
+		var wg sync.WaitGroup
+		if a.opts.RepartitionBy != nil {
+			wg.Go(run("repartition task", a.runRepartition))
+		}
+		wg.Go(run("task", a.runTask))
+		wg.Wait()
 	}()
 }
 
@@ -375,7 +411,10 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 		return fmt.Errorf("build: %w", err)
 	}
 	opts := append(slices.Clone(a.opts.Options), runtime.Checkpoint(filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))), committer,
-		runtime.Listener(groupOffsets{a, p}))
+		runtime.Name(a.opts.Group+"/"+strconv.Itoa(int(p))))
+	if a.opts.RepartitionBy == nil {
+		opts = append(opts, runtime.Listener(groupOffsets{a, p}))
+	}
 	q, err := pipeline.Start(ctx, opts...)
 	if err != nil {
 		return err
@@ -458,3 +497,125 @@ func (a *App) commitRead(p int32, sync bool) {
 	}
 	group.CommitOffsets(context.Background(), read, done)
 }
+
+// repartitionTopic is the topic RepartitionBy's copies go to.
+func (a *App) repartitionTopic() string { return a.opts.Group + "-repartition" }
+
+// ensureRepartitionTopic creates the repartition topic with the input's
+// partition count, or checks the one there.
+func (a *App) ensureRepartitionTopic(ctx context.Context) error {
+	client, err := a.opts.Connection.newClient()
+	if err != nil {
+		return fmt.Errorf("streamgen: kafka app %q: client: %w", a.opts.Group, err)
+	}
+	defer client.Close()
+	adm := kadm.NewClient(client)
+	topic := a.repartitionTopic()
+	rf := a.opts.ChangelogOptions.ReplicationFactor
+	if rf == 0 {
+		rf = -1
+	}
+	resp, err := adm.CreateTopic(ctx, a.partitions, rf, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("streamgen: kafka app %q: create the repartition topic %q: %w", a.opts.Group, topic, err)
+	}
+	details, err := adm.ListTopics(ctx, topic)
+	if err == nil {
+		err = details.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("streamgen: kafka app %q: describe the repartition topic %q: %w", a.opts.Group, topic, err)
+	}
+	if n := int32(len(details[topic].Partitions)); n != a.partitions {
+		return fmt.Errorf("streamgen: kafka app %q: the repartition topic %q has %d partitions, and the input %d: they must be equal (delete the topic to have it made again)",
+			a.opts.Group, topic, n, a.partitions)
+	}
+	return nil
+}
+
+// repartitioned is a record on its way to the repartition topic.
+type repartitioned struct {
+	key, value []byte
+	headers    []Header
+	timestamp  time.Time
+}
+
+// runRepartition runs the repartition task of partition p: a query that
+// copies the input's partition p to the repartition topic, each record
+// keyed by RepartitionBy, until ctx is done or it fails.
+func (a *App) runRepartition(ctx context.Context, p int32) error {
+	task := &Task{Partition: p, app: a}
+	defer func() {
+		for i := len(task.closers) - 1; i >= 0; i-- {
+			task.closers[i]()
+		}
+	}()
+	copts := a.opts.ChangelogOptions
+	copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, a.opts.Group+"-repartition-changelog", a.partitions
+	copts.TransactionalID = a.opts.Group + "-repartition-" + strconv.Itoa(int(p))
+	var committer runtime.Option
+	var txn *Transactions
+	if a.opts.ExactlyOnce {
+		txn = ExactlyOnce(copts)
+		txn.task = p
+		task.OnClose(txn.Close)
+		committer = txn.Option()
+	} else {
+		committer = runtime.WithCommitter(func(s *runtime.Store) runtime.Committer {
+			c := newChangelog(copts, s)
+			c.task = p
+			return c
+		})
+	}
+	partitions := map[string][]int32{}
+	for _, topic := range a.opts.Topics {
+		partitions[topic] = []int32{p}
+	}
+	src := Source(Options{Connection: a.opts.Connection, Partitions: partitions, StartingOffsets: Earliest(),
+		Name: "kafka:" + a.opts.Topics[0] + "/" + strconv.Itoa(int(p))})
+	task.OnClose(src.Close)
+	sink := &repartitionSink{topic: a.repartitionTopic(),
+		producer: producer{conn: a.opts.Connection, what: "kafka repartition topic " + strconv.Quote(a.repartitionTopic()), txn: txn}}
+	task.OnClose(sink.close)
+	rows := From(src, func(m *Message) (repartitioned, error) {
+		key, err := a.opts.RepartitionBy(m)
+		if err != nil {
+			return repartitioned{}, err
+		}
+		return repartitioned{key: key, value: m.Value, headers: m.Headers, timestamp: m.Timestamp}, nil
+	})
+	opts := append(slices.Clone(a.opts.Options), runtime.Checkpoint(filepath.Join(a.opts.Dir, "repartition", strconv.Itoa(int(p)))), committer,
+		runtime.Name(a.opts.Group+"/repartition/"+strconv.Itoa(int(p))), runtime.Listener(groupOffsets{a, p}))
+	q, err := typed.WriteTo(rows, typed.Sink[repartitioned](sink)).Start(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	return q.AwaitTermination()
+}
+
+// repartitionSink writes a batch's copies to the repartition topic,
+// partitioned by their new key as the Java client does.
+type repartitionSink struct {
+	topic string
+	producer
+}
+
+func (s *repartitionSink) Write(ctx context.Context, batchID int64, rows []repartitioned) error {
+	records := make([]*kgo.Record, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		records[i] = &kgo.Record{Topic: s.topic, Key: r.key, Value: r.value, Headers: r.headers, Timestamp: r.timestamp}
+	}
+	if err := s.produce(ctx, records); err != nil {
+		return fmt.Errorf("streamgen: %s: batch %d: %w", s.what, batchID, err)
+	}
+	return nil
+}
+
+func (s *repartitionSink) close() { s.producer.close() }

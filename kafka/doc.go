@@ -84,10 +84,8 @@
 //		})
 //	err := app.Run(ctx)
 //
-// # What is not here yet
-//
-// A grouping by something other than the message key needs the rows
-// written through a repartition topic keyed by the grouping key first,
-// as Kafka Streams does; today a pipeline does that itself, with a Sink
-// and a second App or query.
+// A grouping by something other than the message key needs each key's
+// rows in one partition first: AppOptions.RepartitionBy makes the App
+// copy its input through a repartition topic keyed by the grouping key, as
+// Kafka Streams does, and the tasks read that topic.
 package kafka
