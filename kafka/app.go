@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -159,7 +160,7 @@ type App struct {
 	// each task's last batch read to, which the group's committed
 	// offsets follow.
 	group *kgo.Client
-	read  map[int32]map[string]map[int32]kgo.EpochOffset
+	read  map[int32]*readOffsets
 	// failed receives the first task failure.
 	failed chan error
 	// partitions is the input's partition count.
@@ -182,7 +183,7 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 	if opts.Changelog == "" && opts.Group != "" {
 		opts.Changelog = opts.Group + "-changelog"
 	}
-	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]map[string]map[int32]kgo.EpochOffset{}}
+	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}}
 	a.err = opts.validate()
 	if build == nil {
 		a.err = errors.Join(a.err, errors.New("streamgen: kafka app: no build function"))
@@ -265,6 +266,11 @@ func (a *App) Run(ctx context.Context) error {
 	}()
 	// The group only assigns partitions: the tasks' sources read them.
 	group.PauseFetchTopics(a.opts.Topics[0])
+	retried := make(chan struct{})
+	go func() {
+		defer close(retried)
+		a.retryCommits(runCtx)
+	}()
 	polled := make(chan struct{})
 	go func() {
 		// Polled, though nothing is fetched (the topic is paused): the
@@ -282,6 +288,7 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	cancel()
 	<-polled
+	<-retried
 	group.Close() // leaves the group: the revoke stops the tasks
 	a.revoked(a.running())
 	return err
@@ -393,19 +400,8 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 	copts := a.opts.ChangelogOptions
 	copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, a.opts.Changelog, a.partitions
 	copts.TransactionalID = a.opts.Group + "-" + strconv.Itoa(int(p))
-	var committer runtime.Option
-	if a.opts.ExactlyOnce {
-		task.txn = ExactlyOnce(copts)
-		task.txn.task = p
-		task.OnClose(task.txn.Close)
-		committer = task.txn.Option()
-	} else {
-		committer = runtime.WithCommitter(func(s *runtime.Store) runtime.Committer {
-			c := newChangelog(copts, s)
-			c.task = p
-			return c
-		})
-	}
+	committer, txn, store := a.taskCommitter(copts, task)
+	task.txn = txn
 	pipeline, err := a.build(task)
 	if err != nil {
 		return fmt.Errorf("build: %w", err)
@@ -420,7 +416,49 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 		return err
 	}
 	slog.Info("streamgen: kafka app: task started", "group", a.opts.Group, "partition", p)
+	if a.opts.RepartitionBy == nil {
+		a.followStore(p, store.Load())
+	}
 	return q.AwaitTermination()
+}
+
+// taskCommitter returns the committer option of a task's query (its
+// changelog partition, through transactions with ExactlyOnce, which it
+// returns too) and where the store it commits to will be once the query
+// has started.
+func (a *App) taskCommitter(copts ChangelogOptions, task *Task) (runtime.Option, *Transactions, *atomic.Pointer[runtime.Store]) {
+	var txn *Transactions
+	if a.opts.ExactlyOnce {
+		txn = ExactlyOnce(copts)
+		txn.task = task.Partition
+		task.OnClose(txn.Close)
+	}
+	store := new(atomic.Pointer[runtime.Store])
+	return runtime.WithCommitter(func(s *runtime.Store) runtime.Committer {
+		store.Store(s)
+		c := newChangelog(copts, s)
+		c.txn, c.task = txn, task.Partition
+		return c
+	}), txn, store
+}
+
+// followStore moves the group's offsets of partition p to those of the
+// task's checkpoint as it starts (restored, perhaps, from a changelog
+// that an instance that died wrote further than it committed to the
+// group): a task with nothing new to read runs no batch to move them.
+func (a *App) followStore(p int32, s *runtime.Store) {
+	if s == nil {
+		return
+	}
+	progress, ok, err := s.Progress()
+	if err != nil || !ok {
+		return
+	}
+	qp := runtime.QueryProgress{}
+	for _, raw := range progress.Offsets {
+		qp.Sources = append(qp.Sources, runtime.SourceProgress{EndOffset: string(raw)})
+	}
+	groupOffsets{a, p}.OnQueryProgress(qp)
 }
 
 // revoked stops the tasks of partitions, each after its batch in flight,
@@ -469,25 +507,60 @@ func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
 			read[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
 		}
 	}
+	if len(read) == 0 {
+		return
+	}
 	g.a.mu.Lock()
-	g.a.read[g.p] = read
+	r := g.a.read[g.p]
+	if r == nil {
+		r = &readOffsets{}
+		g.a.read[g.p] = r
+	}
+	r.offsets, r.seq = read, r.seq+1
 	g.a.mu.Unlock()
 	g.a.commitRead(g.p, false)
 }
 
+// readOffsets are the offsets a task has read to: seq numbers their
+// updates, and committed is the seq the group last confirmed.
+type readOffsets struct {
+	offsets        map[string]map[int32]kgo.EpochOffset
+	seq, committed int64
+}
+
 // commitRead commits to the group the offsets partition p's task read
-// to: asynchronously, or (a task stopped, in a revoke) synchronously.
+// to: asynchronously, or (a task stopped, in a revoke) synchronously. A
+// commit the group refuses (one that races a rebalance) is tried again
+// by retryCommits.
 func (a *App) commitRead(p int32, sync bool) {
 	a.mu.Lock()
-	group, read := a.group, a.read[p]
+	group, r := a.group, a.read[p]
+	var read map[string]map[int32]kgo.EpochOffset
+	var seq int64
+	if r != nil {
+		read, seq = r.offsets, r.seq
+	}
 	a.mu.Unlock()
 	if group == nil || len(read) == 0 {
 		return
 	}
-	done := func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, _ *kmsg.OffsetCommitResponse, err error) {
+	done := func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err == nil && resp != nil {
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil && err == nil {
+						err = perr
+					}
+				}
+			}
+		}
 		if err != nil {
 			slog.Debug("streamgen: kafka app: commit the group's offsets", "group", a.opts.Group, "partition", p, "error", err)
+			return
 		}
+		a.mu.Lock()
+		r.committed = max(r.committed, seq)
+		a.mu.Unlock()
 	}
 	if sync {
 		ctx, cancel := context.WithTimeout(context.Background(), defaultChangelogProduceTimeout)
@@ -496,6 +569,35 @@ func (a *App) commitRead(p int32, sync bool) {
 		return
 	}
 	group.CommitOffsets(context.Background(), read, done)
+}
+
+// groupCommitRetry is how often retryCommits looks for offsets the group
+// has not confirmed.
+const groupCommitRetry = 500 * time.Millisecond
+
+// retryCommits commits again, every groupCommitRetry until ctx is done,
+// the offsets of running tasks that the group has not confirmed.
+func (a *App) retryCommits(ctx context.Context) {
+	tick := time.NewTicker(groupCommitRetry)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		a.mu.Lock()
+		var retry []int32
+		for p, r := range a.read {
+			if _, running := a.tasks[p]; running && r.committed < r.seq {
+				retry = append(retry, p)
+			}
+		}
+		a.mu.Unlock()
+		for _, p := range retry {
+			a.commitRead(p, false)
+		}
+	}
 }
 
 // repartitionTopic is the topic RepartitionBy's copies go to.
@@ -559,20 +661,7 @@ func (a *App) runRepartition(ctx context.Context, p int32) error {
 	copts := a.opts.ChangelogOptions
 	copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, a.opts.Group+"-repartition-changelog", a.partitions
 	copts.TransactionalID = a.opts.Group + "-repartition-" + strconv.Itoa(int(p))
-	var committer runtime.Option
-	var txn *Transactions
-	if a.opts.ExactlyOnce {
-		txn = ExactlyOnce(copts)
-		txn.task = p
-		task.OnClose(txn.Close)
-		committer = txn.Option()
-	} else {
-		committer = runtime.WithCommitter(func(s *runtime.Store) runtime.Committer {
-			c := newChangelog(copts, s)
-			c.task = p
-			return c
-		})
-	}
+	committer, txn, store := a.taskCommitter(copts, task)
 	partitions := map[string][]int32{}
 	for _, topic := range a.opts.Topics {
 		partitions[topic] = []int32{p}
@@ -596,6 +685,7 @@ func (a *App) runRepartition(ctx context.Context, p int32) error {
 	if err != nil {
 		return err
 	}
+	a.followStore(p, store.Load())
 	return q.AwaitTermination()
 }
 
