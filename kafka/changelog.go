@@ -634,9 +634,14 @@ func (c *changelog) Restore(ctx context.Context) error {
 		c.ends = map[int32]int64{}
 		return nil
 	default:
+		// No record of the topic: a new checkpoint directory, or one a
+		// restore stopped in the middle of (its pieces committed, its
+		// record not yet written). The topic is whole; what the store
+		// holds of it may miss deletions the topic has compacted away.
 		for _, tp := range parts {
 			from[tp.partition] = starts[tp]
 		}
+		c.rewound = hasProgress
 	}
 	return c.restore(ctx, reader, rclient, parts, from, ends)
 }

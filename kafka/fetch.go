@@ -57,11 +57,16 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 	}()
 	next := from
 	stalled := 0
+	// lastErr is the error of the last attempt that made no progress.
+	var lastErr error
 	backoff := listBackoff
 	refresh := false
 	for next < to {
 		if stalled > 0 {
 			if stalled == fetchAttempts {
+				if lastErr != nil {
+					return fmt.Errorf("streamgen: kafka source %q: fetch %s at offset %d: no progress after %d attempts, the last: %w", s.name, tp, next, stalled, lastErr)
+				}
 				return fmt.Errorf("streamgen: kafka source %q: fetch %s at offset %d: no progress after %d attempts", s.name, tp, next, stalled)
 			}
 			if err := pause(ctx, backoff); err != nil {
@@ -95,7 +100,7 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 			if ctx.Err() != nil {
 				return fmt.Errorf("streamgen: kafka source %q: fetch %s: %w", s.name, tp, ctx.Err())
 			}
-			refresh, stalled = true, stalled+1 // perhaps a broker that went away
+			refresh, stalled, lastErr = true, stalled+1, f.err // perhaps a broker that went away
 			continue
 		}
 		fp, after := f.fp, f.after
@@ -113,7 +118,7 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 			}
 			continue
 		case kerr.IsRetriable(fp.Err) || errors.Is(fp.Err, kerr.UnknownTopicOrPartition) || errors.Is(fp.Err, kerr.UnknownTopicID):
-			refresh, stalled = true, stalled+1
+			refresh, stalled, lastErr = true, stalled+1, fp.Err
 			continue
 		default:
 			return fmt.Errorf("streamgen: kafka source %q: fetch %s at offset %d: %w", s.name, tp, next, fp.Err)
