@@ -165,6 +165,9 @@ type App struct {
 	failed chan error
 	// partitions is the input's partition count.
 	partitions int32
+	// abandoned makes the tasks stop as if their process died: their
+	// transactions neither committed nor aborted (tests).
+	abandoned atomic.Bool
 }
 
 // runningTask is a task's query as it runs: cancel stops it, done is
@@ -430,7 +433,7 @@ func (a *App) taskCommitter(copts ChangelogOptions, task *Task) (runtime.Option,
 	var txn *Transactions
 	if a.opts.ExactlyOnce {
 		txn = ExactlyOnce(copts)
-		txn.task = task.Partition
+		txn.task, txn.app = task.Partition, a
 		task.OnClose(txn.Close)
 	}
 	store := new(atomic.Pointer[runtime.Store])

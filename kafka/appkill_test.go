@@ -226,3 +226,103 @@ func TestAppSurvivesSIGKILL(t *testing.T) {
 	}
 	onceEach(t, out, in)
 }
+
+// TestAppThreeInstancesOneDies runs the App in three instances, and stops
+// one in the middle of the input as a process that dies does (its open
+// transactions neither committed nor aborted): the other two take its
+// partitions, fence its transactions and restore their state, and the
+// counts read back with read_committed are a plain loop's, rising at
+// every update.
+func TestAppThreeInstancesOneDies(t *testing.T) {
+	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+	conn.ClientOptions = fastGroup
+	createTopic(t, adm, "clicks", 4)
+	createTopic(t, adm, "counts", 2)
+	in := clicks(1200, 13)
+	produce(t, conn, clickRecords(t, "clicks", 4, in)...)
+	watch := newAppWatch()
+	ctx := testContext(t)
+	var apps []*runningApp
+	for range 3 {
+		app := newCounterApp(conn, t.TempDir(), watch.signal, runtime.Listener(watch))
+		runCtx, cancel := context.WithCancel(ctx)
+		r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- app.Run(runCtx) }()
+		defer r.cancel()
+		apps = append(apps, r)
+	}
+	tasks := func(rs ...*runningApp) (all []int32, each []int) {
+		for _, r := range rs {
+			ts := r.app.Tasks()
+			all = append(all, ts...)
+			each = append(each, len(ts))
+		}
+		slices.Sort(all)
+		return all, each
+	}
+	watch.waitFor(t, "the three instances to share the partitions", func() bool {
+		all, each := tasks(apps...)
+		return slices.Equal(all, []int32{0, 1, 2, 3}) && !slices.Contains(each, 0)
+	})
+	watch.waitFor(t, "a fifth of the input", func() bool { return watch.rows >= int64(len(in))/5 })
+	dying := apps[1]
+	if len(dying.app.Tasks()) == 0 {
+		t.Fatal("the instance to stop runs no task")
+	}
+	kafka.AbandonApp(dying.app)
+	dying.cancel()
+	if err := <-dying.done; err != nil {
+		t.Fatal(err)
+	}
+	watch.mu.Lock()
+	read := watch.rows
+	watch.mu.Unlock()
+	if read >= int64(len(in)) {
+		t.Fatal("the input was all read when the instance stopped: the test stops no task in the middle")
+	}
+	survivors := []*runningApp{apps[0], apps[2]}
+	watch.waitFor(t, "the two others to run the four tasks", func() bool {
+		all, _ := tasks(survivors...)
+		return slices.Equal(all, []int32{0, 1, 2, 3})
+	})
+	ends, err := adm.ListEndOffsets(ctx, "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		offsets, err := adm.FetchOffsets(ctx, "killed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := true
+		ends.Each(func(o kadm.ListedOffset) {
+			if c, _ := offsets.Lookup("clicks", o.Partition); c.At < o.Offset {
+				done = false
+			}
+		})
+		if done {
+			break
+		}
+		select {
+		case <-watch.changed:
+		case <-time.After(groupRetry):
+		case <-ctx.Done():
+			t.Fatalf("the input was never read to its end: %v", ctx.Err())
+		}
+	}
+	for _, r := range survivors {
+		r.cancel()
+		if err := <-r.done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := map[string][]int64{}
+	for _, rec := range consumeWith(t, conn, adm, "counts", kgo.ReadCommitted()) {
+		var u fixtures.UserCount
+		if err := u.UnmarshalJSON(rec.Value); err != nil {
+			t.Fatal(err)
+		}
+		out[u.User] = append(out[u.User], u.Count)
+	}
+	onceEach(t, out, in)
+}

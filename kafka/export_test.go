@@ -31,3 +31,8 @@ func AbandonTransactions(t *Transactions) {
 	defer t.mu.Unlock()
 	t.abandon = true
 }
+
+// AbandonApp makes the tasks of an App stop, from now on, as those of a
+// process that dies do: their open transactions neither committed nor
+// aborted.
+func AbandonApp(a *App) { a.abandoned.Store(true) }

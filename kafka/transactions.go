@@ -67,8 +67,10 @@ type Transactions struct {
 	// transaction rather than commit it (AsyncProgress).
 	dirty, spoiled bool
 	// abandon makes release drop the client as a process that dies
-	// does, neither committing nor aborting (tests).
+	// does, neither committing nor aborting (tests); so does app's
+	// abandoned.
 	abandon bool
+	app     *App
 	// query is set while a query's committer holds the transactions.
 	query  bool
 	closed bool
@@ -360,7 +362,7 @@ func (t *Transactions) release(failed func() error) (committed bool, err error) 
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	defer func() { t.dirty, t.spoiled = false, false }()
-	if t.abandon {
+	if t.abandon || t.app != nil && t.app.abandoned.Load() {
 		if t.client != nil {
 			t.client.Close() // a transaction left open: the next start's fence aborts it
 			t.client, t.inTxn = nil, false
