@@ -201,6 +201,18 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 		b.ops[i].removed += n
 		b.ops[i].total -= n
 	}
+	// And the entries of variables ordered by event time that the
+	// watermark has reached, one range each.
+	if !b.Watermark.IsZero() {
+		for _, id := range q.timedVars[i] {
+			n, err := b.state.DeleteTimedThrough(Var{Scope: b.ops[i].scope, Variable: id}, b.Watermark)
+			if err != nil {
+				return fail(b.fail(err))
+			}
+			b.ops[i].removed += n
+			b.ops[i].total -= n
+		}
+	}
 	return nil
 }
 
