@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
+	"sort"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -38,12 +40,27 @@ const timedKeyLen = 8
 // TimedNanos returns t as the time that begins a key of a variable
 // ordered by event time (EncodingByEventTime): Unix nanoseconds, clamped
 // as TimerInstant clamps.
-func TimedNanos(t time.Time) int64 { return timerNanos(t) }
+func TimedNanos(t time.Time) int64 {
+	// Within these seconds UnixNano is exact and inside the clamp: one
+	// read of the seconds instead of two comparisons of times, per row.
+	const minSec, maxSec = math.MinInt64/int64(time.Second) + 1, math.MaxInt64/int64(time.Second) - 1
+	if s := t.Unix(); s > minSec && s < maxSec {
+		return t.UnixNano()
+	}
+	return timerNanos(t)
+}
 
 // AppendTimedKey appends the start of such a key: ns (from TimedNanos) in
 // 8 bytes whose order is time order. The rest of the key follows.
 func AppendTimedKey(b []byte, ns int64) []byte {
 	return binary.BigEndian.AppendUint64(b, uint64(ns)^1<<63)
+}
+
+// timedState is an operator's variable ordered by event time, as the loop
+// keeps it: its id and its count of entries.
+type timedState struct {
+	id     uint8
+	counts timedCounts
 }
 
 // timedVar is what a batch knows of a variable ordered by event time.
@@ -60,6 +77,9 @@ type timedVar struct {
 	// deleted (0: none): reads below it see the deletion through the
 	// batch's index.
 	deleted uint64
+	// puts are the instants of the entries the batch has put, in order,
+	// for the loop's count once it commits (timedCounts).
+	puts []uint64
 }
 
 // timed returns the batch's record of v.
@@ -152,13 +172,16 @@ func (b *StateBatch) readLatest(t *timedVar) error {
 }
 
 // PutTimed adds the entry of key (which begins with its time) to
-// variable v, ordered by event time.
+// variable v, ordered by event time. The entry must not exist (HasTimed):
+// each put counts as one more entry.
 func (b *StateBatch) PutTimed(v Var, key []byte) error {
 	if len(key) < timedKeyLen {
 		return fmt.Errorf("streamgen: a key of %d bytes does not begin with its event time", len(key))
 	}
 	t := b.timed(v)
-	t.low = min(t.low, instantBits(key))
+	at := instantBits(key)
+	t.low = min(t.low, at)
+	t.puts = append(t.puts, at)
 	b.key = append(entryKey(b.key[:0], v, key[:timedKeyLen]), key[timedKeyLen:]...)
 	b.written = true
 	if err := b.b.Set(b.key, nil, nil); err != nil {
@@ -169,24 +192,20 @@ func (b *StateBatch) PutTimed(v Var, key []byte) error {
 
 // DeleteTimedThrough removes the entries of variable v, ordered by event
 // time, whose time is at or before until: one range deletion. It returns
-// how many there were, counted by a scan of their keys.
-func (b *StateBatch) DeleteTimedThrough(v Var, until time.Time) (int64, error) {
+// how many there were: counts' committed ones (see timedCounts) and the
+// batch's own.
+func (b *StateBatch) DeleteTimedThrough(v Var, until time.Time, counts *timedCounts) (int64, error) {
 	lower := timedPrefix(nil, v)
 	// Entries hold clamped instants (TimerInstant), so end+1 does not
 	// wrap: the range ends just after until's entries.
 	end := instantBits(appendInstant(nil, until))
 	upper := binary.BigEndian.AppendUint64(append([]byte(nil), lower...), end+1)
 	t := b.timed(v)
-	// The committed entries are the batch's view of the range unless the
-	// batch put or deleted some of it.
-	committed := t.low > end && t.deleted == 0
-	var n int64
-	err := b.scanFrom(lower, upper, committed, func([]byte, []byte) error {
-		n++
-		return nil
-	})
-	if err != nil || n == 0 {
-		return 0, err
+	n := counts.through(end)
+	for _, at := range t.puts {
+		if at <= end {
+			n++
+		}
 	}
 	if err := b.b.DeleteRange(lower, upper, nil); err != nil {
 		return 0, fmt.Errorf("streamgen: write state: %w", err)
@@ -194,6 +213,87 @@ func (b *StateBatch) DeleteTimedThrough(v Var, until time.Time) (int64, error) {
 	b.written = true
 	t.deleted = max(t.deleted, end+1)
 	return n, nil
+}
+
+// timedCounts is the loop's count of the committed entries of a variable
+// ordered by event time, by time, in memory: what a range deletion
+// removes is counted (for the state rows a progress report gives)
+// without reading it. runs are sorted instants, one run per committed
+// batch that put entries, less those deleted since: 8 bytes an entry.
+// They are read from the store once, at the query's first batch (load),
+// and then follow the batches the query commits (commit). Owned by the
+// query's goroutine.
+type timedCounts struct {
+	loaded bool
+	runs   [][]uint64
+}
+
+// load reads the instants of v's committed entries, once per query.
+func (c *timedCounts) load(b *StateBatch, v Var) error {
+	if c.loaded {
+		return nil
+	}
+	lower := timedPrefix(nil, v)
+	var run []uint64
+	err := b.scanFrom(lower, prefixEnd(lower), true, func(k, _ []byte) error {
+		if len(k) < len(lower)+timedKeyLen {
+			return fmt.Errorf("streamgen: state entry %x does not begin with its event time", k)
+		}
+		run = append(run, instantBits(k[len(lower):]))
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	c.loaded = true
+	if len(run) > 0 {
+		c.runs = append(c.runs, run) // in key order: sorted
+	}
+	return nil
+}
+
+// through counts the entries at or before end (instantBits).
+func (c *timedCounts) through(end uint64) int64 {
+	var n int64
+	for _, r := range c.runs {
+		n += int64(sort.Search(len(r), func(i int) bool { return r[i] > end }))
+	}
+	return n
+}
+
+// commit follows a committed batch: its deletion of v's entries through
+// its record's deleted, then its puts.
+func (c *timedCounts) commit(b *StateBatch, v Var) {
+	var t *timedVar
+	for i := range b.timedVars {
+		if b.timedVars[i].v == v {
+			t = &b.timedVars[i]
+		}
+	}
+	if t == nil {
+		return
+	}
+	if t.deleted > 0 {
+		kept := c.runs[:0]
+		for _, r := range c.runs {
+			if r = r[sort.Search(len(r), func(i int) bool { return r[i] >= t.deleted }):]; len(r) > 0 {
+				kept = append(kept, r)
+			}
+		}
+		clear(c.runs[len(kept):])
+		c.runs = kept
+	}
+	run := t.puts[:0] // the batch is done with its puts
+	for _, at := range t.puts {
+		if at >= t.deleted {
+			run = append(run, at)
+		}
+	}
+	t.puts = nil
+	if len(run) > 0 {
+		slices.Sort(run)
+		c.runs = append(c.runs, run)
+	}
 }
 
 // HasTimedThrough reports whether variable v, ordered by event time, has

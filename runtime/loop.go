@@ -170,8 +170,8 @@ func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
 			}
 		}
 		if !watermark.IsZero() {
-			for _, id := range q.timedVars[i] {
-				due, err := state.HasTimedThrough(Var{Scope: Scope{Operator: uint8(i)}, Variable: id}, watermark)
+			for _, t := range q.timedVars[i] {
+				due, err := state.HasTimedThrough(Var{Scope: Scope{Operator: uint8(i)}, Variable: t.id}, watermark)
 				if due || err != nil {
 					return due, err
 				}

@@ -37,9 +37,9 @@ type Query struct {
 	progress []QueryProgress
 	// live counts the running batch's reading, for Status.
 	live liveBatch
-	// timedVars are, per operator, the ids of its variables ordered by
-	// event time (EncodingByEventTime), which the loop evicts.
-	timedVars [][]uint8
+	// timedVars are, per operator, its variables ordered by event time
+	// (EncodingByEventTime), which the loop evicts.
+	timedVars [][]timedState
 }
 
 // Start opens the checkpoint, checks it against the plan, and starts the
@@ -93,12 +93,12 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		return nil, err
 	}
 	id := meta.ID
-	timedVars := make([][]uint8, len(plan.Operators))
+	timedVars := make([][]timedState, len(plan.Operators))
 	for i, op := range plan.Operators {
 		for _, s := range op.Info().States {
 			if s.Encoding == EncodingByEventTime {
 				vid := meta.Operators[i].Variables[s.Name].ID
-				timedVars[i] = append(timedVars[i], vid)
+				timedVars[i] = append(timedVars[i], timedState{id: vid})
 				if store.state != nil {
 					store.state.skip(uint8(i), vid)
 				}

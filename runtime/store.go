@@ -665,7 +665,9 @@ func (s *Store) Commit(b *StateBatch, p Progress) (err error) {
 	// may empty a large batch as it commits it (it becomes a memtable of
 	// its own), so the batch cannot be read afterwards.
 	var cacheErr error
-	if s.state != nil {
+	if s.state != nil && (len(b.hints) > 0 || b.rangeDeleted) {
+		// (A batch whose state writes are all of variables the cache
+		// leaves out, or that wrote no state, has nothing to tell it.)
 		cacheErr = s.state.applyCommitted(b.b, b.hints)
 	}
 	if err := s.apply(b, p.BatchID); err != nil {

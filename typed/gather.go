@@ -109,8 +109,12 @@ func (o *gatherer[K, In]) latest(group int32) time.Time {
 
 // newGroup adds a group for a key that has none in the batch.
 func (o *gatherer[K, In]) newGroup(k K) (int32, error) {
+	// The key is encoded from its place in keys: a pointer to k itself
+	// would move it to the heap, one allocation per group.
+	o.keys = append(o.keys, k)
 	var err error
-	if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &k); err != nil {
+	if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
+		o.keys = o.keys[:len(o.keys)-1]
 		return 0, err
 	}
 	if o.group == nil {
@@ -118,7 +122,6 @@ func (o *gatherer[K, In]) newGroup(k K) (int32, error) {
 	}
 	g := o.groups.NewGroup(o.keyBuf)
 	o.group[k] = g
-	o.keys = append(o.keys, k)
 	return g, nil
 }
 
