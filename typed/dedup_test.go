@@ -2,10 +2,12 @@ package typed_test
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -286,5 +288,34 @@ func TestDropDuplicatesWithEventTime(t *testing.T) {
 				t.Errorf("the checkpoint remembers %d keys, want %d: %v, want %v", len(got), len(wantState), got, wantState)
 			}
 		})
+	}
+}
+
+// TestDropDuplicatesWithEventTimeRefusesOldCheckpoint: a checkpoint of
+// DropDuplicates (keys with an expiry index) is not read as one of
+// DropDuplicatesWithEventTime (keys ordered by event time): the start is
+// refused, saying what differs, and the checkpoint still serves
+// DropDuplicates.
+func TestDropDuplicatesWithEventTimeRefusesOldCheckpoint(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 1), click("a", 1), click("b", 30))
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 10*time.Second)
+	key := func(c *fixtures.Click) string { return c.User }
+	ck := newCheckpoint()
+	if err := runToEnd(t, typed.WriteTo(typed.DropDuplicates(s, key), newSink[fixtures.Click]()), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	for _, allow := range []bool{false, true} {
+		opts := ck.opts()
+		if allow {
+			opts = append(opts, runtime.AllowPipelineChanges())
+		}
+		err := runToEnd(t, typed.WriteTo(typed.DropDuplicatesWithEventTime(s, key), newSink[fixtures.Click]()), opts...)
+		if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), `was dropDuplicates "func(*fixtures.Click) string", is now dropDuplicatesWithEventTime`) {
+			t.Fatalf("allow changes %v: %v", allow, err)
+		}
+	}
+	if err := runToEnd(t, typed.WriteTo(typed.DropDuplicates(s, key), newSink[fixtures.Click]()), ck.opts()...); err != nil {
+		t.Fatalf("DropDuplicates again: %v", err)
 	}
 }
