@@ -77,6 +77,7 @@ func DropDuplicatesWithEventTime[T any, K comparable](s Stream[T], key func(*T) 
 			return timedKey[K]{at: runtime.TimedNanos(c.eventTime), key: key(t)}
 		}}
 		op := &timedDedupOp[K, T]{gatherer: newGatherer(c, ks, kind), emitDown: emit}
+		op.firstOnly = true // a group's later rows are copies
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, Key: kc.schema,
 			States:        []runtime.StateInfo{{Name: "seen", Kind: "value", Encoding: runtime.EncodingByEventTime}},

@@ -36,6 +36,10 @@ type gatherer[K comparable, In any] struct {
 	eventTimes      []time.Time
 	firstTimes      []time.Time
 	trackFirstTimes bool
+	// firstOnly keeps each group's first row only, and no event times:
+	// for an operator that reads no more (deduplication by key and event
+	// time, whose later rows of a group are copies).
+	firstOnly bool
 
 	// Spilling, when the rows pass the batch's memory budget (only for
 	// rows that are records, which have a binary encoding).
@@ -60,6 +64,9 @@ func newGatherer[K comparable, In any](c *compiler, ks KeyedStream[K, In], what 
 func (o *gatherer[K, In]) add(t *In) {
 	k := o.key(t)
 	g, ok := o.group[k]
+	if ok && o.firstOnly {
+		return
+	}
 	if !ok {
 		var err error
 		if g, err = o.newGroup(k); err != nil {
@@ -71,7 +78,7 @@ func (o *gatherer[K, In]) add(t *In) {
 	}
 	o.groups.AddRow(g)
 	o.rows = appendDoubling(o.rows, t)
-	if et := o.c.eventTime; !et.IsZero() {
+	if et := o.c.eventTime; !et.IsZero() && !o.firstOnly {
 		for int(g) >= len(o.eventTimes) {
 			o.eventTimes = append(o.eventTimes, time.Time{})
 		}
