@@ -169,7 +169,7 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 		// The count of the variable's entries by time starts from the
 		// store, before the query's first batch writes any.
 		t := &q.timedVars[i][j]
-		if err := t.counts.load(b.state, Var{Scope: b.ops[i].scope, Variable: t.id}); err != nil {
+		if err := t.counts.begin(b.state, Var{Scope: b.ops[i].scope, Variable: t.id}); err != nil {
 			return fail(b.fail(err))
 		}
 	}

@@ -181,6 +181,9 @@ func (b *StateBatch) PutTimed(v Var, key []byte) error {
 	t := b.timed(v)
 	at := instantBits(key)
 	t.low = min(t.low, at)
+	if len(t.puts) == cap(t.puts) {
+		t.puts = slices.Grow(t.puts, max(len(t.puts), 1024)) // doubling: a batch puts many
+	}
 	t.puts = append(t.puts, at)
 	b.key = append(entryKey(b.key[:0], v, key[:timedKeyLen]), key[timedKeyLen:]...)
 	b.written = true
@@ -220,16 +223,28 @@ func (b *StateBatch) DeleteTimedThrough(v Var, until time.Time, counts *timedCou
 // removes is counted (for the state rows a progress report gives)
 // without reading it. runs are sorted instants, one run per committed
 // batch that put entries, less those deleted since: 8 bytes an entry.
-// They are read from the store once, at the query's first batch (load),
-// and then follow the batches the query commits (commit). Owned by the
+// They are read from the store once, at the query's first batch, and
+// then follow the batches the query commits (commit). Owned by the
 // query's goroutine.
 type timedCounts struct {
 	loaded bool
-	runs   [][]uint64
+	runs   []timedRun
+	// spare is the memory of a run wholly deleted, for a batch's puts.
+	spare []uint64
 }
 
-// load reads the instants of v's committed entries, once per query.
-func (c *timedCounts) load(b *StateBatch, v Var) error {
+// timedRun is a run of sorted instants; those before from are deleted.
+type timedRun struct {
+	at   []uint64
+	from int
+}
+
+// begin prepares batch b's puts to v: at the query's first batch, it
+// reads the instants of v's committed entries.
+func (c *timedCounts) begin(b *StateBatch, v Var) error {
+	if t := b.timed(v); t.puts == nil {
+		t.puts, c.spare = c.spare[:0], nil
+	}
 	if c.loaded {
 		return nil
 	}
@@ -247,7 +262,7 @@ func (c *timedCounts) load(b *StateBatch, v Var) error {
 	}
 	c.loaded = true
 	if len(run) > 0 {
-		c.runs = append(c.runs, run) // in key order: sorted
+		c.runs = append(c.runs, timedRun{at: run}) // in key order: sorted
 	}
 	return nil
 }
@@ -256,7 +271,8 @@ func (c *timedCounts) load(b *StateBatch, v Var) error {
 func (c *timedCounts) through(end uint64) int64 {
 	var n int64
 	for _, r := range c.runs {
-		n += int64(sort.Search(len(r), func(i int) bool { return r[i] > end }))
+		live := r.at[r.from:]
+		n += int64(sort.Search(len(live), func(i int) bool { return live[i] > end }))
 	}
 	return n
 }
@@ -276,8 +292,12 @@ func (c *timedCounts) commit(b *StateBatch, v Var) {
 	if t.deleted > 0 {
 		kept := c.runs[:0]
 		for _, r := range c.runs {
-			if r = r[sort.Search(len(r), func(i int) bool { return r[i] >= t.deleted }):]; len(r) > 0 {
+			live := r.at[r.from:]
+			r.from += sort.Search(len(live), func(i int) bool { return live[i] >= t.deleted })
+			if r.from < len(r.at) {
 				kept = append(kept, r)
+			} else if cap(r.at) > cap(c.spare) {
+				c.spare = r.at[:0]
 			}
 		}
 		clear(c.runs[len(kept):])
@@ -292,7 +312,9 @@ func (c *timedCounts) commit(b *StateBatch, v Var) {
 	t.puts = nil
 	if len(run) > 0 {
 		slices.Sort(run)
-		c.runs = append(c.runs, run)
+		c.runs = append(c.runs, timedRun{at: run})
+	} else if cap(run) > cap(c.spare) {
+		c.spare = run
 	}
 }
 

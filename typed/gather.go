@@ -130,7 +130,7 @@ func (o *gatherer[K, In]) latest(group int32) time.Time {
 func (o *gatherer[K, In]) newGroup(k K) (int32, error) {
 	// The key is encoded from its place in keys: a pointer to k itself
 	// would move it to the heap, one allocation per group.
-	o.keys = append(o.keys, k)
+	o.keys = appendDoubling(o.keys, &k)
 	var err error
 	if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
 		o.keys = o.keys[:len(o.keys)-1]
