@@ -220,7 +220,7 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 	if !b.Watermark.IsZero() {
 		for j := range q.timedVars[i] {
 			t := &q.timedVars[i][j]
-			n, err := b.state.DeleteTimedThrough(Var{Scope: b.ops[i].scope, Variable: t.id}, b.Watermark, &t.counts)
+			n, err := b.state.deleteTimedThrough(Var{Scope: b.ops[i].scope, Variable: t.id}, b.Watermark, &t.counts)
 			if err != nil {
 				return fail(b.fail(err))
 			}

@@ -22,16 +22,18 @@ import (
 //	statePrefix partition(4) op(1) var(1) 0x08 instant(8) rest
 //
 // so the variable's entries sort by time, and those at or before the
-// watermark are one range deletion: no expiry index, no read of what is
-// deleted but the count of it. Deduplication with the event time in its
-// key keeps its keys so, as Spark's dropDuplicates evicts by the
-// watermark column. The entries have no value.
+// watermark are one range deletion: no expiry index, and no read of what
+// is deleted (the loop counts it in memory, see timedCounts).
+// Deduplication with the event time in its key keeps its keys so, as
+// Spark's dropDuplicates evicts by the watermark column. The entries have
+// no value.
 //
-// These entries do not go through the state cache (Store.orderByEventTime
-// says which variables): a batch's new keys are put once and seldom read
-// again, and the cache would have to follow every range deletion. A read
-// of a key later than every committed entry (the common case: new rows
-// come after the old ones) does not reach Pebble at all.
+// These entries do not go through the state cache (Start tells the cache
+// which variables to leave out, stateCache.skip): a batch's new keys are
+// put once and seldom read again, and the cache would have to follow
+// every range deletion. A read of a key later than every committed entry
+// (the common case: new rows come after the old ones) does not reach
+// Pebble at all.
 
 // timedKeyLen is the length of the time that begins a key of a variable
 // ordered by event time.
@@ -70,9 +72,6 @@ type timedVar struct {
 	// among the variable's committed entries; known says it was read.
 	latest uint64
 	known  bool
-	// low is the earliest instant the batch has put (math.MaxUint64:
-	// none).
-	low uint64
 	// deleted is the end (exclusive) of the instants the batch has
 	// deleted (0: none): reads below it see the deletion through the
 	// batch's index.
@@ -89,7 +88,7 @@ func (b *StateBatch) timed(v Var) *timedVar {
 			return &b.timedVars[i]
 		}
 	}
-	b.timedVars = append(b.timedVars, timedVar{v: v, low: math.MaxUint64})
+	b.timedVars = append(b.timedVars, timedVar{v: v})
 	return &b.timedVars[len(b.timedVars)-1]
 }
 
@@ -180,7 +179,6 @@ func (b *StateBatch) PutTimed(v Var, key []byte) error {
 	}
 	t := b.timed(v)
 	at := instantBits(key)
-	t.low = min(t.low, at)
 	if len(t.puts) == cap(t.puts) {
 		t.puts = slices.Grow(t.puts, max(len(t.puts), 1024)) // doubling: a batch puts many
 	}
@@ -193,11 +191,11 @@ func (b *StateBatch) PutTimed(v Var, key []byte) error {
 	return nil
 }
 
-// DeleteTimedThrough removes the entries of variable v, ordered by event
+// deleteTimedThrough removes the entries of variable v, ordered by event
 // time, whose time is at or before until: one range deletion. It returns
 // how many there were: counts' committed ones (see timedCounts) and the
 // batch's own.
-func (b *StateBatch) DeleteTimedThrough(v Var, until time.Time, counts *timedCounts) (int64, error) {
+func (b *StateBatch) deleteTimedThrough(v Var, until time.Time, counts *timedCounts) (int64, error) {
 	lower := timedPrefix(nil, v)
 	// Entries hold clamped instants (TimerInstant), so end+1 does not
 	// wrap: the range ends just after until's entries.
