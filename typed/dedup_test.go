@@ -319,3 +319,52 @@ func TestDropDuplicatesWithEventTimeRefusesOldCheckpoint(t *testing.T) {
 		t.Fatalf("DropDuplicates again: %v", err)
 	}
 }
+
+// TestDropDuplicatesWithEventTimeThenCount: distinct clicks counted per
+// user after DropDuplicatesWithEventTime (Update mode), in batches of 7
+// and with a restart, against the plain loop's kept rows counted per
+// user. The aggregation's state goes through the state cache while the
+// deduplication's range deletions, which the cache leaves out, run in
+// the same batches: each user's last count must be the loop's.
+func TestDropDuplicatesWithEventTimeThenCount(t *testing.T) {
+	const delay, perBatch, restart = 10 * time.Second, 7, 100
+	in := repeatedReadings(240, 9)
+	var batches [][]fixtures.Click
+	for _, chunk := range [][]fixtures.Click{in[:restart], in[restart:]} {
+		for len(chunk) > 0 {
+			n := min(perBatch, len(chunk))
+			batches, chunk = append(batches, chunk[:n]), chunk[n:]
+		}
+	}
+	kept, _, _ := dedupModel(batches, delay)
+	want := map[string]int64{}
+	for _, c := range kept {
+		want[c.User]++
+	}
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, delay)
+	distinct := typed.DropDuplicatesWithEventTime(s, func(c *fixtures.Click) string { return c.User })
+	byUser := typed.GroupByKey(distinct, func(c *fixtures.Click) string { return c.User })
+	counts := typed.AggregateByKey(byUser, typed.Count[fixtures.Click](), func(user string, n int64) fixtures.UserCount {
+		return fixtures.UserCount{User: user, Count: n}
+	})
+	sink := newSink[fixtures.UserCount]()
+	w := typed.WriteTo(counts, sink).OutputMode(typed.Update)
+	ck := newCheckpoint()
+	for _, chunk := range [][]fixtures.Click{in[:restart], in[restart:]} {
+		m.Add(chunk...)
+		if err := runToEnd(t, w, ck.opts()...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]int64{}
+	snapshot := sink.snapshot()
+	for _, id := range slices.Sorted(maps.Keys(snapshot)) {
+		for _, r := range snapshot[id] {
+			got[r.User] = r.Count
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("distinct clicks per user %v, want %v", got, want)
+	}
+}
