@@ -368,3 +368,15 @@ func TestDropDuplicatesWithEventTimeThenCount(t *testing.T) {
 		t.Fatalf("distinct clicks per user %v, want %v", got, want)
 	}
 }
+
+// TestDropDuplicatesWithEventTimeNeedsWatermark: without a watermark the
+// query does not start, and says what to add.
+func TestDropDuplicatesWithEventTimeNeedsWatermark(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 1))
+	w := typed.WriteTo(typed.DropDuplicatesWithEventTime(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }), newSink[fixtures.Click]())
+	err := runToEnd(t, w, newCheckpoint().opts()...)
+	if err == nil || !strings.Contains(err.Error(), "DropDuplicatesWithEventTime needs a watermark (WithWatermark before it)") {
+		t.Fatalf("started without a watermark: %v", err)
+	}
+}
