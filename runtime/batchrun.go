@@ -59,6 +59,12 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 		return p, QueryProgress{}, err
 	}
 	committed = true
+	for i := range q.timedVars {
+		for j := range q.timedVars[i] {
+			t := &q.timedVars[i][j]
+			t.counts.commit(b.state, Var{Scope: b.ops[i].scope, Variable: t.id})
+		}
+	}
 	finished := q.cfg.clock()
 	durations[DurationWALCommit] = finished.Sub(commitStart)
 	durations[DurationTriggerExecution] = finished.Sub(now)
@@ -159,6 +165,14 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 			return fail(err)
 		}
 	}
+	for j := range q.timedVars[i] {
+		// The count of the variable's entries by time starts from the
+		// store, before the query's first batch writes any.
+		t := &q.timedVars[i][j]
+		if err := t.counts.begin(b.state, Var{Scope: b.ops[i].scope, Variable: t.id}); err != nil {
+			return fail(b.fail(err))
+		}
+	}
 	groups := op.Groups()
 	groups.sort()
 	if n := groups.Len(); n > len(b.ops[i].dirty) {
@@ -200,6 +214,19 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 		}
 		b.ops[i].removed += n
 		b.ops[i].total -= n
+	}
+	// And the entries of variables ordered by event time that the
+	// watermark has reached, one range each.
+	if !b.Watermark.IsZero() {
+		for j := range q.timedVars[i] {
+			t := &q.timedVars[i][j]
+			n, err := b.state.deleteTimedThrough(Var{Scope: b.ops[i].scope, Variable: t.id}, b.Watermark, &t.counts)
+			if err != nil {
+				return fail(b.fail(err))
+			}
+			b.ops[i].removed += n
+			b.ops[i].total -= n
+		}
 	}
 	return nil
 }

@@ -37,6 +37,9 @@ type Query struct {
 	progress []QueryProgress
 	// live counts the running batch's reading, for Status.
 	live liveBatch
+	// timedVars are, per operator, its variables ordered by event time
+	// (EncodingByEventTime), which the loop evicts.
+	timedVars [][]timedState
 }
 
 // Start opens the checkpoint, checks it against the plan, and starts the
@@ -97,7 +100,17 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		return nil, err
 	}
 	id := meta.ID
+	timedVars := make([][]timedState, len(plan.Operators))
 	for i, op := range plan.Operators {
+		for _, s := range op.Info().States {
+			if s.Encoding == EncodingByEventTime {
+				vid := meta.Operators[i].Variables[s.Name].ID
+				timedVars[i] = append(timedVars[i], timedState{id: vid})
+				if store.state != nil {
+					store.state.skip(uint8(i), vid)
+				}
+			}
+		}
 		if v, ok := op.(VariableIDs); ok {
 			ids := make([]uint8, 0, len(op.Info().States))
 			for _, s := range op.Info().States {
@@ -107,7 +120,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{})}
+	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{}), timedVars: timedVars}
 	q.status = Status{Message: "Initializing sources"}
 	for _, l := range cfg.listeners {
 		if l, ok := l.(interface{ OnQueryStarted(QueryStarted) }); ok {

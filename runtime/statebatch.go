@@ -48,6 +48,9 @@ type StateBatch struct {
 	hints    []int32
 	read     []byte
 	readSlot int32
+	// timedVars are the variables ordered by event time that the batch
+	// has read or written (see eventorder.go).
+	timedVars []timedVar
 }
 
 // expiredRange is a (scope, clock) range of the expiry index whose due

@@ -43,7 +43,10 @@ var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
 // alone); op is the operator's index and var the state variable's id, one
 // byte each. A key's entries of one variable share the prefix up to the
 // key, so "everything of this key" is one prefix; a point value has an
-// empty suffix, list and map entries have their element's suffix.
+// empty suffix, list and map entries have their element's suffix. A
+// variable ordered by event time (eventorder.go) has the entry's 8-byte
+// time as its key and the grouping key as its suffix, so that its entries
+// sort by time.
 //
 // Timers are written to two indexes: by expiry, so that the timers due
 // below a threshold are one range scan, and by key, so that a key's timers
@@ -691,7 +694,9 @@ func (s *Store) Commit(b *StateBatch, p Progress) (err error) {
 	// may empty a large batch as it commits it (it becomes a memtable of
 	// its own), so the batch cannot be read afterwards.
 	var cacheErr error
-	if s.state != nil {
+	if s.state != nil && (len(b.hints) > 0 || b.rangeDeleted) {
+		// (A batch whose state writes are all of variables the cache
+		// leaves out, or that wrote no state, has nothing to tell it.)
 		cacheErr = s.state.applyCommitted(b.b, b.hints)
 	}
 	if err := s.apply(b, p.BatchID); err != nil {
