@@ -253,8 +253,21 @@ func AppendJSONUint(b []byte, v uint64) []byte {
 // "json: unsupported value: NaN"); b is then returned unchanged.
 func AppendJSONFloat(b []byte, f float64, bits int) ([]byte, error) {
 	if bits != 32 {
-		// The common case first: a float64 that encoding/json writes
-		// without an exponent (false for NaN, and ±Inf is past 1e21).
+		// The commonest case first, inline: a binary fraction m/2^d, d >= 0
+		// (m odd), whose exact decimal m·5^d / 10^d has under 16 digits,
+		// so that it is the shortest form (see jsonAppendExactFloat). For
+		// zero, a subnormal, NaN or ±Inf, d is out of jsonPow5's range.
+		fb := math.Float64bits(f)
+		m := fb&(1<<52-1) | 1<<52
+		tz := mathbits.TrailingZeros64(m)
+		if d := 1075 - int(fb>>52&0x7ff) - tz; uint(d) < uint(len(jsonPow5)) {
+			hi, n := mathbits.Mul64(m>>uint(tz), jsonPow5[d])
+			if hi == 0 && n < 1e15 && math.Abs(f) >= 1e-6 {
+				return jsonAppendFixed(b, int64(fb) < 0, n, d), nil
+			}
+		}
+		// Then the rest that encoding/json writes without an exponent
+		// (false for NaN, and ±Inf is past 1e21).
 		if abs := math.Abs(f); abs >= 1e-6 && abs < 1e21 {
 			if out, ok := jsonAppendExactFloat(b, f, abs, 64); ok {
 				return out, nil
