@@ -227,23 +227,16 @@ func AppendJSONBytes(b []byte, p []byte) []byte {
 
 // AppendJSONInt appends v in decimal.
 func AppendJSONInt(b []byte, v int64) []byte {
-	b = jsonRoom(b, jsonIntRoom)
-	out := b[:cap(b)]
-	p := len(b)
 	u := uint64(v)
 	if v < 0 {
-		out[p] = '-'
-		p++
 		u = -u // also right for math.MinInt64: 1<<63
 	}
-	return out[:jsonPutUint(out, p, u)]
+	return jsonAppendUint(b, v < 0, u)
 }
 
 // AppendJSONUint appends v in decimal.
 func AppendJSONUint(b []byte, v uint64) []byte {
-	b = jsonRoom(b, jsonIntRoom)
-	out := b[:cap(b)]
-	return out[:jsonPutUint(out, len(b), v)]
+	return jsonAppendUint(b, false, v)
 }
 
 // AppendJSONFloat appends f as encoding/json formats a float of the given
