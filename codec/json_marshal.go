@@ -45,12 +45,12 @@ func MarshalJSONOf(v JSONAppender) ([]byte, error) {
 // stack and return a copy of exactly its length: one allocation, of the
 // smallest size class that holds it. Past that, Buffer returns a new,
 // empty buffer of about the estimated size and the encoding is appended
-// to it once (no copy). Either way Observe learns from the size it had. A value larger than
-// the estimate grows the buffer as append does, once, and raises the
-// estimate; one much smaller lowers it, so that a rare large value does
-// not make every later buffer large. JSONSize is safe for concurrent use:
-// a race between Observe calls only makes the estimate less exact. The
-// zero value is ready to use.
+// to it once (no copy). Either way Observe learns from the size it had.
+// A value larger than the estimate grows the buffer as append does, once,
+// and raises the estimate; one much smaller lowers it, so that a rare
+// large value does not make every later buffer large. JSONSize is safe
+// for concurrent use: a race between Observe calls only makes the
+// estimate less exact. The zero value is ready to use.
 type JSONSize struct {
 	n atomic.Uint32
 }
