@@ -33,7 +33,9 @@ type StateBatch struct {
 	// writtenKeys holds the hashes of the state entries the batch set or
 	// deleted, so that the expiry pass reads an entry the batch did not
 	// write through the cache, not the batch's index (a hash shared by
-	// two keys only costs the slower read).
+	// two keys only costs the slower read). It is built from the batch's
+	// writes when the expiry pass first asks (nil until then; most batches
+	// never expire anything), and kept up to date from then on.
 	writtenKeys map[uint64]struct{}
 	// ttlLow holds, per clock, the earliest expiry the batch has put in
 	// the expiry index (math.MaxInt64: none), and expired the (scope,
@@ -84,22 +86,46 @@ func (b *StateBatch) indexed() (*pebble.Batch, error) {
 	return ib, nil
 }
 
-// noteWritten records that the batch writes the entry b.key.
+// noteWritten records that the batch writes the entry b.key, once
+// writtenKeys is kept.
 func (b *StateBatch) noteWritten() {
-	if b.writtenKeys == nil {
-		b.writtenKeys = make(map[uint64]struct{})
+	if b.writtenKeys != nil {
+		b.writtenKeys[maphash.Bytes(writtenSeed, b.key)] = struct{}{}
 	}
-	b.writtenKeys[maphash.Bytes(writtenSeed, b.key)] = struct{}{}
 }
 
 // mayHaveWritten reports whether the batch may hold a write of the entry
 // b.key: false means it surely does not.
-func (b *StateBatch) mayHaveWritten() bool {
+func (b *StateBatch) mayHaveWritten() (bool, error) {
 	if b.rangeDeleted {
-		return true
+		return true, nil
+	}
+	if b.writtenKeys == nil {
+		if err := b.collectWritten(); err != nil {
+			return true, err
+		}
 	}
 	_, ok := b.writtenKeys[maphash.Bytes(writtenSeed, b.key)]
-	return ok
+	return ok, nil
+}
+
+// collectWritten builds writtenKeys from the state entries the batch has
+// set or deleted so far.
+func (b *StateBatch) collectWritten() error {
+	b.writtenKeys = make(map[uint64]struct{})
+	r := b.b.Reader()
+	for {
+		_, key, _, ok, err := r.Next()
+		if err != nil {
+			return fmt.Errorf("streamgen: read the batch's writes: %w", err)
+		}
+		if !ok {
+			return nil
+		}
+		if len(key) > 0 && key[0] == statePrefix {
+			b.writtenKeys[maphash.Bytes(writtenSeed, key)] = struct{}{}
+		}
+	}
 }
 
 // Close drops a batch that was not committed; after Commit it does
