@@ -37,6 +37,9 @@ type Query struct {
 	progress []QueryProgress
 	// live counts the running batch's reading, for Status.
 	live liveBatch
+	// unreported is the last batch run, until its commit has ended and
+	// it is reported (settle); used by the query's goroutine only.
+	unreported *pendingReport
 }
 
 // Start opens the checkpoint, checks it against the plan, and starts the

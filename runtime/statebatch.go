@@ -50,6 +50,9 @@ type StateBatch struct {
 	hints    []int32
 	read     []byte
 	readSlot int32
+	// after is the commit in flight when the batch began (nil: none, or
+	// it has ended), which reads of the committed state wait for.
+	after *inFlight
 }
 
 // expiredRange is a (scope, clock) range of the expiry index whose due
@@ -64,7 +67,7 @@ var writtenSeed = maphash.MakeSeed()
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *StateBatch {
-	return &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch(), ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1}
+	return &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch(), ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1, after: s.inFlightWork()}
 }
 
 // indexed returns the batch with an index of its writes, for reads that
@@ -73,6 +76,10 @@ func (s *Store) NewBatch() *StateBatch {
 // (a count per key reads each key once, before writing it) never needs it.
 // The first read that may see a write indexes the writes so far, once.
 func (b *StateBatch) indexed() (*pebble.Batch, error) {
+	// An indexed batch reads the committed state under its writes.
+	if err := b.settled(); err != nil {
+		return nil, err
+	}
 	if b.b.Indexed() {
 		return b.b, nil
 	}
@@ -180,6 +187,9 @@ func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byt
 		if b.cache != nil && b.key[0] == statePrefix {
 			return b.getCached()
 		}
+		if err := b.settled(); err != nil {
+			return nil, false, err
+		}
 		found, closer, err = b.db.Get(b.key)
 	} else {
 		ib, ierr := b.indexed()
@@ -201,11 +211,17 @@ func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byt
 
 // getCached reads the committed entry b.key through the cache.
 func (b *StateBatch) getCached() (value []byte, ok bool, err error) {
+	if err := b.cacheSettled(); err != nil {
+		return nil, false, err
+	}
 	v, ok, cached, slot := b.cache.get(b.key, b.val)
 	b.read, b.readSlot = append(b.read[:0], b.key...), slot
 	if cached {
 		b.val = v
 		return v, ok, nil
+	}
+	if err := b.settled(); err != nil {
+		return nil, false, err
 	}
 	found, closer, err := b.db.Get(b.key)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -348,6 +364,9 @@ func (b *StateBatch) scan(lower, upper []byte, fn func(key, value []byte) error)
 // directly, without the batch's index.
 func (b *StateBatch) scanFrom(lower, upper []byte, committed bool, fn func(key, value []byte) error) error {
 	if err := b.store.Err(); err != nil {
+		return err
+	}
+	if err := b.settled(); err != nil {
 		return err
 	}
 	var r pebble.Reader = b.db

@@ -150,8 +150,11 @@ type Store struct {
 	// does not return.
 	commitFailed atomic.Bool
 
-	// mu guards pending.
+	// mu guards pending and inFlight.
 	mu sync.Mutex
+	// inFlight is the work handed to a goroutine that the next batch runs
+	// alongside (see inflight.go); nil when none.
+	inFlight *inFlight
 	// pending are the batches committed without waiting for their log
 	// sync (SyncInterval), oldest first, which the sync loop waits for;
 	// wake tells it of a new one.
@@ -650,7 +653,13 @@ type Committer interface {
 // afterwards. An error after Pebble took the batch (the commit file could
 // not be written) leaves the batch committed: the next start resumes
 // after it.
-func (s *Store) Commit(b *StateBatch, p Progress) (err error) {
+func (s *Store) Commit(b *StateBatch, p Progress) error {
+	return s.commit(b, p, nil)
+}
+
+// commit is Commit; cached, if not nil, is called once the state cache
+// holds the batch's writes (unless the commit fails before).
+func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 	if err := s.Err(); err != nil {
 		return err
 	}
@@ -667,6 +676,9 @@ func (s *Store) Commit(b *StateBatch, p Progress) (err error) {
 	var cacheErr error
 	if s.state != nil {
 		cacheErr = s.state.applyCommitted(b.b, b.hints)
+	}
+	if cached != nil {
+		cached()
 	}
 	if err := s.apply(b, p.BatchID); err != nil {
 		if s.state != nil {
