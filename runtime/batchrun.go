@@ -226,11 +226,23 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 		b.ops[i].dirty = slices.Grow(b.ops[i].dirty, n-len(b.ops[i].dirty))[:n]
 	}
 	k := &b.ops[i].keyState
+	// The keys' first state variable, which most operators read first, is
+	// read ahead through the state cache, some keys at a time.
+	warm := len(info.States) > 0
+	warmed := 0
+	var warmKeys [cacheWarmMax][]byte
 	for g := range groups.Len() {
 		if g%1024 == 1023 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+		}
+		if warm && g == warmed {
+			warmed = min(g+cacheWarmMax, groups.Len())
+			for j := g; j < warmed; j++ {
+				warmKeys[j-g] = groups.Key(int32(j))
+			}
+			b.state.warm(Var{Scope: b.ops[i].scope}, warmKeys[:warmed-g])
 		}
 		k.reset(b, i, groups.Key(int32(g)), int32(g))
 		if err := op.HandleRows(ctx, k, int32(g), groups.rowsOf(g)); err != nil {

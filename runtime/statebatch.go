@@ -50,6 +50,9 @@ type StateBatch struct {
 	hints    []int32
 	read     []byte
 	readSlot int32
+	// warmKeys and warmBuf are warm's keys and their bytes.
+	warmKeys [][]byte
+	warmBuf  []byte
 	// after is the commit in flight when the batch began (nil: none, or
 	// it has ended), which reads of the committed state wait for.
 	after *inFlight
@@ -236,6 +239,25 @@ func (b *StateBatch) getCached() (value []byte, ok bool, err error) {
 	b.cache.put(b.key, b.val, false)
 	return b.val, true, nil
 }
+
+// warm prepares the state cache for reads of the entries (v, key) of
+// keys, soon to come (see stateCache.warm).
+func (b *StateBatch) warm(v Var, keys [][]byte) {
+	if b.cache == nil || b.cacheSettled() != nil {
+		return
+	}
+	b.warmKeys = b.warmKeys[:0]
+	b.warmBuf = b.warmBuf[:0]
+	for _, k := range keys {
+		start := len(b.warmBuf)
+		b.warmBuf = entryKey(b.warmBuf, v, k)
+		b.warmKeys = append(b.warmKeys, b.warmBuf[start:len(b.warmBuf):len(b.warmBuf)])
+	}
+	warmSink += b.cache.warm(b.warmKeys)
+}
+
+// warmSink keeps what warm reads, so that the reads are not dropped.
+var warmSink uint64
 
 // hint records the cache slot of the state write of b.key.
 func (b *StateBatch) hint() {
