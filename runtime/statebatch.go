@@ -253,11 +253,8 @@ func (b *StateBatch) warm(v Var, keys [][]byte) {
 		b.warmBuf = entryKey(b.warmBuf, v, k)
 		b.warmKeys = append(b.warmKeys, b.warmBuf[start:len(b.warmBuf):len(b.warmBuf)])
 	}
-	warmSink += b.cache.warm(b.warmKeys)
+	b.cache.warm(b.warmKeys)
 }
-
-// warmSink keeps what warm reads, so that the reads are not dropped.
-var warmSink uint64
 
 // hint records the cache slot of the state write of b.key.
 func (b *StateBatch) hint() {
