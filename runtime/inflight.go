@@ -1,6 +1,8 @@
 package runtime
 
 import (
+	"fmt"
+	"runtime/debug"
 	"time"
 )
 
@@ -47,18 +49,35 @@ func (s *Store) commitAsync(b *StateBatch, p Progress, clock func() time.Time) {
 	go func() {
 		defer close(w.done)
 		isCached := false
-		w.err = s.commit(b, p, func() {
-			isCached = true
-			close(w.cached)
-		})
+		w.err = safeWork(func() error {
+			return s.commit(b, p, func() {
+				isCached = true
+				close(w.cached)
+			})
+		}, fmt.Sprintf("commit batch %d", p.BatchID))
 		if !isCached {
 			close(w.cached)
 		}
 		if w.err != nil {
 			b.Close()
+			if s.state != nil {
+				s.state.reset() // it may hold changes that never committed
+			}
 		}
 		w.finished = clock()
 	}()
+}
+
+// safeWork runs fn, turning a panic into an error that says what was
+// done, as the query's goroutine does with its own panics: a goroutine
+// that panics would end the process.
+func safeWork(fn func() error, what string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("streamgen: %s: panic: %v\n%s", what, r, debug.Stack())
+		}
+	}()
+	return fn()
 }
 
 // after runs fn once the work in flight has ended without an error, on a
@@ -78,7 +97,7 @@ func (s *Store) after(fn func() error) error {
 		defer close(w.done)
 		<-prev.done
 		if w.err = prev.err; w.err == nil {
-			w.err = fn()
+			w.err = safeWork(fn, "after a commit")
 		}
 		w.finished = prev.finished
 	}()
