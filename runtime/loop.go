@@ -156,7 +156,9 @@ func (q *Query) loop(ctx context.Context) (err error) {
 // keepPlan makes batch id read what its first attempt planned: when the
 // checkpoint holds that batch's plan (it ran before, and failed or was
 // stopped before its commit), its ends replace the ones just planned;
-// otherwise the plan is written before the batch runs.
+// otherwise the plan is written before the batch runs or, when the
+// previous batch's commit is in flight, right after that commit, before
+// anything of the batch is seen or committed (its sinks wait for it).
 func (q *Query) keepPlan(id int64, planned offsets) error {
 	stored, ok, err := q.store.PlannedBatch()
 	if err != nil {
