@@ -30,11 +30,11 @@ import (
 // (kfake), three ways over the same input topic:
 //
 //   - streamgen: kafka.Source → MapGroupsWithState (state in Pebble, in a
-//     fresh checkpoint) → kafka.Sink, an AvailableNow query; at-least-once,
-//     the only delivery the Kafka sink has today (exactly-once needs the
-//     transactional committer, not built yet). Without
-//     MaxOffsetsPerTrigger, one batch takes all the input there is and
-//     writes one row per key: its count.
+//     fresh checkpoint) → kafka.Sink, an AvailableNow query; at-least-once
+//     (streamgen-changelog adds a changelog topic, streamgen-exactly-once
+//     commits through kafka.ExactlyOnce). Without MaxOffsetsPerTrigger,
+//     one batch takes all the input there is and writes one row per key:
+//     its count.
 //   - floor: a hand-written franz-go loop, poll → Go map → produce, with
 //     no state store and no offsets kept anywhere: what Kafka and the
 //     client cost by themselves. Each poll (all the client has buffered)
@@ -133,22 +133,60 @@ func (k *kafkaBench) outputRecords(ctx context.Context, topic string) (int64, er
 	return n, err
 }
 
+// delivery is how the streamgen side commits.
+type delivery int
+
+const (
+	atLeastOnce      delivery = iota // the checkpoint only
+	withChangelog                    // and a changelog topic, at-least-once
+	exactlyOnce                      // the changelog, sink and offsets in one transaction per batch
+	exactlyOnceAsync                 // the same, a transaction per second (AsyncProgress)
+)
+
 // runStreamgenKafka counts with a streamgen query from the input topic to
-// out, with its checkpoint in dir; it returns once every output record is
-// acknowledged and the last batch committed.
-func runStreamgenKafka(ctx context.Context, conn kafka.Connection, dir, out string) error {
+// out, with its checkpoint in dir (and, with a changelog, the topic out
+// and "-changelog"); it returns once every output record is acknowledged
+// and the last batch committed.
+func runStreamgenKafka(ctx context.Context, conn kafka.Connection, dir, out string, d delivery) error {
+	return runStreamgenKafkaBatches(ctx, conn, dir, out, d, 0)
+}
+
+// runStreamgenKafkaBatches is runStreamgenKafka with batches of at most
+// perBatch events (0: no cap).
+func runStreamgenKafkaBatches(ctx context.Context, conn kafka.Connection, dir, out string, d delivery, perBatch int64) error {
 	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{kafkaBenchInput},
-		StartingOffsets: kafka.Earliest()})
+		StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: perBatch})
 	defer src.Close()
+	opts := []runtime.Option{runtime.Checkpoint(dir)}
+	changelog := kafka.ChangelogOptions{Connection: conn, Topic: out + "-changelog"}
+	var eos *kafka.Transactions
+	switch d {
+	case withChangelog:
+		opts = append(opts, kafka.Changelog(changelog))
+	case exactlyOnce, exactlyOnceAsync:
+		changelog.AsyncProgress = d == exactlyOnceAsync
+		eos = kafka.ExactlyOnce(changelog)
+		defer eos.Close()
+		opts = append(opts, eos.Option())
+	}
+	if d == exactlyOnceAsync {
+		// AsyncProgress refuses AvailableNow: the query runs until it
+		// has read every event, and commits as it stops.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		opts = append(opts, runtime.Listener(&cancelAtRows{rows: kafkaBenchKeys * kafkaBenchHits, cancel: cancel}))
+	} else {
+		opts = append(opts, runtime.WithTrigger(runtime.AvailableNow()))
+	}
 	sink := kafka.Sink[countrec.KeyCount](kafka.SinkOptions[countrec.KeyCount]{Connection: conn, Topic: out,
-		Key: func(c *countrec.KeyCount) []byte { return []byte(c.Key) }})
+		Key: func(c *countrec.KeyCount) []byte { return []byte(c.Key) }, Transactions: eos})
 	defer sink.Close()
 	events := kafka.From(src, func(m *kafka.Message) (countrec.Event, error) {
 		return countrec.Event{Key: string(m.Key)}, nil
 	})
 	byKey := typed.GroupByKey(events, func(e *countrec.Event) string { return e.Key })
-	q, err := typed.WriteTo(typed.MapGroupsWithState(byKey, typed.NoTimeout, countFn), sink).
-		Start(ctx, runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()))
+	q, err := typed.WriteTo(typed.MapGroupsWithState(byKey, typed.NoTimeout, countFn), sink).Start(ctx, opts...)
 	if err != nil {
 		return err
 	}
@@ -278,7 +316,17 @@ var kafkaImpls = []struct {
 	run  func(ctx context.Context, k *kafkaBench, dir, out string, counted func()) error
 }{
 	{"streamgen", func(ctx context.Context, k *kafkaBench, dir, out string, counted func()) error {
-		err := runStreamgenKafka(ctx, k.conn, dir, out)
+		err := runStreamgenKafka(ctx, k.conn, dir, out, atLeastOnce)
+		counted()
+		return err
+	}},
+	{"streamgen-changelog", func(ctx context.Context, k *kafkaBench, dir, out string, counted func()) error {
+		err := runStreamgenKafka(ctx, k.conn, dir, out, withChangelog)
+		counted()
+		return err
+	}},
+	{"streamgen-exactly-once", func(ctx context.Context, k *kafkaBench, dir, out string, counted func()) error {
+		err := runStreamgenKafka(ctx, k.conn, dir, out, exactlyOnce)
 		counted()
 		return err
 	}},
@@ -344,9 +392,71 @@ func BenchmarkKafkaCountPerKey(b *testing.B) {
 			rates[impl.name] = rate
 		})
 	}
+	if rates["streamgen"] > 0 && rates["streamgen-exactly-once"] > 0 {
+		b.Logf("exactly-once: %.2fx the time of at-least-once (target: at most 1.5x); the changelog alone %.2fx",
+			rates["streamgen"]/rates["streamgen-exactly-once"], rates["streamgen"]/max(rates["streamgen-changelog"], 1))
+	}
 	if rates["goka"] > 0 && rates["streamgen"] > 0 && rates["floor"] > 0 {
 		b.Logf("streamgen: %.1fx goka's events/s (target: at least 15x), %.2fx the floor's (target: at least 0.6x)",
 			rates["streamgen"]/rates["goka"], rates["streamgen"]/rates["floor"])
+	}
+}
+
+// cancelAtRows cancels a query's context once its batches have read rows
+// rows.
+type cancelAtRows struct {
+	rows, read int64
+	cancel     context.CancelFunc
+}
+
+func (c *cancelAtRows) OnQueryProgress(p runtime.QueryProgress) {
+	if c.read += p.NumInputRows; c.read >= c.rows {
+		c.cancel()
+	}
+}
+
+// BenchmarkKafkaDelivery is BenchmarkKafkaCountPerKey's streamgen side in
+// batches of 10k events (50 batches, each its own commit and, exactly
+// once, its own transaction), with the three ways to commit: the
+// checkpoint alone (at-least-once), with a changelog (at-least-once), and
+// exactly-once. Alternate the sides with repeated -count 1 runs.
+func BenchmarkKafkaDelivery(b *testing.B) {
+	k := newKafkaBench(b, uniformInput(kafkaBenchKeys, kafkaBenchHits, 1))
+	rates := map[delivery]float64{}
+	for _, d := range []struct {
+		name string
+		d    delivery
+	}{{"at-least-once", atLeastOnce}, {"changelog", withChangelog}, {"exactly-once", exactlyOnce}, {"exactly-once-async", exactlyOnceAsync}} {
+		b.Run("delivery="+d.name, func(b *testing.B) {
+			parent := b.TempDir()
+			b.ResetTimer()
+			for range b.N {
+				b.StopTimer()
+				k.topics++
+				out := fmt.Sprintf("out-delivery-%d", k.topics)
+				k.createTopic(b, out)
+				dir, err := os.MkdirTemp(parent, "run")
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if err := runStreamgenKafkaBatches(context.Background(), k.conn, dir, out, d.d, 10_000); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				os.RemoveAll(dir)
+				if _, err := k.admin.DeleteTopics(context.Background(), out, out+"-changelog"); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			rates[d.d] = float64(k.events) * float64(b.N) / b.Elapsed().Seconds()
+			b.ReportMetric(rates[d.d], "events/s")
+		})
+	}
+	if rates[exactlyOnce] > 0 && rates[atLeastOnce] > 0 {
+		b.Logf("exactly-once: %.2fx the time of at-least-once (target: at most 1.5x); with AsyncProgress %.2fx; the changelog at-least-once %.2fx",
+			rates[atLeastOnce]/rates[exactlyOnce], rates[atLeastOnce]/max(rates[exactlyOnceAsync], 1), rates[atLeastOnce]/max(rates[withChangelog], 1))
 	}
 }
 
@@ -418,7 +528,8 @@ func readBack(t *testing.T, ctx context.Context, k *kafkaBench, topic string) []
 		}
 	})
 	client, err := kgo.NewClient(kgo.SeedBrokers(k.conn.Brokers...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords()) // a transaction's marker may be a partition's last offset
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -433,7 +544,9 @@ func readBack(t *testing.T, ctx context.Context, k *kafkaBench, topic string) []
 			t.Fatalf("read %s: %v", topic, err)
 		}
 		fetches.EachRecord(func(r *kgo.Record) {
-			out = append(out, r)
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
 			if r.Offset+1 >= remaining[r.Partition] {
 				delete(remaining, r.Partition)
 			}

@@ -158,6 +158,15 @@ func dedupStreamgen(m *typed.MemoryStream[sensor.Event], dir string, sink typed.
 	return startAvailableNow(typed.WriteTo(distinct, sink), dir, opts...)
 }
 
+// dedupTimedStreamgen is dedupStreamgen with DropDuplicatesWithEventTime
+// on the user: the same rows are copies (same user, same event time), and
+// the state is ordered by event time.
+func dedupTimedStreamgen(m *typed.MemoryStream[sensor.Event], dir string, sink typed.Sink[sensor.Event], opts ...runtime.Option) error {
+	s := typed.WithWatermark(typed.FromMemory(m), readingTime, dedupDelay)
+	distinct := typed.DropDuplicatesWithEventTime(s, func(e *sensor.Event) string { return e.User })
+	return startAvailableNow(typed.WriteTo(distinct, sink), dir, opts...)
+}
+
 // The hand-written loops' keys have the prefix of handKey (streamgen's
 // layout of operator 0's state), then the event time or the window's
 // start and end, as 8 big-endian bytes with the sign flipped (so that
@@ -400,36 +409,44 @@ func BenchmarkWindowCounts(b *testing.B) {
 // BenchmarkDropDuplicates drops the copies from 1M sensor readings (900k
 // readings and a copy of every ninth, 1 to 1000 readings after it), in
 // micro-batches of 100k rows, with streamgen (a 1-minute watermark,
-// DropDuplicates on the user and the event time, AvailableNow, a
+// deduplication on the user and the event time, AvailableNow, a
 // checkpoint on disk) and with the hand-written loop; as
 // BenchmarkWindowCounts.
 //
-// impl=streamgen-nocache runs streamgen with its state cache off
-// (runtime.StateCacheSize(-1)), to show what the cache is worth; the
-// ratio is taken against impl=streamgen, the default options. Both must
-// write every reading once.
+// impl=streamgen runs DropDuplicatesWithEventTime on the user (the rows
+// of one user and event time are copies: state ordered by event time),
+// the side the ratio is taken against; impl=streamgen-keyonly runs
+// DropDuplicates on the user and the event time as its key (keys with an
+// expiry index), and impl=streamgen-keyonly-nocache the same with the
+// state cache off (runtime.StateCacheSize(-1)). Each must write every
+// reading once.
 func BenchmarkDropDuplicates(b *testing.B) {
 	const readings = 900_000
 	in := withCopies(sensorRows(readings, 2), 2)
 	var rate [2]float64
 	for _, c := range []struct {
 		name string
+		run  func(*typed.MemoryStream[sensor.Event], string, typed.Sink[sensor.Event], ...runtime.Option) error
 		opts []runtime.Option
-	}{{"impl=streamgen", nil}, {"impl=streamgen-nocache", []runtime.Option{runtime.StateCacheSize(-1)}}} {
+	}{
+		{"impl=streamgen", dedupTimedStreamgen, nil},
+		{"impl=streamgen-keyonly", dedupStreamgen, nil},
+		{"impl=streamgen-keyonly-nocache", dedupStreamgen, []runtime.Option{runtime.StateCacheSize(-1)}},
+	} {
 		b.Run(c.name, func(b *testing.B) {
 			m := typed.NewMemoryStream[sensor.Event]("readings", readingBatch)
 			m.Add(in...)
 			var rows int64
 			r := benchTimed(b, len(in), func(dir string) (int64, error) {
 				sink := &rowSink[sensor.Event]{}
-				err := dedupStreamgen(m, dir, sink, c.opts...)
+				err := c.run(m, dir, sink, c.opts...)
 				rows = sink.rows
 				return sink.rows, err
 			})
 			if rows != readings {
 				b.Fatalf("wrote %d rows, want %d", rows, readings)
 			}
-			if c.opts == nil {
+			if c.name == "impl=streamgen" {
 				rate[0] = r
 			}
 		})
@@ -535,8 +552,8 @@ func TestWindowCountsMatchMap(t *testing.T) {
 	}
 }
 
-// TestDropDuplicatesMatchesFirst checks once that both sides of
-// BenchmarkDropDuplicates write every reading once and no copy, on a
+// TestDropDuplicatesMatchesFirst checks once that every side of
+// BenchmarkDropDuplicates writes every reading once and no copy, on a
 // smaller input.
 func TestDropDuplicatesMatchesFirst(t *testing.T) {
 	const perBatch = 7_000
@@ -558,16 +575,27 @@ func TestDropDuplicatesMatchesFirst(t *testing.T) {
 	}
 	m := typed.NewMemoryStream[sensor.Event]("readings", perBatch)
 	m.Add(in...)
-	var sg, hw []int64
-	// The state cache off: with it, the copies of readings of the batch
-	// before pass once a batch is large (TestLargeBatchReachesStateCache).
-	if err := dedupStreamgen(m, t.TempDir(), &rowSink[sensor.Event]{keep: indexes(&sg)}, runtime.StateCacheSize(-1)); err != nil {
+	got := map[string]*[]int64{}
+	for _, c := range []struct {
+		name string
+		run  func(*typed.MemoryStream[sensor.Event], string, typed.Sink[sensor.Event], ...runtime.Option) error
+		opts []runtime.Option
+	}{
+		{"streamgen", dedupTimedStreamgen, nil},
+		{"streamgen-keyonly", dedupStreamgen, nil},
+		{"streamgen-keyonly-nocache", dedupStreamgen, []runtime.Option{runtime.StateCacheSize(-1)}},
+	} {
+		got[c.name] = new([]int64)
+		if err := c.run(m, t.TempDir(), &rowSink[sensor.Event]{keep: indexes(got[c.name])}, c.opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got["handwritten"] = new([]int64)
+	if err := dedupHandwritten(in, perBatch, t.TempDir(), &rowSink[sensor.Event]{keep: indexes(got["handwritten"])}); err != nil {
 		t.Fatal(err)
 	}
-	if err := dedupHandwritten(in, perBatch, t.TempDir(), &rowSink[sensor.Event]{keep: indexes(&hw)}); err != nil {
-		t.Fatal(err)
-	}
-	for what, got := range map[string][]int64{"streamgen": sg, "handwritten": hw} {
+	for what, rows := range got {
+		got := *rows
 		// Within a batch streamgen writes rows by key, so compare as sets.
 		slices.Sort(got)
 		if !slices.Equal(got, want) {
@@ -589,14 +617,18 @@ func TestLargeBatchReachesStateCache(t *testing.T) {
 	again.ArrivalTime += 1500
 	in := append(rows[:n:n], again, rows[n])
 	for _, cache := range []int64{-1, 0} {
-		m := typed.NewMemoryStream[sensor.Event]("readings", n) // the copy comes in the second batch
-		m.Add(in...)
-		sink := &rowSink[sensor.Event]{}
-		if err := dedupStreamgen(m, t.TempDir(), sink, runtime.StateCacheSize(cache)); err != nil {
-			t.Fatal(err)
-		}
-		if sink.rows != n+1 {
-			t.Errorf("state cache size %d: %d rows written, want %d (the copy dropped)", cache, sink.rows, n+1)
+		for name, run := range map[string]func(*typed.MemoryStream[sensor.Event], string, typed.Sink[sensor.Event], ...runtime.Option) error{
+			"DropDuplicates": dedupStreamgen, "DropDuplicatesWithEventTime": dedupTimedStreamgen,
+		} {
+			m := typed.NewMemoryStream[sensor.Event]("readings", n) // the copy comes in the second batch
+			m.Add(in...)
+			sink := &rowSink[sensor.Event]{}
+			if err := run(m, t.TempDir(), sink, runtime.StateCacheSize(cache)); err != nil {
+				t.Fatal(err)
+			}
+			if sink.rows != n+1 {
+				t.Errorf("%s, state cache size %d: %d rows written, want %d (the copy dropped)", name, cache, sink.rows, n+1)
+			}
 		}
 	}
 }

@@ -84,6 +84,12 @@
 // are called where encoding/json calls them. The one difference is for
 // required fields, below.
 //
+// The AppendJSON writers (AppendJSONString, AppendJSONInt,
+// AppendJSONFloat, ...) append as append does, except that they may
+// overwrite up to 40 bytes of b's spare capacity past what they append:
+// they store whole 8-byte words. Bytes past len(b) are not to be kept in
+// b's array.
+//
 // # Required fields
 //
 // A field tagged `stream:"key"`, `stream:"eventtime"` or

@@ -146,8 +146,18 @@ func (p *jbPoint) appendJSON(b []byte) ([]byte, error) {
 var jbEventSize JSONSize
 
 // MarshalJSON is the generated entry point, as the generator emits it:
+// a buffer on the stack and a copy while the encodings are small, then
 // one buffer sized by the running estimate, no copy.
 func (e *jbEvent) MarshalJSON() ([]byte, error) {
+	if jbEventSize.Small() {
+		var buf [JSONStackSize]byte
+		b, err := e.appendJSON(buf[:0])
+		if err != nil {
+			return nil, err
+		}
+		jbEventSize.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := e.appendJSON(jbEventSize.Buffer())
 	if err != nil {
 		return nil, err

@@ -49,39 +49,49 @@ func jsonDigits8(v uint32) uint64 {
 	return (x-10*q)<<8 | q
 }
 
-// jsonPutShort writes v < 1e8 in decimal, without leading zeros, at
-// out[p:] and returns the index after it. It stores 8 bytes at p.
-func jsonPutShort(out []byte, p int, v uint32) int {
-	if v < 100 {
-		if v < 10 {
-			out[p] = byte('0' + v)
-			return p + 1
-		}
-		out[p], out[p+1] = jsonDigitPairs[2*v], jsonDigitPairs[2*v+1]
-		return p + 2
+// jsonAppendUint appends v in decimal, after a minus sign if neg. The
+// leading group of up to 8 digits is written first, then the groups of
+// exactly 8 that follow it, all in one function body (AppendJSONInt and
+// AppendJSONUint are inlined around it, so an integer costs one call).
+func jsonAppendUint(b []byte, neg bool, v uint64) []byte {
+	b = jsonRoom(b, jsonIntRoom)
+	out := b[:cap(b)]
+	p := len(b)
+	if neg {
+		out[p] = '-'
+		p++
 	}
-	x := jsonDigits8(v)
-	z := mathbits.TrailingZeros64(x) >> 3 // leading zero digits; x != 0
-	binary.LittleEndian.PutUint64(out[p:], x>>(8*z)+jsonASCIIZeros)
-	return p + 8 - z
-}
-
-// jsonPutUint writes v in decimal at out[p:] and returns the index after
-// it. It stores nothing past that index plus 8, and nothing past p+20.
-func jsonPutUint(out []byte, p int, v uint64) int {
-	if v < 1e8 {
-		return jsonPutShort(out, p, uint32(v))
+	head, groups := v, 0
+	var rest uint64
+	switch {
+	case v >= 1e16:
+		head, rest, groups = v/1e16, v%1e16, 2 // head at most 1844
+	case v >= 1e8:
+		head, rest, groups = v/1e8, v%1e8, 1
 	}
-	if v < 1e16 {
-		p = jsonPutShort(out, p, uint32(v/1e8))
-		binary.LittleEndian.PutUint64(out[p:], jsonDigits8(uint32(v%1e8))+jsonASCIIZeros)
-		return p + 8
+	switch h := uint32(head); {
+	case h < 10:
+		out[p] = byte('0' + h)
+		p++
+	case h < 100:
+		out[p], out[p+1] = jsonDigitPairs[2*h], jsonDigitPairs[2*h+1]
+		p += 2
+	default:
+		x := jsonDigits8(h)
+		z := mathbits.TrailingZeros64(x) >> 3 // leading zero digits; x != 0
+		binary.LittleEndian.PutUint64(out[p:], x>>(8*z)+jsonASCIIZeros)
+		p += 8 - z
 	}
-	p = jsonPutShort(out, p, uint32(v/1e16)) // at most 1844
-	v %= 1e16
-	binary.LittleEndian.PutUint64(out[p:], jsonDigits8(uint32(v/1e8))+jsonASCIIZeros)
-	binary.LittleEndian.PutUint64(out[p+8:], jsonDigits8(uint32(v%1e8))+jsonASCIIZeros)
-	return p + 16
+	switch groups {
+	case 1:
+		binary.LittleEndian.PutUint64(out[p:], jsonDigits8(uint32(rest))+jsonASCIIZeros)
+		p += 8
+	case 2:
+		binary.LittleEndian.PutUint64(out[p:], jsonDigits8(uint32(rest/1e8))+jsonASCIIZeros)
+		binary.LittleEndian.PutUint64(out[p+8:], jsonDigits8(uint32(rest%1e8))+jsonASCIIZeros)
+		p += 16
+	}
+	return out[:p]
 }
 
 // jsonPutDigits writes digits s to 15 of a 16-digit stream, given as its

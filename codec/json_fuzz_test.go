@@ -84,6 +84,17 @@ func FuzzJSONFloat(f *testing.F) {
 	f.Add(uint64(0xbf42000000000000), int64(54931640625), int8(-15))
 	f.Add(uint64(0x4023000000000000), int64(980665), int8(-5))
 	f.Add(uint64(0x3fd5555555555555), int64(999999999999999), int8(-16))
+	// Zero and minus zero, subnormals, the largest float64, and the
+	// edges of the plain-decimal range [1e-6, 1e21) that encoding/json
+	// writes without an exponent, and powers of ten on both sides.
+	for _, v := range []float64{0, math.Copysign(0, -1), 5e-324, 2.2250738585072009e-308, math.MaxFloat64,
+		1e21, math.Nextafter(1e21, 0), 1e-6, math.Nextafter(1e-6, 0), 1e-7, 1e15, 1e16, 1e-5, 0.5, 1} {
+		f.Add(math.Float64bits(v), int64(1), int8(-6))
+		f.Add(math.Float64bits(-v), int64(-1), int8(21))
+	}
+	for e := -25; e <= 25; e += 5 {
+		f.Add(math.Float64bits(math.Pow(10, float64(e))), int64(9), int8(e))
+	}
 	f.Fuzz(func(t *testing.T, raw uint64, mant int64, exp int8) {
 		check := func(v float64, bits int) {
 			var want []byte

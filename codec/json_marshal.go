@@ -40,20 +40,34 @@ func MarshalJSONOf(v JSONAppender) ([]byte, error) {
 }
 
 // JSONSize is a running estimate of the size of one type's JSON encoding,
-// for generated MarshalJSON methods: Buffer returns a new, empty buffer of
-// about that size, the encoding is appended to it once (no pooled buffer,
-// no copy), and Observe learns from the size it had. A value larger than
-// the estimate grows the buffer as append does, once, and raises the
-// estimate; one much smaller lowers it, so that a rare large value does
-// not make every later buffer large. JSONSize is safe for concurrent use:
-// a race between Observe calls only makes the estimate less exact. The
-// zero value is ready to use.
+// for generated MarshalJSON methods. While Small reports true, they
+// append the encoding to a buffer of JSONStackSize bytes on their own
+// stack and return a copy of exactly its length: one allocation, of the
+// smallest size class that holds it. Past that, Buffer returns a new,
+// empty buffer of about the estimated size and the encoding is appended
+// to it once (no copy). Either way Observe learns from the size it had.
+// A value larger than the estimate grows the buffer as append does, once,
+// and raises the estimate; one much smaller lowers it, so that a rare
+// large value does not make every later buffer large. JSONSize is safe
+// for concurrent use: a race between Observe calls only makes the
+// estimate less exact. The zero value is ready to use.
 type JSONSize struct {
 	n atomic.Uint32
 }
 
 // jsonSizeFirst is the estimate before any value has been seen.
 const jsonSizeFirst = 128
+
+// JSONStackSize is the size of the buffer that generated MarshalJSON
+// methods keep on their stack for encodings that JSONSize.Small expects to
+// fit in it.
+const JSONStackSize = 512
+
+// Small reports whether the estimate, which includes room for the
+// writers' slack, fits in JSONStackSize bytes.
+func (s *JSONSize) Small() bool {
+	return s.n.Load() <= JSONStackSize
+}
 
 // Buffer returns an empty slice with room for the estimated size.
 func (s *JSONSize) Buffer() []byte {

@@ -24,9 +24,15 @@ func TestJSONSize(t *testing.T) {
 		{1 << 30, 1, jsonBufMax + 64}, // huge: bounded
 		{50, 50, 100},
 	}
+	if !s.Small() {
+		t.Fatalf("first estimate: not Small")
+	}
 	for _, st := range steps {
 		s.Observe(st.observe)
 		b := s.Buffer()
+		if want := cap(b) <= JSONStackSize; s.Small() != want {
+			t.Errorf("after Observe(%d): Small() = %v with an estimate of %d bytes", st.observe, s.Small(), cap(b))
+		}
 		if len(b) != 0 || cap(b) < st.minCap || cap(b) > st.maxCap {
 			t.Errorf("after Observe(%d): len %d cap %d, want 0 and cap in [%d, %d]", st.observe, len(b), cap(b), st.minCap, st.maxCap)
 		}
@@ -34,14 +40,25 @@ func TestJSONSize(t *testing.T) {
 }
 
 // TestMarshalJSONSizes: MarshalJSON (as generated) gives encoding/json's
-// bytes whether the estimate is too small, right or too large, also from
-// many goroutines at once.
+// bytes whether the estimate is too small, right or too large, on the
+// stack buffer's path and the other, also from many goroutines at once;
+// and every result is its own memory: results kept from earlier calls
+// are unchanged by later ones.
 func TestMarshalJSONSizes(t *testing.T) {
 	var wg sync.WaitGroup
 	for g := range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var kept, keptWant [][]byte
+			defer func() {
+				for i := range kept {
+					if string(kept[i]) != string(keptWant[i]) {
+						t.Errorf("a result kept from an earlier call changed: %.40q, want %.40q", kept[i], keptWant[i])
+						return
+					}
+				}
+			}()
 			for i := range 200 {
 				e := jbSample()
 				e.Comment = strings.Repeat("x", (i*37+g*101)%3000)
@@ -57,6 +74,7 @@ func TestMarshalJSONSizes(t *testing.T) {
 					t.Errorf("MarshalJSON differs from encoding/json (%d bytes): %v", len(want), err)
 					return
 				}
+				kept, keptWant = append(kept, got), append(keptWant, want)
 			}
 		}()
 	}

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/base64"
+	"encoding/binary"
 	"math"
 	mathbits "math/bits"
 	"strconv"
@@ -15,12 +16,48 @@ import (
 // the short forms encoding/json uses (\b \f \n \r \t) or \u00XX; invalid
 // UTF-8 replaced by \ufffd.
 func AppendJSONString(b []byte, s string) []byte {
-	return appendJSONStr(b, s)
+	n := len(s)
+	if n > 16 {
+		return appendJSONStr(b, s)
+	}
+	// Up to 16 bytes: checked with one or two words read from s,
+	// overlapping when s is not a multiple of 8 long (4 to 8 bytes: two
+	// 4-byte halves; 1 to 3: its first, middle and last bytes, padded with
+	// spaces), and when s needs no escaping, the common case, the same
+	// words are written back between the quotes.
+	b = jsonRoom(b, 16+2)
+	out := b[:cap(b)]
+	p := len(b)
+	out[p] = '"'
+	switch {
+	case n > 8:
+		w0, w1 := jsonLoad64(s, 0), jsonLoad64(s, n-8)
+		if !jsonPlainWord(w0) || !jsonPlainWord(w1) {
+			return appendJSONStr(b, s)
+		}
+		binary.LittleEndian.PutUint64(out[p+1:], w0)
+		binary.LittleEndian.PutUint64(out[p+1+n-8:], w1)
+	case n >= 4:
+		w0, w1 := jsonLoad32(s, 0), jsonLoad32(s, n-4)
+		if !jsonPlainWord(uint64(w0) | uint64(w1)<<32) {
+			return appendJSONStr(b, s)
+		}
+		binary.LittleEndian.PutUint32(out[p+1:], w0)
+		binary.LittleEndian.PutUint32(out[p+1+n-4:], w1)
+	case n > 0:
+		c0, c1, c2 := s[0], s[n>>1], s[n-1]
+		if !jsonPlainWord(uint64(c0) | uint64(c1)<<8 | uint64(c2)<<16 | 0x2020202020<<24) {
+			return appendJSONStr(b, s)
+		}
+		out[p+1], out[p+1+n>>1], out[p+n] = c0, c1, c2
+	}
+	out[p+1+n] = '"'
+	return out[:p+2+n]
 }
 
 // AppendJSONStringBytes is AppendJSONString for a byte slice.
 func AppendJSONStringBytes(b []byte, s []byte) []byte {
-	return appendJSONStr(b, s)
+	return AppendJSONString(b, StringOf(s))
 }
 
 // jsonHex is encoding/json's hex alphabet: lower case, as it writes \u00XX.
@@ -64,22 +101,25 @@ func jsonLoad64[T string | []byte](s T, i int) uint64 {
 		uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
 }
 
+// jsonSpecial returns, in the high bit of each byte, which bytes of x
+// encoding/json would not copy unchanged into a string literal: below
+// 0x20, from 0x80 up, or one of '"', '\\', '<', '>' and '&'. Bytes after
+// the first flagged one may be flagged falsely (a borrow), but the first
+// is exact, and a zero result means that no byte is flagged.
+func jsonSpecial(x uint64) uint64 {
+	// Setting bit 2 maps '"' (0x22) and only it onto '&' (0x26);
+	// setting bit 1 maps '<' (0x3c) and only it onto '>' (0x3e).
+	return ((x-jsonLSB*0x20)&^x | x | jsonHasByte(x|jsonLSB*0x04, '&') | jsonHasByte(x|jsonLSB*0x02, '>') |
+		jsonHasByte(x, '\\')) & jsonMSB
+}
+
 // jsonPlainRun returns the index of the first byte at or after i in s
 // that encoding/json would not copy unchanged into a string literal (that
 // is not printable ASCII other than '"', '\\', '<', '>' and '&'), or
 // len(s). It checks 8 bytes at a time.
-func jsonPlainRun[T string | []byte](s T, i int) int {
+func jsonPlainRun(s string, i int) int {
 	for i+8 <= len(s) {
-		x := jsonLoad64(s, i)
-		// The top bit of each byte of m is set for a byte below 0x20 (it
-		// borrows in x-0x20...), from 0x80 up, or equal to one of the five
-		// ASCII bytes to escape. Later bytes may be flagged falsely, but
-		// the first flagged byte is exact.
-		// Setting bit 2 maps '"' (0x22) and only it onto '&' (0x26);
-		// setting bit 1 maps '<' (0x3c) and only it onto '>' (0x3e).
-		m := ((x-jsonLSB*0x20)&^x | x | jsonHasByte(x|jsonLSB*0x04, '&') | jsonHasByte(x|jsonLSB*0x02, '>') |
-			jsonHasByte(x, '\\')) & jsonMSB
-		if m != 0 {
+		if m := jsonSpecial(jsonLoad64(s, i)); m != 0 {
 			return i + mathbits.TrailingZeros64(m)>>3
 		}
 		i += 8
@@ -90,12 +130,36 @@ func jsonPlainRun[T string | []byte](s T, i int) int {
 	return i
 }
 
+// jsonLoad32 reads 4 bytes of s at i little-endian, in one load.
+func jsonLoad32(s string, i int) uint32 {
+	s = s[i : i+4]
+	return uint32(s[0]) | uint32(s[1])<<8 | uint32(s[2])<<16 | uint32(s[3])<<24
+}
+
+// jsonPlainWord reports whether encoding/json copies all 8 bytes of x
+// unchanged into a string literal: each is printable ASCII (0x20 to 0x7f)
+// other than '"', '\\', '<', '>' and '&'. Once every byte is below 0x80
+// (the ^x term), adding 0x60 to a byte sets its high bit exactly when it
+// is 0x20 or more, and adding 0x7f to y = x^c sets it exactly when the
+// byte is not c, with no carry into the next byte; a byte of 0x80 or more
+// may carry, but its own ^x bit already fails the test. Setting bit 2
+// maps '"' (0x22) and only it onto '&' (0x26); setting bit 1 maps '<'
+// (0x3c) and only it onto '>' (0x3e).
+func jsonPlainWord(x uint64) bool {
+	const l = jsonLSB
+	ok := ^x & (x + l*0x60) & (((x | l*0x04) ^ l*0x26) + l*0x7f) & (((x | l*0x02) ^ l*0x3e) + l*0x7f) &
+		((x ^ l*0x5c) + l*0x7f)
+	return ok&jsonMSB == jsonMSB
+}
+
 // appendJSONStr is encoding/json's appendString with escapeHTML set,
-// with a word-at-a-time scan over the runs that need no escaping.
-func appendJSONStr[T string | []byte](dst []byte, src T) []byte {
+// with a word-at-a-time scan over the runs that need no escaping. It
+// takes only a string (AppendJSONStringBytes passes its bytes as one) so
+// that the compiler sees that dst does not escape: a caller's buffer on
+// its stack can stay there.
+func appendJSONStr(dst []byte, src string) []byte {
 	dst = append(dst, '"')
-	start := 0
-	i := 0
+	start, i := 0, 0
 	for {
 		i = jsonPlainRun(src, i)
 		if i >= len(src) {
@@ -127,11 +191,7 @@ func appendJSONStr[T string | []byte](dst []byte, src T) []byte {
 			start = i
 			continue
 		}
-		// Converting at most 4 bytes keeps the []byte instantiation from
-		// allocating (the compiler uses a stack buffer for short
-		// non-escaping conversions).
-		n := min(len(src)-i, utf8.UTFMax)
-		r, size := utf8.DecodeRuneInString(string(src[i : i+n]))
+		r, size := utf8.DecodeRuneInString(src[i:])
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, src[start:i]...)
 			dst = append(dst, `\ufffd`...)
@@ -167,23 +227,16 @@ func AppendJSONBytes(b []byte, p []byte) []byte {
 
 // AppendJSONInt appends v in decimal.
 func AppendJSONInt(b []byte, v int64) []byte {
-	b = jsonRoom(b, jsonIntRoom)
-	out := b[:cap(b)]
-	p := len(b)
 	u := uint64(v)
 	if v < 0 {
-		out[p] = '-'
-		p++
 		u = -u // also right for math.MinInt64: 1<<63
 	}
-	return out[:jsonPutUint(out, p, u)]
+	return jsonAppendUint(b, v < 0, u)
 }
 
 // AppendJSONUint appends v in decimal.
 func AppendJSONUint(b []byte, v uint64) []byte {
-	b = jsonRoom(b, jsonIntRoom)
-	out := b[:cap(b)]
-	return out[:jsonPutUint(out, len(b), v)]
+	return jsonAppendUint(b, false, v)
 }
 
 // AppendJSONFloat appends f as encoding/json formats a float of the given
@@ -193,8 +246,21 @@ func AppendJSONUint(b []byte, v uint64) []byte {
 // "json: unsupported value: NaN"); b is then returned unchanged.
 func AppendJSONFloat(b []byte, f float64, bits int) ([]byte, error) {
 	if bits != 32 {
-		// The common case first: a float64 that encoding/json writes
-		// without an exponent (false for NaN, and ±Inf is past 1e21).
+		// The commonest case first, inline: a binary fraction m/2^d, d >= 0
+		// (m odd), whose exact decimal m·5^d / 10^d has under 16 digits,
+		// so that it is the shortest form (see jsonAppendExactFloat). For
+		// zero, a subnormal, NaN or ±Inf, d is out of jsonPow5's range.
+		fb := math.Float64bits(f)
+		m := fb&(1<<52-1) | 1<<52
+		tz := mathbits.TrailingZeros64(m)
+		if d := 1075 - int(fb>>52&0x7ff) - tz; uint(d) < uint(len(jsonPow5)) {
+			hi, n := mathbits.Mul64(m>>uint(tz), jsonPow5[d])
+			if hi == 0 && n < 1e15 && math.Abs(f) >= 1e-6 {
+				return jsonAppendFixed(b, int64(fb) < 0, n, d), nil
+			}
+		}
+		// Then the rest that encoding/json writes without an exponent
+		// (false for NaN, and ±Inf is past 1e21).
 		if abs := math.Abs(f); abs >= 1e-6 && abs < 1e21 {
 			if out, ok := jsonAppendExactFloat(b, f, abs, 64); ok {
 				return out, nil

@@ -69,6 +69,37 @@ func TestAppendJSONString(t *testing.T) {
 	}
 }
 
+// TestAppendJSONShortString puts every byte value, and runes that take 2
+// to 4 bytes (U+2028 among them), at every position of strings of 1 to 17
+// bytes, where AppendJSONString checks and writes words read from
+// overlapping parts of the string, and compares with encoding/json, when
+// appending to a buffer with and without room.
+func TestAppendJSONShortString(t *testing.T) {
+	var inserts []string
+	for c := range 256 {
+		inserts = append(inserts, string([]byte{byte(c)}))
+	}
+	inserts = append(inserts, "é", " ", " ", "日", "😀", "â", "ð")
+	for n := 1; n <= 17; n++ {
+		for _, ins := range inserts {
+			for at := 0; at+len(ins) <= n; at++ {
+				s := strings.Repeat("a", at) + ins + strings.Repeat("z", n-at-len(ins))
+				want, err := json.Marshal(s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, room := range []int{0, 1, 64} {
+					prefix := make([]byte, 3, 3+room)
+					copy(prefix, "ab,")
+					if got := AppendJSONString(prefix, s); string(got) != "ab,"+string(want) {
+						t.Fatalf("AppendJSONString(%q) with %d bytes of room = %s, want ab,%s", s, room, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestAppendJSONBytes(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))
 	cases := [][]byte{nil, {}, {0}, {1, 2}, {1, 2, 3}, {0xff, 0xfe, 0xfd, 0xfc}}

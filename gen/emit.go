@@ -278,6 +278,52 @@ func reflectName(t types.Type) string {
 	return types.TypeString(t, func(p *types.Package) string { return p.Name() })
 }
 
+// recordMarshalJSON emits MarshalJSON. A struct that holds no recursive one
+// is encoded into a buffer on the stack and copied out while its
+// encodings are small (see codec.JSONSize): its helpers let their buffer
+// escape only to their result, so the buffer stays on the stack (were it
+// moved to the heap, the output would be the same at the cost of a
+// second allocation; generated/fixtures' TestMarshalJSONAllocatesItsResultOnly
+// counts them). The helpers of recursive structs call each other, which
+// the compiler cannot see through, so those write once into a buffer
+// sized by the running size of their encodings.
+func (e *emitter) recordMarshalJSON(s *Struct) jen.Code {
+	recv := jen.Id("t").Op("*").Id(s.Name)
+	h := s.Helper
+	size := jen.Id("jsonSize" + h)
+	appendTo := func(buf jen.Code) jen.Code {
+		return jen.List(jen.Id("b"), jen.Err()).Op(":=").Id("appendJSON" + h).Call(append([]jen.Code{buf, jen.Id("t")}, e.depthArgs(s)...)...)
+	}
+	failed := jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
+	heap := []jen.Code{
+		appendTo(size.Clone().Dot("Buffer").Call()),
+		failed,
+		size.Clone().Dot("Observe").Call(jen.Len(jen.Id("b"))),
+		jen.Return(jen.Id("b"), jen.Nil()),
+	}
+	if s.Deep {
+		return jen.Comment("MarshalJSON returns t as encoding/json would marshal it. The encoding").Line().
+			Comment("is written once, into a new buffer sized by the running size of").Line().
+			Comment(s.Name+"'s encodings.").Line().
+			Func().Params(recv).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(heap...)
+	}
+	return jen.Comment("MarshalJSON returns t as encoding/json would marshal it, in a new slice").Line().
+		Comment("of its length. While "+s.Name+"'s encodings are small, t is encoded into a").Line().
+		Comment("buffer on the stack and copied out; larger ones are written once into").Line().
+		Comment("a new buffer sized by the running size of the encodings.").Line().
+		Func().Params(recv).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
+		append([]jen.Code{
+			jen.If(size.Clone().Dot("Small").Call()).Block(
+				jen.Var().Id("buf").Index(jen.Qual(codecPath, "JSONStackSize")).Byte(),
+				appendTo(jen.Id("buf").Index(jen.Empty(), jen.Lit(0))),
+				failed,
+				size.Clone().Dot("Observe").Call(jen.Len(jen.Id("b"))),
+				jen.Return(jen.Append(jen.Index().Byte().Parens(jen.Nil()), jen.Id("b").Op("...")), jen.Nil()),
+			),
+		}, heap...)...,
+	)
+}
+
 // recordMethods emits the exported methods of a local record: the
 // interfaces of codec.Record, each a thin wrapper over the helpers.
 func (e *emitter) recordMethods(s *Struct) []jen.Code {
@@ -313,15 +359,7 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 			jen.Return(jen.Id("appendJSON" + h).Call(append([]jen.Code{jen.Id("b"), jen.Id("t")}, e.depthArgs(s)...)...)),
 		),
 		jen.Line(),
-		jen.Comment("MarshalJSON returns t as encoding/json would marshal it. The encoding"),
-		jen.Comment("is written once, into a new buffer sized by the running size of"),
-		jen.Comment(name + "'s encodings."),
-		jen.Func().Params(recv()).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.List(jen.Id("b"), jen.Err()).Op(":=").Id("appendJSON"+h).Call(append([]jen.Code{jen.Id("jsonSize" + h).Dot("Buffer").Call(), jen.Id("t")}, e.depthArgs(s)...)...),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err())),
-			jen.Id("jsonSize"+h).Dot("Observe").Call(jen.Len(jen.Id("b"))),
-			jen.Return(jen.Id("b"), jen.Nil()),
-		),
+		e.recordMarshalJSON(s),
 		jen.Line(),
 		jen.Var().Id("jsonSize"+h).Qual(codecPath, "JSONSize"),
 		jen.Line(),

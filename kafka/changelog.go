@@ -38,6 +38,45 @@ type ChangelogOptions struct {
 	// changelog to acknowledge its records; past it the batch fails,
 	// uncommitted. The default is 30 seconds.
 	ProduceTimeout time.Duration
+	// TransactionalID is the transactional ID of ExactlyOnce's
+	// transactions; the default is "streamgen-" and Topic. Changelog
+	// alone does not use it.
+	TransactionalID string
+	// AsyncProgress, with ExactlyOnce, commits the transaction at most
+	// once per AsyncProgressInterval instead of once per batch, as
+	// Spark's asynchronous progress tracking commits offsets: batches
+	// commit locally at once, and their rows, changelog records and
+	// offsets are produced as they come and committed to Kafka together
+	// when the interval has passed since the last commit, and when the
+	// query stops. A process that dies in between loses, in Kafka's view,
+	// the batches since the last commit: its next start finds the local
+	// checkpoint ahead of the changelog and rebuilds it from the changelog
+	// (a full restore), and the query runs those batches again from the
+	// offsets Kafka committed. At most an interval is replayed; nothing is
+	// lost or doubled in state, and a read_committed reader sees each
+	// batch once. Refused with the Once and AvailableNow triggers, and
+	// without ExactlyOnce.
+	AsyncProgress bool
+	// AsyncProgressInterval is AsyncProgress's interval; the default is
+	// one second.
+	AsyncProgressInterval time.Duration
+}
+
+// defaultAsyncProgressInterval is AsyncProgressInterval's default.
+const defaultAsyncProgressInterval = time.Second
+
+// withDefaults fills in the defaults of the fields left zero.
+func (o ChangelogOptions) withDefaults() ChangelogOptions {
+	if o.Partitions == 0 {
+		o.Partitions = 1
+	}
+	if o.ProduceTimeout == 0 {
+		o.ProduceTimeout = defaultChangelogProduceTimeout
+	}
+	if o.AsyncProgressInterval == 0 {
+		o.AsyncProgressInterval = defaultAsyncProgressInterval
+	}
+	return o
 }
 
 // The headers of a changelog record: the id of the batch that wrote it,
@@ -76,7 +115,13 @@ const changelogFetchBytes = 16 << 20
 // reader of the topic may see a failed batch's records until the next
 // start writes over them: restore skips them.
 func Changelog(opts ChangelogOptions) runtime.Option {
-	return runtime.WithCommitter(func(s *runtime.Store) runtime.Committer { return newChangelog(opts, s) })
+	return runtime.WithCommitter(func(s *runtime.Store) runtime.Committer {
+		c := newChangelog(opts, s)
+		if c.err == nil && opts.AsyncProgress {
+			c.err = errors.New("streamgen: kafka changelog: options: AsyncProgress needs ExactlyOnce: without transactions, a batch's records could not be told from those of batches a dead process never committed")
+		}
+		return c
+	})
 }
 
 // changelog is the committer Changelog makes: the store's Commit, after
@@ -91,6 +136,12 @@ type changelog struct {
 	err    error
 	// ctx bounds the produces: the query's context, from Restore.
 	ctx context.Context
+	// txn, when set, are the transactions each batch commits through
+	// (ExactlyOnce).
+	txn *Transactions
+	// task is the input partition the query owns, for a task of an App
+	// (its records all go to that partition of the topic), or -1.
+	task int32
 
 	mu     sync.Mutex
 	client *kgo.Client
@@ -110,6 +161,22 @@ type changelog struct {
 	failed error
 	// restored counts the records the last restore applied.
 	restored int64
+	// rewound is set when the last restore rebuilt the store, which was
+	// ahead of the topic.
+	rewound bool
+
+	// With AsyncProgress: lastCommit is when the transaction was last
+	// committed; pendingEnds are the topic's end offsets after the
+	// records acknowledged since (guarded by pendingMu, as the
+	// acknowledgements come from the client's goroutines), asyncErr the
+	// first of their failures; committed is the last batch the topic
+	// holds, uncommitted the last batch committed locally.
+	lastCommit  time.Time
+	pendingMu   sync.Mutex
+	pendingEnds map[int32]int64
+	asyncErr    error
+	committed   int64
+	uncommitted int64
 	// Buffers reused from batch to batch.
 	buf     []byte
 	changes []change
@@ -130,16 +197,16 @@ type changelogRecord struct {
 	// Ends are the topic's end offsets by partition after the last
 	// committed batch.
 	Ends map[int32]int64 `json:"ends"`
+	// Async is set by a changelog with AsyncProgress: Committed is then
+	// the last batch the topic holds, and the local checkpoint may be
+	// ahead of it.
+	Async     bool  `json:"async,omitempty"`
+	Committed int64 `json:"committed,omitempty"`
 }
 
 func newChangelog(opts ChangelogOptions, s *runtime.Store) *changelog {
-	if opts.Partitions == 0 {
-		opts.Partitions = 1
-	}
-	if opts.ProduceTimeout == 0 {
-		opts.ProduceTimeout = defaultChangelogProduceTimeout
-	}
-	c := &changelog{opts: opts, store: s, record: "kafka-changelog/" + opts.Topic, ends: map[int32]int64{}}
+	opts = opts.withDefaults()
+	c := &changelog{opts: opts, store: s, record: "kafka-changelog/" + opts.Topic, ends: map[int32]int64{}, pendingEnds: map[int32]int64{}, task: -1}
 	c.err = opts.validate()
 	return c
 }
@@ -160,6 +227,9 @@ func (o ChangelogOptions) validate() error {
 	}
 	if o.ProduceTimeout < 0 {
 		errs = append(errs, fmt.Errorf("ProduceTimeout %v is negative", o.ProduceTimeout))
+	}
+	if o.AsyncProgressInterval < 0 {
+		errs = append(errs, fmt.Errorf("AsyncProgressInterval %v is negative", o.AsyncProgressInterval))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("streamgen: kafka changelog: options: %w", err)
@@ -193,6 +263,36 @@ func (c *changelog) clientFor() (*kgo.Client, error) {
 // Close closes the changelog's client. It is safe to call more than once,
 // from any goroutine.
 func (c *changelog) Close() error {
+	if c.txn != nil {
+		committed, err := c.txn.release(func() error {
+			c.pendingMu.Lock()
+			defer c.pendingMu.Unlock()
+			return c.asyncErr
+		})
+		if committed && c.failed == nil {
+			// Kafka now holds every batch committed locally: say so in
+			// the store, or its next start would rebuild it.
+			c.pendingMu.Lock()
+			for part, end := range c.pendingEnds {
+				c.ends[part] = max(c.ends[part], end)
+			}
+			c.pendingMu.Unlock()
+			c.committed = c.uncommitted
+			if serr := c.saveRecord(); err == nil {
+				err = serr
+			}
+		}
+		if err != nil {
+			c.closeClient()
+			return err
+		}
+	}
+	c.closeClient()
+	return nil
+}
+
+// closeClient closes the changelog's own client.
+func (c *changelog) closeClient() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.closed = true
@@ -200,7 +300,6 @@ func (c *changelog) Close() error {
 		c.client.Close()
 		c.client = nil
 	}
-	return nil
 }
 
 // Commit produces the batch's changes, waits for them, then commits the
@@ -227,14 +326,20 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 	if err := b.WriteProgress(p); err != nil {
 		return err
 	}
+	async := c.txn != nil && c.opts.AsyncProgress
 	c.buf, c.changes = c.buf[:0], c.changes[:0]
+	if async {
+		// The records are still in flight after Commit returns: each
+		// batch's are its own.
+		c.buf, c.records = nil, nil
+	}
 	progress := -1
 	add := func(key, value []byte, deleted bool) error {
-		part := runtime.KeyPartition(key)
-		if part >= uint32(c.opts.Partitions) {
-			return fmt.Errorf("streamgen: %s: state of input partition %d, and the topic has %d partitions", c.what(), part, c.opts.Partitions)
+		part, err := c.topicPartition(key)
+		if err != nil {
+			return err
 		}
-		ch := change{partition: int32(part), keyStart: len(c.buf), deleted: deleted}
+		ch := change{partition: part, keyStart: len(c.buf), deleted: deleted}
 		c.buf = append(c.buf, key...)
 		ch.keyEnd = len(c.buf)
 		c.buf = append(c.buf, value...)
@@ -279,7 +384,20 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 	for part, end := range c.ends {
 		ends[part] = end
 	}
-	if err := c.produce(client, c.ptrs, ends, progress >= 0); err != nil {
+	if async {
+		return c.commitAsync(b, p, c.ptrs)
+	}
+	if c.txn != nil {
+		// In a transaction the progress need not wait for the rest: the
+		// transaction makes them visible together.
+		ctx, cancel := context.WithTimeout(c.context(), c.opts.ProduceTimeout)
+		err := c.txn.commitBatch(ctx, func(client *kgo.Client) error { return c.produce(client, c.ptrs, ends, false) })
+		cancel()
+		if err != nil {
+			c.failed = fmt.Errorf("streamgen: %s: batch %d: %w; the batch is not committed, and its records in Kafka are aborted: start the query again", c.what(), p.BatchID, err)
+			return c.failed
+		}
+	} else if err := c.produce(client, c.ptrs, ends, progress >= 0); err != nil {
 		c.failed = fmt.Errorf("streamgen: %s: batch %d: %w; the batch is not committed: start the query again (its start writes back the checkpoint's values over the batch's records)", c.what(), p.BatchID, err)
 		return c.failed
 	}
@@ -298,14 +416,91 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 	return nil
 }
 
+// commitAsync produces a batch's records in the open transaction without
+// waiting for them, commits the transaction when AsyncProgressInterval
+// has passed since the last commit (recording it in the batch's local
+// commit), and commits the batch to the store.
+func (c *changelog) commitAsync(b *runtime.StateBatch, p runtime.Progress, records []*kgo.Record) error {
+	c.pendingMu.Lock()
+	err := c.asyncErr
+	c.pendingMu.Unlock()
+	if err != nil {
+		return c.fail(p.BatchID, err)
+	}
+	ack := func(r *kgo.Record, err error) {
+		c.pendingMu.Lock()
+		defer c.pendingMu.Unlock()
+		if err != nil {
+			if c.asyncErr == nil {
+				c.asyncErr = err
+			}
+			return
+		}
+		c.pendingEnds[r.Partition] = max(c.pendingEnds[r.Partition], r.Offset+1)
+	}
+	due := time.Since(c.lastCommit) >= c.opts.AsyncProgressInterval
+	ctx, cancel := context.WithTimeout(c.context(), c.opts.ProduceTimeout)
+	defer cancel()
+	err = c.txn.produceBatch(ctx, records, ack, due, func() error {
+		c.pendingMu.Lock()
+		defer c.pendingMu.Unlock()
+		return c.asyncErr
+	})
+	if err != nil {
+		return c.fail(p.BatchID, err)
+	}
+	c.metaSent, c.startDeletions = true, nil
+	if due {
+		c.lastCommit = time.Now()
+		c.pendingMu.Lock()
+		for part, end := range c.pendingEnds {
+			c.ends[part] = max(c.ends[part], end)
+		}
+		c.pendingMu.Unlock()
+		c.committed = p.BatchID
+		if err := c.setRecord(b); err != nil {
+			return err
+		}
+	}
+	if err := c.store.Commit(b, p); err != nil {
+		return err
+	}
+	c.uncommitted = p.BatchID
+	return nil
+}
+
+// fail marks the changelog failed by the error of a batch: every later
+// commit fails with it.
+func (c *changelog) fail(batchID int64, err error) error {
+	c.failed = fmt.Errorf("streamgen: %s: batch %d: %w; the batches since the last commit to Kafka are not committed there, and their records are aborted: start the query again", c.what(), batchID, err)
+	if c.txn != nil {
+		c.txn.spoil()
+	}
+	return c.failed
+}
+
+// record returns the committer's record as it stands.
+func (c *changelog) currentRecord() changelogRecord {
+	rec := changelogRecord{Topic: c.opts.Topic, Ends: c.ends}
+	if c.txn != nil && c.opts.AsyncProgress {
+		rec.Async, rec.Committed = true, c.committed
+	}
+	return rec
+}
+
+// setRecord writes the committer's record into a batch.
+func (c *changelog) setRecord(b *runtime.StateBatch) error {
+	rec, err := json.Marshal(c.currentRecord())
+	if err != nil {
+		return fmt.Errorf("streamgen: %s: encode its offsets: %w", c.what(), err)
+	}
+	return b.SetCommitterRecord(c.record, rec)
+}
+
 // produce writes records, the last one (the progress, when lastApart)
 // once all the others are acknowledged, and moves ends past them.
 func (c *changelog) produce(client *kgo.Client, records []*kgo.Record, ends map[int32]int64, lastApart bool) error {
-	ctx := c.ctx
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	ctx, cancel := context.WithTimeout(ctx, c.opts.ProduceTimeout)
+	ctx, cancel := context.WithTimeout(c.context(), c.opts.ProduceTimeout)
 	defer cancel()
 	first := records
 	var last []*kgo.Record
@@ -326,6 +521,14 @@ func (c *changelog) produce(client *kgo.Client, records []*kgo.Record, ends map[
 	return nil
 }
 
+// context is the query's context, from Restore.
+func (c *changelog) context() context.Context {
+	if c.ctx == nil {
+		return context.Background()
+	}
+	return c.ctx
+}
+
 // Restore brings the store up to the topic (see Changelog): it creates
 // the topic at the first start, reads it from the offsets the store
 // recorded (from its start when the store recorded none), applies the
@@ -343,6 +546,13 @@ func (c *changelog) Restore(ctx context.Context) error {
 	}
 	if err := c.ensureTopic(ctx, client); err != nil {
 		return err
+	}
+	if c.txn != nil {
+		// Fence before reading: no earlier holder of the transactional
+		// ID commits a batch after the restore has read the topic.
+		if err := c.txn.start(ctx); err != nil {
+			return err
+		}
 	}
 	reader := Source(Options{Connection: c.opts.Connection, Partitions: map[string][]int32{c.opts.Topic: c.partitions()}, Name: "changelog " + c.opts.Topic})
 	defer reader.Close()
@@ -363,13 +573,18 @@ func (c *changelog) Restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	recorded, hasRecord, err := c.readRecord()
+	rec, hasRecord, err := c.readRecord()
 	if err != nil {
 		return err
 	}
-	_, hasProgress, err := c.store.Progress()
+	recorded := rec.Ends
+	local, hasProgress, err := c.store.Progress()
 	if err != nil {
 		return err
+	}
+	c.lastCommit = time.Now()
+	if hasProgress {
+		c.committed, c.uncommitted = local.BatchID, local.BatchID
 	}
 	topicEmpty := true
 	for _, tp := range parts {
@@ -379,6 +594,14 @@ func (c *changelog) Restore(ctx context.Context) error {
 	}
 	from := map[int32]int64{}
 	switch {
+	case hasRecord && rec.Async && hasProgress && local.BatchID > rec.Committed:
+		slog.Warn("streamgen: the checkpoint is ahead of its changelog (its last batches were never committed to Kafka): rebuilding it from the changelog",
+			"topic", c.opts.Topic, "checkpointBatch", local.BatchID, "changelogBatch", rec.Committed)
+		for _, tp := range parts {
+			from[tp.partition] = starts[tp]
+		}
+		c.rewound = true
+		return c.restore(ctx, reader, rclient, parts, from, ends)
 	case hasRecord && topicEmpty && hasProgress:
 		slog.Warn("streamgen: the changelog topic is empty, and the checkpoint recorded records in it: copying the checkpoint to it again", "topic", c.opts.Topic)
 		return c.seed(ctx, client)
@@ -411,14 +634,41 @@ func (c *changelog) Restore(ctx context.Context) error {
 		c.ends = map[int32]int64{}
 		return nil
 	default:
+		// No record of the topic: a new checkpoint directory, or one a
+		// restore stopped in the middle of (its pieces committed, its
+		// record not yet written). The topic is whole; what the store
+		// holds of it may miss deletions the topic has compacted away.
 		for _, tp := range parts {
 			from[tp.partition] = starts[tp]
 		}
+		c.rewound = hasProgress
 	}
 	return c.restore(ctx, reader, rclient, parts, from, ends)
 }
 
+// topicPartition is the topic's partition for a mirrored record: its
+// input partition's (runtime.KeyPartition), or, for a task of an App,
+// which owns one input partition, that partition's.
+func (c *changelog) topicPartition(key []byte) (int32, error) {
+	part := runtime.KeyPartition(key)
+	if c.task >= 0 {
+		if part != 0 {
+			return 0, fmt.Errorf("streamgen: %s: state of input partition %d in the task of partition %d", c.what(), part, c.task)
+		}
+		return c.task, nil
+	}
+	if part >= uint32(c.opts.Partitions) {
+		return 0, fmt.Errorf("streamgen: %s: state of input partition %d, and the topic has %d partitions", c.what(), part, c.opts.Partitions)
+	}
+	return int32(part), nil
+}
+
+// partitions are the topic's partitions the changelog writes and
+// restores.
 func (c *changelog) partitions() []int32 {
+	if c.task >= 0 {
+		return []int32{c.task}
+	}
 	parts := make([]int32, c.opts.Partitions)
 	for i := range parts {
 		parts[i] = int32(i)
@@ -428,19 +678,18 @@ func (c *changelog) partitions() []int32 {
 
 // readRecord reads the committer's record; ok is false when the store has
 // none.
-func (c *changelog) readRecord() (ends map[int32]int64, ok bool, err error) {
+func (c *changelog) readRecord() (rec changelogRecord, ok bool, err error) {
 	v, ok, err := c.store.CommitterRecord(c.record)
 	if err != nil || !ok {
-		return nil, false, err
+		return changelogRecord{}, false, err
 	}
-	var rec changelogRecord
 	if err := json.Unmarshal(v, &rec); err != nil {
-		return nil, false, fmt.Errorf("streamgen: %s: the checkpoint's record of the topic's offsets is corrupt: %w", c.what(), err)
+		return changelogRecord{}, false, fmt.Errorf("streamgen: %s: the checkpoint's record of the topic's offsets is corrupt: %w", c.what(), err)
 	}
 	if rec.Ends == nil {
 		rec.Ends = map[int32]int64{}
 	}
-	return rec.Ends, true, nil
+	return rec, true, nil
 }
 
 // ensureTopic creates the topic, compacted, or checks the one there.
@@ -523,6 +772,11 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 		return err
 	}
 	defer r.Close()
+	if c.rewound {
+		if err := r.Clear(); err != nil {
+			return err
+		}
+	}
 	if err := r.DeleteCommitterRecord(c.record); err != nil {
 		return err
 	}
@@ -613,7 +867,12 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 	c.ends = newEnds
 	c.restored = r.Records()
 	took := time.Since(started)
-	slog.Info("streamgen: restored the checkpoint from its changelog", "topic", c.opts.Topic, "records", r.Records(),
+	log := slog.Info
+	if r.Records() == 0 && len(failed) == 0 {
+		// Nothing but the markers of committed transactions.
+		log = slog.Debug
+	}
+	log("streamgen: restored the checkpoint from its changelog", "topic", c.opts.Topic, "records", r.Records(),
 		"took", took, "recordsPerSecond", int64(float64(r.Records())/max(took.Seconds(), 1e-9)), "failedBatchRecords", len(failed))
 	return nil
 }
@@ -653,7 +912,11 @@ func (c *changelog) writeBack(ctx context.Context, failed []pendingRecord, progr
 		} else if value == nil {
 			value = []byte{}
 		}
-		records = append(records, &kgo.Record{Topic: c.opts.Topic, Partition: int32(runtime.KeyPartition(key)), Key: key, Value: value,
+		part, err := c.topicPartition(key)
+		if err != nil {
+			return err
+		}
+		records = append(records, &kgo.Record{Topic: c.opts.Topic, Partition: part, Key: key, Value: value,
 			Headers: []kgo.RecordHeader{{Key: changelogBatchHeader, Value: batchID[:]}}})
 		return nil
 	}
@@ -682,9 +945,19 @@ func (c *changelog) writeBack(ctx context.Context, failed []pendingRecord, progr
 	return nil
 }
 
-// saveEnds records the topic's end offsets in the store.
+// saveRecord records the committer's record in the store, as it stands.
+func (c *changelog) saveRecord() error { return c.saveEnds(c.ends) }
+
+// saveEnds records the topic's end offsets in the store, with the
+// store's progress as the last batch the topic holds.
 func (c *changelog) saveEnds(ends map[int32]int64) error {
-	rec, err := json.Marshal(changelogRecord{Topic: c.opts.Topic, Ends: ends})
+	c.ends = ends
+	if p, ok, err := c.store.Progress(); err != nil {
+		return err
+	} else if ok {
+		c.committed, c.uncommitted = p.BatchID, p.BatchID
+	}
+	rec, err := json.Marshal(c.currentRecord())
 	if err != nil {
 		return fmt.Errorf("streamgen: %s: encode its offsets: %w", c.what(), err)
 	}
@@ -721,11 +994,12 @@ func (c *changelog) seed(ctx context.Context, client *kgo.Client) error {
 			}
 			records = records[:0]
 		}
-		r := &kgo.Record{Topic: c.opts.Topic, Partition: int32(runtime.KeyPartition(key)), Key: append([]byte(nil), key...), Value: append([]byte{}, value...),
-			Headers: []kgo.RecordHeader{{Key: changelogBatchHeader, Value: batchID[:]}}}
-		if r.Partition >= c.opts.Partitions {
-			return fmt.Errorf("streamgen: %s: state of input partition %d, and the topic has %d partitions", c.what(), r.Partition, c.opts.Partitions)
+		part, err := c.topicPartition(key)
+		if err != nil {
+			return err
 		}
+		r := &kgo.Record{Topic: c.opts.Topic, Partition: part, Key: append([]byte(nil), key...), Value: append([]byte{}, value...),
+			Headers: []kgo.RecordHeader{{Key: changelogBatchHeader, Value: batchID[:]}}}
 		if runtime.IsProgressKey(key) {
 			progress = r
 			return nil
@@ -747,5 +1021,15 @@ func (c *changelog) seed(ctx context.Context, client *kgo.Client) error {
 	}
 	c.ends = ends
 	c.metaSent = true
+	return nil
+}
+
+// CheckTrigger refuses AsyncProgress with a trigger that stops (Once,
+// AvailableNow), as Spark refuses asynchronous progress tracking with
+// them.
+func (c *changelog) CheckTrigger(t runtime.Trigger) error {
+	if c.txn != nil && c.opts.AsyncProgress && t.Stops() {
+		return fmt.Errorf("streamgen: %s: AsyncProgress does not work with the %v trigger, which must record every batch's progress: use ProcessingTime or AsSoonAsPossible, or turn AsyncProgress off", c.what(), t)
+	}
 	return nil
 }

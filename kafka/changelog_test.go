@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -769,4 +770,110 @@ func TestChangelogOptionsRefused(t *testing.T) {
 			t.Errorf("%+v: Start returned %v, want an error saying %q", tc.opts, err, tc.want)
 		}
 	}
+}
+
+// TestChangelogRestoreInterrupted fails a restore in its middle (the
+// fetches of the changelog past the first batch refused, so part of the
+// restore is committed), then restores
+// again: the second restore ends equal to the store the topic was written
+// from, the first's part replaced, not mixed in.
+func TestChangelogRestoreInterrupted(t *testing.T) {
+	cluster, err := kafka.Embedded(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	opts := kafka.ChangelogOptions{Connection: cluster.Connection(), Topic: "interrupted"}
+	src, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	c := kafka.NewChangelog(opts, src)
+	defer c.Close()
+	if err := c.Restore(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	// 36 MiB of state in a batch, and a second batch that deletes a
+	// tenth of its keys and changes half: the restore is made to fail
+	// inside the second batch, after it has applied (and committed in
+	// pieces) the first.
+	v := runtime.Var{Variable: 0}
+	value := make([]byte, 300)
+	random := rand.NewChaCha8([32]byte{1})
+	for id := range int64(2) {
+		b := src.NewBatch()
+		for k := range 120_000 {
+			key := fmt.Appendf(nil, "k%06d", k)
+			switch {
+			case id == 0:
+				random.Read(value) // values that do not compress away
+				err = b.Put(v, key, nil, value)
+			case k%10 == 0:
+				err = b.Delete(v, key, nil)
+			case k%2 == 1:
+				random.Read(value)
+				err = b.Put(v, key, nil, value)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := snapshotOf(t, src)
+
+	fake := kafka.FakeCluster(cluster)
+	var fetches atomic.Int64
+	var armed atomic.Bool
+	armed.Store(true)
+	fake.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		req := kreq.(*kmsg.FetchRequest)
+		if !armed.Load() || len(req.Topics) == 0 || len(req.Topics[0].Partitions) == 0 || req.Topics[0].Partitions[0].FetchOffset < 130_000 {
+			return nil, nil, false
+		}
+		fetches.Add(1)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewFetchResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewFetchResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnknownServerError.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	fs := vfs.NewMem()
+	restore := func() (map[string]string, error) {
+		s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		rc := kafka.NewChangelog(opts, s)
+		defer rc.Close()
+		if err := rc.Restore(testContext(t)); err != nil {
+			return snapshotOf(t, s), err
+		}
+		return snapshotOf(t, s), nil
+	}
+	partial, err := restore()
+	if !errors.Is(err, kerr.UnknownServerError) {
+		t.Fatalf("the restore with a failing fetch gave %v, want the fetch's error (fetches %d)", err, fetches.Load())
+	}
+	if len(partial) == 0 || len(partial) >= len(want) {
+		t.Fatalf("the interrupted restore left %d records, want some of the %d: the test does not interrupt it in the middle (%v, %d fetches)", len(partial), len(want), err, fetches.Load())
+	}
+	armed.Store(false)
+	got, err := restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "the restore after an interrupted one", got, want)
 }

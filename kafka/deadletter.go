@@ -23,6 +23,10 @@ type DeadLetterOptions struct {
 	// WriterID, when set, is written in every record's HeaderWriter (see
 	// SinkOptions.WriterID).
 	WriterID string
+	// Transactions, when set, are the query's ExactlyOnce transactions:
+	// each batch's dead letters are written in its transaction (see
+	// SinkOptions.Transactions).
+	Transactions *Transactions
 }
 
 // DeadLetterWriter writes a query's dead letters to a Kafka topic, as a
@@ -51,7 +55,7 @@ type DeadLetterWriter struct {
 func DeadLetterTopic(topic string, opts DeadLetterOptions) *DeadLetterWriter {
 	opts.Originals = slices.Clone(opts.Originals)
 	d := &DeadLetterWriter{topic: topic, opts: opts, err: opts.validate(topic)}
-	d.producer = producer{conn: opts.Connection, what: "kafka dead-letter topic " + strconv.Quote(topic)}
+	d.producer = producer{conn: opts.Connection, what: "kafka dead-letter topic " + strconv.Quote(topic), txn: opts.Transactions}
 	return d
 }
 

@@ -34,17 +34,58 @@
 //	q, err := typed.WriteTo(counts, sink).Start(ctx, runtime.Checkpoint(dir),
 //		kafka.Changelog(kafka.ChangelogOptions{Connection: conn, Topic: "counts-changelog"}))
 //
-// # What is not here yet
+// # Exactly once
 //
-// The sink is idempotent per record (franz-go's idempotent producer) but
-// not per batch: a batch run again after a failure is written again, and
-// its records' headers (BatchMark) are what a reader has to tell the
-// copies apart. Exactly-once output needs a transactional committer,
-// which will write a batch's output, its changelog records and its
-// offsets in one Kafka transaction (today a batch whose changelog produce
-// fails leaves records in the topic until the next start writes over
-// them); and scaling out needs partitions owned per instance, with state
-// per partition restored from its changelog partition. The source is ready for both: its records carry their
-// partition ("topic/partition"), its offsets are per partition, and its
-// reads see only committed transactions.
+// ExactlyOnce makes a query's batches commit through Kafka transactions,
+// as Kafka Streams' exactly_once_v2 does: each batch's rows from Kafka
+// sinks that name the transactions, its dead letters, its changelog
+// records and its progress (the sources' offsets) commit in one
+// transaction, and only then in the local checkpoint. A batch that fails
+// before that, or a process that dies, leaves nothing a read_committed
+// consumer sees, and the batch runs again from the same offsets; a
+// checkpoint left behind what Kafka committed is caught up from the
+// changelog at the next start; a process still running with the same
+// transactional ID is fenced when another starts.
+//
+//	eos := kafka.ExactlyOnce(kafka.ChangelogOptions{Connection: conn, Topic: "counts-changelog"})
+//	defer eos.Close()
+//	sink := kafka.Sink[UserCount](kafka.SinkOptions[UserCount]{Connection: conn, Topic: "counts", Key: userKey, Transactions: eos})
+//	q, err := typed.WriteTo(counts, sink).Start(ctx, runtime.Checkpoint(dir), eos.Option())
+//
+// With ChangelogOptions.AsyncProgress the transaction is committed at
+// most once per interval (a second by default) rather than per batch, as
+// Spark's asynchronous progress tracking commits offsets: a process that
+// dies replays at most an interval, its checkpoint, ahead of Kafka,
+// rebuilt from the changelog at its next start.
+//
+// Without transactions (Changelog alone, or no changelog) a batch run
+// again after a failure is written again, and its records' headers
+// (BatchMark) are what a reader has to tell the copies apart.
+//
+// # Scaling out
+//
+// An App runs a pipeline on as many machines as there are partitions, as
+// Kafka Streams does: its instances join one consumer group, and each
+// runs a task, a query of its own, per input partition the group gives
+// it, with the partition's state in a checkpoint directory of its own
+// and in the partition's changelog partition. A partition that moves is
+// stopped after its batch in flight on the instance that gives it up,
+// and restored from the changelog on the one that takes it. The offsets
+// that count are each task's (in its checkpoint and changelog); the
+// group's committed offsets follow them after every batch, so that the
+// tools that show a consumer group's lag show the App's.
+//
+//	app := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "counter", Topics: []string{"clicks"}, Dir: dir, ExactlyOnce: true},
+//		func(task *kafka.Task) (kafka.Starter, error) {
+//			clicks := typed.From[Click](task.Source(kafka.Options{StartingOffsets: kafka.Earliest()}))
+//			sink := kafka.Sink[UserCount](kafka.SinkOptions[UserCount]{Connection: conn, Topic: "counts", Key: userKey, Transactions: task.Transactions()})
+//			task.OnClose(sink.Close)
+//			return typed.WriteTo(counts(clicks), sink), nil
+//		})
+//	err := app.Run(ctx)
+//
+// A grouping by something other than the message key needs each key's
+// rows in one partition first: AppOptions.RepartitionBy makes the App
+// copy its input through a repartition topic keyed by the grouping key, as
+// Kafka Streams does, and the tasks read that topic.
 package kafka

@@ -23,3 +23,16 @@ func NewChangelog(opts ChangelogOptions, s *runtime.Store) interface {
 // RestoredRecords returns how many records a changelog's last restore
 // applied.
 func RestoredRecords(c runtime.Committer) int64 { return c.(*changelog).restored }
+
+// AbandonTransactions makes the transactions' query stop as a process
+// that dies does: its open transaction is neither committed nor aborted.
+func AbandonTransactions(t *Transactions) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.abandon = true
+}
+
+// AbandonApp makes the tasks of an App stop, from now on, as those of a
+// process that dies do: their open transactions neither committed nor
+// aborted.
+func AbandonApp(a *App) { a.abandoned.Store(true) }

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -56,11 +57,16 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 	}()
 	next := from
 	stalled := 0
+	// lastErr is the error of the last attempt that made no progress.
+	var lastErr error
 	backoff := listBackoff
 	refresh := false
 	for next < to {
 		if stalled > 0 {
 			if stalled == fetchAttempts {
+				if lastErr != nil {
+					return fmt.Errorf("streamgen: kafka source %q: fetch %s at offset %d: no progress after %d attempts, the last: %w", s.name, tp, next, stalled, lastErr)
+				}
 				return fmt.Errorf("streamgen: kafka source %q: fetch %s at offset %d: no progress after %d attempts", s.name, tp, next, stalled)
 			}
 			if err := pause(ctx, backoff); err != nil {
@@ -88,13 +94,13 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 			// Nothing fetched ahead, or not from this offset and
 			// leader, or it failed: fetch now (a failure ahead may be
 			// one that has passed).
-			f = s.fetchDecoded(ctx, client, tp, meta, next)
+			f = s.fetchDecoded(ctx, client, tp, meta, next, to)
 		}
 		if f.err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("streamgen: kafka source %q: fetch %s: %w", s.name, tp, ctx.Err())
 			}
-			refresh, stalled = true, stalled+1 // perhaps a broker that went away
+			refresh, stalled, lastErr = true, stalled+1, f.err // perhaps a broker that went away
 			continue
 		}
 		fp, after := f.fp, f.after
@@ -112,7 +118,7 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 			}
 			continue
 		case kerr.IsRetriable(fp.Err) || errors.Is(fp.Err, kerr.UnknownTopicOrPartition) || errors.Is(fp.Err, kerr.UnknownTopicID):
-			refresh, stalled = true, stalled+1
+			refresh, stalled, lastErr = true, stalled+1, fp.Err
 			continue
 		default:
 			return fmt.Errorf("streamgen: kafka source %q: fetch %s at offset %d: %w", s.name, tp, next, fp.Err)
@@ -120,7 +126,7 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 		refresh = false
 		if after > next && after < to {
 			ahead = make(chan fetched, 1)
-			go func() { ahead <- s.fetchDecoded(ctx, client, tp, meta, after) }()
+			go func() { ahead <- s.fetchDecoded(ctx, client, tp, meta, after, to) }()
 		}
 		for _, r := range fp.Records {
 			if r.Offset >= to {
@@ -156,31 +162,78 @@ type fetched struct {
 }
 
 // fetchDecoded fetches tp at offset and decodes the response as a
-// read_committed consumer does.
-func (s *TopicSource) fetchDecoded(ctx context.Context, client *kgo.Client, tp topicPartition, meta partitionMeta, offset int64) fetched {
-	part, err := s.fetchOnce(ctx, client, tp, meta, offset)
+// read_committed consumer does, up to the record batch that holds the
+// offset before to: the batches after it are not decoded, since the read
+// stops at to.
+func (s *TopicSource) fetchDecoded(ctx context.Context, client *kgo.Client, tp topicPartition, meta partitionMeta, offset, to int64) fetched {
+	part, err := s.fetchOnce(ctx, client, tp, meta, offset, s.fetchSize(to-offset))
 	if err != nil {
 		return fetched{offset: offset, meta: meta, err: err}
 	}
+	part.RecordBatches = batchesBefore(part.RecordBatches, to)
+	size := len(part.RecordBatches)
 	fp, after := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 		Offset:         offset,
 		IsolationLevel: kgo.ReadCommitted(),
 		Topic:          tp.topic,
 		Partition:      tp.partition,
 	}, part, decompressor, nil)
+	if after > offset && size > 0 {
+		s.offsetBytes.Store(int64(size) / (after - offset))
+	}
 	return fetched{offset: offset, meta: meta, fp: fp, after: after}
+}
+
+// fetchSize is how many bytes a fetch of n offsets asks for: the bytes an
+// offset took in the last fetch, times n, with a margin, between
+// minFetchBytes and the most a fetch takes. A fetch that gets less than
+// the range is followed by another, so the estimate only saves the
+// broker (and, in process, the embedded cluster) building and the source
+// decoding a response much larger than the batch.
+func (s *TopicSource) fetchSize(n int64) int32 {
+	most := int64(partitionFetchBytes)
+	if s.fetchBytes > 0 {
+		most = int64(s.fetchBytes)
+	}
+	per := s.offsetBytes.Load()
+	if per <= 0 || n <= 0 {
+		return int32(most)
+	}
+	return int32(min(most, max(minFetchBytes, n*per*5/4)))
+}
+
+// minFetchBytes is the least a fetch asks for.
+const minFetchBytes = 64 << 10
+
+// batchesBefore cuts the record batches of a fetch response after the
+// first one whose offset is at or past to. Each batch (and each message
+// set entry of the older formats) begins with an offset and a length
+// (8 and 4 bytes); for a record batch the offset is its first record's,
+// for an older compressed message set its last's, so the batch that
+// holds the offset before to is never cut off. What does not parse is
+// left whole, for the decoder to judge.
+func batchesBefore(raw []byte, to int64) []byte {
+	for at := 0; at+12 <= len(raw); {
+		offset := int64(binary.BigEndian.Uint64(raw[at:]))
+		length := int(int32(binary.BigEndian.Uint32(raw[at+8:])))
+		if length < 0 {
+			return raw
+		}
+		next := at + 12 + length
+		if offset >= to || next >= len(raw) {
+			return raw[:min(next, len(raw))]
+		}
+		at = next
+	}
+	return raw
 }
 
 // fetchOnce sends one fetch request for tp at offset to its leader and
 // returns the partition's part of the response.
-func (s *TopicSource) fetchOnce(ctx context.Context, client *kgo.Client, tp topicPartition, meta partitionMeta, offset int64) (*kmsg.FetchResponseTopicPartition, error) {
+func (s *TopicSource) fetchOnce(ctx context.Context, client *kgo.Client, tp topicPartition, meta partitionMeta, offset int64, size int32) (*kmsg.FetchResponseTopicPartition, error) {
 	req := kmsg.NewPtrFetchRequest()
 	req.MaxWaitMillis = int32(fetchWait / time.Millisecond)
 	req.MinBytes = 1
-	size := int32(partitionFetchBytes)
-	if s.fetchBytes > 0 {
-		size = s.fetchBytes
-	}
 	req.MaxBytes = size
 	req.IsolationLevel = 1 // read_committed
 	rt := kmsg.NewFetchRequestTopic()

@@ -75,8 +75,24 @@ func produce(t *testing.T, conn kafka.Connection, records ...*kgo.Record) {
 // and returns them by partition, then offset.
 func consume(t *testing.T, conn kafka.Connection, adm *kadm.Client, topic string) []*kgo.Record {
 	t.Helper()
+	return consumeWith(t, conn, adm, topic, kgo.ReadCommitted())
+}
+
+// consumeWith reads a topic to its end with the isolation level given:
+// read_committed skips the records of aborted transactions,
+// read_uncommitted returns them too. Control records (transaction
+// markers) are read, so that a partition ending with one is read to its
+// end, and left out of the result.
+func consumeWith(t *testing.T, conn kafka.Connection, adm *kadm.Client, topic string, isolation kgo.IsolationLevel) []*kgo.Record {
+	t.Helper()
 	ctx := testContext(t)
-	ends, err := adm.ListEndOffsets(ctx, topic)
+	// A read_committed reader reads to the last stable offset: not into a
+	// transaction still open.
+	list := adm.ListEndOffsets
+	if isolation == kgo.ReadCommitted() {
+		list = adm.ListCommittedOffsets
+	}
+	ends, err := list(ctx, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +112,7 @@ func consume(t *testing.T, conn kafka.Connection, adm *kadm.Client, topic string
 	}
 	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+		kgo.FetchIsolationLevel(isolation), kgo.KeepControlRecords())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +125,9 @@ func consume(t *testing.T, conn kafka.Connection, adm *kadm.Client, topic string
 		}
 		fetches.EachError(func(topic string, p int32, err error) { t.Fatalf("consume %s/%d: %v", topic, p, err) })
 		fetches.EachRecord(func(r *kgo.Record) {
-			out = append(out, r)
+			if !r.Attrs.IsControl() {
+				out = append(out, r)
+			}
 			if r.Offset+1 >= want[r.Partition] {
 				delete(want, r.Partition)
 			}

@@ -16,6 +16,8 @@ type producer struct {
 	conn Connection
 	// what names the sink in errors: "kafka sink \"kafka:out\"".
 	what string
+	// txn, when set, are the transactions the writes go into.
+	txn *Transactions
 
 	mu     sync.Mutex
 	client *kgo.Client
@@ -45,6 +47,9 @@ func (p *producer) clientFor() (*kgo.Client, error) {
 func (p *producer) produce(ctx context.Context, records []*kgo.Record) error {
 	if len(records) == 0 {
 		return nil
+	}
+	if p.txn != nil {
+		return p.txn.produce(ctx, p.what, records)
 	}
 	client, err := p.clientFor()
 	if err != nil {

@@ -61,6 +61,12 @@ type SinkOptions[T any] struct {
 	// that readers can tell apart the batches of queries that write to
 	// one topic (each numbers its batches from 0).
 	WriterID string
+	// Transactions, when set, are the query's ExactlyOnce transactions:
+	// each batch's rows are written in its transaction, and seen by
+	// read_committed readers once, when the batch commits. The records
+	// are then produced by the transactions' client (with its
+	// Connection), not the sink's.
+	Transactions *Transactions
 }
 
 func (o *SinkOptions[T]) validate() error {
@@ -90,9 +96,9 @@ func (o *SinkOptions[T]) validate() error {
 // stopped. It is safe for concurrent use, though a query writes from one
 // goroutine.
 //
-// Without transactions (which are to come, with the transactional
-// committer) a batch written again after a failure is written again: the
-// records of the first write stay in the topic. Each record's headers
+// Without transactions (SinkOptions.Transactions) a batch written again
+// after a failure is written again: the records of the first write stay
+// in the topic. Each record's headers
 // say its batch, the write it came from and its row (see BatchMark), so
 // that a reader can keep the last write of each batch; a plain reader
 // sees the rows of both. Records of one partition are written in order,
@@ -110,7 +116,7 @@ type TopicSink[T any] struct {
 // an error saying what is wrong.
 func Sink[T any, P codec.RecordPtr[T]](opts SinkOptions[T]) *TopicSink[T] {
 	s := &TopicSink[T]{opts: opts, err: opts.validate()}
-	s.producer = producer{conn: opts.Connection, what: "kafka sink " + strconv.Quote(s.Description())}
+	s.producer = producer{conn: opts.Connection, what: "kafka sink " + strconv.Quote(s.Description()), txn: opts.Transactions}
 	if opts.Format == Binary {
 		s.encode = func(b []byte, row *T) ([]byte, error) { return P(row).AppendBinary(b) }
 	} else {

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"regexp"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -57,9 +58,12 @@ type TopicSource struct {
 	pattern *regexp.Regexp
 	// err, from validating the options, is returned by every method.
 	err error
-	// fetchBytes is what one fetch reads of a partition; 0 means
+	// fetchBytes is the most one fetch reads of a partition; 0 means
 	// partitionFetchBytes.
 	fetchBytes int32
+	// offsetBytes is what an offset took in the last fetch's response,
+	// for sizing the next (fetchSize).
+	offsetBytes atomic.Int64
 
 	mu     sync.Mutex
 	client *kgo.Client

@@ -65,6 +65,7 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 	if q.pipelines() {
 		q.store.commitAsync(b.state, next, q.cfg.clock)
 		committed = true
+		q.commitCounts(b)
 		q.unreported = r
 		return next, nil
 	}
@@ -72,9 +73,22 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 		return p, err
 	}
 	committed = true
+	q.commitCounts(b)
 	r.finished = q.cfg.clock()
 	q.unreported = r
 	return next, nil
+}
+
+// commitCounts follows a committed batch (or one handed to its commit:
+// a failed commit ends the query) in the counts of the variables ordered
+// by event time.
+func (q *Query) commitCounts(b *Batch) {
+	for i := range q.timedVars {
+		for j := range q.timedVars[i] {
+			t := &q.timedVars[i][j]
+			t.counts.commit(b.state, Var{Scope: b.ops[i].scope, Variable: t.id})
+		}
+	}
 }
 
 // pendingReport is what the report of a batch handed to its commit
@@ -220,6 +234,14 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 			return fail(err)
 		}
 	}
+	for j := range q.timedVars[i] {
+		// The count of the variable's entries by time starts from the
+		// store, before the query's first batch writes any.
+		t := &q.timedVars[i][j]
+		if err := t.counts.begin(b.state, Var{Scope: b.ops[i].scope, Variable: t.id}); err != nil {
+			return fail(b.fail(err))
+		}
+	}
 	groups := op.Groups()
 	groups.sort()
 	if n := groups.Len(); n > len(b.ops[i].dirty) {
@@ -273,6 +295,19 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 		}
 		b.ops[i].removed += n
 		b.ops[i].total -= n
+	}
+	// And the entries of variables ordered by event time that the
+	// watermark has reached, one range each.
+	if !b.Watermark.IsZero() {
+		for j := range q.timedVars[i] {
+			t := &q.timedVars[i][j]
+			n, err := b.state.deleteTimedThrough(Var{Scope: b.ops[i].scope, Variable: t.id}, b.Watermark, &t.counts)
+			if err != nil {
+				return fail(b.fail(err))
+			}
+			b.ops[i].removed += n
+			b.ops[i].total -= n
+		}
 	}
 	return nil
 }

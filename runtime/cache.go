@@ -56,6 +56,11 @@ type stateCache struct {
 	hits, misses int64
 	// warmSum adds up what warm reads, so that the reads are not dropped.
 	warmSum uint64
+	// uncached marks the variables (by operator and variable id) whose
+	// entries the cache does not hold: those ordered by event time, which
+	// are read without it (see eventorder.go). Set before the first
+	// batch.
+	uncached map[[2]uint8]bool
 }
 
 type cacheEntry struct {
@@ -347,6 +352,9 @@ func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 		if !ok {
 			return nil
 		}
+		if c.skips(key) && (kind != pebble.InternalKeyKindRangeDelete || c.skips(value) && string(value[:7]) == string(key[:7])) {
+			continue // an entry the cache does not hold, or a range of them
+		}
 		if len(key) == 0 || key[0] != statePrefix {
 			// A range deletion that starts outside the state may still
 			// reach into it; one that ends before it or starts after it
@@ -373,6 +381,22 @@ func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 			c.clear()
 		}
 	}
+}
+
+// skips reports whether key is an entry of a variable the cache does not
+// hold.
+func (c *stateCache) skips(key []byte) bool {
+	return len(c.uncached) > 0 && len(key) >= 7 && key[0] == statePrefix && c.uncached[[2]uint8{key[5], key[6]}]
+}
+
+// skip makes the cache leave out the entries of operator op's variable.
+func (c *stateCache) skip(op, variable uint8) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.uncached == nil {
+		c.uncached = map[[2]uint8]bool{}
+	}
+	c.uncached[[2]uint8{op, variable}] = true
 }
 
 // cacheIndex maps key hashes to entries: an open-addressing table with

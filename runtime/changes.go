@@ -40,6 +40,13 @@ type Restorer interface {
 	Restore(ctx context.Context) error
 }
 
+// TriggerChecker is implemented by a committer that works with some
+// triggers only: Start calls CheckTrigger with the query's trigger before
+// it restores anything, and fails with its error.
+type TriggerChecker interface {
+	CheckTrigger(Trigger) error
+}
+
 // Mirrored reports whether key is one of the records a copy of the store
 // holds (see the file's comment): metadata, progress, state, timers and
 // expiry index.
@@ -295,6 +302,9 @@ type Restore struct {
 	b *pebble.Batch
 	// n counts the records written.
 	n int64
+	// cleared is set by Clear: Finish records the restored batch in the
+	// commit file even when it is earlier than the one there.
+	cleared bool
 }
 
 // restorePiece is the size in bytes past which a Restore commits its
@@ -350,6 +360,36 @@ func (r *Restore) DeleteCommitterRecord(name string) error {
 	return r.s.Err()
 }
 
+// Clear deletes every mirrored record (metadata, progress, state, timers,
+// expiry index), at once and synced, so that the restore that follows
+// rebuilds the store from the copy alone: for a store that ran ahead of
+// its copy (batches committed locally that the copy never got), which
+// only the copy's earlier state can replace. Finish then records the
+// restored batch in the commit file even though it is earlier than the
+// one recorded. Records of committers (SetCommitterRecord) are kept.
+func (r *Restore) Clear() error {
+	b := r.s.db.NewBatch()
+	defer b.Close()
+	err := b.Delete([]byte(metaKey), nil)
+	if err == nil {
+		err = b.Delete([]byte(progressKey), nil)
+	}
+	if err == nil {
+		err = b.DeleteRange([]byte{statePrefix}, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, nil)
+	}
+	if err != nil {
+		return fmt.Errorf("streamgen: restore: clear: %w", err)
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		return r.s.fail(fmt.Errorf("restore: clear: %w", err))
+	}
+	if r.s.state != nil {
+		r.s.state.reset()
+	}
+	r.cleared = true
+	return r.s.Err()
+}
+
 // Records returns how many records were written (set or deleted).
 func (r *Restore) Records() int64 { return r.n }
 
@@ -385,8 +425,17 @@ func (r *Restore) Finish() error {
 		r.s.state.reset()
 	}
 	p, ok, err := r.s.Progress()
-	if err != nil || !ok {
+	if err != nil {
 		return err
+	}
+	if !ok {
+		if r.cleared { // rebuilt to nothing: a new query's store
+			return r.s.unrecord()
+		}
+		return nil
+	}
+	if r.cleared {
+		return r.s.rerecord(p.BatchID)
 	}
 	return r.s.record(p.BatchID)
 }

@@ -137,3 +137,59 @@ func TestChangesMirrorTheBatch(t *testing.T) {
 }
 
 func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
+
+// TestRestoreClearRewinds rebuilds a store that ran ahead of its copy:
+// after Clear, a restore of the copy taken at batch 2 leaves exactly the
+// copy's records (none of batches 3 to 5), the progress of batch 2, and a
+// store that opens again, although its commit file had recorded batch 5.
+func TestRestoreClearRewinds(t *testing.T) {
+	fs := vfs.NewMem()
+	s := open(t, fs, runtime.StoreOptions{})
+	v := runtime.Var{Scope: runtime.Scope{Partition: 2, Operator: 1}}
+	var copied map[string]string
+	for id := range int64(6) {
+		b := s.NewBatch()
+		if err := b.Put(v, fmt.Appendf(nil, "k%d", id), nil, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.RegisterTimer(v.Scope, fmt.Appendf(nil, "k%d", id), time.Unix(100+id, 0)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+			t.Fatal(err)
+		}
+		if id == 2 {
+			copied = snapshot(t, s)
+		}
+	}
+	r, err := s.BeginRestore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range sortedKeys(copied) {
+		if err := r.Set([]byte(k), []byte(copied[k])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := r.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshot(t, s); !maps.Equal(got, copied) {
+		t.Fatalf("the rebuilt store holds %q, want the copy's %q", sortedKeys(got), sortedKeys(copied))
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, fs, runtime.StoreOptions{})
+	defer s.Close()
+	p, ok, err := s.Progress()
+	if err != nil || !ok || p.BatchID != 2 {
+		t.Fatalf("reopened, the progress is %+v (ok %v, %v), want batch 2", p, ok, err)
+	}
+	if got := snapshot(t, s); !maps.Equal(got, copied) {
+		t.Fatalf("reopened, the store holds %q, want the copy's %q", sortedKeys(got), sortedKeys(copied))
+	}
+}

@@ -257,11 +257,21 @@ func (c *CheckpointReader) Rows(m Meta, op int, variable string, fn func(StateRo
 		}
 		v := om.Variables[name]
 		row := StateRow{Partition: e.Partition, Variable: name}
-		var err error
-		if row.Key, err = appendTyped(nil, om.Key, om.KeyType, e.Key); err != nil {
-			return fmt.Errorf("streamgen: operator %d, variable %q: key %x: %w", op, name, e.Key, err)
+		key, suffix := e.Key, e.Suffix
+		if v.Encoding == EncodingByEventTime {
+			// The key is the entry's time; the grouping key follows.
+			if len(key) != timedKeyLen {
+				return fmt.Errorf("streamgen: operator %d, variable %q: entry %x does not begin with its event time", op, name, e.Key)
+			}
+			at := readInstant(key)
+			row.ExpiresAt = &at
+			key, suffix = suffix, nil
 		}
-		if err := decodeEntry(&row, v, om.States[name], e.Suffix, e.Value); err != nil {
+		var err error
+		if row.Key, err = appendTyped(nil, om.Key, om.KeyType, key); err != nil {
+			return fmt.Errorf("streamgen: operator %d, variable %q: key %x: %w", op, name, key, err)
+		}
+		if err := decodeEntry(&row, v, om.States[name], suffix, e.Value); err != nil {
 			return fmt.Errorf("streamgen: operator %d, variable %q, key %s: %w", op, name, row.Key, err)
 		}
 		if row.header {

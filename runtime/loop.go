@@ -199,6 +199,14 @@ func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
 				return due, err
 			}
 		}
+		if !watermark.IsZero() {
+			for _, t := range q.timedVars[i] {
+				due, err := state.HasTimedThrough(Var{Scope: Scope{Operator: uint8(i)}, Variable: t.id}, watermark)
+				if due || err != nil {
+					return due, err
+				}
+			}
+		}
 		threshold, ok := timerThreshold(info.TimeMode, watermark, now)
 		if !ok {
 			continue

@@ -194,6 +194,11 @@ func reconcileVariables(op int, stored, current *OperatorMeta) (drop []dropVaria
 				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q was a %s, is now a %s; delete it (DeleteIfExists) or give the new one another name",
 					op, current.Kind, current.Name, name, kindName(old.Kind), kindName(v.Kind)))
 			}
+			if old.Encoding != "" && v.Encoding != "" && old.Encoding != v.Encoding {
+				// The same bytes would be read in another layout.
+				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q was stored as %q, is now %q: this version cannot read the stored entries; start from a new checkpoint directory, or delete the variable (DeleteIfExists)",
+					op, current.Kind, current.Name, name, old.Encoding, v.Encoding))
+			}
 			v.ID = old.ID
 		} else {
 			for used[next] {

@@ -40,6 +40,9 @@ type Query struct {
 	// unreported is the last batch run, until its commit has ended and
 	// it is reported (settle); used by the query's goroutine only.
 	unreported *pendingReport
+	// timedVars are, per operator, its variables ordered by event time
+	// (EncodingByEventTime), which the loop evicts.
+	timedVars [][]timedState
 }
 
 // Start opens the checkpoint, checks it against the plan, and starts the
@@ -72,6 +75,13 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	var committer Committer = store
 	if cfg.committer != nil {
 		committer = cfg.committer(store)
+		if c, ok := committer.(TriggerChecker); ok {
+			if err := c.CheckTrigger(cfg.trigger); err != nil {
+				closeCommitter(committer)
+				store.Close()
+				return nil, err
+			}
+		}
 		if r, ok := committer.(Restorer); ok {
 			store.keepDeleted = true
 			if err := r.Restore(ctx); err != nil {
@@ -93,7 +103,17 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		return nil, err
 	}
 	id := meta.ID
+	timedVars := make([][]timedState, len(plan.Operators))
 	for i, op := range plan.Operators {
+		for _, s := range op.Info().States {
+			if s.Encoding == EncodingByEventTime {
+				vid := meta.Operators[i].Variables[s.Name].ID
+				timedVars[i] = append(timedVars[i], timedState{id: vid})
+				if store.state != nil {
+					store.state.skip(uint8(i), vid)
+				}
+			}
+		}
 		if v, ok := op.(VariableIDs); ok {
 			ids := make([]uint8, 0, len(op.Info().States))
 			for _, s := range op.Info().States {
@@ -103,7 +123,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{})}
+	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{}), timedVars: timedVars}
 	q.status = Status{Message: "Initializing sources"}
 	for _, l := range cfg.listeners {
 		if l, ok := l.(interface{ OnQueryStarted(QueryStarted) }); ok {

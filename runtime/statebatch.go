@@ -56,6 +56,9 @@ type StateBatch struct {
 	// after is the commit in flight when the batch began (nil: none, or
 	// it has ended), which reads of the committed state wait for.
 	after *inFlight
+	// timedVars are the variables ordered by event time that the batch
+	// has read or written (see eventorder.go).
+	timedVars []timedVar
 }
 
 // expiredRange is a (scope, clock) range of the expiry index whose due

@@ -38,6 +38,12 @@ const (
 	// EncodingSessions: uvarint(n), then n sessions, each varint(start),
 	// varint(end) in Unix nanoseconds, uvarint(len(value)) and the value.
 	EncodingSessions = "sessions"
+	// EncodingByEventTime: the variable is ordered by event time (see
+	// eventorder.go): an entry's key is an instant (8 big-endian bytes of
+	// Unix nanoseconds, sign bit flipped), its suffix the grouping key,
+	// and it has no value; the loop removes the entries at or before the
+	// watermark. Deduplication with the event time in its key.
+	EncodingByEventTime = "byEventTime"
 )
 
 // The flags of an EncodingGroupState row.
@@ -147,7 +153,8 @@ type StateRow struct {
 	Index  *uint64         `json:"index,omitempty"`
 	MapKey json.RawMessage `json:"mapKey,omitempty"`
 	// ExpiresAt is when the entry expires (a variable with a time to
-	// live); Timeout is a group state's timeout.
+	// live, or one ordered by event time: once the watermark reaches it);
+	// Timeout is a group state's timeout.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	Timeout   *time.Time `json:"timeout,omitempty"`
 	// Value is the entry's value, as JSON: for sessions, a list of
@@ -217,6 +224,8 @@ func decodeEntry(row *StateRow, v VariableMeta, schema *codec.Schema, suffix, ra
 		}
 	case EncodingSessions:
 		row.Value, err = appendSessions(schema, v.ValueType, raw)
+	case EncodingByEventTime:
+		row.Value = json.RawMessage("null") // a key seen; its time is ExpiresAt
 	default:
 		return fmt.Errorf("streamgen: state encoding %q is not known to this version", v.Encoding)
 	}

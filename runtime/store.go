@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,7 +43,10 @@ var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
 // alone); op is the operator's index and var the state variable's id, one
 // byte each. A key's entries of one variable share the prefix up to the
 // key, so "everything of this key" is one prefix; a point value has an
-// empty suffix, list and map entries have their element's suffix.
+// empty suffix, list and map entries have their element's suffix. A
+// variable ordered by event time (eventorder.go) has the entry's 8-byte
+// time as its key and the grouping key as its suffix, so that its entries
+// sort by time.
 //
 // Timers are written to two indexes: by expiry, so that the timers due
 // below a threshold are one range scan, and by key, so that a key's timers
@@ -479,6 +483,31 @@ func (s *Store) nextPending() (p pendingBatch, ok bool) {
 	}
 }
 
+// rerecord writes id to the commit file, even when it holds a later one:
+// for a store rebuilt from an earlier copy (Restore.Clear).
+func (s *Store) rerecord(id int64) error {
+	s.recording.Lock()
+	defer s.recording.Unlock()
+	if err := writeCommitFile(s.fs, s.dir, id); err != nil {
+		return err
+	}
+	s.recorded = id
+	return nil
+}
+
+// unrecord removes the commit file: for a store rebuilt from a copy that
+// holds no batch (Restore.Clear).
+func (s *Store) unrecord() error {
+	s.recording.Lock()
+	defer s.recording.Unlock()
+	path := s.fs.PathJoin(s.dir, commitFileName)
+	if err := s.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove the commit file %s: %w", path, err)
+	}
+	s.recorded = -1
+	return nil
+}
+
 // record writes id to the commit file, unless it holds id or later.
 func (s *Store) record(id int64) error {
 	s.recording.Lock()
@@ -686,7 +715,9 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 	// may empty a large batch as it commits it (it becomes a memtable of
 	// its own), so the batch cannot be read afterwards.
 	var cacheErr error
-	if s.state != nil {
+	if s.state != nil && (len(b.hints) > 0 || b.rangeDeleted) {
+		// (A batch whose state writes are all of variables the cache
+		// leaves out, or that wrote no state, has nothing to tell it.)
 		cacheErr = s.state.applyCommitted(b.b, b.hints)
 	}
 	if cached != nil {

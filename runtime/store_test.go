@@ -407,6 +407,36 @@ func meta(states map[string]*codec.Schema) runtime.Meta {
 	}
 }
 
+// TestCheckMetaRefusesOtherEncoding: a state variable stored in one
+// layout and declared in another (deduplication's keys, once with an
+// expiry index, then ordered by event time) is refused, even with
+// AllowPipelineChanges, with the two layouts named: its entries would
+// be misread.
+func TestCheckMetaRefusesOtherEncoding(t *testing.T) {
+	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	defer s.Close()
+	dedup := func(encoding string) runtime.Meta {
+		return runtime.Meta{
+			Sources: []string{"memory:in"},
+			Operators: []runtime.OperatorMeta{{Kind: "dropDuplicates", Name: "byUser", OutputMode: "Append", KeyType: "string",
+				States:    map[string]*codec.Schema{"seen": nil},
+				Variables: map[string]runtime.VariableMeta{"seen": {Kind: "value", Encoding: encoding}}}},
+		}
+	}
+	if _, _, err := s.CheckMeta(dedup(runtime.EncodingExpiring), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CheckMeta(dedup(runtime.EncodingExpiring), false); err != nil {
+		t.Fatalf("the same layout: %v", err)
+	}
+	for _, allow := range []bool{false, true} {
+		_, _, err := s.CheckMeta(dedup(runtime.EncodingByEventTime), allow)
+		if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), `state variable "seen" was stored as "expiring", is now "byEventTime"`) {
+			t.Fatalf("another layout (allow %v): %v", allow, err)
+		}
+	}
+}
+
 func TestCheckMeta(t *testing.T) {
 	v1 := (&fixtures.StateV1{}).StreamSchema()
 	v2 := (&fixtures.StateV2{}).StreamSchema()

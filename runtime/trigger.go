@@ -70,3 +70,7 @@ func (t Trigger) String() string {
 
 // stops reports whether the trigger ends the query once its input is done.
 func (t Trigger) stops() bool { return t.kind == triggerOnce || t.kind == triggerAvailableNow }
+
+// Stops reports whether the trigger ends the query once the input
+// available at start is processed: Once and AvailableNow.
+func (t Trigger) Stops() bool { return t.stops() }

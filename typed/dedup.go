@@ -2,6 +2,7 @@ package typed
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -29,6 +30,103 @@ func DropDuplicatesWithinWatermark[T any, K comparable](s Stream[T], key func(*T
 		s.p = s.p.failed("streamgen: DropDuplicatesWithinWatermark needs a watermark (WithWatermark before it)")
 	}
 	return dropDuplicates(s, key, "dropDuplicatesWithinWatermark", true)
+}
+
+// DropDuplicatesWithEventTime keeps the first row of each key and event
+// time, and drops the later rows of the same key and the same event time,
+// as Spark's dropDuplicates with the watermark's column among its
+// columns: the event time is the watermark's (WithWatermark), and the key
+// need not hold it. A key and time is forgotten once the watermark
+// reaches the time; rows at or before the watermark are late, dropped and
+// counted. It needs a watermark.
+//
+// It is DropDuplicates with the event time added to the key, and cheaper:
+// the state is ordered by event time, so a new row costs one write and
+// the watermark forgets what it passes with one range deletion, where
+// DropDuplicates keeps an index of expiries beside its keys. Use it when
+// rows that repeat one another share their event time (a resent reading);
+// DropDuplicates when the key alone says what repeats.
+func DropDuplicatesWithEventTime[T any, K comparable](s Stream[T], key func(*T) K) Stream[T] {
+	if !s.p.watermarked {
+		s.p = s.p.failed("streamgen: DropDuplicatesWithEventTime needs a watermark (WithWatermark before it)")
+	}
+	kc, err := newKeyCodec[K]()
+	if err != nil {
+		s.p = s.p.failed("%v", err)
+	}
+	const kind = "dropDuplicatesWithEventTime"
+	name := fmt.Sprintf("%T", key)
+	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: s.p.watermarked}
+	return Stream[T]{p: s.p, attach: func(c *compiler, emit func(*T)) {
+		// The operator's key is the row's event time, then its key: the
+		// grouping key of the state ordered by event time.
+		timed := valueCodec[timedKey[K]]{
+			encode: func(b []byte, k *timedKey[K]) ([]byte, error) {
+				return kc.encode(runtime.AppendTimedKey(b, k.at), &k.key)
+			},
+			decode: func(b []byte, k *timedKey[K]) error {
+				if len(b) < 8 {
+					return fmt.Errorf("a key of %d bytes does not begin with its event time", len(b))
+				}
+				k.at = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
+				return kc.decode(b[8:], &k.key)
+			},
+			typeName: kc.typeName, schema: kc.schema,
+		}
+		ks := KeyedStream[timedKey[K], T]{s: s, codec: timed, key: func(t *T) timedKey[K] {
+			return timedKey[K]{at: runtime.TimedNanos(c.eventTime), key: key(t)}
+		}}
+		op := &timedDedupOp[K, T]{gatherer: newGatherer(c, ks, kind), emitDown: emit}
+		op.firstOnly = true // a group's later rows are copies
+		op.info = runtime.OperatorInfo{
+			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, Key: kc.schema,
+			States:        []runtime.StateInfo{{Name: "seen", Kind: "value", Encoding: runtime.EncodingByEventTime}},
+			DropsLateRows: true,
+		}
+		ks.s.attach(c, op.add)
+		c.addOperator(op, opInfo)
+	}}
+}
+
+// timedKey is a row's key with its event time, in Unix nanoseconds (see
+// runtime.TimedNanos).
+type timedKey[K comparable] struct {
+	at  int64
+	key K
+}
+
+// timedDedupOp is a DropDuplicatesWithEventTime of one query: a key and
+// time's state is an entry of a variable ordered by event time, which
+// the loop removes once the watermark reaches the time.
+type timedDedupOp[K comparable, T any] struct {
+	gatherer[timedKey[K], T]
+	info     runtime.OperatorInfo
+	emitDown func(*T)
+}
+
+func (o *timedDedupOp[K, T]) Info() runtime.OperatorInfo { return o.info }
+func (o *timedDedupOp[K, T]) Groups() *runtime.Groups    { return &o.groups }
+func (o *timedDedupOp[K, T]) EndBatch()                  { o.gatherer.end() }
+
+func (o *timedDedupOp[K, T]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	rows, err := o.rowsOf(k.Batch(), group, rows)
+	if err != nil || len(rows) == 0 {
+		return err
+	}
+	seen, err := k.SeenTimed(0)
+	if err != nil || seen {
+		return err // a copy of a row of an earlier batch
+	}
+	o.emitDown(&o.rows[rows[0]])
+	if err := k.PutTimed(0); err != nil {
+		return err
+	}
+	k.Updated(true)
+	return nil
+}
+
+func (o *timedDedupOp[K, T]) HandleTimer(context.Context, *runtime.KeyState, time.Time) error {
+	return nil
 }
 
 func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind string, withinDelay bool) Stream[T] {

@@ -1,8 +1,13 @@
 package typed_test
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,5 +120,263 @@ func TestDropDuplicatesWithinWatermark(t *testing.T) {
 	}
 	if want := []string{"first", "b", "after"}; !slices.Equal(got, want) {
 		t.Fatalf("kept %q, want %q", got, want)
+	}
+}
+
+// repeatedReadings makes n clicks of five users in roughly increasing
+// event time (whole seconds, a few seconds out of order), and a copy
+// (same user and time, page "copy") of one in four, 1 to 40 clicks after
+// it: some copies come within the watermark's delay of their original,
+// others after the watermark has passed it, and some clicks come late.
+func repeatedReadings(n int, seed uint64) []fixtures.Click {
+	r := rand.New(rand.NewPCG(seed, seed))
+	users := []string{"a", "b", "c", "d", "e"}
+	later := map[int][]fixtures.Click{}
+	var out []fixtures.Click
+	for i := range n {
+		c := fixtures.Click{User: users[r.IntN(len(users))], Time: at(2*i + r.IntN(7) - 3), Page: fmt.Sprint("p", i)}
+		out = append(out, c)
+		out = append(out, later[i]...)
+		delete(later, i)
+		if r.IntN(4) == 0 {
+			dup := c
+			dup.Page = "copy"
+			j := i + 1 + r.IntN(40)
+			later[j] = append(later[j], dup)
+		}
+	}
+	for j := n; j < n+41; j++ {
+		out = append(out, later[j]...)
+	}
+	return out
+}
+
+// dedupModel is a plain loop with Spark's rules for dropDuplicates with
+// the watermark's column in the key, over the given batches: a batch's
+// watermark is the latest event time of the batches before less delay;
+// a row at or before it is late; a row whose user and time came before
+// (and were not forgotten) is a copy; a key is forgotten once a batch's
+// watermark reaches its time. It returns the rows kept, the late rows'
+// number, and the keys remembered at the end, once the watermark has
+// reached the latest time less delay.
+func dedupModel(batches [][]fixtures.Click, delay time.Duration) (kept []fixtures.Click, late int64, state map[string]time.Time) {
+	type key struct {
+		user string
+		at   time.Time
+	}
+	seen := map[key]bool{}
+	var latest, wm time.Time
+	forget := func() {
+		for k := range seen {
+			if !k.at.After(wm) {
+				delete(seen, k)
+			}
+		}
+	}
+	for _, b := range batches {
+		for _, c := range b {
+			switch k := (key{c.User, c.Time}); {
+			case !wm.IsZero() && !c.Time.After(wm):
+				late++
+			case !seen[k]:
+				seen[k] = true
+				kept = append(kept, c)
+			}
+		}
+		forget()
+		for _, c := range b {
+			if c.Time.After(latest) {
+				latest = c.Time
+			}
+		}
+		wm = latest.Add(-delay)
+	}
+	forget()
+	state = map[string]time.Time{}
+	for k := range seen {
+		state[fmt.Sprint(k.user, "@", k.at.Unix())] = k.at
+	}
+	return kept, late, state
+}
+
+// TestDropDuplicatesWithEventTime compares DropDuplicatesWithEventTime,
+// keyed by the user (the event time is the rest of the key), with the
+// plain loop of Spark's rules, under several batch sizes and a restart on
+// the checkpoint: the same rows kept (the first of each user and time),
+// the same late rows, and, read back from the checkpoint, the same keys
+// remembered, each with its time.
+func TestDropDuplicatesWithEventTime(t *testing.T) {
+	const delay = 10 * time.Second
+	in := repeatedReadings(240, 7)
+	split := func(rows []fixtures.Click, per int) [][]fixtures.Click {
+		if per == 0 {
+			return [][]fixtures.Click{rows}
+		}
+		var out [][]fixtures.Click
+		for len(rows) > 0 {
+			n := min(per, len(rows))
+			out, rows = append(out, rows[:n]), rows[n:]
+		}
+		return out
+	}
+	text := func(rows []fixtures.Click) []string {
+		var out []string
+		for _, c := range rows {
+			out = append(out, fmt.Sprint(c.User, "@", c.Time.Unix(), " ", c.Page))
+		}
+		slices.Sort(out)
+		return out
+	}
+	const restart = 100 // the query stops after this many rows and starts again
+	for _, perBatch := range []int{0, 1, 7, 50} {
+		t.Run(fmt.Sprint(perBatch, " per batch"), func(t *testing.T) {
+			wantRows, wantLate, wantState := dedupModel(append(split(in[:restart], perBatch), split(in[restart:], perBatch)...), delay)
+			if wantLate == 0 || len(wantRows) == len(in)-int(wantLate) {
+				t.Fatalf("the input has %d late rows and %d copies: it tests nothing", wantLate, len(in)-int(wantLate)-len(wantRows))
+			}
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+			s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, delay)
+			sink := newSink[fixtures.Click]()
+			w := typed.WriteTo(typed.DropDuplicatesWithEventTime(s, func(c *fixtures.Click) string { return c.User }), sink)
+			ck := newCheckpoint()
+			var late, stateRows int64
+			count := listener{progress: func(p runtime.QueryProgress) {
+				late += p.StateOperators[0].NumRowsDroppedByWatermark
+				stateRows = p.StateOperators[0].NumRowsTotal
+			}}
+			for _, chunk := range [][]fixtures.Click{in[:restart], in[restart:]} {
+				m.Add(chunk...)
+				if err := runToEnd(t, w, ck.opts(runtime.Listener(count))...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, want := text(sink.rows()), text(wantRows); !slices.Equal(got, want) {
+				t.Errorf("%d rows kept, want %d (the first of each user and time)", len(got), len(want))
+			}
+			if late != wantLate {
+				t.Errorf("%d rows dropped as late, want %d", late, wantLate)
+			}
+			if stateRows != int64(len(wantState)) {
+				t.Errorf("progress says %d state rows, want %d", stateRows, len(wantState))
+			}
+			// What the checkpoint holds: each remembered user and time.
+			c, err := runtime.OpenCheckpointFS(ck.fs, "ckpt")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			meta, _, err := c.Meta()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]time.Time{}
+			err = c.Rows(meta, 0, "", func(r runtime.StateRow) error {
+				var user string
+				if err := json.Unmarshal(r.Key, &user); err != nil {
+					return err
+				}
+				if r.ExpiresAt == nil {
+					return fmt.Errorf("entry of %s without its time", user)
+				}
+				got[fmt.Sprint(user, "@", r.ExpiresAt.Unix())] = *r.ExpiresAt
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !maps.EqualFunc(got, wantState, time.Time.Equal) {
+				t.Errorf("the checkpoint remembers %d keys, want %d: %v, want %v", len(got), len(wantState), got, wantState)
+			}
+		})
+	}
+}
+
+// TestDropDuplicatesWithEventTimeRefusesOldCheckpoint: a checkpoint of
+// DropDuplicates (keys with an expiry index) is not read as one of
+// DropDuplicatesWithEventTime (keys ordered by event time): the start is
+// refused, saying what differs, and the checkpoint still serves
+// DropDuplicates.
+func TestDropDuplicatesWithEventTimeRefusesOldCheckpoint(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 1), click("a", 1), click("b", 30))
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 10*time.Second)
+	key := func(c *fixtures.Click) string { return c.User }
+	ck := newCheckpoint()
+	if err := runToEnd(t, typed.WriteTo(typed.DropDuplicates(s, key), newSink[fixtures.Click]()), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	for _, allow := range []bool{false, true} {
+		opts := ck.opts()
+		if allow {
+			opts = append(opts, runtime.AllowPipelineChanges())
+		}
+		err := runToEnd(t, typed.WriteTo(typed.DropDuplicatesWithEventTime(s, key), newSink[fixtures.Click]()), opts...)
+		if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), `was dropDuplicates "func(*fixtures.Click) string", is now dropDuplicatesWithEventTime`) {
+			t.Fatalf("allow changes %v: %v", allow, err)
+		}
+	}
+	if err := runToEnd(t, typed.WriteTo(typed.DropDuplicates(s, key), newSink[fixtures.Click]()), ck.opts()...); err != nil {
+		t.Fatalf("DropDuplicates again: %v", err)
+	}
+}
+
+// TestDropDuplicatesWithEventTimeThenCount: distinct clicks counted per
+// user after DropDuplicatesWithEventTime (Update mode), in batches of 7
+// and with a restart, against the plain loop's kept rows counted per
+// user. The aggregation's state goes through the state cache while the
+// deduplication's range deletions, which the cache leaves out, run in
+// the same batches: each user's last count must be the loop's.
+func TestDropDuplicatesWithEventTimeThenCount(t *testing.T) {
+	const delay, perBatch, restart = 10 * time.Second, 7, 100
+	in := repeatedReadings(240, 9)
+	var batches [][]fixtures.Click
+	for _, chunk := range [][]fixtures.Click{in[:restart], in[restart:]} {
+		for len(chunk) > 0 {
+			n := min(perBatch, len(chunk))
+			batches, chunk = append(batches, chunk[:n]), chunk[n:]
+		}
+	}
+	kept, _, _ := dedupModel(batches, delay)
+	want := map[string]int64{}
+	for _, c := range kept {
+		want[c.User]++
+	}
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, delay)
+	distinct := typed.DropDuplicatesWithEventTime(s, func(c *fixtures.Click) string { return c.User })
+	byUser := typed.GroupByKey(distinct, func(c *fixtures.Click) string { return c.User })
+	counts := typed.AggregateByKey(byUser, typed.Count[fixtures.Click](), func(user string, n int64) fixtures.UserCount {
+		return fixtures.UserCount{User: user, Count: n}
+	})
+	sink := newSink[fixtures.UserCount]()
+	w := typed.WriteTo(counts, sink).OutputMode(typed.Update)
+	ck := newCheckpoint()
+	for _, chunk := range [][]fixtures.Click{in[:restart], in[restart:]} {
+		m.Add(chunk...)
+		if err := runToEnd(t, w, ck.opts()...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[string]int64{}
+	snapshot := sink.snapshot()
+	for _, id := range slices.Sorted(maps.Keys(snapshot)) {
+		for _, r := range snapshot[id] {
+			got[r.User] = r.Count
+		}
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("distinct clicks per user %v, want %v", got, want)
+	}
+}
+
+// TestDropDuplicatesWithEventTimeNeedsWatermark: without a watermark the
+// query does not start, and says what to add.
+func TestDropDuplicatesWithEventTimeNeedsWatermark(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 1))
+	w := typed.WriteTo(typed.DropDuplicatesWithEventTime(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }), newSink[fixtures.Click]())
+	err := runToEnd(t, w, newCheckpoint().opts()...)
+	if err == nil || !strings.Contains(err.Error(), "DropDuplicatesWithEventTime needs a watermark (WithWatermark before it)") {
+		t.Fatalf("started without a watermark: %v", err)
 	}
 }

@@ -36,6 +36,10 @@ type gatherer[K comparable, In any] struct {
 	eventTimes      []time.Time
 	firstTimes      []time.Time
 	trackFirstTimes bool
+	// firstOnly keeps each group's first row only, and no event times:
+	// for an operator that reads no more (deduplication by key and event
+	// time, whose later rows of a group are copies).
+	firstOnly bool
 
 	// Spilling, when the rows pass the batch's memory budget (only for
 	// rows that are records, which have a binary encoding).
@@ -60,6 +64,9 @@ func newGatherer[K comparable, In any](c *compiler, ks KeyedStream[K, In], what 
 func (o *gatherer[K, In]) add(t *In) {
 	k := o.key(t)
 	g, ok := o.group[k]
+	if ok && o.firstOnly {
+		return
+	}
 	if !ok {
 		var err error
 		if g, err = o.newGroup(k); err != nil {
@@ -70,8 +77,8 @@ func (o *gatherer[K, In]) add(t *In) {
 		}
 	}
 	o.groups.AddRow(g)
-	o.rows = append(o.rows, *t)
-	if et := o.c.eventTime; !et.IsZero() {
+	o.rows = appendDoubling(o.rows, t)
+	if et := o.c.eventTime; !et.IsZero() && !o.firstOnly {
 		for int(g) >= len(o.eventTimes) {
 			o.eventTimes = append(o.eventTimes, time.Time{})
 		}
@@ -89,6 +96,18 @@ func (o *gatherer[K, In]) add(t *In) {
 			panic(userPanic{fmt.Errorf("streamgen: %s: %w", o.what, unprefixed(err))})
 		}
 	}
+}
+
+// appendDoubling appends *t to s, doubling its capacity when full. A
+// batch's rows fill a slice kept for the batches after, so its first
+// batch grows it from nothing: append's growth by a quarter, past a few
+// hundred rows, would allocate and copy about five times the rows' final
+// size where doubling takes twice.
+func appendDoubling[T any](s []T, t *T) []T {
+	if len(s) == cap(s) {
+		s = slices.Grow(s, max(len(s), 64))
+	}
+	return append(s, *t)
 }
 
 // firstTime returns the event time of group's first row (zero: none).
@@ -109,8 +128,12 @@ func (o *gatherer[K, In]) latest(group int32) time.Time {
 
 // newGroup adds a group for a key that has none in the batch.
 func (o *gatherer[K, In]) newGroup(k K) (int32, error) {
+	// The key is encoded from its place in keys: a pointer to k itself
+	// would move it to the heap, one allocation per group.
+	o.keys = appendDoubling(o.keys, &k)
 	var err error
-	if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &k); err != nil {
+	if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
+		o.keys = o.keys[:len(o.keys)-1]
 		return 0, err
 	}
 	if o.group == nil {
@@ -118,7 +141,6 @@ func (o *gatherer[K, In]) newGroup(k K) (int32, error) {
 	}
 	g := o.groups.NewGroup(o.keyBuf)
 	o.group[k] = g
-	o.keys = append(o.keys, k)
 	return g, nil
 }
 

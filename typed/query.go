@@ -42,7 +42,7 @@ func (w *Writer[T]) OutputMode(m OutputMode) *Writer[T] {
 // error here, before anything runs.
 func (w *Writer[T]) Start(ctx context.Context, opts ...runtime.Option) (*Query, error) {
 	var out []T
-	c := compile(w.s, func(t *T) { out = append(out, *t) })
+	c := compile(w.s, func(t *T) { out = appendDoubling(out, t) })
 	if err := w.validate(ctx, c); err != nil {
 		c.closeAll()
 		return nil, err

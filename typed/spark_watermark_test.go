@@ -151,6 +151,28 @@ func TestSparkDeduplicationWithWatermark(t *testing.T) {
 	})
 }
 
+// The same with DropDuplicatesWithEventTime and no other key: the rows
+// of one event time are copies; state is ordered by event time, and the
+// keys the watermark passes go with one range deletion.
+func TestSparkDeduplicationWithEventTime(t *testing.T) {
+	dedup := func(s typed.Stream[fixtures.Click]) typed.Stream[fixtures.Click] {
+		return typed.DropDuplicatesWithEventTime(s, func(*fixtures.Click) struct{} { return struct{}{} })
+	}
+	text := func(c fixtures.Click) string { return fmt.Sprint(c.Time.Unix()) }
+	var rows []int
+	for range 5 {
+		for v := 10; v <= 15; v++ {
+			rows = append(rows, v)
+		}
+	}
+	runSparkSteps(t, typed.Append, dedup, text, []sparkStep{
+		{add: rows, want: []string{"10", "11", "12", "13", "14", "15"}, stateRows: 6},
+		{add: []int{25}, want: []string{"25"}, stateRows: 1},
+		{add: []int{10}, want: nil, stateRows: 1, droppedRows: 1},
+		{add: []int{45}, want: []string{"45"}, stateRows: 1},
+	})
+}
+
 // An aggregation after flatMapGroupsWithState in Append mode, with
 // Complete output, as Spark's FlatMapGroupsWithStateSuite allows: a count
 // per number of clicks emitted.

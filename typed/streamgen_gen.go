@@ -35,10 +35,20 @@ func (t *CountAcc) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONCountAcc(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// CountAcc's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While CountAcc's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *CountAcc) MarshalJSON() ([]byte, error) {
+	if jsonSizeCountAcc.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONCountAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeCountAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONCountAcc(jsonSizeCountAcc.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -98,10 +108,20 @@ func (t *SumAcc) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONSumAcc(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// SumAcc's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While SumAcc's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *SumAcc) MarshalJSON() ([]byte, error) {
+	if jsonSizeSumAcc.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONSumAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeSumAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONSumAcc(jsonSizeSumAcc.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -161,10 +181,20 @@ func (t *ExtremeAcc) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONExtremeAcc(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// ExtremeAcc's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While ExtremeAcc's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *ExtremeAcc) MarshalJSON() ([]byte, error) {
+	if jsonSizeExtremeAcc.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONExtremeAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeExtremeAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONExtremeAcc(jsonSizeExtremeAcc.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -224,10 +254,20 @@ func (t *Window) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONWindow(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Window's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Window's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Window) MarshalJSON() ([]byte, error) {
+	if jsonSizeWindow.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONWindow(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeWindow.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONWindow(jsonSizeWindow.Buffer(), t)
 	if err != nil {
 		return nil, err

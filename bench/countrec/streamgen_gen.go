@@ -35,10 +35,20 @@ func (t *Event) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONEvent(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Event's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Event's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Event) MarshalJSON() ([]byte, error) {
+	if jsonSizeEvent.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONEvent(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeEvent.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONEvent(jsonSizeEvent.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -101,10 +111,20 @@ func (t *Count) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONCount(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Count's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Count's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Count) MarshalJSON() ([]byte, error) {
+	if jsonSizeCount.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONCount(jsonSizeCount.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -164,10 +184,20 @@ func (t *KeyCount) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONKeyCount(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// KeyCount's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While KeyCount's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *KeyCount) MarshalJSON() ([]byte, error) {
+	if jsonSizeKeyCount.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONKeyCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeKeyCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONKeyCount(jsonSizeKeyCount.Buffer(), t)
 	if err != nil {
 		return nil, err

@@ -92,10 +92,16 @@ func TestInspectExamples(t *testing.T) {
 					if err := json.Unmarshal([]byte(line), &r); err != nil {
 						t.Fatalf("row %q: %v", line, err)
 					}
-					if keys[string(r.Key)+r.Variable] {
+					// A row is its key's, in its variable; a variable
+					// ordered by event time holds a key once per time.
+					id := string(r.Key) + r.Variable
+					if r.ExpiresAt != nil {
+						id += r.ExpiresAt.String()
+					}
+					if keys[id] {
 						t.Errorf("operator %d: key %s twice", op.Index, r.Key)
 					}
-					keys[string(r.Key)+r.Variable] = true
+					keys[id] = true
 					rows = append(rows, r)
 				}
 				if int64(len(rows)) != op.StateRows || op.StateRows == 0 {

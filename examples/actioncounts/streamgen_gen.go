@@ -38,10 +38,20 @@ func (t *Event) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONEvent(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Event's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Event's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Event) MarshalJSON() ([]byte, error) {
+	if jsonSizeEvent.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONEvent(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeEvent.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONEvent(jsonSizeEvent.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -105,10 +115,20 @@ func (t *ActionCount) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONActionCount(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// ActionCount's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While ActionCount's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *ActionCount) MarshalJSON() ([]byte, error) {
+	if jsonSizeActionCount.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONActionCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeActionCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONActionCount(jsonSizeActionCount.Buffer(), t)
 	if err != nil {
 		return nil, err

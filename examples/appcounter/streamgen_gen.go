@@ -38,10 +38,20 @@ func (t *Message) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONMessage(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Message's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Message's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Message) MarshalJSON() ([]byte, error) {
+	if jsonSizeMessage.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONMessage(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeMessage.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONMessage(jsonSizeMessage.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -101,10 +111,20 @@ func (t *Request) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONRequest(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Request's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Request's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Request) MarshalJSON() ([]byte, error) {
+	if jsonSizeRequest.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONRequest(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeRequest.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONRequest(jsonSizeRequest.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -167,10 +187,20 @@ func (t *App) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONApp(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// App's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While App's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *App) MarshalJSON() ([]byte, error) {
+	if jsonSizeApp.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONApp(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeApp.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONApp(jsonSizeApp.Buffer(), t)
 	if err != nil {
 		return nil, err

@@ -53,9 +53,9 @@ func eventTime(e *sensor.Event) time.Time { return time.Unix(0, e.CreationTime).
 // The output mode is Complete (see main).
 func distinctCounts(in typed.Stream[sensor.Event]) typed.Stream[UserCount] {
 	watermarked := typed.WithWatermark(in, eventTime, Delay)
-	distinct := typed.DropDuplicates(watermarked, func(e *sensor.Event) Reading {
-		return Reading{User: e.User, CreationTime: e.CreationTime}
-	})
+	// The event time is the watermark's: the state is ordered by it, one
+	// write per new reading and one range deletion per watermark.
+	distinct := typed.DropDuplicatesWithEventTime(watermarked, func(e *sensor.Event) string { return e.User })
 	byUser := typed.GroupByKey(distinct, func(e *sensor.Event) string { return e.User })
 	return typed.AggregateByKey(byUser, typed.Count[sensor.Event](), func(user string, n int64) UserCount {
 		return UserCount{User: user, Count: n}

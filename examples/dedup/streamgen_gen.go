@@ -35,10 +35,20 @@ func (t *UserCount) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONUserCount(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// UserCount's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While UserCount's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *UserCount) MarshalJSON() ([]byte, error) {
+	if jsonSizeUserCount.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONUserCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeUserCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONUserCount(jsonSizeUserCount.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -98,10 +108,20 @@ func (t *Reading) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONReading(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Reading's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Reading's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Reading) MarshalJSON() ([]byte, error) {
+	if jsonSizeReading.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONReading(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeReading.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONReading(jsonSizeReading.Buffer(), t)
 	if err != nil {
 		return nil, err

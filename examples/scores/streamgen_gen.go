@@ -35,10 +35,20 @@ func (t *Visit) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONVisit(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Visit's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Visit's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Visit) MarshalJSON() ([]byte, error) {
+	if jsonSizeVisit.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONVisit(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeVisit.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONVisit(jsonSizeVisit.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -101,10 +111,20 @@ func (t *UserScore) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONUserScore(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// UserScore's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While UserScore's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *UserScore) MarshalJSON() ([]byte, error) {
+	if jsonSizeUserScore.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONUserScore(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeUserScore.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONUserScore(jsonSizeUserScore.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -164,10 +184,20 @@ func (t *scoreReply) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONscoreReply(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// scoreReply's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While scoreReply's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *scoreReply) MarshalJSON() ([]byte, error) {
+	if jsonSizescoreReply.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONscoreReply(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizescoreReply.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONscoreReply(jsonSizescoreReply.Buffer(), t)
 	if err != nil {
 		return nil, err

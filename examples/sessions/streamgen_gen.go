@@ -40,10 +40,20 @@ func (t *Session) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONSession(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Session's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Session's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Session) MarshalJSON() ([]byte, error) {
+	if jsonSizeSession.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONSession(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeSession.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONSession(jsonSizeSession.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -103,10 +113,20 @@ func (t *SessionOut) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONSessionOut(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// SessionOut's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While SessionOut's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *SessionOut) MarshalJSON() ([]byte, error) {
+	if jsonSizeSessionOut.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONSessionOut(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeSessionOut.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONSessionOut(jsonSizeSessionOut.Buffer(), t)
 	if err != nil {
 		return nil, err

@@ -39,10 +39,20 @@ func (t *Visit) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONVisit(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Visit's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Visit's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Visit) MarshalJSON() ([]byte, error) {
+	if jsonSizeVisit.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONVisit(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeVisit.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONVisit(jsonSizeVisit.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -106,10 +116,20 @@ func (t *Hits) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONHits(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Hits's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Hits's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Hits) MarshalJSON() ([]byte, error) {
+	if jsonSizeHits.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONHits(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeHits.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONHits(jsonSizeHits.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -169,10 +189,20 @@ func (t *PageHits) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONPageHits(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// PageHits's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While PageHits's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *PageHits) MarshalJSON() ([]byte, error) {
+	if jsonSizePageHits.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONPageHits(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizePageHits.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONPageHits(jsonSizePageHits.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -232,10 +262,20 @@ func (t *Ping) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONPing(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Ping's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Ping's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Ping) MarshalJSON() ([]byte, error) {
+	if jsonSizePing.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONPing(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizePing.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONPing(jsonSizePing.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -299,10 +339,20 @@ func (t *HostPings) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONHostPings(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// HostPings's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While HostPings's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *HostPings) MarshalJSON() ([]byte, error) {
+	if jsonSizeHostPings.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONHostPings(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeHostPings.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONHostPings(jsonSizeHostPings.Buffer(), t)
 	if err != nil {
 		return nil, err

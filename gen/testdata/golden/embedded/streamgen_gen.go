@@ -35,10 +35,20 @@ func (t *Doc) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONDoc(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Doc's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Doc's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Doc) MarshalJSON() ([]byte, error) {
+	if jsonSizeDoc.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONDoc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeDoc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONDoc(jsonSizeDoc.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -98,10 +108,20 @@ func (t *Batch) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONBatch(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Batch's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Batch's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Batch) MarshalJSON() ([]byte, error) {
+	if jsonSizeBatch.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONBatch(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeBatch.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONBatch(jsonSizeBatch.Buffer(), t)
 	if err != nil {
 		return nil, err

@@ -35,10 +35,20 @@ func (t *Wide) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONWide(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Wide's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Wide's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Wide) MarshalJSON() ([]byte, error) {
+	if jsonSizeWide.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONWide(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeWide.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONWide(jsonSizeWide.Buffer(), t)
 	if err != nil {
 		return nil, err

@@ -39,10 +39,20 @@ func (t *Click) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONClick(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Click's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Click's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Click) MarshalJSON() ([]byte, error) {
+	if jsonSizeClick.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONClick(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeClick.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONClick(jsonSizeClick.Buffer(), t)
 	if err != nil {
 		return nil, err
@@ -106,10 +116,20 @@ func (t *Count) AppendJSON(b []byte) ([]byte, error) {
 	return appendJSONCount(b, t)
 }
 
-// MarshalJSON returns t as encoding/json would marshal it. The encoding
-// is written once, into a new buffer sized by the running size of
-// Count's encodings.
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Count's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
 func (t *Count) MarshalJSON() ([]byte, error) {
+	if jsonSizeCount.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
 	b, err := appendJSONCount(jsonSizeCount.Buffer(), t)
 	if err != nil {
 		return nil, err

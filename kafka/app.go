@@ -1,0 +1,714 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// AppOptions configure an App.
+type AppOptions struct {
+	Connection
+	// Group is the consumer group the instances of the application share
+	// (Kafka Streams' application.id): the partitions of the input are
+	// divided among its members. It also names the changelog topic and
+	// the transactional IDs by default. Required.
+	Group string
+	// Topics are the input topics. Required. With more than one they must
+	// be co-partitioned, as Kafka Streams requires of a join's inputs:
+	// the same number of partitions, a key in the same partition of each.
+	// The group is balanced on the first; the task of partition p reads
+	// partition p of every topic.
+	Topics []string
+	// Dir is where the tasks keep their checkpoints: Dir/<partition>.
+	// Required. A partition's directory stays when its task moves to
+	// another instance, so that its state is caught up from the changelog
+	// rather than read in full when the partition comes back.
+	Dir string
+	// Changelog is the changelog topic, with one partition per input
+	// partition; the default is Group and "-changelog".
+	Changelog string
+	// ExactlyOnce commits each task's batches in Kafka transactions (see
+	// Transactions), with the transactional ID Group, "-" and the
+	// partition; each task's sinks take them from Task.Transactions.
+	// Without it each batch is copied to the changelog before it commits
+	// (Changelog: at-least-once).
+	ExactlyOnce bool
+	// ChangelogOptions are further options of each task's changelog:
+	// ReplicationFactor, ProduceTimeout, AsyncProgress (with ExactlyOnce).
+	// Their Connection, Topic, Partitions and TransactionalID are the
+	// App's.
+	ChangelogOptions ChangelogOptions
+	// Options are runtime options of every task's query (a trigger,
+	// listeners, a state cache size: each task has its own). The App
+	// sets the checkpoint and the committer.
+	Options []runtime.Option
+	// RepartitionBy, when set, makes the App write the input through a
+	// repartition topic first, as Kafka Streams does for a grouping by
+	// something other than the message key: for each record, the key
+	// RepartitionBy returns is the key of the record's copy in the topic
+	// (Group and "-repartition", made at the first start with as many
+	// partitions as the input, and checked after), so that the records of
+	// a key are in one partition of it and reach one task. The tasks'
+	// sources (Task.Source) then read the repartition topic. The copying
+	// runs as a task of its own per input partition (a query named Group
+	// "/repartition/" and the partition, its progress in the changelog
+	// topic Group and "-repartition-changelog"), exactly once with
+	// ExactlyOnce. A record for which RepartitionBy fails is a dead
+	// letter of that query.
+	RepartitionBy func(m *Message) ([]byte, error)
+	// OnAssigned and OnRevoked, when set, are called with the partitions
+	// whose tasks the instance starts and, once they have stopped, those
+	// it gave up, from the group's goroutine.
+	OnAssigned, OnRevoked func(partitions []int32)
+}
+
+// Starter is what a task's build function returns: a pipeline that
+// starts as a query, such as a *typed.Writer.
+type Starter interface {
+	Start(ctx context.Context, opts ...runtime.Option) (*runtime.Query, error)
+}
+
+// Task is the part of an App that owns one partition of its input: one
+// query, with its own checkpoint, changelog partition and, exactly once,
+// transactions. Its build function makes the query's sources with Source
+// and its Kafka sinks with Transactions. A Task is used by its build
+// function only; its methods are not safe for concurrent use.
+type Task struct {
+	// Partition is the input partition the task owns.
+	Partition int32
+	app       *App
+	txn       *Transactions
+	closers   []func()
+}
+
+// Source returns a source of the task's partition of the App's topics
+// (of the repartition topic, with RepartitionBy), with opts for the rest
+// (starting offsets, MaxOffsetsPerTrigger, ...): its Connection, Topics,
+// TopicPattern and Partitions are the App's. It is closed with the task.
+func (t *Task) Source(opts Options) *TopicSource {
+	opts.Connection = t.app.opts.Connection
+	opts.Topics, opts.TopicPattern = nil, ""
+	opts.Partitions = map[string][]int32{}
+	topics := t.app.opts.Topics
+	if t.app.opts.RepartitionBy != nil {
+		topics = []string{t.app.repartitionTopic()}
+	}
+	for _, topic := range topics {
+		opts.Partitions[topic] = []int32{t.Partition}
+	}
+	if opts.Name == "" {
+		opts.Name = "kafka:" + topics[0] + "/" + strconv.Itoa(int(t.Partition))
+	}
+	s := Source(opts)
+	t.OnClose(s.Close)
+	return s
+}
+
+// Transactions returns the task's transactions, for its Kafka sinks and
+// dead-letter topic (SinkOptions.Transactions), or nil without
+// AppOptions.ExactlyOnce.
+func (t *Task) Transactions() *Transactions { return t.txn }
+
+// OnClose registers f to run when the task has stopped: to close a sink
+// the build function made.
+func (t *Task) OnClose(f func()) { t.closers = append(t.closers, f) }
+
+// App runs a streaming application over Kafka on any number of
+// instances, as Kafka Streams does: the instances join one consumer group,
+// the group divides the input's partitions among them, and an instance
+// runs one task per partition it is given, each a query of its own over
+// that partition, with its state in a checkpoint of its own and in the
+// partition's changelog partition. When a partition moves (an instance
+// joins, leaves or dies), the instance that gives it up stops its task
+// after the batch in flight commits, and the one that takes it starts
+// the task, which restores the partition's state from the changelog (from
+// where its local checkpoint, if it has one, stopped) and resumes at the
+// partition's committed offsets.
+//
+// Rows of a key must reach one partition (the message key is the
+// grouping key, hashed by the producer), or each task counts its own
+// part of the key. Each task keeps its own event-time watermark, as each
+// Kafka Streams task keeps its own stream time.
+//
+// Make one with NewApp and call Run. The methods are safe for concurrent
+// use.
+type App struct {
+	opts  AppOptions
+	build func(*Task) (Starter, error)
+	err   error
+
+	mu    sync.Mutex
+	tasks map[int32]*runningTask
+	// group is the group's client, while Run runs; read are the offsets
+	// each task's last batch read to, which the group's committed
+	// offsets follow.
+	group *kgo.Client
+	read  map[int32]*readOffsets
+	// failed receives the first task failure.
+	failed chan error
+	// partitions is the input's partition count.
+	partitions int32
+	// abandoned makes the tasks stop as if their process died: their
+	// transactions neither committed nor aborted (tests).
+	abandoned atomic.Bool
+}
+
+// runningTask is a task's query as it runs: cancel stops it, done is
+// closed once it has stopped and the task's resources are closed.
+type runningTask struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// NewApp returns an application whose task of each partition runs the
+// query build returns (see App). Options that do not validate make Run
+// fail with what is wrong.
+func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
+	opts.Topics = slices.Clone(opts.Topics)
+	opts.Options = slices.Clone(opts.Options)
+	if opts.Changelog == "" && opts.Group != "" {
+		opts.Changelog = opts.Group + "-changelog"
+	}
+	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}}
+	a.err = opts.validate()
+	if build == nil {
+		a.err = errors.Join(a.err, errors.New("streamgen: kafka app: no build function"))
+	}
+	return a
+}
+
+func (o *AppOptions) validate() error {
+	var errs []error
+	if err := o.Connection.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.Group == "" {
+		errs = append(errs, errors.New("no Group"))
+	}
+	if len(o.Topics) == 0 {
+		errs = append(errs, errors.New("no Topics"))
+	}
+	for _, t := range o.Topics {
+		if !legalTopic.MatchString(t) {
+			errs = append(errs, fmt.Errorf("Topics: %q is not a legal topic name", t))
+		}
+	}
+	if o.Dir == "" {
+		errs = append(errs, errors.New("no Dir"))
+	}
+	if o.ChangelogOptions.AsyncProgress && !o.ExactlyOnce {
+		errs = append(errs, errors.New("ChangelogOptions.AsyncProgress needs ExactlyOnce"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("streamgen: kafka app: options: %w", err)
+	}
+	return nil
+}
+
+// Run joins the group and runs the tasks of the partitions the group
+// gives this instance, until ctx is done (the tasks stop after their
+// batches in flight, and the instance leaves the group: nil) or a task
+// fails (the others stop too, and Run returns its error).
+func (a *App) Run(ctx context.Context) error {
+	if a.err != nil {
+		return a.err
+	}
+	partitions, err := a.checkTopics(ctx)
+	if err != nil {
+		return err
+	}
+	a.partitions = partitions
+	if a.opts.RepartitionBy != nil {
+		if err := a.ensureRepartitionTopic(ctx); err != nil {
+			return err
+		}
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	group, err := a.opts.Connection.newClient(
+		kgo.ConsumerGroup(a.opts.Group),
+		kgo.ConsumeTopics(a.opts.Topics[0]),
+		kgo.DisableAutoCommit(),
+		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+			a.assigned(runCtx, assigned[a.opts.Topics[0]])
+		}),
+		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
+			a.revoked(revoked[a.opts.Topics[0]])
+		}),
+		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
+			a.revoked(lost[a.opts.Topics[0]])
+		}),
+	)
+	if err != nil {
+		return fmt.Errorf("streamgen: kafka app %q: client: %w", a.opts.Group, err)
+	}
+	a.mu.Lock()
+	a.group = group
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		a.group = nil
+		a.mu.Unlock()
+	}()
+	// The group only assigns partitions: the tasks' sources read them.
+	group.PauseFetchTopics(a.opts.Topics[0])
+	retried := make(chan struct{})
+	go func() {
+		defer close(retried)
+		a.retryCommits(runCtx)
+	}()
+	polled := make(chan struct{})
+	go func() {
+		// Polled, though nothing is fetched (the topic is paused): the
+		// poll returns when Run ends.
+		defer close(polled)
+		for runCtx.Err() == nil {
+			if group.PollFetches(runCtx).IsClientClosed() {
+				return
+			}
+		}
+	}()
+	select {
+	case <-runCtx.Done():
+	case err = <-a.failed:
+	}
+	cancel()
+	<-polled
+	<-retried
+	group.Close() // leaves the group: the revoke stops the tasks
+	a.revoked(a.running())
+	return err
+}
+
+// checkTopics returns the partition count of the input topics, which
+// must be equal.
+func (a *App) checkTopics(ctx context.Context) (int32, error) {
+	client, err := a.opts.Connection.newClient()
+	if err != nil {
+		return 0, fmt.Errorf("streamgen: kafka app %q: client: %w", a.opts.Group, err)
+	}
+	defer client.Close()
+	details, err := kadm.NewClient(client).ListTopics(ctx, a.opts.Topics...)
+	if err == nil {
+		err = details.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("streamgen: kafka app %q: describe the input topics: %w", a.opts.Group, err)
+	}
+	var n int32 = -1
+	for _, topic := range a.opts.Topics {
+		d, ok := details[topic]
+		if !ok {
+			return 0, fmt.Errorf("streamgen: kafka app %q: input topic %q does not exist", a.opts.Group, topic)
+		}
+		switch p := int32(len(d.Partitions)); {
+		case n < 0:
+			n = p
+		case p != n:
+			return 0, fmt.Errorf("streamgen: kafka app %q: topic %q has %d partitions and %q has %d: the inputs of an app must be co-partitioned (the same partitions, a key in the same partition of each)",
+				a.opts.Group, a.opts.Topics[0], n, topic, p)
+		}
+	}
+	return n, nil
+}
+
+// running returns the partitions of the tasks running.
+func (a *App) running() []int32 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	parts := make([]int32, 0, len(a.tasks))
+	for p := range a.tasks {
+		parts = append(parts, p)
+	}
+	slices.Sort(parts)
+	return parts
+}
+
+// Tasks returns the partitions whose tasks run on this instance now.
+func (a *App) Tasks() []int32 { return a.running() }
+
+// assigned starts the tasks of partitions.
+func (a *App) assigned(ctx context.Context, partitions []int32) {
+	var started []int32
+	for _, p := range partitions {
+		a.mu.Lock()
+		_, running := a.tasks[p]
+		a.mu.Unlock()
+		if running {
+			continue
+		}
+		a.start(ctx, p)
+		started = append(started, p)
+	}
+	if len(started) > 0 && a.opts.OnAssigned != nil {
+		a.opts.OnAssigned(started)
+	}
+}
+
+// start starts the task of partition p: its query runs on a goroutine
+// that the task's entry owns, until it is cancelled or fails.
+func (a *App) start(ctx context.Context, p int32) {
+	ctx, cancel := context.WithCancel(ctx)
+	rt := &runningTask{cancel: cancel, done: make(chan struct{})}
+	a.mu.Lock()
+	a.tasks[p] = rt
+	a.mu.Unlock()
+	run := func(what string, task func(context.Context, int32) error) func() {
+		return func() {
+			if err := task(ctx, p); err != nil && ctx.Err() == nil {
+				select {
+				case a.failed <- fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err):
+				default:
+				}
+			}
+		}
+	}
+	go func() {
+		defer close(rt.done)
+		var wg sync.WaitGroup
+		if a.opts.RepartitionBy != nil {
+			wg.Go(run("repartition task", a.runRepartition))
+		}
+		wg.Go(run("task", a.runTask))
+		wg.Wait()
+	}()
+}
+
+// runTask builds, starts and runs the task of partition p until ctx is
+// done or its query fails.
+func (a *App) runTask(ctx context.Context, p int32) error {
+	task := &Task{Partition: p, app: a}
+	defer func() {
+		for i := len(task.closers) - 1; i >= 0; i-- {
+			task.closers[i]()
+		}
+	}()
+	copts := a.opts.ChangelogOptions
+	copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, a.opts.Changelog, a.partitions
+	copts.TransactionalID = a.opts.Group + "-" + strconv.Itoa(int(p))
+	committer, txn, store := a.taskCommitter(copts, task)
+	task.txn = txn
+	pipeline, err := a.build(task)
+	if err != nil {
+		return fmt.Errorf("build: %w", err)
+	}
+	opts := append(slices.Clone(a.opts.Options), runtime.Checkpoint(filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))), committer,
+		runtime.Name(a.opts.Group+"/"+strconv.Itoa(int(p))))
+	if a.opts.RepartitionBy == nil {
+		opts = append(opts, runtime.Listener(groupOffsets{a, p}))
+	}
+	q, err := pipeline.Start(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	slog.Info("streamgen: kafka app: task started", "group", a.opts.Group, "partition", p)
+	if a.opts.RepartitionBy == nil {
+		a.followStore(p, store.Load())
+	}
+	return q.AwaitTermination()
+}
+
+// taskCommitter returns the committer option of a task's query (its
+// changelog partition, through transactions with ExactlyOnce, which it
+// returns too) and where the store it commits to will be once the query
+// has started.
+func (a *App) taskCommitter(copts ChangelogOptions, task *Task) (runtime.Option, *Transactions, *atomic.Pointer[runtime.Store]) {
+	var txn *Transactions
+	if a.opts.ExactlyOnce {
+		txn = ExactlyOnce(copts)
+		txn.task, txn.app = task.Partition, a
+		task.OnClose(txn.Close)
+	}
+	store := new(atomic.Pointer[runtime.Store])
+	return runtime.WithCommitter(func(s *runtime.Store) runtime.Committer {
+		store.Store(s)
+		c := newChangelog(copts, s)
+		c.txn, c.task = txn, task.Partition
+		return c
+	}), txn, store
+}
+
+// followStore moves the group's offsets of partition p to those of the
+// task's checkpoint as it starts (restored, perhaps, from a changelog
+// that an instance that died wrote further than it committed to the
+// group): a task with nothing new to read runs no batch to move them.
+func (a *App) followStore(p int32, s *runtime.Store) {
+	if s == nil {
+		return
+	}
+	progress, ok, err := s.Progress()
+	if err != nil || !ok {
+		return
+	}
+	qp := runtime.QueryProgress{}
+	for _, raw := range progress.Offsets {
+		qp.Sources = append(qp.Sources, runtime.SourceProgress{EndOffset: string(raw)})
+	}
+	groupOffsets{a, p}.OnQueryProgress(qp)
+}
+
+// revoked stops the tasks of partitions, each after its batch in flight,
+// and waits for them.
+func (a *App) revoked(partitions []int32) {
+	var stopped []int32
+	for _, p := range partitions {
+		a.mu.Lock()
+		rt, ok := a.tasks[p]
+		delete(a.tasks, p)
+		a.mu.Unlock()
+		if !ok {
+			continue
+		}
+		rt.cancel()
+		<-rt.done
+		stopped = append(stopped, p)
+		a.commitRead(p, true)
+	}
+	if len(stopped) > 0 && a.opts.OnRevoked != nil {
+		a.opts.OnRevoked(stopped)
+	}
+}
+
+// groupOffsets is a task's listener that moves the group's committed
+// offsets of the task's partitions to where its batches have read, so
+// that tools reading a group's lag see the App's. The offsets that
+// count are in the task's checkpoint and changelog: these follow them,
+// asynchronously, and at the latest when the task stops.
+type groupOffsets struct {
+	a *App
+	p int32
+}
+
+func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
+	read := map[string]map[int32]kgo.EpochOffset{}
+	for _, src := range qp.Sources {
+		o, err := decodeOffsets(json.RawMessage(src.EndOffset))
+		if err != nil {
+			continue // not a Kafka source's
+		}
+		for tp, off := range o {
+			if read[tp.topic] == nil {
+				read[tp.topic] = map[int32]kgo.EpochOffset{}
+			}
+			read[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
+		}
+	}
+	if len(read) == 0 {
+		return
+	}
+	g.a.mu.Lock()
+	r := g.a.read[g.p]
+	if r == nil {
+		r = &readOffsets{}
+		g.a.read[g.p] = r
+	}
+	r.offsets, r.seq = read, r.seq+1
+	g.a.mu.Unlock()
+	g.a.commitRead(g.p, false)
+}
+
+// readOffsets are the offsets a task has read to: seq numbers their
+// updates, and committed is the seq the group last confirmed.
+type readOffsets struct {
+	offsets        map[string]map[int32]kgo.EpochOffset
+	seq, committed int64
+}
+
+// commitRead commits to the group the offsets partition p's task read
+// to: asynchronously, or (a task stopped, in a revoke) synchronously. A
+// commit the group refuses (one that races a rebalance) is tried again
+// by retryCommits.
+func (a *App) commitRead(p int32, sync bool) {
+	a.mu.Lock()
+	group, r := a.group, a.read[p]
+	var read map[string]map[int32]kgo.EpochOffset
+	var seq int64
+	if r != nil {
+		read, seq = r.offsets, r.seq
+	}
+	a.mu.Unlock()
+	if group == nil || len(read) == 0 {
+		return
+	}
+	done := func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err == nil && resp != nil {
+			for _, t := range resp.Topics {
+				for _, p := range t.Partitions {
+					if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil && err == nil {
+						err = perr
+					}
+				}
+			}
+		}
+		if err != nil {
+			slog.Debug("streamgen: kafka app: commit the group's offsets", "group", a.opts.Group, "partition", p, "error", err)
+			return
+		}
+		a.mu.Lock()
+		r.committed = max(r.committed, seq)
+		a.mu.Unlock()
+	}
+	if sync {
+		ctx, cancel := context.WithTimeout(context.Background(), defaultChangelogProduceTimeout)
+		defer cancel()
+		group.CommitOffsetsSync(ctx, read, done)
+		return
+	}
+	group.CommitOffsets(context.Background(), read, done)
+}
+
+// groupCommitRetry is how often retryCommits looks for offsets the group
+// has not confirmed.
+const groupCommitRetry = 500 * time.Millisecond
+
+// retryCommits commits again, every groupCommitRetry until ctx is done,
+// the offsets of running tasks that the group has not confirmed.
+func (a *App) retryCommits(ctx context.Context) {
+	tick := time.NewTicker(groupCommitRetry)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		a.mu.Lock()
+		var retry []int32
+		for p, r := range a.read {
+			if _, running := a.tasks[p]; running && r.committed < r.seq {
+				retry = append(retry, p)
+			}
+		}
+		a.mu.Unlock()
+		for _, p := range retry {
+			a.commitRead(p, false)
+		}
+	}
+}
+
+// repartitionTopic is the topic RepartitionBy's copies go to.
+func (a *App) repartitionTopic() string { return a.opts.Group + "-repartition" }
+
+// ensureRepartitionTopic creates the repartition topic with the input's
+// partition count, or checks the one there.
+func (a *App) ensureRepartitionTopic(ctx context.Context) error {
+	client, err := a.opts.Connection.newClient()
+	if err != nil {
+		return fmt.Errorf("streamgen: kafka app %q: client: %w", a.opts.Group, err)
+	}
+	defer client.Close()
+	adm := kadm.NewClient(client)
+	topic := a.repartitionTopic()
+	rf := a.opts.ChangelogOptions.ReplicationFactor
+	if rf == 0 {
+		rf = -1
+	}
+	resp, err := adm.CreateTopic(ctx, a.partitions, rf, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, kerr.TopicAlreadyExists) {
+		return fmt.Errorf("streamgen: kafka app %q: create the repartition topic %q: %w", a.opts.Group, topic, err)
+	}
+	details, err := adm.ListTopics(ctx, topic)
+	if err == nil {
+		err = details.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("streamgen: kafka app %q: describe the repartition topic %q: %w", a.opts.Group, topic, err)
+	}
+	if n := int32(len(details[topic].Partitions)); n != a.partitions {
+		return fmt.Errorf("streamgen: kafka app %q: the repartition topic %q has %d partitions, and the input %d: they must be equal (delete the topic to have it made again)",
+			a.opts.Group, topic, n, a.partitions)
+	}
+	return nil
+}
+
+// repartitioned is a record on its way to the repartition topic.
+type repartitioned struct {
+	key, value []byte
+	headers    []Header
+	timestamp  time.Time
+}
+
+// runRepartition runs the repartition task of partition p: a query that
+// copies the input's partition p to the repartition topic, each record
+// keyed by RepartitionBy, until ctx is done or it fails.
+func (a *App) runRepartition(ctx context.Context, p int32) error {
+	task := &Task{Partition: p, app: a}
+	defer func() {
+		for i := len(task.closers) - 1; i >= 0; i-- {
+			task.closers[i]()
+		}
+	}()
+	copts := a.opts.ChangelogOptions
+	copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, a.opts.Group+"-repartition-changelog", a.partitions
+	copts.TransactionalID = a.opts.Group + "-repartition-" + strconv.Itoa(int(p))
+	committer, txn, store := a.taskCommitter(copts, task)
+	partitions := map[string][]int32{}
+	for _, topic := range a.opts.Topics {
+		partitions[topic] = []int32{p}
+	}
+	src := Source(Options{Connection: a.opts.Connection, Partitions: partitions, StartingOffsets: Earliest(),
+		Name: "kafka:" + a.opts.Topics[0] + "/" + strconv.Itoa(int(p))})
+	task.OnClose(src.Close)
+	sink := &repartitionSink{topic: a.repartitionTopic(),
+		producer: producer{conn: a.opts.Connection, what: "kafka repartition topic " + strconv.Quote(a.repartitionTopic()), txn: txn}}
+	task.OnClose(sink.close)
+	rows := From(src, func(m *Message) (repartitioned, error) {
+		key, err := a.opts.RepartitionBy(m)
+		if err != nil {
+			return repartitioned{}, err
+		}
+		return repartitioned{key: key, value: m.Value, headers: m.Headers, timestamp: m.Timestamp}, nil
+	})
+	opts := append(slices.Clone(a.opts.Options), runtime.Checkpoint(filepath.Join(a.opts.Dir, "repartition", strconv.Itoa(int(p)))), committer,
+		runtime.Name(a.opts.Group+"/repartition/"+strconv.Itoa(int(p))), runtime.Listener(groupOffsets{a, p}))
+	q, err := typed.WriteTo(rows, typed.Sink[repartitioned](sink)).Start(ctx, opts...)
+	if err != nil {
+		return err
+	}
+	a.followStore(p, store.Load())
+	return q.AwaitTermination()
+}
+
+// repartitionSink writes a batch's copies to the repartition topic,
+// partitioned by their new key as the Java client does.
+type repartitionSink struct {
+	topic string
+	producer
+}
+
+func (s *repartitionSink) Write(ctx context.Context, batchID int64, rows []repartitioned) error {
+	records := make([]*kgo.Record, len(rows))
+	for i := range rows {
+		r := &rows[i]
+		records[i] = &kgo.Record{Topic: s.topic, Key: r.key, Value: r.value, Headers: r.headers, Timestamp: r.timestamp}
+	}
+	if err := s.produce(ctx, records); err != nil {
+		return fmt.Errorf("streamgen: %s: batch %d: %w", s.what, batchID, err)
+	}
+	return nil
+}
+
+func (s *repartitionSink) close() { s.producer.close() }

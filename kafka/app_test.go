@@ -1,0 +1,306 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/kafka"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// appWatch follows the instances of an app: the rows their tasks read and
+// the partitions each runs, signalling every change.
+type appWatch struct {
+	mu      sync.Mutex
+	rows    int64
+	changed chan struct{}
+}
+
+func newAppWatch() *appWatch { return &appWatch{changed: make(chan struct{}, 1)} }
+
+func (w *appWatch) signal() {
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (w *appWatch) OnQueryProgress(p runtime.QueryProgress) {
+	w.mu.Lock()
+	if !strings.Contains(p.Name, "/repartition/") { // the rows the counting tasks read
+		w.rows += p.NumInputRows
+	}
+	w.mu.Unlock()
+	w.signal()
+}
+
+// waitFor waits until done holds, checking it at every change.
+func (w *appWatch) waitFor(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	ctx := testContext(t)
+	for {
+		w.mu.Lock()
+		ok := done()
+		w.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-w.changed:
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		}
+	}
+}
+
+// sameRows fails the test unless the tasks read n rows in all: more is
+// rows read twice.
+func (w *appWatch) sameRows(t *testing.T, n int64) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.rows != n {
+		t.Fatalf("the tasks read %d rows, want %d: rows read twice", w.rows, n)
+	}
+}
+
+// runningApp is an instance of the app, running until stopped.
+type runningApp struct {
+	app    *kafka.App
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func (r *runningApp) stop(t *testing.T) {
+	t.Helper()
+	r.cancel()
+	if err := <-r.done; err != nil {
+		t.Fatalf("the instance ended with %v", err)
+	}
+}
+
+// TestAppScalesOut counts clicks per user with an App over a topic of
+// four partitions, exactly once. One instance takes all four partitions;
+// a second joins and takes some of them, restoring their state from the
+// changelog; the first leaves, and the second takes the rest. Every
+// user's counts, read back with read_committed, rise at each update and
+// end at a plain loop's count: no state was lost or counted twice as the
+// partitions moved.
+func TestAppScalesOut(t *testing.T) {
+	conn, adm := newCluster(t)
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	createTopic(t, adm, "clicks", 4)
+	createTopic(t, adm, "counts", 2)
+	in := clicks(600, 10)
+	watch := newAppWatch()
+	var assignments []string
+	start := func(name string) *runningApp {
+		t.Helper()
+		var app *kafka.App
+		app = kafka.NewApp(kafka.AppOptions{
+			Connection:  conn,
+			Group:       "counter",
+			Topics:      []string{"clicks"},
+			Dir:         "tasks",
+			ExactlyOnce: true,
+			Options:     []runtime.Option{runtime.FileSystem(vfs.NewMem()), runtime.PollInterval(time.Millisecond), runtime.Listener(watch)},
+			OnAssigned: func(ps []int32) {
+				watch.mu.Lock()
+				assignments = append(assignments, name)
+				watch.mu.Unlock()
+				watch.signal()
+			},
+			OnRevoked: func([]int32) { watch.signal() },
+		}, func(task *kafka.Task) (kafka.Starter, error) {
+			src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest()})
+			sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
+				Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
+			task.OnClose(sink.Close)
+			byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
+			return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+		})
+		ctx, cancel := context.WithCancel(testContext(t))
+		r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- app.Run(ctx) }()
+		return r
+	}
+	all := []int32{0, 1, 2, 3}
+	first := start("first")
+	defer first.cancel()
+	watch.waitFor(t, "the first instance to run all four tasks", func() bool { return slices.Equal(first.app.Tasks(), all) })
+	produce(t, conn, clickRecords(t, "clicks", 4, in[:200])...)
+	watch.waitFor(t, "200 rows", func() bool { return watch.rows >= 200 })
+	watch.sameRows(t, 200)
+
+	second := start("second")
+	defer second.cancel()
+	watch.waitFor(t, "the second instance to take partitions", func() bool {
+		a, b := first.app.Tasks(), second.app.Tasks()
+		return len(b) > 0 && len(a)+len(b) == 4 && slices.Equal(slices.Sorted(slices.Values(append(a, b...))), all)
+	})
+	produce(t, conn, clickRecords(t, "clicks", 4, in[200:400])...)
+	watch.waitFor(t, "400 rows", func() bool { return watch.rows >= 400 })
+	watch.sameRows(t, 400)
+
+	first.stop(t)
+	watch.waitFor(t, "the second instance to run all four tasks", func() bool { return slices.Equal(second.app.Tasks(), all) })
+	produce(t, conn, clickRecords(t, "clicks", 4, in[400:])...)
+	watch.waitFor(t, "600 rows", func() bool { return watch.rows >= 600 })
+	watch.sameRows(t, 600)
+	second.stop(t)
+
+	out := map[string][]int64{}
+	for _, rec := range consumeWith(t, conn, adm, "counts", kgo.ReadCommitted()) {
+		var u fixtures.UserCount
+		if err := u.UnmarshalJSON(rec.Value); err != nil {
+			t.Fatal(err)
+		}
+		out[u.User] = append(out[u.User], u.Count)
+	}
+	onceEach(t, out, in)
+
+	// The group's committed offsets follow the tasks': no lag.
+	committed, err := adm.FetchOffsets(testContext(t), "counter")
+	if err == nil {
+		err = committed.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(testContext(t), "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ends.Each(func(o kadm.ListedOffset) {
+		c, _ := committed.Lookup("clicks", o.Partition)
+		if c.At != o.Offset {
+			t.Errorf("partition %d: the group committed offset %d, and the partition ends at %d", o.Partition, c.At, o.Offset)
+		}
+	})
+}
+
+// TestAppRefusesAndFails: topics that are not co-partitioned are refused
+// with their partition counts, and a task that fails ends Run with its
+// error, naming the partition.
+func TestAppRefusesAndFails(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "a", 2)
+	createTopic(t, adm, "b", 3)
+	build := func(task *kafka.Task) (kafka.Starter, error) {
+		return nil, errors.New("no pipeline for partition " + strconv.Itoa(int(task.Partition)))
+	}
+	err := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "g", Topics: []string{"a", "b"}, Dir: t.TempDir()}, build).Run(testContext(t))
+	if err == nil || !strings.Contains(err.Error(), `topic "a" has 2 partitions and "b" has 3`) {
+		t.Fatalf("Run on topics of 2 and 3 partitions gave %v", err)
+	}
+	err = kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "g", Topics: []string{"a"}, Dir: t.TempDir()}, build).Run(testContext(t))
+	if err == nil || !strings.Contains(err.Error(), "task ") || !strings.Contains(err.Error(), "no pipeline for partition") {
+		t.Fatalf("Run with a failing task gave %v", err)
+	}
+}
+
+// TestAppRepartitions counts clicks per user from a topic whose records
+// are not keyed by user (spread over three partitions in turn): the App
+// writes them through its repartition topic keyed by user
+// (RepartitionBy), so that each user's clicks reach one task. Two
+// instances share the work, exactly once; the counts, read back with
+// read_committed, are a plain loop's, and each user is in one partition
+// of the repartition topic.
+func TestAppRepartitions(t *testing.T) {
+	conn, adm := newCluster(t)
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	createTopic(t, adm, "clicks", 3)
+	createTopic(t, adm, "counts", 2)
+	in := clicks(450, 11)
+	records := func(part []fixtures.Click, from int) []*kgo.Record {
+		out := make([]*kgo.Record, len(part))
+		for i := range part {
+			v, err := part[i].MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[i] = &kgo.Record{Topic: "clicks", Partition: int32((from + i) % 3), Value: v}
+		}
+		return out
+	}
+	watch := newAppWatch()
+	start := func() *runningApp {
+		t.Helper()
+		app := kafka.NewApp(kafka.AppOptions{
+			Connection:  conn,
+			Group:       "by-user",
+			Topics:      []string{"clicks"},
+			Dir:         "tasks",
+			ExactlyOnce: true,
+			RepartitionBy: func(m *kafka.Message) ([]byte, error) {
+				var c fixtures.Click
+				if err := c.UnmarshalJSON(m.Value); err != nil {
+					return nil, err
+				}
+				return []byte(c.User), nil
+			},
+			Options:    []runtime.Option{runtime.FileSystem(vfs.NewMem()), runtime.PollInterval(time.Millisecond), runtime.Listener(watch)},
+			OnAssigned: func([]int32) { watch.signal() },
+			OnRevoked:  func([]int32) { watch.signal() },
+		}, func(task *kafka.Task) (kafka.Starter, error) {
+			src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest()})
+			sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
+				Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
+			task.OnClose(sink.Close)
+			byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
+			return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+		})
+		ctx, cancel := context.WithCancel(testContext(t))
+		r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- app.Run(ctx) }()
+		return r
+	}
+	first := start()
+	defer first.cancel()
+	produce(t, conn, records(in[:200], 0)...)
+	watch.waitFor(t, "200 rows", func() bool { return watch.rows >= 200 })
+	watch.sameRows(t, 200)
+	second := start()
+	defer second.cancel()
+	watch.waitFor(t, "the second instance to take partitions", func() bool {
+		a, b := first.app.Tasks(), second.app.Tasks()
+		return len(a) > 0 && len(b) > 0 && len(a)+len(b) == 3
+	})
+	produce(t, conn, records(in[200:], 200)...)
+	watch.waitFor(t, "450 rows", func() bool { return watch.rows >= 450 })
+	watch.sameRows(t, 450)
+	first.stop(t)
+	second.stop(t)
+
+	out := map[string][]int64{}
+	for _, rec := range consumeWith(t, conn, adm, "counts", kgo.ReadCommitted()) {
+		var u fixtures.UserCount
+		if err := u.UnmarshalJSON(rec.Value); err != nil {
+			t.Fatal(err)
+		}
+		out[u.User] = append(out[u.User], u.Count)
+	}
+	onceEach(t, out, in)
+	partitionOf := map[string]int32{}
+	for _, rec := range consumeWith(t, conn, adm, "by-user-repartition", kgo.ReadCommitted()) {
+		if p, ok := partitionOf[string(rec.Key)]; ok && p != rec.Partition {
+			t.Fatalf("user %s is in partitions %d and %d of the repartition topic", rec.Key, p, rec.Partition)
+		}
+		partitionOf[string(rec.Key)] = rec.Partition
+	}
+	if len(partitionOf) != len(expectedCounts(in)) {
+		t.Fatalf("the repartition topic holds %d users, want %d", len(partitionOf), len(expectedCounts(in)))
+	}
+}

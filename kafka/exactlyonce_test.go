@@ -1,0 +1,497 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/kafka"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// eosRun is the count per user of TestCountPerUserThroughKafka committed
+// through exactly-once transactions: clicks from a three-partition topic,
+// counts to a two-partition topic, the changelog in a third.
+type eosRun struct {
+	cluster *kafka.EmbeddedCluster
+	conn    kafka.Connection
+	adm     *kadm.Client
+	src     *kafka.TopicSource
+}
+
+func newEOSRun(t *testing.T) *eosRun {
+	cluster, err := kafka.Embedded(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	conn := cluster.Connection()
+	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	adm := kadm.NewClient(client)
+	createTopic(t, adm, "clicks", 3)
+	createTopic(t, adm, "counts", 2)
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"clicks"},
+		StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 40})
+	t.Cleanup(src.Close)
+	return &eosRun{cluster: cluster, conn: conn, adm: adm, src: src}
+}
+
+// transactions returns transactions of the query, closed with the test:
+// each call stands for a process of its own, with the same
+// transactional ID.
+func (r *eosRun) transactions(t *testing.T) *kafka.Transactions {
+	eos := kafka.ExactlyOnce(kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog"})
+	t.Cleanup(eos.Close)
+	return eos
+}
+
+// sink returns the Kafka sink of counts, in the transactions eos; wrap
+// may wrap it (to inject a fault).
+func (r *eosRun) pipeline(t *testing.T, eos *kafka.Transactions, wrap func(typed.Sink[fixtures.UserCount]) typed.Sink[fixtures.UserCount]) *typed.Writer[fixtures.UserCount] {
+	sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: r.conn, Topic: "counts",
+		Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: eos})
+	t.Cleanup(sink.Close)
+	var s typed.Sink[fixtures.UserCount] = sink
+	if wrap != nil {
+		s = wrap(s)
+	}
+	byUser := typed.GroupByKey(typed.From[fixtures.Click](r.src), func(c *fixtures.Click) string { return c.User })
+	return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), s)
+}
+
+// counts reads the output topic with the isolation level given: each
+// user's counts in the order written.
+func (r *eosRun) counts(t *testing.T, isolation kgo.IsolationLevel) map[string][]int64 {
+	t.Helper()
+	out := map[string][]int64{}
+	for _, rec := range consumeWith(t, r.conn, r.adm, "counts", isolation) {
+		var u fixtures.UserCount
+		if err := u.UnmarshalJSON(rec.Value); err != nil {
+			t.Fatalf("output %s/%d@%d: %v", rec.Topic, rec.Partition, rec.Offset, err)
+		}
+		out[u.User] = append(out[u.User], u.Count) // a user's updates are in one partition, in order
+	}
+	return out
+}
+
+// onceEach checks that each user's counts, as a read_committed consumer
+// sees them, rise at every update (a batch written twice would repeat
+// one) and end at the plain loop's count over in.
+func onceEach(t *testing.T, got map[string][]int64, in []fixtures.Click) {
+	t.Helper()
+	want := expectedCounts(in)
+	if len(got) != len(want) {
+		t.Fatalf("counts of %d users, want %d", len(got), len(want))
+	}
+	for user, w := range want {
+		counts := got[user]
+		for i := 1; i < len(counts); i++ {
+			if counts[i] <= counts[i-1] {
+				t.Fatalf("user %s: counts %v: update %d repeats or goes back (a batch seen twice)", user, counts, i)
+			}
+		}
+		if len(counts) == 0 || counts[len(counts)-1] != w.Count {
+			t.Fatalf("user %s: counts %v, want them to end at %d", user, counts, w.Count)
+		}
+	}
+}
+
+// repeats says whether some user's counts repeat one.
+func repeats(counts map[string][]int64) bool {
+	for _, cs := range counts {
+		for i := 1; i < len(cs); i++ {
+			if cs[i] <= cs[i-1] {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// TestExactlyOnceAbortsAFailedBatch fails the query after the sink wrote
+// batch 2 in its transaction, before the commit, and starts it again: a
+// read_committed reader sees every batch once, while a read_uncommitted
+// reader also sees the aborted first write of batch 2.
+func TestExactlyOnceAbortsAFailedBatch(t *testing.T) {
+	r := newEOSRun(t)
+	in := clicks(300, 3)
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in)...)
+	eos := r.transactions(t)
+	faulty := &failOnce[fixtures.UserCount]{batch: 2}
+	wrap := func(s typed.Sink[fixtures.UserCount]) typed.Sink[fixtures.UserCount] { faulty.Sink = s; return faulty }
+	ck := newCheckpoint()
+
+	q, err := r.pipeline(t, eos, wrap).Start(testContext(t), ck.opts(eos.Option(), runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); !errors.Is(err, errInjected) {
+		t.Fatalf("the first run ended with %v, want the injected fault", err)
+	}
+	runAvailableNow(t, r.pipeline(t, eos, wrap), ck, eos.Option())
+
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
+	if !repeats(r.counts(t, kgo.ReadUncommitted())) {
+		t.Fatal("a read_uncommitted reader sees no batch twice: the failed batch wrote nothing, and this test tests nothing")
+	}
+}
+
+// TestExactlyOnceCommitFailure fails the request that commits batch 2's
+// transaction: the transaction is aborted, the query ends with the error,
+// and a start on the same checkpoint runs the batch again, seen once.
+func TestExactlyOnceCommitFailure(t *testing.T) {
+	r := newEOSRun(t)
+	in := clicks(300, 8)
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in)...)
+	eos := r.transactions(t)
+	var ends atomic.Int64
+	var armed atomic.Bool
+	armed.Store(true)
+	fake := kafka.FakeCluster(r.cluster)
+	fake.ControlKey(int16(kmsg.EndTxn), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		req := kreq.(*kmsg.EndTxnRequest)
+		// Commits of batches 0 and 1 pass; the third commit fails.
+		if !armed.Load() || !req.Commit || ends.Add(1) != 3 {
+			return nil, nil, false
+		}
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.InvalidTxnState.Code
+		return resp, nil, true
+	})
+	ck := newCheckpoint()
+	q, err := r.pipeline(t, eos, nil).Start(testContext(t), ck.opts(eos.Option(), runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); !errors.Is(err, kerr.InvalidTxnState) {
+		t.Fatalf("the first run ended with %v, want the commit's error", err)
+	}
+	if n := len(q.RecentProgress()); n != 2 {
+		t.Fatalf("the first run committed %d batches, want 2", n)
+	}
+	armed.Store(false)
+	runAvailableNow(t, r.pipeline(t, eos, nil), ck, eos.Option())
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
+	if !repeats(r.counts(t, kgo.ReadUncommitted())) {
+		t.Fatal("a read_uncommitted reader sees no batch twice: the failed commit's batch wrote nothing, and this test tests nothing")
+	}
+}
+
+// stallSink holds the write of one batch, after the inner sink wrote it,
+// until released: a process stalled (a long pause, a partition from the
+// cluster) in the middle of its transaction.
+type stallSink[T any] struct {
+	typed.Sink[T]
+	batch            int64
+	reached, release chan struct{}
+}
+
+func (s *stallSink[T]) Write(ctx context.Context, id int64, rows []T) error {
+	if err := s.Sink.Write(ctx, id, rows); err != nil {
+		return err
+	}
+	if id == s.batch {
+		close(s.reached)
+		select {
+		case <-s.release:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// TestExactlyOnceFencesAStalledProcess stalls one process in the middle
+// of batch 2's transaction, and starts the same query in a second
+// process with a new disk (the changelog restores it). The stalled one
+// goes on as soon as the second has restored, before the second's first
+// batch: its commit fails, saying it was fenced, since the second claimed
+// the transactional ID before it read the changelog (had the first
+// committed, the second would run batch 2 again on the state before it).
+// Each batch is seen once.
+func TestExactlyOnceFencesAStalledProcess(t *testing.T) {
+	r := newEOSRun(t)
+	in := clicks(300, 4)
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in)...)
+
+	first := r.transactions(t)
+	stall := &stallSink[fixtures.UserCount]{batch: 2, reached: make(chan struct{}), release: make(chan struct{})}
+	wrap := func(s typed.Sink[fixtures.UserCount]) typed.Sink[fixtures.UserCount] { stall.Sink = s; return stall }
+	q1, err := r.pipeline(t, first, wrap).Start(testContext(t), newCheckpoint().opts(first.Option(), runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stall.reached:
+	case <-testContext(t).Done():
+		t.Fatal("the first process never reached batch 2")
+	}
+
+	second := r.transactions(t)
+	resume := &resumeOnStart{release: stall.release, stalled: q1}
+	q2 := runAvailableNow(t, r.pipeline(t, second, nil), newCheckpoint(), second.Option(), runtime.Listener(resume))
+	if got := q2.RecentProgress()[0].BatchID; got != 2 {
+		t.Fatalf("the second process began at batch %d, want 2: the changelog held batches 0 and 1", got)
+	}
+	if resume.err == nil || !strings.Contains(resume.err.Error(), "fenced") {
+		t.Fatalf("the stalled process ended with %v, want an error saying it was fenced", resume.err)
+	}
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
+}
+
+// resumeOnStart releases a stalled query when its listener's query has
+// started (its restore done, its first batch not begun), and waits for
+// the stalled one to end.
+type resumeOnStart struct {
+	release chan struct{}
+	stalled *runtime.Query
+	err     error
+}
+
+func (r *resumeOnStart) OnQueryStarted(runtime.QueryStarted) {
+	close(r.release)
+	r.err = r.stalled.AwaitTermination()
+}
+
+// copyFS copies the files under dir of from to to.
+func copyFS(t *testing.T, from, to vfs.FS, dir string) {
+	t.Helper()
+	if err := to.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	names, err := from.List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range names {
+		path := filepath.Join(dir, name)
+		info, err := from.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.IsDir() {
+			copyFS(t, from, to, path)
+			continue
+		}
+		if err := vfs.CopyAcrossFS(from, path, to, path); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestExactlyOnceCheckpointBehindKafka starts the query on a copy of its
+// checkpoint taken before its last run (as a process that died after its
+// transaction committed and before its local commit leaves it): the
+// start restores the batches Kafka committed from the changelog, and
+// does not run them again.
+func TestExactlyOnceCheckpointBehindKafka(t *testing.T) {
+	r := newEOSRun(t)
+	in := clicks(450, 5)
+	eos := r.transactions(t)
+	ck := newCheckpoint()
+	var lastBatch int64
+	run := func(ck *checkpoint, part []fixtures.Click) {
+		t.Helper()
+		produce(t, r.conn, clickRecords(t, "clicks", 3, part)...)
+		q := runAvailableNow(t, r.pipeline(t, eos, nil), ck, eos.Option())
+		progress := q.RecentProgress()
+		var rows int64
+		for _, p := range progress {
+			rows += p.NumInputRows
+		}
+		if rows != int64(len(part)) || progress[0].BatchID != lastBatch+1 {
+			t.Fatalf("a run read %d rows from batch %d, want the %d new rows from batch %d", rows, progress[0].BatchID, len(part), lastBatch+1)
+		}
+		lastBatch = progress[len(progress)-1].BatchID
+	}
+	lastBatch = -1
+	run(ck, in[:150])
+	behind := newCheckpoint()
+	copyFS(t, ck.fs, behind.fs, "ckpt")
+	run(ck, in[150:300])
+	run(behind, in[300:])
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
+}
+
+// TestExactlyOnceSinkNeedsItsQuery: a sink in transactions that no
+// running query commits fails its write saying so, rather than leave a
+// transaction open that nothing commits.
+func TestExactlyOnceSinkNeedsItsQuery(t *testing.T) {
+	r := newEOSRun(t)
+	produce(t, r.conn, clickRecords(t, "clicks", 3, clicks(10, 6))...)
+	eos := r.transactions(t)
+	q, err := r.pipeline(t, eos, nil).Start(testContext(t), newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = q.AwaitTermination()
+	if err == nil || !strings.Contains(err.Error(), "Option") {
+		t.Fatalf("a query without the transactions' Option ended with %v, want an error naming Option", err)
+	}
+	if got := r.counts(t, kgo.ReadUncommitted()); len(got) != 0 {
+		t.Fatalf("the sink wrote %v", got)
+	}
+}
+
+// TestExactlyOnceDeadLetters fails a batch after its dead letters were
+// written in its transaction: a read_committed reader of the dead-letter
+// topic sees each bad record once, after the batch is run again.
+func TestExactlyOnceDeadLetters(t *testing.T) {
+	r := newEOSRun(t)
+	createTopic(t, r.adm, "bad", 1)
+	in := clicks(120, 7)
+	records := clickRecords(t, "clicks", 3, in)
+	garbage := []string{"{not json", "[1,2", "\"x\""}
+	for i, g := range garbage {
+		records = slices.Insert(records, 20+30*i, &kgo.Record{Topic: "clicks", Partition: int32(i), Value: []byte(g)})
+	}
+	produce(t, r.conn, records...)
+	eos := r.transactions(t)
+	dlq := &failingLetters{DeadLetterWriter: kafka.DeadLetterTopic("bad", kafka.DeadLetterOptions{Connection: r.conn, Transactions: eos})}
+	defer dlq.Close()
+	ck := newCheckpoint()
+	q, err := r.pipeline(t, eos, nil).Start(testContext(t), ck.opts(eos.Option(), runtime.DeadLetters(dlq), runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); !errors.Is(err, errInjected) {
+		t.Fatalf("the first run ended with %v, want the injected fault", err)
+	}
+	runAvailableNow(t, r.pipeline(t, eos, nil), ck, eos.Option(), runtime.DeadLetters(dlq))
+
+	var got []string
+	for _, rec := range consumeWith(t, r.conn, r.adm, "bad", kgo.ReadCommitted()) {
+		got = append(got, string(rec.Value))
+	}
+	slices.Sort(got)
+	slices.Sort(garbage)
+	if !slices.Equal(got, garbage) {
+		t.Fatalf("the dead-letter topic holds %q for read_committed readers, want each bad record once: %q", got, garbage)
+	}
+	if n := len(consumeWith(t, r.conn, r.adm, "bad", kgo.ReadUncommitted())); n <= len(garbage) {
+		t.Fatalf("a read_uncommitted reader sees %d dead letters: the failed first run wrote none, and this test tests nothing", n)
+	}
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
+}
+
+// failingLetters fails its first write of dead letters after writing
+// them.
+type failingLetters struct {
+	*kafka.DeadLetterWriter
+	failed bool
+}
+
+func (f *failingLetters) WriteDeadLetters(ctx context.Context, batchID int64, letters []runtime.DeadLetter) error {
+	if err := f.DeadLetterWriter.WriteDeadLetters(ctx, batchID, letters); err != nil || f.failed {
+		return err
+	}
+	f.failed = true
+	return errInjected
+}
+
+// stopAtRows stops a query (cancels its context) once its batches have
+// read rows rows, calling before first.
+type stopAtRows struct {
+	rows   int64
+	before func()
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	read   int64
+}
+
+func (s *stopAtRows) OnQueryProgress(p runtime.QueryProgress) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.read += p.NumInputRows; s.read >= s.rows {
+		if s.before != nil {
+			s.before()
+		}
+		s.cancel()
+	}
+}
+
+// TestExactlyOnceAsyncProgress commits the transaction at most once an
+// hour (AsyncProgress): a query stopped commits what it ran as it stops;
+// a process that dies leaves its batches uncommitted in Kafka and its
+// checkpoint ahead of the changelog, and the next start rebuilds the
+// checkpoint from the changelog and runs those batches again, so the
+// output (read_committed) and the state are those of one pass over the
+// input.
+func TestExactlyOnceAsyncProgress(t *testing.T) {
+	r := newEOSRun(t)
+	in := clicks(450, 9)
+	opts := kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog", AsyncProgress: true, AsyncProgressInterval: time.Hour}
+	ck := newCheckpoint()
+	// run starts a process on the checkpoint and stops it once it read
+	// rows rows; with die, the process dies then.
+	run := func(rows int, die bool) {
+		t.Helper()
+		eos := kafka.ExactlyOnce(opts)
+		defer eos.Close()
+		ctx, cancel := context.WithTimeout(testContext(t), 30*time.Second)
+		defer cancel()
+		stop := &stopAtRows{rows: int64(rows), cancel: cancel}
+		if die {
+			stop.before = func() { kafka.AbandonTransactions(eos) }
+		}
+		q, err := r.pipeline(t, eos, nil).Start(ctx, ck.opts(eos.Option(), runtime.Listener(stop))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		if ctx.Err() == context.DeadlineExceeded {
+			t.Fatalf("the query read %d rows in 30 s, want %d", stop.read, rows)
+		}
+	}
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in[:150])...)
+	run(150, false)
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in[:150])
+
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in[150:300])...)
+	run(150, true)
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in[:150]) // nothing of the second run committed
+	// The third process reads the second's rows again, then the new ones.
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in[300:])...)
+	run(300, false)
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
+}
+
+// TestAsyncProgressRefused: AsyncProgress fails Start with a trigger that
+// stops, and without ExactlyOnce.
+func TestAsyncProgressRefused(t *testing.T) {
+	r := newEOSRun(t)
+	opts := kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog", AsyncProgress: true}
+	eos := kafka.ExactlyOnce(opts)
+	defer eos.Close()
+	for _, trigger := range []runtime.Trigger{runtime.AvailableNow(), runtime.Once()} {
+		_, err := r.pipeline(t, eos, nil).Start(testContext(t), newCheckpoint().opts(eos.Option(), runtime.WithTrigger(trigger))...)
+		if err == nil || !strings.Contains(err.Error(), "AsyncProgress does not work with the "+trigger.String()) {
+			t.Errorf("AsyncProgress with %v: Start gave %v", trigger, err)
+		}
+	}
+	_, err := r.pipeline(t, nil, nil).Start(testContext(t), newCheckpoint().opts(kafka.Changelog(opts))...)
+	if err == nil || !strings.Contains(err.Error(), "AsyncProgress needs ExactlyOnce") {
+		t.Errorf("AsyncProgress without ExactlyOnce: Start gave %v", err)
+	}
+}

@@ -1,0 +1,391 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// Transactions commit each batch of a query exactly once, in one Kafka
+// transaction: the rows its Kafka sinks write, its dead letters, and its
+// changelog records, among them the progress with the sources' offsets.
+// Make them with ExactlyOnce; give the query Option, and the sinks and the
+// dead-letter topic that take part SinkOptions.Transactions and
+// DeadLetterOptions.Transactions.
+//
+// A batch runs as Kafka Streams' exactly-once does:
+//
+//   - at the query's start the transactional ID is claimed (a producer
+//     epoch of its own), which fences any other process still using it: a
+//     transaction it left open is aborted, and its later commits fail;
+//     then the checkpoint is restored from the changelog if the topic is
+//     ahead of it (see Changelog), reading only committed transactions;
+//   - the batch's first record begins a transaction; sinks and the
+//     dead-letter topic produce into it, and the commit adds the batch's
+//     changelog records and its progress, then commits the transaction;
+//   - only then does the batch commit to the local checkpoint. A process
+//     that dies between the two finds its checkpoint behind the topic at
+//     its next start, and restores the batch from the changelog.
+//
+// So a batch that fails, or a process that dies, before the transaction
+// commits leaves nothing a read_committed consumer sees, and the batch is
+// run again from the same offsets; the local state never runs ahead of
+// what Kafka committed. Readers of the output topics must read with
+// read_committed isolation (kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+// isolation.level=read_committed) to see each batch once: a
+// read_uncommitted reader also sees the records of aborted transactions.
+//
+// The Changelog option without transactions is the at-least-once
+// alternative: faster (no transaction markers, no commit round trip), and
+// a batch run again after a failure is written again.
+//
+// Transactions serve one query at a time. Their methods are safe for
+// concurrent use.
+type Transactions struct {
+	opts ChangelogOptions
+	id   string
+	err  error
+	// task is the input partition of the App task the transactions
+	// serve, or -1.
+	task int32
+
+	mu     sync.Mutex
+	client *kgo.Client // made at each query start, transactional
+	inTxn  bool
+	// dirty is set when a sink or the dead-letter topic wrote into the
+	// open transaction since the changelog last did: rows of a batch
+	// not committed locally yet. spoiled is set when a batch failed in
+	// the changelog's commit. Either makes release abort an open
+	// transaction rather than commit it (AsyncProgress).
+	dirty, spoiled bool
+	// abandon makes release drop the client as a process that dies
+	// does, neither committing nor aborting (tests); so does app's
+	// abandoned.
+	abandon bool
+	app     *App
+	// query is set while a query's committer holds the transactions.
+	query  bool
+	closed bool
+}
+
+// defaultTransactionalPrefix prefixes the changelog topic in the default
+// transactional ID.
+const defaultTransactionalPrefix = "streamgen-"
+
+// ExactlyOnce returns the transactions of a query whose changelog opts
+// describe (see Transactions and Changelog). The transactional ID is
+// opts.TransactionalID, by default "streamgen-" and the changelog topic:
+// it must be the same at every start of the query, and no other producer's.
+// Close the transactions once the query has stopped.
+func ExactlyOnce(opts ChangelogOptions) *Transactions {
+	opts = opts.withDefaults()
+	t := &Transactions{opts: opts, id: opts.TransactionalID, err: opts.validate(), task: -1}
+	if t.id == "" {
+		t.id = defaultTransactionalPrefix + opts.Topic
+	}
+	return t
+}
+
+// Option is the query option that commits the query's batches through
+// the transactions and keeps its changelog.
+func (t *Transactions) Option() runtime.Option {
+	return runtime.WithCommitter(func(s *runtime.Store) runtime.Committer {
+		c := newChangelog(t.opts, s)
+		c.txn, c.task = t, t.task
+		return c
+	})
+}
+
+// TransactionalID returns the transactional ID the transactions produce
+// with.
+func (t *Transactions) TransactionalID() string { return t.id }
+
+// Close aborts a transaction left open and closes the client. A query
+// started with Option afterwards fails.
+func (t *Transactions) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	t.stopLocked()
+}
+
+func (t *Transactions) what() string { return fmt.Sprintf("kafka transactions %q", t.id) }
+
+// start is called by the committer as its query starts: it makes a new
+// transactional client (aborting what an earlier query of this process
+// left open) and claims the transactional ID, fencing other producers.
+func (t *Transactions) start(ctx context.Context) error {
+	if t.err != nil {
+		return t.err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return fmt.Errorf("streamgen: %s: closed", t.what())
+	}
+	if t.query {
+		return fmt.Errorf("streamgen: %s: another query is running on them: a query's transactions serve one query at a time", t.what())
+	}
+	t.stopLocked()
+	client, err := t.opts.Connection.newClient(
+		kgo.TransactionalID(t.id),
+		kgo.ProducerLinger(0),
+		kgo.RecordPartitioner(changelogPartitioner{changelog: t.opts.Topic, others: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}),
+		kgo.RecordDeliveryTimeout(t.opts.ProduceTimeout),
+	)
+	if err != nil {
+		return fmt.Errorf("streamgen: %s: client: %w", t.what(), err)
+	}
+	if err := fence(ctx, client, t.id); err != nil {
+		client.Close()
+		return fmt.Errorf("streamgen: %s: claim the transactional ID: %w", t.what(), err)
+	}
+	t.client, t.query = client, true
+	return nil
+}
+
+// fence claims the transactional ID with an InitProducerID request, as a
+// producer's first use of it does: the coordinator aborts the
+// transaction an earlier holder left open and bumps the epoch, so that
+// holder's later requests are refused. franz-go's client only does this
+// at its first produce, after the restore: done here, no zombie can commit
+// a batch between the restore and the first batch.
+func fence(ctx context.Context, client *kgo.Client, id string) error {
+	backoff := 50 * time.Millisecond
+	for {
+		req := kmsg.NewPtrInitProducerIDRequest()
+		req.TransactionalID = &id
+		req.TransactionTimeoutMillis = int32(defaultTransactionTimeout / time.Millisecond)
+		resp, err := req.RequestWith(ctx, client)
+		if err == nil {
+			err = kerr.ErrorForCode(resp.ErrorCode)
+		}
+		// CONCURRENT_TRANSACTIONS: the coordinator is still aborting the
+		// earlier holder's transaction.
+		if err == nil || !kerr.IsRetriable(err) && !errors.Is(err, kerr.ConcurrentTransactions) {
+			return err
+		}
+		if err := pause(ctx, backoff); err != nil {
+			return err
+		}
+		backoff = min(2*backoff, time.Second)
+	}
+}
+
+// defaultTransactionTimeout is franz-go's default transaction timeout,
+// which fence asks for too.
+const defaultTransactionTimeout = 40 * time.Second
+
+// stopLocked aborts an open transaction and closes the client.
+func (t *Transactions) stopLocked() {
+	t.query = false
+	if t.client == nil {
+		return
+	}
+	if t.inTxn {
+		ctx, cancel := context.WithTimeout(context.Background(), t.opts.ProduceTimeout)
+		_ = t.abortLocked(ctx) // a transaction not ended is aborted by the coordinator in time, or by the next start's fence
+		cancel()
+	}
+	t.client.Close()
+	t.client = nil
+}
+
+// clientLocked returns the client in a transaction, beginning one if none
+// is open.
+func (t *Transactions) clientLocked(what string) (*kgo.Client, error) {
+	if t.closed {
+		return nil, fmt.Errorf("streamgen: %s: %s: closed", what, t.what())
+	}
+	if !t.query {
+		return nil, fmt.Errorf("streamgen: %s: %s belong to no running query: start the query with the same transactions' Option", what, t.what())
+	}
+	if !t.inTxn {
+		if err := t.client.BeginTransaction(); err != nil {
+			return nil, fmt.Errorf("streamgen: %s: %s: begin a transaction: %w", what, t.what(), err)
+		}
+		t.inTxn = true
+	}
+	return t.client, nil
+}
+
+// produce writes records in the open transaction (beginning one) and
+// waits until each is acknowledged; what names the writer in errors.
+func (t *Transactions) produce(ctx context.Context, what string, records []*kgo.Record) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	client, err := t.clientLocked(what)
+	if err != nil {
+		return err
+	}
+	t.dirty = true
+	return t.explain(client.ProduceSync(ctx, records...).FirstErr())
+}
+
+// commitLocked commits the open transaction; on failure it aborts it.
+func (t *Transactions) commitLocked(ctx context.Context) error {
+	if !t.inTxn {
+		return nil
+	}
+	err := t.client.Flush(ctx)
+	if err == nil {
+		err = t.client.EndTransaction(ctx, kgo.TryCommit)
+		if err == nil {
+			t.inTxn = false
+			return nil
+		}
+	}
+	if aerr := t.abortLocked(ctx); aerr != nil {
+		err = fmt.Errorf("%w; and its abort: %v", err, aerr)
+	}
+	return err
+}
+
+// explain adds to an error that says the producer was fenced what that
+// means.
+func (t *Transactions) explain(err error) error {
+	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping) {
+		return fmt.Errorf("%w: another process started with transactional ID %q and fenced this one", err, t.id)
+	}
+	return err
+}
+
+// abortLocked aborts the open transaction: its records are never seen by
+// read_committed readers.
+func (t *Transactions) abortLocked(ctx context.Context) error {
+	if !t.inTxn {
+		return nil
+	}
+	t.inTxn = false
+	err := t.client.AbortBufferedRecords(ctx)
+	if eerr := t.client.EndTransaction(ctx, kgo.TryAbort); err == nil {
+		err = eerr
+	}
+	return err
+}
+
+// changelogPartitioner places changelog records on the partition they
+// name, and other records as franz-go's default partitioner does (a key
+// hashed as the Java client hashes it).
+type changelogPartitioner struct {
+	changelog string
+	others    kgo.Partitioner
+}
+
+func (p changelogPartitioner) ForTopic(topic string) kgo.TopicPartitioner {
+	if topic == p.changelog {
+		return kgo.ManualPartitioner().ForTopic(topic)
+	}
+	return p.others.ForTopic(topic)
+}
+
+// commitBatch runs produce in the open transaction (beginning one), then
+// commits the transaction; when either fails the transaction is aborted.
+func (t *Transactions) commitBatch(ctx context.Context, produce func(*kgo.Client) error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	client, err := t.clientLocked("kafka changelog " + fmt.Sprintf("%q", t.opts.Topic))
+	if err != nil {
+		return err
+	}
+	if err := produce(client); err != nil {
+		if aerr := t.abortLocked(ctx); aerr != nil {
+			err = fmt.Errorf("%w; and the transaction's abort: %v", err, aerr)
+		}
+		return t.explain(err)
+	}
+	if err := t.commitLocked(ctx); err != nil {
+		return t.explain(fmt.Errorf("commit the transaction: %w", err))
+	}
+	return nil
+}
+
+// produceBatch produces a batch's changelog records into the open
+// transaction (beginning one) without waiting for them, ack being called
+// for each as it is acknowledged or fails; with commit, it then waits for
+// them all and commits the transaction, unless failed (ack's first
+// failure) says one failed: the transaction is then aborted.
+// (AsyncProgress.)
+func (t *Transactions) produceBatch(ctx context.Context, records []*kgo.Record, ack func(*kgo.Record, error), commit bool, failed func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	client, err := t.clientLocked("kafka changelog " + fmt.Sprintf("%q", t.opts.Topic))
+	if err != nil {
+		return err
+	}
+	for _, r := range records {
+		// Not ctx: the records outlive this call, and a query stopped
+		// (its context cancelled) commits them as it closes.
+		client.Produce(context.Background(), r, ack)
+	}
+	t.dirty = false
+	if !commit {
+		return nil
+	}
+	err = client.Flush(ctx)
+	if err == nil {
+		err = failed()
+	}
+	if err != nil {
+		if aerr := t.abortLocked(ctx); aerr != nil {
+			err = fmt.Errorf("%w; and the transaction's abort: %v", err, aerr)
+		}
+		return t.explain(err)
+	}
+	if err := t.commitLocked(ctx); err != nil {
+		return t.explain(fmt.Errorf("commit the transaction: %w", err))
+	}
+	return nil
+}
+
+// spoil marks the open transaction as holding a failed batch's records:
+// release aborts it.
+func (t *Transactions) spoil() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.spoiled = true
+}
+
+// release is called by the committer as its query stops. A transaction
+// left open is committed when it holds only batches committed locally
+// (AsyncProgress, a query stopped between commits), and committed
+// reports that; otherwise (a batch that failed) it is aborted.
+func (t *Transactions) release(failed func() error) (committed bool, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	defer func() { t.dirty, t.spoiled = false, false }()
+	if t.abandon || t.app != nil && t.app.abandoned.Load() {
+		if t.client != nil {
+			t.client.Close() // a transaction left open: the next start's fence aborts it
+			t.client, t.inTxn = nil, false
+		}
+		t.query = false
+		return false, nil
+	}
+	if t.inTxn && !t.dirty && !t.spoiled && t.client != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), t.opts.ProduceTimeout)
+		defer cancel()
+		err := t.client.Flush(ctx)
+		if err == nil {
+			err = failed()
+		}
+		if err == nil {
+			if err = t.commitLocked(ctx); err == nil {
+				t.stopLocked()
+				return true, nil
+			}
+		}
+		t.stopLocked()
+		return false, t.explain(fmt.Errorf("streamgen: %s: commit the batches since the last commit as the query stops: %w", t.what(), err))
+	}
+	t.stopLocked()
+	return false, nil
+}
