@@ -12,8 +12,11 @@ import (
 )
 
 // runBatch runs, writes and commits one batch, and returns the new
-// progress and its report. Nothing is committed when it fails.
-func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, watermark, now time.Time) (Progress, QueryProgress, error) {
+// progress; its report waits in q.unreported for settle. Nothing is
+// committed when it fails. When the query pipelines, the commit is
+// handed to a goroutine (Store.commitAsync) and runBatch returns before
+// it ends: the next settle waits for it.
+func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, watermark, now time.Time) (Progress, error) {
 	b := q.newBatch(p, watermark, now)
 	q.beginBatch(b, planned)
 	defer q.endBatch()
@@ -29,7 +32,7 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 	}()
 	durations := map[string]time.Duration{}
 	if err := q.safely(b, func() error { return q.process(ctx, b, planned, durations) }); err != nil {
-		return p, QueryProgress{}, err
+		return p, err
 	}
 	b.flushWatermark()
 	next := Progress{
@@ -54,21 +57,82 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 	for i := range b.ops {
 		next.StateRows = append(next.StateRows, b.ops[i].total)
 	}
-	commitStart := q.cfg.clock()
+	// process settled the previous batch's commit before the sinks.
+	if err := q.settle(); err != nil {
+		return p, err
+	}
+	r := &pendingReport{b: b, planned: planned, durations: durations, commitStart: q.cfg.clock()}
+	if q.pipelines() {
+		q.store.commitAsync(b.state, next, q.cfg.clock)
+		committed = true
+		q.commitCounts(b)
+		q.unreported = r
+		return next, nil
+	}
 	if err := q.committer.Commit(b.state, next); err != nil {
-		return p, QueryProgress{}, err
+		return p, err
 	}
 	committed = true
+	q.commitCounts(b)
+	r.finished = q.cfg.clock()
+	q.unreported = r
+	return next, nil
+}
+
+// commitCounts follows a committed batch (or one handed to its commit:
+// a failed commit ends the query) in the counts of the variables ordered
+// by event time.
+func (q *Query) commitCounts(b *Batch) {
 	for i := range q.timedVars {
 		for j := range q.timedVars[i] {
 			t := &q.timedVars[i][j]
 			t.counts.commit(b.state, Var{Scope: b.ops[i].scope, Variable: t.id})
 		}
 	}
-	finished := q.cfg.clock()
-	durations[DurationWALCommit] = finished.Sub(commitStart)
-	durations[DurationTriggerExecution] = finished.Sub(now)
-	return next, q.makeReport(b, planned, durations, finished), nil
+}
+
+// pendingReport is what the report of a batch handed to its commit
+// needs; the commit's end completes it (see settle).
+type pendingReport struct {
+	b                     *Batch
+	planned               offsets
+	durations             map[string]time.Duration
+	commitStart, finished time.Time
+	latestOffset          time.Duration
+}
+
+// pipelines reports whether a batch's commit runs alongside the next
+// batch (see inflight.go): when the store is the committer (a committer
+// of its own may read the store or commit elsewhere in Commit) and the
+// trigger starts the next batch as soon as one ends.
+func (q *Query) pipelines() bool {
+	_, isStore := q.committer.(*Store)
+	return isStore && (q.cfg.trigger.kind == triggerASAP || q.cfg.trigger.kind == triggerAvailableNow)
+}
+
+// settle waits for the last batch's commit, if it is in flight, and
+// reports the batch once it is committed. A failed commit's error is
+// returned by this and every later settle.
+func (q *Query) settle() error {
+	finished, err := q.store.settle()
+	if err != nil {
+		q.unreported = nil
+		return err
+	}
+	r := q.unreported
+	if r == nil {
+		return nil
+	}
+	q.unreported = nil
+	if r.finished.IsZero() {
+		r.finished = finished
+	}
+	r.durations[DurationWALCommit] = r.finished.Sub(r.commitStart)
+	r.durations[DurationTriggerExecution] = r.finished.Sub(r.b.Now)
+	report := q.makeReport(r.b, r.planned, r.durations, r.finished)
+	report.DurationMs[DurationLatestOffset] = r.latestOffset.Milliseconds()
+	q.report(report)
+	return nil
 }
 
 func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
@@ -125,6 +189,11 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 			return err
 		}
 	}
+	// The sinks write after the previous batch's commit (in flight while
+	// this batch was read and processed) is durable.
+	if err := q.settle(); err != nil {
+		return err
+	}
 	for i, out := range q.plan.Outputs {
 		rows, err := out.Write(ctx, b)
 		if err != nil {
@@ -179,11 +248,23 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 		b.ops[i].dirty = slices.Grow(b.ops[i].dirty, n-len(b.ops[i].dirty))[:n]
 	}
 	k := &b.ops[i].keyState
+	// The keys' first state variable, which most operators read first, is
+	// read ahead through the state cache, some keys at a time.
+	warm := len(info.States) > 0
+	warmed := 0
+	var warmKeys [cacheWarmMax][]byte
 	for g := range groups.Len() {
 		if g%1024 == 1023 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
+		}
+		if warm && g == warmed {
+			warmed = min(g+cacheWarmMax, groups.Len())
+			for j := g; j < warmed; j++ {
+				warmKeys[j-g] = groups.Key(int32(j))
+			}
+			b.state.warm(Var{Scope: b.ops[i].scope}, warmKeys[:warmed-g])
 		}
 		k.reset(b, i, groups.Key(int32(g)), int32(g))
 		if err := op.HandleRows(ctx, k, int32(g), groups.rowsOf(g)); err != nil {

@@ -54,6 +54,8 @@ type stateCache struct {
 	live         int64 // bytes of live keys and values in the arena
 	complete     bool
 	hits, misses int64
+	// warmSum adds up what warm reads, so that the reads are not dropped.
+	warmSum uint64
 	// uncached marks the variables (by operator and variable id) whose
 	// entries the cache does not hold: those ordered by event time, which
 	// are read without it (see eventorder.go). Set before the first
@@ -365,6 +367,9 @@ func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 		hint := int32(-1)
 		if n < len(hints) {
 			hint = hints[n]
+			if n%cacheWarmMax == 0 {
+				c.warmSum += c.warmEntries(hints[n:])
+			}
 		}
 		n++
 		switch kind {
@@ -473,4 +478,65 @@ func (x *cacheIndex) delete(h uint64, i int32) {
 func (x *cacheIndex) reset() {
 	clear(x.slots)
 	x.count = 0
+}
+
+// cacheWarmMax is the most keys warm and warmEntries take at once.
+const cacheWarmMax = 16
+
+// warm reads the index slots, entries and stored keys that gets of keys
+// will read, a stage at a time for all of them (see warmEntries), so that
+// their cache misses overlap instead of following one another: a get of a
+// key not in the processor's caches waits for misses in a row (the slot,
+// the entry, the key, the entries before and after it in the use order).
+// It changes nothing but warmSum.
+func (c *stateCache) warm(keys [][]byte) {
+	var (
+		hashes  [cacheWarmMax]uint64
+		entries [cacheWarmMax]int32
+	)
+	n := min(len(keys), cacheWarmMax)
+	for i := range n {
+		hashes[i] = hashKey(c, keys[i])
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	x := &c.index
+	if x.count == 0 {
+		return
+	}
+	for i := range n {
+		entries[i] = -1
+		if s := x.slots[hashes[i]>>x.shift]; s != 0 && s>>32 == hashes[i]>>32 {
+			entries[i] = int32(uint32(s)) - 1
+		}
+	}
+	c.warmSum += c.warmEntries(entries[:n])
+}
+
+// warmEntries reads entries (-1: none), then their keys and their
+// neighbours in the use order, a stage at a time: what a get or set of
+// them reads. It returns a sum of what it read, for warmSum. The caller
+// holds mu.
+func (c *stateCache) warmEntries(entries []int32) (sum uint64) {
+	var offs, prevs, nexts [cacheWarmMax]int32
+	n := min(len(entries), cacheWarmMax)
+	for i := range n {
+		offs[i], prevs[i], nexts[i] = -1, -1, -1
+		if e := entries[i]; e >= 0 && int(e) < len(c.entries) {
+			en := &c.entries[e]
+			offs[i], prevs[i], nexts[i] = int32(en.off), en.prev, en.next
+		}
+	}
+	for i := range n {
+		if o := offs[i]; o >= 0 && int(o) < len(c.arena) {
+			sum += uint64(c.arena[o])
+		}
+		if p := prevs[i]; p >= 0 && int(p) < len(c.entries) {
+			sum += uint64(c.entries[p].off)
+		}
+		if p := nexts[i]; p >= 0 && int(p) < len(c.entries) {
+			sum += uint64(c.entries[p].off)
+		}
+	}
+	return sum
 }

@@ -92,6 +92,9 @@ func (b *StateBatch) RewriteMeta() error {
 	if err := b.store.Err(); err != nil {
 		return err
 	}
+	if err := b.settled(); err != nil {
+		return err
+	}
 	v, closer, err := b.db.Get([]byte(metaKey))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil
@@ -221,6 +224,9 @@ func (b *StateBatch) pointKeys() ([][]byte, error) {
 // is deleted twice, which changes nothing. A deletion of a key the batch
 // writes later is followed by that write, so it changes nothing either.
 func (b *StateBatch) expandRange(lower, upper []byte, own [][]byte, fn func(key, value []byte, deleted bool) error) error {
+	if err := b.settled(); err != nil {
+		return err
+	}
 	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return b.readError(err)

@@ -25,6 +25,15 @@
 //     it commits, and, as a Restorer, brings a lost or stale checkpoint
 //     back from its copy at Start (Store.BeginRestore).
 //
+// With the store as committer and a trigger that starts the next batch
+// at once (AvailableNow, or none), a batch's commit runs on a goroutine
+// while the next batch is read and its operators called: the next batch's
+// plan is recorded after that commit, its reads that the state cache
+// cannot answer wait for it, and its outputs and its own commit wait until
+// it is durable, so the phases above keep their order wherever anything
+// is seen or made durable; a failed commit ends the query before the next
+// batch writes anything (see inflight.go).
+//
 // The Store keeps state entries by (partition, operator, variable, key,
 // suffix), so a key's entries, an operator's, or a whole input partition's
 // are each one range; a StateBatch reads its own writes, scans in key order

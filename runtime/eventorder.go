@@ -133,6 +133,9 @@ func (b *StateBatch) HasTimed(v Var, key []byte, unwritten bool) (bool, error) {
 		err    error
 	)
 	if unwritten && at >= t.deleted {
+		if err := b.settled(); err != nil {
+			return false, err
+		}
 		_, closer, err = b.db.Get(b.key)
 	} else {
 		ib, ierr := b.indexed()
@@ -153,6 +156,9 @@ func (b *StateBatch) HasTimed(v Var, key []byte, unwritten bool) (bool, error) {
 
 // readLatest reads the latest committed instant of t's variable.
 func (b *StateBatch) readLatest(t *timedVar) error {
+	if err := b.settled(); err != nil {
+		return err
+	}
 	lower := timedPrefix(nil, t.v)
 	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {
@@ -320,6 +326,9 @@ func (c *timedCounts) commit(b *StateBatch, v Var) {
 // a committed entry at or before until: then a batch runs to remove it,
 // even without new data.
 func (b *StateBatch) HasTimedThrough(v Var, until time.Time) (bool, error) {
+	if err := b.settled(); err != nil {
+		return false, err
+	}
 	lower := timedPrefix(nil, v)
 	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: prefixEnd(lower)})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -22,7 +23,19 @@ func (o offsets) hasData() bool {
 	return false
 }
 
-func (q *Query) loop(ctx context.Context) error {
+func (q *Query) loop(ctx context.Context) (err error) {
+	// A batch's commit may still be in flight when the loop ends: it
+	// ends with the commit's error, or reports the batch.
+	defer func() {
+		if serr := q.settle(); serr != nil {
+			switch {
+			case err == nil:
+				err = serr
+			case !errors.Is(err, serr):
+				err = errors.Join(serr, err)
+			}
+		}
+	}()
 	progress, _, err := q.store.Progress()
 	if err != nil {
 		return err
@@ -71,6 +84,13 @@ func (q *Query) loop(ctx context.Context) error {
 			}
 		}
 		hasData := planned.hasData()
+		if !hasData {
+			// Timers, waiting and the end read or wait for what the last
+			// batch committed.
+			if err := q.settle(); err != nil {
+				return err
+			}
+		}
 		if hasData {
 			if err := q.keepPlan(progress.BatchID+1, planned); err != nil {
 				return err
@@ -110,13 +130,17 @@ func (q *Query) loop(ctx context.Context) error {
 		} else {
 			q.setStatus(statusNoData, false, true)
 		}
-		next, report, err := q.runBatch(ctx, progress, planned, watermark, started)
+		next, err := q.runBatch(ctx, progress, planned, watermark, started)
 		if err != nil {
 			return err
 		}
-		report.DurationMs[DurationLatestOffset] = latestOffset.Milliseconds()
+		q.unreported.latestOffset = latestOffset
 		progress = next
-		q.report(report)
+		if !q.pipelines() {
+			if err := q.settle(); err != nil {
+				return err
+			}
+		}
 		if q.cfg.trigger.kind == triggerOnce && (!q.cfg.flush || flushed) {
 			return nil // with FlushEventTime, one more turn flushes
 		}
@@ -132,7 +156,9 @@ func (q *Query) loop(ctx context.Context) error {
 // keepPlan makes batch id read what its first attempt planned: when the
 // checkpoint holds that batch's plan (it ran before, and failed or was
 // stopped before its commit), its ends replace the ones just planned;
-// otherwise the plan is written before the batch runs.
+// otherwise the plan is written before the batch runs or, when the
+// previous batch's commit is in flight, right after that commit, before
+// anything of the batch is seen or committed (its sinks wait for it).
 func (q *Query) keepPlan(id int64, planned offsets) error {
 	stored, ok, err := q.store.PlannedBatch()
 	if err != nil {
@@ -150,7 +176,11 @@ func (q *Query) keepPlan(id int64, planned offsets) error {
 	for i, in := range q.plan.Inputs {
 		p.Ends[in.Source.Name()] = planned.end[i]
 	}
-	return q.store.WritePlan(p)
+	// After the previous batch's commit, if it is in flight: the plan of
+	// a batch is durable only once the batch before it is, so that a
+	// restart replays that one with its own plan. The batch's sinks wait
+	// for it (settle).
+	return q.store.after(func() error { return q.store.WritePlan(p) })
 }
 
 // timersDue reports whether a timer of any operator is due in the

@@ -37,6 +37,9 @@ type Query struct {
 	progress []QueryProgress
 	// live counts the running batch's reading, for Status.
 	live liveBatch
+	// unreported is the last batch run, until its commit has ended and
+	// it is reported (settle); used by the query's goroutine only.
+	unreported *pendingReport
 	// timedVars are, per operator, its variables ordered by event time
 	// (EncodingByEventTime), which the loop evicts.
 	timedVars [][]timedState

@@ -33,7 +33,9 @@ type StateBatch struct {
 	// writtenKeys holds the hashes of the state entries the batch set or
 	// deleted, so that the expiry pass reads an entry the batch did not
 	// write through the cache, not the batch's index (a hash shared by
-	// two keys only costs the slower read).
+	// two keys only costs the slower read). It is built from the batch's
+	// writes when the expiry pass first asks (nil until then; most batches
+	// never expire anything), and kept up to date from then on.
 	writtenKeys map[uint64]struct{}
 	// ttlLow holds, per clock, the earliest expiry the batch has put in
 	// the expiry index (math.MaxInt64: none), and expired the (scope,
@@ -48,6 +50,12 @@ type StateBatch struct {
 	hints    []int32
 	read     []byte
 	readSlot int32
+	// warmKeys and warmBuf are warm's keys and their bytes.
+	warmKeys [][]byte
+	warmBuf  []byte
+	// after is the commit in flight when the batch began (nil: none, or
+	// it has ended), which reads of the committed state wait for.
+	after *inFlight
 	// timedVars are the variables ordered by event time that the batch
 	// has read or written (see eventorder.go).
 	timedVars []timedVar
@@ -65,7 +73,7 @@ var writtenSeed = maphash.MakeSeed()
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *StateBatch {
-	return &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch(), ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1}
+	return &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch(), ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1, after: s.inFlightWork()}
 }
 
 // indexed returns the batch with an index of its writes, for reads that
@@ -74,6 +82,10 @@ func (s *Store) NewBatch() *StateBatch {
 // (a count per key reads each key once, before writing it) never needs it.
 // The first read that may see a write indexes the writes so far, once.
 func (b *StateBatch) indexed() (*pebble.Batch, error) {
+	// An indexed batch reads the committed state under its writes.
+	if err := b.settled(); err != nil {
+		return nil, err
+	}
 	if b.b.Indexed() {
 		return b.b, nil
 	}
@@ -87,22 +99,46 @@ func (b *StateBatch) indexed() (*pebble.Batch, error) {
 	return ib, nil
 }
 
-// noteWritten records that the batch writes the entry b.key.
+// noteWritten records that the batch writes the entry b.key, once
+// writtenKeys is kept.
 func (b *StateBatch) noteWritten() {
-	if b.writtenKeys == nil {
-		b.writtenKeys = make(map[uint64]struct{})
+	if b.writtenKeys != nil {
+		b.writtenKeys[maphash.Bytes(writtenSeed, b.key)] = struct{}{}
 	}
-	b.writtenKeys[maphash.Bytes(writtenSeed, b.key)] = struct{}{}
 }
 
 // mayHaveWritten reports whether the batch may hold a write of the entry
 // b.key: false means it surely does not.
-func (b *StateBatch) mayHaveWritten() bool {
+func (b *StateBatch) mayHaveWritten() (bool, error) {
 	if b.rangeDeleted {
-		return true
+		return true, nil
+	}
+	if b.writtenKeys == nil {
+		if err := b.collectWritten(); err != nil {
+			return true, err
+		}
 	}
 	_, ok := b.writtenKeys[maphash.Bytes(writtenSeed, b.key)]
-	return ok
+	return ok, nil
+}
+
+// collectWritten builds writtenKeys from the state entries the batch has
+// set or deleted so far.
+func (b *StateBatch) collectWritten() error {
+	b.writtenKeys = make(map[uint64]struct{})
+	r := b.b.Reader()
+	for {
+		_, key, _, ok, err := r.Next()
+		if err != nil {
+			return fmt.Errorf("streamgen: read the batch's writes: %w", err)
+		}
+		if !ok {
+			return nil
+		}
+		if len(key) > 0 && key[0] == statePrefix {
+			b.writtenKeys[maphash.Bytes(writtenSeed, key)] = struct{}{}
+		}
+	}
 }
 
 // Close drops a batch that was not committed; after Commit it does
@@ -157,6 +193,9 @@ func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byt
 		if b.cache != nil && b.key[0] == statePrefix {
 			return b.getCached()
 		}
+		if err := b.settled(); err != nil {
+			return nil, false, err
+		}
 		found, closer, err = b.db.Get(b.key)
 	} else {
 		ib, ierr := b.indexed()
@@ -178,11 +217,17 @@ func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byt
 
 // getCached reads the committed entry b.key through the cache.
 func (b *StateBatch) getCached() (value []byte, ok bool, err error) {
+	if err := b.cacheSettled(); err != nil {
+		return nil, false, err
+	}
 	v, ok, cached, slot := b.cache.get(b.key, b.val)
 	b.read, b.readSlot = append(b.read[:0], b.key...), slot
 	if cached {
 		b.val = v
 		return v, ok, nil
+	}
+	if err := b.settled(); err != nil {
+		return nil, false, err
 	}
 	found, closer, err := b.db.Get(b.key)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -196,6 +241,22 @@ func (b *StateBatch) getCached() (value []byte, ok bool, err error) {
 	closer.Close()
 	b.cache.put(b.key, b.val, false)
 	return b.val, true, nil
+}
+
+// warm prepares the state cache for reads of the entries (v, key) of
+// keys, soon to come (see stateCache.warm).
+func (b *StateBatch) warm(v Var, keys [][]byte) {
+	if b.cache == nil || b.cacheSettled() != nil {
+		return
+	}
+	b.warmKeys = b.warmKeys[:0]
+	b.warmBuf = b.warmBuf[:0]
+	for _, k := range keys {
+		start := len(b.warmBuf)
+		b.warmBuf = entryKey(b.warmBuf, v, k)
+		b.warmKeys = append(b.warmKeys, b.warmBuf[start:len(b.warmBuf):len(b.warmBuf)])
+	}
+	b.cache.warm(b.warmKeys)
 }
 
 // hint records the cache slot of the state write of b.key.
@@ -325,6 +386,9 @@ func (b *StateBatch) scan(lower, upper []byte, fn func(key, value []byte) error)
 // directly, without the batch's index.
 func (b *StateBatch) scanFrom(lower, upper []byte, committed bool, fn func(key, value []byte) error) error {
 	if err := b.store.Err(); err != nil {
+		return err
+	}
+	if err := b.settled(); err != nil {
 		return err
 	}
 	var r pebble.Reader = b.db

@@ -173,7 +173,11 @@ func (b *StateBatch) expire(s Scope, clock ExpiryClock, until time.Time) (int64,
 		v := Var{Scope: s, Variable: d.variable}
 		key, sfx := keys[d.keyStart:d.keyEnd], keys[d.keyEnd:d.end]
 		b.key = append(entryKey(b.key[:0], v, key), sfx...)
-		value, ok, err := b.get(v, key, sfx, !b.mayHaveWritten())
+		written, err := b.mayHaveWritten()
+		if err != nil {
+			return deleted, err
+		}
+		value, ok, err := b.get(v, key, sfx, !written)
 		if err != nil {
 			return deleted, err
 		}

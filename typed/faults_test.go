@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -252,4 +254,100 @@ func TestStopReturnsWhileTheDiskHangs(t *testing.T) {
 	if len(ev.terminated) != 1 {
 		t.Fatalf("OnQueryTerminated: %v", ev.terminated)
 	}
+}
+
+// failingCommit holds the first write of Pebble's log once armed (the
+// commit of the batch its sink armed it in) until released, then fails it
+// and every write after it with ENOSPC: a disk that fills while a commit
+// is in flight.
+type failingCommit struct {
+	armed, failing atomic.Bool
+	release        chan struct{}
+	timedOut       atomic.Bool
+}
+
+func (d *failingCommit) MaybeError(op errorfs.Op) error {
+	if op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
+		return nil
+	}
+	if !d.failing.Load() {
+		if !d.armed.Load() || !strings.HasSuffix(op.Path, ".log") {
+			return nil
+		}
+		select {
+		case <-d.release:
+		case <-time.After(10 * time.Second): // a safety net: the test fails
+			d.timedOut.Store(true)
+		}
+		d.failing.Store(true)
+	}
+	return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+}
+
+func (d *failingCommit) String() string { return "ENOSPC from a held commit on" }
+
+// TestFailedCommitInFlightEndsTheQuery: batch 1's commit runs while batch
+// 2 is read and processed, and fails (its log write, on a full disk)
+// after batch 2's function has run. The query ends with the store's
+// failure, naming the cause; batch 2 reached no sink. Started again with
+// the disk freed, the query replays batch 1 on exactly its first input and
+// ends with the counts of the whole input.
+func TestFailedCommitInFlightEndsTheQuery(t *testing.T) {
+	in := clicks(12, 8)
+	in = append(in, click("zed", 100)) // batch 2 (6 rows a batch)
+	want := expectedCounts(in)
+	mem := vfs.NewMem()
+	disk := &failingCommit{release: make(chan struct{})}
+	var released sync.Once
+	count := func(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error) {
+		if user == "zed" && disk.armed.Load() {
+			released.Do(func() { close(disk.release) })
+		}
+		return countClicks(user, rows, state)
+	}
+	run := func(fs vfs.FS, sink *batchSink[fixtures.UserCount]) error {
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 6)
+		m.Add(in...)
+		byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+		w := typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, count), sink).OutputMode(typed.Update)
+		q, err := w.Start(context.Background(), runtime.Checkpoint("ckpt"), runtime.FileSystem(fs),
+			runtime.WithTrigger(runtime.AvailableNow()), runtime.CloseTimeout(5*time.Second))
+		if err != nil {
+			return err
+		}
+		return await(t, q)
+	}
+	sink := newSink[fixtures.UserCount]()
+	sink.fail = func(id int64) error {
+		if id == 1 {
+			disk.armed.Store(true) // the next log write is batch 1's commit
+		}
+		return nil
+	}
+	err := run(errorfs.Wrap(mem, disk), sink)
+	if disk.timedOut.Load() {
+		t.Fatal("batch 2's function did not run while batch 1's commit was in flight")
+	}
+	if !errors.Is(err, runtime.ErrStoreFailed) || !strings.Contains(err.Error(), "in ckpt") || !strings.Contains(err.Error(), "no space left on device") {
+		t.Fatalf("the query ended with %v, want the store's failure", err)
+	}
+	first := sink.snapshot()
+	if _, ok := first[2]; ok || len(first[1]) == 0 {
+		t.Fatalf("the sink saw batches %v, want 0 and 1 only", slices.Sorted(maps.Keys(first)))
+	}
+
+	sink.fail = nil
+	replay := newSink[fixtures.UserCount]()
+	if err := run(mem, replay); err != nil {
+		t.Fatalf("the start after the failure: %v", err)
+	}
+	again := replay.snapshot()
+	if _, ok := again[0]; ok {
+		t.Fatal("batch 0, committed, ran again")
+	}
+	if !slices.Equal(again[1], first[1]) {
+		t.Fatalf("batch 1 replayed as %v, its first attempt wrote %v", again[1], first[1])
+	}
+	got := latest(append(slices.Clone(first[0]), replay.rows()...))
+	sameCounts(t, got, want)
 }

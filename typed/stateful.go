@@ -174,7 +174,12 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 				}
 			}
 		}
-		op.emit = func(o Out) { emit(&o) }
+		// The stages after it get a pointer valid during the call (see
+		// Map), so one variable of the operator's holds each row.
+		op.emit = func(o Out) {
+			op.out = o
+			emit(&op.out)
+		}
 		ks.s.attach(c, op.add)
 		op.index = c.addOperator(op, opInfo)
 	}}
@@ -215,6 +220,7 @@ type groupsOp[K comparable, In, S, Out any, PS codec.RecordPtr[S]] struct {
 	current []int32
 	seq     iter.Seq[In]
 	emit    func(Out)
+	out     Out // the row being emitted
 	state   GroupState[S]
 	valBuf  []byte
 }
