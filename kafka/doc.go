@@ -19,8 +19,10 @@
 // offsets, in the same order every time, skipping what a read_committed
 // consumer skips; so the state a query builds from Kafka is what one pass
 // over the records builds, however the query was stopped and started.
-// It commits nothing to Kafka and joins no consumer group: a query reads
-// every partition it subscribes to, on one machine.
+// The source itself commits nothing to Kafka and joins no consumer
+// group: a query reads every partition it subscribes to, on one machine.
+// To share the partitions among machines, run the pipeline as an App
+// (below).
 //
 // # State that survives its disk
 //
