@@ -772,13 +772,13 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 		return err
 	}
 	defer r.Close()
+	if err := r.DeleteCommitterRecord(c.record); err != nil {
+		return err
+	}
 	if c.rewound {
 		if err := r.Clear(); err != nil {
 			return err
 		}
-	}
-	if err := r.DeleteCommitterRecord(c.record); err != nil {
-		return err
 	}
 	started := time.Now()
 	// The id of the last batch whose progress was read: records of later

@@ -361,18 +361,28 @@ func (r *Restore) DeleteCommitterRecord(name string) error {
 }
 
 // Clear deletes every mirrored record (metadata, progress, state, timers,
-// expiry index), at once and synced, so that the restore that follows
-// rebuilds the store from the copy alone: for a store that ran ahead of
-// its copy (batches committed locally that the copy never got), which
-// only the copy's earlier state can replace. Finish then records the
-// restored batch in the commit file even though it is earlier than the
-// one recorded. Records of committers (SetCommitterRecord) are kept.
+// expiry index) and the progress reports, at once and synced, so that the
+// restore that follows rebuilds the store from the copy alone: for a
+// store that ran ahead of its copy (batches committed locally that the
+// copy never got), which only the copy's earlier state can replace. The
+// commit file goes first, so that a store cleared and not restored (a
+// restore that fails or stops) opens again, as a new store or a partial
+// copy, rather than as one that lost committed batches; Finish then
+// records the restored batch. A committer deletes its own record
+// (DeleteCommitterRecord) before it clears, so that a restore that stops
+// halfway is seen as not done.
 func (r *Restore) Clear() error {
+	if err := r.s.unrecord(); err != nil {
+		return r.s.fail(fmt.Errorf("restore: clear: %w", err))
+	}
 	b := r.s.db.NewBatch()
 	defer b.Close()
 	err := b.Delete([]byte(metaKey), nil)
 	if err == nil {
 		err = b.Delete([]byte(progressKey), nil)
+	}
+	if err == nil {
+		err = b.DeleteRange([]byte{reportPrefix}, []byte{reportPrefix + 1}, nil)
 	}
 	if err == nil {
 		err = b.DeleteRange([]byte{statePrefix}, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, nil)
