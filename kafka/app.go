@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -137,15 +138,24 @@ func (t *Task) OnClose(f func()) { t.closers = append(t.closers, f) }
 // that partition, with its state in a checkpoint of its own and in the
 // partition's changelog partition. When a partition moves (an instance
 // joins, leaves or dies), the instance that gives it up stops its task
-// after the batch in flight commits, and the one that takes it starts
-// the task, which restores the partition's state from the changelog (from
-// where its local checkpoint, if it has one, stopped) and resumes at the
-// partition's committed offsets.
+// (a batch that is committing finishes; one that is not is abandoned,
+// and runs again where the partition goes), and the one that takes it
+// starts the task, which restores the partition's state from the
+// changelog (from where its local checkpoint, if it has one, stopped) and
+// resumes at the partition's committed offsets.
 //
 // Rows of a key must reach one partition (the message key is the
 // grouping key, hashed by the producer), or each task counts its own
 // part of the key. Each task keeps its own event-time watermark, as each
 // Kafka Streams task keeps its own stream time.
+//
+// Without ExactlyOnce nothing fences an instance that lost its
+// partitions (it missed the group's session timeout) and has not seen it
+// yet: for a moment it and the partitions' new owner may both write a
+// partition's changelog and output. With ExactlyOnce the new owner's
+// transactional ID fences it. The input's partition count is read when
+// Run starts: partitions added to the input (and to the changelog and
+// repartition topics) are taken up by the instances started after.
 //
 // Make one with NewApp and call Run. The methods are safe for concurrent
 // use.
@@ -161,6 +171,8 @@ type App struct {
 	// offsets follow.
 	group *kgo.Client
 	read  map[int32]*readOffsets
+	// commitNow wakes commitOffsets.
+	commitNow chan struct{}
 	// failed receives the first task failure.
 	failed chan error
 	// partitions is the input's partition count.
@@ -186,7 +198,7 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 	if opts.Changelog == "" && opts.Group != "" {
 		opts.Changelog = opts.Group + "-changelog"
 	}
-	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}}
+	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, commitNow: make(chan struct{}, 1)}
 	a.err = opts.validate()
 	if build == nil {
 		a.err = errors.Join(a.err, errors.New("streamgen: kafka app: no build function"))
@@ -250,10 +262,10 @@ func (a *App) Run(ctx context.Context) error {
 			a.assigned(runCtx, assigned[a.opts.Topics[0]])
 		}),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, revoked map[string][]int32) {
-			a.revoked(revoked[a.opts.Topics[0]])
+			a.revoked(revoked[a.opts.Topics[0]], false)
 		}),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
-			a.revoked(lost[a.opts.Topics[0]])
+			a.revoked(lost[a.opts.Topics[0]], true)
 		}),
 	)
 	if err != nil {
@@ -272,7 +284,7 @@ func (a *App) Run(ctx context.Context) error {
 	retried := make(chan struct{})
 	go func() {
 		defer close(retried)
-		a.retryCommits(runCtx)
+		a.commitOffsets(runCtx, group)
 	}()
 	polled := make(chan struct{})
 	go func() {
@@ -293,7 +305,7 @@ func (a *App) Run(ctx context.Context) error {
 	<-polled
 	<-retried
 	group.Close() // leaves the group: the revoke stops the tasks
-	a.revoked(a.running())
+	a.revoked(a.running(), true)
 	return err
 }
 
@@ -403,7 +415,7 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 	copts := a.opts.ChangelogOptions
 	copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, a.opts.Changelog, a.partitions
 	copts.TransactionalID = a.opts.Group + "-" + strconv.Itoa(int(p))
-	committer, txn, store := a.taskCommitter(copts, task)
+	committer, txn, made := a.taskCommitter(copts, task)
 	task.txn = txn
 	pipeline, err := a.build(task)
 	if err != nil {
@@ -420,53 +432,55 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 	}
 	slog.Info("streamgen: kafka app: task started", "group", a.opts.Group, "partition", p)
 	if a.opts.RepartitionBy == nil {
-		a.followStore(p, store.Load())
+		a.followStore(p, made.Load())
 	}
 	return q.AwaitTermination()
 }
 
 // taskCommitter returns the committer option of a task's query (its
 // changelog partition, through transactions with ExactlyOnce, which it
-// returns too) and where the store it commits to will be once the query
-// has started.
-func (a *App) taskCommitter(copts ChangelogOptions, task *Task) (runtime.Option, *Transactions, *atomic.Pointer[runtime.Store]) {
+// returns too) and where its changelog will be once the query has
+// started.
+func (a *App) taskCommitter(copts ChangelogOptions, task *Task) (runtime.Option, *Transactions, *atomic.Pointer[changelog]) {
 	var txn *Transactions
 	if a.opts.ExactlyOnce {
 		txn = ExactlyOnce(copts)
 		txn.task, txn.app = task.Partition, a
 		task.OnClose(txn.Close)
 	}
-	store := new(atomic.Pointer[runtime.Store])
+	made := new(atomic.Pointer[changelog])
 	return runtime.WithCommitter(func(s *runtime.Store) runtime.Committer {
-		store.Store(s)
 		c := newChangelog(copts, s)
 		c.txn, c.task = txn, task.Partition
+		made.Store(c)
 		return c
-	}), txn, store
+	}), txn, made
 }
 
 // followStore moves the group's offsets of partition p to those of the
 // task's checkpoint as it starts (restored, perhaps, from a changelog
 // that an instance that died wrote further than it committed to the
-// group): a task with nothing new to read runs no batch to move them.
-func (a *App) followStore(p int32, s *runtime.Store) {
-	if s == nil {
+// group): a task with nothing new to read runs no batch to move them. It
+// reads the progress Restore recorded, not the store, which the query may
+// already be closing.
+func (a *App) followStore(p int32, c *changelog) {
+	if c == nil || !c.restoredHasProgress {
 		return
 	}
-	progress, ok, err := s.Progress()
-	if err != nil || !ok {
-		return
+	read := offsetsRead(c.restoredProgress.Offsets)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.read[p] != nil || len(read) == 0 {
+		return // a batch has reported already: its offsets are newer
 	}
-	qp := runtime.QueryProgress{}
-	for _, raw := range progress.Offsets {
-		qp.Sources = append(qp.Sources, runtime.SourceProgress{EndOffset: string(raw)})
-	}
-	groupOffsets{a, p}.OnQueryProgress(qp)
+	a.read[p] = &readOffsets{offsets: read, seq: 1}
+	a.signalCommit()
 }
 
-// revoked stops the tasks of partitions, each after its batch in flight,
-// and waits for them.
-func (a *App) revoked(partitions []int32) {
+// revoked stops the tasks of partitions (a batch that is committing
+// finishes; one that is not is abandoned) and waits for them; for
+// partitions revoked, not lost, it commits their offsets to the group.
+func (a *App) revoked(partitions []int32, lost bool) {
 	var stopped []int32
 	for _, p := range partitions {
 		a.mu.Lock()
@@ -479,7 +493,9 @@ func (a *App) revoked(partitions []int32) {
 		rt.cancel()
 		<-rt.done
 		stopped = append(stopped, p)
-		a.commitRead(p, true)
+		if !lost { // a lost partition's commit would not be accepted
+			a.commitRevoked(p)
+		}
 	}
 	if len(stopped) > 0 && a.opts.OnRevoked != nil {
 		a.opts.OnRevoked(stopped)
@@ -497,9 +513,31 @@ type groupOffsets struct {
 }
 
 func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
+	offsets := map[string]json.RawMessage{}
+	for i, src := range qp.Sources {
+		offsets[strconv.Itoa(i)] = json.RawMessage(src.EndOffset)
+	}
+	read := offsetsRead(offsets)
+	if len(read) == 0 {
+		return
+	}
+	g.a.mu.Lock()
+	defer g.a.mu.Unlock()
+	r := g.a.read[g.p]
+	if r == nil {
+		r = &readOffsets{}
+		g.a.read[g.p] = r
+	}
+	r.offsets, r.seq = read, r.seq+1
+	g.a.signalCommit()
+}
+
+// offsetsRead reads the Kafka offsets among sources' offsets (others are
+// skipped) as the group commits them.
+func offsetsRead(sources map[string]json.RawMessage) map[string]map[int32]kgo.EpochOffset {
 	read := map[string]map[int32]kgo.EpochOffset{}
-	for _, src := range qp.Sources {
-		o, err := decodeOffsets(json.RawMessage(src.EndOffset))
+	for _, raw := range sources {
+		o, err := decodeOffsets(raw)
 		if err != nil {
 			continue // not a Kafka source's
 		}
@@ -510,18 +548,7 @@ func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
 			read[tp.topic][tp.partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
 		}
 	}
-	if len(read) == 0 {
-		return
-	}
-	g.a.mu.Lock()
-	r := g.a.read[g.p]
-	if r == nil {
-		r = &readOffsets{}
-		g.a.read[g.p] = r
-	}
-	r.offsets, r.seq = read, r.seq+1
-	g.a.mu.Unlock()
-	g.a.commitRead(g.p, false)
+	return read
 }
 
 // readOffsets are the offsets a task has read to: seq numbers their
@@ -531,56 +558,24 @@ type readOffsets struct {
 	seq, committed int64
 }
 
-// commitRead commits to the group the offsets partition p's task read
-// to: asynchronously, or (a task stopped, in a revoke) synchronously. A
-// commit the group refuses (one that races a rebalance) is tried again
-// by retryCommits.
-func (a *App) commitRead(p int32, sync bool) {
-	a.mu.Lock()
-	group, r := a.group, a.read[p]
-	var read map[string]map[int32]kgo.EpochOffset
-	var seq int64
-	if r != nil {
-		read, seq = r.offsets, r.seq
+// signalCommit wakes commitOffsets; a.mu is held.
+func (a *App) signalCommit() {
+	select {
+	case a.commitNow <- struct{}{}:
+	default:
 	}
-	a.mu.Unlock()
-	if group == nil || len(read) == 0 {
-		return
-	}
-	done := func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err == nil && resp != nil {
-			for _, t := range resp.Topics {
-				for _, p := range t.Partitions {
-					if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil && err == nil {
-						err = perr
-					}
-				}
-			}
-		}
-		if err != nil {
-			slog.Debug("streamgen: kafka app: commit the group's offsets", "group", a.opts.Group, "partition", p, "error", err)
-			return
-		}
-		a.mu.Lock()
-		r.committed = max(r.committed, seq)
-		a.mu.Unlock()
-	}
-	if sync {
-		ctx, cancel := context.WithTimeout(context.Background(), defaultChangelogProduceTimeout)
-		defer cancel()
-		group.CommitOffsetsSync(ctx, read, done)
-		return
-	}
-	group.CommitOffsets(context.Background(), read, done)
 }
 
-// groupCommitRetry is how often retryCommits looks for offsets the group
-// has not confirmed.
+// groupCommitRetry is how often commitOffsets looks again for offsets
+// the group has not confirmed (a commit that raced a rebalance).
 const groupCommitRetry = 500 * time.Millisecond
 
-// retryCommits commits again, every groupCommitRetry until ctx is done,
-// the offsets of running tasks that the group has not confirmed.
-func (a *App) retryCommits(ctx context.Context) {
+// commitOffsets commits, until ctx is done, the offsets the running
+// tasks have read to and the group has not confirmed: when a task
+// reports a batch, and every groupCommitRetry. It is the only goroutine
+// that commits while tasks run, so the queries never wait on the group
+// (a commit waits out a rebalance), and commits are sent in order.
+func (a *App) commitOffsets(ctx context.Context, group *kgo.Client) {
 	tick := time.NewTicker(groupCommitRetry)
 	defer tick.Stop()
 	for {
@@ -588,19 +583,76 @@ func (a *App) retryCommits(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-a.commitNow:
 		}
 		a.mu.Lock()
-		var retry []int32
+		all := map[string]map[int32]kgo.EpochOffset{}
+		seqs := map[int32]int64{}
 		for p, r := range a.read {
-			if _, running := a.tasks[p]; running && r.committed < r.seq {
-				retry = append(retry, p)
+			if _, running := a.tasks[p]; !running || r.committed >= r.seq {
+				continue
+			}
+			seqs[p] = r.seq
+			for topic, parts := range r.offsets {
+				if all[topic] == nil {
+					all[topic] = map[int32]kgo.EpochOffset{}
+				}
+				maps.Copy(all[topic], parts)
 			}
 		}
 		a.mu.Unlock()
-		for _, p := range retry {
-			a.commitRead(p, false)
+		if len(all) == 0 {
+			continue
+		}
+		group.CommitOffsetsSync(ctx, all, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+			if err = commitError(resp, err); err != nil {
+				slog.Debug("streamgen: kafka app: commit the group's offsets", "group", a.opts.Group, "error", err)
+				return
+			}
+			a.mu.Lock()
+			for p, seq := range seqs {
+				if r := a.read[p]; r != nil {
+					r.committed = max(r.committed, seq)
+				}
+			}
+			a.mu.Unlock()
+		})
+	}
+}
+
+// commitRevoked commits, in a revoke, what partition p's task read to,
+// before the partition moves.
+func (a *App) commitRevoked(p int32) {
+	a.mu.Lock()
+	group, r := a.group, a.read[p]
+	delete(a.read, p)
+	a.mu.Unlock()
+	if group == nil || r == nil || r.committed >= r.seq {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), defaultChangelogProduceTimeout)
+	defer cancel()
+	group.CommitOffsetsSync(ctx, r.offsets, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err = commitError(resp, err); err != nil {
+			slog.Debug("streamgen: kafka app: commit the group's offsets of a revoked partition", "group", a.opts.Group, "partition", p, "error", err)
+		}
+	})
+}
+
+// commitError is the error of an offset commit: its request's, or the
+// first of its partitions'.
+func commitError(resp *kmsg.OffsetCommitResponse, err error) error {
+	if err != nil || resp == nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if perr := kerr.ErrorForCode(p.ErrorCode); perr != nil {
+				return perr
+			}
 		}
 	}
+	return nil
 }
 
 // repartitionTopic is the topic RepartitionBy's copies go to.
@@ -664,7 +716,7 @@ func (a *App) runRepartition(ctx context.Context, p int32) error {
 	copts := a.opts.ChangelogOptions
 	copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, a.opts.Group+"-repartition-changelog", a.partitions
 	copts.TransactionalID = a.opts.Group + "-repartition-" + strconv.Itoa(int(p))
-	committer, txn, store := a.taskCommitter(copts, task)
+	committer, txn, made := a.taskCommitter(copts, task)
 	partitions := map[string][]int32{}
 	for _, topic := range a.opts.Topics {
 		partitions[topic] = []int32{p}
@@ -688,7 +740,7 @@ func (a *App) runRepartition(ctx context.Context, p int32) error {
 	if err != nil {
 		return err
 	}
-	a.followStore(p, store.Load())
+	a.followStore(p, made.Load())
 	return q.AwaitTermination()
 }
 

@@ -62,8 +62,13 @@ type ChangelogOptions struct {
 	AsyncProgressInterval time.Duration
 }
 
-// defaultAsyncProgressInterval is AsyncProgressInterval's default.
-const defaultAsyncProgressInterval = time.Second
+// defaultAsyncProgressInterval is AsyncProgressInterval's default, and
+// maxAsyncProgressInterval the longest it may be: a transaction must
+// commit well within the transaction timeout.
+const (
+	defaultAsyncProgressInterval = time.Second
+	maxAsyncProgressInterval     = defaultTransactionTimeout * 3 / 4
+)
 
 // withDefaults fills in the defaults of the fields left zero.
 func (o ChangelogOptions) withDefaults() ChangelogOptions {
@@ -165,18 +170,27 @@ type changelog struct {
 	// ahead of the topic.
 	rewound bool
 
-	// With AsyncProgress: lastCommit is when the transaction was last
-	// committed; pendingEnds are the topic's end offsets after the
-	// records acknowledged since (guarded by pendingMu, as the
-	// acknowledgements come from the client's goroutines), asyncErr the
-	// first of their failures; committed is the last batch the topic
-	// holds, uncommitted the last batch committed locally.
-	lastCommit  time.Time
+	// With AsyncProgress: pendingEnds are the topic's end offsets after
+	// the records acknowledged since the last commit (guarded by
+	// pendingMu, as the acknowledgements come from the client's
+	// goroutines), asyncErr the first of their failures; committed is
+	// the last batch the topic holds, uncommitted the last batch
+	// committed locally; idleStop and idleDone stop and wait for the
+	// goroutine that commits while no batch runs (commitIdle).
 	pendingMu   sync.Mutex
 	pendingEnds map[int32]int64
 	asyncErr    error
 	committed   int64
 	uncommitted int64
+	idleStop    chan struct{}
+	idleDone    chan struct{}
+	// txnStarted is set once Restore has started the transactions: Close
+	// releases them only then (a start refused because another query
+	// holds them must not release that query's).
+	txnStarted bool
+	// restoredProgress is the store's progress once Restore is done.
+	restoredProgress    runtime.Progress
+	restoredHasProgress bool
 	// Buffers reused from batch to batch.
 	buf     []byte
 	changes []change
@@ -231,6 +245,9 @@ func (o ChangelogOptions) validate() error {
 	if o.AsyncProgressInterval < 0 {
 		errs = append(errs, fmt.Errorf("AsyncProgressInterval %v is negative", o.AsyncProgressInterval))
 	}
+	if o.AsyncProgress && o.AsyncProgressInterval >= maxAsyncProgressInterval {
+		errs = append(errs, fmt.Errorf("AsyncProgressInterval %v: it must be under %v, for a transaction to commit before the cluster's transaction timeout (%v) aborts it", o.AsyncProgressInterval, maxAsyncProgressInterval, defaultTransactionTimeout))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("streamgen: kafka changelog: options: %w", err)
 	}
@@ -263,7 +280,12 @@ func (c *changelog) clientFor() (*kgo.Client, error) {
 // Close closes the changelog's client. It is safe to call more than once,
 // from any goroutine.
 func (c *changelog) Close() error {
-	if c.txn != nil {
+	if c.idleStop != nil {
+		close(c.idleStop)
+		<-c.idleDone
+		c.idleStop = nil
+	}
+	if c.txn != nil && c.txnStarted {
 		committed, err := c.txn.release(func() error {
 			c.pendingMu.Lock()
 			defer c.pendingMu.Unlock()
@@ -390,7 +412,7 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 	if c.txn != nil {
 		// In a transaction the progress need not wait for the rest: the
 		// transaction makes them visible together.
-		ctx, cancel := context.WithTimeout(c.context(), c.opts.ProduceTimeout)
+		ctx, cancel := c.commitContext()
 		err := c.txn.commitBatch(ctx, func(client *kgo.Client) error { return c.produce(client, c.ptrs, ends, false) })
 		cancel()
 		if err != nil {
@@ -438,20 +460,14 @@ func (c *changelog) commitAsync(b *runtime.StateBatch, p runtime.Progress, recor
 		}
 		c.pendingEnds[r.Partition] = max(c.pendingEnds[r.Partition], r.Offset+1)
 	}
-	due := time.Since(c.lastCommit) >= c.opts.AsyncProgressInterval
-	ctx, cancel := context.WithTimeout(c.context(), c.opts.ProduceTimeout)
+	ctx, cancel := c.commitContext()
 	defer cancel()
-	err = c.txn.produceBatch(ctx, records, ack, due, func() error {
-		c.pendingMu.Lock()
-		defer c.pendingMu.Unlock()
-		return c.asyncErr
-	})
+	due, err := c.txn.produceBatch(ctx, records, ack, c.asyncFailure)
 	if err != nil {
 		return c.fail(p.BatchID, err)
 	}
 	c.metaSent, c.startDeletions = true, nil
 	if due {
-		c.lastCommit = time.Now()
 		c.pendingMu.Lock()
 		for part, end := range c.pendingEnds {
 			c.ends[part] = max(c.ends[part], end)
@@ -467,6 +483,22 @@ func (c *changelog) commitAsync(b *runtime.StateBatch, p runtime.Progress, recor
 	}
 	c.uncommitted = p.BatchID
 	return nil
+}
+
+// asyncFailure returns the first failure of the records produced without
+// waiting (AsyncProgress).
+func (c *changelog) asyncFailure() error {
+	c.pendingMu.Lock()
+	defer c.pendingMu.Unlock()
+	return c.asyncErr
+}
+
+// commitContext bounds a commit's requests to Kafka by ProduceTimeout and
+// not by the query's context: a query stopped (an App's task revoked)
+// while its batch commits lets the commit finish, or time out, rather
+// than leave its outcome unknown.
+func (c *changelog) commitContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(c.context()), c.opts.ProduceTimeout)
 }
 
 // fail marks the changelog failed by the error of a batch: every later
@@ -500,7 +532,7 @@ func (c *changelog) setRecord(b *runtime.StateBatch) error {
 // produce writes records, the last one (the progress, when lastApart)
 // once all the others are acknowledged, and moves ends past them.
 func (c *changelog) produce(client *kgo.Client, records []*kgo.Record, ends map[int32]int64, lastApart bool) error {
-	ctx, cancel := context.WithTimeout(c.context(), c.opts.ProduceTimeout)
+	ctx, cancel := c.commitContext()
 	defer cancel()
 	first := records
 	var last []*kgo.Record
@@ -536,6 +568,42 @@ func (c *changelog) context() context.Context {
 // the records of a batch that failed. A store the topic does not hold yet
 // (a query that ran without the changelog) is copied to it.
 func (c *changelog) Restore(ctx context.Context) error {
+	if err := c.restoreStore(ctx); err != nil {
+		return err
+	}
+	p, ok, err := c.store.Progress()
+	if err != nil {
+		return err
+	}
+	c.restoredProgress, c.restoredHasProgress = p, ok
+	if c.txn != nil && c.opts.AsyncProgress {
+		c.idleStop, c.idleDone = make(chan struct{}), make(chan struct{})
+		go c.commitWhileIdle()
+	}
+	return nil
+}
+
+// commitWhileIdle commits the transaction, until Close, whenever
+// AsyncProgressInterval has passed with batches in it that no later batch
+// has committed (see Transactions.commitIdle).
+func (c *changelog) commitWhileIdle() {
+	defer close(c.idleDone)
+	tick := time.NewTicker(max(c.opts.AsyncProgressInterval/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.idleStop:
+			return
+		case <-tick.C:
+		}
+		if err := c.txn.commitIdle(c.asyncFailure); err != nil {
+			slog.Warn("streamgen: kafka changelog: commit the transaction of the batches since the last", "topic", c.opts.Topic, "error", err)
+		}
+	}
+}
+
+// restoreStore is Restore's work: see Restore.
+func (c *changelog) restoreStore(ctx context.Context) error {
 	if c.err != nil {
 		return c.err
 	}
@@ -553,6 +621,7 @@ func (c *changelog) Restore(ctx context.Context) error {
 		if err := c.txn.start(ctx); err != nil {
 			return err
 		}
+		c.txnStarted = true
 	}
 	reader := Source(Options{Connection: c.opts.Connection, Partitions: map[string][]int32{c.opts.Topic: c.partitions()}, Name: "changelog " + c.opts.Topic})
 	defer reader.Close()
@@ -582,7 +651,6 @@ func (c *changelog) Restore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.lastCommit = time.Now()
 	if hasProgress {
 		c.committed, c.uncommitted = local.BatchID, local.BatchID
 	}
@@ -595,6 +663,16 @@ func (c *changelog) Restore(ctx context.Context) error {
 	from := map[int32]int64{}
 	switch {
 	case hasRecord && rec.Async && hasProgress && local.BatchID > rec.Committed:
+		if topicEmpty {
+			return fmt.Errorf("streamgen: %s: the checkpoint is ahead of the changelog (batch %d, the changelog's last %d), and the topic is empty: was it deleted and made again? "+
+				"Delete the checkpoint directory to start the query over, or restore the topic", c.what(), local.BatchID, rec.Committed)
+		}
+		for _, tp := range parts {
+			if at, ok := recorded[tp.partition]; ok && at > ends[tp] {
+				return fmt.Errorf("streamgen: %s: partition %d ends at offset %d, and the checkpoint recorded offset %d: was the topic deleted and made again? "+
+					"Delete the checkpoint directory to start the query over, or restore the topic", c.what(), tp.partition, ends[tp], at)
+			}
+		}
 		slog.Warn("streamgen: the checkpoint is ahead of its changelog (its last batches were never committed to Kafka): rebuilding it from the changelog",
 			"topic", c.opts.Topic, "checkpointBatch", local.BatchID, "changelogBatch", rec.Committed)
 		for _, tp := range parts {
@@ -641,7 +719,11 @@ func (c *changelog) Restore(ctx context.Context) error {
 		for _, tp := range parts {
 			from[tp.partition] = starts[tp]
 		}
-		c.rewound = hasProgress
+		if hasProgress {
+			slog.Warn("streamgen: the checkpoint holds state but no record of the changelog topic (a restore that stopped halfway, or a topic it did not write): replacing its state with the topic's",
+				"topic", c.opts.Topic, "checkpointBatch", local.BatchID)
+			c.rewound = true
+		}
 	}
 	return c.restore(ctx, reader, rclient, parts, from, ends)
 }

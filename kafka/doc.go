@@ -71,8 +71,9 @@
 // runs a task, a query of its own, per input partition the group gives
 // it, with the partition's state in a checkpoint directory of its own
 // and in the partition's changelog partition. A partition that moves is
-// stopped after its batch in flight on the instance that gives it up,
-// and restored from the changelog on the one that takes it. The offsets
+// stopped on the instance that gives it up (a batch not yet committing
+// is abandoned, and runs again), and restored from the changelog on the
+// one that takes it. The offsets
 // that count are each task's (in its checkpoint and changelog); the
 // group's committed offsets follow them after every batch, so that the
 // tools that show a consumer group's lag show the App's.

@@ -429,8 +429,9 @@ func (s *stopAtRows) OnQueryProgress(p runtime.QueryProgress) {
 	}
 }
 
-// TestExactlyOnceAsyncProgress commits the transaction at most once an
-// hour (AsyncProgress): a query stopped commits what it ran as it stops;
+// TestExactlyOnceAsyncProgress commits the transaction at most once
+// every 20 seconds (AsyncProgress), longer than the test: a query stopped
+// commits what it ran as it stops;
 // a process that dies leaves its batches uncommitted in Kafka and its
 // checkpoint ahead of the changelog, and the next start rebuilds the
 // checkpoint from the changelog and runs those batches again, so the
@@ -439,7 +440,7 @@ func (s *stopAtRows) OnQueryProgress(p runtime.QueryProgress) {
 func TestExactlyOnceAsyncProgress(t *testing.T) {
 	r := newEOSRun(t)
 	in := clicks(450, 9)
-	opts := kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog", AsyncProgress: true, AsyncProgressInterval: time.Hour}
+	opts := kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog", AsyncProgress: true, AsyncProgressInterval: 20 * time.Second}
 	ck := newCheckpoint()
 	// run starts a process on the checkpoint and stops it once it read
 	// rows rows; with die, the process dies then.
@@ -494,4 +495,72 @@ func TestAsyncProgressRefused(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "AsyncProgress needs ExactlyOnce") {
 		t.Errorf("AsyncProgress without ExactlyOnce: Start gave %v", err)
 	}
+}
+
+// TestExactlyOnceAsyncProgressCommitsWhileIdle: with AsyncProgress, the
+// batches of a query that has read all its input and waits for more are
+// committed once the interval has passed, without another batch: a
+// read_committed reader sees them while the query still runs.
+func TestExactlyOnceAsyncProgressCommitsWhileIdle(t *testing.T) {
+	r := newEOSRun(t)
+	in := clicks(150, 14)
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in)...)
+	eos := kafka.ExactlyOnce(kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog", AsyncProgress: true, AsyncProgressInterval: 50 * time.Millisecond})
+	defer eos.Close()
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	q, err := r.pipeline(t, eos, nil).Start(ctx, newCheckpoint().opts(eos.Option())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := expectedCounts(in)
+	for {
+		got := r.counts(t, kgo.ReadCommitted())
+		done := len(got) == len(want)
+		for user, w := range want {
+			if c := got[user]; len(c) == 0 || c[len(c)-1] != w.Count {
+				done = false
+			}
+		}
+		if done {
+			onceEach(t, got, in)
+			break
+		}
+		select {
+		case <-q.Done():
+			t.Fatalf("the query ended: %v", q.Err())
+		case <-ctx.Done():
+			t.Fatalf("the idle query's batches were never committed: %v", ctx.Err())
+		case <-time.After(10 * time.Millisecond): // the next look at the topic
+		}
+	}
+	cancel()
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestExactlyOnceServesOneQuery: a second query started on transactions
+// that a running query holds is refused, and the first goes on
+// committing.
+func TestExactlyOnceServesOneQuery(t *testing.T) {
+	r := newEOSRun(t)
+	in := clicks(120, 15)
+	eos := r.transactions(t)
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	stop := &stopAtRows{rows: int64(len(in)), cancel: cancel}
+	first, err := r.pipeline(t, eos, nil).Start(ctx, newCheckpoint().opts(eos.Option(), runtime.Listener(stop))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.pipeline(t, eos, nil).Start(testContext(t), newCheckpoint().opts(eos.Option(), runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err == nil || !strings.Contains(err.Error(), "another query is running on them") {
+		t.Fatalf("a second query on the transactions: Start gave %v", err)
+	}
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in)...)
+	if err := first.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
 }

@@ -74,6 +74,8 @@ type Transactions struct {
 	// query is set while a query's committer holds the transactions.
 	query  bool
 	closed bool
+	// lastCommit is when the last transaction committed (AsyncProgress).
+	lastCommit time.Time
 }
 
 // defaultTransactionalPrefix prefixes the changelog topic in the default
@@ -148,7 +150,7 @@ func (t *Transactions) start(ctx context.Context) error {
 		client.Close()
 		return fmt.Errorf("streamgen: %s: claim the transactional ID: %w", t.what(), err)
 	}
-	t.client, t.query = client, true
+	t.client, t.query, t.lastCommit = client, true, time.Now()
 	return nil
 }
 
@@ -160,7 +162,7 @@ func (t *Transactions) start(ctx context.Context) error {
 // a batch between the restore and the first batch.
 func fence(ctx context.Context, client *kgo.Client, id string) error {
 	backoff := 50 * time.Millisecond
-	for {
+	for attempt := 1; ; attempt++ {
 		req := kmsg.NewPtrInitProducerIDRequest()
 		req.TransactionalID = &id
 		req.TransactionTimeoutMillis = int32(defaultTransactionTimeout / time.Millisecond)
@@ -173,12 +175,19 @@ func fence(ctx context.Context, client *kgo.Client, id string) error {
 		if err == nil || !kerr.IsRetriable(err) && !errors.Is(err, kerr.ConcurrentTransactions) {
 			return err
 		}
+		if attempt == fenceAttempts {
+			return fmt.Errorf("%d attempts, the last: %w", attempt, err)
+		}
 		if err := pause(ctx, backoff); err != nil {
 			return err
 		}
 		backoff = min(2*backoff, time.Second)
 	}
 }
+
+// fenceAttempts bounds the InitProducerID requests of a fence that the
+// cluster answers with an error that may pass (about half a minute).
+const fenceAttempts = 35
 
 // defaultTransactionTimeout is franz-go's default transaction timeout,
 // which fence asks for too.
@@ -253,7 +262,7 @@ func (t *Transactions) commitLocked(ctx context.Context) error {
 // means.
 func (t *Transactions) explain(err error) error {
 	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping) {
-		return fmt.Errorf("%w: another process started with transactional ID %q and fenced this one", err, t.id)
+		return fmt.Errorf("%w: another process started with transactional ID %q and fenced this one, or the transaction outlived the transaction timeout and the cluster aborted it", err, t.id)
 	}
 	return err
 }
@@ -264,9 +273,11 @@ func (t *Transactions) abortLocked(ctx context.Context) error {
 	if !t.inTxn {
 		return nil
 	}
-	t.inTxn = false
 	err := t.client.AbortBufferedRecords(ctx)
-	if eerr := t.client.EndTransaction(ctx, kgo.TryAbort); err == nil {
+	eerr := t.client.EndTransaction(ctx, kgo.TryAbort)
+	if eerr == nil {
+		t.inTxn = false // else stopLocked tries again, on a fresh context
+	} else if err == nil {
 		err = eerr
 	}
 	return err
@@ -314,12 +325,12 @@ func (t *Transactions) commitBatch(ctx context.Context, produce func(*kgo.Client
 // them all and commits the transaction, unless failed (ack's first
 // failure) says one failed: the transaction is then aborted.
 // (AsyncProgress.)
-func (t *Transactions) produceBatch(ctx context.Context, records []*kgo.Record, ack func(*kgo.Record, error), commit bool, failed func() error) error {
+func (t *Transactions) produceBatch(ctx context.Context, records []*kgo.Record, ack func(*kgo.Record, error), failed func() error) (committed bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	client, err := t.clientLocked("kafka changelog " + fmt.Sprintf("%q", t.opts.Topic))
 	if err != nil {
-		return err
+		return false, err
 	}
 	for _, r := range records {
 		// Not ctx: the records outlive this call, and a query stopped
@@ -327,10 +338,17 @@ func (t *Transactions) produceBatch(ctx context.Context, records []*kgo.Record, 
 		client.Produce(context.Background(), r, ack)
 	}
 	t.dirty = false
-	if !commit {
-		return nil
+	if time.Since(t.lastCommit) < t.opts.AsyncProgressInterval {
+		return false, nil
 	}
-	err = client.Flush(ctx)
+	return true, t.commitPendingLocked(ctx, failed)
+}
+
+// commitPendingLocked waits for the records produced into the open
+// transaction and commits it, unless failed says one of them failed:
+// the transaction is then aborted.
+func (t *Transactions) commitPendingLocked(ctx context.Context, failed func() error) error {
+	err := t.client.Flush(ctx)
 	if err == nil {
 		err = failed()
 	}
@@ -342,6 +360,27 @@ func (t *Transactions) produceBatch(ctx context.Context, records []*kgo.Record, 
 	}
 	if err := t.commitLocked(ctx); err != nil {
 		return t.explain(fmt.Errorf("commit the transaction: %w", err))
+	}
+	t.lastCommit = time.Now()
+	return nil
+}
+
+// commitIdle commits the open transaction when AsyncProgressInterval has
+// passed since the last commit and it holds only batches committed
+// locally: a query without new input runs no batch that would, and an
+// open transaction holds back read_committed readers and would outlive
+// the transaction timeout. (AsyncProgress.)
+func (t *Transactions) commitIdle(failed func() error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.inTxn || t.dirty || t.spoiled || t.client == nil || time.Since(t.lastCommit) < t.opts.AsyncProgressInterval {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), t.opts.ProduceTimeout)
+	defer cancel()
+	if err := t.commitPendingLocked(ctx, failed); err != nil {
+		t.spoiled = true
+		return err
 	}
 	return nil
 }
