@@ -157,7 +157,7 @@ func (t *Task) OnClose(f func()) { t.closers = append(t.closers, f) }
 // Run starts: partitions added to the input (and to the changelog and
 // repartition topics) are taken up by the instances started after.
 //
-// Make one with NewApp and call Run. The methods are safe for concurrent
+// Make one with NewApp and call Run, once. Tasks is safe for concurrent
 // use.
 type App struct {
 	opts  AppOptions
@@ -180,6 +180,8 @@ type App struct {
 	// abandoned makes the tasks stop as if their process died: their
 	// transactions neither committed nor aborted (tests).
 	abandoned atomic.Bool
+	// ran is set by the first Run.
+	ran atomic.Bool
 }
 
 // runningTask is a task's query as it runs: cancel stops it, done is
@@ -241,6 +243,9 @@ func (o *AppOptions) validate() error {
 func (a *App) Run(ctx context.Context) error {
 	if a.err != nil {
 		return a.err
+	}
+	if a.ran.Swap(true) {
+		return fmt.Errorf("streamgen: kafka app %q: Run was called before: an App runs once (make another with NewApp)", a.opts.Group)
 	}
 	partitions, err := a.checkTopics(ctx)
 	if err != nil {

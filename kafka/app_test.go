@@ -192,8 +192,8 @@ func TestAppScalesOut(t *testing.T) {
 }
 
 // TestAppRefusesAndFails: topics that are not co-partitioned are refused
-// with their partition counts, and a task that fails ends Run with its
-// error, naming the partition.
+// with their partition counts, a task that fails ends Run with its
+// error, naming the partition, and an App runs once.
 func TestAppRefusesAndFails(t *testing.T) {
 	conn, adm := newCluster(t)
 	createTopic(t, adm, "a", 2)
@@ -205,9 +205,13 @@ func TestAppRefusesAndFails(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `topic "a" has 2 partitions and "b" has 3`) {
 		t.Fatalf("Run on topics of 2 and 3 partitions gave %v", err)
 	}
-	err = kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "g", Topics: []string{"a"}, Dir: t.TempDir()}, build).Run(testContext(t))
+	app := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "g", Topics: []string{"a"}, Dir: t.TempDir()}, build)
+	err = app.Run(testContext(t))
 	if err == nil || !strings.Contains(err.Error(), "task ") || !strings.Contains(err.Error(), "no pipeline for partition") {
 		t.Fatalf("Run with a failing task gave %v", err)
+	}
+	if err := app.Run(testContext(t)); err == nil || !strings.Contains(err.Error(), "an App runs once") {
+		t.Fatalf("a second Run gave %v", err)
 	}
 }
 
