@@ -161,15 +161,7 @@ func TestAppScalesOut(t *testing.T) {
 	watch.sameRows(t, 600)
 	second.stop(t)
 
-	out := map[string][]int64{}
-	for _, rec := range consumeWith(t, conn, adm, "counts", kgo.ReadCommitted()) {
-		var u fixtures.UserCount
-		if err := u.UnmarshalJSON(rec.Value); err != nil {
-			t.Fatal(err)
-		}
-		out[u.User] = append(out[u.User], u.Count)
-	}
-	onceEach(t, out, in)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 
 	// The group's committed offsets follow the tasks': no lag.
 	committed, err := adm.FetchOffsets(testContext(t), "counter")
@@ -288,15 +280,7 @@ func TestAppRepartitions(t *testing.T) {
 	first.stop(t)
 	second.stop(t)
 
-	out := map[string][]int64{}
-	for _, rec := range consumeWith(t, conn, adm, "counts", kgo.ReadCommitted()) {
-		var u fixtures.UserCount
-		if err := u.UnmarshalJSON(rec.Value); err != nil {
-			t.Fatal(err)
-		}
-		out[u.User] = append(out[u.User], u.Count)
-	}
-	onceEach(t, out, in)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 	partitionOf := map[string]int32{}
 	for _, rec := range consumeWith(t, conn, adm, "by-user-repartition", kgo.ReadCommitted()) {
 		if p, ok := partitionOf[string(rec.Key)]; ok && p != rec.Partition {

@@ -184,47 +184,12 @@ func TestAppSurvivesSIGKILL(t *testing.T) {
 	}
 
 	watch.waitFor(t, "the parent's instance to run all four tasks", func() bool { return len(parent.Tasks()) == 4 })
-	// Done once the group's offsets, which follow the tasks', are at the
-	// end of every partition.
-	for {
-		offsets, err := adm.FetchOffsets(ctx, "killed")
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := true
-		ends.Each(func(o kadm.ListedOffset) {
-			if c, _ := offsets.Lookup("clicks", o.Partition); c.At < o.Offset {
-				done = false
-			}
-		})
-		if done {
-			break
-		}
-		select {
-		case <-watch.changed: // a batch, a rebalance
-		case <-time.After(groupRetry): // a commit the group refused, tried again
-		case <-ctx.Done():
-			var got []string
-			ends.Each(func(o kadm.ListedOffset) {
-				c, _ := offsets.Lookup("clicks", o.Partition)
-				got = append(got, fmt.Sprintf("partition %d at %d of %d", o.Partition, c.At, o.Offset))
-			})
-			t.Fatalf("the parent never read the whole input (the group's offsets: %v; its tasks %v): %v", got, parent.Tasks(), ctx.Err())
-		}
-	}
+	awaitGroupAtEnd(t, adm, watch, ends)
 	stopParent()
 	if err := <-parentDone; err != nil {
 		t.Fatal(err)
 	}
-	out := map[string][]int64{}
-	for _, rec := range consumeWith(t, conn, adm, "counts", kgo.ReadCommitted()) {
-		var u fixtures.UserCount
-		if err := u.UnmarshalJSON(rec.Value); err != nil {
-			t.Fatal(err)
-		}
-		out[u.User] = append(out[u.User], u.Count)
-	}
-	onceEach(t, out, in)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 }
 
 // TestAppThreeInstancesOneDies runs the App in three instances, and stops
@@ -289,40 +254,41 @@ func TestAppThreeInstancesOneDies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for {
-		offsets, err := adm.FetchOffsets(ctx, "killed")
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := true
-		ends.Each(func(o kadm.ListedOffset) {
-			if c, _ := offsets.Lookup("clicks", o.Partition); c.At < o.Offset {
-				done = false
-			}
-		})
-		if done {
-			break
-		}
-		select {
-		case <-watch.changed:
-		case <-time.After(groupRetry):
-		case <-ctx.Done():
-			t.Fatalf("the input was never read to its end: %v", ctx.Err())
-		}
-	}
+	awaitGroupAtEnd(t, adm, watch, ends)
 	for _, r := range survivors {
 		r.cancel()
 		if err := <-r.done; err != nil {
 			t.Fatal(err)
 		}
 	}
-	out := map[string][]int64{}
-	for _, rec := range consumeWith(t, conn, adm, "counts", kgo.ReadCommitted()) {
-		var u fixtures.UserCount
-		if err := u.UnmarshalJSON(rec.Value); err != nil {
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+}
+
+// awaitGroupAtEnd waits until the group "killed" has committed the end
+// offsets of every partition of "clicks": the App's tasks, which its
+// committed offsets follow, have read all the input.
+func awaitGroupAtEnd(t *testing.T, adm *kadm.Client, watch *appWatch, ends kadm.ListedOffsets) {
+	t.Helper()
+	ctx := testContext(t)
+	for {
+		offsets, err := adm.FetchOffsets(ctx, "killed")
+		if err != nil {
 			t.Fatal(err)
 		}
-		out[u.User] = append(out[u.User], u.Count)
+		var behind []string
+		ends.Each(func(o kadm.ListedOffset) {
+			if c, _ := offsets.Lookup("clicks", o.Partition); c.At < o.Offset {
+				behind = append(behind, fmt.Sprintf("partition %d at %d of %d", o.Partition, c.At, o.Offset))
+			}
+		})
+		if len(behind) == 0 {
+			return
+		}
+		select {
+		case <-watch.changed: // a batch, a rebalance
+		case <-time.After(groupRetry): // a commit the group refused, tried again
+		case <-ctx.Done():
+			t.Fatalf("the input was never read to its end (the group's offsets: %v): %v", behind, ctx.Err())
+		}
 	}
-	onceEach(t, out, in)
 }

@@ -81,8 +81,15 @@ func (r *eosRun) pipeline(t *testing.T, eos *kafka.Transactions, wrap func(typed
 // user's counts in the order written.
 func (r *eosRun) counts(t *testing.T, isolation kgo.IsolationLevel) map[string][]int64 {
 	t.Helper()
+	return userCounts(t, r.conn, r.adm, isolation)
+}
+
+// userCounts reads the topic "counts" with the isolation level given:
+// each user's counts in the order written.
+func userCounts(t *testing.T, conn kafka.Connection, adm *kadm.Client, isolation kgo.IsolationLevel) map[string][]int64 {
+	t.Helper()
 	out := map[string][]int64{}
-	for _, rec := range consumeWith(t, r.conn, r.adm, "counts", isolation) {
+	for _, rec := range consumeWith(t, conn, adm, "counts", isolation) {
 		var u fixtures.UserCount
 		if err := u.UnmarshalJSON(rec.Value); err != nil {
 			t.Fatalf("output %s/%d@%d: %v", rec.Topic, rec.Partition, rec.Offset, err)
