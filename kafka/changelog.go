@@ -107,7 +107,10 @@ const changelogFetchBytes = 16 << 20
 //   - at start, a checkpoint directory that is empty, or behind the topic
 //     (a batch produced but not committed locally), is restored from the
 //     topic before the first batch, and the query goes on from the
-//     restored progress, its sources' offsets with it.
+//     restored progress, its sources' offsets with it;
+//   - a checkpoint that holds state but no record of the topic (a restore
+//     that stopped halfway, or a directory the topic was not written
+//     from) is cleared and restored from the topic, with a warning.
 //
 // A batch whose records are not all acknowledged fails, uncommitted; the
 // query ends with the error, and its next start, which restores from the
