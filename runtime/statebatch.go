@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/batchrepr"
 )
 
 // StateBatch is the state and timer writes of one micro-batch. Its reads
@@ -73,7 +74,32 @@ var writtenSeed = maphash.MakeSeed()
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *StateBatch {
-	return &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch(), ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1, after: s.inFlightWork()}
+	b := &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch(), ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1, after: s.inFlightWork()}
+	if spare := s.spare.Swap(nil); spare != nil {
+		clear(spare.data[:batchrepr.HeaderLen])
+		if err := b.b.SetRepr(spare.data[:batchrepr.HeaderLen]); err != nil {
+			b.b.Close()
+			b.b = s.db.NewBatch()
+		}
+		b.hints = spare.hints[:0]
+	}
+	return b
+}
+
+// reuse closes pb, a batch that Pebble will not see (it took a copy), and
+// keeps its bytes and the hints for the next batch to write into, instead
+// of growing new ones: a large batch's bytes double several times as it
+// fills. Called by commit, once the batch's reads are over.
+func (s *Store) reuse(pb *pebble.Batch, hints []int32) {
+	data := pb.Repr()
+	// The batch is given bytes of its own, so that Pebble, which pools
+	// closed batches, keeps nothing of data.
+	if err := pb.SetRepr(make([]byte, batchrepr.HeaderLen)); err != nil || cap(data) > spareBatchMax {
+		pb.Close()
+		return
+	}
+	pb.Close()
+	s.spare.Store(&spareBatch{data: data[:0], hints: hints[:0]})
 }
 
 // indexed returns the batch with an index of its writes, for reads that

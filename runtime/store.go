@@ -178,7 +178,24 @@ type Store struct {
 	// the query's goroutine after.
 	keepDeleted bool
 	deleted     [][]byte
+
+	// sorter orders large batches for Pebble; used by commit only, one
+	// commit at a time.
+	sorter batchSorter
+	// spare holds the memory of a committed batch for the next one to
+	// write into (see reuse): the bytes of a batch that Pebble took in a
+	// sorted copy, and the cache hints.
+	spare atomic.Pointer[spareBatch]
 }
+
+// spareBatch is the memory of a batch that the next can reuse.
+type spareBatch struct {
+	data  []byte
+	hints []int32
+}
+
+// spareBatchMax is the most memory of a batch kept for the next.
+const spareBatchMax = 64 << 20
 
 // pendingBatch is a batch committed with a sync requested and not waited
 // for.
@@ -722,6 +739,13 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 	}
 	if cached != nil {
 		cached()
+	}
+	// A large batch is given to Pebble in key order (sortedbatch.go). A
+	// batch that cannot be read back is committed as it is, for Pebble
+	// to refuse.
+	if sorted, ok, err := s.sorter.sortedCopy(s.db, b.b); err == nil && ok {
+		s.reuse(b.b, b.hints)
+		b.b = sorted
 	}
 	if err := s.apply(b, p.BatchID); err != nil {
 		if s.state != nil {
