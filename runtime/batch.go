@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -42,9 +43,11 @@ type Batch struct {
 	eventTimes eventTimeStats
 	// err is the first state error: it fails the batch whatever the
 	// operator did with it. Operators that handle keys concurrently record
-	// it from their goroutines, so it is guarded.
-	errMu sync.Mutex
-	err   error
+	// it from their goroutines, so it is guarded; failed is set once err
+	// is, so that the check after every call (failure) costs a load.
+	errMu  sync.Mutex
+	err    error
+	failed atomic.Bool
 	// live is the query's running batch, which the reading publishes
 	// to; nil outside a query (ReadAll).
 	live *liveBatch
@@ -298,6 +301,7 @@ func (b *Batch) fail(err error) error {
 	b.errMu.Lock()
 	if b.err == nil {
 		b.err = err
+		b.failed.Store(true)
 	}
 	b.errMu.Unlock()
 	return err
@@ -305,6 +309,9 @@ func (b *Batch) fail(err error) error {
 
 // failure returns the batch's first state error, or nil.
 func (b *Batch) failure() error {
+	if !b.failed.Load() {
+		return nil
+	}
 	b.errMu.Lock()
 	defer b.errMu.Unlock()
 	return b.err

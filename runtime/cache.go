@@ -43,6 +43,8 @@ type stateCache struct {
 	// unused ones.
 	entries     []cacheEntry
 	entryMemory []byte
+	// indexMemory holds the index's slots.
+	indexMemory []byte
 	maxEntries  int
 	free        []int32
 	// head is the most recently used entry, tail the least; -1 when empty.
@@ -95,6 +97,17 @@ func newStateCache(budget int64, complete bool) *stateCache {
 		entryMemory: mapMemory(int(slots) * int(unsafe.Sizeof(cacheEntry{}))),
 		maxEntries:  int(slots),
 	}
+	// The index has room for every entry the budget allows from the
+	// start, in memory of its own: it never grows (which would rehash
+	// every entry, and leave the old table to the collector), and its
+	// pages are taken as keys land on them. Its budget share
+	// (cacheEntrySize) covers it.
+	n := cacheIndexMinSlots
+	for n*7 < (int(slots)+1)*10 {
+		n *= 2
+	}
+	c.indexMemory = mapMemory(n * 8)
+	c.index.use(unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(c.indexMemory))), n))
 	if n := len(c.entryMemory) / int(unsafe.Sizeof(cacheEntry{})); n > 0 {
 		// Entries hold no pointers: they may live in memory the collector
 		// does not know.
@@ -110,7 +123,8 @@ func (c *stateCache) close() {
 	unmapMemory(c.arena)
 	unmapMemory(c.spare)
 	unmapMemory(c.entryMemory)
-	c.arena, c.spare, c.entries, c.entryMemory = nil, nil, nil, nil
+	unmapMemory(c.indexMemory)
+	c.arena, c.spare, c.entries, c.entryMemory, c.indexMemory = nil, nil, nil, nil, nil
 	c.index = cacheIndex{}
 }
 
@@ -434,18 +448,25 @@ func (x *cacheIndex) place(s uint64) {
 	x.slots[p] = s
 }
 
-// grow doubles the table (or makes the first one).
+// grow doubles the table (or makes the first one). A cache's index is
+// made large enough for all its entries (newStateCache): only an index
+// used without one grows.
 func (x *cacheIndex) grow() {
 	old := x.slots
-	n := max(2*len(old), cacheIndexMinSlots)
-	x.slots = make([]uint64, n)
-	x.mask = uint64(n - 1)
-	x.shift = uint8(64 - bits.TrailingZeros(uint(n)))
+	x.use(make([]uint64, max(2*len(old), cacheIndexMinSlots)))
 	for _, s := range old {
 		if s != 0 {
 			x.place(s)
 		}
 	}
+}
+
+// use makes slots, empty and a power of two long, the table.
+func (x *cacheIndex) use(slots []uint64) {
+	n := len(slots)
+	x.slots = slots
+	x.mask = uint64(n - 1)
+	x.shift = uint8(64 - bits.TrailingZeros(uint(n)))
 }
 
 // delete removes entry i, whose hash is h, if it is held.

@@ -151,7 +151,10 @@ func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, compl
 		t.Fatalf("evicted %v, cleared %v: the test does not reach both", evicted, cleared)
 	}
 	if keys > 1000 && len(c.index.slots) <= cacheIndexMinSlots {
-		t.Fatalf("the index has %d slots: the test does not reach its growth", len(c.index.slots))
+		t.Fatalf("the index has %d slots: the test does not reach a large one", len(c.index.slots))
+	}
+	if len(c.index.slots)*7 < c.maxEntries*10 {
+		t.Fatalf("the index has %d slots for up to %d entries: over 70%% full", len(c.index.slots), c.maxEntries)
 	}
 }
 
