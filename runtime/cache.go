@@ -194,12 +194,18 @@ func (c *stateCache) put(key, value []byte, absent bool) {
 // still holds the key. A value no longer than the one held is written in
 // place.
 func (c *stateCache) set(key, value []byte, absent bool, hint int32) {
-	var h uint64
+	c.setHashed(key, value, absent, hint, 0, false)
+}
+
+// setHashed is set, given key's hash h if hashed.
+func (c *stateCache) setHashed(key, value []byte, absent bool, hint int32, h uint64, hashed bool) {
 	i := int32(-1)
 	if hint >= 0 && int(hint) < len(c.entries) && c.entries[hint].used && bytes.Equal(c.key(&c.entries[hint]), key) {
 		i, h = hint, c.entries[hint].hash
 	} else {
-		h = hashKey(c, key)
+		if !hashed {
+			h = hashKey(c, key)
+		}
 		i = c.find(h, key)
 	}
 	if i >= 0 {
@@ -352,11 +358,19 @@ func (c *stateCache) reset() {
 // entry it sets or deletes is cached with its new value; a range deletion
 // clears the cache. hints are the slots of the batch's state writes, in
 // order, as get last saw their keys (see set).
+//
+// The writes are applied some at a time (cacheWarmMax): first the
+// memory each will read is read for all of them (warmEntries for those
+// with a hint, the index slot of the key's hash for the others, keys new
+// to the cache), so that the cache misses overlap, then the writes in
+// order.
 func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r := b.Reader()
 	n := 0 // the state writes so far
+	var chunk [cacheWarmMax]pendingSet
+	m := 0 // the writes in chunk
 	for {
 		kind, key, value, ok, err := r.Next()
 		if err != nil {
@@ -364,6 +378,7 @@ func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 			return err
 		}
 		if !ok {
+			c.applyChunk(chunk[:m])
 			return nil
 		}
 		if c.skips(key) && (kind != pebble.InternalKeyKindRangeDelete || c.skips(value) && string(value[:7]) == string(key[:7])) {
@@ -374,6 +389,8 @@ func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 			// reach into it; one that ends before it or starts after it
 			// (of timers, expiries) does not.
 			if kind == pebble.InternalKeyKindRangeDelete && len(key) > 0 && key[0] < statePrefix && (len(value) == 0 || value[0] >= statePrefix) {
+				c.applyChunk(chunk[:m])
+				m = 0
 				c.clear()
 			}
 			continue
@@ -381,19 +398,56 @@ func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 		hint := int32(-1)
 		if n < len(hints) {
 			hint = hints[n]
-			if n%cacheWarmMax == 0 {
-				c.warmSum += c.warmEntries(hints[n:])
-			}
 		}
 		n++
 		switch kind {
 		case pebble.InternalKeyKindSet:
-			c.set(key, value, false, hint)
+			chunk[m] = pendingSet{key: key, value: value, hint: hint}
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete:
-			c.set(key, nil, true, hint)
+			chunk[m] = pendingSet{key: key, absent: true, hint: hint}
 		default:
+			c.applyChunk(chunk[:m])
+			m = 0
 			c.clear()
+			continue
 		}
+		if m++; m == len(chunk) {
+			c.applyChunk(chunk[:m])
+			m = 0
+		}
+	}
+}
+
+// pendingSet is a write applyCommitted is about to apply.
+type pendingSet struct {
+	key, value []byte
+	absent     bool
+	hint       int32
+	hash       uint64 // of key, when hashed
+	hashed     bool
+}
+
+// applyChunk applies writes in order, having read what they will read
+// first. The caller holds mu.
+func (c *stateCache) applyChunk(writes []pendingSet) {
+	if len(writes) == 0 {
+		return
+	}
+	var hints [cacheWarmMax]int32
+	x := &c.index
+	for j := range writes {
+		w := &writes[j]
+		hints[j] = w.hint
+		if w.hint < 0 && len(x.slots) > 0 {
+			w.hash, w.hashed = hashKey(c, w.key), true
+			c.warmSum += x.slots[w.hash>>x.shift]
+		}
+	}
+	c.warmSum += c.warmEntries(hints[:len(writes)])
+	for j := range writes {
+		w := &writes[j]
+		c.setHashed(w.key, w.value, w.absent, w.hint, w.hash, w.hashed)
+		writes[j] = pendingSet{} // it points into the batch
 	}
 }
 
