@@ -108,6 +108,10 @@ func (s *batchSorter) sortedCopy(db *pebble.DB, b *pebble.Batch) (*pebble.Batch,
 		rec := &s.recs[it.i]
 		repr = append(repr, s.data[rec.start:rec.end]...)
 	}
+	if len(s.recs) > sortScratchMax {
+		// Scratch space for a very large batch is not kept for the next.
+		s.recs, s.items, s.tmp = nil, nil, nil
+	}
 	out := db.NewBatch()
 	if err := out.SetRepr(repr); err != nil {
 		out.Close()
@@ -115,6 +119,10 @@ func (s *batchSorter) sortedCopy(db *pebble.DB, b *pebble.Batch) (*pebble.Batch,
 	}
 	return out, true, nil
 }
+
+// sortScratchMax is the most writes whose scratch space (48 bytes each)
+// sortedCopy keeps from one batch to the next.
+const sortScratchMax = 256 << 10
 
 // sortInsertionMax is the longest run that sort orders by insertion.
 const sortInsertionMax = 24

@@ -194,8 +194,10 @@ type spareBatch struct {
 	hints []int32
 }
 
-// spareBatchMax is the most memory of a batch kept for the next.
-const spareBatchMax = 64 << 20
+// spareBatchMax is the most memory of a batch kept for the next: a
+// larger batch's bytes go back to the collector, so that a query of large
+// batches does not hold a second copy of one between them.
+const spareBatchMax = 16 << 20
 
 // pendingBatch is a batch committed with a sync requested and not waited
 // for.
