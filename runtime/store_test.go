@@ -578,3 +578,92 @@ func TestLargeBatchReachesTheStateCache(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestLargeBatchesCommitTheirWrites commits batches large enough that
+// commit gives Pebble a copy of their writes in key order and the next
+// batch writes into the memory of the one before: each batch reads the
+// keys it writes (through the state cache, or Pebble with the cache off),
+// writes some keys twice and deletes some, and the reads of each batch,
+// and the state after the last and after reopening the store, equal a
+// plain map's.
+func TestLargeBatchesCommitTheirWrites(t *testing.T) {
+	cases := []struct {
+		name string
+		opts runtime.StoreOptions
+	}{
+		{"cache", runtime.StoreOptions{}},
+		{"no cache", runtime.StoreOptions{StateCacheSize: -1}},
+		{"sync interval", runtime.StoreOptions{SyncInterval: time.Hour}},
+	}
+	v := runtime.Var{Variable: 1}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := vfs.NewMem()
+			s := open(t, fs, tc.opts)
+			model := map[string]int64{}
+			r := rand.New(rand.NewPCG(3, 4))
+			for id := range int64(6) {
+				// The batch reads its keys first, as an operator reads a
+				// key's state before writing it (a read after the batch's
+				// first write would index the batch, which is then
+				// committed as it is), then writes them.
+				b := s.NewBatch()
+				keys := make([][]byte, 12_000)
+				for i := range keys {
+					keys[i] = fmt.Appendf(nil, "key-%06d", r.IntN(30_000))
+					val, ok, err := b.Get(v, keys[i], nil)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, inModel := model[string(keys[i])]
+					if ok != inModel || ok && int64(binary.BigEndian.Uint64(val)) != want {
+						t.Fatalf("batch %d reads %s = %x (present %v), want %d (present %v)", id, keys[i], val, ok, want, inModel)
+					}
+				}
+				for _, key := range keys {
+					if r.IntN(10) == 0 {
+						if err := b.Delete(v, key, nil); err != nil {
+							t.Fatal(err)
+						}
+						delete(model, string(key))
+						continue
+					}
+					// A key drawn twice is written twice: the last write wins.
+					model[string(key)]++
+					if err := b.Put(v, key, nil, u64(model[string(key)])); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check := func(s *runtime.Store) {
+				t.Helper()
+				b := s.NewBatch()
+				defer b.Close()
+				n := 0
+				err := b.ScanVar(v, func(key, _, value []byte) error {
+					n++
+					if want, ok := model[string(key)]; !ok || int64(binary.BigEndian.Uint64(value)) != want {
+						return fmt.Errorf("the store holds %s = %x, want %d (present %v)", key, value, want, ok)
+					}
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n != len(model) {
+					t.Fatalf("the store holds %d keys, want %d", n, len(model))
+				}
+			}
+			check(s)
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = open(t, fs, tc.opts)
+			defer s.Close()
+			check(s)
+		})
+	}
+}
