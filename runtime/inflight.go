@@ -135,16 +135,19 @@ func (s *Store) inFlightWork() *inFlight {
 }
 
 // settled waits for the work that was in flight when the batch began (a
-// read of the committed state must see it) and returns its error.
+// read of the committed state must see it) and returns its error. It may
+// be called from the handlers of an operator that runs keys concurrently
+// while the query's goroutine reads ahead (warm), so after is atomic.
 func (b *StateBatch) settled() error {
-	if b.after == nil {
+	w := b.after.Load()
+	if w == nil {
 		return nil
 	}
-	<-b.after.done
-	if err := b.after.err; err != nil {
+	<-w.done
+	if err := w.err; err != nil {
 		return err
 	}
-	b.after = nil
+	b.after.CompareAndSwap(w, nil)
 	return nil
 }
 
@@ -152,12 +155,13 @@ func (b *StateBatch) settled() error {
 // commit in flight when the batch began, and returns the commit's error
 // if it has already failed.
 func (b *StateBatch) cacheSettled() error {
-	if b.after == nil {
+	w := b.after.Load()
+	if w == nil {
 		return nil
 	}
-	<-b.after.cached
+	<-w.cached
 	select {
-	case <-b.after.done:
+	case <-w.done:
 		return b.settled()
 	default:
 		return nil

@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"io"
 	"math"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/batchrepr"
@@ -56,7 +57,7 @@ type StateBatch struct {
 	warmBuf  []byte
 	// after is the commit in flight when the batch began (nil: none, or
 	// it has ended), which reads of the committed state wait for.
-	after *inFlight
+	after atomic.Pointer[inFlight]
 	// timedVars are the variables ordered by event time that the batch
 	// has read or written (see eventorder.go).
 	timedVars []timedVar
@@ -74,7 +75,8 @@ var writtenSeed = maphash.MakeSeed()
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *StateBatch {
-	b := &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch(), ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1, after: s.inFlightWork()}
+	b := &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch(), ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1}
+	b.after.Store(s.inFlightWork())
 	if spare := s.spare.Swap(nil); spare != nil {
 		clear(spare.data[:batchrepr.HeaderLen])
 		if err := b.b.SetRepr(spare.data[:batchrepr.HeaderLen]); err != nil {
