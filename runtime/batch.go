@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -43,11 +42,8 @@ type Batch struct {
 	eventTimes eventTimeStats
 	// err is the first state error: it fails the batch whatever the
 	// operator did with it. Operators that handle keys concurrently record
-	// it from their goroutines, so it is guarded; failed is set once err
-	// is, so that the check after every call (failure) costs a load.
-	errMu  sync.Mutex
-	err    error
-	failed atomic.Bool
+	// it from their goroutines.
+	err atomic.Pointer[error]
 	// live is the query's running batch, which the reading publishes
 	// to; nil outside a query (ReadAll).
 	live *liveBatch
@@ -298,23 +294,16 @@ func (b *Batch) KeyOf(op int, groups *Groups, group int32) *KeyState {
 
 // fail records a state error; the first one fails the batch.
 func (b *Batch) fail(err error) error {
-	b.errMu.Lock()
-	if b.err == nil {
-		b.err = err
-		b.failed.Store(true)
-	}
-	b.errMu.Unlock()
+	b.err.CompareAndSwap(nil, &err)
 	return err
 }
 
 // failure returns the batch's first state error, or nil.
 func (b *Batch) failure() error {
-	if !b.failed.Load() {
-		return nil
+	if p := b.err.Load(); p != nil {
+		return *p
 	}
-	b.errMu.Lock()
-	defer b.errMu.Unlock()
-	return b.err
+	return nil
 }
 
 // Groups gathers a batch's rows by key: each key is a group, numbered in

@@ -35,3 +35,11 @@ func unmapMemory(b []byte) {
 		}
 	}
 }
+
+// zeroMemory makes b, from mapMemory, read as zeros: its pages go back to
+// the system where it allows, so that memory cleared is not resident.
+func zeroMemory(b []byte) {
+	if len(b) > 0 && syscall.Madvise(b, syscall.MADV_DONTNEED) != nil {
+		clear(b)
+	}
+}

@@ -214,6 +214,7 @@ func (b *StateBatch) deleteTimedThrough(v Var, until time.Time, counts *timedCou
 			n++
 		}
 	}
+	b.unsortable = true
 	if err := b.b.DeleteRange(lower, upper, nil); err != nil {
 		return 0, fmt.Errorf("streamgen: write state: %w", err)
 	}

@@ -10,3 +10,7 @@ func (s *Store) CheckMeta(m Meta, allowChanges bool) (id string, warnings []stri
 	m, err = s.checkMeta(m, allowChanges, func(w string) { warnings = append(warnings, w) })
 	return m.ID, warnings, err
 }
+
+// HoldsSpareBatch reports whether the store keeps a committed batch's
+// memory for the next: it does after committing a batch in key order.
+func HoldsSpareBatch(s *Store) bool { return s.spare.Load() != nil }

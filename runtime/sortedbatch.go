@@ -11,19 +11,22 @@ import (
 // Pebble inserts a batch's writes into its memtable, a skiplist, one by
 // one: in key order, each insert starts where the last one ended, while
 // in arrival order each is a search from the top through memory the cache
-// does not hold (at 1M keys of count per key, twice the time of the whole
-// run). A batch of more than half a memtable becomes a memtable of its
-// own (a flushable batch), whose entries Pebble sorts with a comparison
-// sort that decodes both entries at every step; given them in order,
-// that sort (pattern-defeating quicksort) only checks them, in one pass.
-// So commit gives Pebble a batch of point writes in key order: a copy of
-// its records, sorted with a radix sort on the keys' bytes, eight at a
-// time.
+// does not hold (with a 64 MiB memtable, which takes batches of up to 32
+// MiB, count per key at 1M keys took 4.4 s in arrival order and 2.0 s in
+// key order). A batch of more than half a memtable becomes a memtable of
+// its own (a flushable batch), whose entries Pebble sorts with a
+// comparison sort that decodes both entries at every step; given them in
+// order, that sort (pattern-defeating quicksort) only checks them, in one
+// pass. So commit gives Pebble a batch of point writes in key order: a
+// copy of its records, sorted with a radix sort on the keys' bytes,
+// eight at a time.
 //
-// The copy is the same writes: a key written more than once keeps its
-// writes in their order (the sort is stable), so the last one wins, as
-// before. A batch with a range deletion keeps its order, since moving a
-// write across a range deletion would change what it deletes.
+// The copy commits what the batch would: a key written more than once
+// keeps only its last write (the one that would win), so that the copy
+// is strictly in order (Pebble orders a key's writes newest first, and
+// a few out of order would send its sort back to comparing). A batch
+// with a range deletion keeps its order, since moving a write across a
+// range deletion would change what it deletes.
 
 // sortedBatchMin is the size of the smallest batch that is copied in key
 // order: below it, a batch's inserts take too little time to matter.
@@ -60,17 +63,29 @@ type sortItem struct {
 	w   uint64
 	i   uint32
 	tag uint8
+	// shadowed marks a write that a later write of the same key
+	// overrides.
+	shadowed bool
 }
 
 // sortedCopy returns a new batch holding b's writes in key order, or
-// false when b is small or holds a write other than a set or a deletion
-// of one key. The copy is b's records, copied as they are.
+// false when b is small, is indexed (its reads go through an index of it,
+// kept with it) or holds a write other than a set or a deletion of one
+// key. The copy is b's records, copied as they are, but for writes a
+// later write of the same key overrides.
 func (s *batchSorter) sortedCopy(db *pebble.DB, b *pebble.Batch) (*pebble.Batch, bool, error) {
 	if b.Len() < sortedBatchMin || b.Indexed() {
 		return nil, false, nil
 	}
 	s.data = b.Repr()
-	defer func() { s.data = nil }() // b's memory
+	defer func() {
+		s.data = nil // b's memory
+		if len(s.recs) > sortScratchMax {
+			// Scratch space for a very large batch is not kept for
+			// the next.
+			s.recs, s.items, s.tmp = nil, nil, nil
+		}
+	}()
 	s.recs = s.recs[:0]
 	r := b.Reader()
 	for {
@@ -104,14 +119,16 @@ func (s *batchSorter) sortedCopy(db *pebble.DB, b *pebble.Batch) (*pebble.Batch,
 	s.sort(s.items, s.tmp[:len(s.items)], 0)
 	repr := make([]byte, 0, len(s.data))
 	repr = append(repr, s.data[:batchrepr.HeaderLen]...)
+	n := uint32(0)
 	for _, it := range s.items {
+		if it.shadowed {
+			continue
+		}
 		rec := &s.recs[it.i]
 		repr = append(repr, s.data[rec.start:rec.end]...)
+		n++
 	}
-	if len(s.recs) > sortScratchMax {
-		// Scratch space for a very large batch is not kept for the next.
-		s.recs, s.items, s.tmp = nil, nil, nil
-	}
+	batchrepr.SetCount(repr, n)
 	out := db.NewBatch()
 	if err := out.SetRepr(repr); err != nil {
 		out.Close()
@@ -162,8 +179,15 @@ func (s *batchSorter) sort(items, tmp []sortItem, depth int) {
 		for end < len(items) && items[end].w == items[start].w && items[end].tag == items[start].tag {
 			end++
 		}
-		if end-start > 1 && items[start].tag == 9 {
+		switch {
+		case end-start > 1 && items[start].tag == 9:
 			s.sort(items[start:end], tmp[start:end], depth+8)
+		case end-start > 1:
+			// Keys that end in these bytes and are equal in them are
+			// the same key: the last write wins.
+			for j := start; j < end-1; j++ {
+				items[j].shadowed = true
+			}
 		}
 		start = end
 	}
@@ -200,7 +224,7 @@ func radixPass(counts *[256]uint32, src, dst []sortItem, k int) bool {
 }
 
 // insertionSort orders a short run by the keys' bytes from depth on,
-// stably.
+// stably, and marks the writes a later write of the same key overrides.
 func (s *batchSorter) insertionSort(items []sortItem, depth int) {
 	for j := 1; j < len(items); j++ {
 		it := items[j]
@@ -211,6 +235,11 @@ func (s *batchSorter) insertionSort(items []sortItem, depth int) {
 			k--
 		}
 		items[k] = it
+	}
+	for j := 1; j < len(items); j++ {
+		if bytes.Equal(s.key(items[j-1].i)[depth:], s.key(items[j].i)[depth:]) {
+			items[j-1].shadowed = true
+		}
 	}
 }
 

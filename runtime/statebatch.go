@@ -27,8 +27,12 @@ type StateBatch struct {
 	val   []byte // the value of the last Get
 	tmp   []byte // a value being built
 	// written is true once the batch holds a write; rangeDeleted once it
-	// holds a range deletion.
+	// holds a range deletion of state entries that reads must see through
+	// the batch's index.
 	written, rangeDeleted bool
+	// unsortable is true once the batch holds a range deletion of any
+	// kind, which commit must not move writes across (sortedbatch.go).
+	unsortable bool
 	// closed is true once b is committed or closed: Pebble pools its
 	// batches, so a second Close would release one in use.
 	closed bool
@@ -398,6 +402,7 @@ func (b *StateBatch) DeletePartition(p uint32) error {
 
 func (b *StateBatch) deleteRange(lower, upper []byte) error {
 	b.rangeDeleted = true
+	b.unsortable = true
 	if err := b.b.DeleteRange(lower, upper, nil); err != nil {
 		return fmt.Errorf("streamgen: write state: %w", err)
 	}

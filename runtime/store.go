@@ -319,11 +319,11 @@ func (s *Store) pebbleOptions(cache *pebble.Cache, mustExist, readOnly bool) *pe
 	// batches; from 16, a quarter as often, for up to 16 L0 tables a
 	// point read looks at (through their Bloom filters, which mostly
 	// answer no). Reads of state the state cache holds, or knows to be
-	// absent, do not reach Pebble at all. At 1M keys of count per key
-	// compactions took 0.9 s of the run's CPU from 4, and 8 instead of 16
-	// takes the run 4% longer; a loop that reads every key from Pebble
-	// reads 12% slower with 8 than with 4 (bench/README.md, "Count per
-	// key").
+	// absent, do not reach Pebble at all. At 1M keys of count per key the
+	// compactions took 0.9 s of the run's 4 s of CPU with 8; with 16 the
+	// run's reads never reach Pebble and it is about 5% shorter. A store
+	// larger than the cache pays at its reads: 6M keys took 24 s with 16
+	// and 23 s with 8 (bench/README.md, "Writes in key order").
 	popts.L0CompactionThreshold = 16
 	popts.L0StopWritesThreshold = 48
 	// Disk-health checks: an operation that takes over 5 seconds is
@@ -745,12 +745,21 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 	if cached != nil {
 		cached()
 	}
-	// A large batch is given to Pebble in key order (sortedbatch.go). A
-	// batch that cannot be read back is committed as it is, for Pebble
-	// to refuse.
-	if sorted, ok, err := s.sorter.sortedCopy(s.db, b.b); err == nil && ok {
-		s.reuse(b.b, b.hints)
-		b.b = sorted
+	// A large batch is given to Pebble in key order (sortedbatch.go).
+	if !b.unsortable {
+		sorted, ok, err := s.sorter.sortedCopy(s.db, b.b)
+		if err != nil {
+			// The batch's own writes do not read back: nothing of it
+			// may reach the log.
+			if s.state != nil {
+				s.state.reset()
+			}
+			return s.fail(fmt.Errorf("commit batch %d: read the batch's writes: %w", p.BatchID, err))
+		}
+		if ok {
+			s.reuse(b.b, b.hints)
+			b.b = sorted
+		}
 	}
 	if err := s.apply(b, p.BatchID); err != nil {
 		if s.state != nil {

@@ -637,6 +637,9 @@ func TestLargeBatchesCommitTheirWrites(t *testing.T) {
 				if err := s.Commit(b, runtime.Progress{BatchID: id}); err != nil {
 					t.Fatal(err)
 				}
+				if !runtime.HoldsSpareBatch(s) {
+					t.Fatalf("batch %d was not committed in key order: the test does not reach the case", id)
+				}
 			}
 			check := func(s *runtime.Store) {
 				t.Helper()

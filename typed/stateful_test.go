@@ -109,6 +109,30 @@ func TestCountsUnderSplitsAndRestarts(t *testing.T) {
 	}
 }
 
+// TestLargeBatchesCountLikeALoop counts over batches of thousands of
+// keys, whose writes the store commits in key order while the next batch
+// runs (the commit in flight of an AvailableNow query), with a restart
+// between two halves of the input, and compares with a plain loop.
+func TestLargeBatchesCountLikeALoop(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 7))
+	base := time.Unix(1_700_000_000, 0).UTC()
+	in := make([]fixtures.Click, 60_000)
+	for i := range in {
+		in[i] = fixtures.Click{User: fmt.Sprintf("user-%05d", r.IntN(20_000)), Time: base.Add(time.Duration(i) * time.Millisecond)}
+	}
+	want := expectedCounts(in)
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 10_000)
+	sink := newSink[fixtures.UserCount]()
+	ck := newCheckpoint()
+	for _, half := range [][]fixtures.Click{in[:len(in)/2], in[len(in)/2:]} {
+		m.Add(half...)
+		if err := runToEnd(t, countPipeline(m, sink), ck.opts()...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sameCounts(t, latest(sink.rows()), want)
+}
+
 // TestFaultsReplayTheBatch injects failures inside a batch — in the user
 // function (before the commit), and in the sink after it stored the rows
 // (as if the process died between the sink and the commit) — and checks
