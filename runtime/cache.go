@@ -43,8 +43,8 @@ type stateCache struct {
 	// unused ones.
 	entries     []cacheEntry
 	entryMemory []byte
-	// indexMemory holds the index's slots.
-	indexMemory []byte
+	// indexMemory holds the index's two tables (see cacheIndex).
+	indexMemory [2][]byte
 	maxEntries  int
 	free        []int32
 	// head is the most recently used entry, tail the least; -1 when empty.
@@ -97,19 +97,21 @@ func newStateCache(budget int64, complete bool) *stateCache {
 		entryMemory: mapMemory(int(slots) * int(unsafe.Sizeof(cacheEntry{}))),
 		maxEntries:  int(slots),
 	}
-	// The index has room for every entry the budget allows from the
-	// start, in memory of its own: it never grows (which would rehash
-	// every entry, and leave the old table to the collector), and its
-	// pages are taken as keys land on them. Its budget share
-	// (cacheEntrySize: 16 bytes an entry) covers it at the default
-	// budget; a power of two of slots kept under 70% full takes 11 to 23
-	// bytes an entry, so at some budgets it is up to 4% over.
+	// The index grows up to room for every entry the budget allows, in
+	// two mappings of that size (see cacheIndex): only the pages of the
+	// table in use are taken. Its budget share (cacheEntrySize: 16 bytes
+	// an entry) covers its largest table at the default budget; a power
+	// of two of slots kept under 70% full takes 11 to 23 bytes an entry,
+	// so at some budgets it is up to 4% over.
 	n := cacheIndexMinSlots
 	for n*7 < (int(slots)+1)*10 {
 		n *= 2
 	}
-	c.indexMemory = mapMemory(n * 8)
-	c.index.use(unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(c.indexMemory))), n))
+	for i := range c.indexMemory {
+		c.indexMemory[i] = mapMemory(n * 8)
+		c.index.tables[i] = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(c.indexMemory[i]))), n)
+	}
+	c.index.use(c.index.tables[0][:min(n, cacheIndexFirstSlots)])
 	if n := len(c.entryMemory) / int(unsafe.Sizeof(cacheEntry{})); n > 0 {
 		// Entries hold no pointers: they may live in memory the collector
 		// does not know.
@@ -125,8 +127,10 @@ func (c *stateCache) close() {
 	unmapMemory(c.arena)
 	unmapMemory(c.spare)
 	unmapMemory(c.entryMemory)
-	unmapMemory(c.indexMemory)
-	c.arena, c.spare, c.entries, c.entryMemory, c.indexMemory = nil, nil, nil, nil, nil
+	for i := range c.indexMemory {
+		unmapMemory(c.indexMemory[i])
+	}
+	c.arena, c.spare, c.entries, c.entryMemory, c.indexMemory = nil, nil, nil, nil, [2][]byte{}
 	c.index = cacheIndex{}
 }
 
@@ -342,13 +346,7 @@ func (c *stateCache) unlink(i int32) {
 // clear forgets everything (after a range deletion, which may cover any
 // cached entry): the cache is no longer complete.
 func (c *stateCache) clear() {
-	if c.indexMemory != nil {
-		// Its pages go back to the system: an empty cache takes none.
-		zeroMemory(c.indexMemory)
-		c.index.count = 0
-	} else {
-		c.index.reset()
-	}
+	c.index.reset()
 	c.entries, c.free = c.entries[:0], c.free[:0]
 	c.head, c.tail, c.used, c.live = -1, -1, 0, 0
 	c.complete = false
@@ -482,19 +480,37 @@ func (c *stateCache) skip(op, variable uint8) {
 // empty. A hash's home slot is its top bits, so the table grows and
 // deletes (by shifting the following slots back, leaving no tombstones)
 // without reading the entries. Entries of equal hashes take a slot each.
+//
+// A cache's index has two tables of the most slots it may need (tables),
+// in memory mapped for them, and uses a prefix of one: it starts small,
+// so that a small state's slots stay close together in the processor's
+// caches, and grows four times at a time into the other (then, past a
+// few times its first size, to the full size at once), and the old
+// table's pages go back. Without tables (tests), it grows on the heap.
 type cacheIndex struct {
 	slots []uint64
 	mask  uint64 // len(slots) - 1
 	shift uint8  // 64 - log2(len(slots)): hash >> shift is the home slot
 	count int
+	// tables are the two tables, empty beyond the one in use; cur is
+	// the one slots is a prefix of.
+	tables [2][]uint64
+	cur    int
 }
 
 const cacheIndexMinSlots = 1 << 10
 
+// cacheIndexFirstSlots is the size of a cache's first table: 128 KiB.
+// A variable for the tests.
+var cacheIndexFirstSlots = 1 << 14
+
 // insert adds entry i, whose hash is h; the caller has made sure it is not
 // held.
 func (x *cacheIndex) insert(h uint64, i int32) {
-	if (x.count+1)*10 > len(x.slots)*7 {
+	// A table that can grow does so at half full: with linear probing,
+	// a search for a key that is not there (every new key's, in a
+	// complete cache) probes about 2 slots at half full and 6 at 70%.
+	if (x.count+1)*10 > len(x.slots)*7 || (x.count+1)*2 > len(x.slots) && len(x.slots) < len(x.tables[x.cur]) {
 		x.grow()
 	}
 	x.place(h>>32<<32 | uint64(uint32(i+1)))
@@ -510,17 +526,39 @@ func (x *cacheIndex) place(s uint64) {
 	x.slots[p] = s
 }
 
-// grow doubles the table (or makes the first one). A cache's index is
-// made large enough for all its entries (newStateCache): only an index
-// used without one grows.
+// grow makes the table four times larger, or, past four times the first
+// size, as large as it can be (or makes the first one): in the other of
+// the tables, or on the heap without them. A cache's tables have room for
+// all its entries, so they never need more.
 func (x *cacheIndex) grow() {
 	old := x.slots
-	x.use(make([]uint64, max(2*len(old), cacheIndexMinSlots)))
+	if x.tables[0] == nil {
+		x.use(make([]uint64, max(2*len(old), cacheIndexMinSlots)))
+	} else {
+		// Past a few times the first size, a state is too large for
+		// the processor's caches anyway: it goes to the full size at
+		// once, rehashing its entries one last time.
+		next := x.tables[1-x.cur]
+		n := 4 * len(old)
+		if n > 4*cacheIndexFirstSlots {
+			n = len(next)
+		}
+		x.use(next[:min(n, len(next))])
+		x.cur = 1 - x.cur
+	}
 	for _, s := range old {
 		if s != 0 {
 			x.place(s)
 		}
 	}
+	if x.tables[0] != nil {
+		zeroSlots(old)
+	}
+}
+
+// zeroSlots empties slots of a mapped table, giving its pages back.
+func zeroSlots(slots []uint64) {
+	zeroMemory(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(slots))), 8*len(slots)))
 }
 
 // use makes slots, empty and a power of two long, the table.
@@ -557,9 +595,15 @@ func (x *cacheIndex) delete(h uint64, i int32) {
 	x.count--
 }
 
-// reset empties the table, keeping its size.
+// reset empties the table: a cache's goes back to its first size.
 func (x *cacheIndex) reset() {
-	clear(x.slots)
+	if x.tables[0] == nil {
+		clear(x.slots)
+	} else {
+		// Back to the first size, with the pages given back.
+		zeroSlots(x.slots)
+		x.use(x.tables[x.cur][:min(len(x.tables[x.cur]), cacheIndexFirstSlots)])
+	}
 	x.count = 0
 }
 

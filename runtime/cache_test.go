@@ -41,6 +41,10 @@ func TestStateCache(t *testing.T) {
 }
 
 func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, complete bool) {
+	// The index starts at its smallest size, so that it grows.
+	first := cacheIndexFirstSlots
+	cacheIndexFirstSlots = cacheIndexMinSlots
+	defer func() { cacheIndexFirstSlots = first }()
 	c := newStateCache(budget, complete)
 	c.hashMask = hashMask
 	defer c.close()
@@ -150,11 +154,11 @@ func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, compl
 	if !evicted || !cleared {
 		t.Fatalf("evicted %v, cleared %v: the test does not reach both", evicted, cleared)
 	}
-	if keys > 1000 && len(c.index.slots) <= cacheIndexMinSlots {
-		t.Fatalf("the index has %d slots: the test does not reach a large one", len(c.index.slots))
+	if keys > 1000 && len(c.index.slots) <= cacheIndexFirstSlots {
+		t.Fatalf("the index has %d slots: the test does not reach its growth", len(c.index.slots))
 	}
-	if len(c.index.slots)*7 < c.maxEntries*10 {
-		t.Fatalf("the index has %d slots for up to %d entries: over 70%% full", len(c.index.slots), c.maxEntries)
+	if len(c.index.tables[0])*7 < c.maxEntries*10 {
+		t.Fatalf("the index's tables have %d slots for up to %d entries: over 70%% full", len(c.index.tables[0]), c.maxEntries)
 	}
 }
 
