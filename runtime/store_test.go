@@ -670,3 +670,85 @@ func TestLargeBatchesCommitTheirWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestCrashKeepsLargeBatchesWhole is TestCrashKeepsStateAndProgressTogether
+// for batches that commit in key order (thousands of writes, some of a
+// key twice, into the memory of the batch before): after crashes that
+// keep a random share of the unsynced writes, every key holds the value
+// of the last batch up to the one the progress names that wrote it, and
+// nothing of a later batch.
+func TestCrashKeepsLargeBatchesWhole(t *testing.T) {
+	v := runtime.Var{Variable: 2}
+	const keys = 4_000
+	for _, interval := range []time.Duration{0, time.Hour} {
+		r := rand.New(rand.NewPCG(11, uint64(interval)))
+		fs := vfs.NewCrashableMem()
+		s := open(t, fs, runtime.StoreOptions{SyncInterval: interval})
+		// written[id][k] is the value batch id wrote to key k, if any.
+		written := map[int64]map[int]int64{}
+		lost := 0
+		for round := range 8 {
+			p, _, err := s.Progress()
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := p.BatchID
+			for id := p.BatchID + 1; id < p.BatchID+1+int64(1+r.IntN(3)); id++ {
+				b := s.NewBatch()
+				w := map[int]int64{}
+				for range 3_000 {
+					k := r.IntN(keys)
+					w[k] = id*10_000 + int64(r.IntN(10_000)) // a key drawn twice: the last write wins
+					if err := b.Put(v, fmt.Appendf(nil, "k%05d", k), nil, u64(w[k])); err != nil {
+						t.Fatal(err)
+					}
+				}
+				written[id] = w
+				if err := s.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+					t.Fatal(err)
+				}
+				if !runtime.HoldsSpareBatch(s) {
+					t.Fatalf("batch %d was not committed in key order: the test does not reach the case", id)
+				}
+				last = id
+			}
+			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: r.IntN(101), RNG: rand.New(rand.NewPCG(uint64(round), 13))})
+			s.Close()
+			fs = crashed
+			s = open(t, fs, runtime.StoreOptions{SyncInterval: interval})
+			p, _, err = s.Progress()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.BatchID < last {
+				lost++
+				for id := p.BatchID + 1; id <= last; id++ {
+					delete(written, id) // lost whole: rewritten by the next round
+				}
+			}
+			if interval == 0 && p.BatchID != last {
+				t.Fatalf("after crash %d: batch %d was committed with sync, progress says %d", round, last, p.BatchID)
+			}
+			b := s.NewBatch()
+			for k := range keys {
+				var want int64
+				found := false
+				for id := p.BatchID; id >= 0 && !found; id-- {
+					want, found = written[id][k]
+				}
+				got, ok, err := b.Get(v, fmt.Appendf(nil, "k%05d", k), nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok != found || ok && int64(binary.BigEndian.Uint64(got)) != want {
+					t.Fatalf("after crash %d (sync interval %v, progress at batch %d): key %d holds %x (present %v), want %d (present %v)", round, interval, p.BatchID, k, got, ok, want, found)
+				}
+			}
+			b.Close()
+		}
+		s.Close()
+		if interval > 0 && lost == 0 {
+			t.Fatal("no crash lost an unsynced batch: the test does not reach the case it is for")
+		}
+	}
+}
