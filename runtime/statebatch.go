@@ -34,8 +34,9 @@ type StateBatch struct {
 	// kind, which commit must not move writes across (sortedbatch.go).
 	unsortable bool
 	// closed is true once b is committed or closed: Pebble pools its
-	// batches, so a second Close would release one in use.
-	closed bool
+	// batches, so a second Close would release one in use. offered is
+	// true once commit has given b to Pebble.
+	closed, offered bool
 	// writtenKeys holds the hashes of the state entries the batch set or
 	// deleted, so that the expiry pass reads an entry the batch did not
 	// write through the cache, not the batch's index (a hash shared by
@@ -92,10 +93,11 @@ func (s *Store) NewBatch() *StateBatch {
 	return b
 }
 
-// reuse closes pb, a batch that Pebble will not see (it took a copy), and
-// keeps its bytes and the hints for the next batch to write into, instead
-// of growing new ones: a large batch's bytes double several times as it
-// fills. Called by commit, once the batch's reads are over.
+// reuse closes pb, a batch that Pebble will not see (it took a copy, or
+// the batch is dropped), and keeps its bytes and the hints for the next
+// batch to write into, instead of growing new ones: a large batch's bytes
+// double several times as it fills. Called by commit, once the batch's
+// reads are over, and by Close.
 func (s *Store) reuse(pb *pebble.Batch, hints []int32) {
 	data := pb.Repr()
 	// The batch is given bytes of its own, so that Pebble, which pools
@@ -174,12 +176,17 @@ func (b *StateBatch) collectWritten() error {
 }
 
 // Close drops a batch that was not committed; after Commit it does
-// nothing.
+// nothing. The memory of a batch Pebble never saw goes to the next batch
+// when none is kept (a read-only batch of the loop's took it).
 func (b *StateBatch) Close() error {
 	if b.closed {
 		return nil
 	}
 	b.closed = true
+	if !b.offered && !b.b.Indexed() && b.store.spare.Load() == nil {
+		b.store.reuse(b.b, b.hints)
+		return nil
+	}
 	return b.b.Close()
 }
 

@@ -762,6 +762,7 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 			b.b = sorted
 		}
 	}
+	b.offered = true
 	if err := s.apply(b, p.BatchID); err != nil {
 		if s.state != nil {
 			s.state.reset() // it holds changes that never committed

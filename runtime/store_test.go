@@ -641,6 +641,16 @@ func TestLargeBatchesCommitTheirWrites(t *testing.T) {
 					t.Fatalf("batch %d was not committed in key order: the test does not reach the case", id)
 				}
 			}
+			// A batch that only reads takes the memory kept, and gives
+			// it back when it is dropped.
+			ro := s.NewBatch()
+			if runtime.HoldsSpareBatch(s) {
+				t.Fatal("a new batch did not take the memory of the batch before")
+			}
+			ro.Close()
+			if !runtime.HoldsSpareBatch(s) {
+				t.Fatal("a batch dropped did not give its memory back")
+			}
 			check := func(s *runtime.Store) {
 				t.Helper()
 				b := s.NewBatch()
