@@ -75,14 +75,7 @@ func TestCrashKeepsStateAndProgressTogether(t *testing.T) {
 				last = id
 			}
 			// Crash: keep a random share of the unsynced writes.
-			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: r.IntN(101), RNG: rand.New(rand.NewPCG(uint64(round), 9))})
-			s.Close()
-			fs = crashed
-			s = open(t, fs, runtime.StoreOptions{SyncInterval: interval})
-			p, _, err = s.Progress()
-			if err != nil {
-				t.Fatal(err)
-			}
+			fs, s, p = crashAndReopen(t, fs, s, runtime.StoreOptions{SyncInterval: interval}, r, uint64(round))
 			b := s.NewBatch()
 			v, ok, _ := b.Get(sumVar, []byte("k"), nil)
 			b.Close()
@@ -108,6 +101,21 @@ func TestCrashKeepsStateAndProgressTogether(t *testing.T) {
 }
 
 var sumVar = runtime.Var{Variable: 3}
+
+// crashAndReopen crashes fs, keeping a random share of the writes not
+// synced, closes s and opens the store again on what the crash left, and
+// returns its progress.
+func crashAndReopen(t *testing.T, fs *vfs.MemFS, s *runtime.Store, opts runtime.StoreOptions, r *rand.Rand, round uint64) (*vfs.MemFS, *runtime.Store, runtime.Progress) {
+	t.Helper()
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: r.IntN(101), RNG: rand.New(rand.NewPCG(round, 9))})
+	s.Close()
+	s = open(t, crashed, opts)
+	p, _, err := s.Progress()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crashed, s, p
+}
 
 // TestBatchCommitsWholeOrNothing: a batch's reads see its own writes and
 // the committed state, other batches see only what was committed, and a
@@ -722,14 +730,7 @@ func TestCrashKeepsLargeBatchesWhole(t *testing.T) {
 				}
 				last = id
 			}
-			crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: r.IntN(101), RNG: rand.New(rand.NewPCG(uint64(round), 13))})
-			s.Close()
-			fs = crashed
-			s = open(t, fs, runtime.StoreOptions{SyncInterval: interval})
-			p, _, err = s.Progress()
-			if err != nil {
-				t.Fatal(err)
-			}
+			fs, s, p = crashAndReopen(t, fs, s, runtime.StoreOptions{SyncInterval: interval}, r, uint64(round))
 			if p.BatchID < last {
 				lost++
 				for id := p.BatchID + 1; id <= last; id++ {
