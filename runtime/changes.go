@@ -412,6 +412,9 @@ func (r *Restore) wrote() error {
 }
 
 func (r *Restore) commit(opts *pebble.WriteOptions) error {
+	if err := r.s.diskRoom(r.b.Len(), "restore"); err != nil {
+		return err
+	}
 	if err := r.b.Commit(opts); err != nil {
 		return r.s.fail(fmt.Errorf("restore: commit: %w", err))
 	}

@@ -80,6 +80,19 @@
 // CloseTimeout (30 seconds by default), then end with an error wrapping
 // ErrStoreNotClosed: a call into a disk that hangs may never return.
 //
+// A disk that fills needs a margin: Pebble ends the process, with a fatal
+// error no recover catches, when it cannot close its log or create the
+// next one as it moves to a new log file, which it does for every 4 MiB
+// of writes and for every batch of over 2 MiB. So the store keeps
+// DiskReserve of the checkpoint's file system free (256 MiB by default,
+// at most a twentieth of its size): Start refuses to start with less
+// free, and a batch whose commit would leave less, counting its writes
+// twice, ends the query with an error wrapping ErrDiskFull and
+// ErrStoreFailed that says how much was free and needed, before Pebble
+// sees any of it. The reserve covers the query's own writes; another
+// process filling the disk, or a compaction that needs more than the
+// reserve, can still fill it, and fails the store as any fault does.
+//
 // At start, OpenStore refuses a checkpoint whose files are damaged (a
 // checksum that does not match in the blocks read to open it, a table cut
 // short or missing, a malformed MANIFEST) with ErrCorruptCheckpoint, the

@@ -502,3 +502,78 @@ func failedFlushFailsTheStore(t *testing.T) {
 		t.Fatalf("Pebble still writes tables after Close: %d failed writes, then %d", n, after)
 	}
 }
+
+// TestDiskReserve: the store keeps StoreOptions.DiskReserve of its file
+// system free. OpenStore refuses a disk with less free, and a commit that
+// would leave less (counting its batch twice) fails the store before
+// Pebble sees the batch, with ErrDiskFull and what was free and needed;
+// the batches before it are kept, and the store opens again once there
+// is room. The reserve is at most a twentieth of the disk, and a negative
+// one turns the check off.
+func TestDiskReserve(t *testing.T) {
+	const gib = 1 << 30
+	mem := vfs.NewMem()
+	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: 10 * gib, AvailBytes: 100 << 20})
+	_, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: mem})
+	if !errors.Is(err, runtime.ErrDiskFull) || !errors.Is(err, runtime.ErrStoreFailed) ||
+		!strings.Contains(err.Error(), "in ckpt: open the store: 100.0 MiB free of 10.0 GiB, under the 256.0 MiB kept in reserve; ") ||
+		!strings.Contains(err.Error(), "free disk space") {
+		t.Fatalf("open with 100 MiB free: %v", err)
+	}
+	open(t, mem, runtime.StoreOptions{DiskReserve: -1}).Close()
+	open(t, mem, runtime.StoreOptions{DiskReserve: 64 << 20}).Close()
+
+	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: 10 * gib, AvailBytes: gib})
+	s := open(t, mem, runtime.StoreOptions{})
+	commitBatches(t, s, 0, 3)
+	// Room for the reserve and a few bytes, not for twice the batch.
+	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: 10 * gib, AvailBytes: runtime.DefaultDiskReserve + 40})
+	b := s.NewBatch()
+	b.Put(sumVar, []byte("k"), nil, u64(-1))
+	err = s.Commit(b, runtime.Progress{BatchID: 3})
+	b.Close()
+	if !errors.Is(err, runtime.ErrDiskFull) || !errors.Is(err, runtime.ErrStoreFailed) ||
+		!strings.Contains(err.Error(), "in ckpt: commit batch 3: 256.0 MiB free of 10.0 GiB, under the 256.0 MiB needed (the 256.0 MiB kept in reserve and twice the batch's ") {
+		t.Fatalf("commit with the reserve free: %v", err)
+	}
+	if !errors.Is(s.Err(), runtime.ErrDiskFull) {
+		t.Fatalf("Err: %v", s.Err())
+	}
+	if err := s.Close(); !errors.Is(err, runtime.ErrDiskFull) {
+		t.Fatalf("Close: %v", err)
+	}
+	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: 10 * gib, AvailBytes: gib})
+	if batch := checkConsistent(t, mem, runtime.StoreOptions{}); batch != 2 {
+		t.Fatalf("the store holds batch %d after the refused commit of batch 3, want 2", batch)
+	}
+
+	// On a disk of 1 GiB the reserve is 51.2 MiB.
+	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: gib, AvailBytes: 60 << 20})
+	s = open(t, mem, runtime.StoreOptions{})
+	commitBatches(t, s, 3, 4)
+	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: gib, AvailBytes: 50 << 20})
+	b = s.NewBatch()
+	err = s.Commit(b, runtime.Progress{BatchID: 4})
+	b.Close()
+	if !errors.Is(err, runtime.ErrDiskFull) || !strings.Contains(err.Error(), "the 51.2 MiB kept in reserve") {
+		t.Fatalf("commit with 50 MiB of 1 GiB free: %v", err)
+	}
+	s.Close()
+
+	// A restore from a copy of the store is held to the reserve too.
+	mem = vfs.NewMem()
+	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: 10 * gib, AvailBytes: gib})
+	s = open(t, mem, runtime.StoreOptions{})
+	defer s.Close()
+	r, err := s.BeginRestore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Set([]byte("\x10\x00\x00\x00\x00\x00\x03\x01k"), u64(7)); err != nil {
+		t.Fatal(err)
+	}
+	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: 10 * gib, AvailBytes: runtime.DefaultDiskReserve + 10})
+	if err := r.Finish(); !errors.Is(err, runtime.ErrDiskFull) || !strings.Contains(err.Error(), "in ckpt: restore: ") {
+		t.Fatalf("restore with the reserve free: %v", err)
+	}
+}

@@ -37,6 +37,7 @@ type config struct {
 	batchMemory   int64
 	spillDir      string
 	stateCache    int64
+	diskReserve   int64
 	closeTimeout  time.Duration
 	progressLog   *slog.Logger
 }
@@ -162,6 +163,15 @@ func SpillDirectory(dir string) Option { return optionFunc(func(c *config) { c.s
 // front of Pebble (see StoreOptions.StateCacheSize): 256 MiB by default, a
 // negative size turns it off.
 func StateCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.stateCache = bytes }) }
+
+// DiskReserve is how many bytes of the checkpoint's file system the query
+// leaves free (see StoreOptions.DiskReserve): Start refuses to start with
+// less free, and a batch whose commit would leave less ends the query
+// with an error wrapping ErrDiskFull and ErrStoreFailed, before any of it
+// is written; the batches before are kept. The default is
+// DefaultDiskReserve, 256 MiB, at most a twentieth of the file system's
+// size; a negative reserve turns the check off.
+func DiskReserve(bytes int64) Option { return optionFunc(func(c *config) { c.diskReserve = bytes }) }
 
 // CloseTimeout bounds how long Stop waits for the query's goroutine and
 // its checkpoint store to close, and how long a query whose store failed

@@ -112,7 +112,30 @@ type StoreOptions struct {
 	// store open (a disk that hangs, a write stalled behind a flush that
 	// keeps failing). The default is 30 seconds.
 	CloseTimeout time.Duration
+	// DiskReserve is how many bytes of the checkpoint's file system the
+	// store leaves free: OpenStore refuses to open a store for writing
+	// with less free, and a commit that would leave less, counting its
+	// batch twice (once in Pebble's log, once in the table it is flushed
+	// to), fails the store with an error wrapping ErrDiskFull before any
+	// of it is written. Pebble ends the process, with no error to recover,
+	// when its log cannot be closed or created as it moves to a new one
+	// on a full disk, and may leave a log it then refuses to replay; the
+	// reserve stops the query cleanly before that, with every batch
+	// committed before kept. The reserve applied is at most a twentieth of
+	// the file system's size, so that a small disk still has room to work
+	// in. It guards the query's own writes: another process, or Pebble's
+	// background compactions, can still use the space, and a compaction
+	// that meets a full disk fails the store as any storage fault does.
+	// The default is DefaultDiskReserve; a negative reserve turns the
+	// check off. File systems that cannot report their free space (Pebble's
+	// in-memory one) are not checked.
+	DiskReserve int64
 }
+
+// DefaultDiskReserve is the default of StoreOptions.DiskReserve and of the
+// query option DiskReserve: 256 MiB, room for Pebble's new log file (110%
+// of a 4 MiB memtable), a memtable's flush and its MANIFEST.
+const DefaultDiskReserve = 256 << 20
 
 // DefaultCloseTimeout is the default of StoreOptions.CloseTimeout and of
 // the query option CloseTimeout.
@@ -224,6 +247,9 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	if opts.FS == nil {
 		opts.FS = vfs.Default
 	}
+	if opts.DiskReserve == 0 {
+		opts.DiskReserve = DefaultDiskReserve
+	}
 	s := &Store{dir: dir, fs: opts.FS, opts: opts, recorded: -1, failed: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, cause: fmt.Errorf("create the directory: %w", err), hint: failedHint}
@@ -233,6 +259,10 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		return nil, err
 	}
 	s.lock = lock
+	if err := s.diskRoom(0, "open the store"); err != nil {
+		lock.Close()
+		return nil, err
+	}
 	if err := s.open(); err != nil {
 		lock.Close()
 		return nil, err
@@ -725,6 +755,9 @@ func (s *Store) Commit(b *StateBatch, p Progress) error {
 // holds the batch's writes (unless the commit fails before).
 func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 	if err := s.Err(); err != nil {
+		return err
+	}
+	if err := s.diskRoom(b.b.Len(), fmt.Sprintf("commit batch %d", p.BatchID)); err != nil {
 		return err
 	}
 	v, err := json.Marshal(p)

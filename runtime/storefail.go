@@ -37,13 +37,20 @@ import (
 // history): Pebble's storage-fault call sites return an error after it,
 // and a panic from a Pebble goroutine would end the process, while one
 // unwound through Pebble's code from ours leaves its reference counts
-// wrong. Pebble panics itself on two storage faults: a log write or
-// rotation that fails inside a commit, which Commit recovers, marking the
-// store wedged so that Close does not wait for the lock the panic left
-// held; and a directory sync that fails when it moves a marker file
-// (fsync errors are unrecoverable, it says), which OpenStore recovers
-// when it happens in Open. On a background MANIFEST rotation that panic
-// ends the process: nothing outside Pebble can catch it.
+// wrong. Pebble panics itself on three storage faults: a log write that
+// fails inside a commit, which Commit recovers, marking the store wedged
+// so that Close does not wait for the lock the panic left held; a
+// directory sync that fails when it moves a marker file (fsync errors are
+// unrecoverable, it says), which OpenStore recovers when it happens in
+// Open; and closing the old log or creating the new one when a commit
+// moves to a new log file (every memtable's worth of writes, and every
+// batch of over 2 MiB). That last panic is raised with the DB's mutex
+// unlocked, whose deferred unlock then ends the process with a fatal
+// error that no recover catches, and so does the marker panic on a
+// background MANIFEST rotation. Both happen on a full disk, so the store
+// keeps a reserve of free space (StoreOptions.DiskReserve, diskRoom): a
+// commit that would eat into it fails the store with ErrDiskFull before
+// Pebble sees the batch.
 
 // ErrStoreFailed is wrapped by the error of every operation of a Store,
 // and of the query on it, once Pebble has failed to write or read the
@@ -59,6 +66,13 @@ var ErrStoreFailed = errors.New("streamgen: checkpoint store failed")
 // that cannot be read, a commit file that cannot be parsed. The message
 // names the file.
 var ErrCorruptCheckpoint = errors.New("streamgen: corrupt checkpoint")
+
+// ErrDiskFull is wrapped, with ErrStoreFailed, by the error of OpenStore,
+// Start, or a running query, when the checkpoint's file system has less
+// free space than the store keeps in reserve (StoreOptions.DiskReserve,
+// the query option DiskReserve), or than a batch's commit needs on top of
+// it. The message says how much is free and how much was needed.
+var ErrDiskFull = errors.New("streamgen: checkpoint disk is full")
 
 // ErrStoreNotClosed is wrapped by the error of Store.Close, Query.Stop and
 // a query that ended on a store failure, when Pebble did not close within
@@ -107,6 +121,51 @@ const (
 	// "Storage faults" in the package doc.
 	corruptHint = "the checkpoint cannot be used: move the directory aside and start the query from a fresh checkpoint directory (it then reads its sources from the start, with batch ids from 0; restoring a checkpoint from a changelog is not supported yet)"
 )
+
+// diskFullHint is the way out of ErrDiskFull.
+const diskFullHint = "the batches committed before are kept: free disk space (or lower the disk reserve) and start the query again, it resumes from the last committed batch"
+
+// diskRoom fails the store with ErrDiskFull, before what would write
+// bytes to Pebble (what names it), when the checkpoint's file system has
+// less free than the reserve plus twice bytes (see
+// StoreOptions.DiskReserve). A file system that cannot report its usage
+// is not checked: the check is a guard in front of Pebble's own handling
+// of a full disk, not a replacement for it.
+func (s *Store) diskRoom(bytes int, what string) error {
+	if s.opts.DiskReserve < 0 {
+		return nil
+	}
+	u, err := s.fs.GetDiskUsage(s.dir)
+	if err != nil {
+		return nil
+	}
+	reserve := min(uint64(s.opts.DiskReserve), u.TotalBytes/20)
+	need := reserve + 2*uint64(bytes)
+	if u.AvailBytes >= need {
+		return nil
+	}
+	cause := fmt.Errorf("%s: %s free of %s, under the %s kept in reserve", what, formatBytes(u.AvailBytes), formatBytes(u.TotalBytes), formatBytes(reserve))
+	if bytes > 0 {
+		cause = fmt.Errorf("%s: %s free of %s, under the %s needed (the %s kept in reserve and twice the batch's %s)",
+			what, formatBytes(u.AvailBytes), formatBytes(u.TotalBytes), formatBytes(need), formatBytes(reserve), formatBytes(uint64(bytes)))
+	}
+	return s.setFailure(&storeError{kinds: []error{ErrStoreFailed, ErrDiskFull}, dir: s.dir, cause: cause, hint: diskFullHint})
+}
+
+// formatBytes writes n in the largest binary unit that keeps it at or
+// above 1, with one decimal: "3.5 MiB".
+func formatBytes(n uint64) string {
+	const units = "KMGTPE"
+	if n < 1<<10 {
+		return fmt.Sprintf("%d B", n)
+	}
+	v, i := float64(n)/(1<<10), 0
+	for v >= 1<<10 && i < len(units)-1 {
+		v /= 1 << 10
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, units[i])
+}
 
 // failure is what the store keeps of its first failure.
 type failure struct{ err error }

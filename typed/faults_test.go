@@ -351,3 +351,148 @@ func TestFailedCommitInFlightEndsTheQuery(t *testing.T) {
 	got := latest(append(slices.Clone(first[0]), replay.rows()...))
 	sameCounts(t, got, want)
 }
+
+// cappedDisk is a disk of a set capacity over an in-memory file system:
+// its free space is the capacity less the size of the files on it, which
+// it reports to GetDiskUsage, and it fails every write with ENOSPC once
+// they fill it. peak is the most it has held.
+type cappedDisk struct {
+	vfs.FS
+	mem      *vfs.MemFS
+	capacity atomic.Int64
+	peak     atomic.Int64
+}
+
+func newCappedDisk(capacity int64) *cappedDisk {
+	d := &cappedDisk{mem: vfs.NewMem()}
+	d.capacity.Store(capacity)
+	d.FS = errorfs.Wrap(d.mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
+			return nil
+		}
+		used := d.used()
+		for p := d.peak.Load(); used > p && !d.peak.CompareAndSwap(p, used); p = d.peak.Load() {
+		}
+		if used >= d.capacity.Load() {
+			return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+		}
+		return nil
+	}))
+	return d
+}
+
+// used sums the sizes of the files under the root.
+func (d *cappedDisk) used() int64 {
+	var walk func(dir string) int64
+	walk = func(dir string) int64 {
+		names, _ := d.mem.List(dir)
+		var n int64
+		for _, name := range names {
+			p := d.mem.PathJoin(dir, name)
+			if fi, err := d.mem.Stat(p); err == nil {
+				if fi.IsDir() {
+					n += walk(p)
+				} else {
+					n += fi.Size()
+				}
+			}
+		}
+		return n
+	}
+	return walk("/")
+}
+
+func (d *cappedDisk) GetDiskUsage(string) (vfs.DiskUsage, error) {
+	capacity, used := uint64(d.capacity.Load()), uint64(d.used())
+	return vfs.DiskUsage{TotalBytes: capacity, UsedBytes: used, AvailBytes: capacity - min(used, capacity)}, nil
+}
+
+// bigCount counts a user's clicks in a state of over 1 MiB: a batch that
+// updates three users is a batch Pebble takes as a memtable of its own,
+// moving to a new log file for it, which it cannot do on a full disk.
+func bigCount(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.StateV3]) (fixtures.UserCount, error) {
+	var n int64
+	if s, ok := state.Get(); ok {
+		if _, err := fmt.Sscan(s.Count, &n); err != nil {
+			return fixtures.UserCount{}, err
+		}
+	}
+	for range rows {
+		n++
+	}
+	state.Update(fixtures.StateV3{Count: fmt.Sprint(n, " ", strings.Repeat("x", 1<<20))})
+	return fixtures.UserCount{User: user, Count: n}, nil
+}
+
+// TestFullDiskStopsTheQueryCleanly runs a query of large batches on disks
+// of sizes from too small to start on to large enough to finish. Pebble
+// alone ends the process with a fatal error when the disk fills as it
+// moves to a new log file, which it does for every one of these batches;
+// with the disk reserve each run ends either cleanly or with an error
+// that wraps ErrDiskFull and ErrStoreFailed, says how much was free and
+// needed, and comes before the disk is full (no write failed); the query
+// started again on the same checkpoint with room to spare ends with the
+// counts of a plain loop over the input.
+func TestFullDiskStopsTheQueryCleanly(t *testing.T) {
+	in := clicks(60, 11)
+	want := map[string]int64{}
+	for _, c := range in {
+		want[c.User]++
+	}
+	run := func(fs vfs.FS, sink *batchSink[fixtures.UserCount]) error {
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 6)
+		m.Add(in...)
+		byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+		w := typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, bigCount), sink).OutputMode(typed.Update)
+		q, err := w.Start(context.Background(), runtime.Checkpoint("ckpt"), runtime.FileSystem(fs),
+			runtime.WithTrigger(runtime.AvailableNow()), runtime.CloseTimeout(5*time.Second),
+			runtime.StateCacheSize(1<<20), runtime.DiskReserve(8<<20))
+		if err != nil {
+			return err
+		}
+		return await(t, q)
+	}
+	// A disk that never fills tells how much the query holds on it.
+	roomy := newCappedDisk(1 << 40)
+	if err := run(roomy, newSink[fixtures.UserCount]()); err != nil {
+		t.Fatal(err)
+	}
+	peak := roomy.peak.Load()
+	stopped, finished := 0, 0
+	step := int64(3 << 20)
+	if testing.Short() {
+		step = 9 << 20 // large batches are slow under the race detector
+	}
+	for capacity := int64(4 << 20); capacity < peak+40<<20; capacity += step {
+		disk := newCappedDisk(capacity)
+		sink := newSink[fixtures.UserCount]()
+		err := run(disk, sink)
+		switch {
+		case err == nil:
+			finished++
+		case !errors.Is(err, runtime.ErrDiskFull) || !errors.Is(err, runtime.ErrStoreFailed) ||
+			!strings.Contains(err.Error(), "in ckpt") || !strings.Contains(err.Error(), "kept in reserve"):
+			t.Fatalf("disk of %d MiB: %v", capacity>>20, err)
+		default:
+			stopped++
+		}
+		if disk.peak.Load() >= capacity {
+			t.Fatalf("disk of %d MiB: the query filled it (%d bytes): %v", capacity>>20, disk.peak.Load(), err)
+		}
+		disk.capacity.Store(1 << 40)
+		if err := run(disk, sink); err != nil {
+			t.Fatalf("disk of %d MiB, then more room: %v", capacity>>20, err)
+		}
+		got := map[string]int64{}
+		for u, c := range latest(sink.rows()) {
+			got[u] = c.Count
+		}
+		if !maps.Equal(got, want) {
+			t.Fatalf("disk of %d MiB, then more room: counts %v, want %v", capacity>>20, got, want)
+		}
+	}
+	t.Logf("peak %d MiB: %d runs stopped, %d finished", peak>>20, stopped, finished)
+	if stopped == 0 || finished == 0 {
+		t.Fatalf("%d runs stopped, %d finished: the sizes miss a case", stopped, finished)
+	}
+}
