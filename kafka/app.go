@@ -57,8 +57,13 @@ type AppOptions struct {
 	// App's.
 	ChangelogOptions ChangelogOptions
 	// Options are runtime options of every task's query (a trigger,
-	// listeners, a state cache size: each task has its own). The App
-	// sets the checkpoint and the committer.
+	// listeners, cache sizes). The App sets the checkpoint and the
+	// committer. Each task has caches of its own, filled as its state is
+	// read: by default a state cache of up to 256 MiB and a Pebble block
+	// cache of up to 128 MiB. An instance that owns many partitions of a
+	// large state can bound their sum with runtime.StateCacheSize and
+	// runtime.BlockCacheSize (per task: the sum over the partitions it
+	// may own).
 	Options []runtime.Option
 	// RepartitionBy, when set, makes the App write the input through a
 	// repartition topic first, as Kafka Streams does for a grouping by

@@ -38,6 +38,7 @@ type config struct {
 	spillDir      string
 	stateCache    int64
 	diskReserve   int64
+	blockCache    int64
 	closeTimeout  time.Duration
 	progressLog   *slog.Logger
 }
@@ -164,6 +165,14 @@ func SpillDirectory(dir string) Option { return optionFunc(func(c *config) { c.s
 // negative size turns it off.
 func StateCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.stateCache = bytes }) }
 
+// BlockCacheSize is the size in bytes of the checkpoint store's Pebble
+// block cache, which keeps recently read blocks of state in memory (see
+// StoreOptions.CacheSize): 128 MiB by default, taken as blocks are read.
+// With StateCacheSize it bounds what a query's state takes in memory;
+// queries that run side by side in a process (a Kafka App's tasks) each
+// have their own.
+func BlockCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.blockCache = bytes }) }
+
 // DiskReserve is how many bytes of the checkpoint's file system the query
 // leaves free (see StoreOptions.DiskReserve): Start refuses to start with
 // less free, and a batch whose commit would leave less ends the query
@@ -213,6 +222,9 @@ func (c *config) validate() error {
 	}
 	if c.closeTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("CloseTimeout %v is not positive", c.closeTimeout))
+	}
+	if c.blockCache < 0 {
+		errs = append(errs, fmt.Errorf("BlockCacheSize %d is negative", c.blockCache))
 	}
 	if c.batchMemory <= 0 {
 		errs = append(errs, fmt.Errorf("BatchMemory %d is not positive", c.batchMemory))
