@@ -57,14 +57,21 @@ type AppOptions struct {
 	// App's.
 	ChangelogOptions ChangelogOptions
 	// Options are runtime options of every task's query (a trigger,
-	// listeners, cache sizes). The App sets the checkpoint and the
-	// committer. Each task has caches of its own, filled as its state is
-	// read: by default a state cache of up to 256 MiB and a Pebble block
-	// cache of up to 128 MiB. An instance that owns many partitions of a
-	// large state can bound their sum with runtime.StateCacheSize and
-	// runtime.BlockCacheSize (per task: the sum over the partitions it
-	// may own).
+	// listeners, runtime.BlockCacheSize). The App sets the checkpoint,
+	// the committer and the state cache (StateCacheSize).
 	Options []runtime.Option
+	// StateCacheSize is the memory the instance's tasks share for their
+	// caches of committed state (runtime.SharedCaches), however many
+	// partitions it owns, as Kafka Streams shares its record cache among
+	// an instance's threads: each task's cache holds an equal share,
+	// rebalanced as tasks start and stop. The default is a single
+	// query's, runtime.DefaultStateCacheSize (256 MiB); a negative size
+	// turns the state caches off. BlockCacheSize, when positive, is one
+	// Pebble block cache that the tasks share, in which Pebble also
+	// reserves each task's memtables (4 to 12 MiB a task); with 0 each
+	// task has a block cache of its own, of runtime.BlockCacheSize
+	// (128 MiB by default).
+	StateCacheSize, BlockCacheSize int64
 	// RepartitionBy, when set, makes the App write the input through a
 	// repartition topic first, as Kafka Streams does for a grouping by
 	// something other than the message key: for each record, the key
@@ -187,6 +194,8 @@ type App struct {
 	abandoned atomic.Bool
 	// ran is set by the first Run.
 	ran atomic.Bool
+	// caches are the tasks' caches, made by Run.
+	caches *runtime.SharedCaches
 }
 
 // runningTask is a task's query as it runs: cancel stops it, done is
@@ -232,6 +241,9 @@ func (o *AppOptions) validate() error {
 	if o.Dir == "" {
 		errs = append(errs, errors.New("no Dir"))
 	}
+	if o.BlockCacheSize < 0 {
+		errs = append(errs, fmt.Errorf("BlockCacheSize %d is negative", o.BlockCacheSize))
+	}
 	if o.ChangelogOptions.AsyncProgress && !o.ExactlyOnce {
 		errs = append(errs, errors.New("ChangelogOptions.AsyncProgress needs ExactlyOnce"))
 	}
@@ -257,6 +269,8 @@ func (a *App) Run(ctx context.Context) error {
 		return err
 	}
 	a.partitions = partitions
+	a.caches = runtime.NewSharedCaches(a.opts.StateCacheSize, a.opts.BlockCacheSize)
+	defer a.caches.Close() // each task's store holds the block cache while it is open
 	if a.opts.RepartitionBy != nil {
 		if err := a.ensureRepartitionTopic(ctx); err != nil {
 			return err
@@ -432,7 +446,7 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 		return fmt.Errorf("build: %w", err)
 	}
 	opts := append(slices.Clone(a.opts.Options), runtime.Checkpoint(filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))), committer,
-		runtime.Name(a.opts.Group+"/"+strconv.Itoa(int(p))))
+		runtime.Name(a.opts.Group+"/"+strconv.Itoa(int(p))), runtime.WithSharedCaches(a.caches))
 	if a.opts.RepartitionBy == nil {
 		opts = append(opts, runtime.Listener(groupOffsets{a, p}))
 	}
@@ -745,7 +759,7 @@ func (a *App) runRepartition(ctx context.Context, p int32) error {
 		return repartitioned{key: key, value: m.Value, headers: m.Headers, timestamp: m.Timestamp}, nil
 	})
 	opts := append(slices.Clone(a.opts.Options), runtime.Checkpoint(filepath.Join(a.opts.Dir, "repartition", strconv.Itoa(int(p)))), committer,
-		runtime.Name(a.opts.Group+"/repartition/"+strconv.Itoa(int(p))), runtime.Listener(groupOffsets{a, p}))
+		runtime.Name(a.opts.Group+"/repartition/"+strconv.Itoa(int(p))), runtime.Listener(groupOffsets{a, p}), runtime.WithSharedCaches(a.caches))
 	q, err := typed.WriteTo(rows, typed.Sink[repartitioned](sink)).Start(ctx, opts...)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -291,4 +292,74 @@ func TestAppRepartitions(t *testing.T) {
 	if len(partitionOf) != len(expectedCounts(in)) {
 		t.Fatalf("the repartition topic holds %d users, want %d", len(partitionOf), len(expectedCounts(in)))
 	}
+}
+
+// cacheWatch keeps, per task, the largest state cache a progress report
+// of it showed.
+type cacheWatch struct {
+	mu      sync.Mutex
+	largest map[string]int64
+}
+
+func (w *cacheWatch) OnQueryProgress(p runtime.QueryProgress) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.largest[p.Name] = max(w.largest[p.Name], p.StateStore.StateCacheBytes)
+}
+
+// TestAppSharesTheStateCache: an instance's tasks share one state cache
+// budget (AppOptions.StateCacheSize). Four tasks, all running before the
+// input arrives, count 4,000 users, about 100 KiB of cached state each:
+// every task's cache stays within a quarter of a 128 KiB budget (one of
+// its own would hold all its users), and none is empty. The counts are a
+// plain loop's.
+func TestAppSharesTheStateCache(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "clicks", 4)
+	createTopic(t, adm, "counts", 2)
+	const budget = 128 << 10
+	in := make([]fixtures.Click, 4000)
+	for i := range in {
+		in[i] = fixtures.Click{User: fmt.Sprintf("user-%04d", i), Time: time.Unix(1_700_000_000+int64(i), 0).UTC(), Page: "p"}
+	}
+	caches := &cacheWatch{largest: map[string]int64{}}
+	watch := newAppWatch()
+	all := []int32{0, 1, 2, 3}
+	app := kafka.NewApp(kafka.AppOptions{
+		Connection:     conn,
+		Group:          "counter",
+		Topics:         []string{"clicks"},
+		Dir:            "tasks",
+		StateCacheSize: budget,
+		Options: []runtime.Option{runtime.FileSystem(vfs.NewMem()), runtime.PollInterval(time.Millisecond),
+			runtime.Listener(caches), runtime.Listener(watch)},
+		OnAssigned: func([]int32) { watch.signal() },
+	}, func(task *kafka.Task) (kafka.Starter, error) {
+		src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest()})
+		sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
+			Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }})
+		task.OnClose(sink.Close)
+		byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
+		return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+	})
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- app.Run(ctx) }()
+	watch.waitFor(t, "the four tasks", func() bool { return slices.Equal(app.Tasks(), all) })
+	produce(t, conn, clickRecords(t, "clicks", 4, in)...)
+	watch.waitFor(t, "every row", func() bool { return watch.rows >= int64(len(in)) })
+	watch.sameRows(t, int64(len(in)))
+	r.stop(t)
+	caches.mu.Lock()
+	defer caches.mu.Unlock()
+	if len(caches.largest) != 4 {
+		t.Fatalf("reports of %d tasks: %v", len(caches.largest), caches.largest)
+	}
+	for name, n := range caches.largest {
+		if n <= 0 || n > budget/4 {
+			t.Errorf("task %s: its state cache held up to %d bytes, want some and at most a quarter of %d", name, n, budget)
+		}
+	}
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadUncommitted()), in)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/maphash"
 	"math/bits"
+	"slices"
 	"sync"
 	"unsafe"
 
@@ -58,6 +59,11 @@ type stateCache struct {
 	hits, misses int64
 	// warmSum adds up what warm reads, so that the reads are not dropped.
 	warmSum uint64
+	// arenaLimit and entryLimit bound the arena's use and the slots in
+	// use: the arena's length and maxEntries, or less while the cache
+	// shares a budget with others (shared, see sharedBudget).
+	arenaLimit, entryLimit int
+	shared                 *sharedBudget
 	// uncached marks the variables (by operator and variable id) whose
 	// entries the cache does not hold: those ordered by event time, which
 	// are read without it (see eventorder.go). Set before the first
@@ -97,6 +103,7 @@ func newStateCache(budget int64, complete bool) *stateCache {
 		entryMemory: mapMemory(int(slots) * int(unsafe.Sizeof(cacheEntry{}))),
 		maxEntries:  int(slots),
 	}
+	c.arenaLimit, c.entryLimit = len(c.arena), c.maxEntries
 	// The index grows up to room for every entry the budget allows, in
 	// two mappings of that size (see cacheIndex): only the pages of the
 	// table in use are taken. Its budget share (cacheEntrySize: 16 bytes
@@ -120,8 +127,12 @@ func newStateCache(budget int64, complete bool) *stateCache {
 	return c
 }
 
-// close returns the arenas and entries to the system.
+// close returns the arenas and entries to the system, and gives the
+// cache's share of a shared budget to the caches left.
 func (c *stateCache) close() {
+	if c.shared != nil {
+		c.shared.leave(c)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	unmapMemory(c.arena)
@@ -233,21 +244,21 @@ func (c *stateCache) setHashed(key, value []byte, absent bool, hint int32, h uin
 		return // a complete cache says so by not holding the key
 	}
 	n := len(key) + len(value)
-	if int64(n) > int64(len(c.arena))/4 {
+	if int64(n) > int64(c.arenaLimit)/4 {
 		// Too large to keep: the cache no longer holds every entry.
 		c.complete = false
 		return
 	}
 	// Make room: a slot, and n bytes at the end of the arena.
-	for len(c.free) == 0 && len(c.entries) >= c.maxEntries && c.tail >= 0 {
+	for len(c.entries)-len(c.free) >= c.entryLimit && c.tail >= 0 {
 		c.evict()
 	}
-	if len(c.free) == 0 && len(c.entries) >= c.maxEntries {
+	if len(c.entries)-len(c.free) >= c.entryLimit {
 		c.complete = false
 		return // a budget too small for even one entry
 	}
-	if c.used+n > len(c.arena) {
-		for c.live+int64(n) > int64(len(c.arena))*3/4 && c.tail >= 0 {
+	if c.used+n > c.arenaLimit {
+		for c.live+int64(n) > int64(c.arenaLimit)*3/4 && c.tail >= 0 {
 			c.evict()
 		}
 		c.compact()
@@ -272,6 +283,67 @@ func (c *stateCache) setHashed(key, value []byte, absent bool, hint int32, h uin
 	c.head = i
 	if c.tail < 0 {
 		c.tail = i
+	}
+}
+
+// limit bounds the cache to budget bytes, at most the budget it was made
+// with: it evicts the least recently used entries down to it, and
+// compacts the arena if its use is past it.
+func (c *stateCache) limit(budget int64) {
+	arena := budget * 3 / 4
+	c.arenaLimit = int(min(arena, int64(len(c.arena))))
+	c.entryLimit = int(min((budget-arena)/cacheEntrySize, int64(c.maxEntries)))
+	for (len(c.entries)-len(c.free) > c.entryLimit || c.live > int64(c.arenaLimit)*3/4) && c.tail >= 0 {
+		c.evict()
+	}
+	if c.used > c.arenaLimit {
+		c.compact()
+	}
+}
+
+// sharedBudget is a state cache budget that the stores of several
+// queries share (SharedCaches): each cache made on it is sized for the
+// whole budget, in address space, and held to an equal share of it,
+// which changes as caches are made and closed. A cache whose share
+// shrinks gives back what is over its new share at once. Safe for
+// concurrent use.
+type sharedBudget struct {
+	total   int64
+	mu      sync.Mutex
+	members []*stateCache
+}
+
+// newCache makes a cache on the budget.
+func (b *sharedBudget) newCache(complete bool) *stateCache {
+	c := newStateCache(b.total, complete)
+	c.shared = b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.members = append(b.members, c)
+	b.reshare()
+	return c
+}
+
+// leave takes c off the budget.
+func (b *sharedBudget) leave(c *stateCache) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if i := slices.Index(b.members, c); i >= 0 {
+		b.members = slices.Delete(b.members, i, i+1)
+	}
+	b.reshare()
+}
+
+// reshare gives every member its share; b.mu is held.
+func (b *sharedBudget) reshare() {
+	if len(b.members) == 0 {
+		return
+	}
+	share := b.total / int64(len(b.members))
+	for _, c := range b.members {
+		c.mu.Lock()
+		c.limit(share)
+		c.mu.Unlock()
 	}
 }
 

@@ -17,35 +17,50 @@ import (
 // and grow, and some keys are deleted. Besides the usual hashes, it runs
 // with hashes forced to collide (in their top bits, which pick the index
 // slot, or whole), and with more keys than the index's first table holds.
-// Reads ahead (warm) come in between, and change nothing of it.
+// Reads ahead (warm) come in between, and change nothing of it. A cache
+// on a shared budget runs the same steps while two other caches join the
+// budget (its share falls to a third) and leave it again, and stays
+// within its share at every step.
 func TestStateCache(t *testing.T) {
 	cases := []struct {
 		name     string
 		budget   int64
 		keys     int
 		hashMask uint64
+		shared   bool
 	}{
-		{"small", 16 << 10, 300, ^uint64(0)},
-		{"equal top bits", 16 << 10, 300, 1<<32 - 1},
-		{"few top bits", 16 << 10, 300, 0xc000_0000_0000_ffff},
-		{"equal hashes", 16 << 10, 300, 0xc000_0000_0000_0003},
-		{"growing index", 512 << 10, 4000, ^uint64(0)},
+		{"small", 16 << 10, 300, ^uint64(0), false},
+		{"equal top bits", 16 << 10, 300, 1<<32 - 1, false},
+		{"few top bits", 16 << 10, 300, 0xc000_0000_0000_ffff, false},
+		{"equal hashes", 16 << 10, 300, 0xc000_0000_0000_0003, false},
+		{"growing index", 512 << 10, 4000, ^uint64(0), false},
+		{"shared", 48 << 10, 300, ^uint64(0), true},
+		{"shared, growing index", 1536 << 10, 4000, ^uint64(0), true},
 	}
 	for _, tc := range cases {
 		for _, complete := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/complete=%v", tc.name, complete), func(t *testing.T) {
-				testStateCache(t, tc.budget, tc.keys, tc.hashMask, complete)
+				testStateCache(t, tc.budget, tc.keys, tc.hashMask, complete, tc.shared)
 			})
 		}
 	}
 }
 
-func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, complete bool) {
+func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, complete, shared bool) {
 	// The index starts at its smallest size, so that it grows.
 	first := cacheIndexFirstSlots
 	cacheIndexFirstSlots = cacheIndexMinSlots
 	defer func() { cacheIndexFirstSlots = first }()
-	c := newStateCache(budget, complete)
+	var c *stateCache
+	var pool *sharedBudget
+	var others []*stateCache
+	share := budget
+	if shared {
+		pool = &sharedBudget{total: budget}
+		c = pool.newCache(complete)
+	} else {
+		c = newStateCache(budget, complete)
+	}
 	c.hashMask = hashMask
 	defer c.close()
 	r := rand.New(rand.NewPCG(5, 5))
@@ -74,6 +89,18 @@ func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, compl
 		if r.IntN(4) == 0 {
 			// Reading ahead (warm) changes nothing the checks see.
 			c.warm([][]byte{[]byte(k), fmt.Appendf(nil, "key-%d", r.IntN(keys)), []byte("never told")})
+		}
+		switch {
+		case shared && (i == steps/8 || i == steps/4):
+			// Another store opens with a cache on the budget: this one's
+			// share shrinks, and what is over it is evicted at once.
+			others = append(others, pool.newCache(false))
+			share = budget / int64(len(others)+1)
+			evicted = evicted || !c.complete
+		case shared && (i == steps*5/8 || i == steps*7/8):
+			others[0].close()
+			others = others[1:]
+			share = budget / int64(len(others)+1)
 		}
 		if i == steps/2 {
 			// As after a range deletion: nothing is cached any more.
@@ -134,6 +161,9 @@ func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, compl
 		evicted = evicted || !c.complete
 		if c.used > len(c.arena) || c.live > int64(c.used) {
 			t.Fatalf("step %d: used %d, live %d, arena %d", i, c.used, c.live, len(c.arena))
+		}
+		if inUse := int64(len(c.entries) - len(c.free)); int64(c.used)+inUse*cacheEntrySize > share {
+			t.Fatalf("step %d: %d bytes of arena and %d entries, over the share of %d bytes", i, c.used, inUse, share)
 		}
 		if i%indexCheck == 0 {
 			checkCacheIndex(t, c)

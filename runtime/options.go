@@ -39,6 +39,7 @@ type config struct {
 	stateCache    int64
 	diskReserve   int64
 	blockCache    int64
+	shared        *SharedCaches
 	closeTimeout  time.Duration
 	progressLog   *slog.Logger
 }
@@ -172,6 +173,14 @@ func StateCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.
 // queries that run side by side in a process (a Kafka App's tasks) each
 // have their own.
 func BlockCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.blockCache = bytes }) }
+
+// WithSharedCaches gives the query's checkpoint store a share of caches
+// that the stores of other queries in the process share with it (see
+// SharedCaches), in place of caches of its own: StateCacheSize is then
+// not used, nor BlockCacheSize if they share a block cache.
+func WithSharedCaches(c *SharedCaches) Option {
+	return optionFunc(func(cfg *config) { cfg.shared = c })
+}
 
 // DiskReserve is how many bytes of the checkpoint's file system the query
 // leaves free (see StoreOptions.DiskReserve): Start refuses to start with

@@ -68,7 +68,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	if dir == "" {
 		fs, dir = vfs.NewMem(), "checkpoint"
 	}
-	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval, StateCacheSize: cfg.stateCache, CloseTimeout: cfg.closeTimeout, DiskReserve: cfg.diskReserve, CacheSize: cfg.blockCache})
+	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval, StateCacheSize: cfg.stateCache, CloseTimeout: cfg.closeTimeout, DiskReserve: cfg.diskReserve, CacheSize: cfg.blockCache, Shared: cfg.shared})
 	if err != nil {
 		return nil, err
 	}

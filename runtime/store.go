@@ -96,14 +96,15 @@ type StoreOptions struct {
 	// default, 0, syncs every commit.
 	SyncInterval time.Duration
 	// CacheSize is the size in bytes of Pebble's block cache, which keeps
-	// recently read state in memory. The default is 128 MiB. (Pebble's
-	// own default, 8 MiB, is taken up by its memtables, leaving state
-	// reads to go to disk.)
+	// recently read state in memory. The default is DefaultBlockCacheSize,
+	// 128 MiB. (Pebble's own default, 8 MiB, is taken up by its
+	// memtables, leaving state reads to go to disk.)
 	CacheSize int64
 	// StateCacheSize is the budget in bytes of the cache of committed
 	// state entries in front of Pebble, least recently used out first.
-	// The default is 256 MiB; a negative size turns it off. Every batch's
-	// writes still commit to Pebble: the cache changes no durability. The
+	// The default is DefaultStateCacheSize, 256 MiB; a negative size
+	// turns it off. Every batch's writes still commit to Pebble: the
+	// cache changes no durability. The
 	// cache's memory is outside the Go heap (on Unix), so the budget is
 	// what it takes of the process's resident memory, at most.
 	StateCacheSize int64
@@ -112,6 +113,11 @@ type StoreOptions struct {
 	// store open (a disk that hangs, a write stalled behind a flush that
 	// keeps failing). The default is 30 seconds.
 	CloseTimeout time.Duration
+	// Shared, when not nil, gives the store a share of budgets that
+	// other stores in the process share with it (see SharedCaches), in
+	// place of StateCacheSize, and of CacheSize if it shares a block
+	// cache.
+	Shared *SharedCaches
 	// DiskReserve is how many bytes of the checkpoint's file system the
 	// store leaves free: OpenStore refuses to open a store for writing
 	// with less free, and a commit that would leave less, counting its
@@ -239,7 +245,7 @@ type pendingBatch struct {
 // would delete the tables it no longer knows of.
 func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	if opts.CacheSize <= 0 {
-		opts.CacheSize = 128 << 20
+		opts.CacheSize = DefaultBlockCacheSize
 	}
 	if opts.CloseTimeout <= 0 {
 		opts.CloseTimeout = DefaultCloseTimeout
@@ -281,7 +287,10 @@ func (s *Store) open() error {
 	if err != nil {
 		return err
 	}
-	cache := pebble.NewCache(s.opts.CacheSize)
+	cache := s.opts.Shared.blockCache()
+	if cache == nil {
+		cache = pebble.NewCache(s.opts.CacheSize)
+	}
 	defer cache.Unref() // each DB holds its own reference
 	if found {
 		s.recorded = rec.BatchID
@@ -305,17 +314,22 @@ func (s *Store) open() error {
 		s.closeDB()
 		return err
 	}
-	if s.opts.StateCacheSize >= 0 {
-		budget := s.opts.StateCacheSize
-		if budget == 0 {
-			budget = 256 << 20
-		}
+	shared := s.opts.Shared.stateBudget()
+	if s.opts.Shared == nil && s.opts.StateCacheSize >= 0 || shared != nil {
 		empty, err := s.hasNoState()
 		if err != nil {
 			s.closeDB()
 			return err
 		}
-		s.state = newStateCache(budget, empty)
+		if shared != nil {
+			s.state = shared.newCache(empty)
+		} else {
+			budget := s.opts.StateCacheSize
+			if budget == 0 {
+				budget = DefaultStateCacheSize
+			}
+			s.state = newStateCache(budget, empty)
+		}
 	}
 	s.cache = cache
 	cache.Ref()
