@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"hash/maphash"
 	"math/bits"
+	"os"
 	"slices"
 	"sync"
 	"unsafe"
@@ -110,10 +111,8 @@ func newStateCache(budget int64, complete bool) *stateCache {
 	// an entry) covers its largest table at the default budget; a power
 	// of two of slots kept under 70% full takes 11 to 23 bytes an entry,
 	// so at some budgets it is up to 4% over.
-	n := cacheIndexMinSlots
-	for n*7 < (int(slots)+1)*10 {
-		n *= 2
-	}
+	n := cacheIndexSlotsFor(int(slots))
+	c.index.limit = n
 	for i := range c.indexMemory {
 		c.indexMemory[i] = mapMemory(n * 8)
 		c.index.tables[i] = unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(c.indexMemory[i]))), n)
@@ -286,9 +285,21 @@ func (c *stateCache) setHashed(key, value []byte, absent bool, hint int32, h uin
 	}
 }
 
+// cacheIndexSlotsFor is the size of an index table for up to n entries:
+// a power of two of slots that n leave under 70% full.
+func cacheIndexSlotsFor(n int) int {
+	slots := cacheIndexMinSlots
+	for slots*7 < (n+1)*10 {
+		slots *= 2
+	}
+	return slots
+}
+
 // limit bounds the cache to budget bytes, at most the budget it was made
-// with: it evicts the least recently used entries down to it, and
-// compacts the arena if its use is past it.
+// with: it evicts the least recently used entries down to it, compacts
+// the arena if its use is past it, and, when the entries' slots or the
+// index are past what the budget allows, moves the entries to the first
+// slots and rebuilds the index, giving back the memory of the rest.
 func (c *stateCache) limit(budget int64) {
 	arena := budget * 3 / 4
 	c.arenaLimit = int(min(arena, int64(len(c.arena))))
@@ -298,6 +309,45 @@ func (c *stateCache) limit(budget int64) {
 	}
 	if c.used > c.arenaLimit {
 		c.compact()
+	}
+	if c.index.tables[0] == nil {
+		return // no mapped index (tests)
+	}
+	slots := min(cacheIndexSlotsFor(c.entryLimit), len(c.index.tables[0]))
+	shrink := len(c.entries) > c.entryLimit || len(c.index.slots) > slots
+	c.index.limit = slots
+	if shrink {
+		c.renumber()
+		c.index.reset()
+		for i := range c.entries {
+			c.index.insert(c.entries[i].hash, int32(i))
+		}
+	}
+}
+
+// renumber moves the entries in use to the first slots, in use order, and
+// gives back the pages of the slots after them. The index must be rebuilt
+// after it. Slots that readers hold as hints may now hold other keys,
+// which set checks.
+func (c *stateCache) renumber() {
+	kept := make([]cacheEntry, 0, len(c.entries)-len(c.free))
+	for i := c.head; i >= 0; i = c.entries[i].next {
+		kept = append(kept, c.entries[i])
+	}
+	for k := range kept {
+		kept[k].prev, kept[k].next = int32(k-1), int32(k+1)
+	}
+	c.head, c.tail = -1, -1
+	if n := len(kept); n > 0 {
+		kept[n-1].next = -1
+		c.head, c.tail = 0, int32(n-1)
+	}
+	copy(c.entries, kept)
+	clear(c.entries[len(kept):])
+	c.entries, c.free = c.entries[:len(kept)], c.free[:0]
+	page := os.Getpagesize()
+	if from := (len(kept)*int(unsafe.Sizeof(cacheEntry{})) + page - 1) / page * page; from < len(c.entryMemory) {
+		zeroMemory(c.entryMemory[from:])
 	}
 }
 
@@ -565,9 +615,12 @@ type cacheIndex struct {
 	shift uint8  // 64 - log2(len(slots)): hash >> shift is the home slot
 	count int
 	// tables are the two tables, empty beyond the one in use; cur is
-	// the one slots is a prefix of.
+	// the one slots is a prefix of. limit is the most slots the table
+	// may take: the tables' length, or less for a cache held to a share
+	// of a budget.
 	tables [2][]uint64
 	cur    int
+	limit  int
 }
 
 const cacheIndexMinSlots = 1 << 10
@@ -582,7 +635,7 @@ func (x *cacheIndex) insert(h uint64, i int32) {
 	// A table that can grow does so at half full: with linear probing,
 	// a search for a key that is not there (every new key's, in a
 	// complete cache) probes about 2 slots at half full and 6 at 70%.
-	if (x.count+1)*10 > len(x.slots)*7 || (x.count+1)*2 > len(x.slots) && len(x.slots) < len(x.tables[x.cur]) {
+	if (x.count+1)*10 > len(x.slots)*7 || (x.count+1)*2 > len(x.slots) && len(x.slots) < x.limit {
 		x.grow()
 	}
 	x.place(h>>32<<32 | uint64(uint32(i+1)))
@@ -615,7 +668,7 @@ func (x *cacheIndex) grow() {
 		if n > 4*cacheIndexFirstSlots {
 			n = len(next)
 		}
-		x.use(next[:min(n, len(next))])
+		x.use(next[:min(n, x.limit)])
 		x.cur = 1 - x.cur
 	}
 	for _, s := range old {
@@ -674,7 +727,7 @@ func (x *cacheIndex) reset() {
 	} else {
 		// Back to the first size, with the pages given back.
 		zeroSlots(x.slots)
-		x.use(x.tables[x.cur][:min(len(x.tables[x.cur]), cacheIndexFirstSlots)])
+		x.use(x.tables[x.cur][:min(x.limit, cacheIndexFirstSlots)])
 	}
 	x.count = 0
 }

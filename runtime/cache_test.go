@@ -97,6 +97,12 @@ func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, compl
 			others = append(others, pool.newCache(false))
 			share = budget / int64(len(others)+1)
 			evicted = evicted || !c.complete
+			// The memory of the slots and index past the share is
+			// given back too.
+			if len(c.entries) > c.entryLimit || len(c.index.slots) > cacheIndexSlotsFor(c.entryLimit) {
+				t.Fatalf("step %d: %d slots and an index of %d for a share of %d entries", i, len(c.entries), len(c.index.slots), c.entryLimit)
+			}
+			checkCacheIndex(t, c)
 		case shared && (i == steps*5/8 || i == steps*7/8):
 			others[0].close()
 			others = others[1:]
@@ -164,6 +170,9 @@ func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, compl
 		}
 		if inUse := int64(len(c.entries) - len(c.free)); int64(c.used)+inUse*cacheEntrySize > share {
 			t.Fatalf("step %d: %d bytes of arena and %d entries, over the share of %d bytes", i, c.used, inUse, share)
+		}
+		if len(c.entries) > c.entryLimit || len(c.index.slots) > max(c.index.limit, cacheIndexMinSlots) {
+			t.Fatalf("step %d: %d slots and an index of %d, over the limits of %d and %d", i, len(c.entries), len(c.index.slots), c.entryLimit, c.index.limit)
 		}
 		if i%indexCheck == 0 {
 			checkCacheIndex(t, c)

@@ -169,15 +169,17 @@ func StateCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.
 // BlockCacheSize is the size in bytes of the checkpoint store's Pebble
 // block cache, which keeps recently read blocks of state in memory (see
 // StoreOptions.CacheSize): 128 MiB by default, taken as blocks are read.
-// With StateCacheSize it bounds what a query's state takes in memory;
-// queries that run side by side in a process (a Kafka App's tasks) each
-// have their own.
+// With StateCacheSize it bounds what a query's state takes in memory.
+// Queries that run side by side in a process each have their own, unless
+// they share one (WithSharedCaches, a Kafka App's BlockCacheSize).
 func BlockCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.blockCache = bytes }) }
 
 // WithSharedCaches gives the query's checkpoint store a share of caches
 // that the stores of other queries in the process share with it (see
 // SharedCaches), in place of caches of its own: StateCacheSize is then
-// not used, nor BlockCacheSize if they share a block cache.
+// not used (unless negative: no state cache), nor BlockCacheSize if they
+// share a block cache. A query without stateful operators takes no share
+// of the state cache budget.
 func WithSharedCaches(c *SharedCaches) Option {
 	return optionFunc(func(cfg *config) { cfg.shared = c })
 }

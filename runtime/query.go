@@ -68,7 +68,11 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	if dir == "" {
 		fs, dir = vfs.NewMem(), "checkpoint"
 	}
-	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval, StateCacheSize: cfg.stateCache, CloseTimeout: cfg.closeTimeout, DiskReserve: cfg.diskReserve, CacheSize: cfg.blockCache, Shared: cfg.shared})
+	stateCache := cfg.stateCache
+	if len(plan.Operators) == 0 {
+		stateCache = -1 // no state to cache (nor a share of a budget to take)
+	}
+	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval, StateCacheSize: stateCache, CloseTimeout: cfg.closeTimeout, DiskReserve: cfg.diskReserve, CacheSize: cfg.blockCache, Shared: cfg.shared})
 	if err != nil {
 		return nil, err
 	}

@@ -115,8 +115,8 @@ type StoreOptions struct {
 	CloseTimeout time.Duration
 	// Shared, when not nil, gives the store a share of budgets that
 	// other stores in the process share with it (see SharedCaches), in
-	// place of StateCacheSize, and of CacheSize if it shares a block
-	// cache.
+	// place of StateCacheSize (a negative one still turns the state cache
+	// off), and of CacheSize if it shares a block cache.
 	Shared *SharedCaches
 	// DiskReserve is how many bytes of the checkpoint's file system the
 	// store leaves free: OpenStore refuses to open a store for writing
@@ -315,7 +315,7 @@ func (s *Store) open() error {
 		return err
 	}
 	shared := s.opts.Shared.stateBudget()
-	if s.opts.Shared == nil && s.opts.StateCacheSize >= 0 || shared != nil {
+	if s.opts.StateCacheSize >= 0 && (s.opts.Shared == nil || shared != nil) {
 		empty, err := s.hasNoState()
 		if err != nil {
 			s.closeDB()
@@ -648,6 +648,11 @@ func (s *Store) closeDB() (err error) {
 
 // notClosed is Close's error when Pebble stays open.
 func (s *Store) notClosed(why string) error {
+	if s.state != nil && s.state.shared != nil {
+		// Its state cache stays mapped, for the call that may still
+		// read it, but gives its share back to the stores left.
+		s.state.shared.leave(s.state)
+	}
 	err := fmt.Errorf("%w in %s: %s; its files stay open and locked until the process ends", ErrStoreNotClosed, s.dir, why)
 	if f := s.Err(); f != nil {
 		err = fmt.Errorf("%w (after: %w)", err, f)

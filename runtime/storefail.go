@@ -136,8 +136,8 @@ func (s *Store) diskRoom(bytes int, what string) error {
 		return nil
 	}
 	u, err := s.fs.GetDiskUsage(s.dir)
-	if err != nil {
-		return nil
+	if err != nil || u.TotalBytes == 0 {
+		return nil // a file system that cannot say (some FUSE ones say 0)
 	}
 	reserve := min(uint64(s.opts.DiskReserve), u.TotalBytes/20)
 	need := reserve + 2*uint64(bytes)

@@ -432,7 +432,9 @@ func bigCount(user string, rows iter.Seq[fixtures.Click], state *typed.GroupStat
 // that wraps ErrDiskFull and ErrStoreFailed, says how much was free and
 // needed, and comes before the disk is full (no write failed); the query
 // started again on the same checkpoint with room to spare ends with the
-// counts of a plain loop over the input.
+// counts of a plain loop over the input. (On disks this small the reserve
+// is a twentieth of the disk, under the DiskReserve asked for; the
+// in-memory file system does not count the log file's preallocation.)
 func TestFullDiskStopsTheQueryCleanly(t *testing.T) {
 	in := clicks(60, 11)
 	want := map[string]int64{}
