@@ -533,7 +533,7 @@ func TestDiskReserve(t *testing.T) {
 	err = s.Commit(b, runtime.Progress{BatchID: 3})
 	b.Close()
 	if !errors.Is(err, runtime.ErrDiskFull) || !errors.Is(err, runtime.ErrStoreFailed) ||
-		!strings.Contains(err.Error(), "in ckpt: commit batch 3: 256.0 MiB free of 10.0 GiB, under the 256.0 MiB needed (the 256.0 MiB kept in reserve and twice the batch's ") {
+		!strings.Contains(err.Error(), "in ckpt: commit batch 3: 268435496 B free of 10.0 GiB, under the 268435520 B needed (the 256.0 MiB kept in reserve and twice the batch's 32 B)") {
 		t.Fatalf("commit with the reserve free: %v", err)
 	}
 	if !errors.Is(s.Err(), runtime.ErrDiskFull) {

@@ -144,10 +144,15 @@ func (s *Store) diskRoom(bytes int, what string) error {
 	if u.AvailBytes >= need {
 		return nil
 	}
-	cause := fmt.Errorf("%s: %s free of %s, under the %s kept in reserve", what, formatBytes(u.AvailBytes), formatBytes(u.TotalBytes), formatBytes(reserve))
+	free, needed := formatBytes(u.AvailBytes), formatBytes(need)
+	if free == needed {
+		// Close enough to print the same: the bytes say which is less.
+		free, needed = fmt.Sprintf("%d B", u.AvailBytes), fmt.Sprintf("%d B", need)
+	}
+	cause := fmt.Errorf("%s: %s free of %s, under the %s kept in reserve", what, free, formatBytes(u.TotalBytes), needed)
 	if bytes > 0 {
 		cause = fmt.Errorf("%s: %s free of %s, under the %s needed (the %s kept in reserve and twice the batch's %s)",
-			what, formatBytes(u.AvailBytes), formatBytes(u.TotalBytes), formatBytes(need), formatBytes(reserve), formatBytes(uint64(bytes)))
+			what, free, formatBytes(u.TotalBytes), needed, formatBytes(reserve), formatBytes(uint64(bytes)))
 	}
 	return s.setFailure(&storeError{kinds: []error{ErrStoreFailed, ErrDiskFull}, dir: s.dir, cause: cause, hint: diskFullHint})
 }
