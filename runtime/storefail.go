@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // How Pebble v2 reports storage faults, and what the Store makes of them:
@@ -135,11 +136,10 @@ func (s *Store) diskRoom(bytes int, what string) error {
 	if s.opts.DiskReserve < 0 {
 		return nil
 	}
-	u, err := s.fs.GetDiskUsage(s.dir)
-	if err != nil || u.TotalBytes == 0 {
-		return nil // a file system that cannot say (some FUSE ones say 0)
+	u, reserve, ok := s.diskUsage()
+	if !ok {
+		return nil
 	}
-	reserve := min(uint64(s.opts.DiskReserve), u.TotalBytes/20)
 	need := reserve + 2*uint64(bytes)
 	if u.AvailBytes >= need {
 		return nil
@@ -155,6 +155,20 @@ func (s *Store) diskRoom(bytes int, what string) error {
 			what, free, formatBytes(u.TotalBytes), needed, formatBytes(reserve), formatBytes(uint64(bytes)))
 	}
 	return s.setFailure(&storeError{kinds: []error{ErrStoreFailed, ErrDiskFull}, dir: s.dir, cause: cause, hint: diskFullHint})
+}
+
+// diskUsage returns the usage of the checkpoint's file system and the
+// reserve the store keeps on it, or false when the file system cannot
+// say (Pebble's in-memory one; some FUSE ones report a size of 0).
+func (s *Store) diskUsage() (u vfs.DiskUsage, reserve uint64, ok bool) {
+	u, err := s.fs.GetDiskUsage(s.dir)
+	if err != nil || u.TotalBytes == 0 {
+		return u, 0, false
+	}
+	if s.opts.DiskReserve > 0 {
+		reserve = min(uint64(s.opts.DiskReserve), u.TotalBytes/20)
+	}
+	return u, reserve, true
 }
 
 // formatBytes writes n in the largest binary unit that keeps it at or

@@ -43,6 +43,13 @@ type StoreProgress struct {
 	TableCount int64 `json:"tableCount"`
 	WALBytes   int64 `json:"walBytes"`
 	DiskBytes  int64 `json:"diskBytes"`
+	// DiskAvailableBytes is the free space of the checkpoint's file
+	// system, and DiskReserveBytes the part of it the store keeps free
+	// (DiskReserve): a batch whose commit would leave less ends the query
+	// with ErrDiskFull. Both are 0 when the file system cannot report its
+	// usage, and the reserve is 0 when it is turned off.
+	DiskAvailableBytes int64 `json:"diskAvailableBytes"`
+	DiskReserveBytes   int64 `json:"diskReserveBytes"`
 }
 
 // Metrics returns the store's figures now: one call of Pebble's
@@ -78,6 +85,9 @@ func (s *Store) Metrics() (p StoreProgress) {
 		TableCount:          int64(m.Table.Local.LiveCount),
 		WALBytes:            int64(m.WAL.PhysicalSize),
 		DiskBytes:           int64(m.DiskSpaceUsage()),
+	}
+	if u, reserve, ok := s.diskUsage(); ok {
+		p.DiskAvailableBytes, p.DiskReserveBytes = int64(u.AvailBytes), int64(reserve)
 	}
 	if s.state != nil {
 		st := s.state.stats()

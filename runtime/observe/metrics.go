@@ -51,7 +51,9 @@ var DurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 
 //	    store_block_cache_misses_total, store_state_cache_bytes, store_state_cache_entries,
 //	    store_state_cache_hits_total, store_state_cache_misses_total, store_compactions_total,
 //	    store_flushes_total, store_compaction_debt_bytes, store_read_amplification,
-//	    store_table_bytes, store_tables, store_wal_bytes, store_disk_bytes
+//	    store_table_bytes, store_tables, store_wal_bytes, store_disk_bytes,
+//	    store_disk_available_bytes, store_disk_reserve_bytes (a batch that would leave
+//	    less available than the reserve ends the query with runtime.ErrDiskFull)
 //
 // The store's counters (store_*_total) count since the store was opened,
 // that is since the query's run started: they restart from 0 at each run,
@@ -147,6 +149,8 @@ func NewMetrics() *Metrics {
 		{"store_tables", "The state store's live tables.", prometheus.GaugeValue, func(p *runtime.StoreProgress) int64 { return p.TableCount }},
 		{"store_wal_bytes", "Bytes of the state store's write-ahead log on disk.", prometheus.GaugeValue, func(p *runtime.StoreProgress) int64 { return p.WALBytes }},
 		{"store_disk_bytes", "Bytes the state store has on disk.", prometheus.GaugeValue, func(p *runtime.StoreProgress) int64 { return p.DiskBytes }},
+		{"store_disk_available_bytes", "Free bytes of the file system of the state store.", prometheus.GaugeValue, func(p *runtime.StoreProgress) int64 { return p.DiskAvailableBytes }},
+		{"store_disk_reserve_bytes", "Bytes of that file system the state store keeps free: a batch that would leave less ends the query.", prometheus.GaugeValue, func(p *runtime.StoreProgress) int64 { return p.DiskReserveBytes }},
 	} {
 		m.store = append(m.store, storeMetric{desc: prometheus.NewDesc(Namespace+"_"+s.name, s.help, q, nil), kind: s.kind, value: s.value})
 	}

@@ -238,13 +238,16 @@ func TestMetricsOfARunningQuery(t *testing.T) {
 		{"streamgen_store_table_bytes", query, float64(last.StateStore.TableBytes)},
 		{"streamgen_store_wal_bytes", query, float64(last.StateStore.WALBytes)},
 		{"streamgen_store_disk_bytes", query, float64(last.StateStore.DiskBytes)},
+		{"streamgen_store_disk_available_bytes", query, float64(last.StateStore.DiskAvailableBytes)},
+		{"streamgen_store_disk_reserve_bytes", query, float64(last.StateStore.DiskReserveBytes)},
 	} {
 		got, ok := value(t, f, c.name, c.labels)
 		if !ok || got != c.want {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
 		}
 	}
-	if last.StateStore.DiskBytes <= 0 || last.StateStore.MemtableBytes <= 0 {
+	if last.StateStore.DiskBytes <= 0 || last.StateStore.MemtableBytes <= 0 ||
+		last.StateStore.DiskAvailableBytes <= 0 || last.StateStore.DiskReserveBytes <= 0 || last.StateStore.DiskReserveBytes > runtime.DefaultDiskReserve {
 		t.Errorf("the last report has no store figures: %+v", last.StateStore)
 	}
 
