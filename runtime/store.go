@@ -125,11 +125,10 @@ type StoreOptions struct {
 	// to), fails the store with an error wrapping ErrDiskFull before any
 	// of it is written. Pebble ends the process, with no error to recover,
 	// when its log cannot be closed or created as it moves to a new one
-	// on a full disk, and may leave a log it then refuses to replay; the
-	// reserve stops the query cleanly before that, with every batch
-	// committed before kept. The reserve applied is at most a twentieth of
-	// the file system's size, so that a small disk still has room to work
-	// in. It guards the query's own writes: another process, or Pebble's
+	// on a full disk; the reserve stops the query cleanly before that,
+	// with every batch committed before kept. The reserve applied is at
+	// most a twentieth of the file system's size, so that a small disk
+	// still has room to work in. It guards the query's own writes: another process, or Pebble's
 	// background compactions, can still use the space, and a compaction
 	// that meets a full disk fails the store as any storage fault does.
 	// The default is DefaultDiskReserve; a negative reserve turns the
