@@ -98,3 +98,85 @@ func TestSharedCaches(t *testing.T) {
 		t.Fatalf("alone again, the cache holds %d bytes: want over half the budget of %d", got, budget)
 	}
 }
+
+// TestSharedCachesConcurrently: stores that commit and read at once, on
+// their own goroutines, while another store opens and closes beside them
+// again and again (each open and close reshares the budget under them),
+// still read back every value they committed.
+func TestSharedCachesConcurrently(t *testing.T) {
+	caches := runtime.NewSharedCaches(1<<20, 0)
+	defer caches.Close()
+	mem := vfs.NewMem()
+	openShared := func(dir string) *runtime.Store {
+		s, err := runtime.OpenStore(dir, runtime.StoreOptions{FS: mem, Shared: caches})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	batches := 40
+	if testing.Short() {
+		batches = 15
+	}
+	const keys = 3000
+	done := make(chan error, 3)
+	for w := range 3 {
+		dir := fmt.Sprint("w", w)
+		s := openShared(dir)
+		go func() {
+			defer s.Close()
+			latest := map[int]int{}
+			for id := range batches {
+				b := s.NewBatch()
+				for k := id * 97 % keys; k < keys; k += 7 {
+					// Read, then write the next version of the key.
+					v, ok, err := b.Get(sumVar, fmt.Appendf(nil, "k%d", k), nil)
+					if err == nil && ok != (latest[k] > 0) || err == nil && ok && string(v) != fmt.Sprint(dir, "/", k, "/", latest[k]) {
+						err = fmt.Errorf("%s batch %d: key %d reads %q (%v), want version %d", dir, id, k, v, ok, latest[k])
+					}
+					if err == nil {
+						latest[k]++
+						err = b.Put(sumVar, fmt.Appendf(nil, "k%d", k), nil, fmt.Appendf(nil, "%s/%d/%d", dir, k, latest[k]))
+					}
+					if err != nil {
+						b.Close()
+						done <- err
+						return
+					}
+				}
+				if err := s.Commit(b, runtime.Progress{BatchID: int64(id)}); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	stop := make(chan struct{})
+	churned := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				churned <- n
+				return
+			default:
+			}
+			s := openShared("churn")
+			if err := s.Close(); err != nil {
+				t.Error(err)
+			}
+			n++
+		}
+	}()
+	for range 3 {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
+	if n := <-churned; n == 0 {
+		t.Error("no store opened and closed beside the writers")
+	}
+}
