@@ -10,6 +10,16 @@ import (
 	"github.com/streamgen/streamgen/runtime"
 )
 
+// openSharedStore opens the store in dir on mem with caches.
+func openSharedStore(t *testing.T, mem vfs.FS, caches *runtime.SharedCaches, dir string) *runtime.Store {
+	t.Helper()
+	s, err := runtime.OpenStore(dir, runtime.StoreOptions{FS: mem, Shared: caches})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestSharedCaches: stores opened with one SharedCaches hold their state
 // caches to equal shares of its budget. One store alone fills more than
 // half of it; two more opened beside it cut it to a third at once, and
@@ -20,13 +30,7 @@ func TestSharedCaches(t *testing.T) {
 	const budget = 4 << 20
 	caches := runtime.NewSharedCaches(budget, 64<<20)
 	mem := vfs.NewMem()
-	openShared := func(dir string) *runtime.Store {
-		s, err := runtime.OpenStore(dir, runtime.StoreOptions{FS: mem, Shared: caches})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	openShared := func(dir string) *runtime.Store { return openSharedStore(t, mem, caches, dir) }
 	const keys = 40000
 	value := func(dir string, k int) []byte {
 		return fmt.Appendf(nil, "%s-%d-%s", dir, k, bytes.Repeat([]byte("v"), 80))
@@ -107,13 +111,7 @@ func TestSharedCachesConcurrently(t *testing.T) {
 	caches := runtime.NewSharedCaches(1<<20, 0)
 	defer caches.Close()
 	mem := vfs.NewMem()
-	openShared := func(dir string) *runtime.Store {
-		s, err := runtime.OpenStore(dir, runtime.StoreOptions{FS: mem, Shared: caches})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	openShared := func(dir string) *runtime.Store { return openSharedStore(t, mem, caches, dir) }
 	batches := 40
 	if testing.Short() {
 		batches = 15
@@ -163,9 +161,16 @@ func TestSharedCachesConcurrently(t *testing.T) {
 				return
 			default:
 			}
-			s := openShared("churn")
-			if err := s.Close(); err != nil {
+			// Not openShared: t.Fatal must not be called off the test's
+			// goroutine.
+			s, err := runtime.OpenStore("churn", runtime.StoreOptions{FS: mem, Shared: caches})
+			if err == nil {
+				err = s.Close()
+			}
+			if err != nil {
 				t.Error(err)
+				churned <- n
+				return
 			}
 			n++
 		}
