@@ -30,8 +30,12 @@ type Batch struct {
 	state  *StateBatch
 	ops    []opRun
 	inputs []inputRun
-	// watermarks and active are by partition key (see partitionKey).
+	// watermarks are by watermark and partition (see watermarkKey), active
+	// by partition (see partitionKey).
 	watermarks map[string]time.Time
+	// marked is true when the batches before had marks: the watermark is
+	// then reported even while it is still the epoch.
+	marked bool
 	// lastWatermark is the latest partition's, until flushWatermark.
 	lastWatermark partitionWatermark
 	active        map[string]bool
@@ -135,23 +139,24 @@ func (b *Batch) inputRead(input int) {
 	in.unpublished, in.done = 0, in.planned
 }
 
-// AdvanceWatermark records a row of input's partition whose event time,
-// less the watermark's delay, is t: the partition's watermark, for later
-// batches, is the largest such t.
-func (b *Batch) AdvanceWatermark(input int, partition string, t time.Time) {
-	b.advance(input, partition, clampedNanos(t))
+// AdvanceWatermark records a row of input's partition, under the plan's
+// watermark mark, whose event time, less the watermark's delay, is t: the
+// partition's mark, for later batches, is the largest such t.
+func (b *Batch) AdvanceWatermark(mark, input int, partition string, t time.Time) {
+	b.advance(mark, input, partition, clampedNanos(t))
 }
 
 // ObserveRow records a row of input's partition with event time et, under
-// a watermark delay: ObserveEventTime(et) and AdvanceWatermark(input,
-// partition, et - delay) in one call, for the per-row path.
-func (b *Batch) ObserveRow(input int, partition string, et time.Time, delay time.Duration) {
+// the plan's watermark mark and its delay: ObserveEventTime(et) and
+// AdvanceWatermark(mark, input, partition, et - delay) in one call, for
+// the per-row path.
+func (b *Batch) ObserveRow(mark, input int, partition string, et time.Time, delay time.Duration) {
 	ns := clampedNanos(et)
 	b.eventTimes.addNanos(ns)
 	if ns >= math.MinInt64+int64(delay) {
 		ns -= int64(delay)
 	}
-	b.advance(input, partition, ns)
+	b.advance(mark, input, partition, ns)
 }
 
 // clampedNanos is t in Unix nanoseconds, the least or greatest int64 for
@@ -169,24 +174,24 @@ func clampedNanos(t time.Time) int64 {
 }
 
 // advance is AdvanceWatermark in Unix nanoseconds.
-func (b *Batch) advance(input int, partition string, ns int64) {
+func (b *Batch) advance(mark, input int, partition string, ns int64) {
 	// Rows come in runs of one partition: the run's largest time is kept
 	// aside and reaches the map when the partition changes.
 	w := &b.lastWatermark
-	if w.set && w.input == input && w.partition == partition {
+	if w.set && w.mark == mark && w.input == input && w.partition == partition {
 		w.ns = max(w.ns, ns)
 		return
 	}
 	b.flushWatermark()
-	*w = partitionWatermark{set: true, input: input, partition: partition, ns: ns}
+	*w = partitionWatermark{set: true, mark: mark, input: input, partition: partition, ns: ns}
 }
 
 // partitionWatermark is the watermark of the partition whose rows came
 // last, not yet in Batch.watermarks.
 type partitionWatermark struct {
-	set       bool
-	input     int
-	partition string
+	set         bool
+	mark, input int
+	partition   string
 	ns        int64 // Unix nanoseconds
 }
 
@@ -197,7 +202,7 @@ func (b *Batch) flushWatermark() {
 		return
 	}
 	t := time.Unix(0, w.ns).UTC()
-	k := partitionKey(b.inputs[w.input].name, w.partition)
+	k := watermarkKey(w.mark, b.inputs[w.input].name, w.partition)
 	if m, ok := b.watermarks[k]; !ok || t.After(m) {
 		b.watermarks[k] = t
 	}

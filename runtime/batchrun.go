@@ -152,6 +152,7 @@ func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
 	if b.watermarks == nil {
 		b.watermarks = map[string]time.Time{}
 	}
+	b.marked = len(b.watermarks) > 0
 	for i, in := range q.plan.Inputs {
 		b.inputs[i].name = in.Source.Name()
 	}
@@ -403,11 +404,12 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 			ProcessedRowsPerSecond: rate(b.inputs[i].rows),
 		})
 	}
-	if q.plan.Watermark && (!b.Watermark.IsZero() || b.eventTimes.n > 0) {
-		// As Spark's: the watermark in effect (absent before the first),
-		// and the statistics of the rows' event times.
+	if q.plan.Watermarks > 0 && (b.marked || b.Watermark.After(epoch) || b.eventTimes.n > 0) {
+		// As Spark's: the watermark in effect (absent while it is the
+		// epoch it starts at and no batch before had an event time), and
+		// the statistics of the rows' event times.
 		r.EventTime = map[string]string{}
-		if !b.Watermark.IsZero() {
+		if b.marked || b.Watermark.After(epoch) {
 			r.EventTime["watermark"] = b.Watermark.UTC().Format(time.RFC3339Nano)
 		}
 		if s := b.eventTimes; s.n > 0 {

@@ -353,15 +353,15 @@ func (c *CheckpointReader) Summary() (CheckpointSummary, error) {
 		return sum, err
 	}
 	sum.NextWatermark = sum.Progress.Watermark
-	found := false
-	var low time.Time
-	for _, w := range sum.Progress.PartitionWatermarks {
-		if !found || w.Before(low) {
-			low, found = w, true
+	if marks := len(sum.Progress.PartitionWatermarks); marks > 0 {
+		// The watermarks the pipeline has, as far as the progress tells:
+		// one past the greatest numbered.
+		n := 0
+		for key := range sum.Progress.PartitionWatermarks {
+			mark, _ := splitWatermarkKey(key)
+			n = max(n, mark+1)
 		}
-	}
-	if found && low.After(sum.NextWatermark) {
-		sum.NextWatermark = low
+		sum.NextWatermark = nextWatermark(sum.Progress, n, MinWatermark, nil)
 	}
 	planned, ok, err := c.PlannedBatch()
 	if err != nil {

@@ -40,6 +40,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	progress = q.restoredProgress(progress, q.cfg.clock())
 	inputs := q.plan.Inputs
 	available := func() ([]json.RawMessage, error) {
 		upTo := make([]json.RawMessage, len(inputs))
@@ -65,6 +66,11 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		limit = AllAvailable
 	}
 	flushed := false
+	// lastWatermark is the watermark of the last batch this start ran
+	// (ran: there was one), for the operators' requests of batches
+	// without data.
+	var lastWatermark time.Time
+	ran := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -100,8 +106,11 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		watermark := q.watermark(progress, started)
 		due := false
 		if !hasData && q.cfg.noDataBatches {
-			if due, err = q.timersDue(watermark, started); err != nil {
-				return err
+			due = ran && q.operatorsAsk(watermark, lastWatermark)
+			if !due {
+				if due, err = q.timersDue(watermark, started); err != nil {
+					return err
+				}
 			}
 		}
 		if !hasData && !due && q.cfg.flush && stops && !flushed {
@@ -134,6 +143,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		ran, lastWatermark = true, watermark
 		q.unreported.latestOffset = latestOffset
 		progress = next
 		if !q.pipelines() {
@@ -219,6 +229,30 @@ func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
 	return false, nil
 }
 
+// operatorsAsk reports whether an operator asks for a batch without new
+// data after a batch of watermark last, when the next would have watermark
+// (see NoDataRule), as Spark's shouldRunAnotherBatch: the watermark moved
+// for an operator that evicts or fires by it, or, with a ProcessingTime
+// trigger, an operator with a processing-time timeout. (Spark's trigger as
+// soon as possible would run batches without data back to back for the
+// latter; here they run when a timer is due, as they do after a restart.)
+func (q *Query) operatorsAsk(watermark, last time.Time) bool {
+	for _, op := range q.plan.Operators {
+		switch op.Info().NoData {
+		case NoDataEveryTrigger:
+			if q.cfg.trigger.kind == triggerInterval {
+				return true
+			}
+			fallthrough
+		case NoDataOnWatermark:
+			if watermark.After(last) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // hasTTL reports whether an operator has state that expires.
 func hasTTL(info OperatorInfo) bool {
 	for _, s := range info.States {
@@ -240,29 +274,4 @@ func timerThreshold(mode TimeMode, watermark, now time.Time) (time.Time, bool) {
 		return watermark, !watermark.IsZero()
 	}
 	return time.Time{}, false
-}
-
-// watermark computes the watermark in effect for the next batch from the
-// committed progress: the minimum over the partitions that are not idle of
-// their watermarks (largest event time − delay), never lower than before.
-func (q *Query) watermark(p Progress, now time.Time) time.Time {
-	if !q.plan.Watermark {
-		return time.Time{}
-	}
-	var low time.Time
-	found := false
-	for part, w := range p.PartitionWatermarks {
-		if q.cfg.idleTimeout > 0 {
-			if last, ok := p.LastActive[part]; ok && now.Sub(last) > q.cfg.idleTimeout {
-				continue
-			}
-		}
-		if !found || w.Before(low) {
-			low, found = w, true
-		}
-	}
-	if !found || low.Before(p.Watermark) {
-		return p.Watermark
-	}
-	return low
 }

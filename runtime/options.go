@@ -18,30 +18,31 @@ type optionFunc func(*config)
 func (f optionFunc) apply(c *config) { f(c) }
 
 type config struct {
-	name          string
-	checkpoint    string
-	fs            vfs.FS
-	trigger       Trigger
-	syncInterval  time.Duration
-	idleTimeout   time.Duration
-	pollInterval  time.Duration
-	deadLetters   DeadLetterSink
-	listeners     []any
-	clock         func() time.Time
-	progressKeep  int
-	flush         bool
-	noDataBatches bool
-	allowChanges  bool
-	committer     func(*Store) Committer
-	manualClock   *ManualClock
-	batchMemory   int64
-	spillDir      string
-	stateCache    int64
-	diskReserve   int64
-	blockCache    int64
-	shared        *SharedCaches
-	closeTimeout  time.Duration
-	progressLog   *slog.Logger
+	name            string
+	checkpoint      string
+	fs              vfs.FS
+	trigger         Trigger
+	syncInterval    time.Duration
+	idleTimeout     time.Duration
+	pollInterval    time.Duration
+	deadLetters     DeadLetterSink
+	listeners       []any
+	clock           func() time.Time
+	progressKeep    int
+	flush           bool
+	noDataBatches   bool
+	allowChanges    bool
+	committer       func(*Store) Committer
+	manualClock     *ManualClock
+	batchMemory     int64
+	spillDir        string
+	stateCache      int64
+	diskReserve     int64
+	blockCache      int64
+	shared          *SharedCaches
+	closeTimeout    time.Duration
+	progressLog     *slog.Logger
+	watermarkPolicy WatermarkPolicy
 }
 
 func defaultConfig() config {

@@ -32,10 +32,11 @@ type Plan struct {
 	// query's sink, whose rows the progress reports count; others are side
 	// outputs (late rows).
 	Outputs []Output
-	// Watermark says whether the pipeline has an event-time watermark
-	// (whose partitions' values the inputs' stages report with
-	// Batch.AdvanceWatermark).
-	Watermark bool
+	// Watermarks is the number of the pipeline's event-time watermarks
+	// (0: none), each an input of the query's watermark whose partitions'
+	// values the stages report with Batch.ObserveRow or
+	// Batch.AdvanceWatermark, by its number (see watermark.go).
+	Watermarks int
 }
 
 // Input is one source of a plan and the stage that reads it.
@@ -103,7 +104,28 @@ type OperatorInfo struct {
 	// DropsLateRows is true when rows at or before the watermark are
 	// dropped before the operator.
 	DropsLateRows bool
+	// NoData is when the operator asks for a batch without new data (see
+	// NoDataRule).
+	NoData NoDataRule
 }
+
+// NoDataRule is when an operator asks for a batch without new data after
+// a batch of the query has run, as Spark's shouldRunAnotherBatch. Besides
+// these, a batch without data runs whenever a timer or a state entry's
+// time to live is due.
+type NoDataRule uint8
+
+const (
+	// NoDataNever: the operator asks for none.
+	NoDataNever NoDataRule = iota
+	// NoDataOnWatermark: when the watermark the next batch would have is
+	// past the last batch's (an operator that evicts or fires by the
+	// watermark).
+	NoDataOnWatermark
+	// NoDataEveryTrigger: at every trigger of a ProcessingTime trigger (a
+	// processing-time timeout), and as NoDataOnWatermark otherwise.
+	NoDataEveryTrigger
+)
 
 // StateInfo describes one state variable.
 type StateInfo struct {

@@ -246,6 +246,10 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) fold(r *R) {
 func (o *aggOp[G, R, In, Acc, Out, Row, PA]) Info() runtime.OperatorInfo {
 	info := o.info
 	info.OutputMode = o.modeName()
+	if info.OutputMode != Complete.String() {
+		// Spark's StateStoreSaveExec: in Append and Update modes.
+		info.NoData = runtime.NoDataOnWatermark
+	}
 	return info
 }
 func (o *aggOp[G, R, In, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }

@@ -82,6 +82,7 @@ func DropDuplicatesWithEventTime[T any, K comparable](s Stream[T], key func(*T) 
 			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, Key: kc.schema,
 			States:        []runtime.StateInfo{{Name: "seen", Kind: "value", Encoding: runtime.EncodingByEventTime}},
 			DropsLateRows: true,
+			NoData:        runtime.NoDataOnWatermark,
 		}
 		ks.s.attach(c, op.add)
 		c.addOperator(op, opInfo)
@@ -144,6 +145,8 @@ func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind strin
 			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, Key: kc.schema,
 			States:        []runtime.StateInfo{{Name: "seen", Kind: "value", Encoding: runtime.EncodingExpiring}},
 			DropsLateRows: s.p.watermarked,
+			// As Spark's, whether the key holds the event time or not.
+			NoData: runtime.NoDataOnWatermark,
 		}
 		if s.p.watermarked {
 			// Keys expire in event time: the runtime removes them once the

@@ -60,8 +60,10 @@ func ExampleMapGroupsWithState() {
 // after their last click, and only then is its count emitted (Append
 // mode: every row out is final). As in Spark, the watermark a batch uses
 // is the one its previous batches reached, and a user with clicks in a
-// batch does not time out in it. FlushEventTime ends the input by moving
-// the watermark past every timeout.
+// batch does not time out in it. After the last click's batch moves the
+// watermark, a batch without data runs at it (batch 9, where no session
+// has ended), then FlushEventTime ends the input by moving the watermark
+// past every timeout (batch 10).
 func ExampleFlatMapGroupsWithState() {
 	clicks := typed.NewMemoryStream[fixtures.Click]("clicks", 1) // a batch per click
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -115,7 +117,7 @@ func ExampleFlatMapGroupsWithState() {
 	// batch 4: bob, a session of 1 clicks
 	// batch 7: ann, a session of 3 clicks
 	// batch 7: cat, a session of 1 clicks
-	// batch 9: bob, a session of 2 clicks
-	// batch 9: dan, a session of 1 clicks
-	// batch 9: ann, a session of 1 clicks
+	// batch 10: bob, a session of 2 clicks
+	// batch 10: dan, a session of 1 clicks
+	// batch 10: ann, a session of 1 clicks
 }

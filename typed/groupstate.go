@@ -35,6 +35,18 @@ func (t Timeout) timeMode() runtime.TimeMode {
 	return runtime.NoTime
 }
 
+// noData is when an operator with the timeout asks for a batch without
+// data, as Spark's FlatMapGroupsWithStateExec.shouldRunAnotherBatch.
+func (t Timeout) noData() runtime.NoDataRule {
+	switch t {
+	case ProcessingTimeTimeout:
+		return runtime.NoDataEveryTrigger
+	case EventTimeTimeout:
+		return runtime.NoDataOnWatermark
+	}
+	return runtime.NoDataNever
+}
+
 // String names the timeout as Spark's GroupStateTimeout does.
 func (t Timeout) String() string {
 	switch t {

@@ -182,31 +182,37 @@ func TestWatermarkPerPartition(t *testing.T) {
 	for _, idle := range []time.Duration{0, time.Minute} {
 		t.Run(fmt.Sprint("idle timeout ", idle), func(t *testing.T) {
 			src := &partitioned{}
-			clock := &fakeClock{now: at(0)}
+			clock := runtime.NewManualClock(at(0))
 			r := &recorder{}
 			s := typed.WithWatermark(typed.From[fixtures.Click](src), func(c *fixtures.Click) time.Time { return c.Time }, 0)
 			w := typed.WriteTo(typed.FlatMapGroupsWithState(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), typed.Append, typed.NoTimeout, r.fn), newSink[fixtures.UserCount]())
 			ck := newCheckpoint()
-			run := func() runtime.QueryProgress {
+			q, err := w.Start(context.Background(), ck.opts(runtime.WithManualClock(clock), runtime.IdleTimeout(idle),
+				runtime.WithTrigger(runtime.ProcessingTime(time.Minute)))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Stop()
+			// step adds rows, lets the next trigger's batch run and returns
+			// its report.
+			step := func(part int, c fixtures.Click) runtime.QueryProgress {
 				t.Helper()
-				q, err := w.Start(context.Background(), ck.opts(runtime.Clock(clock.Now), runtime.IdleTimeout(idle), runtime.WithTrigger(runtime.Once()))...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := q.AwaitTermination(); err != nil {
+				src.add(part, c)
+				clock.Advance(time.Minute)
+				if err := clock.WaitUntilWaiting(t.Context()); err != nil {
 					t.Fatal(err)
 				}
 				p, _ := q.LastProgress()
 				return p
 			}
-			src.add(0, click("a", 100))
+			if err := clock.WaitUntilWaiting(t.Context()); err != nil {
+				t.Fatal(err)
+			}
 			src.add(1, click("b", 10))
-			run()
-			clock.Advance(2 * time.Minute)
-			src.add(0, click("a", 200))
-			run() // p1 has had no data for 2 minutes
-			src.add(0, click("a", 300))
-			p := run()
+			step(0, click("a", 100))
+			clock.Advance(time.Minute)
+			step(0, click("a", 200)) // p1 has had no data for 2 minutes
+			p := step(0, click("a", 300))
 			want := at(10) // the minimum over both partitions
 			if idle > 0 {
 				want = at(200) // p1 is idle: only p0 counts

@@ -75,6 +75,9 @@ type sessionOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] stru
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) Info() runtime.OperatorInfo {
 	info := o.info
 	info.OutputMode = o.mode.String()
+	if *o.mode != Complete {
+		info.NoData = runtime.NoDataOnWatermark
+	}
 	return info
 }
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }

@@ -144,6 +144,7 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 		// Spark drops late rows before (flat)mapGroupsWithState only with
 		// event-time timeouts.
 		DropsLateRows: timeout == EventTimeTimeout,
+		NoData:        timeout.noData(),
 	}
 	opInfo := operatorInfo{kind: kind, function: function, mode: mode, timeout: timeout, watermarked: ks.s.p.watermarked}
 	// The initial state of this query: the pairs given, and those read

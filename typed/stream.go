@@ -208,7 +208,8 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 	p = p.with(func(q *plan) { q.watermarked = true })
 	name := funcName(eventTime)
 	return Stream[T]{p: p, attach: func(c *compiler, emit func(*T)) {
-		c.plan.Watermark = true
+		mark := c.plan.Watermarks
+		c.plan.Watermarks++
 		c.watermarkDelay = delay
 		var late []T
 		if cfg.late != nil {
@@ -229,7 +230,7 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			c.stage = ""
 			b := c.batch
 			c.eventTime = et
-			b.ObserveRow(c.input, c.partition, et, delay)
+			b.ObserveRow(mark, c.input, c.partition, et, delay)
 			if c.lateOp >= 0 && !b.Watermark.IsZero() && !et.After(b.Watermark) {
 				n := int64(1)
 				if c.lateRule != nil {

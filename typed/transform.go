@@ -90,6 +90,11 @@ func TransformWithState[K comparable, In, Out any](
 			Key:           ks.codec.schema,
 			Deleted:       op.handle.deleted,
 			DropsLateRows: true,
+			// As Spark's TransformWithStateExec.shouldRunAnotherBatch.
+			NoData: runtime.NoDataOnWatermark,
+		}
+		if timeMode == TimeModeProcessingTime {
+			op.info.NoData = runtime.NoDataEveryTrigger
 		}
 		for _, v := range op.handle.vars {
 			op.info.States = append(op.info.States, runtime.StateInfo{Name: v.name, Schema: v.schema, Kind: v.kind, TTL: v.ttl, EventTimeTTL: v.eventTTL,

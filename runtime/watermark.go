@@ -1,0 +1,162 @@
+package runtime
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The query's event-time watermark follows Spark's rules exactly:
+//
+//   - A plan declares its watermarks (Plan.Watermarks), each one input of
+//     the query's watermark (Spark's EventTimeWatermarkExec: a
+//     WithWatermark). A watermark's own mark is the least, over the source
+//     partitions whose rows passed through it and that are not idle, of
+//     the largest event time seen less the delay; a watermark none of
+//     whose rows has come yet counts as the epoch (Spark's 0), and one all
+//     of whose partitions are idle is left out.
+//   - The query's watermark combines the marks by the policy (the least by
+//     default, as Spark's multipleWatermarkPolicy "min"; the greatest with
+//     MaxWatermark), and only rises: the watermark of a batch is the
+//     greatest of the one before, the combined marks and the epoch. So
+//     it starts at the epoch in the first batch, and a delay longer than
+//     the event times seen keeps it there rather than below it.
+//   - A batch's watermark is computed from the batches before it (its own
+//     rows move the next batch's).
+//   - At a restart only the query's watermark is kept (Spark restores its
+//     global watermark, from the commit log's nextBatchWatermarkMs): the
+//     marks of each watermark and partition start again from nothing, so
+//     a watermark that has had no rows since the restart holds the query's
+//     at the restored value until its rows come.
+
+// epoch is the least watermark of a query that has one: Spark's 0.
+var epoch = time.Unix(0, 0).UTC()
+
+// WatermarkPolicy is how a query with several watermarks combines them
+// into its own, as Spark's spark.sql.streaming.multipleWatermarkPolicy.
+type WatermarkPolicy int
+
+const (
+	// MinWatermark takes the least of the watermarks: no input's rows are
+	// late until every input's event time has passed them (the default,
+	// Spark's "min").
+	MinWatermark WatermarkPolicy = iota
+	// MaxWatermark takes the greatest: the fastest input moves the
+	// query's watermark, and the slower ones' rows may be late (Spark's
+	// "max").
+	MaxWatermark
+)
+
+// String names the policy as Spark's configuration does.
+func (p WatermarkPolicy) String() string {
+	if p == MaxWatermark {
+		return "max"
+	}
+	return "min"
+}
+
+// MultipleWatermarkPolicy sets how a query with several watermarks (the
+// inputs of a Union or of a join, each with its own WithWatermark)
+// combines them: MinWatermark, the default, or MaxWatermark.
+func MultipleWatermarkPolicy(p WatermarkPolicy) Option {
+	return optionFunc(func(c *config) { c.watermarkPolicy = p })
+}
+
+// watermarkKey names a partition of a source under one of the plan's
+// watermarks in the committed progress: the watermark's number, then the
+// partition's key (see partitionKey).
+func watermarkKey(mark int, source, partition string) string {
+	return strconv.Itoa(mark) + "#" + partitionKey(source, partition)
+}
+
+// splitWatermarkKey returns the watermark's number and the partition's key
+// of a key made by watermarkKey. A key of a checkpoint written before
+// watermarks were numbered is the partition's key alone: watermark 0's.
+func splitWatermarkKey(key string) (mark int, partition string) {
+	if n, rest, ok := strings.Cut(key, "#"); ok {
+		if m, err := strconv.Atoi(n); err == nil && m >= 0 {
+			return m, rest
+		}
+	}
+	return 0, key
+}
+
+// nextWatermark computes the watermark of the batch after the committed
+// progress p, for a plan with marks watermarks (at least one), under the
+// policy; idle reports a partition (by partitionKey) left out for
+// having had no data for too long.
+func nextWatermark(p Progress, marks int, policy WatermarkPolicy, idle func(partition string) bool) time.Time {
+	const (
+		noRows = iota
+		live
+		allIdle
+	)
+	lows := make([]time.Time, marks)
+	states := make([]uint8, marks)
+	for key, w := range p.PartitionWatermarks {
+		mark, part := splitWatermarkKey(key)
+		if mark >= marks {
+			continue // a watermark the pipeline no longer has
+		}
+		if idle != nil && idle(part) {
+			if states[mark] == noRows {
+				states[mark] = allIdle
+			}
+			continue
+		}
+		if states[mark] != live || w.Before(lows[mark]) {
+			lows[mark] = w
+		}
+		states[mark] = live
+	}
+	var chosen time.Time
+	found := false
+	for mark, low := range lows {
+		switch states[mark] {
+		case allIdle:
+			continue
+		case noRows:
+			low = epoch
+		}
+		if !found || (policy == MaxWatermark && low.After(chosen)) || (policy != MaxWatermark && low.Before(chosen)) {
+			chosen, found = low, true
+		}
+	}
+	w := p.Watermark
+	if w.Before(epoch) { // the zero time too: no watermark before
+		w = epoch
+	}
+	if found && chosen.After(w) {
+		w = chosen
+	}
+	return w
+}
+
+// watermark computes the watermark in effect for the next batch from the
+// committed progress (see nextWatermark); the zero time when the plan has
+// none.
+func (q *Query) watermark(p Progress, now time.Time) time.Time {
+	if q.plan.Watermarks == 0 {
+		return time.Time{}
+	}
+	var idle func(string) bool
+	if q.cfg.idleTimeout > 0 {
+		idle = func(part string) bool {
+			last, ok := p.LastActive[part]
+			return ok && now.Sub(last) > q.cfg.idleTimeout
+		}
+	}
+	return nextWatermark(p, q.plan.Watermarks, q.cfg.watermarkPolicy, idle)
+}
+
+// restoredProgress is the committed progress as a query started on it
+// continues from: with a watermark, the one its next batch would have
+// had, and no marks of watermarks or partitions (see the rules above).
+func (q *Query) restoredProgress(p Progress, now time.Time) Progress {
+	if q.plan.Watermarks == 0 {
+		return p
+	}
+	p.Watermark = q.watermark(p, now)
+	p.PartitionWatermarks = nil
+	return p
+}
