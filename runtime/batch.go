@@ -192,7 +192,7 @@ type partitionWatermark struct {
 	set         bool
 	mark, input int
 	partition   string
-	ns        int64 // Unix nanoseconds
+	ns          int64 // Unix nanoseconds
 }
 
 // flushWatermark moves the last partition's watermark into the map.
