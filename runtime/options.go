@@ -133,12 +133,19 @@ func Clock(now func() time.Time) Option { return optionFunc(func(c *config) { c.
 
 // NoDataBatches says whether the query runs batches without new data
 // (Spark's spark.sql.streaming.noDataMicroBatches.enabled). The default,
-// true, runs one when a timer is due (processing time, or event time at
-// the watermark the batches so far have reached) or, with
-// FlushEventTime, at the end of the input; it never runs one only
-// because the watermark moved when no timer is due, which changes no
-// output or state. With false, timers fire only in batches that have
-// data.
+// true, runs one as Spark does, after a batch of this start, when an
+// operator asks for it (OperatorInfo.NoData, Spark's
+// shouldRunAnotherBatch): when the watermark the next batch would have is
+// past the last batch's, for an operator that evicts or fires by the
+// watermark (event-time timeouts, transformWithState, aggregations in
+// Append or Update mode, deduplications, joins), and at every trigger of
+// a ProcessingTime trigger for one with a processing-time timeout. It also
+// runs one whenever a timer or a state entry's time to live is due (after
+// a restart too, where Spark waits for data), and, with FlushEventTime,
+// at the end of the input. With the trigger as soon as possible, where
+// Spark would run batches without data back to back for a
+// processing-time timeout, one runs when a timer is due. With false,
+// timers fire only in batches that have data.
 func NoDataBatches(enabled bool) Option {
 	return optionFunc(func(c *config) { c.noDataBatches = enabled })
 }
