@@ -153,9 +153,10 @@ type StateOption func(*variable)
 
 // WithTTL gives a state variable a time to live: each value (or list or
 // map entry) expires ttl after the processing time of the batch that wrote
-// it, reset by every write, as Spark's TTLConfig. An expired value is never
-// seen again, and is removed from the store in the batch in which it
-// expires, with new data or without.
+// it, reset by every write, as Spark's TTLConfig. It follows Spark's rule:
+// a value whose expiry is at or before the batch's processing time is
+// never seen again, in any handler of the batch (timers' too), and is
+// removed from the store in that batch, with new data or without.
 func WithTTL(ttl time.Duration) StateOption {
 	return func(v *variable) { v.ttl, v.eventTTL = ttl, false }
 }
@@ -163,9 +164,18 @@ func WithTTL(ttl time.Duration) StateOption {
 // WithEventTimeTTL gives a state variable a time to live in event time,
 // beyond Spark: each value (or entry) expires ttl after the latest event
 // time among the rows of the call that wrote it (or, in a call without
-// rows, after the watermark), and is gone, and removed from the store,
-// once the watermark reaches that instant. Late data can then not revive
-// state the watermark has passed. It needs a watermark.
+// rows, after the watermark; in an event-time timer's call, after the
+// timer's instant), and is gone, and removed from the store, once the
+// watermark reaches that instant. Late data can then not revive state the
+// watermark has passed. It needs a watermark.
+//
+// Within a batch, time is taken in order of instants: the event-time
+// timers due run before the entries that expire at or after them are
+// gone (timers first at equal instants), so a timer due at T sees every
+// entry that expires after T, however far the batch moves the watermark
+// (one step past both, or the end of a bounded input with
+// FlushEventTime, gives what small steps give). The rows' calls see the
+// batch's watermark: an entry that expires at or before it is gone.
 func WithEventTimeTTL(ttl time.Duration) StateOption {
 	return func(v *variable) { v.ttl, v.eventTTL = ttl, true }
 }
@@ -272,6 +282,9 @@ type keyScope struct {
 	// clean is true when the batch held no write of the key when the call
 	// began: then what the call did not write is read as committed.
 	clean bool
+	// timerAt is the instant of the event-time timer the call handles
+	// (zero: none): the clock of event-time TTLs in the call.
+	timerAt time.Time
 }
 
 // scopeWrite is an entry a call wrote: its variable, and where its suffix
@@ -291,7 +304,16 @@ type listSeq struct {
 // reset readies a scope for a call.
 func (s *keyScope) reset(k *runtime.KeyState, b *runtime.Batch, eventTime time.Time) {
 	s.k, s.now, s.watermark, s.eventTime, s.clean = k, b.Now, b.Watermark, eventTime, !k.Written()
+	s.timerAt = time.Time{}
 	s.written, s.arena, s.seqs = s.written[:0], s.arena[:0], s.seqs[:0]
+}
+
+// at makes the scope's event time the instant of an event-time timer the
+// call handles: entries with an event-time TTL that expire before it are
+// gone, those that expire at or after it are there (timers come first at
+// equal instants), and what the call writes expires its TTL after it.
+func (s *keyScope) at(timer time.Time) {
+	s.timerAt, s.eventTime = timer, timer
 }
 
 func (s *keyScope) lock() func() {

@@ -35,8 +35,8 @@ import (
 // The scripted processor keeps a count (value state), the rows' pages
 // (list state) and a count per page (map state); each call with rows emits
 // "key count=N pages=[...] per-page=[...] timers=[...]", as the state and
-// timers are after the call, and each expired timer "key fired@T
-// timers=[...]" with the timers listed during the call.
+// timers are after the call, and each expired timer "key fired @T
+// count=N ... timers=[...]" with the state and timers it sees.
 func TestProcessorScripts(t *testing.T) {
 	for _, conc := range []int{1, 8} {
 		t.Run(fmt.Sprintf("concurrency=%d", conc), func(t *testing.T) {
@@ -88,7 +88,9 @@ func (p *scriptedProcessor) Init(h *typed.Handle) error {
 	return nil
 }
 
-func (p *scriptedProcessor) describe(ctx context.Context, key string) (string, error) {
+// describe says the key's state and timers: "count=N pages=[...]
+// per-page=[...] timers=[...]".
+func (p *scriptedProcessor) describe(ctx context.Context) (string, error) {
 	n, _, err := p.count.Get(ctx)
 	if err != nil {
 		return "", err
@@ -107,7 +109,7 @@ func (p *scriptedProcessor) describe(ctx context.Context, key string) (string, e
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("%s count=%d pages=[%s] per-page=[%s] timers=[%s]", key, n, strings.Join(pages, " "), strings.Join(perPage, " "), timers), nil
+	return fmt.Sprintf("count=%d pages=[%s] per-page=[%s] timers=[%s]", n, strings.Join(pages, " "), strings.Join(perPage, " "), timers), nil
 }
 
 func (p *scriptedProcessor) timers(ctx context.Context) (string, error) {
@@ -162,20 +164,20 @@ func (p *scriptedProcessor) HandleInputRows(ctx context.Context, key string, row
 			return err
 		}
 	}
-	line, err := p.describe(ctx, key)
+	state, err := p.describe(ctx)
 	if err != nil {
 		return err
 	}
-	emit(line)
+	emit(key + " " + state)
 	return nil
 }
 
 func (p *scriptedProcessor) HandleExpiredTimer(ctx context.Context, key string, _ typed.TimerValues, expired typed.ExpiredTimerInfo, emit func(string)) error {
-	timers, err := p.timers(ctx)
+	state, err := p.describe(ctx)
 	if err != nil {
 		return err
 	}
-	emit(fmt.Sprintf("%s fired %s timers=[%s]", key, p.s.timeText(expired.ExpiryTime()), timers))
+	emit(fmt.Sprintf("%s fired %s %s", key, p.s.timeText(expired.ExpiryTime()), state))
 	return nil
 }
 
@@ -270,6 +272,11 @@ func (s *processorScript) run(t *testing.T, d *datadriven.TestData) string {
 	case "restart":
 		s.stop()
 		return s.start(t)
+	case "flush":
+		// Start again on what the input holds, run it to its end, then move
+		// the watermark past every event time (FlushEventTime).
+		s.stop()
+		return s.start(t, runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())
 	case "stop":
 		s.stop()
 		return ""
@@ -278,7 +285,7 @@ func (s *processorScript) run(t *testing.T, d *datadriven.TestData) string {
 	return ""
 }
 
-func (s *processorScript) start(t *testing.T) string {
+func (s *processorScript) start(t *testing.T, more ...runtime.Option) string {
 	in := typed.FromMemory(s.input)
 	if s.watermarked {
 		in = typed.WithWatermark(in, func(c *fixtures.Click) time.Time { return c.Time }, s.delay)
@@ -289,9 +296,9 @@ func (s *processorScript) start(t *testing.T) string {
 		opts = append(opts, typed.ProcessorInitialState(s.initial...))
 	}
 	out := typed.TransformWithState(byKey, &scriptedProcessor{s: s}, s.timeMode, typed.Append, opts...)
-	q, err := typed.WriteTo(out, s.sink).Start(context.Background(),
-		runtime.Checkpoint("ckpt"), runtime.FileSystem(s.fs), runtime.WithManualClock(s.clock),
-		runtime.WithTrigger(runtime.ProcessingTime(time.Second)))
+	qopts := append([]runtime.Option{runtime.Checkpoint("ckpt"), runtime.FileSystem(s.fs), runtime.WithManualClock(s.clock),
+		runtime.WithTrigger(runtime.ProcessingTime(time.Second))}, more...)
+	q, err := typed.WriteTo(out, s.sink).Start(context.Background(), qopts...)
 	if err != nil {
 		return "error: " + err.Error() + "\n"
 	}

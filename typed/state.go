@@ -34,12 +34,18 @@ func (s *keyScope) expiry(v *variable) (time.Time, runtime.ExpiryClock) {
 	return runtime.TimerInstant(s.now.Add(v.ttl)), runtime.ProcessingTimeExpiry
 }
 
-// expired reports whether an entry of v that expires at at is gone.
+// expired reports whether an entry of v that expires at at is gone: in
+// processing time, from the batch's processing time on (Spark's rule, in
+// every handler); in event time, from the watermark on, or, in the call of
+// an event-time timer, once the timer's instant is past it.
 func (s *keyScope) expired(v *variable, at time.Time) bool {
-	if v.eventTTL {
-		return !s.watermark.IsZero() && runtime.Expired(at, s.watermark)
+	switch {
+	case !v.eventTTL:
+		return runtime.Expired(at, s.now)
+	case !s.timerAt.IsZero():
+		return !at.IsZero() && at.Before(s.timerAt)
 	}
-	return runtime.Expired(at, s.now)
+	return !s.watermark.IsZero() && runtime.Expired(at, s.watermark)
 }
 
 func (v *variable) scope(ctx context.Context, what string) (*keyScope, error) {

@@ -359,8 +359,16 @@ func (o *processorOp[K, In, Out]) HandleTimer(ctx context.Context, k *runtime.Ke
 	b := k.Batch()
 	if o.timers != nil {
 		timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
+		scoped := o.scoped(ctx, k, b, time.Time{})
+		if o.info.TimeMode == runtime.EventTimeMode {
+			// Time-ordered within the batch: an event-time timer runs at its
+			// instant, before the entries that expire at or after it, so
+			// that what it sees does not depend on how far one batch moves
+			// the watermark (see WithEventTimeTTL).
+			o.scope.at(expiry)
+		}
 		err := o.guard(key, func() error {
-			return o.timers.HandleExpiredTimer(o.scoped(ctx, k, b, time.Time{}), key, timers, ExpiredTimerInfo{expiry: expiry}, o.emitFn)
+			return o.timers.HandleExpiredTimer(scoped, key, timers, ExpiredTimerInfo{expiry: expiry}, o.emitFn)
 		})
 		if err != nil {
 			return err
