@@ -416,9 +416,9 @@ func BenchmarkWindowCounts(b *testing.B) {
 // impl=streamgen runs DropDuplicatesWithEventTime on the user (the rows
 // of one user and event time are copies: state ordered by event time),
 // the side the ratio is taken against; impl=streamgen-keyonly runs
-// DropDuplicates on the user and the event time as its key (keys with an
-// expiry index), and impl=streamgen-keyonly-nocache the same with the
-// state cache off (runtime.StateCacheSize(-1)). Each must write every
+// DropDuplicates on the user and the event time as its key (every key
+// kept, as Spark's dropDuplicates on columns without the watermark's),
+// and impl=streamgen-keyonly-nocache the same with the state cache off (runtime.StateCacheSize(-1)). Each must write every
 // reading once.
 func BenchmarkDropDuplicates(b *testing.B) {
 	const readings = 900_000

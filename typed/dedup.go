@@ -10,12 +10,17 @@ import (
 )
 
 // DropDuplicates keeps the first row of each key and drops the rows of a
-// key seen before, as Spark's dropDuplicates. With a watermark (and the
-// event time in the key, as Spark asks), a key is forgotten once the
-// watermark reaches its row's event time, so state stays bounded; rows at
-// or before the watermark are late, dropped and counted. Without a
-// watermark every key is kept for ever: state grows with the keys. The
-// rows that pass go on in Append mode, so an aggregation may follow.
+// key seen before, as Spark's dropDuplicates(cols) whose columns do not
+// hold the watermark's event time: every key is kept for ever, so state
+// grows with the keys, and a row of a key seen long ago is still a
+// duplicate. With a watermark, rows at or before it are late: dropped and
+// counted, as in Spark. To forget keys as the watermark passes, use
+// DropDuplicatesWithEventTime (Spark's dropDuplicates with the event
+// time among the columns: the rows of one key and one event time are
+// copies) or DropDuplicatesWithinWatermark (Spark's
+// dropDuplicatesWithinWatermark: a key's copies come within the
+// watermark's delay of its first row). The rows that pass go on in
+// Append mode, so an aggregation may follow.
 func DropDuplicates[T any, K comparable](s Stream[T], key func(*T) K) Stream[T] {
 	return dropDuplicates(s, key, "dropDuplicates", false)
 }
@@ -24,7 +29,9 @@ func DropDuplicates[T any, K comparable](s Stream[T], key func(*T) K) Stream[T] 
 // watermark's delay of the key's first row, as Spark 3.5's
 // dropDuplicatesWithinWatermark: the event time need not be in the key; a
 // key is forgotten once the watermark reaches its first row's event time
-// plus the delay. It needs a watermark.
+// plus the delay (later copies do not extend it), so state stays bounded;
+// rows at or before the watermark are late, dropped and counted. It needs
+// a watermark.
 func DropDuplicatesWithinWatermark[T any, K comparable](s Stream[T], key func(*T) K) Stream[T] {
 	if !s.p.watermarked {
 		s.p = s.p.failed("streamgen: DropDuplicatesWithinWatermark needs a watermark (WithWatermark before it)")
@@ -140,7 +147,7 @@ func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind strin
 	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: s.p.watermarked}
 	return Stream[T]{p: s.p, attach: func(c *compiler, emit func(*T)) {
 		op := &dedupOp[K, T]{gatherer: newGatherer(c, ks, kind), emitDown: emit, withinDelay: withinDelay, c: c}
-		op.trackFirstTimes = true
+		op.trackFirstTimes = withinDelay
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, Key: kc.schema,
 			States:        []runtime.StateInfo{{Name: "seen", Kind: "value", Encoding: runtime.EncodingExpiring}},
@@ -148,7 +155,7 @@ func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind strin
 			// As Spark's, whether the key holds the event time or not.
 			NoData: runtime.NoDataOnWatermark,
 		}
-		if s.p.watermarked {
+		if withinDelay {
 			// Keys expire in event time: the runtime removes them once the
 			// watermark reaches them.
 			op.info.States[0].TTL, op.info.States[0].EventTimeTTL = time.Nanosecond, true
@@ -194,16 +201,9 @@ func (o *dedupOp[K, T]) HandleRows(ctx context.Context, k *runtime.KeyState, gro
 	}
 	first := &o.rows[rows[0]]
 	o.emitDown(first)
-	var at time.Time
-	if o.info.DropsLateRows {
-		at = o.firstTime(group)
-		if o.withinDelay {
-			at = at.Add(o.c.watermarkDelay)
-		}
-		if at.IsZero() {
-			at = time.Unix(0, 1) // a row without an event time: the first watermark forgets it
-		}
-		at = runtime.TimerInstant(at)
+	var at time.Time // DropDuplicates keeps its keys: no expiry
+	if o.withinDelay {
+		at = runtime.TimerInstant(o.firstTime(group).Add(o.c.watermarkDelay))
 	}
 	if err := k.PutExpiring(0, nil, nil, at, runtime.EventTimeExpiry); err != nil {
 		return err
