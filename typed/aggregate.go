@@ -179,8 +179,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 				op.fold(r)
 			}
 		}
-		ks.s.attach(c, add)
-		op.index = c.addOperator(op, info)
+		op.index = c.addOperator(func() { ks.s.attach(c, add) }, op, info)
 		op.mode = &c.outputMode
 		op.info.OutputMode = "" // set by the query's mode, in the checkpoint
 		op.modeName = func() string { return c.outputMode.String() }

@@ -285,8 +285,8 @@ func TestAggregateByKey(t *testing.T) {
 	}
 }
 
-// TestAggregationOutputModes: Append needs windows and a watermark; an
-// operator before an aggregation must be in Append mode.
+// TestAggregationOutputModes: Append needs windows and a watermark;
+// mapGroupsWithState needs the Update mode, with an aggregation too.
 func TestAggregationOutputModes(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
@@ -303,7 +303,7 @@ func TestAggregationOutputModes(t *testing.T) {
 	mapped := typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks)
 	again := typed.AggregateByKey(typed.GroupByKey(mapped, func(u *fixtures.UserCount) string { return u.User }), typed.Count[fixtures.UserCount](), func(u string, n int64) userStat { return userStat{u, float64(n)} })
 	_, err = typed.WriteTo(again, newSink[userStat]()).OutputMode(typed.Complete).Start(t.Context())
-	if err == nil || !strings.Contains(err.Error(), "followed by an aggregation, so its output mode must be Append") {
-		t.Fatalf("mapGroupsWithState before an aggregation: err = %v", err)
+	if err == nil || !strings.Contains(err.Error(), "mapGroupsWithState (github.com/streamgen/streamgen/typed_test.countClicks) needs the Update output mode; the query has Complete") {
+		t.Fatalf("mapGroupsWithState before an aggregation, in Complete mode: err = %v", err)
 	}
 }

@@ -73,6 +73,10 @@ type operatorInfo struct {
 	// prepare runs at Start, before the query: it reads and checks what
 	// the operator needs (an initial state).
 	prepare func(ctx context.Context) error
+	// upstream is where the operators upstream of this one begin among the
+	// compiler's: they are ops[upstream:index] (those registered while its
+	// input was attached).
+	upstream int
 }
 
 // compile builds the plan of a query that writes s to out.
@@ -88,8 +92,12 @@ func compile[T any](s Stream[T], emit func(*T)) *compiler {
 	return c
 }
 
-// addOperator registers op as the next operator and returns its index.
-func (c *compiler) addOperator(op runtime.Operator, info operatorInfo) int {
+// addOperator attaches the operator's input with attachInput, which
+// registers the operators upstream of it, then registers op as the next
+// operator and returns its index.
+func (c *compiler) addOperator(attachInput func(), op runtime.Operator, info operatorInfo) int {
+	info.upstream = len(c.ops)
+	attachInput()
 	c.plan.Operators = append(c.plan.Operators, op)
 	c.ops = append(c.ops, info)
 	return len(c.plan.Operators) - 1

@@ -91,8 +91,7 @@ func DropDuplicatesWithEventTime[T any, K comparable](s Stream[T], key func(*T) 
 			DropsLateRows: true,
 			NoData:        runtime.NoDataOnWatermark,
 		}
-		ks.s.attach(c, op.add)
-		c.addOperator(op, opInfo)
+		c.addOperator(func() { ks.s.attach(c, op.add) }, op, opInfo)
 	}}
 }
 
@@ -160,8 +159,7 @@ func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind strin
 			// watermark reaches them.
 			op.info.States[0].TTL, op.info.States[0].EventTimeTTL = time.Nanosecond, true
 		}
-		ks.s.attach(c, op.add)
-		op.index = c.addOperator(op, opInfo)
+		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, opInfo)
 	}}
 }
 

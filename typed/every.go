@@ -34,8 +34,7 @@ func AggregateEvery[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 			Kind: "aggregateEvery", Name: name, OutputMode: Append.String(), KeyType: ks.codec.typeName, Key: ks.codec.schema,
 			States: []runtime.StateInfo{{Name: "window", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingCountWindow}},
 		}
-		ks.s.attach(c, op.add)
-		op.index = c.addOperator(op, opInfo)
+		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, opInfo)
 	}}
 }
 

@@ -86,35 +86,8 @@ func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
 		}
 	}
 	c.outputMode = mode
-	// fix says how to make the query's mode m: by OutputMode, or by
-	// leaving it out when the operators' own mode is m.
-	fix := func(m OutputMode) string {
-		if w.modeSet {
-			return fmt.Sprintf("use WriteTo(...).OutputMode(typed.%v), or leave OutputMode out: the query then takes its operator's mode", m)
-		}
-		return fmt.Sprintf("use WriteTo(...).OutputMode(typed.%v)", m)
-	}
+	errs = append(errs, checkOutputModes(c.ops, mode, w.modeSet)...)
 	for _, op := range c.ops {
-		switch {
-		case op.aggregation:
-			if mode == Append && !(op.windowed && op.watermarked) {
-				errs = append(errs, fmt.Errorf("%s (%s): the Append output mode needs event-time windows and a watermark, as in Spark (a row is written once, when the watermark closes its window): use WriteTo(...).OutputMode(typed.Update) or typed.Complete", op.kind, op.function))
-			}
-		case hasAggregation:
-			// Before an aggregation, an operator's rows must be final.
-			if op.mode != Append {
-				errs = append(errs, fmt.Errorf("%s (%s) is followed by an aggregation, so its output mode must be Append (rows that will not change): give it typed.Append (mode=append in its %s directive)", op.kind, op.function, directiveOf(op.kind)))
-			}
-		case mode == Complete:
-			errs = append(errs, fmt.Errorf("%s (%s) does not support the Complete output mode: %s", op.kind, op.function, fix(op.mode)))
-		case op.kind == "mapGroupsWithState" && mode != Update:
-			errs = append(errs, fmt.Errorf("mapGroupsWithState (%s) needs the Update output mode; the query has %v: %s", op.function, mode, fix(Update)))
-		case (op.kind == "flatMapGroupsWithState" || op.kind == "transformWithState") && op.mode != mode:
-			errs = append(errs, fmt.Errorf("%s (%s) is in %v mode; the query has %v: %s, or give the operator typed.%v (mode=%s in its %s directive)", op.kind, op.function, op.mode, mode, fix(op.mode), mode, strings.ToLower(mode.String()), directiveOf(op.kind)))
-		}
-		if op.mode == Complete && !op.aggregation {
-			errs = append(errs, fmt.Errorf("%s (%s): the operator's output mode must be Append or Update", op.kind, op.function))
-		}
 		if op.timeout == EventTimeTimeout && !op.watermarked {
 			errs = append(errs, fmt.Errorf("%s (%s) uses EventTimeTimeout but its input has no watermark: add typed.WithWatermark before it (watermark=DURATION in its %s directive)", op.kind, op.function, directiveOf(op.kind)))
 		}
@@ -135,6 +108,120 @@ func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
 		return fmt.Errorf("streamgen: cannot start the query: %w", unprefixed(err))
 	}
 	return nil
+}
+
+// checkOutputModes refuses what Spark's UnsupportedOperationChecker
+// refuses of a query's stateful operators (ops, upstream first) in output
+// mode, and nothing more, each with Spark's reason; modeSet says whether
+// the query's mode was given with OutputMode (for the fix a message
+// names).
+//
+//   - mapGroupsWithState: at most one, not with flatMapGroupsWithState,
+//     and the query in Update mode.
+//   - flatMapGroupsWithState: more than one only all in Append mode in an
+//     Append query; without an aggregation in the query, the operator's
+//     mode is the query's; with one, the operator is in Append mode.
+//   - aggregations: Append needs event-time windows and a watermark;
+//     Complete needs an aggregation.
+//   - transformWithState: any mode of its own in an Append or Update
+//     query (Spark has no rule for it beyond those).
+//   - a stateful operator after one whose rows may be older than the
+//     watermark (an event-time timeout, or an aggregation in a query not
+//     in Append mode) is refused: the global watermark would drop them as
+//     late (Spark's checkStreamingQueryGlobalWatermarkLimit).
+func checkOutputModes(ops []operatorInfo, mode OutputMode, modeSet bool) []error {
+	var errs []error
+	// fix says how to make the query's mode m: by OutputMode, or by
+	// leaving it out when the operators' own mode is m.
+	fix := func(m OutputMode) string {
+		if modeSet {
+			return fmt.Sprintf("use WriteTo(...).OutputMode(typed.%v), or leave OutputMode out: the query then takes its operator's mode", m)
+		}
+		return fmt.Sprintf("use WriteTo(...).OutputMode(typed.%v)", m)
+	}
+	var maps, flatMaps []string
+	hasAggregation, flatMapsAppend := false, true
+	for _, op := range ops {
+		switch op.kind {
+		case "mapGroupsWithState":
+			maps = append(maps, op.function)
+		case "flatMapGroupsWithState":
+			flatMaps = append(flatMaps, op.function)
+			flatMapsAppend = flatMapsAppend && op.mode == Append
+		}
+		hasAggregation = hasAggregation || op.aggregation
+	}
+	if len(maps) > 1 {
+		errs = append(errs, fmt.Errorf("the query has %d mapGroupsWithState operators (%s): Spark allows one (\"Multiple mapGroupsWithStates are not supported\"); use flatMapGroupsWithState in Append mode, or transformWithState", len(maps), strings.Join(maps, ", ")))
+	}
+	if len(maps) > 0 && len(flatMaps) > 0 {
+		errs = append(errs, fmt.Errorf("the query has mapGroupsWithState (%s) and flatMapGroupsWithState (%s): Spark does not mix them (\"Mixing mapGroupsWithStates and flatMapGroupsWithStates are not supported\")", strings.Join(maps, ", "), strings.Join(flatMaps, ", ")))
+	}
+	if len(flatMaps) > 1 && (mode != Append || !flatMapsAppend) {
+		errs = append(errs, fmt.Errorf("the query has %d flatMapGroupsWithState operators (%s): Spark allows several only when all are in Append mode and so is the query (\"Multiple flatMapGroupsWithStates are not supported when they are not all in append mode or the output mode is not append\")", len(flatMaps), strings.Join(flatMaps, ", ")))
+	}
+	if mode == Complete && !hasAggregation && len(ops) > 0 {
+		// The operators say which one: below.
+	} else if mode == Complete && len(ops) == 0 {
+		errs = append(errs, fmt.Errorf("the Complete output mode needs a streaming aggregation, and the query has none (Spark: \"Complete output mode not supported when there are no streaming aggregations\"): %s", fix(Append)))
+	}
+	for i, op := range ops {
+		switch {
+		case op.aggregation:
+			if mode == Append && !(op.windowed && op.watermarked) {
+				errs = append(errs, fmt.Errorf("%s (%s): the Append output mode needs event-time windows and a watermark, as in Spark (a row is written once, when the watermark closes its window; Spark: \"Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark\"): use WriteTo(...).OutputMode(typed.Update) or typed.Complete", op.kind, op.function))
+			}
+		case mode == Complete && !hasAggregation:
+			errs = append(errs, fmt.Errorf("%s (%s) does not support the Complete output mode: %s (Complete needs an aggregation; Spark: \"Complete output mode not supported when there are no streaming aggregations\")", op.kind, op.function, fix(op.queryMode())))
+		case op.kind == "mapGroupsWithState" && mode != Update:
+			errs = append(errs, fmt.Errorf("mapGroupsWithState (%s) needs the Update output mode; the query has %v: %s (Spark: \"mapGroupsWithState is not supported with %v output mode\")", op.function, mode, fix(Update), mode))
+		case op.kind == "flatMapGroupsWithState" && hasAggregation:
+			if op.mode != Append {
+				errs = append(errs, fmt.Errorf("flatMapGroupsWithState (%s) is in %v mode in a query with an aggregation: give it typed.Append (mode=append in its %s directive), as Spark asks (\"flatMapGroupsWithState in update mode is not supported with aggregation\")", op.function, op.mode, directiveOf(op.kind)))
+			}
+		case op.kind == "flatMapGroupsWithState" && op.mode != mode:
+			errs = append(errs, fmt.Errorf("flatMapGroupsWithState (%s) is in %v mode; the query has %v: %s, or give the operator typed.%v (mode=%s in its %s directive) (Spark: \"flatMapGroupsWithState in %s mode is not supported with %v output mode\")", op.function, op.mode, mode, fix(op.mode), mode, strings.ToLower(mode.String()), directiveOf(op.kind), strings.ToLower(op.mode.String()), mode))
+		}
+		if op.mode == Complete && !op.aggregation {
+			errs = append(errs, fmt.Errorf("%s (%s): the operator's output mode must be Append or Update (Spark: \"The output mode of function should be append or update\")", op.kind, op.function))
+		}
+		if !op.stateful() {
+			continue
+		}
+		for _, up := range ops[op.upstream:i] {
+			if why := up.lateForNext(mode); why != "" {
+				errs = append(errs, fmt.Errorf("%s (%s) follows %s (%s), %s: rows it writes may be at or before the watermark, so the global watermark would drop them as late, and Spark refuses the query (\"Detected pattern of possible 'correctness' issue due to global watermark\")", op.kind, op.function, up.kind, up.function, why))
+			}
+		}
+	}
+	return errs
+}
+
+// queryMode is the output mode a query of the operator alone would take.
+func (op operatorInfo) queryMode() OutputMode {
+	if op.aggregation {
+		return Update
+	}
+	return op.mode
+}
+
+// stateful reports whether the operator keeps state that a row before the
+// watermark changes, as Spark's isStatefulOperation: every stateful
+// operator but the deduplication whose key has no event time.
+func (op operatorInfo) stateful() bool { return op.kind != "dropDuplicates" }
+
+// lateForNext says why the rows the operator writes, in a query in mode,
+// may be at or before the watermark when they reach a stateful operator
+// after it ("" when they are not), as Spark's
+// ifCannotBeFollowedByStatefulOperation.
+func (op operatorInfo) lateForNext(mode OutputMode) string {
+	switch {
+	case op.timeout == EventTimeTimeout:
+		return "whose event-time timeouts fire once the watermark has passed them"
+	case op.aggregation && mode != Append:
+		return fmt.Sprintf("an aggregation in %v mode, whose rows change after the watermark has passed their event time", mode)
+	}
+	return ""
 }
 
 // directiveOf names the directive that generates a binding of an

@@ -45,8 +45,7 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 				return 1
 			}
 		}
-		ks.s.attach(c, op.add)
-		op.index = c.addOperator(op, info)
+		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, info)
 	}}
 }
 

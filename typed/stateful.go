@@ -181,8 +181,7 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 			op.out = o
 			emit(&op.out)
 		}
-		ks.s.attach(c, op.add)
-		op.index = c.addOperator(op, opInfo)
+		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, opInfo)
 	}}
 }
 

@@ -103,8 +103,7 @@ func TransformWithState[K comparable, In, Out any](
 				c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): state variable %q has an event-time TTL but the input has no watermark (WithWatermark)", name, v.name))
 			}
 		}
-		ks.s.attach(c, op.add)
-		op.index = c.addOperator(op, opInfo)
+		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, opInfo)
 	}}
 }
 
