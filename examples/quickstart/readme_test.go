@@ -62,10 +62,10 @@ func TestGoGenerateLineEverywhere(t *testing.T) {
 }
 
 // TestREADMESetUpInNewModule runs the README's steps "In your module" as
-// written, in a new module beside this repository: go mod init, go get
-// -tool, this program as main.go, go mod tidy, go generate, go run. The
-// module is replaced by this repository (a published version would come
-// from the module proxy), and modules come from the local cache only.
+// written, in a new module in a temporary directory: go mod init, go work
+// init with this repository as the clone, this program as main.go, go
+// generate, go run; with the module proxy off, so that the steps work
+// from a clone on a machine that has built it.
 func TestREADMESetUpInNewModule(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a new module")
@@ -76,7 +76,7 @@ func TestREADMESetUpInNewModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	env := append(os.Environ(), "GOPROXY=off", "GOSUMDB=off", "GOFLAGS=-mod=mod", "GOWORK=off")
+	env := append(os.Environ(), "GOPROXY=off", "GOSUMDB=off", "GOFLAGS=", "GOWORK=")
 	sh := func(cmd string) string {
 		t.Helper()
 		c := exec.Command("sh", "-c", cmd)
@@ -88,14 +88,15 @@ func TestREADMESetUpInNewModule(t *testing.T) {
 		return string(out)
 	}
 	var out string
+	wrote := false
 	for _, step := range steps {
 		switch {
 		case strings.HasPrefix(step, "mkdir "):
 			continue // mkdir clicks && cd clicks: the test's directory
-		case strings.HasPrefix(step, "go get -tool "):
-			// This repository stands for the published module.
-			sh("go mod edit -replace github.com/streamgen/streamgen=" + root + " -require github.com/streamgen/streamgen@v0.0.0")
-		case strings.HasPrefix(step, "go mod tidy"):
+		case strings.HasPrefix(step, "go work init "):
+			// This repository is the clone.
+			step = strings.ReplaceAll(step, "../streamgen", root)
+		case strings.HasPrefix(step, "go generate"):
 			src, err := os.ReadFile("main.go")
 			if err != nil {
 				t.Fatal(err)
@@ -103,10 +104,14 @@ func TestREADMESetUpInNewModule(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "main.go"), src, 0o644); err != nil {
 				t.Fatal(err)
 			}
+			wrote = true
 		case step == "go run .":
 			step += " -dir " + filepath.Join(dir, "work")
 		}
 		out = sh(step)
+	}
+	if !wrote {
+		t.Fatalf("the README's steps %q have no go generate", steps)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "streamgen_gen.go")); err != nil {
 		t.Errorf("go generate wrote no streamgen_gen.go: %v", err)
