@@ -3,11 +3,17 @@ package runtime
 // CheckMeta exposes the checkpoint check to the tests of package
 // runtime_test: it returns the checkpoint's query id and the warnings.
 func (s *Store) CheckMeta(m Meta, allowChanges bool) (id string, warnings []string, err error) {
+	return s.CheckMetaAllowing(m, allowChanges, false)
+}
+
+// CheckMetaAllowing is CheckMeta, with the loss of renamed-looking fields
+// allowed or not.
+func (s *Store) CheckMetaAllowing(m Meta, allowChanges, allowFieldLoss bool) (id string, warnings []string, err error) {
 	m.Format = FormatVersion
 	if m.ID == "" {
 		m.ID = "new-id"
 	}
-	m, err = s.checkMeta(m, allowChanges, func(w string) { warnings = append(warnings, w) })
+	m, err = s.checkMeta(m, metaChanges{pipeline: allowChanges, fieldLoss: allowFieldLoss}, func(w string) { warnings = append(warnings, w) })
 	return m.ID, warnings, err
 }
 

@@ -98,16 +98,19 @@ func planMeta(plan *Plan) Meta {
 // for a new checkpoint). A checkpoint of another format, or whose state
 // or key types changed a field's type, is refused with an error that lists
 // every difference. Other operators, sources, names, timeouts or output
-// modes are refused too, unless allowChanges. Added or removed fields are
-// compatible; warn is called for each removed field that looks renamed
-// (see renamedFields). The stored description becomes current.
+// modes are refused too, unless changes allows them. Added or removed
+// fields are compatible, but a removed field that looks renamed (see
+// renamedFields) is refused, naming both fields and the tag that keeps its
+// values, unless changes allows its loss: then warn is called for it. The
+// stored description becomes current.
 //
 // It returns the checkpoint's description as it now stands: the query id
 // is the checkpoint's, and each operator's variables keep the ids stored
 // for them (a new variable takes an id no stored variable holds, so that
 // it never reads another's data); the data of the variables the operator
 // deletes is deleted, and they are dropped.
-func (s *Store) checkMeta(current Meta, allowChanges bool, warn func(string)) (Meta, error) {
+func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) (Meta, error) {
+	allowChanges := changes.pipeline
 	v, closer, err := s.db.Get([]byte(metaKey))
 	switch {
 	case errors.Is(err, pebble.ErrNotFound):
@@ -145,7 +148,12 @@ func (s *Store) checkMeta(current Meta, allowChanges bool, warn func(string)) (M
 		}
 		return Meta{}, fmt.Errorf("%w: the checkpoint was written by another pipeline:\n  %s%s", ErrIncompatibleCheckpoint, strings.Join(types, "\n  "), hint)
 	}
-	for _, w := range renamedFields(stored, current) {
+	renamed := renamedFields(stored, current)
+	if len(renamed) > 0 && !allowChanges && !changes.fieldLoss {
+		return Meta{}, fmt.Errorf("%w: a state field looks renamed, and its stored values would be lost:\n  %s\n(if the loss is meant, start with runtime.AllowStateFieldLoss() or runtime.AllowPipelineChanges())",
+			ErrIncompatibleCheckpoint, strings.Join(renamed, "\n  "))
+	}
+	for _, w := range renamed {
 		warn(w)
 	}
 	for _, d := range drop {
@@ -155,6 +163,13 @@ func (s *Store) checkMeta(current Meta, allowChanges bool, warn func(string)) (M
 	}
 	current.ID = stored.ID
 	return current, s.writeMeta(current)
+}
+
+// metaChanges are the differences from the checkpoint's pipeline that a
+// start accepts: the pipeline's (AllowPipelineChanges), or only the loss
+// of the values of state fields that look renamed (AllowStateFieldLoss).
+type metaChanges struct {
+	pipeline, fieldLoss bool
 }
 
 // dropVariable is a variable whose data the operator deletes.
@@ -326,8 +341,8 @@ func renamedFields(stored, current Meta) []string {
 						continue
 					}
 					out = append(out, fmt.Sprintf(
-						"operator %d (%s %q), state %q: field %s (%s) is gone and field %s of the same type is new: if it was renamed, its stored values are lost; tag it `stream:\"id=%d\"` to keep them",
-						i, now.Kind, now.Name, name, gone.Name, gone.Type.Go, f.Name, gone.ID))
+						"operator %d (%s %q), state %q: field %s (%s) is gone and field %s of the same type is new: if it was renamed, its stored values are lost; tag %s `stream:\"id=%d\"` to keep them",
+						i, now.Kind, now.Name, name, gone.Name, gone.Type.Go, f.Name, f.Name, gone.ID))
 				}
 			}
 		}

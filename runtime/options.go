@@ -32,6 +32,7 @@ type config struct {
 	flush           bool
 	noDataBatches   bool
 	allowChanges    bool
+	allowFieldLoss  bool
 	committer       func(*Store) Committer
 	manualClock     *ManualClock
 	batchMemory     int64
@@ -157,6 +158,15 @@ func NoDataBatches(enabled bool) Option {
 // differences. A key or state field whose type changed is refused even
 // so: its bytes cannot be read.
 func AllowPipelineChanges() Option { return optionFunc(func(c *config) { c.allowChanges = true }) }
+
+// AllowStateFieldLoss starts the query on a checkpoint where a field of a
+// state type is gone while a field of the same type is new, dropping the
+// gone field's stored values, as is meant when the one replaced the
+// other. Without it (or AllowPipelineChanges) such a checkpoint is
+// refused, since the field was most likely renamed without the tag
+// `stream:"id=N"` that keeps its values: the message names both fields
+// and the tag. Each field dropped is logged.
+func AllowStateFieldLoss() Option { return optionFunc(func(c *config) { c.allowFieldLoss = true }) }
 
 // BatchMemory bounds the memory a batch's gathered rows may take in each
 // stateful operator, in bytes (estimated from the rows' size and the input

@@ -525,12 +525,11 @@ func TestCheckMeta(t *testing.T) {
 	}
 }
 
-// TestRenamedFieldWarning: a state field that disappears while a field of
-// the same type appears is reported at start, naming both and the tag that
-// keeps the data.
-func TestRenamedFieldWarning(t *testing.T) {
-	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
-	defer s.Close()
+// TestRenamedFieldRefused: a state field that disappears while a field of
+// the same type appears is refused at start, naming both and the tag that
+// keeps the data; AllowStateFieldLoss (or AllowPipelineChanges) starts,
+// with a warning, and the new description is then the checkpoint's.
+func TestRenamedFieldRefused(t *testing.T) {
 	was := &codec.Schema{Name: "x.S", Fields: []codec.Field{
 		{Name: "Count", ID: 11, Type: &codec.Type{Kind: codec.KindInt, Go: "int64", Bits: 64}},
 		{Name: "Keep", ID: 12, Type: &codec.Type{Kind: codec.KindString, Go: "string"}},
@@ -539,15 +538,29 @@ func TestRenamedFieldWarning(t *testing.T) {
 		{Name: "Total", ID: 13, Type: &codec.Type{Kind: codec.KindInt, Go: "int64", Bits: 64}},
 		{Name: "Keep", ID: 12, Type: &codec.Type{Kind: codec.KindString, Go: "string"}},
 	}}
-	if _, w, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": was}), false); err != nil || len(w) != 0 {
-		t.Fatal(w, err)
-	}
-	_, w, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": now}), false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(w) != 1 || !strings.Contains(w[0], "field Count (int64) is gone and field Total of the same type is new") || !strings.Contains(w[0], "`stream:\"id=11\"`") {
-		t.Fatalf("warnings: %q", w)
+	const gone = "field Count (int64) is gone and field Total of the same type is new"
+	for _, allow := range []struct{ changes, loss bool }{{true, false}, {false, true}} {
+		s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+		if _, w, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": was}), false); err != nil || len(w) != 0 {
+			t.Fatal(w, err)
+		}
+		_, _, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": now}), false)
+		if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), gone) ||
+			!strings.Contains(err.Error(), "tag Total `stream:\"id=11\"` to keep them") || !strings.Contains(err.Error(), "AllowStateFieldLoss") {
+			t.Fatalf("err = %v", err)
+		}
+		_, w, err := s.CheckMetaAllowing(meta(map[string]*codec.Schema{"state": now}), allow.changes, allow.loss)
+		if err != nil {
+			t.Fatalf("allowed %+v: %v", allow, err)
+		}
+		if len(w) != 1 || !strings.Contains(w[0], gone) {
+			t.Fatalf("allowed %+v: warnings %q", allow, w)
+		}
+		// The loss is done: the next start is not refused.
+		if _, w, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": now}), false); err != nil || len(w) != 0 {
+			t.Fatalf("after the allowed start: %q, %v", w, err)
+		}
+		s.Close()
 	}
 }
 
