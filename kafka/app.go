@@ -278,7 +278,13 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The group client's own context outlives runCtx, so that the client
+	// can leave the group after Run's context ends; cancelling it fails
+	// the client's requests in flight (see leave).
+	clientCtx, killClient := context.WithCancel(context.Background())
+	defer killClient()
 	group, err := a.opts.Connection.newClient(
+		kgo.WithContext(clientCtx),
 		kgo.ConsumerGroup(a.opts.Group),
 		kgo.ConsumeTopics(a.opts.Topics[0]),
 		kgo.DisableAutoCommit(),
@@ -328,9 +334,31 @@ func (a *App) Run(ctx context.Context) error {
 	cancel()
 	<-polled
 	<-retried
-	group.Close() // leaves the group: the revoke stops the tasks
+	a.leave(group, killClient) // the revoke stops the tasks
 	a.revoked(a.running(), true)
 	return err
+}
+
+// leave leaves the group, waiting for its coordinator at most the session
+// timeout, and closes the group's client: a coordinator that does not
+// answer (a group that cannot form, holding its member's join) must not
+// hold Run after its context has ended. Past the deadline, kill fails the
+// client's requests in flight, so that Close, which waits for the join in
+// flight, returns at once. The group expires a member that left without a
+// word after the session timeout anyway.
+func (a *App) leave(group *kgo.Client, kill context.CancelFunc) {
+	timeout, _ := group.OptValue(kgo.SessionTimeout).(time.Duration)
+	if timeout <= 0 {
+		timeout = 45 * time.Second // franz-go's default
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	err := group.LeaveGroupContext(ctx)
+	cancel()
+	if err != nil {
+		slog.Warn("streamgen: kafka app: the group was not left in the session timeout; closing", "group", a.opts.Group, "timeout", timeout, "error", err)
+		kill()
+	}
+	group.Close()
 }
 
 // checkTopics returns the partition count of the input topics, which
@@ -502,23 +530,25 @@ func (a *App) followStore(p int32, c *changelog) {
 }
 
 // revoked stops the tasks of partitions (a batch that is committing
-// finishes; one that is not is abandoned) and waits for them; for
-// partitions revoked, not lost, it commits their offsets to the group.
+// finishes; one that is not is abandoned), all at once, and waits for
+// them; for partitions revoked, not lost, it commits their offsets to the
+// group. A revoke of many partitions takes about one task's stop.
 func (a *App) revoked(partitions []int32, lost bool) {
 	var stopped []int32
+	var stopping []*runningTask
+	a.mu.Lock()
 	for _, p := range partitions {
-		a.mu.Lock()
-		rt, ok := a.tasks[p]
-		delete(a.tasks, p)
-		a.mu.Unlock()
-		if !ok {
-			continue
+		if rt, ok := a.tasks[p]; ok {
+			delete(a.tasks, p)
+			rt.cancel()
+			stopped, stopping = append(stopped, p), append(stopping, rt)
 		}
-		rt.cancel()
+	}
+	a.mu.Unlock()
+	for i, rt := range stopping {
 		<-rt.done
-		stopped = append(stopped, p)
 		if !lost { // a lost partition's commit would not be accepted
-			a.commitRevoked(p)
+			a.commitRevoked(stopped[i])
 		}
 	}
 	if len(stopped) > 0 && a.opts.OnRevoked != nil {

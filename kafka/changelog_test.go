@@ -91,10 +91,11 @@ func (p *pagesCounter) HandleInputRows(ctx context.Context, user string, rows it
 		}
 	}
 	out := pagesOut{User: user, Count: n}
-	for page, err := range p.pages.Get(ctx) {
-		if err != nil {
-			return err
-		}
+	list, err := p.pages.Get(ctx)
+	if err != nil {
+		return err
+	}
+	for page := range list {
 		out.Pages = append(out.Pages, page)
 	}
 	emit(out)

@@ -96,13 +96,18 @@ func (p *scriptedProcessor) describe(ctx context.Context) (string, error) {
 		return "", err
 	}
 	var pages, perPage []string
-	for page, err := range p.pages.Get(ctx) {
-		if err != nil {
-			return "", err
-		}
+	list, err := p.pages.Get(ctx)
+	if err != nil {
+		return "", err
+	}
+	for page := range list {
 		pages = append(pages, page)
 	}
-	for page, c := range p.perPage.Iterator(ctx) {
+	counts, err := p.perPage.Iterator(ctx)
+	if err != nil {
+		return "", err
+	}
+	for page, c := range counts {
 		perPage = append(perPage, fmt.Sprintf("%s:%d", page, c))
 	}
 	timers, err := p.timers(ctx)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -156,6 +157,12 @@ func (s *keyScope) remove(v *variable, suffix []byte) error {
 
 // entries returns the live entries of variable v, in suffix order, copied.
 func (s *keyScope) entries(v *variable) (suffixes, values [][]byte, err error) {
+	suffixes, values, _, err = s.expiringEntries(v)
+	return suffixes, values, err
+}
+
+// expiringEntries is entries with the expiry of each (zero: none).
+func (s *keyScope) expiringEntries(v *variable) (suffixes, values [][]byte, expiries []time.Time, err error) {
 	err = s.k.Scan(v.id, func(suffix, raw []byte) error {
 		if v.kind == "list" && len(suffix) == 0 {
 			return nil // the list's header
@@ -169,9 +176,10 @@ func (s *keyScope) entries(v *variable) (suffixes, values [][]byte, err error) {
 		}
 		suffixes = append(suffixes, append([]byte(nil), suffix...))
 		values = append(values, append([]byte(nil), value...))
+		expiries = append(expiries, at)
 		return nil
 	})
-	return suffixes, values, err
+	return suffixes, values, expiries, err
 }
 
 // clear deletes every entry of variable v, live or expired.
@@ -249,6 +257,35 @@ func (s *ValueState[T]) Get(ctx context.Context) (value T, ok bool, err error) {
 	return value, true, nil
 }
 
+// Expiry returns when the key's value expires: the zero time for a
+// variable without a time to live; ok is false when the key has no value
+// (or it has expired). For tests and tools: a handler need not know.
+func (s *ValueState[T]) Expiry(ctx context.Context) (at time.Time, ok bool, err error) {
+	sc, err := s.v.scope(ctx, "Expiry")
+	if err != nil {
+		return at, false, err
+	}
+	defer sc.lock()()
+	return sc.expiryOf(s.v, nil)
+}
+
+// expiryOf returns the expiry of a live entry of v (zero: none), ok false
+// when there is none.
+func (s *keyScope) expiryOf(v *variable, suffix []byte) (time.Time, bool, error) {
+	raw, ok, err := s.get(v.id, suffix)
+	if err != nil || !ok {
+		return time.Time{}, false, err
+	}
+	at, _, err := runtime.ReadExpiring(raw)
+	if err != nil {
+		return time.Time{}, false, s.k.Fail(err)
+	}
+	if s.expired(v, at) {
+		return time.Time{}, false, nil
+	}
+	return at, true, nil
+}
+
 // Update sets the key's value (and, with a time to live, its expiry).
 func (s *ValueState[T]) Update(ctx context.Context, value T) error {
 	sc, err := s.v.scope(ctx, "Update")
@@ -310,37 +347,40 @@ func (v *variable) exists(ctx context.Context) (bool, error) {
 	return len(values) > 0, err
 }
 
-// Get returns the key's list, in order, read when Get is called: the
-// second value of each pair is an error that stops the iteration (a value
-// that does not decode).
-func (s *ListState[T]) Get(ctx context.Context) iter.Seq2[T, error] {
+// Get returns the key's list, in order, as it is when Get is called, read
+// and decoded then: an error is a read that failed or an element that
+// does not decode (which also fails the batch). The sequence may be
+// ranged over any number of times.
+func (s *ListState[T]) Get(ctx context.Context) (iter.Seq[T], error) {
 	sc, err := s.v.scope(ctx, "Get")
-	var values [][]byte
-	if err == nil {
-		unlock := sc.lock()
-		_, values, err = sc.entries(s.v)
-		unlock()
+	if err != nil {
+		return nil, err
 	}
-	return func(yield func(T, error) bool) {
-		var zero T
-		if err != nil {
-			yield(zero, err)
-			return
-		}
-		for _, raw := range values {
-			var t T
-			if err := s.codec.decode(raw, &t); err != nil {
-				unlock := sc.lock()
-				err = sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, unprefixed(err)))
-				unlock()
-				yield(zero, err)
-				return
-			}
-			if !yield(t, nil) {
-				return
-			}
+	defer sc.lock()()
+	_, values, err := sc.entries(s.v)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]T, len(values))
+	for i, raw := range values {
+		if err := s.codec.decode(raw, &list[i]); err != nil {
+			return nil, sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, unprefixed(err)))
 		}
 	}
+	return slices.Values(list), nil
+}
+
+// Expiries returns when each element of the key's list expires, in the
+// list's order (the zero time for a variable without a time to live). For
+// tests and tools.
+func (s *ListState[T]) Expiries(ctx context.Context) ([]time.Time, error) {
+	sc, err := s.v.scope(ctx, "Expiries")
+	if err != nil {
+		return nil, err
+	}
+	defer sc.lock()()
+	_, _, expiries, err := sc.expiringEntries(s.v)
+	return expiries, err
 }
 
 // Put replaces the key's list with values.
@@ -521,63 +561,79 @@ func (s *MapState[MK, V]) RemoveKey(ctx context.Context, k MK) error {
 	return sc.remove(s.v, suffix)
 }
 
-// Iterator returns the map's entries, read when it is called, in key
-// order. An entry that does not decode ends the iteration and fails the
-// batch.
-func (s *MapState[MK, V]) Iterator(ctx context.Context) iter.Seq2[MK, V] {
-	sc, err := s.v.scope(ctx, "Iterator")
-	var suffixes, values [][]byte
-	if err == nil {
-		unlock := sc.lock()
-		suffixes, values, err = sc.entries(s.v)
-		unlock()
+// Expiry returns when the map's entry of k expires (the zero time for a
+// variable without a time to live); ok is false when the map has no k.
+// For tests and tools.
+func (s *MapState[MK, V]) Expiry(ctx context.Context, k MK) (at time.Time, ok bool, err error) {
+	sc, err := s.v.scope(ctx, "Expiry")
+	if err != nil {
+		return at, false, err
+	}
+	defer sc.lock()()
+	suffix, err := s.suffix(sc, k)
+	if err != nil {
+		return at, false, err
+	}
+	return sc.expiryOf(s.v, suffix)
+}
+
+// Iterator returns the map's entries in key order, as they are when it is
+// called, read and decoded then: an error is a read that failed or an
+// entry that does not decode (which also fails the batch). The sequence
+// may be ranged over any number of times.
+func (s *MapState[MK, V]) Iterator(ctx context.Context) (iter.Seq2[MK, V], error) {
+	keys, values, err := s.read(ctx, "Iterator")
+	if err != nil {
+		return nil, err
 	}
 	return func(yield func(MK, V) bool) {
-		if err != nil {
-			return
-		}
-		for i := range suffixes {
-			var k MK
-			var v V
-			if err := s.keys.decode(suffixes[i], &k); err != nil {
-				unlock := sc.lock()
-				sc.k.Fail(fmt.Errorf("state %q: a map key does not decode: %w", s.v.name, unprefixed(err)))
-				unlock()
-				return
-			}
-			if err := s.values.decode(values[i], &v); err != nil {
-				unlock := sc.lock()
-				sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, unprefixed(err)))
-				unlock()
-				return
-			}
-			if !yield(k, v) {
+		for i := range keys {
+			if !yield(keys[i], values[i]) {
 				return
 			}
 		}
-	}
+	}, nil
 }
 
-// Keys returns the map's keys, in order.
-func (s *MapState[MK, V]) Keys(ctx context.Context) iter.Seq[MK] {
-	return func(yield func(MK) bool) {
-		for k := range s.Iterator(ctx) {
-			if !yield(k) {
-				return
-			}
-		}
+// Keys returns the map's keys, in order (see Iterator).
+func (s *MapState[MK, V]) Keys(ctx context.Context) (iter.Seq[MK], error) {
+	keys, _, err := s.read(ctx, "Keys")
+	if err != nil {
+		return nil, err
 	}
+	return slices.Values(keys), nil
 }
 
-// Values returns the map's values, in order of their keys.
-func (s *MapState[MK, V]) Values(ctx context.Context) iter.Seq[V] {
-	return func(yield func(V) bool) {
-		for _, v := range s.Iterator(ctx) {
-			if !yield(v) {
-				return
-			}
+// Values returns the map's values, in order of their keys (see Iterator).
+func (s *MapState[MK, V]) Values(ctx context.Context) (iter.Seq[V], error) {
+	_, values, err := s.read(ctx, "Values")
+	if err != nil {
+		return nil, err
+	}
+	return slices.Values(values), nil
+}
+
+// read reads and decodes the map's live entries, in key order.
+func (s *MapState[MK, V]) read(ctx context.Context, what string) ([]MK, []V, error) {
+	sc, err := s.v.scope(ctx, what)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer sc.lock()()
+	suffixes, raws, err := sc.entries(s.v)
+	if err != nil {
+		return nil, nil, err
+	}
+	keys, values := make([]MK, len(suffixes)), make([]V, len(raws))
+	for i := range suffixes {
+		if err := s.keys.decode(suffixes[i], &keys[i]); err != nil {
+			return nil, nil, sc.k.Fail(fmt.Errorf("state %q: a map key does not decode: %w", s.v.name, unprefixed(err)))
+		}
+		if err := s.values.decode(raws[i], &values[i]); err != nil {
+			return nil, nil, sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, unprefixed(err)))
 		}
 	}
+	return keys, values, nil
 }
 
 // Clear removes the key's map.

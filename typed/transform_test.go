@@ -63,13 +63,18 @@ func (p *pagesProcessor) HandleInputRows(ctx context.Context, user string, rows 
 		return err
 	}
 	out := userPages{User: user, Count: n, PerPage: map[string]int64{}}
-	for page, err := range p.pages.Get(ctx) {
-		if err != nil {
-			return err
-		}
+	list, err := p.pages.Get(ctx)
+	if err != nil {
+		return err
+	}
+	for page := range list {
 		out.Pages = append(out.Pages, page)
 	}
-	maps.Insert(out.PerPage, p.perPage.Iterator(ctx))
+	perPage, err := p.perPage.Iterator(ctx)
+	if err != nil {
+		return err
+	}
+	maps.Insert(out.PerPage, perPage)
 	emit(out)
 	return nil
 }
@@ -154,10 +159,11 @@ func (p *ttlProcessor) HandleInputRows(ctx context.Context, user string, rows it
 	} else if ok {
 		out.Pages = append(out.Pages, "last:"+last)
 	}
-	for page, err := range p.pages.Get(ctx) {
-		if err != nil {
-			return err
-		}
+	list, err := p.pages.Get(ctx)
+	if err != nil {
+		return err
+	}
+	for page := range list {
 		out.Pages = append(out.Pages, page)
 	}
 	emit(out)
@@ -396,10 +402,27 @@ func TestProcessorMisuse(t *testing.T) {
 		!errors.Is(p.err[1], typed.ErrInvalidHandleState) || !strings.Contains(p.err[1].Error(), "TimeModeNone") {
 		t.Fatalf("errors: %v", p.err)
 	}
+	// Every read of every kind of variable says so: none reads as empty.
 	pp := &pagesProcessor{}
 	if err := pp.Init(&typed.Handle{}); err == nil {
-		if _, _, err := pp.count.Get(context.Background()); !errors.Is(err, typed.ErrInvalidHandleState) {
-			t.Fatalf("a variable used outside a handler: %v", err)
+		ctx := context.Background()
+		if _, _, err := pp.count.Get(ctx); !errors.Is(err, typed.ErrInvalidHandleState) {
+			t.Fatalf("a value used outside a handler: %v", err)
+		}
+		if _, err := pp.pages.Get(ctx); !errors.Is(err, typed.ErrInvalidHandleState) {
+			t.Fatalf("a list read outside a handler: %v", err)
+		}
+		if _, err := pp.perPage.Iterator(ctx); !errors.Is(err, typed.ErrInvalidHandleState) {
+			t.Fatalf("a map iterated outside a handler: %v", err)
+		}
+		if _, err := pp.perPage.Keys(ctx); !errors.Is(err, typed.ErrInvalidHandleState) {
+			t.Fatalf("a map's keys read outside a handler: %v", err)
+		}
+		if _, err := pp.perPage.Values(ctx); !errors.Is(err, typed.ErrInvalidHandleState) {
+			t.Fatalf("a map's values read outside a handler: %v", err)
+		}
+		if _, _, err := pp.count.Expiry(ctx); !errors.Is(err, typed.ErrInvalidHandleState) {
+			t.Fatalf("an expiry read outside a handler: %v", err)
 		}
 	}
 }

@@ -74,8 +74,12 @@ func (p *cartProcessor) HandleExpiredTimer(ctx context.Context, user string, _ t
 	if err != nil {
 		return err
 	}
+	cart, err := p.items.Iterator(ctx)
+	if err != nil {
+		return err
+	}
 	var items []string
-	for item, q := range p.items.Iterator(ctx) {
+	for item, q := range cart {
 		items = append(items, fmt.Sprintf("%s:%d", item, q))
 	}
 	emit(fmt.Sprintf("%s abandoned n=%d items=%s", user, n, strings.Join(items, ",")))
@@ -186,4 +190,99 @@ func firstDifference(got, want []string) string {
 		}
 	}
 	return ""
+}
+
+// expiryProcessor writes, for each call, the expiry of the key's value,
+// of each element of its list and of each entry of its map.
+type expiryProcessor struct {
+	ttl   typed.StateOption
+	value *typed.ValueState[int64]
+	list  *typed.ListState[string]
+	m     *typed.MapState[string, int64]
+}
+
+func (p *expiryProcessor) Init(h *typed.Handle) error {
+	p.value = typed.NewValueState[int64](h, "value", p.ttl)
+	p.list = typed.NewListState[string](h, "list", p.ttl)
+	p.m = typed.NewMapState[string, int64](h, "map", p.ttl)
+	return nil
+}
+
+func (p *expiryProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(string)) error {
+	for r := range rows {
+		if err := p.value.Update(ctx, 1); err != nil {
+			return err
+		}
+		if err := p.list.AppendValue(ctx, r.Page); err != nil {
+			return err
+		}
+		if err := p.m.UpdateValue(ctx, r.Page, 1); err != nil {
+			return err
+		}
+	}
+	var out []string
+	at, ok, err := p.value.Expiry(ctx)
+	if err != nil {
+		return err
+	}
+	out = append(out, fmt.Sprintf("value=%v/%v", at.Unix(), ok))
+	list, err := p.list.Expiries(ctx)
+	if err != nil {
+		return err
+	}
+	for _, at := range list {
+		out = append(out, fmt.Sprintf("list=%v", at.Unix()))
+	}
+	keys, err := p.m.Keys(ctx)
+	if err != nil {
+		return err
+	}
+	for k := range keys {
+		at, ok, err := p.m.Expiry(ctx, k)
+		if err != nil {
+			return err
+		}
+		out = append(out, fmt.Sprintf("%s=%v/%v", k, at.Unix(), ok))
+	}
+	emit(user + " " + strings.Join(out, " "))
+	return nil
+}
+
+// TestStateExpiries: a handler reads when each value, list element and map
+// entry expires: its TTL after the batch's processing time that wrote it
+// (WithTTL), or after the latest event time of its call's rows
+// (WithEventTimeTTL); an element written earlier keeps its own.
+func TestStateExpiries(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ttl  typed.StateOption
+		mode typed.TimeMode
+		want []string
+	}{
+		{"processing time", typed.WithTTL(10 * time.Second), typed.TimeModeProcessingTime, []string{
+			"a value=1000011/true list=1000011 p1=1000011/true",
+			"a value=1000012/true list=1000011 list=1000012 p1=1000011/true p2=1000012/true",
+		}},
+		{"event time", typed.WithEventTimeTTL(10 * time.Second), typed.TimeModeEventTime, []string{
+			"a value=110/true list=110 p1=110/true",
+			"a value=130/true list=110 list=130 p1=110/true p2=130/true",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+			s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, time.Hour)
+			out := typed.TransformWithState(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), &expiryProcessor{ttl: tc.ttl}, tc.mode, typed.Append)
+			sink := newSink[string]()
+			clock := runtime.NewManualClock(seconds(1_000_000))
+			q := startLive(t, typed.WriteTo(out, sink), clock, newCheckpoint().opts()...)
+			defer q.stop()
+			m.Add(fixtures.Click{User: "a", Time: seconds(100), Page: "p1"})
+			q.trigger()
+			m.Add(fixtures.Click{User: "a", Time: seconds(120), Page: "p2"})
+			q.trigger()
+			if got := sink.rows(); !slices.Equal(got, tc.want) {
+				t.Fatalf("rows %q, want %q", got, tc.want)
+			}
+		})
+	}
 }
