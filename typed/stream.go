@@ -140,10 +140,12 @@ func FlatMap[T, U any](s Stream[T], f func(*T) []U) Stream[U] {
 }
 
 // Union merges the rows of streams, as Spark's union of streaming
-// Datasets: each stream's sources keep their own offsets, and the
-// watermark of a query over the union is the minimum over all its sources'
-// partitions that are not idle (Spark's default multipleWatermarkPolicy).
-// Within a batch, the rows of the first stream's sources come first.
+// Datasets: each stream's sources keep their own offsets, and each
+// stream's WithWatermark is an input of the query's watermark, which is
+// the least of them (Spark's default multipleWatermarkPolicy; see
+// runtime.MultipleWatermarkPolicy): one that has had no rows yet counts as
+// the epoch. Within a batch, the rows of the first stream's sources come
+// first.
 func Union[T any](streams ...Stream[T]) Stream[T] {
 	p := &plan{}
 	if len(streams) == 0 {
@@ -177,10 +179,13 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 }
 
 // WithWatermark declares the event time of the rows and how late they may
-// arrive. The watermark is the largest event time seen, less delay, kept
-// per source partition; the query's watermark is the minimum over the
-// partitions that are not idle, and a batch uses the watermark computed
-// from the batches before it, as in Spark.
+// arrive, as Spark's withWatermark. Its mark is the largest event time
+// seen, less delay, kept per source partition, the least over the
+// partitions that are not idle; the query's watermark starts at the epoch
+// and only rises, to its mark (or, with several watermarks, to their
+// least, by default), and a batch uses the watermark computed from the
+// batches before it, as in Spark. A restart keeps the query's watermark,
+// and the marks start again (see "Spark's rules" in the README).
 //
 // Rows whose event time is at or before the watermark are late. They are
 // dropped (counted in the progress report of the first operator that drops
