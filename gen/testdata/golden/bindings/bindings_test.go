@@ -113,9 +113,16 @@ func TestPingsMillisUpdateLate(t *testing.T) {
 	// The watermark is now b's ping less a second: a ping of a at t0 is late.
 	m.Add(Ping{"a", t0.UnixMilli()}, Ping{"c", t0.Add(6 * time.Second).UnixMilli()})
 	run()
-	p, _ := q.LastProgress()
-	if want := t0.Add(4 * time.Second).Format(time.RFC3339Nano); p.EventTime["watermark"] != want {
-		t.Errorf("watermark %q, want %q (milliseconds read as such)", p.EventTime["watermark"], want)
+	// The batch of the second run's pings ran at b's watermark; the one
+	// without data after it at c's (6 s less a second).
+	p := q.RecentProgress()
+	if len(p) != 2 {
+		t.Fatalf("%d batches in the second run, want the pings' and one without data", len(p))
+	}
+	for i, want := range []time.Time{t0.Add(4 * time.Second), t0.Add(5 * time.Second)} {
+		if got := p[i].EventTime["watermark"]; got != want.Format(time.RFC3339Nano) {
+			t.Errorf("batch %d: watermark %q, want %q (milliseconds read as such)", p[i].BatchID, got, want.Format(time.RFC3339Nano))
+		}
 	}
 	late.mu.Lock()
 	defer late.mu.Unlock()
