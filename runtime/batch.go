@@ -51,6 +51,19 @@ type Batch struct {
 	// live is the query's running batch, which the reading publishes
 	// to; nil outside a query (ReadAll).
 	live *liveBatch
+	// tables are the static tables the batch used (see UseTable).
+	tables []TableProgress
+}
+
+// UseTable records that the batch joins its rows with version of a static
+// table, for its progress report: the first call for a name counts.
+func (b *Batch) UseTable(t TableProgress) {
+	for _, u := range b.tables {
+		if u.Name == t.Name {
+			return
+		}
+	}
+	b.tables = append(b.tables, t)
 }
 
 type inputRun struct {

@@ -385,6 +385,7 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 		Sink:                   SinkProgress{Description: q.plan.Outputs[0].Description, NumOutputRows: b.outputRows},
 		NumDeadLetters:         int64(len(b.deadLetters)),
 		StateStore:             q.store.Metrics(),
+		Tables:                 b.tables,
 	}
 	for name, d := range durations {
 		r.DurationMs[name] = d.Milliseconds()

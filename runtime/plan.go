@@ -32,6 +32,10 @@ type Plan struct {
 	// query's sink, whose rows the progress reports count; others are side
 	// outputs (late rows).
 	Outputs []Output
+	// Closers are called once the query has stopped, after its
+	// operators' Close: they stop what the stages started (a static
+	// table's refresh).
+	Closers []func() error
 	// Watermarks is the number of the pipeline's event-time watermarks
 	// (0: none), each an input of the query's watermark whose partitions'
 	// values the stages report with Batch.ObserveRow or

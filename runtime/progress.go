@@ -31,6 +31,19 @@ type QueryProgress struct {
 	// StateStore reports the state store at the end of the batch, after
 	// its commit.
 	StateStore StoreProgress `json:"stateStore"`
+	// Tables are the static tables the batch's rows were joined with, and
+	// the version of each it used.
+	Tables []TableProgress `json:"tables,omitempty"`
+}
+
+// TableProgress reports a static table a batch joined its rows with.
+type TableProgress struct {
+	Name string `json:"name"`
+	// Version numbers the table's loads, from 1 at the query's start; a
+	// batch uses one version throughout.
+	Version  int64     `json:"version"`
+	Rows     int64     `json:"numRows"`
+	LoadedAt time.Time `json:"loadedAt"`
 }
 
 // The phases of a batch, as keys of QueryProgress.DurationMs.

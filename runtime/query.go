@@ -319,6 +319,11 @@ func (q *Query) run(ctx context.Context) {
 			}
 		}
 	}
+	for _, close := range q.plan.Closers {
+		if cerr := close(); cerr != nil && err == nil {
+			err = fmt.Errorf("streamgen: close: %w", cerr)
+		}
+	}
 	if cerr := closeCommitter(q.committer); cerr != nil && err == nil {
 		err = fmt.Errorf("streamgen: close the committer: %w", cerr)
 	}

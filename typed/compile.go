@@ -45,6 +45,9 @@ type compiler struct {
 	outputMode OutputMode
 	// watermarkDelay is the delay of the pipeline's watermark.
 	watermarkDelay time.Duration
+	// prepares run at Start, before the query, after the operators'
+	// prepare: they load what stages need (a static table).
+	prepares []func(ctx context.Context) error
 }
 
 // closeAll closes what the compiled pipeline opened, for a start that
@@ -52,6 +55,9 @@ type compiler struct {
 func (c *compiler) closeAll() {
 	for _, cl := range c.closers {
 		cl.Close()
+	}
+	for _, close := range c.plan.Closers {
+		close()
 	}
 }
 

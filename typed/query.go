@@ -100,6 +100,13 @@ func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
 			}
 		}
 	}
+	if len(errs) == 0 {
+		for _, prepare := range c.prepares {
+			if err := prepare(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	// Each error is one line of the message, under its one prefix.
 	for i, err := range errs {
 		errs[i] = unprefixed(err)

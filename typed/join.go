@@ -1,0 +1,94 @@
+package typed
+
+import "fmt"
+
+// JoinType is the kind of a join, as Spark's join types.
+type JoinType int
+
+const (
+	// Inner writes a row for each pair of rows, one of each side, whose
+	// keys are equal (and that meet the join's conditions).
+	Inner JoinType = iota
+	// LeftOuter writes Inner's rows, and each row of the left side that
+	// has no match, with no right row.
+	LeftOuter
+	// RightOuter writes Inner's rows, and each row of the right side that
+	// has no match, with no left row.
+	RightOuter
+	// FullOuter writes Inner's rows, and each row of either side that has
+	// no match.
+	FullOuter
+	// LeftSemi writes each row of the left side that has a match, once,
+	// with no right row.
+	LeftSemi
+	// LeftAnti writes each row of the left side that has no match, with no
+	// right row (stream-static joins only, as in Spark).
+	LeftAnti
+)
+
+// String names the join type as Spark's JoinType does.
+func (j JoinType) String() string {
+	switch j {
+	case Inner:
+		return "Inner"
+	case LeftOuter:
+		return "LeftOuter"
+	case RightOuter:
+		return "RightOuter"
+	case FullOuter:
+		return "FullOuter"
+	case LeftSemi:
+		return "LeftSemi"
+	case LeftAnti:
+		return "LeftAnti"
+	}
+	return fmt.Sprintf("JoinType(%d)", int(j))
+}
+
+// keepsLeft reports whether rows of the left side without a match are
+// written.
+func (j JoinType) keepsLeft() bool { return j == LeftOuter || j == FullOuter || j == LeftAnti }
+
+// keepsRight reports whether rows of the right side without a match are
+// written.
+func (j JoinType) keepsRight() bool { return j == RightOuter || j == FullOuter }
+
+// Joined is a row of a join as the function that makes the join's output
+// sees it: the key, the left and right rows, and, for a join on windows,
+// their window.
+//
+// A side's row is nil where the join pads the row of the other side, as
+// SQL pads it with nulls: Right in a LeftOuter join's row for a left row
+// without a match, Left in a RightOuter join's, either in a FullOuter
+// join's, and Right always in LeftSemi and LeftAnti. Pointers say "no row"
+// where a zero value would be mistaken for one (a zero count, an empty
+// name), and cost nothing when the row is there. The rows are the join's
+// own: the function may keep them.
+type Joined[K comparable, L, R any] struct {
+	Key   K
+	Left  *L
+	Right *R
+	// Window is the window of both rows, in a join on windows
+	// (JoinOnWindows); zero otherwise.
+	Window Window
+}
+
+// NullKey is implemented by a join key that may hold a null part, as a
+// SQL key column may be null: a key whose HasNull reports true never
+// matches, as NULL = NULL is not true in SQL (Spark's equi-joins). Such a
+// row of a side whose unmatched rows are written is written at once,
+// padded; otherwise it is dropped. Neither side stores it.
+type NullKey interface {
+	HasNull() bool
+}
+
+// nullCheck returns, for a key type that implements NullKey, a function
+// that reports whether a key has a null part; nil for a type that does
+// not (its keys are never null), decided once.
+func nullCheck[K comparable]() func(*K) bool {
+	var zero K
+	if _, ok := any(zero).(NullKey); !ok {
+		return nil
+	}
+	return func(k *K) bool { return any(*k).(NullKey).HasNull() }
+}

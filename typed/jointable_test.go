@@ -1,0 +1,280 @@
+package typed_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// word is a row of a static table: a number and its name.
+type word struct {
+	Number int
+	Word   string
+}
+
+// TestSparkStreamStaticJoin is Spark's StreamSuite "join": a stream of
+// numbers joined (inner) with a static table of their names.
+func TestSparkStreamStaticJoin(t *testing.T) {
+	small := typed.TableOf([]word{{1, "one"}, {2, "two"}, {4, "four"}}, func(w *word) int { return w.Number })
+	m := typed.NewMemoryStream[valueRow]("values", 0)
+	joined := typed.JoinTable(typed.FromMemory(m), func(v *valueRow) int { return v.V }, small, typed.Inner,
+		func(j typed.Joined[int, valueRow, word]) string { return fmt.Sprintf("(%d,%d,%s)", j.Left.V, j.Right.Number, j.Right.Word) })
+	sink := newSink[string]()
+	ck := newCheckpoint()
+	m.Add(valueRows(1, 2, 3)...)
+	if err := runToEnd(t, typed.WriteTo(joined, sink), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sortedRows(sink.rows()), []string{"(1,1,one)", "(2,2,two)"}; !slices.Equal(got, want) {
+		t.Fatalf("rows %q, want %q", got, want)
+	}
+	m.Add(valueRows(4)...)
+	if err := runToEnd(t, typed.WriteTo(joined, sink), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sortedRows(sink.rows()), []string{"(1,1,one)", "(2,2,two)", "(4,4,four)"}; !slices.Equal(got, want) {
+		t.Fatalf("rows %q, want %q", got, want)
+	}
+}
+
+func sortedRows(rows []string) []string {
+	rows = slices.Clone(rows)
+	slices.Sort(rows)
+	return rows
+}
+
+// pageKey is a join key with a null part, as SQL's: the page of a click,
+// null when the click has none.
+type pageKey struct {
+	Page string
+	Null bool
+}
+
+func (k pageKey) HasNull() bool { return k.Null }
+
+// pageInfo is a row of a table of pages.
+type pageInfo struct {
+	Page  string
+	Title string
+}
+
+// TestJoinTableAgainstALoop: every join type of a stream of clicks with a
+// table of pages (several rows for some pages, none for others, and clicks
+// with no page, whose key is null) writes what a plain loop over the
+// clicks and the table writes, in one batch or many, across a restart.
+func TestJoinTableAgainstALoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var pages []pageInfo
+	for p := range 8 {
+		for v := range p % 3 { // pages 0, 3, 6 have no row; 2, 5 two
+			pages = append(pages, pageInfo{Page: fmt.Sprint("p", p), Title: fmt.Sprintf("t%d.%d", p, v)})
+		}
+	}
+	// A row whose key is null too: null does not match null.
+	pages = append(pages, pageInfo{Title: "no page"})
+	var clicks []fixtures.Click
+	for i := range 200 {
+		c := fixtures.Click{User: fmt.Sprint("u", i%13), Time: at(i)}
+		if rng.IntN(10) > 0 {
+			c.Page = fmt.Sprint("p", rng.IntN(9))
+		}
+		clicks = append(clicks, c)
+	}
+	keyOf := func(c *fixtures.Click) pageKey { return pageKey{Page: c.Page, Null: c.Page == ""} }
+	text := func(c *fixtures.Click, p *pageInfo) string {
+		s := fmt.Sprintf("%s@%d", c.User, c.Time.Unix())
+		if p != nil {
+			s += " " + p.Title
+		}
+		return s
+	}
+	// The plain loop.
+	want := map[typed.JoinType][]string{}
+	for i := range clicks {
+		c := &clicks[i]
+		var matched []string
+		for j := range pages {
+			if c.Page != "" && pages[j].Page == c.Page {
+				matched = append(matched, text(c, &pages[j]))
+			}
+		}
+		want[typed.Inner] = append(want[typed.Inner], matched...)
+		want[typed.LeftOuter] = append(want[typed.LeftOuter], matched...)
+		want[typed.RightOuter] = append(want[typed.RightOuter], matched...) // JoinTableStream: the table on the left
+		if len(matched) == 0 {
+			want[typed.LeftOuter] = append(want[typed.LeftOuter], text(c, nil))
+			want[typed.RightOuter] = append(want[typed.RightOuter], text(c, nil))
+			want[typed.LeftAnti] = append(want[typed.LeftAnti], text(c, nil))
+		} else {
+			want[typed.LeftSemi] = append(want[typed.LeftSemi], text(c, nil))
+		}
+	}
+	for how, rows := range want {
+		if len(rows) < 10 {
+			t.Fatalf("%v: the loop writes %d rows: the case tests little", how, len(rows))
+		}
+	}
+	table := typed.TableOf(pages, func(p *pageInfo) pageKey { return pageKey{Page: p.Page, Null: p.Page == ""} })
+	for _, how := range []typed.JoinType{typed.Inner, typed.LeftOuter, typed.LeftSemi, typed.LeftAnti, typed.RightOuter} {
+		for _, perBatch := range []int{1, 7, 0} {
+			t.Run(fmt.Sprintf("%v/rows-per-batch=%d", how, perBatch), func(t *testing.T) {
+				m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+				var joined typed.Stream[string]
+				if how == typed.RightOuter {
+					joined = typed.JoinTableStream(table, typed.FromMemory(m), keyOf, how, func(j typed.Joined[pageKey, pageInfo, fixtures.Click]) string {
+						return text(j.Right, j.Left)
+					})
+				} else {
+					joined = typed.JoinTable(typed.FromMemory(m), keyOf, table, how, func(j typed.Joined[pageKey, fixtures.Click, pageInfo]) string {
+						return text(j.Left, j.Right)
+					})
+				}
+				sink := newSink[string]()
+				ck := newCheckpoint()
+				m.Add(clicks[:100]...)
+				if err := runToEnd(t, typed.WriteTo(joined, sink), ck.opts()...); err != nil {
+					t.Fatal(err)
+				}
+				m.Add(clicks[100:]...)
+				if err := runToEnd(t, typed.WriteTo(joined, sink), ck.opts()...); err != nil {
+					t.Fatal(err)
+				}
+				if got, want := sortedRows(sink.rows()), sortedRows(want[how]); !slices.Equal(got, want) {
+					t.Fatalf("%d rows, want %d; first difference:\n%s", len(got), len(want), firstDifference(got, want))
+				}
+			})
+		}
+	}
+}
+
+// TestJoinTableRefusesWhatSparkRefuses: the outer joins that would have to
+// write the table's unmatched rows are refused at Start, with Spark's
+// reason.
+func TestJoinTableRefusesWhatSparkRefuses(t *testing.T) {
+	table := typed.TableOf([]word{{1, "one"}}, func(w *word) int { return w.Number })
+	m := typed.NewMemoryStream[valueRow]("values", 0)
+	key := func(v *valueRow) int { return v.V }
+	row := func(typed.Joined[int, valueRow, word]) int { return 0 }
+	rowRight := func(typed.Joined[int, word, valueRow]) int { return 0 }
+	for _, tc := range []struct {
+		s    typed.Stream[int]
+		want string
+	}{
+		{typed.JoinTable(typed.FromMemory(m), key, table, typed.RightOuter, row), "RightOuter join with a streaming DataFrame/Dataset on the left and a static DataFrame/DataSet on the right not supported"},
+		{typed.JoinTable(typed.FromMemory(m), key, table, typed.FullOuter, row), "FullOuter joins with streaming DataFrames/Datasets on the left and a static DataFrame/Dataset on the right is not supported"},
+		{typed.JoinTableStream(table, typed.FromMemory(m), key, typed.LeftOuter, rowRight), "LeftOuter join with a streaming DataFrame/Dataset on the right and a static DataFrame/Dataset on the left is not supported"},
+		{typed.JoinTableStream(table, typed.FromMemory(m), key, typed.FullOuter, rowRight), "FullOuter joins with streaming DataFrames/Datasets on the right and a static DataFrame/Dataset on the left is not supported"},
+		{typed.JoinTableStream(table, typed.FromMemory(m), key, typed.LeftAnti, rowRight), "LeftAnti joins with a streaming DataFrame/Dataset on the right are not supported"},
+	} {
+		_, err := typed.WriteTo(tc.s, newSink[int]()).Start(t.Context())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("err = %v, want one saying %q", err, tc.want)
+		}
+	}
+}
+
+// TestTableFromStreamAggregates: a table loaded from a bounded stream that
+// ends in an aggregation (average values per user over files) holds the
+// aggregation's whole result, and is what the stream joins.
+func TestTableFromStreamAggregates(t *testing.T) {
+	dir := t.TempDir()
+	var lines []string
+	sums := map[string][2]float64{}
+	for i := range 60 {
+		user := fmt.Sprint("u", i%4)
+		v := float64(i % 7)
+		lines = append(lines, fmt.Sprintf(`{"User":%q,"Count":%d}`, user, int(v)))
+		s := sums[user]
+		sums[user] = [2]float64{s[0] + v, s[1] + 1}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "part-0.json"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	history := typed.From[fixtures.UserCount](runtime.FilesSource(dir, runtime.FilesOptions{}))
+	averages := typed.AggregateByKey(typed.GroupByKey(history, func(u *fixtures.UserCount) string { return u.User }),
+		typed.Avg(func(u *fixtures.UserCount) float64 { return float64(u.Count) }), func(u string, avg float64) userStat { return userStat{u, avg} })
+	table := typed.TableFromStream(averages, func(s *userStat) string { return s.User }, typed.TableName("history"))
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("u0", 1), click("u3", 2), click("u9", 3))
+	joined := typed.JoinTable(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }, table, typed.LeftOuter,
+		func(j typed.Joined[string, fixtures.Click, userStat]) string {
+			if j.Right == nil {
+				return j.Key + " none"
+			}
+			return fmt.Sprintf("%s %.4f", j.Key, j.Right.Value)
+		})
+	sink := newSink[string]()
+	q, err := typed.WriteTo(joined, sink).Start(t.Context(), newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	avg := func(u string) float64 { return sums[u][0] / sums[u][1] }
+	want := []string{fmt.Sprintf("u0 %.4f", avg("u0")), fmt.Sprintf("u3 %.4f", avg("u3")), "u9 none"}
+	if got := sortedRows(sink.rows()); !slices.Equal(got, want) {
+		t.Fatalf("rows %q, want %q", got, want)
+	}
+	p, _ := q.LastProgress()
+	if len(p.Tables) != 1 || p.Tables[0].Name != "history" || p.Tables[0].Version != 1 || p.Tables[0].Rows != 4 {
+		t.Fatalf("progress tables %+v, want history version 1 of 4 rows", p.Tables)
+	}
+}
+
+// TestTableRefresh: a table refreshed every minute is loaded again off
+// the batch path; each batch joins with one version, which its progress
+// names, and the batches after a load use the new one.
+func TestTableRefresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var loads atomic.Int64
+		table := typed.TableFromFunc(func(context.Context) ([]word, error) {
+			n := loads.Add(1)
+			return []word{{1, fmt.Sprint("one-v", n)}}, nil
+		}, func(w *word) int { return w.Number }, typed.TableName("names"), typed.RefreshEvery(time.Minute))
+		m := typed.NewMemoryStream[valueRow]("values", 0)
+		joined := typed.JoinTable(typed.FromMemory(m), func(v *valueRow) int { return v.V }, table, typed.Inner,
+			func(j typed.Joined[int, valueRow, word]) string { return j.Right.Word })
+		sink := newSink[string]()
+		q, err := typed.WriteTo(joined, sink).Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		m.Add(valueRows(1)...)
+		time.Sleep(10 * time.Second) // a batch at 10 s: version 1
+		synctest.Wait()
+		time.Sleep(55 * time.Second) // the refresh at 60 s loads version 2
+		synctest.Wait()
+		m.Add(valueRows(1)...)
+		time.Sleep(10 * time.Second) // the batch at 70 s uses it
+		synctest.Wait()
+		if err := q.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := sink.rows(), []string{"one-v1", "one-v2"}; !slices.Equal(got, want) {
+			t.Fatalf("rows %q, want %q", got, want)
+		}
+		var versions []int64
+		for _, p := range q.RecentProgress() {
+			for _, tp := range p.Tables {
+				versions = append(versions, tp.Version)
+			}
+		}
+		if !slices.Equal(versions, []int64{1, 2}) {
+			t.Fatalf("table versions in the progress %v, want [1 2]", versions)
+		}
+	})
+}

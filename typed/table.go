@@ -1,0 +1,314 @@
+package typed
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// Table is a static table of rows by key, known before the stream it is
+// joined with (Spark's stream-static join: JoinTable). It is a
+// description: each query that joins with it loads it when it starts,
+// off the batch path, and, with RefreshEvery, again at an interval, each
+// load a new version; a batch joins all its rows with one version, which
+// its progress report names (QueryProgress.Tables). A key may have several
+// rows, as a relation may: a stream row joins each. A Table is safe for
+// concurrent use by the queries that join with it.
+type Table[K comparable, V any] struct {
+	name string
+	// load reads the table's rows with their keys; changed, when not nil,
+	// reports whether a load would read something new (a stream's
+	// sources moved since the last).
+	load    func(ctx context.Context) ([]tableRow[K, V], error)
+	changed func(ctx context.Context) (bool, error)
+	every   time.Duration
+	errs    []error
+}
+
+// tableRow is a row of a table and its key.
+type tableRow[K comparable, V any] struct {
+	key K
+	row V
+}
+
+// TableOption configures a Table.
+type TableOption func(*tableConfig)
+
+type tableConfig struct {
+	name  string
+	every time.Duration
+}
+
+// TableName names the table in progress reports and messages. The
+// default names it by its kind.
+func TableName(name string) TableOption { return func(c *tableConfig) { c.name = name } }
+
+// RefreshEvery loads the table again every d while a query runs, on a
+// goroutine of the query's, as Spark reads a static side again at every
+// batch: the batches that start after a load use its version. A table
+// from a stream is read again only when its sources hold something new
+// (files added). A load that fails is logged and the version before kept.
+// The default, 0, loads the table once, when the query starts.
+func RefreshEvery(d time.Duration) TableOption { return func(c *tableConfig) { c.every = d } }
+
+func newTable[K comparable, V any](kind string, load func(ctx context.Context) ([]tableRow[K, V], error), opts []TableOption) *Table[K, V] {
+	cfg := tableConfig{name: kind}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	t := &Table[K, V]{name: cfg.name, load: load, every: cfg.every}
+	if cfg.every < 0 {
+		t.errs = append(t.errs, fmt.Errorf("table %s: RefreshEvery(%v) is negative", cfg.name, cfg.every))
+	}
+	return t
+}
+
+// keyed gives each row its key.
+func keyed[K comparable, V any](rows []V, key func(*V) K) []tableRow[K, V] {
+	out := make([]tableRow[K, V], len(rows))
+	for i := range rows {
+		out[i] = tableRow[K, V]{key: key(&rows[i]), row: rows[i]}
+	}
+	return out
+}
+
+// TableOf is a table of rows, each under the key key gives it.
+func TableOf[K comparable, V any](rows []V, key func(*V) K, opts ...TableOption) *Table[K, V] {
+	fixed := keyed(rows, key)
+	return newTable("table", func(context.Context) ([]tableRow[K, V], error) { return fixed, nil }, opts)
+}
+
+// TableFromMap is a table of one row per key of m.
+func TableFromMap[K comparable, V any](m map[K]V, opts ...TableOption) *Table[K, V] {
+	fixed := make([]tableRow[K, V], 0, len(m))
+	for k, v := range m {
+		fixed = append(fixed, tableRow[K, V]{key: k, row: v})
+	}
+	return newTable("table", func(context.Context) ([]tableRow[K, V], error) { return fixed, nil }, opts)
+}
+
+// TableFromFunc is a table whose rows load reads, each under the key key
+// gives it: a file, a database, a service. With RefreshEvery, load is
+// called again at each interval.
+func TableFromFunc[K comparable, V any](load func(ctx context.Context) ([]V, error), key func(*V) K, opts ...TableOption) *Table[K, V] {
+	return newTable("table", func(ctx context.Context) ([]tableRow[K, V], error) {
+		rows, err := load(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return keyed(rows, key), nil
+	}, opts)
+}
+
+// TableFromStream is a table of the rows of a bounded stream, each under
+// the key key gives it: the stream runs as a query of its own, in memory,
+// to the end of what its sources hold when it is loaded (a directory of
+// files). A stream that ends in an aggregation gives its whole result
+// table (Complete mode: Spark's static aggregate, such as the reference's
+// historical averages); another, every row it writes. A row that does not
+// decode fails the load, naming it. With RefreshEvery, the stream is read
+// again when its sources hold more.
+func TableFromStream[K comparable, V any](s Stream[V], key func(*V) K, opts ...TableOption) *Table[K, V] {
+	t := newTable("stream table", func(ctx context.Context) ([]tableRow[K, V], error) {
+		rows, err := readBounded(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		return keyed(rows, key), nil
+	}, opts)
+	t.errs = append(t.errs, s.p.errs...)
+	t.changed = sourcesChanged(s)
+	return t
+}
+
+// readBounded runs s as a query of its own, in memory, to the end of what
+// its sources hold, and returns its result: the last batch's rows when it
+// ends in an aggregation (its whole table, in Complete mode), every row
+// written otherwise. The end of its input moves its watermark past every
+// event time, so windows still open are written.
+func readBounded[V any](ctx context.Context, s Stream[V]) ([]V, error) {
+	sink := NewMemorySink[V]()
+	w := WriteTo(s, Sink[V](sink))
+	complete := endsInAggregation(s)
+	if complete {
+		w = w.OutputMode(Complete)
+	}
+	dead := &deadLetterList{}
+	q, err := w.Start(ctx, runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime(), runtime.DeadLetters(dead))
+	if err != nil {
+		return nil, err
+	}
+	if err := q.AwaitTermination(); err != nil {
+		return nil, err
+	}
+	if d, ok := dead.first(); ok {
+		return nil, fmt.Errorf("%s: %s: %s", d.Source, d.Position, d.Error)
+	}
+	batches := sink.Batches()
+	ids := slices.Sorted(maps.Keys(batches))
+	if complete && len(ids) > 0 {
+		return batches[ids[len(ids)-1]], nil
+	}
+	var rows []V
+	for _, id := range ids {
+		rows = append(rows, batches[id]...)
+	}
+	return rows, nil
+}
+
+// deadLetterList keeps the dead letters of a query, by batch.
+type deadLetterList struct {
+	mu      sync.Mutex
+	letters map[int64][]runtime.DeadLetter
+}
+
+func (l *deadLetterList) WriteDeadLetters(_ context.Context, batch int64, letters []runtime.DeadLetter) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.letters == nil {
+		l.letters = map[int64][]runtime.DeadLetter{}
+	}
+	l.letters[batch] = append([]runtime.DeadLetter(nil), letters...)
+	return nil
+}
+
+// first returns the first dead letter of the earliest batch that had one.
+func (l *deadLetterList) first() (runtime.DeadLetter, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range slices.Sorted(maps.Keys(l.letters)) {
+		if len(l.letters[id]) > 0 {
+			return l.letters[id][0], true
+		}
+	}
+	return runtime.DeadLetter{}, false
+}
+
+// endsInAggregation reports whether the last stateful operator of s is an
+// aggregation.
+func endsInAggregation[V any](s Stream[V]) bool {
+	c := compile(s, func(*V) {})
+	defer c.closeAll()
+	return len(c.ops) > 0 && c.ops[len(c.ops)-1].aggregation
+}
+
+// sourcesChanged returns a function that reports whether the sources of
+// s hold anything new since its last call (true at the first).
+func sourcesChanged[V any](s Stream[V]) func(ctx context.Context) (bool, error) {
+	var last []json.RawMessage
+	return func(ctx context.Context) (bool, error) {
+		c := compile(s, func(*V) {})
+		defer c.closeAll()
+		now := make([]json.RawMessage, len(c.plan.Inputs))
+		for i, in := range c.plan.Inputs {
+			var err error
+			if now[i], err = in.Source.Available(ctx); err != nil {
+				return false, fmt.Errorf("source %s: %w", in.Source.Name(), unprefixed(err))
+			}
+		}
+		changed := len(last) != len(now)
+		for i := range now {
+			changed = changed || !bytes.Equal(last[i], now[i])
+		}
+		last = now
+		return changed, nil
+	}
+}
+
+// tableVersion is one load of a table: its rows by key.
+type tableVersion[K comparable, V any] struct {
+	progress runtime.TableProgress
+	rows     map[K][]V
+}
+
+// tableRun is a table as one query uses it: the version its batches join
+// with, and the goroutine that refreshes it, which close stops.
+type tableRun[K comparable, V any] struct {
+	t       *Table[K, V]
+	current atomic.Pointer[tableVersion[K, V]]
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// start loads the table's first version, and starts its refresh.
+func (r *tableRun[K, V]) start(ctx context.Context) error {
+	if err := errors.Join(r.t.errs...); err != nil {
+		return err
+	}
+	if r.t.changed != nil {
+		if _, err := r.t.changed(ctx); err != nil {
+			return fmt.Errorf("table %s: %w", r.t.name, err)
+		}
+	}
+	if err := r.loadVersion(ctx, 1); err != nil {
+		return err
+	}
+	if r.t.every <= 0 {
+		return nil
+	}
+	ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	r.done = make(chan struct{})
+	go r.refresh(ctx)
+	return nil
+}
+
+// loadVersion loads the table as version id and makes it current.
+func (r *tableRun[K, V]) loadVersion(ctx context.Context, id int64) error {
+	rows, err := r.t.load(ctx)
+	if err != nil {
+		return fmt.Errorf("table %s: load: %w", r.t.name, unprefixed(err))
+	}
+	v := &tableVersion[K, V]{rows: make(map[K][]V, len(rows)),
+		progress: runtime.TableProgress{Name: r.t.name, Version: id, Rows: int64(len(rows)), LoadedAt: time.Now()}}
+	for _, row := range rows {
+		v.rows[row.key] = append(v.rows[row.key], row.row)
+	}
+	r.current.Store(v)
+	return nil
+}
+
+// refresh loads the table every interval until ctx is done.
+func (r *tableRun[K, V]) refresh(ctx context.Context) {
+	defer close(r.done)
+	tick := time.NewTicker(r.t.every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if r.t.changed != nil {
+			changed, err := r.t.changed(ctx)
+			if err != nil {
+				slog.Warn("streamgen: table not refreshed", "table", r.t.name, "error", err)
+				continue
+			}
+			if !changed {
+				continue
+			}
+		}
+		if err := r.loadVersion(ctx, r.current.Load().progress.Version+1); err != nil && ctx.Err() == nil {
+			slog.Warn("streamgen: table not refreshed", "table", r.t.name, "error", err)
+		}
+	}
+}
+
+// close stops the refresh and waits for it.
+func (r *tableRun[K, V]) close() error {
+	if r.cancel != nil {
+		r.cancel()
+		<-r.done
+	}
+	return nil
+}
