@@ -30,7 +30,9 @@ func TestSparkStreamStaticJoin(t *testing.T) {
 	small := typed.TableOf([]word{{1, "one"}, {2, "two"}, {4, "four"}}, func(w *word) int { return w.Number })
 	m := typed.NewMemoryStream[valueRow]("values", 0)
 	joined := typed.JoinTable(typed.FromMemory(m), func(v *valueRow) int { return v.V }, small, typed.Inner,
-		func(j typed.Joined[int, valueRow, word]) string { return fmt.Sprintf("(%d,%d,%s)", j.Left.V, j.Right.Number, j.Right.Word) })
+		func(j typed.Joined[int, valueRow, word]) string {
+			return fmt.Sprintf("(%d,%d,%s)", j.Left.V, j.Right.Number, j.Right.Word)
+		})
 	sink := newSink[string]()
 	ck := newCheckpoint()
 	m.Add(valueRows(1, 2, 3)...)
