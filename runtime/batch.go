@@ -515,6 +515,13 @@ func (k *KeyState) Scan(variable uint8, fn func(suffix, value []byte) error) err
 	return k.check(k.b.state.Scan(k.v(variable), k.key, fn))
 }
 
+// ScanRange calls fn for each entry of the key's variable whose suffix is
+// at or after from and before to (nil: no end), in suffix order; fn must
+// not write the key's state.
+func (k *KeyState) ScanRange(variable uint8, from, to []byte, fn func(suffix, value []byte) error) error {
+	return k.check(k.b.state.ScanRange(k.v(variable), k.key, from, to, fn))
+}
+
 // Clear removes every entry of the key's variable.
 func (k *KeyState) Clear(variable uint8) error {
 	k.wrote()
@@ -550,6 +557,11 @@ func (k *KeyState) Updated(added bool) {
 // function (an initial state): the row adds to the total but is not an
 // update.
 func (k *KeyState) Inserted() { k.b.ops[k.op].total++ }
+
+// Dropped counts a state row removed by the call out of the operator's
+// total only, not as removed in its report: Spark's join reports so the
+// rows it removes as it pads them.
+func (k *KeyState) Dropped() { k.b.ops[k.op].total-- }
 
 // Removed counts a state row removed by the call.
 func (k *KeyState) Removed() {

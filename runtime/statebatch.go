@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"io"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -341,6 +342,22 @@ func (b *StateBatch) Scan(v Var, key []byte, fn func(suffix, value []byte) error
 	lower := entryKey(nil, v, key)
 	return b.scan(lower, prefixEnd(lower), func(k, value []byte) error {
 		return fn(k[len(lower):], value)
+	})
+}
+
+// ScanRange calls fn for each entry of (v, key) whose suffix is at or
+// after from and before to (nil: no end), in suffix order, as the batch
+// sees them. The slices are valid during the call; fn must not write to
+// the batch.
+func (b *StateBatch) ScanRange(v Var, key, from, to []byte, fn func(suffix, value []byte) error) error {
+	prefix := entryKey(nil, v, key)
+	lower := append(slices.Clip(prefix), from...)
+	upper := prefixEnd(prefix)
+	if to != nil {
+		upper = append(slices.Clip(prefix), to...)
+	}
+	return b.scan(lower, upper, func(k, value []byte) error {
+		return fn(k[len(prefix):], value)
 	})
 }
 

@@ -44,7 +44,16 @@ const (
 	// and it has no value; the loop removes the entries at or before the
 	// watermark. Deduplication with the event time in its key.
 	EncodingByEventTime = "byEventTime"
+	// EncodingJoinBuffer: a side of a stream-stream join, its rows of a
+	// key in order of event time: the suffix is the row's event time (8
+	// bytes, AppendTimedKey's), then the batch id (8) and the row's number
+	// in the batch (4) that make it unique; the value is a flags byte
+	// (JoinRowMatched) then the row.
+	EncodingJoinBuffer = "joinBuffer"
 )
+
+// JoinRowMatched flags a buffered row of a join that has had a match.
+const JoinRowMatched = 1
 
 // The flags of an EncodingGroupState row.
 const (
@@ -157,6 +166,10 @@ type StateRow struct {
 	// Timeout is a group state's timeout.
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	Timeout   *time.Time `json:"timeout,omitempty"`
+	// EventTime and Matched are a join's buffered row's event time and
+	// whether it has had a match.
+	EventTime *time.Time `json:"eventTime,omitempty"`
+	Matched   *bool      `json:"matched,omitempty"`
 	// Value is the entry's value, as JSON: for sessions, a list of
 	// {"start", "end", "value"}; for a count window, {"count", "value"}.
 	Value json.RawMessage `json:"value"`
@@ -226,6 +239,14 @@ func decodeEntry(row *StateRow, v VariableMeta, schema *codec.Schema, suffix, ra
 		row.Value, err = appendSessions(schema, v.ValueType, raw)
 	case EncodingByEventTime:
 		row.Value = json.RawMessage("null") // a key seen; its time is ExpiresAt
+	case EncodingJoinBuffer:
+		if len(suffix) != 20 || len(raw) == 0 {
+			return fmt.Errorf("streamgen: a join row of %d bytes under a %d-byte suffix", len(raw), len(suffix))
+		}
+		at := time.Unix(0, int64(binary.BigEndian.Uint64(suffix)^1<<63)).UTC()
+		matched := raw[0]&JoinRowMatched != 0
+		row.EventTime, row.Matched = &at, &matched
+		row.Value, err = appendTyped(nil, schema, v.ValueType, raw[1:])
 	default:
 		return fmt.Errorf("streamgen: state encoding %q is not known to this version", v.Encoding)
 	}

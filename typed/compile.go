@@ -48,6 +48,46 @@ type compiler struct {
 	// prepares run at Start, before the query, after the operators'
 	// prepare: they load what stages need (a static table).
 	prepares []func(ctx context.Context) error
+	// fans are the inputs registered so far, by the identity of the
+	// stream that reads them: a stream that two branches of a pipeline
+	// read (a self-join) is one input, whose rows go to both.
+	fans map[*byte]any
+}
+
+// fan hands an input's rows to every branch of the pipeline that reads
+// it.
+type fan[T any] struct {
+	c     *compiler
+	emits []func(*T)
+}
+
+// shared returns the fan of the input of the stream id, and whether it
+// was registered before (then emit is added to it, and the caller
+// registers nothing).
+func shared[T any](c *compiler, id *byte, emit func(*T)) (*fan[T], bool) {
+	if f, ok := c.fans[id].(*fan[T]); ok {
+		f.emits = append(f.emits, emit)
+		return f, true
+	}
+	if c.fans == nil {
+		c.fans = map[*byte]any{}
+	}
+	f := &fan[T]{c: c, emits: []func(*T){emit}}
+	c.fans[id] = f
+	return f, false
+}
+
+// emit hands a row to each branch, each seeing it as read (no event time
+// yet).
+func (f *fan[T]) emit(t *T) {
+	if len(f.emits) == 1 {
+		f.emits[0](t)
+		return
+	}
+	for _, emit := range f.emits {
+		f.c.eventTime = time.Time{}
+		emit(t)
+	}
 }
 
 // closeAll closes what the compiled pipeline opened, for a start that
@@ -76,6 +116,8 @@ type operatorInfo struct {
 	// aggregation is an operator whose output mode is the query's
 	// (Complete, Update or Append); windowed, one over event-time windows.
 	aggregation, windowed bool
+	// join is a stream-stream join, which needs the Append mode.
+	join bool
 	// prepare runs at Start, before the query: it reads and checks what
 	// the operator needs (an initial state).
 	prepare func(ctx context.Context) error

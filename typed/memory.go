@@ -74,7 +74,13 @@ func (memorySource[T]) Read(context.Context, json.RawMessage, json.RawMessage, f
 // FromMemory reads the rows of m, all in partition "memory".
 func FromMemory[T any](m *MemoryStream[T]) Stream[T] {
 	src := memorySource[T]{m}
+	id := new(byte)
 	return Stream[T]{p: &plan{}, attach: func(c *compiler, emit func(*T)) {
+		f, registered := shared(c, id, emit)
+		if registered {
+			return
+		}
+		emit = f.emit
 		input := len(c.plan.Inputs)
 		c.plan.Inputs = append(c.plan.Inputs, runtime.Input{Source: src,
 			Read: func(ctx context.Context, b *runtime.Batch, start, end json.RawMessage) (err error) {

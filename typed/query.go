@@ -186,6 +186,8 @@ func checkOutputModes(ops []operatorInfo, mode OutputMode, modeSet bool) []error
 			if op.mode != Append {
 				errs = append(errs, fmt.Errorf("flatMapGroupsWithState (%s) is in %v mode in a query with an aggregation: give it typed.Append (mode=append in its %s directive), as Spark asks (\"flatMapGroupsWithState in update mode is not supported with aggregation\")", op.function, op.mode, directiveOf(op.kind)))
 			}
+		case op.join && mode != Append:
+			errs = append(errs, fmt.Errorf("%s (%s): a join of two streams writes each row once, as rows of both sides come: %s (Spark: \"Join between two streaming DataFrames/Datasets is not supported in %v output mode, only in Append output mode\")", op.kind, op.function, fix(Append), mode))
 		case op.kind == "flatMapGroupsWithState" && op.mode != mode:
 			errs = append(errs, fmt.Errorf("flatMapGroupsWithState (%s) is in %v mode; the query has %v: %s, or give the operator typed.%v (mode=%s in its %s directive) (Spark: \"flatMapGroupsWithState in %s mode is not supported with %v output mode\")", op.function, op.mode, mode, fix(op.mode), mode, strings.ToLower(mode.String()), directiveOf(op.kind), strings.ToLower(op.mode.String()), mode))
 		}

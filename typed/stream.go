@@ -66,7 +66,13 @@ func From[T any, P codec.RecordPtr[T]](src runtime.Source) Stream[T] {
 // source could not read, goes to the dead-letter sink with its position
 // and the error; the query goes on.
 func FromFunc[T any](src runtime.Source, decode func(r runtime.Record) (T, error)) Stream[T] {
+	id := new(byte)
 	return Stream[T]{p: &plan{}, attach: func(c *compiler, emit func(*T)) {
+		f, registered := shared(c, id, emit)
+		if registered {
+			return
+		}
+		emit = f.emit
 		input := len(c.plan.Inputs)
 		c.plan.Inputs = append(c.plan.Inputs, runtime.Input{Source: src,
 			Read: func(ctx context.Context, b *runtime.Batch, start, end json.RawMessage) (err error) {

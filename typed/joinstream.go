@@ -1,0 +1,851 @@
+package typed
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// TimeCondition bounds the event time of a join's left rows by the event
+// time of the right rows they join (Spark's range condition, as in
+// "left.time BETWEEN right.time - 5 seconds AND right.time + 10
+// seconds"): a pair joins only when the difference left - right meets
+// its bounds. Build one with TimeBetween, LeftAfter, LeftAtOrAfter,
+// LeftBefore or LeftAtOrBefore, and combine them with And. The zero
+// TimeCondition bounds nothing.
+//
+// Bounds are also what lets a join forget rows (see Join): a lower bound
+// on the left's time, with a watermark on the right, lets the left side
+// drop the rows the watermark has passed by more than it; an upper bound,
+// with a watermark on the left, the right side's.
+type TimeCondition struct {
+	lower, upper timeBound
+}
+
+// timeBound is one bound of left - right: at least (or, strict, more
+// than) offset for a lower bound, at most (or less than) for an upper.
+type timeBound struct {
+	set, strict bool
+	offset      time.Duration
+}
+
+// TimeBetween joins a left row with a right row when right + lower <=
+// left <= right + upper, as SQL's BETWEEN.
+func TimeBetween(lower, upper time.Duration) TimeCondition {
+	return TimeCondition{lower: timeBound{set: true, offset: lower}, upper: timeBound{set: true, offset: upper}}
+}
+
+// LeftAfter joins a left row with a right row when left > right + d.
+func LeftAfter(d time.Duration) TimeCondition {
+	return TimeCondition{lower: timeBound{set: true, strict: true, offset: d}}
+}
+
+// LeftAtOrAfter joins a left row with a right row when left >= right + d.
+func LeftAtOrAfter(d time.Duration) TimeCondition {
+	return TimeCondition{lower: timeBound{set: true, offset: d}}
+}
+
+// LeftBefore joins a left row with a right row when left < right + d.
+func LeftBefore(d time.Duration) TimeCondition {
+	return TimeCondition{upper: timeBound{set: true, strict: true, offset: d}}
+}
+
+// LeftAtOrBefore joins a left row with a right row when left <= right + d.
+func LeftAtOrBefore(d time.Duration) TimeCondition {
+	return TimeCondition{upper: timeBound{set: true, offset: d}}
+}
+
+// And is the condition that both c and o hold.
+func (c TimeCondition) And(o TimeCondition) TimeCondition {
+	tighter := func(a, b timeBound, lower bool) timeBound {
+		switch {
+		case !a.set:
+			return b
+		case !b.set:
+			return a
+		case a.offset == b.offset:
+			a.strict = a.strict || b.strict
+			return a
+		case (a.offset > b.offset) == lower:
+			return a
+		}
+		return b
+	}
+	return TimeCondition{lower: tighter(c.lower, o.lower, true), upper: tighter(c.upper, o.upper, false)}
+}
+
+// holds reports whether left and right times (Unix nanoseconds) meet c.
+func (c TimeCondition) holds(left, right int64) bool {
+	d := left - right
+	if b := c.lower; b.set && (d < int64(b.offset) || b.strict && d == int64(b.offset)) {
+		return false
+	}
+	if b := c.upper; b.set && (d > int64(b.offset) || b.strict && d == int64(b.offset)) {
+		return false
+	}
+	return true
+}
+
+// rightRange returns the range of the times of right rows that a left
+// row at left may join: [from, to], either open (unbounded).
+func (c TimeCondition) rightRange(left int64) (from, to int64, hasFrom, hasTo bool) {
+	// left - right >= lower  <=>  right <= left - lower
+	if c.upper.set {
+		from, hasFrom = addSat(left, -int64(c.upper.offset)), true
+	}
+	if c.lower.set {
+		to, hasTo = addSat(left, -int64(c.lower.offset)), true
+	}
+	return
+}
+
+// leftRange returns the range of the times of left rows that a right row
+// at right may join.
+func (c TimeCondition) leftRange(right int64) (from, to int64, hasFrom, hasTo bool) {
+	if c.lower.set {
+		from, hasFrom = addSat(right, int64(c.lower.offset)), true
+	}
+	if c.upper.set {
+		to, hasTo = addSat(right, int64(c.upper.offset)), true
+	}
+	return
+}
+
+// String says the condition as SQL would.
+func (c TimeCondition) String() string {
+	s := ""
+	if b := c.lower; b.set {
+		op := ">="
+		if b.strict {
+			op = ">"
+		}
+		s = fmt.Sprintf("left %s right%+v", op, b.offset)
+	}
+	if b := c.upper; b.set {
+		op := "<="
+		if b.strict {
+			op = "<"
+		}
+		if s != "" {
+			s += " AND "
+		}
+		s += fmt.Sprintf("left %s right%+v", op, b.offset)
+	}
+	if s == "" {
+		return "true"
+	}
+	return s
+}
+
+// strictness is Spark's adjustment of a state watermark for a bound that
+// is not strict: a millisecond.
+func (b timeBound) adjustment() int64 {
+	if b.strict {
+		return 0
+	}
+	return int64(time.Millisecond)
+}
+
+// JoinOption configures Join.
+type JoinOption interface{ applyJoin(*joinConfig) }
+
+type joinOptionFunc func(*joinConfig)
+
+func (f joinOptionFunc) applyJoin(c *joinConfig) { f(c) }
+
+type joinConfig struct {
+	cond      TimeCondition
+	hasCond   bool
+	windows   *Windows
+	leftTime  any // func(*L) time.Time
+	rightTime any // func(*R) time.Time
+	name      string
+}
+
+// JoinWithin joins only the rows whose event times meet cond (see
+// TimeCondition): each side's event time is its WithWatermark's, or the
+// one JoinLeftTime or JoinRightTime gives.
+func JoinWithin(cond TimeCondition) JoinOption {
+	return joinOptionFunc(func(c *joinConfig) { c.cond, c.hasCond = c.cond.And(cond), true })
+}
+
+// JoinOnWindows joins the rows of the same key and the same window of
+// their event times, as Spark's join on the key and window(time, ...):
+// each row falls in its tumbling or sliding windows of w (Joined.Window
+// says which), and, with a watermark, a window's rows are forgotten once
+// the watermark reaches its end.
+func JoinOnWindows(w Windows) JoinOption {
+	return joinOptionFunc(func(c *joinConfig) { c.windows = &w })
+}
+
+// JoinLeftTime gives the event time of the left rows, for a left side
+// without a watermark (WithWatermark gives it otherwise).
+func JoinLeftTime[L any](t func(*L) time.Time) JoinOption {
+	return joinOptionFunc(func(c *joinConfig) { c.leftTime = t })
+}
+
+// JoinRightTime gives the event time of the right rows, for a right side
+// without a watermark.
+func JoinRightTime[R any](t func(*R) time.Time) JoinOption {
+	return joinOptionFunc(func(c *joinConfig) { c.rightTime = t })
+}
+
+// JoinName names the join in progress reports, messages and the
+// checkpoint. The default is the name of the function that makes its
+// rows.
+func JoinName(name string) JoinOption { return joinOptionFunc(func(c *joinConfig) { c.name = name }) }
+
+// joinSide is one side of a join: 0 left, 1 right; also the side's state
+// variable.
+type joinSide = uint8
+
+const (
+	leftSide  joinSide = 0
+	rightSide joinSide = 1
+)
+
+// Join joins two streams on their keys, as Spark's join of two streaming
+// Datasets on equal keys: each side buffers its rows in state, per key,
+// and each new row joins the rows of the other side's buffer with its key
+// (and, with JoinWithin, whose event time meets the condition; with
+// JoinOnWindows, of its window). row makes each output row of a Joined
+// (see it for which side is nil when). Within a batch the left rows join
+// the right side's buffer first, then the right rows join the left side's,
+// this batch's rows included, so each pair is written once.
+//
+// how is Inner, LeftOuter, RightOuter, FullOuter or LeftSemi, with
+// Spark's rules:
+//
+//   - A side forgets its rows once the watermark shows that no row of the
+//     other side can join them any more: in a join on windows, a window's
+//     rows once the watermark reaches the window's end (with a watermark
+//     on either side); with a time condition, the left rows more than the
+//     condition's lower bound behind the watermark (with a watermark on
+//     the right side), and the right rows more than its upper bound ahead
+//     of it (with one on the left), a non-strict bound keeping a
+//     millisecond more, as Spark's. A side with neither keeps its rows
+//     for ever.
+//   - An outer join writes a row of the side it keeps that had no match,
+//     padded, when the side forgets it, never before (at the end of a
+//     bounded input with FlushEventTime at the latest), and never for a
+//     row that had one: each buffered row carries whether it matched. So
+//     LeftOuter (and LeftSemi) needs the left side to forget its rows,
+//     RightOuter the right, FullOuter either; Start refuses one that
+//     cannot, saying what is missing. A LeftSemi row is written once, at
+//     its first match, and a row that matched on arrival is not kept.
+//   - A row whose key has a null part (NullKey) joins nothing and is not
+//     kept; a kept side's is written at once, padded.
+//   - Rows at or before the watermark are late for a side with one:
+//     dropped, counted in numRowsDroppedByWatermark, and sent to the
+//     side's LateRows; in a join on windows, a row is late for each
+//     window whose end is at or before the watermark.
+//   - The query's output mode is Append.
+//
+// The join's state is partition-aware like every operator's: committed
+// with each batch, changelogged, and moved with its partition by an App,
+// whose inputs must be co-partitioned. Its progress reports name it
+// symmetricHashJoin, as Spark's.
+//
+// row gets pointers to the join's rows, valid during the call: it must
+// copy what it keeps, and change neither.
+func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream[K, R], how JoinType, row func(Joined[K, L, R]) Out, opts ...JoinOption) Stream[Out] {
+	var cfg joinConfig
+	for _, o := range opts {
+		o.applyJoin(&cfg)
+	}
+	name := cfg.name
+	if name == "" {
+		name = funcName(row)
+	}
+	p := left.s.p.with(func(q *plan) {
+		q.errs = append(q.errs, right.s.p.errs...)
+		q.watermarked = left.s.p.watermarked || right.s.p.watermarked
+	})
+	fail := func(format string, args ...any) {
+		p = p.failed("streamgen: Join (%s): "+format, append([]any{name}, args...)...)
+	}
+	switch how {
+	case Inner, LeftOuter, RightOuter, FullOuter, LeftSemi:
+	case LeftAnti:
+		fail("LeftAnti between two streams: a left row's lack of a match is never final (Spark: \"LeftAnti joins with a streaming DataFrame/Dataset on the right are not supported\")")
+	default:
+		fail("unknown join type %v", how)
+	}
+	leftTime, ok := cfg.leftTime.(func(*L) time.Time)
+	if cfg.leftTime != nil && !ok {
+		fail("JoinLeftTime takes a func(*%s) time.Time, not a %T", typeName[L](), cfg.leftTime)
+	}
+	rightTime, ok := cfg.rightTime.(func(*R) time.Time)
+	if cfg.rightTime != nil && !ok {
+		fail("JoinRightTime takes a func(*%s) time.Time, not a %T", typeName[R](), cfg.rightTime)
+	}
+	leftMarked, rightMarked := left.s.p.watermarked, right.s.p.watermarked
+	if cfg.windows != nil || cfg.hasCond {
+		if !leftMarked && leftTime == nil {
+			fail("the left side has no event time, which a join on windows or a time condition needs: add WithWatermark before it, or JoinLeftTime")
+		}
+		if !rightMarked && rightTime == nil {
+			fail("the right side has no event time, which a join on windows or a time condition needs: add WithWatermark before it, or JoinRightTime")
+		}
+	}
+	if w := cfg.windows; w != nil {
+		if err := w.validate(); err != nil {
+			fail("JoinOnWindows: %v", err)
+		} else if w.kind == session {
+			fail("JoinOnWindows: session windows are a key's own: join on tumbling or sliding windows")
+		}
+	}
+	// Which side forgets its rows, and by what.
+	var ev joinEviction
+	switch {
+	case cfg.windows != nil && (leftMarked || rightMarked):
+		ev.byWindow = true
+		ev.left, ev.right = true, true
+	case cfg.hasCond:
+		ev.cond = cfg.cond
+		ev.left = rightMarked && cfg.cond.lower.set
+		ev.right = leftMarked && cfg.cond.upper.set
+	}
+	sparkWhy := fmt.Sprintf("(Spark: \"Stream-stream %v join between two streaming DataFrame/Datasets is not supported without a watermark in the join keys, or a watermark on the nullable side and an appropriate range condition\")", how)
+	switch {
+	case (how == LeftOuter || how == LeftSemi) && !ev.left:
+		fail("%v needs the left side to forget its rows, or it would never write their padded rows: join on windows (JoinOnWindows) with a watermark, or give the right side a watermark and a time condition that bounds the left's time from below (JoinWithin with LeftAfter, LeftAtOrAfter or TimeBetween) %s", how, sparkWhy)
+	case how == RightOuter && !ev.right:
+		fail("RightOuter needs the right side to forget its rows, or it would never write their padded rows: join on windows (JoinOnWindows) with a watermark, or give the left side a watermark and a time condition that bounds the left's time from above (JoinWithin with LeftBefore, LeftAtOrBefore or TimeBetween) %s", sparkWhy)
+	case how == FullOuter && !ev.left && !ev.right:
+		fail("FullOuter needs a side that forgets its rows: join on windows (JoinOnWindows) with a watermark, or give the sides watermarks and a time condition (JoinWithin) %s", sparkWhy)
+	}
+	keyCodec, err := joinKeyCodec(left.codec, cfg.windows != nil)
+	if err != nil {
+		fail("%v", err)
+	}
+	leftRows, err := newValueCodec[L]()
+	if err != nil {
+		fail("left rows: %v", unprefixed(err))
+	}
+	rightRows, err := newValueCodec[R]()
+	if err != nil {
+		fail("right rows: %v", unprefixed(err))
+	}
+	const kind = "symmetricHashJoin"
+	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked, join: true}
+	if cfg.windows != nil {
+		opInfo.late = cfg.windows.lateFor
+	}
+	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
+		op := &joinOp[K, L, R, Out]{c: c, how: how, row: row, emitDown: emit, ev: ev, cond: cfg.cond, windows: cfg.windows,
+			keyCodec: keyCodec, leftRows: leftRows, rightRows: rightRows, null: nullCheck[K](),
+			leftKey: left.key, rightKey: right.key, leftTime: leftTime, rightTime: rightTime,
+			leftMarked: leftMarked, rightMarked: rightMarked}
+		op.info = runtime.OperatorInfo{
+			Kind: kind, Name: name, OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
+			KeyType: keyCodec.typeName, Key: keyCodec.schema,
+			Timeout: how.String() + " " + ev.String(),
+			States: []runtime.StateInfo{
+				{Name: "left", Kind: "list", Encoding: runtime.EncodingJoinBuffer, Schema: leftRows.schema, ValueType: leftRows.typeName},
+				{Name: "right", Kind: "list", Encoding: runtime.EncodingJoinBuffer, Schema: rightRows.schema, ValueType: rightRows.typeName},
+			},
+			DropsLateRows: leftMarked || rightMarked,
+		}
+		if ev.left || ev.right {
+			op.info.NoData = runtime.NoDataOnWatermark
+		}
+		op.index = c.addOperator(func() {
+			left.s.attach(c, op.addLeft)
+			right.s.attach(c, op.addRight)
+		}, op, opInfo)
+	}}
+}
+
+// typeName names T for messages.
+func typeName[T any]() string { return fmt.Sprintf("%T", *new(T)) }
+
+// joinEviction is when a join's sides forget their rows.
+type joinEviction struct {
+	// left and right say which sides forget; byWindow, that they forget
+	// a window's rows at its end, otherwise by cond's bounds.
+	left, right bool
+	byWindow    bool
+	cond        TimeCondition
+}
+
+// String says the rule, for the checkpoint.
+func (e joinEviction) String() string {
+	switch {
+	case e.byWindow:
+		return "windows"
+	case e.left || e.right:
+		return e.cond.String()
+	}
+	return "unbounded"
+}
+
+// addSat is a + b, saturated at the int64 range (the end of time plus an
+// offset stays the end of time).
+func addSat(a, b int64) int64 {
+	c := a + b
+	switch {
+	case b > 0 && c < a:
+		return 1<<63 - 1
+	case b < 0 && c > a:
+		return -1 << 63
+	}
+	return c
+}
+
+// evictAt returns the instant of the timer that forgets a row of side at
+// (Unix nanoseconds) in window end (byWindow), and whether the side
+// forgets it at all: the timer fires once the watermark is strictly after
+// it, that is, once the row is at or before the side's state watermark.
+func (e joinEviction) evictAt(side joinSide, at, end int64) (int64, bool) {
+	switch {
+	case e.byWindow:
+		return end - 1, true
+	case side == leftSide && e.left:
+		// Left rows at or before W + lower (less a millisecond when not
+		// strict) go: W >= at - lower (+ the millisecond).
+		return addSat(addSat(at, -int64(e.cond.lower.offset)), e.cond.lower.adjustment()-1), true
+	case side == rightSide && e.right:
+		// Right rows at or before W - upper (less a millisecond) go.
+		return addSat(addSat(at, int64(e.cond.upper.offset)), e.cond.upper.adjustment()-1), true
+	}
+	return 0, false
+}
+
+// joinKey is the key of a join on windows: the window's start (Unix
+// nanoseconds), then the rows' key.
+type joinKey[K comparable] struct {
+	start int64
+	key   K
+}
+
+// joinKeyCodec encodes a join's keys: K's, after the window's start for
+// a join on windows.
+func joinKeyCodec[K comparable](kc keyCodec[K], windowed bool) (keyCodec[joinKey[K]], error) {
+	if kc.encode == nil {
+		return keyCodec[joinKey[K]]{}, fmt.Errorf("the key type %s cannot be encoded", typeName[K]())
+	}
+	if !windowed {
+		return keyCodec[joinKey[K]]{
+			encode:   func(b []byte, k *joinKey[K]) ([]byte, error) { return kc.encode(b, &k.key) },
+			decode:   func(b []byte, k *joinKey[K]) error { return kc.decode(b, &k.key) },
+			typeName: kc.typeName, schema: kc.schema,
+		}, nil
+	}
+	return keyCodec[joinKey[K]]{
+		encode: func(b []byte, k *joinKey[K]) ([]byte, error) {
+			return kc.encode(runtime.AppendTimedKey(b, k.start), &k.key)
+		},
+		decode: func(b []byte, k *joinKey[K]) error {
+			if len(b) < 8 {
+				return fmt.Errorf("a key of %d bytes does not begin with its window", len(b))
+			}
+			k.start = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
+			return kc.decode(b[8:], &k.key)
+		},
+		typeName: "window+" + kc.typeName, schema: kc.schema,
+	}, nil
+}
+
+// joinRow is a row of one side gathered for a batch: its event time
+// (Unix nanoseconds; 0 without one) and its window's end (a join on
+// windows).
+type joinRow[T any] struct {
+	at, end int64
+	row     T
+}
+
+// joinOp is a stream-stream join of one query.
+type joinOp[K comparable, L, R, Out any] struct {
+	c        *compiler
+	index    int
+	info     runtime.OperatorInfo
+	how      JoinType
+	row      func(Joined[K, L, R]) Out
+	emitDown func(*Out)
+	ev       joinEviction
+	cond     TimeCondition
+	windows  *Windows
+	keyCodec keyCodec[joinKey[K]]
+	// leftRows and rightRows encode the sides' rows in state.
+	leftRows  valueCodec[L]
+	rightRows valueCodec[R]
+	null      func(*K) bool
+	leftKey   func(*L) K
+	rightKey  func(*R) K
+	leftTime  func(*L) time.Time
+	rightTime func(*R) time.Time
+	// leftMarked and rightMarked say which sides have a watermark.
+	leftMarked, rightMarked bool
+
+	// The batch's rows: groups by key, each row a reference (>= 0: into
+	// lefts; < 0: -1-i into rights), in arrival order.
+	groups runtime.Groups
+	group  map[joinKey[K]]int32
+	keys   []joinKey[K]
+	keyBuf []byte
+	refs   []int32
+	lefts  []joinRow[L]
+	rights []joinRow[R]
+
+	// Scratch of one call.
+	suffix, value []byte
+	found         []joinMatch
+	from, to      []byte
+}
+
+// joinMatch is a row of a side's buffer found by a scan: its suffix and
+// value, in the op's arena.
+type joinMatch struct {
+	suffix, value []byte
+}
+
+func (o *joinOp[K, L, R, Out]) Info() runtime.OperatorInfo { return o.info }
+func (o *joinOp[K, L, R, Out]) Groups() *runtime.Groups    { return &o.groups }
+
+// EndBatch drops the batch's rows.
+func (o *joinOp[K, L, R, Out]) EndBatch() {
+	clear(o.lefts)
+	clear(o.rights)
+	clear(o.keys)
+	o.lefts, o.rights, o.keys, o.refs = o.lefts[:0], o.rights[:0], o.keys[:0], o.refs[:0]
+	if len(o.group) > 1<<21 {
+		o.group = nil
+	} else {
+		clear(o.group)
+	}
+}
+
+// addLeft gathers a left row.
+func (o *joinOp[K, L, R, Out]) addLeft(l *L) {
+	at := o.c.eventTime
+	if o.leftTime != nil {
+		at = o.leftTime(l)
+	}
+	k := o.leftKey(l)
+	if o.null != nil && o.null(&k) {
+		if o.how.keepsLeft() {
+			out := o.row(Joined[K, L, R]{Key: k, Left: l})
+			o.emitDown(&out)
+		}
+		return
+	}
+	ns := runtime.TimedNanos(at)
+	o.each(ns, o.leftMarked, func(start, end int64) {
+		o.lefts = appendDoubling(o.lefts, &joinRow[L]{at: ns, end: end, row: *l})
+		o.addRef(joinKey[K]{start: start, key: k}, int32(len(o.lefts)-1))
+	})
+}
+
+// addRight gathers a right row.
+func (o *joinOp[K, L, R, Out]) addRight(r *R) {
+	at := o.c.eventTime
+	if o.rightTime != nil {
+		at = o.rightTime(r)
+	}
+	k := o.rightKey(r)
+	if o.null != nil && o.null(&k) {
+		if o.how.keepsRight() {
+			out := o.row(Joined[K, L, R]{Key: k, Right: r})
+			o.emitDown(&out)
+		}
+		return
+	}
+	ns := runtime.TimedNanos(at)
+	o.each(ns, o.rightMarked, func(start, end int64) {
+		o.rights = appendDoubling(o.rights, &joinRow[R]{at: ns, end: end, row: *r})
+		o.addRef(joinKey[K]{start: start, key: k}, -int32(len(o.rights)))
+	})
+}
+
+// each calls fn once for a row at ns, or, in a join on windows, once per
+// window of it that is not late (a side with a watermark counts a row
+// late for a window whose end is at or before the watermark; a row late
+// for all its windows never gets here).
+func (o *joinOp[K, L, R, Out]) each(ns int64, marked bool, fn func(start, end int64)) {
+	if o.windows == nil {
+		fn(0, 0)
+		return
+	}
+	b := o.c.batch
+	wm := b.Watermark.UnixNano()
+	o.windows.assign(ns, func(start, end int64) {
+		if marked && !b.Watermark.IsZero() && end <= wm {
+			b.DropLate(o.index)
+			return
+		}
+		fn(start, end)
+	})
+}
+
+// addRef adds a row reference to its key's group.
+func (o *joinOp[K, L, R, Out]) addRef(k joinKey[K], ref int32) {
+	g, ok := o.group[k]
+	if !ok {
+		o.keys = appendDoubling(o.keys, &k)
+		var err error
+		if o.keyBuf, err = o.keyCodec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
+			panic(userPanic{fmt.Errorf("streamgen: symmetricHashJoin (%s): key %v: %w", o.info.Name, k.key, unprefixed(err))})
+		}
+		if o.group == nil {
+			o.group = make(map[joinKey[K]]int32)
+		}
+		g = o.groups.NewGroup(o.keyBuf)
+		o.group[k] = g
+	}
+	o.groups.AddRow(g)
+	o.refs = append(o.refs, ref)
+}
+
+// window returns the window of a key of a join on windows (zero
+// otherwise).
+func (o *joinOp[K, L, R, Out]) window(k *joinKey[K]) Window {
+	if o.windows == nil {
+		return Window{}
+	}
+	return Window{Start: time.Unix(0, k.start).UTC(), End: time.Unix(0, k.start+int64(o.windows.size)).UTC()}
+}
+
+// rowSuffix is the suffix of a buffered row: its time, then the batch id
+// and its number in the batch.
+func rowSuffix(b []byte, at, batch int64, n int32) []byte {
+	b = runtime.AppendTimedKey(b, at)
+	b = binary.BigEndian.AppendUint64(b, uint64(batch))
+	return binary.BigEndian.AppendUint32(b, uint32(n))
+}
+
+// rowTime reads the time of a buffered row from its suffix.
+func rowTime(suffix []byte) int64 { return int64(binary.BigEndian.Uint64(suffix) ^ 1<<63) }
+
+// scan collects the rows of side's buffer for key k whose time may join a
+// row: all, or those in [from, to] (ns, either end open), into o.found.
+func (o *joinOp[K, L, R, Out]) scan(k *runtime.KeyState, side joinSide, from, to int64, hasFrom, hasTo bool) error {
+	o.found = o.found[:0]
+	var lo, hi []byte
+	if hasFrom {
+		o.from = runtime.AppendTimedKey(o.from[:0], from)
+		lo = o.from
+	}
+	if hasTo {
+		if to == 1<<63-1 {
+			hasTo = false
+		} else {
+			o.to = runtime.AppendTimedKey(o.to[:0], to+1) // exclusive
+			hi = o.to
+		}
+	}
+	return k.ScanRange(side, lo, hi, func(suffix, value []byte) error {
+		if len(suffix) != 20 || len(value) == 0 {
+			return fmt.Errorf("a join row of %d bytes under a %d-byte suffix", len(value), len(suffix))
+		}
+		o.found = append(o.found, joinMatch{suffix: append([]byte(nil), suffix...), value: append([]byte(nil), value...)})
+		return nil
+	})
+}
+
+// HandleRows joins the key's rows of the batch: the left rows with the
+// right side's buffer, then the right rows with the left side's (which
+// then holds the batch's left rows), storing each row that may still
+// join.
+func (o *joinOp[K, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	b := k.Batch()
+	key := o.keys[group]
+	win := o.window(&key)
+	wm := b.Watermark.UnixNano()
+	for _, n := range rows {
+		if ref := o.refs[n]; ref >= 0 {
+			if err := o.joinLeft(k, b, &key, win, &o.lefts[ref], n); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range rows {
+		if ref := o.refs[n]; ref < 0 {
+			if err := o.joinRight(k, b, &key, win, &o.rights[-1-ref], n, wm); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// joinLeft joins a left row with the right side's buffer, and stores it.
+func (o *joinOp[K, L, R, Out]) joinLeft(k *runtime.KeyState, b *runtime.Batch, key *joinKey[K], win Window, l *joinRow[L], n int32) error {
+	from, to, hasFrom, hasTo := o.cond.rightRange(l.at)
+	if err := o.scan(k, rightSide, from, to, hasFrom, hasTo); err != nil {
+		return err
+	}
+	matched := false
+	for _, m := range o.found {
+		if !o.cond.holds(l.at, rowTime(m.suffix)) {
+			continue
+		}
+		matched = true
+		if o.how == LeftSemi {
+			break
+		}
+		var r R
+		if err := o.rightRows.decode(m.value[1:], &r); err != nil {
+			return k.Fail(fmt.Errorf("a right row in state does not decode: %w", unprefixed(err)))
+		}
+		out := o.row(Joined[K, L, R]{Key: key.key, Left: &l.row, Right: &r, Window: win})
+		o.emitDown(&out)
+		if o.how.keepsRight() && m.value[0]&runtime.JoinRowMatched == 0 {
+			m.value[0] |= runtime.JoinRowMatched
+			if err := k.Put(rightSide, m.suffix, m.value); err != nil {
+				return err
+			}
+		}
+	}
+	if o.how == LeftSemi && matched {
+		out := o.row(Joined[K, L, R]{Key: key.key, Left: &l.row, Window: win})
+		o.emitDown(&out)
+		return nil // written once: not kept
+	}
+	return o.store(k, b, leftSide, key, l.at, l.end, n, matched, func(buf []byte) ([]byte, error) { return o.leftRows.encode(buf, &l.row) })
+}
+
+// joinRight joins a right row with the left side's buffer, and stores it
+// unless the right side forgets it in this batch anyway (and it needs no
+// padded row).
+func (o *joinOp[K, L, R, Out]) joinRight(k *runtime.KeyState, b *runtime.Batch, key *joinKey[K], win Window, r *joinRow[R], n int32, wm int64) error {
+	from, to, hasFrom, hasTo := o.cond.leftRange(r.at)
+	if err := o.scan(k, leftSide, from, to, hasFrom, hasTo); err != nil {
+		return err
+	}
+	matched := false
+	for _, m := range o.found {
+		if !o.cond.holds(rowTime(m.suffix), r.at) {
+			continue
+		}
+		matched = true
+		wasMatched := m.value[0]&runtime.JoinRowMatched != 0
+		if o.how == LeftSemi && wasMatched {
+			continue // written at its first match
+		}
+		var l L
+		if err := o.leftRows.decode(m.value[1:], &l); err != nil {
+			return k.Fail(fmt.Errorf("a left row in state does not decode: %w", unprefixed(err)))
+		}
+		j := Joined[K, L, R]{Key: key.key, Left: &l, Right: &r.row, Window: win}
+		if o.how == LeftSemi {
+			j.Right = nil
+		}
+		out := o.row(j)
+		o.emitDown(&out)
+		if (o.how.keepsLeft() || o.how == LeftSemi) && !wasMatched {
+			m.value[0] |= runtime.JoinRowMatched
+			if err := k.Put(leftSide, m.suffix, m.value); err != nil {
+				return err
+			}
+		}
+	}
+	if at, ok := o.ev.evictAt(rightSide, r.at, r.end); ok && wm > at && !(o.how.keepsRight() && !matched) {
+		return nil // forgotten in this batch: not kept
+	}
+	return o.store(k, b, rightSide, key, r.at, r.end, n, matched, func(buf []byte) ([]byte, error) { return o.rightRows.encode(buf, &r.row) })
+}
+
+// store keeps a row of side in its buffer, with its matched flag, and
+// sets the timer that forgets it.
+func (o *joinOp[K, L, R, Out]) store(k *runtime.KeyState, b *runtime.Batch, side joinSide, key *joinKey[K], at, end int64, n int32, matched bool, encode func([]byte) ([]byte, error)) error {
+	o.suffix = rowSuffix(o.suffix[:0], at, b.ID, n)
+	flag := byte(0)
+	if matched {
+		flag = runtime.JoinRowMatched
+	}
+	var err error
+	if o.value, err = encode(append(o.value[:0], flag)); err != nil {
+		return k.Fail(fmt.Errorf("key %v: %w", key.key, unprefixed(err)))
+	}
+	if err := k.Put(side, o.suffix, o.value); err != nil {
+		return err
+	}
+	k.Updated(true)
+	if t, ok := o.ev.evictAt(side, at, end); ok {
+		return k.RegisterTimer(time.Unix(0, t).UTC())
+	}
+	return nil
+}
+
+// HandleTimer forgets the key's rows that the watermark has passed, on
+// each side that forgets, writing those of a kept side that had no match,
+// padded; then deletes the timer.
+func (o *joinOp[K, L, R, Out]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	var key joinKey[K]
+	if err := o.keyCodec.decode(k.Key(), &key); err != nil {
+		return k.Fail(fmt.Errorf("a join key in state does not decode: %w", unprefixed(err)))
+	}
+	wm := k.Batch().Watermark.UnixNano()
+	win := o.window(&key)
+	for _, side := range []joinSide{leftSide, rightSide} {
+		if side == leftSide && !o.ev.left || side == rightSide && !o.ev.right {
+			continue
+		}
+		// The side's rows at or before its state watermark.
+		var bound int64
+		switch {
+		case o.ev.byWindow:
+			if key.start+int64(o.windows.size) > wm {
+				continue
+			}
+			bound = 1<<63 - 1
+		case side == leftSide:
+			bound = addSat(addSat(wm, int64(o.ev.cond.lower.offset)), -o.ev.cond.lower.adjustment())
+		default:
+			bound = addSat(addSat(wm, -int64(o.ev.cond.upper.offset)), -o.ev.cond.upper.adjustment())
+		}
+		if err := o.scan(k, side, 0, bound, false, true); err != nil {
+			return err
+		}
+		padded := side == leftSide && o.how.keepsLeft() || side == rightSide && o.how.keepsRight()
+		for _, m := range o.found {
+			if err := k.Delete(side, m.suffix); err != nil {
+				return err
+			}
+			if o.removalCounted(side) {
+				k.Removed()
+			} else {
+				k.Dropped()
+			}
+			if !padded || m.value[0]&runtime.JoinRowMatched != 0 {
+				continue
+			}
+			j := Joined[K, L, R]{Key: key.key, Window: win}
+			if side == leftSide {
+				var l L
+				if err := o.leftRows.decode(m.value[1:], &l); err != nil {
+					return k.Fail(fmt.Errorf("a left row in state does not decode: %w", unprefixed(err)))
+				}
+				j.Left = &l
+			} else {
+				var r R
+				if err := o.rightRows.decode(m.value[1:], &r); err != nil {
+					return k.Fail(fmt.Errorf("a right row in state does not decode: %w", unprefixed(err)))
+				}
+				j.Right = &r
+			}
+			out := o.row(j)
+			o.emitDown(&out)
+		}
+	}
+	return k.DeleteTimer(expiry)
+}
+
+// removalCounted says whether the rows side forgets count as removed in
+// the progress report, as Spark counts them: those it removes in its last
+// step only, not those it removes as it writes them padded.
+func (o *joinOp[K, L, R, Out]) removalCounted(side joinSide) bool {
+	switch o.how {
+	case Inner, LeftSemi:
+		return true
+	case LeftOuter:
+		return side == rightSide
+	case RightOuter:
+		return side == leftSide
+	}
+	return false
+}

@@ -1,0 +1,376 @@
+package typed_test
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// Spark's StreamingJoinSuite, replayed step by step. A row of either side
+// is a fixtures.Click: User is the key (a number), Time the event time
+// and Page the value. Each step adds rows and runs the query until it has
+// done all it can (its batch, then the batches without data that the
+// moved watermark calls for), as Spark's CheckNewAnswer; state checks
+// read the total of the last batch and sum the updated and dropped rows
+// since the previous check, as Spark's assertNumStateRows.
+
+// sparkJoin drives one join query on a manual clock.
+type sparkJoin struct {
+	t           *testing.T
+	left, right *typed.MemoryStream[fixtures.Click]
+	w           *typed.Writer[string]
+	sink        *batchSink[string]
+	ck          *checkpoint
+	clock       *runtime.ManualClock
+	q           *typed.Query
+	seen        map[int64]bool // batches whose rows were checked
+	counted     map[int64]bool // batches whose state figures were summed
+}
+
+// joinRow makes a side's row: key, time in seconds and value.
+func joinRow(key, sec, value int) fixtures.Click {
+	return fixtures.Click{User: strconv.Itoa(key), Time: time.Unix(int64(sec), 0).UTC(), Page: strconv.Itoa(value)}
+}
+
+// valueRowsM makes Spark's setupStream rows: key v, time v s, value v*m.
+func valueRowsM(m int, vs ...int) []fixtures.Click {
+	var out []fixtures.Click
+	for _, v := range vs {
+		out = append(out, joinRow(v, v, v*m))
+	}
+	return out
+}
+
+// pairRows makes Spark's setupJoinWithRangeCondition rows: (key, time)
+// pairs, value key*m.
+func pairRows(m int, pairs ...[2]int) []fixtures.Click {
+	var out []fixtures.Click
+	for _, p := range pairs {
+		out = append(out, joinRow(p[0], p[1], p[0]*m))
+	}
+	return out
+}
+
+func newSparkJoin(t *testing.T, build func(left, right typed.Stream[fixtures.Click]) typed.Stream[string]) *sparkJoin {
+	h := &sparkJoin{t: t, left: typed.NewMemoryStream[fixtures.Click]("left", 0), right: typed.NewMemoryStream[fixtures.Click]("right", 0),
+		sink: newSink[string](), ck: newCheckpoint(), clock: runtime.NewManualClock(time.Unix(1_000_000, 0)),
+		seen: map[int64]bool{}, counted: map[int64]bool{}}
+	h.w = typed.WriteTo(build(typed.FromMemory(h.left), typed.FromMemory(h.right)), h.sink)
+	h.start()
+	return h
+}
+
+func (h *sparkJoin) start() {
+	h.t.Helper()
+	q, err := h.w.Start(h.t.Context(), h.ck.opts(runtime.WithManualClock(h.clock), runtime.PollInterval(time.Second))...)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.q = q
+	h.settle()
+}
+
+func (h *sparkJoin) settle() {
+	h.t.Helper()
+	if err := h.clock.WaitUntilWaiting(h.t.Context()); err != nil {
+		h.t.Fatalf("the query did not settle: %v (%v)", err, h.q.Err())
+	}
+	if err := h.q.Err(); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *sparkJoin) restart() {
+	h.t.Helper()
+	if err := h.q.Stop(); err != nil {
+		h.t.Fatal(err)
+	}
+	h.start()
+}
+
+// add adds rows to either side, in one batch (Spark's MultiAddData when
+// both have rows).
+func (h *sparkJoin) add(left, right []fixtures.Click) {
+	h.t.Helper()
+	h.left.Add(left...)
+	h.right.Add(right...)
+	h.clock.Advance(time.Second)
+	h.settle()
+}
+
+// check compares the rows written since the last check with want, in any
+// order (Spark's CheckNewAnswer).
+func (h *sparkJoin) check(step string, want ...string) {
+	h.t.Helper()
+	var got []string
+	for id, rows := range h.sink.snapshot() {
+		if !h.seen[id] {
+			h.seen[id] = true
+			got = append(got, rows...)
+		}
+	}
+	slices.Sort(got)
+	want = slices.Clone(want)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		h.t.Fatalf("%s: new rows %q, want %q", step, got, want)
+	}
+}
+
+// state checks the state rows of the last batch, and the rows updated and
+// dropped by the watermark since the last state check (Spark's
+// assertNumStateRows).
+func (h *sparkJoin) state(step string, total, updated int64, dropped ...int64) {
+	h.t.Helper()
+	var u, d int64
+	var last runtime.QueryProgress
+	for _, p := range h.q.RecentProgress() {
+		last = p
+		if h.counted[p.BatchID] {
+			continue
+		}
+		h.counted[p.BatchID] = true
+		u += p.StateOperators[0].NumRowsUpdated
+		d += p.StateOperators[0].NumRowsDroppedByWatermark
+	}
+	if len(last.StateOperators) == 0 {
+		h.t.Fatalf("%s: no batch has run", step)
+	}
+	got := last.StateOperators[0]
+	var wantDropped int64
+	if len(dropped) > 0 {
+		wantDropped = dropped[0]
+	}
+	if got.NumRowsTotal != total || u != updated || d != wantDropped {
+		h.t.Fatalf("%s: state rows total %d, updated %d, dropped %d; want %d, %d, %d", step, got.NumRowsTotal, u, d, total, updated, wantDropped)
+	}
+}
+
+func (h *sparkJoin) stop() { h.q.Stop() }
+
+// The rows' fields as numbers.
+func keyOf(c *fixtures.Click) int           { n, _ := strconv.Atoi(c.User); return n }
+func valueOf(c *fixtures.Click) int         { n, _ := strconv.Atoi(c.Page); return n }
+func secondsOf(c *fixtures.Click) int       { return int(c.Time.Unix()) }
+func clickTime(c *fixtures.Click) time.Time { return c.Time }
+func byKey(s typed.Stream[fixtures.Click]) typed.KeyedStream[string, fixtures.Click] {
+	return typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User })
+}
+func watermarked(s typed.Stream[fixtures.Click], delay time.Duration) typed.Stream[fixtures.Click] {
+	return typed.WithWatermark(s, clickTime, delay)
+}
+
+// tuple shows a row of the output as Spark prints one: nil as null.
+func tuple(parts ...any) string {
+	var s []string
+	for _, p := range parts {
+		switch v := p.(type) {
+		case nil:
+			s = append(s, "null")
+		case *int:
+			if v == nil {
+				s = append(s, "null")
+			} else {
+				s = append(s, strconv.Itoa(*v))
+			}
+		default:
+			s = append(s, fmt.Sprint(v))
+		}
+	}
+	return "(" + strings.Join(s, ",") + ")"
+}
+
+// of returns a field of a side's row, nil when the side is padded.
+func of(c *fixtures.Click, f func(*fixtures.Click) int) *int {
+	if c == nil {
+		return nil
+	}
+	v := f(c)
+	return &v
+}
+
+// "stream stream inner join on non-time column": no watermark, state kept
+// for ever, across restarts.
+func TestSparkJoinInnerOnKey(t *testing.T) {
+	h := newSparkJoin(t, func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+		return typed.Join(byKey(l), byKey(r), typed.Inner, func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+			return tuple(j.Key, valueOf(j.Left), valueOf(j.Right))
+		})
+	})
+	defer h.stop()
+	h.add(valueRowsM(2, 1), nil)
+	h.check("L+1")
+	h.add(nil, valueRowsM(3, 1, 10))
+	h.check("R+1,10", "(1,2,3)")
+	h.add(valueRowsM(2, 10), nil)
+	h.check("L+10", "(10,20,30)")
+	h.add(nil, valueRowsM(3, 1))
+	h.check("R+1", "(1,2,3)")
+	h.restart()
+	h.add(valueRowsM(2, 1), nil)
+	h.check("L+1 after a restart: both right 1s", "(1,2,3)", "(1,2,3)")
+	h.restart()
+	h.add(valueRowsM(2, 100), nil)
+	h.add(nil, valueRowsM(3, 100))
+	h.check("L+100; R+100", "(100,200,300)")
+}
+
+// windowedJoin is Spark's setupWindowedJoin: both sides on key and
+// 10-second window, (key, window end, left value, right value).
+func windowedJoin(how typed.JoinType, leftDelay, rightDelay time.Duration, opts ...typed.JoinOption) func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+	return func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+		if leftDelay >= 0 {
+			l = watermarked(l, leftDelay)
+		}
+		if rightDelay >= 0 {
+			r = watermarked(r, rightDelay)
+		}
+		opts = append([]typed.JoinOption{typed.JoinOnWindows(typed.Tumbling(10 * time.Second))}, opts...)
+		return typed.Join(byKey(l), byKey(r), how, func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+			end := j.Window.End.Unix()
+			switch how {
+			case typed.LeftSemi:
+				return tuple(j.Key, end, valueOf(j.Left))
+			case typed.RightOuter:
+				return tuple(j.Key, end, of(j.Left, valueOf), of(j.Right, valueOf))
+			}
+			return tuple(j.Key, end, of(j.Left, valueOf), of(j.Right, valueOf))
+		}, opts...)
+	}
+}
+
+// "stream stream inner join on windows - without watermark".
+func TestSparkJoinInnerOnWindowsWithoutWatermark(t *testing.T) {
+	h := newSparkJoin(t, windowedJoin(typed.Inner, -1, -1, typed.JoinLeftTime(clickTime), typed.JoinRightTime(clickTime)))
+	defer h.stop()
+	h.add(valueRowsM(2, 1), nil)
+	h.check("L+1")
+	h.add(nil, valueRowsM(3, 1))
+	h.check("R+1", "(1,10,2,3)")
+	h.restart()
+	h.add(valueRowsM(2, 25), nil)
+	h.check("L+25")
+	h.restart()
+	h.add(nil, valueRowsM(3, 25))
+	h.check("R+25", "(25,30,50,75)")
+	h.add(valueRowsM(2, 1), nil)
+	h.check("L+1: state kept", "(1,10,2,3)")
+	h.restart()
+	h.add(valueRowsM(2, 5), nil)
+	h.check("L+5")
+	h.add(nil, valueRowsM(3, 5))
+	h.check("R+5", "(5,10,10,15)")
+}
+
+// "stream stream inner join on windows - with watermark": a watermark on
+// the left side only; both sides forget a window at its end.
+func TestSparkJoinInnerOnWindowsWithWatermark(t *testing.T) {
+	h := newSparkJoin(t, windowedJoin(typed.Inner, 10*time.Second, -1, typed.JoinRightTime(clickTime)))
+	defer h.stop()
+	h.add(valueRowsM(2, 1), nil)
+	h.check("L+1")
+	h.state("L+1", 1, 1)
+	h.add(nil, valueRowsM(3, 1))
+	h.check("R+1", "(1,10,2,3)")
+	h.state("R+1", 2, 1)
+	h.restart()
+	h.add(valueRowsM(2, 25), nil) // watermark 15: window [0, 10) goes
+	h.check("L+25")
+	h.state("L+25", 1, 1)
+	h.add(nil, valueRowsM(3, 25))
+	h.check("R+25", "(25,30,50,75)")
+	h.state("R+25", 2, 1)
+	h.restart()
+	h.add(nil, valueRowsM(3, 1)) // not kept: its window is past the watermark
+	h.check("R+1")
+	h.state("R+1 late", 2, 0)
+	h.add(valueRowsM(2, 5), nil) // late: its window's end is at or before the watermark
+	h.check("L+5")
+	h.state("L+5 late", 2, 0, 1)
+}
+
+// rangeJoin is Spark's setupJoinWithRangeCondition: (key, time) rows,
+// watermarks of delays on both sides, a condition, and the output
+// (leftKey, rightKey, leftTime, rightTime).
+func rangeJoin(how typed.JoinType, leftDelay, rightDelay time.Duration, cond typed.TimeCondition) func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+	return func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+		return typed.Join(byKey(watermarked(l, leftDelay)), byKey(watermarked(r, rightDelay)), how,
+			func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+				if how == typed.LeftSemi {
+					return tuple(keyOf(j.Left), secondsOf(j.Left))
+				}
+				return tuple(of(j.Left, keyOf), of(j.Right, keyOf), of(j.Left, secondsOf), of(j.Right, secondsOf))
+			}, typed.JoinWithin(cond))
+	}
+}
+
+// "stream stream inner join with time range - with watermark - one side
+// condition": leftTime < rightTime - 5 s; the right side forgets, the
+// left never does.
+func TestSparkJoinInnerOneSideCondition(t *testing.T) {
+	h := newSparkJoin(t, func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+		return typed.Join(byKey(watermarked(l, 10*time.Second)), byKey(watermarked(r, 10*time.Second)), typed.Inner,
+			func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+				return tuple(keyOf(j.Left), secondsOf(j.Left), secondsOf(j.Right))
+			}, typed.JoinWithin(typed.LeftBefore(-5*time.Second)))
+	})
+	defer h.stop()
+	h.add(pairRows(2, [2]int{1, 5}), nil)
+	h.check("L+(1,5)")
+	h.add(nil, pairRows(3, [2]int{1, 11}))
+	h.check("R+(1,11)", "(1,5,11)")
+	h.add(nil, pairRows(3, [2]int{1, 10}))
+	h.check("R+(1,10)")
+	h.state("after (1,10)", 3, 3)
+	h.add(pairRows(2, [2]int{1, 3}, [2]int{1, 30}), nil)
+	h.check("L+(1,3),(1,30)", "(1,3,10)", "(1,3,11)")
+	h.state("after (1,30)", 5, 2)
+	h.add(nil, pairRows(3, [2]int{0, 30}))
+	h.check("R+(0,30)")
+	h.state("watermark 20: the right forgets (1,10), (1,11)", 4, 1)
+	h.add(nil, pairRows(3, [2]int{1, 20}, [2]int{1, 21}, [2]int{1, 28}))
+	h.check("R+(1,20),(1,21),(1,28)", "(1,3,21)", "(1,5,21)", "(1,3,28)", "(1,5,28)")
+	h.state("(1,20) late, (1,21) not kept", 5, 1, 1)
+	h.add(pairRows(2, [2]int{1, 20}, [2]int{1, 21}), nil)
+	h.check("L+(1,20),(1,21)", "(1,21,28)")
+	h.state("(1,20) late", 6, 1, 1)
+}
+
+// "stream stream inner join with time range - with watermark - two side
+// conditions": left watermark 20 s, right 30 s, left BETWEEN right - 10 s
+// AND right + 5 s.
+func TestSparkJoinInnerTwoSideConditions(t *testing.T) {
+	h := newSparkJoin(t, func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+		return typed.Join(byKey(watermarked(l, 20*time.Second)), byKey(watermarked(r, 30*time.Second)), typed.Inner,
+			func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+				return tuple(keyOf(j.Left), secondsOf(j.Left), secondsOf(j.Right))
+			}, typed.JoinWithin(typed.TimeBetween(-10*time.Second, 5*time.Second)))
+	})
+	defer h.stop()
+	h.add(pairRows(2, [2]int{1, 20}), nil)
+	h.check("L+(1,20)")
+	h.add(nil, pairRows(3, [2]int{1, 14}, [2]int{1, 15}, [2]int{1, 25}, [2]int{1, 26}, [2]int{1, 30}, [2]int{1, 31}))
+	h.check("R+...", "(1,20,15)", "(1,20,25)", "(1,20,26)", "(1,20,30)")
+	h.state("R+...", 7, 7)
+	h.add(nil, pairRows(3, [2]int{1, 60}))
+	h.check("R+(1,60)")
+	h.add(pairRows(2, [2]int{1, 49}, [2]int{1, 50}, [2]int{1, 65}, [2]int{1, 66}), nil)
+	h.check("L+...", "(1,50,60)", "(1,65,60)")
+	h.state("watermark 30: the right forgets 14, 15", 10, 5)
+	h.add(pairRows(2, [2]int{1, 30}, [2]int{1, 31}), nil)
+	h.check("L+(1,30),(1,31)", "(1,31,26)", "(1,31,30)", "(1,31,31)")
+	h.state("(1,30) late", 11, 1, 1)
+	h.add(nil, pairRows(3, [2]int{1, 80}))
+	h.check("R+(1,80)")
+	h.state("watermark 46: the left forgets 20, 31; the right 25 to 31", 6, 1)
+	h.add(nil, pairRows(3, [2]int{1, 46}, [2]int{1, 50}))
+	h.check("R+(1,46),(1,50)", "(1,49,50)", "(1,50,50)")
+	h.state("(1,46) late", 7, 1, 1)
+}
