@@ -157,12 +157,14 @@ type joinOptionFunc func(*joinConfig)
 func (f joinOptionFunc) applyJoin(c *joinConfig) { f(c) }
 
 type joinConfig struct {
-	cond      TimeCondition
-	hasCond   bool
-	windows   *Windows
-	leftTime  any // func(*L) time.Time
-	rightTime any // func(*R) time.Time
-	name      string
+	cond        TimeCondition
+	hasCond     bool
+	windows     *Windows
+	leftTime    any // func(*L) time.Time
+	rightTime   any // func(*R) time.Time
+	leftFilter  any // func(*L) bool
+	rightFilter any // func(*R) bool
+	name        string
 }
 
 // JoinWithin joins only the rows whose event times meet cond (see
@@ -191,6 +193,22 @@ func JoinLeftTime[L any](t func(*L) time.Time) JoinOption {
 // without a watermark.
 func JoinRightTime[R any](t func(*R) time.Time) JoinOption {
 	return joinOptionFunc(func(c *joinConfig) { c.rightTime = t })
+}
+
+// JoinLeftFilter keeps, of the left rows, those keep accepts; in a join
+// that writes the left rows without a match (LeftOuter, FullOuter), a
+// left row keep refuses is written at once, padded, and not kept, as
+// Spark keeps a join condition on the preserved side's columns alone
+// (otherwise, put a Filter before the join: Spark pushes the condition
+// there).
+func JoinLeftFilter[L any](keep func(*L) bool) JoinOption {
+	return joinOptionFunc(func(c *joinConfig) { c.leftFilter = keep })
+}
+
+// JoinRightFilter is JoinLeftFilter for the right rows (RightOuter,
+// FullOuter).
+func JoinRightFilter[R any](keep func(*R) bool) JoinOption {
+	return joinOptionFunc(func(c *joinConfig) { c.rightFilter = keep })
 }
 
 // JoinName names the join in progress reports, messages and the
@@ -282,6 +300,14 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 	if cfg.rightTime != nil && !ok {
 		fail("JoinRightTime takes a func(*%s) time.Time, not a %T", typeName[R](), cfg.rightTime)
 	}
+	leftFilter, ok := cfg.leftFilter.(func(*L) bool)
+	if cfg.leftFilter != nil && !ok {
+		fail("JoinLeftFilter takes a func(*%s) bool, not a %T", typeName[L](), cfg.leftFilter)
+	}
+	rightFilter, ok := cfg.rightFilter.(func(*R) bool)
+	if cfg.rightFilter != nil && !ok {
+		fail("JoinRightFilter takes a func(*%s) bool, not a %T", typeName[R](), cfg.rightFilter)
+	}
 	leftMarked, rightMarked := left.s.p.watermarked, right.s.p.watermarked
 	if cfg.windows != nil || cfg.hasCond {
 		if !leftMarked && leftTime == nil {
@@ -339,6 +365,7 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 		op := &joinOp[K, L, R, Out]{c: c, how: how, row: row, emitDown: emit, ev: ev, cond: cfg.cond, windows: cfg.windows,
 			keyCodec: keyCodec, leftRows: leftRows, rightRows: rightRows, null: nullCheck[K](),
 			leftKey: left.key, rightKey: right.key, leftTime: leftTime, rightTime: rightTime,
+			leftFilter: leftFilter, rightFilter: rightFilter,
 			leftMarked: leftMarked, rightMarked: rightMarked}
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
@@ -478,6 +505,10 @@ type joinOp[K comparable, L, R, Out any] struct {
 	rightKey  func(*R) K
 	leftTime  func(*L) time.Time
 	rightTime func(*R) time.Time
+	// leftFilter and rightFilter are the sides' own conditions (nil:
+	// none).
+	leftFilter  func(*L) bool
+	rightFilter func(*R) bool
 	// leftMarked and rightMarked say which sides have a watermark.
 	leftMarked, rightMarked bool
 
@@ -519,45 +550,48 @@ func (o *joinOp[K, L, R, Out]) EndBatch() {
 	}
 }
 
-// addLeft gathers a left row.
+// addLeft gathers a left row, or writes it at once, padded, when it
+// fails the left side's own condition or its key is null and the join
+// keeps the left rows without a match.
 func (o *joinOp[K, L, R, Out]) addLeft(l *L) {
 	at := o.c.eventTime
 	if o.leftTime != nil {
 		at = o.leftTime(l)
 	}
 	k := o.leftKey(l)
-	if o.null != nil && o.null(&k) {
-		if o.how.keepsLeft() {
-			out := o.row(Joined[K, L, R]{Key: k, Left: l})
-			o.emitDown(&out)
-		}
-		return
-	}
+	excluded := o.leftFilter != nil && !o.leftFilter(l) || o.null != nil && o.null(&k)
 	ns := runtime.TimedNanos(at)
 	o.each(ns, o.leftMarked, func(start, end int64) {
-		o.lefts = appendDoubling(o.lefts, &joinRow[L]{at: ns, end: end, row: *l})
-		o.addRef(joinKey[K]{start: start, key: k}, int32(len(o.lefts)-1))
+		switch {
+		case !excluded:
+			o.lefts = appendDoubling(o.lefts, &joinRow[L]{at: ns, end: end, row: *l})
+			o.addRef(joinKey[K]{start: start, key: k}, int32(len(o.lefts)-1))
+		case o.how.keepsLeft():
+			out := o.row(Joined[K, L, R]{Key: k, Left: l, Window: o.window(&joinKey[K]{start: start})})
+			o.emitDown(&out)
+		}
 	})
 }
 
-// addRight gathers a right row.
+// addRight gathers a right row, or writes it at once, padded (see
+// addLeft).
 func (o *joinOp[K, L, R, Out]) addRight(r *R) {
 	at := o.c.eventTime
 	if o.rightTime != nil {
 		at = o.rightTime(r)
 	}
 	k := o.rightKey(r)
-	if o.null != nil && o.null(&k) {
-		if o.how.keepsRight() {
-			out := o.row(Joined[K, L, R]{Key: k, Right: r})
-			o.emitDown(&out)
-		}
-		return
-	}
+	excluded := o.rightFilter != nil && !o.rightFilter(r) || o.null != nil && o.null(&k)
 	ns := runtime.TimedNanos(at)
 	o.each(ns, o.rightMarked, func(start, end int64) {
-		o.rights = appendDoubling(o.rights, &joinRow[R]{at: ns, end: end, row: *r})
-		o.addRef(joinKey[K]{start: start, key: k}, -int32(len(o.rights)))
+		switch {
+		case !excluded:
+			o.rights = appendDoubling(o.rights, &joinRow[R]{at: ns, end: end, row: *r})
+			o.addRef(joinKey[K]{start: start, key: k}, -int32(len(o.rights)))
+		case o.how.keepsRight():
+			out := o.row(Joined[K, L, R]{Key: k, Right: r, Window: o.window(&joinKey[K]{start: start})})
+			o.emitDown(&out)
+		}
 	})
 }
 

@@ -374,3 +374,355 @@ func TestSparkJoinInnerTwoSideConditions(t *testing.T) {
 	h.check("R+(1,46),(1,50)", "(1,49,50)", "(1,50,50)")
 	h.state("(1,46) late", 7, 1, 1)
 }
+
+// windowedCondJoin is Spark's setupWindowedJoinWithLeftCondition (a
+// condition on the left value) or ...RightCondition (on the right value):
+// both watermarked 10 s, on key and window. A condition on the side a
+// join pads stays in the join (a padded row is written at once for a
+// row that fails it); on the other side, Spark pushes it into that side's
+// input, as a Filter before the join does here.
+func windowedCondJoin(how typed.JoinType, leftCond bool) func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+	return func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+		l, r = watermarked(l, 10*time.Second), watermarked(r, 10*time.Second)
+		keepsLeft := how == typed.LeftOuter || how == typed.FullOuter
+		keepsRight := how == typed.RightOuter || how == typed.FullOuter
+		leftOK := func(c *fixtures.Click) bool { return valueOf(c) > 4 }
+		rightOK := func(c *fixtures.Click) bool { return valueOf(c) > 7 }
+		var pre []typed.JoinOption
+		switch {
+		case leftCond && keepsLeft:
+			pre = append(pre, typed.JoinLeftFilter(leftOK))
+		case leftCond:
+			l = typed.Filter(l, leftOK)
+		case keepsRight:
+			pre = append(pre, typed.JoinRightFilter(rightOK))
+		default:
+			r = typed.Filter(r, rightOK)
+		}
+		opts := append([]typed.JoinOption{typed.JoinOnWindows(typed.Tumbling(10 * time.Second))}, pre...)
+		return typed.Join(byKey(l), byKey(r), how, func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+			end := j.Window.End.Unix()
+			rv := func() string {
+				if j.Right == nil {
+					return "null"
+				}
+				return strconv.Quote(j.Right.Page)
+			}
+			switch how {
+			case typed.LeftSemi:
+				return tuple(keyOf(j.Left), end, valueOf(j.Left))
+			case typed.LeftOuter:
+				return tuple(keyOf(j.Left), end, valueOf(j.Left), rv())
+			case typed.RightOuter:
+				return tuple(keyOf(j.Right), end, of(j.Left, valueOf), rv())
+			case typed.FullOuter:
+				lk, le, rk, re := "null", "null", "null", "null"
+				if j.Left != nil {
+					lk, le = strconv.Itoa(keyOf(j.Left)), strconv.Itoa(int(end))
+				}
+				if j.Right != nil {
+					rk, re = strconv.Itoa(keyOf(j.Right)), strconv.Itoa(int(end))
+				}
+				return tuple(lk, le, of(j.Left, valueOf), rk, re, rv())
+			}
+			return tuple(keyOf(j.Left), end, valueOf(j.Left), rv())
+		}, opts...)
+	}
+}
+
+// StreamingOuterJoinSuite: "left outer early state exclusion on left/right",
+// "right outer early state exclusion on left/right".
+func TestSparkJoinOuterEarlyStateExclusion(t *testing.T) {
+	type step struct {
+		left, right []int
+		want        []string
+		total, upd  int64
+	}
+	for _, tc := range []struct {
+		name     string
+		how      typed.JoinType
+		leftCond bool
+		steps    []step
+	}{
+		{"left outer, condition on left", typed.LeftOuter, true, []step{
+			{[]int{1, 2, 3}, []int{3, 4, 5}, []string{`(3,10,6,"9")`, "(1,10,2,null)", "(2,10,4,null)"}, 4, 4},
+			{[]int{20}, []int{21}, nil, -1, 0},
+			{nil, []int{20}, []string{`(20,30,40,"60")`}, -1, 0},
+		}},
+		{"left outer, condition on right", typed.LeftOuter, false, []step{
+			{[]int{3, 4, 5}, []int{1, 2, 3}, []string{`(3,10,6,"9")`}, 4, 4},
+			{[]int{20}, []int{21}, []string{"(4,10,8,null)", "(5,10,10,null)"}, -1, 0},
+			{nil, []int{20}, []string{`(20,30,40,"60")`}, -1, 0},
+		}},
+		{"right outer, condition on left", typed.RightOuter, true, []step{
+			{[]int{1, 2, 3}, []int{3, 4, 5}, []string{`(3,10,6,"9")`}, 4, 4},
+			{[]int{20}, []int{21}, []string{`(4,10,null,"12")`, `(5,10,null,"15")`}, -1, 0},
+			{nil, []int{20}, []string{`(20,30,40,"60")`}, -1, 0},
+		}},
+		{"right outer, condition on right", typed.RightOuter, false, []step{
+			{[]int{3, 4, 5}, []int{1, 2, 3}, []string{`(3,10,6,"9")`, `(1,10,null,"3")`, `(2,10,null,"6")`}, 4, 4},
+			{[]int{20}, []int{21}, nil, -1, 0},
+			{nil, []int{20}, []string{`(20,30,40,"60")`}, -1, 0},
+		}},
+		{"full outer, condition on left", typed.FullOuter, true, []step{
+			{[]int{1, 2, 3}, []int{3, 4, 5}, []string{"(1,10,2,null,null,null)", "(2,10,4,null,null,null)", `(3,10,6,3,10,"9")`}, 4, 4},
+			{[]int{20}, []int{21}, []string{`(null,null,null,4,10,"12")`, `(null,null,null,5,10,"15")`}, 2, 2},
+			{nil, []int{20}, []string{`(20,30,40,20,30,"60")`}, 3, 1},
+		}},
+		{"full outer, condition on right", typed.FullOuter, false, []step{
+			{[]int{3, 4, 5}, []int{1, 2, 3}, []string{`(null,null,null,1,10,"3")`, `(null,null,null,2,10,"6")`, `(3,10,6,3,10,"9")`}, 4, 4},
+			{[]int{20}, []int{21}, []string{"(4,10,8,null,null,null)", "(5,10,10,null,null,null)"}, 2, 2},
+			{nil, []int{20}, []string{`(20,30,40,20,30,"60")`}, 3, 1},
+		}},
+		{"left semi, condition on left", typed.LeftSemi, true, []step{
+			{[]int{1, 2, 3}, []int{3, 4, 5}, []string{"(3,10,6)"}, 4, 4},
+			{[]int{20}, []int{21}, nil, 2, 2},
+			{nil, []int{20}, []string{"(20,30,40)"}, 3, 1},
+		}},
+		{"left semi, condition on right", typed.LeftSemi, false, []step{
+			{[]int{3, 4, 5}, []int{1, 2, 3}, []string{"(3,10,6)"}, 4, 4},
+			{[]int{20}, []int{21}, nil, 2, 2},
+			{nil, []int{20}, []string{"(20,30,40)"}, 3, 1},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newSparkJoin(t, windowedCondJoin(tc.how, tc.leftCond))
+			defer h.stop()
+			for i, s := range tc.steps {
+				h.add(valueRowsM(2, s.left...), valueRowsM(3, s.right...))
+				h.check(fmt.Sprintf("step %d", i+1), s.want...)
+				if s.total >= 0 {
+					h.state(fmt.Sprintf("step %d", i+1), s.total, s.upd)
+				}
+			}
+		})
+	}
+}
+
+// "windowed left outer join", "windowed right outer join", "windowed full
+// outer join", "windowed left semi join".
+func TestSparkJoinWindowedOuter(t *testing.T) {
+	for _, tc := range []struct {
+		how    typed.JoinType
+		padded []string
+		last   string
+		semi   bool
+	}{
+		{typed.LeftOuter, []string{"(1,10,2,null)", "(2,10,4,null)"}, "(22,30,44,66)", false},
+		{typed.RightOuter, []string{"(6,10,null,18)", "(7,10,null,21)"}, "(22,30,44,66)", false},
+		{typed.FullOuter, []string{"(1,10,2,null)", "(2,10,4,null)", "(6,10,null,18)", "(7,10,null,21)"}, "(22,30,44,66)", false},
+		{typed.LeftSemi, nil, "(22,30,44)", true},
+	} {
+		t.Run(tc.how.String(), func(t *testing.T) {
+			h := newSparkJoin(t, windowedJoin(tc.how, 10*time.Second, 10*time.Second))
+			defer h.stop()
+			h.add(valueRowsM(2, 1, 2, 3, 4, 5), valueRowsM(3, 3, 4, 5, 6, 7))
+			if tc.semi {
+				h.check("first", "(3,10,6)", "(4,10,8)", "(5,10,10)")
+			} else {
+				h.check("first", "(3,10,6,9)", "(4,10,8,12)", "(5,10,10,15)")
+			}
+			if tc.how == typed.FullOuter || tc.semi {
+				h.state("first", 10, 10)
+			}
+			h.add(valueRowsM(2, 21), valueRowsM(3, 22)) // watermark 11
+			h.check("second", tc.padded...)
+			switch tc.how {
+			case typed.FullOuter, typed.LeftSemi:
+				h.state("second", 2, 2)
+			default:
+				h.state("second", 2, 12)
+			}
+			h.add(valueRowsM(2, 22), nil)
+			h.check("third", tc.last)
+			if tc.semi {
+				h.state("third: a matched left row is not kept", 2, 0)
+			} else {
+				h.state("third", 3, 1)
+			}
+			if tc.how == typed.FullOuter || tc.semi {
+				total := int64(3)
+				if tc.semi {
+					total = 2
+				}
+				h.restart()
+				h.add(valueRowsM(2, 1), nil)
+				h.check("late left")
+				h.state("late left", total, 0, 1)
+				h.add(nil, valueRowsM(3, 5))
+				h.check("late right")
+				h.state("late right", total, 0, 1)
+			}
+		})
+	}
+}
+
+// "left outer with watermark range condition", "right outer ...", "full
+// outer join with watermark range condition", "left semi join with
+// watermark range condition": 10 s watermarks, left BETWEEN right - 5 s
+// AND right + 5 s.
+func TestSparkJoinOuterRangeCondition(t *testing.T) {
+	cond := typed.TimeBetween(-5*time.Second, 5*time.Second)
+	for _, how := range []typed.JoinType{typed.LeftOuter, typed.RightOuter} {
+		t.Run(how.String(), func(t *testing.T) {
+			h := newSparkJoin(t, rangeJoin(how, 10*time.Second, 10*time.Second, cond))
+			defer h.stop()
+			h.add(pairRows(2, [2]int{1, 5}, [2]int{3, 5}), nil)
+			h.check("L+(1,5),(3,5)")
+			h.add(nil, pairRows(3, [2]int{1, 10}, [2]int{2, 5}))
+			h.check("R+(1,10),(2,5)", "(1,1,5,10)")
+			h.add(nil, pairRows(3, [2]int{1, 11}))
+			h.check("R+(1,11)")
+			h.state("R+(1,11)", 5, 5)
+			h.add(pairRows(2, [2]int{1, 7}, [2]int{1, 30}), nil)
+			h.check("L+(1,7),(1,30)", "(1,1,7,10)", "(1,1,7,11)")
+			h.state("L+(1,7),(1,30)", 7, 2)
+			outer := "(3,null,5,null)"
+			if how == typed.RightOuter {
+				outer = "(null,2,null,5)"
+			}
+			h.add(nil, pairRows(3, [2]int{0, 30}))
+			h.check("R+(0,30)", outer)
+			h.state("R+(0,30)", 2, 1)
+		})
+	}
+	t.Run("FullOuter", func(t *testing.T) {
+		h := newSparkJoin(t, rangeJoin(typed.FullOuter, 10*time.Second, 10*time.Second, cond))
+		defer h.stop()
+		h.add(pairRows(2, [2]int{1, 5}, [2]int{3, 5}), nil)
+		h.check("1")
+		h.state("1", 2, 2)
+		h.add(nil, pairRows(3, [2]int{1, 10}, [2]int{2, 5}))
+		h.check("2", "(1,1,5,10)")
+		h.state("2", 4, 2)
+		h.add(nil, pairRows(3, [2]int{1, 9}))
+		h.check("3", "(1,1,5,9)")
+		h.state("3", 5, 1)
+		h.add(pairRows(2, [2]int{1, 7}, [2]int{1, 30}), nil)
+		h.check("4", "(1,1,7,9)", "(1,1,7,10)")
+		h.state("4", 7, 2)
+		h.add(nil, pairRows(3, [2]int{0, 30}))
+		h.check("5", "(3,null,5,null)", "(null,2,null,5)")
+		h.state("5", 2, 1)
+	})
+	t.Run("LeftSemi", func(t *testing.T) {
+		h := newSparkJoin(t, rangeJoin(typed.LeftSemi, 10*time.Second, 10*time.Second, cond))
+		defer h.stop()
+		h.add(pairRows(2, [2]int{1, 5}, [2]int{3, 5}), nil)
+		h.check("1")
+		h.state("1", 2, 2)
+		h.add(nil, pairRows(3, [2]int{1, 10}, [2]int{2, 5}))
+		h.check("2", "(1,5)")
+		h.state("2", 4, 2)
+		h.add(nil, pairRows(3, [2]int{1, 9}))
+		h.check("3: already matched")
+		h.state("3", 5, 1)
+		h.add(pairRows(2, [2]int{1, 7}, [2]int{1, 30}), nil)
+		h.check("4", "(1,7)")
+		h.state("4: (1,7) matched, not kept", 6, 1)
+		h.add(nil, pairRows(3, [2]int{0, 30}))
+		h.check("5")
+		h.state("5", 2, 1)
+	})
+}
+
+// selfJoin is Spark's setupSelfJoin: one stream; the left is every row,
+// the right the rows of even ids, both watermarked 5 s; rightTime >=
+// leftTime AND rightTime <= leftTime + 5 s (mirrored for a right outer
+// join). Spark infers the right's filter for the left of an inner or
+// semi join; so does a Filter here.
+func selfJoin(how typed.JoinType) func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+	return func(l, _ typed.Stream[fixtures.Click]) typed.Stream[string] {
+		even := func(c *fixtures.Click) bool { return keyOf(c)%2 == 0 }
+		all, evens := l, typed.Filter(l, even)
+		left, right := all, evens
+		cond := typed.TimeBetween(-5*time.Second, 0)
+		switch how {
+		case typed.RightOuter:
+			left, right = evens, all
+			cond = typed.TimeBetween(0, 5*time.Second)
+		case typed.Inner, typed.LeftSemi:
+			left = typed.Filter(all, even)
+		}
+		return typed.Join(byKey(watermarked(left, 5*time.Second)), byKey(watermarked(right, 5*time.Second)), how,
+			func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+				if how == typed.LeftSemi {
+					return tuple(keyOf(j.Left), secondsOf(j.Left))
+				}
+				return tuple(of(j.Left, keyOf), of(j.Left, secondsOf), of(j.Right, keyOf), of(j.Right, secondsOf))
+			}, typed.JoinWithin(cond))
+	}
+}
+
+func selfRows(from, to int) []fixtures.Click {
+	var out []fixtures.Click
+	for v := from; v <= to; v++ {
+		out = append(out, joinRow(v, v, v))
+	}
+	return out
+}
+
+// "SPARK-26187 self left outer join should not return outer nulls for
+// already matched rows", "... self right outer join ...", "self full outer
+// join", "self left semi join".
+func TestSparkSelfJoin(t *testing.T) {
+	for _, tc := range []struct {
+		how    typed.JoinType
+		want   [3][]string
+		states [3][2]int64
+	}{
+		{typed.LeftOuter, [3][]string{{"(2,2,2,2)", "(4,4,4,4)"}, {"(6,6,6,6)", "(8,8,8,8)", "(10,10,10,10)"}, {"(12,12,12,12)", "(14,14,14,14)", "(1,1,null,null)", "(3,3,null,null)"}},
+			[3][2]int64{{7, 7}, {13, 8}, {15, 7}}},
+		{typed.RightOuter, [3][]string{{"(2,2,2,2)", "(4,4,4,4)"}, {"(6,6,6,6)", "(8,8,8,8)", "(10,10,10,10)"}, {"(12,12,12,12)", "(14,14,14,14)", "(null,null,1,1)", "(null,null,3,3)"}},
+			[3][2]int64{{7, 7}, {13, 8}, {15, 7}}},
+		{typed.FullOuter, [3][]string{{"(2,2,2,2)", "(4,4,4,4)"}, {"(6,6,6,6)", "(8,8,8,8)", "(10,10,10,10)"}, {"(12,12,12,12)", "(14,14,14,14)", "(1,1,null,null)", "(3,3,null,null)"}},
+			[3][2]int64{{7, 7}, {13, 8}, {15, 7}}},
+		{typed.LeftSemi, [3][]string{{"(2,2)", "(4,4)"}, {"(6,6)", "(8,8)", "(10,10)"}, {"(12,12)", "(14,14)"}},
+			[3][2]int64{{4, 4}, {8, 6}, {9, 4}}},
+	} {
+		t.Run(tc.how.String(), func(t *testing.T) {
+			h := newSparkJoin(t, selfJoin(tc.how))
+			defer h.stop()
+			for i, rows := range [3][2]int{{1, 5}, {6, 10}, {11, 15}} {
+				h.add(selfRows(rows[0], rows[1]), nil)
+				h.check(fmt.Sprintf("+%d..%d", rows[0], rows[1]), tc.want[i]...)
+				h.state(fmt.Sprintf("+%d..%d", rows[0], rows[1]), tc.states[i][0], tc.states[i][1])
+			}
+		})
+	}
+}
+
+// "stream stream self join": a stream joined with itself on value % 5.
+func TestSparkSelfJoinOnKey(t *testing.T) {
+	h := newSparkJoin(t, func(l, _ typed.Stream[fixtures.Click]) typed.Stream[string] {
+		key := func(c *fixtures.Click) int { return keyOf(c) % 5 }
+		return typed.Join(typed.GroupByKey(l, key), typed.GroupByKey(l, key), typed.Inner,
+			func(j typed.Joined[int, fixtures.Click, fixtures.Click]) string {
+				return tuple(j.Key, keyOf(j.Left), keyOf(j.Right))
+			})
+	})
+	defer h.stop()
+	h.add(selfRows(1, 2), nil)
+	h.check("+1,2", "(1,1,1)", "(2,2,2)")
+	h.restart()
+	h.add([]fixtures.Click{joinRow(3, 3, 3), joinRow(6, 6, 6)}, nil)
+	h.check("+3,6", "(3,3,3)", "(1,1,6)", "(1,6,1)", "(1,6,6)")
+}
+
+// "join between three streams": the output of a join joined again.
+func TestSparkJoinThreeStreams(t *testing.T) {
+	third := typed.NewMemoryStream[fixtures.Click]("third", 0)
+	h := newSparkJoin(t, func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+		first := typed.Join(byKey(l), byKey(r), typed.Inner, func(j typed.Joined[string, fixtures.Click, fixtures.Click]) fixtures.UserCount {
+			return fixtures.UserCount{User: j.Key, Count: int64(valueOf(j.Left)*1000 + valueOf(j.Right))}
+		})
+		return typed.Join(typed.GroupByKey(first, func(u *fixtures.UserCount) string { return u.User }), byKey(typed.FromMemory(third)), typed.Inner,
+			func(j typed.Joined[string, fixtures.UserCount, fixtures.Click]) string {
+				return tuple(j.Key, j.Left.Count/1000, j.Key, j.Left.Count%1000, j.Key, valueOf(j.Right))
+			})
+	})
+	defer h.stop()
+	third.Add(valueRowsM(5, 5, 10)...)
+	h.add(valueRowsM(2, 1, 5), valueRowsM(3, 1, 5, 10))
+	h.check("all three", "(5,10,5,15,5,25)")
+}
