@@ -30,6 +30,7 @@ type sparkJoin struct {
 	ck          *checkpoint
 	clock       *runtime.ManualClock
 	q           *typed.Query
+	opts        []runtime.Option
 	seen        map[int64]bool // batches whose rows were checked
 	counted     map[int64]bool // batches whose state figures were summed
 }
@@ -58,8 +59,8 @@ func pairRows(m int, pairs ...[2]int) []fixtures.Click {
 	return out
 }
 
-func newSparkJoin(t *testing.T, build func(left, right typed.Stream[fixtures.Click]) typed.Stream[string]) *sparkJoin {
-	h := &sparkJoin{t: t, left: typed.NewMemoryStream[fixtures.Click]("left", 0), right: typed.NewMemoryStream[fixtures.Click]("right", 0),
+func newSparkJoin(t *testing.T, build func(left, right typed.Stream[fixtures.Click]) typed.Stream[string], opts ...runtime.Option) *sparkJoin {
+	h := &sparkJoin{t: t, opts: opts, left: typed.NewMemoryStream[fixtures.Click]("left", 0), right: typed.NewMemoryStream[fixtures.Click]("right", 0),
 		sink: newSink[string](), ck: newCheckpoint(), clock: runtime.NewManualClock(time.Unix(1_000_000, 0)),
 		seen: map[int64]bool{}, counted: map[int64]bool{}}
 	h.w = typed.WriteTo(build(typed.FromMemory(h.left), typed.FromMemory(h.right)), h.sink)
@@ -69,7 +70,7 @@ func newSparkJoin(t *testing.T, build func(left, right typed.Stream[fixtures.Cli
 
 func (h *sparkJoin) start() {
 	h.t.Helper()
-	q, err := h.w.Start(h.t.Context(), h.ck.opts(runtime.WithManualClock(h.clock), runtime.PollInterval(time.Second))...)
+	q, err := h.w.Start(h.t.Context(), h.ck.opts(append([]runtime.Option{runtime.WithManualClock(h.clock), runtime.PollInterval(time.Second)}, h.opts...)...)...)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -725,4 +726,125 @@ func TestSparkJoinThreeStreams(t *testing.T) {
 	third.Add(valueRowsM(5, 5, 10)...)
 	h.add(valueRowsM(2, 1, 5), valueRowsM(3, 1, 5, 10))
 	h.check("all three", "(5,10,5,15,5,25)")
+}
+
+// "left outer join with non-key condition violated": on key and window,
+// leftValue > 10 (the kept side's own condition, in the join) and
+// (rightValue < 300 OR rightValue > 1000) (the other side's, which Spark
+// pushes below the right side's watermark: its rows do not move it).
+func TestSparkJoinLeftOuterNonKeyCondition(t *testing.T) {
+	h := newSparkJoin(t, func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+		r = typed.Filter(r, func(c *fixtures.Click) bool { return valueOf(c) < 300 || valueOf(c) > 1000 })
+		return typed.Join(byKey(watermarked(l, 10*time.Second)), byKey(watermarked(r, 10*time.Second)), typed.LeftOuter,
+			func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+				return tuple(keyOf(j.Left), j.Window.End.Unix(), valueOf(j.Left), of(j.Right, valueOf))
+			}, typed.JoinOnWindows(typed.Tumbling(10*time.Second)), typed.JoinLeftFilter(func(c *fixtures.Click) bool { return valueOf(c) > 10 }))
+	})
+	defer h.stop()
+	steps := []struct {
+		left, right []int
+		want        []string
+		total, upd  int64
+	}{
+		{[]int{1, 2, 3}, []int{1, 2, 3}, []string{"(1,10,2,null)", "(2,10,4,null)", "(3,10,6,null)"}, 3, 3},
+		{[]int{20}, []int{21}, nil, 2, 2},
+		{nil, []int{20}, []string{"(20,30,40,60)"}, 3, 1},
+		{[]int{40, 41}, []int{40, 41}, []string{"(40,50,80,120)", "(41,50,82,123)"}, 4, 4},
+		{[]int{70}, []int{71}, nil, 2, 2},
+		{nil, []int{70}, []string{"(70,80,140,210)"}, 3, 1},
+		{[]int{101, 102, 103}, []int{101, 102, 103}, nil, 6, 3},
+		{[]int{1000}, []int{1001}, []string{"(101,110,202,null)", "(102,110,204,null)", "(103,110,206,null)"}, 2, 2},
+	}
+	for i, s := range steps {
+		h.add(valueRowsM(2, s.left...), valueRowsM(3, s.right...))
+		h.check(fmt.Sprintf("step %d", i+1), s.want...)
+		h.state(fmt.Sprintf("step %d", i+1), s.total, s.upd)
+	}
+}
+
+// eventRows makes rows of "abc" at instants of a day, with a text value.
+func eventRows(rows ...[2]string) []fixtures.Click {
+	var out []fixtures.Click
+	for _, r := range rows {
+		at, err := time.Parse("2006-01-02 15:04:05", r[0])
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, fixtures.Click{User: "abc", Time: at.UTC(), Page: r[1]})
+	}
+	return out
+}
+
+func eventTuple(c *fixtures.Click) []any {
+	if c == nil {
+		return []any{"null", "null", "null"}
+	}
+	return []any{c.Time.Format("01-02 15:04:05"), c.User, c.Page}
+}
+
+// eventJoin is the left outer join of SPARK-32148 and SPARK-38684: on the
+// key, left BETWEEN right - 30 s AND right + 30 s.
+func eventJoin(leftDelay, rightDelay time.Duration) func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+	return func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+		return typed.Join(byKey(watermarked(l, leftDelay)), byKey(watermarked(r, rightDelay)), typed.LeftOuter,
+			func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+				return tuple(append(eventTuple(j.Left), eventTuple(j.Right)...)...)
+			}, typed.JoinWithin(typed.TimeBetween(-30*time.Second, 30*time.Second)))
+	}
+}
+
+// "SPARK-32148 stream-stream join regression on Spark 3.0.0": watermarks
+// of 2 and 4 minutes, one batch.
+func TestSparkJoinRegression32148(t *testing.T) {
+	h := newSparkJoin(t, eventJoin(2*time.Minute, 4*time.Minute))
+	defer h.stop()
+	h.add(eventRows([2]string{"2020-01-01 00:00:00", "has no join partner"}, [2]string{"2020-01-02 00:00:00", "joined with A"}, [2]string{"2020-01-02 01:00:00", "joined with B"}),
+		eventRows([2]string{"2020-01-02 00:00:10", "A"}, [2]string{"2020-01-02 00:59:59", "B"}, [2]string{"2020-01-02 02:00:00", "C"}))
+	h.check("one batch",
+		"(01-01 00:00:00,abc,has no join partner,null,null,null)",
+		"(01-02 00:00:00,abc,joined with A,01-02 00:00:10,abc,A)",
+		"(01-02 01:00:00,abc,joined with B,01-02 00:59:59,abc,B)")
+}
+
+// "SPARK-38684: outer join works correctly even if processing input rows
+// and evicting state rows for same grouping key happens in the same
+// micro-batch": no batches without data, watermarks of 0 s.
+func TestSparkJoinRegression38684(t *testing.T) {
+	h := newSparkJoin(t, eventJoin(0, 0), runtime.NoDataBatches(false))
+	defer h.stop()
+	h.add(eventRows([2]string{"2020-01-02 00:00:00", "left in batch 1"}), eventRows([2]string{"2020-01-02 00:01:00", "right in batch 1"}))
+	h.check("batch 1")
+	h.add(eventRows([2]string{"2020-01-02 01:00:00", "left in batch 2"}), eventRows([2]string{"2020-01-02 01:01:00", "right in batch 2"}))
+	h.check("batch 2")
+	h.add(eventRows([2]string{"2020-01-02 01:30:00", "left in batch 3"}), nil)
+	h.check("batch 3", "(01-02 00:00:00,abc,left in batch 1,null,null,null)")
+	h.add(nil, eventRows([2]string{"2020-01-02 01:30:10", "match with left in batch 3"}))
+	h.check("batch 4",
+		"(01-02 01:00:00,abc,left in batch 2,null,null,null)",
+		"(01-02 01:30:00,abc,left in batch 3,01-02 01:30:10,abc,match with left in batch 3)")
+}
+
+// "SPARK-35896: metrics in StateOperatorProgress are output correctly":
+// the join's report names it and counts the rows removed.
+func TestSparkJoinMetrics(t *testing.T) {
+	h := newSparkJoin(t, windowedJoin(typed.Inner, 10*time.Second, -1, typed.JoinRightTime(clickTime)))
+	defer h.stop()
+	last := func() runtime.StateOperatorProgress {
+		p, _ := h.q.LastProgress()
+		return p.StateOperators[0]
+	}
+	h.add(valueRowsM(2, 1), nil)
+	h.add(nil, valueRowsM(3, 1))
+	h.check("R+1", "(1,10,2,3)")
+	if m := last(); m.OperatorName != "symmetricHashJoin" || m.NumRowsTotal != 2 || m.NumRowsUpdated != 1 || m.NumRowsRemoved != 0 {
+		t.Fatalf("after R+1: %+v", m)
+	}
+	h.add(valueRowsM(2, 25), nil)
+	var removed int64
+	for _, p := range h.q.RecentProgress()[2:] {
+		removed += p.StateOperators[0].NumRowsRemoved
+	}
+	if m := last(); m.NumRowsTotal != 1 || removed != 2 {
+		t.Fatalf("after L+25: %+v, %d removed, want a total of 1 and 2 removed", m, removed)
+	}
 }
