@@ -2,6 +2,7 @@ package typed_test
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -846,5 +847,93 @@ func TestSparkJoinMetrics(t *testing.T) {
 	}
 	if m := last(); m.NumRowsTotal != 1 || removed != 2 {
 		t.Fatalf("after L+25: %+v, %d removed, want a total of 1 and 2 removed", m, removed)
+	}
+}
+
+// TestJoinAgainstALoop: every join type with a time condition, over random
+// rows of both sides (a few seconds out of order, never late), writes what
+// a plain loop over all pairs writes, whatever the batches (a row per
+// batch, a few, all at once), across a restart, at the end of the input
+// (FlushEventTime writes the padded rows still kept).
+func TestJoinAgainstALoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	gen := func(n, m int) []fixtures.Click {
+		var rows []fixtures.Click
+		for i := range n {
+			// Times rise by about a second a row, up to 3 s out of order.
+			sec := 1000 + i + rng.IntN(4) // after the epoch, where the watermark starts
+			rows = append(rows, joinRow(rng.IntN(6), sec, i*m))
+		}
+		return rows
+	}
+	left, right := gen(300, 1), gen(300, 1000)
+	cond := typed.TimeBetween(-4*time.Second, 2*time.Second).And(typed.LeftAtOrBefore(2 * time.Second))
+	text := func(l, r *fixtures.Click) string { return tuple(of(l, valueOf), of(r, valueOf)) }
+	// The plain loop: every pair of one key whose times meet the
+	// condition; the rows of a kept side without one, padded.
+	want := map[typed.JoinType][]string{}
+	leftMatched, rightMatched := make([]bool, len(left)), make([]bool, len(right))
+	for i := range left {
+		for j := range right {
+			d := left[i].Time.Sub(right[j].Time)
+			if left[i].User == right[j].User && d >= -4*time.Second && d <= 2*time.Second {
+				leftMatched[i], rightMatched[j] = true, true
+				for _, how := range []typed.JoinType{typed.Inner, typed.LeftOuter, typed.RightOuter, typed.FullOuter} {
+					want[how] = append(want[how], text(&left[i], &right[j]))
+				}
+			}
+		}
+	}
+	for i := range left {
+		if !leftMatched[i] {
+			want[typed.LeftOuter] = append(want[typed.LeftOuter], text(&left[i], nil))
+			want[typed.FullOuter] = append(want[typed.FullOuter], text(&left[i], nil))
+		} else {
+			want[typed.LeftSemi] = append(want[typed.LeftSemi], text(&left[i], nil))
+		}
+	}
+	for j := range right {
+		if !rightMatched[j] {
+			want[typed.RightOuter] = append(want[typed.RightOuter], text(nil, &right[j]))
+			want[typed.FullOuter] = append(want[typed.FullOuter], text(nil, &right[j]))
+		}
+	}
+	for how, rows := range want {
+		if len(rows) < 50 {
+			t.Fatalf("%v: the loop writes %d rows: the case tests little", how, len(rows))
+		}
+	}
+	for _, how := range []typed.JoinType{typed.Inner, typed.LeftOuter, typed.RightOuter, typed.FullOuter, typed.LeftSemi} {
+		for _, perBatch := range []int{1, 7, 0} {
+			for _, restart := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%v/rows-per-batch=%d/restart=%v", how, perBatch, restart), func(t *testing.T) {
+					l := typed.NewMemoryStream[fixtures.Click]("left", perBatch)
+					r := typed.NewMemoryStream[fixtures.Click]("right", perBatch)
+					joined := typed.Join(byKey(watermarked(typed.FromMemory(l), 5*time.Second)), byKey(watermarked(typed.FromMemory(r), 5*time.Second)), how,
+						func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return text(j.Left, j.Right) },
+						typed.JoinWithin(cond))
+					sink := newSink[string]()
+					w := typed.WriteTo(joined, sink)
+					ck := newCheckpoint()
+					half := 0
+					if restart {
+						half = len(left) / 2
+						l.Add(left[:half]...)
+						r.Add(right[:half]...)
+						if err := runToEnd(t, w, ck.opts()...); err != nil {
+							t.Fatal(err)
+						}
+					}
+					l.Add(left[half:]...)
+					r.Add(right[half:]...)
+					if err := runToEnd(t, w, ck.opts(runtime.FlushEventTime())...); err != nil {
+						t.Fatal(err)
+					}
+					if got, want := sortedRows(sink.rows()), sortedRows(want[how]); !slices.Equal(got, want) {
+						t.Fatalf("%d rows, want %d; first difference:\n%s", len(got), len(want), firstDifference(got, want))
+					}
+				})
+			}
+		}
 	}
 }
