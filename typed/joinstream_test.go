@@ -860,9 +860,11 @@ func TestJoinAgainstALoop(t *testing.T) {
 	gen := func(n, m int) []fixtures.Click {
 		var rows []fixtures.Click
 		for i := range n {
-			// Times rise by about a second a row, up to 3 s out of order.
-			sec := 1000 + i + rng.IntN(4) // after the epoch, where the watermark starts
-			rows = append(rows, joinRow(rng.IntN(6), sec, i*m))
+			// Times rise by half a second a row, up to 4.9 s out of order:
+			// never late for a delay of 5 s, and close to it (after the
+			// epoch, where the watermark starts).
+			at := time.Unix(1000, 0).Add(time.Duration(i)*500*time.Millisecond + time.Duration(rng.IntN(4900))*time.Millisecond)
+			rows = append(rows, fixtures.Click{User: strconv.Itoa(rng.IntN(3)), Time: at.UTC(), Page: strconv.Itoa(i * m)})
 		}
 		return rows
 	}
