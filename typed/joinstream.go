@@ -344,7 +344,7 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 	case how == FullOuter && !ev.left && !ev.right:
 		fail("FullOuter needs a side that forgets its rows: join on windows (JoinOnWindows) with a watermark, or give the sides watermarks and a time condition (JoinWithin) %s", sparkWhy)
 	}
-	keyCodec, err := joinKeyCodec(left.codec, cfg.windows != nil)
+	keyCodec, err := joinKeyCodec(left.codec, cfg.windows)
 	if err != nil {
 		fail("%v", err)
 	}
@@ -449,29 +449,32 @@ type joinKey[K comparable] struct {
 	key   K
 }
 
-// joinKeyCodec encodes a join's keys: K's, after the window's start for
-// a join on windows.
-func joinKeyCodec[K comparable](kc keyCodec[K], windowed bool) (keyCodec[joinKey[K]], error) {
+// joinKeyCodec encodes a join's keys: K's, after the window's start and
+// end for a join on windows of size (the layout of a windowed
+// aggregation's keys, which tools show as {"window": ..., "key": ...}).
+func joinKeyCodec[K comparable](kc keyCodec[K], windows *Windows) (keyCodec[joinKey[K]], error) {
 	if kc.encode == nil {
 		return keyCodec[joinKey[K]]{}, fmt.Errorf("the key type %s cannot be encoded", typeName[K]())
 	}
-	if !windowed {
+	if windows == nil {
 		return keyCodec[joinKey[K]]{
 			encode:   func(b []byte, k *joinKey[K]) ([]byte, error) { return kc.encode(b, &k.key) },
 			decode:   func(b []byte, k *joinKey[K]) error { return kc.decode(b, &k.key) },
 			typeName: kc.typeName, schema: kc.schema,
 		}, nil
 	}
+	size := int64(windows.size)
 	return keyCodec[joinKey[K]]{
 		encode: func(b []byte, k *joinKey[K]) ([]byte, error) {
-			return kc.encode(runtime.AppendTimedKey(b, k.start), &k.key)
+			b = runtime.AppendTimedKey(runtime.AppendTimedKey(b, k.start), k.start+size)
+			return kc.encode(b, &k.key)
 		},
 		decode: func(b []byte, k *joinKey[K]) error {
-			if len(b) < 8 {
+			if len(b) < 16 {
 				return fmt.Errorf("a key of %d bytes does not begin with its window", len(b))
 			}
 			k.start = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
-			return kc.decode(b[8:], &k.key)
+			return kc.decode(b[16:], &k.key)
 		},
 		typeName: "window+" + kc.typeName, schema: kc.schema,
 	}, nil
