@@ -50,6 +50,11 @@ const (
 	// in the batch (4) that make it unique; the value is a flags byte
 	// (JoinRowMatched) then the row.
 	EncodingJoinBuffer = "joinBuffer"
+	// EncodingTableRows: a table a stream keeps up to date (a
+	// stream-table join): a key's row (no suffix), or its versions, each
+	// under its event time (8 bytes, AppendTimedKey's); the value is a
+	// byte, 1 for a row (which follows) and 0 for a tombstone.
+	EncodingTableRows = "tableRows"
 )
 
 // JoinRowMatched flags a buffered row of a join that has had a match.
@@ -239,6 +244,16 @@ func decodeEntry(row *StateRow, v VariableMeta, schema *codec.Schema, suffix, ra
 		row.Value, err = appendSessions(schema, v.ValueType, raw)
 	case EncodingByEventTime:
 		row.Value = json.RawMessage("null") // a key seen; its time is ExpiresAt
+	case EncodingTableRows:
+		if len(suffix) == 8 {
+			at := time.Unix(0, int64(binary.BigEndian.Uint64(suffix)^1<<63)).UTC()
+			row.EventTime = &at
+		}
+		if len(raw) == 0 || raw[0] == 0 {
+			row.Value = json.RawMessage("null")
+			return nil
+		}
+		row.Value, err = appendTyped(nil, schema, v.ValueType, raw[1:])
 	case EncodingJoinBuffer:
 		if len(suffix) != 20 || len(raw) == 0 {
 			return fmt.Errorf("streamgen: a join row of %d bytes under a %d-byte suffix", len(raw), len(suffix))

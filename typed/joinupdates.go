@@ -1,0 +1,503 @@
+package typed
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// UpdatesTable is a table that a stream keeps up to date, as Kafka Streams'
+// KTable (Flink's versioned table): each row of the stream is the table's
+// new row for its key, and a row that is a tombstone removes the key. Make
+// one with TableUpdates and join a stream with it with JoinUpdates; the
+// table is materialized in the join's state, changelogged and moved with
+// its partition like any state. The zero value is not usable.
+type UpdatesTable[K comparable, V any] struct {
+	s       Stream[V]
+	key     func(*V) K
+	deleted func(*V) bool
+	codec   keyCodec[K]
+}
+
+// TableUpdates is the table that the rows of s keep up to date: a row
+// replaces the row of its key (key's result), and one for which deleted
+// returns true (a tombstone: a compacted topic's null value, a delete
+// marker) removes the key. deleted may be nil: no tombstones.
+func TableUpdates[K comparable, V any](s Stream[V], key func(*V) K, deleted func(*V) bool) UpdatesTable[K, V] {
+	c, err := newKeyCodec[K]()
+	if err != nil {
+		s.p = s.p.failed("streamgen: TableUpdates: %v", err)
+	}
+	return UpdatesTable[K, V]{s: s, key: key, deleted: deleted, codec: c}
+}
+
+// UpdatesOption configures JoinUpdates.
+type UpdatesOption interface{ applyUpdates(*updatesConfig) }
+
+type updatesOptionFunc func(*updatesConfig)
+
+func (f updatesOptionFunc) applyUpdates(c *updatesConfig) { f(c) }
+
+type updatesConfig struct {
+	asOf           bool
+	grace, history time.Duration
+	name           string
+}
+
+// AsOf joins each stream row with the table's row as it was at the
+// stream row's event time, as Kafka Streams' join with a versioned table
+// (Quix's join_asof): the table keeps its rows' versions by event time.
+// With a grace of 0 a stream row joins at once, with the versions its
+// batch and those before it brought. With a grace, it waits until the
+// watermark (the least of the inputs') is past its event time plus grace,
+// so that the table's updates up to then have come; one that comes after
+// that joins at once. It needs a watermark on both inputs.
+func AsOf(grace time.Duration) UpdatesOption {
+	return updatesOptionFunc(func(c *updatesConfig) { c.asOf, c.grace = true, grace })
+}
+
+// TableHistory keeps, with AsOf, the table's versions that stopped being
+// current less than d before the watermark (less the grace), for the
+// stream rows that come that late (Kafka Streams' history retention); a
+// stream row later than that joins no version. The default, 0, keeps the
+// versions current at the watermark less the grace, and those after.
+func TableHistory(d time.Duration) UpdatesOption {
+	return updatesOptionFunc(func(c *updatesConfig) { c.history = d })
+}
+
+// UpdatesName names the join in progress reports, messages and the
+// checkpoint. The default is the name of the function that makes its
+// rows.
+func UpdatesName(name string) UpdatesOption {
+	return updatesOptionFunc(func(c *updatesConfig) { c.name = name })
+}
+
+// The variables of a stream-table join.
+const (
+	updatesTable uint8 = 0 // the table: its row per key, or its versions
+	updatesHeld  uint8 = 1 // stream rows waiting for the watermark (AsOf)
+)
+
+// JoinUpdates joins each row of the stream s with the row of the table t
+// under the same key, as Kafka Streams' KStream-KTable join: the stream's
+// row is Joined's Left, the table's its Right. A table update writes
+// nothing; a stream row writes one row: with the table's row for its key
+// (Inner: only when there is one; LeftOuter: with Right nil otherwise).
+// Without AsOf, it is the table's row at that moment: within a batch a
+// key's rows are taken in order of event time (the table's first at equal
+// times) when both inputs have one, and the table's updates first
+// otherwise; so the row depends on how far the batches have read each
+// input (a cap of rows per batch moves each on its own). With AsOf, the
+// row the table had at the stream row's event time, whatever the
+// batches.
+//
+// The inputs of a kafka.App must be co-partitioned (a key in the same
+// partition of both topics), or the table read whole by every task (a
+// global table: Task.SourceOf with every partition). A key with a null
+// part (NullKey) matches nothing. The output mode is Append.
+//
+// row gets pointers to the rows, valid during the call: it must copy what
+// it keeps, and change neither.
+func JoinUpdates[K comparable, S, V, Out any](s KeyedStream[K, S], t UpdatesTable[K, V], how JoinType, row func(Joined[K, S, V]) Out, opts ...UpdatesOption) Stream[Out] {
+	var cfg updatesConfig
+	for _, o := range opts {
+		o.applyUpdates(&cfg)
+	}
+	name := cfg.name
+	if name == "" {
+		name = funcName(row)
+	}
+	p := s.s.p.with(func(q *plan) {
+		q.errs = append(q.errs, t.s.p.errs...)
+		q.watermarked = s.s.p.watermarked || t.s.p.watermarked
+	})
+	fail := func(format string, args ...any) {
+		p = p.failed("streamgen: JoinUpdates (%s): "+format, append([]any{name}, args...)...)
+	}
+	switch how {
+	case Inner, LeftOuter:
+	default:
+		fail("%v: a table update writes nothing, so only Inner and LeftOuter joins of a stream with a table are defined (Kafka Streams' join and leftJoin)", how)
+	}
+	if cfg.asOf && !(s.s.p.watermarked && t.s.p.watermarked) {
+		fail("AsOf needs the event times of both inputs, and a watermark to know when the table's updates up to a row's time have come: add WithWatermark to the stream and to the table's updates")
+	}
+	if cfg.grace < 0 {
+		fail("AsOf(%v): a negative grace", cfg.grace)
+	}
+	if cfg.history < 0 {
+		fail("TableHistory(%v): negative", cfg.history)
+	}
+	streamRows, err := newValueCodec[S]()
+	if err != nil && cfg.asOf {
+		fail("stream rows: %v", unprefixed(err))
+	}
+	tableRows, err := newValueCodec[V]()
+	if err != nil {
+		fail("table rows: %v", unprefixed(err))
+	}
+	const kind = "streamTableJoin"
+	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked}
+	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
+		op := &updatesOp[K, S, V, Out]{c: c, how: how, row: row, emitDown: emit, cfg: cfg, codec: s.codec,
+			streamRows: streamRows, tableRows: tableRows, null: nullCheck[K](),
+			streamKey: s.key, tableKey: t.key, deleted: t.deleted,
+			timed: s.s.p.watermarked && t.s.p.watermarked}
+		mode := "latest"
+		if cfg.asOf {
+			mode = fmt.Sprintf("asOf grace=%v history=%v", cfg.grace, cfg.history)
+		}
+		op.info = runtime.OperatorInfo{
+			Kind: kind, Name: name, OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
+			KeyType: s.codec.typeName, Key: s.codec.schema, Timeout: how.String() + " " + mode,
+			States: []runtime.StateInfo{
+				{Name: "table", Kind: "map", Encoding: runtime.EncodingTableRows, Schema: tableRows.schema, ValueType: tableRows.typeName},
+			},
+		}
+		if cfg.asOf {
+			op.info.States = append(op.info.States, runtime.StateInfo{Name: "held", Kind: "list", Encoding: runtime.EncodingJoinBuffer, Schema: streamRows.schema, ValueType: streamRows.typeName})
+			op.info.NoData = runtime.NoDataOnWatermark
+		}
+		op.index = c.addOperator(func() {
+			s.s.attach(c, op.addStream)
+			t.s.attach(c, op.addTable)
+		}, op, opInfo)
+	}}
+}
+
+// updatesRow is a row of either input of a stream-table join, gathered
+// for a batch.
+type updatesRow[S, V any] struct {
+	table bool
+	at    int64 // event time, Unix nanoseconds (0: none)
+	n     int32 // its number in the batch
+	s     S
+	v     V
+}
+
+// updatesOp is a stream-table join of one query.
+type updatesOp[K comparable, S, V, Out any] struct {
+	c          *compiler
+	index      int
+	info       runtime.OperatorInfo
+	how        JoinType
+	row        func(Joined[K, S, V]) Out
+	emitDown   func(*Out)
+	cfg        updatesConfig
+	codec      keyCodec[K]
+	streamRows valueCodec[S]
+	tableRows  valueCodec[V]
+	null       func(*K) bool
+	streamKey  func(*S) K
+	tableKey   func(*V) K
+	deleted    func(*V) bool
+	// timed says both inputs have event times: a key's rows of a batch
+	// are taken in their order.
+	timed bool
+
+	groups runtime.Groups
+	group  map[K]int32
+	keys   []K
+	keyBuf []byte
+	rows   []updatesRow[S, V]
+	order  []int32
+	buf    []byte
+	suffix []byte
+}
+
+func (o *updatesOp[K, S, V, Out]) Info() runtime.OperatorInfo { return o.info }
+func (o *updatesOp[K, S, V, Out]) Groups() *runtime.Groups    { return &o.groups }
+
+// EndBatch drops the batch's rows.
+func (o *updatesOp[K, S, V, Out]) EndBatch() {
+	clear(o.rows)
+	clear(o.keys)
+	o.rows, o.keys = o.rows[:0], o.keys[:0]
+	if len(o.group) > 1<<21 {
+		o.group = nil
+	} else {
+		clear(o.group)
+	}
+}
+
+func (o *updatesOp[K, S, V, Out]) addStream(s *S) {
+	k := o.streamKey(s)
+	if o.null != nil && o.null(&k) {
+		if o.how == LeftOuter {
+			out := o.row(Joined[K, S, V]{Key: k, Left: s})
+			o.emitDown(&out)
+		}
+		return
+	}
+	o.add(k, updatesRow[S, V]{at: runtime.TimedNanos(o.c.eventTime), s: *s})
+}
+
+func (o *updatesOp[K, S, V, Out]) addTable(v *V) {
+	k := o.tableKey(v)
+	if o.null != nil && o.null(&k) {
+		return
+	}
+	o.add(k, updatesRow[S, V]{table: true, at: runtime.TimedNanos(o.c.eventTime), v: *v})
+}
+
+func (o *updatesOp[K, S, V, Out]) add(k K, r updatesRow[S, V]) {
+	g, ok := o.group[k]
+	if !ok {
+		o.keys = appendDoubling(o.keys, &k)
+		var err error
+		if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
+			panic(userPanic{fmt.Errorf("streamgen: streamTableJoin (%s): key %v: %w", o.info.Name, k, unprefixed(err))})
+		}
+		if o.group == nil {
+			o.group = make(map[K]int32)
+		}
+		g = o.groups.NewGroup(o.keyBuf)
+		o.group[k] = g
+	}
+	r.n = int32(len(o.rows))
+	o.groups.AddRow(g)
+	o.rows = appendDoubling(o.rows, &r)
+}
+
+// versionSuffix is the suffix of a table version: its time.
+func versionSuffix(b []byte, at int64) []byte { return runtime.AppendTimedKey(b, at) }
+
+// HandleRows applies the key's table updates and joins its stream rows,
+// in order of event time (or of arrival).
+func (o *updatesOp[K, S, V, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	key := o.keys[group]
+	o.order = append(o.order[:0], rows...)
+	if o.timed {
+		slices.SortStableFunc(o.order, func(a, b int32) int {
+			ra, rb := &o.rows[a], &o.rows[b]
+			if c := cmp.Compare(ra.at, rb.at); c != 0 {
+				return c
+			}
+			switch {
+			case ra.table && !rb.table:
+				return -1
+			case rb.table && !ra.table:
+				return 1
+			}
+			return 0
+		})
+	} else {
+		// The batch's table updates first, then its stream rows.
+		slices.SortStableFunc(o.order, func(a, b int32) int {
+			ta, tb := o.rows[a].table, o.rows[b].table
+			switch {
+			case ta && !tb:
+				return -1
+			case tb && !ta:
+				return 1
+			}
+			return 0
+		})
+	}
+	b := k.Batch()
+	wm := b.Watermark.UnixNano()
+	for _, n := range o.order {
+		r := &o.rows[n]
+		if r.table {
+			if err := o.update(k, r); err != nil {
+				return err
+			}
+			continue
+		}
+		if !o.cfg.asOf {
+			v, ok, err := o.latest(k)
+			if err != nil {
+				return err
+			}
+			o.emit(key, &r.s, v, ok)
+			continue
+		}
+		release := addSat(r.at, int64(o.cfg.grace))
+		if o.cfg.grace == 0 || wm >= release {
+			// Its table's updates have come: join at once.
+			v, ok, err := o.asOf(k, r.at)
+			if err != nil {
+				return err
+			}
+			o.emit(key, &r.s, v, ok)
+			continue
+		}
+		// Held until the watermark passes its time and the grace.
+		o.suffix = rowSuffix(o.suffix[:0], r.at, b.ID, r.n)
+		var err error
+		if o.buf, err = o.streamRows.encode(append(o.buf[:0], 0), &r.s); err != nil {
+			return k.Fail(fmt.Errorf("key %v: %w", key, unprefixed(err)))
+		}
+		if err := k.Put(updatesHeld, o.suffix, o.buf); err != nil {
+			return err
+		}
+		k.Updated(true)
+		if err := k.RegisterTimer(time.Unix(0, release-1).UTC()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emit writes the join's row for a stream row s, with the table's row v
+// when ok.
+func (o *updatesOp[K, S, V, Out]) emit(key K, s *S, v *V, ok bool) {
+	switch {
+	case ok:
+		out := o.row(Joined[K, S, V]{Key: key, Left: s, Right: v})
+		o.emitDown(&out)
+	case o.how == LeftOuter:
+		out := o.row(Joined[K, S, V]{Key: key, Left: s})
+		o.emitDown(&out)
+	}
+}
+
+// update applies a table update: the key's row, or, with AsOf, a version
+// at the update's time; a tombstone removes the row (or is a version
+// that says there is none).
+func (o *updatesOp[K, S, V, Out]) update(k *runtime.KeyState, r *updatesRow[S, V]) error {
+	deleted := o.deleted != nil && o.deleted(&r.v)
+	var suffix []byte
+	if o.cfg.asOf {
+		o.suffix = versionSuffix(o.suffix[:0], r.at)
+		suffix = o.suffix
+	}
+	if deleted && !o.cfg.asOf {
+		_, existed, err := k.Get(updatesTable, nil)
+		if err != nil || !existed {
+			return err
+		}
+		if err := k.Delete(updatesTable, nil); err != nil {
+			return err
+		}
+		k.Removed()
+		return nil
+	}
+	flag := byte(1)
+	if deleted {
+		flag = 0
+	}
+	var err error
+	o.buf = append(o.buf[:0], flag)
+	if !deleted {
+		if o.buf, err = o.tableRows.encode(o.buf, &r.v); err != nil {
+			return k.Fail(err)
+		}
+	}
+	_, existed, err := k.Get(updatesTable, suffix)
+	if err != nil {
+		return err
+	}
+	if err := k.Put(updatesTable, suffix, o.buf); err != nil {
+		return err
+	}
+	k.Updated(!existed)
+	if o.cfg.asOf {
+		return o.dropOldVersions(k)
+	}
+	return nil
+}
+
+// latest returns the key's table row.
+func (o *updatesOp[K, S, V, Out]) latest(k *runtime.KeyState) (*V, bool, error) {
+	raw, ok, err := k.Get(updatesTable, nil)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	return o.decodeVersion(k, raw)
+}
+
+func (o *updatesOp[K, S, V, Out]) decodeVersion(k *runtime.KeyState, raw []byte) (*V, bool, error) {
+	if len(raw) == 0 || raw[0] == 0 {
+		return nil, false, nil // a tombstone
+	}
+	v := new(V)
+	if err := o.tableRows.decode(raw[1:], v); err != nil {
+		return nil, false, k.Fail(fmt.Errorf("a table row in state does not decode: %w", unprefixed(err)))
+	}
+	return v, true, nil
+}
+
+// asOf returns the key's table row as of at: its latest version at or
+// before at; none before every version kept.
+func (o *updatesOp[K, S, V, Out]) asOf(k *runtime.KeyState, at int64) (*V, bool, error) {
+	var found []byte
+	upper := runtime.AppendTimedKey(nil, addSat(at, 1))
+	err := k.ScanRange(updatesTable, nil, upper, func(_, value []byte) error {
+		found = append(found[:0], value...)
+		return nil
+	})
+	if err != nil || found == nil {
+		return nil, false, err
+	}
+	return o.decodeVersion(k, found)
+}
+
+// dropOldVersions drops the key's versions older than the one current at
+// the watermark less the grace and the history: no stream row to come
+// joins them.
+func (o *updatesOp[K, S, V, Out]) dropOldVersions(k *runtime.KeyState) error {
+	horizon := addSat(k.Batch().Watermark.UnixNano(), -int64(o.cfg.grace)-int64(o.cfg.history))
+	upper := runtime.AppendTimedKey(nil, addSat(horizon, 1))
+	var old [][]byte
+	err := k.ScanRange(updatesTable, nil, upper, func(suffix, _ []byte) error {
+		old = append(old, append([]byte(nil), suffix...))
+		return nil
+	})
+	if err != nil || len(old) < 2 {
+		return err
+	}
+	for _, suffix := range old[:len(old)-1] { // the last is current at the horizon
+		if err := k.Delete(updatesTable, suffix); err != nil {
+			return err
+		}
+		k.Removed()
+	}
+	return nil
+}
+
+// HandleTimer joins the key's held stream rows whose time and grace the
+// watermark has passed, with the table's rows as of their times.
+func (o *updatesOp[K, S, V, Out]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	var key K
+	if err := o.codec.decode(k.Key(), &key); err != nil {
+		return k.Fail(fmt.Errorf("a key in state does not decode: %w", unprefixed(err)))
+	}
+	wm := k.Batch().Watermark.UnixNano()
+	// Held rows at or before W - grace are due.
+	due := addSat(wm, -int64(o.cfg.grace))
+	upper := runtime.AppendTimedKey(nil, addSat(due, 1))
+	type held struct{ suffix, value []byte }
+	var rows []held
+	err := k.ScanRange(updatesHeld, nil, upper, func(suffix, value []byte) error {
+		rows = append(rows, held{append([]byte(nil), suffix...), append([]byte(nil), value...)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, h := range rows {
+		var s S
+		if err := o.streamRows.decode(h.value[1:], &s); err != nil {
+			return k.Fail(fmt.Errorf("a held stream row does not decode: %w", unprefixed(err)))
+		}
+		v, ok, err := o.asOf(k, int64(binary.BigEndian.Uint64(h.suffix)^1<<63))
+		if err != nil {
+			return err
+		}
+		o.emit(key, &s, v, ok)
+		if err := k.Delete(updatesHeld, h.suffix); err != nil {
+			return err
+		}
+		k.Removed()
+	}
+	if err := o.dropOldVersions(k); err != nil {
+		return err
+	}
+	return k.DeleteTimer(expiry)
+}

@@ -1,0 +1,221 @@
+package typed_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// Kafka Streams' StreamTableJoinIntegrationTest, through the API: one key,
+// a sequence of stream rows (L) and table updates (R), a record a batch,
+// each with its timestamp in milliseconds; a stream row without a value
+// is dropped (Kafka Streams' null value), a table update without one is a
+// tombstone. The joiner writes "left-right".
+type ksRecord struct {
+	table bool
+	value string // "": null
+	ts    int
+}
+
+var ksSequence = []ksRecord{
+	{false, "", 1}, {true, "", 2}, {false, "A", 3}, {true, "a", 4}, {false, "B", 5}, {true, "b", 6}, {false, "", 7}, {true, "", 8}, {false, "C", 9}, {true, "c", 10},
+	{true, "", 11}, {false, "", 12}, {true, "", 13}, {true, "d", 7}, {false, "D", 6}, {false, "", 2}, {true, "", 3}, {true, "e", 14},
+	{false, "E", 15}, {false, "", 10}, {true, "", 9}, {false, "F", 4}, {true, "f", 3},
+}
+
+func TestKafkaStreamsStreamTableJoin(t *testing.T) {
+	base := time.Unix(1000, 0).UTC()
+	for _, tc := range []struct {
+		name      string
+		how       typed.JoinType
+		versioned bool
+		want      []string
+	}{
+		{"inner", typed.Inner, false, []string{"B-a@5", "D-d@6", "E-e@15"}},
+		{"left", typed.LeftOuter, false, []string{"A-null@3", "B-a@5", "C-null@9", "D-d@6", "E-e@15", "F-null@4"}},
+		{"inner versioned", typed.Inner, true, []string{"B-a@5", "D-b@6", "E-e@15", "F-a@4"}},
+		{"left versioned", typed.LeftOuter, true, []string{"A-null@3", "B-a@5", "C-null@9", "D-b@6", "E-e@15", "F-a@4"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stream := typed.NewMemoryStream[fixtures.Click]("stream", 0)
+			table := typed.NewMemoryStream[fixtures.Click]("table", 0)
+			s, u := typed.FromMemory(stream), typed.FromMemory(table)
+			var opts []typed.UpdatesOption
+			if tc.versioned {
+				s, u = watermarked(s, 0), watermarked(u, 0)
+				opts = append(opts, typed.AsOf(0), typed.TableHistory(5*time.Minute))
+			}
+			joined := typed.JoinUpdates(byKey(s), typed.TableUpdates(u, func(c *fixtures.Click) string { return c.User }, func(c *fixtures.Click) bool { return c.Page == "" }),
+				tc.how, func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+					right := "null"
+					if j.Right != nil {
+						right = j.Right.Page
+					}
+					return fmt.Sprintf("%s-%s@%d", j.Left.Page, right, j.Left.Time.Sub(base).Milliseconds())
+				}, opts...)
+			sink := newSink[string]()
+			h := startLive(t, typed.WriteTo(joined, sink), runtime.NewManualClock(time.Unix(1_000_000, 0)), newCheckpoint().opts()...)
+			defer h.stop()
+			for _, r := range ksSequence {
+				c := fixtures.Click{User: "k", Time: base.Add(time.Duration(r.ts) * time.Millisecond), Page: r.value}
+				switch {
+				case r.table:
+					table.Add(c)
+				case r.value != "":
+					stream.Add(c)
+				default:
+					continue // a stream row without a value is dropped
+				}
+				h.clock.Advance(time.Second)
+				h.wait()
+			}
+			if got := sink.rows(); !slices.Equal(got, tc.want) {
+				t.Fatalf("rows %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestJoinUpdatesAgainstALoop: a stream joined with a table that another
+// stream updates (with tombstones), in order of event time, writes what a
+// plain loop writes (each stream row with the table's latest row at its
+// time), Inner and LeftOuter, across a restart: the as-of join whatever
+// the batches; the latest-row join when the batches read both inputs to
+// the same time (with a cap of rows per batch, each input moves on its
+// own, and the table's row "at that moment" is the one its batches have
+// read).
+func TestJoinUpdatesAgainstALoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 9))
+	base := time.Unix(1000, 0).UTC()
+	type event struct {
+		table bool
+		c     fixtures.Click
+	}
+	var events []event
+	for i := range 400 {
+		c := fixtures.Click{User: fmt.Sprint("k", rng.IntN(5)), Time: base.Add(time.Duration(i) * time.Second), Page: fmt.Sprint("v", i)}
+		switch rng.IntN(5) {
+		case 0:
+			events = append(events, event{true, c})
+		case 1:
+			c.Page = "" // a tombstone
+			events = append(events, event{true, c})
+		default:
+			events = append(events, event{false, c})
+		}
+	}
+	text := func(s, v *fixtures.Click) string {
+		if v == nil {
+			return s.Page + "-null"
+		}
+		return s.Page + "-" + v.Page
+	}
+	want := map[typed.JoinType][]string{}
+	latest := map[string]*fixtures.Click{}
+	for i := range events {
+		e := &events[i]
+		switch {
+		case e.table && e.c.Page == "":
+			delete(latest, e.c.User)
+		case e.table:
+			latest[e.c.User] = &e.c
+		default:
+			v := latest[e.c.User]
+			want[typed.LeftOuter] = append(want[typed.LeftOuter], text(&e.c, v))
+			if v != nil {
+				want[typed.Inner] = append(want[typed.Inner], text(&e.c, v))
+			}
+		}
+	}
+	for _, asOf := range []bool{false, true} {
+		for _, how := range []typed.JoinType{typed.Inner, typed.LeftOuter} {
+			for _, perBatch := range []int{1, 7, 0} {
+				if !asOf && perBatch > 0 {
+					continue
+				}
+				t.Run(fmt.Sprintf("asOf=%v/%v/rows-per-batch=%d", asOf, how, perBatch), func(t *testing.T) {
+					stream := typed.NewMemoryStream[fixtures.Click]("stream", perBatch)
+					table := typed.NewMemoryStream[fixtures.Click]("table", perBatch)
+					s, u := watermarked(typed.FromMemory(stream), 0), watermarked(typed.FromMemory(table), 0)
+					var opts []typed.UpdatesOption
+					if asOf {
+						opts = append(opts, typed.AsOf(0), typed.TableHistory(time.Hour))
+					}
+					joined := typed.JoinUpdates(byKey(s), typed.TableUpdates(u, func(c *fixtures.Click) string { return c.User }, func(c *fixtures.Click) bool { return c.Page == "" }),
+						how, func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return text(j.Left, j.Right) }, opts...)
+					sink := newSink[string]()
+					w := typed.WriteTo(joined, sink)
+					ck := newCheckpoint()
+					for half, part := range [][]event{events[:len(events)/2], events[len(events)/2:]} {
+						// Both inputs are read in one batch each time: the
+						// halves keep the order of time across a restart.
+						for _, e := range part {
+							if e.table {
+								table.Add(e.c)
+							} else {
+								stream.Add(e.c)
+							}
+						}
+						if err := runToEnd(t, w, ck.opts()...); err != nil {
+							t.Fatalf("half %d: %v", half, err)
+						}
+					}
+					if got, want := sortedRows(sink.rows()), sortedRows(want[how]); !slices.Equal(got, want) {
+						t.Fatalf("%d rows, want %d; first difference:\n%s", len(got), len(want), firstDifference(got, want))
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestJoinUpdatesAsOfGrace: with a grace, a stream row waits until the
+// watermark is past its time plus the grace, so that a table update of an
+// earlier time that comes after it still counts; without one, it joins
+// with what has come.
+func TestJoinUpdatesAsOfGrace(t *testing.T) {
+	base := time.Unix(1000, 0).UTC()
+	at := func(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
+	for _, tc := range []struct {
+		grace time.Duration
+		want  []string
+	}{
+		{0, []string{"s1-v1", "s2-v3"}},
+		{5 * time.Second, []string{"s1-v2", "s2-v3"}},
+	} {
+		t.Run(fmt.Sprint("grace=", tc.grace), func(t *testing.T) {
+			stream := typed.NewMemoryStream[fixtures.Click]("stream", 0)
+			table := typed.NewMemoryStream[fixtures.Click]("table", 0)
+			s, u := watermarked(typed.FromMemory(stream), 0), watermarked(typed.FromMemory(table), 0)
+			joined := typed.JoinUpdates(byKey(s), typed.TableUpdates(u, func(c *fixtures.Click) string { return c.User }, nil), typed.Inner,
+				func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Left.Page + "-" + j.Right.Page },
+				typed.AsOf(tc.grace))
+			sink := newSink[string]()
+			w := typed.WriteTo(joined, sink)
+			ck := newCheckpoint()
+			step := func(more ...runtime.Option) {
+				t.Helper()
+				if err := runToEnd(t, w, ck.opts(more...)...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stream.Add(fixtures.Click{User: "k", Time: at(10), Page: "s1"})
+			table.Add(fixtures.Click{User: "k", Time: at(5), Page: "v1"})
+			step()
+			table.Add(fixtures.Click{User: "k", Time: at(9), Page: "v2"})
+			step()
+			table.Add(fixtures.Click{User: "k", Time: at(20), Page: "v3"})
+			stream.Add(fixtures.Click{User: "k", Time: at(20), Page: "s2"})
+			step(runtime.FlushEventTime())
+			if got := sink.rows(); !slices.Equal(got, tc.want) {
+				t.Fatalf("rows %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
