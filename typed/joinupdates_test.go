@@ -194,7 +194,9 @@ func TestJoinUpdatesAsOfGrace(t *testing.T) {
 			table := typed.NewMemoryStream[fixtures.Click]("table", 0)
 			s, u := watermarked(typed.FromMemory(stream), 0), watermarked(typed.FromMemory(table), 0)
 			joined := typed.JoinUpdates(byKey(s), typed.TableUpdates(u, func(c *fixtures.Click) string { return c.User }, nil), typed.Inner,
-				func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Left.Page + "-" + j.Right.Page },
+				func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+					return j.Left.Page + "-" + j.Right.Page
+				},
 				typed.AsOf(tc.grace))
 			sink := newSink[string]()
 			w := typed.WriteTo(joined, sink)
