@@ -1,0 +1,136 @@
+package typed
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+
+	"github.com/streamgen/streamgen/codec"
+)
+
+// GroupingSet says which dimensions of a key a grouping set rolls up: bit
+// i is set when dimension i (the i-th function given to Cube, Rollup or
+// GroupingSets) is rolled up, as SQL's GROUPING(column). The zero
+// GroupingSet rolls up nothing: the key as it is.
+type GroupingSet uint32
+
+// RolledUp reports whether the set rolls up dimension i.
+func (g GroupingSet) RolledUp(i int) bool { return g&(1<<i) != 0 }
+
+// SparkID returns the set as Spark's grouping_id() of n dimensions: the
+// first dimension is the highest bit.
+func (g GroupingSet) SparkID(n int) int {
+	return int(bits.Reverse32(uint32(g)) >> (32 - n))
+}
+
+// maxDimensions bounds the dimensions of Cube (2^n sets).
+const maxDimensions = 12
+
+// Cube aggregates each row of ks under its key and under every key made by
+// rolling up any of the dimensions (2^n grouping sets), as Spark's
+// cube(columns).agg(...): dims[i] rolls up dimension i of a key, setting
+// it to what stands for "all" (nil for a pointer field, or a flag the key
+// has). row makes each output row of a key, the set that made it, and
+// the aggregate. The output modes are Complete and Update, as
+// AggregateByKey's, whose rules it follows (a key is never evicted).
+func Cube[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
+	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, set GroupingSet, out Out) Row, dims ...func(*K),
+) Stream[Row] {
+	var sets []GroupingSet
+	if len(dims) <= maxDimensions {
+		for s := range GroupingSet(1) << len(dims) {
+			sets = append(sets, s)
+		}
+	}
+	return groupingSets[K, T, Acc, Out, Row, PA](ks, agg, row, "cube", sets, dims)
+}
+
+// Rollup aggregates each row of ks under its key and under the keys made
+// by rolling up its dimensions from the last, as Spark's
+// rollup(columns).agg(...): for dimensions a, b, c, the sets (a, b, c),
+// (a, b), (a) and (). See Cube.
+func Rollup[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
+	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, set GroupingSet, out Out) Row, dims ...func(*K),
+) Stream[Row] {
+	sets := []GroupingSet{0}
+	for i := len(dims) - 1; i >= 0; i-- {
+		sets = append(sets, sets[len(sets)-1]|1<<i)
+	}
+	return groupingSets[K, T, Acc, Out, Row, PA](ks, agg, row, "rollup", sets, dims)
+}
+
+// GroupingSets aggregates each row of ks under the key of each of sets,
+// as Spark's GROUPING SETS: each set rolls up the dimensions its bits
+// name. See Cube.
+func GroupingSets[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
+	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, set GroupingSet, out Out) Row, sets []GroupingSet, dims ...func(*K),
+) Stream[Row] {
+	return groupingSets[K, T, Acc, Out, Row, PA](ks, agg, row, "groupingSets", sets, dims)
+}
+
+// groupingKey is a key of a grouping set's aggregation: the set, and the
+// key with the set's dimensions rolled up.
+type groupingKey[K comparable] struct {
+	set GroupingSet
+	key K
+}
+
+// setRow is a row of the input under one grouping set's key: the key and
+// the row, valid while the row is pushed.
+type setRow[K comparable, T any] struct {
+	key groupingKey[K]
+	row *T
+}
+
+func groupingSets[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
+	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, set GroupingSet, out Out) Row, kind string, sets []GroupingSet, dims []func(*K),
+) Stream[Row] {
+	p := ks.s.p
+	if len(dims) == 0 {
+		p = p.failed("streamgen: %s: no dimensions", kind)
+	}
+	if len(dims) > maxDimensions {
+		p = p.failed("streamgen: %s: %d dimensions, at most %d", kind, len(dims), maxDimensions)
+	}
+	for _, s := range sets {
+		if s>>len(dims) != 0 {
+			p = p.failed("streamgen: %s: grouping set %b names a dimension past the %d given", kind, s, len(dims))
+		}
+	}
+	kc := ks.codec
+	codec := keyCodec[groupingKey[K]]{
+		encode: func(b []byte, k *groupingKey[K]) ([]byte, error) {
+			return kc.encode(binary.BigEndian.AppendUint32(b, uint32(k.set)), &k.key)
+		},
+		decode: func(b []byte, k *groupingKey[K]) error {
+			if len(b) < 4 {
+				return fmt.Errorf("a key of %d bytes does not begin with its grouping set", len(b))
+			}
+			k.set = GroupingSet(binary.BigEndian.Uint32(b))
+			return kc.decode(b[4:], &k.key)
+		},
+		typeName: kc.typeName, schema: kc.schema,
+	}
+	if kc.encode == nil {
+		codec.encode = nil
+	}
+	expanded := Stream[setRow[K, T]]{p: p, attach: func(c *compiler, emit func(*setRow[K, T])) {
+		ks.s.attach(c, func(t *T) {
+			k := ks.key(t)
+			for _, set := range sets {
+				r := setRow[K, T]{key: groupingKey[K]{set: set, key: k}, row: t}
+				for i, roll := range dims {
+					if set.RolledUp(i) {
+						roll(&r.key.key)
+					}
+				}
+				emit(&r)
+			}
+		})
+	}}
+	grouped := KeyedStream[groupingKey[K], setRow[K, T]]{s: expanded, key: func(r *setRow[K, T]) groupingKey[K] { return r.key }, codec: codec}
+	return aggregate[groupingKey[K], setRow[K, T], T, Acc, Out, Row, PA](grouped, agg,
+		func(r *setRow[K, T]) *T { return r.row }, nil, nil,
+		func(groupingKey[K]) (Window, bool) { return Window{}, false },
+		func(g groupingKey[K], out Out) Row { return row(g.key, g.set, out) }, kind, nil)
+}
