@@ -116,8 +116,9 @@ func TableFromFunc[K comparable, V any](load func(ctx context.Context) ([]V, err
 // files). A stream that ends in an aggregation gives its whole result
 // table (Complete mode: Spark's static aggregate, such as the reference's
 // historical averages); another, every row it writes. A row that does not
-// decode fails the load, naming it. With RefreshEvery, the stream is read
-// again when its sources hold more.
+// decode is left out, with a warning in the log that says how many and
+// where the first is. With RefreshEvery, the stream is read again when its
+// sources hold more.
 func TableFromStream[K comparable, V any](s Stream[V], key func(*V) K, opts ...TableOption) *Table[K, V] {
 	t := newTable("stream table", func(ctx context.Context) ([]tableRow[K, V], error) {
 		rows, err := readBounded(ctx, s)
@@ -151,8 +152,10 @@ func readBounded[V any](ctx context.Context, s Stream[V]) ([]V, error) {
 	if err := q.AwaitTermination(); err != nil {
 		return nil, err
 	}
-	if d, ok := dead.first(); ok {
-		return nil, fmt.Errorf("%s: %s: %s", d.Source, d.Position, d.Error)
+	if n := dead.count(); n > 0 {
+		d, _ := dead.first()
+		slog.Warn("streamgen: rows of a table's stream did not decode, and are left out of the table", "rows", n,
+			"first", d.Source+": "+d.Position, "error", d.Error)
 	}
 	batches := sink.Batches()
 	ids := slices.Sorted(maps.Keys(batches))
@@ -180,6 +183,17 @@ func (l *deadLetterList) WriteDeadLetters(_ context.Context, batch int64, letter
 	}
 	l.letters[batch] = append([]runtime.DeadLetter(nil), letters...)
 	return nil
+}
+
+// count returns the number of dead letters.
+func (l *deadLetterList) count() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, d := range l.letters {
+		n += len(d)
+	}
+	return n
 }
 
 // first returns the first dead letter of the earliest batch that had one.
