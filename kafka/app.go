@@ -134,6 +134,38 @@ func (t *Task) Source(opts Options) *TopicSource {
 	return s
 }
 
+// SourceOf returns a source of the task's partition of topic alone, one
+// of the App's Topics, with opts for the rest (see Source): for a join of
+// two of them, each side its own source (the topics are co-partitioned:
+// a key in the same partition of each). It is closed with the task.
+func (t *Task) SourceOf(topic string, opts Options) *TopicSource {
+	opts.Connection = t.app.opts.Connection
+	opts.Topics, opts.TopicPattern = nil, ""
+	opts.Partitions = map[string][]int32{topic: {t.Partition}}
+	if opts.Name == "" {
+		opts.Name = "kafka:" + topic + "/" + strconv.Itoa(int(t.Partition))
+	}
+	s := Source(opts)
+	t.OnClose(s.Close)
+	return s
+}
+
+// GlobalSource returns a source of every partition of topic, which need
+// not be one of the App's Topics, for a table each task keeps whole (Kafka
+// Streams' GlobalKTable): joined with the task's partition of a stream,
+// it holds every key, whichever partition has it. Every task reads the
+// whole topic into its own state. It is closed with the task.
+func (t *Task) GlobalSource(topic string, opts Options) *TopicSource {
+	opts.Connection = t.app.opts.Connection
+	opts.Topics, opts.TopicPattern, opts.Partitions = []string{topic}, "", nil
+	if opts.Name == "" {
+		opts.Name = "kafka:" + topic
+	}
+	s := Source(opts)
+	t.OnClose(s.Close)
+	return s
+}
+
 // Transactions returns the task's transactions, for its Kafka sinks and
 // dead-letter topic (SinkOptions.Transactions), or nil without
 // AppOptions.ExactlyOnce.
