@@ -5,13 +5,14 @@
 //     order of "orders" with its customer's record from the compacted
 //     topic "customers" (the latest per customer, at the order's time; a
 //     tombstone deletes the customer), to "enriched-orders";
+//
 //   - a stream-stream join with a time condition (left outer): each
 //     impression of "impressions" with the clicks on its ad of "clicks"
 //     within ten minutes after it, and each impression without one, to
 //     "impression-clicks".
 //
-//	go run ./examples/kafkajoins                      # in-process cluster and a sample
-//	STREAMGEN_KAFKA_BROKERS=host:9092 go run ./examples/kafkajoins
+//     go run ./examples/kafkajoins                      # in-process cluster and a sample
+//     STREAMGEN_KAFKA_BROKERS=host:9092 go run ./examples/kafkajoins
 //
 // It creates the topics (three partitions each, keyed by customer and by
 // ad), produces the sample, runs each query to the end of its input (with
@@ -174,4 +175,3 @@ func setUp(ctx context.Context, conn kafka.Connection) error {
 	}
 	return nil
 }
-
