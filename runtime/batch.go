@@ -84,8 +84,10 @@ type opRun struct {
 	scope            Scope
 	updated, removed int64
 	late             int64
-	// total is the operator's state rows after the batch's calls so far.
+	// total is the operator's state rows after the batch's calls so far;
+	// metrics its own figures (see KeyState.AddMetric).
 	total    int64
+	metrics  map[string]int64
 	keyState KeyState
 	// dirty marks the groups whose state the batch has written: a read of
 	// a group that is not dirty reads the committed state directly, unless
@@ -557,6 +559,16 @@ func (k *KeyState) Updated(added bool) {
 // function (an initial state): the row adds to the total but is not an
 // update.
 func (k *KeyState) Inserted() { k.b.ops[k.op].total++ }
+
+// AddMetric adds delta to the operator's figure name, kept from batch to
+// batch in the checkpoint and reported in the progress (CustomMetrics).
+func (k *KeyState) AddMetric(name string, delta int64) {
+	o := &k.b.ops[k.op]
+	if o.metrics == nil {
+		o.metrics = map[string]int64{}
+	}
+	o.metrics[name] += delta
+}
 
 // Dropped counts a state row removed by the call out of the operator's
 // total only, not as removed in its report: Spark's join reports so the

@@ -57,6 +57,15 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 	for i := range b.ops {
 		next.StateRows = append(next.StateRows, b.ops[i].total)
 	}
+	for i := range b.ops {
+		if len(b.ops[i].metrics) > 0 {
+			next.OperatorMetrics = make([]map[string]int64, len(b.ops))
+			for j := range b.ops {
+				next.OperatorMetrics[j] = b.ops[j].metrics
+			}
+			break
+		}
+	}
 	// process settled the previous batch's commit before the sinks.
 	if err := q.settle(); err != nil {
 		return p, err
@@ -160,6 +169,9 @@ func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
 		b.ops[i].scope = Scope{Operator: uint8(i)}
 		if i < len(p.StateRows) {
 			b.ops[i].total = p.StateRows[i]
+		}
+		if i < len(p.OperatorMetrics) && len(p.OperatorMetrics[i]) > 0 {
+			b.ops[i].metrics = copyMap(p.OperatorMetrics[i])
 		}
 	}
 	return b
@@ -428,6 +440,7 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 			NumRowsUpdated:            o.updated,
 			NumRowsRemoved:            o.removed,
 			NumRowsDroppedByWatermark: o.late,
+			CustomMetrics:             copyMap(o.metrics),
 		})
 	}
 	return r

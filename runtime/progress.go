@@ -76,6 +76,10 @@ type StateOperatorProgress struct {
 	NumRowsUpdated            int64  `json:"numRowsUpdated"`
 	NumRowsRemoved            int64  `json:"numRowsRemoved"`
 	NumRowsDroppedByWatermark int64  `json:"numRowsDroppedByWatermark"`
+	// CustomMetrics are the operator's own figures after the batch (a
+	// join's rows buffered per side: numLeftRows, numRightRows), as
+	// Spark's customMetrics.
+	CustomMetrics map[string]int64 `json:"customMetrics,omitempty"`
 }
 
 // SourceProgress reports the source of a batch.

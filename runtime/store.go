@@ -680,6 +680,9 @@ type Progress struct {
 	// StateRows is the number of state rows of each stateful operator,
 	// kept up to date batch by batch so that no report has to count them.
 	StateRows []int64 `json:"stateRows,omitempty"`
+	// OperatorMetrics are each operator's own figures (see
+	// KeyState.AddMetric), kept up to date as StateRows.
+	OperatorMetrics []map[string]int64 `json:"operatorMetrics,omitempty"`
 }
 
 // Progress returns the progress of the last committed batch; ok is false

@@ -480,6 +480,10 @@ func joinKeyCodec[K comparable](kc keyCodec[K], windows *Windows) (keyCodec[join
 	}, nil
 }
 
+// sideMetric names the figure of the rows a side keeps, in the join's
+// progress (CustomMetrics).
+var sideMetric = [2]string{"numLeftRows", "numRightRows"}
+
 // joinRow is a row of one side gathered for a batch: its event time
 // (Unix nanoseconds; 0 without one) and its window's end (a join on
 // windows).
@@ -802,6 +806,7 @@ func (o *joinOp[K, L, R, Out]) store(k *runtime.KeyState, b *runtime.Batch, side
 		return err
 	}
 	k.Updated(true)
+	k.AddMetric(sideMetric[side], 1)
 	if t, ok := o.ev.evictAt(side, at, end); ok {
 		return k.RegisterTimer(time.Unix(0, t).UTC())
 	}
@@ -843,6 +848,7 @@ func (o *joinOp[K, L, R, Out]) HandleTimer(ctx context.Context, k *runtime.KeySt
 			if err := k.Delete(side, m.suffix); err != nil {
 				return err
 			}
+			k.AddMetric(sideMetric[side], -1)
 			if o.removalCounted(side) {
 				k.Removed()
 			} else {

@@ -826,7 +826,8 @@ func TestSparkJoinRegression38684(t *testing.T) {
 }
 
 // "SPARK-35896: metrics in StateOperatorProgress are output correctly":
-// the join's report names it and counts the rows removed.
+// the join's report names it and counts the rows removed, and its custom
+// metrics say how many rows each side keeps.
 func TestSparkJoinMetrics(t *testing.T) {
 	h := newSparkJoin(t, windowedJoin(typed.Inner, 10*time.Second, -1, typed.JoinRightTime(clickTime)))
 	defer h.stop()
@@ -847,6 +848,15 @@ func TestSparkJoinMetrics(t *testing.T) {
 	}
 	if m := last(); m.NumRowsTotal != 1 || removed != 2 {
 		t.Fatalf("after L+25: %+v, %d removed, want a total of 1 and 2 removed", m, removed)
+	}
+	// The rows each side keeps, in the report and across a restart.
+	if m := last(); m.CustomMetrics["numLeftRows"] != 1 || m.CustomMetrics["numRightRows"] != 0 {
+		t.Fatalf("after L+25: custom metrics %v, want one left row, no right row", m.CustomMetrics)
+	}
+	h.restart()
+	h.add(nil, valueRowsM(3, 25, 26))
+	if m := last(); m.CustomMetrics["numLeftRows"] != 1 || m.CustomMetrics["numRightRows"] != 2 {
+		t.Fatalf("after a restart and R+25,26: custom metrics %v, want one left row, two right rows", m.CustomMetrics)
 	}
 }
 

@@ -41,6 +41,7 @@ var DurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 
 //	processed_rows_per_second{query}              the last batch's rows over its duration
 //	batch_duration_seconds{query,phase}           histogram of the batches' phases: phase is a key of QueryProgress.DurationMs (runtime.DurationGetBatch, ...)
 //	state_rows{query,operator,name}               the state rows of a stateful operator (operator: its index in the query; name: its kind)
+//	state_operator_metric{query,operator,name,metric} an operator's own figure (a join's numLeftRows, numRightRows)
 //	state_rows_updated_total{query,operator,name} state rows written
 //	state_rows_removed_total{query,operator,name} state rows removed
 //	late_rows_total{query,operator,name}          rows dropped as behind the watermark
@@ -76,6 +77,7 @@ type Metrics struct {
 	info                                        *prometheus.GaugeVec
 	durations                                   *prometheus.HistogramVec
 	stateRows                                   *prometheus.GaugeVec
+	stateMetric                                 *prometheus.GaugeVec
 	updated, removed, late                      *prometheus.CounterVec
 	watermarkDesc, delayDesc                    *prometheus.Desc
 	store                                       []storeMetric
@@ -121,6 +123,7 @@ func NewMetrics() *Metrics {
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "batch_duration_seconds",
 			Help: "The duration of the batches' phases; phase is a key of the progress report's durationMs.", Buckets: DurationBuckets}, []string{"query", "phase"}),
 		stateRows:     gauge("state_rows", "State rows of a stateful operator after the last batch.", op),
+		stateMetric:   gauge("state_operator_metric", "A stateful operator's own figure after the last batch (its progress report's customMetrics: a join's rows per side).", append(op[:3:3], "metric")),
 		updated:       counter("state_rows_updated_total", "State rows written by a stateful operator.", op),
 		removed:       counter("state_rows_removed_total", "State rows removed by a stateful operator.", op),
 		late:          counter("late_rows_total", "Rows dropped by a stateful operator as behind the watermark.", op),
@@ -162,7 +165,7 @@ func NewMetrics() *Metrics {
 // vecs are the metrics Metrics keeps in vectors of the client library.
 func (m *Metrics) vecs() []prometheus.Collector {
 	return []prometheus.Collector{m.batches, m.inputRows, m.outputRows, m.deadLetters, m.running, m.info, m.batchID,
-		m.inputRate, m.processRate, m.durations, m.stateRows, m.updated, m.removed, m.late}
+		m.inputRate, m.processRate, m.durations, m.stateRows, m.stateMetric, m.updated, m.removed, m.late}
 }
 
 // Handler serves the metrics in the formats Prometheus scrapes (the text
@@ -226,6 +229,9 @@ func (m *Metrics) OnQueryProgress(p runtime.QueryProgress) {
 	for i, op := range p.StateOperators {
 		index := strconv.Itoa(i)
 		m.stateRows.WithLabelValues(l, index, op.OperatorName).Set(float64(op.NumRowsTotal))
+		for name, v := range op.CustomMetrics {
+			m.stateMetric.WithLabelValues(l, index, op.OperatorName, name).Set(float64(v))
+		}
 		m.updated.WithLabelValues(l, index, op.OperatorName).Add(float64(op.NumRowsUpdated))
 		m.removed.WithLabelValues(l, index, op.OperatorName).Add(float64(op.NumRowsRemoved))
 		m.late.WithLabelValues(l, index, op.OperatorName).Add(float64(op.NumRowsDroppedByWatermark))

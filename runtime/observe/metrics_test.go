@@ -429,3 +429,36 @@ func TestMetricsAcrossRuns(t *testing.T) {
 		t.Errorf("store_state_cache_misses_total %v, want the last run's %d", got, p.StateStore.StateCacheMisses)
 	}
 }
+
+// TestMetricsOfAJoin: a join's rows per side, its custom metrics, are
+// series of their own, as its last report says.
+func TestMetricsOfAJoin(t *testing.T) {
+	left := typed.NewMemoryStream[fixtures.Click]("left", 0)
+	right := typed.NewMemoryStream[fixtures.Click]("right", 0)
+	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	left.Add(fixtures.Click{User: "a", Time: base}, fixtures.Click{User: "b", Time: base}, fixtures.Click{User: "b", Time: base.Add(time.Second)})
+	right.Add(fixtures.Click{User: "a", Time: base})
+	byUser := func(s typed.Stream[fixtures.Click]) typed.KeyedStream[string, fixtures.Click] {
+		return typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User })
+	}
+	joined := typed.Join(byUser(typed.FromMemory(left)), byUser(typed.FromMemory(right)), typed.Inner,
+		func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Key })
+	m := observe.NewMetrics()
+	q, err := typed.WriteTo(joined, typed.NewMemorySink[string]()).Start(context.Background(),
+		runtime.Name("joined"), runtime.Listener(m), runtime.WithTrigger(runtime.AvailableNow()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	families := scrape(t, srv.URL)
+	for metric, want := range map[string]float64{"numLeftRows": 3, "numRightRows": 1} {
+		got, ok := value(t, families, "streamgen_state_operator_metric", map[string]string{"query": "joined", "name": "symmetricHashJoin", "metric": metric})
+		if !ok || got != want {
+			t.Errorf("%s: %v (found %v), want %v", metric, got, ok, want)
+		}
+	}
+}
