@@ -949,3 +949,66 @@ func TestJoinAgainstALoop(t *testing.T) {
 		}
 	}
 }
+
+// Kafka Streams' KStreamKStreamJoinTest "testWindowing": an inner join of
+// records of keys 0 to 3 within 100 ms before or after
+// (JoinWindows.ofTimeDifferenceWithNoGrace(100)), both bounds inclusive,
+// a step of records at a time, each joining what came before.
+func TestKafkaStreamsJoinWindowing(t *testing.T) {
+	ms := func(n int) time.Time { return time.Unix(0, int64(n)*int64(time.Millisecond)).UTC() }
+	h := newSparkJoin(t, func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+		return typed.Join(byKey(l), byKey(r), typed.Inner, func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+			return j.Key + ":" + j.Left.Page + "+" + j.Right.Page
+		}, typed.JoinLeftTime(clickTime), typed.JoinRightTime(clickTime), typed.JoinWithin(typed.TimeBetween(-100*time.Millisecond, 100*time.Millisecond)))
+	})
+	defer h.stop()
+	// rows makes records of keys 0 to n-1, values prefix+key, at ts (+k
+	// with spread).
+	rows := func(prefix string, n, ts int, spread bool) []fixtures.Click {
+		var out []fixtures.Click
+		for k := range n {
+			at := ts
+			if spread {
+				at += k
+			}
+			out = append(out, fixtures.Click{User: strconv.Itoa(k), Time: ms(at), Page: prefix + strconv.Itoa(k)})
+		}
+		return out
+	}
+	pairs := func(l, r string, keys ...int) []string {
+		var out []string
+		for _, k := range keys {
+			out = append(out, fmt.Sprintf("%d:%s%d+%s%d", k, l, k, r, k))
+		}
+		return out
+	}
+	step := func(name string, left, right []fixtures.Click, want []string) {
+		t.Helper()
+		h.add(left, right)
+		h.check(name, want...)
+	}
+	step("A", rows("A", 2, 0, false), nil, nil)
+	step("a", nil, rows("a", 2, 0, false), pairs("A", "a", 0, 1))
+	step("B", rows("B", 4, 1000, true), nil, nil)
+	step("b", nil, rows("b", 4, 1100, false), pairs("B", "b", 0, 1, 2, 3))
+	step("c", nil, rows("c", 4, 1101, false), pairs("B", "c", 1, 2, 3))
+	step("d", nil, rows("d", 4, 1102, false), pairs("B", "d", 2, 3))
+	step("e", nil, rows("e", 4, 1103, false), pairs("B", "e", 3))
+	step("f", nil, rows("f", 4, 1104, false), nil)
+	step("g", nil, rows("g", 4, 899, false), nil)
+	step("h", nil, rows("h", 4, 900, false), pairs("B", "h", 0))
+	step("i", nil, rows("i", 4, 901, false), pairs("B", "i", 0, 1))
+	step("j", nil, rows("j", 4, 902, false), pairs("B", "j", 0, 1, 2))
+	step("k", nil, rows("k", 4, 903, false), pairs("B", "k", 0, 1, 2, 3))
+	step("l", nil, rows("l", 4, 2000, true), nil)
+	step("C", rows("C", 4, 2100, false), nil, pairs("C", "l", 0, 1, 2, 3))
+	step("D", rows("D", 4, 2101, false), nil, pairs("D", "l", 1, 2, 3))
+	step("E", rows("E", 4, 2102, false), nil, pairs("E", "l", 2, 3))
+	step("F", rows("F", 4, 2103, false), nil, pairs("F", "l", 3))
+	step("G", rows("G", 4, 2104, false), nil, nil)
+	step("H", rows("H", 4, 1899, false), nil, nil)
+	step("I", rows("I", 4, 1900, false), nil, pairs("I", "l", 0))
+	step("J", rows("J", 4, 1901, false), nil, pairs("J", "l", 0, 1))
+	step("K", rows("K", 4, 1902, false), nil, pairs("K", "l", 0, 1, 2))
+	step("L", rows("L", 4, 1903, false), nil, pairs("L", "l", 0, 1, 2, 3))
+}
