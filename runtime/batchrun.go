@@ -263,7 +263,7 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 	k := &b.ops[i].keyState
 	// The keys' first state variable, which most operators read first, is
 	// read ahead through the state cache, some keys at a time.
-	warm := len(info.States) > 0
+	warm := len(info.States) > 0 && info.States[0].Encoding != EncodingJoinBuffer && info.States[0].Encoding != EncodingByEventTime
 	warmed := 0
 	var warmKeys [cacheWarmMax][]byte
 	for g := range groups.Len() {
@@ -318,8 +318,10 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 			if err != nil {
 				return fail(b.fail(err))
 			}
-			b.ops[i].removed += n
-			b.ops[i].total -= n
+			if !t.index {
+				b.ops[i].removed += n
+				b.ops[i].total -= n
+			}
 		}
 	}
 	return nil

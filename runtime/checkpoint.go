@@ -235,7 +235,8 @@ func (c *CheckpointReader) Timers(op uint8, fn func(StoredTimer) error) error {
 // Rows calls fn with each entry of operator op's variable (every variable
 // when variable is ""), decoded through the schemas in m (Meta): the
 // grouping key, the entry's index or map key, its expiry or timeout, and
-// its value, as JSON. A list's header entry is left out.
+// its value, as JSON. A list's header entry is left out, and so are the
+// entries of an index (VariableMeta.Index).
 func (c *CheckpointReader) Rows(m Meta, op int, variable string, fn func(StateRow) error) error {
 	if op < 0 || op >= len(m.Operators) {
 		return fmt.Errorf("streamgen: the checkpoint has no operator %d", op)
@@ -254,6 +255,9 @@ func (c *CheckpointReader) Rows(m Meta, op int, variable string, fn func(StateRo
 		name, ok := names[e.Variable]
 		if !ok || variable != "" && name != variable {
 			return nil // a variable the description no longer names
+		}
+		if om.Variables[name].Index {
+			return nil // no state rows: an index of the others
 		}
 		v := om.Variables[name]
 		row := StateRow{Partition: e.Partition, Variable: name}

@@ -61,7 +61,9 @@ func AppendTimedKey(b []byte, ns int64) []byte {
 // timedState is an operator's variable ordered by event time, as the loop
 // keeps it: its id and its count of entries.
 type timedState struct {
-	id     uint8
+	id uint8
+	// index says its entries are not state rows (StateInfo.Index).
+	index  bool
 	counts timedCounts
 }
 
@@ -360,4 +362,36 @@ func (k *KeyState) SeenTimed(variable uint8) (bool, error) {
 func (k *KeyState) PutTimed(variable uint8) error {
 	k.wrote()
 	return k.check(k.b.state.PutTimed(k.v(variable), k.key))
+}
+
+// PutTimed adds the entry of key, which begins with its time (see
+// AppendTimedKey), to operator op's variable ordered by event time, for an
+// operator that keeps an index of its own state there (StateInfo.Index):
+// the loop removes the entry once the watermark reaches the time. Its key
+// is no group's, and no KeyState reads it.
+func (b *Batch) PutTimed(op int, variable uint8, key []byte) error {
+	if err := b.state.PutTimed(Var{Scope: b.ops[op].scope, Variable: variable}, key); err != nil {
+		return b.fail(err)
+	}
+	return nil
+}
+
+// ScanTimedThrough calls fn with the key of each entry of operator op's
+// variable ordered by event time whose time is at or before until, in
+// order of time, as the batch sees them: what the loop removes at the end
+// of the batch's calls, read before it does. The key is valid during the
+// call; fn must not write the variable.
+func (b *Batch) ScanTimedThrough(op int, variable uint8, until time.Time, fn func(key []byte) error) error {
+	v := Var{Scope: b.ops[op].scope, Variable: variable}
+	lower := timedPrefix(nil, v)
+	end := instantBits(appendInstant(nil, until))
+	upper := binary.BigEndian.AppendUint64(append([]byte(nil), lower...), end+1)
+	if end == 1<<64-1 {
+		upper = prefixEnd(lower)
+	}
+	err := b.state.scan(lower, upper, func(k, _ []byte) error { return fn(k[len(lower):]) })
+	if err != nil {
+		return b.fail(err)
+	}
+	return nil
 }

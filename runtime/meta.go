@@ -62,6 +62,9 @@ type VariableMeta struct {
 	ValueType  string        `json:"valueType,omitempty"`
 	MapKeyType string        `json:"mapKeyType,omitempty"`
 	MapKey     *codec.Schema `json:"mapKey,omitempty"`
+	// Index marks an index of the operator's other state
+	// (StateInfo.Index), whose entries are no state rows.
+	Index bool `json:"index,omitempty"`
 }
 
 // planMeta describes plan as a checkpoint records it.
@@ -79,7 +82,7 @@ func planMeta(plan *Plan) Meta {
 		}
 		for i, s := range info.States {
 			om.States[s.Name] = s.Schema
-			vm := VariableMeta{ID: uint8(i), Kind: s.Kind, Encoding: s.Encoding, ValueType: s.ValueType, MapKeyType: s.MapKeyType, MapKey: s.MapKey}
+			vm := VariableMeta{ID: uint8(i), Kind: s.Kind, Encoding: s.Encoding, ValueType: s.ValueType, MapKeyType: s.MapKeyType, MapKey: s.MapKey, Index: s.Index}
 			if s.TTL > 0 {
 				vm.TTL = s.TTL.String()
 				if s.EventTimeTTL {

@@ -152,6 +152,10 @@ type StateInfo struct {
 	ValueType  string
 	MapKeyType string
 	MapKey     *codec.Schema
+	// Index says the variable's entries index the operator's other state
+	// (a join's rows by the time they are forgotten): they are not state
+	// rows, and the operator's totals leave them out.
+	Index bool
 }
 
 // VariableIDs is implemented by an operator that needs to know the ids

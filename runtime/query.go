@@ -112,7 +112,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		for _, s := range op.Info().States {
 			if s.Encoding == EncodingByEventTime {
 				vid := meta.Operators[i].Variables[s.Name].ID
-				timedVars[i] = append(timedVars[i], timedState{id: vid})
+				timedVars[i] = append(timedVars[i], timedState{id: vid, index: s.Index})
 				if store.state != nil {
 					store.state.skip(uint8(i), vid)
 				}

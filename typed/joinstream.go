@@ -223,6 +223,10 @@ type joinSide = uint8
 const (
 	leftSide  joinSide = 0
 	rightSide joinSide = 1
+	// joinIndex is the variable of the rows by the time they are
+	// forgotten: the time, the side, uvarint(len(key)), the key and the
+	// row's suffix.
+	joinIndex uint8 = 2
 )
 
 // Join joins two streams on their keys, as Spark's join of two streaming
@@ -368,12 +372,14 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 			leftFilter: leftFilter, rightFilter: rightFilter,
 			leftMarked: leftMarked, rightMarked: rightMarked}
 		op.info = runtime.OperatorInfo{
-			Kind: kind, Name: name, OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
+			Kind: kind, Name: name, OutputMode: Append.String(),
 			KeyType: keyCodec.typeName, Key: keyCodec.schema,
 			Timeout: how.String() + " " + ev.String(),
 			States: []runtime.StateInfo{
 				{Name: "left", Kind: "list", Encoding: runtime.EncodingJoinBuffer, Schema: leftRows.schema, ValueType: leftRows.typeName},
 				{Name: "right", Kind: "list", Encoding: runtime.EncodingJoinBuffer, Schema: rightRows.schema, ValueType: rightRows.typeName},
+				// The rows of both sides by the time they are forgotten.
+				{Name: "byTime", Kind: "value", Encoding: runtime.EncodingByEventTime, Index: true},
 			},
 			DropsLateRows: leftMarked || rightMarked,
 		}
@@ -530,7 +536,7 @@ type joinOp[K comparable, L, R, Out any] struct {
 	rights []joinRow[R]
 
 	// Scratch of one call.
-	suffix, value []byte
+	suffix, value, idx []byte
 	found         []joinMatch
 	from, to      []byte
 }
@@ -807,66 +813,88 @@ func (o *joinOp[K, L, R, Out]) store(k *runtime.KeyState, b *runtime.Batch, side
 	}
 	k.Updated(true)
 	k.AddMetric(sideMetric[side], 1)
-	if t, ok := o.ev.evictAt(side, at, end); ok {
-		return k.RegisterTimer(time.Unix(0, t).UTC())
+	t, ok := o.ev.evictAt(side, at, end)
+	if !ok {
+		return nil
+	}
+	// Indexed by the time it is forgotten: once the watermark reaches it
+	// (evictAt's instant is a timer's, a nanosecond before).
+	o.idx = runtime.AppendTimedKey(o.idx[:0], addSat(t, 1))
+	o.idx = append(o.idx, side)
+	o.idx = binary.AppendUvarint(o.idx, uint64(len(k.Key())))
+	o.idx = append(append(o.idx, k.Key()...), o.suffix...)
+	return b.PutTimed(o.index, joinIndex, o.idx)
+}
+
+// RowsDone forgets, after the batch's rows, the rows of each side that
+// the watermark has passed, read from the index of rows by the time they
+// are forgotten (which the loop then removes, one range): those of a kept
+// side that had no match are written, padded.
+func (o *joinOp[K, L, R, Out]) RowsDone(ctx context.Context, b *runtime.Batch) error {
+	if !o.ev.left && !o.ev.right || b.Watermark.IsZero() {
+		return nil
+	}
+	type due struct {
+		side        joinSide
+		key, suffix []byte
+	}
+	var rows []due
+	err := b.ScanTimedThrough(o.index, joinIndex, b.Watermark, func(k []byte) error {
+		if len(k) < 9 {
+			return fmt.Errorf("a join index entry of %d bytes", len(k))
+		}
+		side := k[8]
+		n, w := binary.Uvarint(k[9:])
+		if w <= 0 || uint64(len(k)-9-w) < n+20 {
+			return fmt.Errorf("a join index entry with a bad key length")
+		}
+		key := k[9+w : 9+w+int(n)]
+		rows = append(rows, due{side: side, key: append([]byte(nil), key...), suffix: append([]byte(nil), k[9+w+int(n):]...)})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, r := range rows {
+		if i%1024 == 1023 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := o.forget(b, r.side, r.key, r.suffix); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// HandleTimer forgets the key's rows that the watermark has passed, on
-// each side that forgets, writing those of a kept side that had no match,
-// padded; then deletes the timer.
-func (o *joinOp[K, L, R, Out]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
-	var key joinKey[K]
-	if err := o.keyCodec.decode(k.Key(), &key); err != nil {
-		return k.Fail(fmt.Errorf("a join key in state does not decode: %w", unprefixed(err)))
-	}
-	wm := k.Batch().Watermark.UnixNano()
-	win := o.window(&key)
-	for _, side := range []joinSide{leftSide, rightSide} {
-		if side == leftSide && !o.ev.left || side == rightSide && !o.ev.right {
-			continue
-		}
-		// The side's rows at or before its state watermark.
-		var bound int64
-		switch {
-		case o.ev.byWindow:
-			if key.start+int64(o.windows.size) > wm {
-				continue
-			}
-			bound = 1<<63 - 1
-		case side == leftSide:
-			bound = addSat(addSat(wm, int64(o.ev.cond.lower.offset)), -o.ev.cond.lower.adjustment())
-		default:
-			bound = addSat(addSat(wm, -int64(o.ev.cond.upper.offset)), -o.ev.cond.upper.adjustment())
-		}
-		if err := o.scan(k, side, 0, bound, false, true); err != nil {
+// forget removes a row of side of the encoded key, writing it padded when
+// its side is kept and it had no match.
+func (o *joinOp[K, L, R, Out]) forget(b *runtime.Batch, side joinSide, key, suffix []byte) error {
+	k := b.KeyStateOf(o.index, key)
+	padded := side == leftSide && o.how.keepsLeft() || side == rightSide && o.how.keepsRight()
+	var value []byte
+	if padded {
+		raw, ok, err := k.Get(side, suffix)
+		if err != nil || !ok {
 			return err
 		}
-		padded := side == leftSide && o.how.keepsLeft() || side == rightSide && o.how.keepsRight()
-		for _, m := range o.found {
-			if err := k.Delete(side, m.suffix); err != nil {
-				return err
+		value = raw
+		if value[0]&runtime.JoinRowMatched == 0 {
+			var jk joinKey[K]
+			if err := o.keyCodec.decode(key, &jk); err != nil {
+				return k.Fail(fmt.Errorf("a join key in state does not decode: %w", unprefixed(err)))
 			}
-			k.AddMetric(sideMetric[side], -1)
-			if o.removalCounted(side) {
-				k.Removed()
-			} else {
-				k.Dropped()
-			}
-			if !padded || m.value[0]&runtime.JoinRowMatched != 0 {
-				continue
-			}
-			j := Joined[K, L, R]{Key: key.key, Window: win}
+			j := Joined[K, L, R]{Key: jk.key, Window: o.window(&jk)}
 			if side == leftSide {
 				var l L
-				if err := o.leftRows.decode(m.value[1:], &l); err != nil {
+				if err := o.leftRows.decode(value[1:], &l); err != nil {
 					return k.Fail(fmt.Errorf("a left row in state does not decode: %w", unprefixed(err)))
 				}
 				j.Left = &l
 			} else {
 				var r R
-				if err := o.rightRows.decode(m.value[1:], &r); err != nil {
+				if err := o.rightRows.decode(value[1:], &r); err != nil {
 					return k.Fail(fmt.Errorf("a right row in state does not decode: %w", unprefixed(err)))
 				}
 				j.Right = &r
@@ -875,7 +903,23 @@ func (o *joinOp[K, L, R, Out]) HandleTimer(ctx context.Context, k *runtime.KeySt
 			o.emitDown(&out)
 		}
 	}
-	return k.DeleteTimer(expiry)
+	// Every row indexed is in its side's buffer until forgotten here: a
+	// blind delete.
+	if err := k.Delete(side, suffix); err != nil {
+		return err
+	}
+	k.AddMetric(sideMetric[side], -1)
+	if o.removalCounted(side) {
+		k.Removed()
+	} else {
+		k.Dropped()
+	}
+	return nil
+}
+
+// HandleTimer is not called: the join sets no timers.
+func (o *joinOp[K, L, R, Out]) HandleTimer(context.Context, *runtime.KeyState, time.Time) error {
+	return nil
 }
 
 // removalCounted says whether the rows side forgets count as removed in

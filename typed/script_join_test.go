@@ -2,6 +2,7 @@ package typed_test
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -37,7 +38,8 @@ import (
 //	flush                 start it again, run the input to its end, then
 //	                      move the watermark past every event time
 //	state                 print the buffered rows of each side (key,
-//	                      time, matched, value) and the timers
+//	                      time, matched, value) and when each side
+//	                      forgets each of its rows (its index by time)
 //
 // Times print as seconds after the scripts' epoch.
 func TestJoinScripts(t *testing.T) {
@@ -266,14 +268,24 @@ func (s *joinScript) dump(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	// The index of rows by the time they are forgotten: the time, then
+	// the side, uvarint(len(key)), the key and the row's suffix.
 	windowed := strings.HasPrefix(m.Operators[0].KeyType, "window+")
-	err = r.Timers(0, func(tm runtime.StoredTimer) error {
-		key := string(tm.Key)
-		if windowed && len(tm.Key) >= 16 {
-			start := time.Unix(0, int64(beUint64(tm.Key)^1<<63)).UTC()
-			key = string(tm.Key[16:]) + " window=" + scriptTime(start)
+	index := m.Operators[0].Variables["byTime"].ID
+	err = r.ScanState(0, func(e runtime.Entry) error {
+		if e.Variable != index {
+			return nil
 		}
-		fmt.Fprintf(&b, "timer %s %s\n", key, scriptTime(tm.At))
+		at := time.Unix(0, int64(beUint64(e.Key)^1<<63)).UTC()
+		side := map[byte]string{0: "left", 1: "right"}[e.Suffix[0]]
+		n, w := binary.Uvarint(e.Suffix[1:])
+		key := e.Suffix[1+w : 1+w+int(n)]
+		name := string(key)
+		if windowed && len(key) >= 16 {
+			start := time.Unix(0, int64(beUint64(key)^1<<63)).UTC()
+			name = string(key[16:]) + " window=" + scriptTime(start)
+		}
+		fmt.Fprintf(&b, "forget %s %s at %s\n", side, name, scriptTime(at))
 		return nil
 	})
 	if err != nil {
