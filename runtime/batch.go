@@ -303,6 +303,15 @@ func (b *Batch) KeyStateOf(op int, key []byte) *KeyState {
 	return k
 }
 
+// KeyFor returns the state of key for operator op, outside any group, for
+// an operator's work after its keys' calls (RowsDone): the KeyState is the
+// operator's own, valid until the next call, and key is not copied.
+func (b *Batch) KeyFor(op int, key []byte) *KeyState {
+	k := &b.ops[op].keyState
+	k.reset(b, op, key, -1)
+	return k
+}
+
 // KeyOf returns the state of group's key for operator op (see KeyState),
 // for an operator's InitialState. The KeyState is valid until the next
 // call.

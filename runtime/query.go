@@ -72,7 +72,8 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	if len(plan.Operators) == 0 {
 		stateCache = -1 // no state to cache (nor a share of a budget to take)
 	}
-	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval, StateCacheSize: stateCache, CloseTimeout: cfg.closeTimeout, DiskReserve: cfg.diskReserve, CacheSize: cfg.blockCache, Shared: cfg.shared})
+	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval, StateCacheSize: stateCache, CloseTimeout: cfg.closeTimeout,
+		DiskReserve: cfg.diskReserve, CacheSize: cfg.blockCache, Shared: cfg.shared, RangeReads: readsRanges(plan)})
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +111,11 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	timedVars := make([][]timedState, len(plan.Operators))
 	for i, op := range plan.Operators {
 		for _, s := range op.Info().States {
+			if s.Encoding == EncodingJoinBuffer && store.state != nil {
+				// Scanned, never read by key: the cache would only follow
+				// its writes.
+				store.state.skip(uint8(i), meta.Operators[i].Variables[s.Name].ID)
+			}
 			if s.Encoding == EncodingByEventTime {
 				vid := meta.Operators[i].Variables[s.Name].ID
 				timedVars[i] = append(timedVars[i], timedState{id: vid, index: s.Index})
@@ -380,4 +386,17 @@ func closeCommitter(c Committer) error {
 		return c.Close()
 	}
 	return nil
+}
+
+// readsRanges reports whether an operator of the plan reads its state by
+// range scans (see StoreOptions.RangeReads).
+func readsRanges(plan *Plan) bool {
+	for _, op := range plan.Operators {
+		for _, s := range op.Info().States {
+			if s.Encoding == EncodingJoinBuffer || s.Encoding == EncodingTableRows {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -7,7 +7,6 @@ import (
 	"hash/maphash"
 	"io"
 	"math"
-	"slices"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -25,6 +24,8 @@ type StateBatch struct {
 	cache *stateCache
 	b     *pebble.Batch
 	key   []byte // the key being built
+	// rangeLo and rangeHi are the bounds of ScanRange's scan.
+	rangeLo, rangeHi []byte
 	val   []byte // the value of the last Get
 	tmp   []byte // a value being built
 	// written is true once the batch holds a write; rangeDeleted once it
@@ -348,16 +349,19 @@ func (b *StateBatch) Scan(v Var, key []byte, fn func(suffix, value []byte) error
 // ScanRange calls fn for each entry of (v, key) whose suffix is at or
 // after from and before to (nil: no end), in suffix order, as the batch
 // sees them. The slices are valid during the call; fn must not write to
-// the batch.
+// the batch, nor call ScanRange.
 func (b *StateBatch) ScanRange(v Var, key, from, to []byte, fn func(suffix, value []byte) error) error {
-	prefix := entryKey(nil, v, key)
-	lower := append(slices.Clip(prefix), from...)
-	upper := prefixEnd(prefix)
+	b.rangeLo = entryKey(b.rangeLo[:0], v, key)
+	n := len(b.rangeLo)
+	b.rangeHi = append(b.rangeHi[:0], b.rangeLo...)
 	if to != nil {
-		upper = append(slices.Clip(prefix), to...)
+		b.rangeHi = append(b.rangeHi, to...)
+	} else {
+		b.rangeHi = appendPrefixEnd(b.rangeHi)
 	}
-	return b.scan(lower, upper, func(k, value []byte) error {
-		return fn(k[len(prefix):], value)
+	b.rangeLo = append(b.rangeLo, from...)
+	return b.scan(b.rangeLo, b.rangeHi, func(k, value []byte) error {
+		return fn(k[n:], value)
 	})
 }
 
@@ -473,8 +477,11 @@ func (b *StateBatch) scanFrom(lower, upper []byte, committed bool, fn func(key, 
 }
 
 // prefixEnd returns the smallest key after every key with prefix p.
-func prefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
+func prefixEnd(p []byte) []byte { return appendPrefixEnd(append([]byte(nil), p...)) }
+
+// appendPrefixEnd turns the prefix p into the smallest key after every
+// key with it, in place.
+func appendPrefixEnd(end []byte) []byte {
 	for i := len(end) - 1; i >= 0; i-- {
 		if end[i] < 0xff {
 			end[i]++

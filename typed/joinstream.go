@@ -537,14 +537,23 @@ type joinOp[K comparable, L, R, Out any] struct {
 
 	// Scratch of one call.
 	suffix, value, idx []byte
-	found         []joinMatch
-	from, to      []byte
+	found              []joinMatch
+	arena              foundArena
+	from, to           []byte
+	due                []byte
+	dueEnds            []int32
 }
 
 // joinMatch is a row of a side's buffer found by a scan: its suffix and
 // value, in the op's arena.
 type joinMatch struct {
 	suffix, value []byte
+}
+
+// foundArena holds the bytes of the rows a scan found.
+type foundArena struct {
+	buf  []byte
+	ends []int32 // suffix end, value end, per row
 }
 
 func (o *joinOp[K, L, R, Out]) Info() runtime.OperatorInfo { return o.info }
@@ -684,13 +693,29 @@ func (o *joinOp[K, L, R, Out]) scan(k *runtime.KeyState, side joinSide, from, to
 			hi = o.to
 		}
 	}
-	return k.ScanRange(side, lo, hi, func(suffix, value []byte) error {
+	a := &o.arena
+	a.buf, a.ends = a.buf[:0], a.ends[:0]
+	err := k.ScanRange(side, lo, hi, func(suffix, value []byte) error {
 		if len(suffix) != 20 || len(value) == 0 {
 			return fmt.Errorf("a join row of %d bytes under a %d-byte suffix", len(value), len(suffix))
 		}
-		o.found = append(o.found, joinMatch{suffix: append([]byte(nil), suffix...), value: append([]byte(nil), value...)})
+		a.buf = append(a.buf, suffix...)
+		a.ends = append(a.ends, int32(len(a.buf)))
+		a.buf = append(a.buf, value...)
+		a.ends = append(a.ends, int32(len(a.buf)))
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	// The rows as slices of the arena, once it has stopped growing.
+	start := int32(0)
+	for i := 0; i < len(a.ends); i += 2 {
+		s, v := a.ends[i], a.ends[i+1]
+		o.found = append(o.found, joinMatch{suffix: a.buf[start:s:s], value: a.buf[s:v:v]})
+		start = v
+	}
+	return nil
 }
 
 // HandleRows joins the key's rows of the batch: the left rows with the
@@ -834,34 +859,35 @@ func (o *joinOp[K, L, R, Out]) RowsDone(ctx context.Context, b *runtime.Batch) e
 	if !o.ev.left && !o.ev.right || b.Watermark.IsZero() {
 		return nil
 	}
-	type due struct {
-		side        joinSide
-		key, suffix []byte
-	}
-	var rows []due
+	// The index entries due, each past its time: the side, uvarint(len
+	// (key)), the key and the row's suffix, one after another.
+	o.due, o.dueEnds = o.due[:0], o.dueEnds[:0]
 	err := b.ScanTimedThrough(o.index, joinIndex, b.Watermark, func(k []byte) error {
 		if len(k) < 9 {
 			return fmt.Errorf("a join index entry of %d bytes", len(k))
 		}
-		side := k[8]
-		n, w := binary.Uvarint(k[9:])
-		if w <= 0 || uint64(len(k)-9-w) < n+20 {
-			return fmt.Errorf("a join index entry with a bad key length")
-		}
-		key := k[9+w : 9+w+int(n)]
-		rows = append(rows, due{side: side, key: append([]byte(nil), key...), suffix: append([]byte(nil), k[9+w+int(n):]...)})
+		o.due = append(o.due, k[8:]...)
+		o.dueEnds = append(o.dueEnds, int32(len(o.due)))
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	for i, r := range rows {
+	start := int32(0)
+	for i, end := range o.dueEnds {
 		if i%1024 == 1023 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		if err := o.forget(b, r.side, r.key, r.suffix); err != nil {
+		e := o.due[start:end]
+		start = end
+		side := e[0]
+		n, w := binary.Uvarint(e[1:])
+		if w <= 0 || uint64(len(e)-1-w) < n+20 {
+			return fmt.Errorf("a join index entry with a bad key length")
+		}
+		if err := o.forget(b, side, e[1+w:1+w+int(n)], e[1+w+int(n):]); err != nil {
 			return err
 		}
 	}
@@ -871,7 +897,7 @@ func (o *joinOp[K, L, R, Out]) RowsDone(ctx context.Context, b *runtime.Batch) e
 // forget removes a row of side of the encoded key, writing it padded when
 // its side is kept and it had no match.
 func (o *joinOp[K, L, R, Out]) forget(b *runtime.Batch, side joinSide, key, suffix []byte) error {
-	k := b.KeyStateOf(o.index, key)
+	k := b.KeyFor(o.index, key)
 	padded := side == leftSide && o.how.keepsLeft() || side == rightSide && o.how.keepsRight()
 	var value []byte
 	if padded {
