@@ -111,8 +111,9 @@ type handJoin struct {
 	to                  []byte
 	out                 []joinrec.Pair
 	batchID             int64
+	it                  *pebble.Iterator         // the batch's, over the committed state
+	lefts               map[string][]joinrec.Row // the batch's left rows by key
 }
-
 
 func readTime(b []byte) int64 { return int64(binary.BigEndian.Uint64(b) ^ 1<<63) }
 
@@ -134,21 +135,18 @@ func timeKey(b []byte, side byte, key string, at int64, seq uint64) []byte {
 	return binary.BigEndian.AppendUint64(b, seq)
 }
 
-// join joins a row of one side with the other side's rows of its key
-// within the condition, through the batch (which holds this batch's rows
-// too), and calls emit with each other row's value.
-func (h *handJoin) join(b *pebble.Batch, other byte, r *joinrec.Row, emit func(value int64)) error {
+// join joins a row of one side with the other side's committed rows of
+// its key within the condition, through the batch's iterator over the
+// committed state, and calls emit with each other row's value.
+func (h *handJoin) join(other byte, r *joinrec.Row, emit func(value int64)) error {
 	h.from = rowKey(h.from[:0], other, r.Key, r.Time-int64(joinCondition), 0)
 	h.to = rowKey(h.to[:0], other, r.Key, r.Time+int64(joinCondition)+1, 0)
-	it, err := b.NewIter(&pebble.IterOptions{LowerBound: h.from, UpperBound: h.to})
-	if err != nil {
-		return err
-	}
-	for it.First(); it.Valid(); it.Next() {
-		v, _ := binary.Varint(it.Value())
+	h.it.SetBounds(h.from, h.to)
+	for h.it.First(); h.it.Valid(); h.it.Next() {
+		v, _ := binary.Varint(h.it.Value())
 		emit(v)
 	}
-	return it.Close()
+	return h.it.Error()
 }
 
 // store keeps a row of side, by key and by time.
@@ -163,54 +161,65 @@ func (h *handJoin) store(b *pebble.Batch, side byte, r *joinrec.Row) error {
 	return b.Set(h.idx, nil, nil)
 }
 
-// evict forgets the rows of side at or before bound: it reads their keys
-// from the index by time, deletes each row, and the index's range.
+// evict forgets the committed rows of side at or before bound (the
+// batch's own rows are all after it): it reads their keys from the index
+// by time, deletes each row, and the index's range.
 func (h *handJoin) evict(b *pebble.Batch, side byte, bound int64) error {
 	lower := []byte{side + 1}
 	upper := appendTime([]byte{side + 1}, bound+1)
-	it, err := b.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
-	if err != nil {
-		return err
-	}
-	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()[1:]
+	h.it.SetBounds(lower, upper)
+	for h.it.First(); h.it.Valid(); h.it.Next() {
+		k := h.it.Key()[1:]
 		at := readTime(k)
 		n, w := binary.Uvarint(k[8:])
 		key := k[8+w : 8+w+int(n)]
 		seq := binary.BigEndian.Uint64(k[8+w+int(n):])
 		h.key = rowKey(h.key[:0], side, string(key), at, seq)
 		if err := b.Delete(h.key, nil); err != nil {
-			it.Close()
 			return err
 		}
 	}
-	if err := it.Close(); err != nil {
+	if err := h.it.Error(); err != nil {
 		return err
 	}
 	return b.DeleteRange(lower, upper, nil)
 }
 
-// batch runs one micro-batch: the left rows join the right side's rows,
-// then the right rows join the left side's (this batch's too), each row is
-// kept (a right row the watermark would forget at once is not), the sides
-// forget what the watermark has passed, and the state commits with the
-// offsets and the watermark in one synced write.
+// batch runs one micro-batch: the left rows join the right side's
+// committed rows, then the right rows join the left side's committed rows
+// and the batch's left rows of their key (held in a map, so that the
+// batch's writes need no index), each row is kept (a right row the
+// watermark would forget at once is not), the sides forget what the
+// watermark has passed, and the state commits with the offsets and the
+// watermark in one synced write. One iterator over the committed state
+// serves the batch's reads.
 func (h *handJoin) batch(left, right []joinrec.Row, end int, sink typed.Sink[joinrec.Pair]) error {
-	b := h.db.NewIndexedBatch()
+	b := h.db.NewBatch()
 	defer b.Close()
+	it, err := h.db.NewIter(nil)
+	if err != nil {
+		return err
+	}
+	h.it = it
+	defer it.Close()
 	h.out = h.out[:0]
+	if h.lefts == nil {
+		h.lefts = map[string][]joinrec.Row{}
+	}
+	clear(h.lefts)
 	wm := h.watermark
 	for i := range left {
 		r := &left[i]
 		if r.Time <= wm {
 			continue // late
 		}
-		if err := h.join(b, handRight, r, func(v int64) { h.out = append(h.out, joinrec.Pair{Key: r.Key, Left: r.Value, Right: v}) }); err != nil {
+		if err := h.join(handRight, r, func(v int64) { h.out = append(h.out, joinrec.Pair{Key: r.Key, Left: r.Value, Right: v}) }); err != nil {
 			return err
 		}
 		if err := h.store(b, handLeft, r); err != nil {
 			return err
 		}
+		h.lefts[r.Key] = append(h.lefts[r.Key], *r)
 		h.maxLeft = max(h.maxLeft, r.Time)
 	}
 	for i := range right {
@@ -218,8 +227,13 @@ func (h *handJoin) batch(left, right []joinrec.Row, end int, sink typed.Sink[joi
 		if r.Time <= wm {
 			continue
 		}
-		if err := h.join(b, handLeft, r, func(v int64) { h.out = append(h.out, joinrec.Pair{Key: r.Key, Left: v, Right: r.Value}) }); err != nil {
+		if err := h.join(handLeft, r, func(v int64) { h.out = append(h.out, joinrec.Pair{Key: r.Key, Left: v, Right: r.Value}) }); err != nil {
 			return err
+		}
+		for _, l := range h.lefts[r.Key] {
+			if d := l.Time - r.Time; d >= -int64(joinCondition) && d <= int64(joinCondition) {
+				h.out = append(h.out, joinrec.Pair{Key: r.Key, Left: l.Value, Right: r.Value})
+			}
 		}
 		if r.Time > wm-int64(joinCondition)-int64(time.Millisecond) {
 			if err := h.store(b, handRight, r); err != nil {
@@ -379,4 +393,3 @@ func TestStreamJoinMatchesALoop(t *testing.T) {
 		t.Fatalf("hand-written: %d pairs, want %d", len(got), len(want))
 	}
 }
-

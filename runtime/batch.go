@@ -533,6 +533,14 @@ func (k *KeyState) ScanRange(variable uint8, from, to []byte, fn func(suffix, va
 	return k.check(k.b.state.ScanRange(k.v(variable), k.key, from, to, fn))
 }
 
+// ScanCommitted is ScanRange over the committed state alone, without the
+// batch's writes: for an operator that keeps what the batch wrote in the
+// range itself, so that the batch's writes need no index (a Pebble batch
+// that is read is indexed, and each write to it costs a sorted insert).
+func (k *KeyState) ScanCommitted(variable uint8, from, to []byte, fn func(suffix, value []byte) error) error {
+	return k.check(k.b.state.ScanRangeCommitted(k.v(variable), k.key, from, to, fn))
+}
+
 // Clear removes every entry of the key's variable.
 func (k *KeyState) Clear(variable uint8) error {
 	k.wrote()

@@ -216,7 +216,6 @@ func (b *StateBatch) deleteTimedThrough(v Var, until time.Time, counts *timedCou
 			n++
 		}
 	}
-	b.unsortable = true
 	if err := b.b.DeleteRange(lower, upper, nil); err != nil {
 		return 0, fmt.Errorf("streamgen: write state: %w", err)
 	}
@@ -378,8 +377,9 @@ func (b *Batch) PutTimed(op int, variable uint8, key []byte) error {
 
 // ScanTimedThrough calls fn with the key of each entry of operator op's
 // variable ordered by event time whose time is at or before until, in
-// order of time, as the batch sees them: what the loop removes at the end
-// of the batch's calls, read before it does. The key is valid during the
+// order of time, as committed before the batch (an operator puts none
+// that is due in the same batch): what the loop removes at the end of
+// the batch's calls, read before it does. The key is valid during the
 // call; fn must not write the variable.
 func (b *Batch) ScanTimedThrough(op int, variable uint8, until time.Time, fn func(key []byte) error) error {
 	v := Var{Scope: b.ops[op].scope, Variable: variable}
@@ -389,7 +389,7 @@ func (b *Batch) ScanTimedThrough(op int, variable uint8, until time.Time, fn fun
 	if end == 1<<64-1 {
 		upper = prefixEnd(lower)
 	}
-	err := b.state.scan(lower, upper, func(k, _ []byte) error { return fn(k[len(lower):]) })
+	err := b.state.scanFrom(lower, upper, true, func(k, _ []byte) error { return fn(k[len(lower):]) })
 	if err != nil {
 		return b.fail(err)
 	}

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"slices"
 	"unsafe"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -24,19 +25,28 @@ import (
 // The copy commits what the batch would: a key written more than once
 // keeps only its last write (the one that would win), so that the copy
 // is strictly in order (Pebble orders a key's writes newest first, and
-// a few out of order would send its sort back to comparing). A batch
-// with a range deletion keeps its order, since moving a write across a
-// range deletion would change what it deletes.
+// a few out of order would send its sort back to comparing). Range
+// deletions go after the point writes: a range deletion deletes what the
+// batch wrote before it in its range, and in the copy that is all the
+// copy's writes in its range, so a batch that writes in a range after
+// deleting it keeps its order (the loop deletes a variable ordered by
+// event time after the operator's writes; one that clears a key and
+// writes it again is kept in order).
 
 // sortedBatchMin is the size of the smallest batch that is copied in key
 // order: below it, a batch's inserts take too little time to matter.
 const sortedBatchMin = 64 << 10
+
+// sortedDelsMax is the most range deletions a batch copied in key order
+// holds: each is checked against the writes after it.
+const sortedDelsMax = 16
 
 // batchSorter holds the scratch space of sortedCopy, kept from one batch
 // to the next. Not safe for concurrent use.
 type batchSorter struct {
 	data  []byte // the batch being sorted
 	recs  []sortRec
+	dels  []rangeDel
 	items []sortItem
 	tmp   []sortItem
 }
@@ -46,6 +56,14 @@ type batchSorter struct {
 type sortRec struct {
 	start, end     uint32
 	keyStart, keyN uint32
+}
+
+// rangeDel is a range deletion of the batch: its record, its bounds, and
+// how many point writes come before it.
+type rangeDel struct {
+	start, end   uint32
+	lower, upper []byte
+	after        int
 }
 
 // key returns the key of rec i.
@@ -70,9 +88,10 @@ type sortItem struct {
 
 // sortedCopy returns a new batch holding b's writes in key order, or
 // false when b is small, is indexed (its reads go through an index of it,
-// kept with it) or holds a write other than a set or a deletion of one
-// key. The copy is b's records, copied as they are, but for writes a
-// later write of the same key overrides.
+// kept with it), holds a write other than a set, a deletion of one key or
+// a range deletion, or writes in a range after deleting it. The copy is
+// b's records, copied as they are, but for writes a later write of the
+// same key overrides, and with its range deletions last.
 func (s *batchSorter) sortedCopy(db *pebble.DB, b *pebble.Batch) (*pebble.Batch, bool, error) {
 	if b.Len() < sortedBatchMin || b.Indexed() {
 		return nil, false, nil
@@ -80,22 +99,32 @@ func (s *batchSorter) sortedCopy(db *pebble.DB, b *pebble.Batch) (*pebble.Batch,
 	s.data = b.Repr()
 	defer func() {
 		s.data = nil // b's memory
+		clear(s.dels)
 		if len(s.recs) > sortScratchMax {
 			// Scratch space for a very large batch is not kept for
 			// the next.
 			s.recs, s.items, s.tmp = nil, nil, nil
 		}
 	}()
-	s.recs = s.recs[:0]
+	// Sized at once: a large batch's scratch space is not kept, and
+	// doubling it would copy it over and over.
+	s.recs, s.dels = slices.Grow(s.recs[:0], int(b.Count())), s.dels[:0]
 	r := b.Reader()
 	for {
 		start := len(s.data) - len(r)
-		kind, key, _, ok, err := r.Next()
+		kind, key, value, ok, err := r.Next()
 		if err != nil {
 			return nil, false, err
 		}
 		if !ok {
 			break
+		}
+		if kind == pebble.InternalKeyKindRangeDelete {
+			if len(s.dels) == sortedDelsMax {
+				return nil, false, nil
+			}
+			s.dels = append(s.dels, rangeDel{start: uint32(start), end: uint32(len(s.data) - len(r)), lower: key, upper: value, after: len(s.recs)})
+			continue
 		}
 		if kind != pebble.InternalKeyKindSet && kind != pebble.InternalKeyKindDelete {
 			return nil, false, nil
@@ -106,10 +135,17 @@ func (s *batchSorter) sortedCopy(db *pebble.DB, b *pebble.Batch) (*pebble.Batch,
 		}
 		s.recs = append(s.recs, sortRec{start: uint32(start), end: uint32(len(s.data) - len(r)), keyStart: uint32(keyStart), keyN: uint32(len(key))})
 	}
-	if uint64(len(s.recs)) != uint64(b.Count()) {
+	if uint64(len(s.recs)+len(s.dels)) != uint64(b.Count()) {
 		return nil, false, nil
 	}
-	s.items = s.items[:0]
+	for _, d := range s.dels {
+		for i := d.after; i < len(s.recs); i++ {
+			if k := s.key(uint32(i)); bytes.Compare(k, d.lower) >= 0 && bytes.Compare(k, d.upper) < 0 {
+				return nil, false, nil // written after its deletion
+			}
+		}
+	}
+	s.items = slices.Grow(s.items[:0], len(s.recs))
 	for i := range s.recs {
 		s.items = append(s.items, sortItem{i: uint32(i)})
 	}
@@ -126,6 +162,10 @@ func (s *batchSorter) sortedCopy(db *pebble.DB, b *pebble.Batch) (*pebble.Batch,
 		}
 		rec := &s.recs[it.i]
 		repr = append(repr, s.data[rec.start:rec.end]...)
+		n++
+	}
+	for _, d := range s.dels {
+		repr = append(repr, s.data[d.start:d.end]...)
 		n++
 	}
 	batchrepr.SetCount(repr, n)

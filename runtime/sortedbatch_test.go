@@ -145,8 +145,8 @@ func TestSortedCopy(t *testing.T) {
 }
 
 // TestSortedCopyLeavesOrder checks that a batch is committed in its own
-// order when moving its writes could change what they do (a range
-// deletion) or would gain nothing (a small batch).
+// order when moving its writes could change what they do (a write in a
+// range after its deletion) or would gain nothing (a small batch).
 func TestSortedCopyLeavesOrder(t *testing.T) {
 	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}})
 	if err != nil {
@@ -170,7 +170,99 @@ func TestSortedCopyLeavesOrder(t *testing.T) {
 		}
 	}
 	if _, ok, _ := s.sortedCopy(db, ranged); ok {
-		t.Error("a batch with a range deletion was copied")
+		t.Error("a batch that writes in a range after deleting it was copied")
+	}
+}
+
+// TestSortedCopyRangeDeletions checks that a batch whose range deletions
+// each come after its writes in their range is copied in key order with
+// the deletions last, and that committing the copy leaves the store as
+// committing the batch would: over keys of five prefixes, some of them
+// written before the batch, the batch deletes a prefix's range now and
+// then and writes no more of it.
+func TestSortedCopyRangeDeletions(t *testing.T) {
+	open := func() *pebble.DB {
+		db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem(), Logger: quietLogger{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return db
+	}
+	before, after := open(), open()
+	defer before.Close()
+	defer after.Close()
+	for _, db := range []*pebble.DB{before, after} {
+		for i := range 1000 {
+			if err := db.Set(fmt.Appendf(nil, "%c%05d", 'a'+i%5, i), []byte("committed"), nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	b := before.NewBatch()
+	defer b.Close()
+	open5 := []byte("abcde")
+	deletions := 0
+	for b.Len() < sortedBatchMin+(1<<19) {
+		p := open5[r.IntN(len(open5))]
+		if len(open5) > 1 && r.IntN(4000) == 0 {
+			// The prefix's range goes, and is written no more.
+			if err := b.DeleteRange([]byte{p}, []byte{p + 1}, nil); err != nil {
+				t.Fatal(err)
+			}
+			open5 = bytes.ReplaceAll(open5, []byte{p}, nil)
+			deletions++
+			continue
+		}
+		k := fmt.Appendf(nil, "%c%05d", p, r.IntN(3000))
+		if r.IntN(5) == 0 {
+			b.Delete(k, nil)
+			continue
+		}
+		b.Set(k, fmt.Appendf(nil, "v%d", r.Int()), nil)
+	}
+	if deletions == 0 {
+		t.Fatal("no range deletion: the test does not reach the case")
+	}
+	var s batchSorter
+	sorted, ok, err := s.sortedCopy(after, b)
+	if err != nil || !ok {
+		t.Fatalf("sortedCopy: ok %v, err %v", ok, err)
+	}
+	recs := readBatch(t, sorted)
+	for i := 1; i < len(recs)-deletions; i++ {
+		if recs[i-1].key >= recs[i].key {
+			t.Fatalf("write %d of the copy (%q) is not after write %d (%q)", i, recs[i].key, i-1, recs[i-1].key)
+		}
+	}
+	for _, rec := range recs[len(recs)-deletions:] {
+		if rec.kind != pebble.InternalKeyKindRangeDelete {
+			t.Fatalf("the copy ends with %+v, want its %d range deletions", rec, deletions)
+		}
+	}
+	if err := sorted.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	read := func(db *pebble.DB) []string {
+		it, err := db.NewIter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for it.First(); it.Valid(); it.Next() {
+			out = append(out, string(it.Key())+"="+string(it.Value()))
+		}
+		if err := it.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	want, got := read(before), read(after)
+	if !slices.Equal(got, want) {
+		t.Fatalf("the copy leaves %d keys, the batch %d", len(got), len(want))
 	}
 }
 

@@ -26,15 +26,12 @@ type StateBatch struct {
 	key   []byte // the key being built
 	// rangeLo and rangeHi are the bounds of ScanRange's scan.
 	rangeLo, rangeHi []byte
-	val   []byte // the value of the last Get
-	tmp   []byte // a value being built
+	val              []byte // the value of the last Get
+	tmp              []byte // a value being built
 	// written is true once the batch holds a write; rangeDeleted once it
 	// holds a range deletion of state entries that reads must see through
 	// the batch's index.
 	written, rangeDeleted bool
-	// unsortable is true once the batch holds a range deletion of any
-	// kind, which commit must not move writes across (sortedbatch.go).
-	unsortable bool
 	// closed is true once b is committed or closed: Pebble pools its
 	// batches, so a second Close would release one in use. offered is
 	// true once commit has given b to Pebble.
@@ -68,6 +65,11 @@ type StateBatch struct {
 	// timedVars are the variables ordered by event time that the batch
 	// has read or written (see eventorder.go).
 	timedVars []timedVar
+	// reads is the batch's iterator over the committed state, for its
+	// scans that skip its own writes (nil until the first): one iterator
+	// moved between bounds costs much less than one per scan, and the
+	// committed state does not change while the batch is open.
+	reads *pebble.Iterator
 }
 
 // expiredRange is a (scope, clock) range of the expiry index whose due
@@ -82,9 +84,15 @@ var writtenSeed = maphash.MakeSeed()
 
 // NewBatch starts a batch.
 func (s *Store) NewBatch() *StateBatch {
-	b := &StateBatch{store: s, db: s.db, cache: s.state, b: s.db.NewBatch(), ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1}
+	b := &StateBatch{store: s, db: s.db, cache: s.state, ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1}
 	b.after.Store(s.inFlightWork())
-	if spare := s.spare.Swap(nil); spare != nil {
+	spare := s.spare.Swap(nil)
+	if n := s.lastBatch.Load(); spare == nil && n > spareBatchMax {
+		b.b = s.db.NewBatchWithSize(int(min(n, maxBatchHint)))
+	} else {
+		b.b = s.db.NewBatch()
+	}
+	if spare != nil {
 		clear(spare.data[:batchrepr.HeaderLen])
 		if err := b.b.SetRepr(spare.data[:batchrepr.HeaderLen]); err != nil {
 			b.b.Close()
@@ -94,6 +102,9 @@ func (s *Store) NewBatch() *StateBatch {
 	}
 	return b
 }
+
+// maxBatchHint is the largest size a batch starts at.
+const maxBatchHint = 1 << 30
 
 // reuse closes pb, a batch that Pebble will not see (it took a copy, or
 // the batch is dropped), and keeps its bytes and the hints for the next
@@ -185,6 +196,7 @@ func (b *StateBatch) Close() error {
 		return nil
 	}
 	b.closed = true
+	b.closeReads()
 	if !b.offered && !b.b.Indexed() && b.store.spare.Load() == nil {
 		b.store.reuse(b.b, b.hints)
 		return nil
@@ -231,7 +243,7 @@ func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byt
 		closer io.Closer
 	)
 	if unwritten && !b.rangeDeleted {
-		if b.cache != nil && b.key[0] == statePrefix {
+		if b.cache != nil && b.key[0] == statePrefix && !b.cache.skips(b.key) {
 			return b.getCached()
 		}
 		if err := b.settled(); err != nil {
@@ -351,6 +363,18 @@ func (b *StateBatch) Scan(v Var, key []byte, fn func(suffix, value []byte) error
 // sees them. The slices are valid during the call; fn must not write to
 // the batch, nor call ScanRange.
 func (b *StateBatch) ScanRange(v Var, key, from, to []byte, fn func(suffix, value []byte) error) error {
+	return b.scanRange(v, key, from, to, false, fn)
+}
+
+// ScanRangeCommitted is ScanRange over the committed state alone,
+// without the batch's writes: for a caller that knows the batch holds
+// none in the range, or tracks its own.
+func (b *StateBatch) ScanRangeCommitted(v Var, key, from, to []byte, fn func(suffix, value []byte) error) error {
+	return b.scanRange(v, key, from, to, true, fn)
+}
+
+// scanRange is ScanRange, or ScanRangeCommitted.
+func (b *StateBatch) scanRange(v Var, key, from, to []byte, committed bool, fn func(suffix, value []byte) error) error {
 	b.rangeLo = entryKey(b.rangeLo[:0], v, key)
 	n := len(b.rangeLo)
 	b.rangeHi = append(b.rangeHi[:0], b.rangeLo...)
@@ -360,7 +384,7 @@ func (b *StateBatch) ScanRange(v Var, key, from, to []byte, fn func(suffix, valu
 		b.rangeHi = appendPrefixEnd(b.rangeHi)
 	}
 	b.rangeLo = append(b.rangeLo, from...)
-	return b.scan(b.rangeLo, b.rangeHi, func(k, value []byte) error {
+	return b.scanFrom(b.rangeLo, b.rangeHi, committed, func(k, value []byte) error {
 		return fn(k[n:], value)
 	})
 }
@@ -430,7 +454,6 @@ func (b *StateBatch) DeletePartition(p uint32) error {
 
 func (b *StateBatch) deleteRange(lower, upper []byte) error {
 	b.rangeDeleted = true
-	b.unsortable = true
 	if err := b.b.DeleteRange(lower, upper, nil); err != nil {
 		return fmt.Errorf("streamgen: write state: %w", err)
 	}
@@ -452,15 +475,14 @@ func (b *StateBatch) scanFrom(lower, upper []byte, committed bool, fn func(key, 
 	if err := b.settled(); err != nil {
 		return err
 	}
-	var r pebble.Reader = b.db
-	if !committed || b.rangeDeleted {
-		ib, err := b.indexed()
-		if err != nil {
-			return err
-		}
-		r = ib
+	if committed && !b.rangeDeleted {
+		return b.scanCommitted(lower, upper, fn)
 	}
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
+	ib, err := b.indexed()
+	if err != nil {
+		return err
+	}
+	it, err := ib.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return b.readError(err)
 	}
@@ -474,6 +496,39 @@ func (b *StateBatch) scanFrom(lower, upper []byte, committed bool, fn func(key, 
 		return b.readError(err)
 	}
 	return nil
+}
+
+// scanCommitted calls fn for each committed key in [lower, upper),
+// through the batch's iterator over the committed state (the caller has
+// waited for the commit in flight).
+func (b *StateBatch) scanCommitted(lower, upper []byte, fn func(key, value []byte) error) error {
+	if b.reads == nil {
+		it, err := b.db.NewIter(nil)
+		if err != nil {
+			return b.readError(err)
+		}
+		b.reads = it
+	}
+	it := b.reads
+	it.SetBounds(lower, upper)
+	for it.First(); it.Valid(); it.Next() {
+		if err := fn(it.Key(), it.Value()); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return b.readError(err)
+	}
+	return nil
+}
+
+// closeReads closes the batch's iterator over the committed state: before
+// the batch commits, and when it closes.
+func (b *StateBatch) closeReads() {
+	if b.reads != nil {
+		b.reads.Close() // its error is Error's, already seen
+		b.reads = nil
+	}
 }
 
 // prefixEnd returns the smallest key after every key with prefix p.

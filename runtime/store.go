@@ -220,6 +220,10 @@ type Store struct {
 	// write into (see reuse): the bytes of a batch that Pebble took in a
 	// sorted copy, and the cache hints.
 	spare atomic.Pointer[spareBatch]
+	// lastBatch is the size of the last batch committed, which the next
+	// starts at when no spare is kept: a large batch that starts small
+	// doubles its bytes, a copy each time, on its way.
+	lastBatch atomic.Int64
 }
 
 // spareBatch is the memory of a batch that the next can reuse.
@@ -791,6 +795,8 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 	if err := s.Err(); err != nil {
 		return err
 	}
+	b.closeReads()
+	s.lastBatch.Store(int64(b.b.Len()))
 	if err := s.diskRoom(b.b.Len(), fmt.Sprintf("commit batch %d", p.BatchID)); err != nil {
 		return err
 	}
@@ -814,20 +820,18 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 		cached()
 	}
 	// A large batch is given to Pebble in key order (sortedbatch.go).
-	if !b.unsortable {
-		sorted, ok, err := s.sorter.sortedCopy(s.db, b.b)
-		if err != nil {
-			// The batch's own writes do not read back: nothing of it
-			// may reach the log.
-			if s.state != nil {
-				s.state.reset()
-			}
-			return s.fail(fmt.Errorf("commit batch %d: read the batch's writes: %w", p.BatchID, err))
+	sorted, ok, err := s.sorter.sortedCopy(s.db, b.b)
+	if err != nil {
+		// The batch's own writes do not read back: nothing of it may
+		// reach the log.
+		if s.state != nil {
+			s.state.reset()
 		}
-		if ok {
-			s.reuse(b.b, b.hints)
-			b.b = sorted
-		}
+		return s.fail(fmt.Errorf("commit batch %d: read the batch's writes: %w", p.BatchID, err))
+	}
+	if ok {
+		s.reuse(b.b, b.hints)
+		b.b = sorted
 	}
 	b.offered = true
 	if err := s.apply(b, p.BatchID); err != nil {

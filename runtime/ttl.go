@@ -157,7 +157,6 @@ func (b *StateBatch) expire(s Scope, clock ExpiryClock, until time.Time) (int64,
 	if committed && len(all) > 0 {
 		// Every index entry of the range was scanned, and the batch wrote
 		// none: one range deletion removes them all.
-		b.unsortable = true
 		if err := b.b.DeleteRange(lower, upper, nil); err != nil {
 			return 0, fmt.Errorf("streamgen: write state: %w", err)
 		}

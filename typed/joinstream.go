@@ -542,6 +542,12 @@ type joinOp[K comparable, L, R, Out any] struct {
 	from, to           []byte
 	due                []byte
 	dueEnds            []int32
+	// pending are the key's rows of the call that the buffers will hold;
+	// matchedNow the committed rows the batch marked matched (by
+	// matchedKey), which the committed state it reads does not show.
+	pending    []pendingRow
+	matchedNow map[string]struct{}
+	mk         []byte
 }
 
 // joinMatch is a row of a side's buffer found by a scan: its suffix and
@@ -561,6 +567,7 @@ func (o *joinOp[K, L, R, Out]) Groups() *runtime.Groups    { return &o.groups }
 
 // EndBatch drops the batch's rows.
 func (o *joinOp[K, L, R, Out]) EndBatch() {
+	clear(o.matchedNow)
 	clear(o.lefts)
 	clear(o.rights)
 	clear(o.keys)
@@ -676,8 +683,10 @@ func rowSuffix(b []byte, at, batch int64, n int32) []byte {
 // rowTime reads the time of a buffered row from its suffix.
 func rowTime(suffix []byte) int64 { return int64(binary.BigEndian.Uint64(suffix) ^ 1<<63) }
 
-// scan collects the rows of side's buffer for key k whose time may join a
-// row: all, or those in [from, to] (ns, either end open), into o.found.
+// scan collects the committed rows of side's buffer for key k whose time
+// may join a row: all, or those in [from, to] (ns, either end open), into
+// o.found. The batch's own rows of the key are the call's (pending), and
+// the committed rows it marked matched are in o.matchedNow.
 func (o *joinOp[K, L, R, Out]) scan(k *runtime.KeyState, side joinSide, from, to int64, hasFrom, hasTo bool) error {
 	o.found = o.found[:0]
 	var lo, hi []byte
@@ -685,17 +694,13 @@ func (o *joinOp[K, L, R, Out]) scan(k *runtime.KeyState, side joinSide, from, to
 		o.from = runtime.AppendTimedKey(o.from[:0], from)
 		lo = o.from
 	}
-	if hasTo {
-		if to == 1<<63-1 {
-			hasTo = false
-		} else {
-			o.to = runtime.AppendTimedKey(o.to[:0], to+1) // exclusive
-			hi = o.to
-		}
+	if hasTo && to != 1<<63-1 {
+		o.to = runtime.AppendTimedKey(o.to[:0], to+1) // exclusive
+		hi = o.to
 	}
 	a := &o.arena
 	a.buf, a.ends = a.buf[:0], a.ends[:0]
-	err := k.ScanRange(side, lo, hi, func(suffix, value []byte) error {
+	err := k.ScanCommitted(side, lo, hi, func(suffix, value []byte) error {
 		if len(suffix) != 20 || len(value) == 0 {
 			return fmt.Errorf("a join row of %d bytes under a %d-byte suffix", len(value), len(suffix))
 		}
@@ -718,34 +723,93 @@ func (o *joinOp[K, L, R, Out]) scan(k *runtime.KeyState, side joinSide, from, to
 	return nil
 }
 
-// HandleRows joins the key's rows of the batch: the left rows with the
-// right side's buffer, then the right rows with the left side's (which
-// then holds the batch's left rows), storing each row that may still
-// join.
+// pendingRow is a row of the key's call that the buffers will hold: the
+// side, the row's number in the batch, whether it matched.
+type pendingRow struct {
+	side    joinSide
+	n       int32 // its number in the batch
+	ref     int32 // into lefts or rights
+	matched bool
+}
+
+// matchedKey names a committed row the batch marked matched: the side,
+// the encoded key and the row's suffix.
+func matchedKey(b []byte, side joinSide, key, suffix []byte) []byte {
+	b = append(b, side)
+	b = binary.AppendUvarint(b, uint64(len(key)))
+	return append(append(b, key...), suffix...)
+}
+
+// wasMatched reports whether a committed row had a match, before the batch
+// or in it.
+func (o *joinOp[K, L, R, Out]) wasMatched(side joinSide, key []byte, m joinMatch) bool {
+	if m.value[0]&runtime.JoinRowMatched != 0 {
+		return true
+	}
+	if len(o.matchedNow) == 0 {
+		return false
+	}
+	o.mk = matchedKey(o.mk[:0], side, key, m.suffix)
+	_, ok := o.matchedNow[string(o.mk)]
+	return ok
+}
+
+// markMatched marks a committed row matched: in the batch's writes, and,
+// for the batch's later reads of the committed state, in o.matchedNow.
+func (o *joinOp[K, L, R, Out]) markMatched(k *runtime.KeyState, side joinSide, m joinMatch) error {
+	m.value[0] |= runtime.JoinRowMatched
+	if err := k.Put(side, m.suffix, m.value); err != nil {
+		return err
+	}
+	if o.matchedNow == nil {
+		o.matchedNow = map[string]struct{}{}
+	}
+	o.mk = matchedKey(o.mk[:0], side, k.Key(), m.suffix)
+	o.matchedNow[string(o.mk)] = struct{}{}
+	return nil
+}
+
+// HandleRows joins the key's rows of the batch, as Spark does: the left
+// rows with the right side's buffer, then the right rows with the left
+// side's, which then holds the batch's left rows; then the buffers take
+// the rows that may still join (the batch's rows that the watermark
+// already forgets are counted as kept and forgotten, and written padded
+// when their side is kept and they had no match, without a write).
+//
+// The committed buffers are read as committed, and the batch's own rows
+// of the key are the call's (pending): so the batch's writes need no index
+// for its reads.
 func (o *joinOp[K, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
 	b := k.Batch()
 	key := o.keys[group]
 	win := o.window(&key)
 	wm := b.Watermark.UnixNano()
+	o.pending = o.pending[:0]
 	for _, n := range rows {
 		if ref := o.refs[n]; ref >= 0 {
-			if err := o.joinLeft(k, b, &key, win, &o.lefts[ref], n); err != nil {
+			if err := o.joinLeft(k, &key, win, n, ref); err != nil {
 				return err
 			}
 		}
 	}
 	for _, n := range rows {
 		if ref := o.refs[n]; ref < 0 {
-			if err := o.joinRight(k, b, &key, win, &o.rights[-1-ref], n, wm); err != nil {
+			if err := o.joinRight(k, &key, win, n, -1-ref, wm); err != nil {
 				return err
 			}
+		}
+	}
+	for i := range o.pending {
+		if err := o.keep(k, b, &key, win, &o.pending[i], wm); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// joinLeft joins a left row with the right side's buffer, and stores it.
-func (o *joinOp[K, L, R, Out]) joinLeft(k *runtime.KeyState, b *runtime.Batch, key *joinKey[K], win Window, l *joinRow[L], n int32) error {
+// joinLeft joins a left row with the right side's buffer.
+func (o *joinOp[K, L, R, Out]) joinLeft(k *runtime.KeyState, key *joinKey[K], win Window, n, ref int32) error {
+	l := &o.lefts[ref]
 	from, to, hasFrom, hasTo := o.cond.rightRange(l.at)
 	if err := o.scan(k, rightSide, from, to, hasFrom, hasTo); err != nil {
 		return err
@@ -765,9 +829,8 @@ func (o *joinOp[K, L, R, Out]) joinLeft(k *runtime.KeyState, b *runtime.Batch, k
 		}
 		out := o.row(Joined[K, L, R]{Key: key.key, Left: &l.row, Right: &r, Window: win})
 		o.emitDown(&out)
-		if o.how.keepsRight() && m.value[0]&runtime.JoinRowMatched == 0 {
-			m.value[0] |= runtime.JoinRowMatched
-			if err := k.Put(rightSide, m.suffix, m.value); err != nil {
+		if o.how.keepsRight() && !o.wasMatched(rightSide, k.Key(), m) {
+			if err := o.markMatched(k, rightSide, m); err != nil {
 				return err
 			}
 		}
@@ -777,13 +840,14 @@ func (o *joinOp[K, L, R, Out]) joinLeft(k *runtime.KeyState, b *runtime.Batch, k
 		o.emitDown(&out)
 		return nil // written once: not kept
 	}
-	return o.store(k, b, leftSide, key, l.at, l.end, n, matched, func(buf []byte) ([]byte, error) { return o.leftRows.encode(buf, &l.row) })
+	o.pending = append(o.pending, pendingRow{side: leftSide, n: n, ref: ref, matched: matched})
+	return nil
 }
 
-// joinRight joins a right row with the left side's buffer, and stores it
-// unless the right side forgets it in this batch anyway (and it needs no
-// padded row).
-func (o *joinOp[K, L, R, Out]) joinRight(k *runtime.KeyState, b *runtime.Batch, key *joinKey[K], win Window, r *joinRow[R], n int32, wm int64) error {
+// joinRight joins a right row with the left side's buffer: its committed
+// rows, then the batch's (pending).
+func (o *joinOp[K, L, R, Out]) joinRight(k *runtime.KeyState, key *joinKey[K], win Window, n, ref int32, wm int64) error {
+	r := &o.rights[ref]
 	from, to, hasFrom, hasTo := o.cond.leftRange(r.at)
 	if err := o.scan(k, leftSide, from, to, hasFrom, hasTo); err != nil {
 		return err
@@ -794,7 +858,7 @@ func (o *joinOp[K, L, R, Out]) joinRight(k *runtime.KeyState, b *runtime.Batch, 
 			continue
 		}
 		matched = true
-		wasMatched := m.value[0]&runtime.JoinRowMatched != 0
+		wasMatched := o.wasMatched(leftSide, k.Key(), m)
 		if o.how == LeftSemi && wasMatched {
 			continue // written at its first match
 		}
@@ -802,59 +866,109 @@ func (o *joinOp[K, L, R, Out]) joinRight(k *runtime.KeyState, b *runtime.Batch, 
 		if err := o.leftRows.decode(m.value[1:], &l); err != nil {
 			return k.Fail(fmt.Errorf("a left row in state does not decode: %w", unprefixed(err)))
 		}
-		j := Joined[K, L, R]{Key: key.key, Left: &l, Right: &r.row, Window: win}
-		if o.how == LeftSemi {
-			j.Right = nil
-		}
-		out := o.row(j)
-		o.emitDown(&out)
+		o.emitJoined(key, &l, &r.row, win)
 		if (o.how.keepsLeft() || o.how == LeftSemi) && !wasMatched {
-			m.value[0] |= runtime.JoinRowMatched
-			if err := k.Put(leftSide, m.suffix, m.value); err != nil {
+			if err := o.markMatched(k, leftSide, m); err != nil {
 				return err
 			}
 		}
 	}
+	for i := range o.pending {
+		p := &o.pending[i]
+		if p.side != leftSide || !o.cond.holds(o.lefts[p.ref].at, r.at) {
+			continue
+		}
+		matched = true
+		if o.how == LeftSemi && p.matched {
+			continue
+		}
+		o.emitJoined(key, &o.lefts[p.ref].row, &r.row, win)
+		p.matched = true
+	}
 	if at, ok := o.ev.evictAt(rightSide, r.at, r.end); ok && wm > at && !(o.how.keepsRight() && !matched) {
 		return nil // forgotten in this batch: not kept
 	}
-	return o.store(k, b, rightSide, key, r.at, r.end, n, matched, func(buf []byte) ([]byte, error) { return o.rightRows.encode(buf, &r.row) })
+	o.pending = append(o.pending, pendingRow{side: rightSide, n: n, ref: ref, matched: matched})
+	return nil
 }
 
-// store keeps a row of side in its buffer, with its matched flag, and
-// sets the timer that forgets it.
-func (o *joinOp[K, L, R, Out]) store(k *runtime.KeyState, b *runtime.Batch, side joinSide, key *joinKey[K], at, end int64, n int32, matched bool, encode func([]byte) ([]byte, error)) error {
-	o.suffix = rowSuffix(o.suffix[:0], at, b.ID, n)
+// emitJoined writes the row of a left and a right row (the left alone, in
+// a LeftSemi join).
+func (o *joinOp[K, L, R, Out]) emitJoined(key *joinKey[K], l *L, r *R, win Window) {
+	j := Joined[K, L, R]{Key: key.key, Left: l, Right: r, Window: win}
+	if o.how == LeftSemi {
+		j.Right = nil
+	}
+	out := o.row(j)
+	o.emitDown(&out)
+}
+
+// keep puts a row of the batch in its side's buffer, indexed by the time
+// it is forgotten; one the watermark already forgets is counted as kept
+// and forgotten, and written padded when its side is kept and it had no
+// match.
+func (o *joinOp[K, L, R, Out]) keep(k *runtime.KeyState, b *runtime.Batch, key *joinKey[K], win Window, p *pendingRow, wm int64) error {
+	var at, end int64
+	if p.side == leftSide {
+		at, end = o.lefts[p.ref].at, o.lefts[p.ref].end
+	} else {
+		at, end = o.rights[p.ref].at, o.rights[p.ref].end
+	}
+	k.Updated(true)
+	t, forgets := o.ev.evictAt(p.side, at, end)
+	if forgets && wm > t {
+		if o.removalCounted(p.side) {
+			k.Removed()
+		} else {
+			k.Dropped()
+		}
+		if !p.matched && (p.side == leftSide && o.how.keepsLeft() || p.side == rightSide && o.how.keepsRight()) {
+			j := Joined[K, L, R]{Key: key.key, Window: win}
+			if p.side == leftSide {
+				j.Left = &o.lefts[p.ref].row
+			} else {
+				j.Right = &o.rights[p.ref].row
+			}
+			out := o.row(j)
+			o.emitDown(&out)
+		}
+		return nil
+	}
+	o.suffix = rowSuffix(o.suffix[:0], at, b.ID, p.n)
 	flag := byte(0)
-	if matched {
+	if p.matched {
 		flag = runtime.JoinRowMatched
 	}
 	var err error
-	if o.value, err = encode(append(o.value[:0], flag)); err != nil {
+	o.value = append(o.value[:0], flag)
+	if p.side == leftSide {
+		o.value, err = o.leftRows.encode(o.value, &o.lefts[p.ref].row)
+	} else {
+		o.value, err = o.rightRows.encode(o.value, &o.rights[p.ref].row)
+	}
+	if err != nil {
 		return k.Fail(fmt.Errorf("key %v: %w", key.key, unprefixed(err)))
 	}
-	if err := k.Put(side, o.suffix, o.value); err != nil {
+	if err := k.Put(p.side, o.suffix, o.value); err != nil {
 		return err
 	}
-	k.Updated(true)
-	k.AddMetric(sideMetric[side], 1)
-	t, ok := o.ev.evictAt(side, at, end)
-	if !ok {
+	k.AddMetric(sideMetric[p.side], 1)
+	if !forgets {
 		return nil
 	}
 	// Indexed by the time it is forgotten: once the watermark reaches it
 	// (evictAt's instant is a timer's, a nanosecond before).
 	o.idx = runtime.AppendTimedKey(o.idx[:0], addSat(t, 1))
-	o.idx = append(o.idx, side)
+	o.idx = append(o.idx, p.side)
 	o.idx = binary.AppendUvarint(o.idx, uint64(len(k.Key())))
 	o.idx = append(append(o.idx, k.Key()...), o.suffix...)
 	return b.PutTimed(o.index, joinIndex, o.idx)
 }
 
-// RowsDone forgets, after the batch's rows, the rows of each side that
-// the watermark has passed, read from the index of rows by the time they
-// are forgotten (which the loop then removes, one range): those of a kept
-// side that had no match are written, padded.
+// RowsDone forgets, after the batch's rows, the committed rows of each
+// side that the watermark has passed, read from the index of rows by the
+// time they are forgotten (which the loop then removes, one range): those
+// of a kept side that had no match are written, padded.
 func (o *joinOp[K, L, R, Out]) RowsDone(ctx context.Context, b *runtime.Batch) error {
 	if !o.ev.left && !o.ev.right || b.Watermark.IsZero() {
 		return nil
@@ -894,19 +1008,17 @@ func (o *joinOp[K, L, R, Out]) RowsDone(ctx context.Context, b *runtime.Batch) e
 	return nil
 }
 
-// forget removes a row of side of the encoded key, writing it padded when
-// its side is kept and it had no match.
+// forget removes a committed row of side of the encoded key, writing it
+// padded when its side is kept and it had no match (before the batch, or
+// in it).
 func (o *joinOp[K, L, R, Out]) forget(b *runtime.Batch, side joinSide, key, suffix []byte) error {
 	k := b.KeyFor(o.index, key)
-	padded := side == leftSide && o.how.keepsLeft() || side == rightSide && o.how.keepsRight()
-	var value []byte
-	if padded {
-		raw, ok, err := k.Get(side, suffix)
+	if side == leftSide && o.how.keepsLeft() || side == rightSide && o.how.keepsRight() {
+		raw, ok, err := k.GetCommitted(side, suffix)
 		if err != nil || !ok {
 			return err
 		}
-		value = raw
-		if value[0]&runtime.JoinRowMatched == 0 {
+		if !o.wasMatched(side, key, joinMatch{suffix: suffix, value: raw}) {
 			var jk joinKey[K]
 			if err := o.keyCodec.decode(key, &jk); err != nil {
 				return k.Fail(fmt.Errorf("a join key in state does not decode: %w", unprefixed(err)))
@@ -914,13 +1026,13 @@ func (o *joinOp[K, L, R, Out]) forget(b *runtime.Batch, side joinSide, key, suff
 			j := Joined[K, L, R]{Key: jk.key, Window: o.window(&jk)}
 			if side == leftSide {
 				var l L
-				if err := o.leftRows.decode(value[1:], &l); err != nil {
+				if err := o.leftRows.decode(raw[1:], &l); err != nil {
 					return k.Fail(fmt.Errorf("a left row in state does not decode: %w", unprefixed(err)))
 				}
 				j.Left = &l
 			} else {
 				var r R
-				if err := o.rightRows.decode(value[1:], &r); err != nil {
+				if err := o.rightRows.decode(raw[1:], &r); err != nil {
 					return k.Fail(fmt.Errorf("a right row in state does not decode: %w", unprefixed(err)))
 				}
 				j.Right = &r
