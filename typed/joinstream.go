@@ -506,6 +506,7 @@ type joinOp[K comparable, L, R, Out any] struct {
 	how      JoinType
 	row      func(Joined[K, L, R]) Out
 	emitDown func(*Out)
+	out      Out // the row being written
 	ev       joinEviction
 	cond     TimeCondition
 	windows  *Windows
@@ -596,8 +597,7 @@ func (o *joinOp[K, L, R, Out]) addLeft(l *L) {
 			o.lefts = appendDoubling(o.lefts, &joinRow[L]{at: ns, end: end, row: *l})
 			o.addRef(joinKey[K]{start: start, key: k}, int32(len(o.lefts)-1))
 		case o.how.keepsLeft():
-			out := o.row(Joined[K, L, R]{Key: k, Left: l, Window: o.window(&joinKey[K]{start: start})})
-			o.emitDown(&out)
+			o.emitRow(Joined[K, L, R]{Key: k, Left: l, Window: o.window(&joinKey[K]{start: start})})
 		}
 	})
 }
@@ -618,8 +618,7 @@ func (o *joinOp[K, L, R, Out]) addRight(r *R) {
 			o.rights = appendDoubling(o.rights, &joinRow[R]{at: ns, end: end, row: *r})
 			o.addRef(joinKey[K]{start: start, key: k}, -int32(len(o.rights)))
 		case o.how.keepsRight():
-			out := o.row(Joined[K, L, R]{Key: k, Right: r, Window: o.window(&joinKey[K]{start: start})})
-			o.emitDown(&out)
+			o.emitRow(Joined[K, L, R]{Key: k, Right: r, Window: o.window(&joinKey[K]{start: start})})
 		}
 	})
 }
@@ -827,8 +826,7 @@ func (o *joinOp[K, L, R, Out]) joinLeft(k *runtime.KeyState, key *joinKey[K], wi
 		if err := o.rightRows.decode(m.value[1:], &r); err != nil {
 			return k.Fail(fmt.Errorf("a right row in state does not decode: %w", unprefixed(err)))
 		}
-		out := o.row(Joined[K, L, R]{Key: key.key, Left: &l.row, Right: &r, Window: win})
-		o.emitDown(&out)
+		o.emitRow(Joined[K, L, R]{Key: key.key, Left: &l.row, Right: &r, Window: win})
 		if o.how.keepsRight() && !o.wasMatched(rightSide, k.Key(), m) {
 			if err := o.markMatched(k, rightSide, m); err != nil {
 				return err
@@ -836,8 +834,7 @@ func (o *joinOp[K, L, R, Out]) joinLeft(k *runtime.KeyState, key *joinKey[K], wi
 		}
 	}
 	if o.how == LeftSemi && matched {
-		out := o.row(Joined[K, L, R]{Key: key.key, Left: &l.row, Window: win})
-		o.emitDown(&out)
+		o.emitRow(Joined[K, L, R]{Key: key.key, Left: &l.row, Window: win})
 		return nil // written once: not kept
 	}
 	o.pending = append(o.pending, pendingRow{side: leftSide, n: n, ref: ref, matched: matched})
@@ -899,8 +896,7 @@ func (o *joinOp[K, L, R, Out]) emitJoined(key *joinKey[K], l *L, r *R, win Windo
 	if o.how == LeftSemi {
 		j.Right = nil
 	}
-	out := o.row(j)
-	o.emitDown(&out)
+	o.emitRow(j)
 }
 
 // keep puts a row of the batch in its side's buffer, indexed by the time
@@ -929,8 +925,7 @@ func (o *joinOp[K, L, R, Out]) keep(k *runtime.KeyState, b *runtime.Batch, key *
 			} else {
 				j.Right = &o.rights[p.ref].row
 			}
-			out := o.row(j)
-			o.emitDown(&out)
+			o.emitRow(j)
 		}
 		return nil
 	}
@@ -1037,8 +1032,7 @@ func (o *joinOp[K, L, R, Out]) forget(b *runtime.Batch, side joinSide, key, suff
 				}
 				j.Right = &r
 			}
-			out := o.row(j)
-			o.emitDown(&out)
+			o.emitRow(j)
 		}
 	}
 	// Every row indexed is in its side's buffer until forgotten here: a
@@ -1073,4 +1067,11 @@ func (o *joinOp[K, L, R, Out]) removalCounted(side joinSide) bool {
 		return side == leftSide
 	}
 	return false
+}
+
+// emitRow writes the row of j to the stages after the join, which get a
+// pointer valid during the call (see Map): one variable holds each row.
+func (o *joinOp[K, L, R, Out]) emitRow(j Joined[K, L, R]) {
+	o.out = o.row(j)
+	o.emitDown(&o.out)
 }

@@ -49,6 +49,8 @@ func JoinTable[S any, K comparable, V, Out any](s Stream[S], key func(*S) K, t *
 		var (
 			version *tableVersion[K, V]
 			pinned  *runtime.Batch
+			out     Out // the row being written (see Map)
+			k       K   // its key, which null reads through a pointer
 		)
 		s.attach(c, func(r *S) {
 			if c.batch != pinned {
@@ -57,23 +59,23 @@ func JoinTable[S any, K comparable, V, Out any](s Stream[S], key func(*S) K, t *
 				c.batch.UseTable(version.progress)
 			}
 			c.stage = name
-			k := key(r)
+			k = key(r)
 			var matches []V
 			if null == nil || !null(&k) {
-				matches = version.rows[k]
+				matches = version.lookup(k)
 			}
 			switch {
 			case how == Inner || how == LeftOuter:
 				for i := range matches {
-					out := row(Joined[K, S, V]{Key: k, Left: r, Right: &matches[i]})
+					out = row(Joined[K, S, V]{Key: k, Left: r, Right: &matches[i]})
 					emit(&out)
 				}
 				if how == LeftOuter && len(matches) == 0 {
-					out := row(Joined[K, S, V]{Key: k, Left: r})
+					out = row(Joined[K, S, V]{Key: k, Left: r})
 					emit(&out)
 				}
 			case (how == LeftSemi) == (len(matches) > 0):
-				out := row(Joined[K, S, V]{Key: k, Left: r})
+				out = row(Joined[K, S, V]{Key: k, Left: r})
 				emit(&out)
 			}
 			c.stage = ""

@@ -188,6 +188,7 @@ type updatesOp[K comparable, S, V, Out any] struct {
 	how        JoinType
 	row        func(Joined[K, S, V]) Out
 	emitDown   func(*Out)
+	out        Out // the row being written
 	cfg        updatesConfig
 	codec      keyCodec[K]
 	streamRows valueCodec[S]
@@ -229,8 +230,7 @@ func (o *updatesOp[K, S, V, Out]) addStream(s *S) {
 	k := o.streamKey(s)
 	if o.null != nil && o.null(&k) {
 		if o.how == LeftOuter {
-			out := o.row(Joined[K, S, V]{Key: k, Left: s})
-			o.emitDown(&out)
+			o.emitRow(Joined[K, S, V]{Key: k, Left: s})
 		}
 		return
 	}
@@ -349,11 +349,9 @@ func (o *updatesOp[K, S, V, Out]) HandleRows(ctx context.Context, k *runtime.Key
 func (o *updatesOp[K, S, V, Out]) emit(key K, s *S, v *V, ok bool) {
 	switch {
 	case ok:
-		out := o.row(Joined[K, S, V]{Key: key, Left: s, Right: v})
-		o.emitDown(&out)
+		o.emitRow(Joined[K, S, V]{Key: key, Left: s, Right: v})
 	case o.how == LeftOuter:
-		out := o.row(Joined[K, S, V]{Key: key, Left: s})
-		o.emitDown(&out)
+		o.emitRow(Joined[K, S, V]{Key: key, Left: s})
 	}
 }
 
@@ -500,4 +498,11 @@ func (o *updatesOp[K, S, V, Out]) HandleTimer(ctx context.Context, k *runtime.Ke
 		return err
 	}
 	return k.DeleteTimer(expiry)
+}
+
+// emitRow writes the row of j to the stages after the join, which get a
+// pointer valid during the call (see Map): one variable holds each row.
+func (o *updatesOp[K, S, V, Out]) emitRow(j Joined[K, S, V]) {
+	o.out = o.row(j)
+	o.emitDown(&o.out)
 }

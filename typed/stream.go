@@ -74,6 +74,7 @@ func FromFunc[T any](src runtime.Source, decode func(r runtime.Record) (T, error
 		}
 		emit = f.emit
 		input := len(c.plan.Inputs)
+		var row T // the row being read (see Map)
 		c.plan.Inputs = append(c.plan.Inputs, runtime.Input{Source: src,
 			Read: func(ctx context.Context, b *runtime.Batch, start, end json.RawMessage) (err error) {
 				defer c.catch(&err)
@@ -94,7 +95,8 @@ func FromFunc[T any](src runtime.Source, decode func(r runtime.Record) (T, error
 					}
 					c.partition, c.rowBytes, c.eventTime = r.Partition, len(r.Data), time.Time{}
 					b.MarkActive(input, r.Partition)
-					emit(&t)
+					row = t
+					emit(&row)
 					return nil
 				})
 			}})
@@ -106,9 +108,12 @@ func FromFunc[T any](src runtime.Source, decode func(r runtime.Record) (T, error
 func Map[T, U any](s Stream[T], f func(*T) U) Stream[U] {
 	name := funcName(f)
 	return Stream[U]{p: s.p, attach: func(c *compiler, emit func(*U)) {
+		// The stages after it get a pointer valid during the call: one
+		// variable holds each row, instead of one allocation a row.
+		var u U
 		s.attach(c, func(t *T) {
 			c.stage = name
-			u := f(t)
+			u = f(t)
 			c.stage = ""
 			emit(&u)
 		})

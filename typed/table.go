@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -239,10 +240,22 @@ func sourcesChanged[V any](s Stream[V]) func(ctx context.Context) (bool, error) 
 	}
 }
 
-// tableVersion is one load of a table: its rows by key.
+// tableVersion is one load of a table: its rows, each key's together,
+// and where each key's are. (A map to a span of one slice has smaller
+// entries than a map to a slice per key, and a lookup reads less.)
 type tableVersion[K comparable, V any] struct {
 	progress runtime.TableProgress
-	rows     map[K][]V
+	index    map[K]tableSpan
+	rows     []V
+}
+
+// tableSpan is where a key's rows are in tableVersion.rows.
+type tableSpan struct{ start, n int32 }
+
+// lookup returns the rows of key k.
+func (v *tableVersion[K, V]) lookup(k K) []V {
+	sp := v.index[k]
+	return v.rows[sp.start : sp.start+sp.n : sp.start+sp.n]
 }
 
 // tableRun is a table as one query uses it: the version its batches join
@@ -282,10 +295,28 @@ func (r *tableRun[K, V]) loadVersion(ctx context.Context, id int64) error {
 	if err != nil {
 		return fmt.Errorf("table %s: load: %w", r.t.name, unprefixed(err))
 	}
-	v := &tableVersion[K, V]{rows: make(map[K][]V, len(rows)),
+	if len(rows) > math.MaxInt32 {
+		return fmt.Errorf("table %s: %d rows: more than %d", r.t.name, len(rows), math.MaxInt32)
+	}
+	v := &tableVersion[K, V]{index: make(map[K]tableSpan, len(rows)), rows: make([]V, len(rows)),
 		progress: runtime.TableProgress{Name: r.t.name, Version: id, Rows: int64(len(rows)), LoadedAt: time.Now()}}
-	for _, row := range rows {
-		v.rows[row.key] = append(v.rows[row.key], row.row)
+	// Count each key's rows, give each key its span, then fill the spans
+	// in the rows' order.
+	for i := range rows {
+		sp := v.index[rows[i].key]
+		sp.n++
+		v.index[rows[i].key] = sp
+	}
+	next := int32(0)
+	for k, sp := range v.index {
+		v.index[k] = tableSpan{start: next}
+		next += sp.n
+	}
+	for i := range rows {
+		sp := v.index[rows[i].key]
+		v.rows[sp.start+sp.n] = rows[i].row
+		sp.n++
+		v.index[rows[i].key] = sp
 	}
 	r.current.Store(v)
 	return nil
