@@ -3,11 +3,13 @@ package bench
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -391,5 +393,150 @@ func TestStreamJoinMatchesALoop(t *testing.T) {
 	}
 	if got := text(h); !slices.Equal(got, want) {
 		t.Fatalf("hand-written: %d pairs, want %d", len(got), len(want))
+	}
+}
+
+// stateRows records the largest number of state rows a query's reports
+// give its first stateful operator.
+type stateRows struct {
+	mu  sync.Mutex
+	max int64
+}
+
+func (s *stateRows) OnQueryProgress(p runtime.QueryProgress) {
+	if len(p.StateOperators) == 0 {
+		return
+	}
+	s.mu.Lock()
+	s.max = max(s.max, p.StateOperators[0].NumRowsTotal)
+	s.mu.Unlock()
+}
+
+// runJoinBounded joins rows rows a side (joinInput's: in time order up to
+// 4 s, a row a millisecond) in batches of perBatch, on a checkpoint in
+// dir, and returns the most state rows a batch left.
+func runJoinBounded(rows, perBatch int, dir string, opts ...runtime.Option) (int64, error) {
+	l := typed.NewMemoryStream[joinrec.Row]("left", perBatch)
+	r := typed.NewMemoryStream[joinrec.Row]("right", perBatch)
+	l.Add(joinInput(rows, 7)...)
+	r.Add(joinInput(rows, 8)...)
+	key := func(r *joinrec.Row) string { return r.Key }
+	joined := typed.Join(
+		typed.GroupByKey(typed.WithWatermark(typed.FromMemory(l), rowTime, joinDelay), key),
+		typed.GroupByKey(typed.WithWatermark(typed.FromMemory(r), rowTime, joinDelay), key),
+		typed.Inner, func(j typed.Joined[string, joinrec.Row, joinrec.Row]) joinrec.Pair {
+			return joinrec.Pair{Key: j.Key, Left: j.Left.Value, Right: j.Right.Value}
+		}, typed.JoinWithin(typed.TimeBetween(-joinCondition, joinCondition)))
+	s := &stateRows{}
+	q, err := typed.WriteTo(joined, typed.Sink[joinrec.Pair](&pairSink{})).Start(context.Background(),
+		append([]runtime.Option{runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.Listener(s)}, opts...)...)
+	if err != nil {
+		return 0, err
+	}
+	err = q.AwaitTermination()
+	return s.max, err
+}
+
+// TestJoinStateBounded checks that a stream-stream join with watermarks
+// and a time condition keeps state for the rows the condition can still
+// join, whatever the input's length: over an input 10 times longer, the
+// most rows its state holds after a batch stays within a quarter of the
+// shorter input's (both run well past the first eviction). A row a
+// millisecond a side, each kept until the watermark (5 s behind) passes
+// it by 5 s and a batch: about 2 × (10 s + a batch) of rows.
+func TestJoinStateBounded(t *testing.T) {
+	const perBatch = 5_000
+	short, err := runJoinBounded(30_000, perBatch, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, err := runJoinBounded(300_000, perBatch, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("most state rows: %d over 30k rows a side, %d over 300k", short, long)
+	if bound := int64(2 * (10_000 + 2*perBatch)); short > bound || short < 10_000 {
+		t.Errorf("the shorter input's state peaked at %d rows; want about 2 × (10 s + a batch) of rows, at most %d", short, bound)
+	}
+	if long > short*5/4 {
+		t.Errorf("state grew with the input: %d rows at most over 300k rows a side, against %d over 30k", long, short)
+	}
+}
+
+// rowSource is a replayable source of n JSON rows of a join's side, made
+// as they are read (so the input takes no memory), perBatch a batch: row
+// i has key number i·7368787 mod joinKeys and time joinBase + i ms, up to
+// 4 s later (never late with joinDelay).
+type rowSource struct {
+	name        string
+	n, perBatch int
+}
+
+func (s *rowSource) Name() string { return s.name }
+
+func (s *rowSource) Available(context.Context) (json.RawMessage, error) {
+	return json.RawMessage(strconv.Itoa(s.n)), nil
+}
+
+func (s *rowSource) Next(_ context.Context, committed, upTo json.RawMessage, _ runtime.ReadLimit) (json.RawMessage, error) {
+	from, to := atoi(committed), min(atoi(upTo), atoi(committed)+s.perBatch)
+	if to <= from {
+		return committed, nil
+	}
+	return json.RawMessage(strconv.Itoa(to)), nil
+}
+
+func (s *rowSource) Read(_ context.Context, start, end json.RawMessage, fn func(runtime.Record) error) error {
+	var buf []byte
+	for i := atoi(start); i < atoi(end); i++ {
+		mix := uint64(i)*7_368_787 + uint64(len(s.name))
+		r := joinrec.Row{Key: keyName(int(mix % joinKeys)), Time: joinBase + int64(i)*int64(time.Millisecond) + int64(mix%4000)*int64(time.Millisecond), Value: int64(i)}
+		var err error
+		if buf, err = r.AppendJSON(buf[:0]); err != nil {
+			return err
+		}
+		if err := fn(runtime.Record{Partition: s.name, Data: buf}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestJoinMemory measures the peak resident memory of a stream-stream
+// join (TestJoinStateBounded's) over 500k and 5M rows a side, read from
+// sources that make them as they are read, and checks that the longer
+// input's stays within a quarter of the shorter's. It takes a minute; run
+// it with
+//
+//	STREAMGEN_BENCH_MEM=1 go test ./bench -run TestJoinMemory -v
+func TestJoinMemory(t *testing.T) {
+	if os.Getenv("STREAMGEN_BENCH_MEM") == "" {
+		t.Skip("takes minutes: set STREAMGEN_BENCH_MEM=1 to run it")
+	}
+	peak := func(rows int) uint64 {
+		resetPeak()
+		key := func(r *joinrec.Row) string { return r.Key }
+		side := func(name string) typed.KeyedStream[string, joinrec.Row] {
+			return typed.GroupByKey(typed.WithWatermark(typed.From[joinrec.Row](&rowSource{name: name, n: rows, perBatch: 20_000}), rowTime, joinDelay), key)
+		}
+		joined := typed.Join(side("left"), side("right"), typed.Inner, func(j typed.Joined[string, joinrec.Row, joinrec.Row]) joinrec.Pair {
+			return joinrec.Pair{Key: j.Key, Left: j.Left.Value, Right: j.Right.Value}
+		}, typed.JoinWithin(typed.TimeBetween(-joinCondition, joinCondition)))
+		s := &stateRows{}
+		q, err := typed.WriteTo(joined, typed.Sink[joinrec.Pair](&pairSink{})).Start(context.Background(),
+			runtime.Checkpoint(t.TempDir()), runtime.WithTrigger(runtime.AvailableNow()), runtime.Listener(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		hwm := procStatus("VmHWM")
+		t.Logf("%d rows a side: peak RSS %d MiB, at most %d state rows", rows, hwm>>20, s.max)
+		return hwm
+	}
+	short, long := peak(500_000), peak(5_000_000)
+	if long > short*5/4 {
+		t.Errorf("peak resident memory grew with the input: %d MiB over 5M rows a side, %d MiB over 500k", long>>20, short>>20)
 	}
 }

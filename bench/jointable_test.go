@@ -78,7 +78,9 @@ func enrich(r *joinrec.Row, info *joinrec.Info) joinrec.Enriched {
 func runTableJoinStreamgen(stream *typed.MemoryStream[joinrec.Row], table []joinrec.Info, dir string, sink typed.Sink[joinrec.Enriched]) error {
 	t := typed.TableOf(table, func(i *joinrec.Info) string { return i.Key })
 	joined := typed.JoinTable(typed.FromMemory(stream), func(r *joinrec.Row) string { return r.Key }, t, typed.LeftOuter,
-		func(j typed.Joined[string, joinrec.Row, joinrec.Info]) joinrec.Enriched { return enrich(j.Left, j.Right) })
+		func(j typed.Joined[string, joinrec.Row, joinrec.Info]) joinrec.Enriched {
+			return enrich(j.Left, j.Right)
+		})
 	q, err := typed.WriteTo(joined, sink).Start(context.Background(), runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()))
 	if err != nil {
 		return err
