@@ -505,7 +505,7 @@ func (s *rowSource) Read(_ context.Context, start, end json.RawMessage, fn func(
 // TestJoinMemory measures the peak resident memory of a stream-stream
 // join (TestJoinStateBounded's) over 500k and 5M rows a side, read from
 // sources that make them as they are read, and checks that the longer
-// input's stays within a quarter of the shorter's. It takes a minute; run
+// input's stays within a quarter of the shorter's. It takes a minute or two; run
 // it with
 //
 //	STREAMGEN_BENCH_MEM=1 go test ./bench -run TestJoinMemory -v
