@@ -753,12 +753,18 @@ func (o *joinOp[K, L, R, Out]) wasMatched(side joinSide, key []byte, m joinMatch
 	return ok
 }
 
-// markMatched marks a committed row matched: in the batch's writes, and,
-// for the batch's later reads of the committed state, in o.matchedNow.
-func (o *joinOp[K, L, R, Out]) markMatched(k *runtime.KeyState, side joinSide, m joinMatch) error {
+// markMatched marks a committed row matched, as Spark does whatever the
+// join's type (inspect shows the flag): in the batch's writes, and, when
+// the batch reads it again (tracked: a side whose unmatched rows are
+// written, or the left of a LeftSemi join), in o.matchedNow for its later
+// reads of the committed state.
+func (o *joinOp[K, L, R, Out]) markMatched(k *runtime.KeyState, side joinSide, m joinMatch, tracked bool) error {
 	m.value[0] |= runtime.JoinRowMatched
 	if err := k.Put(side, m.suffix, m.value); err != nil {
 		return err
+	}
+	if !tracked {
+		return nil
 	}
 	if o.matchedNow == nil {
 		o.matchedNow = map[string]struct{}{}
@@ -827,8 +833,8 @@ func (o *joinOp[K, L, R, Out]) joinLeft(k *runtime.KeyState, key *joinKey[K], wi
 			return k.Fail(fmt.Errorf("a right row in state does not decode: %w", unprefixed(err)))
 		}
 		o.emitRow(Joined[K, L, R]{Key: key.key, Left: &l.row, Right: &r, Window: win})
-		if o.how.keepsRight() && !o.wasMatched(rightSide, k.Key(), m) {
-			if err := o.markMatched(k, rightSide, m); err != nil {
+		if !o.wasMatched(rightSide, k.Key(), m) {
+			if err := o.markMatched(k, rightSide, m, o.how.keepsRight()); err != nil {
 				return err
 			}
 		}
@@ -864,8 +870,8 @@ func (o *joinOp[K, L, R, Out]) joinRight(k *runtime.KeyState, key *joinKey[K], w
 			return k.Fail(fmt.Errorf("a left row in state does not decode: %w", unprefixed(err)))
 		}
 		o.emitJoined(key, &l, &r.row, win)
-		if (o.how.keepsLeft() || o.how == LeftSemi) && !wasMatched {
-			if err := o.markMatched(k, leftSide, m); err != nil {
+		if !wasMatched {
+			if err := o.markMatched(k, leftSide, m, o.how.keepsLeft() || o.how == LeftSemi); err != nil {
 				return err
 			}
 		}

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/bench/joinrec"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// TestInspectJoin runs a left outer stream-stream join into a checkpoint
+// and inspects it: the rows buffered on each side are listed with their
+// event time, whether they have had a match (as a plain loop over the
+// input says), and their values, as many as the query counted.
+func TestInspectJoin(t *testing.T) {
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	at := func(s int) int64 { return base.Add(time.Duration(s) * time.Second).UnixNano() }
+	lefts := []joinrec.Row{{Key: "a", Time: at(10), Value: 1}, {Key: "a", Time: at(40), Value: 2}, {Key: "b", Time: at(12), Value: 3}, {Key: "c", Time: at(50), Value: 4}, {Key: "d", Time: at(22), Value: 5}}
+	// Two rows a side a batch: d@20 on the right waits two batches for
+	// its match.
+	rights := []joinrec.Row{{Key: "a", Time: at(13), Value: 10}, {Key: "d", Time: at(20), Value: 13}, {Key: "c", Time: at(52), Value: 12}, {Key: "b", Time: at(30), Value: 11}}
+	const within = 5 * time.Second
+	rowTime := func(r *joinrec.Row) time.Time { return time.Unix(0, r.Time) }
+	key := func(r *joinrec.Row) string { return r.Key }
+	l := typed.NewMemoryStream[joinrec.Row]("left", 2)
+	r := typed.NewMemoryStream[joinrec.Row]("right", 2)
+	l.Add(lefts...)
+	r.Add(rights...)
+	joined := typed.Join(
+		typed.GroupByKey(typed.WithWatermark(typed.FromMemory(l), rowTime, time.Hour), key),
+		typed.GroupByKey(typed.WithWatermark(typed.FromMemory(r), rowTime, time.Hour), key),
+		typed.LeftOuter, func(j typed.Joined[string, joinrec.Row, joinrec.Row]) string { return j.Key },
+		typed.JoinWithin(typed.TimeBetween(-within, within)))
+	cp := filepath.Join(t.TempDir(), "checkpoint")
+	q, err := typed.WriteTo(joined, typed.Sink[string](discard{})).
+		Start(context.Background(), runtime.Checkpoint(cp), runtime.WithTrigger(runtime.AvailableNow()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+
+	// What the buffers hold (a watermark an hour behind forgets nothing):
+	// every row, and whether a row of the other side is within 5 s.
+	want := map[string]bool{}
+	matches := func(x joinrec.Row, others []joinrec.Row) bool {
+		for _, o := range others {
+			if o.Key == x.Key && x.Time-o.Time <= int64(within) && o.Time-x.Time <= int64(within) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, x := range lefts {
+		want[fmt.Sprintf("left %s %d %v", x.Key, x.Value, matches(x, rights))] = true
+	}
+	for _, x := range rights {
+		want[fmt.Sprintf("right %s %d %v", x.Key, x.Value, matches(x, lefts))] = true
+	}
+
+	listing, stderr, code := inspect(t, cp)
+	if code != 0 || !strings.Contains(listing, "symmetricHashJoin") {
+		t.Fatalf("inspect exited %d: %s\n%s", code, stderr, listing)
+	}
+	text, stderr, code := inspect(t, cp, "state", "0", "--json")
+	if code != 0 {
+		t.Fatalf("inspect state exited %d: %s", code, stderr)
+	}
+	got := map[string]bool{}
+	for line := range strings.Lines(text) {
+		var row runtime.StateRow
+		if err := json.Unmarshal([]byte(line), &row); err != nil {
+			t.Fatalf("row %q: %v", line, err)
+		}
+		if row.Variable != "left" && row.Variable != "right" {
+			continue // the index of rows by the time they are forgotten
+		}
+		var k string
+		var v joinrec.Row
+		if err := json.Unmarshal(row.Key, &k); err != nil {
+			t.Fatalf("key of %q: %v", line, err)
+		}
+		if err := json.Unmarshal(row.Value, &v); err != nil {
+			t.Fatalf("value of %q: %v", line, err)
+		}
+		if row.EventTime == nil || row.Matched == nil || row.EventTime.UnixNano() != v.Time {
+			t.Fatalf("row %q: want its event time %v and whether it matched", line, time.Unix(0, v.Time).UTC())
+		}
+		got[fmt.Sprintf("%s %s %d %v", row.Variable, k, v.Value, *row.Matched)] = true
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("inspect lists the buffers as\n%v\nwant\n%v", got, want)
+	}
+}
+
+// discard is a sink that keeps nothing.
+type discard struct{}
+
+func (discard) Write(context.Context, int64, []string) error { return nil }
