@@ -44,6 +44,8 @@ type TableProgress struct {
 	Version  int64     `json:"version"`
 	Rows     int64     `json:"numRows"`
 	LoadedAt time.Time `json:"loadedAt"`
+	// OnDisk says the version is kept on disk (typed.TableOnDiskAbove).
+	OnDisk bool `json:"onDisk,omitempty"`
 }
 
 // The phases of a batch, as keys of QueryProgress.DurationMs.

@@ -48,6 +48,9 @@ type compiler struct {
 	// prepares run at Start, before the query, after the operators'
 	// prepare: they load what stages need (a static table).
 	prepares []func(ctx context.Context) error
+	// batchEnds run once the sink has the batch's rows: stages release
+	// what the batch held (a static table's version).
+	batchEnds []func()
 	// fans are the inputs registered so far, by the identity of the
 	// stream that reads them: a stream that two branches of a pipeline
 	// read (a self-join) is one input, whose rows go to both.

@@ -52,10 +52,19 @@ func JoinTable[S any, K comparable, V, Out any](s Stream[S], key func(*S) K, t *
 			out     Out // the row being written (see Map)
 			k       K   // its key, which null reads through a pointer
 		)
+		c.batchEnds = append(c.batchEnds, func() {
+			if version != nil {
+				run.release(version)
+				pinned, version = nil, nil
+			}
+		})
 		s.attach(c, func(r *S) {
 			if c.batch != pinned {
-				// One version for the whole batch.
-				pinned, version = c.batch, run.current.Load()
+				// One version for the whole batch, until its end.
+				if version != nil {
+					run.release(version)
+				}
+				pinned, version = c.batch, run.acquire()
 				c.batch.UseTable(version.progress)
 			}
 			c.stage = name

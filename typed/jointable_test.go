@@ -280,3 +280,146 @@ func TestTableRefresh(t *testing.T) {
 		}
 	})
 }
+
+// TestTableOnDisk: a table larger than TableOnDiskAbove's limit is kept in
+// a store on disk, and every join type writes what a plain loop writes
+// (several rows for some keys, none for others, keys that are records),
+// in one batch or many, across a restart; the progress says the version
+// is on disk, and the store's directory is gone once the query stops.
+func TestTableOnDisk(t *testing.T) {
+	var counts []fixtures.UserCount
+	for u := range 40 {
+		for v := range u % 3 { // users 0, 3, 6… have no row; 2, 5… two
+			counts = append(counts, fixtures.UserCount{User: fmt.Sprint("u", u), Count: int64(10*u + v)})
+		}
+	}
+	var clicks []fixtures.Click
+	for i := range 300 {
+		clicks = append(clicks, fixtures.Click{User: fmt.Sprint("u", (i*7)%45), Time: at(i), Page: fmt.Sprint("p", i%4)})
+	}
+	keyOf := func(c *fixtures.Click) fixtures.PageKey { return fixtures.PageKey{User: c.User} }
+	text := func(c *fixtures.Click, u *fixtures.UserCount) string {
+		s := fmt.Sprintf("%s@%d", c.User, c.Time.Unix())
+		if u != nil {
+			s += fmt.Sprint(" ", u.Count)
+		}
+		return s
+	}
+	want := map[typed.JoinType][]string{}
+	for i := range clicks {
+		c := &clicks[i]
+		var matched []string
+		for j := range counts {
+			if counts[j].User == c.User {
+				matched = append(matched, text(c, &counts[j]))
+			}
+		}
+		want[typed.Inner] = append(want[typed.Inner], matched...)
+		want[typed.LeftOuter] = append(want[typed.LeftOuter], matched...)
+		if len(matched) == 0 {
+			want[typed.LeftOuter] = append(want[typed.LeftOuter], text(c, nil))
+			want[typed.LeftAnti] = append(want[typed.LeftAnti], text(c, nil))
+		} else {
+			want[typed.LeftSemi] = append(want[typed.LeftSemi], text(c, nil))
+		}
+	}
+	dir := t.TempDir()
+	table := typed.TableOf(counts, func(u *fixtures.UserCount) fixtures.PageKey { return fixtures.PageKey{User: u.User} },
+		typed.TableName("counts"), typed.TableOnDiskAbove(10), typed.TableDir(dir))
+	for _, how := range []typed.JoinType{typed.Inner, typed.LeftOuter, typed.LeftSemi, typed.LeftAnti} {
+		for _, perBatch := range []int{1, 17, 0} {
+			t.Run(fmt.Sprintf("%v/rows-per-batch=%d", how, perBatch), func(t *testing.T) {
+				m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+				joined := typed.JoinTable(typed.FromMemory(m), keyOf, table, how, func(j typed.Joined[fixtures.PageKey, fixtures.Click, fixtures.UserCount]) string {
+					return text(j.Left, j.Right)
+				})
+				sink := newSink[string]()
+				ck := newCheckpoint()
+				for _, part := range [][]fixtures.Click{clicks[:150], clicks[150:]} {
+					m.Add(part...)
+					q, err := typed.WriteTo(joined, sink).Start(context.Background(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := q.AwaitTermination(); err != nil {
+						t.Fatal(err)
+					}
+					p, ok := q.LastProgress()
+					if !ok || len(p.Tables) != 1 || !p.Tables[0].OnDisk || p.Tables[0].Rows != int64(len(counts)) {
+						t.Fatalf("the last batch's tables: %+v, want counts on disk", p.Tables)
+					}
+					if left, _ := os.ReadDir(dir); len(left) != 0 {
+						t.Fatalf("the query stopped and left %d table stores behind", len(left))
+					}
+				}
+				if got, want := sortedRows(sink.rows()), sortedRows(want[how]); !slices.Equal(got, want) {
+					t.Fatalf("%d rows, want %d; first difference:\n%s", len(got), len(want), firstDifference(got, want))
+				}
+			})
+		}
+	}
+}
+
+// TestTableOnDiskVersions: each refresh of a table on disk writes a store
+// of its own, and the version before is removed once no batch uses it.
+func TestTableOnDiskVersions(t *testing.T) {
+	dir := t.TempDir()
+	stores := func() int {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	synctest.Test(t, func(t *testing.T) {
+		var loads atomic.Int64
+		table := typed.TableFromFunc(func(context.Context) ([]fixtures.UserCount, error) {
+			n := loads.Add(1)
+			return []fixtures.UserCount{{User: "a", Count: n}, {User: "b", Count: 10 * n}}, nil
+		}, func(u *fixtures.UserCount) string { return u.User }, typed.RefreshEvery(time.Minute), typed.TableOnDiskAbove(1), typed.TableDir(dir))
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		joined := typed.JoinTable(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }, table, typed.Inner,
+			func(j typed.Joined[string, fixtures.Click, fixtures.UserCount]) int64 { return j.Right.Count })
+		sink := newSink[int64]()
+		q, err := typed.WriteTo(joined, sink).Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		if n := stores(); n != 1 {
+			t.Errorf("%d stores after the first load, want 1", n)
+		}
+		for minute := range 3 {
+			m.Add(fixtures.Click{User: "a"}, fixtures.Click{User: "b"}, fixtures.Click{User: "c"})
+			time.Sleep(10 * time.Second) // a batch uses this minute's version
+			synctest.Wait()
+			time.Sleep(50 * time.Second) // the next version replaces it
+			synctest.Wait()
+			if n := stores(); n != 1 {
+				t.Errorf("minute %d: %d stores, want the current version's only", minute, n)
+			}
+		}
+		if err := q.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		if n := stores(); n != 0 {
+			t.Errorf("%d stores after the query stopped, want none", n)
+		}
+		if got, want := sink.rows(), []int64{1, 10, 2, 20, 3, 30}; !slices.Equal(got, want) {
+			t.Fatalf("rows %v, want %v", got, want)
+		}
+	})
+}
+
+// TestTableOnDiskRefusesPlainTypes: a table on disk needs a binary
+// encoding of its rows; Start says so.
+func TestTableOnDiskRefusesPlainTypes(t *testing.T) {
+	table := typed.TableOf([]pageInfo{{Page: "p"}}, func(p *pageInfo) string { return p.Page }, typed.TableOnDiskAbove(1))
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	joined := typed.JoinTable(typed.FromMemory(m), func(c *fixtures.Click) string { return c.Page }, table, typed.Inner,
+		func(j typed.Joined[string, fixtures.Click, pageInfo]) string { return j.Right.Title })
+	_, err := typed.WriteTo(joined, newSink[string]()).Start(context.Background(), newCheckpoint().opts()...)
+	if err == nil || !strings.Contains(err.Error(), "TableOnDiskAbove: the rows") {
+		t.Fatalf("Start: %v, want a refusal of the rows' type", err)
+	}
+}

@@ -55,6 +55,9 @@ func (w *Writer[T]) Start(ctx context.Context, opts ...runtime.Option) (*Query, 
 			err = unprefixed(w.sink.Write(ctx, b.ID, out))
 			clear(out)
 			out = out[:0]
+			for _, end := range c.batchEnds {
+				end()
+			}
 			return n, err
 		}}}, c.plan.Outputs...)
 	q, err := runtime.Start(ctx, &c.plan, opts...)

@@ -3,6 +3,7 @@ package typed
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"math"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -33,7 +33,11 @@ type Table[K comparable, V any] struct {
 	load    func(ctx context.Context) ([]tableRow[K, V], error)
 	changed func(ctx context.Context) (bool, error)
 	every   time.Duration
-	errs    []error
+	// diskAbove, when positive, keeps a version of more rows on disk,
+	// in a table store under dir.
+	diskAbove int
+	dir       string
+	errs      []error
 }
 
 // tableRow is a row of a table and its key.
@@ -46,8 +50,10 @@ type tableRow[K comparable, V any] struct {
 type TableOption func(*tableConfig)
 
 type tableConfig struct {
-	name  string
-	every time.Duration
+	name      string
+	every     time.Duration
+	diskAbove int
+	dir       string
 }
 
 // TableName names the table in progress reports and messages. The
@@ -62,14 +68,40 @@ func TableName(name string) TableOption { return func(c *tableConfig) { c.name =
 // The default, 0, loads the table once, when the query starts.
 func RefreshEvery(d time.Duration) TableOption { return func(c *tableConfig) { c.every = d } }
 
+// TableOnDiskAbove keeps a version of the table of more than rows rows on
+// disk instead of in memory: in a Pebble store of its own (with a block
+// cache of 32 MiB), in a directory under TableDir's that is removed when
+// a newer version replaces it and the batches using it have ended, or
+// the query stops. Each stream row's lookup is then a read of the store.
+// The key and row types must have a binary encoding (generated records,
+// strings, numbers); Start refuses others. A load still reads the whole
+// version into memory before it writes it out. The default, 0, keeps
+// every version in memory.
+func TableOnDiskAbove(rows int) TableOption { return func(c *tableConfig) { c.diskAbove = rows } }
+
+// TableDir is the directory under which TableOnDiskAbove keeps a table's
+// versions; the default, "", is the system's temporary directory.
+func TableDir(dir string) TableOption { return func(c *tableConfig) { c.dir = dir } }
+
 func newTable[K comparable, V any](kind string, load func(ctx context.Context) ([]tableRow[K, V], error), opts []TableOption) *Table[K, V] {
 	cfg := tableConfig{name: kind}
 	for _, o := range opts {
 		o(&cfg)
 	}
-	t := &Table[K, V]{name: cfg.name, load: load, every: cfg.every}
+	t := &Table[K, V]{name: cfg.name, load: load, every: cfg.every, diskAbove: cfg.diskAbove, dir: cfg.dir}
 	if cfg.every < 0 {
 		t.errs = append(t.errs, fmt.Errorf("table %s: RefreshEvery(%v) is negative", cfg.name, cfg.every))
+	}
+	if cfg.diskAbove < 0 {
+		t.errs = append(t.errs, fmt.Errorf("table %s: TableOnDiskAbove(%d) is negative", cfg.name, cfg.diskAbove))
+	}
+	if cfg.diskAbove > 0 {
+		if _, err := newKeyCodec[K](); err != nil {
+			t.errs = append(t.errs, fmt.Errorf("table %s: TableOnDiskAbove: the key: %w", cfg.name, err))
+		}
+		if _, err := newValueCodec[V](); err != nil {
+			t.errs = append(t.errs, fmt.Errorf("table %s: TableOnDiskAbove: the rows: %w", cfg.name, err))
+		}
 	}
 	return t
 }
@@ -240,31 +272,128 @@ func sourcesChanged[V any](s Stream[V]) func(ctx context.Context) (bool, error) 
 	}
 }
 
-// tableVersion is one load of a table: its rows, each key's together,
-// and where each key's are. (A map to a span of one slice has smaller
-// entries than a map to a slice per key, and a lookup reads less.)
+// tableVersion is one load of a table: in memory, its rows, each key's
+// together, and where each key's are (a map to a span of one slice has
+// smaller entries than a map to a slice per key, and a lookup reads
+// less); on disk, a table store of each key's rows.
 type tableVersion[K comparable, V any] struct {
 	progress runtime.TableProgress
 	index    map[K]tableSpan
 	rows     []V
+	disk     *diskRows[K, V]
+	// users counts the queries' batches using the version (guarded by
+	// tableRun.mu); a version on disk is closed once it is not current
+	// and none uses it.
+	users int
 }
 
 // tableSpan is where a key's rows are in tableVersion.rows.
 type tableSpan struct{ start, n int32 }
 
-// lookup returns the rows of key k.
+// lookup returns the rows of key k, valid until the next lookup.
 func (v *tableVersion[K, V]) lookup(k K) []V {
+	if v.disk != nil {
+		return v.disk.lookup(k)
+	}
 	sp := v.index[k]
 	return v.rows[sp.start : sp.start+sp.n : sp.start+sp.n]
+}
+
+// close releases what the version holds on disk.
+func (v *tableVersion[K, V]) close() error {
+	if v.disk == nil {
+		return nil
+	}
+	return v.disk.store.Close()
+}
+
+// diskRows is a version of a table on disk: under each key's encoding, its
+// rows, as uvarint(count), then uvarint(length) and the encoding of each.
+type diskRows[K comparable, V any] struct {
+	name    string
+	store   *runtime.TableStore
+	keys    keyCodec[K]
+	rows    valueCodec[V]
+	key     []byte
+	scratch []V
+}
+
+// lookup reads the rows of key k into the scratch slice. A read that fails
+// stops the query.
+func (d *diskRows[K, V]) lookup(k K) []V {
+	var err error
+	if d.key, err = d.keys.encode(d.key[:0], &k); err != nil {
+		panic(userPanic{fmt.Errorf("table %s: key %v: %w", d.name, k, unprefixed(err))})
+	}
+	raw, ok, err := d.store.Get(d.key)
+	if err != nil {
+		panic(userPanic{fmt.Errorf("table %s: %w", d.name, unprefixed(err))})
+	}
+	clear(d.scratch)
+	d.scratch = d.scratch[:0]
+	if !ok {
+		return nil
+	}
+	n, w := binary.Uvarint(raw)
+	for i := uint64(0); w > 0 && i < n; i++ {
+		raw = raw[w:]
+		size, sw := binary.Uvarint(raw)
+		if sw <= 0 || uint64(len(raw)-sw) < size {
+			w = 0
+			break
+		}
+		d.scratch = append(d.scratch, *new(V))
+		if err := d.rows.decode(raw[sw:sw+int(size)], &d.scratch[len(d.scratch)-1]); err != nil {
+			panic(userPanic{fmt.Errorf("table %s: a row of key %v does not decode: %w", d.name, k, unprefixed(err))})
+		}
+		w = sw + int(size)
+	}
+	if w <= 0 {
+		panic(userPanic{fmt.Errorf("table %s: the rows of key %v are corrupt", d.name, k)})
+	}
+	return d.scratch
 }
 
 // tableRun is a table as one query uses it: the version its batches join
 // with, and the goroutine that refreshes it, which close stops.
 type tableRun[K comparable, V any] struct {
-	t       *Table[K, V]
-	current atomic.Pointer[tableVersion[K, V]]
-	cancel  context.CancelFunc
-	done    chan struct{}
+	t      *Table[K, V]
+	cancel context.CancelFunc
+	done   chan struct{}
+	// mu guards current, open (the versions not closed), the versions'
+	// users and closed.
+	mu      sync.Mutex
+	current *tableVersion[K, V]
+	open    []*tableVersion[K, V]
+	closed  bool
+}
+
+// acquire returns the current version, for a batch's use until release.
+func (r *tableRun[K, V]) acquire() *tableVersion[K, V] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.current.users++
+	return r.current
+}
+
+// release ends a batch's use of v, closing it when it is no longer
+// current and no batch uses it.
+func (r *tableRun[K, V]) release(v *tableVersion[K, V]) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	v.users--
+	if v != r.current && v.users == 0 {
+		r.closeVersion(v)
+	}
+}
+
+// closeVersion closes v, logging a failure (its directory may be left
+// behind). Called with r.mu held.
+func (r *tableRun[K, V]) closeVersion(v *tableVersion[K, V]) {
+	r.open = slices.DeleteFunc(r.open, func(o *tableVersion[K, V]) bool { return o == v })
+	if err := v.close(); err != nil {
+		slog.Warn("streamgen: table version not removed", "table", r.t.name, "version", v.progress.Version, "error", err)
+	}
 }
 
 // start loads the table's first version, and starts its refresh.
@@ -298,8 +427,16 @@ func (r *tableRun[K, V]) loadVersion(ctx context.Context, id int64) error {
 	if len(rows) > math.MaxInt32 {
 		return fmt.Errorf("table %s: %d rows: more than %d", r.t.name, len(rows), math.MaxInt32)
 	}
-	v := &tableVersion[K, V]{index: make(map[K]tableSpan, len(rows)), rows: make([]V, len(rows)),
-		progress: runtime.TableProgress{Name: r.t.name, Version: id, Rows: int64(len(rows)), LoadedAt: time.Now()}}
+	progress := runtime.TableProgress{Name: r.t.name, Version: id, Rows: int64(len(rows)), LoadedAt: time.Now()}
+	if r.t.diskAbove > 0 && len(rows) > r.t.diskAbove {
+		d, err := r.writeDisk(rows)
+		if err != nil {
+			return err
+		}
+		progress.OnDisk = true
+		return r.makeCurrent(&tableVersion[K, V]{progress: progress, disk: d})
+	}
+	v := &tableVersion[K, V]{index: make(map[K]tableSpan, len(rows)), rows: make([]V, len(rows)), progress: progress}
 	// Count each key's rows, give each key its span, then fill the spans
 	// in the rows' order.
 	for i := range rows {
@@ -318,8 +455,82 @@ func (r *tableRun[K, V]) loadVersion(ctx context.Context, id int64) error {
 		sp.n++
 		v.index[rows[i].key] = sp
 	}
-	r.current.Store(v)
+	return r.makeCurrent(v)
+}
+
+// makeCurrent makes v the version the batches that start next use, and
+// closes the one before when no batch uses it. A query that has stopped
+// takes no new version.
+func (r *tableRun[K, V]) makeCurrent(v *tableVersion[K, V]) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		r.closeVersion(v)
+		return nil
+	}
+	old := r.current
+	r.current = v
+	r.open = append(r.open, v)
+	if old != nil && old.users == 0 {
+		r.closeVersion(old)
+	}
 	return nil
+}
+
+// writeDisk writes rows to a new table store, each key's rows under its
+// encoding, in key order.
+func (r *tableRun[K, V]) writeDisk(rows []tableRow[K, V]) (*diskRows[K, V], error) {
+	keys, err := newKeyCodec[K]()
+	if err != nil {
+		return nil, err
+	}
+	vals, err := newValueCodec[V]()
+	if err != nil {
+		return nil, err
+	}
+	type encoded struct {
+		key []byte
+		i   int
+	}
+	all := make([]encoded, len(rows))
+	for i := range rows {
+		k, err := keys.encode(nil, &rows[i].key)
+		if err != nil {
+			return nil, fmt.Errorf("table %s: key %v: %w", r.t.name, rows[i].key, unprefixed(err))
+		}
+		all[i] = encoded{k, i}
+	}
+	slices.SortStableFunc(all, func(a, b encoded) int { return bytes.Compare(a.key, b.key) })
+	store, err := runtime.CreateTableStore(r.t.dir)
+	if err != nil {
+		return nil, fmt.Errorf("table %s: %w", r.t.name, unprefixed(err))
+	}
+	var value, row []byte
+	for i := 0; i < len(all); {
+		j := i + 1
+		for j < len(all) && bytes.Equal(all[j].key, all[i].key) {
+			j++
+		}
+		value = binary.AppendUvarint(value[:0], uint64(j-i))
+		for _, e := range all[i:j] {
+			if row, err = vals.encode(row[:0], &rows[e.i].row); err != nil {
+				store.Close()
+				return nil, fmt.Errorf("table %s: a row of key %v: %w", r.t.name, rows[e.i].key, unprefixed(err))
+			}
+			value = binary.AppendUvarint(value, uint64(len(row)))
+			value = append(value, row...)
+		}
+		if err := store.Add(all[i].key, value); err != nil {
+			store.Close()
+			return nil, fmt.Errorf("table %s: %w", r.t.name, unprefixed(err))
+		}
+		i = j
+	}
+	if err := store.Loaded(); err != nil {
+		store.Close()
+		return nil, fmt.Errorf("table %s: %w", r.t.name, unprefixed(err))
+	}
+	return &diskRows[K, V]{name: r.t.name, store: store, keys: keys, rows: vals}, nil
 }
 
 // refresh loads the table every interval until ctx is done.
@@ -343,17 +554,34 @@ func (r *tableRun[K, V]) refresh(ctx context.Context) {
 				continue
 			}
 		}
-		if err := r.loadVersion(ctx, r.current.Load().progress.Version+1); err != nil && ctx.Err() == nil {
+		r.mu.Lock()
+		next := r.current.progress.Version + 1
+		r.mu.Unlock()
+		if err := r.loadVersion(ctx, next); err != nil && ctx.Err() == nil {
 			slog.Warn("streamgen: table not refreshed", "table", r.t.name, "error", err)
 		}
 	}
 }
 
-// close stops the refresh and waits for it.
+// close stops the refresh, waits for it, and closes the current version
+// (the query's batches have ended).
 func (r *tableRun[K, V]) close() error {
 	if r.cancel != nil {
 		r.cancel()
 		<-r.done
 	}
-	return nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	var errs []error
+	for _, v := range r.open {
+		if err := v.close(); err != nil {
+			errs = append(errs, fmt.Errorf("table %s: %w", r.t.name, unprefixed(err)))
+		}
+	}
+	r.open = nil
+	return errors.Join(errs...)
 }
