@@ -277,8 +277,14 @@ type keyScope struct {
 	written []scopeWrite
 	arena   []byte
 	seqs    []listSeq
-	scratch []byte
-	encoded []byte // a value being written
+	// latest indexes written by variable and suffix (the id's byte, then
+	// the suffix), once the call has written more than scopeIndexMin
+	// entries: a call that writes many entries reads each back in
+	// constant time.
+	latest   map[string]int32
+	indexKey []byte
+	scratch  []byte
+	encoded  []byte // a value being written
 	// clean is true when the batch held no write of the key when the call
 	// began: then what the call did not write is read as committed.
 	clean bool
@@ -306,7 +312,16 @@ func (s *keyScope) reset(k *runtime.KeyState, b *runtime.Batch, eventTime time.T
 	s.k, s.now, s.watermark, s.eventTime, s.clean = k, b.Now, b.Watermark, eventTime, !k.Written()
 	s.timerAt = time.Time{}
 	s.written, s.arena, s.seqs = s.written[:0], s.arena[:0], s.seqs[:0]
+	if len(s.latest) > 1<<16 {
+		s.latest = nil // a large index goes back to the collector
+	} else {
+		clear(s.latest)
+	}
 }
+
+// scopeIndexMin is the number of entries a call writes before they are
+// indexed (below it, a scan of them is faster).
+const scopeIndexMin = 16
 
 // at makes the scope's event time the instant of an event-time timer the
 // call handles: entries with an event-time TTL that expire before it are

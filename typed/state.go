@@ -66,18 +66,49 @@ func (s *keyScope) remember(id uint8, suffix, raw []byte) {
 	w.valueAt, w.valueLen = int32(len(s.arena)), int32(len(raw))
 	s.arena = append(s.arena, raw...)
 	s.written = append(s.written, w)
+	switch n := len(s.written); {
+	case n < scopeIndexMin:
+	case len(s.latest) == 0:
+		if s.latest == nil {
+			s.latest = make(map[string]int32, 2*scopeIndexMin)
+		}
+		for i := range s.written {
+			s.latest[s.writtenKey(i)] = int32(i)
+		}
+	default:
+		s.latest[s.writtenKey(n-1)] = int32(n - 1)
+	}
+}
+
+// writtenKey is the index key of written entry i: its variable's id,
+// then its suffix.
+func (s *keyScope) writtenKey(i int) string {
+	w := &s.written[i]
+	s.indexKey = append(append(s.indexKey[:0], w.id), s.arena[w.suffixAt:w.suffixAt+w.suffixLen]...)
+	return string(s.indexKey)
 }
 
 // get reads an entry as stored (with its expiry): what the call wrote, or
 // the batch's.
 func (s *keyScope) get(id uint8, suffix []byte) (raw []byte, ok bool, err error) {
-	for i := len(s.written) - 1; i >= 0; i-- {
-		w := &s.written[i]
-		if w.id == id && string(s.arena[w.suffixAt:w.suffixAt+w.suffixLen]) == string(suffix) {
+	if len(s.latest) > 0 {
+		s.indexKey = append(append(s.indexKey[:0], id), suffix...)
+		if i, found := s.latest[string(s.indexKey)]; found {
+			w := &s.written[i]
 			if w.deleted {
 				return nil, false, nil
 			}
 			return s.arena[w.valueAt : w.valueAt+w.valueLen], true, nil
+		}
+	} else {
+		for i := len(s.written) - 1; i >= 0; i-- {
+			w := &s.written[i]
+			if w.id == id && string(s.arena[w.suffixAt:w.suffixAt+w.suffixLen]) == string(suffix) {
+				if w.deleted {
+					return nil, false, nil
+				}
+				return s.arena[w.valueAt : w.valueAt+w.valueLen], true, nil
+			}
 		}
 	}
 	if s.clean {

@@ -581,3 +581,104 @@ func TestProcessorInitialState(t *testing.T) {
 		t.Fatalf("a key twice: err = %v", err)
 	}
 }
+
+// kvRow is a row of a key and a value.
+type kvRow struct {
+	K string
+	V int
+}
+
+// manyWrites is a processor that, for each row of a key's call, reads a
+// map entry and a value, then writes or removes them: a call of many rows
+// reads back many entries it wrote itself.
+type manyWrites struct {
+	seen  *typed.MapState[int64, int64]
+	total *typed.ValueState[int64]
+}
+
+func (p *manyWrites) Init(h *typed.Handle) error {
+	p.seen = typed.NewMapState[int64, int64](h, "seen")
+	p.total = typed.NewValueState[int64](h, "total")
+	return nil
+}
+
+func (p *manyWrites) HandleInputRows(ctx context.Context, key string, rows iter.Seq[kvRow], _ typed.TimerValues, emit func(string)) error {
+	for r := range rows {
+		k := int64(r.V % 37)
+		n, _, err := p.seen.GetValue(ctx, k)
+		if err != nil {
+			return err
+		}
+		if r.V%5 == 0 {
+			if err := p.seen.RemoveKey(ctx, k); err != nil {
+				return err
+			}
+		} else if err := p.seen.UpdateValue(ctx, k, n+1); err != nil {
+			return err
+		}
+		t, _, err := p.total.Get(ctx)
+		if err != nil {
+			return err
+		}
+		if err := p.total.Update(ctx, t+n); err != nil {
+			return err
+		}
+	}
+	t, _, err := p.total.Get(ctx)
+	emit(fmt.Sprint(key, " ", t))
+	return err
+}
+
+// TestProcessorReadsBackManyWrites: a call that writes and removes many
+// entries of its key reads back what it wrote last (the call's writes
+// are indexed past a few), as a plain loop computes, in one batch or
+// many.
+func TestProcessorReadsBackManyWrites(t *testing.T) {
+	var rows []kvRow
+	for i := range 3000 {
+		rows = append(rows, kvRow{K: fmt.Sprint("k", i%3), V: i * 7 % 1001})
+	}
+	// The loop.
+	seen := map[string]map[int64]int64{}
+	total := map[string]int64{}
+	for _, r := range rows {
+		if seen[r.K] == nil {
+			seen[r.K] = map[int64]int64{}
+		}
+		k := int64(r.V % 37)
+		n := seen[r.K][k]
+		if r.V%5 == 0 {
+			delete(seen[r.K], k)
+		} else {
+			seen[r.K][k] = n + 1
+		}
+		total[r.K] += n
+	}
+	var want []string
+	for k, t := range total {
+		want = append(want, fmt.Sprint(k, " ", t))
+	}
+	slices.Sort(want)
+	for _, perBatch := range []int{0, 1000} {
+		m := typed.NewMemoryStream[kvRow]("rows", perBatch)
+		m.Add(rows...)
+		sink := newSink[string]()
+		w := typed.WriteTo(typed.TransformWithState(typed.GroupByKey(typed.FromMemory(m), func(r *kvRow) string { return r.K }),
+			typed.StatefulProcessor[string, kvRow, string](&manyWrites{}), typed.TimeModeNone, typed.Update), sink).OutputMode(typed.Update)
+		if err := runToEnd(t, w, newCheckpoint().opts()...); err != nil {
+			t.Fatal(err)
+		}
+		last := map[string]string{}
+		for _, r := range sink.rows() {
+			last[strings.Fields(r)[0]] = r
+		}
+		var got []string
+		for _, r := range last {
+			got = append(got, r)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%d rows a batch: %q, want %q", perBatch, got, want)
+		}
+	}
+}

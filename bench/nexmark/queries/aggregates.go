@@ -1,0 +1,629 @@
+package queries
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/streamgen/streamgen/bench/nexmark/model"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// The queries whose result is a table that changes with every bid: the
+// aggregations without windows (q15, q16, q17), the last bid per bidder
+// and auction (q18) and the ten highest bids per auction (q19). Each
+// writes, in each batch, the rows its bids changed (Update mode).
+
+// rank is a bid's price rank of q15–q17: 1 under 10,000, 2 under
+// 1,000,000, else 3.
+func rank(price int64) int {
+	switch {
+	case price < 10_000:
+		return 1
+	case price < 1_000_000:
+		return 2
+	}
+	return 3
+}
+
+// day is DATE_FORMAT(dateTime, 'yyyy-MM-dd'), minute 'HH:mm'.
+func day(t time.Time) string    { return t.UTC().Format("2006-01-02") }
+func minute(t time.Time) string { return t.UTC().Format("15:04") }
+
+// BidStats is the counts of q15 and q16: bids, distinct bidders and
+// distinct auctions, in all and by price rank.
+//
+//streamgen:record
+type BidStats struct {
+	TotalBids     int64  `json:"total_bids"`
+	Rank1Bids     int64  `json:"rank1_bids"`
+	Rank2Bids     int64  `json:"rank2_bids"`
+	Rank3Bids     int64  `json:"rank3_bids"`
+	TotalBidders  int64  `json:"total_bidders"`
+	Rank1Bidders  int64  `json:"rank1_bidders"`
+	Rank2Bidders  int64  `json:"rank2_bidders"`
+	Rank3Bidders  int64  `json:"rank3_bidders"`
+	TotalAuctions int64  `json:"total_auctions"`
+	Rank1Auctions int64  `json:"rank1_auctions"`
+	Rank2Auctions int64  `json:"rank2_auctions"`
+	Rank3Auctions int64  `json:"rank3_auctions"`
+	MaxMinute     string `json:"maxMinute,omitempty"`
+}
+
+// Q15Row is q15's row.
+//
+//streamgen:record
+type Q15Row struct {
+	Day           string `json:"day"`
+	TotalBids     int64  `json:"total_bids"`
+	Rank1Bids     int64  `json:"rank1_bids"`
+	Rank2Bids     int64  `json:"rank2_bids"`
+	Rank3Bids     int64  `json:"rank3_bids"`
+	TotalBidders  int64  `json:"total_bidders"`
+	Rank1Bidders  int64  `json:"rank1_bidders"`
+	Rank2Bidders  int64  `json:"rank2_bidders"`
+	Rank3Bidders  int64  `json:"rank3_bidders"`
+	TotalAuctions int64  `json:"total_auctions"`
+	Rank1Auctions int64  `json:"rank1_auctions"`
+	Rank2Auctions int64  `json:"rank2_auctions"`
+	Rank3Auctions int64  `json:"rank3_auctions"`
+}
+
+// Q16Row is q16's row.
+//
+//streamgen:record
+type Q16Row struct {
+	Channel       string `json:"channel"`
+	Day           string `json:"day"`
+	Minute        string `json:"minute"`
+	TotalBids     int64  `json:"total_bids"`
+	Rank1Bids     int64  `json:"rank1_bids"`
+	Rank2Bids     int64  `json:"rank2_bids"`
+	Rank3Bids     int64  `json:"rank3_bids"`
+	TotalBidders  int64  `json:"total_bidders"`
+	Rank1Bidders  int64  `json:"rank1_bidders"`
+	Rank2Bidders  int64  `json:"rank2_bidders"`
+	Rank3Bidders  int64  `json:"rank3_bidders"`
+	TotalAuctions int64  `json:"total_auctions"`
+	Rank1Auctions int64  `json:"rank1_auctions"`
+	Rank2Auctions int64  `json:"rank2_auctions"`
+	Rank3Auctions int64  `json:"rank3_auctions"`
+}
+
+// StatsKey is q16's grouping: a channel and a day (q15's has the day
+// only).
+//
+//streamgen:record
+type StatsKey struct {
+	Channel string `json:"channel"`
+	Day     string `json:"day"`
+}
+
+// bidStats is the processor of q15 and q16: per key, the counts, and the
+// bidders and auctions seen, each with the ranks it was seen at (a bit
+// each, and one for any), for the distinct counts.
+type bidStats struct {
+	stats    *typed.ValueState[BidStats]
+	bidders  *typed.MapState[int64, uint8]
+	auctions *typed.MapState[int64, uint8]
+	minutes  bool // q16 keeps the latest minute
+}
+
+func (p *bidStats) Init(h *typed.Handle) error {
+	p.stats = typed.NewValueState[BidStats](h, "stats")
+	p.bidders = typed.NewMapState[int64, uint8](h, "bidders")
+	p.auctions = typed.NewMapState[int64, uint8](h, "auctions")
+	return nil
+}
+
+// see adds rank r (1 to 3) to what set holds of id, and counts a new id
+// in total and a new rank of it in ranks.
+func see(ctx context.Context, set *typed.MapState[int64, uint8], id int64, r int, total *int64, ranks [3]*int64) error {
+	seen, _, err := set.GetValue(ctx, id)
+	if err != nil {
+		return err
+	}
+	bit := uint8(1) << r
+	if seen&bit != 0 {
+		return nil
+	}
+	if seen == 0 {
+		*total++
+	}
+	*ranks[r-1]++
+	return set.UpdateValue(ctx, id, seen|bit|1)
+}
+
+func (p *bidStats) update(ctx context.Context, rows iter.Seq[model.Bid]) (BidStats, error) {
+	s, _, err := p.stats.Get(ctx)
+	if err != nil {
+		return s, err
+	}
+	for b := range rows {
+		r := rank(b.Price)
+		s.TotalBids++
+		*[3]*int64{&s.Rank1Bids, &s.Rank2Bids, &s.Rank3Bids}[r-1]++
+		if err := see(ctx, p.bidders, b.Bidder, r, &s.TotalBidders, [3]*int64{&s.Rank1Bidders, &s.Rank2Bidders, &s.Rank3Bidders}); err != nil {
+			return s, err
+		}
+		if err := see(ctx, p.auctions, b.Auction, r, &s.TotalAuctions, [3]*int64{&s.Rank1Auctions, &s.Rank2Auctions, &s.Rank3Auctions}); err != nil {
+			return s, err
+		}
+		if m := minute(b.DateTime); p.minutes && m > s.MaxMinute {
+			s.MaxMinute = m
+		}
+	}
+	return s, p.stats.Update(ctx, s)
+}
+
+type q15 struct{ bidStats }
+
+func (p *q15) HandleInputRows(ctx context.Context, key string, rows iter.Seq[model.Bid], _ typed.TimerValues, emit func(Q15Row)) error {
+	s, err := p.update(ctx, rows)
+	if err != nil {
+		return err
+	}
+	emit(q15Row(key, &s))
+	return nil
+}
+
+func q15Row(d string, s *BidStats) Q15Row {
+	return Q15Row{Day: d, TotalBids: s.TotalBids, Rank1Bids: s.Rank1Bids, Rank2Bids: s.Rank2Bids, Rank3Bids: s.Rank3Bids,
+		TotalBidders: s.TotalBidders, Rank1Bidders: s.Rank1Bidders, Rank2Bidders: s.Rank2Bidders, Rank3Bidders: s.Rank3Bidders,
+		TotalAuctions: s.TotalAuctions, Rank1Auctions: s.Rank1Auctions, Rank2Auctions: s.Rank2Auctions, Rank3Auctions: s.Rank3Auctions}
+}
+
+type q16 struct{ bidStats }
+
+func (p *q16) HandleInputRows(ctx context.Context, key StatsKey, rows iter.Seq[model.Bid], _ typed.TimerValues, emit func(Q16Row)) error {
+	s, err := p.update(ctx, rows)
+	if err != nil {
+		return err
+	}
+	emit(q16Row(key, &s))
+	return nil
+}
+
+func q16Row(k StatsKey, s *BidStats) Q16Row {
+	return Q16Row{Channel: k.Channel, Day: k.Day, Minute: s.MaxMinute, TotalBids: s.TotalBids, Rank1Bids: s.Rank1Bids, Rank2Bids: s.Rank2Bids, Rank3Bids: s.Rank3Bids,
+		TotalBidders: s.TotalBidders, Rank1Bidders: s.Rank1Bidders, Rank2Bidders: s.Rank2Bidders, Rank3Bidders: s.Rank3Bidders,
+		TotalAuctions: s.TotalAuctions, Rank1Auctions: s.Rank1Auctions, Rank2Auctions: s.Rank2Auctions, Rank3Auctions: s.Rank3Auctions}
+}
+
+// loopStats is q15's and q16's counts by a plain loop over the bids of a
+// group.
+func loopStats(group []*model.Bid) BidStats {
+	var s BidStats
+	bidders, auctions := map[[2]int64]bool{}, map[[2]int64]bool{}
+	for _, b := range group {
+		r := int64(rank(b.Price))
+		s.TotalBids++
+		bidders[[2]int64{b.Bidder, 0}], bidders[[2]int64{b.Bidder, r}] = true, true
+		auctions[[2]int64{b.Auction, 0}], auctions[[2]int64{b.Auction, r}] = true, true
+		switch r {
+		case 1:
+			s.Rank1Bids++
+		case 2:
+			s.Rank2Bids++
+		case 3:
+			s.Rank3Bids++
+		}
+		s.MaxMinute = max(s.MaxMinute, minute(b.DateTime))
+	}
+	for k := range bidders {
+		*[4]*int64{&s.TotalBidders, &s.Rank1Bidders, &s.Rank2Bidders, &s.Rank3Bidders}[k[1]]++
+	}
+	for k := range auctions {
+		*[4]*int64{&s.TotalAuctions, &s.Rank1Auctions, &s.Rank2Auctions, &s.Rank3Auctions}[k[1]]++
+	}
+	return s
+}
+
+var _ = register(&Query{
+	Name:  "q15",
+	Title: "bidding statistics report: per day, the bids, distinct bidders and distinct auctions, in all and by price rank",
+	Keys:  []string{"day"},
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		byDay := typed.GroupByKey(bids(events), func(b *model.Bid) string { return day(b.DateTime) })
+		stats := typed.TransformWithState(byDay, &q15{}, typed.TimeModeNone, typed.Update)
+		return typed.WriteTo(stats, sinkOf[Q15Row](out)).OutputMode(typed.Update)
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		groups := map[string][]*model.Bid{}
+		for i := range events {
+			if b := events[i].Bid; b != nil {
+				groups[day(b.DateTime)] = append(groups[day(b.DateTime)], b)
+			}
+		}
+		var rows []Q15Row
+		for d, g := range groups {
+			s := loopStats(g)
+			rows = append(rows, q15Row(d, &s))
+		}
+		return lines(rows)
+	},
+})
+
+var _ = register(&Query{
+	Name:  "q16",
+	Title: "channel statistics report: q15 per channel and day, with the latest minute",
+	Keys:  []string{"channel", "day"},
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		byKey := typed.GroupByKey(bids(events), func(b *model.Bid) StatsKey { return StatsKey{Channel: b.Channel, Day: day(b.DateTime)} })
+		stats := typed.TransformWithState(byKey, &q16{bidStats{minutes: true}}, typed.TimeModeNone, typed.Update)
+		return typed.WriteTo(stats, sinkOf[Q16Row](out)).OutputMode(typed.Update)
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		groups := map[StatsKey][]*model.Bid{}
+		for i := range events {
+			if b := events[i].Bid; b != nil {
+				k := StatsKey{Channel: b.Channel, Day: day(b.DateTime)}
+				groups[k] = append(groups[k], b)
+			}
+		}
+		var rows []Q16Row
+		for k, g := range groups {
+			s := loopStats(g)
+			rows = append(rows, q16Row(k, &s))
+		}
+		return lines(rows)
+	},
+})
+
+// Q17Row is q17's row.
+//
+//streamgen:record
+type Q17Row struct {
+	Auction   int64  `json:"auction"`
+	Day       string `json:"day"`
+	TotalBids int64  `json:"total_bids"`
+	Rank1Bids int64  `json:"rank1_bids"`
+	Rank2Bids int64  `json:"rank2_bids"`
+	Rank3Bids int64  `json:"rank3_bids"`
+	MinPrice  int64  `json:"min_price"`
+	MaxPrice  int64  `json:"max_price"`
+	AvgPrice  int64  `json:"avg_price"`
+	SumPrice  int64  `json:"sum_price"`
+}
+
+// AuctionDay is q17's grouping.
+//
+//streamgen:record
+type AuctionDay struct {
+	Auction int64  `json:"auction"`
+	Day     string `json:"day"`
+}
+
+// Q17Acc is q17's accumulator.
+//
+//streamgen:record
+type Q17Acc struct {
+	Total, Rank1, Rank2, Rank3 int64
+	Min, Max, Sum              int64
+}
+
+type q17Agg struct{}
+
+func (q17Agg) Zero() Q17Acc { return Q17Acc{} }
+
+func (q17Agg) Add(a Q17Acc, b *model.Bid) Q17Acc {
+	if a.Total == 0 || b.Price < a.Min {
+		a.Min = b.Price
+	}
+	if a.Total == 0 || b.Price > a.Max {
+		a.Max = b.Price
+	}
+	a.Total++
+	a.Sum += b.Price
+	switch rank(b.Price) {
+	case 1:
+		a.Rank1++
+	case 2:
+		a.Rank2++
+	default:
+		a.Rank3++
+	}
+	return a
+}
+
+func (q17Agg) Merge(a, b Q17Acc) Q17Acc {
+	switch {
+	case b.Total == 0:
+		return a
+	case a.Total == 0:
+		return b
+	}
+	a.Min, a.Max = min(a.Min, b.Min), max(a.Max, b.Max)
+	a.Total, a.Sum = a.Total+b.Total, a.Sum+b.Sum
+	a.Rank1, a.Rank2, a.Rank3 = a.Rank1+b.Rank1, a.Rank2+b.Rank2, a.Rank3+b.Rank3
+	return a
+}
+
+func (q17Agg) Result(a Q17Acc) Q17Acc { return a }
+
+func q17Row(k AuctionDay, a Q17Acc) Q17Row {
+	return Q17Row{Auction: k.Auction, Day: k.Day, TotalBids: a.Total, Rank1Bids: a.Rank1, Rank2Bids: a.Rank2, Rank3Bids: a.Rank3,
+		MinPrice: a.Min, MaxPrice: a.Max, AvgPrice: a.Sum / a.Total, SumPrice: a.Sum}
+}
+
+var _ = register(&Query{
+	Name:  "q17",
+	Title: "auction statistics report: per auction and day, the bids by price rank and the prices' min, max, avg and sum",
+	Keys:  []string{"auction", "day"},
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		byKey := typed.GroupByKey(bids(events), func(b *model.Bid) AuctionDay { return AuctionDay{Auction: b.Auction, Day: day(b.DateTime)} })
+		stats := typed.AggregateByKey(byKey, typed.Aggregator[model.Bid, Q17Acc, Q17Acc](q17Agg{}), q17Row)
+		return typed.WriteTo(stats, sinkOf[Q17Row](out)).OutputMode(typed.Update)
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		groups := map[AuctionDay][]int64{}
+		for i := range events {
+			if b := events[i].Bid; b != nil {
+				k := AuctionDay{Auction: b.Auction, Day: day(b.DateTime)}
+				groups[k] = append(groups[k], b.Price)
+			}
+		}
+		var rows []Q17Row
+		for k, prices := range groups {
+			r := Q17Row{Auction: k.Auction, Day: k.Day, MinPrice: slices.Min(prices), MaxPrice: slices.Max(prices), TotalBids: int64(len(prices))}
+			for _, p := range prices {
+				r.SumPrice += p
+				switch {
+				case p < 10_000:
+					r.Rank1Bids++
+				case p < 1_000_000:
+					r.Rank2Bids++
+				default:
+					r.Rank3Bids++
+				}
+			}
+			r.AvgPrice = r.SumPrice / r.TotalBids
+			rows = append(rows, r)
+		}
+		return lines(rows)
+	},
+})
+
+// Q18Row is q18's row: a bid.
+//
+//streamgen:record
+type Q18Row struct {
+	Auction  int64     `json:"auction"`
+	Bidder   int64     `json:"bidder"`
+	Price    int64     `json:"price"`
+	Channel  string    `json:"channel"`
+	URL      string    `json:"url"`
+	DateTime time.Time `json:"dateTime"`
+	Extra    string    `json:"extra"`
+}
+
+func q18Row(b *model.Bid) Q18Row {
+	return Q18Row{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, Channel: b.Channel, URL: b.URL, DateTime: b.DateTime, Extra: b.Extra}
+}
+
+// BidderAuction is q18's grouping.
+//
+//streamgen:record
+type BidderAuction struct {
+	Bidder  int64 `json:"bidder"`
+	Auction int64 `json:"auction"`
+}
+
+var _ = register(&Query{
+	Name:  "q18",
+	Title: "find last bid: each bidder's latest bid on each auction (of bids at the same time, the last)",
+	Keys:  []string{"bidder", "auction"},
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		byKey := typed.GroupByKey(bids(events), func(b *model.Bid) BidderAuction { return BidderAuction{Bidder: b.Bidder, Auction: b.Auction} })
+		last := typed.MapGroupsWithState(byKey, typed.NoTimeout,
+			func(_ BidderAuction, rows iter.Seq[model.Bid], state *typed.GroupState[model.Bid]) (Q18Row, error) {
+				latest, has := state.Get()
+				for b := range rows {
+					if !has || !b.DateTime.Before(latest.DateTime) {
+						latest, has = b, true
+					}
+				}
+				state.Update(latest)
+				return q18Row(&latest), nil
+			})
+		return typed.WriteTo(last, sinkOf[Q18Row](out)).OutputMode(typed.Update)
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		latest := map[BidderAuction]*model.Bid{}
+		for i := range events {
+			if b := events[i].Bid; b != nil {
+				k := BidderAuction{Bidder: b.Bidder, Auction: b.Auction}
+				if l := latest[k]; l == nil || !b.DateTime.Before(l.DateTime) {
+					latest[k] = b
+				}
+			}
+		}
+		var rows []Q18Row
+		for _, b := range latest {
+			rows = append(rows, q18Row(b))
+		}
+		return lines(rows)
+	},
+})
+
+// Q19Row is q19's row: a bid and its rank among its auction's bids.
+//
+//streamgen:record
+type Q19Row struct {
+	Auction    int64     `json:"auction"`
+	Bidder     int64     `json:"bidder"`
+	Price      int64     `json:"price"`
+	Channel    string    `json:"channel"`
+	URL        string    `json:"url"`
+	DateTime   time.Time `json:"dateTime"`
+	Extra      string    `json:"extra"`
+	RankNumber int64     `json:"rank_number"`
+}
+
+// Q19Top is q19's state of an auction: its ten highest bids, highest
+// first (of equal prices, the first).
+//
+//streamgen:record
+type Q19Top struct {
+	Bids []model.Bid `json:"bids"`
+}
+
+var _ = register(&Query{
+	Name:  "q19",
+	Title: "auction top-10 price: each auction's ten highest bids, ranked (of equal prices, the first first)",
+	Keys:  []string{"auction", "rank_number"},
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		byAuction := typed.GroupByKey(bids(events), func(b *model.Bid) int64 { return b.Auction })
+		top := typed.FlatMapGroupsWithState(byAuction, typed.Update, typed.NoTimeout,
+			func(_ int64, rows iter.Seq[model.Bid], state *typed.GroupState[Q19Top], emit func(Q19Row)) error {
+				t, _ := state.Get()
+				changed := -1 // the first rank that changed
+				for b := range rows {
+					// After the bids of a price at least as high.
+					at := len(t.Bids)
+					for at > 0 && t.Bids[at-1].Price < b.Price {
+						at--
+					}
+					if at >= 10 {
+						continue
+					}
+					t.Bids = slices.Insert(t.Bids, at, b)
+					if len(t.Bids) > 10 {
+						t.Bids = t.Bids[:10]
+					}
+					if changed < 0 || at < changed {
+						changed = at
+					}
+				}
+				if changed < 0 {
+					return nil
+				}
+				for i := changed; i < len(t.Bids); i++ {
+					b := &t.Bids[i]
+					emit(Q19Row{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, Channel: b.Channel, URL: b.URL,
+						DateTime: b.DateTime, Extra: b.Extra, RankNumber: int64(i + 1)})
+				}
+				state.Update(t)
+				return nil
+			})
+		return typed.WriteTo(top, sinkOf[Q19Row](out)).OutputMode(typed.Update)
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		byAuction := map[int64][]*model.Bid{}
+		for i := range events {
+			if b := events[i].Bid; b != nil {
+				byAuction[b.Auction] = append(byAuction[b.Auction], b)
+			}
+		}
+		var rows []Q19Row
+		for _, bs := range byAuction {
+			slices.SortStableFunc(bs, func(a, b *model.Bid) int { return int(b.Price - a.Price) })
+			for i, b := range bs[:min(10, len(bs))] {
+				rows = append(rows, Q19Row{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, Channel: b.Channel, URL: b.URL,
+					DateTime: b.DateTime, Extra: b.Extra, RankNumber: int64(i + 1)})
+			}
+		}
+		return lines(rows)
+	},
+})
+
+// Q12Row is q12's row.
+//
+//streamgen:record
+type Q12Row struct {
+	Bidder    int64     `json:"bidder"`
+	BidCount  int64     `json:"bid_count"`
+	Starttime time.Time `json:"starttime"`
+	Endtime   time.Time `json:"endtime"`
+}
+
+// Q12Window is q12's state of a bidder: the processing-time window open
+// and its bids so far.
+//
+//streamgen:record
+type Q12Window struct {
+	Start int64 `json:"start"` // Unix ms
+	Count int64 `json:"count"`
+}
+
+// q12 counts each bidder's bids in 10-second windows of processing time,
+// writing a window when a timer at its end fires.
+type q12 struct {
+	h   *typed.Handle
+	win *typed.ValueState[Q12Window]
+}
+
+func (p *q12) Init(h *typed.Handle) error {
+	p.h, p.win = h, typed.NewValueState[Q12Window](h, "window")
+	return nil
+}
+
+func (p *q12) HandleInputRows(ctx context.Context, bidder int64, rows iter.Seq[model.Bid], timers typed.TimerValues, emit func(Q12Row)) error {
+	w, ok, err := p.win.Get(ctx)
+	if err != nil {
+		return err
+	}
+	start := floorTo(timers.CurrentProcessingTime().UnixMilli(), 10_000)
+	if ok && w.Start != start {
+		// The window before ended without its timer yet.
+		emit(q12Row(bidder, w))
+		if err := p.h.DeleteTimer(ctx, time.UnixMilli(w.Start+10_000)); err != nil {
+			return err
+		}
+		ok = false
+	}
+	if !ok {
+		w = Q12Window{Start: start}
+		if err := p.h.RegisterTimer(ctx, time.UnixMilli(start+10_000)); err != nil {
+			return err
+		}
+	}
+	for range rows {
+		w.Count++
+	}
+	return p.win.Update(ctx, w)
+}
+
+func (p *q12) HandleExpiredTimer(ctx context.Context, bidder int64, _ typed.TimerValues, _ typed.ExpiredTimerInfo, emit func(Q12Row)) error {
+	w, ok, err := p.win.Get(ctx)
+	if err != nil || !ok {
+		return err
+	}
+	emit(q12Row(bidder, w))
+	return p.win.Clear(ctx)
+}
+
+func q12Row(bidder int64, w Q12Window) Q12Row {
+	return Q12Row{Bidder: bidder, BidCount: w.Count, Starttime: time.UnixMilli(w.Start).UTC(), Endtime: time.UnixMilli(w.Start + 10_000).UTC()}
+}
+
+// LoopClock is the processing time at which the loop of a query over
+// processing-time windows (q12) takes every event to arrive: a test runs
+// the query on a manual clock that stays there while the events are read.
+var LoopClock = time.Date(2026, 1, 1, 0, 0, 3, 0, time.UTC)
+
+var _ = register(&Query{
+	Name:           "q12",
+	Title:          "processing-time windows: each bidder's bids in 10-second windows of processing time",
+	ProcessingTime: true,
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		byBidder := typed.GroupByKey(bids(events), func(b *model.Bid) int64 { return b.Bidder })
+		counts := typed.TransformWithState(byBidder, &q12{}, typed.TimeModeProcessingTime, typed.Append)
+		return typed.WriteTo(counts, sinkOf[Q12Row](out))
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		counts := map[int64]int64{}
+		for i := range events {
+			if b := events[i].Bid; b != nil {
+				counts[b.Bidder]++
+			}
+		}
+		start := floorTo(LoopClock.UnixMilli(), 10_000)
+		var rows []Q12Row
+		for bidder, n := range counts {
+			rows = append(rows, q12Row(bidder, Q12Window{Start: start, Count: n}))
+		}
+		return lines(rows)
+	},
+})

@@ -1,0 +1,170 @@
+package queries
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/streamgen/streamgen/bench/nexmark/model"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// The queries that are joins of the events' views: q3 and q20 (regular
+// inner joins: state kept for ever, as Flink's), q13 (a stream-static
+// join with the bounded side input).
+
+// Q3Row is q3's row.
+//
+//streamgen:record
+type Q3Row struct {
+	Name  string `json:"name"`
+	City  string `json:"city"`
+	State string `json:"state"`
+	ID    int64  `json:"id"`
+}
+
+func q3Seller(p *model.Person) bool { return p.State == "OR" || p.State == "ID" || p.State == "CA" }
+
+var _ = register(&Query{
+	Name:  "q3",
+	Title: "local item suggestion: auctions of category 10 joined with their sellers in OR, ID or CA",
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		a := typed.GroupByKey(typed.Filter(auctions(events), func(a *model.Auction) bool { return a.Category == 10 }),
+			func(a *model.Auction) int64 { return a.Seller })
+		p := typed.GroupByKey(typed.Filter(persons(events), q3Seller), func(p *model.Person) int64 { return p.ID })
+		joined := typed.Join(a, p, typed.Inner, func(j typed.Joined[int64, model.Auction, model.Person]) Q3Row {
+			return Q3Row{Name: j.Right.Name, City: j.Right.City, State: j.Right.State, ID: j.Left.ID}
+		})
+		return typed.WriteTo(joined, sinkOf[Q3Row](out))
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		var rows []Q3Row
+		for i := range events {
+			a := events[i].Auction
+			if a == nil || a.Category != 10 {
+				continue
+			}
+			for j := range events {
+				if p := events[j].Person; p != nil && p.ID == a.Seller && (p.State == "OR" || p.State == "ID" || p.State == "CA") {
+					rows = append(rows, Q3Row{Name: p.Name, City: p.City, State: p.State, ID: a.ID})
+				}
+			}
+		}
+		return lines(rows)
+	},
+})
+
+// Q13Row is q13's row.
+//
+//streamgen:record
+type Q13Row struct {
+	Auction  int64     `json:"auction"`
+	Bidder   int64     `json:"bidder"`
+	Price    int64     `json:"price"`
+	DateTime time.Time `json:"dateTime"`
+	Value    string    `json:"value"`
+}
+
+// SideInput is a row of q13's bounded side input: the nexmark/nexmark
+// side_input.txt, the lines "i,i" for i from 0 to 9,999.
+type SideInput struct {
+	Key   int64
+	Value string
+}
+
+// SideInputRows is q13's side input.
+func SideInputRows() []SideInput {
+	rows := make([]SideInput, 10_000)
+	for i := range rows {
+		rows[i] = SideInput{Key: int64(i), Value: strconv.Itoa(i)}
+	}
+	return rows
+}
+
+var _ = register(&Query{
+	Name:  "q13",
+	Title: "bounded side input join: each bid with the side input's row of mod(auction, 10000)",
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		side := typed.TableOf(SideInputRows(), func(s *SideInput) int64 { return s.Key }, typed.TableName("side_input"))
+		joined := typed.JoinTable(bids(events), func(b *model.Bid) int64 { return b.Auction % 10_000 }, side, typed.Inner,
+			func(j typed.Joined[int64, model.Bid, SideInput]) Q13Row {
+				return Q13Row{Auction: j.Left.Auction, Bidder: j.Left.Bidder, Price: j.Left.Price, DateTime: j.Left.DateTime, Value: j.Right.Value}
+			})
+		return typed.WriteTo(joined, sinkOf[Q13Row](out))
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		side := SideInputRows()
+		var rows []Q13Row
+		for i := range events {
+			b := events[i].Bid
+			if b == nil {
+				continue
+			}
+			for _, s := range side {
+				if b.Auction%10_000 == s.Key {
+					rows = append(rows, Q13Row{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, DateTime: b.DateTime, Value: s.Value})
+				}
+			}
+		}
+		return lines(rows)
+	},
+})
+
+// Q20Row is q20's row.
+//
+//streamgen:record
+type Q20Row struct {
+	Auction         int64     `json:"auction"`
+	Bidder          int64     `json:"bidder"`
+	Price           int64     `json:"price"`
+	Channel         string    `json:"channel"`
+	URL             string    `json:"url"`
+	BidDateTime     time.Time `json:"bid_dateTime"`
+	BidExtra        string    `json:"bid_extra"`
+	ItemName        string    `json:"itemName"`
+	Description     string    `json:"description"`
+	InitialBid      int64     `json:"initialBid"`
+	Reserve         int64     `json:"reserve"`
+	AuctionDateTime time.Time `json:"auction_dateTime"`
+	Expires         time.Time `json:"expires"`
+	Seller          int64     `json:"seller"`
+	Category        int64     `json:"category"`
+	AuctionExtra    string    `json:"auction_extra"`
+}
+
+func q20Row(b *model.Bid, a *model.Auction) Q20Row {
+	return Q20Row{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, Channel: b.Channel, URL: b.URL,
+		BidDateTime: b.DateTime, BidExtra: b.Extra, ItemName: a.ItemName, Description: a.Description,
+		InitialBid: a.InitialBid, Reserve: a.Reserve, AuctionDateTime: a.DateTime, Expires: a.Expires,
+		Seller: a.Seller, Category: a.Category, AuctionExtra: a.Extra}
+}
+
+var _ = register(&Query{
+	Name:  "q20",
+	Title: "expand bid with auction: each bid joined with its auction, of category 10",
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		b := typed.GroupByKey(bids(events), func(b *model.Bid) int64 { return b.Auction })
+		a := typed.GroupByKey(typed.Filter(auctions(events), func(a *model.Auction) bool { return a.Category == 10 }),
+			func(a *model.Auction) int64 { return a.ID })
+		joined := typed.Join(b, a, typed.Inner, func(j typed.Joined[int64, model.Bid, model.Auction]) Q20Row {
+			return q20Row(j.Left, j.Right)
+		})
+		return typed.WriteTo(joined, sinkOf[Q20Row](out))
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		byID := map[int64][]*model.Auction{}
+		for i := range events {
+			if a := events[i].Auction; a != nil && a.Category == 10 {
+				byID[a.ID] = append(byID[a.ID], a)
+			}
+		}
+		var rows []Q20Row
+		for i := range events {
+			if b := events[i].Bid; b != nil {
+				for _, a := range byID[b.Auction] {
+					rows = append(rows, q20Row(b, a))
+				}
+			}
+		}
+		return lines(rows)
+	},
+})

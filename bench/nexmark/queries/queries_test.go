@@ -1,0 +1,188 @@
+package queries_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/bench/nexmark/generator"
+	"github.com/streamgen/streamgen/bench/nexmark/model"
+	"github.com/streamgen/streamgen/bench/nexmark/queries"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// testEvents generates n events at rate events a second of event time.
+func testEvents(t testing.TB, n int64, rate int) []model.Event {
+	t.Helper()
+	cfg := generator.DefaultConfig()
+	cfg.Events, cfg.Rate = n, rate
+	g := generator.New(cfg, 0)
+	var out []model.Event
+	var e model.Event
+	for g.Next(&e) {
+		out = append(out, clone(&e))
+	}
+	if int64(len(out)) != n {
+		t.Fatalf("the generator made %d events, want %d", len(out), n)
+	}
+	return out
+}
+
+// clone copies an event, whose parts the generator reuses.
+func clone(e *model.Event) model.Event {
+	var c model.Event
+	switch {
+	case e.Person != nil:
+		p := *e.Person
+		c.Person = &p
+	case e.Auction != nil:
+		a := *e.Auction
+		c.Auction = &a
+	case e.Bid != nil:
+		b := *e.Bid
+		c.Bid = &b
+	}
+	return c
+}
+
+// memOutput keeps a query's lines by batch: a batch written again
+// replaces its lines.
+type memOutput struct {
+	mu      sync.Mutex
+	batches map[int64][][]byte
+}
+
+func (o *memOutput) Write(_ context.Context, batch int64, lines [][]byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.batches == nil {
+		o.batches = map[int64][][]byte{}
+	}
+	kept := make([][]byte, len(lines))
+	for i, l := range lines {
+		kept[i] = slices.Clone(l)
+	}
+	o.batches[batch] = kept
+	return nil
+}
+
+// lines returns the lines in batch order.
+func (o *memOutput) lines() [][]byte {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var ids []int64
+	for id := range o.batches {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var out [][]byte
+	for _, id := range ids {
+		out = append(out, o.batches[id]...)
+	}
+	return out
+}
+
+// runQuery runs q over events in batches of perBatch (0: one), stopping
+// and starting again on its checkpoint after each part of parts, and
+// returns its output lines. The last run ends the input: the watermark
+// passes every event time.
+func runQuery(t *testing.T, q *queries.Query, events []model.Event, perBatch int, parts int) [][]byte {
+	t.Helper()
+	dir := t.TempDir()
+	m := typed.NewMemoryStream[model.Event]("events", perBatch)
+	out := &memOutput{}
+	clock := runtime.NewManualClock(queries.LoopClock)
+	run := func(opts ...runtime.Option) {
+		opts = append(opts, runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.WithManualClock(clock))
+		run, err := q.Start(context.Background(), typed.FromMemory(m), out, opts...)
+		if err != nil {
+			t.Fatalf("%s: start: %v", q.Name, err)
+		}
+		if err := run.AwaitTermination(); err != nil {
+			t.Fatalf("%s: %v", q.Name, err)
+		}
+	}
+	for i := range parts {
+		m.Add(events[i*len(events)/parts : (i+1)*len(events)/parts]...)
+		if i == parts-1 {
+			run(runtime.FlushEventTime())
+		} else {
+			run()
+		}
+	}
+	if q.ProcessingTime {
+		// The processing-time windows end: a run after them fires their
+		// timers.
+		clock.Advance(10 * time.Second)
+		run()
+	}
+	return out.lines()
+}
+
+// TestQueriesAgainstALoop runs every query over generated events, in one
+// batch and in many, across restarts, and compares its result table with
+// the one a plain loop over the events computes from the SQL.
+func TestQueriesAgainstALoop(t *testing.T) {
+	// 30 seconds of event time: several of every window, sessions that
+	// end, auctions that close.
+	events := testEvents(t, 30_000, 1_000)
+	for _, q := range queries.All {
+		t.Run(q.Name, func(t *testing.T) {
+			t.Parallel()
+			loop, err := q.Loop(events)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := queries.Final(q, loop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(want) == 0 {
+				t.Fatalf("%s: the loop's result is empty: the events test nothing", q.Name)
+			}
+			t.Logf("%s: %d rows", q.Name, len(want))
+			for _, c := range []struct{ perBatch, parts int }{{0, 1}, {997, 1}, {4_000, 3}} {
+				got, err := queries.Final(q, runQuery(t, q, events, c.perBatch, c.parts))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s, %d rows a batch, %d runs: %d rows, the loop %d; first difference:\n%s",
+						q.Name, c.perBatch, c.parts, len(got), len(want), firstDifference(got, want))
+				}
+			}
+		})
+	}
+}
+
+func firstDifference(got, want []string) string {
+	for i := range max(len(got), len(want)) {
+		var g, w string
+		if i < len(got) {
+			g = got[i]
+		}
+		if i < len(want) {
+			w = want[i]
+		}
+		if g != w {
+			return fmt.Sprintf("  got  %s\n  want %s", g, w)
+		}
+	}
+	return ""
+}
+
+// TestEveryQueryIsListed: the suite has q0 to q22, each here or excluded
+// with a reason.
+func TestEveryQueryIsListed(t *testing.T) {
+	for n := range 23 {
+		name := fmt.Sprintf("q%d", n)
+		if _, err := queries.ByName(name); err != nil && !strings.Contains(err.Error(), "not in the suite") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

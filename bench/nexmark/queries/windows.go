@@ -1,0 +1,398 @@
+package queries
+
+import (
+	"context"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/streamgen/streamgen/bench/nexmark/model"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// The queries over event-time windows: q5 (hopping), q7 and q8
+// (tumbling), q11 (sessions). Each writes a window's rows once, when the
+// watermark passes its end, as Flink does.
+
+// Q5Row is q5's row.
+//
+//streamgen:record
+type Q5Row struct {
+	Auction int64 `json:"auction"`
+	Num     int64 `json:"num"`
+}
+
+// Q5Count is the bids of an auction in a window of q5.
+//
+//streamgen:record
+type Q5Count struct {
+	Auction int64 `json:"auction"`
+	Start   int64 `json:"start"` // the window's start, Unix ms
+	Num     int64 `json:"num"`
+}
+
+// Q5State is q5's state per window: none (each window's counts arrive
+// together, in the batch where the watermark passes its end).
+//
+//streamgen:record
+type Q5State struct{}
+
+var _ = register(&Query{
+	Name:  "q5",
+	Title: "hot items: the auctions with the most bids in each 10-second window, every 2 seconds",
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		counts := typed.AggregateWindows(
+			typed.GroupByWindow(bids(events), func(b *model.Bid) time.Time { return b.DateTime }, typed.Sliding(10*time.Second, 2*time.Second),
+				func(b *model.Bid) int64 { return b.Auction }),
+			typed.Count[model.Bid](),
+			func(w typed.Window, auction int64, n int64) Q5Count {
+				return Q5Count{Auction: auction, Start: w.Start.UnixMilli(), Num: n}
+			})
+		// The counts of a window, all written in one batch, keep those at
+		// the window's most.
+		hot := typed.FlatMapGroupsWithState(typed.GroupByKey(counts, func(c *Q5Count) int64 { return c.Start }), typed.Append, typed.NoTimeout,
+			func(_ int64, rows iter.Seq[Q5Count], _ *typed.GroupState[Q5State], emit func(Q5Row)) error {
+				most := int64(0)
+				for c := range rows {
+					most = max(most, c.Num)
+				}
+				for c := range rows {
+					if c.Num >= most {
+						emit(Q5Row{Auction: c.Auction, Num: c.Num})
+					}
+				}
+				return nil
+			})
+		return typed.WriteTo(hot, sinkOf[Q5Row](out)).OutputMode(typed.Append)
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		// Each window [s, s+10 s) with s a multiple of 2 s: the bids'
+		// counts per auction, then those at the window's most.
+		counts := map[int64]map[int64]int64{}
+		for i := range events {
+			b := events[i].Bid
+			if b == nil {
+				continue
+			}
+			ms := b.DateTime.UnixMilli()
+			for s := floorTo(ms, 2000); s > ms-10_000; s -= 2000 {
+				if counts[s] == nil {
+					counts[s] = map[int64]int64{}
+				}
+				counts[s][b.Auction]++
+			}
+		}
+		var rows []Q5Row
+		for _, byAuction := range counts {
+			most := int64(0)
+			for _, n := range byAuction {
+				most = max(most, n)
+			}
+			for a, n := range byAuction {
+				if n >= most {
+					rows = append(rows, Q5Row{Auction: a, Num: n})
+				}
+			}
+		}
+		return lines(rows)
+	},
+})
+
+// floorTo rounds ms down to a multiple of d.
+func floorTo(ms, d int64) int64 {
+	r := ms % d
+	if r < 0 {
+		r += d
+	}
+	return ms - r
+}
+
+// Q7Row is q7's row, its columns named as the query's SELECT names them
+// (auction, price, bidder: the nexmark/nexmark sink table lists bidder
+// before price, and so receives each in the other's column).
+//
+//streamgen:record
+type Q7Row struct {
+	Auction  int64     `json:"auction"`
+	Price    int64     `json:"price"`
+	Bidder   int64     `json:"bidder"`
+	DateTime time.Time `json:"dateTime"`
+	Extra    string    `json:"extra"`
+}
+
+// Q7Acc is q7's accumulator of a window: its highest price, the window's
+// bids at that price, and the bids at the window's end (the next window's
+// start), which `B.dateTime BETWEEN window_end - 10 s AND window_end`
+// counts with it without their price counting in its highest.
+//
+//streamgen:record
+type Q7Acc struct {
+	Max     int64   `json:"max"`
+	Top     []Q7Row `json:"top"`
+	AtEnd   []Q7Row `json:"atEnd"`
+	HasRows bool    `json:"hasRows"`
+}
+
+// q7Bid is a bid for q7's windows: at its own time, or, for a bid at a
+// window's start, also as a bid at the end of the window before.
+type q7Bid struct {
+	row   Q7Row
+	at    time.Time
+	atEnd bool
+}
+
+type q7Max struct{}
+
+func (q7Max) Zero() Q7Acc { return Q7Acc{} }
+
+func (q7Max) Add(acc Q7Acc, b *q7Bid) Q7Acc {
+	if b.atEnd {
+		acc.AtEnd = append(acc.AtEnd, b.row)
+		return acc
+	}
+	switch {
+	case !acc.HasRows || b.row.Price > acc.Max:
+		acc.HasRows, acc.Max, acc.Top = true, b.row.Price, append(acc.Top[:0], b.row)
+	case b.row.Price == acc.Max:
+		acc.Top = append(acc.Top, b.row)
+	}
+	return acc
+}
+
+func (q7Max) Merge(a, b Q7Acc) Q7Acc {
+	a.AtEnd = append(a.AtEnd, b.AtEnd...)
+	switch {
+	case !b.HasRows:
+	case !a.HasRows || b.Max > a.Max:
+		a.HasRows, a.Max, a.Top = true, b.Max, b.Top
+	case b.Max == a.Max:
+		a.Top = append(a.Top, b.Top...)
+	}
+	return a
+}
+
+func (q7Max) Result(acc Q7Acc) []Q7Row {
+	if !acc.HasRows {
+		return nil
+	}
+	rows := slices.Clone(acc.Top)
+	for _, r := range acc.AtEnd {
+		if r.Price == acc.Max {
+			rows = append(rows, r)
+		}
+	}
+	return rows
+}
+
+var _ = register(&Query{
+	Name:  "q7",
+	Title: "highest bid: the bids at the highest price of each 10-second window",
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		const size = 10 * time.Second
+		windowed := typed.FlatMap(bids(events), func(b *model.Bid) []q7Bid {
+			r := Q7Row{Auction: b.Auction, Price: b.Price, Bidder: b.Bidder, DateTime: b.DateTime, Extra: b.Extra}
+			if b.DateTime.Truncate(size).Equal(b.DateTime) {
+				return []q7Bid{{row: r, at: b.DateTime}, {row: r, at: b.DateTime.Add(-time.Nanosecond), atEnd: true}}
+			}
+			return []q7Bid{{row: r, at: b.DateTime}}
+		})
+		highest := typed.AggregateWindows(
+			typed.GroupByWindow(windowed, func(b *q7Bid) time.Time { return b.at }, typed.Tumbling(size), func(*q7Bid) struct{} { return struct{}{} }),
+			typed.Aggregator[q7Bid, Q7Acc, []Q7Row](q7Max{}),
+			func(_ typed.Window, _ struct{}, rows []Q7Row) []Q7Row { return rows })
+		return typed.WriteTo(typed.FlatMap(highest, func(rows *[]Q7Row) []Q7Row { return *rows }), sinkOf[Q7Row](out)).OutputMode(typed.Append)
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		// The SQL: each window's highest price; then every bid at that
+		// price whose time is in [end - 10 s, end].
+		most := map[int64]int64{} // by window end, Unix ms
+		for i := range events {
+			if b := events[i].Bid; b != nil {
+				end := floorTo(b.DateTime.UnixMilli(), 10_000) + 10_000
+				if p, ok := most[end]; !ok || b.Price > p {
+					most[end] = b.Price
+				}
+			}
+		}
+		var rows []Q7Row
+		for end, price := range most {
+			for i := range events {
+				b := events[i].Bid
+				if b == nil || b.Price != price {
+					continue
+				}
+				if ms := b.DateTime.UnixMilli(); ms >= end-10_000 && ms <= end {
+					rows = append(rows, Q7Row{Auction: b.Auction, Price: b.Price, Bidder: b.Bidder, DateTime: b.DateTime, Extra: b.Extra})
+				}
+			}
+		}
+		return lines(rows)
+	},
+})
+
+// Q8Row is q8's row.
+//
+//streamgen:record
+type Q8Row struct {
+	ID    int64     `json:"id"`
+	Name  string    `json:"name"`
+	Stime time.Time `json:"stime"`
+}
+
+// Q8Key is q8's grouping: a person or seller and a 10-second window.
+//
+//streamgen:record
+type Q8Key struct {
+	ID    int64 `json:"id"`
+	Start int64 `json:"start"` // the window's start, Unix ms
+}
+
+// q8Row is a person who entered, or a seller who opened an auction, in a
+// window.
+type q8Row struct {
+	key    Q8Key
+	person bool
+	name   string
+}
+
+// Q8Seen is q8's state of a person and window.
+//
+//streamgen:record
+type Q8Seen struct {
+	Person  bool   `json:"person"`
+	Name    string `json:"name"`
+	Seller  bool   `json:"seller"`
+	Written bool   `json:"written"`
+}
+
+// q8 joins, per person and window, the person's entry and the auctions
+// they opened: a window's person is written once both are seen, and its
+// state goes when the watermark passes the window's end.
+type q8 struct {
+	seen *typed.ValueState[Q8Seen]
+	h    *typed.Handle
+}
+
+func (p *q8) Init(h *typed.Handle) error {
+	p.h, p.seen = h, typed.NewValueState[Q8Seen](h, "seen")
+	return nil
+}
+
+func (p *q8) HandleInputRows(ctx context.Context, key Q8Key, rows iter.Seq[q8Row], _ typed.TimerValues, emit func(Q8Row)) error {
+	s, existed, err := p.seen.Get(ctx)
+	if err != nil {
+		return err
+	}
+	for r := range rows {
+		if r.person {
+			s.Person, s.Name = true, r.name
+		} else {
+			s.Seller = true
+		}
+	}
+	if s.Person && s.Seller && !s.Written {
+		emit(Q8Row{ID: key.ID, Name: s.Name, Stime: time.UnixMilli(key.Start).UTC()})
+		s.Written = true
+	}
+	if !existed {
+		if err := p.h.RegisterTimer(ctx, time.UnixMilli(key.Start+10_000)); err != nil {
+			return err
+		}
+	}
+	return p.seen.Update(ctx, s)
+}
+
+func (p *q8) HandleExpiredTimer(ctx context.Context, _ Q8Key, _ typed.TimerValues, _ typed.ExpiredTimerInfo, _ func(Q8Row)) error {
+	return p.seen.Clear(ctx)
+}
+
+var _ = register(&Query{
+	Name:  "q8",
+	Title: "monitor new users: the people who entered and opened an auction in the same 10-second window",
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		rows := typed.Map(typed.Filter(events, func(e *model.Event) bool { return e.Person != nil || e.Auction != nil }),
+			func(e *model.Event) q8Row {
+				if p := e.Person; p != nil {
+					return q8Row{key: Q8Key{ID: p.ID, Start: floorTo(p.DateTime.UnixMilli(), 10_000)}, person: true, name: p.Name}
+				}
+				a := e.Auction
+				return q8Row{key: Q8Key{ID: a.Seller, Start: floorTo(a.DateTime.UnixMilli(), 10_000)}}
+			})
+		joined := typed.TransformWithState(typed.GroupByKey(rows, func(r *q8Row) Q8Key { return r.key }), &q8{}, typed.TimeModeEventTime, typed.Append)
+		return typed.WriteTo(joined, sinkOf[Q8Row](out))
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		type key struct{ id, start int64 }
+		names := map[key]string{}
+		sellers := map[key]bool{}
+		for i := range events {
+			e := &events[i]
+			if p := e.Person; p != nil {
+				names[key{p.ID, floorTo(p.DateTime.UnixMilli(), 10_000)}] = p.Name
+			}
+			if a := e.Auction; a != nil {
+				sellers[key{a.Seller, floorTo(a.DateTime.UnixMilli(), 10_000)}] = true
+			}
+		}
+		var rows []Q8Row
+		for k, name := range names {
+			if sellers[k] {
+				rows = append(rows, Q8Row{ID: k.id, Name: name, Stime: time.UnixMilli(k.start).UTC()})
+			}
+		}
+		return lines(rows)
+	},
+})
+
+// Q11Row is q11's row.
+//
+//streamgen:record
+type Q11Row struct {
+	Bidder    int64     `json:"bidder"`
+	BidCount  int64     `json:"bid_count"`
+	Starttime time.Time `json:"starttime"`
+	Endtime   time.Time `json:"endtime"`
+}
+
+var _ = register(&Query{
+	Name:  "q11",
+	Title: "user sessions: the bids of each bidder's sessions, 10 seconds of gap",
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		sessions := typed.AggregateWindows(
+			typed.GroupByWindow(bids(events), func(b *model.Bid) time.Time { return b.DateTime }, typed.Session(10*time.Second),
+				func(b *model.Bid) int64 { return b.Bidder }),
+			typed.Count[model.Bid](),
+			func(w typed.Window, bidder int64, n int64) Q11Row {
+				return Q11Row{Bidder: bidder, BidCount: n, Starttime: w.Start, Endtime: w.End}
+			})
+		return typed.WriteTo(sessions, sinkOf[Q11Row](out)).OutputMode(typed.Append)
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		times := map[int64][]time.Time{}
+		for i := range events {
+			if b := events[i].Bid; b != nil {
+				times[b.Bidder] = append(times[b.Bidder], b.DateTime)
+			}
+		}
+		var rows []Q11Row
+		for bidder, ts := range times {
+			slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
+			// A session is [first, last + gap); a bid before its end
+			// joins it.
+			start, end, n := ts[0], ts[0].Add(10*time.Second), int64(1)
+			for _, t := range ts[1:] {
+				if t.Before(end) {
+					n++
+					if e := t.Add(10 * time.Second); e.After(end) {
+						end = e
+					}
+					continue
+				}
+				rows = append(rows, Q11Row{Bidder: bidder, BidCount: n, Starttime: start, Endtime: end})
+				start, end, n = t, t.Add(10*time.Second), 1
+			}
+			rows = append(rows, Q11Row{Bidder: bidder, BidCount: n, Starttime: start, Endtime: end})
+		}
+		return lines(rows)
+	},
+})
