@@ -292,8 +292,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		defer closeKafka()
 		events = func() (typed.Stream[model.Event], func(), error) {
-			src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{eventsTopic}, StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: *perBatch})
-			return typed.From[model.Event](src), func() { src.Close() }, nil
+			s, closeSource := fromKafka(conn, *perBatch)
+			return s, closeSource, nil
 		}
 	default:
 		return usagef("-source %q: generator, files or kafka", *source)
@@ -366,6 +366,13 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
+}
+
+// fromKafka reads the events from eventsTopic, from its start, perBatch a
+// batch, and returns what closes the source.
+func fromKafka(conn kafka.Connection, perBatch int64) (typed.Stream[model.Event], func()) {
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{eventsTopic}, StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: perBatch})
+	return typed.From[model.Event](src), func() { src.Close() }
 }
 
 // eventsTopic is the topic bench -source kafka produces the events to.

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/streamgen/streamgen/bench/nexmark/generator"
+	"github.com/streamgen/streamgen/bench/nexmark/model"
+	"github.com/streamgen/streamgen/bench/nexmark/queries"
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// The queries checked end to end through the command's paths: a regular
+// join, windows closed by the watermark, and an updating aggregation.
+var checked = []string{"q3", "q5", "q17"}
+
+// loopOf is q's result table by its loop over cfg's events.
+func loopOf(t *testing.T, q *queries.Query, cfg generator.Config) []string {
+	t.Helper()
+	m := generator.NewMerged(cfg)
+	var events []model.Event
+	var e model.Event
+	for m.Next(&e) {
+		c := e
+		switch {
+		case e.Bid != nil:
+			b := *e.Bid
+			c.Bid = &b
+		case e.Auction != nil:
+			a := *e.Auction
+			c.Auction = &a
+		case e.Person != nil:
+			p := *e.Person
+			c.Person = &p
+		}
+		events = append(events, c)
+	}
+	lines, err := q.Loop(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := queries.Final(q, lines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) == 0 {
+		t.Fatalf("%s: the loop's result is empty", q.Name)
+	}
+	return want
+}
+
+func testConfig() generator.Config {
+	cfg := generator.DefaultConfig()
+	cfg.Events, cfg.Rate = 20_000, 1_000
+	return cfg
+}
+
+// TestGenerateAndRun: `generate` then `run -input` writes, a file a
+// batch, the result the loop computes.
+func TestGenerateAndRun(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "events")
+	if err := run(context.Background(), []string{"generate", "-events", "20000", "-rate", "1000", "-per-file", "3000", "-out", in}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range checked {
+		q, _ := queries.ByName(name)
+		out := filepath.Join(dir, "out-"+name)
+		if err := run(context.Background(), []string{"run", "-query", name, "-input", in, "-output", out}, io.Discard, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		files, _ := filepath.Glob(filepath.Join(out, "batch-*.json"))
+		var lines [][]byte
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for l := range bytes.Lines(b) {
+				lines = append(lines, bytes.TrimSuffix(l, []byte("\n")))
+			}
+		}
+		got, err := queries.Final(q, lines)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := loopOf(t, q, testConfig()); !slices.Equal(got, want) {
+			t.Errorf("%s from files: %d rows, the loop %d", name, len(got), len(want))
+		}
+	}
+}
+
+// memOutput keeps the lines written.
+type memOutput struct {
+	mu    sync.Mutex
+	lines [][]byte
+}
+
+func (o *memOutput) Write(_ context.Context, _ int64, lines [][]byte) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, l := range lines {
+		o.lines = append(o.lines, slices.Clone(l))
+	}
+	return nil
+}
+
+// TestFromKafkaAndGenerator: the events produced to the embedded Kafka
+// cluster, and those of the in-process generator, give the queries the
+// result the loop computes.
+func TestFromKafkaAndGenerator(t *testing.T) {
+	ctx := context.Background()
+	cfg := testConfig()
+	conn, closeKafka, err := produce(ctx, cfg, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeKafka()
+	for _, name := range checked {
+		q, _ := queries.ByName(name)
+		want := loopOf(t, q, cfg)
+		for _, source := range []string{"kafka", "generator"} {
+			events, closeSource := fromKafka(conn, 3_000)
+			if source == "generator" {
+				events, closeSource = fromGenerator(cfg, 3_000), func() {}
+			}
+			out := &memOutput{}
+			run, err := q.Start(ctx, events, out, runtime.Checkpoint(t.TempDir()), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = run.AwaitTermination()
+			closeSource()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := queries.Final(q, out.lines)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s from %s: %d rows, the loop %d", name, source, len(got), len(want))
+			}
+		}
+	}
+}
+
+// TestBenchCommand: bench runs every query and prints a line for each,
+// with the published figures beside it; bad arguments are refused.
+func TestBenchCommand(t *testing.T) {
+	var out strings.Builder
+	if err := run(context.Background(), []string{"bench", "-query", "all", "-events", "5000", "-batch", "1000"}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queries.All {
+		if !strings.Contains(out.String(), "\n"+q.Name+" ") {
+			t.Errorf("no line for %s:\n%s", q.Name, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "155020") {
+		t.Errorf("no Flink figure for q0:\n%s", out.String())
+	}
+	for _, args := range [][]string{{"bench", "-query", "q6", "-events", "10"}, {"run", "-query", "q1"}, {"nope"}, {"bench", "-query", "q1"}} {
+		var usage *usageError
+		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil || !errors.As(err, &usage) {
+			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+	}
+}
