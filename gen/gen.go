@@ -14,6 +14,7 @@ package gen
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/token"
@@ -38,6 +39,11 @@ type Config struct {
 	DryRun bool
 	// Log, when set, is called with a line per file written or removed.
 	Log func(string)
+	// Poison, when a package holds a mistake, replaces its earlier output
+	// with a file that does not compile and says what the mistakes are,
+	// so that the stale output does not build as if nothing had failed.
+	// A package that had no output gets none. Nothing else is written.
+	Poison bool
 }
 
 // Result is one output file and what happened to it.
@@ -89,22 +95,37 @@ func Run(cfg Config) ([]Result, error) {
 		}
 	}
 	if len(errs) > 0 {
-		return nil, errs.sorted()
+		errs = errs.sorted()
+		if cfg.Poison && !cfg.DryRun {
+			for _, d := range dones {
+				if len(d.errs) > 0 && d.path != "" {
+					if err := poison(d.path, d.pkgName, d.errs.sorted()); err != nil {
+						return nil, errors.Join(errs, err)
+					}
+				}
+			}
+		}
+		return nil, errs
 	}
 	return writeAll(outputs, cfg)
 }
 
-// done is what came of one package: its errors, or its output.
+// done is what came of one package: its errors, or its output; and where
+// its output goes, and its name.
 type done struct {
-	errs    ErrorList
-	out     *Result
-	failure error
+	errs          ErrorList
+	out           *Result
+	failure       error
+	path, pkgName string
 }
 
 // modelAndRender models a package and renders its output into d.
 func modelAndRender(p *packages.Package, d *done) {
 	rep := &reporter{fset: p.Fset}
 	defer func() { d.errs = rep.errs }()
+	if len(p.GoFiles)+len(p.CompiledGoFiles) > 0 {
+		d.path, d.pkgName = outputPath(p), p.Name
+	}
 	if len(p.Errors) > 0 && p.Types == nil {
 		for _, e := range p.Errors {
 			rep.errs = append(rep.errs, &Error{Pos: parsePos(e.Pos), Msg: e.Msg})

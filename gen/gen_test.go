@@ -191,3 +191,54 @@ func TestErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestMistakePoisonsStaleOutput: a package that generated once, then
+// holds a mistake, does not build with its stale output: with Poison the
+// output is replaced by a file whose compiler errors quote the
+// generator's messages; without it (-keep-on-error), the output stays.
+func TestMistakePoisonsStaleOutput(t *testing.T) {
+	dir := scratch(t, "testdata/golden/basic")
+	out := filepath.Join(dir, gen.OutputFile)
+	if _, err := gen.Run(gen.Config{Patterns: []string{"./" + dir}}); err != nil {
+		t.Fatal(err)
+	}
+	good, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A mistake: a record field of a type no codec handles.
+	src := filepath.Join(dir, "basic.go")
+	b, _ := os.ReadFile(src)
+	os.WriteFile(src, bytes.Replace(b, []byte("	Value  float64   `json:\"value\"`"), []byte("	Value  chan int"), 1), 0o644)
+
+	_, err = gen.Run(gen.Config{Patterns: []string{"./" + dir}})
+	if err == nil {
+		t.Fatal("no error for a channel field")
+	}
+	if kept, _ := os.ReadFile(out); !bytes.Equal(kept, good) {
+		t.Fatal("without Poison the last output changed")
+	}
+
+	_, err = gen.Run(gen.Config{Patterns: []string{"./" + dir}, Poison: true})
+	if err == nil {
+		t.Fatal("no error for a channel field")
+	}
+	build := exec.Command("go", "build", "./"+dir)
+	msg, buildErr := build.CombinedOutput()
+	if buildErr == nil {
+		t.Fatal("the package builds with its stale output")
+	}
+	first := strings.SplitN(err.(gen.ErrorList)[0].Error(), "\n", 2)[0]
+	if !strings.Contains(string(msg), "streamgen failed") || !strings.Contains(string(msg), strings.ReplaceAll(first, `"`, `\"`)) {
+		t.Fatalf("the build's message does not quote the generator's %q:\n%s", first, msg)
+	}
+
+	// Fixed, the package generates and builds again.
+	os.WriteFile(src, b, 0o644)
+	if _, err := gen.Run(gen.Config{Patterns: []string{"./" + dir}, Poison: true}); err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := exec.Command("go", "build", "./"+dir).CombinedOutput(); err != nil {
+		t.Fatalf("fixed, the package does not build: %v\n%s", err, msg)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"github.com/streamgen/streamgen/internal/atomicfile"
 	"golang.org/x/tools/go/packages"
@@ -59,6 +60,32 @@ func writeAll(results []Result, cfg Config) ([]Result, error) {
 		}
 	}
 	return results, nil
+}
+
+// poison replaces the output at path, when there is one, with a file of
+// package pkg that does not compile: each mistake becomes a string
+// assigned to an int, so that the compiler's message quotes it. A package
+// name that cannot be known leaves the output as it is.
+func poison(path, pkg string, errs ErrorList) error {
+	old, err := os.ReadFile(path)
+	if os.IsNotExist(err) || pkg == "" {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("streamgen: %w", err)
+	}
+	if !bytes.HasPrefix(old, []byte(header)) {
+		return nil // not ours
+	}
+	var b bytes.Buffer
+	b.WriteString(header)
+	fmt.Fprintf(&b, "\n// streamgen could not generate this package's code: the package does not\n"+
+		"// build until the mistakes below are fixed and go generate runs again\n"+
+		"// (streamgen -keep-on-error leaves the last output in place instead).\n\npackage %s\n\n", pkg)
+	for _, e := range errs {
+		fmt.Fprintf(&b, "var _ int = %s\n", strconv.Quote("streamgen failed (fix it, then go generate): "+e.Error()))
+	}
+	return writeFile(path, b.Bytes())
 }
 
 func logf(cfg Config, format string, args ...any) {

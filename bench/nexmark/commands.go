@@ -10,6 +10,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -306,6 +308,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		dir := filepath.Join(work, "checkpoint-"+q.Name)
+		resetPeak()
 		cpu0, wall0 := cpuTime(), time.Now()
 		opts := []runtime.Option{runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime()}
 		if q.ProcessingTime {
@@ -353,7 +356,17 @@ func cpuTime() float64 {
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
-// peakRSS is the process's peak resident memory so far (VmHWM), in bytes.
+// resetPeak returns the memory the process no longer uses to the system
+// and starts VmHWM again from the memory resident now (Linux's clear_refs
+// 5), so that each query's peak is its own.
+func resetPeak() {
+	goruntime.GC()
+	debug.FreeOSMemory()
+	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+}
+
+// peakRSS is the process's peak resident memory since resetPeak (VmHWM),
+// in bytes.
 func peakRSS() int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {

@@ -99,6 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	check := fs.Bool("check", false, "write nothing; exit with status 1 if any output file is missing or stale")
 	verbose := fs.Bool("v", false, "print each file written or removed")
+	keep := fs.Bool("keep-on-error", false, "when a package holds a mistake, leave its last output as it is (by default it is replaced by a file that does not compile and says what the mistakes are, so that the stale code does not build)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, usage, gen.OutputFile)
 		fs.PrintDefaults()
@@ -109,7 +110,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return 2
 	}
-	cfg := gen.Config{Patterns: fs.Args(), DryRun: *check}
+	cfg := gen.Config{Patterns: fs.Args(), DryRun: *check, Poison: !*keep}
 	if *verbose {
 		cfg.Log = func(line string) { fmt.Fprintln(stdout, line) }
 	}

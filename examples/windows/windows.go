@@ -68,11 +68,9 @@ func windowCounts(in typed.Stream[sensor.Event], q Query) typed.Stream[WindowCou
 			return WindowCount{Window: w, User: &user, Count: n}
 		})
 	}
-	// One group per window: every reading has the same key. (A key of
-	// struct{}, which GroupByWindow's documentation suggests, is refused
-	// by the key codec.)
-	byWindow := typed.GroupByWindow(in, eventTime, windows, func(*sensor.Event) bool { return true })
-	return typed.AggregateWindows(byWindow, count, func(w typed.Window, _ bool, n int64) WindowCount {
+	// One group per window: every reading has the same key, struct{}.
+	byWindow := typed.GroupByWindow(in, eventTime, windows, func(*sensor.Event) struct{} { return struct{}{} })
+	return typed.AggregateWindows(byWindow, count, func(w typed.Window, _ struct{}, n int64) WindowCount {
 		return WindowCount{Window: w, Count: n}
 	})
 }
