@@ -438,6 +438,7 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 		o := &b.ops[i]
 		r.StateOperators = append(r.StateOperators, StateOperatorProgress{
 			OperatorName:              info.Kind,
+			Name:                      info.Name,
 			NumRowsTotal:              o.total,
 			NumRowsUpdated:            o.updated,
 			NumRowsRemoved:            o.removed,

@@ -17,6 +17,18 @@ type optionFunc func(*config)
 
 func (f optionFunc) apply(c *config) { f(c) }
 
+// Options is one option that applies opts, in order: for a library that
+// hands its users a set of options as one.
+func Options(opts ...Option) Option {
+	return optionFunc(func(c *config) {
+		for _, o := range opts {
+			if o != nil {
+				o.apply(c)
+			}
+		}
+	})
+}
+
 type config struct {
 	name            string
 	checkpoint      string

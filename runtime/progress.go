@@ -73,7 +73,11 @@ const (
 
 // StateOperatorProgress reports one stateful operator.
 type StateOperatorProgress struct {
+	// OperatorName is the operator's kind, as Spark's
+	// ("mapGroupsWithState", "symmetricHashJoin", ...); Name is its name
+	// in the query: the user function's, or the one given it.
 	OperatorName              string `json:"operatorName"`
+	Name                      string `json:"name,omitempty"`
 	NumRowsTotal              int64  `json:"numRowsTotal"`
 	NumRowsUpdated            int64  `json:"numRowsUpdated"`
 	NumRowsRemoved            int64  `json:"numRowsRemoved"`

@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/runtime/observe"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -112,6 +113,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("quickstart", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("dir", "", "working directory: in/ (the sample is written there when it is empty), out/, checkpoint/, deadletters/, late/ (default: a new temporary directory)")
+	ui := fs.String("ui", "", "serve the status page, Prometheus metrics (/metrics) and pprof (/debug/pprof/) at `host:port` while the query runs, such as 127.0.0.1:8080")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -126,6 +128,19 @@ func run(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 
+	// What the query shows while it runs: its progress on stderr, and,
+	// with -ui, its status page, metrics and profiles.
+	watch := []runtime.Option{runtime.Name("quickstart-sessions"), observe.Progress(stderr)}
+	if *ui != "" {
+		srv, err := observe.Serve(*ui)
+		if err != nil {
+			return err
+		}
+		defer srv.Close()
+		fmt.Fprintf(stderr, "status page at %s\n", srv.URL())
+		watch = append(watch, srv.Watch())
+	}
+
 	// The pipeline: clicks from the files of in/, decoded by Click's
 	// generated JSON decoder, sessionized, written to out/.
 	clicks := typed.From[Click](runtime.FilesSource(in, runtime.FilesOptions{}))
@@ -137,7 +152,7 @@ func run(args []string, stdout, stderr io.Writer) error {
 		// open are closed and written.
 		runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime(),
 		runtime.DeadLetters(runtime.DeadLetterDir(filepath.Join(*dir, "deadletters"))),
-		runtime.Listener(progress{stderr}),
+		runtime.Options(watch...),
 	)
 	if err != nil {
 		return err
@@ -160,15 +175,6 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "sessions in %s, dead letters in %s\n", out, filepath.Join(*dir, "deadletters"))
 	return nil
-}
-
-// progress prints a line per committed batch; the query's goroutine calls
-// it, one batch at a time.
-type progress struct{ w io.Writer }
-
-func (p progress) OnQueryProgress(r runtime.QueryProgress) {
-	fmt.Fprintf(p.w, "batch %d: %d rows in, %d sessions out, %d dead letters\n",
-		r.BatchID, r.NumInputRows, r.Sink.NumOutputRows, r.NumDeadLetters)
 }
 
 // sample is the input written when in/ holds no file: three users'

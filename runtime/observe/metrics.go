@@ -3,10 +3,12 @@ package observe
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -40,11 +42,11 @@ var DurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 
 //	input_rows_per_second{query}                  the last batch's input rate (rows over the time since the batch before started)
 //	processed_rows_per_second{query}              the last batch's rows over its duration
 //	batch_duration_seconds{query,phase}           histogram of the batches' phases: phase is a key of QueryProgress.DurationMs (runtime.DurationGetBatch, ...)
-//	state_rows{query,operator,name}               the state rows of a stateful operator (operator: its index in the query; name: its kind)
-//	state_operator_metric{query,operator,name,metric} an operator's own figure (a join's numLeftRows, numRightRows)
-//	state_rows_updated_total{query,operator,name} state rows written
-//	state_rows_removed_total{query,operator,name} state rows removed
-//	late_rows_total{query,operator,name}          rows dropped as behind the watermark
+//	state_rows{query,operator,kind}               the state rows of a stateful operator (operator: its name, the user function's without its package path, or its index in the query when it has none; kind: mapGroupsWithState, symmetricHashJoin, ...)
+//	state_operator_metric{query,operator,kind,metric} an operator's own figure (a join's numLeftRows, numRightRows)
+//	state_rows_updated_total{query,operator,kind} state rows written
+//	state_rows_removed_total{query,operator,kind} state rows removed
+//	late_rows_total{query,operator,kind}          rows dropped as behind the watermark
 //	watermark_seconds{query}                      the watermark in effect, as Unix seconds; absent before the first and after the end-of-input flush (runtime.FlushEventTime)
 //	watermark_delay_seconds{query}                how far the watermark is behind the wall clock, at the scrape; absent with watermark_seconds
 //	store_*{query}                                the state store at the end of the last batch (runtime.StoreProgress):
@@ -58,7 +60,9 @@ var DurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 
 //
 // The store's counters (store_*_total) count since the store was opened,
 // that is since the query's run started: they restart from 0 at each run,
-// which Prometheus's rate() reads as a counter reset.
+// which Prometheus's rate() reads as a counter reset. Handler serves the
+// Go runtime's and the process's metrics beside them (go_* and process_*,
+// the client library's standard collectors).
 //
 // Safe for concurrent use: the queries call it from their goroutines
 // while it is scraped.
@@ -100,7 +104,7 @@ type storeMetric struct {
 // NewMetrics returns a Metrics that has seen no query.
 func NewMetrics() *Metrics {
 	q := []string{"query"}
-	op := []string{"query", "operator", "name"}
+	op := []string{"query", "operator", "kind"}
 	counter := func(name, help string, labels []string) *prometheus.CounterVec {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 	}
@@ -158,7 +162,7 @@ func NewMetrics() *Metrics {
 		m.store = append(m.store, storeMetric{desc: prometheus.NewDesc(Namespace+"_"+s.name, s.help, q, nil), kind: s.kind, value: s.value})
 	}
 	m.registry = prometheus.NewRegistry()
-	m.registry.MustRegister(m)
+	m.registry.MustRegister(m, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
@@ -227,15 +231,28 @@ func (m *Metrics) OnQueryProgress(p runtime.QueryProgress) {
 		m.durations.WithLabelValues(l, phase).Observe(float64(ms) / 1000)
 	}
 	for i, op := range p.StateOperators {
-		index := strconv.Itoa(i)
-		m.stateRows.WithLabelValues(l, index, op.OperatorName).Set(float64(op.NumRowsTotal))
-		for name, v := range op.CustomMetrics {
-			m.stateMetric.WithLabelValues(l, index, op.OperatorName, name).Set(float64(v))
+		name := operatorLabel(i, op.Name)
+		m.stateRows.WithLabelValues(l, name, op.OperatorName).Set(float64(op.NumRowsTotal))
+		for metric, v := range op.CustomMetrics {
+			m.stateMetric.WithLabelValues(l, name, op.OperatorName, metric).Set(float64(v))
 		}
-		m.updated.WithLabelValues(l, index, op.OperatorName).Add(float64(op.NumRowsUpdated))
-		m.removed.WithLabelValues(l, index, op.OperatorName).Add(float64(op.NumRowsRemoved))
-		m.late.WithLabelValues(l, index, op.OperatorName).Add(float64(op.NumRowsDroppedByWatermark))
+		m.updated.WithLabelValues(l, name, op.OperatorName).Add(float64(op.NumRowsUpdated))
+		m.removed.WithLabelValues(l, name, op.OperatorName).Add(float64(op.NumRowsRemoved))
+		m.late.WithLabelValues(l, name, op.OperatorName).Add(float64(op.NumRowsDroppedByWatermark))
 	}
+}
+
+// operatorLabel is the operator label of the i-th operator named name:
+// the name without its package path ("main.countFn"), or, for an operator
+// without a name, its index.
+func operatorLabel(i int, name string) string {
+	if name == "" {
+		return strconv.Itoa(i)
+	}
+	if j := strings.LastIndexByte(name, '/'); j >= 0 {
+		name = name[j+1:]
+	}
+	return name
 }
 
 // OnQueryTerminated counts the query's run as ended; its metrics stay.

@@ -209,7 +209,12 @@ func TestMetricsOfARunningQuery(t *testing.T) {
 		t.Fatalf("the reports say %v dead letters and %v late rows, the input has %d and %d", dead, late, wantDead, wantLate)
 	}
 	query := map[string]string{"query": "clicks"}
-	operator := map[string]string{"query": "clicks", "operator": "0", "name": last.StateOperators[0].OperatorName}
+	name := last.StateOperators[0].Name
+	if name == "" || strings.Contains(name, "/") {
+		// The label is the function without its package path.
+		name = name[strings.LastIndexByte(name, '/')+1:]
+	}
+	operator := map[string]string{"query": "clicks", "operator": name, "kind": last.StateOperators[0].OperatorName}
 	for _, c := range []struct {
 		name   string
 		labels map[string]string
@@ -357,6 +362,9 @@ func TestMetricsFollowTheNamingConventions(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, f := range scrape(t, srv.URL) {
+		if strings.HasPrefix(name, "go_") || strings.HasPrefix(name, "process_") {
+			continue // the client library's own collectors
+		}
 		if !strings.HasPrefix(name, "streamgen_") || f.GetHelp() == "" {
 			t.Errorf("%s: no streamgen_ prefix, or no help", name)
 		}
@@ -456,7 +464,7 @@ func TestMetricsOfAJoin(t *testing.T) {
 	defer srv.Close()
 	families := scrape(t, srv.URL)
 	for metric, want := range map[string]float64{"numLeftRows": 3, "numRightRows": 1} {
-		got, ok := value(t, families, "streamgen_state_operator_metric", map[string]string{"query": "joined", "name": "symmetricHashJoin", "metric": metric})
+		got, ok := value(t, families, "streamgen_state_operator_metric", map[string]string{"query": "joined", "kind": "symmetricHashJoin", "metric": metric})
 		if !ok || got != want {
 			t.Errorf("%s: %v (found %v), want %v", metric, got, ok, want)
 		}

@@ -7,6 +7,8 @@ import (
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
 	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
@@ -80,4 +82,30 @@ func ExampleStatusPage() {
 	// batch 0: 2 rows in, 2 users in state
 	// batch 1: 2 rows in, 3 users in state
 	// batch 2: 1 rows in, 4 users in state
+}
+
+// ExampleServe shows a query's status page, Prometheus metrics and the Go
+// profiler on one loopback address while it runs, and its progress on
+// standard error.
+func ExampleServe() {
+	srv, err := observe.Serve("127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Close()
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(fixtures.Click{User: "ana", Page: "/"})
+	q, err := typed.WriteTo(typed.FromMemory(m), typed.NewMemorySink[fixtures.Click]()).Start(context.Background(),
+		runtime.Name("clicks"), runtime.WithTrigger(runtime.AvailableNow()),
+		srv.Watch(), observe.Progress(os.Stderr))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("status page, /metrics and /debug/pprof/ at", strings.HasPrefix(srv.URL(), "http://127.0.0.1:"))
+	fmt.Println(q.AwaitTermination())
+	// Output:
+	// status page, /metrics and /debug/pprof/ at true
+	// <nil>
 }
