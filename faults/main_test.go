@@ -2,6 +2,7 @@ package faults_test
 
 import (
 	"fmt"
+	"github.com/streamgen/streamgen/internal/testenv"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -68,6 +69,14 @@ func size() campaignSize {
 			files:           60,
 			rowsPerFile:     200,
 			flips:           16,
+		}
+	}
+	if !testenv.Full() {
+		// What `go test ./...` runs: a kill each, on a short input.
+		return campaignSize{
+			killsPerProgram: 1,
+			files:           12,
+			rowsPerFile:     150,
 		}
 	}
 	return campaignSize{

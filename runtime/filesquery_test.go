@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/streamgen/streamgen/internal/testenv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -199,6 +200,7 @@ func TestFilesLogCompaction(t *testing.T) {
 	if testing.Short() {
 		t.Skip("makes 100,000 files")
 	}
+	testenv.SkipUnlessFull(t, "makes 100,000 files")
 	const files, lot = 100_000, 5_000
 	tmp := t.TempDir()
 	in, cp := filepath.Join(tmp, "in"), filepath.Join(tmp, "cp")

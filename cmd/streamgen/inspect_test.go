@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"github.com/streamgen/streamgen/internal/testenv"
 	"maps"
 	"os"
 	"os/exec"
@@ -46,6 +47,7 @@ func TestInspectExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the examples")
 	}
+	testenv.SkipUnlessFull(t, "builds and runs seven examples")
 	bins := t.TempDir()
 	for _, name := range []string{"actioncounts", "activity", "dedup", "devicewindows", "scores", "sessions", "windows"} {
 		t.Run(name, func(t *testing.T) {
