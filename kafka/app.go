@@ -406,7 +406,7 @@ func (a *App) checkTopics(ctx context.Context) (int32, error) {
 		err = details.Error()
 	}
 	if err != nil {
-		return 0, fmt.Errorf("streamgen: kafka app %q: describe the input topics: %w", a.opts.Group, err)
+		return 0, fmt.Errorf("streamgen: kafka app %q: describe the input topics: %w", a.opts.Group, a.opts.Connection.explain(err))
 	}
 	var n int32 = -1
 	for _, topic := range a.opts.Topics {

@@ -3,7 +3,9 @@ package kafka
 import (
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -52,6 +54,20 @@ func (c Connection) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// explain adds, to an error that reaching the brokers failed, which
+// brokers they were and where their addresses came from, when that was
+// STREAMGEN_KAFKA_BROKERS: the usual cause is a variable left set.
+func (c Connection) explain(err error) error {
+	var dial *net.OpError
+	if err == nil || !errors.As(err, &dial) {
+		return err
+	}
+	if env := os.Getenv(BrokersEnv); env != "" && slices.Equal(c.Brokers, Brokers()) {
+		return fmt.Errorf("%w (the brokers %s come from $%s: correct it, or unset it for the in-process cluster a program starts without it)", err, env, BrokersEnv)
+	}
+	return fmt.Errorf("%w (brokers %s)", err, strings.Join(c.Brokers, ","))
 }
 
 // newClient makes a client for c: streamgen's options, then the user's.

@@ -56,7 +56,7 @@ func (s *TopicSource) listPartitions(ctx context.Context, client *kgo.Client) ([
 	}
 	resp, err := req.RequestWith(ctx, client)
 	if err != nil {
-		return nil, fmt.Errorf("streamgen: kafka source %q: metadata: %w", s.name, err)
+		return nil, fmt.Errorf("streamgen: kafka source %q: metadata: %w", s.name, s.opts.Connection.explain(err))
 	}
 	meta := make(map[topicPartition]partitionMeta)
 	var parts []topicPartition

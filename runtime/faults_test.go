@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -575,5 +576,19 @@ func TestDiskReserve(t *testing.T) {
 	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: 10 * gib, AvailBytes: runtime.DefaultDiskReserve + 10})
 	if err := r.Finish(); !errors.Is(err, runtime.ErrDiskFull) || !strings.Contains(err.Error(), "in ckpt: restore: ") {
 		t.Fatalf("restore with the reserve free: %v", err)
+	}
+}
+
+// TestCheckpointThatCannotBeCreated: a checkpoint path under a file is
+// refused with what is wrong with it, not with advice about disk space.
+func TestCheckpointThatCannotBeCreated(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runtime.OpenStore(filepath.Join(file, "checkpoint"), runtime.StoreOptions{})
+	if !errors.Is(err, runtime.ErrStoreFailed) || !strings.Contains(err.Error(), "a part of the path is a file, not a directory") ||
+		strings.Contains(err.Error(), "disk space") {
+		t.Fatalf("a checkpoint under a file: %v", err)
 	}
 }

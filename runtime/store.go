@@ -267,7 +267,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	}
 	s := &Store{dir: dir, fs: opts.FS, opts: opts, recorded: -1, failed: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
-		return nil, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, cause: fmt.Errorf("create the directory: %w", err), hint: failedHint}
+		return nil, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, cause: fmt.Errorf("create the directory: %w", err), hint: createHint(err)}
 	}
 	lock, err := lockCheckpoint(opts.FS, dir, inUseQueryHint)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"strings"
+	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -122,6 +123,20 @@ const (
 	// "Storage faults" in the package doc.
 	corruptHint = "the checkpoint cannot be used: move the directory aside and start the query from a fresh checkpoint directory (it then reads its sources from the start, with batch ids from 0; restoring a checkpoint from a changelog is not supported yet)"
 )
+
+// createHint is the way out of a checkpoint directory that cannot be
+// created: what is wrong with the path, when the error says.
+func createHint(err error) string {
+	switch {
+	case errors.Is(err, syscall.ENOTDIR):
+		return "a part of the path is a file, not a directory: give the query (runtime.Checkpoint) a path under a directory"
+	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
+		return "the program may not write there: give the query (runtime.Checkpoint) a directory it can create and write, or change the permissions"
+	case errors.Is(err, syscall.ENOSPC):
+		return "the disk is full: free disk space, or give the query a checkpoint directory on another disk"
+	}
+	return "give the query (runtime.Checkpoint) a directory it can create and write"
+}
 
 // diskFullHint is the way out of ErrDiskFull.
 const diskFullHint = "the batches committed before are kept: free disk space (or lower the disk reserve) and start the query again, it resumes from the last committed batch"
