@@ -76,6 +76,12 @@
     return Math.round(v) + " ms";
   }
 
+  // fmtClock is a time of day, hh:mm:ss UTC, as fmtTime's.
+  function fmtClock(s) {
+    const t = new Date(s);
+    return isNaN(t) ? "" : t.toISOString().slice(11, 19);
+  }
+
   function fmtTime(s) {
     const d = new Date(s);
     if (isNaN(d)) return s;
@@ -134,10 +140,13 @@
       if (last - labelled[labelled.length - 1] <= every / 2) labelled.pop();
       labelled.push(last);
     }
+    // Each label is the time the batch started (its id without one).
+    const times = page.times && page.times.length === batches.length ? page.times : null;
     for (const i of labelled) {
-      axes.append(svg("text", { class: "tick", x: x(i), y: H - PAD.bottom + 15, "text-anchor": "middle" }, String(batches[i])));
+      const label = times ? fmtClock(times[i]) : String(batches[i]);
+      axes.append(svg("text", { class: "tick", x: x(i), y: H - PAD.bottom + 15, "text-anchor": "middle", "data-batch": batches[i] }, label));
     }
-    axes.append(svg("text", { class: "axis-title", x: PAD.left + plotW / 2, y: H - 4, "text-anchor": "middle" }, "batch"));
+    axes.append(svg("text", { class: "axis-title", x: PAD.left + plotW / 2, y: H - 4, "text-anchor": "middle" }, times ? "batch start (UTC)" : "batch"));
     chart.append(axes);
     if (batches.length === 0) {
       chart.append(svg("text", { class: "empty", x: PAD.left + plotW / 2, y: PAD.top + plotH / 2, "text-anchor": "middle" }, "No batch yet"));
@@ -257,6 +266,7 @@
     error.textContent = d.error ? "Failed: " + d.error : "";
 
     const bs = d.batches, ids = bs.map((b) => b.batchId);
+    page.times = bs.map((b) => b.timestamp);
     lineChart("inputRate", "rate", ids, bs.map((b) => b.inputRowsPerSecond));
     lineChart("processRate", "rate", ids, bs.map((b) => b.processedRowsPerSecond));
     stackedChart("duration", ids, d.phases, bs.map((b) => b.durationMs));
