@@ -187,6 +187,21 @@ func TestStatusPageInBrowser(t *testing.T) {
 		chromedp.Navigate(srv.URL+"/query?run="+run),
 		pageShows(chartsHold(held+1, "active")))
 	checkCharts(t, browserRead(t, ctx, "the charts", chromedp.Evaluate[map[string][]chartPoint](readCharts)), progress)
+	// The charts' x axis is dated: each label is the time a batch
+	// started, as its progress report says, in UTC.
+	starts := map[string]bool{}
+	for _, p := range progress {
+		starts[p.Timestamp.UTC().Format("15:04:05")] = true
+	}
+	labels := browserRead(t, ctx, "the x-axis labels", chromedp.Evaluate[[]string](`[...document.querySelectorAll("svg[data-chart='inputRate'] .axes text.tick")].filter((e) => /^\d\d:\d\d:\d\d$/.test(e.textContent)).map((e) => e.textContent)`))
+	if len(labels) == 0 {
+		t.Error("no time on the charts' x axis")
+	}
+	for _, l := range labels {
+		if !starts[l] {
+			t.Errorf("x-axis label %s is not a batch's start (%v)", l, starts)
+		}
+	}
 
 	// The page follows the query to its end.
 	release.Do(func() { close(g.release) })

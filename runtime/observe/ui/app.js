@@ -144,7 +144,7 @@
     const times = page.times && page.times.length === batches.length ? page.times : null;
     for (const i of labelled) {
       const label = times ? fmtClock(times[i]) : String(batches[i]);
-      axes.append(svg("text", { class: "tick", x: x(i), y: H - PAD.bottom + 15, "text-anchor": "middle", "data-batch": batches[i] }, label));
+      axes.append(svg("text", { class: "tick", x: x(i), y: H - PAD.bottom + 15, "text-anchor": "middle" }, label));
     }
     axes.append(svg("text", { class: "axis-title", x: PAD.left + plotW / 2, y: H - 4, "text-anchor": "middle" }, times ? "batch start (UTC)" : "batch"));
     chart.append(axes);
