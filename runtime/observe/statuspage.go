@@ -136,6 +136,10 @@ type batchPoint struct {
 	DurationMs [len(chartPhases)]int64 `json:"durationMs"`
 	// StateRows is the state rows of every operator after the batch.
 	StateRows int64 `json:"stateRows"`
+	// LateRows is the rows the batch's operators dropped as behind the
+	// watermark; NumDeadLetters the rows that did not decode.
+	LateRows       int64 `json:"lateRows"`
+	NumDeadLetters int64 `json:"numDeadLetters"`
 	// WatermarkDelayMs is the batch's time less its watermark: how far
 	// event time lags processing time. Nil before the first watermark,
 	// and for the end-of-input batch of FlushEventTime, whose watermark
@@ -165,6 +169,10 @@ func newBatchPoint(p *runtime.QueryProgress) batchPoint {
 		NumOutputRows:          p.Sink.NumOutputRows,
 		InputRowsPerSecond:     p.InputRowsPerSecond,
 		ProcessedRowsPerSecond: p.ProcessedRowsPerSecond,
+		NumDeadLetters:         p.NumDeadLetters,
+	}
+	for _, op := range p.StateOperators {
+		b.LateRows += op.NumRowsDroppedByWatermark
 	}
 	var sum int64
 	for i, name := range chartPhases[:len(chartPhases)-1] {

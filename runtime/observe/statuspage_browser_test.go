@@ -117,6 +117,9 @@ func checkCharts(t *testing.T, charts map[string][]chartPoint, progress []runtim
 		add("inputRate", e.inputRate)
 		add("processRate", e.processRate)
 		add("stateRows", float64(e.stateRows))
+		add("outputRows", float64(e.outputRows))
+		add("lateRows", float64(e.lateRows))
+		add("deadLetters", float64(e.deadLetters))
 		if e.delayMs != nil {
 			add("watermarkDelay", float64(*e.delayMs))
 		}
@@ -124,7 +127,7 @@ func checkCharts(t *testing.T, charts map[string][]chartPoint, progress []runtim
 			want["duration"] = append(want["duration"], fmt.Sprintf("%d/%s=%d", e.batch, phase, e.phases[phase]))
 		}
 	}
-	for _, chart := range []string{"inputRate", "processRate", "duration", "stateRows", "watermarkDelay"} {
+	for _, chart := range []string{"inputRate", "processRate", "duration", "stateRows", "outputRows", "lateRows", "deadLetters", "watermarkDelay"} {
 		var got []string
 		for _, p := range charts[chart] {
 			// The value as a number: the page writes 2.5 as "2.5" and 3 as

@@ -117,6 +117,9 @@ type chartWant struct {
 	processRate float64
 	phases      map[string]int64 // the duration chart's segments
 	stateRows   int64
+	outputRows  int64
+	lateRows    int64
+	deadLetters int64
 	delayMs     *int64 // nil: no point
 }
 
@@ -132,7 +135,9 @@ func chartValues(p runtime.QueryProgress) chartWant {
 	e.phases["other"] = max(0, p.DurationMs["triggerExecution"]-parts)
 	for _, op := range p.StateOperators {
 		e.stateRows += op.NumRowsTotal
+		e.lateRows += op.NumRowsDroppedByWatermark
 	}
+	e.outputRows, e.deadLetters = p.Sink.NumOutputRows, p.NumDeadLetters
 	if s, ok := p.EventTime["watermark"]; ok {
 		wm, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {

@@ -271,6 +271,9 @@
     lineChart("processRate", "rate", ids, bs.map((b) => b.processedRowsPerSecond));
     stackedChart("duration", ids, d.phases, bs.map((b) => b.durationMs));
     lineChart("stateRows", "count", ids, bs.map((b) => b.stateRows));
+    lineChart("outputRows", "count", ids, bs.map((b) => b.numOutputRows));
+    lineChart("lateRows", "count", ids, bs.map((b) => b.lateRows));
+    lineChart("deadLetters", "count", ids, bs.map((b) => b.numDeadLetters));
     lineChart("watermarkDelay", "ms", ids, bs.map((b) => b.watermarkDelayMs));
     setText("last-progress", d.lastProgress ? JSON.stringify(d.lastProgress, null, 2) : "No batch yet.");
     return d.status === "active"; // an ended query changes no more
