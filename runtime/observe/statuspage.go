@@ -140,6 +140,9 @@ type batchPoint struct {
 	// watermark; NumDeadLetters the rows that did not decode.
 	LateRows       int64 `json:"lateRows"`
 	NumDeadLetters int64 `json:"numDeadLetters"`
+	// DiskBytes is what the checkpoint's store has on disk after the
+	// batch (runtime.StoreProgress.DiskBytes).
+	DiskBytes int64 `json:"diskBytes"`
 	// WatermarkDelayMs is the batch's time less its watermark: how far
 	// event time lags processing time. Nil before the first watermark,
 	// and for the end-of-input batch of FlushEventTime, whose watermark
@@ -170,6 +173,7 @@ func newBatchPoint(p *runtime.QueryProgress) batchPoint {
 		InputRowsPerSecond:     p.InputRowsPerSecond,
 		ProcessedRowsPerSecond: p.ProcessedRowsPerSecond,
 		NumDeadLetters:         p.NumDeadLetters,
+		DiskBytes:              p.StateStore.DiskBytes,
 	}
 	for _, op := range p.StateOperators {
 		b.LateRows += op.NumRowsDroppedByWatermark

@@ -3,6 +3,7 @@ package observe_test
 import (
 	"context"
 	"iter"
+	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -120,7 +121,8 @@ type chartWant struct {
 	outputRows  int64
 	lateRows    int64
 	deadLetters int64
-	delayMs     *int64 // nil: no point
+	diskMiB     float64 // to two decimals
+	delayMs     *int64  // nil: no point
 }
 
 var phaseNames = []string{"latestOffset", "getBatch", "stateOperators", "timers", "sink", "walCommit", "other"}
@@ -138,6 +140,7 @@ func chartValues(p runtime.QueryProgress) chartWant {
 		e.lateRows += op.NumRowsDroppedByWatermark
 	}
 	e.outputRows, e.deadLetters = p.Sink.NumOutputRows, p.NumDeadLetters
+	e.diskMiB = math.Round(float64(p.StateStore.DiskBytes)/(1<<20)*100) / 100
 	if s, ok := p.EventTime["watermark"]; ok {
 		wm, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {

@@ -274,6 +274,7 @@
     lineChart("outputRows", "count", ids, bs.map((b) => b.numOutputRows));
     lineChart("lateRows", "count", ids, bs.map((b) => b.lateRows));
     lineChart("deadLetters", "count", ids, bs.map((b) => b.numDeadLetters));
+    lineChart("diskMiB", "rate", ids, bs.map((b) => Math.round(b.diskBytes / 1048576 * 100) / 100));
     lineChart("watermarkDelay", "ms", ids, bs.map((b) => b.watermarkDelayMs));
     setText("last-progress", d.lastProgress ? JSON.stringify(d.lastProgress, null, 2) : "No batch yet.");
     return d.status === "active"; // an ended query changes no more
