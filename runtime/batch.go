@@ -537,6 +537,8 @@ func (k *KeyState) ScanRange(variable uint8, from, to []byte, fn func(suffix, va
 // batch's writes: for an operator that keeps what the batch wrote in the
 // range itself, so that the batch's writes need no index (a Pebble batch
 // that is read is indexed, and each write to it costs a sorted insert).
+// The batch's scans of the committed state share one iterator: fn must
+// not start another (ScanCommitted, Batch.ScanTimedThrough).
 func (k *KeyState) ScanCommitted(variable uint8, from, to []byte, fn func(suffix, value []byte) error) error {
 	return k.check(k.b.state.ScanRangeCommitted(k.v(variable), k.key, from, to, fn))
 }

@@ -152,7 +152,7 @@ func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
 		First:        p.BatchID < 0,
 		MemoryBudget: q.cfg.batchMemory,
 		SpillDir:     q.cfg.spillDir,
-		state:        q.store.NewBatch(),
+		state:        q.store.newWriteBatch(),
 		watermarks:   copyMap(p.PartitionWatermarks),
 		active:       map[string]bool{},
 		ops:          make([]opRun, len(q.plan.Operators)),

@@ -380,7 +380,8 @@ func (b *Batch) PutTimed(op int, variable uint8, key []byte) error {
 // order of time, as committed before the batch (an operator puts none
 // that is due in the same batch): what the loop removes at the end of
 // the batch's calls, read before it does. The key is valid during the
-// call; fn must not write the variable.
+// call; fn must not write the variable, nor start another scan of the
+// committed state (they share one iterator: see KeyState.ScanCommitted).
 func (b *Batch) ScanTimedThrough(op int, variable uint8, until time.Time, fn func(key []byte) error) error {
 	v := Var{Scope: b.ops[op].scope, Variable: variable}
 	lower := timedPrefix(nil, v)

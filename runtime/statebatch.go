@@ -83,11 +83,20 @@ type expiredRange struct {
 var writtenSeed = maphash.MakeSeed()
 
 // NewBatch starts a batch.
-func (s *Store) NewBatch() *StateBatch {
+func (s *Store) NewBatch() *StateBatch { return s.newBatch(false) }
+
+// newWriteBatch starts a batch that will write about as much as the last
+// one committed: when no spare is kept, its bytes are sized at once to
+// the last one's. (A batch that only reads, such as the loop's look for
+// due timers, takes NewBatch's: sizing it would allocate what it never
+// uses, at every poll.)
+func (s *Store) newWriteBatch() *StateBatch { return s.newBatch(true) }
+
+func (s *Store) newBatch(sized bool) *StateBatch {
 	b := &StateBatch{store: s, db: s.db, cache: s.state, ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1}
 	b.after.Store(s.inFlightWork())
 	spare := s.spare.Swap(nil)
-	if n := s.lastBatch.Load(); spare == nil && n > spareBatchMax {
+	if n := s.lastBatch.Load(); sized && spare == nil && n > spareBatchMax {
 		b.b = s.db.NewBatchWithSize(int(min(n, maxBatchHint)))
 	} else {
 		b.b = s.db.NewBatch()

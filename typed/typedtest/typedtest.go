@@ -189,7 +189,6 @@ func (d *Pipeline[In, Out]) Late() []In {
 // run runs the query on its checkpoint to the end of what it was fed.
 func (d *Pipeline[In, Out]) run() []Out {
 	d.t.Helper()
-	before := d.out.count()
 	opts := append([]runtime.Option{runtime.Checkpoint(d.dir), runtime.WithTrigger(runtime.AvailableNow()),
 		runtime.WithManualClock(d.clock)}, d.cfg.opts...)
 	q, err := d.writer().Start(context.Background(), opts...)
@@ -199,7 +198,7 @@ func (d *Pipeline[In, Out]) run() []Out {
 	if err := q.AwaitTermination(); err != nil {
 		d.t.Fatalf("typedtest: %v", err)
 	}
-	return d.out.since(before)
+	return d.out.take()
 }
 
 // State returns the state rows of key in variable (all its variables for
@@ -303,13 +302,13 @@ func sameJSON(a, b []byte) bool {
 	return string(xs) == string(ys)
 }
 
-// collect is a sink that keeps every row, a batch written again replacing
-// its rows, in batch order.
+// collect is a sink that keeps every row by batch, a batch written again
+// replacing its rows (a sink is idempotent by batch id), in batch order.
 type collect[T any] struct {
-	mu      sync.Mutex
-	ids     []int64
-	batches map[int64][]T
-	seen    int // rows returned by since
+	mu       sync.Mutex
+	ids      []int64
+	batches  map[int64][]T
+	returned map[int64]bool // the batches taken
 }
 
 func (c *collect[T]) Write(_ context.Context, batch int64, rows []T) error {
@@ -335,13 +334,19 @@ func (c *collect[T]) all() []T {
 	return out
 }
 
-func (c *collect[T]) count() int { return len(c.all()) }
-
-// since returns the rows after the first n.
-func (c *collect[T]) since(n int) []T {
-	all := c.all()
-	if n >= len(all) {
-		return nil
+// take returns the rows of the batches not taken before, in batch order.
+func (c *collect[T]) take() []T {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.returned == nil {
+		c.returned = map[int64]bool{}
 	}
-	return all[n:]
+	var out []T
+	for _, id := range c.ids {
+		if !c.returned[id] {
+			c.returned[id] = true
+			out = append(out, c.batches[id]...)
+		}
+	}
+	return out
 }
