@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -30,6 +32,10 @@ import (
 // during the call only.
 type CheckpointReader struct {
 	s *Store
+	// r is what it reads: the store's Pebble, or a snapshot of it (a
+	// running query's, see Query.ReadState), which release closes.
+	r       pebble.Reader
+	release func() error
 	// committed is the batch id of the commit file, -1 for none.
 	committed int64
 }
@@ -79,11 +85,15 @@ func OpenCheckpointFS(fsys vfs.FS, dir string) (*CheckpointReader, error) {
 		return nil, s.openError(err)
 	}
 	s.db = db
+	c.r = db
 	return c, nil
 }
 
 // Close closes the checkpoint and releases its lock.
 func (c *CheckpointReader) Close() error {
+	if c.release != nil {
+		return c.release()
+	}
 	err := c.s.closeDB()
 	if lerr := c.s.lock.Close(); err == nil {
 		err = lerr
@@ -97,7 +107,7 @@ func (c *CheckpointReader) Dir() string { return c.s.dir }
 // Meta returns the description of the query that wrote the checkpoint;
 // ok is false when it holds none (no query started on it).
 func (c *CheckpointReader) Meta() (m Meta, ok bool, err error) {
-	v, closer, err := c.s.db.Get([]byte(metaKey))
+	v, closer, err := c.r.Get([]byte(metaKey))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return m, false, nil
 	}
@@ -113,11 +123,18 @@ func (c *CheckpointReader) Meta() (m Meta, ok bool, err error) {
 
 // Progress returns the progress of the last committed batch; ok is false
 // when no batch was committed.
-func (c *CheckpointReader) Progress() (Progress, bool, error) { return c.s.Progress() }
+func (c *CheckpointReader) Progress() (Progress, bool, error) {
+	if err := c.s.Err(); err != nil {
+		return Progress{}, false, err
+	}
+	return c.s.readProgress(c.r)
+}
 
 // PlannedBatch returns the last batch planned, which is the next batch's
 // when it ran and failed or was stopped before its commit.
-func (c *CheckpointReader) PlannedBatch() (PlannedOffsets, bool, error) { return c.s.PlannedBatch() }
+func (c *CheckpointReader) PlannedBatch() (PlannedOffsets, bool, error) {
+	return c.s.readPlannedBatch(c.r)
+}
 
 // CommitRecord returns the batch id of the commit file, the last batch
 // known durable; ok is false without one.
@@ -127,7 +144,7 @@ func (c *CheckpointReader) CommitRecord() (batchID int64, ok bool) {
 
 // Created returns when the checkpoint was created.
 func (c *CheckpointReader) Created() (time.Time, bool, error) {
-	v, closer, err := c.s.db.Get([]byte(originKey))
+	v, closer, err := c.r.Get([]byte(originKey))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return time.Time{}, false, nil
 	}
@@ -153,7 +170,7 @@ type Entry struct {
 // ScanState calls fn with each state entry of operator op, in every
 // partition, in the store's order (by partition, variable, key, suffix).
 func (c *CheckpointReader) ScanState(op uint8, fn func(Entry) error) error {
-	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{statePrefix}, UpperBound: []byte{statePrefix + 1}})
+	it, err := c.r.NewIter(&pebble.IterOptions{LowerBound: []byte{statePrefix}, UpperBound: []byte{statePrefix + 1}})
 	if err != nil {
 		return c.s.fail(fmt.Errorf("read state: %w", err))
 	}
@@ -207,7 +224,7 @@ type StoredTimer struct {
 // Timers calls fn with each timer of operator op, in every partition, by
 // partition, then expiry.
 func (c *CheckpointReader) Timers(op uint8, fn func(StoredTimer) error) error {
-	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{timerPrefix}, UpperBound: []byte{timerPrefix + 1}})
+	it, err := c.r.NewIter(&pebble.IterOptions{LowerBound: []byte{timerPrefix}, UpperBound: []byte{timerPrefix + 1}})
 	if err != nil {
 		return c.s.fail(fmt.Errorf("read timers: %w", err))
 	}
@@ -238,51 +255,99 @@ func (c *CheckpointReader) Timers(op uint8, fn func(StoredTimer) error) error {
 // its value, as JSON. A list's header entry is left out, and so are the
 // entries of an index (VariableMeta.Index).
 func (c *CheckpointReader) Rows(m Meta, op int, variable string, fn func(StateRow) error) error {
-	if op < 0 || op >= len(m.Operators) {
-		return fmt.Errorf("streamgen: the checkpoint has no operator %d", op)
-	}
-	om := m.Operators[op]
-	names := map[uint8]string{}
-	for name, v := range om.Variables {
-		names[v.ID] = name
-	}
-	if variable != "" {
-		if _, ok := om.Variables[variable]; !ok {
-			return fmt.Errorf("streamgen: operator %d (%s %q) has no state variable %q", op, om.Kind, om.Name, variable)
-		}
+	d, err := newRowDecoder(m, op, variable)
+	if err != nil {
+		return err
 	}
 	return c.ScanState(uint8(op), func(e Entry) error {
-		name, ok := names[e.Variable]
-		if !ok || variable != "" && name != variable {
-			return nil // a variable the description no longer names
-		}
-		if om.Variables[name].Index {
-			return nil // no state rows: an index of the others
-		}
-		v := om.Variables[name]
-		row := StateRow{Partition: e.Partition, Variable: name}
-		key, suffix := e.Key, e.Suffix
-		if v.Encoding == EncodingByEventTime {
-			// The key is the entry's time; the grouping key follows.
-			if len(key) != timedKeyLen {
-				return fmt.Errorf("streamgen: operator %d, variable %q: entry %x does not begin with its event time", op, name, e.Key)
-			}
-			at := readInstant(key)
-			row.ExpiresAt = &at
-			key, suffix = suffix, nil
-		}
-		var err error
-		if row.Key, err = appendTyped(nil, om.Key, om.KeyType, key); err != nil {
-			return fmt.Errorf("streamgen: operator %d, variable %q: key %x: %w", op, name, key, err)
-		}
-		if err := decodeEntry(&row, v, om.States[name], suffix, e.Value); err != nil {
-			return fmt.Errorf("streamgen: operator %d, variable %q, key %s: %w", op, name, row.Key, err)
-		}
-		if row.header {
-			return nil
+		row, ok, err := d.decode(e)
+		if err != nil || !ok {
+			return err
 		}
 		return fn(row)
 	})
+}
+
+// rowDecoder decodes the entries of an operator's variables into rows.
+type rowDecoder struct {
+	op       int
+	om       OperatorMeta
+	names    map[uint8]string
+	variable string
+}
+
+// newRowDecoder decodes the entries of operator op's variable (every
+// variable for "") as m describes them.
+func newRowDecoder(m Meta, op int, variable string) (*rowDecoder, error) {
+	if op < 0 || op >= len(m.Operators) {
+		return nil, fmt.Errorf("%w: the checkpoint has no operator %d", ErrUnknownState, op)
+	}
+	om := m.Operators[op]
+	d := &rowDecoder{op: op, om: om, names: map[uint8]string{}, variable: variable}
+	for name, v := range om.Variables {
+		d.names[v.ID] = name
+	}
+	if variable != "" {
+		if v, ok := om.Variables[variable]; !ok || v.Index {
+			return nil, fmt.Errorf("%w: operator %d (%s %q) has no state variable %q (it has %s)", ErrUnknownState, op, om.Kind, om.Name, variable, quotedNames(d.variables()))
+		}
+	}
+	return d, nil
+}
+
+// quotedNames lists names, quoted, for an error.
+func quotedNames(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = strconv.Quote(n)
+	}
+	return strings.Join(q, ", ")
+}
+
+// variables lists the operator's variables that hold state rows.
+func (d *rowDecoder) variables() []string {
+	var names []string
+	for name, v := range d.om.Variables {
+		if !v.Index {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// decode decodes e; ok is false for an entry that is no row: of another
+// variable, of an index, or a list's header.
+func (d *rowDecoder) decode(e Entry) (row StateRow, ok bool, err error) {
+	name, known := d.names[e.Variable]
+	if !known || d.variable != "" && name != d.variable {
+		return row, false, nil // a variable the description no longer names
+	}
+	v := d.om.Variables[name]
+	if v.Index {
+		return row, false, nil // no state rows: an index of the others
+	}
+	row = StateRow{Partition: e.Partition, Variable: name}
+	key, suffix := e.Key, e.Suffix
+	if v.Encoding == EncodingByEventTime {
+		// The key is the entry's time; the grouping key follows.
+		if len(key) != timedKeyLen {
+			return row, false, fmt.Errorf("streamgen: operator %d, variable %q: entry %x does not begin with its event time", d.op, name, e.Key)
+		}
+		at := readInstant(key)
+		row.ExpiresAt = &at
+		key, suffix = suffix, nil
+	}
+	if row.Key, err = appendTyped(nil, d.om.Key, d.om.KeyType, key); err != nil {
+		return row, false, fmt.Errorf("streamgen: operator %d, variable %q: key %x: %w", d.op, name, key, err)
+	}
+	if err := decodeEntry(&row, v, d.om.States[name], suffix, e.Value); err != nil {
+		return row, false, fmt.Errorf("streamgen: operator %d, variable %q, key %s: %w", d.op, name, row.Key, err)
+	}
+	return row, !row.header, nil
 }
 
 // KeyJSON renders a grouping key of operator om as JSON.

@@ -99,6 +99,11 @@ type OperatorInfo struct {
 	// the name of a basic type.
 	KeyType string
 	Key     *codec.Schema
+	// ParseKey, when set, decodes a grouping key given as JSON and
+	// returns its encoding in the store: how a read of the running
+	// query's state (Query.LookupState) names a key. Without it, only
+	// keys of basic types can be named.
+	ParseKey func(json []byte) ([]byte, error)
 	// States are the operator's state variables. Their ids in the store
 	// are given at start (see VariableIDs).
 	States []StateInfo

@@ -139,6 +139,10 @@ type RunningBatch struct {
 type QueryStarted struct {
 	ID, RunID, Name string
 	Time            time.Time
+	// Query is the query, for a listener that reads its state
+	// (observe.StateHandler): do not call its Stop or AwaitTermination
+	// from OnQueryStarted.
+	Query *Query `json:"-"`
 }
 
 // QueryTerminated is passed to OnQueryTerminated; Err is nil for a query

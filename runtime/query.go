@@ -137,7 +137,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	q.status = Status{Message: "Initializing sources"}
 	for _, l := range cfg.listeners {
 		if l, ok := l.(interface{ OnQueryStarted(QueryStarted) }); ok {
-			l.OnQueryStarted(QueryStarted{ID: q.id, RunID: q.runID, Name: cfg.name, Time: cfg.clock()})
+			l.OnQueryStarted(QueryStarted{ID: q.id, RunID: q.runID, Name: cfg.name, Time: cfg.clock(), Query: q})
 		}
 	}
 	go q.run(ctx)
@@ -186,6 +186,15 @@ func newID() string {
 // ID returns the query's id: made when its checkpoint was created, the
 // same at every start on that checkpoint.
 func (q *Query) ID() string { return q.id }
+
+// Name returns the query's name (the Name option), or its id when it
+// has none.
+func (q *Query) Name() string {
+	if q.cfg.name != "" {
+		return q.cfg.name
+	}
+	return q.id
+}
 
 // RunID returns the id of this run of the query: new at every Start.
 func (q *Query) RunID() string { return q.runID }

@@ -53,7 +53,7 @@ func (s *Store) keepReport(r QueryProgress) error {
 // latest batches (at most 20), oldest first, as the query's RecentProgress
 // gave them.
 func (c *CheckpointReader) RecentProgress() ([]QueryProgress, error) {
-	it, err := c.s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{reportPrefix}, UpperBound: []byte{reportPrefix + 1}})
+	it, err := c.r.NewIter(&pebble.IterOptions{LowerBound: []byte{reportPrefix}, UpperBound: []byte{reportPrefix + 1}})
 	if err != nil {
 		return nil, c.s.fail(fmt.Errorf("read progress reports: %w", err))
 	}

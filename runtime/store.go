@@ -206,6 +206,12 @@ type Store struct {
 	stop chan struct{}
 	done sync.WaitGroup
 
+	// readMu is held, shared, by each read of a snapshot (ReadSnapshot) and,
+	// alone, by Close, which sets readsClosed before Pebble closes: a
+	// snapshot is never open when Pebble closes.
+	readMu      sync.RWMutex
+	readsClosed bool
+
 	// keepDeleted says to keep, in deleted, the keys deleteVariable
 	// deletes, for a committer that mirrors the store (see
 	// TakeStartDeletions). Set before the metadata is checked, read by
@@ -613,6 +619,9 @@ func (s *Store) record(id int64) error {
 // leaves Pebble's files open and locked until the process ends.
 func (s *Store) Close() error {
 	close(s.stop)
+	s.readMu.Lock()
+	s.readsClosed = true
+	s.readMu.Unlock()
 	if s.wedged.Load() {
 		return s.notClosed("a failed commit left Pebble's commit pipeline locked")
 	}
@@ -708,7 +717,45 @@ func (s *Store) Progress() (p Progress, ok bool, err error) {
 	if err := s.Err(); err != nil {
 		return p, false, err
 	}
-	v, closer, err := s.db.Get([]byte(progressKey))
+	return s.readProgress(s.db)
+}
+
+// ErrStoreClosed is the error of a read of the state of a query that has
+// stopped (Query.ReadState).
+var ErrStoreClosed = errors.New("streamgen: the query has stopped: its state is closed")
+
+// ReadSnapshot returns a reader of the store as it is now: the state, timers
+// and progress of the last batch committed, unchanged by the batches
+// committed while it is open. It must be closed, soon: Close waits for
+// it. A failed store gives its failure.
+func (s *Store) ReadSnapshot() (*CheckpointReader, error) {
+	s.readMu.RLock()
+	if s.readsClosed {
+		s.readMu.RUnlock()
+		return nil, ErrStoreClosed
+	}
+	if err := s.Err(); err != nil {
+		s.readMu.RUnlock()
+		return nil, err
+	}
+	snap := s.db.NewSnapshot()
+	var once sync.Once
+	release := func() (err error) {
+		once.Do(func() {
+			err = snap.Close()
+			s.readMu.RUnlock()
+		})
+		return err
+	}
+	s.recording.Lock()
+	committed := s.recorded
+	s.recording.Unlock()
+	return &CheckpointReader{s: s, r: snap, release: release, committed: committed}, nil
+}
+
+// readProgress is Progress, read from r: the store or a snapshot of it.
+func (s *Store) readProgress(r pebble.Reader) (p Progress, ok bool, err error) {
+	v, closer, err := r.Get([]byte(progressKey))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return Progress{BatchID: -1}, false, s.Err()
 	}
@@ -733,7 +780,12 @@ type PlannedOffsets struct {
 
 // PlannedBatch returns the last batch planned; ok is false when none was.
 func (s *Store) PlannedBatch() (p PlannedOffsets, ok bool, err error) {
-	v, closer, err := s.db.Get([]byte(planKey))
+	return s.readPlannedBatch(s.db)
+}
+
+// readPlannedBatch is PlannedBatch, read from r.
+func (s *Store) readPlannedBatch(r pebble.Reader) (p PlannedOffsets, ok bool, err error) {
+	v, closer, err := r.Get([]byte(planKey))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return p, false, s.Err()
 	}

@@ -2,6 +2,7 @@ package typed
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"math"
 	"reflect"
@@ -166,4 +167,16 @@ func unorderedFloat(u uint64) float64 {
 		return math.Float64frombits(u &^ (1 << 63))
 	}
 	return math.Float64frombits(^u)
+}
+
+// parseJSON decodes a key given as JSON (a record's fields, a string, a
+// number) and returns its encoding: how a read of a running query's state
+// names the key it wants (runtime.OperatorInfo.ParseKey). It is called
+// per request, never per row.
+func (c valueCodec[K]) parseJSON(b []byte) ([]byte, error) {
+	var k K
+	if err := json.Unmarshal(b, &k); err != nil {
+		return nil, err
+	}
+	return c.encode(nil, &k)
 }

@@ -138,9 +138,9 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 		Timeout:    timeout.String(),
 		OutputMode: mode.String(),
 		TimeMode:   timeout.timeMode(),
-		KeyType:    ks.codec.typeName,
-		Key:        ks.codec.schema,
-		States:     []runtime.StateInfo{{Name: "state", Schema: PS(new(S)).StreamSchema(), Encoding: runtime.EncodingGroupState}},
+		KeyType:    ks.codec.typeName, ParseKey: ks.codec.parseJSON,
+		Key:    ks.codec.schema,
+		States: []runtime.StateInfo{{Name: "state", Schema: PS(new(S)).StreamSchema(), Encoding: runtime.EncodingGroupState}},
 		// Spark drops late rows before (flat)mapGroupsWithState only with
 		// event-time timeouts.
 		DropsLateRows: timeout == EventTimeTimeout,

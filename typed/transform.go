@@ -81,12 +81,12 @@ func TransformWithState[K comparable, In, Out any](
 			c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): Init: %w", name, unprefixed(err)))
 		}
 		op.info = runtime.OperatorInfo{
-			Kind:          "transformWithState",
-			Name:          name,
-			Timeout:       timeMode.String(),
-			OutputMode:    mode.String(),
-			TimeMode:      timeMode.runtime(),
-			KeyType:       ks.codec.typeName,
+			Kind:       "transformWithState",
+			Name:       name,
+			Timeout:    timeMode.String(),
+			OutputMode: mode.String(),
+			TimeMode:   timeMode.runtime(),
+			KeyType:    ks.codec.typeName, ParseKey: ks.codec.parseJSON,
 			Key:           ks.codec.schema,
 			Deleted:       op.handle.deleted,
 			DropsLateRows: true,

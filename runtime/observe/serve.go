@@ -13,11 +13,13 @@ import (
 
 // Server serves, on one address, what a program's queries show: their
 // status page at /, their Prometheus metrics at /metrics (with the Go
-// runtime's and the process's), and the Go profiler at /debug/pprof/.
+// runtime's and the process's), their state at /state/ (StateHandler),
+// and the Go profiler at /debug/pprof/.
 // Each query it shows is started with Watch. Safe for concurrent use.
 type Server struct {
 	Page    *StatusPage
 	Metrics *Metrics
+	State   *StateHandler
 	mux     *http.ServeMux
 	srv     *http.Server
 	addr    net.Addr
@@ -58,8 +60,9 @@ func Serve(addr string, opts ...StatusPageOption) (*Server, error) {
 // NewServer returns a Server that does not listen: mount Handler in a
 // server of your own. opts are the status page's.
 func NewServer(opts ...StatusPageOption) *Server {
-	s := &Server{Page: NewStatusPage(opts...), Metrics: NewMetrics(), mux: http.NewServeMux()}
+	s := &Server{Page: NewStatusPage(opts...), Metrics: NewMetrics(), State: NewStateHandler(), mux: http.NewServeMux()}
 	s.mux.Handle("/metrics", s.Metrics.Handler())
+	s.mux.Handle("/state/", s.State)
 	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
 	s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -72,10 +75,11 @@ func NewServer(opts ...StatusPageOption) *Server {
 // Watch is the option that shows a query here: pass it to the query's
 // Start (or to each query a program starts).
 func (s *Server) Watch() runtime.Option {
-	return runtime.Options(runtime.Listener(s.Page), runtime.Listener(s.Metrics))
+	return runtime.Options(runtime.Listener(s.Page), runtime.Listener(s.Metrics), runtime.Listener(s.State))
 }
 
-// Handler serves the status page, the metrics and the profiler.
+// Handler serves the status page, the metrics, the state and the
+// profiler.
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // Addr is the address Serve listens on (nil for NewServer's).

@@ -1,0 +1,333 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// Reads of a running query's state: a Pebble snapshot of the last
+// committed batch, decoded through the schemas the checkpoint stores, as
+// streamgen inspect decodes a stopped query's.
+
+// ErrUnknownState is wrapped by the error of a read of state that names
+// an operator or a variable the query does not have.
+var ErrUnknownState = errors.New("streamgen: no such state")
+
+// ErrBadStateKey is wrapped by the error of a read of state whose key does
+// not decode as the operator's grouping key.
+var ErrBadStateKey = errors.New("streamgen: the key does not decode")
+
+// DefaultStateLimit is the most rows a read of state returns when its
+// request sets no limit.
+const DefaultStateLimit = 1000
+
+// StateRequest names the state a read wants (Query.LookupState).
+type StateRequest struct {
+	// Operator is the stateful operator: its name (the user function's,
+	// as the progress reports show it) or its index in the pipeline.
+	Operator string
+	// Variable is the state variable; "" for every variable.
+	Variable string
+	// Key is the grouping key as JSON: a string ("alice"), a number, or
+	// a record's fields ({"user":"alice","day":3}). Nil reads every key,
+	// up to Limit rows.
+	Key json.RawMessage
+	// Limit is the most rows returned; 0 means DefaultStateLimit.
+	Limit int
+}
+
+// StateAnswer is what a read of a running query's state returns.
+type StateAnswer struct {
+	// Query is the query's name (its id when it has none).
+	Query string `json:"query"`
+	// Operator and Variable are what was read: the operator's name and
+	// index, and the variable ("" for all).
+	Operator      string `json:"operator"`
+	OperatorIndex int    `json:"operatorIndex"`
+	Variable      string `json:"variable,omitempty"`
+	// BatchID is the batch whose commit the rows reflect: the last one
+	// committed when the read began (Kafka Streams' Position). -1 before
+	// the first commit.
+	BatchID int64 `json:"batchId"`
+	// Rows are the entries read, by partition, variable, key and entry.
+	Rows []StateRow `json:"rows"`
+	// More is true when Limit cut the rows short.
+	More bool `json:"more,omitempty"`
+}
+
+// ReadState calls fn with a reader of the query's state as the last
+// committed batch left it (a snapshot: the batches that commit meanwhile
+// do not change what it reads), without stopping the query. The reader
+// is valid during the call only, and Stop waits for the call to return:
+// keep it short. A query that has stopped gives an error wrapping
+// ErrStoreClosed. Safe for concurrent use, with the query running.
+//
+// With a committer of its own (kafka's exactly-once) the state read is
+// the query's store, committed after the batch's transaction: a reader
+// never sees a batch that is rolled back.
+func (q *Query) ReadState(fn func(r *CheckpointReader) error) error {
+	r, err := q.store.ReadSnapshot()
+	if err != nil {
+		return err
+	}
+	err = fn(r)
+	if cerr := r.Close(); err == nil && cerr != nil {
+		err = fmt.Errorf("streamgen: close the state snapshot: %w", cerr)
+	}
+	return err
+}
+
+// LookupState reads rows of the query's state, as of its last committed
+// batch (see ReadState): the entries of one key, or of every key up to a
+// limit. An operator or variable the query does not have gives an error
+// wrapping ErrUnknownState that lists those it has; a key that does not
+// decode, one wrapping ErrBadStateKey. Safe for concurrent use.
+func (q *Query) LookupState(req StateRequest) (StateAnswer, error) {
+	ans := StateAnswer{Query: q.Name(), Variable: req.Variable, BatchID: -1, Rows: []StateRow{}}
+	limit := req.Limit
+	if limit <= 0 {
+		limit = DefaultStateLimit
+	}
+	err := q.ReadState(func(r *CheckpointReader) error {
+		m, ok, err := r.Meta()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("%w: the query has no state yet", ErrUnknownState)
+		}
+		op, err := findOperator(m, req.Operator)
+		if err != nil {
+			return err
+		}
+		ans.Operator, ans.OperatorIndex = m.Operators[op].Name, op
+		d, err := newRowDecoder(m, op, req.Variable)
+		if err != nil {
+			return err
+		}
+		p, _, err := r.Progress()
+		if err != nil {
+			return err
+		}
+		ans.BatchID = p.BatchID
+		take := func(e Entry) error {
+			row, ok, err := d.decode(e)
+			if err != nil || !ok {
+				return err
+			}
+			if len(ans.Rows) == limit {
+				ans.More = true
+				return errStopRows
+			}
+			ans.Rows = append(ans.Rows, row)
+			return nil
+		}
+		if req.Key == nil {
+			err = r.ScanState(uint8(op), take)
+		} else {
+			var key []byte
+			if key, err = q.parseKey(op, m.Operators[op], req.Key); err != nil {
+				return err
+			}
+			err = r.scanKey(m.Operators[op], uint8(op), key, take)
+		}
+		if errors.Is(err, errStopRows) {
+			err = nil
+		}
+		return err
+	})
+	return ans, err
+}
+
+// errStopRows ends a scan that has its rows.
+var errStopRows = errors.New("enough rows")
+
+// findOperator returns the index of the operator that name names: its
+// index, or its name when one operator has it.
+func findOperator(m Meta, name string) (int, error) {
+	if i, err := strconv.Atoi(name); err == nil {
+		if i < 0 || i >= len(m.Operators) {
+			return 0, fmt.Errorf("%w: no operator %d (the query has %s)", ErrUnknownState, i, operatorNames(m))
+		}
+		return i, nil
+	}
+	found := -1
+	for i, om := range m.Operators {
+		if om.Name != name {
+			continue
+		}
+		if found >= 0 {
+			return 0, fmt.Errorf("%w: operators %d and %d are both named %q: name one by its index", ErrUnknownState, found, i, name)
+		}
+		found = i
+	}
+	if found < 0 {
+		return 0, fmt.Errorf("%w: no operator named %q (the query has %s)", ErrUnknownState, name, operatorNames(m))
+	}
+	return found, nil
+}
+
+// operatorNames lists the operators of m for an error.
+func operatorNames(m Meta) string {
+	if len(m.Operators) == 0 {
+		return "no stateful operator"
+	}
+	names := make([]string, len(m.Operators))
+	for i, om := range m.Operators {
+		names[i] = fmt.Sprintf("%d %q (%s)", i, om.Name, om.Kind)
+	}
+	return strings.Join(names, ", ")
+}
+
+// parseKey encodes the grouping key given as JSON for operator op.
+func (q *Query) parseKey(op int, om OperatorMeta, text json.RawMessage) ([]byte, error) {
+	var parse func([]byte) ([]byte, error)
+	if op < len(q.plan.Operators) {
+		parse = q.plan.Operators[op].Info().ParseKey
+	}
+	if parse == nil {
+		parse = func(b []byte) ([]byte, error) { return ParseBasicKey(om.KeyType, b) }
+	}
+	key, err := parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s is not a key of operator %q (%s): %v", ErrBadStateKey, truncate(text, 80), om.Name, keyTypeName(om), err)
+	}
+	return key, nil
+}
+
+// keyTypeName names an operator's grouping key type for an error.
+func keyTypeName(om OperatorMeta) string {
+	if om.Key != nil {
+		return "a record " + om.Key.Name
+	}
+	return om.KeyType
+}
+
+// truncate quotes b for an error, cut to n bytes.
+func truncate(b []byte, n int) string {
+	if len(b) > n {
+		return strconv.Quote(string(b[:n])) + "..."
+	}
+	return strconv.Quote(string(b))
+}
+
+// ParseBasicKey encodes, as grouping keys of the basic type typeName are
+// (see AppendBasicJSON), a key given as JSON: a string, a number, a bool,
+// or {} for the empty struct.
+func ParseBasicKey(typeName string, text []byte) ([]byte, error) {
+	text = bytes.TrimSpace(text)
+	switch typeName {
+	case "string":
+		var s string
+		if err := json.Unmarshal(text, &s); err != nil {
+			return nil, err
+		}
+		return []byte(s), nil
+	case "bool":
+		var v bool
+		if err := json.Unmarshal(text, &v); err != nil {
+			return nil, err
+		}
+		if v {
+			return []byte{1}, nil
+		}
+		return []byte{0}, nil
+	case "int", "int8", "int16", "int32", "int64":
+		v, err := strconv.ParseInt(string(text), 10, bitSize(typeName))
+		if err != nil {
+			return nil, err
+		}
+		return binary.BigEndian.AppendUint64(nil, uint64(v)^1<<63), nil
+	case "uint", "uint8", "uint16", "uint32", "uint64", "uintptr":
+		v, err := strconv.ParseUint(string(text), 10, bitSize(typeName))
+		if err != nil {
+			return nil, err
+		}
+		return binary.BigEndian.AppendUint64(nil, v), nil
+	case "struct":
+		var v struct{}
+		if err := json.Unmarshal(text, &v); err != nil {
+			return nil, err
+		}
+		return nil, nil
+	}
+	return nil, fmt.Errorf("a key of type %s is not read from JSON here", typeName)
+}
+
+// bitSize is the size of the integer type typeName.
+func bitSize(typeName string) int {
+	for _, n := range []string{"8", "16", "32", "64"} {
+		if strings.HasSuffix(typeName, n) {
+			v, _ := strconv.Atoi(n)
+			return v
+		}
+	}
+	return 64
+}
+
+// scanKey calls fn with each entry of key in operator op, in every
+// partition: the entries of each variable under the key (a variable
+// ordered by event time, whose entries begin with their time, is scanned
+// whole and filtered).
+func (c *CheckpointReader) scanKey(om OperatorMeta, op uint8, key []byte, fn func(Entry) error) error {
+	var ids, timed []uint8
+	for _, v := range om.Variables {
+		if v.Index {
+			continue
+		}
+		ids = append(ids, v.ID)
+		if v.Encoding == EncodingByEventTime {
+			timed = append(timed, v.ID)
+		}
+	}
+	slices.Sort(ids)
+	it, err := c.r.NewIter(&pebble.IterOptions{LowerBound: []byte{statePrefix}, UpperBound: []byte{statePrefix + 1}})
+	if err != nil {
+		return c.s.fail(fmt.Errorf("read state: %w", err))
+	}
+	defer it.Close()
+	var prefix []byte
+	// Each partition in turn: the partition comes first in a state key.
+	for valid := it.First(); valid; {
+		part := binary.BigEndian.Uint32(it.Key()[1:5])
+		for _, id := range ids {
+			vr := Var{Scope: Scope{Partition: part, Operator: op}, Variable: id}
+			if slices.Contains(timed, id) {
+				prefix = append(appendScope(prefix[:0], statePrefix, vr.Scope), id)
+			} else {
+				prefix = entryKey(prefix[:0], vr, key)
+			}
+			for ok := it.SeekGE(prefix); ok && bytes.HasPrefix(it.Key(), prefix); ok = it.Next() {
+				k := it.Key()
+				n, w := binary.Uvarint(k[7:])
+				if w <= 0 || uint64(len(k)-7-w) < n {
+					return fmt.Errorf("streamgen: a state entry's key is corrupt")
+				}
+				e := Entry{Partition: part, Operator: op, Variable: id, Key: k[7+w : 7+w+int(n)], Suffix: k[7+w+int(n):]}
+				if slices.Contains(timed, id) && !bytes.Equal(e.Suffix, key) {
+					continue
+				}
+				if e.Value, err = it.ValueAndErr(); err != nil {
+					return c.s.fail(fmt.Errorf("read state: %w", err))
+				}
+				if err := fn(e); err != nil {
+					return err
+				}
+			}
+			if err := it.Error(); err != nil {
+				return c.s.fail(fmt.Errorf("read state: %w", err))
+			}
+		}
+		next := binary.BigEndian.AppendUint32([]byte{statePrefix}, part)
+		valid = it.SeekGE(prefixEnd(next))
+	}
+	return nil
+}
