@@ -115,7 +115,9 @@ func TestLiveStateReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer q.Stop()
-	v := func(name string) typed.StateVariable { return typed.StateVariable{Operator: "*typed_test.liveProcessor", Variable: name} }
+	v := func(name string) typed.StateVariable {
+		return typed.StateVariable{Operator: "*typed_test.liveProcessor", Variable: name}
+	}
 
 	// check compares what the query says of user with the loop's state
 	// after the batch it names.
@@ -138,8 +140,12 @@ func TestLiveStateReads(t *testing.T) {
 			what  string
 		}{
 			{b1, func(s *userState) bool { return ok == (s != nil) && (s == nil || s.n == n) }, fmt.Sprint("n ", n, ok)},
-			{b2, func(s *userState) bool { return s == nil && len(pages) == 0 || s != nil && slices.Equal(s.pages, pages) }, fmt.Sprint("pages ", pages)},
-			{b3, func(s *userState) bool { return s == nil && len(perPage) == 0 || s != nil && maps.Equal(s.perPage, perPage) }, fmt.Sprint("perPage ", perPage)},
+			{b2, func(s *userState) bool {
+				return s == nil && len(pages) == 0 || s != nil && slices.Equal(s.pages, pages)
+			}, fmt.Sprint("pages ", pages)},
+			{b3, func(s *userState) bool {
+				return s == nil && len(perPage) == 0 || s != nil && maps.Equal(s.perPage, perPage)
+			}, fmt.Sprint("perPage ", perPage)},
 		} {
 			if read.batch < -1 || read.batch >= int64(len(rounds)) {
 				return fmt.Errorf("%s: batch %d", user, read.batch)
