@@ -406,3 +406,26 @@ func offsetsText(o offsets) string {
 	b, _ := json.Marshal(o)
 	return string(b)
 }
+
+// Lag returns, for each partition of latest, how many offsets position is
+// behind it (runtime.LagReporter): Spark's offsets behind latest, which
+// count the transaction markers of a transactional input as Kafka's
+// consumer lag does. A partition position does not hold yet is behind
+// from its beginning.
+func (s *TopicSource) Lag(position, latest json.RawMessage) ([]runtime.PartitionLag, error) {
+	at, err := s.decode(position, "position")
+	if err != nil {
+		return nil, err
+	}
+	ends, err := s.decode(latest, "latest")
+	if err != nil {
+		return nil, err
+	}
+	lag := make([]runtime.PartitionLag, 0, len(ends))
+	for _, tp := range ends.sorted() {
+		l := runtime.PartitionLag{Partition: tp.String(), Position: at[tp], Latest: ends[tp]}
+		l.Lag = max(0, l.Latest-l.Position)
+		lag = append(lag, l)
+	}
+	return lag, nil
+}

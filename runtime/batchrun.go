@@ -409,7 +409,7 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 		if sk, ok := in.Source.(Skipper); ok {
 			skipped = sk.Skipped()
 		}
-		r.Sources = append(r.Sources, SourceProgress{
+		sp := SourceProgress{
 			NumSkippedInputs:       skipped,
 			Description:            in.Source.Name(),
 			StartOffset:            describeOffset(in.Source, planned.start[i]),
@@ -417,7 +417,19 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 			NumInputRows:           b.inputs[i].rows,
 			InputRowsPerSecond:     q.inputRate(b.inputs[i].rows, b.Now),
 			ProcessedRowsPerSecond: rate(b.inputs[i].rows),
-		})
+		}
+		if i < len(planned.latest) && planned.latest[i] != nil {
+			sp.LatestOffset = describeOffset(in.Source, planned.latest[i])
+			if lr, ok := in.Source.(LagReporter); ok {
+				lag, err := lr.Lag(planned.end[i], planned.latest[i])
+				if err != nil {
+					slog.Warn("streamgen: the source's lag is not known", "source", in.Source.Name(), "error", err)
+				} else {
+					sp.setLag(lag)
+				}
+			}
+		}
+		r.Sources = append(r.Sources, sp)
 	}
 	if q.plan.Watermarks > 0 && (b.marked || b.Watermark.After(epoch) || b.eventTimes.n > 0) {
 		// As Spark's: the watermark in effect (absent while it is the

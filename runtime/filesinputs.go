@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -41,4 +43,33 @@ func (s *filesSource) InputOf(r Record) string {
 		}
 	}
 	return r.Position[:i]
+}
+
+// Lag counts the files of the listing latest that the log of position
+// has not read (LagReporter), and their bytes.
+func (s *filesSource) Lag(position, latest json.RawMessage) ([]PartitionLag, error) {
+	done, err := s.decode(position, "position")
+	if err != nil {
+		return nil, err
+	}
+	listing, err := s.decode(latest, "latest")
+	if err != nil {
+		return nil, err
+	}
+	before := done.forgotten()
+	l := PartitionLag{Partition: "files", Latest: int64(len(listing.Files))}
+	for i, name := range listing.Files {
+		if done.holds(name) {
+			continue
+		}
+		if t := listing.modTime(i); t != 0 && t < before {
+			continue // older than the log remembers: taken as read
+		}
+		l.Lag++
+		if info, err := os.Stat(filepath.Join(s.root, name)); err == nil {
+			l.Bytes += info.Size()
+		}
+	}
+	l.Position = l.Latest - l.Lag
+	return []PartitionLag{l}, nil
 }

@@ -52,6 +52,10 @@ func (c counting) DescribeOffset(o json.RawMessage) string {
 	return c.Source.(runtime.OffsetDescriber).DescribeOffset(o)
 }
 
+func (c counting) Lag(position, latest json.RawMessage) ([]runtime.PartitionLag, error) {
+	return c.Source.(runtime.LagReporter).Lag(position, latest)
+}
+
 func (r *fileReads) plan(src runtime.Source) *runtime.Plan {
 	src = counting{src, r}
 	return &runtime.Plan{
@@ -361,6 +365,54 @@ func TestCheckpointKeepsRecentProgress(t *testing.T) {
 		}
 		if r.NumInputRows != int64(5+i+1) {
 			t.Errorf("batch %d: %d rows in, want %d", r.BatchID, r.NumInputRows, 5+i+1)
+		}
+	}
+}
+
+// TestFilesLag: each batch's report says how many files of the listing
+// it was planned from are not read yet, and their bytes, as the files
+// left in the directory say: MaxFilesPerTrigger leaves them one batch at
+// a time.
+func TestFilesLag(t *testing.T) {
+	dir := t.TempDir()
+	sizes := map[string]int64{}
+	names := []string{"a.json", "b.json", "c.json", "d.json"}
+	for i, name := range names {
+		content := strings.Repeat(fmt.Sprintf("{\"n\":%d}\n", i), i+1)
+		writeFile(t, dir, name, content)
+		sizes[name] = int64(len(content))
+	}
+	r := newFileReads()
+	q, err := runtime.Start(context.Background(), r.plan(runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 1})),
+		runtime.WithTrigger(runtime.AvailableNow()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	reports := q.RecentProgress()
+	if len(reports) != len(names) {
+		t.Fatalf("%d batches, want one per file", len(reports))
+	}
+	read := map[string]bool{}
+	for _, p := range reports {
+		for _, name := range r.batches[p.BatchID] {
+			read[name] = true
+		}
+		var files, bytes int64
+		for _, name := range names {
+			if !read[name] {
+				files, bytes = files+1, bytes+sizes[name]
+			}
+		}
+		s := p.Sources[0]
+		want := runtime.PartitionLag{Partition: "files", Position: int64(len(names)) - files, Latest: int64(len(names)), Lag: files, Bytes: bytes}
+		if len(s.Lag) != 1 || s.Lag[0] != want {
+			t.Fatalf("batch %d: lag %+v, want %+v", p.BatchID, s.Lag, want)
+		}
+		if s.Metrics["filesBehindLatest"] != fmt.Sprint(files) || s.Metrics["bytesBehindLatest"] != fmt.Sprint(bytes) {
+			t.Fatalf("batch %d: metrics %v", p.BatchID, s.Metrics)
 		}
 	}
 }

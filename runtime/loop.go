@@ -12,6 +12,9 @@ import (
 // offsets are the planned offsets of a batch, by input.
 type offsets struct {
 	start, end []json.RawMessage
+	// latest are the sources' latest offsets when the batch was planned
+	// (Available), for the report's lag.
+	latest []json.RawMessage
 }
 
 func (o offsets) hasData() bool {
@@ -81,7 +84,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 				return err
 			}
 		}
-		planned := offsets{start: make([]json.RawMessage, len(inputs)), end: make([]json.RawMessage, len(inputs))}
+		planned := offsets{start: make([]json.RawMessage, len(inputs)), end: make([]json.RawMessage, len(inputs)), latest: upTo}
 		for i, in := range inputs {
 			committed := progress.Offsets[in.Source.Name()]
 			planned.start[i] = committed

@@ -1,6 +1,10 @@
 package runtime
 
-import "time"
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+)
 
 // QueryProgress reports one completed micro-batch, with the fields of
 // Spark's StreamingQueryProgress.
@@ -99,6 +103,68 @@ type SourceProgress struct {
 	// NumSkippedInputs counts the inputs the source skipped at its last
 	// listing, as not readable at all (see Skipper).
 	NumSkippedInputs int64 `json:"numSkippedInputs,omitempty"`
+	// LatestOffset is the latest offset available when the batch was
+	// planned, as Spark's latestOffset: EndOffset is that far behind it
+	// (less, by a per-batch limit).
+	LatestOffset string `json:"latestOffset,omitempty"`
+	// Lag is, for a source that can tell (LagReporter), how far the
+	// batch's end is behind the latest offset, per partition; Metrics
+	// sums it up as Spark's Kafka source does: "avgOffsetsBehindLatest",
+	// "maxOffsetsBehindLatest", "minOffsetsBehindLatest" (and, for a
+	// files source, "filesBehindLatest", "bytesBehindLatest").
+	Lag     []PartitionLag    `json:"lag,omitempty"`
+	Metrics map[string]string `json:"metrics,omitempty"`
+}
+
+// LagReporter is implemented by a source that can tell how far a
+// position of it is behind its latest (Available): Lag returns that, per
+// partition, for the batch's end offset and the latest offset.
+type LagReporter interface {
+	Lag(position, latest json.RawMessage) ([]PartitionLag, error)
+}
+
+// PartitionLag is how far a query's position in a partition of a source
+// is behind the latest data there.
+type PartitionLag struct {
+	// Partition names the partition ("topic/3"; "files" for a files
+	// source).
+	Partition string `json:"partition"`
+	// Position is the query's offset after the batch, Latest the latest
+	// available, and Lag the records between them (Latest-Position, for
+	// Kafka: transaction markers count, as in Kafka's consumer lag).
+	Position int64 `json:"position"`
+	Latest   int64 `json:"latest"`
+	Lag      int64 `json:"lag"`
+	// Bytes, for a files source, are the bytes of the files not yet
+	// read; Lag is then the files.
+	Bytes int64 `json:"bytes,omitempty"`
+}
+
+// setLag records lag and its summary.
+func (sp *SourceProgress) setLag(lag []PartitionLag) {
+	if len(lag) == 0 {
+		return
+	}
+	sp.Lag = lag
+	var sum, hi int64
+	lo := lag[0].Lag
+	var bytes int64
+	files := false
+	for _, l := range lag {
+		sum += l.Lag
+		hi, lo = max(hi, l.Lag), min(lo, l.Lag)
+		bytes += l.Bytes
+		files = files || l.Partition == "files"
+	}
+	if files {
+		sp.Metrics = map[string]string{"filesBehindLatest": strconv.FormatInt(sum, 10), "bytesBehindLatest": strconv.FormatInt(bytes, 10)}
+		return
+	}
+	sp.Metrics = map[string]string{
+		"avgOffsetsBehindLatest": strconv.FormatFloat(float64(sum)/float64(len(lag)), 'f', 1, 64),
+		"maxOffsetsBehindLatest": strconv.FormatInt(hi, 10),
+		"minOffsetsBehindLatest": strconv.FormatInt(lo, 10),
+	}
 }
 
 // SinkProgress reports the sink of a batch.

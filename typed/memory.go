@@ -63,6 +63,13 @@ func (m *MemoryStream[T]) Next(_ context.Context, committed, upTo json.RawMessag
 	return json.RawMessage(strconv.Itoa(to)), nil
 }
 
+// Lag says how many rows position is behind latest (runtime.LagReporter):
+// one partition, "memory".
+func (m *MemoryStream[T]) Lag(position, latest json.RawMessage) ([]runtime.PartitionLag, error) {
+	at, end := int64(m.offset(position)), int64(m.offset(latest))
+	return []runtime.PartitionLag{{Partition: "memory", Position: at, Latest: end, Lag: max(0, end-at)}}, nil
+}
+
 // memorySource is a MemoryStream as a runtime.Source for the query loop,
 // which only plans offsets with it: FromMemory reads the typed rows.
 type memorySource[T any] struct{ *MemoryStream[T] }

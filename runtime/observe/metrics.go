@@ -47,6 +47,8 @@ var DurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 
 //	state_rows_updated_total{query,operator,kind} state rows written
 //	state_rows_removed_total{query,operator,kind} state rows removed
 //	late_rows_total{query,operator,kind}          rows dropped as behind the watermark
+//	source_lag_records{query,source,partition}    how many records (offsets) the last batch's end is behind the latest available in a source's partition (runtime.SourceProgress.Lag); for a files source, partition "files" and the files not yet read
+//	source_lag_bytes{query,source,partition}      for a files source, the bytes of the files not yet read
 //	watermark_seconds{query}                      the watermark in effect, as Unix seconds; absent before the first and after the end-of-input flush (runtime.FlushEventTime)
 //	watermark_delay_seconds{query}                how far the watermark is behind the wall clock, at the scrape; absent with watermark_seconds
 //	store_*{query}                                the state store at the end of the last batch (runtime.StoreProgress):
@@ -82,6 +84,7 @@ type Metrics struct {
 	durations                                   *prometheus.HistogramVec
 	stateRows                                   *prometheus.GaugeVec
 	stateMetric                                 *prometheus.GaugeVec
+	lag, lagBytes                               *prometheus.GaugeVec
 	updated, removed, late                      *prometheus.CounterVec
 	watermarkDesc, delayDesc                    *prometheus.Desc
 	store                                       []storeMetric
@@ -126,8 +129,11 @@ func NewMetrics() *Metrics {
 		processRate: gauge("processed_rows_per_second", "The last batch's rows over its duration.", q),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "batch_duration_seconds",
 			Help: "The duration of the batches' phases; phase is a key of the progress report's durationMs.", Buckets: DurationBuckets}, []string{"query", "phase"}),
-		stateRows:     gauge("state_rows", "State rows of a stateful operator after the last batch.", op),
-		stateMetric:   gauge("state_operator_metric", "A stateful operator's own figure after the last batch (its progress report's customMetrics: a join's rows per side).", append(op[:3:3], "metric")),
+		stateRows:   gauge("state_rows", "State rows of a stateful operator after the last batch.", op),
+		stateMetric: gauge("state_operator_metric", "A stateful operator's own figure after the last batch (its progress report's customMetrics: a join's rows per side).", append(op[:3:3], "metric")),
+		lag: gauge("source_lag_records", "How many records (Kafka offsets; a files source's files) the last batch's end is behind the latest available, per source partition.",
+			[]string{"query", "source", "partition"}),
+		lagBytes:      gauge("source_lag_bytes", "The bytes a files source has not read yet, per source.", []string{"query", "source", "partition"}),
 		updated:       counter("state_rows_updated_total", "State rows written by a stateful operator.", op),
 		removed:       counter("state_rows_removed_total", "State rows removed by a stateful operator.", op),
 		late:          counter("late_rows_total", "Rows dropped by a stateful operator as behind the watermark.", op),
@@ -169,7 +175,7 @@ func NewMetrics() *Metrics {
 // vecs are the metrics Metrics keeps in vectors of the client library.
 func (m *Metrics) vecs() []prometheus.Collector {
 	return []prometheus.Collector{m.batches, m.inputRows, m.outputRows, m.deadLetters, m.running, m.info, m.batchID,
-		m.inputRate, m.processRate, m.durations, m.stateRows, m.stateMetric, m.updated, m.removed, m.late}
+		m.inputRate, m.processRate, m.durations, m.stateRows, m.stateMetric, m.updated, m.removed, m.late, m.lag, m.lagBytes}
 }
 
 // Handler serves the metrics in the formats Prometheus scrapes (the text
@@ -229,6 +235,20 @@ func (m *Metrics) OnQueryProgress(p runtime.QueryProgress) {
 	m.processRate.WithLabelValues(l).Set(p.ProcessedRowsPerSecond)
 	for phase, ms := range p.DurationMs {
 		m.durations.WithLabelValues(l, phase).Observe(float64(ms) / 1000)
+	}
+	for _, src := range p.Sources {
+		if src.Lag == nil {
+			continue
+		}
+		// A partition the source no longer has leaves no series behind.
+		m.lag.DeletePartialMatch(prometheus.Labels{"query": l, "source": src.Description})
+		m.lagBytes.DeletePartialMatch(prometheus.Labels{"query": l, "source": src.Description})
+		for _, pl := range src.Lag {
+			m.lag.WithLabelValues(l, src.Description, pl.Partition).Set(float64(pl.Lag))
+			if pl.Partition == "files" {
+				m.lagBytes.WithLabelValues(l, src.Description, pl.Partition).Set(float64(pl.Bytes))
+			}
+		}
 	}
 	for i, op := range p.StateOperators {
 		name := operatorLabel(i, op.Name)

@@ -39,7 +39,8 @@ import (
 //	 "batches": [{"batchId", "timestamp", "numInputRows", "numOutputRows",
 //	              "inputRowsPerSecond", "processedRowsPerSecond",
 //	              "durationMs": [one number per phase, they add up to the batch],
-//	              "stateRows" (over every operator),
+//	              "stateRows" (over every operator), "lateRows", "numDeadLetters", "diskBytes",
+//	              "lag" (records behind the latest available, over the sources; null when none tells),
 //	              "watermarkDelayMs" (timestamp - watermark; null without one)}, ...],
 //	 "lastProgress": the runtime.QueryProgress of the last batch}
 //
@@ -143,6 +144,10 @@ type batchPoint struct {
 	// DiskBytes is what the checkpoint's store has on disk after the
 	// batch (runtime.StoreProgress.DiskBytes).
 	DiskBytes int64 `json:"diskBytes"`
+	// Lag is how many records (a files source's files) the batch's end
+	// is behind the latest available, over the sources that can tell
+	// (runtime.SourceProgress.Lag); nil when none can.
+	Lag *int64 `json:"lag"`
 	// WatermarkDelayMs is the batch's time less its watermark: how far
 	// event time lags processing time. Nil before the first watermark,
 	// and for the end-of-input batch of FlushEventTime, whose watermark
@@ -177,6 +182,14 @@ func newBatchPoint(p *runtime.QueryProgress) batchPoint {
 	}
 	for _, op := range p.StateOperators {
 		b.LateRows += op.NumRowsDroppedByWatermark
+	}
+	for _, src := range p.Sources {
+		for _, l := range src.Lag {
+			if b.Lag == nil {
+				b.Lag = new(int64)
+			}
+			*b.Lag += l.Lag
+		}
 	}
 	var sum int64
 	for i, name := range chartPhases[:len(chartPhases)-1] {

@@ -120,6 +120,9 @@ func checkCharts(t *testing.T, charts map[string][]chartPoint, progress []runtim
 		add("outputRows", float64(e.outputRows))
 		add("lateRows", float64(e.lateRows))
 		add("deadLetters", float64(e.deadLetters))
+		if e.lag != nil {
+			add("lag", float64(*e.lag))
+		}
 		add("diskMiB", e.diskMiB)
 		if e.delayMs != nil {
 			add("watermarkDelay", float64(*e.delayMs))
@@ -128,7 +131,7 @@ func checkCharts(t *testing.T, charts map[string][]chartPoint, progress []runtim
 			want["duration"] = append(want["duration"], fmt.Sprintf("%d/%s=%d", e.batch, phase, e.phases[phase]))
 		}
 	}
-	for _, chart := range []string{"inputRate", "processRate", "duration", "stateRows", "outputRows", "lateRows", "deadLetters", "diskMiB", "watermarkDelay"} {
+	for _, chart := range []string{"inputRate", "processRate", "duration", "stateRows", "outputRows", "lateRows", "deadLetters", "diskMiB", "lag", "watermarkDelay"} {
 		var got []string
 		for _, p := range charts[chart] {
 			// The value as a number: the page writes 2.5 as "2.5" and 3 as

@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -123,6 +124,7 @@ type chartWant struct {
 	deadLetters int64
 	diskMiB     float64 // to two decimals
 	delayMs     *int64  // nil: no point
+	lag         *int64  // rows added and not read after the batch; nil: no point
 }
 
 var phaseNames = []string{"latestOffset", "getBatch", "stateOperators", "timers", "sink", "walCommit", "other"}
@@ -141,6 +143,16 @@ func chartValues(p runtime.QueryProgress) chartWant {
 	}
 	e.outputRows, e.deadLetters = p.Sink.NumOutputRows, p.NumDeadLetters
 	e.diskMiB = math.Round(float64(p.StateStore.DiskBytes)/(1<<20)*100) / 100
+	if len(p.Sources) == 1 && p.Sources[0].Lag != nil {
+		// Every click is added before the query starts: the rows after
+		// the batch's end offset are behind.
+		end, err := strconv.Atoi(p.Sources[0].EndOffset)
+		if err != nil {
+			panic(err)
+		}
+		lag := int64(len(sessionClicks()) - end)
+		e.lag = &lag
+	}
 	if s, ok := p.EventTime["watermark"]; ok {
 		wm, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {

@@ -275,6 +275,7 @@
     lineChart("lateRows", "count", ids, bs.map((b) => b.lateRows));
     lineChart("deadLetters", "count", ids, bs.map((b) => b.numDeadLetters));
     lineChart("diskMiB", "rate", ids, bs.map((b) => Math.round(b.diskBytes / 1048576 * 100) / 100));
+    lineChart("lag", "count", ids, bs.map((b) => b.lag));
     lineChart("watermarkDelay", "ms", ids, bs.map((b) => b.watermarkDelayMs));
     setText("last-progress", d.lastProgress ? JSON.stringify(d.lastProgress, null, 2) : "No batch yet.");
     return d.status === "active"; // an ended query changes no more
