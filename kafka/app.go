@@ -90,6 +90,28 @@ type AppOptions struct {
 	// whose tasks the instance starts and, once they have stopped, those
 	// it gave up, from the group's goroutine.
 	OnAssigned, OnRevoked func(partitions []int32)
+	// StandbyReplicas is how many other instances keep a warm copy of
+	// each partition's state (Kafka Streams' num.standby.replicas): a
+	// standby follows the partition's changelog into its own checkpoint
+	// under Dir, never reading the input, so that when the partition
+	// comes to it (its owner died or left) its task restores only the
+	// changelog's tail. The group gives a partition to its owner if it
+	// can, else to the instance with the freshest copy (see App). At
+	// most the instances less one; 0, the default, keeps none.
+	StandbyReplicas int
+	// SessionTimeout is how long the group waits for a silent instance
+	// before it moves the instance's partitions (an instance killed, a
+	// machine lost): the time a failover takes to start. The default is
+	// the client's (45 s); a heartbeat is sent every tenth of it.
+	SessionTimeout time.Duration
+	// AdvertisedAddr is the address ("host:port") this instance answers
+	// reads of state on (App.StateHandler, served by the program), as
+	// the other instances reach it: they forward a read of a key whose
+	// partition this instance owns there. It is sent to the group in the
+	// instance's join metadata; an instance forwards only to addresses
+	// the group's assignment names. Empty: reads are not forwarded to
+	// this instance.
+	AdvertisedAddr string
 }
 
 // Starter is what a task's build function returns: a pipeline that
@@ -228,6 +250,27 @@ type App struct {
 	ran atomic.Bool
 	// caches are the tasks' caches, made by Run.
 	caches *runtime.SharedCaches
+
+	// assignment is the group's last assignment, as the leader described
+	// it to this instance: its standbys, every partition's owner and
+	// their addresses. reassigned wakes the standbys' manager.
+	assignment atomic.Pointer[assignmentInfo]
+	reassigned chan struct{}
+	// Guarded by mu: standbys are the standbys running, positions the
+	// changelog offsets this instance's copies of the partitions hold
+	// (the join metadata tells the group), standbyStats what each
+	// standby last told, and queries the tasks' queries.
+	standbys     map[int32]*runningTask
+	positions    map[int32]int64
+	standbyStats map[int32]standbyStats
+	queries      map[int32]*runtime.Query
+	// taskStatus describes the tasks running, rebalances the latest
+	// assignment changes (Status).
+	taskStatus map[int32]TaskStatus
+	rebalances []Rebalance
+	// handedOver marks the partitions whose standby gave its checkpoint
+	// to the task starting.
+	handedOver map[int32]bool
 }
 
 // runningTask is a task's query as it runs: cancel stops it, done is
@@ -235,6 +278,8 @@ type App struct {
 type runningTask struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	// stopping is set (under App.mu) once a standby is cancelled.
+	stopping bool
 }
 
 // NewApp returns an application whose task of each partition runs the
@@ -246,7 +291,9 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 	if opts.Changelog == "" && opts.Group != "" {
 		opts.Changelog = opts.Group + "-changelog"
 	}
-	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, commitNow: make(chan struct{}, 1)}
+	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, commitNow: make(chan struct{}, 1),
+		reassigned: make(chan struct{}, 1), standbys: map[int32]*runningTask{}, positions: map[int32]int64{}, standbyStats: map[int32]standbyStats{},
+		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}}
 	a.err = opts.validate()
 	if build == nil {
 		a.err = errors.Join(a.err, errors.New("streamgen: kafka app: no build function"))
@@ -276,6 +323,12 @@ func (o *AppOptions) validate() error {
 	if o.BlockCacheSize < 0 {
 		errs = append(errs, fmt.Errorf("BlockCacheSize %d is negative", o.BlockCacheSize))
 	}
+	if o.StandbyReplicas < 0 {
+		errs = append(errs, fmt.Errorf("StandbyReplicas %d is negative", o.StandbyReplicas))
+	}
+	if o.SessionTimeout < 0 {
+		errs = append(errs, fmt.Errorf("SessionTimeout %v is negative", o.SessionTimeout))
+	}
 	if o.ChangelogOptions.AsyncProgress && !o.ExactlyOnce {
 		errs = append(errs, errors.New("ChangelogOptions.AsyncProgress needs ExactlyOnce"))
 	}
@@ -301,6 +354,10 @@ func (a *App) Run(ctx context.Context) error {
 		return err
 	}
 	a.partitions = partitions
+	positions := a.localPositions()
+	a.mu.Lock()
+	a.positions = positions
+	a.mu.Unlock()
 	a.caches = runtime.NewSharedCaches(a.opts.StateCacheSize, a.opts.BlockCacheSize)
 	defer a.caches.Close() // each task's store holds the block cache while it is open
 	if a.opts.RepartitionBy != nil {
@@ -315,7 +372,11 @@ func (a *App) Run(ctx context.Context) error {
 	// the client's requests in flight (see leave).
 	clientCtx, killClient := context.WithCancel(context.Background())
 	defer killClient()
-	group, err := a.opts.Connection.newClient(
+	groupOpts := []kgo.Opt{kgo.Balancers(&appBalancer{standbys: a.opts.StandbyReplicas, info: a.memberInfo, assigned: a.setAssignment})}
+	if t := a.opts.SessionTimeout; t > 0 {
+		groupOpts = append(groupOpts, kgo.SessionTimeout(t), kgo.HeartbeatInterval(max(t/10, 10*time.Millisecond)))
+	}
+	group, err := a.opts.Connection.newClient(append(groupOpts,
 		kgo.WithContext(clientCtx),
 		kgo.ConsumerGroup(a.opts.Group),
 		kgo.ConsumeTopics(a.opts.Topics[0]),
@@ -329,7 +390,7 @@ func (a *App) Run(ctx context.Context) error {
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) {
 			a.revoked(lost[a.opts.Topics[0]], true)
 		}),
-	)
+	)...)
 	if err != nil {
 		return fmt.Errorf("streamgen: kafka app %q: client: %w", a.opts.Group, err)
 	}
@@ -347,6 +408,11 @@ func (a *App) Run(ctx context.Context) error {
 	go func() {
 		defer close(retried)
 		a.commitOffsets(runCtx, group)
+	}()
+	standbysDone := make(chan struct{})
+	go func() {
+		defer close(standbysDone)
+		a.manageStandbys(runCtx)
 	}()
 	polled := make(chan struct{})
 	go func() {
@@ -366,6 +432,7 @@ func (a *App) Run(ctx context.Context) error {
 	cancel()
 	<-polled
 	<-retried
+	<-standbysDone
 	a.leave(group, killClient) // the revoke stops the tasks
 	a.revoked(a.running(), true)
 	return err
@@ -453,8 +520,13 @@ func (a *App) assigned(ctx context.Context, partitions []int32) {
 		a.start(ctx, p)
 		started = append(started, p)
 	}
-	if len(started) > 0 && a.opts.OnAssigned != nil {
-		a.opts.OnAssigned(started)
+	if len(started) > 0 {
+		a.mu.Lock()
+		a.rebalanced(Rebalance{Time: time.Now(), Assigned: started})
+		a.mu.Unlock()
+		if a.opts.OnAssigned != nil {
+			a.opts.OnAssigned(started)
+		}
 	}
 }
 
@@ -465,6 +537,14 @@ func (a *App) start(ctx context.Context, p int32) {
 	rt := &runningTask{cancel: cancel, done: make(chan struct{})}
 	a.mu.Lock()
 	a.tasks[p] = rt
+	// A standby of the partition gives its checkpoint to the task.
+	standby := a.standbys[p]
+	if standby != nil {
+		// Running, or stopping (no longer wanted): either way it holds
+		// the checkpoint until done.
+		standby.stopping = true
+		standby.cancel()
+	}
 	a.mu.Unlock()
 	run := func(what string, task func(context.Context, int32) error) func() {
 		return func() {
@@ -478,6 +558,10 @@ func (a *App) start(ctx context.Context, p int32) {
 	}
 	go func() {
 		defer close(rt.done)
+		if standby != nil {
+			<-standby.done
+			slog.Info("streamgen: kafka app: a standby becomes the task", "group", a.opts.Group, "partition", p)
+		}
 		var wg sync.WaitGroup
 		if a.opts.RepartitionBy != nil {
 			wg.Go(run("repartition task", a.runRepartition))
@@ -496,6 +580,16 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 			task.closers[i]()
 		}
 	}()
+	// Where the task's state comes from, as Status tells it.
+	a.mu.Lock()
+	from := "changelog"
+	if a.handedOver[p] {
+		from = "standby"
+	} else if _, ok := a.positions[p]; ok {
+		from = "checkpoint"
+	}
+	delete(a.handedOver, p)
+	a.mu.Unlock()
 	copts := a.opts.ChangelogOptions
 	copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, a.opts.Changelog, a.partitions
 	copts.TransactionalID = a.opts.Group + "-" + strconv.Itoa(int(p))
@@ -514,11 +608,33 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 	if err != nil {
 		return err
 	}
-	slog.Info("streamgen: kafka app: task started", "group", a.opts.Group, "partition", p)
+	slog.Debug("streamgen: kafka app: task started", "group", a.opts.Group, "partition", p)
 	if a.opts.RepartitionBy == nil {
 		a.followStore(p, made.Load())
 	}
-	return q.AwaitTermination()
+	a.mu.Lock()
+	a.queries[p] = q
+	ts := TaskStatus{Partition: p, Started: time.Now(), RestoredFrom: from}
+	if c := made.Load(); c != nil {
+		ts.RestoredRecords, ts.RestoreTook = c.restored, c.restoreTook
+	}
+	a.taskStatus[p] = ts
+	a.mu.Unlock()
+	slog.Info("streamgen: kafka app: task restored", "group", a.opts.Group, "partition", p, "from", from, "records", ts.RestoredRecords, "took", ts.RestoreTook)
+	err = q.AwaitTermination()
+	a.mu.Lock()
+	if a.queries[p] == q {
+		delete(a.queries, p)
+		delete(a.taskStatus, p)
+	}
+	if c := made.Load(); c != nil {
+		// The query has stopped: its changelog's offsets are still.
+		if at, ok := c.ends[p]; ok {
+			a.positions[p] = at
+		}
+	}
+	a.mu.Unlock()
+	return err
 }
 
 // taskCommitter returns the committer option of a task's query (its
@@ -583,8 +699,13 @@ func (a *App) revoked(partitions []int32, lost bool) {
 			a.commitRevoked(stopped[i])
 		}
 	}
-	if len(stopped) > 0 && a.opts.OnRevoked != nil {
-		a.opts.OnRevoked(stopped)
+	if len(stopped) > 0 {
+		a.mu.Lock()
+		a.rebalanced(Rebalance{Time: time.Now(), Revoked: stopped, Lost: lost})
+		a.mu.Unlock()
+		if a.opts.OnRevoked != nil {
+			a.opts.OnRevoked(stopped)
+		}
 	}
 }
 

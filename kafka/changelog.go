@@ -167,8 +167,10 @@ type changelog struct {
 	// failed is set when a batch's produce failed: every later commit
 	// fails with it.
 	failed error
-	// restored counts the records the last restore applied.
-	restored int64
+	// restored counts the records the last restore applied, in
+	// restoreTook.
+	restored    int64
+	restoreTook time.Duration
 	// rewound is set when the last restore rebuilt the store, which was
 	// ahead of the topic.
 	rewound bool
@@ -952,6 +954,7 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 	c.ends = newEnds
 	c.restored = r.Records()
 	took := time.Since(started)
+	c.restoreTook = took
 	log := slog.Info
 	if r.Records() == 0 && len(failed) == 0 {
 		// Nothing but the markers of committed transactions.

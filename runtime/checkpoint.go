@@ -492,3 +492,18 @@ func (c *CheckpointReader) Summary() (CheckpointSummary, error) {
 	}
 	return sum, nil
 }
+
+// CommitterRecord returns a committer's record (see
+// StateBatch.SetCommitterRecord): a changelog's offsets. ok is false when
+// there is none.
+func (c *CheckpointReader) CommitterRecord(name string) (value []byte, ok bool, err error) {
+	v, closer, err := c.r.Get(committerKey(name))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, c.s.fail(fmt.Errorf("read the committer's record %q: %w", name, err))
+	}
+	defer closer.Close()
+	return bytes.Clone(v), true, nil
+}

@@ -91,59 +91,102 @@ func (q *Query) ReadState(fn func(r *CheckpointReader) error) error {
 // wrapping ErrUnknownState that lists those it has; a key that does not
 // decode, one wrapping ErrBadStateKey. Safe for concurrent use.
 func (q *Query) LookupState(req StateRequest) (StateAnswer, error) {
-	ans := StateAnswer{Query: q.Name(), Variable: req.Variable, BatchID: -1, Rows: []StateRow{}}
+	var ans StateAnswer
+	err := q.ReadState(func(r *CheckpointReader) error {
+		var key []byte
+		if req.Key != nil {
+			var err error
+			if key, err = q.encodeKey(r, req.Operator, req.Key); err != nil {
+				return err
+			}
+		}
+		var err error
+		ans, err = r.Lookup(req, key)
+		ans.Query = q.Name()
+		return err
+	})
+	return ans, err
+}
+
+// EncodeKey returns the encoding in the store of the grouping key given
+// as JSON (see StateRequest.Key) for the operator named operator: what
+// CheckpointReader.Lookup takes, and what a key's partition is computed
+// from. Safe for concurrent use.
+func (q *Query) EncodeKey(operator string, key json.RawMessage) ([]byte, error) {
+	var enc []byte
+	err := q.ReadState(func(r *CheckpointReader) error {
+		var err error
+		enc, err = q.encodeKey(r, operator, key)
+		return err
+	})
+	return enc, err
+}
+
+func (q *Query) encodeKey(r *CheckpointReader, operator string, key json.RawMessage) ([]byte, error) {
+	m, ok, err := r.Meta()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: the query has no state yet", ErrUnknownState)
+	}
+	op, err := findOperator(m, operator)
+	if err != nil {
+		return nil, err
+	}
+	return q.parseKey(op, m.Operators[op], key)
+}
+
+// Lookup reads the rows req names (its Key ignored): the entries of the
+// encoded key (see Query.EncodeKey), or of every key for nil, up to
+// req.Limit, with the batch they reflect. See Query.LookupState.
+func (c *CheckpointReader) Lookup(req StateRequest, key []byte) (StateAnswer, error) {
+	ans := StateAnswer{Variable: req.Variable, BatchID: -1, Rows: []StateRow{}}
 	limit := req.Limit
 	if limit <= 0 {
 		limit = DefaultStateLimit
 	}
-	err := q.ReadState(func(r *CheckpointReader) error {
-		m, ok, err := r.Meta()
-		if err != nil {
+	m, ok, err := c.Meta()
+	if err != nil {
+		return ans, err
+	}
+	if !ok {
+		return ans, fmt.Errorf("%w: the query has no state yet", ErrUnknownState)
+	}
+	op, err := findOperator(m, req.Operator)
+	if err != nil {
+		return ans, err
+	}
+	ans.Operator, ans.OperatorIndex = m.Operators[op].Name, op
+	d, err := newRowDecoder(m, op, req.Variable)
+	if err != nil {
+		return ans, err
+	}
+	p, _, err := c.Progress()
+	if err != nil {
+		return ans, err
+	}
+	ans.BatchID = p.BatchID
+	take := func(e Entry) error {
+		row, ok, err := d.decode(e)
+		if err != nil || !ok {
 			return err
 		}
-		if !ok {
-			return fmt.Errorf("%w: the query has no state yet", ErrUnknownState)
+		if len(ans.Rows) == limit {
+			ans.More = true
+			return errStopRows
 		}
-		op, err := findOperator(m, req.Operator)
-		if err != nil {
-			return err
-		}
-		ans.Operator, ans.OperatorIndex = m.Operators[op].Name, op
-		d, err := newRowDecoder(m, op, req.Variable)
-		if err != nil {
-			return err
-		}
-		p, _, err := r.Progress()
-		if err != nil {
-			return err
-		}
-		ans.BatchID = p.BatchID
-		take := func(e Entry) error {
-			row, ok, err := d.decode(e)
-			if err != nil || !ok {
-				return err
-			}
-			if len(ans.Rows) == limit {
-				ans.More = true
-				return errStopRows
-			}
-			ans.Rows = append(ans.Rows, row)
-			return nil
-		}
-		if req.Key == nil {
-			err = r.ScanState(uint8(op), take)
-		} else {
-			var key []byte
-			if key, err = q.parseKey(op, m.Operators[op], req.Key); err != nil {
-				return err
-			}
-			err = r.scanKey(m.Operators[op], uint8(op), key, take)
-		}
-		if errors.Is(err, errStopRows) {
-			err = nil
-		}
-		return err
-	})
+		ans.Rows = append(ans.Rows, row)
+		return nil
+	}
+	if key == nil {
+		err = c.ScanState(uint8(op), take)
+	} else {
+		err = c.scanKey(m.Operators[op], uint8(op), key, take)
+	}
+	if errors.Is(err, errStopRows) {
+		err = nil
+	}
 	return ans, err
 }
 

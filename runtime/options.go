@@ -82,6 +82,20 @@ func Checkpoint(dir string) Option { return optionFunc(func(c *config) { c.check
 // in tests. The default is the operating system's.
 func FileSystem(fs vfs.FS) Option { return optionFunc(func(c *config) { c.fs = fs }) }
 
+// FileSystemOf returns the file system that opts give a query's
+// checkpoint (FileSystem; the operating system's by default), for a
+// program that opens the checkpoints of the queries it starts.
+func FileSystemOf(opts ...Option) vfs.FS {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	if cfg.fs == nil {
+		return vfs.Default
+	}
+	return cfg.fs
+}
+
 // WithTrigger sets when batches run. The default is AsSoonAsPossible.
 func WithTrigger(t Trigger) Option { return optionFunc(func(c *config) { c.trigger = t }) }
 

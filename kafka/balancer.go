@@ -1,0 +1,359 @@
+package kafka
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// An App's group balancer: cooperative (a partition that stays with its
+// instance is never stopped by a rebalance, as with Kafka's
+// cooperative-sticky assignor), and aware of where state is, as Kafka
+// Streams' assignor: each member tells, in its join metadata, the address
+// it answers state reads on and how far its local copy of each partition's
+// state has read the changelog; the leader gives a partition to its owner
+// when it can, else to the member with the freshest copy (the standby),
+// and chooses each partition's standbys; each member's assignment carries
+// its standbys and the owner of every partition with its address, which
+// routes state reads.
+
+// balancerProtocol is the App's group protocol name.
+const balancerProtocol = "streamgen-app"
+
+// memberInfo is what a member tells the leader (ConsumerMemberMetadata's
+// UserData).
+type memberInfo struct {
+	// Addr is the address the member answers state reads on ("" for
+	// none).
+	Addr string `json:"addr,omitempty"`
+	// Positions are, per partition, the changelog offset the member's
+	// local copy of the partition's state has read to.
+	Positions map[int32]int64 `json:"positions,omitempty"`
+}
+
+// assignmentInfo is what the leader tells a member with its partitions
+// (ConsumerMemberAssignment's UserData).
+type assignmentInfo struct {
+	// Generation numbers the assignments the leader made, so that a
+	// member tells a newer one from an older.
+	Standbys []int32 `json:"standbys,omitempty"`
+	// Owners are the member (by index in Members) each partition is
+	// given to; -1 for a partition given to none this round (moving, in
+	// a cooperative rebalance). StandbyOwners are each partition's
+	// standbys.
+	Owners        []int          `json:"owners"`
+	StandbyOwners [][]int        `json:"standbyOwners,omitempty"`
+	Members       []assignMember `json:"members"`
+}
+
+// assignMember is a member of the group as assignments name it.
+type assignMember struct {
+	ID   string `json:"id"`
+	Addr string `json:"addr,omitempty"`
+}
+
+// appBalancer is the App's kgo.GroupBalancer.
+type appBalancer struct {
+	standbys int
+	// info returns this member's metadata at each join.
+	info func() memberInfo
+	// assigned receives each assignment's info, from the group's
+	// goroutine.
+	assigned func(assignmentInfo)
+}
+
+func (b *appBalancer) ProtocolName() string { return balancerProtocol }
+func (b *appBalancer) IsCooperative() bool  { return true }
+
+func (b *appBalancer) JoinGroupMetadata(interests []string, current map[string][]int32, generation int32) []byte {
+	meta := kmsg.NewConsumerMemberMetadata()
+	meta.Version = 3
+	meta.Topics = interests
+	meta.Generation = generation
+	for _, topic := range slices.Sorted(mapKeys(current)) {
+		owned := kmsg.NewConsumerMemberMetadataOwnedPartition()
+		owned.Topic, owned.Partitions = topic, current[topic]
+		meta.OwnedPartitions = append(meta.OwnedPartitions, owned)
+	}
+	info := b.info()
+	meta.UserData, _ = json.Marshal(info) // a map of numbers and a string: it encodes
+	return meta.AppendTo(nil)
+}
+
+func mapKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func (b *appBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(assignment); err != nil {
+		return nil, fmt.Errorf("streamgen: kafka app: the group's assignment does not decode: %w", err)
+	}
+	out := make(map[string][]int32, len(a.Topics))
+	for _, t := range a.Topics {
+		out[t.Topic] = t.Partitions
+	}
+	if len(a.UserData) > 0 && b.assigned != nil {
+		var info assignmentInfo
+		if err := json.Unmarshal(a.UserData, &info); err != nil {
+			return nil, fmt.Errorf("streamgen: kafka app: the group's assignment data does not decode (a member of another version?): %w", err)
+		}
+		b.assigned(info)
+	}
+	return out, nil
+}
+
+func (b *appBalancer) MemberBalancer(members []kmsg.JoinGroupResponseMember) (kgo.GroupMemberBalancer, map[string]struct{}, error) {
+	cb, err := kgo.NewConsumerBalancer(b, members)
+	if err != nil {
+		return nil, nil, err
+	}
+	return cb, cb.MemberTopics(), nil
+}
+
+// Balance assigns the partitions of the topic (the App balances one) and
+// their standbys.
+func (b *appBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32) kgo.IntoSyncAssignment {
+	var topic string
+	for t := range topics {
+		topic = t
+	}
+	var members []balanceMember
+	claims := map[int32]claim{}
+	cb.EachMember(func(m *kmsg.JoinGroupResponseMember, meta *kmsg.ConsumerMemberMetadata) {
+		bm := balanceMember{id: m.MemberID}
+		if len(meta.UserData) > 0 {
+			if err := json.Unmarshal(meta.UserData, &bm.info); err != nil {
+				cb.SetError(fmt.Errorf("streamgen: kafka app: member %s's metadata does not decode (a member of another version?): %w", m.MemberID, err))
+			}
+		}
+		i := len(members)
+		members = append(members, bm)
+		for _, owned := range meta.OwnedPartitions {
+			if owned.Topic != topic {
+				continue
+			}
+			for _, p := range owned.Partitions {
+				if c, ok := claims[p]; !ok || meta.Generation > c.generation {
+					claims[p] = claim{member: i, generation: meta.Generation}
+				}
+			}
+		}
+	})
+	owners, standbys := assign(members, claims, topics[topic], b.standbys)
+	plan := cb.NewPlan()
+	for p, m := range owners {
+		plan.AddPartition(&cb.Members()[m], topic, int32(p))
+	}
+	// A partition that moves is first taken from its owner: it is
+	// given to its new owner at the rebalance that owner's revoke makes.
+	plan.AdjustCooperative(cb)
+	assigned := plan.AsMemberIDMap()
+	index := map[string]int{}
+	for i, m := range members {
+		index[m.id] = i
+	}
+	info := assignmentInfo{Owners: make([]int, len(owners)), StandbyOwners: standbys}
+	for i := range info.Owners {
+		info.Owners[i] = -1
+	}
+	for id, byTopic := range assigned {
+		for _, p := range byTopic[topic] {
+			info.Owners[p] = index[id]
+		}
+	}
+	for _, m := range members {
+		info.Members = append(info.Members, assignMember{ID: m.id, Addr: m.info.Addr})
+	}
+	return &appPlan{topic: topic, assigned: assigned, info: info, index: index}
+}
+
+// balanceMember is a member as the leader balances it.
+type balanceMember struct {
+	id   string
+	info memberInfo
+}
+
+// claim is a member's claim to own a partition, at a generation.
+type claim struct {
+	member     int
+	generation int32
+}
+
+// assign gives each of n partitions an owner among members and up to
+// standbys standbys (never its owner). Each member owns n/len(members)
+// partitions, or one more (as many members as the division leaves over).
+// An owner keeps its partitions up to that share; the others go, those
+// with a warm copy somewhere first, each to the member with the freshest
+// copy of its state (the highest changelog position) among those with
+// room, then the least loaded; standbys the same way among the rest, the
+// least loaded in standbys first among equals.
+func assign(members []balanceMember, claims map[int32]claim, n int32, standbys int) (owners []int, standbyOwners [][]int) {
+	owners = make([]int, n)
+	for i := range owners {
+		owners[i] = -1
+	}
+	if len(members) == 0 {
+		return owners, nil
+	}
+	floor, extra := int(n)/len(members), int(n)%len(members)
+	load := make([]int, len(members))
+	position := func(m int, p int32) int64 {
+		if at, ok := members[m].info.Positions[p]; ok {
+			return at
+		}
+		return -1
+	}
+	// Owners keep their partitions: up to the floor, then one more each
+	// while the division leaves some over.
+	for pass := range 2 {
+		for p := range n {
+			c, ok := claims[p]
+			if !ok || owners[p] >= 0 || c.member >= len(members) {
+				continue
+			}
+			switch {
+			case load[c.member] < floor:
+			case pass == 1 && load[c.member] == floor && extra > 0:
+				extra--
+			default:
+				continue
+			}
+			owners[p] = c.member
+			load[c.member]++
+		}
+	}
+	// The rest, those with the freshest copies first.
+	var rest []int32
+	best := func(p int32) int64 {
+		b := int64(-1)
+		for m := range members {
+			b = max(b, position(m, p))
+		}
+		return b
+	}
+	for p := range n {
+		if owners[p] < 0 {
+			rest = append(rest, p)
+		}
+	}
+	slices.SortStableFunc(rest, func(a, b int32) int { return cmp.Compare(best(b), best(a)) })
+	for _, p := range rest {
+		pick := -1
+		for m := range members {
+			if load[m] > floor || load[m] == floor && extra == 0 {
+				continue // no room
+			}
+			if pick < 0 || cmp.Or(cmp.Compare(position(m, p), position(pick, p)), cmp.Compare(load[pick], load[m])) > 0 {
+				pick = m
+			}
+		}
+		if load[pick] == floor {
+			extra--
+		}
+		owners[p] = pick
+		load[pick]++
+	}
+	if standbys <= 0 || len(members) < 2 {
+		return owners, nil
+	}
+	standbys = min(standbys, len(members)-1)
+	standbyLoad := make([]int, len(members))
+	standbyOwners = make([][]int, n)
+	for p := range n {
+		for range standbys {
+			pick := -1
+			for m := range members {
+				if m == owners[p] || slices.Contains(standbyOwners[p], m) {
+					continue
+				}
+				if pick < 0 || cmp.Or(cmp.Compare(position(m, p), position(pick, p)), cmp.Compare(standbyLoad[pick], standbyLoad[m])) > 0 {
+					pick = m
+				}
+			}
+			standbyOwners[p] = append(standbyOwners[p], pick)
+			standbyLoad[pick]++
+		}
+	}
+	return owners, standbyOwners
+}
+
+// appPlan is a balance's result: each member's partitions, with the
+// assignment's info.
+type appPlan struct {
+	topic    string
+	assigned map[string]map[string][]int32
+	info     assignmentInfo
+	index    map[string]int
+}
+
+func (p *appPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment {
+	var out []kmsg.SyncGroupRequestGroupAssignment
+	for id, byTopic := range p.assigned {
+		var a kmsg.ConsumerMemberAssignment
+		parts := slices.Clone(byTopic[p.topic])
+		slices.Sort(parts)
+		t := kmsg.NewConsumerMemberAssignmentTopic()
+		t.Topic, t.Partitions = p.topic, parts
+		a.Topics = append(a.Topics, t)
+		info := p.info
+		me := p.index[id]
+		info.Standbys = nil
+		for part, s := range p.info.StandbyOwners {
+			if slices.Contains(s, me) {
+				info.Standbys = append(info.Standbys, int32(part))
+			}
+		}
+		a.UserData, _ = json.Marshal(info)
+		sa := kmsg.NewSyncGroupRequestGroupAssignment()
+		sa.MemberID = id
+		sa.MemberAssignment = a.AppendTo(nil)
+		out = append(out, sa)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].MemberID < out[j].MemberID })
+	return out
+}
+
+// owner returns the address of partition p's owner, and whether it has
+// one; self is the member id of this instance.
+func (a *assignmentInfo) owner(p int32) (m assignMember, ok bool) {
+	if a == nil || p < 0 || int(p) >= len(a.Owners) || a.Owners[p] < 0 || a.Owners[p] >= len(a.Members) {
+		return assignMember{}, false
+	}
+	return a.Members[a.Owners[p]], true
+}
+
+// standbysOf returns partition p's standbys.
+func (a *assignmentInfo) standbysOf(p int32) []assignMember {
+	if a == nil || p < 0 || int(p) >= len(a.StandbyOwners) {
+		return nil
+	}
+	var out []assignMember
+	for _, m := range a.StandbyOwners[p] {
+		if m >= 0 && m < len(a.Members) {
+			out = append(out, a.Members[m])
+		}
+	}
+	return out
+}
+
+// describe renders a partition list for a log line.
+func describePartitions(parts []int32) string {
+	s := make([]string, len(parts))
+	for i, p := range parts {
+		s[i] = strconv.Itoa(int(p))
+	}
+	return fmt.Sprint(s)
+}

@@ -1,0 +1,402 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// Standby replicas: a standby of partition p keeps the state of p's task
+// warm on an instance that does not own p, by following p's changelog
+// partition into its own checkpoint (Dir/p), as Kafka Streams' standby
+// tasks do; it never reads the input nor writes anything to Kafka. When
+// the group gives p to the instance, the standby stops and the task
+// starts on the same checkpoint: its restore reads only the changelog's
+// tail since the standby's position.
+
+// standbyStats is what a standby tells of itself.
+type standbyStats struct {
+	// Position is the changelog offset its checkpoint holds up to; Lag
+	// how many records it is behind the changelog's end (at the last
+	// fetch; with ExactlyOnce, not counting the last transaction's
+	// commit marker).
+	Position, Lag int64
+	// Records counts the changelog records it has applied.
+	Records int64
+	// BatchID is the last batch its checkpoint holds.
+	BatchID int64
+}
+
+// runStandby follows partition p's changelog into its checkpoint until
+// ctx is done.
+func (a *App) runStandby(ctx context.Context, p int32) error {
+	dir := filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))
+	var store *runtime.Store
+	for {
+		var err error
+		store, err = runtime.OpenStore(dir, runtime.StoreOptions{FS: runtime.FileSystemOf(a.opts.Options...), StateCacheSize: -1, CacheSize: 8 << 20})
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, runtime.ErrCheckpointInUse) {
+			return fmt.Errorf("open the checkpoint: %w", err)
+		}
+		// The partition's task, which the group just moved away, is
+		// still stopping.
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	defer store.Close()
+	copts := a.opts.ChangelogOptions
+	copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, a.opts.Changelog, a.partitions
+	c := newChangelog(copts, store)
+	c.task = p
+	if c.err != nil {
+		return c.err
+	}
+	client, err := a.opts.Connection.newClient(kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	defer client.Close()
+	tp := topicPartition{a.opts.Changelog, p}
+	reader := Source(Options{Connection: a.opts.Connection, Partitions: map[string][]int32{a.opts.Changelog: {p}}, Name: "standby " + a.opts.Changelog})
+	defer reader.Close()
+	rclient, err := reader.clientFor()
+	if err != nil {
+		return err
+	}
+	starts, err := reader.listOffsets(ctx, rclient, []topicPartition{tp}, earliestTimestamp)
+	if err != nil {
+		return err
+	}
+	rec, hasRecord, err := c.readRecord()
+	if err != nil {
+		return err
+	}
+	local, hasProgress, err := store.Progress()
+	if err != nil {
+		return err
+	}
+	from, known := rec.Ends[p]
+	rebuild := false
+	switch {
+	case hasRecord && rec.Async && hasProgress && local.BatchID > rec.Committed:
+		rebuild = true // batches the topic never got: only its copy replaces them
+	case hasRecord && known && from >= starts[tp]:
+	case hasProgress:
+		rebuild = true // state without a record of the topic, or records deleted since
+	default:
+		from = starts[tp]
+	}
+	r, err := store.BeginRestore()
+	if err != nil {
+		return err
+	}
+	defer func() { r.Close() }()
+	if err := r.DeleteCommitterRecord(c.record); err != nil {
+		return err
+	}
+	if rebuild {
+		if err := r.Clear(); err != nil {
+			return err
+		}
+		from = starts[tp]
+	}
+	// Until the first records are applied, the checkpoint is where its
+	// record said (with the record deleted, a restart reads from there
+	// again, or from the start).
+	position := from
+	if err := a.saveStandby(store, c, r, p, position); err != nil {
+		return err
+	}
+	if r, err = store.BeginRestore(); err != nil {
+		return err
+	}
+	client.AddConsumePartitions(map[string]map[int32]kgo.Offset{a.opts.Changelog: {p: kgo.NewOffset().At(from)}})
+	progress := local.BatchID
+	if !hasProgress || rebuild {
+		progress = -1
+	}
+	var held []pendingRecord
+	var applied int64
+	for {
+		fetches := client.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err := fetches.Err0(); err != nil && !errors.Is(err, context.Canceled) {
+			slog.Warn("streamgen: kafka app: standby: fetch the changelog", "group", a.opts.Group, "partition", p, "error", err)
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(100 * time.Millisecond):
+			}
+			continue
+		}
+		moved := false
+		var end int64 = -1
+		var ferr error
+		fetches.EachPartition(func(f kgo.FetchTopicPartition) {
+			end = max(end, f.HighWatermark)
+			for _, record := range f.Records {
+				if ferr != nil {
+					return
+				}
+				batch, err := recordBatch(record)
+				if err != nil {
+					ferr = fmt.Errorf("changelog partition %d offset %d: %w", p, record.Offset, err)
+					return
+				}
+				deleted := record.Value == nil
+				apply := func(key, value []byte, deleted bool) error {
+					applied++
+					if deleted {
+						return r.Delete(key)
+					}
+					return r.Set(key, value)
+				}
+				if runtime.IsProgressKey(record.Key) {
+					progress = max(progress, batch)
+					i := 0
+					for ; i < len(held) && held[i].batch <= progress; i++ {
+						if ferr = apply(held[i].key, held[i].value, held[i].deleted); ferr != nil {
+							return
+						}
+					}
+					held = held[i:]
+					if ferr = apply(record.Key, record.Value, deleted); ferr != nil {
+						return
+					}
+					position, moved = record.Offset+1, true
+					continue
+				}
+				if batch > progress || len(held) > 0 {
+					held = append(held, pendingRecord{key: record.Key, value: record.Value, deleted: deleted, batch: batch})
+					continue
+				}
+				ferr = apply(record.Key, record.Value, deleted)
+			}
+		})
+		if ferr != nil {
+			return ferr
+		}
+		if moved {
+			if err := a.saveStandby(store, c, r, p, position); err != nil {
+				return err
+			}
+			if r, err = store.BeginRestore(); err != nil {
+				return err
+			}
+		}
+		st := standbyStats{Position: position, Records: applied, BatchID: progress}
+		if end >= 0 {
+			st.Lag = max(0, end-position)
+			if a.opts.ExactlyOnce && st.Lag > 0 && len(held) == 0 {
+				// The last transaction's commit marker follows its
+				// progress: no record of a batch.
+				st.Lag--
+			}
+		}
+		a.setStandby(p, st)
+	}
+}
+
+// saveStandby commits the standby's restored records with its record of
+// the changelog: the offset after the last batch's progress it applied,
+// where its task, or the standby again, goes on reading.
+func (a *App) saveStandby(store *runtime.Store, c *changelog, r *runtime.Restore, p int32, position int64) error {
+	rec := changelogRecord{Topic: c.opts.Topic, Ends: map[int32]int64{p: position}}
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if err := r.SetCommitterRecord(c.record, v); err != nil {
+		return err
+	}
+	if err := r.Finish(); err != nil {
+		return err
+	}
+	a.setPosition(p, position)
+	return nil
+}
+
+// localPositions reads, for each partition's checkpoint under Dir, the
+// changelog offset it holds up to: what this instance tells the group of
+// its copies at its first join.
+func (a *App) localPositions() map[int32]int64 {
+	out := map[int32]int64{}
+	fsys := runtime.FileSystemOf(a.opts.Options...)
+	entries, err := fsys.List(a.opts.Dir)
+	if err != nil {
+		return out
+	}
+	for _, name := range entries {
+		p, err := strconv.ParseInt(name, 10, 32)
+		if err != nil || p < 0 || int32(p) >= a.partitions {
+			continue
+		}
+		cr, err := runtime.OpenCheckpointFS(fsys, fsys.PathJoin(a.opts.Dir, name))
+		if err != nil {
+			continue
+		}
+		v, ok, err := cr.CommitterRecord("kafka-changelog/" + a.opts.Changelog)
+		cr.Close()
+		if err != nil || !ok {
+			continue
+		}
+		var rec changelogRecord
+		if json.Unmarshal(v, &rec) == nil {
+			if at, ok := rec.Ends[int32(p)]; ok {
+				out[int32(p)] = at
+			}
+		}
+	}
+	return out
+}
+
+// memberInfo is this instance's join metadata: its address and the
+// positions of its copies.
+func (a *App) memberInfo() memberInfo {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	info := memberInfo{Addr: a.opts.AdvertisedAddr, Positions: make(map[int32]int64, len(a.positions))}
+	for p, at := range a.positions {
+		info.Positions[p] = at
+	}
+	return info
+}
+
+// setAssignment keeps the group's new assignment and wakes the standbys'
+// manager; called from the group's goroutine.
+func (a *App) setAssignment(info assignmentInfo) {
+	a.assignment.Store(&info)
+	select {
+	case a.reassigned <- struct{}{}:
+	default:
+	}
+}
+
+// setPosition records the changelog offset the checkpoint of partition p
+// holds up to.
+func (a *App) setPosition(p int32, at int64) {
+	a.mu.Lock()
+	a.positions[p] = at
+	a.mu.Unlock()
+}
+
+// setStandby records what the standby of p last told.
+func (a *App) setStandby(p int32, st standbyStats) {
+	a.mu.Lock()
+	if sb, running := a.standbys[p]; running && !sb.stopping {
+		a.standbyStats[p] = st
+	}
+	a.mu.Unlock()
+}
+
+// manageStandbys starts and stops the instance's standbys as the group's
+// assignments say, until ctx is done; then it stops them all. A standby
+// stays in a.standbys until it has closed its checkpoint, so that a task
+// starting on the partition waits for it (see start).
+func (a *App) manageStandbys(ctx context.Context) {
+	defer func() {
+		a.mu.Lock()
+		var running []*runningTask
+		for _, sb := range a.standbys {
+			sb.stopping = true
+			sb.cancel()
+			running = append(running, sb)
+		}
+		a.mu.Unlock()
+		for _, sb := range running {
+			<-sb.done
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.reassigned:
+		}
+		info := a.assignment.Load()
+		want := map[int32]bool{}
+		if info != nil {
+			for _, p := range info.Standbys {
+				want[p] = true
+			}
+		}
+		a.mu.Lock()
+		for p, sb := range a.standbys {
+			if !want[p] && !sb.stopping {
+				sb.stopping = true
+				sb.cancel()
+			}
+		}
+		for p := range want {
+			if _, task := a.tasks[p]; task {
+				continue // the task has the checkpoint
+			}
+			if _, running := a.standbys[p]; running {
+				continue // running, or stopping: it signals when it is done
+			}
+			sctx, cancel := context.WithCancel(ctx)
+			sb := &runningTask{cancel: cancel, done: make(chan struct{})}
+			a.standbys[p] = sb
+			go a.standby(sctx, p, sb)
+		}
+		a.mu.Unlock()
+	}
+}
+
+// standby runs the standby sb of partition p until ctx is done.
+func (a *App) standby(ctx context.Context, p int32, sb *runningTask) {
+	defer func() {
+		a.mu.Lock()
+		if a.standbys[p] == sb {
+			delete(a.standbys, p)
+			delete(a.standbyStats, p)
+		}
+		// The checkpoint it leaves is a standby's copy, for the task
+		// that starts on it.
+		a.handedOver[p] = true
+		a.mu.Unlock()
+		close(sb.done)
+		// The partition may be wanted again meanwhile.
+		select {
+		case a.reassigned <- struct{}{}:
+		default:
+		}
+	}()
+	// A standby that fails costs a warm copy, not the App (the task
+	// restores from the changelog anyway): it starts again after a
+	// pause, as the changelog may not exist yet (the first tasks make
+	// it).
+	for failures := 0; ; failures++ {
+		err := a.runStandby(ctx, p)
+		if ctx.Err() != nil {
+			return
+		}
+		log := slog.Debug
+		if failures >= 3 {
+			log = slog.Warn
+		}
+		log("streamgen: kafka app: standby stopped; starting it again", "group", a.opts.Group, "partition", p, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(min(time.Duration(failures+1)*200*time.Millisecond, 5*time.Second)):
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/kafka"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// newStandbyApp is the counting App of the standby tests, with one
+// standby per partition and a one-second session timeout.
+func newStandbyApp(conn kafka.Connection, dir, addr string, watch *appWatch) *kafka.App {
+	return kafka.NewApp(kafka.AppOptions{
+		Connection:      conn,
+		Group:           "killed",
+		Topics:          []string{"clicks"},
+		Dir:             dir,
+		ExactlyOnce:     true,
+		StandbyReplicas: 1,
+		SessionTimeout:  time.Second,
+		AdvertisedAddr:  addr,
+		Options:         []runtime.Option{runtime.PollInterval(time.Millisecond), runtime.Listener(watch)},
+		OnAssigned:      func([]int32) { watch.signal() },
+		OnRevoked:       func([]int32) { watch.signal() },
+	}, func(task *kafka.Task) (kafka.Starter, error) {
+		src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 20})
+		sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
+			Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
+		task.OnClose(sink.Close)
+		byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
+		return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+	})
+}
+
+// poll waits until cond holds, looking every few milliseconds.
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	ctx := testContext(t)
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// TestAppStandbyFailover runs the App in two instances with one standby
+// per partition: each instance owns two partitions and keeps the other
+// two warm, following their changelog. When one instance dies (its
+// transactions left open), the other takes its partitions from its
+// standbys: their restore reads nothing (the standbys were caught up),
+// where a cold one would read the whole changelog. The counts read back
+// with read_committed are a plain loop's, rising at every update.
+func TestAppStandbyFailover(t *testing.T) {
+	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	createTopic(t, adm, "clicks", 4)
+	createTopic(t, adm, "counts", 2)
+	in := clicks(1200, 21)
+	first, second := in[:800], in[800:]
+	produce(t, conn, clickRecords(t, "clicks", 4, first)...)
+	watch := newAppWatch()
+	ctx := testContext(t)
+	var apps []*runningApp
+	for i := range 2 {
+		app := newStandbyApp(conn, t.TempDir(), fmt.Sprintf("127.0.0.1:%d", 9000+i), watch)
+		runCtx, cancel := context.WithCancel(ctx)
+		r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- app.Run(runCtx) }()
+		defer r.cancel()
+		apps = append(apps, r)
+	}
+	all := []int32{0, 1, 2, 3}
+	poll(t, "two tasks and two standbys on each instance", func() bool {
+		var tasks, standbys []int32
+		for _, r := range apps {
+			st := r.app.Status()
+			if len(st.Tasks) != 2 || len(st.Standbys) != 2 {
+				return false
+			}
+			for _, ts := range st.Tasks {
+				tasks = append(tasks, ts.Partition)
+			}
+			for _, s := range st.Standbys {
+				standbys = append(standbys, s.Partition)
+			}
+		}
+		slices.Sort(tasks)
+		slices.Sort(standbys)
+		return slices.Equal(tasks, all) && slices.Equal(standbys, all)
+	})
+	// The group's assignment names every partition's owner and standby,
+	// with their addresses, the same on both instances.
+	st := apps[0].app.Status()
+	for _, p := range st.Partitions {
+		if p.Owner == "" || p.OwnerAddr == "" || len(p.StandbyAddrs) != 1 || p.StandbyAddrs[0] == p.OwnerAddr {
+			t.Fatalf("partition %d: %+v", p.Partition, p)
+		}
+	}
+	if fmt.Sprint(st.Partitions) != fmt.Sprint(apps[1].app.Status().Partitions) {
+		t.Fatalf("the instances see different assignments:\n%+v\n%+v", st.Partitions, apps[1].app.Status().Partitions)
+	}
+	ends, err := adm.ListEndOffsets(ctx, "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends)
+	changelogEnds, err := adm.ListEndOffsets(ctx, "killed-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the standbys to catch up with the changelog", func() bool {
+		for _, r := range apps {
+			for _, s := range r.app.Status().Standbys {
+				if end, _ := changelogEnds.Lookup("killed-changelog", s.Partition); s.Lag != 0 || s.Position < end.Offset-1 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+
+	dying, survivor := apps[0], apps[1]
+	moved := dying.app.Tasks()
+	kafka.AbandonApp(dying.app)
+	dying.cancel()
+	if err := <-dying.done; err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the survivor to run the four tasks", func() bool {
+		select {
+		case err := <-survivor.done:
+			t.Fatalf("the survivor ended: %v", err)
+		default:
+		}
+		return len(survivor.app.Status().Tasks) == 4
+	})
+	for _, ts := range survivor.app.Status().Tasks {
+		if !slices.Contains(moved, ts.Partition) {
+			continue
+		}
+		end, _ := changelogEnds.Lookup("killed-changelog", ts.Partition)
+		if ts.RestoredFrom != "standby" || ts.RestoredRecords != 0 || end.Offset == 0 {
+			t.Errorf("partition %d came from %q, restoring %d records (a cold restore reads the changelog's %d): want its standby's copy, caught up",
+				ts.Partition, ts.RestoredFrom, ts.RestoredRecords, end.Offset)
+		}
+	}
+	if rs := survivor.app.Status().Rebalances; len(rs) < 2 || !slices.Equal(rs[len(rs)-1].Assigned, moved) {
+		t.Errorf("the survivor's rebalances %+v do not end with taking %v", rs, moved)
+	}
+
+	produce(t, conn, clickRecords(t, "clicks", 4, second)...)
+	if ends, err = adm.ListEndOffsets(ctx, "clicks"); err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends)
+	survivor.stop(t)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+}
