@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/http"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -112,6 +113,16 @@ type AppOptions struct {
 	// the group's assignment names. Empty: reads are not forwarded to
 	// this instance.
 	AdvertisedAddr string
+	// KeyPartition, when set, gives the input partition of a grouping
+	// key's encoding (a string key's bytes, an integer's 8 big-endian
+	// bytes with the sign bit flipped, a record's binary encoding), for
+	// StateHandler to find the task that holds it: for input partitioned
+	// otherwise than by Kafka's default partitioner over that encoding.
+	KeyPartition func(key []byte, partitions int32) int32
+	// StateClient is the HTTP client StateHandler forwards reads with
+	// (http.DefaultClient by default): one with TLS settings, for
+	// instances that serve their state over TLS.
+	StateClient *http.Client
 }
 
 // Starter is what a task's build function returns: a pipeline that
@@ -278,8 +289,10 @@ type App struct {
 type runningTask struct {
 	cancel context.CancelFunc
 	done   chan struct{}
-	// stopping is set (under App.mu) once a standby is cancelled.
+	// stopping is set (under App.mu) once a standby is cancelled; store
+	// is a standby's open checkpoint, for stale reads.
 	stopping bool
+	store    *runtime.Store
 }
 
 // NewApp returns an application whose task of each partition runs the
@@ -419,9 +432,30 @@ func (a *App) Run(ctx context.Context) error {
 		// Polled, though nothing is fetched (the topic is paused): the
 		// poll returns when Run ends.
 		defer close(polled)
+		var warned time.Time
 		for runCtx.Err() == nil {
-			if group.PollFetches(runCtx).IsClientClosed() {
+			fetches := group.PollFetches(runCtx)
+			if fetches.IsClientClosed() {
 				return
+			}
+			// The group's own failures come as fetch errors: a join the
+			// coordinator refuses for good ends Run; others are logged.
+			for _, fe := range fetches.Errors() {
+				if runCtx.Err() != nil || errors.Is(fe.Err, context.Canceled) {
+					continue
+				}
+				if errors.Is(fe.Err, kerr.InvalidSessionTimeout) {
+					select {
+					case a.failed <- fmt.Errorf("streamgen: kafka app %q: the group coordinator refuses the session timeout %v (the broker's group.min/max.session.timeout.ms bound it): %w",
+						a.opts.Group, a.opts.SessionTimeout, fe.Err):
+					default:
+					}
+					return
+				}
+				if time.Since(warned) > 10*time.Second {
+					warned = time.Now()
+					slog.Warn("streamgen: kafka app: the group", "group", a.opts.Group, "error", fe.Err)
+				}
 			}
 		}
 	}()

@@ -38,7 +38,7 @@ type standbyStats struct {
 
 // runStandby follows partition p's changelog into its checkpoint until
 // ctx is done.
-func (a *App) runStandby(ctx context.Context, p int32) error {
+func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	dir := filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))
 	var store *runtime.Store
 	for {
@@ -58,7 +58,17 @@ func (a *App) runStandby(ctx context.Context, p int32) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	defer store.Close()
+	a.mu.Lock()
+	sb.store = store
+	a.mu.Unlock()
+	defer func() {
+		// Stale reads take the store under mu, and Close waits for
+		// theirs.
+		a.mu.Lock()
+		sb.store = nil
+		a.mu.Unlock()
+		store.Close()
+	}()
 	copts := a.opts.ChangelogOptions
 	copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, a.opts.Changelog, a.partitions
 	c := newChangelog(copts, store)
@@ -384,7 +394,7 @@ func (a *App) standby(ctx context.Context, p int32, sb *runningTask) {
 	// pause, as the changelog may not exist yet (the first tasks make
 	// it).
 	for failures := 0; ; failures++ {
-		err := a.runStandby(ctx, p)
+		err := a.runStandby(ctx, p, sb)
 		if ctx.Err() != nil {
 			return
 		}

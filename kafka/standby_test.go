@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -166,4 +167,18 @@ func TestAppStandbyFailover(t *testing.T) {
 	awaitGroupAtEnd(t, adm, watch, ends)
 	survivor.stop(t)
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+}
+
+// TestAppRefusedSessionTimeout: a session timeout the group coordinator
+// refuses (below the broker's group.min.session.timeout.ms, 6 s by
+// default) ends Run with an error that says so, rather than an App that
+// waits for ever for partitions.
+func TestAppRefusedSessionTimeout(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "clicks", 2)
+	app := newStandbyApp(conn, t.TempDir(), "", newAppWatch())
+	err := app.Run(testContext(t))
+	if err == nil || !strings.Contains(err.Error(), "refuses the session timeout 1s") {
+		t.Fatalf("Run: %v", err)
+	}
 }

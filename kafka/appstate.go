@@ -1,0 +1,384 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/runtime/observe"
+)
+
+// Reads of an App's state from any instance: the instance that gets the
+// request finds the key's partition and answers from its own task of it,
+// or forwards the request to the partition's owner, whose address the
+// group's assignment gives (never one the request names); with stale=true
+// a standby of the partition may answer from its copy.
+
+// forwardedHeader marks a request an instance forwarded: it is answered
+// where it arrives, never forwarded again.
+const forwardedHeader = "X-Streamgen-Forwarded"
+
+// AppStateAnswer is what a read of an App's state returns: the rows, the
+// batch they reflect, and where they were read.
+type AppStateAnswer struct {
+	runtime.StateAnswer
+	// Partition is the key's partition; Instance the address of the
+	// instance that read it, and Standby whether that was a standby's
+	// copy (stale=true), which may be behind the owner's.
+	Partition int32  `json:"partition"`
+	Instance  string `json:"instance,omitempty"`
+	Standby   bool   `json:"standby,omitempty"`
+}
+
+// StateHandler serves reads of the App's state, as JSON, from any
+// instance:
+//
+//	GET /state/                                 the instance's Status
+//	GET /state/{operator}/{variable}?key=K      key K's entries in a variable
+//	GET /state/{operator}?key=K                 key K's entries in every variable
+//
+// as observe.StateHandler serves a query's (operator, variable and key
+// are named the same way), answering an AppStateAnswer. The key's
+// partition is the one Kafka's default partitioner gives the key's
+// encoding (a string key's bytes: the partition a producer gives a
+// record keyed by it), or AppOptions.KeyPartition's. The instance that
+// owns the partition answers: this one, or the one it forwards the
+// request to, at the address the group's assignment gives it. stale=true
+// lets a standby of the partition answer from its copy, which may be
+// behind (the answer says so, with the batch it reflects). A read while
+// the partition moves gets 503 with Retry-After.
+//
+// Serve it on AdvertisedAddr (an http.Server of the program's, which may
+// wrap it with authentication, and TLS). Safe for concurrent use.
+func (a *App) StateHandler() http.Handler { return http.HandlerFunc(a.serveState) }
+
+func (a *App) serveState(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		stateError(w, http.StatusMethodNotAllowed, errors.New("state is read with GET"))
+		return
+	}
+	path := r.URL.EscapedPath()
+	if i := strings.Index(path, "/state/"); i >= 0 {
+		path = path[i+len("/state/"):]
+	}
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) == 1 && parts[0] == "" {
+		writeJSON(w, http.StatusOK, a.Status())
+		return
+	}
+	if len(parts) > 2 {
+		stateError(w, http.StatusNotFound, fmt.Errorf("%q is not a state path: /state/{operator}/{variable}", r.URL.Path))
+		return
+	}
+	for i, p := range parts {
+		var err error
+		if parts[i], err = url.PathUnescape(p); err != nil {
+			stateError(w, http.StatusBadRequest, fmt.Errorf("%q is not a state path: %w", r.URL.Path, err))
+			return
+		}
+	}
+	params := r.URL.Query()
+	if !params.Has("key") {
+		stateError(w, http.StatusBadRequest, errors.New("an App's state is read by key: give key="))
+		return
+	}
+	req := runtime.StateRequest{Operator: parts[0], Key: observe.KeyParam(params.Get("key"))}
+	if len(parts) == 2 {
+		req.Variable = parts[1]
+	}
+	if l := params.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n <= 0 {
+			stateError(w, http.StatusBadRequest, fmt.Errorf("limit=%q is not a positive number", l))
+			return
+		}
+		req.Limit = n
+	}
+	stale := params.Get("stale") == "true"
+	forwarded := r.Header.Get(forwardedHeader) != ""
+
+	// The key's encoding, from any task of this instance (every task runs
+	// the same pipeline), or the partition given by the forwarder.
+	p, err := a.keyPartition(req, params.Get("partition"), forwarded)
+	if errors.Is(err, errNoTask) {
+		a.forwardAny(w, r)
+		return
+	}
+	if err != nil {
+		stateError(w, stateStatus(err), err)
+		return
+	}
+	if ans, ok, err := a.readLocal(p, req, stale); ok || err != nil {
+		if err != nil {
+			stateError(w, stateStatus(err), err)
+			return
+		}
+		writeJSON(w, http.StatusOK, ans)
+		return
+	}
+	if forwarded {
+		unavailable(w, fmt.Errorf("partition %d is not on this instance (it moved): try again", p))
+		return
+	}
+	info := a.assignment.Load()
+	targets := []assignMember{}
+	if m, ok := info.owner(p); ok {
+		targets = append(targets, m)
+	}
+	if stale {
+		targets = append(targets, info.standbysOf(p)...)
+	}
+	for _, m := range targets {
+		if m.Addr == "" || m.Addr == a.opts.AdvertisedAddr {
+			continue
+		}
+		if a.forward(w, r, m.Addr, p) {
+			return
+		}
+	}
+	unavailable(w, fmt.Errorf("partition %d has no owner that answers now (it moves, or its owner has no AdvertisedAddr): try again", p))
+}
+
+// errNoTask is keyPartition's error on an instance that runs no task.
+var errNoTask = errors.New("no task runs here")
+
+// keyPartition returns the partition of req's key.
+func (a *App) keyPartition(req runtime.StateRequest, given string, forwarded bool) (int32, error) {
+	if forwarded && given != "" {
+		p, err := strconv.ParseInt(given, 10, 32)
+		if err != nil || p < 0 || int32(p) >= a.partitions {
+			return 0, fmt.Errorf("%w: partition=%q", runtime.ErrBadStateKey, given)
+		}
+		return int32(p), nil
+	}
+	a.mu.Lock()
+	var q *runtime.Query
+	for _, tq := range a.queries {
+		q = tq
+		break
+	}
+	a.mu.Unlock()
+	if q == nil {
+		return 0, errNoTask
+	}
+	key, err := q.EncodeKey(req.Operator, req.Key)
+	if err != nil {
+		return 0, err
+	}
+	if a.opts.KeyPartition != nil {
+		p := a.opts.KeyPartition(key, a.partitions)
+		if p < 0 || p >= a.partitions {
+			return 0, fmt.Errorf("streamgen: kafka app: KeyPartition gave partition %d of %d", p, a.partitions)
+		}
+		return p, nil
+	}
+	return int32(kgo.StickyKeyPartitioner(nil).ForTopic(a.opts.Topics[0]).Partition(&kgo.Record{Key: key}, int(a.partitions))), nil
+}
+
+// readLocal answers from this instance's task of p, or, for a stale
+// read, its standby of p; ok is false when it has neither.
+func (a *App) readLocal(p int32, req runtime.StateRequest, stale bool) (AppStateAnswer, bool, error) {
+	a.mu.Lock()
+	q := a.queries[p]
+	var store *runtime.Store
+	if q == nil && stale {
+		if sb := a.standbys[p]; sb != nil && !sb.stopping {
+			store = sb.store
+		}
+	}
+	a.mu.Unlock()
+	ans := AppStateAnswer{Partition: p, Instance: a.opts.AdvertisedAddr}
+	switch {
+	case q != nil:
+		var err error
+		ans.StateAnswer, err = q.LookupState(req)
+		return ans, true, err
+	case store != nil:
+		ans.Standby = true
+		err := a.readStandby(store, p, req, &ans)
+		if errors.Is(err, runtime.ErrStoreClosed) {
+			return ans, false, nil // it stopped meanwhile
+		}
+		return ans, true, err
+	}
+	return ans, false, nil
+}
+
+// readStandby reads req from a standby's store: the key is encoded by a
+// task of this instance, if it runs one, else only a basic key is read.
+func (a *App) readStandby(store *runtime.Store, p int32, req runtime.StateRequest, ans *AppStateAnswer) error {
+	r, err := store.ReadSnapshot()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	a.mu.Lock()
+	var q *runtime.Query
+	for _, tq := range a.queries {
+		q = tq
+		break
+	}
+	a.mu.Unlock()
+	var key []byte
+	if q != nil {
+		if key, err = q.EncodeKey(req.Operator, req.Key); err != nil {
+			return err
+		}
+	} else {
+		m, _, err := r.Meta()
+		if err != nil {
+			return err
+		}
+		op := -1
+		for i, om := range m.Operators {
+			if om.Name == req.Operator || strconv.Itoa(i) == req.Operator {
+				op = i
+			}
+		}
+		if op < 0 {
+			return fmt.Errorf("%w: no operator %q", runtime.ErrUnknownState, req.Operator)
+		}
+		if key, err = runtime.ParseBasicKey(m.Operators[op].KeyType, req.Key); err != nil {
+			return fmt.Errorf("%w: %v", runtime.ErrBadStateKey, err)
+		}
+	}
+	ans.StateAnswer, err = r.Lookup(req, key)
+	ans.Query = a.opts.Group + "/" + strconv.Itoa(int(p))
+	return err
+}
+
+// forward sends the request to addr, an instance the group's assignment
+// names, and copies its answer; false when addr does not answer.
+func (a *App) forward(w http.ResponseWriter, r *http.Request, addr string, p int32) bool {
+	u := url.URL{Scheme: "http", Host: addr, Path: r.URL.Path, RawPath: r.URL.RawPath}
+	q := r.URL.Query()
+	q.Set("partition", strconv.Itoa(int(p)))
+	u.RawQuery = q.Encode()
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return false
+	}
+	req.Header.Set(forwardedHeader, a.opts.AdvertisedAddr)
+	for _, h := range []string{"Authorization", "Cookie"} {
+		if v := r.Header.Get(h); v != "" {
+			req.Header.Set(h, v) // the caller's credentials, for the owner's own checks
+		}
+	}
+	resp, err := a.httpClient().Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return false // it moved meanwhile: another target, or 503 here
+	}
+	for _, h := range []string{"Content-Type", "Cache-Control", "Retry-After"} {
+		if v := resp.Header.Get(h); v != "" {
+			w.Header().Set(h, v)
+		}
+	}
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, io.LimitReader(resp.Body, 64<<20))
+	return true
+}
+
+// forwardAny forwards a request this instance cannot place (it runs no
+// task to encode the key with) to an instance that owns partitions.
+func (a *App) forwardAny(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get(forwardedHeader) == "" {
+		info := a.assignment.Load()
+		for p := range a.partitions {
+			if m, ok := info.owner(p); ok && m.Addr != "" && m.Addr != a.opts.AdvertisedAddr {
+				u := *r.URL
+				q := u.Query()
+				q.Del("partition")
+				u.RawQuery = q.Encode()
+				r2 := r.Clone(r.Context())
+				r2.URL = &u
+				if a.forwardUnplaced(w, r2, m.Addr) {
+					return
+				}
+			}
+		}
+	}
+	unavailable(w, errors.New("no instance runs a task to place the key now: try again"))
+}
+
+// forwardUnplaced forwards a request whose partition is not known: the
+// instance that gets it places the key, and answers or forwards it once.
+func (a *App) forwardUnplaced(w http.ResponseWriter, r *http.Request, addr string) bool {
+	u := url.URL{Scheme: "http", Host: addr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
+	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return false
+	}
+	resp, err := a.httpClient().Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusServiceUnavailable {
+		return false
+	}
+	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+	w.WriteHeader(resp.StatusCode)
+	io.Copy(w, io.LimitReader(resp.Body, 64<<20))
+	return true
+}
+
+// httpClient is the client that forwards reads.
+func (a *App) httpClient() *http.Client {
+	if a.opts.StateClient != nil {
+		return a.opts.StateClient
+	}
+	return http.DefaultClient
+}
+
+// unavailable answers 503, to try again in a second.
+func unavailable(w http.ResponseWriter, err error) {
+	w.Header().Set("Retry-After", "1")
+	stateError(w, http.StatusServiceUnavailable, err)
+}
+
+// stateStatus is the HTTP status of a failed read.
+func stateStatus(err error) int {
+	switch {
+	case errors.Is(err, runtime.ErrUnknownState):
+		return http.StatusNotFound
+	case errors.Is(err, runtime.ErrBadStateKey):
+		return http.StatusBadRequest
+	case errors.Is(err, runtime.ErrStoreClosed):
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+func stateError(w http.ResponseWriter, status int, err error) {
+	writeJSON(w, status, map[string]string{"error": err.Error()})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"encode the answer"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	w.Write(append(b, '\n'))
+}

@@ -1,0 +1,176 @@
+package kafka_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/kafka"
+)
+
+// TestAppStateRouting runs the App in two instances, each serving its
+// StateHandler on loopback at its AdvertisedAddr, over input keyed by user
+// and partitioned by Kafka's default partitioner. Any instance answers any
+// user's count, a plain loop's: from its own task, or forwarded to the
+// owner the group's assignment names; the answer names the partition the
+// producer put the user in and the instance that read it. A stale read may
+// come from a standby. What is unknown, or not a read, gets a 4xx; a
+// forwarded read of a partition that is not there is not forwarded again.
+func TestAppStateRouting(t *testing.T) {
+	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	createTopic(t, adm, "clicks", 4)
+	createTopic(t, adm, "counts", 2)
+	in := clicks(400, 31)
+	// Produced as any producer would: keyed, partitioned by the key.
+	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	partitionOf := map[string]int32{}
+	for _, c := range in {
+		v, _ := c.MarshalJSON()
+		r := &kgo.Record{Topic: "clicks", Key: []byte(c.User), Value: v, Timestamp: c.Time}
+		if err := client.ProduceSync(testContext(t), r).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		partitionOf[c.User] = r.Partition
+	}
+	client.Close()
+
+	watch := newAppWatch()
+	ctx := testContext(t)
+	var apps []*runningApp
+	var addrs []string
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		app := newStandbyApp(conn, t.TempDir(), ln.Addr().String(), watch)
+		srv := &http.Server{Handler: app.StateHandler()}
+		go srv.Serve(ln)
+		t.Cleanup(func() { srv.Close() })
+		runCtx, cancel := context.WithCancel(ctx)
+		r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- app.Run(runCtx) }()
+		defer r.stop(t)
+		apps, addrs = append(apps, r), append(addrs, ln.Addr().String())
+	}
+	poll(t, "two tasks on each instance", func() bool {
+		for _, r := range apps {
+			select {
+			case err := <-r.done:
+				t.Fatalf("an instance ended: %v", err)
+			default:
+			}
+		}
+		return len(apps[0].app.Status().Tasks) == 2 && len(apps[1].app.Status().Tasks) == 2
+	})
+	ends, err := adm.ListEndOffsets(ctx, "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends)
+
+	get := func(addr, path string, header ...string) (int, []byte) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		if len(header) == 2 {
+			req.Header.Set(header[0], header[1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	owners := map[int32]string{}
+	for _, p := range apps[0].app.Status().Partitions {
+		owners[p.Partition] = p.OwnerAddr
+	}
+	want := expectedCounts(in)
+	for user, w := range want {
+		for _, addr := range addrs {
+			code, body := get(addr, "/state/0/state?key="+url.QueryEscape(user))
+			var ans kafka.AppStateAnswer
+			if err := json.Unmarshal(body, &ans); err != nil || code != 200 {
+				t.Fatalf("%s from %s: %d %s", user, addr, code, body)
+			}
+			var c fixtures.Counter
+			if len(ans.Rows) != 1 || json.Unmarshal(ans.Rows[0].Value, &c) != nil || c.Count != w.Count {
+				t.Fatalf("%s from %s: %s; want count %d", user, addr, body, w.Count)
+			}
+			if ans.Partition != partitionOf[user] || ans.Instance != owners[ans.Partition] || ans.Standby {
+				t.Fatalf("%s from %s: read in partition %d by %s (standby %v); the producer put it in %d, owned by %s",
+					user, addr, ans.Partition, ans.Instance, ans.Standby, partitionOf[user], owners[partitionOf[user]])
+			}
+		}
+	}
+	// Stale reads: the standbys catch up, then answer as the owners do.
+	for user, w := range want {
+		poll(t, "a stale read of "+user, func() bool {
+			for _, addr := range addrs {
+				code, body := get(addr, "/state/0/state?stale=true&key="+url.QueryEscape(user))
+				var ans kafka.AppStateAnswer
+				if code != 200 || json.Unmarshal(body, &ans) != nil || len(ans.Rows) != 1 {
+					return false
+				}
+				var c fixtures.Counter
+				if json.Unmarshal(ans.Rows[0].Value, &c) != nil || c.Count > w.Count || c.Count < w.Count {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	for _, tc := range []struct {
+		path   string
+		header []string
+		code   int
+	}{
+		{"/state/0/state?key=nobody", nil, 200},
+		{"/state/9/state?key=ann", nil, 404},
+		{"/state/0/nosuch?key=ann", nil, 404},
+		{"/state/0/state", nil, 400},
+		{"/state/0/state?key=ann&limit=-1", nil, 400},
+		// A forwarded read names its partition; one that is not here is
+		// not forwarded again.
+		{fmt.Sprintf("/state/0/state?key=ann&partition=%d", otherPartition(apps[0].app.Tasks())), []string{"X-Streamgen-Forwarded", "test"}, 503},
+	} {
+		if code, body := get(addrs[0], tc.path, tc.header...); code != tc.code || !json.Valid(body) {
+			t.Errorf("%s: %d %s, want %d", tc.path, code, body, tc.code)
+		}
+	}
+	code, body := get(addrs[0], "/state/")
+	var st kafka.AppStatus
+	if err := json.Unmarshal(body, &st); err != nil || code != 200 || len(st.Tasks) != 2 || len(st.Partitions) != 4 {
+		t.Fatalf("/state/: %d %s", code, body)
+	}
+}
+
+// otherPartition returns a partition of four not in mine.
+func otherPartition(mine []int32) int32 {
+	for p := range int32(4) {
+		found := false
+		for _, m := range mine {
+			found = found || m == p
+		}
+		if !found {
+			return p
+		}
+	}
+	return -1
+}
