@@ -23,9 +23,11 @@ import (
 // timers, decoded through the stored schemas. streamgen inspect is built
 // on it.
 //
-// It takes the checkpoint's lock, as a query does, so it cannot be opened
-// while a query runs on it, and a query cannot start on it while it is
-// open. It never writes: Pebble is opened read-only, replaying its log in
+// It takes the checkpoint's lock, as a query does, so a query cannot
+// start on it while it is open. A checkpoint a query runs on (in any
+// process) is read from a snapshot the query makes on request, without
+// stopping it: its state as of the last batch committed when the reader
+// was opened (Live reports it). It never writes: Pebble is opened read-only, replaying its log in
 // memory (the lock file, which every open of the store takes, is the one
 // file it opens for writing). A CheckpointReader is safe for concurrent
 // use; Close releases it, and the slices its callbacks are given are valid
@@ -38,11 +40,20 @@ type CheckpointReader struct {
 	release func() error
 	// committed is the batch id of the commit file, -1 for none.
 	committed int64
+	// live is set for a snapshot of a running query's checkpoint.
+	live bool
 }
 
+// Live reports whether the reader reads a snapshot of a running query's
+// checkpoint (taken when it was opened), rather than a checkpoint no
+// query held.
+func (c *CheckpointReader) Live() bool { return c.live }
+
 // OpenCheckpoint opens the checkpoint in dir read-only. It refuses a
-// directory that holds no checkpoint, and one a running query holds (an
-// error wrapping ErrCheckpointInUse).
+// directory that holds no checkpoint. One that a running query holds is
+// read from a snapshot the query makes (see CheckpointReader); a query
+// that does not answer within 30 s gives an error wrapping
+// ErrCheckpointInUse.
 func OpenCheckpoint(dir string) (*CheckpointReader, error) {
 	return OpenCheckpointFS(vfs.Default, dir)
 }
@@ -61,6 +72,11 @@ func OpenCheckpointFS(fsys vfs.FS, dir string) (*CheckpointReader, error) {
 	}
 	s := &Store{dir: dir, fs: fsys, opts: StoreOptions{FS: fsys, CacheSize: 8 << 20}, recorded: -1, failed: make(chan struct{})}
 	lock, err := lockCheckpoint(fsys, dir, inUseInspectHint)
+	if errors.Is(err, ErrCheckpointInUse) && fsys == vfs.Default {
+		// A query runs on it, in another process (or this one): it
+		// gives a snapshot.
+		return openRunning(dir, err)
+	}
 	if err != nil {
 		return nil, err
 	}

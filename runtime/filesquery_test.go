@@ -308,8 +308,20 @@ func TestCheckpointInUse(t *testing.T) {
 	if !errors.Is(err, runtime.ErrCheckpointInUse) || !strings.HasPrefix(err.Error(), want) || strings.Count(err.Error(), "streamgen:") != 1 {
 		t.Errorf("second Start: %v\nwant it to begin %q", err, want)
 	}
-	if _, err := runtime.OpenCheckpoint(cp); !errors.Is(err, runtime.ErrCheckpointInUse) {
-		t.Errorf("OpenCheckpoint of a running query's checkpoint: %v", err)
+	// A reader of a running query's checkpoint reads a snapshot the
+	// query makes, and removes it when it closes.
+	live, err := runtime.OpenCheckpoint(cp)
+	if err != nil || !live.Live() || live.Dir() != cp {
+		t.Fatalf("OpenCheckpoint of a running query's checkpoint: %v", err)
+	}
+	if _, ok, err := live.Meta(); err != nil || !ok {
+		t.Errorf("the snapshot's metadata: %v, %v", ok, err)
+	}
+	if err := live.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(cp, "INSPECT", "*")); len(left) != 0 {
+		t.Errorf("the snapshot was left behind: %q", left)
 	}
 	if err := first.Stop(); err != nil {
 		t.Fatal(err)

@@ -292,6 +292,11 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		s.done.Add(1)
 		go s.syncLoop()
 	}
+	if opts.FS == vfs.Default {
+		// Another process (streamgen inspect) may ask for a snapshot.
+		s.done.Add(1)
+		go s.serveSnapshots()
+	}
 	return s, nil
 }
 

@@ -105,6 +105,9 @@ func inspectSummary(dir string, asJSON bool, stdout io.Writer) error {
 	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "checkpoint\t%s\n", sum.Dir)
+	if c.Live() {
+		fmt.Fprintf(w, "\ta query runs on it: this is a snapshot of it, taken now\n")
+	}
 	if !sum.HasMeta {
 		fmt.Fprintf(w, "\tno query has started on it\n")
 		return w.Flush()
@@ -119,8 +122,11 @@ func inspectSummary(dir string, asJSON bool, stdout io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "last batch\t%d\n", sum.Progress.BatchID)
 	}
-	if sum.Planned != nil {
+	if sum.Planned != nil && !c.Live() {
 		fmt.Fprintf(w, "planned\tbatch %d, not committed: it runs again, on the same input, at the next start\n", sum.Planned.BatchID)
+	}
+	if sum.Planned != nil && c.Live() {
+		fmt.Fprintf(w, "planned\tbatch %d, running now\n", sum.Planned.BatchID)
 	}
 	fmt.Fprintf(w, "watermark\t%s in the last batch, %s for the next\n", instant(sum.Progress.Watermark), instant(sum.NextWatermark))
 	for _, part := range sortedKeys(sum.Progress.PartitionWatermarks) {
