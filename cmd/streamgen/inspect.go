@@ -20,8 +20,9 @@ const inspectUsage = `usage: streamgen inspect DIR [--json]
        streamgen inspect DIR timers OPERATOR [--key K] [--json]
 
 inspect reads a query's checkpoint without the query's code, through the
-schemas stored in it. It opens the checkpoint read-only and refuses one that
-a running query holds.
+schemas stored in it. It opens the checkpoint read-only; one that a running
+query holds is read from a snapshot the query makes on request, and the query
+runs on.
 
 The first form lists the operators, their state variables with schemas and
 row counts, the timers, the watermark, the sources' offsets and the progress
