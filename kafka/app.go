@@ -280,8 +280,21 @@ type App struct {
 	taskStatus map[int32]TaskStatus
 	rebalances []Rebalance
 	// handedOver marks the partitions whose standby gave its checkpoint
-	// to the task starting.
+	// to the task starting; restoring are the tasks starting.
 	handedOver map[int32]bool
+	restoring  map[int32]restoring
+	// restoredRecords and restoreTime add up the tasks' restores, and
+	// assignments counts the assignment changes (Collector).
+	restoredRecords int64
+	restoreTime     time.Duration
+	assignments     int64
+}
+
+// restoring is a task that restores its state.
+type restoring struct {
+	from      string
+	since     time.Time
+	changelog *atomic.Pointer[changelog]
 }
 
 // runningTask is a task's query as it runs: cancel stops it, done is
@@ -306,7 +319,7 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 	}
 	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, commitNow: make(chan struct{}, 1),
 		reassigned: make(chan struct{}, 1), standbys: map[int32]*runningTask{}, positions: map[int32]int64{}, standbyStats: map[int32]standbyStats{},
-		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}}
+		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}, restoring: map[int32]restoring{}}
 	a.err = opts.validate()
 	if build == nil {
 		a.err = errors.Join(a.err, errors.New("streamgen: kafka app: no build function"))
@@ -638,7 +651,14 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 	if a.opts.RepartitionBy == nil {
 		opts = append(opts, runtime.Listener(groupOffsets{a, p}))
 	}
+	// While it restores, Status reports how far.
+	a.mu.Lock()
+	a.restoring[p] = restoring{from: from, since: time.Now(), changelog: made}
+	a.mu.Unlock()
 	q, err := pipeline.Start(ctx, opts...)
+	a.mu.Lock()
+	delete(a.restoring, p)
+	a.mu.Unlock()
 	if err != nil {
 		return err
 	}
@@ -653,6 +673,8 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 		ts.RestoredRecords, ts.RestoreTook = c.restored, c.restoreTook
 	}
 	a.taskStatus[p] = ts
+	a.restoredRecords += ts.RestoredRecords
+	a.restoreTime += ts.RestoreTook
 	a.mu.Unlock()
 	slog.Info("streamgen: kafka app: task restored", "group", a.opts.Group, "partition", p, "from", from, "records", ts.RestoredRecords, "took", ts.RestoreTook)
 	err = q.AwaitTermination()

@@ -75,7 +75,7 @@ func TestAppStateRouting(t *testing.T) {
 			default:
 			}
 		}
-		return len(apps[0].app.Status().Tasks) == 2 && len(apps[1].app.Status().Tasks) == 2
+		return running(apps[0].app) == 2 && running(apps[1].app) == 2
 	})
 	ends, err := adm.ListEndOffsets(ctx, "clicks")
 	if err != nil {

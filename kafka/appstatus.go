@@ -37,6 +37,11 @@ type TaskStatus struct {
 	RestoredFrom    string        `json:"restoredFrom"`
 	RestoredRecords int64         `json:"restoredRecords"`
 	RestoreTook     time.Duration `json:"restoreTook"`
+	// Restoring is set while the task restores its state (Started is
+	// then when it began): RestoreTotal are the changelog records it
+	// reads, RestoredRecords those applied so far.
+	Restoring    bool  `json:"restoring,omitempty"`
+	RestoreTotal int64 `json:"restoreTotal,omitempty"`
 }
 
 // StandbyStatus is a standby the instance keeps.
@@ -84,6 +89,13 @@ func (a *App) Status() AppStatus {
 	for _, t := range a.taskStatus {
 		st.Tasks = append(st.Tasks, t)
 	}
+	for p, r := range a.restoring {
+		ts := TaskStatus{Partition: p, Started: r.since, RestoredFrom: r.from, Restoring: true, RestoreTook: time.Since(r.since)}
+		if c := r.changelog.Load(); c != nil {
+			ts.RestoreTotal, ts.RestoredRecords = c.restoreTotal.Load(), c.restoreApplied.Load()
+		}
+		st.Tasks = append(st.Tasks, ts)
+	}
 	for p, sb := range a.standbys {
 		if sb.stopping {
 			continue
@@ -112,6 +124,7 @@ func (a *App) Status() AppStatus {
 
 // rebalanced records an assignment change, with mu held.
 func (a *App) rebalanced(r Rebalance) {
+	a.assignments++
 	a.rebalances = append(a.rebalances, r)
 	if n := len(a.rebalances); n > keptRebalances {
 		a.rebalances = slices.Delete(a.rebalances, 0, n-keptRebalances)

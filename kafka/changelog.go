@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -171,6 +172,10 @@ type changelog struct {
 	// restoreTook.
 	restored    int64
 	restoreTook time.Duration
+	// restoreTotal and restoreApplied are the records the restore running
+	// reads and those it has applied so far, for a progress report while
+	// it runs.
+	restoreTotal, restoreApplied atomic.Int64
 	// rewound is set when the last restore rebuilt the store, which was
 	// ahead of the topic.
 	rewound bool
@@ -877,7 +882,14 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 		progress = p.BatchID
 	}
 	held := map[int32][]pendingRecord{}
+	var total int64
+	for _, tp := range parts {
+		total += max(0, ends[tp]-from[tp.partition])
+	}
+	c.restoreTotal.Store(total)
+	c.restoreApplied.Store(0)
 	apply := func(key, value []byte, deleted bool) error {
+		c.restoreApplied.Add(1)
 		if deleted {
 			return r.Delete(key)
 		}

@@ -503,8 +503,15 @@ func TestChangelogRangeDeletions(t *testing.T) {
 		t.Fatal(err)
 	}
 	sameState(t, "restored", snapshotOf(t, restored), want)
-	if n := kafka.RestoredRecords(rc); n == 0 {
+	n := kafka.RestoredRecords(rc)
+	if n == 0 {
 		t.Fatal("the restore applied no record")
+	}
+	// Its progress, as a report while it runs tells it: every record
+	// read, of those there were to read.
+	total, applied := kafka.RestoreProgress(rc)
+	if applied != n || total < n {
+		t.Fatalf("restore progress: %d applied of %d, and the restore applied %d", applied, total, n)
 	}
 }
 

@@ -36,3 +36,10 @@ func AbandonTransactions(t *Transactions) {
 // process that dies do: their open transactions neither committed nor
 // aborted.
 func AbandonApp(a *App) { a.abandoned.Store(true) }
+
+// RestoreProgress returns the records a changelog's restore reads and
+// those it has applied (as it runs, its progress report).
+func RestoreProgress(c runtime.Committer) (total, applied int64) {
+	cl := c.(*changelog)
+	return cl.restoreTotal.Load(), cl.restoreApplied.Load()
+}

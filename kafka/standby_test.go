@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -86,7 +87,7 @@ func TestAppStandbyFailover(t *testing.T) {
 		var tasks, standbys []int32
 		for _, r := range apps {
 			st := r.app.Status()
-			if len(st.Tasks) != 2 || len(st.Standbys) != 2 {
+			if running(r.app) != 2 || len(st.Standbys) != 2 {
 				return false
 			}
 			for _, ts := range st.Tasks {
@@ -144,7 +145,7 @@ func TestAppStandbyFailover(t *testing.T) {
 			t.Fatalf("the survivor ended: %v", err)
 		default:
 		}
-		return len(survivor.app.Status().Tasks) == 4
+		return running(survivor.app) == 4
 	})
 	for _, ts := range survivor.app.Status().Tasks {
 		if !slices.Contains(moved, ts.Partition) {
@@ -158,6 +159,23 @@ func TestAppStandbyFailover(t *testing.T) {
 	}
 	if rs := survivor.app.Status().Rebalances; len(rs) < 2 || !slices.Equal(rs[len(rs)-1].Assigned, moved) {
 		t.Errorf("the survivor's rebalances %+v do not end with taking %v", rs, moved)
+	}
+
+	// The survivor's metrics say the same.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(survivor.app.Collector())
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			got[f.GetName()] += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+		}
+	}
+	if got["streamgen_app_tasks"] != 4 || got["streamgen_app_standbys"] != 0 || got["streamgen_app_tasks_restoring"] != 0 || got["streamgen_app_assignment_changes_total"] < 2 {
+		t.Errorf("the survivor's metrics: %v", got)
 	}
 
 	produce(t, conn, clickRecords(t, "clicks", 4, second)...)
@@ -181,4 +199,16 @@ func TestAppRefusedSessionTimeout(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "refuses the session timeout 1s") {
 		t.Fatalf("Run: %v", err)
 	}
+}
+
+// running counts the tasks of an instance that have restored their state
+// and run.
+func running(a *kafka.App) int {
+	n := 0
+	for _, ts := range a.Status().Tasks {
+		if !ts.Restoring {
+			n++
+		}
+	}
+	return n
 }

@@ -178,6 +178,10 @@ func (m *Metrics) vecs() []prometheus.Collector {
 		m.inputRate, m.processRate, m.durations, m.stateRows, m.stateMetric, m.updated, m.removed, m.late, m.lag, m.lagBytes}
 }
 
+// Register adds a collector of the program's to the metrics Handler
+// serves (a kafka.App's Collector).
+func (m *Metrics) Register(c prometheus.Collector) error { return m.registry.Register(c) }
+
 // Handler serves the metrics in the formats Prometheus scrapes (the text
 // format unless the scraper asks for another). Mount it where the
 // scraper looks, such as /metrics.

@@ -78,6 +78,10 @@ func (s *Server) Watch() runtime.Option {
 	return runtime.Options(runtime.Listener(s.Page), runtime.Listener(s.Metrics), runtime.Listener(s.State))
 }
 
+// Handle serves h at pattern (http.ServeMux's) beside the rest: a
+// kafka.App's StateHandler at "/app/", say.
+func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
 // Handler serves the status page, the metrics, the state and the
 // profiler.
 func (s *Server) Handler() http.Handler { return s.mux }
