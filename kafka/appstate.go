@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -65,7 +64,7 @@ func (a *App) StateHandler() http.Handler { return http.HandlerFunc(a.serveState
 func (a *App) serveState(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
-		stateError(w, http.StatusMethodNotAllowed, errors.New("state is read with GET"))
+		observe.WriteStateRefusal(w, http.StatusMethodNotAllowed, errors.New("state is read with GET"))
 		return
 	}
 	path := r.URL.EscapedPath()
@@ -74,23 +73,23 @@ func (a *App) serveState(w http.ResponseWriter, r *http.Request) {
 	}
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	if len(parts) == 1 && parts[0] == "" {
-		writeJSON(w, http.StatusOK, a.Status())
+		observe.WriteStateAnswer(w, a.Status())
 		return
 	}
 	if len(parts) > 2 {
-		stateError(w, http.StatusNotFound, fmt.Errorf("%q is not a state path: /state/{operator}/{variable}", r.URL.Path))
+		observe.WriteStateRefusal(w, http.StatusNotFound, fmt.Errorf("%q is not a state path: /state/{operator}/{variable}", r.URL.Path))
 		return
 	}
 	for i, p := range parts {
 		var err error
 		if parts[i], err = url.PathUnescape(p); err != nil {
-			stateError(w, http.StatusBadRequest, fmt.Errorf("%q is not a state path: %w", r.URL.Path, err))
+			observe.WriteStateRefusal(w, http.StatusBadRequest, fmt.Errorf("%q is not a state path: %w", r.URL.Path, err))
 			return
 		}
 	}
 	params := r.URL.Query()
 	if !params.Has("key") {
-		stateError(w, http.StatusBadRequest, errors.New("an App's state is read by key: give key="))
+		observe.WriteStateRefusal(w, http.StatusBadRequest, errors.New("an App's state is read by key: give key="))
 		return
 	}
 	req := runtime.StateRequest{Operator: parts[0], Key: observe.KeyParam(params.Get("key"))}
@@ -100,7 +99,7 @@ func (a *App) serveState(w http.ResponseWriter, r *http.Request) {
 	if l := params.Get("limit"); l != "" {
 		n, err := strconv.Atoi(l)
 		if err != nil || n <= 0 {
-			stateError(w, http.StatusBadRequest, fmt.Errorf("limit=%q is not a positive number", l))
+			observe.WriteStateRefusal(w, http.StatusBadRequest, fmt.Errorf("limit=%q is not a positive number", l))
 			return
 		}
 		req.Limit = n
@@ -116,15 +115,15 @@ func (a *App) serveState(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		stateError(w, stateStatus(err), err)
+		observe.WriteStateError(w, err)
 		return
 	}
 	if ans, ok, err := a.readLocal(p, req, stale); ok || err != nil {
 		if err != nil {
-			stateError(w, stateStatus(err), err)
+			observe.WriteStateError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, ans)
+		observe.WriteStateAnswer(w, ans)
 		return
 	}
 	if forwarded {
@@ -351,34 +350,5 @@ func (a *App) httpClient() *http.Client {
 
 // unavailable answers 503, to try again in a second.
 func unavailable(w http.ResponseWriter, err error) {
-	w.Header().Set("Retry-After", "1")
-	stateError(w, http.StatusServiceUnavailable, err)
-}
-
-// stateStatus is the HTTP status of a failed read.
-func stateStatus(err error) int {
-	switch {
-	case errors.Is(err, runtime.ErrUnknownState):
-		return http.StatusNotFound
-	case errors.Is(err, runtime.ErrBadStateKey):
-		return http.StatusBadRequest
-	case errors.Is(err, runtime.ErrStoreClosed):
-		return http.StatusServiceUnavailable
-	}
-	return http.StatusInternalServerError
-}
-
-func stateError(w http.ResponseWriter, status int, err error) {
-	writeJSON(w, status, map[string]string{"error": err.Error()})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		status, b = http.StatusInternalServerError, []byte(`{"error":"encode the answer"}`)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	w.Write(append(b, '\n'))
+	observe.WriteStateRefusal(w, http.StatusServiceUnavailable, err)
 }

@@ -135,6 +135,7 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	if r, err = store.BeginRestore(); err != nil {
 		return err
 	}
+	a.setStandby(p, standbyStats{Position: position, BatchID: local.BatchID})
 	client.AddConsumePartitions(map[string]map[int32]kgo.Offset{a.opts.Changelog: {p: kgo.NewOffset().At(from)}})
 	progress := local.BatchID
 	if !hasProgress || rebuild {
@@ -143,9 +144,19 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	var held []pendingRecord
 	var applied int64
 	for {
-		fetches := client.PollFetches(ctx)
+		// A poll waits for records at most a second: then the standby
+		// reports its lag from the changelog's end.
+		pollCtx, cancelPoll := context.WithTimeout(ctx, time.Second)
+		fetches := client.PollFetches(pollCtx)
+		cancelPoll()
 		if ctx.Err() != nil {
 			return nil
+		}
+		if fetches.Empty() || errors.Is(fetches.Err0(), context.DeadlineExceeded) {
+			if ends, err := reader.listOffsets(ctx, rclient, []topicPartition{tp}, latestTimestamp); err == nil {
+				a.setStandby(p, standbyStats{Position: position, Records: applied, BatchID: progress, Lag: a.standbyLag(ends[tp], position, len(held))})
+			}
+			continue
 		}
 		if err := fetches.Err0(); err != nil && !errors.Is(err, context.Canceled) {
 			slog.Warn("streamgen: kafka app: standby: fetch the changelog", "group", a.opts.Group, "partition", p, "error", err)
@@ -213,15 +224,21 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 		}
 		st := standbyStats{Position: position, Records: applied, BatchID: progress}
 		if end >= 0 {
-			st.Lag = max(0, end-position)
-			if a.opts.ExactlyOnce && st.Lag > 0 && len(held) == 0 {
-				// The last transaction's commit marker follows its
-				// progress: no record of a batch.
-				st.Lag--
-			}
+			st.Lag = a.standbyLag(end, position, len(held))
 		}
 		a.setStandby(p, st)
 	}
+}
+
+// standbyLag is how many records a standby at position is behind the
+// changelog's end: with ExactlyOnce, not counting the commit marker that
+// follows the last transaction's progress.
+func (a *App) standbyLag(end, position int64, held int) int64 {
+	lag := max(0, end-position)
+	if a.opts.ExactlyOnce && lag > 0 && held == 0 {
+		lag--
+	}
+	return lag
 }
 
 // saveStandby commits the standby's restored records with its record of

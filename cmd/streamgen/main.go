@@ -77,7 +77,8 @@ binary it is its MarshalBinary/UnmarshalBinary output if it has the pair,
 else its value, else (for a struct with unexported fields) its text or JSON.
 
 streamgen inspect DIR shows what a query's checkpoint holds (streamgen
-inspect -h for more).
+inspect -h for more). streamgen broker runs a Kafka broker in-process on
+loopback, for the instances of an App on one machine (streamgen broker -h).
 
 Flags:
 `
@@ -94,6 +95,9 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "inspect" {
 		return runInspect(args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "broker" {
+		return runBroker(args[1:], stdout, stderr)
 	}
 	fs := flag.NewFlagSet("streamgen", flag.ContinueOnError)
 	fs.SetOutput(stderr)

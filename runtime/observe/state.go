@@ -292,8 +292,26 @@ func listing(q *runtime.Query) (StateListing, error) {
 
 // stateError answers with err as {"error": ...}.
 func stateError(w http.ResponseWriter, status int, err error) {
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "1")
+	}
 	writeJSON(w, status, map[string]string{"error": err.Error()})
 }
+
+// WriteStateError answers a read of state that failed with err: 404 for
+// what does not exist (runtime.ErrUnknownState), 400 for a key that does
+// not decode, 503 (try again) for a query that stopped, else 500; the body
+// is {"error": ...}.
+func WriteStateError(w http.ResponseWriter, err error) { stateError(w, stateStatus(err), err) }
+
+// WriteStateAnswer answers a read of state with v as JSON, not to be
+// cached.
+func WriteStateAnswer(w http.ResponseWriter, v any) { writeJSON(w, http.StatusOK, v) }
+
+// WriteStateRefusal answers a read of state with status and err (400 for
+// a bad request, 405 for another method, 503 to try again) as
+// {"error": ...}.
+func WriteStateRefusal(w http.ResponseWriter, status int, err error) { stateError(w, status, err) }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	b, err := json.Marshal(v)
