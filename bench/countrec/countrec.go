@@ -26,3 +26,22 @@ type KeyCount struct {
 	Key   string `json:"key"`
 	Count int64  `json:"count"`
 }
+
+// TimedEvent is an input row of the latency benchmark: an occurrence of
+// Key, with the time it was sent (Unix nanoseconds).
+//
+//streamgen:record
+type TimedEvent struct {
+	Key  string `json:"key"`
+	Sent int64  `json:"sent"`
+}
+
+// TimedCount is an output row of the latency benchmark: the key's count,
+// with the send time of the latest of its events counted.
+//
+//streamgen:record
+type TimedCount struct {
+	Key   string `json:"key"`
+	Count int64  `json:"count"`
+	Sent  int64  `json:"sent"`
+}

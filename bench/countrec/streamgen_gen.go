@@ -229,6 +229,152 @@ func (t *KeyCount) StreamSchema() *codec.Schema {
 
 var _ codec.Record = (*KeyCount)(nil)
 
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
+func (t *TimedEvent) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryTimedEvent(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *TimedEvent) MarshalBinary() ([]byte, error) {
+	return appendBinaryTimedEvent(make([]byte, 0, 26), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of TimedEvent: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *TimedEvent) UnmarshalBinary(b []byte) error {
+	*t = TimedEvent{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryTimedEvent(&d, t, d.End())
+	return d.Wrap("TimedEvent")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *TimedEvent) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONTimedEvent(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While TimedEvent's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
+func (t *TimedEvent) MarshalJSON() ([]byte, error) {
+	if jsonSizeTimedEvent.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONTimedEvent(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeTimedEvent.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONTimedEvent(jsonSizeTimedEvent.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeTimedEvent.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeTimedEvent codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *TimedEvent) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONTimedEvent(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold TimedEvent decode it.
+func (t *TimedEvent) ReadJSON(r *codec.JSONReader) {
+	readJSONTimedEvent(r, t)
+}
+
+// StreamSchema returns the registered schema of TimedEvent.
+func (t *TimedEvent) StreamSchema() *codec.Schema {
+	return schemaTimedEvent
+}
+
+var _ codec.Record = (*TimedEvent)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
+func (t *TimedCount) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryTimedCount(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *TimedCount) MarshalBinary() ([]byte, error) {
+	return appendBinaryTimedCount(make([]byte, 0, 33), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of TimedCount: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *TimedCount) UnmarshalBinary(b []byte) error {
+	*t = TimedCount{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryTimedCount(&d, t, d.End())
+	return d.Wrap("TimedCount")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *TimedCount) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONTimedCount(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While TimedCount's encodings are small, t is encoded into a
+// buffer on the stack and copied out; larger ones are written once into
+// a new buffer sized by the running size of the encodings.
+func (t *TimedCount) MarshalJSON() ([]byte, error) {
+	if jsonSizeTimedCount.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONTimedCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeTimedCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONTimedCount(jsonSizeTimedCount.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeTimedCount.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeTimedCount codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *TimedCount) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONTimedCount(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold TimedCount decode it.
+func (t *TimedCount) ReadJSON(r *codec.JSONReader) {
+	readJSONTimedCount(r, t)
+}
+
+// StreamSchema returns the registered schema of TimedCount.
+func (t *TimedCount) StreamSchema() *codec.Schema {
+	return schemaTimedCount
+}
+
+var _ codec.Record = (*TimedCount)(nil)
+
 var schemaEvent = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   44929,
@@ -577,6 +723,329 @@ func readJSONKeyCount(r *codec.JSONReader, v *KeyCount) {
 				v.Count = x1
 			}
 			r.InField("KeyCount", "count")
+		default:
+			r.Skip()
+		}
+	}
+}
+
+var schemaTimedEvent = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   44929,
+		Name: "Key",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   101081,
+		Name: "Sent",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/countrec.TimedEvent",
+})
+
+func appendBinaryTimedEvent(b []byte, v *TimedEvent) ([]byte, error) {
+	var err error
+	if len(v.Key) < 0x80 {
+		b = append(append(b, 0x95, 0xf0, 0x2b, byte(len(v.Key))), v.Key...) // Key: id 44929, string
+	} else {
+		b = append(b, 0x95, 0xf0, 0x2b) // Key: id 44929, string
+		b = codec.AppendString(b, v.Key)
+	}
+	b = append(b, 0x91, 0xdb, 0x62) // Sent: id 101081, int
+	b = codec.AppendInt(b, v.Sent)
+	return b, err
+}
+
+func readBinaryTimedEvent(d *codec.Decoder, v *TimedEvent, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// Key
+	if codec.HasTag(b, p, 0x2bf095, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		v.Key = string(b[s:e])
+		p = e
+	}
+	// Sent
+	if codec.HasTag(b, p, 0x62db91, 0xffffff) {
+		q1 := p + 3
+		var x uint64
+		var n int
+		if c := b[q1]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q1); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q1); n == 0 {
+			goto slow
+		}
+		v.Sent = codec.Zigzag(x)
+		p = q1 + n
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0xaf815:
+			// Key
+			v.Key = d.String()
+		case 0x18ad91:
+			// Sent
+			v.Sent = d.Int64()
+		default:
+			switch tag >> 4 {
+			case 44929:
+				d.KindChanged("TimedEvent", "Key", tag, codec.KindString)
+			case 101081:
+				d.KindChanged("TimedEvent", "Sent", tag, codec.KindInt)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONTimedEvent(b []byte, v *TimedEvent) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"key\":"...)
+	b = codec.AppendJSONString(b, v.Key)
+	b = append(b, ",\"sent\":"...)
+	b = codec.AppendJSONInt(b, v.Sent)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONTimedEvent(r *codec.JSONReader, v *TimedEvent) {
+	if !r.BeginObject("Go value of type countrec.TimedEvent") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "key":
+			field = 0
+		case "sent":
+			field = 1
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "KEY":
+				field = 0
+			case "SENT":
+				field = 1
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.String("Go value of type string"); ok {
+				v.Key = x
+			}
+			r.InField("TimedEvent", "key")
+		case 1:
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
+				v.Sent = x1
+			}
+			r.InField("TimedEvent", "sent")
+		default:
+			r.Skip()
+		}
+	}
+}
+
+var schemaTimedCount = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   44929,
+		Name: "Key",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   116839,
+		Name: "Count",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   101081,
+		Name: "Sent",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/countrec.TimedCount",
+})
+
+func appendBinaryTimedCount(b []byte, v *TimedCount) ([]byte, error) {
+	var err error
+	if len(v.Key) < 0x80 {
+		b = append(append(b, 0x95, 0xf0, 0x2b, byte(len(v.Key))), v.Key...) // Key: id 44929, string
+	} else {
+		b = append(b, 0x95, 0xf0, 0x2b) // Key: id 44929, string
+		b = codec.AppendString(b, v.Key)
+	}
+	b = append(b, 0xf1, 0x8c, 0x72) // Count: id 116839, int
+	b = codec.AppendInt(b, v.Count)
+	b = append(b, 0x91, 0xdb, 0x62) // Sent: id 101081, int
+	b = codec.AppendInt(b, v.Sent)
+	return b, err
+}
+
+func readBinaryTimedCount(d *codec.Decoder, v *TimedCount, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// Key
+	if codec.HasTag(b, p, 0x2bf095, 0xffffff) {
+		q := p + 3
+		s, e := codec.StringAt(b, q)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q); e == 0 {
+				goto slow
+			}
+		}
+		v.Key = string(b[s:e])
+		p = e
+	}
+	// Count
+	if codec.HasTag(b, p, 0x728cf1, 0xffffff) {
+		q1 := p + 3
+		var x uint64
+		var n int
+		if c := b[q1]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q1); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q1); n == 0 {
+			goto slow
+		}
+		v.Count = codec.Zigzag(x)
+		p = q1 + n
+	}
+	// Sent
+	if codec.HasTag(b, p, 0x62db91, 0xffffff) {
+		q2 := p + 3
+		var x1 uint64
+		var n1 int
+		if c1 := b[q2]; c1 < 0x80 {
+			x1, n1 = uint64(c1), 1
+		} else if x1, n1 = codec.PeekUvarint(b, q2); n1 != 0 {
+			x1 = codec.PackUvarint(x1)
+		} else if x1, n1 = codec.UvarintAt(b, q2); n1 == 0 {
+			goto slow
+		}
+		v.Sent = codec.Zigzag(x1)
+		p = q2 + n1
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0xaf815:
+			// Key
+			v.Key = d.String()
+		case 0x1c8671:
+			// Count
+			v.Count = d.Int64()
+		case 0x18ad91:
+			// Sent
+			v.Sent = d.Int64()
+		default:
+			switch tag >> 4 {
+			case 44929:
+				d.KindChanged("TimedCount", "Key", tag, codec.KindString)
+			case 116839:
+				d.KindChanged("TimedCount", "Count", tag, codec.KindInt)
+			case 101081:
+				d.KindChanged("TimedCount", "Sent", tag, codec.KindInt)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONTimedCount(b []byte, v *TimedCount) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"key\":"...)
+	b = codec.AppendJSONString(b, v.Key)
+	b = append(b, ",\"count\":"...)
+	b = codec.AppendJSONInt(b, v.Count)
+	b = append(b, ",\"sent\":"...)
+	b = codec.AppendJSONInt(b, v.Sent)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONTimedCount(r *codec.JSONReader, v *TimedCount) {
+	if !r.BeginObject("Go value of type countrec.TimedCount") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "key":
+			field = 0
+		case "count":
+			field = 1
+		case "sent":
+			field = 2
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "KEY":
+				field = 0
+			case "COUNT":
+				field = 1
+			case "SENT":
+				field = 2
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.String("Go value of type string"); ok {
+				v.Key = x
+			}
+			r.InField("TimedCount", "key")
+		case 1:
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
+				v.Count = x1
+			}
+			r.InField("TimedCount", "count")
+		case 2:
+			if x2, ok := r.Int("Go value of type int64", 64); ok {
+				v.Sent = x2
+			}
+			r.InField("TimedCount", "sent")
 		default:
 			r.Skip()
 		}

@@ -166,6 +166,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, count), sink).OutputMode(typed.Update), nil
 	})
 	srv.Handle("/app/", app.StateHandler())
+	srv.Page.AddPanel("Application "+*group, func() any { return app.Status() })
 	if err := srv.Metrics.Register(app.Collector()); err != nil {
 		return err
 	}

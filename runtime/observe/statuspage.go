@@ -58,6 +58,24 @@ type StatusPage struct {
 	mu      sync.Mutex
 	queries []*pageQuery // in the order they started
 	byRun   map[string]*pageQuery
+	panels  []panel
+}
+
+// panel is a section of the list page that a program adds (AddPanel).
+type panel struct {
+	title string
+	data  func() any
+}
+
+// AddPanel adds a section titled title to the list page, showing what
+// data returns, as JSON, at every refresh: a kafka.App's Status, say
+// (its tasks, standbys, partitions and rebalances). data is called from
+// the page's handler, on any goroutine: it must be safe for concurrent
+// use.
+func (p *StatusPage) AddPanel(title string, data func() any) {
+	p.mu.Lock()
+	p.panels = append(p.panels, panel{title: title, data: data})
+	p.mu.Unlock()
 }
 
 // StatusPageOption configures NewStatusPage.

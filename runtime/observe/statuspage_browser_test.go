@@ -157,6 +157,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	ctx := startBrowser(t)
 
 	page := observe.NewStatusPage()
+	page.AddPanel("An application", func() any { return map[string]any{"tasks": []int{0, 2}, "standbys": []int{1}} })
 	const held = 4 // the batch the query stops after, until released
 	g := newProgressGate(held)
 	q := startClicks(t, "sessions", page, g)
@@ -237,6 +238,15 @@ func TestStatusPageInBrowser(t *testing.T) {
 		chromedp.Navigate(srv.URL+"/"),
 		chromedp.WaitVisible(row+`[data-status="finished"] a`))
 	listShot := browserRead(t, ctx, "a screenshot of the list", chromedp.FullScreenshot(100))
+	// A program's panel shows its data, as JSON, under its title.
+	if title := browserRead(t, ctx, "the panel's title", chromedp.Text("#panels h2")); title != "An application" {
+		t.Errorf("the panel's title is %q", title)
+	}
+	var panel map[string][]int
+	if text := browserRead(t, ctx, "the panel", chromedp.Text("#panels pre")); json.Unmarshal([]byte(text), &panel) != nil ||
+		fmt.Sprint(panel) != "map[standbys:[1] tasks:[0 2]]" {
+		t.Errorf("the panel shows %q", text)
+	}
 	link := browserRead(t, ctx, "the link to the query's page", chromedp.Attributes(row+" a"))["href"]
 	if want := "query?run=" + run; link != want {
 		t.Errorf("the list links the query as %q, want %q", link, want)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -91,10 +92,22 @@ func (p *StatusPage) serveQueries(w http.ResponseWriter, _ *http.Request) {
 	for i := len(p.queries) - 1; i >= 0; i-- { // the newest first
 		list = append(list, p.queries[i].summary())
 	}
+	panels := slices.Clone(p.panels)
 	p.mu.Unlock()
+	shown := make([]panelData, len(panels))
+	for i, pn := range panels {
+		shown[i] = panelData{Title: pn.title, Data: pn.data()}
+	}
 	writeStatusJSON(w, http.StatusOK, struct {
 		Queries []querySummary `json:"queries"`
-	}{list})
+		Panels  []panelData    `json:"panels"`
+	}{list, shown})
+}
+
+// panelData is a panel as the list's JSON gives it.
+type panelData struct {
+	Title string `json:"title"`
+	Data  any    `json:"data"`
 }
 
 func (p *StatusPage) serveQuery(w http.ResponseWriter, r *http.Request) {

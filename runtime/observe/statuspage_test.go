@@ -49,6 +49,10 @@ type apiQuery struct {
 
 type apiList struct {
 	Queries []apiQuery `json:"queries"`
+	Panels  []struct {
+		Title string          `json:"title"`
+		Data  json.RawMessage `json:"data"`
+	} `json:"panels"`
 }
 
 // get serves path from h and decodes the JSON answer into v; it returns
@@ -132,10 +136,15 @@ func TestStatusPageAPI(t *testing.T) {
 		page.OnQueryProgress(reports[b])
 	}
 	page.OnQueryStarted(runtime.QueryStarted{ID: "b", RunID: "b-1", Name: "q-b", Time: start.Add(time.Minute)})
+	calls := 0
+	page.AddPanel("app", func() any { calls++; return map[string]int{"calls": calls} })
 
 	var list apiList
 	if code := statusGet(t, page, "/api/queries", &list); code != http.StatusOK {
 		t.Fatalf("GET /api/queries: %d", code)
+	}
+	if len(list.Panels) != 1 || list.Panels[0].Title != "app" || string(list.Panels[0].Data) != `{"calls":1}` {
+		t.Fatalf("the panels: %+v", list.Panels)
 	}
 	if len(list.Queries) != 2 {
 		t.Fatalf("%d queries, want 2: %+v", len(list.Queries), list)

@@ -246,6 +246,11 @@
     };
     fill("active", active, false, 9);
     fill("completed", ended, true, 10);
+    const panels = document.getElementById("panels");
+    if (panels) {
+      panels.replaceChildren(...(d.panels || []).map((p) =>
+        el("section", { class: "panel" }, el("h2", {}, p.title), el("pre", { class: "progress" }, JSON.stringify(p.data, null, 2)))));
+    }
     return true;
   }
 
