@@ -859,7 +859,7 @@ type pendingRecord struct {
 // is produced last): the records after the last progress are a batch
 // that failed, whose keys are written back with the restored values.
 func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *kgo.Client, parts []topicPartition, from map[int32]int64, ends offsets) error {
-	r, err := c.store.BeginRestore()
+	r, err := c.store.BeginBulkRestore()
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 
 // BenchmarkChangelogRestore restores a store of 1,000,000 state entries
 // (keys of 8 bytes, values of 16, in 20 batches) from a changelog topic on
-// the embedded cluster into an empty in-memory checkpoint, and reports
+// the embedded cluster into an empty checkpoint on disk, and reports
 // the entries restored per second, beside the raw building blocks doing
 // the least a restore can (impl=raw): a franz-go consumer reading the
 // topic to its end, read_committed, with the same fetch size, each record
@@ -32,7 +32,8 @@ func BenchmarkChangelogRestore(b *testing.B) {
 	conn := cluster.Connection()
 	opts := kafka.ChangelogOptions{Connection: conn, Topic: "bench-changelog"}
 
-	// The topic, written by a changelog committer.
+	// The topic, written by a changelog committer (from a store in
+	// memory).
 	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
 	if err != nil {
 		b.Fatal(err)
@@ -61,7 +62,7 @@ func BenchmarkChangelogRestore(b *testing.B) {
 	b.Run("impl=streamgen", func(b *testing.B) {
 		var restored int64
 		for range b.N {
-			s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
+			s, err := runtime.OpenStore(b.TempDir(), runtime.StoreOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -93,7 +94,7 @@ func BenchmarkChangelogRestore(b *testing.B) {
 // rawRestore reads every partition of topic to its end into a new
 // in-memory Pebble: the floor of a restore.
 func rawRestore(b *testing.B, conn kafka.Connection, topic string) int64 {
-	db, err := pebble.Open("raw", &pebble.Options{FS: vfs.NewMem()})
+	db, err := pebble.Open(b.TempDir(), &pebble.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

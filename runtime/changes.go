@@ -300,6 +300,9 @@ func (s *Store) Snapshot(fn func(key, value []byte) error) error {
 type Restore struct {
 	s *Store
 	b *pebble.Batch
+	// size is the capacity each piece's batch starts with: a bulk
+	// restore's pieces are made at full size, not grown to it.
+	size int
 	// n counts the records written.
 	n int64
 	// cleared is set by Clear: Finish records the restored batch in the
@@ -317,6 +320,17 @@ func (s *Store) BeginRestore() (*Restore, error) {
 		return nil, err
 	}
 	return &Restore{s: s, b: s.db.NewBatch()}, nil
+}
+
+// BeginBulkRestore starts a Restore of many records (a whole changelog):
+// its pieces are allocated at their full size at once, rather than grown
+// to it by copying.
+func (s *Store) BeginBulkRestore() (*Restore, error) {
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	size := restorePiece + 1<<20
+	return &Restore{s: s, b: s.db.NewBatchWithSize(size), size: size}, nil
 }
 
 // Set writes a mirrored record.
@@ -408,10 +422,11 @@ func (r *Restore) wrote() error {
 	if r.b.Len() < restorePiece {
 		return nil
 	}
-	return r.commit(pebble.NoSync)
+	return r.commit(pebble.NoSync, true)
 }
 
-func (r *Restore) commit(opts *pebble.WriteOptions) error {
+// commit commits the writes so far; more says whether a piece follows.
+func (r *Restore) commit(opts *pebble.WriteOptions, more bool) error {
 	if err := r.s.diskRoom(r.b.Len(), "restore"); err != nil {
 		return err
 	}
@@ -419,7 +434,14 @@ func (r *Restore) commit(opts *pebble.WriteOptions) error {
 		return r.s.fail(fmt.Errorf("restore: commit: %w", err))
 	}
 	r.b.Close()
-	r.b = r.s.db.NewBatch()
+	r.b = nil
+	switch {
+	case !more:
+	case r.size > 0:
+		r.b = r.s.db.NewBatchWithSize(r.size)
+	default:
+		r.b = r.s.db.NewBatch()
+	}
 	// A failed log write or sync calls Logger.Fatalf, after which Commit
 	// returns nil.
 	return r.s.Err()
@@ -429,7 +451,7 @@ func (r *Restore) commit(opts *pebble.WriteOptions) error {
 // filled before the restore), and records the restored batch in the
 // commit file. The Restore cannot be used afterwards.
 func (r *Restore) Finish() error {
-	err := r.commit(pebble.Sync)
+	err := r.commit(pebble.Sync, false)
 	r.Close()
 	if err != nil {
 		return err
