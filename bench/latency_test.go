@@ -32,14 +32,18 @@ import (
 // committed. It reports the 50th, 99th and 99.9th percentiles of the
 // output records' delays (receive time less send time) after a warm-up
 // second. Environment: STREAMGEN_LATENCY_RATE (events/s, default 20000),
-// STREAMGEN_LATENCY_SECONDS (default 10), STREAMGEN_LATENCY_ASYNC=1 for
-// AsyncProgress. Run it with -benchtime 1x.
+// STREAMGEN_LATENCY_SECONDS (default 10), STREAMGEN_LATENCY_POLL_MS (the
+// queries' poll interval, how soon a batch starts after data arrives;
+// default 5), STREAMGEN_LATENCY_ASYNC=1 for AsyncProgress. Run it with
+// -benchtime 1x.
 func BenchmarkEndToEndLatency(b *testing.B) {
 	rate := envInt("STREAMGEN_LATENCY_RATE", 20000)
 	seconds := envInt("STREAMGEN_LATENCY_SECONDS", 10)
 	async := os.Getenv("STREAMGEN_LATENCY_ASYNC") == "1"
+	poll := time.Duration(envInt("STREAMGEN_LATENCY_POLL_MS", 5)) * time.Millisecond
 	for range b.N {
-		delays := latencyRun(b, rate, time.Duration(seconds)*time.Second, async)
+		phases := &phaseTimes{ms: map[string]int64{}}
+		delays := latencyRun(b, rate, time.Duration(seconds)*time.Second, poll, async, phases)
 		if len(delays) == 0 {
 			b.Fatal("no output was read")
 		}
@@ -51,7 +55,44 @@ func BenchmarkEndToEndLatency(b *testing.B) {
 		b.ReportMetric(pct(0.99), "p99-ms")
 		b.ReportMetric(pct(0.999), "p999-ms")
 		b.ReportMetric(float64(len(delays)), "outputs")
+		// Where a batch's time goes, on average over the tasks' batches.
+		phases.mu.Lock()
+		for _, name := range []string{runtime.DurationTriggerExecution, runtime.DurationLatestOffset, runtime.DurationGetBatch, runtime.DurationSink, runtime.DurationWALCommit} {
+			b.ReportMetric(float64(phases.ms[name])/float64(max(1, phases.batches)), name+"-ms/batch")
+		}
+		phases.mu.Unlock()
 	}
+}
+
+// phaseTimes adds up the tasks' batch phases.
+type phaseTimes struct {
+	mu      sync.Mutex
+	batches int64
+	ms      map[string]int64
+}
+
+func (p *phaseTimes) OnQueryProgress(q runtime.QueryProgress) {
+	if q.NumInputRows == 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.batches++
+	for name, ms := range q.DurationMs {
+		p.ms[name] += ms
+	}
+}
+
+// latencyOptions are the tasks' query options: the poll interval, and,
+// with STREAMGEN_LATENCY_SYNC_MS, a SyncInterval for the local
+// checkpoint (the changelog in Kafka is the state's record; a checkpoint
+// behind it is caught up at start).
+func latencyOptions(poll time.Duration) []runtime.Option {
+	opts := []runtime.Option{runtime.PollInterval(poll)}
+	if ms := envInt("STREAMGEN_LATENCY_SYNC_MS", 0); ms > 0 {
+		opts = append(opts, runtime.SyncInterval(time.Duration(ms)*time.Millisecond))
+	}
+	return opts
 }
 
 func envInt(name string, def int) int {
@@ -63,7 +104,7 @@ func envInt(name string, def int) int {
 
 // latencyRun runs the App for d at rate and returns the delays of the
 // output records read after the first second.
-func latencyRun(b *testing.B, rate int, d time.Duration, async bool) []time.Duration {
+func latencyRun(b *testing.B, rate int, d, poll time.Duration, async bool, phases *phaseTimes) []time.Duration {
 	ctx, cancel := context.WithCancel(b.Context())
 	defer cancel()
 	cluster, err := kafka.Embedded(ctx)
@@ -100,7 +141,7 @@ func latencyRun(b *testing.B, rate int, d time.Duration, async bool) []time.Dura
 		app := kafka.NewApp(kafka.AppOptions{
 			Connection: conn, Group: "latency", Topics: []string{"latency-in"}, Dir: filepath.Join(dir, strconv.Itoa(i)),
 			ExactlyOnce: true, ChangelogOptions: kafka.ChangelogOptions{AsyncProgress: async},
-			Options: []runtime.Option{runtime.PollInterval(5 * time.Millisecond)},
+			Options: append(latencyOptions(poll), runtime.Listener(phases)),
 		}, func(task *kafka.Task) (kafka.Starter, error) {
 			src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest()})
 			sink := kafka.Sink(kafka.SinkOptions[countrec.TimedCount]{Connection: conn, Topic: "latency-out",
@@ -123,7 +164,7 @@ func latencyRun(b *testing.B, rate int, d time.Duration, async bool) []time.Dura
 	var delays []time.Duration
 	warm := time.Now().Add(2 * time.Second) // the group forms, the tasks start
 	consumer, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), kgo.ConsumeTopics("latency-out"),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(5*time.Millisecond))
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(10*time.Millisecond))
 	if err != nil {
 		b.Fatal(err)
 	}

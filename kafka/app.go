@@ -59,7 +59,9 @@ type AppOptions struct {
 	ChangelogOptions ChangelogOptions
 	// Options are runtime options of every task's query (a trigger,
 	// listeners, runtime.BlockCacheSize). The App sets the checkpoint,
-	// the committer and the state cache (StateCacheSize).
+	// the committer and the state cache (StateCacheSize), and, with
+	// ExactlyOnce, a SyncInterval (DefaultTaskSyncInterval) that Options
+	// may override.
 	Options []runtime.Option
 	// StateCacheSize is the memory the instance's tasks share for their
 	// caches of committed state (runtime.SharedCaches), however many
@@ -124,6 +126,13 @@ type AppOptions struct {
 	// instances that serve their state over TLS.
 	StateClient *http.Client
 }
+
+// DefaultTaskSyncInterval is how often, with ExactlyOnce, a task syncs
+// its local checkpoint (runtime.SyncInterval) unless Options say
+// otherwise: each batch is durable in its Kafka transaction, so a sync
+// per batch (a disk flush on the batch's path) buys nothing; it costs
+// about half of a batch's time at 20k events/s.
+const DefaultTaskSyncInterval = 100 * time.Millisecond
 
 // Starter is what a task's build function returns: a pipeline that
 // starts as a query, such as a *typed.Writer.
@@ -646,7 +655,15 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 	if err != nil {
 		return fmt.Errorf("build: %w", err)
 	}
-	opts := append(slices.Clone(a.opts.Options), runtime.Checkpoint(filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))), committer,
+	var opts []runtime.Option
+	if a.opts.ExactlyOnce {
+		// The batch's transaction is its durable record: the local
+		// checkpoint need not be synced at every batch (one that a crash
+		// leaves behind is caught up from the changelog at the next
+		// start). Options given override it.
+		opts = append(opts, runtime.SyncInterval(DefaultTaskSyncInterval))
+	}
+	opts = append(append(opts, a.opts.Options...), runtime.Checkpoint(filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))), committer,
 		runtime.Name(a.opts.Group+"/"+strconv.Itoa(int(p))), runtime.WithSharedCaches(a.caches))
 	if a.opts.RepartitionBy == nil {
 		opts = append(opts, runtime.Listener(groupOffsets{a, p}))
