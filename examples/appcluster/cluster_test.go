@@ -27,7 +27,7 @@ import (
 // cluster is the processes of the multi-process test: a broker and the
 // App's instances.
 type cluster struct {
-	t       *testing.T
+	t       testing.TB
 	bin     string
 	dir     string
 	brokers string
@@ -43,7 +43,7 @@ type instance struct {
 }
 
 // build builds a package into dir.
-func build(t *testing.T, dir, name, pkg string) string {
+func build(t testing.TB, dir, name, pkg string) string {
 	t.Helper()
 	bin := filepath.Join(dir, name)
 	if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
@@ -54,7 +54,7 @@ func build(t *testing.T, dir, name, pkg string) string {
 
 // startLine starts cmd and returns the first line of its stdout that
 // begins with prefix.
-func startLine(t *testing.T, cmd *exec.Cmd, prefix string) (string, chan struct{}) {
+func startLine(t testing.TB, cmd *exec.Cmd, prefix string) (string, chan struct{}) {
 	t.Helper()
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -84,10 +84,14 @@ func startLine(t *testing.T, cmd *exec.Cmd, prefix string) (string, chan struct{
 	return line, done
 }
 
-// start starts instance i (on its own directory, kept across restarts).
-func (c *cluster) start(i int) {
-	cmd := exec.Command(c.bin, "-brokers", c.brokers, "-dir", filepath.Join(c.dir, fmt.Sprint(i)), "-http", "127.0.0.1:0",
-		"-session-timeout", "1s", "-standbys", "1")
+// start starts instance i (on its own directory, kept across restarts),
+// with one standby per partition, or the flags given.
+func (c *cluster) start(i int, flags ...string) {
+	if flags == nil {
+		flags = []string{"-standbys", "1"}
+	}
+	cmd := exec.Command(c.bin, append([]string{"-brokers", c.brokers, "-dir", filepath.Join(c.dir, fmt.Sprint(i)), "-http", "127.0.0.1:0",
+		"-session-timeout", "1s"}, flags...)...)
 	logf, err := os.OpenFile(filepath.Join(c.dir, fmt.Sprintf("instance-%d.log", i)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		c.t.Fatal(err)
