@@ -122,9 +122,12 @@ type AppOptions struct {
 	// otherwise than by Kafka's default partitioner over that encoding.
 	KeyPartition func(key []byte, partitions int32) int32
 	// StateClient is the HTTP client StateHandler forwards reads with
-	// (http.DefaultClient by default): one with TLS settings, for
-	// instances that serve their state over TLS.
+	// (by default one that follows no redirect): one with TLS settings,
+	// for instances that serve their state over TLS, with StateScheme
+	// "https". The caller's Authorization and Cookie headers go with a
+	// forwarded read, to the instance the group's assignment names.
 	StateClient *http.Client
+	StateScheme string
 }
 
 // DefaultTaskSyncInterval is how often, with ExactlyOnce, a task syncs
@@ -266,8 +269,10 @@ type App struct {
 	// abandoned makes the tasks stop as if their process died: their
 	// transactions neither committed nor aborted (tests).
 	abandoned atomic.Bool
-	// ran is set by the first Run.
-	ran atomic.Bool
+	// ran is set by the first Run; statePartitions is the input's
+	// partition count once Run has read it, for StateHandler.
+	ran             atomic.Bool
+	statePartitions atomic.Int32
 	// caches are the tasks' caches, made by Run.
 	caches *runtime.SharedCaches
 
@@ -389,6 +394,7 @@ func (a *App) Run(ctx context.Context) error {
 		return err
 	}
 	a.partitions = partitions
+	a.statePartitions.Store(partitions)
 	positions := a.localPositions()
 	a.mu.Lock()
 	a.positions = positions

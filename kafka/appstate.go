@@ -105,7 +105,14 @@ func (a *App) serveState(w http.ResponseWriter, r *http.Request) {
 		req.Limit = n
 	}
 	stale := params.Get("stale") == "true"
-	forwarded := r.Header.Get(forwardedHeader) != ""
+	// A read forwarded to its partition's owner is answered there or not
+	// at all; one forwarded "unplaced" (by an instance with no task to
+	// place the key) may go once more, to the owner.
+	forwarded := r.Header.Get(forwardedHeader) != "" && r.Header.Get(forwardedHeader) != "unplaced"
+	if a.statePartitions.Load() == 0 {
+		unavailable(w, errors.New("the App has not joined its group yet: try again"))
+		return
+	}
 
 	// The key's encoding, from any task of this instance (every task runs
 	// the same pipeline), or the partition given by the forwarder.
@@ -154,9 +161,10 @@ var errNoTask = errors.New("no task runs here")
 
 // keyPartition returns the partition of req's key.
 func (a *App) keyPartition(req runtime.StateRequest, given string, forwarded bool) (int32, error) {
+	partitions := a.statePartitions.Load()
 	if forwarded && given != "" {
 		p, err := strconv.ParseInt(given, 10, 32)
-		if err != nil || p < 0 || int32(p) >= a.partitions {
+		if err != nil || p < 0 || int32(p) >= partitions {
 			return 0, fmt.Errorf("%w: partition=%q", runtime.ErrBadStateKey, given)
 		}
 		return int32(p), nil
@@ -176,13 +184,13 @@ func (a *App) keyPartition(req runtime.StateRequest, given string, forwarded boo
 		return 0, err
 	}
 	if a.opts.KeyPartition != nil {
-		p := a.opts.KeyPartition(key, a.partitions)
-		if p < 0 || p >= a.partitions {
-			return 0, fmt.Errorf("streamgen: kafka app: KeyPartition gave partition %d of %d", p, a.partitions)
+		p := a.opts.KeyPartition(key, partitions)
+		if p < 0 || p >= partitions {
+			return 0, fmt.Errorf("streamgen: kafka app: KeyPartition gave partition %d of %d", p, partitions)
 		}
 		return p, nil
 	}
-	return int32(kgo.StickyKeyPartitioner(nil).ForTopic(a.opts.Topics[0]).Partition(&kgo.Record{Key: key}, int(a.partitions))), nil
+	return int32(kgo.StickyKeyPartitioner(nil).ForTopic(a.opts.Topics[0]).Partition(&kgo.Record{Key: key}, int(partitions))), nil
 }
 
 // readLocal answers from this instance's task of p, or, for a stale
@@ -258,22 +266,35 @@ func (a *App) readStandby(store *runtime.Store, p int32, req runtime.StateReques
 }
 
 // forward sends the request to addr, an instance the group's assignment
-// names, and copies its answer; false when addr does not answer.
+// names, for partition p, and copies its answer; false when addr does not
+// answer, or answers 503.
 func (a *App) forward(w http.ResponseWriter, r *http.Request, addr string, p int32) bool {
-	u := url.URL{Scheme: "http", Host: addr, Path: r.URL.Path, RawPath: r.URL.RawPath}
-	q := r.URL.Query()
+	u := *r.URL
+	q := u.Query()
 	q.Set("partition", strconv.Itoa(int(p)))
 	u.RawQuery = q.Encode()
+	return a.send(w, r, addr, &u, a.opts.AdvertisedAddr)
+}
+
+// send sends the request r, at URL u's path and query, to addr, marked as
+// forwarded by mark, with the caller's credentials (for the owner's own
+// checks), and copies the answer.
+func (a *App) send(w http.ResponseWriter, r *http.Request, addr string, u *url.URL, mark string) bool {
+	scheme := a.opts.StateScheme
+	if scheme == "" {
+		scheme = "http"
+	}
+	target := url.URL{Scheme: scheme, Host: addr, Path: u.Path, RawPath: u.RawPath, RawQuery: u.RawQuery}
 	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
 	if err != nil {
 		return false
 	}
-	req.Header.Set(forwardedHeader, a.opts.AdvertisedAddr)
+	req.Header.Set(forwardedHeader, mark)
 	for _, h := range []string{"Authorization", "Cookie"} {
 		if v := r.Header.Get(h); v != "" {
-			req.Header.Set(h, v) // the caller's credentials, for the owner's own checks
+			req.Header.Set(h, v)
 		}
 	}
 	resp, err := a.httpClient().Do(req)
@@ -290,54 +311,34 @@ func (a *App) forward(w http.ResponseWriter, r *http.Request, addr string, p int
 		}
 	}
 	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, io.LimitReader(resp.Body, 64<<20))
+	io.Copy(w, resp.Body)
 	return true
 }
 
 // forwardAny forwards a request this instance cannot place (it runs no
-// task to encode the key with) to an instance that owns partitions.
+// task to encode the key with) to an instance that owns partitions, each
+// distinct address once, marked so that it is not forwarded again; 503
+// when none answers.
 func (a *App) forwardAny(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get(forwardedHeader) == "" {
 		info := a.assignment.Load()
-		for p := range a.partitions {
-			if m, ok := info.owner(p); ok && m.Addr != "" && m.Addr != a.opts.AdvertisedAddr {
-				u := *r.URL
-				q := u.Query()
-				q.Del("partition")
-				u.RawQuery = q.Encode()
-				r2 := r.Clone(r.Context())
-				r2.URL = &u
-				if a.forwardUnplaced(w, r2, m.Addr) {
-					return
-				}
+		tried := map[string]bool{a.opts.AdvertisedAddr: true}
+		for p := range a.statePartitions.Load() {
+			m, ok := info.owner(p)
+			if !ok || m.Addr == "" || tried[m.Addr] {
+				continue
+			}
+			tried[m.Addr] = true
+			u := *r.URL
+			q := u.Query()
+			q.Del("partition")
+			u.RawQuery = q.Encode()
+			if a.send(w, r, m.Addr, &u, "unplaced") {
+				return
 			}
 		}
 	}
-	unavailable(w, errors.New("no instance runs a task to place the key now: try again"))
-}
-
-// forwardUnplaced forwards a request whose partition is not known: the
-// instance that gets it places the key, and answers or forwards it once.
-func (a *App) forwardUnplaced(w http.ResponseWriter, r *http.Request, addr string) bool {
-	u := url.URL{Scheme: "http", Host: addr, Path: r.URL.Path, RawPath: r.URL.RawPath, RawQuery: r.URL.RawQuery}
-	ctx, cancel := context.WithTimeout(r.Context(), 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
-	if err != nil {
-		return false
-	}
-	resp, err := a.httpClient().Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode == http.StatusServiceUnavailable {
-		return false
-	}
-	w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
-	w.WriteHeader(resp.StatusCode)
-	io.Copy(w, io.LimitReader(resp.Body, 64<<20))
-	return true
+	unavailable(w, errors.New("no instance runs a task to place the key now (they start, or restore): try again"))
 }
 
 // httpClient is the client that forwards reads.
@@ -345,8 +346,13 @@ func (a *App) httpClient() *http.Client {
 	if a.opts.StateClient != nil {
 		return a.opts.StateClient
 	}
-	return http.DefaultClient
+	return forwardClient
 }
+
+// forwardClient forwards reads by default: it follows no redirect (an
+// instance answers, or the read fails), so a request goes only to the
+// address the group's assignment gave.
+var forwardClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 
 // unavailable answers 503, to try again in a second.
 func unavailable(w http.ResponseWriter, err error) {

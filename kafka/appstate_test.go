@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,6 +138,18 @@ func TestAppStateRouting(t *testing.T) {
 			return true
 		})
 	}
+	// A read an instance could not place (it had no task yet), forwarded
+	// "unplaced", is placed and forwarded once more, to the owner.
+	mine := apps[0].app.Tasks()
+	var elsewhere string
+	for user, p := range partitionOf {
+		if otherPartition(mine) >= 0 && !slices.Contains(mine, p) {
+			elsewhere = user
+		}
+	}
+	if code, body := get(addrs[0], "/state/0/state?key="+url.QueryEscape(elsewhere), "X-Streamgen-Forwarded", "unplaced"); code != 200 || !strings.Contains(body2s(body), `"Count":`) {
+		t.Errorf("an unplaced read of %s: %d %s", elsewhere, code, body)
+	}
 	for _, tc := range []struct {
 		path   string
 		header []string
@@ -160,6 +174,8 @@ func TestAppStateRouting(t *testing.T) {
 		t.Fatalf("/state/: %d %s", code, body)
 	}
 }
+
+func body2s(b []byte) string { return string(b) }
 
 // otherPartition returns a partition of four not in mine.
 func otherPartition(mine []int32) int32 {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strconv"
@@ -40,8 +41,7 @@ type memberInfo struct {
 // assignmentInfo is what the leader tells a member with its partitions
 // (ConsumerMemberAssignment's UserData).
 type assignmentInfo struct {
-	// Generation numbers the assignments the leader made, so that a
-	// member tells a newer one from an older.
+	// Standbys are the partitions the member keeps standbys of.
 	Standbys []int32 `json:"standbys,omitempty"`
 	// Owners are the member (by index in Members) each partition is
 	// given to; -1 for a partition given to none this round (moving, in
@@ -108,9 +108,12 @@ func (b *appBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32
 	if len(a.UserData) > 0 && b.assigned != nil {
 		var info assignmentInfo
 		if err := json.Unmarshal(a.UserData, &info); err != nil {
-			return nil, fmt.Errorf("streamgen: kafka app: the group's assignment data does not decode (a member of another version?): %w", err)
+			// The partitions still run; standbys and routing wait for
+			// an assignment they can read.
+			slog.Warn("streamgen: kafka app: the group's assignment data does not decode (a leader of another version?)", "error", err)
+		} else {
+			b.assigned(info)
 		}
-		b.assigned(info)
 	}
 	return out, nil
 }
@@ -136,7 +139,10 @@ func (b *appBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32)
 		bm := balanceMember{id: m.MemberID}
 		if len(meta.UserData) > 0 {
 			if err := json.Unmarshal(meta.UserData, &bm.info); err != nil {
-				cb.SetError(fmt.Errorf("streamgen: kafka app: member %s's metadata does not decode (a member of another version?): %w", m.MemberID, err))
+				// Balanced as a member with no copies and no address,
+				// rather than failing the whole group.
+				slog.Warn("streamgen: kafka app: a member's metadata does not decode (a member of another version?)", "member", m.MemberID, "error", err)
+				bm.info = memberInfo{}
 			}
 		}
 		i := len(members)

@@ -76,7 +76,10 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	if c.err != nil {
 		return c.err
 	}
-	client, err := a.opts.Connection.newClient(kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	// An offset out of range (records deleted, a topic made again) fails
+	// the fetch rather than starting over silently: the standby starts
+	// again, and rebuilds its copy.
+	client, err := a.opts.Connection.newClient(kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NoResetOffset()))
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
@@ -89,6 +92,10 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 		return err
 	}
 	starts, err := reader.listOffsets(ctx, rclient, []topicPartition{tp}, earliestTimestamp)
+	if err != nil {
+		return err
+	}
+	ends, err := reader.listOffsets(ctx, rclient, []topicPartition{tp}, latestTimestamp)
 	if err != nil {
 		return err
 	}
@@ -105,7 +112,9 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	switch {
 	case hasRecord && rec.Async && hasProgress && local.BatchID > rec.Committed:
 		rebuild = true // batches the topic never got: only its copy replaces them
-	case hasRecord && known && from >= starts[tp]:
+	case hasRecord && known && from >= starts[tp] && from <= ends[tp]:
+	// (A recorded offset past the topic's end is of a topic deleted and
+	// made again: its copy is rebuilt.)
 	case hasProgress:
 		rebuild = true // state without a record of the topic, or records deleted since
 	default:

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -60,21 +59,31 @@ func (s *Store) serveSnapshots() {
 		for _, e := range entries {
 			name := e.Name()
 			id, ok := strings.CutSuffix(name, ".request")
+			keep := snapshotKeep // an answer, which its reader may still read
+			if ok {
+				keep = 2 * snapshotWait // a request, which its reader waits for that long
+			}
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > keep {
+				os.RemoveAll(filepath.Join(dir, name)) // of a reader that never came back
+				continue
+			}
 			if !ok {
-				if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > snapshotKeep {
-					os.RemoveAll(filepath.Join(dir, name)) // a reader that never came back
-				}
 				continue
 			}
 			if _, err := os.Stat(filepath.Join(dir, id+".ready")); err == nil {
 				continue // answered
 			}
+			var answer []byte
 			if err := s.answerSnapshot(dir, id); err != nil {
 				slog.Warn("streamgen: a snapshot of the checkpoint for a reader failed", "dir", s.dir, "error", err)
-				os.WriteFile(filepath.Join(dir, id+".ready"), []byte(err.Error()), 0o644)
-				continue
+				answer = []byte(err.Error())
 			}
-			os.WriteFile(filepath.Join(dir, id+".ready"), nil, 0o644)
+			// Written whole, then renamed: a reader never reads half an
+			// answer.
+			tmp := filepath.Join(dir, id+".answer")
+			if os.WriteFile(tmp, answer, 0o644) == nil {
+				os.Rename(tmp, filepath.Join(dir, id+".ready"))
+			}
 		}
 	}
 }
@@ -90,32 +99,22 @@ func (s *Store) answerSnapshot(dir, id string) error {
 		return ErrStoreClosed
 	}
 	dest := filepath.Join(dir, id)
+	// The commit file first (the reader checks the store against it: the
+	// store may hold more than it says, never less), then the store, and
+	// the lock file a checkpoint directory has.
+	commit, err := os.ReadFile(filepath.Join(s.dir, commitFileName))
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
 	if err := s.db.Checkpoint(dest, pebble.WithFlushedWAL()); err != nil {
 		return fmt.Errorf("pebble checkpoint: %w", err)
 	}
-	// The commit file, which the reader checks the store against, and
-	// the lock file a checkpoint directory has.
-	if err := copyFile(filepath.Join(s.dir, commitFileName), filepath.Join(dest, commitFileName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	if commit != nil {
+		if err := os.WriteFile(filepath.Join(dest, commitFileName), commit, 0o644); err != nil {
+			return err
+		}
 	}
 	return os.WriteFile(filepath.Join(dest, "LOCK"), nil, 0o644)
-}
-
-func copyFile(from, to string) error {
-	src, err := os.Open(from)
-	if err != nil {
-		return err
-	}
-	defer src.Close()
-	dst, err := os.Create(to)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(dst, src); err != nil {
-		dst.Close()
-		return err
-	}
-	return dst.Close()
 }
 
 // openRunning opens a snapshot of the checkpoint in dir, which a running
