@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/internal/testenv"
 	"github.com/streamgen/streamgen/kafka"
 	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
@@ -94,9 +95,7 @@ func TestAppChildProcess(t *testing.T) {
 // its transactions. The counts read back with read_committed are a plain
 // loop's, and rise at every update: nothing lost, nothing doubled.
 func TestAppSurvivesSIGKILL(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a process")
-	}
+	testenv.SkipUnlessFull(t, "starts a process (examples/appcluster's test kills processes too)")
 	conn, adm := newCluster(t, kafka.ListenAddr("127.0.0.1:0"), kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
 	conn.ClientOptions = fastGroup
 	createTopic(t, adm, "clicks", 4)
