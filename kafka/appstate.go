@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -67,25 +66,14 @@ func (a *App) serveState(w http.ResponseWriter, r *http.Request) {
 		observe.WriteStateRefusal(w, http.StatusMethodNotAllowed, errors.New("state is read with GET"))
 		return
 	}
-	path := r.URL.EscapedPath()
-	if i := strings.Index(path, "/state/"); i >= 0 {
-		path = path[i+len("/state/"):]
+	parts, status, err := observe.StatePath(r)
+	if err != nil {
+		observe.WriteStateRefusal(w, status, err)
+		return
 	}
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	if len(parts) == 1 && parts[0] == "" {
+	if parts == nil {
 		observe.WriteStateAnswer(w, a.Status())
 		return
-	}
-	if len(parts) > 2 {
-		observe.WriteStateRefusal(w, http.StatusNotFound, fmt.Errorf("%q is not a state path: /state/{operator}/{variable}", r.URL.Path))
-		return
-	}
-	for i, p := range parts {
-		var err error
-		if parts[i], err = url.PathUnescape(p); err != nil {
-			observe.WriteStateRefusal(w, http.StatusBadRequest, fmt.Errorf("%q is not a state path: %w", r.URL.Path, err))
-			return
-		}
 	}
 	params := r.URL.Query()
 	if !params.Has("key") {

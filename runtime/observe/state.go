@@ -146,28 +146,10 @@ func (h *StateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		stateError(w, http.StatusMethodNotAllowed, errors.New("state is read with GET"))
 		return
 	}
-	// Split the escaped path: an operator's name (a function's, with its
-	// package path) holds slashes, escaped as %2F.
-	path := r.URL.EscapedPath()
-	if i := strings.Index(path, "/state/"); i >= 0 {
-		path = path[i+len("/state/"):]
-	} else {
-		path = strings.TrimPrefix(path, "/")
-	}
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	if len(parts) == 1 && parts[0] == "" {
-		parts = nil
-	}
-	if len(parts) > 2 {
-		stateError(w, http.StatusNotFound, fmt.Errorf("%q is not a state path: /state/{operator}/{variable}, a slash in a name escaped as %%2F", r.URL.Path))
+	parts, status, err := StatePath(r)
+	if err != nil {
+		stateError(w, status, err)
 		return
-	}
-	for i, p := range parts {
-		var err error
-		if parts[i], err = url.PathUnescape(p); err != nil {
-			stateError(w, http.StatusBadRequest, fmt.Errorf("%q is not a state path: %w", r.URL.Path, err))
-			return
-		}
 	}
 	params := r.URL.Query()
 	if parts == nil && params.Get("query") == "" {
@@ -204,6 +186,33 @@ func (h *StateHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, ans)
+}
+
+// StatePath splits a read of state's path into its operator and variable
+// (none, one or both), unescaped: the part after "/state/", split at
+// its escaped slashes (an operator's name, a function's with its package
+// path, holds slashes, escaped as %2F). A path of more parts, or one that
+// does not unescape, is an error with the HTTP status to answer.
+func StatePath(r *http.Request) (parts []string, status int, err error) {
+	path := r.URL.EscapedPath()
+	if i := strings.Index(path, "/state/"); i >= 0 {
+		path = path[i+len("/state/"):]
+	} else {
+		path = strings.TrimPrefix(path, "/")
+	}
+	parts = strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) == 1 && parts[0] == "" {
+		return nil, 0, nil
+	}
+	if len(parts) > 2 {
+		return nil, http.StatusNotFound, fmt.Errorf("%q is not a state path: /state/{operator}/{variable}, a slash in a name escaped as %%2F", r.URL.Path)
+	}
+	for i, p := range parts {
+		if parts[i], err = url.PathUnescape(p); err != nil {
+			return nil, http.StatusBadRequest, fmt.Errorf("%q is not a state path: %w", r.URL.Path, err)
+		}
+	}
+	return parts, 0, nil
 }
 
 // KeyParam turns a key= parameter into the JSON of a StateRequest: JSON

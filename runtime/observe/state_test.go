@@ -9,7 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,17 +56,18 @@ func startCounting(t testing.TB, srv *observe.Server, name string, byPage bool) 
 	} else {
 		out = typed.MapGroupsWithState(typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }), typed.NoTimeout, countUser)
 	}
-	var committed atomic.Bool
+	committed := make(chan struct{})
+	var once sync.Once
 	q, err := typed.WriteTo(out, typed.NewMemorySink[fixtures.UserCount]()).OutputMode(typed.Update).Start(context.Background(),
-		runtime.Name(name), srv.Watch(), runtime.Listener(progressFunc(func(runtime.QueryProgress) { committed.Store(true) })))
+		runtime.Name(name), srv.Watch(), runtime.Listener(progressFunc(func(runtime.QueryProgress) { once.Do(func() { close(committed) }) })))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { q.Stop() })
-	for deadline := time.Now().Add(10 * time.Second); !committed.Load(); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("no batch committed")
-		}
+	select {
+	case <-committed:
+	case <-q.Done():
+		t.Fatalf("the query ended before its first batch: %v", q.Err())
 	}
 	return q
 }
