@@ -57,6 +57,12 @@ func BenchmarkEndToEndLatency(b *testing.B) {
 		b.ReportMetric(float64(len(delays)), "outputs")
 		// Where a batch's time goes, on average over the tasks' batches.
 		phases.mu.Lock()
+		if os.Getenv("STREAMGEN_LATENCY_PHASES") == "1" {
+			for name, all := range phases.all {
+				slices.Sort(all)
+				b.Logf("%s: p50 %d ms, p90 %d ms, p99 %d ms, max %d ms", name, all[len(all)/2], all[len(all)*9/10], all[len(all)*99/100], all[len(all)-1])
+			}
+		}
 		for _, name := range []string{runtime.DurationTriggerExecution, runtime.DurationLatestOffset, runtime.DurationGetBatch, runtime.DurationSink, runtime.DurationWALCommit} {
 			b.ReportMetric(float64(phases.ms[name])/float64(max(1, phases.batches)), name+"-ms/batch")
 		}
@@ -69,6 +75,7 @@ type phaseTimes struct {
 	mu      sync.Mutex
 	batches int64
 	ms      map[string]int64
+	all     map[string][]int64
 }
 
 func (p *phaseTimes) OnQueryProgress(q runtime.QueryProgress) {
@@ -80,6 +87,10 @@ func (p *phaseTimes) OnQueryProgress(q runtime.QueryProgress) {
 	p.batches++
 	for name, ms := range q.DurationMs {
 		p.ms[name] += ms
+		if p.all == nil {
+			p.all = map[string][]int64{}
+		}
+		p.all[name] = append(p.all[name], ms)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -42,6 +43,9 @@ type CheckpointReader struct {
 	committed int64
 	// live is set for a snapshot of a running query's checkpoint.
 	live bool
+	// closing makes Close's work happen once; closeErr is its result.
+	closing  sync.Once
+	closeErr error
 }
 
 // Live reports whether the reader reads a snapshot of a running query's
@@ -105,16 +109,20 @@ func OpenCheckpointFS(fsys vfs.FS, dir string) (*CheckpointReader, error) {
 	return c, nil
 }
 
-// Close closes the checkpoint and releases its lock.
+// Close closes the checkpoint and releases its lock. Calls after the
+// first return its result.
 func (c *CheckpointReader) Close() error {
-	if c.release != nil {
-		return c.release()
-	}
-	err := c.s.closeDB()
-	if lerr := c.s.lock.Close(); err == nil {
-		err = lerr
-	}
-	return err
+	c.closing.Do(func() {
+		if c.release != nil {
+			c.closeErr = c.release()
+			return
+		}
+		c.closeErr = c.s.closeDB()
+		if lerr := c.s.lock.Close(); c.closeErr == nil {
+			c.closeErr = lerr
+		}
+	})
+	return c.closeErr
 }
 
 // Dir returns the checkpoint's directory.

@@ -379,6 +379,31 @@ func TestCheckpointKeepsRecentProgress(t *testing.T) {
 			t.Errorf("batch %d: %d rows in, want %d", r.BatchID, r.NumInputRows, 5+i+1)
 		}
 	}
+	if err := c.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	// Restarted for 7 more files: still the latest 20, batches 12 to 31.
+	for i := 25; i < 32; i++ {
+		writeFile(t, in, fmt.Sprintf("%02d.json", i), strings.Repeat("{}\n", i+1))
+	}
+	more, err := runAvailable(t, plan, cp)
+	if err != nil || len(more) != 7 {
+		t.Fatalf("%d batches after the restart, %v", len(more), err)
+	}
+	if c, err = runtime.OpenCheckpoint(cp); err != nil {
+		t.Fatal(err)
+	}
+	if kept, err = c.RecentProgress(); err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, r := range kept {
+		ids = append(ids, r.BatchID)
+	}
+	if len(ids) != 20 || ids[0] != 12 || ids[19] != 31 {
+		t.Errorf("after the restart the checkpoint keeps the reports of batches %v, want 12 to 31", ids)
+	}
 }
 
 // TestFilesLag: each batch's report says how many files of the listing

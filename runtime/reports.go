@@ -39,12 +39,26 @@ func (s *Store) keepReport(r QueryProgress) error {
 		return fmt.Errorf("streamgen: keep the progress report of batch %d: %w", r.BatchID, err)
 	}
 	if old := r.BatchID - keptReports; old >= 0 {
-		if err := b.DeleteRange(reportKey(0), reportKey(old+1), nil); err != nil {
+		// The first report of a store drops every older one with a range
+		// deletion; the next ones each drop the one report that falls out
+		// with a point deletion: a range deletion a batch would pile up
+		// in the memtable, and every read after a new one fragments all
+		// of them again.
+		var err error
+		if s.reportsPruned.Load() {
+			err = b.Delete(reportKey(old), nil)
+		} else {
+			err = b.DeleteRange(reportKey(0), reportKey(old+1), nil)
+		}
+		if err != nil {
 			return fmt.Errorf("streamgen: keep the progress report of batch %d: %w", r.BatchID, err)
 		}
 	}
 	if err := s.db.Apply(b, pebble.NoSync); err != nil {
 		return s.fail(fmt.Errorf("keep the progress report of batch %d: %w", r.BatchID, err))
+	}
+	if r.BatchID >= keptReports {
+		s.reportsPruned.Store(true)
 	}
 	return s.Err()
 }

@@ -202,6 +202,9 @@ type Store struct {
 	// none), and serializes the file's writes.
 	recording sync.Mutex
 	recorded  int64
+	// reportsPruned is set once keepReport has dropped every report
+	// older than the kept ones.
+	reportsPruned atomic.Bool
 
 	stop chan struct{}
 	done sync.WaitGroup
