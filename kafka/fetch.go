@@ -55,6 +55,12 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 			<-ahead
 		}
 	}()
+	if f, ok := s.takePrefetched(tp, from); ok {
+		// Available fetched the range's first records: they are the
+		// loop's first fetch, as one fetched ahead.
+		ahead = make(chan fetched, 1)
+		ahead <- f
+	}
 	next := from
 	stalled := 0
 	// lastErr is the error of the last attempt that made no progress.

@@ -86,10 +86,10 @@ func (s *TopicSource) listPartitions(ctx context.Context, client *kgo.Client) ([
 			parts = append(parts, tp)
 		}
 	}
-	s.mu.Lock()
-	s.meta = meta
-	s.mu.Unlock()
 	slices.SortFunc(parts, compareTopicPartitions)
+	s.mu.Lock()
+	s.meta, s.listed, s.listedAt = meta, parts, time.Now()
+	s.mu.Unlock()
 	return parts, nil
 }
 

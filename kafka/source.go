@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -69,8 +70,16 @@ type TopicSource struct {
 	client *kgo.Client
 	closed bool
 	// meta is what the last listing learnt of each partition: where to
-	// fetch it.
-	meta map[topicPartition]partitionMeta
+	// fetch it; listed are the partitions it found, sorted, and listedAt
+	// when it was made.
+	meta     map[topicPartition]partitionMeta
+	listed   []topicPartition
+	listedAt time.Time
+	// positions are the ends Next planned last, by partition: where
+	// Available fetches from; prefetched are the records Available
+	// fetched, which Read begins with (see prefetch.go).
+	positions  offsets
+	prefetched map[topicPartition]fetched
 	// firstBatches remembers, by the end offset Next planned for a new
 	// query's first batch, the starting offsets it planned from, so that
 	// Read reads that batch from the same offsets (resolving them again,
@@ -159,15 +168,53 @@ func (s *TopicSource) Available(ctx context.Context) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	parts, err := s.listPartitions(ctx, client)
+	parts, err := s.partitionsRead(ctx, client)
 	if err != nil {
 		return nil, err
 	}
-	ends, err := s.availableOffsets(ctx, client, parts)
-	if err != nil {
-		return nil, err
+	ends, rest := s.prefetchEnds(ctx, client, parts)
+	if len(rest) > 0 {
+		listed, err := s.availableOffsets(ctx, client, rest)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(ends, listed)
+		s.mu.Lock()
+		for _, tp := range rest {
+			if _, known := s.positions[tp]; known {
+				// A fetch that failed: perhaps a leader that moved.
+				s.listedAt = time.Time{}
+			}
+		}
+		s.mu.Unlock()
 	}
 	return s.encode(ends)
+}
+
+// partitionsRead returns the partitions the source reads: a source of
+// given partitions lists them again when its last listing is older than
+// listingMaxAge or misses one of them; any other lists them every time,
+// so that partitions and topics made while a query runs are seen.
+func (s *TopicSource) partitionsRead(ctx context.Context, client *kgo.Client) ([]topicPartition, error) {
+	if len(s.opts.Partitions) > 0 {
+		s.mu.Lock()
+		fresh := time.Since(s.listedAt) < listingMaxAge
+		if fresh {
+			for topic, ps := range s.opts.Partitions {
+				for _, p := range ps {
+					if _, ok := s.meta[topicPartition{topic, p}]; !ok {
+						fresh = false
+					}
+				}
+			}
+		}
+		parts := s.listed
+		s.mu.Unlock()
+		if fresh {
+			return parts, nil
+		}
+	}
+	return s.listPartitions(ctx, client)
 }
 
 // Next plans the batch after committed: every partition of upTo from its
@@ -222,6 +269,7 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	if limit == runtime.Limited && s.opts.MaxOffsetsPerTrigger > 0 {
 		until = rateLimit(s.opts.MaxOffsetsPerTrigger, begin, until)
 	}
+	s.planned(until)
 	next := maps.Clone(from)
 	if next == nil {
 		next = make(offsets)
