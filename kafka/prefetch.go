@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"time"
 
@@ -60,7 +61,7 @@ func (s *TopicSource) prefetchEnds(ctx context.Context, client *kgo.Client, part
 	ends = make(offsets, len(from))
 	kept := make(map[topicPartition]fetched, len(from))
 	for leader, tps := range byLeader {
-		answered := s.prefetchFrom(ctx, client, leader, tps, from, metas, ends, kept)
+		answered := s.prefetchFrom(ctx, client, leader, tps, from, metas, 0, ends, kept)
 		for _, tp := range tps {
 			if !answered[tp] {
 				rest = append(rest, tp)
@@ -74,12 +75,14 @@ func (s *TopicSource) prefetchEnds(ctx context.Context, client *kgo.Client, part
 }
 
 // prefetchFrom sends one fetch for tps to leader, each from its offset in
-// from, and records the ends and records of the partitions it answered
-// for without an error.
-func (s *TopicSource) prefetchFrom(ctx context.Context, client *kgo.Client, leader int32, tps []topicPartition, from offsets, metas map[topicPartition]partitionMeta, ends offsets, kept map[topicPartition]fetched) map[topicPartition]bool {
+// from, which the leader answers when it has a record to return or wait
+// has passed, and records the ends and records of the partitions it
+// answered for without an error (in ends and kept, when not nil). It
+// returns those partitions; it fails only when the request does.
+func (s *TopicSource) prefetchFrom(ctx context.Context, client *kgo.Client, leader int32, tps []topicPartition, from offsets, metas map[topicPartition]partitionMeta, wait time.Duration, ends offsets, kept map[topicPartition]fetched) map[topicPartition]bool {
 	size := s.fetchSize(0)
 	req := kmsg.NewPtrFetchRequest()
-	req.MaxWaitMillis = 0 // what is there now: Available does not wait
+	req.MaxWaitMillis = int32(wait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = max(size, int32(min(len(tps)*int(size), prefetchBytes)))
 	req.IsolationLevel = 1 // read_committed
@@ -132,8 +135,11 @@ func (s *TopicSource) prefetchFrom(ctx context.Context, client *kgo.Client, lead
 			if end < 0 {
 				continue
 			}
-			answered[tp], ends[tp] = true, end
-			if len(p.RecordBatches) == 0 {
+			answered[tp] = true
+			if ends != nil {
+				ends[tp] = end
+			}
+			if kept == nil || len(p.RecordBatches) == 0 {
 				continue
 			}
 			size := len(p.RecordBatches)
@@ -170,3 +176,56 @@ func (s *TopicSource) takePrefetched(tp topicPartition, offset int64) (fetched, 
 // listing of them: a leader that moved is found sooner, by a fetch or a
 // listing that fails.
 const listingMaxAge = 5 * time.Second
+
+// WaitForData waits until a partition of committed (the offsets a query
+// committed) has records after them, d has passed, or ctx is done: it
+// sends each partition's leader a fetch from there, which the leader
+// answers when records arrive or after d (a runtime.DataWaiter). It
+// waits d when it cannot fetch (a new query, a partition not listed, a
+// failed fetch): the next Available says why.
+func (s *TopicSource) WaitForData(ctx context.Context, committed json.RawMessage, d time.Duration) {
+	started := time.Now()
+	rest := func() { _ = pause(ctx, d-time.Since(started)) }
+	client, err := s.clientFor()
+	if err != nil || len(committed) == 0 {
+		rest()
+		return
+	}
+	from, err := s.decode(committed, "committed")
+	if err != nil || len(from) == 0 {
+		rest()
+		return
+	}
+	byLeader := make(map[int32][]topicPartition)
+	metas := make(map[topicPartition]partitionMeta, len(from))
+	s.mu.Lock()
+	for tp := range from {
+		if meta, ok := s.meta[tp]; ok {
+			byLeader[meta.leader] = append(byLeader[meta.leader], tp)
+			metas[tp] = meta
+		}
+	}
+	s.mu.Unlock()
+	if len(byLeader) == 0 {
+		rest()
+		return
+	}
+	// One fetch per leader; the first answer ends the others.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answers := make(chan bool, len(byLeader))
+	for leader, tps := range byLeader {
+		go func() {
+			answered := s.prefetchFrom(wctx, client, leader, tps, from, metas, d, nil, nil)
+			answers <- len(answered) > 0
+		}()
+	}
+	ok := <-answers
+	cancel()
+	for range len(byLeader) - 1 {
+		<-answers
+	}
+	if !ok {
+		rest()
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -14,6 +15,7 @@ import (
 	"github.com/streamgen/streamgen/generated/fixtures"
 	"github.com/streamgen/streamgen/kafka"
 	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
 )
 
 // TestOneFetchABatch: a source of given partitions that knows where its
@@ -154,4 +156,35 @@ func TestOneFetchABatch(t *testing.T) {
 		t.Errorf("a batch without data sent %d fetches, want 1", f)
 	}
 	check("after a batch without data")
+}
+
+// TestBatchStartsWhenDataArrives: a query whose poll interval is an hour
+// still reads records as they arrive, since its Kafka source waits for
+// them with a fetch the broker answers when they do; and it stops at
+// once while waiting.
+func TestBatchStartsWhenDataArrives(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "arrive", 2)
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"arrive"}, StartingOffsets: kafka.Earliest()})
+	defer src.Close()
+	rows := typed.NewMemorySink[fixtures.RateRow]()
+	sink := newSignalSink[fixtures.RateRow](rows)
+	q, err := typed.WriteTo(typed.From[fixtures.RateRow](src), typed.Sink[fixtures.RateRow](sink)).
+		Start(testContext(t), newCheckpoint().opts(runtime.PollInterval(time.Hour))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(n int) func() bool { return func() bool { return len(rows.Rows()) >= n } }
+	produce(t, conn, rateRecords("arrive", 0, 0, 3)...)
+	sink.waitFor(t, "the first records", has(3))
+	produce(t, conn, rateRecords("arrive", 1, 100, 2)...)
+	sink.waitFor(t, "records of the other partition", has(5))
+	produce(t, conn, rateRecords("arrive", 0, 3, 1)...)
+	sink.waitFor(t, "one more record", has(6))
+	if err := q.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := values(rows.Rows()), slices.Concat(span(0, 3), span(100, 101)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
 }

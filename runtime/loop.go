@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -130,7 +131,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 				err = q.cfg.sleep(ctx, started, q.cfg.trigger.interval)
 			} else {
 				q.setStatus(statusWaitingForData, false, false)
-				err = q.cfg.sleep(ctx, started, q.cfg.pollInterval)
+				err = q.waitForData(ctx, progress, started)
 			}
 			if err != nil {
 				return err
@@ -277,4 +278,40 @@ func timerThreshold(mode TimeMode, watermark, now time.Time) (time.Time, bool) {
 		return watermark, !watermark.IsZero()
 	}
 	return time.Time{}, false
+}
+
+// waitForData waits, when a batch found nothing to do, for the poll
+// interval, or less when every input is a DataWaiter and one of them
+// sees data arrive.
+func (q *Query) waitForData(ctx context.Context, progress Progress, started time.Time) error {
+	waiters := make([]DataWaiter, 0, len(q.plan.Inputs))
+	for _, in := range q.plan.Inputs {
+		w, ok := in.Source.(DataWaiter)
+		if !ok || q.cfg.manualClock != nil {
+			return q.cfg.sleep(ctx, started, q.cfg.pollInterval)
+		}
+		waiters = append(waiters, w)
+	}
+	d := q.cfg.pollInterval - q.cfg.clock().Sub(started)
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if len(waiters) == 1 {
+		waiters[0].WaitForData(ctx, progress.Offsets[q.plan.Inputs[0].Source.Name()], d)
+		return ctx.Err()
+	}
+	// Several inputs: the first to see data (or its time up) ends the
+	// others' waits.
+	wctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for i, w := range waiters {
+		committed := progress.Offsets[q.plan.Inputs[i].Source.Name()]
+		wg.Go(func() {
+			defer cancel()
+			w.WaitForData(wctx, committed, d)
+		})
+	}
+	wg.Wait()
+	cancel()
+	return ctx.Err()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // Source is a replayable input of raw records: given the same offsets it
@@ -27,6 +28,20 @@ type Source interface {
 	Next(ctx context.Context, committed, upTo json.RawMessage, limit ReadLimit) (json.RawMessage, error)
 	// Read calls fn, in order, for each record after start up to end.
 	Read(ctx context.Context, start, end json.RawMessage, fn func(Record) error) error
+}
+
+// DataWaiter is implemented by a source that can wait for new data, such
+// as a Kafka source's fetch that the broker answers when records arrive.
+// A query whose sources all implement it, and that found nothing to do,
+// waits on them for up to its poll interval rather than sleeping, so that
+// its next batch starts as soon as data arrives; with several inputs it
+// waits on all at once and goes on when the first returns.
+type DataWaiter interface {
+	// WaitForData returns when data after committed (nil for a new query)
+	// may have arrived, when d has passed, or when ctx is done. A source
+	// that cannot wait, or whose wait fails, waits d (or until ctx is
+	// done): the next Available reports what is wrong.
+	WaitForData(ctx context.Context, committed json.RawMessage, d time.Duration)
 }
 
 // StartChecker is implemented by a source that can tell, before the query
