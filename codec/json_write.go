@@ -6,7 +6,6 @@ import (
 	"math"
 	mathbits "math/bits"
 	"strconv"
-	"time"
 	"unicode/utf8"
 )
 
@@ -18,6 +17,11 @@ import (
 func AppendJSONString(b []byte, s string) []byte {
 	n := len(s)
 	if n > 16 {
+		if n <= jsonWordsMax {
+			if out, ok := jsonAppendPlainWords(b, s); ok {
+				return out
+			}
+		}
 		return appendJSONStr(b, s)
 	}
 	// Up to 16 bytes: checked with one or two words read from s,
@@ -53,6 +57,38 @@ func AppendJSONString(b []byte, s string) []byte {
 	}
 	out[p+1+n] = '"'
 	return out[:p+2+n]
+}
+
+// jsonWordsMax is the longest string that AppendJSONString first tries
+// to write a word at a time (jsonAppendPlainWords), as names, addresses
+// and e-mail addresses are.
+const jsonWordsMax = 64
+
+// jsonAppendPlainWords appends s, of more than 8 bytes, when it needs no
+// escaping, checking and copying it 8 bytes at a time (the last word
+// overlapping the one before), and reports whether it did. On false it
+// has written into b's spare capacity only where the escaped string will
+// be written.
+func jsonAppendPlainWords(b []byte, s string) ([]byte, bool) {
+	n := len(s)
+	b = jsonRoom(b, n+2)
+	out := b[:cap(b)]
+	p := len(b)
+	out[p] = '"'
+	for i := 0; i+8 < n; i += 8 {
+		w := jsonLoad64(s, i)
+		if !jsonPlainWord(w) {
+			return b, false
+		}
+		binary.LittleEndian.PutUint64(out[p+1+i:], w)
+	}
+	w := jsonLoad64(s, n-8)
+	if !jsonPlainWord(w) {
+		return b, false
+	}
+	binary.LittleEndian.PutUint64(out[p+1+n-8:], w)
+	out[p+1+n] = '"'
+	return out[:p+2+n], true
 }
 
 // AppendJSONStringBytes is AppendJSONString for a byte slice.
@@ -253,7 +289,8 @@ func AppendJSONFloat(b []byte, f float64, bits int) ([]byte, error) {
 		fb := math.Float64bits(f)
 		m := fb&(1<<52-1) | 1<<52
 		tz := mathbits.TrailingZeros64(m)
-		if d := 1075 - int(fb>>52&0x7ff) - tz; uint(d) < uint(len(jsonPow5)) {
+		d := 1075 - int(fb>>52&0x7ff) - tz
+		if uint(d) < uint(len(jsonPow5)) {
 			hi, n := mathbits.Mul64(m>>uint(tz), jsonPow5[d])
 			if hi == 0 && n < 1e15 && math.Abs(f) >= 1e-6 {
 				return jsonAppendFixed(b, int64(fb) < 0, n, d), nil
@@ -262,8 +299,15 @@ func AppendJSONFloat(b []byte, f float64, bits int) ([]byte, error) {
 		// Then the rest that encoding/json writes without an exponent
 		// (false for NaN, and ±Inf is past 1e21).
 		if abs := math.Abs(f); abs >= 1e-6 && abs < 1e21 {
-			if out, ok := jsonAppendExactFloat(b, f, abs, 64); ok {
+			if out, ok := jsonAppendCents(b, f, abs); ok {
 				return out, nil
+			}
+			// The exact form of integers that the inline case did not
+			// take (d < 0); for d >= 0 it found the exact form too long.
+			if d < 0 {
+				if out, ok := jsonAppendExactFloat(b, f, abs, 64); ok {
+					return out, nil
+				}
 			}
 			if out, ok := jsonAppendShortest(b, f, abs, 64); ok {
 				return out, nil
@@ -305,6 +349,69 @@ func AppendJSONFloat(b []byte, f float64, bits int) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// jsonAppendCents appends f (with abs = |f|, in the range where
+// encoding/json does not use an exponent) when it is the float nearest a
+// decimal with at most two decimals, such as a price or a percentage, and
+// reports whether it did. It is jsonAppendShortest's argument at a fixed
+// scale of 10^2: n = round(abs·100) and n/100 == abs tested exactly (n <
+// 2^53, so the division rounds once); for abs under 10^13 the decimals
+// 0.01 apart are farther apart than the interval of reals that round to
+// abs, so n/100 is the only one of them that does, and, without its
+// trailing zeros, the shortest representation. A float that is not near
+// such a decimal is let go before the division: abs·100 is then far from
+// an integer, where the float nearest one is within a few ulps of it.
+func jsonAppendCents(b []byte, f, abs float64) ([]byte, bool) {
+	if abs < 1e-2 || abs >= 1e13 {
+		return b, false
+	}
+	x := abs * 100
+	r := math.Round(x)
+	if math.Abs(x-r) > x*0x1p-50 || r/100 != abs {
+		return b, false
+	}
+	n, d := uint64(r), 2
+	if n%10 == 0 {
+		n, d = n/10, 1
+		if n%10 == 0 {
+			n, d = n/10, 0
+		}
+	}
+	if n >= 1e8 {
+		return jsonAppendFixed(b, f < 0, n, d), true
+	}
+	// Up to eight digits: written as one word, the decimals then moved
+	// one place on to make room for the point.
+	b = jsonRoom(b, 16)
+	out := b[:cap(b)]
+	p := len(b)
+	if f < 0 {
+		out[p] = '-'
+		p++
+	}
+	if d == 1 && n < 10 || d == 2 && n < 100 {
+		out[p], out[p+1] = '0', '.'
+		if d == 1 {
+			out[p+2] = byte('0' + n)
+			return out[:p+3], true
+		}
+		out[p+2], out[p+3] = jsonDigitPairs[2*n], jsonDigitPairs[2*n+1]
+		return out[:p+4], true
+	}
+	w := jsonDigits8(uint32(n))
+	z := mathbits.TrailingZeros64(w) >> 3 // leading zero digits; w != 0
+	k := 8 - z
+	binary.LittleEndian.PutUint64(out[p:], w>>(8*z)+jsonASCIIZeros)
+	switch d {
+	case 1:
+		out[p+k], out[p+k-1] = out[p+k-1], '.'
+		k++
+	case 2:
+		out[p+k], out[p+k-1], out[p+k-2] = out[p+k-1], out[p+k-2], '.'
+		k++
+	}
+	return out[:p+k], true
 }
 
 // jsonAppendExactFloat appends f (with abs = |f|, not zero, in the range
@@ -437,37 +544,6 @@ func AppendJSONBool(b []byte, v bool) []byte {
 		return append(b, "true"...)
 	}
 	return append(b, "false"...)
-}
-
-// AppendJSONTime appends t exactly as time.Time.MarshalJSON writes it (a
-// quoted RFC 3339 string with nanoseconds as needed), with its error for a
-// year outside [0,9999] (or a zone offset of 24 hours or more). On error b
-// is returned unchanged and the error wraps time's own, worded as
-// encoding/json reports it: "json: error calling MarshalJSON for type
-// time.Time: Time.MarshalJSON: year outside of range [0,9999]".
-func AppendJSONTime(b []byte, t time.Time) ([]byte, error) {
-	n0 := len(b)
-	b = append(b, '"')
-	// AppendFormat has a dedicated fast path for RFC3339Nano, the same
-	// routine MarshalJSON uses.
-	b = t.AppendFormat(b, time.RFC3339Nano)
-	// MarshalJSON refuses what is not valid RFC 3339: a year that is not
-	// exactly 4 digits, and a zone hour of 24 or more. Detect both here
-	// the way time does, and let time word the error.
-	bad := b[n0+1+len("9999")] != '-'
-	if !bad && b[len(b)-1] != 'Z' {
-		c := b[len(b)-len("Z07:00")]
-		h := 10*(b[len(b)-len("07:00")]-'0') + (b[len(b)-len("7:00")] - '0')
-		bad = '0' <= c && c <= '9' || h >= 24
-	}
-	if bad {
-		_, err := t.MarshalJSON()
-		if err == nil { // cannot happen; keep the contract anyway
-			return append(b, '"'), nil
-		}
-		return b[:n0], &JSONError{Offset: -1, Msg: "error calling MarshalJSON for type time.Time", Err: err}
-	}
-	return append(b, '"'), nil
 }
 
 // AppendJSONCompact appends the JSON value raw (the output of a MarshalJSON

@@ -72,15 +72,22 @@ func TestAppendJSONString(t *testing.T) {
 // TestAppendJSONShortString puts every byte value, and runes that take 2
 // to 4 bytes (U+2028 among them), at every position of strings of 1 to 17
 // bytes, where AppendJSONString checks and writes words read from
-// overlapping parts of the string, and compares with encoding/json, when
-// appending to a buffer with and without room.
+// overlapping parts of the string, and of lengths up to just past
+// jsonWordsMax, where it checks and copies them 8 bytes at a time, and
+// compares with encoding/json, when appending to a buffer with and
+// without room.
 func TestAppendJSONShortString(t *testing.T) {
 	var inserts []string
 	for c := range 256 {
 		inserts = append(inserts, string([]byte{byte(c)}))
 	}
 	inserts = append(inserts, "é", " ", " ", "日", "😀", "â", "ð")
-	for n := 1; n <= 17; n++ {
+	lengths := []int{}
+	for n := 1; n <= 26; n++ {
+		lengths = append(lengths, n)
+	}
+	lengths = append(lengths, 31, 32, 33, 40, jsonWordsMax-1, jsonWordsMax, jsonWordsMax+1)
+	for _, n := range lengths {
 		for _, ins := range inserts {
 			for at := 0; at+len(ins) <= n; at++ {
 				s := strings.Repeat("a", at) + ins + strings.Repeat("z", n-at-len(ins))
@@ -237,6 +244,19 @@ func TestAppendJSONFloat(t *testing.T) {
 		f = math.Ldexp(float64(m), -k)
 		check(f, 64)
 		check(f, 32)
+	}
+	for i := 0; i < 200000; i++ {
+		// Amounts with at most two decimals, which take a fast path
+		// (jsonAppendCents), up to its limits, and their neighbours.
+		cents := rng.Int63n(1 << (1 + rng.Intn(51)))
+		f := float64(cents) / 100
+		if i%3 == 0 {
+			f = 1e13 - float64(rng.Intn(1000))/100
+		}
+		check(f, 64)
+		check(-f, 64)
+		check(math.Nextafter(f, 0), 64)
+		check(math.Nextafter(f, math.Inf(1)), 64)
 	}
 	for i := 0; i < 20000; i++ {
 		// Around the format switch points.

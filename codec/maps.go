@@ -36,12 +36,36 @@ type Entry[K, V any] struct {
 // nothing can be skipped, and a changelog is reproducible). Entries, not
 // keys, so that a NaN key keeps its value.
 func OrderedEntries[M ~map[K]V, K cmp.Ordered, V any](m M) []Entry[K, V] {
-	entries := make([]Entry[K, V], 0, len(m))
+	return AppendOrderedEntries(make([]Entry[K, V], 0, len(m)), m)
+}
+
+// SmallMap is the number of entries that generated encoders sort in an
+// array on their own stack (see AppendOrderedEntries): a map of at most
+// that many entries is written without allocating.
+const SmallMap = 8
+
+// AppendOrderedEntries appends the entries of m to dst and returns dst
+// with them in the order of OrderedEntries. Generated encoders pass an
+// empty slice of an array of SmallMap entries on their stack, so that a
+// small map is sorted there; a larger one grows it onto the heap.
+func AppendOrderedEntries[M ~map[K]V, K cmp.Ordered, V any](dst []Entry[K, V], m M) []Entry[K, V] {
+	start := len(dst)
 	for k, v := range m {
-		entries = append(entries, Entry[K, V]{k, v})
+		dst = append(dst, Entry[K, V]{k, v})
 	}
-	slices.SortFunc(entries, func(a, b Entry[K, V]) int { return cmp.Compare(a.Key, b.Key) })
-	return entries
+	entries := dst[start:]
+	if len(entries) > 12 {
+		slices.SortFunc(entries, func(a, b Entry[K, V]) int { return cmp.Compare(a.Key, b.Key) })
+		return dst
+	}
+	// Insertion sort, comparing keys directly: for a few entries it beats
+	// a sort that calls a comparison function.
+	for i := 1; i < len(entries); i++ {
+		for j := i; j > 0 && cmp.Less(entries[j].Key, entries[j-1].Key); j-- {
+			entries[j], entries[j-1] = entries[j-1], entries[j]
+		}
+	}
+	return dst
 }
 
 // SortedIntKeys returns the keys of m ordered by their decimal text, the

@@ -280,7 +280,8 @@ func reflectName(t types.Type) string {
 
 // recordMarshalJSON emits MarshalJSON. A struct that holds no recursive one
 // is encoded into a buffer on the stack and copied out while its
-// encodings are small (see codec.JSONSize): its helpers let their buffer
+// encodings are small or medium (see codec.JSONSize; the medium buffer
+// is cleared only when it is used): its helpers let their buffer
 // escape only to their result, so the buffer stays on the stack (were it
 // moved to the heap, the output would be the same at the cost of a
 // second allocation; generated/fixtures' TestMarshalJSONAllocatesItsResultOnly
@@ -307,19 +308,24 @@ func (e *emitter) recordMarshalJSON(s *Struct) jen.Code {
 			Comment(s.Name+"'s encodings.").Line().
 			Func().Params(recv).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(heap...)
 	}
+	onStack := func(tier, bufSize string) jen.Code {
+		return jen.If(size.Clone().Dot(tier).Call()).Block(
+			jen.Var().Id("buf").Index(jen.Qual(codecPath, bufSize)).Byte(),
+			appendTo(jen.Id("buf").Index(jen.Empty(), jen.Lit(0))),
+			failed,
+			size.Clone().Dot("Observe").Call(jen.Len(jen.Id("b"))),
+			jen.Return(jen.Append(jen.Index().Byte().Parens(jen.Nil()), jen.Id("b").Op("...")), jen.Nil()),
+		)
+	}
 	return jen.Comment("MarshalJSON returns t as encoding/json would marshal it, in a new slice").Line().
-		Comment("of its length. While "+s.Name+"'s encodings are small, t is encoded into a").Line().
-		Comment("buffer on the stack and copied out; larger ones are written once into").Line().
-		Comment("a new buffer sized by the running size of the encodings.").Line().
+		Comment("of its length. While "+s.Name+"'s encodings are small or medium, t is").Line().
+		Comment("encoded into a buffer on the stack and copied out; larger ones are").Line().
+		Comment("written once into a new buffer sized by the running size of the").Line().
+		Comment("encodings.").Line().
 		Func().Params(recv).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
 		append([]jen.Code{
-			jen.If(size.Clone().Dot("Small").Call()).Block(
-				jen.Var().Id("buf").Index(jen.Qual(codecPath, "JSONStackSize")).Byte(),
-				appendTo(jen.Id("buf").Index(jen.Empty(), jen.Lit(0))),
-				failed,
-				size.Clone().Dot("Observe").Call(jen.Len(jen.Id("b"))),
-				jen.Return(jen.Append(jen.Index().Byte().Parens(jen.Nil()), jen.Id("b").Op("...")), jen.Nil()),
-			),
+			onStack("Small", "JSONStackSize"),
+			onStack("Medium", "JSONMediumStackSize"),
 		}, heap...)...,
 	)
 }

@@ -170,10 +170,10 @@ func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 		if basic, ok := s.Key.Type.Underlying().(*types.Basic); ok && basic.Info()&types.IsOrdered != 0 {
 			entry := e.fresh("entry")
 			body = append([]jen.Code{jen.List(jen.Id(k), jen.Id(val)).Op(":=").Id(entry).Dot("Key").Op(",").Id(entry).Dot("Value")}, body...)
-			return []jen.Code{
-				header,
-				jen.For(jen.List(jen.Id("_"), jen.Id(entry)).Op(":=").Range().Qual(codecPath, "OrderedEntries").Call(x.Clone())).Block(body...),
-			}
+			decl, entries := e.orderedEntries(s, x)
+			return append(append([]jen.Code{header}, decl...),
+				jen.For(jen.List(jen.Id("_"), jen.Id(entry)).Op(":=").Range().Add(entries)).Block(body...),
+			)
 		}
 		// Other keys write themselves as text; ordered by it.
 		keys, kt := e.fresh("keys"), e.fresh("kt")
@@ -200,6 +200,26 @@ func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 		}
 	}
 	panic("appendValue: unknown shape")
+}
+
+// smallEntriesMax is the largest entry (key and value) that a map's
+// encoder sorts in an array of codec.SmallMap entries on its stack; maps
+// with larger entries are sorted in a slice on the heap.
+const smallEntriesMax = 64
+
+// orderedEntries returns the code that sorts the entries of the map x of
+// shape s (whose keys are ordered) by key, and the expression of the
+// sorted entries: an array of codec.SmallMap entries on the stack, which a
+// larger map grows onto the heap, when the entries are small.
+func (e *emitter) orderedEntries(s *Shape, x *jen.Statement) (decl []jen.Code, entries jen.Code) {
+	entry := jen.Qual(codecPath, "Entry").Types(e.typeCode(s.Key.Type), e.typeCode(s.Elem.Type))
+	sizes := types.SizesFor("gc", "amd64")
+	if sizes.Sizeof(s.Key.Type)+sizes.Sizeof(s.Elem.Type) > smallEntriesMax {
+		return nil, jen.Qual(codecPath, "OrderedEntries").Call(x.Clone())
+	}
+	small := e.fresh("small")
+	decl = []jen.Code{jen.Var().Id(small).Index(jen.Qual(codecPath, "SmallMap")).Add(entry)}
+	return decl, jen.Qual(codecPath, "AppendOrderedEntries").Call(jen.Id(small).Index(jen.Op(":").Lit(0)), x.Clone())
 }
 
 // readBinary emits readBinary<Helper>(d, v, end): fields until end, by tag;

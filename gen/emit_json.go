@@ -320,6 +320,22 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 			}
 		}
 		body := []jen.Code{jen.If(jen.Id(i).Op(">").Lit(0)).Block(jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(',')))}
+		if sorted == "SortedKeys" {
+			// String keys: the entries sorted by key, which is the order
+			// of encoding/json's (byte-wise), with no lookups.
+			entry := e.fresh("entry")
+			body = append(body, jen.List(jen.Id(k), jen.Id(val)).Op(":=").Id(entry).Dot("Key").Op(",").Id(entry).Dot("Value"))
+			body = append(body, key...)
+			body = append(body, jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(':')))
+			body = append(body, e.appendJSONValue(s.Elem, jen.Id(val))...)
+			decl, entries := e.orderedEntries(s, x)
+			return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(null).Else().Block(append(append([]jen.Code{
+				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('{')),
+			}, decl...),
+				jen.For(jen.List(jen.Id(i), jen.Id(entry)).Op(":=").Range().Add(entries)).Block(body...),
+				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('}')),
+			)...)}
+		}
 		body = append(body, key...)
 		body = append(body,
 			jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(':')),

@@ -36,12 +36,22 @@ func (t *CountAcc) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While CountAcc's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While CountAcc's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *CountAcc) MarshalJSON() ([]byte, error) {
 	if jsonSizeCountAcc.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONCountAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeCountAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeCountAcc.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONCountAcc(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -109,12 +119,22 @@ func (t *SumAcc) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While SumAcc's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While SumAcc's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *SumAcc) MarshalJSON() ([]byte, error) {
 	if jsonSizeSumAcc.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONSumAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeSumAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeSumAcc.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONSumAcc(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -182,12 +202,22 @@ func (t *ExtremeAcc) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While ExtremeAcc's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While ExtremeAcc's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *ExtremeAcc) MarshalJSON() ([]byte, error) {
 	if jsonSizeExtremeAcc.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONExtremeAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeExtremeAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeExtremeAcc.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONExtremeAcc(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -255,12 +285,22 @@ func (t *Window) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Window's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Window's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Window) MarshalJSON() ([]byte, error) {
 	if jsonSizeWindow.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONWindow(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeWindow.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeWindow.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONWindow(buf[:0], t)
 		if err != nil {
 			return nil, err

@@ -36,12 +36,22 @@ func (t *Event) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Event's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Event's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Event) MarshalJSON() ([]byte, error) {
 	if jsonSizeEvent.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONEvent(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeEvent.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeEvent.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONEvent(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -112,12 +122,22 @@ func (t *Count) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Count's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Count's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Count) MarshalJSON() ([]byte, error) {
 	if jsonSizeCount.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeCount.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONCount(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -185,12 +205,22 @@ func (t *KeyCount) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While KeyCount's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While KeyCount's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *KeyCount) MarshalJSON() ([]byte, error) {
 	if jsonSizeKeyCount.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONKeyCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeKeyCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeKeyCount.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONKeyCount(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -258,12 +288,22 @@ func (t *TimedEvent) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While TimedEvent's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While TimedEvent's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *TimedEvent) MarshalJSON() ([]byte, error) {
 	if jsonSizeTimedEvent.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONTimedEvent(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeTimedEvent.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeTimedEvent.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONTimedEvent(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -331,12 +371,22 @@ func (t *TimedCount) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While TimedCount's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While TimedCount's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *TimedCount) MarshalJSON() ([]byte, error) {
 	if jsonSizeTimedCount.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONTimedCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeTimedCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeTimedCount.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONTimedCount(buf[:0], t)
 		if err != nil {
 			return nil, err

@@ -36,12 +36,22 @@ func (t *Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeRow.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONRow(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeRow.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeRow.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONRow(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -109,12 +119,22 @@ func (t *Pair) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Pair's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Pair's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Pair) MarshalJSON() ([]byte, error) {
 	if jsonSizePair.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONPair(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizePair.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizePair.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONPair(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -182,12 +202,22 @@ func (t *Info) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Info's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Info's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Info) MarshalJSON() ([]byte, error) {
 	if jsonSizeInfo.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONInfo(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeInfo.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeInfo.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONInfo(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -255,12 +285,22 @@ func (t *Enriched) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Enriched's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Enriched's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Enriched) MarshalJSON() ([]byte, error) {
 	if jsonSizeEnriched.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONEnriched(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeEnriched.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeEnriched.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONEnriched(buf[:0], t)
 		if err != nil {
 			return nil, err

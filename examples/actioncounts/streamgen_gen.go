@@ -39,12 +39,22 @@ func (t *Event) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Event's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Event's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Event) MarshalJSON() ([]byte, error) {
 	if jsonSizeEvent.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONEvent(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeEvent.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeEvent.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONEvent(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -116,12 +126,22 @@ func (t *ActionCount) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While ActionCount's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While ActionCount's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *ActionCount) MarshalJSON() ([]byte, error) {
 	if jsonSizeActionCount.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONActionCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeActionCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeActionCount.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONActionCount(buf[:0], t)
 		if err != nil {
 			return nil, err

@@ -40,12 +40,22 @@ func (t *Activity) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Activity's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Activity's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Activity) MarshalJSON() ([]byte, error) {
 	if jsonSizeActivity.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONActivity(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeActivity.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeActivity.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONActivity(buf[:0], t)
 		if err != nil {
 			return nil, err

@@ -39,12 +39,22 @@ func (t *Message) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Message's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Message's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Message) MarshalJSON() ([]byte, error) {
 	if jsonSizeMessage.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONMessage(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeMessage.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeMessage.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONMessage(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -112,12 +122,22 @@ func (t *Request) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Request's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Request's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Request) MarshalJSON() ([]byte, error) {
 	if jsonSizeRequest.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONRequest(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeRequest.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeRequest.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONRequest(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -188,12 +208,22 @@ func (t *App) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While App's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While App's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *App) MarshalJSON() ([]byte, error) {
 	if jsonSizeApp.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONApp(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeApp.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeApp.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONApp(buf[:0], t)
 		if err != nil {
 			return nil, err

@@ -36,12 +36,22 @@ func (t *UserCount) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While UserCount's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While UserCount's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *UserCount) MarshalJSON() ([]byte, error) {
 	if jsonSizeUserCount.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONUserCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeUserCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeUserCount.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONUserCount(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -109,12 +119,22 @@ func (t *Reading) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Reading's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Reading's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Reading) MarshalJSON() ([]byte, error) {
 	if jsonSizeReading.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONReading(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeReading.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeReading.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONReading(buf[:0], t)
 		if err != nil {
 			return nil, err

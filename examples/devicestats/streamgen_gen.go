@@ -36,12 +36,22 @@ func (t *DeviceKey) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While DeviceKey's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While DeviceKey's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *DeviceKey) MarshalJSON() ([]byte, error) {
 	if jsonSizeDeviceKey.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONDeviceKey(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeDeviceKey.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeDeviceKey.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONDeviceKey(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -109,12 +119,22 @@ func (t *Sums) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Sums's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Sums's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Sums) MarshalJSON() ([]byte, error) {
 	if jsonSizeSums.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONSums(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeSums.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeSums.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONSums(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -182,12 +202,22 @@ func (t *GroupAverages) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While GroupAverages's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While GroupAverages's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *GroupAverages) MarshalJSON() ([]byte, error) {
 	if jsonSizeGroupAverages.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONGroupAverages(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeGroupAverages.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeGroupAverages.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONGroupAverages(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -255,12 +285,22 @@ func (t *DeviceCount) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While DeviceCount's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While DeviceCount's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *DeviceCount) MarshalJSON() ([]byte, error) {
 	if jsonSizeDeviceCount.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONDeviceCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeDeviceCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeDeviceCount.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONDeviceCount(buf[:0], t)
 		if err != nil {
 			return nil, err

@@ -36,12 +36,22 @@ func (t *DeviceAverage) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While DeviceAverage's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While DeviceAverage's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *DeviceAverage) MarshalJSON() ([]byte, error) {
 	if jsonSizeDeviceAverage.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONDeviceAverage(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeDeviceAverage.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeDeviceAverage.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONDeviceAverage(buf[:0], t)
 		if err != nil {
 			return nil, err

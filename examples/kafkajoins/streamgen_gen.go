@@ -36,12 +36,22 @@ func (t *Order) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Order's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Order's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Order) MarshalJSON() ([]byte, error) {
 	if jsonSizeOrder.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONOrder(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeOrder.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeOrder.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONOrder(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -109,12 +119,22 @@ func (t *Customer) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Customer's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Customer's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Customer) MarshalJSON() ([]byte, error) {
 	if jsonSizeCustomer.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONCustomer(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeCustomer.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeCustomer.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONCustomer(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -182,12 +202,22 @@ func (t *EnrichedOrder) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While EnrichedOrder's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While EnrichedOrder's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *EnrichedOrder) MarshalJSON() ([]byte, error) {
 	if jsonSizeEnrichedOrder.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONEnrichedOrder(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeEnrichedOrder.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeEnrichedOrder.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONEnrichedOrder(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -255,12 +285,22 @@ func (t *Impression) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Impression's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Impression's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Impression) MarshalJSON() ([]byte, error) {
 	if jsonSizeImpression.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONImpression(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeImpression.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeImpression.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONImpression(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -328,12 +368,22 @@ func (t *Click) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Click's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Click's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Click) MarshalJSON() ([]byte, error) {
 	if jsonSizeClick.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONClick(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeClick.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeClick.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONClick(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -401,12 +451,22 @@ func (t *ImpressionClick) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While ImpressionClick's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While ImpressionClick's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *ImpressionClick) MarshalJSON() ([]byte, error) {
 	if jsonSizeImpressionClick.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONImpressionClick(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeImpressionClick.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeImpressionClick.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONImpressionClick(buf[:0], t)
 		if err != nil {
 			return nil, err

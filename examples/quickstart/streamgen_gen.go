@@ -40,12 +40,22 @@ func (t *Click) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Click's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Click's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Click) MarshalJSON() ([]byte, error) {
 	if jsonSizeClick.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONClick(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeClick.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeClick.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONClick(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -117,12 +127,22 @@ func (t *Session) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Session's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Session's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Session) MarshalJSON() ([]byte, error) {
 	if jsonSizeSession.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONSession(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeSession.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeSession.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONSession(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -190,12 +210,22 @@ func (t *SessionOut) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While SessionOut's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While SessionOut's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *SessionOut) MarshalJSON() ([]byte, error) {
 	if jsonSizeSessionOut.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONSessionOut(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeSessionOut.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeSessionOut.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONSessionOut(buf[:0], t)
 		if err != nil {
 			return nil, err

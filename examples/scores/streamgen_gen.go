@@ -36,12 +36,22 @@ func (t *Visit) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Visit's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Visit's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Visit) MarshalJSON() ([]byte, error) {
 	if jsonSizeVisit.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONVisit(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeVisit.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeVisit.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONVisit(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -112,12 +122,22 @@ func (t *UserScore) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While UserScore's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While UserScore's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *UserScore) MarshalJSON() ([]byte, error) {
 	if jsonSizeUserScore.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONUserScore(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeUserScore.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeUserScore.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONUserScore(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -185,12 +205,22 @@ func (t *scoreReply) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While scoreReply's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While scoreReply's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *scoreReply) MarshalJSON() ([]byte, error) {
 	if jsonSizescoreReply.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONscoreReply(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizescoreReply.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizescoreReply.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONscoreReply(buf[:0], t)
 		if err != nil {
 			return nil, err

@@ -39,12 +39,22 @@ func (t *WindowCount) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While WindowCount's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While WindowCount's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *WindowCount) MarshalJSON() ([]byte, error) {
 	if jsonSizeWindowCount.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONWindowCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeWindowCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeWindowCount.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONWindowCount(buf[:0], t)
 		if err != nil {
 			return nil, err

@@ -36,12 +36,22 @@ func (t *Person) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Person's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Person's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Person) MarshalJSON() ([]byte, error) {
 	if jsonSizePerson.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONPerson(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizePerson.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizePerson.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONPerson(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -109,12 +119,22 @@ func (t *Auction) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Auction's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Auction's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Auction) MarshalJSON() ([]byte, error) {
 	if jsonSizeAuction.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONAuction(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeAuction.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeAuction.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONAuction(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -182,12 +202,22 @@ func (t *Bid) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Bid's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Bid's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Bid) MarshalJSON() ([]byte, error) {
 	if jsonSizeBid.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONBid(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeBid.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeBid.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONBid(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -255,12 +285,22 @@ func (t *Event) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Event's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Event's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Event) MarshalJSON() ([]byte, error) {
 	if jsonSizeEvent.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONEvent(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeEvent.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeEvent.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONEvent(buf[:0], t)
 		if err != nil {
 			return nil, err

@@ -39,12 +39,22 @@ func (t *BidStats) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While BidStats's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While BidStats's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *BidStats) MarshalJSON() ([]byte, error) {
 	if jsonSizeBidStats.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONBidStats(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeBidStats.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeBidStats.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONBidStats(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -112,12 +122,22 @@ func (t *Q15Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q15Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q15Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q15Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ15Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ15Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ15Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ15Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ15Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -185,12 +205,22 @@ func (t *Q16Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q16Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q16Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q16Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ16Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ16Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ16Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ16Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ16Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -258,12 +288,22 @@ func (t *StatsKey) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While StatsKey's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While StatsKey's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *StatsKey) MarshalJSON() ([]byte, error) {
 	if jsonSizeStatsKey.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONStatsKey(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeStatsKey.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeStatsKey.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONStatsKey(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -331,12 +371,22 @@ func (t *Q17Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q17Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q17Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q17Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ17Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ17Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ17Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ17Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ17Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -404,12 +454,22 @@ func (t *AuctionDay) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While AuctionDay's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While AuctionDay's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *AuctionDay) MarshalJSON() ([]byte, error) {
 	if jsonSizeAuctionDay.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONAuctionDay(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeAuctionDay.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeAuctionDay.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONAuctionDay(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -477,12 +537,22 @@ func (t *Q17Acc) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q17Acc's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q17Acc's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q17Acc) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ17Acc.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ17Acc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ17Acc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ17Acc.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ17Acc(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -550,12 +620,22 @@ func (t *Q18Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q18Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q18Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q18Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ18Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ18Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ18Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ18Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ18Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -623,12 +703,22 @@ func (t *BidderAuction) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While BidderAuction's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While BidderAuction's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *BidderAuction) MarshalJSON() ([]byte, error) {
 	if jsonSizeBidderAuction.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONBidderAuction(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeBidderAuction.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeBidderAuction.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONBidderAuction(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -696,12 +786,22 @@ func (t *Q19Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q19Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q19Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q19Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ19Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ19Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ19Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ19Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ19Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -769,12 +869,22 @@ func (t *Q19Top) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q19Top's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q19Top's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q19Top) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ19Top.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ19Top(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ19Top.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ19Top.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ19Top(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -842,12 +952,22 @@ func (t *Q12Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q12Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q12Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q12Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ12Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ12Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ12Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ12Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ12Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -915,12 +1035,22 @@ func (t *Q12Window) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q12Window's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q12Window's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q12Window) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ12Window.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ12Window(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ12Window.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ12Window.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ12Window(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -988,12 +1118,22 @@ func (t *Q3Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q3Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q3Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q3Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ3Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ3Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ3Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ3Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ3Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1061,12 +1201,22 @@ func (t *Q13Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q13Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q13Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q13Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ13Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ13Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ13Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ13Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ13Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1134,12 +1284,22 @@ func (t *Q20Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q20Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q20Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q20Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ20Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ20Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ20Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ20Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ20Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1207,12 +1367,22 @@ func (t *Q0Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q0Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q0Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q0Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ0Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ0Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ0Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ0Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ0Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1280,12 +1450,22 @@ func (t *Q1Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q1Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q1Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q1Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ1Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ1Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ1Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ1Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ1Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1353,12 +1533,22 @@ func (t *Q2Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q2Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q2Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q2Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ2Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ2Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ2Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ2Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ2Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1426,12 +1616,22 @@ func (t *Q10Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q10Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q10Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q10Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ10Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ10Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ10Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ10Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ10Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1499,12 +1699,22 @@ func (t *Q14Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q14Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q14Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q14Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ14Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ14Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ14Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ14Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ14Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1572,12 +1782,22 @@ func (t *Q21Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q21Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q21Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q21Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ21Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ21Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ21Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ21Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ21Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1645,12 +1865,22 @@ func (t *Q22Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q22Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q22Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q22Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ22Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ22Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ22Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ22Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ22Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1718,12 +1948,22 @@ func (t *Q5Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q5Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q5Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q5Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ5Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ5Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ5Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ5Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ5Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1791,12 +2031,22 @@ func (t *Q5Count) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q5Count's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q5Count's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q5Count) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ5Count.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ5Count(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ5Count.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ5Count.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ5Count(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1864,12 +2114,22 @@ func (t *Q5State) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q5State's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q5State's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q5State) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ5State.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ5State(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ5State.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ5State.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ5State(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -1937,12 +2197,22 @@ func (t *Q7Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q7Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q7Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q7Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ7Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ7Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ7Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ7Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ7Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -2010,12 +2280,22 @@ func (t *Q7Acc) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q7Acc's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q7Acc's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q7Acc) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ7Acc.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ7Acc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ7Acc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ7Acc.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ7Acc(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -2083,12 +2363,22 @@ func (t *Q8Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q8Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q8Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q8Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ8Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ8Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ8Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ8Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ8Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -2156,12 +2446,22 @@ func (t *Q8Key) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q8Key's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q8Key's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q8Key) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ8Key.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ8Key(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ8Key.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ8Key.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ8Key(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -2229,12 +2529,22 @@ func (t *Q8Seen) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q8Seen's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q8Seen's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q8Seen) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ8Seen.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ8Seen(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ8Seen.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ8Seen.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ8Seen(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -2302,12 +2612,22 @@ func (t *Q11Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q11Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q11Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q11Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ11Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ11Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ11Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ11Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ11Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -2375,12 +2695,22 @@ func (t *Q4Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q4Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q4Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q4Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ4Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ4Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ4Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ4Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ4Row(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -2448,12 +2778,22 @@ func (t *Q4Avg) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q4Avg's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q4Avg's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q4Avg) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ4Avg.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ4Avg(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ4Avg.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ4Avg.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ4Avg(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -2521,12 +2861,22 @@ func (t *Q9Row) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q9Row's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Q9Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Q9Row) MarshalJSON() ([]byte, error) {
 	if jsonSizeQ9Row.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ9Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ9Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ9Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONQ9Row(buf[:0], t)
 		if err != nil {
 			return nil, err

@@ -36,12 +36,22 @@ func (t *Reading) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Reading's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Reading's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Reading) MarshalJSON() ([]byte, error) {
 	if jsonSizeReading.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONReading(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeReading.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeReading.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONReading(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -167,7 +177,8 @@ func appendBinaryReading(b []byte, v *Reading) ([]byte, error) {
 	start := len(b)
 	b = codec.BeginLength(b)
 	b = codec.AppendMap(b, codec.KindString, codec.KindString, len(v.Labels), v.Labels == nil)
-	for _, entry := range codec.OrderedEntries(v.Labels) {
+	var small [codec.SmallMap]codec.Entry[string, string]
+	for _, entry := range codec.AppendOrderedEntries(small[:0], v.Labels) {
 		k, val := entry.Key, entry.Value
 		b = codec.AppendString(b, k)
 		b = codec.AppendString(b, val)
@@ -356,13 +367,14 @@ func appendJSONReading(b []byte, v *Reading) ([]byte, error) {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, '{')
-		for i, k := range codec.SortedKeys(v.Labels) {
+		var small [codec.SmallMap]codec.Entry[string, string]
+		for i, entry := range codec.AppendOrderedEntries(small[:0], v.Labels) {
 			if i > 0 {
 				b = append(b, ',')
 			}
+			k, val := entry.Key, entry.Value
 			b = codec.AppendJSONString(b, k)
 			b = append(b, ':')
-			val := v.Labels[k]
 			b = codec.AppendJSONString(b, val)
 		}
 		b = append(b, '}')

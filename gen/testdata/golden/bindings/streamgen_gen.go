@@ -40,12 +40,22 @@ func (t *Visit) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Visit's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Visit's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Visit) MarshalJSON() ([]byte, error) {
 	if jsonSizeVisit.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONVisit(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeVisit.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeVisit.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONVisit(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -117,12 +127,22 @@ func (t *Hits) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Hits's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Hits's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Hits) MarshalJSON() ([]byte, error) {
 	if jsonSizeHits.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONHits(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeHits.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeHits.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONHits(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -190,12 +210,22 @@ func (t *PageHits) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While PageHits's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While PageHits's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *PageHits) MarshalJSON() ([]byte, error) {
 	if jsonSizePageHits.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONPageHits(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizePageHits.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizePageHits.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONPageHits(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -263,12 +293,22 @@ func (t *Ping) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Ping's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Ping's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Ping) MarshalJSON() ([]byte, error) {
 	if jsonSizePing.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONPing(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizePing.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizePing.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONPing(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -340,12 +380,22 @@ func (t *HostPings) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While HostPings's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While HostPings's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *HostPings) MarshalJSON() ([]byte, error) {
 	if jsonSizeHostPings.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONHostPings(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeHostPings.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeHostPings.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONHostPings(buf[:0], t)
 		if err != nil {
 			return nil, err

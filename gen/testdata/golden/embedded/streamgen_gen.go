@@ -36,12 +36,22 @@ func (t *Doc) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Doc's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Doc's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Doc) MarshalJSON() ([]byte, error) {
 	if jsonSizeDoc.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONDoc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeDoc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeDoc.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONDoc(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -109,12 +119,22 @@ func (t *Batch) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Batch's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Batch's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Batch) MarshalJSON() ([]byte, error) {
 	if jsonSizeBatch.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONBatch(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeBatch.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeBatch.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONBatch(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -825,7 +845,8 @@ func appendBinaryBatch(b []byte, v *Batch) ([]byte, error) {
 	start2 := len(b)
 	b = codec.BeginLength(b)
 	b = codec.AppendMap(b, codec.KindInt, codec.KindStruct|codec.PointerFlag, len(v.ByID), v.ByID == nil)
-	for _, entry := range codec.OrderedEntries(v.ByID) {
+	var small [codec.SmallMap]codec.Entry[int64, *Doc]
+	for _, entry := range codec.AppendOrderedEntries(small[:0], v.ByID) {
 		k, val := entry.Key, entry.Value
 		b = codec.AppendInt(b, k)
 		if val == nil {

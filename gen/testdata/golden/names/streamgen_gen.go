@@ -36,12 +36,22 @@ func (t *Wide) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Wide's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Wide's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Wide) MarshalJSON() ([]byte, error) {
 	if jsonSizeWide.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONWide(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeWide.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeWide.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONWide(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -380,7 +390,8 @@ func appendBinaryWide(b []byte, v *Wide) ([]byte, error) {
 	start3 := len(b)
 	b = codec.BeginLength(b)
 	b = codec.AppendMap(b, codec.KindString, codec.KindInt, len(v.M), v.M == nil)
-	for _, entry := range codec.OrderedEntries(v.M) {
+	var small [codec.SmallMap]codec.Entry[string, int]
+	for _, entry := range codec.AppendOrderedEntries(small[:0], v.M) {
 		k1, val1 := entry.Key, entry.Value
 		b = codec.AppendString(b, k1)
 		b = codec.AppendInt(b, int64(val1))
@@ -410,7 +421,8 @@ func appendBinaryWide(b []byte, v *Wide) ([]byte, error) {
 	start5 := len(b)
 	b = codec.BeginLength(b)
 	b = codec.AppendMap(b, codec.KindString, codec.KindFloat64, len(v.Keys), v.Keys == nil)
-	for _, entry1 := range codec.OrderedEntries(v.Keys) {
+	var small1 [codec.SmallMap]codec.Entry[key, val]
+	for _, entry1 := range codec.AppendOrderedEntries(small1[:0], v.Keys) {
 		k2, val2 := entry1.Key, entry1.Value
 		b = codec.AppendString(b, string(k2))
 		b = codec.AppendFloat64(b, float64(val2))
@@ -1126,13 +1138,14 @@ func appendJSONWide(b []byte, v *Wide) ([]byte, error) {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, '{')
-		for i2, k1 := range codec.SortedKeys(v.M) {
+		var small [codec.SmallMap]codec.Entry[string, int]
+		for i2, entry := range codec.AppendOrderedEntries(small[:0], v.M) {
 			if i2 > 0 {
 				b = append(b, ',')
 			}
+			k1, val1 := entry.Key, entry.Value
 			b = codec.AppendJSONString(b, k1)
 			b = append(b, ':')
-			val1 := v.M[k1]
 			b = codec.AppendJSONInt(b, int64(val1))
 		}
 		b = append(b, '}')
@@ -1165,13 +1178,14 @@ func appendJSONWide(b []byte, v *Wide) ([]byte, error) {
 		b = append(b, "null"...)
 	} else {
 		b = append(b, '{')
-		for i4, k2 := range codec.SortedKeys(v.Keys) {
+		var small1 [codec.SmallMap]codec.Entry[key, val]
+		for i4, entry1 := range codec.AppendOrderedEntries(small1[:0], v.Keys) {
 			if i4 > 0 {
 				b = append(b, ',')
 			}
+			k2, val2 := entry1.Key, entry1.Value
 			b = codec.AppendJSONString(b, string(k2))
 			b = append(b, ':')
-			val2 := v.Keys[k2]
 			if b, err = codec.AppendJSONFloat(b, float64(val2), 64); err != nil {
 				return b, err
 			}

@@ -40,12 +40,22 @@ func (t *Click) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Click's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Click's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Click) MarshalJSON() ([]byte, error) {
 	if jsonSizeClick.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONClick(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeClick.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeClick.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONClick(buf[:0], t)
 		if err != nil {
 			return nil, err
@@ -117,12 +127,22 @@ func (t *Count) AppendJSON(b []byte) ([]byte, error) {
 }
 
 // MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Count's encodings are small, t is encoded into a
-// buffer on the stack and copied out; larger ones are written once into
-// a new buffer sized by the running size of the encodings.
+// of its length. While Count's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
 func (t *Count) MarshalJSON() ([]byte, error) {
 	if jsonSizeCount.Small() {
 		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONCount(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeCount.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeCount.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
 		b, err := appendJSONCount(buf[:0], t)
 		if err != nil {
 			return nil, err
