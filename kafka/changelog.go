@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -903,12 +904,30 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 					return err
 				}
 			}
-			held[part] = recs[i:]
+			// What is left moves to the front, keeping the slice's room
+			// for the next batch's records.
+			n := copy(recs, recs[i:])
+			clear(recs[n:])
+			held[part] = recs[:n]
 		}
 		return nil
 	}
 	lost := func(l lostRange) error {
 		return fmt.Errorf("streamgen: %s: %v", c.what(), l)
+	}
+	// The partition of the progress records is read first: the records
+	// of the other partitions are then applied as they are read, rather
+	// than held until a progress record says their batch is complete
+	// (which held every record read before it, all of them in memory).
+	// (runtime.KeyPartition puts the progress record, as any key that
+	// is not a state entry's, in input partition 0.)
+	if part, err := c.topicPartition(nil); err == nil {
+		parts = slices.Clone(parts)
+		if i := slices.IndexFunc(parts, func(tp topicPartition) bool { return tp.partition == part }); i > 0 {
+			first := parts[i]
+			copy(parts[1:i+1], parts[:i])
+			parts[0] = first
+		}
 	}
 	for _, tp := range parts {
 		if from[tp.partition] >= ends[tp] {
