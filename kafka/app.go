@@ -102,6 +102,21 @@ type AppOptions struct {
 	// can, else to the instance with the freshest copy (see App). At
 	// most the instances less one; 0, the default, keeps none.
 	StandbyReplicas int
+	// AcceptableRecoveryLag is how many changelog records behind its end
+	// an instance's copy of a partition's state may be for the group to
+	// count it caught up (Kafka Streams' acceptable.recovery.lag); the
+	// default, 0, means 10,000. When a balance would move a partition
+	// from its live owner (an instance joined) to an instance whose copy
+	// is not caught up, the owner keeps it and that instance warms a copy
+	// up as a standby; once the copy is caught up the instance asks for a
+	// rebalance, which moves the partition with only the copy's tail to
+	// restore, rather than stopping it for a cold restore.
+	AcceptableRecoveryLag int64
+	// MaxWarmupReplicas bounds the partitions kept with their owner while
+	// a copy warms up (Kafka Streams' max.warmup.replicas); the default,
+	// 0, means 2. Negative: none, a partition moves at once and its new
+	// owner restores it.
+	MaxWarmupReplicas int
 	// SessionTimeout is how long the group waits for a silent instance
 	// before it moves the instance's partitions (an instance killed, a
 	// machine lost): the time a failover takes to start. The default is
@@ -289,6 +304,9 @@ type App struct {
 	positions    map[int32]int64
 	standbyStats map[int32]standbyStats
 	queries      map[int32]*runtime.Query
+	// probed is the assignment for which a caught-up warm-up asked for a
+	// rebalance.
+	probed *assignmentInfo
 	// taskStatus describes the tasks running, rebalances the latest
 	// assignment changes (Status).
 	taskStatus map[int32]TaskStatus
@@ -366,6 +384,9 @@ func (o *AppOptions) validate() error {
 	if o.StandbyReplicas < 0 {
 		errs = append(errs, fmt.Errorf("StandbyReplicas %d is negative", o.StandbyReplicas))
 	}
+	if o.AcceptableRecoveryLag < 0 {
+		errs = append(errs, fmt.Errorf("AcceptableRecoveryLag %d is negative", o.AcceptableRecoveryLag))
+	}
 	if o.SessionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("SessionTimeout %v is negative", o.SessionTimeout))
 	}
@@ -413,7 +434,7 @@ func (a *App) Run(ctx context.Context) error {
 	// the client's requests in flight (see leave).
 	clientCtx, killClient := context.WithCancel(context.Background())
 	defer killClient()
-	groupOpts := []kgo.Opt{kgo.Balancers(&appBalancer{standbys: a.opts.StandbyReplicas, info: a.memberInfo, assigned: a.setAssignment})}
+	groupOpts := []kgo.Opt{kgo.Balancers(&appBalancer{standbys: a.opts.StandbyReplicas, warm: a.opts.warmups(), info: a.memberInfo, assigned: a.setAssignment})}
 	if t := a.opts.SessionTimeout; t > 0 {
 		groupOpts = append(groupOpts, kgo.SessionTimeout(t), kgo.HeartbeatInterval(max(t/10, 10*time.Millisecond)))
 	}
@@ -1050,3 +1071,22 @@ func (s *repartitionSink) Write(ctx context.Context, batchID int64, rows []repar
 }
 
 func (s *repartitionSink) close() { s.producer.close() }
+
+// warmups are the balancer's warm-up rules from the options.
+func (o *AppOptions) warmups() warmups {
+	w := warmups{lag: o.AcceptableRecoveryLag, max: o.MaxWarmupReplicas}
+	if w.lag == 0 {
+		w.lag = defaultAcceptableRecoveryLag
+	}
+	if w.max == 0 {
+		w.max = defaultMaxWarmupReplicas
+	}
+	return w
+}
+
+// The defaults of AcceptableRecoveryLag and MaxWarmupReplicas, Kafka
+// Streams' own.
+const (
+	defaultAcceptableRecoveryLag = 10_000
+	defaultMaxWarmupReplicas     = 2
+)

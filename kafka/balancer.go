@@ -36,13 +36,20 @@ type memberInfo struct {
 	// Positions are, per partition, the changelog offset the member's
 	// local copy of the partition's state has read to.
 	Positions map[int32]int64 `json:"positions,omitempty"`
+	// Lags are, per partition, how many changelog records the member's
+	// copy is behind the changelog's end, where it knows: 0 for the
+	// partitions it owns, the last lag of its standbys.
+	Lags map[int32]int64 `json:"lags,omitempty"`
 }
 
 // assignmentInfo is what the leader tells a member with its partitions
 // (ConsumerMemberAssignment's UserData).
 type assignmentInfo struct {
-	// Standbys are the partitions the member keeps standbys of.
+	// Standbys are the partitions the member keeps standbys of, its
+	// warm-ups among them; Warmups are its warm-ups: partitions that
+	// stay with their owner until the member's copy is caught up.
 	Standbys []int32 `json:"standbys,omitempty"`
+	Warmups  []int32 `json:"warmups,omitempty"`
 	// Owners are the member (by index in Members) each partition is
 	// given to; -1 for a partition given to none this round (moving, in
 	// a cooperative rebalance). StandbyOwners are each partition's
@@ -61,6 +68,7 @@ type assignMember struct {
 // appBalancer is the App's kgo.GroupBalancer.
 type appBalancer struct {
 	standbys int
+	warm     warmups
 	// info returns this member's metadata at each join.
 	info func() memberInfo
 	// assigned receives each assignment's info, from the group's
@@ -158,7 +166,7 @@ func (b *appBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32)
 			}
 		}
 	})
-	owners, standbys := assign(members, claims, topics[topic], b.standbys)
+	owners, standbys, warmupOwners := assign(members, claims, topics[topic], b.standbys, b.warm)
 	plan := cb.NewPlan()
 	for p, m := range owners {
 		plan.AddPartition(&cb.Members()[m], topic, int32(p))
@@ -183,13 +191,22 @@ func (b *appBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32)
 	for _, m := range members {
 		info.Members = append(info.Members, assignMember{ID: m.id, Addr: m.info.Addr})
 	}
-	return &appPlan{topic: topic, assigned: assigned, info: info, index: index}
+	return &appPlan{topic: topic, assigned: assigned, info: info, index: index, warmups: warmupOwners}
 }
 
 // balanceMember is a member as the leader balances it.
 type balanceMember struct {
 	id   string
 	info memberInfo
+}
+
+// warmups says when a partition waits for a warm-up copy before it
+// moves: when the member the balance gives it to is more than lag
+// records behind, its live owner keeps it and that member warms a copy
+// up, at most max partitions at once (none when max <= 0).
+type warmups struct {
+	lag int64
+	max int
 }
 
 // claim is a member's claim to own a partition, at a generation.
@@ -205,15 +222,26 @@ type claim struct {
 // with a warm copy somewhere first, each to the member with the freshest
 // copy of its state (the highest changelog position) among those with
 // room, then the least loaded; standbys the same way among the rest, the
-// least loaded in standbys first among equals.
-func assign(members []balanceMember, claims map[int32]claim, n int32, standbys int) (owners []int, standbyOwners [][]int) {
+// least loaded in standbys first among equals. A partition whose owner is
+// a member and whose new owner's copy is not caught up stays with its
+// owner, past its share, and the new owner keeps a warm-up copy of it (a
+// standby, and in warmupOwners), as Kafka Streams' high-availability
+// assignor does: the partition moves at a later balance, once that copy
+// is caught up.
+func assign(members []balanceMember, claims map[int32]claim, n int32, standbys int, warm warmups) (owners []int, standbyOwners [][]int, warmupOwners []int) {
 	owners = make([]int, n)
+	warmupOwners = make([]int, n)
 	for i := range owners {
-		owners[i] = -1
+		owners[i], warmupOwners[i] = -1, -1
 	}
 	if len(members) == 0 {
-		return owners, nil
+		return owners, nil, warmupOwners
 	}
+	caughtUp := func(m int, p int32) bool {
+		lag, ok := members[m].info.Lags[p]
+		return ok && lag <= warm.lag
+	}
+	warming := 0
 	floor, extra := int(n)/len(members), int(n)%len(members)
 	load := make([]int, len(members))
 	position := func(m int, p int32) int64 {
@@ -269,15 +297,31 @@ func assign(members []balanceMember, claims map[int32]claim, n int32, standbys i
 		if load[pick] == floor {
 			extra--
 		}
+		load[pick]++ // its place there is kept while it warms up
 		owners[p] = pick
-		load[pick]++
+		if c, ok := claims[p]; ok && c.member < len(members) && c.member != pick && warming < warm.max && !caughtUp(pick, p) {
+			owners[p], warmupOwners[p] = c.member, pick
+			warming++
+		}
+	}
+	if warming > 0 {
+		standbyOwners = make([][]int, n)
+		defer func() {
+			for p, m := range warmupOwners {
+				if m >= 0 && !slices.Contains(standbyOwners[p], m) {
+					standbyOwners[p] = append(standbyOwners[p], m)
+				}
+			}
+		}()
 	}
 	if standbys <= 0 || len(members) < 2 {
-		return owners, nil
+		return owners, standbyOwners, warmupOwners
 	}
 	standbys = min(standbys, len(members)-1)
 	standbyLoad := make([]int, len(members))
-	standbyOwners = make([][]int, n)
+	if standbyOwners == nil {
+		standbyOwners = make([][]int, n)
+	}
 	for p := range n {
 		for range standbys {
 			pick := -1
@@ -293,7 +337,7 @@ func assign(members []balanceMember, claims map[int32]claim, n int32, standbys i
 			standbyLoad[pick]++
 		}
 	}
-	return owners, standbyOwners
+	return owners, standbyOwners, warmupOwners
 }
 
 // appPlan is a balance's result: each member's partitions, with the
@@ -303,6 +347,8 @@ type appPlan struct {
 	assigned map[string]map[string][]int32
 	info     assignmentInfo
 	index    map[string]int
+	// warmups are each partition's warm-up member, -1 for none.
+	warmups []int
 }
 
 func (p *appPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment {
@@ -316,10 +362,15 @@ func (p *appPlan) IntoSyncAssignment() []kmsg.SyncGroupRequestGroupAssignment {
 		a.Topics = append(a.Topics, t)
 		info := p.info
 		me := p.index[id]
-		info.Standbys = nil
+		info.Standbys, info.Warmups = nil, nil
 		for part, s := range p.info.StandbyOwners {
 			if slices.Contains(s, me) {
 				info.Standbys = append(info.Standbys, int32(part))
+			}
+		}
+		for part, m := range p.warmups {
+			if m == me {
+				info.Warmups = append(info.Warmups, int32(part))
 			}
 		}
 		a.UserData, _ = json.Marshal(info)

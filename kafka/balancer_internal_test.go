@@ -30,7 +30,7 @@ func TestAssign(t *testing.T) {
 			}
 		}
 		standbys := r.IntN(3)
-		owners, standbyOwners := assign(members, claims, n, standbys)
+		owners, standbyOwners, _ := assign(members, claims, n, standbys, warmups{})
 		load := make([]int, len(members))
 		for p, m := range owners {
 			if m < 0 || m >= len(members) {
@@ -77,4 +77,72 @@ func TestAssign(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAssignWarmups: with warm-ups, a partition the balance moves from a
+// live owner to a member whose copy is not caught up stays with its owner
+// and that member keeps a warm-up copy (a standby), at most max at once;
+// given to their warm-up members the partitions would be balanced; a
+// partition goes at once to a member whose copy is caught up.
+func TestAssignWarmups(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	const acceptable = 10
+	for iter := range 2000 {
+		n := int32(1 + r.IntN(12))
+		members := make([]balanceMember, 1+r.IntN(5))
+		for i := range members {
+			members[i].info.Positions = map[int32]int64{}
+			members[i].info.Lags = map[int32]int64{}
+		}
+		claims := map[int32]claim{}
+		for p := range n {
+			if r.IntN(4) > 0 {
+				claims[p] = claim{member: r.IntN(len(members))}
+			}
+			if r.IntN(3) == 0 {
+				m := r.IntN(len(members))
+				members[m].info.Positions[p] = int64(r.IntN(100))
+				members[m].info.Lags[p] = int64(r.IntN(2 * acceptable))
+			}
+		}
+		warm := warmups{lag: acceptable, max: r.IntN(4)}
+		standbys := r.IntN(2)
+		owners, standbyOwners, warmupOwners := assign(members, claims, n, standbys, warm)
+		load := make([]int, len(members))
+		warming := 0
+		for p, m := range owners {
+			if m < 0 || m >= len(members) {
+				t.Fatalf("%d: partition %d has no owner: %v", iter, p, owners)
+			}
+			w := warmupOwners[p]
+			if w < 0 {
+				load[m]++
+				continue
+			}
+			warming++
+			load[w]++ // where it goes once warm
+			c, claimed := claims[int32(p)]
+			switch {
+			case !claimed || c.member != m:
+				t.Fatalf("%d: partition %d waits for a warm-up on %d with %d, not its owner (claims %v)", iter, p, w, m, claims)
+			case w == m:
+				t.Fatalf("%d: partition %d: its owner %d is its warm-up", iter, p, m)
+			case members[w].info.Lags[int32(p)] <= acceptable && hasLag(members[w], int32(p)):
+				t.Fatalf("%d: partition %d waits for %d, whose copy is caught up (lag %d)", iter, p, w, members[w].info.Lags[int32(p)])
+			case standbyOwners == nil || !slices.Contains(standbyOwners[p], w):
+				t.Fatalf("%d: partition %d: its warm-up %d keeps no standby (%v)", iter, p, w, standbyOwners)
+			}
+		}
+		if warming > max(0, warm.max) {
+			t.Fatalf("%d: %d warm-ups, at most %d", iter, warming, warm.max)
+		}
+		if slices.Max(load)-slices.Min(load) > 1 {
+			t.Fatalf("%d: loads once warm %v", iter, load)
+		}
+	}
+}
+
+func hasLag(m balanceMember, p int32) bool {
+	_, ok := m.info.Lags[p]
+	return ok
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -34,6 +35,8 @@ type standbyStats struct {
 	Records int64
 	// BatchID is the last batch its checkpoint holds.
 	BatchID int64
+	// lagKnown is set once Lag was measured from the changelog's end.
+	lagKnown bool
 }
 
 // runStandby follows partition p's changelog into its checkpoint until
@@ -163,7 +166,7 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 		}
 		if fetches.Empty() || errors.Is(fetches.Err0(), context.DeadlineExceeded) {
 			if ends, err := reader.listOffsets(ctx, rclient, []topicPartition{tp}, latestTimestamp); err == nil {
-				a.setStandby(p, standbyStats{Position: position, Records: applied, BatchID: progress, Lag: a.standbyLag(ends[tp], position, len(held))})
+				a.setStandby(p, standbyStats{Position: position, Records: applied, BatchID: progress, Lag: a.standbyLag(ends[tp], position, len(held)), lagKnown: true})
 			}
 			continue
 		}
@@ -233,7 +236,7 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 		}
 		st := standbyStats{Position: position, Records: applied, BatchID: progress}
 		if end >= 0 {
-			st.Lag = a.standbyLag(end, position, len(held))
+			st.Lag, st.lagKnown = a.standbyLag(end, position, len(held)), true
 		}
 		a.setStandby(p, st)
 	}
@@ -308,9 +311,17 @@ func (a *App) localPositions() map[int32]int64 {
 func (a *App) memberInfo() memberInfo {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	info := memberInfo{Addr: a.opts.AdvertisedAddr, Positions: make(map[int32]int64, len(a.positions))}
+	info := memberInfo{Addr: a.opts.AdvertisedAddr, Positions: make(map[int32]int64, len(a.positions)), Lags: map[int32]int64{}}
 	for p, at := range a.positions {
 		info.Positions[p] = at
+	}
+	for p := range a.tasks {
+		info.Lags[p] = 0
+	}
+	for p, st := range a.standbyStats {
+		if st.lagKnown {
+			info.Lags[p] = st.Lag
+		}
 	}
 	return info
 }
@@ -339,7 +350,19 @@ func (a *App) setStandby(p int32, st standbyStats) {
 	if sb, running := a.standbys[p]; running && !sb.stopping {
 		a.standbyStats[p] = st
 	}
+	// A warm-up copy that has caught up asks for a rebalance, once per
+	// assignment, which gives this instance the partition (a probing
+	// rebalance, in Kafka Streams' words).
+	var probe *kgo.Client
+	if info := a.assignment.Load(); st.lagKnown && st.Lag <= a.opts.warmups().lag && info != nil &&
+		slices.Contains(info.Warmups, p) && a.probed != info && a.group != nil {
+		a.probed, probe = info, a.group
+	}
 	a.mu.Unlock()
+	if probe != nil {
+		slog.Info("streamgen: kafka app: a warm-up copy caught up; asking the group to rebalance", "group", a.opts.Group, "partition", p, "lag", st.Lag)
+		probe.ForceRebalance()
+	}
 }
 
 // manageStandbys starts and stops the instance's standbys as the group's

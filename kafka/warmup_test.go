@@ -1,0 +1,110 @@
+package kafka_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/kafka"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// TestAppWarmup: an instance joins an App whose one instance owns the
+// four partitions' state. With warm-ups (the default), the owner keeps
+// the partitions the balance would move while the newcomer warms a copy
+// of each up as a standby; once the copies are caught up the newcomer
+// asks for a rebalance and takes the partitions from its copies,
+// restoring nothing. With MaxWarmupReplicas -1 they move at once and the
+// newcomer restores them from the changelog. Either way the counts read
+// back with read_committed are a plain loop's, each once.
+func TestAppWarmup(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		warmups int
+		from    string
+	}{
+		{"warm-ups", 0, "standby"},
+		{"none", -1, "changelog"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+			conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+			createTopic(t, adm, "clicks", 4)
+			createTopic(t, adm, "counts", 2)
+			in := clicks(1200, 22)
+			first, second := in[:800], in[800:]
+			produce(t, conn, clickRecords(t, "clicks", 4, first)...)
+			watch := newAppWatch()
+			ctx := testContext(t)
+			start := func() *runningApp {
+				app := kafka.NewApp(kafka.AppOptions{
+					Connection: conn, Group: "killed", Topics: []string{"clicks"}, Dir: t.TempDir(),
+					ExactlyOnce: true, SessionTimeout: time.Second, MaxWarmupReplicas: tc.warmups,
+					Options:    []runtime.Option{runtime.PollInterval(time.Millisecond), runtime.Listener(watch)},
+					OnAssigned: func([]int32) { watch.signal() },
+					OnRevoked:  func([]int32) { watch.signal() },
+				}, func(task *kafka.Task) (kafka.Starter, error) {
+					src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 20})
+					sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
+						Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
+					task.OnClose(sink.Close)
+					byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
+					return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+				})
+				runCtx, cancel := context.WithCancel(ctx)
+				r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+				go func() { r.done <- app.Run(runCtx) }()
+				t.Cleanup(r.cancel)
+				return r
+			}
+			owner := start()
+			poll(t, "the first instance to run the four tasks", func() bool { return running(owner.app) == 4 })
+			ends, err := adm.ListEndOffsets(ctx, "clicks")
+			if err != nil {
+				t.Fatal(err)
+			}
+			awaitGroupAtEnd(t, adm, watch, ends)
+
+			newcomer := start()
+			poll(t, "two tasks on each instance", func() bool {
+				return running(owner.app) == 2 && running(newcomer.app) == 2
+			})
+			for _, ts := range newcomer.app.Status().Tasks {
+				if ts.RestoredFrom != tc.from {
+					t.Errorf("partition %d came from %q (%d records restored), want %q", ts.Partition, ts.RestoredFrom, ts.RestoredRecords, tc.from)
+				}
+				if tc.from == "standby" && ts.RestoredRecords != 0 {
+					t.Errorf("partition %d restored %d records from the changelog's tail, want none (its copy was caught up)", ts.Partition, ts.RestoredRecords)
+				}
+			}
+			if tc.from == "standby" {
+				// The owner gave the partitions up only once: no
+				// rebalance moved them to the newcomer before its copies
+				// were warm.
+				var revoked []int32
+				for _, r := range owner.app.Status().Rebalances {
+					revoked = append(revoked, r.Revoked...)
+				}
+				slices.Sort(revoked)
+				if len(revoked) != 2 || len(slices.Compact(revoked)) != 2 {
+					t.Errorf("the owner gave up %v, want two partitions, once each", revoked)
+				}
+			}
+
+			produce(t, conn, clickRecords(t, "clicks", 4, second)...)
+			if ends, err = adm.ListEndOffsets(ctx, "clicks"); err != nil {
+				t.Fatal(err)
+			}
+			awaitGroupAtEnd(t, adm, watch, ends)
+			newcomer.stop(t)
+			owner.stop(t)
+			onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+		})
+	}
+}
