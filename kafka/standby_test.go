@@ -21,19 +21,19 @@ import (
 // newStandbyApp is the counting App of the standby tests, with one
 // standby per partition and a one-second session timeout.
 func newStandbyApp(conn kafka.Connection, dir, addr string, watch *appWatch) *kafka.App {
-	return kafka.NewApp(kafka.AppOptions{
-		Connection:      conn,
-		Group:           "killed",
-		Topics:          []string{"clicks"},
-		Dir:             dir,
-		ExactlyOnce:     true,
-		StandbyReplicas: 1,
-		SessionTimeout:  time.Second,
-		AdvertisedAddr:  addr,
-		Options:         []runtime.Option{runtime.PollInterval(time.Millisecond), runtime.Listener(watch)},
-		OnAssigned:      func([]int32) { watch.signal() },
-		OnRevoked:       func([]int32) { watch.signal() },
-	}, func(task *kafka.Task) (kafka.Starter, error) {
+	return newCountingApp(conn, kafka.AppOptions{Group: "killed", Dir: dir, StandbyReplicas: 1, AdvertisedAddr: addr}, watch)
+}
+
+// newCountingApp is an App of group opts.Group counting clicks per user
+// exactly once, from topic clicks to topic counts, with a one-second
+// session timeout, reporting its batches and rebalances to watch; opts
+// gives the rest.
+func newCountingApp(conn kafka.Connection, opts kafka.AppOptions, watch *appWatch) *kafka.App {
+	opts.Connection, opts.Topics, opts.ExactlyOnce, opts.SessionTimeout = conn, []string{"clicks"}, true, time.Second
+	opts.Options = []runtime.Option{runtime.PollInterval(time.Millisecond), runtime.Listener(watch)}
+	opts.OnAssigned = func([]int32) { watch.signal() }
+	opts.OnRevoked = func([]int32) { watch.signal() }
+	return kafka.NewApp(opts, func(task *kafka.Task) (kafka.Starter, error) {
 		src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 20})
 		sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
 			Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})

@@ -9,10 +9,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/streamgen/streamgen/generated/fixtures"
 	"github.com/streamgen/streamgen/kafka"
-	"github.com/streamgen/streamgen/runtime"
-	"github.com/streamgen/streamgen/typed"
 )
 
 // TestAppWarmup: an instance joins an App whose one instance owns the
@@ -43,20 +40,7 @@ func TestAppWarmup(t *testing.T) {
 			watch := newAppWatch()
 			ctx := testContext(t)
 			start := func() *runningApp {
-				app := kafka.NewApp(kafka.AppOptions{
-					Connection: conn, Group: "killed", Topics: []string{"clicks"}, Dir: t.TempDir(),
-					ExactlyOnce: true, SessionTimeout: time.Second, MaxWarmupReplicas: tc.warmups,
-					Options:    []runtime.Option{runtime.PollInterval(time.Millisecond), runtime.Listener(watch)},
-					OnAssigned: func([]int32) { watch.signal() },
-					OnRevoked:  func([]int32) { watch.signal() },
-				}, func(task *kafka.Task) (kafka.Starter, error) {
-					src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 20})
-					sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
-						Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
-					task.OnClose(sink.Close)
-					byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
-					return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
-				})
+				app := newCountingApp(conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir(), MaxWarmupReplicas: tc.warmups}, watch)
 				runCtx, cancel := context.WithCancel(ctx)
 				r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
 				go func() { r.done <- app.Run(runCtx) }()
