@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -22,15 +23,26 @@ import (
 // topic to its end, read_committed, with the same fetch size, each record
 // set into a Pebble batch committed every 16 MiB and synced at the end.
 // Run the two alternately (-count 1, a few times) before quoting a ratio.
+// With STREAMGEN_KAFKA_BROKERS set it runs on those brokers instead of
+// the embedded one (for example a "streamgen broker" process).
 func BenchmarkChangelogRestore(b *testing.B) {
 	const entries = 1_000_000
-	cluster, err := kafka.Embedded(b.Context())
-	if err != nil {
-		b.Fatal(err)
+	// On the embedded broker, or on the brokers STREAMGEN_KAFKA_BROKERS
+	// names (such as a "streamgen broker" process: then the broker's
+	// memory is not in this process's heap), in a topic of its own.
+	conn := kafka.Connection{Brokers: kafka.Brokers()}
+	topic := "bench-changelog"
+	if len(conn.Brokers) == 0 {
+		cluster, err := kafka.Embedded(b.Context())
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cluster.Close()
+		conn = cluster.Connection()
+	} else {
+		topic = fmt.Sprintf("bench-changelog-%d", time.Now().UnixNano())
 	}
-	defer cluster.Close()
-	conn := cluster.Connection()
-	opts := kafka.ChangelogOptions{Connection: conn, Topic: "bench-changelog"}
+	opts := kafka.ChangelogOptions{Connection: conn, Topic: topic}
 
 	// The topic, written by a changelog committer (from a store in
 	// memory).
