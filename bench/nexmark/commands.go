@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -250,11 +251,23 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	name := fs.String("query", "", "the query, q0 to q22, or all")
 	source := fs.String("source", "generator", "where the events come from: generator (in-process), files (written first, then read) or kafka (produced to a topic first, then read)")
 	perBatch := fs.Int64("batch", 200_000, "events a micro-batch")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if g.events <= 0 {
 		return usagef("bench needs -events N (more than 0)")
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var list []*queries.Query
 	if *name == "all" {
