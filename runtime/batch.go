@@ -36,8 +36,9 @@ type Batch struct {
 	// marked is true when the batches before had marks: the watermark is
 	// then reported even while it is still the epoch.
 	marked bool
-	// lastWatermark is the latest partition's, until flushWatermark.
-	lastWatermark partitionWatermark
+	// lastWatermarks are, by watermark, the latest partition's, until
+	// flushWatermark.
+	lastWatermarks []partitionWatermark
 	active        map[string]bool
 	deadLetters   []DeadLetter
 	outputRows    int64
@@ -191,13 +192,18 @@ func clampedNanos(t time.Time) int64 {
 // advance is AdvanceWatermark in Unix nanoseconds.
 func (b *Batch) advance(mark, input int, partition string, ns int64) {
 	// Rows come in runs of one partition: the run's largest time is kept
-	// aside and reaches the map when the partition changes.
-	w := &b.lastWatermark
-	if w.set && w.mark == mark && w.input == input && w.partition == partition {
+	// aside, for each watermark (the branches of one input each have
+	// theirs, and their rows alternate), and reaches the map when the
+	// partition changes.
+	if mark >= len(b.lastWatermarks) {
+		b.lastWatermarks = append(b.lastWatermarks, make([]partitionWatermark, mark+1-len(b.lastWatermarks))...)
+	}
+	w := &b.lastWatermarks[mark]
+	if w.set && w.input == input && w.partition == partition {
 		w.ns = max(w.ns, ns)
 		return
 	}
-	b.flushWatermark()
+	b.flushMark(w)
 	*w = partitionWatermark{set: true, mark: mark, input: input, partition: partition, ns: ns}
 }
 
@@ -210,9 +216,15 @@ type partitionWatermark struct {
 	ns          int64 // Unix nanoseconds
 }
 
-// flushWatermark moves the last partition's watermark into the map.
+// flushWatermark moves the last partitions' watermarks into the map.
 func (b *Batch) flushWatermark() {
-	w := &b.lastWatermark
+	for i := range b.lastWatermarks {
+		b.flushMark(&b.lastWatermarks[i])
+	}
+}
+
+// flushMark moves w, a last partition's watermark, into the map.
+func (b *Batch) flushMark(w *partitionWatermark) {
 	if !w.set {
 		return
 	}
