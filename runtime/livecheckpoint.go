@@ -93,9 +93,12 @@ func (s *Store) answerSnapshot(dir, id string) error {
 	if err := s.Err(); err != nil {
 		return err
 	}
+	if s.readsClosed.Load() {
+		return ErrStoreClosed // without waiting behind Close
+	}
 	s.readMu.RLock()
 	defer s.readMu.RUnlock()
-	if s.readsClosed {
+	if s.readsClosed.Load() {
 		return ErrStoreClosed
 	}
 	dest := filepath.Join(dir, id)

@@ -210,10 +210,11 @@ type Store struct {
 	done sync.WaitGroup
 
 	// readMu is held, shared, by each read of a snapshot (ReadSnapshot) and,
-	// alone, by Close, which sets readsClosed before Pebble closes: a
-	// snapshot is never open when Pebble closes.
+	// alone, by Close before Pebble closes: a snapshot is never open when
+	// Pebble closes. readsClosed, set when Close begins, refuses new
+	// reads, without waiting for the ones open.
 	readMu      sync.RWMutex
-	readsClosed bool
+	readsClosed atomic.Bool
 
 	// keepDeleted says to keep, in deleted, the keys deleteVariable
 	// deletes, for a committer that mirrors the store (see
@@ -627,17 +628,19 @@ func (s *Store) record(id int64) error {
 // leaves Pebble's files open and locked until the process ends.
 func (s *Store) Close() error {
 	close(s.stop)
-	s.readMu.Lock()
-	s.readsClosed = true
-	s.readMu.Unlock()
+	s.readsClosed.Store(true)
 	if s.wedged.Load() {
 		return s.notClosed("a failed commit left Pebble's commit pipeline locked")
 	}
 	closed := make(chan error, 1)
-	// Pebble closes first: its final sync releases the sync loop, which
+	// The reads of snapshots in progress end first (a new one waits, then
+	// finds the store closed), within the close timeout like the rest.
+	// Pebble closes next: its final sync releases the sync loop, which
 	// may be waiting for a sync Pebble delays by up to SyncInterval; the
 	// loop then records the last synced batch.
 	go func() {
+		s.readMu.Lock()
+		s.readMu.Unlock() // only waits for the reads open
 		err := s.closeDB()
 		s.done.Wait()
 		closed <- err
@@ -737,8 +740,11 @@ var ErrStoreClosed = errors.New("streamgen: the query has stopped: its state is 
 // committed while it is open. It must be closed, soon: Close waits for
 // it. A failed store gives its failure.
 func (s *Store) ReadSnapshot() (*CheckpointReader, error) {
+	if s.readsClosed.Load() {
+		return nil, ErrStoreClosed // without waiting behind Close
+	}
 	s.readMu.RLock()
-	if s.readsClosed {
+	if s.readsClosed.Load() {
 		s.readMu.RUnlock()
 		return nil, ErrStoreClosed
 	}

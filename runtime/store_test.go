@@ -776,3 +776,30 @@ func TestCrashKeepsLargeBatchesWhole(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseWithASnapshotOpen: a snapshot still open when the store closes
+// holds Close no longer than its close timeout: Close says the store did
+// not close rather than waiting for the snapshot, and a snapshot asked
+// for after Close began is refused.
+func TestCloseWithASnapshotOpen(t *testing.T) {
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem(), CloseTimeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.NewBatch()
+	b.Put(runtime.Var{}, []byte("k"), nil, []byte("v"))
+	if err := s.Commit(b, runtime.Progress{BatchID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.ReadSnapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Close()
+	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "did not close") {
+		t.Fatalf("Close with a snapshot open: %v, want an error saying the store did not close", err)
+	}
+	if _, err := s.ReadSnapshot(); !errors.Is(err, runtime.ErrStoreClosed) {
+		t.Fatalf("a snapshot asked for after Close: %v, want ErrStoreClosed", err)
+	}
+}
