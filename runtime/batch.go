@@ -39,9 +39,9 @@ type Batch struct {
 	// lastWatermarks are, by watermark, the latest partition's, until
 	// flushWatermark.
 	lastWatermarks []partitionWatermark
-	active        map[string]bool
-	deadLetters   []DeadLetter
-	outputRows    int64
+	active         map[string]bool
+	deadLetters    []DeadLetter
+	outputRows     int64
 	// eventTimes are the statistics of the event times seen (Spark's
 	// eventTime: min, max, avg).
 	eventTimes eventTimeStats
