@@ -183,7 +183,14 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 		var end int64 = -1
 		var ferr error
 		fetches.EachPartition(func(f kgo.FetchTopicPartition) {
-			end = max(end, f.HighWatermark)
+			// The end a read_committed reader can reach: the last stable
+			// offset (records of the owner's transaction in flight are
+			// not lag yet), or the high watermark where it is not told.
+			if f.LastStableOffset >= 0 {
+				end = max(end, f.LastStableOffset)
+			} else {
+				end = max(end, f.HighWatermark)
+			}
 			for _, record := range f.Records {
 				if ferr != nil {
 					return
