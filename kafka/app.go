@@ -305,8 +305,9 @@ type App struct {
 	standbyStats map[int32]standbyStats
 	queries      map[int32]*runtime.Query
 	// probed is the assignment for which a caught-up warm-up asked for a
-	// rebalance.
-	probed *assignmentInfo
+	// rebalance, at probedAt.
+	probed   *assignmentInfo
+	probedAt time.Time
 	// taskStatus describes the tasks running, rebalances the latest
 	// assignment changes (Status).
 	taskStatus map[int32]TaskStatus
@@ -1090,3 +1091,9 @@ const (
 	defaultAcceptableRecoveryLag = 10_000
 	defaultMaxWarmupReplicas     = 2
 )
+
+// minProbeInterval is the least time between two rebalances an instance
+// asks for when its warm-up copies catch up (Kafka Streams' probing
+// rebalances come every probing.rebalance.interval.ms, 10 minutes; here
+// a caught-up copy asks at once, but not more often than this).
+const minProbeInterval = 5 * time.Second

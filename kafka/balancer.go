@@ -50,6 +50,9 @@ type assignmentInfo struct {
 	// stay with their owner until the member's copy is caught up.
 	Standbys []int32 `json:"standbys,omitempty"`
 	Warmups  []int32 `json:"warmups,omitempty"`
+	// AcceptableLag is the leader's AcceptableRecoveryLag, which its
+	// warm-ups are measured against before they ask for a rebalance.
+	AcceptableLag int64 `json:"acceptableLag,omitempty"`
 	// Owners are the member (by index in Members) each partition is
 	// given to; -1 for a partition given to none this round (moving, in
 	// a cooperative rebalance). StandbyOwners are each partition's
@@ -179,7 +182,7 @@ func (b *appBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32)
 	for i, m := range members {
 		index[m.id] = i
 	}
-	info := assignmentInfo{Owners: make([]int, len(owners)), StandbyOwners: standbys}
+	info := assignmentInfo{Owners: make([]int, len(owners)), StandbyOwners: standbys, AcceptableLag: b.warm.lag}
 	for i := range info.Owners {
 		info.Owners[i] = -1
 	}

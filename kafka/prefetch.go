@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"time"
 
@@ -20,8 +21,12 @@ import (
 // batch's first fetch). A partition the fetch does not answer for (an
 // error, or a response full before it) is listed as before.
 
-// prefetchBytes is the most one prefetching fetch returns in all.
-const prefetchBytes = 4 * partitionFetchBytes
+// prefetchBytes is the most one prefetching fetch returns in all;
+// prefetchTimeout bounds how long Available waits for one.
+const (
+	prefetchBytes   = 4 * partitionFetchBytes
+	prefetchTimeout = 5 * time.Second
+)
 
 // planned records the ends Next planned, by partition: where the next
 // batch of each starts, and so where Available fetches from.
@@ -60,10 +65,30 @@ func (s *TopicSource) prefetchEnds(ctx context.Context, client *kgo.Client, part
 	s.mu.Unlock()
 	ends = make(offsets, len(from))
 	kept := make(map[topicPartition]fetched, len(from))
+	// The leaders at once, each within prefetchTimeout: a leader that does
+	// not answer leaves its partitions to the listing.
+	pctx, cancel := context.WithTimeout(ctx, prefetchTimeout)
+	defer cancel()
+	type answer struct {
+		tps      []topicPartition
+		answered map[topicPartition]bool
+		ends     offsets
+		kept     map[topicPartition]fetched
+	}
+	answers := make(chan answer, len(byLeader))
 	for leader, tps := range byLeader {
-		answered := s.prefetchFrom(ctx, client, leader, tps, from, metas, 0, ends, kept)
-		for _, tp := range tps {
-			if !answered[tp] {
+		go func() {
+			a := answer{tps: tps, ends: offsets{}, kept: map[topicPartition]fetched{}}
+			a.answered = s.prefetchFrom(pctx, client, leader, tps, from, metas, 0, a.ends, a.kept)
+			answers <- a
+		}()
+	}
+	for range len(byLeader) {
+		a := <-answers
+		maps.Copy(ends, a.ends)
+		maps.Copy(kept, a.kept)
+		for _, tp := range a.tps {
+			if !a.answered[tp] {
 				rest = append(rest, tp)
 			}
 		}
@@ -128,10 +153,9 @@ func (s *TopicSource) prefetchFrom(ctx context.Context, client *kgo.Client, lead
 			if !asked || answered[tp] || p.ErrorCode != 0 {
 				continue
 			}
+			// A read_committed reader's end; a broker that does not say
+			// leaves the partition to the listing.
 			end := p.LastStableOffset
-			if end < 0 {
-				end = p.HighWatermark
-			}
 			if end < 0 {
 				continue
 			}
@@ -182,11 +206,13 @@ const listingMaxAge = 5 * time.Second
 // sends each partition's leader a fetch from there, which the leader
 // answers when records arrive or after d (a runtime.DataWaiter). It
 // waits d when it cannot fetch (a new query, a partition not listed, a
-// failed fetch): the next Available says why.
+// failed fetch): the next Available says why. The fetches go through a
+// client of their own: ending a wait the broker holds closes its
+// connection, which must not fail the reads.
 func (s *TopicSource) WaitForData(ctx context.Context, committed json.RawMessage, d time.Duration) {
 	started := time.Now()
 	rest := func() { _ = pause(ctx, d-time.Since(started)) }
-	client, err := s.clientFor()
+	client, err := s.waitClientFor()
 	if err != nil || len(committed) == 0 {
 		rest()
 		return
@@ -210,8 +236,10 @@ func (s *TopicSource) WaitForData(ctx context.Context, committed json.RawMessage
 		rest()
 		return
 	}
-	// One fetch per leader; the first answer ends the others.
-	wctx, cancel := context.WithCancel(ctx)
+	// One fetch per leader, none longer than d and a margin (a leader
+	// that is gone is retried by the client); the first that answers
+	// ends the others, a failure only once all have answered.
+	wctx, cancel := context.WithTimeout(ctx, d+time.Second)
 	defer cancel()
 	answers := make(chan bool, len(byLeader))
 	for leader, tps := range byLeader {
@@ -220,12 +248,37 @@ func (s *TopicSource) WaitForData(ctx context.Context, committed json.RawMessage
 			answers <- len(answered) > 0
 		}()
 	}
-	ok := <-answers
+	ok, got := false, 0
+	for !ok && got < len(byLeader) {
+		ok = <-answers
+		got++
+	}
 	cancel()
-	for range len(byLeader) - 1 {
+	for ; got < len(byLeader); got++ {
 		<-answers
 	}
 	if !ok {
 		rest()
 	}
+}
+
+// waitClientFor returns the client of WaitForData's fetches, made at the
+// first call and closed with the source.
+func (s *TopicSource) waitClientFor() (*kgo.Client, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, fmt.Errorf("streamgen: kafka source %q: closed", s.name)
+	}
+	if s.waitClient == nil {
+		client, err := s.opts.Connection.newClient()
+		if err != nil {
+			return nil, fmt.Errorf("streamgen: kafka source %q: client: %w", s.name, err)
+		}
+		s.waitClient = client
+	}
+	return s.waitClient, nil
 }

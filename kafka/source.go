@@ -68,7 +68,9 @@ type TopicSource struct {
 
 	mu     sync.Mutex
 	client *kgo.Client
-	closed bool
+	// waitClient makes WaitForData's fetches (see there).
+	waitClient *kgo.Client
+	closed     bool
 	// meta is what the last listing learnt of each partition: where to
 	// fetch it; listed are the partitions it found, sorted, and listedAt
 	// when it was made.
@@ -139,6 +141,10 @@ func (s *TopicSource) Close() {
 	if s.client != nil {
 		s.client.Close()
 		s.client = nil
+	}
+	if s.waitClient != nil {
+		s.waitClient.Close()
+		s.waitClient = nil
 	}
 }
 

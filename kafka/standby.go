@@ -360,10 +360,13 @@ func (a *App) setStandby(p int32, st standbyStats) {
 	// A warm-up copy that has caught up asks for a rebalance, once per
 	// assignment, which gives this instance the partition (a probing
 	// rebalance, in Kafka Streams' words).
+	// The leader's lag limit decides (the instances may be configured
+	// apart), and probes are spaced by minProbeInterval, so that a lag
+	// hovering about the limit cannot make a rebalance a second.
 	var probe *kgo.Client
-	if info := a.assignment.Load(); st.lagKnown && st.Lag <= a.opts.warmups().lag && info != nil &&
-		slices.Contains(info.Warmups, p) && a.probed != info && a.group != nil {
-		a.probed, probe = info, a.group
+	if info := a.assignment.Load(); info != nil && st.lagKnown && st.Lag <= info.AcceptableLag &&
+		slices.Contains(info.Warmups, p) && a.probed != info && a.group != nil && time.Since(a.probedAt) >= minProbeInterval {
+		a.probed, a.probedAt, probe = info, time.Now(), a.group
 	}
 	a.mu.Unlock()
 	if probe != nil {

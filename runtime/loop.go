@@ -292,10 +292,9 @@ func (q *Query) waitForData(ctx context.Context, progress Progress, started time
 		}
 		waiters = append(waiters, w)
 	}
-	d := q.cfg.pollInterval - q.cfg.clock().Sub(started)
-	if d <= 0 {
-		return ctx.Err()
-	}
+	// The whole interval, whatever planning took: a wait ends as soon
+	// as data arrives, and an idle query never polls back to back.
+	d := q.cfg.pollInterval
 	if len(waiters) == 1 {
 		waiters[0].WaitForData(ctx, progress.Offsets[q.plan.Inputs[0].Source.Name()], d)
 		return ctx.Err()

@@ -45,7 +45,7 @@ func (s *Store) keepReport(r QueryProgress) error {
 		// in the memtable, and every read after a new one fragments all
 		// of them again.
 		var err error
-		if s.reportsPruned.Load() {
+		if s.reportsPruned.Load() && s.lastReport.Load() == r.BatchID-1 {
 			err = b.Delete(reportKey(old), nil)
 		} else {
 			err = b.DeleteRange(reportKey(0), reportKey(old+1), nil)
@@ -60,6 +60,7 @@ func (s *Store) keepReport(r QueryProgress) error {
 	if r.BatchID >= keptReports {
 		s.reportsPruned.Store(true)
 	}
+	s.lastReport.Store(r.BatchID)
 	return s.Err()
 }
 

@@ -203,8 +203,10 @@ type Store struct {
 	recording sync.Mutex
 	recorded  int64
 	// reportsPruned is set once keepReport has dropped every report
-	// older than the kept ones.
+	// older than the kept ones; lastReport is the batch of the last report
+	// kept (a report after a gap drops the older ones with a range).
 	reportsPruned atomic.Bool
+	lastReport    atomic.Int64
 
 	stop chan struct{}
 	done sync.WaitGroup
@@ -638,11 +640,31 @@ func (s *Store) Close() error {
 	// Pebble closes next: its final sync releases the sync loop, which
 	// may be waiting for a sync Pebble delays by up to SyncInterval; the
 	// loop then records the last synced batch.
+	// When Close has given up waiting, the goroutine releases what Close
+	// would have, once Pebble has closed (a snapshot read that outlived
+	// the timeout, then ended): the directory is not locked for ever.
+	var (
+		handOver       sync.Mutex
+		finished, gone bool
+	)
+	release := func() error {
+		s.cache.Unref()
+		if s.state != nil {
+			s.state.close()
+		}
+		return s.lock.Close()
+	}
 	go func() {
 		s.readMu.Lock()
 		s.readMu.Unlock() // only waits for the reads open
 		err := s.closeDB()
 		s.done.Wait()
+		handOver.Lock()
+		finished = true
+		if gone {
+			release()
+		}
+		handOver.Unlock()
 		closed <- err
 	}()
 	t := time.NewTimer(s.opts.CloseTimeout)
@@ -651,13 +673,16 @@ func (s *Store) Close() error {
 	select {
 	case err = <-closed:
 	case <-t.C:
-		return s.notClosed(fmt.Sprintf("Pebble did not close within %v", s.opts.CloseTimeout))
+		handOver.Lock()
+		if !finished {
+			gone = true
+			handOver.Unlock()
+			return s.notClosed(fmt.Sprintf("Pebble did not close within %v", s.opts.CloseTimeout))
+		}
+		handOver.Unlock()
+		err = <-closed
 	}
-	s.cache.Unref()
-	if s.state != nil {
-		s.state.close()
-	}
-	if lerr := s.lock.Close(); lerr != nil && err == nil {
+	if lerr := release(); lerr != nil && err == nil {
 		err = fmt.Errorf("release the checkpoint's lock: %w", lerr)
 	}
 	if f := s.Err(); f != nil {
@@ -689,7 +714,7 @@ func (s *Store) notClosed(why string) error {
 		// read it, but gives its share back to the stores left.
 		s.state.shared.leave(s.state)
 	}
-	err := fmt.Errorf("%w in %s: %s; its files stay open and locked until the process ends", ErrStoreNotClosed, s.dir, why)
+	err := fmt.Errorf("%w in %s: %s; its files stay open and locked until it does (or the process ends)", ErrStoreNotClosed, s.dir, why)
 	if f := s.Err(); f != nil {
 		err = fmt.Errorf("%w (after: %w)", err, f)
 	}

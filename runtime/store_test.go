@@ -782,7 +782,8 @@ func TestCrashKeepsLargeBatchesWhole(t *testing.T) {
 // not close rather than waiting for the snapshot, and a snapshot asked
 // for after Close began is refused.
 func TestCloseWithASnapshotOpen(t *testing.T) {
-	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem(), CloseTimeout: 50 * time.Millisecond})
+	fs := vfs.NewMem()
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs, CloseTimeout: 50 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -795,11 +796,29 @@ func TestCloseWithASnapshotOpen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer snap.Close()
 	if err := s.Close(); err == nil || !strings.Contains(err.Error(), "did not close") {
 		t.Fatalf("Close with a snapshot open: %v, want an error saying the store did not close", err)
 	}
 	if _, err := s.ReadSnapshot(); !errors.Is(err, runtime.ErrStoreClosed) {
 		t.Fatalf("a snapshot asked for after Close: %v, want ErrStoreClosed", err)
+	}
+	// Once the snapshot is closed, the store finishes closing and gives
+	// its directory back: it opens again.
+	if err := snap.Close(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		again, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+		if err == nil {
+			if err := again.Close(); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if !errors.Is(err, runtime.ErrCheckpointInUse) || time.Now().After(deadline) {
+			t.Fatalf("the store's directory after its snapshot closed: %v", err)
+		}
+		time.Sleep(time.Millisecond) // the store's own goroutine releases it
 	}
 }
