@@ -29,9 +29,14 @@ var ErrDataLoss = errors.New("streamgen: data loss")
 // in its checkpoint: the source commits nothing to Kafka and joins no
 // consumer group. Available lists the partitions read (again at every
 // call, so that partitions and topics created while a query runs are
-// seen) and their last stable offsets, which are their end offsets for a
-// read_committed reader: records of transactions still open are not
-// planned. Next plans a batch from the committed offsets up to those,
+// seen; a source of given Partitions every 5 seconds, or when one is
+// missing or a fetch failed) and their last stable offsets, which are
+// their end offsets for a read_committed reader: records of transactions
+// still open are not planned. Where it knows where the next batch starts
+// it learns those offsets from one fetch per leader from there, and the
+// batch's Read begins with the records that fetch returned. An idle
+// query waits for records with WaitForData (a runtime.DataWaiter), so a
+// batch starts when they arrive rather than at the next poll. Next plans a batch from the committed offsets up to those,
 // capped by MaxOffsetsPerTrigger. Read fetches exactly the records between
 // two offsets of each partition, partition after partition in order of
 // topic and partition number and each in offset order, so a batch read
