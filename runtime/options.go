@@ -115,7 +115,9 @@ func SyncInterval(d time.Duration) Option {
 func IdleTimeout(d time.Duration) Option { return optionFunc(func(c *config) { c.idleTimeout = d }) }
 
 // PollInterval is how long a query that found no new data waits before it
-// looks again. The default is 100ms.
+// looks again. When every source is a DataWaiter (a Kafka source), the
+// wait ends as soon as data arrives, so the interval bounds the wait, not
+// the latency. The default is 100ms.
 func PollInterval(d time.Duration) Option { return optionFunc(func(c *config) { c.pollInterval = d }) }
 
 // DeadLetters sends records that cannot be decoded to s. Without it they
