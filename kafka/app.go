@@ -122,6 +122,14 @@ type AppOptions struct {
 	// machine lost): the time a failover takes to start. The default is
 	// the client's (45 s); a heartbeat is sent every tenth of it.
 	SessionTimeout time.Duration
+	// RebalanceTimeout is how long the group gives its instances to
+	// rejoin once a rebalance begins (Kafka's rebalance.timeout.ms): an
+	// instance that has not rejoined by then, for instance one still
+	// finishing the batch of a partition it gives up, leaves the group
+	// and joins again. It also bounds how long an instance waits for an
+	// answer to its join before it tries again (plus the client's request
+	// timeout overhead, 10 s). The default is the client's (60 s).
+	RebalanceTimeout time.Duration
 	// AdvertisedAddr is the address ("host:port") this instance answers
 	// reads of state on (App.StateHandler, served by the program), as
 	// the other instances reach it: they forward a read of a key whose
@@ -391,6 +399,9 @@ func (o *AppOptions) validate() error {
 	if o.SessionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("SessionTimeout %v is negative", o.SessionTimeout))
 	}
+	if o.RebalanceTimeout < 0 {
+		errs = append(errs, fmt.Errorf("RebalanceTimeout %v is negative", o.RebalanceTimeout))
+	}
 	if o.ChangelogOptions.AsyncProgress && !o.ExactlyOnce {
 		errs = append(errs, errors.New("ChangelogOptions.AsyncProgress needs ExactlyOnce"))
 	}
@@ -438,6 +449,9 @@ func (a *App) Run(ctx context.Context) error {
 	groupOpts := []kgo.Opt{kgo.Balancers(&appBalancer{standbys: a.opts.StandbyReplicas, warm: a.opts.warmups(), info: a.memberInfo, assigned: a.setAssignment})}
 	if t := a.opts.SessionTimeout; t > 0 {
 		groupOpts = append(groupOpts, kgo.SessionTimeout(t), kgo.HeartbeatInterval(max(t/10, 10*time.Millisecond)))
+	}
+	if t := a.opts.RebalanceTimeout; t > 0 {
+		groupOpts = append(groupOpts, kgo.RebalanceTimeout(t))
 	}
 	group, err := a.opts.Connection.newClient(append(groupOpts,
 		kgo.WithContext(clientCtx),

@@ -206,6 +206,13 @@ func TestAppRefusesAndFails(t *testing.T) {
 	if err := app.Run(testContext(t)); err == nil || !strings.Contains(err.Error(), "an App runs once") {
 		t.Fatalf("a second Run gave %v", err)
 	}
+	err = kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "g", Topics: []string{"a"}, Dir: t.TempDir(),
+		StandbyReplicas: -1, SessionTimeout: -time.Second, RebalanceTimeout: -time.Second}, build).Run(testContext(t))
+	for _, want := range []string{"StandbyReplicas -1 is negative", "SessionTimeout -1s is negative", "RebalanceTimeout -1s is negative"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Run with negative options gave %v, want it to say %q", err, want)
+		}
+	}
 }
 
 // TestAppRepartitions counts clicks per user from a topic whose records

@@ -19,7 +19,8 @@ import (
 // and recovery does not depend on it. An entry known to be absent is cached
 // too (with no value), since most reads of a new key find nothing; and
 // while the cache is complete (it has seen every state entry since the
-// store was empty, and evicted none), a key it does not hold has no state,
+// store was empty, and recorded the keys of those it evicted in its
+// evictedFilter), a key it does not hold and has not evicted has no state,
 // and Pebble is not asked.
 //
 // Its memory is outside the Go heap where the system allows it (an
@@ -57,6 +58,13 @@ type stateCache struct {
 	used         int
 	live         int64 // bytes of live keys and values in the arena
 	complete     bool
+	// filter holds the keys evicted with a value while complete; nil
+	// until the first such eviction. Its memory comes out of the arena's
+	// budget.
+	filter *evictedFilter
+	// share is the budget the cache is held to: its budget, or its share
+	// of a shared one.
+	share int64
 	hits, misses int64
 	// warmSum adds up what warm reads, so that the reads are not dropped.
 	warmSum uint64
@@ -98,7 +106,7 @@ func newStateCache(budget int64, complete bool) *stateCache {
 	}
 	c := &stateCache{
 		budget: budget, seed: maphash.MakeSeed(), hashMask: ^uint64(0),
-		head: -1, tail: -1, complete: complete,
+		head: -1, tail: -1, complete: complete, share: budget,
 		arena:       mapMemory(int(arena)),
 		spare:       mapMemory(int(arena)),
 		entryMemory: mapMemory(int(slots) * int(unsafe.Sizeof(cacheEntry{}))),
@@ -137,6 +145,8 @@ func (c *stateCache) close() {
 	unmapMemory(c.arena)
 	unmapMemory(c.spare)
 	unmapMemory(c.entryMemory)
+	c.filter.close()
+	c.filter = nil
 	for i := range c.indexMemory {
 		unmapMemory(c.indexMemory[i])
 	}
@@ -181,7 +191,7 @@ func (c *stateCache) get(key []byte, buf []byte) (value []byte, ok, cached bool,
 	defer c.mu.Unlock()
 	i := c.find(h, key)
 	if i < 0 {
-		if c.complete {
+		if c.complete && !c.filter.has(h) {
 			c.hits++
 			return nil, false, true, -1
 		}
@@ -227,7 +237,7 @@ func (c *stateCache) setHashed(key, value []byte, absent bool, hint int32, h uin
 	if i >= 0 {
 		e := &c.entries[i]
 		switch {
-		case absent && c.complete:
+		case absent && c.complete && !c.filter.has(h):
 			c.remove(i) // a complete cache says so by not holding the key
 			return
 		case absent || len(value) <= int(e.vlen):
@@ -239,13 +249,15 @@ func (c *stateCache) setHashed(key, value []byte, absent bool, hint int32, h uin
 			return
 		}
 		c.remove(i)
-	} else if absent && c.complete {
+	} else if absent && c.complete && !c.filter.has(h) {
 		return // a complete cache says so by not holding the key
 	}
 	n := len(key) + len(value)
 	if int64(n) > int64(c.arenaLimit)/4 {
-		// Too large to keep: the cache no longer holds every entry.
-		c.complete = false
+		// Too large to keep: as if evicted at once.
+		if !absent {
+			c.noteEvicted(h)
+		}
 		return
 	}
 	// Make room: a slot, and n bytes at the end of the arena.
@@ -253,8 +265,10 @@ func (c *stateCache) setHashed(key, value []byte, absent bool, hint int32, h uin
 		c.evict()
 	}
 	if len(c.entries)-len(c.free) >= c.entryLimit {
-		c.complete = false
-		return // a budget too small for even one entry
+		if !absent {
+			c.noteEvicted(h) // a budget too small for even one entry
+		}
+		return
 	}
 	if c.used+n > c.arenaLimit {
 		// Down to half the arena: a compaction copies what is left, so
@@ -305,9 +319,11 @@ func cacheIndexSlotsFor(n int) int {
 // index are past what the budget allows, moves the entries to the first
 // slots and rebuilds the index, giving back the memory of the rest.
 func (c *stateCache) limit(budget int64) {
-	arena := budget * 3 / 4
-	c.arenaLimit = int(min(arena, int64(len(c.arena))))
-	c.entryLimit = int(min((budget-arena)/cacheEntrySize, int64(c.maxEntries)))
+	c.share = budget
+	if c.filter.size() > budget/filterBudgetShare {
+		c.dropFilter() // made for a larger share
+	}
+	c.setLimits()
 	for (len(c.entries)-len(c.free) > c.entryLimit || c.live > int64(c.arenaLimit)*3/4) && c.tail >= 0 {
 		c.evict()
 	}
@@ -411,14 +427,56 @@ func (c *stateCache) remove(i int32) {
 	c.free = append(c.free, i)
 }
 
-// evict drops the least recently used entry: from then on the cache does
-// not hold every entry.
+// setLimits sets arenaLimit and entryLimit from the cache's share of its
+// budget: three quarters of it, less the filter's memory, for the arena
+// (within the arena's length), the rest for slots.
+func (c *stateCache) setLimits() {
+	arena := c.share * 3 / 4
+	c.arenaLimit = int(max(0, min(arena-c.filter.size(), int64(len(c.arena)))))
+	c.entryLimit = int(min((c.share-arena)/cacheEntrySize, int64(c.maxEntries)))
+}
+
+// evict drops the least recently used entry, recording its key in the
+// filter if it has a value.
 func (c *stateCache) evict() {
 	if c.tail < 0 {
 		return
 	}
-	c.complete = false
+	if e := &c.entries[c.tail]; !e.absent {
+		c.noteEvicted(e.hash)
+	}
 	c.remove(c.tail)
+}
+
+// noteEvicted records that the entry of hash h, which has a value, is no
+// longer held: a complete cache adds it to its filter (made on the first
+// eviction, out of the arena's budget), and is no longer complete when the
+// filter is past its use or its share too small for one.
+func (c *stateCache) noteEvicted(h uint64) {
+	if !c.complete {
+		return
+	}
+	if c.filter == nil {
+		if c.filter = newEvictedFilter(c.share / filterBudgetShare); c.filter == nil {
+			c.complete = false
+			return
+		}
+		c.setLimits()
+	}
+	if !c.filter.add(h) {
+		c.dropFilter()
+	}
+}
+
+// dropFilter gives the filter's memory back to the arena: the cache is no
+// longer complete.
+func (c *stateCache) dropFilter() {
+	c.complete = false
+	if c.filter != nil {
+		c.filter.close()
+		c.filter = nil
+		c.setLimits()
+	}
 }
 
 // compact copies the live keys and values to the spare arena, most
@@ -475,7 +533,7 @@ func (c *stateCache) clear() {
 	c.index.reset()
 	c.entries, c.free = c.entries[:0], c.free[:0]
 	c.head, c.tail, c.used, c.live = -1, -1, 0, 0
-	c.complete = false
+	c.dropFilter()
 }
 
 // reset forgets everything, as clear, for a caller that does not hold mu.

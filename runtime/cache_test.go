@@ -96,7 +96,7 @@ func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, compl
 			// share shrinks, and what is over it is evicted at once.
 			others = append(others, pool.newCache(false))
 			share = budget / int64(len(others)+1)
-			evicted = evicted || !c.complete
+			evicted = evicted || !c.complete || c.filter != nil
 			// The memory of the slots and index past the share is
 			// given back too.
 			if len(c.entries) > c.entryLimit || len(c.index.slots) > cacheIndexSlotsFor(c.entryLimit) {
@@ -112,7 +112,7 @@ func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, compl
 			// As after a range deletion: nothing is cached any more.
 			c.reset()
 			order, cleared = order[:0], true
-			evicted = evicted || !c.complete
+			evicted = evicted || !c.complete || c.filter != nil
 			if c.find(hashOf(c, k), []byte(k)) >= 0 {
 				t.Fatalf("step %d: %s is cached after clear", i, k)
 			}
@@ -164,12 +164,12 @@ func testStateCache(t *testing.T, budget int64, keys int, hashMask uint64, compl
 				use(k)
 			}
 		}
-		evicted = evicted || !c.complete
+		evicted = evicted || !c.complete || c.filter != nil
 		if c.used > len(c.arena) || c.live > int64(c.used) {
 			t.Fatalf("step %d: used %d, live %d, arena %d", i, c.used, c.live, len(c.arena))
 		}
-		if inUse := int64(len(c.entries) - len(c.free)); int64(c.used)+inUse*cacheEntrySize > share {
-			t.Fatalf("step %d: %d bytes of arena and %d entries, over the share of %d bytes", i, c.used, inUse, share)
+		if inUse := int64(len(c.entries) - len(c.free)); int64(c.used)+inUse*cacheEntrySize+c.filter.size() > share {
+			t.Fatalf("step %d: %d bytes of arena, %d entries and a filter of %d bytes, over the share of %d bytes", i, c.used, inUse, c.filter.size(), share)
 		}
 		if len(c.entries) > c.entryLimit || len(c.index.slots) > max(c.index.limit, cacheIndexMinSlots) {
 			t.Fatalf("step %d: %d slots and an index of %d, over the limits of %d and %d", i, len(c.entries), len(c.index.slots), c.entryLimit, c.index.limit)
@@ -242,5 +242,94 @@ func checkCacheIndex(t *testing.T, c *stateCache) {
 	}
 	if x.count != used || len(held) != used {
 		t.Fatalf("index count %d, %d slots held, %d entries in use", x.count, len(held), used)
+	}
+}
+
+// TestEvictedFilter checks the filter of evicted keys: no key added tests
+// negative, and about 1% of the others test positive at the load it is
+// sized for.
+func TestEvictedFilter(t *testing.T) {
+	f := newEvictedFilter(64 << 10)
+	defer f.close()
+	n := f.max / filterMaxLoad
+	r := rand.New(rand.NewPCG(1, 2))
+	added := make([]uint64, n)
+	for i := range added {
+		added[i] = r.Uint64()
+		if !f.add(added[i]) {
+			t.Fatalf("the filter is full after %d of the %d keys it is sized for", i+1, n)
+		}
+	}
+	for _, h := range added {
+		if !f.has(h) {
+			t.Fatalf("%#x was added but tests negative", h)
+		}
+	}
+	positive := 0
+	for range 100000 {
+		if f.has(r.Uint64()) {
+			positive++
+		}
+	}
+	if rate := float64(positive) / 100000; rate > 0.02 {
+		t.Fatalf("%.2f%% of keys never added test positive, want about 1%%", rate*100)
+	}
+}
+
+// TestCompleteCacheAfterEviction runs a complete cache over many more
+// keys than it holds: a key it has evicted is never answered as absent
+// (its read goes to the store), and most keys it was never told of are
+// answered as absent without the store, until the filter is past the keys
+// it is of use for; then the cache is no longer complete and the arena
+// takes the filter's memory back.
+func TestCompleteCacheAfterEviction(t *testing.T) {
+	c := newStateCache(256<<10, true)
+	defer c.close()
+	arena := c.arenaLimit
+	value := make([]byte, 40)
+	told := 0
+	tell := func(n int) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for range n {
+			c.set(fmt.Appendf(nil, "told-%d", told), value, false, -1)
+			told++
+		}
+	}
+	tell(20000)
+	if !c.complete || c.filter == nil {
+		t.Fatalf("complete %v, filter %v after 20,000 keys: want complete with a filter", c.complete, c.filter != nil)
+	}
+	if got, want := int64(c.arenaLimit), int64(arena)-c.filter.size(); got != want {
+		t.Fatalf("arena limit %d with a filter of %d bytes, want %d", got, c.filter.size(), want)
+	}
+	held := 0
+	for i := range told {
+		_, ok, cached, _ := c.get(fmt.Appendf(nil, "told-%d", i), nil)
+		switch {
+		case cached && !ok:
+			t.Fatalf("told-%d, evicted, is answered as absent", i)
+		case cached:
+			held++
+		}
+	}
+	if held == 0 || held == told {
+		t.Fatalf("%d of %d keys held: the test does not reach eviction", held, told)
+	}
+	absent := 0
+	for i := range 10000 {
+		if _, ok, cached, _ := c.get(fmt.Appendf(nil, "new-%d", i), nil); cached && !ok {
+			absent++
+		}
+	}
+	if absent < 9500 {
+		t.Fatalf("%d of 10,000 keys never told answered as absent, want at least 95%%", absent)
+	}
+	tell(c.filter.max)
+	if c.complete || c.filter != nil || c.arenaLimit != arena {
+		t.Fatalf("past the filter's use: complete %v, filter %v, arena limit %d (was %d)", c.complete, c.filter != nil, c.arenaLimit, arena)
+	}
+	if _, _, cached, _ := c.get([]byte("new-0"), nil); cached {
+		t.Fatal("a cache no longer complete answers for a key never told")
 	}
 }

@@ -91,7 +91,7 @@ func (c *cluster) start(i int, flags ...string) {
 		flags = []string{"-standbys", "1"}
 	}
 	cmd := exec.Command(c.bin, append([]string{"-brokers", c.brokers, "-dir", filepath.Join(c.dir, fmt.Sprint(i)), "-http", "127.0.0.1:0",
-		"-session-timeout", "1s"}, flags...)...)
+		"-session-timeout", "1s", "-rebalance-timeout", "5s"}, flags...)...)
 	logf, err := os.OpenFile(filepath.Join(c.dir, fmt.Sprintf("instance-%d.log", i)), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		c.t.Fatal(err)

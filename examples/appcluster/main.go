@@ -107,6 +107,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fs.String("http", "127.0.0.1:0", "serve the status page, /metrics and /app/state/ on `host:port`; other instances forward reads of state here")
 	standbys := fs.Int("standbys", 1, "standby replicas of each partition's state on other instances")
 	session := fs.Duration("session-timeout", 6*time.Second, "how long the group waits for a silent instance before it moves its partitions")
+	rebalance := fs.Duration("rebalance-timeout", 0, "how long the group waits for its instances to rejoin once a rebalance begins (0: the client's 60 s)")
 	partitions := fs.Int("partitions", 8, "partitions of the topics it creates")
 	produce := fs.Int("produce", 0, "produce `N` sample clicks to the input first")
 	users := fs.Int("users", 1000, "users of the sample clicks")
@@ -148,15 +149,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer srv.Close()
 	advertised := srv.Addr().String()
 	app := kafka.NewApp(kafka.AppOptions{
-		Connection:      conn,
-		Group:           *group,
-		Topics:          []string{*input},
-		Dir:             *dir,
-		ExactlyOnce:     true,
-		StandbyReplicas: *standbys,
-		SessionTimeout:  *session,
-		AdvertisedAddr:  advertised,
-		Options:         []runtime.Option{srv.Watch(), runtime.WithTrigger(runtime.ProcessingTime(50 * time.Millisecond))},
+		Connection:       conn,
+		Group:            *group,
+		Topics:           []string{*input},
+		Dir:              *dir,
+		ExactlyOnce:      true,
+		StandbyReplicas:  *standbys,
+		SessionTimeout:   *session,
+		RebalanceTimeout: *rebalance,
+		AdvertisedAddr:   advertised,
+		Options:          []runtime.Option{srv.Watch(), runtime.WithTrigger(runtime.ProcessingTime(50 * time.Millisecond))},
 	}, func(task *kafka.Task) (kafka.Starter, error) {
 		src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest()})
 		sink := kafka.Sink(kafka.SinkOptions[Count]{Connection: conn, Topic: *output,
