@@ -65,7 +65,15 @@ type stateCache struct {
 	filter *evictedFilter
 	// share is the budget the cache is held to: its budget, or its share
 	// of a shared one.
-	share        int64
+	share int64
+	// rows holds the keys that have had an entry of a scanned variable
+	// (scanned) since the store was empty, while rowsComplete: a scan of
+	// such a key's entries (a join's buffer) that it has not seen finds
+	// nothing, and Pebble is not asked. Made at the first such entry, out
+	// of the arena's budget.
+	rows         *evictedFilter
+	rowsComplete bool
+	scanned      map[[2]uint8]bool
 	hits, misses int64
 	// warmSum adds up what warm reads, so that the reads are not dropped.
 	warmSum uint64
@@ -106,7 +114,7 @@ func newStateCache(budget int64, complete bool) *stateCache {
 	}
 	c := &stateCache{
 		budget: budget, seed: maphash.MakeSeed(), hashMask: ^uint64(0),
-		head: -1, tail: -1, complete: complete, share: budget,
+		head: -1, tail: -1, complete: complete, share: budget, rowsComplete: complete,
 		arena:       mapMemory(int(arena)),
 		entryMemory: mapMemory(int(slots) * int(unsafe.Sizeof(cacheEntry{}))),
 		maxEntries:  int(slots),
@@ -144,7 +152,8 @@ func (c *stateCache) close() {
 	unmapMemory(c.arena)
 	unmapMemory(c.entryMemory)
 	c.filter.close()
-	c.filter = nil
+	c.rows.close()
+	c.filter, c.rows = nil, nil
 	for i := range c.indexMemory {
 		unmapMemory(c.indexMemory[i])
 	}
@@ -323,6 +332,9 @@ func (c *stateCache) limit(budget int64) {
 	if c.filter.size() > budget/filterBudgetShare {
 		c.dropFilter() // made for a larger share
 	}
+	if c.rows.size() > budget/filterBudgetShare {
+		c.dropRows()
+	}
 	c.setLimits()
 	for (len(c.entries)-len(c.free) > c.entryLimit || c.live > int64(c.arenaLimit)*3/4) && c.tail >= 0 {
 		c.evict()
@@ -439,7 +451,7 @@ func (c *stateCache) remove(i int32) {
 // (within the arena's length), the rest for slots.
 func (c *stateCache) setLimits() {
 	arena := c.share * 3 / 4
-	c.arenaLimit = int(max(0, min(arena-c.filter.size(), int64(len(c.arena)))))
+	c.arenaLimit = int(max(0, min(arena-c.filter.size()-c.rows.size(), int64(len(c.arena)))))
 	c.entryLimit = int(min((c.share-arena)/cacheEntrySize, int64(c.maxEntries)))
 }
 
@@ -559,6 +571,80 @@ func (c *stateCache) clear() {
 	c.entries, c.free = c.entries[:0], c.free[:0]
 	c.head, c.tail, c.used, c.live = -1, -1, 0, 0
 	c.dropFilter()
+	c.dropRows()
+}
+
+// dropRows gives the memory of the filter of scanned keys back to the
+// arena: scans read Pebble from then on.
+func (c *stateCache) dropRows() {
+	c.rowsComplete = false
+	if c.rows != nil {
+		c.rows.close()
+		c.rows = nil
+		c.setLimits()
+	}
+}
+
+// scan marks operator op's variable as read by scans of a key's entries
+// (a join's buffer): the cache does not hold its entries (skip), and
+// notes which keys have had one (see rows). Set before the first batch.
+func (c *stateCache) scan(op, variable uint8) {
+	c.skip(op, variable)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.scanned == nil {
+		c.scanned = map[[2]uint8]bool{}
+	}
+	c.scanned[[2]uint8{op, variable}] = true
+}
+
+// entryPrefix returns the part of a state entry's key that names its
+// variable and key (entryKey), or false for a key too short or malformed.
+func entryPrefix(k []byte) ([]byte, bool) {
+	if len(k) < 8 {
+		return nil, false
+	}
+	n, w := binary.Uvarint(k[7:])
+	if w <= 0 || uint64(len(k)-7-w) < n {
+		return nil, false
+	}
+	return k[:7+w+int(n)], true
+}
+
+// noteRows records that the entry k of a scanned variable has been
+// written; the caller holds mu.
+func (c *stateCache) noteRows(k []byte) {
+	if !c.rowsComplete {
+		return
+	}
+	p, ok := entryPrefix(k)
+	if !ok {
+		c.dropRows()
+		return
+	}
+	if c.rows == nil {
+		if c.rows = newEvictedFilter(c.share / filterBudgetShare); c.rows == nil {
+			c.rowsComplete = false
+			return
+		}
+		c.setLimits()
+	}
+	if !c.rows.add(hashKey(c, p)) {
+		c.dropRows()
+	}
+}
+
+// mayHaveRows reports whether the key of a scanned variable whose entries
+// start with prefix (entryKey) may have had any committed.
+func (c *stateCache) mayHaveRows(prefix []byte) bool {
+	h := hashKey(c, prefix)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.rowsComplete || c.rows.has(h) {
+		return true
+	}
+	c.hits++
+	return false
 }
 
 // reset forgets everything, as clear, for a caller that does not hold mu.
@@ -597,6 +683,9 @@ func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 			return nil
 		}
 		if c.skips(key) && (kind != pebble.InternalKeyKindRangeDelete || c.skips(value) && string(value[:7]) == string(key[:7])) {
+			if c.rowsComplete && !deletes(kind) && c.scanned[[2]uint8{key[5], key[6]}] {
+				c.noteRows(key)
+			}
 			continue // an entry the cache does not hold, or a range of them
 		}
 		if len(key) == 0 || key[0] != statePrefix {
@@ -631,6 +720,16 @@ func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 			m = 0
 		}
 	}
+}
+
+// deletes reports whether a batch entry of kind removes entries rather
+// than adding one.
+func deletes(kind pebble.InternalKeyKind) bool {
+	switch kind {
+	case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete, pebble.InternalKeyKindDeleteSized, pebble.InternalKeyKindRangeDelete:
+		return true
+	}
+	return false
 }
 
 // pendingSet is a write applyCommitted is about to apply.

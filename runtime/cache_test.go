@@ -5,6 +5,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // TestStateCache checks the cache against a plain model of what it has
@@ -331,5 +334,64 @@ func TestCompleteCacheAfterEviction(t *testing.T) {
 	}
 	if _, _, cached, _ := c.get([]byte("new-0"), nil); cached {
 		t.Fatal("a cache no longer complete answers for a key never told")
+	}
+}
+
+// TestScannedKeys checks what a complete cache knows of the keys of a
+// scanned variable (a join's buffer): every key that has had an entry
+// written may have rows, most keys that have not have none, whatever the
+// deletions; entries of other variables do not count; after a reset (a
+// restore, a failed commit) every key may have rows.
+func TestScannedKeys(t *testing.T) {
+	db, err := pebble.Open("", &pebble.Options{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	c := newStateCache(1<<20, true)
+	defer c.close()
+	scanned := Var{Scope: Scope{Partition: 3, Operator: 2}, Variable: 1}
+	other := Var{Scope: Scope{Partition: 3, Operator: 2}, Variable: 2}
+	c.scan(scanned.Operator, scanned.Variable)
+	c.skip(other.Operator, other.Variable)
+	prefix := func(v Var, i int) []byte { return entryKey(nil, v, fmt.Appendf(nil, "key-%d", i)) }
+	b := db.NewBatch()
+	for i := range 1000 {
+		if err := b.Set(append(prefix(scanned, i), "suffix"...), []byte("row"), nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Set(append(prefix(other, 1000+i), "suffix"...), []byte("row"), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Deletions, of rows and of a range of them, take nothing away.
+	if err := b.Delete(append(prefix(scanned, 0), "suffix"...), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DeleteRange(prefix(scanned, 1), prefixEnd(prefix(scanned, 1)), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.applyCommitted(b, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		if !c.mayHaveRows(prefix(scanned, i)) {
+			t.Fatalf("key-%d has had a row, but the cache says it has none", i)
+		}
+	}
+	none := 0
+	for i := 1000; i < 3000; i++ {
+		if !c.mayHaveRows(prefix(scanned, i)) {
+			none++
+		}
+	}
+	if none < 1900 {
+		t.Fatalf("%d of 2,000 keys never written are known to have no rows, want at least 95%%", none)
+	}
+	c.reset()
+	for i := range 3000 {
+		if !c.mayHaveRows(prefix(scanned, i)) {
+			t.Fatalf("after a reset, key-%d is said to have no rows", i)
+		}
 	}
 }

@@ -113,8 +113,8 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		for _, s := range op.Info().States {
 			if s.Encoding == EncodingJoinBuffer && store.state != nil {
 				// Scanned, never read by key: the cache would only follow
-				// its writes.
-				store.state.skip(uint8(i), meta.Operators[i].Variables[s.Name].ID)
+				// its writes; it notes which keys have rows.
+				store.state.scan(uint8(i), meta.Operators[i].Variables[s.Name].ID)
 			}
 			if s.Encoding == EncodingByEventTime {
 				vid := meta.Operators[i].Variables[s.Name].ID

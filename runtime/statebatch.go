@@ -386,6 +386,16 @@ func (b *StateBatch) ScanRangeCommitted(v Var, key, from, to []byte, fn func(suf
 func (b *StateBatch) scanRange(v Var, key, from, to []byte, committed bool, fn func(suffix, value []byte) error) error {
 	b.rangeLo = entryKey(b.rangeLo[:0], v, key)
 	n := len(b.rangeLo)
+	if committed && b.cache != nil && !b.rangeDeleted {
+		// A key of a scanned variable (a join's buffer) that has never
+		// had a row has none: most of a join's reads of the other side.
+		if err := b.cacheSettled(); err != nil {
+			return err
+		}
+		if !b.cache.mayHaveRows(b.rangeLo) {
+			return nil
+		}
+	}
 	b.rangeHi = append(b.rangeHi[:0], b.rangeLo...)
 	if to != nil {
 		b.rangeHi = append(b.rangeHi, to...)
