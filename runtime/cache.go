@@ -67,13 +67,15 @@ type stateCache struct {
 	// of a shared one.
 	share int64
 	// rows holds the keys that have had an entry of a scanned variable
-	// (scanned) since the store was empty, while rowsComplete: a scan of
-	// such a key's entries (a join's buffer) that it has not seen finds
-	// nothing, and Pebble is not asked. Made at the first such entry, out
-	// of the arena's budget.
+	// (scanned: a join's buffer, a list, a map) since the store was
+	// empty, while rowsComplete: a scan of such a key's entries that it
+	// has not seen finds nothing, and Pebble is not asked. Made at the
+	// first such entry, out of the arena's budget.
 	rows         *evictedFilter
 	rowsComplete bool
-	scanned      map[[2]uint8]bool
+	// scanned has a bit for each scanned variable, by operator and
+	// variable id. Set before the first batch.
+	scanned      *[256 * 256 / 64]uint64
 	hits, misses int64
 	// warmSum adds up what warm reads, so that the reads are not dropped.
 	warmSum uint64
@@ -564,14 +566,14 @@ func (c *stateCache) unlink(i int32) {
 	e.prev, e.next = -1, -1
 }
 
-// clear forgets everything (after a range deletion, which may cover any
-// cached entry): the cache is no longer complete.
+// clear forgets every entry (after a range deletion, which may cover any
+// cached entry): the cache is no longer complete. What it knows of the
+// keys of scanned variables stays: a deletion adds none.
 func (c *stateCache) clear() {
 	c.index.reset()
 	c.entries, c.free = c.entries[:0], c.free[:0]
 	c.head, c.tail, c.used, c.live = -1, -1, 0, 0
 	c.dropFilter()
-	c.dropRows()
 }
 
 // dropRows gives the memory of the filter of scanned keys back to the
@@ -586,16 +588,26 @@ func (c *stateCache) dropRows() {
 }
 
 // scan marks operator op's variable as read by scans of a key's entries
-// (a join's buffer): the cache does not hold its entries (skip), and
-// notes which keys have had one (see rows). Set before the first batch.
+// (a join's buffer, a list, a map): the cache notes which keys have had
+// one (see rows). Set before the first batch.
 func (c *stateCache) scan(op, variable uint8) {
-	c.skip(op, variable)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.scanned == nil {
-		c.scanned = map[[2]uint8]bool{}
+		c.scanned = new([256 * 256 / 64]uint64)
 	}
-	c.scanned[[2]uint8{op, variable}] = true
+	i := int(op)<<8 | int(variable)
+	c.scanned[i/64] |= 1 << (i % 64)
+}
+
+// isScanned reports whether operator op's variable is scanned. Safe
+// without mu: scanned is set before the first batch.
+func (c *stateCache) isScanned(op, variable uint8) bool {
+	if c.scanned == nil {
+		return false
+	}
+	i := int(op)<<8 | int(variable)
+	return c.scanned[i/64]&(1<<(i%64)) != 0
 }
 
 // entryPrefix returns the part of a state entry's key that names its
@@ -647,11 +659,14 @@ func (c *stateCache) mayHaveRows(prefix []byte) bool {
 	return false
 }
 
-// reset forgets everything, as clear, for a caller that does not hold mu.
+// reset forgets everything, as clear, and the keys of scanned variables
+// too (the store's state changed outside the cache: a restore, a failed
+// commit), for a caller that does not hold mu.
 func (c *stateCache) reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.clear()
+	c.dropRows()
 }
 
 // applyCommitted brings the cache up to date with a batch about to be
@@ -676,16 +691,17 @@ func (c *stateCache) applyCommitted(b *pebble.Batch, hints []int32) error {
 		kind, key, value, ok, err := r.Next()
 		if err != nil {
 			c.clear()
+			c.dropRows()
 			return err
 		}
 		if !ok {
 			c.applyChunk(chunk[:m])
 			return nil
 		}
+		if c.rowsComplete && len(key) >= 7 && key[0] == statePrefix && !deletes(kind) && c.isScanned(key[5], key[6]) {
+			c.noteRows(key)
+		}
 		if c.skips(key) && (kind != pebble.InternalKeyKindRangeDelete || c.skips(value) && string(value[:7]) == string(key[:7])) {
-			if c.rowsComplete && !deletes(kind) && c.scanned[[2]uint8{key[5], key[6]}] {
-				c.noteRows(key)
-			}
 			continue // an entry the cache does not hold, or a range of them
 		}
 		if len(key) == 0 || key[0] != statePrefix {

@@ -113,7 +113,12 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		for _, s := range op.Info().States {
 			if s.Encoding == EncodingJoinBuffer && store.state != nil {
 				// Scanned, never read by key: the cache would only follow
-				// its writes; it notes which keys have rows.
+				// its writes.
+				store.state.skip(uint8(i), meta.Operators[i].Variables[s.Name].ID)
+			}
+			if (s.Encoding == EncodingJoinBuffer || s.Kind == "list" || s.Kind == "map") && store.state != nil {
+				// Read by scans of a key's entries: the cache notes which
+				// keys have had one.
 				store.state.scan(uint8(i), meta.Operators[i].Variables[s.Name].ID)
 			}
 			if s.Encoding == EncodingByEventTime {

@@ -37,12 +37,18 @@ type StateBatch struct {
 	// true once commit has given b to Pebble.
 	closed, offered bool
 	// writtenKeys holds the hashes of the state entries the batch set or
-	// deleted, so that the expiry pass reads an entry the batch did not
-	// write through the cache, not the batch's index (a hash shared by
-	// two keys only costs the slower read). It is built from the batch's
-	// writes when the expiry pass first asks (nil until then; most batches
-	// never expire anything), and kept up to date from then on.
+	// deleted, so that the expiry pass, and a read of an entry of a key
+	// the batch has written, read an entry the batch did not write
+	// through the cache, not the batch's index (a hash shared by two keys
+	// only costs the slower read). It is built from the batch's writes
+	// when first asked (nil until then; most batches never read a key
+	// they wrote), and kept up to date from then on.
 	writtenKeys map[uint64]struct{}
+	// scannedKeys holds the hashes of the keys (entryKey) of scanned
+	// variables (see stateCache.scan) that the batch set or deleted an
+	// entry of: a scan of another key's entries sees no write of the
+	// batch, and reads the committed state alone.
+	scannedKeys map[uint64]struct{}
 	// ttlLow holds, per clock, the earliest expiry the batch has put in
 	// the expiry index (math.MaxInt64: none), and expired the (scope,
 	// clock) ranges whose due entries the batch has deleted: an expiry
@@ -156,10 +162,20 @@ func (b *StateBatch) indexed() (*pebble.Batch, error) {
 }
 
 // noteWritten records that the batch writes the entry b.key, once
-// writtenKeys is kept.
+// writtenKeys is kept, and the key of a scanned variable's entry.
 func (b *StateBatch) noteWritten() {
 	if b.writtenKeys != nil {
 		b.writtenKeys[maphash.Bytes(writtenSeed, b.key)] = struct{}{}
+	}
+	if b.cache != nil && len(b.key) >= 7 && b.cache.isScanned(b.key[5], b.key[6]) {
+		if p, ok := entryPrefix(b.key); ok {
+			if b.scannedKeys == nil {
+				b.scannedKeys = make(map[uint64]struct{})
+			}
+			b.scannedKeys[maphash.Bytes(writtenSeed, p)] = struct{}{}
+		} else {
+			b.rangeDeleted = true // unknown: reads go through the batch
+		}
 	}
 }
 
@@ -251,6 +267,17 @@ func (b *StateBatch) get(v Var, key, suffix []byte, unwritten bool) (value []byt
 		found  []byte
 		closer io.Closer
 	)
+	if !unwritten && !b.rangeDeleted && b.cache != nil && !b.cache.skips(b.key) {
+		// The batch has writes, but perhaps none of this entry (a key
+		// handled again in the batch, by a timer, reads the entries it
+		// did not write): then the cache answers, not the batch's index
+		// and Pebble.
+		written, err := b.mayHaveWritten()
+		if err != nil {
+			return nil, false, err
+		}
+		unwritten = !written
+	}
 	if unwritten && !b.rangeDeleted {
 		if b.cache != nil && b.key[0] == statePrefix && !b.cache.skips(b.key) {
 			return b.getCached()
@@ -362,9 +389,37 @@ func (b *StateBatch) Delete(v Var, key, suffix []byte) error {
 // fn must not write to b; Scan stops at fn's first error and returns it.
 func (b *StateBatch) Scan(v Var, key []byte, fn func(suffix, value []byte) error) error {
 	lower := entryKey(nil, v, key)
-	return b.scan(lower, prefixEnd(lower), func(k, value []byte) error {
+	committed, none, err := b.scannedKey(v, lower, false)
+	if err != nil || none {
+		return err
+	}
+	return b.scanFrom(lower, prefixEnd(lower), committed, func(k, value []byte) error {
 		return fn(k[len(lower):], value)
 	})
+}
+
+// scannedKey tells a scan of the entries of (v, key), whose entryKey is
+// prefix, what it may skip when v is a scanned variable (see
+// stateCache.scan): committed becomes true when the batch holds no entry
+// of the key, and none is true when the key has never had an entry
+// committed either.
+func (b *StateBatch) scannedKey(v Var, prefix []byte, committed bool) (_, none bool, err error) {
+	if b.cache == nil || b.rangeDeleted || !b.cache.isScanned(v.Operator, v.Variable) {
+		return committed, false, nil
+	}
+	if !committed {
+		_, wrote := b.scannedKeys[maphash.Bytes(writtenSeed, prefix)]
+		committed = !wrote
+	}
+	if !committed {
+		return false, false, nil
+	}
+	// A key that has never had an entry has none: a join's reads of the
+	// other side, a list's of a key it never had.
+	if err := b.cacheSettled(); err != nil {
+		return false, false, err
+	}
+	return true, !b.cache.mayHaveRows(prefix), nil
 }
 
 // ScanRange calls fn for each entry of (v, key) whose suffix is at or
@@ -386,15 +441,9 @@ func (b *StateBatch) ScanRangeCommitted(v Var, key, from, to []byte, fn func(suf
 func (b *StateBatch) scanRange(v Var, key, from, to []byte, committed bool, fn func(suffix, value []byte) error) error {
 	b.rangeLo = entryKey(b.rangeLo[:0], v, key)
 	n := len(b.rangeLo)
-	if committed && b.cache != nil && !b.rangeDeleted {
-		// A key of a scanned variable (a join's buffer) that has never
-		// had a row has none: most of a join's reads of the other side.
-		if err := b.cacheSettled(); err != nil {
-			return err
-		}
-		if !b.cache.mayHaveRows(b.rangeLo) {
-			return nil
-		}
+	committed, none, err := b.scannedKey(v, b.rangeLo, committed)
+	if err != nil || none {
+		return err
 	}
 	b.rangeHi = append(b.rangeHi[:0], b.rangeLo...)
 	if to != nil {
