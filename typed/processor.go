@@ -283,6 +283,7 @@ type keyScope struct {
 	// constant time.
 	latest   map[string]int32
 	indexKey []byte
+	own      []int32 // scan's writes of a variable
 	scratch  []byte
 	encoded  []byte // a value being written
 	// clean is true when the batch held no write of the key when the call

@@ -1,6 +1,7 @@
 package typed
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -194,7 +195,7 @@ func (s *keyScope) entries(v *variable) (suffixes, values [][]byte, err error) {
 
 // expiringEntries is entries with the expiry of each (zero: none).
 func (s *keyScope) expiringEntries(v *variable) (suffixes, values [][]byte, expiries []time.Time, err error) {
-	err = s.k.Scan(v.id, func(suffix, raw []byte) error {
+	err = s.scan(v, func(suffix, raw []byte) error {
 		if v.kind == "list" && len(suffix) == 0 {
 			return nil // the list's header
 		}
@@ -213,10 +214,59 @@ func (s *keyScope) expiringEntries(v *variable) (suffixes, values [][]byte, expi
 	return suffixes, values, expiries, err
 }
 
+// scan calls fn for each stored entry of variable v, in suffix order, as
+// the batch sees it. A key the batch had not written when the call began
+// (clean) reads the committed entries and puts the call's own writes over
+// them: a read of the committed state alone, which the store answers
+// without Pebble for a key that never had an entry, and which leaves the
+// batch unindexed. fn must not write.
+func (s *keyScope) scan(v *variable, fn func(suffix, raw []byte) error) error {
+	if !s.clean {
+		return s.k.Scan(v.id, fn)
+	}
+	// The call's latest write of each suffix of v, in suffix order.
+	s.own = s.own[:0]
+	for i := len(s.written) - 1; i >= 0; i-- {
+		if s.written[i].id == v.id {
+			s.own = append(s.own, int32(i))
+		}
+	}
+	suffix := func(i int32) []byte { w := &s.written[i]; return s.arena[w.suffixAt : w.suffixAt+w.suffixLen] }
+	slices.SortStableFunc(s.own, func(a, b int32) int { return bytes.Compare(suffix(a), suffix(b)) })
+	s.own = slices.CompactFunc(s.own, func(a, b int32) bool { return bytes.Equal(suffix(a), suffix(b)) })
+	next := 0
+	// emitOwn gives the call's writes before suffix before, or all left.
+	emitOwn := func(before []byte, all bool) error {
+		for ; next < len(s.own) && (all || bytes.Compare(suffix(s.own[next]), before) < 0); next++ {
+			w := &s.written[s.own[next]]
+			if w.deleted {
+				continue
+			}
+			if err := fn(suffix(s.own[next]), s.arena[w.valueAt:w.valueAt+w.valueLen]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	err := s.k.ScanCommitted(v.id, nil, nil, func(sfx, raw []byte) error {
+		if err := emitOwn(sfx, false); err != nil {
+			return err
+		}
+		if next < len(s.own) && bytes.Equal(suffix(s.own[next]), sfx) {
+			return nil // written by the call: emitOwn gives it next
+		}
+		return fn(sfx, raw)
+	})
+	if err != nil {
+		return err
+	}
+	return emitOwn(nil, true)
+}
+
 // clear deletes every entry of variable v, live or expired.
 func (s *keyScope) clear(v *variable) error {
 	var all [][]byte
-	if err := s.k.Scan(v.id, func(suffix, _ []byte) error {
+	if err := s.scan(v, func(suffix, _ []byte) error {
 		all = append(all, append([]byte(nil), suffix...))
 		return nil
 	}); err != nil {
@@ -478,6 +528,8 @@ func (s *ListState[T]) append(sc *keyScope, values []T) error {
 		if err := sc.k.PutExpiring(s.v.id, suffix[:], raw, at, clock); err != nil {
 			return err
 		}
+		sc.scratch = runtime.AppendExpiring(sc.scratch[:0], at, raw) // the stored form
+		sc.remember(s.v.id, suffix[:], sc.scratch)
 		sc.k.Updated(true)
 	}
 	sc.setNextSeq(s.v.id, seq)
