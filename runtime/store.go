@@ -106,7 +106,13 @@ type StoreOptions struct {
 	// turns it off. Every batch's writes still commit to Pebble: the
 	// cache changes no durability. The
 	// cache's memory is outside the Go heap (on Unix), so the budget is
-	// what it takes of the process's resident memory, at most.
+	// what it takes of the process's resident memory, at most. For a
+	// store that was empty when opened, a sixteenth of the budget may go
+	// to a Bloom filter of the keys the cache evicted and one of the keys
+	// lists, maps and joins' buffers have had entries for: a read of a
+	// key that never had state then skips Pebble.
+	// Without it (no cache, a store opened with state, a restore) every
+	// read the cache cannot answer goes to Pebble.
 	StateCacheSize int64
 	// CloseTimeout bounds how long Close waits for Pebble to close: past
 	// it, Close returns an error wrapping ErrStoreNotClosed and leaves the
