@@ -107,10 +107,10 @@ type StoreOptions struct {
 	// cache changes no durability. The
 	// cache's memory is outside the Go heap (on Unix), so the budget is
 	// what it takes of the process's resident memory, at most. For a
-	// store that was empty when opened, a sixteenth of the budget may go
-	// to a Bloom filter of the keys the cache evicted and one of the keys
-	// lists, maps and joins' buffers have had entries for: a read of a
-	// key that never had state then skips Pebble.
+	// store that was empty when opened, a sixteenth of the budget each
+	// may go to two Bloom filters, of the keys the cache evicted and of
+	// the keys lists, maps and joins' buffers have had entries for: a
+	// read of a key that never had state then skips Pebble.
 	// Without it (no cache, a store opened with state, a restore) every
 	// read the cache cannot answer goes to Pebble.
 	StateCacheSize int64
