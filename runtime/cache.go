@@ -62,7 +62,7 @@ type stateCache struct {
 	// filter holds the keys evicted with a value while complete; nil
 	// until the first such eviction. Its memory comes out of the arena's
 	// budget.
-	filter *evictedFilter
+	filter *evictedFilters
 	// share is the budget the cache is held to: its budget, or its share
 	// of a shared one.
 	share int64
@@ -156,6 +156,7 @@ func (c *stateCache) close() {
 	c.filter.close()
 	c.rows.close()
 	c.filter, c.rows = nil, nil
+	c.complete, c.rowsComplete = false, false
 	for i := range c.indexMemory {
 		unmapMemory(c.indexMemory[i])
 	}
@@ -331,7 +332,7 @@ func cacheIndexSlotsFor(n int) int {
 // slots and rebuilds the index, giving back the memory of the rest.
 func (c *stateCache) limit(budget int64) {
 	c.share = budget
-	if c.filter.size() > budget/filterBudgetShare {
+	if c.filter.size() > budget*filterMaxShare/16 {
 		c.dropFilter() // made for a larger share
 	}
 	if c.rows.size() > budget/filterBudgetShare {
@@ -344,10 +345,7 @@ func (c *stateCache) limit(budget int64) {
 	if c.used > c.arenaLimit {
 		c.compact()
 	}
-	// The pages past the arena's limit go back (a smaller share).
-	if page := (c.arenaLimit + 4095) &^ 4095; page < len(c.arena) {
-		releaseMemory(c.arena[page:])
-	}
+	c.releaseAboveLimit() // a smaller share
 	if c.index.tables[0] == nil {
 		return // no mapped index (tests)
 	}
@@ -449,8 +447,10 @@ func (c *stateCache) remove(i int32) {
 }
 
 // setLimits sets arenaLimit and entryLimit from the cache's share of its
-// budget: three quarters of it, less the filter's memory, for the arena
-// (within the arena's length), the rest for slots.
+// budget: three quarters of it, less the filters' memory (of evicted keys
+// and of scanned variables' keys), for the arena (within the arena's
+// length), the rest for slots. A lower arenaLimit takes effect at the
+// next insert, which compacts the arena under it (see compact).
 func (c *stateCache) setLimits() {
 	arena := c.share * 3 / 4
 	c.arenaLimit = int(max(0, min(arena-c.filter.size()-c.rows.size(), int64(len(c.arena)))))
@@ -478,14 +478,17 @@ func (c *stateCache) noteEvicted(h uint64) {
 		return
 	}
 	if c.filter == nil {
-		if c.filter = newEvictedFilter(c.share / filterBudgetShare); c.filter == nil {
+		if c.filter = newEvictedFilters(c.share / filterBudgetShare); c.filter == nil {
 			c.complete = false
 			return
 		}
 		c.setLimits()
 	}
-	if !c.filter.add(h) {
+	grew, ok := c.filter.add(h, c.share*filterMaxShare/16)
+	if !ok {
 		c.dropFilter()
+	} else if grew {
+		c.setLimits()
 	}
 }
 
@@ -532,6 +535,17 @@ func (c *stateCache) compact() {
 		r += size
 	}
 	c.used = w
+	c.releaseAboveLimit()
+}
+
+// releaseAboveLimit gives back the pages of the arena past arenaLimit (and
+// past what is used): the memory the filters took from it, or a smaller
+// share's.
+func (c *stateCache) releaseAboveLimit() {
+	page := os.Getpagesize()
+	if from := (max(c.arenaLimit, c.used) + page - 1) / page * page; from < len(c.arena) {
+		releaseMemory(c.arena[from:])
+	}
 }
 
 // touch makes entry i the most recently used.

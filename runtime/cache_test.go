@@ -328,7 +328,18 @@ func TestCompleteCacheAfterEviction(t *testing.T) {
 	if absent < 9500 {
 		t.Fatalf("%d of 10,000 keys never told answered as absent, want at least 95%%", absent)
 	}
-	tell(c.filter.max)
+	// The filter grows, in filters of twice the size, to 7/16 of the
+	// budget, the arena giving up what they take.
+	tell(60000)
+	if !c.complete || len(c.filter.gens) != 3 || c.filter.size() != 256<<10*7/16 || int64(c.arenaLimit) != int64(arena)-c.filter.size() {
+		t.Fatalf("after 80,000 keys: complete %v, %d filters of %d bytes, arena limit %d: want 3 filters of 7/16 of the budget, taken from the arena", c.complete, len(c.filter.gens), c.filter.size(), c.arenaLimit)
+	}
+	for i := range 1000 {
+		if _, ok, cached, _ := c.get(fmt.Appendf(nil, "told-%d", i), nil); cached && !ok {
+			t.Fatalf("told-%d, evicted into the first filter, is answered as absent", i)
+		}
+	}
+	tell(c.filter.gens[2].max)
 	if c.complete || c.filter != nil || c.arenaLimit != arena {
 		t.Fatalf("past the filter's use: complete %v, filter %v, arena limit %d (was %d)", c.complete, c.filter != nil, c.arenaLimit, arena)
 	}

@@ -6,7 +6,8 @@ import (
 )
 
 // evictedFilter is a Bloom filter of the keys a complete state cache has
-// evicted with a value (see stateCache.evict). A key the cache does not
+// evicted with a value (see stateCache.evict); one also holds the keys
+// that scanned variables have had entries for (stateCache.rows). A key the cache does not
 // hold and the filter has not seen has no state: the read of a new key,
 // most reads of a store with many keys (Nexmark q16's and q18's, a
 // deduplication's), costs a few memory reads instead of a Pebble read,
@@ -15,29 +16,100 @@ import (
 //
 // It is blocked: each key sets and tests filterProbes bits of one 512-bit
 // block (a cache line), so that a test reads one line. At filterBitsPerKey
-// bits a key, about 1.2% of the keys never seen test positive; past
-// filterMaxLoad times the keys it was sized for, the cache drops it (and
-// is no longer complete), since by then most tests would pass.
+// bits a key, about 1.2% of the keys never seen test positive. A filter
+// holding the keys it was sized for is followed by one twice its size
+// (evictedFilters); the last, when no larger one fits the budget, is of
+// use up to filterMaxLoad times its keys (5 bits a key: about one test in
+// eight of a key never seen passes), and then the cache drops them all
+// (and is no longer complete). Keys are counted once: adding a key the
+// filter already has counts nothing.
 //
 // Its memory is a mapping of its own (mapMemory), taken from the cache's
-// arena budget when the cache first evicts. Not safe for concurrent use:
-// the cache's mutex guards it.
+// arena budget. Not safe for concurrent use: the cache's mutex guards it.
 type evictedFilter struct {
-	mem    []byte
-	blocks [][8]uint64
-	keys   int // keys added
-	max    int // keys beyond which the filter is no use
+	mem      []byte
+	blocks   [][8]uint64
+	keys     int // keys added
+	capacity int // keys it is sized for
+	max      int // keys beyond which the filter is no use
 }
 
 const (
 	filterBitsPerKey = 10
 	filterProbes     = 6
 	filterMaxLoad    = 2
-	// filterBudgetShare is the share of a cache's budget its filter
-	// takes: 1/16, 16 MiB of the default 256 MiB, room for 13M keys at
-	// 10 bits a key (dropped past 27M).
+	// filterBudgetShare is the share of a cache's budget its first
+	// filter takes: 1/16, 16 MiB of the default 256 MiB, room for 13M
+	// keys at 10 bits a key. The filters of evicted keys grow to
+	// filterMaxShare sixteenths (1/16, 1/8, 1/4: 112 MiB, 94M keys):
+	// for a store that large the cache holds few of its keys anyway, and
+	// a filter's 10 bits answer for a key that its cache slot could not.
 	filterBudgetShare = 16
+	filterMaxShare    = 7
 )
+
+// evictedFilters are the generations of a cache's filter of evicted keys,
+// each twice the size of the one before; a key is added to the last.
+type evictedFilters struct {
+	gens  []*evictedFilter
+	bytes int64
+}
+
+// newEvictedFilters returns filters whose first is of about n bytes (nil
+// below one block).
+func newEvictedFilters(n int64) *evictedFilters {
+	f := newEvictedFilter(n)
+	if f == nil {
+		return nil
+	}
+	return &evictedFilters{gens: []*evictedFilter{f}, bytes: f.size()}
+}
+
+// size is the filters' memory in bytes (0 for nil).
+func (fs *evictedFilters) size() int64 {
+	if fs == nil {
+		return 0
+	}
+	return fs.bytes
+}
+
+// has reports whether h may have been added (false for nil).
+func (fs *evictedFilters) has(h uint64) bool {
+	if fs == nil {
+		return false
+	}
+	for _, f := range fs.gens {
+		if f.has(h) {
+			return true
+		}
+	}
+	return false
+}
+
+// add records h. A last filter holding the keys it is sized for is
+// followed by one twice its size if the total stays within limit bytes
+// (grew). ok is false once the last filter is past its use.
+func (fs *evictedFilters) add(h uint64, limit int64) (grew, ok bool) {
+	last := fs.gens[len(fs.gens)-1]
+	if last.keys >= last.capacity && fs.bytes+2*last.size() <= limit {
+		if f := newEvictedFilter(2 * last.size()); f != nil {
+			fs.gens = append(fs.gens, f)
+			fs.bytes += f.size()
+			last, grew = f, true
+		}
+	}
+	return grew, last.add(h)
+}
+
+// close returns the filters' memory.
+func (fs *evictedFilters) close() {
+	if fs != nil {
+		for _, f := range fs.gens {
+			f.close()
+		}
+		fs.gens, fs.bytes = nil, 0
+	}
+}
 
 // newEvictedFilter returns a filter of about n bytes (none below one
 // block).
@@ -48,7 +120,8 @@ func newEvictedFilter(n int64) *evictedFilter {
 	}
 	f := &evictedFilter{mem: mapMemory(blocks * 64)}
 	f.blocks = unsafe.Slice((*[8]uint64)(unsafe.Pointer(unsafe.SliceData(f.mem))), blocks)
-	f.max = filterMaxLoad * blocks * 512 / filterBitsPerKey
+	f.capacity = blocks * 512 / filterBitsPerKey
+	f.max = filterMaxLoad * f.capacity
 	return f
 }
 
@@ -77,15 +150,20 @@ func (f *evictedFilter) block(h uint64) (*[8]uint64, uint64) {
 }
 
 // add records h; it reports false once the filter holds more keys than it
-// is of use for.
+// is of use for. A key it has already tests positive, and is not counted.
 func (f *evictedFilter) add(h uint64) bool {
 	b, x := f.block(h)
+	had := true
 	for range filterProbes {
 		p := x >> 55 // 9 bits: a bit of the block
-		b[p>>6] |= 1 << (p & 63)
+		bit := uint64(1) << (p & 63)
+		had = had && b[p>>6]&bit != 0
+		b[p>>6] |= bit
 		x <<= 9
 	}
-	f.keys++
+	if !had {
+		f.keys++
+	}
 	return f.keys <= f.max
 }
 
