@@ -533,7 +533,8 @@ func (k *KeyState) Delete(variable uint8, suffix []byte) error {
 	return k.check(k.b.state.Delete(k.v(variable), k.key, suffix))
 }
 
-// Scan calls fn for each entry of the key's variable, in suffix order.
+// Scan calls fn for each entry of the key's variable, in suffix order;
+// fn must not write the key's state nor start another scan.
 func (k *KeyState) Scan(variable uint8, fn func(suffix, value []byte) error) error {
 	return k.check(k.b.state.Scan(k.v(variable), k.key, fn))
 }

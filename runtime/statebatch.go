@@ -386,7 +386,9 @@ func (b *StateBatch) Delete(v Var, key, suffix []byte) error {
 
 // Scan calls fn for each entry of (v, key), in order of suffix, with the
 // batch's own writes applied. The slices are valid during the call only.
-// fn must not write to b; Scan stops at fn's first error and returns it.
+// fn must not write to b, nor start another scan of it (a scan of a key
+// the batch has not written moves the batch's one iterator over the
+// committed state); Scan stops at fn's first error and returns it.
 func (b *StateBatch) Scan(v Var, key []byte, fn func(suffix, value []byte) error) error {
 	lower := entryKey(nil, v, key)
 	committed, none, err := b.scannedKey(v, lower, false)
@@ -425,7 +427,7 @@ func (b *StateBatch) scannedKey(v Var, prefix []byte, committed bool) (_, none b
 // ScanRange calls fn for each entry of (v, key) whose suffix is at or
 // after from and before to (nil: no end), in suffix order, as the batch
 // sees them. The slices are valid during the call; fn must not write to
-// the batch, nor call ScanRange.
+// the batch, nor start another scan of it.
 func (b *StateBatch) ScanRange(v Var, key, from, to []byte, fn func(suffix, value []byte) error) error {
 	return b.scanRange(v, key, from, to, false, fn)
 }
