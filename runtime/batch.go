@@ -541,7 +541,7 @@ func (k *KeyState) Scan(variable uint8, fn func(suffix, value []byte) error) err
 
 // ScanRange calls fn for each entry of the key's variable whose suffix is
 // at or after from and before to (nil: no end), in suffix order; fn must
-// not write the key's state.
+// not write the key's state nor start another scan.
 func (k *KeyState) ScanRange(variable uint8, from, to []byte, fn func(suffix, value []byte) error) error {
 	return k.check(k.b.state.ScanRange(k.v(variable), k.key, from, to, fn))
 }
