@@ -44,6 +44,11 @@ type StateBatch struct {
 	// when first asked (nil until then; most batches never read a key
 	// they wrote), and kept up to date from then on.
 	writtenKeys map[uint64]struct{}
+	// timerKeys holds the by-time index keys of the timers the batch set
+	// or deleted, each ending at its timerEnds: a due-timer scan of a
+	// range with none of them reads the committed timers alone.
+	timerKeys []byte
+	timerEnds []int32
 	// scannedKeys holds the hashes of the keys (entryKey) of scanned
 	// variables (see stateCache.scan) that the batch set or deleted an
 	// entry of: a scan of another key's entries sees no write of the

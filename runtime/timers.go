@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -73,6 +74,7 @@ func keyTimersPrefix(b []byte, s Scope, key []byte) []byte {
 func (b *StateBatch) RegisterTimer(s Scope, key []byte, at time.Time) error {
 	b.written = true
 	b.key = expiryKey(b.key[:0], s, at, key)
+	b.noteTimer()
 	if err := b.b.Set(b.key, nil, nil); err != nil {
 		return fmt.Errorf("streamgen: write timer: %w", err)
 	}
@@ -87,6 +89,7 @@ func (b *StateBatch) RegisterTimer(s Scope, key []byte, at time.Time) error {
 func (b *StateBatch) DeleteTimer(s Scope, key []byte, at time.Time) error {
 	b.written = true
 	b.key = expiryKey(b.key[:0], s, at, key)
+	b.noteTimer()
 	if err := b.b.Delete(b.key, nil); err != nil {
 		return fmt.Errorf("streamgen: write timer: %w", err)
 	}
@@ -142,6 +145,10 @@ type TimerCursor struct {
 	prefix int
 	chunk  []Timer
 	done   bool
+	// checked is how many of the batch's timer writes the cursor has
+	// looked at; ahead are those it found in its range, not yet passed.
+	checked int
+	ahead   [][]byte
 }
 
 // dueChunk is how many timers a cursor reads per scan.
@@ -176,7 +183,12 @@ func (c *TimerCursor) Next() ([]Timer, error) {
 		lower = append(c.lower, 0) // the smallest key after the last one read
 	}
 	var last []byte
-	err := c.b.scan(lower, c.upper, func(k, _ []byte) error {
+	// Without a write of the batch in the range left (the timers the
+	// batch registered are mostly later, those it deleted, the fired
+	// ones, behind the cursor), the committed timers are the range's,
+	// read without indexing the batch.
+	committed := !c.b.rangeDeleted && !c.wroteAhead(lower)
+	err := c.b.scanFrom(lower, c.upper, committed, func(k, _ []byte) error {
 		if len(k) < c.prefix+8 {
 			return fmt.Errorf("streamgen: timer index entry of %d bytes", len(k))
 		}
@@ -197,6 +209,34 @@ func (c *TimerCursor) Next() ([]Timer, error) {
 		c.lower, c.first = last, false
 	}
 	return c.chunk, nil
+}
+
+// noteTimer records that the batch writes b.key, an entry of the timers'
+// by-time index (see TimerCursor.wroteAhead).
+func (b *StateBatch) noteTimer() {
+	b.timerKeys = append(b.timerKeys, b.key...)
+	b.timerEnds = append(b.timerEnds, int32(len(b.timerKeys)))
+}
+
+// wroteAhead reports whether the batch has set or deleted a timer whose
+// by-time key is in [lower, c.upper), the range the cursor has left.
+// Each write is looked at once, when the cursor first sees it: one
+// behind the cursor, or past its end, stays so (the cursor only moves
+// on); one ahead is kept until the cursor passes it.
+func (c *TimerCursor) wroteAhead(lower []byte) bool {
+	c.ahead = slices.DeleteFunc(c.ahead, func(k []byte) bool { return bytes.Compare(k, lower) < 0 })
+	b := c.b
+	for ; c.checked < len(b.timerEnds); c.checked++ {
+		start := int32(0)
+		if c.checked > 0 {
+			start = b.timerEnds[c.checked-1]
+		}
+		k := b.timerKeys[start:b.timerEnds[c.checked]:b.timerEnds[c.checked]]
+		if bytes.Compare(k, lower) >= 0 && bytes.Compare(k, c.upper) < 0 {
+			c.ahead = append(c.ahead, k)
+		}
+	}
+	return len(c.ahead) > 0
 }
 
 // HasDueTimers reports whether any timer of s is due before threshold.
