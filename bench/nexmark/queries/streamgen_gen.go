@@ -1175,6 +1175,172 @@ var _ codec.Record = (*Q3Row)(nil)
 // AppendBinary appends the binary encoding of t to b. It fails only when
 // a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
 // and that fails.
+func (t *Q3Auction) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryQ3Auction(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *Q3Auction) MarshalBinary() ([]byte, error) {
+	return appendBinaryQ3Auction(make([]byte, 0, 14), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of Q3Auction: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *Q3Auction) UnmarshalBinary(b []byte) error {
+	*t = Q3Auction{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryQ3Auction(&d, t, d.End())
+	return d.Wrap("Q3Auction")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *Q3Auction) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONQ3Auction(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Q3Auction's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *Q3Auction) MarshalJSON() ([]byte, error) {
+	if jsonSizeQ3Auction.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ3Auction(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ3Auction.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ3Auction.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONQ3Auction(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ3Auction.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONQ3Auction(jsonSizeQ3Auction.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeQ3Auction.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeQ3Auction codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *Q3Auction) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONQ3Auction(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Q3Auction decode it.
+func (t *Q3Auction) ReadJSON(r *codec.JSONReader) {
+	readJSONQ3Auction(r, t)
+}
+
+// StreamSchema returns the registered schema of Q3Auction.
+func (t *Q3Auction) StreamSchema() *codec.Schema {
+	return schemaQ3Auction
+}
+
+var _ codec.Record = (*Q3Auction)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
+func (t *Q3Person) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryQ3Person(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *Q3Person) MarshalBinary() ([]byte, error) {
+	return appendBinaryQ3Person(make([]byte, 0, 64), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of Q3Person: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *Q3Person) UnmarshalBinary(b []byte) error {
+	*t = Q3Person{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryQ3Person(&d, t, d.End())
+	return d.Wrap("Q3Person")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *Q3Person) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONQ3Person(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Q3Person's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *Q3Person) MarshalJSON() ([]byte, error) {
+	if jsonSizeQ3Person.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ3Person(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ3Person.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ3Person.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONQ3Person(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ3Person.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONQ3Person(jsonSizeQ3Person.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeQ3Person.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeQ3Person codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *Q3Person) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONQ3Person(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Q3Person decode it.
+func (t *Q3Person) ReadJSON(r *codec.JSONReader) {
+	readJSONQ3Person(r, t)
+}
+
+// StreamSchema returns the registered schema of Q3Person.
+func (t *Q3Person) StreamSchema() *codec.Schema {
+	return schemaQ3Person
+}
+
+var _ codec.Record = (*Q3Person)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Q13Row) AppendBinary(b []byte) ([]byte, error) {
 	return appendBinaryQ13Row(b, t)
 }
@@ -7581,6 +7747,398 @@ func readJSONQ3Row(r *codec.JSONReader, v *Q3Row) {
 				v.ID = x3
 			}
 			r.InField("Q3Row", "id")
+		default:
+			r.Skip()
+		}
+	}
+}
+
+var schemaQ3Auction = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   49172,
+		Name: "ID",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   43566,
+		Name: "Seller",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.Q3Auction",
+})
+
+func appendBinaryQ3Auction(b []byte, v *Q3Auction) ([]byte, error) {
+	var err error
+	b = append(b, 0xc1, 0x82, 0x30) // ID: id 49172, int
+	b = codec.AppendInt(b, v.ID)
+	b = append(b, 0xe1, 0xc5, 0x2a) // Seller: id 43566, int
+	b = codec.AppendInt(b, v.Seller)
+	return b, err
+}
+
+func readBinaryQ3Auction(d *codec.Decoder, v *Q3Auction, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// ID
+	if codec.HasTag(b, p, 0x3082c1, 0xffffff) {
+		q := p + 3
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
+		}
+		v.ID = codec.Zigzag(x)
+		p = q + n
+	}
+	// Seller
+	if codec.HasTag(b, p, 0x2ac5e1, 0xffffff) {
+		q1 := p + 3
+		var x1 uint64
+		var n1 int
+		if c1 := b[q1]; c1 < 0x80 {
+			x1, n1 = uint64(c1), 1
+		} else if x1, n1 = codec.PeekUvarint(b, q1); n1 != 0 {
+			x1 = codec.PackUvarint(x1)
+		} else if x1, n1 = codec.UvarintAt(b, q1); n1 == 0 {
+			goto slow
+		}
+		v.Seller = codec.Zigzag(x1)
+		p = q1 + n1
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0xc0141:
+			// ID
+			v.ID = d.Int64()
+		case 0xaa2e1:
+			// Seller
+			v.Seller = d.Int64()
+		default:
+			switch tag >> 4 {
+			case 49172:
+				d.KindChanged("Q3Auction", "ID", tag, codec.KindInt)
+			case 43566:
+				d.KindChanged("Q3Auction", "Seller", tag, codec.KindInt)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONQ3Auction(b []byte, v *Q3Auction) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"id\":"...)
+	b = codec.AppendJSONInt(b, v.ID)
+	b = append(b, ",\"seller\":"...)
+	b = codec.AppendJSONInt(b, v.Seller)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONQ3Auction(r *codec.JSONReader, v *Q3Auction) {
+	if !r.BeginObject("Go value of type queries.Q3Auction") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "id":
+			field = 0
+		case "seller":
+			field = 1
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "ID":
+				field = 0
+			case "SELLER":
+				field = 1
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Int("Go value of type int64", 64); ok {
+				v.ID = x
+			}
+			r.InField("Q3Auction", "id")
+		case 1:
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
+				v.Seller = x1
+			}
+			r.InField("Q3Auction", "seller")
+		default:
+			r.Skip()
+		}
+	}
+}
+
+var schemaQ3Person = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   49172,
+		Name: "ID",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   29942,
+		Name: "Name",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   97879,
+		Name: "City",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   43616,
+		Name: "State",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.Q3Person",
+})
+
+func appendBinaryQ3Person(b []byte, v *Q3Person) ([]byte, error) {
+	var err error
+	b = append(b, 0xc1, 0x82, 0x30) // ID: id 49172, int
+	b = codec.AppendInt(b, v.ID)
+	if len(v.Name) < 0x80 {
+		b = append(append(b, 0xe5, 0x9e, 0x1d, byte(len(v.Name))), v.Name...) // Name: id 29942, string
+	} else {
+		b = append(b, 0xe5, 0x9e, 0x1d) // Name: id 29942, string
+		b = codec.AppendString(b, v.Name)
+	}
+	if len(v.City) < 0x80 {
+		b = append(append(b, 0xf5, 0xca, 0x5f, byte(len(v.City))), v.City...) // City: id 97879, string
+	} else {
+		b = append(b, 0xf5, 0xca, 0x5f) // City: id 97879, string
+		b = codec.AppendString(b, v.City)
+	}
+	if len(v.State) < 0x80 {
+		b = append(append(b, 0x85, 0xcc, 0x2a, byte(len(v.State))), v.State...) // State: id 43616, string
+	} else {
+		b = append(b, 0x85, 0xcc, 0x2a) // State: id 43616, string
+		b = codec.AppendString(b, v.State)
+	}
+	return b, err
+}
+
+func readBinaryQ3Person(d *codec.Decoder, v *Q3Person, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	var s, e, s1, e1, s2, e2 int
+	// ID
+	if codec.HasTag(b, p, 0x3082c1, 0xffffff) {
+		q := p + 3
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
+		}
+		v.ID = codec.Zigzag(x)
+		p = q + n
+	}
+	// Name
+	if codec.HasTag(b, p, 0x1d9ee5, 0xffffff) {
+		q1 := p + 3
+		s, e = codec.StringAt(b, q1)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q1); e == 0 {
+				goto slow
+			}
+		}
+		p = e
+	}
+	// City
+	if codec.HasTag(b, p, 0x5fcaf5, 0xffffff) {
+		q2 := p + 3
+		s1, e1 = codec.StringAt(b, q2)
+		if e1 == 0 {
+			if s1, e1 = codec.LongStringAt(b, q2); e1 == 0 {
+				goto slow
+			}
+		}
+		p = e1
+	}
+	// State
+	if codec.HasTag(b, p, 0x2acc85, 0xffffff) {
+		q3 := p + 3
+		s2, e2 = codec.StringAt(b, q3)
+		if e2 == 0 {
+			if s2, e2 = codec.LongStringAt(b, q3); e2 == 0 {
+				goto slow
+			}
+		}
+		p = e2
+	}
+slow:
+	d.Seek(p)
+	// The strings located above, copied in one allocation when they are short
+	// together, else each in its own, so that none keeps long ones alive.
+	if n1 := (e - s) + (e1 - s1) + (e2 - s2); n1 <= codec.MaxJoined {
+		buf := make([]byte, 0, n1)
+		buf = append(buf, b[s:e]...)
+		buf = append(buf, b[s1:e1]...)
+		buf = append(buf, b[s2:e2]...)
+		all := codec.StringOf(buf)
+		if e != 0 {
+			v.Name = all[:e-s]
+		}
+		all = all[e-s:]
+		if e1 != 0 {
+			v.City = all[:e1-s1]
+		}
+		all = all[e1-s1:]
+		if e2 != 0 {
+			v.State = all[:e2-s2]
+		}
+	} else {
+		if e != 0 {
+			v.Name = string(b[s:e])
+		}
+		if e1 != 0 {
+			v.City = string(b[s1:e1])
+		}
+		if e2 != 0 {
+			v.State = string(b[s2:e2])
+		}
+	}
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0xc0141:
+			// ID
+			v.ID = d.Int64()
+		case 0x74f65:
+			// Name
+			v.Name = d.String()
+		case 0x17e575:
+			// City
+			v.City = d.String()
+		case 0xaa605:
+			// State
+			v.State = d.String()
+		default:
+			switch tag >> 4 {
+			case 49172:
+				d.KindChanged("Q3Person", "ID", tag, codec.KindInt)
+			case 29942:
+				d.KindChanged("Q3Person", "Name", tag, codec.KindString)
+			case 97879:
+				d.KindChanged("Q3Person", "City", tag, codec.KindString)
+			case 43616:
+				d.KindChanged("Q3Person", "State", tag, codec.KindString)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONQ3Person(b []byte, v *Q3Person) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"id\":"...)
+	b = codec.AppendJSONInt(b, v.ID)
+	b = append(b, ",\"name\":"...)
+	b = codec.AppendJSONString(b, v.Name)
+	b = append(b, ",\"city\":"...)
+	b = codec.AppendJSONString(b, v.City)
+	b = append(b, ",\"state\":"...)
+	b = codec.AppendJSONString(b, v.State)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONQ3Person(r *codec.JSONReader, v *Q3Person) {
+	if !r.BeginObject("Go value of type queries.Q3Person") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "id":
+			field = 0
+		case "name":
+			field = 1
+		case "city":
+			field = 2
+		case "state":
+			field = 3
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "ID":
+				field = 0
+			case "NAME":
+				field = 1
+			case "CITY":
+				field = 2
+			case "STATE":
+				field = 3
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Int("Go value of type int64", 64); ok {
+				v.ID = x
+			}
+			r.InField("Q3Person", "id")
+		case 1:
+			if x1, ok := r.String("Go value of type string"); ok {
+				v.Name = x1
+			}
+			r.InField("Q3Person", "name")
+		case 2:
+			if x2, ok := r.String("Go value of type string"); ok {
+				v.City = x2
+			}
+			r.InField("Q3Person", "city")
+		case 3:
+			if x3, ok := r.String("Go value of type string"); ok {
+				v.State = x3
+			}
+			r.InField("Q3Person", "state")
 		default:
 			r.Skip()
 		}
