@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -95,6 +96,9 @@ type opRun struct {
 	// a key with no group (an initial state's, a timer's) was written.
 	dirty           []bool
 	ungroupedWrites bool
+	// oneShot says the operator's timers are one-shot
+	// (OperatorInfo.OneShotTimers).
+	oneShot bool
 }
 
 func (o *opRun) isDirty(group int32) bool {
@@ -564,16 +568,30 @@ func (k *KeyState) Clear(variable uint8) error {
 
 // RegisterTimer sets a timer of the key at at (see TimerInstant).
 func (k *KeyState) RegisterTimer(at time.Time) error {
+	if k.b.ops[k.op].oneShot {
+		return k.check(k.b.state.registerOneShot(k.scope, k.key, at))
+	}
 	return k.check(k.b.state.RegisterTimer(k.scope, k.key, at))
 }
 
 // DeleteTimer removes the key's timer at at, if there is one.
 func (k *KeyState) DeleteTimer(at time.Time) error {
+	if k.b.ops[k.op].oneShot {
+		return k.check(k.b.state.deleteOneShot(k.scope, k.key, at))
+	}
 	return k.check(k.b.state.DeleteTimer(k.scope, k.key, at))
 }
 
-// Timers calls fn with each of the key's timers, in order.
+// errOneShotTimers is the error of listing the timers of an operator whose
+// timers are one-shot.
+var errOneShotTimers = errors.New("streamgen: the operator's timers are one-shot (OperatorInfo.OneShotTimers): they are not listed by key")
+
+// Timers calls fn with each of the key's timers, in order. It fails for
+// an operator whose timers are one-shot (OperatorInfo.OneShotTimers).
 func (k *KeyState) Timers(fn func(at time.Time) error) error {
+	if k.b.ops[k.op].oneShot {
+		return k.check(errOneShotTimers)
+	}
 	return k.check(k.b.state.KeyTimers(k.scope, k.key, fn))
 }
 

@@ -236,6 +236,7 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 // batch, a call per key with rows, then a call per due timer.
 func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, phase func(string)) error {
 	info := op.Info()
+	b.ops[i].oneShot = info.OneShotTimers
 	fail := func(err error) error {
 		return fmt.Errorf("streamgen: batch %d: %s (%s): %w", b.ID, info.Kind, info.Name, err)
 	}
@@ -338,6 +339,7 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 		return nil
 	}
 	cursor := b.state.DueTimers(b.ops[i].scope, threshold)
+	fired := false
 	for {
 		due, err := cursor.Next()
 		if err != nil {
@@ -346,6 +348,7 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 		if len(due) == 0 {
 			break
 		}
+		fired = true
 		for _, t := range due {
 			k.reset(b, i, t.Key, -1)
 			if err := op.HandleTimer(ctx, k, t.At); err != nil {
@@ -357,6 +360,24 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+	}
+	if info.OneShotTimers && fired {
+		// The fired timers go in one range deletion; and, once a run, the
+		// index by key that a checkpoint from before they were one-shot
+		// may hold.
+		scope := b.ops[i].scope
+		if err := b.state.deleteFired(scope, threshold); err != nil {
+			return fail(b.fail(err))
+		}
+		if !q.keyIndexDropped[scope] {
+			if err := b.state.dropKeyIndex(scope); err != nil {
+				return fail(b.fail(err))
+			}
+			if q.keyIndexDropped == nil {
+				q.keyIndexDropped = map[Scope]bool{}
+			}
+			q.keyIndexDropped[scope] = true
 		}
 	}
 	phase(DurationTimers)

@@ -1,5 +1,7 @@
 package runtime
 
+import "time"
+
 // CheckMeta exposes the checkpoint check to the tests of package
 // runtime_test: it returns the checkpoint's query id and the warnings.
 func (s *Store) CheckMeta(m Meta, allowChanges bool) (id string, warnings []string, err error) {
@@ -20,3 +22,13 @@ func (s *Store) CheckMetaAllowing(m Meta, allowChanges, allowFieldLoss bool) (id
 // HoldsSpareBatch reports whether the store keeps a committed batch's
 // memory for the next: it does after committing a batch in key order.
 func HoldsSpareBatch(s *Store) bool { return s.spare.Load() != nil }
+
+// RegisterOneShot, DeleteFired and DropKeyIndex expose the one-shot
+// timers' writes (OperatorInfo.OneShotTimers) to the tests.
+func (b *StateBatch) RegisterOneShot(s Scope, key []byte, at time.Time) error {
+	return b.registerOneShot(s, key, at)
+}
+func (b *StateBatch) DeleteFired(s Scope, threshold time.Time) error {
+	return b.deleteFired(s, threshold)
+}
+func (b *StateBatch) DropKeyIndex(s Scope) error { return b.dropKeyIndex(s) }

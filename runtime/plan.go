@@ -116,6 +116,15 @@ type OperatorInfo struct {
 	// NoData is when the operator asks for a batch without new data (see
 	// NoDataRule).
 	NoData NoDataRule
+	// OneShotTimers says that the operator's timers are removed by the
+	// runtime once they fire (its HandleTimer need not delete the timer
+	// it is given) and are never listed by key: each is one entry in the
+	// index by expiry instead of two, and a batch's fired timers go in
+	// one range deletion instead of one deletion each. KeyState.Timers
+	// fails for such an operator, and a timer its HandleTimer sets that
+	// is due in the same batch is removed unfired. Windowed aggregation,
+	// whose timer per (window, key) fires once, sets it.
+	OneShotTimers bool
 }
 
 // NoDataRule is when an operator asks for a batch without new data after

@@ -43,6 +43,10 @@ type Query struct {
 	// timedVars are, per operator, its variables ordered by event time
 	// (EncodingByEventTime), which the loop evicts.
 	timedVars [][]timedState
+	// keyIndexDropped marks the scopes of operators with one-shot timers
+	// whose index of timers by key this run has deleted (see runTimers),
+	// touched by the batch loop alone.
+	keyIndexDropped map[Scope]bool
 }
 
 // Start opens the checkpoint, checks it against the plan, and starts the

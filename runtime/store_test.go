@@ -408,6 +408,129 @@ func TestTimerCursorSeesNewTimers(t *testing.T) {
 	}
 }
 
+// TestOneShotTimers: one-shot timers (OperatorInfo.OneShotTimers) are
+// one entry each, in the index by expiry; the runtime's range deletion
+// after they fire removes exactly those before the threshold (one-shot
+// and, from a checkpoint written before, two-index timers alike), a timer
+// set after the deletion stays, the index by key of the scope goes, and
+// other operators' and partitions' timers are untouched. Checked against
+// a plain list of the timers, with enough of them that the batch is
+// committed in key order.
+func TestOneShotTimers(t *testing.T) {
+	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	defer s.Close()
+	type timer struct {
+		key string
+		at  time.Time
+	}
+	scope := runtime.Scope{Operator: 2}
+	others := []runtime.Scope{{Operator: 3}, {Partition: 1, Operator: 2}}
+	base := time.Unix(1_700_000_000, 0).UTC()
+	var all []timer
+	// A checkpoint of before: timers in both indexes.
+	b := s.NewBatch()
+	for i := range 500 {
+		tm := timer{fmt.Sprintf("old%03d", i), base.Add(time.Duration(i*7%1000) * time.Millisecond)}
+		all = append(all, tm)
+		b.RegisterTimer(scope, []byte(tm.key), tm.at)
+	}
+	for _, o := range others {
+		b.RegisterTimer(o, []byte("other"), base)
+	}
+	if err := s.Commit(b, runtime.Progress{}); err != nil {
+		t.Fatal(err)
+	}
+	// A batch sets one-shot timers, fires those before the threshold,
+	// deletes them, and sets one more before the threshold.
+	threshold := base.Add(500 * time.Millisecond)
+	b = s.NewBatch()
+	for i := range 5000 {
+		tm := timer{fmt.Sprintf("new%04d", i), base.Add(time.Duration(i*13%1000) * time.Millisecond)}
+		all = append(all, tm)
+		if err := b.RegisterOneShot(scope, []byte(tm.key), tm.at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fired := map[timer]bool{}
+	cursor := b.DueTimers(scope, threshold)
+	for {
+		due, err := cursor.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(due) == 0 {
+			break
+		}
+		for _, d := range due {
+			fired[timer{string(d.Key), d.At}] = true
+		}
+	}
+	if err := b.DeleteFired(scope, threshold); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.DropKeyIndex(scope); err != nil {
+		t.Fatal(err)
+	}
+	after := timer{"after", base.Add(time.Millisecond)}
+	if err := b.RegisterOneShot(scope, []byte(after.key), after.at); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Commit(b, runtime.Progress{}); err != nil {
+		t.Fatal(err)
+	}
+	var wantLeft []timer
+	for _, tm := range all {
+		if tm.at.Before(threshold) != fired[tm] {
+			t.Fatalf("timer %v at %v: fired %v, threshold %v", tm.key, tm.at, fired[tm], threshold)
+		}
+		if !fired[tm] {
+			wantLeft = append(wantLeft, tm)
+		}
+	}
+	wantLeft = append(wantLeft, after)
+	if len(fired) == 0 || len(wantLeft) < 2 {
+		t.Fatalf("%d fired, %d left: the test needs both", len(fired), len(wantLeft))
+	}
+	b = s.NewBatch()
+	defer b.Close()
+	left := map[timer]bool{}
+	cursor = b.DueTimers(scope, runtime.EndOfTime)
+	for {
+		due, err := cursor.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(due) == 0 {
+			break
+		}
+		for _, d := range due {
+			left[timer{string(d.Key), d.At}] = true
+		}
+	}
+	if len(left) != len(wantLeft) {
+		t.Fatalf("%d timers left, want %d", len(left), len(wantLeft))
+	}
+	for _, tm := range wantLeft {
+		if !left[tm] {
+			t.Fatalf("timer %v at %v is gone, want it left", tm.key, tm.at)
+		}
+	}
+	for _, tm := range all[:500] {
+		if err := b.KeyTimers(scope, []byte(tm.key), func(at time.Time) error {
+			return fmt.Errorf("timer of %s at %v still in the index by key", tm.key, at)
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, o := range others {
+		n := 0
+		b.KeyTimers(o, []byte("other"), func(time.Time) error { n++; return nil })
+		if due, err := b.HasDueTimers(o, runtime.EndOfTime); err != nil || !due || n != 1 {
+			t.Fatalf("scope %+v: due %v (%v), %d in the index by key; want its one timer in both", o, due, err, n)
+		}
+	}
+}
+
 func meta(states map[string]*codec.Schema) runtime.Meta {
 	return runtime.Meta{
 		Sources:   []string{"memory:in"},

@@ -85,6 +85,60 @@ func (b *StateBatch) RegisterTimer(s Scope, key []byte, at time.Time) error {
 	return nil
 }
 
+// registerOneShot sets a one-shot timer (OperatorInfo.OneShotTimers): an
+// entry in the index by expiry alone.
+func (b *StateBatch) registerOneShot(s Scope, key []byte, at time.Time) error {
+	b.written = true
+	b.key = expiryKey(b.key[:0], s, at, key)
+	b.noteTimer()
+	if err := b.b.Set(b.key, nil, nil); err != nil {
+		return fmt.Errorf("streamgen: write timer: %w", err)
+	}
+	return nil
+}
+
+// deleteOneShot removes a one-shot timer before it fires.
+func (b *StateBatch) deleteOneShot(s Scope, key []byte, at time.Time) error {
+	b.written = true
+	b.key = expiryKey(b.key[:0], s, at, key)
+	b.noteTimer()
+	if err := b.b.Delete(b.key, nil); err != nil {
+		return fmt.Errorf("streamgen: write timer: %w", err)
+	}
+	return nil
+}
+
+// deleteFired removes the one-shot timers of s due below threshold, once
+// they have fired: one range deletion over the range DueTimers read. It
+// leaves rangeDeleted unset: the range holds the timers of s alone,
+// which the state cache does not hold and which no read of the batch
+// comes back to once the operator's timers have run (a later operator's
+// cursor reads its own range).
+func (b *StateBatch) deleteFired(s Scope, threshold time.Time) error {
+	lower := appendScope(nil, timerPrefix, s)
+	upper := prefixEnd(lower)
+	if threshold.Before(EndOfTime) {
+		upper = appendInstant(append([]byte(nil), lower...), threshold)
+	}
+	b.written = true
+	if err := b.b.DeleteRange(lower, upper, nil); err != nil {
+		return fmt.Errorf("streamgen: delete fired timers: %w", err)
+	}
+	return nil
+}
+
+// dropKeyIndex removes the index by key of s's timers: what a checkpoint
+// written before the operator's timers were one-shot left there, which
+// nothing reads or deletes any more.
+func (b *StateBatch) dropKeyIndex(s Scope) error {
+	lower := appendScope(nil, timerKeyPrefix, s)
+	b.written = true
+	if err := b.b.DeleteRange(lower, prefixEnd(lower), nil); err != nil {
+		return fmt.Errorf("streamgen: delete the timers' index by key: %w", err)
+	}
+	return nil
+}
+
 // DeleteTimer removes the timer of key at instant at, if there is one.
 func (b *StateBatch) DeleteTimer(s Scope, key []byte, at time.Time) error {
 	b.written = true

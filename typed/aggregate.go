@@ -245,6 +245,8 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) fold(r *R) {
 func (o *aggOp[G, R, In, Acc, Out, Row, PA]) Info() runtime.OperatorInfo {
 	info := o.info
 	info.OutputMode = o.modeName()
+	// A window's timer fires once, when it closes.
+	info.OneShotTimers = o.windowed
 	if info.OutputMode != Complete.String() {
 		// Spark's StateStoreSaveExec: in Append and Update modes.
 		info.NoData = runtime.NoDataOnWatermark
@@ -339,7 +341,7 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *ru
 
 // HandleTimer closes a window: in Append mode its row is written, then
 // its state is evicted.
-func (o *aggOp[G, R, In, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+func (o *aggOp[G, R, In, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, _ time.Time) error {
 	var g G
 	if err := o.codec.decode(k.Key(), &g); err != nil {
 		return fmt.Errorf("a timer's key does not decode: %w", unprefixed(err))
@@ -355,7 +357,7 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k 
 		return err
 	}
 	k.Removed()
-	return k.DeleteTimer(expiry)
+	return nil // the timer is one-shot (Info): the runtime removes it
 }
 
 // windowFront finds the group of a windowed row by its window's start,

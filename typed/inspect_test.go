@@ -171,3 +171,60 @@ func TestCheckpointRowsOfSessions(t *testing.T) {
 		t.Error("no session in the checkpoint")
 	}
 }
+
+// TestWindowTimersAreTheOpenWindows reads a sliding-window count's timers
+// from its checkpoint after each of several runs: there is one per window
+// and user that a plain loop finds open (rows in it, its end past the
+// watermark), due a nanosecond before the window's end, and none of a
+// closed window: the timers of closed windows were removed as they fired.
+func TestWindowTimersAreTheOpenWindows(t *testing.T) {
+	in := orderedClicks(300)
+	const size, slide, delay = 60 * time.Second, 20 * time.Second, 30 * time.Second
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 16)
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, delay)
+	ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Sliding(size, slide), func(c *fixtures.Click) string { return c.User })
+	w := typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Append)
+	ck := newCheckpoint()
+	prev := 0
+	for _, end := range []int{90, 200, 300} {
+		m.Add(in[prev:end]...)
+		prev = end
+		if err := runToEnd(t, w, ck.opts()...); err != nil {
+			t.Fatal(err)
+		}
+		latest := in[end-1].Time // rows come in event-time order
+		watermark := latest.Add(-delay)
+		want := map[string]bool{}
+		for _, c := range in[:end] {
+			first := c.Time.Truncate(slide)
+			for start := first; start.After(c.Time.Add(-size)); start = start.Add(-slide) {
+				if wend := start.Add(size); wend.After(watermark) {
+					want[fmt.Sprintf("%s %v", c.User, wend.Add(-time.Nanosecond).UnixNano())] = true
+				}
+			}
+		}
+		c, err := runtime.OpenCheckpointFS(ck.fs, "ckpt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		err = c.Timers(0, func(tm runtime.StoredTimer) error {
+			var user string
+			// The key: the window's start and end (8 bytes each), then
+			// the user (a string key is its bytes).
+			if len(tm.Key) < 16 {
+				return fmt.Errorf("timer key of %d bytes", len(tm.Key))
+			}
+			user = string(tm.Key[16:])
+			got[fmt.Sprintf("%s %v", user, tm.At.UnixNano())] = true
+			return nil
+		})
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("after %d rows (watermark %v): timers\n got %v\nwant %v", end, watermark, got, want)
+		}
+	}
+}
