@@ -79,6 +79,11 @@ type inputRun struct {
 	counter       InputCounter
 	current       string
 	planned, done int64
+	// active is the partition MarkActive last marked, when marked is
+	// set: the rows of a partition come together, so most marks are of
+	// it.
+	active string
+	marked bool
 }
 
 // opRun is an operator's share of a batch.
@@ -272,10 +277,12 @@ func (b *Batch) ObserveEventTime(t time.Time) { b.eventTimes.add(t) }
 // MarkActive records that input's partition had rows in the batch, which
 // keeps it in the watermark when partitions may go idle.
 func (b *Batch) MarkActive(input int, partition string) {
-	k := partitionKey(b.inputs[input].name, partition)
-	if !b.active[k] {
-		b.active[k] = true
+	in := &b.inputs[input]
+	if in.marked && in.active == partition {
+		return
 	}
+	in.active, in.marked = partition, true
+	b.active[partitionKey(in.name, partition)] = true
 }
 
 // DeadLetter records a record that could not be read or decoded.
