@@ -122,7 +122,8 @@ type OperatorInfo struct {
 	// index by expiry instead of two, and a batch's fired timers go in
 	// one range deletion instead of one deletion each. KeyState.Timers
 	// fails for such an operator, and a timer its HandleTimer sets that
-	// is due in the same batch is removed unfired. Windowed aggregation,
+	// is due in the same batch may be removed unfired (one the cursor
+	// over the due timers has not yet reached fires). Windowed aggregation,
 	// whose timer per (window, key) fires once, sets it.
 	OneShotTimers bool
 }

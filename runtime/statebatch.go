@@ -107,7 +107,7 @@ func (s *Store) newBatch(sized bool) *StateBatch {
 	b := &StateBatch{store: s, db: s.db, cache: s.state, ttlLow: [2]int64{math.MaxInt64, math.MaxInt64}, readSlot: -1}
 	b.after.Store(s.inFlightWork())
 	spare := s.spare.Swap(nil)
-	if n := s.lastBatch.Load(); sized && spare == nil && n > spareBatchMax {
+	if n := s.lastBatch.Load(); sized && spare == nil && n > sizedBatchMin {
 		b.b = s.db.NewBatchWithSize(int(min(n, maxBatchHint)))
 	} else {
 		b.b = s.db.NewBatch()
@@ -125,6 +125,11 @@ func (s *Store) newBatch(sized bool) *StateBatch {
 
 // maxBatchHint is the largest size a batch starts at.
 const maxBatchHint = 1 << 30
+
+// sizedBatchMin is the size of the last batch past which a new batch
+// without a spare's bytes (the last was indexed, or too large to keep)
+// starts at that size rather than growing to it by doubling.
+const sizedBatchMin = 1 << 20
 
 // reuse closes pb, a batch that Pebble will not see (it took a copy, or
 // the batch is dropped), and keeps its bytes and the hints for the next
