@@ -576,7 +576,7 @@ func (k *KeyState) Clear(variable uint8) error {
 // RegisterTimer sets a timer of the key at at (see TimerInstant).
 func (k *KeyState) RegisterTimer(at time.Time) error {
 	if k.b.ops[k.op].oneShot {
-		return k.check(k.b.state.registerOneShot(k.scope, k.key, at))
+		return k.check(k.b.state.setByExpiry(k.scope, k.key, at))
 	}
 	return k.check(k.b.state.RegisterTimer(k.scope, k.key, at))
 }
@@ -584,7 +584,7 @@ func (k *KeyState) RegisterTimer(at time.Time) error {
 // DeleteTimer removes the key's timer at at, if there is one.
 func (k *KeyState) DeleteTimer(at time.Time) error {
 	if k.b.ops[k.op].oneShot {
-		return k.check(k.b.state.deleteOneShot(k.scope, k.key, at))
+		return k.check(k.b.state.deleteByExpiry(k.scope, k.key, at))
 	}
 	return k.check(k.b.state.DeleteTimer(k.scope, k.key, at))
 }

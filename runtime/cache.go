@@ -71,7 +71,7 @@ type stateCache struct {
 	// empty, while rowsComplete: a scan of such a key's entries that it
 	// has not seen finds nothing, and Pebble is not asked. Made at the
 	// first such entry, out of the arena's budget.
-	rows         *evictedFilter
+	rows         *evictedFilters
 	rowsComplete bool
 	// scanned has a bit for each scanned variable, by operator and
 	// variable id. Set before the first batch.
@@ -332,7 +332,7 @@ func cacheIndexSlotsFor(n int) int {
 // slots and rebuilds the index, giving back the memory of the rest.
 func (c *stateCache) limit(budget int64) {
 	c.share = budget
-	if c.filter.size() > budget*filterMaxShare/16 {
+	if c.filter.size() > evictedFiltersMax(budget) {
 		c.dropFilter() // made for a larger share
 	}
 	if c.rows.size() > budget/filterBudgetShare {
@@ -474,31 +474,41 @@ func (c *stateCache) evict() {
 // eviction, out of the arena's budget), and is no longer complete when the
 // filter is past its use or its share too small for one.
 func (c *stateCache) noteEvicted(h uint64) {
-	if !c.complete {
-		return
-	}
-	if c.filter == nil {
-		if c.filter = newEvictedFilters(c.share / filterBudgetShare); c.filter == nil {
-			c.complete = false
-			return
-		}
-		c.setLimits()
-	}
-	grew, ok := c.filter.add(h, c.share*filterMaxShare/16)
-	if !ok {
-		c.dropFilter()
-	} else if grew {
-		c.setLimits()
+	if c.complete {
+		c.addToFilter(&c.filter, &c.complete, h, evictedFiltersMax(c.share))
 	}
 }
 
 // dropFilter gives the filter's memory back to the arena: the cache is no
 // longer complete.
-func (c *stateCache) dropFilter() {
-	c.complete = false
-	if c.filter != nil {
-		c.filter.close()
-		c.filter = nil
+func (c *stateCache) dropFilter() { c.drop(&c.filter, &c.complete) }
+
+// addToFilter adds h to *f, the filter of evicted keys or of scanned
+// keys, first made (of 1/filterBudgetShare of the budget) if nil, and
+// grown within limit bytes; *complete says the filter answers, and is
+// cleared, the filter dropped, when it cannot be made or is past its use.
+func (c *stateCache) addToFilter(f **evictedFilters, complete *bool, h uint64, limit int64) {
+	if *f == nil {
+		if *f = newEvictedFilters(c.share / filterBudgetShare); *f == nil {
+			*complete = false
+			return
+		}
+		c.setLimits()
+	}
+	grew, ok := (*f).add(h, limit)
+	if !ok {
+		c.drop(f, complete)
+	} else if grew {
+		c.setLimits()
+	}
+}
+
+// drop clears *complete and gives the memory of *f back to the arena.
+func (c *stateCache) drop(f **evictedFilters, complete *bool) {
+	*complete = false
+	if *f != nil {
+		(*f).close()
+		*f = nil
 		c.setLimits()
 	}
 }
@@ -592,14 +602,7 @@ func (c *stateCache) clear() {
 
 // dropRows gives the memory of the filter of scanned keys back to the
 // arena: scans read Pebble from then on.
-func (c *stateCache) dropRows() {
-	c.rowsComplete = false
-	if c.rows != nil {
-		c.rows.close()
-		c.rows = nil
-		c.setLimits()
-	}
-}
+func (c *stateCache) dropRows() { c.drop(&c.rows, &c.rowsComplete) }
 
 // scan marks operator op's variable as read by scans of a key's entries
 // (a join's buffer, a list, a map): the cache notes which keys have had
@@ -648,16 +651,8 @@ func (c *stateCache) noteRows(k []byte) {
 		c.dropRows()
 		return
 	}
-	if c.rows == nil {
-		if c.rows = newEvictedFilter(c.share / filterBudgetShare); c.rows == nil {
-			c.rowsComplete = false
-			return
-		}
-		c.setLimits()
-	}
-	if !c.rows.add(hashKey(c, p)) {
-		c.dropRows()
-	}
+	// One filter, not grown (its limit is its first size).
+	c.addToFilter(&c.rows, &c.rowsComplete, hashKey(c, p), c.share/filterBudgetShare)
 }
 
 // mayHaveRows reports whether the key of a scanned variable whose entries

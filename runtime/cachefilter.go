@@ -7,12 +7,13 @@ import (
 
 // evictedFilter is a Bloom filter of the keys a complete state cache has
 // evicted with a value (see stateCache.evict); one also holds the keys
-// that scanned variables have had entries for (stateCache.rows). A key the cache does not
-// hold and the filter has not seen has no state: the read of a new key,
-// most reads of a store with many keys (Nexmark q16's and q18's, a
-// deduplication's), costs a few memory reads instead of a Pebble read,
-// which opens an iterator on every level that may hold it. A key the
-// filter may have seen (false positives included) is read from Pebble.
+// that scanned variables have had entries for (stateCache.rows). A key
+// the cache does not hold and the filter has not seen has no state: the
+// read of a new key, most reads of a store with many keys (Nexmark q16's
+// and q18's, a deduplication's), costs a few memory reads instead of a
+// Pebble read, which opens an iterator on every level that may hold it.
+// A key the filter may have seen (false positives included) is read from
+// Pebble.
 //
 // It is blocked: each key sets and tests filterProbes bits of one 512-bit
 // block (a cache line), so that a test reads one line. At filterBitsPerKey
@@ -48,8 +49,13 @@ const (
 	filterMaxShare    = 7
 )
 
+// evictedFiltersMax is the most memory the filters of evicted keys of a
+// cache with budget bytes take (filterMaxShare sixteenths).
+func evictedFiltersMax(budget int64) int64 { return budget * filterMaxShare / 16 }
+
 // evictedFilters are the generations of a cache's filter of evicted keys,
-// each twice the size of the one before; a key is added to the last.
+// each twice the size of the one before; a key is added to the last. The
+// filter of scanned keys is one generation, never grown.
 type evictedFilters struct {
 	gens  []*evictedFilter
 	bytes int64

@@ -26,7 +26,7 @@ func HoldsSpareBatch(s *Store) bool { return s.spare.Load() != nil }
 // RegisterOneShot, DeleteFired and DropKeyIndex expose the one-shot
 // timers' writes (OperatorInfo.OneShotTimers) to the tests.
 func (b *StateBatch) RegisterOneShot(s Scope, key []byte, at time.Time) error {
-	return b.registerOneShot(s, key, at)
+	return b.setByExpiry(s, key, at)
 }
 func (b *StateBatch) DeleteFired(s Scope, threshold time.Time) error {
 	return b.deleteFired(s, threshold)

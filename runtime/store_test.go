@@ -334,18 +334,8 @@ func TestTimers(t *testing.T) {
 			return strings.Compare(a.key, b.key)
 		})
 		var got []timer
-		cursor := b.DueTimers(scope, threshold)
-		for {
-			due, err := cursor.Next()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(due) == 0 {
-				break
-			}
-			for _, d := range due {
-				got = append(got, timer{string(d.Key), d.At})
-			}
+		for _, d := range dueTimers(t, b, scope, threshold) {
+			got = append(got, timer{string(d.Key), d.At})
 		}
 		if len(got) != len(want) {
 			t.Fatalf("before %v: %d timers due, want %d", threshold, len(got), len(want))
@@ -367,6 +357,24 @@ func TestTimers(t *testing.T) {
 	b.KeyTimers(scope, []byte("far"), func(time.Time) error { n++; return nil })
 	if n != 0 {
 		t.Fatal("the far timer is still listed after its deletion")
+	}
+}
+
+// dueTimers returns the timers of s due before threshold, as b's cursor
+// reads them, in order.
+func dueTimers(t *testing.T, b *runtime.StateBatch, s runtime.Scope, threshold time.Time) []runtime.Timer {
+	t.Helper()
+	var all []runtime.Timer
+	cursor := b.DueTimers(s, threshold)
+	for {
+		due, err := cursor.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(due) == 0 {
+			return all
+		}
+		all = append(all, due...)
 	}
 }
 
@@ -452,18 +460,8 @@ func TestOneShotTimers(t *testing.T) {
 		}
 	}
 	fired := map[timer]bool{}
-	cursor := b.DueTimers(scope, threshold)
-	for {
-		due, err := cursor.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(due) == 0 {
-			break
-		}
-		for _, d := range due {
-			fired[timer{string(d.Key), d.At}] = true
-		}
+	for _, d := range dueTimers(t, b, scope, threshold) {
+		fired[timer{string(d.Key), d.At}] = true
 	}
 	if err := b.DeleteFired(scope, threshold); err != nil {
 		t.Fatal(err)
@@ -494,18 +492,8 @@ func TestOneShotTimers(t *testing.T) {
 	b = s.NewBatch()
 	defer b.Close()
 	left := map[timer]bool{}
-	cursor = b.DueTimers(scope, runtime.EndOfTime)
-	for {
-		due, err := cursor.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(due) == 0 {
-			break
-		}
-		for _, d := range due {
-			left[timer{string(d.Key), d.At}] = true
-		}
+	for _, d := range dueTimers(t, b, scope, runtime.EndOfTime) {
+		left[timer{string(d.Key), d.At}] = true
 	}
 	if len(left) != len(wantLeft) {
 		t.Fatalf("%d timers left, want %d", len(left), len(wantLeft))

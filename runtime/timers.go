@@ -72,11 +72,8 @@ func keyTimersPrefix(b []byte, s Scope, key []byte) []byte {
 // RegisterTimer sets a timer of key at instant at (see TimerInstant). A
 // timer already set at that instant stays one timer.
 func (b *StateBatch) RegisterTimer(s Scope, key []byte, at time.Time) error {
-	b.written = true
-	b.key = expiryKey(b.key[:0], s, at, key)
-	b.noteTimer()
-	if err := b.b.Set(b.key, nil, nil); err != nil {
-		return fmt.Errorf("streamgen: write timer: %w", err)
+	if err := b.setByExpiry(s, key, at); err != nil {
+		return err
 	}
 	b.key = appendInstant(keyTimersPrefix(b.key[:0], s, key), at)
 	if err := b.b.Set(b.key, nil, nil); err != nil {
@@ -85,9 +82,9 @@ func (b *StateBatch) RegisterTimer(s Scope, key []byte, at time.Time) error {
 	return nil
 }
 
-// registerOneShot sets a one-shot timer (OperatorInfo.OneShotTimers): an
-// entry in the index by expiry alone.
-func (b *StateBatch) registerOneShot(s Scope, key []byte, at time.Time) error {
+// setByExpiry writes the timer's entry in the index by expiry: all of a
+// one-shot timer (OperatorInfo.OneShotTimers), half of another.
+func (b *StateBatch) setByExpiry(s Scope, key []byte, at time.Time) error {
 	b.written = true
 	b.key = expiryKey(b.key[:0], s, at, key)
 	b.noteTimer()
@@ -97,8 +94,9 @@ func (b *StateBatch) registerOneShot(s Scope, key []byte, at time.Time) error {
 	return nil
 }
 
-// deleteOneShot removes a one-shot timer before it fires.
-func (b *StateBatch) deleteOneShot(s Scope, key []byte, at time.Time) error {
+// deleteByExpiry removes the timer's entry in the index by expiry: all of
+// a one-shot timer, half of another.
+func (b *StateBatch) deleteByExpiry(s Scope, key []byte, at time.Time) error {
 	b.written = true
 	b.key = expiryKey(b.key[:0], s, at, key)
 	b.noteTimer()
@@ -115,16 +113,7 @@ func (b *StateBatch) deleteOneShot(s Scope, key []byte, at time.Time) error {
 // comes back to once the operator's timers have run (a later operator's
 // cursor reads its own range).
 func (b *StateBatch) deleteFired(s Scope, threshold time.Time) error {
-	lower := appendScope(nil, timerPrefix, s)
-	upper := prefixEnd(lower)
-	if threshold.Before(EndOfTime) {
-		upper = appendInstant(append([]byte(nil), lower...), threshold)
-	}
-	b.written = true
-	if err := b.b.DeleteRange(lower, upper, nil); err != nil {
-		return fmt.Errorf("streamgen: delete fired timers: %w", err)
-	}
-	return nil
+	return b.deleteTimerRange(dueRange(s, threshold))
 }
 
 // dropKeyIndex removes the index by key of s's timers: what a checkpoint
@@ -132,20 +121,23 @@ func (b *StateBatch) deleteFired(s Scope, threshold time.Time) error {
 // nothing reads or deletes any more.
 func (b *StateBatch) dropKeyIndex(s Scope) error {
 	lower := appendScope(nil, timerKeyPrefix, s)
+	return b.deleteTimerRange(lower, prefixEnd(lower))
+}
+
+// deleteTimerRange removes the timers' index entries in [lower, upper),
+// leaving rangeDeleted unset (see deleteFired).
+func (b *StateBatch) deleteTimerRange(lower, upper []byte) error {
 	b.written = true
-	if err := b.b.DeleteRange(lower, prefixEnd(lower), nil); err != nil {
-		return fmt.Errorf("streamgen: delete the timers' index by key: %w", err)
+	if err := b.b.DeleteRange(lower, upper, nil); err != nil {
+		return fmt.Errorf("streamgen: delete timers: %w", err)
 	}
 	return nil
 }
 
 // DeleteTimer removes the timer of key at instant at, if there is one.
 func (b *StateBatch) DeleteTimer(s Scope, key []byte, at time.Time) error {
-	b.written = true
-	b.key = expiryKey(b.key[:0], s, at, key)
-	b.noteTimer()
-	if err := b.b.Delete(b.key, nil); err != nil {
-		return fmt.Errorf("streamgen: write timer: %w", err)
+	if err := b.deleteByExpiry(s, key, at); err != nil {
+		return err
 	}
 	b.key = appendInstant(keyTimersPrefix(b.key[:0], s, key), at)
 	if err := b.b.Delete(b.key, nil); err != nil {
@@ -212,14 +204,18 @@ const dueChunk = 256
 // strictly before threshold; a threshold at or after EndOfTime takes every
 // timer.
 func (b *StateBatch) DueTimers(s Scope, threshold time.Time) *TimerCursor {
-	lower := appendScope(nil, timerPrefix, s)
-	var upper []byte
-	if threshold.Before(EndOfTime) {
-		upper = appendInstant(append([]byte(nil), lower...), threshold)
-	} else {
-		upper = prefixEnd(lower)
-	}
+	lower, upper := dueRange(s, threshold)
 	return &TimerCursor{b: b, lower: lower, upper: upper, first: true, prefix: len(lower)}
+}
+
+// dueRange is the range of s's index by expiry that holds the timers due
+// before threshold.
+func dueRange(s Scope, threshold time.Time) (lower, upper []byte) {
+	lower = appendScope(nil, timerPrefix, s)
+	if threshold.Before(EndOfTime) {
+		return lower, appendInstant(append([]byte(nil), lower...), threshold)
+	}
+	return lower, prefixEnd(lower)
 }
 
 var errChunkFull = errors.New("chunk full")
