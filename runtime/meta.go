@@ -49,6 +49,9 @@ type OperatorMeta struct {
 	Variables map[string]VariableMeta `json:"variables,omitempty"`
 	// deleted names the variables the operator deletes at start.
 	deleted []string
+	// legacyKeyType is the KeyType of checkpoints that hold the keys in
+	// the encoding before KeyType's (OperatorInfo.LegacyKeyType).
+	legacyKeyType string
 }
 
 // VariableMeta describes one state variable in the checkpoint.
@@ -78,7 +81,7 @@ func planMeta(plan *Plan) Meta {
 		om := OperatorMeta{
 			Kind: info.Kind, Name: info.Name, Timeout: info.Timeout, OutputMode: info.OutputMode,
 			Key: info.Key, KeyType: info.KeyType, States: map[string]*codec.Schema{},
-			Variables: map[string]VariableMeta{}, deleted: info.Deleted,
+			Variables: map[string]VariableMeta{}, deleted: info.Deleted, legacyKeyType: info.LegacyKeyType,
 		}
 		for i, s := range info.States {
 			om.States[s.Name] = s.Schema
@@ -162,6 +165,11 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 	for _, d := range drop {
 		if err := s.deleteVariable(d.op, d.id); err != nil {
 			return Meta{}, err
+		}
+	}
+	for i := range min(len(stored.Operators), len(current.Operators)) {
+		if op := &current.Operators[i]; op.legacyKeyType != "" && stored.Operators[i].KeyType == op.legacyKeyType {
+			op.KeyType = op.legacyKeyType // the keys stay as they are stored
 		}
 	}
 	current.ID = stored.ID
@@ -278,9 +286,18 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 		if was.OutputMode != now.OutputMode {
 			identity = append(identity, fmt.Sprintf("%s: output mode was %s, is now %s", where, was.OutputMode, now.OutputMode))
 		}
-		if was.KeyType != now.KeyType {
+		switch {
+		case was.KeyType != now.KeyType && (now.legacyKeyType == "" || was.KeyType != now.legacyKeyType):
 			types = append(types, fmt.Sprintf("%s: key type was %s, is now %s", where, was.KeyType, now.KeyType))
-		} else if was.Key != nil && now.Key != nil {
+		case strings.HasSuffix(was.KeyType, orderedRecordKey) && was.Key != nil && now.Key != nil:
+			// Keys sort by their fields in order: another field, or
+			// another order, addresses other entries.
+			if diff := orderedKeyChange(was.Key, now.Key); diff != "" {
+				types = append(types, fmt.Sprintf("%s: key %s: %s; start from a new checkpoint directory, or keep the key's fields", where, now.Key.Name, diff))
+			} else if err := codec.Compatible(was.Key, now.Key); err != nil {
+				types = append(types, fmt.Sprintf("%s: key: %v", where, err))
+			}
+		case was.Key != nil && now.Key != nil:
 			if err := codec.Compatible(was.Key, now.Key); err != nil {
 				types = append(types, fmt.Sprintf("%s: key: %v", where, err))
 			}
@@ -309,6 +326,35 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 		}
 	}
 	return identity, types
+}
+
+// orderedRecordKey is the KeyType of a record key in its ordered
+// encoding (codec.OrderedKey), after the prefix of a window's.
+const orderedRecordKey = "orderedRecord"
+
+// orderedKeyChange describes how the fields of a key record in its
+// ordered encoding changed ("" if they did not): the encoding holds the
+// fields in order, by kind, without ids.
+func orderedKeyChange(was, now *codec.Schema) string {
+	names := func(s *codec.Schema) string {
+		var b strings.Builder
+		for i, f := range s.Fields {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "%s %s", f.Name, f.Type.Kind)
+		}
+		return b.String()
+	}
+	same := len(was.Fields) == len(now.Fields)
+	for i := 0; same && i < len(was.Fields); i++ {
+		w, n := was.Fields[i], now.Fields[i]
+		same = w.ID == n.ID && w.Type != nil && n.Type != nil && w.Type.Kind == n.Type.Kind
+	}
+	if same {
+		return ""
+	}
+	return fmt.Sprintf("its fields were (%s), are now (%s)", names(was), names(now))
 }
 
 // sharesField reports whether two schemas have a field id in common.

@@ -99,6 +99,14 @@ type OperatorInfo struct {
 	// the name of a basic type.
 	KeyType string
 	Key     *codec.Schema
+	// LegacyKeyType, when set, is the KeyType of checkpoints that hold
+	// the operator's keys in an earlier encoding (a record's binary
+	// encoding, before keys were stored in the order of their fields):
+	// Start accepts such a checkpoint, which keeps its KeyType, and calls
+	// UseLegacyKeys before the first batch, after which the operator
+	// reads and writes its keys in that encoding.
+	LegacyKeyType string
+	UseLegacyKeys func()
 	// ParseKey, when set, decodes a grouping key given as JSON and
 	// returns its encoding in the store: how a read of the running
 	// query's state (Query.LookupState) names a key. Without it, only

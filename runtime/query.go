@@ -133,6 +133,9 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 				}
 			}
 		}
+		if info := op.Info(); info.LegacyKeyType != "" && info.LegacyKeyType != info.KeyType && meta.Operators[i].KeyType == info.LegacyKeyType {
+			info.UseLegacyKeys()
+		}
 		if v, ok := op.(VariableIDs); ok {
 			ids := make([]uint8, 0, len(op.Info().States))
 			for _, s := range op.Info().States {

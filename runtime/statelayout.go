@@ -145,6 +145,17 @@ func appendTyped(b []byte, schema *codec.Schema, typeName string, data []byte) (
 		b, err := appendTyped(b, schema, inner, data[16:])
 		return append(b, '}'), err
 	}
+	if schema != nil && typeName == orderedRecordKey {
+		ordered, ok := codec.NewOrderedKey(schema)
+		if !ok {
+			return b, fmt.Errorf("streamgen: the key record %s has no ordered encoding", schema.Name)
+		}
+		bin, err := ordered.AppendBinary(nil, data)
+		if err != nil {
+			return b, err
+		}
+		data = bin
+	}
 	if schema != nil {
 		return codec.AppendDynamicJSON(b, schema, data)
 	}

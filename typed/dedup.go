@@ -67,26 +67,24 @@ func DropDuplicatesWithEventTime[T any, K comparable](s Stream[T], key func(*T) 
 	return Stream[T]{p: s.p, attach: func(c *compiler, emit func(*T)) {
 		// The operator's key is the row's event time, then its key: the
 		// grouping key of the state ordered by event time.
-		timed := valueCodec[timedKey[K]]{
-			encode: func(b []byte, k *timedKey[K]) ([]byte, error) {
+		timed := wrap(kc, "",
+			func(b []byte, k *timedKey[K]) ([]byte, error) {
 				return kc.encode(runtime.AppendTimedKey(b, k.at), &k.key)
 			},
-			decode: func(b []byte, k *timedKey[K]) error {
+			func(b []byte, k *timedKey[K]) error {
 				if len(b) < 8 {
 					return fmt.Errorf("a key of %d bytes does not begin with its event time", len(b))
 				}
 				k.at = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
 				return kc.decode(b[8:], &k.key)
-			},
-			typeName: kc.typeName, schema: kc.schema,
-		}
+			})
 		ks := KeyedStream[timedKey[K], T]{s: s, codec: timed, key: func(t *T) timedKey[K] {
 			return timedKey[K]{at: runtime.TimedNanos(c.eventTime), key: key(t)}
 		}}
 		op := &timedDedupOp[K, T]{gatherer: newGatherer(c, ks, kind), emitDown: emit}
 		op.firstOnly = true // a group's later rows are copies
 		op.info = runtime.OperatorInfo{
-			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, ParseKey: kc.parseJSON, Key: kc.schema,
+			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, LegacyKeyType: kc.legacyTypeName, UseLegacyKeys: kc.useLegacy, ParseKey: kc.parseJSON, Key: kc.schema,
 			States:        []runtime.StateInfo{{Name: "seen", Kind: "value", Encoding: runtime.EncodingByEventTime}},
 			DropsLateRows: true,
 			NoData:        runtime.NoDataOnWatermark,
@@ -148,7 +146,7 @@ func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind strin
 		op := &dedupOp[K, T]{gatherer: newGatherer(c, ks, kind), emitDown: emit, withinDelay: withinDelay, c: c}
 		op.trackFirstTimes = withinDelay
 		op.info = runtime.OperatorInfo{
-			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, ParseKey: kc.parseJSON, Key: kc.schema,
+			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, LegacyKeyType: kc.legacyTypeName, UseLegacyKeys: kc.useLegacy, ParseKey: kc.parseJSON, Key: kc.schema,
 			States:        []runtime.StateInfo{{Name: "seen", Kind: "value", Encoding: runtime.EncodingExpiring}},
 			DropsLateRows: s.p.watermarked,
 			// As Spark's, whether the key holds the event time or not.

@@ -98,19 +98,17 @@ func groupingSets[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 		}
 	}
 	kc := ks.codec
-	codec := keyCodec[groupingKey[K]]{
-		encode: func(b []byte, k *groupingKey[K]) ([]byte, error) {
+	codec := wrap(kc, "",
+		func(b []byte, k *groupingKey[K]) ([]byte, error) {
 			return kc.encode(binary.BigEndian.AppendUint32(b, uint32(k.set)), &k.key)
 		},
-		decode: func(b []byte, k *groupingKey[K]) error {
+		func(b []byte, k *groupingKey[K]) error {
 			if len(b) < 4 {
 				return fmt.Errorf("a key of %d bytes does not begin with its grouping set", len(b))
 			}
 			k.set = GroupingSet(binary.BigEndian.Uint32(b))
 			return kc.decode(b[4:], &k.key)
-		},
-		typeName: kc.typeName, schema: kc.schema,
-	}
+		})
 	if kc.encode == nil {
 		codec.encode = nil
 	}

@@ -373,7 +373,7 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 			leftMarked: leftMarked, rightMarked: rightMarked}
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, OutputMode: Append.String(),
-			KeyType: keyCodec.typeName, ParseKey: keyCodec.parseJSON, Key: keyCodec.schema,
+			KeyType: keyCodec.typeName, LegacyKeyType: keyCodec.legacyTypeName, UseLegacyKeys: keyCodec.useLegacy, ParseKey: keyCodec.parseJSON, Key: keyCodec.schema,
 			Timeout: how.String() + " " + ev.String(),
 			States: []runtime.StateInfo{
 				{Name: "left", Kind: "list", Encoding: runtime.EncodingJoinBuffer, Schema: leftRows.schema, ValueType: leftRows.typeName},
@@ -463,27 +463,23 @@ func joinKeyCodec[K comparable](kc keyCodec[K], windows *Windows) (keyCodec[join
 		return keyCodec[joinKey[K]]{}, fmt.Errorf("the key type %s cannot be encoded", typeName[K]())
 	}
 	if windows == nil {
-		return keyCodec[joinKey[K]]{
-			encode:   func(b []byte, k *joinKey[K]) ([]byte, error) { return kc.encode(b, &k.key) },
-			decode:   func(b []byte, k *joinKey[K]) error { return kc.decode(b, &k.key) },
-			typeName: kc.typeName, schema: kc.schema,
-		}, nil
+		return wrap(kc, "",
+			func(b []byte, k *joinKey[K]) ([]byte, error) { return kc.encode(b, &k.key) },
+			func(b []byte, k *joinKey[K]) error { return kc.decode(b, &k.key) }), nil
 	}
 	size := int64(windows.size)
-	return keyCodec[joinKey[K]]{
-		encode: func(b []byte, k *joinKey[K]) ([]byte, error) {
+	return wrap(kc, "window+",
+		func(b []byte, k *joinKey[K]) ([]byte, error) {
 			b = runtime.AppendTimedKey(runtime.AppendTimedKey(b, k.start), k.start+size)
 			return kc.encode(b, &k.key)
 		},
-		decode: func(b []byte, k *joinKey[K]) error {
+		func(b []byte, k *joinKey[K]) error {
 			if len(b) < 16 {
 				return fmt.Errorf("a key of %d bytes does not begin with its window", len(b))
 			}
 			k.start = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
 			return kc.decode(b[16:], &k.key)
-		},
-		typeName: "window+" + kc.typeName, schema: kc.schema,
-	}, nil
+		}), nil
 }
 
 // sideMetric names the figure of the rows a side keeps, in the join's

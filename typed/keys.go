@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/streamgen/streamgen/codec"
@@ -17,7 +18,9 @@ import (
 // and decoding then go through unsafe views of the key, with no
 // reflection: strings are their bytes, integers are 8 big-endian bytes
 // with the sign flipped (so that byte order is numeric order), floats 8
-// bytes ordered the same way, records their binary encoding.
+// bytes ordered the same way, records of such fields (and times) their
+// ordered encoding (codec.OrderedKey: keys sort as their fields, the
+// first first), other records their binary encoding.
 type keyCodec[K comparable] = valueCodec[K]
 
 // valueCodec is keyCodec for any type: the values of state variables, and
@@ -28,11 +31,81 @@ type valueCodec[K any] struct {
 	// typeName describes the key type in the checkpoint.
 	typeName string
 	schema   *codec.Schema
+	// legacyTypeName, for a record key in its ordered encoding, is the
+	// type name of checkpoints that hold the record's binary encoding
+	// (written before keys were ordered); legacy, once set, makes the
+	// codec read and write that encoding (useLegacy).
+	legacyTypeName string
+	legacy         *atomic.Bool
+}
+
+// useLegacy makes c encode keys as checkpoints of legacyTypeName hold
+// them (runtime.OperatorInfo.UseLegacyKeys).
+func (c valueCodec[K]) useLegacy() {
+	if c.legacy != nil {
+		c.legacy.Store(true)
+	}
+}
+
+// wrap returns a codec of keys that hold c's after a prefix of their
+// own (a window, an event time, a grouping set), under typeName: c's
+// type name after prefix.
+func wrap[W, K any](c valueCodec[K], prefix string, encode func(b []byte, w *W) ([]byte, error), decode func(b []byte, w *W) error) valueCodec[W] {
+	w := valueCodec[W]{encode: encode, decode: decode, typeName: prefix + c.typeName, schema: c.schema, legacy: c.legacy}
+	if c.legacyTypeName != "" {
+		w.legacyTypeName = prefix + c.legacyTypeName
+	}
+	return w
 }
 
 var recordType = reflect.TypeFor[codec.Record]()
 
-func newKeyCodec[K comparable]() (keyCodec[K], error) { return newValueCodec[K]() }
+// binaryRecordKeys makes new key codecs encode records as versions before
+// ordered keys did: how tests write a checkpoint of such a version.
+var binaryRecordKeys atomic.Bool
+
+func newKeyCodec[K comparable]() (keyCodec[K], error) {
+	c, err := newValueCodec[K]()
+	if err != nil || c.schema == nil || binaryRecordKeys.Load() {
+		return c, err
+	}
+	ordered, ok := codec.NewOrderedKey(c.schema)
+	if !ok {
+		return c, nil
+	}
+	binary, unbinary := c.encode, c.decode
+	legacy := new(atomic.Bool)
+	c.typeName, c.legacyTypeName, c.legacy = "orderedRecord", c.typeName, legacy
+	c.encode = func(b []byte, k *K) ([]byte, error) {
+		if legacy.Load() {
+			return binary(b, k)
+		}
+		// The binary encoding goes after b, its ordered one after that,
+		// which then moves to where the binary one began.
+		n := len(b)
+		b, err := binary(b, k)
+		if err != nil {
+			return b[:n], err
+		}
+		m := len(b)
+		if b, err = ordered.Append(b, b[n:m]); err != nil {
+			return b[:n], err
+		}
+		return append(b[:n], b[m:]...), nil
+	}
+	c.decode = func(b []byte, k *K) error {
+		if legacy.Load() {
+			return unbinary(b, k)
+		}
+		var buf [64]byte
+		bin, err := ordered.AppendBinary(buf[:0], b)
+		if err != nil {
+			return err
+		}
+		return unbinary(bin, k)
+	}
+	return c, nil
+}
 
 func newValueCodec[K any]() (valueCodec[K], error) {
 	t := reflect.TypeFor[K]()

@@ -563,7 +563,7 @@ type MapState[MK comparable, V any] struct {
 func NewMapState[MK comparable, V any](h *Handle, name string, opts ...StateOption) *MapState[MK, V] {
 	s := &MapState[MK, V]{v: h.declare(name, "map", opts)}
 	var err error
-	if s.keys, err = newKeyCodec[MK](); err != nil {
+	if s.keys, err = newValueCodec[MK](); err != nil {
 		s.v.fail(fmt.Errorf("state variable %q: map key: %w", name, unprefixed(err)))
 	}
 	if s.values, err = newValueCodec[V](); err != nil {

@@ -127,15 +127,13 @@ type Windowed[K comparable] struct {
 // windowedCodec encodes a Windowed key: the window's start and end, 8
 // ordered bytes each, then the key's encoding. Keys sort by window start.
 func windowedCodec[K comparable](kc keyCodec[K], size int64) keyCodec[windowKey[K]] {
-	return keyCodec[windowKey[K]]{
-		typeName: "window+" + kc.typeName,
-		schema:   kc.schema,
-		encode: func(b []byte, w *windowKey[K]) ([]byte, error) {
+	return wrap(kc, "window+",
+		func(b []byte, w *windowKey[K]) ([]byte, error) {
 			b = binary.BigEndian.AppendUint64(b, uint64(w.start)^1<<63)
 			b = binary.BigEndian.AppendUint64(b, uint64(w.start+size)^1<<63)
 			return kc.encode(b, &w.key)
 		},
-		decode: func(b []byte, w *windowKey[K]) error {
+		func(b []byte, w *windowKey[K]) error {
 			if len(b) < 16 {
 				return fmt.Errorf("streamgen: windowed key of %d bytes", len(b))
 			}
@@ -144,6 +142,5 @@ func windowedCodec[K comparable](kc keyCodec[K], size int64) keyCodec[windowKey[
 				return fmt.Errorf("streamgen: a stored window is %v long, the query's windows %v: the window size changed", time.Duration(end-w.start), time.Duration(size))
 			}
 			return kc.decode(b[16:], &w.key)
-		},
-	}
+		})
 }
