@@ -167,7 +167,7 @@ func (a *App) keyPartition(req runtime.StateRequest, given string, forwarded boo
 	if q == nil {
 		return 0, errNoTask
 	}
-	key, err := q.EncodeKey(req.Operator, req.Key)
+	key, err := q.PartitionKey(req.Operator, req.Key)
 	if err != nil {
 		return 0, err
 	}
@@ -227,7 +227,13 @@ func (a *App) readStandby(store *runtime.Store, p int32, req runtime.StateReques
 	a.mu.Unlock()
 	var key []byte
 	if q != nil {
-		if key, err = q.EncodeKey(req.Operator, req.Key); err != nil {
+		// The other task's checkpoint may store record keys in another
+		// encoding than the standby's: the key goes through the encoding
+		// input is partitioned by.
+		if key, err = q.PartitionKey(req.Operator, req.Key); err != nil {
+			return err
+		}
+		if key, err = r.StoreKey(req.Operator, key); err != nil {
 			return err
 		}
 	} else {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/streamgen/streamgen/codec"
 )
 
 // Reads of a running query's state: a Pebble snapshot of the last
@@ -120,6 +121,83 @@ func (q *Query) EncodeKey(operator string, key json.RawMessage) ([]byte, error) 
 		return err
 	})
 	return enc, err
+}
+
+// PartitionKey returns the grouping key given as JSON for the operator
+// named operator in the encoding input is partitioned by: a string's
+// bytes, an integer's 8 big-endian bytes with the sign bit flipped, a
+// record's binary encoding (MarshalBinary's), whichever encoding the
+// checkpoint stores the key in (a record's may be ordered, see
+// codec.OrderedKey). Safe for concurrent use.
+func (q *Query) PartitionKey(operator string, key json.RawMessage) ([]byte, error) {
+	var enc []byte
+	err := q.ReadState(func(r *CheckpointReader) error {
+		var err error
+		if enc, err = q.encodeKey(r, operator, key); err != nil {
+			return err
+		}
+		m, _, err := r.Meta()
+		if err != nil {
+			return err
+		}
+		op, err := findOperator(m, operator)
+		if err != nil {
+			return err
+		}
+		enc, err = transcodeKey(m.Operators[op], enc, true)
+		return err
+	})
+	return enc, err
+}
+
+// StoreKey returns the key whose PartitionKey is key in the encoding the
+// checkpoint stores operator's keys in: what Lookup takes.
+func (c *CheckpointReader) StoreKey(operator string, key []byte) ([]byte, error) {
+	m, ok, err := c.Meta()
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("%w: the checkpoint has no state yet", ErrUnknownState)
+	}
+	op, err := findOperator(m, operator)
+	if err != nil {
+		return nil, err
+	}
+	return transcodeKey(m.Operators[op], key, false)
+}
+
+// transcodeKey turns the stored encoding of a record key in its ordered
+// encoding into its binary one (toBinary) or back; keys of other types
+// are returned as they are. A window's key keeps its 16 bytes of window
+// in front.
+func transcodeKey(om OperatorMeta, key []byte, toBinary bool) ([]byte, error) {
+	prefix, ok := strings.CutSuffix(om.KeyType, orderedRecordKey)
+	if !ok || om.Key == nil {
+		return key, nil
+	}
+	skip := 0
+	if prefix == "window+" {
+		skip = 16
+	}
+	if len(key) < skip {
+		return nil, fmt.Errorf("%w: a windowed key of %d bytes", ErrBadStateKey, len(key))
+	}
+	ordered, ok := codec.NewOrderedKey(om.Key)
+	if !ok {
+		return nil, fmt.Errorf("streamgen: the key record %s has no ordered encoding", om.Key.Name)
+	}
+	out := append([]byte(nil), key[:skip]...)
+	var err error
+	if toBinary {
+		out, err = ordered.AppendBinary(out, key[skip:])
+	} else {
+		out, err = ordered.Append(out, key[skip:])
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadStateKey, err)
+	}
+	return out, nil
 }
 
 func (q *Query) encodeKey(r *CheckpointReader, operator string, key json.RawMessage) ([]byte, error) {

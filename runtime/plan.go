@@ -102,11 +102,14 @@ type OperatorInfo struct {
 	// LegacyKeyType, when set, is the KeyType of checkpoints that hold
 	// the operator's keys in an earlier encoding (a record's binary
 	// encoding, before keys were stored in the order of their fields):
-	// Start accepts such a checkpoint, which keeps its KeyType, and calls
-	// UseLegacyKeys before the first batch, after which the operator
-	// reads and writes its keys in that encoding.
+	// Start accepts such a checkpoint, which keeps its KeyType. Start
+	// calls UseKeys before the first batch, with legacy true on such a
+	// checkpoint, and the operator reads and writes its keys in that
+	// encoding until the query calls release, when it has stopped.
+	// UseKeys fails when the operator cannot (its key codec is shared
+	// with a running query that uses the other encoding).
 	LegacyKeyType string
-	UseLegacyKeys func()
+	UseKeys       func(legacy bool) (release func(), err error)
 	// ParseKey, when set, decodes a grouping key given as JSON and
 	// returns its encoding in the store: how a read of the running
 	// query's state (Query.LookupState) names a key. Without it, only

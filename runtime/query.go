@@ -22,6 +22,9 @@ type Query struct {
 	store     *Store
 	committer Committer
 	cancel    context.CancelFunc
+	// releaseKeys end the query's use of its operators' key encodings
+	// (OperatorInfo.UseKeys), once its store has closed.
+	releaseKeys []func()
 	// done is closed when the query has ended (finish): its goroutine
 	// returned, or was given up on (see Stop).
 	done     chan struct{}
@@ -113,6 +116,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	}
 	id := meta.ID
 	timedVars := make([][]timedState, len(plan.Operators))
+	var releases []func() // of the operators' key encodings, when the query ends
 	for i, op := range plan.Operators {
 		for _, s := range op.Info().States {
 			if s.Encoding == EncodingJoinBuffer && store.state != nil {
@@ -133,8 +137,18 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 				}
 			}
 		}
-		if info := op.Info(); info.LegacyKeyType != "" && info.LegacyKeyType != info.KeyType && meta.Operators[i].KeyType == info.LegacyKeyType {
-			info.UseLegacyKeys()
+		if info := op.Info(); info.LegacyKeyType != "" && info.UseKeys != nil {
+			legacy := info.LegacyKeyType != info.KeyType && meta.Operators[i].KeyType == info.LegacyKeyType
+			release, err := info.UseKeys(legacy)
+			if err != nil {
+				for _, r := range releases {
+					r()
+				}
+				closeCommitter(committer)
+				store.Close()
+				return nil, fmt.Errorf("streamgen: operator %d (%s %q): %w", i, info.Kind, info.Name, err)
+			}
+			releases = append(releases, release)
 		}
 		if v, ok := op.(VariableIDs); ok {
 			ids := make([]uint8, 0, len(op.Info().States))
@@ -145,7 +159,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{}), timedVars: timedVars}
+	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{}), timedVars: timedVars, releaseKeys: releases}
 	q.status = Status{Message: "Initializing sources"}
 	for _, l := range cfg.listeners {
 		if l, ok := l.(interface{ OnQueryStarted(QueryStarted) }); ok {
@@ -354,7 +368,11 @@ func (q *Query) run(ctx context.Context) {
 	if cerr := closeCommitter(q.committer); cerr != nil && err == nil {
 		err = fmt.Errorf("streamgen: close the committer: %w", cerr)
 	}
-	switch cerr := q.store.Close(); {
+	cerr := q.store.Close()
+	for _, release := range q.releaseKeys {
+		release()
+	}
+	switch {
 	case cerr == nil:
 	case err == nil, errors.Is(cerr, ErrStoreNotClosed) && errors.Is(err, ErrStoreFailed):
 		err = cerr // which says the failure too

@@ -84,7 +84,7 @@ func DropDuplicatesWithEventTime[T any, K comparable](s Stream[T], key func(*T) 
 		op := &timedDedupOp[K, T]{gatherer: newGatherer(c, ks, kind), emitDown: emit}
 		op.firstOnly = true // a group's later rows are copies
 		op.info = runtime.OperatorInfo{
-			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, LegacyKeyType: kc.legacyTypeName, UseLegacyKeys: kc.useLegacy, ParseKey: kc.parseJSON, Key: kc.schema,
+			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, LegacyKeyType: kc.legacyTypeName, UseKeys: kc.useKeys, ParseKey: kc.parseJSON, Key: kc.schema,
 			States:        []runtime.StateInfo{{Name: "seen", Kind: "value", Encoding: runtime.EncodingByEventTime}},
 			DropsLateRows: true,
 			NoData:        runtime.NoDataOnWatermark,
@@ -146,7 +146,7 @@ func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind strin
 		op := &dedupOp[K, T]{gatherer: newGatherer(c, ks, kind), emitDown: emit, withinDelay: withinDelay, c: c}
 		op.trackFirstTimes = withinDelay
 		op.info = runtime.OperatorInfo{
-			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, LegacyKeyType: kc.legacyTypeName, UseLegacyKeys: kc.useLegacy, ParseKey: kc.parseJSON, Key: kc.schema,
+			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, LegacyKeyType: kc.legacyTypeName, UseKeys: kc.useKeys, ParseKey: kc.parseJSON, Key: kc.schema,
 			States:        []runtime.StateInfo{{Name: "seen", Kind: "value", Encoding: runtime.EncodingExpiring}},
 			DropsLateRows: s.p.watermarked,
 			// As Spark's, whether the key holds the event time or not.

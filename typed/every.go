@@ -31,7 +31,7 @@ func AggregateEvery[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 		op := &everyOp[K, T, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, "aggregateEvery ("+name+")"),
 			n: n, orderBy: orderBy, agg: agg, output: row, emitDown: emit}
 		op.info = runtime.OperatorInfo{
-			Kind: "aggregateEvery", Name: name, OutputMode: Append.String(), KeyType: ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseLegacyKeys: ks.codec.useLegacy, ParseKey: ks.codec.parseJSON, Key: ks.codec.schema,
+			Kind: "aggregateEvery", Name: name, OutputMode: Append.String(), KeyType: ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseKeys: ks.codec.useKeys, ParseKey: ks.codec.parseJSON, Key: ks.codec.schema,
 			States: []runtime.StateInfo{{Name: "window", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingCountWindow}},
 		}
 		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, opInfo)

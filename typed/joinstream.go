@@ -373,7 +373,7 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 			leftMarked: leftMarked, rightMarked: rightMarked}
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, OutputMode: Append.String(),
-			KeyType: keyCodec.typeName, LegacyKeyType: keyCodec.legacyTypeName, UseLegacyKeys: keyCodec.useLegacy, ParseKey: keyCodec.parseJSON, Key: keyCodec.schema,
+			KeyType: keyCodec.typeName, LegacyKeyType: keyCodec.legacyTypeName, UseKeys: keyCodec.useKeys, ParseKey: keyCodec.parseJSON, Key: keyCodec.schema,
 			Timeout: how.String() + " " + ev.String(),
 			States: []runtime.StateInfo{
 				{Name: "left", Kind: "list", Encoding: runtime.EncodingJoinBuffer, Schema: leftRows.schema, ValueType: leftRows.typeName},

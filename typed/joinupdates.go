@@ -154,7 +154,7 @@ func JoinUpdates[K comparable, S, V, Out any](s KeyedStream[K, S], t UpdatesTabl
 		}
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
-			KeyType: s.codec.typeName, LegacyKeyType: s.codec.legacyTypeName, UseLegacyKeys: s.codec.useLegacy, ParseKey: s.codec.parseJSON, Key: s.codec.schema, Timeout: how.String() + " " + mode,
+			KeyType: s.codec.typeName, LegacyKeyType: s.codec.legacyTypeName, UseKeys: s.codec.useKeys, ParseKey: s.codec.parseJSON, Key: s.codec.schema, Timeout: how.String() + " " + mode,
 			States: []runtime.StateInfo{
 				{Name: "table", Kind: "map", Encoding: runtime.EncodingTableRows, Schema: tableRows.schema, ValueType: tableRows.typeName},
 			},

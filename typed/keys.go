@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -33,25 +34,51 @@ type valueCodec[K any] struct {
 	schema   *codec.Schema
 	// legacyTypeName, for a record key in its ordered encoding, is the
 	// type name of checkpoints that hold the record's binary encoding
-	// (written before keys were ordered); legacy, once set, makes the
-	// codec read and write that encoding (useLegacy).
+	// (written before keys were ordered); mode says which of the two
+	// the codec reads and writes (useKeys).
 	legacyTypeName string
-	legacy         *atomic.Bool
+	mode           *keyMode
 }
 
-// useLegacy makes c encode keys as checkpoints of legacyTypeName hold
-// them (runtime.OperatorInfo.UseLegacyKeys).
-func (c valueCodec[K]) useLegacy() {
-	if c.legacy != nil {
-		c.legacy.Store(true)
+// keyMode is the encoding of record keys that the queries of a pipeline
+// use (runtime.OperatorInfo.UseKeys): every query started from the same
+// grouping shares its codec, so they must agree.
+type keyMode struct {
+	legacy atomic.Bool
+	mu     sync.Mutex
+	users  int // queries running with it
+}
+
+// useKeys makes c read and write keys in the binary encoding (legacy)
+// or the ordered one, for a query until it calls release; it fails
+// while another query of the pipeline runs with the other.
+func (c valueCodec[K]) useKeys(legacy bool) (release func(), err error) {
+	m := c.mode
+	if m == nil {
+		return func() {}, nil
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.users > 0 && m.legacy.Load() != legacy {
+		return nil, fmt.Errorf("another query of this pipeline is running on a checkpoint whose %s keys are stored in the other encoding (a checkpoint of binary record keys, written by an earlier version, and one of ordered keys): build the pipeline anew for this one", c.legacyTypeName)
+	}
+	m.legacy.Store(legacy)
+	m.users++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			m.mu.Lock()
+			m.users--
+			m.mu.Unlock()
+		})
+	}, nil
 }
 
 // wrap returns a codec of keys that hold c's after a prefix of their
 // own (a window, an event time, a grouping set), under typeName: c's
 // type name after prefix.
 func wrap[W, K any](c valueCodec[K], prefix string, encode func(b []byte, w *W) ([]byte, error), decode func(b []byte, w *W) error) valueCodec[W] {
-	w := valueCodec[W]{encode: encode, decode: decode, typeName: prefix + c.typeName, schema: c.schema, legacy: c.legacy}
+	w := valueCodec[W]{encode: encode, decode: decode, typeName: prefix + c.typeName, schema: c.schema, mode: c.mode}
 	if c.legacyTypeName != "" {
 		w.legacyTypeName = prefix + c.legacyTypeName
 	}
@@ -74,10 +101,10 @@ func newKeyCodec[K comparable]() (keyCodec[K], error) {
 		return c, nil
 	}
 	binary, unbinary := c.encode, c.decode
-	legacy := new(atomic.Bool)
-	c.typeName, c.legacyTypeName, c.legacy = "orderedRecord", c.typeName, legacy
+	mode := new(keyMode)
+	c.typeName, c.legacyTypeName, c.mode = "orderedRecord", c.typeName, mode
 	c.encode = func(b []byte, k *K) ([]byte, error) {
-		if legacy.Load() {
+		if mode.legacy.Load() {
 			return binary(b, k)
 		}
 		// The binary encoding goes after b, its ordered one after that,
@@ -94,7 +121,7 @@ func newKeyCodec[K comparable]() (keyCodec[K], error) {
 		return append(b[:n], b[m:]...), nil
 	}
 	c.decode = func(b []byte, k *K) error {
-		if legacy.Load() {
+		if mode.legacy.Load() {
 			return unbinary(b, k)
 		}
 		var buf [64]byte

@@ -1,9 +1,12 @@
 package typed_test
 
 import (
+	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"maps"
 	"slices"
@@ -42,6 +45,16 @@ type keyRows struct {
 	N   int64
 }
 
+// countRows counts a key's rows.
+func countRows(k fixtures.UserCount, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter]) (keyRows, error) {
+	c, _ := st.Get()
+	for range rows {
+		c.Count++
+	}
+	st.Update(c)
+	return keyRows{k, c.Count}, nil
+}
+
 // countByRecordKey runs a count per keyOfClick over in, in chunks, each
 // a query on ck that starts where the last stopped, with binary keys
 // for the chunks binary says.
@@ -54,14 +67,7 @@ func countByRecordKey(t *testing.T, ck *checkpoint, in []fixtures.Click, chunks 
 		typed.WriteBinaryRecordKeys(binary(i))
 		byKey := typed.GroupByKey(typed.FromMemory(m), keyOfClick)
 		count := typed.MapGroupsWithState(byKey, typed.NoTimeout,
-			func(k fixtures.UserCount, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter]) (keyRows, error) {
-				c, _ := st.Get()
-				for range rows {
-					c.Count++
-				}
-				st.Update(c)
-				return keyRows{k, c.Count}, nil
-			})
+			countRows)
 		sink := newSink[keyRows]()
 		m.Add(in[chunk[0]:chunk[1]]...)
 		if err := runToEnd(t, typed.WriteTo(count, sink).OutputMode(typed.Update), ck.opts()...); err != nil {
@@ -195,5 +201,96 @@ func TestRecordKeyFieldsChanged(t *testing.T) {
 	err := runToEnd(t, typed.WriteTo(count, newSink[keyRows]()).OutputMode(typed.Update), ck.opts(runtime.AllowPipelineChanges())...)
 	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "fields were (User string, Count int, First time, Last time, TimedOut bool), are now (User string, Page string)") {
 		t.Fatalf("a key of other fields: %v", err)
+	}
+}
+
+// TestOnePipelineOnBothKeyEncodings: a pipeline started on a checkpoint
+// of binary record keys, then on a new one, stores the new one's keys
+// ordered; while it runs on the first, a start on the second is refused
+// (both would share its key codec), and succeeds once it has stopped.
+func TestOnePipelineOnBothKeyEncodings(t *testing.T) {
+	in := clicks(300, 24)
+	old := newCheckpoint()
+	countByRecordKey(t, old, in, [][2]int{{0, 300}}, func(int) bool { return true })
+
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 64)
+	m.Add(in...)
+	byKey := typed.GroupByKey(typed.FromMemory(m), keyOfClick)
+	count := typed.MapGroupsWithState(byKey, typed.NoTimeout,
+		countRows)
+	w := typed.WriteTo(count, newSink[keyRows]()).OutputMode(typed.Update)
+
+	running, err := w.Start(context.Background(), old.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := keyOfClick(&in[0])
+	checkPartitionKey(t, running, probe)
+	fresh := newCheckpoint()
+	if _, err := w.Start(context.Background(), fresh.opts()...); err == nil || !strings.Contains(err.Error(), "another query of this pipeline") {
+		t.Fatalf("a start on ordered keys while the pipeline runs on binary ones: %v", err)
+	}
+	if err := running.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := runToEnd(t, w, fresh.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	again, err := w.Start(context.Background(), fresh.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPartitionKey(t, again, probe)
+	if err := again.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	want := loopCounts(in)
+	for _, c := range []struct {
+		name    string
+		ck      *checkpoint
+		keyType string
+	}{{"the checkpoint of binary keys", old, "record"}, {"the new checkpoint", fresh, "orderedRecord"}} {
+		keys, stored, keyType := storedCounts(t, c.ck)
+		if keyType != c.keyType || !sameKeyCounts(stored, want) {
+			t.Errorf("%s: key type %q (want %q), counts equal to the loop's: %v", c.name, keyType, c.keyType, sameKeyCounts(stored, want))
+		}
+		if c.keyType == "orderedRecord" {
+			for p, keys := range keys {
+				if !slices.IsSortedFunc(keys, func(a, b fixtures.UserCount) int {
+					return cmp.Or(cmp.Compare(len(a.User), len(b.User)), compareUserCounts(a, b))
+				}) {
+					t.Errorf("%s, partition %d: keys out of order", c.name, p)
+				}
+			}
+		}
+	}
+}
+
+// checkPartitionKey: whichever encoding q's checkpoint stores k in, the
+// key input is partitioned by is k's binary encoding, and StoreKey turns
+// it back into the stored one.
+func checkPartitionKey(t *testing.T, q *runtime.Query, k fixtures.UserCount) {
+	t.Helper()
+	text, _ := json.Marshal(k)
+	part, err := q.PartitionKey("0", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bin, _ := k.MarshalBinary(); !bytes.Equal(part, bin) {
+		t.Errorf("partition key %x, not the binary encoding %x", part, bin)
+	}
+	stored, err := q.EncodeKey("0", text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = q.ReadState(func(r *runtime.CheckpointReader) error {
+		back, err := r.StoreKey("0", part)
+		if err == nil && !bytes.Equal(back, stored) {
+			err = fmt.Errorf("StoreKey gave %x, not the stored key %x", back, stored)
+		}
+		return err
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }

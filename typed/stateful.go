@@ -138,7 +138,7 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 		Timeout:    timeout.String(),
 		OutputMode: mode.String(),
 		TimeMode:   timeout.timeMode(),
-		KeyType:    ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseLegacyKeys: ks.codec.useLegacy, ParseKey: ks.codec.parseJSON,
+		KeyType:    ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseKeys: ks.codec.useKeys, ParseKey: ks.codec.parseJSON,
 		Key:    ks.codec.schema,
 		States: []runtime.StateInfo{{Name: "state", Schema: PS(new(S)).StreamSchema(), Encoding: runtime.EncodingGroupState}},
 		// Spark drops late rows before (flat)mapGroupsWithState only with

@@ -86,7 +86,7 @@ func TransformWithState[K comparable, In, Out any](
 			Timeout:    timeMode.String(),
 			OutputMode: mode.String(),
 			TimeMode:   timeMode.runtime(),
-			KeyType:    ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseLegacyKeys: ks.codec.useLegacy, ParseKey: ks.codec.parseJSON,
+			KeyType:    ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseKeys: ks.codec.useKeys, ParseKey: ks.codec.parseJSON,
 			Key:           ks.codec.schema,
 			Deleted:       op.handle.deleted,
 			DropsLateRows: true,
