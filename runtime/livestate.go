@@ -132,19 +132,14 @@ func (q *Query) EncodeKey(operator string, key json.RawMessage) ([]byte, error) 
 func (q *Query) PartitionKey(operator string, key json.RawMessage) ([]byte, error) {
 	var enc []byte
 	err := q.ReadState(func(r *CheckpointReader) error {
-		var err error
-		if enc, err = q.encodeKey(r, operator, key); err != nil {
-			return err
-		}
-		m, _, err := r.Meta()
+		om, op, err := r.operator(operator)
 		if err != nil {
 			return err
 		}
-		op, err := findOperator(m, operator)
-		if err != nil {
+		if enc, err = q.parseKey(op, om, key); err != nil {
 			return err
 		}
-		enc, err = transcodeKey(m.Operators[op], enc, true)
+		enc, err = transcodeKey(om, enc, true)
 		return err
 	})
 	return enc, err
@@ -153,18 +148,11 @@ func (q *Query) PartitionKey(operator string, key json.RawMessage) ([]byte, erro
 // StoreKey returns the key whose PartitionKey is key in the encoding the
 // checkpoint stores operator's keys in: what Lookup takes.
 func (c *CheckpointReader) StoreKey(operator string, key []byte) ([]byte, error) {
-	m, ok, err := c.Meta()
+	om, _, err := c.operator(operator)
 	if err != nil {
 		return nil, err
 	}
-	if !ok {
-		return nil, fmt.Errorf("%w: the checkpoint has no state yet", ErrUnknownState)
-	}
-	op, err := findOperator(m, operator)
-	if err != nil {
-		return nil, err
-	}
-	return transcodeKey(m.Operators[op], key, false)
+	return transcodeKey(om, key, false)
 }
 
 // transcodeKey turns the stored encoding of a record key in its ordered
@@ -201,18 +189,28 @@ func transcodeKey(om OperatorMeta, key []byte, toBinary bool) ([]byte, error) {
 }
 
 func (q *Query) encodeKey(r *CheckpointReader, operator string, key json.RawMessage) ([]byte, error) {
-	m, ok, err := r.Meta()
+	om, op, err := r.operator(operator)
 	if err != nil {
 		return nil, err
+	}
+	return q.parseKey(op, om, key)
+}
+
+// operator returns the description of the operator named name (or given
+// by its index) and its index.
+func (c *CheckpointReader) operator(name string) (OperatorMeta, int, error) {
+	m, ok, err := c.Meta()
+	if err != nil {
+		return OperatorMeta{}, 0, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("%w: the query has no state yet", ErrUnknownState)
+		return OperatorMeta{}, 0, fmt.Errorf("%w: the query has no state yet", ErrUnknownState)
 	}
-	op, err := findOperator(m, operator)
+	op, err := findOperator(m, name)
 	if err != nil {
-		return nil, err
+		return OperatorMeta{}, 0, err
 	}
-	return q.parseKey(op, m.Operators[op], key)
+	return m.Operators[op], op, nil
 }
 
 // Lookup reads the rows req names (its Key ignored): the entries of the
