@@ -60,7 +60,7 @@ func (c valueCodec[K]) useKeys(legacy bool) (release func(), err error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.users > 0 && m.legacy.Load() != legacy {
-		return nil, fmt.Errorf("another query of this pipeline is running on a checkpoint whose %s keys are stored in the other encoding (a checkpoint of binary record keys, written by an earlier version, and one of ordered keys): build the pipeline anew for this one", c.legacyTypeName)
+		return nil, fmt.Errorf("another query of this pipeline is running on a checkpoint that stores its %s keys in the other encoding (one checkpoint holds them in their binary encoding, as an earlier version wrote them, the other in order of their fields): build the pipeline anew for this query", c.schema.Name)
 	}
 	m.legacy.Store(legacy)
 	m.users++
