@@ -95,8 +95,10 @@ type OperatorInfo struct {
 	Timeout, OutputMode string
 	// TimeMode is the kind of time of the operator's timers.
 	TimeMode TimeMode
-	// KeyType and Key describe the grouping key: a record's schema, or
-	// the name of a basic type.
+	// KeyType and Key describe the grouping key: the name of a basic
+	// type, or for a record, its schema and "orderedRecord" (its fields
+	// in order, codec.OrderedKey) or "record" (its binary encoding); a
+	// window's key has "window+" in front.
 	KeyType string
 	Key     *codec.Schema
 	// LegacyKeyType, when set, is the KeyType of checkpoints that hold
