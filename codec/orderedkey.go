@@ -1,9 +1,11 @@
 package codec
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // OrderedKey is the order-preserving encoding of a record that serves as
@@ -98,33 +100,9 @@ func (o *OrderedKey) Append(dst, bin []byte) ([]byte, error) {
 		case KindUint:
 			dst = binary.BigEndian.AppendUint64(dst, d.Uint64())
 		case KindFloat32:
-			u := uint32(0)
-			if d.pos+4 <= len(d.buf) {
-				u = binary.LittleEndian.Uint32(d.buf[d.pos:])
-				d.pos += 4
-			} else {
-				d.truncated()
-			}
-			if u&(1<<31) != 0 {
-				u = ^u
-			} else {
-				u |= 1 << 31
-			}
-			dst = binary.BigEndian.AppendUint32(dst, u)
+			dst = binary.BigEndian.AppendUint32(dst, orderedBits32(math.Float32bits(d.Float32())))
 		case KindFloat64:
-			u := uint64(0)
-			if d.pos+8 <= len(d.buf) {
-				u = binary.LittleEndian.Uint64(d.buf[d.pos:])
-				d.pos += 8
-			} else {
-				d.truncated()
-			}
-			if u&(1<<63) != 0 {
-				u = ^u
-			} else {
-				u |= 1 << 63
-			}
-			dst = binary.BigEndian.AppendUint64(dst, u)
+			dst = binary.BigEndian.AppendUint64(dst, OrderedFloat64(d.Float64()))
 		case KindString:
 			n := d.length()
 			if d.err != nil {
@@ -133,7 +111,7 @@ func (o *OrderedKey) Append(dst, bin []byte) ([]byte, error) {
 			s := d.buf[d.pos : d.pos+n]
 			d.pos += n
 			for {
-				j := indexZero(s)
+				j := bytes.IndexByte(s, 0)
 				if j < 0 {
 					break
 				}
@@ -165,13 +143,39 @@ func (o *OrderedKey) Append(dst, bin []byte) ([]byte, error) {
 	return dst, nil
 }
 
-func indexZero(s []byte) int {
-	for i, c := range s {
-		if c == 0 {
-			return i
-		}
+// OrderedFloat64 maps f to 8 bytes (big-endian) whose order is f's: the
+// sign bit flipped for a positive number, every bit for a negative one.
+// -0 comes just before +0, and NaNs after +Inf or before -Inf by sign.
+func OrderedFloat64(f float64) uint64 {
+	u := math.Float64bits(f)
+	if u&(1<<63) != 0 {
+		return ^u
 	}
-	return -1
+	return u | 1<<63
+}
+
+// UnorderedFloat64 is the float whose OrderedFloat64 is u.
+func UnorderedFloat64(u uint64) float64 {
+	if u&(1<<63) != 0 {
+		return math.Float64frombits(u &^ (1 << 63))
+	}
+	return math.Float64frombits(^u)
+}
+
+// orderedBits32 and unorderedBits32 are OrderedFloat64 and its inverse
+// for the bits of a float32.
+func orderedBits32(u uint32) uint32 {
+	if u&(1<<31) != 0 {
+		return ^u
+	}
+	return u | 1<<31
+}
+
+func unorderedBits32(u uint32) uint32 {
+	if u&(1<<31) != 0 {
+		return u &^ (1 << 31)
+	}
+	return ^u
 }
 
 // AppendBinary appends the binary encoding of the record whose ordered
@@ -205,25 +209,13 @@ func (o *OrderedKey) AppendBinary(dst, key []byte) ([]byte, error) {
 			if !need(4) {
 				return dst, o.malformed(f)
 			}
-			u := binary.BigEndian.Uint32(key[p:])
-			if u&(1<<31) != 0 {
-				u &^= 1 << 31
-			} else {
-				u = ^u
-			}
-			dst = binary.LittleEndian.AppendUint32(dst, u)
+			dst = binary.LittleEndian.AppendUint32(dst, unorderedBits32(binary.BigEndian.Uint32(key[p:])))
 			p += 4
 		case KindFloat64:
 			if !need(8) {
 				return dst, o.malformed(f)
 			}
-			u := binary.BigEndian.Uint64(key[p:])
-			if u&(1<<63) != 0 {
-				u &^= 1 << 63
-			} else {
-				u = ^u
-			}
-			dst = binary.LittleEndian.AppendUint64(dst, u)
+			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(UnorderedFloat64(binary.BigEndian.Uint64(key[p:]))))
 			p += 8
 		case KindString:
 			// The length comes first in the binary encoding: find the

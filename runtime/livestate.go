@@ -139,7 +139,7 @@ func (q *Query) PartitionKey(operator string, key json.RawMessage) ([]byte, erro
 		if enc, err = q.parseKey(op, om, key); err != nil {
 			return err
 		}
-		enc, err = transcodeKey(om, enc, true)
+		enc, err = transcodeKey(om.KeyType, om.Key, enc, true)
 		return err
 	})
 	return enc, err
@@ -152,16 +152,16 @@ func (c *CheckpointReader) StoreKey(operator string, key []byte) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	return transcodeKey(om, key, false)
+	return transcodeKey(om.KeyType, om.Key, key, false)
 }
 
-// transcodeKey turns the stored encoding of a record key in its ordered
-// encoding into its binary one (toBinary) or back; keys of other types
-// are returned as they are. A window's key keeps its 16 bytes of window
-// in front.
-func transcodeKey(om OperatorMeta, key []byte, toBinary bool) ([]byte, error) {
-	prefix, ok := strings.CutSuffix(om.KeyType, orderedRecordKey)
-	if !ok || om.Key == nil {
+// transcodeKey turns a key of keyType, when a record's in its ordered
+// encoding (of schema), into its binary encoding (toBinary) or a binary
+// encoding into the ordered one; keys of other types are returned as
+// they are. A window's key keeps its 16 bytes of window in front.
+func transcodeKey(keyType string, schema *codec.Schema, key []byte, toBinary bool) ([]byte, error) {
+	prefix, ok := strings.CutSuffix(keyType, orderedRecordKey)
+	if !ok || schema == nil {
 		return key, nil
 	}
 	skip := 0
@@ -171,9 +171,9 @@ func transcodeKey(om OperatorMeta, key []byte, toBinary bool) ([]byte, error) {
 	if len(key) < skip {
 		return nil, fmt.Errorf("%w: a windowed key of %d bytes", ErrBadStateKey, len(key))
 	}
-	ordered, ok := codec.NewOrderedKey(om.Key)
+	ordered, ok := codec.NewOrderedKey(schema)
 	if !ok {
-		return nil, fmt.Errorf("streamgen: the key record %s has no ordered encoding", om.Key.Name)
+		return nil, fmt.Errorf("streamgen: the key record %s has no ordered encoding", schema.Name)
 	}
 	out := append([]byte(nil), key[:skip]...)
 	var err error

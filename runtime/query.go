@@ -138,8 +138,8 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 			}
 		}
 		if info := op.Info(); info.LegacyKeyType != "" && info.UseKeys != nil {
-			legacy := info.LegacyKeyType != info.KeyType && meta.Operators[i].KeyType == info.LegacyKeyType
-			release, err := info.UseKeys(legacy)
+			// checkMeta kept a checkpoint's legacy key type.
+			release, err := info.UseKeys(meta.Operators[i].KeyType == info.LegacyKeyType)
 			if err != nil {
 				for _, r := range releases {
 					r()

@@ -145,12 +145,8 @@ func appendTyped(b []byte, schema *codec.Schema, typeName string, data []byte) (
 		b, err := appendTyped(b, schema, inner, data[16:])
 		return append(b, '}'), err
 	}
-	if schema != nil && typeName == orderedRecordKey {
-		ordered, ok := codec.NewOrderedKey(schema)
-		if !ok {
-			return b, fmt.Errorf("streamgen: the key record %s has no ordered encoding", schema.Name)
-		}
-		bin, err := ordered.AppendBinary(nil, data)
+	if typeName == orderedRecordKey {
+		bin, err := transcodeKey(typeName, schema, data, true)
 		if err != nil {
 			return b, err
 		}

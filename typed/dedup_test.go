@@ -260,17 +260,10 @@ func TestDropDuplicatesWithEventTime(t *testing.T) {
 				t.Errorf("progress says %d state rows, want %d", stateRows, len(wantState))
 			}
 			// What the checkpoint holds: each remembered user and time.
-			c, err := runtime.OpenCheckpointFS(ck.fs, "ckpt")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, meta := openCheckpoint(t, ck.fs)
 			defer c.Close()
-			meta, _, err := c.Meta()
-			if err != nil {
-				t.Fatal(err)
-			}
 			got := map[string]time.Time{}
-			err = c.Rows(meta, 0, "", func(r runtime.StateRow) error {
+			err := c.Rows(meta, 0, "", func(r runtime.StateRow) error {
 				var user string
 				if err := json.Unmarshal(r.Key, &user); err != nil {
 					return err

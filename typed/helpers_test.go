@@ -73,6 +73,22 @@ func (c *checkpoint) opts(more ...runtime.Option) []runtime.Option {
 	return append([]runtime.Option{runtime.Checkpoint("ckpt"), runtime.FileSystem(c.fs), runtime.PollInterval(time.Millisecond)}, more...)
 }
 
+// openCheckpoint opens the checkpoint "ckpt" in fs as streamgen inspect
+// reads it, and its description; the caller closes it.
+func openCheckpoint(t *testing.T, fs vfs.FS) (*runtime.CheckpointReader, runtime.Meta) {
+	t.Helper()
+	c, err := runtime.OpenCheckpointFS(fs, "ckpt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	meta, _, err := c.Meta()
+	if err != nil {
+		c.Close()
+		t.Fatal(err)
+	}
+	return c, meta
+}
+
 // runToEnd starts w with an AvailableNow trigger and waits for it.
 func runToEnd[T any](t *testing.T, w *typed.Writer[T], opts ...runtime.Option) error {
 	t.Helper()

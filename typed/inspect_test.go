@@ -28,22 +28,15 @@ func TestCheckpointRowsOfStateKinds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c, err := runtime.OpenCheckpointFS(ck.fs, "ckpt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, meta := openCheckpoint(t, ck.fs)
 	defer c.Close()
-	meta, _, err := c.Meta()
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]userPages{}
 	type listEntry struct {
 		index uint64
 		page  string
 	}
 	lists := map[string][]listEntry{}
-	err = c.Rows(meta, 0, "", func(r runtime.StateRow) error {
+	err := c.Rows(meta, 0, "", func(r runtime.StateRow) error {
 		var user string
 		if err := json.Unmarshal(r.Key, &user); err != nil {
 			return err
@@ -134,17 +127,10 @@ func TestCheckpointRowsOfSessions(t *testing.T) {
 	if err := runToEnd(t, w, ck.opts()...); err != nil {
 		t.Fatal(err)
 	}
-	c, err := runtime.OpenCheckpointFS(ck.fs, "ckpt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, meta := openCheckpoint(t, ck.fs)
 	defer c.Close()
-	meta, _, err := c.Meta()
-	if err != nil {
-		t.Fatal(err)
-	}
 	found := 0
-	err = c.Rows(meta, 0, "", func(r runtime.StateRow) error {
+	err := c.Rows(meta, 0, "", func(r runtime.StateRow) error {
 		var user string
 		if err := json.Unmarshal(r.Key, &user); err != nil {
 			return err

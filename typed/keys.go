@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -198,13 +197,13 @@ func newValueCodec[K any]() (valueCodec[K], error) {
 		}
 	case reflect.Float64:
 		c.encode = func(b []byte, k *K) ([]byte, error) {
-			return binary.BigEndian.AppendUint64(b, orderedFloat(*(*float64)(unsafe.Pointer(k)))), nil
+			return binary.BigEndian.AppendUint64(b, codec.OrderedFloat64(*(*float64)(unsafe.Pointer(k)))), nil
 		}
 		c.decode = func(b []byte, k *K) error {
 			if len(b) != 8 {
 				return fmt.Errorf("float key of %d bytes", len(b))
 			}
-			*(*float64)(unsafe.Pointer(k)) = unorderedFloat(binary.BigEndian.Uint64(b))
+			*(*float64)(unsafe.Pointer(k)) = codec.UnorderedFloat64(binary.BigEndian.Uint64(b))
 			return nil
 		}
 	case reflect.Struct:
@@ -250,23 +249,6 @@ func writeInt(p unsafe.Pointer, size uintptr, v uint64) {
 	default:
 		*(*uint64)(p) = v
 	}
-}
-
-// orderedFloat maps f to 8 bytes whose order is f's: the sign bit flipped
-// for positive numbers, every bit for negative ones.
-func orderedFloat(f float64) uint64 {
-	u := math.Float64bits(f)
-	if u&(1<<63) != 0 {
-		return ^u
-	}
-	return u | 1<<63
-}
-
-func unorderedFloat(u uint64) float64 {
-	if u&(1<<63) != 0 {
-		return math.Float64frombits(u &^ (1 << 63))
-	}
-	return math.Float64frombits(^u)
 }
 
 // parseJSON decodes a key given as JSON (a record's fields, a string, a

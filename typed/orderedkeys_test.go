@@ -84,17 +84,10 @@ func countByRecordKey(t *testing.T, ck *checkpoint, in []fixtures.Click, chunks 
 // partition's keys in the order the store holds them, and its key type.
 func storedCounts(t *testing.T, ck *checkpoint) (keys map[uint32][]fixtures.UserCount, counts map[fixtures.UserCount]int64, keyType string) {
 	t.Helper()
-	c, err := runtime.OpenCheckpointFS(ck.fs, "ckpt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, meta := openCheckpoint(t, ck.fs)
 	defer c.Close()
-	meta, _, err := c.Meta()
-	if err != nil {
-		t.Fatal(err)
-	}
 	keys, counts = map[uint32][]fixtures.UserCount{}, map[fixtures.UserCount]int64{}
-	err = c.Rows(meta, 0, "", func(r runtime.StateRow) error {
+	err := c.Rows(meta, 0, "", func(r runtime.StateRow) error {
 		var k fixtures.UserCount
 		if err := json.Unmarshal(r.Key, &k); err != nil {
 			return err

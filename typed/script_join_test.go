@@ -230,15 +230,8 @@ func (s *joinScript) settle(t *testing.T) string {
 // dump prints the buffered rows of each side and the timers, read from
 // the checkpoint as streamgen inspect reads it.
 func (s *joinScript) dump(t *testing.T) string {
-	r, err := runtime.OpenCheckpointFS(s.fs, "ckpt")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, m := openCheckpoint(t, s.fs)
 	defer r.Close()
-	m, _, err := r.Meta()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var b strings.Builder
 	for _, side := range []string{"left", "right"} {
 		err := r.Rows(m, 0, side, func(row runtime.StateRow) error {
@@ -272,7 +265,7 @@ func (s *joinScript) dump(t *testing.T) string {
 	// the side, uvarint(len(key)), the key and the row's suffix.
 	windowed := strings.HasPrefix(m.Operators[0].KeyType, "window+")
 	index := m.Operators[0].Variables["byTime"].ID
-	err = r.ScanState(0, func(e runtime.Entry) error {
+	err := r.ScanState(0, func(e runtime.Entry) error {
 		if e.Variable != index {
 			return nil
 		}
