@@ -2,6 +2,7 @@ package queries
 
 import (
 	"context"
+	"fmt"
 	"iter"
 	"slices"
 	"time"
@@ -91,23 +92,13 @@ type Q16Row struct {
 	Rank3Auctions int64  `json:"rank3_auctions"`
 }
 
-// StatsKey is q16's grouping: a channel and a day (q15's has the day
-// only).
-//
-//streamgen:record
-type StatsKey struct {
-	Channel string `json:"channel"`
-	Day     string `json:"day"`
-}
-
-// bidStats is the processor of q15 and q16: per key, the counts, and the
+// bidStats is the processor of q15: per key, the counts, and the
 // bidders and auctions seen, each with the ranks it was seen at (a bit
 // each, and one for any), for the distinct counts.
 type bidStats struct {
 	stats    *typed.ValueState[BidStats]
 	bidders  *typed.MapState[int64, uint8]
 	auctions *typed.MapState[int64, uint8]
-	minutes  bool // q16 keeps the latest minute
 }
 
 func (p *bidStats) Init(h *typed.Handle) error {
@@ -150,9 +141,6 @@ func (p *bidStats) update(ctx context.Context, rows iter.Seq[model.Bid]) (BidSta
 		if err := see(ctx, p.auctions, b.Auction, r, &s.TotalAuctions, [3]*int64{&s.Rank1Auctions, &s.Rank2Auctions, &s.Rank3Auctions}); err != nil {
 			return s, err
 		}
-		if m := minute(b.DateTime); p.minutes && m > s.MaxMinute {
-			s.MaxMinute = m
-		}
 	}
 	return s, p.stats.Update(ctx, s)
 }
@@ -174,19 +162,132 @@ func q15Row(d string, s *BidStats) Q15Row {
 		TotalAuctions: s.TotalAuctions, Rank1Auctions: s.Rank1Auctions, Rank2Auctions: s.Rank2Auctions, Rank3Auctions: s.Rank3Auctions}
 }
 
-type q16 struct{ bidStats }
+// q16 counts distinct bidders and auctions per channel and day in two
+// steps, as a streaming dropDuplicates followed by a count would: first,
+// per bidder and day and per auction and day, the channels it has been
+// seen on, each with the ranks it was seen at, and what each bid adds to
+// the counts; then, per channel and day, the sums. Keyed by bidder or
+// auction first, the first step's entries are written in the order the
+// ids are handed out (bids go to recent auctions and people), so its
+// store grows at its end instead of everywhere, as a map of bidders per
+// channel and day would.
 
-func (p *q16) HandleInputRows(ctx context.Context, key StatsKey, rows iter.Seq[model.Bid], _ typed.TimerValues, emit func(Q16Row)) error {
-	s, err := p.update(ctx, rows)
-	if err != nil {
-		return err
-	}
-	emit(q16Row(key, &s))
+// SeenKey is a bidder or an auction on a day (days since 1970): the key
+// of q16's first step.
+//
+//streamgen:record
+type SeenKey struct {
+	ID  int64 `json:"id"`
+	Day int64 `json:"day"`
+}
+
+// StatsKey is a channel on a day (days since 1970): q16's grouping.
+//
+//streamgen:record
+type StatsKey struct {
+	Channel string `json:"channel"`
+	Day     int64  `json:"day"`
+}
+
+const msPerDay = 24 * 60 * 60 * 1000
+
+// dayNumber is t's day, counted from 1970-01-01.
+func dayNumber(t time.Time) int64 { return floorTo(t.UnixMilli(), msPerDay) / msPerDay }
+
+// q16Delta is what one bid adds to the counts of its channel and day: a
+// bid (its rank's bit), and a bidder or an auction new on the channel
+// and day (bit 0) or new at the bid's rank (its rank's bit).
+type q16Delta struct {
+	key      StatsKey
+	minute   int32 // of the day, for a bid
+	bid      uint8
+	bidders  uint8
+	auctions uint8
+}
+
+// q16Seen is q16's first step, of bidders or of auctions: per id and
+// day, the channels seen, each with the ranks seen (a bit each, and bit
+// 0 for any). For bidders it writes a delta for every bid (so that each
+// bid is counted once), for auctions one for each bid that adds to the
+// distinct counts.
+type q16Seen struct {
+	auctions bool
+	channels *typed.MapState[string, uint8]
+}
+
+func (p *q16Seen) Init(h *typed.Handle) error {
+	p.channels = typed.NewMapState[string, uint8](h, "channels")
 	return nil
 }
 
-func q16Row(k StatsKey, s *BidStats) Q16Row {
-	return Q16Row{Channel: k.Channel, Day: k.Day, Minute: s.MaxMinute, TotalBids: s.TotalBids, Rank1Bids: s.Rank1Bids, Rank2Bids: s.Rank2Bids, Rank3Bids: s.Rank3Bids,
+func (p *q16Seen) HandleInputRows(ctx context.Context, key SeenKey, rows iter.Seq[model.Bid], _ typed.TimerValues, emit func(q16Delta)) error {
+	for b := range rows {
+		seen, _, err := p.channels.GetValue(ctx, b.Channel)
+		if err != nil {
+			return err
+		}
+		bit := uint8(1) << rank(b.Price)
+		var added uint8
+		if seen&bit == 0 {
+			added = bit | ^seen&1
+			if err := p.channels.UpdateValue(ctx, b.Channel, seen|bit|1); err != nil {
+				return err
+			}
+		}
+		d := q16Delta{key: StatsKey{Channel: b.Channel, Day: key.Day}}
+		switch {
+		case !p.auctions:
+			ms := b.DateTime.UnixMilli()
+			d.minute = int32((floorTo(ms, 60_000) - floorTo(ms, msPerDay)) / 60_000)
+			d.bid, d.bidders = bit, added
+		case added != 0:
+			d.auctions = added
+		default:
+			continue
+		}
+		emit(d)
+	}
+	return nil
+}
+
+// q16Sum is q16's second step: per channel and day, the counts.
+type q16Sum struct{ stats *typed.ValueState[BidStats] }
+
+func (p *q16Sum) Init(h *typed.Handle) error {
+	p.stats = typed.NewValueState[BidStats](h, "stats")
+	return nil
+}
+
+func (p *q16Sum) HandleInputRows(ctx context.Context, key StatsKey, rows iter.Seq[q16Delta], _ typed.TimerValues, emit func(Q16Row)) error {
+	s, _, err := p.stats.Get(ctx)
+	if err != nil {
+		return err
+	}
+	last := int32(-1)
+	count := func(bits uint8, total *int64, ranks [3]*int64) {
+		*total += int64(bits & 1)
+		for r, n := range ranks {
+			*n += int64(bits >> (r + 1) & 1)
+		}
+	}
+	for d := range rows {
+		if d.bid != 0 {
+			s.TotalBids++
+			last = max(last, d.minute)
+		}
+		count(d.bid, new(int64), [3]*int64{&s.Rank1Bids, &s.Rank2Bids, &s.Rank3Bids})
+		count(d.bidders, &s.TotalBidders, [3]*int64{&s.Rank1Bidders, &s.Rank2Bidders, &s.Rank3Bidders})
+		count(d.auctions, &s.TotalAuctions, [3]*int64{&s.Rank1Auctions, &s.Rank2Auctions, &s.Rank3Auctions})
+	}
+	if m := fmt.Sprintf("%02d:%02d", last/60, last%60); last >= 0 && m > s.MaxMinute {
+		s.MaxMinute = m
+	}
+	emit(q16Row(key.Channel, day(time.UnixMilli(key.Day*msPerDay)), &s))
+	return p.stats.Update(ctx, s)
+}
+
+func q16Row(channel, day string, s *BidStats) Q16Row {
+	return Q16Row{Channel: channel, Day: day, Minute: s.MaxMinute, TotalBids: s.TotalBids, Rank1Bids: s.Rank1Bids, Rank2Bids: s.Rank2Bids, Rank3Bids: s.Rank3Bids,
 		TotalBidders: s.TotalBidders, Rank1Bidders: s.Rank1Bidders, Rank2Bidders: s.Rank2Bidders, Rank3Bidders: s.Rank3Bidders,
 		TotalAuctions: s.TotalAuctions, Rank1Auctions: s.Rank1Auctions, Rank2Auctions: s.Rank2Auctions, Rank3Auctions: s.Rank3Auctions}
 }
@@ -250,22 +351,27 @@ var _ = register(&Query{
 	Title: "channel statistics report: q15 per channel and day, with the latest minute",
 	Keys:  []string{"channel", "day"},
 	build: func(events typed.Stream[model.Event], out Output) starter {
-		byKey := typed.GroupByKey(bids(events), func(b *model.Bid) StatsKey { return StatsKey{Channel: b.Channel, Day: day(b.DateTime)} })
-		stats := typed.TransformWithState(byKey, &q16{bidStats{minutes: true}}, typed.TimeModeNone, typed.Update)
+		seen := func(auctions bool, id func(*model.Bid) int64) typed.Stream[q16Delta] {
+			byID := typed.GroupByKey(bids(events), func(b *model.Bid) SeenKey { return SeenKey{ID: id(b), Day: dayNumber(b.DateTime)} })
+			return typed.TransformWithState(byID, &q16Seen{auctions: auctions}, typed.TimeModeNone, typed.Append)
+		}
+		deltas := typed.Union(seen(false, func(b *model.Bid) int64 { return b.Bidder }), seen(true, func(b *model.Bid) int64 { return b.Auction }))
+		byKey := typed.GroupByKey(deltas, func(d *q16Delta) StatsKey { return d.key })
+		stats := typed.TransformWithState(byKey, &q16Sum{}, typed.TimeModeNone, typed.Update)
 		return typed.WriteTo(stats, sinkOf[Q16Row](out)).OutputMode(typed.Update)
 	},
 	loop: func(events []model.Event) ([][]byte, error) {
-		groups := map[StatsKey][]*model.Bid{}
+		groups := map[[2]string][]*model.Bid{}
 		for i := range events {
 			if b := events[i].Bid; b != nil {
-				k := StatsKey{Channel: b.Channel, Day: day(b.DateTime)}
+				k := [2]string{b.Channel, day(b.DateTime)}
 				groups[k] = append(groups[k], b)
 			}
 		}
 		var rows []Q16Row
 		for k, g := range groups {
 			s := loopStats(g)
-			rows = append(rows, q16Row(k, &s))
+			rows = append(rows, q16Row(k[0], k[1], &s))
 		}
 		return lines(rows)
 	},

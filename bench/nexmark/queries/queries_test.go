@@ -18,9 +18,15 @@ import (
 
 // testEvents generates n events at rate events a second of event time.
 func testEvents(t testing.TB, n int64, rate int) []model.Event {
+	return testEventsFrom(t, generator.DefaultBaseTime, n, rate)
+}
+
+// testEventsFrom generates n events at rate events a second of event
+// time from base on.
+func testEventsFrom(t testing.TB, base time.Time, n int64, rate int) []model.Event {
 	t.Helper()
 	cfg := generator.DefaultConfig()
-	cfg.Events, cfg.Rate = n, rate
+	cfg.Events, cfg.Rate, cfg.BaseTime = n, rate, base
 	g := generator.New(cfg, 0)
 	var out []model.Event
 	var e model.Event
@@ -147,6 +153,46 @@ func TestQueriesAgainstALoop(t *testing.T) {
 			}
 			t.Logf("%s: %d rows", q.Name, len(want))
 			for _, c := range []struct{ perBatch, parts int }{{0, 1}, {997, 1}, {4_000, 3}} {
+				got, err := queries.Final(q, runQuery(t, q, events, c.perBatch, c.parts))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s, %d rows a batch, %d runs: %d rows, the loop %d; first difference:\n%s",
+						q.Name, c.perBatch, c.parts, len(got), len(want), firstDifference(got, want))
+				}
+			}
+		})
+	}
+}
+
+// TestDailyQueriesAcrossMidnight runs the queries grouped by day (q15,
+// q16, q17) over events from ten minutes before midnight to ten after, so
+// that their days and minutes change, and compares them with the loop.
+func TestDailyQueriesAcrossMidnight(t *testing.T) {
+	events := testEventsFrom(t, time.Date(2025, 12, 31, 23, 50, 0, 0, time.UTC), 24_000, 20)
+	for _, q := range queries.All {
+		if !slices.Contains(q.Keys, "day") {
+			continue
+		}
+		t.Run(q.Name, func(t *testing.T) {
+			t.Parallel()
+			loop, err := q.Loop(events)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := queries.Final(q, loop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			days := map[string]bool{}
+			for _, l := range want {
+				days[l[strings.Index(l, `"day":`):][:18]] = true
+			}
+			if len(days) != 2 {
+				t.Fatalf("%s: the loop's result has %d days, want 2: the events test no midnight", q.Name, len(days))
+			}
+			for _, c := range []struct{ perBatch, parts int }{{0, 1}, {1_500, 2}} {
 				got, err := queries.Final(q, runQuery(t, q, events, c.perBatch, c.parts))
 				if err != nil {
 					t.Fatal(err)

@@ -262,13 +262,96 @@ var _ codec.Record = (*Q16Row)(nil)
 // AppendBinary appends the binary encoding of t to b. It fails only when
 // a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
 // and that fails.
+func (t *SeenKey) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinarySeenKey(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *SeenKey) MarshalBinary() ([]byte, error) {
+	return appendBinarySeenKey(make([]byte, 0, 14), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of SeenKey: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *SeenKey) UnmarshalBinary(b []byte) error {
+	*t = SeenKey{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinarySeenKey(&d, t, d.End())
+	return d.Wrap("SeenKey")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *SeenKey) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONSeenKey(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While SeenKey's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *SeenKey) MarshalJSON() ([]byte, error) {
+	if jsonSizeSeenKey.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONSeenKey(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeSeenKey.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeSeenKey.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONSeenKey(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeSeenKey.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONSeenKey(jsonSizeSeenKey.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeSeenKey.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeSeenKey codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *SeenKey) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONSeenKey(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold SeenKey decode it.
+func (t *SeenKey) ReadJSON(r *codec.JSONReader) {
+	readJSONSeenKey(r, t)
+}
+
+// StreamSchema returns the registered schema of SeenKey.
+func (t *SeenKey) StreamSchema() *codec.Schema {
+	return schemaSeenKey
+}
+
+var _ codec.Record = (*SeenKey)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *StatsKey) AppendBinary(b []byte) ([]byte, error) {
 	return appendBinaryStatsKey(b, t)
 }
 
 // MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *StatsKey) MarshalBinary() ([]byte, error) {
-	return appendBinaryStatsKey(make([]byte, 0, 38), t)
+	return appendBinaryStatsKey(make([]byte, 0, 26), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -4625,33 +4708,33 @@ func readBinaryQ16Row(d *codec.Decoder, v *Q16Row, end int) {
 	}
 	// Rank2Auctions
 	if codec.HasTag(b, p, 0x3acd91, 0xffffff) {
-		q17 := p + 3
+		q16 := p + 3
 		var x10 uint64
 		var n10 int
-		if c10 := b[q17]; c10 < 0x80 {
+		if c10 := b[q16]; c10 < 0x80 {
 			x10, n10 = uint64(c10), 1
-		} else if x10, n10 = codec.PeekUvarint(b, q17); n10 != 0 {
+		} else if x10, n10 = codec.PeekUvarint(b, q16); n10 != 0 {
 			x10 = codec.PackUvarint(x10)
-		} else if x10, n10 = codec.UvarintAt(b, q17); n10 == 0 {
+		} else if x10, n10 = codec.UvarintAt(b, q16); n10 == 0 {
 			goto slow
 		}
 		v.Rank2Auctions = codec.Zigzag(x10)
-		p = q17 + n10
+		p = q16 + n10
 	}
 	// Rank3Auctions
 	if codec.HasTag(b, p, 0x288ae1, 0xffffff) {
-		q18 := p + 3
+		q17 := p + 3
 		var x11 uint64
 		var n11 int
-		if c11 := b[q18]; c11 < 0x80 {
+		if c11 := b[q17]; c11 < 0x80 {
 			x11, n11 = uint64(c11), 1
-		} else if x11, n11 = codec.PeekUvarint(b, q18); n11 != 0 {
+		} else if x11, n11 = codec.PeekUvarint(b, q17); n11 != 0 {
 			x11 = codec.PackUvarint(x11)
-		} else if x11, n11 = codec.UvarintAt(b, q18); n11 == 0 {
+		} else if x11, n11 = codec.UvarintAt(b, q17); n11 == 0 {
 			goto slow
 		}
 		v.Rank3Auctions = codec.Zigzag(x11)
-		p = q18 + n11
+		p = q17 + n11
 	}
 slow:
 	d.Seek(p)
@@ -4969,6 +5052,147 @@ func readJSONQ16Row(r *codec.JSONReader, v *Q16Row) {
 	}
 }
 
+var schemaSeenKey = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   49172,
+		Name: "ID",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   1591,
+		Name: "Day",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.SeenKey",
+})
+
+func appendBinarySeenKey(b []byte, v *SeenKey) ([]byte, error) {
+	var err error
+	b = append(b, 0xc1, 0x82, 0x30) // ID: id 49172, int
+	b = codec.AppendInt(b, v.ID)
+	b = append(b, 0xf1, 0xc6, 0x01) // Day: id 1591, int
+	b = codec.AppendInt(b, v.Day)
+	return b, err
+}
+
+func readBinarySeenKey(d *codec.Decoder, v *SeenKey, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// ID
+	if codec.HasTag(b, p, 0x3082c1, 0xffffff) {
+		q := p + 3
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
+		}
+		v.ID = codec.Zigzag(x)
+		p = q + n
+	}
+	// Day
+	if codec.HasTag(b, p, 0x1c6f1, 0xffffff) {
+		q1 := p + 3
+		var x1 uint64
+		var n1 int
+		if c1 := b[q1]; c1 < 0x80 {
+			x1, n1 = uint64(c1), 1
+		} else if x1, n1 = codec.PeekUvarint(b, q1); n1 != 0 {
+			x1 = codec.PackUvarint(x1)
+		} else if x1, n1 = codec.UvarintAt(b, q1); n1 == 0 {
+			goto slow
+		}
+		v.Day = codec.Zigzag(x1)
+		p = q1 + n1
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0xc0141:
+			// ID
+			v.ID = d.Int64()
+		case 0x6371:
+			// Day
+			v.Day = d.Int64()
+		default:
+			switch tag >> 4 {
+			case 49172:
+				d.KindChanged("SeenKey", "ID", tag, codec.KindInt)
+			case 1591:
+				d.KindChanged("SeenKey", "Day", tag, codec.KindInt)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONSeenKey(b []byte, v *SeenKey) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"id\":"...)
+	b = codec.AppendJSONInt(b, v.ID)
+	b = append(b, ",\"day\":"...)
+	b = codec.AppendJSONInt(b, v.Day)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONSeenKey(r *codec.JSONReader, v *SeenKey) {
+	if !r.BeginObject("Go value of type queries.SeenKey") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "id":
+			field = 0
+		case "day":
+			field = 1
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "ID":
+				field = 0
+			case "DAY":
+				field = 1
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Int("Go value of type int64", 64); ok {
+				v.ID = x
+			}
+			r.InField("SeenKey", "id")
+		case 1:
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
+				v.Day = x1
+			}
+			r.InField("SeenKey", "day")
+		default:
+			r.Skip()
+		}
+	}
+}
+
 var schemaStatsKey = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   112874,
@@ -4981,8 +5205,9 @@ var schemaStatsKey = codec.Register(&codec.Schema{
 		ID:   1591,
 		Name: "Day",
 		Type: &codec.Type{
-			Go:   "string",
-			Kind: codec.KindString,
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
 		},
 	}},
 	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.StatsKey",
@@ -4996,80 +5221,58 @@ func appendBinaryStatsKey(b []byte, v *StatsKey) ([]byte, error) {
 		b = append(b, 0xa5, 0x9d, 0x6e) // Channel: id 112874, string
 		b = codec.AppendString(b, v.Channel)
 	}
-	if len(v.Day) < 0x80 {
-		b = append(append(b, 0xf5, 0xc6, 0x01, byte(len(v.Day))), v.Day...) // Day: id 1591, string
-	} else {
-		b = append(b, 0xf5, 0xc6, 0x01) // Day: id 1591, string
-		b = codec.AppendString(b, v.Day)
-	}
+	b = append(b, 0xf1, 0xc6, 0x01) // Day: id 1591, int
+	b = codec.AppendInt(b, v.Day)
 	return b, err
 }
 
 func readBinaryStatsKey(d *codec.Decoder, v *StatsKey, end int) {
 	// Fast path: the fields in the order this version writes them.
 	b, p := d.Window(end)
-	var s, e, s1, e1 int
 	// Channel
 	if codec.HasTag(b, p, 0x6e9da5, 0xffffff) {
 		q := p + 3
-		s, e = codec.StringAt(b, q)
+		s, e := codec.StringAt(b, q)
 		if e == 0 {
 			if s, e = codec.LongStringAt(b, q); e == 0 {
 				goto slow
 			}
 		}
+		v.Channel = string(b[s:e])
 		p = e
 	}
 	// Day
-	if codec.HasTag(b, p, 0x1c6f5, 0xffffff) {
+	if codec.HasTag(b, p, 0x1c6f1, 0xffffff) {
 		q1 := p + 3
-		s1, e1 = codec.StringAt(b, q1)
-		if e1 == 0 {
-			if s1, e1 = codec.LongStringAt(b, q1); e1 == 0 {
-				goto slow
-			}
+		var x uint64
+		var n int
+		if c := b[q1]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q1); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q1); n == 0 {
+			goto slow
 		}
-		p = e1
+		v.Day = codec.Zigzag(x)
+		p = q1 + n
 	}
 slow:
 	d.Seek(p)
-	// The strings located above, copied in one allocation when they are short
-	// together, else each in its own, so that none keeps long ones alive.
-	if n := (e - s) + (e1 - s1); n <= codec.MaxJoined {
-		buf := make([]byte, 0, n)
-		buf = append(buf, b[s:e]...)
-		buf = append(buf, b[s1:e1]...)
-		all := codec.StringOf(buf)
-		if e != 0 {
-			v.Channel = all[:e-s]
-		}
-		all = all[e-s:]
-		if e1 != 0 {
-			v.Day = all[:e1-s1]
-		}
-	} else {
-		if e != 0 {
-			v.Channel = string(b[s:e])
-		}
-		if e1 != 0 {
-			v.Day = string(b[s1:e1])
-		}
-	}
 	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
 		case 0x1b8ea5:
 			// Channel
 			v.Channel = d.String()
-		case 0x6375:
+		case 0x6371:
 			// Day
-			v.Day = d.String()
+			v.Day = d.Int64()
 		default:
 			switch tag >> 4 {
 			case 112874:
 				d.KindChanged("StatsKey", "Channel", tag, codec.KindString)
 			case 1591:
-				d.KindChanged("StatsKey", "Day", tag, codec.KindString)
+				d.KindChanged("StatsKey", "Day", tag, codec.KindInt)
 			default:
 				d.Skip(tag)
 			}
@@ -5083,7 +5286,7 @@ func appendJSONStatsKey(b []byte, v *StatsKey) ([]byte, error) {
 	b = append(b, ",\"channel\":"...)
 	b = codec.AppendJSONString(b, v.Channel)
 	b = append(b, ",\"day\":"...)
-	b = codec.AppendJSONString(b, v.Day)
+	b = codec.AppendJSONInt(b, v.Day)
 	b[start] = '{'
 	b = append(b, '}')
 	return b, err
@@ -5121,7 +5324,7 @@ func readJSONStatsKey(r *codec.JSONReader, v *StatsKey) {
 			}
 			r.InField("StatsKey", "channel")
 		case 1:
-			if x1, ok := r.String("Go value of type string"); ok {
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
 				v.Day = x1
 			}
 			r.InField("StatsKey", "day")
