@@ -194,22 +194,24 @@ const msPerDay = 24 * 60 * 60 * 1000
 // dayNumber is t's day, counted from 1970-01-01.
 func dayNumber(t time.Time) int64 { return floorTo(t.UnixMilli(), msPerDay) / msPerDay }
 
-// q16Delta is what one bid adds to the counts of its channel and day: a
-// bid (its rank's bit), and a bidder or an auction new on the channel
-// and day (bit 0) or new at the bid's rank (its rank's bit).
+// q16Delta is what the bids of a batch for one bidder or auction add to
+// the counts of a channel and day: its bids by rank and their latest
+// minute of the day (from the bidders' step only, so that each bid is
+// counted once), and whether the bidder or auction is new on the channel
+// and day (bit 0) or new at a rank (bit r).
 type q16Delta struct {
 	key      StatsKey
-	minute   int32 // of the day, for a bid
-	bid      uint8
+	minute   int32
+	bids     [3]int32
 	bidders  uint8
 	auctions uint8
 }
 
 // q16Seen is q16's first step, of bidders or of auctions: per id and
-// day, the channels seen, each with the ranks seen (a bit each, and bit
-// 0 for any). For bidders it writes a delta for every bid (so that each
-// bid is counted once), for auctions one for each bid that adds to the
-// distinct counts.
+// day, the channels seen, each with the ranks seen (bit r for rank r, bit
+// 0 for any). A batch's bids of one id are summed by channel first, so
+// that a busy bidder or auction reads and writes a channel's entry once
+// a batch, however many bids it has on it, and writes one delta for it.
 type q16Seen struct {
 	auctions bool
 	channels *typed.MapState[string, uint8]
@@ -221,31 +223,50 @@ func (p *q16Seen) Init(h *typed.Handle) error {
 }
 
 func (p *q16Seen) HandleInputRows(ctx context.Context, key SeenKey, rows iter.Seq[model.Bid], _ typed.TimerValues, emit func(q16Delta)) error {
+	type tally struct {
+		channel  string
+		was, now uint8
+		delta    q16Delta
+	}
+	var tallies []tally
+	index := map[string]int{}
 	for b := range rows {
-		seen, _, err := p.channels.GetValue(ctx, b.Channel)
-		if err != nil {
-			return err
+		i, ok := index[b.Channel]
+		if !ok {
+			was, _, err := p.channels.GetValue(ctx, b.Channel)
+			if err != nil {
+				return err
+			}
+			i = len(tallies)
+			index[b.Channel] = i
+			tallies = append(tallies, tally{channel: b.Channel, was: was, now: was,
+				delta: q16Delta{key: StatsKey{Channel: b.Channel, Day: key.Day}, minute: -1}})
 		}
-		bit := uint8(1) << rank(b.Price)
-		var added uint8
-		if seen&bit == 0 {
-			added = bit | ^seen&1
-			if err := p.channels.UpdateValue(ctx, b.Channel, seen|bit|1); err != nil {
+		t, r := &tallies[i], rank(b.Price)
+		t.now |= 1<<r | 1
+		if !p.auctions {
+			ms := b.DateTime.UnixMilli()
+			t.delta.bids[r-1]++
+			t.delta.minute = max(t.delta.minute, int32((floorTo(ms, 60_000)-floorTo(ms, msPerDay))/60_000))
+		}
+	}
+	for i := range tallies {
+		t := &tallies[i]
+		if t.now != t.was {
+			if err := p.channels.UpdateValue(ctx, t.channel, t.now); err != nil {
 				return err
 			}
 		}
-		d := q16Delta{key: StatsKey{Channel: b.Channel, Day: key.Day}}
-		switch {
-		case !p.auctions:
-			ms := b.DateTime.UnixMilli()
-			d.minute = int32((floorTo(ms, 60_000) - floorTo(ms, msPerDay)) / 60_000)
-			d.bid, d.bidders = bit, added
-		case added != 0:
-			d.auctions = added
-		default:
-			continue
+		added := t.now &^ t.was
+		if p.auctions {
+			if added == 0 {
+				continue
+			}
+			t.delta.auctions = added
+		} else {
+			t.delta.bidders = added
 		}
-		emit(d)
+		emit(t.delta)
 	}
 	return nil
 }
@@ -264,20 +285,20 @@ func (p *q16Sum) HandleInputRows(ctx context.Context, key StatsKey, rows iter.Se
 		return err
 	}
 	last := int32(-1)
-	count := func(bits uint8, total *int64, ranks [3]*int64) {
+	distinct := func(bits uint8, total *int64, ranks [3]*int64) {
 		*total += int64(bits & 1)
 		for r, n := range ranks {
 			*n += int64(bits >> (r + 1) & 1)
 		}
 	}
 	for d := range rows {
-		if d.bid != 0 {
-			s.TotalBids++
-			last = max(last, d.minute)
+		for r, n := range [3]*int64{&s.Rank1Bids, &s.Rank2Bids, &s.Rank3Bids} {
+			*n += int64(d.bids[r])
+			s.TotalBids += int64(d.bids[r])
 		}
-		count(d.bid, new(int64), [3]*int64{&s.Rank1Bids, &s.Rank2Bids, &s.Rank3Bids})
-		count(d.bidders, &s.TotalBidders, [3]*int64{&s.Rank1Bidders, &s.Rank2Bidders, &s.Rank3Bidders})
-		count(d.auctions, &s.TotalAuctions, [3]*int64{&s.Rank1Auctions, &s.Rank2Auctions, &s.Rank3Auctions})
+		last = max(last, d.minute)
+		distinct(d.bidders, &s.TotalBidders, [3]*int64{&s.Rank1Bidders, &s.Rank2Bidders, &s.Rank3Bidders})
+		distinct(d.auctions, &s.TotalAuctions, [3]*int64{&s.Rank1Auctions, &s.Rank2Auctions, &s.Rank3Auctions})
 	}
 	if m := fmt.Sprintf("%02d:%02d", last/60, last%60); last >= 0 && m > s.MaxMinute {
 		s.MaxMinute = m
