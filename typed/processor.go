@@ -286,6 +286,7 @@ type keyScope struct {
 	own      []int32 // scan's writes of a variable
 	scratch  []byte
 	encoded  []byte // a value being written
+	mapKey   []byte // the encoded map key being read or written
 	// clean is true when the batch held no write of the key when the call
 	// began: then what the call did not write is read as committed.
 	clean bool

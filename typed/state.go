@@ -557,6 +557,10 @@ type MapState[MK comparable, V any] struct {
 	v      *variable
 	keys   keyCodec[MK]
 	values valueCodec[V]
+	// key and value are a key and a value being encoded, under the
+	// scope's lock (not escaping to the heap at every call).
+	key   MK
+	value V
 }
 
 // NewMapState declares a map state variable. Call it in Init.
@@ -574,11 +578,17 @@ func NewMapState[MK comparable, V any](h *Handle, name string, opts ...StateOpti
 	return s
 }
 
+// suffix is k's encoding, in the scope's buffer for it: valid until the
+// next call, under the scope's lock (the runtime copies what it keeps).
 func (s *MapState[MK, V]) suffix(sc *keyScope, k MK) ([]byte, error) {
-	b, err := s.keys.encode(nil, &k)
+	s.key = k
+	b, err := s.keys.encode(sc.mapKey[:0], &s.key)
+	var zero MK
+	s.key = zero
 	if err != nil {
 		return nil, sc.k.Fail(fmt.Errorf("state %q: map key %v: %w", s.v.name, k, unprefixed(err)))
 	}
+	sc.mapKey = b
 	return b, nil
 }
 
@@ -600,7 +610,9 @@ func (s *MapState[MK, V]) GetValue(ctx context.Context, k MK) (value V, ok bool,
 	if err != nil || !ok {
 		return value, false, err
 	}
-	if err := s.values.decode(raw, &value); err != nil {
+	err = s.values.decode(raw, &s.value)
+	value, s.value = s.value, value
+	if err != nil {
 		return value, false, sc.k.Fail(fmt.Errorf("state %q does not decode: %w", s.v.name, unprefixed(err)))
 	}
 	return value, true, nil
@@ -623,11 +635,14 @@ func (s *MapState[MK, V]) UpdateValue(ctx context.Context, k MK, value V) error 
 	if err != nil {
 		return err
 	}
-	raw, err := s.values.encode(nil, &value)
+	s.value = value
+	sc.encoded, err = s.values.encode(sc.encoded[:0], &s.value)
+	var zero V
+	s.value = zero
 	if err != nil {
 		return sc.k.Fail(fmt.Errorf("state %q: %w", s.v.name, unprefixed(err)))
 	}
-	return sc.put(s.v, suffix, raw)
+	return sc.put(s.v, suffix, sc.encoded)
 }
 
 // RemoveKey removes k from the map.
