@@ -140,28 +140,9 @@ func TestQueriesAgainstALoop(t *testing.T) {
 	for _, q := range queries.All {
 		t.Run(q.Name, func(t *testing.T) {
 			t.Parallel()
-			loop, err := q.Loop(events)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := queries.Final(q, loop)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(want) == 0 {
-				t.Fatalf("%s: the loop's result is empty: the events test nothing", q.Name)
-			}
+			want := loopResult(t, q, events)
 			t.Logf("%s: %d rows", q.Name, len(want))
-			for _, c := range []struct{ perBatch, parts int }{{0, 1}, {997, 1}, {4_000, 3}} {
-				got, err := queries.Final(q, runQuery(t, q, events, c.perBatch, c.parts))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(got, want) {
-					t.Errorf("%s, %d rows a batch, %d runs: %d rows, the loop %d; first difference:\n%s",
-						q.Name, c.perBatch, c.parts, len(got), len(want), firstDifference(got, want))
-				}
-			}
+			compareRuns(t, q, events, want, []split{{0, 1}, {997, 1}, {4_000, 3}})
 		})
 	}
 }
@@ -177,14 +158,7 @@ func TestDailyQueriesAcrossMidnight(t *testing.T) {
 		}
 		t.Run(q.Name, func(t *testing.T) {
 			t.Parallel()
-			loop, err := q.Loop(events)
-			if err != nil {
-				t.Fatal(err)
-			}
-			want, err := queries.Final(q, loop)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want := loopResult(t, q, events)
 			days := map[string]bool{}
 			for _, l := range want {
 				days[l[strings.Index(l, `"day":`):][:18]] = true
@@ -192,17 +166,47 @@ func TestDailyQueriesAcrossMidnight(t *testing.T) {
 			if len(days) != 2 {
 				t.Fatalf("%s: the loop's result has %d days, want 2: the events test no midnight", q.Name, len(days))
 			}
-			for _, c := range []struct{ perBatch, parts int }{{0, 1}, {1_500, 2}} {
-				got, err := queries.Final(q, runQuery(t, q, events, c.perBatch, c.parts))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if !slices.Equal(got, want) {
-					t.Errorf("%s, %d rows a batch, %d runs: %d rows, the loop %d; first difference:\n%s",
-						q.Name, c.perBatch, c.parts, len(got), len(want), firstDifference(got, want))
-				}
-			}
+			compareRuns(t, q, events, want, []split{{0, 1}, {1_500, 2}})
 		})
+	}
+}
+
+// loopResult is q's result table over events by its plain loop; it fails
+// the test when the table is empty.
+func loopResult(t *testing.T, q *queries.Query, events []model.Event) []string {
+	t.Helper()
+	loop, err := q.Loop(events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := queries.Final(q, loop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(want) == 0 {
+		t.Fatalf("%s: the loop's result is empty: the events test nothing", q.Name)
+	}
+	return want
+}
+
+// split is how a test run hands a query its events: perBatch rows a
+// batch (0: one batch), in parts runs, each started on the checkpoint of
+// the one before.
+type split struct{ perBatch, parts int }
+
+// compareRuns runs q over events split each way and compares its result
+// table with want.
+func compareRuns(t *testing.T, q *queries.Query, events []model.Event, want []string, splits []split) {
+	t.Helper()
+	for _, c := range splits {
+		got, err := queries.Final(q, runQuery(t, q, events, c.perBatch, c.parts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s, %d rows a batch, %d runs: %d rows, the loop %d; first difference:\n%s",
+				q.Name, c.perBatch, c.parts, len(got), len(want), firstDifference(got, want))
+		}
 	}
 }
 
