@@ -300,8 +300,8 @@ func (p *q16Sum) HandleInputRows(ctx context.Context, key StatsKey, rows iter.Se
 		distinct(d.bidders, &s.TotalBidders, [3]*int64{&s.Rank1Bidders, &s.Rank2Bidders, &s.Rank3Bidders})
 		distinct(d.auctions, &s.TotalAuctions, [3]*int64{&s.Rank1Auctions, &s.Rank2Auctions, &s.Rank3Auctions})
 	}
-	if m := fmt.Sprintf("%02d:%02d", last/60, last%60); last >= 0 && m > s.MaxMinute {
-		s.MaxMinute = m
+	if last >= 0 {
+		s.MaxMinute = max(s.MaxMinute, fmt.Sprintf("%02d:%02d", last/60, last%60))
 	}
 	emit(q16Row(key.Channel, day(time.UnixMilli(key.Day*msPerDay)), &s))
 	return p.stats.Update(ctx, s)
