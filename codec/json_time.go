@@ -51,9 +51,8 @@ const (
 // (in its zone) is 0 to 9999 and whose zone is less than 24 hours from
 // UTC, the times MarshalJSON accepts, straight from its Unix seconds,
 // nanoseconds and offset; for any other time it reports false. The date
-// is computed as in Hinnant's civil_from_days, on days counted from
-// -0400-03-01, so that every number is positive and each year's leap
-// day is at its end.
+// is computed on days counted from -0400-03-01, so that every number is
+// positive and each year's leap day is at its end.
 func jsonAppendTime(b []byte, t time.Time) ([]byte, bool) {
 	_, offset := t.Zone()
 	sec := t.Unix() + int64(offset)
@@ -63,14 +62,17 @@ func jsonAppendTime(b []byte, t time.Time) ([]byte, bool) {
 	const era = 146097 // days in 400 years
 	u := uint64(sec + jsonYear0)
 	days, clock := u/86400+era-60, u%86400 // 0000-01-01 is 60 days before 0000-03-01
-	doe := days % era
-	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
-	year := yoe + days/era*400 - 400
-	doy := doe - (365*yoe + yoe/4 - yoe/100)
-	mp := (5*doy + 2) / 153
-	day := doy - (153*mp+2)/5 + 1
-	month := mp + 3
-	if month > 12 {
+	// Neri and Schneider's civil_from_days: centuries, then the year in
+	// its century and the day in its year, then the month and day, each
+	// step one multiplication and shift (the divisions by constants).
+	n1 := 4*uint32(days) + 3
+	century, dayOfCentury := n1/era, n1%era/4
+	p2 := 2939745 * uint64(4*dayOfCentury+3)
+	dayOfYear := uint32(p2) / (4 * 2939745)
+	year := uint64(100*century+uint32(p2>>32)) - 400
+	n3 := 2141*dayOfYear + 197913
+	month, day := uint64(n3>>16), uint64(n3&0xffff/2141+1)
+	if dayOfYear >= 306 { // January and February: the next year's
 		month -= 12
 		year++
 	}

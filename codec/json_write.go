@@ -367,7 +367,10 @@ func jsonAppendCents(b []byte, f, abs float64) ([]byte, bool) {
 		return b, false
 	}
 	x := abs * 100
-	r := math.Round(x)
+	// Rounding half to even (one instruction where the CPU has one) picks
+	// the same n as rounding half away from zero but at an exact tie,
+	// which the exact test below then refuses either way.
+	r := math.RoundToEven(x)
 	if math.Abs(x-r) > x*0x1p-50 || r/100 != abs {
 		return b, false
 	}
@@ -381,8 +384,9 @@ func jsonAppendCents(b []byte, f, abs float64) ([]byte, bool) {
 	if n >= 1e8 {
 		return jsonAppendFixed(b, f < 0, n, d), true
 	}
-	// Up to eight digits: written as one word, the decimals then moved
-	// one place on to make room for the point.
+	// Up to eight digits: written as one word, with the point put in
+	// before the decimals in a register when the digits are seven or
+	// fewer, else by moving the decimals one place on in b.
 	b = jsonRoom(b, 16)
 	out := b[:cap(b)]
 	p := len(b)
@@ -402,7 +406,16 @@ func jsonAppendCents(b []byte, f, abs float64) ([]byte, bool) {
 	w := jsonDigits8(uint32(n))
 	z := mathbits.TrailingZeros64(w) >> 3 // leading zero digits; w != 0
 	k := 8 - z
-	binary.LittleEndian.PutUint64(out[p:], w>>(8*z)+jsonASCIIZeros)
+	a := w>>(8*z) + jsonASCIIZeros // the k digits, then '0's
+	if d != 0 && k < 8 {
+		// The integer part's bytes stay; the decimals and the '0' after
+		// them move up a byte (the last '0', past k+1 bytes, drops out).
+		at := 8 * uint(k-d)
+		low := uint64(1)<<at - 1
+		binary.LittleEndian.PutUint64(out[p:], a&low|'.'<<at|(a&^low)<<8)
+		return out[:p+k+1], true
+	}
+	binary.LittleEndian.PutUint64(out[p:], a)
 	switch d {
 	case 1:
 		out[p+k], out[p+k-1] = out[p+k-1], '.'
