@@ -3,6 +3,7 @@ package typed_test
 import (
 	"context"
 	"fmt"
+	"iter"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -277,6 +278,77 @@ func TestTableRefresh(t *testing.T) {
 		}
 		if !slices.Equal(versions, []int64{1, 2}) {
 			t.Fatalf("table versions in the progress %v, want [1 2]", versions)
+		}
+	})
+}
+
+// wordCounter names each number by its latest word and how many words
+// it has had: a table's stream with state.
+type wordCounter struct{ seen *typed.ValueState[int64] }
+
+func (p *wordCounter) Init(h *typed.Handle) error {
+	p.seen = typed.NewValueState[int64](h, "seen")
+	return nil
+}
+
+func (p *wordCounter) HandleInputRows(ctx context.Context, n int, rows iter.Seq[word], _ typed.TimerValues, emit func(word)) error {
+	seen, _, err := p.seen.Get(ctx)
+	if err != nil {
+		return err
+	}
+	var last string
+	for w := range rows {
+		seen++
+		last = w.Word
+	}
+	emit(word{n, fmt.Sprint(last, "#", seen)})
+	return p.seen.Update(ctx, seen)
+}
+
+// TestTableFromStreamInTwoQueries: two queries join one table read from a
+// stream with a transformWithState, refreshed every minute. Both load it
+// at their start, and both take the new version once the table's source
+// has more: a query's refresh neither hides the change from the other
+// nor finds the table's processor in use by the other's load.
+func TestTableFromStreamInTwoQueries(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		words := typed.NewMemoryStream[word]("words", 0)
+		words.Add(word{1, "one"})
+		counted := typed.TransformWithState(typed.GroupByKey(typed.FromMemory(words), func(w *word) int { return w.Number }),
+			&wordCounter{}, typed.TimeModeNone, typed.Update)
+		table := typed.TableFromStream(counted, func(w *word) int { return w.Number }, typed.TableName("words"), typed.RefreshEvery(time.Minute))
+		var values []*typed.MemoryStream[valueRow]
+		var sinks []*batchSink[string]
+		for range 2 {
+			m := typed.NewMemoryStream[valueRow]("values", 0)
+			joined := typed.JoinTable(typed.FromMemory(m), func(v *valueRow) int { return v.V }, table, typed.Inner,
+				func(j typed.Joined[int, valueRow, word]) string { return j.Right.Word })
+			sink := newSink[string]()
+			q, err := typed.WriteTo(joined, sink).Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { q.Stop() })
+			values, sinks = append(values, m), append(sinks, sink)
+		}
+		synctest.Wait()
+		for _, m := range values {
+			m.Add(valueRows(1)...)
+		}
+		time.Sleep(10 * time.Second) // a batch at 10 s: version 1
+		synctest.Wait()
+		words.Add(word{1, "uno"})
+		time.Sleep(55 * time.Second) // the refreshes at 60 s load version 2
+		synctest.Wait()
+		for _, m := range values {
+			m.Add(valueRows(1)...)
+		}
+		time.Sleep(10 * time.Second) // the batches at 70 s use it
+		synctest.Wait()
+		for i, sink := range sinks {
+			if got, want := sink.rows(), []string{"one#1", "uno#2"}; !slices.Equal(got, want) {
+				t.Errorf("query %d: rows %q, want %q", i, got, want)
+			}
 		}
 	})
 }

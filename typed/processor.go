@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"reflect"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -89,6 +90,16 @@ func (e ExpiredTimerInfo) ExpiryTime() time.Time { return e.expiry }
 // to n goroutines, so a processor's own fields must then be safe for
 // concurrent use.
 //
+// A processor value serves one running query: Init binds the state
+// variables it keeps in its fields to the query whose start calls it. A
+// second start with the same value (another query, another
+// transformWithState of the same query, or another task of a
+// kafka.App) while the first query runs fails with
+// ErrProcessorInUse, before the second Init could rebind the first
+// query's variables. Make one value per query: in an App, in the task's
+// build function. A processor type without fields (size zero) holds no
+// variables and may be shared.
+//
 // rows may be ranged over, any number of times, during the call only.
 // emit may be called from the handler's goroutines too; the calls are
 // serialised, and their rows reach the sink in the order of the calls. A
@@ -112,6 +123,57 @@ type ExpiredTimerHandler[K comparable, Out any] interface {
 // it, in the first batch of a new query, before that batch's rows.
 type InitialStateHandler[K comparable, S any] interface {
 	HandleInitialState(ctx context.Context, key K, initial S, timers TimerValues) error
+}
+
+// ErrProcessorInUse is wrapped by the error of a start whose
+// transformWithState has a processor value that a running query (or
+// another transformWithState of the same one) has already: see
+// StatefulProcessor.
+var ErrProcessorInUse = errors.New("streamgen: processor value in use by a running query")
+
+// processorsInUse holds the processor values of the queries compiled and
+// not yet stopped, by identity, each with a token of its claim and the
+// name of the transformWithState that made it.
+var processorsInUse struct {
+	sync.Mutex
+	by map[any]processorClaim
+}
+
+type processorClaim struct {
+	token *byte
+	name  string
+}
+
+// claimProcessor records that the transformWithState name of a query
+// being compiled uses p, and returns the function that undoes it (once the
+// query stops, or its start fails); it fails when another query holds p.
+// A value that is not a pointer, or points to a type of size zero (whose
+// values may share one address), cannot hold the query's variables, and
+// is not recorded.
+func claimProcessor(p any, name string) (release func(), err error) {
+	t := reflect.TypeOf(p)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Size() == 0 || reflect.ValueOf(p).IsNil() {
+		return func() {}, nil
+	}
+	processorsInUse.Lock()
+	defer processorsInUse.Unlock()
+	if held, ok := processorsInUse.by[p]; ok {
+		return nil, fmt.Errorf("%w: this %T is the processor of transformWithState (%s) of a query that has not stopped; "+
+			"Init binds a processor's state variables to one query, so give each query its own value "+
+			"(in a kafka.App, make it in the task's build function)", ErrProcessorInUse, p, held.name)
+	}
+	if processorsInUse.by == nil {
+		processorsInUse.by = map[any]processorClaim{}
+	}
+	token := new(byte)
+	processorsInUse.by[p] = processorClaim{token: token, name: name}
+	return func() {
+		processorsInUse.Lock()
+		defer processorsInUse.Unlock()
+		if processorsInUse.by[p].token == token {
+			delete(processorsInUse.by, p)
+		}
+	}, nil
 }
 
 // ErrInvalidHandleState is wrapped by the error of a state variable or

@@ -27,12 +27,13 @@ import (
 // concurrent use by the queries that join with it.
 type Table[K comparable, V any] struct {
 	name string
-	// load reads the table's rows with their keys; changed, when not nil,
-	// reports whether a load would read something new (a stream's
-	// sources moved since the last).
-	load    func(ctx context.Context) ([]tableRow[K, V], error)
-	changed func(ctx context.Context) (bool, error)
-	every   time.Duration
+	// load reads the table's rows with their keys; newChanged, when not
+	// nil, makes for one query's run of the table a function that reports
+	// whether a load would read something new (a stream's sources moved
+	// since that run's last load).
+	load       func(ctx context.Context) ([]tableRow[K, V], error)
+	newChanged func() func(ctx context.Context) (bool, error)
+	every      time.Duration
 	// diskAbove, when positive, keeps a version of more rows on disk,
 	// in a table store under dir.
 	diskAbove int
@@ -151,9 +152,16 @@ func TableFromFunc[K comparable, V any](load func(ctx context.Context) ([]V, err
 // historical averages); another, every row it writes. A row that does not
 // decode is left out, with a warning in the log that says how many and
 // where the first is. With RefreshEvery, the stream is read again when its
-// sources hold more.
+// sources hold more: each query that joins the table checks its own last
+// load, and the queries' loads run one at a time (a processor in the
+// stream serves one query at a time).
 func TableFromStream[K comparable, V any](s Stream[V], key func(*V) K, opts ...TableOption) *Table[K, V] {
+	// The queries that join the table compile s one at a time: a
+	// processor of s serves one query at a time (StatefulProcessor).
+	var mu sync.Mutex
 	t := newTable("stream table", func(ctx context.Context) ([]tableRow[K, V], error) {
+		mu.Lock()
+		defer mu.Unlock()
 		rows, err := readBounded(ctx, s)
 		if err != nil {
 			return nil, err
@@ -161,7 +169,14 @@ func TableFromStream[K comparable, V any](s Stream[V], key func(*V) K, opts ...T
 		return keyed(rows, key), nil
 	}, opts)
 	t.errs = append(t.errs, s.p.errs...)
-	t.changed = sourcesChanged(s)
+	t.newChanged = func() func(ctx context.Context) (bool, error) {
+		changed := sourcesChanged(s)
+		return func(ctx context.Context) (bool, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return changed(ctx)
+		}
+	}
 	return t
 }
 
@@ -357,9 +372,14 @@ func (d *diskRows[K, V]) lookup(k K) []V {
 // tableRun is a table as one query uses it: the version its batches join
 // with, and the goroutine that refreshes it, which close stops.
 type tableRun[K comparable, V any] struct {
-	t      *Table[K, V]
-	cancel context.CancelFunc
-	done   chan struct{}
+	t *Table[K, V]
+	// changed reports whether the table's sources moved since this run's
+	// last load (nil: a table that is not a stream's); each query's run
+	// has its own, so that one query's refresh does not hide the change
+	// from another's.
+	changed func(ctx context.Context) (bool, error)
+	cancel  context.CancelFunc
+	done    chan struct{}
 	// mu guards current, open (the versions not closed), the versions'
 	// users and closed.
 	mu      sync.Mutex
@@ -401,8 +421,9 @@ func (r *tableRun[K, V]) start(ctx context.Context) error {
 	if err := errors.Join(r.t.errs...); err != nil {
 		return err
 	}
-	if r.t.changed != nil {
-		if _, err := r.t.changed(ctx); err != nil {
+	if r.t.newChanged != nil {
+		r.changed = r.t.newChanged()
+		if _, err := r.changed(ctx); err != nil {
 			return fmt.Errorf("table %s: %w", r.t.name, err)
 		}
 	}
@@ -544,8 +565,8 @@ func (r *tableRun[K, V]) refresh(ctx context.Context) {
 			return
 		case <-tick.C:
 		}
-		if r.t.changed != nil {
-			changed, err := r.t.changed(ctx)
+		if r.changed != nil {
+			changed, err := r.changed(ctx)
 			if err != nil {
 				slog.Warn("streamgen: table not refreshed", "table", r.t.name, "error", err)
 				continue

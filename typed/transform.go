@@ -69,12 +69,19 @@ func TransformWithState[K comparable, In, Out any](
 				}
 			}
 		}
-		if closer, ok := p.(io.Closer); ok {
-			c.closers = append(c.closers, closer)
-		}
 		op.handle = &Handle{timeMode: timeMode, inInit: true}
-		if err := p.Init(op.handle); err != nil {
-			c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): Init: %w", name, unprefixed(err)))
+		if release, err := claimProcessor(p, name); err != nil {
+			// Neither Init nor Close: they would act on the running
+			// query's processor.
+			c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): %w", name, err))
+		} else {
+			if closer, ok := p.(io.Closer); ok {
+				c.closers = append(c.closers, closer)
+			}
+			c.plan.Closers = append(c.plan.Closers, func() error { release(); return nil })
+			if err := p.Init(op.handle); err != nil {
+				c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): Init: %w", name, unprefixed(err)))
+			}
 		}
 		op.handle.inInit = false
 		for _, err := range op.handle.errs {
