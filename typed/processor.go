@@ -90,15 +90,17 @@ func (e ExpiredTimerInfo) ExpiryTime() time.Time { return e.expiry }
 // to n goroutines, so a processor's own fields must then be safe for
 // concurrent use.
 //
-// A processor value serves one running query: Init binds the state
-// variables it keeps in its fields to the query whose start calls it. A
-// second start with the same value (another query, another
-// transformWithState of the same query, or another task of a
-// kafka.App) while the first query runs fails with
-// ErrProcessorInUse, before the second Init could rebind the first
-// query's variables. Make one value per query: in an App, in the task's
-// build function. A processor type without fields (size zero) holds no
-// variables and may be shared.
+// A processor value serves one query at a time: Init binds the state
+// variables it keeps in its fields to the query whose start calls it,
+// and Close is that query's. Until the query has stopped (its Stop or
+// AwaitTermination has returned; a query that could not end,
+// ErrStoreNotClosed, keeps it), a start with the same value (another
+// query, another transformWithState of the same query, another task of a
+// kafka.App) fails with ErrProcessorInUse, before a second Init could
+// rebind the first query's variables. This holds for any processor that
+// is a pointer to a type with fields, settings only or not: make one value
+// per query (in an App, in the task's build function). A processor type
+// of size zero holds nothing and may be shared.
 //
 // rows may be ranged over, any number of times, during the call only.
 // emit may be called from the handler's goroutines too; the calls are
@@ -132,48 +134,56 @@ type InitialStateHandler[K comparable, S any] interface {
 var ErrProcessorInUse = errors.New("streamgen: processor value in use by a running query")
 
 // processorsInUse holds the processor values of the queries compiled and
-// not yet stopped, by identity, each with a token of its claim and the
-// name of the transformWithState that made it.
+// not yet stopped, by identity, each with a token of its claim.
 var processorsInUse struct {
 	sync.Mutex
-	by map[any]processorClaim
+	by map[any]*byte
 }
 
-type processorClaim struct {
-	token *byte
-	name  string
-}
-
-// claimProcessor records that the transformWithState name of a query
-// being compiled uses p, and returns the function that undoes it (once the
-// query stops, or its start fails); it fails when another query holds p.
-// A value that is not a pointer, or points to a type of size zero (whose
-// values may share one address), cannot hold the query's variables, and
-// is not recorded.
-func claimProcessor(p any, name string) (release func(), err error) {
+// claimProcessor records that a query being compiled uses p, and returns
+// the function that undoes it (once the query stops, or its start fails);
+// it fails when another query holds p. A value that is not a pointer, or
+// points to a type of size zero (whose values may share one address),
+// cannot hold a query's variables, and is not recorded.
+func claimProcessor(p any) (release func(), err error) {
 	t := reflect.TypeOf(p)
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Size() == 0 || reflect.ValueOf(p).IsNil() {
 		return func() {}, nil
 	}
 	processorsInUse.Lock()
 	defer processorsInUse.Unlock()
-	if held, ok := processorsInUse.by[p]; ok {
-		return nil, fmt.Errorf("%w: this %T is the processor of transformWithState (%s) of a query that has not stopped; "+
+	if _, held := processorsInUse.by[p]; held {
+		return nil, fmt.Errorf("%w: this %T is the processor of a query that has not stopped; "+
 			"Init binds a processor's state variables to one query, so give each query its own value "+
-			"(in a kafka.App, make it in the task's build function)", ErrProcessorInUse, p, held.name)
+			"(in a kafka.App, make it in the task's build function)", ErrProcessorInUse, p)
 	}
 	if processorsInUse.by == nil {
-		processorsInUse.by = map[any]processorClaim{}
+		processorsInUse.by = map[any]*byte{}
 	}
 	token := new(byte)
-	processorsInUse.by[p] = processorClaim{token: token, name: name}
+	processorsInUse.by[p] = token
 	return func() {
 		processorsInUse.Lock()
 		defer processorsInUse.Unlock()
-		if processorsInUse.by[p].token == token {
+		if processorsInUse.by[p] == token {
 			delete(processorsInUse.by, p)
 		}
 	}, nil
+}
+
+// initProcessor calls p's Init with h; a panic in it releases p's claim
+// (release) on its way up, so that a caller that recovers can start p
+// again.
+func initProcessor(p interface{ Init(*Handle) error }, h *Handle, release func()) error {
+	done := false
+	defer func() {
+		if !done {
+			release()
+		}
+	}()
+	err := p.Init(h)
+	done = true
+	return err
 }
 
 // ErrInvalidHandleState is wrapped by the error of a state variable or

@@ -81,6 +81,7 @@ func TestProcessorValueServesOneQuery(t *testing.T) {
 		if !errors.Is(err, typed.ErrProcessorInUse) || !strings.Contains(err.Error(), "transformWithState") {
 			t.Fatalf("a second query on a running query's processor: %v, want ErrProcessorInUse", err)
 		}
+		onePrefix(t, "the refused start", err)
 		if p.inits != 1 || p.closes != 0 {
 			t.Fatalf("the refused start called Init %d times and Close %d times, want 1 and 0 in all", p.inits, p.closes)
 		}
@@ -126,6 +127,24 @@ func TestProcessorValueServesOneQuery(t *testing.T) {
 		t.Fatalf("the value of a start that failed: %v", err)
 	}
 
+	// A start that fails in the runtime (a bad option), and a query that
+	// fails as it runs, release the value too.
+	failing := &failingPages{}
+	m = typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 1), click("boom", 2))
+	byUser = typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	failingQuery := typed.WriteTo(typed.TransformWithState(byUser, failing, typed.TimeModeNone, typed.Append), newSink[userPages]())
+	if _, err := failingQuery.Start(context.Background(), newCheckpoint().opts(runtime.PollInterval(0))...); err == nil || errors.Is(err, typed.ErrProcessorInUse) {
+		t.Fatalf("a start with PollInterval(0): %v, want its refusal", err)
+	}
+	if err := runToEnd(t, failingQuery, newCheckpoint().opts()...); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("the query over a row its processor fails on: %v, want the failure", err)
+	}
+	failing.spare = "boom"
+	if err := runToEnd(t, failingQuery, newCheckpoint().opts()...); err != nil {
+		t.Fatalf("the value of a query that failed: %v", err)
+	}
+
 	// A processor of size zero serves two running queries.
 	var zero upper
 	sinks := []*batchSink[string]{newSink[string](), newSink[string]()}
@@ -152,6 +171,20 @@ func TestProcessorValueServesOneQuery(t *testing.T) {
 // samePages compares two users' outputs.
 func samePages(a, b userPages) bool {
 	return a.User == b.User && a.Count == b.Count && strings.Join(a.Pages, ",") == strings.Join(b.Pages, ",") && maps.Equal(a.PerPage, b.PerPage)
+}
+
+// failingPages is pagesProcessor failing on the user "boom" unless it is
+// spared.
+type failingPages struct {
+	pagesProcessor
+	spare string
+}
+
+func (p *failingPages) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], timers typed.TimerValues, emit func(userPages)) error {
+	if user == "boom" && p.spare != user {
+		return errors.New("boom")
+	}
+	return p.pagesProcessor.HandleInputRows(ctx, user, rows, timers, emit)
 }
 
 // upper is a processor without fields: it writes its key.

@@ -78,6 +78,7 @@ func InitialStateStream[K comparable, S any](s Stream[Pair[K, S]]) GroupsOption[
 		c.streams = append(c.streams, func(ctx context.Context) ([]Pair[K, S], error) {
 			var pairs []Pair[K, S]
 			rc := compile(s, func(p *Pair[K, S]) { pairs = append(pairs, *p) })
+			defer rc.closeAll() // what compiling claimed or opened (a processor's claim)
 			if err := errors.Join(s.p.errs...); err != nil {
 				return nil, err
 			}

@@ -154,14 +154,28 @@ func TableFromFunc[K comparable, V any](load func(ctx context.Context) ([]V, err
 // where the first is. With RefreshEvery, the stream is read again when its
 // sources hold more: each query that joins the table checks its own last
 // load, and the queries' loads run one at a time (a processor in the
-// stream serves one query at a time).
+// stream serves one query at a time; two tables made from one stream
+// with a processor would load it at once: make each from a stream of its
+// own).
 func TableFromStream[K comparable, V any](s Stream[V], key func(*V) K, opts ...TableOption) *Table[K, V] {
 	// The queries that join the table compile s one at a time: a
-	// processor of s serves one query at a time (StatefulProcessor).
-	var mu sync.Mutex
+	// processor of s serves one query at a time (StatefulProcessor). The
+	// lock is a channel, so that a query that stops while it waits for
+	// another's load stops at once.
+	lock := make(chan struct{}, 1)
+	acquire := func(ctx context.Context) error {
+		select {
+		case lock <- struct{}{}:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	t := newTable("stream table", func(ctx context.Context) ([]tableRow[K, V], error) {
-		mu.Lock()
-		defer mu.Unlock()
+		if err := acquire(ctx); err != nil {
+			return nil, err
+		}
+		defer func() { <-lock }()
 		rows, err := readBounded(ctx, s)
 		if err != nil {
 			return nil, err
@@ -172,8 +186,10 @@ func TableFromStream[K comparable, V any](s Stream[V], key func(*V) K, opts ...T
 	t.newChanged = func() func(ctx context.Context) (bool, error) {
 		changed := sourcesChanged(s)
 		return func(ctx context.Context) (bool, error) {
-			mu.Lock()
-			defer mu.Unlock()
+			if err := acquire(ctx); err != nil {
+				return false, err
+			}
+			defer func() { <-lock }()
 			return changed(ctx)
 		}
 	}
@@ -568,7 +584,9 @@ func (r *tableRun[K, V]) refresh(ctx context.Context) {
 		if r.changed != nil {
 			changed, err := r.changed(ctx)
 			if err != nil {
-				slog.Warn("streamgen: table not refreshed", "table", r.t.name, "error", err)
+				if ctx.Err() == nil {
+					slog.Warn("streamgen: table not refreshed", "table", r.t.name, "error", err)
+				}
 				continue
 			}
 			if !changed {

@@ -70,16 +70,16 @@ func TransformWithState[K comparable, In, Out any](
 			}
 		}
 		op.handle = &Handle{timeMode: timeMode, inInit: true}
-		if release, err := claimProcessor(p, name); err != nil {
+		if release, err := claimProcessor(p); err != nil {
 			// Neither Init nor Close: they would act on the running
 			// query's processor.
-			c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): %w", name, err))
+			c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): %w", name, unprefixed(err)))
 		} else {
 			if closer, ok := p.(io.Closer); ok {
 				c.closers = append(c.closers, closer)
 			}
 			c.plan.Closers = append(c.plan.Closers, func() error { release(); return nil })
-			if err := p.Init(op.handle); err != nil {
+			if err := initProcessor(p, op.handle, release); err != nil {
 				c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): Init: %w", name, unprefixed(err)))
 			}
 		}
