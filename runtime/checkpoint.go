@@ -365,7 +365,7 @@ func (d *rowDecoder) decode(e Entry) (row StateRow, ok bool, err error) {
 		row.ExpiresAt = &at
 		key, suffix = suffix, nil
 	}
-	if row.Key, err = appendTyped(nil, d.om.Key, d.om.KeyType, key); err != nil {
+	if row.Key, err = KeyJSON(d.om, key); err != nil {
 		return row, false, fmt.Errorf("streamgen: operator %d, variable %q: key %x: %w", d.op, name, key, err)
 	}
 	if err := decodeEntry(&row, v, d.om.States[name], suffix, e.Value); err != nil {
@@ -374,10 +374,24 @@ func (d *rowDecoder) decode(e Entry) (row StateRow, ok bool, err error) {
 	return row, !row.header, nil
 }
 
-// KeyJSON renders a grouping key of operator om as JSON.
+// KeyJSON renders a grouping key of operator om as JSON. A key of an
+// aggregation over grouping sets (typed's Cube, Rollup and GroupingSets)
+// holds its set, 4 bytes, in front of the key with the set's dimensions
+// rolled up; it is rendered as {"set": the set, "key": that key}.
 func KeyJSON(om OperatorMeta, key []byte) (json.RawMessage, error) {
-	return appendTyped(nil, om.Key, om.KeyType, key)
+	if !groupingSetKinds[om.Kind] {
+		return appendTyped(nil, om.Key, om.KeyType, key)
+	}
+	if len(key) < 4 {
+		return nil, fmt.Errorf("%w: a key of %d bytes does not begin with its grouping set", ErrBadStateKey, len(key))
+	}
+	b := strconv.AppendUint(append(make([]byte, 0, 16+len(key)), `{"set":`...), uint64(binary.BigEndian.Uint32(key)), 10)
+	b, err := appendTyped(append(b, `,"key":`...), om.Key, om.KeyType, key[4:])
+	return append(b, '}'), err
 }
+
+// groupingSetKinds are the kinds of the aggregations over grouping sets.
+var groupingSetKinds = map[string]bool{"cube": true, "rollup": true, "groupingSets": true}
 
 // CheckpointSummary is what a checkpoint holds, in short: streamgen
 // inspect's listing.

@@ -69,7 +69,9 @@ func GroupingSets[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 }
 
 // groupingKey is a key of a grouping set's aggregation: the set, and the
-// key with the set's dimensions rolled up.
+// key with the set's dimensions rolled up. In the store it is the set, 4
+// bytes big-endian, then the key; runtime.KeyJSON reads it so for the
+// operator kinds "cube", "rollup" and "groupingSets".
 type groupingKey[K comparable] struct {
 	set GroupingSet
 	key K

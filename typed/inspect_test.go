@@ -3,6 +3,7 @@ package typed_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"testing"
@@ -212,5 +213,61 @@ func TestWindowTimersAreTheOpenWindows(t *testing.T) {
 		if len(want) == 0 || fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Fatalf("after %d rows (watermark %v): timers\n got %v\nwant %v", end, watermark, got, want)
 		}
+	}
+}
+
+// TestCheckpointRowsOfGroupingSets reads a cube's counts back from its
+// checkpoint, without its code: each key is its grouping set and the key
+// with the set's dimensions rolled up, and each count is a plain loop's.
+func TestCheckpointRowsOfGroupingSets(t *testing.T) {
+	in := clicks(300, 12)
+	const all = "*"
+	dims := []func(*fixtures.Click){
+		func(k *fixtures.Click) { k.User = all },
+		func(k *fixtures.Click) { k.Page = all },
+	}
+	want := map[string]int64{}
+	for _, c := range in {
+		for set := range typed.GroupingSet(4) {
+			k := fixtures.Click{User: c.User, Page: c.Page}
+			for i, roll := range dims {
+				if set.RolledUp(i) {
+					roll(&k)
+				}
+			}
+			want[fmt.Sprint(set, " ", k.User, "/", k.Page)]++
+		}
+	}
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 64)
+	m.Add(in...)
+	ks := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) fixtures.Click { return fixtures.Click{User: c.User, Page: c.Page} })
+	cube := typed.Cube(ks, typed.Count[fixtures.Click](), func(k fixtures.Click, set typed.GroupingSet, n int64) int64 { return n }, dims...)
+	ck := newCheckpoint()
+	if err := runToEnd(t, typed.WriteTo(cube, newSink[int64]()).OutputMode(typed.Update), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	c, meta := openCheckpoint(t, ck.fs)
+	defer c.Close()
+	got := map[string]int64{}
+	err := c.Rows(meta, 0, "", func(r runtime.StateRow) error {
+		var key struct {
+			Set typed.GroupingSet `json:"set"`
+			Key fixtures.Click    `json:"key"`
+		}
+		var acc typed.CountAcc
+		if err := json.Unmarshal(r.Key, &key); err != nil {
+			return fmt.Errorf("key %s: %v", r.Key, err)
+		}
+		if err := json.Unmarshal(r.Value, &acc); err != nil {
+			return fmt.Errorf("value %s: %v", r.Value, err)
+		}
+		got[fmt.Sprint(key.Set, " ", key.Key.User, "/", key.Key.Page)] = acc.N
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("the checkpoint's counts:\n%v\nthe loop's:\n%v", got, want)
 	}
 }
