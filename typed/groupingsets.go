@@ -2,6 +2,8 @@ package typed
 
 import (
 	"encoding/binary"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math/bits"
 
@@ -75,6 +77,24 @@ func GroupingSets[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 type groupingKey[K comparable] struct {
 	set GroupingSet
 	key K
+}
+
+// UnmarshalJSON reads a key as runtime.KeyJSON writes it, {"set": the
+// set, "key": the key}: how a read of a running query's state names one
+// (Query.LookupState).
+func (g *groupingKey[K]) UnmarshalJSON(b []byte) error {
+	var v struct {
+		Set *GroupingSet    `json:"set"`
+		Key json.RawMessage `json:"key"`
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	if v.Set == nil || v.Key == nil {
+		return errors.New(`a grouping set's key is {"set": its set, "key": the key}`)
+	}
+	g.set = *v.Set
+	return json.Unmarshal(v.Key, &g.key)
 }
 
 // setRow is a row of the input under one grouping set's key: the key and

@@ -1,12 +1,16 @@
 package typed_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"sort"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
@@ -270,4 +274,50 @@ func TestCheckpointRowsOfGroupingSets(t *testing.T) {
 	if !maps.Equal(got, want) {
 		t.Fatalf("the checkpoint's counts:\n%v\nthe loop's:\n%v", got, want)
 	}
+}
+
+// TestLiveStateOfGroupingSets looks a rollup's keys up in its running
+// query by the keys the checkpoint's rows show: each answer is that key's
+// count, a plain loop's.
+func TestLiveStateOfGroupingSets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := clicks(200, 13)
+		type setKey struct {
+			set        typed.GroupingSet
+			user, page string
+		}
+		want := map[setKey]int64{}
+		for _, c := range in {
+			want[setKey{0, c.User, c.Page}]++
+			want[setKey{2, c.User, "*"}]++
+			want[setKey{3, "*", "*"}]++
+		}
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		ks := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) fixtures.Click { return fixtures.Click{User: c.User, Page: c.Page} })
+		rollup := typed.Rollup(ks, typed.Count[fixtures.Click](), func(k fixtures.Click, set typed.GroupingSet, n int64) int64 { return n },
+			func(k *fixtures.Click) { k.User = "*" }, func(k *fixtures.Click) { k.Page = "*" })
+		q, err := typed.WriteTo(rollup, newSink[int64]()).OutputMode(typed.Update).
+			Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Stop()
+		m.Add(in...)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		for k, n := range want {
+			key, _ := json.Marshal(map[string]any{"set": k.set, "key": fixtures.Click{User: k.user, Page: k.page}})
+			ans, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: key})
+			if err != nil || len(ans.Rows) != 1 {
+				t.Fatalf("%s: %+v, %v", key, ans, err)
+			}
+			var acc typed.CountAcc
+			if err := json.Unmarshal(ans.Rows[0].Value, &acc); err != nil || acc.N != n || !bytes.Contains(ans.Rows[0].Key, []byte(`"set":`)) {
+				t.Fatalf("%s: row %s %s, want a count of %d", key, ans.Rows[0].Key, ans.Rows[0].Value, n)
+			}
+		}
+		if _, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: []byte(`{"user":"u1"}`)}); !errors.Is(err, runtime.ErrBadStateKey) {
+			t.Fatalf("a key without its set: %v, want ErrBadStateKey", err)
+		}
+	})
 }
