@@ -369,7 +369,8 @@ func jsonAppendCents(b []byte, f, abs float64) ([]byte, bool) {
 	x := abs * 100
 	// Rounding half to even (one instruction where the CPU has one) picks
 	// the same n as rounding half away from zero but at an exact tie,
-	// which the exact test below then refuses either way.
+	// which the tests below refuse either way (the tolerance below 2^49,
+	// the division above).
 	r := math.RoundToEven(x)
 	if math.Abs(x-r) > x*0x1p-50 || r/100 != abs {
 		return b, false

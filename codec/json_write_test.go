@@ -258,6 +258,14 @@ func TestAppendJSONFloat(t *testing.T) {
 		check(math.Nextafter(f, 0), 64)
 		check(math.Nextafter(f, math.Inf(1)), 64)
 	}
+	// Ties at a hundredth (f·100 exactly n + 0.5: 0.125 and the three
+	// with .125 or .875), where rounding half to even and half away from
+	// zero differ (below 2^49 the tolerance refuses them, above it the
+	// division does), and decimals that print as such ties.
+	for _, f := range []float64{0.005, 0.125, 2.675, 1234.565, 5e11 + 0.125, 8796093022208.125, 9999999999999.875} {
+		check(f, 64)
+		check(-f, 64)
+	}
 	for i := 0; i < 20000; i++ {
 		// Around the format switch points.
 		e := []float64{1e-6, 1e21}[i%2]
