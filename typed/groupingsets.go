@@ -1,6 +1,7 @@
 package typed
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -90,7 +91,7 @@ func (g *groupingKey[K]) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	if v.Set == nil || v.Key == nil {
+	if v.Set == nil || v.Key == nil || string(bytes.TrimSpace(v.Key)) == "null" {
 		return errors.New(`a grouping set's key is {"set": its set, "key": the key}`)
 	}
 	g.set = *v.Set

@@ -1,7 +1,6 @@
 package typed_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -312,12 +311,21 @@ func TestLiveStateOfGroupingSets(t *testing.T) {
 				t.Fatalf("%s: %+v, %v", key, ans, err)
 			}
 			var acc typed.CountAcc
-			if err := json.Unmarshal(ans.Rows[0].Value, &acc); err != nil || acc.N != n || !bytes.Contains(ans.Rows[0].Key, []byte(`"set":`)) {
+			var back struct {
+				Set typed.GroupingSet `json:"set"`
+				Key fixtures.Click    `json:"key"`
+			}
+			if err := json.Unmarshal(ans.Rows[0].Value, &acc); err != nil || acc.N != n {
 				t.Fatalf("%s: row %s %s, want a count of %d", key, ans.Rows[0].Key, ans.Rows[0].Value, n)
 			}
+			if err := json.Unmarshal(ans.Rows[0].Key, &back); err != nil || (setKey{back.Set, back.Key.User, back.Key.Page} != k) {
+				t.Fatalf("%s: the answer's key is %s", key, ans.Rows[0].Key)
+			}
 		}
-		if _, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: []byte(`{"user":"u1"}`)}); !errors.Is(err, runtime.ErrBadStateKey) {
-			t.Fatalf("a key without its set: %v, want ErrBadStateKey", err)
+		for _, bad := range []string{`{"user":"u1"}`, `{"set":1}`, `{"set":1,"key":null}`, `null`, `{"set":"1","key":{}}`} {
+			if _, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: []byte(bad)}); !errors.Is(err, runtime.ErrBadStateKey) {
+				t.Errorf("the key %s: %v, want ErrBadStateKey", bad, err)
+			}
 		}
 	})
 }
