@@ -5,6 +5,7 @@ import (
 	"errors"
 	"iter"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -145,27 +146,35 @@ func TestProcessorValueServesOneQuery(t *testing.T) {
 		t.Fatalf("the value of a query that failed: %v", err)
 	}
 
-	// A processor of size zero serves two running queries.
-	var zero upper
-	sinks := []*batchSink[string]{newSink[string](), newSink[string]()}
-	var queries []*typed.Query
-	for i, user := range []string{"a", "b"} {
-		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
-		m.Add(click(user, 1))
-		byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
-		q, err := typed.WriteTo(typed.TransformWithState(byUser, &zero, typed.TimeModeNone, typed.Append), typed.Sink[string](sinks[i])).
-			Start(context.Background(), newCheckpoint().opts()...)
-		if err != nil {
-			t.Fatalf("query %d on a processor of size zero: %v", i, err)
+	// A processor of size zero serves two running queries, each of which
+	// writes its own key.
+	synctest.Test(t, func(t *testing.T) {
+		var zero upper
+		sinks := []*batchSink[string]{newSink[string](), newSink[string]()}
+		var queries []*typed.Query
+		for i, user := range []string{"a", "b"} {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+			m.Add(click(user, 1))
+			byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+			q, err := typed.WriteTo(typed.TransformWithState(byUser, &zero, typed.TimeModeNone, typed.Append), typed.Sink[string](sinks[i])).
+				Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+			if err != nil {
+				t.Fatalf("query %d on a processor of size zero: %v", i, err)
+			}
+			t.Cleanup(func() { q.Stop() })
+			queries = append(queries, q)
 		}
-		t.Cleanup(func() { q.Stop() })
-		queries = append(queries, q)
-	}
-	for _, q := range queries {
-		if err := q.Stop(); err != nil {
-			t.Fatal(err)
+		time.Sleep(10 * time.Second) // both queries' first batch
+		synctest.Wait()
+		for i, q := range queries {
+			if err := q.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := sinks[i].rows(), []string{strings.ToUpper(string(rune('a' + i)))}; !slices.Equal(got, want) {
+				t.Errorf("query %d on a processor of size zero wrote %q, want %q", i, got, want)
+			}
 		}
-	}
+	})
 }
 
 // samePages compares two users' outputs.
