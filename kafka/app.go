@@ -140,7 +140,8 @@ type AppOptions struct {
 	AdvertisedAddr string
 	// KeyPartition, when set, gives the input partition of a grouping
 	// key's encoding (a string key's bytes, an integer's 8 big-endian
-	// bytes with the sign bit flipped, a record's binary encoding), for
+	// bytes with the sign bit flipped, a record's binary encoding; a
+	// window's or a grouping set's key without its window or set), for
 	// StateHandler to find the task that holds it: for input partitioned
 	// otherwise than by Kafka's default partitioner over that encoding.
 	KeyPartition func(key []byte, partitions int32) int32
@@ -258,8 +259,12 @@ func (t *Task) OnClose(f func()) { t.closers = append(t.closers, f) }
 //
 // Rows of a key must reach one partition (the message key is the
 // grouping key, hashed by the producer), or each task counts its own
-// part of the key. Each task keeps its own event-time watermark, as each
-// Kafka Streams task keeps its own stream time.
+// part of the key. For that reason an aggregation over grouping sets
+// (typed.Cube, Rollup, GroupingSets), whose rolled-up keys take rows from
+// every partition, is refused on an input of more than one partition:
+// the task fails at its start, saying so. Each task keeps its own
+// event-time watermark, as each Kafka Streams task keeps its own stream
+// time.
 //
 // Without ExactlyOnce nothing fences an instance that lost its
 // partitions (it missed the group's session timeout) and has not seen it
@@ -705,7 +710,7 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 		// start). Options given override it.
 		opts = append(opts, runtime.SyncInterval(DefaultTaskSyncInterval))
 	}
-	opts = append(append(opts, a.opts.Options...), runtime.Checkpoint(filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))), committer,
+	opts = append(append(opts, a.opts.Options...), runtime.CheckOperators(a.checkOperators), runtime.Checkpoint(filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))), committer,
 		runtime.Name(a.opts.Group+"/"+strconv.Itoa(int(p))), runtime.WithSharedCaches(a.caches))
 	if a.opts.RepartitionBy == nil {
 		opts = append(opts, runtime.Listener(groupOffsets{a, p}))
@@ -750,6 +755,27 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 	}
 	a.mu.Unlock()
 	return err
+}
+
+// checkOperators refuses a task's pipeline that the App cannot run
+// right: an aggregation over grouping sets (typed.Cube, Rollup,
+// GroupingSets) on an input of more than one partition. Its rolled-up
+// keys (the grand total, a key with the dimension input is partitioned
+// by rolled up) take rows from every partition, and each task, seeing
+// only its own, would write its partition's share under the key, as if
+// it were the whole.
+func (a *App) checkOperators(ops []runtime.OperatorInfo) error {
+	if a.partitions <= 1 {
+		return nil
+	}
+	for _, op := range ops {
+		if runtime.IsGroupingSetKind(op.Kind) {
+			return fmt.Errorf("the %s aggregation %q cannot run in an App of %d partitions: its rolled-up keys take rows from every partition, and each task sees only its own, so each would write a share of a key's aggregate as if it were the whole. "+
+				"Run it on an input of one partition, or in two Apps: the first writes each row under each of its grouping sets' keys to a topic keyed by them, and the second aggregates that topic by key",
+				op.Kind, op.Name, a.partitions)
+		}
+	}
+	return nil
 }
 
 // taskCommitter returns the committer option of a task's query (its

@@ -49,7 +49,10 @@ type AppStateAnswer struct {
 // are named the same way), answering an AppStateAnswer. The key's
 // partition is the one Kafka's default partitioner gives the key's
 // encoding (a string key's bytes: the partition a producer gives a
-// record keyed by it), or AppOptions.KeyPartition's. The instance that
+// record keyed by it), or AppOptions.KeyPartition's; a windowed
+// aggregation's key ({"window": ..., "key": ...}) is in the partition of
+// its key, whatever its window, and so is a grouping set's ({"set": ...,
+// "key": ...}). The instance that
 // owns the partition answers: this one, or the one it forwards the
 // request to, at the address the group's assignment gives it. stale=true
 // lets a standby of the partition answer from its copy, which may be
@@ -211,7 +214,9 @@ func (a *App) readLocal(p int32, req runtime.StateRequest, stale bool) (AppState
 }
 
 // readStandby reads req from a standby's store: the key is encoded by a
-// task of this instance, if it runs one, else only a basic key is read.
+// task of this instance, if it runs one, else from what the standby's
+// checkpoint says of it (a key of a basic type, in a window or a grouping
+// set or neither: runtime.CheckpointReader.ParseKey).
 func (a *App) readStandby(store *runtime.Store, p int32, req runtime.StateRequest, ans *AppStateAnswer) error {
 	r, err := store.ReadSnapshot()
 	if err != nil {
@@ -229,30 +234,15 @@ func (a *App) readStandby(store *runtime.Store, p int32, req runtime.StateReques
 	if q != nil {
 		// The other task's checkpoint may store record keys in another
 		// encoding than the standby's: the key goes through the encoding
-		// input is partitioned by.
-		if key, err = q.PartitionKey(req.Operator, req.Key); err != nil {
+		// every checkpoint of the pipeline reads.
+		if key, err = q.TransferKey(req.Operator, req.Key); err != nil {
 			return err
 		}
 		if key, err = r.StoreKey(req.Operator, key); err != nil {
 			return err
 		}
-	} else {
-		m, _, err := r.Meta()
-		if err != nil {
-			return err
-		}
-		op := -1
-		for i, om := range m.Operators {
-			if om.Name == req.Operator || strconv.Itoa(i) == req.Operator {
-				op = i
-			}
-		}
-		if op < 0 {
-			return fmt.Errorf("%w: no operator %q", runtime.ErrUnknownState, req.Operator)
-		}
-		if key, err = runtime.ParseBasicKey(m.Operators[op].KeyType, req.Key); err != nil {
-			return fmt.Errorf("%w: %v", runtime.ErrBadStateKey, err)
-		}
+	} else if key, err = r.ParseKey(req.Operator, req.Key); err != nil {
+		return err
 	}
 	ans.StateAnswer, err = r.Lookup(req, key)
 	ans.Query = a.opts.Group + "/" + strconv.Itoa(int(p))

@@ -393,6 +393,11 @@ func KeyJSON(om OperatorMeta, key []byte) (json.RawMessage, error) {
 // groupingSetKinds are the kinds of the aggregations over grouping sets.
 var groupingSetKinds = map[string]bool{"cube": true, "rollup": true, "groupingSets": true}
 
+// IsGroupingSetKind reports whether kind (OperatorInfo.Kind,
+// OperatorMeta.Kind) is an aggregation over grouping sets: cube, rollup
+// or groupingSets, whose keys hold their set in front of the key.
+func IsGroupingSetKind(kind string) bool { return groupingSetKinds[kind] }
+
 // CheckpointSummary is what a checkpoint holds, in short: streamgen
 // inspect's listing.
 type CheckpointSummary struct {

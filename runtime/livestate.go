@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/streamgen/streamgen/codec"
@@ -128,7 +129,10 @@ func (q *Query) EncodeKey(operator string, key json.RawMessage) ([]byte, error) 
 // bytes, an integer's 8 big-endian bytes with the sign bit flipped, a
 // record's binary encoding (MarshalBinary's), whichever encoding the
 // checkpoint stores the key in (a record's may be ordered, see
-// codec.OrderedKey). Safe for concurrent use.
+// codec.OrderedKey). The key of a windowed aggregation is in the
+// partition of its key, whatever its window, and so is a grouping set's
+// key: neither the window nor the set is part of what PartitionKey
+// returns. Safe for concurrent use.
 func (q *Query) PartitionKey(operator string, key json.RawMessage) ([]byte, error) {
 	var enc []byte
 	err := q.ReadState(func(r *CheckpointReader) error {
@@ -139,48 +143,155 @@ func (q *Query) PartitionKey(operator string, key json.RawMessage) ([]byte, erro
 		if enc, err = q.parseKey(op, om, key); err != nil {
 			return err
 		}
-		enc, err = transcodeKey(om.KeyType, om.Key, enc, true)
+		if enc, err = transcodeKey(om, enc, true); err != nil {
+			return err
+		}
+		enc = enc[keyPrefix(om):]
+		return nil
+	})
+	return enc, err
+}
+
+// TransferKey returns the grouping key given as JSON for the operator
+// named operator in an encoding that any checkpoint of the operator reads
+// back with StoreKey, whichever encoding each stores its keys in: the
+// window's or the grouping set's bytes, if the key has them, then the
+// key as PartitionKey encodes it. It names a key to the checkpoint of
+// another query of the same pipeline (a standby's copy of a partition).
+// Safe for concurrent use.
+func (q *Query) TransferKey(operator string, key json.RawMessage) ([]byte, error) {
+	var enc []byte
+	err := q.ReadState(func(r *CheckpointReader) error {
+		om, op, err := r.operator(operator)
+		if err != nil {
+			return err
+		}
+		if enc, err = q.parseKey(op, om, key); err != nil {
+			return err
+		}
+		enc, err = transcodeKey(om, enc, true)
 		return err
 	})
 	return enc, err
 }
 
-// StoreKey returns the key whose PartitionKey is key in the encoding the
+// StoreKey returns the key that TransferKey gave in the encoding the
 // checkpoint stores operator's keys in: what Lookup takes.
 func (c *CheckpointReader) StoreKey(operator string, key []byte) ([]byte, error) {
 	om, _, err := c.operator(operator)
 	if err != nil {
 		return nil, err
 	}
-	return transcodeKey(om.KeyType, om.Key, key, false)
+	return transcodeKey(om, key, false)
 }
 
-// transcodeKey turns a key of keyType, when a record's in its ordered
-// encoding (of schema), into its binary encoding (toBinary) or a binary
-// encoding into the ordered one; keys of other types are returned as
-// they are. A window's key keeps its 16 bytes of window in front.
-func transcodeKey(keyType string, schema *codec.Schema, key []byte, toBinary bool) ([]byte, error) {
-	prefix, ok := strings.CutSuffix(keyType, orderedRecordKey)
-	if !ok || schema == nil {
+// ParseKey returns the grouping key given as JSON for the operator named
+// operator in the encoding the checkpoint stores it in, from what the
+// checkpoint says of the key alone, with no query running: a key of a
+// basic type (see ParseBasicKey), in a window ({"window": {"start",
+// "end"}, "key": ...}) or a grouping set ({"set": N, "key": ...}) or
+// neither. A record key needs the pipeline's code: Query.TransferKey
+// reads it.
+func (c *CheckpointReader) ParseKey(operator string, key json.RawMessage) ([]byte, error) {
+	om, _, err := c.operator(operator)
+	if err != nil {
+		return nil, err
+	}
+	text := []byte(key)
+	var out []byte
+	if groupingSetKinds[om.Kind] {
+		var set uint32
+		if set, text, err = groupingSetJSON(text); err != nil {
+			return nil, fmt.Errorf("%w: %s is not a key of operator %q: %v", ErrBadStateKey, truncate(key, 80), om.Name, err)
+		}
+		out = binary.BigEndian.AppendUint32(out, set)
+	}
+	typeName := om.KeyType
+	if inner, ok := strings.CutPrefix(typeName, "window+"); ok {
+		var start, end int64
+		if start, end, text, err = windowJSON(text); err != nil {
+			return nil, fmt.Errorf("%w: %s is not a key of operator %q: %v", ErrBadStateKey, truncate(key, 80), om.Name, err)
+		}
+		out = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(out, uint64(start)^1<<63), uint64(end)^1<<63)
+		typeName = inner
+	}
+	k, err := ParseBasicKey(typeName, text)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s is not a key of operator %q (%s): %v", ErrBadStateKey, truncate(key, 80), om.Name, keyTypeName(om), err)
+	}
+	return append(out, k...), nil
+}
+
+// groupingSetJSON reads a grouping set's key as KeyJSON writes it, {"set":
+// N, "key": the key}, and returns the set and the key's JSON.
+func groupingSetJSON(text []byte) (uint32, []byte, error) {
+	var v struct {
+		Set *uint32         `json:"set"`
+		Key json.RawMessage `json:"key"`
+	}
+	if err := json.Unmarshal(text, &v); err != nil || v.Set == nil || v.Key == nil || string(bytes.TrimSpace(v.Key)) == "null" {
+		return 0, nil, errors.New(`a grouping set's key is {"set": its set, "key": the key}`)
+	}
+	return *v.Set, v.Key, nil
+}
+
+// windowJSON reads a windowed key as KeyJSON writes it, {"window":
+// {"start": ..., "end": ...}, "key": the key}, and returns the window's
+// bounds in Unix nanoseconds and the key's JSON.
+func windowJSON(text []byte) (start, end int64, key []byte, err error) {
+	var v struct {
+		Window *struct {
+			Start *time.Time `json:"start"`
+			End   *time.Time `json:"end"`
+		} `json:"window"`
+		Key json.RawMessage `json:"key"`
+	}
+	if err := json.Unmarshal(text, &v); err != nil || v.Window == nil || v.Window.Start == nil || v.Window.End == nil || v.Key == nil {
+		return 0, 0, nil, errors.New(`a windowed key is {"window": {"start": ..., "end": ...}, "key": the key}`)
+	}
+	return v.Window.Start.UnixNano(), v.Window.End.UnixNano(), v.Key, nil
+}
+
+// keyPrefix is how many bytes an operator's keys hold in front of the
+// grouping key: a grouping set's 4 (the kinds "cube", "rollup" and
+// "groupingSets"), a window's 16 (a KeyType with "window+" in front).
+func keyPrefix(om OperatorMeta) int {
+	switch {
+	case groupingSetKinds[om.Kind]:
+		return 4
+	case strings.HasPrefix(om.KeyType, "window+"):
+		return 16
+	}
+	return 0
+}
+
+// transcodeKey turns a key of operator om, when a record's in its ordered
+// encoding, into its binary encoding (toBinary) or a binary encoding into
+// the ordered one; keys of other types are returned as they are. The
+// window's or the grouping set's bytes in front stay as they are.
+func transcodeKey(om OperatorMeta, key []byte, toBinary bool) ([]byte, error) {
+	if !strings.HasSuffix(om.KeyType, orderedRecordKey) || om.Key == nil {
 		return key, nil
 	}
-	skip := 0
-	if prefix == "window+" {
-		skip = 16
-	}
+	skip := keyPrefix(om)
 	if len(key) < skip {
-		return nil, fmt.Errorf("%w: a windowed key of %d bytes", ErrBadStateKey, len(key))
+		return nil, fmt.Errorf("%w: a key of %d bytes, short of the %d bytes of its window or grouping set", ErrBadStateKey, len(key), skip)
 	}
+	return transcodeOrdered(om.Key, append([]byte(nil), key[:skip]...), key[skip:], toBinary)
+}
+
+// transcodeOrdered appends to out the record key of schema, given in its
+// ordered encoding, in its binary encoding (toBinary), or the other way.
+func transcodeOrdered(schema *codec.Schema, out, key []byte, toBinary bool) ([]byte, error) {
 	ordered, ok := codec.NewOrderedKey(schema)
 	if !ok {
 		return nil, fmt.Errorf("streamgen: the key record %s has no ordered encoding", schema.Name)
 	}
-	out := append([]byte(nil), key[:skip]...)
 	var err error
 	if toBinary {
-		out, err = ordered.AppendBinary(out, key[skip:])
+		out, err = ordered.AppendBinary(out, key)
 	} else {
-		out, err = ordered.Append(out, key[skip:])
+		out, err = ordered.Append(out, key)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadStateKey, err)
@@ -321,6 +432,7 @@ func (q *Query) parseKey(op int, om OperatorMeta, text json.RawMessage) ([]byte,
 	}
 	return key, nil
 }
+
 
 // keyTypeName names an operator's grouping key type for an error.
 func keyTypeName(om OperatorMeta) string {

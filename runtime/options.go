@@ -56,6 +56,7 @@ type config struct {
 	closeTimeout    time.Duration
 	progressLog     *slog.Logger
 	watermarkPolicy WatermarkPolicy
+	operatorChecks  []func([]OperatorInfo) error
 }
 
 func defaultConfig() config {
@@ -72,6 +73,16 @@ func defaultConfig() config {
 
 // Name names the query in progress reports.
 func Name(name string) Option { return optionFunc(func(c *config) { c.name = name }) }
+
+// CheckOperators makes Start call check with the description of each
+// stateful operator of the plan, before it opens the checkpoint, and
+// refuse to start with the error check returns: for a host that runs
+// only the pipelines it can serve (kafka.App refuses an aggregation over
+// grouping sets on an input of more than one partition). Options may
+// give several; each is called.
+func CheckOperators(check func(operators []OperatorInfo) error) Option {
+	return optionFunc(func(c *config) { c.operatorChecks = append(c.operatorChecks, check) })
+}
 
 // Checkpoint keeps the query's state and progress in dir, so that a query
 // started again with the same dir resumes where it stopped. Without it the

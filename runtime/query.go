@@ -68,6 +68,17 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	if err := validatePlan(plan); err != nil {
 		return nil, err
 	}
+	if len(cfg.operatorChecks) > 0 {
+		infos := make([]OperatorInfo, len(plan.Operators))
+		for i, op := range plan.Operators {
+			infos[i] = op.Info()
+		}
+		for _, check := range cfg.operatorChecks {
+			if err := check(infos); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := checkSources(plan); err != nil {
 		return nil, err
 	}

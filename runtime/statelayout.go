@@ -145,8 +145,8 @@ func appendTyped(b []byte, schema *codec.Schema, typeName string, data []byte) (
 		b, err := appendTyped(b, schema, inner, data[16:])
 		return append(b, '}'), err
 	}
-	if typeName == orderedRecordKey {
-		bin, err := transcodeKey(typeName, schema, data, true)
+	if typeName == orderedRecordKey && schema != nil {
+		bin, err := transcodeOrdered(schema, nil, data, true)
 		if err != nil {
 			return b, err
 		}

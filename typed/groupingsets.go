@@ -36,6 +36,9 @@ const maxDimensions = 12
 // has). row makes each output row of a key, the set that made it, and
 // the aggregate. The output modes are Complete and Update, as
 // AggregateByKey's, whose rules it follows (a key is never evicted).
+// A rolled-up key takes rows from the whole input, so a kafka.App runs
+// these aggregations only on an input of one partition: each of its
+// tasks sees only its own.
 func Cube[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, set GroupingSet, out Out) Row, dims ...func(*K),
 ) Stream[Row] {

@@ -1,6 +1,7 @@
 package typed_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -321,6 +323,12 @@ func TestLiveStateOfGroupingSets(t *testing.T) {
 			if err := json.Unmarshal(ans.Rows[0].Key, &back); err != nil || (setKey{back.Set, back.Key.User, back.Key.Page} != k) {
 				t.Fatalf("%s: the answer's key is %s", key, ans.Rows[0].Key)
 			}
+			// The key's partition key is the rolled-up key's binary
+			// encoding, without its set.
+			bin, _ := (&fixtures.Click{User: k.user, Page: k.page}).MarshalBinary()
+			if part, err := q.PartitionKey("0", key); err != nil || !bytes.Equal(part, bin) {
+				t.Fatalf("%s: partition key %x, %v; want %x", key, part, err, bin)
+			}
 		}
 		for _, bad := range []string{`{"user":"u1"}`, `{"set":1}`, `{"set":1,"key":null}`, `null`, `{"set":"1","key":{}}`} {
 			if _, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: []byte(bad)}); !errors.Is(err, runtime.ErrBadStateKey) {
@@ -328,4 +336,162 @@ func TestLiveStateOfGroupingSets(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestLiveStateOfWindows looks up every (window, user) count of a running
+// windowed aggregation by the key its rows show, {"window": {"start",
+// "end"}, "key": ...}, and compares each with a plain loop's. The key's
+// partition key is the user's (input is partitioned by user, not by
+// window); the encoding that moves a key to another checkpoint of the
+// pipeline, and the one read from the checkpoint alone, give the key the
+// query stores. A window of another size, or a key without its window,
+// is refused.
+func TestLiveStateOfWindows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := clicks(300, 14)
+		type windowUser struct {
+			start time.Time
+			user  string
+		}
+		want := map[windowUser]int64{}
+		for _, c := range in {
+			want[windowUser{c.Time.Truncate(time.Minute), c.User}]++
+		}
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		ws := typed.GroupByWindow(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, typed.Tumbling(time.Minute),
+			func(c *fixtures.Click) string { return c.User })
+		q, err := typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Update).
+			Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Stop()
+		m.Add(in...)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		keyOf := func(start time.Time, size time.Duration, user string) json.RawMessage {
+			b, _ := json.Marshal(map[string]any{"window": map[string]time.Time{"start": start, "end": start.Add(size)}, "key": user})
+			return b
+		}
+		for k, n := range want {
+			key := keyOf(k.start, time.Minute, k.user)
+			ans, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: key})
+			if err != nil || len(ans.Rows) != 1 {
+				t.Fatalf("%s: %+v, %v", key, ans, err)
+			}
+			var acc typed.CountAcc
+			if err := json.Unmarshal(ans.Rows[0].Value, &acc); err != nil || acc.N != n {
+				t.Fatalf("%s: row %s %s, want a count of %d", key, ans.Rows[0].Key, ans.Rows[0].Value, n)
+			}
+			var back struct {
+				Window typed.Window `json:"window"`
+				Key    string       `json:"key"`
+			}
+			if err := json.Unmarshal(ans.Rows[0].Key, &back); err != nil || !back.Window.Start.Equal(k.start) || back.Key != k.user {
+				t.Fatalf("%s: the answer's key is %s", key, ans.Rows[0].Key)
+			}
+			if part, err := q.PartitionKey("0", key); err != nil || string(part) != k.user {
+				t.Fatalf("%s: partition key %q, %v; want the user's", key, part, err)
+			}
+			stored, err := q.EncodeKey("0", key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved, err := q.TransferKey("0", key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = q.ReadState(func(r *runtime.CheckpointReader) error {
+				if back, err := r.StoreKey("0", moved); err != nil || !bytes.Equal(back, stored) {
+					return fmt.Errorf("StoreKey gave %x, %v; the query stores %x", back, err, stored)
+				}
+				if parsed, err := r.ParseKey("0", key); err != nil || !bytes.Equal(parsed, stored) {
+					return fmt.Errorf("ParseKey gave %x, %v; the query stores %x", parsed, err, stored)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+		}
+		start := in[0].Time.Truncate(time.Minute)
+		for _, bad := range []json.RawMessage{keyOf(start, 2*time.Minute, "ann"), json.RawMessage(`"ann"`), json.RawMessage(`{"key":"ann"}`),
+			json.RawMessage(`{"window":{"start":"2023-11-14T22:13:00Z"},"key":"ann"}`)} {
+			if _, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: bad}); !errors.Is(err, runtime.ErrBadStateKey) {
+				t.Errorf("the key %s: %v, want ErrBadStateKey", bad, err)
+			}
+			if _, err := q.PartitionKey("0", bad); !errors.Is(err, runtime.ErrBadStateKey) {
+				t.Errorf("the partition of the key %s: %v, want ErrBadStateKey", bad, err)
+			}
+		}
+	})
+}
+
+// TestLiveStateOfJoins reads the rows a running stream-stream join keeps
+// for a key, by the key its rows show: the key alone for a join on keys,
+// {"window", "key"} for a join on windows. Each side's rows of the key
+// (of the window) are there, as a plain loop counts them.
+func TestLiveStateOfJoins(t *testing.T) {
+	for _, windowed := range []bool{false, true} {
+		t.Run(fmt.Sprint("windowed=", windowed), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				left, right := clicks(120, 15), clicks(90, 16)
+				type sideKey struct {
+					start time.Time
+					user  string
+				}
+				want := map[sideKey][2]int{}
+				for side, rows := range [][]fixtures.Click{left, right} {
+					for _, c := range rows {
+						k := sideKey{user: c.User}
+						if windowed {
+							k.start = c.Time.Truncate(time.Minute)
+						}
+						n := want[k]
+						n[side]++
+						want[k] = n
+					}
+				}
+				lm, rm := typed.NewMemoryStream[fixtures.Click]("left", 0), typed.NewMemoryStream[fixtures.Click]("right", 0)
+				var opts []typed.JoinOption
+				if windowed {
+					opts = append(opts, typed.JoinOnWindows(typed.Tumbling(time.Minute)), typed.JoinLeftTime(clickTime), typed.JoinRightTime(clickTime))
+				}
+				userOf := func(c *fixtures.Click) string { return c.User }
+				joined := typed.Join(typed.GroupByKey(typed.FromMemory(lm), userOf), typed.GroupByKey(typed.FromMemory(rm), userOf), typed.Inner,
+					func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Key }, opts...)
+				q, err := typed.WriteTo(joined, newSink[string]()).Start(context.Background(),
+					newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer q.Stop()
+				lm.Add(left...)
+				rm.Add(right...)
+				time.Sleep(10 * time.Second)
+				synctest.Wait()
+				for k, n := range want {
+					key, _ := json.Marshal(k.user)
+					if windowed {
+						key, _ = json.Marshal(map[string]any{"window": map[string]time.Time{"start": k.start, "end": k.start.Add(time.Minute)}, "key": k.user})
+					}
+					ans, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: key})
+					if err != nil {
+						t.Fatalf("%s: %v", key, err)
+					}
+					var got [2]int
+					for _, r := range ans.Rows {
+						side := 0
+						if strings.Contains(r.Variable, "right") {
+							side = 1
+						}
+						got[side]++
+					}
+					if got != n {
+						t.Fatalf("%s: %d left and %d right rows, want %v: %+v", key, got[0], got[1], n, ans.Rows)
+					}
+				}
+			})
+		})
+	}
 }

@@ -463,12 +463,14 @@ func joinKeyCodec[K comparable](kc keyCodec[K], windows *Windows) (keyCodec[join
 		return keyCodec[joinKey[K]]{}, fmt.Errorf("the key type %s cannot be encoded", typeName[K]())
 	}
 	if windows == nil {
-		return wrap(kc, "",
+		c := wrap(kc, "",
 			func(b []byte, k *joinKey[K]) ([]byte, error) { return kc.encode(b, &k.key) },
-			func(b []byte, k *joinKey[K]) error { return kc.decode(b, &k.key) }), nil
+			func(b []byte, k *joinKey[K]) error { return kc.decode(b, &k.key) })
+		c.parse = kc.parseJSON
+		return c, nil
 	}
 	size := int64(windows.size)
-	return wrap(kc, "window+",
+	c := wrap(kc, "window+",
 		func(b []byte, k *joinKey[K]) ([]byte, error) {
 			b = runtime.AppendTimedKey(runtime.AppendTimedKey(b, k.start), k.start+size)
 			return kc.encode(b, &k.key)
@@ -479,7 +481,9 @@ func joinKeyCodec[K comparable](kc keyCodec[K], windows *Windows) (keyCodec[join
 			}
 			k.start = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
 			return kc.decode(b[16:], &k.key)
-		}), nil
+		})
+	c.parse = windowedParse(kc, size)
+	return c, nil
 }
 
 // sideMetric names the figure of the rows a side keeps, in the join's

@@ -3,13 +3,16 @@ package typed
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/runtime"
 )
 
 // keyCodec turns grouping keys into the bytes that address their state and
@@ -37,6 +40,10 @@ type valueCodec[K any] struct {
 	// the codec reads and writes (useKeys).
 	legacyTypeName string
 	mode           *keyMode
+	// parse, when set, reads a key given as JSON in place of
+	// json.Unmarshal into K (see parseJSON): for the keys whose type has
+	// no JSON form of its own, a window's and a join's.
+	parse func(json []byte) ([]byte, error)
 }
 
 // keyMode is the encoding of record keys that the queries of a pipeline
@@ -256,9 +263,42 @@ func writeInt(p unsafe.Pointer, size uintptr, v uint64) {
 // names the key it wants (runtime.OperatorInfo.ParseKey). It is called
 // per request, never per row.
 func (c valueCodec[K]) parseJSON(b []byte) ([]byte, error) {
+	if c.parse != nil {
+		return c.parse(b)
+	}
 	var k K
 	if err := json.Unmarshal(b, &k); err != nil {
 		return nil, err
 	}
 	return c.encode(nil, &k)
+}
+
+// windowedParse reads a windowed key given as JSON as runtime.KeyJSON
+// writes it, {"window": {"start": ..., "end": ...}, "key": the key}, for
+// the keys of windows of size nanoseconds: the window's bounds, 8
+// ordered bytes each, then the key as kc reads it. A window of another
+// size is none of the operator's.
+func windowedParse[K comparable](kc keyCodec[K], size int64) func([]byte) ([]byte, error) {
+	return func(b []byte) ([]byte, error) {
+		var v struct {
+			Window *struct {
+				Start *time.Time `json:"start"`
+				End   *time.Time `json:"end"`
+			} `json:"window"`
+			Key json.RawMessage `json:"key"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil || v.Window == nil || v.Window.Start == nil || v.Window.End == nil || v.Key == nil {
+			return nil, errors.New(`a windowed key is {"window": {"start": ..., "end": ...}, "key": the key}`)
+		}
+		start, end := v.Window.Start.UnixNano(), v.Window.End.UnixNano()
+		if end-start != size {
+			return nil, fmt.Errorf("the operator's windows are %v long: [%s, %s) is not one of them", time.Duration(size),
+				v.Window.Start.Format(time.RFC3339Nano), v.Window.End.Format(time.RFC3339Nano))
+		}
+		key, err := kc.parseJSON(v.Key)
+		if err != nil {
+			return nil, err
+		}
+		return append(runtime.AppendTimedKey(runtime.AppendTimedKey(make([]byte, 0, 16+len(key)), start), end), key...), nil
+	}
 }

@@ -1,0 +1,154 @@
+package kafka_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/kafka"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// windowUserCount is a row of the windowed counts of TestAppStateOfWindows.
+type windowUserCount struct {
+	Window typed.Window
+	User   string
+	N      int64
+}
+
+// TestAppStateOfWindows counts each user's clicks per minute in an App
+// over four partitions, the input partitioned by user, and reads each
+// (window, user) count through the App's StateHandler by the key its rows
+// show, {"window": ..., "key": user}: the read goes to the partition of
+// the user (the one KeyPartition gives the user's name), whatever the
+// window, and its count is a plain loop's.
+func TestAppStateOfWindows(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "clicks", 4)
+	in := clicks(300, 41)
+	produce(t, conn, clickRecords(t, "clicks", 4, in)...)
+	type windowUser struct {
+		start time.Time
+		user  string
+	}
+	want := map[windowUser]int64{}
+	for _, c := range in {
+		want[windowUser{c.Time.Truncate(time.Minute), c.User}]++
+	}
+
+	app := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "windows", Topics: []string{"clicks"}, Dir: t.TempDir(),
+		Options:      []runtime.Option{runtime.PollInterval(time.Millisecond)},
+		KeyPartition: func(key []byte, partitions int32) int32 { return userPartition(string(key), partitions) },
+	}, func(task *kafka.Task) (kafka.Starter, error) {
+		src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 50})
+		ws := typed.GroupByWindow(typed.From[fixtures.Click](src), func(c *fixtures.Click) time.Time { return c.Time }, typed.Tumbling(time.Minute),
+			func(c *fixtures.Click) string { return c.User })
+		counts := typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, user string, n int64) windowUserCount {
+			return windowUserCount{w, user, n}
+		})
+		return typed.WriteTo(counts, typed.NewMemorySink[windowUserCount]()).OutputMode(typed.Update), nil
+	})
+	ctx, cancel := context.WithCancel(testContext(t))
+	r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- app.Run(ctx) }()
+	defer r.stop(t)
+	handler := app.StateHandler()
+	read := func(key json.RawMessage) (int, kafka.AppStateAnswer, string) {
+		rec := httptest.NewRecorder()
+		handler.ServeHTTP(rec, httptest.NewRequest("GET", "/state/0?key="+url.QueryEscape(string(key)), nil))
+		var ans kafka.AppStateAnswer
+		json.Unmarshal(rec.Body.Bytes(), &ans)
+		return rec.Code, ans, rec.Body.String()
+	}
+	for k, n := range want {
+		key, _ := json.Marshal(map[string]any{"window": map[string]time.Time{"start": k.start, "end": k.start.Add(time.Minute)}, "key": k.user})
+		poll(t, "the count of "+string(key), func() bool {
+			select {
+			case err := <-r.done:
+				t.Fatalf("the App ended: %v", err)
+			default:
+			}
+			code, ans, _ := read(key)
+			var acc typed.CountAcc
+			return code == 200 && len(ans.Rows) == 1 && json.Unmarshal(ans.Rows[0].Value, &acc) == nil && acc.N == n
+		})
+		if _, ans, body := read(key); ans.Partition != userPartition(k.user, 4) {
+			t.Fatalf("%s: read in partition %d, the user's is %d: %s", key, ans.Partition, userPartition(k.user, 4), body)
+		}
+	}
+	// A window of another size is none of the operator's.
+	var one windowUser
+	for k := range want {
+		one = k
+		break
+	}
+	bad, _ := json.Marshal(map[string]any{"window": map[string]time.Time{"start": one.start, "end": one.start.Add(time.Hour)}, "key": one.user})
+	if code, _, body := read(bad); code != 400 || !strings.Contains(body, "windows are 1m0s long") {
+		t.Errorf("%s: %d %s, want 400 naming the windows' size", bad, code, body)
+	}
+}
+
+// TestAppRefusesGroupingSetsOnPartitions: a rollup's rolled-up keys take
+// rows from every partition, which no one task sees, so an App over an
+// input of more than one partition refuses it, saying why and what to do
+// instead. Over one partition the App runs it, and a read of a rolled-up
+// key ({"set", "key"}) answers the loop's count.
+func TestAppRefusesGroupingSetsOnPartitions(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "clicks2", 2)
+	createTopic(t, adm, "clicks1", 1)
+	in := clicks(200, 42)
+	produce(t, conn, clickRecords(t, "clicks2", 2, in)...)
+	produce(t, conn, clickRecords(t, "clicks1", 1, in)...)
+	newApp := func(topic string) *kafka.App {
+		return kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "rollup-" + topic, Topics: []string{topic}, Dir: t.TempDir(),
+			Options: []runtime.Option{runtime.PollInterval(time.Millisecond)},
+		}, func(task *kafka.Task) (kafka.Starter, error) {
+			src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest()})
+			ks := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
+			rollup := typed.Rollup(ks, typed.Count[fixtures.Click](), func(user string, set typed.GroupingSet, n int64) int64 { return n },
+				func(user *string) { *user = "*" })
+			return typed.WriteTo(rollup, typed.NewMemorySink[int64]()).OutputMode(typed.Update), nil
+		})
+	}
+	err := newApp("clicks2").Run(testContext(t))
+	if err == nil || !strings.Contains(err.Error(), "cannot run in an App of 2 partitions") || !strings.Contains(err.Error(), "in two Apps") {
+		t.Fatalf("a rollup over two partitions: %v", err)
+	}
+
+	app := newApp("clicks1")
+	ctx, cancel := context.WithCancel(testContext(t))
+	r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- app.Run(ctx) }()
+	defer r.stop(t)
+	want := map[string]int64{"*": int64(len(in))}
+	for _, c := range in {
+		want[c.User]++
+	}
+	for user, n := range want {
+		set := 0
+		if user == "*" {
+			set = 1
+		}
+		key, _ := json.Marshal(map[string]any{"set": set, "key": user})
+		poll(t, "the count of "+string(key), func() bool {
+			select {
+			case err := <-r.done:
+				t.Fatalf("the App ended: %v", err)
+			default:
+			}
+			rec := httptest.NewRecorder()
+			app.StateHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/state/0?key="+url.QueryEscape(string(key)), nil))
+			var ans kafka.AppStateAnswer
+			var acc typed.CountAcc
+			return rec.Code == 200 && json.Unmarshal(rec.Body.Bytes(), &ans) == nil && len(ans.Rows) == 1 &&
+				json.Unmarshal(ans.Rows[0].Value, &acc) == nil && acc.N == n
+		})
+	}
+}
