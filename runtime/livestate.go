@@ -433,7 +433,6 @@ func (q *Query) parseKey(op int, om OperatorMeta, text json.RawMessage) ([]byte,
 	return key, nil
 }
 
-
 // keyTypeName names an operator's grouping key type for an error.
 func keyTypeName(om OperatorMeta) string {
 	if om.Key != nil {
