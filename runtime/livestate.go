@@ -215,6 +215,9 @@ func (c *CheckpointReader) ParseKey(operator string, key json.RawMessage) ([]byt
 		out = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(out, uint64(start)^1<<63), uint64(end)^1<<63)
 		typeName = inner
 	}
+	if om.Key != nil {
+		return nil, fmt.Errorf("%w: operator %q has a record key (%s), which only a query of the pipeline reads from JSON (Query.TransferKey)", ErrBadStateKey, om.Name, om.Key.Name)
+	}
 	k, err := ParseBasicKey(typeName, text)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not a key of operator %q (%s): %v", ErrBadStateKey, truncate(key, 80), om.Name, keyTypeName(om), err)

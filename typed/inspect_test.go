@@ -329,6 +329,14 @@ func TestLiveStateOfGroupingSets(t *testing.T) {
 			if part, err := q.PartitionKey("0", key); err != nil || !bytes.Equal(part, bin) {
 				t.Fatalf("%s: partition key %x, %v; want %x", key, part, err, bin)
 			}
+			// Without the pipeline's code, a record key is not read.
+			err = q.ReadState(func(r *runtime.CheckpointReader) error {
+				_, err := r.ParseKey("0", key)
+				return err
+			})
+			if !errors.Is(err, runtime.ErrBadStateKey) || !strings.Contains(err.Error(), "record key") {
+				t.Fatalf("%s read from the checkpoint alone: %v, want ErrBadStateKey naming the record key", key, err)
+			}
 		}
 		for _, bad := range []string{`{"user":"u1"}`, `{"set":1}`, `{"set":1,"key":null}`, `null`, `{"set":"1","key":{}}`} {
 			if _, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: []byte(bad)}); !errors.Is(err, runtime.ErrBadStateKey) {
@@ -494,4 +502,56 @@ func TestLiveStateOfJoins(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestParseKeyOfGroupingSets: a grouping set's key of a basic type, given
+// as {"set", "key"}, is read from the checkpoint alone (as an App's
+// standby reads it, with no query of the pipeline running) into the key
+// the query stores; a key without its set is refused.
+func TestParseKeyOfGroupingSets(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := clicks(100, 17)
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		ks := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+		rollup := typed.Rollup(ks, typed.Count[fixtures.Click](), func(user string, set typed.GroupingSet, n int64) int64 { return n },
+			func(user *string) { *user = "*" })
+		q, err := typed.WriteTo(rollup, newSink[int64]()).OutputMode(typed.Update).
+			Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Stop()
+		m.Add(in...)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		keys := []json.RawMessage{json.RawMessage(`{"set":1,"key":"*"}`)}
+		for _, c := range in[:10] {
+			keys = append(keys, json.RawMessage(fmt.Sprintf(`{"set":0,"key":%q}`, c.User)))
+		}
+		for _, key := range keys {
+			stored, err := q.EncodeKey("0", key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = q.ReadState(func(r *runtime.CheckpointReader) error {
+				parsed, err := r.ParseKey("0", key)
+				if err == nil && !bytes.Equal(parsed, stored) {
+					err = fmt.Errorf("ParseKey gave %x; the query stores %x", parsed, stored)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
+			}
+		}
+		for _, bad := range []string{`"ann"`, `{"set":1}`, `{"set":1,"key":null}`} {
+			err := q.ReadState(func(r *runtime.CheckpointReader) error {
+				_, err := r.ParseKey("0", json.RawMessage(bad))
+				return err
+			})
+			if !errors.Is(err, runtime.ErrBadStateKey) {
+				t.Errorf("%s: %v, want ErrBadStateKey", bad, err)
+			}
+		}
+	})
 }
