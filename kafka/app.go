@@ -152,6 +152,14 @@ type AppOptions struct {
 	// forwarded read, to the instance the group's assignment names.
 	StateClient *http.Client
 	StateScheme string
+	// GroupingSetsKeepPartitions says that no set of a typed.GroupingSets
+	// aggregation rolls up a dimension the input is partitioned by (as
+	// sets (user, page) and (user) over input keyed by user), so that
+	// each task holds all the rows of each of its keys: the App then runs
+	// such an aggregation on an input of more than one partition, which
+	// it otherwise refuses. Cube and Rollup, whose grand total takes rows
+	// from every partition, are refused still.
+	GroupingSetsKeepPartitions bool
 }
 
 // DefaultTaskSyncInterval is how often, with ExactlyOnce, a task syncs
@@ -262,7 +270,7 @@ func (t *Task) OnClose(f func()) { t.closers = append(t.closers, f) }
 // part of the key. For that reason an aggregation over grouping sets
 // (typed.Cube, Rollup, GroupingSets), whose rolled-up keys take rows from
 // every partition, is refused on an input of more than one partition:
-// the task fails at its start, saying so. Each task keeps its own
+// the task fails at its start, saying so (see GroupingSetsKeepPartitions). Each task keeps its own
 // event-time watermark, as each Kafka Streams task keeps its own stream
 // time.
 //
@@ -763,19 +771,28 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 // keys (the grand total, a key with the dimension input is partitioned
 // by rolled up) take rows from every partition, and each task, seeing
 // only its own, would write its partition's share under the key, as if
-// it were the whole.
+// it were the whole. GroupingSetsKeepPartitions lets groupingSets run.
 func (a *App) checkOperators(ops []runtime.OperatorInfo) error {
 	if a.partitions <= 1 {
 		return nil
 	}
 	for _, op := range ops {
-		if runtime.IsGroupingSetKind(op.Kind) {
+		if runtime.IsGroupingSetKind(op.Kind) && (op.Kind != "groupingSets" || !a.opts.GroupingSetsKeepPartitions) {
 			return fmt.Errorf("the %s aggregation %q cannot run in an App of %d partitions: its rolled-up keys take rows from every partition, and each task sees only its own, so each would write a share of a key's aggregate as if it were the whole. "+
-				"Run it on an input of one partition, or in two Apps: the first writes each row under each of its grouping sets' keys to a topic keyed by them, and the second aggregates that topic by key",
-				op.Kind, op.Name, a.partitions)
+				"Run it on an input of one partition, or in two Apps: the first writes each row under each of its grouping sets' keys to a topic keyed by them, and the second aggregates that topic by key%s",
+				op.Kind, op.Name, a.partitions, keepHint(op.Kind))
 		}
 	}
 	return nil
+}
+
+// keepHint names, in the refusal of a groupingSets aggregation, the
+// setting for sets that keep the partitioning dimension.
+func keepHint(kind string) string {
+	if kind != "groupingSets" {
+		return ""
+	}
+	return "; if no set rolls up the dimension the input is partitioned by, set GroupingSetsKeepPartitions"
 }
 
 // taskCommitter returns the committer option of a task's query (its

@@ -152,3 +152,72 @@ func TestAppRefusesGroupingSetsOnPartitions(t *testing.T) {
 		})
 	}
 }
+
+// TestAppGroupingSetsThatKeepPartitions: sets of (user, page) that never
+// roll up the user, over input partitioned by user, are whole in each
+// task: with GroupingSetsKeepPartitions the App runs them on two
+// partitions (and refuses them without it, naming the setting), and a
+// read of each {"set", "key"} goes to the user's partition and answers
+// the loop's count.
+func TestAppGroupingSetsThatKeepPartitions(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "clicks", 2)
+	in := clicks(300, 43)
+	produce(t, conn, clickRecords(t, "clicks", 2, in)...)
+	newApp := func(group string, keep bool) *kafka.App {
+		return kafka.NewApp(kafka.AppOptions{Connection: conn, Group: group, Topics: []string{"clicks"}, Dir: t.TempDir(),
+			Options: []runtime.Option{runtime.PollInterval(time.Millisecond)}, GroupingSetsKeepPartitions: keep,
+			KeyPartition: func(key []byte, partitions int32) int32 {
+				var k fixtures.PageKey
+				if err := k.UnmarshalBinary(key); err != nil {
+					return -1
+				}
+				return userPartition(k.User, partitions)
+			},
+		}, func(task *kafka.Task) (kafka.Starter, error) {
+			src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 40})
+			ks := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) fixtures.PageKey { return fixtures.PageKey{User: c.User, Page: c.Page} })
+			sets := typed.GroupingSets(ks, typed.Count[fixtures.Click](), func(k fixtures.PageKey, set typed.GroupingSet, n int64) int64 { return n },
+				[]typed.GroupingSet{0, 2}, func(k *fixtures.PageKey) { k.User = "*" }, func(k *fixtures.PageKey) { k.Page = "*" })
+			return typed.WriteTo(sets, typed.NewMemorySink[int64]()).OutputMode(typed.Update), nil
+		})
+	}
+	err := newApp("refused", false).Run(testContext(t))
+	if err == nil || !strings.Contains(err.Error(), "cannot run in an App of 2 partitions") || !strings.Contains(err.Error(), "GroupingSetsKeepPartitions") {
+		t.Fatalf("grouping sets over two partitions without the setting: %v", err)
+	}
+
+	app := newApp("kept", true)
+	ctx, cancel := context.WithCancel(testContext(t))
+	r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- app.Run(ctx) }()
+	defer r.stop(t)
+	type setKey struct {
+		set typed.GroupingSet
+		key fixtures.PageKey
+	}
+	want := map[setKey]int64{}
+	for _, c := range in {
+		want[setKey{0, fixtures.PageKey{User: c.User, Page: c.Page}}]++
+		want[setKey{2, fixtures.PageKey{User: c.User, Page: "*"}}]++
+	}
+	for k, n := range want {
+		key, _ := json.Marshal(map[string]any{"set": k.set, "key": k.key})
+		var ans kafka.AppStateAnswer
+		poll(t, "the count of "+string(key), func() bool {
+			select {
+			case err := <-r.done:
+				t.Fatalf("the App ended: %v", err)
+			default:
+			}
+			rec := httptest.NewRecorder()
+			app.StateHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/state/0?key="+url.QueryEscape(string(key)), nil))
+			var acc typed.CountAcc
+			return rec.Code == 200 && json.Unmarshal(rec.Body.Bytes(), &ans) == nil && len(ans.Rows) == 1 &&
+				json.Unmarshal(ans.Rows[0].Value, &acc) == nil && acc.N == n
+		})
+		if ans.Partition != userPartition(k.key.User, 2) {
+			t.Fatalf("%s: read in partition %d, the user's is %d", key, ans.Partition, userPartition(k.key.User, 2))
+		}
+	}
+}

@@ -39,8 +39,10 @@ type StateRequest struct {
 	// Variable is the state variable; "" for every variable.
 	Variable string
 	// Key is the grouping key as JSON: a string ("alice"), a number, or
-	// a record's fields ({"user":"alice","day":3}). Nil reads every key,
-	// up to Limit rows.
+	// a record's fields ({"user":"alice","day":3}); a windowed
+	// aggregation's or window join's as its rows show it, {"window":
+	// {"start": ..., "end": ...}, "key": ...}, and a grouping set's
+	// {"set": N, "key": ...}. Nil reads every key, up to Limit rows.
 	Key json.RawMessage
 	// Limit is the most rows returned; 0 means DefaultStateLimit.
 	Limit int
@@ -146,6 +148,9 @@ func (q *Query) PartitionKey(operator string, key json.RawMessage) ([]byte, erro
 		if enc, err = transcodeKey(om, enc, true); err != nil {
 			return err
 		}
+		if len(enc) < keyPrefix(om) {
+			return fmt.Errorf("%w: a key of %d bytes, short of the %d bytes of its window or grouping set", ErrBadStateKey, len(enc), keyPrefix(om))
+		}
 		enc = enc[keyPrefix(om):]
 		return nil
 	})
@@ -191,14 +196,23 @@ func (c *CheckpointReader) StoreKey(operator string, key []byte) ([]byte, error)
 // basic type (see ParseBasicKey), in a window ({"window": {"start",
 // "end"}, "key": ...}) or a grouping set ({"set": N, "key": ...}) or
 // neither. A record key needs the pipeline's code: Query.TransferKey
-// reads it.
+// reads it. Nor does the checkpoint say how long the operator's windows
+// are: a window that is none of them is read, and finds no rows, where
+// a query of the pipeline refuses it.
 func (c *CheckpointReader) ParseKey(operator string, key json.RawMessage) ([]byte, error) {
 	om, _, err := c.operator(operator)
 	if err != nil {
 		return nil, err
 	}
-	text := []byte(key)
+	return parseMetaKey(om, key)
+}
+
+// parseMetaKey reads a key given as JSON for operator om from what its
+// description says of it (see CheckpointReader.ParseKey).
+func parseMetaKey(om OperatorMeta, key []byte) ([]byte, error) {
+	text := key
 	var out []byte
+	var err error
 	if groupingSetKinds[om.Kind] {
 		var set uint32
 		if set, text, err = groupingSetJSON(text); err != nil {
@@ -249,7 +263,7 @@ func windowJSON(text []byte) (start, end int64, key []byte, err error) {
 		} `json:"window"`
 		Key json.RawMessage `json:"key"`
 	}
-	if err := json.Unmarshal(text, &v); err != nil || v.Window == nil || v.Window.Start == nil || v.Window.End == nil || v.Key == nil {
+	if err := json.Unmarshal(text, &v); err != nil || v.Window == nil || v.Window.Start == nil || v.Window.End == nil || v.Key == nil || string(bytes.TrimSpace(v.Key)) == "null" {
 		return 0, 0, nil, errors.New(`a windowed key is {"window": {"start": ..., "end": ...}, "key": the key}`)
 	}
 	return v.Window.Start.UnixNano(), v.Window.End.UnixNano(), v.Key, nil
@@ -257,15 +271,17 @@ func windowJSON(text []byte) (start, end int64, key []byte, err error) {
 
 // keyPrefix is how many bytes an operator's keys hold in front of the
 // grouping key: a grouping set's 4 (the kinds "cube", "rollup" and
-// "groupingSets"), a window's 16 (a KeyType with "window+" in front).
+// "groupingSets"), then a window's 16 (a KeyType with "window+" in
+// front).
 func keyPrefix(om OperatorMeta) int {
-	switch {
-	case groupingSetKinds[om.Kind]:
-		return 4
-	case strings.HasPrefix(om.KeyType, "window+"):
-		return 16
+	n := 0
+	if groupingSetKinds[om.Kind] {
+		n += 4
 	}
-	return 0
+	if strings.HasPrefix(om.KeyType, "window+") {
+		n += 16
+	}
+	return n
 }
 
 // transcodeKey turns a key of operator om, when a record's in its ordered
@@ -427,7 +443,7 @@ func (q *Query) parseKey(op int, om OperatorMeta, text json.RawMessage) ([]byte,
 		parse = q.plan.Operators[op].Info().ParseKey
 	}
 	if parse == nil {
-		parse = func(b []byte) ([]byte, error) { return ParseBasicKey(om.KeyType, b) }
+		return parseMetaKey(om, text)
 	}
 	key, err := parse(text)
 	if err != nil {
@@ -457,6 +473,9 @@ func truncate(b []byte, n int) string {
 // or {} for the empty struct.
 func ParseBasicKey(typeName string, text []byte) ([]byte, error) {
 	text = bytes.TrimSpace(text)
+	if string(text) == "null" {
+		return nil, errors.New("a key is not null")
+	}
 	switch typeName {
 	case "string":
 		var s string

@@ -115,7 +115,8 @@ type OperatorInfo struct {
 	// ParseKey, when set, decodes a grouping key given as JSON and
 	// returns its encoding in the store: how a read of the running
 	// query's state (Query.LookupState) names a key. Without it, only
-	// keys of basic types can be named.
+	// keys of basic types can be named (in a window or a grouping set or
+	// neither: CheckpointReader.ParseKey).
 	ParseKey func(json []byte) ([]byte, error)
 	// States are the operator's state variables. Their ids in the store
 	// are given at start (see VariableIDs).

@@ -38,7 +38,9 @@ const maxDimensions = 12
 // AggregateByKey's, whose rules it follows (a key is never evicted).
 // A rolled-up key takes rows from the whole input, so a kafka.App runs
 // these aggregations only on an input of one partition: each of its
-// tasks sees only its own.
+// tasks sees only its own (GroupingSets too may run on more, with
+// kafka.AppOptions.GroupingSetsKeepPartitions, when no set rolls up the
+// dimension the input is partitioned by).
 func Cube[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, set GroupingSet, out Out) Row, dims ...func(*K),
 ) Stream[Row] {

@@ -424,7 +424,8 @@ func TestLiveStateOfWindows(t *testing.T) {
 		}
 		start := in[0].Time.Truncate(time.Minute)
 		for _, bad := range []json.RawMessage{keyOf(start, 2*time.Minute, "ann"), json.RawMessage(`"ann"`), json.RawMessage(`{"key":"ann"}`),
-			json.RawMessage(`{"window":{"start":"2023-11-14T22:13:00Z"},"key":"ann"}`)} {
+			json.RawMessage(`{"window":{"start":"2023-11-14T22:13:00Z"},"key":"ann"}`),
+			json.RawMessage(`{"window":{"start":"2023-11-14T22:13:00Z","end":"2023-11-14T22:14:00Z"},"key":null}`)} {
 			if _, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: bad}); !errors.Is(err, runtime.ErrBadStateKey) {
 				t.Errorf("the key %s: %v, want ErrBadStateKey", bad, err)
 			}
@@ -551,6 +552,69 @@ func TestParseKeyOfGroupingSets(t *testing.T) {
 			})
 			if !errors.Is(err, runtime.ErrBadStateKey) {
 				t.Errorf("%s: %v, want ErrBadStateKey", bad, err)
+			}
+		}
+	})
+}
+
+// TestLiveStateOfWindowedRecordKeys: a windowed aggregation by a record
+// key, which the checkpoint stores in its ordered encoding after the
+// window: each (window, key) count read by {"window", "key"} is a plain
+// loop's, its partition key is the record's binary encoding, and the
+// encoding that carries it to another checkpoint reads back as the key
+// the query stores.
+func TestLiveStateOfWindowedRecordKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := clicks(200, 18)
+		type windowKey struct {
+			start time.Time
+			key   fixtures.PageKey
+		}
+		want := map[windowKey]int64{}
+		for _, c := range in {
+			want[windowKey{c.Time.Truncate(time.Minute), fixtures.PageKey{User: c.User, Page: c.Page}}]++
+		}
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		ws := typed.GroupByWindow(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, typed.Tumbling(time.Minute),
+			func(c *fixtures.Click) fixtures.PageKey { return fixtures.PageKey{User: c.User, Page: c.Page} })
+		counts := typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, k fixtures.PageKey, n int64) int64 { return n })
+		q, err := typed.WriteTo(counts, newSink[int64]()).OutputMode(typed.Update).
+			Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer q.Stop()
+		m.Add(in...)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		for k, n := range want {
+			key, _ := json.Marshal(map[string]any{"window": map[string]time.Time{"start": k.start, "end": k.start.Add(time.Minute)}, "key": k.key})
+			ans, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: key})
+			var acc typed.CountAcc
+			if err != nil || len(ans.Rows) != 1 || json.Unmarshal(ans.Rows[0].Value, &acc) != nil || acc.N != n {
+				t.Fatalf("%s: %+v, %v; want a count of %d", key, ans, err, n)
+			}
+			bin, _ := k.key.MarshalBinary()
+			if part, err := q.PartitionKey("0", key); err != nil || !bytes.Equal(part, bin) {
+				t.Fatalf("%s: partition key %x, %v; want %x", key, part, err, bin)
+			}
+			stored, err := q.EncodeKey("0", key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved, err := q.TransferKey("0", key)
+			if err != nil || !bytes.Equal(moved[16:], bin) || !bytes.Equal(moved[:16], stored[:16]) {
+				t.Fatalf("%s: transfer key %x, %v; want the window, then %x", key, moved, err, bin)
+			}
+			err = q.ReadState(func(r *runtime.CheckpointReader) error {
+				back, err := r.StoreKey("0", moved)
+				if err == nil && !bytes.Equal(back, stored) {
+					err = fmt.Errorf("StoreKey gave %x; the query stores %x", back, stored)
+				}
+				return err
+			})
+			if err != nil {
+				t.Fatalf("%s: %v", key, err)
 			}
 		}
 	})

@@ -1,6 +1,7 @@
 package typed
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -287,7 +288,7 @@ func windowedParse[K comparable](kc keyCodec[K], size int64) func([]byte) ([]byt
 			} `json:"window"`
 			Key json.RawMessage `json:"key"`
 		}
-		if err := json.Unmarshal(b, &v); err != nil || v.Window == nil || v.Window.Start == nil || v.Window.End == nil || v.Key == nil {
+		if err := json.Unmarshal(b, &v); err != nil || v.Window == nil || v.Window.Start == nil || v.Window.End == nil || v.Key == nil || string(bytes.TrimSpace(v.Key)) == "null" {
 			return nil, errors.New(`a windowed key is {"window": {"start": ..., "end": ...}, "key": the key}`)
 		}
 		start, end := v.Window.Start.UnixNano(), v.Window.End.UnixNano()

@@ -260,8 +260,9 @@ func TestOnePipelineOnBothKeyEncodings(t *testing.T) {
 }
 
 // checkPartitionKey: whichever encoding q's checkpoint stores k in, the
-// key input is partitioned by is k's binary encoding, and StoreKey turns
-// it back into the stored one.
+// key input is partitioned by is k's binary encoding, and so is the
+// encoding that carries it to another checkpoint (TransferKey), which
+// StoreKey turns back into the stored one.
 func checkPartitionKey(t *testing.T, q *runtime.Query, k fixtures.UserCount) {
 	t.Helper()
 	text, _ := json.Marshal(k)
@@ -272,12 +273,16 @@ func checkPartitionKey(t *testing.T, q *runtime.Query, k fixtures.UserCount) {
 	if bin, _ := k.MarshalBinary(); !bytes.Equal(part, bin) {
 		t.Errorf("partition key %x, not the binary encoding %x", part, bin)
 	}
+	moved, err := q.TransferKey("0", text)
+	if err != nil || !bytes.Equal(moved, part) {
+		t.Errorf("transfer key %x, %v; want the binary encoding %x", moved, err, part)
+	}
 	stored, err := q.EncodeKey("0", text)
 	if err != nil {
 		t.Fatal(err)
 	}
 	err = q.ReadState(func(r *runtime.CheckpointReader) error {
-		back, err := r.StoreKey("0", part)
+		back, err := r.StoreKey("0", moved)
 		if err == nil && !bytes.Equal(back, stored) {
 			err = fmt.Errorf("StoreKey gave %x, not the stored key %x", back, stored)
 		}
