@@ -104,7 +104,7 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	keyed := KeyedStream[windowKey[K], windowedRow[T]]{
 		s:     assigned,
 		key:   func(r *windowedRow[T]) windowKey[K] { return windowKey[K]{r.start, ws.key(r.row)} },
-		codec: windowedCodec(ws.codec, size),
+		codec: windowedCodec(ws.codec, ws.windows),
 	}
 	return aggregate[windowKey[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,
 		func(r *windowedRow[T]) *T { return r.row },

@@ -352,8 +352,8 @@ func TestLiveStateOfGroupingSets(t *testing.T) {
 // partition key is the user's (input is partitioned by user, not by
 // window); the encoding that moves a key to another checkpoint of the
 // pipeline, and the one read from the checkpoint alone, give the key the
-// query stores. A window of another size, or a key without its window,
-// is refused.
+// query stores. A window of another size or start, or a key without its
+// window, is refused.
 func TestLiveStateOfWindows(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		in := clicks(300, 14)
@@ -423,7 +423,8 @@ func TestLiveStateOfWindows(t *testing.T) {
 			}
 		}
 		start := in[0].Time.Truncate(time.Minute)
-		for _, bad := range []json.RawMessage{keyOf(start, 2*time.Minute, "ann"), json.RawMessage(`"ann"`), json.RawMessage(`{"key":"ann"}`),
+		for _, bad := range []json.RawMessage{keyOf(start, 2*time.Minute, "ann"), keyOf(start.Add(30*time.Second), time.Minute, "ann"),
+			json.RawMessage(`"ann"`), json.RawMessage(`{"key":"ann"}`),
 			json.RawMessage(`{"window":{"start":"2023-11-14T22:13:00Z"},"key":"ann"}`),
 			json.RawMessage(`{"window":{"start":"2023-11-14T22:13:00Z","end":"2023-11-14T22:14:00Z"},"key":null}`)} {
 			if _, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: bad}); !errors.Is(err, runtime.ErrBadStateKey) {

@@ -482,7 +482,7 @@ func joinKeyCodec[K comparable](kc keyCodec[K], windows *Windows) (keyCodec[join
 			k.start = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
 			return kc.decode(b[16:], &k.key)
 		})
-	c.parse = windowedParse(kc, size)
+	c.parse = windowedParse(kc, *windows)
 	return c, nil
 }
 

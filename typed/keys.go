@@ -276,10 +276,12 @@ func (c valueCodec[K]) parseJSON(b []byte) ([]byte, error) {
 
 // windowedParse reads a windowed key given as JSON as runtime.KeyJSON
 // writes it, {"window": {"start": ..., "end": ...}, "key": the key}, for
-// the keys of windows of size nanoseconds: the window's bounds, 8
+// the keys of the tumbling or sliding windows: the window's bounds, 8
 // ordered bytes each, then the key as kc reads it. A window of another
-// size is none of the operator's.
-func windowedParse[K comparable](kc keyCodec[K], size int64) func([]byte) ([]byte, error) {
+// size, or one that does not start where the windows start, is none of
+// the operator's.
+func windowedParse[K comparable](kc keyCodec[K], windows Windows) func([]byte) ([]byte, error) {
+	size, slide, offset := int64(windows.size), int64(windows.slide), int64(windows.offset)
 	return func(b []byte) ([]byte, error) {
 		var v struct {
 			Window *struct {
@@ -292,8 +294,9 @@ func windowedParse[K comparable](kc keyCodec[K], size int64) func([]byte) ([]byt
 			return nil, errors.New(`a windowed key is {"window": {"start": ..., "end": ...}, "key": the key}`)
 		}
 		start, end := v.Window.Start.UnixNano(), v.Window.End.UnixNano()
-		if end-start != size {
-			return nil, fmt.Errorf("the operator's windows are %v long: [%s, %s) is not one of them", time.Duration(size),
+		if end-start != size || (slide > 0 && mod(start-offset, slide) != 0) {
+			return nil, fmt.Errorf("the operator's windows are %v long and start every %v (%v past the epoch's): [%s, %s) is not one of them",
+				time.Duration(size), time.Duration(slide), time.Duration(mod(offset, max(slide, 1))),
 				v.Window.Start.Format(time.RFC3339Nano), v.Window.End.Format(time.RFC3339Nano))
 		}
 		key, err := kc.parseJSON(v.Key)

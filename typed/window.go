@@ -126,7 +126,8 @@ type Windowed[K comparable] struct {
 
 // windowedCodec encodes a Windowed key: the window's start and end, 8
 // ordered bytes each, then the key's encoding. Keys sort by window start.
-func windowedCodec[K comparable](kc keyCodec[K], size int64) keyCodec[windowKey[K]] {
+func windowedCodec[K comparable](kc keyCodec[K], windows Windows) keyCodec[windowKey[K]] {
+	size := int64(windows.size)
 	c := wrap(kc, "window+",
 		func(b []byte, w *windowKey[K]) ([]byte, error) {
 			b = binary.BigEndian.AppendUint64(b, uint64(w.start)^1<<63)
@@ -143,6 +144,6 @@ func windowedCodec[K comparable](kc keyCodec[K], size int64) keyCodec[windowKey[
 			}
 			return kc.decode(b[16:], &w.key)
 		})
-	c.parse = windowedParse(kc, size)
+	c.parse = windowedParse(kc, windows)
 	return c
 }
