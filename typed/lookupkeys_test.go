@@ -1,0 +1,160 @@
+package typed_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"iter"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// starter is a pipeline over a stream of clicks, bound to a sink.
+type starter interface {
+	Start(ctx context.Context, opts ...runtime.Option) (*typed.Query, error)
+}
+
+// TestLookupEveryRowByItsKey: for every kind of stateful operator, each
+// row that a read of all of its state shows is found again by a read of
+// the key that row shows, as a user copies it from the status page or
+// streamgen inspect into a read of one key; the rows of that read all
+// have that key, and the key carried to another checkpoint of the
+// pipeline (TransferKey, then StoreKey) is the one the query stores.
+func TestLookupEveryRowByItsKey(t *testing.T) {
+	user := func(c *fixtures.Click) string { return c.User }
+	page := func(c *fixtures.Click) fixtures.PageKey { return fixtures.PageKey{User: c.User, Page: c.Page} }
+	count := func(k string, n int64) int64 { return n }
+	for _, tc := range []struct {
+		name  string
+		build func(s typed.Stream[fixtures.Click]) starter
+	}{
+		{"mapGroupsWithState", func(s typed.Stream[fixtures.Click]) starter {
+			return typed.WriteTo(typed.MapGroupsWithState(typed.GroupByKey(s, user), typed.NoTimeout, countClicks), newSink[fixtures.UserCount]()).OutputMode(typed.Update)
+		}},
+		{"flatMapGroupsWithState", func(s typed.Stream[fixtures.Click]) starter {
+			return typed.WriteTo(typed.FlatMapGroupsWithState(typed.GroupByKey(s, user), typed.Update, typed.NoTimeout,
+				func(k string, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter], emit func(int64)) error {
+					c, _ := st.Get()
+					for range rows {
+						c.Count++
+					}
+					st.Update(c)
+					emit(int64(c.Count))
+					return nil
+				}), newSink[int64]()).OutputMode(typed.Update)
+		}},
+		{"transformWithState", func(s typed.Stream[fixtures.Click]) starter {
+			return typed.WriteTo(typed.TransformWithState(typed.GroupByKey(s, user), &pagesProcessor{}, typed.TimeModeNone, typed.Update), newSink[userPages]())
+		}},
+		{"aggregate by a record key", func(s typed.Stream[fixtures.Click]) starter {
+			return typed.WriteTo(typed.AggregateByKey(typed.GroupByKey(s, page), typed.Count[fixtures.Click](),
+				func(k fixtures.PageKey, n int64) int64 { return n }), newSink[int64]()).OutputMode(typed.Update)
+		}},
+		{"aggregateEvery", func(s typed.Stream[fixtures.Click]) starter {
+			return typed.WriteTo(typed.AggregateEvery(typed.GroupByKey(s, user), 7, nil, typed.Count[fixtures.Click](), count), newSink[int64]())
+		}},
+		{"sliding windows starting at an offset", func(s typed.Stream[fixtures.Click]) starter {
+			ws := typed.GroupByWindow(s, clickTime, typed.Sliding(2*time.Minute, time.Minute).StartingAt(15*time.Second), user)
+			return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Update)
+		}},
+		{"session windows", func(s typed.Stream[fixtures.Click]) starter {
+			ws := typed.GroupByWindow(s, clickTime, typed.Session(20*time.Second), user)
+			return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Update)
+		}},
+		{"dropDuplicates", func(s typed.Stream[fixtures.Click]) starter {
+			return typed.WriteTo(typed.DropDuplicates(s, page), newSink[fixtures.Click]())
+		}},
+		{"dropDuplicatesWithEventTime", func(s typed.Stream[fixtures.Click]) starter {
+			return typed.WriteTo(typed.DropDuplicatesWithEventTime(typed.WithWatermark(s, clickTime, time.Hour), page), newSink[fixtures.Click]())
+		}},
+		{"join on keys", func(s typed.Stream[fixtures.Click]) starter {
+			return typed.WriteTo(typed.Join(typed.GroupByKey(s, user), typed.GroupByKey(s, user), typed.Inner,
+				func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Key },
+				typed.JoinWithin(typed.TimeBetween(-time.Minute, time.Minute)), typed.JoinLeftTime(clickTime), typed.JoinRightTime(clickTime)), newSink[string]())
+		}},
+		{"join on windows", func(s typed.Stream[fixtures.Click]) starter {
+			return typed.WriteTo(typed.Join(typed.GroupByKey(s, page), typed.GroupByKey(s, page), typed.Inner,
+				func(j typed.Joined[fixtures.PageKey, fixtures.Click, fixtures.Click]) string { return j.Key.User },
+				typed.JoinOnWindows(typed.Tumbling(time.Minute)), typed.JoinLeftTime(clickTime), typed.JoinRightTime(clickTime)), newSink[string]())
+		}},
+		{"cube", func(s typed.Stream[fixtures.Click]) starter {
+			return typed.WriteTo(typed.Cube(typed.GroupByKey(s, page), typed.Count[fixtures.Click](),
+				func(k fixtures.PageKey, set typed.GroupingSet, n int64) int64 { return n },
+				func(k *fixtures.PageKey) { k.User = "*" }, func(k *fixtures.PageKey) { k.Page = "*" }), newSink[int64]()).OutputMode(typed.Update)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+				q, err := tc.build(typed.FromMemory(m)).Start(context.Background(),
+					newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer q.Stop()
+				m.Add(clicks(150, 19)...)
+				time.Sleep(10 * time.Second)
+				synctest.Wait()
+				all, err := q.LookupState(runtime.StateRequest{Operator: "0", Limit: 100000})
+				if err != nil || len(all.Rows) == 0 || all.More {
+					t.Fatalf("every row: %d rows (more: %v), %v", len(all.Rows), all.More, err)
+				}
+				for _, row := range all.Rows {
+					ans, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: row.Key, Limit: 100000})
+					if err != nil {
+						t.Fatalf("the key %s: %v", row.Key, err)
+					}
+					found := false
+					for _, r := range ans.Rows {
+						if !jsonEqual(r.Key, row.Key) {
+							t.Fatalf("the key %s read a row of the key %s", row.Key, r.Key)
+						}
+						found = found || (r.Variable == row.Variable && bytes.Equal(r.Value, row.Value) && jsonEqual(r.MapKey, row.MapKey))
+					}
+					if !found {
+						t.Fatalf("the key %s: its row %s %s is not among the %d read by its key", row.Key, row.Variable, row.Value, len(ans.Rows))
+					}
+					// Carried to another checkpoint of the pipeline, the
+					// key reads back as the one stored.
+					stored, err := q.EncodeKey("0", row.Key)
+					if err != nil {
+						t.Fatal(err)
+					}
+					moved, err := q.TransferKey("0", row.Key)
+					if err != nil {
+						t.Fatal(err)
+					}
+					err = q.ReadState(func(r *runtime.CheckpointReader) error {
+						back, err := r.StoreKey("0", moved)
+						if err == nil && !bytes.Equal(back, stored) {
+							t.Fatalf("the key %s: StoreKey gave %x, the query stores %x", row.Key, back, stored)
+						}
+						return err
+					})
+					if err != nil {
+						t.Fatalf("the key %s: %v", row.Key, err)
+					}
+				}
+			})
+		})
+	}
+}
+
+// jsonEqual reports whether a and b are the same JSON value.
+func jsonEqual(a, b json.RawMessage) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	var x, y any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return bytes.Equal(xb, yb)
+}
