@@ -39,7 +39,8 @@ type StateRequest struct {
 	// Variable is the state variable; "" for every variable.
 	Variable string
 	// Key is the grouping key as JSON: a string ("alice"), a number, or
-	// a record's fields ({"user":"alice","day":3}); a windowed
+	// a record's fields ({"user":"alice","day":3}, by their JSON names,
+	// or by their Go names as the rows show them); a windowed
 	// aggregation's or window join's as its rows show it, {"window":
 	// {"start": ..., "end": ...}, "key": ...}, and a grouping set's
 	// {"set": N, "key": ...}. Nil reads every key, up to Limit rows.
@@ -195,10 +196,10 @@ func (c *CheckpointReader) StoreKey(operator string, key []byte) ([]byte, error)
 // checkpoint says of the key alone, with no query running: a key of a
 // basic type (see ParseBasicKey), in a window ({"window": {"start",
 // "end"}, "key": ...}) or a grouping set ({"set": N, "key": ...}) or
-// neither. A record key needs the pipeline's code: Query.TransferKey
-// reads it. Nor does the checkpoint say how long the operator's windows
-// are: a window that is none of them is read, and finds no rows, where
-// a query of the pipeline refuses it.
+// neither, and a record key as its rows show it, its members named by its
+// fields' Go names (codec.AppendDynamicBinary). The checkpoint does not
+// say how long the operator's windows are: a window that is none of them
+// is read, and finds no rows, where a query of the pipeline refuses it.
 func (c *CheckpointReader) ParseKey(operator string, key json.RawMessage) ([]byte, error) {
 	om, _, err := c.operator(operator)
 	if err != nil {
@@ -230,7 +231,16 @@ func parseMetaKey(om OperatorMeta, key []byte) ([]byte, error) {
 		typeName = inner
 	}
 	if om.Key != nil {
-		return nil, fmt.Errorf("%w: operator %q has a record key (%s), which only a query of the pipeline reads from JSON (Query.TransferKey)", ErrBadStateKey, om.Name, om.Key.Name)
+		// Read as the rows show it, by its schema (AppendDynamicJSON's
+		// form), into the encoding the checkpoint keeps.
+		bin, err := codec.AppendDynamicBinary(nil, om.Key, text)
+		if err == nil && strings.HasSuffix(typeName, orderedRecordKey) {
+			bin, err = transcodeOrdered(om.Key, nil, bin, false)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s is not a key of operator %q (%s): %v", ErrBadStateKey, truncate(key, 80), om.Name, keyTypeName(om), err)
+		}
+		return append(out, bin...), nil
 	}
 	k, err := ParseBasicKey(typeName, text)
 	if err != nil {
@@ -446,10 +456,47 @@ func (q *Query) parseKey(op int, om OperatorMeta, text json.RawMessage) ([]byte,
 		return parseMetaKey(om, text)
 	}
 	key, err := parse(text)
+	if err == nil && goNamed(om, text) {
+		// Rows show a record key's members by their fields' Go names
+		// (AppendDynamicJSON), which its JSON names (what parse reads)
+		// need not be: such a key is read by its schema.
+		return parseMetaKey(om, text)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not a key of operator %q (%s): %v", ErrBadStateKey, truncate(text, 80), om.Name, keyTypeName(om), err)
 	}
 	return key, nil
+}
+
+// goNamed reports whether text names a record key of operator om by its
+// fields' Go names alone, as the operator's rows show it: each member of
+// the key's object (inside its grouping set and window, if it has them)
+// is a field's Go name.
+func goNamed(om OperatorMeta, text []byte) bool {
+	if om.Key == nil {
+		return false
+	}
+	var err error
+	if groupingSetKinds[om.Kind] {
+		if _, text, err = groupingSetJSON(text); err != nil {
+			return false
+		}
+	}
+	if strings.HasPrefix(om.KeyType, "window+") {
+		if _, _, text, err = windowJSON(text); err != nil {
+			return false
+		}
+	}
+	var members map[string]json.RawMessage
+	if json.Unmarshal(text, &members) != nil || len(members) == 0 {
+		return false
+	}
+	for name := range members {
+		if !slices.ContainsFunc(om.Key.Fields, func(f codec.Field) bool { return f.Name == name }) {
+			return false
+		}
+	}
+	return true
 }
 
 // keyTypeName names an operator's grouping key type for an error.

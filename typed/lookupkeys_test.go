@@ -55,6 +55,21 @@ func TestLookupEveryRowByItsKey(t *testing.T) {
 			return typed.WriteTo(typed.AggregateByKey(typed.GroupByKey(s, page), typed.Count[fixtures.Click](),
 				func(k fixtures.PageKey, n int64) int64 { return n }), newSink[int64]()).OutputMode(typed.Update)
 		}},
+		{"aggregate by a record key whose JSON names are not its fields'", func(s typed.Stream[fixtures.Click]) starter {
+			shop := func(c *fixtures.Click) fixtures.ShopKey {
+				return fixtures.ShopKey{ShopID: c.User, OrderNo: int64(len(c.Page))}
+			}
+			return typed.WriteTo(typed.AggregateByKey(typed.GroupByKey(s, shop), typed.Count[fixtures.Click](),
+				func(k fixtures.ShopKey, n int64) int64 { return n }), newSink[int64]()).OutputMode(typed.Update)
+		}},
+		{"windows by a record key whose JSON names are not its fields'", func(s typed.Stream[fixtures.Click]) starter {
+			shop := func(c *fixtures.Click) fixtures.ShopKey {
+				return fixtures.ShopKey{ShopID: c.User, OrderNo: int64(len(c.Page))}
+			}
+			ws := typed.GroupByWindow(s, clickTime, typed.Tumbling(time.Minute), shop)
+			return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, k fixtures.ShopKey, n int64) int64 { return n }),
+				newSink[int64]()).OutputMode(typed.Update)
+		}},
 		{"aggregateEvery", func(s typed.Stream[fixtures.Click]) starter {
 			return typed.WriteTo(typed.AggregateEvery(typed.GroupByKey(s, user), 7, nil, typed.Count[fixtures.Click](), count), newSink[int64]())
 		}},
@@ -119,8 +134,9 @@ func TestLookupEveryRowByItsKey(t *testing.T) {
 					if !found {
 						t.Fatalf("the key %s: its row %s %s is not among the %d read by its key", row.Key, row.Variable, row.Value, len(ans.Rows))
 					}
-					// Carried to another checkpoint of the pipeline, the
-					// key reads back as the one stored.
+					// Read from the checkpoint alone (an App's standby with
+					// no task), and carried to another checkpoint of the
+					// pipeline, the key reads back as the one stored.
 					stored, err := q.EncodeKey("0", row.Key)
 					if err != nil {
 						t.Fatal(err)
@@ -133,6 +149,13 @@ func TestLookupEveryRowByItsKey(t *testing.T) {
 						back, err := r.StoreKey("0", moved)
 						if err == nil && !bytes.Equal(back, stored) {
 							t.Fatalf("the key %s: StoreKey gave %x, the query stores %x", row.Key, back, stored)
+						}
+						if err != nil {
+							return err
+						}
+						parsed, err := r.ParseKey("0", row.Key)
+						if err == nil && !bytes.Equal(parsed, stored) {
+							t.Fatalf("the key %s: ParseKey gave %x, the query stores %x", row.Key, parsed, stored)
 						}
 						return err
 					})

@@ -25,7 +25,8 @@ import (
 //
 // The operator is named as the progress reports name it (the user
 // function's name, a slash in it escaped as %2F) or by its index. K is the grouping key as JSON ("alice",
-// 42, {"user":"alice","day":3}; in a window {"window": {"start": ...,
+// 42, {"user":"alice","day":3}, a record's fields by their JSON names or,
+// as the rows show them, their Go names; in a window {"window": {"start": ...,
 // "end": ...}, "key": ...}, in a grouping set {"set": N, "key": ...}); a string key may be given bare
 // (?key=alice). Further parameters: query=NAME (or id) when it watches
 // more than one query, limit=N (default runtime.DefaultStateLimit). The
