@@ -58,28 +58,10 @@ func TestAppStateOfWindows(t *testing.T) {
 	r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- app.Run(ctx) }()
 	defer r.stop(t)
-	handler := app.StateHandler()
-	read := func(key json.RawMessage) (int, kafka.AppStateAnswer, string) {
-		rec := httptest.NewRecorder()
-		handler.ServeHTTP(rec, httptest.NewRequest("GET", "/state/0?key="+url.QueryEscape(string(key)), nil))
-		var ans kafka.AppStateAnswer
-		json.Unmarshal(rec.Body.Bytes(), &ans)
-		return rec.Code, ans, rec.Body.String()
-	}
 	for k, n := range want {
 		key, _ := json.Marshal(map[string]any{"window": map[string]time.Time{"start": k.start, "end": k.start.Add(time.Minute)}, "key": k.user})
-		poll(t, "the count of "+string(key), func() bool {
-			select {
-			case err := <-r.done:
-				t.Fatalf("the App ended: %v", err)
-			default:
-			}
-			code, ans, _ := read(key)
-			var acc typed.CountAcc
-			return code == 200 && len(ans.Rows) == 1 && json.Unmarshal(ans.Rows[0].Value, &acc) == nil && acc.N == n
-		})
-		if _, ans, body := read(key); ans.Partition != userPartition(k.user, 4) {
-			t.Fatalf("%s: read in partition %d, the user's is %d: %s", key, ans.Partition, userPartition(k.user, 4), body)
+		if ans := awaitCount(t, r, key, n); ans.Partition != userPartition(k.user, 4) {
+			t.Fatalf("%s: read in partition %d, the user's is %d", key, ans.Partition, userPartition(k.user, 4))
 		}
 	}
 	// A window of another size is none of the operator's.
@@ -89,7 +71,7 @@ func TestAppStateOfWindows(t *testing.T) {
 		break
 	}
 	bad, _ := json.Marshal(map[string]any{"window": map[string]time.Time{"start": one.start, "end": one.start.Add(time.Hour)}, "key": one.user})
-	if code, _, body := read(bad); code != 400 || !strings.Contains(body, "windows are 1m0s long") {
+	if code, _, body := readState(app, bad); code != 400 || !strings.Contains(body, "windows are 1m0s long") {
 		t.Errorf("%s: %d %s, want 400 naming the windows' size", bad, code, body)
 	}
 }
@@ -137,19 +119,7 @@ func TestAppRefusesGroupingSetsOnPartitions(t *testing.T) {
 			set = 1
 		}
 		key, _ := json.Marshal(map[string]any{"set": set, "key": user})
-		poll(t, "the count of "+string(key), func() bool {
-			select {
-			case err := <-r.done:
-				t.Fatalf("the App ended: %v", err)
-			default:
-			}
-			rec := httptest.NewRecorder()
-			app.StateHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/state/0?key="+url.QueryEscape(string(key)), nil))
-			var ans kafka.AppStateAnswer
-			var acc typed.CountAcc
-			return rec.Code == 200 && json.Unmarshal(rec.Body.Bytes(), &ans) == nil && len(ans.Rows) == 1 &&
-				json.Unmarshal(ans.Rows[0].Value, &acc) == nil && acc.N == n
-		})
+		awaitCount(t, r, key, n)
 	}
 }
 
@@ -203,21 +173,38 @@ func TestAppGroupingSetsThatKeepPartitions(t *testing.T) {
 	}
 	for k, n := range want {
 		key, _ := json.Marshal(map[string]any{"set": k.set, "key": k.key})
-		var ans kafka.AppStateAnswer
-		poll(t, "the count of "+string(key), func() bool {
-			select {
-			case err := <-r.done:
-				t.Fatalf("the App ended: %v", err)
-			default:
-			}
-			rec := httptest.NewRecorder()
-			app.StateHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/state/0?key="+url.QueryEscape(string(key)), nil))
-			var acc typed.CountAcc
-			return rec.Code == 200 && json.Unmarshal(rec.Body.Bytes(), &ans) == nil && len(ans.Rows) == 1 &&
-				json.Unmarshal(ans.Rows[0].Value, &acc) == nil && acc.N == n
-		})
+		ans := awaitCount(t, r, key, n)
 		if ans.Partition != userPartition(k.key.User, 2) {
 			t.Fatalf("%s: read in partition %d, the user's is %d", key, ans.Partition, userPartition(k.key.User, 2))
 		}
 	}
+}
+
+// readState reads key's state in operator 0 through app's StateHandler.
+func readState(app *kafka.App, key json.RawMessage) (int, kafka.AppStateAnswer, string) {
+	rec := httptest.NewRecorder()
+	app.StateHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/state/0?key="+url.QueryEscape(string(key)), nil))
+	var ans kafka.AppStateAnswer
+	json.Unmarshal(rec.Body.Bytes(), &ans)
+	return rec.Code, ans, rec.Body.String()
+}
+
+// awaitCount reads key through r's StateHandler until its one row is a
+// count of n, and returns that answer; the test fails if the App ends.
+func awaitCount(t *testing.T, r *runningApp, key json.RawMessage, n int64) kafka.AppStateAnswer {
+	t.Helper()
+	var ans kafka.AppStateAnswer
+	poll(t, "the count of "+string(key), func() bool {
+		select {
+		case err := <-r.done:
+			r.done <- err // for r.stop
+			t.Fatalf("the App ended: %v", err)
+		default:
+		}
+		var code int
+		code, ans, _ = readState(r.app, key)
+		var acc typed.CountAcc
+		return code == 200 && len(ans.Rows) == 1 && json.Unmarshal(ans.Rows[0].Value, &acc) == nil && acc.N == n
+	})
+	return ans
 }

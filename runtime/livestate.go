@@ -137,25 +137,11 @@ func (q *Query) EncodeKey(operator string, key json.RawMessage) ([]byte, error) 
 // key: neither the window nor the set is part of what PartitionKey
 // returns. Safe for concurrent use.
 func (q *Query) PartitionKey(operator string, key json.RawMessage) ([]byte, error) {
-	var enc []byte
-	err := q.ReadState(func(r *CheckpointReader) error {
-		om, op, err := r.operator(operator)
-		if err != nil {
-			return err
-		}
-		if enc, err = q.parseKey(op, om, key); err != nil {
-			return err
-		}
-		if enc, err = transcodeKey(om, enc, true); err != nil {
-			return err
-		}
-		if len(enc) < keyPrefix(om) {
-			return fmt.Errorf("%w: a key of %d bytes, short of the %d bytes of its window or grouping set", ErrBadStateKey, len(enc), keyPrefix(om))
-		}
-		enc = enc[keyPrefix(om):]
-		return nil
-	})
-	return enc, err
+	enc, prefix, err := q.transferKey(operator, key)
+	if err != nil {
+		return nil, err
+	}
+	return enc[prefix:], nil
 }
 
 // TransferKey returns the grouping key given as JSON for the operator
@@ -166,8 +152,14 @@ func (q *Query) PartitionKey(operator string, key json.RawMessage) ([]byte, erro
 // another query of the same pipeline (a standby's copy of a partition).
 // Safe for concurrent use.
 func (q *Query) TransferKey(operator string, key json.RawMessage) ([]byte, error) {
-	var enc []byte
-	err := q.ReadState(func(r *CheckpointReader) error {
+	enc, _, err := q.transferKey(operator, key)
+	return enc, err
+}
+
+// transferKey returns TransferKey's encoding of key and the length of
+// its window's or grouping set's bytes in front.
+func (q *Query) transferKey(operator string, key json.RawMessage) (enc []byte, prefix int, err error) {
+	err = q.ReadState(func(r *CheckpointReader) error {
 		om, op, err := r.operator(operator)
 		if err != nil {
 			return err
@@ -175,10 +167,15 @@ func (q *Query) TransferKey(operator string, key json.RawMessage) ([]byte, error
 		if enc, err = q.parseKey(op, om, key); err != nil {
 			return err
 		}
-		enc, err = transcodeKey(om, enc, true)
-		return err
+		if enc, err = transcodeKey(om, enc, true); err != nil {
+			return err
+		}
+		if prefix = keyPrefix(om); len(enc) < prefix {
+			return fmt.Errorf("%w: a key of %d bytes, short of the %d bytes of its window or grouping set", ErrBadStateKey, len(enc), prefix)
+		}
+		return nil
 	})
-	return enc, err
+	return enc, prefix, err
 }
 
 // StoreKey returns the key that TransferKey gave in the encoding the
@@ -224,7 +221,7 @@ func parseMetaKey(om OperatorMeta, key []byte) ([]byte, error) {
 	typeName := om.KeyType
 	if inner, ok := strings.CutPrefix(typeName, "window+"); ok {
 		var start, end int64
-		if start, end, text, err = windowJSON(text); err != nil {
+		if start, end, text, err = WindowedKeyJSON(text); err != nil {
 			return nil, fmt.Errorf("%w: %s is not a key of operator %q: %v", ErrBadStateKey, truncate(key, 80), om.Name, err)
 		}
 		out = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(out, uint64(start)^1<<63), uint64(end)^1<<63)
@@ -262,10 +259,10 @@ func groupingSetJSON(text []byte) (uint32, []byte, error) {
 	return *v.Set, v.Key, nil
 }
 
-// windowJSON reads a windowed key as KeyJSON writes it, {"window":
+// WindowedKeyJSON reads a windowed key as KeyJSON writes it, {"window":
 // {"start": ..., "end": ...}, "key": the key}, and returns the window's
-// bounds in Unix nanoseconds and the key's JSON.
-func windowJSON(text []byte) (start, end int64, key []byte, err error) {
+// bounds in Unix nanoseconds and the key's JSON (never null).
+func WindowedKeyJSON(text []byte) (start, end int64, key []byte, err error) {
 	var v struct {
 		Window *struct {
 			Start *time.Time `json:"start"`
@@ -483,7 +480,7 @@ func goNamed(om OperatorMeta, text []byte) bool {
 		}
 	}
 	if strings.HasPrefix(om.KeyType, "window+") {
-		if _, _, text, err = windowJSON(text); err != nil {
+		if _, _, text, err = WindowedKeyJSON(text); err != nil {
 			return false
 		}
 	}

@@ -1,10 +1,8 @@
 package typed
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -283,23 +281,16 @@ func (c valueCodec[K]) parseJSON(b []byte) ([]byte, error) {
 func windowedParse[K comparable](kc keyCodec[K], windows Windows) func([]byte) ([]byte, error) {
 	size, slide, offset := int64(windows.size), int64(windows.slide), int64(windows.offset)
 	return func(b []byte) ([]byte, error) {
-		var v struct {
-			Window *struct {
-				Start *time.Time `json:"start"`
-				End   *time.Time `json:"end"`
-			} `json:"window"`
-			Key json.RawMessage `json:"key"`
+		start, end, text, err := runtime.WindowedKeyJSON(b)
+		if err != nil {
+			return nil, err
 		}
-		if err := json.Unmarshal(b, &v); err != nil || v.Window == nil || v.Window.Start == nil || v.Window.End == nil || v.Key == nil || string(bytes.TrimSpace(v.Key)) == "null" {
-			return nil, errors.New(`a windowed key is {"window": {"start": ..., "end": ...}, "key": the key}`)
-		}
-		start, end := v.Window.Start.UnixNano(), v.Window.End.UnixNano()
 		if end-start != size || (slide > 0 && mod(start-offset, slide) != 0) {
 			return nil, fmt.Errorf("the operator's windows are %v long and start every %v (%v past the epoch's): [%s, %s) is not one of them",
 				time.Duration(size), time.Duration(slide), time.Duration(mod(offset, max(slide, 1))),
-				v.Window.Start.Format(time.RFC3339Nano), v.Window.End.Format(time.RFC3339Nano))
+				time.Unix(0, start).UTC().Format(time.RFC3339Nano), time.Unix(0, end).UTC().Format(time.RFC3339Nano))
 		}
-		key, err := kc.parseJSON(v.Key)
+		key, err := kc.parseJSON(text)
 		if err != nil {
 			return nil, err
 		}
