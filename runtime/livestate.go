@@ -453,10 +453,11 @@ func (q *Query) parseKey(op int, om OperatorMeta, text json.RawMessage) ([]byte,
 		return parseMetaKey(om, text)
 	}
 	key, err := parse(text)
-	if err == nil && goNamed(om, text) {
+	if goNamed(om, text) && (err == nil || !strings.HasPrefix(om.KeyType, "window+")) {
 		// Rows show a record key's members by their fields' Go names
-		// (AppendDynamicJSON), which its JSON names (what parse reads)
-		// need not be: such a key is read by its schema.
+		// (AppendDynamicJSON), which its JSON names (what parse reads,
+		// and may find missing) need not be: such a key is read by its
+		// schema, its window, if it has one, checked by parse.
 		return parseMetaKey(om, text)
 	}
 	if err != nil {
