@@ -376,18 +376,10 @@ func TestLiveStateOfWindows(t *testing.T) {
 		for _, c := range in {
 			want[windowUser{c.Time.Truncate(time.Minute), c.User}]++
 		}
-		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
-		ws := typed.GroupByWindow(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, typed.Tumbling(time.Minute),
-			func(c *fixtures.Click) string { return c.User })
-		q, err := typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Update).
-			Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer q.Stop()
-		m.Add(in...)
-		time.Sleep(10 * time.Second)
-		synctest.Wait()
+		q := runFirstBatch(t, in, func(s typed.Stream[fixtures.Click]) starter {
+			ws := typed.GroupByWindow(s, clickTime, typed.Tumbling(time.Minute), func(c *fixtures.Click) string { return c.User })
+			return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Update)
+		})
 		keyOf := func(start time.Time, size time.Duration, user string) json.RawMessage {
 			b, _ := json.Marshal(map[string]any{"window": map[string]time.Time{"start": start, "end": start.Add(size)}, "key": user})
 			return b
@@ -524,19 +516,11 @@ func TestLiveStateOfJoins(t *testing.T) {
 func TestParseKeyOfGroupingSets(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		in := clicks(100, 17)
-		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
-		ks := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
-		rollup := typed.Rollup(ks, typed.Count[fixtures.Click](), func(user string, set typed.GroupingSet, n int64) int64 { return n },
-			func(user *string) { *user = "*" })
-		q, err := typed.WriteTo(rollup, newSink[int64]()).OutputMode(typed.Update).
-			Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer q.Stop()
-		m.Add(in...)
-		time.Sleep(10 * time.Second)
-		synctest.Wait()
+		q := runFirstBatch(t, in, func(s typed.Stream[fixtures.Click]) starter {
+			ks := typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User })
+			return typed.WriteTo(typed.Rollup(ks, typed.Count[fixtures.Click](), func(user string, set typed.GroupingSet, n int64) int64 { return n },
+				func(user *string) { *user = "*" }), newSink[int64]()).OutputMode(typed.Update)
+		})
 		keys := []json.RawMessage{json.RawMessage(`{"set":1,"key":"*"}`)}
 		for _, c := range in[:10] {
 			keys = append(keys, json.RawMessage(fmt.Sprintf(`{"set":0,"key":%q}`, c.User)))
@@ -586,19 +570,12 @@ func TestLiveStateOfWindowedRecordKeys(t *testing.T) {
 		for _, c := range in {
 			want[windowKey{c.Time.Truncate(time.Minute), fixtures.PageKey{User: c.User, Page: c.Page}}]++
 		}
-		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
-		ws := typed.GroupByWindow(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, typed.Tumbling(time.Minute),
-			func(c *fixtures.Click) fixtures.PageKey { return fixtures.PageKey{User: c.User, Page: c.Page} })
-		counts := typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, k fixtures.PageKey, n int64) int64 { return n })
-		q, err := typed.WriteTo(counts, newSink[int64]()).OutputMode(typed.Update).
-			Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer q.Stop()
-		m.Add(in...)
-		time.Sleep(10 * time.Second)
-		synctest.Wait()
+		q := runFirstBatch(t, in, func(s typed.Stream[fixtures.Click]) starter {
+			ws := typed.GroupByWindow(s, clickTime, typed.Tumbling(time.Minute),
+				func(c *fixtures.Click) fixtures.PageKey { return fixtures.PageKey{User: c.User, Page: c.Page} })
+			return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, k fixtures.PageKey, n int64) int64 { return n }),
+				newSink[int64]()).OutputMode(typed.Update)
+		})
 		for k, n := range want {
 			key, _ := json.Marshal(map[string]any{"window": map[string]time.Time{"start": k.start, "end": k.start.Add(time.Minute)}, "key": k.key})
 			ans, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: key})

@@ -105,16 +105,7 @@ func TestLookupEveryRowByItsKey(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
-				q, err := tc.build(typed.FromMemory(m)).Start(context.Background(),
-					newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer q.Stop()
-				m.Add(clicks(150, 19)...)
-				time.Sleep(10 * time.Second)
-				synctest.Wait()
+				q := runFirstBatch(t, clicks(150, 19), tc.build)
 				all, err := q.LookupState(runtime.StateRequest{Operator: "0", Limit: 100000})
 				if err != nil || len(all.Rows) == 0 || all.More {
 					t.Fatalf("every row: %d rows (more: %v), %v", len(all.Rows), all.More, err)
@@ -180,4 +171,22 @@ func jsonEqual(a, b json.RawMessage) bool {
 	xb, _ := json.Marshal(x)
 	yb, _ := json.Marshal(y)
 	return bytes.Equal(xb, yb)
+}
+
+// runFirstBatch starts the pipeline build makes, in a synctest bubble,
+// lets its first batch read in, and returns the running query, which
+// stops when the test ends.
+func runFirstBatch(t *testing.T, in []fixtures.Click, build func(typed.Stream[fixtures.Click]) starter) *typed.Query {
+	t.Helper()
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	q, err := build(typed.FromMemory(m)).Start(context.Background(),
+		newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { q.Stop() })
+	m.Add(in...)
+	time.Sleep(10 * time.Second)
+	synctest.Wait()
+	return q
 }
