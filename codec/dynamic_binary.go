@@ -19,7 +19,10 @@ import (
 // "-Inf"), reading it with schema s alone: how a tool names a record key
 // it has only seen rendered. A member the schema does not name, a value
 // of the wrong kind or out of its type's range is an error; a member left
-// out, or null, leaves the field zero (a nil pointer, slice or map).
+// out, or null, stands for the field's zero value (a nil pointer, slice
+// or map), which is written as the record's own encoder writes it. The
+// bytes are the record's own encoding of the value, but that a map's
+// entries come in the order of their JSON text.
 func AppendDynamicBinary(b []byte, s *Schema, text []byte) ([]byte, error) {
 	st := &dynamicState{scope: s, pkg: packageOf(s.Name), refs: refScope{}}
 	out, err := appendDynamicFields(b, s, text, st, 0)
@@ -49,9 +52,17 @@ func appendDynamicFields(b []byte, s *Schema, text []byte, st *dynamicState, dep
 		}
 	}
 	for _, f := range s.Fields {
+		if f.Type == nil {
+			return b, fmt.Errorf("%w: field %s of %s has no type", ErrMalformed, f.Name, s.Name)
+		}
 		v, ok := members[f.Name]
-		if !ok || isNull(v) && (f.Type.Pointer || f.Type.Kind != KindList && f.Type.Kind != KindMap && f.Type.Kind != KindBytes) {
-			continue // zero; a nil slice, map or []byte is written, as the record writes it
+		if !ok || isNull(v) {
+			if f.Type.Pointer {
+				continue // a nil pointer field is left out
+			}
+			// A zero value is written, as the record's own encoder
+			// writes every field but a nil pointer.
+			v = zeroJSON(f.Type)
 		}
 		b = AppendTag(b, f.ID, f.Type.Kind)
 		var err error
@@ -187,15 +198,18 @@ func appendDynamicBinaryValue(b []byte, t *Type, v json.RawMessage, element bool
 		}
 		return EndLength(b, start), nil
 	case KindList:
+		if t.Elem == nil {
+			return b, fmt.Errorf("%w: the list %s has no element type", ErrMalformed, t.Go)
+		}
 		var elems []json.RawMessage
 		if err := json.Unmarshal(v, &elems); err != nil {
 			return b, wrongJSON(t, v)
 		}
+		if t.Len > 0 && len(elems) != t.Len {
+			return b, fmt.Errorf("%s is not a %s: it has %d elements", clip(v), t.Go, len(elems))
+		}
 		if isNull(v) {
 			return AppendList(b, elemKindOf(t.Elem), 0, true), nil
-		}
-		if t.Len > 0 && len(elems) > t.Len {
-			return b, fmt.Errorf("%d elements for a %s", len(elems), t.Go)
 		}
 		b = AppendList(b, elemKindOf(t.Elem), len(elems), false)
 		for i, e := range elems {
@@ -206,6 +220,9 @@ func appendDynamicBinaryValue(b []byte, t *Type, v json.RawMessage, element bool
 		}
 		return b, nil
 	case KindMap:
+		if t.Elem == nil || t.Key == nil {
+			return b, fmt.Errorf("%w: the map %s has no key or value type", ErrMalformed, t.Go)
+		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(v, &m); err != nil {
 			return b, wrongJSON(t, v)
@@ -214,6 +231,8 @@ func appendDynamicBinaryValue(b []byte, t *Type, v json.RawMessage, element bool
 			return AppendMap(b, t.Key.Kind, elemKindOf(t.Elem), 0, true), nil
 		}
 		b = AppendMap(b, t.Key.Kind, elemKindOf(t.Elem), len(m), false)
+		// In the order of their text: a record's own encoder may order
+		// them otherwise (numbers by value), which decodes to the same map.
 		for _, k := range slices.Sorted(maps.Keys(m)) {
 			// A key is its value as a JSON string (AppendDynamicJSON): a
 			// string, bytes or a time as it is, anything else as its
@@ -249,4 +268,37 @@ func clip(v []byte) string {
 		return strconv.Quote(string(v[:60])) + "..."
 	}
 	return strconv.Quote(string(v))
+}
+
+// zeroJSON is the JSON of the zero value of t, not a pointer: what a
+// member left out or null stands for.
+func zeroJSON(t *Type) json.RawMessage {
+	switch t.Kind {
+	case KindBool:
+		return json.RawMessage("false")
+	case KindInt, KindUint, KindFloat32, KindFloat64, KindDuration:
+		return json.RawMessage("0")
+	case KindString:
+		return json.RawMessage(`""`)
+	case KindTime:
+		return json.RawMessage(`"0001-01-01T00:00:00Z"`)
+	case KindStruct:
+		return json.RawMessage("{}")
+	case KindList:
+		if t.Len > 0 && t.Elem != nil {
+			elem := zeroJSON(t.Elem)
+			if t.Elem.Pointer {
+				elem = json.RawMessage("null")
+			}
+			b := []byte{'['}
+			for i := range t.Len {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, elem...)
+			}
+			return append(b, ']')
+		}
+	}
+	return json.RawMessage("null") // a nil slice, map or []byte
 }

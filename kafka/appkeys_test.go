@@ -71,7 +71,7 @@ func TestAppStateOfWindows(t *testing.T) {
 		break
 	}
 	bad, _ := json.Marshal(map[string]any{"window": map[string]time.Time{"start": one.start, "end": one.start.Add(time.Hour)}, "key": one.user})
-	if code, _, body := readState(app, bad); code != 400 || !strings.Contains(body, "windows are 1m0s long") {
+	if code, _, body := readState(app, bad); code != 400 || !strings.Contains(body, "they are 1m0s long") {
 		t.Errorf("%s: %d %s, want 400 naming the windows' size", bad, code, body)
 	}
 }

@@ -27,6 +27,11 @@ var ErrUnknownState = errors.New("streamgen: no such state")
 // not decode as the operator's grouping key.
 var ErrBadStateKey = errors.New("streamgen: the key does not decode")
 
+// ErrNotOperatorsWindow is wrapped by an operator's ParseKey error for a
+// windowed key whose window is none of the operator's windows (another
+// size, or another start).
+var ErrNotOperatorsWindow = errors.New("not one of the operator's windows")
+
 // DefaultStateLimit is the most rows a read of state returns when its
 // request sets no limit.
 const DefaultStateLimit = 1000
@@ -40,7 +45,8 @@ type StateRequest struct {
 	Variable string
 	// Key is the grouping key as JSON: a string ("alice"), a number, or
 	// a record's fields ({"user":"alice","day":3}, by their JSON names,
-	// or by their Go names as the rows show them); a windowed
+	// or by their Go names as the rows show them; a standby with no
+	// query of the pipeline reads only the Go names); a windowed
 	// aggregation's or window join's as its rows show it, {"window":
 	// {"start": ..., "end": ...}, "key": ...}, and a grouping set's
 	// {"set": N, "key": ...}. Nil reads every key, up to Limit rows.
@@ -232,7 +238,11 @@ func parseMetaKey(om OperatorMeta, key []byte) ([]byte, error) {
 		// form), into the encoding the checkpoint keeps.
 		bin, err := codec.AppendDynamicBinary(nil, om.Key, text)
 		if err == nil && strings.HasSuffix(typeName, orderedRecordKey) {
-			bin, err = transcodeOrdered(om.Key, nil, bin, false)
+			if ordered, ok := codec.NewOrderedKey(om.Key); !ok {
+				err = fmt.Errorf("the key record %s has no ordered encoding", om.Key.Name)
+			} else {
+				bin, err = ordered.Append(nil, bin)
+			}
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s is not a key of operator %q (%s): %v", ErrBadStateKey, truncate(key, 80), om.Name, keyTypeName(om), err)
@@ -453,12 +463,16 @@ func (q *Query) parseKey(op int, om OperatorMeta, text json.RawMessage) ([]byte,
 		return parseMetaKey(om, text)
 	}
 	key, err := parse(text)
-	if goNamed(om, text) && (err == nil || !strings.HasPrefix(om.KeyType, "window+")) {
+	if goNamed(om, text) && !errors.Is(err, ErrNotOperatorsWindow) {
 		// Rows show a record key's members by their fields' Go names
 		// (AppendDynamicJSON), which its JSON names (what parse reads,
 		// and may find missing) need not be: such a key is read by its
-		// schema, its window, if it has one, checked by parse.
-		return parseMetaKey(om, text)
+		// schema, its window, if it has one, checked by parse. Where
+		// that fails (a field read from a JSON string by its type's own
+		// text, or with ",string"), parse's reading stands.
+		if meta, merr := parseMetaKey(om, text); merr == nil || err != nil {
+			return meta, merr
+		}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s is not a key of operator %q (%s): %v", ErrBadStateKey, truncate(text, 80), om.Name, keyTypeName(om), err)

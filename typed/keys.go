@@ -286,8 +286,8 @@ func windowedParse[K comparable](kc keyCodec[K], windows Windows) func([]byte) (
 			return nil, err
 		}
 		if end-start != size || (slide > 0 && mod(start-offset, slide) != 0) {
-			return nil, fmt.Errorf("the operator's windows are %v long and start every %v (%v past the epoch's): [%s, %s) is not one of them",
-				time.Duration(size), time.Duration(slide), time.Duration(mod(offset, max(slide, 1))),
+			return nil, fmt.Errorf("%w: they are %v long and start every %v (%v past the epoch's), and [%s, %s) is not",
+				runtime.ErrNotOperatorsWindow, time.Duration(size), time.Duration(slide), time.Duration(mod(offset, max(slide, 1))),
 				time.Unix(0, start).UTC().Format(time.RFC3339Nano), time.Unix(0, end).UTC().Format(time.RFC3339Nano))
 		}
 		key, err := kc.parseJSON(text)
