@@ -270,9 +270,9 @@ func (t *Task) OnClose(f func()) { t.closers = append(t.closers, f) }
 // part of the key. For that reason an aggregation over grouping sets
 // (typed.Cube, Rollup, GroupingSets), whose rolled-up keys take rows from
 // every partition, is refused on an input of more than one partition:
-// the task fails at its start, saying so (see GroupingSetsKeepPartitions). Each task keeps its own
-// event-time watermark, as each Kafka Streams task keeps its own stream
-// time.
+// the task fails at its start, saying so (see
+// GroupingSetsKeepPartitions). Each task keeps its own event-time
+// watermark, as each Kafka Streams task keeps its own stream time.
 //
 // Without ExactlyOnce nothing fences an instance that lost its
 // partitions (it missed the group's session timeout) and has not seen it
