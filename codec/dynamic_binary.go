@@ -43,11 +43,7 @@ func appendDynamicFields(b []byte, s *Schema, text []byte, st *dynamicState, dep
 		return b, fmt.Errorf("%s is a JSON object, not %s", s.Name, clip(text))
 	}
 	for name := range members {
-		known := false
-		for _, f := range s.Fields {
-			known = known || f.Name == name
-		}
-		if !known {
+		if !slices.ContainsFunc(s.Fields, func(f Field) bool { return f.Name == name }) {
 			return b, fmt.Errorf("%s has no field %q", s.Name, name)
 		}
 	}
@@ -166,7 +162,7 @@ func appendDynamicBinaryValue(b []byte, t *Type, v json.RawMessage, element bool
 		if err != nil {
 			return b, wrongJSON(t, v)
 		}
-		return AppendBytes(b, append([]byte{}, p...)), nil
+		return AppendBytes(b, p), nil // never nil: "" is empty, not nil
 	case KindTime:
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {

@@ -230,7 +230,7 @@ func parseMetaKey(om OperatorMeta, key []byte) ([]byte, error) {
 		if start, end, text, err = WindowedKeyJSON(text); err != nil {
 			return nil, fmt.Errorf("%w: %s is not a key of operator %q: %v", ErrBadStateKey, truncate(key, 80), om.Name, err)
 		}
-		out = binary.BigEndian.AppendUint64(binary.BigEndian.AppendUint64(out, uint64(start)^1<<63), uint64(end)^1<<63)
+		out = AppendTimedKey(AppendTimedKey(out, start), end)
 		typeName = inner
 	}
 	if om.Key != nil {
