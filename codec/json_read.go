@@ -37,6 +37,8 @@ import (
 //     document still takes precedence: when such an error is recorded, the
 //     reader checks the rest of the input and reports the syntax error
 //     instead if there is one.
+//   - With DisallowUnknownFields, a member that names no field of the
+//     struct being read is recorded as a type error is.
 //   - A required field (see RequiredSet) missing or null is recorded only
 //     if it is the first, and reading goes on. Err returns it, a
 //     *RequiredFieldError, only when there is no other error: the
@@ -78,12 +80,17 @@ type JSONReader struct {
 
 	scratch []byte   // unescaped strings and keys
 	stack   []uint64 // container kinds for Skip beyond its first 64 levels
+
+	// strict is set by DisallowUnknownFields; unlike the state above,
+	// Reset keeps it.
+	strict bool
 }
 
 // jsonMaxDepth is encoding/json's limit on nested objects and arrays.
 const jsonMaxDepth = 10000
 
-// Reset makes r read data from its start and clears any error.
+// Reset makes r read data from its start and clears any error. It keeps
+// the setting of DisallowUnknownFields.
 func (r *JSONReader) Reset(data []byte) {
 	r.data = data
 	r.pos = 0
@@ -311,6 +318,26 @@ func (r *JSONReader) NextElement() bool {
 	}
 	r.syntaxErr(i, "after array element")
 	return false
+}
+
+// DisallowUnknownFields makes an object member that names no field of
+// the struct being read an error, as encoding/json's
+// Decoder.DisallowUnknownFields does: "json: unknown field \"usr\"",
+// recorded like a type error (the first error found is kept, and reading
+// goes on). It holds for the structs of every record read through r,
+// nested ones and those of other packages; a map's keys are not fields.
+// Without it, such a member is skipped, as encoding/json skips it.
+func (r *JSONReader) DisallowUnknownFields() { r.strict = true }
+
+// Unknown is called by generated code after NextKey returned key, a
+// member that names no field of the struct being read: it skips the
+// member's value, and records an error first when DisallowUnknownFields
+// was called.
+func (r *JSONReader) Unknown(key []byte) {
+	if r.strict && r.stop == nil {
+		r.saveTypeErr(&JSONError{Offset: int64(r.start), Msg: "unknown field " + strconv.Quote(string(key))})
+	}
+	r.Skip()
 }
 
 // Skip reads and discards one value of any type, checking its syntax.

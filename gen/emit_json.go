@@ -410,7 +410,7 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		}
 		read = append(read, jen.Case(jen.Lit(i)).Block(append(body, inField)...))
 	}
-	read = append(read, jen.Default().Block(jen.Id("r").Dot("Skip").Call()))
+	read = append(read, jen.Default().Block(jen.Id("r").Dot("Unknown").Call(jen.Id(e.jsonKey))))
 	sig := jen.Func().Id("readJSON"+s.Helper).
 		Params(jen.Id("r").Op("*").Qual(codecPath, "JSONReader"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)))
 	begin := jen.If(jen.Op("!").Id("r").Dot("BeginObject").Call(jen.Lit(target))).Block(jen.Return())
@@ -421,8 +421,8 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		end = jen.Id(seen).Dot("End").Call(jen.Id("r"), fields).Line().Return()
 	}
 	if len(s.JSON) == 0 {
-		return sig.Block(begin, jen.For(jen.List(jen.Id("_"), jen.Id(e.jsonOK)).Op(":=").Id("r").Dot("NextKey").Call(), jen.Id(e.jsonOK), jen.List(jen.Id("_"), jen.Id(e.jsonOK)).Op("=").Id("r").Dot("NextKey").Call()).Block(
-			jen.Id("r").Dot("Skip").Call(),
+		return sig.Block(begin, jen.For(jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op(":=").Id("r").Dot("NextKey").Call(), jen.Id(e.jsonOK), jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op("=").Id("r").Dot("NextKey").Call()).Block(
+			jen.Id("r").Dot("Unknown").Call(jen.Id(e.jsonKey)),
 		))
 	}
 	loop := []jen.Code{

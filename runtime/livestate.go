@@ -49,7 +49,9 @@ type StateRequest struct {
 	// query of the pipeline reads only the Go names); a windowed
 	// aggregation's or window join's as its rows show it, {"window":
 	// {"start": ..., "end": ...}, "key": ...}, and a grouping set's
-	// {"set": N, "key": ...}. Nil reads every key, up to Limit rows.
+	// {"set": N, "key": ...}. A member that names none of the record's
+	// fields is refused (ErrBadStateKey), not read as a field left zero.
+	// Nil reads every key, up to Limit rows.
 	Key json.RawMessage
 	// Limit is the most rows returned; 0 means DefaultStateLimit.
 	Limit int
@@ -475,7 +477,15 @@ func (q *Query) parseKey(op int, om OperatorMeta, text json.RawMessage) ([]byte,
 		}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s is not a key of operator %q (%s): %v", ErrBadStateKey, truncate(text, 80), om.Name, keyTypeName(om), err)
+		hint := ""
+		if om.Key != nil {
+			names := make([]string, len(om.Key.Fields))
+			for i, f := range om.Key.Fields {
+				names[i] = f.Name
+			}
+			hint = fmt.Sprintf(" (a record key names its fields by their JSON names, or all by their Go names: %s)", strings.Join(names, ", "))
+		}
+		return nil, fmt.Errorf("%w: %s is not a key of operator %q (%s): %v%s", ErrBadStateKey, truncate(text, 80), om.Name, keyTypeName(om), err, hint)
 	}
 	return key, nil
 }

@@ -100,7 +100,7 @@ func (g *groupingKey[K]) UnmarshalJSON(b []byte) error {
 		return errors.New(`a grouping set's key is {"set": its set, "key": the key}`)
 	}
 	g.set = *v.Set
-	return json.Unmarshal(v.Key, &g.key)
+	return unmarshalKey(v.Key, &g.key)
 }
 
 // setRow is a row of the input under one grouping set's key: the key and

@@ -266,10 +266,27 @@ func (c valueCodec[K]) parseJSON(b []byte) ([]byte, error) {
 		return c.parse(b)
 	}
 	var k K
-	if err := json.Unmarshal(b, &k); err != nil {
+	if err := unmarshalKey(b, &k); err != nil {
 		return nil, err
 	}
 	return c.encode(nil, &k)
+}
+
+// unmarshalKey decodes a key given as JSON into k: a record as its
+// UnmarshalJSON does, except that a member naming none of its fields (or
+// of its nested records' fields) is an error, since a key misspelled would
+// otherwise read as another key, its field left zero; any other type as
+// json.Unmarshal does.
+func unmarshalKey[K any](b []byte, k *K) error {
+	rec, ok := any(k).(codec.Record)
+	if !ok {
+		return json.Unmarshal(b, k)
+	}
+	var r codec.JSONReader
+	r.DisallowUnknownFields()
+	r.Reset(b)
+	rec.ReadJSON(&r)
+	return r.Finish()
 }
 
 // windowedParse reads a windowed key given as JSON as runtime.KeyJSON

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"iter"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -160,10 +162,49 @@ func TestLookupEveryRowByItsKey(t *testing.T) {
 					if err != nil {
 						t.Fatalf("the key %s: %v", row.Key, err)
 					}
+					// A record key with a member that names none of its
+					// fields is refused, by the query and from the
+					// checkpoint alone, rather than read as another key.
+					if bad, ok := withUnknownMember(row.Key); ok {
+						_, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: bad})
+						if !errors.Is(err, runtime.ErrBadStateKey) || !strings.Contains(err.Error(), `unknown field "`) {
+							t.Fatalf("the key %s: %v, want ErrBadStateKey for its unknown field", bad, err)
+						}
+						err = q.ReadState(func(r *runtime.CheckpointReader) error {
+							_, err := r.ParseKey("0", bad)
+							return err
+						})
+						if !errors.Is(err, runtime.ErrBadStateKey) {
+							t.Fatalf("the key %s from the checkpoint alone: %v, want ErrBadStateKey", bad, err)
+						}
+					}
 				}
 			})
 		})
 	}
+}
+
+// withUnknownMember returns key, a key as rows show it, with a member
+// "Zz" added to its record (inside its window or grouping set), and
+// whether it has a record.
+func withUnknownMember(key json.RawMessage) (json.RawMessage, bool) {
+	var v any
+	if json.Unmarshal(key, &v) != nil {
+		return nil, false
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, false
+	}
+	rec := obj
+	if inner, ok := obj["key"]; ok && (obj["window"] != nil || obj["set"] != nil) {
+		if rec, ok = inner.(map[string]any); !ok {
+			return nil, false
+		}
+	}
+	rec["Zz"] = 1
+	b, err := json.Marshal(obj)
+	return b, err == nil
 }
 
 // jsonEqual reports whether a and b are the same JSON value.

@@ -434,7 +434,7 @@ func readJSONCountAcc(r *codec.JSONReader, v *CountAcc) {
 			}
 			r.InField("CountAcc", "n")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -571,7 +571,7 @@ func readJSONSumAcc(r *codec.JSONReader, v *SumAcc) {
 			}
 			r.InField("SumAcc", "n")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -702,7 +702,7 @@ func readJSONExtremeAcc(r *codec.JSONReader, v *ExtremeAcc) {
 			}
 			r.InField("ExtremeAcc", "set")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -826,7 +826,7 @@ func readJSONWindow(r *codec.JSONReader, v *Window) {
 			}
 			r.InField("Window", "end")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -523,7 +523,7 @@ func readJSONEvent(r *codec.JSONReader, v *Event) {
 			}
 			r.InField("Event", "key")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -633,7 +633,7 @@ func readJSONCount(r *codec.JSONReader, v *Count) {
 			}
 			r.InField("Count", "N")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -774,7 +774,7 @@ func readJSONKeyCount(r *codec.JSONReader, v *KeyCount) {
 			}
 			r.InField("KeyCount", "count")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -915,7 +915,7 @@ func readJSONTimedEvent(r *codec.JSONReader, v *TimedEvent) {
 			}
 			r.InField("TimedEvent", "sent")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1097,7 +1097,7 @@ func readJSONTimedCount(r *codec.JSONReader, v *TimedCount) {
 			}
 			r.InField("TimedCount", "sent")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -516,7 +516,7 @@ func readJSONRow(r *codec.JSONReader, v *Row) {
 			}
 			r.InField("Row", "value")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -698,7 +698,7 @@ func readJSONPair(r *codec.JSONReader, v *Pair) {
 			}
 			r.InField("Pair", "right")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -901,7 +901,7 @@ func readJSONInfo(r *codec.JSONReader, v *Info) {
 			}
 			r.InField("Info", "score")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1145,7 +1145,7 @@ func readJSONEnriched(r *codec.JSONReader, v *Enriched) {
 			}
 			r.InField("Enriched", "score")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -943,7 +943,7 @@ func readJSONOrder(r *codec.JSONReader, v *Order) {
 			}
 			r.InField("Order", "attempts")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1265,7 +1265,7 @@ func readJSONCustomer(r *codec.JSONReader, v *Customer) {
 			}
 			r.InField("Customer", "vip")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1523,7 +1523,7 @@ func readJSONAddress(r *codec.JSONReader, v *Address) {
 			}
 			r.InField("Address", "country")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1802,7 +1802,7 @@ func readJSONLineItem(r *codec.JSONReader, v *LineItem) {
 			}
 			r.InField("LineItem", "discount")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

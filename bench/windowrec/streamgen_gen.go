@@ -226,7 +226,7 @@ func readJSONReading(r *codec.JSONReader, v *Reading) {
 			}
 			r.InField("Reading", "CreationTime")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

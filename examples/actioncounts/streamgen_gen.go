@@ -327,7 +327,7 @@ func readJSONEvent(r *codec.JSONReader, v *Event) {
 			}
 			r.InField("Event", "action")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -478,7 +478,7 @@ func readJSONActionCount(r *codec.JSONReader, v *ActionCount) {
 			}
 			r.InField("ActionCount", "count")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

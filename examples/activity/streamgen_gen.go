@@ -325,7 +325,7 @@ func readJSONActivity(r *codec.JSONReader, v *Activity) {
 			}
 			r.InField("Activity", "end")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -363,7 +363,7 @@ func readJSONClick(r *codec.JSONReader, v *Click) {
 			}
 			r.InField("Click", "page")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -504,7 +504,7 @@ func readJSONCount(r *codec.JSONReader, v *Count) {
 			}
 			r.InField("Count", "count")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -516,7 +516,7 @@ func readJSONMessage(r *codec.JSONReader, v *Message) {
 			}
 			r.InField("Message", "content")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -859,7 +859,7 @@ func readJSONRequest(r *codec.JSONReader, v *Request) {
 			}
 			r.InField("Request", "quantity")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1239,7 +1239,7 @@ func readJSONApp(r *codec.JSONReader, v *App) {
 			}
 			r.InField("App", "app_counter")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

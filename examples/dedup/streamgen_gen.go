@@ -309,7 +309,7 @@ func readJSONUserCount(r *codec.JSONReader, v *UserCount) {
 			}
 			r.InField("UserCount", "count")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -450,7 +450,7 @@ func readJSONReading(r *codec.JSONReader, v *Reading) {
 			}
 			r.InField("Reading", "Creation_Time")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -566,7 +566,7 @@ func readJSONDeviceKey(r *codec.JSONReader, v *DeviceKey) {
 			}
 			r.InField("DeviceKey", "ModelAll")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -777,7 +777,7 @@ func readJSONSums(r *codec.JSONReader, v *Sums) {
 			}
 			r.InField("Sums", "Z")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -988,7 +988,7 @@ func readJSONGroupAverages(r *codec.JSONReader, v *GroupAverages) {
 			}
 			r.InField("GroupAverages", "Z")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1372,7 +1372,7 @@ func readJSONDeviceCount(r *codec.JSONReader, v *DeviceCount) {
 			}
 			r.InField("DeviceCount", "hist_avg_z")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

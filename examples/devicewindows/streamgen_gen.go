@@ -222,7 +222,7 @@ func readJSONDeviceAverage(r *codec.JSONReader, v *DeviceAverage) {
 			}
 			r.InField("DeviceAverage", "previousAverage")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -732,7 +732,7 @@ func readJSONOrder(r *codec.JSONReader, v *Order) {
 			}
 			r.InField("Order", "time")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -986,7 +986,7 @@ func readJSONCustomer(r *codec.JSONReader, v *Customer) {
 			}
 			r.InField("Customer", "tier")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1316,7 +1316,7 @@ func readJSONEnrichedOrder(r *codec.JSONReader, v *EnrichedOrder) {
 			}
 			r.InField("EnrichedOrder", "known")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1511,7 +1511,7 @@ func readJSONImpression(r *codec.JSONReader, v *Impression) {
 			}
 			r.InField("Impression", "time")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1706,7 +1706,7 @@ func readJSONClick(r *codec.JSONReader, v *Click) {
 			}
 			r.InField("Click", "time")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -2003,7 +2003,7 @@ func readJSONImpressionClick(r *codec.JSONReader, v *ImpressionClick) {
 			}
 			r.InField("ImpressionClick", "after")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -474,7 +474,7 @@ func readJSONClick(r *codec.JSONReader, v *Click) {
 			}
 			r.InField("Click", "page")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -734,7 +734,7 @@ func readJSONSession(r *codec.JSONReader, v *Session) {
 			}
 			r.InField("Session", "Pages")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1022,7 +1022,7 @@ func readJSONSessionOut(r *codec.JSONReader, v *SessionOut) {
 			}
 			r.InField("SessionOut", "pages")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -504,7 +504,7 @@ func readJSONVisit(r *codec.JSONReader, v *Visit) {
 			}
 			r.InField("Visit", "seconds")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -648,7 +648,7 @@ func readJSONUserScore(r *codec.JSONReader, v *UserScore) {
 			}
 			r.InField("UserScore", "score")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -747,7 +747,7 @@ func readJSONscoreReply(r *codec.JSONReader, v *scoreReply) {
 			}
 			r.InField("scoreReply", "score")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

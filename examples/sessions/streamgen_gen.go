@@ -473,7 +473,7 @@ func readJSONSession(r *codec.JSONReader, v *Session) {
 			}
 			r.InField("Session", "XSum")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -798,7 +798,7 @@ func readJSONSessionOut(r *codec.JSONReader, v *SessionOut) {
 			}
 			r.InField("SessionOut", "xAvg")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -284,7 +284,7 @@ func readJSONWindowCount(r *codec.JSONReader, v *WindowCount) {
 			}
 			r.InField("WindowCount", "count")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

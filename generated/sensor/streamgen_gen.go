@@ -585,7 +585,7 @@ func readJSONEvent(r *codec.JSONReader, v *Event) {
 			}
 			r.InField("Event", "z")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -762,7 +762,7 @@ func readJSONPerson(r *codec.JSONReader, v *Person) {
 			}
 			r.InField("Person", "extra")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1243,7 +1243,7 @@ func readJSONAuction(r *codec.JSONReader, v *Auction) {
 			}
 			r.InField("Auction", "extra")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1609,7 +1609,7 @@ func readJSONBid(r *codec.JSONReader, v *Bid) {
 			}
 			r.InField("Bid", "extra")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1853,7 +1853,7 @@ func readJSONEvent(r *codec.JSONReader, v *Event) {
 			}
 			r.InField("Event", "bid")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -3753,7 +3753,7 @@ func readJSONBidStats(r *codec.JSONReader, v *BidStats) {
 			}
 			r.InField("BidStats", "maxMinute")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -4345,7 +4345,7 @@ func readJSONQ15Row(r *codec.JSONReader, v *Q15Row) {
 			}
 			r.InField("Q15Row", "rank3_auctions")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -5047,7 +5047,7 @@ func readJSONQ16Row(r *codec.JSONReader, v *Q16Row) {
 			}
 			r.InField("Q16Row", "rank3_auctions")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -5188,7 +5188,7 @@ func readJSONSeenKey(r *codec.JSONReader, v *SeenKey) {
 			}
 			r.InField("SeenKey", "day")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -5329,7 +5329,7 @@ func readJSONStatsKey(r *codec.JSONReader, v *StatsKey) {
 			}
 			r.InField("StatsKey", "day")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -5798,7 +5798,7 @@ func readJSONQ17Row(r *codec.JSONReader, v *Q17Row) {
 			}
 			r.InField("Q17Row", "sum_price")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -5939,7 +5939,7 @@ func readJSONAuctionDay(r *codec.JSONReader, v *AuctionDay) {
 			}
 			r.InField("AuctionDay", "day")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -6285,7 +6285,7 @@ func readJSONQ17Acc(r *codec.JSONReader, v *Q17Acc) {
 			}
 			r.InField("Q17Acc", "Sum")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -6651,7 +6651,7 @@ func readJSONQ18Row(r *codec.JSONReader, v *Q18Row) {
 			}
 			r.InField("Q18Row", "extra")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -6792,7 +6792,7 @@ func readJSONBidderAuction(r *codec.JSONReader, v *BidderAuction) {
 			}
 			r.InField("BidderAuction", "auction")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -7199,7 +7199,7 @@ func readJSONQ19Row(r *codec.JSONReader, v *Q19Row) {
 			}
 			r.InField("Q19Row", "rank_number")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -7352,7 +7352,7 @@ func readJSONQ19Top(r *codec.JSONReader, v *Q19Top) {
 			}
 			r.InField("Q19Top", "bids")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -7559,7 +7559,7 @@ func readJSONQ12Row(r *codec.JSONReader, v *Q12Row) {
 			}
 			r.InField("Q12Row", "endtime")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -7700,7 +7700,7 @@ func readJSONQ12Window(r *codec.JSONReader, v *Q12Window) {
 			}
 			r.InField("Q12Window", "count")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -7951,7 +7951,7 @@ func readJSONQ3Row(r *codec.JSONReader, v *Q3Row) {
 			}
 			r.InField("Q3Row", "id")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -8092,7 +8092,7 @@ func readJSONQ3Auction(r *codec.JSONReader, v *Q3Auction) {
 			}
 			r.InField("Q3Auction", "seller")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -8343,7 +8343,7 @@ func readJSONQ3Person(r *codec.JSONReader, v *Q3Person) {
 			}
 			r.InField("Q3Person", "state")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -8599,7 +8599,7 @@ func readJSONQ13Row(r *codec.JSONReader, v *Q13Row) {
 			}
 			r.InField("Q13Row", "value")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -9339,7 +9339,7 @@ func readJSONQ20Row(r *codec.JSONReader, v *Q20Row) {
 			}
 			r.InField("Q20Row", "auction_extra")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -9595,7 +9595,7 @@ func readJSONQ0Row(r *codec.JSONReader, v *Q0Row) {
 			}
 			r.InField("Q0Row", "extra")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -9847,7 +9847,7 @@ func readJSONQ1Row(r *codec.JSONReader, v *Q1Row) {
 			}
 			r.InField("Q1Row", "extra")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -9988,7 +9988,7 @@ func readJSONQ2Row(r *codec.JSONReader, v *Q2Row) {
 			}
 			r.InField("Q2Row", "price")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -10354,7 +10354,7 @@ func readJSONQ10Row(r *codec.JSONReader, v *Q10Row) {
 			}
 			r.InField("Q10Row", "hm")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -10709,7 +10709,7 @@ func readJSONQ14Row(r *codec.JSONReader, v *Q14Row) {
 			}
 			r.InField("Q14Row", "c_counts")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -10981,7 +10981,7 @@ func readJSONQ21Row(r *codec.JSONReader, v *Q21Row) {
 			}
 			r.InField("Q21Row", "channel_id")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -11351,7 +11351,7 @@ func readJSONQ22Row(r *codec.JSONReader, v *Q22Row) {
 			}
 			r.InField("Q22Row", "dir3")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -11492,7 +11492,7 @@ func readJSONQ5Row(r *codec.JSONReader, v *Q5Row) {
 			}
 			r.InField("Q5Row", "num")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -11674,7 +11674,7 @@ func readJSONQ5Count(r *codec.JSONReader, v *Q5Count) {
 			}
 			r.InField("Q5Count", "num")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -11709,8 +11709,8 @@ func readJSONQ5State(r *codec.JSONReader, v *Q5State) {
 	if !r.BeginObject("Go value of type queries.Q5State") {
 		return
 	}
-	for _, ok := r.NextKey(); ok; _, ok = r.NextKey() {
-		r.Skip()
+	for key, ok := r.NextKey(); ok; key, ok = r.NextKey() {
+		r.Unknown(key)
 	}
 }
 
@@ -11965,7 +11965,7 @@ func readJSONQ7Row(r *codec.JSONReader, v *Q7Row) {
 			}
 			r.InField("Q7Row", "extra")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -12282,7 +12282,7 @@ func readJSONQ7Acc(r *codec.JSONReader, v *Q7Acc) {
 			}
 			r.InField("Q7Acc", "hasRows")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -12456,7 +12456,7 @@ func readJSONQ8Row(r *codec.JSONReader, v *Q8Row) {
 			}
 			r.InField("Q8Row", "stime")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -12597,7 +12597,7 @@ func readJSONQ8Key(r *codec.JSONReader, v *Q8Key) {
 			}
 			r.InField("Q8Key", "start")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -12802,7 +12802,7 @@ func readJSONQ8Seen(r *codec.JSONReader, v *Q8Seen) {
 			}
 			r.InField("Q8Seen", "written")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -13009,7 +13009,7 @@ func readJSONQ11Row(r *codec.JSONReader, v *Q11Row) {
 			}
 			r.InField("Q11Row", "endtime")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -13150,7 +13150,7 @@ func readJSONQ4Row(r *codec.JSONReader, v *Q4Row) {
 			}
 			r.InField("Q4Row", "final")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -13291,7 +13291,7 @@ func readJSONQ4Avg(r *codec.JSONReader, v *Q4Avg) {
 			}
 			r.InField("Q4Avg", "count")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -13976,7 +13976,7 @@ func readJSONQ9Row(r *codec.JSONReader, v *Q9Row) {
 			}
 			r.InField("Q9Row", "bid_extra")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -508,7 +508,7 @@ func readJSONReading(r *codec.JSONReader, v *Reading) {
 			}
 			r.InField("Reading", "Window")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -668,7 +668,7 @@ func readJSONVisit(r *codec.JSONReader, v *Visit) {
 			}
 			r.InField("Visit", "User")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -781,7 +781,7 @@ func readJSONHits(r *codec.JSONReader, v *Hits) {
 			}
 			r.InField("Hits", "N")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -922,7 +922,7 @@ func readJSONPageHits(r *codec.JSONReader, v *PageHits) {
 			}
 			r.InField("PageHits", "N")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1067,7 +1067,7 @@ func readJSONPing(r *codec.JSONReader, v *Ping) {
 			}
 			r.InField("Ping", "Millis")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1221,7 +1221,7 @@ func readJSONHostPings(r *codec.JSONReader, v *HostPings) {
 			}
 			r.InField("HostPings", "N")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

@@ -391,7 +391,7 @@ func readJSONDoc(r *codec.JSONReader, v *Doc) {
 			readJSONAnon(r, &v.Extra)
 			r.InField("Doc", "Extra")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -532,7 +532,7 @@ func readJSONBase(r *codec.JSONReader, v *Base) {
 			}
 			r.InField("Base", "Name")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -673,7 +673,7 @@ func readJSONAudit(r *codec.JSONReader, v *Audit) {
 			}
 			r.InField("Audit", "Version")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -786,7 +786,7 @@ func readJSONAnon(r *codec.JSONReader, v *struct {
 			}
 			r.InField("", "note")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1080,7 +1080,7 @@ func readJSONBatch(r *codec.JSONReader, v *Batch) {
 			}
 			r.InField("Batch", "ByID")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

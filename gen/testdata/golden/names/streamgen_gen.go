@@ -1538,7 +1538,7 @@ func readJSONWide(r *codec.JSONReader, v *Wide) {
 			}
 			r.InField("Wide", "Last")
 		default:
-			r.Skip()
+			r.Unknown(key1)
 		}
 	}
 }
@@ -1638,7 +1638,7 @@ func readJSONp(r *codec.JSONReader, v *p) {
 			}
 			r.InField("p", "X")
 		default:
-			r.Skip()
+			r.Unknown(key1)
 		}
 	}
 }

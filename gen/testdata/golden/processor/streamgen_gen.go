@@ -456,7 +456,7 @@ func readJSONClick(r *codec.JSONReader, v *Click) {
 			}
 			r.InField("Click", "Nanos")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -610,7 +610,7 @@ func readJSONCount(r *codec.JSONReader, v *Count) {
 			}
 			r.InField("Count", "N")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }

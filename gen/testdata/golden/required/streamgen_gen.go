@@ -661,7 +661,7 @@ func readJSONReading(r *codec.JSONReader, v *Reading) {
 			}
 			r.InField("Reading", "spots")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -777,7 +777,7 @@ func readJSONOrigin(r *codec.JSONReader, v *Origin) {
 			}
 			r.InField("Origin", "source")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -962,7 +962,7 @@ func readJSONSpot(r *codec.JSONReader, v *Spot) {
 			}
 			r.InField("Spot", "Name")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
@@ -1118,7 +1118,7 @@ func readJSONBatch(r *codec.JSONReader, v *Batch) {
 			}
 			r.InField("Batch", "Rows")
 		default:
-			r.Skip()
+			r.Unknown(key)
 		}
 	}
 }
