@@ -13,8 +13,10 @@ import (
 // what a checkpoint or a topic holds. Members are named by the Go field
 // names and come in schema order; fields the schema does not know are
 // skipped, nil pointers are left out, []byte is base64, times are RFC 3339
-// strings, durations are nanoseconds, and NaN and infinities are written as
-// the strings "NaN", "+Inf" and "-Inf".
+// strings (with "Z" for UTC only: a time of another zone at offset zero
+// has "+00:00", as the encoding keeps them apart), durations are
+// nanoseconds, and NaN and infinities are written as the strings "NaN",
+// "+Inf" and "-Inf".
 func AppendDynamicJSON(b []byte, s *Schema, data []byte) ([]byte, error) {
 	var d Decoder
 	d.Reset(data)
@@ -127,7 +129,16 @@ func appendDynamicValue(b []byte, d *Decoder, t *Type, element bool, st *dynamic
 		return append(b, '"')
 	case KindTime:
 		b = append(b, '"')
-		b = d.Time().AppendFormat(b, time.RFC3339Nano)
+		x := d.Time()
+		layout := time.RFC3339Nano
+		if _, offset := x.Zone(); offset == 0 && x.Location() != time.UTC {
+			// Not "Z", which reads back as UTC: a time of another zone at
+			// UTC's offset (time.Unix's and time.Now's on a host in UTC)
+			// is encoded apart from UTC's, and a key holding it is found
+			// by its row only if its row says so.
+			layout = "2006-01-02T15:04:05.999999999-07:00"
+		}
+		b = x.AppendFormat(b, layout)
 		return append(b, '"')
 	case KindDuration:
 		return strconv.AppendInt(b, int64(d.Duration()), 10)
