@@ -156,3 +156,62 @@ func readmeSteps(t *testing.T) []string {
 	t.Fatal("the README has no command block under \"## In your module\"")
 	return nil
 }
+
+// TestREADMEShowsThisProgram: every line of the README's excerpt of this
+// program, under "A first program", is a line of main.go, but for the
+// lines it elides ("..."): the excerpt a reader copies from compiles as
+// the program does.
+func TestREADMEShowsThisProgram(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for line := range strings.Lines(string(src)) {
+		have[strings.TrimSpace(line)] = true
+	}
+	_, section, ok := strings.Cut(string(readme), "\n## A first program\n")
+	if !ok {
+		t.Fatal(`the README has no section "A first program"`)
+	}
+	_, block, ok := strings.Cut(section, "```go\n")
+	block, _, closed := strings.Cut(block, "\n```")
+	if !ok || !closed {
+		t.Fatal(`the README's "A first program" has no Go block`)
+	}
+	checked := 0
+	for line := range strings.Lines(block) {
+		line = strings.TrimSpace(line)
+		if strings.HasPrefix(line, "//") && !strings.HasPrefix(line, "//go:") && !strings.HasPrefix(line, "//streamgen:") {
+			continue // a comment may be the README's own
+		}
+		if code, _, ok := strings.Cut(line, " // "); ok {
+			line = strings.TrimSpace(code)
+		}
+		if line == "" || strings.Contains(line, "...") {
+			continue
+		}
+		checked++
+		if !have[line] && !haveCode(have, line) {
+			t.Errorf("the README shows %q, which main.go does not have", line)
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("%d lines of the README's excerpt checked", checked)
+	}
+}
+
+// haveCode reports whether one of the lines in have is code, a comment
+// after it left out.
+func haveCode(have map[string]bool, code string) bool {
+	for line := range have {
+		if c, _, ok := strings.Cut(line, " // "); ok && strings.TrimSpace(c) == code {
+			return true
+		}
+	}
+	return false
+}
