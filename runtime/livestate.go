@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -221,7 +222,7 @@ func parseMetaKey(om OperatorMeta, key []byte) ([]byte, error) {
 	var err error
 	if groupingSetKinds[om.Kind] {
 		var set uint32
-		if set, text, err = groupingSetJSON(text); err != nil {
+		if set, text, err = GroupingSetKeyJSON(text); err != nil {
 			return nil, fmt.Errorf("%w: %s is not a key of operator %q: %v", ErrBadStateKey, truncate(key, 80), om.Name, err)
 		}
 		out = binary.BigEndian.AppendUint32(out, set)
@@ -258,22 +259,25 @@ func parseMetaKey(om OperatorMeta, key []byte) ([]byte, error) {
 	return append(out, k...), nil
 }
 
-// groupingSetJSON reads a grouping set's key as KeyJSON writes it, {"set":
-// N, "key": the key}, and returns the set and the key's JSON.
-func groupingSetJSON(text []byte) (uint32, []byte, error) {
+// GroupingSetKeyJSON reads a grouping set's key as KeyJSON writes it,
+// {"set": N, "key": the key}, and returns the set and the key's JSON
+// (never null). Members other than these two are refused.
+func GroupingSetKeyJSON(text []byte) (set uint32, key []byte, err error) {
 	var v struct {
 		Set *uint32         `json:"set"`
 		Key json.RawMessage `json:"key"`
 	}
-	if err := json.Unmarshal(text, &v); err != nil || v.Set == nil || v.Key == nil || string(bytes.TrimSpace(v.Key)) == "null" {
-		return 0, nil, errors.New(`a grouping set's key is {"set": its set, "key": the key}`)
+	err = unmarshalStrict(text, &v)
+	if err != nil || v.Set == nil || v.Key == nil || string(bytes.TrimSpace(v.Key)) == "null" {
+		return 0, nil, keyFormError(`a grouping set's key is {"set": its set, "key": the key}`, err)
 	}
 	return *v.Set, v.Key, nil
 }
 
 // WindowedKeyJSON reads a windowed key as KeyJSON writes it, {"window":
 // {"start": ..., "end": ...}, "key": the key}, and returns the window's
-// bounds in Unix nanoseconds and the key's JSON (never null).
+// bounds in Unix nanoseconds and the key's JSON (never null). Members
+// other than these are refused.
 func WindowedKeyJSON(text []byte) (start, end int64, key []byte, err error) {
 	var v struct {
 		Window *struct {
@@ -282,10 +286,34 @@ func WindowedKeyJSON(text []byte) (start, end int64, key []byte, err error) {
 		} `json:"window"`
 		Key json.RawMessage `json:"key"`
 	}
-	if err := json.Unmarshal(text, &v); err != nil || v.Window == nil || v.Window.Start == nil || v.Window.End == nil || v.Key == nil || string(bytes.TrimSpace(v.Key)) == "null" {
-		return 0, 0, nil, errors.New(`a windowed key is {"window": {"start": ..., "end": ...}, "key": the key}`)
+	err = unmarshalStrict(text, &v)
+	if err != nil || v.Window == nil || v.Window.Start == nil || v.Window.End == nil || v.Key == nil || string(bytes.TrimSpace(v.Key)) == "null" {
+		return 0, 0, nil, keyFormError(`a windowed key is {"window": {"start": ..., "end": ...}, "key": the key}`, err)
 	}
 	return v.Window.Start.UnixNano(), v.Window.End.UnixNano(), v.Key, nil
+}
+
+// keyFormError says what form a key takes, and, if err says it, what
+// was wrong with the one given.
+func keyFormError(form string, err error) error {
+	if err != nil {
+		return fmt.Errorf("%s (%v)", form, err)
+	}
+	return errors.New(form)
+}
+
+// unmarshalStrict is json.Unmarshal into a plain struct, refusing members
+// that name none of its fields.
+func unmarshalStrict(text []byte, v any) error {
+	d := json.NewDecoder(bytes.NewReader(text))
+	d.DisallowUnknownFields()
+	if err := d.Decode(v); err != nil {
+		return err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return errors.New("more after the value")
+	}
+	return nil
 }
 
 // keyPrefix is how many bytes an operator's keys hold in front of the
@@ -500,7 +528,7 @@ func goNamed(om OperatorMeta, text []byte) bool {
 	}
 	var err error
 	if groupingSetKinds[om.Kind] {
-		if _, text, err = groupingSetJSON(text); err != nil {
+		if _, text, err = GroupingSetKeyJSON(text); err != nil {
 			return false
 		}
 	}

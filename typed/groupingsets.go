@@ -1,14 +1,12 @@
 package typed
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math/bits"
 
 	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/runtime"
 )
 
 // GroupingSet says which dimensions of a key a grouping set rolls up: bit
@@ -89,18 +87,12 @@ type groupingKey[K comparable] struct {
 // set, "key": the key}: how a read of a running query's state names one
 // (Query.LookupState).
 func (g *groupingKey[K]) UnmarshalJSON(b []byte) error {
-	var v struct {
-		Set *GroupingSet    `json:"set"`
-		Key json.RawMessage `json:"key"`
-	}
-	if err := json.Unmarshal(b, &v); err != nil {
+	set, key, err := runtime.GroupingSetKeyJSON(b)
+	if err != nil {
 		return err
 	}
-	if v.Set == nil || v.Key == nil || string(bytes.TrimSpace(v.Key)) == "null" {
-		return errors.New(`a grouping set's key is {"set": its set, "key": the key}`)
-	}
-	g.set = *v.Set
-	return unmarshalKey(v.Key, &g.key)
+	g.set = GroupingSet(set)
+	return unmarshalKey(key, &g.key)
 }
 
 // setRow is a row of the input under one grouping set's key: the key and

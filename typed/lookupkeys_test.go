@@ -165,7 +165,7 @@ func TestLookupEveryRowByItsKey(t *testing.T) {
 					// A record key with a member that names none of its
 					// fields is refused, by the query and from the
 					// checkpoint alone, rather than read as another key.
-					if bad, ok := withUnknownMember(row.Key); ok {
+					for _, bad := range withUnknownMember(row.Key) {
 						_, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: bad})
 						if !errors.Is(err, runtime.ErrBadStateKey) || !strings.Contains(err.Error(), `unknown field "`) {
 							t.Fatalf("the key %s: %v, want ErrBadStateKey for its unknown field", bad, err)
@@ -185,26 +185,40 @@ func TestLookupEveryRowByItsKey(t *testing.T) {
 }
 
 // withUnknownMember returns key, a key as rows show it, with a member
-// "Zz" added to its record (inside its window or grouping set), and
-// whether it has a record.
-func withUnknownMember(key json.RawMessage) (json.RawMessage, bool) {
-	var v any
-	if json.Unmarshal(key, &v) != nil {
-		return nil, false
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return nil, false
-	}
-	rec := obj
-	if inner, ok := obj["key"]; ok && (obj["window"] != nil || obj["set"] != nil) {
-		if rec, ok = inner.(map[string]any); !ok {
-			return nil, false
+// "Zz" added to its record, and, for a key inside a window or a grouping
+// set, with one added there.
+func withUnknownMember(key json.RawMessage) []json.RawMessage {
+	var out []json.RawMessage
+	add := func(at func(map[string]any) map[string]any) {
+		var v any
+		if json.Unmarshal(key, &v) != nil {
+			return
+		}
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return
+		}
+		if into := at(obj); into != nil {
+			into["Zz"] = 1
+			b, _ := json.Marshal(obj)
+			out = append(out, b)
 		}
 	}
-	rec["Zz"] = 1
-	b, err := json.Marshal(obj)
-	return b, err == nil
+	wrapped := func(obj map[string]any) bool { return obj["window"] != nil || obj["set"] != nil }
+	add(func(obj map[string]any) map[string]any { // the record
+		if !wrapped(obj) {
+			return obj
+		}
+		rec, _ := obj["key"].(map[string]any)
+		return rec
+	})
+	add(func(obj map[string]any) map[string]any { // the window or set
+		if wrapped(obj) {
+			return obj
+		}
+		return nil
+	})
+	return out
 }
 
 // jsonEqual reports whether a and b are the same JSON value.

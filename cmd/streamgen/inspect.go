@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,8 +29,9 @@ The first form lists the operators, their state variables with schemas and
 row counts, the timers, the watermark, the sources' offsets and the progress
 reports of the latest batches (the checkpoint keeps 20). The second prints the state rows of OPERATOR
 (its index, or its name) decoded as JSON: of every variable, or of VARIABLE;
---key K keeps the rows of grouping key K (as the rows show it, a string
-without its quotes); --json prints one JSON object per row. The third
+--key K reads the rows of grouping key K alone (as the rows show it, its
+members in any order, or a string without its quotes; a record key by
+its fields' Go names); --json prints one JSON object per row. The third
 prints OPERATOR's timers, by expiry, with their keys.
 `
 
@@ -221,18 +223,19 @@ func inspectState(dir, operator, variable, key string, hasKey, asJSON bool, stdo
 	if err != nil {
 		return err
 	}
-	// A key matches as the rows show it, or, for a string, without quotes.
-	quoted, _ := json.Marshal(key)
+	var stored []byte
+	if hasKey {
+		if stored, err = parseKeyArg(c, op, key); err != nil {
+			return err
+		}
+	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	if !asJSON {
 		fmt.Fprintln(w, "KEY\tVARIABLE\tENTRY\tEXPIRES\tVALUE")
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
-	err = c.Rows(m, op, variable, func(r runtime.StateRow) error {
-		if hasKey && string(r.Key) != key && !bytes.Equal(r.Key, quoted) {
-			return nil
-		}
+	print := func(r runtime.StateRow) error {
 		if asJSON {
 			return enc.Encode(r)
 		}
@@ -251,8 +254,19 @@ func inspectState(dir, operator, variable, key string, hasKey, asJSON bool, stdo
 		}
 		_, err := fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.Key, r.Variable, entry, expires, r.Value)
 		return err
-	})
-	if err != nil {
+	}
+	if hasKey {
+		// The key's rows alone, found by the key as the store holds it.
+		ans, err := c.Lookup(runtime.StateRequest{Operator: strconv.Itoa(op), Variable: variable, Limit: math.MaxInt}, stored)
+		if err != nil {
+			return err
+		}
+		for _, r := range ans.Rows {
+			if err := print(r); err != nil {
+				return err
+			}
+		}
+	} else if err := c.Rows(m, op, variable, print); err != nil {
 		return err
 	}
 	if asJSON {
@@ -278,7 +292,12 @@ func inspectTimers(dir, operator, key string, hasKey, asJSON bool, stdout io.Wri
 	if err != nil {
 		return err
 	}
-	quoted, _ := json.Marshal(key)
+	var stored []byte
+	if hasKey {
+		if stored, err = parseKeyArg(c, op, key); err != nil {
+			return err
+		}
+	}
 	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	if !asJSON {
 		fmt.Fprintln(w, "KEY\tAT")
@@ -286,12 +305,12 @@ func inspectTimers(dir, operator, key string, hasKey, asJSON bool, stdout io.Wri
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
 	err = c.Timers(uint8(op), func(t runtime.StoredTimer) error {
+		if hasKey && !bytes.Equal(t.Key, stored) {
+			return nil
+		}
 		k, err := runtime.KeyJSON(m.Operators[op], t.Key)
 		if err != nil {
 			return fmt.Errorf("streamgen: operator %d: a timer's key %x: %w", op, t.Key, err)
-		}
-		if hasKey && string(k) != key && !bytes.Equal(k, quoted) {
-			return nil
 		}
 		if asJSON {
 			return enc.Encode(struct {
@@ -307,6 +326,31 @@ func inspectTimers(dir, operator, key string, hasKey, asJSON bool, stdout io.Wri
 		return err
 	}
 	return w.Flush()
+}
+
+// parseKeyArg reads the key of --key for operator op as the checkpoint
+// stores it: JSON as the rows show the key (members in any order, any
+// spacing), or a string key without its quotes. A key that is none of
+// the operator's is an error saying why, not a listing of no rows.
+func parseKeyArg(c *runtime.CheckpointReader, op int, key string) ([]byte, error) {
+	operator := strconv.Itoa(op)
+	var jsonErr error
+	if json.Valid([]byte(key)) {
+		stored, err := c.ParseKey(operator, json.RawMessage(key))
+		if err == nil {
+			return stored, nil
+		}
+		jsonErr = err
+	}
+	quoted, _ := json.Marshal(key)
+	stored, err := c.ParseKey(operator, quoted)
+	if err == nil {
+		return stored, nil
+	}
+	if jsonErr != nil {
+		err = jsonErr
+	}
+	return nil, fmt.Errorf("streamgen: --key: %w", err)
 }
 
 // findOperator finds an operator by index, name or kind.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,6 +111,7 @@ func TestInspectExamples(t *testing.T) {
 				}
 				rowsByOp[op.Index] = rows
 				checkTimers(t, cp, op, rows)
+				checkKeyReads(t, cp, op, rows)
 				// As a table: a header, then a line per row.
 				table, _, code := inspect(t, cp, "state", strconv.Itoa(op.Index))
 				if lines := strings.Count(table, "\n"); code != 0 || lines != len(rows)+1 || !strings.HasPrefix(table, "KEY ") {
@@ -239,6 +241,80 @@ func checkTimers(t *testing.T, cp string, op runtime.OperatorSummary, rows []run
 		if r.Timeout != nil && !timers[string(r.Key)].Equal(*r.Timeout) {
 			t.Errorf("operator %d, key %s: timeout %v in its row, timer at %v", op.Index, r.Key, *r.Timeout, timers[string(r.Key)])
 		}
+	}
+}
+
+// checkKeyReads reads some of an operator's keys with --key, each given
+// as a user retypes a key its rows show (members in another order, with
+// spaces and newlines; a string without its quotes): each read prints
+// exactly the rows, and the timers, of the full listing that have that
+// key. A key with a member that names nothing is refused, not read as no
+// rows.
+func checkKeyReads(t *testing.T, cp string, op runtime.OperatorSummary, rows []runtime.StateRow) {
+	t.Helper()
+	index := strconv.Itoa(op.Index)
+	canonical := func(key json.RawMessage) string {
+		var v any
+		if err := json.Unmarshal(key, &v); err != nil {
+			t.Fatalf("key %s: %v", key, err)
+		}
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	lines := func(args ...string) []string {
+		t.Helper()
+		text, stderr, code := inspect(t, append([]string{cp}, args...)...)
+		if code != 0 {
+			t.Fatalf("inspect %s exited %d: %s", strings.Join(args, " "), code, stderr)
+		}
+		out := slices.Collect(strings.Lines(text))
+		slices.Sort(out)
+		return out
+	}
+	allRows := lines("state", index, "--json")
+	allTimers := lines("timers", index, "--json")
+	keyOf := func(line string) string {
+		var v struct{ Key json.RawMessage }
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		return canonical(v.Key)
+	}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		id := canonical(r.Key)
+		if seen[id] || len(seen) == 4 {
+			continue
+		}
+		seen[id] = true
+		var arg string
+		if json.Unmarshal(r.Key, &arg) != nil {
+			var v any
+			json.Unmarshal(r.Key, &v)
+			b, _ := json.MarshalIndent(v, "", "  ") // members sorted, spaced
+			arg = string(b)
+		}
+		for what, all := range map[string][]string{"state": allRows, "timers": allTimers} {
+			var want []string
+			for _, line := range all {
+				if keyOf(line) == id {
+					want = append(want, line)
+				}
+			}
+			if got := lines(what, index, "--key", arg, "--json"); !slices.Equal(got, want) {
+				t.Errorf("operator %d: %s --key %s printed %d lines, the full listing has %d of the key:\n%s", op.Index, what, arg, len(got), len(want), got)
+			}
+		}
+		if strings.HasPrefix(id, "{") {
+			bad := "{\"Zz\": 1, " + arg[1:]
+			_, stderr, code := inspect(t, cp, "state", index, "--key", bad)
+			if code == 0 || !strings.Contains(stderr, "--key") || !strings.Contains(stderr, `unknown field "Zz"`) {
+				t.Errorf("operator %d: --key %s: exit %d, %s", op.Index, bad, code, stderr)
+			}
+		}
+	}
+	if len(seen) == 0 {
+		t.Errorf("operator %d: no key read", op.Index)
 	}
 }
 
