@@ -14,7 +14,8 @@ import (
 
 // AppendDynamicBinary appends the binary encoding of the record that text
 // gives as JSON in the form AppendDynamicJSON writes (members named by the
-// Go field names, []byte as base64, times as RFC 3339 strings, durations
+// Go field names, or by the names of their members in the record's JSON
+// where the schema has them (Field.JSON), []byte as base64, times as RFC 3339 strings, durations
 // as nanoseconds, NaN and infinities as the strings "NaN", "+Inf" and
 // "-Inf"), reading it with schema s alone: how a tool names a record key
 // it has only seen rendered. A member the schema does not name, a value
@@ -42,16 +43,15 @@ func appendDynamicFields(b []byte, s *Schema, text []byte, st *dynamicState, dep
 	if err := json.Unmarshal(text, &members); err != nil || members == nil {
 		return b, fmt.Errorf("%s is a JSON object, not %s", s.Name, clip(text))
 	}
-	for name := range members {
-		if !slices.ContainsFunc(s.Fields, func(f Field) bool { return f.Name == name }) {
-			return b, fmt.Errorf("%s has no field %q", s.Name, name)
-		}
+	values, err := fieldValues(s, members)
+	if err != nil {
+		return b, err
 	}
-	for _, f := range s.Fields {
+	for i, f := range s.Fields {
 		if f.Type == nil {
 			return b, fmt.Errorf("%w: field %s of %s has no type", ErrMalformed, f.Name, s.Name)
 		}
-		v, ok := members[f.Name]
+		v, ok := values[i], values[i] != nil
 		if !ok || isNull(v) {
 			if f.Type.Pointer {
 				continue // a nil pointer field is left out
@@ -76,6 +76,59 @@ func appendDynamicFields(b []byte, s *Schema, text []byte, st *dynamicState, dep
 		}
 	}
 	return b, nil
+}
+
+// fieldValues gives each field of s its member of members, found by the
+// field's Go name, else by the name of its member in the record's JSON
+// (Field.JSON), matched as encoding/json matches it: exactly, else
+// without regard to case. A member that names no field, and a field
+// named twice, are errors.
+func fieldValues(s *Schema, members map[string]json.RawMessage) ([]json.RawMessage, error) {
+	values := make([]json.RawMessage, len(s.Fields))
+	// Go names first, then JSON names exactly, then folded, each name
+	// taken by the first rule that finds it.
+	rules := []func(f Field, name string) bool{
+		func(f Field, name string) bool { return f.Name == name },
+		func(f Field, name string) bool { return jsonName(f) == name },
+		func(f Field, name string) bool {
+			j := jsonName(f)
+			return j != "" && string(FoldJSONName(nil, []byte(j))) == string(FoldJSONName(nil, []byte(name)))
+		},
+	}
+	taken := make(map[string]bool, len(members))
+	for _, match := range rules {
+		for _, name := range slices.Sorted(maps.Keys(members)) {
+			if taken[name] {
+				continue
+			}
+			i := slices.IndexFunc(s.Fields, func(f Field) bool { return match(f, name) })
+			if i < 0 {
+				continue
+			}
+			if values[i] != nil {
+				return nil, fmt.Errorf("%s's field %s is given twice, the second time as %q", s.Name, s.Fields[i].Name, name)
+			}
+			values[i], taken[name] = members[name], true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(members)) {
+		if !taken[name] {
+			return nil, fmt.Errorf("%s has no field %q", s.Name, name)
+		}
+	}
+	return values, nil
+}
+
+// jsonName is the name of f's member in its record's JSON, or "" if it
+// has none.
+func jsonName(f Field) string {
+	switch f.JSON {
+	case "":
+		return f.Name
+	case "-":
+		return ""
+	}
+	return f.JSON
 }
 
 // appendDynamicBinaryValue appends one value of type t given as JSON;

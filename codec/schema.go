@@ -41,6 +41,12 @@ type Field struct {
 	Name string `json:"name"` // Go field name
 	ID   uint32 `json:"id"`   // field id in tags
 	Type *Type  `json:"type"`
+	// JSON is the name of the field's member in the record's JSON (its
+	// json tag's) where it is not Name, and "-" where the field has no
+	// member of its own (json:"-", or an embedded struct whose fields
+	// are promoted). It is not part of the fingerprint: schemas written
+	// before it was kept read as if every name were Name.
+	JSON string `json:"json,omitempty"`
 }
 
 // Type describes the type of a field or of an element.

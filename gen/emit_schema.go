@@ -119,11 +119,15 @@ func (e *emitter) schemaVar(s *Struct) jen.Code {
 func (e *emitter) schemaLiteral(s *Struct) jen.Code {
 	fields := make([]jen.Code, len(s.Fields))
 	for i, f := range s.Fields {
-		fields[i] = jen.Values(jen.Dict{
+		d := jen.Dict{
 			jen.Id("Name"): jen.Lit(f.Name),
 			jen.Id("ID"):   jen.Lit(int(f.ID)),
 			jen.Id("Type"): e.schemaType(f.Shape),
-		})
+		}
+		if name := jsonMemberName(s, f); name != f.Name {
+			d[jen.Id("JSON")] = jen.Lit(name)
+		}
+		fields[i] = jen.Values(d)
 	}
 	d := jen.Dict{
 		jen.Id("Name"):   jen.Lit(s.Qualified),
@@ -170,4 +174,16 @@ func (e *emitter) schemaType(s *Shape) jen.Code {
 		}
 	}
 	return jen.Op("&").Qual(codecPath, "Type").Values(d)
+}
+
+// jsonMemberName is the name of field f's own member in s's JSON object,
+// or "-" when it has none (a json:"-" field, an embedded struct whose
+// fields are promoted, a field its namesakes hide).
+func jsonMemberName(s *Struct, f *Field) string {
+	for _, jf := range s.JSON {
+		if len(jf.Path) == 1 && jf.Path[0] == f.Name {
+			return jf.Name
+		}
+	}
+	return "-"
 }

@@ -216,8 +216,8 @@ func (a *App) readLocal(p int32, req runtime.StateRequest, stale bool) (AppState
 // readStandby reads req from a standby's store: the key is encoded by a
 // task of this instance, if it runs one, else from what the standby's
 // checkpoint says of it (runtime.CheckpointReader.ParseKey: a basic key,
-// or a record key as its rows show it, by its fields' Go names, in a
-// window or a grouping set or neither).
+// or a record key as its rows show it, by its fields' Go names or JSON
+// names, in a window or a grouping set or neither).
 func (a *App) readStandby(store *runtime.Store, p int32, req runtime.StateRequest, ans *AppStateAnswer) error {
 	r, err := store.ReadSnapshot()
 	if err != nil {

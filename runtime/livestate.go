@@ -47,7 +47,9 @@ type StateRequest struct {
 	// Key is the grouping key as JSON: a string ("alice"), a number, or
 	// a record's fields ({"user":"alice","day":3}, by their JSON names,
 	// or by their Go names as the rows show them; a standby with no
-	// query of the pipeline reads only the Go names); a windowed
+	// query of the pipeline reads the JSON names of a checkpoint that
+	// keeps them, and neither a ",string" field's quotes nor an embedded
+	// struct's promoted fields); a windowed
 	// aggregation's or window join's as its rows show it, {"window":
 	// {"start": ..., "end": ...}, "key": ...}, and a grouping set's
 	// {"set": N, "key": ...}. A member that names none of the record's
@@ -203,7 +205,8 @@ func (c *CheckpointReader) StoreKey(operator string, key []byte) ([]byte, error)
 // basic type (see ParseBasicKey), in a window ({"window": {"start",
 // "end"}, "key": ...}) or a grouping set ({"set": N, "key": ...}) or
 // neither, and a record key as its rows show it, its members named by its
-// fields' Go names (codec.AppendDynamicBinary). The checkpoint does not
+// fields' Go names, or by their JSON names where the checkpoint keeps
+// them (codec.AppendDynamicBinary). The checkpoint does not
 // say how long the operator's windows are: a window that is none of them
 // is read, and finds no rows, where a query of the pipeline refuses it.
 func (c *CheckpointReader) ParseKey(operator string, key json.RawMessage) ([]byte, error) {

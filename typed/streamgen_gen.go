@@ -342,6 +342,7 @@ var _ codec.Record = (*Window)(nil)
 var schemaCountAcc = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   25687,
+		JSON: "n",
 		Name: "N",
 		Type: &codec.Type{
 			Bits: 64,
@@ -442,6 +443,7 @@ func readJSONCountAcc(r *codec.JSONReader, v *CountAcc) {
 var schemaSumAcc = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   52644,
+		JSON: "sum",
 		Name: "Sum",
 		Type: &codec.Type{
 			Bits: 64,
@@ -450,6 +452,7 @@ var schemaSumAcc = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   25687,
+		JSON: "n",
 		Name: "N",
 		Type: &codec.Type{
 			Bits: 64,
@@ -579,6 +582,7 @@ func readJSONSumAcc(r *codec.JSONReader, v *SumAcc) {
 var schemaExtremeAcc = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   102857,
+		JSON: "value",
 		Name: "Value",
 		Type: &codec.Type{
 			Bits: 64,
@@ -587,6 +591,7 @@ var schemaExtremeAcc = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   101115,
+		JSON: "set",
 		Name: "Set",
 		Type: &codec.Type{
 			Go:   "bool",
@@ -710,6 +715,7 @@ func readJSONExtremeAcc(r *codec.JSONReader, v *ExtremeAcc) {
 var schemaWindow = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   3083,
+		JSON: "start",
 		Name: "Start",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -717,6 +723,7 @@ var schemaWindow = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   70019,
+		JSON: "end",
 		Name: "End",
 		Type: &codec.Type{
 			Go:   "time.Time",

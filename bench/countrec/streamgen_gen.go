@@ -428,6 +428,7 @@ var _ codec.Record = (*TimedCount)(nil)
 var schemaEvent = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   44929,
+		JSON: "key",
 		Name: "Key",
 		Type: &codec.Type{
 			Go:   "string",
@@ -641,6 +642,7 @@ func readJSONCount(r *codec.JSONReader, v *Count) {
 var schemaKeyCount = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   44929,
+		JSON: "key",
 		Name: "Key",
 		Type: &codec.Type{
 			Go:   "string",
@@ -648,6 +650,7 @@ var schemaKeyCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   116839,
+		JSON: "count",
 		Name: "Count",
 		Type: &codec.Type{
 			Bits: 64,
@@ -782,6 +785,7 @@ func readJSONKeyCount(r *codec.JSONReader, v *KeyCount) {
 var schemaTimedEvent = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   44929,
+		JSON: "key",
 		Name: "Key",
 		Type: &codec.Type{
 			Go:   "string",
@@ -789,6 +793,7 @@ var schemaTimedEvent = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   101081,
+		JSON: "sent",
 		Name: "Sent",
 		Type: &codec.Type{
 			Bits: 64,
@@ -923,6 +928,7 @@ func readJSONTimedEvent(r *codec.JSONReader, v *TimedEvent) {
 var schemaTimedCount = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   44929,
+		JSON: "key",
 		Name: "Key",
 		Type: &codec.Type{
 			Go:   "string",
@@ -930,6 +936,7 @@ var schemaTimedCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   116839,
+		JSON: "count",
 		Name: "Count",
 		Type: &codec.Type{
 			Bits: 64,
@@ -938,6 +945,7 @@ var schemaTimedCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   101081,
+		JSON: "sent",
 		Name: "Sent",
 		Type: &codec.Type{
 			Bits: 64,

@@ -342,6 +342,7 @@ var _ codec.Record = (*Enriched)(nil)
 var schemaRow = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   44929,
+		JSON: "key",
 		Name: "Key",
 		Type: &codec.Type{
 			Go:   "string",
@@ -349,6 +350,7 @@ var schemaRow = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   35830,
+		JSON: "time",
 		Name: "Time",
 		Type: &codec.Type{
 			Bits: 64,
@@ -357,6 +359,7 @@ var schemaRow = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102857,
+		JSON: "value",
 		Name: "Value",
 		Type: &codec.Type{
 			Bits: 64,
@@ -524,6 +527,7 @@ func readJSONRow(r *codec.JSONReader, v *Row) {
 var schemaPair = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   44929,
+		JSON: "key",
 		Name: "Key",
 		Type: &codec.Type{
 			Go:   "string",
@@ -531,6 +535,7 @@ var schemaPair = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   94635,
+		JSON: "left",
 		Name: "Left",
 		Type: &codec.Type{
 			Bits: 64,
@@ -539,6 +544,7 @@ var schemaPair = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   37066,
+		JSON: "right",
 		Name: "Right",
 		Type: &codec.Type{
 			Bits: 64,
@@ -706,6 +712,7 @@ func readJSONPair(r *codec.JSONReader, v *Pair) {
 var schemaInfo = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   44929,
+		JSON: "key",
 		Name: "Key",
 		Type: &codec.Type{
 			Go:   "string",
@@ -713,6 +720,7 @@ var schemaInfo = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   37526,
+		JSON: "group",
 		Name: "Group",
 		Type: &codec.Type{
 			Go:   "string",
@@ -720,6 +728,7 @@ var schemaInfo = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   80320,
+		JSON: "score",
 		Name: "Score",
 		Type: &codec.Type{
 			Bits: 64,
@@ -909,6 +918,7 @@ func readJSONInfo(r *codec.JSONReader, v *Info) {
 var schemaEnriched = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   44929,
+		JSON: "key",
 		Name: "Key",
 		Type: &codec.Type{
 			Go:   "string",
@@ -916,6 +926,7 @@ var schemaEnriched = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102857,
+		JSON: "value",
 		Name: "Value",
 		Type: &codec.Type{
 			Bits: 64,
@@ -924,6 +935,7 @@ var schemaEnriched = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   37526,
+		JSON: "group",
 		Name: "Group",
 		Type: &codec.Type{
 			Go:   "string",
@@ -931,6 +943,7 @@ var schemaEnriched = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   80320,
+		JSON: "score",
 		Name: "Score",
 		Type: &codec.Type{
 			Bits: 64,

@@ -96,6 +96,7 @@ var _ codec.Record = (*Order)(nil)
 var schemaOrder = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -104,6 +105,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   34540,
+		JSON: "placed",
 		Name: "Placed",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -111,6 +113,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43848,
+		JSON: "updated",
 		Name: "Updated",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -118,6 +121,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   61984,
+		JSON: "status",
 		Name: "Status",
 		Type: &codec.Type{
 			Go:   "string",
@@ -125,6 +129,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   115904,
+		JSON: "customer",
 		Name: "Customer",
 		Type: &codec.Type{
 			Go:     "orderrec.Customer",
@@ -133,6 +138,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   109108,
+		JSON: "ship_to",
 		Name: "ShipTo",
 		Type: &codec.Type{
 			Go:      "*orderrec.Address",
@@ -142,6 +148,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   18484,
+		JSON: "items",
 		Name: "Items",
 		Type: &codec.Type{
 			Elem: &codec.Type{
@@ -154,6 +161,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   45707,
+		JSON: "attributes",
 		Name: "Attributes",
 		Type: &codec.Type{
 			Elem: &codec.Type{
@@ -169,6 +177,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   105374,
+		JSON: "tags",
 		Name: "Tags",
 		Type: &codec.Type{
 			Elem: &codec.Type{
@@ -180,6 +189,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   15134,
+		JSON: "total",
 		Name: "Total",
 		Type: &codec.Type{
 			Bits: 64,
@@ -188,6 +198,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   75873,
+		JSON: "currency",
 		Name: "Currency",
 		Type: &codec.Type{
 			Go:   "string",
@@ -195,6 +206,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   29877,
+		JSON: "paid",
 		Name: "Paid",
 		Type: &codec.Type{
 			Go:   "bool",
@@ -202,6 +214,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   95296,
+		JSON: "gift",
 		Name: "Gift",
 		Type: &codec.Type{
 			Go:   "bool",
@@ -209,6 +222,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   52093,
+		JSON: "note",
 		Name: "Note",
 		Type: &codec.Type{
 			Go:   "string",
@@ -216,6 +230,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   15988,
+		JSON: "attempts",
 		Name: "Attempts",
 		Type: &codec.Type{
 			Bits: 32,
@@ -961,6 +976,7 @@ var requiredOrder = codec.RequiredFields{
 var schemaCustomer = (&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -969,6 +985,7 @@ var schemaCustomer = (&codec.Schema{
 		},
 	}, {
 		ID:   29942,
+		JSON: "name",
 		Name: "Name",
 		Type: &codec.Type{
 			Go:   "string",
@@ -976,6 +993,7 @@ var schemaCustomer = (&codec.Schema{
 		},
 	}, {
 		ID:   65789,
+		JSON: "email",
 		Name: "Email",
 		Type: &codec.Type{
 			Go:   "string",
@@ -983,6 +1001,7 @@ var schemaCustomer = (&codec.Schema{
 		},
 	}, {
 		ID:   55790,
+		JSON: "since",
 		Name: "Since",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -990,6 +1009,7 @@ var schemaCustomer = (&codec.Schema{
 		},
 	}, {
 		ID:   72674,
+		JSON: "loyalty",
 		Name: "Loyalty",
 		Type: &codec.Type{
 			Bits: 64,
@@ -998,6 +1018,7 @@ var schemaCustomer = (&codec.Schema{
 		},
 	}, {
 		ID:   49894,
+		JSON: "vip",
 		Name: "VIP",
 		Type: &codec.Type{
 			Go:   "bool",
@@ -1273,6 +1294,7 @@ func readJSONCustomer(r *codec.JSONReader, v *Customer) {
 var schemaAddress = (&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   20323,
+		JSON: "street",
 		Name: "Street",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1280,6 +1302,7 @@ var schemaAddress = (&codec.Schema{
 		},
 	}, {
 		ID:   97879,
+		JSON: "city",
 		Name: "City",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1287,6 +1310,7 @@ var schemaAddress = (&codec.Schema{
 		},
 	}, {
 		ID:   68690,
+		JSON: "zip",
 		Name: "Zip",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1294,6 +1318,7 @@ var schemaAddress = (&codec.Schema{
 		},
 	}, {
 		ID:   64523,
+		JSON: "country",
 		Name: "Country",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1531,6 +1556,7 @@ func readJSONAddress(r *codec.JSONReader, v *Address) {
 var schemaLineItem = (&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   112440,
+		JSON: "sku",
 		Name: "SKU",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1538,6 +1564,7 @@ var schemaLineItem = (&codec.Schema{
 		},
 	}, {
 		ID:   29942,
+		JSON: "name",
 		Name: "Name",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1545,6 +1572,7 @@ var schemaLineItem = (&codec.Schema{
 		},
 	}, {
 		ID:   75523,
+		JSON: "quantity",
 		Name: "Quantity",
 		Type: &codec.Type{
 			Bits: 64,
@@ -1553,6 +1581,7 @@ var schemaLineItem = (&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -1561,6 +1590,7 @@ var schemaLineItem = (&codec.Schema{
 		},
 	}, {
 		ID:   62380,
+		JSON: "discount",
 		Name: "Discount",
 		Type: &codec.Type{
 			Bits: 64,

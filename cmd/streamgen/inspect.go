@@ -31,7 +31,7 @@ reports of the latest batches (the checkpoint keeps 20). The second prints the s
 (its index, or its name) decoded as JSON: of every variable, or of VARIABLE;
 --key K reads the rows of grouping key K alone (as the rows show it, its
 members in any order, or a string without its quotes; a record key by
-its fields' Go names); --json prints one JSON object per row. The third
+its fields' Go names or their JSON names); --json prints one JSON object per row. The third
 prints OPERATOR's timers, by expiry, with their keys.
 `
 

@@ -191,6 +191,7 @@ func countProcessorStream(in typed.Stream[Event], p *countProcessor, opts ...typ
 var schemaEvent = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   35830,
+		JSON: "time",
 		Name: "Time",
 		Type: &codec.Type{
 			Bits: 64,
@@ -199,6 +200,7 @@ var schemaEvent = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   109604,
+		JSON: "action",
 		Name: "Action",
 		Type: &codec.Type{
 			Go:   "string",
@@ -345,6 +347,7 @@ var requiredEvent = codec.RequiredFields{
 var schemaActionCount = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   109604,
+		JSON: "action",
 		Name: "Action",
 		Type: &codec.Type{
 			Go:   "string",
@@ -352,6 +355,7 @@ var schemaActionCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   116839,
+		JSON: "count",
 		Name: "Count",
 		Type: &codec.Type{
 			Bits: 64,

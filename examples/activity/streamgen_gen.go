@@ -105,6 +105,7 @@ func updateActivityStream(in typed.Stream[sensor.Event], opts ...typed.GroupsOpt
 var schemaActivity = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   20033,
+		JSON: "user",
 		Name: "User",
 		Type: &codec.Type{
 			Go:   "string",
@@ -112,6 +113,7 @@ var schemaActivity = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   121654,
+		JSON: "activity",
 		Name: "Activity",
 		Type: &codec.Type{
 			Go:   "string",
@@ -119,6 +121,7 @@ var schemaActivity = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   3083,
+		JSON: "start",
 		Name: "Start",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -126,6 +129,7 @@ var schemaActivity = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   70019,
+		JSON: "end",
 		Name: "End",
 		Type: &codec.Type{
 			Go:   "time.Time",

@@ -176,6 +176,7 @@ var _ codec.Record = (*Count)(nil)
 var schemaClick = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   20033,
+		JSON: "user",
 		Name: "User",
 		Type: &codec.Type{
 			Go:   "string",
@@ -183,6 +184,7 @@ var schemaClick = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   35830,
+		JSON: "time",
 		Name: "Time",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -190,6 +192,7 @@ var schemaClick = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   124296,
+		JSON: "page",
 		Name: "Page",
 		Type: &codec.Type{
 			Go:   "string",
@@ -371,6 +374,7 @@ func readJSONClick(r *codec.JSONReader, v *Click) {
 var schemaCount = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   20033,
+		JSON: "user",
 		Name: "User",
 		Type: &codec.Type{
 			Go:   "string",
@@ -378,6 +382,7 @@ var schemaCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   116839,
+		JSON: "count",
 		Name: "Count",
 		Type: &codec.Type{
 			Bits: 64,

@@ -273,6 +273,7 @@ func counterStream(in typed.Stream[Request], p *counter, opts ...typed.Processor
 var schemaMessage = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -281,6 +282,7 @@ var schemaMessage = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   29942,
+		JSON: "name",
 		Name: "Name",
 		Type: &codec.Type{
 			Go:   "string",
@@ -288,6 +290,7 @@ var schemaMessage = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   95443,
+		JSON: "subject",
 		Name: "Subject",
 		Type: &codec.Type{
 			Go:   "string",
@@ -295,6 +298,7 @@ var schemaMessage = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   131025,
+		JSON: "content",
 		Name: "Content",
 		Type: &codec.Type{
 			Go:   "string",
@@ -524,6 +528,7 @@ func readJSONMessage(r *codec.JSONReader, v *Message) {
 var schemaRequest = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   44929,
+		JSON: "key",
 		Name: "Key",
 		Type: &codec.Type{
 			Go:   "string",
@@ -531,6 +536,7 @@ var schemaRequest = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -539,6 +545,7 @@ var schemaRequest = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   29942,
+		JSON: "name",
 		Name: "Name",
 		Type: &codec.Type{
 			Go:   "string",
@@ -546,6 +553,7 @@ var schemaRequest = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   95443,
+		JSON: "subject",
 		Name: "Subject",
 		Type: &codec.Type{
 			Go:   "string",
@@ -553,6 +561,7 @@ var schemaRequest = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   18818,
+		JSON: "product",
 		Name: "Product",
 		Type: &codec.Type{
 			Go:   "string",
@@ -560,6 +569,7 @@ var schemaRequest = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   75523,
+		JSON: "quantity",
 		Name: "Quantity",
 		Type: &codec.Type{
 			Bits: 64,
@@ -877,6 +887,7 @@ var requiredRequest = codec.RequiredFields{
 var schemaApp = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   44929,
+		JSON: "-",
 		Name: "Key",
 		Type: &codec.Type{
 			Go:   "string",
@@ -884,6 +895,7 @@ var schemaApp = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -892,6 +904,7 @@ var schemaApp = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   29942,
+		JSON: "name",
 		Name: "Name",
 		Type: &codec.Type{
 			Go:   "string",
@@ -899,6 +912,7 @@ var schemaApp = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   95443,
+		JSON: "subject",
 		Name: "Subject",
 		Type: &codec.Type{
 			Go:   "string",
@@ -906,6 +920,7 @@ var schemaApp = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   18818,
+		JSON: "product",
 		Name: "Product",
 		Type: &codec.Type{
 			Go:   "string",
@@ -913,6 +928,7 @@ var schemaApp = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   75523,
+		JSON: "quantity",
 		Name: "Quantity",
 		Type: &codec.Type{
 			Bits: 64,
@@ -921,6 +937,7 @@ var schemaApp = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   36924,
+		JSON: "app_counter",
 		Name: "AppCounter",
 		Type: &codec.Type{
 			Bits: 64,

@@ -183,6 +183,7 @@ var schemaUserCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   116839,
+		JSON: "count",
 		Name: "Count",
 		Type: &codec.Type{
 			Bits: 64,
@@ -324,6 +325,7 @@ var schemaReading = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   58608,
+		JSON: "Creation_Time",
 		Name: "CreationTime",
 		Type: &codec.Type{
 			Bits: 64,

@@ -996,6 +996,7 @@ func readJSONGroupAverages(r *codec.JSONReader, v *GroupAverages) {
 var schemaDeviceCount = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   63230,
+		JSON: "gt",
 		Name: "Gt",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1010,6 +1011,7 @@ var schemaDeviceCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   12362,
+		JSON: "avg_x",
 		Name: "AvgX",
 		Type: &codec.Type{
 			Bits: 64,
@@ -1018,6 +1020,7 @@ var schemaDeviceCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   13173,
+		JSON: "avg_y",
 		Name: "AvgY",
 		Type: &codec.Type{
 			Bits: 64,
@@ -1026,6 +1029,7 @@ var schemaDeviceCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   13920,
+		JSON: "avg_z",
 		Name: "AvgZ",
 		Type: &codec.Type{
 			Bits: 64,
@@ -1034,6 +1038,7 @@ var schemaDeviceCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   58052,
+		JSON: "hist_avg_x",
 		Name: "HistAvgX",
 		Type: &codec.Type{
 			Bits: 64,
@@ -1042,6 +1047,7 @@ var schemaDeviceCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   65259,
+		JSON: "hist_avg_y",
 		Name: "HistAvgY",
 		Type: &codec.Type{
 			Bits: 64,
@@ -1050,6 +1056,7 @@ var schemaDeviceCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   64542,
+		JSON: "hist_avg_z",
 		Name: "HistAvgZ",
 		Type: &codec.Type{
 			Bits: 64,

@@ -93,6 +93,7 @@ var _ codec.Record = (*DeviceAverage)(nil)
 var schemaDeviceAverage = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   125686,
+		JSON: "device",
 		Name: "Device",
 		Type: &codec.Type{
 			Go:   "string",
@@ -100,6 +101,7 @@ var schemaDeviceAverage = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   16310,
+		JSON: "previousAverage",
 		Name: "PreviousAverage",
 		Type: &codec.Type{
 			Bits: 64,

@@ -508,6 +508,7 @@ var _ codec.Record = (*ImpressionClick)(nil)
 var schemaOrder = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Go:   "string",
@@ -515,6 +516,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   115904,
+		JSON: "customer",
 		Name: "Customer",
 		Type: &codec.Type{
 			Go:   "string",
@@ -522,6 +524,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   33103,
+		JSON: "amount",
 		Name: "Amount",
 		Type: &codec.Type{
 			Bits: 64,
@@ -530,6 +533,7 @@ var schemaOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   35830,
+		JSON: "time",
 		Name: "Time",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -740,6 +744,7 @@ func readJSONOrder(r *codec.JSONReader, v *Order) {
 var schemaCustomer = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Go:   "string",
@@ -747,6 +752,7 @@ var schemaCustomer = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   29942,
+		JSON: "name",
 		Name: "Name",
 		Type: &codec.Type{
 			Go:   "string",
@@ -754,6 +760,7 @@ var schemaCustomer = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   1365,
+		JSON: "tier",
 		Name: "Tier",
 		Type: &codec.Type{
 			Go:   "string",
@@ -761,6 +768,7 @@ var schemaCustomer = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   35830,
+		JSON: "-",
 		Name: "Time",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -768,6 +776,7 @@ var schemaCustomer = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   68888,
+		JSON: "-",
 		Name: "Deleted",
 		Type: &codec.Type{
 			Go:   "bool",
@@ -994,6 +1003,7 @@ func readJSONCustomer(r *codec.JSONReader, v *Customer) {
 var schemaEnrichedOrder = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   101956,
+		JSON: "order",
 		Name: "Order",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1001,6 +1011,7 @@ var schemaEnrichedOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   115904,
+		JSON: "customer",
 		Name: "Customer",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1008,6 +1019,7 @@ var schemaEnrichedOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   33103,
+		JSON: "amount",
 		Name: "Amount",
 		Type: &codec.Type{
 			Bits: 64,
@@ -1016,6 +1028,7 @@ var schemaEnrichedOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   29942,
+		JSON: "name",
 		Name: "Name",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1023,6 +1036,7 @@ var schemaEnrichedOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   1365,
+		JSON: "tier",
 		Name: "Tier",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1030,6 +1044,7 @@ var schemaEnrichedOrder = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   51597,
+		JSON: "known",
 		Name: "Known",
 		Type: &codec.Type{
 			Go:   "bool",
@@ -1324,6 +1339,7 @@ func readJSONEnrichedOrder(r *codec.JSONReader, v *EnrichedOrder) {
 var schemaImpression = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1331,6 +1347,7 @@ var schemaImpression = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   92434,
+		JSON: "ad",
 		Name: "Ad",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1338,6 +1355,7 @@ var schemaImpression = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   35830,
+		JSON: "time",
 		Name: "Time",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -1519,6 +1537,7 @@ func readJSONImpression(r *codec.JSONReader, v *Impression) {
 var schemaClick = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1526,6 +1545,7 @@ var schemaClick = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   92434,
+		JSON: "ad",
 		Name: "Ad",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1533,6 +1553,7 @@ var schemaClick = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   35830,
+		JSON: "time",
 		Name: "Time",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -1714,6 +1735,7 @@ func readJSONClick(r *codec.JSONReader, v *Click) {
 var schemaImpressionClick = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   72803,
+		JSON: "impression",
 		Name: "Impression",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1721,6 +1743,7 @@ var schemaImpressionClick = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   92434,
+		JSON: "ad",
 		Name: "Ad",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1728,6 +1751,7 @@ var schemaImpressionClick = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   6930,
+		JSON: "click",
 		Name: "Click",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1735,6 +1759,7 @@ var schemaImpressionClick = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   70481,
+		JSON: "clicked",
 		Name: "Clicked",
 		Type: &codec.Type{
 			Go:   "bool",
@@ -1742,6 +1767,7 @@ var schemaImpressionClick = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   92551,
+		JSON: "after",
 		Name: "After",
 		Type: &codec.Type{
 			Go:   "string",

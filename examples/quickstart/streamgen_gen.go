@@ -283,6 +283,7 @@ func sessionizeStreamLateRows(sink typed.Sink[Click]) typed.GroupsOption[string,
 var schemaClick = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   20033,
+		JSON: "user",
 		Name: "User",
 		Type: &codec.Type{
 			Go:   "string",
@@ -290,6 +291,7 @@ var schemaClick = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   35830,
+		JSON: "time",
 		Name: "Time",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -297,6 +299,7 @@ var schemaClick = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   124296,
+		JSON: "page",
 		Name: "Page",
 		Type: &codec.Type{
 			Go:   "string",
@@ -742,6 +745,7 @@ func readJSONSession(r *codec.JSONReader, v *Session) {
 var schemaSessionOut = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   20033,
+		JSON: "user",
 		Name: "User",
 		Type: &codec.Type{
 			Go:   "string",
@@ -749,6 +753,7 @@ var schemaSessionOut = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   3083,
+		JSON: "start",
 		Name: "Start",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -756,6 +761,7 @@ var schemaSessionOut = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   70019,
+		JSON: "end",
 		Name: "End",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -763,6 +769,7 @@ var schemaSessionOut = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   118671,
+		JSON: "clicks",
 		Name: "Clicks",
 		Type: &codec.Type{
 			Bits: 64,
@@ -771,6 +778,7 @@ var schemaSessionOut = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   38281,
+		JSON: "pages",
 		Name: "Pages",
 		Type: &codec.Type{
 			Elem: &codec.Type{

@@ -265,6 +265,7 @@ var _ codec.Record = (*scoreReply)(nil)
 var schemaVisit = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   91081,
+		JSON: "event_id",
 		Name: "EventID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -273,6 +274,7 @@ var schemaVisit = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   20033,
+		JSON: "user",
 		Name: "User",
 		Type: &codec.Type{
 			Go:   "string",
@@ -280,6 +282,7 @@ var schemaVisit = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   124296,
+		JSON: "page",
 		Name: "Page",
 		Type: &codec.Type{
 			Go:   "string",
@@ -287,6 +290,7 @@ var schemaVisit = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   52099,
+		JSON: "seconds",
 		Name: "Seconds",
 		Type: &codec.Type{
 			Bits: 64,
@@ -519,6 +523,7 @@ var requiredVisit = codec.RequiredFields{
 var schemaUserScore = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   20033,
+		JSON: "user",
 		Name: "User",
 		Type: &codec.Type{
 			Go:   "string",
@@ -526,6 +531,7 @@ var schemaUserScore = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   80320,
+		JSON: "score",
 		Name: "Score",
 		Type: &codec.Type{
 			Bits: 64,
@@ -656,6 +662,7 @@ func readJSONUserScore(r *codec.JSONReader, v *UserScore) {
 var schemascoreReply = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   80320,
+		JSON: "score",
 		Name: "Score",
 		Type: &codec.Type{
 			Bits: 64,

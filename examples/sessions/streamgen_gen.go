@@ -481,6 +481,7 @@ func readJSONSession(r *codec.JSONReader, v *Session) {
 var schemaSessionOut = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   3452,
+		JSON: "uid",
 		Name: "UID",
 		Type: &codec.Type{
 			Go:   "string",
@@ -488,6 +489,7 @@ var schemaSessionOut = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   3083,
+		JSON: "start",
 		Name: "Start",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -495,6 +497,7 @@ var schemaSessionOut = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   70019,
+		JSON: "end",
 		Name: "End",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -502,6 +505,7 @@ var schemaSessionOut = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   116839,
+		JSON: "count",
 		Name: "Count",
 		Type: &codec.Type{
 			Bits: 64,
@@ -510,6 +514,7 @@ var schemaSessionOut = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   48369,
+		JSON: "activities",
 		Name: "Activities",
 		Type: &codec.Type{
 			Elem: &codec.Type{
@@ -521,6 +526,7 @@ var schemaSessionOut = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   54095,
+		JSON: "xAvg",
 		Name: "XAvg",
 		Type: &codec.Type{
 			Bits: 64,

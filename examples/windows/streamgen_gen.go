@@ -96,6 +96,7 @@ var _ codec.Record = (*WindowCount)(nil)
 var schemaWindowCount = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   16958,
+		JSON: "window",
 		Name: "Window",
 		Type: &codec.Type{
 			Go:     "typed.Window",
@@ -112,6 +113,7 @@ var schemaWindowCount = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   116839,
+		JSON: "count",
 		Name: "Count",
 		Type: &codec.Type{
 			Bits: 64,

@@ -97,6 +97,7 @@ var _ codec.Record = (*Event)(nil)
 var schemaEvent = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   110037,
+		JSON: "Arrival_Time",
 		Name: "ArrivalTime",
 		Type: &codec.Type{
 			Bits: 64,
@@ -105,6 +106,7 @@ var schemaEvent = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   58608,
+		JSON: "Creation_Time",
 		Name: "CreationTime",
 		Type: &codec.Type{
 			Bits: 64,
@@ -142,6 +144,7 @@ var schemaEvent = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   121654,
+		JSON: "gt",
 		Name: "Activity",
 		Type: &codec.Type{
 			Go:   "string",
@@ -149,6 +152,7 @@ var schemaEvent = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   28833,
+		JSON: "x",
 		Name: "X",
 		Type: &codec.Type{
 			Bits: 64,
@@ -157,6 +161,7 @@ var schemaEvent = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   29330,
+		JSON: "y",
 		Name: "Y",
 		Type: &codec.Type{
 			Bits: 64,
@@ -165,6 +170,7 @@ var schemaEvent = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   20171,
+		JSON: "z",
 		Name: "Z",
 		Type: &codec.Type{
 			Bits: 64,

@@ -342,6 +342,7 @@ var _ codec.Record = (*Event)(nil)
 var schemaPerson = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -350,6 +351,7 @@ var schemaPerson = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   29942,
+		JSON: "name",
 		Name: "Name",
 		Type: &codec.Type{
 			Go:   "string",
@@ -357,6 +359,7 @@ var schemaPerson = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   46660,
+		JSON: "emailAddress",
 		Name: "EmailAddress",
 		Type: &codec.Type{
 			Go:   "string",
@@ -364,6 +367,7 @@ var schemaPerson = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   47473,
+		JSON: "creditCard",
 		Name: "CreditCard",
 		Type: &codec.Type{
 			Go:   "string",
@@ -371,6 +375,7 @@ var schemaPerson = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   97879,
+		JSON: "city",
 		Name: "City",
 		Type: &codec.Type{
 			Go:   "string",
@@ -378,6 +383,7 @@ var schemaPerson = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43616,
+		JSON: "state",
 		Name: "State",
 		Type: &codec.Type{
 			Go:   "string",
@@ -385,6 +391,7 @@ var schemaPerson = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   14694,
+		JSON: "dateTime",
 		Name: "DateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -392,6 +399,7 @@ var schemaPerson = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41482,
+		JSON: "extra",
 		Name: "Extra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -770,6 +778,7 @@ func readJSONPerson(r *codec.JSONReader, v *Person) {
 var schemaAuction = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -778,6 +787,7 @@ var schemaAuction = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   54269,
+		JSON: "itemName",
 		Name: "ItemName",
 		Type: &codec.Type{
 			Go:   "string",
@@ -785,6 +795,7 @@ var schemaAuction = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   18790,
+		JSON: "description",
 		Name: "Description",
 		Type: &codec.Type{
 			Go:   "string",
@@ -792,6 +803,7 @@ var schemaAuction = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   113198,
+		JSON: "initialBid",
 		Name: "InitialBid",
 		Type: &codec.Type{
 			Bits: 64,
@@ -800,6 +812,7 @@ var schemaAuction = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   122115,
+		JSON: "reserve",
 		Name: "Reserve",
 		Type: &codec.Type{
 			Bits: 64,
@@ -808,6 +821,7 @@ var schemaAuction = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   14694,
+		JSON: "dateTime",
 		Name: "DateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -815,6 +829,7 @@ var schemaAuction = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   26358,
+		JSON: "expires",
 		Name: "Expires",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -822,6 +837,7 @@ var schemaAuction = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43566,
+		JSON: "seller",
 		Name: "Seller",
 		Type: &codec.Type{
 			Bits: 64,
@@ -830,6 +846,7 @@ var schemaAuction = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   111176,
+		JSON: "category",
 		Name: "Category",
 		Type: &codec.Type{
 			Bits: 64,
@@ -838,6 +855,7 @@ var schemaAuction = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41482,
+		JSON: "extra",
 		Name: "Extra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1251,6 +1269,7 @@ func readJSONAuction(r *codec.JSONReader, v *Auction) {
 var schemaBid = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -1259,6 +1278,7 @@ var schemaBid = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -1267,6 +1287,7 @@ var schemaBid = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -1275,6 +1296,7 @@ var schemaBid = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   112874,
+		JSON: "channel",
 		Name: "Channel",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1282,6 +1304,7 @@ var schemaBid = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   88458,
+		JSON: "url",
 		Name: "URL",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1289,6 +1312,7 @@ var schemaBid = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   14694,
+		JSON: "dateTime",
 		Name: "DateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -1296,6 +1320,7 @@ var schemaBid = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41482,
+		JSON: "extra",
 		Name: "Extra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -1617,6 +1642,7 @@ func readJSONBid(r *codec.JSONReader, v *Bid) {
 var schemaEvent = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   35351,
+		JSON: "person",
 		Name: "Person",
 		Type: &codec.Type{
 			Go:      "*model.Person",
@@ -1626,6 +1652,7 @@ var schemaEvent = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Go:      "*model.Auction",
@@ -1635,6 +1662,7 @@ var schemaEvent = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   67144,
+		JSON: "bid",
 		Name: "Bid",
 		Type: &codec.Type{
 			Go:      "*model.Bid",

@@ -3167,6 +3167,7 @@ var _ codec.Record = (*Q9Row)(nil)
 var schemaBidStats = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   62316,
+		JSON: "total_bids",
 		Name: "TotalBids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3175,6 +3176,7 @@ var schemaBidStats = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   119442,
+		JSON: "rank1_bids",
 		Name: "Rank1Bids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3183,6 +3185,7 @@ var schemaBidStats = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   122661,
+		JSON: "rank2_bids",
 		Name: "Rank2Bids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3191,6 +3194,7 @@ var schemaBidStats = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   82077,
+		JSON: "rank3_bids",
 		Name: "Rank3Bids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3199,6 +3203,7 @@ var schemaBidStats = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   67623,
+		JSON: "total_bidders",
 		Name: "TotalBidders",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3207,6 +3212,7 @@ var schemaBidStats = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   92501,
+		JSON: "rank1_bidders",
 		Name: "Rank1Bidders",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3215,6 +3221,7 @@ var schemaBidStats = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   5752,
+		JSON: "rank2_bidders",
 		Name: "Rank2Bidders",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3223,6 +3230,7 @@ var schemaBidStats = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   116724,
+		JSON: "rank3_bidders",
 		Name: "Rank3Bidders",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3231,6 +3239,7 @@ var schemaBidStats = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   75747,
+		JSON: "total_auctions",
 		Name: "TotalAuctions",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3239,6 +3248,7 @@ var schemaBidStats = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   111454,
+		JSON: "rank1_auctions",
 		Name: "Rank1Auctions",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3247,6 +3257,7 @@ var schemaBidStats = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   60009,
+		JSON: "rank2_auctions",
 		Name: "Rank2Auctions",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3255,6 +3266,7 @@ var schemaBidStats = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41046,
+		JSON: "rank3_auctions",
 		Name: "Rank3Auctions",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3263,6 +3275,7 @@ var schemaBidStats = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   58192,
+		JSON: "maxMinute",
 		Name: "MaxMinute",
 		Type: &codec.Type{
 			Go:   "string",
@@ -3761,6 +3774,7 @@ func readJSONBidStats(r *codec.JSONReader, v *BidStats) {
 var schemaQ15Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   1591,
+		JSON: "day",
 		Name: "Day",
 		Type: &codec.Type{
 			Go:   "string",
@@ -3768,6 +3782,7 @@ var schemaQ15Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   62316,
+		JSON: "total_bids",
 		Name: "TotalBids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3776,6 +3791,7 @@ var schemaQ15Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   119442,
+		JSON: "rank1_bids",
 		Name: "Rank1Bids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3784,6 +3800,7 @@ var schemaQ15Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   122661,
+		JSON: "rank2_bids",
 		Name: "Rank2Bids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3792,6 +3809,7 @@ var schemaQ15Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   82077,
+		JSON: "rank3_bids",
 		Name: "Rank3Bids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3800,6 +3818,7 @@ var schemaQ15Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   67623,
+		JSON: "total_bidders",
 		Name: "TotalBidders",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3808,6 +3827,7 @@ var schemaQ15Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   92501,
+		JSON: "rank1_bidders",
 		Name: "Rank1Bidders",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3816,6 +3836,7 @@ var schemaQ15Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   5752,
+		JSON: "rank2_bidders",
 		Name: "Rank2Bidders",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3824,6 +3845,7 @@ var schemaQ15Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   116724,
+		JSON: "rank3_bidders",
 		Name: "Rank3Bidders",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3832,6 +3854,7 @@ var schemaQ15Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   75747,
+		JSON: "total_auctions",
 		Name: "TotalAuctions",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3840,6 +3863,7 @@ var schemaQ15Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   111454,
+		JSON: "rank1_auctions",
 		Name: "Rank1Auctions",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3848,6 +3872,7 @@ var schemaQ15Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   60009,
+		JSON: "rank2_auctions",
 		Name: "Rank2Auctions",
 		Type: &codec.Type{
 			Bits: 64,
@@ -3856,6 +3881,7 @@ var schemaQ15Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41046,
+		JSON: "rank3_auctions",
 		Name: "Rank3Auctions",
 		Type: &codec.Type{
 			Bits: 64,
@@ -4353,6 +4379,7 @@ func readJSONQ15Row(r *codec.JSONReader, v *Q15Row) {
 var schemaQ16Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   112874,
+		JSON: "channel",
 		Name: "Channel",
 		Type: &codec.Type{
 			Go:   "string",
@@ -4360,6 +4387,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   1591,
+		JSON: "day",
 		Name: "Day",
 		Type: &codec.Type{
 			Go:   "string",
@@ -4367,6 +4395,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   117928,
+		JSON: "minute",
 		Name: "Minute",
 		Type: &codec.Type{
 			Go:   "string",
@@ -4374,6 +4403,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   62316,
+		JSON: "total_bids",
 		Name: "TotalBids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -4382,6 +4412,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   119442,
+		JSON: "rank1_bids",
 		Name: "Rank1Bids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -4390,6 +4421,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   122661,
+		JSON: "rank2_bids",
 		Name: "Rank2Bids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -4398,6 +4430,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   82077,
+		JSON: "rank3_bids",
 		Name: "Rank3Bids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -4406,6 +4439,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   67623,
+		JSON: "total_bidders",
 		Name: "TotalBidders",
 		Type: &codec.Type{
 			Bits: 64,
@@ -4414,6 +4448,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   92501,
+		JSON: "rank1_bidders",
 		Name: "Rank1Bidders",
 		Type: &codec.Type{
 			Bits: 64,
@@ -4422,6 +4457,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   5752,
+		JSON: "rank2_bidders",
 		Name: "Rank2Bidders",
 		Type: &codec.Type{
 			Bits: 64,
@@ -4430,6 +4466,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   116724,
+		JSON: "rank3_bidders",
 		Name: "Rank3Bidders",
 		Type: &codec.Type{
 			Bits: 64,
@@ -4438,6 +4475,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   75747,
+		JSON: "total_auctions",
 		Name: "TotalAuctions",
 		Type: &codec.Type{
 			Bits: 64,
@@ -4446,6 +4484,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   111454,
+		JSON: "rank1_auctions",
 		Name: "Rank1Auctions",
 		Type: &codec.Type{
 			Bits: 64,
@@ -4454,6 +4493,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   60009,
+		JSON: "rank2_auctions",
 		Name: "Rank2Auctions",
 		Type: &codec.Type{
 			Bits: 64,
@@ -4462,6 +4502,7 @@ var schemaQ16Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41046,
+		JSON: "rank3_auctions",
 		Name: "Rank3Auctions",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5055,6 +5096,7 @@ func readJSONQ16Row(r *codec.JSONReader, v *Q16Row) {
 var schemaSeenKey = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5063,6 +5105,7 @@ var schemaSeenKey = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   1591,
+		JSON: "day",
 		Name: "Day",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5196,6 +5239,7 @@ func readJSONSeenKey(r *codec.JSONReader, v *SeenKey) {
 var schemaStatsKey = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   112874,
+		JSON: "channel",
 		Name: "Channel",
 		Type: &codec.Type{
 			Go:   "string",
@@ -5203,6 +5247,7 @@ var schemaStatsKey = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   1591,
+		JSON: "day",
 		Name: "Day",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5337,6 +5382,7 @@ func readJSONStatsKey(r *codec.JSONReader, v *StatsKey) {
 var schemaQ17Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5345,6 +5391,7 @@ var schemaQ17Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   1591,
+		JSON: "day",
 		Name: "Day",
 		Type: &codec.Type{
 			Go:   "string",
@@ -5352,6 +5399,7 @@ var schemaQ17Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   62316,
+		JSON: "total_bids",
 		Name: "TotalBids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5360,6 +5408,7 @@ var schemaQ17Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   119442,
+		JSON: "rank1_bids",
 		Name: "Rank1Bids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5368,6 +5417,7 @@ var schemaQ17Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   122661,
+		JSON: "rank2_bids",
 		Name: "Rank2Bids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5376,6 +5426,7 @@ var schemaQ17Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   82077,
+		JSON: "rank3_bids",
 		Name: "Rank3Bids",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5384,6 +5435,7 @@ var schemaQ17Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   23963,
+		JSON: "min_price",
 		Name: "MinPrice",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5392,6 +5444,7 @@ var schemaQ17Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   19758,
+		JSON: "max_price",
 		Name: "MaxPrice",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5400,6 +5453,7 @@ var schemaQ17Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   45578,
+		JSON: "avg_price",
 		Name: "AvgPrice",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5408,6 +5462,7 @@ var schemaQ17Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   101118,
+		JSON: "sum_price",
 		Name: "SumPrice",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5806,6 +5861,7 @@ func readJSONQ17Row(r *codec.JSONReader, v *Q17Row) {
 var schemaAuctionDay = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -5814,6 +5870,7 @@ var schemaAuctionDay = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   1591,
+		JSON: "day",
 		Name: "Day",
 		Type: &codec.Type{
 			Go:   "string",
@@ -6293,6 +6350,7 @@ func readJSONQ17Acc(r *codec.JSONReader, v *Q17Acc) {
 var schemaQ18Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -6301,6 +6359,7 @@ var schemaQ18Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -6309,6 +6368,7 @@ var schemaQ18Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -6317,6 +6377,7 @@ var schemaQ18Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   112874,
+		JSON: "channel",
 		Name: "Channel",
 		Type: &codec.Type{
 			Go:   "string",
@@ -6324,6 +6385,7 @@ var schemaQ18Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   88458,
+		JSON: "url",
 		Name: "URL",
 		Type: &codec.Type{
 			Go:   "string",
@@ -6331,6 +6393,7 @@ var schemaQ18Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   14694,
+		JSON: "dateTime",
 		Name: "DateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -6338,6 +6401,7 @@ var schemaQ18Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41482,
+		JSON: "extra",
 		Name: "Extra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -6659,6 +6723,7 @@ func readJSONQ18Row(r *codec.JSONReader, v *Q18Row) {
 var schemaBidderAuction = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -6667,6 +6732,7 @@ var schemaBidderAuction = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -6800,6 +6866,7 @@ func readJSONBidderAuction(r *codec.JSONReader, v *BidderAuction) {
 var schemaQ19Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -6808,6 +6875,7 @@ var schemaQ19Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -6816,6 +6884,7 @@ var schemaQ19Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -6824,6 +6893,7 @@ var schemaQ19Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   112874,
+		JSON: "channel",
 		Name: "Channel",
 		Type: &codec.Type{
 			Go:   "string",
@@ -6831,6 +6901,7 @@ var schemaQ19Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   88458,
+		JSON: "url",
 		Name: "URL",
 		Type: &codec.Type{
 			Go:   "string",
@@ -6838,6 +6909,7 @@ var schemaQ19Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   14694,
+		JSON: "dateTime",
 		Name: "DateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -6845,6 +6917,7 @@ var schemaQ19Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41482,
+		JSON: "extra",
 		Name: "Extra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -6852,6 +6925,7 @@ var schemaQ19Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   114267,
+		JSON: "rank_number",
 		Name: "RankNumber",
 		Type: &codec.Type{
 			Bits: 64,
@@ -7207,6 +7281,7 @@ func readJSONQ19Row(r *codec.JSONReader, v *Q19Row) {
 var schemaQ19Top = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   75235,
+		JSON: "bids",
 		Name: "Bids",
 		Type: &codec.Type{
 			Elem: &codec.Type{
@@ -7360,6 +7435,7 @@ func readJSONQ19Top(r *codec.JSONReader, v *Q19Top) {
 var schemaQ12Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -7368,6 +7444,7 @@ var schemaQ12Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   19637,
+		JSON: "bid_count",
 		Name: "BidCount",
 		Type: &codec.Type{
 			Bits: 64,
@@ -7376,6 +7453,7 @@ var schemaQ12Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   70317,
+		JSON: "starttime",
 		Name: "Starttime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -7383,6 +7461,7 @@ var schemaQ12Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   80251,
+		JSON: "endtime",
 		Name: "Endtime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -7567,6 +7646,7 @@ func readJSONQ12Row(r *codec.JSONReader, v *Q12Row) {
 var schemaQ12Window = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   3083,
+		JSON: "start",
 		Name: "Start",
 		Type: &codec.Type{
 			Bits: 64,
@@ -7575,6 +7655,7 @@ var schemaQ12Window = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   116839,
+		JSON: "count",
 		Name: "Count",
 		Type: &codec.Type{
 			Bits: 64,
@@ -7708,6 +7789,7 @@ func readJSONQ12Window(r *codec.JSONReader, v *Q12Window) {
 var schemaQ3Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   29942,
+		JSON: "name",
 		Name: "Name",
 		Type: &codec.Type{
 			Go:   "string",
@@ -7715,6 +7797,7 @@ var schemaQ3Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   97879,
+		JSON: "city",
 		Name: "City",
 		Type: &codec.Type{
 			Go:   "string",
@@ -7722,6 +7805,7 @@ var schemaQ3Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43616,
+		JSON: "state",
 		Name: "State",
 		Type: &codec.Type{
 			Go:   "string",
@@ -7729,6 +7813,7 @@ var schemaQ3Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -7959,6 +8044,7 @@ func readJSONQ3Row(r *codec.JSONReader, v *Q3Row) {
 var schemaQ3Auction = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -7967,6 +8053,7 @@ var schemaQ3Auction = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43566,
+		JSON: "seller",
 		Name: "Seller",
 		Type: &codec.Type{
 			Bits: 64,
@@ -8100,6 +8187,7 @@ func readJSONQ3Auction(r *codec.JSONReader, v *Q3Auction) {
 var schemaQ3Person = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -8108,6 +8196,7 @@ var schemaQ3Person = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   29942,
+		JSON: "name",
 		Name: "Name",
 		Type: &codec.Type{
 			Go:   "string",
@@ -8115,6 +8204,7 @@ var schemaQ3Person = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   97879,
+		JSON: "city",
 		Name: "City",
 		Type: &codec.Type{
 			Go:   "string",
@@ -8122,6 +8212,7 @@ var schemaQ3Person = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43616,
+		JSON: "state",
 		Name: "State",
 		Type: &codec.Type{
 			Go:   "string",
@@ -8351,6 +8442,7 @@ func readJSONQ3Person(r *codec.JSONReader, v *Q3Person) {
 var schemaQ13Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -8359,6 +8451,7 @@ var schemaQ13Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -8367,6 +8460,7 @@ var schemaQ13Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -8375,6 +8469,7 @@ var schemaQ13Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   14694,
+		JSON: "dateTime",
 		Name: "DateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -8382,6 +8477,7 @@ var schemaQ13Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102857,
+		JSON: "value",
 		Name: "Value",
 		Type: &codec.Type{
 			Go:   "string",
@@ -8607,6 +8703,7 @@ func readJSONQ13Row(r *codec.JSONReader, v *Q13Row) {
 var schemaQ20Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -8615,6 +8712,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -8623,6 +8721,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -8631,6 +8730,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   112874,
+		JSON: "channel",
 		Name: "Channel",
 		Type: &codec.Type{
 			Go:   "string",
@@ -8638,6 +8738,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   88458,
+		JSON: "url",
 		Name: "URL",
 		Type: &codec.Type{
 			Go:   "string",
@@ -8645,6 +8746,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   129791,
+		JSON: "bid_dateTime",
 		Name: "BidDateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -8652,6 +8754,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   55603,
+		JSON: "bid_extra",
 		Name: "BidExtra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -8659,6 +8762,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   54269,
+		JSON: "itemName",
 		Name: "ItemName",
 		Type: &codec.Type{
 			Go:   "string",
@@ -8666,6 +8770,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   18790,
+		JSON: "description",
 		Name: "Description",
 		Type: &codec.Type{
 			Go:   "string",
@@ -8673,6 +8778,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   113198,
+		JSON: "initialBid",
 		Name: "InitialBid",
 		Type: &codec.Type{
 			Bits: 64,
@@ -8681,6 +8787,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   122115,
+		JSON: "reserve",
 		Name: "Reserve",
 		Type: &codec.Type{
 			Bits: 64,
@@ -8689,6 +8796,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   87148,
+		JSON: "auction_dateTime",
 		Name: "AuctionDateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -8696,6 +8804,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   26358,
+		JSON: "expires",
 		Name: "Expires",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -8703,6 +8812,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43566,
+		JSON: "seller",
 		Name: "Seller",
 		Type: &codec.Type{
 			Bits: 64,
@@ -8711,6 +8821,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   111176,
+		JSON: "category",
 		Name: "Category",
 		Type: &codec.Type{
 			Bits: 64,
@@ -8719,6 +8830,7 @@ var schemaQ20Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   24486,
+		JSON: "auction_extra",
 		Name: "AuctionExtra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -9347,6 +9459,7 @@ func readJSONQ20Row(r *codec.JSONReader, v *Q20Row) {
 var schemaQ0Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -9355,6 +9468,7 @@ var schemaQ0Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -9363,6 +9477,7 @@ var schemaQ0Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -9371,6 +9486,7 @@ var schemaQ0Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   14694,
+		JSON: "dateTime",
 		Name: "DateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -9378,6 +9494,7 @@ var schemaQ0Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41482,
+		JSON: "extra",
 		Name: "Extra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -9603,6 +9720,7 @@ func readJSONQ0Row(r *codec.JSONReader, v *Q0Row) {
 var schemaQ1Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -9611,6 +9729,7 @@ var schemaQ1Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -9619,6 +9738,7 @@ var schemaQ1Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -9627,6 +9747,7 @@ var schemaQ1Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   14694,
+		JSON: "dateTime",
 		Name: "DateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -9634,6 +9755,7 @@ var schemaQ1Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41482,
+		JSON: "extra",
 		Name: "Extra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -9855,6 +9977,7 @@ func readJSONQ1Row(r *codec.JSONReader, v *Q1Row) {
 var schemaQ2Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -9863,6 +9986,7 @@ var schemaQ2Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -9996,6 +10120,7 @@ func readJSONQ2Row(r *codec.JSONReader, v *Q2Row) {
 var schemaQ10Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -10004,6 +10129,7 @@ var schemaQ10Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -10012,6 +10138,7 @@ var schemaQ10Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -10020,6 +10147,7 @@ var schemaQ10Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   14694,
+		JSON: "dateTime",
 		Name: "DateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -10027,6 +10155,7 @@ var schemaQ10Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41482,
+		JSON: "extra",
 		Name: "Extra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -10034,6 +10163,7 @@ var schemaQ10Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   48706,
+		JSON: "dt",
 		Name: "Dt",
 		Type: &codec.Type{
 			Go:   "string",
@@ -10041,6 +10171,7 @@ var schemaQ10Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   69531,
+		JSON: "hm",
 		Name: "Hm",
 		Type: &codec.Type{
 			Go:   "string",
@@ -10362,6 +10493,7 @@ func readJSONQ10Row(r *codec.JSONReader, v *Q10Row) {
 var schemaQ14Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -10370,6 +10502,7 @@ var schemaQ14Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -10378,6 +10511,7 @@ var schemaQ14Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -10386,6 +10520,7 @@ var schemaQ14Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   24069,
+		JSON: "bidTimeType",
 		Name: "BidTimeType",
 		Type: &codec.Type{
 			Go:   "string",
@@ -10393,6 +10528,7 @@ var schemaQ14Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   14694,
+		JSON: "dateTime",
 		Name: "DateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -10400,6 +10536,7 @@ var schemaQ14Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41482,
+		JSON: "extra",
 		Name: "Extra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -10407,6 +10544,7 @@ var schemaQ14Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   61962,
+		JSON: "c_counts",
 		Name: "CCounts",
 		Type: &codec.Type{
 			Bits: 64,
@@ -10717,6 +10855,7 @@ func readJSONQ14Row(r *codec.JSONReader, v *Q14Row) {
 var schemaQ21Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -10725,6 +10864,7 @@ var schemaQ21Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -10733,6 +10873,7 @@ var schemaQ21Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -10741,6 +10882,7 @@ var schemaQ21Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   112874,
+		JSON: "channel",
 		Name: "Channel",
 		Type: &codec.Type{
 			Go:   "string",
@@ -10748,6 +10890,7 @@ var schemaQ21Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   70889,
+		JSON: "channel_id",
 		Name: "ChannelID",
 		Type: &codec.Type{
 			Go:      "*string",
@@ -10989,6 +11132,7 @@ func readJSONQ21Row(r *codec.JSONReader, v *Q21Row) {
 var schemaQ22Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -10997,6 +11141,7 @@ var schemaQ22Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -11005,6 +11150,7 @@ var schemaQ22Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -11013,6 +11159,7 @@ var schemaQ22Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   112874,
+		JSON: "channel",
 		Name: "Channel",
 		Type: &codec.Type{
 			Go:   "string",
@@ -11020,6 +11167,7 @@ var schemaQ22Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   105604,
+		JSON: "dir1",
 		Name: "Dir1",
 		Type: &codec.Type{
 			Go:      "*string",
@@ -11028,6 +11176,7 @@ var schemaQ22Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   103081,
+		JSON: "dir2",
 		Name: "Dir2",
 		Type: &codec.Type{
 			Go:      "*string",
@@ -11036,6 +11185,7 @@ var schemaQ22Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102750,
+		JSON: "dir3",
 		Name: "Dir3",
 		Type: &codec.Type{
 			Go:      "*string",
@@ -11359,6 +11509,7 @@ func readJSONQ22Row(r *codec.JSONReader, v *Q22Row) {
 var schemaQ5Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -11367,6 +11518,7 @@ var schemaQ5Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   52525,
+		JSON: "num",
 		Name: "Num",
 		Type: &codec.Type{
 			Bits: 64,
@@ -11500,6 +11652,7 @@ func readJSONQ5Row(r *codec.JSONReader, v *Q5Row) {
 var schemaQ5Count = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -11508,6 +11661,7 @@ var schemaQ5Count = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   3083,
+		JSON: "start",
 		Name: "Start",
 		Type: &codec.Type{
 			Bits: 64,
@@ -11516,6 +11670,7 @@ var schemaQ5Count = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   52525,
+		JSON: "num",
 		Name: "Num",
 		Type: &codec.Type{
 			Bits: 64,
@@ -11717,6 +11872,7 @@ func readJSONQ5State(r *codec.JSONReader, v *Q5State) {
 var schemaQ7Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -11725,6 +11881,7 @@ var schemaQ7Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -11733,6 +11890,7 @@ var schemaQ7Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -11741,6 +11899,7 @@ var schemaQ7Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   14694,
+		JSON: "dateTime",
 		Name: "DateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -11748,6 +11907,7 @@ var schemaQ7Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41482,
+		JSON: "extra",
 		Name: "Extra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -11973,6 +12133,7 @@ func readJSONQ7Row(r *codec.JSONReader, v *Q7Row) {
 var schemaQ7Acc = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   130538,
+		JSON: "max",
 		Name: "Max",
 		Type: &codec.Type{
 			Bits: 64,
@@ -11981,6 +12142,7 @@ var schemaQ7Acc = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   96017,
+		JSON: "top",
 		Name: "Top",
 		Type: &codec.Type{
 			Elem: &codec.Type{
@@ -11993,6 +12155,7 @@ var schemaQ7Acc = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   84332,
+		JSON: "atEnd",
 		Name: "AtEnd",
 		Type: &codec.Type{
 			Elem: &codec.Type{
@@ -12005,6 +12168,7 @@ var schemaQ7Acc = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   117225,
+		JSON: "hasRows",
 		Name: "HasRows",
 		Type: &codec.Type{
 			Go:   "bool",
@@ -12290,6 +12454,7 @@ func readJSONQ7Acc(r *codec.JSONReader, v *Q7Acc) {
 var schemaQ8Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -12298,6 +12463,7 @@ var schemaQ8Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   29942,
+		JSON: "name",
 		Name: "Name",
 		Type: &codec.Type{
 			Go:   "string",
@@ -12305,6 +12471,7 @@ var schemaQ8Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   105886,
+		JSON: "stime",
 		Name: "Stime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -12464,6 +12631,7 @@ func readJSONQ8Row(r *codec.JSONReader, v *Q8Row) {
 var schemaQ8Key = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -12472,6 +12640,7 @@ var schemaQ8Key = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   3083,
+		JSON: "start",
 		Name: "Start",
 		Type: &codec.Type{
 			Bits: 64,
@@ -12605,6 +12774,7 @@ func readJSONQ8Key(r *codec.JSONReader, v *Q8Key) {
 var schemaQ8Seen = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   35351,
+		JSON: "person",
 		Name: "Person",
 		Type: &codec.Type{
 			Go:   "bool",
@@ -12612,6 +12782,7 @@ var schemaQ8Seen = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   29942,
+		JSON: "name",
 		Name: "Name",
 		Type: &codec.Type{
 			Go:   "string",
@@ -12619,6 +12790,7 @@ var schemaQ8Seen = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43566,
+		JSON: "seller",
 		Name: "Seller",
 		Type: &codec.Type{
 			Go:   "bool",
@@ -12626,6 +12798,7 @@ var schemaQ8Seen = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   107123,
+		JSON: "written",
 		Name: "Written",
 		Type: &codec.Type{
 			Go:   "bool",
@@ -12810,6 +12983,7 @@ func readJSONQ8Seen(r *codec.JSONReader, v *Q8Seen) {
 var schemaQ11Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -12818,6 +12992,7 @@ var schemaQ11Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   19637,
+		JSON: "bid_count",
 		Name: "BidCount",
 		Type: &codec.Type{
 			Bits: 64,
@@ -12826,6 +13001,7 @@ var schemaQ11Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   70317,
+		JSON: "starttime",
 		Name: "Starttime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -12833,6 +13009,7 @@ var schemaQ11Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   80251,
+		JSON: "endtime",
 		Name: "Endtime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -13017,6 +13194,7 @@ func readJSONQ11Row(r *codec.JSONReader, v *Q11Row) {
 var schemaQ4Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -13025,6 +13203,7 @@ var schemaQ4Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   27132,
+		JSON: "final",
 		Name: "Final",
 		Type: &codec.Type{
 			Bits: 64,
@@ -13158,6 +13337,7 @@ func readJSONQ4Row(r *codec.JSONReader, v *Q4Row) {
 var schemaQ4Avg = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   52644,
+		JSON: "sum",
 		Name: "Sum",
 		Type: &codec.Type{
 			Bits: 64,
@@ -13166,6 +13346,7 @@ var schemaQ4Avg = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   116839,
+		JSON: "count",
 		Name: "Count",
 		Type: &codec.Type{
 			Bits: 64,
@@ -13299,6 +13480,7 @@ func readJSONQ4Avg(r *codec.JSONReader, v *Q4Avg) {
 var schemaQ9Row = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -13307,6 +13489,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   54269,
+		JSON: "itemName",
 		Name: "ItemName",
 		Type: &codec.Type{
 			Go:   "string",
@@ -13314,6 +13497,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   18790,
+		JSON: "description",
 		Name: "Description",
 		Type: &codec.Type{
 			Go:   "string",
@@ -13321,6 +13505,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   113198,
+		JSON: "initialBid",
 		Name: "InitialBid",
 		Type: &codec.Type{
 			Bits: 64,
@@ -13329,6 +13514,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   122115,
+		JSON: "reserve",
 		Name: "Reserve",
 		Type: &codec.Type{
 			Bits: 64,
@@ -13337,6 +13523,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   14694,
+		JSON: "dateTime",
 		Name: "DateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -13344,6 +13531,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   26358,
+		JSON: "expires",
 		Name: "Expires",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -13351,6 +13539,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43566,
+		JSON: "seller",
 		Name: "Seller",
 		Type: &codec.Type{
 			Bits: 64,
@@ -13359,6 +13548,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   111176,
+		JSON: "category",
 		Name: "Category",
 		Type: &codec.Type{
 			Bits: 64,
@@ -13367,6 +13557,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   41482,
+		JSON: "extra",
 		Name: "Extra",
 		Type: &codec.Type{
 			Go:   "string",
@@ -13374,6 +13565,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   32080,
+		JSON: "auction",
 		Name: "Auction",
 		Type: &codec.Type{
 			Bits: 64,
@@ -13382,6 +13574,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102307,
+		JSON: "bidder",
 		Name: "Bidder",
 		Type: &codec.Type{
 			Bits: 64,
@@ -13390,6 +13583,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   43349,
+		JSON: "price",
 		Name: "Price",
 		Type: &codec.Type{
 			Bits: 64,
@@ -13398,6 +13592,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   129791,
+		JSON: "bid_dateTime",
 		Name: "BidDateTime",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -13405,6 +13600,7 @@ var schemaQ9Row = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   55603,
+		JSON: "bid_extra",
 		Name: "BidExtra",
 		Type: &codec.Type{
 			Go:   "string",

@@ -97,6 +97,7 @@ var _ codec.Record = (*Reading)(nil)
 var schemaReading = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   119935,
+		JSON: "sensor",
 		Name: "Sensor",
 		Type: &codec.Type{
 			Go:   "string",
@@ -104,6 +105,7 @@ var schemaReading = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   84162,
+		JSON: "at",
 		Name: "At",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -111,6 +113,7 @@ var schemaReading = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   102857,
+		JSON: "value",
 		Name: "Value",
 		Type: &codec.Type{
 			Bits: 64,
@@ -119,6 +122,7 @@ var schemaReading = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   86615,
+		JSON: "unit",
 		Name: "Unit",
 		Type: &codec.Type{
 			Go:      "*string",

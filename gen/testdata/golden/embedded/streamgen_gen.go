@@ -176,6 +176,7 @@ var _ codec.Record = (*Batch)(nil)
 var schemaDoc = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   31142,
+		JSON: "-",
 		Name: "Base",
 		Type: &codec.Type{
 			Go:     "embedded.Base",
@@ -184,6 +185,7 @@ var schemaDoc = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   97155,
+		JSON: "-",
 		Name: "Audit",
 		Type: &codec.Type{
 			Go:     "embedded.Audit",
@@ -192,6 +194,7 @@ var schemaDoc = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   12752,
+		JSON: "body",
 		Name: "Body",
 		Type: &codec.Type{
 			Go:   "string",
@@ -399,6 +402,7 @@ func readJSONDoc(r *codec.JSONReader, v *Doc) {
 var schemaBase = (&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   49172,
+		JSON: "id",
 		Name: "ID",
 		Type: &codec.Type{
 			Bits: 64,
@@ -681,6 +685,7 @@ func readJSONAudit(r *codec.JSONReader, v *Audit) {
 var schemaAnon = (&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   52093,
+		JSON: "note",
 		Name: "Note",
 		Type: &codec.Type{
 			Go:   "string",

@@ -180,6 +180,7 @@ var _ codec.Record = (*Batch)(nil)
 var schemaReading = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   72614,
+		JSON: "-",
 		Name: "Origin",
 		Type: &codec.Type{
 			Go:     "required.Origin",
@@ -188,6 +189,7 @@ var schemaReading = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   125686,
+		JSON: "device",
 		Name: "Device",
 		Type: &codec.Type{
 			Go:   "string",
@@ -195,6 +197,7 @@ var schemaReading = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   84162,
+		JSON: "at",
 		Name: "At",
 		Type: &codec.Type{
 			Go:   "time.Time",
@@ -202,6 +205,7 @@ var schemaReading = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   119935,
+		JSON: "sensor",
 		Name: "Sensor",
 		Type: &codec.Type{
 			Go:      "*string",
@@ -210,6 +214,7 @@ var schemaReading = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   7,
+		JSON: "seq",
 		Name: "Seq",
 		Type: &codec.Type{
 			Bits: 64,
@@ -218,6 +223,7 @@ var schemaReading = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   52093,
+		JSON: "note",
 		Name: "Note",
 		Type: &codec.Type{
 			Go:   "string",
@@ -225,6 +231,7 @@ var schemaReading = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   38933,
+		JSON: "where",
 		Name: "Where",
 		Type: &codec.Type{
 			Go:      "*required.Spot",
@@ -234,6 +241,7 @@ var schemaReading = codec.Register(&codec.Schema{
 		},
 	}, {
 		ID:   63939,
+		JSON: "spots",
 		Name: "Spots",
 		Type: &codec.Type{
 			Elem: &codec.Type{
@@ -682,6 +690,7 @@ var requiredReading = codec.RequiredFields{
 var schemaOrigin = (&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   37641,
+		JSON: "source",
 		Name: "Source",
 		Type: &codec.Type{
 			Go:   "string",
