@@ -54,3 +54,21 @@ func ExampleCompatible() {
 	// <nil>
 	// streamgen: incompatible schema: github.com/streamgen/streamgen/generated/fixtures.StateV3: field Count (id 116839) was int32, is now string
 }
+
+// DisallowUnknownFields refuses a member that names none of a record's
+// fields, as encoding/json's Decoder.DisallowUnknownFields does; a
+// source's decoder built on it (typed.FromFunc) sends such records to
+// the dead letters.
+func ExampleJSONReader_DisallowUnknownFields() {
+	var ev sensor.Event
+	var r codec.JSONReader
+	r.DisallowUnknownFields()
+	for _, line := range []string{`{"User":"g","Creation_Time":1,"Index":35}`, `{"User":"g","Creation_Time":1,"Indx":35}`} {
+		r.Reset([]byte(line))
+		ev.ReadJSON(&r)
+		fmt.Println(r.Finish())
+	}
+	// Output:
+	// <nil>
+	// json: unknown field "Indx" (offset 30)
+}
