@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -89,7 +90,7 @@ func fieldValues(s *Schema, members map[string]json.RawMessage) ([]json.RawMessa
 	// taken by the first rule that finds it.
 	rules := []func(f Field, name string) bool{
 		func(f Field, name string) bool { return f.Name == name },
-		func(f Field, name string) bool { return jsonName(f) == name },
+		func(f Field, name string) bool { j := jsonName(f); return j != "" && j == name },
 		func(f Field, name string) bool {
 			j := jsonName(f)
 			return j != "" && string(FoldJSONName(nil, []byte(j))) == string(FoldJSONName(nil, []byte(name)))
@@ -127,6 +128,8 @@ func jsonName(f Field) string {
 		return f.Name
 	case "-":
 		return ""
+	case "-,":
+		return "-"
 	}
 	return f.JSON
 }
@@ -348,6 +351,9 @@ func zeroJSON(t *Type) json.RawMessage {
 			}
 			return append(b, ']')
 		}
+	}
+	if t.Kind == KindList && strings.HasPrefix(t.Go, "[0]") {
+		return json.RawMessage("[]") // an array of no elements, never nil
 	}
 	return json.RawMessage("null") // a nil slice, map or []byte
 }

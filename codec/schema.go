@@ -42,10 +42,12 @@ type Field struct {
 	ID   uint32 `json:"id"`   // field id in tags
 	Type *Type  `json:"type"`
 	// JSON is the name of the field's member in the record's JSON (its
-	// json tag's) where it is not Name, and "-" where the field has no
-	// member of its own (json:"-", or an embedded struct whose fields
-	// are promoted). It is not part of the fingerprint: schemas written
-	// before it was kept read as if every name were Name.
+	// json tag's) where it is not Name, written as a json tag writes it:
+	// "-" where the field has no member of its own (json:"-", an
+	// embedded struct whose fields are promoted, a field its namesakes
+	// hide), and "-," for a member named "-". It is not part of the
+	// fingerprint: schemas written before it was kept read as if every
+	// name were Name.
 	JSON string `json:"json,omitempty"`
 }
 

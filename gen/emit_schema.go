@@ -176,12 +176,16 @@ func (e *emitter) schemaType(s *Shape) jen.Code {
 	return jen.Op("&").Qual(codecPath, "Type").Values(d)
 }
 
-// jsonMemberName is the name of field f's own member in s's JSON object,
-// or "-" when it has none (a json:"-" field, an embedded struct whose
-// fields are promoted, a field its namesakes hide).
+// jsonMemberName is the name of field f's own member in s's JSON object
+// as codec.Field.JSON writes it: "-" when it has none (a json:"-" field,
+// an embedded struct whose fields are promoted, a field its namesakes
+// hide), and "-," for a member named "-", as a json tag writes them.
 func jsonMemberName(s *Struct, f *Field) string {
 	for _, jf := range s.JSON {
 		if len(jf.Path) == 1 && jf.Path[0] == f.Name {
+			if jf.Name == "-" {
+				return "-,"
+			}
 			return jf.Name
 		}
 	}

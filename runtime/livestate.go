@@ -115,6 +115,7 @@ func (q *Query) LookupState(req StateRequest) (StateAnswer, error) {
 			if key, err = q.encodeKey(r, req.Operator, req.Key); err != nil {
 				return err
 			}
+			key = nonNil(key)
 		}
 		var err error
 		ans, err = r.Lookup(req, key)
@@ -133,9 +134,13 @@ func (q *Query) EncodeKey(operator string, key json.RawMessage) ([]byte, error) 
 	err := q.ReadState(func(r *CheckpointReader) error {
 		var err error
 		enc, err = q.encodeKey(r, operator, key)
+		enc = nonNil(enc)
 		return err
 	})
-	return enc, err
+	if err != nil {
+		return nil, err
+	}
+	return enc, nil
 }
 
 // PartitionKey returns the grouping key given as JSON for the operator
@@ -196,7 +201,11 @@ func (c *CheckpointReader) StoreKey(operator string, key []byte) ([]byte, error)
 	if err != nil {
 		return nil, err
 	}
-	return transcodeKey(om, key, false)
+	enc, err := transcodeKey(om, key, false)
+	if err != nil {
+		return nil, err
+	}
+	return nonNil(enc), nil
 }
 
 // ParseKey returns the grouping key given as JSON for the operator named
@@ -214,7 +223,11 @@ func (c *CheckpointReader) ParseKey(operator string, key json.RawMessage) ([]byt
 	if err != nil {
 		return nil, err
 	}
-	return parseMetaKey(om, key)
+	enc, err := parseMetaKey(om, key)
+	if err != nil {
+		return nil, err
+	}
+	return nonNil(enc), nil
 }
 
 // parseMetaKey reads a key given as JSON for operator om from what its
@@ -395,7 +408,9 @@ func (c *CheckpointReader) operator(name string) (OperatorMeta, int, error) {
 
 // Lookup reads the rows req names (its Key ignored): the entries of the
 // encoded key (see Query.EncodeKey), or of every key for nil, up to
-// req.Limit, with the batch they reflect. See Query.LookupState.
+// req.Limit, with the batch they reflect. An empty key that is not nil
+// is a key, the empty string's: EncodeKey, StoreKey and ParseKey never
+// give nil for a key. See Query.LookupState.
 func (c *CheckpointReader) Lookup(req StateRequest, key []byte) (StateAnswer, error) {
 	ans := StateAnswer{Variable: req.Variable, BatchID: -1, Rows: []StateRow{}}
 	limit := req.Limit
@@ -444,6 +459,16 @@ func (c *CheckpointReader) Lookup(req StateRequest, key []byte) (StateAnswer, er
 		err = nil
 	}
 	return ans, err
+}
+
+// nonNil returns key, or an empty key that is not nil for nil: an encoder
+// returns nil for a key of no bytes (the empty string), which Lookup
+// would take for every key.
+func nonNil(key []byte) []byte {
+	if key == nil {
+		return []byte{}
+	}
+	return key
 }
 
 // errStopRows ends a scan that has its rows.
@@ -496,29 +521,53 @@ func (q *Query) parseKey(op int, om OperatorMeta, text json.RawMessage) ([]byte,
 		return parseMetaKey(om, text)
 	}
 	key, err := parse(text)
-	if goNamed(om, text) && !errors.Is(err, ErrNotOperatorsWindow) {
+	if om.Key != nil && !errors.Is(err, ErrNotOperatorsWindow) && (err != nil || goNamed(om, text)) {
 		// Rows show a record key's members by their fields' Go names
-		// (AppendDynamicJSON), which its JSON names (what parse reads,
-		// and may find missing) need not be: such a key is read by its
-		// schema, its window, if it has one, checked by parse. Where
-		// that fails (a field read from a JSON string by its type's own
-		// text, or with ",string"), parse's reading stands.
-		if meta, merr := parseMetaKey(om, text); merr == nil || err != nil {
-			return meta, merr
+		// (AppendDynamicJSON), which its JSON names (what parse reads)
+		// need not be, and a user may mix the two: such a key is read
+		// by its schema, as a checkpoint alone reads it (Go names
+		// first, then JSON names), its window, if it has one, checked
+		// by parse. Where that fails (a field read from a JSON string
+		// by its type's own text, or with ",string"), parse's reading
+		// stands; where both fail on a member, the schema's error names
+		// the member that neither reading knows.
+		meta, merr := parseMetaKey(om, text)
+		switch {
+		case merr == nil:
+			return meta, nil
+		case err == nil:
+			return key, nil
+		case unknownMember(err):
+			return nil, fmt.Errorf("%w%s", merr, keyNamesHint(om))
 		}
 	}
 	if err != nil {
-		hint := ""
-		if om.Key != nil {
-			names := make([]string, len(om.Key.Fields))
-			for i, f := range om.Key.Fields {
-				names[i] = f.Name
-			}
-			hint = fmt.Sprintf(" (a record key names its fields by their JSON names, or all by their Go names: %s)", strings.Join(names, ", "))
-		}
-		return nil, fmt.Errorf("%w: %s is not a key of operator %q (%s): %v%s", ErrBadStateKey, truncate(text, 80), om.Name, keyTypeName(om), err, hint)
+		return nil, fmt.Errorf("%w: %s is not a key of operator %q (%s): %v%s", ErrBadStateKey, truncate(text, 80), om.Name, keyTypeName(om), err, keyNamesHint(om))
 	}
 	return key, nil
+}
+
+// unknownMember reports whether err is a JSON reading's refusal of a
+// member that names no field (codec.JSONReader.DisallowUnknownFields).
+func unknownMember(err error) bool {
+	var je *codec.JSONError
+	return errors.As(err, &je) && strings.HasPrefix(je.Msg, "unknown field ")
+}
+
+// keyNamesHint lists the names a record key of om's may give its fields,
+// for an error; "" for a key of another type.
+func keyNamesHint(om OperatorMeta) string {
+	if om.Key == nil {
+		return ""
+	}
+	names := make([]string, len(om.Key.Fields))
+	for i, f := range om.Key.Fields {
+		names[i] = f.Name
+		if f.JSON != "" && f.JSON != "-" {
+			names[i] += " (" + strconv.Quote(f.JSON) + ")"
+		}
+	}
+	return fmt.Sprintf(" (a record key names its fields by their Go names or their JSON names: %s)", strings.Join(names, ", "))
 }
 
 // goNamed reports whether text names a record key of operator om by its

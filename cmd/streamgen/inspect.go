@@ -335,6 +335,14 @@ func inspectTimers(dir, operator, key string, hasKey, asJSON bool, stdout io.Wri
 func parseKeyArg(c *runtime.CheckpointReader, op int, key string) ([]byte, error) {
 	operator := strconv.Itoa(op)
 	var jsonErr error
+	if trimmed := strings.TrimSpace(key); strings.HasPrefix(trimmed, "{") || strings.HasPrefix(trimmed, "[") {
+		// Meant as JSON: its syntax error says more than its reading as
+		// a string key would.
+		var v any
+		if err := json.Unmarshal([]byte(key), &v); err != nil {
+			return nil, fmt.Errorf("streamgen: --key %s: %w", key, err)
+		}
+	}
 	if json.Valid([]byte(key)) {
 		stored, err := c.ParseKey(operator, json.RawMessage(key))
 		if err == nil {
