@@ -44,7 +44,9 @@ type StateRequest struct {
 	Operator string
 	// Variable is the state variable; "" for every variable.
 	Variable string
-	// Key is the grouping key as JSON: a string ("alice"), a number, or
+	// Key is the grouping key as JSON: a string ("alice"; a string key
+	// given as a number or a bool is its text, so that key=42 in a URL
+	// reads the user "42"), a number, or
 	// a record's fields ({"user":"alice","day":3}, by their JSON names,
 	// or by their Go names as the rows show them; a standby with no
 	// query of the pipeline reads the JSON names of a checkpoint that
@@ -617,6 +619,21 @@ func truncate(b []byte, n int) string {
 	return strconv.Quote(string(b))
 }
 
+// BareStringKey reports whether text, given for a string key, is a JSON
+// number or true or false, and returns its text: the key it spells, as a
+// URL's key=42 gives a user "42" (StateRequest.Key). A string key is
+// never a number, so nothing else is meant.
+func BareStringKey(text []byte) (string, bool) {
+	t := string(bytes.TrimSpace(text))
+	if t == "true" || t == "false" {
+		return t, true
+	}
+	if t == "" || !json.Valid([]byte(t)) || (t[0] != '-' && (t[0] < '0' || t[0] > '9')) {
+		return "", false
+	}
+	return t, true
+}
+
 // ParseBasicKey encodes, as grouping keys of the basic type typeName are
 // (see AppendBasicJSON), a key given as JSON: a string, a number, a bool,
 // or {} for the empty struct.
@@ -629,6 +646,9 @@ func ParseBasicKey(typeName string, text []byte) ([]byte, error) {
 	case "string":
 		var s string
 		if err := json.Unmarshal(text, &s); err != nil {
+			if bare, ok := BareStringKey(text); ok {
+				return []byte(bare), nil
+			}
 			return nil, err
 		}
 		return []byte(s), nil

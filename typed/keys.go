@@ -276,11 +276,22 @@ func (c valueCodec[K]) parseJSON(b []byte) ([]byte, error) {
 // UnmarshalJSON does, except that a member naming none of its fields (or
 // of its nested records' fields) is an error, since a key misspelled would
 // otherwise read as another key, its field left zero; any other type as
-// json.Unmarshal does.
+// json.Unmarshal does, but that a string key may be given as a number or
+// a bool (runtime.BareStringKey).
 func unmarshalKey[K any](b []byte, k *K) error {
 	rec, ok := any(k).(codec.Record)
 	if !ok {
-		return json.Unmarshal(b, k)
+		err := json.Unmarshal(b, k)
+		if v := reflect.ValueOf(k).Elem(); err != nil && v.Kind() == reflect.String {
+			// A string key given as a number or a bool is its text
+			// (runtime.BareStringKey). A read names one key: this runs
+			// per request, never per row.
+			if bare, ok := runtime.BareStringKey(b); ok {
+				v.SetString(bare)
+				return nil
+			}
+		}
+		return err
 	}
 	var r codec.JSONReader
 	r.DisallowUnknownFields()

@@ -299,15 +299,26 @@ func runFirstBatch(t *testing.T, in []fixtures.Click, build func(typed.Stream[fi
 	return q
 }
 
-// TestLookupOfTheEmptyKey: the empty string is a key like any other: a
-// read of it, by a running query and from the checkpoint alone, gives
-// its rows alone, not every key's.
-func TestLookupOfTheEmptyKey(t *testing.T) {
+// TestLookupOfUnusualStringKeys: the empty string is a key like any
+// other: a read of it, by a running query and from the checkpoint alone,
+// gives its rows alone, not every key's. A string key that spells a
+// number or a bool is read by its JSON string, and bare, as a URL's
+// key=42 gives it.
+func TestLookupOfUnusualStringKeys(t *testing.T) {
+	for _, tc := range []struct{ user, key string }{
+		{"", `""`}, {"42", `"42"`}, {"42", `42`}, {"-1.5e3", `-1.5e3`}, {"true", `true`}, {"false", ` false `},
+	} {
+		t.Run(tc.key, func(t *testing.T) { lookupOneStringKey(t, tc.user, tc.key) })
+	}
+}
+
+// lookupOneStringKey reads the rows of the user given as key.
+func lookupOneStringKey(t *testing.T, user, key string) {
 	synctest.Test(t, func(t *testing.T) {
 		in := clicks(150, 19)
 		for i := range in {
 			if i%3 == 0 {
-				in[i].User = ""
+				in[i].User = user
 			}
 		}
 		q := runFirstBatch(t, in, func(s typed.Stream[fixtures.Click]) starter {
@@ -318,37 +329,38 @@ func TestLookupOfTheEmptyKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		quoted, _ := json.Marshal(user)
 		var want []runtime.StateRow
 		for _, r := range all.Rows {
-			if string(r.Key) == `""` {
+			if string(r.Key) == string(quoted) {
 				want = append(want, r)
 			}
 		}
 		if len(want) == 0 || len(want) == len(all.Rows) {
-			t.Fatalf("%d rows of the empty key among %d", len(want), len(all.Rows))
+			t.Fatalf("%d rows of the key %s among %d", len(want), quoted, len(all.Rows))
 		}
 		check := func(how string, rows []runtime.StateRow) {
 			t.Helper()
 			if len(rows) != len(want) {
-				t.Fatalf("%s: %d rows, the empty key has %d", how, len(rows), len(want))
+				t.Fatalf("%s: %d rows, the key %s has %d", how, len(rows), quoted, len(want))
 			}
 			for i := range rows {
-				if string(rows[i].Key) != `""` || !bytes.Equal(rows[i].Value, want[i].Value) {
+				if string(rows[i].Key) != string(quoted) || !bytes.Equal(rows[i].Value, want[i].Value) {
 					t.Fatalf("%s: row %s %s, want %s %s", how, rows[i].Key, rows[i].Value, want[i].Key, want[i].Value)
 				}
 			}
 		}
-		ans, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: []byte(`""`), Limit: 100000})
+		ans, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: []byte(key), Limit: 100000})
 		if err != nil {
 			t.Fatal(err)
 		}
 		check("the query", ans.Rows)
 		err = q.ReadState(func(r *runtime.CheckpointReader) error {
-			key, err := r.ParseKey("0", []byte(`""`))
+			stored, err := r.ParseKey("0", []byte(key))
 			if err != nil {
 				return err
 			}
-			ans, err := r.Lookup(runtime.StateRequest{Operator: "0", Limit: 100000}, key)
+			ans, err := r.Lookup(runtime.StateRequest{Operator: "0", Limit: 100000}, stored)
 			check("the checkpoint alone", ans.Rows)
 			return err
 		})
