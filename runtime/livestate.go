@@ -44,18 +44,20 @@ type StateRequest struct {
 	Operator string
 	// Variable is the state variable; "" for every variable.
 	Variable string
-	// Key is the grouping key as JSON: a string ("alice"; a string key
-	// given as a number or a bool is its text, so that key=42 in a URL
-	// reads the user "42"), a number, or
-	// a record's fields ({"user":"alice","day":3}, by their JSON names,
-	// or by their Go names as the rows show them; a standby with no
-	// query of the pipeline reads the JSON names of a checkpoint that
-	// keeps them, and neither a ",string" field's quotes nor an embedded
-	// struct's promoted fields); a windowed
-	// aggregation's or window join's as its rows show it, {"window":
-	// {"start": ..., "end": ...}, "key": ...}, and a grouping set's
-	// {"set": N, "key": ...}. A member that names none of the record's
-	// fields is refused (ErrBadStateKey), not read as a field left zero.
+	// Key is the grouping key as JSON, as the rows show it:
+	//   - a string ("alice"; one given as a number or a bool is its
+	//     text, so that key=42 in a URL reads the user "42"), a number;
+	//   - a record's fields, {"user": "alice", "day": 3}, by their JSON
+	//     names or by their Go names (as the rows show them) or both; a
+	//     member that names no field is refused (ErrBadStateKey), not
+	//     read as a field left zero, and a member left out is its zero
+	//     value. From a checkpoint alone (a standby with no query of the
+	//     pipeline), a JSON name is read where the checkpoint keeps it,
+	//     and neither a ",string" field's quotes nor an embedded struct's
+	//     promoted fields are;
+	//   - a windowed aggregation's or window join's key, {"window":
+	//     {"start": ..., "end": ...}, "key": ...}, and a grouping set's,
+	//     {"set": N, "key": ...}.
 	// Nil reads every key, up to Limit rows.
 	Key json.RawMessage
 	// Limit is the most rows returned; 0 means DefaultStateLimit.
