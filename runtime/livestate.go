@@ -219,9 +219,10 @@ func (c *CheckpointReader) StoreKey(operator string, key []byte) ([]byte, error)
 // "end"}, "key": ...}) or a grouping set ({"set": N, "key": ...}) or
 // neither, and a record key as its rows show it, its members named by its
 // fields' Go names, or by their JSON names where the checkpoint keeps
-// them (codec.AppendDynamicBinary). The checkpoint does not
-// say how long the operator's windows are: a window that is none of them
-// is read, and finds no rows, where a query of the pipeline refuses it.
+// them (codec.AppendDynamicBinary). A window that is none of the
+// operator's is refused (ErrNotOperatorsWindow) where the checkpoint
+// describes them (OperatorMeta.Windows); one written before it did does
+// not, and such a window is read, and finds no rows.
 func (c *CheckpointReader) ParseKey(operator string, key json.RawMessage) ([]byte, error) {
 	om, _, err := c.operator(operator)
 	if err != nil {
@@ -252,6 +253,11 @@ func parseMetaKey(om OperatorMeta, key []byte) ([]byte, error) {
 		var start, end int64
 		if start, end, text, err = WindowedKeyJSON(text); err != nil {
 			return nil, fmt.Errorf("%w: %s is not a key of operator %q: %v", ErrBadStateKey, truncate(key, 80), om.Name, err)
+		}
+		if om.Windows != nil {
+			if err := om.Windows.Check(start, end); err != nil {
+				return nil, fmt.Errorf("%w: %s is not a key of operator %q: %w", ErrBadStateKey, truncate(key, 80), om.Name, err)
+			}
 		}
 		out = AppendTimedKey(AppendTimedKey(out, start), end)
 		typeName = inner

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
@@ -41,6 +42,10 @@ type OperatorMeta struct {
 	// type, described by KeyType.
 	Key     *codec.Schema `json:"key,omitempty"`
 	KeyType string        `json:"keyType,omitempty"`
+	// Windows describes the windows of an operator whose keys begin with
+	// one (OperatorInfo.Windows); nil in checkpoints written before it
+	// was kept.
+	Windows *WindowsMeta `json:"windows,omitempty"`
 	// States are the schemas of the operator's state variables, by name.
 	States map[string]*codec.Schema `json:"states"`
 	// Variables are the operator's state variables, by name: their ids in
@@ -52,6 +57,48 @@ type OperatorMeta struct {
 	// legacyKeyType is the KeyType of checkpoints that hold the keys in
 	// the encoding before KeyType's (OperatorInfo.LegacyKeyType).
 	legacyKeyType string
+}
+
+// WindowsMeta describes the tumbling or sliding windows whose keys begin
+// with their window: each Size long, one starting every Slide (Size for
+// tumbling windows), Offset past the Unix epoch (modulo Slide).
+type WindowsMeta struct {
+	Size   time.Duration `json:"size"`
+	Slide  time.Duration `json:"slide"`
+	Offset time.Duration `json:"offset,omitempty"`
+}
+
+// String describes the windows, as in "10m0s long, every 5m0s, 15s past
+// the epoch's".
+func (w WindowsMeta) String() string {
+	s := w.Size.String() + " long"
+	if w.Slide != w.Size {
+		s += ", every " + w.Slide.String()
+	}
+	if w.Offset != 0 {
+		s += ", " + w.Offset.String() + " past the epoch's"
+	}
+	return s
+}
+
+// Check returns nil when [start, end), in Unix nanoseconds, is one of the
+// windows, else an error wrapping ErrNotOperatorsWindow.
+func (w WindowsMeta) Check(start, end int64) error {
+	size, slide := int64(w.Size), int64(w.Slide)
+	if end-start == size && (slide <= 0 || floorMod(start-int64(w.Offset), slide) == 0) {
+		return nil
+	}
+	return fmt.Errorf("%w: they are %s, and [%s, %s) is not", ErrNotOperatorsWindow, w,
+		time.Unix(0, start).UTC().Format(time.RFC3339Nano), time.Unix(0, end).UTC().Format(time.RFC3339Nano))
+}
+
+// floorMod is a mod b in [0, b), for b > 0.
+func floorMod(a, b int64) int64 {
+	m := a % b
+	if m < 0 {
+		m += b
+	}
+	return m
 }
 
 // VariableMeta describes one state variable in the checkpoint.
@@ -80,7 +127,7 @@ func planMeta(plan *Plan) Meta {
 		info := op.Info()
 		om := OperatorMeta{
 			Kind: info.Kind, Name: info.Name, Timeout: info.Timeout, OutputMode: info.OutputMode,
-			Key: info.Key, KeyType: info.KeyType, States: map[string]*codec.Schema{},
+			Key: info.Key, KeyType: info.KeyType, Windows: info.Windows, States: map[string]*codec.Schema{},
 			Variables: map[string]VariableMeta{}, deleted: info.Deleted, legacyKeyType: info.LegacyKeyType,
 		}
 		for i, s := range info.States {
@@ -285,6 +332,13 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 		}
 		if was.OutputMode != now.OutputMode {
 			identity = append(identity, fmt.Sprintf("%s: output mode was %s, is now %s", where, was.OutputMode, now.OutputMode))
+		}
+		if was.Windows != nil && now.Windows != nil && *was.Windows != *now.Windows {
+			if was.Windows.Size != now.Windows.Size {
+				types = append(types, fmt.Sprintf("%s: its windows were %s, are now %s: the stored windows are not the query's, and their state would be read as theirs; start from a new checkpoint directory, or keep the windows' size", where, was.Windows, now.Windows))
+			} else {
+				identity = append(identity, fmt.Sprintf("%s: its windows were %s, are now %s", where, was.Windows, now.Windows))
+			}
 		}
 		switch {
 		case was.KeyType != now.KeyType && (now.legacyKeyType == "" || was.KeyType != now.legacyKeyType):

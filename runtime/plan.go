@@ -101,6 +101,12 @@ type OperatorInfo struct {
 	// window's key has "window+" in front.
 	KeyType string
 	Key     *codec.Schema
+	// Windows, for an operator whose keys begin with a window of
+	// tumbling or sliding windows (a KeyType with "window+" in front),
+	// describes them: the checkpoint keeps it, so that a change of their
+	// size is refused at start and a window read from the checkpoint
+	// alone is checked.
+	Windows *WindowsMeta
 	// LegacyKeyType, when set, is the KeyType of checkpoints that hold
 	// the operator's keys in an earlier encoding (a record's binary
 	// encoding, before keys were stored in the order of their fields):

@@ -152,7 +152,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 			op.front = newFront()
 		}
 		op.info = runtime.OperatorInfo{
-			Kind: kind, Name: name, KeyType: ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseKeys: ks.codec.useKeys, ParseKey: ks.codec.parseJSON, Key: ks.codec.schema,
+			Kind: kind, Name: name, KeyType: ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseKeys: ks.codec.useKeys, ParseKey: ks.codec.parseJSON, Key: ks.codec.schema, Windows: ks.codec.windows,
 			States:        []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingRecord}},
 			DropsLateRows: dropsLate,
 		}

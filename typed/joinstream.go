@@ -374,7 +374,7 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, OutputMode: Append.String(),
 			KeyType: keyCodec.typeName, LegacyKeyType: keyCodec.legacyTypeName, UseKeys: keyCodec.useKeys, ParseKey: keyCodec.parseJSON, Key: keyCodec.schema,
-			Timeout: how.String() + " " + ev.String(),
+			Windows: keyCodec.windows, Timeout: how.String() + " " + ev.String(),
 			States: []runtime.StateInfo{
 				{Name: "left", Kind: "list", Encoding: runtime.EncodingJoinBuffer, Schema: leftRows.schema, ValueType: leftRows.typeName},
 				{Name: "right", Kind: "list", Encoding: runtime.EncodingJoinBuffer, Schema: rightRows.schema, ValueType: rightRows.typeName},
@@ -482,7 +482,8 @@ func joinKeyCodec[K comparable](kc keyCodec[K], windows *Windows) (keyCodec[join
 			k.start = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
 			return kc.decode(b[16:], &k.key)
 		})
-	c.parse = windowedParse(kc, *windows)
+	c.windows = windows.meta()
+	c.parse = windowedParse(kc, c.windows)
 	return c, nil
 }
 

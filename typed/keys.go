@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/streamgen/streamgen/codec"
@@ -43,6 +42,9 @@ type valueCodec[K any] struct {
 	// json.Unmarshal into K (see parseJSON): for the keys whose type has
 	// no JSON form of its own, a window's and a join's.
 	parse func(json []byte) ([]byte, error)
+	// windows, for a key that begins with its window, describes the
+	// windows (runtime.OperatorInfo.Windows).
+	windows *runtime.WindowsMeta
 }
 
 // keyMode is the encoding of record keys that the queries of a pipeline
@@ -306,17 +308,14 @@ func unmarshalKey[K any](b []byte, k *K) error {
 // ordered bytes each, then the key as kc reads it. A window of another
 // size, or one that does not start where the windows start, is none of
 // the operator's.
-func windowedParse[K comparable](kc keyCodec[K], windows Windows) func([]byte) ([]byte, error) {
-	size, slide, offset := int64(windows.size), int64(windows.slide), int64(windows.offset)
+func windowedParse[K comparable](kc keyCodec[K], windows *runtime.WindowsMeta) func([]byte) ([]byte, error) {
 	return func(b []byte) ([]byte, error) {
 		start, end, text, err := runtime.WindowedKeyJSON(b)
 		if err != nil {
 			return nil, err
 		}
-		if end-start != size || (slide > 0 && mod(start-offset, slide) != 0) {
-			return nil, fmt.Errorf("%w: they are %v long and start every %v (%v past the epoch's), and [%s, %s) is not",
-				runtime.ErrNotOperatorsWindow, time.Duration(size), time.Duration(slide), time.Duration(mod(offset, max(slide, 1))),
-				time.Unix(0, start).UTC().Format(time.RFC3339Nano), time.Unix(0, end).UTC().Format(time.RFC3339Nano))
+		if err := windows.Check(start, end); err != nil {
+			return nil, err
 		}
 		key, err := kc.parseJSON(text)
 		if err != nil {

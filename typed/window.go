@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+
+	"github.com/streamgen/streamgen/runtime"
 )
 
 //go:generate go run github.com/streamgen/streamgen/cmd/streamgen
@@ -62,6 +64,30 @@ func Session(gap time.Duration) Windows { return Windows{kind: session, gap: gap
 func (w Windows) StartingAt(offset time.Duration) Windows {
 	w.offset = offset
 	return w
+}
+
+// String writes the windows as the call that makes them, as in
+// "Sliding(10m0s, 5m0s).StartingAt(15s)".
+func (w Windows) String() string {
+	var s string
+	switch w.kind {
+	case session:
+		return "Session(" + w.gap.String() + ")"
+	case sliding:
+		s = "Sliding(" + w.size.String() + ", " + w.slide.String() + ")"
+	default:
+		s = "Tumbling(" + w.size.String() + ")"
+	}
+	if w.offset != 0 {
+		s += ".StartingAt(" + w.offset.String() + ")"
+	}
+	return s
+}
+
+// meta describes tumbling or sliding windows for the checkpoint, the
+// offset taken modulo the slide.
+func (w Windows) meta() *runtime.WindowsMeta {
+	return &runtime.WindowsMeta{Size: w.size, Slide: w.slide, Offset: time.Duration(mod(int64(w.offset), max(int64(w.slide), 1)))}
 }
 
 func (w Windows) validate() error {
@@ -144,6 +170,7 @@ func windowedCodec[K comparable](kc keyCodec[K], windows Windows) keyCodec[windo
 			}
 			return kc.decode(b[16:], &w.key)
 		})
-	c.parse = windowedParse(kc, windows)
+	c.windows = windows.meta()
+	c.parse = windowedParse(kc, c.windows)
 	return c
 }

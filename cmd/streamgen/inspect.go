@@ -172,6 +172,9 @@ func inspectSummary(dir string, asJSON bool, stdout io.Writer) error {
 		} else {
 			fmt.Fprintf(w, "  key\t%s\n", op.Meta.KeyType)
 		}
+		if op.Meta.Windows != nil {
+			fmt.Fprintf(w, "  windows\t%s\n", op.Meta.Windows)
+		}
 		fmt.Fprintf(w, "  state rows\t%d\n", op.StateRows)
 		timers := strconv.FormatInt(op.Timers, 10)
 		if op.FirstTimer != nil {

@@ -83,6 +83,10 @@ func TestInspectExamples(t *testing.T) {
 				if !strings.Contains(listing, "operator "+strconv.Itoa(op.Index)+": "+op.Meta.Kind) {
 					t.Errorf("the listing lacks operator %d (%s):\n%s", op.Index, op.Meta.Kind, listing)
 				}
+				if strings.HasPrefix(op.Meta.KeyType, "window+") && op.Meta.Kind != "sessionAggregate" &&
+					(op.Meta.Windows == nil || !strings.Contains(listing, "windows  ") || !strings.Contains(listing, op.Meta.Windows.String())) {
+					t.Errorf("operator %d (%s): windows %v, not in the listing:\n%s", op.Index, op.Meta.Kind, op.Meta.Windows, listing)
+				}
 				text, stderr, code := inspect(t, cp, "state", strconv.Itoa(op.Index), "--json")
 				if code != 0 {
 					t.Fatalf("inspect state %d exited %d: %s", op.Index, code, stderr)

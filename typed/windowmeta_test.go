@@ -1,0 +1,109 @@
+package typed_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// TestCheckpointKeepsItsWindows: a checkpoint describes the windows of
+// its windowed aggregations and window joins. A pipeline whose windows
+// are of another size is refused at start, whatever the options (the
+// stored windows would be read as the query's); windows of the same size
+// that start elsewhere or more often are refused unless the change is
+// allowed; the same windows, an offset of a whole slide included, start.
+// From the checkpoint alone, a window that is none of the operator's is
+// refused.
+func TestCheckpointKeepsItsWindows(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	for i := range 200 {
+		m.Add(click(fmt.Sprint("u", i%7), i*7))
+	}
+	user := func(c *fixtures.Click) string { return c.User }
+	counts := func(w typed.Windows) *typed.Writer[windowCount] {
+		ws := typed.GroupByWindow(typed.FromMemory(m), clickTime, w, user)
+		return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Update)
+	}
+	ck := newCheckpoint()
+	if err := runToEnd(t, counts(typed.Tumbling(time.Minute)), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	c, meta := openCheckpoint(t, ck.fs)
+	if w := meta.Operators[0].Windows; w == nil || *w != (runtime.WindowsMeta{Size: time.Minute, Slide: time.Minute}) {
+		t.Fatalf("the checkpoint describes the windows as %v", w)
+	}
+	start := at(0).UnixNano()
+	for _, bad := range []struct{ start, end int64 }{{start, start + int64(2*time.Minute)}, {start + int64(time.Second), start + int64(time.Second+time.Minute)}} {
+		key := fmt.Sprintf(`{"window":{"start":%q,"end":%q},"key":"u1"}`,
+			time.Unix(0, bad.start).UTC().Format(time.RFC3339Nano), time.Unix(0, bad.end).UTC().Format(time.RFC3339Nano))
+		if _, err := c.ParseKey("0", []byte(key)); !errors.Is(err, runtime.ErrNotOperatorsWindow) || !errors.Is(err, runtime.ErrBadStateKey) {
+			t.Errorf("%s from the checkpoint alone: %v, want ErrNotOperatorsWindow", key, err)
+		}
+	}
+	c.Close()
+
+	for _, tc := range []struct {
+		windows typed.Windows
+		want    string // "" to start; else the refusal
+		allowed bool   // whether AllowPipelineChanges lets it start
+	}{
+		{typed.Tumbling(2 * time.Minute), "its windows were 1m0s long, are now 2m0s long", false},
+		{typed.Sliding(2*time.Minute, time.Minute), "its windows were 1m0s long, are now 2m0s long, every 1m0s", false},
+		{typed.Sliding(time.Minute, 30*time.Second), "its windows were 1m0s long, are now 1m0s long, every 30s", true},
+		{typed.Tumbling(time.Minute).StartingAt(10 * time.Second), "its windows were 1m0s long, are now 1m0s long, 10s past the epoch's", true},
+		{typed.Tumbling(time.Minute).StartingAt(time.Minute), "", true},
+		{typed.Tumbling(time.Minute), "", true},
+	} {
+		err := runToEnd(t, counts(tc.windows), ck.opts()...)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("windows %v: %v", tc.windows, err)
+			}
+			continue
+		}
+		if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("windows %v: %v, want a refusal saying %q", tc.windows, err, tc.want)
+		}
+		err = runToEnd(t, counts(tc.windows), ck.opts(runtime.AllowPipelineChanges())...)
+		if tc.allowed != (err == nil) {
+			t.Errorf("windows %v with the change allowed: %v", tc.windows, err)
+		}
+		if tc.allowed {
+			// Back to the checkpoint's windows for the next case.
+			if err := runToEnd(t, counts(typed.Tumbling(time.Minute)), ck.opts(runtime.AllowPipelineChanges())...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	for w, want := range map[typed.Windows]string{
+		typed.Tumbling(time.Minute):                                        "Tumbling(1m0s)",
+		typed.Sliding(time.Hour, time.Minute).StartingAt(15 * time.Second): "Sliding(1h0m0s, 1m0s).StartingAt(15s)",
+		typed.Session(30 * time.Second):                                    "Session(30s)",
+	} {
+		if w.String() != want {
+			t.Errorf("windows %s, want %s", w, want)
+		}
+	}
+
+	// A join on windows keeps its windows too.
+	jck := newCheckpoint()
+	left := typed.GroupByKey(typed.WithWatermark(typed.FromMemory(m), clickTime, time.Minute), user)
+	join := typed.WriteTo(typed.Join(left, left, typed.Inner,
+		func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Key },
+		typed.JoinOnWindows(typed.Sliding(time.Minute, 20*time.Second)), typed.JoinLeftTime(clickTime), typed.JoinRightTime(clickTime)), newSink[string]())
+	if err := runToEnd(t, join, jck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	c, meta = openCheckpoint(t, jck.fs)
+	defer c.Close()
+	if w := meta.Operators[0].Windows; w == nil || *w != (runtime.WindowsMeta{Size: time.Minute, Slide: 20 * time.Second}) {
+		t.Fatalf("the join's checkpoint describes its windows as %v", w)
+	}
+}
