@@ -50,8 +50,8 @@ type StateRequest struct {
 	//   - a record's fields, {"user": "alice", "day": 3}, by their JSON
 	//     names or by their Go names (as the rows show them) or both; a
 	//     member that names no field is refused (ErrBadStateKey), not
-	//     read as a field left zero, and a member left out is its zero
-	//     value. From a checkpoint alone (a standby with no query of the
+	//     read as a field left zero, a member left out is its zero
+	//     value, and a string field's value is a JSON string. From a checkpoint alone (a standby with no query of the
 	//     pipeline), a JSON name is read where the checkpoint keeps it,
 	//     and neither a ",string" field's quotes nor an embedded struct's
 	//     promoted fields are;
@@ -628,12 +628,12 @@ func truncate(b []byte, n int) string {
 }
 
 // BareStringKey reports whether text, given for a string key, is a JSON
-// number or true or false, and returns its text: the key it spells, as a
-// URL's key=42 gives a user "42" (StateRequest.Key). A string key is
-// never a number, so nothing else is meant.
+// number, true, false or null, and returns its text: the key it spells,
+// as a URL's key=42 gives a user "42" (StateRequest.Key). A string key is
+// never a number, and never null, so nothing else is meant.
 func BareStringKey(text []byte) (string, bool) {
 	t := string(bytes.TrimSpace(text))
-	if t == "true" || t == "false" {
+	if t == "true" || t == "false" || t == "null" {
 		return t, true
 	}
 	if t == "" || !json.Valid([]byte(t)) || (t[0] != '-' && (t[0] < '0' || t[0] > '9')) {
@@ -647,16 +647,16 @@ func BareStringKey(text []byte) (string, bool) {
 // or {} for the empty struct.
 func ParseBasicKey(typeName string, text []byte) ([]byte, error) {
 	text = bytes.TrimSpace(text)
-	if string(text) == "null" {
+	if string(text) == "null" && typeName != "string" {
 		return nil, errors.New("a key is not null")
 	}
 	switch typeName {
 	case "string":
+		if bare, ok := BareStringKey(text); ok {
+			return []byte(bare), nil
+		}
 		var s string
 		if err := json.Unmarshal(text, &s); err != nil {
-			if bare, ok := BareStringKey(text); ok {
-				return []byte(bare), nil
-			}
 			return nil, err
 		}
 		return []byte(s), nil

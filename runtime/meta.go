@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -68,15 +69,15 @@ type WindowsMeta struct {
 	Offset time.Duration `json:"offset,omitempty"`
 }
 
-// String describes the windows, as in "10m0s long, every 5m0s, 15s past
-// the epoch's".
+// String describes the windows, as in "10m0s long, one every 5m0s,
+// starting 15s past the epoch (modulo 5m0s)".
 func (w WindowsMeta) String() string {
 	s := w.Size.String() + " long"
 	if w.Slide != w.Size {
-		s += ", every " + w.Slide.String()
+		s += ", one every " + w.Slide.String()
 	}
 	if w.Offset != 0 {
-		s += ", " + w.Offset.String() + " past the epoch's"
+		s += ", starting " + w.Offset.String() + " past the epoch (modulo " + w.Slide.String() + ")"
 	}
 	return s
 }
@@ -149,9 +150,10 @@ func planMeta(plan *Plan) Meta {
 // checkMeta compares the pipeline described by current with the one that
 // wrote the checkpoint, and returns the checkpoint's query id (current's,
 // for a new checkpoint). A checkpoint of another format, or whose state
-// or key types changed a field's type, is refused with an error that lists
-// every difference. Other operators, sources, names, timeouts or output
-// modes are refused too, unless changes allows them. Added or removed
+// or key types changed a field's type, or whose windows are of another
+// size, is refused with an error that lists every difference. Other
+// sources, operator names, timeouts, output modes or windows' starts are
+// refused too, unless changes allows them. Added or removed
 // fields are compatible, but a removed field that looks renamed (see
 // renamedFields) is refused, naming both fields and the tag that keeps its
 // values, unless changes allows its loss: then warn is called for it. The
@@ -185,6 +187,19 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 			ErrIncompatibleCheckpoint, stored.Format, current.Format)
 	}
 	identity, types := compareMeta(stored, current)
+	for i := range min(len(stored.Operators), len(current.Operators)) {
+		was, now := stored.Operators[i], current.Operators[i]
+		if was.Windows != nil || now.Windows == nil || was.Kind != now.Kind || !strings.HasPrefix(was.KeyType, "window+") {
+			continue
+		}
+		// A checkpoint written before it described its windows: one of
+		// its stored windows says how long they are.
+		id, ty, err := s.checkStoredWindow(i, was, *now.Windows)
+		if err != nil {
+			return Meta{}, err
+		}
+		identity, types = append(identity, id...), append(types, ty...)
+	}
 	var drop []dropVariable
 	for i := range min(len(stored.Operators), len(current.Operators)) {
 		d, diffs := reconcileVariables(i, &stored.Operators[i], &current.Operators[i])
@@ -221,6 +236,38 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 	}
 	current.ID = stored.ID
 	return current, s.writeMeta(current)
+}
+
+// checkStoredWindow compares a window operator op has stored (om says
+// what its keys hold) with the windows w of the pipeline starting on it,
+// as compareMeta compares described windows: another length is a type
+// difference, another start an identity one.
+func (s *Store) checkStoredWindow(op int, om OperatorMeta, w WindowsMeta) (identity, types []string, err error) {
+	prefix := keyPrefix(om) - 16 // a grouping set's bytes before the window
+	var start, end int64
+	found := false
+	r := &CheckpointReader{s: s, r: s.db}
+	err = r.ScanState(uint8(op), func(e Entry) error {
+		if len(e.Key) < prefix+16 {
+			return fmt.Errorf("streamgen: operator %d: a key of %d bytes does not hold its window", op, len(e.Key))
+		}
+		start = int64(binary.BigEndian.Uint64(e.Key[prefix:]) ^ 1<<63)
+		end = int64(binary.BigEndian.Uint64(e.Key[prefix+8:]) ^ 1<<63)
+		found = true
+		return errStopRows
+	})
+	if errors.Is(err, errStopRows) {
+		err = nil
+	}
+	if err != nil || !found || w.Check(start, end) == nil {
+		return nil, nil, err
+	}
+	where := fmt.Sprintf("operator %d (%s %q)", op, om.Kind, om.Name)
+	stored := fmt.Sprintf("[%s, %s)", time.Unix(0, start).UTC().Format(time.RFC3339Nano), time.Unix(0, end).UTC().Format(time.RFC3339Nano))
+	if end-start != int64(w.Size) {
+		return nil, []string{fmt.Sprintf("%s: a stored window, %s, is %s long, and its windows are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size", where, stored, time.Duration(end-start), w)}, nil
+	}
+	return []string{fmt.Sprintf("%s: a stored window, %s, is none of its windows now (%s)", where, stored, w)}, nil, nil
 }
 
 // metaChanges are the differences from the checkpoint's pipeline that a
@@ -305,9 +352,10 @@ func (s *Store) writeMeta(m Meta) error {
 }
 
 // compareMeta lists what differs between stored and current: identity
-// lists other sources, operators, names, timeouts and output modes, which
-// an option may accept; types lists key and state types that cannot read
-// the stored bytes, which nothing accepts.
+// lists other sources, operator names, timeouts, output modes and
+// windows' starts, which an option may accept; types lists other
+// operators, key and state types that cannot read the stored bytes, and
+// windows of another size, which nothing accepts.
 func compareMeta(stored, current Meta) (identity, types []string) {
 	if !slices.Equal(stored.Sources, current.Sources) {
 		identity = append(identity, fmt.Sprintf("sources were %s, are now %s", quoteList(stored.Sources), quoteList(current.Sources)))
@@ -335,7 +383,7 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 		}
 		if was.Windows != nil && now.Windows != nil && *was.Windows != *now.Windows {
 			if was.Windows.Size != now.Windows.Size {
-				types = append(types, fmt.Sprintf("%s: its windows were %s, are now %s: the stored windows are not the query's, and their state would be read as theirs; start from a new checkpoint directory, or keep the windows' size", where, was.Windows, now.Windows))
+				types = append(types, fmt.Sprintf("%s: its windows were %s, are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size", where, was.Windows, now.Windows))
 			} else {
 				identity = append(identity, fmt.Sprintf("%s: its windows were %s, are now %s", where, was.Windows, now.Windows))
 			}

@@ -192,10 +192,13 @@ func NoDataBatches(enabled bool) Option {
 
 // AllowPipelineChanges starts the query on a checkpoint whose pipeline
 // differs in what the state can survive: other source names, operator
-// names, timeouts or output modes, or a state type that shares no field
-// with the stored one. Without it such a checkpoint is refused with the
-// differences. A key or state field whose type changed is refused even
-// so: its bytes cannot be read.
+// names, timeouts or output modes, a state type that shares no field
+// with the stored one, or windows of the stored size that start
+// elsewhere or at another slide (the stored windows then finish as they
+// are, and a read of state by key no longer finds them). Without it such
+// a checkpoint is refused with the differences. Other operators, a key or
+// state field whose type changed, and windows of another size are
+// refused even so: the stored bytes would be misread.
 func AllowPipelineChanges() Option { return optionFunc(func(c *config) { c.allowChanges = true }) }
 
 // AllowStateFieldLoss starts the query on a checkpoint where a field of a

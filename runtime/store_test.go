@@ -933,3 +933,64 @@ func TestCloseWithASnapshotOpen(t *testing.T) {
 		time.Sleep(time.Millisecond) // the store's own goroutine releases it
 	}
 }
+
+// TestCheckMetaOfStoredWindows: a checkpoint written before it described
+// its windows is compared with the pipeline's windows through a window
+// it stores: another length is refused whatever the options, another
+// start unless changes are allowed; the same windows start, and the
+// checkpoint then describes them. With no window stored, any windows
+// start.
+func TestCheckMetaOfStoredWindows(t *testing.T) {
+	windowed := func(w *runtime.WindowsMeta) runtime.Meta {
+		return runtime.Meta{Sources: []string{"memory:in"}, Operators: []runtime.OperatorMeta{{
+			Kind: "windowedAggregate", Name: "counts", KeyType: "window+string", Windows: w,
+			States: map[string]*codec.Schema{"aggregate": nil}}}}
+	}
+	minute := &runtime.WindowsMeta{Size: time.Minute, Slide: time.Minute}
+	for _, tc := range []struct {
+		now     *runtime.WindowsMeta
+		want    string // "" to start
+		allowed bool
+	}{
+		{&runtime.WindowsMeta{Size: 2 * time.Minute, Slide: 2 * time.Minute}, "is 1m0s long, and its windows are now 2m0s long", false},
+		{&runtime.WindowsMeta{Size: 2 * time.Minute, Slide: time.Minute}, "is 1m0s long, and its windows are now 2m0s long, one every 1m0s", false},
+		{&runtime.WindowsMeta{Size: time.Minute, Slide: time.Minute, Offset: 10 * time.Second}, "is none of its windows now (1m0s long, starting 10s past the epoch (modulo 1m0s))", true},
+		{minute, "", true},
+	} {
+		// With no window stored, any windows start.
+		empty := open(t, vfs.NewMem(), runtime.StoreOptions{})
+		if _, _, err := empty.CheckMeta(windowed(nil), false); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := empty.CheckMeta(windowed(tc.now), false); err != nil {
+			t.Errorf("windows %v on a checkpoint with no window stored: %v", tc.now, err)
+		}
+		empty.Close()
+
+		s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+		if _, _, err := s.CheckMeta(windowed(nil), false); err != nil {
+			t.Fatal(err)
+		}
+		b := s.NewBatch()
+		start := time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC).UnixNano()
+		key := append(runtime.AppendTimedKey(runtime.AppendTimedKey(nil, start), start+int64(time.Minute)), "u1"...)
+		if err := b.Put(runtime.Var{}, key, nil, []byte("1")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Commit(b, runtime.Progress{BatchID: 0}); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := s.CheckMeta(windowed(tc.now), false)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("windows %v: %v", tc.now, err)
+		case tc.want != "" && (!errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("windows %v: %v, want a refusal saying %q", tc.now, err, tc.want)
+		case tc.want != "":
+			if _, _, err := s.CheckMeta(windowed(tc.now), true); tc.allowed != (err == nil) {
+				t.Errorf("windows %v with the change allowed: %v", tc.now, err)
+			}
+		}
+		s.Close()
+	}
+}

@@ -480,6 +480,9 @@ func joinKeyCodec[K comparable](kc keyCodec[K], windows *Windows) (keyCodec[join
 				return fmt.Errorf("a key of %d bytes does not begin with its window", len(b))
 			}
 			k.start = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
+			if end := int64(binary.BigEndian.Uint64(b[8:]) ^ 1<<63); end-k.start != size {
+				return fmt.Errorf("streamgen: a stored window is %v long, the query's windows %v: the window size changed", time.Duration(end-k.start), time.Duration(size))
+			}
 			return kc.decode(b[16:], &k.key)
 		})
 	c.windows = windows.meta()

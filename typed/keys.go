@@ -1,8 +1,10 @@
 package typed
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync"
@@ -283,17 +285,20 @@ func (c valueCodec[K]) parseJSON(b []byte) ([]byte, error) {
 func unmarshalKey[K any](b []byte, k *K) error {
 	rec, ok := any(k).(codec.Record)
 	if !ok {
-		err := json.Unmarshal(b, k)
-		if v := reflect.ValueOf(k).Elem(); err != nil && v.Kind() == reflect.String {
-			// A string key given as a number or a bool is its text
-			// (runtime.BareStringKey). A read names one key: this runs
-			// per request, never per row.
-			if bare, ok := runtime.BareStringKey(b); ok {
-				v.SetString(bare)
-				return nil
-			}
+		// A string key given as a number, a bool or null is its text
+		// (runtime.BareStringKey), unless its type reads its own JSON; a
+		// key of another type is not null. A read names one key: this
+		// runs per request, never per row.
+		v := reflect.ValueOf(k).Elem()
+		_, own := any(k).(json.Unmarshaler)
+		if bare, ok := runtime.BareStringKey(b); ok && v.Kind() == reflect.String && !own {
+			v.SetString(bare)
+			return nil
 		}
-		return err
+		if string(bytes.TrimSpace(b)) == "null" {
+			return errors.New("a key is not null")
+		}
+		return json.Unmarshal(b, k)
 	}
 	var r codec.JSONReader
 	r.DisallowUnknownFields()

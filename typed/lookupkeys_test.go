@@ -302,11 +302,11 @@ func runFirstBatch(t *testing.T, in []fixtures.Click, build func(typed.Stream[fi
 // TestLookupOfUnusualStringKeys: the empty string is a key like any
 // other: a read of it, by a running query and from the checkpoint alone,
 // gives its rows alone, not every key's. A string key that spells a
-// number or a bool is read by its JSON string, and bare, as a URL's
-// key=42 gives it.
+// number, a bool or null is read by its JSON string, and bare, as a
+// URL's key=42 gives it.
 func TestLookupOfUnusualStringKeys(t *testing.T) {
 	for _, tc := range []struct{ user, key string }{
-		{"", `""`}, {"42", `"42"`}, {"42", `42`}, {"-1.5e3", `-1.5e3`}, {"true", `true`}, {"false", ` false `},
+		{"", `""`}, {"42", `"42"`}, {"42", `42`}, {"-1.5e3", `-1.5e3`}, {"true", `true`}, {"false", ` false `}, {"null", `null`},
 	} {
 		t.Run(tc.key, func(t *testing.T) { lookupOneStringKey(t, tc.user, tc.key) })
 	}

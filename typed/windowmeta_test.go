@@ -54,9 +54,10 @@ func TestCheckpointKeepsItsWindows(t *testing.T) {
 		allowed bool   // whether AllowPipelineChanges lets it start
 	}{
 		{typed.Tumbling(2 * time.Minute), "its windows were 1m0s long, are now 2m0s long", false},
-		{typed.Sliding(2*time.Minute, time.Minute), "its windows were 1m0s long, are now 2m0s long, every 1m0s", false},
-		{typed.Sliding(time.Minute, 30*time.Second), "its windows were 1m0s long, are now 1m0s long, every 30s", true},
-		{typed.Tumbling(time.Minute).StartingAt(10 * time.Second), "its windows were 1m0s long, are now 1m0s long, 10s past the epoch's", true},
+		{typed.Sliding(2*time.Minute, time.Minute), "its windows were 1m0s long, are now 2m0s long, one every 1m0s", false},
+		{typed.Sliding(time.Minute, 30*time.Second), "its windows were 1m0s long, are now 1m0s long, one every 30s", true},
+		{typed.Tumbling(time.Minute).StartingAt(10 * time.Second), "its windows were 1m0s long, are now 1m0s long, starting 10s past the epoch (modulo 1m0s)", true},
+		{typed.Tumbling(time.Minute).StartingAt(-50 * time.Second), "are now 1m0s long, starting 10s past the epoch (modulo 1m0s)", true},
 		{typed.Tumbling(time.Minute).StartingAt(time.Minute), "", true},
 		{typed.Tumbling(time.Minute), "", true},
 	} {
@@ -102,8 +103,16 @@ func TestCheckpointKeepsItsWindows(t *testing.T) {
 		t.Fatal(err)
 	}
 	c, meta = openCheckpoint(t, jck.fs)
-	defer c.Close()
 	if w := meta.Operators[0].Windows; w == nil || *w != (runtime.WindowsMeta{Size: time.Minute, Slide: 20 * time.Second}) {
 		t.Fatalf("the join's checkpoint describes its windows as %v", w)
+	}
+	c.Close()
+	longer := typed.WriteTo(typed.Join(left, left, typed.Inner,
+		func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Key },
+		typed.JoinOnWindows(typed.Sliding(2*time.Minute, 20*time.Second)), typed.JoinLeftTime(clickTime), typed.JoinRightTime(clickTime)), newSink[string]())
+	for i, opts := range [][]runtime.Option{jck.opts(), jck.opts(runtime.AllowPipelineChanges())} {
+		if err := runToEnd(t, longer, opts...); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "its windows were 1m0s long, one every 20s, are now 2m0s long") {
+			t.Errorf("the join on longer windows (changes allowed: %v): %v", i == 1, err)
+		}
 	}
 }
