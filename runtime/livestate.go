@@ -45,8 +45,9 @@ type StateRequest struct {
 	// Variable is the state variable; "" for every variable.
 	Variable string
 	// Key is the grouping key as JSON, as the rows show it:
-	//   - a string ("alice"; one given as a number or a bool is its
-	//     text, so that key=42 in a URL reads the user "42"), a number;
+	//   - a string ("alice"; one given as a number, a bool or null is
+	//     its text, so that key=42 in a URL reads the user "42"), a
+	//     number (a key other than a string's is not null);
 	//   - a record's fields, {"user": "alice", "day": 3}, by their JSON
 	//     names or by their Go names (as the rows show them) or both; a
 	//     member that names no field is refused (ErrBadStateKey), not

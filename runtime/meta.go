@@ -45,7 +45,9 @@ type OperatorMeta struct {
 	KeyType string        `json:"keyType,omitempty"`
 	// Windows describes the windows of an operator whose keys begin with
 	// one (OperatorInfo.Windows); nil in checkpoints written before it
-	// was kept.
+	// was kept, which are checked at start through the first window they
+	// store: a change of size is refused, a change of start or slide
+	// where that window shows it.
 	Windows *WindowsMeta `json:"windows,omitempty"`
 	// States are the schemas of the operator's state variables, by name.
 	States map[string]*codec.Schema `json:"states"`
@@ -150,8 +152,8 @@ func planMeta(plan *Plan) Meta {
 // checkMeta compares the pipeline described by current with the one that
 // wrote the checkpoint, and returns the checkpoint's query id (current's,
 // for a new checkpoint). A checkpoint of another format, or whose state
-// or key types changed a field's type, or whose windows are of another
-// size, is refused with an error that lists every difference. Other
+// or key types changed a field's type, or whose operators or windows'
+// sizes differ, is refused with an error that lists every difference. Other
 // sources, operator names, timeouts, output modes or windows' starts are
 // refused too, unless changes allows them. Added or removed
 // fields are compatible, but a removed field that looks renamed (see
@@ -241,15 +243,22 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 // checkStoredWindow compares a window operator op has stored (om says
 // what its keys hold) with the windows w of the pipeline starting on it,
 // as compareMeta compares described windows: another length is a type
-// difference, another start an identity one.
+// difference, another start an identity one. Every stored window has the
+// operator's length, so the first one read tells a change of it; a change
+// of start or slide shows only where that window is none of w's.
 func (s *Store) checkStoredWindow(op int, om OperatorMeta, w WindowsMeta) (identity, types []string, err error) {
 	prefix := keyPrefix(om) - 16 // a grouping set's bytes before the window
+	windowKeyed := map[uint8]bool{}
+	for _, v := range om.Variables {
+		// An index's entries (an event-time order) are keyed otherwise.
+		windowKeyed[v.ID] = !v.Index && v.Encoding != EncodingByEventTime
+	}
 	var start, end int64
 	found := false
 	r := &CheckpointReader{s: s, r: s.db}
 	err = r.ScanState(uint8(op), func(e Entry) error {
-		if len(e.Key) < prefix+16 {
-			return fmt.Errorf("streamgen: operator %d: a key of %d bytes does not hold its window", op, len(e.Key))
+		if known, ok := windowKeyed[e.Variable]; (ok && !known) || len(e.Key) < prefix+16 {
+			return nil
 		}
 		start = int64(binary.BigEndian.Uint64(e.Key[prefix:]) ^ 1<<63)
 		end = int64(binary.BigEndian.Uint64(e.Key[prefix+8:]) ^ 1<<63)

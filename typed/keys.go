@@ -280,24 +280,20 @@ func (c valueCodec[K]) parseJSON(b []byte) ([]byte, error) {
 // UnmarshalJSON does, except that a member naming none of its fields (or
 // of its nested records' fields) is an error, since a key misspelled would
 // otherwise read as another key, its field left zero; any other type as
-// json.Unmarshal does, but that a string key may be given as a number or
-// a bool (runtime.BareStringKey).
+// json.Unmarshal does. A string key given as a number, a bool or null is
+// that text, read as the JSON string of it (runtime.BareStringKey); a key
+// of another type is not null. A read names one key: this runs per
+// request, never per row.
 func unmarshalKey[K any](b []byte, k *K) error {
+	if reflect.ValueOf(k).Elem().Kind() == reflect.String {
+		if bare, ok := runtime.BareStringKey(b); ok {
+			b, _ = json.Marshal(bare)
+		}
+	} else if string(bytes.TrimSpace(b)) == "null" {
+		return errors.New("a key is not null")
+	}
 	rec, ok := any(k).(codec.Record)
 	if !ok {
-		// A string key given as a number, a bool or null is its text
-		// (runtime.BareStringKey), unless its type reads its own JSON; a
-		// key of another type is not null. A read names one key: this
-		// runs per request, never per row.
-		v := reflect.ValueOf(k).Elem()
-		_, own := any(k).(json.Unmarshaler)
-		if bare, ok := runtime.BareStringKey(b); ok && v.Kind() == reflect.String && !own {
-			v.SetString(bare)
-			return nil
-		}
-		if string(bytes.TrimSpace(b)) == "null" {
-			return errors.New("a key is not null")
-		}
 		return json.Unmarshal(b, k)
 	}
 	var r codec.JSONReader

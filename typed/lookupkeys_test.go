@@ -113,6 +113,12 @@ func TestLookupEveryRowByItsKey(t *testing.T) {
 				if err != nil || len(all.Rows) == 0 || all.More {
 					t.Fatalf("every row: %d rows (more: %v), %v", len(all.Rows), all.More, err)
 				}
+				if bytes.HasPrefix(all.Rows[0].Key, []byte("{")) {
+					// A record's (or a window's, a set's) key is not null.
+					if _, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: []byte("null")}); !errors.Is(err, runtime.ErrBadStateKey) {
+						t.Fatalf("the key null: %v, want ErrBadStateKey", err)
+					}
+				}
 				for _, row := range all.Rows {
 					ans, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: row.Key, Limit: 100000})
 					if err != nil {
@@ -366,6 +372,34 @@ func lookupOneStringKey(t *testing.T, user, key string) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	})
+}
+
+// TestNullIsNoIntKey: a key of a number type given as null is refused,
+// by the query and from the checkpoint alone, not read as zero.
+func TestNullIsNoIntKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := runFirstBatch(t, clicks(50, 7), func(s typed.Stream[fixtures.Click]) starter {
+			return typed.WriteTo(typed.AggregateByKey(typed.GroupByKey(s, func(c *fixtures.Click) int { return len(c.Page) % 3 }), typed.Count[fixtures.Click](),
+				func(k int, n int64) int64 { return n }), newSink[int64]()).OutputMode(typed.Update)
+		})
+		all, err := q.LookupState(runtime.StateRequest{Operator: "0"})
+		if err != nil || len(all.Rows) == 0 {
+			t.Fatalf("every key: %d rows, %v", len(all.Rows), err)
+		}
+		if ans, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: all.Rows[0].Key}); err != nil || len(ans.Rows) != 1 {
+			t.Fatalf("the key %s: %d rows, %v", all.Rows[0].Key, len(ans.Rows), err)
+		}
+		if ans, err := q.LookupState(runtime.StateRequest{Operator: "0", Key: []byte(" null ")}); !errors.Is(err, runtime.ErrBadStateKey) {
+			t.Fatalf("the key null: %d rows, %v; want ErrBadStateKey", len(ans.Rows), err)
+		}
+		err = q.ReadState(func(r *runtime.CheckpointReader) error {
+			_, err := r.ParseKey("0", []byte("null"))
+			return err
+		})
+		if !errors.Is(err, runtime.ErrBadStateKey) {
+			t.Fatalf("the key null from the checkpoint alone: %v, want ErrBadStateKey", err)
 		}
 	})
 }
