@@ -62,18 +62,25 @@ type OperatorMeta struct {
 	legacyKeyType string
 }
 
-// WindowsMeta describes the tumbling or sliding windows whose keys begin
-// with their window: each Size long, one starting every Slide (Size for
-// tumbling windows), Offset past the Unix epoch (modulo Slide).
+// WindowsMeta describes an operator's windows: tumbling or sliding
+// windows, whose keys begin with their window, each Size long, one
+// starting every Slide (Size for tumbling windows), Offset past the Unix
+// epoch (modulo Slide); or session windows (Size 0), which close after
+// Gap without a row.
 type WindowsMeta struct {
 	Size   time.Duration `json:"size"`
 	Slide  time.Duration `json:"slide"`
 	Offset time.Duration `json:"offset,omitempty"`
+	Gap    time.Duration `json:"gap,omitempty"`
 }
 
 // String describes the windows, as in "10m0s long, one every 5m0s,
-// starting 15s past the epoch (modulo 5m0s)".
+// starting 15s past the epoch (modulo 5m0s)", or "sessions closed after
+// 30s without a row".
 func (w WindowsMeta) String() string {
+	if w.Size == 0 {
+		return "sessions closed after " + w.Gap.String() + " without a row"
+	}
 	s := w.Size.String() + " long"
 	if w.Slide != w.Size {
 		s += ", one every " + w.Slide.String()
@@ -154,8 +161,8 @@ func planMeta(plan *Plan) Meta {
 // for a new checkpoint). A checkpoint of another format, or whose state
 // or key types changed a field's type, or whose operators or windows'
 // sizes differ, is refused with an error that lists every difference. Other
-// sources, operator names, timeouts, output modes or windows' starts are
-// refused too, unless changes allows them. Added or removed
+// sources, operator names, timeouts, output modes, windows' starts or
+// sessions' gaps are refused too, unless changes allows them. Added or removed
 // fields are compatible, but a removed field that looks renamed (see
 // renamedFields) is refused, naming both fields and the tag that keeps its
 // values, unless changes allows its loss: then warn is called for it. The
@@ -361,8 +368,8 @@ func (s *Store) writeMeta(m Meta) error {
 }
 
 // compareMeta lists what differs between stored and current: identity
-// lists other sources, operator names, timeouts, output modes and
-// windows' starts, which an option may accept; types lists other
+// lists other sources, operator names, timeouts, output modes, windows'
+// starts and sessions' gaps, which an option may accept; types lists other
 // operators, key and state types that cannot read the stored bytes, and
 // windows of another size, which nothing accepts.
 func compareMeta(stored, current Meta) (identity, types []string) {

@@ -193,9 +193,10 @@ func NoDataBatches(enabled bool) Option {
 // AllowPipelineChanges starts the query on a checkpoint whose pipeline
 // differs in what the state can survive: other source names, operator
 // names, timeouts or output modes, a state type that shares no field
-// with the stored one, or windows of the stored size that start
-// elsewhere or at another slide (the stored windows then finish as they
-// are, and a read of state by key no longer finds them). Without it such
+// with the stored one, windows of the stored size that start elsewhere
+// or at another slide (the stored windows then finish as they are, and a
+// read of state by key no longer finds them), or session windows of
+// another gap. Without it such
 // a checkpoint is refused with the differences. Other operators, a key or
 // state field whose type changed, and windows of another size are
 // refused even so: the stored bytes would be misread.

@@ -103,9 +103,10 @@ type OperatorInfo struct {
 	Key     *codec.Schema
 	// Windows, for an operator whose keys begin with a window of
 	// tumbling or sliding windows (a KeyType with "window+" in front),
-	// describes them: the checkpoint keeps it, so that a change of their
-	// size is refused at start and a window read from the checkpoint
-	// alone is checked.
+	// describes them, and so it does for session windows: the checkpoint
+	// keeps it, so that a change of their size is refused at start, a
+	// change of their starts or gap unless the pipeline's changes are
+	// allowed, and a window read from the checkpoint alone is checked.
 	Windows *WindowsMeta
 	// LegacyKeyType, when set, is the KeyType of checkpoints that hold
 	// the operator's keys in an earlier encoding (a record's binary

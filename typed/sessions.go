@@ -27,6 +27,7 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 			agg: agg, eventTime: ws.eventTime, gap: ws.windows.gap, output: row, emitDown: emit, mode: &c.outputMode}
 		op.info = runtime.OperatorInfo{
 			Kind: "sessionAggregate", Name: name, KeyType: ws.codec.typeName, LegacyKeyType: ws.codec.legacyTypeName, UseKeys: ws.codec.useKeys, ParseKey: ws.codec.parseJSON, Key: ws.codec.schema,
+			Windows:       &runtime.WindowsMeta{Gap: ws.windows.gap},
 			States:        []runtime.StateInfo{{Name: "sessions", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingSessions}},
 			DropsLateRows: ws.s.p.watermarked,
 		}

@@ -93,6 +93,29 @@ func TestCheckpointKeepsItsWindows(t *testing.T) {
 		}
 	}
 
+	// Session windows keep their gap: another is refused unless the
+	// change is allowed.
+	sck := newCheckpoint()
+	sessions := func(gap time.Duration) *typed.Writer[windowCount] {
+		ws := typed.GroupByWindow(typed.FromMemory(m), clickTime, typed.Session(gap), user)
+		return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Update)
+	}
+	if err := runToEnd(t, sessions(20*time.Second), sck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	c, meta = openCheckpoint(t, sck.fs)
+	if w := meta.Operators[0].Windows; w == nil || *w != (runtime.WindowsMeta{Gap: 20 * time.Second}) {
+		t.Fatalf("the sessions' checkpoint describes their windows as %v", w)
+	}
+	c.Close()
+	if err := runToEnd(t, sessions(40*time.Second), sck.opts()...); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) ||
+		!strings.Contains(err.Error(), "its windows were sessions closed after 20s without a row, are now sessions closed after 40s without a row") {
+		t.Errorf("sessions of another gap: %v", err)
+	}
+	if err := runToEnd(t, sessions(40*time.Second), sck.opts(runtime.AllowPipelineChanges())...); err != nil {
+		t.Errorf("sessions of another gap, the change allowed: %v", err)
+	}
+
 	// A join on windows keeps its windows too.
 	jck := newCheckpoint()
 	left := typed.GroupByKey(typed.WithWatermark(typed.FromMemory(m), clickTime, time.Minute), user)

@@ -238,7 +238,7 @@ func inspectState(dir, operator, variable, key string, hasKey, asJSON bool, stdo
 	}
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
-	print := func(r runtime.StateRow) error {
+	show := func(r runtime.StateRow) error {
 		if asJSON {
 			return enc.Encode(r)
 		}
@@ -265,11 +265,11 @@ func inspectState(dir, operator, variable, key string, hasKey, asJSON bool, stdo
 			return err
 		}
 		for _, r := range ans.Rows {
-			if err := print(r); err != nil {
+			if err := show(r); err != nil {
 				return err
 			}
 		}
-	} else if err := c.Rows(m, op, variable, print); err != nil {
+	} else if err := c.Rows(m, op, variable, show); err != nil {
 		return err
 	}
 	if asJSON {
