@@ -472,16 +472,11 @@ func joinKeyCodec[K comparable](kc keyCodec[K], windows *Windows) (keyCodec[join
 	size := int64(windows.size)
 	c := wrap(kc, "window+",
 		func(b []byte, k *joinKey[K]) ([]byte, error) {
-			b = runtime.AppendTimedKey(runtime.AppendTimedKey(b, k.start), k.start+size)
-			return kc.encode(b, &k.key)
+			return kc.encode(appendWindow(b, k.start, size), &k.key)
 		},
-		func(b []byte, k *joinKey[K]) error {
-			if len(b) < 16 {
-				return fmt.Errorf("a key of %d bytes does not begin with its window", len(b))
-			}
-			k.start = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
-			if end := int64(binary.BigEndian.Uint64(b[8:]) ^ 1<<63); end-k.start != size {
-				return fmt.Errorf("streamgen: a stored window is %v long, the query's windows %v: the window size changed", time.Duration(end-k.start), time.Duration(size))
+		func(b []byte, k *joinKey[K]) (err error) {
+			if k.start, err = readWindow(b, size); err != nil {
+				return err
 			}
 			return kc.decode(b[16:], &k.key)
 		})

@@ -150,23 +150,38 @@ type Windowed[K comparable] struct {
 	Key    K
 }
 
+// appendWindow appends the window of size that starts at start, in
+// Unix nanoseconds, as a windowed key begins with it: its start and end,
+// 8 ordered bytes each (runtime.AppendTimedKey).
+func appendWindow(b []byte, start, size int64) []byte {
+	return runtime.AppendTimedKey(runtime.AppendTimedKey(b, start), start+size)
+}
+
+// readWindow returns the start of the window a windowed key b begins
+// with, which must be size long: a stored window of another length was
+// written by windows the query's are not.
+func readWindow(b []byte, size int64) (int64, error) {
+	if len(b) < 16 {
+		return 0, fmt.Errorf("streamgen: a key of %d bytes does not begin with its window", len(b))
+	}
+	start := int64(binary.BigEndian.Uint64(b) ^ 1<<63)
+	if end := int64(binary.BigEndian.Uint64(b[8:]) ^ 1<<63); end-start != size {
+		return 0, fmt.Errorf("streamgen: a stored window is %v long, the query's windows %v: the window size changed", time.Duration(end-start), time.Duration(size))
+	}
+	return start, nil
+}
+
 // windowedCodec encodes a Windowed key: the window's start and end, 8
 // ordered bytes each, then the key's encoding. Keys sort by window start.
 func windowedCodec[K comparable](kc keyCodec[K], windows Windows) keyCodec[windowKey[K]] {
 	size := int64(windows.size)
 	c := wrap(kc, "window+",
 		func(b []byte, w *windowKey[K]) ([]byte, error) {
-			b = binary.BigEndian.AppendUint64(b, uint64(w.start)^1<<63)
-			b = binary.BigEndian.AppendUint64(b, uint64(w.start+size)^1<<63)
-			return kc.encode(b, &w.key)
+			return kc.encode(appendWindow(b, w.start, size), &w.key)
 		},
-		func(b []byte, w *windowKey[K]) error {
-			if len(b) < 16 {
-				return fmt.Errorf("streamgen: windowed key of %d bytes", len(b))
-			}
-			w.start = int64(binary.BigEndian.Uint64(b) ^ 1<<63)
-			if end := int64(binary.BigEndian.Uint64(b[8:]) ^ 1<<63); end-w.start != size {
-				return fmt.Errorf("streamgen: a stored window is %v long, the query's windows %v: the window size changed", time.Duration(end-w.start), time.Duration(size))
+		func(b []byte, w *windowKey[K]) (err error) {
+			if w.start, err = readWindow(b, size); err != nil {
+				return err
 			}
 			return kc.decode(b[16:], &w.key)
 		})
