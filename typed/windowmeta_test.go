@@ -139,3 +139,36 @@ func TestCheckpointKeepsItsWindows(t *testing.T) {
 		}
 	}
 }
+
+// TestStoredWindowOfAnotherLength: a windowed aggregation and a window
+// join read back the windows and keys they store, and refuse a stored
+// window of another length (written by other windows) rather than read
+// it as one of theirs: the backstop behind the refusal at start.
+func TestStoredWindowOfAnotherLength(t *testing.T) {
+	for _, join := range []bool{false, true} {
+		minute := typed.NewWindowKeys(typed.Tumbling(time.Minute), join)
+		sliding := typed.NewWindowKeys(typed.Sliding(time.Minute, 20*time.Second), join)
+		two := typed.NewWindowKeys(typed.Tumbling(2*time.Minute), join)
+		for _, start := range []int64{0, int64(time.Minute), -int64(time.Hour), 1 << 60} {
+			for _, key := range []string{"", "u1", "a\x00b"} {
+				b, err := minute.Encode(start, key)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for name, same := range map[string]typed.WindowKeys{"tumbling(1m)": minute, "sliding(1m, 20s)": sliding} {
+					gotStart, gotKey, err := same.Decode(b)
+					if err != nil || gotStart != start || gotKey != key {
+						t.Errorf("join %v: %s read (%d, %q) back as (%d, %q), %v", join, name, start, key, gotStart, gotKey, err)
+					}
+				}
+				_, _, err = two.Decode(b)
+				if err == nil || !strings.Contains(err.Error(), "a stored window is 1m0s long, the query's windows 2m0s") {
+					t.Errorf("join %v: a 1m window read by 2m windows: %v, want the lengths named", join, err)
+				}
+			}
+		}
+		if _, _, err := minute.Decode([]byte("short")); err == nil {
+			t.Errorf("join %v: a key of 5 bytes was read as a window", join)
+		}
+	}
+}
