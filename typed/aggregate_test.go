@@ -157,11 +157,22 @@ func sameTable(t *testing.T, what string, got, want map[string]float64) {
 }
 
 // TestSessionWindows compares session windows (a gap of 20 s) with a plain
-// loop that sorts each user's rows by time and cuts where two are 20 s or
-// more apart: the sessions, their counts, and (Append mode) each written
-// once.
+// loop that sorts each user's rows by time and cuts where two are more
+// than 20 s apart (rows exactly 20 s apart are one session, as in Spark
+// and Flink): the sessions, their counts, and (Append mode) each written
+// once. The second input has rows every 5 s, so that many of a user's
+// rows are exactly the gap apart.
 func TestSessionWindows(t *testing.T) {
-	in := orderedClicks(200)
+	even := clicks(200, 21)
+	for i := range even {
+		even[i].Time = at(i * 5)
+	}
+	for _, in := range [][]fixtures.Click{orderedClicks(200), even} {
+		testSessionWindows(t, in)
+	}
+}
+
+func testSessionWindows(t *testing.T, in []fixtures.Click) {
 	gap := 20 * time.Second
 	want := map[string]float64{}
 	byUser := map[string][]time.Time{}
@@ -172,7 +183,7 @@ func TestSessionWindows(t *testing.T) {
 		sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
 		start, last, n := times[0], times[0], 0
 		for _, tm := range times {
-			if tm.Sub(last) >= gap {
+			if tm.Sub(last) > gap {
 				want[windowCount{Window: typed.Window{Start: start, End: last.Add(gap)}, User: user}.id()] = float64(n)
 				start, n = tm, 0
 			}

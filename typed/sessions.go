@@ -13,9 +13,11 @@ import (
 
 // aggregateSessions is AggregateWindows over session windows: each key's
 // open sessions are one state row, with their windows and accumulators;
-// a row at t extends, or merges, the sessions whose windows overlap
-// [t, t+gap), and a session closes once the watermark is at or past its
-// end, by a timer one nanosecond before it.
+// a row at t extends, or merges, the sessions whose windows overlap or
+// touch [t, t+gap) (Spark's rule: a row at exactly a session's end
+// extends it), and a session closes once the watermark is at or past its
+// end, by a timer one nanosecond before it: rows come before timers in a
+// batch, so a row at that end that is not late still extends it.
 func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
 ) Stream[Row] {
@@ -221,19 +223,8 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 	for _, j := range byTime {
 		r := &o.rows[j]
 		t := o.eventTime(r)
-		merged := sessionWindow[Acc]{window: Window{Start: t, End: t.Add(o.gap)}, acc: o.agg.Add(o.agg.Zero(), r), changed: true}
-		kept := o.sessions[:0]
-		for _, s := range o.sessions {
-			if s.window.Start.Before(merged.window.End) && merged.window.Start.Before(s.window.End) {
-				merged.window.Start = minTime(merged.window.Start, s.window.Start)
-				merged.window.End = maxTime(merged.window.End, s.window.End)
-				merged.acc = o.agg.Merge(s.acc, merged.acc)
-				continue
-			}
-			kept = append(kept, s)
-		}
-		o.sessions = append(kept, merged)
-		slices.SortFunc(o.sessions, func(a, b sessionWindow[Acc]) int { return a.window.Start.Compare(b.window.Start) })
+		o.sessions = append(o.sessions, sessionWindow[Acc]{window: Window{Start: t, End: t.Add(o.gap)}, acc: o.agg.Add(o.agg.Zero(), r), changed: true})
+		o.sessions = o.mergeSessions(o.sessions)
 	}
 	if *o.mode == Update {
 		key := o.keys[group]
@@ -245,6 +236,26 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 		}
 	}
 	return o.save(k, existed, before)
+}
+
+// mergeSessions sorts sessions by start and merges those that overlap or
+// touch, as Spark's session windows do (a row at exactly a session's end
+// extends it, and so does Flink's SESSION): each merge adds the later
+// session's accumulator to the earlier's.
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) mergeSessions(sessions []sessionWindow[Acc]) []sessionWindow[Acc] {
+	slices.SortStableFunc(sessions, func(a, b sessionWindow[Acc]) int { return a.window.Start.Compare(b.window.Start) })
+	merged := sessions[:0]
+	for _, s := range sessions {
+		if n := len(merged); n > 0 && !s.window.Start.After(merged[n-1].window.End) {
+			last := &merged[n-1]
+			last.window.End = maxTime(last.window.End, s.window.End)
+			last.acc = o.agg.Merge(last.acc, s.acc)
+			last.changed = last.changed || s.changed
+			continue
+		}
+		merged = append(merged, s)
+	}
+	return merged
 }
 
 // RowsDone writes, in Complete mode, every session of every key.
@@ -297,13 +308,6 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k 
 		return err
 	}
 	return k.DeleteTimer(expiry)
-}
-
-func minTime(a, b time.Time) time.Time {
-	if a.Before(b) {
-		return a
-	}
-	return b
 }
 
 func maxTime(a, b time.Time) time.Time {

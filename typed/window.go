@@ -55,7 +55,8 @@ func Sliding(size, slide time.Duration) Windows {
 
 // Session makes windows per key that close after gap without a row, as
 // Spark's session_window(time, gap): a row opens [t, t+gap), and windows of
-// one key that come within the gap of each other merge into one.
+// one key that overlap or touch merge into one, so rows at most gap apart
+// are one session (as in Spark, and Flink's SESSION).
 func Session(gap time.Duration) Windows { return Windows{kind: session, gap: gap} }
 
 // StartingAt shifts the windows' starts by offset from the Unix epoch, as

@@ -377,11 +377,11 @@ var _ = register(&Query{
 		var rows []Q11Row
 		for bidder, ts := range times {
 			slices.SortFunc(ts, func(a, b time.Time) int { return a.Compare(b) })
-			// A session is [first, last + gap); a bid before its end
-			// joins it.
+			// A session is [first, last + gap); a bid before or at its
+			// end joins it (Flink merges session windows that touch).
 			start, end, n := ts[0], ts[0].Add(10*time.Second), int64(1)
 			for _, t := range ts[1:] {
-				if t.Before(end) {
+				if !t.After(end) {
 					n++
 					if e := t.Add(10 * time.Second); e.After(end) {
 						end = e
