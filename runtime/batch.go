@@ -19,6 +19,16 @@ type Batch struct {
 	// Watermark is the event-time watermark in effect for the whole batch
 	// (computed from the batches before it); zero when the plan has none.
 	Watermark time.Time
+	// LateWatermark is the watermark rows are late by: a row at or before
+	// it (a window that ends at or before it) is dropped before a
+	// stateful operator. It is the watermark the batch before ran with,
+	// which is what that batch evicted by, as Spark's
+	// eventTimeWatermarkForLateEvents: a row that its operator has not
+	// yet closed a window or a session for is not late, though it is at
+	// or before Watermark (this batch evicts it, with the rows an
+	// operator before wrote as the watermark passed them). Zero when no
+	// batch ran with a watermark before (nothing is late).
+	LateWatermark time.Time
 	// Now is the batch's processing time: constant within the batch.
 	Now time.Time
 	// First is true for the first batch of a new checkpoint.

@@ -146,17 +146,20 @@ func (q *Query) settle() error {
 
 func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
 	b := &Batch{
-		ID:           p.BatchID + 1,
-		Watermark:    watermark,
-		Now:          now,
-		First:        p.BatchID < 0,
-		MemoryBudget: q.cfg.batchMemory,
-		SpillDir:     q.cfg.spillDir,
-		state:        q.store.newWriteBatch(),
-		watermarks:   copyMap(p.PartitionWatermarks),
-		active:       map[string]bool{},
-		ops:          make([]opRun, len(q.plan.Operators)),
-		inputs:       make([]inputRun, len(q.plan.Inputs)),
+		ID:        p.BatchID + 1,
+		Watermark: watermark,
+		Now:       now,
+		// The watermark the committed batch ran with (zero before the
+		// first): an older checkpoint records it too.
+		LateWatermark: lateWatermark(p, watermark),
+		First:         p.BatchID < 0,
+		MemoryBudget:  q.cfg.batchMemory,
+		SpillDir:      q.cfg.spillDir,
+		state:         q.store.newWriteBatch(),
+		watermarks:    copyMap(p.PartitionWatermarks),
+		active:        map[string]bool{},
+		ops:           make([]opRun, len(q.plan.Operators)),
+		inputs:        make([]inputRun, len(q.plan.Inputs)),
 	}
 	if b.watermarks == nil {
 		b.watermarks = map[string]time.Time{}
@@ -177,6 +180,15 @@ func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
 	return b
 }
 
+// lateWatermark is the watermark rows of the batch after p are late by
+// (Batch.LateWatermark): the one p ran with, never past the batch's own.
+func lateWatermark(p Progress, watermark time.Time) time.Time {
+	if p.BatchID < 0 || watermark.IsZero() || p.Watermark.After(watermark) {
+		return watermark
+	}
+	return p.Watermark
+}
+
 // process runs a batch's phases in order: read, operators (keys with rows,
 // then due timers, operator by operator), outputs.
 func (q *Query) process(ctx context.Context, b *Batch, planned offsets, durations map[string]time.Duration) error {
@@ -185,6 +197,9 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 		now := q.cfg.clock()
 		durations[name] += now.Sub(t)
 		t = now
+	}
+	if q.plan.Begin != nil {
+		q.plan.Begin(ctx, b)
 	}
 	for i, in := range q.plan.Inputs {
 		if bytes.Equal(planned.start[i], planned.end[i]) {

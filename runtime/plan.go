@@ -36,6 +36,11 @@ type Plan struct {
 	// operators' Close: they stop what the stages started (a static
 	// table's refresh).
 	Closers []func() error
+	// Begin, when set, is called at the start of every batch, before
+	// any input is read: with data or without (a batch of timers or of a
+	// watermark that moved), so that the stages see the batch the
+	// operators' rows are written in.
+	Begin func(ctx context.Context, b *Batch)
 	// Watermarks is the number of the pipeline's event-time watermarks
 	// (0: none), each an input of the query's watermark whose partitions'
 	// values the stages report with Batch.ObserveRow or

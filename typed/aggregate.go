@@ -172,7 +172,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 		if end != nil && ks.s.p.watermarked {
 			add = func(r *R) {
 				b := c.batch
-				if c.outputMode != Complete && !b.Watermark.IsZero() && end(r) <= b.Watermark.UnixNano() {
+				if late := c.lateWatermark(op.index); c.outputMode != Complete && !late.IsZero() && end(r) <= late.UnixNano() {
 					b.DropLate(op.index)
 					return
 				}

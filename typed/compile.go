@@ -119,8 +119,9 @@ type operatorInfo struct {
 	// aggregation is an operator whose output mode is the query's
 	// (Complete, Update or Append); windowed, one over event-time windows.
 	aggregation, windowed bool
-	// join is a stream-stream join, which needs the Append mode.
-	join bool
+	// join is a stream-stream join, which needs the Append mode;
+	// timeJoin, one on a time condition (JoinWithin).
+	join, timeJoin bool
 	// prepare runs at Start, before the query: it reads and checks what
 	// the operator needs (an initial state).
 	prepare func(ctx context.Context) error
@@ -134,6 +135,10 @@ type operatorInfo struct {
 func compile[T any](s Stream[T], emit func(*T)) *compiler {
 	c := &compiler{lateOp: -1}
 	s.attach(c, emit)
+	// Every batch, with data or not: the rows an operator writes in a
+	// batch without data (its timers', its evictions') are checked
+	// against that batch's watermark and counted in its report.
+	c.plan.Begin = c.begin
 	for i, op := range c.plan.Operators {
 		if op.Info().DropsLateRows {
 			c.lateOp, c.lateRule = i, c.ops[i].late
@@ -152,6 +157,20 @@ func (c *compiler) addOperator(attachInput func(), op runtime.Operator, info ope
 	c.plan.Operators = append(c.plan.Operators, op)
 	c.ops = append(c.ops, info)
 	return len(c.plan.Operators) - 1
+}
+
+// lateWatermark is the watermark rows are late by for operator op: the
+// batch's, for the rows of the query's inputs; for an operator after
+// another, the watermark the batch before ran with (Batch.LateWatermark),
+// as Spark's late-event watermark of chained operators: the rows an
+// operator writes as this batch's watermark passes them (a window it
+// closes, a join's padded rows) are at or before that watermark, and
+// are late only for what the batch before already closed.
+func (c *compiler) lateWatermark(op int) time.Time {
+	if c.ops[op].upstream < op {
+		return c.batch.LateWatermark
+	}
+	return c.batch.Watermark
 }
 
 // begin makes b the batch the stages see.

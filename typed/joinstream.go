@@ -361,7 +361,7 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 		fail("right rows: %v", unprefixed(err))
 	}
 	const kind = "symmetricHashJoin"
-	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked, join: true}
+	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked, join: true, timeJoin: cfg.hasCond}
 	if cfg.windows != nil {
 		opInfo.late = cfg.windows.lateFor
 	}
@@ -632,9 +632,10 @@ func (o *joinOp[K, L, R, Out]) each(ns int64, marked bool, fn func(start, end in
 		return
 	}
 	b := o.c.batch
-	wm := b.Watermark.UnixNano()
+	late := o.c.lateWatermark(o.index)
+	wm := late.UnixNano()
 	o.windows.assign(ns, func(start, end int64) {
-		if marked && !b.Watermark.IsZero() && end <= wm {
+		if marked && !late.IsZero() && end <= wm {
 			b.DropLate(o.index)
 			return
 		}

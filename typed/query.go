@@ -230,6 +230,8 @@ func (op operatorInfo) lateForNext(mode OutputMode) string {
 	switch {
 	case op.timeout == EventTimeTimeout:
 		return "whose event-time timeouts fire once the watermark has passed them"
+	case op.timeJoin:
+		return "a join on a time condition, whose rows (a match with a row it kept, a padded row) may be older than the watermark by as much as the condition allows"
 	case op.aggregation && mode != Append:
 		return fmt.Sprintf("an aggregation in %v mode, whose rows change after the watermark has passed their event time", mode)
 	}

@@ -1,0 +1,128 @@
+package typed_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// Stateful operators one after another, in Append mode: an operator
+// writes a window (a join its padded rows) in the batch whose watermark
+// passes it, where the operator after it may close the window the row
+// falls in too. That operator must count the row: as in Spark, the rows
+// an operator writes are late only for what the batch before closed.
+
+// TestChainedWindowsKeepTheRowsTheyWrite: a count per user in 10 s
+// windows, then the sum of those counts per user and minute. Each minute
+// must hold every row of its minute, its last 10 s window included (it
+// was dropped as late when written in a batch with data, and counted
+// when written in a batch without data), in one batch, in batches of 1
+// and 13, across a restart.
+func TestChainedWindowsKeepTheRowsTheyWrite(t *testing.T) {
+	in := orderedClicks(300)
+	want := map[string]float64{}
+	for _, c := range in {
+		start := c.Time.Truncate(time.Minute).UTC()
+		want[windowCount{Window: typed.Window{Start: start, End: start.Add(time.Minute)}, User: c.User}.id()]++
+	}
+	user := func(c *fixtures.Click) string { return c.User }
+	build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+		tens := typed.AggregateWindows(typed.GroupByWindow(s, clickTime, typed.Tumbling(10*time.Second), user), typed.Count[fixtures.Click](), countRow)
+		minutes := typed.GroupByWindow(tens, func(w *windowCount) time.Time { return w.Window.Start }, typed.Tumbling(time.Minute),
+			func(w *windowCount) string { return w.User })
+		return typed.AggregateWindows(minutes, typed.Sum(func(w *windowCount) float64 { return w.Value }),
+			func(w typed.Window, user string, n float64) windowCount {
+				return windowCount{Window: w, User: user, Value: n}
+			})
+	}
+	for _, perBatch := range []int{0, 1, 13} {
+		got := map[string]float64{}
+		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
+			for _, r := range rows {
+				if _, dup := got[r.id()]; dup {
+					t.Fatalf("%d per batch: minute %s written twice", perBatch, r.id())
+				}
+				got[r.id()] = r.Value
+			}
+		}
+		sameTable(t, fmt.Sprintf("minutes of 10 s windows, %d per batch", perBatch), got, want)
+	}
+}
+
+// TestWindowJoinThenWindows: a left outer join on 10 s windows of the
+// clicks of pages p0 and p1 (left) with the other clicks (right) by
+// user, then a count per user of the joined rows in the same windows.
+// A left row adds its matches in its window, or 1 (its padded row,
+// written as the watermark passes the window's end, when the count's
+// window closes too).
+func TestWindowJoinThenWindows(t *testing.T) {
+	in := orderedClicks(300)
+	isLeft := func(c *fixtures.Click) bool { return c.Page == "p0" || c.Page == "p1" }
+	windowOf := func(c *fixtures.Click) typed.Window {
+		start := c.Time.Truncate(10 * time.Second).UTC()
+		return typed.Window{Start: start, End: start.Add(10 * time.Second)}
+	}
+	want := map[string]float64{}
+	for _, l := range in {
+		if !isLeft(&l) {
+			continue
+		}
+		n := 0
+		for _, r := range in {
+			if !isLeft(&r) && r.User == l.User && windowOf(&r) == windowOf(&l) {
+				n++
+			}
+		}
+		want[windowCount{Window: windowOf(&l), User: l.User}.id()] += float64(max(n, 1))
+	}
+	build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+		left := typed.Filter(s, isLeft)
+		right := typed.Filter(s, func(c *fixtures.Click) bool { return !isLeft(c) })
+		joined := typed.Join(byKey(left), byKey(right), typed.LeftOuter,
+			func(j typed.Joined[string, fixtures.Click, fixtures.Click]) fixtures.Click { return *j.Left },
+			typed.JoinOnWindows(typed.Tumbling(10*time.Second)))
+		return typed.AggregateWindows(typed.GroupByWindow(joined, clickTime, typed.Tumbling(10*time.Second), func(c *fixtures.Click) string { return c.User }),
+			typed.Count[fixtures.Click](), countRow)
+	}
+	for _, perBatch := range []int{0, 1, 13} {
+		got := map[string]float64{}
+		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
+			for _, r := range rows {
+				if _, dup := got[r.id()]; dup {
+					t.Fatalf("%d per batch: window %s written twice", perBatch, r.id())
+				}
+				got[r.id()] = r.Value
+			}
+		}
+		sameTable(t, fmt.Sprintf("joined rows per window, %d per batch", perBatch), got, want)
+	}
+}
+
+// TestTimeJoinIsNotFollowed: a join on a time condition may write rows
+// older than the watermark by the condition's bounds (a match with a row
+// it kept, a padded row), which an operator after it would drop as
+// late; as Spark does by default, the query is refused.
+func TestTimeJoinIsNotFollowed(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	s := watermarked(typed.FromMemory(m), 0)
+	for _, how := range []typed.JoinType{typed.Inner, typed.LeftOuter} {
+		joined := typed.Join(byKey(s), byKey(s), how,
+			func(j typed.Joined[string, fixtures.Click, fixtures.Click]) fixtures.Click { return *j.Left },
+			typed.JoinWithin(typed.TimeBetween(-5*time.Second, 5*time.Second)))
+		counts := typed.AggregateWindows(typed.GroupByWindow(joined, clickTime, typed.Tumbling(10*time.Second), func(c *fixtures.Click) string { return c.User }),
+			typed.Count[fixtures.Click](), countRow)
+		q, err := typed.WriteTo(counts, newSink[windowCount]()).OutputMode(typed.Append).Start(context.Background(), newCheckpoint().opts()...)
+		if err == nil {
+			q.Stop()
+			t.Fatalf("%v: a join on a time condition followed by a windowed aggregation started", how)
+		}
+		if !strings.Contains(err.Error(), "a join on a time condition") || !strings.Contains(err.Error(), "possible 'correctness' issue") {
+			t.Errorf("%v: %v, want the join and Spark's reason named", how, err)
+		}
+	}
+}
