@@ -126,3 +126,52 @@ func TestTimeJoinIsNotFollowed(t *testing.T) {
 		}
 	}
 }
+
+// TestOperatorRowsHaveNoEventTime: the rows an operator writes carry no
+// event time of a WithWatermark (its function reads the rows of its
+// input), so an operator after it that would read their time from one (a
+// join on windows or a time condition, a deduplication by event time, a
+// stream-table join of rows with times) is refused at Start, saying what
+// to give; a join given the side's time starts.
+func TestOperatorRowsHaveNoEventTime(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	clicks := watermarked(typed.FromMemory(m), 0)
+	// The count's rows: a click per user and 10 s window, at the
+	// window's start.
+	counts := func() typed.Stream[fixtures.Click] {
+		return typed.AggregateWindows(typed.GroupByWindow(clicks, clickTime, typed.Tumbling(10*time.Second), func(c *fixtures.Click) string { return c.User }),
+			typed.Count[fixtures.Click](), func(w typed.Window, user string, _ int64) fixtures.Click { return fixtures.Click{User: user, Time: w.Start} })
+	}
+	joinRow := func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Key }
+	user := func(c *fixtures.Click) string { return c.User }
+	start := func(s typed.Stream[string]) error {
+		q, err := typed.WriteTo(s, newSink[string]()).OutputMode(typed.Append).Start(context.Background(), newCheckpoint().opts()...)
+		if err == nil {
+			q.Stop()
+		}
+		return err
+	}
+	for _, c := range []struct {
+		name string
+		s    typed.Stream[string]
+		want string // "" to start
+	}{
+		{"window join", typed.Join(byKey(counts()), byKey(clicks), typed.Inner, joinRow,
+			typed.JoinOnWindows(typed.Tumbling(time.Minute))), "JoinLeftTime"},
+		{"window join, right side", typed.Join(byKey(clicks), byKey(counts()), typed.Inner, joinRow,
+			typed.JoinOnWindows(typed.Tumbling(time.Minute))), "JoinRightTime"},
+		{"window join with the left time", typed.Join(byKey(counts()), byKey(clicks), typed.Inner, joinRow,
+			typed.JoinOnWindows(typed.Tumbling(time.Minute)), typed.JoinLeftTime(clickTime)), ""},
+		{"deduplication by event time", typed.Map(typed.DropDuplicatesWithEventTime(counts(), user), user), "deduplicate before the operator"},
+		{"deduplication within the watermark", typed.Map(typed.DropDuplicatesWithinWatermark(counts(), user), user), "deduplicate before the operator"},
+		{"deduplication by key", typed.Map(typed.DropDuplicates(counts(), user), user), ""},
+	} {
+		err := start(c.s)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "no event time")):
+			t.Errorf("%s: %v, want a refusal that says %q", c.name, err, c.want)
+		}
+	}
+}

@@ -159,6 +159,22 @@ func (c *compiler) addOperator(attachInput func(), op runtime.Operator, info ope
 	return len(c.plan.Operators) - 1
 }
 
+// attachFrom attaches an input with attach and reports whether its rows
+// come out of an operator (one was registered while it was attached):
+// such rows carry no event time of a WithWatermark, so an operator that
+// reads its rows' time from one cannot be given them.
+func (c *compiler) attachFrom(attach func()) (fromOperator bool) {
+	n := len(c.ops)
+	attach()
+	return len(c.ops) > n
+}
+
+// noEventTime is the error of an operator whose input's rows come out of
+// another operator and which reads their event time from a WithWatermark.
+func noEventTime(op, what, fix string) error {
+	return fmt.Errorf("%s: %s come out of a stateful operator before it, and such rows carry no event time of a WithWatermark (the watermark's function reads the rows of its input): %s", op, what, fix)
+}
+
 // lateWatermark is the watermark rows are late by for operator op: the
 // batch's, for the rows of the query's inputs; for an operator after
 // another, the watermark the batch before ran with (Batch.LateWatermark),

@@ -89,7 +89,11 @@ func DropDuplicatesWithEventTime[T any, K comparable](s Stream[T], key func(*T) 
 			DropsLateRows: true,
 			NoData:        runtime.NoDataOnWatermark,
 		}
-		c.addOperator(func() { ks.s.attach(c, op.add) }, op, opInfo)
+		c.addOperator(func() {
+			if c.attachFrom(func() { ks.s.attach(c, op.add) }) {
+				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its rows", "deduplicate before the operator, or by a key that holds the time (DropDuplicates)"))
+			}
+		}, op, opInfo)
 	}}
 }
 
@@ -157,7 +161,11 @@ func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind strin
 			// watermark reaches them.
 			op.info.States[0].TTL, op.info.States[0].EventTimeTTL = time.Nanosecond, true
 		}
-		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, opInfo)
+		op.index = c.addOperator(func() {
+			if c.attachFrom(func() { ks.s.attach(c, op.add) }) && withinDelay {
+				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its rows", "deduplicate before the operator"))
+			}
+		}, op, opInfo)
 	}}
 }
 

@@ -386,9 +386,14 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 		if ev.left || ev.right {
 			op.info.NoData = runtime.NoDataOnWatermark
 		}
+		timed := cfg.windows != nil || cfg.hasCond
 		op.index = c.addOperator(func() {
-			left.s.attach(c, op.addLeft)
-			right.s.attach(c, op.addRight)
+			if c.attachFrom(func() { left.s.attach(c, op.addLeft) }) && timed && leftTime == nil {
+				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its left rows", "give their time with JoinLeftTime"))
+			}
+			if c.attachFrom(func() { right.s.attach(c, op.addRight) }) && timed && rightTime == nil {
+				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its right rows", "give their time with JoinRightTime"))
+			}
 		}, op, opInfo)
 	}}
 }

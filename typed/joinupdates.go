@@ -164,8 +164,12 @@ func JoinUpdates[K comparable, S, V, Out any](s KeyedStream[K, S], t UpdatesTabl
 			op.info.NoData = runtime.NoDataOnWatermark
 		}
 		op.index = c.addOperator(func() {
-			s.s.attach(c, op.addStream)
-			t.s.attach(c, op.addTable)
+			if c.attachFrom(func() { s.s.attach(c, op.addStream) }) && op.timed {
+				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its stream's rows", "join the input before the operator, or write the operator's rows to a sink and join them in a query of their own"))
+			}
+			if c.attachFrom(func() { t.s.attach(c, op.addTable) }) && op.timed {
+				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its table's rows", "join the input before the operator, or write the operator's rows to a sink and join them in a query of their own"))
+			}
 		}, op, opInfo)
 	}}
 }
