@@ -223,14 +223,16 @@ func windowsHandwritten(in []sensor.Event, perBatch int, dir string, sink typed.
 	counts := map[windowGroup]int64{}
 	var out []userWindowCount
 	var key, low, high []byte
-	newest, watermark := int64(0), int64(0) // 0: none yet
+	// The batch's watermark, and the one the batch before ran with, which
+	// rows are late by (0: none yet).
+	newest, watermark, lateBy := int64(0), int64(0), int64(0)
 	for start, end := range batches(len(in), perBatch) {
 		clear(counts)
 		for i := range in[start:end] {
 			e := &in[start+i]
 			t := e.CreationTime
 			newest = max(newest, t)
-			if watermark != 0 && t <= watermark {
+			if lateBy != 0 && t <= lateBy {
 				continue // late
 			}
 			counts[windowGroup{t - t%size, e.User}]++ // t > 0: % is the modulus
@@ -273,7 +275,7 @@ func windowsHandwritten(in []sensor.Event, perBatch int, dir string, sink typed.
 			b.Close()
 			return err
 		}
-		watermark = newest - int64(windowDelay)
+		lateBy, watermark = watermark, newest-int64(windowDelay)
 		if h.val, err = handProgress(b, h.val, end, watermark); err != nil {
 			b.Close()
 			return err
@@ -311,7 +313,9 @@ func dedupHandwritten(in []sensor.Event, perBatch int, dir string, sink typed.Si
 	seen := map[readingGroup]struct{}{}
 	var out []sensor.Event
 	var key, low, high []byte
-	newest, watermark := int64(0), int64(0) // 0: none yet
+	// The batch's watermark, and the one the batch before ran with, which
+	// rows are late by (0: none yet).
+	newest, watermark, lateBy := int64(0), int64(0), int64(0)
 	for start, end := range batches(len(in), perBatch) {
 		clear(seen)
 		b := h.db.NewBatch()
@@ -321,7 +325,7 @@ func dedupHandwritten(in []sensor.Event, perBatch int, dir string, sink typed.Si
 			e := &in[start+i]
 			t := e.CreationTime
 			newest = max(newest, t)
-			if watermark != 0 && t <= watermark {
+			if lateBy != 0 && t <= lateBy {
 				continue // late
 			}
 			g := readingGroup{t, e.User}
@@ -360,7 +364,7 @@ func dedupHandwritten(in []sensor.Event, perBatch int, dir string, sink typed.Si
 			b.Close()
 			return err
 		}
-		watermark = newest - int64(dedupDelay)
+		lateBy, watermark = watermark, newest-int64(dedupDelay)
 		if h.val, err = handProgress(b, h.val, end, watermark); err != nil {
 			b.Close()
 			return err
@@ -514,16 +518,17 @@ func TestWindowCountsMatchMap(t *testing.T) {
 	for i := perBatch + 10; i < len(in); i += perBatch {
 		in[i].CreationTime -= int64(2 * time.Hour)
 	}
+	// A reading is late at or before the watermark of the batch before.
 	want := map[windowGroup]int64{}
-	newest, watermark := int64(0), int64(0)
+	newest, watermark, lateBy := int64(0), int64(0), int64(0)
 	for start, end := range batches(len(in), perBatch) {
 		for _, e := range in[start:end] {
 			newest = max(newest, e.CreationTime)
-			if watermark == 0 || e.CreationTime > watermark {
+			if lateBy == 0 || e.CreationTime > lateBy {
 				want[windowGroup{e.CreationTime - e.CreationTime%int64(windowSize), e.User}]++
 			}
 		}
-		watermark = newest - int64(windowDelay)
+		lateBy, watermark = watermark, newest-int64(windowDelay)
 	}
 	latest := func(got map[windowGroup]int64) func([]userWindowCount) {
 		return func(rows []userWindowCount) {

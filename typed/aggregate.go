@@ -172,7 +172,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 		if end != nil && ks.s.p.watermarked {
 			add = func(r *R) {
 				b := c.batch
-				if late := c.lateWatermark(op.index); c.outputMode != Complete && !late.IsZero() && end(r) <= late.UnixNano() {
+				if late := b.LateWatermark; c.outputMode != Complete && !late.IsZero() && end(r) <= late.UnixNano() {
 					b.DropLate(op.index)
 					return
 				}

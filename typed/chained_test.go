@@ -140,7 +140,9 @@ func TestOperatorRowsHaveNoEventTime(t *testing.T) {
 	// window's start.
 	counts := func() typed.Stream[fixtures.Click] {
 		return typed.AggregateWindows(typed.GroupByWindow(clicks, clickTime, typed.Tumbling(10*time.Second), func(c *fixtures.Click) string { return c.User }),
-			typed.Count[fixtures.Click](), func(w typed.Window, user string, _ int64) fixtures.Click { return fixtures.Click{User: user, Time: w.Start} })
+			typed.Count[fixtures.Click](), func(w typed.Window, user string, _ int64) fixtures.Click {
+				return fixtures.Click{User: user, Time: w.Start}
+			})
 	}
 	joinRow := func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Key }
 	user := func(c *fixtures.Click) string { return c.User }

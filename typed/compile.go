@@ -175,20 +175,6 @@ func noEventTime(op, what, fix string) error {
 	return fmt.Errorf("%s: %s come out of a stateful operator before it, and such rows carry no event time of a WithWatermark (the watermark's function reads the rows of its input): %s", op, what, fix)
 }
 
-// lateWatermark is the watermark rows are late by for operator op: the
-// batch's, for the rows of the query's inputs; for an operator after
-// another, the watermark the batch before ran with (Batch.LateWatermark),
-// as Spark's late-event watermark of chained operators: the rows an
-// operator writes as this batch's watermark passes them (a window it
-// closes, a join's padded rows) are at or before that watermark, and
-// are late only for what the batch before already closed.
-func (c *compiler) lateWatermark(op int) time.Time {
-	if c.ops[op].upstream < op {
-		return c.batch.LateWatermark
-	}
-	return c.batch.Watermark
-}
-
 // begin makes b the batch the stages see.
 func (c *compiler) begin(ctx context.Context, b *runtime.Batch) {
 	c.ctx, c.batch = ctx, b

@@ -152,46 +152,57 @@ func repeatedReadings(n int, seed uint64) []fixtures.Click {
 }
 
 // dedupModel is a plain loop with Spark's rules for dropDuplicates with
-// the watermark's column in the key, over the given batches: a batch's
-// watermark is the latest event time of the batches before less delay;
-// a row at or before it is late; a row whose user and time came before
-// (and were not forgotten) is a copy; a key is forgotten once a batch's
-// watermark reaches its time. It returns the rows kept, the late rows'
-// number, and the keys remembered at the end, once the watermark has
-// reached the latest time less delay.
-func dedupModel(batches [][]fixtures.Click, delay time.Duration) (kept []fixtures.Click, late int64, state map[string]time.Time) {
+// the watermark's column in the key, over the batches of each start of
+// the query: a batch's watermark is the latest event time of the batches
+// before less delay; a row at or before the watermark of the batch
+// before is late; a row whose user and time came before (and were not
+// forgotten) is a copy; a key is forgotten once a batch's watermark
+// reaches its time. A start ends with a batch without data when the
+// watermark has moved since its last batch. It returns the rows kept,
+// the late rows' number, and the keys remembered at the end.
+func dedupModel(starts [][][]fixtures.Click, delay time.Duration) (kept []fixtures.Click, late int64, state map[string]time.Time) {
 	type key struct {
 		user string
 		at   time.Time
 	}
 	seen := map[key]bool{}
-	var latest, wm time.Time
-	forget := func() {
-		for k := range seen {
-			if !k.at.After(wm) {
-				delete(seen, k)
-			}
+	var latest, wm, lateWM time.Time
+	next := func() time.Time {
+		if latest.IsZero() {
+			return time.Time{}
 		}
+		return latest.Add(-delay)
 	}
-	for _, b := range batches {
+	run := func(b []fixtures.Click) {
+		lateWM, wm = wm, next()
 		for _, c := range b {
 			switch k := (key{c.User, c.Time}); {
-			case !wm.IsZero() && !c.Time.After(wm):
+			case !lateWM.IsZero() && !c.Time.After(lateWM):
 				late++
 			case !seen[k]:
 				seen[k] = true
 				kept = append(kept, c)
 			}
 		}
-		forget()
+		for k := range seen {
+			if !wm.IsZero() && !k.at.After(wm) {
+				delete(seen, k)
+			}
+		}
 		for _, c := range b {
 			if c.Time.After(latest) {
 				latest = c.Time
 			}
 		}
-		wm = latest.Add(-delay)
 	}
-	forget()
+	for _, batches := range starts {
+		for _, b := range batches {
+			run(b)
+		}
+		if next().After(wm) {
+			run(nil)
+		}
+	}
 	state = map[string]time.Time{}
 	for k := range seen {
 		state[fmt.Sprint(k.user, "@", k.at.Unix())] = k.at
@@ -230,7 +241,7 @@ func TestDropDuplicatesWithEventTime(t *testing.T) {
 	const restart = 100 // the query stops after this many rows and starts again
 	for _, perBatch := range []int{0, 1, 7, 50} {
 		t.Run(fmt.Sprint(perBatch, " per batch"), func(t *testing.T) {
-			wantRows, wantLate, wantState := dedupModel(append(split(in[:restart], perBatch), split(in[restart:], perBatch)...), delay)
+			wantRows, wantLate, wantState := dedupModel([][][]fixtures.Click{split(in[:restart], perBatch), split(in[restart:], perBatch)}, delay)
 			if wantLate == 0 || len(wantRows) == len(in)-int(wantLate) {
 				t.Fatalf("the input has %d late rows and %d copies: it tests nothing", wantLate, len(in)-int(wantLate)-len(wantRows))
 			}
@@ -322,14 +333,16 @@ func TestDropDuplicatesWithEventTimeRefusesOldCheckpoint(t *testing.T) {
 func TestDropDuplicatesWithEventTimeThenCount(t *testing.T) {
 	const delay, perBatch, restart = 10 * time.Second, 7, 100
 	in := repeatedReadings(240, 9)
-	var batches [][]fixtures.Click
+	var starts [][][]fixtures.Click
 	for _, chunk := range [][]fixtures.Click{in[:restart], in[restart:]} {
+		var batches [][]fixtures.Click
 		for len(chunk) > 0 {
 			n := min(perBatch, len(chunk))
 			batches, chunk = append(batches, chunk[:n]), chunk[n:]
 		}
+		starts = append(starts, batches)
 	}
-	kept, _, _ := dedupModel(batches, delay)
+	kept, _, _ := dedupModel(starts, delay)
 	want := map[string]int64{}
 	for _, c := range kept {
 		want[c.User]++

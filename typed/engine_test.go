@@ -427,10 +427,11 @@ func TestInitialStateStream(t *testing.T) {
 
 // TestEventTimeStatistics: a batch's report carries Spark's eventTime
 // statistics of its rows (min, max, avg, late rows included) and the
-// watermark in effect, absent before the first.
+// watermark in effect, absent before the first. A row is late by the
+// watermark of the batch before.
 func TestEventTimeStatistics(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 3)
-	m.Add(click("a", 10), click("b", 20), click("a", 60), click("a", 5))
+	m.Add(click("a", 10), click("b", 20), click("a", 60), click("a", 61), click("b", 62), click("c", 63), click("a", 5))
 	r := &recorder{}
 	q, err := eventTimePipeline(m, 0, r, newSink[fixtures.UserCount]()).Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()))...)
 	if err != nil {
@@ -440,19 +441,24 @@ func TestEventTimeStatistics(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := q.RecentProgress()
-	if len(p) != 2 {
-		t.Fatalf("%d batches, want 2", len(p))
+	if len(p) != 3 {
+		t.Fatalf("%d batches, want 3", len(p))
 	}
 	f := func(sec int) string { return at(sec).Format(time.RFC3339Nano) }
-	first, second := p[0].EventTime, p[1].EventTime
+	first, second, third := p[0].EventTime, p[1].EventTime, p[2].EventTime
 	if _, ok := first["watermark"]; ok || first["min"] != f(10) || first["max"] != f(60) || first["avg"] != f(30) {
 		t.Fatalf("first batch: %v, want min 10, max 60, avg 30 and no watermark", first)
 	}
-	if second["watermark"] != f(60) || second["min"] != f(5) || second["max"] != f(5) {
-		t.Fatalf("second batch: %v, want watermark 60 and the late row's time", second)
+	if second["watermark"] != f(60) || second["min"] != f(61) || second["max"] != f(63) || second["avg"] != f(62) {
+		t.Fatalf("second batch: %v, want watermark 60, min 61, max 63, avg 62", second)
 	}
-	if p[1].StateOperators[0].NumRowsDroppedByWatermark != 1 {
-		t.Fatalf("late rows in the second batch: %d, want 1", p[1].StateOperators[0].NumRowsDroppedByWatermark)
+	if third["watermark"] != f(63) || third["min"] != f(5) || third["max"] != f(5) {
+		t.Fatalf("third batch: %v, want watermark 63 and the late row's time", third)
+	}
+	for i, want := range []int64{0, 0, 1} {
+		if got := p[i].StateOperators[0].NumRowsDroppedByWatermark; got != want {
+			t.Fatalf("late rows in batch %d: %d, want %d", i, got, want)
+		}
 	}
 }
 

@@ -152,13 +152,14 @@ func TestTimeoutClearedAtEachCall(t *testing.T) {
 	}
 }
 
-// TestLateRowsDropped: rows at or before the watermark do not reach the
-// stateful operator and are counted.
+// TestLateRowsDropped: rows at or before the watermark of the batch
+// before do not reach the stateful operator and are counted.
 func TestLateRowsDropped(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 2)
-	// Batch 0: a@50, a@60 → watermark 60-5 = 55. Batch 1: a@55 (late: at
-	// the watermark), a@56 (on time).
-	m.Add(click("a", 50), click("a", 60), click("a", 55), click("a", 56))
+	// Batch 0: a@50, a@60 → watermark 60-5 = 55. Batch 1, which runs with
+	// it: a@57, a@58. Batch 2: a@55 (late: at the watermark batch 1 ran
+	// with), a@56 (on time).
+	m.Add(click("a", 50), click("a", 60), click("a", 57), click("a", 58), click("a", 55), click("a", 56))
 	r := &recorder{}
 	var progress []runtime.QueryProgress
 	var mu sync.Mutex
@@ -174,10 +175,11 @@ func TestLateRowsDropped(t *testing.T) {
 	for _, c := range r.calls {
 		rows += c.rows
 	}
-	if rows != 3 {
-		t.Fatalf("the operator saw %d rows, want 3 (one late)", rows)
+	if rows != 5 {
+		t.Fatalf("the operator saw %d rows, want 5 (one late)", rows)
 	}
-	if len(progress) != 2 || progress[1].StateOperators[0].NumRowsDroppedByWatermark != 1 || progress[1].EventTime["watermark"] != at(55).Format(time.RFC3339Nano) {
+	if len(progress) != 3 || progress[1].StateOperators[0].NumRowsDroppedByWatermark != 0 || progress[2].StateOperators[0].NumRowsDroppedByWatermark != 1 ||
+		progress[2].EventTime["watermark"] != at(55).Format(time.RFC3339Nano) {
 		t.Fatalf("progress: %+v", progress)
 	}
 }

@@ -47,15 +47,18 @@ func windowedClicksFromFiles(dir string) (*typed.Writer[windowCount], *typed.Mem
 	return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), sink).OutputMode(typed.Update), sink
 }
 
-// threeBatchesOfClicks are the files of windowedClicksFromFiles's tests:
-// the second has a line that does not decode, the third a row behind the
-// watermark the first two reached.
-func threeBatchesOfClicks() (files [][]string, rows, deadLetters, late int) {
+// batchesOfClicks are the files of windowedClicksFromFiles's tests:
+// the second has a line that does not decode, the fourth a row behind the
+// watermark the third batch ran with.
+func batchesOfClicks() (files [][]string, rows, deadLetters, late int) {
 	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
 	files = [][]string{
 		{clickLine("ann", base), clickLine("bob", base.Add(5*time.Second)), clickLine("ann", base.Add(20*time.Second))},
 		{clickLine("cy", base.Add(70*time.Second)), "not json", clickLine("ann", base.Add(80*time.Second))},
-		{clickLine("bob", base.Add(1*time.Second)), clickLine("bob", base.Add(130*time.Second))},
+		{clickLine("bob", base.Add(130*time.Second))},
+		// Late for the watermark the batch before ran with (base+70s):
+		// its minute has closed.
+		{clickLine("bob", base.Add(1*time.Second))},
 	}
 	return files, 7, 1, 1
 }
@@ -64,7 +67,7 @@ func threeBatchesOfClicks() (files [][]string, rows, deadLetters, late int) {
 // watermark before the first (rather than the zero time), and carries
 // the state store's figures at the end of the batch.
 func TestProgressIdentityAndStore(t *testing.T) {
-	files, rows, dead, late := threeBatchesOfClicks()
+	files, rows, dead, late := batchesOfClicks()
 	w, _ := windowedClicksFromFiles(writeClickFiles(t, files))
 	q, err := w.Start(t.Context(), runtime.Checkpoint(t.TempDir()), runtime.WithTrigger(runtime.AvailableNow()))
 	if err != nil {
@@ -124,7 +127,7 @@ func TestProgressIdentityAndStore(t *testing.T) {
 // TestStoreFiguresWithoutStateCache: with the state cache turned off, its
 // figures are 0 and Pebble's are still there.
 func TestStoreFiguresWithoutStateCache(t *testing.T) {
-	files, _, _, _ := threeBatchesOfClicks()
+	files, _, _, _ := batchesOfClicks()
 	w, _ := windowedClicksFromFiles(writeClickFiles(t, files))
 	q, err := w.Start(t.Context(), runtime.Checkpoint(t.TempDir()), runtime.WithTrigger(runtime.AvailableNow()), runtime.StateCacheSize(-1))
 	if err != nil {
@@ -161,7 +164,7 @@ func (h *records) WithGroup(string) slog.Handler      { return h }
 // attributes are the batch's report, summed over operators where it has
 // several figures, and no watermark before the first.
 func TestLogProgress(t *testing.T) {
-	files, _, _, _ := threeBatchesOfClicks()
+	files, _, _, _ := batchesOfClicks()
 	w, _ := windowedClicksFromFiles(writeClickFiles(t, files))
 	h := &records{}
 	q, err := w.Start(t.Context(), runtime.Checkpoint(t.TempDir()), runtime.WithTrigger(runtime.AvailableNow()),
@@ -221,7 +224,7 @@ func TestLogProgress(t *testing.T) {
 			return true
 		})
 	}
-	if _, _, wantDead, wantLate := threeBatchesOfClicks(); dead != int64(wantDead) || late != int64(wantLate) {
+	if _, _, wantDead, wantLate := batchesOfClicks(); dead != int64(wantDead) || late != int64(wantLate) {
 		t.Errorf("logged %d dead letters and %d late rows, want %d and %d", dead, late, wantDead, wantLate)
 	}
 }

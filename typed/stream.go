@@ -198,8 +198,10 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // batches before it, as in Spark. A restart keeps the query's watermark,
 // and the marks start again (see "Spark's rules" in the README).
 //
-// Rows whose event time is at or before the watermark are late. They are
-// dropped (counted in the progress report of the first operator that drops
+// Rows whose event time is at or before the watermark are late, as in
+// Spark since 3.4: the watermark the batch before ran with (what that
+// batch evicted); a batch evicts by its own, so a row between the two
+// still counts. They are dropped (counted in the progress report of the first operator that drops
 // them and, with LateRows, sent to a side sink) when a stateful operator
 // downstream drops late rows: mapGroupsWithState and
 // flatMapGroupsWithState do with EventTimeTimeout, as in Spark, and so do
@@ -247,10 +249,10 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			b := c.batch
 			c.eventTime = et
 			b.ObserveRow(mark, c.input, c.partition, et, delay)
-			if c.lateOp >= 0 && !b.Watermark.IsZero() && !et.After(b.Watermark) {
+			if c.lateOp >= 0 && !b.LateWatermark.IsZero() && !et.After(b.LateWatermark) {
 				n := int64(1)
 				if c.lateRule != nil {
-					n = c.lateRule(et, b.Watermark)
+					n = c.lateRule(et, b.LateWatermark)
 				}
 				if n > 0 {
 					for range n {

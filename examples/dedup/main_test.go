@@ -123,19 +123,23 @@ func batchesOf(files [][]sensor.Event, perBatch int) [][]sensor.Event {
 
 // expected counts each user's distinct readings that are not late with a
 // plain loop over the batches; it also returns how many readings were late
-// and how many were copies.
-func expected(files [][]sensor.Event, perBatch int) (counts map[string]int64, late, copies int) {
+// and how many were copies. A batch's watermark is the newest reading of
+// the batches before less Delay; a reading is late at or before the
+// watermark of the batch before. With restarts, each batch's run ends
+// with a batch without data that runs with the watermark the batch made.
+func expected(files [][]sensor.Event, perBatch int, restarts bool) (counts map[string]int64, late, copies int) {
 	counts = map[string]int64{}
 	seen := map[Reading]bool{}
 	var newest time.Time // of the batches so far; zero before the first
+	var watermark time.Time
 	for _, batch := range batchesOf(files, perBatch) {
-		var watermark time.Time
+		lateBy := watermark
 		if !newest.IsZero() {
 			watermark = newest.Add(-Delay)
 		}
 		for _, e := range batch {
 			t := time.Unix(0, e.CreationTime).UTC()
-			if !watermark.IsZero() && !t.After(watermark) {
+			if !lateBy.IsZero() && !t.After(lateBy) {
 				late++
 				continue
 			}
@@ -152,6 +156,9 @@ func expected(files [][]sensor.Event, perBatch int) (counts map[string]int64, la
 				newest = t
 			}
 		}
+		if restarts {
+			watermark = newest.Add(-Delay)
+		}
 	}
 	return counts, late, copies
 }
@@ -167,7 +174,7 @@ func TestDedupMatchesAPlainLoop(t *testing.T) {
 	}
 	for _, s := range splits {
 		t.Run(s.name, func(t *testing.T) {
-			want, late, copies := expected(files, s.filesPerBatch)
+			want, late, copies := expected(files, s.filesPerBatch, s.restarts)
 			if copies == 0 || (s.filesPerBatch > 0 && late == 0) {
 				t.Fatalf("%d copies and %d late readings: the input does not test what it should", copies, late)
 			}

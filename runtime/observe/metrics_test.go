@@ -44,8 +44,10 @@ func clickFiles(t *testing.T) (dir string, deadLetters, late int64) {
 	files := [][]string{
 		{clickLine("ann", base), clickLine("bob", base.Add(5*time.Second)), clickLine("ann", base.Add(20*time.Second))},
 		{clickLine("cy", base.Add(70*time.Second)), "not json", clickLine("ann", base.Add(80*time.Second))},
-		{clickLine("bob", base.Add(time.Second)), clickLine("bob", base.Add(130*time.Second))},
-		{clickLine("dee", base.Add(200*time.Second)), clickLine("ann", base.Add(201*time.Second)), clickLine("eve", base.Add(260*time.Second))},
+		{clickLine("bob", base.Add(130*time.Second))},
+		// bob's first minute closed by the watermark the batch before
+		// ran with (base+70s): late.
+		{clickLine("dee", base.Add(200*time.Second)), clickLine("bob", base.Add(time.Second)), clickLine("ann", base.Add(201*time.Second)), clickLine("eve", base.Add(260*time.Second))},
 	}
 	dir = t.TempDir()
 	for i, lines := range files {
