@@ -26,8 +26,9 @@ type Batch struct {
 	// eventTimeWatermarkForLateEvents: a row that its operator has not
 	// yet closed a window or a session for is not late, though it is at
 	// or before Watermark (this batch evicts it, with the rows an
-	// operator before wrote as the watermark passed them). Zero when no
-	// batch ran with a watermark before (nothing is late).
+	// operator before wrote as the watermark passed them). In a query's
+	// first batch it is the batch's own (the epoch); zero when the plan
+	// has no watermark, or the batch before ran without one.
 	LateWatermark time.Time
 	// Now is the batch's processing time: constant within the batch.
 	Now time.Time

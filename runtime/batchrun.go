@@ -183,10 +183,14 @@ func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
 // lateWatermark is the watermark rows of the batch after p are late by
 // (Batch.LateWatermark): the one p ran with, never past the batch's own.
 func lateWatermark(p Progress, watermark time.Time) time.Time {
-	if p.BatchID < 0 || watermark.IsZero() || p.Watermark.After(watermark) {
+	ran := p.Watermark
+	if p.restored {
+		ran = p.ranWith // a start's first batch, or a batch run again
+	}
+	if p.BatchID < 0 || watermark.IsZero() || ran.After(watermark) {
 		return watermark
 	}
-	return p.Watermark
+	return ran
 }
 
 // process runs a batch's phases in order: read, operators (keys with rows,

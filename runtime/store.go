@@ -758,6 +758,12 @@ type Progress struct {
 	// OperatorMetrics are each operator's own figures (see
 	// KeyState.AddMetric), kept up to date as StateRows.
 	OperatorMetrics []map[string]int64 `json:"operatorMetrics,omitempty"`
+
+	// ranWith, once a start has restored the progress (Watermark is then
+	// the next batch's), is the watermark the committed batch ran with:
+	// what the next batch's rows are late by (Batch.LateWatermark).
+	ranWith  time.Time
+	restored bool
 }
 
 // Progress returns the progress of the last committed batch; ok is false

@@ -156,6 +156,7 @@ func (q *Query) restoredProgress(p Progress, now time.Time) Progress {
 	if q.plan.Watermarks == 0 {
 		return p
 	}
+	p.ranWith, p.restored = p.Watermark, true
 	p.Watermark = q.watermark(p, now)
 	p.PartitionWatermarks = nil
 	return p

@@ -25,13 +25,15 @@ import (
 //
 // Late rows are decided as in Spark, by the group and the output mode:
 // in Update and Append mode a row is dropped from each of its windows
-// whose end is at or before the watermark (and counted once for each, in
-// numRowsDroppedByWatermark; a row late for all its windows also goes to
-// LateRows); over session windows a row is late when the session it
-// alone would make, from its event time to the gap after it, ends at or
-// before the watermark (so a row within the gap of the watermark may
-// still open or extend a session); in Complete mode, and in
-// AggregateByKey, whose key has no event time, nothing is dropped.
+// whose end is at or before the watermark the batch before ran with,
+// Spark's late-event watermark (the batch evicts by its own), and counted
+// once for each, in numRowsDroppedByWatermark (a row late for all its
+// windows also goes to LateRows); over session windows a row is late
+// when the session it alone would make, from its event time to the gap
+// after it, ends at or before that watermark (so a row within the gap
+// of the watermark may still open or extend a session); in Complete
+// mode, and in AggregateByKey, whose key has no event time, nothing is
+// dropped.
 
 // WindowedStream is a stream grouped by event-time window and key, ready
 // for AggregateWindows.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -106,22 +107,32 @@ func TestWindowJoinThenWindows(t *testing.T) {
 // TestTimeJoinIsNotFollowed: a join on a time condition may write rows
 // older than the watermark by the condition's bounds (a match with a row
 // it kept, a padded row), which an operator after it would drop as
-// late; as Spark does by default, the query is refused.
+// late; as Spark does by default, the query is refused. So is a
+// stream-table join as of the rows' times, which writes a row once the
+// watermark has passed it.
 func TestTimeJoinIsNotFollowed(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	s := watermarked(typed.FromMemory(m), 0)
-	for _, how := range []typed.JoinType{typed.Inner, typed.LeftOuter} {
-		joined := typed.Join(byKey(s), byKey(s), how,
-			func(j typed.Joined[string, fixtures.Click, fixtures.Click]) fixtures.Click { return *j.Left },
-			typed.JoinWithin(typed.TimeBetween(-5*time.Second, 5*time.Second)))
+	left := func(j typed.Joined[string, fixtures.Click, fixtures.Click]) fixtures.Click { return *j.Left }
+	for _, c := range []struct {
+		name   string
+		joined typed.Stream[fixtures.Click]
+		want   string
+	}{
+		{"inner", typed.Join(byKey(s), byKey(s), typed.Inner, left, typed.JoinWithin(typed.TimeBetween(-5*time.Second, 5*time.Second))), "a join on a time condition"},
+		{"left outer", typed.Join(byKey(s), byKey(s), typed.LeftOuter, left, typed.JoinWithin(typed.TimeBetween(-5*time.Second, 5*time.Second))), "a join on a time condition"},
+		{"as of", typed.JoinUpdates(byKey(s), typed.TableUpdates(s, func(c *fixtures.Click) string { return c.User }, nil), typed.Inner, left, typed.AsOf(time.Second)),
+			"a join as of the rows' times"},
+	} {
+		how, joined := c.name, c.joined
 		counts := typed.AggregateWindows(typed.GroupByWindow(joined, clickTime, typed.Tumbling(10*time.Second), func(c *fixtures.Click) string { return c.User }),
 			typed.Count[fixtures.Click](), countRow)
 		q, err := typed.WriteTo(counts, newSink[windowCount]()).OutputMode(typed.Append).Start(context.Background(), newCheckpoint().opts()...)
 		if err == nil {
 			q.Stop()
-			t.Fatalf("%v: a join on a time condition followed by a windowed aggregation started", how)
+			t.Fatalf("%v: the join followed by a windowed aggregation started", how)
 		}
-		if !strings.Contains(err.Error(), "a join on a time condition") || !strings.Contains(err.Error(), "possible 'correctness' issue") {
+		if !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "possible 'correctness' issue") {
 			t.Errorf("%v: %v, want the join and Spark's reason named", how, err)
 		}
 	}
@@ -132,7 +143,8 @@ func TestTimeJoinIsNotFollowed(t *testing.T) {
 // input), so an operator after it that would read their time from one (a
 // join on windows or a time condition, a deduplication by event time, a
 // stream-table join of rows with times) is refused at Start, saying what
-// to give; a join given the side's time starts.
+// to give; a join given the side's time starts, and so does an operator
+// after a WithWatermark that follows the operator.
 func TestOperatorRowsHaveNoEventTime(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	clicks := watermarked(typed.FromMemory(m), 0)
@@ -167,6 +179,9 @@ func TestOperatorRowsHaveNoEventTime(t *testing.T) {
 		{"deduplication by event time", typed.Map(typed.DropDuplicatesWithEventTime(counts(), user), user), "deduplicate before the operator"},
 		{"deduplication within the watermark", typed.Map(typed.DropDuplicatesWithinWatermark(counts(), user), user), "deduplicate before the operator"},
 		{"deduplication by key", typed.Map(typed.DropDuplicates(counts(), user), user), ""},
+		// A WithWatermark after the operator gives its rows a time.
+		{"deduplication within a watermark after the operator", typed.Map(typed.DropDuplicatesWithinWatermark(
+			watermarked(typed.DropDuplicates(typed.FromMemory(m), user), 0), user), user), ""},
 	} {
 		err := start(c.s)
 		switch {
@@ -176,4 +191,56 @@ func TestOperatorRowsHaveNoEventTime(t *testing.T) {
 			t.Errorf("%s: %v, want a refusal that says %q", c.name, err, c.want)
 		}
 	}
+}
+
+// TestChainedWindowsAcrossStarts: the minutes of 10 s windows again, each
+// batch in a start of its own (Trigger.Once, which runs no batch without
+// data), then a last start that ends the input. A start goes on from the
+// watermark the last batch made, and its first batch's rows are late by
+// the one that batch ran with: a 10 s window closed by the first batch
+// of a start still counts in its minute.
+func TestChainedWindowsAcrossStarts(t *testing.T) {
+	in := orderedClicks(120)
+	want := map[string]float64{}
+	for _, c := range in {
+		start := c.Time.Truncate(time.Minute).UTC()
+		want[windowCount{Window: typed.Window{Start: start, End: start.Add(time.Minute)}, User: c.User}.id()]++
+	}
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	s := typed.WithWatermark(typed.FromMemory(m), clickTime, 0)
+	user := func(c *fixtures.Click) string { return c.User }
+	tens := typed.AggregateWindows(typed.GroupByWindow(s, clickTime, typed.Tumbling(10*time.Second), user), typed.Count[fixtures.Click](), countRow)
+	minutes := typed.AggregateWindows(typed.GroupByWindow(tens, func(w *windowCount) time.Time { return w.Window.Start }, typed.Tumbling(time.Minute),
+		func(w *windowCount) string { return w.User }), typed.Sum(func(w *windowCount) float64 { return w.Value }),
+		func(w typed.Window, user string, n float64) windowCount {
+			return windowCount{Window: w, User: user, Value: n}
+		})
+	sink := newSink[windowCount]()
+	w := typed.WriteTo(minutes, sink).OutputMode(typed.Append)
+	ck := newCheckpoint()
+	run := func(trigger runtime.Trigger, opts ...runtime.Option) {
+		t.Helper()
+		q, err := w.Start(context.Background(), append(ck.opts(opts...), runtime.WithTrigger(trigger))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < len(in); i += 4 {
+		m.Add(in[i:min(i+4, len(in))]...)
+		run(runtime.Once())
+	}
+	run(runtime.AvailableNow(), runtime.FlushEventTime())
+	got := map[string]float64{}
+	for _, rows := range sortedBatches(sink.snapshot()) {
+		for _, r := range rows {
+			if _, dup := got[r.id()]; dup {
+				t.Fatalf("minute %s written twice", r.id())
+			}
+			got[r.id()] = r.Value
+		}
+	}
+	sameTable(t, "minutes of 10 s windows, a start per batch", got, want)
 }

@@ -37,6 +37,9 @@ type compiler struct {
 	lateOp int
 	// lateRule is lateOp's operatorInfo.late.
 	lateRule func(et, wm time.Time) int64
+	// stamped is the number of operators registered when the last
+	// WithWatermark was attached (see attachFrom).
+	stamped int
 	// errs are what compiling found wrong (a processor's Init failed).
 	errs []error
 	// closers are closed when the query stops, or when its start fails.
@@ -120,8 +123,9 @@ type operatorInfo struct {
 	// (Complete, Update or Append); windowed, one over event-time windows.
 	aggregation, windowed bool
 	// join is a stream-stream join, which needs the Append mode;
-	// timeJoin, one on a time condition (JoinWithin).
-	join, timeJoin bool
+	// timeJoin, one on a time condition (JoinWithin); asOfJoin, a
+	// stream-table join as of the rows' times (AsOf).
+	join, timeJoin, asOfJoin bool
 	// prepare runs at Start, before the query: it reads and checks what
 	// the operator needs (an initial state).
 	prepare func(ctx context.Context) error
@@ -160,13 +164,16 @@ func (c *compiler) addOperator(attachInput func(), op runtime.Operator, info ope
 }
 
 // attachFrom attaches an input with attach and reports whether its rows
-// come out of an operator (one was registered while it was attached):
-// such rows carry no event time of a WithWatermark, so an operator that
-// reads its rows' time from one cannot be given them.
+// come out of an operator with no WithWatermark after it (an operator was
+// registered while the input was attached, and after the last
+// WithWatermark attached on its way): such rows carry no event time of a
+// WithWatermark, so an operator that reads its rows' time from one cannot
+// be given them. A WithWatermark after the operator stamps them again.
 func (c *compiler) attachFrom(attach func()) (fromOperator bool) {
 	n := len(c.ops)
+	c.stamped = -1
 	attach()
-	return len(c.ops) > n
+	return len(c.ops) > n && c.stamped < len(c.ops)
 }
 
 // noEventTime is the error of an operator whose input's rows come out of

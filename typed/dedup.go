@@ -199,7 +199,10 @@ func (o *dedupOp[K, T]) HandleRows(ctx context.Context, k *runtime.KeyState, gro
 		if err != nil {
 			return k.Fail(err)
 		}
-		if at.IsZero() || b.Watermark.IsZero() || !runtime.Expired(at, b.Watermark) {
+		// A key the batches before forgot is gone; one that this batch's
+		// watermark forgets (after its rows) is still remembered: a row
+		// not late for the batch before is its copy.
+		if at.IsZero() || b.LateWatermark.IsZero() || !runtime.Expired(at, b.LateWatermark) {
 			return nil // a duplicate of a key still remembered
 		}
 	}

@@ -260,7 +260,8 @@ const (
 //     its first match, and a row that matched on arrival is not kept.
 //   - A row whose key has a null part (NullKey) joins nothing and is not
 //     kept; a kept side's is written at once, padded.
-//   - Rows at or before the watermark are late for a side with one:
+//   - Rows at or before the watermark the batch before ran with (Spark's
+//     late-event watermark) are late for a side with one:
 //     dropped, counted in numRowsDroppedByWatermark, and sent to the
 //     side's LateRows; in a join on windows, a row is late for each
 //     window whose end is at or before the watermark.

@@ -142,7 +142,7 @@ func JoinUpdates[K comparable, S, V, Out any](s KeyedStream[K, S], t UpdatesTabl
 		fail("table rows: %v", unprefixed(err))
 	}
 	const kind = "streamTableJoin"
-	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked}
+	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked, asOfJoin: cfg.asOf}
 	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
 		op := &updatesOp[K, S, V, Out]{c: c, how: how, row: row, emitDown: emit, cfg: cfg, codec: s.codec,
 			streamRows: streamRows, tableRows: tableRows, null: nullCheck[K](),

@@ -232,6 +232,8 @@ func (op operatorInfo) lateForNext(mode OutputMode) string {
 		return "whose event-time timeouts fire once the watermark has passed them"
 	case op.timeJoin:
 		return "a join on a time condition, whose rows (a match with a row it kept, a padded row) may be older than the watermark by as much as the condition allows"
+	case op.asOfJoin:
+		return "a join as of the rows' times, which writes a row once the watermark has passed its time and grace"
 	case op.aggregation && mode != Append:
 		return fmt.Sprintf("an aggregation in %v mode, whose rows change after the watermark has passed their event time", mode)
 	}

@@ -266,5 +266,8 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			}
 			emit(t)
 		})
+		// The rows from here on carry this watermark's event time, even
+		// those that came out of an operator before it.
+		c.stamped = len(c.ops)
 	}}
 }
