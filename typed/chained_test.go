@@ -42,17 +42,25 @@ func TestChainedWindowsKeepTheRowsTheyWrite(t *testing.T) {
 			})
 	}
 	for _, perBatch := range []int{0, 1, 13} {
-		got := map[string]float64{}
-		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
-			for _, r := range rows {
-				if _, dup := got[r.id()]; dup {
-					t.Fatalf("%d per batch: minute %s written twice", perBatch, r.id())
-				}
-				got[r.id()] = r.Value
-			}
-		}
+		got := writtenOnce(t, runWindows(t, in, perBatch, typed.Append, true, build))
 		sameTable(t, fmt.Sprintf("minutes of 10 s windows, %d per batch", perBatch), got, want)
 	}
+}
+
+// writtenOnce is the table of the rows of batches, each of which must be
+// written once (Append mode).
+func writtenOnce(t *testing.T, batches map[int64][]windowCount) map[string]float64 {
+	t.Helper()
+	got := map[string]float64{}
+	for _, rows := range sortedBatches(batches) {
+		for _, r := range rows {
+			if _, dup := got[r.id()]; dup {
+				t.Fatalf("%s written twice", r.id())
+			}
+			got[r.id()] = r.Value
+		}
+	}
+	return got
 }
 
 // TestWindowJoinThenWindows: a left outer join on 10 s windows of the
@@ -91,15 +99,7 @@ func TestWindowJoinThenWindows(t *testing.T) {
 			typed.Count[fixtures.Click](), countRow)
 	}
 	for _, perBatch := range []int{0, 1, 13} {
-		got := map[string]float64{}
-		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
-			for _, r := range rows {
-				if _, dup := got[r.id()]; dup {
-					t.Fatalf("%d per batch: window %s written twice", perBatch, r.id())
-				}
-				got[r.id()] = r.Value
-			}
-		}
+		got := writtenOnce(t, runWindows(t, in, perBatch, typed.Append, true, build))
 		sameTable(t, fmt.Sprintf("joined rows per window, %d per batch", perBatch), got, want)
 	}
 }
@@ -233,14 +233,6 @@ func TestChainedWindowsAcrossStarts(t *testing.T) {
 		run(runtime.Once())
 	}
 	run(runtime.AvailableNow(), runtime.FlushEventTime())
-	got := map[string]float64{}
-	for _, rows := range sortedBatches(sink.snapshot()) {
-		for _, r := range rows {
-			if _, dup := got[r.id()]; dup {
-				t.Fatalf("minute %s written twice", r.id())
-			}
-			got[r.id()] = r.Value
-		}
-	}
+	got := writtenOnce(t, sink.snapshot())
 	sameTable(t, "minutes of 10 s windows, a start per batch", got, want)
 }

@@ -112,6 +112,16 @@ func TestDropDuplicatesWithinWatermark(t *testing.T) {
 		fixtures.Click{User: "a", Time: at(20), Page: "again"}, // a's key forgotten: kept
 		fixtures.Click{User: "a", Time: at(12), Page: "late"},  // at or before the watermark the batch before ran with (15): late
 	)
+	got := pagesKeptWithinWatermark(t, m)
+	if want := []string{"first", "b", "again"}; !slices.Equal(got, want) {
+		t.Fatalf("kept %q, want %q", got, want)
+	}
+}
+
+// pagesKeptWithinWatermark runs DropDuplicatesWithinWatermark by user,
+// with a watermark 10 s behind, over m, and returns the pages it kept.
+func pagesKeptWithinWatermark(t *testing.T, m *typed.MemoryStream[fixtures.Click]) []string {
+	t.Helper()
 	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 10*time.Second)
 	sink := newSink[fixtures.Click]()
 	w := typed.WriteTo(typed.DropDuplicatesWithinWatermark(s, func(c *fixtures.Click) string { return c.User }), sink)
@@ -122,9 +132,7 @@ func TestDropDuplicatesWithinWatermark(t *testing.T) {
 	for _, c := range sink.rows() {
 		got = append(got, c.Page)
 	}
-	if want := []string{"first", "b", "again"}; !slices.Equal(got, want) {
-		t.Fatalf("kept %q, want %q", got, want)
-	}
+	return got
 }
 
 // TestDropDuplicatesWithinWatermarkBetweenWatermarks: a copy that is not
@@ -138,16 +146,7 @@ func TestDropDuplicatesWithinWatermarkBetweenWatermarks(t *testing.T) {
 		fixtures.Click{User: "x", Time: at(125), Page: "x"},     // runs with the watermark 90, makes 115
 		fixtures.Click{User: "k", Time: at(105), Page: "copy"},  // runs with 115, late by 90: a copy
 	)
-	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 10*time.Second)
-	sink := newSink[fixtures.Click]()
-	w := typed.WriteTo(typed.DropDuplicatesWithinWatermark(s, func(c *fixtures.Click) string { return c.User }), sink)
-	if err := runToEnd(t, w, newCheckpoint().opts()...); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, c := range sink.rows() {
-		got = append(got, c.Page)
-	}
+	got := pagesKeptWithinWatermark(t, m)
 	if want := []string{"first", "x"}; !slices.Equal(got, want) {
 		t.Fatalf("kept %q, want %q", got, want)
 	}
