@@ -149,8 +149,8 @@ func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
 		ID:        p.BatchID + 1,
 		Watermark: watermark,
 		Now:       now,
-		// The watermark the committed batch ran with (zero before the
-		// first): an older checkpoint records it too.
+		// The watermark the committed batch ran with, which every
+		// checkpoint records.
 		LateWatermark: lateWatermark(p, watermark),
 		First:         p.BatchID < 0,
 		MemoryBudget:  q.cfg.batchMemory,
