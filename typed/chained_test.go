@@ -3,6 +3,8 @@ package typed_test
 import (
 	"context"
 	"fmt"
+	"iter"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,4 +237,50 @@ func TestChainedWindowsAcrossStarts(t *testing.T) {
 	run(runtime.AvailableNow(), runtime.FlushEventTime())
 	got := writtenOnce(t, sink.snapshot())
 	sameTable(t, "minutes of 10 s windows, a start per batch", got, want)
+}
+
+// TestLateRowsAreTheirOperatorsToDrop: rows are judged late by the
+// operator they reach first. flatMapGroupsWithState without an
+// event-time timeout drops none (as in Spark), though a windowed count
+// after it does: a row whose window the count has closed still reaches
+// the function, and the count leaves it out of its window and counts it
+// as late. (Every WithWatermark applied the first late-dropping
+// operator's rule, the count's, and dropped the row before the function.)
+func TestLateRowsAreTheirOperatorsToDrop(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 1) // a row a batch
+	m.Add(click("u", 100), click("u", 130), click("u", 140), click("u", 95))
+	var seen []int64
+	passed := typed.FlatMapGroupsWithState(typed.GroupByKey(watermarked(typed.FromMemory(m), 0), func(c *fixtures.Click) string { return c.User }),
+		typed.Append, typed.NoTimeout,
+		func(_ string, rows iter.Seq[fixtures.Click], _ *typed.GroupState[fixtures.Counter], emit func(fixtures.Click)) error {
+			for r := range rows {
+				seen = append(seen, r.Time.Unix()-t0.Unix())
+				emit(r)
+			}
+			return nil
+		})
+	counts := typed.AggregateWindows(typed.GroupByWindow(passed, clickTime, typed.Tumbling(10*time.Second), func(c *fixtures.Click) string { return c.User }),
+		typed.Count[fixtures.Click](), countRow)
+	var late int64
+	l := listener{progress: func(p runtime.QueryProgress) {
+		for _, op := range p.StateOperators {
+			late += op.NumRowsDroppedByWatermark
+		}
+	}}
+	sink := newSink[windowCount]()
+	if err := runToEnd(t, typed.WriteTo(counts, sink).OutputMode(typed.Append), newCheckpoint().opts(runtime.Listener(l), runtime.FlushEventTime())...); err != nil {
+		t.Fatal(err)
+	}
+	if want := []int64{100, 130, 140, 95}; !slices.Equal(seen, want) {
+		t.Errorf("the function saw %v, want every row, %v", seen, want)
+	}
+	if late != 1 {
+		t.Errorf("%d rows reported late, want 1 (the count's)", late)
+	}
+	want := map[string]float64{}
+	for _, sec := range []int{100, 130, 140} {
+		start := at(sec).Truncate(10 * time.Second).UTC()
+		want[windowCount{Window: typed.Window{Start: start, End: start.Add(10 * time.Second)}, User: "u"}.id()]++
+	}
+	sameTable(t, "the count's windows", writtenOnce(t, sink.snapshot()), want)
 }

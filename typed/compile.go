@@ -33,10 +33,12 @@ type compiler struct {
 	eventTime time.Time
 	// stage names the user function running, for the message of a panic.
 	stage string
-	// lateOp is the first operator that drops late rows, or -1.
-	lateOp int
-	// lateRule is lateOp's operatorInfo.late.
-	lateRule func(et, wm time.Time) int64
+	// attaching are the operators whose input is being attached, the
+	// innermost last: a WithWatermark takes the innermost as the
+	// operator its rows reach first (see lateSlot); slots are every
+	// operator's, by index.
+	attaching []*lateSlot
+	slots     []*lateSlot
 	// stamped is the number of operators registered when the last
 	// WithWatermark was attached (see attachFrom).
 	stamped int
@@ -137,7 +139,7 @@ type operatorInfo struct {
 
 // compile builds the plan of a query that writes s to out.
 func compile[T any](s Stream[T], emit func(*T)) *compiler {
-	c := &compiler{lateOp: -1}
+	c := &compiler{}
 	s.attach(c, emit)
 	// Every batch, with data or not: the rows an operator writes in a
 	// batch without data (its timers', its evictions') are checked
@@ -145,11 +147,25 @@ func compile[T any](s Stream[T], emit func(*T)) *compiler {
 	c.plan.Begin = c.begin
 	for i, op := range c.plan.Operators {
 		if op.Info().DropsLateRows {
-			c.lateOp, c.lateRule = i, c.ops[i].late
-			break
+			c.slots[i].drops, c.slots[i].rule = true, c.ops[i].late
 		}
 	}
 	return c
+}
+
+// lateSlot is an operator as a WithWatermark before it sees it: the
+// operator its rows reach first (through stateless stages), whose rule
+// decides which rows are late there. Each WithWatermark has its own, so
+// that a branch's rows are judged by the operator they go to, not by
+// another branch's (the clicks a join takes, by the join's windows,
+// not by those of a count before the join on its other side); an
+// operator that drops no late rows (flatMapGroupsWithState without an
+// event-time timeout) gets them all, as in Spark.
+type lateSlot struct {
+	index int
+	drops bool
+	// rule is operatorInfo.late.
+	rule func(et, wm time.Time) int64
 }
 
 // addOperator attaches the operator's input with attachInput, which
@@ -157,10 +173,15 @@ func compile[T any](s Stream[T], emit func(*T)) *compiler {
 // operator and returns its index.
 func (c *compiler) addOperator(attachInput func(), op runtime.Operator, info operatorInfo) int {
 	info.upstream = len(c.ops)
+	slot := &lateSlot{}
+	c.attaching = append(c.attaching, slot)
 	attachInput()
+	c.attaching = c.attaching[:len(c.attaching)-1]
 	c.plan.Operators = append(c.plan.Operators, op)
 	c.ops = append(c.ops, info)
-	return len(c.plan.Operators) - 1
+	slot.index = len(c.plan.Operators) - 1
+	c.slots = append(c.slots, slot)
+	return slot.index
 }
 
 // attachFrom attaches an input with attach and reports whether its rows

@@ -242,6 +242,11 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 					return n, err
 				}})
 		}
+		// The operator the rows reach first decides which are late.
+		next := &lateSlot{}
+		if n := len(c.attaching); n > 0 {
+			next = c.attaching[n-1]
+		}
 		s.attach(c, func(t *T) {
 			c.stage = name
 			et := eventTime(t)
@@ -249,14 +254,14 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			b := c.batch
 			c.eventTime = et
 			b.ObserveRow(mark, c.input, c.partition, et, delay)
-			if c.lateOp >= 0 && !b.LateWatermark.IsZero() && !et.After(b.LateWatermark) {
+			if next.drops && !b.LateWatermark.IsZero() && !et.After(b.LateWatermark) {
 				n := int64(1)
-				if c.lateRule != nil {
-					n = c.lateRule(et, b.LateWatermark)
+				if next.rule != nil {
+					n = next.rule(et, b.LateWatermark)
 				}
 				if n > 0 {
 					for range n {
-						b.DropLate(c.lateOp)
+						b.DropLate(next.index)
 					}
 					if cfg.late != nil {
 						late = append(late, *t)
