@@ -201,12 +201,13 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // Rows whose event time is at or before the watermark are late, as in
 // Spark since 3.4: the watermark the batch before ran with (what that
 // batch evicted); a batch evicts by its own, so a row between the two
-// still counts. They are dropped (counted in the progress report of the
-// first operator that drops them and, with LateRows, sent to a side sink)
-// when a stateful operator downstream drops late rows: mapGroupsWithState
-// and flatMapGroupsWithState do with EventTimeTimeout, as in Spark, and so
-// do the deduplications, session windows and transformWithState. Otherwise
-// they go on. Windowed aggregations decide by window, as Spark: a row is
+// still counts. They are dropped (counted in the progress report of that
+// operator and, with LateRows, sent to a side sink) when the stateful
+// operator the rows reach first drops late rows: mapGroupsWithState and
+// flatMapGroupsWithState do with EventTimeTimeout, as in Spark, and so do
+// the deduplications, session windows, transformWithState and joins.
+// Otherwise they go on (an aggregation after it leaves them out of its
+// closed windows itself). Windowed aggregations decide by window, as Spark: a row is
 // late for each of its windows whose end is at or before the watermark,
 // and in Complete mode never. A row late for all its windows is dropped
 // here (and sent to LateRows); one late for some of its sliding windows is
