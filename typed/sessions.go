@@ -250,7 +250,10 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) mergeSessions(sessions []sessionWin
 			last := &merged[n-1]
 			last.window.End = maxTime(last.window.End, s.window.End)
 			last.acc = o.agg.Merge(last.acc, s.acc)
-			last.changed = last.changed || s.changed
+			// A merged session's window is neither's: Update writes it
+			// (two stored sessions that touch, of an older checkpoint,
+			// merge beside a row of their key elsewhere).
+			last.changed = true
 			continue
 		}
 		merged = append(merged, s)
@@ -291,6 +294,8 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k 
 		return err
 	}
 	before := o.endsOf()
+	// Sessions that touch, as an older checkpoint may hold, close as one.
+	o.sessions = o.mergeSessions(o.sessions)
 	watermark := k.Batch().Watermark
 	open := o.sessions[:0]
 	for _, s := range o.sessions {
