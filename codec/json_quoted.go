@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"strconv"
 )
 
@@ -86,8 +87,8 @@ func (r *JSONReader) quotedKind(lit []byte, elem string) byte {
 		return 0
 	case c == '"':
 		var q JSONReader
-		q.Reset(lit)
-		if _, ok := q.StringBytes(""); ok && q.pos == len(lit) {
+		q.Reset(apostrophes(lit))
+		if _, ok := q.StringBytes(""); ok && q.pos == len(q.data) {
 			return 's'
 		}
 	case c == '-' || '0' <= c && c <= '9':
@@ -96,6 +97,32 @@ func (r *JSONReader) quotedKind(lit []byte, elem string) byte {
 	}
 	r.quotedErr(true, strconv.Quote(string(lit)), elem)
 	return 0
+}
+
+// apostrophes returns the string literal lit with an apostrophe in place
+// of each escaped one (\'): encoding/json reads the literal inside a
+// quoted field with a decoder that takes \' for ', an escape JSON does
+// not have (its scanner of whole documents refuses it). It returns lit
+// itself when there is none.
+func apostrophes(lit []byte) []byte {
+	if !bytes.Contains(lit, []byte(`\'`)) {
+		return lit
+	}
+	out := make([]byte, 0, len(lit))
+	for i := 0; i < len(lit); i++ {
+		c := lit[i]
+		if c == '\\' && i+1 < len(lit) {
+			if lit[i+1] == '\'' {
+				out = append(out, '\'')
+			} else {
+				out = append(out, c, lit[i+1])
+			}
+			i++
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // quotedMismatch records the error for a literal of the wrong kind for
@@ -166,7 +193,7 @@ func (r *JSONReader) QuotedString(lit []byte, elem, target string) (string, bool
 	switch k := r.quotedKind(lit, elem); k {
 	case 's':
 		var q JSONReader
-		q.Reset(lit)
+		q.Reset(apostrophes(lit))
 		return q.String("")
 	case 0:
 	default:
