@@ -55,11 +55,27 @@ func (r *JSONReader) Quoted(typ, elem string) (lit []byte, null, ok bool) {
 		}
 		return s, false, true
 	}
+	start := r.pos
 	r.Skip()
-	if r.stop == nil {
-		r.saveTypeErr(&JSONError{Offset: int64(r.pos), Msg: "invalid use of ,string struct tag, trying to unmarshal unquoted value into " + typ})
+	if r.stop != nil {
+		return nil, false, false
 	}
+	if c == '-' || '0' <= c && c <= '9' {
+		// encoding/json reads an unquoted number as a float64 first: one
+		// out of its range is that error, not the option's.
+		if num := r.data[start:r.pos]; !jsonFitsFloat64(num) {
+			r.saveTypeErr(&JSONError{Offset: int64(r.pos), Value: "number " + string(num), Target: "Go value of type float64"})
+		}
+	}
+	r.saveTypeErr(&JSONError{Offset: int64(r.pos), Msg: "invalid use of ,string struct tag, trying to unmarshal unquoted value into " + typ})
 	return nil, false, false
+}
+
+// jsonFitsFloat64 reports whether the number literal num reads as a
+// float64 (strconv refuses one out of range).
+func jsonFitsFloat64(num []byte) bool {
+	_, err := strconv.ParseFloat(string(num), 64)
+	return err == nil
 }
 
 // quotedErr records encoding/json's error for a literal that does not fit
