@@ -144,7 +144,8 @@ func TestTimeJoinIsNotFollowed(t *testing.T) {
 // event time of a WithWatermark (its function reads the rows of its
 // input), so an operator after it that would read their time from one (a
 // join on windows or a time condition, a deduplication by event time, a
-// stream-table join of rows with times) is refused at Start, saying what
+// stream-table join of rows with times, a transformWithState whose state
+// has an event-time TTL) is refused at Start, saying what
 // to give; a join given the side's time starts, and so does an operator
 // after a WithWatermark that follows the operator.
 func TestOperatorRowsHaveNoEventTime(t *testing.T) {
@@ -181,6 +182,12 @@ func TestOperatorRowsHaveNoEventTime(t *testing.T) {
 		{"deduplication by event time", typed.Map(typed.DropDuplicatesWithEventTime(counts(), user), user), "deduplicate before the operator"},
 		{"deduplication within the watermark", typed.Map(typed.DropDuplicatesWithinWatermark(counts(), user), user), "deduplicate before the operator"},
 		{"deduplication by key", typed.Map(typed.DropDuplicates(counts(), user), user), ""},
+		{"transformWithState with an event-time TTL", typed.TransformWithState(byKey(counts()),
+			&expiryProcessor{ttl: typed.WithEventTimeTTL(time.Minute)}, typed.TimeModeEventTime, typed.Append), "WithWatermark after that operator"},
+		{"transformWithState with a processing-time TTL", typed.TransformWithState(byKey(counts()),
+			&expiryProcessor{ttl: typed.WithTTL(time.Minute)}, typed.TimeModeProcessingTime, typed.Append), ""},
+		{"transformWithState with an event-time TTL after a WithWatermark", typed.TransformWithState(byKey(watermarked(typed.DropDuplicates(typed.FromMemory(m), user), 0)),
+			&expiryProcessor{ttl: typed.WithEventTimeTTL(time.Minute)}, typed.TimeModeEventTime, typed.Append), ""},
 		// A WithWatermark after the operator gives its rows a time.
 		{"deduplication within a watermark after the operator", typed.Map(typed.DropDuplicatesWithinWatermark(
 			watermarked(typed.DropDuplicates(typed.FromMemory(m), user), 0), user), user), ""},

@@ -239,7 +239,10 @@ func WithTTL(ttl time.Duration) StateOption {
 // rows, after the watermark; in an event-time timer's call, after the
 // timer's instant), and is gone, and removed from the store, once the
 // watermark reaches that instant. Late data can then not revive state the
-// watermark has passed. It needs a watermark.
+// watermark has passed. It needs a watermark, and rows that carry their
+// event time: the rows of another stateful operator carry none until a
+// WithWatermark after it gives them one (Start refuses the query
+// otherwise).
 //
 // Within a batch, time is taken in order of instants: the event-time
 // timers due run before the entries that expire at or after them are

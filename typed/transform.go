@@ -110,7 +110,19 @@ func TransformWithState[K comparable, In, Out any](
 				c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): state variable %q has an event-time TTL but the input has no watermark (WithWatermark)", name, v.name))
 			}
 		}
-		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, opInfo)
+		op.index = c.addOperator(func() {
+			if !c.attachFrom(func() { ks.s.attach(c, op.add) }) {
+				return
+			}
+			// An event-time TTL counts from the latest event time of the
+			// call's rows.
+			for _, v := range op.handle.vars {
+				if v.eventTTL && v.ttl > 0 {
+					c.errs = append(c.errs, noEventTime("transformWithState ("+name+")", "its rows",
+						fmt.Sprintf("state variable %q has an event-time TTL, which counts from its rows' event time: give them one with a WithWatermark after that operator, or give the variable a TTL in processing time (WithTTL)", v.name)))
+				}
+			}
+		}, op, opInfo)
 	}}
 }
 
