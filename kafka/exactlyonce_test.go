@@ -210,11 +210,16 @@ type stallSink[T any] struct {
 	typed.Sink[T]
 	batch            int64
 	reached, release chan struct{}
+	// before stalls before the batch's rows are written (before its
+	// transaction has a record).
+	before bool
 }
 
 func (s *stallSink[T]) Write(ctx context.Context, id int64, rows []T) error {
-	if err := s.Sink.Write(ctx, id, rows); err != nil {
-		return err
+	if !s.before {
+		if err := s.Sink.Write(ctx, id, rows); err != nil {
+			return err
+		}
 	}
 	if id == s.batch {
 		close(s.reached)
@@ -223,6 +228,9 @@ func (s *stallSink[T]) Write(ctx context.Context, id int64, rows []T) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+	}
+	if s.before {
+		return s.Sink.Write(ctx, id, rows)
 	}
 	return nil
 }
@@ -258,6 +266,43 @@ func TestExactlyOnceFencesAStalledProcess(t *testing.T) {
 	q2 := runAvailableNow(t, r.pipeline(t, second, nil), newCheckpoint(), second.Option(), runtime.Listener(resume))
 	if got := q2.RecentProgress()[0].BatchID; got != 2 {
 		t.Fatalf("the second process began at batch %d, want 2: the changelog held batches 0 and 1", got)
+	}
+	if resume.err == nil || !strings.Contains(resume.err.Error(), "fenced") {
+		t.Fatalf("the stalled process ended with %v, want an error saying it was fenced", resume.err)
+	}
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
+}
+
+// TestExactlyOnceFencesAProcessStalledBeforeItsFirstWrite: as
+// TestExactlyOnceFencesAStalledProcess, but the first process stalls in
+// its first batch before it has written anything, so that its producer
+// has not yet begun a transaction. The second process's claim of the
+// transactional ID must still fence it: had the first process's producer
+// claimed the ID again at its first write, it would commit batch 0, and
+// the second, restored before that commit, would write batch 0 again.
+func TestExactlyOnceFencesAProcessStalledBeforeItsFirstWrite(t *testing.T) {
+	r := newEOSRun(t)
+	in := clicks(300, 4)
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in)...)
+
+	first := r.transactions(t)
+	stall := &stallSink[fixtures.UserCount]{batch: 0, before: true, reached: make(chan struct{}), release: make(chan struct{})}
+	wrap := func(s typed.Sink[fixtures.UserCount]) typed.Sink[fixtures.UserCount] { stall.Sink = s; return stall }
+	q1, err := r.pipeline(t, first, wrap).Start(testContext(t), newCheckpoint().opts(first.Option(), runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-stall.reached:
+	case <-testContext(t).Done():
+		t.Fatal("the first process never reached batch 0")
+	}
+
+	second := r.transactions(t)
+	resume := &resumeOnStart{release: stall.release, stalled: q1}
+	q2 := runAvailableNow(t, r.pipeline(t, second, nil), newCheckpoint(), second.Option(), runtime.Listener(resume))
+	if got := q2.RecentProgress()[0].BatchID; got != 0 {
+		t.Fatalf("the second process began at batch %d, want 0: nothing was committed before it", got)
 	}
 	if resume.err == nil || !strings.Contains(resume.err.Error(), "fenced") {
 		t.Fatalf("the stalled process ended with %v, want an error saying it was fenced", resume.err)

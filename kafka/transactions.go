@@ -150,6 +150,21 @@ func (t *Transactions) start(ctx context.Context) error {
 		client.Close()
 		return fmt.Errorf("streamgen: %s: claim the transactional ID: %w", t.what(), err)
 	}
+	// The client loads its producer ID at its first transaction, with
+	// an InitProducerID of its own, which bumps the epoch again: loaded
+	// later, at the first batch's write, it would fence a process that
+	// claimed the ID since this one's fence, and this one, restored
+	// before that process committed, would commit batches again. Begun
+	// and ended here (an empty transaction ends without a request), the
+	// client holds the newest epoch from the start.
+	if err := client.BeginTransaction(); err != nil {
+		client.Close()
+		return fmt.Errorf("streamgen: %s: claim the transactional ID: %w", t.what(), err)
+	}
+	if err := client.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		client.Close()
+		return fmt.Errorf("streamgen: %s: claim the transactional ID: %w", t.what(), err)
+	}
 	t.client, t.query, t.lastCommit = client, true, time.Now()
 	return nil
 }
@@ -157,9 +172,9 @@ func (t *Transactions) start(ctx context.Context) error {
 // fence claims the transactional ID with an InitProducerID request, as a
 // producer's first use of it does: the coordinator aborts the
 // transaction an earlier holder left open and bumps the epoch, so that
-// holder's later requests are refused. franz-go's client only does this
-// at its first produce, after the restore: done here, no zombie can commit
-// a batch between the restore and the first batch.
+// holder's later requests are refused. It waits, within ctx, for the
+// coordinator to abort what the earlier holder left open; the client's
+// own claim follows (see start).
 func fence(ctx context.Context, client *kgo.Client, id string) error {
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
