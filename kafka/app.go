@@ -324,7 +324,9 @@ type App struct {
 	standbys     map[int32]*runningTask
 	positions    map[int32]int64
 	standbyStats map[int32]standbyStats
-	queries      map[int32]*runtime.Query
+	// standbyHeldPeak is the most records a standby has held at once.
+	standbyHeldPeak int
+	queries         map[int32]*runtime.Query
 	// probed is the assignment for which a caught-up warm-up asked for a
 	// rebalance, at probedAt.
 	probed   *assignmentInfo

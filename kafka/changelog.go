@@ -173,6 +173,9 @@ type changelog struct {
 	// restoreTook.
 	restored    int64
 	restoreTook time.Duration
+	// heldPeak is the most records the last restore held at once, until
+	// it knew their batch complete.
+	heldPeak int
 	// restoreTotal and restoreApplied are the records the restore running
 	// reads and those it has applied so far, for a progress report while
 	// it runs.
@@ -847,6 +850,35 @@ func containsCompact(policy string) bool {
 	return false
 }
 
+// lastProgress returns the batch of the last progress record in the
+// offsets [from, end) of the changelog's partition tp (-1: none). It
+// reads back from end, a range at a time, each range four times the one
+// after it: the last progress record is followed only by the records of
+// a batch that failed, if any.
+func lastProgress(ctx context.Context, reader *TopicSource, client *kgo.Client, tp topicPartition, from, end int64, lost func(lostRange) error) (int64, error) {
+	n := int64(256)
+	for to := end; to > from; n *= 4 {
+		start := max(from, to-n)
+		last := int64(-1)
+		err := reader.fetchRange(ctx, client, tp, start, to, lost, func(rec *kgo.Record) error {
+			if !runtime.IsProgressKey(rec.Key) {
+				return nil
+			}
+			batch, err := recordBatch(rec)
+			if err != nil {
+				return fmt.Errorf("partition %d offset %d: %w", rec.Partition, rec.Offset, err)
+			}
+			last = max(last, batch)
+			return nil
+		})
+		if err != nil || last >= 0 {
+			return last, err
+		}
+		to = start
+	}
+	return -1, nil
+}
+
 // pendingRecord is a restored record held until its batch is known to be
 // complete.
 type pendingRecord struct {
@@ -856,9 +888,11 @@ type pendingRecord struct {
 }
 
 // restore applies the topic's records from from to ends. A record is
-// applied once its batch's progress record has been seen (the progress
-// is produced last): the records after the last progress are a batch
-// that failed, whose keys are written back with the restored values.
+// applied once its batch is known complete: at or before the batch of
+// the last progress record (produced last of its batch, and found
+// first), as it is read. The records after the last progress are a batch
+// that failed, held, whose keys are written back with the restored
+// values.
 func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *kgo.Client, parts []topicPartition, from map[int32]int64, ends offsets) error {
 	r, err := c.store.BeginBulkRestore()
 	if err != nil {
@@ -883,6 +917,8 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 		progress = p.BatchID
 	}
 	held := map[int32][]pendingRecord{}
+	heldNow := 0 // of every partition
+	c.heldPeak = 0
 	var total int64
 	for _, tp := range parts {
 		total += max(0, ends[tp]-from[tp.partition])
@@ -909,6 +945,7 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 			n := copy(recs, recs[i:])
 			clear(recs[n:])
 			held[part] = recs[:n]
+			heldNow -= i
 		}
 		return nil
 	}
@@ -928,6 +965,18 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 			copy(parts[1:i+1], parts[:i])
 			parts[0] = first
 		}
+	}
+	// The last progress record says which batches are complete: their
+	// records are applied as they are read, and only those of later
+	// batches (a batch that failed) are held. Found first, from the
+	// end: in a compacted topic it is the only progress record left,
+	// after nearly every other record, which were otherwise all held.
+	if len(parts) > 0 && from[parts[0].partition] < ends[parts[0]] {
+		last, err := lastProgress(ctx, reader, rclient, parts[0], from[parts[0].partition], ends[parts[0]], lost)
+		if err != nil {
+			return fmt.Errorf("streamgen: %s: restore: %w", c.what(), err)
+		}
+		progress = max(progress, last)
 	}
 	for _, tp := range parts {
 		if from[tp.partition] >= ends[tp] {
@@ -950,6 +999,8 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 			}
 			if batch > progress || len(held[rec.Partition]) > 0 {
 				held[rec.Partition] = append(held[rec.Partition], pendingRecord{key: rec.Key, value: rec.Value, deleted: deleted, batch: batch})
+				heldNow++
+				c.heldPeak = max(c.heldPeak, heldNow)
 				return nil
 			}
 			return apply(rec.Key, rec.Value, deleted)

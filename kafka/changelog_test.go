@@ -619,6 +619,90 @@ func TestChangelogWritesBackAFailedBatch(t *testing.T) {
 	sameState(t, "restored after a later batch", snapshotOf(t, r2), want)
 }
 
+// TestChangelogRestoresACompactedTopicAsItReads: compaction keeps one
+// record of each key, so only the newest progress record is left, after
+// nearly every other record. A restore into an empty store applies the
+// records of the batches that record says complete as it reads them, and
+// holds only those of a batch that failed after it (held until a
+// progress record, every record of the topic was in memory at once); the
+// state is the checkpoint's, the failed batch left out.
+func TestChangelogRestoresACompactedTopicAsItReads(t *testing.T) {
+	cluster, err := kafka.Embedded(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	conn := cluster.Connection()
+	opts := kafka.ChangelogOptions{Connection: conn, Topic: "compacted"}
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := kafka.NewChangelog(opts, s)
+	defer c.Close()
+	if err := c.Restore(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	v := runtime.Var{Variable: 0}
+	const batches, keys = 30, 40
+	for id := range int64(batches) {
+		b := s.NewBatch()
+		for k := range keys {
+			key := fmt.Appendf(nil, "k%d", k)
+			var err error
+			if (k+int(id))%7 == 0 {
+				err = b.Delete(v, key, nil)
+			} else {
+				err = b.Put(v, key, nil, fmt.Appendf(nil, "%d", id))
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := snapshotOf(t, s)
+	c.Close()
+	// A batch that failed after the last progress record: its records
+	// and no progress.
+	var stray []*kgo.Record
+	b := s.NewBatch()
+	for k := range 3 {
+		b.Put(v, fmt.Appendf(nil, "k%d", k), nil, []byte("failed"))
+	}
+	if err := b.Changes(func(key, value []byte, _ bool) error {
+		stray = append(stray, &kgo.Record{Topic: "compacted", Key: slices.Clone(key), Value: slices.Clone(value),
+			Headers: []kgo.RecordHeader{{Key: "streamgen-batch", Value: []byte{0, 0, 0, 0, 0, 0, 0, batches}}}})
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	b.Close()
+	kafka.FakeCluster(cluster).Compact()
+	produce(t, conn, stray...)
+
+	r, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rc := kafka.NewChangelog(opts, r)
+	defer rc.Close()
+	if err := rc.Restore(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "restored from the compacted topic", snapshotOf(t, r), want)
+	if n := kafka.RestoredRecords(rc); n >= batches*keys {
+		t.Fatalf("the restore applied %d records, no fewer than the %d the batches wrote: the topic was not compacted", n, batches*(keys+1))
+	}
+	if held := kafka.RestoreHeldPeak(rc); held > len(stray) {
+		t.Fatalf("the restore held %d records at once, want at most the failed batch's %d", held, len(stray))
+	}
+}
+
 // TestChangelogCopiesAnExistingCheckpoint runs a phase without the
 // changelog, then adds it: its first start copies the checkpoint to the
 // empty topic, so that a checkpoint lost afterwards comes back whole.
@@ -840,7 +924,9 @@ func TestChangelogRestoreInterrupted(t *testing.T) {
 	fake.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		fake.KeepControl()
 		req := kreq.(*kmsg.FetchRequest)
-		if !armed.Load() || len(req.Topics) == 0 || len(req.Topics[0].Partitions) == 0 || req.Topics[0].Partitions[0].FetchOffset < 130_000 {
+		// (The restore reads the topic's last records first, for the
+		// last progress record: those fetches are let through.)
+		if !armed.Load() || len(req.Topics) == 0 || len(req.Topics[0].Partitions) == 0 || req.Topics[0].Partitions[0].FetchOffset < 130_000 || req.Topics[0].Partitions[0].FetchOffset > 190_000 {
 			return nil, nil, false
 		}
 		fetches.Add(1)

@@ -24,6 +24,18 @@ func NewChangelog(opts ChangelogOptions, s *runtime.Store) interface {
 // applied.
 func RestoredRecords(c runtime.Committer) int64 { return c.(*changelog).restored }
 
+// RestoreHeldPeak returns the most records a changelog's last restore
+// held in memory at once, until it knew their batch complete.
+func RestoreHeldPeak(c runtime.Committer) int { return c.(*changelog).heldPeak }
+
+// StandbyHeldPeak returns the most records any standby of the App has
+// held in memory at once, until it knew their batch complete.
+func StandbyHeldPeak(a *App) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.standbyHeldPeak
+}
+
 // AbandonTransactions makes the transactions' query stop as a process
 // that dies does: its open transaction is neither committed nor aborted.
 func AbandonTransactions(t *Transactions) {

@@ -37,6 +37,9 @@ type standbyStats struct {
 	BatchID int64
 	// lagKnown is set once Lag was measured from the changelog's end.
 	lagKnown bool
+	// heldPeak is the most records it has held at once, until it knew
+	// their batch complete.
+	heldPeak int
 }
 
 // runStandby follows partition p's changelog into its checkpoint until
@@ -153,8 +156,17 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	if !hasProgress || rebuild {
 		progress = -1
 	}
+	// The batches known complete, whose records are applied as they are
+	// read (see changelog.restore): those up to the last progress record
+	// in the changelog now, then each progress record's.
+	complete, err := lastProgress(ctx, reader, rclient, tp, from, ends[tp], func(l lostRange) error { return errors.New(l.String()) })
+	if err != nil {
+		return err
+	}
+	complete = max(complete, progress)
 	var held []pendingRecord
 	var applied int64
+	heldPeak := 0
 	for {
 		// A poll waits for records at most a second: then the standby
 		// reports its lag from the changelog's end.
@@ -166,7 +178,7 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 		}
 		if fetches.Empty() || errors.Is(fetches.Err0(), context.DeadlineExceeded) {
 			if ends, err := reader.listOffsets(ctx, rclient, []topicPartition{tp}, latestTimestamp); err == nil {
-				a.setStandby(p, standbyStats{Position: position, Records: applied, BatchID: progress, Lag: a.standbyLag(ends[tp], position, len(held)), lagKnown: true})
+				a.setStandby(p, standbyStats{Position: position, Records: applied, BatchID: progress, Lag: a.standbyLag(ends[tp], position, len(held)), lagKnown: true, heldPeak: heldPeak})
 			}
 			continue
 		}
@@ -210,8 +222,9 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 				}
 				if runtime.IsProgressKey(record.Key) {
 					progress = max(progress, batch)
+					complete = max(complete, batch)
 					i := 0
-					for ; i < len(held) && held[i].batch <= progress; i++ {
+					for ; i < len(held) && held[i].batch <= complete; i++ {
 						if ferr = apply(held[i].key, held[i].value, held[i].deleted); ferr != nil {
 							return
 						}
@@ -223,8 +236,9 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 					position, moved = record.Offset+1, true
 					continue
 				}
-				if batch > progress || len(held) > 0 {
+				if batch > complete || len(held) > 0 {
 					held = append(held, pendingRecord{key: record.Key, value: record.Value, deleted: deleted, batch: batch})
+					heldPeak = max(heldPeak, len(held))
 					continue
 				}
 				ferr = apply(record.Key, record.Value, deleted)
@@ -241,7 +255,7 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 				return err
 			}
 		}
-		st := standbyStats{Position: position, Records: applied, BatchID: progress}
+		st := standbyStats{Position: position, Records: applied, BatchID: progress, heldPeak: heldPeak}
 		if end >= 0 {
 			st.Lag, st.lagKnown = a.standbyLag(end, position, len(held)), true
 		}
@@ -357,6 +371,7 @@ func (a *App) setStandby(p int32, st standbyStats) {
 	if sb, running := a.standbys[p]; running && !sb.stopping {
 		a.standbyStats[p] = st
 	}
+	a.standbyHeldPeak = max(a.standbyHeldPeak, st.heldPeak)
 	// A warm-up copy that has caught up asks for a rebalance, once per
 	// assignment, which gives this instance the partition (a probing
 	// rebalance, in Kafka Streams' words).
