@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -181,8 +182,10 @@ type changelog struct {
 	// it runs.
 	restoreTotal, restoreApplied atomic.Int64
 	// rewound is set when the last restore rebuilt the store, which was
-	// ahead of the topic.
+	// ahead of the topic, or too far behind it (stale).
 	rewound bool
+	// deleteRetention is the topic's delete.retention.ms, read at start.
+	deleteRetention time.Duration
 
 	// With AsyncProgress: pendingEnds are the topic's end offsets after
 	// the records acknowledged since the last commit (guarded by
@@ -230,6 +233,12 @@ type changelogRecord struct {
 	// ahead of it.
 	Async     bool  `json:"async,omitempty"`
 	Committed int64 `json:"committed,omitempty"`
+	// At is a time, in Unix milliseconds, before which none of the
+	// topic's records after Ends was written (0: not known, a record
+	// written before it was kept): compaction may have removed the
+	// deletions among them once the topic's delete.retention.ms has
+	// passed since (see changelog.stale).
+	At int64 `json:"at,omitempty"`
 }
 
 func newChangelog(opts ChangelogOptions, s *runtime.Store) *changelog {
@@ -347,6 +356,9 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 	if c.failed != nil {
 		return c.failed
 	}
+	// Before the batch's records: what another process writes after
+	// them comes after it.
+	began := time.Now()
 	client, err := c.clientFor()
 	if err != nil {
 		return err
@@ -438,7 +450,7 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 		return c.failed
 	}
 	c.metaSent, c.startDeletions = true, nil
-	rec, err := json.Marshal(changelogRecord{Topic: c.opts.Topic, Ends: ends})
+	rec, err := json.Marshal(changelogRecord{Topic: c.opts.Topic, Ends: ends, At: began.UnixMilli()})
 	if err != nil {
 		return fmt.Errorf("streamgen: %s: encode its offsets: %w", c.what(), err)
 	}
@@ -527,7 +539,7 @@ func (c *changelog) fail(batchID int64, err error) error {
 
 // record returns the committer's record as it stands.
 func (c *changelog) currentRecord() changelogRecord {
-	rec := changelogRecord{Topic: c.opts.Topic, Ends: c.ends}
+	rec := changelogRecord{Topic: c.opts.Topic, Ends: c.ends, At: time.Now().UnixMilli()}
 	if c.txn != nil && c.opts.AsyncProgress {
 		rec.Async, rec.Committed = true, c.committed
 	}
@@ -719,6 +731,14 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 			c.ends = recorded
 			return nil
 		}
+		if c.stale(rec) {
+			slog.Warn("streamgen: the checkpoint is behind its changelog by records older than the topic keeps deletions (delete.retention.ms): rebuilding it from the changelog, as compaction may have removed deletions it does not hold",
+				"topic", c.opts.Topic, "checkpointBatch", local.BatchID, "recordedAt", time.UnixMilli(rec.At), "deleteRetention", c.deleteRetention)
+			for _, tp := range parts {
+				from[tp.partition] = starts[tp]
+			}
+			c.rewound = true
+		}
 	case topicEmpty && hasProgress:
 		return c.seed(ctx, client)
 	case topicEmpty:
@@ -733,13 +753,30 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 		for _, tp := range parts {
 			from[tp.partition] = starts[tp]
 		}
-		if hasProgress {
+		// (A restore applies a complete batch's records before its
+		// progress record: one stopped halfway may leave records and no
+		// progress.)
+		partial, err := holdsRecords(c.store)
+		if err != nil {
+			return err
+		}
+		if hasProgress || partial {
 			slog.Warn("streamgen: the checkpoint holds state but no record of the changelog topic (a restore that stopped halfway, or a topic it did not write): replacing its state with the topic's",
 				"topic", c.opts.Topic, "checkpointBatch", local.BatchID)
 			c.rewound = true
 		}
 	}
 	return c.restore(ctx, reader, rclient, parts, from, ends)
+}
+
+// holdsRecords reports whether s holds a mirrored record.
+func holdsRecords(s *runtime.Store) (bool, error) {
+	errFound := errors.New("found")
+	err := s.Snapshot(func([]byte, []byte) error { return errFound })
+	if errors.Is(err, errFound) {
+		return true, nil
+	}
+	return false, err
 }
 
 // topicPartition is the topic's partition for a mirrored record: its
@@ -802,7 +839,7 @@ func (c *changelog) ensureTopic(ctx context.Context, client *kgo.Client) error {
 	}
 	switch {
 	case err == nil:
-		return nil
+		return c.readDeleteRetention(ctx, adm)
 	case !errors.Is(err, kerr.TopicAlreadyExists):
 		return fmt.Errorf("streamgen: %s: create the topic: %w", c.what(), err)
 	}
@@ -830,7 +867,59 @@ func (c *changelog) ensureTopic(ctx context.Context, client *kgo.Client) error {
 			}
 		}
 	}
+	return c.readDeleteRetention(ctx, adm)
+}
+
+// readDeleteRetention reads the topic's delete.retention.ms into
+// c.deleteRetention.
+func (c *changelog) readDeleteRetention(ctx context.Context, adm *kadm.Client) error {
+	d, err := deleteRetention(ctx, adm, c.opts.Topic)
+	if err != nil {
+		return fmt.Errorf("streamgen: %s: %w", c.what(), err)
+	}
+	c.deleteRetention = d
 	return nil
+}
+
+// deleteRetention returns the topic's delete.retention.ms: how long
+// compaction keeps a deletion (Kafka's default, a day, when the broker
+// does not say).
+func deleteRetention(ctx context.Context, adm *kadm.Client, topic string) (time.Duration, error) {
+	configs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("describe the topic's configuration: %w", err)
+	}
+	for _, rc := range configs {
+		if rc.Err != nil {
+			return 0, fmt.Errorf("describe the topic's configuration: %w", rc.Err)
+		}
+		for _, cfg := range rc.Configs {
+			if cfg.Key != "delete.retention.ms" || cfg.Value == nil || *cfg.Value == "" {
+				continue
+			}
+			ms, err := strconv.ParseInt(*cfg.Value, 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("the topic's delete.retention.ms %q: %w", *cfg.Value, err)
+			}
+			return time.Duration(ms) * time.Millisecond, nil
+		}
+	}
+	return 24 * time.Hour, nil
+}
+
+// stale reports whether compaction may have removed deletions the
+// checkpoint recorded by rec does not hold: records after its offsets
+// were written before the topic's delete.retention.ms ago (or when, is
+// not known). Read from its offsets, the topic would leave the values
+// they deleted in the checkpoint, so it is rebuilt from the topic's
+// start instead. A margin of a quarter of the retention, at most an
+// hour, covers the time a commit takes and clocks apart.
+func (c *changelog) stale(rec changelogRecord) bool {
+	if rec.At == 0 {
+		return true
+	}
+	margin := min(c.deleteRetention/4, time.Hour)
+	return time.Since(time.UnixMilli(rec.At))+margin >= c.deleteRetention
 }
 
 func containsCompact(policy string) bool {

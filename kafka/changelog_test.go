@@ -842,6 +842,86 @@ func TestChangelogCatchesUpABehindCheckpoint(t *testing.T) {
 	}
 }
 
+// TestChangelogRebuildsACheckpointOlderThanItsDeletions: a checkpoint
+// behind its changelog by records older than the topic keeps deletions
+// (delete.retention.ms, here 0) may miss deletions that compaction has
+// removed since: read from its offsets, the topic would leave a deleted
+// key's value in it. It is rebuilt from the topic instead, and ends equal
+// to the store the topic was written from. (A checkpoint behind by
+// records newer than that reads only them: see
+// TestChangelogCatchesUpABehindCheckpoint.)
+func TestChangelogRebuildsACheckpointOlderThanItsDeletions(t *testing.T) {
+	cluster, err := kafka.Embedded(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	conn := cluster.Connection()
+	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	compact, now := "compact", "0"
+	if _, err := kadm.NewClient(client).CreateTopic(testContext(t), 1, 1,
+		map[string]*string{"cleanup.policy": &compact, "delete.retention.ms": &now}, "forgets"); err != nil {
+		t.Fatal(err)
+	}
+	opts := kafka.ChangelogOptions{Connection: conn, Topic: "forgets"}
+	fs := vfs.NewMem()
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := kafka.NewChangelog(opts, s)
+	defer c.Close()
+	if err := c.Restore(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	v := runtime.Var{Variable: 0}
+	batch := func(id int64, f func(b *runtime.StateBatch) error) {
+		t.Helper()
+		b := s.NewBatch()
+		if err := f(b); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for id := range int64(2) {
+		batch(id, func(b *runtime.StateBatch) error {
+			for k := range 10 {
+				if err := b.Put(v, fmt.Appendf(nil, "k%d", k), nil, fmt.Appendf(nil, "%d", id)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	behind := vfs.NewMem()
+	copyFS(t, fs, behind, "ckpt")
+	batch(2, func(b *runtime.StateBatch) error { return b.Delete(v, []byte("k3"), nil) })
+	batch(3, func(b *runtime.StateBatch) error { return b.Put(v, []byte("k5"), nil, []byte("3")) })
+	want := snapshotOf(t, s)
+	// The deletion of k3, and the values it deleted, are gone from the
+	// topic.
+	kafka.FakeCluster(cluster).Compact()
+
+	r, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: behind})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	rc := kafka.NewChangelog(opts, r)
+	defer rc.Close()
+	if err := rc.Restore(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	sameState(t, "the checkpoint behind by a deletion compaction removed", snapshotOf(t, r), want)
+}
+
 // TestChangelogOptionsRefused: options that do not validate fail Start
 // with what is wrong, and a topic that is not compacted is refused.
 func TestChangelogOptionsRefused(t *testing.T) {

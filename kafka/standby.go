@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -113,17 +114,33 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	if err != nil {
 		return err
 	}
+	retention, err := deleteRetention(ctx, kadm.NewClient(rclient), a.opts.Changelog)
+	if err != nil {
+		return err
+	}
+	c.deleteRetention = retention
 	from, known := rec.Ends[p]
 	rebuild := false
+	at := int64(0) // of the position (see changelogRecord.At)
 	switch {
 	case hasRecord && rec.Async && hasProgress && local.BatchID > rec.Committed:
 		rebuild = true // batches the topic never got: only its copy replaces them
-	case hasRecord && known && from >= starts[tp] && from <= ends[tp]:
+	case hasRecord && known && from >= starts[tp] && from <= ends[tp] && (from == ends[tp] || !c.stale(rec)):
+		at = rec.At
+	// (A copy behind by records older than the topic keeps deletions is
+	// rebuilt: compaction may have removed deletions it does not hold.)
 	// (A recorded offset past the topic's end is of a topic deleted and
 	// made again: its copy is rebuilt.)
-	case hasProgress:
-		rebuild = true // state without a record of the topic, or records deleted since
 	default:
+		// State without a record of the topic, or records deleted
+		// since, or a copy stopped before its first progress record
+		// (which holds the records of complete batches before it) is
+		// rebuilt.
+		partial, err := holdsRecords(store)
+		if err != nil {
+			return err
+		}
+		rebuild = hasProgress || partial
 		from = starts[tp]
 	}
 	r, err := store.BeginRestore()
@@ -144,7 +161,7 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	// record said (with the record deleted, a restart reads from there
 	// again, or from the start).
 	position := from
-	if err := a.saveStandby(store, c, r, p, position); err != nil {
+	if err := a.saveStandby(store, c, r, p, position, at); err != nil {
 		return err
 	}
 	if r, err = store.BeginRestore(); err != nil {
@@ -234,6 +251,8 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 						return
 					}
 					position, moved = record.Offset+1, true
+					// The records after the progress were written after it.
+					at = record.Timestamp.UnixMilli()
 					continue
 				}
 				if batch > complete || len(held) > 0 {
@@ -248,7 +267,7 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 			return ferr
 		}
 		if moved {
-			if err := a.saveStandby(store, c, r, p, position); err != nil {
+			if err := a.saveStandby(store, c, r, p, position, at); err != nil {
 				return err
 			}
 			if r, err = store.BeginRestore(); err != nil {
@@ -276,9 +295,10 @@ func (a *App) standbyLag(end, position int64, held int) int64 {
 
 // saveStandby commits the standby's restored records with its record of
 // the changelog: the offset after the last batch's progress it applied,
-// where its task, or the standby again, goes on reading.
-func (a *App) saveStandby(store *runtime.Store, c *changelog, r *runtime.Restore, p int32, position int64) error {
-	rec := changelogRecord{Topic: c.opts.Topic, Ends: map[int32]int64{p: position}}
+// where its task, or the standby again, goes on reading; at is the
+// changelogRecord.At of that position.
+func (a *App) saveStandby(store *runtime.Store, c *changelog, r *runtime.Restore, p int32, position, at int64) error {
+	rec := changelogRecord{Topic: c.opts.Topic, Ends: map[int32]int64{p: position}, At: at}
 	v, err := json.Marshal(rec)
 	if err != nil {
 		return err
