@@ -113,7 +113,14 @@ const changelogFetchBytes = 16 << 20
 //     restored progress, its sources' offsets with it;
 //   - a checkpoint that holds state but no record of the topic (a restore
 //     that stopped halfway, or a directory the topic was not written
-//     from) is cleared and restored from the topic, with a warning.
+//     from) is cleared and restored from the topic, with a warning;
+//   - so is a checkpoint behind the topic by records written longer ago
+//     than the topic's delete.retention.ms (less a quarter of it, at most
+//     an hour): compaction may have removed deletions among them, which
+//     it would miss;
+//   - a restore applies the records of the batches the topic's last
+//     progress record says complete as it reads them, so its memory does
+//     not grow with the state.
 //
 // A batch whose records are not all acknowledged fails, uncommitted; the
 // query ends with the error, and its next start, which restores from the
