@@ -36,6 +36,14 @@ func StandbyHeldPeak(a *App) int {
 	return a.standbyHeldPeak
 }
 
+// TransactionsRestoredRecords returns how many records the restore of the
+// last query started on t applied.
+func TransactionsRestoredRecords(t *Transactions) int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last.restored
+}
+
 // AbandonTransactions makes the transactions' query stop as a process
 // that dies does: its open transaction is neither committed nor aborted.
 func AbandonTransactions(t *Transactions) {
