@@ -13,6 +13,7 @@ import (
 
 	"github.com/streamgen/streamgen/generated/fixtures"
 	"github.com/streamgen/streamgen/kafka"
+	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -88,5 +89,169 @@ func TestRetriableBrokerErrors(t *testing.T) {
 	want := slices.Concat(span(0, 19), span(100, 119))
 	if got := values(sink.Rows()); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("read %v, want %v", got, want)
+	}
+}
+
+// TestLeaderBehindItsPredecessor has the broker answer a few fetches as
+// a leader elected a moment ago does: no records, and a high watermark
+// and last stable offset below those its predecessor gave, with its
+// listing of the end answering OFFSET_NOT_AVAILABLE until it has caught
+// up (KIP-207). That is not data loss: the source fetches again and
+// reads every record once.
+func TestLeaderBehindItsPredecessor(t *testing.T) {
+	cluster, err := kafka.Embedded(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	conn := cluster.Connection()
+	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	createTopic(t, kadm.NewClient(client), "moving", 1)
+	produce(t, conn, rateRecords("moving", 0, 0, 20)...)
+
+	const behind = 6 // the new leader's high watermark
+	fake := kafka.FakeCluster(cluster)
+	var fetchFaults, listFaults atomic.Int32
+	fake.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		req := kreq.(*kmsg.FetchRequest)
+		if len(req.Topics) == 0 || len(req.Topics[0].Partitions) == 0 || req.Topics[0].Partitions[0].FetchOffset < behind || fetchFaults.Load() >= 3 {
+			return nil, nil, false
+		}
+		fetchFaults.Add(1)
+		listFaults.Store(0) // the listing is behind as long as the fetches
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition, rp.HighWatermark, rp.LastStableOffset = p.Partition, behind, behind
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	fake.ControlKey(int16(kmsg.ListOffsets), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		if fetchFaults.Load() == 0 || listFaults.Add(1) > 2 {
+			return nil, nil, false
+		}
+		req := kreq.(*kmsg.ListOffsetsRequest)
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewListOffsetsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewListOffsetsResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = kerr.OffsetNotAvailable.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"moving"}, StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 15})
+	defer src.Close()
+	sink := typed.NewMemorySink[fixtures.RateRow]()
+	runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), sink), newCheckpoint())
+	if fetchFaults.Load() < 3 {
+		t.Fatalf("the faults were not all injected: %d fetches", fetchFaults.Load())
+	}
+	if got, want := values(sink.Rows()), span(0, 19); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+}
+
+// TestLeaderBehindTheNextBatch: a source learns where a partition ends
+// from a fetch from where its next batch starts; a leader elected a
+// moment ago answers with a last stable offset below that. The source
+// lists the partition's end rather than take that one (which Next would
+// judge data loss), and the listing, asked again while the leader
+// answers OFFSET_NOT_AVAILABLE, says there is nothing new.
+func TestLeaderBehindTheNextBatch(t *testing.T) {
+	cluster, err := kafka.Embedded(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	conn := cluster.Connection()
+	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	createTopic(t, kadm.NewClient(client), "planned", 1)
+	produce(t, conn, rateRecords("planned", 0, 0, 20)...)
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"planned"}, StartingOffsets: kafka.Earliest()})
+	defer src.Close()
+	ctx := testContext(t)
+	upTo, err := src.Available(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := src.Next(ctx, nil, upTo, runtime.Limited)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	fake := kafka.FakeCluster(cluster)
+	var fetchFaults, listFaults atomic.Int32
+	fake.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		req := kreq.(*kmsg.FetchRequest)
+		fetchFaults.Add(1)
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewFetchResponseTopic()
+			rt.Topic, rt.TopicID = t.Topic, t.TopicID
+			for _, p := range t.Partitions {
+				rp := kmsg.NewFetchResponseTopicPartition()
+				rp.Partition, rp.HighWatermark, rp.LastStableOffset = p.Partition, 6, 6
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	fake.ControlKey(int16(kmsg.ListOffsets), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		if listFaults.Add(1) > 2 {
+			return nil, nil, false
+		}
+		req := kreq.(*kmsg.ListOffsetsRequest)
+		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+		for _, t := range req.Topics {
+			rt := kmsg.NewListOffsetsResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewListOffsetsResponseTopicPartition()
+				rp.Partition = p.Partition
+				rp.ErrorCode = kerr.OffsetNotAvailable.Code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			resp.Topics = append(resp.Topics, rt)
+		}
+		return resp, nil, true
+	})
+	if upTo, err = src.Available(ctx); err != nil {
+		t.Fatal(err)
+	}
+	next, err := src.Next(ctx, first, upTo, runtime.Limited)
+	if err != nil {
+		t.Fatalf("the batch after the leader moved: %v", err)
+	}
+	if fetchFaults.Load() == 0 || listFaults.Load() <= 2 {
+		t.Fatalf("the faults were not all injected: %d fetches, %d listings", fetchFaults.Load(), listFaults.Load())
+	}
+	if string(next) != string(first) {
+		t.Fatalf("the batch after the leader moved ends at %s, want %s: nothing new", next, first)
 	}
 }

@@ -147,9 +147,20 @@ func (s *TopicSource) fetchRange(ctx context.Context, client *kgo.Client, tp top
 			continue
 		}
 		if fp.HighWatermark >= 0 && fp.HighWatermark < to && next >= fp.HighWatermark {
-			// The log now ends before the planned end: truncated.
-			return lost(lostRange{tp: tp, from: next, to: to,
-				why: fmt.Sprintf("the partition now ends at offset %d", fp.HighWatermark)})
+			// The log ends before the planned end: truncated, or a
+			// leader elected a moment ago whose high watermark has not
+			// caught up with its predecessor's. Its listing says which:
+			// a leader not caught up answers OFFSET_NOT_AVAILABLE, and
+			// the listing tries again (KIP-207).
+			ends, err := s.listOffsets(ctx, client, []topicPartition{tp}, latestTimestamp)
+			if err != nil {
+				return err
+			}
+			if end := ends[tp]; end <= next {
+				return lost(lostRange{tp: tp, from: next, to: to,
+					why: fmt.Sprintf("the partition now ends at offset %d", end)})
+			}
+			refresh = true
 		}
 		stalled++
 	}

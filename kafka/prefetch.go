@@ -159,6 +159,14 @@ func (s *TopicSource) prefetchFrom(ctx context.Context, client *kgo.Client, lead
 			if end < 0 {
 				continue
 			}
+			if end < offset {
+				// Below where the next batch starts: a leader elected a
+				// moment ago whose offsets have not caught up with its
+				// predecessor's, or a log truncated. The listing tells
+				// them apart (a leader not caught up answers
+				// OFFSET_NOT_AVAILABLE, and is asked again: KIP-207).
+				continue
+			}
 			answered[tp] = true
 			if ends != nil {
 				ends[tp] = end
