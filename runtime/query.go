@@ -1,14 +1,17 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
+	goruntime "runtime"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -33,6 +36,13 @@ type Query struct {
 	// after which none is called.
 	listening sync.Mutex
 	ended     bool
+	// loopGoroutine is the id of the query's goroutine, and
+	// listenerGoroutine that of a goroutine that gave up on it while it
+	// calls OnQueryTerminated: Stop and AwaitTermination called there
+	// would wait for their own caller (see calledByQuery).
+	loopGoroutine, listenerGoroutine atomic.Uint64
+	// finishing is set once finish has set the query's error.
+	finishing atomic.Bool
 
 	mu       sync.Mutex
 	err      error
@@ -243,8 +253,15 @@ func (q *Query) RunID() string { return q.runID }
 // that does not return), Stop ends the query with an error wrapping
 // ErrStoreNotClosed and returns it, and the goroutine is left to end on
 // its own, if it ever does.
+//
+// Called by the query's own goroutine (a listener, or a function of the
+// pipeline), Stop cancels the query and returns nil at once: the query
+// ends once that call has returned.
 func (q *Query) Stop() error {
 	q.cancel()
+	if q.calledByQuery() {
+		return nil
+	}
 	t := time.NewTimer(q.cfg.closeTimeout)
 	defer t.Stop()
 	select {
@@ -289,9 +306,47 @@ func (q *Query) notEnded(when string) error {
 
 // AwaitTermination waits for the query to end and returns its error (nil
 // when it stopped cleanly).
+//
+// Called by the query's own goroutine (a listener, or a function of the
+// pipeline), which the query's end waits for, it returns
+// ErrAwaitedByQuery at once (from OnQueryTerminated, the query's error).
 func (q *Query) AwaitTermination() error {
+	if q.calledByQuery() {
+		if q.finishing.Load() {
+			return q.Err()
+		}
+		return ErrAwaitedByQuery
+	}
 	<-q.done
 	return q.Err()
+}
+
+// ErrAwaitedByQuery is returned by AwaitTermination called by the query's
+// own goroutine (a listener, or a function of the pipeline), whose return
+// the query waits for before it ends.
+var ErrAwaitedByQuery = errors.New("streamgen: AwaitTermination called by the query's own goroutine (a listener, or a function of the pipeline): the query ends only once that call returns; call Stop there, or await it from another goroutine")
+
+// calledByQuery reports whether the calling goroutine is the query's, or
+// one calling its listeners as it gives up on the query.
+func (q *Query) calledByQuery() bool {
+	id := goroutineID()
+	return id == q.loopGoroutine.Load() || id == q.listenerGoroutine.Load()
+}
+
+// goroutineID returns the calling goroutine's id, read from the first
+// line of its stack ("goroutine 18 [running]:"). Only Stop and
+// AwaitTermination ask, and the query's goroutine once.
+func goroutineID() uint64 {
+	var buf [32]byte
+	line := bytes.TrimPrefix(buf[:goruntime.Stack(buf[:], false)], []byte("goroutine "))
+	var id uint64
+	for _, c := range line {
+		if c < '0' || c > '9' {
+			break
+		}
+		id = id*10 + uint64(c-'0')
+	}
+	return id
 }
 
 // Done is closed when the query has ended.
@@ -354,6 +409,7 @@ func (q *Query) setStatus(msg string, data, active bool) {
 
 // run is the query's loop: one micro-batch per turn.
 func (q *Query) run(ctx context.Context) {
+	q.loopGoroutine.Store(goroutineID())
 	err := q.loopSafely(ctx)
 	switch failed := q.store.Err(); {
 	case failed != nil && (err == nil || errors.Is(err, context.Canceled)):
@@ -413,13 +469,16 @@ func (q *Query) finish(err error) {
 		q.err = err
 		q.status = Status{Message: statusStopped}
 		q.mu.Unlock()
+		q.finishing.Store(true)
 		q.listening.Lock()
 		q.ended = true
+		q.listenerGoroutine.Store(goroutineID())
 		for _, l := range q.cfg.listeners {
 			if l, ok := l.(interface{ OnQueryTerminated(QueryTerminated) }); ok {
 				l.OnQueryTerminated(QueryTerminated{ID: q.id, RunID: q.runID, Err: err})
 			}
 		}
+		q.listenerGoroutine.Store(0)
 		q.listening.Unlock()
 		q.cancel()
 		close(q.done)

@@ -571,3 +571,51 @@ func TestParseOutputMode(t *testing.T) {
 		t.Errorf("an unknown mode: %v", err)
 	}
 }
+
+// stopAtFirstBatch is a listener that stops its query from
+// OnQueryProgress, and awaits it there and from OnQueryTerminated.
+type stopAtFirstBatch struct {
+	q                              *runtime.Query
+	stopErr, awaitErr, lateAwait   error
+	stopped, terminated, lateStops int
+}
+
+func (l *stopAtFirstBatch) OnQueryStarted(e runtime.QueryStarted) { l.q = e.Query }
+
+func (l *stopAtFirstBatch) OnQueryProgress(runtime.QueryProgress) {
+	l.stopped++
+	l.stopErr = l.q.Stop()
+	l.awaitErr = l.q.AwaitTermination()
+}
+
+func (l *stopAtFirstBatch) OnQueryTerminated(runtime.QueryTerminated) {
+	l.terminated++
+	if l.q.Stop() == nil {
+		l.lateStops++
+	}
+	l.lateAwait = l.q.AwaitTermination()
+}
+
+// TestListenerStopsItsQuery: a listener that calls Stop from
+// OnQueryProgress, on the query's own goroutine, stops the query once it
+// returns (Stop used to wait for the query, which waited for the
+// listener: the query never ended). AwaitTermination there says it would
+// wait for itself; from OnQueryTerminated both return at once.
+func TestListenerStopsItsQuery(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 1), click("b", 2))
+	l := &stopAtFirstBatch{}
+	q, err := countPipeline(m, newSink[fixtures.UserCount]()).Start(context.Background(), newCheckpoint().opts(runtime.Listener(l))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatalf("the query stopped by its listener ended with %v", err)
+	}
+	if l.stopped != 1 || l.stopErr != nil || !errors.Is(l.awaitErr, runtime.ErrAwaitedByQuery) {
+		t.Errorf("in OnQueryProgress: %d reports, Stop gave %v, AwaitTermination %v; want one report, nil and ErrAwaitedByQuery", l.stopped, l.stopErr, l.awaitErr)
+	}
+	if l.terminated != 1 || l.lateStops != 1 || l.lateAwait != nil {
+		t.Errorf("in OnQueryTerminated: called %d times, Stop nil %d times, AwaitTermination %v; want once, once and nil", l.terminated, l.lateStops, l.lateAwait)
+	}
+}
