@@ -22,12 +22,15 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 	defer q.endBatch()
 	committed := false
 	defer func() {
-		if !committed {
-			b.state.Close()
-		}
+		// The operators first: a failed batch may leave an operator's
+		// concurrent calls running, writing to the batch's state, which
+		// EndBatch cancels and waits for.
 		for _, op := range q.plan.Operators {
 			op.Groups().Reset()
 			op.EndBatch()
+		}
+		if !committed {
+			b.state.Close()
 		}
 	}()
 	durations := map[string]time.Duration{}
