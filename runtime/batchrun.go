@@ -238,7 +238,9 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 			b.outputRows = rows
 		}
 	}
-	if len(b.deadLetters) > 0 {
+	if len(b.deadLetters) > 0 || b.ID == q.rerun && q.cfg.deadLetters != nil {
+		// (A batch written before, by a run that failed, whose letters
+		// this run did not find, has them removed.)
 		if q.cfg.deadLetters != nil {
 			if err := q.cfg.deadLetters.WriteDeadLetters(ctx, b.ID, b.deadLetters); err != nil {
 				return fmt.Errorf("streamgen: batch %d: dead-letter sink: %w", b.ID, unprefixed(err))

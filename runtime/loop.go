@@ -40,9 +40,16 @@ func (q *Query) loop(ctx context.Context) (err error) {
 			}
 		}
 	}()
-	progress, _, err := q.store.Progress()
+	progress, committed, err := q.store.Progress()
 	if err != nil {
 		return err
+	}
+	// The batch after the last committed may have been written before,
+	// by a run that failed or died: its dead letters are written again,
+	// even none.
+	q.rerun = 0
+	if committed {
+		q.rerun = progress.BatchID + 1
 	}
 	progress = q.restoredProgress(progress, q.cfg.clock())
 	inputs := q.plan.Inputs

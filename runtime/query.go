@@ -43,6 +43,9 @@ type Query struct {
 	loopGoroutine, listenerGoroutine atomic.Uint64
 	// finishing is set once finish has set the query's error.
 	finishing atomic.Bool
+	// rerun is the batch after the last committed at the loop's start,
+	// which a run before may have written (the loop's).
+	rerun int64
 
 	mu       sync.Mutex
 	err      error

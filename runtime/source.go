@@ -145,9 +145,11 @@ type DeadLetter struct {
 	Raw      string `json:"raw"`
 }
 
-// DeadLetterSink receives the dead letters of each batch. Like any sink it
-// may be given a batch again after a failure, and must make that
-// idempotent.
+// DeadLetterSink receives the dead letters of each batch that has some.
+// Like any sink it may be given a batch again after a failure, and must
+// make that idempotent: the letters given replace those of the earlier
+// attempt. The first batch of a start may be such a batch, so it is given
+// even with no letters, which then replace the earlier ones.
 type DeadLetterSink interface {
 	WriteDeadLetters(ctx context.Context, batchID int64, letters []DeadLetter) error
 }

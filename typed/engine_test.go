@@ -2,6 +2,7 @@ package typed_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -617,5 +618,105 @@ func TestListenerStopsItsQuery(t *testing.T) {
 	}
 	if l.terminated != 1 || l.lateStops != 1 || l.lateAwait != nil {
 		t.Errorf("in OnQueryTerminated: called %d times, Stop nil %d times, AwaitTermination %v; want once, once and nil", l.terminated, l.lateStops, l.lateAwait)
+	}
+}
+
+// rereadSource serves n records, its offsets a count; read reports record
+// i, which a test changes between runs: a source whose read of the same
+// offsets failed the first time and not the next.
+type rereadSource struct {
+	n    int
+	read func(i int) runtime.Record
+}
+
+func (s *rereadSource) Name() string { return "reread" }
+
+func (s *rereadSource) Available(context.Context) (json.RawMessage, error) {
+	return json.Marshal(s.n)
+}
+
+func (s *rereadSource) Next(_ context.Context, _, upTo json.RawMessage, _ runtime.ReadLimit) (json.RawMessage, error) {
+	return upTo, nil
+}
+
+func (s *rereadSource) Read(_ context.Context, start, end json.RawMessage, fn func(runtime.Record) error) error {
+	var from, to int
+	if start != nil {
+		if err := json.Unmarshal(start, &from); err != nil {
+			return err
+		}
+	}
+	if err := json.Unmarshal(end, &to); err != nil {
+		return err
+	}
+	for i := from; i < to; i++ {
+		if err := fn(s.read(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lettersThenFail keeps a batch's dead letters, then fails the batch once.
+type lettersThenFail struct {
+	*runtime.MemoryDeadLetters
+	failed bool
+}
+
+func (l *lettersThenFail) WriteDeadLetters(ctx context.Context, id int64, letters []runtime.DeadLetter) error {
+	if err := l.MemoryDeadLetters.WriteDeadLetters(ctx, id, letters); err != nil {
+		return err
+	}
+	if !l.failed {
+		l.failed = true
+		return errors.New("the batch fails after its dead letters were written")
+	}
+	return nil
+}
+
+// TestDeadLettersOfAFailedAttempt: a batch whose first attempt sent a
+// record to the dead letters (a read that failed), then failed, is run
+// again at the next start, and that read succeeds: the dead letters of
+// the first attempt are replaced by the second's, none, and the record
+// is in the output once.
+func TestDeadLettersOfAFailedAttempt(t *testing.T) {
+	clicks := []fixtures.Click{click("a", 1), click("b", 2), click("c", 3)}
+	unreadable := true
+	src := &rereadSource{n: len(clicks), read: func(i int) runtime.Record {
+		if i == 1 && unreadable {
+			return runtime.Record{Partition: "0", Position: "1", Err: errors.New("permission denied")}
+		}
+		data, err := clicks[i].MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runtime.Record{Partition: "0", Position: fmt.Sprint(i), Data: data}
+	}}
+	letters := &lettersThenFail{MemoryDeadLetters: runtime.DeadLetterMemory()}
+	sink := newSink[fixtures.Click]()
+	w := typed.WriteTo(typed.From[fixtures.Click](src), sink)
+	ck := newCheckpoint()
+	run := func() error {
+		q, err := w.Start(context.Background(), ck.opts(runtime.DeadLetters(letters), runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q.AwaitTermination()
+	}
+	if err := run(); err == nil {
+		t.Fatal("the first attempt did not fail")
+	}
+	if got := letters.Letters(); len(got) != 1 {
+		t.Fatalf("the first attempt's dead letters: %v, want the unreadable record", got)
+	}
+	unreadable = false
+	if err := run(); err != nil {
+		t.Fatal(err)
+	}
+	if got := letters.Letters(); len(got) != 0 {
+		t.Errorf("after the second attempt, the dead letters hold %v, want none: the record was read", got)
+	}
+	if got := sink.rows(); !slices.Equal(got, clicks) {
+		t.Errorf("output %v, want %v", got, clicks)
 	}
 }
