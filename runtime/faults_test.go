@@ -432,6 +432,36 @@ func TestProcessCrashLosesNothing(t *testing.T) {
 	})
 }
 
+// TestProcessCrashKeepsThePlan: with SyncInterval, the plan of the batch
+// after the last commit (its offsets, written before its sinks run) is
+// handed to Pebble's log writer as a commit is: a process crash keeps it,
+// so the batch runs again with the same offsets. (Written without a sync
+// requested, it stayed in the log writer's buffer and was lost.)
+func TestProcessCrashKeepsThePlan(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		opts := runtime.StoreOptions{SyncInterval: time.Hour}
+		fs := vfs.NewCrashableMem()
+		s := open(t, fs, opts)
+		defer s.Close()
+		commitBatches(t, s, 0, 2)
+		synctest.Wait()
+		if err := s.WritePlan(runtime.PlannedOffsets{BatchID: 2, Ends: map[string]json.RawMessage{"in": json.RawMessage("42")}}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
+		r := open(t, crashed, opts)
+		defer r.Close()
+		p, ok, err := r.PlannedBatch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok || p.BatchID != 2 || string(p.Ends["in"]) != "42" {
+			t.Fatalf("after a process crash, the planned batch is %+v (found %v), want batch 2 ending at 42", p, ok)
+		}
+	})
+}
+
 // enospc is the error of a full disk.
 func enospc(op errorfs.Op) error {
 	return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}

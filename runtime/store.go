@@ -267,6 +267,9 @@ const spareBatchMax = 64 << 20
 type pendingBatch struct {
 	b  *pebble.Batch
 	id int64
+	// plan is set for a batch's plan (WritePlan): its sync records
+	// nothing.
+	plan bool
 }
 
 // OpenStore opens (creating it if needed) the store in dir.
@@ -547,6 +550,9 @@ func (s *Store) writeOrigin() error {
 func (s *Store) syncLoop() {
 	defer s.done.Done()
 	lastRecord := time.Now()
+	// unrecorded is the last batch synced and not yet recorded (-1:
+	// none); a plan's sync (WritePlan) records only that.
+	unrecorded := int64(-1)
 	for {
 		p, ok := s.nextPending()
 		if !ok {
@@ -558,14 +564,17 @@ func (s *Store) syncLoop() {
 			s.fail(fmt.Errorf("sync the log of batch %d: %w", p.id, err))
 			continue
 		}
+		if !p.plan {
+			unrecorded = p.id
+		}
 		s.mu.Lock()
 		caughtUp := len(s.pending) == 0
 		s.mu.Unlock()
-		if s.Err() == nil && (caughtUp || time.Since(lastRecord) >= s.opts.SyncInterval) {
-			if err := s.record(p.id); err != nil {
+		if unrecorded >= 0 && s.Err() == nil && (caughtUp || time.Since(lastRecord) >= s.opts.SyncInterval) {
+			if err := s.record(unrecorded); err != nil {
 				s.fail(err)
 			}
-			lastRecord = time.Now()
+			unrecorded, lastRecord = -1, time.Now()
 		}
 	}
 }
@@ -858,8 +867,10 @@ func (s *Store) readPlannedBatch(r pebble.Reader) (p PlannedOffsets, ok bool, er
 }
 
 // WritePlan records a batch's planned offsets before it runs: synced, or,
-// with a SyncInterval, written for the next sync (a machine crash that
-// loses it loses the batch's commit too).
+// with a SyncInterval, handed to Pebble's log writer with a sync
+// requested and not waited for, as a commit is (see apply): a process
+// crash then keeps it, and a machine crash that loses it loses the
+// batch's commit too.
 func (s *Store) WritePlan(p PlannedOffsets) error {
 	if err := s.Err(); err != nil {
 		return err
@@ -868,12 +879,28 @@ func (s *Store) WritePlan(p PlannedOffsets) error {
 	if err != nil {
 		return fmt.Errorf("streamgen: encode the planned batch: %w", err)
 	}
-	opts := pebble.Sync
-	if s.opts.SyncInterval > 0 {
-		opts = pebble.NoSync
+	if s.opts.SyncInterval <= 0 {
+		if err := s.db.Set([]byte(planKey), v, pebble.Sync); err != nil {
+			return s.fail(fmt.Errorf("write the planned batch: %w", err))
+		}
+		return s.Err()
 	}
-	if err := s.db.Set([]byte(planKey), v, opts); err != nil {
+	b := s.db.NewBatch()
+	if err := b.Set([]byte(planKey), v, nil); err != nil {
+		b.Close()
+		return fmt.Errorf("streamgen: write the planned batch: %w", err)
+	}
+	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+		b.Close()
 		return s.fail(fmt.Errorf("write the planned batch: %w", err))
+	}
+	// The sync loop waits for its sync, and closes it.
+	s.mu.Lock()
+	s.pending = append(s.pending, pendingBatch{b: b, id: p.BatchID, plan: true})
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
 	}
 	return s.Err()
 }
