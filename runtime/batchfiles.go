@@ -1,12 +1,15 @@
 package runtime
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/streamgen/streamgen/internal/atomicfile"
@@ -62,4 +65,60 @@ func (f *BatchFiles) Write(batchID int64, empty bool, write func(io.Writer) erro
 		return nil
 	}
 	return atomicfile.Replace(f.dir, name, write)
+}
+
+// RemoveAfter removes the files of the batches after batchID, and syncs
+// the directory (see BatchRewinder).
+func (f *BatchFiles) RemoveAfter(batchID int64) error {
+	entries, err := os.ReadDir(f.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	removed := false
+	for _, e := range entries {
+		id, ok := f.batchOf(e.Name())
+		if !ok || id <= batchID || !e.Type().IsRegular() {
+			continue
+		}
+		if err := os.Remove(filepath.Join(f.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		removed = true
+	}
+	if !removed {
+		return nil
+	}
+	d, err := os.Open(f.dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// batchOf returns the batch id of a file name of f's.
+func (f *BatchFiles) batchOf(name string) (int64, bool) {
+	digits, ok := strings.CutPrefix(name, f.prefix)
+	if !ok {
+		return 0, false
+	}
+	if digits, ok = strings.CutSuffix(digits, ".jsonl"); !ok || len(digits) < 10 {
+		return 0, false
+	}
+	id, err := strconv.ParseInt(digits, 10, 64)
+	return id, err == nil && id >= 0
+}
+
+// BatchRewinder is implemented by a sink that keeps each batch's output
+// apart, by batch id (the files sink, the dead-letter directory). With
+// SyncInterval, a machine crash can lose the commits of the last batches
+// while their output stays: the query's start then calls RewindAfter with
+// the last batch committed, before any batch runs, and the sink removes
+// what it holds of the batches after it, which run again, perhaps with
+// other rows (another split of the input).
+type BatchRewinder interface {
+	RewindAfter(ctx context.Context, batchID int64) error
 }

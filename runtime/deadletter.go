@@ -24,6 +24,15 @@ func DeadLetterDir(dir string) DeadLetterSink {
 
 type deadLetterDir struct{ files *BatchFiles }
 
+// RewindAfter removes the dead letters of the batches after batchID (see
+// BatchRewinder).
+func (d deadLetterDir) RewindAfter(_ context.Context, batchID int64) error {
+	if err := d.files.RemoveAfter(batchID); err != nil {
+		return fmt.Errorf("streamgen: dead letters: remove those of the batches after %d: %w", batchID, err)
+	}
+	return nil
+}
+
 func (d deadLetterDir) WriteDeadLetters(ctx context.Context, batchID int64, letters []DeadLetter) error {
 	err := d.files.Write(batchID, len(letters) == 0, func(w io.Writer) error {
 		enc := json.NewEncoder(w) // one object and a newline per Encode

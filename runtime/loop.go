@@ -50,6 +50,9 @@ func (q *Query) loop(ctx context.Context) (err error) {
 	q.rerun = 0
 	if committed {
 		q.rerun = progress.BatchID + 1
+		if err := q.rewindSinks(ctx, progress.BatchID); err != nil {
+			return err
+		}
 	}
 	progress = q.restoredProgress(progress, q.cfg.clock())
 	inputs := q.plan.Inputs
@@ -320,4 +323,28 @@ func (q *Query) waitForData(ctx context.Context, progress Progress, started time
 	wg.Wait()
 	cancel()
 	return ctx.Err()
+}
+
+// rewindSinks has the sinks that keep batches apart remove what they hold
+// of the batches after the last committed, with SyncInterval, whose
+// commits a machine crash may have lost while their output stayed (see
+// BatchRewinder).
+func (q *Query) rewindSinks(ctx context.Context, committed int64) error {
+	if q.store.opts.SyncInterval <= 0 {
+		return nil
+	}
+	for _, out := range q.plan.Outputs {
+		if out.Rewind == nil {
+			continue
+		}
+		if err := out.Rewind(ctx, committed); err != nil {
+			return fmt.Errorf("streamgen: sink %s: %w", out.Description, unprefixed(err))
+		}
+	}
+	if r, ok := q.cfg.deadLetters.(BatchRewinder); ok {
+		if err := r.RewindAfter(ctx, committed); err != nil {
+			return fmt.Errorf("streamgen: dead-letter sink: %w", unprefixed(err))
+		}
+	}
+	return nil
 }

@@ -62,6 +62,9 @@ type Input struct {
 type Output struct {
 	Description string
 	Write       func(ctx context.Context, b *Batch) (rows int64, err error)
+	// Rewind, when not nil, removes what the sink holds of the batches
+	// after the one given (see BatchRewinder).
+	Rewind func(ctx context.Context, batchID int64) error
 }
 
 // TimeMode is the kind of time an operator's timers are set in.

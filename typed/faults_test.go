@@ -7,6 +7,7 @@ import (
 	"iter"
 	"maps"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -497,4 +498,88 @@ func TestFullDiskStopsTheQueryCleanly(t *testing.T) {
 	if stopped == 0 || finished == 0 {
 		t.Fatalf("%d runs stopped, %d finished: the sizes miss a case", stopped, finished)
 	}
+}
+
+// TestMachineCrashLeavesNoBatchTwiceInFiles: with SyncInterval, a machine
+// crash (a clone of the checkpoint's synced data only) loses the commits
+// of the batches after the last sync, while their files stay in the
+// files sink's directory. The next start runs those batches again with
+// another split of the input (batch 1 as planned, then no cap on the
+// rows of a batch): it removes their files first, so that each click is
+// in the output once. (Batch 2 was written again with clicks 2 and 3, and
+// batch 3's file, click 3, stayed.)
+func TestMachineCrashLeavesNoBatchTwiceInFiles(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := clicks(4, 7)
+		fs := vfs.NewCrashableMem()
+		dir := t.TempDir()
+		var crashed vfs.FS
+		at := &crashAt{fs: fs, sync: 0, crash: 3, crashed: &crashed}
+		run := func(fs vfs.FS, perBatch int, opts ...runtime.Option) {
+			t.Helper()
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+			m.Add(in...)
+			q, err := typed.WriteTo(typed.FromMemory(m), typed.FilesSink[fixtures.Click](dir)).Start(context.Background(),
+				append([]runtime.Option{runtime.Checkpoint("ckpt"), runtime.FileSystem(fs), runtime.SyncInterval(time.Hour),
+					runtime.WithTrigger(runtime.AvailableNow())}, opts...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.AwaitTermination(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(fs, 1, runtime.Listener(at))
+		if crashed == nil {
+			t.Fatal("the first run never reached batch 3")
+		}
+		run(crashed, 0)
+		rows := readPartFiles(t, dir)
+		if !slices.Equal(rows, in) {
+			t.Fatalf("the files hold %v, want each click once: %v", rows, in)
+		}
+	})
+}
+
+// crashAt waits, at batch sync's report, for the checkpoint's log to be
+// synced (SyncInterval passes), and at batch crash's takes a clone of
+// what a machine crash leaves of it.
+type crashAt struct {
+	fs          *vfs.MemFS
+	sync, crash int64
+	crashed     *vfs.FS
+}
+
+func (c *crashAt) OnQueryProgress(p runtime.QueryProgress) {
+	switch p.BatchID {
+	case c.sync:
+		time.Sleep(time.Hour + time.Second)
+	case c.crash:
+		*c.crashed = c.fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	}
+}
+
+// readPartFiles reads the rows of a files sink's directory, in batch
+// order.
+func readPartFiles(t *testing.T, dir string) []fixtures.Click {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []fixtures.Click
+	for _, e := range entries { // in name order: batch order
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(data)) {
+			var c fixtures.Click
+			if err := c.UnmarshalJSON([]byte(line)); err != nil {
+				t.Fatalf("%s: %v", e.Name(), err)
+			}
+			rows = append(rows, c)
+		}
+	}
+	return rows
 }

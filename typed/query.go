@@ -60,6 +60,9 @@ func (w *Writer[T]) Start(ctx context.Context, opts ...runtime.Option) (*Query, 
 			}
 			return n, err
 		}}}, c.plan.Outputs...)
+	if r, ok := w.sink.(runtime.BatchRewinder); ok {
+		c.plan.Outputs[0].Rewind = r.RewindAfter
+	}
 	q, err := runtime.Start(ctx, &c.plan, opts...)
 	if err != nil {
 		c.closeAll()

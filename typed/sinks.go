@@ -412,7 +412,9 @@ func truncateCell(s string, n int) string {
 // complete or not at all, so a reader that skips hidden files, as
 // runtime.FilesSource does, never sees a partial batch; a batch written
 // again replaces its file; a batch with no rows has no file). dir is
-// created when first needed.
+// created when first needed. With SyncInterval, a start removes the files
+// of the batches after the last committed, which a machine crash may have
+// left (runtime.BatchRewinder).
 //
 // The sink is safe for concurrent use, though two concurrent writes of the
 // same batch leave either one's file.
@@ -427,6 +429,15 @@ type fileSink[T any, P codec.RecordPtr[T]] struct {
 
 // Description names the sink in progress reports.
 func (s fileSink[T, P]) Description() string { return "files:" + s.dir }
+
+// RewindAfter removes the files of the batches after batchID (see
+// runtime.BatchRewinder).
+func (s fileSink[T, P]) RewindAfter(_ context.Context, batchID int64) error {
+	if err := s.files.RemoveAfter(batchID); err != nil {
+		return fmt.Errorf("streamgen: files sink %s: remove the batches after %d: %w", s.dir, batchID, err)
+	}
+	return nil
+}
 
 func (s fileSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) error {
 	if err := ctx.Err(); err != nil {

@@ -242,6 +242,9 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 					late = late[:0]
 					return n, err
 				}})
+			if r, ok := cfg.late.(runtime.BatchRewinder); ok {
+				c.plan.Outputs[len(c.plan.Outputs)-1].Rewind = r.RewindAfter
+			}
 		}
 		// The operator the rows reach first decides which are late.
 		next := &lateSlot{}
