@@ -619,6 +619,26 @@ func TestChangelogWritesBackAFailedBatch(t *testing.T) {
 	sameState(t, "restored after a later batch", snapshotOf(t, r2), want)
 }
 
+// openChangelog opens the store "ckpt" on fs with the changelog opts
+// describe, and restores it; both are closed with the test.
+func openChangelog(t *testing.T, opts kafka.ChangelogOptions, fs vfs.FS) (*runtime.Store, interface {
+	runtime.Committer
+	Close() error
+}) {
+	t.Helper()
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	c := kafka.NewChangelog(opts, s)
+	t.Cleanup(func() { c.Close() })
+	if err := c.Restore(testContext(t)); err != nil {
+		t.Fatal(err)
+	}
+	return s, c
+}
+
 // TestChangelogRestoresACompactedTopicAsItReads: compaction keeps one
 // record of each key, so only the newest progress record is left, after
 // nearly every other record. A restore into an empty store applies the
@@ -627,23 +647,9 @@ func TestChangelogWritesBackAFailedBatch(t *testing.T) {
 // progress record, every record of the topic was in memory at once); the
 // state is the checkpoint's, the failed batch left out.
 func TestChangelogRestoresACompactedTopicAsItReads(t *testing.T) {
-	cluster, err := kafka.Embedded(testContext(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	conn := cluster.Connection()
+	fake, conn, _ := newFakeCluster(t)
 	opts := kafka.ChangelogOptions{Connection: conn, Topic: "compacted"}
-	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	c := kafka.NewChangelog(opts, s)
-	defer c.Close()
-	if err := c.Restore(testContext(t)); err != nil {
-		t.Fatal(err)
-	}
+	s, c := openChangelog(t, opts, vfs.NewMem())
 	v := runtime.Var{Variable: 0}
 	const batches, keys = 30, 40
 	for id := range int64(batches) {
@@ -681,19 +687,10 @@ func TestChangelogRestoresACompactedTopicAsItReads(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Close()
-	kafka.FakeCluster(cluster).Compact()
+	fake.Compact()
 	produce(t, conn, stray...)
 
-	r, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: vfs.NewMem()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	rc := kafka.NewChangelog(opts, r)
-	defer rc.Close()
-	if err := rc.Restore(testContext(t)); err != nil {
-		t.Fatal(err)
-	}
+	r, rc := openChangelog(t, opts, vfs.NewMem())
 	sameState(t, "restored from the compacted topic", snapshotOf(t, r), want)
 	if n := kafka.RestoredRecords(rc); n >= batches*keys {
 		t.Fatalf("the restore applied %d records, no fewer than the %d the batches wrote: the topic was not compacted", n, batches*(keys+1))
@@ -851,34 +848,15 @@ func TestChangelogCatchesUpABehindCheckpoint(t *testing.T) {
 // records newer than that reads only them: see
 // TestChangelogCatchesUpABehindCheckpoint.)
 func TestChangelogRebuildsACheckpointOlderThanItsDeletions(t *testing.T) {
-	cluster, err := kafka.Embedded(testContext(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	conn := cluster.Connection()
-	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
+	fake, conn, adm := newFakeCluster(t)
 	compact, now := "compact", "0"
-	if _, err := kadm.NewClient(client).CreateTopic(testContext(t), 1, 1,
+	if _, err := adm.CreateTopic(testContext(t), 1, 1,
 		map[string]*string{"cleanup.policy": &compact, "delete.retention.ms": &now}, "forgets"); err != nil {
 		t.Fatal(err)
 	}
 	opts := kafka.ChangelogOptions{Connection: conn, Topic: "forgets"}
 	fs := vfs.NewMem()
-	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	c := kafka.NewChangelog(opts, s)
-	defer c.Close()
-	if err := c.Restore(testContext(t)); err != nil {
-		t.Fatal(err)
-	}
+	s, c := openChangelog(t, opts, fs)
 	v := runtime.Var{Variable: 0}
 	batch := func(id int64, f func(b *runtime.StateBatch) error) {
 		t.Helper()
@@ -907,18 +885,9 @@ func TestChangelogRebuildsACheckpointOlderThanItsDeletions(t *testing.T) {
 	want := snapshotOf(t, s)
 	// The deletion of k3, and the values it deleted, are gone from the
 	// topic.
-	kafka.FakeCluster(cluster).Compact()
+	fake.Compact()
 
-	r, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: behind})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	rc := kafka.NewChangelog(opts, r)
-	defer rc.Close()
-	if err := rc.Restore(testContext(t)); err != nil {
-		t.Fatal(err)
-	}
+	r, _ := openChangelog(t, opts, behind)
 	sameState(t, "the checkpoint behind by a deletion compaction removed", snapshotOf(t, r), want)
 }
 

@@ -244,33 +244,7 @@ func (s *stallSink[T]) Write(ctx context.Context, id int64, rows []T) error {
 // committed, the second would run batch 2 again on the state before it).
 // Each batch is seen once.
 func TestExactlyOnceFencesAStalledProcess(t *testing.T) {
-	r := newEOSRun(t)
-	in := clicks(300, 4)
-	produce(t, r.conn, clickRecords(t, "clicks", 3, in)...)
-
-	first := r.transactions(t)
-	stall := &stallSink[fixtures.UserCount]{batch: 2, reached: make(chan struct{}), release: make(chan struct{})}
-	wrap := func(s typed.Sink[fixtures.UserCount]) typed.Sink[fixtures.UserCount] { stall.Sink = s; return stall }
-	q1, err := r.pipeline(t, first, wrap).Start(testContext(t), newCheckpoint().opts(first.Option(), runtime.WithTrigger(runtime.AvailableNow()))...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-stall.reached:
-	case <-testContext(t).Done():
-		t.Fatal("the first process never reached batch 2")
-	}
-
-	second := r.transactions(t)
-	resume := &resumeOnStart{release: stall.release, stalled: q1}
-	q2 := runAvailableNow(t, r.pipeline(t, second, nil), newCheckpoint(), second.Option(), runtime.Listener(resume))
-	if got := q2.RecentProgress()[0].BatchID; got != 2 {
-		t.Fatalf("the second process began at batch %d, want 2: the changelog held batches 0 and 1", got)
-	}
-	if resume.err == nil || !strings.Contains(resume.err.Error(), "fenced") {
-		t.Fatalf("the stalled process ended with %v, want an error saying it was fenced", resume.err)
-	}
-	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
+	fencesAStalledProcess(t, 2, false)
 }
 
 // TestExactlyOnceFencesAProcessStalledBeforeItsFirstWrite: as
@@ -281,12 +255,20 @@ func TestExactlyOnceFencesAStalledProcess(t *testing.T) {
 // claimed the ID again at its first write, it would commit batch 0, and
 // the second, restored before that commit, would write batch 0 again.
 func TestExactlyOnceFencesAProcessStalledBeforeItsFirstWrite(t *testing.T) {
+	fencesAStalledProcess(t, 0, true)
+}
+
+// fencesAStalledProcess stalls a first process in batch (before its
+// rows are written, or after), starts a second process on a new disk,
+// and releases the first once the second has restored: the first ends
+// fenced, the second begins at batch, and each batch is seen once.
+func fencesAStalledProcess(t *testing.T, batch int64, before bool) {
 	r := newEOSRun(t)
 	in := clicks(300, 4)
 	produce(t, r.conn, clickRecords(t, "clicks", 3, in)...)
 
 	first := r.transactions(t)
-	stall := &stallSink[fixtures.UserCount]{batch: 0, before: true, reached: make(chan struct{}), release: make(chan struct{})}
+	stall := &stallSink[fixtures.UserCount]{batch: batch, before: before, reached: make(chan struct{}), release: make(chan struct{})}
 	wrap := func(s typed.Sink[fixtures.UserCount]) typed.Sink[fixtures.UserCount] { stall.Sink = s; return stall }
 	q1, err := r.pipeline(t, first, wrap).Start(testContext(t), newCheckpoint().opts(first.Option(), runtime.WithTrigger(runtime.AvailableNow()))...)
 	if err != nil {
@@ -295,14 +277,14 @@ func TestExactlyOnceFencesAProcessStalledBeforeItsFirstWrite(t *testing.T) {
 	select {
 	case <-stall.reached:
 	case <-testContext(t).Done():
-		t.Fatal("the first process never reached batch 0")
+		t.Fatalf("the first process never reached batch %d", batch)
 	}
 
 	second := r.transactions(t)
 	resume := &resumeOnStart{release: stall.release, stalled: q1}
 	q2 := runAvailableNow(t, r.pipeline(t, second, nil), newCheckpoint(), second.Option(), runtime.Listener(resume))
-	if got := q2.RecentProgress()[0].BatchID; got != 0 {
-		t.Fatalf("the second process began at batch %d, want 0: nothing was committed before it", got)
+	if got := q2.RecentProgress()[0].BatchID; got != batch {
+		t.Fatalf("the second process began at batch %d, want %d: the changelog held the batches before it", got, batch)
 	}
 	if resume.err == nil || !strings.Contains(resume.err.Error(), "fenced") {
 		t.Fatalf("the stalled process ended with %v, want an error saying it was fenced", resume.err)

@@ -43,40 +43,16 @@ func TestRetriableBrokerErrors(t *testing.T) {
 			return nil, nil, false
 		}
 		fake.KeepControl()
-		req := kreq.(*kmsg.FetchRequest)
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewFetchResponseTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID
-			for _, p := range t.Partitions {
-				rp := kmsg.NewFetchResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = kerr.NotLeaderForPartition.Code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
+		return fetchAnswer(kreq.(*kmsg.FetchRequest), func(rp *kmsg.FetchResponseTopicPartition) {
+			rp.ErrorCode = kerr.NotLeaderForPartition.Code
+		}), nil, true
 	})
 	fake.ControlKey(int16(kmsg.ListOffsets), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		if listFaults.Add(1) > 2 {
 			return nil, nil, false
 		}
 		fake.KeepControl()
-		req := kreq.(*kmsg.ListOffsetsRequest)
-		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewListOffsetsResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewListOffsetsResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = kerr.LeaderNotAvailable.Code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
+		return listError(kreq.(*kmsg.ListOffsetsRequest), kerr.LeaderNotAvailable), nil, true
 	})
 
 	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"flaky"}, StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 15})
@@ -99,22 +75,11 @@ func TestRetriableBrokerErrors(t *testing.T) {
 // up (KIP-207). That is not data loss: the source fetches again and
 // reads every record once.
 func TestLeaderBehindItsPredecessor(t *testing.T) {
-	cluster, err := kafka.Embedded(testContext(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	conn := cluster.Connection()
-	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	createTopic(t, kadm.NewClient(client), "moving", 1)
+	fake, conn, adm := newFakeCluster(t)
+	createTopic(t, adm, "moving", 1)
 	produce(t, conn, rateRecords("moving", 0, 0, 20)...)
 
 	const behind = 6 // the new leader's high watermark
-	fake := kafka.FakeCluster(cluster)
 	var fetchFaults, listFaults atomic.Int32
 	fake.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		fake.KeepControl()
@@ -124,38 +89,14 @@ func TestLeaderBehindItsPredecessor(t *testing.T) {
 		}
 		fetchFaults.Add(1)
 		listFaults.Store(0) // the listing is behind as long as the fetches
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewFetchResponseTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID
-			for _, p := range t.Partitions {
-				rp := kmsg.NewFetchResponseTopicPartition()
-				rp.Partition, rp.HighWatermark, rp.LastStableOffset = p.Partition, behind, behind
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
+		return behindFetch(req, behind), nil, true
 	})
 	fake.ControlKey(int16(kmsg.ListOffsets), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		fake.KeepControl()
 		if fetchFaults.Load() == 0 || listFaults.Add(1) > 2 {
 			return nil, nil, false
 		}
-		req := kreq.(*kmsg.ListOffsetsRequest)
-		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewListOffsetsResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewListOffsetsResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = kerr.OffsetNotAvailable.Code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
+		return listError(kreq.(*kmsg.ListOffsetsRequest), kerr.OffsetNotAvailable), nil, true
 	})
 
 	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"moving"}, StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 15})
@@ -170,6 +111,51 @@ func TestLeaderBehindItsPredecessor(t *testing.T) {
 	}
 }
 
+// behindFetch answers a fetch as a leader whose offsets end at end does,
+// with no records.
+func behindFetch(req *kmsg.FetchRequest, end int64) *kmsg.FetchResponse {
+	return fetchAnswer(req, func(rp *kmsg.FetchResponseTopicPartition) {
+		rp.HighWatermark, rp.LastStableOffset = end, end
+	})
+}
+
+// fetchAnswer answers a fetch with no records, each partition's answer
+// set by set.
+func fetchAnswer(req *kmsg.FetchRequest, set func(*kmsg.FetchResponseTopicPartition)) *kmsg.FetchResponse {
+	resp := req.ResponseKind().(*kmsg.FetchResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewFetchResponseTopic()
+		rt.Topic, rt.TopicID = t.Topic, t.TopicID
+		for _, p := range t.Partitions {
+			rp := kmsg.NewFetchResponseTopicPartition()
+			rp.Partition = p.Partition
+			set(&rp)
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
+// listError answers a listing with err for every partition (a leader
+// not caught up with its predecessor answers OFFSET_NOT_AVAILABLE:
+// KIP-207).
+func listError(req *kmsg.ListOffsetsRequest, err *kerr.Error) *kmsg.ListOffsetsResponse {
+	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
+	for _, t := range req.Topics {
+		rt := kmsg.NewListOffsetsResponseTopic()
+		rt.Topic = t.Topic
+		for _, p := range t.Partitions {
+			rp := kmsg.NewListOffsetsResponseTopicPartition()
+			rp.Partition = p.Partition
+			rp.ErrorCode = err.Code
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp
+}
+
 // TestLeaderBehindTheNextBatch: a source learns where a partition ends
 // from a fetch from where its next batch starts; a leader elected a
 // moment ago answers with a last stable offset below that. The source
@@ -177,18 +163,8 @@ func TestLeaderBehindItsPredecessor(t *testing.T) {
 // judge data loss), and the listing, asked again while the leader
 // answers OFFSET_NOT_AVAILABLE, says there is nothing new.
 func TestLeaderBehindTheNextBatch(t *testing.T) {
-	cluster, err := kafka.Embedded(testContext(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cluster.Close()
-	conn := cluster.Connection()
-	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	createTopic(t, kadm.NewClient(client), "planned", 1)
+	fake, conn, adm := newFakeCluster(t)
+	createTopic(t, adm, "planned", 1)
 	produce(t, conn, rateRecords("planned", 0, 0, 20)...)
 	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"planned"}, StartingOffsets: kafka.Earliest()})
 	defer src.Close()
@@ -202,44 +178,18 @@ func TestLeaderBehindTheNextBatch(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	fake := kafka.FakeCluster(cluster)
 	var fetchFaults, listFaults atomic.Int32
 	fake.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		fake.KeepControl()
-		req := kreq.(*kmsg.FetchRequest)
 		fetchFaults.Add(1)
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewFetchResponseTopic()
-			rt.Topic, rt.TopicID = t.Topic, t.TopicID
-			for _, p := range t.Partitions {
-				rp := kmsg.NewFetchResponseTopicPartition()
-				rp.Partition, rp.HighWatermark, rp.LastStableOffset = p.Partition, 6, 6
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
+		return behindFetch(kreq.(*kmsg.FetchRequest), 6), nil, true
 	})
 	fake.ControlKey(int16(kmsg.ListOffsets), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 		fake.KeepControl()
 		if listFaults.Add(1) > 2 {
 			return nil, nil, false
 		}
-		req := kreq.(*kmsg.ListOffsetsRequest)
-		resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
-		for _, t := range req.Topics {
-			rt := kmsg.NewListOffsetsResponseTopic()
-			rt.Topic = t.Topic
-			for _, p := range t.Partitions {
-				rp := kmsg.NewListOffsetsResponseTopicPartition()
-				rp.Partition = p.Partition
-				rp.ErrorCode = kerr.OffsetNotAvailable.Code
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			resp.Topics = append(resp.Topics, rt)
-		}
-		return resp, nil, true
+		return listError(kreq.(*kmsg.ListOffsetsRequest), kerr.OffsetNotAvailable), nil, true
 	})
 	if upTo, err = src.Available(ctx); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
@@ -36,6 +37,14 @@ func testContext(t *testing.T) context.Context {
 // connection to it and an admin client.
 func newCluster(t *testing.T, opts ...kafka.EmbeddedOption) (kafka.Connection, *kadm.Client) {
 	t.Helper()
+	_, conn, adm := newFakeCluster(t, opts...)
+	return conn, adm
+}
+
+// newFakeCluster is newCluster that also returns the kfake cluster under
+// it, for tests that inject faults or compact topics.
+func newFakeCluster(t *testing.T, opts ...kafka.EmbeddedOption) (*kfake.Cluster, kafka.Connection, *kadm.Client) {
+	t.Helper()
 	cluster, err := kafka.Embedded(testContext(t), opts...)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +56,7 @@ func newCluster(t *testing.T, opts ...kafka.EmbeddedOption) (kafka.Connection, *
 		t.Fatal(err)
 	}
 	t.Cleanup(client.Close)
-	return conn, kadm.NewClient(client)
+	return kafka.FakeCluster(cluster), conn, kadm.NewClient(client)
 }
 
 func createTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32) {

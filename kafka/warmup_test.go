@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/streamgen/streamgen/generated/fixtures"
 	"github.com/streamgen/streamgen/kafka"
 )
 
@@ -43,12 +44,7 @@ func TestAppWarmup(t *testing.T) {
 			watch := newAppWatch()
 			ctx := testContext(t)
 			start := func() *runningApp {
-				app := newCountingApp(conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir(), MaxWarmupReplicas: tc.warmups}, watch)
-				runCtx, cancel := context.WithCancel(ctx)
-				r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
-				go func() { r.done <- app.Run(runCtx) }()
-				t.Cleanup(r.cancel)
-				return r
+				return runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir(), MaxWarmupReplicas: tc.warmups}, watch)
 			}
 			owner := start()
 			poll(t, "the first instance to run the four tasks", func() bool { return running(owner.app) == 4 })
@@ -84,14 +80,7 @@ func TestAppWarmup(t *testing.T) {
 				}
 			}
 
-			produce(t, conn, clickRecords(t, "clicks", 4, second)...)
-			if ends, err = adm.ListEndOffsets(ctx, "clicks"); err != nil {
-				t.Fatal(err)
-			}
-			awaitGroupAtEnd(t, adm, watch, ends)
-			newcomer.stop(t)
-			owner.stop(t)
-			onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+			countTheRest(t, conn, adm, watch, second, in, newcomer, owner)
 		})
 	}
 }
@@ -104,19 +93,8 @@ func TestAppWarmup(t *testing.T) {
 // every record of their partition), and the counts are a plain loop's.
 func TestAppWarmupFromACompactedChangelog(t *testing.T) {
 	ctx := testContext(t)
-	cluster, err := kafka.Embedded(ctx, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
-	conn := cluster.Connection()
+	fake, conn, adm := newFakeCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
 	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
-	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(client.Close)
-	adm := kadm.NewClient(client)
 	createTopic(t, adm, "clicks", 4)
 	createTopic(t, adm, "counts", 2)
 	// Many users: a partition's state is many keys, each written by
@@ -130,12 +108,7 @@ func TestAppWarmupFromACompactedChangelog(t *testing.T) {
 	produce(t, conn, clickRecords(t, "clicks", 4, first)...)
 	watch := newAppWatch()
 	start := func() *runningApp {
-		app := newCountingApp(conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir()}, watch)
-		runCtx, cancel := context.WithCancel(ctx)
-		r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
-		go func() { r.done <- app.Run(runCtx) }()
-		t.Cleanup(r.cancel)
-		return r
+		return runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir()}, watch)
 	}
 	owner := start()
 	poll(t, "the first instance to run the four tasks", func() bool { return running(owner.app) == 4 })
@@ -144,7 +117,7 @@ func TestAppWarmupFromACompactedChangelog(t *testing.T) {
 		t.Fatal(err)
 	}
 	awaitGroupAtEnd(t, adm, watch, ends)
-	kafka.FakeCluster(cluster).Compact()
+	fake.Compact()
 
 	newcomer := start()
 	poll(t, "two tasks on each instance", func() bool {
@@ -161,12 +134,33 @@ func TestAppWarmupFromACompactedChangelog(t *testing.T) {
 		t.Errorf("a copy held %d records at once, want at most a batch's 21", held)
 	}
 
-	produce(t, conn, clickRecords(t, "clicks", 4, second)...)
-	if ends, err = adm.ListEndOffsets(ctx, "clicks"); err != nil {
+	countTheRest(t, conn, adm, watch, second, in, newcomer, owner)
+}
+
+// runCountingApp runs the counting App (newCountingApp) of opts until the
+// test ends or it is stopped.
+func runCountingApp(t *testing.T, ctx context.Context, conn kafka.Connection, opts kafka.AppOptions, watch *appWatch) *runningApp {
+	app := newCountingApp(conn, opts, watch)
+	runCtx, cancel := context.WithCancel(ctx)
+	r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+	go func() { r.done <- app.Run(runCtx) }()
+	t.Cleanup(r.cancel)
+	return r
+}
+
+// countTheRest produces rest to the clicks, waits for the App's group to
+// read them, stops its instances, and checks that the counts read back
+// with read_committed are a plain loop's over all of in, each once.
+func countTheRest(t *testing.T, conn kafka.Connection, adm *kadm.Client, watch *appWatch, rest, in []fixtures.Click, apps ...*runningApp) {
+	t.Helper()
+	produce(t, conn, clickRecords(t, "clicks", 4, rest)...)
+	ends, err := adm.ListEndOffsets(testContext(t), "clicks")
+	if err != nil {
 		t.Fatal(err)
 	}
 	awaitGroupAtEnd(t, adm, watch, ends)
-	newcomer.stop(t)
-	owner.stop(t)
+	for _, a := range apps {
+		a.stop(t)
+	}
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 }
