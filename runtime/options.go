@@ -142,7 +142,9 @@ func DeadLetters(s DeadLetterSink) Option { return optionFunc(func(c *config) { 
 //	OnQueryTerminated(QueryTerminated)
 //
 // (Start refuses a value that implements none), which the query's
-// goroutine calls in order; a slow listener slows the query. When the
+// goroutine calls in order; a slow listener slows the query. A listener
+// may stop its query: Stop, called there, returns at once, and the query
+// ends once the listener has returned. When the
 // query's goroutine does not end within the close timeout (see
 // CloseTimeout), OnQueryTerminated is called by the goroutine that gives
 // up on it (Stop's caller, or the query's watch of its store), and no
