@@ -860,58 +860,61 @@ func (c *changelog) ensureTopic(ctx context.Context, client *kgo.Client) error {
 	if n := len(details[c.opts.Topic].Partitions); n < int(c.opts.Partitions) {
 		return fmt.Errorf("streamgen: %s: the topic has %d partitions, fewer than the %d of ChangelogOptions.Partitions", c.what(), n, c.opts.Partitions)
 	}
-	configs, err := adm.DescribeTopicConfigs(ctx, c.opts.Topic)
+	cfg, err := describeTopic(ctx, adm, c.opts.Topic)
 	if err != nil {
-		return fmt.Errorf("streamgen: %s: describe the topic's configuration: %w", c.what(), err)
+		return fmt.Errorf("streamgen: %s: %w", c.what(), err)
 	}
-	for _, rc := range configs {
-		if rc.Err != nil {
-			return fmt.Errorf("streamgen: %s: describe the topic's configuration: %w", c.what(), rc.Err)
-		}
-		for _, cfg := range rc.Configs {
-			if cfg.Key == "cleanup.policy" && cfg.Value != nil && !containsCompact(*cfg.Value) {
-				return fmt.Errorf("streamgen: %s: the topic's cleanup.policy is %q: it must be compact, or its old records, the state of keys not written lately, are deleted", c.what(), *cfg.Value)
-			}
-		}
+	if policy, ok := cfg["cleanup.policy"]; ok && !containsCompact(policy) {
+		return fmt.Errorf("streamgen: %s: the topic's cleanup.policy is %q: it must be compact, or its old records, the state of keys not written lately, are deleted", c.what(), policy)
 	}
-	return c.readDeleteRetention(ctx, adm)
+	return c.setDeleteRetention(cfg)
 }
 
 // readDeleteRetention reads the topic's delete.retention.ms into
 // c.deleteRetention.
 func (c *changelog) readDeleteRetention(ctx context.Context, adm *kadm.Client) error {
-	d, err := deleteRetention(ctx, adm, c.opts.Topic)
+	cfg, err := describeTopic(ctx, adm, c.opts.Topic)
 	if err != nil {
 		return fmt.Errorf("streamgen: %s: %w", c.what(), err)
 	}
-	c.deleteRetention = d
+	return c.setDeleteRetention(cfg)
+}
+
+// setDeleteRetention sets c.deleteRetention from the topic's
+// configuration: its delete.retention.ms, how long compaction keeps a
+// deletion (Kafka's default, a day, when the broker does not say).
+func (c *changelog) setDeleteRetention(cfg map[string]string) error {
+	c.deleteRetention = 24 * time.Hour
+	v, ok := cfg["delete.retention.ms"]
+	if !ok || v == "" {
+		return nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return fmt.Errorf("streamgen: %s: the topic's delete.retention.ms %q: %w", c.what(), v, err)
+	}
+	c.deleteRetention = time.Duration(ms) * time.Millisecond
 	return nil
 }
 
-// deleteRetention returns the topic's delete.retention.ms: how long
-// compaction keeps a deletion (Kafka's default, a day, when the broker
-// does not say).
-func deleteRetention(ctx context.Context, adm *kadm.Client, topic string) (time.Duration, error) {
+// describeTopic returns the topic's configuration, by key.
+func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (map[string]string, error) {
 	configs, err := adm.DescribeTopicConfigs(ctx, topic)
 	if err != nil {
-		return 0, fmt.Errorf("describe the topic's configuration: %w", err)
+		return nil, fmt.Errorf("describe the topic's configuration: %w", err)
 	}
+	out := map[string]string{}
 	for _, rc := range configs {
 		if rc.Err != nil {
-			return 0, fmt.Errorf("describe the topic's configuration: %w", rc.Err)
+			return nil, fmt.Errorf("describe the topic's configuration: %w", rc.Err)
 		}
 		for _, cfg := range rc.Configs {
-			if cfg.Key != "delete.retention.ms" || cfg.Value == nil || *cfg.Value == "" {
-				continue
+			if cfg.Value != nil {
+				out[cfg.Key] = *cfg.Value
 			}
-			ms, err := strconv.ParseInt(*cfg.Value, 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("the topic's delete.retention.ms %q: %w", *cfg.Value, err)
-			}
-			return time.Duration(ms) * time.Millisecond, nil
 		}
 	}
-	return 24 * time.Hour, nil
+	return out, nil
 }
 
 // stale reports whether compaction may have removed deletions the

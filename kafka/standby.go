@@ -114,11 +114,9 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	if err != nil {
 		return err
 	}
-	retention, err := deleteRetention(ctx, kadm.NewClient(rclient), a.opts.Changelog)
-	if err != nil {
+	if err := c.readDeleteRetention(ctx, kadm.NewClient(rclient)); err != nil {
 		return err
 	}
-	c.deleteRetention = retention
 	from, known := rec.Ends[p]
 	rebuild := false
 	at := int64(0) // of the position (see changelogRecord.At)

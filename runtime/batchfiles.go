@@ -67,19 +67,9 @@ func (f *BatchFiles) Write(batchID int64, empty bool, write func(io.Writer) erro
 		}
 		// Synced, as a file written is: a removed file that came back
 		// after a machine crash would hold an earlier attempt's rows.
-		return syncDir(f.dir)
+		return atomicfile.SyncDir(f.dir)
 	}
 	return atomicfile.Replace(f.dir, name, write)
-}
-
-// syncDir syncs the directory dir, making the removals in it durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // RemoveAfter removes the files of the batches after batchID, and syncs
@@ -106,7 +96,7 @@ func (f *BatchFiles) RemoveAfter(batchID int64) error {
 	if !removed {
 		return nil
 	}
-	return syncDir(f.dir)
+	return atomicfile.SyncDir(f.dir)
 }
 
 // batchOf returns the batch id of a file name of f's.

@@ -894,15 +894,21 @@ func (s *Store) WritePlan(p PlannedOffsets) error {
 		b.Close()
 		return s.fail(fmt.Errorf("write the planned batch: %w", err))
 	}
-	// The sync loop waits for its sync, and closes it.
+	s.pend(pendingBatch{b: b, id: p.BatchID, plan: true})
+	return s.Err()
+}
+
+// pend hands a batch applied with a sync requested (SyncInterval) to the
+// sync loop, which waits for its sync (Batch.SyncWait), then closes it
+// and, unless it is a plan, records it.
+func (s *Store) pend(p pendingBatch) {
 	s.mu.Lock()
-	s.pending = append(s.pending, pendingBatch{b: b, id: p.BatchID, plan: true})
+	s.pending = append(s.pending, p)
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
-	default:
+	default: // the loop has a wake-up coming
 	}
-	return s.Err()
 }
 
 // Committer makes one batch durable: its state and timer changes, the
@@ -981,15 +987,7 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 	// below releases it.
 	b.closed = true
 	if s.opts.SyncInterval > 0 {
-		// The sync loop waits for the batch's sync (Batch.SyncWait)
-		// before it closes it and records it.
-		s.mu.Lock()
-		s.pending = append(s.pending, pendingBatch{b: b.b, id: p.BatchID})
-		s.mu.Unlock()
-		select {
-		case s.wake <- struct{}{}:
-		default: // the loop has a wake-up coming
-		}
+		s.pend(pendingBatch{b: b.b, id: p.BatchID})
 	} else {
 		b.b.Close()
 		if err := s.record(p.BatchID); err != nil {

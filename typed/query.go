@@ -60,9 +60,7 @@ func (w *Writer[T]) Start(ctx context.Context, opts ...runtime.Option) (*Query, 
 			}
 			return n, err
 		}}}, c.plan.Outputs...)
-	if r, ok := w.sink.(runtime.BatchRewinder); ok {
-		c.plan.Outputs[0].Rewind = r.RewindAfter
-	}
+	c.plan.Outputs[0].Rewind = rewindOf(w.sink)
 	q, err := runtime.Start(ctx, &c.plan, opts...)
 	if err != nil {
 		c.closeAll()

@@ -430,6 +430,15 @@ type fileSink[T any, P codec.RecordPtr[T]] struct {
 // Description names the sink in progress reports.
 func (s fileSink[T, P]) Description() string { return "files:" + s.dir }
 
+// rewindOf returns a sink's RewindAfter, when it keeps its batches apart
+// (runtime.BatchRewinder), for runtime.Output.Rewind; nil otherwise.
+func rewindOf(sink any) func(ctx context.Context, batchID int64) error {
+	if r, ok := sink.(runtime.BatchRewinder); ok {
+		return r.RewindAfter
+	}
+	return nil
+}
+
 // RewindAfter removes the files of the batches after batchID (see
 // runtime.BatchRewinder).
 func (s fileSink[T, P]) RewindAfter(_ context.Context, batchID int64) error {

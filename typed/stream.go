@@ -242,9 +242,7 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 					late = late[:0]
 					return n, err
 				}})
-			if r, ok := cfg.late.(runtime.BatchRewinder); ok {
-				c.plan.Outputs[len(c.plan.Outputs)-1].Rewind = r.RewindAfter
-			}
+			c.plan.Outputs[len(c.plan.Outputs)-1].Rewind = rewindOf(cfg.late)
 		}
 		// The operator the rows reach first decides which are late.
 		next := &lateSlot{}

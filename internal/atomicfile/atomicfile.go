@@ -65,6 +65,12 @@ func Replace(dir, name string, write func(io.Writer) error) (err error) {
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		return err
 	}
+	return SyncDir(dir)
+}
+
+// SyncDir syncs the directory dir, so that the names created, renamed or
+// removed in it survive a crash.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
