@@ -120,20 +120,9 @@ func TestReadsAcrossFetches(t *testing.T) {
 				fake.KeepControl()
 				return nil, nil, false
 			}
-			req := kreq.(*kmsg.FetchRequest)
-			resp := req.ResponseKind().(*kmsg.FetchResponse)
-			for _, t := range req.Topics {
-				rt := kmsg.NewFetchResponseTopic()
-				rt.Topic, rt.TopicID = t.Topic, t.TopicID
-				for _, p := range t.Partitions {
-					rp := kmsg.NewFetchResponseTopicPartition()
-					rp.Partition = p.Partition
-					rp.ErrorCode = kerr.NotLeaderForPartition.Code
-					rt.Partitions = append(rt.Partitions, rp)
-				}
-				resp.Topics = append(resp.Topics, rt)
-			}
-			return resp, nil, true
+			return fetchAnswer(kreq.(*kmsg.FetchRequest), func(rp *kmsg.FetchResponseTopicPartition) {
+				rp.ErrorCode = kerr.NotLeaderForPartition.Code
+			}), nil, true
 		})
 		got, err := readOffsets(t, src, 0, nil)
 		if err != nil {
