@@ -30,7 +30,9 @@ type Batch struct {
 	// first batch it is the batch's own (the epoch); zero when the plan
 	// has no watermark, or the batch before ran without one.
 	LateWatermark time.Time
-	// Now is the batch's processing time: constant within the batch.
+	// Now is the batch's processing time: constant within the batch, and
+	// the same in a batch run again after a failure as in its first
+	// attempt.
 	Now time.Time
 	// First is true for the first batch of a new checkpoint.
 	First bool
@@ -38,6 +40,9 @@ type Batch struct {
 	// before it spills them to SpillDir (see BatchMemory).
 	MemoryBudget int64
 	SpillDir     string
+
+	// started is when this attempt of the batch started, for its report.
+	started time.Time
 
 	state  *StateBatch
 	ops    []opRun

@@ -16,8 +16,8 @@ import (
 // committed when it fails. When the query pipelines, the commit is
 // handed to a goroutine (Store.commitAsync) and runBatch returns before
 // it ends: the next settle waits for it.
-func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, watermark, now time.Time) (Progress, error) {
-	b := q.newBatch(p, watermark, now)
+func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, watermark, now, started time.Time) (Progress, error) {
+	b := q.newBatch(p, watermark, now, started)
 	q.beginBatch(b, planned)
 	defer q.endBatch()
 	committed := false
@@ -140,18 +140,19 @@ func (q *Query) settle() error {
 		r.finished = finished
 	}
 	r.durations[DurationWALCommit] = r.finished.Sub(r.commitStart)
-	r.durations[DurationTriggerExecution] = r.finished.Sub(r.b.Now)
+	r.durations[DurationTriggerExecution] = r.finished.Sub(r.b.started)
 	report := q.makeReport(r.b, r.planned, r.durations, r.finished)
 	report.DurationMs[DurationLatestOffset] = r.latestOffset.Milliseconds()
 	q.report(report)
 	return nil
 }
 
-func (q *Query) newBatch(p Progress, watermark, now time.Time) *Batch {
+func (q *Query) newBatch(p Progress, watermark, now, started time.Time) *Batch {
 	b := &Batch{
 		ID:        p.BatchID + 1,
 		Watermark: watermark,
 		Now:       now,
+		started:   started,
 		// The watermark the committed batch ran with, which every
 		// checkpoint records.
 		LateWatermark: lateWatermark(p, watermark),
@@ -420,7 +421,7 @@ func (q *Query) safely(b *Batch, fn func() error) (err error) {
 }
 
 func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.Duration, finished time.Time) QueryProgress {
-	total := finished.Sub(b.Now)
+	total := finished.Sub(b.started)
 	var inputRows int64
 	for _, in := range b.inputs {
 		inputRows += in.rows
@@ -435,10 +436,10 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 		ID:                     q.id,
 		RunID:                  q.runID,
 		Name:                   q.cfg.name,
-		Timestamp:              b.Now,
+		Timestamp:              b.started,
 		BatchID:                b.ID,
 		NumInputRows:           inputRows,
-		InputRowsPerSecond:     q.inputRate(inputRows, b.Now),
+		InputRowsPerSecond:     q.inputRate(inputRows, b.started),
 		ProcessedRowsPerSecond: rate(inputRows),
 		DurationMs:             map[string]int64{},
 		Sink:                   SinkProgress{Description: q.plan.Outputs[0].Description, NumOutputRows: b.outputRows},
@@ -460,7 +461,7 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 			StartOffset:            describeOffset(in.Source, planned.start[i]),
 			EndOffset:              describeOffset(in.Source, planned.end[i]),
 			NumInputRows:           b.inputs[i].rows,
-			InputRowsPerSecond:     q.inputRate(b.inputs[i].rows, b.Now),
+			InputRowsPerSecond:     q.inputRate(b.inputs[i].rows, b.started),
 			ProcessedRowsPerSecond: rate(b.inputs[i].rows),
 		}
 		if i < len(planned.latest) && planned.latest[i] != nil {

@@ -414,7 +414,8 @@ type CheckpointSummary struct {
 	// with an IdleTimeout may leave idle partitions out).
 	NextWatermark time.Time `json:"nextWatermark,omitzero"`
 	// Planned is the batch planned after it and not committed, if any: it
-	// runs again, reading the same input, at the next start.
+	// runs again at the next start, on the same input, at the same
+	// processing time and watermark.
 	Planned *PlannedOffsets `json:"planned,omitempty"`
 	// CommitRecord is the commit file's batch id (-1 for none).
 	CommitRecord int64             `json:"commitRecord"`

@@ -35,7 +35,7 @@ func (q *Query) beginBatch(b *Batch, planned offsets) {
 	defer q.mu.Unlock()
 	q.live.rows.Store(0)
 	q.live.inputsDone.Store(0)
-	q.status.Batch = RunningBatch{BatchID: b.ID, Started: b.Now, InputsPlanned: inputs}
+	q.status.Batch = RunningBatch{BatchID: b.ID, Started: b.started, InputsPlanned: inputs}
 }
 
 // endBatch shows no running batch in Status.

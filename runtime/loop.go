@@ -55,6 +55,13 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		}
 	}
 	progress = q.restoredProgress(progress, q.cfg.clock())
+	// The batch after the last committed, if a run that failed or died
+	// planned it, runs first and as planned: on the same input, at the
+	// same processing time and watermark, with data or not.
+	replay, err := q.plannedReplay(progress.BatchID + 1)
+	if err != nil {
+		return err
+	}
 	inputs := q.plan.Inputs
 	available := func() ([]json.RawMessage, error) {
 		upTo := make([]json.RawMessage, len(inputs))
@@ -103,6 +110,19 @@ func (q *Query) loop(ctx context.Context) (err error) {
 				return fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), unprefixed(err))
 			}
 		}
+		now, watermark := started, q.watermark(progress, started)
+		replayed := replay != nil
+		if replayed {
+			for i, in := range inputs {
+				if end, found := replay.Ends[in.Source.Name()]; found {
+					planned.end[i] = end
+				}
+			}
+			if !replay.Now.IsZero() {
+				now, watermark = replay.Now, replay.Watermark
+			}
+			replay = nil
+		}
 		hasData := planned.hasData()
 		if !hasData {
 			// Timers, waiting and the end read or wait for what the last
@@ -111,15 +131,10 @@ func (q *Query) loop(ctx context.Context) (err error) {
 				return err
 			}
 		}
-		if hasData {
-			if err := q.keepPlan(progress.BatchID+1, planned); err != nil {
-				return err
-			}
-		}
 		latestOffset := q.cfg.clock().Sub(started)
-		watermark := q.watermark(progress, started)
-		due := false
-		if !hasData && q.cfg.noDataBatches {
+		// A replayed batch runs whatever it holds: its first attempt ran.
+		due := replayed
+		if !hasData && !due && q.cfg.noDataBatches {
 			due = ran && q.operatorsAsk(watermark, lastWatermark)
 			if !due {
 				if due, err = q.timersDue(watermark, started); err != nil {
@@ -131,6 +146,9 @@ func (q *Query) loop(ctx context.Context) (err error) {
 			// The input is done: one more batch, with a watermark past
 			// every event time, fires every event-time timer.
 			flushed, due, watermark = true, true, EndOfTime
+		}
+		if watermark.Equal(EndOfTime) {
+			flushed = true
 		}
 		if !hasData && !due {
 			if stops {
@@ -148,12 +166,17 @@ func (q *Query) loop(ctx context.Context) (err error) {
 			}
 			continue
 		}
+		if !replayed {
+			if err := q.writePlan(progress.BatchID+1, planned, now, watermark); err != nil {
+				return err
+			}
+		}
 		if hasData {
 			q.setStatus(statusProcessing, true, true)
 		} else {
 			q.setStatus(statusNoData, false, true)
 		}
-		next, err := q.runBatch(ctx, progress, planned, watermark, started)
+		next, err := q.runBatch(ctx, progress, planned, watermark, now, started)
 		if err != nil {
 			return err
 		}
@@ -165,8 +188,10 @@ func (q *Query) loop(ctx context.Context) (err error) {
 				return err
 			}
 		}
-		if q.cfg.trigger.kind == triggerOnce && (!q.cfg.flush || flushed) {
-			return nil // with FlushEventTime, one more turn flushes
+		if q.cfg.trigger.kind == triggerOnce && !replayed && (!q.cfg.flush || flushed) {
+			// With FlushEventTime, one more turn flushes; after a
+			// replayed batch, the run's own batch takes what came since.
+			return nil
 		}
 		if q.cfg.trigger.kind == triggerInterval {
 			q.setStatus(statusWaitingForTrigger, false, false)
@@ -177,33 +202,26 @@ func (q *Query) loop(ctx context.Context) (err error) {
 	}
 }
 
-// keepPlan makes batch id read what its first attempt planned: when the
-// checkpoint holds that batch's plan (it ran before, and failed or was
-// stopped before its commit), its ends replace the ones just planned;
-// otherwise the plan is written before the batch runs or, when the
-// previous batch's commit is in flight, right after that commit, before
-// anything of the batch is seen or committed (its sinks wait for it).
-func (q *Query) keepPlan(id int64, planned offsets) error {
+// plannedReplay returns the plan of batch id if the checkpoint holds it:
+// the batch ran before, and failed or was stopped before its commit.
+func (q *Query) plannedReplay(id int64) (*PlannedOffsets, error) {
 	stored, ok, err := q.store.PlannedBatch()
-	if err != nil {
-		return err
+	if err != nil || !ok || stored.BatchID != id {
+		return nil, err
 	}
-	if ok && stored.BatchID == id {
-		for i, in := range q.plan.Inputs {
-			if end, found := stored.Ends[in.Source.Name()]; found {
-				planned.end[i] = end
-			}
-		}
-		return nil
-	}
-	p := PlannedOffsets{BatchID: id, Ends: map[string]json.RawMessage{}}
+	return &stored, nil
+}
+
+// writePlan records batch id's plan before anything of the batch is
+// seen or committed: right away or, when the previous batch's commit is
+// in flight, right after that commit (the batch's sinks wait for it), so
+// that a plan is durable only once the batch before it is and a restart
+// replays that one with its own plan.
+func (q *Query) writePlan(id int64, planned offsets, now, watermark time.Time) error {
+	p := PlannedOffsets{BatchID: id, Ends: map[string]json.RawMessage{}, Now: now, Watermark: watermark}
 	for i, in := range q.plan.Inputs {
 		p.Ends[in.Source.Name()] = planned.end[i]
 	}
-	// After the previous batch's commit, if it is in flight: the plan of
-	// a batch is durable only once the batch before it is, so that a
-	// restart replays that one with its own plan. The batch's sinks wait
-	// for it (settle).
 	return q.store.after(func() error { return q.store.WritePlan(p) })
 }
 

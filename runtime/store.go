@@ -836,13 +836,21 @@ func (s *Store) readProgress(r pebble.Reader) (p Progress, ok bool, err error) {
 	return p, true, nil
 }
 
-// PlannedOffsets is a batch's planned offsets, written before the batch runs, as
-// Spark's offset log: a batch run again after a failure reads exactly the
-// input of its first attempt, so that a sink that skips a batch id it has
-// seen (a ForeachWriter whose Open returns false) loses nothing.
+// PlannedOffsets is a batch's plan, written before the batch runs, as
+// Spark's offset log with its metadata: a batch run again after a failure
+// reads exactly the input of its first attempt, at its processing time and
+// watermark, with data or not, so that it writes the same rows and a sink
+// that skips a batch id it has seen (a ForeachWriter whose Open returns
+// false) loses nothing.
 type PlannedOffsets struct {
 	BatchID int64                      `json:"batchId"`
 	Ends    map[string]json.RawMessage `json:"ends"`
+	// Now is the batch's processing time and Watermark its event-time
+	// watermark (zero without one). Plans written before they were
+	// recorded have no Now; their batch runs at the time and watermark
+	// of its new attempt.
+	Now       time.Time `json:"now,omitzero"`
+	Watermark time.Time `json:"watermark,omitzero"`
 }
 
 // PlannedBatch returns the last batch planned; ok is false when none was.

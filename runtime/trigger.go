@@ -31,6 +31,9 @@ func ProcessingTime(interval time.Duration) Trigger {
 }
 
 // Once runs one batch over everything available at start, then stops.
+// A batch that an earlier run planned and did not commit (it failed, or
+// the process died) runs first, as planned, and the run's own batch then
+// takes what is left.
 func Once() Trigger { return Trigger{kind: triggerOnce} }
 
 // AvailableNow processes everything available at start, in as many

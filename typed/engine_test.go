@@ -480,11 +480,58 @@ func (w *countingWriter) Open(_ int, epoch int64) (bool, error) {
 }
 
 func (w *countingWriter) Process(row fixtures.UserCount) error {
+	if row.TimedOut {
+		w.rows = append(w.rows, row.User+" timed out")
+		return nil
+	}
 	w.rows = append(w.rows, fmt.Sprintf("%s %d", row.User, row.Count))
 	return nil
 }
 
 func (w *countingWriter) Close(error) {}
+
+// failAfter is w's sink, which fails once at batch id, after w wrote the
+// batch and recorded its epoch, as if the process died before the commit.
+func failAfter(w *countingWriter, id int64) typed.Sink[fixtures.UserCount] {
+	failed := false
+	sink := typed.ForeachSink[fixtures.UserCount](w)
+	return sinkFunc[fixtures.UserCount](func(ctx context.Context, batch int64, rows []fixtures.UserCount) error {
+		if err := sink.Write(ctx, batch, rows); err != nil {
+			return err
+		}
+		w.handled[batch] = true
+		if batch == id && !failed {
+			failed = true
+			return errors.New("crash after the sink")
+		}
+		return nil
+	})
+}
+
+// countAndTimeOut is a flatMapGroupsWithState function that writes a
+// key's count at each of its rows, and a timed-out row when its timeout
+// fires: the key's gap after its last event time with an event-time
+// timeout, else its gap after the batch's processing time.
+func countAndTimeOut(eventTime bool, gap func(key string) time.Duration) func(string, iter.Seq[fixtures.Click], *typed.GroupState[fixtures.Counter], func(fixtures.UserCount)) error {
+	return func(key string, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter], emit func(fixtures.UserCount)) error {
+		if st.HasTimedOut() {
+			emit(fixtures.UserCount{User: key, TimedOut: true})
+			st.Remove()
+			return nil
+		}
+		c, _ := st.Get()
+		for row := range rows {
+			c.Count++
+			c.Last = row.Time
+		}
+		st.Update(c)
+		emit(fixtures.UserCount{User: key, Count: c.Count})
+		if eventTime {
+			return st.SetTimeoutTimestamp(c.Last.Add(gap(key)))
+		}
+		return st.SetTimeoutDuration(gap(key))
+	}
+}
 
 // TestReplayReadsTheSameInput: a batch that fails after its sink wrote it
 // runs again, after a restart, on exactly the input of its first attempt
@@ -521,6 +568,106 @@ func TestReplayReadsTheSameInput(t *testing.T) {
 	// second; batch 1 has the rows that came later.
 	if got := strings.Join(w.rows, " "); got != "a 1 b 1 a 2 c 1" {
 		t.Fatalf("rows written: %q, want a 1 b 1 a 2 c 1", got)
+	}
+}
+
+// TestOnceAfterAFailedRun: a Once run after one that failed after its
+// sink runs the failed batch again as planned, then its own batch over
+// what came since.
+func TestOnceAfterAFailedRun(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 1), click("b", 2))
+	ck := newCheckpoint()
+	w := &countingWriter{handled: map[int64]bool{}}
+	pipeline := countPipeline(m, failAfter(w, 0))
+	once := func() error {
+		q, err := pipeline.Start(context.Background(), ck.opts(runtime.WithTrigger(runtime.Once()))...)
+		if err != nil {
+			return err
+		}
+		return q.AwaitTermination()
+	}
+	if err := once(); err == nil {
+		t.Fatal("the first run did not fail")
+	}
+	m.Add(click("a", 3), click("c", 4))
+	if err := once(); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(w.rows, ", "); got != "a 1, b 1, a 2, c 1" {
+		t.Fatalf("rows written: %q, want a 1, b 1, a 2, c 1", got)
+	}
+	if err := once(); err != nil { // nothing new: no batch
+		t.Fatal(err)
+	}
+	if len(w.handled) != 2 {
+		t.Fatalf("batches written: %v, want 0 and 1", w.handled)
+	}
+}
+
+// TestReplayOfABatchWithoutData: a batch without data (a timer fires as
+// the watermark moves) that fails after its sink wrote it runs again,
+// after a restart, without data, though rows have arrived since: they go
+// to the next batch. A sink that skips an epoch it has handled loses
+// none of their rows.
+func TestReplayOfABatchWithoutData(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 10), click("b", 20))
+	ck := newCheckpoint()
+	w := &countingWriter{handled: map[int64]bool{}}
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 0)
+	byUser := typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User })
+	f := countAndTimeOut(true, func(string) time.Duration { return 5 * time.Second })
+	pipeline := typed.WriteTo(typed.FlatMapGroupsWithState(byUser, typed.Append, typed.EventTimeTimeout, f), failAfter(w, 1))
+	// Batch 0 writes a 1 and b 1 and moves the watermark to 20; batch 1,
+	// without data, times a out (15) and fails after its sink.
+	if err := runToEnd(t, pipeline, ck.opts()...); err == nil {
+		t.Fatal("batch 1 did not fail")
+	}
+	m.Add(click("c", 100)) // arrives before the restart
+	if err := runToEnd(t, pipeline, ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	// Batch 1 runs again as it ran (skipped); batch 2 reads c; batch 3,
+	// at watermark 100, times b out (25); c's timer (105) is not due.
+	if got := strings.Join(w.rows, ", "); got != "a 1, b 1, a timed out, c 1, b timed out" {
+		t.Fatalf("rows written: %q, want a 1, b 1, a timed out, c 1, b timed out", got)
+	}
+}
+
+// TestReplayAtItsProcessingTime: a batch run again after a failure runs
+// at the processing time of its first attempt, though the clock has moved
+// on: it times out the keys its first attempt did, and a key whose
+// timeout passed since times out in the next batch, which a sink that
+// skips an epoch it has handled then writes.
+func TestReplayAtItsProcessingTime(t *testing.T) {
+	clock := &fakeClock{now: at(0)}
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 1), click("b", 2))
+	ck := newCheckpoint()
+	w := &countingWriter{handled: map[int64]bool{}}
+	gaps := map[string]time.Duration{"a": 10 * time.Second, "b": 20 * time.Second}
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	f := countAndTimeOut(false, func(key string) time.Duration { return gaps[key] })
+	pipeline := typed.WriteTo(typed.FlatMapGroupsWithState(byUser, typed.Append, typed.ProcessingTimeTimeout, f), failAfter(w, 1))
+	// Batch 0, at 0 s: a 1 and b 1, timing out at 10 and 20 s.
+	if err := runToEnd(t, pipeline, ck.opts(runtime.Clock(clock.Now))...); err != nil {
+		t.Fatal(err)
+	}
+	// Batch 1, at 11 s, without data: a times out; it fails after its
+	// sink.
+	clock.Advance(11 * time.Second)
+	if err := runToEnd(t, pipeline, ck.opts(runtime.Clock(clock.Now))...); err == nil {
+		t.Fatal("batch 1 did not fail")
+	}
+	// At 25 s, batch 1 runs again at 11 s (skipped), and batch 2 times b
+	// out.
+	clock.Advance(14 * time.Second)
+	if err := runToEnd(t, pipeline, ck.opts(runtime.Clock(clock.Now))...); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(w.rows, ", "); got != "a 1, b 1, a timed out, b timed out" {
+		t.Fatalf("rows written: %q, want a 1, b 1, a timed out, b timed out", got)
 	}
 }
 
