@@ -91,7 +91,9 @@ type AppOptions struct {
 	RepartitionBy func(m *Message) ([]byte, error)
 	// OnAssigned and OnRevoked, when set, are called with the partitions
 	// whose tasks the instance starts and, once they have stopped, those
-	// it gave up, from the group's goroutine.
+	// it gave up, from the group's goroutine. A task whose producer was
+	// fenced (see App) is given up too, at the group's next assignment,
+	// and started again if that assignment still gives its partition.
 	OnAssigned, OnRevoked func(partitions []int32)
 	// StandbyReplicas is how many other instances keep a warm copy of
 	// each partition's state (Kafka Streams' num.standby.replicas): a
@@ -278,9 +280,14 @@ func (t *Task) OnClose(f func()) { t.closers = append(t.closers, f) }
 // partitions (it missed the group's session timeout) and has not seen it
 // yet: for a moment it and the partitions' new owner may both write a
 // partition's changelog and output. With ExactlyOnce the new owner's
-// transactional ID fences it. The input's partition count is read when
-// Run starts: partitions added to the input (and to the changelog and
-// repartition topics) are taken up by the instances started after.
+// transactional ID fences it: the fenced task stops, its transaction
+// aborted, and the instance rejoins the group, as a Kafka Streams thread
+// does on a TaskMigratedException, and goes on with what the group gives
+// it (the same partition too, when the fencing was the cluster aborting
+// a transaction that outlived its timeout). Other task failures end Run.
+// The input's partition count is read when Run starts: partitions added
+// to the input (and to the changelog and repartition topics) are taken up
+// by the instances started after.
 //
 // Make one with NewApp and call Run, once. Tasks is safe for concurrent
 // use.
@@ -344,6 +351,13 @@ type App struct {
 	restoredRecords int64
 	restoreTime     time.Duration
 	assignments     int64
+	// owned are the partitions the group gave this instance, whether
+	// their task runs or not; fenced are the partitions whose task
+	// stopped, fenced, since OnRevoked was last called.
+	owned  map[int32]bool
+	fenced []int32
+	// fencedTasks counts the tasks fenced (Collector).
+	fencedTasks int64
 }
 
 // restoring is a task that restores its state.
@@ -375,7 +389,7 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 	}
 	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, commitNow: make(chan struct{}, 1),
 		reassigned: make(chan struct{}, 1), standbys: map[int32]*runningTask{}, positions: map[int32]int64{}, standbyStats: map[int32]standbyStats{},
-		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}, restoring: map[int32]restoring{}}
+		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}, restoring: map[int32]restoring{}, owned: map[int32]bool{}}
 	a.err = opts.validate()
 	if build == nil {
 		a.err = errors.Join(a.err, errors.New("streamgen: kafka app: no build function"))
@@ -622,8 +636,17 @@ func (a *App) Tasks() []int32 { return a.running() }
 
 // assigned starts the tasks of partitions.
 func (a *App) assigned(ctx context.Context, partitions []int32) {
-	var started []int32
+	a.reportFenced()
+	a.mu.Lock()
 	for _, p := range partitions {
+		a.owned[p] = true
+	}
+	// Those newly assigned, and those still owned whose task was fenced
+	// (a cooperative assignment names only the new ones).
+	owned := slices.Sorted(maps.Keys(a.owned))
+	a.mu.Unlock()
+	var started []int32
+	for _, p := range owned {
 		a.mu.Lock()
 		_, running := a.tasks[p]
 		a.mu.Unlock()
@@ -659,9 +682,17 @@ func (a *App) start(ctx context.Context, p int32) {
 		standby.cancel()
 	}
 	a.mu.Unlock()
+	// A task fenced stops the partition's tasks, not the instance.
+	var fencedBy atomic.Pointer[error]
 	run := func(what string, task func(context.Context, int32) error) func() {
 		return func() {
-			if err := task(ctx, p); err != nil && ctx.Err() == nil {
+			err := task(ctx, p)
+			switch {
+			case err == nil || ctx.Err() != nil:
+			case isFenced(err):
+				fencedBy.CompareAndSwap(nil, &err)
+				cancel()
+			default:
 				select {
 				case a.failed <- fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err):
 				default:
@@ -681,7 +712,48 @@ func (a *App) start(ctx context.Context, p int32) {
 		}
 		wg.Go(run("task", a.runTask))
 		wg.Wait()
+		if err := fencedBy.Load(); err != nil {
+			a.taskFenced(p, rt, *err)
+		}
 	}()
+}
+
+// taskFenced gives up the task of partition p, whose producer was fenced,
+// as Kafka Streams does on a TaskMigratedException: another instance took
+// the partition while this one missed the group's session timeout (a
+// pause, a network partition), or the cluster aborted a transaction that
+// outlived its timeout. The instance rejoins the group, which starts
+// the task again if it still gives this instance the partition (see
+// assigned); its state comes back from its checkpoint and changelog, and
+// the batch that was fenced runs again.
+func (a *App) taskFenced(p int32, rt *runningTask, err error) {
+	a.mu.Lock()
+	if a.tasks[p] != rt { // revoked meanwhile
+		a.mu.Unlock()
+		return
+	}
+	delete(a.tasks, p)
+	a.fenced = append(a.fenced, p)
+	a.fencedTasks++
+	a.rebalanced(Rebalance{Time: time.Now(), Revoked: []int32{p}, Lost: true, Fenced: true})
+	group := a.group
+	a.mu.Unlock()
+	slog.Warn("streamgen: kafka app: a task was fenced: the instance rejoins the group", "group", a.opts.Group, "partition", p, "error", err)
+	if group != nil {
+		group.ForceRebalance()
+	}
+}
+
+// reportFenced calls OnRevoked with the partitions whose tasks were
+// fenced since it was last called, from the group's goroutine.
+func (a *App) reportFenced() {
+	a.mu.Lock()
+	fenced := a.fenced
+	a.fenced = nil
+	a.mu.Unlock()
+	if len(fenced) > 0 && a.opts.OnRevoked != nil {
+		a.opts.OnRevoked(fenced)
+	}
 }
 
 // runTask builds, starts and runs the task of partition p until ctx is
@@ -842,10 +914,12 @@ func (a *App) followStore(p int32, c *changelog) {
 // them; for partitions revoked, not lost, it commits their offsets to the
 // group. A revoke of many partitions takes about one task's stop.
 func (a *App) revoked(partitions []int32, lost bool) {
+	a.reportFenced()
 	var stopped []int32
 	var stopping []*runningTask
 	a.mu.Lock()
 	for _, p := range partitions {
+		delete(a.owned, p)
 		if rt, ok := a.tasks[p]; ok {
 			delete(a.tasks, p)
 			rt.cancel()

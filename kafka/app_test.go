@@ -13,6 +13,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
@@ -388,4 +389,53 @@ func TestAppSharesTheStateCache(t *testing.T) {
 		}
 	}
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadUncommitted()), in)
+}
+
+// TestAppRejoinsWhenATaskIsFenced: another process claims a task's
+// transactional ID, as an instance that took the partition over while
+// this one missed the group's session timeout would. The task's next
+// batch is fenced. The instance gives the task up and rejoins the group,
+// where it used to end Run; the group gives it the partition again, and
+// the task, restored, counts on. Every count, read back with
+// read_committed, is a plain loop's, each once.
+func TestAppRejoinsWhenATaskIsFenced(t *testing.T) {
+	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	createTopic(t, adm, "clicks", 4)
+	createTopic(t, adm, "counts", 2)
+	in := clicks(800, 31)
+	first, second := in[:400], in[400:]
+	produce(t, conn, clickRecords(t, "clicks", 4, first)...)
+	ctx := testContext(t)
+	watch := newAppWatch()
+	app := runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir()}, watch)
+	poll(t, "the four tasks", func() bool { return running(app.app) == 4 })
+	ends, err := adm.ListEndOffsets(ctx, "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends)
+
+	other, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), kgo.TransactionalID("killed-0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+
+	countTheRest(t, conn, adm, watch, second, in, app)
+	var fenced []kafka.Rebalance
+	for _, r := range app.app.Status().Rebalances {
+		if r.Fenced {
+			fenced = append(fenced, r)
+		}
+	}
+	if len(fenced) != 1 || !slices.Equal(fenced[0].Revoked, []int32{0}) {
+		t.Fatalf("fenced: %+v, want partition 0 once", fenced)
+	}
 }

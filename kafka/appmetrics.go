@@ -19,6 +19,7 @@ import (
 //	streamgen_app_standbys{group}                            standbys kept
 //	streamgen_app_standby_lag_records{group,partition}       how far a standby is behind its changelog
 //	streamgen_app_assignment_changes_total{group}            partitions gained or given up, each change once
+//	streamgen_app_tasks_fenced_total{group}                  tasks whose producer was fenced (the instance rejoined the group)
 //
 // Safe for concurrent use.
 func (a *App) Collector() prometheus.Collector { return appCollector{a} }
@@ -36,10 +37,11 @@ var (
 	appStandbysDesc    = prometheus.NewDesc("streamgen_app_standbys", "Standbys the instance keeps.", appGroup, nil)
 	appStandbyLagDesc  = prometheus.NewDesc("streamgen_app_standby_lag_records", "Changelog records a standby is behind.", appPartition, nil)
 	appChangesDesc     = prometheus.NewDesc("streamgen_app_assignment_changes_total", "Assignment changes: partitions gained or given up.", appGroup, nil)
+	appFencedDesc      = prometheus.NewDesc("streamgen_app_tasks_fenced_total", "Tasks whose producer was fenced: the instance rejoined the group.", appGroup, nil)
 )
 
 func (c appCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{appTasksDesc, appRestoringDesc, appRemainingDesc, appRestoredDesc, appRestoreTimeDesc, appStandbysDesc, appStandbyLagDesc, appChangesDesc} {
+	for _, d := range []*prometheus.Desc{appTasksDesc, appRestoringDesc, appRemainingDesc, appRestoredDesc, appRestoreTimeDesc, appStandbysDesc, appStandbyLagDesc, appChangesDesc, appFencedDesc} {
 		ch <- d
 	}
 }
@@ -64,9 +66,10 @@ func (c appCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(appStandbyLagDesc, prometheus.GaugeValue, float64(s.Lag), g, strconv.Itoa(int(s.Partition)))
 	}
 	a.mu.Lock()
-	restored, took, changes := a.restoredRecords, a.restoreTime, a.assignments
+	restored, took, changes, fenced := a.restoredRecords, a.restoreTime, a.assignments, a.fencedTasks
 	a.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(appRestoredDesc, prometheus.CounterValue, float64(restored), g)
 	ch <- prometheus.MustNewConstMetric(appRestoreTimeDesc, prometheus.CounterValue, took.Seconds(), g)
 	ch <- prometheus.MustNewConstMetric(appChangesDesc, prometheus.CounterValue, float64(changes), g)
+	ch <- prometheus.MustNewConstMetric(appFencedDesc, prometheus.CounterValue, float64(fenced), g)
 }

@@ -70,12 +70,15 @@ type PartitionStatus struct {
 
 // Rebalance is an assignment change of the instance: the partitions
 // whose tasks it started, and those it stopped (Lost: taken from it
-// without a revoke, as when it missed the group's session timeout).
+// without a revoke, as when it missed the group's session timeout;
+// Fenced: a task's producer was fenced, and the instance rejoined the
+// group).
 type Rebalance struct {
 	Time     time.Time `json:"time"`
 	Assigned []int32   `json:"assigned,omitempty"`
 	Revoked  []int32   `json:"revoked,omitempty"`
 	Lost     bool      `json:"lost,omitempty"`
+	Fenced   bool      `json:"fenced,omitempty"`
 }
 
 // keptRebalances is how many rebalances Status keeps.

@@ -281,10 +281,17 @@ func (t *Transactions) commitLocked(ctx context.Context) error {
 // explain adds to an error that says the producer was fenced what that
 // means.
 func (t *Transactions) explain(err error) error {
-	if errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping) {
+	if isFenced(err) {
 		return fmt.Errorf("%w: another process started with transactional ID %q and fenced this one, or the transaction outlived the transaction timeout and the cluster aborted it", err, t.id)
 	}
 	return err
+}
+
+// isFenced reports whether err says that a producer was fenced: another
+// process claimed its transactional ID, or the cluster aborted a
+// transaction that outlived its timeout and bumped the producer's epoch.
+func isFenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping)
 }
 
 // abortLocked aborts the open transaction: its records are never seen by
