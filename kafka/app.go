@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,6 +120,14 @@ type AppOptions struct {
 	// 0, means 2. Negative: none, a partition moves at once and its new
 	// owner restores it.
 	MaxWarmupReplicas int
+	// StateCleanupDelay is how long the checkpoint of a partition that
+	// this instance neither runs nor keeps a standby of stays under Dir
+	// (Kafka Streams' state.cleanup.delay.ms): while it stays, the
+	// partition coming back restores only the changelog's tail, and the
+	// group counts the copy when it places the partition; past the delay
+	// it is removed, its disk given back. The default, 0, means 10
+	// minutes; negative keeps every checkpoint.
+	StateCleanupDelay time.Duration
 	// SessionTimeout is how long the group waits for a silent instance
 	// before it moves the instance's partitions (an instance killed, a
 	// machine lost): the time a failover takes to start. The default is
@@ -356,6 +365,11 @@ type App struct {
 	// stopped, fenced, since OnRevoked was last called.
 	owned  map[int32]bool
 	fenced []int32
+	// holders counts, by partition, the task and standby goroutines that
+	// may have its checkpoint open; unheld is when a partition's
+	// checkpoint was last seen held by none (see cleanStateDirs).
+	holders map[int32]int
+	unheld  map[int32]time.Time
 	// fencedTasks counts the tasks fenced (Collector).
 	fencedTasks int64
 }
@@ -389,7 +403,8 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 	}
 	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, commitNow: make(chan struct{}, 1),
 		reassigned: make(chan struct{}, 1), standbys: map[int32]*runningTask{}, positions: map[int32]int64{}, standbyStats: map[int32]standbyStats{},
-		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}, restoring: map[int32]restoring{}, owned: map[int32]bool{}}
+		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}, restoring: map[int32]restoring{}, owned: map[int32]bool{},
+		holders: map[int32]int{}, unheld: map[int32]time.Time{}}
 	a.err = opts.validate()
 	if build == nil {
 		a.err = errors.Join(a.err, errors.New("streamgen: kafka app: no build function"))
@@ -520,6 +535,11 @@ func (a *App) Run(ctx context.Context) error {
 		defer close(standbysDone)
 		a.manageStandbys(runCtx)
 	}()
+	cleaned := make(chan struct{})
+	go func() {
+		defer close(cleaned)
+		a.cleanStateDirsEvery(runCtx)
+	}()
 	polled := make(chan struct{})
 	go func() {
 		// Polled, though nothing is fetched (the topic is paused): the
@@ -560,6 +580,7 @@ func (a *App) Run(ctx context.Context) error {
 	<-polled
 	<-retried
 	<-standbysDone
+	<-cleaned
 	a.leave(group, killClient) // the revoke stops the tasks
 	a.revoked(a.running(), true)
 	return err
@@ -673,6 +694,7 @@ func (a *App) start(ctx context.Context, p int32) {
 	rt := &runningTask{cancel: cancel, done: make(chan struct{})}
 	a.mu.Lock()
 	a.tasks[p] = rt
+	a.hold(p)
 	// A standby of the partition gives its checkpoint to the task.
 	standby := a.standbys[p]
 	if standby != nil {
@@ -702,6 +724,7 @@ func (a *App) start(ctx context.Context, p int32) {
 	}
 	go func() {
 		defer close(rt.done)
+		defer a.release(p)
 		if standby != nil {
 			<-standby.done
 			slog.Info("streamgen: kafka app: a standby becomes the task", "group", a.opts.Group, "partition", p)
@@ -1230,3 +1253,112 @@ const (
 // rebalances come every probing.rebalance.interval.ms, 10 minutes; here
 // a caught-up copy asks at once, but not more often than this).
 const minProbeInterval = 5 * time.Second
+
+// defaultStateCleanupDelay is Kafka Streams' state.cleanup.delay.ms.
+const defaultStateCleanupDelay = 10 * time.Minute
+
+// removedPrefix starts the name a partition's checkpoint directory is
+// renamed to before it is removed, so that a task starting on the
+// partition meanwhile makes a new one.
+const removedPrefix = ".removed-"
+
+// hold and release count a goroutine that may open partition p's
+// checkpoint (a task or a standby), under a.mu.
+func (a *App) hold(p int32) {
+	a.holders[p]++
+	delete(a.unheld, p)
+}
+
+func (a *App) release(p int32) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.holders[p]--; a.holders[p] <= 0 {
+		delete(a.holders, p)
+		a.unheld[p] = time.Now()
+	}
+}
+
+// cleanStateDirsEvery removes unused checkpoints (cleanStateDirs) until
+// ctx is done, at half the delay, at most every minute.
+func (a *App) cleanStateDirsEvery(ctx context.Context) {
+	delay := a.opts.stateCleanupDelay()
+	if delay < 0 {
+		return
+	}
+	tick := time.NewTicker(min(max(delay/2, time.Second), time.Minute))
+	defer tick.Stop()
+	for {
+		a.cleanStateDirs(time.Now())
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// cleanStateDirs removes, at time now, the checkpoint directories under
+// Dir of the partitions that no task or standby of this instance has
+// held for StateCleanupDelay (one found at start counts from when it was
+// first seen), and what an earlier removal left. The group no longer
+// hears of the copy.
+func (a *App) cleanStateDirs(now time.Time) {
+	delay := a.opts.stateCleanupDelay()
+	if delay < 0 {
+		return
+	}
+	fsys := runtime.FileSystemOf(a.opts.Options...)
+	entries, err := fsys.List(a.opts.Dir)
+	if err != nil {
+		return
+	}
+	var removed []string
+	a.mu.Lock()
+	for _, name := range entries {
+		if strings.HasPrefix(name, removedPrefix) {
+			removed = append(removed, name)
+			continue
+		}
+		n, err := strconv.ParseInt(name, 10, 32)
+		if err != nil || n < 0 || strconv.Itoa(int(n)) != name {
+			continue
+		}
+		p := int32(n)
+		if a.holders[p] > 0 {
+			continue
+		}
+		since, ok := a.unheld[p]
+		if !ok {
+			a.unheld[p] = now
+			continue
+		}
+		if now.Sub(since) < delay {
+			continue
+		}
+		// Renamed while a.mu is held: a task or standby starting on
+		// the partition after this makes a new directory.
+		to := removedPrefix + name + "-" + strconv.FormatInt(now.UnixNano(), 10)
+		if err := fsys.Rename(fsys.PathJoin(a.opts.Dir, name), fsys.PathJoin(a.opts.Dir, to)); err != nil {
+			slog.Warn("streamgen: kafka app: removing an unused checkpoint", "group", a.opts.Group, "partition", p, "error", err)
+			continue
+		}
+		delete(a.unheld, p)
+		delete(a.positions, p)
+		delete(a.handedOver, p)
+		removed = append(removed, to)
+		slog.Info("streamgen: kafka app: removing the checkpoint of a partition unused for StateCleanupDelay", "group", a.opts.Group, "partition", p, "unused since", since)
+	}
+	a.mu.Unlock()
+	for _, name := range removed {
+		if err := fsys.RemoveAll(fsys.PathJoin(a.opts.Dir, name)); err != nil {
+			slog.Warn("streamgen: kafka app: removing an unused checkpoint", "group", a.opts.Group, "dir", name, "error", err)
+		}
+	}
+}
+
+func (o *AppOptions) stateCleanupDelay() time.Duration {
+	if o.StateCleanupDelay == 0 {
+		return defaultStateCleanupDelay
+	}
+	return o.StateCleanupDelay
+}

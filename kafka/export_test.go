@@ -1,6 +1,8 @@
 package kafka
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -63,3 +65,7 @@ func RestoreProgress(c runtime.Committer) (total, applied int64) {
 	cl := c.(*changelog)
 	return cl.restoreTotal.Load(), cl.restoreApplied.Load()
 }
+
+// CleanStateDirs runs one pass of the App's removal of unused
+// checkpoints at time now.
+func CleanStateDirs(a *App, now time.Time) { a.cleanStateDirs(now) }

@@ -456,6 +456,7 @@ func (a *App) manageStandbys(ctx context.Context) {
 			sctx, cancel := context.WithCancel(ctx)
 			sb := &runningTask{cancel: cancel, done: make(chan struct{})}
 			a.standbys[p] = sb
+			a.hold(p)
 			go a.standby(sctx, p, sb)
 		}
 		a.mu.Unlock()
@@ -474,6 +475,7 @@ func (a *App) standby(ctx context.Context, p int32, sb *runningTask) {
 		// that starts on it.
 		a.handedOver[p] = true
 		a.mu.Unlock()
+		a.release(p)
 		close(sb.done)
 		// The partition may be wanted again meanwhile.
 		select {

@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -211,4 +212,70 @@ func running(a *kafka.App) int {
 		}
 	}
 	return n
+}
+
+// TestAppRemovesUnusedCheckpoints: an instance that gives partitions up
+// keeps their checkpoints for StateCleanupDelay, as Kafka Streams'
+// state.cleanup.delay.ms, then removes them; those of the partitions it
+// runs stay. When the partitions come back, their tasks restore from the
+// changelog, and the counts are a plain loop's, each once.
+func TestAppRemovesUnusedCheckpoints(t *testing.T) {
+	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	createTopic(t, adm, "clicks", 4)
+	createTopic(t, adm, "counts", 2)
+	ctx := testContext(t)
+	in := clicks(900, 41)
+	produce(t, conn, clickRecords(t, "clicks", 4, in[:300])...)
+	watch := newAppWatch()
+	dir := t.TempDir()
+	owner := runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "killed", Dir: dir, StateCleanupDelay: time.Hour}, watch)
+	poll(t, "the four tasks", func() bool { return running(owner.app) == 4 })
+	ends, err := adm.ListEndOffsets(ctx, "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends)
+
+	newcomer := runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir()}, watch)
+	poll(t, "two tasks on each instance", func() bool {
+		return running(owner.app) == 2 && running(newcomer.app) == 2
+	})
+	dirs := func() []string {
+		t.Helper()
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	var kept []string
+	for _, p := range owner.app.Tasks() {
+		kept = append(kept, fmt.Sprint(p))
+	}
+	now := time.Now()
+	for _, at := range []time.Time{now, now.Add(59 * time.Minute)} {
+		kafka.CleanStateDirs(owner.app, at)
+		if got := dirs(); len(got) != 4 {
+			t.Fatalf("checkpoints %v before the delay, want all four", got)
+		}
+	}
+	kafka.CleanStateDirs(owner.app, now.Add(61*time.Minute))
+	if got := dirs(); !slices.Equal(got, kept) {
+		t.Fatalf("checkpoints %v after the delay, want those of the tasks running, %v", got, kept)
+	}
+
+	produce(t, conn, clickRecords(t, "clicks", 4, in[300:600])...)
+	newcomer.stop(t)
+	poll(t, "the owner to run the four tasks again", func() bool { return running(owner.app) == 4 })
+	for _, ts := range owner.app.Status().Tasks {
+		if !slices.Contains(kept, fmt.Sprint(ts.Partition)) && (ts.RestoredFrom != "changelog" || ts.RestoredRecords == 0) {
+			t.Errorf("partition %d came back from %q with %d records, want the changelog's", ts.Partition, ts.RestoredFrom, ts.RestoredRecords)
+		}
+	}
+	countTheRest(t, conn, adm, watch, in[600:], in, owner)
 }
