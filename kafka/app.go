@@ -1298,8 +1298,9 @@ func (a *App) cleanStateDirsEvery(ctx context.Context) {
 }
 
 // cleanStateDirs removes, at time now, the checkpoint directories under
-// Dir of the partitions that no task or standby of this instance has
-// held for StateCleanupDelay (one found at start counts from when it was
+// Dir (a task's, and its repartition task's under Dir/repartition) of
+// the partitions that no task or standby of this instance has held for
+// StateCleanupDelay (one found at start counts from when it was
 // first seen), and what an earlier removal left. The group no longer
 // hears of the copy.
 func (a *App) cleanStateDirs(now time.Time) {
@@ -1342,10 +1343,20 @@ func (a *App) cleanStateDirs(now time.Time) {
 			slog.Warn("streamgen: kafka app: removing an unused checkpoint", "group", a.opts.Group, "partition", p, "error", err)
 			continue
 		}
+		removed = append(removed, to)
+		// The partition's repartition task's checkpoint goes with it.
+		from := fsys.PathJoin(a.opts.Dir, "repartition", name)
+		if _, err := fsys.Stat(from); err == nil {
+			rto := removedPrefix + "repartition-" + name + "-" + strconv.FormatInt(now.UnixNano(), 10)
+			if err := fsys.Rename(from, fsys.PathJoin(a.opts.Dir, rto)); err != nil {
+				slog.Warn("streamgen: kafka app: removing an unused checkpoint", "group", a.opts.Group, "partition", p, "error", err)
+			} else {
+				removed = append(removed, rto)
+			}
+		}
 		delete(a.unheld, p)
 		delete(a.positions, p)
 		delete(a.handedOver, p)
-		removed = append(removed, to)
 		slog.Info("streamgen: kafka app: removing the checkpoint of a partition unused for StateCleanupDelay", "group", a.opts.Group, "partition", p, "unused since", since)
 	}
 	a.mu.Unlock()

@@ -241,8 +241,11 @@ func TestAppRepartitions(t *testing.T) {
 		return out
 	}
 	watch := newAppWatch()
+	var fss []vfs.FS
 	start := func() *runningApp {
 		t.Helper()
+		fs := vfs.NewMem()
+		fss = append(fss, fs)
 		app := kafka.NewApp(kafka.AppOptions{
 			Connection:  conn,
 			Group:       "by-user",
@@ -256,7 +259,7 @@ func TestAppRepartitions(t *testing.T) {
 				}
 				return []byte(c.User), nil
 			},
-			Options:    []runtime.Option{runtime.FileSystem(vfs.NewMem()), runtime.PollInterval(time.Millisecond), runtime.Listener(watch)},
+			Options:    []runtime.Option{runtime.FileSystem(fs), runtime.PollInterval(time.Millisecond), runtime.Listener(watch)},
 			OnAssigned: func([]int32) { watch.signal() },
 			OnRevoked:  func([]int32) { watch.signal() },
 		}, func(task *kafka.Task) (kafka.Starter, error) {
@@ -299,6 +302,22 @@ func TestAppRepartitions(t *testing.T) {
 	}
 	if len(partitionOf) != len(expectedCounts(in)) {
 		t.Fatalf("the repartition topic holds %d users, want %d", len(partitionOf), len(expectedCounts(in)))
+	}
+
+	// Ten minutes after its tasks stopped (StateCleanupDelay's default),
+	// an instance has removed their checkpoints and their repartition
+	// tasks'.
+	now := time.Now()
+	kafka.CleanStateDirs(first.app, now)
+	kafka.CleanStateDirs(first.app, now.Add(11*time.Minute))
+	for _, dir := range []string{"tasks", "tasks/repartition"} {
+		names, err := fss[0].List(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if names = slices.DeleteFunc(names, func(n string) bool { return n == "repartition" }); len(names) != 0 {
+			t.Errorf("%s holds %v after the delay, want nothing", dir, names)
+		}
 	}
 }
 
