@@ -128,6 +128,19 @@ type AppOptions struct {
 	// it is removed, its disk given back. The default, 0, means 10
 	// minutes; negative keeps every checkpoint.
 	StateCleanupDelay time.Duration
+	// InstanceID makes the instance a static member of the group
+	// (Kafka's group.instance.id, KIP-345, which Kafka Streams passes
+	// through): when it stops it does not leave the group, and when it
+	// starts again with the same InstanceID within SessionTimeout the
+	// group gives it its partitions back, their tasks starting from
+	// their checkpoints, and moves no partition: a rolling restart costs
+	// no rebalance. Give each instance its own, the same at every start
+	// (a StatefulSet pod's name), and a SessionTimeout longer than a
+	// restart takes. Of two instances started with one InstanceID, the
+	// group fences the older: its Run ends with an error saying so.
+	// Empty, the default: a dynamic member, which leaves the group when
+	// it stops.
+	InstanceID string
 	// SessionTimeout is how long the group waits for a silent instance
 	// before it moves the instance's partitions (an instance killed, a
 	// machine lost): the time a failover takes to start. The default is
@@ -497,6 +510,9 @@ func (a *App) Run(ctx context.Context) error {
 	if t := a.opts.RebalanceTimeout; t > 0 {
 		groupOpts = append(groupOpts, kgo.RebalanceTimeout(t))
 	}
+	if id := a.opts.InstanceID; id != "" {
+		groupOpts = append(groupOpts, kgo.InstanceID(id))
+	}
 	group, err := a.opts.Connection.newClient(append(groupOpts,
 		kgo.WithContext(clientCtx),
 		kgo.ConsumerGroup(a.opts.Group),
@@ -561,6 +577,14 @@ func (a *App) Run(ctx context.Context) error {
 					select {
 					case a.failed <- fmt.Errorf("streamgen: kafka app %q: the group coordinator refuses the session timeout %v (the broker's group.min/max.session.timeout.ms bound it): %w",
 						a.opts.Group, a.opts.SessionTimeout, fe.Err):
+					default:
+					}
+					return
+				}
+				if errors.Is(fe.Err, kerr.FencedInstanceID) {
+					select {
+					case a.failed <- fmt.Errorf("streamgen: kafka app %q: another instance started with InstanceID %q, and the group fenced this one: %w",
+						a.opts.Group, a.opts.InstanceID, fe.Err):
 					default:
 					}
 					return

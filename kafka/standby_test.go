@@ -30,7 +30,10 @@ func newStandbyApp(conn kafka.Connection, dir, addr string, watch *appWatch) *ka
 // session timeout, reporting its batches and rebalances to watch; opts
 // gives the rest.
 func newCountingApp(conn kafka.Connection, opts kafka.AppOptions, watch *appWatch) *kafka.App {
-	opts.Connection, opts.Topics, opts.ExactlyOnce, opts.SessionTimeout = conn, []string{"clicks"}, true, time.Second
+	opts.Connection, opts.Topics, opts.ExactlyOnce = conn, []string{"clicks"}, true
+	if opts.SessionTimeout == 0 {
+		opts.SessionTimeout = time.Second
+	}
 	opts.Options = []runtime.Option{runtime.PollInterval(time.Millisecond), runtime.Listener(watch)}
 	opts.OnAssigned = func([]int32) { watch.signal() }
 	opts.OnRevoked = func([]int32) { watch.signal() }
@@ -278,4 +281,87 @@ func TestAppRemovesUnusedCheckpoints(t *testing.T) {
 		}
 	}
 	countTheRest(t, conn, adm, watch, in[600:], in, owner)
+}
+
+// TestAppStaticMembersRestartInPlace: two instances with InstanceIDs
+// share four partitions. One stops and starts again with its InstanceID
+// within the session timeout, as in a rolling restart: it gets its
+// partitions back, their tasks starting from their checkpoints, and the
+// other instance neither gives up nor takes any. The counts are a plain
+// loop's, each once.
+func TestAppStaticMembersRestartInPlace(t *testing.T) {
+	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	createTopic(t, adm, "clicks", 4)
+	createTopic(t, adm, "counts", 2)
+	ctx := testContext(t)
+	in := clicks(900, 43)
+	produce(t, conn, clickRecords(t, "clicks", 4, in[:300])...)
+	watch := newAppWatch()
+	start := func(id, dir string) *runningApp {
+		return runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "killed", Dir: dir, InstanceID: id, SessionTimeout: 10 * time.Second}, watch)
+	}
+	dirA := t.TempDir()
+	a := start("a", dirA)
+	poll(t, "the first instance to run the four tasks", func() bool { return running(a.app) == 4 })
+	b := start("b", t.TempDir())
+	poll(t, "two tasks on each instance", func() bool { return running(a.app) == 2 && running(b.app) == 2 })
+	ends, err := adm.ListEndOffsets(ctx, "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends)
+	owned, changes := a.app.Tasks(), len(b.app.Status().Rebalances)
+
+	a.stop(t)
+	produce(t, conn, clickRecords(t, "clicks", 4, in[300:600])...)
+	a = start("a", dirA)
+	poll(t, "the restarted instance to run two tasks", func() bool { return running(a.app) == 2 })
+	if got := a.app.Tasks(); !slices.Equal(got, owned) {
+		t.Fatalf("the restarted instance runs %v, want its own %v", got, owned)
+	}
+	for _, ts := range a.app.Status().Tasks {
+		if ts.RestoredFrom != "checkpoint" {
+			t.Errorf("partition %d came from %q, want its checkpoint", ts.Partition, ts.RestoredFrom)
+		}
+	}
+	produce(t, conn, clickRecords(t, "clicks", 4, in[600:])...)
+	if ends, err = adm.ListEndOffsets(ctx, "clicks"); err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends)
+	if got := b.app.Status().Rebalances; len(got) != changes {
+		t.Fatalf("the other instance's assignment changed: %+v", got[changes:])
+	}
+	a.stop(t)
+	b.stop(t)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+}
+
+// TestAppInstanceIDFencesTheOlder: an instance started with the
+// InstanceID of one running makes the group fence the older one, whose
+// Run ends with an error naming the InstanceID; the newer runs the tasks.
+func TestAppInstanceIDFencesTheOlder(t *testing.T) {
+	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	createTopic(t, adm, "clicks", 2)
+	createTopic(t, adm, "counts", 2)
+	ctx := testContext(t)
+	watch := newAppWatch()
+	start := func() *runningApp {
+		return runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir(), InstanceID: "pod-0"}, watch)
+	}
+	older := start()
+	poll(t, "the two tasks", func() bool { return running(older.app) == 2 })
+	newer := start()
+	select {
+	case err := <-older.done:
+		if err == nil || !strings.Contains(err.Error(), `InstanceID "pod-0"`) {
+			t.Fatalf("the older instance ended with %v, want an error naming its InstanceID", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the older instance was never fenced")
+	}
+	poll(t, "the newer instance to run the two tasks", func() bool { return running(newer.app) == 2 })
+	newer.stop(t)
 }
