@@ -22,7 +22,9 @@
 // the topics when they are missing (-partitions each). -produce N first
 // produces N sample clicks (-users users). SIGINT or SIGTERM stops the
 // instance: its tasks finish their batches and it leaves the group, whose
-// other instances take its partitions. Exit status: 0 after a signal, 1 on
+// other instances take its partitions; with -instance-id it stays a
+// member until the session timeout, and started again with the same id
+// before then it takes its partitions back, and none moves. Exit status: 0 after a signal, 1 on
 // an error, 2 for bad flags.
 package main
 
@@ -108,6 +110,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	standbys := fs.Int("standbys", 1, "standby replicas of each partition's state on other instances")
 	session := fs.Duration("session-timeout", 6*time.Second, "how long the group waits for a silent instance before it moves its partitions")
 	rebalance := fs.Duration("rebalance-timeout", 0, "how long the group waits for its instances to rejoin once a rebalance begins (0: the client's 60 s)")
+	instance := fs.String("instance-id", "", "a static group membership `id`, the same at every start of this instance: a restart within the session timeout moves no partition")
 	partitions := fs.Int("partitions", 8, "partitions of the topics it creates")
 	produce := fs.Int("produce", 0, "produce `N` sample clicks to the input first")
 	users := fs.Int("users", 1000, "users of the sample clicks")
@@ -157,6 +160,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		StandbyReplicas:  *standbys,
 		SessionTimeout:   *session,
 		RebalanceTimeout: *rebalance,
+		InstanceID:       *instance,
 		AdvertisedAddr:   advertised,
 		Options:          []runtime.Option{srv.Watch(), runtime.WithTrigger(runtime.ProcessingTime(50 * time.Millisecond))},
 	}, func(task *kafka.Task) (kafka.Starter, error) {
