@@ -385,6 +385,8 @@ type App struct {
 	unheld  map[int32]time.Time
 	// fencedTasks counts the tasks fenced (Collector).
 	fencedTasks int64
+	// taskGoroutines are the tasks' goroutines, which Run waits for.
+	taskGoroutines sync.WaitGroup
 }
 
 // restoring is a task that restores its state.
@@ -607,6 +609,7 @@ func (a *App) Run(ctx context.Context) error {
 	<-cleaned
 	a.leave(group, killClient) // the revoke stops the tasks
 	a.revoked(a.running(), true)
+	a.taskGoroutines.Wait() // and those fenced, no longer among them
 	return err
 }
 
@@ -681,23 +684,30 @@ func (a *App) Tasks() []int32 { return a.running() }
 
 // assigned starts the tasks of partitions.
 func (a *App) assigned(ctx context.Context, partitions []int32) {
-	a.reportFenced()
+	// In one look: the tasks fenced since the last callback, given up
+	// before they start again, and the partitions to start, those newly
+	// assigned and those still owned whose task was fenced (a
+	// cooperative assignment names only the new ones). A task fenced
+	// after this look waits for the next callback, which the rejoin its
+	// fencing asks for brings.
 	a.mu.Lock()
+	fenced := a.fenced
+	a.fenced = nil
 	for _, p := range partitions {
 		a.owned[p] = true
 	}
-	// Those newly assigned, and those still owned whose task was fenced
-	// (a cooperative assignment names only the new ones).
-	owned := slices.Sorted(maps.Keys(a.owned))
-	a.mu.Unlock()
-	var started []int32
-	for _, p := range owned {
-		a.mu.Lock()
-		_, running := a.tasks[p]
-		a.mu.Unlock()
-		if running {
-			continue
+	var idle []int32
+	for _, p := range slices.Sorted(maps.Keys(a.owned)) {
+		if _, running := a.tasks[p]; !running {
+			idle = append(idle, p)
 		}
+	}
+	a.mu.Unlock()
+	if len(fenced) > 0 && a.opts.OnRevoked != nil {
+		a.opts.OnRevoked(fenced)
+	}
+	var started []int32
+	for _, p := range idle {
 		a.start(ctx, p)
 		started = append(started, p)
 	}
@@ -746,7 +756,9 @@ func (a *App) start(ctx context.Context, p int32) {
 			}
 		}
 	}
+	a.taskGoroutines.Add(1)
 	go func() {
+		defer a.taskGoroutines.Done()
 		defer close(rt.done)
 		defer a.release(p)
 		if standby != nil {
@@ -780,6 +792,7 @@ func (a *App) taskFenced(p int32, rt *runningTask, err error) {
 		return
 	}
 	delete(a.tasks, p)
+	delete(a.read, p) // the restarted task's restored progress sets them
 	a.fenced = append(a.fenced, p)
 	a.fencedTasks++
 	a.rebalanced(Rebalance{Time: time.Now(), Revoked: []int32{p}, Lost: true, Fenced: true})
@@ -961,7 +974,7 @@ func (a *App) followStore(p int32, c *changelog) {
 // them; for partitions revoked, not lost, it commits their offsets to the
 // group. A revoke of many partitions takes about one task's stop.
 func (a *App) revoked(partitions []int32, lost bool) {
-	a.reportFenced()
+	defer a.reportFenced()
 	var stopped []int32
 	var stopping []*runningTask
 	a.mu.Lock()
@@ -978,7 +991,13 @@ func (a *App) revoked(partitions []int32, lost bool) {
 		<-rt.done
 		if !lost { // a lost partition's commit would not be accepted
 			a.commitRevoked(stopped[i])
+			continue
 		}
+		// Where its next task's restored progress says, not where
+		// this one read to.
+		a.mu.Lock()
+		delete(a.read, stopped[i])
+		a.mu.Unlock()
 	}
 	if len(stopped) > 0 {
 		a.mu.Lock()

@@ -187,3 +187,8 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 // Close closes the sink's client, waiting for nothing: call it after the
 // last Write has returned. A Write after Close fails.
 func (s *TopicSink[T]) Close() { s.producer.close() }
+
+// AtLeastOnce is true without Transactions: a batch run again is produced
+// again, in full (see runtime.AtLeastOnceSink). With them, a failed
+// batch's records are aborted.
+func (s *TopicSink[T]) AtLeastOnce() bool { return s.opts.Transactions == nil }

@@ -273,7 +273,7 @@ func (t *Transactions) commitLocked(ctx context.Context) error {
 		}
 	}
 	if aerr := t.abortLocked(ctx); aerr != nil {
-		err = fmt.Errorf("%w; and its abort: %v", err, aerr)
+		err = fmt.Errorf("%w; and its abort: %w", err, aerr)
 	}
 	return err
 }

@@ -480,7 +480,7 @@ func (c *CheckpointReader) Summary() (CheckpointSummary, error) {
 	if err != nil {
 		return sum, err
 	}
-	if ok && planned.BatchID > sum.Progress.BatchID {
+	if ok && planned.BatchID == sum.Progress.BatchID+1 {
 		sum.Planned = &planned
 	}
 	if sum.Recent, err = c.RecentProgress(); err != nil {

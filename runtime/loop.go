@@ -222,7 +222,24 @@ func (q *Query) writePlan(id int64, planned offsets, now, watermark time.Time) e
 	for i, in := range q.plan.Inputs {
 		p.Ends[in.Source.Name()] = planned.end[i]
 	}
-	return q.store.after(func() error { return q.store.WritePlan(p) })
+	synced := q.plansSynced()
+	return q.store.after(func() error { return q.store.writePlan(p, synced) })
+}
+
+// plansSynced reports whether a batch's plan must be synced before its
+// sinks run although the checkpoint syncs at an interval: a sink neither
+// rewinds nor is at least once, and no committer aborts a failed batch's
+// output (see AtLeastOnceSink).
+func (q *Query) plansSynced() bool {
+	if q.store.opts.SyncInterval <= 0 || q.cfg.committer != nil {
+		return false
+	}
+	for _, out := range q.plan.Outputs {
+		if out.Rewind == nil && !out.AtLeastOnce {
+			return true
+		}
+	}
+	return false
 }
 
 // timersDue reports whether a timer of any operator is due in the

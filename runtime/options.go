@@ -114,8 +114,13 @@ func WithTrigger(t Trigger) Option { return optionFunc(func(c *config) { c.trigg
 // batch (asynchronous progress tracking): faster; a process crash loses
 // nothing Pebble has written, and after a machine crash the batches of
 // the last interval run again from their input; nothing is lost or
-// counted twice. The default, 0, syncs every batch. See
-// StoreOptions.SyncInterval and "Storage faults" in the package doc.
+// counted twice. A sink that neither removes a batch's output
+// (BatchRewinder: the files sink) nor writes every attempt in full
+// (AtLeastOnceSink: a Kafka topic without transactions, the console),
+// such as a ForeachWriter or a Sink of the user's, has each batch's plan
+// synced before it runs, so that the batch runs again on the same input;
+// the syncs then follow the batches. The default, 0, syncs every batch.
+// See StoreOptions.SyncInterval and "Storage faults" in the package doc.
 func SyncInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.syncInterval = d })
 }

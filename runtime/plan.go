@@ -65,6 +65,9 @@ type Output struct {
 	// Rewind, when not nil, removes what the sink holds of the batches
 	// after the one given (see BatchRewinder).
 	Rewind func(ctx context.Context, batchID int64) error
+	// AtLeastOnce is true for a sink that writes every attempt of a
+	// batch in full and skips none by its id (see AtLeastOnceSink).
+	AtLeastOnce bool
 }
 
 // TimeMode is the kind of time an operator's timers are set in.

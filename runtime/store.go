@@ -879,7 +879,11 @@ func (s *Store) readPlannedBatch(r pebble.Reader) (p PlannedOffsets, ok bool, er
 // requested and not waited for, as a commit is (see apply): a process
 // crash then keeps it, and a machine crash that loses it loses the
 // batch's commit too.
-func (s *Store) WritePlan(p PlannedOffsets) error {
+func (s *Store) WritePlan(p PlannedOffsets) error { return s.writePlan(p, false) }
+
+// writePlan is WritePlan; synced syncs the plan even with a SyncInterval
+// (and with it, everything written before it).
+func (s *Store) writePlan(p PlannedOffsets, synced bool) error {
 	if err := s.Err(); err != nil {
 		return err
 	}
@@ -887,7 +891,7 @@ func (s *Store) WritePlan(p PlannedOffsets) error {
 	if err != nil {
 		return fmt.Errorf("streamgen: encode the planned batch: %w", err)
 	}
-	if s.opts.SyncInterval <= 0 {
+	if s.opts.SyncInterval <= 0 || synced {
 		if err := s.db.Set([]byte(planKey), v, pebble.Sync); err != nil {
 			return s.fail(fmt.Errorf("write the planned batch: %w", err))
 		}

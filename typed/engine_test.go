@@ -660,6 +660,16 @@ func TestReplayAtItsProcessingTime(t *testing.T) {
 	if err := runToEnd(t, pipeline, ck.opts(runtime.Clock(clock.Now))...); err == nil {
 		t.Fatal("batch 1 did not fail")
 	}
+	// The checkpoint tells what runs again, and when.
+	c, _ := openCheckpoint(t, ck.fs)
+	sum, err := c.Summary()
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := sum.Planned; p == nil || p.BatchID != 1 || !p.Now.Equal(at(11)) {
+		t.Fatalf("the checkpoint's planned batch: %+v, want batch 1 at 11 s", p)
+	}
 	// At 25 s, batch 1 runs again at 11 s (skipped), and batch 2 times b
 	// out.
 	clock.Advance(14 * time.Second)

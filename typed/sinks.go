@@ -158,6 +158,9 @@ const consoleDashes = "-------------------------------------------\n"
 // Description names the sink in progress reports.
 func (s *consoleSink[T, P]) Description() string { return "console" }
 
+// AtLeastOnce is true: a batch run again is printed again.
+func (s *consoleSink[T, P]) AtLeastOnce() bool { return true }
+
 func (s *consoleSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) error {
 	if s.err != nil {
 		return s.err
@@ -437,6 +440,13 @@ func rewindOf(sink any) func(ctx context.Context, batchID int64) error {
 		return r.RewindAfter
 	}
 	return nil
+}
+
+// atLeastOnce reports whether a sink writes every attempt of a batch and
+// skips none (see runtime.AtLeastOnceSink).
+func atLeastOnce(sink any) bool {
+	s, ok := sink.(runtime.AtLeastOnceSink)
+	return ok && s.AtLeastOnce()
 }
 
 // RewindAfter removes the files of the batches after batchID (see

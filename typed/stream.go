@@ -242,7 +242,8 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 					late = late[:0]
 					return n, err
 				}})
-			c.plan.Outputs[len(c.plan.Outputs)-1].Rewind = rewindOf(cfg.late)
+			out := &c.plan.Outputs[len(c.plan.Outputs)-1]
+			out.Rewind, out.AtLeastOnce = rewindOf(cfg.late), atLeastOnce(cfg.late)
 		}
 		// The operator the rows reach first decides which are late.
 		next := &lateSlot{}

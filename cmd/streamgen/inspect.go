@@ -125,13 +125,19 @@ func inspectSummary(dir string, asJSON bool, stdout io.Writer) error {
 	} else {
 		fmt.Fprintf(w, "last batch\t%d\n", sum.Progress.BatchID)
 	}
-	if sum.Planned != nil && !c.Live() {
-		fmt.Fprintf(w, "planned\tbatch %d, not committed: it runs again, on the same input, at the next start\n", sum.Planned.BatchID)
+	next := sum.NextWatermark
+	if p := sum.Planned; p != nil {
+		state := "not committed: it runs again at the next start, on the same input"
+		if c.Live() {
+			state = "running now"
+		}
+		fmt.Fprintf(w, "planned\tbatch %d, %s\n", p.BatchID, state)
+		if !p.Now.IsZero() {
+			fmt.Fprintf(w, "  processing time\t%s\n", instant(p.Now))
+			next = p.Watermark
+		}
 	}
-	if sum.Planned != nil && c.Live() {
-		fmt.Fprintf(w, "planned\tbatch %d, running now\n", sum.Planned.BatchID)
-	}
-	fmt.Fprintf(w, "watermark\t%s in the last batch, %s for the next\n", instant(sum.Progress.Watermark), instant(sum.NextWatermark))
+	fmt.Fprintf(w, "watermark\t%s in the last batch, %s for the next\n", instant(sum.Progress.Watermark), instant(next))
 	for _, part := range sortedKeys(sum.Progress.PartitionWatermarks) {
 		fmt.Fprintf(w, "  partition %s\t%s (last active %s)\n", part, instant(sum.Progress.PartitionWatermarks[part]), instant(sum.Progress.LastActive[part]))
 	}
