@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
@@ -418,10 +418,7 @@ func TestAppSharesTheStateCache(t *testing.T) {
 // the task, restored, counts on. Every count, read back with
 // read_committed, is a plain loop's, each once.
 func TestAppRejoinsWhenATaskIsFenced(t *testing.T) {
-	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
-	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
-	createTopic(t, adm, "clicks", 4)
-	createTopic(t, adm, "counts", 2)
+	conn, adm := newCountingCluster(t, 4)
 	in := clicks(800, 31)
 	first, second := in[:400], in[400:]
 	produce(t, conn, clickRecords(t, "clicks", 4, first)...)
@@ -456,5 +453,65 @@ func TestAppRejoinsWhenATaskIsFenced(t *testing.T) {
 	}
 	if len(fenced) != 1 || !slices.Equal(fenced[0].Revoked, []int32{0}) {
 		t.Fatalf("fenced: %+v, want partition 0 once", fenced)
+	}
+}
+
+// TestAppReset: Reset refuses while an instance of the App runs, naming
+// the group's members. Once the instance has stopped, Reset deletes the
+// changelog and the group and removes the checkpoints, and the next Run
+// counts the input again from its start: each user's counts rise to its
+// plain-loop count twice, never past it.
+func TestAppReset(t *testing.T) {
+	conn, adm := newCountingCluster(t, 2)
+	ctx := testContext(t)
+	in := clicks(300, 51)
+	produce(t, conn, clickRecords(t, "clicks", 2, in)...)
+	watch := newAppWatch()
+	opts := kafka.AppOptions{Group: "killed", Dir: t.TempDir()}
+	countAll := func() {
+		t.Helper()
+		app := runCountingApp(t, ctx, conn, opts, watch)
+		poll(t, "the two tasks", func() bool { return running(app.app) == 2 })
+		ends, err := adm.ListEndOffsets(ctx, "clicks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitGroupAtEnd(t, adm, watch, ends)
+		if err := newCountingApp(conn, opts, watch).Reset(ctx); err == nil || !strings.Contains(err.Error(), "1 members") {
+			t.Fatalf("Reset while an instance runs: %v, want a refusal naming its member", err)
+		}
+		app.stop(t)
+	}
+	countAll()
+	if err := newCountingApp(conn, opts, watch).Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if entries, err := os.ReadDir(opts.Dir); err != nil || len(entries) != 0 {
+		t.Fatalf("Dir after Reset: %v, %v; want it empty", entries, err)
+	}
+	topics, err := adm.ListTopics(ctx, "killed-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if topics.Has("killed-changelog") {
+		t.Fatal("the changelog topic is still there after Reset")
+	}
+	countAll()
+
+	want := expectedCounts(in)
+	for user, counts := range userCounts(t, conn, adm, kgo.ReadCommitted()) {
+		n := want[user].Count
+		runs := 0
+		for i, c := range counts {
+			if i == 0 || c <= counts[i-1] {
+				runs++
+				if i > 0 && counts[i-1] != n {
+					t.Fatalf("user %s: counts %v, want two runs each ending at %d", user, counts, n)
+				}
+			}
+		}
+		if runs != 2 || counts[len(counts)-1] != n {
+			t.Fatalf("user %s: counts %v, want two runs each ending at %d", user, counts, n)
+		}
 	}
 }

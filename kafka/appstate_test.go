@@ -11,9 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
@@ -29,10 +27,7 @@ import (
 // come from a standby. What is unknown, or not a read, gets a 4xx; a
 // forwarded read of a partition that is not there is not forwarded again.
 func TestAppStateRouting(t *testing.T) {
-	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
-	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
-	createTopic(t, adm, "clicks", 4)
-	createTopic(t, adm, "counts", 2)
+	conn, adm := newCountingCluster(t, 4)
 	in := clicks(400, 31)
 	// Produced as any producer would: keyed, partitioned by the key.
 	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -47,6 +48,18 @@ func newCountingApp(conn kafka.Connection, opts kafka.AppOptions, watch *appWatc
 	})
 }
 
+// newCountingCluster is an embedded cluster for the counting App: groups
+// that accept its one-second session timeout, clients that heartbeat
+// every 50 ms, topic clicks of the given partitions and counts of two.
+func newCountingCluster(t *testing.T, partitions int32) (kafka.Connection, *kadm.Client) {
+	t.Helper()
+	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	createTopic(t, adm, "clicks", partitions)
+	createTopic(t, adm, "counts", 2)
+	return conn, adm
+}
+
 // poll waits until cond holds, looking every few milliseconds.
 func poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
@@ -68,10 +81,7 @@ func poll(t *testing.T, what string, cond func() bool) {
 // where a cold one would read the whole changelog. The counts read back
 // with read_committed are a plain loop's, rising at every update.
 func TestAppStandbyFailover(t *testing.T) {
-	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
-	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
-	createTopic(t, adm, "clicks", 4)
-	createTopic(t, adm, "counts", 2)
+	conn, adm := newCountingCluster(t, 4)
 	in := clicks(1200, 21)
 	first, second := in[:800], in[800:]
 	produce(t, conn, clickRecords(t, "clicks", 4, first)...)
@@ -223,10 +233,7 @@ func running(a *kafka.App) int {
 // runs stay. When the partitions come back, their tasks restore from the
 // changelog, and the counts are a plain loop's, each once.
 func TestAppRemovesUnusedCheckpoints(t *testing.T) {
-	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
-	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
-	createTopic(t, adm, "clicks", 4)
-	createTopic(t, adm, "counts", 2)
+	conn, adm := newCountingCluster(t, 4)
 	ctx := testContext(t)
 	in := clicks(900, 41)
 	produce(t, conn, clickRecords(t, "clicks", 4, in[:300])...)
@@ -290,10 +297,7 @@ func TestAppRemovesUnusedCheckpoints(t *testing.T) {
 // other instance neither gives up nor takes any. The counts are a plain
 // loop's, each once.
 func TestAppStaticMembersRestartInPlace(t *testing.T) {
-	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
-	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
-	createTopic(t, adm, "clicks", 4)
-	createTopic(t, adm, "counts", 2)
+	conn, adm := newCountingCluster(t, 4)
 	ctx := testContext(t)
 	in := clicks(900, 43)
 	produce(t, conn, clickRecords(t, "clicks", 4, in[:300])...)
@@ -342,10 +346,7 @@ func TestAppStaticMembersRestartInPlace(t *testing.T) {
 // InstanceID of one running makes the group fence the older one, whose
 // Run ends with an error naming the InstanceID; the newer runs the tasks.
 func TestAppInstanceIDFencesTheOlder(t *testing.T) {
-	conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
-	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
-	createTopic(t, adm, "clicks", 2)
-	createTopic(t, adm, "counts", 2)
+	conn, _ := newCountingCluster(t, 2)
 	ctx := testContext(t)
 	watch := newAppWatch()
 	start := func() *runningApp {

@@ -34,10 +34,7 @@ func TestAppWarmup(t *testing.T) {
 		{"none", -1, "changelog"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			conn, adm := newCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
-			conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
-			createTopic(t, adm, "clicks", 4)
-			createTopic(t, adm, "counts", 2)
+			conn, adm := newCountingCluster(t, 4)
 			in := clicks(1200, 22)
 			first, second := in[:800], in[800:]
 			produce(t, conn, clickRecords(t, "clicks", 4, first)...)

@@ -515,25 +515,12 @@ func TestMachineCrashLeavesNoBatchTwiceInFiles(t *testing.T) {
 		dir := t.TempDir()
 		var crashed vfs.FS
 		at := &crashAt{fs: fs, sync: 0, crash: 3, crashed: &crashed}
-		run := func(fs vfs.FS, perBatch int, opts ...runtime.Option) {
-			t.Helper()
-			m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
-			m.Add(in...)
-			q, err := typed.WriteTo(typed.FromMemory(m), typed.FilesSink[fixtures.Click](dir)).Start(context.Background(),
-				append([]runtime.Option{runtime.Checkpoint("ckpt"), runtime.FileSystem(fs), runtime.SyncInterval(time.Hour),
-					runtime.WithTrigger(runtime.AvailableNow())}, opts...)...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := q.AwaitTermination(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		run(fs, 1, runtime.Listener(at))
+		sink := typed.FilesSink[fixtures.Click](dir)
+		runSyncedHourly(t, fs, in, 1, sink, runtime.Listener(at))
 		if crashed == nil {
 			t.Fatal("the first run never reached batch 3")
 		}
-		run(crashed, 0)
+		runSyncedHourly(t, crashed, in, 0, sink)
 		rows := readPartFiles(t, dir)
 		if !slices.Equal(rows, in) {
 			t.Fatalf("the files hold %v, want each click once: %v", rows, in)
@@ -554,30 +541,35 @@ func TestMachineCrashReplaysTheBatchsInput(t *testing.T) {
 		w := &skippingWriter{handled: map[int64]bool{}}
 		var crashed vfs.FS
 		at := &crashAt{fs: fs, sync: 0, crash: 3, crashed: &crashed, then: func() { w.dead = true }}
-		run := func(fs vfs.FS, perBatch int, opts ...runtime.Option) {
-			t.Helper()
-			m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
-			m.Add(in...)
-			q, err := typed.WriteTo(typed.FromMemory(m), typed.ForeachSink[fixtures.Click](w)).Start(context.Background(),
-				append([]runtime.Option{runtime.Checkpoint("ckpt"), runtime.FileSystem(fs), runtime.SyncInterval(time.Hour),
-					runtime.WithTrigger(runtime.AvailableNow())}, opts...)...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := q.AwaitTermination(); err != nil {
-				t.Fatal(err)
-			}
-		}
-		run(fs, 1, runtime.Listener(at))
+		sink := typed.ForeachSink[fixtures.Click](w)
+		runSyncedHourly(t, fs, in, 1, sink, runtime.Listener(at))
 		if crashed == nil {
 			t.Fatal("the first run never reached batch 3")
 		}
 		w.dead = false // the process after the crash
-		run(crashed, 0)
+		runSyncedHourly(t, crashed, in, 0, sink)
 		if !slices.Equal(w.rows, in) {
 			t.Fatalf("the writer got %v, want each click once: %v", w.rows, in)
 		}
 	})
+}
+
+// runSyncedHourly writes in to sink, perBatch clicks a batch (0: all),
+// with an AvailableNow trigger and the checkpoint "ckpt" in fs synced
+// every hour, and waits for the query.
+func runSyncedHourly(t *testing.T, fs vfs.FS, in []fixtures.Click, perBatch int, sink typed.Sink[fixtures.Click], opts ...runtime.Option) {
+	t.Helper()
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+	m.Add(in...)
+	q, err := typed.WriteTo(typed.FromMemory(m), sink).Start(context.Background(),
+		append([]runtime.Option{runtime.Checkpoint("ckpt"), runtime.FileSystem(fs), runtime.SyncInterval(time.Hour),
+			runtime.WithTrigger(runtime.AvailableNow())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // skippingWriter is a ForeachWriter that skips an epoch it has handled;

@@ -24,7 +24,8 @@
 // instance: its tasks finish their batches and it leaves the group, whose
 // other instances take its partitions; with -instance-id it stays a
 // member until the session timeout, and started again with the same id
-// before then it takes its partitions back, and none moves. Exit status: 0 after a signal, 1 on
+// before then it takes its partitions back, and none moves. -reset, with
+// every instance stopped, makes the next run start over. Exit status: 0 after a signal, 1 on
 // an error, 2 for bad flags.
 package main
 
@@ -111,6 +112,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	session := fs.Duration("session-timeout", 6*time.Second, "how long the group waits for a silent instance before it moves its partitions")
 	rebalance := fs.Duration("rebalance-timeout", 0, "how long the group waits for its instances to rejoin once a rebalance begins (0: the client's 60 s)")
 	instance := fs.String("instance-id", "", "a static group membership `id`, the same at every start of this instance: a restart within the session timeout moves no partition")
+	reset := fs.Bool("reset", false, "reset the application instead of running it, for reprocessing: delete its changelog topic, its group and the checkpoints under -dir (every instance stopped), then exit")
 	partitions := fs.Int("partitions", 8, "partitions of the topics it creates")
 	produce := fs.Int("produce", 0, "produce `N` sample clicks to the input first")
 	users := fs.Int("users", 1000, "users of the sample clicks")
@@ -171,6 +173,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		byUser := typed.GroupByKey(typed.From[Click](src), func(c *Click) string { return c.User })
 		return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, count), sink).OutputMode(typed.Update), nil
 	})
+	if *reset {
+		if err := app.Reset(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "appcluster: reset group %s: its next run reads the input from the start\n", *group)
+		return nil
+	}
 	srv.Handle("/app/", app.StateHandler())
 	srv.Page.AddPanel("Application "+*group, func() any { return app.Status() })
 	if err := srv.Metrics.Register(app.Collector()); err != nil {

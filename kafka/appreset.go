@@ -1,0 +1,124 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// Reset makes the App start over at its next Run, as Kafka Streams'
+// application reset tool and KafkaStreams.cleanUp do together, for
+// reprocessing (a fixed bug, a changed pipeline): it deletes the
+// changelog topic (and, with RepartitionBy, the repartition topic and its
+// changelog), the group and its committed offsets, and the checkpoints
+// under Dir, so that every task reads its input again from its sources'
+// StartingOffsets with no state. The input and output topics are not
+// touched: consumers of the output see the results again.
+//
+// No instance of the App may run: Reset refuses while the group has
+// members, naming them. Call it on an App that has not run, then Run it
+// (or another App of the same options). Not safe for concurrent use with
+// Run.
+func (a *App) Reset(ctx context.Context) error {
+	if a.err != nil {
+		return a.err
+	}
+	if a.ran.Load() {
+		return fmt.Errorf("streamgen: kafka app %q: Reset after Run: reset an App that has not run", a.opts.Group)
+	}
+	client, err := a.opts.Connection.newClient()
+	if err != nil {
+		return fmt.Errorf("streamgen: kafka app %q: reset: client: %w", a.opts.Group, err)
+	}
+	defer client.Close()
+	adm := kadm.NewClient(client)
+	groups, err := adm.DescribeGroups(ctx, a.opts.Group)
+	if err == nil {
+		err = groups.Error()
+	}
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		return fmt.Errorf("streamgen: kafka app %q: reset: describe the group: %w", a.opts.Group, err)
+	}
+	if g, ok := groups[a.opts.Group]; ok && len(g.Members) > 0 {
+		var members []string
+		for _, m := range g.Members {
+			members = append(members, m.ClientHost+" "+m.MemberID)
+		}
+		return fmt.Errorf("streamgen: kafka app %q: reset: the group has %d members (%s): stop every instance first", a.opts.Group, len(members), strings.Join(members, ", "))
+	}
+	topics := []string{a.opts.Changelog, a.repartitionTopic(), a.opts.Group + "-repartition-changelog"}
+	deleted, err := adm.DeleteTopics(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("streamgen: kafka app %q: reset: delete the topics %v: %w", a.opts.Group, topics, err)
+	}
+	for _, d := range deleted.Sorted() {
+		switch {
+		case d.Err == nil:
+			slog.Info("streamgen: kafka app: reset: deleted topic", "group", a.opts.Group, "topic", d.Topic)
+		case errors.Is(d.Err, kerr.UnknownTopicOrPartition):
+		default:
+			return fmt.Errorf("streamgen: kafka app %q: reset: delete topic %s: %w", a.opts.Group, d.Topic, d.Err)
+		}
+	}
+	// Deleting a topic takes a moment: the next Run makes it again.
+	for {
+		listed, err := adm.ListTopics(ctx, topics...)
+		if err != nil {
+			return fmt.Errorf("streamgen: kafka app %q: reset: list the topics %v: %w", a.opts.Group, topics, err)
+		}
+		var left []string
+		for _, d := range listed.Sorted() {
+			if d.Err == nil {
+				left = append(left, d.Topic)
+			}
+		}
+		if len(left) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("streamgen: kafka app %q: reset: the topics %v are still being deleted: %w", a.opts.Group, left, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	dg, err := adm.DeleteGroups(ctx, a.opts.Group)
+	if err == nil {
+		err = dg.Error()
+	}
+	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
+		return fmt.Errorf("streamgen: kafka app %q: reset: delete the group: %w", a.opts.Group, err)
+	}
+	return a.removeCheckpoints()
+}
+
+// removeCheckpoints removes what the App keeps under Dir: the tasks' and
+// standbys' checkpoints (a directory per partition), the repartition
+// tasks' and what a removal left. Anything else under Dir stays.
+func (a *App) removeCheckpoints() error {
+	fsys := runtime.FileSystemOf(a.opts.Options...)
+	entries, err := fsys.List(a.opts.Dir)
+	if err != nil {
+		return nil // no Dir: nothing kept
+	}
+	for _, name := range entries {
+		n, err := strconv.ParseInt(name, 10, 32)
+		ours := err == nil && n >= 0 && strconv.Itoa(int(n)) == name ||
+			name == "repartition" || strings.HasPrefix(name, removedPrefix)
+		if !ours {
+			continue
+		}
+		if err := fsys.RemoveAll(fsys.PathJoin(a.opts.Dir, name)); err != nil {
+			return fmt.Errorf("streamgen: kafka app %q: reset: remove %s: %w", a.opts.Group, fsys.PathJoin(a.opts.Dir, name), err)
+		}
+	}
+	return nil
+}
