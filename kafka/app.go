@@ -120,6 +120,16 @@ type AppOptions struct {
 	// 0, means 2. Negative: none, a partition moves at once and its new
 	// owner restores it.
 	MaxWarmupReplicas int
+	// OnTaskError, when set, decides what the failure of a task does (a
+	// fenced task is not a failure: see App), as Kafka Streams'
+	// StreamsUncaughtExceptionHandler: StopInstance ends Run with the
+	// error, which is what happens without it (SHUTDOWN_CLIENT);
+	// RestartTask starts the task again from its checkpoint, after a
+	// pause that doubles with each restart of the partition, from 100 ms
+	// to 30 s, and the failed batch runs again (REPLACE_THREAD). It is
+	// called from the task's goroutine: calls for different partitions
+	// may be concurrent.
+	OnTaskError func(partition int32, err error) TaskErrorAction
 	// StateCleanupDelay is how long the checkpoint of a partition that
 	// this instance neither runs nor keeps a standby of stays under Dir
 	// (Kafka Streams' state.cleanup.delay.ms): while it stays, the
@@ -306,7 +316,8 @@ func (t *Task) OnClose(f func()) { t.closers = append(t.closers, f) }
 // aborted, and the instance rejoins the group, as a Kafka Streams thread
 // does on a TaskMigratedException, and goes on with what the group gives
 // it (the same partition too, when the fencing was the cluster aborting
-// a transaction that outlived its timeout). Other task failures end Run.
+// a transaction that outlived its timeout). Other task failures end Run,
+// unless AppOptions.OnTaskError starts the task again.
 // The input's partition count is read when Run starts: partitions added
 // to the input (and to the changelog and repartition topics) are taken up
 // by the instances started after.
@@ -383,8 +394,11 @@ type App struct {
 	// checkpoint was last seen held by none (see cleanStateDirs).
 	holders map[int32]int
 	unheld  map[int32]time.Time
-	// fencedTasks counts the tasks fenced (Collector).
-	fencedTasks int64
+	// fencedTasks counts the tasks fenced, taskRestarts the tasks started
+	// again after a failure (Collector); restarts counts these by
+	// partition.
+	fencedTasks, taskRestarts int64
+	restarts                  map[int32]int
 	// taskGoroutines are the tasks' goroutines, which Run waits for.
 	taskGoroutines sync.WaitGroup
 }
@@ -419,7 +433,7 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, commitNow: make(chan struct{}, 1),
 		reassigned: make(chan struct{}, 1), standbys: map[int32]*runningTask{}, positions: map[int32]int64{}, standbyStats: map[int32]standbyStats{},
 		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}, restoring: map[int32]restoring{}, owned: map[int32]bool{},
-		holders: map[int32]int{}, unheld: map[int32]time.Time{}}
+		holders: map[int32]int{}, unheld: map[int32]time.Time{}, restarts: map[int32]int{}}
 	a.err = opts.validate()
 	if build == nil {
 		a.err = errors.Join(a.err, errors.New("streamgen: kafka app: no build function"))
@@ -708,7 +722,7 @@ func (a *App) assigned(ctx context.Context, partitions []int32) {
 	}
 	var started []int32
 	for _, p := range idle {
-		a.start(ctx, p)
+		a.start(ctx, p, nil)
 		started = append(started, p)
 	}
 	if len(started) > 0 {
@@ -722,11 +736,19 @@ func (a *App) assigned(ctx context.Context, partitions []int32) {
 }
 
 // start starts the task of partition p: its query runs on a goroutine
-// that the task's entry owns, until it is cancelled or fails.
-func (a *App) start(ctx context.Context, p int32) {
+// that the task's entry owns, until it is cancelled or fails. With
+// replace, it starts the task again in place of replace, unless that is
+// no longer p's task (revoked meanwhile).
+func (a *App) start(ctx context.Context, p int32, replace *runningTask) {
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	rt := &runningTask{cancel: cancel, done: make(chan struct{})}
 	a.mu.Lock()
+	if replace != nil && a.tasks[p] != replace {
+		a.mu.Unlock()
+		cancel()
+		return
+	}
 	a.tasks[p] = rt
 	a.hold(p)
 	// A standby of the partition gives its checkpoint to the task.
@@ -738,8 +760,9 @@ func (a *App) start(ctx context.Context, p int32) {
 		standby.cancel()
 	}
 	a.mu.Unlock()
-	// A task fenced stops the partition's tasks, not the instance.
-	var fencedBy atomic.Pointer[error]
+	// A task fenced stops the partition's tasks, not the instance; so
+	// does one that failed, when OnTaskError says to start it again.
+	var fencedBy, restartAfter atomic.Pointer[error]
 	run := func(what string, task func(context.Context, int32) error) func() {
 		return func() {
 			err := task(ctx, p)
@@ -749,8 +772,14 @@ func (a *App) start(ctx context.Context, p int32) {
 				fencedBy.CompareAndSwap(nil, &err)
 				cancel()
 			default:
+				err = fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err)
+				if a.opts.OnTaskError != nil && a.opts.OnTaskError(p, err) == RestartTask {
+					restartAfter.CompareAndSwap(nil, &err)
+					cancel()
+					return
+				}
 				select {
-				case a.failed <- fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err):
+				case a.failed <- err:
 				default:
 				}
 			}
@@ -773,8 +802,29 @@ func (a *App) start(ctx context.Context, p int32) {
 		wg.Wait()
 		if err := fencedBy.Load(); err != nil {
 			a.taskFenced(p, rt, *err)
+		} else if err := restartAfter.Load(); err != nil {
+			a.restartTask(parent, p, rt, *err)
 		}
 	}()
+}
+
+// restartTask starts the failed task rt of partition p again, after a
+// pause that doubles with each restart of the partition (100 ms, at most
+// 30 s), unless the partition is revoked or Run ends meanwhile.
+func (a *App) restartTask(ctx context.Context, p int32, rt *runningTask, err error) {
+	a.mu.Lock()
+	a.restarts[p]++
+	n := a.restarts[p]
+	a.taskRestarts++
+	a.mu.Unlock()
+	pause := min(100*time.Millisecond<<min(n-1, 9), 30*time.Second)
+	slog.Warn("streamgen: kafka app: a task failed; it starts again", "group", a.opts.Group, "partition", p, "restarts", n, "after", pause, "error", err)
+	select {
+	case <-ctx.Done():
+		return
+	case <-time.After(pause):
+	}
+	a.start(ctx, p, rt)
 }
 
 // taskFenced gives up the task of partition p, whose producer was fenced,
@@ -1416,3 +1466,15 @@ func (o *AppOptions) stateCleanupDelay() time.Duration {
 	}
 	return o.StateCleanupDelay
 }
+
+// TaskErrorAction is what an App does with a task that failed (see
+// AppOptions.OnTaskError).
+type TaskErrorAction int
+
+const (
+	// StopInstance ends Run with the task's error, stopping every task
+	// of the instance.
+	StopInstance TaskErrorAction = iota
+	// RestartTask starts the task again from its checkpoint.
+	RestartTask
+)

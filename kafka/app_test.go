@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -513,5 +515,49 @@ func TestAppReset(t *testing.T) {
 		if runs != 2 || counts[len(counts)-1] != n {
 			t.Fatalf("user %s: counts %v, want two runs each ending at %d", user, counts, n)
 		}
+	}
+}
+
+// TestAppRestartsAFailedTask: with OnTaskError answering RestartTask, a
+// task whose function fails once starts again from its checkpoint, where
+// Run used to end. OnTaskError hears the error, naming the partition; the
+// failed batch runs again, and the counts are a plain loop's, each once.
+func TestAppRestartsAFailedTask(t *testing.T) {
+	conn, adm := newCountingCluster(t, 2)
+	ctx := testContext(t)
+	in := clicks(400, 61)
+	produce(t, conn, clickRecords(t, "clicks", 2, in)...)
+	watch := newAppWatch()
+	victim := in[150].User
+	var failed atomic.Bool
+	count := func(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error) {
+		if user == victim && failed.CompareAndSwap(false, true) {
+			return fixtures.UserCount{}, errors.New("a failure, once")
+		}
+		return countClicks(user, rows, state)
+	}
+	var mu sync.Mutex
+	var heard []string
+	opts := kafka.AppOptions{Group: "killed", Dir: t.TempDir(), OnTaskError: func(p int32, err error) kafka.TaskErrorAction {
+		mu.Lock()
+		defer mu.Unlock()
+		heard = append(heard, fmt.Sprintf("%d: %v", p, err))
+		return kafka.RestartTask
+	}}
+	app := runApp(t, ctx, newCountingAppOf(conn, opts, watch, count))
+	poll(t, "the two tasks", func() bool { return running(app.app) == 2 })
+	ends, err := adm.ListEndOffsets(ctx, "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends)
+	app.stop(t)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+	mu.Lock()
+	defer mu.Unlock()
+	p := userPartition(victim, 2)
+	want := fmt.Sprintf(`%d: streamgen: kafka app "killed": task %d:`, p, p)
+	if len(heard) != 1 || !strings.HasPrefix(heard[0], want) || !strings.Contains(heard[0], "a failure, once") {
+		t.Fatalf("OnTaskError heard %q, want one error of partition %d's task", heard, p)
 	}
 }

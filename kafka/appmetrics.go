@@ -20,6 +20,7 @@ import (
 //	streamgen_app_standby_lag_records{group,partition}       how far a standby is behind its changelog
 //	streamgen_app_assignment_changes_total{group}            partitions gained or given up, each change once
 //	streamgen_app_tasks_fenced_total{group}                  tasks whose producer was fenced (the instance rejoined the group)
+//	streamgen_app_task_restarts_total{group}                 tasks started again after a failure (AppOptions.OnTaskError)
 //
 // Safe for concurrent use.
 func (a *App) Collector() prometheus.Collector { return appCollector{a} }
@@ -38,10 +39,11 @@ var (
 	appStandbyLagDesc  = prometheus.NewDesc("streamgen_app_standby_lag_records", "Changelog records a standby is behind.", appPartition, nil)
 	appChangesDesc     = prometheus.NewDesc("streamgen_app_assignment_changes_total", "Assignment changes: partitions gained or given up.", appGroup, nil)
 	appFencedDesc      = prometheus.NewDesc("streamgen_app_tasks_fenced_total", "Tasks whose producer was fenced: the instance rejoined the group.", appGroup, nil)
+	appRestartsDesc    = prometheus.NewDesc("streamgen_app_task_restarts_total", "Tasks started again after a failure.", appGroup, nil)
 )
 
 func (c appCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{appTasksDesc, appRestoringDesc, appRemainingDesc, appRestoredDesc, appRestoreTimeDesc, appStandbysDesc, appStandbyLagDesc, appChangesDesc, appFencedDesc} {
+	for _, d := range []*prometheus.Desc{appTasksDesc, appRestoringDesc, appRemainingDesc, appRestoredDesc, appRestoreTimeDesc, appStandbysDesc, appStandbyLagDesc, appChangesDesc, appFencedDesc, appRestartsDesc} {
 		ch <- d
 	}
 }
@@ -66,10 +68,11 @@ func (c appCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(appStandbyLagDesc, prometheus.GaugeValue, float64(s.Lag), g, strconv.Itoa(int(s.Partition)))
 	}
 	a.mu.Lock()
-	restored, took, changes, fenced := a.restoredRecords, a.restoreTime, a.assignments, a.fencedTasks
+	restored, took, changes, fenced, restarts := a.restoredRecords, a.restoreTime, a.assignments, a.fencedTasks, a.taskRestarts
 	a.mu.Unlock()
 	ch <- prometheus.MustNewConstMetric(appRestoredDesc, prometheus.CounterValue, float64(restored), g)
 	ch <- prometheus.MustNewConstMetric(appRestoreTimeDesc, prometheus.CounterValue, took.Seconds(), g)
 	ch <- prometheus.MustNewConstMetric(appChangesDesc, prometheus.CounterValue, float64(changes), g)
 	ch <- prometheus.MustNewConstMetric(appFencedDesc, prometheus.CounterValue, float64(fenced), g)
+	ch <- prometheus.MustNewConstMetric(appRestartsDesc, prometheus.CounterValue, float64(restarts), g)
 }

@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"iter"
 	"os"
 	"slices"
 	"strings"
@@ -31,6 +32,11 @@ func newStandbyApp(conn kafka.Connection, dir, addr string, watch *appWatch) *ka
 // session timeout, reporting its batches and rebalances to watch; opts
 // gives the rest.
 func newCountingApp(conn kafka.Connection, opts kafka.AppOptions, watch *appWatch) *kafka.App {
+	return newCountingAppOf(conn, opts, watch, countClicks)
+}
+
+// newCountingAppOf is newCountingApp with count for its function.
+func newCountingAppOf(conn kafka.Connection, opts kafka.AppOptions, watch *appWatch, count func(string, iter.Seq[fixtures.Click], *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error)) *kafka.App {
 	opts.Connection, opts.Topics, opts.ExactlyOnce = conn, []string{"clicks"}, true
 	if opts.SessionTimeout == 0 {
 		opts.SessionTimeout = time.Second
@@ -44,7 +50,7 @@ func newCountingApp(conn kafka.Connection, opts kafka.AppOptions, watch *appWatc
 			Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
 		task.OnClose(sink.Close)
 		byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
-		return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+		return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, count), sink), nil
 	})
 }
 

@@ -137,7 +137,11 @@ func TestAppWarmupFromACompactedChangelog(t *testing.T) {
 // runCountingApp runs the counting App (newCountingApp) of opts until the
 // test ends or it is stopped.
 func runCountingApp(t *testing.T, ctx context.Context, conn kafka.Connection, opts kafka.AppOptions, watch *appWatch) *runningApp {
-	app := newCountingApp(conn, opts, watch)
+	return runApp(t, ctx, newCountingApp(conn, opts, watch))
+}
+
+// runApp runs app until the test ends or it is stopped.
+func runApp(t *testing.T, ctx context.Context, app *kafka.App) *runningApp {
 	runCtx, cancel := context.WithCancel(ctx)
 	r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- app.Run(runCtx) }()
