@@ -343,3 +343,68 @@ var forwardClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Requ
 func unavailable(w http.ResponseWriter, err error) {
 	observe.WriteStateRefusal(w, http.StatusServiceUnavailable, err)
 }
+
+// ErrNoTask is Locate's error on an instance that runs no task yet: the
+// encoding of a key, which places it, comes from a task's pipeline.
+var ErrNoTask = errors.New("streamgen: kafka app: no task runs on this instance yet")
+
+// KeyLocation is where a key's state lives in an App, as Kafka Streams'
+// KeyQueryMetadata: its partition, and the advertised addresses of the
+// instance that owns it and of its standbys, as the group's last
+// assignment says (Owner is empty while the partition has no owner or
+// its owner has no AdvertisedAddr). Local is true when this instance
+// runs the partition's task.
+type KeyLocation struct {
+	Partition int32    `json:"partition"`
+	Owner     string   `json:"owner,omitempty"`
+	Standbys  []string `json:"standbys,omitempty"`
+	Local     bool     `json:"local,omitempty"`
+}
+
+// Locate returns where the state of req's key lives, for a program that
+// serves reads of state its own way (gRPC, say) rather than with
+// StateHandler: it reads what this instance holds with ReadState and
+// sends the rest to Owner (or, for a read that may be behind, to a
+// standby). The key is placed as StateHandler places it (see there);
+// req.Variable and req.Limit are not used. It fails with ErrNoTask
+// while this instance runs no task, and with runtime.ErrBadStateKey (or
+// ErrNoSuchState) for a key or operator the pipeline does not have. Safe
+// for concurrent use.
+func (a *App) Locate(req runtime.StateRequest) (KeyLocation, error) {
+	if a.statePartitions.Load() == 0 {
+		return KeyLocation{}, ErrNoTask
+	}
+	p, err := a.keyPartition(req, "", false)
+	if errors.Is(err, errNoTask) {
+		return KeyLocation{}, ErrNoTask
+	}
+	if err != nil {
+		return KeyLocation{}, err
+	}
+	loc := KeyLocation{Partition: p}
+	info := a.assignment.Load()
+	if m, ok := info.owner(p); ok {
+		loc.Owner = m.Addr
+	}
+	for _, m := range info.standbysOf(p) {
+		if m.Addr != "" {
+			loc.Standbys = append(loc.Standbys, m.Addr)
+		}
+	}
+	a.mu.Lock()
+	loc.Local = a.queries[p] != nil
+	a.mu.Unlock()
+	return loc, nil
+}
+
+// ReadState reads req on this instance: from its task of the key's
+// partition or, with stale, from its standby of it, whose copy may be
+// behind (the answer says so). ok is false when this instance holds
+// neither: Locate says where the key lives. Safe for concurrent use.
+func (a *App) ReadState(req runtime.StateRequest, stale bool) (ans AppStateAnswer, ok bool, err error) {
+	loc, err := a.Locate(req)
+	if err != nil {
+		return AppStateAnswer{}, false, err
+	}
+	return a.readLocal(loc.Partition, req, stale)
+}

@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/streamgen/streamgen/generated/fixtures"
 	"github.com/streamgen/streamgen/kafka"
+	"github.com/streamgen/streamgen/runtime"
 )
 
 // TestAppStateRouting runs the App in two instances, each serving its
@@ -132,6 +134,33 @@ func TestAppStateRouting(t *testing.T) {
 			}
 			return true
 		})
+	}
+	// The same, through Go: Locate places a key as the producer did and
+	// names its owner and standby; ReadState answers where the task is.
+	// An instance that runs no task cannot place a key.
+	idle := newStandbyApp(conn, t.TempDir(), "", watch)
+	if _, err := idle.Locate(runtime.StateRequest{Operator: "0", Key: json.RawMessage(`"ann"`)}); !errors.Is(err, kafka.ErrNoTask) {
+		t.Fatalf("Locate on an instance that never ran: %v, want ErrNoTask", err)
+	}
+	for user, w := range want {
+		key, _ := json.Marshal(user)
+		req := runtime.StateRequest{Operator: "0", Variable: "state", Key: key}
+		for i, r := range apps {
+			loc, err := r.app.Locate(req)
+			p := partitionOf[user]
+			if err != nil || loc.Partition != p || loc.Owner != owners[p] || loc.Local != slices.Contains(r.app.Tasks(), p) ||
+				len(loc.Standbys) != 1 || loc.Standbys[0] == loc.Owner {
+				t.Fatalf("%s located by instance %d: %+v, %v; want partition %d, owned by %s, one standby elsewhere", user, i, loc, err, p, owners[p])
+			}
+			ans, ok, err := r.app.ReadState(req, false)
+			if err != nil || ok != loc.Local {
+				t.Fatalf("%s read by instance %d: %v, %v; want a read where the task is", user, i, ok, err)
+			}
+			var c fixtures.Counter
+			if ok && (len(ans.Rows) != 1 || json.Unmarshal(ans.Rows[0].Value, &c) != nil || c.Count != w.Count) {
+				t.Fatalf("%s read by instance %d: %+v; want count %d", user, i, ans, w.Count)
+			}
+		}
 	}
 	// A read an instance could not place (it had no task yet), forwarded
 	// "unplaced", is placed and forwarded once more, to the owner.
