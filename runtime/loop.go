@@ -50,7 +50,11 @@ func (q *Query) loop(ctx context.Context) (err error) {
 	q.rerun = 0
 	if committed {
 		q.rerun = progress.BatchID + 1
+		if err := q.rewindSinks(ctx, progress.BatchID); err != nil {
+			return err
+		}
 	}
+	progress = q.restoredProgress(progress, q.cfg.clock())
 	// The batch after the last committed, if a run that failed or died
 	// planned it, runs first and as planned: on the same input, at the
 	// same processing time and watermark, with data or not.
@@ -58,16 +62,6 @@ func (q *Query) loop(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
-	// The sinks give up what they hold of the batches after the last
-	// committed. A checkpoint that has committed nothing gives up
-	// nothing unless its first batch was planned: an output directory an
-	// earlier query wrote is left alone.
-	if committed || replay != nil {
-		if err := q.rewindSinks(ctx, progress.BatchID); err != nil {
-			return err
-		}
-	}
-	progress = q.restoredProgress(progress, q.cfg.clock())
 	inputs := q.plan.Inputs
 	available := func() ([]json.RawMessage, error) {
 		upTo := make([]json.RawMessage, len(inputs))
@@ -228,10 +222,7 @@ func (q *Query) writePlan(id int64, planned offsets, now, watermark time.Time) e
 	for i, in := range q.plan.Inputs {
 		p.Ends[in.Source.Name()] = planned.end[i]
 	}
-	// The first batch's plan is synced whatever the sinks: after a
-	// machine crash it tells that the checkpoint's query wrote to them
-	// (see rewindSinks).
-	synced := id == 0 || q.plansSynced()
+	synced := q.plansSynced()
 	return q.store.after(func() error { return q.store.writePlan(p, synced) })
 }
 

@@ -528,30 +528,6 @@ func TestMachineCrashLeavesNoBatchTwiceInFiles(t *testing.T) {
 	})
 }
 
-// TestMachineCrashBeforeTheFirstSync: a machine crash before the
-// checkpoint's first sync loses every commit, but not the first batch's
-// plan, which tells that this query wrote to the files sink: its files
-// of the lost batches are removed, and the batches run again, so no
-// click is in two files.
-func TestMachineCrashBeforeTheFirstSync(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		in := clicks(4, 9)
-		fs := vfs.NewCrashableMem()
-		dir := t.TempDir()
-		var crashed vfs.FS
-		at := &crashAt{fs: fs, sync: -1, crash: 2, crashed: &crashed}
-		sink := typed.FilesSink[fixtures.Click](dir)
-		runSyncedHourly(t, fs, in, 1, sink, runtime.Listener(at))
-		if crashed == nil {
-			t.Fatal("the first run never reached batch 2")
-		}
-		runSyncedHourly(t, crashed, in, 0, sink)
-		if rows := readPartFiles(t, dir); !slices.Equal(rows, in) {
-			t.Fatalf("the files hold %v, want each click once: %v", rows, in)
-		}
-	})
-}
-
 // TestMachineCrashReplaysTheBatchsInput: with SyncInterval and a sink
 // that skips a batch id it has seen (a ForeachWriter, as Spark's contract
 // allows), a machine crash loses the commits since the last sync, but
