@@ -415,6 +415,8 @@ type restoring struct {
 type runningTask struct {
 	cancel context.CancelFunc
 	done   chan struct{}
+	// stopped is closed by a task's cancel (nil for a standby).
+	stopped chan struct{}
 	// stopping is set (under App.mu) once a standby is cancelled; store
 	// is a standby's open checkpoint, for stale reads.
 	stopping bool
@@ -739,15 +741,22 @@ func (a *App) assigned(ctx context.Context, partitions []int32) {
 // that the task's entry owns, until it is cancelled or fails. With
 // replace, it starts the task again in place of replace, unless that is
 // no longer p's task (revoked meanwhile).
-func (a *App) start(ctx context.Context, p int32, replace *runningTask) {
+func (a *App) start(ctx context.Context, p int32, replace *runningTask) (started bool) {
 	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
-	rt := &runningTask{cancel: cancel, done: make(chan struct{})}
+	// rt.cancel, which a revoke calls, also ends a restart's pause (see
+	// restartTask); cancel stops the task's queries only.
+	stopped := make(chan struct{})
+	var stopOnce sync.Once
+	rt := &runningTask{done: make(chan struct{}), stopped: stopped, cancel: func() {
+		cancel()
+		stopOnce.Do(func() { close(stopped) })
+	}}
 	a.mu.Lock()
 	if replace != nil && a.tasks[p] != replace {
 		a.mu.Unlock()
 		cancel()
-		return
+		return false
 	}
 	a.tasks[p] = rt
 	a.hold(p)
@@ -806,6 +815,7 @@ func (a *App) start(ctx context.Context, p int32, replace *runningTask) {
 			a.restartTask(parent, p, rt, *err)
 		}
 	}()
+	return true
 }
 
 // restartTask starts the failed task rt of partition p again, after a
@@ -815,16 +825,21 @@ func (a *App) restartTask(ctx context.Context, p int32, rt *runningTask, err err
 	a.mu.Lock()
 	a.restarts[p]++
 	n := a.restarts[p]
-	a.taskRestarts++
 	a.mu.Unlock()
 	pause := min(100*time.Millisecond<<min(n-1, 9), 30*time.Second)
 	slog.Warn("streamgen: kafka app: a task failed; it starts again", "group", a.opts.Group, "partition", p, "restarts", n, "after", pause, "error", err)
 	select {
 	case <-ctx.Done():
 		return
+	case <-rt.stopped: // revoked: the revoke waits for this goroutine
+		return
 	case <-time.After(pause):
 	}
-	a.start(ctx, p, rt)
+	if a.start(ctx, p, rt) {
+		a.mu.Lock()
+		a.taskRestarts++
+		a.mu.Unlock()
+	}
 }
 
 // taskFenced gives up the task of partition p, whose producer was fenced,
@@ -1321,6 +1336,11 @@ func (s *repartitionSink) Write(ctx context.Context, batchID int64, rows []repar
 }
 
 func (s *repartitionSink) close() { s.producer.close() }
+
+// AtLeastOnce is true: a batch run again is copied again, in full, or in
+// a transaction that aborts the attempt that did not commit (see
+// runtime.AtLeastOnceSink).
+func (s *repartitionSink) AtLeastOnce() bool { return true }
 
 // warmups are the balancer's warm-up rules from the options.
 func (o *AppOptions) warmups() warmups {

@@ -479,7 +479,7 @@ func TestAppReset(t *testing.T) {
 			t.Fatal(err)
 		}
 		awaitGroupAtEnd(t, adm, watch, ends)
-		if err := newCountingApp(conn, opts, watch).Reset(ctx); err == nil || !strings.Contains(err.Error(), "1 members") {
+		if err := newCountingApp(conn, opts, watch).Reset(ctx); err == nil || !strings.Contains(err.Error(), "the group has members (127.0.0.1") {
 			t.Fatalf("Reset while an instance runs: %v, want a refusal naming its member", err)
 		}
 		app.stop(t)

@@ -25,9 +25,13 @@ import (
 // touched: consumers of the output see the results again.
 //
 // No instance of the App may run: Reset refuses while the group has
-// members, naming them. Call it on an App that has not run, then Run it
-// (or another App of the same options). Not safe for concurrent use with
-// Run.
+// members, naming them. It clears this instance's Dir only: as with
+// Kafka Streams' cleanUp, clear the Dir of every other machine that ran
+// an instance (Reset there too, or remove its checkpoints) before any
+// runs again, or a checkpoint left there is taken for state the new
+// changelog lacks and is copied back into it. Call it on an App that has
+// not run, then Run it (or another App of the same options). Not safe
+// for concurrent use with Run.
 func (a *App) Reset(ctx context.Context) error {
 	if a.err != nil {
 		return a.err
@@ -41,19 +45,29 @@ func (a *App) Reset(ctx context.Context) error {
 	}
 	defer client.Close()
 	adm := kadm.NewClient(client)
-	groups, err := adm.DescribeGroups(ctx, a.opts.Group)
+	// The group first: the coordinator refuses to delete a group with
+	// members, so no instance can join between a check and the deletes.
+	dg, err := adm.DeleteGroups(ctx, a.opts.Group)
 	if err == nil {
-		err = groups.Error()
+		err = dg.Error()
 	}
-	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-		return fmt.Errorf("streamgen: kafka app %q: reset: describe the group: %w", a.opts.Group, err)
-	}
-	if g, ok := groups[a.opts.Group]; ok && len(g.Members) > 0 {
+	switch {
+	case err == nil, errors.Is(err, kerr.GroupIDNotFound):
+	case errors.Is(err, kerr.NonEmptyGroup):
 		var members []string
-		for _, m := range g.Members {
-			members = append(members, m.ClientHost+" "+m.MemberID)
+		if groups, derr := adm.DescribeGroups(ctx, a.opts.Group); derr == nil {
+			for _, m := range groups[a.opts.Group].Members {
+				id := m.MemberID
+				if m.InstanceID != nil {
+					id = "instance " + *m.InstanceID
+				}
+				members = append(members, m.ClientHost+" "+id)
+			}
 		}
-		return fmt.Errorf("streamgen: kafka app %q: reset: the group has %d members (%s): stop every instance first", a.opts.Group, len(members), strings.Join(members, ", "))
+		return fmt.Errorf("streamgen: kafka app %q: reset: the group has members (%s): stop every instance first (one with an InstanceID stays a member for its SessionTimeout after it stops): %w",
+			a.opts.Group, strings.Join(members, ", "), err)
+	default:
+		return fmt.Errorf("streamgen: kafka app %q: reset: delete the group: %w", a.opts.Group, err)
 	}
 	topics := []string{a.opts.Changelog, a.repartitionTopic(), a.opts.Group + "-repartition-changelog"}
 	deleted, err := adm.DeleteTopics(ctx, topics...)
@@ -89,13 +103,6 @@ func (a *App) Reset(ctx context.Context) error {
 			return fmt.Errorf("streamgen: kafka app %q: reset: the topics %v are still being deleted: %w", a.opts.Group, left, ctx.Err())
 		case <-time.After(100 * time.Millisecond):
 		}
-	}
-	dg, err := adm.DeleteGroups(ctx, a.opts.Group)
-	if err == nil {
-		err = dg.Error()
-	}
-	if err != nil && !errors.Is(err, kerr.GroupIDNotFound) {
-		return fmt.Errorf("streamgen: kafka app %q: reset: delete the group: %w", a.opts.Group, err)
 	}
 	return a.removeCheckpoints()
 }

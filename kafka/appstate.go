@@ -351,9 +351,10 @@ var ErrNoTask = errors.New("streamgen: kafka app: no task runs on this instance 
 // KeyLocation is where a key's state lives in an App, as Kafka Streams'
 // KeyQueryMetadata: its partition, and the advertised addresses of the
 // instance that owns it and of its standbys, as the group's last
-// assignment says (Owner is empty while the partition has no owner or
-// its owner has no AdvertisedAddr). Local is true when this instance
-// runs the partition's task.
+// assignment says (Owner is empty while the partition moves: it has no
+// owner, or its owner has not started its task, or has no
+// AdvertisedAddr). Local is true when this instance runs the partition's
+// task.
 type KeyLocation struct {
 	Partition int32    `json:"partition"`
 	Owner     string   `json:"owner,omitempty"`
@@ -383,7 +384,12 @@ func (a *App) Locate(req runtime.StateRequest) (KeyLocation, error) {
 	}
 	loc := KeyLocation{Partition: p}
 	info := a.assignment.Load()
-	if m, ok := info.owner(p); ok {
+	a.mu.Lock()
+	loc.Local = a.queries[p] != nil
+	a.mu.Unlock()
+	// Assigned here but not running yet (restoring, or starting again):
+	// moving, for a reader, as when it has no owner.
+	if m, ok := info.owner(p); ok && (loc.Local || m.Addr != a.opts.AdvertisedAddr) {
 		loc.Owner = m.Addr
 	}
 	for _, m := range info.standbysOf(p) {
@@ -391,9 +397,6 @@ func (a *App) Locate(req runtime.StateRequest) (KeyLocation, error) {
 			loc.Standbys = append(loc.Standbys, m.Addr)
 		}
 	}
-	a.mu.Lock()
-	loc.Local = a.queries[p] != nil
-	a.mu.Unlock()
 	return loc, nil
 }
 

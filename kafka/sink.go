@@ -188,7 +188,8 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 // last Write has returned. A Write after Close fails.
 func (s *TopicSink[T]) Close() { s.producer.close() }
 
-// AtLeastOnce is true without Transactions: a batch run again is produced
-// again, in full (see runtime.AtLeastOnceSink). With them, a failed
-// batch's records are aborted.
-func (s *TopicSink[T]) AtLeastOnce() bool { return s.opts.Transactions == nil }
+// AtLeastOnce is true: a batch run again is produced again, in full (see
+// runtime.AtLeastOnceSink); with Transactions, the records of an attempt
+// that did not commit are aborted, and read_committed readers see the
+// last attempt's only.
+func (s *TopicSink[T]) AtLeastOnce() bool { return true }

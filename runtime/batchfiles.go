@@ -127,10 +127,10 @@ type BatchRewinder interface {
 // a batch in full and skips none by its id (a Kafka topic written without
 // transactions, a console): a batch run again on other rows than its
 // first attempt read loses nothing there, though the rows of both
-// attempts stay. With SyncInterval, a query whose sinks each rewind
-// (BatchRewinder) or are at least once, or that commits through a
-// Committer (a Kafka transaction, which aborts a failed batch's output),
-// leaves each batch's plan to the next sync. Any other sink (a
+// attempts stay (a Kafka topic written in transactions is one too: the
+// attempt that did not commit is aborted). With SyncInterval, a query
+// whose sinks each rewind (BatchRewinder) or are at least once leaves
+// each batch's plan to the next sync. Any other sink (a
 // ForeachWriter that skips a batch id it has seen, a Sink of the user's)
 // has the plan of each batch synced before it runs, so that after a
 // machine crash the batch runs again on the same input and it loses

@@ -228,10 +228,11 @@ func (q *Query) writePlan(id int64, planned offsets, now, watermark time.Time) e
 
 // plansSynced reports whether a batch's plan must be synced before its
 // sinks run although the checkpoint syncs at an interval: a sink neither
-// rewinds nor is at least once, and no committer aborts a failed batch's
-// output (see AtLeastOnceSink).
+// rewinds nor is at least once (see AtLeastOnceSink). A committer (a
+// Kafka transaction) does not change that: it aborts only what goes
+// through it, and the plan is not among it.
 func (q *Query) plansSynced() bool {
-	if q.store.opts.SyncInterval <= 0 || q.cfg.committer != nil {
+	if q.store.opts.SyncInterval <= 0 {
 		return false
 	}
 	for _, out := range q.plan.Outputs {

@@ -535,23 +535,28 @@ func TestMachineCrashLeavesNoBatchTwiceInFiles(t *testing.T) {
 // input its first attempt read, so the writer skips exactly the rows it
 // has, and every click reaches it once.
 func TestMachineCrashReplaysTheBatchsInput(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		in := clicks(6, 7)
-		fs := vfs.NewCrashableMem()
-		w := &skippingWriter{handled: map[int64]bool{}}
-		var crashed vfs.FS
-		at := &crashAt{fs: fs, sync: 0, crash: 3, crashed: &crashed, then: func() { w.dead = true }}
-		sink := typed.ForeachSink[fixtures.Click](w)
-		runSyncedHourly(t, fs, in, 1, sink, runtime.Listener(at))
-		if crashed == nil {
-			t.Fatal("the first run never reached batch 3")
-		}
-		w.dead = false // the process after the crash
-		runSyncedHourly(t, crashed, in, 0, sink)
-		if !slices.Equal(w.rows, in) {
-			t.Fatalf("the writer got %v, want each click once: %v", w.rows, in)
-		}
-	})
+	// A committer (a Kafka transaction's) commits through the store here:
+	// it aborts nothing of the writer's, so it changes nothing.
+	committer := runtime.WithCommitter(func(s *runtime.Store) runtime.Committer { return s })
+	for _, opts := range [][]runtime.Option{nil, {committer}} {
+		synctest.Test(t, func(t *testing.T) {
+			in := clicks(6, 7)
+			fs := vfs.NewCrashableMem()
+			w := &skippingWriter{handled: map[int64]bool{}}
+			var crashed vfs.FS
+			at := &crashAt{fs: fs, sync: 0, crash: 3, crashed: &crashed, then: func() { w.dead = true }}
+			sink := typed.ForeachSink[fixtures.Click](w)
+			runSyncedHourly(t, fs, in, 1, sink, append(opts, runtime.Listener(at))...)
+			if crashed == nil {
+				t.Fatal("the first run never reached batch 3")
+			}
+			w.dead = false // the process after the crash
+			runSyncedHourly(t, crashed, in, 0, sink, opts...)
+			if !slices.Equal(w.rows, in) {
+				t.Fatalf("with %d options: the writer got %v, want each click once: %v", len(opts), w.rows, in)
+			}
+		})
+	}
 }
 
 // runSyncedHourly writes in to sink, perBatch clicks a batch (0: all),

@@ -48,6 +48,10 @@ func (m *MemorySink[T]) Write(ctx context.Context, batchID int64, rows []T) erro
 // Description names the sink in progress reports.
 func (m *MemorySink[T]) Description() string { return "memory" }
 
+// AtLeastOnce is true: a batch written again replaces its rows, in full
+// (see runtime.AtLeastOnceSink).
+func (m *MemorySink[T]) AtLeastOnce() bool { return true }
+
 // Rows returns the rows of all batches kept, in batch order and in order
 // within a batch, in a new slice.
 func (m *MemorySink[T]) Rows() []T {
