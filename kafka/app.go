@@ -592,19 +592,13 @@ func (a *App) Run(ctx context.Context) error {
 					continue
 				}
 				if errors.Is(fe.Err, kerr.InvalidSessionTimeout) {
-					select {
-					case a.failed <- fmt.Errorf("streamgen: kafka app %q: the group coordinator refuses the session timeout %v (the broker's group.min/max.session.timeout.ms bound it): %w",
-						a.opts.Group, a.opts.SessionTimeout, fe.Err):
-					default:
-					}
+					a.fail(fmt.Errorf("streamgen: kafka app %q: the group coordinator refuses the session timeout %v (the broker's group.min/max.session.timeout.ms bound it): %w",
+						a.opts.Group, a.opts.SessionTimeout, fe.Err))
 					return
 				}
 				if errors.Is(fe.Err, kerr.FencedInstanceID) {
-					select {
-					case a.failed <- fmt.Errorf("streamgen: kafka app %q: another instance started with InstanceID %q, and the group fenced this one: %w",
-						a.opts.Group, a.opts.InstanceID, fe.Err):
-					default:
-					}
+					a.fail(fmt.Errorf("streamgen: kafka app %q: another instance started with InstanceID %q, and the group fenced this one: %w",
+						a.opts.Group, a.opts.InstanceID, fe.Err))
 					return
 				}
 				if time.Since(warned) > 10*time.Second {
@@ -627,6 +621,14 @@ func (a *App) Run(ctx context.Context) error {
 	a.revoked(a.running(), true)
 	a.taskGoroutines.Wait() // and those fenced, no longer among them
 	return err
+}
+
+// fail ends Run with err, unless another error has already.
+func (a *App) fail(err error) {
+	select {
+	case a.failed <- err:
+	default:
+	}
 }
 
 // leave leaves the group, waiting for its coordinator at most the session
@@ -787,10 +789,7 @@ func (a *App) start(ctx context.Context, p int32, replace *runningTask) (started
 					cancel()
 					return
 				}
-				select {
-				case a.failed <- err:
-				default:
-				}
+				a.fail(err)
 			}
 		}
 	}
