@@ -78,6 +78,11 @@ func (o *DeadLetterOptions) validate(topic string) error {
 	return nil
 }
 
+// AtLeastOnce is true: a batch's letters written again are produced
+// again, in full, or in a transaction that aborts the attempt that did
+// not commit (see runtime.AtLeastOnceSink).
+func (d *DeadLetterWriter) AtLeastOnce() bool { return true }
+
 // WriteDeadLetters writes letters as records of the topic and waits for
 // all of them to be acknowledged.
 func (d *DeadLetterWriter) WriteDeadLetters(ctx context.Context, batchID int64, letters []runtime.DeadLetter) error {

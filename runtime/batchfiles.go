@@ -134,7 +134,7 @@ type BatchRewinder interface {
 // ForeachWriter that skips a batch id it has seen, a Sink of the user's)
 // has the plan of each batch synced before it runs, so that after a
 // machine crash the batch runs again on the same input and it loses
-// nothing.
+// nothing. A DeadLetterSink is judged the same way.
 type AtLeastOnceSink interface {
 	AtLeastOnce() bool
 }

@@ -77,6 +77,10 @@ func (m *MemoryDeadLetters) WriteDeadLetters(ctx context.Context, batchID int64,
 	return nil
 }
 
+// AtLeastOnce is true: a batch's letters written again replace its
+// letters, in full (see AtLeastOnceSink).
+func (m *MemoryDeadLetters) AtLeastOnce() bool { return true }
+
 // Letters returns a copy of all the dead letters kept, in batch order and
 // in order within a batch.
 func (m *MemoryDeadLetters) Letters() []DeadLetter {

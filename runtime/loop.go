@@ -240,7 +240,14 @@ func (q *Query) plansSynced() bool {
 			return true
 		}
 	}
-	return false
+	// So for the dead letters.
+	switch d := q.cfg.deadLetters.(type) {
+	case nil, BatchRewinder:
+		return false
+	case AtLeastOnceSink:
+		return !d.AtLeastOnce()
+	}
+	return true
 }
 
 // timersDue reports whether a timer of any operator is due in the
