@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -721,9 +722,7 @@ func (a *App) assigned(ctx context.Context, partitions []int32) {
 		}
 	}
 	a.mu.Unlock()
-	if len(fenced) > 0 && a.opts.OnRevoked != nil {
-		a.opts.OnRevoked(fenced)
-	}
+	a.onRevoked(fenced)
 	var started []int32
 	for _, p := range idle {
 		a.start(ctx, p, nil)
@@ -875,8 +874,13 @@ func (a *App) reportFenced() {
 	fenced := a.fenced
 	a.fenced = nil
 	a.mu.Unlock()
-	if len(fenced) > 0 && a.opts.OnRevoked != nil {
-		a.opts.OnRevoked(fenced)
+	a.onRevoked(fenced)
+}
+
+// onRevoked calls OnRevoked, if set, with partitions, if any.
+func (a *App) onRevoked(partitions []int32) {
+	if len(partitions) > 0 && a.opts.OnRevoked != nil {
+		a.opts.OnRevoked(partitions)
 	}
 }
 
@@ -1067,9 +1071,7 @@ func (a *App) revoked(partitions []int32, lost bool) {
 		a.mu.Lock()
 		a.rebalanced(Rebalance{Time: time.Now(), Revoked: stopped, Lost: lost})
 		a.mu.Unlock()
-		if a.opts.OnRevoked != nil {
-			a.opts.OnRevoked(stopped)
-		}
+		a.onRevoked(stopped)
 	}
 }
 
@@ -1426,18 +1428,25 @@ func (a *App) cleanStateDirs(now time.Time) {
 		return
 	}
 	var removed []string
+	// retire renames dir, under Dir, for removal; the new name is
+	// Dir's entry to remove.
+	retire := func(p int32, dir, tag string) bool {
+		to := removedPrefix + tag + "-" + strconv.FormatInt(now.UnixNano(), 10)
+		if err := fsys.Rename(fsys.PathJoin(a.opts.Dir, dir), fsys.PathJoin(a.opts.Dir, to)); err != nil {
+			slog.Warn("streamgen: kafka app: removing an unused checkpoint", "group", a.opts.Group, "partition", p, "error", err)
+			return false
+		}
+		removed = append(removed, to)
+		return true
+	}
 	a.mu.Lock()
 	for _, name := range entries {
 		if strings.HasPrefix(name, removedPrefix) {
 			removed = append(removed, name)
 			continue
 		}
-		n, err := strconv.ParseInt(name, 10, 32)
-		if err != nil || n < 0 || strconv.Itoa(int(n)) != name {
-			continue
-		}
-		p := int32(n)
-		if a.holders[p] > 0 {
+		p, ok := partitionDir(name)
+		if !ok || a.holders[p] > 0 {
 			continue
 		}
 		since, ok := a.unheld[p]
@@ -1449,22 +1458,13 @@ func (a *App) cleanStateDirs(now time.Time) {
 			continue
 		}
 		// Renamed while a.mu is held: a task or standby starting on
-		// the partition after this makes a new directory.
-		to := removedPrefix + name + "-" + strconv.FormatInt(now.UnixNano(), 10)
-		if err := fsys.Rename(fsys.PathJoin(a.opts.Dir, name), fsys.PathJoin(a.opts.Dir, to)); err != nil {
-			slog.Warn("streamgen: kafka app: removing an unused checkpoint", "group", a.opts.Group, "partition", p, "error", err)
+		// the partition after this makes a new directory. The
+		// partition's repartition task's checkpoint goes with it.
+		if !retire(p, name, name) {
 			continue
 		}
-		removed = append(removed, to)
-		// The partition's repartition task's checkpoint goes with it.
-		from := fsys.PathJoin(a.opts.Dir, "repartition", name)
-		if _, err := fsys.Stat(from); err == nil {
-			rto := removedPrefix + "repartition-" + name + "-" + strconv.FormatInt(now.UnixNano(), 10)
-			if err := fsys.Rename(from, fsys.PathJoin(a.opts.Dir, rto)); err != nil {
-				slog.Warn("streamgen: kafka app: removing an unused checkpoint", "group", a.opts.Group, "partition", p, "error", err)
-			} else {
-				removed = append(removed, rto)
-			}
+		if repartition := fsys.PathJoin("repartition", name); exists(fsys, fsys.PathJoin(a.opts.Dir, repartition)) {
+			retire(p, repartition, "repartition-"+name)
 		}
 		delete(a.unheld, p)
 		delete(a.positions, p)
@@ -1477,6 +1477,19 @@ func (a *App) cleanStateDirs(now time.Time) {
 			slog.Warn("streamgen: kafka app: removing an unused checkpoint", "group", a.opts.Group, "dir", name, "error", err)
 		}
 	}
+}
+
+// partitionDir returns the partition whose checkpoint a directory under
+// Dir named name holds, if it is one ("0", "1", ...).
+func partitionDir(name string) (int32, bool) {
+	n, err := strconv.ParseInt(name, 10, 32)
+	return int32(n), err == nil && n >= 0 && strconv.Itoa(int(n)) == name
+}
+
+// exists reports whether path names a file or directory of fsys.
+func exists(fsys vfs.FS, path string) bool {
+	_, err := fsys.Stat(path)
+	return err == nil
 }
 
 func (o *AppOptions) stateCleanupDelay() time.Duration {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"strings"
 	"time"
 
@@ -117,10 +116,7 @@ func (a *App) removeCheckpoints() error {
 		return nil // no Dir: nothing kept
 	}
 	for _, name := range entries {
-		n, err := strconv.ParseInt(name, 10, 32)
-		ours := err == nil && n >= 0 && strconv.Itoa(int(n)) == name ||
-			name == "repartition" || strings.HasPrefix(name, removedPrefix)
-		if !ours {
+		if _, ok := partitionDir(name); !ok && name != "repartition" && !strings.HasPrefix(name, removedPrefix) {
 			continue
 		}
 		if err := fsys.RemoveAll(fsys.PathJoin(a.opts.Dir, name)); err != nil {

@@ -369,16 +369,10 @@ type KeyLocation struct {
 // standby). The key is placed as StateHandler places it (see there);
 // req.Variable and req.Limit are not used. It fails with ErrNoTask
 // while this instance runs no task, and with runtime.ErrBadStateKey (or
-// ErrNoSuchState) for a key or operator the pipeline does not have. Safe
-// for concurrent use.
+// runtime.ErrUnknownState) for a key or operator the pipeline does not
+// have. Safe for concurrent use.
 func (a *App) Locate(req runtime.StateRequest) (KeyLocation, error) {
-	if a.statePartitions.Load() == 0 {
-		return KeyLocation{}, ErrNoTask
-	}
-	p, err := a.keyPartition(req, "", false)
-	if errors.Is(err, errNoTask) {
-		return KeyLocation{}, ErrNoTask
-	}
+	p, err := a.placeKey(req)
 	if err != nil {
 		return KeyLocation{}, err
 	}
@@ -405,9 +399,21 @@ func (a *App) Locate(req runtime.StateRequest) (KeyLocation, error) {
 // behind (the answer says so). ok is false when this instance holds
 // neither: Locate says where the key lives. Safe for concurrent use.
 func (a *App) ReadState(req runtime.StateRequest, stale bool) (ans AppStateAnswer, ok bool, err error) {
-	loc, err := a.Locate(req)
+	p, err := a.placeKey(req)
 	if err != nil {
 		return AppStateAnswer{}, false, err
 	}
-	return a.readLocal(loc.Partition, req, stale)
+	return a.readLocal(p, req, stale)
+}
+
+// placeKey returns the partition of req's key, for Locate and ReadState.
+func (a *App) placeKey(req runtime.StateRequest) (int32, error) {
+	if a.statePartitions.Load() == 0 {
+		return 0, ErrNoTask
+	}
+	p, err := a.keyPartition(req, "", false)
+	if errors.Is(err, errNoTask) {
+		return 0, ErrNoTask
+	}
+	return p, err
 }

@@ -322,8 +322,8 @@ func (a *App) localPositions() map[int32]int64 {
 		return out
 	}
 	for _, name := range entries {
-		p, err := strconv.ParseInt(name, 10, 32)
-		if err != nil || p < 0 || int32(p) >= a.partitions {
+		p, ok := partitionDir(name)
+		if !ok || p >= a.partitions {
 			continue
 		}
 		cr, err := runtime.OpenCheckpointFS(fsys, fsys.PathJoin(a.opts.Dir, name))
@@ -337,8 +337,8 @@ func (a *App) localPositions() map[int32]int64 {
 		}
 		var rec changelogRecord
 		if json.Unmarshal(v, &rec) == nil {
-			if at, ok := rec.Ends[int32(p)]; ok {
-				out[int32(p)] = at
+			if at, ok := rec.Ends[p]; ok {
+				out[p] = at
 			}
 		}
 	}

@@ -124,11 +124,11 @@ type BatchRewinder interface {
 }
 
 // AtLeastOnceSink is implemented by a sink that writes every attempt of
-// a batch in full and skips none by its id (a Kafka topic written without
-// transactions, a console): a batch run again on other rows than its
-// first attempt read loses nothing there, though the rows of both
-// attempts stay (a Kafka topic written in transactions is one too: the
-// attempt that did not commit is aborted). With SyncInterval, a query
+// a batch in full and skips none by its id (a Kafka topic, a console): a
+// batch run again on other rows than its first attempt read loses
+// nothing there, though the rows of both attempts may stay (in a Kafka
+// topic written in transactions, the attempt that did not commit is
+// aborted). With SyncInterval, a query
 // whose sinks each rewind (BatchRewinder) or are at least once leaves
 // each batch's plan to the next sync. Any other sink (a
 // ForeachWriter that skips a batch id it has seen, a Sink of the user's)

@@ -145,11 +145,10 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		if !hasData && !due && q.cfg.flush && stops && !flushed {
 			// The input is done: one more batch, with a watermark past
 			// every event time, fires every event-time timer.
-			flushed, due, watermark = true, true, EndOfTime
+			due, watermark = true, EndOfTime
 		}
-		if watermark.Equal(EndOfTime) {
-			flushed = true
-		}
+		// So does a replayed batch that was that one.
+		flushed = flushed || watermark.Equal(EndOfTime)
 		if !hasData && !due {
 			if stops {
 				return nil

@@ -116,7 +116,7 @@ func WithTrigger(t Trigger) Option { return optionFunc(func(c *config) { c.trigg
 // the last interval run again from their input; nothing is lost or
 // counted twice. A sink that neither removes a batch's output
 // (BatchRewinder: the files sink) nor writes every attempt in full
-// (AtLeastOnceSink: a Kafka topic without transactions, the console),
+// (AtLeastOnceSink: a Kafka topic, the console),
 // such as a ForeachWriter or a Sink of the user's, has each batch's plan
 // synced before it runs, so that the batch runs again on the same input;
 // the syncs then follow the batches. The default, 0, syncs every batch.

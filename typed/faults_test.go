@@ -601,8 +601,9 @@ func (w *skippingWriter) Process(row fixtures.Click) error {
 func (w *skippingWriter) Close(error) {}
 
 // crashAt waits, at batch sync's report, for the checkpoint's log to be
-// synced (SyncInterval passes), and at batch crash's takes a clone of
-// what a machine crash leaves of it.
+// synced (SyncInterval passes: it runs in a synctest bubble, whose clock
+// is virtual), and at batch crash's takes a clone of what a machine crash
+// leaves of it.
 type crashAt struct {
 	fs          *vfs.MemFS
 	sync, crash int64

@@ -60,7 +60,7 @@ func (w *Writer[T]) Start(ctx context.Context, opts ...runtime.Option) (*Query, 
 			}
 			return n, err
 		}}}, c.plan.Outputs...)
-	c.plan.Outputs[0].Rewind, c.plan.Outputs[0].AtLeastOnce = rewindOf(w.sink), atLeastOnce(w.sink)
+	describeSink(&c.plan.Outputs[0], w.sink)
 	q, err := runtime.Start(ctx, &c.plan, opts...)
 	if err != nil {
 		c.closeAll()

@@ -437,20 +437,17 @@ type fileSink[T any, P codec.RecordPtr[T]] struct {
 // Description names the sink in progress reports.
 func (s fileSink[T, P]) Description() string { return "files:" + s.dir }
 
-// rewindOf returns a sink's RewindAfter, when it keeps its batches apart
-// (runtime.BatchRewinder), for runtime.Output.Rewind; nil otherwise.
-func rewindOf(sink any) func(ctx context.Context, batchID int64) error {
+// describeSink tells the runtime what out's sink does with a batch run
+// again: its RewindAfter, when it keeps its batches apart
+// (runtime.BatchRewinder), and whether it writes every attempt in full
+// (runtime.AtLeastOnceSink).
+func describeSink(out *runtime.Output, sink any) {
 	if r, ok := sink.(runtime.BatchRewinder); ok {
-		return r.RewindAfter
+		out.Rewind = r.RewindAfter
 	}
-	return nil
-}
-
-// atLeastOnce reports whether a sink writes every attempt of a batch and
-// skips none (see runtime.AtLeastOnceSink).
-func atLeastOnce(sink any) bool {
-	s, ok := sink.(runtime.AtLeastOnceSink)
-	return ok && s.AtLeastOnce()
+	if s, ok := sink.(runtime.AtLeastOnceSink); ok {
+		out.AtLeastOnce = s.AtLeastOnce()
+	}
 }
 
 // RewindAfter removes the files of the batches after batchID (see

@@ -242,8 +242,7 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 					late = late[:0]
 					return n, err
 				}})
-			out := &c.plan.Outputs[len(c.plan.Outputs)-1]
-			out.Rewind, out.AtLeastOnce = rewindOf(cfg.late), atLeastOnce(cfg.late)
+			describeSink(&c.plan.Outputs[len(c.plan.Outputs)-1], cfg.late)
 		}
 		// The operator the rows reach first decides which are late.
 		next := &lateSlot{}

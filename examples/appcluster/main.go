@@ -25,8 +25,8 @@
 // other instances take its partitions; with -instance-id it stays a
 // member until the session timeout, and started again with the same id
 // before then it takes its partitions back, and none moves. -reset, with
-// every instance stopped, makes the next run start over. Exit status: 0 after a signal, 1 on
-// an error, 2 for bad flags.
+// every instance stopped, makes the next run start over, and exits. Exit
+// status: 0 after a signal, 1 on an error, 2 for bad flags.
 package main
 
 import (
@@ -139,6 +139,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		conn = cluster.Connection()
 		fmt.Fprintf(stderr, "appcluster: an in-process Kafka cluster at %s\n", strings.Join(conn.Brokers, ","))
 	}
+	opts := kafka.AppOptions{
+		Connection:       conn,
+		Group:            *group,
+		Topics:           []string{*input},
+		Dir:              *dir,
+		ExactlyOnce:      true,
+		StandbyReplicas:  *standbys,
+		SessionTimeout:   *session,
+		RebalanceTimeout: *rebalance,
+		InstanceID:       *instance,
+	}
+	build := func(task *kafka.Task) (kafka.Starter, error) {
+		src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest()})
+		sink := kafka.Sink(kafka.SinkOptions[Count]{Connection: conn, Topic: *output,
+			Key: func(c *Count) []byte { return []byte(c.User) }, Transactions: task.Transactions()})
+		task.OnClose(sink.Close)
+		byUser := typed.GroupByKey(typed.From[Click](src), func(c *Click) string { return c.User })
+		return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, count), sink).OutputMode(typed.Update), nil
+	}
+	if *reset {
+		if err := kafka.NewApp(opts, build).Reset(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "appcluster: reset group %s: its next run reads the input from the start\n", *group)
+		return nil
+	}
 	if err := ensureTopics(ctx, conn, int32(*partitions), *input, *output); err != nil {
 		return err
 	}
@@ -152,40 +178,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer srv.Close()
-	advertised := srv.Addr().String()
-	app := kafka.NewApp(kafka.AppOptions{
-		Connection:       conn,
-		Group:            *group,
-		Topics:           []string{*input},
-		Dir:              *dir,
-		ExactlyOnce:      true,
-		StandbyReplicas:  *standbys,
-		SessionTimeout:   *session,
-		RebalanceTimeout: *rebalance,
-		InstanceID:       *instance,
-		AdvertisedAddr:   advertised,
-		Options:          []runtime.Option{srv.Watch(), runtime.WithTrigger(runtime.ProcessingTime(50 * time.Millisecond))},
-	}, func(task *kafka.Task) (kafka.Starter, error) {
-		src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest()})
-		sink := kafka.Sink(kafka.SinkOptions[Count]{Connection: conn, Topic: *output,
-			Key: func(c *Count) []byte { return []byte(c.User) }, Transactions: task.Transactions()})
-		task.OnClose(sink.Close)
-		byUser := typed.GroupByKey(typed.From[Click](src), func(c *Click) string { return c.User })
-		return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, count), sink).OutputMode(typed.Update), nil
-	})
-	if *reset {
-		if err := app.Reset(ctx); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "appcluster: reset group %s: its next run reads the input from the start\n", *group)
-		return nil
-	}
+	opts.AdvertisedAddr = srv.Addr().String()
+	opts.Options = []runtime.Option{srv.Watch(), runtime.WithTrigger(runtime.ProcessingTime(50 * time.Millisecond))}
+	app := kafka.NewApp(opts, build)
 	srv.Handle("/app/", app.StateHandler())
 	srv.Page.AddPanel("Application "+*group, func() any { return app.Status() })
 	if err := srv.Metrics.Register(app.Collector()); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "appcluster: serving on http://%s/ (state: /app/state/)\n", advertised)
+	fmt.Fprintf(stdout, "appcluster: serving on http://%s/ (state: /app/state/)\n", opts.AdvertisedAddr)
 	if f, ok := stdout.(*os.File); ok {
 		f.Sync()
 	}
