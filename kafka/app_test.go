@@ -462,59 +462,89 @@ func TestAppRejoinsWhenATaskIsFenced(t *testing.T) {
 // the group's members. Once the instance has stopped, Reset deletes the
 // changelog and the group and removes the checkpoints, and the next Run
 // counts the input again from its start: each user's counts rise to its
-// plain-loop count twice, never past it.
+// plain-loop count twice, never past it. The same holds when the App ran
+// on another machine, whose checkpoints the Reset did not remove: they
+// are of the deleted changelog, and are not copied back into the new
+// one.
 func TestAppReset(t *testing.T) {
-	conn, adm := newCountingCluster(t, 2)
-	ctx := testContext(t)
-	in := clicks(300, 51)
-	produce(t, conn, clickRecords(t, "clicks", 2, in)...)
-	watch := newAppWatch()
-	opts := kafka.AppOptions{Group: "killed", Dir: t.TempDir()}
-	countAll := func() {
-		t.Helper()
-		app := runCountingApp(t, ctx, conn, opts, watch)
-		poll(t, "the two tasks", func() bool { return running(app.app) == 2 })
-		ends, err := adm.ListEndOffsets(ctx, "clicks")
-		if err != nil {
-			t.Fatal(err)
-		}
-		awaitGroupAtEnd(t, adm, watch, ends)
-		if err := newCountingApp(conn, opts, watch).Reset(ctx); err == nil || !strings.Contains(err.Error(), "the group has members (127.0.0.1") {
-			t.Fatalf("Reset while an instance runs: %v, want a refusal naming its member", err)
-		}
-		app.stop(t)
-	}
-	countAll()
-	if err := newCountingApp(conn, opts, watch).Reset(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if entries, err := os.ReadDir(opts.Dir); err != nil || len(entries) != 0 {
-		t.Fatalf("Dir after Reset: %v, %v; want it empty", entries, err)
-	}
-	topics, err := adm.ListTopics(ctx, "killed-changelog")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if topics.Has("killed-changelog") {
-		t.Fatal("the changelog topic is still there after Reset")
-	}
-	countAll()
+	for _, tc := range []struct {
+		name string
+		// elsewhere runs the App, before the Reset, on another machine's
+		// Dir, which the Reset does not clear, and after it too.
+		elsewhere bool
+	}{{"here", false}, {"elsewhere", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, adm := newCountingCluster(t, 2)
+			ctx := testContext(t)
+			in := clicks(300, 51)
+			produce(t, conn, clickRecords(t, "clicks", 2, in)...)
+			watch := newAppWatch()
+			opts := kafka.AppOptions{Group: "killed", Dir: t.TempDir()}
+			runOn := opts
+			if tc.elsewhere {
+				runOn.Dir = t.TempDir()
+			}
+			countAll := func() {
+				t.Helper()
+				app := runCountingApp(t, ctx, conn, runOn, watch)
+				poll(t, "the two tasks", func() bool { return running(app.app) == 2 })
+				ends, err := adm.ListEndOffsets(ctx, "clicks")
+				if err != nil {
+					t.Fatal(err)
+				}
+				awaitGroupAtEnd(t, adm, watch, ends)
+				if err := newCountingApp(conn, opts, watch).Reset(ctx); err == nil || !strings.Contains(err.Error(), "the group has members (127.0.0.1") {
+					t.Fatalf("Reset while an instance runs: %v, want a refusal naming its member", err)
+				}
+				app.stop(t)
+			}
+			countAll()
+			before, err := adm.ListTopics(ctx, "killed-changelog")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := newCountingApp(conn, opts, watch).Reset(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if entries, err := os.ReadDir(opts.Dir); err != nil || len(entries) != 0 {
+				t.Fatalf("Dir after Reset: %v, %v; want it empty", entries, err)
+			}
+			// (A new client: the test's caches the topics' metadata.)
+			after, err := newAdmin(t, conn).ListTopics(ctx, "killed-changelog")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if after["killed-changelog"].ID == before["killed-changelog"].ID {
+				t.Fatal("the changelog topic has the same ID after Reset: it was not made again")
+			}
+			if starts, err := adm.ListEndOffsets(ctx, "killed-changelog"); err != nil {
+				t.Fatal(err)
+			} else {
+				starts.Each(func(o kadm.ListedOffset) {
+					if o.Offset != 1 {
+						t.Errorf("changelog partition %d ends at %d after Reset, want 1 (the reset's record)", o.Partition, o.Offset)
+					}
+				})
+			}
+			countAll()
 
-	want := expectedCounts(in)
-	for user, counts := range userCounts(t, conn, adm, kgo.ReadCommitted()) {
-		n := want[user].Count
-		runs := 0
-		for i, c := range counts {
-			if i == 0 || c <= counts[i-1] {
-				runs++
-				if i > 0 && counts[i-1] != n {
+			want := expectedCounts(in)
+			for user, counts := range userCounts(t, conn, adm, kgo.ReadCommitted()) {
+				n := want[user].Count
+				runs := 0
+				for i, c := range counts {
+					if i == 0 || c <= counts[i-1] {
+						runs++
+						if i > 0 && counts[i-1] != n {
+							t.Fatalf("user %s: counts %v, want two runs each ending at %d", user, counts, n)
+						}
+					}
+				}
+				if runs != 2 || counts[len(counts)-1] != n {
 					t.Fatalf("user %s: counts %v, want two runs each ending at %d", user, counts, n)
 				}
 			}
-		}
-		if runs != 2 || counts[len(counts)-1] != n {
-			t.Fatalf("user %s: counts %v, want two runs each ending at %d", user, counts, n)
-		}
+		})
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamgen/streamgen/runtime"
 )
@@ -24,13 +25,18 @@ import (
 // touched: consumers of the output see the results again.
 //
 // No instance of the App may run: Reset refuses while the group has
-// members, naming them. It clears this instance's Dir only: as with
-// Kafka Streams' cleanUp, clear the Dir of every other machine that ran
-// an instance (Reset there too, or remove its checkpoints) before any
-// runs again, or a checkpoint left there is taken for state the new
-// changelog lacks and is copied back into it. Call it on an App that has
-// not run, then Run it (or another App of the same options). Not safe
-// for concurrent use with Run.
+// members, naming them. It removes this instance's checkpoints only, as
+// Kafka Streams' cleanUp does; a checkpoint left on another machine is
+// not taken up again: Reset makes the changelog topics again at once,
+// with a record in each partition, and a task or standby that finds its
+// checkpoint of the deleted topic (the topic's ID differs) and the new
+// one not empty replaces the checkpoint's state with the topic's. (A
+// changelog topic deleted by hand and made again empty is the other
+// case: a checkpoint is copied back into it.) Those checkpoints take
+// room until the App's StateCleanupDelay removes them, or a Reset on
+// their machine. Call it on an App that has not run, then Run it (or
+// another App of the same options). Not safe for concurrent use with
+// Run.
 func (a *App) Reset(ctx context.Context) error {
 	if a.err != nil {
 		return a.err
@@ -103,7 +109,45 @@ func (a *App) Reset(ctx context.Context) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+	if err := a.markChangelogs(ctx); err != nil {
+		return err
+	}
 	return a.removeCheckpoints()
+}
+
+// markChangelogs makes the App's changelog topics again, as a task would
+// at its start, and writes the reset's record (changelogResetKey) into
+// each of their partitions.
+func (a *App) markChangelogs(ctx context.Context) error {
+	partitions, err := a.checkTopics(ctx)
+	if err != nil {
+		return err
+	}
+	topics := []string{a.opts.Changelog}
+	if a.opts.RepartitionBy != nil {
+		topics = append(topics, a.opts.Group+"-repartition-changelog")
+	}
+	client, err := a.opts.Connection.newClient(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		return fmt.Errorf("streamgen: kafka app %q: reset: client: %w", a.opts.Group, err)
+	}
+	defer client.Close()
+	value := fmt.Appendf(nil, `{"resetAt":%d}`, time.Now().UnixMilli())
+	var marks []*kgo.Record
+	for _, topic := range topics {
+		copts := a.opts.ChangelogOptions
+		copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, topic, partitions
+		if err := newChangelog(copts, nil).ensureTopic(ctx, client); err != nil {
+			return fmt.Errorf("streamgen: kafka app %q: reset: %w", a.opts.Group, err)
+		}
+		for p := range partitions {
+			marks = append(marks, &kgo.Record{Topic: topic, Partition: p, Key: []byte(changelogResetKey), Value: value})
+		}
+	}
+	if err := client.ProduceSync(ctx, marks...).FirstErr(); err != nil {
+		return fmt.Errorf("streamgen: kafka app %q: reset: mark the changelog topics %v: %w", a.opts.Group, topics, err)
+	}
+	return nil
 }
 
 // removeCheckpoints removes what the App keeps under Dir: the tasks' and

@@ -118,6 +118,12 @@ const changelogFetchBytes = 16 << 20
 //     than the topic's delete.retention.ms (less a quarter of it, at most
 //     an hour): compaction may have removed deletions among them, which
 //     it would miss;
+//   - a checkpoint of a topic deleted since and made again under the same
+//     name (the checkpoint's record names the topic's ID, where the
+//     cluster gives IDs) is cleared and restored from the new topic when
+//     that holds records (another query's, or App.Reset's mark), with a
+//     warning; found empty, the new topic is given the checkpoint, as a
+//     checkpoint that ran without the changelog is;
 //   - a restore applies the records of the batches the topic's last
 //     progress record says complete as it reads them, so its memory does
 //     not grow with the state.
@@ -193,6 +199,10 @@ type changelog struct {
 	rewound bool
 	// deleteRetention is the topic's delete.retention.ms, read at start.
 	deleteRetention time.Duration
+	// topicID is the topic's ID (Kafka's, a new one each time a topic of
+	// the name is made), read at start; empty where the cluster gives
+	// none.
+	topicID string
 
 	// With AsyncProgress: pendingEnds are the topic's end offsets after
 	// the records acknowledged since the last commit (guarded by
@@ -246,6 +256,11 @@ type changelogRecord struct {
 	// deletions among them once the topic's delete.retention.ms has
 	// passed since (see changelog.stale).
 	At int64 `json:"at,omitempty"`
+	// TopicID is the ID of the topic the offsets are of, where the
+	// cluster gives one: a checkpoint of a topic since deleted and made
+	// again under the same name (App.Reset, or by hand) is told from
+	// one of the topic there now, whose offsets mean other records.
+	TopicID string `json:"topicID,omitempty"`
 }
 
 func newChangelog(opts ChangelogOptions, s *runtime.Store) *changelog {
@@ -457,7 +472,7 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 		return c.failed
 	}
 	c.metaSent, c.startDeletions = true, nil
-	rec, err := json.Marshal(changelogRecord{Topic: c.opts.Topic, Ends: ends, At: began.UnixMilli()})
+	rec, err := json.Marshal(changelogRecord{Topic: c.opts.Topic, Ends: ends, At: began.UnixMilli(), TopicID: c.topicID})
 	if err != nil {
 		return fmt.Errorf("streamgen: %s: encode its offsets: %w", c.what(), err)
 	}
@@ -546,7 +561,7 @@ func (c *changelog) fail(batchID int64, err error) error {
 
 // record returns the committer's record as it stands.
 func (c *changelog) currentRecord() changelogRecord {
-	rec := changelogRecord{Topic: c.opts.Topic, Ends: c.ends, At: time.Now().UnixMilli()}
+	rec := changelogRecord{Topic: c.opts.Topic, Ends: c.ends, At: time.Now().UnixMilli(), TopicID: c.topicID}
 	if c.txn != nil && c.opts.AsyncProgress {
 		rec.Async, rec.Committed = true, c.committed
 	}
@@ -695,6 +710,17 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 	}
 	from := map[int32]int64{}
 	switch {
+	case hasRecord && c.madeAgain(rec) && !topicEmpty:
+		// The checkpoint's offsets are of the topic deleted: read from
+		// them, the new topic's records would be applied in part, over
+		// state they are not of. (Made again and still empty, the topic
+		// takes the checkpoint back: see below.)
+		slog.Warn("streamgen: the changelog topic was deleted and made again since the checkpoint last wrote to it, and it holds records the checkpoint is not of (App.Reset's mark, or another query's batches): replacing the checkpoint's state with the topic's",
+			"topic", c.opts.Topic, "checkpointTopicID", rec.TopicID, "topicID", c.topicID, "checkpointBatch", local.BatchID)
+		for _, tp := range parts {
+			from[tp.partition] = starts[tp]
+		}
+		c.rewound = true
 	case hasRecord && rec.Async && hasProgress && local.BatchID > rec.Committed:
 		if topicEmpty {
 			return fmt.Errorf("streamgen: %s: the checkpoint is ahead of the changelog (batch %d, the changelog's last %d), and the topic is empty: was it deleted and made again? "+
@@ -846,18 +872,16 @@ func (c *changelog) ensureTopic(ctx context.Context, client *kgo.Client) error {
 	}
 	switch {
 	case err == nil:
+		c.topicID = topicIDString(resp.ID)
 		return c.readDeleteRetention(ctx, adm)
 	case !errors.Is(err, kerr.TopicAlreadyExists):
 		return fmt.Errorf("streamgen: %s: create the topic: %w", c.what(), err)
 	}
-	details, err := adm.ListTopics(ctx, c.opts.Topic)
-	if err == nil {
-		err = details.Error()
-	}
+	detail, err := c.readTopic(ctx, adm)
 	if err != nil {
-		return fmt.Errorf("streamgen: %s: describe the topic: %w", c.what(), err)
+		return err
 	}
-	if n := len(details[c.opts.Topic].Partitions); n < int(c.opts.Partitions) {
+	if n := len(detail.Partitions); n < int(c.opts.Partitions) {
 		return fmt.Errorf("streamgen: %s: the topic has %d partitions, fewer than the %d of ChangelogOptions.Partitions", c.what(), n, c.opts.Partitions)
 	}
 	cfg, err := describeTopic(ctx, adm, c.opts.Topic)
@@ -868,6 +892,36 @@ func (c *changelog) ensureTopic(ctx context.Context, client *kgo.Client) error {
 		return fmt.Errorf("streamgen: %s: the topic's cleanup.policy is %q: it must be compact, or its old records, the state of keys not written lately, are deleted", c.what(), policy)
 	}
 	return c.setDeleteRetention(cfg)
+}
+
+// topicIDString is id as the changelog's record keeps it: empty for the
+// zero ID of a cluster that gives none.
+func topicIDString(id kadm.TopicID) string {
+	if id == (kadm.TopicID{}) {
+		return ""
+	}
+	return id.String()
+}
+
+// readTopic describes the topic, and keeps its ID in c.topicID.
+func (c *changelog) readTopic(ctx context.Context, adm *kadm.Client) (kadm.TopicDetail, error) {
+	details, err := adm.ListTopics(ctx, c.opts.Topic)
+	if err == nil {
+		err = details.Error()
+	}
+	if err != nil {
+		return kadm.TopicDetail{}, fmt.Errorf("streamgen: %s: describe the topic: %w", c.what(), err)
+	}
+	c.topicID = topicIDString(details[c.opts.Topic].ID)
+	return details[c.opts.Topic], nil
+}
+
+// madeAgain reports whether rec, the checkpoint's record, is of another
+// topic than the one of the name now: one deleted since and made again.
+// A record written before records kept the ID, or a cluster that gives
+// none, says nothing.
+func (c *changelog) madeAgain(rec changelogRecord) bool {
+	return rec.TopicID != "" && c.topicID != "" && rec.TopicID != c.topicID
 }
 
 // readDeleteRetention reads the topic's delete.retention.ms into
@@ -1005,6 +1059,7 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 		if err := r.Clear(); err != nil {
 			return err
 		}
+		c.committed, c.uncommitted = 0, 0 // the topic's progress, if any, sets them (saveEnds)
 	}
 	started := time.Now()
 	// The id of the last batch whose progress was read: records of later
@@ -1082,6 +1137,9 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 			continue
 		}
 		err := reader.fetchRange(ctx, rclient, tp, from[tp.partition], ends[tp], lost, func(rec *kgo.Record) error {
+			if isResetMark(rec) {
+				return nil
+			}
 			batch, err := recordBatch(rec)
 			if err != nil {
 				return fmt.Errorf("streamgen: %s: partition %d offset %d: %w", c.what(), rec.Partition, rec.Offset, err)
@@ -1145,6 +1203,17 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 		"took", took, "recordsPerSecond", int64(float64(r.Records())/max(took.Seconds(), 1e-9)), "failedBatchRecords", len(failed))
 	return nil
 }
+
+// changelogResetKey is the key of the record App.Reset writes into each
+// partition of a changelog topic it makes again. No store key is this
+// one (runtime.Mirrored), and restores pass over it; it is there so that
+// the topic is not empty, which would make a checkpoint of the deleted
+// topic, on a machine Reset did not clear, copy itself back into it
+// (see restoreStore).
+const changelogResetKey = "\x03streamgen-reset"
+
+// isResetMark reports whether rec is App.Reset's record.
+func isResetMark(rec *kgo.Record) bool { return string(rec.Key) == changelogResetKey }
 
 // recordBatch reads a changelog record's batch id.
 func recordBatch(rec *kgo.Record) (int64, error) {

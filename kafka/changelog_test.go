@@ -1020,3 +1020,73 @@ func TestChangelogRestoreInterrupted(t *testing.T) {
 	}
 	sameState(t, "the restore after an interrupted one", got, want)
 }
+
+// TestChangelogTopicMadeAgain: a checkpoint whose changelog topic was
+// deleted and made again since its last batch. Where the new topic holds
+// another checkpoint's batches, further than the old offsets, the
+// checkpoint takes the topic's state: read from its old offsets, it kept
+// its own values and took only the new topic's later records. Where the
+// new topic is empty, the checkpoint is copied into it, and a restore of
+// an empty store from it gives the checkpoint back.
+func TestChangelogTopicMadeAgain(t *testing.T) {
+	conn, adm := newCluster(t)
+	opts := kafka.ChangelogOptions{Connection: conn, Topic: "again"}
+	v := runtime.Var{Variable: 0}
+	write := func(s *runtime.Store, c runtime.Committer, batches int64, value string) {
+		t.Helper()
+		for id := range batches {
+			b := s.NewBatch()
+			for k := range 10 {
+				if err := b.Put(v, fmt.Appendf(nil, "k%d", (int(id)*3+k)%20), nil, fmt.Appendf(nil, "%s%d", value, id)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	remake := func() {
+		t.Helper()
+		ctx := testContext(t)
+		if _, err := adm.DeleteTopics(ctx, "again"); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			// (A new client each time: one caches the topic's metadata.)
+			if listed, err := newAdmin(t, conn).ListTopics(ctx, "again"); err != nil {
+				t.Fatal(err)
+			} else if !listed.Has("again") {
+				return
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatal(ctx.Err())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	old := vfs.NewMem()
+	s, c := openChangelog(t, opts, old)
+	write(s, c, 2, "old")
+	oldState := snapshotOf(t, s)
+	c.Close()
+	s.Close()
+	kept := vfs.NewMem()
+	copyFS(t, old, kept, "ckpt")
+
+	remake()
+	s2, c2 := openChangelog(t, opts, vfs.NewMem())
+	write(s2, c2, 5, "new")
+	want := snapshotOf(t, s2)
+	c2.Close()
+	s2.Close()
+	r, _ := openChangelog(t, opts, old)
+	sameState(t, "a checkpoint of the deleted topic", snapshotOf(t, r), want)
+
+	remake()
+	back, _ := openChangelog(t, opts, kept)
+	sameState(t, "a checkpoint of the deleted topic, the new one empty", snapshotOf(t, back), oldState)
+	fresh, _ := openChangelog(t, opts, vfs.NewMem())
+	sameState(t, "a restore from the topic the checkpoint was copied into", snapshotOf(t, fresh), oldState)
+}

@@ -59,6 +59,18 @@ func newFakeCluster(t *testing.T, opts ...kafka.EmbeddedOption) (*kfake.Cluster,
 	return kafka.FakeCluster(cluster), conn, kadm.NewClient(client)
 }
 
+// newAdmin returns an admin client of its own, whose metadata no earlier
+// request has cached.
+func newAdmin(t *testing.T, conn kafka.Connection) *kadm.Client {
+	t.Helper()
+	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	return kadm.NewClient(client)
+}
+
 func createTopic(t *testing.T, adm *kadm.Client, topic string, partitions int32) {
 	t.Helper()
 	if _, err := adm.CreateTopic(testContext(t), partitions, 1, nil, topic); err != nil {

@@ -117,10 +117,17 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	if err := c.readDeleteRetention(ctx, kadm.NewClient(rclient)); err != nil {
 		return err
 	}
+	if _, err := c.readTopic(ctx, kadm.NewClient(rclient)); err != nil {
+		return err
+	}
 	from, known := rec.Ends[p]
 	rebuild := false
 	at := int64(0) // of the position (see changelogRecord.At)
 	switch {
+	case hasRecord && c.madeAgain(rec):
+		// A copy of a topic deleted since (App.Reset): its offsets mean
+		// nothing in the new one.
+		rebuild, from = true, starts[tp]
 	case hasRecord && rec.Async && hasProgress && local.BatchID > rec.Committed:
 		rebuild = true // batches the topic never got: only its copy replaces them
 	case hasRecord && known && from >= starts[tp] && from <= ends[tp] && (from == ends[tp] || !c.stale(rec)):
@@ -222,6 +229,9 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 				if ferr != nil {
 					return
 				}
+				if isResetMark(record) {
+					continue
+				}
 				batch, err := recordBatch(record)
 				if err != nil {
 					ferr = fmt.Errorf("changelog partition %d offset %d: %w", p, record.Offset, err)
@@ -296,7 +306,7 @@ func (a *App) standbyLag(end, position int64, held int) int64 {
 // where its task, or the standby again, goes on reading; at is the
 // changelogRecord.At of that position.
 func (a *App) saveStandby(store *runtime.Store, c *changelog, r *runtime.Restore, p int32, position, at int64) error {
-	rec := changelogRecord{Topic: c.opts.Topic, Ends: map[int32]int64{p: position}, At: at}
+	rec := changelogRecord{Topic: c.opts.Topic, Ends: map[int32]int64{p: position}, At: at, TopicID: c.topicID}
 	v, err := json.Marshal(rec)
 	if err != nil {
 		return err

@@ -174,6 +174,9 @@ const DefaultCloseTimeout = 30 * time.Second
 // returns it. See storefail.go.
 type Store struct {
 	db *pebble.DB
+	// closeOnce runs Close's work once; closeErr is what it returned.
+	closeOnce sync.Once
+	closeErr  error
 	// lock is the checkpoint directory's lock, taken before Pebble opens
 	// (see lockCheckpoint) and held until Close: Pebble's opens borrow it.
 	lock  *pebble.Lock
@@ -649,8 +652,14 @@ func (s *Store) record(id int64) error {
 // returns the store's failure, if any. It waits for Pebble up to
 // CloseTimeout; past it, or when a failed commit left Pebble's commit
 // pipeline locked, it returns an error wrapping ErrStoreNotClosed and
-// leaves Pebble's files open and locked until the process ends.
+// leaves Pebble's files open and locked until the process ends. A second
+// call returns what the first did.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Store) close() error {
 	close(s.stop)
 	s.readsClosed.Store(true)
 	if s.wedged.Load() {
