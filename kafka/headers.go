@@ -107,6 +107,24 @@ func newBatchHeaders(writer string, batchID int64, rows int) batchHeaders {
 	return h
 }
 
+// withRows is h for a write of n rows.
+func (h batchHeaders) withRows(n int) batchHeaders {
+	h.rows = strconv.AppendInt(nil, int64(n), 10)
+	return h
+}
+
+// size is the most bytes the headers of a row of a write of rows rows
+// take in a record (see recordSize).
+func (h batchHeaders) size(rows int) int {
+	n := 0
+	if h.writer != nil {
+		n += 10 + len(HeaderWriter) + len(h.writer)
+	}
+	digits := len(strconv.Itoa(rows))
+	return n + 40 + len(HeaderBatch) + len(h.batch) + len(HeaderAttempt) + len(h.attempt) +
+		len(HeaderRow) + digits + len(HeaderRows) + len(h.rows)
+}
+
 // append appends the headers of row i to hs.
 func (h batchHeaders) append(hs []Header, i int) []Header {
 	if h.writer != nil {

@@ -305,3 +305,118 @@ func TestDeadLetterTopicManyOriginals(t *testing.T) {
 		}
 	}
 }
+
+// TestSinkDeadLettersWhatItsTopicRefuses: rows whose records their topic
+// refuses (larger than its max.message.bytes, or without a key for a
+// compacted topic) go to the query's dead-letter sink with their value,
+// and the batch's other rows are written, numbered without them; with
+// transactions too, where a refused produce would abort the batch. A
+// query without a dead-letter sink fails, naming the row and why.
+func TestSinkDeadLettersWhatItsTopicRefuses(t *testing.T) {
+	for _, eosOn := range []bool{false, true} {
+		t.Run(fmt.Sprintf("exactlyOnce=%v", eosOn), func(t *testing.T) {
+			conn, adm := newCluster(t)
+			ctx := testContext(t)
+			small, compact := "2000", "compact"
+			for topic, cfg := range map[string]map[string]*string{
+				"small": {"max.message.bytes": &small}, "keyed": {"cleanup.policy": &compact},
+			} {
+				if _, err := adm.CreateTopic(ctx, 1, 1, cfg, topic); err != nil {
+					t.Fatal(err)
+				}
+			}
+			in := clicks(30, 9)
+			for i := range in {
+				if i%7 == 3 {
+					in[i].Page = strings.Repeat("p", 3000) // too large for "small"
+				}
+			}
+			// Rows of users before "c" go to the compacted topic, and
+			// those of "ann" have no key.
+			topicOf := func(c *fixtures.Click) string {
+				if c.User < "c" {
+					return "keyed"
+				}
+				return "small"
+			}
+			refused := func(c fixtures.Click) bool { return c.User == "ann" || topicOf(&c) == "small" && len(c.Page) > 2000 }
+			first := slices.IndexFunc(in, refused)
+			run := func(letters runtime.DeadLetterSink) error {
+				var eos *kafka.Transactions
+				opts := newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()))
+				if eosOn {
+					eos = kafka.ExactlyOnce(kafka.ChangelogOptions{Connection: conn, Topic: "refused-changelog"})
+					defer eos.Close()
+					opts = append(opts, eos.Option())
+				}
+				if letters != nil {
+					opts = append(opts, runtime.DeadLetters(letters))
+				}
+				sink := kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn, TopicOf: topicOf, Transactions: eos,
+					Key: func(c *fixtures.Click) []byte {
+						if c.User == "ann" {
+							return nil
+						}
+						return []byte(c.User)
+					}})
+				defer sink.Close()
+				stream := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+				stream.Add(in...)
+				q, err := typed.WriteTo(typed.FromMemory(stream), sink).Start(ctx, opts...)
+				if err != nil {
+					return err
+				}
+				return q.AwaitTermination()
+			}
+			err := run(nil)
+			if why := fmt.Sprintf("row %d: a record ", first); err == nil || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "runtime.DeadLetters") {
+				t.Fatalf("without a dead-letter sink: %v, want a failure naming row %d", err, first)
+			}
+			letters := runtime.DeadLetterMemory()
+			if err := run(letters); err != nil {
+				t.Fatal(err)
+			}
+			var wantLetters, wantRows []string
+			for _, c := range in {
+				v, err := c.MarshalJSON()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if refused(c) {
+					wantLetters = append(wantLetters, string(v))
+				} else {
+					wantRows = append(wantRows, string(v))
+				}
+			}
+			var gotLetters []string
+			for _, l := range letters.Letters() {
+				if l.Source != "kafka:(by row)" || !strings.HasPrefix(l.Position, "batch 0 row ") {
+					t.Errorf("letter from %q at %q", l.Source, l.Position)
+				}
+				gotLetters = append(gotLetters, l.Raw)
+			}
+			var gotRows []string
+			marks := map[int]bool{}
+			for _, topic := range []string{"keyed", "small"} {
+				for _, r := range consume(t, conn, adm, topic) {
+					gotRows = append(gotRows, string(r.Value))
+					mark, ok := kafka.ReadBatchMark(r.Headers)
+					if !ok || mark.Rows != len(wantRows) || marks[mark.Row] {
+						t.Errorf("record %s: mark %+v, want one of rows 0 to %d, each once", r.Value, mark, len(wantRows)-1)
+					}
+					marks[mark.Row] = true
+				}
+			}
+			slices.Sort(gotLetters)
+			slices.Sort(wantLetters)
+			slices.Sort(gotRows)
+			slices.Sort(wantRows)
+			if !slices.Equal(gotLetters, wantLetters) {
+				t.Errorf("dead letters %d, want %d: %q", len(gotLetters), len(wantLetters), gotLetters)
+			}
+			if !slices.Equal(gotRows, wantRows) {
+				t.Errorf("records %d, want %d", len(gotRows), len(wantRows))
+			}
+		})
+	}
+}

@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
+	"sync"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/runtime"
 )
 
 // Format is how a sink encodes a row into a record's value.
@@ -104,11 +108,24 @@ func (o *SinkOptions[T]) validate() error {
 // sees the rows of both. Records of one partition are written in order,
 // without duplicates within a write (the producer is idempotent), and a
 // Write returns once all its records are acknowledged.
+//
+// A row whose record its topic refuses (larger than the topic's
+// max.message.bytes or the producer's batch size, or without a key for
+// a compacted topic) is not produced: it goes to the query's dead-letter
+// sink (runtime.DeadLetters), as Kafka Streams' dead-letter queue takes
+// what its production exception handler gives up on, with its value in
+// Raw; the batch's other rows are written, and numbered without it (see
+// BatchMark). Without a dead-letter sink the batch fails, naming the row.
+// (A dead-letter sink that is itself a Kafka topic needs room for such a
+// record.)
 type TopicSink[T any] struct {
 	opts   SinkOptions[T]
 	encode func(b []byte, row *T) ([]byte, error)
 	err    error // from validate, returned by every Write
 	producer
+	// limits are the topics' limits, read at a topic's first record.
+	limitsMu sync.Mutex
+	limits   map[string]topicLimits
 }
 
 // Sink returns a sink writing rows of type T to Kafka (see TopicSink and
@@ -143,7 +160,6 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 	if len(rows) == 0 {
 		return nil
 	}
-	marks := newBatchHeaders(s.opts.WriterID, batchID, len(rows))
 	records := make([]kgo.Record, len(rows))
 	ptrs := make([]*kgo.Record, len(rows))
 	// The values are appended to one buffer and sliced once it has
@@ -165,7 +181,6 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 		if s.opts.Headers != nil {
 			r.Headers = slices.Clip(s.opts.Headers(row)) // appending below must not write into the caller's array
 		}
-		r.Headers = marks.append(r.Headers, i)
 		var err error
 		if values, err = s.encode(values, row); err != nil {
 			return fmt.Errorf("streamgen: %s: batch %d: row %d: %w", s.what, batchID, i, err)
@@ -178,10 +193,115 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 		records[i].Value = values[start:ends[i]:ends[i]]
 		start = ends[i]
 	}
+	marks := newBatchHeaders(s.opts.WriterID, batchID, len(rows))
+	ptrs, err := s.admit(ctx, batchID, ptrs, marks.size(len(rows)))
+	if err != nil {
+		return err
+	}
+	if len(ptrs) < len(rows) {
+		marks = marks.withRows(len(ptrs))
+	}
+	for i, r := range ptrs {
+		r.Headers = marks.append(r.Headers, i)
+	}
 	if err := s.produce(ctx, ptrs); err != nil {
 		return fmt.Errorf("streamgen: %s: batch %d: %w", s.what, batchID, err)
 	}
 	return nil
+}
+
+// topicLimits are what a topic refuses: records of more than maxBytes
+// (as the broker counts them: in a batch of their own), and records
+// without a key when it is compacted.
+type topicLimits struct {
+	maxBytes int
+	compact  bool
+}
+
+// The producer's largest record batch (franz-go's ProducerBatchMaxBytes,
+// which the sinks leave at its default), and Kafka's default
+// max.message.bytes, for a topic whose configuration cannot be read.
+const (
+	producerBatchMaxBytes  = 1_000_012
+	defaultMaxMessageBytes = 1_048_588
+)
+
+// limitsOf returns topic's limits, read at its first record.
+func (s *TopicSink[T]) limitsOf(ctx context.Context, topic string) topicLimits {
+	s.limitsMu.Lock()
+	defer s.limitsMu.Unlock()
+	if l, ok := s.limits[topic]; ok {
+		return l
+	}
+	l := topicLimits{maxBytes: min(producerBatchMaxBytes, defaultMaxMessageBytes)}
+	client, err := s.clientFor()
+	var cfg map[string]string
+	if err == nil {
+		cfg, err = describeTopic(ctx, kadm.NewClient(client), topic)
+	}
+	if err != nil {
+		// (Not allowed to describe it, say: the produce then says what
+		// the topic refuses.)
+		slog.Warn("streamgen: kafka sink: read the topic's limits", "topic", topic, "error", err)
+	}
+	if n, err := strconv.Atoi(cfg["max.message.bytes"]); err == nil && n > 0 {
+		l.maxBytes = min(producerBatchMaxBytes, n)
+	}
+	l.compact = containsCompact(cfg["cleanup.policy"])
+	if s.limits == nil {
+		s.limits = map[string]topicLimits{}
+	}
+	s.limits[topic] = l
+	return l
+}
+
+// admit returns the records their topics take, and hands the others to
+// the query's dead-letter sink (runtime.RejectRow), or fails when it has
+// none. marks is the most bytes the BatchMark headers add to a record.
+func (s *TopicSink[T]) admit(ctx context.Context, batchID int64, records []*kgo.Record, marks int) ([]*kgo.Record, error) {
+	var kept []*kgo.Record
+	var topic string
+	var l topicLimits
+	for i, r := range records {
+		if r.Topic != topic || i == 0 {
+			topic, l = r.Topic, s.limitsOf(ctx, r.Topic)
+		}
+		var why string
+		if size := recordSize(r) + marks; size > l.maxBytes {
+			why = fmt.Sprintf("a record of %d bytes, more than the %d that topic %s takes (max.message.bytes, and the producer's batch size)", size, l.maxBytes, r.Topic)
+		} else if l.compact && r.Key == nil {
+			why = fmt.Sprintf("a record without a key, which topic %s refuses: it is compacted", r.Topic)
+		}
+		if why == "" {
+			if kept != nil {
+				kept = append(kept, r)
+			}
+			continue
+		}
+		letter := runtime.DeadLetter{Source: s.Description(), Position: fmt.Sprintf("batch %d row %d", batchID, i), Error: why, Raw: string(r.Value)}
+		if !runtime.RejectRow(ctx, letter) {
+			return nil, fmt.Errorf("streamgen: %s: batch %d: row %d: %s; give the query a dead-letter sink (runtime.DeadLetters) to write the other rows and keep this one there", s.what, batchID, i, why)
+		}
+		if kept == nil {
+			kept = append(make([]*kgo.Record, 0, len(records)-1), records[:i]...)
+		}
+	}
+	if kept == nil {
+		return records, nil
+	}
+	return kept, nil
+}
+
+// recordSize is an upper bound on the bytes r takes in a record batch of
+// its own, as the broker counts them against max.message.bytes: the
+// batch's header, and the record with its varints at their longest.
+func recordSize(r *kgo.Record) int {
+	const batchHeader, recordFixed = 61, 5 + 1 + 10 + 5 + 5 + 5 + 5 // length, attributes, timestamp and offset deltas, key and value lengths, header count
+	n := batchHeader + recordFixed + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += 5 + len(h.Key) + 5 + len(h.Value)
+	}
+	return n
 }
 
 // Close closes the sink's client, waiting for nothing: call it after the

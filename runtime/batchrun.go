@@ -230,8 +230,9 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 	if err := q.settle(); err != nil {
 		return err
 	}
+	sinkCtx := q.withRejects(ctx, b)
 	for i, out := range q.plan.Outputs {
-		rows, err := out.Write(ctx, b)
+		rows, err := out.Write(sinkCtx, b)
 		if err != nil {
 			return fmt.Errorf("streamgen: batch %d: sink %s: %w", b.ID, out.Description, err)
 		}

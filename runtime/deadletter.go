@@ -92,3 +92,39 @@ func (m *MemoryDeadLetters) Letters() []DeadLetter {
 	}
 	return all
 }
+
+// RejectRow hands an output row that a sink's destination refuses (a
+// record larger than its topic takes, say) to the query's dead-letter
+// sink, as a dead letter of the batch being written, and reports whether
+// it did. It reports false when the query has no dead-letter sink, or
+// ctx is not one that a query gave a sink's Write: the sink then fails
+// the write, so that no row is dropped unseen. A sink that rejects a row
+// must reject it again when the batch is written again, so that the
+// batch's letters are the same. Safe for concurrent use.
+func RejectRow(ctx context.Context, letter DeadLetter) bool {
+	r, _ := ctx.Value(rejectsKey{}).(*rejects)
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.b.deadLetters = append(r.b.deadLetters, letter)
+	return true
+}
+
+// rejects collects the rows the sinks of batch b reject (RejectRow).
+type rejects struct {
+	mu sync.Mutex
+	b  *Batch
+}
+
+type rejectsKey struct{}
+
+// withRejects returns ctx for the sinks of batch b: with the query's
+// dead-letter sink, one that takes their rejected rows.
+func (q *Query) withRejects(ctx context.Context, b *Batch) context.Context {
+	if q.cfg.deadLetters == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, rejectsKey{}, &rejects{b: b})
+}
