@@ -221,6 +221,18 @@ type Task struct {
 	app       *App
 	txn       *Transactions
 	closers   []func()
+	// fenced gives the task up as fenced (see App.start), for what finds
+	// its producer fenced outside its query's batches.
+	fenced func(error)
+}
+
+// fenceHookKey carries Task.fenced in the context of a task's run.
+type fenceHookKey struct{}
+
+// fenceHook returns the Task.fenced that ctx carries, or nil.
+func fenceHook(ctx context.Context) func(error) {
+	f, _ := ctx.Value(fenceHookKey{}).(func(error))
+	return f
 }
 
 // Source returns a source of the task's partition of the App's topics
@@ -773,6 +785,12 @@ func (a *App) start(ctx context.Context, p int32, replace *runningTask) (started
 	// A task fenced stops the partition's tasks, not the instance; so
 	// does one that failed, when OnTaskError says to start it again.
 	var fencedBy, restartAfter atomic.Pointer[error]
+	// A commit outside the task's batches (AsyncProgress's, while it is
+	// idle) that finds the producer fenced stops the task the same way.
+	ctx = context.WithValue(ctx, fenceHookKey{}, func(err error) {
+		fencedBy.CompareAndSwap(nil, &err)
+		cancel()
+	})
 	run := func(what string, task func(context.Context, int32) error) func() {
 		return func() {
 			err := task(ctx, p)
@@ -887,7 +905,7 @@ func (a *App) onRevoked(partitions []int32) {
 // runTask builds, starts and runs the task of partition p until ctx is
 // done or its query fails.
 func (a *App) runTask(ctx context.Context, p int32) error {
-	task := &Task{Partition: p, app: a}
+	task := &Task{Partition: p, app: a, fenced: fenceHook(ctx)}
 	defer func() {
 		for i := len(task.closers) - 1; i >= 0; i-- {
 			task.closers[i]()
@@ -1011,7 +1029,7 @@ func (a *App) taskCommitter(copts ChangelogOptions, task *Task) (runtime.Option,
 	made := new(atomic.Pointer[changelog])
 	return runtime.WithCommitter(func(s *runtime.Store) runtime.Committer {
 		c := newChangelog(copts, s)
-		c.txn, c.task = txn, task.Partition
+		c.txn, c.task, c.onFenced = txn, task.Partition, task.fenced
 		made.Store(c)
 		return c
 	}), txn, made
@@ -1280,7 +1298,7 @@ type repartitioned struct {
 // copies the input's partition p to the repartition topic, each record
 // keyed by RepartitionBy, until ctx is done or it fails.
 func (a *App) runRepartition(ctx context.Context, p int32) error {
-	task := &Task{Partition: p, app: a}
+	task := &Task{Partition: p, app: a, fenced: fenceHook(ctx)}
 	defer func() {
 		for i := len(task.closers) - 1; i >= 0; i-- {
 			task.closers[i]()

@@ -458,6 +458,70 @@ func TestAppRejoinsWhenATaskIsFenced(t *testing.T) {
 	}
 }
 
+// TestAppTaskFencedWhileIdle: with AsyncProgress, a task's batches wait
+// in a transaction that a commit while it is idle ends. Another process
+// claims the task's transactional ID while a batch waits: the idle
+// commit finds the producer fenced, and the task is given up at once
+// and the instance rejoins the group, where it used to keep the
+// partition until its next batch. Every count, read back with
+// read_committed, is a plain loop's, each once.
+func TestAppTaskFencedWhileIdle(t *testing.T) {
+	conn, adm := newCountingCluster(t, 4)
+	in := clicks(800, 33)
+	first, second := in[:400], in[400:]
+	var onZero, rest []fixtures.Click
+	for _, c := range second {
+		if userPartition(c.User, 4) == 0 && len(onZero) < 20 {
+			onZero = append(onZero, c)
+		} else {
+			rest = append(rest, c)
+		}
+	}
+	produce(t, conn, clickRecords(t, "clicks", 4, first)...)
+	ctx := testContext(t)
+	watch := newAppWatch()
+	app := runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir(), ExactlyOnce: true,
+		ChangelogOptions: kafka.ChangelogOptions{AsyncProgress: true, AsyncProgressInterval: 2 * time.Second}}, watch)
+	poll(t, "the four tasks", func() bool { return running(app.app) == 4 })
+	ends, err := adm.ListEndOffsets(ctx, "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends)
+	// Two batches of partition 0: the first may commit at once (the
+	// interval has passed since the last commit), the second waits.
+	read := int64(len(first))
+	for _, part := range [][]fixtures.Click{onZero[:10], onZero[10:]} {
+		produce(t, conn, clickRecords(t, "clicks", 4, part)...)
+		read += int64(len(part))
+		watch.waitFor(t, "the batch", func() bool { return watch.rows >= read })
+	}
+	other, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), kgo.TransactionalID("killed-0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := other.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	other.Close()
+	fenced := func() (n int) {
+		for _, r := range app.app.Status().Rebalances {
+			if r.Fenced && slices.Equal(r.Revoked, []int32{0}) {
+				n++
+			}
+		}
+		return n
+	}
+	poll(t, "the task fenced while idle", func() bool { return fenced() > 0 })
+	countTheRest(t, conn, adm, watch, rest, in, app)
+	if n := fenced(); n != 1 {
+		t.Fatalf("partition 0 fenced %d times, want once", n)
+	}
+}
+
 // TestAppReset: Reset refuses while an instance of the App runs, naming
 // the group's members. Once the instance has stopped, Reset deletes the
 // changelog and the group and removes the checkpoints, and the next Run

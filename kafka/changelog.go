@@ -166,6 +166,9 @@ type changelog struct {
 	// task is the input partition the query owns, for a task of an App
 	// (its records all go to that partition of the topic), or -1.
 	task int32
+	// onFenced, for a task of an App, gives the task up as fenced: what
+	// commitWhileIdle calls when its commit finds the producer fenced.
+	onFenced func(error)
 
 	mu     sync.Mutex
 	client *kgo.Client
@@ -645,6 +648,16 @@ func (c *changelog) commitWhileIdle() {
 		case <-tick.C:
 		}
 		if err := c.txn.commitIdle(c.asyncFailure); err != nil {
+			// Another instance has the partition: the task stops now,
+			// not at its next batch, and the App rejoins the group. (A
+			// transaction the coordinator no longer holds open, which
+			// it aborted for the producer that claimed the ID, is
+			// answered INVALID_TXN_STATE by some brokers, where Kafka
+			// answers PRODUCER_FENCED.)
+			if (isFenced(err) || errors.Is(err, kerr.InvalidTxnState)) && c.onFenced != nil {
+				c.onFenced(err)
+				return
+			}
 			slog.Warn("streamgen: kafka changelog: commit the transaction of the batches since the last", "topic", c.opts.Topic, "error", err)
 		}
 	}
