@@ -412,6 +412,24 @@ func TestAppSharesTheStateCache(t *testing.T) {
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadUncommitted()), in)
 }
 
+// claimTransactionalID starts and aborts a transaction with id, as a
+// process that took over a task would: the producer that had the ID is
+// fenced.
+func claimTransactionalID(t *testing.T, conn kafka.Connection, id string) {
+	t.Helper()
+	other, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), kgo.TransactionalID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.EndTransaction(testContext(t), kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestAppRejoinsWhenATaskIsFenced: another process claims a task's
 // transactional ID, as an instance that took the partition over while
 // this one missed the group's session timeout would. The task's next
@@ -434,17 +452,7 @@ func TestAppRejoinsWhenATaskIsFenced(t *testing.T) {
 	}
 	awaitGroupAtEnd(t, adm, watch, ends)
 
-	other, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), kgo.TransactionalID("killed-0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := other.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.EndTransaction(ctx, kgo.TryAbort); err != nil {
-		t.Fatal(err)
-	}
-	other.Close()
+	claimTransactionalID(t, conn, "killed-0")
 
 	countTheRest(t, conn, adm, watch, second, in, app)
 	var fenced []kafka.Rebalance
@@ -496,17 +504,7 @@ func TestAppTaskFencedWhileIdle(t *testing.T) {
 		read += int64(len(part))
 		watch.waitFor(t, "the batch", func() bool { return watch.rows >= read })
 	}
-	other, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), kgo.TransactionalID("killed-0"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := other.BeginTransaction(); err != nil {
-		t.Fatal(err)
-	}
-	if err := other.EndTransaction(ctx, kgo.TryAbort); err != nil {
-		t.Fatal(err)
-	}
-	other.Close()
+	claimTransactionalID(t, conn, "killed-0")
 	fenced := func() (n int) {
 		for _, r := range app.app.Status().Rebalances {
 			if r.Fenced && slices.Equal(r.Revoked, []int32{0}) {
