@@ -126,10 +126,10 @@ type AppOptions struct {
 	// StreamsUncaughtExceptionHandler: StopInstance ends Run with the
 	// error, which is what happens without it (SHUTDOWN_CLIENT);
 	// RestartTask starts the task again from its checkpoint, after a
-	// pause that doubles with each restart of the partition, from 100 ms
-	// to 30 s, and the failed batch runs again (REPLACE_THREAD). It is
-	// called from the task's goroutine: calls for different partitions
-	// may be concurrent.
+	// pause that doubles with each restart of the partition since its
+	// last batch, from 100 ms to 30 s, and the failed batch runs again
+	// (REPLACE_THREAD). It is called from the task's goroutine: calls
+	// for different partitions may be concurrent.
 	OnTaskError func(partition int32, err error) TaskErrorAction
 	// StateCleanupDelay is how long the checkpoint of a partition that
 	// this instance neither runs nor keeps a standby of stays under Dir
@@ -408,8 +408,9 @@ type App struct {
 	holders map[int32]int
 	unheld  map[int32]time.Time
 	// fencedTasks counts the tasks fenced, taskRestarts the tasks started
-	// again after a failure (Collector); restarts counts these by
-	// partition.
+	// again after a failure (Collector); restarts counts, by partition,
+	// those since the partition's last batch, which sets the pause
+	// before the next (restartTask).
 	fencedTasks, taskRestarts int64
 	restarts                  map[int32]int
 	// taskGoroutines are the tasks' goroutines, which Run waits for.
@@ -835,8 +836,9 @@ func (a *App) start(ctx context.Context, p int32, replace *runningTask) (started
 }
 
 // restartTask starts the failed task rt of partition p again, after a
-// pause that doubles with each restart of the partition (100 ms, at most
-// 30 s), unless the partition is revoked or Run ends meanwhile.
+// pause that doubles with each restart of the partition since its last
+// batch (100 ms, at most 30 s), unless the partition is revoked or Run
+// ends meanwhile.
 func (a *App) restartTask(ctx context.Context, p int32, rt *runningTask, err error) {
 	a.mu.Lock()
 	a.restarts[p]++
@@ -1114,6 +1116,7 @@ func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
 	}
 	g.a.mu.Lock()
 	defer g.a.mu.Unlock()
+	delete(g.a.restarts, g.p) // a batch ran: a later failure waits the least again
 	r := g.a.read[g.p]
 	if r == nil {
 		r = &readOffsets{}

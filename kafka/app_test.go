@@ -610,6 +610,59 @@ func TestAppReset(t *testing.T) {
 	}
 }
 
+// TestAppRestartCountsSinceTheLastBatch: a task that fails twice in a
+// row is started again twice, and Status shows its two restarts while
+// the third attempt runs; once a batch has run, they count from zero
+// again (the pause before a restart doubles with them, so a task that
+// fails once a day does not wait the longest).
+func TestAppRestartCountsSinceTheLastBatch(t *testing.T) {
+	conn, adm := newCountingCluster(t, 2)
+	ctx := testContext(t)
+	in := clicks(400, 67)
+	produce(t, conn, clickRecords(t, "clicks", 2, in)...)
+	watch := newAppWatch()
+	victim := in[150].User
+	p := userPartition(victim, 2)
+	var attempts atomic.Int32
+	release := make(chan struct{})
+	count := func(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error) {
+		if user == victim {
+			switch attempts.Add(1) {
+			case 1, 2:
+				return fixtures.UserCount{}, errors.New("a failure")
+			case 3:
+				<-release
+			}
+		}
+		return countClicks(user, rows, state)
+	}
+	opts := kafka.AppOptions{Group: "killed", Dir: t.TempDir(), OnTaskError: func(int32, error) kafka.TaskErrorAction { return kafka.RestartTask }}
+	app := runApp(t, ctx, newCountingAppOf(conn, opts, watch, count))
+	restarts := func() int {
+		for _, ts := range app.app.Status().Tasks {
+			if ts.Partition == p {
+				return ts.Restarts
+			}
+		}
+		return -1
+	}
+	poll(t, "the third attempt", func() bool { return attempts.Load() == 3 })
+	if n := restarts(); n != 2 {
+		t.Fatalf("partition %d's task shows %d restarts in its third attempt, want 2", p, n)
+	}
+	close(release)
+	ends, err := adm.ListEndOffsets(ctx, "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends)
+	if n := restarts(); n != 0 {
+		t.Fatalf("partition %d's task shows %d restarts after a batch ran, want 0", p, n)
+	}
+	app.stop(t)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+}
+
 // TestAppRestartsAFailedTask: with OnTaskError answering RestartTask, a
 // task whose function fails once starts again from its checkpoint, where
 // Run used to end. OnTaskError hears the error, naming the partition; the

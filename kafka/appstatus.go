@@ -42,6 +42,10 @@ type TaskStatus struct {
 	// reads, RestoredRecords those applied so far.
 	Restoring    bool  `json:"restoring,omitempty"`
 	RestoreTotal int64 `json:"restoreTotal,omitempty"`
+	// Restarts counts the task's starts after a failure (OnTaskError's
+	// RestartTask) since the partition's last batch: a task that fails
+	// again and again shows it rising.
+	Restarts int `json:"restarts,omitempty"`
 }
 
 // StandbyStatus is a standby the instance keeps.
@@ -90,10 +94,11 @@ func (a *App) Status() AppStatus {
 	st := AppStatus{Group: a.opts.Group, Addr: a.opts.AdvertisedAddr, Tasks: []TaskStatus{}, Standbys: []StandbyStatus{}, Partitions: []PartitionStatus{}}
 	a.mu.Lock()
 	for _, t := range a.taskStatus {
+		t.Restarts = a.restarts[t.Partition]
 		st.Tasks = append(st.Tasks, t)
 	}
 	for p, r := range a.restoring {
-		ts := TaskStatus{Partition: p, Started: r.since, RestoredFrom: r.from, Restoring: true, RestoreTook: time.Since(r.since)}
+		ts := TaskStatus{Partition: p, Started: r.since, RestoredFrom: r.from, Restoring: true, RestoreTook: time.Since(r.since), Restarts: a.restarts[p]}
 		if c := r.changelog.Load(); c != nil {
 			ts.RestoreTotal, ts.RestoredRecords = c.restoreTotal.Load(), c.restoreApplied.Load()
 		}
