@@ -137,7 +137,9 @@ type Record struct {
 }
 
 // DeadLetter is a record that could not be decoded, or whose key or event
-// time could not be read, with why.
+// time could not be read, with why; or an output row that a sink's
+// destination refuses (see RejectRow), Source then naming the sink and
+// Raw holding the row as the sink encoded it.
 type DeadLetter struct {
 	Source   string `json:"source"`
 	Position string `json:"position"`
