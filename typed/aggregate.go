@@ -43,6 +43,26 @@ type WindowedStream[K comparable, T any] struct {
 	eventTime func(*T) time.Time
 	key       func(*T) K
 	codec     keyCodec[K]
+	// gapOf, set by GapBy, is each row's session gap.
+	gapOf func(*T) time.Duration
+}
+
+// GapBy gives each row a session gap of its own, gap(row), in place of
+// Session's, as Spark's session_window(time, gapExpr) does: a row at t
+// opens [t, t+gap(row)), and a key's sessions that overlap or touch
+// merge as with a fixed gap. A row whose gap is zero or negative is
+// dropped, as in Spark. With a watermark, a row is late when its own
+// [t, t+gap(row)) ends at or before the watermark: the aggregation drops
+// it and counts it among its late rows (a late-rows sink of the
+// WithWatermark does not see it, since its gap is not known there).
+// Session's gap is still what the checkpoint records of the windows.
+// With windows other than Session's, the query's Start fails.
+func (ws WindowedStream[K, T]) GapBy(gap func(row *T) time.Duration) WindowedStream[K, T] {
+	if ws.windows.kind != session {
+		ws.s.p = ws.s.p.failed("streamgen: GapBy needs Session windows, not %v", ws.windows)
+	}
+	ws.gapOf = gap
+	return ws
 }
 
 // GroupByWindow groups the rows of s by the event-time windows eventTime

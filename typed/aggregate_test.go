@@ -1,6 +1,7 @@
 package typed_test
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math"
@@ -196,6 +197,14 @@ func testSessionWindows(t *testing.T, in []fixtures.Click) {
 		ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Session(gap), func(c *fixtures.Click) string { return c.User })
 		return typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow)
 	}
+	checkSessions(t, in, want, build)
+}
+
+// checkSessions runs build over in under two batch splits and a restart:
+// Append must write each session of want once, with its count, and
+// Update's latest rows must hold want's counts.
+func checkSessions(t *testing.T, in []fixtures.Click, want map[string]float64, build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]) {
+	t.Helper()
 	for _, perBatch := range []int{0, 13} {
 		got := map[string]float64{}
 		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
@@ -220,6 +229,81 @@ func testSessionWindows(t *testing.T, in []fixtures.Click) {
 				t.Fatalf("update, %d per batch: %s = %v, want %v", perBatch, k, got[k], w)
 			}
 		}
+	}
+}
+
+// TestSessionWindowsGapBy compares session windows whose rows each have
+// a gap of their own (GapBy: 10, 25 or 40 s by page, none for page p0)
+// with a plain loop: each row that has a gap and is not late makes
+// [t, t+gap), and a user's intervals that overlap or touch are one
+// session. Four rows of a user of their own arrive 15 s before the
+// watermark, right after the restart: those with a gap of 10 s are late
+// (their own session would end before the watermark), the other two make
+// a session.
+func TestSessionWindowsGapBy(t *testing.T) {
+	gapOf := func(c *fixtures.Click) time.Duration {
+		switch c.Page {
+		case "p0":
+			return 0
+		case "p1":
+			return 10 * time.Second
+		case "p2":
+			return 25 * time.Second
+		}
+		return 40 * time.Second
+	}
+	base := orderedClicks(200)
+	cut := (len(base) + 4) / 3 // where runWindows restarts the query
+	wm := base[cut-1].Time.Add(-30 * time.Second)
+	var arrivals []fixtures.Click
+	for _, page := range []string{"p1", "p2", "p3", "p1"} {
+		// (A user of their own: a session closed before them is not
+		// theirs to extend, as it would be in one batch.)
+		arrivals = append(arrivals, fixtures.Click{User: "zed", Time: wm.Add(-15 * time.Second), Page: page})
+	}
+	in := slices.Concat(base[:cut], arrivals, base[cut:])
+
+	type interval struct {
+		start, end time.Time
+		n          int
+	}
+	byUser := map[string][]interval{}
+	for i, c := range in {
+		g := gapOf(&c)
+		// Only the arrivals come after the watermark has passed their time.
+		if arrival := i >= cut && i < cut+len(arrivals); g <= 0 || arrival && c.Time.Add(g).Compare(wm) <= 0 {
+			continue
+		}
+		byUser[c.User] = append(byUser[c.User], interval{c.Time, c.Time.Add(g), 1})
+	}
+	want := map[string]float64{}
+	for user, ivs := range byUser {
+		slices.SortStableFunc(ivs, func(a, b interval) int { return a.start.Compare(b.start) })
+		cur := ivs[0]
+		for _, iv := range ivs[1:] {
+			if !iv.start.After(cur.end) {
+				if iv.end.After(cur.end) {
+					cur.end = iv.end
+				}
+				cur.n++
+				continue
+			}
+			want[windowCount{Window: typed.Window{Start: cur.start, End: cur.end}, User: user}.id()] = float64(cur.n)
+			cur = iv
+		}
+		want[windowCount{Window: typed.Window{Start: cur.start, End: cur.end}, User: user}.id()] = float64(cur.n)
+	}
+	build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+		ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Session(time.Minute), func(c *fixtures.Click) string { return c.User })
+		return typed.AggregateWindows(ws.GapBy(gapOf), typed.Count[fixtures.Click](), countRow)
+	}
+	checkSessions(t, in, want, build)
+	tumbling := typed.GroupByWindow(typed.FromMemory(typed.NewMemoryStream[fixtures.Click]("clicks", 0)),
+		func(c *fixtures.Click) time.Time { return c.Time }, typed.Tumbling(time.Minute), func(c *fixtures.Click) string { return c.User })
+	_, err := typed.WriteTo(typed.AggregateWindows(tumbling.GapBy(gapOf), typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).
+		Start(context.Background(), newCheckpoint().opts()...)
+	if err == nil || !strings.Contains(err.Error(), "GapBy needs Session windows, not Tumbling(1m0s)") {
+		t.Fatalf("GapBy of tumbling windows: %v, want a refusal", err)
 	}
 }
 

@@ -25,8 +25,13 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 	opInfo := operatorInfo{kind: "sessionAggregate", function: name, aggregation: true, windowed: true, watermarked: ws.s.p.watermarked}
 	ks := KeyedStream[K, T]{s: ws.s, key: ws.key, codec: ws.codec}
 	return Stream[Row]{p: ws.s.p, attach: func(c *compiler, emit func(*Row)) {
+		gapOf := ws.gapOf
+		if gapOf == nil {
+			gap := ws.windows.gap
+			gapOf = func(*T) time.Duration { return gap }
+		}
 		op := &sessionOp[K, T, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, "sessionAggregate ("+name+")"),
-			agg: agg, eventTime: ws.eventTime, gap: ws.windows.gap, output: row, emitDown: emit, mode: &c.outputMode}
+			agg: agg, eventTime: ws.eventTime, gapOf: gapOf, output: row, emitDown: emit, mode: &c.outputMode}
 		op.info = runtime.OperatorInfo{
 			Kind: "sessionAggregate", Name: name, KeyType: ws.codec.typeName, LegacyKeyType: ws.codec.legacyTypeName, UseKeys: ws.codec.useKeys, ParseKey: ws.codec.parseJSON, Key: ws.codec.schema,
 			Windows:       &runtime.WindowsMeta{Gap: ws.windows.gap},
@@ -47,6 +52,11 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 				}
 				return 1
 			}
+			if ws.gapOf != nil {
+				// Each row's gap is its own: the operator judges (lateRow).
+				op.dropsLate = func() bool { return c.outputMode != Complete }
+				info.late = func(time.Time, time.Time) int64 { return 0 }
+			}
 		}
 		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, info)
 	}}
@@ -65,7 +75,10 @@ type sessionOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] stru
 	info      runtime.OperatorInfo
 	agg       Aggregator[T, Acc, Out]
 	eventTime func(*T) time.Time
-	gap       time.Duration
+	gapOf     func(*T) time.Duration
+	// dropsLate, set for rows of gaps of their own (GapBy) under a
+	// watermark, reports whether the operator drops late rows itself.
+	dropsLate func() bool
 	output    func(Window, K, Out) Row
 	emitDown  func(*Row)
 	mode      *OutputMode
@@ -220,10 +233,20 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 	slices.SortStableFunc(byTime, func(a, b int32) int {
 		return o.eventTime(&o.rows[a]).Compare(o.eventTime(&o.rows[b]))
 	})
+	b := k.Batch()
+	late := o.dropsLate != nil && o.dropsLate() && !b.LateWatermark.IsZero()
 	for _, j := range byTime {
 		r := &o.rows[j]
-		t := o.eventTime(r)
-		o.sessions = append(o.sessions, sessionWindow[Acc]{window: Window{Start: t, End: t.Add(o.gap)}, acc: o.agg.Add(o.agg.Zero(), r), changed: true})
+		t, gap := o.eventTime(r), o.gapOf(r)
+		if gap <= 0 {
+			continue // as Spark: a row without a session
+		}
+		end := t.Add(gap)
+		if late && !end.After(b.LateWatermark) {
+			b.DropLate(o.index)
+			continue
+		}
+		o.sessions = append(o.sessions, sessionWindow[Acc]{window: Window{Start: t, End: end}, acc: o.agg.Add(o.agg.Zero(), r), changed: true})
 		o.sessions = o.mergeSessions(o.sessions)
 	}
 	if *o.mode == Update {
