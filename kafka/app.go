@@ -942,9 +942,9 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 	}
 	opts = append(append(opts, a.opts.Options...), runtime.CheckOperators(a.checkOperators), runtime.Checkpoint(filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))), committer,
 		runtime.Name(a.opts.Group+"/"+strconv.Itoa(int(p))), runtime.WithSharedCaches(a.caches))
-	if a.opts.RepartitionBy == nil {
-		opts = append(opts, runtime.Listener(groupOffsets{a, p}))
-	}
+	// (With RepartitionBy, the group's offsets are of the repartition
+	// task's input.)
+	opts = append(opts, runtime.Listener(groupOffsets{a: a, p: p, task: true, offsets: a.opts.RepartitionBy == nil}))
 	// While it restores, Status reports how far.
 	a.mu.Lock()
 	a.restoring[p] = restoring{from: from, since: time.Now(), changelog: made}
@@ -1103,9 +1103,21 @@ func (a *App) revoked(partitions []int32, lost bool) {
 type groupOffsets struct {
 	a *App
 	p int32
+	// task is set for the partition's task, not its repartition task:
+	// a batch of the task's own resets its restart count. offsets is set
+	// for the query whose input the group's offsets are of.
+	task, offsets bool
 }
 
 func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
+	if g.task {
+		g.a.mu.Lock()
+		delete(g.a.restarts, g.p) // a batch ran: a later failure waits the least again
+		g.a.mu.Unlock()
+	}
+	if !g.offsets {
+		return
+	}
 	offsets := map[string]json.RawMessage{}
 	for i, src := range qp.Sources {
 		offsets[strconv.Itoa(i)] = json.RawMessage(src.EndOffset)
@@ -1116,7 +1128,6 @@ func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
 	}
 	g.a.mu.Lock()
 	defer g.a.mu.Unlock()
-	delete(g.a.restarts, g.p) // a batch ran: a later failure waits the least again
 	r := g.a.read[g.p]
 	if r == nil {
 		r = &readOffsets{}
@@ -1329,7 +1340,7 @@ func (a *App) runRepartition(ctx context.Context, p int32) error {
 		return repartitioned{key: key, value: m.Value, headers: m.Headers, timestamp: m.Timestamp}, nil
 	})
 	opts := append(slices.Clone(a.opts.Options), runtime.Checkpoint(filepath.Join(a.opts.Dir, "repartition", strconv.Itoa(int(p)))), committer,
-		runtime.Name(a.opts.Group+"/repartition/"+strconv.Itoa(int(p))), runtime.Listener(groupOffsets{a, p}), runtime.WithSharedCaches(a.caches))
+		runtime.Name(a.opts.Group+"/repartition/"+strconv.Itoa(int(p))), runtime.Listener(groupOffsets{a: a, p: p, offsets: true}), runtime.WithSharedCaches(a.caches))
 	q, err := typed.WriteTo(rows, typed.Sink[repartitioned](sink)).Start(ctx, opts...)
 	if err != nil {
 		return err

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,9 +29,10 @@ import (
 // members, naming them. It removes this instance's checkpoints only, as
 // Kafka Streams' cleanUp does; a checkpoint left on another machine is
 // not taken up again: Reset makes the changelog topics again at once,
-// with a record in each partition, and a task or standby that finds its
-// checkpoint of the deleted topic (the topic's ID differs) and the new
-// one not empty replaces the checkpoint's state with the topic's. (A
+// with a record of the reset in each partition, and a task or standby
+// that finds its checkpoint of the deleted topic (the topic's ID differs,
+// or, where the cluster gives none, the checkpoint is older than the
+// reset) replaces the checkpoint's state with the topic's. (A
 // changelog topic deleted by hand and made again empty is the other
 // case: a checkpoint is copied back into it.) Those checkpoints take
 // room until the App's StateCleanupDelay removes them, or a Reset on
@@ -88,7 +90,8 @@ func (a *App) Reset(ctx context.Context) error {
 			return fmt.Errorf("streamgen: kafka app %q: reset: delete topic %s: %w", a.opts.Group, d.Topic, d.Err)
 		}
 	}
-	// Deleting a topic takes a moment: the next Run makes it again.
+	// Deleting a topic takes a moment: markChangelogs makes the
+	// changelogs again.
 	for {
 		listed, err := adm.ListTopics(ctx, topics...)
 		if err != nil {
@@ -127,25 +130,53 @@ func (a *App) markChangelogs(ctx context.Context) error {
 	if a.opts.RepartitionBy != nil {
 		topics = append(topics, a.opts.Group+"-repartition-changelog")
 	}
-	client, err := a.opts.Connection.newClient(kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	copts := a.opts.ChangelogOptions
+	copts.Connection, copts.Partitions = a.opts.Connection, partitions
+	if err := markReset(ctx, copts, topics); err != nil {
+		return fmt.Errorf("streamgen: kafka app %q: reset: %w (run Reset again before any instance starts)", a.opts.Group, err)
+	}
+	return nil
+}
+
+// markReset makes each of topics, with opts, and writes the reset's
+// record into each of its opts.Partitions partitions. A topic still
+// being deleted is waited for.
+func markReset(ctx context.Context, opts ChangelogOptions, topics []string) error {
+	client, err := opts.Connection.newClient(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
-		return fmt.Errorf("streamgen: kafka app %q: reset: client: %w", a.opts.Group, err)
+		return fmt.Errorf("client: %w", err)
 	}
 	defer client.Close()
-	value := fmt.Appendf(nil, `{"resetAt":%d}`, time.Now().UnixMilli())
+	value, err := json.Marshal(resetMark{At: time.Now().UnixMilli()})
+	if err != nil {
+		return err
+	}
 	var marks []*kgo.Record
 	for _, topic := range topics {
-		copts := a.opts.ChangelogOptions
-		copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, topic, partitions
-		if err := newChangelog(copts, nil).ensureTopic(ctx, client); err != nil {
-			return fmt.Errorf("streamgen: kafka app %q: reset: %w", a.opts.Group, err)
+		copts := opts
+		copts.Topic = topic
+		for {
+			err := newChangelog(copts, nil).ensureTopic(ctx, client)
+			if err == nil {
+				break
+			}
+			// A deletion the cluster has not finished (the name still
+			// taken, its partitions gone) is waited for.
+			if !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.TopicAlreadyExists) {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return fmt.Errorf("%w (%w)", err, ctx.Err())
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		for p := range partitions {
+		for p := range opts.Partitions {
 			marks = append(marks, &kgo.Record{Topic: topic, Partition: p, Key: []byte(changelogResetKey), Value: value})
 		}
 	}
 	if err := client.ProduceSync(ctx, marks...).FirstErr(); err != nil {
-		return fmt.Errorf("streamgen: kafka app %q: reset: mark the changelog topics %v: %w", a.opts.Group, topics, err)
+		return fmt.Errorf("mark the changelog topics %v: %w", topics, err)
 	}
 	return nil
 }

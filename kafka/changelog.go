@@ -721,9 +721,17 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 			topicEmpty = false
 		}
 	}
+	madeAgain := hasRecord && c.madeAgain(rec)
+	if hasRecord && !madeAgain && !topicEmpty && (rec.TopicID == "" || c.topicID == "") {
+		// Without topic IDs (a checkpoint written before they were
+		// kept, a cluster that gives none), App.Reset's record tells.
+		if madeAgain, err = resetAfter(ctx, reader, rclient, parts, starts, ends, rec.At); err != nil {
+			return fmt.Errorf("streamgen: %s: %w", c.what(), err)
+		}
+	}
 	from := map[int32]int64{}
 	switch {
-	case hasRecord && c.madeAgain(rec) && !topicEmpty:
+	case madeAgain && !topicEmpty:
 		// The checkpoint's offsets are of the topic deleted: read from
 		// them, the new topic's records would be applied in part, over
 		// state they are not of. (Made again and still empty, the topic
@@ -907,10 +915,14 @@ func (c *changelog) ensureTopic(ctx context.Context, client *kgo.Client) error {
 	return c.setDeleteRetention(cfg)
 }
 
+// noTopicIDs makes topicIDString see none, as on a cluster that gives
+// none (tests).
+var noTopicIDs bool
+
 // topicIDString is id as the changelog's record keeps it: empty for the
 // zero ID of a cluster that gives none.
 func topicIDString(id kadm.TopicID) string {
-	if id == (kadm.TopicID{}) {
+	if id == (kadm.TopicID{}) || noTopicIDs {
 		return ""
 	}
 	return id.String()
@@ -1227,6 +1239,38 @@ const changelogResetKey = "\x03streamgen-reset"
 
 // isResetMark reports whether rec is App.Reset's record.
 func isResetMark(rec *kgo.Record) bool { return string(rec.Key) == changelogResetKey }
+
+// resetMark is the value of App.Reset's record.
+type resetMark struct {
+	// At is when the Reset ran, in Unix milliseconds.
+	At int64 `json:"resetAt"`
+}
+
+// resetAfter reports whether one of parts begins with App.Reset's record
+// of a reset after at (Unix milliseconds; 0, not known: any reset): a
+// checkpoint whose record is of at is of the topic the Reset deleted.
+func resetAfter(ctx context.Context, reader *TopicSource, client *kgo.Client, parts []topicPartition, starts, ends offsets, at int64) (bool, error) {
+	for _, tp := range parts {
+		if ends[tp] <= starts[tp] {
+			continue
+		}
+		var found bool
+		err := reader.fetchRange(ctx, client, tp, starts[tp], starts[tp]+1, func(lostRange) error { return nil }, func(r *kgo.Record) error {
+			var mark resetMark
+			if isResetMark(r) && json.Unmarshal(r.Value, &mark) == nil && (at == 0 || mark.At > at) {
+				found = true
+			}
+			return nil
+		})
+		if err != nil {
+			return false, fmt.Errorf("read partition %d's first record: %w", tp.partition, err)
+		}
+		if found {
+			return true, nil
+		}
+	}
+	return false, nil
+}
 
 // recordBatch reads a changelog record's batch id.
 func recordBatch(rec *kgo.Record) (int64, error) {

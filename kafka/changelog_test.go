@@ -1090,3 +1090,53 @@ func TestChangelogTopicMadeAgain(t *testing.T) {
 	fresh, _ := openChangelog(t, opts, vfs.NewMem())
 	sameState(t, "a restore from the topic the checkpoint was copied into", snapshotOf(t, fresh), oldState)
 }
+
+// TestChangelogResetWithoutTopicIDs: on a cluster that gives no topic
+// IDs (or for a checkpoint written before they were kept), a checkpoint
+// of a changelog topic that App.Reset deleted and made again is told by
+// the Reset's record at the start of the new topic, written after the
+// checkpoint's last batch: the checkpoint's state gives way to the
+// topic's (none), where it used to fail the start (the topic ends before
+// the offset it recorded). A checkpoint written since the Reset is not.
+func TestChangelogResetWithoutTopicIDs(t *testing.T) {
+	defer kafka.WithoutTopicIDs()()
+	conn, adm := newCluster(t)
+	opts := kafka.ChangelogOptions{Connection: conn, Topic: "reset"}
+	v := runtime.Var{Variable: 0}
+	write := func(s *runtime.Store, c runtime.Committer, from, batches int64) {
+		t.Helper()
+		for id := from; id < from+batches; id++ {
+			b := s.NewBatch()
+			for k := range 5 {
+				if err := b.Put(v, fmt.Appendf(nil, "k%d", k), nil, fmt.Appendf(nil, "%d", id)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := c.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	old := vfs.NewMem()
+	s, c := openChangelog(t, opts, old)
+	write(s, c, 0, 3)
+	c.Close()
+	s.Close()
+	ctx := testContext(t)
+	if _, err := adm.DeleteTopics(ctx, "reset"); err != nil {
+		t.Fatal(err)
+	}
+	if err := kafka.MarkReset(ctx, opts, "reset"); err != nil {
+		t.Fatal(err)
+	}
+	r, rc := openChangelog(t, opts, old)
+	if got := snapshotOf(t, r); len(got) != 0 {
+		t.Fatalf("a checkpoint of the topic before the Reset holds %d records after its restore, want none", len(got))
+	}
+	write(r, rc, 0, 2)
+	want := snapshotOf(t, r)
+	rc.Close()
+	r.Close()
+	again, _ := openChangelog(t, opts, old)
+	sameState(t, "a checkpoint written since the Reset", snapshotOf(t, again), want)
+}

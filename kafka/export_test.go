@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"context"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -69,3 +70,16 @@ func RestoreProgress(c runtime.Committer) (total, applied int64) {
 // CleanStateDirs runs one pass of the App's removal of unused
 // checkpoints at time now.
 func CleanStateDirs(a *App, now time.Time) { a.cleanStateDirs(now) }
+
+// MarkReset makes topics again with opts and writes App.Reset's record
+// into each partition, as App.Reset does after deleting them.
+func MarkReset(ctx context.Context, opts ChangelogOptions, topics ...string) error {
+	return markReset(ctx, opts.withDefaults(), topics)
+}
+
+// WithoutTopicIDs makes the changelogs see no topic IDs, as on a cluster
+// that gives none, until the returned function is called.
+func WithoutTopicIDs() (restore func()) {
+	noTopicIDs = true
+	return func() { noTopicIDs = false }
+}

@@ -313,14 +313,31 @@ func TestDeadLetterTopicManyOriginals(t *testing.T) {
 // transactions too, where a refused produce would abort the batch. A
 // query without a dead-letter sink fails, naming the row and why.
 func TestSinkDeadLettersWhatItsTopicRefuses(t *testing.T) {
-	for _, eosOn := range []bool{false, true} {
-		t.Run(fmt.Sprintf("exactlyOnce=%v", eosOn), func(t *testing.T) {
+	for _, tc := range []struct {
+		exactlyOnce bool
+		// limit is where the 2000 bytes that "small" takes are set: the
+		// topic's max.message.bytes (the sink then caps the producer's
+		// batches of it, which would otherwise hold several rows past
+		// the limit), or the producer's batch size.
+		limit string
+	}{{false, "topic"}, {true, "topic"}, {false, "producer"}, {true, "producer"}} {
+		t.Run(fmt.Sprintf("exactlyOnce=%v/limit=%s", tc.exactlyOnce, tc.limit), func(t *testing.T) {
 			conn, adm := newCluster(t)
 			ctx := testContext(t)
 			small, compact := "2000", "compact"
-			for topic, cfg := range map[string]map[string]*string{
-				"small": {"max.message.bytes": &small}, "keyed": {"cleanup.policy": &compact},
-			} {
+			cfgs := map[string]map[string]*string{"small": nil, "keyed": {"cleanup.policy": &compact}}
+			if tc.limit == "topic" {
+				cfgs["small"] = map[string]*string{"max.message.bytes": &small}
+				conn.ClientOptions = append(conn.ClientOptions, kgo.ProducerBatchCompression(kgo.NoCompression())) // the broker counts the whole
+			} else {
+				conn.ClientOptions = append(conn.ClientOptions, kgo.ProducerBatchMaxBytesFn(func(topic string) int32 {
+					if topic == "small" {
+						return 2000
+					}
+					return 1_000_000
+				}))
+			}
+			for topic, cfg := range cfgs {
 				if _, err := adm.CreateTopic(ctx, 1, 1, cfg, topic); err != nil {
 					t.Fatal(err)
 				}
@@ -344,7 +361,7 @@ func TestSinkDeadLettersWhatItsTopicRefuses(t *testing.T) {
 			run := func(letters runtime.DeadLetterSink) error {
 				var eos *kafka.Transactions
 				opts := newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()))
-				if eosOn {
+				if tc.exactlyOnce {
 					eos = kafka.ExactlyOnce(kafka.ChangelogOptions{Connection: conn, Topic: "refused-changelog"})
 					defer eos.Close()
 					opts = append(opts, eos.Option())

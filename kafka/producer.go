@@ -22,6 +22,27 @@ type producer struct {
 	mu     sync.Mutex
 	client *kgo.Client
 	closed bool
+	// limits cap the client's record batches per topic (see batchLimits).
+	limits batchLimits
+}
+
+// batchLimits are the most bytes a record batch of a topic may hold, as
+// the sinks learn them (the topic's max.message.bytes, when below
+// franz-go's default batch size): the producer builds its batches to fit,
+// where a batch of small records could otherwise pass the topic's limit,
+// which the broker refuses in full. Safe for concurrent use.
+type batchLimits struct{ m sync.Map } // topic → int32
+
+// fn is the client's ProducerBatchMaxBytesFn.
+func (l *batchLimits) fn(topic string) int32 {
+	if n, ok := l.m.Load(topic); ok {
+		return n.(int32)
+	}
+	return producerBatchMaxBytes
+}
+
+func (l *batchLimits) set(topic string, n int) {
+	l.m.Store(topic, int32(min(n, producerBatchMaxBytes)))
 }
 
 func (p *producer) clientFor() (*kgo.Client, error) {
@@ -33,13 +54,29 @@ func (p *producer) clientFor() (*kgo.Client, error) {
 	if p.client == nil {
 		// Records are acknowledged as soon as they are all sent: a
 		// batch's Write waits for them anyway.
-		client, err := p.conn.newClient(kgo.ProducerLinger(0))
+		client, err := p.conn.newClient(kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytesFn(p.limits.fn))
 		if err != nil {
 			return nil, fmt.Errorf("streamgen: %s: client: %w", p.what, err)
 		}
 		p.client = client
 	}
 	return p.client, nil
+}
+
+// producingClient returns the client the records are produced with, and
+// the limits of its batches: the transactions' (which the query has
+// started) or the sink's own.
+func (p *producer) producingClient() (*kgo.Client, *batchLimits, error) {
+	if p.txn != nil {
+		p.txn.mu.Lock()
+		client := p.txn.client
+		p.txn.mu.Unlock()
+		if client != nil {
+			return client, &p.txn.limits, nil
+		}
+	}
+	client, err := p.clientFor()
+	return client, &p.limits, err
 }
 
 // produce writes records and waits until every one is acknowledged or

@@ -109,9 +109,9 @@ func (o *SinkOptions[T]) validate() error {
 // without duplicates within a write (the producer is idempotent), and a
 // Write returns once all its records are acknowledged.
 //
-// A row whose record its topic refuses (larger than the topic's
-// max.message.bytes or the producer's batch size, or without a key for
-// a compacted topic) is not produced: it goes to the query's dead-letter
+// A row whose record its topic refuses (larger than its
+// max.message.bytes or the producer's batch size, uncompressed; or
+// without a key for a compacted topic) is not produced: it goes to the query's dead-letter
 // sink (runtime.DeadLetters), as Kafka Streams' dead-letter queue takes
 // what its production exception handler gives up on, with its value in
 // Raw; the batch's other rows are written, and numbered without it (see
@@ -211,43 +211,52 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 }
 
 // topicLimits are what a topic refuses: records of more than maxBytes
-// (as the broker counts them: in a batch of their own), and records
-// without a key when it is compacted.
+// (as the producer and the broker count them: in a batch of their own),
+// and records without a key when it is compacted.
 type topicLimits struct {
 	maxBytes int
 	compact  bool
 }
 
-// The producer's largest record batch (franz-go's ProducerBatchMaxBytes,
-// which the sinks leave at its default), and Kafka's default
-// max.message.bytes, for a topic whose configuration cannot be read.
-const (
-	producerBatchMaxBytes  = 1_000_012
-	defaultMaxMessageBytes = 1_048_588
-)
+// producerBatchMaxBytes is franz-go's default ProducerBatchMaxBytes.
+const producerBatchMaxBytes = 1_000_012
 
-// limitsOf returns topic's limits, read at its first record.
+// limitsOf returns topic's limits, read at its first record: the
+// producer's batch size for the topic (ProducerBatchMaxBytes, which the
+// user's ClientOptions may set), and the topic's max.message.bytes. The
+// broker counts a batch's bytes after compression, the producer before:
+// a record that would fit compressed but not whole is refused too, as
+// franz-go refuses it. The producer's batches of the topic are capped at
+// the limit (batchLimits). A topic whose configuration cannot be read is
+// read again at its next record.
 func (s *TopicSink[T]) limitsOf(ctx context.Context, topic string) topicLimits {
 	s.limitsMu.Lock()
-	defer s.limitsMu.Unlock()
-	if l, ok := s.limits[topic]; ok {
+	l, ok := s.limits[topic]
+	s.limitsMu.Unlock()
+	if ok {
 		return l
 	}
-	l := topicLimits{maxBytes: min(producerBatchMaxBytes, defaultMaxMessageBytes)}
-	client, err := s.clientFor()
-	var cfg map[string]string
-	if err == nil {
-		cfg, err = describeTopic(ctx, kadm.NewClient(client), topic)
-	}
+	l = topicLimits{maxBytes: producerBatchMaxBytes}
+	client, batches, err := s.producingClient()
 	if err != nil {
-		// (Not allowed to describe it, say: the produce then says what
-		// the topic refuses.)
+		return l // the produce fails with it
+	}
+	cfg, err := describeTopic(ctx, kadm.NewClient(client), topic)
+	if err != nil {
+		// (Not allowed to describe it, or not made yet: the broker
+		// says what it refuses.)
 		slog.Warn("streamgen: kafka sink: read the topic's limits", "topic", topic, "error", err)
+		return l
 	}
 	if n, err := strconv.Atoi(cfg["max.message.bytes"]); err == nil && n > 0 {
-		l.maxBytes = min(producerBatchMaxBytes, n)
+		batches.set(topic, n)
+	}
+	if fn, ok := client.OptValue(kgo.ProducerBatchMaxBytesFn).(func(string) int32); ok && fn != nil {
+		l.maxBytes = int(fn(topic)) // the batches' cap above, or the user's
 	}
 	l.compact = containsCompact(cfg["cleanup.policy"])
+	s.limitsMu.Lock()
+	defer s.limitsMu.Unlock()
 	if s.limits == nil {
 		s.limits = map[string]topicLimits{}
 	}
@@ -268,7 +277,7 @@ func (s *TopicSink[T]) admit(ctx context.Context, batchID int64, records []*kgo.
 		}
 		var why string
 		if size := recordSize(r) + marks; size > l.maxBytes {
-			why = fmt.Sprintf("a record of %d bytes, more than the %d that topic %s takes (max.message.bytes, and the producer's batch size)", size, l.maxBytes, r.Topic)
+			why = fmt.Sprintf("a record of %d bytes, more than the %d that topic %s takes (its max.message.bytes, and the producer's batch size)", size, l.maxBytes, r.Topic)
 		} else if l.compact && r.Key == nil {
 			why = fmt.Sprintf("a record without a key, which topic %s refuses: it is compacted", r.Topic)
 		}

@@ -120,11 +120,18 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	if _, err := c.readTopic(ctx, kadm.NewClient(rclient)); err != nil {
 		return err
 	}
+	madeAgain := hasRecord && c.madeAgain(rec)
+	if hasRecord && !madeAgain && (rec.TopicID == "" || c.topicID == "") {
+		// (As the task's restore: see changelog.restoreStore.)
+		if madeAgain, err = resetAfter(ctx, reader, rclient, []topicPartition{tp}, starts, ends, rec.At); err != nil {
+			return err
+		}
+	}
 	from, known := rec.Ends[p]
 	rebuild := false
 	at := int64(0) // of the position (see changelogRecord.At)
 	switch {
-	case hasRecord && c.madeAgain(rec):
+	case madeAgain:
 		// A copy of a topic deleted since (App.Reset): its offsets mean
 		// nothing in the new one.
 		rebuild, from = true, starts[tp]

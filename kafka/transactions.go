@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -59,6 +60,9 @@ type Transactions struct {
 
 	mu     sync.Mutex
 	client *kgo.Client // made at each query start, transactional
+	// limits cap the client's record batches per topic, as the sinks
+	// writing through it learn them (see batchLimits).
+	limits batchLimits
 	inTxn  bool
 	// dirty is set when a sink or the dead-letter topic wrote into the
 	// open transaction since the changelog last did: rows of a batch
@@ -146,7 +150,11 @@ func (t *Transactions) start(ctx context.Context) error {
 		kgo.TransactionalID(t.id),
 		kgo.ProducerLinger(0),
 		kgo.RecordPartitioner(changelogPartitioner{changelog: t.opts.Topic, others: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}),
-		kgo.RecordDeliveryTimeout(t.opts.ProduceTimeout),
+		// No RecordDeliveryTimeout: franz-go counts it from a record's
+		// timestamp, which a repartitioned record keeps from its input
+		// (an hour old, a year old): the produces are bounded by their
+		// contexts instead.
+		kgo.ProducerBatchMaxBytesFn(t.limits.fn),
 	)
 	if err != nil {
 		return fmt.Errorf("streamgen: %s: client: %w", t.what(), err)
@@ -256,6 +264,8 @@ func (t *Transactions) produce(ctx context.Context, what string, records []*kgo.
 		return err
 	}
 	t.dirty = true
+	ctx, cancel := context.WithTimeout(ctx, t.opts.ProduceTimeout)
+	defer cancel()
 	return t.explain(client.ProduceSync(ctx, records...).FirstErr())
 }
 
@@ -359,10 +369,23 @@ func (t *Transactions) produceBatch(ctx context.Context, records []*kgo.Record, 
 	if err != nil {
 		return false, err
 	}
+	// Not ctx: the records outlive this call, and a query stopped (its
+	// context cancelled) commits them as it closes. They have
+	// ProduceTimeout from now.
+	pctx, cancel := context.WithTimeout(context.Background(), t.opts.ProduceTimeout)
+	release := sync.OnceFunc(cancel) // once the last record is acknowledged
+	var left atomic.Int64
+	left.Store(int64(len(records)))
+	if len(records) == 0 {
+		release()
+	}
 	for _, r := range records {
-		// Not ctx: the records outlive this call, and a query stopped
-		// (its context cancelled) commits them as it closes.
-		client.Produce(context.Background(), r, ack)
+		client.Produce(pctx, r, func(r *kgo.Record, err error) {
+			ack(r, err)
+			if left.Add(-1) == 0 {
+				release()
+			}
+		})
 	}
 	t.dirty = false
 	if time.Since(t.lastCommit) < t.opts.AsyncProgressInterval {

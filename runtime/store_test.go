@@ -994,3 +994,24 @@ func TestCheckMetaOfStoredWindows(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestStoreClosedTwice: a second Close returns what the first did, where
+// it panicked (a deferred Close after an explicit one is common).
+func TestStoreClosedTwice(t *testing.T) {
+	fs := vfs.NewMem()
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("the second Close: %v, want the first's nil", err)
+	}
+	again, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+	if err != nil {
+		t.Fatalf("open after two Closes: %v", err)
+	}
+	again.Close()
+}
