@@ -173,7 +173,8 @@ func TestEventTimeWatermarkPerPartition(t *testing.T) {
 }
 
 // TestSinkTopicsKeysHeadersBinary writes rows to a topic chosen per row,
-// with keys and headers, in the binary format, and reads them back.
+// with keys, headers and timestamps (the rows' event times, years back),
+// in the binary format, and reads them back.
 func TestSinkTopicsKeysHeadersBinary(t *testing.T) {
 	conn, adm := newCluster(t)
 	createTopic(t, adm, "out-a", 2)
@@ -187,9 +188,10 @@ func TestSinkTopicsKeysHeadersBinary(t *testing.T) {
 			}
 			return "out-b"
 		},
-		Key:     func(c *fixtures.Click) []byte { return []byte(c.User) },
-		Headers: func(c *fixtures.Click) []kafka.Header { return []kafka.Header{{Key: "page", Value: []byte(c.Page)}} },
-		Format:  kafka.Binary,
+		Key:       func(c *fixtures.Click) []byte { return []byte(c.User) },
+		Headers:   func(c *fixtures.Click) []kafka.Header { return []kafka.Header{{Key: "page", Value: []byte(c.Page)}} },
+		Timestamp: func(c *fixtures.Click) time.Time { return c.Time },
+		Format:    kafka.Binary,
 	})
 	defer sink.Close()
 	if err := sink.Write(testContext(t), 7, rows); err != nil {
@@ -207,6 +209,9 @@ func TestSinkTopicsKeysHeadersBinary(t *testing.T) {
 			}
 			if page, _ := header(r, "page"); page != c.Page {
 				t.Errorf("%+v: page header %q", c, page)
+			}
+			if !r.Timestamp.Equal(c.Time) {
+				t.Errorf("%+v: timestamp %v, want the row's time", c, r.Timestamp)
 			}
 			mark, ok := kafka.ReadBatchMark(r.Headers)
 			if !ok || mark.Batch != 7 || mark.Rows != len(rows) || mark.Row >= len(rows) || rows[mark.Row] != c {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -59,6 +60,12 @@ type SinkOptions[T any] struct {
 	// streamgen's (see BatchMark); the same rule as Key holds for their
 	// slices.
 	Headers func(row *T) []Header
+	// Timestamp, when set, gives each record's timestamp: the row's event
+	// time, say, as Kafka Streams gives an output record its input's
+	// timestamp, so that a consumer that windows or seeks by time sees
+	// when things happened. Without it (or for a zero time), the time of
+	// the write.
+	Timestamp func(row *T) time.Time
 	// Format is the value's encoding: JSON (the default) or Binary.
 	Format Format
 	// WriterID, when set, is written in every record's HeaderWriter, so
@@ -180,6 +187,9 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 		}
 		if s.opts.Headers != nil {
 			r.Headers = slices.Clip(s.opts.Headers(row)) // appending below must not write into the caller's array
+		}
+		if s.opts.Timestamp != nil {
+			r.Timestamp = s.opts.Timestamp(row)
 		}
 		var err error
 		if values, err = s.encode(values, row); err != nil {
