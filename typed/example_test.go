@@ -121,3 +121,41 @@ func ExampleFlatMapGroupsWithState() {
 	// batch 10: dan, a session of 1 clicks
 	// batch 10: ann, a session of 1 clicks
 }
+
+// Write each batch's counts with ForeachBatch, as Spark's foreachBatch:
+// here into a map keyed by user, which a batch given again (after a
+// failure) overwrites with the same counts.
+func ExampleForeachBatch() {
+	clicks := typed.NewMemoryStream[fixtures.Click]("clicks", 2)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clicks.Add(
+		fixtures.Click{User: "ann", Time: t0},
+		fixtures.Click{User: "bob", Time: t0.Add(time.Second)},
+		fixtures.Click{User: "ann", Time: t0.Add(2 * time.Second)},
+	)
+	counts := map[string]int64{}
+	sink := typed.ForeachBatch(func(ctx context.Context, batchID int64, rows []fixtures.UserCount) error {
+		for _, r := range rows {
+			counts[r.User] = r.Count
+		}
+		fmt.Printf("batch %d: %d rows\n", batchID, len(rows))
+		return nil
+	})
+	byUser := typed.GroupByKey(typed.FromMemory(clicks), func(c *fixtures.Click) string { return c.User })
+	q, err := typed.WriteTo(typed.AggregateByKey(byUser, typed.Count[fixtures.Click](), func(user string, n int64) fixtures.UserCount {
+		return fixtures.UserCount{User: user, Count: n}
+	}), sink).Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(counts["ann"], counts["bob"])
+	// Output:
+	// batch 0: 2 rows
+	// batch 1: 1 rows
+	// 2 1
+}

@@ -16,3 +16,24 @@ import "context"
 type Sink[T any] interface {
 	Write(ctx context.Context, batchID int64, rows []T) error
 }
+
+// ForeachBatch returns a sink that calls fn with each batch's id and rows,
+// as Spark's foreachBatch: to write a batch where no sink goes (a
+// database in one transaction per batch, an HTTP endpoint), or to several
+// places. rows are valid only during the call: fn copies what it keeps.
+// As with any sink, a batch may be given again after a failure, with the
+// same id and rows; fn makes that idempotent by the id (an upsert, or a
+// table of the ids written). The query calls fn from one goroutine at a
+// time; an error fails the batch, and the query with it.
+func ForeachBatch[T any](fn func(ctx context.Context, batchID int64, rows []T) error) Sink[T] {
+	return foreachBatch[T](fn)
+}
+
+type foreachBatch[T any] func(ctx context.Context, batchID int64, rows []T) error
+
+func (f foreachBatch[T]) Write(ctx context.Context, batchID int64, rows []T) error {
+	return f(ctx, batchID, rows)
+}
+
+// Description names the sink in progress reports.
+func (foreachBatch[T]) Description() string { return "foreachBatch" }
