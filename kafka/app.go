@@ -517,7 +517,7 @@ func (a *App) Run(ctx context.Context) error {
 	}
 	a.partitions = partitions
 	a.statePartitions.Store(partitions)
-	positions := a.localPositions()
+	positions := a.localPositions(a.changelogTopicID(ctx))
 	a.mu.Lock()
 	a.positions = positions
 	a.mu.Unlock()

@@ -561,6 +561,17 @@ func TestAppReset(t *testing.T) {
 				app.stop(t)
 			}
 			countAll()
+			positions := func() map[int32]int64 {
+				t.Helper()
+				at, err := kafka.LocalPositions(ctx, newCountingApp(conn, runOn, watch))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return at
+			}
+			if at := positions(); len(at) != 2 {
+				t.Fatalf("positions before Reset %v, want both partitions'", at)
+			}
 			before, err := adm.ListTopics(ctx, "killed-changelog")
 			if err != nil {
 				t.Fatal(err)
@@ -570,6 +581,11 @@ func TestAppReset(t *testing.T) {
 			}
 			if entries, err := os.ReadDir(opts.Dir); err != nil || len(entries) != 0 {
 				t.Fatalf("Dir after Reset: %v, %v; want it empty", entries, err)
+			}
+			// The other machine's checkpoints, of the deleted changelog,
+			// offer the group no position.
+			if at := positions(); len(at) != 0 {
+				t.Fatalf("positions after Reset %v, want none", at)
 			}
 			// (A new client: the test's caches the topics' metadata.)
 			after, err := newAdmin(t, conn).ListTopics(ctx, "killed-changelog")

@@ -83,3 +83,14 @@ func WithoutTopicIDs() (restore func()) {
 	noTopicIDs = true
 	return func() { noTopicIDs = false }
 }
+
+// LocalPositions returns the positions of the checkpoints under a's Dir
+// that a would offer the group if it ran now.
+func LocalPositions(ctx context.Context, a *App) (map[int32]int64, error) {
+	partitions, err := a.checkTopics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	a.partitions = partitions
+	return a.localPositions(a.changelogTopicID(ctx)), nil
+}

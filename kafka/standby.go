@@ -331,7 +331,12 @@ func (a *App) saveStandby(store *runtime.Store, c *changelog, r *runtime.Restore
 // localPositions reads, for each partition's checkpoint under Dir, the
 // changelog offset it holds up to: what this instance tells the group of
 // its copies at its first join.
-func (a *App) localPositions() map[int32]int64 {
+//
+// A checkpoint of a changelog topic since deleted (its record names
+// another ID than topicID: one a Reset left on this machine) has no
+// position: it holds nothing of the topic there now, and its old offsets,
+// likely the highest, would make the group give its partition here.
+func (a *App) localPositions(topicID string) map[int32]int64 {
 	out := map[int32]int64{}
 	fsys := runtime.FileSystemOf(a.opts.Options...)
 	entries, err := fsys.List(a.opts.Dir)
@@ -353,13 +358,28 @@ func (a *App) localPositions() map[int32]int64 {
 			continue
 		}
 		var rec changelogRecord
-		if json.Unmarshal(v, &rec) == nil {
+		if json.Unmarshal(v, &rec) == nil && (rec.TopicID == "" || topicID == "" || rec.TopicID == topicID) {
 			if at, ok := rec.Ends[p]; ok {
 				out[p] = at
 			}
 		}
 	}
 	return out
+}
+
+// changelogTopicID returns the ID of the App's changelog topic, or ""
+// when it cannot be read (no topic yet, or a cluster without IDs).
+func (a *App) changelogTopicID(ctx context.Context) string {
+	client, err := a.opts.Connection.newClient()
+	if err != nil {
+		return ""
+	}
+	defer client.Close()
+	details, err := kadm.NewClient(client).ListTopics(ctx, a.opts.Changelog)
+	if err != nil || details.Error() != nil {
+		return ""
+	}
+	return topicIDString(details[a.opts.Changelog].ID)
 }
 
 // memberInfo is this instance's join metadata: its address and the
