@@ -372,3 +372,95 @@ func TestAppInstanceIDFencesTheOlder(t *testing.T) {
 	poll(t, "the newer instance to run the two tasks", func() bool { return running(newer.app) == 2 })
 	newer.stop(t)
 }
+
+// TestAppStandbyAfterReset: a standby whose checkpoint is of the
+// changelog a Reset deleted (its machine was not cleared) rebuilds its
+// copy from the new topic. The first run counts each click as ten (the
+// bug the Reset is for); after the Reset and more input, one instance
+// counts everything again, then a second, on the machine of the first
+// run, joins and keeps a standby of the partition it does not take,
+// after the new changelog has grown past the offsets its checkpoint
+// recorded. The first instance dies, and the second takes the partition
+// from its standby. Read from its recorded offsets, the standby kept the
+// first run's counts, on which the counting went on.
+func TestAppStandbyAfterReset(t *testing.T) {
+	conn, adm := newCountingCluster(t, 2)
+	ctx := testContext(t)
+	in := clicks(600, 77)
+	first, second, third := in[:200], in[200:400], in[400:]
+	produce(t, conn, clickRecords(t, "clicks", 2, first)...)
+	watch := newAppWatch()
+	countTen := func(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error) {
+		c, _ := state.Get()
+		for range rows {
+			c.Count += 10
+		}
+		state.Update(c)
+		return fixtures.UserCount{User: user, Count: c.Count}, nil
+	}
+	stale, fresh := t.TempDir(), t.TempDir()
+	opts := func(dir string, port int) kafka.AppOptions {
+		return kafka.AppOptions{Group: "killed", Dir: dir, StandbyReplicas: 1, AdvertisedAddr: fmt.Sprintf("127.0.0.1:%d", port)}
+	}
+	atEnd := func() {
+		t.Helper()
+		ends, err := adm.ListEndOffsets(ctx, "clicks")
+		if err != nil {
+			t.Fatal(err)
+		}
+		awaitGroupAtEnd(t, adm, watch, ends)
+	}
+	buggy := runApp(t, ctx, newCountingAppOf(conn, opts(stale, 9000), watch, countTen))
+	poll(t, "the two tasks", func() bool { return running(buggy.app) == 2 })
+	atEnd()
+	buggy.stop(t)
+	if err := newCountingApp(conn, opts(fresh, 9001), watch).Reset(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	produce(t, conn, clickRecords(t, "clicks", 2, second)...)
+	dying := runApp(t, ctx, newCountingApp(conn, opts(fresh, 9001), watch))
+	poll(t, "the two tasks", func() bool { return running(dying.app) == 2 })
+	atEnd()
+	survivor := runApp(t, ctx, newCountingApp(conn, opts(stale, 9000), watch))
+	changelogEnds, err := adm.ListEndOffsets(ctx, "killed-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "a task and a caught-up standby on each instance", func() bool {
+		for _, r := range []*runningApp{dying, survivor} {
+			st := r.app.Status()
+			if running(r.app) != 1 || len(st.Standbys) != 1 {
+				return false
+			}
+			s := st.Standbys[0]
+			if end, _ := changelogEnds.Lookup("killed-changelog", s.Partition); s.Lag != 0 || s.Position < end.Offset-1 {
+				return false
+			}
+		}
+		return true
+	})
+	kafka.AbandonApp(dying.app)
+	dying.cancel()
+	if err := <-dying.done; err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the survivor to run both tasks", func() bool { return running(survivor.app) == 2 })
+	produce(t, conn, clickRecords(t, "clicks", 2, third)...)
+	atEnd()
+	survivor.stop(t)
+
+	want := expectedCounts(in)
+	for user, counts := range userCounts(t, conn, adm, kgo.ReadCommitted()) {
+		// The counts since the Reset: after the last fall.
+		since := 0
+		for i := 1; i < len(counts); i++ {
+			if counts[i] <= counts[i-1] {
+				since = i
+			}
+		}
+		if after := counts[since:]; after[0] > 10 || after[len(after)-1] != want[user].Count {
+			t.Fatalf("user %s: counts %v; want those since the Reset to start again and end at %d", user, counts, want[user].Count)
+		}
+	}
+}
