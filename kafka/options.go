@@ -42,6 +42,19 @@ type Options struct {
 	// 0, takes everything available. A Once trigger ignores it.
 	MaxOffsetsPerTrigger int64
 
+	// MinOffsetsPerTrigger, as Spark's minOffsetsPerTrigger, holds a
+	// batch back until its partitions have this many new offsets in all,
+	// or MaxTriggerDelay has passed since the source's last batch with
+	// data: fewer, larger batches from a trickle. The default, 0, holds
+	// nothing back. Once and AvailableNow triggers ignore it.
+	MinOffsetsPerTrigger int64
+	// MaxTriggerDelay bounds how long MinOffsetsPerTrigger holds new
+	// offsets back (Spark's maxTriggerDelay); the default is 15 minutes.
+	MaxTriggerDelay time.Duration
+	// Clock tells the time MaxTriggerDelay is measured in; the default is
+	// time.Now.
+	Clock func() time.Time
+
 	// OnDataLoss says what to do when offsets the query has not read are
 	// gone: deleted by retention or DeleteRecords, a partition whose log
 	// is now shorter than the offset reached (a topic deleted and made
@@ -191,6 +204,15 @@ func (o *Options) validate() (*regexp.Regexp, error) {
 	}
 	if o.MaxOffsetsPerTrigger < 0 {
 		errs = append(errs, fmt.Errorf("MaxOffsetsPerTrigger %d is negative", o.MaxOffsetsPerTrigger))
+	}
+	if o.MinOffsetsPerTrigger < 0 {
+		errs = append(errs, fmt.Errorf("MinOffsetsPerTrigger %d is negative", o.MinOffsetsPerTrigger))
+	}
+	if o.MaxOffsetsPerTrigger > 0 && o.MinOffsetsPerTrigger > o.MaxOffsetsPerTrigger {
+		errs = append(errs, fmt.Errorf("MinOffsetsPerTrigger %d is more than MaxOffsetsPerTrigger %d", o.MinOffsetsPerTrigger, o.MaxOffsetsPerTrigger))
+	}
+	if o.MaxTriggerDelay < 0 {
+		errs = append(errs, fmt.Errorf("MaxTriggerDelay %v is negative", o.MaxTriggerDelay))
 	}
 	if o.OnDataLoss != FailOnDataLoss && o.OnDataLoss != ContinueOnDataLoss {
 		errs = append(errs, fmt.Errorf("OnDataLoss: unknown %v", o.OnDataLoss))

@@ -220,6 +220,15 @@ const listingMaxAge = 5 * time.Second
 func (s *TopicSource) WaitForData(ctx context.Context, committed json.RawMessage, d time.Duration) {
 	started := time.Now()
 	rest := func() { _ = pause(ctx, d-time.Since(started)) }
+	s.mu.Lock()
+	holding := s.holding
+	s.mu.Unlock()
+	if holding {
+		// The data is there, held back (MinOffsetsPerTrigger): a fetch
+		// would answer at once.
+		rest()
+		return
+	}
 	client, err := s.waitClientFor()
 	if err != nil || len(committed) == 0 {
 		rest()

@@ -93,7 +93,15 @@ type TopicSource struct {
 	// a "latest" would have moved). Oldest first; at most
 	// maxFirstBatches, one per new query this process started lately.
 	firstBatches []firstBatch
+	// lastTrigger is when Next last planned new offsets, or let
+	// MaxTriggerDelay end a hold; holding is set while it holds new
+	// offsets back (MinOffsetsPerTrigger).
+	lastTrigger time.Time
+	holding     bool
 }
+
+// defaultMaxTriggerDelay is Options.MaxTriggerDelay's default, Spark's.
+const defaultMaxTriggerDelay = 15 * time.Minute
 
 // firstBatch is a new query's first batch as Next planned it.
 type firstBatch struct {
@@ -124,6 +132,12 @@ func Source(opts Options) *TopicSource {
 			parts[t] = append([]int32(nil), ps...)
 		}
 		opts.Partitions = parts
+	}
+	if opts.MaxTriggerDelay == 0 {
+		opts.MaxTriggerDelay = defaultMaxTriggerDelay
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
 	}
 	s := &TopicSource{opts: opts}
 	s.pattern, s.err = s.opts.validate()
@@ -202,6 +216,27 @@ func (s *TopicSource) Available(ctx context.Context) (json.RawMessage, error) {
 	return s.encode(ends)
 }
 
+// holdBack reports whether the batch from begin to until is held back:
+// it has fewer than MinOffsetsPerTrigger new offsets and MaxTriggerDelay
+// has not passed since the last batch, as Spark's rule. A new query's
+// first batch is never held back. A batch not held back starts the delay
+// again.
+func (s *TopicSource) holdBack(begin, until offsets, first bool) bool {
+	var n int64
+	for tp, end := range until {
+		n += max(0, end-begin[tp])
+	}
+	now := s.opts.Clock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !first && now.Sub(s.lastTrigger) < s.opts.MaxTriggerDelay && n < s.opts.MinOffsetsPerTrigger {
+		s.holding = n > 0
+		return true
+	}
+	s.lastTrigger, s.holding = now, false
+	return false
+}
+
 // partitionsRead returns the partitions the source reads: a source of
 // given partitions lists them again when its last listing is older than
 // listingMaxAge or misses one of them; any other lists them every time,
@@ -231,7 +266,9 @@ func (s *TopicSource) partitionsRead(ctx context.Context, client *kgo.Client) ([
 // Next plans the batch after committed: every partition of upTo from its
 // committed offset (a new query's starting offset; the beginning, for a
 // partition new to the query) up to its offset in upTo, with at most
-// MaxOffsetsPerTrigger offsets in all when limit is runtime.Limited.
+// MaxOffsetsPerTrigger offsets in all unless limit is
+// runtime.AllAvailable; with runtime.Limited, a batch of fewer than
+// MinOffsetsPerTrigger is held back (see holdBack).
 // Partitions committed but not in upTo (a topic deleted, or no longer
 // matched) keep their offsets. It returns committed when there is nothing
 // new, and a new query's first batch always.
@@ -277,7 +314,10 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 		}
 		begin[tp], until[tp] = start, end
 	}
-	if limit == runtime.Limited && s.opts.MaxOffsetsPerTrigger > 0 {
+	if limit == runtime.Limited && s.opts.MinOffsetsPerTrigger > 0 && s.holdBack(begin, until, len(committed) == 0) {
+		return committed, nil
+	}
+	if limit != runtime.AllAvailable && s.opts.MaxOffsetsPerTrigger > 0 {
 		until = rateLimit(s.opts.MaxOffsetsPerTrigger, begin, until)
 	}
 	s.planned(until)

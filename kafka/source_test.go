@@ -348,13 +348,13 @@ func TestAssignedPartitions(t *testing.T) {
 // TestOptionsValidated checks that bad options are reported together,
 // by the first call.
 func TestOptionsValidated(t *testing.T) {
-	src := kafka.Source(kafka.Options{Topics: []string{"a b"}, TopicPattern: "(", MaxOffsetsPerTrigger: -1,
+	src := kafka.Source(kafka.Options{Topics: []string{"a b"}, TopicPattern: "(", MaxOffsetsPerTrigger: -1, MinOffsetsPerTrigger: -2, MaxTriggerDelay: -time.Second,
 		StartingOffsets: kafka.AtOffsets(map[string]map[int32]int64{"other": {0: -3}})})
 	_, err := src.Available(testContext(t))
 	if err == nil {
 		t.Fatal("no error")
 	}
-	for _, want := range []string{"no Brokers", "exactly one of Topics", `"a b" is not a legal topic name`, "TopicPattern", "MaxOffsetsPerTrigger -1", `topic "other" is not among`, "offset -3"} {
+	for _, want := range []string{"no Brokers", "exactly one of Topics", `"a b" is not a legal topic name`, "TopicPattern", "MaxOffsetsPerTrigger -1", "MinOffsetsPerTrigger -2", "MaxTriggerDelay -1s", `topic "other" is not among`, "offset -3"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not say %q", err, want)
 		}
@@ -418,5 +418,58 @@ func TestEmbeddedOnALoopbackPort(t *testing.T) {
 		t.Fatalf("broker %q", conn.Brokers[0])
 	} else if _, err := strconv.Atoi(port); err != nil {
 		t.Fatalf("broker %q", conn.Brokers[0])
+	}
+}
+
+// TestMinOffsetsPerTrigger: with MinOffsetsPerTrigger, a trickle of
+// records is held back until the partitions have that many new offsets
+// in all (8 are held, 11 make a batch), or MaxTriggerDelay has passed
+// since the last batch (2 go once the source's clock has moved a
+// minute on), as Spark's minOffsetsPerTrigger and maxTriggerDelay. An
+// AvailableNow query holds nothing back: it ends with what was there.
+func TestMinOffsetsPerTrigger(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "trickle", 2)
+	ctx := testContext(t)
+	clock := runtime.NewManualClock(time.Unix(1_800_000_000, 0))
+	opts := kafka.Options{Connection: conn, Topics: []string{"trickle"}, StartingOffsets: kafka.Earliest(),
+		MinOffsetsPerTrigger: 10, MaxTriggerDelay: time.Minute, Clock: clock.Now}
+	src := kafka.Source(opts)
+	defer src.Close()
+	sink := typed.NewMemorySink[fixtures.RateRow]()
+	q, err := typed.WriteTo(typed.From[fixtures.RateRow](src), sink).Start(ctx, newCheckpoint().opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop()
+	poll(t, "the first batch", func() bool { return len(q.RecentProgress()) > 0 })
+	read := func() int { return len(sink.Rows()) }
+	produce(t, conn, rateRecords("trickle", 0, 0, 4)...)
+	produce(t, conn, rateRecords("trickle", 1, 4, 4)...)
+	produce(t, conn, rateRecords("trickle", 0, 8, 3)...)
+	poll(t, "11 rows", func() bool { return read() == 11 })
+	produce(t, conn, rateRecords("trickle", 1, 11, 2)...)
+	clock.Advance(time.Minute)
+	poll(t, "13 rows", func() bool { return read() == 13 })
+	q.Stop()
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	var sizes []int64
+	for _, p := range q.RecentProgress() {
+		if p.NumInputRows > 0 {
+			sizes = append(sizes, p.NumInputRows)
+		}
+	}
+	if !slices.Equal(sizes, []int64{11, 2}) {
+		t.Fatalf("batches of %v rows, want 11 then 2", sizes)
+	}
+
+	opts.MinOffsetsPerTrigger = 1000
+	all := kafka.Source(opts)
+	defer all.Close()
+	now := runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](all), typed.NewMemorySink[fixtures.RateRow]()), newCheckpoint())
+	if n := inputRows(now); n != 13 {
+		t.Fatalf("AvailableNow read %d rows, want the 13 there", n)
 	}
 }

@@ -461,7 +461,7 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 		if modTime < before {
 			continue // older than the log remembers: taken as read
 		}
-		if limit == Limited && s.opts.MaxFilesPerTrigger > 0 && len(batch.Files) == s.opts.MaxFilesPerTrigger {
+		if limit != AllAvailable && s.opts.MaxFilesPerTrigger > 0 && len(batch.Files) == s.opts.MaxFilesPerTrigger {
 			oldestLeft, left = min(oldestLeft, modTime), true
 			continue
 		}

@@ -83,8 +83,11 @@ func (q *Query) loop(ctx context.Context) (err error) {
 	// Once takes everything in one batch, as Spark's Trigger.Once: the
 	// sources' per-batch limits do not apply.
 	limit := Limited
-	if q.cfg.trigger.kind == triggerOnce {
+	switch {
+	case q.cfg.trigger.kind == triggerOnce:
 		limit = AllAvailable
+	case stops: // AvailableNow: nothing is held back for more
+		limit = LimitedToEnd
 	}
 	flushed := false
 	// lastWatermark is the watermark of the last batch this start ran

@@ -108,6 +108,11 @@ const (
 	// AllAvailable: the batch takes everything up to the planned end (the
 	// Once trigger, as Spark's).
 	AllAvailable
+	// LimitedToEnd: the batch takes no more than the source's per-batch
+	// limit, and is not held back to gather a minimum (the AvailableNow
+	// trigger, which ends once the query has read what was there at its
+	// start).
+	LimitedToEnd
 )
 
 // Record is one raw input record.

@@ -54,7 +54,7 @@ func (m *MemoryStream[T]) Available(context.Context) (json.RawMessage, error) {
 // Next returns the end of the next batch.
 func (m *MemoryStream[T]) Next(_ context.Context, committed, upTo json.RawMessage, limit runtime.ReadLimit) (json.RawMessage, error) {
 	from, to := m.offset(committed), m.offset(upTo)
-	if limit == runtime.Limited && m.limit > 0 && to-from > m.limit {
+	if limit != runtime.AllAvailable && m.limit > 0 && to-from > m.limit {
 		to = from + m.limit
 	}
 	if to <= from {
