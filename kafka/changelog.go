@@ -38,8 +38,10 @@ type ChangelogOptions struct {
 	// created; the default, 0, is the cluster's default.
 	ReplicationFactor int16
 	// ProduceTimeout bounds how long a batch's commit waits for the
-	// changelog to acknowledge its records; past it the batch fails,
-	// uncommitted. The default is 30 seconds.
+	// changelog to acknowledge its records and, with ExactlyOnce, how
+	// long a write into the transaction (a sink's, the dead letters', a
+	// repartition task's) may go without an acknowledgement; past it the
+	// batch fails, uncommitted. The default is 30 seconds.
 	ProduceTimeout time.Duration
 	// TransactionalID is the transactional ID of ExactlyOnce's
 	// transactions; the default is "streamgen-" and Topic. Changelog

@@ -45,14 +45,17 @@ type Options struct {
 	// MinOffsetsPerTrigger, as Spark's minOffsetsPerTrigger, holds a
 	// batch back until its partitions have this many new offsets in all,
 	// or MaxTriggerDelay has passed since the source's last batch with
-	// data: fewer, larger batches from a trickle. The default, 0, holds
-	// nothing back. Once and AvailableNow triggers ignore it.
+	// data (or the query's start): fewer, larger batches from a trickle.
+	// The default, 0, holds nothing back. Once and AvailableNow triggers
+	// ignore it. The hold is the source's: a source serving several
+	// queries at once holds for them together.
 	MinOffsetsPerTrigger int64
 	// MaxTriggerDelay bounds how long MinOffsetsPerTrigger holds new
 	// offsets back (Spark's maxTriggerDelay); the default is 15 minutes.
 	MaxTriggerDelay time.Duration
 	// Clock tells the time MaxTriggerDelay is measured in; the default is
-	// time.Now.
+	// time.Now. It is called from the query's goroutine (of each query
+	// the source serves).
 	Clock func() time.Time
 
 	// OnDataLoss says what to do when offsets the query has not read are

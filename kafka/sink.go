@@ -64,7 +64,10 @@ type SinkOptions[T any] struct {
 	// time, say, as Kafka Streams gives an output record its input's
 	// timestamp, so that a consumer that windows or seeks by time sees
 	// when things happened. Without it (or for a zero time), the time of
-	// the write.
+	// the write. A topic whose message.timestamp.before.max.ms (or
+	// .after.) refuses a record's time fails the write, and a
+	// RecordDeliveryTimeout in ClientOptions, which franz-go counts from
+	// a record's timestamp, fails an old one at once.
 	Timestamp func(row *T) time.Time
 	// Format is the value's encoding: JSON (the default) or Binary.
 	Format Format
@@ -226,7 +229,14 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 type topicLimits struct {
 	maxBytes int
 	compact  bool
+	// retryAt, when set, is when limits that could not be read are read
+	// again.
+	retryAt time.Time
 }
+
+// limitsRetry is how long a sink keeps a topic's default limits when its
+// configuration could not be read.
+const limitsRetry = time.Minute
 
 // producerBatchMaxBytes is franz-go's default ProducerBatchMaxBytes.
 const producerBatchMaxBytes = 1_000_012
@@ -237,13 +247,15 @@ const producerBatchMaxBytes = 1_000_012
 // broker counts a batch's bytes after compression, the producer before:
 // a record that would fit compressed but not whole is refused too, as
 // franz-go refuses it. The producer's batches of the topic are capped at
-// the limit (batchLimits). A topic whose configuration cannot be read is
-// read again at its next record.
+// the limit (batchLimits), if it is read before the producer first
+// writes to the topic (franz-go keeps a partition's cap), and unless the
+// user's ClientOptions set their own. A topic whose configuration cannot
+// be read is read again a minute later.
 func (s *TopicSink[T]) limitsOf(ctx context.Context, topic string) topicLimits {
 	s.limitsMu.Lock()
 	l, ok := s.limits[topic]
 	s.limitsMu.Unlock()
-	if ok {
+	if ok && (l.retryAt.IsZero() || time.Now().Before(l.retryAt)) {
 		return l
 	}
 	l = topicLimits{maxBytes: producerBatchMaxBytes}
@@ -254,17 +266,24 @@ func (s *TopicSink[T]) limitsOf(ctx context.Context, topic string) topicLimits {
 	cfg, err := describeTopic(ctx, kadm.NewClient(client), topic)
 	if err != nil {
 		// (Not allowed to describe it, or not made yet: the broker
-		// says what it refuses.)
-		slog.Warn("streamgen: kafka sink: read the topic's limits", "topic", topic, "error", err)
-		return l
+		// says what it refuses.) Kept for limitsRetry, so that a sink
+		// without the right to describe does not ask at every row.
+		slog.Warn("streamgen: kafka sink: read the topic's limits", "topic", topic, "error", err, "retryIn", limitsRetry)
+		l.retryAt = time.Now().Add(limitsRetry)
+	} else {
+		topicMax := 0
+		if n, err := strconv.Atoi(cfg["max.message.bytes"]); err == nil && n > 0 {
+			batches.set(topic, n)
+			topicMax = n
+		}
+		if fn, ok := client.OptValue(kgo.ProducerBatchMaxBytesFn).(func(string) int32); ok && fn != nil {
+			l.maxBytes = int(fn(topic)) // the batches' cap above, or the user's
+		}
+		if topicMax > 0 {
+			l.maxBytes = min(l.maxBytes, topicMax)
+		}
+		l.compact = containsCompact(cfg["cleanup.policy"])
 	}
-	if n, err := strconv.Atoi(cfg["max.message.bytes"]); err == nil && n > 0 {
-		batches.set(topic, n)
-	}
-	if fn, ok := client.OptValue(kgo.ProducerBatchMaxBytesFn).(func(string) int32); ok && fn != nil {
-		l.maxBytes = int(fn(topic)) // the batches' cap above, or the user's
-	}
-	l.compact = containsCompact(cfg["cleanup.policy"])
 	s.limitsMu.Lock()
 	defer s.limitsMu.Unlock()
 	if s.limits == nil {

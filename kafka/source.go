@@ -197,7 +197,15 @@ func (s *TopicSource) Available(ctx context.Context) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	ends, rest := s.prefetchEnds(ctx, client, parts)
+	s.mu.Lock()
+	holding := s.holding
+	s.mu.Unlock()
+	ends, rest := offsets{}, parts
+	if !holding {
+		// (A held batch's records are not fetched again at every
+		// poll: the ends are listed.)
+		ends, rest = s.prefetchEnds(ctx, client, parts)
+	}
 	if len(rest) > 0 {
 		listed, err := s.availableOffsets(ctx, client, rest)
 		if err != nil {
@@ -206,7 +214,7 @@ func (s *TopicSource) Available(ctx context.Context) (json.RawMessage, error) {
 		maps.Copy(ends, listed)
 		s.mu.Lock()
 		for _, tp := range rest {
-			if _, known := s.positions[tp]; known {
+			if _, known := s.positions[tp]; known && !holding {
 				// A fetch that failed: perhaps a leader that moved.
 				s.listedAt = time.Time{}
 			}
@@ -219,8 +227,8 @@ func (s *TopicSource) Available(ctx context.Context) (json.RawMessage, error) {
 // holdBack reports whether the batch from begin to until is held back:
 // it has fewer than MinOffsetsPerTrigger new offsets and MaxTriggerDelay
 // has not passed since the last batch, as Spark's rule. A new query's
-// first batch is never held back. A batch not held back starts the delay
-// again.
+// first batch, and the first batch of a start (as Spark's), are never
+// held back. A batch not held back starts the delay again.
 func (s *TopicSource) holdBack(begin, until offsets, first bool) bool {
 	var n int64
 	for tp, end := range until {
@@ -229,8 +237,14 @@ func (s *TopicSource) holdBack(begin, until offsets, first bool) bool {
 	now := s.opts.Clock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if n == 0 && !first {
+		// Nothing new: no batch, and the delay runs on from the last
+		// one, so that a record after a long quiet goes at once.
+		s.holding = false
+		return false
+	}
 	if !first && now.Sub(s.lastTrigger) < s.opts.MaxTriggerDelay && n < s.opts.MinOffsetsPerTrigger {
-		s.holding = n > 0
+		s.holding = true
 		return true
 	}
 	s.lastTrigger, s.holding = now, false

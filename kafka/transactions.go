@@ -264,9 +264,43 @@ func (t *Transactions) produce(ctx context.Context, what string, records []*kgo.
 		return err
 	}
 	t.dirty = true
-	ctx, cancel := context.WithTimeout(ctx, t.opts.ProduceTimeout)
-	defer cancel()
-	return t.explain(client.ProduceSync(ctx, records...).FirstErr())
+	// Failed once ProduceTimeout passes without an acknowledgement: a
+	// long write that goes on is not cut short.
+	pctx, touch, stop := stallContext(ctx, t.opts.ProduceTimeout)
+	defer stop()
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	wg.Add(len(records))
+	for _, r := range records {
+		client.Produce(pctx, r, func(_ *kgo.Record, err error) {
+			touch()
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	return t.explain(firstErr)
+}
+
+// stallContext returns a context that is cancelled when timeout passes
+// without a call of touch (or when parent is done), and stop, which
+// releases it.
+func stallContext(parent context.Context, timeout time.Duration) (ctx context.Context, touch, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	timer := time.AfterFunc(timeout, cancel)
+	return ctx, func() { timer.Reset(timeout) }, func() {
+		timer.Stop()
+		cancel()
+	}
 }
 
 // commitLocked commits the open transaction; on failure it aborts it.
@@ -370,10 +404,10 @@ func (t *Transactions) produceBatch(ctx context.Context, records []*kgo.Record, 
 		return false, err
 	}
 	// Not ctx: the records outlive this call, and a query stopped (its
-	// context cancelled) commits them as it closes. They have
-	// ProduceTimeout from now.
-	pctx, cancel := context.WithTimeout(context.Background(), t.opts.ProduceTimeout)
-	release := sync.OnceFunc(cancel) // once the last record is acknowledged
+	// context cancelled) commits them as it closes. They fail once
+	// ProduceTimeout passes without an acknowledgement.
+	pctx, touch, stop := stallContext(context.Background(), t.opts.ProduceTimeout)
+	release := sync.OnceFunc(stop) // once the last record is acknowledged
 	var left atomic.Int64
 	left.Store(int64(len(records)))
 	if len(records) == 0 {
@@ -381,6 +415,7 @@ func (t *Transactions) produceBatch(ctx context.Context, records []*kgo.Record, 
 	}
 	for _, r := range records {
 		client.Produce(pctx, r, func(r *kgo.Record, err error) {
+			touch()
 			ack(r, err)
 			if left.Add(-1) == 0 {
 				release()

@@ -22,9 +22,11 @@ type Source interface {
 	// Available returns the offset that covers everything available now.
 	Available(ctx context.Context) (json.RawMessage, error)
 	// Next returns the end offset of the next batch after committed (nil
-	// for a new query), going no further than upTo and, with Limited, than
-	// the source's own per-batch limit (such as a maximum number of
-	// files). It returns committed itself when there is nothing new.
+	// for a new query), going no further than upTo and, unless limit is
+	// AllAvailable, than the source's own per-batch maximum (such as a
+	// number of files); with Limited only, it may hold a batch back for a
+	// minimum. It returns committed itself when there is nothing new, or
+	// nothing it lets go yet.
 	Next(ctx context.Context, committed, upTo json.RawMessage, limit ReadLimit) (json.RawMessage, error)
 	// Read calls fn, in order, for each record after start up to end.
 	Read(ctx context.Context, start, end json.RawMessage, fn func(Record) error) error

@@ -56,7 +56,9 @@ type WindowedStream[K comparable, T any] struct {
 // it and counts it among its late rows (a late-rows sink of the
 // WithWatermark does not see it, since its gap is not known there).
 // Session's gap is still what the checkpoint records of the windows.
-// With windows other than Session's, the query's Start fails.
+// With windows other than Session's, the query's Start fails. gap is
+// called from the query's goroutine, once per row that reaches the
+// aggregation.
 func (ws WindowedStream[K, T]) GapBy(gap func(row *T) time.Duration) WindowedStream[K, T] {
 	if ws.windows.kind != session {
 		ws.s.p = ws.s.p.failed("streamgen: GapBy needs Session windows, not %v", ws.windows)

@@ -235,6 +235,7 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 	})
 	b := k.Batch()
 	late := o.dropsLate != nil && o.dropsLate() && !b.LateWatermark.IsZero()
+	added := false
 	for _, j := range byTime {
 		r := &o.rows[j]
 		t, gap := o.eventTime(r), o.gapOf(r)
@@ -248,6 +249,10 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 		}
 		o.sessions = append(o.sessions, sessionWindow[Acc]{window: Window{Start: t, End: end}, acc: o.agg.Add(o.agg.Zero(), r), changed: true})
 		o.sessions = o.mergeSessions(o.sessions)
+		added = true
+	}
+	if !added {
+		return nil // every row late or without a gap: the key's sessions stay as they are
 	}
 	if *o.mode == Update {
 		key := o.keys[group]

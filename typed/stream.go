@@ -211,7 +211,9 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // late for each of its windows whose end is at or before the watermark,
 // and in Complete mode never. A row late for all its windows is dropped
 // here (and sent to LateRows); one late for some of its sliding windows is
-// left out of those, and counted.
+// left out of those, and counted. Session windows whose rows each have a
+// gap of their own (GapBy) decide in the aggregation, by each row's own
+// session: their late rows are counted there, not sent to LateRows.
 func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.Duration, opts ...WatermarkOption[T]) Stream[T] {
 	var cfg watermarkConfig[T]
 	for _, o := range opts {
