@@ -817,7 +817,11 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 			return err
 		}
 		if hasProgress || partial {
-			slog.Warn("streamgen: the checkpoint holds state but no record of the changelog topic (a restore that stopped halfway, or a topic it did not write): replacing its state with the topic's",
+			why := "a restore that stopped halfway, or a topic it did not write"
+			if c.opts.AsyncProgress {
+				why = "with AsyncProgress it is written by a batch that commits to Kafka, not by a commit while idle: no batch did since the start"
+			}
+			slog.Warn("streamgen: the checkpoint holds state but no record of the changelog topic ("+why+"): replacing its state with the topic's",
 				"topic", c.opts.Topic, "checkpointBatch", local.BatchID)
 			c.rewound = true
 		}
