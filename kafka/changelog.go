@@ -723,12 +723,10 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 			topicEmpty = false
 		}
 	}
-	madeAgain := hasRecord && c.madeAgain(rec)
-	if hasRecord && !madeAgain && !topicEmpty && (rec.TopicID == "" || c.topicID == "") {
-		// Without topic IDs (a checkpoint written before they were
-		// kept, a cluster that gives none), App.Reset's record tells.
-		if madeAgain, err = resetAfter(ctx, reader, rclient, parts, starts, ends, rec.At); err != nil {
-			return fmt.Errorf("streamgen: %s: %w", c.what(), err)
+	madeAgain := false
+	if hasRecord {
+		if madeAgain, err = c.ofDeletedTopic(ctx, reader, rclient, parts, starts, ends, rec); err != nil {
+			return err
 		}
 	}
 	from := map[int32]int64{}
@@ -951,8 +949,25 @@ func (c *changelog) readTopic(ctx context.Context, adm *kadm.Client) (kadm.Topic
 // topic than the one of the name now: one deleted since and made again.
 // A record written before records kept the ID, or a cluster that gives
 // none, says nothing.
-func (c *changelog) madeAgain(rec changelogRecord) bool {
-	return rec.TopicID != "" && c.topicID != "" && rec.TopicID != c.topicID
+func (c *changelog) madeAgain(rec changelogRecord) bool { return otherTopic(rec.TopicID, c.topicID) }
+
+// otherTopic reports whether a record of the topic of ID recorded is of
+// another topic than the one of ID now; an empty ID says nothing.
+func otherTopic(recorded, now string) bool { return recorded != "" && now != "" && recorded != now }
+
+// ofDeletedTopic reports whether rec, the checkpoint's record, is of a
+// topic deleted and made again since: by the topic's ID, or, where the
+// record or the cluster has none, by App.Reset's record, newer than rec,
+// at the start of one of parts.
+func (c *changelog) ofDeletedTopic(ctx context.Context, reader *TopicSource, client *kgo.Client, parts []topicPartition, starts, ends offsets, rec changelogRecord) (bool, error) {
+	if rec.TopicID != "" && c.topicID != "" {
+		return c.madeAgain(rec), nil
+	}
+	madeAgain, err := resetAfter(ctx, reader, client, parts, starts, ends, rec.At)
+	if err != nil {
+		return false, fmt.Errorf("streamgen: %s: %w", c.what(), err)
+	}
+	return madeAgain, nil
 }
 
 // readDeleteRetention reads the topic's delete.retention.ms into

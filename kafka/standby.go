@@ -120,10 +120,9 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	if _, err := c.readTopic(ctx, kadm.NewClient(rclient)); err != nil {
 		return err
 	}
-	madeAgain := hasRecord && c.madeAgain(rec)
-	if hasRecord && !madeAgain && (rec.TopicID == "" || c.topicID == "") {
-		// (As the task's restore: see changelog.restoreStore.)
-		if madeAgain, err = resetAfter(ctx, reader, rclient, []topicPartition{tp}, starts, ends, rec.At); err != nil {
+	madeAgain := false
+	if hasRecord {
+		if madeAgain, err = c.ofDeletedTopic(ctx, reader, rclient, []topicPartition{tp}, starts, ends, rec); err != nil {
 			return err
 		}
 	}
@@ -358,7 +357,7 @@ func (a *App) localPositions(topicID string) map[int32]int64 {
 			continue
 		}
 		var rec changelogRecord
-		if json.Unmarshal(v, &rec) == nil && (rec.TopicID == "" || topicID == "" || rec.TopicID == topicID) {
+		if json.Unmarshal(v, &rec) == nil && !otherTopic(rec.TopicID, topicID) {
 			if at, ok := rec.Ends[p]; ok {
 				out[p] = at
 			}
