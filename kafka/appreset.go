@@ -161,8 +161,9 @@ func markReset(ctx context.Context, opts ChangelogOptions, topics []string) erro
 				break
 			}
 			// A deletion the cluster has not finished (the name still
-			// taken, its partitions gone) is waited for.
-			if !errors.Is(err, kerr.UnknownTopicOrPartition) && !errors.Is(err, kerr.TopicAlreadyExists) {
+			// taken, its partitions gone: ensureTopic's describe finds
+			// no topic) is waited for.
+			if !errors.Is(err, kerr.UnknownTopicOrPartition) {
 				return err
 			}
 			select {

@@ -121,11 +121,11 @@ func (o *SinkOptions[T]) validate() error {
 //
 // A row whose record its topic refuses (larger than its
 // max.message.bytes or the producer's batch size, uncompressed; or
-// without a key for a compacted topic) is not produced: it goes to the query's dead-letter
-// sink (runtime.DeadLetters), as Kafka Streams' dead-letter queue takes
-// what its production exception handler gives up on, with its value in
-// Raw; the batch's other rows are written, and numbered without it (see
-// BatchMark). Without a dead-letter sink the batch fails, naming the row.
+// without a key for a compacted topic) is not produced: it goes to the
+// query's dead-letter sink (runtime.DeadLetters), as Kafka Streams'
+// dead-letter queue takes what its production exception handler gives
+// up on, with its value in Raw; the batch's other rows are written, and
+// numbered without it (see BatchMark). Without a dead-letter sink the batch fails, naming the row.
 // (A dead-letter sink that is itself a Kafka topic needs room for such a
 // record.)
 type TopicSink[T any] struct {
