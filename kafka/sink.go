@@ -69,6 +69,12 @@ type SinkOptions[T any] struct {
 	// RecordDeliveryTimeout in ClientOptions, which franz-go counts from
 	// a record's timestamp, fails an old one at once.
 	Timestamp func(row *T) time.Time
+	// Tombstone, when set, says which rows are tombstones: such a row is
+	// written with its key, headers and timestamp and a null value, which
+	// a compacted topic takes as the removal of its key (Kafka Streams'
+	// record of a KTable's deleted row; a removal of typed.JoinTables,
+	// say). It needs Key.
+	Tombstone func(row *T) bool
 	// Format is the value's encoding: JSON (the default) or Binary.
 	Format Format
 	// WriterID, when set, is written in every record's HeaderWriter, so
@@ -98,6 +104,9 @@ func (o *SinkOptions[T]) validate() error {
 	}
 	if o.Format != JSON && o.Format != Binary {
 		errs = append(errs, fmt.Errorf("Format: unknown %v", o.Format))
+	}
+	if o.Tombstone != nil && o.Key == nil {
+		errs = append(errs, errors.New("Tombstone needs Key: a tombstone removes its key"))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("streamgen: kafka sink: options: %w", err)
@@ -176,6 +185,10 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 	// stopped growing.
 	var values []byte
 	ends := make([]int, len(rows))
+	var tombstones []bool // by row, when the sink has Tombstone
+	if s.opts.Tombstone != nil {
+		tombstones = make([]bool, len(rows))
+	}
 	for i := range rows {
 		row := &rows[i]
 		r := &records[i]
@@ -195,7 +208,9 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 			r.Timestamp = s.opts.Timestamp(row)
 		}
 		var err error
-		if values, err = s.encode(values, row); err != nil {
+		if tombstones != nil && s.opts.Tombstone(row) {
+			tombstones[i] = true
+		} else if values, err = s.encode(values, row); err != nil {
 			return fmt.Errorf("streamgen: %s: batch %d: row %d: %w", s.what, batchID, i, err)
 		}
 		ends[i] = len(values)
@@ -203,7 +218,9 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 	}
 	start := 0
 	for i := range records {
-		records[i].Value = values[start:ends[i]:ends[i]]
+		if tombstones == nil || !tombstones[i] {
+			records[i].Value = values[start:ends[i]:ends[i]] // not nil: a null value is a tombstone
+		}
 		start = ends[i]
 	}
 	marks := newBatchHeaders(s.opts.WriterID, batchID, len(rows))

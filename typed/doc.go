@@ -39,6 +39,10 @@
 //     (TableUpdates): Kafka Streams' KStream-KTable join, the table's rows
 //     (with AsOf, each version until the grace has passed) state of their
 //     key, changelogged as every operator's.
+//   - JoinTables, two tables kept up to date by streams: Kafka Streams'
+//     KTable-KTable join. Each table's latest row is state of its key, and
+//     each update writes the change it makes to the key's row of the join
+//     (TableChange), a removal carrying the row that was.
 //
 // The rows a join writes are Joined values: pointers to each side's row,
 // nil for the side an outer join pads.

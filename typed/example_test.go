@@ -159,3 +159,52 @@ func ExampleForeachBatch() {
 	// batch 1: 1 rows
 	// 2 1
 }
+
+// Join two tables kept up to date by streams, as Kafka Streams joins two
+// KTables: the last page each user visited, and each user's count, where
+// a count of zero removes the user's row. Each update that changes a
+// user's row of the join writes the change; an Inner join's row goes when
+// either table's row does.
+func ExampleJoinTables() {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	pages := typed.NewMemoryStream[fixtures.Click]("pages", 0)
+	pages.Add(
+		fixtures.Click{User: "ann", Time: t0, Page: "home"},
+		fixtures.Click{User: "bob", Time: t0.Add(time.Second), Page: "cart"},
+		fixtures.Click{User: "ann", Time: t0.Add(3 * time.Second), Page: "shop"},
+	)
+	counts := typed.NewMemoryStream[fixtures.UserCount]("counts", 0)
+	counts.Add(
+		fixtures.UserCount{User: "ann", Count: 3, Last: t0.Add(2 * time.Second)},
+		fixtures.UserCount{User: "bob", Count: 1, Last: t0.Add(2 * time.Second)},
+		fixtures.UserCount{User: "bob", Count: 0, Last: t0.Add(4 * time.Second)},
+	)
+	lastPage := typed.TableUpdates(typed.WithWatermark(typed.FromMemory(pages), func(c *fixtures.Click) time.Time { return c.Time }, 0),
+		func(c *fixtures.Click) string { return c.User }, nil)
+	count := typed.TableUpdates(typed.WithWatermark(typed.FromMemory(counts), func(c *fixtures.UserCount) time.Time { return c.Last }, 0),
+		func(c *fixtures.UserCount) string { return c.User }, func(c *fixtures.UserCount) bool { return c.Count == 0 })
+	joined := typed.JoinTables(lastPage, count, typed.Inner, func(c typed.TableChange[string, fixtures.Click, fixtures.UserCount]) string {
+		if c.Removed {
+			return fmt.Sprintf("%s: removed (was %s, %d)", c.Key, c.Left.Page, c.Right.Count)
+		}
+		return fmt.Sprintf("%s: %s, %d", c.Key, c.Left.Page, c.Right.Count)
+	})
+	sink := typed.NewMemorySink[string]()
+	q, err := typed.WriteTo(joined, sink).Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range sink.Rows() {
+		fmt.Println(r)
+	}
+	// Unordered output:
+	// ann: home, 3
+	// ann: shop, 3
+	// bob: cart, 1
+	// bob: removed (was cart, 1)
+}

@@ -1,0 +1,357 @@
+package typed
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// TableChange is a change to the row of a key in a join of two tables
+// (JoinTables), as the function that makes the join's output sees it.
+//
+// When Removed is false, Joined is the key's row of the join after the
+// update: both tables' rows, or one of them padded as in Joined (Right
+// nil in a LeftOuter join's row for a key the right table lacks, and so
+// on). When Removed is true, the update took the key's row out of the
+// join (an Inner join's key lost one of its rows, a LeftOuter join's key
+// its left row), and Joined is the row that was, as Flink's retraction
+// (a -D row) carries it: write a tombstone for the key
+// (kafka.SinkOptions.Tombstone). The rows are the join's own: the
+// function may keep them.
+type TableChange[K comparable, L, R any] struct {
+	Joined[K, L, R]
+	// Removed says the key no longer has a row of the join.
+	Removed bool
+	// Time is the event time of the update that made the change, when its
+	// table's updates have one (WithWatermark); zero otherwise. Kafka
+	// Streams stamps a table join's record with the latest of it and the
+	// rows' times.
+	Time time.Time
+}
+
+// The variables of a table-table join.
+const (
+	tablesLeft  uint8 = 0 // the left table's row of the key
+	tablesRight uint8 = 1 // the right table's row of the key
+)
+
+// JoinTables joins two tables kept up to date by streams (TableUpdates)
+// on their keys, as Kafka Streams' KTable-KTable join (join, leftJoin,
+// outerJoin) and Flink's regular join of two upsert tables: the join is
+// itself a table, and each update of either table whose key's row of the
+// join changes writes one row, the change (TableChange), made by row.
+//
+//   - Inner: a key has a row while both tables have one.
+//   - LeftOuter: while the left table has one (Right nil while the right
+//     lacks it); RightOuter the other way round.
+//   - FullOuter: while either has one.
+//
+// An update that leaves the key without a row of the join writes a
+// removal (TableChange.Removed) if the key had one, and nothing if it had
+// none. Each table's rows are state of their key, changelogged and moved
+// with their partition like any state. Within a batch a key's updates
+// are taken in order of event time (the left table's first at equal
+// times) when both inputs have one, and the left table's first
+// otherwise; so the changes written in between depend on how far the
+// batches have read each input, while the join's row of each key after
+// them does not.
+//
+// The inputs of a kafka.App must be co-partitioned (a key in the same
+// partition of both topics). A key with a null part (NullKey) is in
+// neither table: its updates are dropped, as Kafka Streams drops a table
+// record without a key. The output mode is Append: the stream of changes,
+// which a sink that upserts by key (a compacted topic, with tombstones
+// for removals) turns back into the table. Of the options, only
+// UpdatesName applies.
+//
+// row gets the rows as the join keeps them: it may keep them, and must
+// change neither.
+func JoinTables[K comparable, L, R, Out any](left UpdatesTable[K, L], right UpdatesTable[K, R], how JoinType, row func(TableChange[K, L, R]) Out, opts ...UpdatesOption) Stream[Out] {
+	var cfg updatesConfig
+	for _, o := range opts {
+		o.applyUpdates(&cfg)
+	}
+	name := cfg.name
+	if name == "" {
+		name = funcName(row)
+	}
+	p := left.s.p.with(func(q *plan) {
+		q.errs = append(q.errs, right.s.p.errs...)
+		q.watermarked = left.s.p.watermarked || right.s.p.watermarked
+	})
+	fail := func(format string, args ...any) {
+		p = p.failed("streamgen: JoinTables (%s): "+format, append([]any{name}, args...)...)
+	}
+	switch how {
+	case Inner, LeftOuter, RightOuter, FullOuter:
+	default:
+		fail("%v: a join of two tables is Inner, LeftOuter, RightOuter or FullOuter (Kafka Streams' join, leftJoin and outerJoin)", how)
+	}
+	if cfg.asOf || cfg.history != 0 {
+		fail("AsOf and TableHistory apply to a stream joined with a table (JoinUpdates), not to two tables")
+	}
+	leftRows, err := newValueCodec[L]()
+	if err != nil {
+		fail("left rows: %v", unprefixed(err))
+	}
+	rightRows, err := newValueCodec[R]()
+	if err != nil {
+		fail("right rows: %v", unprefixed(err))
+	}
+	const kind = "tableTableJoin"
+	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked}
+	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
+		op := &tablesOp[K, L, R, Out]{c: c, how: how, row: row, emitDown: emit, codec: left.codec,
+			leftRows: leftRows, rightRows: rightRows, null: nullCheck[K](),
+			leftKey: left.key, rightKey: right.key, leftDeleted: left.deleted, rightDeleted: right.deleted,
+			timed: left.s.p.watermarked && right.s.p.watermarked}
+		op.info = runtime.OperatorInfo{
+			Kind: kind, Name: name, OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
+			KeyType: left.codec.typeName, LegacyKeyType: left.codec.legacyTypeName, UseKeys: left.codec.useKeys, ParseKey: left.codec.parseJSON, Key: left.codec.schema, Timeout: how.String(),
+			States: []runtime.StateInfo{
+				{Name: "left", Kind: "value", Encoding: runtime.EncodingTableRows, Schema: leftRows.schema, ValueType: leftRows.typeName},
+				{Name: "right", Kind: "value", Encoding: runtime.EncodingTableRows, Schema: rightRows.schema, ValueType: rightRows.typeName},
+			},
+		}
+		op.index = c.addOperator(func() {
+			if c.attachFrom(func() { left.s.attach(c, op.addLeft) }) && op.timed {
+				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its left table's updates", "join the input before the operator, or write the operator's rows to a sink and join them in a query of their own"))
+			}
+			if c.attachFrom(func() { right.s.attach(c, op.addRight) }) && op.timed {
+				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its right table's updates", "join the input before the operator, or write the operator's rows to a sink and join them in a query of their own"))
+			}
+		}, op, opInfo)
+	}}
+}
+
+// tablesRow is an update of either table of a table-table join, gathered
+// for a batch.
+type tablesRow[L, R any] struct {
+	right bool
+	at    int64 // event time, Unix nanoseconds (0: none)
+	l     L
+	r     R
+}
+
+// tablesOp is a table-table join of one query.
+type tablesOp[K comparable, L, R, Out any] struct {
+	c            *compiler
+	index        int
+	info         runtime.OperatorInfo
+	how          JoinType
+	row          func(TableChange[K, L, R]) Out
+	emitDown     func(*Out)
+	out          Out // the row being written
+	codec        keyCodec[K]
+	leftRows     valueCodec[L]
+	rightRows    valueCodec[R]
+	null         func(*K) bool
+	leftKey      func(*L) K
+	rightKey     func(*R) K
+	leftDeleted  func(*L) bool
+	rightDeleted func(*R) bool
+	// timed says both inputs have event times: a key's updates of a
+	// batch are taken in their order.
+	timed bool
+
+	groups runtime.Groups
+	group  map[K]int32
+	keys   []K
+	keyBuf []byte
+	rows   []tablesRow[L, R]
+	order  []int32
+	buf    []byte
+}
+
+func (o *tablesOp[K, L, R, Out]) Info() runtime.OperatorInfo { return o.info }
+func (o *tablesOp[K, L, R, Out]) Groups() *runtime.Groups    { return &o.groups }
+
+// EndBatch drops the batch's rows.
+func (o *tablesOp[K, L, R, Out]) EndBatch() {
+	clear(o.rows)
+	clear(o.keys)
+	o.rows, o.keys = o.rows[:0], o.keys[:0]
+	if len(o.group) > 1<<21 {
+		o.group = nil
+	} else {
+		clear(o.group)
+	}
+}
+
+func (o *tablesOp[K, L, R, Out]) addLeft(l *L) {
+	k := o.leftKey(l)
+	if o.null != nil && o.null(&k) {
+		return
+	}
+	o.add(k, tablesRow[L, R]{at: runtime.TimedNanos(o.c.eventTime), l: *l})
+}
+
+func (o *tablesOp[K, L, R, Out]) addRight(r *R) {
+	k := o.rightKey(r)
+	if o.null != nil && o.null(&k) {
+		return
+	}
+	o.add(k, tablesRow[L, R]{right: true, at: runtime.TimedNanos(o.c.eventTime), r: *r})
+}
+
+func (o *tablesOp[K, L, R, Out]) add(k K, r tablesRow[L, R]) {
+	g, ok := o.group[k]
+	if !ok {
+		o.keys = appendDoubling(o.keys, &k)
+		var err error
+		if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
+			panic(userPanic{fmt.Errorf("streamgen: tableTableJoin (%s): key %v: %w", o.info.Name, k, unprefixed(err))})
+		}
+		if o.group == nil {
+			o.group = make(map[K]int32)
+		}
+		g = o.groups.NewGroup(o.keyBuf)
+		o.group[k] = g
+	}
+	o.groups.AddRow(g)
+	o.rows = appendDoubling(o.rows, &r)
+}
+
+// has reports whether the join has a row for a key whose tables have
+// the rows l and r (nil: none).
+func (o *tablesOp[K, L, R, Out]) has(l *L, r *R) bool {
+	switch o.how {
+	case Inner:
+		return l != nil && r != nil
+	case LeftOuter:
+		return l != nil
+	case RightOuter:
+		return r != nil
+	}
+	return l != nil || r != nil
+}
+
+// HandleRows applies the key's updates of both tables in order of event
+// time (or the left table's first), writing the change each makes to the
+// key's row of the join, then stores the tables' rows the key ends with.
+func (o *tablesOp[K, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	key := o.keys[group]
+	o.order = append(o.order[:0], rows...)
+	slices.SortStableFunc(o.order, func(a, b int32) int {
+		ra, rb := &o.rows[a], &o.rows[b]
+		if o.timed {
+			if c := cmp.Compare(ra.at, rb.at); c != 0 {
+				return c
+			}
+		}
+		switch {
+		case !ra.right && rb.right:
+			return -1
+		case ra.right && !rb.right:
+			return 1
+		}
+		return 0
+	})
+	l, hadLeft, err := loadTableRow(o, k, tablesLeft, o.leftRows)
+	if err != nil {
+		return err
+	}
+	r, hadRight, err := loadTableRow(o, k, tablesRight, o.rightRows)
+	if err != nil {
+		return err
+	}
+	var leftChanged, rightChanged bool
+	for _, n := range o.order {
+		u := &o.rows[n]
+		was, wasL, wasR := o.has(l, r), l, r
+		if u.right {
+			if o.rightDeleted != nil && o.rightDeleted(&u.r) {
+				r = nil
+			} else {
+				r = new(R)
+				*r = u.r
+			}
+			rightChanged = true
+		} else {
+			if o.leftDeleted != nil && o.leftDeleted(&u.l) {
+				l = nil
+			} else {
+				l = new(L)
+				*l = u.l
+			}
+			leftChanged = true
+		}
+		var at time.Time
+		if u.at != 0 {
+			at = time.Unix(0, u.at).UTC()
+		}
+		switch {
+		case o.has(l, r):
+			o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: key, Left: l, Right: r}, Time: at})
+		case was:
+			o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: key, Left: wasL, Right: wasR}, Removed: true, Time: at})
+		}
+	}
+	if leftChanged {
+		if err := storeTableRow(o, k, tablesLeft, o.leftRows, l, hadLeft); err != nil {
+			return err
+		}
+	}
+	if rightChanged {
+		if err := storeTableRow(o, k, tablesRight, o.rightRows, r, hadRight); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadTableRow returns a table's row of the key, and whether state has
+// one.
+func loadTableRow[K comparable, L, R, Out, V any](o *tablesOp[K, L, R, Out], k *runtime.KeyState, variable uint8, c valueCodec[V]) (*V, bool, error) {
+	raw, ok, err := k.Get(variable, nil)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	if len(raw) == 0 || raw[0] == 0 {
+		return nil, true, nil
+	}
+	v := new(V)
+	if err := c.decode(raw[1:], v); err != nil {
+		return nil, true, k.Fail(fmt.Errorf("a table row in state does not decode: %w", unprefixed(err)))
+	}
+	return v, true, nil
+}
+
+// storeTableRow writes a table's row of the key, or removes it (v nil).
+func storeTableRow[K comparable, L, R, Out, V any](o *tablesOp[K, L, R, Out], k *runtime.KeyState, variable uint8, c valueCodec[V], v *V, had bool) error {
+	if v == nil {
+		if !had {
+			return nil
+		}
+		if err := k.Delete(variable, nil); err != nil {
+			return err
+		}
+		k.Removed()
+		return nil
+	}
+	var err error
+	if o.buf, err = c.encode(append(o.buf[:0], 1), v); err != nil {
+		return k.Fail(err)
+	}
+	if err := k.Put(variable, nil, o.buf); err != nil {
+		return err
+	}
+	k.Updated(!had)
+	return nil
+}
+
+// HandleTimer is never called: the join sets no timers.
+func (o *tablesOp[K, L, R, Out]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	return k.DeleteTimer(expiry)
+}
+
+// emitRow writes the row of c to the stages after the join, which get a
+// pointer valid during the call (see Map): one variable holds each row.
+func (o *tablesOp[K, L, R, Out]) emitRow(c TableChange[K, L, R]) {
+	o.out = o.row(c)
+	o.emitDown(&o.out)
+}
