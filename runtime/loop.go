@@ -99,6 +99,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		turn := q.beginTurn()
 		started := q.cfg.clock()
 		if !stops {
 			if upTo, err = available(); err != nil {
@@ -153,6 +154,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		// So does a replayed batch that was that one.
 		flushed = flushed || watermark.Equal(EndOfTime)
 		if !hasData && !due {
+			q.idle(turn)
 			if stops {
 				return nil
 			}

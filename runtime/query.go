@@ -63,6 +63,15 @@ type Query struct {
 	// whose index of timers by key this run has deleted (see runTimers),
 	// touched by the batch loop alone.
 	keyIndexDropped map[Scope]bool
+
+	// turns counts the loop's turns (a trigger: a look at the sources,
+	// then a batch or a wait), and idleTurn is the last turn that found
+	// nothing to run, everything before it committed; idleMoved is closed
+	// when idleTurn moves (see ProcessAllAvailable).
+	turnMu    sync.Mutex
+	turns     int64
+	idleTurn  int64
+	idleMoved chan struct{}
 }
 
 // Start opens the checkpoint, checks it against the plan, and starts the
@@ -350,6 +359,68 @@ func goroutineID() uint64 {
 		id = id*10 + uint64(c-'0')
 	}
 	return id
+}
+
+// ProcessAllAvailable waits until the query has run and committed every
+// batch that what its sources held at the call makes due, and the
+// batches without data that those ask for: it returns once a look at the
+// sources that began after the call finds nothing to run. It is Spark's
+// processAllAvailable, meant for tests: add rows to a MemoryStream, call
+// it, and read the sink. With data that keeps coming it may wait for
+// ever; with a manual clock (WithManualClock), the clock must be moved
+// on for the query to look again after its poll interval or trigger.
+//
+// It returns the query's error if the query ends first (nil when it
+// stopped cleanly, or a Once or AvailableNow query ended), and ctx's if
+// ctx ends first. Called by the query's own goroutine (a listener, or a
+// function of the pipeline), which it would wait for, it returns
+// ErrAwaitedByQuery at once. It is safe for concurrent use.
+func (q *Query) ProcessAllAvailable(ctx context.Context) error {
+	if q.calledByQuery() {
+		return ErrAwaitedByQuery
+	}
+	q.turnMu.Lock()
+	want := q.turns + 1 // the next turn to begin
+	q.turnMu.Unlock()
+	for {
+		q.turnMu.Lock()
+		if q.idleTurn >= want {
+			q.turnMu.Unlock()
+			return nil
+		}
+		if q.idleMoved == nil {
+			q.idleMoved = make(chan struct{})
+		}
+		moved := q.idleMoved
+		q.turnMu.Unlock()
+		select {
+		case <-moved:
+		case <-q.done:
+			return q.Err()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// beginTurn counts a turn of the loop and returns its number.
+func (q *Query) beginTurn() int64 {
+	q.turnMu.Lock()
+	defer q.turnMu.Unlock()
+	q.turns++
+	return q.turns
+}
+
+// idle records that turn found nothing to run, with every batch before
+// it committed.
+func (q *Query) idle(turn int64) {
+	q.turnMu.Lock()
+	defer q.turnMu.Unlock()
+	q.idleTurn = turn
+	if q.idleMoved != nil {
+		close(q.idleMoved)
+		q.idleMoved = nil
+	}
 }
 
 // Done is closed when the query has ended.

@@ -37,3 +37,33 @@ func ExampleQuery_logProgress() {
 	// level=INFO msg="streamgen: batch committed" query=words batch=0 rowsIn=3 rowsOut=3 stateRows=0 lateRows=0 deadLetters=0
 	// level=INFO msg="streamgen: batch committed" query=words batch=1 rowsIn=2 rowsOut=2 stateRows=0 lateRows=0 deadLetters=0
 }
+
+// A test of a running query, as Spark's tests use processAllAvailable:
+// add rows to a MemoryStream, wait until the query has run and committed
+// them, read the sink, and go on.
+func ExampleQuery_ProcessAllAvailable() {
+	words := typed.NewMemoryStream[string]("words", 2)
+	lengths := typed.Map(typed.FromMemory(words), func(w *string) int { return len(*w) })
+	sink := typed.NewMemorySink[int]()
+	q, err := typed.WriteTo(lengths, sink).Start(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer q.Stop()
+	words.Add("to", "be", "or")
+	if err := q.ProcessAllAvailable(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(sink.Rows())
+	words.Add("not")
+	if err := q.ProcessAllAvailable(context.Background()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(sink.Rows())
+	// Output:
+	// [2 2 2]
+	// [2 2 2 3]
+}
