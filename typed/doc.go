@@ -42,7 +42,7 @@
 //   - JoinTables, two tables kept up to date by streams: Kafka Streams'
 //     KTable-KTable join. Each table's latest row is state of its key, and
 //     each update writes the change it makes to the key's row of the join
-//     (TableChange), a removal carrying the row that was.
+//     (TableChange), with the row it replaces.
 //
 // The rows a join writes are Joined values: pointers to each side's row,
 // nil for the side an outer join pads.

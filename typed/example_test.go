@@ -185,7 +185,7 @@ func ExampleJoinTables() {
 		func(c *fixtures.UserCount) string { return c.User }, func(c *fixtures.UserCount) bool { return c.Count == 0 })
 	joined := typed.JoinTables(lastPage, count, typed.Inner, func(c typed.TableChange[string, fixtures.Click, fixtures.UserCount]) string {
 		if c.Removed {
-			return fmt.Sprintf("%s: removed (was %s, %d)", c.Key, c.Left.Page, c.Right.Count)
+			return fmt.Sprintf("%s: removed (was %s, %d)", c.Key, c.Previous.Left.Page, c.Previous.Right.Count)
 		}
 		return fmt.Sprintf("%s: %s, %d", c.Key, c.Left.Page, c.Right.Count)
 	})

@@ -13,19 +13,23 @@ import (
 // TableChange is a change to the row of a key in a join of two tables
 // (JoinTables), as the function that makes the join's output sees it.
 //
-// When Removed is false, Joined is the key's row of the join after the
-// update: both tables' rows, or one of them padded as in Joined (Right
-// nil in a LeftOuter join's row for a key the right table lacks, and so
-// on). When Removed is true, the update took the key's row out of the
-// join (an Inner join's key lost one of its rows, a LeftOuter join's key
-// its left row), and Joined is the row that was, as Flink's retraction
-// (a -D row) carries it: write a tombstone for the key
-// (kafka.SinkOptions.Tombstone). The rows are the join's own: the
-// function may keep them.
+// Joined is the key's row of the join after the update: both tables'
+// rows, or one of them padded as in Joined (Right nil in a LeftOuter
+// join's row for a key the right table lacks, and so on). Removed says
+// the update took the key's row out of the join (an Inner join's key lost
+// one of its rows, a LeftOuter join's key its left row): Left and Right
+// are then nil, and a sink that upserts by key writes a tombstone
+// (kafka.SinkOptions.Tombstone). Previous is the row before the update,
+// as Kafka Streams' old value and Flink's -U and -D rows carry it: what an
+// aggregation of the joined table takes back before it adds the new row.
+// The rows are the join's own: the function may keep them.
 type TableChange[K comparable, L, R any] struct {
 	Joined[K, L, R]
 	// Removed says the key no longer has a row of the join.
 	Removed bool
+	// Previous is the key's row of the join before the update; nil when
+	// it had none.
+	Previous *Joined[K, L, R]
 	// Time is the event time of the update that made the change, when its
 	// table's updates have one (WithWatermark); zero otherwise. Kafka
 	// Streams stamps a table join's record with the latest of it and the
@@ -52,7 +56,7 @@ const (
 //
 // An update that leaves the key without a row of the join writes a
 // removal (TableChange.Removed) if the key had one, and nothing if it had
-// none. Each table's rows are state of their key, changelogged and moved
+// none; each change carries the row before it (TableChange.Previous). Each table's rows are state of their key, changelogged and moved
 // with their partition like any state. Within a batch a key's updates
 // are taken in order of event time (the left table's first at equal
 // times) when both inputs have one, and the left table's first
@@ -284,12 +288,18 @@ func (o *tablesOp[K, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyS
 		if u.at != 0 {
 			at = time.Unix(0, u.at).UTC()
 		}
-		switch {
-		case o.has(l, r):
-			o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: key, Left: l, Right: r}, Time: at})
-		case was:
-			o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: key, Left: wasL, Right: wasR}, Removed: true, Time: at})
+		now := o.has(l, r)
+		if !now && !was {
+			continue
 		}
+		c := TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: key}, Removed: !now, Time: at}
+		if now {
+			c.Left, c.Right = l, r
+		}
+		if was {
+			c.Previous = &Joined[K, L, R]{Key: key, Left: wasL, Right: wasR}
+		}
+		o.emitRow(c)
 	}
 	if leftChanged {
 		if err := storeTableRow(o, k, tablesLeft, o.leftRows, l, hadLeft); err != nil {

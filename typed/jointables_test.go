@@ -178,11 +178,18 @@ func TestJoinTablesAgainstALoop(t *testing.T) {
 					l, r = watermarked(l, 0), watermarked(r, 0)
 				}
 				joined := typed.JoinTables(clickTable(l), clickTable(r), how, func(c typed.TableChange[string, fixtures.Click, fixtures.Click]) string {
-					row := c.Key + " " + page(c.Left) + "-" + page(c.Right)
-					if c.Removed {
-						return "removed " + row
+					// "key previous>new", "none" for no row.
+					prev, now := "none", page(c.Left)+"-"+page(c.Right)
+					if c.Previous != nil {
+						prev = page(c.Previous.Left) + "-" + page(c.Previous.Right)
 					}
-					return row
+					if c.Removed {
+						if c.Left != nil || c.Right != nil {
+							t.Errorf("a removal of %s with rows %v, %v", c.Key, c.Left, c.Right)
+						}
+						now = "none"
+					}
+					return c.Key + " " + prev + ">" + now
 				})
 				sink := newSink[string]()
 				w := typed.WriteTo(joined, sink)
@@ -201,18 +208,20 @@ func TestJoinTablesAgainstALoop(t *testing.T) {
 				}
 				changes, final := map[string][]string{}, map[string]string{}
 				for _, row := range sink.rows() {
-					removed := strings.HasPrefix(row, "removed ")
-					k, joined, _ := strings.Cut(strings.TrimPrefix(row, "removed "), " ")
-					if removed {
-						if final[k] != joined {
-							t.Fatalf("%q removes %q, but the key's row was %q", row, joined, final[k])
-						}
+					k, change, _ := strings.Cut(row, " ")
+					prev, now, _ := strings.Cut(change, ">")
+					// Each change's previous row is the row the changes
+					// before it left.
+					if had, ok := final[k]; ok && prev != had || !ok && prev != "none" {
+						t.Fatalf("%q: the key's row was %q (ok %v)", row, had, ok)
+					}
+					if now == "none" {
 						delete(final, k)
-						changes[k] = append(changes[k], "removed "+joined)
+						changes[k] = append(changes[k], "removed "+prev)
 						continue
 					}
-					final[k] = joined
-					changes[k] = append(changes[k], joined)
+					final[k] = now
+					changes[k] = append(changes[k], now)
 				}
 				if !mapsEqual(final, want.final) {
 					t.Fatalf("the changes make the table %v, want %v", final, want.final)
