@@ -219,7 +219,9 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 	start := 0
 	for i := range records {
 		if tombstones == nil || !tombstones[i] {
-			records[i].Value = values[start:ends[i]:ends[i]] // not nil: a null value is a tombstone
+			if records[i].Value = values[start:ends[i]:ends[i]]; records[i].Value == nil {
+				records[i].Value = []byte{} // an empty value, not a null one (a tombstone)
+			}
 		}
 		start = ends[i]
 	}
@@ -326,6 +328,11 @@ func (s *TopicSink[T]) admit(ctx context.Context, batchID int64, records []*kgo.
 			why = fmt.Sprintf("a record of %d bytes, more than the %d that topic %s takes (its max.message.bytes, and the producer's batch size)", size, l.maxBytes, r.Topic)
 		} else if l.compact && r.Key == nil {
 			why = fmt.Sprintf("a record without a key, which topic %s refuses: it is compacted", r.Topic)
+		} else if r.Value == nil && len(r.Key) == 0 {
+			why = "a tombstone without a key, which would remove nothing"
+		}
+		if why != "" && r.Value == nil {
+			why += fmt.Sprintf(" (a tombstone of key %q)", r.Key)
 		}
 		if why == "" {
 			if kept != nil {

@@ -130,4 +130,11 @@ func TestTableTableJoinThroughCompactedTopics(t *testing.T) {
 	if err := bad.Write(testContext(t), 0, []fixtures.Click{{User: "x"}}); err == nil || !strings.Contains(err.Error(), "Tombstone needs Key") {
 		t.Errorf("Tombstone without Key: %v", err)
 	}
+	createTopic(t, adm, "plain", 1)
+	keyless := kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn, Topic: "plain",
+		Key: func(c *fixtures.Click) []byte { return nil }, Tombstone: func(c *fixtures.Click) bool { return c.Page == "" }})
+	defer keyless.Close()
+	if err := keyless.Write(testContext(t), 0, []fixtures.Click{{User: "x", Page: "p"}, {User: "y"}}); err == nil || !strings.Contains(err.Error(), "row 1: a tombstone without a key") {
+		t.Errorf("a tombstone whose key is nil: %v", err)
+	}
 }

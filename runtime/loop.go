@@ -138,12 +138,24 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		latestOffset := q.cfg.clock().Sub(started)
 		// A replayed batch runs whatever it holds: its first attempt ran.
 		due := replayed
+		// everyTrigger says the batch without data runs only because an
+		// operator asks for one at every trigger: nothing is pending.
+		everyTrigger := false
 		if !hasData && !due && q.cfg.noDataBatches {
-			due = ran && q.operatorsAsk(watermark, lastWatermark)
-			if !due {
-				if due, err = q.timersDue(watermark, started); err != nil {
+			if ran {
+				switch q.operatorsAsk(watermark, lastWatermark) {
+				case askWatermark:
+					due = true
+				case askEveryTrigger:
+					due, everyTrigger = true, true
+				}
+			}
+			if !due || everyTrigger {
+				timers, err := q.timersDue(watermark, started)
+				if err != nil {
 					return err
 				}
+				due, everyTrigger = due || timers, everyTrigger && !timers
 			}
 		}
 		if !hasData && !due && q.cfg.flush && stops && !flushed {
@@ -154,21 +166,26 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		// So does a replayed batch that was that one.
 		flushed = flushed || watermark.Equal(EndOfTime)
 		if !hasData && !due {
-			q.idle(turn)
 			if stops {
+				q.idle(turn)
 				return nil
 			}
 			if q.cfg.trigger.kind == triggerInterval {
 				q.setStatus(statusWaitingForTrigger, false, false)
+				q.idle(turn)
 				err = q.cfg.sleep(ctx, started, q.cfg.trigger.interval)
 			} else {
 				q.setStatus(statusWaitingForData, false, false)
+				q.idle(turn)
 				err = q.waitForData(ctx, progress, started)
 			}
 			if err != nil {
 				return err
 			}
 			continue
+		}
+		if everyTrigger {
+			q.idle(turn) // the batch runs, but nothing of the sources or timers waits for it
 		}
 		if !replayed {
 			if err := q.writePlan(progress.BatchID+1, planned, now, watermark); err != nil {
@@ -290,28 +307,37 @@ func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
 	return false, nil
 }
 
+// What the operators ask for after a batch (operatorsAsk).
+const (
+	askNothing      = iota
+	askWatermark    // the watermark moved for an operator that evicts or fires by it
+	askEveryTrigger // an operator runs at every trigger (processing-time timeouts)
+)
+
 // operatorsAsk reports whether an operator asks for a batch without new
 // data after a batch of watermark last, when the next would have watermark
 // (see NoDataRule), as Spark's shouldRunAnotherBatch: the watermark moved
-// for an operator that evicts or fires by it, or, with a ProcessingTime
-// trigger, an operator with a processing-time timeout. (Spark's trigger as
-// soon as possible would run batches without data back to back for the
-// latter; here they run when a timer is due, as they do after a restart.)
-func (q *Query) operatorsAsk(watermark, last time.Time) bool {
+// for an operator that evicts or fires by it (askWatermark), or, with a
+// ProcessingTime trigger, an operator with a processing-time timeout
+// (askEveryTrigger). (Spark's trigger as soon as possible would run
+// batches without data back to back for the latter; here they run when a
+// timer is due, as they do after a restart.)
+func (q *Query) operatorsAsk(watermark, last time.Time) int {
+	ask := askNothing
 	for _, op := range q.plan.Operators {
 		switch op.Info().NoData {
 		case NoDataEveryTrigger:
 			if q.cfg.trigger.kind == triggerInterval {
-				return true
+				ask = askEveryTrigger
 			}
 			fallthrough
 		case NoDataOnWatermark:
 			if watermark.After(last) {
-				return true
+				return askWatermark
 			}
 		}
 	}
-	return false
+	return ask
 }
 
 // hasTTL reports whether an operator has state that expires.

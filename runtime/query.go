@@ -336,7 +336,7 @@ func (q *Query) AwaitTermination() error {
 // ErrAwaitedByQuery is returned by AwaitTermination called by the query's
 // own goroutine (a listener, or a function of the pipeline), whose return
 // the query waits for before it ends.
-var ErrAwaitedByQuery = errors.New("streamgen: AwaitTermination called by the query's own goroutine (a listener, or a function of the pipeline): the query ends only once that call returns; call Stop there, or await it from another goroutine")
+var ErrAwaitedByQuery = errors.New("streamgen: called by the query's own goroutine (a listener, or a function of the pipeline), which the query waits for: call Stop there, or wait for the query from another goroutine")
 
 // calledByQuery reports whether the calling goroutine is the query's, or
 // one calling its listeners as it gives up on the query.
@@ -346,8 +346,9 @@ func (q *Query) calledByQuery() bool {
 }
 
 // goroutineID returns the calling goroutine's id, read from the first
-// line of its stack ("goroutine 18 [running]:"). Only Stop and
-// AwaitTermination ask, and the query's goroutine once.
+// line of its stack ("goroutine 18 [running]:"). Only Stop,
+// AwaitTermination and ProcessAllAvailable ask, and the query's goroutine
+// once.
 func goroutineID() uint64 {
 	var buf [32]byte
 	line := bytes.TrimPrefix(buf[:goruntime.Stack(buf[:], false)], []byte("goroutine "))
@@ -362,22 +363,29 @@ func goroutineID() uint64 {
 }
 
 // ProcessAllAvailable waits until the query has run and committed every
-// batch that what its sources held at the call makes due, and the
-// batches without data that those ask for: it returns once a look at the
-// sources that began after the call finds nothing to run. It is Spark's
+// batch that what its sources held at the call makes due, with the
+// batches without data that those ask for and the timers then due: it
+// returns once a turn of the query's loop that began after the call
+// finds nothing to run (or only the batch without data that an operator
+// with processing-time timeouts asks for at every trigger). It is Spark's
 // processAllAvailable, meant for tests: add rows to a MemoryStream, call
 // it, and read the sink. With data that keeps coming it may wait for
 // ever; with a manual clock (WithManualClock), the clock must be moved
 // on for the query to look again after its poll interval or trigger.
+// What a source holds back (a Kafka source's MinOffsetsPerTrigger) is
+// not available yet.
 //
-// It returns the query's error if the query ends first (nil when it
-// stopped cleanly, or a Once or AvailableNow query ended), and ctx's if
-// ctx ends first. Called by the query's own goroutine (a listener, or a
-// function of the pipeline), which it would wait for, it returns
-// ErrAwaitedByQuery at once. It is safe for concurrent use.
+// It returns the query's error if the query ends first, and nil when it
+// stopped cleanly or a Once or AvailableNow query ended (such a query
+// reads only what its sources held at its start); ctx's error if ctx
+// ends first. Called by the query's own goroutine (a listener, or a
+// function of the pipeline), which it would wait for, it returns an
+// error wrapping ErrAwaitedByQuery at once (a Processor's goroutines
+// under Concurrency are not told apart: there it waits until ctx ends).
+// It is safe for concurrent use.
 func (q *Query) ProcessAllAvailable(ctx context.Context) error {
 	if q.calledByQuery() {
-		return ErrAwaitedByQuery
+		return fmt.Errorf("streamgen: ProcessAllAvailable: %w", ErrAwaitedByQuery)
 	}
 	q.turnMu.Lock()
 	want := q.turns + 1 // the next turn to begin
@@ -576,7 +584,7 @@ func closeCommitter(c Committer) error {
 func readsRanges(plan *Plan) bool {
 	for _, op := range plan.Operators {
 		for _, s := range op.Info().States {
-			if s.Encoding == EncodingJoinBuffer || s.Encoding == EncodingTableRows {
+			if s.Encoding == EncodingJoinBuffer || s.Encoding == EncodingTableRows && s.Kind == "map" {
 				return true
 			}
 		}

@@ -51,9 +51,11 @@ const (
 	// (JoinRowMatched) then the row.
 	EncodingJoinBuffer = "joinBuffer"
 	// EncodingTableRows: a table a stream keeps up to date (a
-	// stream-table join): a key's row (no suffix), or its versions, each
-	// under its event time (8 bytes, AppendTimedKey's); the value is a
-	// byte, 1 for a row (which follows) and 0 for a tombstone.
+	// stream-table join, a table-table join, either side of a foreign-key
+	// join): a key's row (no suffix), or its versions, each under its
+	// event time (8 bytes, AppendTimedKey's); the value is a byte, 1 for
+	// a row (which follows) and 0 for a tombstone (a version that says
+	// there is none: the latest row of a key is removed instead).
 	EncodingTableRows = "tableRows"
 )
 

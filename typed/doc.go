@@ -43,6 +43,11 @@
 //     KTable-KTable join. Each table's latest row is state of its key, and
 //     each update writes the change it makes to the key's row of the join
 //     (TableChange), with the row it replaces.
+//   - JoinTablesByForeignKey, a table with another under its rows'
+//     foreign keys: Kafka Streams' foreign-key join, as two operators, one
+//     keyed by the left key (its row, to know the foreign key it leaves)
+//     and one by the foreign key (the right row, and the left rows that
+//     refer to it, so that a right update reaches them all).
 //
 // The rows a join writes are Joined values: pointers to each side's row,
 // nil for the side an outer join pads.

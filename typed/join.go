@@ -92,3 +92,38 @@ func nullCheck[K comparable]() func(*K) bool {
 	}
 	return func(k *K) bool { return any(*k).(NullKey).HasNull() }
 }
+
+// timeMerge orders a key's rows of a batch from two inputs that keep a
+// table up to date: each input's rows in the order they came (a table's
+// updates apply in that order, as Kafka Streams applies a topic's, so a
+// late update is not put before an earlier one of its input), the two
+// merged by event time, the first input's row first at equal times.
+// Without event times, the first input's rows come first. Its buffers
+// are reused from call to call.
+type timeMerge struct{ first, second []int32 }
+
+// merge returns rows so ordered in dst; second reports whether a row is of
+// the second input, and at gives a row's event time (timed only).
+func (m *timeMerge) merge(dst, rows []int32, timed bool, second func(int32) bool, at func(int32) int64) []int32 {
+	m.first, m.second = m.first[:0], m.second[:0]
+	for _, n := range rows {
+		if second(n) {
+			m.second = append(m.second, n)
+		} else {
+			m.first = append(m.first, n)
+		}
+	}
+	dst = dst[:0]
+	i, j := 0, 0
+	for timed && i < len(m.first) && j < len(m.second) {
+		if at(m.second[j]) < at(m.first[i]) {
+			dst = append(dst, m.second[j])
+			j++
+		} else {
+			dst = append(dst, m.first[i])
+			i++
+		}
+	}
+	dst = append(dst, m.first[i:]...)
+	return append(dst, m.second[j:]...)
+}

@@ -1,10 +1,8 @@
 package typed
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -31,9 +29,9 @@ type TableChange[K comparable, L, R any] struct {
 	// it had none.
 	Previous *Joined[K, L, R]
 	// Time is the event time of the update that made the change, when its
-	// table's updates have one (WithWatermark); zero otherwise. Kafka
+	// table's updates have one (WithWatermark); zero otherwise. (Kafka
 	// Streams stamps a table join's record with the latest of it and the
-	// rows' times.
+	// rows' times: take the latest of Time and the rows' own.)
 	Time time.Time
 }
 
@@ -46,8 +44,10 @@ const (
 // JoinTables joins two tables kept up to date by streams (TableUpdates)
 // on their keys, as Kafka Streams' KTable-KTable join (join, leftJoin,
 // outerJoin) and Flink's regular join of two upsert tables: the join is
-// itself a table, and each update of either table whose key's row of the
-// join changes writes one row, the change (TableChange), made by row.
+// itself a table, and each update of either table after which its key
+// has a row of the join, or that removes the key's row, writes one row,
+// the change (TableChange), made by row. (An update that leaves the row
+// as it was writes it again, as Kafka Streams does.)
 //
 //   - Inner: a key has a row while both tables have one.
 //   - LeftOuter: while the left table has one (Right nil while the right
@@ -56,13 +56,17 @@ const (
 //
 // An update that leaves the key without a row of the join writes a
 // removal (TableChange.Removed) if the key had one, and nothing if it had
-// none; each change carries the row before it (TableChange.Previous). Each table's rows are state of their key, changelogged and moved
-// with their partition like any state. Within a batch a key's updates
-// are taken in order of event time (the left table's first at equal
-// times) when both inputs have one, and the left table's first
-// otherwise; so the changes written in between depend on how far the
-// batches have read each input, while the join's row of each key after
-// them does not.
+// none; each change carries the row before it (TableChange.Previous).
+// Each table's rows are state of their key, changelogged and moved with
+// their partition like any state.
+//
+// Within a batch each table's updates of a key are taken in the order
+// they came, as Kafka Streams applies a topic's (a late update replaces
+// the row all the same), and the two tables' are merged by event time
+// (the left table's first at equal times) when both have one, the left
+// table's first otherwise. So the changes written in between depend on
+// how far the batches have read each input, while the join's row of each
+// key after them does not: it is each table's last update's.
 //
 // The inputs of a kafka.App must be co-partitioned (a key in the same
 // partition of both topics). A key with a null part (NullKey) is in
@@ -136,9 +140,11 @@ func JoinTables[K comparable, L, R, Out any](left UpdatesTable[K, L], right Upda
 // for a batch.
 type tablesRow[L, R any] struct {
 	right bool
-	at    int64 // event time, Unix nanoseconds (0: none)
-	l     L
-	r     R
+	// at is the event time, Unix nanoseconds, when timeless is false.
+	timeless bool
+	at       int64
+	l        L
+	r        R
 }
 
 // tablesOp is a table-table join of one query.
@@ -168,6 +174,7 @@ type tablesOp[K comparable, L, R, Out any] struct {
 	keyBuf []byte
 	rows   []tablesRow[L, R]
 	order  []int32
+	merge  timeMerge
 	buf    []byte
 }
 
@@ -191,7 +198,7 @@ func (o *tablesOp[K, L, R, Out]) addLeft(l *L) {
 	if o.null != nil && o.null(&k) {
 		return
 	}
-	o.add(k, tablesRow[L, R]{at: runtime.TimedNanos(o.c.eventTime), l: *l})
+	o.add(k, tablesRow[L, R]{timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), l: *l})
 }
 
 func (o *tablesOp[K, L, R, Out]) addRight(r *R) {
@@ -199,7 +206,7 @@ func (o *tablesOp[K, L, R, Out]) addRight(r *R) {
 	if o.null != nil && o.null(&k) {
 		return
 	}
-	o.add(k, tablesRow[L, R]{right: true, at: runtime.TimedNanos(o.c.eventTime), r: *r})
+	o.add(k, tablesRow[L, R]{right: true, timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), r: *r})
 }
 
 func (o *tablesOp[K, L, R, Out]) add(k K, r tablesRow[L, R]) {
@@ -234,32 +241,17 @@ func (o *tablesOp[K, L, R, Out]) has(l *L, r *R) bool {
 	return l != nil || r != nil
 }
 
-// HandleRows applies the key's updates of both tables in order of event
-// time (or the left table's first), writing the change each makes to the
+// HandleRows applies the key's updates of both tables in their order (see
+// JoinTables), writing the change each makes to the
 // key's row of the join, then stores the tables' rows the key ends with.
 func (o *tablesOp[K, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
 	key := o.keys[group]
-	o.order = append(o.order[:0], rows...)
-	slices.SortStableFunc(o.order, func(a, b int32) int {
-		ra, rb := &o.rows[a], &o.rows[b]
-		if o.timed {
-			if c := cmp.Compare(ra.at, rb.at); c != 0 {
-				return c
-			}
-		}
-		switch {
-		case !ra.right && rb.right:
-			return -1
-		case ra.right && !rb.right:
-			return 1
-		}
-		return 0
-	})
-	l, hadLeft, err := loadTableRow(o, k, tablesLeft, o.leftRows)
+	o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return o.rows[n].right }, func(n int32) int64 { return o.rows[n].at })
+	l, hadLeft, err := loadRow(k, tablesLeft, o.leftRows)
 	if err != nil {
 		return err
 	}
-	r, hadRight, err := loadTableRow(o, k, tablesRight, o.rightRows)
+	r, hadRight, err := loadRow(k, tablesRight, o.rightRows)
 	if err != nil {
 		return err
 	}
@@ -285,7 +277,7 @@ func (o *tablesOp[K, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyS
 			leftChanged = true
 		}
 		var at time.Time
-		if u.at != 0 {
+		if !u.timeless {
 			at = time.Unix(0, u.at).UTC()
 		}
 		now := o.has(l, r)
@@ -302,55 +294,15 @@ func (o *tablesOp[K, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyS
 		o.emitRow(c)
 	}
 	if leftChanged {
-		if err := storeTableRow(o, k, tablesLeft, o.leftRows, l, hadLeft); err != nil {
+		if err := storeRow(k, tablesLeft, o.leftRows, l, hadLeft, &o.buf); err != nil {
 			return err
 		}
 	}
 	if rightChanged {
-		if err := storeTableRow(o, k, tablesRight, o.rightRows, r, hadRight); err != nil {
+		if err := storeRow(k, tablesRight, o.rightRows, r, hadRight, &o.buf); err != nil {
 			return err
 		}
 	}
-	return nil
-}
-
-// loadTableRow returns a table's row of the key, and whether state has
-// one.
-func loadTableRow[K comparable, L, R, Out, V any](o *tablesOp[K, L, R, Out], k *runtime.KeyState, variable uint8, c valueCodec[V]) (*V, bool, error) {
-	raw, ok, err := k.Get(variable, nil)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	if len(raw) == 0 || raw[0] == 0 {
-		return nil, true, nil
-	}
-	v := new(V)
-	if err := c.decode(raw[1:], v); err != nil {
-		return nil, true, k.Fail(fmt.Errorf("a table row in state does not decode: %w", unprefixed(err)))
-	}
-	return v, true, nil
-}
-
-// storeTableRow writes a table's row of the key, or removes it (v nil).
-func storeTableRow[K comparable, L, R, Out, V any](o *tablesOp[K, L, R, Out], k *runtime.KeyState, variable uint8, c valueCodec[V], v *V, had bool) error {
-	if v == nil {
-		if !had {
-			return nil
-		}
-		if err := k.Delete(variable, nil); err != nil {
-			return err
-		}
-		k.Removed()
-		return nil
-	}
-	var err error
-	if o.buf, err = c.encode(append(o.buf[:0], 1), v); err != nil {
-		return k.Fail(err)
-	}
-	if err := k.Put(variable, nil, o.buf); err != nil {
-		return err
-	}
-	k.Updated(!had)
 	return nil
 }
 

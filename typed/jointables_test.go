@@ -94,9 +94,10 @@ func laterOf(a, b time.Time) time.Time {
 // order of event time writes, key by key, across a restart, for each
 // join type. Under caps of rows per batch, where each input moves on its
 // own and so the changes in between differ, and without event times,
-// where a batch takes the left table's updates first, the changes still
-// add up to the loop's final table, and each removal carries the row the
-// table had.
+// where a batch takes the left table's updates first, and with updates
+// that come late, behind the watermark, the changes still add up to the
+// loop's final table (each table's last update of a key counts), and each
+// change carries the row the changes before it left.
 func TestJoinTablesAgainstALoop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(10, 11))
 	base := time.Unix(1000, 0).UTC()
@@ -169,8 +170,17 @@ func TestJoinTablesAgainstALoop(t *testing.T) {
 		for _, tc := range []struct {
 			timed    bool
 			perBatch int
-		}{{true, 0}, {true, 1}, {true, 7}, {false, 0}, {false, 5}} {
-			t.Run(fmt.Sprintf("%v/timed=%v/rows-per-batch=%d", how, tc.timed, tc.perBatch), func(t *testing.T) {
+			late     bool
+		}{{true, 0, false}, {true, 1, false}, {true, 7, false}, {false, 0, false}, {false, 5, false}, {true, 0, true}, {true, 3, true}} {
+			t.Run(fmt.Sprintf("%v/timed=%v/rows-per-batch=%d/late=%v", how, tc.timed, tc.perBatch, tc.late), func(t *testing.T) {
+				updates := slices.Clone(updates)
+				if tc.late {
+					// Some updates come late, behind the watermark: each
+					// table applies its updates in the order they come.
+					for i := 0; i < len(updates); i += 7 {
+						updates[i].c.Time = updates[i].c.Time.Add(-100 * time.Second)
+					}
+				}
 				leftIn := typed.NewMemoryStream[fixtures.Click]("left", tc.perBatch)
 				rightIn := typed.NewMemoryStream[fixtures.Click]("right", tc.perBatch)
 				l, r := typed.FromMemory(leftIn), typed.FromMemory(rightIn)
@@ -178,6 +188,9 @@ func TestJoinTablesAgainstALoop(t *testing.T) {
 					l, r = watermarked(l, 0), watermarked(r, 0)
 				}
 				joined := typed.JoinTables(clickTable(l), clickTable(r), how, func(c typed.TableChange[string, fixtures.Click, fixtures.Click]) string {
+					if tc.timed == c.Time.IsZero() {
+						t.Errorf("%s: a change at %v", c.Key, c.Time)
+					}
 					// "key previous>new", "none" for no row.
 					prev, now := "none", page(c.Left)+"-"+page(c.Right)
 					if c.Previous != nil {
@@ -226,7 +239,7 @@ func TestJoinTablesAgainstALoop(t *testing.T) {
 				if !mapsEqual(final, want.final) {
 					t.Fatalf("the changes make the table %v, want %v", final, want.final)
 				}
-				if !tc.timed || tc.perBatch != 0 {
+				if !tc.timed || tc.perBatch != 0 || tc.late {
 					return
 				}
 				for k, w := range want.changes {

@@ -88,9 +88,11 @@ const (
 // row is Joined's Left, the table's its Right. A table update writes
 // nothing; a stream row writes one row: with the table's row for its key
 // (Inner: only when there is one; LeftOuter: with Right nil otherwise).
-// Without AsOf, it is the table's row at that moment: within a batch a
-// key's rows are taken in order of event time (the table's first at equal
-// times) when both inputs have one, and the table's updates first
+// Without AsOf, it is the table's row at that moment: within a batch
+// each input's rows of a key are taken in the order they came (a late
+// table update is applied after the earlier ones, as Kafka Streams
+// applies a topic's), the two inputs merged by event time (the table's
+// first at equal times) when both have one, the table's updates first
 // otherwise; so the row depends on how far the batches have read each
 // input (a cap of rows per batch moves each on its own). With AsOf, the
 // row the table had at the stream row's event time, whatever the
@@ -178,7 +180,7 @@ func JoinUpdates[K comparable, S, V, Out any](s KeyedStream[K, S], t UpdatesTabl
 // for a batch.
 type updatesRow[S, V any] struct {
 	table bool
-	at    int64 // event time, Unix nanoseconds (0: none)
+	at    int64 // event time, Unix nanoseconds (when timed)
 	n     int32 // its number in the batch
 	s     S
 	v     V
@@ -211,6 +213,7 @@ type updatesOp[K comparable, S, V, Out any] struct {
 	keyBuf []byte
 	rows   []updatesRow[S, V]
 	order  []int32
+	merge  timeMerge
 	buf    []byte
 	suffix []byte
 }
@@ -271,12 +274,15 @@ func (o *updatesOp[K, S, V, Out]) add(k K, r updatesRow[S, V]) {
 // versionSuffix is the suffix of a table version: its time.
 func versionSuffix(b []byte, at int64) []byte { return runtime.AppendTimedKey(b, at) }
 
-// HandleRows applies the key's table updates and joins its stream rows,
-// in order of event time (or of arrival).
+// HandleRows applies the key's table updates and joins its stream rows:
+// with AsOf in order of event time, otherwise each input's in the order
+// they came, the two merged by event time (timeMerge).
 func (o *updatesOp[K, S, V, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
 	key := o.keys[group]
-	o.order = append(o.order[:0], rows...)
-	if o.timed {
+	if o.cfg.asOf {
+		// Versions are by time: a key's rows in order of event time
+		// (the table's first at equal times).
+		o.order = append(o.order[:0], rows...)
 		slices.SortStableFunc(o.order, func(a, b int32) int {
 			ra, rb := &o.rows[a], &o.rows[b]
 			if c := cmp.Compare(ra.at, rb.at); c != 0 {
@@ -291,17 +297,7 @@ func (o *updatesOp[K, S, V, Out]) HandleRows(ctx context.Context, k *runtime.Key
 			return 0
 		})
 	} else {
-		// The batch's table updates first, then its stream rows.
-		slices.SortStableFunc(o.order, func(a, b int32) int {
-			ta, tb := o.rows[a].table, o.rows[b].table
-			switch {
-			case ta && !tb:
-				return -1
-			case tb && !ta:
-				return 1
-			}
-			return 0
-		})
+		o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return !o.rows[n].table }, func(n int32) int64 { return o.rows[n].at })
 	}
 	b := k.Batch()
 	wm := b.Watermark.UnixNano()

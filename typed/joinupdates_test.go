@@ -221,3 +221,35 @@ func TestJoinUpdatesAsOfGrace(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinUpdatesLateTableUpdate: without AsOf, a table update that comes
+// after a later one, in the same batch or the next, replaces it all the
+// same, as Kafka Streams applies a topic's updates in order: the stream
+// row after them joins the last to come.
+func TestJoinUpdatesLateTableUpdate(t *testing.T) {
+	base := time.Unix(1000, 0).UTC()
+	at := func(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
+	for _, perBatch := range []int{0, 1} {
+		t.Run(fmt.Sprint("rows-per-batch=", perBatch), func(t *testing.T) {
+			stream := typed.NewMemoryStream[fixtures.Click]("stream", 0)
+			table := typed.NewMemoryStream[fixtures.Click]("table", perBatch)
+			s, u := watermarked(typed.FromMemory(stream), 0), watermarked(typed.FromMemory(table), 0)
+			joined := typed.JoinUpdates(byKey(s), clickTable(u), typed.Inner,
+				func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Left.Page + "-" + j.Right.Page })
+			sink := newSink[string]()
+			w := typed.WriteTo(joined, sink)
+			ck := newCheckpoint()
+			table.Add(fixtures.Click{User: "k", Time: at(10), Page: "v2"}, fixtures.Click{User: "k", Time: at(5), Page: "v1"})
+			if err := runToEnd(t, w, ck.opts()...); err != nil {
+				t.Fatal(err)
+			}
+			stream.Add(fixtures.Click{User: "k", Time: at(20), Page: "s"})
+			if err := runToEnd(t, w, ck.opts()...); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := sink.rows(), []string{"s-v1"}; !slices.Equal(got, want) {
+				t.Fatalf("rows %q, want %q", got, want)
+			}
+		})
+	}
+}

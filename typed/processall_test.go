@@ -3,11 +3,13 @@ package typed_test
 import (
 	"context"
 	"fmt"
+	"iter"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -73,5 +75,51 @@ func TestProcessAllAvailableFails(t *testing.T) {
 	clicks.Add(fixtures.Click{User: "ann", Page: "home", Time: at(0)}, fixtures.Click{User: "ann", Page: "boom", Time: at(1)})
 	if err := q.ProcessAllAvailable(context.Background()); err == nil || !strings.Contains(err.Error(), "a page called boom") {
 		t.Fatalf("ProcessAllAvailable: %v, want the query's error", err)
+	}
+}
+
+// TestProcessAllAvailableWithProcessingTimeTimeouts: with a ProcessingTime
+// trigger, an operator with processing-time timeouts asks for a batch
+// without data at every trigger; ProcessAllAvailable still returns once
+// the rows are counted, as nothing else waits.
+func TestProcessAllAvailableWithProcessingTimeTimeouts(t *testing.T) {
+	input := typed.NewMemoryStream[fixtures.Click]("clicks", 2)
+	count := func(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error) {
+		c, _ := state.Get()
+		for range rows {
+			c.Count++
+		}
+		state.Update(c)
+		if err := state.SetTimeoutDuration(time.Hour); err != nil {
+			return fixtures.UserCount{}, err
+		}
+		return fixtures.UserCount{User: user, Count: c.Count}, nil
+	}
+	byUser := typed.GroupByKey(typed.FromMemory(input), func(c *fixtures.Click) string { return c.User })
+	sink := newSink[fixtures.UserCount]()
+	q, err := typed.WriteTo(typed.MapGroupsWithState(byUser, typed.ProcessingTimeTimeout, count), sink).
+		Start(t.Context(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(time.Millisecond)))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop()
+	in := clicks(30, 3)
+	want := map[string]int64{}
+	for _, c := range in {
+		want[c.User]++
+	}
+	input.Add(in...)
+	// A guard, not a measure: without the fix the call never returns.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if err := q.ProcessAllAvailable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, r := range sink.rows() {
+		got[r.User] = r.Count
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("counts %v, want %v", got, want)
 	}
 }

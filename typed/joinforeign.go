@@ -1,0 +1,609 @@
+package typed
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// JoinTablesByForeignKey joins each row of the table left with the row of
+// the table right whose key is the left row's foreign key (fk's result),
+// as Kafka Streams' foreign-key KTable-KTable join: the join is a table
+// under the left table's keys, and each change to a key's row of it is
+// written as a TableChange, made by row.
+//
+//   - Inner: a left key has a row while the right table has a row under
+//     its foreign key.
+//   - LeftOuter: while the left table has its row (Right nil while the
+//     right table lacks one).
+//
+// An update of a right row changes the row of every left key that refers
+// to it (a removal, for Inner, when the right row is deleted); an update
+// of a left row changes that key's row, under its new foreign key. Within
+// a batch a left key's updates count as one, its last, while each update
+// of a right row writes its changes: so each left key's row after a batch
+// is the one its last update and the right rows make, whatever the
+// batches. A left row whose foreign key has a null part (NullKey) refers
+// to no right row.
+//
+// The join keeps the left rows under their keys, and the right rows with
+// the left keys that refer to them under the right keys: two stateful
+// operators, named name+"/left" and name in reports and the checkpoint.
+// The second is keyed by the foreign key, so a kafka.App must give every
+// task the whole right table (Task.SourceOf with every partition, as
+// Kafka Streams' GlobalKTable); the left table's partitions may be
+// spread. Previous is nil in every change: the row before may be under
+// another right row. A removal may come for a key whose row was already
+// gone (an Inner join's left row that moved from a right row it did not
+// match to another it does not match), as Kafka Streams' foreign-key join
+// writes such tombstones. Of the options, only UpdatesName applies.
+//
+// row gets the rows as the join keeps them: it may keep them, and must
+// change neither.
+func JoinTablesByForeignKey[K, F comparable, L, R, Out any](left UpdatesTable[K, L], right UpdatesTable[F, R], fk func(*L) F, how JoinType,
+	row func(TableChange[K, L, R]) Out, opts ...UpdatesOption) Stream[Out] {
+	var cfg updatesConfig
+	for _, o := range opts {
+		o.applyUpdates(&cfg)
+	}
+	name := cfg.name
+	if name == "" {
+		name = funcName(row)
+	}
+	p := left.s.p.with(func(q *plan) {
+		q.errs = append(q.errs, right.s.p.errs...)
+		q.watermarked = left.s.p.watermarked || right.s.p.watermarked
+	})
+	fail := func(format string, args ...any) {
+		p = p.failed("streamgen: JoinTablesByForeignKey (%s): "+format, append([]any{name}, args...)...)
+	}
+	switch how {
+	case Inner, LeftOuter:
+	default:
+		fail("%v: a foreign-key join of two tables is Inner or LeftOuter (Kafka Streams' join and leftJoin)", how)
+	}
+	if cfg.asOf || cfg.history != 0 {
+		fail("AsOf and TableHistory apply to a stream joined with a table (JoinUpdates), not to two tables")
+	}
+	leftRows, err := newValueCodec[L]()
+	if err != nil {
+		fail("left rows: %v", unprefixed(err))
+	}
+	rightRows, err := newValueCodec[R]()
+	if err != nil {
+		fail("right rows: %v", unprefixed(err))
+	}
+	timed := left.s.p.watermarked && right.s.p.watermarked
+	const leftKind, kind = "foreignKeyJoinLeft", "foreignKeyJoin"
+	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
+		b := &fkRightOp[K, F, L, R, Out]{c: c, how: how, row: row, emitDown: emit, codec: right.codec, leftKeys: left.codec,
+			leftRows: leftRows, rightRows: rightRows, fkNull: nullCheck[F](), rightKey: right.key, rightDeleted: right.deleted, timed: timed}
+		b.info = runtime.OperatorInfo{
+			Kind: kind, Name: name, OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
+			KeyType: right.codec.typeName, LegacyKeyType: right.codec.legacyTypeName, UseKeys: right.codec.useKeys, ParseKey: right.codec.parseJSON, Key: right.codec.schema, Timeout: how.String(),
+			States: []runtime.StateInfo{
+				{Name: "right", Kind: "value", Encoding: runtime.EncodingTableRows, Schema: rightRows.schema, ValueType: rightRows.typeName},
+				{Name: "left", Kind: "map", Encoding: runtime.EncodingRecord, Schema: leftRows.schema, ValueType: leftRows.typeName, MapKeyType: left.codec.typeName, MapKey: left.codec.schema},
+			},
+		}
+		a := &fkLeftOp[K, F, L]{c: c, how: how, codec: left.codec, leftRows: leftRows, null: nullCheck[K](), fkNull: b.fkNull,
+			key: left.key, deleted: left.deleted, fk: fk, emitDown: b.addSub}
+		a.info = runtime.OperatorInfo{
+			Kind: leftKind, Name: name + "/left", OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
+			KeyType: left.codec.typeName, LegacyKeyType: left.codec.legacyTypeName, UseKeys: left.codec.useKeys, ParseKey: left.codec.parseJSON, Key: left.codec.schema, Timeout: how.String(),
+			States: []runtime.StateInfo{
+				{Name: "left", Kind: "value", Encoding: runtime.EncodingTableRows, Schema: leftRows.schema, ValueType: leftRows.typeName},
+			},
+		}
+		noTime := func(what string) error {
+			return noEventTime(kind+" ("+name+")", what, "join the input before the operator, or write the operator's rows to a sink and join them in a query of their own")
+		}
+		b.index = c.addOperator(func() {
+			a.index = c.addOperator(func() {
+				if c.attachFrom(func() { left.s.attach(c, a.addLeft) }) && timed {
+					c.errs = append(c.errs, noTime("its left table's updates"))
+				}
+			}, a, operatorInfo{kind: leftKind, function: name + "/left", mode: Append, watermarked: p.watermarked})
+			if c.attachFrom(func() { right.s.attach(c, b.addRight) }) && timed {
+				c.errs = append(c.errs, noTime("its right table's updates"))
+			}
+		}, b, operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked})
+	}}
+}
+
+// The variables of a foreign-key join: the left operator's row of a left
+// key; the right operator's row of a right key, and the rows of the left
+// keys that refer to it, under their encoded keys.
+const (
+	fkLeftRowVar  uint8 = 0
+	fkRightRowVar uint8 = 0
+	fkLeftsVar    uint8 = 1
+)
+
+// What a left key's batch of updates asks of the right row under a
+// foreign key.
+const (
+	fkAdd     uint8 = iota // the left key's row refers to it now
+	fkMoved                // the left key's row refers to another now
+	fkDeleted              // the left key's row is gone
+)
+
+// fkSub is what the left operator of a foreign-key join hands the right
+// one about a left key: its row and foreign key after a batch's updates.
+type fkSub[K, F comparable, L any] struct {
+	fk F
+	lk K
+	op uint8
+	// at is the event time of the key's last update, when timeless is
+	// false.
+	timeless bool
+	at       int64
+	l        L // the row (fkAdd)
+	// mayHaveRow says the key may have had a row of the join (fkAdd): it
+	// had a left row, under a foreign key that may have matched.
+	mayHaveRow bool
+}
+
+// fkLeftRow is an update of the left table, gathered for a batch.
+type fkLeftRow[L any] struct {
+	timeless bool
+	at       int64
+	l        L
+}
+
+// fkLeftOp keeps a foreign-key join's left rows by key, and hands the
+// right operator each key's row and foreign key after a batch.
+type fkLeftOp[K, F comparable, L any] struct {
+	c        *compiler
+	index    int
+	info     runtime.OperatorInfo
+	how      JoinType
+	codec    keyCodec[K]
+	leftRows valueCodec[L]
+	null     func(*K) bool
+	fkNull   func(*F) bool
+	key      func(*L) K
+	deleted  func(*L) bool
+	fk       func(*L) F
+	emitDown func(*fkSub[K, F, L])
+	sub      fkSub[K, F, L]
+
+	groups runtime.Groups
+	group  map[K]int32
+	keys   []K
+	keyBuf []byte
+	rows   []fkLeftRow[L]
+	buf    []byte
+}
+
+func (o *fkLeftOp[K, F, L]) Info() runtime.OperatorInfo { return o.info }
+func (o *fkLeftOp[K, F, L]) Groups() *runtime.Groups    { return &o.groups }
+
+// EndBatch drops the batch's rows.
+func (o *fkLeftOp[K, F, L]) EndBatch() {
+	clear(o.rows)
+	clear(o.keys)
+	o.rows, o.keys = o.rows[:0], o.keys[:0]
+	if len(o.group) > 1<<21 {
+		o.group = nil
+	} else {
+		clear(o.group)
+	}
+}
+
+func (o *fkLeftOp[K, F, L]) addLeft(l *L) {
+	k := o.key(l)
+	if o.null != nil && o.null(&k) {
+		return
+	}
+	g, ok := o.group[k]
+	if !ok {
+		o.keys = appendDoubling(o.keys, &k)
+		var err error
+		if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
+			panic(userPanic{fmt.Errorf("streamgen: foreignKeyJoin (%s): key %v: %w", o.info.Name, k, unprefixed(err))})
+		}
+		if o.group == nil {
+			o.group = make(map[K]int32)
+		}
+		g = o.groups.NewGroup(o.keyBuf)
+		o.group[k] = g
+	}
+	o.groups.AddRow(g)
+	o.rows = appendDoubling(o.rows, &fkLeftRow[L]{timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), l: *l})
+}
+
+func (o *fkLeftOp[K, F, L]) refers(f *F) bool { return o.fkNull == nil || !o.fkNull(f) }
+
+// HandleRows takes the key's last update of the batch (the last to come,
+// as Kafka Streams applies a topic's updates in order), stores the key's row, and hands the right
+// operator what changed: the foreign key the row left, and the one it
+// refers to.
+func (o *fkLeftOp[K, F, L]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	u := &o.rows[rows[len(rows)-1]] // the last to come
+	old, had, err := loadRow(k, fkLeftRowVar, o.leftRows)
+	if err != nil {
+		return err
+	}
+	var now *L
+	if o.deleted == nil || !o.deleted(&u.l) {
+		now = &u.l
+	}
+	key := o.keys[group]
+	var oldFK, newFK F
+	if old != nil {
+		oldFK = o.fk(old)
+	}
+	if now != nil {
+		newFK = o.fk(now)
+	}
+	switch {
+	case old != nil && now == nil:
+		o.emit(fkSub[K, F, L]{fk: oldFK, lk: key, op: fkDeleted, timeless: u.timeless, at: u.at})
+	case old != nil && oldFK != newFK:
+		o.emit(fkSub[K, F, L]{fk: oldFK, lk: key, op: fkMoved, timeless: u.timeless, at: u.at})
+	}
+	if now != nil {
+		o.emit(fkSub[K, F, L]{fk: newFK, lk: key, op: fkAdd, timeless: u.timeless, at: u.at, l: *now,
+			mayHaveRow: old != nil && (o.how == LeftOuter || o.refers(&oldFK))})
+	}
+	return storeRow(k, fkLeftRowVar, o.leftRows, now, had, &o.buf)
+}
+
+func (o *fkLeftOp[K, F, L]) emit(s fkSub[K, F, L]) {
+	o.sub = s
+	o.emitDown(&o.sub)
+}
+
+// HandleTimer is never called: the operator sets no timers.
+func (o *fkLeftOp[K, F, L]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	return k.DeleteTimer(expiry)
+}
+
+// fkItem is what reaches the right operator of a foreign-key join in a
+// batch: a right update, or a left key's subscription.
+type fkItem[K, F comparable, L, R any] struct {
+	right    bool
+	timeless bool
+	at       int64
+	r        R
+	sub      fkSub[K, F, L]
+}
+
+// fkRightOp keeps a foreign-key join's right rows by key, each with the
+// left keys that refer to it and their rows, and writes the join's
+// changes.
+type fkRightOp[K, F comparable, L, R, Out any] struct {
+	c            *compiler
+	index        int
+	info         runtime.OperatorInfo
+	how          JoinType
+	row          func(TableChange[K, L, R]) Out
+	emitDown     func(*Out)
+	out          Out
+	codec        keyCodec[F]
+	leftKeys     keyCodec[K]
+	leftRows     valueCodec[L]
+	rightRows    valueCodec[R]
+	fkNull       func(*F) bool
+	rightKey     func(*R) F
+	rightDeleted func(*R) bool
+	timed        bool
+
+	groups runtime.Groups
+	group  map[F]int32
+	keys   []F
+	keyBuf []byte
+	items  []fkItem[K, F, L, R]
+	order  []int32
+	merge  timeMerge
+	buf    []byte
+	// The key's left rows (nil: gone) by encoded left key, read as
+	// needed, and lks their encoded keys in order; changed, those to
+	// write; moved, the left keys that refer to another right row after
+	// the batch.
+	subs    map[string]*fkLeft[K, L]
+	changed map[string]bool
+	moved   map[string]bool
+	lks     []string
+}
+
+// fkLeft is a left key and its row (nil: gone), as the right operator
+// holds it.
+type fkLeft[K comparable, L any] struct {
+	key K
+	row *L
+}
+
+func (o *fkRightOp[K, F, L, R, Out]) Info() runtime.OperatorInfo { return o.info }
+func (o *fkRightOp[K, F, L, R, Out]) Groups() *runtime.Groups    { return &o.groups }
+
+// EndBatch drops the batch's rows.
+func (o *fkRightOp[K, F, L, R, Out]) EndBatch() {
+	clear(o.items)
+	clear(o.keys)
+	o.items, o.keys = o.items[:0], o.keys[:0]
+	if len(o.group) > 1<<21 {
+		o.group = nil
+	} else {
+		clear(o.group)
+	}
+}
+
+func (o *fkRightOp[K, F, L, R, Out]) addRight(r *R) {
+	f := o.rightKey(r)
+	if o.fkNull != nil && o.fkNull(&f) {
+		return
+	}
+	o.add(f, fkItem[K, F, L, R]{right: true, timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), r: *r})
+}
+
+// addSub takes what the left operator hands on. A foreign key with a
+// null part refers to no right row: the left key's change is written at
+// once.
+func (o *fkRightOp[K, F, L, R, Out]) addSub(s *fkSub[K, F, L]) {
+	if o.fkNull != nil && o.fkNull(&s.fk) {
+		at := timeOf(s.timeless, s.at)
+		switch {
+		case s.op == fkAdd && o.how == LeftOuter:
+			l := new(L)
+			*l = s.l
+			o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: s.lk, Left: l}, Time: at})
+		case s.op == fkAdd && s.mayHaveRow, s.op == fkDeleted && o.how == LeftOuter:
+			o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: s.lk}, Removed: true, Time: at})
+		}
+		return
+	}
+	o.add(s.fk, fkItem[K, F, L, R]{timeless: s.timeless, at: s.at, sub: *s})
+}
+
+func (o *fkRightOp[K, F, L, R, Out]) add(f F, it fkItem[K, F, L, R]) {
+	g, ok := o.group[f]
+	if !ok {
+		o.keys = appendDoubling(o.keys, &f)
+		var err error
+		if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
+			panic(userPanic{fmt.Errorf("streamgen: foreignKeyJoin (%s): foreign key %v: %w", o.info.Name, f, unprefixed(err))})
+		}
+		if o.group == nil {
+			o.group = make(map[F]int32)
+		}
+		g = o.groups.NewGroup(o.keyBuf)
+		o.group[f] = g
+	}
+	o.groups.AddRow(g)
+	o.items = appendDoubling(o.items, &it)
+}
+
+// timeOf is the event time at, or zero when timeless.
+func timeOf(timeless bool, at int64) time.Time {
+	if timeless {
+		return time.Time{}
+	}
+	return time.Unix(0, at).UTC()
+}
+
+// HandleRows applies the foreign key's right updates and its left keys'
+// subscriptions, each in the order they came, the two merged by event
+// time (the left keys' first at equal times, and without times), writing each change to a left key's row,
+// then stores what changed.
+func (o *fkRightOp[K, F, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return o.items[n].right }, func(n int32) int64 { return o.items[n].at })
+	if o.subs == nil {
+		o.subs, o.changed, o.moved = map[string]*fkLeft[K, L]{}, map[string]bool{}, map[string]bool{}
+	}
+	clear(o.subs)
+	clear(o.changed)
+	clear(o.moved)
+	o.lks = o.lks[:0]
+	var err error
+	for _, n := range o.order {
+		if it := &o.items[n]; !it.right && it.sub.op == fkMoved {
+			if o.buf, err = o.leftKeys.encode(o.buf[:0], &it.sub.lk); err != nil {
+				return k.Fail(err)
+			}
+			o.moved[string(o.buf)] = true
+		}
+	}
+	r, hadRight, err := loadRow(k, fkRightRowVar, o.rightRows)
+	if err != nil {
+		return err
+	}
+	rightChanged, all := false, false
+	for _, n := range o.order {
+		it := &o.items[n]
+		at := timeOf(it.timeless, it.at)
+		if it.right {
+			was := r
+			if o.rightDeleted != nil && o.rightDeleted(&it.r) {
+				r = nil
+			} else {
+				r = new(R)
+				*r = it.r
+			}
+			rightChanged = true
+			if !all {
+				if err := o.readAll(k); err != nil {
+					return err
+				}
+				all = true
+			}
+			for _, lk := range o.lks {
+				s := o.subs[lk]
+				if s.row == nil || o.moved[lk] {
+					continue // gone, or its row is another right row's now
+				}
+				switch {
+				case r != nil || o.how == LeftOuter:
+					o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: s.key, Left: s.row, Right: r}, Time: at})
+				case was != nil:
+					o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: s.key}, Removed: true, Time: at})
+				}
+			}
+			continue
+		}
+		if o.buf, err = o.leftKeys.encode(o.buf[:0], &it.sub.lk); err != nil {
+			return k.Fail(err)
+		}
+		lk := string(o.buf)
+		s, err := o.left(k, lk, it.sub.lk)
+		if err != nil {
+			return err
+		}
+		had := s.row != nil
+		o.changed[lk] = true
+		switch it.sub.op {
+		case fkMoved:
+			s.row = nil
+		case fkDeleted:
+			s.row = nil
+			if had && (r != nil || o.how == LeftOuter) {
+				o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: s.key}, Removed: true, Time: at})
+			}
+		case fkAdd:
+			s.row = new(L)
+			*s.row = it.sub.l
+			switch {
+			case r != nil || o.how == LeftOuter:
+				o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: s.key, Left: s.row, Right: r}, Time: at})
+			case !had && it.sub.mayHaveRow:
+				// It may have had a row under the right row it left.
+				o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: s.key}, Removed: true, Time: at})
+			}
+		}
+	}
+	if rightChanged {
+		if err := storeRow(k, fkRightRowVar, o.rightRows, r, hadRight, &o.buf); err != nil {
+			return err
+		}
+	}
+	for lk := range o.changed {
+		s := o.subs[lk]
+		_, existed, err := k.Get(fkLeftsVar, []byte(lk))
+		if err != nil {
+			return err
+		}
+		if s.row == nil {
+			if existed {
+				if err := k.Delete(fkLeftsVar, []byte(lk)); err != nil {
+					return err
+				}
+				k.Removed()
+			}
+			continue
+		}
+		if o.buf, err = o.leftRows.encode(o.buf[:0], s.row); err != nil {
+			return k.Fail(err)
+		}
+		if err := k.Put(fkLeftsVar, []byte(lk), o.buf); err != nil {
+			return err
+		}
+		k.Updated(!existed)
+	}
+	return nil
+}
+
+// left returns the left key's entry, read from state at its first use in
+// the call.
+func (o *fkRightOp[K, F, L, R, Out]) left(k *runtime.KeyState, lk string, key K) (*fkLeft[K, L], error) {
+	if s, ok := o.subs[lk]; ok {
+		return s, nil
+	}
+	s := &fkLeft[K, L]{key: key}
+	raw, ok, err := k.Get(fkLeftsVar, []byte(lk))
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		s.row = new(L)
+		if err := o.leftRows.decode(raw, s.row); err != nil {
+			return nil, k.Fail(fmt.Errorf("a left row in state does not decode: %w", unprefixed(err)))
+		}
+	}
+	o.subs[lk] = s
+	o.lks = append(o.lks, lk)
+	return s, nil
+}
+
+// readAll reads every left key that refers to the right row, in the order
+// of their encodings, into subs and lks.
+func (o *fkRightOp[K, F, L, R, Out]) readAll(k *runtime.KeyState) error {
+	err := k.Scan(fkLeftsVar, func(suffix, value []byte) error {
+		if _, ok := o.subs[string(suffix)]; ok {
+			return nil
+		}
+		s := &fkLeft[K, L]{row: new(L)}
+		if err := o.leftKeys.decode(suffix, &s.key); err != nil {
+			return k.Fail(fmt.Errorf("a left key in state does not decode: %w", unprefixed(err)))
+		}
+		if err := o.leftRows.decode(value, s.row); err != nil {
+			return k.Fail(fmt.Errorf("a left row in state does not decode: %w", unprefixed(err)))
+		}
+		o.subs[string(suffix)] = s
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	o.lks = o.lks[:0]
+	for lk := range o.subs {
+		o.lks = append(o.lks, lk)
+	}
+	slices.Sort(o.lks)
+	return nil
+}
+
+// HandleTimer is never called: the operator sets no timers.
+func (o *fkRightOp[K, F, L, R, Out]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	return k.DeleteTimer(expiry)
+}
+
+// emitRow writes the row of c to the stages after the join (see Map).
+func (o *fkRightOp[K, F, L, R, Out]) emitRow(c TableChange[K, L, R]) {
+	o.out = o.row(c)
+	o.emitDown(&o.out)
+}
+
+// loadRow returns a table's row of the key under variable (EncodingTableRows),
+// and whether state has an entry.
+func loadRow[V any](k *runtime.KeyState, variable uint8, c valueCodec[V]) (*V, bool, error) {
+	raw, ok, err := k.Get(variable, nil)
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	if len(raw) == 0 || raw[0] == 0 {
+		return nil, true, nil
+	}
+	v := new(V)
+	if err := c.decode(raw[1:], v); err != nil {
+		return nil, true, k.Fail(fmt.Errorf("a table row in state does not decode: %w", unprefixed(err)))
+	}
+	return v, true, nil
+}
+
+// storeRow writes a table's row of the key under variable, or removes it
+// (v nil); buf is the encoding's buffer.
+func storeRow[V any](k *runtime.KeyState, variable uint8, c valueCodec[V], v *V, had bool, buf *[]byte) error {
+	if v == nil {
+		if !had {
+			return nil
+		}
+		if err := k.Delete(variable, nil); err != nil {
+			return err
+		}
+		k.Removed()
+		return nil
+	}
+	var err error
+	if *buf, err = c.encode(append((*buf)[:0], 1), v); err != nil {
+		return k.Fail(err)
+	}
+	if err := k.Put(variable, nil, *buf); err != nil {
+		return err
+	}
+	k.Updated(!had)
+	return nil
+}

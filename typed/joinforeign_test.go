@@ -1,0 +1,172 @@
+package typed_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// TestJoinTablesByForeignKeyAgainstALoop: a table of users' clicks (the
+// left table: each user's latest click, whose page names a category, or
+// "none" for a null foreign key) joined on that foreign key with a table
+// of categories (the right table), both with tombstones, Inner and
+// LeftOuter. After each of two runs on one checkpoint, in one batch or
+// several a run, with and without event times, the changes written add
+// up to the table a plain loop over the updates makes: each user's
+// latest click with its category's latest row.
+func TestJoinTablesByForeignKeyAgainstALoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(12, 13))
+	base := time.Unix(1000, 0).UTC()
+	type update struct {
+		right bool
+		c     fixtures.Click
+	}
+	var updates []update
+	for i := range 700 {
+		at := base.Add(time.Duration(i) * time.Second)
+		if rng.IntN(3) == 0 {
+			// A category's row: under User, its name; Page its value.
+			c := fixtures.Click{User: fmt.Sprint("c", rng.IntN(5)), Time: at, Page: fmt.Sprint("v", i)}
+			if rng.IntN(4) == 0 {
+				c.Page = ""
+			}
+			updates = append(updates, update{true, c})
+			continue
+		}
+		// A user's click, its page the category it refers to.
+		c := fixtures.Click{User: fmt.Sprint("u", rng.IntN(12)), Time: at, Page: fmt.Sprint("c", rng.IntN(6))}
+		switch rng.IntN(8) {
+		case 0:
+			c.Page = "" // a tombstone
+		case 1:
+			c.Page = "none" // no category
+		}
+		updates = append(updates, update{false, c})
+	}
+	category := func(c *fixtures.Click) fixtures.RefKey { return fixtures.RefKey{Name: c.Page, Null: c.Page == "none"} }
+	text := func(l, r *fixtures.Click) string {
+		s := fmt.Sprintf("%s@%d-", l.Page, l.Time.Unix())
+		if r == nil {
+			return s + "null"
+		}
+		return s + r.Page
+	}
+	// The loop's table after the first n updates.
+	loop := func(updates []update, how typed.JoinType, n int) map[string]string {
+		lefts, rights := map[string]*fixtures.Click{}, map[string]*fixtures.Click{}
+		for i := range updates[:n] {
+			u := &updates[i]
+			side := lefts
+			if u.right {
+				side = rights
+			}
+			if u.c.Page == "" {
+				delete(side, u.c.User)
+			} else {
+				side[u.c.User] = &u.c
+			}
+		}
+		table := map[string]string{}
+		for user, l := range lefts {
+			var r *fixtures.Click
+			if l.Page != "none" {
+				r = rights[l.Page]
+			}
+			if r != nil || how == typed.LeftOuter {
+				table[user] = text(l, r)
+			}
+		}
+		return table
+	}
+	halves := []int{len(updates) / 2, len(updates)}
+	for _, how := range []typed.JoinType{typed.Inner, typed.LeftOuter} {
+		for _, tc := range []struct {
+			timed    bool
+			perBatch int
+			late     bool
+		}{{true, 0, false}, {true, 1, false}, {true, 9, false}, {false, 0, false}, {false, 4, false}, {true, 0, true}, {true, 5, true}} {
+			t.Run(fmt.Sprintf("%v/timed=%v/rows-per-batch=%d/late=%v", how, tc.timed, tc.perBatch, tc.late), func(t *testing.T) {
+				updates := slices.Clone(updates)
+				if tc.late {
+					// Some updates come late, behind the watermark: each
+					// table applies its updates in the order they come.
+					for i := 0; i < len(updates); i += 5 {
+						updates[i].c.Time = updates[i].c.Time.Add(-100 * time.Second)
+					}
+				}
+				leftIn := typed.NewMemoryStream[fixtures.Click]("users", tc.perBatch)
+				rightIn := typed.NewMemoryStream[fixtures.Click]("categories", tc.perBatch)
+				l, r := typed.FromMemory(leftIn), typed.FromMemory(rightIn)
+				if tc.timed {
+					l, r = watermarked(l, 0), watermarked(r, 0)
+				}
+				users := typed.TableUpdates(l, func(c *fixtures.Click) string { return c.User }, func(c *fixtures.Click) bool { return c.Page == "" })
+				categories := typed.TableUpdates(r, func(c *fixtures.Click) fixtures.RefKey { return fixtures.RefKey{Name: c.User} }, func(c *fixtures.Click) bool { return c.Page == "" })
+				joined := typed.JoinTablesByForeignKey(users, categories, category, how, func(c typed.TableChange[string, fixtures.Click, fixtures.Click]) string {
+					if c.Previous != nil {
+						t.Errorf("%s: a previous row", c.Key)
+					}
+					if tc.timed == c.Time.IsZero() {
+						t.Errorf("%s: a change at %v", c.Key, c.Time)
+					}
+					if c.Removed {
+						return c.Key + " removed"
+					}
+					if c.Left == nil || c.Left.User != c.Key || how == typed.Inner && c.Right == nil {
+						t.Errorf("%s: a change of rows %v, %v", c.Key, c.Left, c.Right)
+					}
+					return c.Key + " " + text(c.Left, c.Right)
+				})
+				sink := newSink[string]()
+				w := typed.WriteTo(joined, sink)
+				ck := newCheckpoint()
+				from := 0
+				for half, n := range halves {
+					for _, u := range updates[from:n] {
+						if u.right {
+							rightIn.Add(u.c)
+						} else {
+							leftIn.Add(u.c)
+						}
+					}
+					from = n
+					if err := runToEnd(t, w, ck.opts()...); err != nil {
+						t.Fatalf("half %d: %v", half, err)
+					}
+					table := map[string]string{}
+					for _, row := range sink.rows() {
+						user, change, _ := strings.Cut(row, " ")
+						if change == "removed" {
+							delete(table, user)
+						} else {
+							table[user] = change
+						}
+					}
+					if want := loop(updates, how, n); !mapsEqual(table, want) {
+						t.Fatalf("after %d updates, the changes make the table\n%v\nwant\n%v", n, table, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestJoinTablesByForeignKeyRefuses: RightOuter and FullOuter, which
+// Kafka Streams' foreign-key join lacks, are refused.
+func TestJoinTablesByForeignKeyRefuses(t *testing.T) {
+	for _, how := range []typed.JoinType{typed.RightOuter, typed.FullOuter, typed.LeftSemi} {
+		in := typed.FromMemory(typed.NewMemoryStream[fixtures.Click]("clicks", 0))
+		joined := typed.JoinTablesByForeignKey(clickTable(in), clickTable(in), func(c *fixtures.Click) string { return c.Page }, how,
+			func(c typed.TableChange[string, fixtures.Click, fixtures.Click]) string { return c.Key })
+		_, err := typed.WriteTo(joined, newSink[string]()).Start(t.Context(), newCheckpoint().opts()...)
+		if want := how.String() + ": a foreign-key join of two tables is Inner or LeftOuter"; err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Start: %v, want an error containing %q", err, want)
+		}
+	}
+}
