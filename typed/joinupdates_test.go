@@ -235,7 +235,9 @@ func TestJoinUpdatesLateTableUpdate(t *testing.T) {
 			table := typed.NewMemoryStream[fixtures.Click]("table", perBatch)
 			s, u := watermarked(typed.FromMemory(stream), 0), watermarked(typed.FromMemory(table), 0)
 			joined := typed.JoinUpdates(byKey(s), clickTable(u), typed.Inner,
-				func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Left.Page + "-" + j.Right.Page })
+				func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+					return j.Left.Page + "-" + j.Right.Page
+				})
 			sink := newSink[string]()
 			w := typed.WriteTo(joined, sink)
 			ck := newCheckpoint()
