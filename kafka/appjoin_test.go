@@ -138,3 +138,141 @@ func firstDiff(got, want []string) string {
 	}
 	return "none"
 }
+
+// TestAppForeignKeyJoinMovesWithItsPartitions: an App enriches orders
+// (keyed by order, three partitions) with products (a compacted topic
+// every task reads whole, as a GlobalKTable) on each order's product, a
+// foreign-key join, into a compacted topic with tombstones, exactly once,
+// as its partitions move: one instance, then a second that takes some
+// (restoring their state from the changelog), then the second alone.
+// After each phase the output topic, read in order, is the table a plain
+// loop over the inputs makes.
+func TestAppForeignKeyJoinMovesWithItsPartitions(t *testing.T) {
+	const partitions = 3
+	conn, adm := newCluster(t)
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	compact := "compact"
+	createTopic(t, adm, "orders", partitions)
+	for _, topic := range []string{"products", "enriched"} {
+		if _, err := adm.CreateTopic(testContext(t), 2, 1, map[string]*string{"cleanup.policy": &compact}, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	orders, products := map[string]string{}, map[string]string{} // order → product, product → name
+	var phases [3][]*kgo.Record
+	var wants [3]map[string]string
+	for phase := range phases {
+		for i := range 60 {
+			n := phase*60 + i
+			var r *kgo.Record
+			if rng.IntN(3) == 0 {
+				product := fmt.Sprint("p", rng.IntN(5))
+				r = &kgo.Record{Topic: "products", Key: []byte(product), Partition: userPartition(product, 2)}
+				if rng.IntN(5) > 0 {
+					products[product] = fmt.Sprint("name", n)
+					r.Value = []byte(products[product])
+				} else {
+					delete(products, product)
+				}
+			} else {
+				order := fmt.Sprint("o", rng.IntN(15))
+				r = &kgo.Record{Topic: "orders", Key: []byte(order), Partition: userPartition(order, partitions)}
+				if rng.IntN(6) > 0 {
+					orders[order] = fmt.Sprint("p", rng.IntN(6))
+					r.Value = []byte(orders[order])
+				} else {
+					delete(orders, order)
+				}
+			}
+			r.Timestamp = time.Unix(int64(1000+n), 0)
+			phases[phase] = append(phases[phase], r)
+		}
+		wants[phase] = map[string]string{}
+		for order, product := range orders {
+			if name, ok := products[product]; ok {
+				wants[phase][order] = product + " " + name
+			}
+		}
+	}
+	// Rows: User the key, Page the value ("" for a tombstone).
+	decode := func(m *kafka.Message) (fixtures.Click, error) {
+		return fixtures.Click{User: string(m.Key), Page: string(m.Value), Time: m.Timestamp}, nil
+	}
+	deleted := func(c *fixtures.Click) bool { return c.Page == "" }
+	key := func(c *fixtures.Click) string { return c.User }
+	watch := newAppWatch()
+	start := func() *runningApp {
+		t.Helper()
+		app := kafka.NewApp(kafka.AppOptions{
+			Connection: conn, Group: "enricher", Topics: []string{"orders"}, Dir: "tasks", ExactlyOnce: true,
+			Options:    []runtime.Option{runtime.FileSystem(vfs.NewMem()), runtime.PollInterval(time.Millisecond), runtime.Listener(watch)},
+			OnAssigned: func([]int32) { watch.signal() },
+			OnRevoked:  func([]int32) { watch.signal() },
+		}, func(task *kafka.Task) (kafka.Starter, error) {
+			o := kafka.From(task.SourceOf("orders", kafka.Options{StartingOffsets: kafka.Earliest()}), decode)
+			p := kafka.From(task.GlobalSource("products", kafka.Options{StartingOffsets: kafka.Earliest()}), decode)
+			sink := kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn, Topic: "enriched",
+				Key: func(c *fixtures.Click) []byte { return []byte(c.User) }, Tombstone: deleted, Transactions: task.Transactions()})
+			task.OnClose(sink.Close)
+			joined := typed.JoinTablesByForeignKey(typed.TableUpdates(o, key, deleted), typed.TableUpdates(p, key, deleted),
+				func(c *fixtures.Click) string { return c.Page }, typed.Inner,
+				func(c typed.TableChange[string, fixtures.Click, fixtures.Click]) fixtures.Click {
+					if c.Removed {
+						return fixtures.Click{User: c.Key}
+					}
+					return fixtures.Click{User: c.Key, Page: c.Left.Page + " " + c.Right.Page}
+				})
+			return typed.WriteTo(joined, sink), nil
+		})
+		ctx, cancel := context.WithCancel(testContext(t))
+		r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- app.Run(ctx) }()
+		return r
+	}
+	table := func() map[string]string {
+		got := map[string]string{}
+		for _, r := range consume(t, conn, adm, "enriched") {
+			if r.Value == nil {
+				delete(got, string(r.Key))
+			} else {
+				got[string(r.Key)] = string(r.Value)
+			}
+		}
+		return got
+	}
+	var last map[string]string
+	awaitTable := func(phase int) {
+		t.Helper()
+		watch.waitFor(t, fmt.Sprintf("the table of phase %d", phase), func() bool {
+			last = map[string]string{}
+			for k, v := range table() {
+				var c fixtures.Click
+				if err := c.UnmarshalJSON([]byte(v)); err != nil {
+					t.Fatal(err)
+				}
+				last[k] = c.Page
+			}
+			return fmt.Sprint(last) == fmt.Sprint(wants[phase])
+		})
+	}
+	all := []int32{0, 1, 2}
+	first := start()
+	defer first.cancel()
+	watch.waitFor(t, "three tasks", func() bool { return slices.Equal(first.app.Tasks(), all) })
+	produce(t, conn, phases[0]...)
+	awaitTable(0)
+	second := start()
+	defer second.cancel()
+	watch.waitFor(t, "the second instance to take partitions", func() bool {
+		a, b := first.app.Tasks(), second.app.Tasks()
+		return len(b) > 0 && len(a)+len(b) == partitions
+	})
+	produce(t, conn, phases[1]...)
+	awaitTable(1)
+	first.stop(t)
+	watch.waitFor(t, "the second alone", func() bool { return slices.Equal(second.app.Tasks(), all) })
+	produce(t, conn, phases[2]...)
+	awaitTable(2)
+	second.stop(t)
+}
