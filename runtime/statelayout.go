@@ -196,6 +196,11 @@ func decodeEntry(row *StateRow, v VariableMeta, schema *codec.Schema, suffix, ra
 	var err error
 	switch v.Encoding {
 	case EncodingRecord, "":
+		if v.Kind == "map" {
+			if row.MapKey, err = appendTyped(nil, v.MapKey, v.MapKeyType, suffix); err != nil {
+				return fmt.Errorf("map key: %w", err)
+			}
+		}
 		row.Value, err = appendTyped(nil, schema, v.ValueType, raw)
 	case EncodingExpiring:
 		var at time.Time

@@ -1,6 +1,10 @@
 package typed
 
-import "fmt"
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
 
 // JoinType is the kind of a join, as Spark's join types.
 type JoinType int
@@ -104,7 +108,10 @@ type timeMerge struct{ first, second []int32 }
 
 // merge returns rows so ordered in dst; second reports whether a row is of
 // the second input, and at gives a row's event time (timed only).
-func (m *timeMerge) merge(dst, rows []int32, timed bool, second func(int32) bool, at func(int32) int64) []int32 {
+// sortFirst puts the first input's rows in order of time before the
+// merge (timed only), for an input whose rows are not in the order they
+// came.
+func (m *timeMerge) merge(dst, rows []int32, timed bool, second func(int32) bool, at func(int32) int64, sortFirst bool) []int32 {
 	m.first, m.second = m.first[:0], m.second[:0]
 	for _, n := range rows {
 		if second(n) {
@@ -112,6 +119,9 @@ func (m *timeMerge) merge(dst, rows []int32, timed bool, second func(int32) bool
 		} else {
 			m.first = append(m.first, n)
 		}
+	}
+	if timed && sortFirst {
+		slices.SortStableFunc(m.first, func(a, b int32) int { return cmp.Compare(at(a), at(b)) })
 	}
 	dst = dst[:0]
 	i, j := 0, 0

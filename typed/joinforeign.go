@@ -21,25 +21,28 @@ import (
 //     right table lacks one).
 //
 // An update of a right row changes the row of every left key that refers
-// to it (a removal, for Inner, when the right row is deleted); an update
-// of a left row changes that key's row, under its new foreign key. Within
-// a batch a left key's updates count as one, its last, while each update
-// of a right row writes its changes: so each left key's row after a batch
-// is the one its last update and the right rows make, whatever the
-// batches. A left row whose foreign key has a null part (NullKey) refers
-// to no right row.
+// to it (a removal, for Inner, when the right row is deleted), except the
+// left keys whose last update of the batch refers elsewhere, whose row
+// that update makes; an update of a left row changes that key's row,
+// under its new foreign key. Within a batch a left key's updates count as
+// one, its last (the last to come), and each input's updates are merged
+// with the other's by event time as in JoinTables: so each left key's
+// row after a batch is the one its last update and the right rows make,
+// whatever the batches. A left row whose foreign key has a null part
+// (NullKey) refers to no right row.
 //
-// The join keeps the left rows under their keys, and the right rows with
-// the left keys that refer to them under the right keys: two stateful
-// operators, named name+"/left" and name in reports and the checkpoint.
-// The second is keyed by the foreign key, so a kafka.App must give every
-// task the whole right table (Task.SourceOf with every partition, as
-// Kafka Streams' GlobalKTable); the left table's partitions may be
-// spread. Previous is nil in every change: the row before may be under
-// another right row. A removal may come for a key whose row was already
-// gone (an Inner join's left row that moved from a right row it did not
-// match to another it does not match), as Kafka Streams' foreign-key join
-// writes such tombstones. Of the options, only UpdatesName applies.
+// The join keeps, under each left key, the foreign key its row refers
+// to, and under each right key the right row and the rows of the left
+// keys that refer to it: two stateful operators, named name+"/left" and
+// name in reports and the checkpoint. The second is keyed by the foreign
+// key, so a kafka.App must give every task the whole right table
+// (Task.GlobalSource, as Kafka Streams' GlobalKTable); the left table's
+// partitions may be spread. Previous is nil in every change: the row
+// before may be under another right row. An Inner join's removal may
+// come for a key that had no row (a left row that moved from a right row
+// it did not match to another, or to a null foreign key), as Kafka
+// Streams' foreign-key join writes such tombstones. Of the options, only
+// UpdatesName applies.
 //
 // row gets the rows as the join keeps them: it may keep them, and must
 // change neither.
@@ -76,26 +79,37 @@ func JoinTablesByForeignKey[K, F comparable, L, R, Out any](left UpdatesTable[K,
 	if err != nil {
 		fail("right rows: %v", unprefixed(err))
 	}
+	// The left keys under the right ones and the foreign keys under the
+	// left ones are stored as map keys and values are (a record's binary
+	// encoding), which inspect reads.
+	leftKeys, err := newValueCodec[K]()
+	if err != nil {
+		fail("left keys: %v", unprefixed(err))
+	}
+	foreignKeys, err := newValueCodec[F]()
+	if err != nil {
+		fail("foreign keys: %v", unprefixed(err))
+	}
 	timed := left.s.p.watermarked && right.s.p.watermarked
 	const leftKind, kind = "foreignKeyJoinLeft", "foreignKeyJoin"
 	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
-		b := &fkRightOp[K, F, L, R, Out]{c: c, how: how, row: row, emitDown: emit, codec: right.codec, leftKeys: left.codec,
+		b := &fkRightOp[K, F, L, R, Out]{c: c, how: how, row: row, emitDown: emit, codec: right.codec, leftKeys: leftKeys,
 			leftRows: leftRows, rightRows: rightRows, fkNull: nullCheck[F](), rightKey: right.key, rightDeleted: right.deleted, timed: timed}
 		b.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
 			KeyType: right.codec.typeName, LegacyKeyType: right.codec.legacyTypeName, UseKeys: right.codec.useKeys, ParseKey: right.codec.parseJSON, Key: right.codec.schema, Timeout: how.String(),
 			States: []runtime.StateInfo{
 				{Name: "right", Kind: "value", Encoding: runtime.EncodingTableRows, Schema: rightRows.schema, ValueType: rightRows.typeName},
-				{Name: "left", Kind: "map", Encoding: runtime.EncodingRecord, Schema: leftRows.schema, ValueType: leftRows.typeName, MapKeyType: left.codec.typeName, MapKey: left.codec.schema},
+				{Name: "left", Kind: "map", Encoding: runtime.EncodingRecord, Schema: leftRows.schema, ValueType: leftRows.typeName, MapKeyType: leftKeys.typeName, MapKey: leftKeys.schema},
 			},
 		}
-		a := &fkLeftOp[K, F, L]{c: c, how: how, codec: left.codec, leftRows: leftRows, null: nullCheck[K](), fkNull: b.fkNull,
+		a := &fkLeftOp[K, F, L]{c: c, how: how, codec: left.codec, foreignKeys: foreignKeys, rightKeys: right.codec, null: nullCheck[K](), fkNull: b.fkNull,
 			key: left.key, deleted: left.deleted, fk: fk, emitDown: b.addSub}
 		a.info = runtime.OperatorInfo{
 			Kind: leftKind, Name: name + "/left", OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
 			KeyType: left.codec.typeName, LegacyKeyType: left.codec.legacyTypeName, UseKeys: left.codec.useKeys, ParseKey: left.codec.parseJSON, Key: left.codec.schema, Timeout: how.String(),
 			States: []runtime.StateInfo{
-				{Name: "left", Kind: "value", Encoding: runtime.EncodingTableRows, Schema: leftRows.schema, ValueType: leftRows.typeName},
+				{Name: "foreignKey", Kind: "value", Encoding: runtime.EncodingRecord, Schema: foreignKeys.schema, ValueType: foreignKeys.typeName},
 			},
 		}
 		noTime := func(what string) error {
@@ -114,13 +128,15 @@ func JoinTablesByForeignKey[K, F comparable, L, R, Out any](left UpdatesTable[K,
 	}}
 }
 
-// The variables of a foreign-key join: the left operator's row of a left
-// key; the right operator's row of a right key, and the rows of the left
-// keys that refer to it, under their encoded keys.
+// The variables of a foreign-key join: the left operator's foreign key of
+// a left key (the one its row refers to, as the row was written, so that a
+// changed fk function still finds the subscription to end); the right
+// operator's row of a right key, and the rows of the left keys that refer
+// to it, under their encoded keys.
 const (
-	fkLeftRowVar  uint8 = 0
-	fkRightRowVar uint8 = 0
-	fkLeftsVar    uint8 = 1
+	fkForeignKeyVar uint8 = 0
+	fkRightRowVar   uint8 = 0
+	fkLeftsVar      uint8 = 1
 )
 
 // What a left key's batch of updates asks of the right row under a
@@ -157,19 +173,20 @@ type fkLeftRow[L any] struct {
 // fkLeftOp keeps a foreign-key join's left rows by key, and hands the
 // right operator each key's row and foreign key after a batch.
 type fkLeftOp[K, F comparable, L any] struct {
-	c        *compiler
-	index    int
-	info     runtime.OperatorInfo
-	how      JoinType
-	codec    keyCodec[K]
-	leftRows valueCodec[L]
-	null     func(*K) bool
-	fkNull   func(*F) bool
-	key      func(*L) K
-	deleted  func(*L) bool
-	fk       func(*L) F
-	emitDown func(*fkSub[K, F, L])
-	sub      fkSub[K, F, L]
+	c           *compiler
+	index       int
+	info        runtime.OperatorInfo
+	how         JoinType
+	codec       keyCodec[K]
+	foreignKeys valueCodec[F]
+	rightKeys   keyCodec[F]
+	null        func(*K) bool
+	fkNull      func(*F) bool
+	key         func(*L) K
+	deleted     func(*L) bool
+	fk          func(*L) F
+	emitDown    func(*fkSub[K, F, L])
+	sub         fkSub[K, F, L]
 
 	groups runtime.Groups
 	group  map[K]int32
@@ -204,7 +221,7 @@ func (o *fkLeftOp[K, F, L]) addLeft(l *L) {
 		o.keys = appendDoubling(o.keys, &k)
 		var err error
 		if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: foreignKeyJoin (%s): key %v: %w", o.info.Name, k, unprefixed(err))})
+			panic(userPanic{fmt.Errorf("streamgen: %s (%s): key %v: %w", o.info.Kind, o.info.Name, k, unprefixed(err))})
 		}
 		if o.group == nil {
 			o.group = make(map[K]int32)
@@ -219,38 +236,58 @@ func (o *fkLeftOp[K, F, L]) addLeft(l *L) {
 func (o *fkLeftOp[K, F, L]) refers(f *F) bool { return o.fkNull == nil || !o.fkNull(f) }
 
 // HandleRows takes the key's last update of the batch (the last to come,
-// as Kafka Streams applies a topic's updates in order), stores the key's row, and hands the right
-// operator what changed: the foreign key the row left, and the one it
-// refers to.
+// as Kafka Streams applies a topic's updates in order), stores the
+// foreign key it refers to, and hands the right operator what changed:
+// the foreign key the row left, and the one it refers to, with the row.
 func (o *fkLeftOp[K, F, L]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
 	u := &o.rows[rows[len(rows)-1]] // the last to come
-	old, had, err := loadRow(k, fkLeftRowVar, o.leftRows)
+	raw, had, err := k.Get(fkForeignKeyVar, nil)
 	if err != nil {
 		return err
+	}
+	var oldFK, newFK F
+	if had {
+		if err := o.foreignKeys.decode(raw, &oldFK); err != nil {
+			return k.Fail(fmt.Errorf("a foreign key in state does not decode: %w", unprefixed(err)))
+		}
 	}
 	var now *L
 	if o.deleted == nil || !o.deleted(&u.l) {
 		now = &u.l
+		newFK = o.fk(now)
+		// The right operator groups by it: a foreign key that does not
+		// encode fails here, naming the left key.
+		if o.buf, err = o.rightKeys.encode(o.buf[:0], &newFK); err != nil {
+			return k.Fail(fmt.Errorf("the foreign key %v: %w", newFK, unprefixed(err)))
+		}
 	}
 	key := o.keys[group]
-	var oldFK, newFK F
-	if old != nil {
-		oldFK = o.fk(old)
-	}
-	if now != nil {
-		newFK = o.fk(now)
-	}
 	switch {
-	case old != nil && now == nil:
+	case had && now == nil:
 		o.emit(fkSub[K, F, L]{fk: oldFK, lk: key, op: fkDeleted, timeless: u.timeless, at: u.at})
-	case old != nil && oldFK != newFK:
+	case had && oldFK != newFK:
 		o.emit(fkSub[K, F, L]{fk: oldFK, lk: key, op: fkMoved, timeless: u.timeless, at: u.at})
 	}
-	if now != nil {
-		o.emit(fkSub[K, F, L]{fk: newFK, lk: key, op: fkAdd, timeless: u.timeless, at: u.at, l: *now,
-			mayHaveRow: old != nil && (o.how == LeftOuter || o.refers(&oldFK))})
+	if now == nil {
+		if !had {
+			return nil
+		}
+		if err := k.Delete(fkForeignKeyVar, nil); err != nil {
+			return err
+		}
+		k.Removed()
+		return nil
 	}
-	return storeRow(k, fkLeftRowVar, o.leftRows, now, had, &o.buf)
+	o.emit(fkSub[K, F, L]{fk: newFK, lk: key, op: fkAdd, timeless: u.timeless, at: u.at, l: *now,
+		mayHaveRow: had && (o.how == LeftOuter || o.refers(&oldFK))})
+	if o.buf, err = o.foreignKeys.encode(o.buf[:0], &newFK); err != nil {
+		return k.Fail(err)
+	}
+	if err := k.Put(fkForeignKeyVar, nil, o.buf); err != nil {
+		return err
+	}
+	k.Updated(!had)
+	return nil
 }
 
 func (o *fkLeftOp[K, F, L]) emit(s fkSub[K, F, L]) {
@@ -316,6 +353,8 @@ type fkRightOp[K, F comparable, L, R, Out any] struct {
 type fkLeft[K comparable, L any] struct {
 	key K
 	row *L
+	// stored says state holds an entry of the key.
+	stored bool
 }
 
 func (o *fkRightOp[K, F, L, R, Out]) Info() runtime.OperatorInfo { return o.info }
@@ -326,6 +365,15 @@ func (o *fkRightOp[K, F, L, R, Out]) EndBatch() {
 	clear(o.items)
 	clear(o.keys)
 	o.items, o.keys = o.items[:0], o.keys[:0]
+	// The left rows of the batch's last key go: a popular right row's
+	// would stay in memory until the next batch.
+	if len(o.subs) > 1<<16 {
+		o.subs, o.changed, o.moved, o.lks = nil, nil, nil, nil
+	} else {
+		clear(o.subs)
+		clear(o.lks)
+		o.lks = o.lks[:0]
+	}
 	if len(o.group) > 1<<21 {
 		o.group = nil
 	} else {
@@ -391,7 +439,10 @@ func timeOf(timeless bool, at int64) time.Time {
 // time (the left keys' first at equal times, and without times), writing each change to a left key's row,
 // then stores what changed.
 func (o *fkRightOp[K, F, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
-	o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return o.items[n].right }, func(n int32) int64 { return o.items[n].at })
+	// The left keys' subscriptions come in the order of the left
+	// operator's keys, each at its key's last update: they are put in
+	// order of time first (a left key has one a batch).
+	o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return o.items[n].right }, func(n int32) int64 { return o.items[n].at }, true)
 	if o.subs == nil {
 		o.subs, o.changed, o.moved = map[string]*fkLeft[K, L]{}, map[string]bool{}, map[string]bool{}
 	}
@@ -419,6 +470,9 @@ func (o *fkRightOp[K, F, L, R, Out]) HandleRows(ctx context.Context, k *runtime.
 		if it.right {
 			was := r
 			if o.rightDeleted != nil && o.rightDeleted(&it.r) {
+				if r == nil {
+					continue // a tombstone of a row that is not there
+				}
 				r = nil
 			} else {
 				r = new(R)
@@ -480,14 +534,13 @@ func (o *fkRightOp[K, F, L, R, Out]) HandleRows(ctx context.Context, k *runtime.
 			return err
 		}
 	}
-	for lk := range o.changed {
-		s := o.subs[lk]
-		_, existed, err := k.Get(fkLeftsVar, []byte(lk))
-		if err != nil {
-			return err
+	for _, lk := range o.lks { // in order: a batch run again writes as it did
+		if !o.changed[lk] {
+			continue
 		}
+		s := o.subs[lk]
 		if s.row == nil {
-			if existed {
+			if s.stored {
 				if err := k.Delete(fkLeftsVar, []byte(lk)); err != nil {
 					return err
 				}
@@ -501,7 +554,7 @@ func (o *fkRightOp[K, F, L, R, Out]) HandleRows(ctx context.Context, k *runtime.
 		if err := k.Put(fkLeftsVar, []byte(lk), o.buf); err != nil {
 			return err
 		}
-		k.Updated(!existed)
+		k.Updated(!s.stored)
 	}
 	return nil
 }
@@ -518,7 +571,7 @@ func (o *fkRightOp[K, F, L, R, Out]) left(k *runtime.KeyState, lk string, key K)
 		return nil, err
 	}
 	if ok {
-		s.row = new(L)
+		s.row, s.stored = new(L), true
 		if err := o.leftRows.decode(raw, s.row); err != nil {
 			return nil, k.Fail(fmt.Errorf("a left row in state does not decode: %w", unprefixed(err)))
 		}
@@ -535,7 +588,7 @@ func (o *fkRightOp[K, F, L, R, Out]) readAll(k *runtime.KeyState) error {
 		if _, ok := o.subs[string(suffix)]; ok {
 			return nil
 		}
-		s := &fkLeft[K, L]{row: new(L)}
+		s := &fkLeft[K, L]{row: new(L), stored: true}
 		if err := o.leftKeys.decode(suffix, &s.key); err != nil {
 			return k.Fail(fmt.Errorf("a left key in state does not decode: %w", unprefixed(err)))
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -100,6 +101,7 @@ func TestJoinTablesByForeignKeyAgainstALoop(t *testing.T) {
 						updates[i].c.Time = updates[i].c.Time.Add(-100 * time.Second)
 					}
 				}
+				lastAt := map[string]time.Time{}
 				leftIn := typed.NewMemoryStream[fixtures.Click]("users", tc.perBatch)
 				rightIn := typed.NewMemoryStream[fixtures.Click]("categories", tc.perBatch)
 				l, r := typed.FromMemory(leftIn), typed.FromMemory(rightIn)
@@ -114,6 +116,14 @@ func TestJoinTablesByForeignKeyAgainstALoop(t *testing.T) {
 					}
 					if tc.timed == c.Time.IsZero() {
 						t.Errorf("%s: a change at %v", c.Key, c.Time)
+					}
+					if tc.timed && !tc.late && tc.perBatch == 0 {
+						// A key's changes come in order of time, as the
+						// updates do.
+						if c.Time.Before(lastAt[c.Key]) {
+							t.Errorf("%s: a change at %v after one at %v", c.Key, c.Time, lastAt[c.Key])
+						}
+						lastAt[c.Key] = c.Time
 					}
 					if c.Removed {
 						return c.Key + " removed"
@@ -168,5 +178,119 @@ func TestJoinTablesByForeignKeyRefuses(t *testing.T) {
 		if want := how.String() + ": a foreign-key join of two tables is Inner or LeftOuter"; err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Start: %v, want an error containing %q", err, want)
 		}
+	}
+}
+
+// TestJoinTablesByForeignKeyNewFunction: a query started again with
+// another foreign-key function (a fix, say) still ends the subscription
+// its rows made under the old one: an update of the right row a left row
+// referred to before no longer reaches it.
+func TestJoinTablesByForeignKeyNewFunction(t *testing.T) {
+	base := time.Unix(1000, 0).UTC()
+	users := typed.NewMemoryStream[fixtures.Click]("users", 0)
+	categories := typed.NewMemoryStream[fixtures.Click]("categories", 0)
+	run := func(fk func(*fixtures.Click) string, ck *checkpoint, sink *batchSink[string]) {
+		t.Helper()
+		joined := typed.JoinTablesByForeignKey(clickTable(typed.FromMemory(users)), clickTable(typed.FromMemory(categories)), fk, typed.Inner,
+			func(c typed.TableChange[string, fixtures.Click, fixtures.Click]) string {
+				if c.Removed {
+					return c.Key + " removed"
+				}
+				return c.Key + " " + c.Right.Page
+			})
+		if err := runToEnd(t, typed.WriteTo(joined, sink), ck.opts()...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ck, sink := newCheckpoint(), newSink[string]()
+	categories.Add(fixtures.Click{User: "c1", Page: "v1", Time: base}, fixtures.Click{User: "c2", Page: "v2", Time: base})
+	users.Add(fixtures.Click{User: "u1", Page: "c1", Time: base})
+	run(func(c *fixtures.Click) string { return c.Page }, ck, sink)
+	// The new function puts every user in c2.
+	users.Add(fixtures.Click{User: "u1", Page: "c1", Time: base.Add(time.Second)})
+	categories.Add(fixtures.Click{User: "c1", Page: "v1b", Time: base.Add(2 * time.Second)})
+	run(func(*fixtures.Click) string { return "c2" }, ck, sink)
+	if got, want := sink.rows(), []string{"u1 v1", "u1 v2"}; !slices.Equal(got, want) {
+		t.Fatalf("rows %q, want %q", got, want)
+	}
+}
+
+// TestJoinTablesByForeignKeyOrderOfTime: the left keys' changes reach the
+// right row in order of their times, not of the keys' first rows: u2's
+// update at 12 s is taken before the right row's at 15 s, although u1,
+// whose last update is at 20 s, came first in the batch.
+func TestJoinTablesByForeignKeyOrderOfTime(t *testing.T) {
+	base := time.Unix(1000, 0).UTC()
+	at := func(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
+	users := typed.NewMemoryStream[fixtures.Click]("users", 0)
+	categories := typed.NewMemoryStream[fixtures.Click]("categories", 0)
+	joined := typed.JoinTablesByForeignKey(clickTable(watermarked(typed.FromMemory(users), 0)), clickTable(watermarked(typed.FromMemory(categories), 0)),
+		func(c *fixtures.Click) string { return c.Page }, typed.Inner,
+		func(c typed.TableChange[string, fixtures.Click, fixtures.Click]) string {
+			return fmt.Sprintf("%s %s@%d", c.Key, c.Right.Page, c.Time.Sub(base)/time.Second)
+		})
+	sink := newSink[string]()
+	w := typed.WriteTo(joined, sink)
+	ck := newCheckpoint()
+	categories.Add(fixtures.Click{User: "b", Page: "v0", Time: at(0)})
+	users.Add(fixtures.Click{User: "u2", Page: "b", Time: at(1)})
+	if err := runToEnd(t, w, ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	users.Add(fixtures.Click{User: "u1", Page: "b", Time: at(10)}, fixtures.Click{User: "u2", Page: "b", Time: at(12)}, fixtures.Click{User: "u1", Page: "b", Time: at(20)})
+	categories.Add(fixtures.Click{User: "b", Page: "v1", Time: at(15)})
+	if err := runToEnd(t, w, ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sink.rows(), []string{"u2 v0@1", "u2 v0@12", "u2 v1@15", "u1 v1@20"}; !slices.Equal(got, want) {
+		t.Fatalf("rows %q, want %q", got, want)
+	}
+}
+
+// TestCheckpointRowsOfAForeignKeyJoin: the checkpoint of a foreign-key
+// join reads back as the tables it holds: each user's category under the
+// user (the left operator), and under each category its row and the rows
+// of the users in it, by user (the right operator).
+func TestCheckpointRowsOfAForeignKeyJoin(t *testing.T) {
+	base := time.Unix(1000, 0).UTC()
+	users := typed.NewMemoryStream[fixtures.Click]("users", 0)
+	categories := typed.NewMemoryStream[fixtures.Click]("categories", 0)
+	joined := typed.JoinTablesByForeignKey(clickTable(typed.FromMemory(users)), clickTable(typed.FromMemory(categories)),
+		func(c *fixtures.Click) string { return c.Page }, typed.LeftOuter,
+		func(c typed.TableChange[string, fixtures.Click, fixtures.Click]) string { return c.Key })
+	ck := newCheckpoint()
+	categories.Add(fixtures.Click{User: "c1", Page: "v1", Time: base}, fixtures.Click{User: "c2", Page: "v2", Time: base},
+		fixtures.Click{User: "c2", Time: base}) // c2 deleted
+	users.Add(fixtures.Click{User: "u1", Page: "c1", Time: base}, fixtures.Click{User: "u2", Page: "c2", Time: base},
+		fixtures.Click{User: "u3", Page: "c1", Time: base}, fixtures.Click{User: "u3", Page: "c2", Time: base},
+		fixtures.Click{User: "u4", Page: "c1", Time: base}, fixtures.Click{User: "u4", Time: base}) // u4 deleted
+	if err := runToEnd(t, typed.WriteTo(joined, newSink[string]()), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	c, meta := openCheckpoint(t, ck.fs)
+	defer c.Close()
+	var got []string
+	for op := range 2 {
+		err := c.Rows(meta, op, "", func(r runtime.StateRow) error {
+			got = append(got, fmt.Sprintf("%d %s %s %s %s", op, r.Key, r.Variable, r.MapKey, r.Value))
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	slices.Sort(got)
+	// Inspect writes a record by its fields' names.
+	click := func(user, page string) string {
+		return fmt.Sprintf(`{"User":%q,"Time":%q,"Page":%q}`, user, base.Format(time.RFC3339), page)
+	}
+	want := []string{
+		`0 "u1" foreignKey  "c1"`, `0 "u2" foreignKey  "c2"`, `0 "u3" foreignKey  "c2"`,
+		`1 "c1" left "u1" ` + click("u1", "c1"), `1 "c1" right  ` + click("c1", "v1"),
+		`1 "c2" left "u2" ` + click("u2", "c2"), `1 "c2" left "u3" ` + click("u3", "c2"),
+	}
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("state\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -246,7 +246,7 @@ func (o *tablesOp[K, L, R, Out]) has(l *L, r *R) bool {
 // key's row of the join, then stores the tables' rows the key ends with.
 func (o *tablesOp[K, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
 	key := o.keys[group]
-	o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return o.rows[n].right }, func(n int32) int64 { return o.rows[n].at })
+	o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return o.rows[n].right }, func(n int32) int64 { return o.rows[n].at }, false)
 	l, hadLeft, err := loadRow(k, tablesLeft, o.leftRows)
 	if err != nil {
 		return err

@@ -100,7 +100,7 @@ const (
 //
 // The inputs of a kafka.App must be co-partitioned (a key in the same
 // partition of both topics), or the table read whole by every task (a
-// global table: Task.SourceOf with every partition). A key with a null
+// global table: Task.GlobalSource). A key with a null
 // part (NullKey) matches nothing. The output mode is Append.
 //
 // row gets pointers to the rows, valid during the call: it must copy what
@@ -297,7 +297,7 @@ func (o *updatesOp[K, S, V, Out]) HandleRows(ctx context.Context, k *runtime.Key
 			return 0
 		})
 	} else {
-		o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return !o.rows[n].table }, func(n int32) int64 { return o.rows[n].at })
+		o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return !o.rows[n].table }, func(n int32) int64 { return o.rows[n].at }, false)
 	}
 	b := k.Batch()
 	wm := b.Watermark.UnixNano()
