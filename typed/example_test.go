@@ -208,3 +208,50 @@ func ExampleJoinTables() {
 	// bob: cart, 1
 	// bob: removed (was cart, 1)
 }
+
+// Enrich a table of orders with a table of products on each order's
+// product, as Kafka Streams' foreign-key join: an update of a product
+// reaches every order of it, and an order that moves to another product
+// takes that one's row.
+func ExampleJoinTablesByForeignKey() {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// Orders: User is the order, Page its product.
+	orders := typed.NewMemoryStream[fixtures.Click]("orders", 0)
+	// Products: User is the product, Page its name.
+	products := typed.NewMemoryStream[fixtures.Click]("products", 0)
+	products.Add(fixtures.Click{User: "p1", Page: "lamp", Time: t0}, fixtures.Click{User: "p2", Page: "desk", Time: t0})
+	orders.Add(fixtures.Click{User: "o1", Page: "p1", Time: t0}, fixtures.Click{User: "o2", Page: "p1", Time: t0})
+	key := func(c *fixtures.Click) string { return c.User }
+	enriched := typed.JoinTablesByForeignKey(
+		typed.TableUpdates(typed.FromMemory(orders), key, nil),
+		typed.TableUpdates(typed.FromMemory(products), key, nil),
+		func(order *fixtures.Click) string { return order.Page }, typed.Inner,
+		func(c typed.TableChange[string, fixtures.Click, fixtures.Click]) string {
+			return c.Key + ": " + c.Right.Page
+		})
+	sink := typed.NewMemorySink[string]()
+	q, err := typed.WriteTo(enriched, sink).Start(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer q.Stop()
+	seen := 0
+	step := func(add func()) {
+		add()
+		if err := q.ProcessAllAvailable(context.Background()); err != nil {
+			fmt.Println(err)
+			return
+		}
+		rows := sink.Rows()
+		fmt.Println(rows[seen:])
+		seen = len(rows)
+	}
+	step(func() {})
+	step(func() { products.Add(fixtures.Click{User: "p1", Page: "brass lamp", Time: t0.Add(time.Second)}) })
+	step(func() { orders.Add(fixtures.Click{User: "o2", Page: "p2", Time: t0.Add(2 * time.Second)}) })
+	// Output:
+	// [o1: lamp o2: lamp]
+	// [o1: brass lamp o2: brass lamp]
+	// [o2: desk]
+}
