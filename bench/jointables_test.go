@@ -79,14 +79,16 @@ func (h *handTables) row(side int, key string) (handRow, error) {
 	}
 	h.key = append(append(h.key[:0], byte('L'+side)), key...)
 	v, closer, err := h.db.Get(h.key)
-	if err == pebble.ErrNotFound {
-		return handRow{}, nil
-	}
-	if err != nil {
+	var r handRow
+	switch {
+	case err == pebble.ErrNotFound:
+	case err != nil:
 		return handRow{}, err
+	default:
+		r = handRow{value: int64(binary.BigEndian.Uint64(v)), has: true}
+		closer.Close()
 	}
-	r := handRow{value: int64(binary.BigEndian.Uint64(v)), has: true}
-	closer.Close()
+	h.rows[side][key] = r
 	return r, nil
 }
 
