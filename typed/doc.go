@@ -43,6 +43,8 @@
 //     KTable-KTable join. Each table's latest row is state of its key, and
 //     each update writes the change it makes to the key's row of the join
 //     (TableChange), with the row it replaces.
+//   - TableChanges, a table's updates each with the row it replaces,
+//     for an aggregation of the table that takes rows back.
 //   - JoinTablesByForeignKey, a table with another under its rows'
 //     foreign keys: Kafka Streams' foreign-key join, as two operators, one
 //     keyed by the left key (its row, to know the foreign key it leaves)
