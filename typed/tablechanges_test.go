@@ -79,7 +79,9 @@ func TestTableAggregationAgainstALoop(t *testing.T) {
 			deltas := typed.FlatMap(changes, func(d *[]regionDelta) []regionDelta { return *d })
 			counts := typed.AggregateByKey(typed.GroupByKey(deltas, func(d *regionDelta) string { return d.Region }),
 				typed.Sum(func(d *regionDelta) float64 { return d.Delta }),
-				func(region string, n float64) fixtures.UserCount { return fixtures.UserCount{User: region, Count: int64(n)} })
+				func(region string, n float64) fixtures.UserCount {
+					return fixtures.UserCount{User: region, Count: int64(n)}
+				})
 			sink := newSink[fixtures.UserCount]()
 			w := typed.WriteTo(counts, sink)
 			ck := newCheckpoint()
