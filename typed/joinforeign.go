@@ -188,49 +188,22 @@ type fkLeftOp[K, F comparable, L any] struct {
 	emitDown    func(*fkSub[K, F, L])
 	sub         fkSub[K, F, L]
 
-	groups runtime.Groups
-	group  map[K]int32
-	keys   []K
-	keyBuf []byte
-	rows   []fkLeftRow[L]
-	buf    []byte
+	batch keyedRows[K, fkLeftRow[L]]
+	buf   []byte
 }
 
 func (o *fkLeftOp[K, F, L]) Info() runtime.OperatorInfo { return o.info }
-func (o *fkLeftOp[K, F, L]) Groups() *runtime.Groups    { return &o.groups }
+func (o *fkLeftOp[K, F, L]) Groups() *runtime.Groups    { return &o.batch.groups }
 
 // EndBatch drops the batch's rows.
-func (o *fkLeftOp[K, F, L]) EndBatch() {
-	clear(o.rows)
-	clear(o.keys)
-	o.rows, o.keys = o.rows[:0], o.keys[:0]
-	if len(o.group) > 1<<21 {
-		o.group = nil
-	} else {
-		clear(o.group)
-	}
-}
+func (o *fkLeftOp[K, F, L]) EndBatch() { o.batch.endBatch() }
 
 func (o *fkLeftOp[K, F, L]) addLeft(l *L) {
 	k := o.key(l)
 	if o.null != nil && o.null(&k) {
 		return
 	}
-	g, ok := o.group[k]
-	if !ok {
-		o.keys = appendDoubling(o.keys, &k)
-		var err error
-		if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: %s (%s): key %v: %w", o.info.Kind, o.info.Name, k, unprefixed(err))})
-		}
-		if o.group == nil {
-			o.group = make(map[K]int32)
-		}
-		g = o.groups.NewGroup(o.keyBuf)
-		o.group[k] = g
-	}
-	o.groups.AddRow(g)
-	o.rows = appendDoubling(o.rows, &fkLeftRow[L]{timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), l: *l})
+	o.batch.add(o.codec, &o.info, k, &fkLeftRow[L]{timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), l: *l})
 }
 
 func (o *fkLeftOp[K, F, L]) refers(f *F) bool { return o.fkNull == nil || !o.fkNull(f) }
@@ -240,7 +213,7 @@ func (o *fkLeftOp[K, F, L]) refers(f *F) bool { return o.fkNull == nil || !o.fkN
 // foreign key it refers to, and hands the right operator what changed:
 // the foreign key the row left, and the one it refers to, with the row.
 func (o *fkLeftOp[K, F, L]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
-	u := &o.rows[rows[len(rows)-1]] // the last to come
+	u := &o.batch.rows[rows[len(rows)-1]] // the last to come
 	raw, had, err := k.Get(fkForeignKeyVar, nil)
 	if err != nil {
 		return err
@@ -261,7 +234,7 @@ func (o *fkLeftOp[K, F, L]) HandleRows(ctx context.Context, k *runtime.KeyState,
 			return k.Fail(fmt.Errorf("the foreign key %v: %w", newFK, unprefixed(err)))
 		}
 	}
-	key := o.keys[group]
+	key := o.batch.keys[group]
 	switch {
 	case had && now == nil:
 		o.emit(fkSub[K, F, L]{fk: oldFK, lk: key, op: fkDeleted, timeless: u.timeless, at: u.at})
@@ -330,14 +303,10 @@ type fkRightOp[K, F comparable, L, R, Out any] struct {
 	rightDeleted func(*R) bool
 	timed        bool
 
-	groups runtime.Groups
-	group  map[F]int32
-	keys   []F
-	keyBuf []byte
-	items  []fkItem[K, F, L, R]
-	order  []int32
-	merge  timeMerge
-	buf    []byte
+	batch keyedRows[F, fkItem[K, F, L, R]]
+	order []int32
+	merge timeMerge
+	buf   []byte
 	// The key's left rows (nil: gone) by encoded left key, read as
 	// needed, and lks their encoded keys in order; changed, those to
 	// write; moved, the left keys that refer to another right row after
@@ -358,13 +327,11 @@ type fkLeft[K comparable, L any] struct {
 }
 
 func (o *fkRightOp[K, F, L, R, Out]) Info() runtime.OperatorInfo { return o.info }
-func (o *fkRightOp[K, F, L, R, Out]) Groups() *runtime.Groups    { return &o.groups }
+func (o *fkRightOp[K, F, L, R, Out]) Groups() *runtime.Groups    { return &o.batch.groups }
 
 // EndBatch drops the batch's rows.
 func (o *fkRightOp[K, F, L, R, Out]) EndBatch() {
-	clear(o.items)
-	clear(o.keys)
-	o.items, o.keys = o.items[:0], o.keys[:0]
+	o.batch.endBatch()
 	// The left rows of the batch's last key go: a popular right row's
 	// would stay in memory until the next batch.
 	if len(o.subs) > 1<<16 {
@@ -373,11 +340,6 @@ func (o *fkRightOp[K, F, L, R, Out]) EndBatch() {
 		clear(o.subs)
 		clear(o.lks)
 		o.lks = o.lks[:0]
-	}
-	if len(o.group) > 1<<21 {
-		o.group = nil
-	} else {
-		clear(o.group)
 	}
 }
 
@@ -409,21 +371,7 @@ func (o *fkRightOp[K, F, L, R, Out]) addSub(s *fkSub[K, F, L]) {
 }
 
 func (o *fkRightOp[K, F, L, R, Out]) add(f F, it fkItem[K, F, L, R]) {
-	g, ok := o.group[f]
-	if !ok {
-		o.keys = appendDoubling(o.keys, &f)
-		var err error
-		if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: foreignKeyJoin (%s): foreign key %v: %w", o.info.Name, f, unprefixed(err))})
-		}
-		if o.group == nil {
-			o.group = make(map[F]int32)
-		}
-		g = o.groups.NewGroup(o.keyBuf)
-		o.group[f] = g
-	}
-	o.groups.AddRow(g)
-	o.items = appendDoubling(o.items, &it)
+	o.batch.add(o.codec, &o.info, f, &it)
 }
 
 // timeOf is the event time at, or zero when timeless.
@@ -442,7 +390,7 @@ func (o *fkRightOp[K, F, L, R, Out]) HandleRows(ctx context.Context, k *runtime.
 	// The left keys' subscriptions come in the order of the left
 	// operator's keys, each at its key's last update: they are put in
 	// order of time first (a left key has one a batch).
-	o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return o.items[n].right }, func(n int32) int64 { return o.items[n].at }, true)
+	o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return o.batch.rows[n].right }, func(n int32) int64 { return o.batch.rows[n].at }, true)
 	if o.subs == nil {
 		o.subs, o.changed, o.moved = map[string]*fkLeft[K, L]{}, map[string]bool{}, map[string]bool{}
 	}
@@ -452,7 +400,7 @@ func (o *fkRightOp[K, F, L, R, Out]) HandleRows(ctx context.Context, k *runtime.
 	o.lks = o.lks[:0]
 	var err error
 	for _, n := range o.order {
-		if it := &o.items[n]; !it.right && it.sub.op == fkMoved {
+		if it := &o.batch.rows[n]; !it.right && it.sub.op == fkMoved {
 			if o.buf, err = o.leftKeys.encode(o.buf[:0], &it.sub.lk); err != nil {
 				return k.Fail(err)
 			}
@@ -465,7 +413,7 @@ func (o *fkRightOp[K, F, L, R, Out]) HandleRows(ctx context.Context, k *runtime.
 	}
 	rightChanged, all := false, false
 	for _, n := range o.order {
-		it := &o.items[n]
+		it := &o.batch.rows[n]
 		at := timeOf(it.timeless, it.at)
 		if it.right {
 			was := r

@@ -2,7 +2,6 @@ package typed
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -168,37 +167,24 @@ type tablesOp[K comparable, L, R, Out any] struct {
 	// batch are taken in their order.
 	timed bool
 
-	groups runtime.Groups
-	group  map[K]int32
-	keys   []K
-	keyBuf []byte
-	rows   []tablesRow[L, R]
-	order  []int32
-	merge  timeMerge
-	buf    []byte
+	batch keyedRows[K, tablesRow[L, R]]
+	order []int32
+	merge timeMerge
+	buf   []byte
 }
 
 func (o *tablesOp[K, L, R, Out]) Info() runtime.OperatorInfo { return o.info }
-func (o *tablesOp[K, L, R, Out]) Groups() *runtime.Groups    { return &o.groups }
+func (o *tablesOp[K, L, R, Out]) Groups() *runtime.Groups    { return &o.batch.groups }
 
 // EndBatch drops the batch's rows.
-func (o *tablesOp[K, L, R, Out]) EndBatch() {
-	clear(o.rows)
-	clear(o.keys)
-	o.rows, o.keys = o.rows[:0], o.keys[:0]
-	if len(o.group) > 1<<21 {
-		o.group = nil
-	} else {
-		clear(o.group)
-	}
-}
+func (o *tablesOp[K, L, R, Out]) EndBatch() { o.batch.endBatch() }
 
 func (o *tablesOp[K, L, R, Out]) addLeft(l *L) {
 	k := o.leftKey(l)
 	if o.null != nil && o.null(&k) {
 		return
 	}
-	o.add(k, tablesRow[L, R]{timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), l: *l})
+	o.batch.add(o.codec, &o.info, k, &tablesRow[L, R]{timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), l: *l})
 }
 
 func (o *tablesOp[K, L, R, Out]) addRight(r *R) {
@@ -206,25 +192,7 @@ func (o *tablesOp[K, L, R, Out]) addRight(r *R) {
 	if o.null != nil && o.null(&k) {
 		return
 	}
-	o.add(k, tablesRow[L, R]{right: true, timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), r: *r})
-}
-
-func (o *tablesOp[K, L, R, Out]) add(k K, r tablesRow[L, R]) {
-	g, ok := o.group[k]
-	if !ok {
-		o.keys = appendDoubling(o.keys, &k)
-		var err error
-		if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: tableTableJoin (%s): key %v: %w", o.info.Name, k, unprefixed(err))})
-		}
-		if o.group == nil {
-			o.group = make(map[K]int32)
-		}
-		g = o.groups.NewGroup(o.keyBuf)
-		o.group[k] = g
-	}
-	o.groups.AddRow(g)
-	o.rows = appendDoubling(o.rows, &r)
+	o.batch.add(o.codec, &o.info, k, &tablesRow[L, R]{right: true, timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), r: *r})
 }
 
 // has reports whether the join has a row for a key whose tables have
@@ -245,8 +213,8 @@ func (o *tablesOp[K, L, R, Out]) has(l *L, r *R) bool {
 // JoinTables), writing the change each makes to the
 // key's row of the join, then stores the tables' rows the key ends with.
 func (o *tablesOp[K, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
-	key := o.keys[group]
-	o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return o.rows[n].right }, func(n int32) int64 { return o.rows[n].at }, false)
+	key := o.batch.keys[group]
+	o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return o.batch.rows[n].right }, func(n int32) int64 { return o.batch.rows[n].at }, false)
 	l, hadLeft, err := loadRow(k, tablesLeft, o.leftRows)
 	if err != nil {
 		return err
@@ -257,7 +225,7 @@ func (o *tablesOp[K, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyS
 	}
 	var leftChanged, rightChanged bool
 	for _, n := range o.order {
-		u := &o.rows[n]
+		u := &o.batch.rows[n]
 		was, wasL, wasR := o.has(l, r), l, r
 		if u.right {
 			if o.rightDeleted != nil && o.rightDeleted(&u.r) {

@@ -207,11 +207,7 @@ type updatesOp[K comparable, S, V, Out any] struct {
 	// are taken in their order.
 	timed bool
 
-	groups runtime.Groups
-	group  map[K]int32
-	keys   []K
-	keyBuf []byte
-	rows   []updatesRow[S, V]
+	batch  keyedRows[K, updatesRow[S, V]]
 	order  []int32
 	merge  timeMerge
 	buf    []byte
@@ -219,19 +215,10 @@ type updatesOp[K comparable, S, V, Out any] struct {
 }
 
 func (o *updatesOp[K, S, V, Out]) Info() runtime.OperatorInfo { return o.info }
-func (o *updatesOp[K, S, V, Out]) Groups() *runtime.Groups    { return &o.groups }
+func (o *updatesOp[K, S, V, Out]) Groups() *runtime.Groups    { return &o.batch.groups }
 
 // EndBatch drops the batch's rows.
-func (o *updatesOp[K, S, V, Out]) EndBatch() {
-	clear(o.rows)
-	clear(o.keys)
-	o.rows, o.keys = o.rows[:0], o.keys[:0]
-	if len(o.group) > 1<<21 {
-		o.group = nil
-	} else {
-		clear(o.group)
-	}
-}
+func (o *updatesOp[K, S, V, Out]) EndBatch() { o.batch.endBatch() }
 
 func (o *updatesOp[K, S, V, Out]) addStream(s *S) {
 	k := o.streamKey(s)
@@ -253,22 +240,8 @@ func (o *updatesOp[K, S, V, Out]) addTable(v *V) {
 }
 
 func (o *updatesOp[K, S, V, Out]) add(k K, r updatesRow[S, V]) {
-	g, ok := o.group[k]
-	if !ok {
-		o.keys = appendDoubling(o.keys, &k)
-		var err error
-		if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: streamTableJoin (%s): key %v: %w", o.info.Name, k, unprefixed(err))})
-		}
-		if o.group == nil {
-			o.group = make(map[K]int32)
-		}
-		g = o.groups.NewGroup(o.keyBuf)
-		o.group[k] = g
-	}
-	r.n = int32(len(o.rows))
-	o.groups.AddRow(g)
-	o.rows = appendDoubling(o.rows, &r)
+	r.n = int32(len(o.batch.rows))
+	o.batch.add(o.codec, &o.info, k, &r)
 }
 
 // versionSuffix is the suffix of a table version: its time.
@@ -278,13 +251,13 @@ func versionSuffix(b []byte, at int64) []byte { return runtime.AppendTimedKey(b,
 // with AsOf in order of event time, otherwise each input's in the order
 // they came, the two merged by event time (timeMerge).
 func (o *updatesOp[K, S, V, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
-	key := o.keys[group]
+	key := o.batch.keys[group]
 	if o.cfg.asOf {
 		// Versions are by time: a key's rows in order of event time
 		// (the table's first at equal times).
 		o.order = append(o.order[:0], rows...)
 		slices.SortStableFunc(o.order, func(a, b int32) int {
-			ra, rb := &o.rows[a], &o.rows[b]
+			ra, rb := &o.batch.rows[a], &o.batch.rows[b]
 			if c := cmp.Compare(ra.at, rb.at); c != 0 {
 				return c
 			}
@@ -297,12 +270,12 @@ func (o *updatesOp[K, S, V, Out]) HandleRows(ctx context.Context, k *runtime.Key
 			return 0
 		})
 	} else {
-		o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return !o.rows[n].table }, func(n int32) int64 { return o.rows[n].at }, false)
+		o.order = o.merge.merge(o.order, rows, o.timed, func(n int32) bool { return !o.batch.rows[n].table }, func(n int32) int64 { return o.batch.rows[n].at }, false)
 	}
 	b := k.Batch()
 	wm := b.Watermark.UnixNano()
 	for _, n := range o.order {
-		r := &o.rows[n]
+		r := &o.batch.rows[n]
 		if r.table {
 			if err := o.update(k, r); err != nil {
 				return err

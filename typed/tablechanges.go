@@ -2,7 +2,6 @@ package typed
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -91,62 +90,35 @@ type changesOp[K comparable, V, Out any] struct {
 	key      func(*V) K
 	deleted  func(*V) bool
 
-	groups  runtime.Groups
-	group   map[K]int32
-	keys    []K
-	keyBuf  []byte
-	updates []changesRow[V]
-	buf     []byte
+	batch keyedRows[K, changesRow[V]]
+	buf   []byte
 }
 
 func (o *changesOp[K, V, Out]) Info() runtime.OperatorInfo { return o.info }
-func (o *changesOp[K, V, Out]) Groups() *runtime.Groups    { return &o.groups }
+func (o *changesOp[K, V, Out]) Groups() *runtime.Groups    { return &o.batch.groups }
 
 // EndBatch drops the batch's rows.
-func (o *changesOp[K, V, Out]) EndBatch() {
-	clear(o.updates)
-	clear(o.keys)
-	o.updates, o.keys = o.updates[:0], o.keys[:0]
-	if len(o.group) > 1<<21 {
-		o.group = nil
-	} else {
-		clear(o.group)
-	}
-}
+func (o *changesOp[K, V, Out]) EndBatch() { o.batch.endBatch() }
 
 func (o *changesOp[K, V, Out]) add(v *V) {
 	k := o.key(v)
 	if o.null != nil && o.null(&k) {
 		return
 	}
-	g, ok := o.group[k]
-	if !ok {
-		o.keys = appendDoubling(o.keys, &k)
-		var err error
-		if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: tableChanges (%s): key %v: %w", o.info.Name, k, unprefixed(err))})
-		}
-		if o.group == nil {
-			o.group = make(map[K]int32)
-		}
-		g = o.groups.NewGroup(o.keyBuf)
-		o.group[k] = g
-	}
-	o.groups.AddRow(g)
-	o.updates = appendDoubling(o.updates, &changesRow[V]{timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), v: *v})
+	o.batch.add(o.codec, &o.info, k, &changesRow[V]{timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), v: *v})
 }
 
 // HandleRows applies the key's updates in the order they came, writing
 // each one's change, then stores the row the key ends with.
 func (o *changesOp[K, V, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
-	key := o.keys[group]
+	key := o.batch.keys[group]
 	cur, had, err := loadRow(k, 0, o.rows)
 	if err != nil {
 		return err
 	}
 	changed := false
 	for _, n := range rows {
-		u := &o.updates[n]
+		u := &o.batch.rows[n]
 		c := Change[K, V]{Key: key, Previous: cur, Time: timeOf(u.timeless, u.at)}
 		if o.deleted != nil && o.deleted(&u.v) {
 			if cur == nil {
