@@ -48,48 +48,18 @@ import (
 // change neither.
 func JoinTablesByForeignKey[K, F comparable, L, R, Out any](left UpdatesTable[K, L], right UpdatesTable[F, R], fk func(*L) F, how JoinType,
 	row func(TableChange[K, L, R]) Out, opts ...UpdatesOption) Stream[Out] {
-	var cfg updatesConfig
-	for _, o := range opts {
-		o.applyUpdates(&cfg)
-	}
-	name := cfg.name
-	if name == "" {
-		name = funcName(row)
-	}
-	p := left.s.p.with(func(q *plan) {
-		q.errs = append(q.errs, right.s.p.errs...)
-		q.watermarked = left.s.p.watermarked || right.s.p.watermarked
-	})
-	fail := func(format string, args ...any) {
-		p = p.failed("streamgen: JoinTablesByForeignKey (%s): "+format, append([]any{name}, args...)...)
-	}
+	t := newTablesPlan("JoinTablesByForeignKey", left.s.p, right.s.p, row, opts)
 	switch how {
 	case Inner, LeftOuter:
 	default:
-		fail("%v: a foreign-key join of two tables is Inner or LeftOuter (Kafka Streams' join and leftJoin)", how)
+		t.fail("%v: a foreign-key join of two tables is Inner or LeftOuter (Kafka Streams' join and leftJoin)", how)
 	}
-	if cfg.asOf || cfg.history != 0 {
-		fail("AsOf and TableHistory apply to a stream joined with a table (JoinUpdates), not to two tables")
-	}
-	leftRows, err := newValueCodec[L]()
-	if err != nil {
-		fail("left rows: %v", unprefixed(err))
-	}
-	rightRows, err := newValueCodec[R]()
-	if err != nil {
-		fail("right rows: %v", unprefixed(err))
-	}
+	leftRows, rightRows := codecOf[L](t, "left rows"), codecOf[R](t, "right rows")
 	// The left keys under the right ones and the foreign keys under the
 	// left ones are stored as map keys and values are (a record's binary
 	// encoding), which inspect reads.
-	leftKeys, err := newValueCodec[K]()
-	if err != nil {
-		fail("left keys: %v", unprefixed(err))
-	}
-	foreignKeys, err := newValueCodec[F]()
-	if err != nil {
-		fail("foreign keys: %v", unprefixed(err))
-	}
+	leftKeys, foreignKeys := codecOf[K](t, "left keys"), codecOf[F](t, "foreign keys")
+	p, name := t.p, t.name
 	timed := left.s.p.watermarked && right.s.p.watermarked
 	const leftKind, kind = "foreignKeyJoinLeft", "foreignKeyJoin"
 	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {

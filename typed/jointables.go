@@ -78,37 +78,14 @@ const (
 // row gets the rows as the join keeps them: it may keep them, and must
 // change neither.
 func JoinTables[K comparable, L, R, Out any](left UpdatesTable[K, L], right UpdatesTable[K, R], how JoinType, row func(TableChange[K, L, R]) Out, opts ...UpdatesOption) Stream[Out] {
-	var cfg updatesConfig
-	for _, o := range opts {
-		o.applyUpdates(&cfg)
-	}
-	name := cfg.name
-	if name == "" {
-		name = funcName(row)
-	}
-	p := left.s.p.with(func(q *plan) {
-		q.errs = append(q.errs, right.s.p.errs...)
-		q.watermarked = left.s.p.watermarked || right.s.p.watermarked
-	})
-	fail := func(format string, args ...any) {
-		p = p.failed("streamgen: JoinTables (%s): "+format, append([]any{name}, args...)...)
-	}
+	t := newTablesPlan("JoinTables", left.s.p, right.s.p, row, opts)
 	switch how {
 	case Inner, LeftOuter, RightOuter, FullOuter:
 	default:
-		fail("%v: a join of two tables is Inner, LeftOuter, RightOuter or FullOuter (Kafka Streams' join, leftJoin and outerJoin)", how)
+		t.fail("%v: a join of two tables is Inner, LeftOuter, RightOuter or FullOuter (Kafka Streams' join, leftJoin and outerJoin)", how)
 	}
-	if cfg.asOf || cfg.history != 0 {
-		fail("AsOf and TableHistory apply to a stream joined with a table (JoinUpdates), not to two tables")
-	}
-	leftRows, err := newValueCodec[L]()
-	if err != nil {
-		fail("left rows: %v", unprefixed(err))
-	}
-	rightRows, err := newValueCodec[R]()
-	if err != nil {
-		fail("right rows: %v", unprefixed(err))
-	}
+	leftRows, rightRows := codecOf[L](t, "left rows"), codecOf[R](t, "right rows")
+	p, name := t.p, t.name
 	const kind = "tableTableJoin"
 	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked}
 	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {

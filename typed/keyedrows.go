@@ -50,3 +50,50 @@ func (b *keyedRows[K, R]) endBatch() {
 		clear(b.group)
 	}
 }
+
+// tablesPlan is what building a join of tables (or a table's changes)
+// shares: its name, the plan of its inputs, and the errors found, for
+// which only UpdatesName of the options applies.
+type tablesPlan struct {
+	what, name string
+	p          *plan
+}
+
+// newTablesPlan reads opts and joins the plans of the inputs (right nil
+// for one); what names the function in errors, and row names the
+// operator when UpdatesName does not.
+func newTablesPlan(what string, left, right *plan, row any, opts []UpdatesOption) *tablesPlan {
+	var cfg updatesConfig
+	for _, o := range opts {
+		o.applyUpdates(&cfg)
+	}
+	t := &tablesPlan{what: what, name: cfg.name, p: left}
+	if t.name == "" {
+		t.name = funcName(row)
+	}
+	if right != nil {
+		t.p = left.with(func(q *plan) {
+			q.errs = append(q.errs, right.errs...)
+			q.watermarked = left.watermarked || right.watermarked
+		})
+	}
+	if cfg.asOf || cfg.history != 0 {
+		t.fail("AsOf and TableHistory apply to a stream joined with a table (JoinUpdates)")
+	}
+	return t
+}
+
+// fail records an error of the plan.
+func (t *tablesPlan) fail(format string, args ...any) {
+	t.p = t.p.failed("streamgen: "+t.what+" (%s): "+format, append([]any{t.name}, args...)...)
+}
+
+// codecOf returns the codec of values of type V, recording an error of
+// the plan, about what, when V has none.
+func codecOf[V any](t *tablesPlan, what string) valueCodec[V] {
+	c, err := newValueCodec[V]()
+	if err != nil {
+		t.fail("%s: %v", what, unprefixed(err))
+	}
+	return c
+}

@@ -38,22 +38,9 @@ type Change[K comparable, V any] struct {
 // late update too). A key with a null part (NullKey) is dropped. The
 // output mode is Append. Of the options, only UpdatesName applies.
 func TableChanges[K comparable, V, Out any](t UpdatesTable[K, V], row func(Change[K, V]) Out, opts ...UpdatesOption) Stream[Out] {
-	var cfg updatesConfig
-	for _, o := range opts {
-		o.applyUpdates(&cfg)
-	}
-	name := cfg.name
-	if name == "" {
-		name = funcName(row)
-	}
-	p := t.s.p
-	if cfg.asOf || cfg.history != 0 {
-		p = p.failed("streamgen: TableChanges (%s): AsOf and TableHistory apply to a stream joined with a table (JoinUpdates)", name)
-	}
-	rows, err := newValueCodec[V]()
-	if err != nil {
-		p = p.failed("streamgen: TableChanges (%s): rows: %v", name, unprefixed(err))
-	}
+	tp := newTablesPlan("TableChanges", t.s.p, nil, row, opts)
+	rows := codecOf[V](tp, "rows")
+	p, name := tp.p, tp.name
 	const kind = "tableChanges"
 	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked}
 	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
