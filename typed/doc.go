@@ -46,10 +46,12 @@
 //   - TableChanges, a table's updates each with the row it replaces,
 //     for an aggregation of the table that takes rows back.
 //   - JoinTablesByForeignKey, a table with another under its rows'
-//     foreign keys: Kafka Streams' foreign-key join, as two operators, one
-//     keyed by the left key (its row, to know the foreign key it leaves)
-//     and one by the foreign key (the right row, and the left rows that
-//     refer to it, so that a right update reaches them all).
+//     foreign keys: Kafka Streams' foreign-key join, as three operators:
+//     one keyed by the left key (the foreign key its row refers to, to
+//     know the one it leaves), one by the foreign key (the right row, and
+//     the left rows that refer to it, so that a right update reaches them
+//     all), and one by the left key again (its row of the join, for the
+//     row before each change).
 //
 // The rows a join writes are Joined values: pointers to each side's row,
 // nil for the side an outer join pads.

@@ -32,17 +32,16 @@ import (
 // (NullKey) refers to no right row.
 //
 // The join keeps, under each left key, the foreign key its row refers
-// to, and under each right key the right row and the rows of the left
-// keys that refer to it: two stateful operators, named name+"/left" and
-// name in reports and the checkpoint. The second is keyed by the foreign
-// key, so a kafka.App must give every task the whole right table
+// to, under each right key the right row and the rows of the left keys
+// that refer to it, and under each left key its row of the join: three
+// stateful operators, named name+"/left", name+"/right" and name in
+// reports and the checkpoint. The second is keyed by the foreign key, so
+// a kafka.App must give every task the whole right table
 // (Task.GlobalSource, as Kafka Streams' GlobalKTable); the left table's
-// partitions may be spread. Previous is nil in every change: the row
-// before may be under another right row. An Inner join's removal may
-// come for a key that had no row (a left row that moved from a right row
-// it did not match to another, or to a null foreign key), as Kafka
-// Streams' foreign-key join writes such tombstones. Of the options, only
-// UpdatesName applies.
+// partitions may be spread. The third gives each change the row before it
+// (Previous), and writes a removal only for a key that had a row (where
+// Kafka Streams' foreign-key join may write a tombstone for a key that
+// had none). Of the options, only UpdatesName applies.
 //
 // row gets the rows as the join keeps them: it may keep them, and must
 // change neither.
@@ -61,12 +60,21 @@ func JoinTablesByForeignKey[K, F comparable, L, R, Out any](left UpdatesTable[K,
 	leftKeys, foreignKeys := codecOf[K](t, "left keys"), codecOf[F](t, "foreign keys")
 	p, name := t.p, t.name
 	timed := left.s.p.watermarked && right.s.p.watermarked
-	const leftKind, kind = "foreignKeyJoinLeft", "foreignKeyJoin"
+	const leftKind, rightKind, kind = "foreignKeyJoinLeft", "foreignKeyJoinRight", "foreignKeyJoin"
 	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
-		b := &fkRightOp[K, F, L, R, Out]{c: c, how: how, row: row, emitDown: emit, codec: right.codec, leftKeys: leftKeys,
+		res := &fkResultOp[K, L, R, Out]{c: c, row: row, emitDown: emit, codec: left.codec, leftRows: leftRows, rightRows: rightRows}
+		res.info = runtime.OperatorInfo{
+			Kind: kind, Name: name, OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
+			KeyType: left.codec.typeName, LegacyKeyType: left.codec.legacyTypeName, UseKeys: left.codec.useKeys, ParseKey: left.codec.parseJSON, Key: left.codec.schema, Timeout: how.String(),
+			States: []runtime.StateInfo{
+				{Name: "left", Kind: "value", Encoding: runtime.EncodingTableRows, Schema: leftRows.schema, ValueType: leftRows.typeName},
+				{Name: "right", Kind: "value", Encoding: runtime.EncodingTableRows, Schema: rightRows.schema, ValueType: rightRows.typeName},
+			},
+		}
+		b := &fkRightOp[K, F, L, R]{c: c, how: how, emitDown: res.add, codec: right.codec, leftKeys: leftKeys,
 			leftRows: leftRows, rightRows: rightRows, fkNull: nullCheck[F](), rightKey: right.key, rightDeleted: right.deleted, timed: timed}
 		b.info = runtime.OperatorInfo{
-			Kind: kind, Name: name, OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
+			Kind: rightKind, Name: name + "/right", OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
 			KeyType: right.codec.typeName, LegacyKeyType: right.codec.legacyTypeName, UseKeys: right.codec.useKeys, ParseKey: right.codec.parseJSON, Key: right.codec.schema, Timeout: how.String(),
 			States: []runtime.StateInfo{
 				{Name: "right", Kind: "value", Encoding: runtime.EncodingTableRows, Schema: rightRows.schema, ValueType: rightRows.typeName},
@@ -85,16 +93,18 @@ func JoinTablesByForeignKey[K, F comparable, L, R, Out any](left UpdatesTable[K,
 		noTime := func(what string) error {
 			return noEventTime(kind+" ("+name+")", what, "join the input before the operator, or write the operator's rows to a sink and join them in a query of their own")
 		}
-		b.index = c.addOperator(func() {
-			a.index = c.addOperator(func() {
-				if c.attachFrom(func() { left.s.attach(c, a.addLeft) }) && timed {
-					c.errs = append(c.errs, noTime("its left table's updates"))
+		res.index = c.addOperator(func() {
+			b.index = c.addOperator(func() {
+				a.index = c.addOperator(func() {
+					if c.attachFrom(func() { left.s.attach(c, a.addLeft) }) && timed {
+						c.errs = append(c.errs, noTime("its left table's updates"))
+					}
+				}, a, operatorInfo{kind: leftKind, function: name + "/left", mode: Append, watermarked: p.watermarked})
+				if c.attachFrom(func() { right.s.attach(c, b.addRight) }) && timed {
+					c.errs = append(c.errs, noTime("its right table's updates"))
 				}
-			}, a, operatorInfo{kind: leftKind, function: name + "/left", mode: Append, watermarked: p.watermarked})
-			if c.attachFrom(func() { right.s.attach(c, b.addRight) }) && timed {
-				c.errs = append(c.errs, noTime("its right table's updates"))
-			}
-		}, b, operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked})
+			}, b, operatorInfo{kind: rightKind, function: name + "/right", mode: Append, watermarked: p.watermarked})
+		}, res, operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked})
 	}}
 }
 
@@ -256,14 +266,13 @@ type fkItem[K, F comparable, L, R any] struct {
 // fkRightOp keeps a foreign-key join's right rows by key, each with the
 // left keys that refer to it and their rows, and writes the join's
 // changes.
-type fkRightOp[K, F comparable, L, R, Out any] struct {
+type fkRightOp[K, F comparable, L, R any] struct {
 	c            *compiler
 	index        int
 	info         runtime.OperatorInfo
 	how          JoinType
-	row          func(TableChange[K, L, R]) Out
-	emitDown     func(*Out)
-	out          Out
+	emitDown     func(*TableChange[K, L, R])
+	change       TableChange[K, L, R]
 	codec        keyCodec[F]
 	leftKeys     keyCodec[K]
 	leftRows     valueCodec[L]
@@ -296,11 +305,11 @@ type fkLeft[K comparable, L any] struct {
 	stored bool
 }
 
-func (o *fkRightOp[K, F, L, R, Out]) Info() runtime.OperatorInfo { return o.info }
-func (o *fkRightOp[K, F, L, R, Out]) Groups() *runtime.Groups    { return &o.batch.groups }
+func (o *fkRightOp[K, F, L, R]) Info() runtime.OperatorInfo { return o.info }
+func (o *fkRightOp[K, F, L, R]) Groups() *runtime.Groups    { return &o.batch.groups }
 
 // EndBatch drops the batch's rows.
-func (o *fkRightOp[K, F, L, R, Out]) EndBatch() {
+func (o *fkRightOp[K, F, L, R]) EndBatch() {
 	o.batch.endBatch()
 	// The left rows of the batch's last key go: a popular right row's
 	// would stay in memory until the next batch.
@@ -313,7 +322,7 @@ func (o *fkRightOp[K, F, L, R, Out]) EndBatch() {
 	}
 }
 
-func (o *fkRightOp[K, F, L, R, Out]) addRight(r *R) {
+func (o *fkRightOp[K, F, L, R]) addRight(r *R) {
 	f := o.rightKey(r)
 	if o.fkNull != nil && o.fkNull(&f) {
 		return
@@ -324,7 +333,7 @@ func (o *fkRightOp[K, F, L, R, Out]) addRight(r *R) {
 // addSub takes what the left operator hands on. A foreign key with a
 // null part refers to no right row: the left key's change is written at
 // once.
-func (o *fkRightOp[K, F, L, R, Out]) addSub(s *fkSub[K, F, L]) {
+func (o *fkRightOp[K, F, L, R]) addSub(s *fkSub[K, F, L]) {
 	if o.fkNull != nil && o.fkNull(&s.fk) {
 		at := timeOf(s.timeless, s.at)
 		switch {
@@ -340,7 +349,7 @@ func (o *fkRightOp[K, F, L, R, Out]) addSub(s *fkSub[K, F, L]) {
 	o.add(s.fk, fkItem[K, F, L, R]{timeless: s.timeless, at: s.at, sub: *s})
 }
 
-func (o *fkRightOp[K, F, L, R, Out]) add(f F, it fkItem[K, F, L, R]) {
+func (o *fkRightOp[K, F, L, R]) add(f F, it fkItem[K, F, L, R]) {
 	o.batch.add(o.codec, &o.info, f, &it)
 }
 
@@ -356,7 +365,7 @@ func timeOf(timeless bool, at int64) time.Time {
 // subscriptions, each in the order they came, the two merged by event
 // time (the left keys' first at equal times, and without times), writing each change to a left key's row,
 // then stores what changed.
-func (o *fkRightOp[K, F, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+func (o *fkRightOp[K, F, L, R]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
 	// The left keys' subscriptions come in the order of the left
 	// operator's keys, each at its key's last update: they are put in
 	// order of time first (a left key has one a batch).
@@ -479,7 +488,7 @@ func (o *fkRightOp[K, F, L, R, Out]) HandleRows(ctx context.Context, k *runtime.
 
 // left returns the left key's entry, read from state at its first use in
 // the call.
-func (o *fkRightOp[K, F, L, R, Out]) left(k *runtime.KeyState, lk string, key K) (*fkLeft[K, L], error) {
+func (o *fkRightOp[K, F, L, R]) left(k *runtime.KeyState, lk string, key K) (*fkLeft[K, L], error) {
 	if s, ok := o.subs[lk]; ok {
 		return s, nil
 	}
@@ -501,7 +510,7 @@ func (o *fkRightOp[K, F, L, R, Out]) left(k *runtime.KeyState, lk string, key K)
 
 // readAll reads every left key that refers to the right row, in the order
 // of their encodings, into subs and lks.
-func (o *fkRightOp[K, F, L, R, Out]) readAll(k *runtime.KeyState) error {
+func (o *fkRightOp[K, F, L, R]) readAll(k *runtime.KeyState) error {
 	err := k.Scan(fkLeftsVar, func(suffix, value []byte) error {
 		if _, ok := o.subs[string(suffix)]; ok {
 			return nil
@@ -528,14 +537,15 @@ func (o *fkRightOp[K, F, L, R, Out]) readAll(k *runtime.KeyState) error {
 }
 
 // HandleTimer is never called: the operator sets no timers.
-func (o *fkRightOp[K, F, L, R, Out]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+func (o *fkRightOp[K, F, L, R]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
 	return k.DeleteTimer(expiry)
 }
 
-// emitRow writes the row of c to the stages after the join (see Map).
-func (o *fkRightOp[K, F, L, R, Out]) emitRow(c TableChange[K, L, R]) {
-	o.out = o.row(c)
-	o.emitDown(&o.out)
+// emitRow hands c to the operator that keeps each left key's row of the
+// join.
+func (o *fkRightOp[K, F, L, R]) emitRow(c TableChange[K, L, R]) {
+	o.change = c
+	o.emitDown(&o.change)
 }
 
 // loadRow returns a table's row of the key under variable (EncodingTableRows),
@@ -577,4 +587,99 @@ func storeRow[V any](k *runtime.KeyState, variable uint8, c valueCodec[V], v *V,
 	}
 	k.Updated(!had)
 	return nil
+}
+
+// fkChange is a change to a left key's row of a foreign-key join as the
+// right operator writes it, gathered for a batch.
+type fkChange[L, R any] struct {
+	removed  bool
+	timeless bool
+	at       int64
+	l        *L
+	r        *R
+}
+
+// fkResultOp keeps each left key's row of a foreign-key join, so that a
+// change carries the row before it and a removal comes only for a key
+// that had a row; it writes the changes with the user's function.
+type fkResultOp[K comparable, L, R, Out any] struct {
+	c         *compiler
+	index     int
+	info      runtime.OperatorInfo
+	row       func(TableChange[K, L, R]) Out
+	emitDown  func(*Out)
+	out       Out
+	codec     keyCodec[K]
+	leftRows  valueCodec[L]
+	rightRows valueCodec[R]
+
+	batch keyedRows[K, fkChange[L, R]]
+	buf   []byte
+}
+
+// The variables of the operator that keeps a foreign-key join's rows.
+const (
+	fkResultLeftVar  uint8 = 0
+	fkResultRightVar uint8 = 1
+)
+
+func (o *fkResultOp[K, L, R, Out]) Info() runtime.OperatorInfo { return o.info }
+func (o *fkResultOp[K, L, R, Out]) Groups() *runtime.Groups    { return &o.batch.groups }
+
+// EndBatch drops the batch's changes.
+func (o *fkResultOp[K, L, R, Out]) EndBatch() { o.batch.endBatch() }
+
+func (o *fkResultOp[K, L, R, Out]) add(c *TableChange[K, L, R]) {
+	ch := fkChange[L, R]{removed: c.Removed, timeless: c.Time.IsZero(), l: c.Left, r: c.Right}
+	if !ch.timeless {
+		ch.at = c.Time.UnixNano()
+	}
+	o.batch.add(o.codec, &o.info, c.Key, &ch)
+}
+
+// HandleRows applies the key's changes in the order they came (one right
+// row's, in order of time), writing each with the row before it; a
+// removal of a key without a row writes nothing.
+func (o *fkResultOp[K, L, R, Out]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	key := o.batch.keys[group]
+	l, hadLeft, err := loadRow(k, fkResultLeftVar, o.leftRows)
+	if err != nil {
+		return err
+	}
+	r, hadRight, err := loadRow(k, fkResultRightVar, o.rightRows)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for _, n := range rows {
+		ch := &o.batch.rows[n]
+		c := TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: key}, Removed: ch.removed, Time: timeOf(ch.timeless, ch.at)}
+		if l != nil {
+			c.Previous = &Joined[K, L, R]{Key: key, Left: l, Right: r}
+		}
+		if ch.removed {
+			if l == nil {
+				continue // it had no row
+			}
+			l, r = nil, nil
+		} else {
+			l, r = ch.l, ch.r
+			c.Left, c.Right = l, r
+		}
+		changed = true
+		o.out = o.row(c)
+		o.emitDown(&o.out)
+	}
+	if !changed {
+		return nil
+	}
+	if err := storeRow(k, fkResultLeftVar, o.leftRows, l, hadLeft, &o.buf); err != nil {
+		return err
+	}
+	return storeRow(k, fkResultRightVar, o.rightRows, r, hadRight, &o.buf)
+}
+
+// HandleTimer is never called: the operator sets no timers.
+func (o *fkResultOp[K, L, R, Out]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	return k.DeleteTimer(expiry)
 }

@@ -20,7 +20,8 @@ import (
 // LeftOuter. After each of two runs on one checkpoint, in one batch or
 // several a run, with and without event times, the changes written add
 // up to the table a plain loop over the updates makes: each user's
-// latest click with its category's latest row.
+// latest click with its category's latest row; and each change carries
+// the row the changes before it left (a removal, a row).
 func TestJoinTablesByForeignKeyAgainstALoop(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 13))
 	base := time.Unix(1000, 0).UTC()
@@ -111,9 +112,6 @@ func TestJoinTablesByForeignKeyAgainstALoop(t *testing.T) {
 				users := typed.TableUpdates(l, func(c *fixtures.Click) string { return c.User }, func(c *fixtures.Click) bool { return c.Page == "" })
 				categories := typed.TableUpdates(r, func(c *fixtures.Click) fixtures.RefKey { return fixtures.RefKey{Name: c.User} }, func(c *fixtures.Click) bool { return c.Page == "" })
 				joined := typed.JoinTablesByForeignKey(users, categories, category, how, func(c typed.TableChange[string, fixtures.Click, fixtures.Click]) string {
-					if c.Previous != nil {
-						t.Errorf("%s: a previous row", c.Key)
-					}
 					if tc.timed == c.Time.IsZero() {
 						t.Errorf("%s: a change at %v", c.Key, c.Time)
 					}
@@ -125,13 +123,17 @@ func TestJoinTablesByForeignKeyAgainstALoop(t *testing.T) {
 						}
 						lastAt[c.Key] = c.Time
 					}
+					prev := "none"
+					if c.Previous != nil {
+						prev = text(c.Previous.Left, c.Previous.Right)
+					}
 					if c.Removed {
-						return c.Key + " removed"
+						return c.Key + " " + prev + ">removed"
 					}
 					if c.Left == nil || c.Left.User != c.Key || how == typed.Inner && c.Right == nil {
 						t.Errorf("%s: a change of rows %v, %v", c.Key, c.Left, c.Right)
 					}
-					return c.Key + " " + text(c.Left, c.Right)
+					return c.Key + " " + prev + ">" + text(c.Left, c.Right)
 				})
 				sink := newSink[string]()
 				w := typed.WriteTo(joined, sink)
@@ -152,10 +154,19 @@ func TestJoinTablesByForeignKeyAgainstALoop(t *testing.T) {
 					table := map[string]string{}
 					for _, row := range sink.rows() {
 						user, change, _ := strings.Cut(row, " ")
-						if change == "removed" {
+						prev, now, _ := strings.Cut(change, ">")
+						// Each change's previous row is the row the
+						// changes before it left; a removal has one.
+						if had, ok := table[user]; ok && prev != had || !ok && prev != "none" {
+							t.Fatalf("%q: the key's row was %q (ok %v)", row, had, ok)
+						}
+						if now == "removed" {
+							if !strings.Contains(prev, "-") {
+								t.Fatalf("%q: a removal of a key without a row", row)
+							}
 							delete(table, user)
 						} else {
-							table[user] = change
+							table[user] = now
 						}
 					}
 					if want := loop(updates, how, n); !mapsEqual(table, want) {
