@@ -331,7 +331,7 @@ func (s *TopicSink[T]) admit(ctx context.Context, batchID int64, records []*kgo.
 		} else if r.Value == nil && len(r.Key) == 0 {
 			why = "a tombstone without a key, which would remove nothing"
 		}
-		if why != "" && r.Value == nil {
+		if why != "" && r.Value == nil && len(r.Key) > 0 {
 			why += fmt.Sprintf(" (a tombstone of key %q)", r.Key)
 		}
 		if why == "" {

@@ -333,9 +333,10 @@ func (q *Query) AwaitTermination() error {
 	return q.Err()
 }
 
-// ErrAwaitedByQuery is returned by AwaitTermination called by the query's
-// own goroutine (a listener, or a function of the pipeline), whose return
-// the query waits for before it ends.
+// ErrAwaitedByQuery is returned by AwaitTermination (and wrapped by
+// ProcessAllAvailable) called by the query's own goroutine (a listener,
+// or a function of the pipeline), whose return the query waits for
+// before it ends.
 var ErrAwaitedByQuery = errors.New("streamgen: called by the query's own goroutine (a listener, or a function of the pipeline), which the query waits for: call Stop there, or wait for the query from another goroutine")
 
 // calledByQuery reports whether the calling goroutine is the query's, or

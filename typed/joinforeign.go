@@ -81,7 +81,7 @@ func JoinTablesByForeignKey[K, F comparable, L, R, Out any](left UpdatesTable[K,
 				{Name: "left", Kind: "map", Encoding: runtime.EncodingRecord, Schema: leftRows.schema, ValueType: leftRows.typeName, MapKeyType: leftKeys.typeName, MapKey: leftKeys.schema},
 			},
 		}
-		a := &fkLeftOp[K, F, L]{c: c, how: how, codec: left.codec, foreignKeys: foreignKeys, rightKeys: right.codec, null: nullCheck[K](), fkNull: b.fkNull,
+		a := &fkLeftOp[K, F, L]{c: c, codec: left.codec, foreignKeys: foreignKeys, rightKeys: right.codec, null: nullCheck[K](), fkNull: b.fkNull,
 			key: left.key, deleted: left.deleted, fk: fk, emitDown: b.addSub}
 		a.info = runtime.OperatorInfo{
 			Kind: leftKind, Name: name + "/left", OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
@@ -138,9 +138,6 @@ type fkSub[K, F comparable, L any] struct {
 	timeless bool
 	at       int64
 	l        L // the row (fkAdd)
-	// mayHaveRow says the key may have had a row of the join (fkAdd): it
-	// had a left row, under a foreign key that may have matched.
-	mayHaveRow bool
 }
 
 // fkLeftRow is an update of the left table, gathered for a batch.
@@ -156,7 +153,6 @@ type fkLeftOp[K, F comparable, L any] struct {
 	c           *compiler
 	index       int
 	info        runtime.OperatorInfo
-	how         JoinType
 	codec       keyCodec[K]
 	foreignKeys valueCodec[F]
 	rightKeys   keyCodec[F]
@@ -185,8 +181,6 @@ func (o *fkLeftOp[K, F, L]) addLeft(l *L) {
 	}
 	o.batch.add(o.codec, &o.info, k, &fkLeftRow[L]{timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), l: *l})
 }
-
-func (o *fkLeftOp[K, F, L]) refers(f *F) bool { return o.fkNull == nil || !o.fkNull(f) }
 
 // HandleRows takes the key's last update of the batch (the last to come,
 // as Kafka Streams applies a topic's updates in order), stores the
@@ -231,8 +225,7 @@ func (o *fkLeftOp[K, F, L]) HandleRows(ctx context.Context, k *runtime.KeyState,
 		k.Removed()
 		return nil
 	}
-	o.emit(fkSub[K, F, L]{fk: newFK, lk: key, op: fkAdd, timeless: u.timeless, at: u.at, l: *now,
-		mayHaveRow: had && (o.how == LeftOuter || o.refers(&oldFK))})
+	o.emit(fkSub[K, F, L]{fk: newFK, lk: key, op: fkAdd, timeless: u.timeless, at: u.at, l: *now})
 	if o.buf, err = o.foreignKeys.encode(o.buf[:0], &newFK); err != nil {
 		return k.Fail(err)
 	}
@@ -341,7 +334,9 @@ func (o *fkRightOp[K, F, L, R]) addSub(s *fkSub[K, F, L]) {
 			l := new(L)
 			*l = s.l
 			o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: s.lk, Left: l}, Time: at})
-		case s.op == fkAdd && s.mayHaveRow, s.op == fkDeleted && o.how == LeftOuter:
+		case s.op == fkAdd, s.op == fkDeleted && o.how == LeftOuter:
+			// (An Inner join's key without a row: the result operator
+			// writes nothing for it.)
 			o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: s.lk}, Removed: true, Time: at})
 		}
 		return
@@ -363,8 +358,8 @@ func timeOf(timeless bool, at int64) time.Time {
 
 // HandleRows applies the foreign key's right updates and its left keys'
 // subscriptions, each in the order they came, the two merged by event
-// time (the left keys' first at equal times, and without times), writing each change to a left key's row,
-// then stores what changed.
+// time (the left keys' first at equal times, and without times), handing
+// on each change to a left key's row, then stores what changed.
 func (o *fkRightOp[K, F, L, R]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
 	// The left keys' subscriptions come in the order of the left
 	// operator's keys, each at its key's last update: they are put in
@@ -450,8 +445,9 @@ func (o *fkRightOp[K, F, L, R]) HandleRows(ctx context.Context, k *runtime.KeySt
 			switch {
 			case r != nil || o.how == LeftOuter:
 				o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: s.key, Left: s.row, Right: r}, Time: at})
-			case !had && it.sub.mayHaveRow:
-				// It may have had a row under the right row it left.
+			case !had:
+				// It may have had a row under the right row it left; the
+				// result operator writes nothing for a key that had none.
 				o.emitRow(TableChange[K, L, R]{Joined: Joined[K, L, R]{Key: s.key}, Removed: true, Time: at})
 			}
 		}
