@@ -29,12 +29,18 @@ import (
 // crashed process left in it are removed, so a BatchFiles must be the only
 // writer of its files in dir.
 //
+// Before the first file a query writes, the hidden file dir/.<prefix>query
+// is made to name the query (QueryIDOf), so that a later start of the same
+// query knows the files are its own (see RemoveAfter).
+//
 // It is safe for concurrent use, though two concurrent writes of the same
 // batch leave either one's file.
 type BatchFiles struct {
 	dir, prefix string
 	clean       sync.Once
 	cleanErr    error
+	mu          sync.Mutex
+	marked      string // the query the marker was last found or made to name
 }
 
 // NewBatchFiles returns the batch files prefix* in dir.
@@ -47,8 +53,13 @@ func (f *BatchFiles) Name(batchID int64) string {
 	return fmt.Sprintf("%s%010d.jsonl", f.prefix, batchID)
 }
 
-// Write writes batch id's file with write, or removes it when empty.
-func (f *BatchFiles) Write(batchID int64, empty bool, write func(io.Writer) error) error {
+// markerName is the name of the file that names the query that wrote
+// the batch files.
+func (f *BatchFiles) markerName() string { return "." + f.prefix + "query" }
+
+// Write writes batch id's file with write, or removes it when empty. ctx
+// names the query that writes (QueryIDOf), or none.
+func (f *BatchFiles) Write(ctx context.Context, batchID int64, empty bool, write func(io.Writer) error) error {
 	if batchID < 0 {
 		return fmt.Errorf("negative batch id %d", batchID)
 	}
@@ -69,12 +80,68 @@ func (f *BatchFiles) Write(batchID int64, empty bool, write func(io.Writer) erro
 		// after a machine crash would hold an earlier attempt's rows.
 		return atomicfile.SyncDir(f.dir)
 	}
+	if err := f.mark(QueryIDOf(ctx)); err != nil {
+		return err
+	}
 	return atomicfile.Replace(f.dir, name, write)
 }
 
+// mark makes the marker name query, when it does not, before the query's
+// first file: synced, so that it is there after a crash that left the
+// file.
+func (f *BatchFiles) mark(query string) error {
+	if query == "" {
+		return nil
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.marked == query {
+		return nil
+	}
+	owner, err := f.owner()
+	if err != nil {
+		return err
+	}
+	if owner != query {
+		err := atomicfile.Replace(f.dir, f.markerName(), func(w io.Writer) error {
+			_, err := io.WriteString(w, query+"\n")
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("mark the directory as query %s's: %w", query, err)
+		}
+	}
+	f.marked = query
+	return nil
+}
+
+// owner returns the query the marker names, or "" when there is none.
+func (f *BatchFiles) owner() (string, error) {
+	data, err := os.ReadFile(filepath.Join(f.dir, f.markerName()))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(data)), nil
+}
+
 // RemoveAfter removes the files of the batches after batchID, and syncs
-// the directory (see BatchRewinder).
-func (f *BatchFiles) RemoveAfter(batchID int64) error {
+// the directory (see BatchRewinder). batchID -1 (nothing committed)
+// removes them only when the marker names the query of ctx (QueryIDOf):
+// they are that query's, not another's that wrote to the directory
+// before.
+func (f *BatchFiles) RemoveAfter(ctx context.Context, batchID int64) error {
+	if batchID < 0 {
+		owner, err := f.owner()
+		if err != nil && !errors.Is(err, fs.ErrNotExist) { // a dir that is not there has nothing
+			return err
+		}
+		if query := QueryIDOf(ctx); query == "" || owner != query {
+			return nil
+		}
+	}
 	entries, err := os.ReadDir(f.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -118,9 +185,22 @@ func (f *BatchFiles) batchOf(name string) (int64, bool) {
 // while their output stays: the query's start then calls RewindAfter with
 // the last batch committed, before any batch runs, and the sink removes
 // what it holds of the batches after it, which run again, perhaps with
-// other rows (another split of the input).
+// other rows (another split of the input). With nothing committed,
+// batchID is -1: the sink then removes only what the query of ctx
+// (QueryIDOf) wrote, for a new query's first start may find another
+// query's output where it writes.
 type BatchRewinder interface {
 	RewindAfter(ctx context.Context, batchID int64) error
+}
+
+type queryKey struct{}
+
+// QueryIDOf returns the id of the query (Query.ID) whose batch ctx was
+// given for, to a sink's Write, RewindAfter or WriteDeadLetters or to a
+// source's Read, or "" for any other context.
+func QueryIDOf(ctx context.Context) string {
+	id, _ := ctx.Value(queryKey{}).(string)
+	return id
 }
 
 // AtLeastOnceSink is implemented by a sink that writes every attempt of

@@ -13,8 +13,9 @@ import (
 // DeadLetterDir returns a sink that writes the dead letters of batch N, one
 // JSON object per line, to dir/dead-letters-N.jsonl (see BatchFiles: the
 // file appears complete or not at all, a batch written again replaces it,
-// and a batch with no dead letters has none). dir is created when first
-// needed.
+// and a batch with no dead letters has none; the hidden file
+// dir/.dead-letters-query names the query that wrote them). dir is created
+// when first needed.
 //
 // The sink is safe for concurrent use, though two concurrent writes of the
 // same batch leave either one's file.
@@ -26,15 +27,15 @@ type deadLetterDir struct{ files *BatchFiles }
 
 // RewindAfter removes the dead letters of the batches after batchID (see
 // BatchRewinder).
-func (d deadLetterDir) RewindAfter(_ context.Context, batchID int64) error {
-	if err := d.files.RemoveAfter(batchID); err != nil {
+func (d deadLetterDir) RewindAfter(ctx context.Context, batchID int64) error {
+	if err := d.files.RemoveAfter(ctx, batchID); err != nil {
 		return fmt.Errorf("streamgen: dead letters: remove those of the batches after %d: %w", batchID, err)
 	}
 	return nil
 }
 
 func (d deadLetterDir) WriteDeadLetters(ctx context.Context, batchID int64, letters []DeadLetter) error {
-	err := d.files.Write(batchID, len(letters) == 0, func(w io.Writer) error {
+	err := d.files.Write(ctx, batchID, len(letters) == 0, func(w io.Writer) error {
 		enc := json.NewEncoder(w) // one object and a newline per Encode
 		enc.SetEscapeHTML(false)
 		for i := range letters {

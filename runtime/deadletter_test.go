@@ -183,7 +183,7 @@ func TestBatchFilesRemovesStaleTemporaries(t *testing.T) {
 		}
 	}
 	f := runtime.NewBatchFiles(dir, "part-")
-	if err := f.Write(4, false, func(w io.Writer) error { _, err := io.WriteString(w, "row\n"); return err }); err != nil {
+	if err := f.Write(context.Background(), 4, false, func(w io.Writer) error { _, err := io.WriteString(w, "row\n"); return err }); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(stale); !errors.Is(err, fs.ErrNotExist) {

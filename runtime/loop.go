@@ -28,6 +28,7 @@ func (o offsets) hasData() bool {
 }
 
 func (q *Query) loop(ctx context.Context) (err error) {
+	ctx = context.WithValue(ctx, queryKey{}, q.id)
 	// A batch's commit may still be in flight when the loop ends: it
 	// ends with the commit's error, or reports the batch.
 	defer func() {
@@ -50,9 +51,9 @@ func (q *Query) loop(ctx context.Context) (err error) {
 	q.rerun = 0
 	if committed {
 		q.rerun = progress.BatchID + 1
-		if err := q.rewindSinks(ctx, progress.BatchID); err != nil {
-			return err
-		}
+	}
+	if err := q.rewindSinks(ctx, progress.BatchID, committed); err != nil {
+		return err
 	}
 	progress = q.restoredProgress(progress, q.cfg.clock())
 	// The batch after the last committed, if a run that failed or died
@@ -401,10 +402,14 @@ func (q *Query) waitForData(ctx context.Context, progress Progress, started time
 // rewindSinks has the sinks that keep batches apart remove what they hold
 // of the batches after the last committed, with SyncInterval, whose
 // commits a machine crash may have lost while their output stayed (see
-// BatchRewinder).
-func (q *Query) rewindSinks(ctx context.Context, committed int64) error {
+// BatchRewinder); with nothing committed, what they hold of this query's.
+func (q *Query) rewindSinks(ctx context.Context, last int64, anyCommitted bool) error {
 	if q.store.opts.SyncInterval <= 0 {
 		return nil
+	}
+	committed := last
+	if !anyCommitted {
+		committed = -1
 	}
 	for _, out := range q.plan.Outputs {
 		if out.Rewind == nil {

@@ -504,28 +504,79 @@ func TestFullDiskStopsTheQueryCleanly(t *testing.T) {
 // crash (a clone of the checkpoint's synced data only) loses the commits
 // of the batches after the last sync, while their files stay in the
 // files sink's directory. The next start runs those batches again with
-// another split of the input (batch 1 as planned, then no cap on the
-// rows of a batch): it removes their files first, so that each click is
-// in the output once. (Batch 2 was written again with clicks 2 and 3, and
-// batch 3's file, click 3, stayed.)
+// another split of the input (the batch after the last sync as planned,
+// then no cap on the rows of a batch): it removes their files first, so
+// that each click is in the output once. (Batch 2 was written again with
+// clicks 2 and 3, and batch 3's file, click 3, stayed.) With no sync
+// before the crash, nothing is committed: the sink removes the files
+// because its marker names the checkpoint's query.
 func TestMachineCrashLeavesNoBatchTwiceInFiles(t *testing.T) {
+	for _, lastSync := range []int64{0, -1} {
+		synctest.Test(t, func(t *testing.T) {
+			in := clicks(4, 7)
+			fs := vfs.NewCrashableMem()
+			dir := t.TempDir()
+			var crashed vfs.FS
+			at := &crashAt{fs: fs, sync: lastSync, crash: 3, crashed: &crashed}
+			sink := typed.FilesSink[fixtures.Click](dir)
+			runSyncedHourly(t, fs, in, 1, sink, runtime.Listener(at))
+			if crashed == nil {
+				t.Fatal("the first run never reached batch 3")
+			}
+			runSyncedHourly(t, crashed, in, 0, sink)
+			rows := readPartFiles(t, dir)
+			if !slices.Equal(rows, in) {
+				t.Fatalf("synced after batch %d: the files hold %v, want each click once: %v", lastSync, rows, in)
+			}
+		})
+	}
+}
+
+// TestFilesOfAnotherQueryStay: a query with a new checkpoint that writes
+// to a directory where another query's files are, and whose first batch
+// fails, does not remove those files at its next start: they are not its
+// own. (Its batches replace the files of the same batch ids, as any
+// query's do.)
+func TestFilesOfAnotherQueryStay(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		in := clicks(4, 7)
-		fs := vfs.NewCrashableMem()
 		dir := t.TempDir()
-		var crashed vfs.FS
-		at := &crashAt{fs: fs, sync: 0, crash: 3, crashed: &crashed}
 		sink := typed.FilesSink[fixtures.Click](dir)
-		runSyncedHourly(t, fs, in, 1, sink, runtime.Listener(at))
-		if crashed == nil {
-			t.Fatal("the first run never reached batch 3")
+		earlier := clicks(4, 7)
+		runSyncedHourly(t, vfs.NewMem(), earlier, 1, sink)
+		// The new query's first batch fails in the sink, then it starts
+		// again on the same checkpoint and runs.
+		fs := vfs.NewMem()
+		failing := &failFirst{Sink: sink}
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		m.Add(clicks(1, 9)...)
+		q, err := typed.WriteTo(typed.FromMemory(m), typed.Sink[fixtures.Click](failing)).Start(context.Background(),
+			runtime.Checkpoint("ckpt"), runtime.FileSystem(fs), runtime.SyncInterval(time.Hour), runtime.WithTrigger(runtime.AvailableNow()))
+		if err != nil {
+			t.Fatal(err)
 		}
-		runSyncedHourly(t, crashed, in, 0, sink)
-		rows := readPartFiles(t, dir)
-		if !slices.Equal(rows, in) {
-			t.Fatalf("the files hold %v, want each click once: %v", rows, in)
+		if err := q.AwaitTermination(); err == nil {
+			t.Fatal("the first batch did not fail")
+		}
+		runSyncedHourly(t, fs, clicks(1, 9), 0, sink)
+		want := append(clicks(1, 9), earlier[1:]...)
+		if rows := readPartFiles(t, dir); !slices.Equal(rows, want) {
+			t.Fatalf("the files hold %v, want %v", rows, want)
 		}
 	})
+}
+
+// failFirst is a sink whose first write fails.
+type failFirst struct {
+	typed.Sink[fixtures.Click]
+	failed bool
+}
+
+func (f *failFirst) Write(ctx context.Context, batchID int64, rows []fixtures.Click) error {
+	if !f.failed {
+		f.failed = true
+		return errors.New("the sink is down")
+	}
+	return f.Sink.Write(ctx, batchID, rows)
 }
 
 // TestMachineCrashReplaysTheBatchsInput: with SyncInterval and a sink
@@ -634,6 +685,9 @@ func readPartFiles(t *testing.T, dir string) []fixtures.Click {
 	}
 	var rows []fixtures.Click
 	for _, e := range entries { // in name order: batch order
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // hidden, as a reader of the directory skips them
+		}
 		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
 		if err != nil {
 			t.Fatal(err)

@@ -421,7 +421,10 @@ func truncateCell(s string, n int) string {
 // again replaces its file; a batch with no rows has no file). dir is
 // created when first needed. With SyncInterval, a start removes the files
 // of the batches after the last committed, which a machine crash may have
-// left (runtime.BatchRewinder).
+// left (runtime.BatchRewinder). The hidden file dir/.part-query names the
+// query that wrote the files, so that a start with nothing committed
+// removes them only when they are its own, not another query's that wrote
+// to dir before.
 //
 // The sink is safe for concurrent use, though two concurrent writes of the
 // same batch leave either one's file.
@@ -452,8 +455,8 @@ func describeSink(out *runtime.Output, sink any) {
 
 // RewindAfter removes the files of the batches after batchID (see
 // runtime.BatchRewinder).
-func (s fileSink[T, P]) RewindAfter(_ context.Context, batchID int64) error {
-	if err := s.files.RemoveAfter(batchID); err != nil {
+func (s fileSink[T, P]) RewindAfter(ctx context.Context, batchID int64) error {
+	if err := s.files.RemoveAfter(ctx, batchID); err != nil {
 		return fmt.Errorf("streamgen: files sink %s: remove the batches after %d: %w", s.dir, batchID, err)
 	}
 	return nil
@@ -463,7 +466,7 @@ func (s fileSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) erro
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, unprefixed(err))
 	}
-	err := s.files.Write(batchID, len(rows) == 0, func(w io.Writer) error {
+	err := s.files.Write(ctx, batchID, len(rows) == 0, func(w io.Writer) error {
 		var line []byte
 		for i := range rows {
 			var err error

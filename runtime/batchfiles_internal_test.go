@@ -1,0 +1,71 @@
+package runtime
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+)
+
+// TestBatchFilesRemoveWithNothingCommitted: a start with nothing
+// committed removes the batch files only when the directory's marker names
+// its query, that is, when that query wrote them; another query's files,
+// and the files of other prefixes, stay.
+func TestBatchFilesRemoveWithNothingCommitted(t *testing.T) {
+	dir := t.TempDir()
+	a := context.WithValue(context.Background(), queryKey{}, "query-a")
+	b := context.WithValue(context.Background(), queryKey{}, "query-b")
+	parts, letters := NewBatchFiles(dir, "part-"), NewBatchFiles(dir, "dead-letters-")
+	write := func(w io.Writer) error { _, err := io.WriteString(w, "row\n"); return err }
+	for id := range int64(3) {
+		if err := parts.Write(a, id, false, write); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := letters.Write(b, 0, false, write); err != nil {
+		t.Fatal(err)
+	}
+	files := func() []string {
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return names
+	}
+	all := []string{".dead-letters-query", ".part-query", "dead-letters-0000000000.jsonl", "part-0000000000.jsonl", "part-0000000001.jsonl", "part-0000000002.jsonl"}
+	if got := files(); !slices.Equal(got, all) {
+		t.Fatalf("after the writes: %v, want %v", got, all)
+	}
+	for _, ctx := range []context.Context{b, context.Background()} {
+		if err := parts.RemoveAfter(ctx, -1); err != nil {
+			t.Fatal(err)
+		}
+		if got := files(); !slices.Equal(got, all) {
+			t.Fatalf("another query's start removed files: %v, want %v", got, all)
+		}
+	}
+	if err := parts.RemoveAfter(a, -1); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{".dead-letters-query", ".part-query", "dead-letters-0000000000.jsonl"}
+	if got := files(); !slices.Equal(got, want) {
+		t.Fatalf("the query's own start: %v, want %v", got, want)
+	}
+	// Query b takes the directory over: the marker names it from its first
+	// file on, even with the same BatchFiles.
+	if err := parts.Write(b, 0, false, write); err != nil {
+		t.Fatal(err)
+	}
+	if owner, err := parts.owner(); err != nil || owner != "query-b" {
+		t.Fatalf("the marker names %q (%v), want query-b", owner, err)
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, ".part-query")); err != nil || string(got) != "query-b\n" {
+		t.Fatalf("the marker holds %q (%v)", got, err)
+	}
+}
