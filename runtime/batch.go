@@ -323,6 +323,18 @@ func (b *Batch) ScanState(op int, variable uint8, fn func(key, value []byte) err
 // DropLate counts a row dropped before operator op for being late.
 func (b *Batch) DropLate(op int) { b.ops[op].late++ }
 
+// Go runs fn on a goroutine of its own that the query waits for, as an
+// operator that handles keys concurrently waits for its calls before the
+// batch goes on: Stop, AwaitTermination and ProcessAllAvailable called
+// from fn know it for the query's own (see ErrAwaitedByQuery). Go must be
+// called from the call of the batch that the query made (RowsDone's,
+// Handle's), not from another goroutine.
+//
+//go:noinline
+func (b *Batch) Go(fn func()) {
+	go fn()
+}
+
 // NewKeyState returns a KeyState of its own for group's key of operator
 // op, for an operator that handles keys concurrently: each call gets one,
 // valid until the batch ends. The batch's state is still not safe for

@@ -339,28 +339,49 @@ func (q *Query) AwaitTermination() error {
 // before it ends.
 var ErrAwaitedByQuery = errors.New("streamgen: called by the query's own goroutine (a listener, or a function of the pipeline), which the query waits for: call Stop there, or wait for the query from another goroutine")
 
-// calledByQuery reports whether the calling goroutine is the query's, or
-// one calling its listeners as it gives up on the query.
+// calledByQuery reports whether the calling goroutine is the query's,
+// one that Batch.Go started from it, or one calling its listeners as it
+// gives up on the query.
 func (q *Query) calledByQuery() bool {
-	id := goroutineID()
-	return id == q.loopGoroutine.Load() || id == q.listenerGoroutine.Load()
+	id, creator := goroutineIDs()
+	loop := q.loopGoroutine.Load()
+	return id == loop || id == q.listenerGoroutine.Load() || creator != 0 && creator == loop
 }
 
-// goroutineID returns the calling goroutine's id, read from the first
-// line of its stack ("goroutine 18 [running]:"). Only Stop,
-// AwaitTermination and ProcessAllAvailable ask, and the query's goroutine
-// once.
-func goroutineID() uint64 {
-	var buf [32]byte
-	line := bytes.TrimPrefix(buf[:goruntime.Stack(buf[:], false)], []byte("goroutine "))
-	var id uint64
-	for _, c := range line {
+// goroutineIDs returns the calling goroutine's id, read from the first
+// line of its stack ("goroutine 18 [running]:"), and, when Batch.Go
+// started it, the id of the goroutine that called Go, read from the
+// stack's last ("created by .../runtime.(*Batch).Go in goroutine 7"); 0
+// when another started it. Only Stop, AwaitTermination and
+// ProcessAllAvailable ask, and the query's goroutine once.
+func goroutineIDs() (id, creator uint64) {
+	buf := make([]byte, 4096)
+	for {
+		n := goruntime.Stack(buf, false)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	id = leadingNumber(bytes.TrimPrefix(buf, []byte("goroutine ")))
+	const createdBy = "\ncreated by github.com/streamgen/streamgen/runtime.(*Batch).Go in goroutine "
+	if i := bytes.LastIndex(buf, []byte(createdBy)); i >= 0 {
+		creator = leadingNumber(buf[i+len(createdBy):])
+	}
+	return id, creator
+}
+
+// leadingNumber returns the decimal number b begins with.
+func leadingNumber(b []byte) uint64 {
+	var n uint64
+	for _, c := range b {
 		if c < '0' || c > '9' {
 			break
 		}
-		id = id*10 + uint64(c-'0')
+		n = n*10 + uint64(c-'0')
 	}
-	return id
+	return n
 }
 
 // ProcessAllAvailable waits until the query has run and committed every
@@ -381,8 +402,8 @@ func goroutineID() uint64 {
 // reads only what its sources held at its start); ctx's error if ctx
 // ends first. Called by the query's own goroutine (a listener, or a
 // function of the pipeline), which it would wait for, it returns an
-// error wrapping ErrAwaitedByQuery at once (a Processor's goroutines
-// under Concurrency are not told apart: there it waits until ctx ends).
+// error wrapping ErrAwaitedByQuery at once (a handler's own goroutines
+// are not told apart: there it waits until ctx ends).
 // It is safe for concurrent use.
 func (q *Query) ProcessAllAvailable(ctx context.Context) error {
 	if q.calledByQuery() {
@@ -492,7 +513,8 @@ func (q *Query) setStatus(msg string, data, active bool) {
 
 // run is the query's loop: one micro-batch per turn.
 func (q *Query) run(ctx context.Context) {
-	q.loopGoroutine.Store(goroutineID())
+	id, _ := goroutineIDs()
+	q.loopGoroutine.Store(id)
 	err := q.loopSafely(ctx)
 	switch failed := q.store.Err(); {
 	case failed != nil && (err == nil || errors.Is(err, context.Canceled)):
@@ -555,7 +577,8 @@ func (q *Query) finish(err error) {
 		q.finishing.Store(true)
 		q.listening.Lock()
 		q.ended = true
-		q.listenerGoroutine.Store(goroutineID())
+		id, _ := goroutineIDs()
+		q.listenerGoroutine.Store(id)
 		for _, l := range q.cfg.listeners {
 			if l, ok := l.(interface{ OnQueryTerminated(QueryTerminated) }); ok {
 				l.OnQueryTerminated(QueryTerminated{ID: q.id, RunID: q.runID, Err: err})

@@ -2,9 +2,12 @@ package typed_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -122,4 +125,75 @@ func TestProcessAllAvailableWithProcessingTimeTimeouts(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("counts %v, want %v", got, want)
 	}
+}
+
+// TestAwaitedFromAHandler: a processor's handler that waits for its own
+// query (AwaitTermination, ProcessAllAvailable), which waits for the
+// handler, is told so at once, on the query's goroutine (Concurrency 1)
+// as on the goroutines of concurrent handlers; its Stop then ends the
+// query. (A handler that waited would never end: a guard of a minute
+// fails the test then.)
+func TestAwaitedFromAHandler(t *testing.T) {
+	for _, conc := range []int{1, 2} {
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		m.Add(clicks(20, 3)...)
+		p := &awaitingProcessor{}
+		byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+		w := typed.WriteTo(typed.TransformWithState(byUser, p, typed.TimeModeNone, typed.Update, typed.Concurrency(conc)), newSink[fixtures.UserCount]())
+		q, err := w.Start(context.Background(), newCheckpoint().opts(runtime.Listener(p))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ended := make(chan error, 1)
+		go func() { ended <- q.AwaitTermination() }()
+		select {
+		case err := <-ended:
+			if err != nil {
+				t.Fatalf("Concurrency(%d): the query stopped by its handler ended with %v", conc, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("Concurrency(%d): the query did not end: a handler waits for it", conc)
+		}
+		p.mu.Lock()
+		if p.calls == 0 {
+			t.Fatalf("Concurrency(%d): no handler ran", conc)
+		}
+		for _, err := range append(p.awaits, p.processes...) {
+			if !errors.Is(err, runtime.ErrAwaitedByQuery) {
+				t.Errorf("Concurrency(%d): from a handler: %v, want ErrAwaitedByQuery", conc, err)
+			}
+		}
+		for _, err := range p.stops {
+			if err != nil {
+				t.Errorf("Concurrency(%d): Stop from a handler: %v", conc, err)
+			}
+		}
+		p.mu.Unlock()
+	}
+}
+
+// awaitingProcessor calls, from each handler, its query's
+// AwaitTermination, ProcessAllAvailable and Stop, and keeps what they
+// return; it learns its query as its listener.
+type awaitingProcessor struct {
+	q                        atomic.Pointer[runtime.Query]
+	mu                       sync.Mutex
+	calls                    int
+	awaits, processes, stops []error
+}
+
+func (p *awaitingProcessor) OnQueryStarted(e runtime.QueryStarted) { p.q.Store(e.Query) }
+
+func (p *awaitingProcessor) Init(*typed.Handle) error { return nil }
+
+func (p *awaitingProcessor) HandleInputRows(ctx context.Context, _ string, _ iter.Seq[fixtures.Click], _ typed.TimerValues, _ func(fixtures.UserCount)) error {
+	q := p.q.Load()
+	await := q.AwaitTermination()
+	process := q.ProcessAllAvailable(ctx)
+	stop := q.Stop()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.calls++
+	p.awaits, p.processes, p.stops = append(p.awaits, await), append(p.processes, process), append(p.stops, stop)
+	return nil
 }

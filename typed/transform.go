@@ -302,7 +302,7 @@ func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.Key
 	callCtx := o.batchCtx
 	ks := b.NewKeyState(o.index, &o.groups, group)
 	o.wg.Add(1)
-	go func() {
+	b.Go(func() {
 		defer o.wg.Done()
 		defer func() { <-o.slots }()
 		emit := func(out Out) {
@@ -316,7 +316,7 @@ func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.Key
 		if call.err != nil {
 			o.cancelBatch()
 		}
-	}()
+	})
 	return nil
 }
 
