@@ -647,8 +647,13 @@ func (k *KeyState) Inserted() { k.b.ops[k.op].total++ }
 
 // AddMetric adds delta to the operator's figure name, kept from batch to
 // batch in the checkpoint and reported in the progress (CustomMetrics).
-func (k *KeyState) AddMetric(name string, delta int64) {
-	o := &k.b.ops[k.op]
+func (k *KeyState) AddMetric(name string, delta int64) { k.b.AddMetric(k.op, name, delta) }
+
+// AddMetric adds delta to operator op's figure name, as KeyState.AddMetric
+// does, for a figure of no one key (the rows an operator drops before
+// they have one).
+func (b *Batch) AddMetric(op int, name string, delta int64) {
+	o := &b.ops[op]
 	if o.metrics == nil {
 		o.metrics = map[string]int64{}
 	}

@@ -232,10 +232,11 @@ type Operator interface {
 	EndBatch()
 }
 
-// RowsDoner is implemented by an operator that handles keys concurrently:
-// the loop calls RowsDone after the last HandleRows of a batch, before the
-// timers, and the operator waits there for its calls to end and passes
-// their output on, in key order.
+// RowsDoner is implemented by an operator with work to do once a batch's
+// rows are handled: the loop calls RowsDone after the last HandleRows of
+// a batch (none when the batch gave it no rows), before the timers. An
+// operator that handles keys concurrently waits there for its calls to
+// end and passes their output on, in key order.
 type RowsDoner interface {
 	RowsDone(ctx context.Context, b *Batch) error
 }

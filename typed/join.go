@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/streamgen/streamgen/runtime"
 )
 
 // JoinType is the kind of a join, as Spark's join types.
@@ -84,6 +86,23 @@ type Joined[K comparable, L, R any] struct {
 // padded; otherwise it is dropped. Neither side stores it.
 type NullKey interface {
 	HasNull() bool
+}
+
+// nullKeyMetric is the figure in the progress (CustomMetrics) of a table
+// operator's updates dropped for a key with a null part: Kafka Streams
+// counts such records in dropped-records.
+const nullKeyMetric = "numNullKeyUpdatesDropped"
+
+// nullKeys counts a table operator's updates of a batch dropped for a
+// null key, and adds them to its figure when the batch's rows are done.
+type nullKeys struct{ n int64 }
+
+// done adds the batch's count to operator op's figure.
+func (c *nullKeys) done(b *runtime.Batch, op int) {
+	if c.n > 0 {
+		b.AddMetric(op, nullKeyMetric, c.n)
+	}
+	c.n = 0
 }
 
 // nullCheck returns, for a key type that implements NullKey, a function

@@ -29,7 +29,9 @@ import (
 // with the other's by event time as in JoinTables: so each left key's
 // row after a batch is the one its last update and the right rows make,
 // whatever the batches. A left row whose foreign key has a null part
-// (NullKey) refers to no right row.
+// (NullKey) refers to no right row; a left update whose own key has one is
+// dropped, and counted in the progress of name+"/left" (CustomMetrics
+// "numNullKeyUpdatesDropped").
 //
 // The join keeps, under each left key, the foreign key its row refers
 // to, under each right key the right row and the rows of the left keys
@@ -174,9 +176,17 @@ func (o *fkLeftOp[K, F, L]) Groups() *runtime.Groups    { return &o.batch.groups
 // EndBatch drops the batch's rows.
 func (o *fkLeftOp[K, F, L]) EndBatch() { o.batch.endBatch() }
 
+// RowsDone adds the updates the batch dropped for a null key to the
+// operator's figure (nullKeyMetric).
+func (o *fkLeftOp[K, F, L]) RowsDone(_ context.Context, b *runtime.Batch) error {
+	o.batch.nulls.done(b, o.index)
+	return nil
+}
+
 func (o *fkLeftOp[K, F, L]) addLeft(l *L) {
 	k := o.key(l)
 	if o.null != nil && o.null(&k) {
+		o.batch.nulls.n++
 		return
 	}
 	o.batch.add(o.codec, &o.info, k, &fkLeftRow[L]{timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), l: *l})

@@ -70,7 +70,8 @@ const (
 // The inputs of a kafka.App must be co-partitioned (a key in the same
 // partition of both topics). A key with a null part (NullKey) is in
 // neither table: its updates are dropped, as Kafka Streams drops a table
-// record without a key. The output mode is Append: the stream of changes,
+// record without a key, and counted in the operator's progress
+// (CustomMetrics "numNullKeyUpdatesDropped"). The output mode is Append: the stream of changes,
 // which a sink that upserts by key (a compacted topic, with tombstones
 // for removals) turns back into the table. Of the options, only
 // UpdatesName applies.
@@ -156,9 +157,17 @@ func (o *tablesOp[K, L, R, Out]) Groups() *runtime.Groups    { return &o.batch.g
 // EndBatch drops the batch's rows.
 func (o *tablesOp[K, L, R, Out]) EndBatch() { o.batch.endBatch() }
 
+// RowsDone adds the updates the batch dropped for a null key to the
+// operator's figure (nullKeyMetric).
+func (o *tablesOp[K, L, R, Out]) RowsDone(_ context.Context, b *runtime.Batch) error {
+	o.batch.nulls.done(b, o.index)
+	return nil
+}
+
 func (o *tablesOp[K, L, R, Out]) addLeft(l *L) {
 	k := o.leftKey(l)
 	if o.null != nil && o.null(&k) {
+		o.batch.nulls.n++
 		return
 	}
 	o.batch.add(o.codec, &o.info, k, &tablesRow[L, R]{timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), l: *l})
@@ -167,6 +176,7 @@ func (o *tablesOp[K, L, R, Out]) addLeft(l *L) {
 func (o *tablesOp[K, L, R, Out]) addRight(r *R) {
 	k := o.rightKey(r)
 	if o.null != nil && o.null(&k) {
+		o.batch.nulls.n++
 		return
 	}
 	o.batch.add(o.codec, &o.info, k, &tablesRow[L, R]{right: true, timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), r: *r})

@@ -101,7 +101,9 @@ const (
 // The inputs of a kafka.App must be co-partitioned (a key in the same
 // partition of both topics), or the table read whole by every task (a
 // global table: Task.GlobalSource). A key with a null
-// part (NullKey) matches nothing. The output mode is Append.
+// part (NullKey) matches nothing: a table update with one is dropped, and
+// counted in the operator's progress (CustomMetrics
+// "numNullKeyUpdatesDropped"). The output mode is Append.
 //
 // row gets pointers to the rows, valid during the call: it must copy what
 // it keeps, and change neither.
@@ -220,6 +222,13 @@ func (o *updatesOp[K, S, V, Out]) Groups() *runtime.Groups    { return &o.batch.
 // EndBatch drops the batch's rows.
 func (o *updatesOp[K, S, V, Out]) EndBatch() { o.batch.endBatch() }
 
+// RowsDone adds the updates the batch dropped for a null key to the
+// operator's figure (nullKeyMetric).
+func (o *updatesOp[K, S, V, Out]) RowsDone(_ context.Context, b *runtime.Batch) error {
+	o.batch.nulls.done(b, o.index)
+	return nil
+}
+
 func (o *updatesOp[K, S, V, Out]) addStream(s *S) {
 	k := o.streamKey(s)
 	if o.null != nil && o.null(&k) {
@@ -234,6 +243,7 @@ func (o *updatesOp[K, S, V, Out]) addStream(s *S) {
 func (o *updatesOp[K, S, V, Out]) addTable(v *V) {
 	k := o.tableKey(v)
 	if o.null != nil && o.null(&k) {
+		o.batch.nulls.n++
 		return
 	}
 	o.add(k, updatesRow[S, V]{table: true, at: runtime.TimedNanos(o.c.eventTime), v: *v})

@@ -35,7 +35,9 @@ type Change[K comparable, V any] struct {
 // The table's rows are state of their key, changelogged and moved with
 // their partition like any state. Within a batch a key's updates are
 // taken in the order they came, as Kafka Streams applies a topic's (a
-// late update too). A key with a null part (NullKey) is dropped. The
+// late update too). An update whose key has a null part (NullKey) is
+// dropped, and counted in the operator's progress (CustomMetrics
+// "numNullKeyUpdatesDropped"). The
 // output mode is Append. Of the options, only UpdatesName applies.
 func TableChanges[K comparable, V, Out any](t UpdatesTable[K, V], row func(Change[K, V]) Out, opts ...UpdatesOption) Stream[Out] {
 	tp := newTablesPlan("TableChanges", t.s.p, nil, row, opts)
@@ -87,9 +89,17 @@ func (o *changesOp[K, V, Out]) Groups() *runtime.Groups    { return &o.batch.gro
 // EndBatch drops the batch's rows.
 func (o *changesOp[K, V, Out]) EndBatch() { o.batch.endBatch() }
 
+// RowsDone adds the updates the batch dropped for a null key to the
+// operator's figure (nullKeyMetric).
+func (o *changesOp[K, V, Out]) RowsDone(_ context.Context, b *runtime.Batch) error {
+	o.batch.nulls.done(b, o.index)
+	return nil
+}
+
 func (o *changesOp[K, V, Out]) add(v *V) {
 	k := o.key(v)
 	if o.null != nil && o.null(&k) {
+		o.batch.nulls.n++
 		return
 	}
 	o.batch.add(o.codec, &o.info, k, &changesRow[V]{timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), v: *v})

@@ -1,12 +1,14 @@
 package typed_test
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -106,5 +108,109 @@ func TestTableAggregationAgainstALoop(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestNullKeyUpdatesAreCounted: a table's updates whose key is null
+// (NullKey) are dropped by every operator that keeps a table, and counted
+// in its progress (numNullKeyUpdatesDropped, as Kafka Streams counts them
+// in dropped-records), from batch to batch and across a restart; no
+// change is written for a null key.
+func TestNullKeyUpdatesAreCounted(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	base := time.Unix(1000, 0).UTC()
+	var left, right []fixtures.Click
+	var leftNulls, rightNulls int64
+	for i := range 300 {
+		c := fixtures.Click{User: fmt.Sprint("k", rng.IntN(5)), Time: base.Add(time.Duration(i) * time.Second), Page: fmt.Sprint("v", i)}
+		null := rng.IntN(4) == 0
+		if null {
+			c.User = "null"
+		}
+		if rng.IntN(2) == 0 {
+			left = append(left, c)
+			leftNulls += map[bool]int64{true: 1}[null]
+		} else {
+			right = append(right, c)
+			rightNulls += map[bool]int64{true: 1}[null]
+		}
+	}
+	key := func(c *fixtures.Click) fixtures.RefKey { return fixtures.RefKey{Name: c.User, Null: c.User == "null"} }
+	deleted := func(*fixtures.Click) bool { return false }
+	nullKey := func(k fixtures.RefKey) string {
+		if k.Null {
+			return "a null key"
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		name  string
+		build func(l, r typed.Stream[fixtures.Click]) typed.Stream[string]
+		want  int64
+	}{
+		{"JoinTables", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+			return typed.JoinTables(typed.TableUpdates(l, key, deleted), typed.TableUpdates(r, key, deleted), typed.FullOuter,
+				func(c typed.TableChange[fixtures.RefKey, fixtures.Click, fixtures.Click]) string {
+					return nullKey(c.Key)
+				})
+		}, leftNulls + rightNulls},
+		{"TableChanges", func(l, _ typed.Stream[fixtures.Click]) typed.Stream[string] {
+			return typed.TableChanges(typed.TableUpdates(l, key, deleted),
+				func(c typed.Change[fixtures.RefKey, fixtures.Click]) string { return nullKey(c.Key) })
+		}, leftNulls},
+		{"JoinTablesByForeignKey", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+			// The right table keyed by page, which is never null.
+			byPage := typed.TableUpdates(r, func(c *fixtures.Click) string { return c.Page }, deleted)
+			return typed.JoinTablesByForeignKey(typed.TableUpdates(l, key, deleted), byPage, func(c *fixtures.Click) string { return c.Page }, typed.LeftOuter,
+				func(c typed.TableChange[fixtures.RefKey, fixtures.Click, fixtures.Click]) string {
+					return nullKey(c.Key)
+				})
+		}, leftNulls},
+		{"JoinUpdates", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+			return typed.JoinUpdates(typed.GroupByKey(l, key), typed.TableUpdates(r, key, deleted), typed.Inner,
+				func(j typed.Joined[fixtures.RefKey, fixtures.Click, fixtures.Click]) string { return nullKey(j.Key) })
+		}, rightNulls},
+	} {
+		for _, perBatch := range []int{0, 7} {
+			t.Run(fmt.Sprintf("%s/rows-per-batch=%d", tc.name, perBatch), func(t *testing.T) {
+				leftIn := typed.NewMemoryStream[fixtures.Click]("left", perBatch)
+				rightIn := typed.NewMemoryStream[fixtures.Click]("right", perBatch)
+				sink := newSink[string]()
+				w := typed.WriteTo(tc.build(watermarked(typed.FromMemory(leftIn), 0), watermarked(typed.FromMemory(rightIn), 0)), sink)
+				ck := newCheckpoint()
+				var counted int64
+				for half := range 2 {
+					leftIn.Add(left[half*len(left)/2 : (half+1)*len(left)/2]...)
+					rightIn.Add(right[half*len(right)/2 : (half+1)*len(right)/2]...)
+					q, err := w.Start(context.Background(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := q.AwaitTermination(); err != nil {
+						t.Fatal(err)
+					}
+					p, ok := q.LastProgress()
+					if !ok {
+						t.Fatal("no progress")
+					}
+					counted = 0
+					for _, op := range p.StateOperators {
+						counted += op.CustomMetrics["numNullKeyUpdatesDropped"]
+					}
+				}
+				if counted != tc.want {
+					t.Errorf("%d updates counted as dropped for a null key, want %d", counted, tc.want)
+				}
+				rows := sink.rows()
+				if len(rows) == 0 {
+					t.Fatal("nothing written")
+				}
+				for _, row := range rows {
+					if row != "" {
+						t.Fatalf("a change of %s", row)
+					}
+				}
+			})
+		}
 	}
 }
