@@ -128,6 +128,10 @@ type operatorInfo struct {
 	// timeJoin, one on a time condition (JoinWithin); asOfJoin, a
 	// stream-table join as of the rows' times (AsOf).
 	join, timeJoin, asOfJoin bool
+	// part is one of the operators that make another's work (a
+	// foreign-key join's first two): the output-mode rules, which would
+	// refuse it as they refuse that one, are told of that one only.
+	part bool
 	// prepare runs at Start, before the query: it reads and checks what
 	// the operator needs (an initial state).
 	prepare func(ctx context.Context) error

@@ -101,11 +101,11 @@ func JoinTablesByForeignKey[K, F comparable, L, R, Out any](left UpdatesTable[K,
 					if c.attachFrom(func() { left.s.attach(c, a.addLeft) }) && timed {
 						c.errs = append(c.errs, noTime("its left table's updates"))
 					}
-				}, a, operatorInfo{kind: leftKind, function: name + "/left", mode: Append, watermarked: p.watermarked})
+				}, a, operatorInfo{kind: leftKind, function: name + "/left", mode: Append, watermarked: p.watermarked, part: true})
 				if c.attachFrom(func() { right.s.attach(c, b.addRight) }) && timed {
 					c.errs = append(c.errs, noTime("its right table's updates"))
 				}
-			}, b, operatorInfo{kind: rightKind, function: name + "/right", mode: Append, watermarked: p.watermarked})
+			}, b, operatorInfo{kind: rightKind, function: name + "/right", mode: Append, watermarked: p.watermarked, part: true})
 		}, res, operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked})
 	}}
 }

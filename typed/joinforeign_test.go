@@ -190,6 +190,17 @@ func TestJoinTablesByForeignKeyRefuses(t *testing.T) {
 			t.Errorf("Start: %v, want an error containing %q", err, want)
 		}
 	}
+	// In Complete mode, which needs an aggregation, the join is named
+	// once, not once for each of its three operators.
+	for _, mode := range []typed.OutputMode{typed.Complete} {
+		in := typed.FromMemory(typed.NewMemoryStream[fixtures.Click]("clicks", 0))
+		joined := typed.JoinTablesByForeignKey(clickTable(in), clickTable(in), func(c *fixtures.Click) string { return c.Page }, typed.Inner,
+			func(c typed.TableChange[string, fixtures.Click, fixtures.Click]) string { return c.Key })
+		_, err := typed.WriteTo(joined, newSink[string]()).OutputMode(mode).Start(t.Context(), newCheckpoint().opts()...)
+		if err == nil || strings.Count(err.Error(), "does not support the Complete output mode") != 1 || !strings.Contains(err.Error(), "foreignKeyJoin (") {
+			t.Errorf("%v: Start: %v, want an error that names the join once", mode, err)
+		}
+	}
 }
 
 // TestJoinTablesByForeignKeyNewFunction: a query started again with

@@ -178,6 +178,7 @@ func checkOutputModes(ops []operatorInfo, mode OutputMode, modeSet bool) []error
 	}
 	for i, op := range ops {
 		switch {
+		case op.part:
 		case op.aggregation:
 			if mode == Append && !(op.windowed && op.watermarked) {
 				errs = append(errs, fmt.Errorf("%s (%s): the Append output mode needs event-time windows and a watermark, as in Spark (a row is written once, when the watermark closes its window; Spark: \"Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark\"): use WriteTo(...).OutputMode(typed.Update) or typed.Complete", op.kind, op.function))
