@@ -327,8 +327,8 @@ func (b *Batch) DropLate(op int) { b.ops[op].late++ }
 // operator that handles keys concurrently waits for its calls before the
 // batch goes on: Stop, AwaitTermination and ProcessAllAvailable called
 // from fn know it for the query's own (see ErrAwaitedByQuery). Go must be
-// called from the call of the batch that the query made (RowsDone's,
-// Handle's), not from another goroutine.
+// called from the call of the batch that the query made (HandleRows',
+// RowsDone's), not from another goroutine.
 //
 //go:noinline
 func (b *Batch) Go(fn func()) {

@@ -29,9 +29,10 @@ import (
 // crashed process left in it are removed, so a BatchFiles must be the only
 // writer of its files in dir.
 //
-// Before the first file a query writes, the hidden file dir/.<prefix>query
-// is made to name the query (QueryIDOf), so that a later start of the same
-// query knows the files are its own (see RemoveAfter).
+// Before each file a query writes, the hidden file dir/.<prefix>query is
+// made to name the query (QueryIDOf), if it does not: a query's first
+// write takes the directory's batch files over, so that a later start of
+// the same query knows them for its own (see RemoveAfter).
 //
 // It is safe for concurrent use, though two concurrent writes of the same
 // batch leave either one's file.
@@ -39,8 +40,7 @@ type BatchFiles struct {
 	dir, prefix string
 	clean       sync.Once
 	cleanErr    error
-	mu          sync.Mutex
-	marked      string // the query the marker was last found or made to name
+	mu          sync.Mutex // serialises the marker's writes
 }
 
 // NewBatchFiles returns the batch files prefix* in dir.
@@ -95,9 +95,8 @@ func (f *BatchFiles) mark(query string) error {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.marked == query {
-		return nil
-	}
+	// Read at every file: another query may have taken the directory
+	// over since this one's last (one small read beside a synced write).
 	owner, err := f.owner()
 	if err != nil {
 		return err
@@ -111,7 +110,6 @@ func (f *BatchFiles) mark(query string) error {
 			return fmt.Errorf("mark the directory as query %s's: %w", query, err)
 		}
 	}
-	f.marked = query
 	return nil
 }
 
@@ -130,8 +128,9 @@ func (f *BatchFiles) owner() (string, error) {
 // RemoveAfter removes the files of the batches after batchID, and syncs
 // the directory (see BatchRewinder). batchID -1 (nothing committed)
 // removes them only when the marker names the query of ctx (QueryIDOf):
-// they are that query's, not another's that wrote to the directory
-// before.
+// the query has written a batch file there, and taken the directory's
+// files over from any that wrote there before. A query that wrote none
+// leaves another's files.
 func (f *BatchFiles) RemoveAfter(ctx context.Context, batchID int64) error {
 	if batchID < 0 {
 		owner, err := f.owner()
@@ -186,9 +185,9 @@ func (f *BatchFiles) batchOf(name string) (int64, bool) {
 // the last batch committed, before any batch runs, and the sink removes
 // what it holds of the batches after it, which run again, perhaps with
 // other rows (another split of the input). With nothing committed,
-// batchID is -1: the sink then removes only what the query of ctx
-// (QueryIDOf) wrote, for a new query's first start may find another
-// query's output where it writes.
+// batchID is -1: the sink then removes its batches only once the query of
+// ctx (QueryIDOf) has written there, for a new query's first start may
+// find another query's output where it writes.
 type BatchRewinder interface {
 	RewindAfter(ctx context.Context, batchID int64) error
 }

@@ -68,4 +68,20 @@ func TestBatchFilesRemoveWithNothingCommitted(t *testing.T) {
 	if got, err := os.ReadFile(filepath.Join(dir, ".part-query")); err != nil || string(got) != "query-b\n" {
 		t.Fatalf("the marker holds %q (%v)", got, err)
 	}
+	// Another BatchFiles of the directory (another start of query a, in
+	// the same process) takes it back at its next file, and then the
+	// first, writing for b again, too: neither trusts what it last wrote.
+	again := NewBatchFiles(dir, "part-")
+	for _, w := range []struct {
+		f     *BatchFiles
+		ctx   context.Context
+		owner string
+	}{{again, a, "query-a"}, {parts, b, "query-b"}} {
+		if err := w.f.Write(w.ctx, 1, false, write); err != nil {
+			t.Fatal(err)
+		}
+		if owner, err := parts.owner(); err != nil || owner != w.owner {
+			t.Fatalf("the marker names %q (%v), want %s", owner, err, w.owner)
+		}
+	}
 }

@@ -233,8 +233,9 @@ type Operator interface {
 }
 
 // RowsDoner is implemented by an operator with work to do once a batch's
-// rows are handled: the loop calls RowsDone after the last HandleRows of
-// a batch (none when the batch gave it no rows), before the timers. An
+// rows are handled: the loop calls RowsDone in every batch, after the
+// last HandleRows (if any: a batch may give it no rows), before the
+// timers. An
 // operator that handles keys concurrently waits there for its calls to
 // end and passes their output on, in key order.
 type RowsDoner interface {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	goruntime "runtime"
 	"runtime/debug"
 	"sync"
@@ -267,8 +268,11 @@ func (q *Query) RunID() string { return q.runID }
 // its own, if it ever does.
 //
 // Called by the query's own goroutine (a listener, or a function of the
-// pipeline), Stop cancels the query and returns nil at once: the query
-// ends once that call has returned.
+// pipeline, on the query's goroutine or on one of a processor's
+// concurrent handlers), Stop cancels the query and returns nil at once:
+// the query ends once that call has returned. (A goroutine that a
+// handler starts itself is not told apart: Stop waits there until the
+// close timeout.)
 func (q *Query) Stop() error {
 	q.cancel()
 	if q.calledByQuery() {
@@ -320,8 +324,11 @@ func (q *Query) notEnded(when string) error {
 // when it stopped cleanly).
 //
 // Called by the query's own goroutine (a listener, or a function of the
-// pipeline), which the query's end waits for, it returns
+// pipeline, on the query's goroutine or on one of a processor's
+// concurrent handlers), which the query's end waits for, it returns
 // ErrAwaitedByQuery at once (from OnQueryTerminated, the query's error).
+// (A goroutine that a handler starts itself and waits for is not told
+// apart: AwaitTermination never returns there.)
 func (q *Query) AwaitTermination() error {
 	if q.calledByQuery() {
 		if q.finishing.Load() {
@@ -365,12 +372,21 @@ func goroutineIDs() (id, creator uint64) {
 		buf = make([]byte, 2*len(buf))
 	}
 	id = leadingNumber(bytes.TrimPrefix(buf, []byte("goroutine ")))
-	const createdBy = "\ncreated by github.com/streamgen/streamgen/runtime.(*Batch).Go in goroutine "
-	if i := bytes.LastIndex(buf, []byte(createdBy)); i >= 0 {
+	createdBy := createdByBatchGo()
+	if i := bytes.LastIndex(buf, createdBy); i >= 0 {
 		creator = leadingNumber(buf[i+len(createdBy):])
 	}
 	return id, creator
 }
+
+// createdByBatchGo is how a stack's last line begins for a goroutine that
+// Batch.Go started: "\ncreated by " and Go's name as the traceback
+// prints it, read from the function itself (whatever the module's
+// path), then " in goroutine ".
+var createdByBatchGo = sync.OnceValue(func() []byte {
+	name := goruntime.FuncForPC(reflect.ValueOf((*Batch).Go).Pointer()).Name()
+	return []byte("\ncreated by " + name + " in goroutine ")
+})
 
 // leadingNumber returns the decimal number b begins with.
 func leadingNumber(b []byte) uint64 {

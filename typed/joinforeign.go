@@ -31,7 +31,8 @@ import (
 // whatever the batches. A left row whose foreign key has a null part
 // (NullKey) refers to no right row; a left update whose own key has one is
 // dropped, and counted in the progress of name+"/left" (CustomMetrics
-// "numNullKeyUpdatesDropped").
+// "numNullKeyUpdatesDropped"), and so is a right update whose key has
+// one, in that of name+"/right".
 //
 // The join keeps, under each left key, the foreign key its row refers
 // to, under each right key the right row and the rows of the left keys
@@ -325,9 +326,17 @@ func (o *fkRightOp[K, F, L, R]) EndBatch() {
 	}
 }
 
+// RowsDone adds the right updates the batch dropped for a null key to
+// the operator's figure (nullKeyMetric).
+func (o *fkRightOp[K, F, L, R]) RowsDone(_ context.Context, b *runtime.Batch) error {
+	o.batch.nulls.done(b, o.index)
+	return nil
+}
+
 func (o *fkRightOp[K, F, L, R]) addRight(r *R) {
 	f := o.rightKey(r)
 	if o.fkNull != nil && o.fkNull(&f) {
+		o.batch.nulls.n++
 		return
 	}
 	o.add(f, fkItem[K, F, L, R]{right: true, timeless: o.c.eventTime.IsZero(), at: runtime.TimedNanos(o.c.eventTime), r: *r})

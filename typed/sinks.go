@@ -422,9 +422,10 @@ func truncateCell(s string, n int) string {
 // created when first needed. With SyncInterval, a start removes the files
 // of the batches after the last committed, which a machine crash may have
 // left (runtime.BatchRewinder). The hidden file dir/.part-query names the
-// query that wrote the files, so that a start with nothing committed
-// removes them only when they are its own, not another query's that wrote
-// to dir before.
+// query that last wrote a file there, whose first write takes the
+// directory's part files over: a start with nothing committed removes
+// them only when its query has written there, not when another query
+// wrote them before.
 //
 // The sink is safe for concurrent use, though two concurrent writes of the
 // same batch leave either one's file.

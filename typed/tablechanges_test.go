@@ -159,13 +159,12 @@ func TestNullKeyUpdatesAreCounted(t *testing.T) {
 				func(c typed.Change[fixtures.RefKey, fixtures.Click]) string { return nullKey(c.Key) })
 		}, leftNulls},
 		{"JoinTablesByForeignKey", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
-			// The right table keyed by page, which is never null.
-			byPage := typed.TableUpdates(r, func(c *fixtures.Click) string { return c.Page }, deleted)
-			return typed.JoinTablesByForeignKey(typed.TableUpdates(l, key, deleted), byPage, func(c *fixtures.Click) string { return c.Page }, typed.LeftOuter,
+			// Each left row refers to the right row of its own key.
+			return typed.JoinTablesByForeignKey(typed.TableUpdates(l, key, deleted), typed.TableUpdates(r, key, deleted), key, typed.LeftOuter,
 				func(c typed.TableChange[fixtures.RefKey, fixtures.Click, fixtures.Click]) string {
 					return nullKey(c.Key)
 				})
-		}, leftNulls},
+		}, leftNulls + rightNulls},
 		{"JoinUpdates", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
 			return typed.JoinUpdates(typed.GroupByKey(l, key), typed.TableUpdates(r, key, deleted), typed.Inner,
 				func(j typed.Joined[fixtures.RefKey, fixtures.Click, fixtures.Click]) string { return nullKey(j.Key) })
