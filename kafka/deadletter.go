@@ -50,8 +50,12 @@ type DeadLetterWriter struct {
 // name), the writer reads the record again at its position (one fetch
 // per letter) and gives the dead letter the original key, and the
 // original headers before streamgen's. A record that cannot be read
-// again (deleted since) is written without them. Options that do not
-// validate make every write fail with an error saying what is wrong.
+// again (deleted since) is written without them. A letter too large for
+// the topic (its max.message.bytes, or the producer's batch size: a row a
+// sink's topic refused for its size, say) has its value cut to fit, and
+// the header HeaderTruncated with the whole length; the position still
+// names the record. Options that do not validate make every write fail
+// with an error saying what is wrong.
 func DeadLetterTopic(topic string, opts DeadLetterOptions) *DeadLetterWriter {
 	opts.Originals = slices.Clone(opts.Originals)
 	d := &DeadLetterWriter{topic: topic, opts: opts, err: opts.validate(topic)}
@@ -110,12 +114,33 @@ func (d *DeadLetterWriter) WriteDeadLetters(ctx context.Context, batchID int64, 
 			Header{Key: HeaderPosition, Value: []byte(l.Position)},
 		)
 		r.Headers = marks.append(r.Headers, i)
+		fitDeadLetter(r, d.limitsOf(ctx, d.topic).maxBytes)
 		records[i] = r
 	}
 	if err := d.produce(ctx, records); err != nil {
 		return fmt.Errorf("streamgen: %s: batch %d: %w", d.what, batchID, err)
 	}
 	return nil
+}
+
+// fitDeadLetter cuts the value of r, a dead letter, to fit a topic that
+// takes records of at most maxBytes, and says so in a HeaderTruncated
+// header, rather than fail the batch: a row refused for its size by one
+// topic (a sink's) would otherwise be refused again by a dead-letter topic
+// with the same limit. A record whose key and headers alone pass the
+// limit is left for the broker to refuse.
+func fitDeadLetter(r *kgo.Record, maxBytes int) {
+	size := recordSize(r)
+	if size <= maxBytes {
+		return
+	}
+	whole := strconv.Itoa(len(r.Value))
+	over := size - maxBytes + 5 + len(HeaderTruncated) + 5 + len(whole)
+	if over > len(r.Value) {
+		return
+	}
+	r.Value = r.Value[:len(r.Value)-over]
+	r.Headers = append(r.Headers, Header{Key: HeaderTruncated, Value: []byte(whole)})
 }
 
 // originalGap is the widest run of offsets between two letters of one

@@ -33,6 +33,12 @@ const (
 	HeaderError    = "streamgen.error"
 	HeaderSource   = "streamgen.source"
 	HeaderPosition = "streamgen.position"
+
+	// HeaderTruncated is on a dead letter whose raw bytes were cut to fit
+	// the dead-letter topic (its max.message.bytes, or the producer's
+	// batch size): the record's value is their beginning, and the header
+	// their whole length, in decimal.
+	HeaderTruncated = "streamgen.truncated"
 )
 
 // BatchMark is what the headers of a record written by streamgen say of

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -440,5 +441,63 @@ func TestSinkDeadLettersWhatItsTopicRefuses(t *testing.T) {
 				t.Errorf("records %d, want %d", len(gotRows), len(wantRows))
 			}
 		})
+	}
+}
+
+// TestDeadLetterTopicFitsWhatASinkRefused: rows too large for their sink's
+// topic go to a dead-letter topic with the same limit; there each letter
+// is cut to fit, its whole length in HeaderTruncated, rather than refused
+// in turn (which failed the batch).
+func TestDeadLetterTopicFitsWhatASinkRefused(t *testing.T) {
+	conn, adm := newCluster(t)
+	ctx := testContext(t)
+	limit := "2000"
+	for _, topic := range []string{"small", "letters"} {
+		if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"max.message.bytes": &limit}, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.ClientOptions = append(conn.ClientOptions, kgo.ProducerBatchCompression(kgo.NoCompression())) // the broker counts the whole
+	in := clicks(12, 5)
+	for i := range in {
+		if i%4 == 1 {
+			in[i].Page = strings.Repeat("p", 1900+100*i) // too large for "small", and for "letters" with the headers
+		}
+	}
+	letters := kafka.DeadLetterTopic("letters", kafka.DeadLetterOptions{Connection: conn})
+	defer letters.Close()
+	sink := kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn, Topic: "small"})
+	defer sink.Close()
+	stream := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	stream.Add(in...)
+	q, err := typed.WriteTo(typed.FromMemory(stream), sink).Start(ctx, newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()), runtime.DeadLetters(letters))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, c := range in {
+		if len(c.Page) > 1000 {
+			v, err := c.MarshalJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, string(v))
+		}
+	}
+	got := consume(t, conn, adm, "letters")
+	if len(got) != len(want) {
+		t.Fatalf("%d dead letters, want %d", len(got), len(want))
+	}
+	for i, r := range got {
+		whole, cut := header(r, kafka.HeaderTruncated)
+		if !cut || whole != strconv.Itoa(len(want[i])) || !strings.HasPrefix(want[i], string(r.Value)) || len(r.Value) >= len(want[i]) {
+			t.Errorf("letter %d: %d bytes, truncated %q (%v), want a beginning of the %d bytes of the row", i, len(r.Value), whole, cut, len(want[i]))
+		}
+	}
+	if rows := consume(t, conn, adm, "small"); len(rows) != len(in)-len(want) {
+		t.Errorf("%d records in the sink's topic, want %d", len(rows), len(in)-len(want))
 	}
 }

@@ -24,6 +24,10 @@ type producer struct {
 	closed bool
 	// limits cap the client's record batches per topic (see batchLimits).
 	limits batchLimits
+	// topics are the topics' limits, read at a topic's first record
+	// (limitsOf).
+	topicsMu sync.Mutex
+	topics   map[string]topicLimits
 }
 
 // batchLimits are the most bytes a record batch of a topic may hold, as

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -142,9 +141,6 @@ type TopicSink[T any] struct {
 	encode func(b []byte, row *T) ([]byte, error)
 	err    error // from validate, returned by every Write
 	producer
-	// limits are the topics' limits, read at a topic's first record.
-	limitsMu sync.Mutex
-	limits   map[string]topicLimits
 }
 
 // Sink returns a sink writing rows of type T to Kafka (see TopicSink and
@@ -270,10 +266,10 @@ const producerBatchMaxBytes = 1_000_012
 // writes to the topic (franz-go keeps a partition's cap), and unless the
 // user's ClientOptions set their own. A topic whose configuration cannot
 // be read is read again a minute later.
-func (s *TopicSink[T]) limitsOf(ctx context.Context, topic string) topicLimits {
-	s.limitsMu.Lock()
-	l, ok := s.limits[topic]
-	s.limitsMu.Unlock()
+func (s *producer) limitsOf(ctx context.Context, topic string) topicLimits {
+	s.topicsMu.Lock()
+	l, ok := s.topics[topic]
+	s.topicsMu.Unlock()
 	if ok && (l.retryAt.IsZero() || time.Now().Before(l.retryAt)) {
 		return l
 	}
@@ -287,7 +283,7 @@ func (s *TopicSink[T]) limitsOf(ctx context.Context, topic string) topicLimits {
 		// (Not allowed to describe it, or not made yet: the broker
 		// says what it refuses.) Kept for limitsRetry, so that a sink
 		// without the right to describe does not ask at every row.
-		slog.Warn("streamgen: kafka sink: read the topic's limits", "topic", topic, "error", err, "retryIn", limitsRetry)
+		slog.Warn("streamgen: "+s.what+": read the topic's limits", "topic", topic, "error", err, "retryIn", limitsRetry)
 		l.retryAt = time.Now().Add(limitsRetry)
 	} else {
 		topicMax := 0
@@ -303,12 +299,12 @@ func (s *TopicSink[T]) limitsOf(ctx context.Context, topic string) topicLimits {
 		}
 		l.compact = containsCompact(cfg["cleanup.policy"])
 	}
-	s.limitsMu.Lock()
-	defer s.limitsMu.Unlock()
-	if s.limits == nil {
-		s.limits = map[string]topicLimits{}
+	s.topicsMu.Lock()
+	defer s.topicsMu.Unlock()
+	if s.topics == nil {
+		s.topics = map[string]topicLimits{}
 	}
-	s.limits[topic] = l
+	s.topics[topic] = l
 	return l
 }
 
