@@ -40,7 +40,8 @@
 //
 // ExactlyOnce makes a query's batches commit through Kafka transactions,
 // as Kafka Streams' exactly_once_v2 does: each batch's rows from Kafka
-// sinks that name the transactions, its dead letters, its changelog
+// sinks that name the transactions, its dead letters (a DeadLetterTopic
+// whose options name them), its changelog
 // records and its progress (the sources' offsets) commit in one
 // transaction, and only then in the local checkpoint. A batch that fails
 // before that, or a process that dies, leaves nothing a read_committed

@@ -46,8 +46,10 @@
 // keys and state variables and how their entries are laid out, so
 // OpenCheckpoint reads a stopped query's state without its code (streamgen
 // inspect is built on it). One query at a time holds a checkpoint: a
-// second Start on it, or an OpenCheckpoint while a query runs, is refused
-// with an error wrapping ErrCheckpointInUse.
+// second Start on it is refused with an error wrapping
+// ErrCheckpointInUse; OpenCheckpoint reads a running query's checkpoint
+// from a snapshot the query makes (ErrCheckpointInUse when the query does
+// not answer within 30 seconds).
 //
 // # Watching a query
 //
@@ -96,8 +98,8 @@
 // At start, OpenStore refuses a checkpoint whose files are damaged (a
 // checksum that does not match in the blocks read to open it, a table cut
 // short or missing, a malformed MANIFEST) with ErrCorruptCheckpoint, the
-// file, and the way out: a fresh checkpoint directory (restoring state
-// from a changelog is to come). Damage in blocks that are read later is a
+// file, and the way out: a fresh checkpoint directory, which a query
+// with a changelog (kafka.Changelog) restores from its topic. Damage in blocks that are read later is a
 // failure of the running query, as above.
 //
 // Pebble may also open, without a word, a store that holds less than was

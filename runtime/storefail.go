@@ -121,7 +121,7 @@ const (
 	failedHint = "the batches committed before are kept: fix the cause (free disk space) and start the query again, it resumes from the last committed batch"
 	// corruptHint says how to go on from a damaged checkpoint; see
 	// "Storage faults" in the package doc.
-	corruptHint = "the checkpoint cannot be used: move the directory aside and start the query from a fresh checkpoint directory (it then reads its sources from the start, with batch ids from 0; restoring a checkpoint from a changelog is not supported yet)"
+	corruptHint = "the checkpoint cannot be used: move the directory aside and start the query from a fresh checkpoint directory (it then reads its sources from the start, with batch ids from 0, unless a changelog, kafka.Changelog, restores it from its topic)"
 )
 
 // createHint is the way out of a checkpoint directory that cannot be

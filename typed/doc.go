@@ -7,7 +7,7 @@
 // aggregations over keys and event-time windows (tumbling, sliding,
 // session, count) with Spark's output modes and grouping sets (Cube,
 // Rollup, GroupingSets), deduplication, joins (stream-static,
-// stream-stream, stream-table), sinks (NewMemorySink, ConsoleSink,
+// stream-stream, stream-table, table-table, foreign-key), sinks (NewMemorySink, ConsoleSink,
 // FilesSink, ForeachSink), and WriteTo(...).Start, which compiles the pipeline into a
 // runtime.Plan and starts a query in package runtime. The bindings that
 // streamgen generates for //streamgen:mapGroupsWithState,
