@@ -72,12 +72,19 @@ type WindowsMeta struct {
 	Slide  time.Duration `json:"slide"`
 	Offset time.Duration `json:"offset,omitempty"`
 	Gap    time.Duration `json:"gap,omitempty"`
+	// Difference is the time difference of Kafka Streams' sliding windows
+	// (typed.TimeDifference), which follow a key's rows: its windows' ends
+	// are its timers, so another difference is refused.
+	Difference time.Duration `json:"difference,omitempty"`
 }
 
 // String describes the windows, as in "10m0s long, one every 5m0s,
 // starting 15s past the epoch (modulo 5m0s)", or "sessions closed after
 // 30s without a row".
 func (w WindowsMeta) String() string {
+	if w.Difference != 0 {
+		return "windows of rows at most " + w.Difference.String() + " apart"
+	}
 	if w.Size == 0 {
 		return "sessions closed after " + w.Gap.String() + " without a row"
 	}
@@ -398,7 +405,7 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 			identity = append(identity, fmt.Sprintf("%s: output mode was %s, is now %s", where, was.OutputMode, now.OutputMode))
 		}
 		if was.Windows != nil && now.Windows != nil && *was.Windows != *now.Windows {
-			if was.Windows.Size != now.Windows.Size {
+			if was.Windows.Size != now.Windows.Size || was.Windows.Difference != now.Windows.Difference {
 				types = append(types, fmt.Sprintf("%s: its windows were %s, are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size", where, was.Windows, now.Windows))
 			} else {
 				identity = append(identity, fmt.Sprintf("%s: its windows were %s, are now %s", where, was.Windows, now.Windows))

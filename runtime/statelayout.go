@@ -38,6 +38,11 @@ const (
 	// EncodingSessions: uvarint(n), then n sessions, each varint(start),
 	// varint(end) in Unix nanoseconds, uvarint(len(value)) and the value.
 	EncodingSessions = "sessions"
+	// EncodingInstants: uvarint(n), then n instants in order, each
+	// varint(t) in Unix nanoseconds, uvarint(len(value)) and the value:
+	// the aggregate of a key's rows at each instant (the windows of a time
+	// difference, which follow their rows).
+	EncodingInstants = "instants"
 	// EncodingByEventTime: the variable is ordered by event time (see
 	// eventorder.go): an entry's key is an instant (8 big-endian bytes of
 	// Unix nanoseconds, sign bit flipped), its suffix the grouping key,
@@ -256,6 +261,8 @@ func decodeEntry(row *StateRow, v VariableMeta, schema *codec.Schema, suffix, ra
 		}
 	case EncodingSessions:
 		row.Value, err = appendSessions(schema, v.ValueType, raw)
+	case EncodingInstants:
+		row.Value, err = appendInstants(schema, v.ValueType, raw)
 	case EncodingByEventTime:
 		row.Value = json.RawMessage("null") // a key seen; its time is ExpiresAt
 	case EncodingTableRows:
@@ -282,9 +289,21 @@ func decodeEntry(row *StateRow, v VariableMeta, schema *codec.Schema, suffix, ra
 	return err
 }
 
+// appendInstants renders an EncodingInstants entry.
+func appendInstants(schema *codec.Schema, typeName string, raw []byte) ([]byte, error) {
+	return appendTimedValues(schema, typeName, raw, []string{"time"}, "instants")
+}
+
 // appendSessions renders an EncodingSessions entry.
 func appendSessions(schema *codec.Schema, typeName string, raw []byte) ([]byte, error) {
-	corrupt := fmt.Errorf("streamgen: stored sessions are corrupt")
+	return appendTimedValues(schema, typeName, raw, []string{"start", "end"}, "sessions")
+}
+
+// appendTimedValues renders uvarint(n), then n items, each one varint
+// Unix nanoseconds per name of times, uvarint(len(value)) and the value,
+// as a JSON array of objects with those times and "value".
+func appendTimedValues(schema *codec.Schema, typeName string, raw []byte, times []string, what string) ([]byte, error) {
+	corrupt := fmt.Errorf("streamgen: stored %s are corrupt", what)
 	n, w := binary.Uvarint(raw)
 	if w <= 0 {
 		return nil, corrupt
@@ -292,33 +311,33 @@ func appendSessions(schema *codec.Schema, typeName string, raw []byte) ([]byte, 
 	raw = raw[w:]
 	b := []byte{'['}
 	for i := range n {
-		start, w1 := binary.Varint(raw)
-		if w1 <= 0 {
-			return nil, corrupt
-		}
-		end, w2 := binary.Varint(raw[w1:])
-		if w2 <= 0 {
-			return nil, corrupt
-		}
-		size, w3 := binary.Uvarint(raw[w1+w2:])
-		at := w1 + w2 + w3
-		if w3 <= 0 || uint64(len(raw)-at) < size {
-			return nil, corrupt
-		}
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, `{"start":"`...)
-		b = time.Unix(0, start).UTC().AppendFormat(b, time.RFC3339Nano)
-		b = append(b, `","end":"`...)
-		b = time.Unix(0, end).UTC().AppendFormat(b, time.RFC3339Nano)
-		b = append(b, `","value":`...)
+		b = append(b, '{')
+		for _, name := range times {
+			at, w := binary.Varint(raw)
+			if w <= 0 {
+				return nil, corrupt
+			}
+			raw = raw[w:]
+			b = append(b, '"')
+			b = append(b, name...)
+			b = append(b, `":"`...)
+			b = time.Unix(0, at).UTC().AppendFormat(b, time.RFC3339Nano)
+			b = append(b, `",`...)
+		}
+		size, w := binary.Uvarint(raw)
+		if w <= 0 || uint64(len(raw)-w) < size {
+			return nil, corrupt
+		}
+		b = append(b, `"value":`...)
 		var err error
-		if b, err = appendTyped(b, schema, typeName, raw[at:at+int(size)]); err != nil {
+		if b, err = appendTyped(b, schema, typeName, raw[w:w+int(size)]); err != nil {
 			return nil, err
 		}
 		b = append(b, '}')
-		raw = raw[at+int(size):]
+		raw = raw[w+int(size):]
 	}
 	return append(b, ']'), nil
 }

@@ -31,7 +31,12 @@ import (
 // windows also goes to LateRows); over session windows a row is late
 // when the session it alone would make, from its event time to the gap
 // after it, ends at or before that watermark (so a row within the gap
-// of the watermark may still open or extend a session); in Complete
+// of the watermark may still open or extend a session); over the windows
+// of a TimeDifference d, a row at t is late when the window that begins
+// after it, which ends at t+1ms+d, ends at or before that watermark
+// (Kafka Streams' rule: every window the row would change has closed),
+// and a row that is not late changes only the windows still open; in
+// Complete
 // mode, and in AggregateByKey, whose key has no event time, nothing is
 // dropped.
 
@@ -105,8 +110,11 @@ type windowKey[K comparable] struct {
 func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
 ) Stream[Row] {
-	if ws.windows.kind == session {
+	switch ws.windows.kind {
+	case session:
 		return aggregateSessions[K, T, Acc, Out, Row, PA](ws, agg, row)
+	case timeDifference:
+		return aggregateTimeDifference[K, T, Acc, Out, Row, PA](ws, agg, row)
 	}
 	p := ws.s.p
 	var assigned Stream[windowedRow[T]]

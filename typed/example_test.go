@@ -255,3 +255,40 @@ func ExampleJoinTablesByForeignKey() {
 	// [o1: brass lamp o2: brass lamp]
 	// [o2: desk]
 }
+
+// Count each user's clicks within 5 seconds of one another, in the
+// windows of Kafka Streams' sliding windows (its documentation's example:
+// rows at 8 s, 9.2 s and 12.4 s), each written once the watermark closes
+// it. A Window is half-open: [3 s, 8.001 s) is Kafka Streams' [3000;8000].
+func ExampleTimeDifference() {
+	clicks := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	for _, ms := range []int64{8000, 9200, 12400} {
+		clicks.Add(fixtures.Click{User: "A", Time: time.UnixMilli(ms).UTC()})
+	}
+	clickTime := func(c *fixtures.Click) time.Time { return c.Time }
+	windows := typed.GroupByWindow(typed.WithWatermark(typed.FromMemory(clicks), clickTime, 0), clickTime, typed.TimeDifference(5*time.Second),
+		func(c *fixtures.Click) string { return c.User })
+	counts := typed.AggregateWindows(windows, typed.Count[fixtures.Click](), func(w typed.Window, user string, n int64) string {
+		return fmt.Sprintf("%s [%d;%d] %d", user, w.Start.UnixMilli(), w.End.UnixMilli()-1, n)
+	})
+	sink := typed.NewMemorySink[string]()
+	q, err := typed.WriteTo(counts, sink).OutputMode(typed.Append).Start(context.Background(),
+		runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range sink.Rows() {
+		fmt.Println(r)
+	}
+	// Output:
+	// A [3000;8000] 1
+	// A [4200;9200] 2
+	// A [7400;12400] 3
+	// A [8001;13001] 2
+	// A [9201;14201] 1
+}

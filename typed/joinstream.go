@@ -325,8 +325,8 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 	if w := cfg.windows; w != nil {
 		if err := w.validate(); err != nil {
 			fail("JoinOnWindows: %v", err)
-		} else if w.kind == session {
-			fail("JoinOnWindows: session windows are a key's own: join on tumbling or sliding windows")
+		} else if w.kind == session || w.kind == timeDifference {
+			fail("JoinOnWindows: %v windows are a key's own: join on tumbling or sliding windows", w)
 		}
 	}
 	// Which side forgets its rows, and by what.

@@ -31,7 +31,8 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 			gapOf = func(*T) time.Duration { return gap }
 		}
 		op := &sessionOp[K, T, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, "sessionAggregate ("+name+")"),
-			agg: agg, eventTime: ws.eventTime, gapOf: gapOf, output: row, emitDown: emit, mode: &c.outputMode}
+			agg: agg, eventTime: ws.eventTime, gapOf: gapOf, output: row, emitDown: emit}
+		op.mode = &c.outputMode
 		op.info = runtime.OperatorInfo{
 			Kind: "sessionAggregate", Name: name, KeyType: ws.codec.typeName, LegacyKeyType: ws.codec.legacyTypeName, UseKeys: ws.codec.useKeys, ParseKey: ws.codec.parseJSON, Key: ws.codec.schema,
 			Windows:       &runtime.WindowsMeta{Gap: ws.windows.gap},
@@ -71,8 +72,8 @@ type sessionWindow[Acc any] struct {
 // sessionOp is a session-window aggregation of one query.
 type sessionOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] struct {
 	gatherer[K, T]
+	modalInfo
 	index     int
-	info      runtime.OperatorInfo
 	agg       Aggregator[T, Acc, Out]
 	eventTime func(*T) time.Time
 	gapOf     func(*T) time.Duration
@@ -81,20 +82,11 @@ type sessionOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] stru
 	dropsLate func() bool
 	output    func(Window, K, Out) Row
 	emitDown  func(*Row)
-	mode      *OutputMode
 	sessions  []sessionWindow[Acc]
 	ends      []time.Time
 	buf       []byte
 }
 
-func (o *sessionOp[K, T, Acc, Out, Row, PA]) Info() runtime.OperatorInfo {
-	info := o.info
-	info.OutputMode = o.mode.String()
-	if *o.mode != Complete {
-		info.NoData = runtime.NoDataOnWatermark
-	}
-	return info
-}
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) EndBatch()               { o.gatherer.end() }
 
@@ -102,32 +94,28 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) EndBatch()               { o.gather
 // its start and end (varint Unix nanoseconds) and uvarint(len) and its
 // accumulator's encoding.
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) decode(raw []byte) error {
+	corrupt := fmt.Errorf("stored sessions are corrupt")
 	o.sessions = o.sessions[:0]
 	n, w := binary.Uvarint(raw)
 	if w <= 0 {
-		return fmt.Errorf("stored sessions are corrupt")
+		return corrupt
 	}
 	raw = raw[w:]
 	for range n {
 		start, w1 := binary.Varint(raw)
 		if w1 <= 0 {
-			return fmt.Errorf("stored sessions are corrupt")
+			return corrupt
 		}
 		end, w2 := binary.Varint(raw[w1:])
 		if w2 <= 0 {
-			return fmt.Errorf("stored sessions are corrupt")
+			return corrupt
 		}
-		size, w3 := binary.Uvarint(raw[w1+w2:])
-		at := w1 + w2 + w3
-		if w3 <= 0 || uint64(len(raw)-at) < size {
-			return fmt.Errorf("stored sessions are corrupt")
-		}
-		var acc Acc
-		if err := PA(&acc).UnmarshalBinary(raw[at : at+int(size)]); err != nil {
-			return fmt.Errorf("stored aggregate does not decode: %w", unprefixed(err))
+		acc, rest, err := readSizedAcc[Acc, PA](raw[w1+w2:], corrupt)
+		if err != nil {
+			return err
 		}
 		o.sessions = append(o.sessions, sessionWindow[Acc]{window: Window{Start: time.Unix(0, start).UTC(), End: time.Unix(0, end).UTC()}, acc: acc})
-		raw = raw[at+int(size):]
+		raw = rest
 	}
 	return nil
 }
@@ -136,17 +124,12 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) encode() ([]byte, error) {
 	b := binary.AppendUvarint(o.buf[:0], uint64(len(o.sessions)))
 	for i := range o.sessions {
 		s := &o.sessions[i]
+		var err error
 		b = binary.AppendVarint(b, s.window.Start.UnixNano())
 		b = binary.AppendVarint(b, s.window.End.UnixNano())
-		start := len(b)
-		b = append(b, 0, 0, 0, 0, 0) // room for the length, fixed below
-		var err error
-		if b, err = PA(&s.acc).AppendBinary(b); err != nil {
+		if b, err = appendSizedAcc[Acc, PA](b, &s.acc); err != nil {
 			return nil, err
 		}
-		acc := append([]byte(nil), b[start+5:]...)
-		b = binary.AppendUvarint(b[:start], uint64(len(acc)))
-		b = append(b, acc...)
 	}
 	o.buf = b
 	return b, nil
@@ -154,15 +137,8 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) encode() ([]byte, error) {
 
 // load reads the key's sessions; ok is false when it has none.
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) load(k *runtime.KeyState) (bool, error) {
-	raw, ok, err := k.Get(0, nil)
-	if err != nil || !ok {
-		o.sessions = o.sessions[:0]
-		return false, err
-	}
-	if err := o.decode(raw); err != nil {
-		return false, k.Fail(err)
-	}
-	return true, nil
+	o.sessions = o.sessions[:0]
+	return loadValue(k, o.decode)
 }
 
 // save writes the key's sessions (or deletes the row when none is left)
@@ -190,25 +166,7 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) save(k *runtime.KeyState, existed b
 			}
 		}
 	}
-	if len(o.sessions) == 0 {
-		if !existed {
-			return nil
-		}
-		if err := k.Delete(0, nil); err != nil {
-			return err
-		}
-		k.Removed()
-		return nil
-	}
-	raw, err := o.encode()
-	if err != nil {
-		return k.Fail(fmt.Errorf("sessions: %w", unprefixed(err)))
-	}
-	if err := k.Put(0, nil, raw); err != nil {
-		return err
-	}
-	k.Updated(!existed)
-	return nil
+	return saveValue(k, existed, len(o.sessions) == 0, o.encode, "sessions")
 }
 
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) endsOf() []time.Time {

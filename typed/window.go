@@ -27,8 +27,9 @@ func (w Window) String() string {
 	return "[" + w.Start.UTC().Format(time.RFC3339Nano) + ", " + w.End.UTC().Format(time.RFC3339Nano) + ")"
 }
 
-// Windows says how event time is cut into windows: Tumbling, Sliding or
-// Session, optionally StartingAt an offset.
+// Windows says how event time is cut into windows: Tumbling, Sliding
+// (optionally StartingAt an offset), Session, or TimeDifference (Kafka
+// Streams' sliding windows).
 type Windows struct {
 	kind                     windowKind
 	size, slide, gap, offset time.Duration
@@ -40,6 +41,7 @@ const (
 	tumbling windowKind = iota
 	sliding
 	session
+	timeDifference
 )
 
 // Tumbling cuts event time into windows of size that follow one another,
@@ -59,6 +61,21 @@ func Sliding(size, slide time.Duration) Windows {
 // are one session (as in Spark, and Flink's SESSION).
 func Session(gap time.Duration) Windows { return Windows{kind: session, gap: gap} }
 
+// TimeDifference makes the windows of Kafka Streams' SlidingWindows
+// (ofTimeDifferenceAndGrace: the grace is the watermark's delay): windows
+// d long, each key's defined by its rows' event times, in milliseconds
+// as Kafka's timestamps are (a row's time is cut to the millisecond
+// before it). A row at t makes the window that ends at it, holding the
+// rows from t-d to t, both included, and the window that begins 1 ms
+// after it, from t+1ms to t+1ms+d, once a later row of its key falls
+// there; a window holds every row of its key between its bounds, both
+// included. So each distinct set of rows at most d apart is one window,
+// made when a row enters it or leaves it, as Kafka Streams makes them. A
+// Window written for it is half-open as every Window is: it ends 1 ms
+// after its last instant (Kafka Streams' [3000;8000] is [3000ms, 8001ms)).
+// d must be a positive whole number of milliseconds.
+func TimeDifference(d time.Duration) Windows { return Windows{kind: timeDifference, size: d} }
+
 // StartingAt shifts the windows' starts by offset from the Unix epoch, as
 // the startTime of Spark's window (a tumbling hour starting at 15 minutes
 // past).
@@ -74,6 +91,8 @@ func (w Windows) String() string {
 	switch w.kind {
 	case session:
 		return "Session(" + w.gap.String() + ")"
+	case timeDifference:
+		return "TimeDifference(" + w.size.String() + ")"
 	case sliding:
 		s = "Sliding(" + w.size.String() + ", " + w.slide.String() + ")"
 	default:
@@ -96,6 +115,13 @@ func (w Windows) validate() error {
 	case session:
 		if w.gap <= 0 {
 			return fmt.Errorf("streamgen: Session(%v): the gap must be positive", w.gap)
+		}
+	case timeDifference:
+		if w.size <= 0 || w.size%time.Millisecond != 0 {
+			return fmt.Errorf("streamgen: TimeDifference(%v): the difference must be a positive whole number of milliseconds", w.size)
+		}
+		if w.offset != 0 {
+			return fmt.Errorf("streamgen: %v: the windows of a time difference follow their rows, and start at no offset", w)
 		}
 	default:
 		if w.size <= 0 || w.slide <= 0 {

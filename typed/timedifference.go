@@ -1,0 +1,295 @@
+package typed
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// aggregateTimeDifference is AggregateWindows over the windows of a time
+// difference (Kafka Streams' sliding windows): each key's state is one
+// row of its rows' aggregates by millisecond, from which its windows
+// follow (timeWindowsOf). A window closes once the watermark is at or
+// past its last instant, by a timer one nanosecond before it (rows come
+// before timers in a batch, so a row at that instant that is not late
+// still counts); it is then written (Append) and forgotten with the
+// instants no open window needs.
+//
+// A row is late, and dropped, when every window it would change has
+// closed: the window that begins after it too, whose end is t+1ms+d, as
+// Kafka Streams drops a record whose windows have all expired. A row
+// that is not late makes no window that has closed.
+func aggregateTimeDifference[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
+	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
+) Stream[Row] {
+	name := fmt.Sprintf("%T", agg)
+	opInfo := operatorInfo{kind: "slidingWindowAggregate", function: name, aggregation: true, windowed: true, watermarked: ws.s.p.watermarked}
+	ks := KeyedStream[K, T]{s: ws.s, key: ws.key, codec: ws.codec}
+	diff := int64(ws.windows.size / time.Millisecond)
+	return Stream[Row]{p: ws.s.p, attach: func(c *compiler, emit func(*Row)) {
+		op := &timeDiffOp[K, T, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, "slidingWindowAggregate ("+name+")"),
+			agg: agg, eventTime: ws.eventTime, diff: diff, output: row, emitDown: emit}
+		op.mode = &c.outputMode
+		op.info = runtime.OperatorInfo{
+			Kind: "slidingWindowAggregate", Name: name, KeyType: ws.codec.typeName, LegacyKeyType: ws.codec.legacyTypeName, UseKeys: ws.codec.useKeys, ParseKey: ws.codec.parseJSON, Key: ws.codec.schema,
+			Windows:       &runtime.WindowsMeta{Difference: ws.windows.size},
+			States:        []runtime.StateInfo{{Name: "instants", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingInstants}},
+			DropsLateRows: ws.s.p.watermarked,
+		}
+		info := opInfo // this query's: late reads its compiler
+		if ws.s.p.watermarked {
+			op.info.TimeMode = runtime.EventTimeMode
+			info.late = func(et, wm time.Time) int64 {
+				if c.outputMode == Complete || (millis(et)+1+diff)*int64(time.Millisecond) > wm.UnixNano() {
+					return 0
+				}
+				return 1
+			}
+		}
+		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, info)
+	}}
+}
+
+// millis returns t in whole milliseconds since 1970, rounded down.
+func millis(t time.Time) int64 {
+	ns := t.UnixNano()
+	ms := ns / int64(time.Millisecond)
+	if ns%int64(time.Millisecond) < 0 {
+		ms--
+	}
+	return ms
+}
+
+// msAgg is the aggregate of a key's rows at one millisecond.
+type msAgg[Acc any] struct {
+	at  int64 // milliseconds since 1970
+	acc Acc
+	// fresh says a row of the batch is there.
+	fresh bool
+}
+
+// timeWindow is a window of a time difference, its bounds included, in
+// milliseconds.
+type timeWindow struct{ start, end int64 }
+
+// timeWindowsOf returns the windows that instants (in order) make with a
+// difference of diff, in order of start (and so of end): the window that
+// ends at each, and the one that begins 1 ms after each that a later
+// instant falls in.
+func timeWindowsOf[Acc any](instants []msAgg[Acc], diff int64, into []timeWindow) []timeWindow {
+	into = into[:0]
+	for i, p := range instants {
+		into = append(into, timeWindow{p.at - diff, p.at})
+		if i+1 < len(instants) && instants[i+1].at <= p.at+1+diff {
+			into = append(into, timeWindow{p.at + 1, p.at + 1 + diff})
+		}
+	}
+	slices.SortFunc(into, func(a, b timeWindow) int { return cmp.Compare(a.start, b.start) })
+	return slices.Compact(into)
+}
+
+// timeDiffOp is an aggregation over the windows of a time difference, of
+// one query.
+type timeDiffOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] struct {
+	gatherer[K, T]
+	modalInfo
+	index     int
+	agg       Aggregator[T, Acc, Out]
+	eventTime func(*T) time.Time
+	diff      int64 // milliseconds
+	output    func(Window, K, Out) Row
+	emitDown  func(*Row)
+	instants  []msAgg[Acc]
+	windows   []timeWindow
+	buf       []byte
+}
+
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) EndBatch()               { o.gatherer.end() }
+
+// decode reads a key's instants (EncodingInstants) into o.instants.
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) decode(raw []byte) error {
+	corrupt := fmt.Errorf("stored instants are corrupt")
+	o.instants = o.instants[:0]
+	n, w := binary.Uvarint(raw)
+	if w <= 0 {
+		return corrupt
+	}
+	raw = raw[w:]
+	for range n {
+		at, w := binary.Varint(raw)
+		if w <= 0 {
+			return corrupt
+		}
+		acc, rest, err := readSizedAcc[Acc, PA](raw[w:], corrupt)
+		if err != nil {
+			return err
+		}
+		o.instants = append(o.instants, msAgg[Acc]{at: at / int64(time.Millisecond), acc: acc})
+		raw = rest
+	}
+	return nil
+}
+
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) encode() ([]byte, error) {
+	b := binary.AppendUvarint(o.buf[:0], uint64(len(o.instants)))
+	for i := range o.instants {
+		var err error
+		b = binary.AppendVarint(b, o.instants[i].at*int64(time.Millisecond))
+		if b, err = appendSizedAcc[Acc, PA](b, &o.instants[i].acc); err != nil {
+			return nil, err
+		}
+	}
+	o.buf = b
+	return b, nil
+}
+
+// load reads the key's instants; ok is false when it has none.
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) load(k *runtime.KeyState) (bool, error) {
+	o.instants = o.instants[:0]
+	return loadValue(k, o.decode)
+}
+
+// save writes the key's instants, or deletes its row when none is left.
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) save(k *runtime.KeyState, existed bool) error {
+	return saveValue(k, existed, len(o.instants) == 0, o.encode, "instants")
+}
+
+// aggregateOf folds the instants w holds.
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) aggregateOf(w timeWindow) (acc Acc, fresh bool) {
+	acc = o.agg.Zero()
+	from, _ := slices.BinarySearchFunc(o.instants, w.start, func(p msAgg[Acc], at int64) int { return cmp.Compare(p.at, at) })
+	for _, p := range o.instants[from:] {
+		if p.at > w.end {
+			break
+		}
+		acc = o.agg.Merge(acc, p.acc)
+		fresh = fresh || p.fresh
+	}
+	return acc, fresh
+}
+
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) write(key K, w timeWindow, acc Acc) {
+	window := Window{Start: time.UnixMilli(w.start).UTC(), End: time.UnixMilli(w.end + 1).UTC()}
+	r := o.output(window, key, o.agg.Result(acc))
+	o.emitDown(&r)
+}
+
+// timed says windows close by the watermark: timers write (Append) and
+// forget them.
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) timed() bool {
+	return o.info.TimeMode == runtime.EventTimeMode && *o.mode != Complete
+}
+
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	rows, err := o.rowsOf(k.Batch(), group, rows)
+	if err != nil {
+		return err
+	}
+	existed, err := o.load(k)
+	if err != nil {
+		return err
+	}
+	b := k.Batch()
+	// A window that ended at or before the watermark of the batch before
+	// has closed: a late row makes none such.
+	closed := int64(-1 << 63)
+	if o.timed() && !b.LateWatermark.IsZero() {
+		closed = millis(b.LateWatermark) // its last instant at or before it
+	}
+	// The windows before the batch's rows: they have their timers, and
+	// a window not among them is new.
+	before := map[int64]bool{}
+	for _, w := range timeWindowsOf(o.instants, o.diff, o.windows) {
+		before[w.end] = true
+	}
+	for _, j := range rows {
+		r := &o.rows[j]
+		at := millis(o.eventTime(r))
+		i, found := slices.BinarySearchFunc(o.instants, at, func(p msAgg[Acc], at int64) int { return cmp.Compare(p.at, at) })
+		if !found {
+			o.instants = slices.Insert(o.instants, i, msAgg[Acc]{at: at, acc: o.agg.Zero()})
+		}
+		o.instants[i].acc = o.agg.Add(o.instants[i].acc, r)
+		o.instants[i].fresh = true
+	}
+	o.windows = timeWindowsOf(o.instants, o.diff, o.windows)
+	key := o.keys[group]
+	for _, w := range o.windows {
+		if w.end <= closed {
+			continue
+		}
+		if o.timed() && !before[w.end] {
+			if err := k.RegisterTimer(time.UnixMilli(w.end).Add(-time.Nanosecond)); err != nil {
+				return err
+			}
+		}
+		if *o.mode == Update {
+			// A window changed: new, or holding a row of the batch.
+			if acc, fresh := o.aggregateOf(w); fresh || !before[w.end] {
+				o.write(key, w, acc)
+			}
+		}
+	}
+	for i := range o.instants {
+		o.instants[i].fresh = false
+	}
+	return o.save(k, existed)
+}
+
+// RowsDone writes, in Complete mode, every window of every key.
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *runtime.Batch) error {
+	if *o.mode != Complete {
+		return nil
+	}
+	var key K
+	return b.ScanState(o.index, 0, func(k, value []byte) error {
+		if err := o.codec.decode(k, &key); err != nil {
+			return fmt.Errorf("a stored key does not decode: %w", unprefixed(err))
+		}
+		if err := o.decode(value); err != nil {
+			return err
+		}
+		o.windows = timeWindowsOf(o.instants, o.diff, o.windows)
+		for _, w := range o.windows {
+			acc, _ := o.aggregateOf(w)
+			o.write(key, w, acc)
+		}
+		return nil
+	})
+}
+
+// HandleTimer closes the key's window that ends at expiry's next
+// nanosecond: in Append mode it is written; then the instants that no
+// window still open needs (those whose following window has ended too)
+// are forgotten. Timers come in order of expiry, so every window that
+// ends before has closed.
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	var key K
+	if err := o.codec.decode(k.Key(), &key); err != nil {
+		return fmt.Errorf("a timer's key does not decode: %w", unprefixed(err))
+	}
+	existed, err := o.load(k)
+	if err != nil {
+		return err
+	}
+	end := millis(expiry.Add(time.Nanosecond))
+	if *o.mode == Append {
+		o.windows = timeWindowsOf(o.instants, o.diff, o.windows)
+		if i, found := slices.BinarySearchFunc(o.windows, end-o.diff, func(w timeWindow, start int64) int { return cmp.Compare(w.start, start) }); found {
+			acc, _ := o.aggregateOf(o.windows[i])
+			o.write(key, o.windows[i], acc)
+		}
+	}
+	o.instants = slices.DeleteFunc(o.instants, func(p msAgg[Acc]) bool { return p.at+1+o.diff <= end })
+	if err := o.save(k, existed); err != nil {
+		return err
+	}
+	return k.DeleteTimer(expiry)
+}
