@@ -36,9 +36,8 @@ import (
 // after it, which ends at t+1ms+d, ends at or before that watermark
 // (Kafka Streams' rule: every window the row would change has closed),
 // and a row that is not late changes only the windows still open; in
-// Complete
-// mode, and in AggregateByKey, whose key has no event time, nothing is
-// dropped.
+// Complete mode, and in AggregateByKey, whose key has no event time,
+// nothing is dropped.
 
 // WindowedStream is a stream grouped by event-time window and key, ready
 // for AggregateWindows.

@@ -18,8 +18,9 @@ import (
 // follow (timeWindowsOf). A window closes once the watermark is at or
 // past its last instant, by a timer one nanosecond before it (rows come
 // before timers in a batch, so a row at that instant that is not late
-// still counts); it is then written (Append) and forgotten with the
-// instants no open window needs.
+// still counts); it is then written (Append). Timers are set at each
+// instant and 1 ms+d after it, the ends of the windows it can make: the
+// later forgets it, so a key whose rows stop leaves no state.
 //
 // A row is late, and dropped, when every window it would change has
 // closed: the window that begins after it too, whose end is t+1ms+d, as
@@ -161,6 +162,20 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) save(k *runtime.KeyState, existed 
 	return saveValue(k, existed, len(o.instants) == 0, o.encode, "instants")
 }
 
+// exists reports whether the key's instants make w: one is at its end
+// (the window that ends at it), or one is 1 ms before its start and
+// another falls in it (the window after that one).
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) exists(w timeWindow) bool {
+	find := func(at int64) (int, bool) {
+		return slices.BinarySearchFunc(o.instants, at, func(p msAgg[Acc], at int64) int { return cmp.Compare(p.at, at) })
+	}
+	if _, ok := find(w.end); ok {
+		return true
+	}
+	i, ok := find(w.start - 1)
+	return ok && i+1 < len(o.instants) && o.instants[i+1].at <= w.end
+}
+
 // aggregateOf folds the instants w holds.
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) aggregateOf(w timeWindow) (acc Acc, fresh bool) {
 	acc = o.agg.Zero()
@@ -203,35 +218,59 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k 
 	if o.timed() && !b.LateWatermark.IsZero() {
 		closed = millis(b.LateWatermark) // its last instant at or before it
 	}
-	// The windows before the batch's rows: they have their timers, and
-	// a window not among them is new.
-	before := map[int64]bool{}
-	for _, w := range timeWindowsOf(o.instants, o.diff, o.windows) {
-		before[w.end] = true
+	// In Update mode, the windows before the batch's rows: a window not
+	// among them is new.
+	var before map[int64]bool
+	if *o.mode == Update {
+		before = map[int64]bool{}
+		for _, w := range timeWindowsOf(o.instants, o.diff, o.windows) {
+			before[w.end] = true
+		}
 	}
+	added := false
 	for _, j := range rows {
 		r := &o.rows[j]
 		at := millis(o.eventTime(r))
+		if at+1+o.diff <= closed {
+			// Late: every window it would change has closed. (The
+			// stage after the watermark drops such rows before they
+			// come here, unless another operator is before this one.)
+			b.DropLate(o.index)
+			continue
+		}
 		i, found := slices.BinarySearchFunc(o.instants, at, func(p msAgg[Acc], at int64) int { return cmp.Compare(p.at, at) })
 		if !found {
 			o.instants = slices.Insert(o.instants, i, msAgg[Acc]{at: at, acc: o.agg.Zero()})
+			// Every window ends at an instant or 1 ms+d after one: the
+			// timers at both close the windows the instant makes, and
+			// the later forgets it, whether a window ends there or not.
+			if o.timed() {
+				for _, end := range []int64{at, at + 1 + o.diff} {
+					if end <= closed {
+						continue
+					}
+					if err := k.RegisterTimer(time.UnixMilli(end).Add(-time.Nanosecond)); err != nil {
+						return err
+					}
+				}
+			}
 		}
 		o.instants[i].acc = o.agg.Add(o.instants[i].acc, r)
 		o.instants[i].fresh = true
+		added = true
 	}
-	o.windows = timeWindowsOf(o.instants, o.diff, o.windows)
-	key := o.keys[group]
-	for _, w := range o.windows {
-		if w.end <= closed {
-			continue
-		}
-		if o.timed() && !before[w.end] {
-			if err := k.RegisterTimer(time.UnixMilli(w.end).Add(-time.Nanosecond)); err != nil {
-				return err
+	if !added {
+		return nil // every row late: the key's state stays as it was
+	}
+	if *o.mode == Update {
+		// The windows still open that changed: new, or holding a row of
+		// the batch.
+		key := o.keys[group]
+		o.windows = timeWindowsOf(o.instants, o.diff, o.windows)
+		for _, w := range o.windows {
+			if w.end <= closed {
+				continue
 			}
-		}
-		if *o.mode == Update {
-			// A window changed: new, or holding a row of the batch.
 			if acc, fresh := o.aggregateOf(w); fresh || !before[w.end] {
 				o.write(key, w, acc)
 			}
@@ -281,10 +320,9 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k
 	}
 	end := millis(expiry.Add(time.Nanosecond))
 	if *o.mode == Append {
-		o.windows = timeWindowsOf(o.instants, o.diff, o.windows)
-		if i, found := slices.BinarySearchFunc(o.windows, end-o.diff, func(w timeWindow, start int64) int { return cmp.Compare(w.start, start) }); found {
-			acc, _ := o.aggregateOf(o.windows[i])
-			o.write(key, o.windows[i], acc)
+		if w := (timeWindow{end - o.diff, end}); o.exists(w) {
+			acc, _ := o.aggregateOf(w)
+			o.write(key, w, acc)
 		}
 	}
 	o.instants = slices.DeleteFunc(o.instants, func(p msAgg[Acc]) bool { return p.at+1+o.diff <= end })

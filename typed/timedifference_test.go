@@ -133,7 +133,8 @@ func TestTimeDifferenceWindows(t *testing.T) {
 // TestTimeDifferenceClosedWindows: with a difference of 5 s and a delay
 // of 1 s, rows at 10 s and 12 s put the watermark at 11 s; a row at 11 s
 // then is not late, and counts in the windows still open, but makes no
-// window [6 s, 11 s], which closed with the watermark at its end.
+// window [6 s, 11 s], which closed with the watermark at its end. Once
+// the input is flushed, no state is left.
 func TestTimeDifferenceClosedWindows(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	sink := newSink[windowCount]()
@@ -157,6 +158,16 @@ func TestTimeDifferenceClosedWindows(t *testing.T) {
 	if want := []string{"[10001, 15002) 2", "[11001, 16002) 1", "[5000, 10001) 1", "[7000, 12001) 3"}; !slices.Equal(got, want) {
 		t.Errorf("windows %q, want %q", got, want)
 	}
+	// Every window has closed: the key's state is gone, its last instant
+	// too, though no window follows it.
+	c, meta := openCheckpoint(t, ck.fs)
+	defer c.Close()
+	err := c.Rows(meta, 0, "", func(r runtime.StateRow) error {
+		return fmt.Errorf("state left for %s: %s", r.Key, r.Value)
+	})
+	if err != nil {
+		t.Error(err)
+	}
 }
 
 // TestTimeDifferenceUpdates: in Update mode a batch writes the windows
@@ -165,7 +176,10 @@ func TestTimeDifferenceClosedWindows(t *testing.T) {
 // then at 16.5 s: the second batch makes [11.5 s, 16.5 s] and [12.001 s,
 // 17.001 s], and leaves [7 s, 12 s] and [10.001 s, 15.001 s] as they were;
 // a row at 11 s then makes [11.001 s, 16.001 s], which holds the row at
-// 12 s but not its own, and changes no window still open.
+// 12 s but not its own, and changes no window still open; a row at 15.5
+// s, the watermark, changes the windows still open that hold it and makes
+// [15.501 s, 20.501 s], but not its own, [10.5 s, 15.5 s], which has
+// closed.
 func TestTimeDifferenceUpdates(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	sink := newSink[windowCount]()
@@ -174,7 +188,7 @@ func TestTimeDifferenceUpdates(t *testing.T) {
 	ck := newCheckpoint()
 	row := func(ms int64) fixtures.Click { return fixtures.Click{User: "a", Time: time.UnixMilli(ms).UTC()} }
 	var batches []string
-	for _, rows := range [][]fixtures.Click{{row(10000), row(12000)}, {row(16500)}, {row(11000)}} {
+	for _, rows := range [][]fixtures.Click{{row(10000), row(12000)}, {row(16500)}, {row(11000)}, {row(15500)}} {
 		m.Add(rows...)
 		before := len(sink.rows())
 		if err := runToEnd(t, w, ck.opts()...); err != nil {
@@ -187,7 +201,8 @@ func TestTimeDifferenceUpdates(t *testing.T) {
 		slices.Sort(got)
 		batches = append(batches, fmt.Sprint(got))
 	}
-	want := []string{"[[10001, 15002) 1 [5000, 10001) 1 [7000, 12001) 2]", "[[11500, 16501) 2 [12001, 17002) 1]", "[[11001, 16002) 1]"}
+	want := []string{"[[10001, 15002) 1 [5000, 10001) 1 [7000, 12001) 2]", "[[11500, 16501) 2 [12001, 17002) 1]", "[[11001, 16002) 1]",
+		"[[11001, 16002) 2 [11500, 16501) 3 [12001, 17002) 2 [15501, 20502) 1]"}
 	if !slices.Equal(batches, want) {
 		t.Errorf("written %q, want %q", batches, want)
 	}
@@ -212,7 +227,7 @@ func TestTimeDifferenceUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{`"a" 11000`, `"a" 12000`, `"a" 16500`}; !slices.Equal(kept, want) {
+	if want := []string{`"a" 11000`, `"a" 12000`, `"a" 15500`, `"a" 16500`}; !slices.Equal(kept, want) {
 		t.Errorf("the checkpoint keeps %q, want %q", kept, want)
 	}
 }
