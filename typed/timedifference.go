@@ -177,17 +177,16 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) exists(w timeWindow) bool {
 }
 
 // aggregateOf folds the instants w holds.
-func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) aggregateOf(w timeWindow) (acc Acc, fresh bool) {
-	acc = o.agg.Zero()
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) aggregateOf(w timeWindow) Acc {
+	acc := o.agg.Zero()
 	from, _ := slices.BinarySearchFunc(o.instants, w.start, func(p msAgg[Acc], at int64) int { return cmp.Compare(p.at, at) })
 	for _, p := range o.instants[from:] {
 		if p.at > w.end {
 			break
 		}
 		acc = o.agg.Merge(acc, p.acc)
-		fresh = fresh || p.fresh
 	}
-	return acc, fresh
+	return acc
 }
 
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) write(key K, w timeWindow, acc Acc) {
@@ -266,12 +265,19 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k 
 		// The windows still open that changed: new, or holding a row of
 		// the batch.
 		key := o.keys[group]
+		var fresh []int64 // the instants of the batch's rows, in order
+		for _, p := range o.instants {
+			if p.fresh {
+				fresh = append(fresh, p.at)
+			}
+		}
 		o.windows = timeWindowsOf(o.instants, o.diff, o.windows)
 		for _, w := range o.windows {
 			if w.end <= closed {
 				continue
 			}
-			if acc, fresh := o.aggregateOf(w); fresh || !before[w.end] {
+			if i, _ := slices.BinarySearch(fresh, w.start); i < len(fresh) && fresh[i] <= w.end || !before[w.end] {
+				acc := o.aggregateOf(w)
 				o.write(key, w, acc)
 			}
 		}
@@ -297,7 +303,7 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *r
 		}
 		o.windows = timeWindowsOf(o.instants, o.diff, o.windows)
 		for _, w := range o.windows {
-			acc, _ := o.aggregateOf(w)
+			acc := o.aggregateOf(w)
 			o.write(key, w, acc)
 		}
 		return nil
@@ -321,7 +327,7 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k
 	end := millis(expiry.Add(time.Nanosecond))
 	if *o.mode == Append {
 		if w := (timeWindow{end - o.diff, end}); o.exists(w) {
-			acc, _ := o.aggregateOf(w)
+			acc := o.aggregateOf(w)
 			o.write(key, w, acc)
 		}
 	}
