@@ -26,14 +26,14 @@ const (
 	tempSuffixLen = 16
 )
 
-// Replace creates dir if need be and writes dir/name with write: write
+// Replace creates dir if need be (MkdirAll) and writes dir/name with write: write
 // goes to a temporary file named ".streamgen-tmp-name-" and a random
 // suffix (readers of the directory skip names that start with a dot), which
 // is synced and then renamed over name; the directory is synced so that the
 // rename survives a crash too. On failure the temporary file is removed and
 // name is left as it was; after a crash it stays, for RemoveStale.
 func Replace(dir, name string, write func(io.Writer) error) (err error) {
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	if err := MkdirAll(dir); err != nil {
 		return err
 	}
 	tmp, err := createTemp(dir, name)
@@ -65,8 +65,44 @@ func Replace(dir, name string, write func(io.Writer) error) (err error) {
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		return err
 	}
-	return SyncDir(dir)
+	return syncDir(dir)
 }
+
+// MkdirAll creates dir and the parents it lacks, as os.MkdirAll does, and
+// syncs the parent of each directory it creates, so that a file synced in
+// dir after it survives a crash with the directories that lead to it.
+func MkdirAll(dir string) error {
+	var created []string // deepest first
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		_, err := os.Stat(d)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		created = append(created, d)
+		if filepath.Dir(d) == d {
+			break
+		}
+	}
+	if len(created) == 0 {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return err
+	}
+	for _, d := range created {
+		if err := syncDir(filepath.Dir(d)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDir is SyncDir, replaced by tests that see which directories are
+// synced.
+var syncDir = SyncDir
 
 // SyncDir syncs the directory dir, so that the names created, renamed or
 // removed in it survive a crash.
