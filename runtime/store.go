@@ -14,6 +14,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/streamgen/streamgen/internal/atomicfile"
 )
 
 // ErrIncompatibleCheckpoint is wrapped by the error Start returns for a
@@ -297,7 +299,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 		opts.DiskReserve = DefaultDiskReserve
 	}
 	s := &Store{dir: dir, fs: opts.FS, opts: opts, recorded: -1, failed: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{})}
-	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
+	if err := atomicfile.MkdirAllFS(opts.FS, dir, 0o755); err != nil {
 		return nil, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, cause: fmt.Errorf("create the directory: %w", err), hint: createHint(err)}
 	}
 	lock, err := lockCheckpoint(opts.FS, dir, inUseQueryHint)

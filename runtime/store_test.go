@@ -1015,3 +1015,31 @@ func TestStoreClosedTwice(t *testing.T) {
 	}
 	again.Close()
 }
+
+// TestCheckpointInNewDirectoriesSurvivesACrash: a checkpoint whose
+// directory, and the directories above it, the store made is still there
+// after a machine crash once a batch has committed: each directory made
+// is named in a synced parent.
+func TestCheckpointInNewDirectoriesSurvivesACrash(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	dir := fs.PathJoin("data", "queries", "ckpt")
+	s, err := runtime.OpenStore(dir, runtime.StoreOptions{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := s.NewBatch()
+	b.Put(sumVar, []byte("k"), nil, u64(7))
+	if err := s.Commit(b, runtime.Progress{BatchID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+	s.Close()
+	s, err = runtime.OpenStore(dir, runtime.StoreOptions{FS: crashed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if p, ok, err := s.Progress(); err != nil || !ok || p.BatchID != 0 {
+		t.Fatalf("after the crash: progress %+v (%v, %v), want batch 0 committed", p, ok, err)
+	}
+}

@@ -12,6 +12,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // A temporary file of Replace is named tempPrefix, then the name it will
@@ -65,54 +67,66 @@ func Replace(dir, name string, write func(io.Writer) error) (err error) {
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		return err
 	}
-	return syncDir(dir)
+	return SyncDir(dir)
 }
 
 // MkdirAll creates dir and the parents it lacks, as os.MkdirAll does, and
 // syncs the parent of each directory it creates, so that a file synced in
 // dir after it survives a crash with the directories that lead to it.
-func MkdirAll(dir string) error {
+func MkdirAll(dir string) error { return MkdirAllFS(dirFS, dir, 0o777) }
+
+// MkdirAllFS is MkdirAll on fs (a checkpoint's file system), the
+// directories made with perm (before the umask).
+func MkdirAllFS(fs vfs.FS, dir string, perm os.FileMode) error {
 	var created []string // deepest first
-	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
-		_, err := os.Stat(d)
+	for d := dir; ; d = fs.PathDir(d) {
+		_, err := fs.Stat(d)
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, fs.ErrNotExist) {
+		if !errors.Is(err, os.ErrNotExist) {
 			return err
 		}
 		created = append(created, d)
-		if filepath.Dir(d) == d {
+		if fs.PathDir(d) == d {
 			break
 		}
 	}
 	if len(created) == 0 {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o777); err != nil {
+	if err := fs.MkdirAll(dir, perm); err != nil {
 		return err
 	}
 	for _, d := range created {
-		if err := syncDir(filepath.Dir(d)); err != nil {
+		if err := syncDirFS(fs, fs.PathDir(d)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// syncDir is SyncDir, replaced by tests that see which directories are
-// synced.
-var syncDir = SyncDir
+// dirFS is the file system of MkdirAll and SyncDir: the operating
+// system's, but in tests that see which directories are synced.
+var dirFS = vfs.Default
 
 // SyncDir syncs the directory dir, so that the names created, renamed or
 // removed in it survive a crash.
-func SyncDir(dir string) error {
-	d, err := os.Open(dir)
+func SyncDir(dir string) error { return syncDirFS(dirFS, dir) }
+
+func syncDirFS(fs vfs.FS, dir string) error {
+	d, err := fs.OpenDir(dir)
 	if err != nil {
 		return err
 	}
-	defer d.Close()
-	return d.Sync()
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", dir, err)
+	}
+	return nil
 }
 
 // createTemp creates a new temporary file in dir for name, readable and

@@ -6,7 +6,31 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
+
+// syncRecorder notes the directories synced through it.
+type syncRecorder struct {
+	vfs.FS
+	synced *[]string
+}
+
+func (r syncRecorder) OpenDir(name string) (vfs.File, error) {
+	f, err := r.FS.OpenDir(name)
+	return syncedDir{File: f, name: name, synced: r.synced}, err
+}
+
+type syncedDir struct {
+	vfs.File
+	name   string
+	synced *[]string
+}
+
+func (d syncedDir) Sync() error {
+	*d.synced = append(*d.synced, d.name)
+	return d.File.Sync()
+}
 
 // TestMkdirAllSyncsParents: the directories MkdirAll creates are each
 // named in a synced parent, so that a crash after a file in the deepest
@@ -15,11 +39,8 @@ import (
 func TestMkdirAllSyncsParents(t *testing.T) {
 	root := t.TempDir()
 	var synced []string
-	syncDir = func(dir string) error {
-		synced = append(synced, dir)
-		return SyncDir(dir)
-	}
-	defer func() { syncDir = SyncDir }()
+	dirFS = syncRecorder{FS: vfs.Default, synced: &synced}
+	defer func() { dirFS = vfs.Default }()
 	dir := filepath.Join(root, "a", "b", "c")
 	if err := MkdirAll(dir); err != nil {
 		t.Fatal(err)
