@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -109,10 +110,16 @@ type timeDiffOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] str
 	instants  []msAgg[Acc]
 	windows   []timeWindow
 	buf       []byte
+	// closedKeys are the keys whose windows the batch's timers have
+	// closed (HandleTimer), by encoded key.
+	closedKeys map[string]struct{}
 }
 
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
-func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) EndBatch()               { o.gatherer.end() }
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) EndBatch() {
+	o.gatherer.end()
+	clear(o.closedKeys)
+}
 
 // decode reads a key's instants (EncodingInstants) into o.instants.
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) decode(raw []byte) error {
@@ -160,20 +167,6 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) load(k *runtime.KeyState) (bool, e
 // save writes the key's instants, or deletes its row when none is left.
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) save(k *runtime.KeyState, existed bool) error {
 	return saveValue(k, existed, len(o.instants) == 0, o.encode, "instants")
-}
-
-// exists reports whether the key's instants make w: one is at its end
-// (the window that ends at it), or one is 1 ms before its start and
-// another falls in it (the window after that one).
-func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) exists(w timeWindow) bool {
-	find := func(at int64) (int, bool) {
-		return slices.BinarySearchFunc(o.instants, at, func(p msAgg[Acc], at int64) int { return cmp.Compare(p.at, at) })
-	}
-	if _, ok := find(w.end); ok {
-		return true
-	}
-	i, ok := find(w.start - 1)
-	return ok && i+1 < len(o.instants) && o.instants[i+1].at <= w.end
 }
 
 // aggregateOf folds the instants w holds.
@@ -310,12 +303,22 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *r
 	})
 }
 
-// HandleTimer closes the key's window that ends at expiry's next
-// nanosecond: in Append mode it is written; then the instants that no
-// window still open needs (those whose following window has ended too)
-// are forgotten. Timers come in order of expiry, so every window that
-// ends before has closed.
+// HandleTimer closes, at the first of a key's timers due in the batch,
+// every window of the key that ends at or before the batch's watermark
+// (those that end at or before the watermark the batch before ran with
+// closed then): in Append mode each is written, in order of end; then
+// the instants that no window still open needs (those whose following
+// window has closed too) are forgotten, and the key's row is written
+// once. The key's other timers due in the batch only go. So a key is
+// read and written once a batch, whatever the number of its timers.
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	if _, done := o.closedKeys[string(k.Key())]; done {
+		return k.DeleteTimer(expiry)
+	}
+	if o.closedKeys == nil {
+		o.closedKeys = map[string]struct{}{}
+	}
+	o.closedKeys[string(k.Key())] = struct{}{}
 	var key K
 	if err := o.codec.decode(k.Key(), &key); err != nil {
 		return fmt.Errorf("a timer's key does not decode: %w", unprefixed(err))
@@ -324,14 +327,21 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k
 	if err != nil {
 		return err
 	}
-	end := millis(expiry.Add(time.Nanosecond))
+	b := k.Batch()
+	through := millis(b.Watermark)
 	if *o.mode == Append {
-		if w := (timeWindow{end - o.diff, end}); o.exists(w) {
-			acc := o.aggregateOf(w)
-			o.write(key, w, acc)
+		from := int64(math.MinInt64)
+		if !b.LateWatermark.IsZero() {
+			from = millis(b.LateWatermark)
+		}
+		o.windows = timeWindowsOf(o.instants, o.diff, o.windows)
+		for _, w := range o.windows {
+			if w.end > from && w.end <= through {
+				o.write(key, w, o.aggregateOf(w))
+			}
 		}
 	}
-	o.instants = slices.DeleteFunc(o.instants, func(p msAgg[Acc]) bool { return p.at+1+o.diff <= end })
+	o.instants = slices.DeleteFunc(o.instants, func(p msAgg[Acc]) bool { return p.at+1+o.diff <= through })
 	if err := o.save(k, existed); err != nil {
 		return err
 	}
