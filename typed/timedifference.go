@@ -19,9 +19,12 @@ import (
 // follow (timeWindowsOf). A window closes once the watermark is at or
 // past its last instant, by a timer one nanosecond before it (rows come
 // before timers in a batch, so a row at that instant that is not late
-// still counts); it is then written (Append). Timers are set at each
-// instant and 1 ms+d after it, the ends of the windows it can make: the
-// later forgets it, so a key whose rows stop leaves no state.
+// still counts); it is then written (Append). Each key has one timer, at
+// the next instant where one of its windows may end or an instant be
+// forgotten (an instant's own, or 1 ms+d after one: the end of the window
+// that begins after it, past which it is forgotten), so a key whose rows
+// stop leaves no state, and a key costs one timer however many instants
+// it holds.
 //
 // A row is late, and dropped, when every window it would change has
 // closed: the window that begins after it too, whose end is t+1ms+d, as
@@ -219,6 +222,9 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k 
 			before[w.end] = true
 		}
 	}
+	// The key's one timer is at the next instant after closed where a
+	// window may end or an instant be forgotten (nextEnd).
+	timer, timed := o.nextEnd(closed)
 	added := false
 	for _, j := range rows {
 		r := &o.rows[j]
@@ -233,19 +239,6 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k 
 		i, found := slices.BinarySearchFunc(o.instants, at, func(p msAgg[Acc], at int64) int { return cmp.Compare(p.at, at) })
 		if !found {
 			o.instants = slices.Insert(o.instants, i, msAgg[Acc]{at: at, acc: o.agg.Zero()})
-			// Every window ends at an instant or 1 ms+d after one: the
-			// timers at both close the windows the instant makes, and
-			// the later forgets it, whether a window ends there or not.
-			if o.timed() {
-				for _, end := range []int64{at, at + 1 + o.diff} {
-					if end <= closed {
-						continue
-					}
-					if err := k.RegisterTimer(time.UnixMilli(end).Add(-time.Nanosecond)); err != nil {
-						return err
-					}
-				}
-			}
 		}
 		o.instants[i].acc = o.agg.Add(o.instants[i].acc, r)
 		o.instants[i].fresh = true
@@ -253,6 +246,13 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k 
 	}
 	if !added {
 		return nil // every row late: the key's state stays as it was
+	}
+	if o.timed() {
+		if next, _ := o.nextEnd(closed); !timed || next < timer {
+			if err := o.moveTimer(k, timer, timed, next); err != nil {
+				return err
+			}
+		}
 	}
 	if *o.mode == Update {
 		// The windows still open that changed: new, or holding a row of
@@ -309,8 +309,9 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *r
 // closed then): in Append mode each is written, in order of end; then
 // the instants that no window still open needs (those whose following
 // window has closed too) are forgotten, and the key's row is written
-// once. The key's other timers due in the batch only go. So a key is
-// read and written once a batch, whatever the number of its timers.
+// once, and its timer moved to the next end (nextEnd). A key's other
+// timers due in the batch (a checkpoint from when each instant had its
+// own holds several) only go. So a key is read and written once a batch.
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
 	if _, done := o.closedKeys[string(k.Key())]; done {
 		return k.DeleteTimer(expiry)
@@ -345,5 +346,45 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k
 	if err := o.save(k, existed); err != nil {
 		return err
 	}
-	return k.DeleteTimer(expiry)
+	if err := k.DeleteTimer(expiry); err != nil {
+		return err
+	}
+	if next, ok := o.nextEnd(through); ok {
+		return k.RegisterTimer(time.UnixMilli(next).Add(-time.Nanosecond))
+	}
+	return nil
+}
+
+// nextEnd returns the first instant after closed at which a window of
+// the key's instants may end, or an instant be forgotten: an instant's
+// own, or 1 ms+d after one (its following window's end, after which it
+// is forgotten). ok is false when the key has no instants.
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) nextEnd(closed int64) (end int64, ok bool) {
+	if len(o.instants) == 0 {
+		return 0, false
+	}
+	search := func(at int64) int {
+		i, _ := slices.BinarySearchFunc(o.instants, at, func(p msAgg[Acc], at int64) int { return cmp.Compare(p.at, at) })
+		return i
+	}
+	end = math.MaxInt64
+	if i := search(closed + 1); i < len(o.instants) {
+		end = o.instants[i].at // the first instant after closed
+	}
+	if closed > math.MinInt64+o.diff {
+		if i := search(closed - o.diff); i < len(o.instants) {
+			end = min(end, o.instants[i].at+1+o.diff) // the first whose following window ends after closed
+		}
+	}
+	return end, end != math.MaxInt64
+}
+
+// moveTimer moves the key's timer from at (when it has one) to next.
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) moveTimer(k *runtime.KeyState, at int64, had bool, next int64) error {
+	if had {
+		if err := k.DeleteTimer(time.UnixMilli(at).Add(-time.Nanosecond)); err != nil {
+			return err
+		}
+	}
+	return k.RegisterTimer(time.UnixMilli(next).Add(-time.Nanosecond))
 }

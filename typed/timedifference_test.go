@@ -3,6 +3,7 @@ package typed_test
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -29,12 +30,21 @@ func timeDifferenceCounts(d time.Duration) func(typed.Stream[fixtures.Click]) ty
 // included. A window is written half-open, ending 1 ms after its last
 // instant.
 func loopTimeDifference(in []fixtures.Click, d time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	for _, w := range loopTimeDifferenceRows(in, d) {
+		out[w.id()] = w.Value
+	}
+	return out
+}
+
+// loopTimeDifferenceRows is loopTimeDifference's windows as rows.
+func loopTimeDifferenceRows(in []fixtures.Click, d time.Duration) []windowCount {
 	diff := d.Milliseconds()
 	byUser := map[string][]int64{}
 	for _, c := range in {
 		byUser[c.User] = append(byUser[c.User], c.Time.UnixMilli())
 	}
-	out := map[string]float64{}
+	var out []windowCount
 	for user, times := range byUser {
 		windows := map[int64]bool{} // by start
 		for _, t := range times {
@@ -53,7 +63,7 @@ func loopTimeDifference(in []fixtures.Click, d time.Duration) map[string]float64
 				}
 			}
 			w := typed.Window{Start: time.UnixMilli(start).UTC(), End: time.UnixMilli(start + diff + 1).UTC()}
-			out[windowCount{Window: w, User: user}.id()] = float64(n)
+			out = append(out, windowCount{Window: w, User: user, Value: float64(n)})
 		}
 	}
 	return out
@@ -311,5 +321,62 @@ func TestTimeDifferenceChanged(t *testing.T) {
 	err := runToEnd(t, typed.WriteTo(timeDifferenceCounts(6*time.Second)(s), newSink[windowCount]()), ck.opts()...)
 	if want := "its windows were windows of rows at most 5s apart, are now windows of rows at most 6s apart"; err == nil || !strings.Contains(err.Error(), want) {
 		t.Fatalf("start with another difference: %v, want an error containing %q", err, want)
+	}
+}
+
+// TestTimeDifferenceClosesOnTime: in Append mode each window is written
+// as soon as the watermark reaches its last instant, not a batch later,
+// and not before. Rows of two users come in batches, some out of order
+// but none late, at gaps that put the watermark now and then exactly on
+// a window's last instant: a row's own, or that of the window after it.
+// After each batch (the query restarted on its checkpoint each time),
+// the windows written are those of a plain loop over the rows so far
+// whose last instant is at or before the watermark.
+func TestTimeDifferenceClosesOnTime(t *testing.T) {
+	const d, delay = 2000, 1000 // ms
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	sink := newSink[windowCount]()
+	s := typed.WithWatermark(typed.FromMemory(m), clickTime, delay*time.Millisecond)
+	w := typed.WriteTo(timeDifferenceCounts(d*time.Millisecond)(s), sink).OutputMode(typed.Append)
+	ck := newCheckpoint()
+	rng := rand.New(rand.NewPCG(7, 23))
+	gaps := []int64{0, 1, delay - 1, delay, delay + 1, d, d + 1, d + 1 + delay, d + delay - 1}
+	var in []fixtures.Click
+	high := int64(100_000) // the greatest time so far
+	for batch := range 200 {
+		low := high - delay // the watermark the batch runs with: a row at it or before is late
+		var rows []fixtures.Click
+		for range 1 + rng.IntN(4) {
+			var ms int64
+			switch rng.IntN(4) {
+			case 0:
+				ms = low + 1 + rng.Int64N(delay)*int64(rng.IntN(2)) // out of order, not late: at times the earliest such
+			case 1:
+				// The watermark on a recent row's instant, or on the
+				// last instant of the window after it.
+				recent := high
+				if len(in) > 0 {
+					recent = in[len(in)-1-rng.IntN(min(len(in), 6))].Time.UnixMilli()
+				}
+				high = max(high, recent+delay+[]int64{0, 1 + d}[rng.IntN(2)])
+				ms = high
+			default:
+				high += gaps[rng.IntN(len(gaps))]
+				ms = high
+			}
+			rows = append(rows, fixtures.Click{User: []string{"a", "b"}[rng.IntN(2)], Time: time.UnixMilli(ms).UTC()})
+		}
+		m.Add(rows...)
+		in = append(in, rows...)
+		if err := runToEnd(t, w, ck.opts()...); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]float64{}
+		for _, w := range loopTimeDifferenceRows(in, d*time.Millisecond) {
+			if w.Window.End.UnixMilli()-1 <= high-delay {
+				want[w.id()] = w.Value
+			}
+		}
+		sameTable(t, fmt.Sprintf("after batch %d, watermark %d", batch, high-delay), writtenOnce(t, sink.snapshot()), want)
 	}
 }
