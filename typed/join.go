@@ -88,21 +88,29 @@ type NullKey interface {
 	HasNull() bool
 }
 
-// nullKeyMetric is the figure in the progress (CustomMetrics) of a table
-// operator's updates dropped for a key with a null part: Kafka Streams
-// counts such records in dropped-records.
-const nullKeyMetric = "numNullKeyUpdatesDropped"
+// The figures in the progress (CustomMetrics) of the rows a join or table
+// operator drops for a key with a null part, which Kafka Streams counts
+// in dropped-records: a table's updates, and a stream's rows that a join
+// does not keep without a match (an Inner join's; a stream-stream join's
+// side that is not padded).
+const (
+	nullKeyMetric     = "numNullKeyUpdatesDropped"
+	nullKeyRowsMetric = "numNullKeyRowsDropped"
+)
 
-// nullKeys counts a table operator's updates of a batch dropped for a
-// null key, and adds them to its figure when the batch's rows are done.
-type nullKeys struct{ n int64 }
+// nullKeys counts an operator's updates and rows of a batch dropped for a
+// null key, and adds them to its figures when the batch's rows are done.
+type nullKeys struct{ n, rows int64 }
 
-// done adds the batch's count to operator op's figure.
+// done adds the batch's counts to operator op's figures.
 func (c *nullKeys) done(b *runtime.Batch, op int) {
 	if c.n > 0 {
 		b.AddMetric(op, nullKeyMetric, c.n)
 	}
-	c.n = 0
+	if c.rows > 0 {
+		b.AddMetric(op, nullKeyRowsMetric, c.rows)
+	}
+	*c = nullKeys{}
 }
 
 // nullCheck returns, for a key type that implements NullKey, a function

@@ -259,7 +259,9 @@ const (
 //     cannot, saying what is missing. A LeftSemi row is written once, at
 //     its first match, and a row that matched on arrival is not kept.
 //   - A row whose key has a null part (NullKey) joins nothing and is not
-//     kept; a kept side's is written at once, padded.
+//     kept; a kept side's is written at once, padded, and another side's
+//     dropped and counted in the operator's progress (CustomMetrics
+//     "numNullKeyRowsDropped"), as Kafka Streams does.
 //   - Rows at or before the watermark the batch before ran with (Spark's
 //     late-event watermark) are late for a side with one:
 //     dropped, counted in numRowsDroppedByWatermark, and sent to the
@@ -520,6 +522,7 @@ type joinOp[K comparable, L, R, Out any] struct {
 	leftRows  valueCodec[L]
 	rightRows valueCodec[R]
 	null      func(*K) bool
+	nulls     nullKeys // the batch's rows dropped for a null key
 	leftKey   func(*L) K
 	rightKey  func(*R) K
 	leftTime  func(*L) time.Time
@@ -573,6 +576,7 @@ func (o *joinOp[K, L, R, Out]) Groups() *runtime.Groups    { return &o.groups }
 
 // EndBatch drops the batch's rows.
 func (o *joinOp[K, L, R, Out]) EndBatch() {
+	o.nulls = nullKeys{}
 	clear(o.matchedNow)
 	clear(o.lefts)
 	clear(o.rights)
@@ -594,7 +598,12 @@ func (o *joinOp[K, L, R, Out]) addLeft(l *L) {
 		at = o.leftTime(l)
 	}
 	k := o.leftKey(l)
-	excluded := o.leftFilter != nil && !o.leftFilter(l) || o.null != nil && o.null(&k)
+	null := o.null != nil && o.null(&k)
+	excluded := o.leftFilter != nil && !o.leftFilter(l) || null
+	if null && !o.how.keepsLeft() {
+		o.nulls.rows++
+		return
+	}
 	ns := runtime.TimedNanos(at)
 	o.each(ns, o.leftMarked, func(start, end int64) {
 		switch {
@@ -615,7 +624,12 @@ func (o *joinOp[K, L, R, Out]) addRight(r *R) {
 		at = o.rightTime(r)
 	}
 	k := o.rightKey(r)
-	excluded := o.rightFilter != nil && !o.rightFilter(r) || o.null != nil && o.null(&k)
+	null := o.null != nil && o.null(&k)
+	excluded := o.rightFilter != nil && !o.rightFilter(r) || null
+	if null && !o.how.keepsRight() {
+		o.nulls.rows++
+		return
+	}
 	ns := runtime.TimedNanos(at)
 	o.each(ns, o.rightMarked, func(start, end int64) {
 		switch {
@@ -975,8 +989,10 @@ func (o *joinOp[K, L, R, Out]) keep(k *runtime.KeyState, b *runtime.Batch, key *
 // RowsDone forgets, after the batch's rows, the committed rows of each
 // side that the watermark has passed, read from the index of rows by the
 // time they are forgotten (which the loop then removes, one range): those
-// of a kept side that had no match are written, padded.
+// of a kept side that had no match are written, padded. It first adds
+// the rows the batch dropped for a null key to the operator's figure.
 func (o *joinOp[K, L, R, Out]) RowsDone(ctx context.Context, b *runtime.Batch) error {
+	o.nulls.done(b, o.index)
 	if !o.ev.left && !o.ev.right || b.Watermark.IsZero() {
 		return nil
 	}

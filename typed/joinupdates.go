@@ -103,7 +103,10 @@ const (
 // global table: Task.GlobalSource). A key with a null
 // part (NullKey) matches nothing: a table update with one is dropped, and
 // counted in the operator's progress (CustomMetrics
-// "numNullKeyUpdatesDropped"). The output mode is Append.
+// "numNullKeyUpdatesDropped"); a stream row with one is written at once
+// with Right nil in a LeftOuter join, and in an Inner join dropped and
+// counted ("numNullKeyRowsDropped"), as Kafka Streams does. The output
+// mode is Append.
 //
 // row gets pointers to the rows, valid during the call: it must copy what
 // it keeps, and change neither.
@@ -222,8 +225,8 @@ func (o *updatesOp[K, S, V, Out]) Groups() *runtime.Groups    { return &o.batch.
 // EndBatch drops the batch's rows.
 func (o *updatesOp[K, S, V, Out]) EndBatch() { o.batch.endBatch() }
 
-// RowsDone adds the updates the batch dropped for a null key to the
-// operator's figure (nullKeyMetric).
+// RowsDone adds the updates and rows the batch dropped for a null key to
+// the operator's figures (nullKeyMetric, nullKeyRowsMetric).
 func (o *updatesOp[K, S, V, Out]) RowsDone(_ context.Context, b *runtime.Batch) error {
 	o.batch.nulls.done(b, o.index)
 	return nil
@@ -234,6 +237,8 @@ func (o *updatesOp[K, S, V, Out]) addStream(s *S) {
 	if o.null != nil && o.null(&k) {
 		if o.how == LeftOuter {
 			o.emitRow(Joined[K, S, V]{Key: k, Left: s})
+		} else {
+			o.batch.nulls.rows++
 		}
 		return
 	}

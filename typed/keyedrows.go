@@ -43,7 +43,7 @@ func (b *keyedRows[K, R]) add(codec keyCodec[K], info *runtime.OperatorInfo, k K
 // endBatch drops the batch's rows and keys, keeping the memory for the
 // next batch (but for a map of keys grown past 2M).
 func (b *keyedRows[K, R]) endBatch() {
-	b.nulls.n = 0
+	b.nulls = nullKeys{}
 	clear(b.rows)
 	clear(b.keys)
 	b.rows, b.keys = b.rows[:0], b.keys[:0]

@@ -115,7 +115,10 @@ func TestTableAggregationAgainstALoop(t *testing.T) {
 // (NullKey) are dropped by every operator that keeps a table, and counted
 // in its progress (numNullKeyUpdatesDropped, as Kafka Streams counts them
 // in dropped-records), from batch to batch and across a restart; no
-// change is written for a null key.
+// change is written for a null key. A stream's rows with a null key are
+// dropped and counted (numNullKeyRowsDropped) by a join that does not
+// keep that side's rows without a match, and written padded, once each,
+// by one that does.
 func TestNullKeyUpdatesAreCounted(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	base := time.Unix(1000, 0).UTC()
@@ -143,33 +146,60 @@ func TestNullKeyUpdatesAreCounted(t *testing.T) {
 		}
 		return ""
 	}
+	within := typed.JoinWithin(typed.TimeBetween(-5*time.Second, 5*time.Second))
+	joined := func(j typed.Joined[fixtures.RefKey, fixtures.Click, fixtures.Click]) string { return nullKey(j.Key) }
 	for _, tc := range []struct {
 		name  string
 		build func(l, r typed.Stream[fixtures.Click]) typed.Stream[string]
 		want  int64
+		// metric is the figure counted (numNullKeyUpdatesDropped when
+		// empty); written, the rows of a null key written padded.
+		metric  string
+		written int64
 	}{
 		{"JoinTables", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
 			return typed.JoinTables(typed.TableUpdates(l, key, deleted), typed.TableUpdates(r, key, deleted), typed.FullOuter,
 				func(c typed.TableChange[fixtures.RefKey, fixtures.Click, fixtures.Click]) string {
 					return nullKey(c.Key)
 				})
-		}, leftNulls + rightNulls},
+		}, leftNulls + rightNulls, "", 0},
 		{"TableChanges", func(l, _ typed.Stream[fixtures.Click]) typed.Stream[string] {
 			return typed.TableChanges(typed.TableUpdates(l, key, deleted),
 				func(c typed.Change[fixtures.RefKey, fixtures.Click]) string { return nullKey(c.Key) })
-		}, leftNulls},
+		}, leftNulls, "", 0},
 		{"JoinTablesByForeignKey", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
 			// Each left row refers to the right row of its own key.
 			return typed.JoinTablesByForeignKey(typed.TableUpdates(l, key, deleted), typed.TableUpdates(r, key, deleted), key, typed.LeftOuter,
 				func(c typed.TableChange[fixtures.RefKey, fixtures.Click, fixtures.Click]) string {
 					return nullKey(c.Key)
 				})
-		}, leftNulls + rightNulls},
+		}, leftNulls + rightNulls, "", 0},
 		{"JoinUpdates", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
 			return typed.JoinUpdates(typed.GroupByKey(l, key), typed.TableUpdates(r, key, deleted), typed.Inner,
 				func(j typed.Joined[fixtures.RefKey, fixtures.Click, fixtures.Click]) string { return nullKey(j.Key) })
-		}, rightNulls},
+		}, rightNulls, "", 0},
+		// A stream's rows: a join that does not keep a side's rows without
+		// a match drops that side's null keys and counts them; one that
+		// keeps them writes them padded.
+		{"JoinUpdates/stream/Inner", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+			return typed.JoinUpdates(typed.GroupByKey(l, key), typed.TableUpdates(r, key, deleted), typed.Inner, joined)
+		}, leftNulls, "numNullKeyRowsDropped", 0},
+		{"JoinUpdates/stream/LeftOuter", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+			return typed.JoinUpdates(typed.GroupByKey(l, key), typed.TableUpdates(r, key, deleted), typed.LeftOuter, joined)
+		}, 0, "numNullKeyRowsDropped", leftNulls},
+		{"Join/Inner", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+			return typed.Join(typed.GroupByKey(l, key), typed.GroupByKey(r, key), typed.Inner, joined, within)
+		}, leftNulls + rightNulls, "numNullKeyRowsDropped", 0},
+		{"Join/LeftOuter", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+			return typed.Join(typed.GroupByKey(l, key), typed.GroupByKey(r, key), typed.LeftOuter, joined, within)
+		}, rightNulls, "numNullKeyRowsDropped", leftNulls},
+		{"Join/FullOuter", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+			return typed.Join(typed.GroupByKey(l, key), typed.GroupByKey(r, key), typed.FullOuter, joined, within)
+		}, 0, "numNullKeyRowsDropped", leftNulls + rightNulls},
 	} {
+		if tc.metric == "" {
+			tc.metric = "numNullKeyUpdatesDropped"
+		}
 		for _, perBatch := range []int{0, 7} {
 			t.Run(fmt.Sprintf("%s/rows-per-batch=%d", tc.name, perBatch), func(t *testing.T) {
 				leftIn := typed.NewMemoryStream[fixtures.Click]("left", perBatch)
@@ -194,20 +224,24 @@ func TestNullKeyUpdatesAreCounted(t *testing.T) {
 					}
 					counted = 0
 					for _, op := range p.StateOperators {
-						counted += op.CustomMetrics["numNullKeyUpdatesDropped"]
+						counted += op.CustomMetrics[tc.metric]
 					}
 				}
 				if counted != tc.want {
-					t.Errorf("%d updates counted as dropped for a null key, want %d", counted, tc.want)
+					t.Errorf("%d counted as dropped for a null key (%s), want %d", counted, tc.metric, tc.want)
 				}
 				rows := sink.rows()
 				if len(rows) == 0 {
 					t.Fatal("nothing written")
 				}
+				var written int64
 				for _, row := range rows {
 					if row != "" {
-						t.Fatalf("a change of %s", row)
+						written++
 					}
+				}
+				if written != tc.written {
+					t.Errorf("%d rows written for a null key, want %d", written, tc.written)
 				}
 			})
 		}
