@@ -57,7 +57,10 @@ type ChangelogOptions struct {
 	// the batches since the last commit: its next start finds the local
 	// checkpoint ahead of the changelog and rebuilds it from the changelog
 	// (a full restore), and the query runs those batches again from the
-	// offsets Kafka committed. At most an interval is replayed; nothing is
+	// offsets Kafka committed. (A process that dies after its last
+	// batches were committed while it was idle loses nothing: its next
+	// start reads only the changelog's records since the checkpoint last
+	// recorded a commit.) At most an interval is replayed; nothing is
 	// lost or doubled in state, and a read_committed reader sees each
 	// batch once. Refused with the Once and AvailableNow triggers, and
 	// without ExactlyOnce.
@@ -753,6 +756,27 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 					"Delete the checkpoint directory to start the query over, or restore the topic", c.what(), tp.partition, ends[tp], at)
 			}
 		}
+		// A commit while idle (commitWhileIdle) writes no record: the
+		// checkpoint's last batches may be in the topic after all, the
+		// process having died before a batch recorded their commit. The
+		// topic's tail from the recorded offsets then ends with the
+		// checkpoint's own batch, and the store, which holds its records
+		// already, reads just that tail: applied again, in order, they
+		// leave each key as its last write left it, as the store has it.
+		if last, err := c.lastProgressFrom(ctx, reader, rclient, parts, recorded, starts, ends); err != nil {
+			return err
+		} else if last == local.BatchID {
+			slog.Info("streamgen: the checkpoint's last batches were committed to its changelog while the query was idle: reading the topic from the offsets it recorded",
+				"topic", c.opts.Topic, "checkpointBatch", local.BatchID, "recordedBatch", rec.Committed)
+			for _, tp := range parts {
+				if at, ok := recorded[tp.partition]; ok {
+					from[tp.partition] = at
+				} else {
+					from[tp.partition] = starts[tp]
+				}
+			}
+			return c.restore(ctx, reader, rclient, parts, from, ends)
+		}
 		slog.Warn("streamgen: the checkpoint is ahead of its changelog (its last batches were never committed to Kafka): rebuilding it from the changelog",
 			"topic", c.opts.Topic, "checkpointBatch", local.BatchID, "changelogBatch", rec.Committed)
 		for _, tp := range parts {
@@ -1076,6 +1100,36 @@ func lastProgress(ctx context.Context, reader *TopicSource, client *kgo.Client, 
 		to = start
 	}
 	return -1, nil
+}
+
+// lastProgressFrom returns the id of the last batch whose progress the
+// topic holds after the offsets recorded (its start, for a partition
+// with none), or -1 when it holds none there: the progress records are
+// in the partition of a key that is no state entry's.
+func (c *changelog) lastProgressFrom(ctx context.Context, reader *TopicSource, client *kgo.Client, parts []topicPartition, recorded map[int32]int64, starts, ends offsets) (int64, error) {
+	if len(parts) == 0 {
+		return -1, nil
+	}
+	tp := parts[0]
+	if part, err := c.topicPartition(nil); err == nil {
+		if i := slices.IndexFunc(parts, func(tp topicPartition) bool { return tp.partition == part }); i >= 0 {
+			tp = parts[i]
+		}
+	}
+	from, ok := recorded[tp.partition]
+	if !ok {
+		from = starts[tp]
+	}
+	if from >= ends[tp] {
+		return -1, nil
+	}
+	last, err := lastProgress(ctx, reader, client, tp, from, ends[tp], func(l lostRange) error {
+		return fmt.Errorf("streamgen: %s: %v", c.what(), l)
+	})
+	if err != nil {
+		return -1, fmt.Errorf("streamgen: %s: find the last batch in the topic: %w", c.what(), err)
+	}
+	return last, nil
 }
 
 // pendingRecord is a restored record held until its batch is known to be

@@ -591,6 +591,100 @@ func TestExactlyOnceAsyncProgressCommitsWhileIdle(t *testing.T) {
 	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
 }
 
+// TestExactlyOnceAsyncProgressIdleCommitThenDeath: with AsyncProgress, a
+// process that dies after its last batches were committed to Kafka while
+// it was idle (no batch recorded that commit in the checkpoint) starts
+// again by reading only the changelog's tail after the offsets its
+// checkpoint recorded, not by rebuilding the checkpoint from the whole
+// topic, and goes on with every count once.
+func TestExactlyOnceAsyncProgressIdleCommitThenDeath(t *testing.T) {
+	r := newEOSRun(t)
+	in := clicks(200, 16)
+	first, second := in[:120], in[120:]
+	eos := kafka.ExactlyOnce(kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog", AsyncProgress: true, AsyncProgressInterval: 50 * time.Millisecond})
+	defer eos.Close()
+	ck := newCheckpoint()
+	// run starts the query, calls during, and stops it: as a process
+	// that dies when die is set.
+	run := func(die bool, during func(q *runtime.Query, waitFor func(string, func() bool))) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(testContext(t))
+		defer cancel()
+		q, err := r.pipeline(t, eos, nil).Start(ctx, ck.opts(eos.Option())...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor := func(what string, done func() bool) {
+			t.Helper()
+			for !done() {
+				select {
+				case <-q.Done():
+					t.Fatalf("the query ended: %v", q.Err())
+				case <-ctx.Done():
+					t.Fatalf("%s: %v", what, ctx.Err())
+				case <-time.After(10 * time.Millisecond): // the next look
+				}
+			}
+		}
+		during(q, waitFor)
+		if die {
+			kafka.AbandonTransactions(eos)
+		}
+		cancel()
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func(q *runtime.Query, rows []fixtures.Click) func() bool {
+		return func() bool {
+			var n int64
+			for _, p := range q.RecentProgress() {
+				n += p.NumInputRows
+			}
+			return n == int64(len(rows))
+		}
+	}
+	// The first rows, and a stop that records their commit.
+	run(false, func(q *runtime.Query, waitFor func(string, func() bool)) {
+		produce(t, r.conn, clickRecords(t, "clicks", 3, first)...)
+		waitFor("the first rows", read(q, first))
+	})
+	// The second rows' batches commit locally, not to Kafka; then, with
+	// no batch to come, the commit while idle commits them, and the
+	// process dies.
+	run(true, func(q *runtime.Query, waitFor func(string, func() bool)) {
+		kafka.HoldCommits(eos)
+		produce(t, r.conn, clickRecords(t, "clicks", 3, second)...)
+		waitFor("the second rows", read(q, second))
+		if sameLast(r.counts(t, kgo.ReadCommitted()), in) {
+			t.Fatal("the second rows were committed to Kafka while commits were held")
+		}
+		kafka.CommitWhenIdle(eos)
+		waitFor("the commit while idle", func() bool { return sameLast(r.counts(t, kgo.ReadCommitted()), in) })
+	})
+	topic := len(consumeWith(t, r.conn, r.adm, "counts-changelog", kgo.ReadCommitted()))
+	run(false, func(*runtime.Query, func(string, func() bool)) {})
+	if n := kafka.TransactionsRestoredRecords(eos); n == 0 || n >= int64(topic) {
+		t.Errorf("the start after the death restored %d records from the changelog, want the tail after the checkpoint's record: more than none, fewer than the topic's %d", n, topic)
+	}
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
+}
+
+// sameLast says whether each user's last count in got is the plain
+// loop's over in.
+func sameLast(got map[string][]int64, in []fixtures.Click) bool {
+	want := expectedCounts(in)
+	if len(got) != len(want) {
+		return false
+	}
+	for user, w := range want {
+		if c := got[user]; len(c) == 0 || c[len(c)-1] != w.Count {
+			return false
+		}
+	}
+	return true
+}
+
 // TestExactlyOnceServesOneQuery: a second query started on transactions
 // that a running query holds is refused, and the first goes on
 // committing.

@@ -94,3 +94,20 @@ func LocalPositions(ctx context.Context, a *App) (map[int32]int64, error) {
 	a.partitions = partitions
 	return a.localPositions(a.changelogTopicID(ctx)), nil
 }
+
+// HoldCommits makes the transactions' open transaction wait: neither a
+// batch nor the commit while idle finds AsyncProgressInterval passed,
+// until CommitWhenIdle.
+func HoldCommits(t *Transactions) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastCommit = time.Now().Add(time.Hour)
+}
+
+// CommitWhenIdle makes the interval of AsyncProgress passed: the commit
+// while idle commits the open transaction at its next look.
+func CommitWhenIdle(t *Transactions) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastCommit = time.Time{}
+}
