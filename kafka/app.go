@@ -106,6 +106,20 @@ type AppOptions struct {
 	// can, else to the instance with the freshest copy (see App). At
 	// most the instances less one; 0, the default, keeps none.
 	StandbyReplicas int
+	// Tags say where this instance runs, as Kafka Streams' client.tag.*
+	// settings do: {"zone": "eu-west-1a"}, say. StandbyTags are the keys
+	// the group spreads each partition's standbys over (Kafka Streams'
+	// rack.aware.assignment.tags): each standby goes, where one can, to
+	// an instance whose values of those keys differ from those of the
+	// partition's owner and of its other standbys, so that losing a zone
+	// leaves a warm copy elsewhere; then, among equals, to the freshest
+	// copy and the fewest standbys. Spreading comes before balance: a
+	// zone with few instances gets many standbys. An instance without one
+	// of the keys is in no known place for it. Every key of StandbyTags
+	// must be in Tags; the group's leader decides with its own
+	// StandbyTags, so give every instance the same.
+	Tags        map[string]string
+	StandbyTags []string
 	// AcceptableRecoveryLag is how many changelog records behind its end
 	// an instance's copy of a partition's state may be for the group to
 	// count it caught up (Kafka Streams' acceptable.recovery.lag); the
@@ -485,6 +499,11 @@ func (o *AppOptions) validate() error {
 	if o.AcceptableRecoveryLag < 0 {
 		errs = append(errs, fmt.Errorf("AcceptableRecoveryLag %d is negative", o.AcceptableRecoveryLag))
 	}
+	for _, key := range o.StandbyTags {
+		if _, ok := o.Tags[key]; !ok {
+			errs = append(errs, fmt.Errorf("StandbyTags: %q is not a key of Tags (Kafka Streams: \"Tag key %s in rack.aware.assignment.tags doesn't exist in client.tag config\")", key, key))
+		}
+	}
 	if o.SessionTimeout < 0 {
 		errs = append(errs, fmt.Errorf("SessionTimeout %v is negative", o.SessionTimeout))
 	}
@@ -535,7 +554,7 @@ func (a *App) Run(ctx context.Context) error {
 	// the client's requests in flight (see leave).
 	clientCtx, killClient := context.WithCancel(context.Background())
 	defer killClient()
-	groupOpts := []kgo.Opt{kgo.Balancers(&appBalancer{standbys: a.opts.StandbyReplicas, warm: a.opts.warmups(), info: a.memberInfo, assigned: a.setAssignment})}
+	groupOpts := []kgo.Opt{kgo.Balancers(&appBalancer{standbys: a.opts.StandbyReplicas, standbyTags: a.opts.StandbyTags, warm: a.opts.warmups(), info: a.memberInfo, assigned: a.setAssignment})}
 	if t := a.opts.SessionTimeout; t > 0 {
 		groupOpts = append(groupOpts, kgo.SessionTimeout(t), kgo.HeartbeatInterval(max(t/10, 10*time.Millisecond)))
 	}

@@ -210,11 +210,16 @@ func TestAppRefusesAndFails(t *testing.T) {
 		t.Fatalf("a second Run gave %v", err)
 	}
 	err = kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "g", Topics: []string{"a"}, Dir: t.TempDir(),
-		StandbyReplicas: -1, SessionTimeout: -time.Second, RebalanceTimeout: -time.Second}, build).Run(testContext(t))
-	for _, want := range []string{"StandbyReplicas -1 is negative", "SessionTimeout -1s is negative", "RebalanceTimeout -1s is negative"} {
+		StandbyReplicas: -1, SessionTimeout: -time.Second, RebalanceTimeout: -time.Second,
+		Tags: map[string]string{"zone": "a"}, StandbyTags: []string{"zone", "rack"}}, build).Run(testContext(t))
+	for _, want := range []string{"StandbyReplicas -1 is negative", "SessionTimeout -1s is negative", "RebalanceTimeout -1s is negative",
+		`StandbyTags: "rack" is not a key of Tags`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Run with negative options gave %v, want it to say %q", err, want)
+			t.Errorf("Run with bad options gave %v, want it to say %q", err, want)
 		}
+	}
+	if err != nil && strings.Contains(err.Error(), `"zone" is not a key`) {
+		t.Errorf("Run refused a StandbyTags key that Tags has: %v", err)
 	}
 }
 

@@ -40,6 +40,8 @@ type memberInfo struct {
 	// copy is behind the changelog's end, where it knows: 0 for the
 	// partitions it owns, the last lag of its standbys.
 	Lags map[int32]int64 `json:"lags,omitempty"`
+	// Tags say where the member runs (AppOptions.Tags).
+	Tags map[string]string `json:"tags,omitempty"`
 }
 
 // assignmentInfo is what the leader tells a member with its partitions
@@ -71,7 +73,10 @@ type assignMember struct {
 // appBalancer is the App's kgo.GroupBalancer.
 type appBalancer struct {
 	standbys int
-	warm     warmups
+	// standbyTags are the tag keys standbys are spread over
+	// (AppOptions.StandbyTags).
+	standbyTags []string
+	warm        warmups
 	// info returns this member's metadata at each join.
 	info func() memberInfo
 	// assigned receives each assignment's info, from the group's
@@ -169,7 +174,7 @@ func (b *appBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32)
 			}
 		}
 	})
-	owners, standbys, warmupOwners := assign(members, claims, topics[topic], b.standbys, b.warm)
+	owners, standbys, warmupOwners := assign(members, claims, topics[topic], b.standbys, b.standbyTags, b.warm)
 	plan := cb.NewPlan()
 	for p, m := range owners {
 		plan.AddPartition(&cb.Members()[m], topic, int32(p))
@@ -225,13 +230,17 @@ type claim struct {
 // with a warm copy somewhere first, each to the member with the freshest
 // copy of its state (the highest changelog position) among those with
 // room, then the least loaded; standbys the same way among the rest, the
-// least loaded in standbys first among equals. A partition whose owner is
+// least loaded in standbys first among equals, but first of all those
+// that spread the partition's copies over the most of tags: a standby
+// counts, for each tag key, when its value is known and that of none of
+// the partition's owner and standbys chosen so far (Kafka Streams'
+// client-tag-aware standby assignor). A partition whose owner is
 // a member and whose new owner's copy is not caught up stays with its
 // owner, past its share, and the new owner keeps a warm-up copy of it (a
 // standby, and in warmupOwners), as Kafka Streams' high-availability
 // assignor does: the partition moves at a later balance, once that copy
 // is caught up.
-func assign(members []balanceMember, claims map[int32]claim, n int32, standbys int, warm warmups) (owners []int, standbyOwners [][]int, warmupOwners []int) {
+func assign(members []balanceMember, claims map[int32]claim, n int32, standbys int, tags []string, warm warmups) (owners []int, standbyOwners [][]int, warmupOwners []int) {
 	owners = make([]int, n)
 	warmupOwners = make([]int, n)
 	for i := range owners {
@@ -325,6 +334,25 @@ func assign(members []balanceMember, claims map[int32]claim, n int32, standbys i
 	if standbyOwners == nil {
 		standbyOwners = make([][]int, n)
 	}
+	// spread counts the tag keys for which member m's value is known and
+	// that of none of p's owner and standbys so far.
+	spread := func(m int, p int32) int {
+		n := 0
+		for _, key := range tags {
+			v, ok := members[m].info.Tags[key]
+			if !ok {
+				continue
+			}
+			used := members[owners[p]].info.Tags[key] == v
+			for _, s := range standbyOwners[p] {
+				used = used || members[s].info.Tags[key] == v
+			}
+			if !used {
+				n++
+			}
+		}
+		return n
+	}
 	for p := range n {
 		for range standbys {
 			pick := -1
@@ -332,7 +360,7 @@ func assign(members []balanceMember, claims map[int32]claim, n int32, standbys i
 				if m == owners[p] || slices.Contains(standbyOwners[p], m) {
 					continue
 				}
-				if pick < 0 || cmp.Or(cmp.Compare(position(m, p), position(pick, p)), cmp.Compare(standbyLoad[pick], standbyLoad[m])) > 0 {
+				if pick < 0 || cmp.Or(cmp.Compare(spread(m, p), spread(pick, p)), cmp.Compare(position(m, p), position(pick, p)), cmp.Compare(standbyLoad[pick], standbyLoad[m])) > 0 {
 					pick = m
 				}
 			}

@@ -30,7 +30,7 @@ func TestAssign(t *testing.T) {
 			}
 		}
 		standbys := r.IntN(3)
-		owners, standbyOwners, _ := assign(members, claims, n, standbys, warmups{})
+		owners, standbyOwners, _ := assign(members, claims, n, standbys, nil, warmups{})
 		load := make([]int, len(members))
 		for p, m := range owners {
 			if m < 0 || m >= len(members) {
@@ -107,7 +107,7 @@ func TestAssignWarmups(t *testing.T) {
 		}
 		warm := warmups{lag: acceptable, max: r.IntN(4)}
 		standbys := r.IntN(2)
-		owners, standbyOwners, warmupOwners := assign(members, claims, n, standbys, warm)
+		owners, standbyOwners, warmupOwners := assign(members, claims, n, standbys, nil, warm)
 		load := make([]int, len(members))
 		warming := 0
 		for p, m := range owners {
@@ -145,4 +145,87 @@ func TestAssignWarmups(t *testing.T) {
 func hasLag(m balanceMember, p int32) bool {
 	_, ok := m.info.Lags[p]
 	return ok
+}
+
+// TestAssignSpreadsStandbysOverTags: with StandbyTags, each standby of a
+// partition goes to a member whose zone is known and is neither the
+// owner's nor an earlier standby's whenever a member left has one, over
+// random groups (some members with no zone); six members in three zones
+// with two standbys put every partition's three copies in three zones.
+func TestAssignSpreadsStandbysOverTags(t *testing.T) {
+	zone := func(m balanceMember) (string, bool) {
+		z, ok := m.info.Tags["zone"]
+		return z, ok
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for iter := range 2000 {
+		n := int32(1 + r.IntN(12))
+		members := make([]balanceMember, 2+r.IntN(6))
+		for i := range members {
+			members[i].info.Positions = map[int32]int64{}
+			if r.IntN(6) > 0 {
+				members[i].info.Tags = map[string]string{"zone": string(rune('a' + r.IntN(3)))}
+			}
+		}
+		claims := map[int32]claim{}
+		for p := range n {
+			if r.IntN(3) > 0 {
+				claims[p] = claim{member: r.IntN(len(members))}
+			}
+			if r.IntN(2) == 0 {
+				members[r.IntN(len(members))].info.Positions[p] = int64(r.IntN(100))
+			}
+		}
+		standbys := 1 + r.IntN(3)
+		owners, standbyOwners, _ := assign(members, claims, n, standbys, []string{"zone"}, warmups{})
+		for p := range n {
+			chosen := []int{owners[p]}
+			for j, s := range standbyOwners[p] {
+				used := map[string]bool{}
+				for _, c := range chosen {
+					if z, ok := zone(members[c]); ok {
+						used[z] = true
+					}
+				}
+				if z, ok := zone(members[s]); !ok || used[z] {
+					for m := range members {
+						if z, ok := zone(members[m]); ok && !used[z] && !slices.Contains(chosen, m) {
+							t.Fatalf("%d: partition %d's standby %d is member %d (zone %q), while member %d, in zone %q where no copy is, was left: owner %d, standbys %v, members %v",
+								iter, p, j, s, members[s].info.Tags["zone"], m, z, owners[p], standbyOwners[p], members)
+						}
+					}
+				}
+				chosen = append(chosen, s)
+			}
+		}
+	}
+
+	members := make([]balanceMember, 6)
+	for i := range members {
+		members[i].info.Tags = map[string]string{"zone": string(rune('a' + i/2))}
+	}
+	owners, standbyOwners, _ := assign(members, nil, 6, 2, []string{"zone"}, warmups{})
+	for p := range 6 {
+		zones := map[string]bool{}
+		for _, m := range append([]int{owners[p]}, standbyOwners[p]...) {
+			zones[members[m].info.Tags["zone"]] = true
+		}
+		if len(zones) != 3 {
+			t.Errorf("partition %d: owner %d and standbys %v are in zones %v, want three", p, owners[p], standbyOwners[p], zones)
+		}
+	}
+	// Without StandbyTags the zones do not count: with the same members
+	// some partition keeps two copies in one zone.
+	owners, standbyOwners, _ = assign(members, nil, 6, 2, nil, warmups{})
+	twice := false
+	for p := range 6 {
+		zones := map[string]bool{}
+		for _, m := range append([]int{owners[p]}, standbyOwners[p]...) {
+			zones[members[m].info.Tags["zone"]] = true
+		}
+		twice = twice || len(zones) < 3
+	}
+	if !twice {
+		t.Error("without StandbyTags every partition's copies were in three zones too: the test does not show the tags at work")
+	}
 }

@@ -207,6 +207,55 @@ func TestAppStandbyFailover(t *testing.T) {
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 }
 
+// TestAppStandbysInAnotherZone: four instances, two in zone a and two in
+// zone b, with one standby per partition spread over the zone tag
+// (AppOptions.Tags and StandbyTags): once the group settles, every
+// partition's standby is in the other zone than its owner, on every
+// instance's view of the assignment.
+func TestAppStandbysInAnotherZone(t *testing.T) {
+	conn, _ := newCountingCluster(t, 4)
+	watch := newAppWatch()
+	ctx := testContext(t)
+	zoneOf := map[string]string{}
+	var apps []*runningApp
+	for i := range 4 {
+		addr := fmt.Sprintf("127.0.0.1:%d", 9100+i)
+		zone := []string{"a", "b"}[i/2]
+		zoneOf[addr] = zone
+		app := newCountingApp(conn, kafka.AppOptions{Group: "zones", Dir: t.TempDir(), StandbyReplicas: 1, AdvertisedAddr: addr,
+			Tags: map[string]string{"zone": zone}, StandbyTags: []string{"zone"}}, watch)
+		runCtx, cancel := context.WithCancel(ctx)
+		r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
+		go func() { r.done <- app.Run(runCtx) }()
+		defer r.cancel()
+		apps = append(apps, r)
+	}
+	poll(t, "a task on each instance, and a standby of every partition", func() bool {
+		for _, r := range apps {
+			st := r.app.Status()
+			if running(r.app) != 1 || len(st.Partitions) != 4 {
+				return false
+			}
+			for _, p := range st.Partitions {
+				if p.OwnerAddr == "" || len(p.StandbyAddrs) == 0 {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	for _, r := range apps {
+		for _, p := range r.app.Status().Partitions {
+			if len(p.StandbyAddrs) != 1 || zoneOf[p.OwnerAddr] == "" || zoneOf[p.StandbyAddrs[0]] == zoneOf[p.OwnerAddr] {
+				t.Errorf("partition %d: owner %s (zone %q), standbys %v: want one, in the other zone", p.Partition, p.OwnerAddr, zoneOf[p.OwnerAddr], p.StandbyAddrs)
+			}
+		}
+	}
+	for _, r := range apps {
+		r.stop(t)
+	}
+}
+
 // TestAppRefusedSessionTimeout: a session timeout the group coordinator
 // refuses (below the broker's group.min.session.timeout.ms, 6 s by
 // default) ends Run with an error that says so, rather than an App that
