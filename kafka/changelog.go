@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -760,12 +761,15 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 		// checkpoint's last batches may be in the topic after all, the
 		// process having died before a batch recorded their commit. The
 		// topic's tail from the recorded offsets then ends with the
-		// checkpoint's own batch, and the store, which holds its records
-		// already, reads just that tail: applied again, in order, they
-		// leave each key as its last write left it, as the store has it.
-		if last, err := c.lastProgressFrom(ctx, reader, rclient, parts, recorded, starts, ends); err != nil {
+		// checkpoint's own last batch (its progress record the very
+		// bytes the store holds: another process's batch of the same id,
+		// which ran after this one's were aborted, has other offsets and
+		// times), and the store, which holds the tail's records already,
+		// reads just that tail: applied again, in order, they leave each
+		// key as its last write left it, as the store has it.
+		if own, err := c.tailEndsWithOwn(ctx, reader, rclient, parts, recorded, starts, ends); err != nil {
 			return err
-		} else if last == local.BatchID {
+		} else if own {
 			slog.Info("streamgen: the checkpoint's last batches were committed to its changelog while the query was idle: reading the topic from the offsets it recorded",
 				"topic", c.opts.Topic, "checkpointBatch", local.BatchID, "recordedBatch", rec.Committed)
 			for _, tp := range parts {
@@ -1079,6 +1083,13 @@ func containsCompact(policy string) bool {
 // after it: the last progress record is followed only by the records of
 // a batch that failed, if any.
 func lastProgress(ctx context.Context, reader *TopicSource, client *kgo.Client, tp topicPartition, from, end int64, lost func(lostRange) error) (int64, error) {
+	return lastProgressRecord(ctx, reader, client, tp, from, end, lost, nil)
+}
+
+// lastProgressRecord is lastProgress, also setting *record, when record
+// is not nil, to the progress record of the batch it returns (the last
+// such when several).
+func lastProgressRecord(ctx context.Context, reader *TopicSource, client *kgo.Client, tp topicPartition, from, end int64, lost func(lostRange) error, record **kgo.Record) (int64, error) {
 	n := int64(256)
 	for to := end; to > from; n *= 4 {
 		start := max(from, to-n)
@@ -1091,6 +1102,9 @@ func lastProgress(ctx context.Context, reader *TopicSource, client *kgo.Client, 
 			if err != nil {
 				return fmt.Errorf("partition %d offset %d: %w", rec.Partition, rec.Offset, err)
 			}
+			if batch >= last && record != nil {
+				*record = rec
+			}
 			last = max(last, batch)
 			return nil
 		})
@@ -1102,13 +1116,20 @@ func lastProgress(ctx context.Context, reader *TopicSource, client *kgo.Client, 
 	return -1, nil
 }
 
-// lastProgressFrom returns the id of the last batch whose progress the
-// topic holds after the offsets recorded (its start, for a partition
-// with none), or -1 when it holds none there: the progress records are
-// in the partition of a key that is no state entry's.
-func (c *changelog) lastProgressFrom(ctx context.Context, reader *TopicSource, client *kgo.Client, parts []topicPartition, recorded map[int32]int64, starts, ends offsets) (int64, error) {
+// tailEndsWithOwn reports whether the topic's records after the offsets
+// recorded end with the store's own last batch: whether the last progress
+// record among them is, byte for byte, the progress the store holds. It
+// is false when a partition no longer holds the records after its
+// recorded offset (DeleteRecords), or the progress partition has no
+// record after it.
+func (c *changelog) tailEndsWithOwn(ctx context.Context, reader *TopicSource, client *kgo.Client, parts []topicPartition, recorded map[int32]int64, starts, ends offsets) (bool, error) {
 	if len(parts) == 0 {
-		return -1, nil
+		return false, nil
+	}
+	for _, tp := range parts {
+		if at, ok := recorded[tp.partition]; ok && at < starts[tp] {
+			return false, nil
+		}
 	}
 	tp := parts[0]
 	if part, err := c.topicPartition(nil); err == nil {
@@ -1121,15 +1142,23 @@ func (c *changelog) lastProgressFrom(ctx context.Context, reader *TopicSource, c
 		from = starts[tp]
 	}
 	if from >= ends[tp] {
-		return -1, nil
+		return false, nil
 	}
-	last, err := lastProgress(ctx, reader, client, tp, from, ends[tp], func(l lostRange) error {
+	var last *kgo.Record
+	_, err := lastProgressRecord(ctx, reader, client, tp, from, ends[tp], func(l lostRange) error {
 		return fmt.Errorf("streamgen: %s: %v", c.what(), l)
-	})
+	}, &last)
 	if err != nil {
-		return -1, fmt.Errorf("streamgen: %s: find the last batch in the topic: %w", c.what(), err)
+		return false, fmt.Errorf("streamgen: %s: find the last batch in the topic: %w", c.what(), err)
 	}
-	return last, nil
+	if last == nil {
+		return false, nil
+	}
+	local, ok, err := c.store.Read(last.Key)
+	if err != nil {
+		return false, err
+	}
+	return ok && bytes.Equal(local, last.Value), nil
 }
 
 // pendingRecord is a restored record held until its batch is known to be

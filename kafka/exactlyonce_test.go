@@ -670,6 +670,81 @@ func TestExactlyOnceAsyncProgressIdleCommitThenDeath(t *testing.T) {
 	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
 }
 
+// TestExactlyOnceAsyncProgressAbortedThenReplaced: with AsyncProgress, a
+// process whose last batches were never committed to Kafka dies; another
+// process, on a checkpoint of its own, runs the same input again in
+// batches of the same ids and commits them. When the first process
+// starts again, the topic's tail ends with a batch of its checkpoint's
+// id, but another's: it rebuilds its checkpoint from the whole topic,
+// rather than patch its own batches with the other's records.
+func TestExactlyOnceAsyncProgressAbortedThenReplaced(t *testing.T) {
+	r := newEOSRun(t)
+	in := clicks(200, 17)
+	first, second := in[:120], in[120:]
+	opts := kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog", AsyncProgress: true, AsyncProgressInterval: time.Second}
+	eos := kafka.ExactlyOnce(opts)
+	defer eos.Close()
+	ck := newCheckpoint()
+	run := func(eos *kafka.Transactions, ck *checkpoint, die bool, during func(q *runtime.Query)) int64 {
+		t.Helper()
+		ctx, cancel := context.WithCancel(testContext(t))
+		defer cancel()
+		q, err := r.pipeline(t, eos, nil).Start(ctx, ck.opts(eos.Option())...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		during(q)
+		if die {
+			kafka.AbandonTransactions(eos)
+		}
+		cancel()
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := q.LastProgress()
+		return p.BatchID
+	}
+	read := func(q *runtime.Query, rows []fixtures.Click) {
+		t.Helper()
+		for {
+			var n int64
+			for _, p := range q.RecentProgress() {
+				n += p.NumInputRows
+			}
+			if n == int64(len(rows)) {
+				return
+			}
+			select {
+			case <-q.Done():
+				t.Fatalf("the query ended: %v", q.Err())
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}
+	produce(t, r.conn, clickRecords(t, "clicks", 3, first)...)
+	run(eos, ck, false, func(q *runtime.Query) { read(q, first) })
+	// The second rows' batches commit locally only; the process dies.
+	produce(t, r.conn, clickRecords(t, "clicks", 3, second)...)
+	died := run(eos, ck, true, func(q *runtime.Query) {
+		kafka.HoldCommits(eos)
+		read(q, second)
+	})
+	// Another process, on a checkpoint of its own restored from the
+	// topic, runs them again and commits.
+	other := kafka.ExactlyOnce(opts)
+	defer other.Close()
+	replaced := run(other, newCheckpoint(), false, func(q *runtime.Query) { read(q, second) })
+	if replaced != died {
+		t.Fatalf("the other process's last batch is %d, the dead one's %d: the test needs them the same", replaced, died)
+	}
+	topic := len(consumeWith(t, r.conn, r.adm, "counts-changelog", kgo.ReadCommitted()))
+	run(eos, ck, false, func(*runtime.Query) {})
+	if n := kafka.TransactionsRestoredRecords(eos); n != int64(topic) {
+		t.Errorf("the start on the checkpoint whose batches were replaced restored %d records, want the whole topic's %d", n, topic)
+	}
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
+}
+
 // sameLast says whether each user's last count in got is the plain
 // loop's over in.
 func sameLast(got map[string][]int64, in []fixtures.Click) bool {
