@@ -223,7 +223,9 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k 
 		}
 	}
 	// The key's one timer is at the next instant after closed where a
-	// window may end or an instant be forgotten (nextEnd).
+	// window may end or an instant be forgotten (nextEnd); state written
+	// without timers (a query that ran without a watermark, or in
+	// Complete mode) has none, and gets one below.
 	timer, timed := o.nextEnd(closed)
 	added := false
 	for _, j := range rows {
@@ -248,10 +250,10 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k 
 		return nil // every row late: the key's state stays as it was
 	}
 	if o.timed() {
-		if next, _ := o.nextEnd(closed); !timed || next < timer {
-			if err := o.moveTimer(k, timer, timed, next); err != nil {
-				return err
-			}
+		// Set again when it stays: the same timer, written once more.
+		next, _ := o.nextEnd(closed)
+		if err := o.moveTimer(k, timer, timed && next != timer, next); err != nil {
+			return err
 		}
 	}
 	if *o.mode == Update {
@@ -313,7 +315,9 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *r
 // timers due in the batch (a checkpoint from when each instant had its
 // own holds several) only go. So a key is read and written once a batch.
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
-	if _, done := o.closedKeys[string(k.Key())]; done {
+	if _, done := o.closedKeys[string(k.Key())]; done || !o.timed() {
+		// (A timer of a checkpoint written in Append or Update mode, in
+		// Complete mode, which keeps every instant, only goes.)
 		return k.DeleteTimer(expiry)
 	}
 	if o.closedKeys == nil {
@@ -379,7 +383,7 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) nextEnd(closed int64) (end int64, 
 	return end, end != math.MaxInt64
 }
 
-// moveTimer moves the key's timer from at (when it has one) to next.
+// moveTimer moves the key's timer from at (when had) to next.
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) moveTimer(k *runtime.KeyState, at int64, had bool, next int64) error {
 	if had {
 		if err := k.DeleteTimer(time.UnixMilli(at).Add(-time.Nanosecond)); err != nil {

@@ -380,3 +380,39 @@ func TestTimeDifferenceClosesOnTime(t *testing.T) {
 		sameTable(t, fmt.Sprintf("after batch %d, watermark %d", batch, high-delay), writtenOnce(t, sink.snapshot()), want)
 	}
 }
+
+// TestTimeDifferenceTimersForStateWithout: state written without timers
+// (a query that ran without a watermark) gets a timer at the key's next
+// row once the query runs with one: the key's instants are forgotten
+// once the watermark passes them, though its new row makes no end
+// earlier than its old instants would.
+func TestTimeDifferenceTimersForStateWithout(t *testing.T) {
+	const d = 2 * time.Second
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	sink := newSink[windowCount]()
+	ck := newCheckpoint()
+	row := func(user string, sec int64) fixtures.Click {
+		return fixtures.Click{User: user, Time: time.Unix(sec, 0).UTC()}
+	}
+	m.Add(row("a", 100))
+	if err := runToEnd(t, typed.WriteTo(timeDifferenceCounts(d)(typed.FromMemory(m)), sink).OutputMode(typed.Update), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	w := typed.WriteTo(timeDifferenceCounts(d)(typed.WithWatermark(typed.FromMemory(m), clickTime, time.Second)), sink).OutputMode(typed.Update)
+	var rows int64
+	for _, r := range []fixtures.Click{row("a", 200), row("b", 10_000), row("b", 20_000), row("b", 30_000)} {
+		m.Add(r)
+		q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		p, _ := q.LastProgress()
+		rows = p.StateOperators[0].NumRowsTotal
+	}
+	if rows != 1 {
+		t.Errorf("%d keys keep state, want 1 (b's row at 30,000 s): a's rows at 100 s and 200 s are long past the watermark", rows)
+	}
+}
