@@ -260,8 +260,9 @@ const (
 //     its first match, and a row that matched on arrival is not kept.
 //   - A row whose key has a null part (NullKey) joins nothing and is not
 //     kept; a kept side's is written at once, padded, and another side's
-//     dropped and counted in the operator's progress (CustomMetrics
-//     "numNullKeyRowsDropped"), as Kafka Streams does.
+//     dropped and counted, once, in the operator's progress (CustomMetrics
+//     "numNullKeyRowsDropped"), as Kafka Streams does (one late for
+//     every window it has counts as late instead).
 //   - Rows at or before the watermark the batch before ran with (Spark's
 //     late-event watermark) are late for a side with one:
 //     dropped, counted in numRowsDroppedByWatermark, and sent to the
@@ -600,11 +601,8 @@ func (o *joinOp[K, L, R, Out]) addLeft(l *L) {
 	k := o.leftKey(l)
 	null := o.null != nil && o.null(&k)
 	excluded := o.leftFilter != nil && !o.leftFilter(l) || null
-	if null && !o.how.keepsLeft() {
-		o.nulls.rows++
-		return
-	}
 	ns := runtime.TimedNanos(at)
+	counted := false
 	o.each(ns, o.leftMarked, func(start, end int64) {
 		switch {
 		case !excluded:
@@ -612,6 +610,9 @@ func (o *joinOp[K, L, R, Out]) addLeft(l *L) {
 			o.addRef(joinKey[K]{start: start, key: k}, int32(len(o.lefts)-1))
 		case o.how.keepsLeft():
 			o.emitRow(Joined[K, L, R]{Key: k, Left: l, Window: o.window(&joinKey[K]{start: start})})
+		case null && !counted:
+			o.nulls.rows++ // once a row, however many windows it has
+			counted = true
 		}
 	})
 }
@@ -626,11 +627,8 @@ func (o *joinOp[K, L, R, Out]) addRight(r *R) {
 	k := o.rightKey(r)
 	null := o.null != nil && o.null(&k)
 	excluded := o.rightFilter != nil && !o.rightFilter(r) || null
-	if null && !o.how.keepsRight() {
-		o.nulls.rows++
-		return
-	}
 	ns := runtime.TimedNanos(at)
+	counted := false
 	o.each(ns, o.rightMarked, func(start, end int64) {
 		switch {
 		case !excluded:
@@ -638,6 +636,9 @@ func (o *joinOp[K, L, R, Out]) addRight(r *R) {
 			o.addRef(joinKey[K]{start: start, key: k}, -int32(len(o.rights)))
 		case o.how.keepsRight():
 			o.emitRow(Joined[K, L, R]{Key: k, Right: r, Window: o.window(&joinKey[K]{start: start})})
+		case null && !counted:
+			o.nulls.rows++
+			counted = true
 		}
 	})
 }

@@ -147,6 +147,7 @@ func TestNullKeyUpdatesAreCounted(t *testing.T) {
 		return ""
 	}
 	within := typed.JoinWithin(typed.TimeBetween(-5*time.Second, 5*time.Second))
+	onWindows := typed.JoinOnWindows(typed.Sliding(10*time.Second, 5*time.Second))
 	joined := func(j typed.Joined[fixtures.RefKey, fixtures.Click, fixtures.Click]) string { return nullKey(j.Key) }
 	for _, tc := range []struct {
 		name  string
@@ -196,6 +197,20 @@ func TestNullKeyUpdatesAreCounted(t *testing.T) {
 		{"Join/FullOuter", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
 			return typed.Join(typed.GroupByKey(l, key), typed.GroupByKey(r, key), typed.FullOuter, joined, within)
 		}, 0, "numNullKeyRowsDropped", leftNulls + rightNulls},
+		{"Join/RightOuter", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+			return typed.Join(typed.GroupByKey(l, key), typed.GroupByKey(r, key), typed.RightOuter, joined, within)
+		}, leftNulls, "numNullKeyRowsDropped", rightNulls},
+		{"Join/LeftSemi", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+			return typed.Join(typed.GroupByKey(l, key), typed.GroupByKey(r, key), typed.LeftSemi, joined, within)
+		}, leftNulls + rightNulls, "numNullKeyRowsDropped", 0},
+		// On windows of 10 s every 5 s: a row is in two windows, and
+		// counted once; a kept side's is written once a window.
+		{"Join/windows/Inner", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+			return typed.Join(typed.GroupByKey(l, key), typed.GroupByKey(r, key), typed.Inner, joined, onWindows)
+		}, leftNulls + rightNulls, "numNullKeyRowsDropped", 0},
+		{"Join/windows/LeftOuter", func(l, r typed.Stream[fixtures.Click]) typed.Stream[string] {
+			return typed.Join(typed.GroupByKey(l, key), typed.GroupByKey(r, key), typed.LeftOuter, joined, onWindows)
+		}, rightNulls, "numNullKeyRowsDropped", 2 * leftNulls},
 	} {
 		if tc.metric == "" {
 			tc.metric = "numNullKeyUpdatesDropped"
