@@ -110,14 +110,17 @@ type AppOptions struct {
 	// settings do: {"zone": "eu-west-1a"}, say. StandbyTags are the keys
 	// the group spreads each partition's standbys over (Kafka Streams'
 	// rack.aware.assignment.tags): each standby goes, where one can, to
-	// an instance whose values of those keys differ from those of the
-	// partition's owner and of its other standbys, so that losing a zone
-	// leaves a warm copy elsewhere; then, among equals, to the freshest
-	// copy and the fewest standbys. Spreading comes before balance: a
-	// zone with few instances gets many standbys. An instance without one
-	// of the keys is in no known place for it. Every key of StandbyTags
-	// must be in Tags; the group's leader decides with its own
-	// StandbyTags, so give every instance the same.
+	// an instance whose value of each of those keys is none of the
+	// partition's owner's and other standbys' (a key whose every value
+	// they use holds back no more), so that losing a zone leaves a warm
+	// copy elsewhere; then, among those, to the freshest copy and the
+	// fewest standbys. Where no instance left can, the standby goes as
+	// without tags, and the group's leader logs a warning. Spreading
+	// comes before balance: a zone with few instances gets many standbys.
+	// An instance without one of the keys is not held back by it, as in
+	// Kafka Streams. Every key of StandbyTags must be in Tags; the group's
+	// leader decides with its own StandbyTags, so give every instance the
+	// same.
 	Tags        map[string]string
 	StandbyTags []string
 	// AcceptableRecoveryLag is how many changelog records behind its end
@@ -501,7 +504,7 @@ func (o *AppOptions) validate() error {
 	}
 	for _, key := range o.StandbyTags {
 		if _, ok := o.Tags[key]; !ok {
-			errs = append(errs, fmt.Errorf("StandbyTags: %q is not a key of Tags (Kafka Streams: \"Tag key %s in rack.aware.assignment.tags doesn't exist in client.tag config\")", key, key))
+			errs = append(errs, fmt.Errorf("StandbyTags: %q is not a key of Tags (Kafka Streams: \"Contains invalid value [%s] which doesn't have corresponding tag set via [client.tag.] prefix.\")", key, key))
 		}
 	}
 	if o.SessionTimeout < 0 {

@@ -231,10 +231,16 @@ type claim struct {
 // copy of its state (the highest changelog position) among those with
 // room, then the least loaded; standbys the same way among the rest, the
 // least loaded in standbys first among equals, but first of all those
-// that spread the partition's copies over the most of tags: a standby
-// counts, for each tag key, when its value is known and that of none of
-// the partition's owner and standbys chosen so far (Kafka Streams'
-// client-tag-aware standby assignor). A partition whose owner is
+// that spread the partition's copies over tags, as Kafka Streams'
+// client-tag-aware standby assignor filters its clients: for each tag
+// key, a member's value is none of the partition's owner's and standbys'
+// so far, unless those have used every value the members have (a member
+// without the key is not held back by it). Where no member left
+// spreads, the standby goes where the rest of the rule says, and the
+// balance logs a warning, as Kafka Streams does. (Kafka Streams then
+// takes the least loaded, and moves standbys to caught-up copies later;
+// here the freshest copy comes first. A warm-up copy counts as a standby
+// on top of those asked for, and does not take part in the spreading.) A partition whose owner is
 // a member and whose new owner's copy is not caught up stays with its
 // owner, past its share, and the new owner keeps a warm-up copy of it (a
 // standby, and in warmupOwners), as Kafka Streams' high-availability
@@ -334,41 +340,71 @@ func assign(members []balanceMember, claims map[int32]claim, n int32, standbys i
 	if standbyOwners == nil {
 		standbyOwners = make([][]int, n)
 	}
-	// spread counts the tag keys for which member m's value is known and
-	// that of none of p's owner and standbys so far.
-	spread := func(m int, p int32) int {
-		n := 0
+	// Each tag key's values among the members: a key whose every value
+	// a partition's copies have used constrains its next standby no more.
+	values := make(map[string]map[string]bool, len(tags))
+	for _, key := range tags {
+		values[key] = map[string]bool{}
+		for _, m := range members {
+			if v, ok := m.info.Tags[key]; ok {
+				values[key][v] = true
+			}
+		}
+	}
+	// spreads says whether member m may be p's next standby: for each
+	// key that still constrains, m's value is none of p's owner's and
+	// standbys'; a member without the key is not held back by it.
+	spreads := func(m int, p int32) bool {
 		for _, key := range tags {
 			v, ok := members[m].info.Tags[key]
 			if !ok {
 				continue
 			}
-			used := members[owners[p]].info.Tags[key] == v
-			for _, s := range standbyOwners[p] {
-				used = used || members[s].info.Tags[key] == v
+			used := map[string]bool{}
+			for _, c := range append([]int{owners[p]}, standbyOwners[p]...) {
+				if u, ok := members[c].info.Tags[key]; ok {
+					used[u] = true
+				}
 			}
-			if !used {
-				n++
+			if len(used) < len(values[key]) && used[v] {
+				return false
 			}
 		}
-		return n
+		return true
 	}
+	unspread := 0
 	for p := range n {
 		for range standbys {
-			pick := -1
+			pick, pickSpreads := -1, false
 			for m := range members {
 				if m == owners[p] || slices.Contains(standbyOwners[p], m) {
 					continue
 				}
-				if pick < 0 || cmp.Or(cmp.Compare(spread(m, p), spread(pick, p)), cmp.Compare(position(m, p), position(pick, p)), cmp.Compare(standbyLoad[pick], standbyLoad[m])) > 0 {
-					pick = m
+				s := len(tags) == 0 || spreads(m, p)
+				if pick < 0 || cmp.Or(cmp.Compare(b2i(s), b2i(pickSpreads)), cmp.Compare(position(m, p), position(pick, p)), cmp.Compare(standbyLoad[pick], standbyLoad[m])) > 0 {
+					pick, pickSpreads = m, s
 				}
+			}
+			if !pickSpreads {
+				unspread++
 			}
 			standbyOwners[p] = append(standbyOwners[p], pick)
 			standbyLoad[pick]++
 		}
 	}
+	if unspread > 0 {
+		slog.Warn("streamgen: kafka app: some standbys could not be spread over StandbyTags: too few instances with other values; they go where the tags allow none",
+			"standbys", unspread, "tags", tags)
+	}
 	return owners, standbyOwners, warmupOwners
+}
+
+// b2i is 1 for true, 0 for false.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // appPlan is a balance's result: each member's partitions, with the

@@ -148,10 +148,12 @@ func hasLag(m balanceMember, p int32) bool {
 }
 
 // TestAssignSpreadsStandbysOverTags: with StandbyTags, each standby of a
-// partition goes to a member whose zone is known and is neither the
-// owner's nor an earlier standby's whenever a member left has one, over
-// random groups (some members with no zone); six members in three zones
-// with two standbys put every partition's three copies in three zones.
+// partition goes, whenever a member left can take it so, to a member
+// whose zone is neither the owner's nor an earlier standby's, or that
+// has no zone (as Kafka Streams' client-tag-aware assignor filters;
+// once the copies are in every zone the members have, any member), over
+// random groups; six members in three zones with two standbys put every
+// partition's three copies in three zones.
 func TestAssignSpreadsStandbysOverTags(t *testing.T) {
 	zone := func(m balanceMember) (string, bool) {
 		z, ok := m.info.Tags["zone"]
@@ -178,7 +180,16 @@ func TestAssignSpreadsStandbysOverTags(t *testing.T) {
 		}
 		standbys := 1 + r.IntN(3)
 		owners, standbyOwners, _ := assign(members, claims, n, standbys, []string{"zone"}, warmups{})
+		zones := map[string]bool{}
+		for _, m := range members {
+			if z, ok := zone(m); ok {
+				zones[z] = true
+			}
+		}
 		for p := range n {
+			if len(standbyOwners[p]) != min(standbys, len(members)-1) {
+				t.Fatalf("%d: partition %d has standbys %v, want %d", iter, p, standbyOwners[p], min(standbys, len(members)-1))
+			}
 			chosen := []int{owners[p]}
 			for j, s := range standbyOwners[p] {
 				used := map[string]bool{}
@@ -187,11 +198,15 @@ func TestAssignSpreadsStandbysOverTags(t *testing.T) {
 						used[z] = true
 					}
 				}
-				if z, ok := zone(members[s]); !ok || used[z] {
+				spreads := func(m int) bool {
+					z, ok := zone(members[m])
+					return !ok || !used[z] || len(used) == len(zones)
+				}
+				if !spreads(s) {
 					for m := range members {
-						if z, ok := zone(members[m]); ok && !used[z] && !slices.Contains(chosen, m) {
-							t.Fatalf("%d: partition %d's standby %d is member %d (zone %q), while member %d, in zone %q where no copy is, was left: owner %d, standbys %v, members %v",
-								iter, p, j, s, members[s].info.Tags["zone"], m, z, owners[p], standbyOwners[p], members)
+						if spreads(m) && !slices.Contains(chosen, m) {
+							t.Fatalf("%d: partition %d's standby %d is member %d (zone %q), while member %d (zone %q) was left: owner %d, standbys %v, members %v",
+								iter, p, j, s, members[s].info.Tags["zone"], m, members[m].info.Tags["zone"], owners[p], standbyOwners[p], members)
 						}
 					}
 				}
@@ -213,6 +228,19 @@ func TestAssignSpreadsStandbysOverTags(t *testing.T) {
 		if len(zones) != 3 {
 			t.Errorf("partition %d: owner %d and standbys %v are in zones %v, want three", p, owners[p], standbyOwners[p], zones)
 		}
+	}
+	// A member without a zone is not held back by the tags (as in Kafka
+	// Streams): with the freshest copy, it is the standby of a partition
+	// owned in zone a, rather than the member in zone b.
+	mixed := []balanceMember{
+		{info: memberInfo{Tags: map[string]string{"zone": "a"}}},
+		{info: memberInfo{Tags: map[string]string{"zone": "a"}, Positions: map[int32]int64{0: 5}}},
+		{info: memberInfo{Positions: map[int32]int64{0: 9}}},
+		{info: memberInfo{Tags: map[string]string{"zone": "b"}}},
+	}
+	owners, standbyOwners, _ = assign(mixed, map[int32]claim{0: {member: 0}}, 1, 1, []string{"zone"}, warmups{})
+	if owners[0] != 0 || !slices.Equal(standbyOwners[0], []int{2}) {
+		t.Errorf("owner %d and standbys %v, want member 0 and [2] (no zone, the freshest copy)", owners[0], standbyOwners[0])
 	}
 	// Without StandbyTags the zones do not count: with the same members
 	// some partition keeps two copies in one zone.
