@@ -20,11 +20,10 @@ import (
 // past its last instant, by a timer one nanosecond before it (rows come
 // before timers in a batch, so a row at that instant that is not late
 // still counts); it is then written (Append). Each key has one timer, at
-// the next instant where one of its windows may end or an instant be
-// forgotten (an instant's own, or 1 ms+d after one: the end of the window
-// that begins after it, past which it is forgotten), so a key whose rows
-// stop leaves no state, and a key costs one timer however many instants
-// it holds.
+// the next instant where, in Append mode, one of its windows may end (an
+// instant's own), or an instant be forgotten (1 ms+d after it: the end
+// of the window that begins after it); so a key whose rows stop leaves
+// no state, and a key costs one timer however many instants it holds.
 //
 // A row is late, and dropped, when every window it would change has
 // closed: the window that begins after it too, whose end is t+1ms+d, as
@@ -360,9 +359,11 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k
 }
 
 // nextEnd returns the first instant after closed at which a window of
-// the key's instants may end, or an instant be forgotten: an instant's
-// own, or 1 ms+d after one (its following window's end, after which it
-// is forgotten). ok is false when the key has no instants.
+// the key's instants may end (in Append mode, which writes it then), or
+// an instant be forgotten: an instant's own, or 1 ms+d after one (its
+// following window's end, after which it is forgotten). In Update mode,
+// which writes windows as rows change them, only the latter. ok is false
+// when the key has no instants.
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) nextEnd(closed int64) (end int64, ok bool) {
 	if len(o.instants) == 0 {
 		return 0, false
@@ -372,13 +373,17 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) nextEnd(closed int64) (end int64, 
 		return i
 	}
 	end = math.MaxInt64
-	if i := search(closed + 1); i < len(o.instants) {
-		end = o.instants[i].at // the first instant after closed
-	}
-	if closed > math.MinInt64+o.diff {
-		if i := search(closed - o.diff); i < len(o.instants) {
-			end = min(end, o.instants[i].at+1+o.diff) // the first whose following window ends after closed
+	if *o.mode == Append {
+		if i := search(closed + 1); i < len(o.instants) {
+			end = o.instants[i].at // the first instant after closed
 		}
+	}
+	i := 0 // the first instant whose following window ends after closed
+	if closed > math.MinInt64+o.diff {
+		i = search(closed - o.diff)
+	}
+	if i < len(o.instants) {
+		end = min(end, o.instants[i].at+1+o.diff)
 	}
 	return end, end != math.MaxInt64
 }
