@@ -120,7 +120,7 @@ type AppOptions struct {
 	// An instance without one of the keys is not held back by it, as in
 	// Kafka Streams. Every key of StandbyTags must be in Tags; the group's
 	// leader decides with its own StandbyTags, so give every instance the
-	// same.
+	// same (a leader logs a warning naming the members whose differ).
 	Tags        map[string]string
 	StandbyTags []string
 	// AcceptableRecoveryLag is how many changelog records behind its end

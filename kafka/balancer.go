@@ -40,8 +40,11 @@ type memberInfo struct {
 	// copy is behind the changelog's end, where it knows: 0 for the
 	// partitions it owns, the last lag of its standbys.
 	Lags map[int32]int64 `json:"lags,omitempty"`
-	// Tags say where the member runs (AppOptions.Tags).
-	Tags map[string]string `json:"tags,omitempty"`
+	// Tags say where the member runs (AppOptions.Tags), and StandbyTags
+	// are the keys it would spread standbys over: the leader's decide,
+	// and it warns of members whose differ.
+	Tags        map[string]string `json:"tags,omitempty"`
+	StandbyTags []string          `json:"standbyTags,omitempty"`
 }
 
 // assignmentInfo is what the leader tells a member with its partitions
@@ -174,6 +177,10 @@ func (b *appBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32)
 			}
 		}
 	})
+	if others := otherStandbyTags(members, b.standbyTags); len(others) > 0 {
+		slog.Warn("streamgen: kafka app: members of the group have other StandbyTags than this instance, the group's leader, whose spread the standbys: give every instance the same",
+			"standbyTags", b.standbyTags, "members", others)
+	}
 	owners, standbys, warmupOwners := assign(members, claims, topics[topic], b.standbys, b.standbyTags, b.warm)
 	plan := cb.NewPlan()
 	for p, m := range owners {
@@ -200,6 +207,19 @@ func (b *appBalancer) Balance(cb *kgo.ConsumerBalancer, topics map[string]int32)
 		info.Members = append(info.Members, assignMember{ID: m.id, Addr: m.info.Addr})
 	}
 	return &appPlan{topic: topic, assigned: assigned, info: info, index: index, warmups: warmupOwners}
+}
+
+// otherStandbyTags returns the members whose StandbyTags are not tags,
+// in any order: "id: [keys]" each.
+func otherStandbyTags(members []balanceMember, tags []string) []string {
+	want := slices.Sorted(slices.Values(tags))
+	var out []string
+	for _, m := range members {
+		if got := slices.Sorted(slices.Values(m.info.StandbyTags)); !slices.Equal(got, want) {
+			out = append(out, fmt.Sprintf("%s: %v", m.id, m.info.StandbyTags))
+		}
+	}
+	return out
 }
 
 // balanceMember is a member as the leader balances it.

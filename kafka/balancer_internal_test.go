@@ -257,3 +257,21 @@ func TestAssignSpreadsStandbysOverTags(t *testing.T) {
 		t.Error("without StandbyTags every partition's copies were in three zones too: the test does not show the tags at work")
 	}
 }
+
+// TestOtherStandbyTags: the leader names the members whose StandbyTags
+// are not its own, in any order of keys; a member of a version that
+// sends none differs from a leader with some.
+func TestOtherStandbyTags(t *testing.T) {
+	members := []balanceMember{
+		{id: "same", info: memberInfo{StandbyTags: []string{"zone", "rack"}}},
+		{id: "reordered", info: memberInfo{StandbyTags: []string{"rack", "zone"}}},
+		{id: "fewer", info: memberInfo{StandbyTags: []string{"zone"}}},
+		{id: "none"},
+	}
+	if got, want := otherStandbyTags(members, []string{"zone", "rack"}), []string{"fewer: [zone]", "none: []"}; !slices.Equal(got, want) {
+		t.Errorf("other StandbyTags %q, want %q", got, want)
+	}
+	if got, want := otherStandbyTags(members, nil), []string{"same: [zone rack]", "reordered: [rack zone]", "fewer: [zone]"}; !slices.Equal(got, want) {
+		t.Errorf("with none of its own: other StandbyTags %q, want %q", got, want)
+	}
+}

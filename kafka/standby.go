@@ -386,7 +386,7 @@ func (a *App) changelogTopicID(ctx context.Context) string {
 func (a *App) memberInfo() memberInfo {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	info := memberInfo{Addr: a.opts.AdvertisedAddr, Tags: a.opts.Tags, Positions: make(map[int32]int64, len(a.positions)), Lags: map[int32]int64{}}
+	info := memberInfo{Addr: a.opts.AdvertisedAddr, Tags: a.opts.Tags, StandbyTags: a.opts.StandbyTags, Positions: make(map[int32]int64, len(a.positions)), Lags: map[int32]int64{}}
 	for p, at := range a.positions {
 		info.Positions[p] = at
 	}
