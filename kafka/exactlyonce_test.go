@@ -591,6 +591,56 @@ func TestExactlyOnceAsyncProgressCommitsWhileIdle(t *testing.T) {
 	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
 }
 
+// runProcess starts r's pipeline on eos and ck, calls during, and stops
+// it, as a process that dies when die is set (its open transaction
+// neither committed nor aborted); it returns the query's last batch id.
+func (r *eosRun) runProcess(t *testing.T, eos *kafka.Transactions, ck *checkpoint, die bool, during func(q *runtime.Query)) int64 {
+	t.Helper()
+	ctx, cancel := context.WithCancel(testContext(t))
+	defer cancel()
+	q, err := r.pipeline(t, eos, nil).Start(ctx, ck.opts(eos.Option())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	during(q)
+	if die {
+		kafka.AbandonTransactions(eos)
+	}
+	cancel()
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := q.LastProgress()
+	return p.BatchID
+}
+
+// awaitQuery looks every few milliseconds until done holds, failing the
+// test if q ends first.
+func awaitQuery(t *testing.T, q *runtime.Query, what string, done func() bool) {
+	t.Helper()
+	ctx := testContext(t)
+	for !done() {
+		select {
+		case <-q.Done():
+			t.Fatalf("%s: the query ended: %v", what, q.Err())
+		case <-ctx.Done():
+			t.Fatalf("%s: %v", what, ctx.Err())
+		case <-time.After(10 * time.Millisecond): // the next look
+		}
+	}
+}
+
+// readAll says whether q has read n rows since it started.
+func readAll(q *runtime.Query, n int) func() bool {
+	return func() bool {
+		var read int64
+		for _, p := range q.RecentProgress() {
+			read += p.NumInputRows
+		}
+		return read == int64(n)
+	}
+}
+
 // TestExactlyOnceAsyncProgressIdleCommitThenDeath: with AsyncProgress, a
 // process that dies after its last batches were committed to Kafka while
 // it was idle (no batch recorded that commit in the checkpoint) starts
@@ -604,66 +654,26 @@ func TestExactlyOnceAsyncProgressIdleCommitThenDeath(t *testing.T) {
 	eos := kafka.ExactlyOnce(kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog", AsyncProgress: true, AsyncProgressInterval: 50 * time.Millisecond})
 	defer eos.Close()
 	ck := newCheckpoint()
-	// run starts the query, calls during, and stops it: as a process
-	// that dies when die is set.
-	run := func(die bool, during func(q *runtime.Query, waitFor func(string, func() bool))) {
-		t.Helper()
-		ctx, cancel := context.WithCancel(testContext(t))
-		defer cancel()
-		q, err := r.pipeline(t, eos, nil).Start(ctx, ck.opts(eos.Option())...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		waitFor := func(what string, done func() bool) {
-			t.Helper()
-			for !done() {
-				select {
-				case <-q.Done():
-					t.Fatalf("the query ended: %v", q.Err())
-				case <-ctx.Done():
-					t.Fatalf("%s: %v", what, ctx.Err())
-				case <-time.After(10 * time.Millisecond): // the next look
-				}
-			}
-		}
-		during(q, waitFor)
-		if die {
-			kafka.AbandonTransactions(eos)
-		}
-		cancel()
-		if err := q.AwaitTermination(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	read := func(q *runtime.Query, rows []fixtures.Click) func() bool {
-		return func() bool {
-			var n int64
-			for _, p := range q.RecentProgress() {
-				n += p.NumInputRows
-			}
-			return n == int64(len(rows))
-		}
-	}
 	// The first rows, and a stop that records their commit.
-	run(false, func(q *runtime.Query, waitFor func(string, func() bool)) {
+	r.runProcess(t, eos, ck, false, func(q *runtime.Query) {
 		produce(t, r.conn, clickRecords(t, "clicks", 3, first)...)
-		waitFor("the first rows", read(q, first))
+		awaitQuery(t, q, "the first rows", readAll(q, len(first)))
 	})
 	// The second rows' batches commit locally, not to Kafka; then, with
 	// no batch to come, the commit while idle commits them, and the
 	// process dies.
-	run(true, func(q *runtime.Query, waitFor func(string, func() bool)) {
+	r.runProcess(t, eos, ck, true, func(q *runtime.Query) {
 		kafka.HoldCommits(eos)
 		produce(t, r.conn, clickRecords(t, "clicks", 3, second)...)
-		waitFor("the second rows", read(q, second))
+		awaitQuery(t, q, "the second rows", readAll(q, len(second)))
 		if sameLast(r.counts(t, kgo.ReadCommitted()), in) {
 			t.Fatal("the second rows were committed to Kafka while commits were held")
 		}
 		kafka.CommitWhenIdle(eos)
-		waitFor("the commit while idle", func() bool { return sameLast(r.counts(t, kgo.ReadCommitted()), in) })
+		awaitQuery(t, q, "the commit while idle", func() bool { return sameLast(r.counts(t, kgo.ReadCommitted()), in) })
 	})
 	topic := len(consumeWith(t, r.conn, r.adm, "counts-changelog", kgo.ReadCommitted()))
-	run(false, func(*runtime.Query, func(string, func() bool)) {})
+	r.runProcess(t, eos, ck, false, func(*runtime.Query) {})
 	if n := kafka.TransactionsRestoredRecords(eos); n == 0 || n >= int64(topic) {
 		t.Errorf("the start after the death restored %d records from the changelog, want the tail after the checkpoint's record: more than none, fewer than the topic's %d", n, topic)
 	}
@@ -685,60 +695,26 @@ func TestExactlyOnceAsyncProgressAbortedThenReplaced(t *testing.T) {
 	eos := kafka.ExactlyOnce(opts)
 	defer eos.Close()
 	ck := newCheckpoint()
-	run := func(eos *kafka.Transactions, ck *checkpoint, die bool, during func(q *runtime.Query)) int64 {
-		t.Helper()
-		ctx, cancel := context.WithCancel(testContext(t))
-		defer cancel()
-		q, err := r.pipeline(t, eos, nil).Start(ctx, ck.opts(eos.Option())...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		during(q)
-		if die {
-			kafka.AbandonTransactions(eos)
-		}
-		cancel()
-		if err := q.AwaitTermination(); err != nil {
-			t.Fatal(err)
-		}
-		p, _ := q.LastProgress()
-		return p.BatchID
-	}
-	read := func(q *runtime.Query, rows []fixtures.Click) {
-		t.Helper()
-		for {
-			var n int64
-			for _, p := range q.RecentProgress() {
-				n += p.NumInputRows
-			}
-			if n == int64(len(rows)) {
-				return
-			}
-			select {
-			case <-q.Done():
-				t.Fatalf("the query ended: %v", q.Err())
-			case <-time.After(10 * time.Millisecond):
-			}
-		}
-	}
 	produce(t, r.conn, clickRecords(t, "clicks", 3, first)...)
-	run(eos, ck, false, func(q *runtime.Query) { read(q, first) })
+	r.runProcess(t, eos, ck, false, func(q *runtime.Query) { awaitQuery(t, q, "the first rows", readAll(q, len(first))) })
 	// The second rows' batches commit locally only; the process dies.
 	produce(t, r.conn, clickRecords(t, "clicks", 3, second)...)
-	died := run(eos, ck, true, func(q *runtime.Query) {
+	died := r.runProcess(t, eos, ck, true, func(q *runtime.Query) {
 		kafka.HoldCommits(eos)
-		read(q, second)
+		awaitQuery(t, q, "the second rows", readAll(q, len(second)))
 	})
 	// Another process, on a checkpoint of its own restored from the
 	// topic, runs them again and commits.
 	other := kafka.ExactlyOnce(opts)
 	defer other.Close()
-	replaced := run(other, newCheckpoint(), false, func(q *runtime.Query) { read(q, second) })
+	replaced := r.runProcess(t, other, newCheckpoint(), false, func(q *runtime.Query) {
+		awaitQuery(t, q, "the second rows again", readAll(q, len(second)))
+	})
 	if replaced != died {
 		t.Fatalf("the other process's last batch is %d, the dead one's %d: the test needs them the same", replaced, died)
 	}
 	topic := len(consumeWith(t, r.conn, r.adm, "counts-changelog", kgo.ReadCommitted()))
-	run(eos, ck, false, func(*runtime.Query) {})
+	r.runProcess(t, eos, ck, false, func(*runtime.Query) {})
 	if n := kafka.TransactionsRestoredRecords(eos); n != int64(topic) {
 		t.Errorf("the start on the checkpoint whose batches were replaced restored %d records, want the whole topic's %d", n, topic)
 	}

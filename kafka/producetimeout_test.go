@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -42,18 +41,7 @@ func TestExactlyOnceWriteOutlivesProduceTimeout(t *testing.T) {
 		}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cluster, err := kafka.Embedded(testContext(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(cluster.Close)
-			conn := cluster.Connection()
-			client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(client.Close)
-			adm := kadm.NewClient(client)
+			fake, conn, adm := newFakeCluster(t)
 			// Batches of at most 64 KiB: a record of 40 KB each.
 			maxBytes := "65536"
 			created, err := adm.CreateTopic(testContext(t), 1, 1, map[string]*string{"max.message.bytes": &maxBytes}, "big")
@@ -68,7 +56,6 @@ func TestExactlyOnceWriteOutlivesProduceTimeout(t *testing.T) {
 				in = append(in, fixtures.Click{User: fmt.Sprint("u", i), Page: strings.Repeat(fmt.Sprint(i%10), 40_000)})
 			}
 			var requests atomic.Int64
-			fake := kafka.FakeCluster(cluster)
 			fake.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
 				fake.KeepControl()
 				for _, rt := range kreq.(*kmsg.ProduceRequest).Topics {
