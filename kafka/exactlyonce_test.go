@@ -760,3 +760,68 @@ func TestExactlyOnceServesOneQuery(t *testing.T) {
 	}
 	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
 }
+
+// TestExactlyOnceWriteAll: one query writes each user's count to the
+// topic "counts" and every count that is a multiple of 5 to the topic
+// "fives", both in the batch's transaction. The second sink fails batch
+// 2 after the first has written it: the transaction is aborted, so the
+// run again writes batch 2 once to each topic, as a read_committed
+// reader sees (a read_uncommitted one sees the first sink's aborted
+// write too), and "fives" holds exactly the multiples of 5 among the
+// counts committed, user by user, in order.
+func TestExactlyOnceWriteAll(t *testing.T) {
+	r := newEOSRun(t)
+	createTopic(t, r.adm, "fives", 2)
+	in := clicks(300, 5)
+	produce(t, r.conn, clickRecords(t, "clicks", 3, in)...)
+	faulty := &failOnce[fixtures.UserCount]{batch: 2}
+	pipeline := func(eos *kafka.Transactions) *typed.Writers {
+		sink := func(topic string) typed.Sink[fixtures.UserCount] {
+			s := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: r.conn, Topic: topic,
+				Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: eos})
+			t.Cleanup(s.Close)
+			return s
+		}
+		faulty.Sink = sink("fives")
+		byUser := typed.GroupByKey(typed.From[fixtures.Click](r.src), func(c *fixtures.Click) string { return c.User })
+		counts := typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks)
+		return typed.WriteAll(typed.WriteTo(counts, sink("counts")),
+			typed.WriteTo(typed.Filter(counts, func(u *fixtures.UserCount) bool { return u.Count%5 == 0 }), faulty))
+	}
+	ck := newCheckpoint()
+	eos := r.transactions(t)
+	q, err := pipeline(eos).Start(testContext(t), ck.opts(eos.Option(), runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); !errors.Is(err, errInjected) {
+		t.Fatalf("the first run ended with %v, want the injected fault", err)
+	}
+	eos = r.transactions(t)
+	runAvailableNow(t, pipeline(eos), ck, eos.Option())
+
+	counts := r.counts(t, kgo.ReadCommitted())
+	onceEach(t, counts, in)
+	if !repeats(r.counts(t, kgo.ReadUncommitted())) {
+		t.Fatal("a read_uncommitted reader sees no batch twice in counts: the first sink did not write batch 2 before the second failed, and this test tests nothing")
+	}
+	got := map[string][]int64{}
+	for _, rec := range consumeWith(t, r.conn, r.adm, "fives", kgo.ReadCommitted()) {
+		var u fixtures.UserCount
+		if err := u.UnmarshalJSON(rec.Value); err != nil {
+			t.Fatal(err)
+		}
+		got[u.User] = append(got[u.User], u.Count)
+	}
+	for user, cs := range counts {
+		var want []int64
+		for _, c := range cs {
+			if c%5 == 0 {
+				want = append(want, c)
+			}
+		}
+		if !slices.Equal(got[user], want) {
+			t.Fatalf("user %s: fives %v, want the multiples of 5 of the counts committed %v: %v", user, got[user], cs, want)
+		}
+	}
+}

@@ -175,7 +175,7 @@ func (c *checkpoint) opts(more ...runtime.Option) []runtime.Option {
 
 // runAvailableNow runs w on ck with an AvailableNow trigger to its end and
 // returns the query, or fails the test.
-func runAvailableNow[T any](t *testing.T, w *typed.Writer[T], ck *checkpoint, more ...runtime.Option) *runtime.Query {
+func runAvailableNow(t *testing.T, w kafka.Starter, ck *checkpoint, more ...runtime.Option) *runtime.Query {
 	t.Helper()
 	q, err := w.Start(testContext(t), ck.opts(append(more, runtime.WithTrigger(runtime.AvailableNow()))...)...)
 	if err != nil {

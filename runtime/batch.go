@@ -59,6 +59,9 @@ type Batch struct {
 	active         map[string]bool
 	deadLetters    []DeadLetter
 	outputRows     int64
+	// otherSinkRows are the rows written to the query's further sinks
+	// (Output.Sink), in order.
+	otherSinkRows []int64
 	// eventTimes are the statistics of the event times seen (Spark's
 	// eventTime: min, max, avg).
 	eventTimes eventTimeStats

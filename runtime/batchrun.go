@@ -238,6 +238,8 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 		}
 		if i == 0 {
 			b.outputRows = rows
+		} else if out.Sink {
+			b.otherSinkRows = append(b.otherSinkRows, rows)
 		}
 	}
 	if len(b.deadLetters) > 0 || b.ID == q.rerun && q.cfg.deadLetters != nil {
@@ -447,6 +449,13 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 		NumDeadLetters:         int64(len(b.deadLetters)),
 		StateStore:             q.store.Metrics(),
 		Tables:                 b.tables,
+	}
+	others := b.otherSinkRows
+	for _, out := range q.plan.Outputs[1:] {
+		if out.Sink && len(others) > 0 {
+			r.OtherSinks = append(r.OtherSinks, SinkProgress{Description: out.Description, NumOutputRows: others[0]})
+			others = others[1:]
+		}
 	}
 	for name, d := range durations {
 		r.DurationMs[name] = d.Milliseconds()

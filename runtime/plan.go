@@ -29,8 +29,8 @@ type Plan struct {
 	Inputs    []Input
 	Operators []Operator
 	// Outputs are written after the operators, in order. The first is the
-	// query's sink, whose rows the progress reports count; others are side
-	// outputs (late rows).
+	// query's sink, whose rows the progress reports count; others are the
+	// query's further sinks (Output.Sink) and side outputs (late rows).
 	Outputs []Output
 	// Closers are called once the query has stopped, after its
 	// operators' Close: they stop what the stages started (a static
@@ -68,6 +68,10 @@ type Output struct {
 	// AtLeastOnce is true for a sink that writes every attempt of a
 	// batch in full and skips none by its id (see AtLeastOnceSink).
 	AtLeastOnce bool
+	// Sink is true for a sink of the query's own rather than a side
+	// output: the progress reports count the rows of each (the first as
+	// the sink, the others as OtherSinks).
+	Sink bool
 }
 
 // TimeMode is the kind of time an operator's timers are set in.

@@ -30,6 +30,9 @@ type QueryProgress struct {
 	StateOperators []StateOperatorProgress `json:"stateOperators,omitempty"`
 	Sources        []SourceProgress        `json:"sources"`
 	Sink           SinkProgress            `json:"sink"`
+	// OtherSinks are the query's further sinks, when it writes several
+	// (typed.WriteAll), in order.
+	OtherSinks []SinkProgress `json:"otherSinks,omitempty"`
 	// NumDeadLetters counts the rows that did not decode.
 	NumDeadLetters int64 `json:"numDeadLetters"`
 	// StateStore reports the state store at the end of the batch, after

@@ -176,7 +176,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	name := fmt.Sprintf("%T", agg)
 	opInfo := operatorInfo{kind: kind, function: name, aggregation: true, windowed: windowed, watermarked: ks.s.p.watermarked}
 	dropsLate := windowed && ks.s.p.watermarked && lateWindows != nil
-	return Stream[Row]{p: ks.s.p, attach: func(c *compiler, emit func(*Row)) {
+	return once(Stream[Row]{p: ks.s.p, attach: func(c *compiler, emit func(*Row)) {
 		op := &aggOp[G, R, In, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, kind+" ("+name+")"),
 			agg: agg, in: in, windowOf: windowOf, output: output, emitDown: emit, windowed: windowed}
 		if newFront != nil {
@@ -214,7 +214,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 		op.mode = &c.outputMode
 		op.info.OutputMode = "" // set by the query's mode, in the checkpoint
 		op.modeName = func() string { return c.outputMode.String() }
-	}}
+	}})
 }
 
 // aggOp is an aggregation of one query.

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	goruntime "runtime"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -56,25 +57,43 @@ type compiler struct {
 	// batchEnds run once the sink has the batch's rows: stages release
 	// what the batch held (a static table's version).
 	batchEnds []func()
-	// fans are the inputs registered so far, by the identity of the
-	// stream that reads them: a stream that two branches of a pipeline
-	// read (a self-join) is one input, whose rows go to both.
+	// fans are the streams compiled so far that several branches of the
+	// pipeline may read (inputs, WithWatermark, stateful operators, static
+	// tables), by the identity of the stream: a stream that two branches
+	// read (a self-join, or two outputs of WriteAll) is compiled once, and
+	// its rows go to both.
 	fans map[*byte]any
+	// reached are the operators that the streams compiled once and read
+	// again have upstream (themselves included), appended as each is read
+	// again: an operator whose input reads one has them upstream too.
+	reached []int
+	// unstamped is set when a stateful operator compiled before is read
+	// again with no WithWatermark after it (see attachFrom).
+	unstamped bool
 }
 
-// fan hands an input's rows to every branch of the pipeline that reads
-// it.
+// fan hands the rows of a stream compiled once to every branch of the
+// pipeline that reads it.
 type fan[T any] struct {
 	c     *compiler
 	emits []func(*T)
+	// asRead: each branch sees a row as read (no event time yet), for an
+	// input.
+	asRead bool
+	// ops are the operators upstream of the stream (itself included).
+	ops []int
+	// dropped is set, for a WithWatermark, when a branch drops the row
+	// being handed out as late.
+	dropped bool
 }
 
-// shared returns the fan of the input of the stream id, and whether it
-// was registered before (then emit is added to it, and the caller
-// registers nothing).
+// shared returns the fan of the stream id, and whether it was compiled
+// before: then emit is added to it, the operators upstream of the stream
+// are marked reached, and the caller compiles nothing.
 func shared[T any](c *compiler, id *byte, emit func(*T)) (*fan[T], bool) {
 	if f, ok := c.fans[id].(*fan[T]); ok {
 		f.emits = append(f.emits, emit)
+		c.reached = append(c.reached, f.ops...)
 		return f, true
 	}
 	if c.fans == nil {
@@ -85,17 +104,49 @@ func shared[T any](c *compiler, id *byte, emit func(*T)) (*fan[T], bool) {
 	return f, false
 }
 
-// emit hands a row to each branch, each seeing it as read (no event time
-// yet).
+// compiled records, once the stream of f is compiled, the operators
+// upstream of it: those registered since ops and those reached since
+// reached (lengths of c.ops and c.reached before it was).
+func (f *fan[T]) compiled(ops, reached int) {
+	for i := ops; i < len(f.c.ops); i++ {
+		f.ops = append(f.ops, i)
+	}
+	f.ops = append(f.ops, f.c.reached[reached:]...)
+}
+
+// emit hands a row to each branch.
 func (f *fan[T]) emit(t *T) {
 	if len(f.emits) == 1 {
 		f.emits[0](t)
 		return
 	}
+	et := f.c.eventTime
+	if f.asRead {
+		et = time.Time{}
+	}
 	for _, emit := range f.emits {
-		f.c.eventTime = time.Time{}
+		f.c.eventTime = et
 		emit(t)
 	}
+}
+
+// once makes the stateful operator of s compile once per query however
+// many branches read it (see compiler.fans): its state and its rows are
+// one, each branch gets every row it writes.
+func once[T any](s Stream[T]) Stream[T] {
+	id := new(byte)
+	attach := s.attach
+	s.attach = func(c *compiler, emit func(*T)) {
+		f, registered := shared(c, id, emit)
+		if registered {
+			c.unstamped = true
+			return
+		}
+		ops, reached := len(c.ops), len(c.reached)
+		attach(c, f.emit)
+		f.compiled(ops, reached)
+	}
+	return s
 }
 
 // closeAll closes what the compiled pipeline opened, for a start that
@@ -137,14 +188,22 @@ type operatorInfo struct {
 	prepare func(ctx context.Context) error
 	// upstream is where the operators upstream of this one begin among the
 	// compiler's: they are ops[upstream:index] (those registered while its
-	// input was attached).
+	// input was attached), and those of reached, read again from a
+	// stream compiled before (see compiler.fans).
 	upstream int
+	reached  []int
 }
 
 // compile builds the plan of a query that writes s to out.
 func compile[T any](s Stream[T], emit func(*T)) *compiler {
 	c := &compiler{}
 	s.attach(c, emit)
+	c.finish()
+	return c
+}
+
+// finish completes the plan once every output's stream is attached.
+func (c *compiler) finish() {
 	// Every batch, with data or not: the rows an operator writes in a
 	// batch without data (its timers', its evictions') are checked
 	// against that batch's watermark and counted in its report.
@@ -154,7 +213,6 @@ func compile[T any](s Stream[T], emit func(*T)) *compiler {
 			c.slots[i].drops, c.slots[i].rule = true, c.ops[i].late
 		}
 	}
-	return c
 }
 
 // lateSlot is an operator as a WithWatermark before it sees it: the
@@ -177,9 +235,11 @@ type lateSlot struct {
 // operator and returns its index.
 func (c *compiler) addOperator(attachInput func(), op runtime.Operator, info operatorInfo) int {
 	info.upstream = len(c.ops)
+	reached := len(c.reached)
 	slot := &lateSlot{}
 	c.attaching = append(c.attaching, slot)
 	attachInput()
+	info.reached = slices.Clone(c.reached[reached:])
 	c.attaching = c.attaching[:len(c.attaching)-1]
 	c.plan.Operators = append(c.plan.Operators, op)
 	c.ops = append(c.ops, info)
@@ -196,9 +256,9 @@ func (c *compiler) addOperator(attachInput func(), op runtime.Operator, info ope
 // be given them. A WithWatermark after the operator stamps them again.
 func (c *compiler) attachFrom(attach func()) (fromOperator bool) {
 	n := len(c.ops)
-	c.stamped = -1
+	c.stamped, c.unstamped = -1, false
 	attach()
-	return len(c.ops) > n && c.stamped < len(c.ops)
+	return len(c.ops) > n && c.stamped < len(c.ops) || c.unstamped
 }
 
 // noEventTime is the error of an operator whose input's rows come out of

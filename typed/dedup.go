@@ -64,7 +64,7 @@ func DropDuplicatesWithEventTime[T any, K comparable](s Stream[T], key func(*T) 
 	const kind = "dropDuplicatesWithEventTime"
 	name := fmt.Sprintf("%T", key)
 	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: s.p.watermarked}
-	return Stream[T]{p: s.p, attach: func(c *compiler, emit func(*T)) {
+	return once(Stream[T]{p: s.p, attach: func(c *compiler, emit func(*T)) {
 		// The operator's key is the row's event time, then its key: the
 		// grouping key of the state ordered by event time.
 		timed := wrap(kc, "",
@@ -94,7 +94,7 @@ func DropDuplicatesWithEventTime[T any, K comparable](s Stream[T], key func(*T) 
 				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its rows", "deduplicate before the operator, or by a key that holds the time (DropDuplicates)"))
 			}
 		}, op, opInfo)
-	}}
+	}})
 }
 
 // timedKey is a row's key with its event time, in Unix nanoseconds (see
@@ -146,7 +146,7 @@ func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind strin
 	ks := KeyedStream[K, T]{s: s, key: key, codec: kc}
 	name := fmt.Sprintf("%T", key)
 	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: s.p.watermarked}
-	return Stream[T]{p: s.p, attach: func(c *compiler, emit func(*T)) {
+	return once(Stream[T]{p: s.p, attach: func(c *compiler, emit func(*T)) {
 		op := &dedupOp[K, T]{gatherer: newGatherer(c, ks, kind), emitDown: emit, withinDelay: withinDelay, c: c}
 		op.trackFirstTimes = withinDelay
 		op.info = runtime.OperatorInfo{
@@ -166,7 +166,7 @@ func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind strin
 				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its rows", "deduplicate before the operator"))
 			}
 		}, op, opInfo)
-	}}
+	}})
 }
 
 // dedupOp is a deduplication of one query: a key's state is an empty

@@ -27,7 +27,7 @@ func AggregateEvery[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 	}
 	name := fmt.Sprintf("%T", agg)
 	opInfo := operatorInfo{kind: "aggregateEvery", function: name, mode: Append, watermarked: p.watermarked}
-	return Stream[Row]{p: p, attach: func(c *compiler, emit func(*Row)) {
+	return once(Stream[Row]{p: p, attach: func(c *compiler, emit func(*Row)) {
 		op := &everyOp[K, T, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, "aggregateEvery ("+name+")"),
 			n: n, orderBy: orderBy, agg: agg, output: row, emitDown: emit}
 		op.info = runtime.OperatorInfo{
@@ -35,7 +35,7 @@ func AggregateEvery[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 			States: []runtime.StateInfo{{Name: "window", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingCountWindow}},
 		}
 		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, opInfo)
-	}}
+	}})
 }
 
 // everyOp is a count-window aggregation of one query. A key's state is

@@ -292,3 +292,49 @@ func ExampleTimeDifference() {
 	// A [8001;13001] 2
 	// A [9201;14201] 1
 }
+
+// Write one count to two sinks in one query, as a Kafka Streams topology
+// writes to two topics: every user's count to one, and the users who
+// reach three clicks, as an alert of another type, to the other. The
+// count runs once, with one state, and each sink gets the rows of every
+// batch.
+func ExampleWriteAll() {
+	clicks := typed.NewMemoryStream[fixtures.Click]("clicks", 2)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, user := range []string{"ann", "bob", "ann", "ann", "bob"} {
+		clicks.Add(fixtures.Click{User: user, Time: t0.Add(time.Duration(i) * time.Second)})
+	}
+	byUser := typed.GroupByKey(typed.FromMemory(clicks), func(c *fixtures.Click) string { return c.User })
+	counts := typed.AggregateByKey(byUser, typed.Count[fixtures.Click](), func(user string, n int64) fixtures.UserCount {
+		return fixtures.UserCount{User: user, Count: n}
+	})
+	alerts := typed.Map(typed.Filter(counts, func(c *fixtures.UserCount) bool { return c.Count == 3 }),
+		func(c *fixtures.UserCount) string { return c.User + " clicked 3 times" })
+	countSink, alertSink := typed.NewMemorySink[fixtures.UserCount](), typed.NewMemorySink[string]()
+	q, err := typed.WriteAll(typed.WriteTo(counts, countSink), typed.WriteTo(alerts, alertSink)).
+		Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for batch, rows := range countSink.Batches() {
+		for _, r := range rows {
+			fmt.Printf("batch %d: %s %d\n", batch, r.User, r.Count)
+		}
+	}
+	for batch, rows := range alertSink.Batches() {
+		for _, r := range rows {
+			fmt.Printf("batch %d alert: %s\n", batch, r)
+		}
+	}
+	// Unordered output:
+	// batch 0: ann 1
+	// batch 0: bob 1
+	// batch 1: ann 3
+	// batch 2: bob 2
+	// batch 1 alert: ann clicked 3 times
+}

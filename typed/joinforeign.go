@@ -64,7 +64,7 @@ func JoinTablesByForeignKey[K, F comparable, L, R, Out any](left UpdatesTable[K,
 	p, name := t.p, t.name
 	timed := left.s.p.watermarked && right.s.p.watermarked
 	const leftKind, rightKind, kind = "foreignKeyJoinLeft", "foreignKeyJoinRight", "foreignKeyJoin"
-	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
+	return once(Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
 		res := &fkResultOp[K, L, R, Out]{c: c, row: row, emitDown: emit, codec: left.codec, leftRows: leftRows, rightRows: rightRows}
 		res.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
@@ -108,7 +108,7 @@ func JoinTablesByForeignKey[K, F comparable, L, R, Out any](left UpdatesTable[K,
 				}
 			}, b, operatorInfo{kind: rightKind, function: name + "/right", mode: Append, watermarked: p.watermarked, part: true})
 		}, res, operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked})
-	}}
+	}})
 }
 
 // The variables of a foreign-key join: the left operator's foreign key of

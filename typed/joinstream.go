@@ -369,7 +369,7 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 	if cfg.windows != nil {
 		opInfo.late = cfg.windows.lateFor
 	}
-	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
+	return once(Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
 		op := &joinOp[K, L, R, Out]{c: c, how: how, row: row, emitDown: emit, ev: ev, cond: cfg.cond, windows: cfg.windows,
 			keyCodec: keyCodec, leftRows: leftRows, rightRows: rightRows, null: nullCheck[K](),
 			leftKey: left.key, rightKey: right.key, leftTime: leftTime, rightTime: rightTime,
@@ -399,7 +399,7 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its right rows", "give their time with JoinRightTime"))
 			}
 		}, op, opInfo)
-	}}
+	}})
 }
 
 // typeName names T for messages.

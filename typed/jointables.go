@@ -89,7 +89,7 @@ func JoinTables[K comparable, L, R, Out any](left UpdatesTable[K, L], right Upda
 	p, name := t.p, t.name
 	const kind = "tableTableJoin"
 	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked}
-	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
+	return once(Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
 		op := &tablesOp[K, L, R, Out]{c: c, how: how, row: row, emitDown: emit, codec: left.codec,
 			leftRows: leftRows, rightRows: rightRows, null: nullCheck[K](),
 			leftKey: left.key, rightKey: right.key, leftDeleted: left.deleted, rightDeleted: right.deleted,
@@ -110,7 +110,7 @@ func JoinTables[K comparable, L, R, Out any](left UpdatesTable[K, L], right Upda
 				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its right table's updates", "join the input before the operator, or write the operator's rows to a sink and join them in a query of their own"))
 			}
 		}, op, opInfo)
-	}}
+	}})
 }
 
 // tablesRow is an update of either table of a table-table join, gathered

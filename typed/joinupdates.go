@@ -150,7 +150,7 @@ func JoinUpdates[K comparable, S, V, Out any](s KeyedStream[K, S], t UpdatesTabl
 	}
 	const kind = "streamTableJoin"
 	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked, asOfJoin: cfg.asOf}
-	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
+	return once(Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
 		op := &updatesOp[K, S, V, Out]{c: c, how: how, row: row, emitDown: emit, cfg: cfg, codec: s.codec,
 			streamRows: streamRows, tableRows: tableRows, null: nullCheck[K](),
 			streamKey: s.key, tableKey: t.key, deleted: t.deleted,
@@ -178,7 +178,7 @@ func JoinUpdates[K comparable, S, V, Out any](s KeyedStream[K, S], t UpdatesTabl
 				c.errs = append(c.errs, noEventTime(kind+" ("+name+")", "its table's rows", "join the input before the operator, or write the operator's rows to a sink and join them in a query of their own"))
 			}
 		}, op, opInfo)
-	}}
+	}})
 }
 
 // updatesRow is a row of either input of a stream-table join, gathered

@@ -87,7 +87,7 @@ func FromMemory[T any](m *MemoryStream[T]) Stream[T] {
 		if registered {
 			return
 		}
-		emit = f.emit
+		emit, f.asRead = f.emit, true
 		input := len(c.plan.Inputs)
 		c.plan.Inputs = append(c.plan.Inputs, runtime.Input{Source: src,
 			Read: func(ctx context.Context, b *runtime.Batch, start, end json.RawMessage) (err error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -41,26 +42,120 @@ func (w *Writer[T]) OutputMode(m OutputMode) *Writer[T] {
 // type that cannot be encoded, an initial state with a key twice) is an
 // error here, before anything runs.
 func (w *Writer[T]) Start(ctx context.Context, opts ...runtime.Option) (*Query, error) {
+	return WriteAll(w).Start(ctx, opts...)
+}
+
+// Output is one output of a query: a stream bound to its sink, as WriteTo
+// makes it (a *Writer). WriteAll starts several as one query.
+type Output interface {
+	// bind compiles the output's stream with c (its inputs and operators
+	// registered with c) and returns its part of the plan.
+	bind(c *compiler) boundOutput
+}
+
+// boundOutput is an Output compiled for one query.
+type boundOutput struct {
+	out  runtime.Output
+	errs []error
+	// ops are the operators the output's rows come through, in order.
+	ops         []int
+	mode        OutputMode
+	modeSet     bool
+	description string
+}
+
+func (w *Writer[T]) bind(c *compiler) boundOutput {
 	var out []T
-	c := compile(w.s, func(t *T) { out = appendDoubling(out, t) })
-	if err := w.validate(ctx, c); err != nil {
-		c.closeAll()
-		return nil, err
+	ops, reached := len(c.ops), len(c.reached)
+	w.s.attach(c, func(t *T) { out = appendDoubling(out, t) })
+	b := boundOutput{errs: w.s.p.errs, mode: w.mode, modeSet: w.modeSet, description: sinkDescription(w.sink)}
+	for i := ops; i < len(c.ops); i++ {
+		b.ops = append(b.ops, i)
 	}
-	c.plan.Outputs = append([]runtime.Output{{Description: sinkDescription(w.sink),
-		Write: func(ctx context.Context, b *runtime.Batch) (n int64, err error) {
+	for _, i := range c.reached[reached:] {
+		if !slices.Contains(b.ops, i) {
+			b.ops = append(b.ops, i)
+		}
+	}
+	slices.Sort(b.ops)
+	b.out = runtime.Output{Description: b.description,
+		Write: func(ctx context.Context, batch *runtime.Batch) (n int64, err error) {
 			defer c.catch(&err)
 			n = int64(len(out))
 			// The runtime names the sink and the batch.
-			err = unprefixed(w.sink.Write(ctx, b.ID, out))
+			err = unprefixed(w.sink.Write(ctx, batch.ID, out))
 			clear(out)
 			out = out[:0]
+			return n, err
+		}}
+	describeSink(&b.out, w.sink)
+	return b
+}
+
+// Writers are several outputs started as one query: see WriteAll. Like
+// a Writer, they describe the query: each Start compiles it anew, so
+// they may be started again (a restart) once the last query has
+// stopped.
+type Writers struct {
+	outputs []Output
+}
+
+// WriteAll makes one query of several outputs, each a stream bound to its
+// sink by WriteTo, as a Kafka Streams topology writes to several topics
+// and a Flink job to several sinks: the streams may share their sources
+// and stateful operators, which then run once, each output getting every
+// row the stream has. So an operator's rows can go to one sink and a
+// selection of them, or of its input, to another, with one state and one
+// checkpoint, and, in a kafka.App with ExactlyOnce, in one transaction a
+// batch.
+//
+// The outputs write each batch in the order given, each by the batch's
+// id (see Sink). The query's progress reports the first as its sink and
+// the others as OtherSinks. The query has one output mode, which the
+// outputs' operators must agree on: the mode set with OutputMode on any
+// of the outputs (all that set one must set the same), else the one each
+// output with a stateful operator would take alone (see WriteTo), which
+// must then be the same for all of them. A WithWatermark that several
+// outputs read decides late rows for each by the operator its rows reach
+// first there, and gives LateRows a row that any of them dropped, once.
+func WriteAll(outputs ...Output) *Writers {
+	return &Writers{outputs: outputs}
+}
+
+// Start compiles the outputs' pipelines into one query and starts it; see
+// Writer.Start.
+func (ws *Writers) Start(ctx context.Context, opts ...runtime.Option) (*Query, error) {
+	if len(ws.outputs) == 0 {
+		return nil, errors.New("streamgen: cannot start the query: WriteAll of no outputs")
+	}
+	c := &compiler{}
+	bound := make([]boundOutput, len(ws.outputs))
+	for i, o := range ws.outputs {
+		bound[i] = o.bind(c)
+	}
+	c.finish()
+	if err := c.validate(ctx, bound); err != nil {
+		c.closeAll()
+		return nil, err
+	}
+	// The stages release what a batch held once every output has its rows.
+	last := &bound[len(bound)-1].out
+	write := last.Write
+	last.Write = func(ctx context.Context, b *runtime.Batch) (int64, error) {
+		n, err := write(ctx, b)
+		if err == nil {
 			for _, end := range c.batchEnds {
 				end()
 			}
-			return n, err
-		}}}, c.plan.Outputs...)
-	describeSink(&c.plan.Outputs[0], w.sink)
+		}
+		return n, err
+	}
+	outs := make([]runtime.Output, 0, len(bound)+len(c.plan.Outputs))
+	for i := range bound {
+		bound[i].out.Sink = true
+		outs = append(outs, bound[i].out)
+	}
+	c.plan.Outputs = append(outs, c.plan.Outputs...)
 	q, err := runtime.Start(ctx, &c.plan, opts...)
 	if err != nil {
 		c.closeAll()
@@ -76,21 +171,20 @@ func sinkDescription(s any) string {
 	return fmt.Sprintf("%T", s)
 }
 
-func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
-	errs := append(append([]error(nil), w.s.p.errs...), c.errs...)
-	mode := w.mode
-	hasAggregation := false
-	for _, op := range c.ops {
-		hasAggregation = hasAggregation || op.aggregation
+// validate checks the compiled pipeline of outputs and settles the
+// query's output mode.
+func (c *compiler) validate(ctx context.Context, outputs []boundOutput) error {
+	var errs []error
+	for _, o := range outputs {
+		errs = append(errs, o.errs...)
 	}
-	if !w.modeSet && len(c.ops) > 0 {
-		mode = c.ops[len(c.ops)-1].mode
-		if hasAggregation {
-			mode = Update
-		}
+	errs = append(errs, c.errs...)
+	mode, modeSet, err := c.queryMode(outputs)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	c.outputMode = mode
-	errs = append(errs, checkOutputModes(c.ops, mode, w.modeSet)...)
+	errs = append(errs, checkOutputModes(c.ops, mode, modeSet)...)
 	for _, op := range c.ops {
 		if op.timeout == EventTimeTimeout && !op.watermarked {
 			errs = append(errs, fmt.Errorf("%s (%s) uses EventTimeTimeout but its input has no watermark: add typed.WithWatermark before it (watermark=DURATION in its %s directive)", op.kind, op.function, directiveOf(op.kind)))
@@ -119,6 +213,51 @@ func (w *Writer[T]) validate(ctx context.Context, c *compiler) error {
 		return fmt.Errorf("streamgen: cannot start the query: %w", unprefixed(err))
 	}
 	return nil
+}
+
+// queryMode returns the output mode of the query of outputs, and whether
+// it was set with OutputMode: the one set, else the one the operators of
+// each output give (Update with an aggregation, else the last operator's;
+// Append without operators). Outputs that set different modes, or whose
+// operators give different ones, are an error.
+func (c *compiler) queryMode(outputs []boundOutput) (OutputMode, bool, error) {
+	var modes []string
+	var mode OutputMode
+	found, differ := false, false
+	note := func(o boundOutput, m OutputMode) {
+		modes = append(modes, fmt.Sprintf("%s: %v", o.description, m))
+		differ = differ || found && m != mode
+		if !found {
+			mode, found = m, true
+		}
+	}
+	for _, o := range outputs {
+		if o.modeSet {
+			note(o, o.mode)
+		}
+	}
+	if found {
+		if differ {
+			return mode, true, fmt.Errorf("the outputs set different output modes (%s): a query has one, which its operators follow; set the same on each, or on one", strings.Join(modes, "; "))
+		}
+		return mode, true, nil
+	}
+	for _, o := range outputs {
+		if len(o.ops) == 0 {
+			continue
+		}
+		m := c.ops[o.ops[len(o.ops)-1]].mode
+		for _, i := range o.ops {
+			if c.ops[i].aggregation {
+				m = Update
+			}
+		}
+		note(o, m)
+	}
+	if differ {
+		return mode, false, fmt.Errorf("the outputs' operators give different output modes (%s): a query has one, which its operators follow; set it with WriteTo(...).OutputMode on an output", strings.Join(modes, "; "))
+	}
+	return mode, false, nil
 }
 
 // checkOutputModes refuses what Spark's UnsupportedOperationChecker
@@ -202,13 +341,30 @@ func checkOutputModes(ops []operatorInfo, mode OutputMode, modeSet bool) []error
 		if !op.stateful() {
 			continue
 		}
-		for _, up := range ops[op.upstream:i] {
+		for _, j := range op.upstreamOf(i) {
+			up := ops[j]
 			if why := up.lateForNext(mode); why != "" {
 				errs = append(errs, fmt.Errorf("%s (%s) follows %s (%s), %s: rows it writes may be at or before the watermark, so the global watermark would drop them as late, and Spark refuses the query (\"Detected pattern of possible 'correctness' issue due to global watermark\")", op.kind, op.function, up.kind, up.function, why))
 			}
 		}
 	}
 	return errs
+}
+
+// upstreamOf returns the indices of the operators upstream of op, the
+// operator at index i, in order, each once.
+func (op operatorInfo) upstreamOf(i int) []int {
+	var up []int
+	for j := op.upstream; j < i; j++ {
+		up = append(up, j)
+	}
+	for _, j := range op.reached {
+		if !slices.Contains(up, j) {
+			up = append(up, j)
+		}
+	}
+	slices.Sort(up)
+	return up
 }
 
 // queryMode is the output mode a query of the operator alone would take.

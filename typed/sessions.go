@@ -24,7 +24,7 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 	name := fmt.Sprintf("%T", agg)
 	opInfo := operatorInfo{kind: "sessionAggregate", function: name, aggregation: true, windowed: true, watermarked: ws.s.p.watermarked}
 	ks := KeyedStream[K, T]{s: ws.s, key: ws.key, codec: ws.codec}
-	return Stream[Row]{p: ws.s.p, attach: func(c *compiler, emit func(*Row)) {
+	return once(Stream[Row]{p: ws.s.p, attach: func(c *compiler, emit func(*Row)) {
 		gapOf := ws.gapOf
 		if gapOf == nil {
 			gap := ws.windows.gap
@@ -60,7 +60,7 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 			}
 		}
 		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, info)
-	}}
+	}})
 }
 
 type sessionWindow[Acc any] struct {

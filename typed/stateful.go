@@ -166,7 +166,7 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 		return checkInitial(ks.codec, initial)
 	}
 	p := ks.s.p
-	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
+	return once(Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
 		op := &groupsOp[K, In, S, Out, PS]{gatherer: newGatherer(c, ks, info.Kind+" ("+info.Name+")"), info: info, f: f, timeout: timeout}
 		op.initial = func() []Pair[K, S] { return initial }
 		op.seq = func(yield func(In) bool) {
@@ -183,7 +183,7 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 			emit(&op.out)
 		}
 		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, opInfo)
-	}}
+	}})
 }
 
 // checkInitial refuses an initial state that names a key twice.

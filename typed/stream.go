@@ -72,7 +72,7 @@ func FromFunc[T any](src runtime.Source, decode func(r runtime.Record) (T, error
 		if registered {
 			return
 		}
-		emit = f.emit
+		emit, f.asRead = f.emit, true
 		input := len(c.plan.Inputs)
 		var row T // the row being read (see Map)
 		c.plan.Inputs = append(c.plan.Inputs, runtime.Input{Source: src,
@@ -214,6 +214,9 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // left out of those, and counted. Session windows whose rows each have a
 // gap of their own (GapBy) decide in the aggregation, by each row's own
 // session: their late rows are counted there, not sent to LateRows.
+// Where several branches of a query read the stream (a self-join, the
+// outputs of WriteAll), each decides by the operator its rows reach
+// first, and LateRows gets a row that any of them dropped once.
 func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.Duration, opts ...WatermarkOption[T]) Stream[T] {
 	var cfg watermarkConfig[T]
 	for _, o := range opts {
@@ -228,7 +231,40 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 	}
 	p = p.with(func(q *plan) { q.watermarked = true })
 	name := funcName(eventTime)
+	id := new(byte)
 	return Stream[T]{p: p, attach: func(c *compiler, emit func(*T)) {
+		// The operator this branch's rows reach first decides which of
+		// them are late: each branch that reads the stream has its own.
+		next := &lateSlot{}
+		if n := len(c.attaching); n > 0 {
+			next = c.attaching[n-1]
+		}
+		var f *fan[T]
+		branch := func(t *T) {
+			b := c.batch
+			if et := c.eventTime; next.drops && !b.LateWatermark.IsZero() && !et.After(b.LateWatermark) {
+				n := int64(1)
+				if next.rule != nil {
+					n = next.rule(et, b.LateWatermark)
+				}
+				if n > 0 {
+					for range n {
+						b.DropLate(next.index)
+					}
+					f.dropped = true
+					return
+				}
+			}
+			emit(t)
+		}
+		var registered bool
+		f, registered = shared(c, id, branch)
+		// The rows from here on carry this watermark's event time, even
+		// those that came out of an operator before it.
+		defer func() { c.stamped, c.unstamped = len(c.ops), false }()
+		if registered {
+			return
+		}
 		mark := c.plan.Watermarks
 		c.plan.Watermarks++
 		c.watermarkDelay = delay
@@ -246,37 +282,21 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 				}})
 			describeSink(&c.plan.Outputs[len(c.plan.Outputs)-1], cfg.late)
 		}
-		// The operator the rows reach first decides which are late.
-		next := &lateSlot{}
-		if n := len(c.attaching); n > 0 {
-			next = c.attaching[n-1]
-		}
+		ops, reached := len(c.ops), len(c.reached)
 		s.attach(c, func(t *T) {
 			c.stage = name
 			et := eventTime(t)
 			c.stage = ""
-			b := c.batch
 			c.eventTime = et
-			b.ObserveRow(mark, c.input, c.partition, et, delay)
-			if next.drops && !b.LateWatermark.IsZero() && !et.After(b.LateWatermark) {
-				n := int64(1)
-				if next.rule != nil {
-					n = next.rule(et, b.LateWatermark)
-				}
-				if n > 0 {
-					for range n {
-						b.DropLate(next.index)
-					}
-					if cfg.late != nil {
-						late = append(late, *t)
-					}
-					return
-				}
+			c.batch.ObserveRow(mark, c.input, c.partition, et, delay)
+			// A row late for the operator of every branch that reads it,
+			// or of some, is a late row (sent to LateRows once).
+			f.dropped = false
+			f.emit(t)
+			if f.dropped && cfg.late != nil {
+				late = append(late, *t)
 			}
-			emit(t)
 		})
-		// The rows from here on carry this watermark's event time, even
-		// those that came out of an operator before it.
-		c.stamped = len(c.ops)
+		f.compiled(ops, reached)
 	}}
 }

@@ -45,7 +45,7 @@ func TableChanges[K comparable, V, Out any](t UpdatesTable[K, V], row func(Chang
 	p, name := tp.p, tp.name
 	const kind = "tableChanges"
 	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked}
-	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
+	return once(Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
 		op := &changesOp[K, V, Out]{c: c, row: row, emitDown: emit, codec: t.codec, rows: rows, null: nullCheck[K](), key: t.key, deleted: t.deleted}
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, OutputMode: Append.String(), TimeMode: runtime.EventTimeMode,
@@ -55,7 +55,7 @@ func TableChanges[K comparable, V, Out any](t UpdatesTable[K, V], row func(Chang
 			},
 		}
 		op.index = c.addOperator(func() { t.s.attach(c, op.add) }, op, opInfo)
-	}}
+	}})
 }
 
 // changesRow is an update of the table, gathered for a batch.

@@ -36,7 +36,7 @@ func aggregateTimeDifference[K comparable, T, Acc, Out, Row any, PA codec.Record
 	opInfo := operatorInfo{kind: "slidingWindowAggregate", function: name, aggregation: true, windowed: true, watermarked: ws.s.p.watermarked}
 	ks := KeyedStream[K, T]{s: ws.s, key: ws.key, codec: ws.codec}
 	diff := int64(ws.windows.size / time.Millisecond)
-	return Stream[Row]{p: ws.s.p, attach: func(c *compiler, emit func(*Row)) {
+	return once(Stream[Row]{p: ws.s.p, attach: func(c *compiler, emit func(*Row)) {
 		op := &timeDiffOp[K, T, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, "slidingWindowAggregate ("+name+")"),
 			agg: agg, eventTime: ws.eventTime, diff: diff, output: row, emitDown: emit}
 		op.mode = &c.outputMode
@@ -57,7 +57,7 @@ func aggregateTimeDifference[K comparable, T, Acc, Out, Row any, PA codec.Record
 			}
 		}
 		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, info)
-	}}
+	}})
 }
 
 // millis returns t in whole milliseconds since 1970, rounded down.

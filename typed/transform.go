@@ -58,7 +58,7 @@ func TransformWithState[K comparable, In, Out any](
 		}
 		return errors.Join(errs...)
 	}
-	return Stream[Out]{p: ks.s.p, attach: func(c *compiler, emit func(*Out)) {
+	return once(Stream[Out]{p: ks.s.p, attach: func(c *compiler, emit func(*Out)) {
 		op := &processorOp[K, In, Out]{gatherer: newGatherer(c, ks, "transformWithState ("+name+")"), p: p, cfg: cfg, initial: initial, emitDown: emit}
 		op.timers, _ = p.(ExpiredTimerHandler[K, Out])
 		op.emitFn = op.emit
@@ -123,7 +123,7 @@ func TransformWithState[K comparable, In, Out any](
 				}
 			}
 		}, op, opInfo)
-	}}
+	}})
 }
 
 // processorOp is a transformWithState operator of one query.
