@@ -79,6 +79,7 @@ type Metrics struct {
 	queries map[string]*query
 
 	batches, inputRows, outputRows, deadLetters *prometheus.CounterVec
+	otherSinkRows                               *prometheus.CounterVec
 	running, batchID, inputRate, processRate    *prometheus.GaugeVec
 	info                                        *prometheus.GaugeVec
 	durations                                   *prometheus.HistogramVec
@@ -115,12 +116,14 @@ func NewMetrics() *Metrics {
 		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: Namespace, Name: name, Help: help}, labels)
 	}
 	m := &Metrics{
-		now:         time.Now,
-		labels:      map[string]string{},
-		queries:     map[string]*query{},
-		batches:     counter("batches_total", "Batches committed.", q),
-		inputRows:   counter("input_rows_total", "Rows read from the sources, decoded or not.", q),
-		outputRows:  counter("output_rows_total", "Rows written to the sink.", q),
+		now:        time.Now,
+		labels:     map[string]string{},
+		queries:    map[string]*query{},
+		batches:    counter("batches_total", "Batches committed.", q),
+		inputRows:  counter("input_rows_total", "Rows read from the sources, decoded or not.", q),
+		outputRows: counter("output_rows_total", "Rows written to the sink.", q),
+		otherSinkRows: counter("other_sink_output_rows_total", "Rows written to each further sink of a query of several (typed.WriteAll), by its description.",
+			[]string{"query", "sink"}),
 		deadLetters: counter("dead_letters_total", "Rows that did not decode, sent to the dead letters.", q),
 		running:     gauge("query_running", "1 while a run of the query is started and not ended, else 0.", q),
 		info:        gauge("query_info", "1 for the query's current run: its id (the same at every start on its checkpoint) and run id.", []string{"query", "id", "run_id"}),
@@ -174,7 +177,7 @@ func NewMetrics() *Metrics {
 
 // vecs are the metrics Metrics keeps in vectors of the client library.
 func (m *Metrics) vecs() []prometheus.Collector {
-	return []prometheus.Collector{m.batches, m.inputRows, m.outputRows, m.deadLetters, m.running, m.info, m.batchID,
+	return []prometheus.Collector{m.batches, m.inputRows, m.outputRows, m.otherSinkRows, m.deadLetters, m.running, m.info, m.batchID,
 		m.inputRate, m.processRate, m.durations, m.stateRows, m.stateMetric, m.updated, m.removed, m.late, m.lag, m.lagBytes}
 }
 
@@ -234,6 +237,9 @@ func (m *Metrics) OnQueryProgress(p runtime.QueryProgress) {
 	m.batchID.WithLabelValues(l).Set(float64(p.BatchID))
 	m.inputRows.WithLabelValues(l).Add(float64(p.NumInputRows))
 	m.outputRows.WithLabelValues(l).Add(float64(p.Sink.NumOutputRows))
+	for _, s := range p.OtherSinks {
+		m.otherSinkRows.WithLabelValues(l, s.Description).Add(float64(s.NumOutputRows))
+	}
 	m.deadLetters.WithLabelValues(l).Add(float64(p.NumDeadLetters))
 	m.inputRate.WithLabelValues(l).Set(p.InputRowsPerSecond)
 	m.processRate.WithLabelValues(l).Set(p.ProcessedRowsPerSecond)

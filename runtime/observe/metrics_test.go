@@ -440,6 +440,48 @@ func TestMetricsAcrossRuns(t *testing.T) {
 	}
 }
 
+// TestMetricsOfSeveralSinks: a query of two outputs (typed.WriteAll)
+// counts the first sink's rows in output_rows_total and the second's
+// in other_sink_output_rows_total, labelled with its description, as
+// the reports say.
+func TestMetricsOfSeveralSinks(t *testing.T) {
+	dir, _, _ := clickFiles(t)
+	src := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 1})
+	clicks := typed.From[fixtures.Click, *fixtures.Click](src)
+	ann := typed.Filter(clicks, func(c *fixtures.Click) bool { return c.User == "ann" })
+	m := observe.NewMetrics()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	q, err := typed.WriteAll(typed.WriteTo(clicks, typed.NewMemorySink[fixtures.Click]()), typed.WriteTo(ann, typed.NewMemorySink[fixtures.Click]())).
+		Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()), runtime.Name("clicks"), runtime.Listener(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	var all, anns float64
+	var sink string
+	for _, p := range q.RecentProgress() {
+		all += float64(p.Sink.NumOutputRows)
+		if len(p.OtherSinks) != 1 {
+			t.Fatalf("batch %d reports other sinks %+v, want one", p.BatchID, p.OtherSinks)
+		}
+		anns += float64(p.OtherSinks[0].NumOutputRows)
+		sink = p.OtherSinks[0].Description
+	}
+	if anns == 0 || anns >= all {
+		t.Fatalf("%v rows to the first sink, %v to the second: the test needs some of ann's and some of others'", all, anns)
+	}
+	f := scrape(t, srv.URL)
+	if got, _ := value(t, f, "streamgen_output_rows_total", map[string]string{"query": "clicks"}); got != all {
+		t.Errorf("output_rows_total %v, want the first sink's %v", got, all)
+	}
+	if got, _ := value(t, f, "streamgen_other_sink_output_rows_total", map[string]string{"query": "clicks", "sink": sink}); got != anns {
+		t.Errorf("other_sink_output_rows_total{sink=%q} %v, want the second sink's %v", sink, got, anns)
+	}
+}
+
 // TestMetricsOfAJoin: a join's rows per side, its custom metrics, are
 // series of their own, as its last report says.
 func TestMetricsOfAJoin(t *testing.T) {
