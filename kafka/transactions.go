@@ -288,6 +288,13 @@ func (t *Transactions) produce(ctx context.Context, what string, records []*kgo.
 		})
 	}
 	wg.Wait()
+	if firstErr == nil && pctx.Err() != nil && ctx.Err() == nil {
+		// The stall cancelled the records' context, but the client had
+		// them all in requests already (it fails only those it has not
+		// sent): acknowledged late, they still fail the write, as
+		// ProduceTimeout says.
+		firstErr = fmt.Errorf("Kafka acknowledged no record of the write for ProduceTimeout (%v)", t.opts.ProduceTimeout)
+	}
 	return t.explain(firstErr)
 }
 
