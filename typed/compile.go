@@ -85,6 +85,9 @@ type fan[T any] struct {
 	// dropped is set, for a WithWatermark, when a branch drops the row
 	// being handed out as late.
 	dropped bool
+	// unstamped is set, for a stage compiled with onceStage, when its
+	// rows come out of an operator with no WithWatermark since.
+	unstamped bool
 }
 
 // shared returns the fan of the stream id, and whether it was compiled
@@ -112,6 +115,39 @@ func (f *fan[T]) compiled(ops, reached int) {
 		f.ops = append(f.ops, i)
 	}
 	f.ops = append(f.ops, f.c.reached[reached:]...)
+}
+
+// onceStage makes a stateless stage that holds something of its own (a
+// static table's loaded versions) compile once per query however many
+// branches read it, as once does for an operator. Its rows carry the
+// event time of its input, so a branch that reads it again learns from
+// it, as from its input, whether they come out of an operator with no
+// WithWatermark since (see attachFrom).
+func onceStage[T any](s Stream[T]) Stream[T] {
+	id := new(byte)
+	attach := s.attach
+	s.attach = func(c *compiler, emit func(*T)) {
+		f, registered := shared(c, id, emit)
+		if registered {
+			c.unstamped = c.unstamped || f.unstamped
+			return
+		}
+		ops, reached := len(c.ops), len(c.reached)
+		stamped, unstamped := c.stamped, c.unstamped
+		c.stamped, c.unstamped = -1, false
+		attach(c, f.emit)
+		f.compiled(ops, reached)
+		f.unstamped = len(c.ops) > ops && c.stamped < len(c.ops) || c.unstamped
+		switch {
+		case f.unstamped:
+			c.unstamped = true
+		case len(c.ops) > ops:
+			c.stamped = len(c.ops)
+		default:
+			c.stamped, c.unstamped = stamped, unstamped
+		}
+	}
+	return s
 }
 
 // emit hands a row to each branch.

@@ -248,3 +248,45 @@ func TestWriteAllRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestWriteAllSharesAStaticTable: two outputs read one join of the clicks
+// with a static table of users' teams: the table loads once per start,
+// not once per output, and each output gets the joined rows of a plain
+// loop (the first all of them, the second those of team red).
+func TestWriteAllSharesAStaticTable(t *testing.T) {
+	type member struct{ User, Team string }
+	teams := []member{{"ann", "red"}, {"bob", "blue"}, {"cy", "red"}, {"dee", "blue"}}
+	in := clicks(60, 4)
+	var want, wantRed []string
+	for _, c := range in {
+		for _, m := range teams {
+			if m.User == c.User {
+				want = append(want, c.User+" "+m.Team+" "+c.Page)
+				if m.Team == "red" {
+					wantRed = append(wantRed, c.User+" "+m.Team+" "+c.Page)
+				}
+			}
+		}
+	}
+	var loads int
+	table := typed.TableFromFunc(func(context.Context) ([]member, error) {
+		loads++
+		return teams, nil
+	}, func(m *member) string { return m.User })
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 7)
+	m.Add(in...)
+	joined := typed.JoinTable(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }, table, typed.Inner,
+		func(j typed.Joined[string, fixtures.Click, member]) string { return j.Key + " " + j.Right.Team + " " + j.Left.Page })
+	red := typed.Filter(joined, func(s *string) bool { return strings.Contains(*s, " red ") })
+	all, reds := newSink[string](), newSink[string]()
+	runAllToEnd(t, typed.WriteAll(typed.WriteTo(joined, all), typed.WriteTo(red, reds)))
+	if loads != 1 {
+		t.Fatalf("the table loaded %d times, want once for the query's two outputs", loads)
+	}
+	if got := slices.Concat(sortedBatches(all.snapshot())...); !slices.Equal(got, want) {
+		t.Fatalf("the first output got %v, want %v", got, want)
+	}
+	if got := slices.Concat(sortedBatches(reds.snapshot())...); !slices.Equal(got, wantRed) {
+		t.Fatalf("the second output got %v, want %v", got, wantRed)
+	}
+}
