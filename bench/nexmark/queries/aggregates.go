@@ -28,9 +28,8 @@ func rank(price int64) int {
 	return 3
 }
 
-// day is DATE_FORMAT(dateTime, 'yyyy-MM-dd'), minute 'HH:mm'.
-func day(t time.Time) string    { return t.UTC().Format("2006-01-02") }
-func minute(t time.Time) string { return t.UTC().Format("15:04") }
+// day is DATE_FORMAT(dateTime, 'yyyy-MM-dd').
+func day(t time.Time) string { return t.UTC().Format("2006-01-02") }
 
 // BidStats is the counts of q15 and q16: bids, distinct bidders and
 // distinct auctions, in all and by price rank.
@@ -313,33 +312,29 @@ func q16Row(channel, day string, s *BidStats) Q16Row {
 		TotalAuctions: s.TotalAuctions, Rank1Auctions: s.Rank1Auctions, Rank2Auctions: s.Rank2Auctions, Rank3Auctions: s.Rank3Auctions}
 }
 
-// loopStats is q15's and q16's counts by a plain loop over the bids of a
-// group.
-func loopStats(group []*model.Bid) BidStats {
-	var s BidStats
-	bidders, auctions := map[[2]int64]bool{}, map[[2]int64]bool{}
-	for _, b := range group {
-		r := int64(rank(b.Price))
-		s.TotalBids++
-		bidders[[2]int64{b.Bidder, 0}], bidders[[2]int64{b.Bidder, r}] = true, true
-		auctions[[2]int64{b.Auction, 0}], auctions[[2]int64{b.Auction, r}] = true, true
-		switch r {
-		case 1:
-			s.Rank1Bids++
-		case 2:
-			s.Rank2Bids++
-		case 3:
-			s.Rank3Bids++
+// loopCounts is the counts of q15 and q16 over a group's bids, by a
+// plain loop written from the SQL, apart from the queries' code: index 0
+// is count(*) and count(distinct ...) over all the bids, 1 to 3 those
+// FILTER (WHERE ...) of the three price ranks.
+type loopCounts struct {
+	bids              [4]int64
+	bidders, auctions [4]map[int64]bool
+	minute            string // max(DATE_FORMAT(dateTime, 'HH:mm'))
+}
+
+func (c *loopCounts) add(b *model.Bid) {
+	for i, in := range [4]bool{true, b.Price < 10000, b.Price >= 10000 && b.Price < 1000000, b.Price >= 1000000} {
+		if !in {
+			continue
 		}
-		s.MaxMinute = max(s.MaxMinute, minute(b.DateTime))
+		if c.bidders[i] == nil {
+			c.bidders[i], c.auctions[i] = map[int64]bool{}, map[int64]bool{}
+		}
+		c.bids[i]++
+		c.bidders[i][b.Bidder] = true
+		c.auctions[i][b.Auction] = true
 	}
-	for k := range bidders {
-		*[4]*int64{&s.TotalBidders, &s.Rank1Bidders, &s.Rank2Bidders, &s.Rank3Bidders}[k[1]]++
-	}
-	for k := range auctions {
-		*[4]*int64{&s.TotalAuctions, &s.Rank1Auctions, &s.Rank2Auctions, &s.Rank3Auctions}[k[1]]++
-	}
-	return s
+	c.minute = max(c.minute, loopHourMinute(b.DateTime))
 }
 
 var _ = register(&Query{
@@ -352,16 +347,21 @@ var _ = register(&Query{
 		return typed.WriteTo(stats, sinkOf[Q15Row](out)).OutputMode(typed.Update)
 	},
 	loop: func(events []model.Event) ([][]byte, error) {
-		groups := map[string][]*model.Bid{}
+		groups := map[string]*loopCounts{}
 		for i := range events {
 			if b := events[i].Bid; b != nil {
-				groups[day(b.DateTime)] = append(groups[day(b.DateTime)], b)
+				d := loopDate(b.DateTime)
+				if groups[d] == nil {
+					groups[d] = &loopCounts{}
+				}
+				groups[d].add(b)
 			}
 		}
 		var rows []Q15Row
-		for d, g := range groups {
-			s := loopStats(g)
-			rows = append(rows, q15Row(d, &s))
+		for d, c := range groups {
+			rows = append(rows, Q15Row{Day: d, TotalBids: c.bids[0], Rank1Bids: c.bids[1], Rank2Bids: c.bids[2], Rank3Bids: c.bids[3],
+				TotalBidders: int64(len(c.bidders[0])), Rank1Bidders: int64(len(c.bidders[1])), Rank2Bidders: int64(len(c.bidders[2])), Rank3Bidders: int64(len(c.bidders[3])),
+				TotalAuctions: int64(len(c.auctions[0])), Rank1Auctions: int64(len(c.auctions[1])), Rank2Auctions: int64(len(c.auctions[2])), Rank3Auctions: int64(len(c.auctions[3]))})
 		}
 		return lines(rows)
 	},
@@ -382,17 +382,21 @@ var _ = register(&Query{
 		return typed.WriteTo(stats, sinkOf[Q16Row](out)).OutputMode(typed.Update)
 	},
 	loop: func(events []model.Event) ([][]byte, error) {
-		groups := map[[2]string][]*model.Bid{}
+		groups := map[[2]string]*loopCounts{}
 		for i := range events {
 			if b := events[i].Bid; b != nil {
-				k := [2]string{b.Channel, day(b.DateTime)}
-				groups[k] = append(groups[k], b)
+				k := [2]string{b.Channel, loopDate(b.DateTime)}
+				if groups[k] == nil {
+					groups[k] = &loopCounts{}
+				}
+				groups[k].add(b)
 			}
 		}
 		var rows []Q16Row
-		for k, g := range groups {
-			s := loopStats(g)
-			rows = append(rows, q16Row(k[0], k[1], &s))
+		for k, c := range groups {
+			rows = append(rows, Q16Row{Channel: k[0], Day: k[1], Minute: c.minute, TotalBids: c.bids[0], Rank1Bids: c.bids[1], Rank2Bids: c.bids[2], Rank3Bids: c.bids[3],
+				TotalBidders: int64(len(c.bidders[0])), Rank1Bidders: int64(len(c.bidders[1])), Rank2Bidders: int64(len(c.bidders[2])), Rank3Bidders: int64(len(c.bidders[3])),
+				TotalAuctions: int64(len(c.auctions[0])), Rank1Auctions: int64(len(c.auctions[1])), Rank2Auctions: int64(len(c.auctions[2])), Rank3Auctions: int64(len(c.auctions[3]))})
 		}
 		return lines(rows)
 	},
@@ -746,10 +750,13 @@ var _ = register(&Query{
 				counts[b.Bidder]++
 			}
 		}
-		start := floorTo(LoopClock.UnixMilli(), 10_000)
+		// Every bid arrives at LoopClock: in the TUMBLE of 10 s of
+		// processing time, counted from the epoch, that holds it.
+		ms := LoopClock.UnixMilli()
+		start := time.UnixMilli(ms - ms%10000).UTC()
 		var rows []Q12Row
 		for bidder, n := range counts {
-			rows = append(rows, q12Row(bidder, Q12Window{Start: start, Count: n}))
+			rows = append(rows, Q12Row{Bidder: bidder, BidCount: n, Starttime: start, Endtime: start.Add(10 * time.Second)})
 		}
 		return lines(rows)
 	},

@@ -147,3 +147,25 @@ func joinLines(lines []string) string {
 	}
 	return string(b)
 }
+
+// TestPriceRanksAtTheirBounds runs the queries that count bids by price
+// rank (q15, q16, q17) over bids on each side of the ranks' bounds,
+// 10,000 and 1,000,000, which generated prices never hit exactly, and
+// compares them with their loops.
+func TestPriceRanksAtTheirBounds(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var events []model.Event
+	for i, price := range []int64{9_999, 10_000, 10_001, 999_999, 1_000_000, 1_000_001} {
+		events = append(events, model.Event{Bid: &model.Bid{Auction: int64(i), Bidder: int64(10 + i), Price: price, Channel: "Google", URL: "u",
+			DateTime: t0.Add(time.Duration(i) * time.Second)}})
+	}
+	for _, name := range []string{"q15", "q16", "q17"} {
+		t.Run(name, func(t *testing.T) {
+			q, err := queries.ByName(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			compareRuns(t, q, events, loopResult(t, q, events), []split{{0, 1}, {1, 2}})
+		})
+	}
+}

@@ -2,6 +2,7 @@ package queries_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -169,6 +170,37 @@ func TestDailyQueriesAcrossMidnight(t *testing.T) {
 			compareRuns(t, q, events, want, []split{{0, 1}, {1_500, 2}})
 		})
 	}
+}
+
+// TestQ14AtEveryHour runs q14 over events from each hour of a day, one
+// second across each hour's end, so that its CASE on HOUR(dateTime) takes
+// each of its branches, on both sides of each of its bounds (the other
+// tests' events are all in the first minute of a day, its nightTime).
+func TestQ14AtEveryHour(t *testing.T) {
+	q, err := queries.ByName("q14")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []model.Event
+	for h := range 24 {
+		events = append(events, testEventsFrom(t, time.Date(2026, 1, 1, h, 59, 59, 500_000_000, time.UTC), 1_000, 1_000)...)
+	}
+	want := loopResult(t, q, events)
+	kinds := map[string]int{}
+	for _, l := range want {
+		var r struct{ BidTimeType string }
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		kinds[r.BidTimeType]++
+	}
+	t.Logf("q14: %d rows, by bidTimeType %v", len(want), kinds)
+	for _, k := range []string{"dayTime", "nightTime", "otherTime"} {
+		if kinds[k] == 0 {
+			t.Errorf("the loop's result has no row of bidTimeType %s: the events test no such hour", k)
+		}
+	}
+	compareRuns(t, q, events, want, []split{{0, 1}, {997, 1}, {3_000, 3}})
 }
 
 // loopResult is q's result table over events by its plain loop; it fails

@@ -1,6 +1,8 @@
 package queries
 
 import (
+	"fmt"
+	"math/big"
 	"regexp"
 	"strings"
 	"time"
@@ -72,12 +74,33 @@ var _ = register(&Query{
 		var rows []Q1Row
 		for i := range events {
 			if b := events[i].Bid; b != nil {
-				rows = append(rows, q1Row(b))
+				price, _ := loopEuros(b.Price).Float64()
+				rows = append(rows, Q1Row{Auction: b.Auction, Bidder: b.Bidder, Price: price, DateTime: b.DateTime, Extra: b.Extra})
 			}
 		}
 		return lines(rows)
 	},
 })
+
+// The loops' own arithmetic and formatting, written from the SQL and
+// shared with no query, so that a bug in a query's helpers shows.
+
+// loopEuros is the SQL's `0.908 * price`, exactly.
+func loopEuros(price int64) *big.Rat {
+	r, _ := new(big.Rat).SetString("0.908")
+	return r.Mul(r, new(big.Rat).SetInt64(price))
+}
+
+// loopDate is DATE_FORMAT(t, 'yyyy-MM-dd'), loopHourMinute
+// DATE_FORMAT(t, 'HH:mm'), of a TIMESTAMP in UTC.
+func loopDate(t time.Time) string {
+	y, m, d := t.UTC().Date()
+	return fmt.Sprintf("%04d-%02d-%02d", y, int(m), d)
+}
+
+func loopHourMinute(t time.Time) string {
+	return fmt.Sprintf("%02d:%02d", t.UTC().Hour(), t.UTC().Minute())
+}
 
 // Q2Row is q2's row.
 //
@@ -135,7 +158,8 @@ var _ = register(&Query{
 		var rows []Q10Row
 		for i := range events {
 			if b := events[i].Bid; b != nil {
-				rows = append(rows, q10Row(b))
+				rows = append(rows, Q10Row{Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, DateTime: b.DateTime, Extra: b.Extra,
+					Dt: loopDate(b.DateTime), Hm: loopHourMinute(b.DateTime)})
 			}
 		}
 		return lines(rows)
@@ -187,10 +211,29 @@ var _ = register(&Query{
 			if b == nil {
 				continue
 			}
-			// The SQL's own words: 0.908 * price > 1000000 AND < 50000000.
-			if p := euros(b.Price); p > 1000000 && p < 50000000 {
-				rows = append(rows, q14Row(b))
+			// WHERE 0.908 * price > 1000000 AND 0.908 * price < 50000000
+			p := loopEuros(b.Price)
+			if p.Cmp(big.NewRat(1000000, 1)) <= 0 || p.Cmp(big.NewRat(50000000, 1)) >= 0 {
+				continue
 			}
+			price, _ := p.Float64()
+			var kind string
+			switch h := b.DateTime.UTC().Hour(); {
+			case h >= 8 && h <= 18:
+				kind = "dayTime"
+			case h <= 6 || h >= 20:
+				kind = "nightTime"
+			default:
+				kind = "otherTime"
+			}
+			// count_char(extra, 'c')
+			var c int64
+			for _, r := range b.Extra {
+				if r == 'c' {
+					c++
+				}
+			}
+			rows = append(rows, Q14Row{Auction: b.Auction, Bidder: b.Bidder, Price: price, BidTimeType: kind, DateTime: b.DateTime, Extra: b.Extra, CCounts: c})
 		}
 		return lines(rows)
 	},

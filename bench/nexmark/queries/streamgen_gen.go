@@ -2669,96 +2669,13 @@ var _ codec.Record = (*Q8Row)(nil)
 // AppendBinary appends the binary encoding of t to b. It fails only when
 // a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
 // and that fails.
-func (t *Q8Key) AppendBinary(b []byte) ([]byte, error) {
-	return appendBinaryQ8Key(b, t)
-}
-
-// MarshalBinary returns the binary encoding of t; see AppendBinary.
-func (t *Q8Key) MarshalBinary() ([]byte, error) {
-	return appendBinaryQ8Key(make([]byte, 0, 14), t)
-}
-
-// UnmarshalBinary sets t to the record encoded in b, which may have been
-// written by an earlier or later version of Q8Key: fields it does not
-// know are skipped, fields it lacks are left zero.
-func (t *Q8Key) UnmarshalBinary(b []byte) error {
-	*t = Q8Key{}
-	var d codec.Decoder
-	d.Reset(b)
-	readBinaryQ8Key(&d, t, d.End())
-	return d.Wrap("Q8Key")
-}
-
-// AppendJSON appends t as encoding/json would marshal it.
-func (t *Q8Key) AppendJSON(b []byte) ([]byte, error) {
-	return appendJSONQ8Key(b, t)
-}
-
-// MarshalJSON returns t as encoding/json would marshal it, in a new slice
-// of its length. While Q8Key's encodings are small or medium, t is
-// encoded into a buffer on the stack and copied out; larger ones are
-// written once into a new buffer sized by the running size of the
-// encodings.
-func (t *Q8Key) MarshalJSON() ([]byte, error) {
-	if jsonSizeQ8Key.Small() {
-		var buf [codec.JSONStackSize]byte
-		b, err := appendJSONQ8Key(buf[:0], t)
-		if err != nil {
-			return nil, err
-		}
-		jsonSizeQ8Key.Observe(len(b))
-		return append([]byte(nil), b...), nil
-	}
-	if jsonSizeQ8Key.Medium() {
-		var buf [codec.JSONMediumStackSize]byte
-		b, err := appendJSONQ8Key(buf[:0], t)
-		if err != nil {
-			return nil, err
-		}
-		jsonSizeQ8Key.Observe(len(b))
-		return append([]byte(nil), b...), nil
-	}
-	b, err := appendJSONQ8Key(jsonSizeQ8Key.Buffer(), t)
-	if err != nil {
-		return nil, err
-	}
-	jsonSizeQ8Key.Observe(len(b))
-	return b, nil
-}
-
-var jsonSizeQ8Key codec.JSONSize
-
-// UnmarshalJSON decodes data into t as encoding/json would.
-func (t *Q8Key) UnmarshalJSON(data []byte) error {
-	var r codec.JSONReader
-	r.Reset(data)
-	readJSONQ8Key(&r, t)
-	return r.Finish()
-}
-
-// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
-// is how records of other packages that hold Q8Key decode it.
-func (t *Q8Key) ReadJSON(r *codec.JSONReader) {
-	readJSONQ8Key(r, t)
-}
-
-// StreamSchema returns the registered schema of Q8Key.
-func (t *Q8Key) StreamSchema() *codec.Schema {
-	return schemaQ8Key
-}
-
-var _ codec.Record = (*Q8Key)(nil)
-
-// AppendBinary appends the binary encoding of t to b. It fails only when
-// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
-// and that fails.
 func (t *Q8Seen) AppendBinary(b []byte) ([]byte, error) {
 	return appendBinaryQ8Seen(b, t)
 }
 
 // MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Q8Seen) MarshalBinary() ([]byte, error) {
-	return appendBinaryQ8Seen(make([]byte, 0, 40), t)
+	return appendBinaryQ8Seen(make([]byte, 0, 33), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -3445,70 +3362,70 @@ func readBinaryBidStats(d *codec.Decoder, v *BidStats, end int) {
 	}
 	// TotalAuctions
 	if codec.HasTag(b, p, 0x49fcb1, 0xffffff) {
-		q9 := p + 3
+		q8 := p + 3
 		var x8 uint64
 		var n8 int
-		if c8 := b[q9]; c8 < 0x80 {
+		if c8 := b[q8]; c8 < 0x80 {
 			x8, n8 = uint64(c8), 1
-		} else if x8, n8 = codec.PeekUvarint(b, q9); n8 != 0 {
+		} else if x8, n8 = codec.PeekUvarint(b, q8); n8 != 0 {
 			x8 = codec.PackUvarint(x8)
-		} else if x8, n8 = codec.UvarintAt(b, q9); n8 == 0 {
+		} else if x8, n8 = codec.UvarintAt(b, q8); n8 == 0 {
 			goto slow
 		}
 		v.TotalAuctions = codec.Zigzag(x8)
-		p = q9 + n8
+		p = q8 + n8
 	}
 	// Rank1Auctions
 	if codec.HasTag(b, p, 0x6cebe1, 0xffffff) {
-		q10 := p + 3
+		q9 := p + 3
 		var x9 uint64
 		var n9 int
-		if c9 := b[q10]; c9 < 0x80 {
+		if c9 := b[q9]; c9 < 0x80 {
 			x9, n9 = uint64(c9), 1
-		} else if x9, n9 = codec.PeekUvarint(b, q10); n9 != 0 {
+		} else if x9, n9 = codec.PeekUvarint(b, q9); n9 != 0 {
 			x9 = codec.PackUvarint(x9)
-		} else if x9, n9 = codec.UvarintAt(b, q10); n9 == 0 {
+		} else if x9, n9 = codec.UvarintAt(b, q9); n9 == 0 {
 			goto slow
 		}
 		v.Rank1Auctions = codec.Zigzag(x9)
-		p = q10 + n9
+		p = q9 + n9
 	}
 	// Rank2Auctions
 	if codec.HasTag(b, p, 0x3acd91, 0xffffff) {
-		q11 := p + 3
+		q10 := p + 3
 		var x10 uint64
 		var n10 int
-		if c10 := b[q11]; c10 < 0x80 {
+		if c10 := b[q10]; c10 < 0x80 {
 			x10, n10 = uint64(c10), 1
-		} else if x10, n10 = codec.PeekUvarint(b, q11); n10 != 0 {
+		} else if x10, n10 = codec.PeekUvarint(b, q10); n10 != 0 {
 			x10 = codec.PackUvarint(x10)
-		} else if x10, n10 = codec.UvarintAt(b, q11); n10 == 0 {
+		} else if x10, n10 = codec.UvarintAt(b, q10); n10 == 0 {
 			goto slow
 		}
 		v.Rank2Auctions = codec.Zigzag(x10)
-		p = q11 + n10
+		p = q10 + n10
 	}
 	// Rank3Auctions
 	if codec.HasTag(b, p, 0x288ae1, 0xffffff) {
-		q13 := p + 3
+		q11 := p + 3
 		var x11 uint64
 		var n11 int
-		if c11 := b[q13]; c11 < 0x80 {
+		if c11 := b[q11]; c11 < 0x80 {
 			x11, n11 = uint64(c11), 1
-		} else if x11, n11 = codec.PeekUvarint(b, q13); n11 != 0 {
+		} else if x11, n11 = codec.PeekUvarint(b, q11); n11 != 0 {
 			x11 = codec.PackUvarint(x11)
-		} else if x11, n11 = codec.UvarintAt(b, q13); n11 == 0 {
+		} else if x11, n11 = codec.UvarintAt(b, q11); n11 == 0 {
 			goto slow
 		}
 		v.Rank3Auctions = codec.Zigzag(x11)
-		p = q13 + n11
+		p = q11 + n11
 	}
 	// MaxMinute
 	if codec.HasTag(b, p, 0x38ea85, 0xffffff) {
-		q14 := p + 3
-		s, e := codec.StringAt(b, q14)
+		q13 := p + 3
+		s, e := codec.StringAt(b, q13)
 		if e == 0 {
-			if s, e = codec.LongStringAt(b, q14); e == 0 {
+			if s, e = codec.LongStringAt(b, q13); e == 0 {
 				goto slow
 			}
 		}
@@ -4049,78 +3966,78 @@ func readBinaryQ15Row(d *codec.Decoder, v *Q15Row, end int) {
 	}
 	// Rank3Bidders
 	if codec.HasTag(b, p, 0x71fec1, 0xffffff) {
-		q9 := p + 3
+		q8 := p + 3
 		var x7 uint64
 		var n7 int
-		if c7 := b[q9]; c7 < 0x80 {
+		if c7 := b[q8]; c7 < 0x80 {
 			x7, n7 = uint64(c7), 1
-		} else if x7, n7 = codec.PeekUvarint(b, q9); n7 != 0 {
+		} else if x7, n7 = codec.PeekUvarint(b, q8); n7 != 0 {
 			x7 = codec.PackUvarint(x7)
-		} else if x7, n7 = codec.UvarintAt(b, q9); n7 == 0 {
+		} else if x7, n7 = codec.UvarintAt(b, q8); n7 == 0 {
 			goto slow
 		}
 		v.Rank3Bidders = codec.Zigzag(x7)
-		p = q9 + n7
+		p = q8 + n7
 	}
 	// TotalAuctions
 	if codec.HasTag(b, p, 0x49fcb1, 0xffffff) {
-		q10 := p + 3
+		q9 := p + 3
 		var x8 uint64
 		var n8 int
-		if c8 := b[q10]; c8 < 0x80 {
+		if c8 := b[q9]; c8 < 0x80 {
 			x8, n8 = uint64(c8), 1
-		} else if x8, n8 = codec.PeekUvarint(b, q10); n8 != 0 {
+		} else if x8, n8 = codec.PeekUvarint(b, q9); n8 != 0 {
 			x8 = codec.PackUvarint(x8)
-		} else if x8, n8 = codec.UvarintAt(b, q10); n8 == 0 {
+		} else if x8, n8 = codec.UvarintAt(b, q9); n8 == 0 {
 			goto slow
 		}
 		v.TotalAuctions = codec.Zigzag(x8)
-		p = q10 + n8
+		p = q9 + n8
 	}
 	// Rank1Auctions
 	if codec.HasTag(b, p, 0x6cebe1, 0xffffff) {
-		q11 := p + 3
+		q10 := p + 3
 		var x9 uint64
 		var n9 int
-		if c9 := b[q11]; c9 < 0x80 {
+		if c9 := b[q10]; c9 < 0x80 {
 			x9, n9 = uint64(c9), 1
-		} else if x9, n9 = codec.PeekUvarint(b, q11); n9 != 0 {
+		} else if x9, n9 = codec.PeekUvarint(b, q10); n9 != 0 {
 			x9 = codec.PackUvarint(x9)
-		} else if x9, n9 = codec.UvarintAt(b, q11); n9 == 0 {
+		} else if x9, n9 = codec.UvarintAt(b, q10); n9 == 0 {
 			goto slow
 		}
 		v.Rank1Auctions = codec.Zigzag(x9)
-		p = q11 + n9
+		p = q10 + n9
 	}
 	// Rank2Auctions
 	if codec.HasTag(b, p, 0x3acd91, 0xffffff) {
-		q13 := p + 3
+		q11 := p + 3
 		var x10 uint64
 		var n10 int
-		if c10 := b[q13]; c10 < 0x80 {
+		if c10 := b[q11]; c10 < 0x80 {
 			x10, n10 = uint64(c10), 1
-		} else if x10, n10 = codec.PeekUvarint(b, q13); n10 != 0 {
+		} else if x10, n10 = codec.PeekUvarint(b, q11); n10 != 0 {
 			x10 = codec.PackUvarint(x10)
-		} else if x10, n10 = codec.UvarintAt(b, q13); n10 == 0 {
+		} else if x10, n10 = codec.UvarintAt(b, q11); n10 == 0 {
 			goto slow
 		}
 		v.Rank2Auctions = codec.Zigzag(x10)
-		p = q13 + n10
+		p = q11 + n10
 	}
 	// Rank3Auctions
 	if codec.HasTag(b, p, 0x288ae1, 0xffffff) {
-		q14 := p + 3
+		q13 := p + 3
 		var x11 uint64
 		var n11 int
-		if c11 := b[q14]; c11 < 0x80 {
+		if c11 := b[q13]; c11 < 0x80 {
 			x11, n11 = uint64(c11), 1
-		} else if x11, n11 = codec.PeekUvarint(b, q14); n11 != 0 {
+		} else if x11, n11 = codec.PeekUvarint(b, q13); n11 != 0 {
 			x11 = codec.PackUvarint(x11)
-		} else if x11, n11 = codec.UvarintAt(b, q14); n11 == 0 {
+		} else if x11, n11 = codec.UvarintAt(b, q13); n11 == 0 {
 			goto slow
 		}
 		v.Rank3Auctions = codec.Zigzag(x11)
-		p = q14 + n11
+		p = q13 + n11
 	}
 slow:
 	d.Seek(p)
@@ -4674,108 +4591,108 @@ func readBinaryQ16Row(d *codec.Decoder, v *Q16Row, end int) {
 	}
 	// Rank1Bidders
 	if codec.HasTag(b, p, 0x5aaad1, 0xffffff) {
-		q9 := p + 3
+		q8 := p + 3
 		var x5 uint64
 		var n5 int
-		if c5 := b[q9]; c5 < 0x80 {
+		if c5 := b[q8]; c5 < 0x80 {
 			x5, n5 = uint64(c5), 1
-		} else if x5, n5 = codec.PeekUvarint(b, q9); n5 != 0 {
+		} else if x5, n5 = codec.PeekUvarint(b, q8); n5 != 0 {
 			x5 = codec.PackUvarint(x5)
-		} else if x5, n5 = codec.UvarintAt(b, q9); n5 == 0 {
+		} else if x5, n5 = codec.UvarintAt(b, q8); n5 == 0 {
 			goto slow
 		}
 		v.Rank1Bidders = codec.Zigzag(x5)
-		p = q9 + n5
+		p = q8 + n5
 	}
 	// Rank2Bidders
 	if codec.HasTag(b, p, 0x5cf81, 0xffffff) {
-		q10 := p + 3
+		q9 := p + 3
 		var x6 uint64
 		var n6 int
-		if c6 := b[q10]; c6 < 0x80 {
+		if c6 := b[q9]; c6 < 0x80 {
 			x6, n6 = uint64(c6), 1
-		} else if x6, n6 = codec.PeekUvarint(b, q10); n6 != 0 {
+		} else if x6, n6 = codec.PeekUvarint(b, q9); n6 != 0 {
 			x6 = codec.PackUvarint(x6)
-		} else if x6, n6 = codec.UvarintAt(b, q10); n6 == 0 {
+		} else if x6, n6 = codec.UvarintAt(b, q9); n6 == 0 {
 			goto slow
 		}
 		v.Rank2Bidders = codec.Zigzag(x6)
-		p = q10 + n6
+		p = q9 + n6
 	}
 	// Rank3Bidders
 	if codec.HasTag(b, p, 0x71fec1, 0xffffff) {
-		q11 := p + 3
+		q10 := p + 3
 		var x7 uint64
 		var n7 int
-		if c7 := b[q11]; c7 < 0x80 {
+		if c7 := b[q10]; c7 < 0x80 {
 			x7, n7 = uint64(c7), 1
-		} else if x7, n7 = codec.PeekUvarint(b, q11); n7 != 0 {
+		} else if x7, n7 = codec.PeekUvarint(b, q10); n7 != 0 {
 			x7 = codec.PackUvarint(x7)
-		} else if x7, n7 = codec.UvarintAt(b, q11); n7 == 0 {
+		} else if x7, n7 = codec.UvarintAt(b, q10); n7 == 0 {
 			goto slow
 		}
 		v.Rank3Bidders = codec.Zigzag(x7)
-		p = q11 + n7
+		p = q10 + n7
 	}
 	// TotalAuctions
 	if codec.HasTag(b, p, 0x49fcb1, 0xffffff) {
-		q13 := p + 3
+		q11 := p + 3
 		var x8 uint64
 		var n8 int
-		if c8 := b[q13]; c8 < 0x80 {
+		if c8 := b[q11]; c8 < 0x80 {
 			x8, n8 = uint64(c8), 1
-		} else if x8, n8 = codec.PeekUvarint(b, q13); n8 != 0 {
+		} else if x8, n8 = codec.PeekUvarint(b, q11); n8 != 0 {
 			x8 = codec.PackUvarint(x8)
-		} else if x8, n8 = codec.UvarintAt(b, q13); n8 == 0 {
+		} else if x8, n8 = codec.UvarintAt(b, q11); n8 == 0 {
 			goto slow
 		}
 		v.TotalAuctions = codec.Zigzag(x8)
-		p = q13 + n8
+		p = q11 + n8
 	}
 	// Rank1Auctions
 	if codec.HasTag(b, p, 0x6cebe1, 0xffffff) {
-		q14 := p + 3
+		q13 := p + 3
 		var x9 uint64
 		var n9 int
-		if c9 := b[q14]; c9 < 0x80 {
+		if c9 := b[q13]; c9 < 0x80 {
 			x9, n9 = uint64(c9), 1
-		} else if x9, n9 = codec.PeekUvarint(b, q14); n9 != 0 {
+		} else if x9, n9 = codec.PeekUvarint(b, q13); n9 != 0 {
 			x9 = codec.PackUvarint(x9)
-		} else if x9, n9 = codec.UvarintAt(b, q14); n9 == 0 {
+		} else if x9, n9 = codec.UvarintAt(b, q13); n9 == 0 {
 			goto slow
 		}
 		v.Rank1Auctions = codec.Zigzag(x9)
-		p = q14 + n9
+		p = q13 + n9
 	}
 	// Rank2Auctions
 	if codec.HasTag(b, p, 0x3acd91, 0xffffff) {
-		q16 := p + 3
+		q14 := p + 3
 		var x10 uint64
 		var n10 int
-		if c10 := b[q16]; c10 < 0x80 {
+		if c10 := b[q14]; c10 < 0x80 {
 			x10, n10 = uint64(c10), 1
-		} else if x10, n10 = codec.PeekUvarint(b, q16); n10 != 0 {
+		} else if x10, n10 = codec.PeekUvarint(b, q14); n10 != 0 {
 			x10 = codec.PackUvarint(x10)
-		} else if x10, n10 = codec.UvarintAt(b, q16); n10 == 0 {
+		} else if x10, n10 = codec.UvarintAt(b, q14); n10 == 0 {
 			goto slow
 		}
 		v.Rank2Auctions = codec.Zigzag(x10)
-		p = q16 + n10
+		p = q14 + n10
 	}
 	// Rank3Auctions
 	if codec.HasTag(b, p, 0x288ae1, 0xffffff) {
-		q17 := p + 3
+		q16 := p + 3
 		var x11 uint64
 		var n11 int
-		if c11 := b[q17]; c11 < 0x80 {
+		if c11 := b[q16]; c11 < 0x80 {
 			x11, n11 = uint64(c11), 1
-		} else if x11, n11 = codec.PeekUvarint(b, q17); n11 != 0 {
+		} else if x11, n11 = codec.PeekUvarint(b, q16); n11 != 0 {
 			x11 = codec.PackUvarint(x11)
-		} else if x11, n11 = codec.UvarintAt(b, q17); n11 == 0 {
+		} else if x11, n11 = codec.UvarintAt(b, q16); n11 == 0 {
 			goto slow
 		}
 		v.Rank3Auctions = codec.Zigzag(x11)
-		p = q17 + n11
+		p = q16 + n11
 	}
 slow:
 	d.Seek(p)
@@ -5624,33 +5541,33 @@ func readBinaryQ17Row(d *codec.Decoder, v *Q17Row, end int) {
 	}
 	// AvgPrice
 	if codec.HasTag(b, p, 0x2cc1a1, 0xffffff) {
-		q9 := p + 3
+		q8 := p + 3
 		var x7 uint64
 		var n7 int
-		if c7 := b[q9]; c7 < 0x80 {
+		if c7 := b[q8]; c7 < 0x80 {
 			x7, n7 = uint64(c7), 1
-		} else if x7, n7 = codec.PeekUvarint(b, q9); n7 != 0 {
+		} else if x7, n7 = codec.PeekUvarint(b, q8); n7 != 0 {
 			x7 = codec.PackUvarint(x7)
-		} else if x7, n7 = codec.UvarintAt(b, q9); n7 == 0 {
+		} else if x7, n7 = codec.UvarintAt(b, q8); n7 == 0 {
 			goto slow
 		}
 		v.AvgPrice = codec.Zigzag(x7)
-		p = q9 + n7
+		p = q8 + n7
 	}
 	// SumPrice
 	if codec.HasTag(b, p, 0x62dfe1, 0xffffff) {
-		q10 := p + 3
+		q9 := p + 3
 		var x8 uint64
 		var n8 int
-		if c8 := b[q10]; c8 < 0x80 {
+		if c8 := b[q9]; c8 < 0x80 {
 			x8, n8 = uint64(c8), 1
-		} else if x8, n8 = codec.PeekUvarint(b, q10); n8 != 0 {
+		} else if x8, n8 = codec.PeekUvarint(b, q9); n8 != 0 {
 			x8 = codec.PackUvarint(x8)
-		} else if x8, n8 = codec.UvarintAt(b, q10); n8 == 0 {
+		} else if x8, n8 = codec.UvarintAt(b, q9); n8 == 0 {
 			goto slow
 		}
 		v.SumPrice = codec.Zigzag(x8)
-		p = q10 + n8
+		p = q9 + n8
 	}
 slow:
 	d.Seek(p)
@@ -9013,33 +8930,33 @@ func readBinaryQ20Row(d *codec.Decoder, v *Q20Row, end int) {
 	}
 	// InitialBid
 	if codec.HasTag(b, p, 0x6ec5e1, 0xffffff) {
-		q9 := p + 3
+		q8 := p + 3
 		var x3 uint64
 		var n3 int
-		if c3 := b[q9]; c3 < 0x80 {
+		if c3 := b[q8]; c3 < 0x80 {
 			x3, n3 = uint64(c3), 1
-		} else if x3, n3 = codec.PeekUvarint(b, q9); n3 != 0 {
+		} else if x3, n3 = codec.PeekUvarint(b, q8); n3 != 0 {
 			x3 = codec.PackUvarint(x3)
-		} else if x3, n3 = codec.UvarintAt(b, q9); n3 == 0 {
+		} else if x3, n3 = codec.UvarintAt(b, q8); n3 == 0 {
 			goto slow
 		}
 		v.InitialBid = codec.Zigzag(x3)
-		p = q9 + n3
+		p = q8 + n3
 	}
 	// Reserve
 	if codec.HasTag(b, p, 0x77a0b1, 0xffffff) {
-		q10 := p + 3
+		q9 := p + 3
 		var x4 uint64
 		var n4 int
-		if c4 := b[q10]; c4 < 0x80 {
+		if c4 := b[q9]; c4 < 0x80 {
 			x4, n4 = uint64(c4), 1
-		} else if x4, n4 = codec.PeekUvarint(b, q10); n4 != 0 {
+		} else if x4, n4 = codec.PeekUvarint(b, q9); n4 != 0 {
 			x4 = codec.PackUvarint(x4)
-		} else if x4, n4 = codec.UvarintAt(b, q10); n4 == 0 {
+		} else if x4, n4 = codec.UvarintAt(b, q9); n4 == 0 {
 			goto slow
 		}
 		v.Reserve = codec.Zigzag(x4)
-		p = q10 + n4
+		p = q9 + n4
 	}
 	// AuctionDateTime
 	if codec.HasTag(b, p, 0x558dc7, 0xffffff) {
@@ -9055,40 +8972,40 @@ func readBinaryQ20Row(d *codec.Decoder, v *Q20Row, end int) {
 	}
 	// Seller
 	if codec.HasTag(b, p, 0x2ac5e1, 0xffffff) {
-		q11 := p + 3
+		q10 := p + 3
 		var x5 uint64
 		var n5 int
-		if c5 := b[q11]; c5 < 0x80 {
+		if c5 := b[q10]; c5 < 0x80 {
 			x5, n5 = uint64(c5), 1
-		} else if x5, n5 = codec.PeekUvarint(b, q11); n5 != 0 {
+		} else if x5, n5 = codec.PeekUvarint(b, q10); n5 != 0 {
 			x5 = codec.PackUvarint(x5)
-		} else if x5, n5 = codec.UvarintAt(b, q11); n5 == 0 {
+		} else if x5, n5 = codec.UvarintAt(b, q10); n5 == 0 {
 			goto slow
 		}
 		v.Seller = codec.Zigzag(x5)
-		p = q11 + n5
+		p = q10 + n5
 	}
 	// Category
 	if codec.HasTag(b, p, 0x6cc981, 0xffffff) {
-		q13 := p + 3
+		q11 := p + 3
 		var x6 uint64
 		var n6 int
-		if c6 := b[q13]; c6 < 0x80 {
+		if c6 := b[q11]; c6 < 0x80 {
 			x6, n6 = uint64(c6), 1
-		} else if x6, n6 = codec.PeekUvarint(b, q13); n6 != 0 {
+		} else if x6, n6 = codec.PeekUvarint(b, q11); n6 != 0 {
 			x6 = codec.PackUvarint(x6)
-		} else if x6, n6 = codec.UvarintAt(b, q13); n6 == 0 {
+		} else if x6, n6 = codec.UvarintAt(b, q11); n6 == 0 {
 			goto slow
 		}
 		v.Category = codec.Zigzag(x6)
-		p = q13 + n6
+		p = q11 + n6
 	}
 	// AuctionExtra
 	if codec.HasTag(b, p, 0x17f4e5, 0xffffff) {
-		q14 := p + 3
-		s5, e5 = codec.StringAt(b, q14)
+		q13 := p + 3
+		s5, e5 = codec.StringAt(b, q13)
 		if e5 == 0 {
-			if s5, e5 = codec.LongStringAt(b, q14); e5 == 0 {
+			if s5, e5 = codec.LongStringAt(b, q13); e5 == 0 {
 				goto slow
 			}
 		}
@@ -12628,149 +12545,6 @@ func readJSONQ8Row(r *codec.JSONReader, v *Q8Row) {
 	}
 }
 
-var schemaQ8Key = codec.Register(&codec.Schema{
-	Fields: []codec.Field{{
-		ID:   49172,
-		JSON: "id",
-		Name: "ID",
-		Type: &codec.Type{
-			Bits: 64,
-			Go:   "int64",
-			Kind: codec.KindInt,
-		},
-	}, {
-		ID:   3083,
-		JSON: "start",
-		Name: "Start",
-		Type: &codec.Type{
-			Bits: 64,
-			Go:   "int64",
-			Kind: codec.KindInt,
-		},
-	}},
-	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.Q8Key",
-})
-
-func appendBinaryQ8Key(b []byte, v *Q8Key) ([]byte, error) {
-	var err error
-	b = append(b, 0xc1, 0x82, 0x30) // ID: id 49172, int
-	b = codec.AppendInt(b, v.ID)
-	b = append(b, 0xb1, 0x81, 0x03) // Start: id 3083, int
-	b = codec.AppendInt(b, v.Start)
-	return b, err
-}
-
-func readBinaryQ8Key(d *codec.Decoder, v *Q8Key, end int) {
-	// Fast path: the fields in the order this version writes them.
-	b, p := d.Window(end)
-	// ID
-	if codec.HasTag(b, p, 0x3082c1, 0xffffff) {
-		q := p + 3
-		var x uint64
-		var n int
-		if c := b[q]; c < 0x80 {
-			x, n = uint64(c), 1
-		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
-			x = codec.PackUvarint(x)
-		} else if x, n = codec.UvarintAt(b, q); n == 0 {
-			goto slow
-		}
-		v.ID = codec.Zigzag(x)
-		p = q + n
-	}
-	// Start
-	if codec.HasTag(b, p, 0x381b1, 0xffffff) {
-		q1 := p + 3
-		var x1 uint64
-		var n1 int
-		if c1 := b[q1]; c1 < 0x80 {
-			x1, n1 = uint64(c1), 1
-		} else if x1, n1 = codec.PeekUvarint(b, q1); n1 != 0 {
-			x1 = codec.PackUvarint(x1)
-		} else if x1, n1 = codec.UvarintAt(b, q1); n1 == 0 {
-			goto slow
-		}
-		v.Start = codec.Zigzag(x1)
-		p = q1 + n1
-	}
-slow:
-	d.Seek(p)
-	// Whatever remains (older or newer versions, fields in another order).
-	for d.More(end) {
-		switch tag := d.Tag(); tag {
-		case 0xc0141:
-			// ID
-			v.ID = d.Int64()
-		case 0xc0b1:
-			// Start
-			v.Start = d.Int64()
-		default:
-			switch tag >> 4 {
-			case 49172:
-				d.KindChanged("Q8Key", "ID", tag, codec.KindInt)
-			case 3083:
-				d.KindChanged("Q8Key", "Start", tag, codec.KindInt)
-			default:
-				d.Skip(tag)
-			}
-		}
-	}
-}
-
-func appendJSONQ8Key(b []byte, v *Q8Key) ([]byte, error) {
-	var err error
-	start := len(b)
-	b = append(b, ",\"id\":"...)
-	b = codec.AppendJSONInt(b, v.ID)
-	b = append(b, ",\"start\":"...)
-	b = codec.AppendJSONInt(b, v.Start)
-	b[start] = '{'
-	b = append(b, '}')
-	return b, err
-}
-
-func readJSONQ8Key(r *codec.JSONReader, v *Q8Key) {
-	if !r.BeginObject("Go value of type queries.Q8Key") {
-		return
-	}
-	for {
-		key, ok := r.NextKey()
-		if !ok {
-			return
-		}
-		field := -1
-		switch string(key) {
-		case "id":
-			field = 0
-		case "start":
-			field = 1
-		}
-		if field < 0 {
-			var folded [64]byte
-			switch string(codec.FoldJSONName(folded[:0], key)) {
-			case "ID":
-				field = 0
-			case "START":
-				field = 1
-			}
-		}
-		switch field {
-		case 0:
-			if x, ok := r.Int("Go value of type int64", 64); ok {
-				v.ID = x
-			}
-			r.InField("Q8Key", "id")
-		case 1:
-			if x1, ok := r.Int("Go value of type int64", 64); ok {
-				v.Start = x1
-			}
-			r.InField("Q8Key", "start")
-		default:
-			r.Unknown(key)
-		}
-	}
-}
-
 var schemaQ8Seen = codec.Register(&codec.Schema{
 	Fields: []codec.Field{{
 		ID:   35351,
@@ -12796,14 +12570,6 @@ var schemaQ8Seen = codec.Register(&codec.Schema{
 			Go:   "bool",
 			Kind: codec.KindBool,
 		},
-	}, {
-		ID:   107123,
-		JSON: "written",
-		Name: "Written",
-		Type: &codec.Type{
-			Go:   "bool",
-			Kind: codec.KindBool,
-		},
 	}},
 	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.Q8Seen",
 })
@@ -12820,8 +12586,6 @@ func appendBinaryQ8Seen(b []byte, v *Q8Seen) ([]byte, error) {
 	}
 	b = append(b, 0xe0, 0xc5, 0x2a) // Seller: id 43566, bool
 	b = codec.AppendBool(b, v.Seller)
-	b = append(b, 0xb0, 0xce, 0x68) // Written: id 107123, bool
-	b = codec.AppendBool(b, v.Written)
 	return b, err
 }
 
@@ -12860,16 +12624,6 @@ func readBinaryQ8Seen(d *codec.Decoder, v *Q8Seen, end int) {
 		v.Seller = c1 == 1
 		p = q2 + 1
 	}
-	// Written
-	if codec.HasTag(b, p, 0x68ceb0, 0xffffff) {
-		q3 := p + 3
-		c2 := b[q3]
-		if c2 > 1 {
-			goto slow
-		}
-		v.Written = c2 == 1
-		p = q3 + 1
-	}
 slow:
 	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
@@ -12884,9 +12638,6 @@ slow:
 		case 0xaa2e0:
 			// Seller
 			v.Seller = d.Bool()
-		case 0x1a2730:
-			// Written
-			v.Written = d.Bool()
 		default:
 			switch tag >> 4 {
 			case 35351:
@@ -12895,8 +12646,6 @@ slow:
 				d.KindChanged("Q8Seen", "Name", tag, codec.KindString)
 			case 43566:
 				d.KindChanged("Q8Seen", "Seller", tag, codec.KindBool)
-			case 107123:
-				d.KindChanged("Q8Seen", "Written", tag, codec.KindBool)
 			default:
 				d.Skip(tag)
 			}
@@ -12913,8 +12662,6 @@ func appendJSONQ8Seen(b []byte, v *Q8Seen) ([]byte, error) {
 	b = codec.AppendJSONString(b, v.Name)
 	b = append(b, ",\"seller\":"...)
 	b = codec.AppendJSONBool(b, v.Seller)
-	b = append(b, ",\"written\":"...)
-	b = codec.AppendJSONBool(b, v.Written)
 	b[start] = '{'
 	b = append(b, '}')
 	return b, err
@@ -12937,8 +12684,6 @@ func readJSONQ8Seen(r *codec.JSONReader, v *Q8Seen) {
 			field = 1
 		case "seller":
 			field = 2
-		case "written":
-			field = 3
 		}
 		if field < 0 {
 			var folded [64]byte
@@ -12949,8 +12694,6 @@ func readJSONQ8Seen(r *codec.JSONReader, v *Q8Seen) {
 				field = 1
 			case "SELLER":
 				field = 2
-			case "WRITTEN":
-				field = 3
 			}
 		}
 		switch field {
@@ -12969,11 +12712,6 @@ func readJSONQ8Seen(r *codec.JSONReader, v *Q8Seen) {
 				v.Seller = x2
 			}
 			r.InField("Q8Seen", "seller")
-		case 3:
-			if x3, ok := r.Bool("Go value of type bool"); ok {
-				v.Written = x3
-			}
-			r.InField("Q8Seen", "written")
 		default:
 			r.Unknown(key)
 		}
@@ -13787,48 +13525,48 @@ func readBinaryQ9Row(d *codec.Decoder, v *Q9Row, end int) {
 	}
 	// Auction
 	if codec.HasTag(b, p, 0x1faa81, 0xffffff) {
-		q9 := p + 3
+		q8 := p + 3
 		var x5 uint64
 		var n5 int
-		if c5 := b[q9]; c5 < 0x80 {
+		if c5 := b[q8]; c5 < 0x80 {
 			x5, n5 = uint64(c5), 1
-		} else if x5, n5 = codec.PeekUvarint(b, q9); n5 != 0 {
+		} else if x5, n5 = codec.PeekUvarint(b, q8); n5 != 0 {
 			x5 = codec.PackUvarint(x5)
-		} else if x5, n5 = codec.UvarintAt(b, q9); n5 == 0 {
+		} else if x5, n5 = codec.UvarintAt(b, q8); n5 == 0 {
 			goto slow
 		}
 		v.Auction = codec.Zigzag(x5)
-		p = q9 + n5
+		p = q8 + n5
 	}
 	// Bidder
 	if codec.HasTag(b, p, 0x63f4b1, 0xffffff) {
-		q10 := p + 3
+		q9 := p + 3
 		var x6 uint64
 		var n6 int
-		if c6 := b[q10]; c6 < 0x80 {
+		if c6 := b[q9]; c6 < 0x80 {
 			x6, n6 = uint64(c6), 1
-		} else if x6, n6 = codec.PeekUvarint(b, q10); n6 != 0 {
+		} else if x6, n6 = codec.PeekUvarint(b, q9); n6 != 0 {
 			x6 = codec.PackUvarint(x6)
-		} else if x6, n6 = codec.UvarintAt(b, q10); n6 == 0 {
+		} else if x6, n6 = codec.UvarintAt(b, q9); n6 == 0 {
 			goto slow
 		}
 		v.Bidder = codec.Zigzag(x6)
-		p = q10 + n6
+		p = q9 + n6
 	}
 	// Price
 	if codec.HasTag(b, p, 0x2aaad1, 0xffffff) {
-		q11 := p + 3
+		q10 := p + 3
 		var x7 uint64
 		var n7 int
-		if c7 := b[q11]; c7 < 0x80 {
+		if c7 := b[q10]; c7 < 0x80 {
 			x7, n7 = uint64(c7), 1
-		} else if x7, n7 = codec.PeekUvarint(b, q11); n7 != 0 {
+		} else if x7, n7 = codec.PeekUvarint(b, q10); n7 != 0 {
 			x7 = codec.PackUvarint(x7)
-		} else if x7, n7 = codec.UvarintAt(b, q11); n7 == 0 {
+		} else if x7, n7 = codec.UvarintAt(b, q10); n7 == 0 {
 			goto slow
 		}
 		v.Price = codec.Zigzag(x7)
-		p = q11 + n7
+		p = q10 + n7
 	}
 	// BidDateTime
 	if codec.HasTag(b, p, 0x7edff7, 0xffffff) {
@@ -13838,10 +13576,10 @@ func readBinaryQ9Row(d *codec.Decoder, v *Q9Row, end int) {
 	}
 	// BidExtra
 	if codec.HasTag(b, p, 0x36a6b5, 0xffffff) {
-		q13 := p + 3
-		s3, e3 = codec.StringAt(b, q13)
+		q11 := p + 3
+		s3, e3 = codec.StringAt(b, q11)
 		if e3 == 0 {
-			if s3, e3 = codec.LongStringAt(b, q13); e3 == 0 {
+			if s3, e3 = codec.LongStringAt(b, q11); e3 == 0 {
 				goto slow
 			}
 		}

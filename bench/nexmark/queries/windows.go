@@ -1,7 +1,6 @@
 package queries
 
 import (
-	"context"
 	"iter"
 	"slices"
 	"time"
@@ -239,72 +238,59 @@ type Q8Row struct {
 	Stime time.Time `json:"stime"`
 }
 
-// Q8Key is q8's grouping: a person or seller and a 10-second window.
-//
-//streamgen:record
-type Q8Key struct {
-	ID    int64 `json:"id"`
-	Start int64 `json:"start"` // the window's start, Unix ms
-}
-
-// q8Row is a person who entered, or a seller who opened an auction, in a
-// window.
+// q8Row is a person who entered, or a seller who opened an auction, at a
+// time.
 type q8Row struct {
-	key    Q8Key
+	id     int64
+	at     time.Time
 	person bool
 	name   string
 }
 
-// Q8Seen is q8's state of a person and window.
+// Q8Seen is q8's accumulator of a person and window: the person's entry
+// and whether they opened an auction.
 //
 //streamgen:record
 type Q8Seen struct {
-	Person  bool   `json:"person"`
-	Name    string `json:"name"`
-	Seller  bool   `json:"seller"`
-	Written bool   `json:"written"`
+	Person bool   `json:"person"`
+	Name   string `json:"name"`
+	Seller bool   `json:"seller"`
 }
 
-// q8 joins, per person and window, the person's entry and the auctions
-// they opened: a window's person is written once both are seen, and its
-// state goes when the watermark passes the window's end.
-type q8 struct {
-	seen *typed.ValueState[Q8Seen]
-	h    *typed.Handle
+// q8Join joins, in a window, the person's entry and the auctions they
+// opened, as the SQL's two windowed GROUP BYs joined on id and window.
+type q8Join struct{}
+
+func (q8Join) Zero() Q8Seen { return Q8Seen{} }
+
+func (q8Join) Add(s Q8Seen, r *q8Row) Q8Seen {
+	if r.person {
+		s.Person, s.Name = true, r.name
+	} else {
+		s.Seller = true
+	}
+	return s
 }
 
-func (p *q8) Init(h *typed.Handle) error {
-	p.h, p.seen = h, typed.NewValueState[Q8Seen](h, "seen")
-	return nil
+func (q8Join) Merge(a, b Q8Seen) Q8Seen {
+	if b.Person {
+		a.Person, a.Name = true, b.Name
+	}
+	a.Seller = a.Seller || b.Seller
+	return a
 }
 
-func (p *q8) HandleInputRows(ctx context.Context, key Q8Key, rows iter.Seq[q8Row], _ typed.TimerValues, emit func(Q8Row)) error {
-	s, existed, err := p.seen.Get(ctx)
-	if err != nil {
-		return err
-	}
-	for r := range rows {
-		if r.person {
-			s.Person, s.Name = true, r.name
-		} else {
-			s.Seller = true
-		}
-	}
-	if s.Person && s.Seller && !s.Written {
-		emit(Q8Row{ID: key.ID, Name: s.Name, Stime: time.UnixMilli(key.Start).UTC()})
-		s.Written = true
-	}
-	if !existed {
-		if err := p.h.RegisterTimer(ctx, time.UnixMilli(key.Start+10_000)); err != nil {
-			return err
-		}
-	}
-	return p.seen.Update(ctx, s)
-}
+func (q8Join) Result(s Q8Seen) Q8Seen { return s }
 
-func (p *q8) HandleExpiredTimer(ctx context.Context, _ Q8Key, _ typed.TimerValues, _ typed.ExpiredTimerInfo, _ func(Q8Row)) error {
-	return p.seen.Clear(ctx)
-}
+// q8Shift moves q8's windows 1 ms earlier, and its rows' times with them:
+// each row falls in the window it falls in of the SQL's TUMBLE [s, s+10 s),
+// which ends, here, at its last millisecond, s+10 s-1 ms. Flink fires a
+// window, and drops the rows that arrive for it after, once the watermark
+// reaches that last millisecond (window_end - 1 <= watermark), where a
+// windowed aggregation closes a window, and drops its late rows, once the
+// watermark reaches the window's end. A row at or before the watermark
+// whose window is still open is not late, in both.
+const q8Shift = time.Millisecond
 
 var _ = register(&Query{
 	Name:  "q8",
@@ -313,13 +299,20 @@ var _ = register(&Query{
 		rows := typed.Map(typed.Filter(events, func(e *model.Event) bool { return e.Person != nil || e.Auction != nil }),
 			func(e *model.Event) q8Row {
 				if p := e.Person; p != nil {
-					return q8Row{key: Q8Key{ID: p.ID, Start: floorTo(p.DateTime.UnixMilli(), 10_000)}, person: true, name: p.Name}
+					return q8Row{id: p.ID, at: p.DateTime, person: true, name: p.Name}
 				}
-				a := e.Auction
-				return q8Row{key: Q8Key{ID: a.Seller, Start: floorTo(a.DateTime.UnixMilli(), 10_000)}}
+				return q8Row{id: e.Auction.Seller, at: e.Auction.DateTime}
 			})
-		joined := typed.TransformWithState(typed.GroupByKey(rows, func(r *q8Row) Q8Key { return r.key }), &q8{}, typed.TimeModeEventTime, typed.Append)
-		return typed.WriteTo(joined, sinkOf[Q8Row](out))
+		windows := typed.GroupByWindow(rows, func(r *q8Row) time.Time { return r.at.Add(-q8Shift) },
+			typed.Tumbling(10*time.Second).StartingAt(-q8Shift), func(r *q8Row) int64 { return r.id })
+		joined := typed.AggregateWindows(windows, typed.Aggregator[q8Row, Q8Seen, Q8Seen](q8Join{}),
+			func(w typed.Window, id int64, s Q8Seen) []Q8Row {
+				if !s.Person || !s.Seller {
+					return nil
+				}
+				return []Q8Row{{ID: id, Name: s.Name, Stime: w.Start.Add(q8Shift)}}
+			})
+		return typed.WriteTo(typed.FlatMap(joined, func(rows *[]Q8Row) []Q8Row { return *rows }), sinkOf[Q8Row](out)).OutputMode(typed.Append)
 	},
 	loop: func(events []model.Event) ([][]byte, error) {
 		type key struct{ id, start int64 }
