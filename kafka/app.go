@@ -222,7 +222,9 @@ type AppOptions struct {
 const DefaultTaskSyncInterval = 100 * time.Millisecond
 
 // Starter is what a task's build function returns: a pipeline that
-// starts as a query, such as a *typed.Writer.
+// starts as a query, such as a *typed.Writer, or a *typed.Writers for a
+// query of several outputs (its Kafka sinks all in the task's
+// transactions, with ExactlyOnce).
 type Starter interface {
 	Start(ctx context.Context, opts ...runtime.Option) (*runtime.Query, error)
 }

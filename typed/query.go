@@ -138,17 +138,20 @@ func (ws *Writers) Start(ctx context.Context, opts ...runtime.Option) (*Query, e
 		c.closeAll()
 		return nil, err
 	}
-	// The stages release what a batch held once every output has its rows.
-	last := &bound[len(bound)-1].out
-	write := last.Write
-	last.Write = func(ctx context.Context, b *runtime.Batch) (int64, error) {
-		n, err := write(ctx, b)
-		if err == nil {
-			for _, end := range c.batchEnds {
-				end()
+	// The stages release what a batch held once every output has its rows,
+	// or once one fails (the batch ends there).
+	for i := range bound {
+		out, last := &bound[i].out, i == len(bound)-1
+		write := out.Write
+		out.Write = func(ctx context.Context, b *runtime.Batch) (int64, error) {
+			n, err := write(ctx, b)
+			if last || err != nil {
+				for _, end := range c.batchEnds {
+					end()
+				}
 			}
+			return n, err
 		}
-		return n, err
 	}
 	outs := make([]runtime.Output, 0, len(bound)+len(c.plan.Outputs))
 	for i := range bound {
