@@ -218,10 +218,16 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 		}
 		b.inputRead(i)
 	}
+	if err := q.flush(ctx, b); err != nil {
+		return err
+	}
 	phase(DurationGetBatch)
 	addStart := t
 	for i, op := range q.plan.Operators {
 		if err := q.runOperator(ctx, b, i, op, phase); err != nil {
+			return err
+		}
+		if err := q.flush(ctx, b); err != nil {
 			return err
 		}
 	}
@@ -262,6 +268,17 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 
 // runOperator runs operator i's calls: its initial state in the first
 // batch, a call per key with rows, then a call per due timer.
+// flush calls the plan's Flush, if any.
+func (q *Query) flush(ctx context.Context, b *Batch) error {
+	if q.plan.Flush == nil {
+		return nil
+	}
+	if err := q.plan.Flush(ctx, b); err != nil {
+		return fmt.Errorf("streamgen: batch %d: %w", b.ID, unprefixed(err))
+	}
+	return b.failure()
+}
+
 func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, phase func(string)) error {
 	info := op.Info()
 	b.ops[i].oneShot = info.OneShotTimers

@@ -41,6 +41,12 @@ type Plan struct {
 	// watermark that moved), so that the stages see the batch the
 	// operators' rows are written in.
 	Begin func(ctx context.Context, b *Batch)
+	// Flush, when set, is called once the inputs are read and after each
+	// operator's phase (its keys with rows, then its timers), before the
+	// next: stages that hold rows back (an asynchronous map's calls in
+	// flight) hand them on, so that each operator, and each output, has
+	// all its input when its turn comes. An error fails the batch.
+	Flush func(ctx context.Context, b *Batch) error
 	// Watermarks is the number of the pipeline's event-time watermarks
 	// (0: none), each an input of the query's watermark whose partitions'
 	// values the stages report with Batch.ObserveRow or

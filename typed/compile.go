@@ -70,6 +70,11 @@ type compiler struct {
 	// unstamped is set when a stateful operator compiled before is read
 	// again with no WithWatermark after it (see attachFrom).
 	unstamped bool
+	// flushes hand on the rows stages hold back (MapAsync), upstream
+	// first: see runtime.Plan.Flush.
+	flushes []func()
+	// output is the index of the output being compiled (WriteAll).
+	output int
 }
 
 // fan hands the rows of a stream compiled once to every branch of the
@@ -85,9 +90,8 @@ type fan[T any] struct {
 	// dropped is set, for a WithWatermark, when a branch drops the row
 	// being handed out as late.
 	dropped bool
-	// unstamped is set, for a stage compiled with onceStage, when its
-	// rows come out of an operator with no WithWatermark since.
-	unstamped bool
+	// output is the output whose compiling compiled the stream.
+	output int
 }
 
 // shared returns the fan of the stream id, and whether it was compiled
@@ -117,39 +121,6 @@ func (f *fan[T]) compiled(ops, reached int) {
 	f.ops = append(f.ops, f.c.reached[reached:]...)
 }
 
-// onceStage makes a stateless stage that holds something of its own (a
-// static table's loaded versions) compile once per query however many
-// branches read it, as once does for an operator. Its rows carry the
-// event time of its input, so a branch that reads it again learns from
-// it, as from its input, whether they come out of an operator with no
-// WithWatermark since (see attachFrom).
-func onceStage[T any](s Stream[T]) Stream[T] {
-	id := new(byte)
-	attach := s.attach
-	s.attach = func(c *compiler, emit func(*T)) {
-		f, registered := shared(c, id, emit)
-		if registered {
-			c.unstamped = c.unstamped || f.unstamped
-			return
-		}
-		ops, reached := len(c.ops), len(c.reached)
-		stamped, unstamped := c.stamped, c.unstamped
-		c.stamped, c.unstamped = -1, false
-		attach(c, f.emit)
-		f.compiled(ops, reached)
-		f.unstamped = len(c.ops) > ops && c.stamped < len(c.ops) || c.unstamped
-		switch {
-		case f.unstamped:
-			c.unstamped = true
-		case len(c.ops) > ops:
-			c.stamped = len(c.ops)
-		default:
-			c.stamped, c.unstamped = stamped, unstamped
-		}
-	}
-	return s
-}
-
 // emit hands a row to each branch.
 func (f *fan[T]) emit(t *T) {
 	if len(f.emits) == 1 {
@@ -167,17 +138,25 @@ func (f *fan[T]) emit(t *T) {
 }
 
 // once makes the stateful operator of s compile once per query however
-// many branches read it (see compiler.fans): its state and its rows are
-// one, each branch gets every row it writes.
+// many outputs of WriteAll read it (see compiler.fans): its state and its
+// rows are one, each output gets every row it writes. Within one output,
+// each branch that reads it compiles it anew, as before outputs could
+// share one, so that the checkpoint of a query of one output keeps its
+// operators (a self-join of an operator's rows has two copies of it).
 func once[T any](s Stream[T]) Stream[T] {
 	id := new(byte)
 	attach := s.attach
 	s.attach = func(c *compiler, emit func(*T)) {
+		if f, ok := c.fans[id].(*fan[T]); ok && f.output == c.output {
+			attach(c, emit)
+			return
+		}
 		f, registered := shared(c, id, emit)
 		if registered {
 			c.unstamped = true
 			return
 		}
+		f.output = c.output
 		ops, reached := len(c.ops), len(c.reached)
 		attach(c, f.emit)
 		f.compiled(ops, reached)
@@ -244,6 +223,16 @@ func (c *compiler) finish() {
 	// batch without data (its timers', its evictions') are checked
 	// against that batch's watermark and counted in its report.
 	c.plan.Begin = c.begin
+	if len(c.flushes) > 0 {
+		c.plan.Flush = func(ctx context.Context, b *runtime.Batch) (err error) {
+			defer c.catch(&err)
+			c.begin(ctx, b)
+			for _, flush := range c.flushes {
+				flush()
+			}
+			return nil
+		}
+	}
 	for i, op := range c.plan.Operators {
 		if op.Info().DropsLateRows {
 			c.slots[i].drops, c.slots[i].rule = true, c.ops[i].late

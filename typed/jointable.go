@@ -37,7 +37,7 @@ func JoinTable[S any, K comparable, V, Out any](s Stream[S], key func(*S) K, t *
 	}
 	name := funcName(row)
 	null := nullCheck[K]()
-	return onceStage(Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
+	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
 		run := &tableRun[K, V]{t: t}
 		c.prepares = append(c.prepares, func(ctx context.Context) error {
 			if err := run.start(ctx); err != nil {
@@ -89,7 +89,7 @@ func JoinTable[S any, K comparable, V, Out any](s Stream[S], key func(*S) K, t *
 			}
 			c.stage = ""
 		})
-	}})
+	}}
 }
 
 // JoinTableStream joins the static table t with each row of the stream s

@@ -62,6 +62,8 @@ type boundOutput struct {
 	mode        OutputMode
 	modeSet     bool
 	description string
+	// index is the output's place among the query's.
+	index int
 }
 
 func (w *Writer[T]) bind(c *compiler) boundOutput {
@@ -131,7 +133,12 @@ func (ws *Writers) Start(ctx context.Context, opts ...runtime.Option) (*Query, e
 	c := &compiler{}
 	bound := make([]boundOutput, len(ws.outputs))
 	for i, o := range ws.outputs {
+		if slices.Contains(ws.outputs[:i], o) {
+			return nil, fmt.Errorf("streamgen: cannot start the query: output %d of WriteAll is output %d again (each batch would be written twice)", i+1, slices.Index(ws.outputs, o)+1)
+		}
+		c.output = i
 		bound[i] = o.bind(c)
+		bound[i].index = i
 	}
 	c.finish()
 	if err := c.validate(ctx, bound); err != nil {
@@ -219,16 +226,20 @@ func (c *compiler) validate(ctx context.Context, outputs []boundOutput) error {
 }
 
 // queryMode returns the output mode of the query of outputs, and whether
-// it was set with OutputMode: the one set, else the one the operators of
-// each output give (Update with an aggregation, else the last operator's;
-// Append without operators). Outputs that set different modes, or whose
-// operators give different ones, are an error.
+// it was set with OutputMode: the one set (outputs that set different
+// ones are an error); else, for one output, the one its operators give
+// (Update with an aggregation, else the last operator's; Append without
+// operators); else the one the operators that bind it give, which must
+// agree (aggregations give Update, mapGroupsWithState Update,
+// flatMapGroupsWithState its own, joins of two streams Append; the rest,
+// deduplications and transformWithState among them, take any), or,
+// where none binds it, the first output's with operators.
 func (c *compiler) queryMode(outputs []boundOutput) (OutputMode, bool, error) {
 	var modes []string
 	var mode OutputMode
 	found, differ := false, false
 	note := func(o boundOutput, m OutputMode) {
-		modes = append(modes, fmt.Sprintf("%s: %v", o.description, m))
+		modes = append(modes, fmt.Sprintf("output %d (%s): %v", o.index+1, o.description, m))
 		differ = differ || found && m != mode
 		if !found {
 			mode, found = m, true
@@ -245,22 +256,41 @@ func (c *compiler) queryMode(outputs []boundOutput) (OutputMode, bool, error) {
 		}
 		return mode, true, nil
 	}
-	for _, o := range outputs {
-		if len(o.ops) == 0 {
-			continue
-		}
-		m := c.ops[o.ops[len(o.ops)-1]].mode
-		for _, i := range o.ops {
-			if c.ops[i].aggregation {
-				m = Update
+	if len(outputs) > 1 {
+		for _, o := range outputs {
+			if m, ok := c.derivedMode(o.ops, true); ok {
+				note(o, m)
 			}
 		}
-		note(o, m)
+		if differ {
+			return mode, false, fmt.Errorf("the outputs' operators give different output modes (%s): a query has one, which its operators follow; set it with WriteTo(...).OutputMode on an output", strings.Join(modes, "; "))
+		}
+		if found {
+			return mode, false, nil
+		}
 	}
-	if differ {
-		return mode, false, fmt.Errorf("the outputs' operators give different output modes (%s): a query has one, which its operators follow; set it with WriteTo(...).OutputMode on an output", strings.Join(modes, "; "))
+	for _, o := range outputs {
+		if m, ok := c.derivedMode(o.ops, false); ok {
+			return m, false, nil
+		}
 	}
-	return mode, false, nil
+	return Append, false, nil
+}
+
+// derivedMode is the output mode the operators ops give: Update with an
+// aggregation, else the last one's; with binding, of those only that
+// bind a query's mode (see queryMode). ok is false when there is none.
+func (c *compiler) derivedMode(ops []int, binding bool) (m OutputMode, ok bool) {
+	for _, i := range ops {
+		op := c.ops[i]
+		switch {
+		case op.aggregation:
+			return Update, true
+		case !binding || op.join || op.kind == "mapGroupsWithState" || op.kind == "flatMapGroupsWithState":
+			m, ok = op.mode, true
+		}
+	}
+	return m, ok
 }
 
 // checkOutputModes refuses what Spark's UnsupportedOperationChecker

@@ -122,8 +122,8 @@ func NewMetrics() *Metrics {
 		batches:    counter("batches_total", "Batches committed.", q),
 		inputRows:  counter("input_rows_total", "Rows read from the sources, decoded or not.", q),
 		outputRows: counter("output_rows_total", "Rows written to the sink.", q),
-		otherSinkRows: counter("other_sink_output_rows_total", "Rows written to each further sink of a query of several (typed.WriteAll), by its description.",
-			[]string{"query", "sink"}),
+		otherSinkRows: counter("other_sink_output_rows_total", "Rows written to each further sink of a query of several (typed.WriteAll): output is its place among the query's outputs (2 for the second), sink its description.",
+			[]string{"query", "output", "sink"}),
 		deadLetters: counter("dead_letters_total", "Rows that did not decode, sent to the dead letters.", q),
 		running:     gauge("query_running", "1 while a run of the query is started and not ended, else 0.", q),
 		info:        gauge("query_info", "1 for the query's current run: its id (the same at every start on its checkpoint) and run id.", []string{"query", "id", "run_id"}),
@@ -237,8 +237,8 @@ func (m *Metrics) OnQueryProgress(p runtime.QueryProgress) {
 	m.batchID.WithLabelValues(l).Set(float64(p.BatchID))
 	m.inputRows.WithLabelValues(l).Add(float64(p.NumInputRows))
 	m.outputRows.WithLabelValues(l).Add(float64(p.Sink.NumOutputRows))
-	for _, s := range p.OtherSinks {
-		m.otherSinkRows.WithLabelValues(l, s.Description).Add(float64(s.NumOutputRows))
+	for i, s := range p.OtherSinks {
+		m.otherSinkRows.WithLabelValues(l, strconv.Itoa(i+2), s.Description).Add(float64(s.NumOutputRows))
 	}
 	m.deadLetters.WithLabelValues(l).Add(float64(p.NumDeadLetters))
 	m.inputRate.WithLabelValues(l).Set(p.InputRowsPerSecond)

@@ -477,7 +477,7 @@ func TestMetricsOfSeveralSinks(t *testing.T) {
 	if got, _ := value(t, f, "streamgen_output_rows_total", map[string]string{"query": "clicks"}); got != all {
 		t.Errorf("output_rows_total %v, want the first sink's %v", got, all)
 	}
-	if got, _ := value(t, f, "streamgen_other_sink_output_rows_total", map[string]string{"query": "clicks", "sink": sink}); got != anns {
+	if got, _ := value(t, f, "streamgen_other_sink_output_rows_total", map[string]string{"query": "clicks", "output": "2", "sink": sink}); got != anns {
 		t.Errorf("other_sink_output_rows_total{sink=%q} %v, want the second sink's %v", sink, got, anns)
 	}
 }
