@@ -341,6 +341,10 @@ var _ = register(&Query{
 	Name:  "q15",
 	Title: "bidding statistics report: per day, the bids, distinct bidders and distinct auctions, in all and by price rank",
 	Keys:  []string{"day"},
+	// A group aggregation: Flink's keeps late rows, and its state of
+	// every day (no TTL), as the processor does. A watermark would have
+	// transformWithState drop the rows at or before it.
+	noWatermark: true,
 	build: func(events typed.Stream[model.Event], out Output) starter {
 		byDay := typed.GroupByKey(bids(events), func(b *model.Bid) string { return day(b.DateTime) })
 		stats := typed.TransformWithState(byDay, &q15{}, typed.TimeModeNone, typed.Update)
@@ -371,6 +375,8 @@ var _ = register(&Query{
 	Name:  "q16",
 	Title: "channel statistics report: q15 per channel and day, with the latest minute",
 	Keys:  []string{"channel", "day"},
+	// As q15.
+	noWatermark: true,
 	build: func(events typed.Stream[model.Event], out Output) starter {
 		seen := func(auctions bool, id func(*model.Bid) int64) typed.Stream[q16Delta] {
 			byID := typed.GroupByKey(bids(events), func(b *model.Bid) SeenKey { return SeenKey{ID: id(b), Day: dayNumber(b.DateTime)} })
@@ -738,6 +744,9 @@ var _ = register(&Query{
 	Name:           "q12",
 	Title:          "processing-time windows: each bidder's bids in 10-second windows of processing time",
 	ProcessingTime: true,
+	// Windows of processing time: Flink's keep the rows late by event
+	// time, which a watermark would have transformWithState drop.
+	noWatermark: true,
 	build: func(events typed.Stream[model.Event], out Output) starter {
 		byBidder := typed.GroupByKey(bids(events), func(b *model.Bid) int64 { return b.Bidder })
 		counts := typed.TransformWithState(byBidder, &q12{}, typed.TimeModeProcessingTime, typed.Append)

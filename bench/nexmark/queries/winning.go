@@ -15,7 +15,23 @@ import (
 // auction keeps the auction and its best bid so far, and writes the
 // winner once the watermark passes the auction's expiry, when no bid
 // that is not late can still be in time: the result Flink's regular join
-// and aggregation reach, written once instead of updated.
+// and aggregation reach when no event comes late, written once instead
+// of updated.
+//
+// With late events, q4 and q9 differ from Flink's. The processor needs
+// the watermark (its timers are of event time), so it drops every
+// auction and bid at or before the watermark (the latest event time
+// less 4 s, as of the batches before), and with them every bid in
+// time that comes after its auction's winner was written (its time is at
+// or before the expiry, which the watermark has passed), and it forgets
+// the auction at its expiry. Flink's regular join keeps every auction
+// and bid for ever (its state grows without end) and joins them whenever
+// they come: a late auction with bids in time adds a winner, and a late
+// bid that wins replaces one, which Flink's aggregation writes as an
+// update (a retraction of the auction's row, q9, or of its category's
+// average, q4, then the new row). An append-only result cannot be
+// updated, so the queries do not do that: they write Flink's result over
+// the events that are not late (the same when no event is).
 
 // auctionRow is an auction or a bid, by the auction's id.
 type auctionRow struct {
@@ -171,7 +187,8 @@ func (p *winning) HandleExpiredTimer(ctx context.Context, _ int64, timers typed.
 }
 
 // winners is the auctions' winning bids, each written once the watermark
-// passes its auction's expiry.
+// passes its auction's expiry; the auctions and bids at or before the
+// watermark are dropped (see the top of this file).
 func winners(events typed.Stream[model.Event]) typed.Stream[winner] {
 	rows := typed.Map(typed.Filter(events, func(e *model.Event) bool { return e.Auction != nil || e.Bid != nil }),
 		func(e *model.Event) auctionRow { return auctionRow{auction: e.Auction, bid: e.Bid} })
@@ -232,6 +249,10 @@ type Q4Avg struct {
 	Count int64 `json:"count"`
 }
 
+// q4 differs from Flink's with late events (see winners above): it
+// leaves out of a category's average the auctions and bids that come at
+// or before the watermark, where Flink's retracts the average and writes
+// it again with them.
 var _ = register(&Query{
 	Name:  "q4",
 	Title: "average price for a category: the average of the winning bids' prices of each category's auctions",
@@ -293,6 +314,10 @@ func q9Row(w *winner) Q9Row {
 		Auction: b.Auction, Bidder: b.Bidder, Price: b.Price, BidDateTime: b.DateTime, BidExtra: b.Extra}
 }
 
+// q9 differs from Flink's with late events (see winners above): an
+// auction or a bid that comes at or before the watermark is left out,
+// where Flink's retracts the auction's row and writes it again with its
+// new winner.
 var _ = register(&Query{
 	Name:  "q9",
 	Title: "winning bids: each auction with its highest bid in time (the earliest of equal ones)",
