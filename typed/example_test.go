@@ -338,3 +338,43 @@ func ExampleWriteAll() {
 	// batch 2: bob 2
 	// batch 1 alert: ann clicked 3 times
 }
+
+// Look up each click's user in a service, up to 8 calls at once, as
+// Flink's async I/O: the rows come out in the order of the clicks, and
+// the count per country after the lookup has them all in its batch.
+func ExampleMapAsync() {
+	clicks := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, user := range []string{"ann", "bob", "ann", "cy"} {
+		clicks.Add(fixtures.Click{User: user, Time: t0.Add(time.Duration(i) * time.Second)})
+	}
+	// countryOf stands for a call to another service; it honours ctx.
+	countryOf := func(ctx context.Context, c fixtures.Click) (string, error) {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		return map[string]string{"ann": "fr", "bob": "de", "cy": "fr"}[c.User], nil
+	}
+	countries := typed.MapAsync(typed.FromMemory(clicks), countryOf, 8)
+	byCountry := typed.GroupByKey(countries, func(country *string) string { return *country })
+	sink := typed.NewMemorySink[fixtures.UserCount]()
+	q, err := typed.WriteTo(typed.AggregateByKey(byCountry, typed.Count[string](), func(country string, n int64) fixtures.UserCount {
+		return fixtures.UserCount{User: country, Count: n}
+	}), sink).Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, rows := range sink.Batches() {
+		for _, r := range rows {
+			fmt.Printf("%s: %d clicks\n", r.User, r.Count)
+		}
+	}
+	// Unordered output:
+	// fr: 3 clicks
+	// de: 1 clicks
+}
