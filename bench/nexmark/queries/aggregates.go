@@ -497,7 +497,7 @@ var _ = register(&Query{
 		groups := map[AuctionDay][]int64{}
 		for i := range events {
 			if b := events[i].Bid; b != nil {
-				k := AuctionDay{Auction: b.Auction, Day: day(b.DateTime)}
+				k := AuctionDay{Auction: b.Auction, Day: loopDate(b.DateTime)}
 				groups[k] = append(groups[k], b.Price)
 			}
 		}
