@@ -195,6 +195,15 @@ func (c *compiler) validate(ctx context.Context, outputs []boundOutput) error {
 	}
 	c.outputMode = mode
 	errs = append(errs, checkOutputModes(c.ops, mode, modeSet)...)
+	if mode == Complete && len(outputs) > 1 {
+		// Each output writes its whole table every batch: each needs an
+		// aggregation of its own rows, as a query of it alone would.
+		for _, o := range outputs {
+			if !slices.ContainsFunc(o.ops, func(i int) bool { return c.ops[i].aggregation }) {
+				errs = append(errs, fmt.Errorf("output %d (%s) has no streaming aggregation, and the query is in Complete mode, which writes each output's whole table every batch (Spark: \"Complete output mode not supported when there are no streaming aggregations\"): write it from another query, or use typed.Update", o.index+1, o.description))
+			}
+		}
+	}
 	for _, op := range c.ops {
 		if op.timeout == EventTimeTimeout && !op.watermarked {
 			errs = append(errs, fmt.Errorf("%s (%s) uses EventTimeTimeout but its input has no watermark: add typed.WithWatermark before it (watermark=DURATION in its %s directive)", op.kind, op.function, directiveOf(op.kind)))

@@ -238,6 +238,14 @@ func TestWriteAllRefuses(t *testing.T) {
 		},
 		want: "follows windowedAggregate",
 	}, {
+		name: "an output without an aggregation in Complete mode",
+		outputs: func() []typed.Output {
+			s := source()
+			return []typed.Output{typed.WriteTo(minutes(s), newSink[windowCount]()).OutputMode(typed.Complete),
+				typed.WriteTo(s, newSink[fixtures.Click]())}
+		},
+		want: "output 2 (*typed_test.batchSink[github.com/streamgen/streamgen/generated/fixtures.Click]) has no streaming aggregation",
+	}, {
 		name: "the same output twice",
 		outputs: func() []typed.Output {
 			w := typed.WriteTo(source(), newSink[fixtures.Click]())
