@@ -8,10 +8,13 @@ import (
 
 // The keys of the attributes of LogAttrs, the line LogProgress logs.
 const (
-	LogQuery         = "query"
-	LogBatch         = "batch"
-	LogRowsIn        = "rowsIn"
-	LogRowsOut       = "rowsOut"
+	LogQuery   = "query"
+	LogBatch   = "batch"
+	LogRowsIn  = "rowsIn"
+	LogRowsOut = "rowsOut"
+	// LogOtherRowsOut is the rows of a query's further sinks
+	// (QueryProgress.OtherSinks), summed; absent without them.
+	LogOtherRowsOut  = "otherRowsOut"
 	LogRowsPerSecond = "rowsPerSecond"
 	LogDuration      = "duration"
 	LogWatermark     = "watermark"
@@ -24,7 +27,8 @@ const (
 const progressMessage = "streamgen: batch committed"
 
 // LogAttrs returns the attributes of p's log line (LogProgress): the
-// query's name (its id without one), batch id, rows in and out, rows
+// query's name (its id without one), batch id, rows in and out (and out
+// to the further sinks of a query of several: LogOtherRowsOut), rows
 // processed per second, the batch's duration (DurationTriggerExecution),
 // the watermark in effect as a time.Time (left out before the first, and
 // in the batch that flushes the end of the input: see FlushEventTime),
@@ -45,9 +49,17 @@ func LogAttrs(p QueryProgress) []slog.Attr {
 		slog.Int64(LogBatch, p.BatchID),
 		slog.Int64(LogRowsIn, p.NumInputRows),
 		slog.Int64(LogRowsOut, p.Sink.NumOutputRows),
-		slog.Float64(LogRowsPerSecond, p.ProcessedRowsPerSecond),
-		slog.Duration(LogDuration, time.Duration(p.DurationMs[DurationTriggerExecution])*time.Millisecond),
 	}
+	if len(p.OtherSinks) > 0 {
+		var other int64
+		for _, s := range p.OtherSinks {
+			other += s.NumOutputRows
+		}
+		attrs = append(attrs, slog.Int64(LogOtherRowsOut, other))
+	}
+	attrs = append(attrs,
+		slog.Float64(LogRowsPerSecond, p.ProcessedRowsPerSecond),
+		slog.Duration(LogDuration, time.Duration(p.DurationMs[DurationTriggerExecution])*time.Millisecond))
 	if w, ok := p.WatermarkTime(); ok && !w.Equal(EndOfTime) {
 		attrs = append(attrs, slog.Time(LogWatermark, w))
 	}

@@ -93,6 +93,15 @@ func TestWriteAllSharesTheOperator(t *testing.T) {
 			}
 
 			for _, p := range progress {
+				var logged int64
+				for _, a := range runtime.LogAttrs(p) {
+					if a.Key == runtime.LogOtherRowsOut {
+						logged = a.Value.Int64()
+					}
+				}
+				if n := int64(len(bigBatches[p.BatchID]) + len(p0Batches[p.BatchID])); logged != n {
+					t.Fatalf("batch %d logs %d rows of the other sinks, they got %d", p.BatchID, logged, n)
+				}
 				if len(p.StateOperators) != 1 {
 					t.Fatalf("batch %d reports %d state operators, want the one count the sinks share", p.BatchID, len(p.StateOperators))
 				}
