@@ -268,26 +268,35 @@ type InitialStater interface {
 	InitialState(ctx context.Context, b *Batch, op int) error
 }
 
-// ReadAll reads every input of a bounded pipeline to the end of what its
-// sources have now, outside any query: for data a query needs before it
+// ReadAll reads every input of a bounded pipeline of stateless stages to
+// the end of what its sources have now, outside any query, in one batch
+// (its Begin, its inputs, its Flush): for data a query needs before it
 // starts, such as an initial state given as a stream. Dead letters are
 // returned; nothing is committed.
-func ReadAll(ctx context.Context, inputs []Input) ([]DeadLetter, error) {
+func ReadAll(ctx context.Context, p *Plan) ([]DeadLetter, error) {
 	b := &Batch{
 		watermarks: map[string]time.Time{},
 		active:     map[string]bool{},
-		inputs:     make([]inputRun, len(inputs)),
+		inputs:     make([]inputRun, len(p.Inputs)),
 	}
-	for i, in := range inputs {
+	for i, in := range p.Inputs {
 		b.inputs[i].name = in.Source.Name()
 	}
-	for _, in := range inputs {
+	if p.Begin != nil {
+		p.Begin(ctx, b)
+	}
+	for _, in := range p.Inputs {
 		end, err := in.Source.Available(ctx)
 		if err != nil {
 			return nil, fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), unprefixed(err))
 		}
 		if err := in.Read(ctx, b, nil, end); err != nil {
 			return nil, fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), unprefixed(err))
+		}
+	}
+	if p.Flush != nil {
+		if err := p.Flush(ctx, b); err != nil {
+			return nil, unprefixed(err)
 		}
 	}
 	return b.deadLetters, nil

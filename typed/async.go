@@ -3,6 +3,7 @@ package typed
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -45,7 +46,8 @@ func MapAsync[T, U any](s Stream[T], f func(ctx context.Context, row T) (U, erro
 
 // asyncMap is a MapAsync of one query: the calls of its batch, in the
 // order of their rows, used by the query's goroutine only (the calls'
-// goroutines write their asyncCall and close its done).
+// goroutines write their asyncCall and close its done, and record the
+// batch's first failure in its asyncFailure).
 type asyncMap[T, U any] struct {
 	c     *compiler
 	f     func(ctx context.Context, row T) (U, error)
@@ -55,59 +57,115 @@ type asyncMap[T, U any] struct {
 	// queue holds the calls not yet written, at most limit: those
 	// running and those done behind one that runs.
 	queue []*asyncCall[U]
-	// ctx is the calls' context for the batch, and cancel ends it.
-	ctx    context.Context
-	cancel context.CancelFunc
-	batch  *runtime.Batch
+	// ctx is the calls' context for the batch, cancel ends it, and
+	// failure is the batch's first failed call.
+	ctx     context.Context
+	cancel  context.CancelFunc
+	failure *asyncFailure
+	batch   *runtime.Batch
 }
 
 // asyncCall is one call of f and what its row was in the pipeline.
 type asyncCall[U any] struct {
-	done      chan struct{}
-	out       U
-	err       error
+	done chan struct{}
+	out  U
+	err  error
+	at   rowPlace
+}
+
+// rowPlace is what the stages know of the row being pushed, besides the
+// row: a row MapAsync holds back is written with its own.
+type rowPlace struct {
 	input     int
 	partition string
 	rowBytes  int
 	eventTime time.Time
 }
 
+func (c *compiler) place() rowPlace {
+	return rowPlace{input: c.input, partition: c.partition, rowBytes: c.rowBytes, eventTime: c.eventTime}
+}
+
+func (c *compiler) setPlace(p rowPlace) {
+	c.input, c.partition, c.rowBytes, c.eventTime = p.input, p.partition, p.rowBytes, p.eventTime
+}
+
+// asyncFailure is the first call of a batch that failed, which cancels
+// the others at once.
+type asyncFailure struct {
+	mu     sync.Mutex
+	err    error
+	cancel context.CancelFunc
+}
+
+func (f *asyncFailure) fail(err error) {
+	f.mu.Lock()
+	if f.err == nil {
+		f.err = err
+	}
+	f.mu.Unlock()
+	f.cancel()
+}
+
+func (f *asyncFailure) first() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.err
+}
+
 // push starts the call of a row, first writing the oldest row's result
 // when limit calls are queued, then writes the results that are done at
-// the queue's head.
+// the queue's head. Once a call of the batch has failed, it starts no
+// more: flush reports the failure.
 func (a *asyncMap[T, U]) push(t *T) {
 	c := a.c
-	if a.batch != c.batch || a.ctx == nil {
+	if a.batch != c.batch {
+		// The batch's first row, or the first since a flush.
 		a.release()
 		a.ctx, a.cancel = context.WithCancel(c.ctx)
+		a.failure = &asyncFailure{cancel: a.cancel}
 		a.batch = c.batch
 	}
-	// The row's place first: writing a row restores its own.
-	call := &asyncCall[U]{done: make(chan struct{}), input: c.input, partition: c.partition, rowBytes: c.rowBytes, eventTime: c.eventTime}
+	if a.failure.first() != nil {
+		return
+	}
+	// The row's place first: writing a row sets its own, and the place
+	// is the pushing stage's again after.
+	call := &asyncCall[U]{done: make(chan struct{}), at: c.place()}
 	row := *t
 	if len(a.queue) == a.limit {
-		a.write(true, 1)
+		if a.write(true, 1); a.failure.first() != nil {
+			return
+		}
 	}
+	ctx, failure := a.ctx, a.failure
 	go func() {
 		defer close(call.done)
 		defer func() {
 			if r := recover(); r != nil {
 				call.err = fmt.Errorf("panic: %v\n%s", r, stack())
 			}
+			if call.err != nil {
+				failure.fail(call.err)
+			}
 		}()
-		call.out, call.err = a.f(a.ctx, row)
+		call.out, call.err = a.f(ctx, row)
 	}()
 	a.queue = append(a.queue, call)
 	a.write(false, len(a.queue))
+	c.setPlace(call.at)
 }
 
 // write writes the results at the head of the queue, up to n of them:
-// those done, or, with wait, each once it is done. A call that failed
-// cancels and waits for the others, empties the queue and panics with its
-// error, which fails the batch (see compiler.catch).
+// those done, or, with wait, each once it is done. It stops at a call of
+// a batch that has failed, waiting for the others (see flush).
 func (a *asyncMap[T, U]) write(wait bool, n int) {
 	c := a.c
 	for n > 0 && len(a.queue) > 0 {
+		if a.failure.first() != nil {
+			a.release()
+			return
+		}
 		call := a.queue[0]
 		if wait {
 			<-call.done
@@ -118,22 +176,30 @@ func (a *asyncMap[T, U]) write(wait bool, n int) {
 				return
 			}
 		}
+		if call.err != nil {
+			continue // the failure, recorded: above
+		}
 		a.queue[0] = nil
 		a.queue = a.queue[1:]
 		n--
-		if call.err != nil {
-			a.release()
-			panic(userPanic{fmt.Errorf("streamgen: MapAsync (%s): %w", a.name, unprefixed(call.err))})
-		}
-		c.input, c.partition, c.rowBytes, c.eventTime = call.input, call.partition, call.rowBytes, call.eventTime
+		c.setPlace(call.at)
 		a.emit(&call.out)
 	}
 }
 
-// flush writes every row of the batch, waiting for their calls.
+// flush writes every row of the batch, waiting for their calls, or fails
+// the batch with its first failed call (see compiler.catch).
 func (a *asyncMap[T, U]) flush() {
+	if a.batch == nil {
+		return // no row since the last flush
+	}
 	a.write(true, len(a.queue))
+	err := a.failure.first()
 	a.release()
+	a.batch = nil
+	if err != nil {
+		panic(userPanic{fmt.Errorf("streamgen: MapAsync (%s): %w", a.name, unprefixed(err))})
+	}
 }
 
 // release cancels the batch's calls and waits for those still running,
@@ -141,12 +207,10 @@ func (a *asyncMap[T, U]) flush() {
 func (a *asyncMap[T, U]) release() {
 	if a.cancel != nil {
 		a.cancel()
-		a.cancel = nil
 	}
 	for _, call := range a.queue {
 		<-call.done
 	}
 	clear(a.queue)
 	a.queue = a.queue[:0]
-	a.ctx, a.batch = nil, nil
 }

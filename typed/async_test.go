@@ -299,3 +299,153 @@ func TestMapAsyncOverlapsItsCalls(t *testing.T) {
 		t.Fatalf("%d rows, want %d", len(got), len(in))
 	}
 }
+
+// TestMapAsyncKeepsEachRowsPlace: MapAsync writes each row with its own
+// place in the pipeline (its input and partition, its event time), not
+// that of the row pushed last, as the differences with Map show: a
+// watermark after it, over a union of two inputs whose second has later
+// rows, and a deduplication by event time of the two copies a FlatMap
+// makes of each row, before it. Each pipeline's output and watermark are
+// those of the same pipeline with Map.
+func TestMapAsyncKeepsEachRowsPlace(t *testing.T) {
+	for _, async := range []bool{false, true} {
+		var mapped func(typed.Stream[fixtures.Click]) typed.Stream[fixtures.Click]
+		if async {
+			mapped = func(s typed.Stream[fixtures.Click]) typed.Stream[fixtures.Click] {
+				return typed.MapAsync(s, func(_ context.Context, c fixtures.Click) (fixtures.Click, error) { return c, nil }, 2)
+			}
+		} else {
+			mapped = func(s typed.Stream[fixtures.Click]) typed.Stream[fixtures.Click] {
+				return typed.Map(s, func(c *fixtures.Click) fixtures.Click { return *c })
+			}
+		}
+		t.Run(fmt.Sprintf("async %v", async), func(t *testing.T) {
+			// The watermark of the second input: a union of two memory
+			// inputs, the second's rows 40 s later.
+			a, b := typed.NewMemoryStream[fixtures.Click]("a", 0), typed.NewMemoryStream[fixtures.Click]("b", 0)
+			a.Add(click("ann", 10), click("ann", 11))
+			b.Add(click("bob", 50), click("bob", 51))
+			s := typed.WithWatermark(mapped(typed.Union(typed.FromMemory(a), typed.FromMemory(b))), clickTime, 0)
+			q, err := typed.WriteTo(s, newSink[fixtures.Click]()).Start(context.Background(), runtime.PollInterval(time.Millisecond))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Stop()
+			if err := q.ProcessAllAvailable(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			a.Add(click("ann", 12))
+			if err := q.ProcessAllAvailable(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			// The second batch runs with the watermark of the first: the
+			// least of its partitions', a's 11 s, had none of b's rows been
+			// credited to a.
+			p, _ := q.LastProgress()
+			if wm, _ := p.WatermarkTime(); !wm.Equal(at(11)) {
+				t.Fatalf("watermark %v, want a's latest row's %v", wm, at(11))
+			}
+
+			// Each row twice: the deduplication by event time keeps one of
+			// each, which it could only do knowing each copy's time.
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+			in := orderedClicks(10)
+			m.Add(in...)
+			twice := typed.FlatMap(typed.WithWatermark(typed.FromMemory(m), clickTime, time.Minute),
+				func(c *fixtures.Click) []fixtures.Click { return []fixtures.Click{*c, *c} })
+			sink := newSink[fixtures.Click]()
+			runAllToEnd(t, typed.WriteAll(typed.WriteTo(typed.DropDuplicatesWithEventTime(mapped(twice), func(c *fixtures.Click) string { return c.User }), sink)))
+			if got := slices.Concat(sortedBatches(sink.snapshot())...); !slices.EqualFunc(got, in, sameClick) {
+				t.Fatalf("the deduplication kept %d rows, want each of the %d once:\n%v", len(got), len(in), got)
+			}
+		})
+	}
+}
+
+// TestMapAsyncInAnInitialState: an initial state read from a stream with
+// a MapAsync has every row, the last ones, still in their calls when the
+// input ends, among them.
+func TestMapAsyncInAnInitialState(t *testing.T) {
+	init := typed.NewMemoryStream[fixtures.UserCount]("init", 0)
+	want := map[string]int64{}
+	for i := range 5 {
+		u := fixtures.UserCount{User: fmt.Sprint("u", i), Count: int64(100 * (i + 1))}
+		init.Add(u)
+		want[u.User] = u.Count + 1
+	}
+	states := typed.MapAsync(typed.FromMemory(init), func(_ context.Context, u fixtures.UserCount) (typed.Pair[string, fixtures.Counter], error) {
+		goruntime.Gosched()
+		return typed.Pair[string, fixtures.Counter]{Key: u.User, State: fixtures.Counter{Count: u.Count}}, nil
+	}, 2)
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	for user := range want {
+		m.Add(click(user, 1))
+	}
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	sink := newSink[fixtures.UserCount]()
+	if err := runToEnd(t, typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks, typed.InitialStateStream(states)), sink)); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for _, r := range sink.rows() {
+		got[r.User] = r.Count
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("counts %v, want %v (each user's initial count and its click)", got, want)
+	}
+}
+
+// TestMapAsyncFailsAtOnce: a call that fails cancels the calls of its
+// batch still running, at once: the query fails with that call's error,
+// not with a cancelled one's, and the call that waits for its ctx ends.
+func TestMapAsyncFailsAtOnce(t *testing.T) {
+	in := clicks(2, 4)
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(in...)
+	guard, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var cancelled atomic.Bool
+	lookup := func(ctx context.Context, c fixtures.Click) (string, error) {
+		if c.Time.Equal(in[1].Time) {
+			return "", errors.New("the second row's lookup failed")
+		}
+		select {
+		case <-ctx.Done():
+			cancelled.Store(true)
+			return "", ctx.Err()
+		case <-guard.Done():
+			return "", errors.New("never cancelled")
+		}
+	}
+	err := runToEnd(t, typed.WriteTo(typed.MapAsync(typed.FromMemory(m), lookup, 2), newSink[string]()))
+	if err == nil || !strings.Contains(err.Error(), "the second row's lookup failed") {
+		t.Fatalf("the query ended with %v, want the second row's failure", err)
+	}
+	if !cancelled.Load() {
+		t.Fatal("the first row's call was not cancelled")
+	}
+}
+
+// TestMapAsyncStopsCleanly: a query stopped while a call runs stops
+// without an error, the call seeing its ctx cancelled.
+func TestMapAsyncStopsCleanly(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(clicks(1, 4)...)
+	running := make(chan struct{})
+	lookup := func(ctx context.Context, c fixtures.Click) (string, error) {
+		close(running)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}
+	q, err := typed.WriteTo(typed.MapAsync(typed.FromMemory(m), lookup, 2), newSink[string]()).Start(context.Background(), runtime.PollInterval(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-running
+	if err := q.Stop(); err != nil {
+		t.Fatalf("Stop: %v, want a clean stop", err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatalf("AwaitTermination: %v, want a clean stop", err)
+	}
+}

@@ -323,6 +323,10 @@ func (c *compiler) catch(err *error) {
 // knows the key).
 type userPanic struct{ error }
 
+// Unwrap returns the error described, so that a user function's
+// context.Canceled is still one (a query stopped, not failed).
+func (u userPanic) Unwrap() error { return u.error }
+
 // funcName names a user function for messages (reflection, once, when the
 // pipeline is built).
 func funcName(f any) string {

@@ -82,7 +82,7 @@ func InitialStateStream[K comparable, S any](s Stream[Pair[K, S]]) GroupsOption[
 			if err := errors.Join(s.p.errs...); err != nil {
 				return nil, err
 			}
-			dead, err := runtime.ReadAll(ctx, rc.plan.Inputs)
+			dead, err := runtime.ReadAll(ctx, &rc.plan)
 			if err != nil {
 				return nil, err
 			}
