@@ -81,7 +81,7 @@ type Pipeline[In, Out any] struct {
 	dir    string
 	input  *typed.MemoryStream[feed[In]]
 	clock  *runtime.ManualClock
-	writer func() *typed.Writer[Out]
+	writer func() starter
 	out    *collect[Out]
 	late   *collect[feed[In]]
 	last   time.Time // the greatest event time fed
@@ -98,13 +98,8 @@ func NewPipeline[In, Out any](t testing.TB, build func(typed.Stream[In]) typed.S
 	}
 	d.clock = runtime.NewManualClock(d.cfg.start)
 	d.input = typed.NewMemoryStream[feed[In]]("typedtest", 0)
-	d.writer = func() *typed.Writer[Out] {
-		fed := typed.FromMemory(d.input)
-		if d.cfg.eventTime != nil {
-			fed = typed.WithWatermark(fed, func(f *feed[In]) time.Time { return f.at }, d.cfg.delay, typed.LateRows[feed[In]](d.late))
-		}
-		rows := typed.Map(typed.Filter(fed, func(f *feed[In]) bool { return !f.marker }), func(f *feed[In]) In { return f.row })
-		w := typed.WriteTo(build(rows), typed.Sink[Out](d.out))
+	d.writer = func() starter {
+		w := typed.WriteTo(build(d.rows()), typed.Sink[Out](d.out))
 		if d.cfg.mode != nil {
 			w = w.OutputMode(*d.cfg.mode)
 		}
@@ -112,6 +107,57 @@ func NewPipeline[In, Out any](t testing.TB, build func(typed.Stream[In]) typed.S
 	}
 	return d
 }
+
+// starter is a query ready to start: a *typed.Writer or *typed.Writers.
+type starter interface {
+	Start(ctx context.Context, opts ...runtime.Option) (*runtime.Query, error)
+}
+
+// rows is the driver's input as the pipeline sees it.
+func (d *Pipeline[In, Out]) rows() typed.Stream[In] {
+	fed := typed.FromMemory(d.input)
+	if d.cfg.eventTime != nil {
+		fed = typed.WithWatermark(fed, func(f *feed[In]) time.Time { return f.at }, d.cfg.delay, typed.LateRows[feed[In]](d.late))
+	}
+	return typed.Map(typed.Filter(fed, func(f *feed[In]) bool { return !f.marker }), func(f *feed[In]) In { return f.row })
+}
+
+// NewQuery returns a driver of a query of several outputs (typed.WriteAll),
+// as Kafka Streams' TopologyTestDriver drives a topology that writes to
+// several topics: build makes the outputs of its input, each a
+// typed.WriteTo of a stream to an Output of the test's (made with
+// NewOutput), whose Take returns the rows it got. Run and the driver's
+// other steps return no rows; the OutputMode option is left to the
+// outputs' own. Its checkpoint is in a temporary directory of t's.
+func NewQuery[In any](t testing.TB, build func(typed.Stream[In]) []typed.Output, opts ...Option[In]) *Pipeline[In, struct{}] {
+	t.Helper()
+	d := &Pipeline[In, struct{}]{t: t, dir: t.TempDir(), out: &collect[struct{}]{}, late: &collect[feed[In]]{}}
+	d.cfg.start = Start
+	for _, o := range opts {
+		o(&d.cfg)
+	}
+	d.clock = runtime.NewManualClock(d.cfg.start)
+	d.input = typed.NewMemoryStream[feed[In]]("typedtest", 0)
+	d.writer = func() starter { return typed.WriteAll(build(d.rows())...) }
+	return d
+}
+
+// Output is a sink of a test's, for the outputs of a NewQuery driver: it
+// keeps the rows of every batch (a batch written again replaces its
+// rows). Safe for concurrent use.
+type Output[T any] struct{ c collect[T] }
+
+// NewOutput returns an Output that has had no rows.
+func NewOutput[T any]() *Output[T] { return &Output[T]{} }
+
+// Write keeps rows as batch's (typed.Sink).
+func (o *Output[T]) Write(ctx context.Context, batch int64, rows []T) error {
+	return o.c.Write(ctx, batch, rows)
+}
+
+// Take returns the rows of the batches written since the last Take, in
+// batch order.
+func (o *Output[T]) Take() []T { return o.c.take() }
 
 // NewProcessor returns a driver of a transformWithState processor over
 // rows grouped by key, in Append mode unless OutputMode says otherwise.

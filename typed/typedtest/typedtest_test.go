@@ -4,6 +4,7 @@ import (
 	"context"
 	"iter"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,5 +165,50 @@ func TestWindowPipeline(t *testing.T) {
 	out = d.SetWatermark(t0.Add(2 * time.Minute))
 	if len(out) != 1 || out[0].Count != 1 {
 		t.Fatalf("at the second window's end: %+v, want its count of 1", out)
+	}
+}
+
+// TestQueryOfSeveralOutputs: a driver of a query of three outputs (a
+// count per user, the users who reach three clicks, and the clicks of
+// page /b) gives each Output the rows of each step, and its state reads
+// as a pipeline's.
+func TestQueryOfSeveralOutputs(t *testing.T) {
+	counts, alerts, pageB := typedtest.NewOutput[fixtures.UserCount](), typedtest.NewOutput[string](), typedtest.NewOutput[fixtures.Click]()
+	d := typedtest.NewQuery(t, func(s typed.Stream[fixtures.Click]) []typed.Output {
+		n := typed.AggregateByKey(typed.GroupByKey(s, byUser), typed.Count[fixtures.Click](), func(user string, n int64) fixtures.UserCount {
+			return fixtures.UserCount{User: user, Count: n}
+		})
+		three := typed.Map(typed.Filter(n, func(c *fixtures.UserCount) bool { return c.Count == 3 }), func(c *fixtures.UserCount) string { return c.User })
+		b := typed.Filter(s, func(c *fixtures.Click) bool { return c.Page == "/b" })
+		return []typed.Output{typed.WriteTo(n, counts), typed.WriteTo(three, alerts), typed.WriteTo(b, pageB)}
+	})
+	onB := click("ana", 3)
+	onB.Page = "/b"
+	d.Run(click("ana", 1), click("bo", 2), onB)
+	sortCounts := func(cs []fixtures.UserCount) []fixtures.UserCount {
+		slices.SortFunc(cs, func(a, b fixtures.UserCount) int { return strings.Compare(a.User, b.User) })
+		return cs
+	}
+	if got := sortCounts(counts.Take()); !slices.Equal(got, []fixtures.UserCount{{User: "ana", Count: 2}, {User: "bo", Count: 1}}) {
+		t.Fatalf("counts %v after the first step", got)
+	}
+	if got := alerts.Take(); len(got) != 0 {
+		t.Fatalf("alerts %v after the first step, want none", got)
+	}
+	if got := pageB.Take(); !slices.Equal(got, []fixtures.Click{onB}) {
+		t.Fatalf("page /b %v, want the click on it", got)
+	}
+	d.Run(click("ana", 4), click("bo", 5))
+	if got := sortCounts(counts.Take()); !slices.Equal(got, []fixtures.UserCount{{User: "ana", Count: 3}, {User: "bo", Count: 2}}) {
+		t.Fatalf("counts %v after the second step", got)
+	}
+	if got := alerts.Take(); !slices.Equal(got, []string{"ana"}) {
+		t.Fatalf("alerts %v, want ana's", got)
+	}
+	if got := pageB.Take(); len(got) != 0 {
+		t.Fatalf("page /b %v after the second step, want nothing new", got)
+	}
+	if rows := d.State(0, "bo", ""); len(rows) != 1 {
+		t.Fatalf("bo's state %v, want one count", rows)
 	}
 }
