@@ -293,7 +293,7 @@ func (t *Transactions) produce(ctx context.Context, what string, records []*kgo.
 		// them all in requests already (it fails only those it has not
 		// sent): acknowledged late, they still fail the write, as
 		// ProduceTimeout says.
-		firstErr = fmt.Errorf("Kafka acknowledged no record of the write for ProduceTimeout (%v)", t.opts.ProduceTimeout)
+		firstErr = fmt.Errorf("no acknowledgement from Kafka for ProduceTimeout (%v) during the write", t.opts.ProduceTimeout)
 	}
 	return t.explain(firstErr)
 }

@@ -266,8 +266,6 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 	return nil
 }
 
-// runOperator runs operator i's calls: its initial state in the first
-// batch, a call per key with rows, then a call per due timer.
 // flush calls the plan's Flush, if any.
 func (q *Query) flush(ctx context.Context, b *Batch) error {
 	if q.plan.Flush == nil {
@@ -279,6 +277,8 @@ func (q *Query) flush(ctx context.Context, b *Batch) error {
 	return b.failure()
 }
 
+// runOperator runs operator i's calls: its initial state in the first
+// batch, a call per key with rows, then a call per due timer.
 func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, phase func(string)) error {
 	info := op.Info()
 	b.ops[i].oneShot = info.OneShotTimers

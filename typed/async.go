@@ -14,9 +14,12 @@ import (
 // in a database or a call to a service per row, whose waits then overlap
 // instead of adding up. The rows it writes are in the order of the rows it
 // reads, each with its row's place in the pipeline (its event time, its
-// input's partition), so a query's output, state and checkpoint are those
-// of Map with f; and a batch's rows have all been written before the
-// operator after it, or the sink, takes its turn.
+// input's partition), and a batch's rows have all been written before the
+// operator after it, or the sink, takes its turn: what comes after it sees
+// what it would see after Map with f, but for rows of other branches
+// merged with its own (a Union, a join's other side), which may come
+// before them within the batch, where after Map they would be
+// interleaved.
 //
 // f is called from goroutines of its own, with a copy of the row and a
 // context cancelled when the query stops or a call of the batch fails: it

@@ -58,10 +58,11 @@ type compiler struct {
 	// what the batch held (a static table's version).
 	batchEnds []func()
 	// fans are the streams compiled so far that several branches of the
-	// pipeline may read (inputs, WithWatermark, stateful operators, static
-	// tables), by the identity of the stream: a stream that two branches
-	// read (a self-join, or two outputs of WriteAll) is compiled once, and
-	// its rows go to both.
+	// pipeline may read, by the identity of the stream: an input that two
+	// branches read (a self-join) is compiled once, and its rows go to
+	// both; so is a WithWatermark or a stateful operator that two outputs
+	// of WriteAll read (within one output each read compiles it anew: see
+	// once).
 	fans map[*byte]any
 	// reached are the operators that the streams compiled once and read
 	// again have upstream (themselves included), appended as each is read
@@ -115,10 +116,23 @@ func shared[T any](c *compiler, id *byte, emit func(*T)) (*fan[T], bool) {
 // upstream of it: those registered since ops and those reached since
 // reached (lengths of c.ops and c.reached before it was).
 func (f *fan[T]) compiled(ops, reached int) {
-	for i := ops; i < len(f.c.ops); i++ {
-		f.ops = append(f.ops, i)
+	f.ops = upstreamSet(ops, len(f.c.ops), f.c.reached[reached:])
+}
+
+// upstreamSet returns the operators from up to to, and those of reached,
+// in order, each once.
+func upstreamSet(from, to int, reached []int) []int {
+	var up []int
+	for i := from; i < to; i++ {
+		up = append(up, i)
 	}
-	f.ops = append(f.ops, f.c.reached[reached:]...)
+	for _, i := range reached {
+		if !slices.Contains(up, i) {
+			up = append(up, i)
+		}
+	}
+	slices.Sort(up)
+	return up
 }
 
 // emit hands a row to each branch.

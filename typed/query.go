@@ -70,16 +70,8 @@ func (w *Writer[T]) bind(c *compiler) boundOutput {
 	var out []T
 	ops, reached := len(c.ops), len(c.reached)
 	w.s.attach(c, func(t *T) { out = appendDoubling(out, t) })
-	b := boundOutput{errs: w.s.p.errs, mode: w.mode, modeSet: w.modeSet, description: sinkDescription(w.sink)}
-	for i := ops; i < len(c.ops); i++ {
-		b.ops = append(b.ops, i)
-	}
-	for _, i := range c.reached[reached:] {
-		if !slices.Contains(b.ops, i) {
-			b.ops = append(b.ops, i)
-		}
-	}
-	slices.Sort(b.ops)
+	b := boundOutput{errs: w.s.p.errs, mode: w.mode, modeSet: w.modeSet, description: sinkDescription(w.sink),
+		ops: upstreamSet(ops, len(c.ops), c.reached[reached:])}
 	b.out = runtime.Output{Description: b.description,
 		Write: func(ctx context.Context, batch *runtime.Batch) (n int64, err error) {
 			defer c.catch(&err)
@@ -115,11 +107,16 @@ type Writers struct {
 // id (see Sink). The query's progress reports the first as its sink and
 // the others as OtherSinks. The query has one output mode, which the
 // outputs' operators must agree on: the mode set with OutputMode on any
-// of the outputs (all that set one must set the same), else the one each
-// output with a stateful operator would take alone (see WriteTo), which
-// must then be the same for all of them. A WithWatermark that several
-// outputs read decides late rows for each by the operator its rows reach
-// first there, and gives LateRows a row that any of them dropped, once.
+// of the outputs (all that set one must set the same), else the one the
+// operators that bind a mode give (aggregations Update, mapGroupsWithState
+// Update, flatMapGroupsWithState its own, joins of two streams Append),
+// which must then be the same for all of them (deduplications and
+// transformWithState take any); in Complete mode each output needs an
+// aggregation. A WithWatermark that several outputs read decides late
+// rows for each by the operator its rows reach first there, and gives
+// LateRows a row that any of them dropped, once. Within one output, a
+// stream read twice (a self-join) is compiled twice, as in a query of
+// WriteTo alone. An output given twice is refused.
 func WriteAll(outputs ...Output) *Writers {
 	return &Writers{outputs: outputs}
 }
@@ -396,17 +393,7 @@ func checkOutputModes(ops []operatorInfo, mode OutputMode, modeSet bool) []error
 // upstreamOf returns the indices of the operators upstream of op, the
 // operator at index i, in order, each once.
 func (op operatorInfo) upstreamOf(i int) []int {
-	var up []int
-	for j := op.upstream; j < i; j++ {
-		up = append(up, j)
-	}
-	for _, j := range op.reached {
-		if !slices.Contains(up, j) {
-			up = append(up, j)
-		}
-	}
-	slices.Sort(up)
-	return up
+	return upstreamSet(op.upstream, i, op.reached)
 }
 
 // queryMode is the output mode a query of the operator alone would take.

@@ -214,9 +214,10 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // left out of those, and counted. Session windows whose rows each have a
 // gap of their own (GapBy) decide in the aggregation, by each row's own
 // session: their late rows are counted there, not sent to LateRows.
-// Where several branches of a query read the stream (a self-join, the
-// outputs of WriteAll), each decides by the operator its rows reach
-// first, and LateRows gets a row that any of them dropped once.
+// Where several outputs of WriteAll read the stream, each decides by the
+// operator its rows reach first, and LateRows gets a row that any of them
+// dropped once; branches of one output (a self-join) each have a
+// watermark stage of their own.
 func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.Duration, opts ...WatermarkOption[T]) Stream[T] {
 	var cfg watermarkConfig[T]
 	for _, o := range opts {
@@ -258,13 +259,21 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			emit(t)
 		}
 		var registered bool
-		f, registered = shared(c, id, branch)
+		if g, ok := c.fans[id].(*fan[T]); ok && g.output == c.output {
+			// Read again within one output: a stage of its own, as always
+			// (see once), so that an operator before it is compiled anew
+			// too and a checkpoint keeps its operators.
+			f = &fan[T]{c: c, emits: []func(*T){branch}}
+		} else {
+			f, registered = shared(c, id, branch)
+		}
 		// The rows from here on carry this watermark's event time, even
 		// those that came out of an operator before it.
 		defer func() { c.stamped, c.unstamped = len(c.ops), false }()
 		if registered {
 			return
 		}
+		f.output = c.output
 		mark := c.plan.Watermarks
 		c.plan.Watermarks++
 		c.watermarkDelay = delay

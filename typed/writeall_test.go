@@ -340,6 +340,14 @@ func TestOneOutputKeepsItsOperators(t *testing.T) {
 		{"two outputs", func(d typed.Stream[fixtures.Click]) *typed.Writers {
 			return typed.WriteAll(typed.WriteTo(d, newSink[fixtures.Click]()), typed.WriteTo(typed.Filter(d, func(c *fixtures.Click) bool { return c.User == "ann" }), newSink[fixtures.Click]()))
 		}, 1},
+		{"one output, through a watermark", func(d typed.Stream[fixtures.Click]) *typed.Writers {
+			w := typed.WithWatermark(d, clickTime, time.Minute)
+			return typed.WriteAll(typed.WriteTo(typed.Union(w, typed.Filter(w, func(c *fixtures.Click) bool { return c.User == "ann" })), newSink[fixtures.Click]()))
+		}, 2},
+		{"two outputs, through a watermark", func(d typed.Stream[fixtures.Click]) *typed.Writers {
+			w := typed.WithWatermark(d, clickTime, time.Minute)
+			return typed.WriteAll(typed.WriteTo(w, newSink[fixtures.Click]()), typed.WriteTo(typed.Filter(w, func(c *fixtures.Click) bool { return c.User == "ann" }), newSink[fixtures.Click]()))
+		}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)

@@ -91,13 +91,7 @@ type Pipeline[In, Out any] struct {
 // Its checkpoint is in a temporary directory of t's.
 func NewPipeline[In, Out any](t testing.TB, build func(typed.Stream[In]) typed.Stream[Out], opts ...Option[In]) *Pipeline[In, Out] {
 	t.Helper()
-	d := &Pipeline[In, Out]{t: t, dir: t.TempDir(), out: &collect[Out]{}, late: &collect[feed[In]]{}}
-	d.cfg.start = Start
-	for _, o := range opts {
-		o(&d.cfg)
-	}
-	d.clock = runtime.NewManualClock(d.cfg.start)
-	d.input = typed.NewMemoryStream[feed[In]]("typedtest", 0)
+	d := newDriver[In, Out](t, opts)
 	d.writer = func() starter {
 		w := typed.WriteTo(build(d.rows()), typed.Sink[Out](d.out))
 		if d.cfg.mode != nil {
@@ -127,18 +121,29 @@ func (d *Pipeline[In, Out]) rows() typed.Stream[In] {
 // several topics: build makes the outputs of its input, each a
 // typed.WriteTo of a stream to an Output of the test's (made with
 // NewOutput), whose Take returns the rows it got. Run and the driver's
-// other steps return no rows; the OutputMode option is left to the
-// outputs' own. Its checkpoint is in a temporary directory of t's.
+// other steps return no rows; the outputs set their own modes (the
+// OutputMode option fails the test). Its checkpoint is in a temporary
+// directory of t's.
 func NewQuery[In any](t testing.TB, build func(typed.Stream[In]) []typed.Output, opts ...Option[In]) *Pipeline[In, struct{}] {
 	t.Helper()
-	d := &Pipeline[In, struct{}]{t: t, dir: t.TempDir(), out: &collect[struct{}]{}, late: &collect[feed[In]]{}}
+	d := newDriver[In, struct{}](t, opts)
+	if d.cfg.mode != nil {
+		t.Fatal("typedtest: NewQuery with OutputMode: set the mode on the outputs (typed.Writer.OutputMode)")
+	}
+	d.writer = func() starter { return typed.WriteAll(build(d.rows())...) }
+	return d
+}
+
+// newDriver returns a driver with opts, its checkpoint in a temporary
+// directory of t's, before its query is set.
+func newDriver[In, Out any](t testing.TB, opts []Option[In]) *Pipeline[In, Out] {
+	d := &Pipeline[In, Out]{t: t, dir: t.TempDir(), out: &collect[Out]{}, late: &collect[feed[In]]{}}
 	d.cfg.start = Start
 	for _, o := range opts {
 		o(&d.cfg)
 	}
 	d.clock = runtime.NewManualClock(d.cfg.start)
 	d.input = typed.NewMemoryStream[feed[In]]("typedtest", 0)
-	d.writer = func() starter { return typed.WriteAll(build(d.rows())...) }
 	return d
 }
 
