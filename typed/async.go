@@ -29,9 +29,9 @@ import (
 // and stops the query with it, naming f; f decides what to write for a
 // lookup that finds nothing, or for a failure to retry or to skip.
 // Each branch of a query that reads the stream (a self-join, the outputs
-// of WriteAll) has calls of its own: a lookup that several outputs need
-// goes before the stateful operator they share, or is done once per
-// branch. A concurrency below 1 is 1. Each call costs about a microsecond
+// of WriteAll) has calls of its own: put a lookup that several outputs
+// need before a stateful operator they share to call it once a row. A
+// concurrency below 1 is 1. Each call costs about a microsecond
 // beyond f (a goroutine and a handoff; see bench/README.md): for a
 // function that does not wait, Map is faster.
 func MapAsync[T, U any](s Stream[T], f func(ctx context.Context, row T) (U, error), concurrency int) Stream[U] {
