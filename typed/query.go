@@ -127,12 +127,14 @@ func (ws *Writers) Start(ctx context.Context, opts ...runtime.Option) (*Query, e
 	if len(ws.outputs) == 0 {
 		return nil, errors.New("streamgen: cannot start the query: WriteAll of no outputs")
 	}
-	c := &compiler{}
-	bound := make([]boundOutput, len(ws.outputs))
 	for i, o := range ws.outputs {
 		if slices.Contains(ws.outputs[:i], o) {
 			return nil, fmt.Errorf("streamgen: cannot start the query: output %d of WriteAll is output %d again (each batch would be written twice)", i+1, slices.Index(ws.outputs, o)+1)
 		}
+	}
+	c := &compiler{}
+	bound := make([]boundOutput, len(ws.outputs))
+	for i, o := range ws.outputs {
 		c.output = i
 		bound[i] = o.bind(c)
 		bound[i].index = i
