@@ -151,6 +151,21 @@ func (f *fan[T]) emit(t *T) {
 	}
 }
 
+// sharedAcrossOutputs is shared for a stream that only the outputs of
+// WriteAll share: read again within the output that compiled it, it
+// returns a nil fan, and the caller compiles the stream anew, as a query
+// of one output always has (so that its checkpoint keeps its operators).
+func sharedAcrossOutputs[T any](c *compiler, id *byte, emit func(*T)) (*fan[T], bool) {
+	if f, ok := c.fans[id].(*fan[T]); ok && f.output == c.output {
+		return nil, false
+	}
+	f, registered := shared(c, id, emit)
+	if !registered {
+		f.output = c.output
+	}
+	return f, registered
+}
+
 // once makes the stateful operator of s compile once per query however
 // many outputs of WriteAll read it (see compiler.fans): its state and its
 // rows are one, each output gets every row it writes. Within one output,
@@ -161,16 +176,15 @@ func once[T any](s Stream[T]) Stream[T] {
 	id := new(byte)
 	attach := s.attach
 	s.attach = func(c *compiler, emit func(*T)) {
-		if f, ok := c.fans[id].(*fan[T]); ok && f.output == c.output {
+		f, registered := sharedAcrossOutputs(c, id, emit)
+		if f == nil {
 			attach(c, emit)
 			return
 		}
-		f, registered := shared(c, id, emit)
 		if registered {
 			c.unstamped = true
 			return
 		}
-		f.output = c.output
 		ops, reached := len(c.ops), len(c.reached)
 		attach(c, f.emit)
 		f.compiled(ops, reached)

@@ -258,14 +258,11 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			}
 			emit(t)
 		}
-		var registered bool
-		if g, ok := c.fans[id].(*fan[T]); ok && g.output == c.output {
-			// Read again within one output: a stage of its own, as always
-			// (see once), so that an operator before it is compiled anew
-			// too and a checkpoint keeps its operators.
+		f, registered := sharedAcrossOutputs(c, id, branch)
+		if f == nil {
+			// Read again within one output: a stage of its own, so that
+			// an operator before it is compiled anew too.
 			f = &fan[T]{c: c, emits: []func(*T){branch}}
-		} else {
-			f, registered = shared(c, id, branch)
 		}
 		// The rows from here on carry this watermark's event time, even
 		// those that came out of an operator before it.
@@ -273,7 +270,6 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 		if registered {
 			return
 		}
-		f.output = c.output
 		mark := c.plan.Watermarks
 		c.plan.Watermarks++
 		c.watermarkDelay = delay
