@@ -43,6 +43,16 @@ type QueryProgress struct {
 	Tables []TableProgress `json:"tables,omitempty"`
 }
 
+// OutputRows is the rows the batch wrote, as text: the sink's, and,
+// for a query of several outputs, each other sink's after a "+" ("3+2").
+func (p *QueryProgress) OutputRows() string {
+	out := strconv.FormatInt(p.Sink.NumOutputRows, 10)
+	for _, s := range p.OtherSinks {
+		out += "+" + strconv.FormatInt(s.NumOutputRows, 10)
+	}
+	return out
+}
+
 // TableProgress reports a static table a batch joined its rows with.
 type TableProgress struct {
 	Name string `json:"name"`

@@ -157,14 +157,8 @@ func inspectSummary(dir string, asJSON bool, stdout io.Writer) error {
 			for _, op := range r.StateOperators {
 				state += op.NumRowsTotal
 			}
-			// A query of several outputs: the first sink's rows, then each
-			// other's after a "+".
-			out := strconv.FormatInt(r.Sink.NumOutputRows, 10)
-			for _, o := range r.OtherSinks {
-				out += "+" + strconv.FormatInt(o.NumOutputRows, 10)
-			}
 			fmt.Fprintf(w, "%d\t%s\t%d\t%.0f\t%d\t%s\t%d\t%d\t\n", r.BatchID, r.Timestamp.UTC().Format(time.RFC3339), r.NumInputRows,
-				r.ProcessedRowsPerSecond, r.DurationMs[runtime.DurationTriggerExecution], out, r.NumDeadLetters, state)
+				r.ProcessedRowsPerSecond, r.DurationMs[runtime.DurationTriggerExecution], r.OutputRows(), r.NumDeadLetters, state)
 		}
 		if err := w.Flush(); err != nil {
 			return err

@@ -56,8 +56,8 @@ func (p *progressLine) OnQueryProgress(r runtime.QueryProgress) {
 	for _, op := range r.StateOperators {
 		late += op.NumRowsDroppedByWatermark
 	}
-	line := fmt.Sprintf("%s: batch %d: %d rows in (%.0f/s), %d out, %d late, %d dead letters", p.name(r.ID, r.Name),
-		r.BatchID, r.NumInputRows, r.InputRowsPerSecond, r.Sink.NumOutputRows, late, r.NumDeadLetters)
+	line := fmt.Sprintf("%s: batch %d: %d rows in (%.0f/s), %s out, %d late, %d dead letters", p.name(r.ID, r.Name),
+		r.BatchID, r.NumInputRows, r.InputRowsPerSecond, r.OutputRows(), late, r.NumDeadLetters)
 	if r.EventTime != nil && r.EventTime["watermark"] != "" {
 		line += ", watermark " + r.EventTime["watermark"]
 	}

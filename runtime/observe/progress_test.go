@@ -12,13 +12,16 @@ import (
 	"github.com/streamgen/streamgen/typed"
 )
 
-// TestProgress: a line when the query starts, one a batch with its rows,
-// and one when it stops, under the query's name.
+// TestProgress: a line when the query starts, one a batch with its rows
+// (each sink's, of a query of two outputs: every click, and Ann's), and
+// one when it stops, under the query's name.
 func TestProgress(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 3)
 	m.Add(sessionClicks()...)
 	var out strings.Builder
-	q, err := typed.WriteTo(typed.FromMemory(m), typed.NewMemorySink[fixtures.Click]()).Start(context.Background(),
+	clicks := typed.FromMemory(m)
+	ann := typed.Filter(clicks, func(c *fixtures.Click) bool { return c.User == "ann" })
+	q, err := typed.WriteAll(typed.WriteTo(clicks, typed.NewMemorySink[fixtures.Click]()), typed.WriteTo(ann, typed.NewMemorySink[fixtures.Click]())).Start(context.Background(),
 		runtime.Name("clicks"), runtime.WithTrigger(runtime.AvailableNow()), observe.Progress(&out))
 	if err != nil {
 		t.Fatal(err)
@@ -36,7 +39,10 @@ func TestProgress(t *testing.T) {
 	}
 	for i, r := range reports {
 		want := "clicks: batch " + itoa(r.BatchID) + ": " + itoa(r.NumInputRows) + " rows in"
-		if !strings.HasPrefix(lines[i+1], want) || !strings.Contains(lines[i+1], itoa(r.Sink.NumOutputRows)+" out") {
+		if len(r.OtherSinks) != 1 {
+			t.Fatalf("batch %d: %d other sinks, want 1", r.BatchID, len(r.OtherSinks))
+		}
+		if !strings.HasPrefix(lines[i+1], want) || !strings.Contains(lines[i+1], ", "+itoa(r.Sink.NumOutputRows)+"+"+itoa(r.OtherSinks[0].NumOutputRows)+" out") {
 			t.Errorf("batch line %q, want it to start %q", lines[i+1], want)
 		}
 	}

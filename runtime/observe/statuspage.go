@@ -36,7 +36,7 @@ import (
 //	 "latest" (the last of "batches", null before the first),
 //	 "phases": ["latestOffset", "getBatch", "stateOperators", "timers",
 //	            "sink", "walCommit", "other"],
-//	 "batches": [{"batchId", "timestamp", "numInputRows", "numOutputRows",
+//	 "batches": [{"batchId", "timestamp", "numInputRows", "numOutputRows" (over every sink),
 //	              "inputRowsPerSecond", "processedRowsPerSecond",
 //	              "durationMs": [one number per phase, they add up to the batch],
 //	              "stateRows" (over every operator), "lateRows", "numDeadLetters", "diskBytes",
@@ -197,6 +197,9 @@ func newBatchPoint(p *runtime.QueryProgress) batchPoint {
 		ProcessedRowsPerSecond: p.ProcessedRowsPerSecond,
 		NumDeadLetters:         p.NumDeadLetters,
 		DiskBytes:              p.StateStore.DiskBytes,
+	}
+	for _, s := range p.OtherSinks {
+		b.NumOutputRows += s.NumOutputRows
 	}
 	for _, op := range p.StateOperators {
 		b.LateRows += op.NumRowsDroppedByWatermark

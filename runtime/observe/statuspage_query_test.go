@@ -142,6 +142,9 @@ func chartValues(p runtime.QueryProgress) chartWant {
 		e.lateRows += op.NumRowsDroppedByWatermark
 	}
 	e.outputRows, e.deadLetters = p.Sink.NumOutputRows, p.NumDeadLetters
+	for _, s := range p.OtherSinks {
+		e.outputRows += s.NumOutputRows
+	}
 	e.diskMiB = math.Round(float64(p.StateStore.DiskBytes)/(1<<20)*100) / 100
 	if len(p.Sources) == 1 && p.Sources[0].Lag != nil {
 		// Every click is added before the query starts: the rows after

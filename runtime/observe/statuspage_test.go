@@ -87,6 +87,10 @@ func syntheticProgress(id, run string, batch int64, start time.Time) runtime.Que
 		StateOperators: []runtime.StateOperatorProgress{{NumRowsTotal: batch}, {NumRowsTotal: 7}},
 		Sink:           runtime.SinkProgress{NumOutputRows: batch + 1},
 	}
+	if batch%4 == 1 {
+		// A query of several outputs (typed.WriteAll).
+		p.OtherSinks = []runtime.SinkProgress{{Description: "second", NumOutputRows: 2 * batch}, {Description: "third", NumOutputRows: 5}}
+	}
 	switch {
 	case batch%10 == 0:
 		// no watermark yet
@@ -104,7 +108,7 @@ func checkBatch(t *testing.T, got apiBatch, p runtime.QueryProgress) {
 	want := chartValues(p)
 	if got.BatchID != want.batch || got.InputRowsPerSecond != want.inputRate || got.ProcessedRowsPerSecond != want.processRate ||
 		got.StateRows != want.stateRows || !got.Timestamp.Equal(p.Timestamp) ||
-		got.NumInputRows != p.NumInputRows || got.NumOutputRows != p.Sink.NumOutputRows {
+		got.NumInputRows != p.NumInputRows || got.NumOutputRows != want.outputRows {
 		t.Errorf("batch %d: got %+v, want %+v from %+v", p.BatchID, got, want, p)
 	}
 	if len(got.DurationMs) != len(phaseNames) {
