@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -51,6 +52,8 @@ type Output interface {
 	// bind compiles the output's stream with c (its inputs and operators
 	// registered with c) and returns its part of the plan.
 	bind(c *compiler) boundOutput
+	// sinkValue is the sink the output writes to.
+	sinkValue() any
 }
 
 // boundOutput is an Output compiled for one query.
@@ -65,6 +68,8 @@ type boundOutput struct {
 	// index is the output's place among the query's.
 	index int
 }
+
+func (w *Writer[T]) sinkValue() any { return w.sink }
 
 func (w *Writer[T]) bind(c *compiler) boundOutput {
 	var out []T
@@ -116,7 +121,8 @@ type Writers struct {
 // rows for each by the operator its rows reach first there, and gives
 // LateRows a row that any of them dropped, once. Within one output, a
 // stream read twice (a self-join) is compiled twice, as in a query of
-// WriteTo alone. An output given twice is refused.
+// WriteTo alone. An output given twice is refused, and so is one sink
+// given to two outputs (write the Union of their streams to it instead).
 func WriteAll(outputs ...Output) *Writers {
 	return &Writers{outputs: outputs}
 }
@@ -130,6 +136,10 @@ func (ws *Writers) Start(ctx context.Context, opts ...runtime.Option) (*Query, e
 	for i, o := range ws.outputs {
 		if slices.Contains(ws.outputs[:i], o) {
 			return nil, fmt.Errorf("streamgen: cannot start the query: output %d of WriteAll is output %d again (each batch would be written twice)", i+1, slices.Index(ws.outputs, o)+1)
+		}
+		if j := slices.IndexFunc(ws.outputs[:i], func(p Output) bool { return sameSink(p.sinkValue(), o.sinkValue()) }); j >= 0 {
+			return nil, fmt.Errorf("streamgen: cannot start the query: output %d of WriteAll writes to the sink of output %d (%s), which takes one write a batch, by the batch's id: one output's rows would be lost; write the Union of the two streams to it instead",
+				i+1, j+1, sinkDescription(o.sinkValue()))
 		}
 	}
 	c := &compiler{}
@@ -170,6 +180,14 @@ func (ws *Writers) Start(ctx context.Context, opts ...runtime.Option) (*Query, e
 		c.closeAll()
 	}
 	return q, err
+}
+
+// sameSink says a and b are one sink: the same pointer, or equal values
+// of one comparable type (a sink of a type that cannot be compared, a
+// func, is taken as distinct).
+func sameSink(a, b any) bool {
+	t := reflect.TypeOf(a)
+	return t != nil && t == reflect.TypeOf(b) && t.Comparable() && a == b
 }
 
 // sinkDescription names a sink in progress reports.

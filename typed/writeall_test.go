@@ -261,6 +261,15 @@ func TestWriteAllRefuses(t *testing.T) {
 			return []typed.Output{w, w}
 		},
 		want: "output 2 of WriteAll is output 1 again",
+	}, {
+		name: "one sink for two outputs",
+		outputs: func() []typed.Output {
+			s := source()
+			sink := newSink[fixtures.Click]()
+			ann := typed.Filter(s, func(c *fixtures.Click) bool { return c.User == "ann" })
+			return []typed.Output{typed.WriteTo(s, newSink[fixtures.Click]()), typed.WriteTo(ann, sink), typed.WriteTo(s, sink)}
+		},
+		want: "output 3 of WriteAll writes to the sink of output 2",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, err := typed.WriteAll(tc.outputs()...).Start(context.Background())
@@ -272,6 +281,32 @@ func TestWriteAllRefuses(t *testing.T) {
 				t.Fatalf("error %q, want one saying %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestWriteAllForeachBatches: two ForeachBatch sinks, funcs, which
+// cannot be compared, are two sinks, each getting its output's rows.
+func TestWriteAllForeachBatches(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 7)
+	in := clicks(30, 3)
+	m.Add(in...)
+	var all, ann int
+	count := func(n *int) typed.Sink[fixtures.Click] {
+		return typed.ForeachBatch(func(_ context.Context, _ int64, rows []fixtures.Click) error {
+			*n += len(rows)
+			return nil
+		})
+	}
+	s := typed.FromMemory(m)
+	runAllToEnd(t, typed.WriteAll(typed.WriteTo(s, count(&all)), typed.WriteTo(typed.Filter(s, func(c *fixtures.Click) bool { return c.User == "ann" }), count(&ann))))
+	wantAnn := 0
+	for _, c := range in {
+		if c.User == "ann" {
+			wantAnn++
+		}
+	}
+	if all != len(in) || ann != wantAnn || wantAnn == 0 {
+		t.Fatalf("the sinks got %d and %d rows, want %d and %d", all, ann, len(in), wantAnn)
 	}
 }
 
