@@ -76,6 +76,9 @@ type compiler struct {
 	flushes []func()
 	// output is the index of the output being compiled (WriteAll).
 	output int
+	// tables are the static tables the query joins, each a *queryTable
+	// by its *Table: every join with a table uses one run of it.
+	tables map[any]any
 }
 
 // fan hands the rows of a stream compiled once to every branch of the

@@ -38,35 +38,13 @@ func JoinTable[S any, K comparable, V, Out any](s Stream[S], key func(*S) K, t *
 	name := funcName(row)
 	null := nullCheck[K]()
 	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
-		run := &tableRun[K, V]{t: t}
-		c.prepares = append(c.prepares, func(ctx context.Context) error {
-			if err := run.start(ctx); err != nil {
-				return fmt.Errorf("JoinTable (%s): %w", name, unprefixed(err))
-			}
-			return nil
-		})
-		c.plan.Closers = append(c.plan.Closers, run.close)
+		run := tableOf(c, t)
 		var (
-			version *tableVersion[K, V]
-			pinned  *runtime.Batch
-			out     Out // the row being written (see Map)
-			k       K   // its key, which null reads through a pointer
+			out Out // the row being written (see Map)
+			k   K   // its key, which null reads through a pointer
 		)
-		c.batchEnds = append(c.batchEnds, func() {
-			if version != nil {
-				run.release(version)
-				pinned, version = nil, nil
-			}
-		})
 		s.attach(c, func(r *S) {
-			if c.batch != pinned {
-				// One version for the whole batch, until its end.
-				if version != nil {
-					run.release(version)
-				}
-				pinned, version = c.batch, run.acquire()
-				c.batch.UseTable(version.progress)
-			}
+			version := run.forBatch(c.batch)
 			c.stage = name
 			k = key(r)
 			var matches []V
@@ -90,6 +68,55 @@ func JoinTable[S any, K comparable, V, Out any](s Stream[S], key func(*S) K, t *
 			c.stage = ""
 		})
 	}}
+}
+
+// queryTable is a static table as one query uses it: one run, loaded
+// once at Start however many joins read the table, and one version a
+// batch, which every join of the batch's rows uses.
+type queryTable[K comparable, V any] struct {
+	run     *tableRun[K, V]
+	version *tableVersion[K, V]
+	pinned  *runtime.Batch
+}
+
+// tableOf returns t's run in the query c compiles, making it at the
+// first join with t.
+func tableOf[K comparable, V any](c *compiler, t *Table[K, V]) *queryTable[K, V] {
+	if q, ok := c.tables[t].(*queryTable[K, V]); ok {
+		return q
+	}
+	q := &queryTable[K, V]{run: &tableRun[K, V]{t: t}}
+	if c.tables == nil {
+		c.tables = map[any]any{}
+	}
+	c.tables[t] = q
+	c.prepares = append(c.prepares, func(ctx context.Context) error {
+		if err := q.run.start(ctx); err != nil {
+			return fmt.Errorf("JoinTable: %w", unprefixed(err))
+		}
+		return nil
+	})
+	c.plan.Closers = append(c.plan.Closers, q.run.close)
+	c.batchEnds = append(c.batchEnds, func() {
+		if q.version != nil {
+			q.run.release(q.version)
+			q.pinned, q.version = nil, nil
+		}
+	})
+	return q
+}
+
+// forBatch returns the version b joins its rows with: the current one
+// at b's first row, held until b's end.
+func (q *queryTable[K, V]) forBatch(b *runtime.Batch) *tableVersion[K, V] {
+	if b != q.pinned {
+		if q.version != nil {
+			q.run.release(q.version)
+		}
+		q.pinned, q.version = b, q.run.acquire()
+		b.UseTable(q.version.progress)
+	}
+	return q.version
 }
 
 // JoinTableStream joins the static table t with each row of the stream s

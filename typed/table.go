@@ -19,9 +19,10 @@ import (
 
 // Table is a static table of rows by key, known before the stream it is
 // joined with (Spark's stream-static join: JoinTable). It is a
-// description: each query that joins with it loads it when it starts,
-// off the batch path, and, with RefreshEvery, again at an interval, each
-// load a new version; a batch joins all its rows with one version, which
+// description: each query that joins with it loads it when it starts
+// (once, however many of its joins and outputs read it), off the batch
+// path, and, with RefreshEvery, again at an interval, each load a new
+// version; a batch joins all its rows with one version, which
 // its progress report names (QueryProgress.Tables). A key may have several
 // rows, as a relation may: a stream row joins each. A Table is safe for
 // concurrent use by the queries that join with it.

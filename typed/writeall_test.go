@@ -311,19 +311,26 @@ func TestWriteAllForeachBatches(t *testing.T) {
 }
 
 // TestWriteAllJoinsAStaticTable: two outputs read one join of the clicks
-// with a static table of users' teams: each gets the joined rows of a
-// plain loop (the first all of them, the second those of team red).
+// with a static table of users' teams, and a third joins the table again:
+// each gets the joined rows of a plain loop (the first all of them, the
+// second those of team red, the third the clicks of team blue, from a join of
+// its own), and
+// the table loads once.
 func TestWriteAllJoinsAStaticTable(t *testing.T) {
 	type member struct{ User, Team string }
 	teams := []member{{"ann", "red"}, {"bob", "blue"}, {"cy", "red"}, {"dee", "blue"}}
 	in := clicks(60, 4)
 	var want, wantRed []string
+	var wantBlue []fixtures.Click
 	for _, c := range in {
 		for _, m := range teams {
 			if m.User == c.User {
 				want = append(want, c.User+" "+m.Team+" "+c.Page)
 				if m.Team == "red" {
 					wantRed = append(wantRed, c.User+" "+m.Team+" "+c.Page)
+				}
+				if m.Team == "blue" {
+					wantBlue = append(wantBlue, fixtures.Click{User: m.Team, Time: c.Time, Page: c.Page})
 				}
 			}
 		}
@@ -335,21 +342,35 @@ func TestWriteAllJoinsAStaticTable(t *testing.T) {
 	}, func(m *member) string { return m.User })
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 7)
 	m.Add(in...)
-	joined := typed.JoinTable(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }, table, typed.Inner,
+	src := typed.FromMemory(m)
+	joined := typed.JoinTable(src, func(c *fixtures.Click) string { return c.User }, table, typed.Inner,
 		func(j typed.Joined[string, fixtures.Click, member]) string {
 			return j.Key + " " + j.Right.Team + " " + j.Left.Page
 		})
 	red := typed.Filter(joined, func(s *string) bool { return strings.Contains(*s, " red ") })
-	all, reds := newSink[string](), newSink[string]()
-	runAllToEnd(t, typed.WriteAll(typed.WriteTo(joined, all), typed.WriteTo(red, reds)))
-	if loads == 0 {
-		t.Fatal("the table never loaded")
+	// The clicks with the user's team in place of the user, of team blue.
+	blue := typed.Filter(typed.JoinTable(src, func(c *fixtures.Click) string { return c.User }, table, typed.Inner,
+		func(j typed.Joined[string, fixtures.Click, member]) fixtures.Click {
+			return fixtures.Click{User: j.Right.Team, Time: j.Left.Time, Page: j.Left.Page}
+		}), func(c *fixtures.Click) bool { return c.User == "blue" })
+	all, reds, blues := newSink[string](), newSink[string](), newSink[fixtures.Click]()
+	runAllToEnd(t, typed.WriteAll(typed.WriteTo(joined, all), typed.WriteTo(red, reds), typed.WriteTo(blue, blues)))
+	if loads != 1 {
+		t.Fatalf("the table loaded %d times, want once", loads)
 	}
 	if got := slices.Concat(sortedBatches(all.snapshot())...); !slices.Equal(got, want) {
 		t.Fatalf("the first output got %v, want %v", got, want)
 	}
 	if got := slices.Concat(sortedBatches(reds.snapshot())...); !slices.Equal(got, wantRed) {
 		t.Fatalf("the second output got %v, want %v", got, wantRed)
+	}
+	var gotBlue []fixtures.Click
+	for _, b := range blues.snapshot() {
+		gotBlue = append(gotBlue, b...)
+	}
+	slices.SortFunc(gotBlue, func(a, b fixtures.Click) int { return a.Time.Compare(b.Time) })
+	if !slices.Equal(gotBlue, wantBlue) {
+		t.Fatalf("the third output got %v, want %v", gotBlue, wantBlue)
 	}
 }
 
