@@ -402,3 +402,29 @@ func TestAggregationOutputModes(t *testing.T) {
 		t.Fatalf("mapGroupsWithState before an aggregation, in Complete mode: err = %v", err)
 	}
 }
+
+// TestWindowsRefused: windows that cannot be are refused at Start, with
+// what is wrong.
+func TestWindowsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		windows typed.Windows
+		want    string
+	}{
+		{typed.Session(0), "Session(0s): the gap must be positive"},
+		{typed.TimeDifference(1500 * time.Microsecond), "a positive whole number of milliseconds"},
+		{typed.Sliding(time.Minute, 0), "both must be positive"},
+		{typed.Tumbling(time.Minute).JoiningOpenSessions(), "Tumbling(1m0s).JoiningOpenSessions(): only session windows have sessions to join"},
+	} {
+		src := typed.WithWatermark(typed.FromMemory(typed.NewMemoryStream[fixtures.Click]("clicks", 0)), clickTime, time.Minute)
+		counts := typed.AggregateWindows(typed.GroupByWindow(src, clickTime, tc.windows, func(c *fixtures.Click) string { return c.User }),
+			typed.Count[fixtures.Click](), countRow)
+		q, err := typed.WriteTo(counts, newSink[windowCount]()).Start(t.Context())
+		if err == nil {
+			q.Stop()
+			t.Fatalf("%v: started", tc.windows)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %q, want one saying %q", tc.windows, err, tc.want)
+		}
+	}
+}

@@ -53,9 +53,11 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 				}
 				return 1
 			}
-			if ws.gapOf != nil {
-				// Each row's gap is its own: the operator judges (lateRow).
+			if ws.gapOf != nil || ws.windows.joinOpen {
+				// Each row's gap is its own, or a late row may join an
+				// open session: the operator judges (HandleRows).
 				op.dropsLate = func() bool { return c.outputMode != Complete }
+				op.joinOpen = ws.windows.joinOpen
 				info.late = func(time.Time, time.Time) int64 { return 0 }
 			}
 		}
@@ -77,14 +79,19 @@ type sessionOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] stru
 	agg       Aggregator[T, Acc, Out]
 	eventTime func(*T) time.Time
 	gapOf     func(*T) time.Duration
-	// dropsLate, set for rows of gaps of their own (GapBy) under a
-	// watermark, reports whether the operator drops late rows itself.
+	// dropsLate, set for rows of gaps of their own (GapBy) or sessions
+	// JoiningOpenSessions under a watermark, reports whether the
+	// operator drops late rows itself.
 	dropsLate func() bool
-	output    func(Window, K, Out) Row
-	emitDown  func(*Row)
-	sessions  []sessionWindow[Acc]
-	ends      []time.Time
-	buf       []byte
+	// joinOpen: a late row joins the open sessions it touches
+	// (Windows.JoiningOpenSessions).
+	joinOpen bool
+	output   func(Window, K, Out) Row
+	emitDown func(*Row)
+	sessions []sessionWindow[Acc]
+	byTime   []timedRow
+	ends     []time.Time
+	buf      []byte
 }
 
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
@@ -187,21 +194,35 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 		return err
 	}
 	before := o.endsOf()
-	byTime := slices.Clone(rows)
-	slices.SortStableFunc(byTime, func(a, b int32) int {
-		return o.eventTime(&o.rows[a]).Compare(o.eventTime(&o.rows[b]))
-	})
 	b := k.Batch()
 	late := o.dropsLate != nil && o.dropsLate() && !b.LateWatermark.IsZero()
-	added := false
-	for _, j := range byTime {
+	// Each row's time, read once; the rows that are not late first, in
+	// event-time order: a late row joins the sessions they made
+	// (JoiningOpenSessions).
+	byTime := o.byTime[:0]
+	for _, j := range rows {
 		r := &o.rows[j]
 		t, gap := o.eventTime(r), o.gapOf(r)
+		byTime = append(byTime, timedRow{j: j, t: t, gap: gap, late: late && !t.Add(gap).After(b.LateWatermark)})
+	}
+	slices.SortStableFunc(byTime, func(x, y timedRow) int {
+		if o.joinOpen && x.late != y.late {
+			if x.late {
+				return 1
+			}
+			return -1
+		}
+		return x.t.Compare(y.t)
+	})
+	o.byTime = byTime
+	added := false
+	for _, tr := range byTime {
+		r, t, gap := &o.rows[tr.j], tr.t, tr.gap
 		if gap <= 0 {
 			continue // as Spark: a row without a session
 		}
 		end := t.Add(gap)
-		if late && !end.After(b.LateWatermark) {
+		if tr.late && !(o.joinOpen && o.touchesOpen(t, end)) {
 			b.DropLate(o.index)
 			continue
 		}
@@ -228,6 +249,26 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 // touch, as Spark's session windows do (a row at exactly a session's end
 // extends it, and so does Flink's SESSION): each merge adds the later
 // session's accumulator to the earlier's.
+// timedRow is a row of a key's batch (its index), its event time and
+// gap, and whether it is late.
+type timedRow struct {
+	j    int32
+	t    time.Time
+	gap  time.Duration
+	late bool
+}
+
+// touchesOpen says [start, end) overlaps or touches one of the key's
+// open sessions (those it has after the rows before).
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) touchesOpen(start, end time.Time) bool {
+	for _, s := range o.sessions {
+		if !s.window.Start.After(end) && !start.After(s.window.End) {
+			return true
+		}
+	}
+	return false
+}
+
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) mergeSessions(sessions []sessionWindow[Acc]) []sessionWindow[Acc] {
 	slices.SortStableFunc(sessions, func(a, b sessionWindow[Acc]) int { return a.window.Start.Compare(b.window.Start) })
 	merged := sessions[:0]

@@ -288,3 +288,38 @@ func TestSparkSessionWindowLateRows(t *testing.T) {
 		{add: []int{75}, want: []string{"40-51:2"}, stateRows: 1},
 	})
 }
+
+// Session windows JoiningOpenSessions, Flink's rule, on one key, with a
+// gap of 10 s and the watermark 10 s behind: a late row (its own session
+// ends at or before the watermark) joins the open sessions it overlaps
+// or touches, and is dropped only when there are none; in a batch, it
+// joins after the rows that are not late.
+func TestSessionWindowJoiningOpenSessions(t *testing.T) {
+	sessions := func(s typed.Stream[fixtures.Click]) typed.Stream[sessionCount] {
+		ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Session(10*time.Second).JoiningOpenSessions(),
+			func(c *fixtures.Click) string { return c.User })
+		return typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, _ string, n int64) sessionCount {
+			return sessionCount{w.Start.Unix(), w.End.Unix(), n}
+		})
+	}
+	text := func(s sessionCount) string { return fmt.Sprintf("%d-%d:%d", s.start, s.end, s.count) }
+	runSparkSteps(t, typed.Append, sessions, text, []sparkStep{
+		{add: []int{40, 41}, stateRows: 1}, // [40, 51); the watermark moves to 31
+		{add: []int{25}, stateRows: 1},     // [25, 35), not late
+		// 15's session, [15, 25), ends before the watermark, and touches
+		// [25, 35): it joins it, and so does 5 then.
+		{add: []int{15}, stateRows: 1},
+		{add: []int{5}, stateRows: 1},
+		// The watermark moves to 50: [5, 35) closes.
+		{add: []int{60}, want: []string{"5-35:3"}, stateRows: 1},
+		// 20's session, [20, 30), touches no open session: dropped.
+		{add: []int{20}, stateRows: 1, droppedRows: 1},
+		// The watermark moves to 65: [40, 51) closes.
+		{add: []int{75}, want: []string{"40-51:2"}, stateRows: 1},
+		// 49, late, touches [60, 70) only once 57, not late, has joined
+		// it: [49, 70).
+		{add: []int{49, 57}, stateRows: 1},
+		// The watermark moves to 80.
+		{add: []int{90}, want: []string{"49-70:3"}, stateRows: 1},
+	})
+}

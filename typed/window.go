@@ -33,6 +33,9 @@ func (w Window) String() string {
 type Windows struct {
 	kind                     windowKind
 	size, slide, gap, offset time.Duration
+	// joinOpen: a late row still joins the open sessions it touches
+	// (JoiningOpenSessions).
+	joinOpen bool
 }
 
 type windowKind int
@@ -84,12 +87,28 @@ func (w Windows) StartingAt(offset time.Duration) Windows {
 	return w
 }
 
+// JoiningOpenSessions makes a Session row that is late, whose own session
+// [t, t+gap) ends at or before the watermark, still join the sessions of
+// its key that are open and that it overlaps or touches, as Flink's
+// session windows merge a row's window with the open ones before they
+// judge it late; it is dropped only when it touches none. By default, as
+// in Spark, every such row is dropped. A batch's rows that are not late
+// join their key's sessions first, then the late ones, each in event-time
+// order. For Session windows only (with or without GapBy).
+func (w Windows) JoiningOpenSessions() Windows {
+	w.joinOpen = true
+	return w
+}
+
 // String writes the windows as the call that makes them, as in
 // "Sliding(10m0s, 5m0s).StartingAt(15s)".
 func (w Windows) String() string {
 	var s string
 	switch w.kind {
 	case session:
+		if w.joinOpen {
+			return "Session(" + w.gap.String() + ").JoiningOpenSessions()"
+		}
 		return "Session(" + w.gap.String() + ")"
 	case timeDifference:
 		return "TimeDifference(" + w.size.String() + ")"
@@ -111,6 +130,9 @@ func (w Windows) meta() *runtime.WindowsMeta {
 }
 
 func (w Windows) validate() error {
+	if w.joinOpen && w.kind != session {
+		return fmt.Errorf("streamgen: %v.JoiningOpenSessions(): only session windows have sessions to join", w)
+	}
 	switch w.kind {
 	case session:
 		if w.gap <= 0 {
