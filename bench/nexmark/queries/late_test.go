@@ -14,9 +14,12 @@ import (
 // and top-N by ROW_NUMBER (q18, q19), a processing-time window (q12), a
 // lookup join (q13), and the stateless queries. Flink keeps their late
 // rows. The others decide by event time: the windows of q5, q7, q8 and
-// q11 drop a row once its window has fired (TestQ8LateRows), and q4 and
-// q9 write an auction's winner once, at its expiry, leaving out the
-// auctions and bids at or before the watermark (see winners).
+// q11 drop a row once its window has fired (TestQ8LateRows,
+// TestWindowsCloseAtTheirLastMillisecond; q7's join keeps every bid,
+// TestQ7LateBids; q11 joins a late bid to an open session it touches,
+// TestQ11LateBids), and q4 and q9 write an auction's winner once, at its
+// expiry, leaving out the auctions and bids at or before the watermark
+// (see winners).
 var keepLateRows = []string{"q0", "q1", "q2", "q3", "q10", "q12", "q13", "q14", "q15", "q16", "q17", "q18", "q19", "q20", "q21", "q22"}
 
 // lateEvents is n events at 1,000 a second from base, each 97th moved

@@ -1,7 +1,6 @@
 package queries_test
 
 import (
-	"encoding/json"
 	"slices"
 	"testing"
 	"time"
@@ -64,21 +63,7 @@ func TestQ8LateRows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	final := func(rows []queries.Q8Row) []string {
-		var lines [][]byte
-		for _, r := range rows {
-			l, err := json.Marshal(r)
-			if err != nil {
-				t.Fatal(err)
-			}
-			lines = append(lines, l)
-		}
-		out, err := queries.Final(q, lines)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
+	final := func(rows []queries.Q8Row) []string { return finalOf(t, q, rows) }
 
 	want := final([]queries.Q8Row{q8(1, "alice", 0), q8(20, "grace", 20_000), q8(21, "frank", 20_000)})
 	for lag := range 4 {

@@ -2586,6 +2586,89 @@ var _ codec.Record = (*Q7Acc)(nil)
 // AppendBinary appends the binary encoding of t to b. It fails only when
 // a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
 // and that fails.
+func (t *Q7Fired) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryQ7Fired(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *Q7Fired) MarshalBinary() ([]byte, error) {
+	return appendBinaryQ7Fired(make([]byte, 0, 8), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of Q7Fired: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *Q7Fired) UnmarshalBinary(b []byte) error {
+	*t = Q7Fired{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryQ7Fired(&d, t, d.End())
+	return d.Wrap("Q7Fired")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *Q7Fired) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONQ7Fired(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Q7Fired's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *Q7Fired) MarshalJSON() ([]byte, error) {
+	if jsonSizeQ7Fired.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ7Fired(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ7Fired.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ7Fired.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONQ7Fired(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ7Fired.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONQ7Fired(jsonSizeQ7Fired.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeQ7Fired.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeQ7Fired codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *Q7Fired) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONQ7Fired(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Q7Fired decode it.
+func (t *Q7Fired) ReadJSON(r *codec.JSONReader) {
+	readJSONQ7Fired(r, t)
+}
+
+// StreamSchema returns the registered schema of Q7Fired.
+func (t *Q7Fired) StreamSchema() *codec.Schema {
+	return schemaQ7Fired
+}
+
+var _ codec.Record = (*Q7Fired)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Q8Row) AppendBinary(b []byte) ([]byte, error) {
 	return appendBinaryQ8Row(b, t)
 }
@@ -12362,6 +12445,107 @@ func readJSONQ7Acc(r *codec.JSONReader, v *Q7Acc) {
 				v.HasRows = x1
 			}
 			r.InField("Q7Acc", "hasRows")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaQ7Fired = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   130538,
+		JSON: "max",
+		Name: "Max",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.Q7Fired",
+})
+
+func appendBinaryQ7Fired(b []byte, v *Q7Fired) ([]byte, error) {
+	var err error
+	b = append(b, 0xa1, 0xbd, 0x7f) // Max: id 130538, int
+	b = codec.AppendInt(b, v.Max)
+	return b, err
+}
+
+func readBinaryQ7Fired(d *codec.Decoder, v *Q7Fired, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// Max
+	if codec.HasTag(b, p, 0x7fbda1, 0xffffff) {
+		q := p + 3
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
+		}
+		v.Max = codec.Zigzag(x)
+		p = q + n
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0x1fdea1:
+			// Max
+			v.Max = d.Int64()
+		default:
+			switch tag >> 4 {
+			case 130538:
+				d.KindChanged("Q7Fired", "Max", tag, codec.KindInt)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONQ7Fired(b []byte, v *Q7Fired) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"max\":"...)
+	b = codec.AppendJSONInt(b, v.Max)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONQ7Fired(r *codec.JSONReader, v *Q7Fired) {
+	if !r.BeginObject("Go value of type queries.Q7Fired") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "max":
+			field = 0
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "MAX":
+				field = 0
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Int("Go value of type int64", 64); ok {
+				v.Max = x
+			}
+			r.InField("Q7Fired", "max")
 		default:
 			r.Unknown(key)
 		}

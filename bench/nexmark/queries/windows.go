@@ -13,6 +13,21 @@ import (
 // (tumbling), q11 (sessions). Each writes a window's rows once, when the
 // watermark passes its end, as Flink does.
 
+// flinkShift moves the windows of q5, q7, q8 and q11 1 ms earlier, and
+// their rows' times with them: each row falls in the window it falls in
+// of the SQL's TUMBLE, HOP or SESSION [s, e), which ends, here, at its
+// last millisecond, e-1 ms. Flink fires a window, and drops the rows
+// that arrive for it after, once the watermark reaches that last
+// millisecond (window_end - 1 <= watermark), where a windowed
+// aggregation closes a window, and drops its late rows, once the
+// watermark reaches the window's end. A row at or before the watermark
+// whose window is still open is not late, in both; a row late for some
+// of its hopping windows counts in the others, in both.
+// q11's sessions also join a row whose own session [t, t+gap) has fired
+// to the bidder's sessions still open that it touches, as Flink merges
+// before it judges a row late (JoiningOpenSessions).
+const flinkShift = time.Millisecond
+
 // Q5Row is q5's row.
 //
 //streamgen:record
@@ -41,11 +56,11 @@ var _ = register(&Query{
 	Title: "hot items: the auctions with the most bids in each 10-second window, every 2 seconds",
 	build: func(events typed.Stream[model.Event], out Output) starter {
 		counts := typed.AggregateWindows(
-			typed.GroupByWindow(bids(events), func(b *model.Bid) time.Time { return b.DateTime }, typed.Sliding(10*time.Second, 2*time.Second),
-				func(b *model.Bid) int64 { return b.Auction }),
+			typed.GroupByWindow(bids(events), func(b *model.Bid) time.Time { return b.DateTime.Add(-flinkShift) },
+				typed.Sliding(10*time.Second, 2*time.Second).StartingAt(-flinkShift), func(b *model.Bid) int64 { return b.Auction }),
 			typed.Count[model.Bid](),
 			func(w typed.Window, auction int64, n int64) Q5Count {
-				return Q5Count{Auction: auction, Start: w.Start.UnixMilli(), Num: n}
+				return Q5Count{Auction: auction, Start: w.Start.Add(flinkShift).UnixMilli(), Num: n}
 			})
 		// The counts of a window, all written in one batch, keep those at
 		// the window's most.
@@ -132,6 +147,28 @@ type Q7Acc struct {
 	HasRows bool    `json:"hasRows"`
 }
 
+// q7Side is a row of q7's join, by the end of the window it is for
+// (Unix ms): the window's bids at its highest price, once it has fired,
+// or a bid.
+type q7Side struct {
+	End   int64
+	Fired bool
+	Rows  []Q7Row
+	Bid   Q7Row
+}
+
+// Q7Fired is q7's state of a window that has fired: its highest price,
+// which the bids that come after it join.
+//
+//streamgen:record
+type Q7Fired struct {
+	Max int64 `json:"max"`
+}
+
+func q7RowOf(b *model.Bid) Q7Row {
+	return Q7Row{Auction: b.Auction, Price: b.Price, Bidder: b.Bidder, DateTime: b.DateTime, Extra: b.Extra}
+}
+
 // q7Bid is a bid for q7's windows: at its own time, or, for a bid at a
 // window's start, also as a bid at the end of the window before.
 type q7Bid struct {
@@ -188,18 +225,67 @@ var _ = register(&Query{
 	Title: "highest bid: the bids at the highest price of each 10-second window",
 	build: func(events typed.Stream[model.Event], out Output) starter {
 		const size = 10 * time.Second
-		windowed := typed.FlatMap(bids(events), func(b *model.Bid) []q7Bid {
-			r := Q7Row{Auction: b.Auction, Price: b.Price, Bidder: b.Bidder, DateTime: b.DateTime, Extra: b.Extra}
+		all := bids(events)
+		// B1, the windows' highest prices, with the bids of each window
+		// at its price, and those at its end, which the BETWEEN counts
+		// with it: a bid at a window's start is also one at the end of
+		// the window before.
+		windowed := typed.FlatMap(all, func(b *model.Bid) []q7Bid {
+			r := q7RowOf(b)
+			at := b.DateTime.Add(-flinkShift)
 			if b.DateTime.Truncate(size).Equal(b.DateTime) {
-				return []q7Bid{{row: r, at: b.DateTime}, {row: r, at: b.DateTime.Add(-time.Nanosecond), atEnd: true}}
+				return []q7Bid{{row: r, at: at}, {row: r, at: at.Add(-time.Nanosecond), atEnd: true}}
 			}
-			return []q7Bid{{row: r, at: b.DateTime}}
+			return []q7Bid{{row: r, at: at}}
 		})
 		highest := typed.AggregateWindows(
-			typed.GroupByWindow(windowed, func(b *q7Bid) time.Time { return b.at }, typed.Tumbling(size), func(*q7Bid) struct{} { return struct{}{} }),
+			typed.GroupByWindow(windowed, func(b *q7Bid) time.Time { return b.at }, typed.Tumbling(size).StartingAt(-flinkShift),
+				func(*q7Bid) struct{} { return struct{}{} }),
 			typed.Aggregator[q7Bid, Q7Acc, []Q7Row](q7Max{}),
-			func(_ typed.Window, _ struct{}, rows []Q7Row) []Q7Row { return rows })
-		return typed.WriteTo(typed.FlatMap(highest, func(rows *[]Q7Row) []Q7Row { return *rows }), sinkOf[Q7Row](out)).OutputMode(typed.Append)
+			func(w typed.Window, _ struct{}, rows []Q7Row) q7Side {
+				return q7Side{End: w.End.Add(flinkShift).UnixMilli(), Fired: true, Rows: rows}
+			})
+		// The join of B with B1 is a regular join, which keeps every bid:
+		// a bid that comes after its window has fired, late for B1, still
+		// joins its row. Each bid goes to the window it is in, and a bid
+		// at a window's start also to the window before.
+		late := typed.FlatMap(all, func(b *model.Bid) []q7Side {
+			ms := b.DateTime.UnixMilli()
+			end := floorTo(ms, size.Milliseconds()) + size.Milliseconds()
+			if ms == end-size.Milliseconds() {
+				return []q7Side{{End: end, Bid: q7RowOf(b)}, {End: ms, Bid: q7RowOf(b)}}
+			}
+			return []q7Side{{End: end, Bid: q7RowOf(b)}}
+		})
+		joined := typed.FlatMapGroupsWithState(typed.GroupByKey(typed.Union(highest, late), func(r *q7Side) int64 { return r.End }),
+			typed.Append, typed.NoTimeout,
+			func(_ int64, rows iter.Seq[q7Side], state *typed.GroupState[Q7Fired], emit func(Q7Row)) error {
+				for r := range rows {
+					if r.Fired {
+						// The batch where the window fires: its bids, this
+						// batch's too, are in its rows. Its price is kept
+						// for the bids that come after.
+						for _, top := range r.Rows {
+							emit(top)
+						}
+						if len(r.Rows) > 0 {
+							state.Update(Q7Fired{Max: r.Rows[0].Price})
+						}
+						return nil
+					}
+				}
+				fired, ok := state.Get()
+				if !ok {
+					return nil // the window is open: its bids are in its rows when it fires
+				}
+				for r := range rows {
+					if r.Bid.Price == fired.Max {
+						emit(r.Bid)
+					}
+				}
+				return nil
+			})
+		return typed.WriteTo(joined, sinkOf[Q7Row](out)).OutputMode(typed.Append)
 	},
 	loop: func(events []model.Event) ([][]byte, error) {
 		// The SQL: each window's highest price; then every bid at that
@@ -282,16 +368,6 @@ func (q8Join) Merge(a, b Q8Seen) Q8Seen {
 
 func (q8Join) Result(s Q8Seen) Q8Seen { return s }
 
-// q8Shift moves q8's windows 1 ms earlier, and its rows' times with them:
-// each row falls in the window it falls in of the SQL's TUMBLE [s, s+10 s),
-// which ends, here, at its last millisecond, s+10 s-1 ms. Flink fires a
-// window, and drops the rows that arrive for it after, once the watermark
-// reaches that last millisecond (window_end - 1 <= watermark), where a
-// windowed aggregation closes a window, and drops its late rows, once the
-// watermark reaches the window's end. A row at or before the watermark
-// whose window is still open is not late, in both.
-const q8Shift = time.Millisecond
-
 var _ = register(&Query{
 	Name:  "q8",
 	Title: "monitor new users: the people who entered and opened an auction in the same 10-second window",
@@ -303,14 +379,14 @@ var _ = register(&Query{
 				}
 				return q8Row{id: e.Auction.Seller, at: e.Auction.DateTime}
 			})
-		windows := typed.GroupByWindow(rows, func(r *q8Row) time.Time { return r.at.Add(-q8Shift) },
-			typed.Tumbling(10*time.Second).StartingAt(-q8Shift), func(r *q8Row) int64 { return r.id })
+		windows := typed.GroupByWindow(rows, func(r *q8Row) time.Time { return r.at.Add(-flinkShift) },
+			typed.Tumbling(10*time.Second).StartingAt(-flinkShift), func(r *q8Row) int64 { return r.id })
 		joined := typed.AggregateWindows(windows, typed.Aggregator[q8Row, Q8Seen, Q8Seen](q8Join{}),
 			func(w typed.Window, id int64, s Q8Seen) []Q8Row {
 				if !s.Person || !s.Seller {
 					return nil
 				}
-				return []Q8Row{{ID: id, Name: s.Name, Stime: w.Start.Add(q8Shift)}}
+				return []Q8Row{{ID: id, Name: s.Name, Stime: w.Start.Add(flinkShift)}}
 			})
 		return typed.WriteTo(typed.FlatMap(joined, func(rows *[]Q8Row) []Q8Row { return *rows }), sinkOf[Q8Row](out)).OutputMode(typed.Append)
 	},
@@ -352,11 +428,11 @@ var _ = register(&Query{
 	Title: "user sessions: the bids of each bidder's sessions, 10 seconds of gap",
 	build: func(events typed.Stream[model.Event], out Output) starter {
 		sessions := typed.AggregateWindows(
-			typed.GroupByWindow(bids(events), func(b *model.Bid) time.Time { return b.DateTime }, typed.Session(10*time.Second),
+			typed.GroupByWindow(bids(events), func(b *model.Bid) time.Time { return b.DateTime.Add(-flinkShift) }, typed.Session(10*time.Second).JoiningOpenSessions(),
 				func(b *model.Bid) int64 { return b.Bidder }),
 			typed.Count[model.Bid](),
 			func(w typed.Window, bidder int64, n int64) Q11Row {
-				return Q11Row{Bidder: bidder, BidCount: n, Starttime: w.Start, Endtime: w.End}
+				return Q11Row{Bidder: bidder, BidCount: n, Starttime: w.Start.Add(flinkShift), Endtime: w.End.Add(flinkShift)}
 			})
 		return typed.WriteTo(sessions, sinkOf[Q11Row](out)).OutputMode(typed.Append)
 	},
