@@ -53,6 +53,15 @@ func (p *QueryProgress) OutputRows() string {
 	return out
 }
 
+// OutputRowsTotal is the rows the batch wrote to all its sinks.
+func (p *QueryProgress) OutputRowsTotal() int64 {
+	n := p.Sink.NumOutputRows
+	for _, s := range p.OtherSinks {
+		n += s.NumOutputRows
+	}
+	return n
+}
+
 // TableProgress reports a static table a batch joined its rows with.
 type TableProgress struct {
 	Name string `json:"name"`

@@ -40,8 +40,9 @@ func JoinTable[S any, K comparable, V, Out any](s Stream[S], key func(*S) K, t *
 	return Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
 		run := tableOf(c, t)
 		var (
-			out Out // the row being written (see Map)
-			k   K   // its key, which null reads through a pointer
+			out     Out // the row being written (see Map)
+			k       K   // its key, which null reads through a pointer
+			scratch []V // this join's rows of a key read from disk
 		)
 		s.attach(c, func(r *S) {
 			version := run.forBatch(c.batch)
@@ -49,7 +50,7 @@ func JoinTable[S any, K comparable, V, Out any](s Stream[S], key func(*S) K, t *
 			k = key(r)
 			var matches []V
 			if null == nil || !null(&k) {
-				matches = version.lookup(k)
+				matches = version.lookup(k, &scratch)
 			}
 			switch {
 			case how == Inner || how == LeftOuter:

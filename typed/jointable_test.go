@@ -432,6 +432,50 @@ func TestTableOnDisk(t *testing.T) {
 	}
 }
 
+// TestTableJoinedTwice: a table joined twice in a row, the second join on
+// a column of the first's matches, gives every pair of matches, in memory
+// and on disk (where the two joins share one version of the table, and
+// each reads a key's rows into a slice of its own).
+func TestTableJoinedTwice(t *testing.T) {
+	// A user's teams, each a row (User, and the team as Page); the second
+	// join looks up the teams of the user's partner.
+	teams := []fixtures.Click{{User: "ann", Page: "red"}, {User: "ann", Page: "blue"}, {User: "bob", Page: "green"}, {User: "bob", Page: "yellow"}}
+	partner := map[string]string{"ann": "bob", "bob": "ann"}
+	var want []string
+	for _, a := range teams {
+		for _, b := range teams {
+			if a.User == "ann" && b.User == partner[a.User] {
+				want = append(want, a.Page+"+"+b.Page)
+			}
+		}
+	}
+	slices.Sort(want)
+	for _, onDisk := range []bool{false, true} {
+		t.Run(fmt.Sprint("onDisk=", onDisk), func(t *testing.T) {
+			opts := []typed.TableOption{typed.TableName("teams")}
+			if onDisk {
+				opts = append(opts, typed.TableOnDiskAbove(1), typed.TableDir(t.TempDir()))
+			}
+			table := typed.TableOf(teams, func(r *fixtures.Click) string { return r.User }, opts...)
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+			m.Add(fixtures.Click{User: "ann", Time: at(1)})
+			first := typed.JoinTable(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }, table, typed.Inner,
+				func(j typed.Joined[string, fixtures.Click, fixtures.Click]) fixtures.Click { return *j.Right })
+			pairs := typed.JoinTable(first, func(a *fixtures.Click) string { return partner[a.User] }, table, typed.Inner,
+				func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+					return j.Left.Page + "+" + j.Right.Page
+				})
+			sink := newSink[string]()
+			if err := runToEnd(t, typed.WriteTo(pairs, sink)); err != nil {
+				t.Fatal(err)
+			}
+			if got := sortedRows(sink.rows()); !slices.Equal(got, want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 // TestTableOnDiskVersions: each refresh of a table on disk writes a store
 // of its own, and the version before is removed once no batch uses it.
 func TestTableOnDiskVersions(t *testing.T) {

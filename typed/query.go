@@ -182,12 +182,15 @@ func (ws *Writers) Start(ctx context.Context, opts ...runtime.Option) (*Query, e
 	return q, err
 }
 
-// sameSink says a and b are one sink: the same pointer, or equal values
-// of one comparable type (a sink of a type that cannot be compared, a
-// func, is taken as distinct).
+// sameSink says a and b are one sink, by identity: the same pointer, or
+// equal values of one type. Values that cannot be compared (a func, a
+// struct holding one or a slice, even through an interface) are distinct,
+// and so are values of a type of size zero, which holds no state a second
+// write could upset. Two sinks that write to one place (two FilesSinks of
+// one directory) are not found out.
 func sameSink(a, b any) bool {
 	t := reflect.TypeOf(a)
-	return t != nil && t == reflect.TypeOf(b) && t.Comparable() && a == b
+	return t != nil && t == reflect.TypeOf(b) && t.Size() > 0 && reflect.ValueOf(a).Comparable() && a == b
 }
 
 // sinkDescription names a sink in progress reports.

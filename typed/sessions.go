@@ -245,10 +245,6 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 	return o.save(k, existed, before)
 }
 
-// mergeSessions sorts sessions by start and merges those that overlap or
-// touch, as Spark's session windows do (a row at exactly a session's end
-// extends it, and so does Flink's SESSION): each merge adds the later
-// session's accumulator to the earlier's.
 // timedRow is a row of a key's batch (its index), its event time and
 // gap, and whether it is late.
 type timedRow struct {
@@ -269,6 +265,10 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) touchesOpen(start, end time.Time) b
 	return false
 }
 
+// mergeSessions sorts sessions by start and merges those that overlap or
+// touch, as Spark's session windows do (a row at exactly a session's end
+// extends it, and so does Flink's SESSION): each merge adds the later
+// session's accumulator to the earlier's.
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) mergeSessions(sessions []sessionWindow[Acc]) []sessionWindow[Acc] {
 	slices.SortStableFunc(sessions, func(a, b sessionWindow[Acc]) int { return a.window.Start.Compare(b.window.Start) })
 	merged := sessions[:0]

@@ -212,8 +212,9 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // and in Complete mode never. A row late for all its windows is dropped
 // here (and sent to LateRows); one late for some of its sliding windows is
 // left out of those, and counted. Session windows whose rows each have a
-// gap of their own (GapBy) decide in the aggregation, by each row's own
-// session: their late rows are counted there, not sent to LateRows.
+// gap of their own (GapBy), or that join late rows to open sessions
+// (JoiningOpenSessions), decide in the aggregation: their late rows are
+// counted there, not sent to LateRows.
 // Where several outputs of WriteAll read the stream, each decides by the
 // operator its rows reach first, and LateRows gets a row that any of them
 // dropped once; branches of one output (a self-join) each have a

@@ -322,10 +322,11 @@ type tableVersion[K comparable, V any] struct {
 // tableSpan is where a key's rows are in tableVersion.rows.
 type tableSpan struct{ start, n int32 }
 
-// lookup returns the rows of key k, valid until the next lookup.
-func (v *tableVersion[K, V]) lookup(k K) []V {
+// lookup returns the rows of key k, valid until the next lookup into
+// scratch (a version on disk reads them into it).
+func (v *tableVersion[K, V]) lookup(k K, scratch *[]V) []V {
 	if v.disk != nil {
-		return v.disk.lookup(k)
+		return v.disk.lookup(k, scratch)
 	}
 	sp := v.index[k]
 	return v.rows[sp.start : sp.start+sp.n : sp.start+sp.n]
@@ -342,17 +343,18 @@ func (v *tableVersion[K, V]) close() error {
 // diskRows is a version of a table on disk: under each key's encoding, its
 // rows, as uvarint(count), then uvarint(length) and the encoding of each.
 type diskRows[K comparable, V any] struct {
-	name    string
-	store   *runtime.TableStore
-	keys    keyCodec[K]
-	rows    valueCodec[V]
-	key     []byte
-	scratch []V
+	name  string
+	store *runtime.TableStore
+	keys  keyCodec[K]
+	rows  valueCodec[V]
+	key   []byte
 }
 
-// lookup reads the rows of key k into the scratch slice. A read that fails
-// stops the query.
-func (d *diskRows[K, V]) lookup(k K) []V {
+// lookup reads the rows of key k into *scratch, the caller's: each join
+// has its own, valid until its next lookup (a join after it in the
+// pipeline may look up the same version while it writes its matches). A
+// read that fails stops the query.
+func (d *diskRows[K, V]) lookup(k K, scratch *[]V) []V {
 	var err error
 	if d.key, err = d.keys.encode(d.key[:0], &k); err != nil {
 		panic(userPanic{fmt.Errorf("table %s: key %v: %w", d.name, k, unprefixed(err))})
@@ -361,8 +363,8 @@ func (d *diskRows[K, V]) lookup(k K) []V {
 	if err != nil {
 		panic(userPanic{fmt.Errorf("table %s: %w", d.name, unprefixed(err))})
 	}
-	clear(d.scratch)
-	d.scratch = d.scratch[:0]
+	clear(*scratch)
+	*scratch = (*scratch)[:0]
 	if !ok {
 		return nil
 	}
@@ -374,8 +376,8 @@ func (d *diskRows[K, V]) lookup(k K) []V {
 			w = 0
 			break
 		}
-		d.scratch = append(d.scratch, *new(V))
-		if err := d.rows.decode(raw[sw:sw+int(size)], &d.scratch[len(d.scratch)-1]); err != nil {
+		*scratch = append(*scratch, *new(V))
+		if err := d.rows.decode(raw[sw:sw+int(size)], &(*scratch)[len(*scratch)-1]); err != nil {
 			panic(userPanic{fmt.Errorf("table %s: a row of key %v does not decode: %w", d.name, k, unprefixed(err))})
 		}
 		w = sw + int(size)
@@ -383,7 +385,7 @@ func (d *diskRows[K, V]) lookup(k K) []V {
 	if w <= 0 {
 		panic(userPanic{fmt.Errorf("table %s: the rows of key %v are corrupt", d.name, k)})
 	}
-	return d.scratch
+	return *scratch
 }
 
 // tableRun is a table as one query uses it: the version its batches join

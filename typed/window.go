@@ -91,10 +91,13 @@ func (w Windows) StartingAt(offset time.Duration) Windows {
 // [t, t+gap) ends at or before the watermark, still join the sessions of
 // its key that are open and that it overlaps or touches, as Flink's
 // session windows merge a row's window with the open ones before they
-// judge it late; it is dropped only when it touches none. By default, as
-// in Spark, every such row is dropped. A batch's rows that are not late
-// join their key's sessions first, then the late ones, each in event-time
-// order. For Session windows only (with or without GapBy).
+// judge it late; it is dropped only when it touches none (counted in
+// numRowsDroppedByWatermark, and not sent to LateRows). By default, as
+// in Spark, every such row is dropped. Flink judges row by row, as rows
+// arrive; here a batch's rows that are not late join their key's
+// sessions first, then the late ones, each in event-time order, so a late
+// row may join a session a row after it in the same batch made. For
+// Session windows only (with or without GapBy).
 func (w Windows) JoiningOpenSessions() Windows {
 	w.joinOpen = true
 	return w

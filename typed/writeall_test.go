@@ -285,8 +285,18 @@ func TestWriteAllRefuses(t *testing.T) {
 }
 
 // TestWriteAllForeachBatches: two ForeachBatch sinks, funcs, which
-// cannot be compared, are two sinks, each getting its output's rows.
+// cannot be compared, are two sinks, each getting its output's rows; so
+// are two ForeachSinks of writers that cannot be compared, and two
+// values of a sink type of size zero.
 func TestWriteAllForeachBatches(t *testing.T) {
+	src := typed.FromMemory(typed.NewMemoryStream[fixtures.Click]("none", 0))
+	for _, outs := range [][]typed.Output{
+		{typed.WriteTo(src, typed.ForeachSink[fixtures.Click](listWriter{})), typed.WriteTo(src, typed.ForeachSink[fixtures.Click](listWriter{}))},
+		{typed.WriteTo(src, zeroSink{}), typed.WriteTo(src, zeroSink{})},
+	} {
+		runAllToEnd(t, typed.WriteAll(outs...))
+	}
+
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 7)
 	in := clicks(30, 3)
 	m.Add(in...)
@@ -309,6 +319,18 @@ func TestWriteAllForeachBatches(t *testing.T) {
 		t.Fatalf("the sinks got %d and %d rows, want %d and %d", all, ann, len(in), wantAnn)
 	}
 }
+
+// listWriter is a ForeachWriter that cannot be compared.
+type listWriter struct{ rows []string }
+
+func (listWriter) Open(int, int64) (bool, error) { return true, nil }
+func (listWriter) Process(fixtures.Click) error  { return nil }
+func (listWriter) Close(error)                   {}
+
+// zeroSink is a sink of size zero.
+type zeroSink struct{}
+
+func (zeroSink) Write(context.Context, int64, []fixtures.Click) error { return nil }
 
 // TestWriteAllJoinsAStaticTable: two outputs read one join of the clicks
 // with a static table of users' teams, and a third joins the table again:

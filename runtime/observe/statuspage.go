@@ -192,14 +192,11 @@ func newBatchPoint(p *runtime.QueryProgress) batchPoint {
 		BatchID:                p.BatchID,
 		Timestamp:              p.Timestamp,
 		NumInputRows:           p.NumInputRows,
-		NumOutputRows:          p.Sink.NumOutputRows,
+		NumOutputRows:          p.OutputRowsTotal(),
 		InputRowsPerSecond:     p.InputRowsPerSecond,
 		ProcessedRowsPerSecond: p.ProcessedRowsPerSecond,
 		NumDeadLetters:         p.NumDeadLetters,
 		DiskBytes:              p.StateStore.DiskBytes,
-	}
-	for _, s := range p.OtherSinks {
-		b.NumOutputRows += s.NumOutputRows
 	}
 	for _, op := range p.StateOperators {
 		b.LateRows += op.NumRowsDroppedByWatermark

@@ -443,8 +443,8 @@ func TestWindowsCloseAtTheirLastMillisecond(t *testing.T) {
 		}
 		return []model.Event{person(1, ms+4_000), person(2, 0), person(3, 0), person(4, 0)}
 	}
-	check := func(name string, events []model.Event, want []string, loop func(lag int) []string) {
-		t.Run(name, func(t *testing.T) {
+	check := func(sub, name string, events []model.Event, want []string, loop func(lag int) []string) {
+		t.Run(sub, func(t *testing.T) {
 			for lag := 1; lag <= 3; lag++ {
 				if got := loop(lag); !slices.Equal(got, want) {
 					t.Fatalf("the loop, the watermark %d rows behind, gives\n%s\nwant\n%s", lag, joinLines(got), joinLines(want))
@@ -472,7 +472,7 @@ func TestWindowsCloseAtTheirLastMillisecond(t *testing.T) {
 	events := slices.Concat([]model.Event{bid(1000, 1, 1, 5), bid(1500, 1, 1, 5), bid(1200, 2, 1, 5)}, mark(1999), []model.Event{bid(1900, 2, 1, 5)})
 	want := finalOf(t, q5, []queries.Q5Row{{Auction: 1, Num: 2}, {Auction: 1, Num: 2}, {Auction: 2, Num: 2}, {Auction: 1, Num: 2}, {Auction: 2, Num: 2},
 		{Auction: 1, Num: 2}, {Auction: 2, Num: 2}, {Auction: 1, Num: 2}, {Auction: 2, Num: 2}})
-	check("q5", events, want, func(lag int) []string { return finalOf(t, q5, flinkQ5(events, lag)) })
+	check("q5", "q5", events, want, func(lag int) []string { return finalOf(t, q5, flinkQ5(events, lag)) })
 
 	// q7: the bid of 9 at 9.5 s comes with the watermark at 9.999 s: late
 	// for its window, whose highest price stays 7.
@@ -482,7 +482,15 @@ func TestWindowsCloseAtTheirLastMillisecond(t *testing.T) {
 	}
 	events = slices.Concat([]model.Event{bid(1000, 1, 1, 7), bid(2000, 2, 2, 3)}, mark(9999), []model.Event{bid(9500, 3, 3, 9)})
 	want = finalOf(t, q7, []queries.Q7Row{{Auction: 1, Price: 7, Bidder: 1, DateTime: at(1000)}})
-	check("q7", events, want, func(lag int) []string { return finalOf(t, q7, flinkQ7(events, lag)) })
+	check("q7", "q7", events, want, func(lag int) []string { return finalOf(t, q7, flinkQ7(events, lag)) })
+
+	// q7 again: the window [0 s, 10 s) fires in the batch of its bid at
+	// 9.5 s, which its highest price joins once; the bid at 10 s, at that
+	// price, joins it too, and is its own window's highest.
+	events = slices.Concat([]model.Event{bid(1000, 1, 1, 7)}, mark(9999)[:1], []model.Event{bid(9500, 2, 2, 7), bid(10_000, 3, 3, 7)})
+	want = finalOf(t, q7, []queries.Q7Row{{Auction: 1, Price: 7, Bidder: 1, DateTime: at(1000)}, {Auction: 2, Price: 7, Bidder: 2, DateTime: at(9500)},
+		{Auction: 3, Price: 7, Bidder: 3, DateTime: at(10_000)}, {Auction: 3, Price: 7, Bidder: 3, DateTime: at(10_000)}})
+	check("q7 fires with its bids", "q7", events, want, func(lag int) []string { return finalOf(t, q7, flinkQ7(events, lag)) })
 
 	// q11: bidder 1's session [1 s, 11 s) fires with the watermark at
 	// 10.999 s; the bid at 0.9 s that comes then is late, and has no
@@ -493,7 +501,7 @@ func TestWindowsCloseAtTheirLastMillisecond(t *testing.T) {
 	}
 	events = slices.Concat([]model.Event{bid(1000, 1, 1, 7)}, mark(10_999), []model.Event{bid(900, 1, 1, 7)})
 	want = finalOf(t, q11, []queries.Q11Row{{Bidder: 1, BidCount: 1, Starttime: at(1000), Endtime: at(11_000)}})
-	check("q11", events, want, func(lag int) []string {
+	check("q11", "q11", events, want, func(lag int) []string {
 		rows, _ := flinkQ11(events, lag, false)
 		return finalOf(t, q11, rows)
 	})

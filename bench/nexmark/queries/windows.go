@@ -11,7 +11,8 @@ import (
 
 // The queries over event-time windows: q5 (hopping), q7 and q8
 // (tumbling), q11 (sessions). Each writes a window's rows once, when the
-// watermark passes its end, as Flink does.
+// watermark reaches its last millisecond, as Flink does (flinkShift); q7
+// writes, after, the late bids that join a window's highest price.
 
 // flinkShift moves the windows of q5, q7, q8 and q11 1 ms earlier, and
 // their rows' times with them: each row falls in the window it falls in
@@ -25,7 +26,9 @@ import (
 // of its hopping windows counts in the others, in both.
 // q11's sessions also join a row whose own session [t, t+gap) has fired
 // to the bidder's sessions still open that it touches, as Flink merges
-// before it judges a row late (JoiningOpenSessions).
+// before it judges a row late (JoiningOpenSessions; by batch, where Flink
+// goes row by row: a late row may join a session that a row after it in
+// its batch made).
 const flinkShift = time.Millisecond
 
 // Q5Row is q5's row.
@@ -249,15 +252,15 @@ var _ = register(&Query{
 		// a bid that comes after its window has fired, late for B1, still
 		// joins its row. Each bid goes to the window it is in, and a bid
 		// at a window's start also to the window before.
-		late := typed.FlatMap(all, func(b *model.Bid) []q7Side {
-			ms := b.DateTime.UnixMilli()
-			end := floorTo(ms, size.Milliseconds()) + size.Milliseconds()
-			if ms == end-size.Milliseconds() {
-				return []q7Side{{End: end, Bid: q7RowOf(b)}, {End: ms, Bid: q7RowOf(b)}}
+		everyBid := typed.FlatMap(all, func(b *model.Bid) []q7Side {
+			start := b.DateTime.Truncate(size)
+			end := start.Add(size).UnixMilli()
+			if start.Equal(b.DateTime) {
+				return []q7Side{{End: end, Bid: q7RowOf(b)}, {End: start.UnixMilli(), Bid: q7RowOf(b)}}
 			}
 			return []q7Side{{End: end, Bid: q7RowOf(b)}}
 		})
-		joined := typed.FlatMapGroupsWithState(typed.GroupByKey(typed.Union(highest, late), func(r *q7Side) int64 { return r.End }),
+		joined := typed.FlatMapGroupsWithState(typed.GroupByKey(typed.Union(highest, everyBid), func(r *q7Side) int64 { return r.End }),
 			typed.Append, typed.NoTimeout,
 			func(_ int64, rows iter.Seq[q7Side], state *typed.GroupState[Q7Fired], emit func(Q7Row)) error {
 				for r := range rows {

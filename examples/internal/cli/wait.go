@@ -61,7 +61,7 @@ func (w *watch) OnQueryProgress(p runtime.QueryProgress) {
 	w.batches++
 	w.last = p.BatchID
 	w.rowsIn += p.NumInputRows
-	w.rowsOut += p.Sink.NumOutputRows
+	w.rowsOut += p.OutputRowsTotal()
 	w.deadLetters += p.NumDeadLetters
 	w.lastRate = p.ProcessedRowsPerSecond
 	if t, ok := p.WatermarkTime(); ok && t.Equal(runtime.EndOfTime) {
@@ -70,7 +70,7 @@ func (w *watch) OnQueryProgress(p runtime.QueryProgress) {
 		w.watermark = t.UTC().Format(time.RFC3339)
 	}
 	if w.live == nil {
-		fmt.Fprintf(w.stderr, "%s: batch %d committed: %d rows in, %d rows out\n", w.name, p.BatchID, p.NumInputRows, p.Sink.NumOutputRows)
+		fmt.Fprintf(w.stderr, "%s: batch %d committed: %d rows in, %s rows out\n", w.name, p.BatchID, p.NumInputRows, p.OutputRows())
 	}
 }
 
