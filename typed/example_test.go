@@ -293,6 +293,45 @@ func ExampleTimeDifference() {
 	// A [9201;14201] 1
 }
 
+// A running count of each user's clicks in the last 10 seconds, written
+// with every click, as Flink's COUNT(*) OVER (PARTITION BY user ORDER BY
+// time RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW): a
+// click is written once the watermark passes it, with the clicks of its
+// user from 10 s before it up to it (the click at 0 s is 10 s before the
+// one at 10 s, and counts; two clicks at 12 s count each other).
+func ExampleAggregateOver() {
+	clicks := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	for _, s := range []int64{0, 4, 10, 12, 12, 30} {
+		clicks.Add(fixtures.Click{User: "A", Time: time.Unix(1_700_000_000+s, 0).UTC(), Page: fmt.Sprint("p", s)})
+	}
+	clickTime := func(c *fixtures.Click) time.Time { return c.Time }
+	byUser := typed.GroupByKey(typed.WithWatermark(typed.FromMemory(clicks), clickTime, 5*time.Second), func(c *fixtures.Click) string { return c.User })
+	counts := typed.AggregateOver(byUser, clickTime, typed.RangePreceding(10*time.Second), typed.Count[fixtures.Click](),
+		func(user string, c *fixtures.Click, n int64) string {
+			return fmt.Sprintf("%s %s at %ds: %d in the last 10 s", user, c.Page, c.Time.Unix()-1_700_000_000, n)
+		})
+	sink := typed.NewMemorySink[string]()
+	q, err := typed.WriteTo(counts, sink).Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range sink.Rows() {
+		fmt.Println(r)
+	}
+	// Output:
+	// A p0 at 0s: 1 in the last 10 s
+	// A p4 at 4s: 2 in the last 10 s
+	// A p10 at 10s: 3 in the last 10 s
+	// A p12 at 12s: 4 in the last 10 s
+	// A p12 at 12s: 4 in the last 10 s
+	// A p30 at 30s: 1 in the last 10 s
+}
+
 // Write one count to two sinks in one query, as a Kafka Streams topology
 // writes to two topics: every user's count to one, and the users who
 // reach three clicks, as an alert of another type, to the other. The

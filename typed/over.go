@@ -1,0 +1,262 @@
+package typed
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+)
+
+// Over is the rows an OVER aggregation (AggregateOver) aggregates for
+// each row of a key: the row itself, and those before it in event-time
+// order that the frame takes.
+type Over struct {
+	rows      bool // a frame of rows, not of a range of time
+	unbounded bool
+	d         time.Duration
+	n         int
+}
+
+// RangePreceding is the frame RANGE BETWEEN d PRECEDING AND CURRENT ROW:
+// the key's rows whose times are from the row's time less d to the
+// row's time, both included, so rows of the same time (peers) each count
+// every peer.
+func RangePreceding(d time.Duration) Over { return Over{d: d} }
+
+// RowsPreceding is the frame ROWS BETWEEN n PRECEDING AND CURRENT ROW:
+// the row and the n rows of its key before it, in event-time order, rows
+// of the same time in the order they arrived.
+func RowsPreceding(n int) Over { return Over{rows: true, n: n} }
+
+// RangeUnbounded is the frame RANGE BETWEEN UNBOUNDED PRECEDING AND
+// CURRENT ROW: every row of the key up to the row's time, its peers
+// included.
+func RangeUnbounded() Over { return Over{unbounded: true} }
+
+// RowsUnbounded is the frame ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT
+// ROW: every row of the key up to the row itself, in event-time order,
+// rows of the same time in the order they arrived.
+func RowsUnbounded() Over { return Over{rows: true, unbounded: true} }
+
+// String writes the frame as the call that makes it.
+func (o Over) String() string {
+	switch {
+	case o.rows && o.unbounded:
+		return "RowsUnbounded()"
+	case o.unbounded:
+		return "RangeUnbounded()"
+	case o.rows:
+		return fmt.Sprintf("RowsPreceding(%d)", o.n)
+	}
+	return "RangePreceding(" + o.d.String() + ")"
+}
+
+// AggregateOver is Flink's OVER aggregation over event time (SUM(x) OVER
+// (PARTITION BY key ORDER BY rowtime RANGE BETWEEN INTERVAL '1' HOUR
+// PRECEDING AND CURRENT ROW)): each row of the keyed stream ks is written
+// once, as row(key, the row, the aggregate of agg over its frame), when
+// the watermark passes its time, rows in event-time order. A row at or
+// before the watermark is late and dropped, as Flink drops it; so the
+// stream needs a watermark (WithWatermark), and the output mode is
+// Append. The key's rows are kept in state, as a list, until no frame of
+// a later row can take them: for RangePreceding, until the watermark is
+// more than d past them; for RowsPreceding, the n latest; for the
+// unbounded frames, the accumulator only. Each row's frame is aggregated
+// anew (Aggregator has no retraction): a frame of n rows costs n Adds,
+// shared by the row's peers. The rows and the accumulator must have a
+// binary encoding (generated records), which Start checks.
+//
+// It runs as a transformWithState of event time (its progress and
+// checkpoint name it so), with state variables "rows", "done" and, for
+// the unbounded frames, "acc". agg and row are called on the query's
+// goroutine, with pointers valid during the call.
+func AggregateOver[K comparable, T, Acc, Out, Row any](ks KeyedStream[K, T], eventTime func(*T) time.Time, over Over,
+	agg Aggregator[T, Acc, Out], row func(key K, r *T, out Out) Row) Stream[Row] {
+	processor := func() *overProcessor[K, T, Acc, Out, Row] {
+		return &overProcessor[K, T, Acc, Out, Row]{eventTime: eventTime, over: over, agg: agg, row: row}
+	}
+	s := TransformWithState[K, T, Row](ks, processor(), TimeModeEventTime, Append)
+	switch {
+	case !over.unbounded && over.rows && over.n < 0:
+		s.p = s.p.failed("streamgen: AggregateOver: %v: n must not be negative", over)
+	case !over.unbounded && !over.rows && over.d < 0:
+		s.p = s.p.failed("streamgen: AggregateOver: %v: d must not be negative", over)
+	}
+	// Each compile of the stream (each branch of an output that reads it,
+	// each start) runs a processor of its own: a processor value serves
+	// one operator of one query.
+	return once(Stream[Row]{p: s.p, attach: func(c *compiler, emit func(*Row)) {
+		TransformWithState[K, T, Row](ks, processor(), TimeModeEventTime, Append).attach(c, emit)
+	}})
+}
+
+// overProcessor is AggregateOver's processor. rows holds the key's rows
+// not yet written (their times after done) and those that a later row's
+// frame may take, in event-time order, peers in arrival order; done is
+// the watermark up to which the rows are written (Unix nanoseconds).
+type overProcessor[K comparable, T, Acc, Out, Row any] struct {
+	eventTime func(*T) time.Time
+	over      Over
+	agg       Aggregator[T, Acc, Out]
+	row       func(K, *T, Out) Row
+
+	h    *Handle
+	rows *ListState[T]
+	done *ValueState[int64]
+	acc  *ValueState[Acc]
+	// times is HandleInputRows' buffer of the instants it sets timers at.
+	times []time.Time
+}
+
+func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {
+	p.h = h
+	p.rows = NewListState[T](h, "rows")
+	p.done = NewValueState[int64](h, "done")
+	if p.over.unbounded {
+		p.acc = NewValueState[Acc](h, "acc")
+	}
+	return nil
+}
+
+// HandleInputRows keeps the rows, and sets a timer at each of their
+// times: the watermark passing it writes them.
+func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context, _ K, rows iter.Seq[T], _ TimerValues, _ func(Row)) error {
+	list := slices.Collect(rows)
+	if err := p.rows.AppendList(ctx, list); err != nil {
+		return err
+	}
+	p.times = p.times[:0]
+	for i := range list {
+		p.times = append(p.times, p.eventTime(&list[i]))
+	}
+	slices.SortFunc(p.times, func(a, b time.Time) int { return a.Compare(b) })
+	for i, t := range p.times {
+		if i > 0 && t.Equal(p.times[i-1]) {
+			continue
+		}
+		if err := p.h.RegisterTimer(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// HandleExpiredTimer writes, at the first timer of a batch, every row of
+// the key at or before the watermark (no row at or before it can come
+// after), each with its frame's aggregate; then it keeps only the rows a
+// later row's frame may take. The key's other timers of the batch find
+// their rows written.
+func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Context, key K, timers TimerValues, expired ExpiredTimerInfo, emit func(Row)) error {
+	wm := timers.CurrentWatermark()
+	done, _, err := p.done.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if expired.ExpiryTime().UnixNano() <= done {
+		return nil
+	}
+	seq, err := p.rows.Get(ctx)
+	if err != nil {
+		return err
+	}
+	list := slices.Collect(seq)
+	// The rows kept are in order; those appended since come after them.
+	slices.SortStableFunc(list, func(a, b T) int { return p.eventTime(&a).Compare(p.eventTime(&b)) })
+	first := len(list) // the first row not yet written
+	for i := range list {
+		if t := p.eventTime(&list[i]).UnixNano(); t > done {
+			first = i
+			break
+		}
+	}
+	last := first // the rows to write are list[first:last]
+	for last < len(list) && !p.eventTime(&list[last]).After(wm) {
+		last++
+	}
+	var acc Acc
+	if p.over.unbounded {
+		if acc, _, err = p.acc.Get(ctx); err != nil {
+			return err
+		}
+	}
+	lo := 0 // the first row of a RangePreceding frame
+	for i := first; i < last; {
+		t := p.eventTime(&list[i])
+		end := i + 1 // the peers of list[i] are list[i:end]
+		for end < last && p.eventTime(&list[end]).Equal(t) {
+			end++
+		}
+		switch {
+		case p.over.unbounded && p.over.rows:
+			for j := i; j < end; j++ {
+				acc = p.agg.Add(acc, &list[j])
+				emit(p.row(key, &list[j], p.agg.Result(acc)))
+			}
+		case p.over.unbounded:
+			for j := i; j < end; j++ {
+				acc = p.agg.Add(acc, &list[j])
+			}
+			for j := i; j < end; j++ {
+				emit(p.row(key, &list[j], p.agg.Result(acc)))
+			}
+		case p.over.rows:
+			for j := i; j < end; j++ {
+				frame := p.agg.Zero()
+				for k := max(0, j-p.over.n); k <= j; k++ {
+					frame = p.agg.Add(frame, &list[k])
+				}
+				emit(p.row(key, &list[j], p.agg.Result(frame)))
+			}
+		default:
+			// The frame is list[lo:end]: lo only moves on, as t does.
+			from := t.Add(-p.over.d)
+			for p.eventTime(&list[lo]).Before(from) {
+				lo++
+			}
+			frame := p.agg.Zero()
+			for k := lo; k < end; k++ {
+				frame = p.agg.Add(frame, &list[k])
+			}
+			out := p.agg.Result(frame)
+			for j := i; j < end; j++ {
+				emit(p.row(key, &list[j], out))
+			}
+		}
+		i = end
+	}
+	// Keep the rows not written, and those a later row's frame may take:
+	// a later row is after the watermark.
+	keepFrom := last
+	switch {
+	case p.over.unbounded:
+		if err := p.acc.Update(ctx, acc); err != nil {
+			return err
+		}
+	case p.over.rows:
+		keepFrom = max(0, last-p.over.n)
+	default:
+		from := wm.Add(-p.over.d)
+		for keepFrom > 0 && !p.eventTime(&list[keepFrom-1]).Before(from) {
+			keepFrom--
+		}
+		if keepFrom < last && last == len(list) {
+			// No row waits: a timer once the watermark is d past the
+			// latest row forgets the rows kept, if no row comes.
+			if err := p.h.RegisterTimer(ctx, p.eventTime(&list[last-1]).Add(p.over.d)); err != nil {
+				return err
+			}
+		}
+	}
+	if keepFrom == len(list) && !p.over.unbounded {
+		// Nothing kept: the key leaves no state.
+		if err := p.rows.Clear(ctx); err != nil {
+			return err
+		}
+		return p.done.Clear(ctx)
+	}
+	if err := p.rows.Put(ctx, list[keepFrom:]); err != nil {
+		return err
+	}
+	return p.done.Update(ctx, wm.UnixNano())
+}

@@ -1,0 +1,256 @@
+package typed_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// overRow is a row of AggregateOver's output in the tests: the click,
+// and its frame's sum.
+type overRow struct {
+	User string
+	Time time.Time
+	Page string
+	Sum  float64
+}
+
+func (r overRow) String() string {
+	return fmt.Sprintf("%s %s %s %g", r.User, r.Time.UTC().Format("15:04:05"), r.Page, r.Sum)
+}
+
+// overValue is what a click adds to a frame's sum.
+func overValue(c *fixtures.Click) float64 { return float64(len(c.Page)) }
+
+// overClicks are n clicks of four users, a few a second, several in the
+// same second (peers), out of order by up to 4 s: none late under a
+// watermark 10 s behind.
+func overClicks(n int, seed uint64) []fixtures.Click {
+	r := rand.New(rand.NewPCG(seed, seed))
+	users := []string{"ann", "bob", "cy", "dee"}
+	base := time.Unix(1_700_000_000, 0).UTC()
+	out := make([]fixtures.Click, n)
+	for i := range out {
+		at := base.Add(time.Duration(i/3)*time.Second - time.Duration(r.IntN(5))*time.Second)
+		out[i] = fixtures.Click{User: users[r.IntN(len(users))], Time: at, Page: strings.Repeat("p", 1+r.IntN(9))}
+	}
+	return out
+}
+
+// overLoop is AggregateOver's answer by a plain loop: for each click,
+// the sum over its user's clicks in its frame, the clicks of a user in
+// time order, peers in input order.
+func overLoop(in []fixtures.Click, over string, d time.Duration, n int) []string {
+	byUser := map[string][]fixtures.Click{}
+	for _, c := range in {
+		byUser[c.User] = append(byUser[c.User], c)
+	}
+	var out []string
+	for _, cs := range byUser {
+		slices.SortStableFunc(cs, func(a, b fixtures.Click) int { return a.Time.Compare(b.Time) })
+		for i, c := range cs {
+			var sum float64
+			for j, o := range cs {
+				var in bool
+				switch over {
+				case "range":
+					in = !o.Time.Before(c.Time.Add(-d)) && !o.Time.After(c.Time)
+				case "rows":
+					in = j <= i && j >= i-n
+				case "rangeUnbounded":
+					in = !o.Time.After(c.Time)
+				case "rowsUnbounded":
+					in = j <= i
+				}
+				if in {
+					sum += overValue(&o)
+				}
+			}
+			out = append(out, overRow{c.User, c.Time, c.Page, sum}.String())
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestAggregateOver runs each frame over clicks out of order, in batches
+// of several sizes across restarts, and compares the rows with a plain
+// loop's; and each click is written once its time is behind the
+// watermark, not before.
+func TestAggregateOver(t *testing.T) {
+	in := overClicks(240, 3)
+	for _, tc := range []struct {
+		name string
+		over typed.Over
+		d    time.Duration
+		n    int
+	}{
+		{"range", typed.RangePreceding(5 * time.Second), 5 * time.Second, 0},
+		{"range", typed.RangePreceding(0), 0, 0},
+		{"rows", typed.RowsPreceding(3), 0, 3},
+		{"rows", typed.RowsPreceding(0), 0, 0},
+		{"rangeUnbounded", typed.RangeUnbounded(), 0, 0},
+		{"rowsUnbounded", typed.RowsUnbounded(), 0, 0},
+	} {
+		want := overLoop(in, tc.name, tc.d, tc.n)
+		for _, perBatch := range []int{0, 7, 50} {
+			for _, chunks := range []int{1, 4} {
+				t.Run(fmt.Sprintf("%v/rowsPerBatch=%d/chunks=%d", tc.over, perBatch, chunks), func(t *testing.T) {
+					m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+					src := typed.WithWatermark(typed.FromMemory(m), clickTime, 10*time.Second)
+					rows := typed.AggregateOver(typed.GroupByKey(src, func(c *fixtures.Click) string { return c.User }), clickTime, tc.over,
+						typed.Sum(overValue), func(user string, c *fixtures.Click, sum float64) overRow { return overRow{user, c.Time, c.Page, sum} })
+					sink := newSink[overRow]()
+					w := typed.WriteTo(rows, sink)
+					ck := newCheckpoint()
+					size := (len(in) + chunks - 1) / chunks
+					var latest time.Time // of the clicks added
+					for start := 0; start < len(in); start += size {
+						part := in[start:min(start+size, len(in))]
+						m.Add(part...)
+						opts := ck.opts()
+						last := start+size >= len(in)
+						if last {
+							opts = append(opts, runtimeFlush())
+						}
+						if err := runToEnd(t, w, opts...); err != nil {
+							t.Fatal(err)
+						}
+						for _, c := range part {
+							if c.Time.After(latest) {
+								latest = c.Time
+							}
+						}
+						if !last {
+							// Rows are written as the watermark passes
+							// them, and none after it.
+							wm := latest.Add(-10 * time.Second)
+							if len(sink.rows()) == 0 {
+								t.Fatalf("no row written with the watermark at %v", wm)
+							}
+							for _, r := range sink.rows() {
+								if r.Time.After(wm) {
+									t.Fatalf("%v written before the watermark (%v) passed it", r, wm)
+								}
+							}
+						}
+					}
+					var got []string
+					for _, r := range sink.rows() {
+						got = append(got, r.String())
+					}
+					slices.Sort(got)
+					if !slices.Equal(got, want) {
+						t.Fatalf("%d rows, want %d; first difference:\n%s", len(got), len(want), firstDifference(got, want))
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestAggregateOverLateRows: a click at or before the watermark is late,
+// dropped (counted, and sent to LateRows) and in no frame, as Flink
+// drops it; a click behind the latest but after the watermark is not.
+// One user, the watermark 10 s behind, RangePreceding(10 s), a count.
+func TestAggregateOverLateRows(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0).UTC()
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	late := newSink[fixtures.Click]()
+	src := typed.WithWatermark(typed.FromMemory(m), clickTime, 10*time.Second, typed.LateRows[fixtures.Click](late))
+	counts := typed.AggregateOver(typed.GroupByKey(src, func(c *fixtures.Click) string { return c.User }), clickTime, typed.RangePreceding(10*time.Second),
+		typed.Count[fixtures.Click](), func(_ string, c *fixtures.Click, n int64) string {
+			return fmt.Sprintf("%d:%d", c.Time.Sub(base)/time.Second, n)
+		})
+	sink := newSink[string]()
+	w := typed.WriteTo(counts, sink)
+	ck := newCheckpoint()
+	var dropped int64
+	for i, step := range []struct {
+		add     []int
+		want    []string
+		dropped int64
+	}{
+		{add: []int{40, 41}}, // the watermark moves to 31
+		// 35 is behind 41 but after 31: kept. 31 is at the watermark:
+		// late.
+		{add: []int{35, 31}, dropped: 1},
+		// The watermark moves to 50: 35, 40 and 41 are written.
+		{add: []int{60}, want: []string{"35:1", "40:2", "41:3"}},
+		// 45 is late (the watermark is 50), and 52 counts 60's frame.
+		{add: []int{45, 52}, dropped: 1},
+		// The watermark moves to 70: 52 (with 45 dropped, 52 alone, 41
+		// more than 10 s before), then 60 with 52.
+		{add: []int{80}, want: []string{"52:1", "60:2"}},
+	} {
+		for _, s := range step.add {
+			m.Add(fixtures.Click{User: "u", Time: base.Add(time.Duration(s) * time.Second)})
+		}
+		q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		var n int64
+		for _, p := range q.RecentProgress() {
+			got = append(got, sink.batches[p.BatchID]...)
+			n += p.StateOperators[0].NumRowsDroppedByWatermark
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, step.want) {
+			t.Fatalf("step %d (add %v): new rows %q, want %q", i, step.add, got, step.want)
+		}
+		if n != step.dropped {
+			t.Fatalf("step %d: %d rows dropped, want %d", i, n, step.dropped)
+		}
+		dropped += n
+	}
+	if got := int64(len(late.rows())); got != dropped {
+		t.Fatalf("LateRows got %d rows, want %d", got, dropped)
+	}
+}
+
+// TestAggregateOverRefuses: rows without a binary encoding, and frames
+// that cannot be, are refused at Start.
+func TestAggregateOverRefuses(t *testing.T) {
+	type plain struct {
+		User string
+		Time time.Time
+	}
+	m := typed.NewMemoryStream[plain]("plain", 0)
+	at := func(p *plain) time.Time { return p.Time }
+	src := typed.GroupByKey(typed.WithWatermark(typed.FromMemory(m), at, time.Second), func(p *plain) string { return p.User })
+	rows := typed.AggregateOver(src, at, typed.RowsPreceding(2), typed.Count[plain](), func(_ string, _ *plain, n int64) int64 { return n })
+	if _, err := typed.WriteTo(rows, newSink[int64]()).Start(t.Context()); err == nil || !strings.Contains(err.Error(), "not a record") {
+		t.Fatalf("rows without an encoding: error %v, want one saying the type is not a record", err)
+	}
+	clicks := typed.GroupByKey(typed.WithWatermark(typed.FromMemory(typed.NewMemoryStream[fixtures.Click]("c", 0)), clickTime, time.Second),
+		func(c *fixtures.Click) string { return c.User })
+	for _, tc := range []struct {
+		over typed.Over
+		want string
+	}{
+		{typed.RowsPreceding(-1), "RowsPreceding(-1): n must not be negative"},
+		{typed.RangePreceding(-time.Second), "RangePreceding(-1s): d must not be negative"},
+	} {
+		rows := typed.AggregateOver(clicks, clickTime, tc.over, typed.Count[fixtures.Click](), func(_ string, _ *fixtures.Click, n int64) int64 { return n })
+		if _, err := typed.WriteTo(rows, newSink[int64]()).Start(t.Context()); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%v: error %v, want one saying %q", tc.over, err, tc.want)
+		}
+	}
+	noWatermark := typed.GroupByKey(typed.FromMemory(typed.NewMemoryStream[fixtures.Click]("w", 0)), func(c *fixtures.Click) string { return c.User })
+	rows = typed.AggregateOver(noWatermark, clickTime, typed.RangeUnbounded(), typed.Count[fixtures.Click](), func(_ string, _ *fixtures.Click, n int64) int64 { return n })
+	if _, err := typed.WriteTo(rows, newSink[int64]()).Start(t.Context()); err == nil || !strings.Contains(err.Error(), "watermark") {
+		t.Fatalf("without a watermark: error %v, want one saying it needs one", err)
+	}
+}
