@@ -459,6 +459,48 @@ func BenchmarkTimeDifferenceCounts(b *testing.B) {
 	}
 }
 
+// overStreamgen counts, for each of m's readings, its user's readings in
+// the second up to it (AggregateOver, RangePreceding(1 s): Flink's
+// COUNT(*) OVER (PARTITION BY user ORDER BY time RANGE BETWEEN INTERVAL
+// '1' SECOND PRECEDING AND CURRENT ROW)), each written once the
+// watermark, windowDelay behind, passes it.
+func overStreamgen(m *typed.MemoryStream[sensor.Event], dir string, sink typed.Sink[userWindowCount]) error {
+	s := typed.WithWatermark(typed.FromMemory(m), readingTime, windowDelay)
+	counts := typed.AggregateOver(typed.GroupByKey(s, func(e *sensor.Event) string { return e.User }), readingTime, typed.RangePreceding(time.Second),
+		typed.Count[sensor.Event](), func(user string, e *sensor.Event, n int64) userWindowCount {
+			return userWindowCount{Window: typed.Window{Start: readingTime(e).Add(-time.Second), End: readingTime(e)}, User: user, Count: n}
+		})
+	return startAvailableNow(typed.WriteTo(counts, sink), dir)
+}
+
+// BenchmarkOverCounts counts BenchmarkWindowCounts' 1M readings over the
+// second before each (AggregateOver, a row a reading), side by side with
+// the windows of a time difference of 1 s (Kafka Streams' sliding
+// windows, about two rows a reading) on the same readings; as
+// BenchmarkWindowCounts, run with -benchtime 1x or 3x; the second side
+// logs the ratio.
+func BenchmarkOverCounts(b *testing.B) {
+	in := sensorRows(1_000_000, 1)
+	var rate [2]float64
+	for i, c := range []struct {
+		name string
+		run  func(*typed.MemoryStream[sensor.Event], string, typed.Sink[userWindowCount]) error
+	}{{"frames=over", overStreamgen}, {"windows=timedifference", timeDifferenceStreamgen}} {
+		b.Run(c.name, func(b *testing.B) {
+			m := typed.NewMemoryStream[sensor.Event]("readings", readingBatch)
+			m.Add(in...)
+			rate[i] = benchTimed(b, len(in), func(dir string) (int64, error) {
+				sink := &rowSink[userWindowCount]{}
+				err := c.run(m, dir, sink)
+				return sink.rows, err
+			})
+			if i == 1 && rate[0] > 0 {
+				b.Logf("OVER frames take %.2fx the time of windows of a time difference", rate[1]/rate[0])
+			}
+		})
+	}
+}
+
 // BenchmarkDropDuplicates drops the copies from 1M sensor readings (900k
 // readings and a copy of every ninth, 1 to 1000 readings after it), in
 // micro-batches of 100k rows, with streamgen (a 1-minute watermark,

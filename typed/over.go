@@ -92,9 +92,11 @@ func AggregateOver[K comparable, T, Acc, Out, Row any](ks KeyedStream[K, T], eve
 }
 
 // overProcessor is AggregateOver's processor. rows holds the key's rows
-// not yet written (their times after done) and those that a later row's
-// frame may take, in event-time order, peers in arrival order; done is
-// the watermark up to which the rows are written (Unix nanoseconds).
+// not yet written (their times after done), those that a later row's
+// frame may take, and, until they are most of it, rows written that no
+// frame takes any more, in event-time order but for the rows appended
+// since it was last written, peers in arrival order; done is the
+// watermark up to which the rows are written (Unix nanoseconds).
 type overProcessor[K comparable, T, Acc, Out, Row any] struct {
 	eventTime func(*T) time.Time
 	over      Over
@@ -105,8 +107,6 @@ type overProcessor[K comparable, T, Acc, Out, Row any] struct {
 	rows *ListState[T]
 	done *ValueState[int64]
 	acc  *ValueState[Acc]
-	// times is HandleInputRows' buffer of the instants it sets timers at.
-	times []time.Time
 }
 
 func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {
@@ -119,34 +119,32 @@ func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {
 	return nil
 }
 
-// HandleInputRows keeps the rows, and sets a timer at each of their
-// times: the watermark passing it writes them.
+// HandleInputRows keeps the rows, and sets a timer at the earliest of
+// their times: the watermark passing it writes them, or, for those it has
+// not passed, sets a timer at the earliest of theirs (one timer a key and
+// batch, not one a row).
 func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context, _ K, rows iter.Seq[T], _ TimerValues, _ func(Row)) error {
 	list := slices.Collect(rows)
+	if len(list) == 0 {
+		return nil
+	}
 	if err := p.rows.AppendList(ctx, list); err != nil {
 		return err
 	}
-	p.times = p.times[:0]
-	for i := range list {
-		p.times = append(p.times, p.eventTime(&list[i]))
-	}
-	slices.SortFunc(p.times, func(a, b time.Time) int { return a.Compare(b) })
-	for i, t := range p.times {
-		if i > 0 && t.Equal(p.times[i-1]) {
-			continue
-		}
-		if err := p.h.RegisterTimer(ctx, t); err != nil {
-			return err
+	earliest := p.eventTime(&list[0])
+	for i := range list[1:] {
+		if t := p.eventTime(&list[i+1]); t.Before(earliest) {
+			earliest = t
 		}
 	}
-	return nil
+	return p.h.RegisterTimer(ctx, earliest)
 }
 
 // HandleExpiredTimer writes, at the first timer of a batch, every row of
 // the key at or before the watermark (no row at or before it can come
 // after), each with its frame's aggregate; then it keeps only the rows a
-// later row's frame may take. The key's other timers of the batch find
-// their rows written.
+// later row's frame may take, and sets a timer at the earliest row that
+// waits. The key's other timers of the batch find their rows written.
 func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Context, key K, timers TimerValues, expired ExpiredTimerInfo, emit func(Row)) error {
 	wm := timers.CurrentWatermark()
 	done, _, err := p.done.Get(ctx)
@@ -227,6 +225,12 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 	}
 	// Keep the rows not written, and those a later row's frame may take:
 	// a later row is after the watermark.
+	if last < len(list) {
+		// The rows that wait: a timer at the earliest.
+		if err := p.h.RegisterTimer(ctx, p.eventTime(&list[last])); err != nil {
+			return err
+		}
+	}
 	keepFrom := last
 	switch {
 	case p.over.unbounded:
@@ -255,8 +259,14 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 		}
 		return p.done.Clear(ctx)
 	}
-	if err := p.rows.Put(ctx, list[keepFrom:]); err != nil {
-		return err
+	// The rows written before keepFrom stay until they are most of the
+	// list: no frame takes them (they are older than a frame's start, or
+	// than a RowsPreceding frame's n rows, or in the accumulator), and
+	// leaving them spares rewriting the list at every batch.
+	if keepFrom > len(list)/2 {
+		if err := p.rows.Put(ctx, list[keepFrom:]); err != nil {
+			return err
+		}
 	}
 	return p.done.Update(ctx, wm.UnixNano())
 }
