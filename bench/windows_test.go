@@ -438,12 +438,25 @@ func timeDifferenceStreamgen(m *typed.MemoryStream[sensor.Event], dir string, si
 // As BenchmarkWindowCounts, run with -benchtime 1x or 3x; the second
 // side logs the ratio.
 func BenchmarkTimeDifferenceCounts(b *testing.B) {
+	benchReadingsTwoWays(b, readingsSide{"windows=tumbling", windowsStreamgen}, readingsSide{"windows=timedifference", timeDifferenceStreamgen},
+		func(first, second float64) string {
+			return fmt.Sprintf("windows of a time difference take %.2fx the time of tumbling windows", first/second)
+		})
+}
+
+// readingsSide is a pipeline over the benchmarks' readings, by name.
+type readingsSide struct {
+	name string
+	run  func(*typed.MemoryStream[sensor.Event], string, typed.Sink[userWindowCount]) error
+}
+
+// benchReadingsTwoWays runs BenchmarkWindowCounts' 1M readings through
+// two pipelines, each a sub-benchmark; the second logs what ratio makes
+// of the two sides' rates.
+func benchReadingsTwoWays(b *testing.B, first, second readingsSide, ratio func(first, second float64) string) {
 	in := sensorRows(1_000_000, 1)
 	var rate [2]float64
-	for i, c := range []struct {
-		name string
-		run  func(*typed.MemoryStream[sensor.Event], string, typed.Sink[userWindowCount]) error
-	}{{"windows=tumbling", windowsStreamgen}, {"windows=timedifference", timeDifferenceStreamgen}} {
+	for i, c := range []readingsSide{first, second} {
 		b.Run(c.name, func(b *testing.B) {
 			m := typed.NewMemoryStream[sensor.Event]("readings", readingBatch)
 			m.Add(in...)
@@ -453,7 +466,7 @@ func BenchmarkTimeDifferenceCounts(b *testing.B) {
 				return sink.rows, err
 			})
 			if i == 1 && rate[0] > 0 {
-				b.Logf("windows of a time difference take %.2fx the time of tumbling windows", rate[0]/rate[1])
+				b.Log(ratio(rate[0], rate[1]))
 			}
 		})
 	}
@@ -480,25 +493,10 @@ func overStreamgen(m *typed.MemoryStream[sensor.Event], dir string, sink typed.S
 // BenchmarkWindowCounts, run with -benchtime 1x or 3x; the second side
 // logs the ratio.
 func BenchmarkOverCounts(b *testing.B) {
-	in := sensorRows(1_000_000, 1)
-	var rate [2]float64
-	for i, c := range []struct {
-		name string
-		run  func(*typed.MemoryStream[sensor.Event], string, typed.Sink[userWindowCount]) error
-	}{{"frames=over", overStreamgen}, {"windows=timedifference", timeDifferenceStreamgen}} {
-		b.Run(c.name, func(b *testing.B) {
-			m := typed.NewMemoryStream[sensor.Event]("readings", readingBatch)
-			m.Add(in...)
-			rate[i] = benchTimed(b, len(in), func(dir string) (int64, error) {
-				sink := &rowSink[userWindowCount]{}
-				err := c.run(m, dir, sink)
-				return sink.rows, err
-			})
-			if i == 1 && rate[0] > 0 {
-				b.Logf("OVER frames take %.2fx the time of windows of a time difference", rate[1]/rate[0])
-			}
+	benchReadingsTwoWays(b, readingsSide{"frames=over", overStreamgen}, readingsSide{"windows=timedifference", timeDifferenceStreamgen},
+		func(first, second float64) string {
+			return fmt.Sprintf("OVER frames take %.2fx the time of windows of a time difference", second/first)
 		})
-	}
 }
 
 // BenchmarkDropDuplicates drops the copies from 1M sensor readings (900k
