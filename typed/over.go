@@ -56,10 +56,12 @@ func (o Over) String() string {
 // (PARTITION BY key ORDER BY rowtime RANGE BETWEEN INTERVAL '1' HOUR
 // PRECEDING AND CURRENT ROW)): each row of the keyed stream ks is written
 // once, as row(key, the row, the aggregate of agg over its frame), when
-// the watermark passes its time, rows in event-time order. A row at or
-// before the watermark is late and dropped, as Flink drops it; so the
-// stream needs a watermark (WithWatermark), and the output mode is
-// Append. The key's rows are kept in state, as a list, until no frame of
+// the watermark passes its time, a key's rows of a batch in event-time
+// order. A row at or before the watermark is late and dropped (Flink's
+// unbounded frames drop it so; its bounded ones only a row at or before
+// the key's last row written); so the stream needs a watermark
+// (WithWatermark), whose event time eventTime should be too, and the
+// output mode is Append. The key's rows are kept in state, as a list, until no frame of
 // a later row can take them: for RangePreceding, until the watermark is
 // more than d past them; for RowsPreceding, the n latest; for the
 // unbounded frames, the accumulator only. Each row's frame is aggregated
@@ -124,7 +126,14 @@ func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {
 // not passed, sets a timer at the earliest of theirs (one timer a key and
 // batch, not one a row).
 func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context, _ K, rows iter.Seq[T], _ TimerValues, _ func(Row)) error {
-	list := slices.Collect(rows)
+	done, _, err := p.done.Get(ctx)
+	if err != nil {
+		return err
+	}
+	// A row at or before what the key has written is late (its time is
+	// not the watermark's, or it comes from an operator's output without
+	// a watermark after it): dropped, as the watermark drops one.
+	list := slices.DeleteFunc(slices.Collect(rows), func(r T) bool { return p.eventTime(&r).UnixNano() <= done })
 	if len(list) == 0 {
 		return nil
 	}
@@ -174,8 +183,12 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 	}
 	var acc Acc
 	if p.over.unbounded {
-		if acc, _, err = p.acc.Get(ctx); err != nil {
+		var ok bool
+		if acc, ok, err = p.acc.Get(ctx); err != nil {
 			return err
+		}
+		if !ok {
+			acc = p.agg.Zero()
 		}
 	}
 	lo := 0 // the first row of a RangePreceding frame
@@ -240,8 +253,9 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 	case p.over.rows:
 		keepFrom = max(0, last-p.over.n)
 	default:
+		// A later row's frame starts after wm-d.
 		from := wm.Add(-p.over.d)
-		for keepFrom > 0 && !p.eventTime(&list[keepFrom-1]).Before(from) {
+		for keepFrom > 0 && p.eventTime(&list[keepFrom-1]).After(from) {
 			keepFrom--
 		}
 		if keepFrom < last && last == len(list) {
@@ -252,12 +266,16 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 			}
 		}
 	}
-	if keepFrom == len(list) && !p.over.unbounded {
-		// Nothing kept: the key leaves no state.
+	if keepFrom == len(list) {
+		// No row kept: the key leaves no state, but, for the unbounded
+		// frames, its accumulator and how far it has written.
 		if err := p.rows.Clear(ctx); err != nil {
 			return err
 		}
-		return p.done.Clear(ctx)
+		if !p.over.unbounded {
+			return p.done.Clear(ctx)
+		}
+		return p.done.Update(ctx, wm.UnixNano())
 	}
 	// The rows written before keepFrom stay until they are most of the
 	// list: no frame takes them (they are older than a frame's start, or

@@ -254,3 +254,140 @@ func TestAggregateOverRefuses(t *testing.T) {
 		t.Fatalf("without a watermark: error %v, want one saying it needs one", err)
 	}
 }
+
+// floorMin is the least of the clicks' page lengths and a floor of 100:
+// an aggregator whose Zero is not its accumulator's zero value.
+type floorMin struct{}
+
+func (floorMin) Zero() fixtures.Counter { return fixtures.Counter{Count: 100} }
+func (floorMin) Add(acc fixtures.Counter, c *fixtures.Click) fixtures.Counter {
+	acc.Count = min(acc.Count, int64(len(c.Page)))
+	return acc
+}
+func (floorMin) Merge(a, b fixtures.Counter) fixtures.Counter {
+	return fixtures.Counter{Count: min(a.Count, b.Count)}
+}
+func (floorMin) Result(acc fixtures.Counter) int64 { return acc.Count }
+
+// TestAggregateOverState: every frame starts from the aggregator's Zero;
+// a RangePreceding key leaves no state once the watermark is d past its
+// rows (here a row exactly d before the watermark, whose frame no later
+// row takes); a stream of AggregateOver read twice in one output (a
+// Union) and by two outputs of WriteAll runs.
+func TestAggregateOverState(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0).UTC()
+	click := func(user string, s int, page string) fixtures.Click {
+		return fixtures.Click{User: user, Time: base.Add(time.Duration(s) * time.Second), Page: page}
+	}
+	for _, over := range []typed.Over{typed.RangePreceding(time.Hour), typed.RowsPreceding(100), typed.RangeUnbounded(), typed.RowsUnbounded()} {
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		m.Add(click("u", 10, "ppp"), click("u", 20, "pppppp"))
+		src := typed.WithWatermark(typed.FromMemory(m), clickTime, 10*time.Second)
+		mins := typed.AggregateOver(typed.GroupByKey(src, func(c *fixtures.Click) string { return c.User }), clickTime, over, floorMin{},
+			func(_ string, _ *fixtures.Click, n int64) int64 { return n })
+		sink := newSink[int64]()
+		if err := runToEnd(t, typed.WriteTo(mins, sink), runtimeFlush()); err != nil {
+			t.Fatal(err)
+		}
+		if got := sink.rows(); !slices.Equal(got, []int64{3, 3}) {
+			t.Errorf("%v: %v, want [3 3]: the least page length of each frame", over, got)
+		}
+	}
+
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	src := typed.WithWatermark(typed.FromMemory(m), clickTime, 10*time.Second)
+	counts := typed.AggregateOver(typed.GroupByKey(src, func(c *fixtures.Click) string { return c.User }), clickTime, typed.RangePreceding(10*time.Second),
+		typed.Count[fixtures.Click](), func(user string, c *fixtures.Click, n int64) string {
+			return fmt.Sprintf("%s@%d:%d", user, c.Time.Sub(base)/time.Second, n)
+		})
+	twice := newSink[string]()
+	w := typed.WriteTo(typed.Union(counts, counts), twice)
+	ck := newCheckpoint()
+	var stateRows int64
+	for _, step := range [][]fixtures.Click{
+		{click("u", 100, "p"), click("w", 105, "p"), click("v", 120, "p")}, // the watermark moves to 110
+		// 100 and 105 are written; u's 100 = 110-10 is in no later frame,
+		// w's 105 is kept, until the watermark is past 115.
+		{click("v", 125, "p")},
+		{click("v", 140, "p")}, // the watermark moves to 130: u's 100 is out of every frame
+		{click("v", 150, "p")},
+	} {
+		m.Add(step...)
+		q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := q.LastProgress(); ok {
+			stateRows = p.StateOperators[0].NumRowsTotal + p.StateOperators[1].NumRowsTotal
+		}
+	}
+	q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()), runtimeFlush())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := q.LastProgress()
+	stateRows = p.StateOperators[0].NumRowsTotal + p.StateOperators[1].NumRowsTotal
+	if stateRows != 0 {
+		t.Errorf("%d state rows after every row was written and the watermark passed them all, want 0", stateRows)
+	}
+	want := []string{"u@100:1", "u@100:1", "v@120:1", "v@120:1", "v@125:2", "v@125:2", "v@140:1", "v@140:1", "v@150:2", "v@150:2", "w@105:1", "w@105:1"}
+	if got := sortedRows(twice.rows()); !slices.Equal(got, want) {
+		t.Errorf("the union of the stream with itself: %v, want %v", got, want)
+	}
+
+	// Two outputs of one query share the operator.
+	m2 := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m2.Add(click("u", 1, "p"), click("u", 2, "p"))
+	src2 := typed.WithWatermark(typed.FromMemory(m2), clickTime, time.Second)
+	counts2 := typed.AggregateOver(typed.GroupByKey(src2, func(c *fixtures.Click) string { return c.User }), clickTime, typed.RowsUnbounded(),
+		typed.Count[fixtures.Click](), func(_ string, _ *fixtures.Click, n int64) int64 { return n })
+	a, b := newSink[int64](), newSink[int64]()
+	progress := runAllToEnd(t, typed.WriteAll(typed.WriteTo(counts2, a), typed.WriteTo(counts2, b)), runtime.FlushEventTime())
+	if got, got2 := a.rows(), b.rows(); !slices.Equal(got, []int64{1, 2}) || !slices.Equal(got2, []int64{1, 2}) {
+		t.Errorf("two outputs got %v and %v, want [1 2] each", got, got2)
+	}
+	if n := len(progress[len(progress)-1].StateOperators); n != 1 {
+		t.Errorf("%d state operators for two outputs of one AggregateOver, want 1", n)
+	}
+}
+
+// TestAggregateOverTimeBehindItsKey: a row whose time (AggregateOver's,
+// here 30 s before the watermark's) is at or before what its key has
+// written is dropped, and in no later frame.
+func TestAggregateOverTimeBehindItsKey(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0).UTC()
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	src := typed.WithWatermark(typed.FromMemory(m), clickTime, 10*time.Second)
+	earlier := func(c *fixtures.Click) time.Time { return c.Time.Add(-30 * time.Second) }
+	counts := typed.AggregateOver(typed.GroupByKey(src, func(c *fixtures.Click) string { return c.User }), earlier, typed.RowsPreceding(5),
+		typed.Count[fixtures.Click](), func(_ string, c *fixtures.Click, n int64) string {
+			return fmt.Sprintf("%d:%d", c.Time.Sub(base)/time.Second, n)
+		})
+	sink := newSink[string]()
+	w := typed.WriteTo(counts, sink)
+	ck := newCheckpoint()
+	// 100 and 200 (70 and 170 by AggregateOver's time) are written once
+	// the watermark is 190; 215 (185) comes after, not late by the
+	// watermark's time, and behind what its key has written.
+	for i, step := range [][]int{{100, 200}, {215}, {300}} {
+		for _, s := range step {
+			m.Add(fixtures.Click{User: "u", Time: base.Add(time.Duration(s) * time.Second)})
+		}
+		opts := ck.opts()
+		if i == 2 {
+			opts = append(opts, runtimeFlush())
+		}
+		if err := runToEnd(t, w, opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := sortedRows(sink.rows()), []string{"100:1", "200:2", "300:3"}; !slices.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+}
