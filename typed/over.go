@@ -2,6 +2,7 @@ package typed
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"iter"
 	"slices"
@@ -61,13 +62,17 @@ func (o Over) String() string {
 // unbounded frames drop it so; its bounded ones only a row at or before
 // the key's last row written); so the stream needs a watermark
 // (WithWatermark), whose event time eventTime should be too, and the
-// output mode is Append. The key's rows are kept in state, as a list, until no frame of
-// a later row can take them: for RangePreceding, until the watermark is
-// more than d past them; for RowsPreceding, the n latest; for the
-// unbounded frames, the accumulator only. Each row's frame is aggregated
-// anew (Aggregator has no retraction): a frame of n rows costs n Adds,
-// shared by the row's peers. The rows and the accumulator must have a
-// binary encoding (generated records), which Start checks.
+// output mode is Append. The key's rows are kept in state until they
+// are written and no frame of a later row can take them: for
+// RangePreceding, until the watermark is more than d past them; for
+// RowsPreceding, the n latest; for the unbounded frames, the accumulator
+// only. A key's rows kept are one state value, read and written again
+// when rows come and when the watermark passes some: a key of very many
+// rows waiting (a watermark far behind them) costs their size each
+// batch. Each row's frame is aggregated anew (Aggregator has no
+// retraction): a frame of n rows costs n Adds, shared by the row's
+// peers. The rows and the accumulator must have a binary encoding
+// (generated records), which Start checks.
 //
 // It runs as a transformWithState of event time (its progress and
 // checkpoint name it so), with state variables "rows", "done" and, for
@@ -93,27 +98,33 @@ func AggregateOver[K comparable, T, Acc, Out, Row any](ks KeyedStream[K, T], eve
 	}})
 }
 
-// overProcessor is AggregateOver's processor. rows holds the key's rows
-// not yet written (their times after done), those that a later row's
-// frame may take, and, until they are most of it, rows written that no
-// frame takes any more, in event-time order but for the rows appended
-// since it was last written, peers in arrival order; done is the
-// watermark up to which the rows are written (Unix nanoseconds).
+// overProcessor is AggregateOver's processor. rows holds, in one value
+// (see encode), the key's rows not yet written (their times after done)
+// and those that a later row's frame may take, in event-time order but
+// for the rows appended since it was last written, peers in arrival
+// order; done is the watermark up to which the rows are written (Unix
+// nanoseconds).
 type overProcessor[K comparable, T, Acc, Out, Row any] struct {
 	eventTime func(*T) time.Time
 	over      Over
 	agg       Aggregator[T, Acc, Out]
 	row       func(K, *T, Out) Row
 
-	h    *Handle
-	rows *ListState[T]
-	done *ValueState[int64]
-	acc  *ValueState[Acc]
+	h     *Handle
+	codec valueCodec[T]
+	rows  *ValueState[string]
+	done  *ValueState[int64]
+	acc   *ValueState[Acc]
+	buf   []byte // a row's encoding
 }
 
 func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {
 	p.h = h
-	p.rows = NewListState[T](h, "rows")
+	var err error
+	if p.codec, err = newValueCodec[T](); err != nil {
+		return fmt.Errorf("AggregateOver: the rows: %w", unprefixed(err))
+	}
+	p.rows = NewValueState[string](h, "rows")
 	p.done = NewValueState[int64](h, "done")
 	if p.over.unbounded {
 		p.acc = NewValueState[Acc](h, "acc")
@@ -137,7 +148,15 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context
 	if len(list) == 0 {
 		return nil
 	}
-	if err := p.rows.AppendList(ctx, list); err != nil {
+	kept, _, err := p.rows.Get(ctx)
+	if err != nil {
+		return err
+	}
+	all, err := p.encode([]byte(kept), list)
+	if err != nil {
+		return err
+	}
+	if err := p.rows.Update(ctx, string(all)); err != nil {
 		return err
 	}
 	earliest := p.eventTime(&list[0])
@@ -163,11 +182,10 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 	if expired.ExpiryTime().UnixNano() <= done {
 		return nil
 	}
-	seq, err := p.rows.Get(ctx)
+	list, err := p.load(ctx)
 	if err != nil {
 		return err
 	}
-	list := slices.Collect(seq)
 	// The rows kept are in order; those appended since come after them.
 	slices.SortStableFunc(list, func(a, b T) int { return p.eventTime(&a).Compare(p.eventTime(&b)) })
 	first := len(list) // the first row not yet written
@@ -277,14 +295,45 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 		}
 		return p.done.Update(ctx, wm.UnixNano())
 	}
-	// The rows written before keepFrom stay until they are most of the
-	// list: no frame takes them (they are older than a frame's start, or
-	// than a RowsPreceding frame's n rows, or in the accumulator), and
-	// leaving them spares rewriting the list at every batch.
-	if keepFrom > len(list)/2 {
-		if err := p.rows.Put(ctx, list[keepFrom:]); err != nil {
-			return err
-		}
+	kept, err := p.encode(nil, list[keepFrom:])
+	if err != nil {
+		return err
+	}
+	if err := p.rows.Update(ctx, string(kept)); err != nil {
+		return err
 	}
 	return p.done.Update(ctx, wm.UnixNano())
+}
+
+// encode appends rows to b, each as uvarint(length) and its encoding.
+func (p *overProcessor[K, T, Acc, Out, Row]) encode(b []byte, rows []T) ([]byte, error) {
+	for i := range rows {
+		var err error
+		if p.buf, err = p.codec.encode(p.buf[:0], &rows[i]); err != nil {
+			return nil, fmt.Errorf("AggregateOver: a row does not encode: %w", unprefixed(err))
+		}
+		b = append(binary.AppendUvarint(b, uint64(len(p.buf))), p.buf...)
+	}
+	return b, nil
+}
+
+// load reads the key's rows (see encode).
+func (p *overProcessor[K, T, Acc, Out, Row]) load(ctx context.Context) ([]T, error) {
+	raw, _, err := p.rows.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var rows []T
+	for b := []byte(raw); len(b) > 0; {
+		n, w := binary.Uvarint(b)
+		if w <= 0 || uint64(len(b)-w) < n {
+			return nil, fmt.Errorf("AggregateOver: the stored rows are corrupt")
+		}
+		rows = append(rows, *new(T))
+		if err := p.codec.decode(b[w:w+int(n)], &rows[len(rows)-1]); err != nil {
+			return nil, fmt.Errorf("AggregateOver: a stored row does not decode: %w", unprefixed(err))
+		}
+		b = b[w+int(n):]
+	}
+	return rows, nil
 }
