@@ -74,9 +74,11 @@ func (o Over) String() string {
 // peers. The rows and the accumulator must have a binary encoding
 // (generated records), which Start checks.
 //
-// It runs as a transformWithState of event time (its progress and
-// checkpoint name it so), with state variables "rows", "done" and, for
-// the unbounded frames, "acc". agg and row are called on the query's
+// It runs as a transformWithState of event time, named
+// "AggregateOver(frame, aggregator type)" in its progress and checkpoint
+// (another output row type keeps the checkpoint; another frame or
+// aggregator is a change of the pipeline), with state variables "rows",
+// "done" and, for the unbounded frames, "acc". agg and row are called on the query's
 // goroutine, with pointers valid during the call.
 func AggregateOver[K comparable, T, Acc, Out, Row any](ks KeyedStream[K, T], eventTime func(*T) time.Time, over Over,
 	agg Aggregator[T, Acc, Out], row func(key K, r *T, out Out) Row) Stream[Row] {
@@ -116,6 +118,15 @@ type overProcessor[K comparable, T, Acc, Out, Row any] struct {
 	done  *ValueState[int64]
 	acc   *ValueState[Acc]
 	buf   []byte // a row's encoding
+}
+
+// operatorName names the operator in progress reports and the
+// checkpoint by its frame and aggregator, not by the processor's type,
+// which names the output's too: a restart with another output row type
+// keeps the checkpoint; one with another frame or aggregator is a change
+// of the pipeline (runtime.AllowPipelineChanges).
+func (p *overProcessor[K, T, Acc, Out, Row]) operatorName() string {
+	return fmt.Sprintf("AggregateOver(%v, %T)", p.over, p.agg)
 }
 
 func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {

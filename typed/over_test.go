@@ -391,3 +391,38 @@ func TestAggregateOverTimeBehindItsKey(t *testing.T) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
+
+// TestAggregateOverRestarts: a restart with another output row type
+// keeps the checkpoint; one with another frame is refused, as a change
+// of the pipeline, naming both frames.
+func TestAggregateOverRestarts(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0).UTC()
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	keyed := typed.GroupByKey(typed.WithWatermark(typed.FromMemory(m), clickTime, time.Second), func(c *fixtures.Click) string { return c.User })
+	ck := newCheckpoint()
+	m.Add(fixtures.Click{User: "u", Time: base.Add(time.Second)}, fixtures.Click{User: "u", Time: base.Add(5 * time.Second)})
+	counts := typed.AggregateOver(keyed, clickTime, typed.RangePreceding(time.Minute), typed.Count[fixtures.Click](),
+		func(_ string, _ *fixtures.Click, n int64) int64 { return n })
+	first := newSink[int64]()
+	if err := runToEnd(t, typed.WriteTo(counts, first), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	m.Add(fixtures.Click{User: "u", Time: base.Add(9 * time.Second)})
+	texts := typed.AggregateOver(keyed, clickTime, typed.RangePreceding(time.Minute), typed.Count[fixtures.Click](),
+		func(user string, c *fixtures.Click, n int64) string {
+			return fmt.Sprintf("%s@%d:%d", user, c.Time.Sub(base)/time.Second, n)
+		})
+	second := newSink[string]()
+	if err := runToEnd(t, typed.WriteTo(texts, second), ck.opts(runtimeFlush())...); err != nil {
+		t.Fatalf("a restart with another output row type: %v", err)
+	}
+	if got, want := sortedRows(second.rows()), []string{"u@5:2", "u@9:3"}; !slices.Equal(got, want) || !slices.Equal(first.rows(), []int64{1}) {
+		t.Fatalf("the runs wrote %v, then %v; want [1], then %v", first.rows(), got, want)
+	}
+	other := typed.AggregateOver(keyed, clickTime, typed.RowsPreceding(3), typed.Count[fixtures.Click](),
+		func(_ string, _ *fixtures.Click, n int64) int64 { return n })
+	err := runToEnd(t, typed.WriteTo(other, newSink[int64]()), ck.opts()...)
+	if err == nil || !strings.Contains(err.Error(), "RangePreceding(1m0s)") || !strings.Contains(err.Error(), "RowsPreceding(3)") {
+		t.Fatalf("a restart with another frame: %v, want it refused, naming both frames", err)
+	}
+}

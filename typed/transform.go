@@ -37,6 +37,9 @@ func TransformWithState[K comparable, In, Out any](
 		initial = append(initial, init)
 	}
 	name := fmt.Sprintf("%T", p)
+	if n, ok := p.(interface{ operatorName() string }); ok {
+		name = n.operatorName()
+	}
 	opInfo := operatorInfo{kind: "transformWithState", function: name, mode: mode, watermarked: ks.s.p.watermarked,
 		needsWatermark: timeMode == TimeModeEventTime}
 	opInfo.prepare = func(context.Context) error {
