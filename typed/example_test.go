@@ -296,7 +296,7 @@ func ExampleTimeDifference() {
 // A running count of each user's clicks in the last 10 seconds, written
 // with every click, as Flink's COUNT(*) OVER (PARTITION BY user ORDER BY
 // time RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW): a
-// click is written once the watermark passes it, with the clicks of its
+// click is written once the watermark reaches it, with the clicks of its
 // user from 10 s before it up to it (the click at 0 s is 10 s before the
 // one at 10 s, and counts; two clicks at 12 s count each other).
 func ExampleAggregateOver() {

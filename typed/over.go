@@ -57,7 +57,7 @@ func (o Over) String() string {
 // (PARTITION BY key ORDER BY rowtime RANGE BETWEEN INTERVAL '1' HOUR
 // PRECEDING AND CURRENT ROW)): each row of the keyed stream ks is written
 // once, as row(key, the row, the aggregate of agg over its frame), when
-// the watermark passes its time, a key's rows of a batch in event-time
+// the watermark reaches its time, a key's rows of a batch in event-time
 // order. A row at or before the watermark is late and dropped (Flink's
 // unbounded frames drop it so; its bounded ones only a row at or before
 // the key's last row written); so the stream needs a watermark
@@ -67,7 +67,7 @@ func (o Over) String() string {
 // RangePreceding, until the watermark is more than d past them; for
 // RowsPreceding, the n latest; for the unbounded frames, the accumulator
 // only. A key's rows kept are one state value, read and written again
-// when rows come and when the watermark passes some: a key of very many
+// when rows come and when the watermark reaches some: a key of very many
 // rows waiting (a watermark far behind them) costs their size each
 // batch. Each row's frame is aggregated anew (Aggregator has no
 // retraction): a frame of n rows costs n Adds, shared by the row's
@@ -143,10 +143,12 @@ func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {
 	return nil
 }
 
-// HandleInputRows keeps the rows, and sets a timer at the earliest of
-// their times: the watermark passing it writes them, or, for those it has
-// not passed, sets a timer at the earliest of theirs (one timer a key and
-// batch, not one a row).
+// HandleInputRows keeps the rows, and sets a timer just before the
+// earliest of their times (a timer fires once the watermark is past it:
+// a row is written once the watermark reaches it, as in Flink): the
+// watermark reaching it writes them, or, for those it has not reached,
+// sets a timer at the earliest of theirs (one timer a key and batch, not
+// one a row).
 func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context, _ K, rows iter.Seq[T], _ TimerValues, _ func(Row)) error {
 	done, _, err := p.done.Get(ctx)
 	if err != nil {
@@ -176,7 +178,7 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context
 			earliest = t
 		}
 	}
-	return p.h.RegisterTimer(ctx, earliest)
+	return p.h.RegisterTimer(ctx, earliest.Add(-time.Nanosecond))
 }
 
 // HandleExpiredTimer writes, at the first timer of a batch, every row of
@@ -269,7 +271,7 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 	// a later row is after the watermark.
 	if last < len(list) {
 		// The rows that wait: a timer at the earliest.
-		if err := p.h.RegisterTimer(ctx, p.eventTime(&list[last])); err != nil {
+		if err := p.h.RegisterTimer(ctx, p.eventTime(&list[last]).Add(-time.Nanosecond)); err != nil {
 			return err
 		}
 	}

@@ -129,15 +129,21 @@ func TestAggregateOver(t *testing.T) {
 							}
 						}
 						if !last {
-							// Rows are written as the watermark passes
-							// them, and none after it.
+							// Rows are written once the watermark
+							// reaches them, and none after it.
 							wm := latest.Add(-10 * time.Second)
-							if len(sink.rows()) == 0 {
-								t.Fatalf("no row written with the watermark at %v", wm)
+							reached := 0 // the rows added that the watermark has reached
+							for _, c := range in[:start+len(part)] {
+								if !c.Time.After(wm) {
+									reached++
+								}
+							}
+							if got := len(sink.rows()); got != reached || got == 0 {
+								t.Fatalf("%d rows written with the watermark at %v, want the %d it has reached", got, wm, reached)
 							}
 							for _, r := range sink.rows() {
 								if r.Time.After(wm) {
-									t.Fatalf("%v written before the watermark (%v) passed it", r, wm)
+									t.Fatalf("%v written before the watermark (%v) reached it", r, wm)
 								}
 							}
 						}
