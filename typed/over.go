@@ -157,7 +157,15 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context
 	// A row at or before what the key has written is late (its time is
 	// not the watermark's, or it comes from an operator's output without
 	// a watermark after it): dropped, as the watermark drops one.
-	list := slices.DeleteFunc(slices.Collect(rows), func(r T) bool { return p.eventTime(&r).UnixNano() <= done })
+	list := slices.Collect(rows)
+	n := 0
+	for i := range list {
+		if p.eventTime(&list[i]).UnixNano() > done {
+			list[n] = list[i]
+			n++
+		}
+	}
+	list = list[:n]
 	if len(list) == 0 {
 		return nil
 	}
@@ -200,16 +208,17 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 		return err
 	}
 	// The rows kept are in order; those appended since come after them.
-	slices.SortStableFunc(list, func(a, b T) int { return p.eventTime(&a).Compare(p.eventTime(&b)) })
+	// Each row's time is read once, and the rows sorted by it.
+	list, times := p.byTime(list)
 	first := len(list) // the first row not yet written
 	for i := range list {
-		if t := p.eventTime(&list[i]).UnixNano(); t > done {
+		if times[i].UnixNano() > done {
 			first = i
 			break
 		}
 	}
 	last := first // the rows to write are list[first:last]
-	for last < len(list) && !p.eventTime(&list[last]).After(wm) {
+	for last < len(list) && !times[last].After(wm) {
 		last++
 	}
 	var acc Acc
@@ -224,9 +233,9 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 	}
 	lo := 0 // the first row of a RangePreceding frame
 	for i := first; i < last; {
-		t := p.eventTime(&list[i])
+		t := times[i]
 		end := i + 1 // the peers of list[i] are list[i:end]
-		for end < last && p.eventTime(&list[end]).Equal(t) {
+		for end < last && times[end].Equal(t) {
 			end++
 		}
 		switch {
@@ -253,7 +262,7 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 		default:
 			// The frame is list[lo:end]: lo only moves on, as t does.
 			from := t.Add(-p.over.d)
-			for p.eventTime(&list[lo]).Before(from) {
+			for times[lo].Before(from) {
 				lo++
 			}
 			frame := p.agg.Zero()
@@ -271,7 +280,7 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 	// a later row is after the watermark.
 	if last < len(list) {
 		// The rows that wait: a timer at the earliest.
-		if err := p.h.RegisterTimer(ctx, p.eventTime(&list[last]).Add(-time.Nanosecond)); err != nil {
+		if err := p.h.RegisterTimer(ctx, times[last].Add(-time.Nanosecond)); err != nil {
 			return err
 		}
 	}
@@ -286,13 +295,13 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 	default:
 		// A later row's frame starts after wm-d.
 		from := wm.Add(-p.over.d)
-		for keepFrom > 0 && p.eventTime(&list[keepFrom-1]).After(from) {
+		for keepFrom > 0 && times[keepFrom-1].After(from) {
 			keepFrom--
 		}
 		if keepFrom < last && last == len(list) {
 			// No row waits: a timer once the watermark is d past the
 			// latest row forgets the rows kept, if no row comes.
-			if err := p.h.RegisterTimer(ctx, p.eventTime(&list[last-1]).Add(p.over.d)); err != nil {
+			if err := p.h.RegisterTimer(ctx, times[last-1].Add(p.over.d)); err != nil {
 				return err
 			}
 		}
@@ -316,6 +325,23 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 		return err
 	}
 	return p.done.Update(ctx, wm.UnixNano())
+}
+
+// byTime returns rows sorted by event time, peers in their order, and
+// the rows' times.
+func (p *overProcessor[K, T, Acc, Out, Row]) byTime(rows []T) ([]T, []time.Time) {
+	order := make([]int, len(rows))
+	times := make([]time.Time, len(rows))
+	for i := range rows {
+		order[i], times[i] = i, p.eventTime(&rows[i])
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return times[a].Compare(times[b]) })
+	sorted := make([]T, len(rows))
+	sortedTimes := make([]time.Time, len(rows))
+	for k, i := range order {
+		sorted[k], sortedTimes[k] = rows[i], times[i]
+	}
+	return sorted, sortedTimes
 }
 
 // encode appends rows to b, each as uvarint(length) and its encoding.
