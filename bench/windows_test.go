@@ -478,10 +478,16 @@ func benchReadingsTwoWays(b *testing.B, first, second readingsSide, ratio func(f
 // '1' SECOND PRECEDING AND CURRENT ROW)), each written once the
 // watermark, windowDelay behind, passes it.
 func overStreamgen(m *typed.MemoryStream[sensor.Event], dir string, sink typed.Sink[userWindowCount]) error {
+	return overFrameStreamgen(m, dir, sink, typed.RangePreceding(time.Second))
+}
+
+// overFrameStreamgen counts, for each of m's readings, its user's
+// readings in frame, as overStreamgen does.
+func overFrameStreamgen(m *typed.MemoryStream[sensor.Event], dir string, sink typed.Sink[userWindowCount], frame typed.Over) error {
 	s := typed.WithWatermark(typed.FromMemory(m), readingTime, windowDelay)
-	counts := typed.AggregateOver(typed.GroupByKey(s, func(e *sensor.Event) string { return e.User }), readingTime, typed.RangePreceding(time.Second),
+	counts := typed.AggregateOver(typed.GroupByKey(s, func(e *sensor.Event) string { return e.User }), readingTime, frame,
 		typed.Count[sensor.Event](), func(user string, e *sensor.Event, n int64) userWindowCount {
-			return userWindowCount{Window: typed.Window{Start: readingTime(e).Add(-time.Second), End: readingTime(e)}, User: user, Count: n}
+			return userWindowCount{Window: typed.Window{End: readingTime(e)}, User: user, Count: n}
 		})
 	return startAvailableNow(typed.WriteTo(counts, sink), dir)
 }
@@ -497,6 +503,34 @@ func BenchmarkOverCounts(b *testing.B) {
 		func(first, second float64) string {
 			return fmt.Sprintf("OVER frames take %.2fx the time of windows of a time difference", second/first)
 		})
+}
+
+// BenchmarkOverLongFrames counts BenchmarkWindowCounts' 1M readings over
+// the 10 minutes before each (RangePreceding(10 min): about 1,850
+// readings of a user) and over the 2,000 readings of its user before
+// each (RowsPreceding(2000)), side by side with BenchmarkOverCounts'
+// frame of 1 s (about three readings): what a long frame costs. As
+// BenchmarkWindowCounts, run with -benchtime 1x or 3x; the long sides
+// log their ratio to the short one.
+func BenchmarkOverLongFrames(b *testing.B) {
+	in := sensorRows(1_000_000, 1)
+	var short float64
+	for i, frame := range []typed.Over{typed.RangePreceding(time.Second), typed.RangePreceding(10 * time.Minute), typed.RowsPreceding(2000)} {
+		b.Run("frame="+frame.String(), func(b *testing.B) {
+			m := typed.NewMemoryStream[sensor.Event]("readings", readingBatch)
+			m.Add(in...)
+			rate := benchTimed(b, len(in), func(dir string) (int64, error) {
+				sink := &rowSink[userWindowCount]{}
+				err := overFrameStreamgen(m, dir, sink, frame)
+				return sink.rows, err
+			})
+			if i == 0 {
+				short = rate
+			} else if short > 0 {
+				b.Logf("%v takes %.2fx the time of RangePreceding(1s)", frame, short/rate)
+			}
+		})
+	}
 }
 
 // BenchmarkDropDuplicates drops the copies from 1M sensor readings (900k

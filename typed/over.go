@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"reflect"
 	"slices"
 	"time"
 )
@@ -66,12 +67,17 @@ func (o Over) String() string {
 // are written and no frame of a later row can take them: for
 // RangePreceding, until the watermark is more than d past them; for
 // RowsPreceding, the n latest; for the unbounded frames, the accumulator
-// only. A key's rows kept are one state value, read and written again
-// when rows come and when the watermark reaches some: a key of very many
-// rows waiting (a watermark far behind them) costs their size each
-// batch. Each row's frame is aggregated anew (Aggregator has no
-// retraction): a frame of n rows costs n Adds, shared by the row's
-// peers. The rows and the accumulator must have a binary encoding
+// only. A key's rows kept are one state value, read and written once
+// in a batch that brings the key rows or whose watermark reaches some: a
+// key of very many rows waiting (a watermark far behind them) costs
+// their size each such batch. A bounded frame slides over a key's rows
+// with Add and Merge (Aggregator has no retraction): about two Adds and
+// two Merges a row, whatever the frame's length, so that a float sum
+// may differ in its last bits from one added in order; with an
+// accumulator that holds slices, maps or pointers (which Add and Merge
+// may change in place), each frame is folded anew from Zero, n Adds for
+// a frame of n rows, shared by the row's peers. The rows, and for the
+// unbounded frames the accumulator, must have a binary encoding
 // (generated records), which Start checks.
 //
 // It runs as a transformWithState of event time, named
@@ -118,6 +124,10 @@ type overProcessor[K comparable, T, Acc, Out, Row any] struct {
 	done  *ValueState[int64]
 	acc   *ValueState[Acc]
 	buf   []byte // a row's encoding
+	// slide says that bounded frames are aggregated as they slide (see
+	// frames): the accumulator holds no memory that Add or Merge could
+	// change through a copy of it.
+	slide bool
 }
 
 // operatorName names the operator in progress reports and the
@@ -135,6 +145,7 @@ func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {
 	if p.codec, err = newValueCodec[T](); err != nil {
 		return fmt.Errorf("AggregateOver: the rows: %w", unprefixed(err))
 	}
+	p.slide = holdsNoReferences(reflect.TypeFor[Acc]())
 	p.rows = NewValueState[string](h, "rows")
 	p.done = NewValueState[int64](h, "done")
 	if p.over.unbounded {
@@ -143,13 +154,17 @@ func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {
 	return nil
 }
 
-// HandleInputRows keeps the rows, and sets a timer just before the
-// earliest of their times (a timer fires once the watermark is past it:
-// a row is written once the watermark reaches it, as in Flink): the
-// watermark reaching it writes them, or, for those it has not reached,
-// sets a timer at the earliest of theirs (one timer a key and batch, not
-// one a row).
-func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context, _ K, rows iter.Seq[T], _ TimerValues, _ func(Row)) error {
+// HandleInputRows keeps the rows, and, once the watermark has moved
+// since the key last wrote (or has reached a new row), writes the rows
+// it has reached (see advance): every row of the key at or before it is
+// here or kept, a later batch's being late. So a key's rows are read and
+// written once in a batch, not once for the rows and again for their
+// timer, and a row is written in the batch after it comes in, or in its
+// own. Otherwise the new rows are appended to those kept as they are
+// (none is read), with a timer just before the earliest (a timer fires
+// once the watermark is past it: a row is written once the watermark
+// reaches it, as in Flink).
+func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context, key K, rows iter.Seq[T], timers TimerValues, emit func(Row)) error {
 	done, _, err := p.done.Get(ctx)
 	if err != nil {
 		return err
@@ -169,6 +184,15 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context
 	if len(list) == 0 {
 		return nil
 	}
+	earliest := p.eventTime(&list[0])
+	for i := range list[1:] {
+		if t := p.eventTime(&list[i+1]); t.Before(earliest) {
+			earliest = t
+		}
+	}
+	if wm := timers.CurrentWatermark(); !earliest.After(wm) || wm.UnixNano() > done {
+		return p.advance(ctx, key, done, list, wm, emit)
+	}
 	kept, _, err := p.rows.Get(ctx)
 	if err != nil {
 		return err
@@ -180,22 +204,14 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context
 	if err := p.rows.Update(ctx, string(all)); err != nil {
 		return err
 	}
-	earliest := p.eventTime(&list[0])
-	for i := range list[1:] {
-		if t := p.eventTime(&list[i+1]); t.Before(earliest) {
-			earliest = t
-		}
-	}
 	return p.h.RegisterTimer(ctx, earliest.Add(-time.Nanosecond))
 }
 
-// HandleExpiredTimer writes, at the first timer of a batch, every row of
-// the key at or before the watermark (no row at or before it can come
-// after), each with its frame's aggregate; then it keeps only the rows a
-// later row's frame may take, and sets a timer at the earliest row that
-// waits. The key's other timers of the batch find their rows written.
+// HandleExpiredTimer writes, at the first timer of a batch, the key's
+// rows that the watermark has reached (see advance). The key's other
+// timers of the batch, and a timer of rows that HandleInputRows wrote,
+// find their rows written.
 func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Context, key K, timers TimerValues, expired ExpiredTimerInfo, emit func(Row)) error {
-	wm := timers.CurrentWatermark()
 	done, _, err := p.done.Get(ctx)
 	if err != nil {
 		return err
@@ -203,13 +219,23 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 	if expired.ExpiryTime().UnixNano() <= done {
 		return nil
 	}
+	return p.advance(ctx, key, done, nil, timers.CurrentWatermark(), emit)
+}
+
+// advance writes every row of the key at or before the watermark wm
+// (the rows kept and the new ones, after done), each with its frame's
+// aggregate; then it keeps only the rows a later row's frame may take
+// and those that wait, and sets a timer just before the earliest that
+// waits.
+func (p *overProcessor[K, T, Acc, Out, Row]) advance(ctx context.Context, key K, done int64, fresh []T, wm time.Time, emit func(Row)) error {
 	list, err := p.load(ctx)
 	if err != nil {
 		return err
 	}
-	// The rows kept are in order; those appended since come after them.
-	// Each row's time is read once, and the rows sorted by it.
-	list, times := p.byTime(list)
+	// The rows kept are in order; those appended since, and the new
+	// ones, come after them. Each row's time is read once, and the rows
+	// sorted by it.
+	list, times := p.byTime(append(list, fresh...))
 	first := len(list) // the first row not yet written
 	for i := range list {
 		if times[i].UnixNano() > done {
@@ -231,6 +257,7 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 			acc = p.agg.Zero()
 		}
 	}
+	f := frames[T, Acc, Out]{agg: p.agg, rows: list, slide: p.slide}
 	lo := 0 // the first row of a RangePreceding frame
 	for i := first; i < last; {
 		t := times[i]
@@ -253,11 +280,7 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 			}
 		case p.over.rows:
 			for j := i; j < end; j++ {
-				frame := p.agg.Zero()
-				for k := max(0, j-p.over.n); k <= j; k++ {
-					frame = p.agg.Add(frame, &list[k])
-				}
-				emit(p.row(key, &list[j], p.agg.Result(frame)))
+				emit(p.row(key, &list[j], p.agg.Result(f.of(max(0, j-p.over.n), j+1))))
 			}
 		default:
 			// The frame is list[lo:end]: lo only moves on, as t does.
@@ -265,11 +288,7 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Cont
 			for times[lo].Before(from) {
 				lo++
 			}
-			frame := p.agg.Zero()
-			for k := lo; k < end; k++ {
-				frame = p.agg.Add(frame, &list[k])
-			}
-			out := p.agg.Result(frame)
+			out := p.agg.Result(f.of(lo, end))
 			for j := i; j < end; j++ {
 				emit(p.row(key, &list[j], out))
 			}
@@ -375,4 +394,77 @@ func (p *overProcessor[K, T, Acc, Out, Row]) load(ctx context.Context) ([]T, err
 		b = b[w+int(n):]
 	}
 	return rows, nil
+}
+
+// frames aggregates the frames rows[lo:end] of a key's rows in event-time
+// order, for frames whose lo and end never move back, as a row's frame
+// does from one row to the next. When slide is set, it keeps the frame as
+// two stacks, a front of aggregates of each row to the front's end
+// (suffix) and a back folded as rows come in: each row is folded in
+// once to the back and once to a front, and a frame is one Merge, so a
+// frame of n rows costs about two Adds and two Merges a row, not n Adds.
+// The front is made again, from the rows, when the frame's start passes
+// its end. Without slide (an accumulator with slices, maps or pointers,
+// which Merge may change through a copy), each frame is folded anew.
+type frames[T, Acc, Out any] struct {
+	agg   Aggregator[T, Acc, Out]
+	rows  []T
+	slide bool
+	mid   int   // the front is rows[...:mid], the back rows[mid:end]
+	end   int   // the rows folded in
+	front []Acc // front[k] aggregates rows[k:mid]
+	back  Acc
+}
+
+// of returns the aggregate of rows[lo:end].
+func (f *frames[T, Acc, Out]) of(lo, end int) Acc {
+	if !f.slide {
+		acc := f.agg.Zero()
+		for k := lo; k < end; k++ {
+			acc = f.agg.Add(acc, &f.rows[k])
+		}
+		return acc
+	}
+	if lo >= f.mid {
+		// The front is spent: rows[lo:end] are the new one.
+		if f.front == nil {
+			f.front = make([]Acc, len(f.rows))
+		}
+		f.front[end-1] = f.agg.Add(f.agg.Zero(), &f.rows[end-1])
+		for k := end - 2; k >= lo; k-- {
+			f.front[k] = f.agg.Merge(f.agg.Add(f.agg.Zero(), &f.rows[k]), f.front[k+1])
+		}
+		f.mid, f.end, f.back = end, end, f.agg.Zero()
+		return f.front[lo]
+	}
+	for ; f.end < end; f.end++ {
+		f.back = f.agg.Add(f.back, &f.rows[f.end])
+	}
+	return f.agg.Merge(f.front[lo], f.back)
+}
+
+// holdsNoReferences reports whether a value of t holds no memory that a
+// copy of it shares (pointers, slices, maps, interfaces and the like),
+// times and strings aside, which do not change: a copy of such a value
+// is a value of its own. Called once, when a pipeline is built.
+func holdsNoReferences(t reflect.Type) bool {
+	if t == reflect.TypeFor[time.Time]() {
+		return true
+	}
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String:
+		return true
+	case reflect.Array:
+		return holdsNoReferences(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !holdsNoReferences(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -91,22 +91,33 @@ func TestAggregateOver(t *testing.T) {
 		over typed.Over
 		d    time.Duration
 		n    int
+		// pages aggregates with pageSums, whose accumulator is a map
+		// that its Merge changes, where the others use Sum.
+		pages bool
 	}{
-		{"range", typed.RangePreceding(5 * time.Second), 5 * time.Second, 0},
-		{"range", typed.RangePreceding(0), 0, 0},
-		{"rows", typed.RowsPreceding(3), 0, 3},
-		{"rows", typed.RowsPreceding(0), 0, 0},
-		{"rangeUnbounded", typed.RangeUnbounded(), 0, 0},
-		{"rowsUnbounded", typed.RowsUnbounded(), 0, 0},
+		{"range", typed.RangePreceding(5 * time.Second), 5 * time.Second, 0, false},
+		{"range", typed.RangePreceding(0), 0, 0, false},
+		{"range", typed.RangePreceding(40 * time.Second), 40 * time.Second, 0, false},
+		{"rows", typed.RowsPreceding(3), 0, 3, false},
+		{"rows", typed.RowsPreceding(0), 0, 0, false},
+		{"rows", typed.RowsPreceding(25), 0, 25, false},
+		{"rangeUnbounded", typed.RangeUnbounded(), 0, 0, false},
+		{"rowsUnbounded", typed.RowsUnbounded(), 0, 0, false},
+		{"range", typed.RangePreceding(40 * time.Second), 40 * time.Second, 0, true},
+		{"rows", typed.RowsPreceding(25), 0, 25, true},
 	} {
 		want := overLoop(in, tc.name, tc.d, tc.n)
 		for _, perBatch := range []int{0, 7, 50} {
 			for _, chunks := range []int{1, 4} {
-				t.Run(fmt.Sprintf("%v/rowsPerBatch=%d/chunks=%d", tc.over, perBatch, chunks), func(t *testing.T) {
+				t.Run(fmt.Sprintf("%v/pages=%v/rowsPerBatch=%d/chunks=%d", tc.over, tc.pages, perBatch, chunks), func(t *testing.T) {
 					m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
 					src := typed.WithWatermark(typed.FromMemory(m), clickTime, 10*time.Second)
-					rows := typed.AggregateOver(typed.GroupByKey(src, func(c *fixtures.Click) string { return c.User }), clickTime, tc.over,
-						typed.Sum(overValue), func(user string, c *fixtures.Click, sum float64) overRow { return overRow{user, c.Time, c.Page, sum} })
+					byUser := typed.GroupByKey(src, func(c *fixtures.Click) string { return c.User })
+					row := func(user string, c *fixtures.Click, sum float64) overRow { return overRow{user, c.Time, c.Page, sum} }
+					rows := typed.AggregateOver(byUser, clickTime, tc.over, typed.Sum(overValue), row)
+					if tc.pages {
+						rows = typed.AggregateOver(byUser, clickTime, tc.over, pageSums{}, row)
+					}
 					sink := newSink[overRow]()
 					w := typed.WriteTo(rows, sink)
 					ck := newCheckpoint()
@@ -160,6 +171,33 @@ func TestAggregateOver(t *testing.T) {
 			}
 		}
 	}
+}
+
+// pageSums is Sum(overValue) with an accumulator that holds a map (the
+// clicks of each page), which Add and Merge change in place, as an
+// Aggregator may: AggregateOver must fold each frame into an
+// accumulator of its own.
+type pageSums struct{}
+
+type pageSumsAcc struct{ Clicks map[string]int }
+
+func (pageSums) Zero() pageSumsAcc { return pageSumsAcc{Clicks: map[string]int{}} }
+func (pageSums) Add(a pageSumsAcc, c *fixtures.Click) pageSumsAcc {
+	a.Clicks[c.Page]++
+	return a
+}
+func (pageSums) Merge(a, b pageSumsAcc) pageSumsAcc {
+	for page, n := range b.Clicks {
+		a.Clicks[page] += n
+	}
+	return a
+}
+func (pageSums) Result(a pageSumsAcc) float64 {
+	var sum float64
+	for page, n := range a.Clicks {
+		sum += float64(n) * overValue(&fixtures.Click{Page: page})
+	}
+	return sum
 }
 
 // TestAggregateOverLateRows: a click at or before the watermark is late,
