@@ -65,12 +65,14 @@ type OperatorMeta struct {
 // WindowsMeta describes an operator's windows: tumbling or sliding
 // windows, whose keys begin with their window, each Size long, one
 // starting every Slide (Size for tumbling windows), Offset past the Unix
-// epoch (modulo Slide); or session windows (Size 0), which close after
-// Gap without a row.
+// epoch (modulo Slide); cumulative windows (Step not 0), which start
+// every Size (Slide) and end Step, 2×Step, ... Size after their start;
+// or session windows (Size 0), which close after Gap without a row.
 type WindowsMeta struct {
 	Size   time.Duration `json:"size"`
 	Slide  time.Duration `json:"slide"`
 	Offset time.Duration `json:"offset,omitempty"`
+	Step   time.Duration `json:"step,omitempty"`
 	Gap    time.Duration `json:"gap,omitempty"`
 	// Difference is the time difference of Kafka Streams' sliding windows
 	// (typed.TimeDifference), which follow a key's rows: its windows' ends
@@ -89,7 +91,9 @@ func (w WindowsMeta) String() string {
 		return "sessions closed after " + w.Gap.String() + " without a row"
 	}
 	s := w.Size.String() + " long"
-	if w.Slide != w.Size {
+	if w.Step != 0 {
+		s = "from " + w.Step.String() + " to " + w.Size.String() + " long by " + w.Step.String() + ", all starting every " + w.Slide.String()
+	} else if w.Slide != w.Size {
 		s += ", one every " + w.Slide.String()
 	}
 	if w.Offset != 0 {
@@ -102,7 +106,8 @@ func (w WindowsMeta) String() string {
 // windows, else an error wrapping ErrNotOperatorsWindow.
 func (w WindowsMeta) Check(start, end int64) error {
 	size, slide := int64(w.Size), int64(w.Slide)
-	if end-start == size && (slide <= 0 || floorMod(start-int64(w.Offset), slide) == 0) {
+	aligned := slide <= 0 || floorMod(start-int64(w.Offset), slide) == 0
+	if aligned && (end-start == size || w.Step > 0 && end > start && end-start <= size && (end-start)%int64(w.Step) == 0) {
 		return nil
 	}
 	return fmt.Errorf("%w: they are %s, and [%s, %s) is not", ErrNotOperatorsWindow, w,
@@ -287,7 +292,7 @@ func (s *Store) checkStoredWindow(op int, om OperatorMeta, w WindowsMeta) (ident
 	}
 	where := fmt.Sprintf("operator %d (%s %q)", op, om.Kind, om.Name)
 	stored := fmt.Sprintf("[%s, %s)", time.Unix(0, start).UTC().Format(time.RFC3339Nano), time.Unix(0, end).UTC().Format(time.RFC3339Nano))
-	if end-start != int64(w.Size) {
+	if end-start != int64(w.Size) && (w.Step == 0 || end <= start || end-start > int64(w.Size) || (end-start)%int64(w.Step) != 0) {
 		return nil, []string{fmt.Sprintf("%s: a stored window, %s, is %s long, and its windows are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size", where, stored, time.Duration(end-start), w)}, nil
 	}
 	return []string{fmt.Sprintf("%s: a stored window, %s, is none of its windows now (%s)", where, stored, w)}, nil, nil
@@ -405,7 +410,7 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 			identity = append(identity, fmt.Sprintf("%s: output mode was %s, is now %s", where, was.OutputMode, now.OutputMode))
 		}
 		if was.Windows != nil && now.Windows != nil && *was.Windows != *now.Windows {
-			if was.Windows.Size != now.Windows.Size || was.Windows.Difference != now.Windows.Difference {
+			if was.Windows.Size != now.Windows.Size || was.Windows.Difference != now.Windows.Difference || was.Windows.Step != now.Windows.Step {
 				types = append(types, fmt.Sprintf("%s: its windows were %s, are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size", where, was.Windows, now.Windows))
 			} else {
 				identity = append(identity, fmt.Sprintf("%s: its windows were %s, are now %s", where, was.Windows, now.Windows))

@@ -89,16 +89,19 @@ func GroupByWindow[T any, K comparable](s Stream[T], eventTime func(*T) time.Tim
 }
 
 // windowedRow is a row in one of its windows, whose bounds are in
-// nanoseconds since 1970 (as Windows.assign gives them).
+// nanoseconds since 1970 (as Windows.assign gives them); id tells the
+// window from the others (Windows.id: its start, or, for cumulative
+// windows, its end).
 type windowedRow[T any] struct {
-	start, end int64
-	row        *T
+	id, end int64
+	row     *T
 }
 
 // windowKey is the grouping key of a windowed aggregation: Windowed[K]
-// with the window's start in nanoseconds (its end is the start plus the
-// windows' size), which hashes and compares faster than two time.Time
-// values. It encodes as Windowed[K] does (windowedCodec).
+// with the window's id in nanoseconds (Windows.id: its start, and its
+// end is the start plus the windows' size; for cumulative windows, its
+// end), which hashes and compares faster than two time.Time values. It
+// encodes as Windowed[K] does (windowedCodec).
 type windowKey[K comparable] struct {
 	start int64
 	key   K
@@ -122,21 +125,25 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	assigned.p = p
 	assigned.attach = func(c *compiler, emit func(*windowedRow[T])) {
 		var wr windowedRow[T]
+		byEnd := ws.windows.kind == cumulate
 		ws.s.attach(c, func(t *T) {
 			wr.row = t
 			ws.windows.assign(ws.eventTime(t).UnixNano(), func(start, end int64) {
-				wr.start, wr.end = start, end
+				wr.id, wr.end = start, end
+				if byEnd {
+					wr.id = end
+				}
 				emit(&wr)
 			})
 		})
 	}
-	size := int64(ws.windows.size)
-	window := func(start int64) Window {
-		return Window{Start: time.Unix(0, start).UTC(), End: time.Unix(0, start+size).UTC()}
+	window := func(id int64) Window {
+		start, end := ws.windows.bounds(id)
+		return Window{Start: time.Unix(0, start).UTC(), End: time.Unix(0, end).UTC()}
 	}
 	keyed := KeyedStream[windowKey[K], windowedRow[T]]{
 		s:     assigned,
-		key:   func(r *windowedRow[T]) windowKey[K] { return windowKey[K]{r.start, ws.key(r.row)} },
+		key:   func(r *windowedRow[T]) windowKey[K] { return windowKey[K]{r.id, ws.key(r.row)} },
 		codec: windowedCodec(ws.codec, ws.windows),
 	}
 	return aggregate[windowKey[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,
@@ -393,7 +400,7 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k 
 	return nil // the timer is one-shot (Info): the runtime removes it
 }
 
-// windowFront finds the group of a windowed row by its window's start,
+// windowFront finds the group of a windowed row by its window's id,
 // among the few windows of the batch's latest rows, and its key, in a map
 // of the key alone: rows come in rough order of event time, so most fall
 // in a window seen just before, and a map of keys hashes less than one
@@ -402,7 +409,7 @@ type windowFront[K comparable, T any] struct {
 	key    func(*T) K
 	n      int // slots in use
 	next   int // the slot that add takes next when all are in use
-	starts [windowFrontSlots]int64
+	ids    [windowFrontSlots]int64
 	groups [windowFrontSlots]map[K]int32
 }
 
@@ -411,7 +418,7 @@ const windowFrontSlots = 8
 
 func (f *windowFront[K, T]) find(r *windowedRow[T]) (int32, bool) {
 	for i := range f.n {
-		if f.starts[i] == r.start {
+		if f.ids[i] == r.id {
 			g, ok := f.groups[i][f.key(r.row)]
 			return g, ok
 		}
@@ -421,7 +428,7 @@ func (f *windowFront[K, T]) find(r *windowedRow[T]) (int32, bool) {
 
 func (f *windowFront[K, T]) add(r *windowedRow[T], g int32) {
 	i := 0
-	for ; i < f.n && f.starts[i] != r.start; i++ {
+	for ; i < f.n && f.ids[i] != r.id; i++ {
 	}
 	if i == f.n { // a window not kept: take a slot
 		if f.n < windowFrontSlots {
@@ -429,7 +436,7 @@ func (f *windowFront[K, T]) add(r *windowedRow[T], g int32) {
 		} else {
 			i, f.next = f.next, (f.next+1)%windowFrontSlots
 		}
-		f.starts[i] = r.start
+		f.ids[i] = r.id
 		if f.groups[i] == nil {
 			f.groups[i] = map[K]int32{}
 		}

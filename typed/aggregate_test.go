@@ -78,6 +78,25 @@ func loopWindows(in []fixtures.Click, size, slide time.Duration) map[string]floa
 	return out
 }
 
+// loopCumulative is loopWindows for Cumulate(step, size).StartingAt(offset):
+// each row counts in every window of its period (size long, starting at
+// offset plus a multiple of size from the epoch) that begins with the
+// period and ends at a multiple of step past it, after the row.
+func loopCumulative(in []fixtures.Click, step, size, offset time.Duration) map[string]float64 {
+	out := map[string]float64{}
+	for _, c := range in {
+		ns := c.Time.UnixNano()
+		period := ns - ((ns-int64(offset))%int64(size)+int64(size))%int64(size)
+		for k := int64(1); k*int64(step) <= int64(size); k++ {
+			if end := period + k*int64(step); end > ns {
+				w := typed.Window{Start: time.Unix(0, period).UTC(), End: time.Unix(0, end).UTC()}
+				out[windowCount{Window: w, User: c.User}.id()]++
+			}
+		}
+	}
+	return out
+}
+
 func countRow(w typed.Window, user string, n int64) windowCount {
 	return windowCount{Window: w, User: user, Value: float64(n)}
 }
@@ -92,15 +111,28 @@ func TestWindowedCounts(t *testing.T) {
 	for _, win := range []struct {
 		name        string
 		size, slide time.Duration
+		// step, when set, makes the windows Cumulate(step, size), starting
+		// at offset.
+		step, offset time.Duration
 	}{
-		{"tumbling", time.Minute, time.Minute},
-		{"sliding", time.Minute, 20 * time.Second},
+		{"tumbling", time.Minute, time.Minute, 0, 0},
+		{"sliding", time.Minute, 20 * time.Second, 0, 0},
 		// 15 windows per row: more than the group front keeps (windowFront).
-		{"sliding/15 windows a row", 5 * time.Minute, 20 * time.Second},
+		{"sliding/15 windows a row", 5 * time.Minute, 20 * time.Second, 0, 0},
+		{"cumulate", time.Minute, 0, 20 * time.Second, 0},
+		// Up to 12 windows a row, which all start together.
+		{"cumulate/12 windows, starting at 15s", 4 * time.Minute, 0, 20 * time.Second, 15 * time.Second},
 	} {
-		want := loopWindows(in, win.size, win.slide)
+		var want map[string]float64
+		windows := typed.Sliding(win.size, win.slide)
+		if win.step != 0 {
+			want = loopCumulative(in, win.step, win.size, win.offset)
+			windows = typed.Cumulate(win.step, win.size).StartingAt(win.offset)
+		} else {
+			want = loopWindows(in, win.size, win.slide)
+		}
 		build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
-			ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Sliding(win.size, win.slide), func(c *fixtures.Click) string { return c.User })
+			ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, windows, func(c *fixtures.Click) string { return c.User })
 			return typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow)
 		}
 		for _, perBatch := range []int{0, 17, 60} {
@@ -414,6 +446,8 @@ func TestWindowsRefused(t *testing.T) {
 		{typed.TimeDifference(1500 * time.Microsecond), "a positive whole number of milliseconds"},
 		{typed.Sliding(time.Minute, 0), "both must be positive"},
 		{typed.Tumbling(time.Minute).JoiningOpenSessions(), "Tumbling(1m0s).JoiningOpenSessions(): only session windows have sessions to join"},
+		{typed.Cumulate(0, time.Hour), "Cumulate(0s, 1h0m0s): the step and the size must be positive"},
+		{typed.Cumulate(7*time.Minute, time.Hour), "Cumulate(7m0s, 1h0m0s): the size must be a whole multiple of the step"},
 	} {
 		src := typed.WithWatermark(typed.FromMemory(typed.NewMemoryStream[fixtures.Click]("clicks", 0)), clickTime, time.Minute)
 		counts := typed.AggregateWindows(typed.GroupByWindow(src, clickTime, tc.windows, func(c *fixtures.Click) string { return c.User }),

@@ -293,6 +293,48 @@ func ExampleTimeDifference() {
 	// A [9201;14201] 1
 }
 
+// Each user's clicks of the day so far, written every 6 hours, as
+// Flink's CUMULATE(TABLE clicks, DESCRIPTOR(time), INTERVAL '6' HOUR,
+// INTERVAL '1' DAY): every window starts with its day, and one ends every
+// 6 hours, each written once the watermark closes it; a click counts in
+// each window of its day that ends after it. A window with no click
+// (the second day's first) is not written.
+func ExampleCumulate() {
+	clicks := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	day := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for _, h := range []int{1, 2, 9, 23, 31} {
+		clicks.Add(fixtures.Click{User: "A", Time: day.Add(time.Duration(h) * time.Hour)})
+	}
+	clickTime := func(c *fixtures.Click) time.Time { return c.Time }
+	windows := typed.GroupByWindow(typed.WithWatermark(typed.FromMemory(clicks), clickTime, time.Hour), clickTime,
+		typed.Cumulate(6*time.Hour, 24*time.Hour), func(c *fixtures.Click) string { return c.User })
+	counts := typed.AggregateWindows(windows, typed.Count[fixtures.Click](), func(w typed.Window, user string, n int64) string {
+		return fmt.Sprintf("%s %s to %s: %d", user, w.Start.Format("Jan 2 15:04"), w.End.Format("Jan 2 15:04"), n)
+	})
+	sink := typed.NewMemorySink[string]()
+	q, err := typed.WriteTo(counts, sink).OutputMode(typed.Append).Start(context.Background(),
+		runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range sink.Rows() {
+		fmt.Println(r)
+	}
+	// Output:
+	// A Mar 1 00:00 to Mar 1 06:00: 2
+	// A Mar 1 00:00 to Mar 1 12:00: 3
+	// A Mar 1 00:00 to Mar 1 18:00: 3
+	// A Mar 1 00:00 to Mar 2 00:00: 4
+	// A Mar 2 00:00 to Mar 2 12:00: 1
+	// A Mar 2 00:00 to Mar 2 18:00: 1
+	// A Mar 2 00:00 to Mar 3 00:00: 1
+}
+
 // A running count of each user's clicks in the last 10 seconds, written
 // with every click, as Flink's COUNT(*) OVER (PARTITION BY user ORDER BY
 // time RANGE BETWEEN INTERVAL '10' SECOND PRECEDING AND CURRENT ROW): a

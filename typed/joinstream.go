@@ -330,6 +330,8 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 			fail("JoinOnWindows: %v", err)
 		} else if w.kind == session || w.kind == timeDifference {
 			fail("JoinOnWindows: %v windows are a key's own: join on tumbling or sliding windows", w)
+		} else if w.kind == cumulate {
+			fail("JoinOnWindows: %v: windows that share their start are not joined on: join on tumbling or sliding windows", w)
 		}
 	}
 	// Which side forgets its rows, and by what.

@@ -1012,3 +1012,29 @@ func TestKafkaStreamsJoinWindowing(t *testing.T) {
 	step("K", rows("K", 4, 1902, false), nil, pairs("K", "l", 0, 1, 2))
 	step("L", rows("L", 4, 1903, false), nil, pairs("L", "l", 0, 1, 2, 3))
 }
+
+// TestJoinOnWindowsRefused: a join on windows joins on tumbling or
+// sliding windows; a key's own windows, or windows that share their
+// start, are refused at Start, saying which.
+func TestJoinOnWindowsRefused(t *testing.T) {
+	for _, tc := range []struct {
+		windows typed.Windows
+		want    string
+	}{
+		{typed.Session(time.Minute), "JoinOnWindows: Session(1m0s) windows are a key's own: join on tumbling or sliding windows"},
+		{typed.Cumulate(time.Minute, time.Hour), "JoinOnWindows: Cumulate(1m0s, 1h0m0s): windows that share their start are not joined on"},
+	} {
+		side := typed.GroupByKey(typed.WithWatermark(typed.FromMemory(typed.NewMemoryStream[fixtures.Click]("clicks", 0)), clickTime, time.Minute),
+			func(c *fixtures.Click) string { return c.User })
+		join := typed.Join(side, side, typed.Inner, func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Key },
+			typed.JoinOnWindows(tc.windows), typed.JoinLeftTime(clickTime), typed.JoinRightTime(clickTime))
+		q, err := typed.WriteTo(join, newSink[string]()).Start(t.Context())
+		if err == nil {
+			q.Stop()
+			t.Fatalf("%v: started", tc.windows)
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want an error saying %q", tc.windows, err, tc.want)
+		}
+	}
+}

@@ -205,17 +205,39 @@ func TestAggregationAfterFlatMapGroupsWithState(t *testing.T) {
 // LateRows sink and counts once per window; a row late for some is
 // counted in the others and left out of the closed ones.
 func TestLateRowsOfSlidingWindows(t *testing.T) {
+	run, late := windowsWithLateRows(t, typed.Sliding(10*time.Second, 5*time.Second), func(w typed.Window) int64 { return w.Start.Unix() })
+	if rows, dropped := run(20); !slices.Equal(rows, []string{"15:1", "20:1"}) || dropped != 0 {
+		t.Fatalf("first batch: %q, %d dropped", rows, dropped)
+	}
+	// The watermark is 20. 12 is in [10, 20) and [5, 15): late for both.
+	// 17 is in [15, 25), open, and [10, 20), closed.
+	rows, dropped := run(12, 17)
+	if !slices.Equal(rows, []string{"15:2"}) || dropped != 3 {
+		t.Fatalf("second batch: %q, %d dropped; want [15:2], 3 dropped (2 for 12, 1 for 17)", rows, dropped)
+	}
+	if got := late(); !slices.Equal(got, []int64{12}) {
+		t.Fatalf("LateRows got %v, want [12]", got)
+	}
+}
+
+// windowsWithLateRows runs a count of one user's clicks in windows, in
+// Update mode with the watermark at the latest click, each batch a run
+// to the end of the clicks given to run (seconds since the epoch),
+// which returns the batch's rows as "label:count", sorted, and the rows
+// dropped as late; late returns the times of the clicks sent to
+// LateRows so far.
+func windowsWithLateRows(t *testing.T, windows typed.Windows, label func(typed.Window) int64) (run func(values ...int) ([]string, int64), late func() []int64) {
 	m := typed.NewMemoryStream[fixtures.Click]("values", 0)
 	lateSink := newSink[fixtures.Click]()
 	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 0, typed.LateRows(lateSink))
-	ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Sliding(10*time.Second, 5*time.Second), func(*fixtures.Click) struct{} { return struct{}{} })
+	ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, windows, func(*fixtures.Click) struct{} { return struct{}{} })
 	counts := typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, _ struct{}, n int64) windowStart {
-		return windowStart{w.Start.Unix(), n}
+		return windowStart{label(w), n}
 	})
 	sink := newSink[windowStart]()
 	w := typed.WriteTo(counts, sink).OutputMode(typed.Update)
 	ck := newCheckpoint()
-	run := func(values ...int) (rows []string, dropped int64) {
+	run = func(values ...int) (rows []string, dropped int64) {
 		t.Helper()
 		for _, v := range values {
 			m.Add(fixtures.Click{User: "u", Time: time.Unix(int64(v), 0).UTC()})
@@ -237,23 +259,39 @@ func TestLateRowsOfSlidingWindows(t *testing.T) {
 		slices.Sort(rows)
 		return rows, dropped
 	}
-	if rows, dropped := run(20); !slices.Equal(rows, []string{"15:1", "20:1"}) || dropped != 0 {
+	late = func() []int64 {
+		var times []int64
+		for _, rows := range lateSink.snapshot() {
+			for _, r := range rows {
+				times = append(times, r.Time.Unix())
+			}
+		}
+		return times
+	}
+	return run, late
+}
+
+// TestLateRowsOfCumulativeWindows: a row whose period's first windows
+// the watermark closed still counts in the later ones, which are open
+// (as Flink adds it to the period's later windows), and is late for the
+// closed ones only; a row whose period's last window is closed is late
+// for all of them: sent to LateRows, and counted once per window.
+func TestLateRowsOfCumulativeWindows(t *testing.T) {
+	// A period's windows start together: each is told by its end.
+	run, late := windowsWithLateRows(t, typed.Cumulate(5*time.Second, 20*time.Second), func(w typed.Window) int64 { return w.End.Unix() })
+	// 27 is in [20, 30), [20, 35) and [20, 40).
+	if rows, dropped := run(27); !slices.Equal(rows, []string{"30:1", "35:1", "40:1"}) || dropped != 0 {
 		t.Fatalf("first batch: %q, %d dropped", rows, dropped)
 	}
-	// The watermark is 20. 12 is in [10, 20) and [5, 15): late for both.
-	// 17 is in [15, 25), open, and [10, 20), closed.
-	rows, dropped := run(12, 17)
-	if !slices.Equal(rows, []string{"15:2"}) || dropped != 3 {
-		t.Fatalf("second batch: %q, %d dropped; want [15:2], 3 dropped (2 for 12, 1 for 17)", rows, dropped)
+	// The watermark is 27. 21 is in [20, 25), closed, and in [20, 30),
+	// [20, 35) and [20, 40), open; 12 is in [0, 15) and [0, 20), both
+	// closed.
+	rows, dropped := run(21, 12)
+	if !slices.Equal(rows, []string{"30:2", "35:2", "40:2"}) || dropped != 3 {
+		t.Fatalf("second batch: %q, %d dropped; want [30:2 35:2 40:2], 3 dropped (1 for 21, 2 for 12)", rows, dropped)
 	}
-	var late []int64
-	for _, rows := range lateSink.snapshot() {
-		for _, r := range rows {
-			late = append(late, r.Time.Unix())
-		}
-	}
-	if !slices.Equal(late, []int64{12}) {
-		t.Fatalf("LateRows got %v, want [12]", late)
+	if got := late(); !slices.Equal(got, []int64{12}) {
+		t.Fatalf("LateRows got %v, want [12]", got)
 	}
 }
 

@@ -27,12 +27,12 @@ func (w Window) String() string {
 	return "[" + w.Start.UTC().Format(time.RFC3339Nano) + ", " + w.End.UTC().Format(time.RFC3339Nano) + ")"
 }
 
-// Windows says how event time is cut into windows: Tumbling, Sliding
-// (optionally StartingAt an offset), Session, or TimeDifference (Kafka
-// Streams' sliding windows).
+// Windows says how event time is cut into windows: Tumbling, Sliding or
+// Cumulate (optionally StartingAt an offset), Session, or TimeDifference
+// (Kafka Streams' sliding windows).
 type Windows struct {
-	kind                     windowKind
-	size, slide, gap, offset time.Duration
+	kind                           windowKind
+	size, slide, gap, offset, step time.Duration
 	// joinOpen: a late row still joins the open sessions it touches
 	// (JoiningOpenSessions).
 	joinOpen bool
@@ -45,6 +45,7 @@ const (
 	sliding
 	session
 	timeDifference
+	cumulate
 )
 
 // Tumbling cuts event time into windows of size that follow one another,
@@ -56,6 +57,22 @@ func Tumbling(size time.Duration) Windows { return Windows{kind: tumbling, size:
 // (size/slide of them when slide divides size).
 func Sliding(size, slide time.Duration) Windows {
 	return Windows{kind: sliding, size: size, slide: slide}
+}
+
+// Cumulate makes the windows of Flink's CUMULATE: event time is cut into
+// periods of size, as Tumbling(size) cuts it, and each period has a
+// window for every step, all starting with the period and ending step,
+// 2×step, ... size after its start. A row falls in each window of its
+// period that ends after it, so a period's later windows hold every row
+// of its earlier ones: a day's count so far, written each hour, is
+// Cumulate(time.Hour, 24*time.Hour). size must be a whole multiple of
+// step. As with Sliding windows, each window closes when the watermark
+// reaches its end, and a row is late only once its period's last window
+// has closed: until then it counts in the windows that are still open
+// (as in Flink, where a row whose first window has fired is added to the
+// period's later ones).
+func Cumulate(step, size time.Duration) Windows {
+	return Windows{kind: cumulate, size: size, slide: size, step: step}
 }
 
 // Session makes windows per key that close after gap without a row, as
@@ -117,6 +134,8 @@ func (w Windows) String() string {
 		return "TimeDifference(" + w.size.String() + ")"
 	case sliding:
 		s = "Sliding(" + w.size.String() + ", " + w.slide.String() + ")"
+	case cumulate:
+		s = "Cumulate(" + w.step.String() + ", " + w.size.String() + ")"
 	default:
 		s = "Tumbling(" + w.size.String() + ")"
 	}
@@ -126,10 +145,10 @@ func (w Windows) String() string {
 	return s
 }
 
-// meta describes tumbling or sliding windows for the checkpoint, the
-// offset taken modulo the slide.
+// meta describes tumbling, sliding or cumulative windows for the
+// checkpoint, the offset taken modulo the slide.
 func (w Windows) meta() *runtime.WindowsMeta {
-	return &runtime.WindowsMeta{Size: w.size, Slide: w.slide, Offset: time.Duration(mod(int64(w.offset), max(int64(w.slide), 1)))}
+	return &runtime.WindowsMeta{Size: w.size, Slide: w.slide, Offset: time.Duration(mod(int64(w.offset), max(int64(w.slide), 1))), Step: w.step}
 }
 
 func (w Windows) validate() error {
@@ -148,6 +167,13 @@ func (w Windows) validate() error {
 		if w.offset != 0 {
 			return fmt.Errorf("streamgen: %v: the windows of a time difference follow their rows, and start at no offset", w)
 		}
+	case cumulate:
+		if w.step <= 0 || w.size <= 0 {
+			return fmt.Errorf("streamgen: %v: the step and the size must be positive", w)
+		}
+		if w.size%w.step != 0 {
+			return fmt.Errorf("streamgen: %v: the size must be a whole multiple of the step", w)
+		}
 	default:
 		if w.size <= 0 || w.slide <= 0 {
 			return fmt.Errorf("streamgen: windows of size %v sliding by %v: both must be positive", w.size, w.slide)
@@ -159,21 +185,29 @@ func (w Windows) validate() error {
 	return nil
 }
 
-// assign calls fn with each tumbling or sliding window that holds t, the
-// latest first (as Spark lists them), as Spark computes them: the windows
-// whose start is offset + k*slide and that cover t.
+// assign calls fn with each tumbling, sliding or cumulative window that
+// holds t. Tumbling and sliding windows come the latest first (as Spark
+// lists them), as Spark computes them: the windows whose start is offset
+// + k*slide and that cover t. Cumulative windows come the longest first:
+// those of t's period that end after t.
 func (w Windows) assign(ns int64, fn func(start, end int64)) {
 	slide, size, offset := int64(w.slide), int64(w.size), int64(w.offset)
 	// The last window start at or before ns.
 	last := ns - mod(ns-offset, slide)
+	if w.kind == cumulate {
+		for end := last + size; end > ns; end -= int64(w.step) {
+			fn(last, end)
+		}
+		return
+	}
 	for start := last; start > ns-size; start -= slide {
 		fn(start, start+size)
 	}
 }
 
-// lateFor returns the number of t's windows (tumbling or sliding) when
-// all of them end at or before the watermark wm, and 0 when one ends
-// after it: a row wholly late, and for how many windows.
+// lateFor returns the number of t's windows (tumbling, sliding or
+// cumulative) when all of them end at or before the watermark wm, and 0
+// when one ends after it: a row wholly late, and for how many windows.
 func (w Windows) lateFor(t, wm time.Time) int64 {
 	ns, slide, size, offset := t.UnixNano(), int64(w.slide), int64(w.size), int64(w.offset)
 	last := ns - mod(ns-offset, slide)
@@ -181,10 +215,26 @@ func (w Windows) lateFor(t, wm time.Time) int64 {
 		return 0
 	}
 	var n int64
-	for start := last; start > ns-size; start -= slide {
-		n++
-	}
+	w.assign(ns, func(int64, int64) { n++ })
 	return n
+}
+
+// id is what tells a window from the others of its key, given its
+// bounds: its start, or, for cumulative windows, which share their
+// period's start, its end.
+func (w Windows) id(start, end int64) int64 {
+	if w.kind == cumulate {
+		return end
+	}
+	return start
+}
+
+// bounds is id's inverse: the start and end of the window id names.
+func (w Windows) bounds(id int64) (start, end int64) {
+	if w.kind == cumulate {
+		return id - 1 - mod(id-1-int64(w.offset), int64(w.size)), id
+	}
+	return id, id + int64(w.size)
 }
 
 // mod is a % b for b > 0, never negative.
@@ -213,30 +263,55 @@ func appendWindow(b []byte, start, size int64) []byte {
 // with, which must be size long: a stored window of another length was
 // written by windows the query's are not.
 func readWindow(b []byte, size int64) (int64, error) {
+	start, end, err := readBounds(b)
+	if err == nil && end-start != size {
+		err = fmt.Errorf("streamgen: a stored window is %v long, the query's windows %v: the window size changed", time.Duration(end-start), time.Duration(size))
+	}
+	return start, err
+}
+
+// readBounds returns the bounds of the window a windowed key b begins
+// with.
+func readBounds(b []byte) (start, end int64, err error) {
 	if len(b) < 16 {
-		return 0, fmt.Errorf("streamgen: a key of %d bytes does not begin with its window", len(b))
+		return 0, 0, fmt.Errorf("streamgen: a key of %d bytes does not begin with its window", len(b))
 	}
-	start := int64(binary.BigEndian.Uint64(b) ^ 1<<63)
-	if end := int64(binary.BigEndian.Uint64(b[8:]) ^ 1<<63); end-start != size {
-		return 0, fmt.Errorf("streamgen: a stored window is %v long, the query's windows %v: the window size changed", time.Duration(end-start), time.Duration(size))
-	}
-	return start, nil
+	return int64(binary.BigEndian.Uint64(b) ^ 1<<63), int64(binary.BigEndian.Uint64(b[8:]) ^ 1<<63), nil
 }
 
 // windowedCodec encodes a Windowed key: the window's start and end, 8
 // ordered bytes each, then the key's encoding. Keys sort by window start.
+// A windowKey holds its window's id (Windows.id).
 func windowedCodec[K comparable](kc keyCodec[K], windows Windows) keyCodec[windowKey[K]] {
 	size := int64(windows.size)
-	c := wrap(kc, "window+",
-		func(b []byte, w *windowKey[K]) ([]byte, error) {
-			return kc.encode(appendWindow(b, w.start, size), &w.key)
-		},
-		func(b []byte, w *windowKey[K]) (err error) {
-			if w.start, err = readWindow(b, size); err != nil {
+	encode := func(b []byte, w *windowKey[K]) ([]byte, error) {
+		return kc.encode(appendWindow(b, w.start, size), &w.key)
+	}
+	decode := func(b []byte, w *windowKey[K]) (err error) {
+		if w.start, err = readWindow(b, size); err != nil {
+			return err
+		}
+		return kc.decode(b[16:], &w.key)
+	}
+	if windows.kind == cumulate {
+		meta := windows.meta()
+		encode = func(b []byte, w *windowKey[K]) ([]byte, error) {
+			start, end := windows.bounds(w.start)
+			return kc.encode(runtime.AppendTimedKey(runtime.AppendTimedKey(b, start), end), &w.key)
+		}
+		decode = func(b []byte, w *windowKey[K]) error {
+			start, end, err := readBounds(b)
+			if err != nil {
 				return err
 			}
+			if err := meta.Check(start, end); err != nil {
+				return fmt.Errorf("streamgen: a stored window: %w", err)
+			}
+			w.start = windows.id(start, end)
 			return kc.decode(b[16:], &w.key)
-		})
+		}
+	}
+	c := wrap(kc, "window+", encode, decode)
 	c.windows = windows.meta()
 	c.parse = windowedParse(kc, c.windows)
 	return c

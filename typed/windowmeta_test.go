@@ -140,6 +140,64 @@ func TestCheckpointKeepsItsWindows(t *testing.T) {
 	}
 }
 
+// TestCheckpointKeepsCumulativeWindows: a checkpoint describes
+// cumulative windows with their step; windows of another step, or
+// tumbling windows of the period's size, are refused at start whatever
+// the options (the stored windows would be read as the query's); from
+// the checkpoint alone, each of a period's windows is the operator's,
+// and a window that does not end at a step is not.
+func TestCheckpointKeepsCumulativeWindows(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	for i := range 200 {
+		m.Add(click(fmt.Sprint("u", i%7), i*7))
+	}
+	counts := func(w typed.Windows) *typed.Writer[windowCount] {
+		ws := typed.GroupByWindow(typed.FromMemory(m), clickTime, w, func(c *fixtures.Click) string { return c.User })
+		return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Update)
+	}
+	cumulate := typed.Cumulate(20*time.Second, time.Minute)
+	if got, want := cumulate.StartingAt(5*time.Second).String(), "Cumulate(20s, 1m0s).StartingAt(5s)"; got != want {
+		t.Errorf("windows %s, want %s", got, want)
+	}
+	ck := newCheckpoint()
+	if err := runToEnd(t, counts(cumulate), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	c, meta := openCheckpoint(t, ck.fs)
+	if w := meta.Operators[0].Windows; w == nil || *w != (runtime.WindowsMeta{Size: time.Minute, Slide: time.Minute, Step: 20 * time.Second}) {
+		t.Fatalf("the checkpoint describes the windows as %v", w)
+	}
+	start := at(0).Truncate(time.Minute).UnixNano() // a period's start
+	for _, tc := range []struct {
+		end int64
+		ok  bool
+	}{{start + int64(20*time.Second), true}, {start + int64(40*time.Second), true}, {start + int64(time.Minute), true},
+		{start + int64(50*time.Second), false}, {start + int64(80*time.Second), false}} {
+		key := fmt.Sprintf(`{"window":{"start":%q,"end":%q},"key":"u1"}`,
+			time.Unix(0, start).UTC().Format(time.RFC3339Nano), time.Unix(0, tc.end).UTC().Format(time.RFC3339Nano))
+		if _, err := c.ParseKey("0", []byte(key)); tc.ok != (err == nil) || !tc.ok && !errors.Is(err, runtime.ErrNotOperatorsWindow) {
+			t.Errorf("%s from the checkpoint alone: %v, want it read: %v", key, err, tc.ok)
+		}
+	}
+	c.Close()
+	for _, tc := range []struct {
+		windows typed.Windows
+		want    string
+	}{
+		{typed.Tumbling(time.Minute), "its windows were from 20s to 1m0s long by 20s, all starting every 1m0s, are now 1m0s long"},
+		{typed.Cumulate(30*time.Second, time.Minute), "are now from 30s to 1m0s long by 30s, all starting every 1m0s"},
+	} {
+		for _, opts := range [][]runtime.Option{ck.opts(), ck.opts(runtime.AllowPipelineChanges())} {
+			if err := runToEnd(t, counts(tc.windows), opts...); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("windows %v: %v, want a refusal saying %q", tc.windows, err, tc.want)
+			}
+		}
+	}
+	if err := runToEnd(t, counts(cumulate), ck.opts()...); err != nil {
+		t.Errorf("the same windows again: %v", err)
+	}
+}
+
 // TestStoredWindowOfAnotherLength: a windowed aggregation and a window
 // join read back the windows and keys they store, and refuse a stored
 // window of another length (written by other windows) rather than read
