@@ -59,12 +59,12 @@ type WindowedStream[K comparable, T any] struct {
 // merge as with a fixed gap. A row whose gap is zero or negative is
 // dropped, as in Spark. With a watermark, a row is late when its own
 // [t, t+gap(row)) ends at or before the watermark: the aggregation drops
-// it and counts it among its late rows (a late-rows sink of the
-// WithWatermark does not see it, since its gap is not known there).
-// Session's gap is still what the checkpoint records of the windows.
-// With windows other than Session's, the query's Start fails. gap is
-// called from the query's goroutine, once per row that reaches the
-// aggregation.
+// it as it reaches it, counts it among its late rows, and has the
+// WithWatermark send the row it read to its LateRows sink (with
+// JoiningOpenSessions, the batch decides: see there). Session's gap is
+// still what the checkpoint records of the windows. With windows other
+// than Session's, the query's Start fails. gap is called from the
+// query's goroutine, up to twice per row that reaches the aggregation.
 func (ws WindowedStream[K, T]) GapBy(gap func(row *T) time.Duration) WindowedStream[K, T] {
 	if ws.windows.kind != session {
 		ws.s.p = ws.s.p.failed("streamgen: GapBy needs Session windows, not %v", ws.windows)

@@ -32,6 +32,11 @@ type compiler struct {
 	// eventTime is the event time of the row being pushed, set by
 	// WithWatermark (zero before it).
 	eventTime time.Time
+	// droppedLate is set by an operator that drops, as late, a row that
+	// reaches it while a WithWatermark pushes it (session windows with
+	// GapBy, whose rule needs the row): that WithWatermark sends the row
+	// it read to its LateRows sink.
+	droppedLate bool
 	// stage names the user function running, for the message of a panic.
 	stage string
 	// attaching are the operators whose input is being attached, the

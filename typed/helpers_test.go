@@ -99,4 +99,27 @@ func runToEnd[T any](t *testing.T, w *typed.Writer[T], opts ...runtime.Option) e
 	return q.AwaitTermination()
 }
 
+// batchRowsToEnd runs w to the end of its input, as runToEnd, and
+// returns the rows the sink got in this run's batches, each as text
+// makes it, sorted, and the rows its first operator dropped as late.
+func batchRowsToEnd[T any](t *testing.T, w *typed.Writer[T], sink *batchSink[T], text func(T) string, opts ...runtime.Option) (rows []string, dropped int64) {
+	t.Helper()
+	q, err := w.Start(t.Context(), append(opts, runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	batches := sink.snapshot()
+	for _, p := range q.RecentProgress() {
+		for _, r := range batches[p.BatchID] {
+			rows = append(rows, text(r))
+		}
+		dropped += p.StateOperators[0].NumRowsDroppedByWatermark
+	}
+	slices.Sort(rows)
+	return rows, dropped
+}
+
 func runtimeFlush() runtime.Option { return runtime.FlushEventTime() }

@@ -32,6 +32,7 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 		}
 		op := &sessionOp[K, T, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, "sessionAggregate ("+name+")"),
 			agg: agg, eventTime: ws.eventTime, gapOf: gapOf, output: row, emitDown: emit}
+		add := op.add
 		op.mode = &c.outputMode
 		op.info = runtime.OperatorInfo{
 			Kind: "sessionAggregate", Name: name, KeyType: ws.codec.typeName, LegacyKeyType: ws.codec.legacyTypeName, UseKeys: ws.codec.useKeys, ParseKey: ws.codec.parseJSON, Key: ws.codec.schema,
@@ -55,13 +56,31 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 			}
 			if ws.gapOf != nil || ws.windows.joinOpen {
 				// Each row's gap is its own, or a late row may join an
-				// open session: the operator judges (HandleRows).
-				op.dropsLate = func() bool { return c.outputMode != Complete }
-				op.joinOpen = ws.windows.joinOpen
+				// open session: the operator judges.
 				info.late = func(time.Time, time.Time) int64 { return 0 }
 			}
+			switch {
+			case ws.windows.joinOpen:
+				// When the batch runs, by the key's sessions
+				// (HandleRows).
+				op.dropsLate = func() bool { return c.outputMode != Complete }
+				op.joinOpen = true
+			case ws.gapOf != nil:
+				// As a row reaches it, by its own gap: the WithWatermark
+				// pushing it sends it to LateRows.
+				add = func(r *T) {
+					if late := c.batch.LateWatermark; c.outputMode != Complete && !late.IsZero() {
+						if gap := gapOf(r); gap > 0 && !ws.eventTime(r).Add(gap).After(late) {
+							c.batch.DropLate(op.index)
+							c.droppedLate = true
+							return
+						}
+					}
+					op.add(r)
+				}
+			}
 		}
-		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, info)
+		op.index = c.addOperator(func() { ks.s.attach(c, add) }, op, info)
 	}})
 }
 
@@ -79,9 +98,9 @@ type sessionOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] stru
 	agg       Aggregator[T, Acc, Out]
 	eventTime func(*T) time.Time
 	gapOf     func(*T) time.Duration
-	// dropsLate, set for rows of gaps of their own (GapBy) or sessions
-	// JoiningOpenSessions under a watermark, reports whether the
-	// operator drops late rows itself.
+	// dropsLate, set for sessions JoiningOpenSessions under a watermark,
+	// reports whether the operator drops late rows itself when the batch
+	// runs (those of GapBy, it drops as they reach it).
 	dropsLate func() bool
 	// joinOpen: a late row joins the open sessions it touches
 	// (Windows.JoiningOpenSessions).

@@ -242,22 +242,7 @@ func windowsWithLateRows(t *testing.T, windows typed.Windows, label func(typed.W
 		for _, v := range values {
 			m.Add(fixtures.Click{User: "u", Time: time.Unix(int64(v), 0).UTC()})
 		}
-		q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := q.AwaitTermination(); err != nil {
-			t.Fatal(err)
-		}
-		batches := sink.snapshot()
-		for _, p := range q.RecentProgress() {
-			for _, r := range batches[p.BatchID] {
-				rows = append(rows, windowText(r))
-			}
-			dropped += p.StateOperators[0].NumRowsDroppedByWatermark
-		}
-		slices.Sort(rows)
-		return rows, dropped
+		return batchRowsToEnd(t, w, sink, windowText, ck.opts()...)
 	}
 	late = func() []int64 {
 		var times []int64
@@ -360,4 +345,58 @@ func TestSessionWindowJoiningOpenSessions(t *testing.T) {
 		// The watermark moves to 80.
 		{add: []int{90}, want: []string{"49-70:3"}, stateRows: 1},
 	})
+}
+
+// gappedClick is a click with its session gap, made by a Map between
+// the WithWatermark and a session aggregation with GapBy.
+type gappedClick struct {
+	User string
+	Time time.Time
+	Gap  time.Duration
+}
+
+// TestLateRowsOfGapBySessions: over session windows whose rows each have
+// a gap of their own (GapBy), a row whose own session ends at or before
+// the watermark is late: dropped and counted by the aggregation, which
+// judges it as it reaches it, and the row the WithWatermark read (a
+// click, before a Map made it another type) goes to LateRows. A row as
+// old whose gap reaches past the watermark extends the open session.
+func TestLateRowsOfGapBySessions(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	lateSink := newSink[fixtures.Click]()
+	s := typed.WithWatermark(typed.FromMemory(m), clickTime, 0, typed.LateRows(lateSink))
+	gapped := typed.Map(s, func(c *fixtures.Click) gappedClick {
+		return gappedClick{User: c.User, Time: c.Time, Gap: time.Duration(len(c.Page)) * 10 * time.Second}
+	})
+	ws := typed.GroupByWindow(gapped, func(g *gappedClick) time.Time { return g.Time }, typed.Session(time.Minute), func(g *gappedClick) string { return g.User })
+	counts := typed.AggregateWindows(ws.GapBy(func(g *gappedClick) time.Duration { return g.Gap }), typed.Count[gappedClick](),
+		func(w typed.Window, _ string, n int64) sessionCount { return sessionCount{w.Start.Unix(), w.End.Unix(), n} })
+	sink := newSink[sessionCount]()
+	w := typed.WriteTo(counts, sink).OutputMode(typed.Update)
+	ck := newCheckpoint()
+	run := func(clicks ...fixtures.Click) (rows []string, dropped int64) {
+		t.Helper()
+		m.Add(clicks...)
+		return batchRowsToEnd(t, w, sink, func(r sessionCount) string { return fmt.Sprintf("%d-%d:%d", r.start, r.end, r.count) }, ck.opts()...)
+	}
+	click := func(sec int64, page string) fixtures.Click {
+		return fixtures.Click{User: "u", Time: time.Unix(sec, 0).UTC(), Page: page}
+	}
+	if rows, dropped := run(click(100, "p")); !slices.Equal(rows, []string{"100-110:1"}) || dropped != 0 {
+		t.Fatalf("first batch: %q, %d dropped", rows, dropped)
+	}
+	// The watermark is 100. 85's gap of 10 s ends its session at 95:
+	// late. 95's of 40 s ends it at 135: it joins [100, 110).
+	if rows, dropped := run(click(85, "p"), click(95, "pppp")); !slices.Equal(rows, []string{"95-135:2"}) || dropped != 1 {
+		t.Fatalf("second batch: %q, %d dropped; want [95-135:2], 1 dropped", rows, dropped)
+	}
+	var late []string
+	for _, rows := range lateSink.snapshot() {
+		for _, r := range rows {
+			late = append(late, fmt.Sprintf("%d %s", r.Time.Unix(), r.Page))
+		}
+	}
+	if !slices.Equal(late, []string{"85 p"}) {
+		t.Fatalf("LateRows got %q, want [85 p]", late)
+	}
 }

@@ -212,9 +212,10 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // and in Complete mode never. A row late for all its windows is dropped
 // here (and sent to LateRows); one late for some of its sliding windows is
 // left out of those, and counted. Session windows whose rows each have a
-// gap of their own (GapBy), or that join late rows to open sessions
-// (JoiningOpenSessions), decide in the aggregation: their late rows are
-// counted there, not sent to LateRows.
+// gap of their own (GapBy) decide in the aggregation, as each row
+// reaches it, and send it here (to LateRows) when it is late; those that
+// join late rows to open sessions (JoiningOpenSessions) decide when the
+// batch runs: their late rows are counted there, not sent to LateRows.
 // Where several outputs of WriteAll read the stream, each decides by the
 // operator its rows reach first, and LateRows gets a row that any of them
 // dropped once; branches of one output (a self-join) each have a
@@ -297,9 +298,9 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			c.batch.ObserveRow(mark, c.input, c.partition, et, delay)
 			// A row late for the operator of every branch that reads it,
 			// or of some, is a late row (sent to LateRows once).
-			f.dropped = false
+			f.dropped, c.droppedLate = false, false
 			f.emit(t)
-			if f.dropped && cfg.late != nil {
+			if (f.dropped || c.droppedLate) && cfg.late != nil {
 				late = append(late, *t)
 			}
 		})
