@@ -370,7 +370,9 @@ func TestLateRowsOfGapBySessions(t *testing.T) {
 	})
 	ws := typed.GroupByWindow(gapped, func(g *gappedClick) time.Time { return g.Time }, typed.Session(time.Minute), func(g *gappedClick) string { return g.User })
 	counts := typed.AggregateWindows(ws.GapBy(func(g *gappedClick) time.Duration { return g.Gap }), typed.Count[gappedClick](),
-		func(w typed.Window, _ string, n int64) sessionCount { return sessionCount{w.Start.Unix(), w.End.Unix(), n} })
+		func(w typed.Window, _ string, n int64) sessionCount {
+			return sessionCount{w.Start.Unix(), w.End.Unix(), n}
+		})
 	sink := newSink[sessionCount]()
 	w := typed.WriteTo(counts, sink).OutputMode(typed.Update)
 	ck := newCheckpoint()
