@@ -263,7 +263,8 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 // what its keys hold) with the windows w of the pipeline starting on it,
 // as compareMeta compares described windows: another length is a type
 // difference, another start an identity one. Every stored window has the
-// operator's length, so the first one read tells a change of it; a change
+// operator's length (or, for cumulative windows, one of them), so the
+// first one read tells a change of it; a change
 // of start or slide shows only where that window is none of w's.
 func (s *Store) checkStoredWindow(op int, om OperatorMeta, w WindowsMeta) (identity, types []string, err error) {
 	prefix := keyPrefix(om) - 16 // a grouping set's bytes before the window
@@ -410,8 +411,11 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 			identity = append(identity, fmt.Sprintf("%s: output mode was %s, is now %s", where, was.OutputMode, now.OutputMode))
 		}
 		if was.Windows != nil && now.Windows != nil && *was.Windows != *now.Windows {
-			if was.Windows.Size != now.Windows.Size || was.Windows.Difference != now.Windows.Difference || was.Windows.Step != now.Windows.Step {
-				types = append(types, fmt.Sprintf("%s: its windows were %s, are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size", where, was.Windows, now.Windows))
+			w, n := was.Windows, now.Windows
+			// Cumulative windows' keys are read by the query's periods:
+			// another offset would read a stored window as another.
+			if w.Size != n.Size || w.Difference != n.Difference || w.Step != n.Step || w.Step != 0 && w.Offset != n.Offset {
+				types = append(types, fmt.Sprintf("%s: its windows were %s, are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size (and a cumulative one's start)", where, was.Windows, now.Windows))
 			} else {
 				identity = append(identity, fmt.Sprintf("%s: its windows were %s, are now %s", where, was.Windows, now.Windows))
 			}

@@ -202,7 +202,8 @@ func NoDataBatches(enabled bool) Option {
 // names, timeouts or output modes, a state type that shares no field
 // with the stored one, windows of the stored size that start elsewhere
 // or at another slide (the stored windows then finish as they are, and a
-// read of state by key no longer finds them), or session windows of
+// read of state by key no longer finds them; cumulative windows that
+// start elsewhere are refused, as another size is), or session windows of
 // another gap. Without it such
 // a checkpoint is refused with the differences. Other operators, a key or
 // state field whose type changed, and windows of another size are

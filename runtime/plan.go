@@ -123,7 +123,7 @@ type OperatorInfo struct {
 	KeyType string
 	Key     *codec.Schema
 	// Windows, for an operator whose keys begin with a window of
-	// tumbling or sliding windows (a KeyType with "window+" in front),
+	// tumbling, sliding or cumulative windows (a KeyType with "window+" in front),
 	// describes them, and so it does for session windows: the checkpoint
 	// keeps it, so that a change of their size is refused at start, a
 	// change of their starts or gap unless the pipeline's changes are

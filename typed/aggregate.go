@@ -146,14 +146,20 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 		key:   func(r *windowedRow[T]) windowKey[K] { return windowKey[K]{r.id, ws.key(r.row)} },
 		codec: windowedCodec(ws.codec, ws.windows),
 	}
+	// The group front keeps the windows of the rows just before: of no
+	// use when a row falls in more windows than it keeps, whose every
+	// row would take the slot of a window the next row needs.
+	front := func() groupFront[windowKey[K], windowedRow[T]] { return &windowFront[K, T]{key: ws.key} }
+	if ws.windows.perRow() > windowFrontSlots {
+		front = nil
+	}
 	return aggregate[windowKey[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,
 		func(r *windowedRow[T]) *T { return r.row },
 		func(r *windowedRow[T]) int64 { return r.end },
 		ws.windows.lateFor,
 		func(g windowKey[K]) (Window, bool) { return window(g.start), true },
 		func(g windowKey[K], out Out) Row { return row(window(g.start), g.key, out) },
-		"windowedAggregate",
-		func() groupFront[windowKey[K], windowedRow[T]] { return &windowFront[K, T]{key: ws.key} })
+		"windowedAggregate", front)
 }
 
 // AggregateByKey folds each key's rows with agg, and writes, for each
@@ -171,7 +177,7 @@ func AggregateByKey[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 }
 
 // aggregate is the operator of AggregateByKey and of AggregateWindows
-// over tumbling and sliding windows: G is the grouping key, R the rows it
+// over tumbling, sliding and cumulative windows: G is the grouping key, R the rows it
 // gathers, In what the aggregator takes of them. end, when not nil, is
 // the end of a row's window in nanoseconds: the row is late once the
 // watermark reaches it, unless the output mode is Complete.

@@ -305,10 +305,10 @@ func unmarshalKey[K any](b []byte, k *K) error {
 
 // windowedParse reads a windowed key given as JSON as runtime.KeyJSON
 // writes it, {"window": {"start": ..., "end": ...}, "key": the key}, for
-// the keys of the tumbling or sliding windows: the window's bounds, 8
-// ordered bytes each, then the key as kc reads it. A window of another
-// size, or one that does not start where the windows start, is none of
-// the operator's.
+// the keys of the tumbling, sliding or cumulative windows: the window's
+// bounds, 8 ordered bytes each, then the key as kc reads it. A window
+// that is none of the operator's (runtime.WindowsMeta.Check: of another
+// size, or one that does not start where the windows start) is refused.
 func windowedParse[K comparable](kc keyCodec[K], windows *runtime.WindowsMeta) func([]byte) ([]byte, error) {
 	return func(b []byte) ([]byte, error) {
 		start, end, text, err := runtime.WindowedKeyJSON(b)

@@ -160,10 +160,10 @@ func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {
 // here or kept, a later batch's being late. So a key's rows are read and
 // written once in a batch, not once for the rows and again for their
 // timer, and a row is written in the batch after it comes in, or in its
-// own. Otherwise the new rows are appended to those kept as they are
-// (none is read), with a timer just before the earliest (a timer fires
-// once the watermark is past it: a row is written once the watermark
-// reaches it, as in Flink).
+// own. Otherwise the new rows are appended to the bytes of those kept,
+// which are not decoded, with a timer just before the earliest (a timer
+// fires once the watermark is past it: a row is written once the
+// watermark reaches it, as in Flink).
 func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context, key K, rows iter.Seq[T], timers TimerValues, emit func(Row)) error {
 	done, _, err := p.done.Get(ctx)
 	if err != nil {

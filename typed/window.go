@@ -219,6 +219,18 @@ func (w Windows) lateFor(t, wm time.Time) int64 {
 	return n
 }
 
+// perRow is the most windows (tumbling, sliding or cumulative) a row
+// falls in: 1 for windows that cannot be, which Start refuses.
+func (w Windows) perRow() int64 {
+	switch {
+	case w.kind == cumulate && w.step > 0:
+		return int64(w.size / w.step)
+	case w.kind != cumulate && w.slide > 0:
+		return int64((w.size + w.slide - 1) / w.slide)
+	}
+	return 1
+}
+
 // id is what tells a window from the others of its key, given its
 // bounds: its start, or, for cumulative windows, which share their
 // period's start, its end.

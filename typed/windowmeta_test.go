@@ -141,8 +141,8 @@ func TestCheckpointKeepsItsWindows(t *testing.T) {
 }
 
 // TestCheckpointKeepsCumulativeWindows: a checkpoint describes
-// cumulative windows with their step; windows of another step, or
-// tumbling windows of the period's size, are refused at start whatever
+// cumulative windows with their step; windows of another step or start,
+// or tumbling windows of the period's size, are refused at start whatever
 // the options (the stored windows would be read as the query's); from
 // the checkpoint alone, each of a period's windows is the operator's,
 // and a window that does not end at a step is not.
@@ -186,6 +186,9 @@ func TestCheckpointKeepsCumulativeWindows(t *testing.T) {
 	}{
 		{typed.Tumbling(time.Minute), "its windows were from 20s to 1m0s long by 20s, all starting every 1m0s, are now 1m0s long"},
 		{typed.Cumulate(30*time.Second, time.Minute), "are now from 30s to 1m0s long by 30s, all starting every 1m0s"},
+		// A key holds its window's end: read by other periods, it would
+		// be another window.
+		{cumulate.StartingAt(10 * time.Second), "are now from 20s to 1m0s long by 20s, all starting every 1m0s, starting 10s past the epoch"},
 	} {
 		for _, opts := range [][]runtime.Option{ck.opts(), ck.opts(runtime.AllowPipelineChanges())} {
 			if err := runToEnd(t, counts(tc.windows), opts...); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), tc.want) {
