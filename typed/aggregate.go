@@ -33,7 +33,8 @@ import (
 // after it, ends at or before that watermark (so a row within the gap
 // of the watermark may still open or extend a session; with
 // JoiningOpenSessions a late row still joins an open session it
-// touches, and a dropped one is counted, not sent to LateRows); over the windows
+// touches, and a dropped one is counted and sent to LateRows as the batch
+// runs); over the windows
 // of a TimeDifference d, a row at t is late when the window that begins
 // after it, which ends at t+1ms+d, ends at or before that watermark
 // (Kafka Streams' rule: every window the row would change has closed),

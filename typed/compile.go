@@ -37,6 +37,11 @@ type compiler struct {
 	// GapBy, whose rule needs the row): that WithWatermark sends the row
 	// it read to its LateRows sink.
 	droppedLate bool
+	// lateKeeper, set while a WithWatermark with a LateRows sink pushes a
+	// row, returns a function that sends that row to the sink, once
+	// however often it is called: for an operator that decides only when
+	// the batch runs that a row it got is late (JoiningOpenSessions).
+	lateKeeper func() func()
 	// stage names the user function running, for the message of a panic.
 	stage string
 	// attaching are the operators whose input is being attached, the

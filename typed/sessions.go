@@ -62,9 +62,20 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 			switch {
 			case ws.windows.joinOpen:
 				// When the batch runs, by the key's sessions
-				// (HandleRows).
+				// (HandleRows), which sends a row it drops to the
+				// LateRows of the WithWatermark that pushed it, if any.
 				op.dropsLate = func() bool { return c.outputMode != Complete }
 				op.joinOpen = true
+				add = func(r *T) {
+					if keeper := c.lateKeeper; keeper != nil && c.outputMode != Complete {
+						if late := c.batch.LateWatermark; !late.IsZero() {
+							if gap := gapOf(r); gap > 0 && !ws.eventTime(r).Add(gap).After(late) {
+								op.keepLate(ws.key(r), ws.eventTime(r), gap, keeper())
+							}
+						}
+					}
+					op.add(r)
+				}
 			case ws.gapOf != nil:
 				// As a row reaches it, by its own gap: the WithWatermark
 				// pushing it sends it to LateRows.
@@ -105,16 +116,54 @@ type sessionOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] stru
 	// joinOpen: a late row joins the open sessions it touches
 	// (Windows.JoiningOpenSessions).
 	joinOpen bool
-	output   func(Window, K, Out) Row
-	emitDown func(*Row)
-	sessions []sessionWindow[Acc]
-	byTime   []timedRow
-	ends     []time.Time
-	buf      []byte
+	// lateKeeps are, by key, the batch's rows that may be late (those
+	// JoiningOpenSessions drops if they touch no open session), each
+	// with what sends the row its WithWatermark read to LateRows.
+	lateKeeps map[K][]lateKeep
+	output    func(Window, K, Out) Row
+	emitDown  func(*Row)
+	sessions  []sessionWindow[Acc]
+	byTime    []timedRow
+	ends      []time.Time
+	buf       []byte
 }
 
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
-func (o *sessionOp[K, T, Acc, Out, Row, PA]) EndBatch()               { o.gatherer.end() }
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) EndBatch() {
+	o.gatherer.end()
+	clear(o.lateKeeps)
+}
+
+// lateKeep is a row that may be late, by its event time and gap, and
+// what sends it to LateRows.
+type lateKeep struct {
+	t    time.Time
+	gap  time.Duration
+	send func()
+}
+
+// keepLate keeps send for a row of key, at t with gap, that may be late.
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) keepLate(key K, t time.Time, gap time.Duration, send func()) {
+	if o.lateKeeps == nil {
+		o.lateKeeps = map[K][]lateKeep{}
+	}
+	o.lateKeeps[key] = append(o.lateKeeps[key], lateKeep{t, gap, send})
+}
+
+// sendLate sends a dropped row of key, at t with gap, to LateRows, if it
+// has a sink: rows of one time and gap are alike (the same sessions
+// take them or none), so any of them stands for it.
+func (o *sessionOp[K, T, Acc, Out, Row, PA]) sendLate(key K, t time.Time, gap time.Duration) {
+	keeps := o.lateKeeps[key]
+	for i, k := range keeps {
+		if k.gap == gap && k.t.Equal(t) {
+			k.send()
+			keeps[i] = keeps[len(keeps)-1]
+			o.lateKeeps[key] = keeps[:len(keeps)-1]
+			return
+		}
+	}
+}
 
 // decode reads a key's sessions into o.sessions: uvarint(n), then for each
 // its start and end (varint Unix nanoseconds) and uvarint(len) and its
@@ -243,6 +292,7 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 		end := t.Add(gap)
 		if tr.late && !(o.joinOpen && o.touchesOpen(t, end)) {
 			b.DropLate(o.index)
+			o.sendLate(o.keys[group], t, gap)
 			continue
 		}
 		o.sessions = append(o.sessions, sessionWindow[Acc]{window: Window{Start: t, End: end}, acc: o.agg.Add(o.agg.Zero(), r), changed: true})

@@ -402,3 +402,44 @@ func TestLateRowsOfGapBySessions(t *testing.T) {
 		t.Fatalf("LateRows got %q, want [85 p]", late)
 	}
 }
+
+// TestLateRowsOfSessionsJoiningOpenOnes: a late row that joins no open
+// session (JoiningOpenSessions) is dropped when the batch runs, counted,
+// and the row the WithWatermark read goes to LateRows, once, though a
+// FlatMap made two of it; a late row that joins an open session is not
+// late.
+func TestLateRowsOfSessionsJoiningOpenOnes(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	lateSink := newSink[fixtures.Click]()
+	s := typed.WithWatermark(typed.FromMemory(m), clickTime, 0, typed.LateRows(lateSink))
+	twice := typed.FlatMap(s, func(c *fixtures.Click) []fixtures.Click { return []fixtures.Click{*c, *c} })
+	ws := typed.GroupByWindow(twice, clickTime, typed.Session(10*time.Second).JoiningOpenSessions(), func(c *fixtures.Click) string { return c.User })
+	counts := typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, _ string, n int64) sessionCount {
+		return sessionCount{w.Start.Unix(), w.End.Unix(), n}
+	})
+	sink := newSink[sessionCount]()
+	w := typed.WriteTo(counts, sink).OutputMode(typed.Update)
+	ck := newCheckpoint()
+	text := func(r sessionCount) string { return fmt.Sprintf("%d-%d:%d", r.start, r.end, r.count) }
+	click := func(sec int64) fixtures.Click { return fixtures.Click{User: "u", Time: time.Unix(sec, 0).UTC()} }
+	m.Add(click(100))
+	if rows, dropped := batchRowsToEnd(t, w, sink, text, ck.opts()...); !slices.Equal(rows, []string{"100-110:2"}) || dropped != 0 {
+		t.Fatalf("first batch: %q, %d dropped", rows, dropped)
+	}
+	// The watermark is 100. 92's session, [92, 102), is not late, and
+	// makes [92, 110); 85's, [85, 95), late, touches it: it joins it.
+	// 80's, [80, 90), touches no open one: late.
+	m.Add(click(80), click(85), click(92))
+	if rows, dropped := batchRowsToEnd(t, w, sink, text, ck.opts()...); !slices.Equal(rows, []string{"85-110:6"}) || dropped != 2 {
+		t.Fatalf("second batch: %q, %d dropped; want [85-110:6], 2 dropped (80's two copies)", rows, dropped)
+	}
+	var late []int64
+	for _, rows := range lateSink.snapshot() {
+		for _, r := range rows {
+			late = append(late, r.Time.Unix())
+		}
+	}
+	if !slices.Equal(late, []int64{80}) {
+		t.Fatalf("LateRows got %v, want [80]", late)
+	}
+}

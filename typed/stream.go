@@ -213,9 +213,10 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // here (and sent to LateRows); one late for some of its sliding windows is
 // left out of those, and counted. Session windows whose rows each have a
 // gap of their own (GapBy) decide in the aggregation, as each row
-// reaches it, and send it here (to LateRows) when it is late; those that
-// join late rows to open sessions (JoiningOpenSessions) decide when the
-// batch runs: their late rows are counted there, not sent to LateRows.
+// reaches it, and those that join late rows to open sessions
+// (JoiningOpenSessions) when the batch runs: either sends the row read
+// here to LateRows when it drops it (once, however many of the rows
+// made of it it drops).
 // Where several outputs of WriteAll read the stream, each decides by the
 // operator its rows reach first, and LateRows gets a row that any of them
 // dropped once; branches of one output (a self-join) each have a
@@ -289,6 +290,22 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 				}})
 			describeSink(&c.plan.Outputs[len(c.plan.Outputs)-1], cfg.late)
 		}
+		// keeper makes the function that sends the row being pushed,
+		// current, to LateRows once (c.lateKeeper): kept, once made.
+		var current *T
+		var kept func()
+		keeper := func() func() {
+			if kept == nil {
+				row, sent := *current, false
+				kept = func() {
+					if !sent {
+						sent = true
+						late = append(late, row)
+					}
+				}
+			}
+			return kept
+		}
 		ops, reached := len(c.ops), len(c.reached)
 		s.attach(c, func(t *T) {
 			c.stage = name
@@ -299,9 +316,13 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			// A row late for the operator of every branch that reads it,
 			// or of some, is a late row (sent to LateRows once).
 			f.dropped, c.droppedLate = false, false
+			if cfg.late != nil {
+				current, kept, c.lateKeeper = t, nil, keeper
+			}
 			f.emit(t)
+			c.lateKeeper = nil
 			if (f.dropped || c.droppedLate) && cfg.late != nil {
-				late = append(late, *t)
+				keeper()()
 			}
 		})
 		f.compiled(ops, reached)

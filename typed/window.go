@@ -109,7 +109,7 @@ func (w Windows) StartingAt(offset time.Duration) Windows {
 // its key that are open and that it overlaps or touches, as Flink's
 // session windows merge a row's window with the open ones before they
 // judge it late; it is dropped only when it touches none (counted in
-// numRowsDroppedByWatermark, and not sent to LateRows). By default, as
+// numRowsDroppedByWatermark, and sent to LateRows). By default, as
 // in Spark, every such row is dropped. Flink judges row by row, as rows
 // arrive; here a batch's rows that are not late join their key's
 // sessions first, then the late ones, each in event-time order, so a late
