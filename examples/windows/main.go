@@ -1,12 +1,13 @@
 // Command windows counts the sensor readings per event-time window, as
 // sections 16 to 18 of the reference: event time from Creation_Time
 // (nanoseconds), a watermark 5 h behind it, tumbling windows of 10
-// minutes (or sliding ones with -slide), a count per window (or per window
-// and user with -by-user), in the Complete output mode (or Update, or
-// Append).
+// minutes (or sliding ones with -slide, or Flink's cumulative ones with
+// -cumulate), a count per window (or per window and user with -by-user),
+// in the Complete output mode (or Update, or Append).
 //
 //	go run ./examples/windows                           # tumbling 10-minute windows, Complete mode, to the console
 //	go run ./examples/windows -slide 5m                 # windows of 10 minutes every 5 minutes
+//	go run ./examples/windows -cumulate 2m              # each 10 minutes so far, every 2 minutes
 //	go run ./examples/windows -by-user -mode update     # per window and user, the rows that changed in each batch
 //	go run ./examples/windows -mode append -flush       # each window once, when the watermark (or the end of the input) closes it
 //
@@ -14,7 +15,9 @@
 // with "User" before "count" with -by-user.
 //
 // Flags: -window DURATION (default 10m), -slide DURATION (default: the
-// window's size, tumbling windows), -watermark DURATION|none (default 5h),
+// window's size, tumbling windows), -cumulate DURATION (windows that all
+// start with their -window period and end every DURATION of it: Flink's
+// CUMULATE), -watermark DURATION|none (default 5h),
 // -mode complete|update|append (default complete), -by-user, and the
 // examples' -input DIR, -output DIR, -checkpoint DIR,
 // -max-files-per-trigger N, -trigger availableNow|once|DURATION,
@@ -62,6 +65,7 @@ func run(args []string, stdout io.Writer) error {
 		Flags: func(fs *flag.FlagSet) {
 			fs.Var(positiveDuration{&q.Window}, "window", "the windows' size, a `duration`")
 			fs.Var(positiveDuration{&q.Slide}, "slide", "how far apart windows start, a `duration` (default: the window's size, tumbling windows)")
+			fs.Var(positiveDuration{&q.Cumulate}, "cumulate", "make each -window period's windows start with it and end every `duration` of it (Flink's CUMULATE)")
 			fs.Var(watermarkFlag{&q}, "watermark", "how far the watermark stays behind the newest event time: a `duration`, or none")
 			fs.TextVar(&mode, "mode", typed.Complete, "the output `mode`: complete, update or append")
 			fs.BoolVar(&q.ByUser, "by-user", false, "count per window and User")
@@ -72,6 +76,12 @@ func run(args []string, stdout io.Writer) error {
 			}
 			if q.Slide > q.Window {
 				return typed.Stream[WindowCount]{}, fmt.Errorf("-slide %v is longer than -window %v", q.Slide, q.Window)
+			}
+			if q.Cumulate != 0 && q.Slide != q.Window {
+				return typed.Stream[WindowCount]{}, errors.New("-cumulate and -slide make windows of two kinds: give one")
+			}
+			if q.Cumulate != 0 && q.Window%q.Cumulate != 0 {
+				return typed.Stream[WindowCount]{}, fmt.Errorf("-window %v is not a whole multiple of -cumulate %v", q.Window, q.Cumulate)
 			}
 			return windowCounts(in, q), nil
 		},

@@ -166,8 +166,21 @@ func expected(files [][]sensor.Event, perBatch int, q Query, complete bool) (cou
 		next()
 		for _, e := range batch {
 			t := time.Unix(0, e.CreationTime).UTC()
-			for start := t.Truncate(q.Slide); start.After(t.Add(-q.Window)); start = start.Add(-q.Slide) {
-				g := group{start: start, end: start.Add(q.Window)}
+			var windows []group
+			if q.Cumulate != 0 {
+				// The period's windows that end after the reading.
+				period := t.Truncate(q.Window)
+				for end := period.Add(q.Cumulate); !end.After(period.Add(q.Window)); end = end.Add(q.Cumulate) {
+					if end.After(t) {
+						windows = append(windows, group{start: period, end: end})
+					}
+				}
+			} else {
+				for start := t.Truncate(q.Slide); start.After(t.Add(-q.Window)); start = start.Add(-q.Slide) {
+					windows = append(windows, group{start: start, end: start.Add(q.Window)})
+				}
+			}
+			for _, g := range windows {
 				if !complete && !lateBy.IsZero() && !g.end.After(lateBy) {
 					late++
 					continue
@@ -211,6 +224,10 @@ func TestWindowsMatchAPlainLoop(t *testing.T) {
 			Query{Window: 30 * time.Second, Slide: 10 * time.Second, Watermark: 5 * time.Second, ByUser: true}},
 		{"tumbling 1m, no watermark", []string{"-window", "1m", "-watermark", "none"},
 			Query{Window: time.Minute, Slide: time.Minute, NoWatermark: true}},
+		{"cumulative 10m every 2m by user, watermark 5h", []string{"-cumulate", "2m", "-by-user"},
+			Query{Window: 10 * time.Minute, Slide: 10 * time.Minute, Cumulate: 2 * time.Minute, Watermark: 5 * time.Hour, ByUser: true}},
+		{"cumulative 1m every 10s, watermark 5s", []string{"-window", "1m", "-cumulate", "10s", "-watermark", "5s"},
+			Query{Window: time.Minute, Slide: time.Minute, Cumulate: 10 * time.Second, Watermark: 5 * time.Second}},
 	} {
 		for _, s := range splits {
 			t.Run(c.name+"/"+s.name, func(t *testing.T) {
@@ -293,6 +310,8 @@ func TestFlags(t *testing.T) {
 		says   string
 	}{
 		{[]string{"-slide", "20m"}, 1, "-slide 20m0s is longer than -window 10m0s"},
+		{[]string{"-slide", "5m", "-cumulate", "1m"}, 1, "-cumulate and -slide make windows of two kinds"},
+		{[]string{"-cumulate", "3m"}, 1, "-window 10m0s is not a whole multiple of -cumulate 3m0s"},
 		{[]string{"-mode", "append", "-watermark", "none"}, 1, "the Append output mode needs event-time windows and a watermark"},
 		{[]string{"-window", "0"}, 2, `invalid value "0" for flag -window`},
 		{[]string{"-watermark", "-1s"}, 2, `invalid value "-1s" for flag -watermark`},

@@ -27,7 +27,10 @@ type WindowCount struct {
 type Query struct {
 	// Window is the windows' size; Slide, how far apart they start: Slide
 	// = Window makes tumbling windows, a smaller Slide sliding ones.
-	Window, Slide time.Duration
+	// Cumulate, when set, makes Flink's cumulative windows instead: each
+	// Window-long period has a window ending every Cumulate, all starting
+	// with it (Slide is then Window).
+	Window, Slide, Cumulate time.Duration
 	// Watermark is the watermark's delay behind the newest event time;
 	// NoWatermark leaves the watermark out (sections 16 and 17).
 	Watermark   time.Duration
@@ -58,7 +61,10 @@ func windowCounts(in typed.Stream[sensor.Event], q Query) typed.Stream[WindowCou
 		in = typed.WithWatermark(in, eventTime, q.Watermark)
 	}
 	windows := typed.Tumbling(q.Window)
-	if q.Slide != q.Window {
+	switch {
+	case q.Cumulate != 0:
+		windows = typed.Cumulate(q.Cumulate, q.Window)
+	case q.Slide != q.Window:
 		windows = typed.Sliding(q.Window, q.Slide)
 	}
 	count := typed.Count[sensor.Event]()
