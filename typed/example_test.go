@@ -293,6 +293,41 @@ func ExampleTimeDifference() {
 	// A [9201;14201] 1
 }
 
+// The distinct pages each user visits per hour, as Spark's
+// approx_count_distinct(page) grouped by window(time, "1 hour") and user:
+// a HyperLogLog sketch per window and user, merged across batches, that
+// counts a few values exactly and many within about 5%.
+func ExampleApproxCountDistinct() {
+	clicks := typed.NewMemoryStream[fixtures.Click]("clicks", 2) // two clicks a batch
+	hour := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	for i, page := range []string{"home", "cart", "home", "help", "cart", "home"} {
+		clicks.Add(fixtures.Click{User: "A", Time: hour.Add(time.Duration(i) * time.Minute), Page: page})
+	}
+	clickTime := func(c *fixtures.Click) time.Time { return c.Time }
+	windows := typed.GroupByWindow(typed.WithWatermark(typed.FromMemory(clicks), clickTime, time.Minute), clickTime,
+		typed.Tumbling(time.Hour), func(c *fixtures.Click) string { return c.User })
+	pages := typed.AggregateWindows(windows, typed.ApproxCountDistinct(func(c *fixtures.Click) string { return c.Page }, 0.05),
+		func(w typed.Window, user string, n int64) string {
+			return fmt.Sprintf("%s %s: %d pages", user, w.Start.Format("15:04"), n)
+		})
+	sink := typed.NewMemorySink[string]()
+	q, err := typed.WriteTo(pages, sink).OutputMode(typed.Append).Start(context.Background(),
+		runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range sink.Rows() {
+		fmt.Println(r)
+	}
+	// Output:
+	// A 09:00: 3 pages
+}
+
 // Each user's clicks of the day so far, written every 6 hours, as
 // Flink's CUMULATE(TABLE clicks, DESCRIPTOR(time), INTERVAL '6' HOUR,
 // INTERVAL '1' DAY): every window starts with its day, and one ends every

@@ -259,6 +259,89 @@ var _ codec.Record = (*ExtremeAcc)(nil)
 // AppendBinary appends the binary encoding of t to b. It fails only when
 // a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
 // and that fails.
+func (t *ApproxDistinctAcc) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryApproxDistinctAcc(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *ApproxDistinctAcc) MarshalBinary() ([]byte, error) {
+	return appendBinaryApproxDistinctAcc(make([]byte, 0, 26), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of ApproxDistinctAcc: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *ApproxDistinctAcc) UnmarshalBinary(b []byte) error {
+	*t = ApproxDistinctAcc{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryApproxDistinctAcc(&d, t, d.End())
+	return d.Wrap("ApproxDistinctAcc")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *ApproxDistinctAcc) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONApproxDistinctAcc(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While ApproxDistinctAcc's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *ApproxDistinctAcc) MarshalJSON() ([]byte, error) {
+	if jsonSizeApproxDistinctAcc.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONApproxDistinctAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeApproxDistinctAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeApproxDistinctAcc.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONApproxDistinctAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeApproxDistinctAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONApproxDistinctAcc(jsonSizeApproxDistinctAcc.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeApproxDistinctAcc.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeApproxDistinctAcc codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *ApproxDistinctAcc) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONApproxDistinctAcc(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold ApproxDistinctAcc decode it.
+func (t *ApproxDistinctAcc) ReadJSON(r *codec.JSONReader) {
+	readJSONApproxDistinctAcc(r, t)
+}
+
+// StreamSchema returns the registered schema of ApproxDistinctAcc.
+func (t *ApproxDistinctAcc) StreamSchema() *codec.Schema {
+	return schemaApproxDistinctAcc
+}
+
+var _ codec.Record = (*ApproxDistinctAcc)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Window) AppendBinary(b []byte) ([]byte, error) {
 	return appendBinaryWindow(b, t)
 }
@@ -706,6 +789,143 @@ func readJSONExtremeAcc(r *codec.JSONReader, v *ExtremeAcc) {
 				v.Set = x1
 			}
 			r.InField("ExtremeAcc", "set")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaApproxDistinctAcc = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   31497,
+		JSON: "p",
+		Name: "P",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   31509,
+		JSON: "registers",
+		Name: "Registers",
+		Type: &codec.Type{
+			Go:   "[]uint8",
+			Kind: codec.KindBytes,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/typed.ApproxDistinctAcc",
+})
+
+func appendBinaryApproxDistinctAcc(b []byte, v *ApproxDistinctAcc) ([]byte, error) {
+	var err error
+	b = append(b, 0x91, 0xe1, 0x1e) // P: id 31497, int
+	b = codec.AppendInt(b, int64(v.P))
+	b = append(b, 0xd6, 0xe2, 0x1e) // Registers: id 31509, bytes
+	b = codec.AppendBytes(b, v.Registers)
+	return b, err
+}
+
+func readBinaryApproxDistinctAcc(d *codec.Decoder, v *ApproxDistinctAcc, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// P
+	if codec.HasTag(b, p, 0x1ee191, 0xffffff) {
+		q := p + 3
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
+		}
+		v.P = int(codec.Zigzag(x))
+		p = q + n
+	}
+	// Registers
+	if codec.HasTag(b, p, 0x1ee2d6, 0xffffff) {
+		d.Seek(p + 3)
+		v.Registers = d.Bytes()
+		p = d.Offset()
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0x7b091:
+			// P
+			v.P = int(d.Int64())
+		case 0x7b156:
+			// Registers
+			v.Registers = d.Bytes()
+		default:
+			switch tag >> 4 {
+			case 31497:
+				d.KindChanged("ApproxDistinctAcc", "P", tag, codec.KindInt)
+			case 31509:
+				d.KindChanged("ApproxDistinctAcc", "Registers", tag, codec.KindBytes)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONApproxDistinctAcc(b []byte, v *ApproxDistinctAcc) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"p\":"...)
+	b = codec.AppendJSONInt(b, int64(v.P))
+	b = append(b, ",\"registers\":"...)
+	b = codec.AppendJSONBytes(b, v.Registers)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONApproxDistinctAcc(r *codec.JSONReader, v *ApproxDistinctAcc) {
+	if !r.BeginObject("Go value of type typed.ApproxDistinctAcc") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "p":
+			field = 0
+		case "registers":
+			field = 1
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "P":
+				field = 0
+			case "REGISTERS":
+				field = 1
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Int("Go value of type int", 64); ok {
+				v.P = int(x)
+			}
+			r.InField("ApproxDistinctAcc", "p")
+		case 1:
+			if r.Null() {
+				v.Registers = nil
+			} else {
+				if x1, ok := r.Bytes("Go value of type []uint8"); ok {
+					v.Registers = x1
+				}
+			}
+			r.InField("ApproxDistinctAcc", "registers")
 		default:
 			r.Unknown(key)
 		}

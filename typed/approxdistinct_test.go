@@ -1,0 +1,126 @@
+package typed_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// distinctValue is the value ApproxCountDistinct counts in these tests.
+func distinctValue(c *fixtures.Click) string { return c.Page }
+
+// sketch folds the clicks into one accumulator of agg.
+func sketch(agg typed.Aggregator[fixtures.Click, typed.ApproxDistinctAcc, int64], clicks []fixtures.Click) typed.ApproxDistinctAcc {
+	acc := agg.Zero()
+	for i := range clicks {
+		acc = agg.Add(acc, &clicks[i])
+	}
+	return acc
+}
+
+// distinctClicks returns clicks of n distinct pages, each from one to
+// three times, shuffled.
+func distinctClicks(n int, seed uint64) []fixtures.Click {
+	r := rand.New(rand.NewPCG(seed, seed))
+	var out []fixtures.Click
+	for i := range n {
+		for range 1 + r.IntN(3) {
+			out = append(out, fixtures.Click{Page: fmt.Sprintf("page-%d-%d", seed, i)})
+		}
+	}
+	r.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
+}
+
+// TestApproxCountDistinctAccuracy: the estimate of n distinct values, each
+// seen one to three times, is within four of its relative standard
+// deviations (1.04/√m for m registers) of n, from none to 300,000, at
+// Spark's default rsd and at a finer one; and a few values are counted
+// exactly (the small range).
+func TestApproxCountDistinctAccuracy(t *testing.T) {
+	for _, rsd := range []float64{0.05, 0.01} {
+		agg := typed.ApproxCountDistinct(distinctValue, rsd)
+		m := float64(len(agg.Add(agg.Zero(), &fixtures.Click{}).Registers))
+		if sd := 1.04 / math.Sqrt(m); sd > rsd {
+			t.Fatalf("rsd %v: %v registers give a standard deviation of %.4f, over rsd", rsd, m, sd)
+		}
+		for _, n := range []int{0, 1, 2, 7, 50, 1000, 20_000, 300_000} {
+			got := agg.Result(sketch(agg, distinctClicks(n, uint64(n)+1)))
+			bound := 4 * 1.04 / math.Sqrt(m) * float64(n)
+			if n <= 7 {
+				bound = 0.5 // a few values against many registers: exact
+			}
+			if math.Abs(float64(got-int64(n))) > bound {
+				t.Errorf("rsd %v: %d distinct values estimated as %d (off by more than %.0f)", rsd, n, got, bound)
+			}
+		}
+	}
+}
+
+// TestApproxCountDistinctMerge: merging the sketches of two sets of
+// values gives the sketch of their union, in either order and with an
+// empty one; a sketch of a finer rsd merged with one of a coarser gives
+// the coarser one's sketch of the union.
+func TestApproxCountDistinctMerge(t *testing.T) {
+	coarse := typed.ApproxCountDistinct(distinctValue, 0.05)
+	fine := typed.ApproxCountDistinct(distinctValue, 0.01)
+	a, b := distinctClicks(30_000, 1), distinctClicks(20_000, 2)
+	b = append(b, a[:5000]...) // overlapping
+	union := sketch(coarse, slices.Concat(a, b))
+	for name, got := range map[string]typed.ApproxDistinctAcc{
+		"a+b":         coarse.Merge(sketch(coarse, a), sketch(coarse, b)),
+		"b+a":         coarse.Merge(sketch(coarse, b), sketch(coarse, a)),
+		"empty+(a+b)": coarse.Merge(coarse.Zero(), coarse.Merge(sketch(coarse, a), sketch(coarse, b))),
+		"(a+b)+empty": coarse.Merge(coarse.Merge(sketch(coarse, a), sketch(coarse, b)), coarse.Zero()),
+		"fine a+b":    coarse.Merge(sketch(fine, a), sketch(coarse, b)),
+		"a+fine b":    fine.Merge(sketch(coarse, a), sketch(fine, b)),
+	} {
+		if got.P != union.P || !slices.Equal(got.Registers, union.Registers) {
+			t.Errorf("%s: not the union's sketch (precision %d, want %d)", name, got.P, union.P)
+		}
+	}
+	if fineUnion := fine.Merge(sketch(fine, a), sketch(fine, b)); fineUnion.P == union.P {
+		t.Fatalf("rsd 0.01 and 0.05 give the same precision, %d", union.P)
+	}
+}
+
+// TestApproxCountDistinctWindows: the distinct pages of each user and
+// 1-minute window, under batch splits and a restart, are what a plain
+// loop's sketch of the window's clicks estimates: sketches merge across
+// batches as if one had seen every click.
+func TestApproxCountDistinctWindows(t *testing.T) {
+	in := orderedClicks(400)
+	for i := range in {
+		in[i].Page = fmt.Sprintf("p%d", i%37)
+	}
+	agg := typed.ApproxCountDistinct(distinctValue, 0.05)
+	byWindow := map[string][]fixtures.Click{}
+	for _, c := range in {
+		start := c.Time.Truncate(time.Minute)
+		id := windowCount{Window: typed.Window{Start: start, End: start.Add(time.Minute)}, User: c.User}.id()
+		byWindow[id] = append(byWindow[id], c)
+	}
+	want := map[string]float64{}
+	for id, clicks := range byWindow {
+		want[id] = float64(agg.Result(sketch(agg, clicks)))
+	}
+	build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+		ws := typed.GroupByWindow(s, clickTime, typed.Tumbling(time.Minute), func(c *fixtures.Click) string { return c.User })
+		return typed.AggregateWindows(ws, agg, countRow)
+	}
+	for _, perBatch := range []int{0, 13, 70} {
+		got := map[string]float64{}
+		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Update, false, build)) {
+			for _, r := range rows {
+				got[r.id()] = r.Value
+			}
+		}
+		sameTable(t, fmt.Sprintf("%d per batch", perBatch), got, want)
+	}
+}
