@@ -1,8 +1,10 @@
 package typed
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -27,7 +29,11 @@ type ApproxDistinctAcc struct {
 // from no value to billions; values hash with xxHash64, so sketches of
 // any batch, process or restart merge (a window's across batches,
 // sessions that merge). Accumulators of another rsd (a restart with
-// another) merge at the lower precision of the two.
+// another) merge at the lower precision of the two. Add and Merge change
+// the registers of their first argument, never those of Merge's second.
+// A stored accumulator that is no sketch (registers of another number
+// than its precision makes, or a register past its largest value) fails
+// the query, naming what is wrong.
 func ApproxCountDistinct[In any](value func(*In) string, rsd float64) Aggregator[In, ApproxDistinctAcc, int64] {
 	p := 18
 	if rsd > 0 {
@@ -49,6 +55,8 @@ func (a approxDistinctAgg[In]) Add(acc ApproxDistinctAcc, r *In) ApproxDistinctA
 			acc.P = a.p
 		}
 		acc.Registers = make([]byte, 1<<acc.P)
+	} else if acc.P < 4 || acc.P > 18 || len(acc.Registers) != 1<<acc.P {
+		mustBeSketch(acc) // the registers' values are checked where read
 	}
 	h := xxhash.Sum64String(a.value(r))
 	// The register is the hash's first P bits; its value, the leading
@@ -65,7 +73,14 @@ func (approxDistinctAgg[In]) Merge(x, y ApproxDistinctAcc) ApproxDistinctAcc {
 	case y.Registers == nil:
 		return x
 	case x.Registers == nil:
-		return y
+		// A copy: y's registers stay y's (a caller may merge a stored
+		// accumulator into several).
+		mustBeSketch(y)
+		return ApproxDistinctAcc{P: y.P, Registers: slices.Clone(y.Registers)}
+	}
+	mustBeSketch(x)
+	mustBeSketch(y)
+	switch {
 	case x.P > y.P:
 		x = ApproxDistinctAcc{P: y.P, Registers: foldRegisters(x.Registers, x.P, y.P)}
 	case y.P > x.P:
@@ -78,10 +93,25 @@ func (approxDistinctAgg[In]) Merge(x, y ApproxDistinctAcc) ApproxDistinctAcc {
 }
 
 func (approxDistinctAgg[In]) Result(acc ApproxDistinctAcc) int64 {
-	if acc.Registers == nil || len(acc.Registers) != 1<<acc.P {
+	if acc.Registers == nil {
 		return 0
 	}
+	mustBeSketch(acc)
 	return int64(math.Round(estimateDistinct(acc.Registers, acc.P)))
+}
+
+// mustBeSketch panics, with what is wrong (the query fails with it),
+// unless acc holds the registers of its precision, each at most 65-P.
+func mustBeSketch(acc ApproxDistinctAcc) {
+	if acc.P < 4 || acc.P > 18 || len(acc.Registers) != 1<<acc.P {
+		panic(fmt.Errorf("ApproxCountDistinct: an accumulator of precision %d holds %d registers: not a sketch this aggregator makes (precision 4 to 18, 2^precision registers)", acc.P, len(acc.Registers)))
+	}
+	top := byte(65 - acc.P)
+	for i, v := range acc.Registers {
+		if v > top {
+			panic(fmt.Errorf("ApproxCountDistinct: register %d of an accumulator of precision %d holds %d, past its largest value, %d: not a sketch this aggregator makes", i, acc.P, v, top))
+		}
+	}
 }
 
 // foldRegisters returns the registers of precision p that registers r of

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,5 +123,75 @@ func TestApproxCountDistinctWindows(t *testing.T) {
 			}
 		}
 		sameTable(t, fmt.Sprintf("%d per batch", perBatch), got, want)
+	}
+}
+
+// TestApproxCountDistinctTimeDifference: over the windows of a time
+// difference, whose aggregate merges the accumulators it keeps for each
+// instant into several windows, each window counts its own distinct
+// values (Kafka Streams' example rows, and a copy of the first a batch
+// later): the merges leave the stored accumulators as they were.
+func TestApproxCountDistinctTimeDifference(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	s := typed.WithWatermark(typed.FromMemory(m), clickTime, 10*time.Second)
+	ws := typed.GroupByWindow(s, clickTime, typed.TimeDifference(5*time.Second), func(c *fixtures.Click) string { return c.User })
+	counts := typed.AggregateWindows(ws, typed.ApproxCountDistinct(distinctValue, 0.05), func(w typed.Window, _ string, n int64) string {
+		return fmt.Sprintf("[%d;%d]:%d", w.Start.UnixMilli(), w.End.UnixMilli()-1, n)
+	})
+	sink := newSink[string]()
+	w := typed.WriteTo(counts, sink).OutputMode(typed.Update)
+	ck := newCheckpoint()
+	click := func(ms int64, page string) fixtures.Click {
+		return fixtures.Click{User: "A", Time: time.UnixMilli(ms).UTC(), Page: page}
+	}
+	m.Add(click(8000, "a"), click(9200, "b"), click(12400, "c"))
+	if _, dropped := batchRowsToEnd(t, w, sink, func(s string) string { return s }, ck.opts()...); dropped != 0 {
+		t.Fatalf("first batch: %d dropped", dropped)
+	}
+	// 8500 makes [3500;8500], which holds a only, and [8501;13501], b
+	// and c; it joins [4200;9200], a and b, [7400;12400], a, b and c, and
+	// [8001;13001], a, b and c.
+	m.Add(click(8500, "a"))
+	rows, _ := batchRowsToEnd(t, w, sink, func(s string) string { return s }, ck.opts()...)
+	if want := []string{"[3500;8500]:1", "[4200;9200]:2", "[7400;12400]:3", "[8001;13001]:3", "[8501;13501]:2"}; !slices.Equal(rows, want) {
+		t.Fatalf("second batch: %q, want %q", rows, want)
+	}
+}
+
+// TestApproxCountDistinctRefusesWhatIsNoSketch: an accumulator whose
+// registers are not those of its precision, or hold a value no hash
+// gives, is refused with what is wrong (a panic, which fails the query
+// with it), by Add, Merge and Result alike; none indexes out of range.
+func TestApproxCountDistinctRefusesWhatIsNoSketch(t *testing.T) {
+	agg := typed.ApproxCountDistinct(distinctValue, 0.05)
+	good := sketch(agg, distinctClicks(100, 1))
+	high := typed.ApproxDistinctAcc{P: 9, Registers: make([]byte, 512)}
+	high.Registers[7] = 57
+	for name, bad := range map[string]typed.ApproxDistinctAcc{
+		"16 registers at precision 10": {P: 10, Registers: make([]byte, 16)},
+		"precision 0":                  {P: 0, Registers: make([]byte, 1)},
+		"precision -1":                 {P: -1, Registers: make([]byte, 1)},
+		"a register past 56":           high,
+	} {
+		for op, call := range map[string]func(){
+			"Add":         func() { agg.Add(bad, &fixtures.Click{Page: "x"}) },
+			"Merge into":  func() { agg.Merge(bad, good) },
+			"Merge of":    func() { agg.Merge(typed.ApproxDistinctAcc{P: 9, Registers: slices.Clone(good.Registers)}, bad) },
+			"Merge empty": func() { agg.Merge(agg.Zero(), bad) },
+			"Result":      func() { agg.Result(bad) },
+		} {
+			if name == "a register past 56" && op == "Add" {
+				continue // Add reads no register's value
+			}
+			func() {
+				defer func() {
+					err, _ := recover().(error)
+					if err == nil || !strings.Contains(err.Error(), "not a sketch this aggregator makes") {
+						t.Errorf("%s of %s: %v, want a refusal", op, name, err)
+					}
+				}()
+				call()
+			}()
+		}
 	}
 }

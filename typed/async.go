@@ -85,14 +85,22 @@ type rowPlace struct {
 	partition string
 	rowBytes  int
 	eventTime time.Time
+	lateRow   func() func()
 }
 
 func (c *compiler) place() rowPlace {
-	return rowPlace{input: c.input, partition: c.partition, rowBytes: c.rowBytes, eventTime: c.eventTime}
+	p := rowPlace{input: c.input, partition: c.partition, rowBytes: c.rowBytes, eventTime: c.eventTime}
+	if c.lateRow != nil {
+		// The pushed row's own sender: the WithWatermark's lateRow
+		// sends whichever row it pushes when called.
+		send := c.lateRow()
+		p.lateRow = func() func() { return send }
+	}
+	return p
 }
 
 func (c *compiler) setPlace(p rowPlace) {
-	c.input, c.partition, c.rowBytes, c.eventTime = p.input, p.partition, p.rowBytes, p.eventTime
+	c.input, c.partition, c.rowBytes, c.eventTime, c.lateRow = p.input, p.partition, p.rowBytes, p.eventTime, p.lateRow
 }
 
 // asyncFailure is the first call of a batch that failed, which cancels
@@ -199,6 +207,7 @@ func (a *asyncMap[T, U]) flush() {
 		return // no row since the last flush
 	}
 	a.write(true, len(a.queue))
+	a.c.lateRow = nil // no row is pushed
 	err := a.failure.first()
 	a.release()
 	a.batch = nil

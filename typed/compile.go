@@ -32,16 +32,14 @@ type compiler struct {
 	// eventTime is the event time of the row being pushed, set by
 	// WithWatermark (zero before it).
 	eventTime time.Time
-	// droppedLate is set by an operator that drops, as late, a row that
-	// reaches it while a WithWatermark pushes it (session windows with
-	// GapBy, whose rule needs the row): that WithWatermark sends the row
-	// it read to its LateRows sink.
-	droppedLate bool
-	// lateKeeper, set while a WithWatermark with a LateRows sink pushes a
+	// lateRow, set while a WithWatermark with a LateRows sink pushes a
 	// row, returns a function that sends that row to the sink, once
-	// however often it is called: for an operator that decides only when
-	// the batch runs that a row it got is late (JoiningOpenSessions).
-	lateKeeper func() func()
+	// however often it is called: for an operator that drops, as late, a
+	// row made of it, by a rule the WithWatermark cannot apply (session
+	// windows with GapBy, as the row reaches it, or JoiningOpenSessions,
+	// when the batch runs). A stage that holds rows back (MapAsync) keeps
+	// each one's with its place.
+	lateRow func() func()
 	// stage names the user function running, for the message of a panic.
 	stage string
 	// attaching are the operators whose input is being attached, the

@@ -67,10 +67,10 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 				op.dropsLate = func() bool { return c.outputMode != Complete }
 				op.joinOpen = true
 				add = func(r *T) {
-					if keeper := c.lateKeeper; keeper != nil && c.outputMode != Complete {
+					if lateRow := c.lateRow; lateRow != nil && c.outputMode != Complete {
 						if late := c.batch.LateWatermark; !late.IsZero() {
 							if gap := gapOf(r); gap > 0 && !ws.eventTime(r).Add(gap).After(late) {
-								op.keepLate(ws.key(r), ws.eventTime(r), gap, keeper())
+								op.keepLate(ws.key(r), ws.eventTime(r), gap, lateRow())
 							}
 						}
 					}
@@ -83,7 +83,9 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 					if late := c.batch.LateWatermark; c.outputMode != Complete && !late.IsZero() {
 						if gap := gapOf(r); gap > 0 && !ws.eventTime(r).Add(gap).After(late) {
 							c.batch.DropLate(op.index)
-							c.droppedLate = true
+							if c.lateRow != nil {
+								c.lateRow()()
+							}
 							return
 						}
 					}
@@ -151,15 +153,16 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) keepLate(key K, t time.Time, gap ti
 }
 
 // sendLate sends a dropped row of key, at t with gap, to LateRows, if it
-// has a sink: rows of one time and gap are alike (the same sessions
-// take them or none), so any of them stands for it.
+// has a sink: the first of that time and gap kept. The batch handles a
+// key's late rows of one time in the order they came, and once one of a
+// time and gap has joined a session, the others of that time and gap
+// touch it too: those it drops are the first that came.
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) sendLate(key K, t time.Time, gap time.Duration) {
 	keeps := o.lateKeeps[key]
 	for i, k := range keeps {
 		if k.gap == gap && k.t.Equal(t) {
 			k.send()
-			keeps[i] = keeps[len(keeps)-1]
-			o.lateKeeps[key] = keeps[:len(keeps)-1]
+			o.lateKeeps[key] = slices.Delete(keeps, i, i+1)
 			return
 		}
 	}

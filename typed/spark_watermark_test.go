@@ -1,6 +1,7 @@
 package typed_test
 
 import (
+	"context"
 	"fmt"
 	"iter"
 	"slices"
@@ -355,6 +356,40 @@ type gappedClick struct {
 	Gap  time.Duration
 }
 
+// gapOfClick is a gappedClick's gap.
+func gapOfClick(g *gappedClick) time.Duration { return g.Gap }
+
+// sessionCounts counts the rows of ws's sessions, in Update mode, and
+// returns the query and its sink.
+func sessionCounts[T any](ws typed.WindowedStream[string, T]) (*typed.Writer[sessionCount], *batchSink[sessionCount]) {
+	counts := typed.AggregateWindows(ws, typed.Count[T](), func(w typed.Window, _ string, n int64) sessionCount {
+		return sessionCount{w.Start.Unix(), w.End.Unix(), n}
+	})
+	sink := newSink[sessionCount]()
+	return typed.WriteTo(counts, sink).OutputMode(typed.Update), sink
+}
+
+// sessionText shows a session's count as "start-end:count".
+func sessionText(r sessionCount) string { return fmt.Sprintf("%d-%d:%d", r.start, r.end, r.count) }
+
+// userClick is a click of user u, sec seconds after the epoch, on page.
+func userClick(sec int64, page string) fixtures.Click {
+	return fixtures.Click{User: "u", Time: time.Unix(sec, 0).UTC(), Page: page}
+}
+
+// lateClicks are the clicks a LateRows sink got, as "seconds page",
+// sorted.
+func lateClicks(sink *batchSink[fixtures.Click]) []string {
+	var late []string
+	for _, rows := range sink.snapshot() {
+		for _, r := range rows {
+			late = append(late, fmt.Sprintf("%d %s", r.Time.Unix(), r.Page))
+		}
+	}
+	slices.Sort(late)
+	return late
+}
+
 // TestLateRowsOfGapBySessions: over session windows whose rows each have
 // a gap of their own (GapBy), a row whose own session ends at or before
 // the watermark is late: dropped and counted by the aggregation, which
@@ -369,36 +404,19 @@ func TestLateRowsOfGapBySessions(t *testing.T) {
 		return gappedClick{User: c.User, Time: c.Time, Gap: time.Duration(len(c.Page)) * 10 * time.Second}
 	})
 	ws := typed.GroupByWindow(gapped, func(g *gappedClick) time.Time { return g.Time }, typed.Session(time.Minute), func(g *gappedClick) string { return g.User })
-	counts := typed.AggregateWindows(ws.GapBy(func(g *gappedClick) time.Duration { return g.Gap }), typed.Count[gappedClick](),
-		func(w typed.Window, _ string, n int64) sessionCount {
-			return sessionCount{w.Start.Unix(), w.End.Unix(), n}
-		})
-	sink := newSink[sessionCount]()
-	w := typed.WriteTo(counts, sink).OutputMode(typed.Update)
+	w, sink := sessionCounts(ws.GapBy(gapOfClick))
 	ck := newCheckpoint()
-	run := func(clicks ...fixtures.Click) (rows []string, dropped int64) {
-		t.Helper()
-		m.Add(clicks...)
-		return batchRowsToEnd(t, w, sink, func(r sessionCount) string { return fmt.Sprintf("%d-%d:%d", r.start, r.end, r.count) }, ck.opts()...)
-	}
-	click := func(sec int64, page string) fixtures.Click {
-		return fixtures.Click{User: "u", Time: time.Unix(sec, 0).UTC(), Page: page}
-	}
-	if rows, dropped := run(click(100, "p")); !slices.Equal(rows, []string{"100-110:1"}) || dropped != 0 {
+	m.Add(userClick(100, "p"))
+	if rows, dropped := batchRowsToEnd(t, w, sink, sessionText, ck.opts()...); !slices.Equal(rows, []string{"100-110:1"}) || dropped != 0 {
 		t.Fatalf("first batch: %q, %d dropped", rows, dropped)
 	}
 	// The watermark is 100. 85's gap of 10 s ends its session at 95:
 	// late. 95's of 40 s ends it at 135: it joins [100, 110).
-	if rows, dropped := run(click(85, "p"), click(95, "pppp")); !slices.Equal(rows, []string{"95-135:2"}) || dropped != 1 {
+	m.Add(userClick(85, "p"), userClick(95, "pppp"))
+	if rows, dropped := batchRowsToEnd(t, w, sink, sessionText, ck.opts()...); !slices.Equal(rows, []string{"95-135:2"}) || dropped != 1 {
 		t.Fatalf("second batch: %q, %d dropped; want [95-135:2], 1 dropped", rows, dropped)
 	}
-	var late []string
-	for _, rows := range lateSink.snapshot() {
-		for _, r := range rows {
-			late = append(late, fmt.Sprintf("%d %s", r.Time.Unix(), r.Page))
-		}
-	}
-	if !slices.Equal(late, []string{"85 p"}) {
+	if late := lateClicks(lateSink); !slices.Equal(late, []string{"85 p"}) {
 		t.Fatalf("LateRows got %q, want [85 p]", late)
 	}
 }
@@ -413,33 +431,88 @@ func TestLateRowsOfSessionsJoiningOpenOnes(t *testing.T) {
 	lateSink := newSink[fixtures.Click]()
 	s := typed.WithWatermark(typed.FromMemory(m), clickTime, 0, typed.LateRows(lateSink))
 	twice := typed.FlatMap(s, func(c *fixtures.Click) []fixtures.Click { return []fixtures.Click{*c, *c} })
-	ws := typed.GroupByWindow(twice, clickTime, typed.Session(10*time.Second).JoiningOpenSessions(), func(c *fixtures.Click) string { return c.User })
-	counts := typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, _ string, n int64) sessionCount {
-		return sessionCount{w.Start.Unix(), w.End.Unix(), n}
-	})
-	sink := newSink[sessionCount]()
-	w := typed.WriteTo(counts, sink).OutputMode(typed.Update)
+	w, sink := sessionCounts(typed.GroupByWindow(twice, clickTime, typed.Session(10*time.Second).JoiningOpenSessions(), func(c *fixtures.Click) string { return c.User }))
 	ck := newCheckpoint()
-	text := func(r sessionCount) string { return fmt.Sprintf("%d-%d:%d", r.start, r.end, r.count) }
-	click := func(sec int64) fixtures.Click { return fixtures.Click{User: "u", Time: time.Unix(sec, 0).UTC()} }
-	m.Add(click(100))
-	if rows, dropped := batchRowsToEnd(t, w, sink, text, ck.opts()...); !slices.Equal(rows, []string{"100-110:2"}) || dropped != 0 {
+	m.Add(userClick(100, ""))
+	if rows, dropped := batchRowsToEnd(t, w, sink, sessionText, ck.opts()...); !slices.Equal(rows, []string{"100-110:2"}) || dropped != 0 {
 		t.Fatalf("first batch: %q, %d dropped", rows, dropped)
 	}
 	// The watermark is 100. 92's session, [92, 102), is not late, and
 	// makes [92, 110); 85's, [85, 95), late, touches it: it joins it.
 	// 80's, [80, 90), touches no open one: late.
-	m.Add(click(80), click(85), click(92))
-	if rows, dropped := batchRowsToEnd(t, w, sink, text, ck.opts()...); !slices.Equal(rows, []string{"85-110:6"}) || dropped != 2 {
+	m.Add(userClick(80, ""), userClick(85, ""), userClick(92, ""))
+	if rows, dropped := batchRowsToEnd(t, w, sink, sessionText, ck.opts()...); !slices.Equal(rows, []string{"85-110:6"}) || dropped != 2 {
 		t.Fatalf("second batch: %q, %d dropped; want [85-110:6], 2 dropped (80's two copies)", rows, dropped)
 	}
-	var late []int64
-	for _, rows := range lateSink.snapshot() {
-		for _, r := range rows {
-			late = append(late, r.Time.Unix())
+	if late := lateClicks(lateSink); !slices.Equal(late, []string{"80 "}) {
+		t.Fatalf("LateRows got %q, want [80]", late)
+	}
+}
+
+// TestLateRowsThroughMapAsync: a MapAsync between the WithWatermark and
+// the sessions writes a row after the rows pushed after it, or when the
+// batch ends: a row the sessions drop as late is still the one sent to
+// LateRows, whatever the order of the late row and the row kept, for
+// GapBy (judged as the row reaches the sessions) and JoiningOpenSessions
+// (judged when the batch runs).
+func TestLateRowsThroughMapAsync(t *testing.T) {
+	for _, joinOpen := range []bool{false, true} {
+		for _, lateFirst := range []bool{false, true} {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+			lateSink := newSink[fixtures.Click]()
+			s := typed.WithWatermark(typed.FromMemory(m), clickTime, 0, typed.LateRows(lateSink))
+			gapped := typed.MapAsync(s, func(_ context.Context, c fixtures.Click) (gappedClick, error) {
+				return gappedClick{User: c.User, Time: c.Time, Gap: time.Duration(len(c.Page)) * 10 * time.Second}, nil
+			}, 2)
+			windows := typed.Session(time.Minute)
+			if joinOpen {
+				windows = windows.JoiningOpenSessions()
+			}
+			ws := typed.GroupByWindow(gapped, func(g *gappedClick) time.Time { return g.Time }, windows, func(g *gappedClick) string { return g.User })
+			w, sink := sessionCounts(ws.GapBy(gapOfClick))
+			ck := newCheckpoint()
+			m.Add(userClick(100, "p"))
+			if _, dropped := batchRowsToEnd(t, w, sink, sessionText, ck.opts()...); dropped != 0 {
+				t.Fatalf("first batch: %d dropped", dropped)
+			}
+			// The watermark is 100: 70's session, [70, 80), is late and
+			// touches none; 95's, [95, 135), is not.
+			batch := []fixtures.Click{userClick(95, "pppp"), userClick(70, "p")}
+			if lateFirst {
+				slices.Reverse(batch)
+			}
+			m.Add(batch...)
+			if rows, dropped := batchRowsToEnd(t, w, sink, sessionText, ck.opts()...); !slices.Equal(rows, []string{"95-135:2"}) || dropped != 1 {
+				t.Fatalf("join open %v, late first %v: second batch %q, %d dropped", joinOpen, lateFirst, rows, dropped)
+			}
+			if late := lateClicks(lateSink); !slices.Equal(late, []string{"70 p"}) {
+				t.Errorf("join open %v, late first %v: LateRows got %q, want [70 p]", joinOpen, lateFirst, late)
+			}
 		}
 	}
-	if !slices.Equal(late, []int64{80}) {
-		t.Fatalf("LateRows got %v, want [80]", late)
+}
+
+// TestLateRowsOfOneTimeJoiningOpenSessions: late rows of one time whose
+// gaps differ, with JoiningOpenSessions: the first of a gap of 5 s is
+// dropped, then one of 20 s joins the open session, and the next of 5 s
+// touches it and joins too; LateRows gets the first, the one dropped.
+func TestLateRowsOfOneTimeJoiningOpenSessions(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	lateSink := newSink[fixtures.Click]()
+	s := typed.WithWatermark(typed.FromMemory(m), clickTime, 0, typed.LateRows(lateSink))
+	gaps := map[string]time.Duration{"x": 5 * time.Second, "a": 5 * time.Second, "b": 5 * time.Second, "cccc": 20 * time.Second, "p": 10 * time.Second}
+	ws := typed.GroupByWindow(s, clickTime, typed.Session(time.Minute).JoiningOpenSessions(), func(c *fixtures.Click) string { return c.User })
+	w, sink := sessionCounts(ws.GapBy(func(c *fixtures.Click) time.Duration { return gaps[c.Page] }))
+	ck := newCheckpoint()
+	m.Add(userClick(100, "p"))
+	if _, dropped := batchRowsToEnd(t, w, sink, sessionText, ck.opts()...); dropped != 0 {
+		t.Fatalf("first batch: %d dropped", dropped)
+	}
+	m.Add(userClick(50, "x"), userClick(80, "a"), userClick(80, "cccc"), userClick(80, "b"))
+	if rows, dropped := batchRowsToEnd(t, w, sink, sessionText, ck.opts()...); !slices.Equal(rows, []string{"80-110:3"}) || dropped != 2 {
+		t.Fatalf("second batch: %q, %d dropped; want [80-110:3], 2 dropped (50 and the first 80)", rows, dropped)
+	}
+	if late := lateClicks(lateSink); !slices.Equal(late, []string{"50 x", "80 a"}) {
+		t.Fatalf("LateRows got %q, want [50 x 80 a]", late)
 	}
 }

@@ -291,7 +291,7 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			describeSink(&c.plan.Outputs[len(c.plan.Outputs)-1], cfg.late)
 		}
 		// keeper makes the function that sends the row being pushed,
-		// current, to LateRows once (c.lateKeeper): kept, once made.
+		// current, to LateRows once (c.lateRow): kept, once made.
 		var current *T
 		var kept func()
 		keeper := func() func() {
@@ -315,13 +315,13 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			c.batch.ObserveRow(mark, c.input, c.partition, et, delay)
 			// A row late for the operator of every branch that reads it,
 			// or of some, is a late row (sent to LateRows once).
-			f.dropped, c.droppedLate = false, false
+			f.dropped = false
 			if cfg.late != nil {
-				current, kept, c.lateKeeper = t, nil, keeper
+				current, kept, c.lateRow = t, nil, keeper
 			}
 			f.emit(t)
-			c.lateKeeper = nil
-			if (f.dropped || c.droppedLate) && cfg.late != nil {
+			c.lateRow = nil
+			if f.dropped && cfg.late != nil {
 				keeper()()
 			}
 		})

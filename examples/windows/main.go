@@ -71,14 +71,14 @@ func run(args []string, stdout io.Writer) error {
 			fs.BoolVar(&q.ByUser, "by-user", false, "count per window and User")
 		},
 		Pipeline: func(in typed.Stream[sensor.Event], _ *cli.Flags) (typed.Stream[WindowCount], error) {
+			if q.Cumulate != 0 && q.Slide != 0 {
+				return typed.Stream[WindowCount]{}, errors.New("-cumulate and -slide make windows of two kinds: give one")
+			}
 			if q.Slide == 0 {
 				q.Slide = q.Window
 			}
 			if q.Slide > q.Window {
 				return typed.Stream[WindowCount]{}, fmt.Errorf("-slide %v is longer than -window %v", q.Slide, q.Window)
-			}
-			if q.Cumulate != 0 && q.Slide != q.Window {
-				return typed.Stream[WindowCount]{}, errors.New("-cumulate and -slide make windows of two kinds: give one")
 			}
 			if q.Cumulate != 0 && q.Window%q.Cumulate != 0 {
 				return typed.Stream[WindowCount]{}, fmt.Errorf("-window %v is not a whole multiple of -cumulate %v", q.Window, q.Cumulate)

@@ -311,6 +311,7 @@ func TestFlags(t *testing.T) {
 	}{
 		{[]string{"-slide", "20m"}, 1, "-slide 20m0s is longer than -window 10m0s"},
 		{[]string{"-slide", "5m", "-cumulate", "1m"}, 1, "-cumulate and -slide make windows of two kinds"},
+		{[]string{"-slide", "10m", "-cumulate", "1m"}, 1, "-cumulate and -slide make windows of two kinds"},
 		{[]string{"-cumulate", "3m"}, 1, "-window 10m0s is not a whole multiple of -cumulate 3m0s"},
 		{[]string{"-mode", "append", "-watermark", "none"}, 1, "the Append output mode needs event-time windows and a watermark"},
 		{[]string{"-window", "0"}, 2, `invalid value "0" for flag -window`},
