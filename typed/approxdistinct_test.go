@@ -132,10 +132,14 @@ func TestApproxCountDistinctWindows(t *testing.T) {
 // values (Kafka Streams' example rows, and a copy of the first a batch
 // later): the merges leave the stored accumulators as they were.
 func TestApproxCountDistinctTimeDifference(t *testing.T) {
+	testDistinctTimeDifference(t, typed.ApproxCountDistinct(distinctValue, 0.05))
+}
+
+func testDistinctTimeDifference(t *testing.T, agg typed.Aggregator[fixtures.Click, typed.ApproxDistinctAcc, int64]) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	s := typed.WithWatermark(typed.FromMemory(m), clickTime, 10*time.Second)
 	ws := typed.GroupByWindow(s, clickTime, typed.TimeDifference(5*time.Second), func(c *fixtures.Click) string { return c.User })
-	counts := typed.AggregateWindows(ws, typed.ApproxCountDistinct(distinctValue, 0.05), func(w typed.Window, _ string, n int64) string {
+	counts := typed.AggregateWindows(ws, agg, func(w typed.Window, _ string, n int64) string {
 		return fmt.Sprintf("[%d;%d]:%d", w.Start.UnixMilli(), w.End.UnixMilli()-1, n)
 	})
 	sink := newSink[string]()
@@ -194,4 +198,29 @@ func TestApproxCountDistinctRefusesWhatIsNoSketch(t *testing.T) {
 			}()
 		}
 	}
+}
+
+// aliasingDistinct is ApproxCountDistinct with a Merge that returns its
+// second argument when the first is empty, and changes its first in
+// place, as the Aggregator contract allows.
+type aliasingDistinct struct {
+	typed.Aggregator[fixtures.Click, typed.ApproxDistinctAcc, int64]
+}
+
+func (aliasingDistinct) Merge(x, y typed.ApproxDistinctAcc) typed.ApproxDistinctAcc {
+	if x.Registers == nil {
+		return y
+	}
+	for i, v := range y.Registers {
+		x.Registers[i] = max(x.Registers[i], v)
+	}
+	return x
+}
+
+// TestTimeDifferenceMergesCopies: the windows of a time difference merge
+// each instant's accumulator into several windows; with an aggregator
+// whose Merge returns or changes its arguments, as the contract allows,
+// and an accumulator of slices, each window still counts its own values.
+func TestTimeDifferenceMergesCopies(t *testing.T) {
+	testDistinctTimeDifference(t, aliasingDistinct{typed.ApproxCountDistinct(distinctValue, 0.05)})
 }

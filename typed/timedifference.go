@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -38,7 +39,8 @@ func aggregateTimeDifference[K comparable, T, Acc, Out, Row any, PA codec.Record
 	diff := int64(ws.windows.size / time.Millisecond)
 	return once(Stream[Row]{p: ws.s.p, attach: func(c *compiler, emit func(*Row)) {
 		op := &timeDiffOp[K, T, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, "slidingWindowAggregate ("+name+")"),
-			agg: agg, eventTime: ws.eventTime, diff: diff, output: row, emitDown: emit}
+			agg: agg, eventTime: ws.eventTime, diff: diff, output: row, emitDown: emit,
+			shared: !holdsNoReferences(reflect.TypeFor[Acc]())}
 		op.mode = &c.outputMode
 		op.info = runtime.OperatorInfo{
 			Kind: "slidingWindowAggregate", Name: name, KeyType: ws.codec.typeName, LegacyKeyType: ws.codec.legacyTypeName, UseKeys: ws.codec.useKeys, ParseKey: ws.codec.parseJSON, Key: ws.codec.schema,
@@ -115,6 +117,11 @@ type timeDiffOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] str
 	// closedKeys are the keys whose windows the batch's timers have
 	// closed (HandleTimer), by encoded key.
 	closedKeys map[string]struct{}
+	// shared says the accumulator holds memory a copy shares (slices,
+	// maps, pointers), which Merge may change or pass on: an instant's,
+	// merged into several windows, is copied first (through copyBuf).
+	shared  bool
+	copyBuf []byte
 }
 
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
@@ -179,9 +186,26 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) aggregateOf(w timeWindow) Acc {
 		if p.at > w.end {
 			break
 		}
-		acc = o.agg.Merge(acc, p.acc)
+		next := p.acc
+		if o.shared {
+			next = o.copyAcc(next)
+		}
+		acc = o.agg.Merge(acc, next)
 	}
 	return acc
+}
+
+// copyAcc returns a copy of acc that shares no memory with it, through
+// its binary encoding.
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) copyAcc(acc Acc) Acc {
+	var err error
+	if o.copyBuf, err = PA(&acc).AppendBinary(o.copyBuf[:0]); err == nil {
+		var c Acc
+		if err = PA(&c).UnmarshalBinary(o.copyBuf); err == nil {
+			return c
+		}
+	}
+	panic(userPanic{fmt.Errorf("streamgen: slidingWindowAggregate: an accumulator does not copy: %w", unprefixed(err))})
 }
 
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) write(key K, w timeWindow, acc Acc) {
