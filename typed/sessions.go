@@ -59,6 +59,17 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 				// open session: the operator judges.
 				info.late = func(time.Time, time.Time) int64 { return 0 }
 			}
+			// lateByItself reports whether r's own session, [t,
+			// t+gap), ends at or before the batch's late watermark (a
+			// row without a gap makes none).
+			lateByItself := func(r *T) (t time.Time, gap time.Duration, late bool) {
+				wm := c.batch.LateWatermark
+				if c.outputMode == Complete || wm.IsZero() {
+					return t, gap, false
+				}
+				t, gap = ws.eventTime(r), gapOf(r)
+				return t, gap, gap > 0 && !t.Add(gap).After(wm)
+			}
 			switch {
 			case ws.windows.joinOpen:
 				// When the batch runs, by the key's sessions
@@ -67,11 +78,9 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 				op.dropsLate = func() bool { return c.outputMode != Complete }
 				op.joinOpen = true
 				add = func(r *T) {
-					if lateRow := c.lateRow; lateRow != nil && c.outputMode != Complete {
-						if late := c.batch.LateWatermark; !late.IsZero() {
-							if gap := gapOf(r); gap > 0 && !ws.eventTime(r).Add(gap).After(late) {
-								op.keepLate(ws.key(r), ws.eventTime(r), gap, lateRow())
-							}
+					if lateRow := c.lateRow; lateRow != nil {
+						if t, gap, late := lateByItself(r); late {
+							op.keepLate(ws.key(r), t, gap, lateRow())
 						}
 					}
 					op.add(r)
@@ -80,14 +89,12 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 				// As a row reaches it, by its own gap: the WithWatermark
 				// pushing it sends it to LateRows.
 				add = func(r *T) {
-					if late := c.batch.LateWatermark; c.outputMode != Complete && !late.IsZero() {
-						if gap := gapOf(r); gap > 0 && !ws.eventTime(r).Add(gap).After(late) {
-							c.batch.DropLate(op.index)
-							if c.lateRow != nil {
-								c.lateRow()()
-							}
-							return
+					if _, _, late := lateByItself(r); late {
+						c.batch.DropLate(op.index)
+						if c.lateRow != nil {
+							c.lateRow()()
 						}
+						return
 					}
 					op.add(r)
 				}
