@@ -442,29 +442,3 @@ func (f *frames[T, Acc, Out]) of(lo, end int) Acc {
 	}
 	return f.agg.Merge(f.front[lo], f.back)
 }
-
-// holdsNoReferences reports whether a value of t holds no memory that a
-// copy of it shares (pointers, slices, maps, interfaces and the like),
-// times and strings aside, which do not change: a copy of such a value
-// is a value of its own. Called once, when a pipeline is built.
-func holdsNoReferences(t reflect.Type) bool {
-	if t == reflect.TypeFor[time.Time]() {
-		return true
-	}
-	switch t.Kind() {
-	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
-		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128, reflect.String:
-		return true
-	case reflect.Array:
-		return holdsNoReferences(t.Elem())
-	case reflect.Struct:
-		for i := range t.NumField() {
-			if !holdsNoReferences(t.Field(i).Type) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
-}
