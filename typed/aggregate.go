@@ -126,14 +126,10 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	assigned.p = p
 	assigned.attach = func(c *compiler, emit func(*windowedRow[T])) {
 		var wr windowedRow[T]
-		byEnd := ws.windows.kind == cumulate
 		ws.s.attach(c, func(t *T) {
 			wr.row = t
 			ws.windows.assign(ws.eventTime(t).UnixNano(), func(start, end int64) {
-				wr.id, wr.end = start, end
-				if byEnd {
-					wr.id = end
-				}
+				wr.id, wr.end = ws.windows.id(start, end), end
 				emit(&wr)
 			})
 		})
