@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	goruntime "runtime"
@@ -173,6 +174,20 @@ func distinctStreamgen(m *typed.MemoryStream[sensor.Event], dir string, sink typ
 	index := func(e *sensor.Event) string { return strconv.FormatInt(e.Index, 10) }
 	counts := typed.AggregateWindows(byWindow, typed.ApproxCountDistinct(index, 0.05), func(w typed.Window, user string, n int64) userWindowCount {
 		return userWindowCount{Window: w, User: user, Count: n}
+	})
+	return startAvailableNow(typed.WriteTo(counts, sink).OutputMode(typed.Update), dir)
+}
+
+// percentileStreamgen estimates, per user and 10-minute window, the
+// median and the 99th percentile of m's readings' x (ApproxPercentile at
+// accuracy 1,000: within 0.1% of each rank), as windowsStreamgen counts
+// them; the row's count is the median, rounded.
+func percentileStreamgen(m *typed.MemoryStream[sensor.Event], dir string, sink typed.Sink[userWindowCount]) error {
+	s := typed.WithWatermark(typed.FromMemory(m), readingTime, windowDelay)
+	byWindow := typed.GroupByWindow(s, readingTime, typed.Tumbling(windowSize), func(e *sensor.Event) string { return e.User })
+	x := func(e *sensor.Event) float64 { return e.X }
+	counts := typed.AggregateWindows(byWindow, typed.ApproxPercentile(x, []float64{0.5, 0.99}, 1000), func(w typed.Window, user string, p []float64) userWindowCount {
+		return userWindowCount{Window: w, User: user, Count: int64(math.Round(p[0]))}
 	})
 	return startAvailableNow(typed.WriteTo(counts, sink).OutputMode(typed.Update), dir)
 }
@@ -495,6 +510,19 @@ func BenchmarkApproxDistinctCounts(b *testing.B) {
 	benchReadingsTwoWays(b, readingsSide{"agg=count", windowsStreamgen}, readingsSide{"agg=approx_count_distinct", distinctStreamgen},
 		func(first, second float64) string {
 			return fmt.Sprintf("approximate distinct counts take %.2fx the time of counts", first/second)
+		})
+}
+
+// BenchmarkApproxPercentileCounts estimates the median and the 99th
+// percentile of the readings' x per user and 10-minute window
+// (ApproxPercentile at accuracy 1,000), side by side with
+// BenchmarkWindowCounts' count in the same windows: what a quantile
+// summary costs beside a count. As BenchmarkWindowCounts, run with
+// -benchtime 1x or 3x; the second side logs the ratio.
+func BenchmarkApproxPercentileCounts(b *testing.B) {
+	benchReadingsTwoWays(b, readingsSide{"agg=count", windowsStreamgen}, readingsSide{"agg=percentile_approx", percentileStreamgen},
+		func(first, second float64) string {
+			return fmt.Sprintf("approximate percentiles take %.2fx the time of counts", first/second)
 		})
 }
 

@@ -64,6 +64,19 @@ func runWindows(t *testing.T, in []fixtures.Click, perBatch int, mode typed.Outp
 	return sink.snapshot()
 }
 
+// latestWindows runs build over in as runWindows does, in Update mode,
+// and returns each window's latest value.
+func latestWindows(t *testing.T, in []fixtures.Click, perBatch int, build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]) map[string]float64 {
+	t.Helper()
+	got := map[string]float64{}
+	for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Update, false, build)) {
+		for _, r := range rows {
+			got[r.id()] = r.Value
+		}
+	}
+	return got
+}
+
 // loopWindows is the independent answer: for each row, each window that
 // covers it (computed from the definition: starts at multiples of slide
 // that cover t), a count per window and user.
@@ -138,12 +151,7 @@ func TestWindowedCounts(t *testing.T) {
 		for _, perBatch := range []int{0, 17, 60} {
 			t.Run(fmt.Sprintf("%s/%d per batch", win.name, perBatch), func(t *testing.T) {
 				// Update: the latest row of each window is its count.
-				got := map[string]float64{}
-				for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Update, false, build)) {
-					for _, r := range rows {
-						got[r.id()] = r.Value
-					}
-				}
+				got := latestWindows(t, in, perBatch, build)
 				sameTable(t, "update", got, want)
 				// Complete: the last batch holds the whole table.
 				batches := sortedBatches(runWindows(t, in, perBatch, typed.Complete, false, build))
@@ -248,12 +256,7 @@ func checkSessions(t *testing.T, in []fixtures.Click, want map[string]float64, b
 			}
 		}
 		sameTable(t, fmt.Sprintf("sessions, %d per batch", perBatch), got, want)
-		got = map[string]float64{}
-		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Update, false, build)) {
-			for _, r := range rows {
-				got[r.id()] = r.Value
-			}
-		}
+		got = latestWindows(t, in, perBatch, build)
 		// Update writes sessions as they grow: the final ones are there
 		// with their final counts.
 		for k, w := range want {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/generated/sensor"
 	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
@@ -326,6 +327,48 @@ func ExampleApproxCountDistinct() {
 	}
 	// Output:
 	// A 09:00: 3 pages
+}
+
+// Each device's median and 99th-percentile delivery delay (from a
+// reading's creation to its arrival) per minute, as Spark's
+// percentile_approx(delay, array(0.5, 0.99), 1000) grouped by
+// window(time, "1 minute") and device: a quantile summary per window and
+// device, merged across batches, within 0.1% of each rank.
+func ExampleApproxPercentile() {
+	readings := typed.NewMemoryStream[sensor.Event]("readings", 50) // 50 readings a batch
+	minute := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	for i := range 200 {
+		created := minute.Add(time.Duration(i) * 250 * time.Millisecond)
+		delay := time.Duration(10+i%10*5) * time.Millisecond // 10 to 55 ms
+		if i%50 == 49 {
+			delay = 900 * time.Millisecond // one reading in 50 is slow
+		}
+		readings.Add(sensor.Event{Device: "d1", CreationTime: created.UnixNano(), ArrivalTime: created.Add(delay).UnixMilli()})
+	}
+	created := func(e *sensor.Event) time.Time { return time.Unix(0, e.CreationTime) }
+	delayMillis := func(e *sensor.Event) float64 { return float64(e.ArrivalTime - e.CreationTime/1e6) }
+	windows := typed.GroupByWindow(typed.WithWatermark(typed.FromMemory(readings), created, time.Second), created,
+		typed.Tumbling(time.Minute), func(e *sensor.Event) string { return e.Device })
+	delays := typed.AggregateWindows(windows, typed.ApproxPercentile(delayMillis, []float64{0.5, 0.99}, 1000),
+		func(w typed.Window, device string, p []float64) string {
+			return fmt.Sprintf("%s %s: p50 %v ms, p99 %v ms", device, w.Start.UTC().Format("15:04"), p[0], p[1])
+		})
+	sink := typed.NewMemorySink[string]()
+	q, err := typed.WriteTo(delays, sink).OutputMode(typed.Append).Start(context.Background(),
+		runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range sink.Rows() {
+		fmt.Println(r)
+	}
+	// Output:
+	// d1 09:00: p50 30 ms, p99 900 ms
 }
 
 // Each user's clicks of the day so far, written every 6 hours, as

@@ -342,6 +342,172 @@ var _ codec.Record = (*ApproxDistinctAcc)(nil)
 // AppendBinary appends the binary encoding of t to b. It fails only when
 // a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
 // and that fails.
+func (t *MomentsAcc) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryMomentsAcc(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *MomentsAcc) MarshalBinary() ([]byte, error) {
+	return appendBinaryMomentsAcc(make([]byte, 0, 29), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of MomentsAcc: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *MomentsAcc) UnmarshalBinary(b []byte) error {
+	*t = MomentsAcc{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryMomentsAcc(&d, t, d.End())
+	return d.Wrap("MomentsAcc")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *MomentsAcc) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONMomentsAcc(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While MomentsAcc's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *MomentsAcc) MarshalJSON() ([]byte, error) {
+	if jsonSizeMomentsAcc.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONMomentsAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeMomentsAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeMomentsAcc.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONMomentsAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeMomentsAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONMomentsAcc(jsonSizeMomentsAcc.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeMomentsAcc.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeMomentsAcc codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *MomentsAcc) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONMomentsAcc(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold MomentsAcc decode it.
+func (t *MomentsAcc) ReadJSON(r *codec.JSONReader) {
+	readJSONMomentsAcc(r, t)
+}
+
+// StreamSchema returns the registered schema of MomentsAcc.
+func (t *MomentsAcc) StreamSchema() *codec.Schema {
+	return schemaMomentsAcc
+}
+
+var _ codec.Record = (*MomentsAcc)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
+func (t *PercentileAcc) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryPercentileAcc(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *PercentileAcc) MarshalBinary() ([]byte, error) {
+	return appendBinaryPercentileAcc(make([]byte, 0, 56), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of PercentileAcc: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *PercentileAcc) UnmarshalBinary(b []byte) error {
+	*t = PercentileAcc{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryPercentileAcc(&d, t, d.End())
+	return d.Wrap("PercentileAcc")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *PercentileAcc) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONPercentileAcc(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While PercentileAcc's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *PercentileAcc) MarshalJSON() ([]byte, error) {
+	if jsonSizePercentileAcc.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONPercentileAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizePercentileAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizePercentileAcc.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONPercentileAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizePercentileAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONPercentileAcc(jsonSizePercentileAcc.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizePercentileAcc.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizePercentileAcc codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *PercentileAcc) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONPercentileAcc(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold PercentileAcc decode it.
+func (t *PercentileAcc) ReadJSON(r *codec.JSONReader) {
+	readJSONPercentileAcc(r, t)
+}
+
+// StreamSchema returns the registered schema of PercentileAcc.
+func (t *PercentileAcc) StreamSchema() *codec.Schema {
+	return schemaPercentileAcc
+}
+
+var _ codec.Record = (*PercentileAcc)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Window) AppendBinary(b []byte) ([]byte, error) {
 	return appendBinaryWindow(b, t)
 }
@@ -926,6 +1092,682 @@ func readJSONApproxDistinctAcc(r *codec.JSONReader, v *ApproxDistinctAcc) {
 				}
 			}
 			r.InField("ApproxDistinctAcc", "registers")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaMomentsAcc = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   25687,
+		JSON: "n",
+		Name: "N",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   115370,
+		JSON: "mean",
+		Name: "Mean",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "float64",
+			Kind: codec.KindFloat64,
+		},
+	}, {
+		ID:   99185,
+		JSON: "m2",
+		Name: "M2",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "float64",
+			Kind: codec.KindFloat64,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/typed.MomentsAcc",
+})
+
+func appendBinaryMomentsAcc(b []byte, v *MomentsAcc) ([]byte, error) {
+	var err error
+	b = append(b, 0xf1, 0x8a, 0x19) // N: id 25687, int
+	b = codec.AppendInt(b, v.N)
+	b = append(b, 0xa4, 0xd5, 0x70) // Mean: id 115370, float64
+	b = codec.AppendFloat64(b, v.Mean)
+	b = append(b, 0x94, 0xee, 0x60) // M2: id 99185, float64
+	b = codec.AppendFloat64(b, v.M2)
+	return b, err
+}
+
+func readBinaryMomentsAcc(d *codec.Decoder, v *MomentsAcc, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// N
+	if codec.HasTag(b, p, 0x198af1, 0xffffff) {
+		q := p + 3
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
+		}
+		v.N = codec.Zigzag(x)
+		p = q + n
+	}
+	// Mean
+	if codec.HasTag(b, p, 0x70d5a4, 0xffffff) {
+		q1 := p + 3
+		if q1+8 > len(b) {
+			goto slow
+		}
+		v.Mean = codec.Float64At(b, q1)
+		p = q1 + 8
+	}
+	// M2
+	if codec.HasTag(b, p, 0x60ee94, 0xffffff) {
+		q2 := p + 3
+		if q2+8 > len(b) {
+			goto slow
+		}
+		v.M2 = codec.Float64At(b, q2)
+		p = q2 + 8
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0x64571:
+			// N
+			v.N = d.Int64()
+		case 0x1c2aa4:
+			// Mean
+			v.Mean = d.Float64()
+		case 0x183714:
+			// M2
+			v.M2 = d.Float64()
+		default:
+			switch tag >> 4 {
+			case 25687:
+				d.KindChanged("MomentsAcc", "N", tag, codec.KindInt)
+			case 115370:
+				d.KindChanged("MomentsAcc", "Mean", tag, codec.KindFloat64)
+			case 99185:
+				d.KindChanged("MomentsAcc", "M2", tag, codec.KindFloat64)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONMomentsAcc(b []byte, v *MomentsAcc) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"n\":"...)
+	b = codec.AppendJSONInt(b, v.N)
+	b = append(b, ",\"mean\":"...)
+	if b, err = codec.AppendJSONFloat(b, v.Mean, 64); err != nil {
+		return b, err
+	}
+	b = append(b, ",\"m2\":"...)
+	if b, err = codec.AppendJSONFloat(b, v.M2, 64); err != nil {
+		return b, err
+	}
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONMomentsAcc(r *codec.JSONReader, v *MomentsAcc) {
+	if !r.BeginObject("Go value of type typed.MomentsAcc") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "n":
+			field = 0
+		case "mean":
+			field = 1
+		case "m2":
+			field = 2
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "N":
+				field = 0
+			case "MEAN":
+				field = 1
+			case "M2":
+				field = 2
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Int("Go value of type int64", 64); ok {
+				v.N = x
+			}
+			r.InField("MomentsAcc", "n")
+		case 1:
+			if x1, ok := r.Float("Go value of type float64", 64); ok {
+				v.Mean = x1
+			}
+			r.InField("MomentsAcc", "mean")
+		case 2:
+			if x2, ok := r.Float("Go value of type float64", 64); ok {
+				v.M2 = x2
+			}
+			r.InField("MomentsAcc", "m2")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaPercentileAcc = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   60429,
+		JSON: "relative_error",
+		Name: "RelativeError",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "float64",
+			Kind: codec.KindFloat64,
+		},
+	}, {
+		ID:   116839,
+		JSON: "count",
+		Name: "Count",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   32761,
+		JSON: "samples",
+		Name: "Samples",
+		Type: &codec.Type{
+			Elem: &codec.Type{
+				Go:     "typed.PercentileSample",
+				Kind:   codec.KindStruct,
+				Struct: schemaPercentileSample,
+			},
+			Go:   "[]typed.PercentileSample",
+			Kind: codec.KindList,
+		},
+	}, {
+		ID:   95144,
+		JSON: "head",
+		Name: "Head",
+		Type: &codec.Type{
+			Elem: &codec.Type{
+				Bits: 64,
+				Go:   "float64",
+				Kind: codec.KindFloat64,
+			},
+			Go:   "[]float64",
+			Kind: codec.KindList,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/typed.PercentileAcc",
+})
+
+func appendBinaryPercentileAcc(b []byte, v *PercentileAcc) ([]byte, error) {
+	var err error
+	b = append(b, 0xd4, 0x81, 0x3b) // RelativeError: id 60429, float64
+	b = codec.AppendFloat64(b, v.RelativeError)
+	b = append(b, 0xf1, 0x8c, 0x72) // Count: id 116839, int
+	b = codec.AppendInt(b, v.Count)
+	b = append(b, 0x9a, 0xff, 0x1f) // Samples: id 32761, list
+	start := len(b)
+	b = codec.BeginLength(b)
+	b = codec.AppendList(b, codec.KindStruct, len(v.Samples), v.Samples == nil)
+	for i := range v.Samples {
+		start1 := len(b)
+		b = codec.BeginLength(b)
+		if b, err = appendBinaryPercentileSample(b, &v.Samples[i]); err != nil {
+			return b, err
+		}
+		b = codec.EndLength(b, start1)
+	}
+	b = codec.EndLength(b, start)
+	b = append(b, 0x8a, 0xf5, 0x5c) // Head: id 95144, list
+	start2 := len(b)
+	b = codec.BeginLength(b)
+	b = codec.AppendList(b, codec.KindFloat64, len(v.Head), v.Head == nil)
+	for i1 := range v.Head {
+		b = codec.AppendFloat64(b, v.Head[i1])
+	}
+	b = codec.EndLength(b, start2)
+	return b, err
+}
+
+func readBinaryPercentileAcc(d *codec.Decoder, v *PercentileAcc, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// RelativeError
+	if codec.HasTag(b, p, 0x3b81d4, 0xffffff) {
+		q := p + 3
+		if q+8 > len(b) {
+			goto slow
+		}
+		v.RelativeError = codec.Float64At(b, q)
+		p = q + 8
+	}
+	// Count
+	if codec.HasTag(b, p, 0x728cf1, 0xffffff) {
+		q1 := p + 3
+		var x uint64
+		var n int
+		if c := b[q1]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q1); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q1); n == 0 {
+			goto slow
+		}
+		v.Count = codec.Zigzag(x)
+		p = q1 + n
+	}
+	// Samples
+	if codec.HasTag(b, p, 0x1fff9a, 0xffffff) {
+		d.Seek(p + 3)
+		end1 := d.Begin()
+		if n1 := d.List("PercentileAcc.Samples", codec.KindStruct, 1); n1 >= 0 {
+			s := make([]PercentileSample, n1)
+			for i := range s {
+				end2 := d.Begin()
+				readBinaryPercentileSample(d, &s[i], end2)
+				d.Finish(end2)
+			}
+			v.Samples = s
+		}
+		d.Finish(end1)
+		p = d.Offset()
+	}
+	// Head
+	if codec.HasTag(b, p, 0x5cf58a, 0xffffff) {
+		d.Seek(p + 3)
+		end3 := d.Begin()
+		if n2 := d.List("PercentileAcc.Head", codec.KindFloat64, 8); n2 >= 0 {
+			s1 := make([]float64, n2)
+			for i1 := range s1 {
+				s1[i1] = d.Float64()
+			}
+			v.Head = s1
+		}
+		d.Finish(end3)
+		p = d.Offset()
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0xec0d4:
+			// RelativeError
+			v.RelativeError = d.Float64()
+		case 0x1c8671:
+			// Count
+			v.Count = d.Int64()
+		case 0x7ff9a:
+			// Samples
+			end4 := d.Begin()
+			if n3 := d.List("PercentileAcc.Samples", codec.KindStruct, 1); n3 >= 0 {
+				s2 := make([]PercentileSample, n3)
+				for i2 := range s2 {
+					end5 := d.Begin()
+					readBinaryPercentileSample(d, &s2[i2], end5)
+					d.Finish(end5)
+				}
+				v.Samples = s2
+			}
+			d.Finish(end4)
+		case 0x173a8a:
+			// Head
+			end6 := d.Begin()
+			if n4 := d.List("PercentileAcc.Head", codec.KindFloat64, 8); n4 >= 0 {
+				s3 := make([]float64, n4)
+				for i3 := range s3 {
+					s3[i3] = d.Float64()
+				}
+				v.Head = s3
+			}
+			d.Finish(end6)
+		default:
+			switch tag >> 4 {
+			case 60429:
+				d.KindChanged("PercentileAcc", "RelativeError", tag, codec.KindFloat64)
+			case 116839:
+				d.KindChanged("PercentileAcc", "Count", tag, codec.KindInt)
+			case 32761:
+				d.KindChanged("PercentileAcc", "Samples", tag, codec.KindList)
+			case 95144:
+				d.KindChanged("PercentileAcc", "Head", tag, codec.KindList)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONPercentileAcc(b []byte, v *PercentileAcc) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"relative_error\":"...)
+	if b, err = codec.AppendJSONFloat(b, v.RelativeError, 64); err != nil {
+		return b, err
+	}
+	b = append(b, ",\"count\":"...)
+	b = codec.AppendJSONInt(b, v.Count)
+	b = append(b, ",\"samples\":"...)
+	if v.Samples == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range v.Samples {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = appendJSONPercentileSample(b, &v.Samples[i]); err != nil {
+				return b, err
+			}
+		}
+		b = append(b, ']')
+	}
+	if len(v.Head) != 0 {
+		b = append(b, ",\"head\":"...)
+		if v.Head == nil {
+			b = append(b, "null"...)
+		} else {
+			b = append(b, '[')
+			for i1 := range v.Head {
+				if i1 > 0 {
+					b = append(b, ',')
+				}
+				if b, err = codec.AppendJSONFloat(b, v.Head[i1], 64); err != nil {
+					return b, err
+				}
+			}
+			b = append(b, ']')
+		}
+	}
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONPercentileAcc(r *codec.JSONReader, v *PercentileAcc) {
+	if !r.BeginObject("Go value of type typed.PercentileAcc") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "relative_error":
+			field = 0
+		case "count":
+			field = 1
+		case "samples":
+			field = 2
+		case "head":
+			field = 3
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "RELATIVE_ERROR":
+				field = 0
+			case "COUNT":
+				field = 1
+			case "SAMPLES":
+				field = 2
+			case "HEAD":
+				field = 3
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Float("Go value of type float64", 64); ok {
+				v.RelativeError = x
+			}
+			r.InField("PercentileAcc", "relative_error")
+		case 1:
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
+				v.Count = x1
+			}
+			r.InField("PercentileAcc", "count")
+		case 2:
+			if r.Null() {
+				v.Samples = nil
+			} else if r.BeginArray("Go value of type []typed.PercentileSample") {
+				s, i := v.Samples, 0
+				for r.NextElement() {
+					s = codec.GrowAt(s, i)
+					readJSONPercentileSample(r, &s[i])
+					i++
+				}
+				if s == nil {
+					s = make([]PercentileSample, 0)
+				}
+				v.Samples = s[:i]
+			}
+			r.InField("PercentileAcc", "samples")
+		case 3:
+			if r.Null() {
+				v.Head = nil
+			} else if r.BeginArray("Go value of type []float64") {
+				s1, i1 := v.Head, 0
+				for r.NextElement() {
+					s1 = codec.GrowAt(s1, i1)
+					if x2, ok := r.Float("Go value of type float64", 64); ok {
+						s1[i1] = x2
+					}
+					i1++
+				}
+				if s1 == nil {
+					s1 = make([]float64, 0)
+				}
+				v.Head = s1[:i1]
+			}
+			r.InField("PercentileAcc", "head")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaPercentileSample = (&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   102857,
+		JSON: "value",
+		Name: "Value",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "float64",
+			Kind: codec.KindFloat64,
+		},
+	}, {
+		ID:   103075,
+		JSON: "g",
+		Name: "G",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   123068,
+		JSON: "delta",
+		Name: "Delta",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/typed.PercentileSample",
+}).Seal()
+
+func appendBinaryPercentileSample(b []byte, v *PercentileSample) ([]byte, error) {
+	var err error
+	b = append(b, 0x94, 0xb9, 0x64) // Value: id 102857, float64
+	b = codec.AppendFloat64(b, v.Value)
+	b = append(b, 0xb1, 0xd4, 0x64) // G: id 103075, int
+	b = codec.AppendInt(b, v.G)
+	b = append(b, 0xc1, 0x97, 0x78) // Delta: id 123068, int
+	b = codec.AppendInt(b, v.Delta)
+	return b, err
+}
+
+func readBinaryPercentileSample(d *codec.Decoder, v *PercentileSample, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// Value
+	if codec.HasTag(b, p, 0x64b994, 0xffffff) {
+		q := p + 3
+		if q+8 > len(b) {
+			goto slow
+		}
+		v.Value = codec.Float64At(b, q)
+		p = q + 8
+	}
+	// G
+	if codec.HasTag(b, p, 0x64d4b1, 0xffffff) {
+		q1 := p + 3
+		var x uint64
+		var n int
+		if c := b[q1]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q1); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q1); n == 0 {
+			goto slow
+		}
+		v.G = codec.Zigzag(x)
+		p = q1 + n
+	}
+	// Delta
+	if codec.HasTag(b, p, 0x7897c1, 0xffffff) {
+		q2 := p + 3
+		var x1 uint64
+		var n1 int
+		if c1 := b[q2]; c1 < 0x80 {
+			x1, n1 = uint64(c1), 1
+		} else if x1, n1 = codec.PeekUvarint(b, q2); n1 != 0 {
+			x1 = codec.PackUvarint(x1)
+		} else if x1, n1 = codec.UvarintAt(b, q2); n1 == 0 {
+			goto slow
+		}
+		v.Delta = codec.Zigzag(x1)
+		p = q2 + n1
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0x191c94:
+			// Value
+			v.Value = d.Float64()
+		case 0x192a31:
+			// G
+			v.G = d.Int64()
+		case 0x1e0bc1:
+			// Delta
+			v.Delta = d.Int64()
+		default:
+			switch tag >> 4 {
+			case 102857:
+				d.KindChanged("PercentileSample", "Value", tag, codec.KindFloat64)
+			case 103075:
+				d.KindChanged("PercentileSample", "G", tag, codec.KindInt)
+			case 123068:
+				d.KindChanged("PercentileSample", "Delta", tag, codec.KindInt)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONPercentileSample(b []byte, v *PercentileSample) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"value\":"...)
+	if b, err = codec.AppendJSONFloat(b, v.Value, 64); err != nil {
+		return b, err
+	}
+	b = append(b, ",\"g\":"...)
+	b = codec.AppendJSONInt(b, v.G)
+	b = append(b, ",\"delta\":"...)
+	b = codec.AppendJSONInt(b, v.Delta)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONPercentileSample(r *codec.JSONReader, v *PercentileSample) {
+	if !r.BeginObject("Go value of type typed.PercentileSample") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "value":
+			field = 0
+		case "g":
+			field = 1
+		case "delta":
+			field = 2
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "VALUE":
+				field = 0
+			case "G":
+				field = 1
+			case "DELTA":
+				field = 2
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Float("Go value of type float64", 64); ok {
+				v.Value = x
+			}
+			r.InField("PercentileSample", "value")
+		case 1:
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
+				v.G = x1
+			}
+			r.InField("PercentileSample", "g")
+		case 2:
+			if x2, ok := r.Int("Go value of type int64", 64); ok {
+				v.Delta = x2
+			}
+			r.InField("PercentileSample", "delta")
 		default:
 			r.Unknown(key)
 		}
