@@ -266,6 +266,8 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 // operator's length (or, for cumulative windows, one of them), so the
 // first one read tells a change of it; a change
 // of start or slide shows only where that window is none of w's.
+// Cumulative windows w are refused: they came after the windows were
+// described, so the stored ones are of another kind.
 func (s *Store) checkStoredWindow(op int, om OperatorMeta, w WindowsMeta) (identity, types []string, err error) {
 	prefix := keyPrefix(om) - 16 // a grouping set's bytes before the window
 	windowKeyed := map[uint8]bool{}
@@ -288,11 +290,20 @@ func (s *Store) checkStoredWindow(op int, om OperatorMeta, w WindowsMeta) (ident
 	if errors.Is(err, errStopRows) {
 		err = nil
 	}
-	if err != nil || !found || w.Check(start, end) == nil {
+	if err != nil || !found {
 		return nil, nil, err
 	}
 	where := fmt.Sprintf("operator %d (%s %q)", op, om.Kind, om.Name)
 	stored := fmt.Sprintf("[%s, %s)", time.Unix(0, start).UTC().Format(time.RFC3339Nano), time.Unix(0, end).UTC().Format(time.RFC3339Nano))
+	if w.Step != 0 {
+		// Cumulative windows came after windows were described: these are
+		// tumbling or sliding ones, whose full-length windows a
+		// cumulative operator would read as its own last ones.
+		return nil, []string{fmt.Sprintf("%s: a stored window, %s, is of tumbling or sliding windows (the checkpoint was written before it described its windows), and its windows are now %s: the stored windows are not the query's; start from a new checkpoint directory, or keep the windows", where, stored, w)}, nil
+	}
+	if w.Check(start, end) == nil {
+		return nil, nil, nil
+	}
 	if end-start != int64(w.Size) && (w.Step == 0 || end <= start || end-start > int64(w.Size) || (end-start)%int64(w.Step) != 0) {
 		return nil, []string{fmt.Sprintf("%s: a stored window, %s, is %s long, and its windows are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size", where, stored, time.Duration(end-start), w)}, nil
 	}

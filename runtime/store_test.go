@@ -937,7 +937,8 @@ func TestCloseWithASnapshotOpen(t *testing.T) {
 // TestCheckMetaOfStoredWindows: a checkpoint written before it described
 // its windows is compared with the pipeline's windows through a window
 // it stores: another length is refused whatever the options, another
-// start unless changes are allowed; the same windows start, and the
+// start unless changes are allowed, cumulative windows (which came
+// after) whatever the options; the same windows start, and the
 // checkpoint then describes them. With no window stored, any windows
 // start.
 func TestCheckMetaOfStoredWindows(t *testing.T) {
@@ -955,6 +956,10 @@ func TestCheckMetaOfStoredWindows(t *testing.T) {
 		{&runtime.WindowsMeta{Size: 2 * time.Minute, Slide: 2 * time.Minute}, "is 1m0s long, and its windows are now 2m0s long", false},
 		{&runtime.WindowsMeta{Size: 2 * time.Minute, Slide: time.Minute}, "is 1m0s long, and its windows are now 2m0s long, one every 1m0s", false},
 		{&runtime.WindowsMeta{Size: time.Minute, Slide: time.Minute, Offset: 10 * time.Second}, "is none of its windows now (1m0s long, starting 10s past the epoch (modulo 1m0s))", true},
+		// Cumulative windows came after windows were described: the
+		// stored ones are tumbling, whose full-length windows are the
+		// cumulative ones' last.
+		{&runtime.WindowsMeta{Size: time.Minute, Slide: time.Minute, Step: 10 * time.Second}, "is of tumbling or sliding windows (the checkpoint was written before it described its windows), and its windows are now from 10s to 1m0s long by 10s", false},
 		{minute, "", true},
 	} {
 		// With no window stored, any windows start.
