@@ -141,6 +141,11 @@ func (ws *Writers) Start(ctx context.Context, opts ...runtime.Option) (*Query, e
 			return nil, fmt.Errorf("streamgen: cannot start the query: output %d of WriteAll writes to the sink of output %d (%s), which takes one write a batch, by the batch's id: one output's rows would be lost; write the Union of the two streams to it instead",
 				i+1, j+1, sinkDescription(o.sinkValue()))
 		}
+		place := placeOf(o.sinkValue())
+		if j := slices.IndexFunc(ws.outputs[:i], func(p Output) bool { return place != "" && placeOf(p.sinkValue()) == place }); j >= 0 {
+			return nil, fmt.Errorf("streamgen: cannot start the query: output %d of WriteAll (%s) writes where output %d (%s) does, %s, one file a batch named by the batch's id: one output's rows would replace the other's; write the Union of the two streams to one sink, or give each its own directory",
+				i+1, sinkDescription(o.sinkValue()), j+1, sinkDescription(ws.outputs[j].sinkValue()), place)
+		}
 	}
 	c := &compiler{}
 	bound := make([]boundOutput, len(ws.outputs))
@@ -187,10 +192,20 @@ func (ws *Writers) Start(ctx context.Context, opts ...runtime.Option) (*Query, e
 // struct holding one or a slice, even through an interface) are distinct,
 // and so are values of a type of size zero, which holds no state a second
 // write could upset. Two sinks that write to one place (two FilesSinks of
-// one directory) are not found out.
+// one directory) are found out by placeOf.
 func sameSink(a, b any) bool {
 	t := reflect.TypeOf(a)
 	return t != nil && t == reflect.TypeOf(b) && t.Size() > 0 && reflect.ValueOf(a).Comparable() && a == b
+}
+
+// placeOf names the place a sink writes to, for the sinks that another
+// sink may write to as well (a FilesSink's directory, as an absolute
+// path), else "".
+func placeOf(sink any) string {
+	if p, ok := sink.(interface{ place() string }); ok {
+		return p.place()
+	}
+	return ""
 }
 
 // sinkDescription names a sink in progress reports.

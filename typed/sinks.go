@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -425,7 +426,8 @@ func truncateCell(s string, n int) string {
 // query that last wrote a file there, whose first write takes the
 // directory's part files over: a start with nothing committed removes
 // them only when its query has written there, not when another query
-// wrote them before.
+// wrote them before. Two outputs of one WriteAll to FilesSinks of one
+// directory are refused at Start.
 //
 // The sink is safe for concurrent use, though two concurrent writes of the
 // same batch leave either one's file.
@@ -440,6 +442,15 @@ type fileSink[T any, P codec.RecordPtr[T]] struct {
 
 // Description names the sink in progress reports.
 func (s fileSink[T, P]) Description() string { return "files:" + s.dir }
+
+// place is the sink's directory, absolute (placeOf): two FilesSinks of
+// one directory, of one row type or two, write the same files.
+func (s fileSink[T, P]) place() string {
+	if abs, err := filepath.Abs(s.dir); err == nil {
+		return abs
+	}
+	return filepath.Clean(s.dir)
+}
 
 // describeSink tells the runtime what out's sink does with a batch run
 // again: its RewindAfter, when it keeps its batches apart

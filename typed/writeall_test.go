@@ -270,6 +270,17 @@ func TestWriteAllRefuses(t *testing.T) {
 			return []typed.Output{typed.WriteTo(s, newSink[fixtures.Click]()), typed.WriteTo(ann, sink), typed.WriteTo(s, sink)}
 		},
 		want: "output 3 of WriteAll writes to the sink of output 2",
+	}, {
+		name: "two files sinks of one directory",
+		outputs: func() []typed.Output {
+			s := source()
+			dir := t.TempDir()
+			counts := typed.MapGroupsWithState(typed.GroupByKey(s, user), typed.NoTimeout, countClicks)
+			return []typed.Output{typed.WriteTo(s, typed.FilesSink[fixtures.Click](dir)),
+				typed.WriteTo(s, typed.FilesSink[fixtures.Click](t.TempDir())),
+				typed.WriteTo(counts, typed.FilesSink[fixtures.UserCount](dir+"/sub/.."))}
+		},
+		want: "output 3 of WriteAll (files:",
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			q, err := typed.WriteAll(tc.outputs()...).Start(context.Background())
