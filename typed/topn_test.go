@@ -1,0 +1,197 @@
+package typed_test
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// higherPage ranks clicks by their page's value, highest first.
+func higherPage(a, b *fixtures.Click) bool { return pageValue(a) > pageValue(b) }
+
+// loopTop is the independent answer: each group's clicks in the order
+// they came, sorted stably by page value, highest first (clicks of one
+// value in their order), the first n; by group, then rank, the click's
+// time in seconds.
+func loopTop(in []fixtures.Click, n int, group func(c *fixtures.Click) string) map[string]float64 {
+	byGroup := map[string][]fixtures.Click{}
+	for _, c := range in {
+		byGroup[group(&c)] = append(byGroup[group(&c)], c)
+	}
+	want := map[string]float64{}
+	for g, clicks := range byGroup {
+		slices.SortStableFunc(clicks, func(a, b fixtures.Click) int { return cmp.Compare(pageValue(&b), pageValue(&a)) })
+		for rank, c := range clicks[:min(n, len(clicks))] {
+			want[fmt.Sprintf("%s#%d", g, rank)] = float64(c.Time.Unix())
+		}
+	}
+	return want
+}
+
+// rankRows makes a row of each of a group's top rows: the group and the
+// rank, and the click's time in seconds.
+func rankRows(w typed.Window, group string, top []fixtures.Click) []windowCount {
+	out := make([]windowCount, len(top))
+	for rank, c := range top {
+		out[rank] = windowCount{Window: w, User: fmt.Sprintf("%s#%d", group, rank), Value: float64(c.Time.Unix())}
+	}
+	return out
+}
+
+// tiedClicks returns n ordered clicks whose pages hold values of which
+// many tie.
+func tiedClicks(n int) []fixtures.Click {
+	in := orderedClicks(n)
+	for i := range in {
+		in[i].Page = strconv.Itoa(i * 37 % 11)
+	}
+	return in
+}
+
+// TestTopNWindows: Flink's Window Top-N, the 3 clicks of highest page
+// value of each user in each 1-minute window (of tied values, the first
+// to come), under batch splits and a restart, is what a stable sort of
+// each window's clicks gives: in the Append mode each window's ranks
+// once, when it closes; in the Update mode its latest ranks.
+func TestTopNWindows(t *testing.T) {
+	in := tiedClicks(400)
+	want := loopTop(in, 3, func(c *fixtures.Click) string {
+		start := c.Time.Truncate(time.Minute)
+		return windowCount{Window: typed.Window{Start: start, End: start.Add(time.Minute)}, User: c.User}.id()
+	})
+	build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+		ws := typed.GroupByWindow(s, clickTime, typed.Tumbling(time.Minute), func(c *fixtures.Click) string { return c.User })
+		top := typed.AggregateWindows(ws, typed.TopN(3, higherPage), rankRows)
+		return typed.FlatMap(top, func(rows *[]windowCount) []windowCount { return *rows })
+	}
+	for _, perBatch := range []int{0, 13, 70} {
+		got := map[string]float64{}
+		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
+			for _, r := range rows {
+				if _, dup := got[r.id()]; dup {
+					t.Fatalf("append, %d per batch: %s written twice", perBatch, r.id())
+				}
+				got[r.id()] = r.Value
+			}
+		}
+		sameTable(t, fmt.Sprintf("append, %d per batch", perBatch), got, want)
+		sameTable(t, fmt.Sprintf("update, %d per batch", perBatch), latestWindows(t, in, perBatch, build), want)
+	}
+}
+
+// TestTopNByKey: each user's 5 clicks of highest page value over all
+// their clicks (Flink's Top-N), written in the Update mode as they
+// change, batch after batch across a restart, end as a stable sort of
+// the user's clicks gives them.
+func TestTopNByKey(t *testing.T) {
+	in := tiedClicks(2000)
+	want := loopTop(in, 5, func(c *fixtures.Click) string { return c.User })
+	for _, perBatch := range []int{0, 37, 500} {
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+		keyed := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+		top := typed.AggregateByKey(keyed, typed.TopN(5, higherPage), func(user string, top []fixtures.Click) []windowCount {
+			return rankRows(typed.Window{}, user, top)
+		})
+		sink := newSink[windowCount]()
+		w := typed.WriteTo(typed.FlatMap(top, func(rows *[]windowCount) []windowCount { return *rows }), sink)
+		ck := newCheckpoint()
+		for _, part := range [][]fixtures.Click{in[:700], in[700:]} {
+			m.Add(part...)
+			if err := runToEnd(t, w, ck.opts()...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := map[string]float64{}
+		for _, rows := range sortedBatches(sink.snapshot()) {
+			for _, r := range rows {
+				got[r.User] = r.Value
+			}
+		}
+		sameTable(t, fmt.Sprintf("%d per batch", perBatch), got, want)
+	}
+}
+
+// TestTopNMergeKeepsItsSecond: Merge changes neither accumulator, nor
+// does what is done with its result later change the second (more rows
+// added); Result gives rows of their own, whose change changes no
+// accumulator.
+func TestTopNMergeKeepsItsSecond(t *testing.T) {
+	agg := typed.TopN(4, higherPage)
+	in := tiedClicks(60)
+	fold := func(clicks []fixtures.Click) typed.TopAcc {
+		acc := agg.Zero()
+		for i := range clicks {
+			acc = agg.Add(acc, &clicks[i])
+		}
+		return acc
+	}
+	x, y := fold(in[:30]), fold(in[30:50])
+	describe := func(rows []fixtures.Click) (out []string) {
+		for _, c := range rows {
+			out = append(out, fmt.Sprint(c.User, c.Time.Unix(), c.Page))
+		}
+		return out
+	}
+	keptX, keptY := describe(agg.Result(x)), describe(agg.Result(y))
+	merged := agg.Merge(x, y)
+	want := loopTop(in[:50], 4, func(*fixtures.Click) string { return "all" })
+	check := func(what string, got []fixtures.Click, want map[string]float64) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d rows, want %d", what, len(got), len(want))
+		}
+		for rank, c := range got {
+			if w := want[fmt.Sprint("all#", rank)]; float64(c.Time.Unix()) != w {
+				t.Fatalf("%s: rank %d is the click of %d, want %v", what, rank, c.Time.Unix(), w)
+			}
+		}
+	}
+	check("merged", agg.Result(merged), want)
+	for i := range in[50:] {
+		merged = agg.Add(merged, &in[50+i])
+	}
+	check("merged, then more", agg.Result(merged), loopTop(in, 4, func(*fixtures.Click) string { return "all" }))
+	result := agg.Result(y)
+	result[0].User = "changed"
+	if !slices.Equal(describe(agg.Result(x)), keptX) || !slices.Equal(describe(agg.Result(y)), keptY) {
+		t.Fatal("an accumulator changed")
+	}
+}
+
+// TestTopNRefuses: a stored row that does not decode fails with which
+// row it is; n must be positive.
+func TestTopNRefuses(t *testing.T) {
+	agg := typed.TopN(2, higherPage)
+	good := agg.Add(agg.Zero(), &fixtures.Click{User: "u", Page: "1"})
+	bad := typed.TopAcc{Rows: [][]byte{good.Rows[0], {0xff, 0xff, 0xff}}}
+	for op, call := range map[string]func(){
+		"Add":      func() { agg.Add(bad, &fixtures.Click{Page: "2"}) },
+		"Merge of": func() { agg.Merge(good, bad) },
+		"Result":   func() { agg.Result(bad) },
+	} {
+		func() {
+			defer func() {
+				err, _ := recover().(error)
+				if err == nil || !strings.Contains(err.Error(), "TopN: stored row 2 of 2 does not decode") {
+					t.Errorf("%s: %v, want a refusal naming the row", op, err)
+				}
+			}()
+			call()
+		}()
+	}
+	func() {
+		defer func() {
+			if msg, _ := recover().(string); !strings.Contains(msg, "TopN: n is 0") {
+				t.Errorf("TopN(0): %q, want a panic", msg)
+			}
+		}()
+		typed.TopN(0, higherPage)
+	}()
+}
