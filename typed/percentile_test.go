@@ -189,16 +189,21 @@ func TestApproxPercentileExact(t *testing.T) {
 	}
 }
 
-// TestApproxPercentileSize: a summary of a million values keeps a few
-// samples per unit of accuracy, not the values.
+// TestApproxPercentileSize: a summary of a million values, random or in
+// order, keeps about one sample per unit of accuracy up to 1,000, and at
+// most 4 at 10,000, as the doc comment says; not the values.
 func TestApproxPercentileSize(t *testing.T) {
-	values := valueSets(1_000_000, 5)["random"]
-	for _, accuracy := range []int{100, 1000} {
-		agg := typed.ApproxPercentile(pageValue, percentages, accuracy)
-		acc := agg.Merge(summarize(agg, values, "one", 1), agg.Zero())
-		t.Logf("accuracy %d: %d samples", accuracy, len(acc.Samples))
-		if max := 2 * accuracy; len(acc.Samples) > max || len(acc.Head) > 0 {
-			t.Errorf("accuracy %d: %d samples (and %d in the head) for a million values, want at most %d", accuracy, len(acc.Samples), len(acc.Head), max)
+	sets := valueSets(1_000_000, 5)
+	for _, name := range []string{"random", "sorted"} {
+		for _, tc := range []struct {
+			accuracy int
+			most     float64 // samples per unit of accuracy
+		}{{100, 1.1}, {1000, 1.1}, {10_000, 4}} {
+			agg := typed.ApproxPercentile(pageValue, percentages, tc.accuracy)
+			acc := agg.Merge(summarize(agg, sets[name], "one", 1), agg.Zero())
+			if most := int(tc.most * float64(tc.accuracy)); len(acc.Samples) > most || len(acc.Head) > 0 {
+				t.Errorf("%s values, accuracy %d: %d samples (and %d in the head), want at most %d", name, tc.accuracy, len(acc.Samples), len(acc.Head), most)
+			}
 		}
 	}
 }
@@ -208,7 +213,8 @@ func TestApproxPercentileSize(t *testing.T) {
 // nor does what is done with the result later (more values added, more
 // merged), nor does Result change its accumulator; whether or not
 // either has values waiting in its head, and whether or not the first,
-// which Merge may change, has room to be changed where it is.
+// which Merge may change, has room to be changed where it is; and one
+// summary merged into two gives two that share nothing.
 func TestApproxPercentileMergeKeepsItsSecond(t *testing.T) {
 	agg := typed.ApproxPercentile(pageValue, percentages, 100)
 	values := valueSets(9000, 9)["random"]
@@ -231,17 +237,32 @@ func TestApproxPercentileMergeKeepsItsSecond(t *testing.T) {
 	if len(withHead.acc.Head) == 0 || len(compressed.acc.Samples) == 0 || len(compressed.acc.Head) != 0 {
 		t.Fatalf("the accumulators are not what the test needs: %d in the head, %d samples", len(withHead.acc.Head), len(compressed.acc.Samples))
 	}
+	// Result changes no accumulator, even one whose head it sorts.
+	kept := clone(withHead.acc, 0)
+	checkRanks(t, "with a head", withHead.values, agg.Result(withHead.acc), 0.01)
+	if !same(withHead.acc, kept) {
+		t.Fatal("Result changed its accumulator")
+	}
+	// A summary merged into two empty ones gives two of their own: what
+	// is added to one is not in the other (after a flush, a summary's
+	// empty head has room that each could append to).
+	flushed := summarize(agg, values[:1000], "one", 1)
+	if len(flushed.Head) != 0 || cap(flushed.Head) == 0 {
+		t.Fatalf("the flushed summary is not what the test needs: a head of %d, room for %d", len(flushed.Head), cap(flushed.Head))
+	}
+	a, b := agg.Merge(agg.Zero(), flushed), agg.Merge(agg.Zero(), flushed)
+	high, low := valueClicks([]float64{1e6, 1e6 + 1}), valueClicks([]float64{-1e6, -1e6 - 1})
+	for i := range high {
+		a, b = agg.Add(a, &high[i]), agg.Add(b, &low[i])
+	}
+	checkRanks(t, "one merged into two, then one", slices.Concat(values[:1000], []float64{1e6, 1e6 + 1}), agg.Result(a), 0.01)
+	checkRanks(t, "one merged into two, then the other", slices.Concat(values[:1000], []float64{-1e6, -1e6 - 1}), agg.Result(b), 0.01)
 	for _, room := range []int{0, 5000} {
 		for _, pair := range [][2]part{{compressed, withHead}, {withHead, compressed}, {empty, withHead}, {withHead, empty}, {compressed, empty}, {empty, compressed}} {
 			what := fmt.Sprintf("room %d, %d values and %d in the head into %d and %d", room, pair[1].acc.Count, len(pair[1].acc.Head), pair[0].acc.Count, len(pair[0].acc.Head))
 			y := clone(pair[1].acc, room)
 			merged := agg.Merge(clone(pair[0].acc, room), y)
-			kept := clone(merged, 0)
-			got := agg.Result(merged)
-			if !same(merged, kept) {
-				t.Fatalf("%s: Result changed its accumulator", what)
-			}
-			checkRanks(t, what, slices.Concat(pair[0].values, pair[1].values), got, 0.01)
+			checkRanks(t, what, slices.Concat(pair[0].values, pair[1].values), agg.Result(merged), 0.01)
 			for i := range more {
 				merged = agg.Add(merged, &more[i])
 			}
