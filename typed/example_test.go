@@ -371,6 +371,46 @@ func ExampleApproxPercentile() {
 	// d1 09:00: p50 30 ms, p99 900 ms
 }
 
+// Each device's two strongest readings per minute, as Flink's Window
+// Top-N (ROW_NUMBER() OVER (PARTITION BY window_start, window_end,
+// device ORDER BY x DESC) <= 2): written once the minute closes, best
+// first; of readings alike, the first to come.
+func ExampleTopN() {
+	readings := typed.NewMemoryStream[sensor.Event]("readings", 3) // three readings a batch
+	minute := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	for i, x := range []float64{0.3, 1.7, 0.9, 1.7, 0.2, 2.5, 0.4} {
+		readings.Add(sensor.Event{Device: "d1", Index: int64(i), X: x, CreationTime: minute.Add(time.Duration(i) * 8 * time.Second).UnixNano()})
+	}
+	created := func(e *sensor.Event) time.Time { return time.Unix(0, e.CreationTime) }
+	windows := typed.GroupByWindow(typed.WithWatermark(typed.FromMemory(readings), created, time.Second), created,
+		typed.Tumbling(time.Minute), func(e *sensor.Event) string { return e.Device })
+	strongest := typed.AggregateWindows(windows, typed.TopN(2, func(a, b *sensor.Event) bool { return a.X > b.X }),
+		func(w typed.Window, device string, top []sensor.Event) []string {
+			var rows []string
+			for rank, e := range top {
+				rows = append(rows, fmt.Sprintf("%s %s #%d: reading %d, x %v", device, w.Start.UTC().Format("15:04"), rank+1, e.Index, e.X))
+			}
+			return rows
+		})
+	sink := typed.NewMemorySink[string]()
+	q, err := typed.WriteTo(typed.FlatMap(strongest, func(rows *[]string) []string { return *rows }), sink).
+		OutputMode(typed.Append).Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range sink.Rows() {
+		fmt.Println(r)
+	}
+	// Output:
+	// d1 09:00 #1: reading 5, x 2.5
+	// d1 09:00 #2: reading 1, x 1.7
+}
+
 // Each user's clicks of the day so far, written every 6 hours, as
 // Flink's CUMULATE(TABLE clicks, DESCRIPTOR(time), INTERVAL '6' HOUR,
 // INTERVAL '1' DAY): every window starts with its day, and one ends every
