@@ -342,6 +342,89 @@ var _ codec.Record = (*ApproxDistinctAcc)(nil)
 // AppendBinary appends the binary encoding of t to b. It fails only when
 // a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
 // and that fails.
+func (t *RowsAcc) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryRowsAcc(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *RowsAcc) MarshalBinary() ([]byte, error) {
+	return appendBinaryRowsAcc(make([]byte, 0, 19), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of RowsAcc: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *RowsAcc) UnmarshalBinary(b []byte) error {
+	*t = RowsAcc{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryRowsAcc(&d, t, d.End())
+	return d.Wrap("RowsAcc")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *RowsAcc) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONRowsAcc(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While RowsAcc's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *RowsAcc) MarshalJSON() ([]byte, error) {
+	if jsonSizeRowsAcc.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONRowsAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeRowsAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeRowsAcc.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONRowsAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeRowsAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONRowsAcc(jsonSizeRowsAcc.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeRowsAcc.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeRowsAcc codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *RowsAcc) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONRowsAcc(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold RowsAcc decode it.
+func (t *RowsAcc) ReadJSON(r *codec.JSONReader) {
+	readJSONRowsAcc(r, t)
+}
+
+// StreamSchema returns the registered schema of RowsAcc.
+func (t *RowsAcc) StreamSchema() *codec.Schema {
+	return schemaRowsAcc
+}
+
+var _ codec.Record = (*RowsAcc)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *MomentsAcc) AppendBinary(b []byte) ([]byte, error) {
 	return appendBinaryMomentsAcc(b, t)
 }
@@ -1175,6 +1258,150 @@ func readJSONApproxDistinctAcc(r *codec.JSONReader, v *ApproxDistinctAcc) {
 				}
 			}
 			r.InField("ApproxDistinctAcc", "registers")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaRowsAcc = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   116618,
+		JSON: "rows",
+		Name: "Rows",
+		Type: &codec.Type{
+			Elem: &codec.Type{
+				Go:   "[]uint8",
+				Kind: codec.KindBytes,
+			},
+			Go:   "[][]uint8",
+			Kind: codec.KindList,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/typed.RowsAcc",
+})
+
+func appendBinaryRowsAcc(b []byte, v *RowsAcc) ([]byte, error) {
+	var err error
+	b = append(b, 0xaa, 0xf1, 0x71) // Rows: id 116618, list
+	start := len(b)
+	b = codec.BeginLength(b)
+	b = codec.AppendList(b, codec.KindBytes, len(v.Rows), v.Rows == nil)
+	for i := range v.Rows {
+		b = codec.AppendBytes(b, v.Rows[i])
+	}
+	b = codec.EndLength(b, start)
+	return b, err
+}
+
+func readBinaryRowsAcc(d *codec.Decoder, v *RowsAcc, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// Rows
+	if codec.HasTag(b, p, 0x71f1aa, 0xffffff) {
+		d.Seek(p + 3)
+		end1 := d.Begin()
+		if n := d.List("RowsAcc.Rows", codec.KindBytes, 1); n >= 0 {
+			s := make([][]byte, n)
+			for i := range s {
+				s[i] = d.Bytes()
+			}
+			v.Rows = s
+		}
+		d.Finish(end1)
+		p = d.Offset()
+	}
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0x1c78aa:
+			// Rows
+			end2 := d.Begin()
+			if n1 := d.List("RowsAcc.Rows", codec.KindBytes, 1); n1 >= 0 {
+				s1 := make([][]byte, n1)
+				for i1 := range s1 {
+					s1[i1] = d.Bytes()
+				}
+				v.Rows = s1
+			}
+			d.Finish(end2)
+		default:
+			switch tag >> 4 {
+			case 116618:
+				d.KindChanged("RowsAcc", "Rows", tag, codec.KindList)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONRowsAcc(b []byte, v *RowsAcc) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"rows\":"...)
+	if v.Rows == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range v.Rows {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = codec.AppendJSONBytes(b, v.Rows[i])
+		}
+		b = append(b, ']')
+	}
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONRowsAcc(r *codec.JSONReader, v *RowsAcc) {
+	if !r.BeginObject("Go value of type typed.RowsAcc") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "rows":
+			field = 0
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "ROWS":
+				field = 0
+			}
+		}
+		switch field {
+		case 0:
+			if r.Null() {
+				v.Rows = nil
+			} else if r.BeginArray("Go value of type [][]uint8") {
+				s, i := v.Rows, 0
+				for r.NextElement() {
+					s = codec.GrowAt(s, i)
+					if r.Null() {
+						s[i] = nil
+					} else {
+						if x, ok := r.Bytes("Go value of type []uint8"); ok {
+							s[i] = x
+						}
+					}
+					i++
+				}
+				if s == nil {
+					s = make([][]byte, 0)
+				}
+				v.Rows = s[:i]
+			}
+			r.InField("RowsAcc", "rows")
 		default:
 			r.Unknown(key)
 		}

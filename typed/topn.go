@@ -19,21 +19,34 @@ type TopAcc struct {
 }
 
 // TopN keeps the n best rows, as Flink's Top-N (ROW_NUMBER() OVER
-// (PARTITION BY key ORDER BY ...) <= n): better(a, b) says that a ranks
-// before b, and of rows that rank alike the one that came first ranks
-// first. Its result is the rows, best first (at most n; none without a
-// row), each decoded anew for the call, and the rank of a row is its
-// place in them, from 0. Over windows (AggregateWindows) it is Flink's
-// Window Top-N, written once a window closes in the Append mode; by key
-// (AggregateByKey) its Update rows are each key's top n as it changes.
-// The rows are kept in their binary encoding (In is a record): a row
-// that ranks below the n kept costs one call of better, and one that
-// enters them an encoding and a decoding; a batch decodes a key's stored
-// rows once.
+// (PARTITION BY key ORDER BY ...) <= n): better(a, b), a strict order,
+// says that a ranks before b. Of rows that rank alike, by key and over
+// tumbling, sliding and cumulative windows the one that came first
+// ranks first; sessions and the windows of a time difference fold a
+// batch's rows in event-time order, so which of them ranks first there
+// depends on how the rows fell into batches: where it matters, break
+// ties in better (by a time or an id). Its result is the rows, best
+// first (at most n; none without a row), each decoded anew for the
+// call, and the rank of a row is its place in them, from 0. Over
+// windows (AggregateWindows) it is Flink's Window Top-N, written once a
+// window closes in the Append mode; by key (AggregateByKey) its Update
+// rows are each key's top n as it changes. TopN(1, ...) is Spark's
+// max_by and min_by: the row of the greatest or least ordering value,
+// from which the row function takes the column. A restart with another
+// n gives at most the new n rows, but no row a smaller n left out
+// before.
 //
-// Add may change its accumulator's rows; Merge returns new ones and
-// changes neither argument. A stored row that does not decode fails the
-// query, naming the row. TopN panics when n is not positive.
+// The rows are kept in their binary encoding (In is a record), so a
+// change of In's fields is not compared with the checkpoint at start:
+// a stored row that no longer decodes fails the query, naming the row.
+// Once a batch's partial aggregate of a key holds n rows, a row that
+// ranks below them costs one call of better; one that enters them, an
+// encoding and a decoding; a key's stored rows are decoded once a batch
+// (over the windows of a time difference, once for each window an
+// instant's rows go into). Add and Merge may change their first
+// accumulator and return it; Merge never changes its second, nor
+// returns memory of it that is written later. TopN panics when n is not
+// positive.
 func TopN[In any, P codec.RecordPtr[In]](n int, better func(a, b *In) bool) Aggregator[In, TopAcc, []In] {
 	if n <= 0 {
 		panic(fmt.Sprintf("streamgen: TopN: n is %d, must be positive", n))
@@ -54,19 +67,8 @@ func (t topAgg[In, P]) rows(acc *TopAcc) []In {
 	if rows, ok := acc.decoded.([]In); ok && len(rows) == len(acc.Rows) {
 		return rows
 	}
-	rows := t.decode(acc.Rows)
+	rows := decodeRows[In, P]("TopN", acc.Rows)
 	acc.decoded = rows
-	return rows
-}
-
-// decode decodes encoded rows, each a value of its own.
-func (topAgg[In, P]) decode(encoded [][]byte) []In {
-	rows := make([]In, len(encoded))
-	for i, b := range encoded {
-		if err := P(&rows[i]).UnmarshalBinary(b); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: TopN: stored row %d of %d does not decode: %w", i+1, len(encoded), unprefixed(err))})
-		}
-	}
 	return rows
 }
 
@@ -127,5 +129,6 @@ func (t topAgg[In, P]) Result(acc TopAcc) []In {
 	if len(acc.Rows) == 0 {
 		return nil
 	}
-	return t.decode(acc.Rows)
+	// At most n: rows a larger n kept (before a restart) stay stored.
+	return decodeRows[In, P]("TopN", acc.Rows[:min(t.n, len(acc.Rows))])
 }

@@ -120,8 +120,8 @@ func TestTopNByKey(t *testing.T) {
 
 // TestTopNMergeKeepsItsSecond: Merge changes neither accumulator, nor
 // does what is done with its result later change the second (more rows
-// added); Result gives rows of their own, whose change changes no
-// accumulator.
+// added); one merged into two gives two of their own; Result gives rows
+// of their own, whose change changes no accumulator.
 func TestTopNMergeKeepsItsSecond(t *testing.T) {
 	agg := typed.TopN(4, higherPage)
 	in := tiedClicks(60)
@@ -158,10 +158,34 @@ func TestTopNMergeKeepsItsSecond(t *testing.T) {
 		merged = agg.Add(merged, &in[50+i])
 	}
 	check("merged, then more", agg.Result(merged), loopTop(in, 4, func(*fixtures.Click) string { return "all" }))
+	// One merged into two empty ones gives two of their own.
+	a, b := agg.Merge(agg.Zero(), y), agg.Merge(agg.Zero(), y)
+	best := []fixtures.Click{{User: "a", Page: "100"}, {User: "b", Page: "100"}}
+	a, b = agg.Add(a, &best[0]), agg.Add(b, &best[1])
+	if ra, rb := agg.Result(a), agg.Result(b); ra[0].User != "a" || rb[0].User != "b" || ra[1] != rb[1] {
+		t.Fatalf("one merged into two, then added to: the first ranks %q, the second %q", ra[0].User, rb[0].User)
+	}
 	result := agg.Result(y)
 	result[0].User = "changed"
 	if !slices.Equal(describe(agg.Result(x)), keptX) || !slices.Equal(describe(agg.Result(y)), keptY) {
 		t.Fatal("an accumulator changed")
+	}
+}
+
+// TestTopNAfterASmallerN: an accumulator of more rows than n (stored
+// before a restart with a smaller n) gives n, the best.
+func TestTopNAfterASmallerN(t *testing.T) {
+	in := tiedClicks(20)
+	three := typed.TopN(3, higherPage)
+	acc := three.Zero()
+	for i := range in {
+		acc = three.Add(acc, &in[i])
+	}
+	one := typed.TopN(1, higherPage)
+	for name, acc := range map[string]typed.TopAcc{"stored": acc, "merged": one.Merge(acc, one.Zero())} {
+		if got := one.Result(acc); len(got) != 1 || got[0] != three.Result(acc)[0] {
+			t.Errorf("%s: %d rows, want the best one", name, len(got))
+		}
 	}
 }
 

@@ -1,0 +1,106 @@
+package typed
+
+import (
+	"fmt"
+
+	"github.com/streamgen/streamgen/codec"
+)
+
+// RowsAcc is the accumulator of CollectList and CollectSet: the binary
+// encodings of the rows collected, in the order they came.
+//
+//streamgen:record
+type RowsAcc struct {
+	Rows [][]byte `json:"rows"`
+	// seen holds CollectSet's rows (their encodings), when known; not
+	// stored.
+	seen map[string]struct{}
+}
+
+// CollectList collects the rows, in the order they came, as Spark's
+// collect_list (of a struct of the columns, or of one: the row function
+// takes what it needs) and Flink's ARRAY_AGG: its result is every row,
+// each decoded anew for the call, none without a row. The rows are kept
+// in their binary encoding (In is a record), all of a key's or window's
+// in its one state value, which every batch that brings the key rows
+// reads and writes whole: for groups of thousands of rows, keep a
+// bounded set (TopN) or an aggregate instead. Add may change its
+// accumulator; Merge appends y's rows to x's and never changes y. A
+// stored row that does not decode fails the query, naming the row.
+func CollectList[In any, P codec.RecordPtr[In]]() Aggregator[In, RowsAcc, []In] {
+	return collectAgg[In, P]{what: "CollectList"}
+}
+
+// CollectSet collects the rows, each once, in the order they first came,
+// as Spark's collect_set: rows are alike when their binary encodings are
+// (every field equal, a float's bits; a map's entries are encoded in
+// order of their keys). As CollectList otherwise; a batch indexes a
+// group's rows once, to find a row already in the set.
+func CollectSet[In any, P codec.RecordPtr[In]]() Aggregator[In, RowsAcc, []In] {
+	return collectAgg[In, P]{what: "CollectSet", set: true}
+}
+
+type collectAgg[In any, P codec.RecordPtr[In]] struct {
+	what string
+	set  bool // each row once
+}
+
+func (collectAgg[In, P]) Zero() RowsAcc { return RowsAcc{} }
+
+func (c collectAgg[In, P]) Add(acc RowsAcc, r *In) RowsAcc {
+	enc, err := P(r).AppendBinary(nil)
+	if err != nil {
+		panic(userPanic{fmt.Errorf("streamgen: %s: a row does not encode: %w", c.what, unprefixed(err))})
+	}
+	if !c.set || acc.add(enc) {
+		acc.Rows = append(acc.Rows, enc)
+	}
+	return acc
+}
+
+func (c collectAgg[In, P]) Merge(x, y RowsAcc) RowsAcc {
+	if len(x.Rows) == 0 {
+		// A slice of x's own: appending to it leaves y's as it is.
+		return RowsAcc{Rows: append([][]byte(nil), y.Rows...)}
+	}
+	for _, enc := range y.Rows {
+		if !c.set || x.add(enc) {
+			x.Rows = append(x.Rows, enc)
+		}
+	}
+	return x
+}
+
+func (c collectAgg[In, P]) Result(acc RowsAcc) []In {
+	if len(acc.Rows) == 0 {
+		return nil
+	}
+	return decodeRows[In, P](c.what, acc.Rows)
+}
+
+// add adds the encoding enc to the set of a's rows, which it indexes
+// first if it has not (or if the index is not of a's rows: a copy of a
+// changed it), and reports whether it was not there.
+func (a *RowsAcc) add(enc []byte) bool {
+	if a.seen == nil || len(a.seen) != len(a.Rows) {
+		a.seen = make(map[string]struct{}, len(a.Rows)+1)
+		for _, r := range a.Rows {
+			a.seen[string(r)] = struct{}{}
+		}
+	}
+	n := len(a.seen)
+	a.seen[string(enc)] = struct{}{}
+	return len(a.seen) > n
+}
+
+// decodeRows decodes the encoded rows of aggregator what, each a value of
+// its own; a row that does not decode fails the query, naming it.
+func decodeRows[In any, P codec.RecordPtr[In]](what string, encoded [][]byte) []In {
+	rows := make([]In, len(encoded))
+	for i, b := range encoded {
+		if err := P(&rows[i]).UnmarshalBinary(b); err != nil {
+			panic(userPanic{fmt.Errorf("streamgen: %s: stored row %d of %d does not decode: %w", what, i+1, len(encoded), unprefixed(err))})
+		}
+	}
+	return rows
+}

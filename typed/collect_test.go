@@ -1,0 +1,128 @@
+package typed_test
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// loopCollect is the independent answer: each group's clicks in the
+// order they came (with set, each click once, where it first came); by
+// group and place, the click's time in seconds.
+func loopCollect(in []fixtures.Click, set bool, group func(c *fixtures.Click) string) map[string]float64 {
+	byGroup := map[string][]fixtures.Click{}
+	for _, c := range in {
+		g := group(&c)
+		if set && slices.Contains(byGroup[g], c) {
+			continue
+		}
+		byGroup[g] = append(byGroup[g], c)
+	}
+	want := map[string]float64{}
+	for g, clicks := range byGroup {
+		for i, c := range clicks {
+			want[fmt.Sprintf("%s#%d", g, i)] = float64(c.Time.Unix())
+		}
+	}
+	return want
+}
+
+// copiedClicks returns ordered clicks, with a copy of every third click
+// coming again a few clicks later (still in its window, mostly).
+func copiedClicks(n int) []fixtures.Click {
+	var in []fixtures.Click
+	for i, c := range orderedClicks(n) {
+		in = append(in, c)
+		if i%3 == 0 && i > 0 {
+			in = append(in, in[len(in)-3])
+		}
+	}
+	return in
+}
+
+// TestCollectWindows: CollectList and CollectSet of each user's clicks in
+// each 1-minute window, under batch splits and a restart, in the Append
+// and the Update mode, are the window's clicks in the order they came
+// (the set's each once), as a loop collects them.
+func TestCollectWindows(t *testing.T) {
+	in := copiedClicks(300)
+	window := func(c *fixtures.Click) string {
+		start := c.Time.Truncate(time.Minute)
+		return windowCount{Window: typed.Window{Start: start, End: start.Add(time.Minute)}, User: c.User}.id()
+	}
+	for _, tc := range []struct {
+		name string
+		agg  typed.Aggregator[fixtures.Click, typed.RowsAcc, []fixtures.Click]
+		set  bool
+	}{
+		{"CollectList", typed.CollectList[fixtures.Click](), false},
+		{"CollectSet", typed.CollectSet[fixtures.Click](), true},
+	} {
+		want := loopCollect(in, tc.set, window)
+		build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+			ws := typed.GroupByWindow(s, clickTime, typed.Tumbling(time.Minute), func(c *fixtures.Click) string { return c.User })
+			return typed.FlatMap(typed.AggregateWindows(ws, tc.agg, rankRows), func(rows *[]windowCount) []windowCount { return *rows })
+		}
+		for _, perBatch := range []int{0, 7, 40} {
+			got := map[string]float64{}
+			for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
+				for _, r := range rows {
+					got[r.id()] = r.Value
+				}
+			}
+			sameTable(t, fmt.Sprintf("%s, append, %d per batch", tc.name, perBatch), got, want)
+			sameTable(t, fmt.Sprintf("%s, update, %d per batch", tc.name, perBatch), latestWindows(t, in, perBatch, build), want)
+		}
+	}
+}
+
+// TestCollectMergeKeepsItsSecond: Merge never changes its second
+// accumulator, nor does what is done with the result later (more rows
+// added, more merged), whether the first is empty or not; one merged
+// into two gives two that share nothing.
+func TestCollectMergeKeepsItsSecond(t *testing.T) {
+	in := copiedClicks(40)
+	for _, agg := range []typed.Aggregator[fixtures.Click, typed.RowsAcc, []fixtures.Click]{typed.CollectList[fixtures.Click](), typed.CollectSet[fixtures.Click]()} {
+		fold := func(acc typed.RowsAcc, clicks []fixtures.Click) typed.RowsAcc {
+			for i := range clicks {
+				acc = agg.Add(acc, &clicks[i])
+			}
+			return acc
+		}
+		y := fold(agg.Zero(), in[20:30])
+		kept := slices.Clone(agg.Result(y))
+		for _, x := range []typed.RowsAcc{agg.Zero(), fold(agg.Zero(), in[:20])} {
+			merged := fold(agg.Merge(x, y), in[30:])
+			merged = agg.Merge(merged, fold(agg.Zero(), in[:5]))
+			if !slices.Equal(agg.Result(y), kept) {
+				t.Fatalf("%T: the second accumulator changed", agg)
+			}
+		}
+		// One merged into two empty ones gives two of their own.
+		a, b := agg.Merge(agg.Zero(), y), agg.Merge(agg.Zero(), y)
+		a, b = agg.Add(a, &in[35]), agg.Add(b, &in[36])
+		if got := agg.Result(a); len(got) != len(kept)+1 || got[len(kept)] != in[35] {
+			t.Fatalf("%T: one merged into two, then added to: %d rows, want %d ending with the row added", agg, len(got), len(kept)+1)
+		}
+	}
+}
+
+// TestCollectRefuses: a stored row that does not decode fails with which
+// row it is.
+func TestCollectRefuses(t *testing.T) {
+	agg := typed.CollectList[fixtures.Click]()
+	good := agg.Add(agg.Zero(), &fixtures.Click{User: "u"})
+	bad := typed.RowsAcc{Rows: [][]byte{good.Rows[0], {0xff, 0xff, 0xff}}}
+	defer func() {
+		err, _ := recover().(error)
+		if err == nil || !strings.Contains(err.Error(), "CollectList: stored row 2 of 2 does not decode") {
+			t.Errorf("%v, want a refusal naming the row", err)
+		}
+	}()
+	agg.Result(bad)
+}
