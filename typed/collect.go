@@ -6,8 +6,9 @@ import (
 	"github.com/streamgen/streamgen/codec"
 )
 
-// RowsAcc is the accumulator of CollectList and CollectSet: the binary
-// encodings of the rows collected, in the order they came.
+// RowsAcc is the accumulator of CollectList and CollectSet, the binary
+// encodings of the rows collected, in the order they came; and of
+// CountDistinct, the distinct values' bytes.
 //
 //streamgen:record
 type RowsAcc struct {
@@ -40,6 +41,34 @@ func CollectSet[In any, P codec.RecordPtr[In]]() Aggregator[In, RowsAcc, []In] {
 	return collectAgg[In, P]{what: "CollectSet", set: true}
 }
 
+// CountDistinct counts the distinct values value takes over the rows,
+// exactly, as Flink's COUNT(DISTINCT x) (Spark refuses a distinct
+// aggregation over a stream; ApproxCountDistinct is its estimate). The
+// values are kept, each once, in the accumulator (RowsAcc, a value's
+// bytes a row): all of a key's or window's in its one state value,
+// which every batch that brings the key rows reads and writes whole;
+// for many distinct values a group, ApproxCountDistinct keeps a few
+// hundred bytes instead. Add may change its accumulator; Merge never
+// changes its second.
+func CountDistinct[In any](value func(*In) string) Aggregator[In, RowsAcc, int64] {
+	return distinctAgg[In]{value: value}
+}
+
+type distinctAgg[In any] struct{ value func(*In) string }
+
+func (distinctAgg[In]) Zero() RowsAcc { return RowsAcc{} }
+
+func (d distinctAgg[In]) Add(acc RowsAcc, r *In) RowsAcc {
+	if v := d.value(r); acc.add([]byte(v)) {
+		acc.Rows = append(acc.Rows, []byte(v))
+	}
+	return acc
+}
+
+func (distinctAgg[In]) Merge(x, y RowsAcc) RowsAcc { return mergeRows(x, y, true) }
+
+func (distinctAgg[In]) Result(acc RowsAcc) int64 { return int64(len(acc.Rows)) }
+
 type collectAgg[In any, P codec.RecordPtr[In]] struct {
 	what string
 	set  bool // each row once
@@ -58,13 +87,17 @@ func (c collectAgg[In, P]) Add(acc RowsAcc, r *In) RowsAcc {
 	return acc
 }
 
-func (c collectAgg[In, P]) Merge(x, y RowsAcc) RowsAcc {
+func (c collectAgg[In, P]) Merge(x, y RowsAcc) RowsAcc { return mergeRows(x, y, c.set) }
+
+// mergeRows appends y's rows to x's (with set, those x has not) and
+// returns x; y is not changed, and x's rows are never y's slice.
+func mergeRows(x, y RowsAcc, set bool) RowsAcc {
 	if len(x.Rows) == 0 {
 		// A slice of x's own: appending to it leaves y's as it is.
 		return RowsAcc{Rows: append([][]byte(nil), y.Rows...)}
 	}
 	for _, enc := range y.Rows {
-		if !c.set || x.add(enc) {
+		if !set || x.add(enc) {
 			x.Rows = append(x.Rows, enc)
 		}
 	}

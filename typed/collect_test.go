@@ -126,3 +126,53 @@ func TestCollectRefuses(t *testing.T) {
 	}()
 	agg.Result(bad)
 }
+
+// TestCountDistinctWindows: the exact count of distinct pages of each
+// user in each 1-minute window, under batch splits and a restart, in the
+// Append and the Update mode, is what a loop's set of them holds; a
+// count merged into two stays the same in each while the other grows.
+func TestCountDistinctWindows(t *testing.T) {
+	in := orderedClicks(400)
+	for i := range in {
+		in[i].Page = fmt.Sprint("p", i*7%5)
+	}
+	sets := map[string]map[string]bool{}
+	for _, c := range in {
+		start := c.Time.Truncate(time.Minute)
+		id := windowCount{Window: typed.Window{Start: start, End: start.Add(time.Minute)}, User: c.User}.id()
+		if sets[id] == nil {
+			sets[id] = map[string]bool{}
+		}
+		sets[id][c.Page] = true
+	}
+	want := map[string]float64{}
+	for id, pages := range sets {
+		want[id] = float64(len(pages))
+	}
+	agg := typed.CountDistinct(func(c *fixtures.Click) string { return c.Page })
+	build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+		ws := typed.GroupByWindow(s, clickTime, typed.Tumbling(time.Minute), func(c *fixtures.Click) string { return c.User })
+		return typed.AggregateWindows(ws, agg, countRow)
+	}
+	for _, perBatch := range []int{0, 7, 40} {
+		got := map[string]float64{}
+		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
+			for _, r := range rows {
+				got[r.id()] = r.Value
+			}
+		}
+		sameTable(t, fmt.Sprintf("append, %d per batch", perBatch), got, want)
+		sameTable(t, fmt.Sprintf("update, %d per batch", perBatch), latestWindows(t, in, perBatch, build), want)
+	}
+	y := agg.Zero()
+	for i := range in[:30] {
+		y = agg.Add(y, &in[i])
+	}
+	n := agg.Result(y)
+	a, b := agg.Merge(agg.Zero(), y), agg.Merge(agg.Zero(), y)
+	a = agg.Add(a, &fixtures.Click{Page: "new a"})
+	b = agg.Add(agg.Add(b, &fixtures.Click{Page: "new b"}), &fixtures.Click{Page: "new a"})
+	if agg.Result(y) != n || agg.Result(a) != n+1 || agg.Result(b) != n+2 {
+		t.Fatalf("merged into two: %d, %d and %d distinct, want %d, %d and %d", agg.Result(y), agg.Result(a), agg.Result(b), n, n+1, n+2)
+	}
+}
