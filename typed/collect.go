@@ -13,8 +13,8 @@ import (
 //streamgen:record
 type RowsAcc struct {
 	Rows [][]byte `json:"rows"`
-	// seen holds CollectSet's rows (their encodings), when known; not
-	// stored.
+	// seen holds Rows, for CollectSet and CountDistinct to look a row
+	// up in, once a batch has indexed them (add); not stored.
 	seen map[string]struct{}
 }
 

@@ -79,8 +79,8 @@ func (t topAgg[In, P]) Add(acc TopAcc, r *In) TopAcc {
 	for i > 0 && t.better(r, &rows[i-1]) {
 		i--
 	}
-	if i == t.n {
-		return acc
+	if i >= t.n {
+		return acc // below the n kept (or more, stored by a larger n)
 	}
 	enc, err := P(r).AppendBinary(nil)
 	if err != nil {

@@ -173,15 +173,27 @@ func TestTopNMergeKeepsItsSecond(t *testing.T) {
 }
 
 // TestTopNAfterASmallerN: an accumulator of more rows than n (stored
-// before a restart with a smaller n) gives n, the best.
+// before a restart with a smaller n) gives n, the best, as it is, merged,
+// or with a row added.
 func TestTopNAfterASmallerN(t *testing.T) {
 	in := tiedClicks(20)
 	three := typed.TopN(3, higherPage)
-	acc := three.Zero()
-	for i := range in {
-		acc = three.Add(acc, &in[i])
+	stored := func() typed.TopAcc {
+		acc := three.Zero()
+		for i := range in {
+			acc = three.Add(acc, &in[i])
+		}
+		return acc
 	}
+	acc := stored()
 	one := typed.TopN(1, higherPage)
+	worse, best := fixtures.Click{User: "worse", Page: "-1"}, fixtures.Click{User: "best", Page: "99"}
+	if got := one.Result(one.Add(stored(), &worse)); len(got) != 1 || got[0] != three.Result(acc)[0] {
+		t.Errorf("stored, a worse row added: %d rows, want the best one", len(got))
+	}
+	if got := one.Result(one.Add(stored(), &best)); len(got) != 1 || got[0].User != "best" {
+		t.Errorf("stored, a better row added: %v, want it alone", got)
+	}
 	for name, acc := range map[string]typed.TopAcc{"stored": acc, "merged": one.Merge(acc, one.Zero())} {
 		if got := one.Result(acc); len(got) != 1 || got[0] != three.Result(acc)[0] {
 			t.Errorf("%s: %d rows, want the best one", name, len(got))
