@@ -160,6 +160,9 @@ func TestApproxPercentileRanks(t *testing.T) {
 			t.Fatalf("accuracy %d: no value gives %v", accuracy, got)
 		}
 		for _, n := range []int{1, 2, 10, 1000, 200_000} {
+			if n > 1000 && testing.Short() {
+				continue // a computation alone: the full run has it
+			}
 			for name, values := range valueSets(n, uint64(n)) {
 				for _, how := range []string{"one", "chained", "tree"} {
 					what := fmt.Sprintf("accuracy %d, %d %s values, %s", accuracy, n, name, how)
@@ -193,6 +196,9 @@ func TestApproxPercentileExact(t *testing.T) {
 // order, keeps about one sample per unit of accuracy up to 1,000, and at
 // most 4 at 10,000, as the doc comment says; not the values.
 func TestApproxPercentileSize(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a computation over millions of values alone: the full run has it")
+	}
 	sets := valueSets(1_000_000, 5)
 	for _, name := range []string{"random", "sorted"} {
 		for _, tc := range []struct {
