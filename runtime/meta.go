@@ -263,9 +263,8 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 // what its keys hold) with the windows w of the pipeline starting on it,
 // as compareMeta compares described windows: another length is a type
 // difference, another start an identity one. Every stored window has the
-// operator's length (or, for cumulative windows, one of them), so the
-// first one read tells a change of it; a change
-// of start or slide shows only where that window is none of w's.
+// operator's length, so the first one read tells a change of it; a
+// change of start or slide shows only where that window is none of w's.
 // Cumulative windows w are refused: they came after the windows were
 // described, so the stored ones are of another kind.
 func (s *Store) checkStoredWindow(op int, om OperatorMeta, w WindowsMeta) (identity, types []string, err error) {
@@ -304,7 +303,7 @@ func (s *Store) checkStoredWindow(op int, om OperatorMeta, w WindowsMeta) (ident
 	if w.Check(start, end) == nil {
 		return nil, nil, nil
 	}
-	if end-start != int64(w.Size) && (w.Step == 0 || end <= start || end-start > int64(w.Size) || (end-start)%int64(w.Step) != 0) {
+	if end-start != int64(w.Size) {
 		return nil, []string{fmt.Sprintf("%s: a stored window, %s, is %s long, and its windows are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size", where, stored, time.Duration(end-start), w)}, nil
 	}
 	return []string{fmt.Sprintf("%s: a stored window, %s, is none of its windows now (%s)", where, stored, w)}, nil, nil
