@@ -7,8 +7,8 @@ import (
 )
 
 // RowsAcc is the accumulator of CollectList and CollectSet, the binary
-// encodings of the rows collected, in the order they came; and of
-// CountDistinct, the distinct values' bytes.
+// encodings of the rows collected, in the order they were folded in;
+// and of CountDistinct, the distinct values' bytes.
 //
 //streamgen:record
 type RowsAcc struct {
@@ -18,10 +18,13 @@ type RowsAcc struct {
 	seen map[string]struct{}
 }
 
-// CollectList collects the rows, in the order they came, as Spark's
-// collect_list (of a struct of the columns, or of one: the row function
-// takes what it needs) and Flink's ARRAY_AGG: its result is every row,
-// each decoded anew for the call, none without a row. The rows are kept
+// CollectList collects the rows, as Spark's collect_list (of a struct
+// of the columns, or of one: the row function takes what it needs) and
+// Flink's ARRAY_AGG: its result is every row, each decoded anew for the
+// call, none without a row, in the order they came by key and over
+// tumbling, sliding and cumulative windows; sessions and the windows of
+// a time difference fold a batch's rows in event-time order, so there
+// the order depends on how the rows fell into batches. The rows are kept
 // in their binary encoding (In is a record), all of a key's or window's
 // in its one state value, which every batch that brings the key rows
 // reads and writes whole: for groups of thousands of rows, keep a
@@ -32,8 +35,8 @@ func CollectList[In any, P codec.RecordPtr[In]]() Aggregator[In, RowsAcc, []In] 
 	return collectAgg[In, P]{what: "CollectList"}
 }
 
-// CollectSet collects the rows, each once, in the order they first came,
-// as Spark's collect_set: rows are alike when their binary encodings are
+// CollectSet collects the rows, each once, where it first came in
+// CollectList's order, as Spark's collect_set: rows are alike when their binary encodings are
 // (every field equal, a float's bits; a map's entries are encoded in
 // order of their keys). As CollectList otherwise; a batch indexes a
 // group's rows once, to find a row already in the set.
@@ -112,10 +115,9 @@ func (c collectAgg[In, P]) Result(acc RowsAcc) []In {
 }
 
 // add adds the encoding enc to the set of a's rows, which it indexes
-// first if it has not (or if the index is not of a's rows: a copy of a
-// changed it), and reports whether it was not there.
+// first if it has not, and reports whether it was not there.
 func (a *RowsAcc) add(enc []byte) bool {
-	if a.seen == nil || len(a.seen) != len(a.Rows) {
+	if a.seen == nil {
 		a.seen = make(map[string]struct{}, len(a.Rows)+1)
 		for _, r := range a.Rows {
 			a.seen[string(r)] = struct{}{}

@@ -103,7 +103,9 @@ func TestCollectMergeKeepsItsSecond(t *testing.T) {
 				t.Fatalf("%T: the second accumulator changed", agg)
 			}
 		}
-		// One merged into two empty ones gives two of their own.
+		// One merged into two empty ones gives two of their own, even
+		// when its rows have room to be appended to.
+		y.Rows = slices.Grow(y.Rows, 4)
 		a, b := agg.Merge(agg.Zero(), y), agg.Merge(agg.Zero(), y)
 		a, b = agg.Add(a, &in[35]), agg.Add(b, &in[36])
 		if got := agg.Result(a); len(got) != len(kept)+1 || got[len(kept)] != in[35] {
@@ -174,5 +176,18 @@ func TestCountDistinctWindows(t *testing.T) {
 	b = agg.Add(agg.Add(b, &fixtures.Click{Page: "new b"}), &fixtures.Click{Page: "new a"})
 	if agg.Result(y) != n || agg.Result(a) != n+1 || agg.Result(b) != n+2 {
 		t.Fatalf("merged into two: %d, %d and %d distinct, want %d, %d and %d", agg.Result(y), agg.Result(a), agg.Result(b), n, n+1, n+2)
+	}
+	// Stored and read back, a's values are its own: its new one again
+	// is no new value.
+	raw, err := a.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored typed.RowsAcc
+	if err := stored.UnmarshalBinary(raw); err != nil {
+		t.Fatal(err)
+	}
+	if got := agg.Result(agg.Add(stored, &fixtures.Click{Page: "new a"})); got != n+1 {
+		t.Fatalf("merged into two, stored, the same value added again: %d distinct, want %d", got, n+1)
 	}
 }
