@@ -205,63 +205,25 @@ func (pageSums) Result(a pageSumsAcc) float64 {
 // drops it; a click behind the latest but after the watermark is not.
 // One user, the watermark 10 s behind, RangePreceding(10 s), a count.
 func TestAggregateOverLateRows(t *testing.T) {
-	base := time.Unix(1_700_000_000, 0).UTC()
-	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
-	late := newSink[fixtures.Click]()
-	src := typed.WithWatermark(typed.FromMemory(m), clickTime, 10*time.Second, typed.LateRows[fixtures.Click](late))
-	counts := typed.AggregateOver(typed.GroupByKey(src, func(c *fixtures.Click) string { return c.User }), clickTime, typed.RangePreceding(10*time.Second),
-		typed.Count[fixtures.Click](), func(_ string, c *fixtures.Click, n int64) string {
-			return fmt.Sprintf("%d:%d", c.Time.Sub(base)/time.Second, n)
-		})
-	sink := newSink[string]()
-	w := typed.WriteTo(counts, sink)
-	ck := newCheckpoint()
-	var dropped int64
-	for i, step := range []struct {
-		add     []int
-		want    []string
-		dropped int64
-	}{
-		{add: []int{40, 41}}, // the watermark moves to 31
+	build := func(s typed.Stream[fixtures.Click]) typed.Stream[string] {
+		return typed.AggregateOver(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), clickTime, typed.RangePreceding(10*time.Second),
+			typed.Count[fixtures.Click](), func(_ string, c *fixtures.Click, n int64) string {
+				return fmt.Sprintf("%d:%d", c.Time.Unix(), n)
+			})
+	}
+	runSparkStepsLate(t, typed.Append, build, func(s string) string { return s }, []sparkStep{
+		{add: []int{40, 41}, stateRows: -1}, // the watermark moves to 31
 		// 35 is behind 41 but after 31: kept. 31 is at the watermark:
 		// late.
-		{add: []int{35, 31}, dropped: 1},
+		{add: []int{35, 31}, stateRows: -1, droppedRows: 1},
 		// The watermark moves to 50: 35, 40 and 41 are written.
-		{add: []int{60}, want: []string{"35:1", "40:2", "41:3"}},
+		{add: []int{60}, want: []string{"35:1", "40:2", "41:3"}, stateRows: -1},
 		// 45 is late (the watermark is 50), and 52 counts 60's frame.
-		{add: []int{45, 52}, dropped: 1},
+		{add: []int{45, 52}, stateRows: -1, droppedRows: 1},
 		// The watermark moves to 70: 52 (with 45 dropped, 52 alone, 41
 		// more than 10 s before), then 60 with 52.
-		{add: []int{80}, want: []string{"52:1", "60:2"}},
-	} {
-		for _, s := range step.add {
-			m.Add(fixtures.Click{User: "u", Time: base.Add(time.Duration(s) * time.Second)})
-		}
-		q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := q.AwaitTermination(); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		var n int64
-		for _, p := range q.RecentProgress() {
-			got = append(got, sink.batches[p.BatchID]...)
-			n += p.StateOperators[0].NumRowsDroppedByWatermark
-		}
-		slices.Sort(got)
-		if !slices.Equal(got, step.want) {
-			t.Fatalf("step %d (add %v): new rows %q, want %q", i, step.add, got, step.want)
-		}
-		if n != step.dropped {
-			t.Fatalf("step %d: %d rows dropped, want %d", i, n, step.dropped)
-		}
-		dropped += n
-	}
-	if got := int64(len(late.rows())); got != dropped {
-		t.Fatalf("LateRows got %d rows, want %d", got, dropped)
-	}
+		{add: []int{80}, want: []string{"52:1", "60:2"}, stateRows: -1},
+	}, newSink[fixtures.Click]())
 }
 
 // TestAggregateOverRefuses: rows without a binary encoding, and frames

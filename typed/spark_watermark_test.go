@@ -34,8 +34,21 @@ type sparkStep struct {
 
 func runSparkSteps[T any](t *testing.T, mode typed.OutputMode, build func(typed.Stream[fixtures.Click]) typed.Stream[T], text func(T) string, steps []sparkStep) {
 	t.Helper()
+	runSparkStepsLate(t, mode, build, text, steps, nil)
+}
+
+// runSparkStepsLate is runSparkSteps with late, when not nil, given the
+// rows the watermark drops (typed.LateRows), and checked to get as many
+// as the steps drop; a step's stateRows below 0 is not checked.
+func runSparkStepsLate[T any](t *testing.T, mode typed.OutputMode, build func(typed.Stream[fixtures.Click]) typed.Stream[T], text func(T) string, steps []sparkStep, late *batchSink[fixtures.Click]) {
+	t.Helper()
 	m := typed.NewMemoryStream[fixtures.Click]("values", 0)
-	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 10*time.Second)
+	var opts []typed.WatermarkOption[fixtures.Click]
+	if late != nil {
+		opts = append(opts, typed.LateRows[fixtures.Click](late))
+	}
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 10*time.Second, opts...)
+	var allDropped int64
 	sink := newSink[T]()
 	w := typed.WriteTo(build(s), sink).OutputMode(mode)
 	ck := newCheckpoint()
@@ -68,12 +81,16 @@ func runSparkSteps[T any](t *testing.T, mode typed.OutputMode, build func(typed.
 			t.Fatalf("step %d (add %v): new rows %q, want %q", i, step.add, got, want)
 		}
 		p, ok := q.LastProgress()
-		if ok && p.StateOperators[0].NumRowsTotal != step.stateRows {
+		if ok && step.stateRows >= 0 && p.StateOperators[0].NumRowsTotal != step.stateRows {
 			t.Fatalf("step %d: %d state rows, want %d", i, p.StateOperators[0].NumRowsTotal, step.stateRows)
 		}
 		if dropped != step.droppedRows {
 			t.Fatalf("step %d: %d rows dropped by the watermark, want %d", i, dropped, step.droppedRows)
 		}
+		allDropped += dropped
+	}
+	if late != nil && int64(len(late.rows())) != allDropped {
+		t.Fatalf("LateRows got %d rows, want the %d dropped", len(late.rows()), allDropped)
 	}
 }
 
