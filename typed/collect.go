@@ -62,8 +62,8 @@ type distinctAgg[In any] struct{ value func(*In) string }
 func (distinctAgg[In]) Zero() RowsAcc { return RowsAcc{} }
 
 func (d distinctAgg[In]) Add(acc RowsAcc, r *In) RowsAcc {
-	if v := d.value(r); acc.add([]byte(v)) {
-		acc.Rows = append(acc.Rows, []byte(v))
+	if v := []byte(d.value(r)); acc.add(v) {
+		acc.Rows = append(acc.Rows, v)
 	}
 	return acc
 }
@@ -123,9 +123,11 @@ func (a *RowsAcc) add(enc []byte) bool {
 			a.seen[string(r)] = struct{}{}
 		}
 	}
-	n := len(a.seen)
+	if _, ok := a.seen[string(enc)]; ok {
+		return false // looked up without a copy of enc
+	}
 	a.seen[string(enc)] = struct{}{}
-	return len(a.seen) > n
+	return true
 }
 
 // decodeRows decodes the encoded rows of aggregator what, each a value of

@@ -52,8 +52,9 @@ const percentileHead = 1000
 // fewer samples. Of 24 bytes each: of a million values, random or in
 // order, it keeps 71 or 73 samples at accuracy 100, 716 or 769 at 1,000,
 // but 20,544 or 7,109 (493 or 171 kB) at Spark's default, 10,000; so an
-// accuracy of 100 to 1,000 suits state kept for each key and window. Up to 1,000 values wait uncompressed beside the summary,
-// and are stored so in a key's first batch. Summaries of any batch,
+// accuracy of 100 to 1,000 suits state kept for each key and window.
+// Up to 1,000 values wait uncompressed beside the summary, and are
+// stored so in a key's first batch. Summaries of any batch,
 // process or restart merge within the error of each, and those of
 // another accuracy (a restart with another) at the coarser. A NaN value
 // is left out, as Spark leaves out a NULL.
@@ -225,11 +226,10 @@ func withHead(acc PercentileAcc, owned bool, room int) PercentileAcc {
 	}
 	s = s[:n+h]
 	i := n - 1
-	var next *PercentileSample // the least sample past head[j], if any
-	var nextSample PercentileSample
+	nextSpan := int64(-1) // G+Delta of the least sample past head[j]; -1 for none
 	for j := h - 1; j >= 0; j-- {
 		for i >= 0 && s[i].Value > head[j] {
-			nextSample, next = s[i], &nextSample
+			nextSpan = s[i].G + s[i].Delta
 			s[i+j+1] = s[i]
 			i--
 		}
@@ -239,8 +239,8 @@ func withHead(acc PercentileAcc, owned bool, room int) PercentileAcc {
 		// less one. Past every sample or before them all, its rank is
 		// known.
 		var delta int64
-		if i >= 0 && next != nil {
-			delta = next.G + next.Delta - 1
+		if i >= 0 && nextSpan >= 0 {
+			delta = max(nextSpan-1, 0)
 		}
 		s[i+j+1] = PercentileSample{Value: head[j], G: 1, Delta: delta}
 	}
