@@ -7,7 +7,7 @@ import (
 
 // Record is the method set streamgen generates for a //streamgen:record
 // type, on its pointer type: the standard library's binary and JSON
-// interfaces, an append-style JSON encoder, and the type's schema.
+// interfaces, an append-style JSON encoder, and the type's schemas.
 type Record interface {
 	encoding.BinaryAppender
 	encoding.BinaryMarshaler
@@ -22,6 +22,10 @@ type Record interface {
 	ReadJSON(r *JSONReader)
 	// StreamSchema returns the record's registered schema.
 	StreamSchema() *Schema
+	// StreamJSONSchema returns a JSON Schema (draft-07) of the record's
+	// JSON, what MarshalJSON writes and UnmarshalJSON reads, as a schema
+	// registry takes it.
+	StreamJSONSchema() string
 }
 
 // RecordPtr is the constraint generic code uses to reach a record's

@@ -388,6 +388,14 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 			jen.Return(jen.Id("schema" + h)),
 		),
 		jen.Line(),
+		jen.Comment("StreamJSONSchema returns a JSON Schema (draft-07) of " + name + "'s JSON: what"),
+		jen.Comment("MarshalJSON writes and UnmarshalJSON reads."),
+		jen.Func().Params(recv()).Id("StreamJSONSchema").Params().String().Block(
+			jen.Return(jen.Id("jsonSchema" + h)),
+		),
+		jen.Line(),
+		e.jsonSchemaVar(s),
+		jen.Line(),
 		jen.Var().Id("_").Qual(codecPath, "Record").Op("=").Parens(jen.Op("*").Id(name)).Parens(jen.Nil()),
 	}
 }

@@ -19,14 +19,18 @@ const BrokersEnv = "STREAMGEN_KAFKA_BROKERS"
 // STREAMGEN_KAFKA_BROKERS (comma-separated, blanks around each ignored), or
 // nil when it is unset or lists none: a program then runs on Embedded. It
 // is safe for concurrent use.
-func Brokers() []string {
-	var brokers []string
-	for _, b := range strings.Split(os.Getenv(BrokersEnv), ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			brokers = append(brokers, b)
+func Brokers() []string { return envList(BrokersEnv) }
+
+// envList returns the comma-separated items of the environment variable
+// name, blanks around each dropped, or nil when it lists none.
+func envList(name string) []string {
+	var items []string
+	for _, item := range strings.Split(os.Getenv(name), ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
 		}
 	}
-	return brokers
+	return items
 }
 
 // Connection says how to reach a Kafka cluster. Sources, sinks and the

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/sr"
+	"github.com/twmb/franz-go/pkg/sr/srfake"
 )
 
 // EmbeddedOption configures Embedded.
@@ -19,10 +21,11 @@ type embeddedOptionFunc func(*embeddedConfig)
 func (f embeddedOptionFunc) applyEmbedded(c *embeddedConfig) { f(c) }
 
 type embeddedConfig struct {
-	listen  string
-	brokers int
-	seeds   []kfake.Opt
-	fake    []kfake.Opt
+	listen   string
+	brokers  int
+	seeds    []kfake.Opt
+	fake     []kfake.Opt
+	registry bool
 }
 
 // ListenAddr has the embedded brokers listen on addr, a loopback
@@ -53,6 +56,15 @@ func SeedTopics(partitions int32, topics ...string) EmbeddedOption {
 // (SASL users, TLS, broker configs, a data directory), after streamgen's.
 func FakeOptions(opts ...kfake.Opt) EmbeddedOption {
 	return embeddedOptionFunc(func(c *embeddedConfig) { c.fake = append(c.fake, opts...) })
+}
+
+// WithRegistry starts a schema registry beside the cluster, in the same
+// process, on a loopback port: franz-go's srfake, which speaks Confluent
+// Schema Registry's REST API (schemas by subject, version and id) and
+// keeps them in memory. Registry returns a client of it, RegistryURL its
+// address, for a sink's ConfluentJSON format or any registry client.
+func WithRegistry() EmbeddedOption {
+	return embeddedOptionFunc(func(c *embeddedConfig) { c.registry = true })
 }
 
 func (c *embeddedConfig) validate() error {
@@ -86,8 +98,9 @@ func (c *embeddedConfig) validate() error {
 // programs; it is not a durable store. Its methods are safe for
 // concurrent use.
 type EmbeddedCluster struct {
-	cluster *kfake.Cluster
-	brokers []string
+	cluster  *kfake.Cluster
+	brokers  []string
+	registry *srfake.Registry // with WithRegistry
 	// detach stops ctx's closing of the cluster once Close has run.
 	detach    func() bool
 	closeOnce sync.Once
@@ -121,6 +134,9 @@ func Embedded(ctx context.Context, opts ...EmbeddedOption) (*EmbeddedCluster, er
 		return nil, fmt.Errorf("streamgen: embedded kafka: %w", err)
 	}
 	e := &EmbeddedCluster{cluster: cluster, brokers: cluster.ListenAddrs()}
+	if cfg.registry {
+		e.registry = srfake.New()
+	}
 	e.detach = context.AfterFunc(ctx, e.shutdown)
 	return e, nil
 }
@@ -132,7 +148,29 @@ func (e *EmbeddedCluster) Brokers() []string { return append([]string(nil), e.br
 // Connection returns a Connection to the cluster.
 func (e *EmbeddedCluster) Connection() Connection { return Connection{Brokers: e.Brokers()} }
 
-// Close stops the cluster: it stops listening, and its connections and
+// RegistryURL returns the address of the cluster's schema registry, or ""
+// without WithRegistry.
+func (e *EmbeddedCluster) RegistryURL() string {
+	if e.registry == nil {
+		return ""
+	}
+	return e.registry.URL()
+}
+
+// Registry returns a client of the cluster's schema registry, or nil
+// without WithRegistry.
+func (e *EmbeddedCluster) Registry() *sr.Client {
+	if e.registry == nil {
+		return nil
+	}
+	client, err := sr.NewClient(sr.URLs(e.registry.URL()))
+	if err != nil {
+		panic(fmt.Errorf("streamgen: embedded schema registry: %w", err)) // an http URL made by httptest: never
+	}
+	return client
+}
+
+// Close stops the cluster (and its schema registry): it stops listening, and its connections and
 // logs are gone. Close waits for nothing else; clients still connected
 // see their requests fail. Calling it again does nothing.
 func (e *EmbeddedCluster) Close() {
@@ -140,4 +178,11 @@ func (e *EmbeddedCluster) Close() {
 	e.shutdown()
 }
 
-func (e *EmbeddedCluster) shutdown() { e.closeOnce.Do(e.cluster.Close) }
+func (e *EmbeddedCluster) shutdown() {
+	e.closeOnce.Do(func() {
+		e.cluster.Close()
+		if e.registry != nil {
+			e.registry.Close()
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/streamgen/streamgen/codec"
 	"github.com/streamgen/streamgen/runtime"
@@ -26,6 +27,16 @@ const (
 	// Binary is the row's generated AppendBinary: compact, and readable
 	// by later versions of the record type (see package codec).
 	Binary
+	// ConfluentJSON is the row's JSON in Confluent's wire format, as the
+	// JSON Schema serializers of Confluent's clients write it: a zero
+	// byte, the 4-byte id of the row type's JSON Schema
+	// (StreamJSONSchema) in the schema registry (SinkOptions.Registry),
+	// then the JSON. The schema is registered under the topic's subject
+	// before the first record to each topic is written (or looked up,
+	// with SinkOptions.LookUpSchema), so that Confluent's
+	// deserializers, Kafka Streams' and Flink's json-sr formats, and
+	// FromConfluentJSON read the records.
+	ConfluentJSON
 )
 
 // String names the format.
@@ -35,6 +46,8 @@ func (f Format) String() string {
 		return "JSON"
 	case Binary:
 		return "Binary"
+	case ConfluentJSON:
+		return "ConfluentJSON"
 	}
 	return "Format(" + strconv.Itoa(int(f)) + ")"
 }
@@ -74,8 +87,25 @@ type SinkOptions[T any] struct {
 	// record of a KTable's deleted row; a removal of typed.JoinTables,
 	// say). It needs Key.
 	Tombstone func(row *T) bool
-	// Format is the value's encoding: JSON (the default) or Binary.
+	// Format is the value's encoding: JSON (the default), Binary or
+	// ConfluentJSON.
 	Format Format
+	// Registry is the schema registry of the ConfluentJSON format (a
+	// Confluent Schema Registry, or one that speaks its API): a client
+	// made with sr.NewClient(sr.URLs(RegistryURLs()...)), with
+	// sr.BasicAuth for Confluent Cloud's API key, say; or Embedded's
+	// Registry.
+	Registry *sr.Client
+	// Subject, when set, names the registry subject of a topic's value
+	// schema; by default it is the topic's name and "-value"
+	// (Confluent's TopicNameStrategy).
+	Subject func(topic string) string
+	// LookUpSchema, when set, has the ConfluentJSON format look the row
+	// type's schema up in each topic's subject instead of registering it
+	// (Confluent's auto.register.schemas=false, for registries where
+	// schemas are registered ahead of deployment): a subject without the
+	// schema fails the write, saying so.
+	LookUpSchema bool
 	// WriterID, when set, is written in every record's HeaderWriter, so
 	// that readers can tell apart the batches of queries that write to
 	// one topic (each numbers its batches from 0).
@@ -101,8 +131,13 @@ func (o *SinkOptions[T]) validate() error {
 	case o.Topic != "" && !legalTopic.MatchString(o.Topic):
 		errs = append(errs, fmt.Errorf("Topic: %q is not a legal topic name", o.Topic))
 	}
-	if o.Format != JSON && o.Format != Binary {
+	switch {
+	case o.Format != JSON && o.Format != Binary && o.Format != ConfluentJSON:
 		errs = append(errs, fmt.Errorf("Format: unknown %v", o.Format))
+	case o.Format == ConfluentJSON && o.Registry == nil:
+		errs = append(errs, errors.New("Format ConfluentJSON needs Registry: the schema's id comes from it"))
+	case o.Format != ConfluentJSON && (o.Registry != nil || o.Subject != nil || o.LookUpSchema):
+		errs = append(errs, fmt.Errorf("Registry, Subject and LookUpSchema are for Format ConfluentJSON, and the format is %v", o.Format))
 	}
 	if o.Tombstone != nil && o.Key == nil {
 		errs = append(errs, errors.New("Tombstone needs Key: a tombstone removes its key"))
@@ -139,7 +174,9 @@ func (o *SinkOptions[T]) validate() error {
 type TopicSink[T any] struct {
 	opts   SinkOptions[T]
 	encode func(b []byte, row *T) ([]byte, error)
-	err    error // from validate, returned by every Write
+	// schemas, for ConfluentJSON, gives the id of each topic's schema.
+	schemas *schemaIDs
+	err     error // from validate, returned by every Write
 	producer
 }
 
@@ -152,6 +189,14 @@ func Sink[T any, P codec.RecordPtr[T]](opts SinkOptions[T]) *TopicSink[T] {
 	if opts.Format == Binary {
 		s.encode = func(b []byte, row *T) ([]byte, error) { return P(row).AppendBinary(b) }
 	} else {
+		if opts.Format == ConfluentJSON {
+			s.schemas = &schemaIDs{
+				registry: opts.Registry,
+				schema:   sr.Schema{Schema: P(nil).StreamJSONSchema(), Type: sr.TypeJSON},
+				subject:  opts.Subject,
+				lookUp:   opts.LookUpSchema,
+			}
+		}
 		s.encode = func(b []byte, row *T) ([]byte, error) { return P(row).AppendJSON(b) }
 	}
 	return s
@@ -203,11 +248,22 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 		if s.opts.Timestamp != nil {
 			r.Timestamp = s.opts.Timestamp(row)
 		}
-		var err error
 		if tombstones != nil && s.opts.Tombstone(row) {
 			tombstones[i] = true
-		} else if values, err = s.encode(values, row); err != nil {
-			return fmt.Errorf("streamgen: %s: batch %d: row %d: %w", s.what, batchID, i, err)
+		} else {
+			var err error
+			if s.schemas != nil {
+				var id uint32
+				if id, err = s.schemas.of(ctx, r.Topic); err == nil {
+					values = AppendConfluentHeader(values, id)
+				}
+			}
+			if err == nil {
+				values, err = s.encode(values, row)
+			}
+			if err != nil {
+				return fmt.Errorf("streamgen: %s: batch %d: row %d: %w", s.what, batchID, i, err)
+			}
 		}
 		ends[i] = len(values)
 		ptrs[i] = r

@@ -88,6 +88,14 @@ func (t *CountAcc) StreamSchema() *codec.Schema {
 	return schemaCountAcc
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of CountAcc's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *CountAcc) StreamJSONSchema() string {
+	return jsonSchemaCountAcc
+}
+
+const jsonSchemaCountAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"CountAcc","type":"object","properties":{"n":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*CountAcc)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -170,6 +178,14 @@ func (t *SumAcc) ReadJSON(r *codec.JSONReader) {
 func (t *SumAcc) StreamSchema() *codec.Schema {
 	return schemaSumAcc
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of SumAcc's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *SumAcc) StreamJSONSchema() string {
+	return jsonSchemaSumAcc
+}
+
+const jsonSchemaSumAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"SumAcc","type":"object","properties":{"sum":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"n":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*SumAcc)(nil)
 
@@ -254,6 +270,14 @@ func (t *ExtremeAcc) StreamSchema() *codec.Schema {
 	return schemaExtremeAcc
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of ExtremeAcc's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *ExtremeAcc) StreamJSONSchema() string {
+	return jsonSchemaExtremeAcc
+}
+
+const jsonSchemaExtremeAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"ExtremeAcc","type":"object","properties":{"value":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"set":{"type":"boolean"}},"additionalProperties":false}`
+
 var _ codec.Record = (*ExtremeAcc)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -336,6 +360,14 @@ func (t *ApproxDistinctAcc) ReadJSON(r *codec.JSONReader) {
 func (t *ApproxDistinctAcc) StreamSchema() *codec.Schema {
 	return schemaApproxDistinctAcc
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of ApproxDistinctAcc's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *ApproxDistinctAcc) StreamJSONSchema() string {
+	return jsonSchemaApproxDistinctAcc
+}
+
+const jsonSchemaApproxDistinctAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"ApproxDistinctAcc","type":"object","properties":{"p":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"registers":{"type":["string","null"],"contentEncoding":"base64"}},"additionalProperties":false}`
 
 var _ codec.Record = (*ApproxDistinctAcc)(nil)
 
@@ -420,6 +452,14 @@ func (t *RowsAcc) StreamSchema() *codec.Schema {
 	return schemaRowsAcc
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of RowsAcc's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *RowsAcc) StreamJSONSchema() string {
+	return jsonSchemaRowsAcc
+}
+
+const jsonSchemaRowsAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"RowsAcc","type":"object","properties":{"rows":{"type":["array","null"],"items":{"type":["string","null"],"contentEncoding":"base64"}}},"additionalProperties":false}`
+
 var _ codec.Record = (*RowsAcc)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -502,6 +542,14 @@ func (t *MomentsAcc) ReadJSON(r *codec.JSONReader) {
 func (t *MomentsAcc) StreamSchema() *codec.Schema {
 	return schemaMomentsAcc
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of MomentsAcc's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *MomentsAcc) StreamJSONSchema() string {
+	return jsonSchemaMomentsAcc
+}
+
+const jsonSchemaMomentsAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"MomentsAcc","type":"object","properties":{"n":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"mean":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"m2":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false}`
 
 var _ codec.Record = (*MomentsAcc)(nil)
 
@@ -586,6 +634,14 @@ func (t *PercentileAcc) StreamSchema() *codec.Schema {
 	return schemaPercentileAcc
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of PercentileAcc's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *PercentileAcc) StreamJSONSchema() string {
+	return jsonSchemaPercentileAcc
+}
+
+const jsonSchemaPercentileAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"PercentileAcc","type":"object","properties":{"relative_error":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"samples":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1typed.PercentileSample"}},"head":{"type":["array","null"],"items":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}}},"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/typed.PercentileSample":{"type":"object","properties":{"value":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"g":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"delta":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}}}`
+
 var _ codec.Record = (*PercentileAcc)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -669,6 +725,14 @@ func (t *TopAcc) StreamSchema() *codec.Schema {
 	return schemaTopAcc
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of TopAcc's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *TopAcc) StreamJSONSchema() string {
+	return jsonSchemaTopAcc
+}
+
+const jsonSchemaTopAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"TopAcc","type":"object","properties":{"rows":{"type":["array","null"],"items":{"type":["string","null"],"contentEncoding":"base64"}}},"additionalProperties":false}`
+
 var _ codec.Record = (*TopAcc)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -751,6 +815,14 @@ func (t *Window) ReadJSON(r *codec.JSONReader) {
 func (t *Window) StreamSchema() *codec.Schema {
 	return schemaWindow
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Window's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Window) StreamJSONSchema() string {
+	return jsonSchemaWindow
+}
+
+const jsonSchemaWindow = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Window","type":"object","properties":{"start":{"type":"string","format":"date-time"},"end":{"type":"string","format":"date-time"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Window)(nil)
 

@@ -91,6 +91,14 @@ func (t *Event) StreamSchema() *codec.Schema {
 	return schemaEvent
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Event's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Event) StreamJSONSchema() string {
+	return jsonSchemaEvent
+}
+
+const jsonSchemaEvent = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Event","type":"object","properties":{"key":{"type":"string"}},"required":["key"],"additionalProperties":false}`
+
 var _ codec.Record = (*Event)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -173,6 +181,14 @@ func (t *Count) ReadJSON(r *codec.JSONReader) {
 func (t *Count) StreamSchema() *codec.Schema {
 	return schemaCount
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Count's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Count) StreamJSONSchema() string {
+	return jsonSchemaCount
+}
+
+const jsonSchemaCount = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Count","type":"object","properties":{"N":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Count)(nil)
 
@@ -257,6 +273,14 @@ func (t *KeyCount) StreamSchema() *codec.Schema {
 	return schemaKeyCount
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of KeyCount's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *KeyCount) StreamJSONSchema() string {
+	return jsonSchemaKeyCount
+}
+
+const jsonSchemaKeyCount = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"KeyCount","type":"object","properties":{"key":{"type":"string"},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*KeyCount)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -340,6 +364,14 @@ func (t *TimedEvent) StreamSchema() *codec.Schema {
 	return schemaTimedEvent
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of TimedEvent's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *TimedEvent) StreamJSONSchema() string {
+	return jsonSchemaTimedEvent
+}
+
+const jsonSchemaTimedEvent = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"TimedEvent","type":"object","properties":{"key":{"type":"string"},"sent":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*TimedEvent)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -422,6 +454,14 @@ func (t *TimedCount) ReadJSON(r *codec.JSONReader) {
 func (t *TimedCount) StreamSchema() *codec.Schema {
 	return schemaTimedCount
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of TimedCount's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *TimedCount) StreamJSONSchema() string {
+	return jsonSchemaTimedCount
+}
+
+const jsonSchemaTimedCount = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"TimedCount","type":"object","properties":{"key":{"type":"string"},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"sent":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*TimedCount)(nil)
 

@@ -88,6 +88,14 @@ func (t *Row) StreamSchema() *codec.Schema {
 	return schemaRow
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Row) StreamJSONSchema() string {
+	return jsonSchemaRow
+}
+
+const jsonSchemaRow = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Row","type":"object","properties":{"key":{"type":"string"},"time":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"value":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -170,6 +178,14 @@ func (t *Pair) ReadJSON(r *codec.JSONReader) {
 func (t *Pair) StreamSchema() *codec.Schema {
 	return schemaPair
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Pair's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Pair) StreamJSONSchema() string {
+	return jsonSchemaPair
+}
+
+const jsonSchemaPair = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Pair","type":"object","properties":{"key":{"type":"string"},"left":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"right":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Pair)(nil)
 
@@ -254,6 +270,14 @@ func (t *Info) StreamSchema() *codec.Schema {
 	return schemaInfo
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Info's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Info) StreamJSONSchema() string {
+	return jsonSchemaInfo
+}
+
+const jsonSchemaInfo = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Info","type":"object","properties":{"key":{"type":"string"},"group":{"type":"string"},"score":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*Info)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -336,6 +360,14 @@ func (t *Enriched) ReadJSON(r *codec.JSONReader) {
 func (t *Enriched) StreamSchema() *codec.Schema {
 	return schemaEnriched
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Enriched's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Enriched) StreamJSONSchema() string {
+	return jsonSchemaEnriched
+}
+
+const jsonSchemaEnriched = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Enriched","type":"object","properties":{"key":{"type":"string"},"value":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"group":{"type":"string"},"score":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Enriched)(nil)
 

@@ -91,6 +91,14 @@ func (t *Order) StreamSchema() *codec.Schema {
 	return schemaOrder
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Order's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Order) StreamJSONSchema() string {
+	return jsonSchemaOrder
+}
+
+const jsonSchemaOrder = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Order","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"placed":{"type":"string","format":"date-time"},"updated":{"type":"string","format":"date-time"},"status":{"type":"string"},"customer":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1orderrec.Customer"},"ship_to":{"anyOf":[{"type":"null"},{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1orderrec.Address"}]},"items":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1orderrec.LineItem"}},"attributes":{"type":["object","null"],"additionalProperties":{"type":"string"}},"tags":{"type":["array","null"],"items":{"type":"string"}},"total":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"currency":{"type":"string"},"paid":{"type":"boolean"},"gift":{"type":"boolean"},"note":{"type":"string"},"attempts":{"type":"integer","minimum":-2147483648,"maximum":2147483647}},"required":["id"],"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/bench/orderrec.Customer":{"type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"name":{"type":"string"},"email":{"type":"string"},"since":{"type":"string","format":"date-time"},"loyalty":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"vip":{"type":"boolean"}},"additionalProperties":false},"github.com/streamgen/streamgen/bench/orderrec.Address":{"type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"},"zip":{"type":"string"},"country":{"type":"string"}},"additionalProperties":false},"github.com/streamgen/streamgen/bench/orderrec.LineItem":{"type":"object","properties":{"sku":{"type":"string"},"name":{"type":"string"},"quantity":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"discount":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false}}}`
+
 var _ codec.Record = (*Order)(nil)
 
 var schemaOrder = codec.Register(&codec.Schema{

@@ -88,6 +88,14 @@ func (t *Reading) StreamSchema() *codec.Schema {
 	return schemaReading
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Reading's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Reading) StreamJSONSchema() string {
+	return jsonSchemaReading
+}
+
+const jsonSchemaReading = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Reading","type":"object","properties":{"User":{"type":"string"},"CreationTime":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*Reading)(nil)
 
 var schemaReading = codec.Register(&codec.Schema{

@@ -95,6 +95,14 @@ func (t *Event) StreamSchema() *codec.Schema {
 	return schemaEvent
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Event's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Event) StreamJSONSchema() string {
+	return jsonSchemaEvent
+}
+
+const jsonSchemaEvent = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Event","type":"object","properties":{"time":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"action":{"type":"string"}},"required":["action"],"additionalProperties":false}`
+
 var _ codec.Record = (*Event)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -177,6 +185,14 @@ func (t *ActionCount) ReadJSON(r *codec.JSONReader) {
 func (t *ActionCount) StreamSchema() *codec.Schema {
 	return schemaActionCount
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of ActionCount's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *ActionCount) StreamJSONSchema() string {
+	return jsonSchemaActionCount
+}
+
+const jsonSchemaActionCount = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"ActionCount","type":"object","properties":{"action":{"type":"string"},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*ActionCount)(nil)
 

@@ -92,6 +92,14 @@ func (t *Activity) StreamSchema() *codec.Schema {
 	return schemaActivity
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Activity's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Activity) StreamJSONSchema() string {
+	return jsonSchemaActivity
+}
+
+const jsonSchemaActivity = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Activity","type":"object","properties":{"user":{"type":"string"},"activity":{"type":"string"},"start":{"type":"string","format":"date-time"},"end":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Activity)(nil)
 
 // updateActivityStream groups in by User and applies updateActivity with mapGroupsWithState (NoTimeout); opts, such as typed.InitialState, configure the operator.

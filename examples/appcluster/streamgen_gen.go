@@ -88,6 +88,14 @@ func (t *Click) StreamSchema() *codec.Schema {
 	return schemaClick
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Click's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Click) StreamJSONSchema() string {
+	return jsonSchemaClick
+}
+
+const jsonSchemaClick = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Click","type":"object","properties":{"user":{"type":"string"},"time":{"type":"string","format":"date-time"},"page":{"type":"string"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Click)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -170,6 +178,14 @@ func (t *Count) ReadJSON(r *codec.JSONReader) {
 func (t *Count) StreamSchema() *codec.Schema {
 	return schemaCount
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Count's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Count) StreamJSONSchema() string {
+	return jsonSchemaCount
+}
+
+const jsonSchemaCount = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Count","type":"object","properties":{"user":{"type":"string"},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Count)(nil)
 

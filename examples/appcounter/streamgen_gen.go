@@ -91,6 +91,14 @@ func (t *Message) StreamSchema() *codec.Schema {
 	return schemaMessage
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Message's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Message) StreamJSONSchema() string {
+	return jsonSchemaMessage
+}
+
+const jsonSchemaMessage = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Message","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"name":{"type":"string"},"subject":{"type":"string"},"content":{"type":"string"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Message)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -177,6 +185,14 @@ func (t *Request) StreamSchema() *codec.Schema {
 	return schemaRequest
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Request's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Request) StreamJSONSchema() string {
+	return jsonSchemaRequest
+}
+
+const jsonSchemaRequest = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Request","type":"object","properties":{"key":{"type":"string"},"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"name":{"type":"string"},"subject":{"type":"string"},"product":{"type":"string"},"quantity":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"required":["key"],"additionalProperties":false}`
+
 var _ codec.Record = (*Request)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -259,6 +275,14 @@ func (t *App) ReadJSON(r *codec.JSONReader) {
 func (t *App) StreamSchema() *codec.Schema {
 	return schemaApp
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of App's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *App) StreamJSONSchema() string {
+	return jsonSchemaApp
+}
+
+const jsonSchemaApp = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"App","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"name":{"type":"string"},"subject":{"type":"string"},"product":{"type":"string"},"quantity":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"app_counter":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*App)(nil)
 

@@ -88,6 +88,14 @@ func (t *UserCount) StreamSchema() *codec.Schema {
 	return schemaUserCount
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of UserCount's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *UserCount) StreamJSONSchema() string {
+	return jsonSchemaUserCount
+}
+
+const jsonSchemaUserCount = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"UserCount","type":"object","properties":{"User":{"type":"string"},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*UserCount)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -170,6 +178,14 @@ func (t *Reading) ReadJSON(r *codec.JSONReader) {
 func (t *Reading) StreamSchema() *codec.Schema {
 	return schemaReading
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Reading's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Reading) StreamJSONSchema() string {
+	return jsonSchemaReading
+}
+
+const jsonSchemaReading = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Reading","type":"object","properties":{"User":{"type":"string"},"Creation_Time":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Reading)(nil)
 

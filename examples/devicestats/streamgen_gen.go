@@ -88,6 +88,14 @@ func (t *DeviceKey) StreamSchema() *codec.Schema {
 	return schemaDeviceKey
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of DeviceKey's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *DeviceKey) StreamJSONSchema() string {
+	return jsonSchemaDeviceKey
+}
+
+const jsonSchemaDeviceKey = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"DeviceKey","type":"object","properties":{"Gt":{"type":"string"},"Model":{"type":"string"},"GtAll":{"type":"boolean"},"ModelAll":{"type":"boolean"}},"additionalProperties":false}`
+
 var _ codec.Record = (*DeviceKey)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -170,6 +178,14 @@ func (t *Sums) ReadJSON(r *codec.JSONReader) {
 func (t *Sums) StreamSchema() *codec.Schema {
 	return schemaSums
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Sums's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Sums) StreamJSONSchema() string {
+	return jsonSchemaSums
+}
+
+const jsonSchemaSums = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Sums","type":"object","properties":{"N":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"X":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"Y":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"Z":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false}`
 
 var _ codec.Record = (*Sums)(nil)
 
@@ -254,6 +270,14 @@ func (t *GroupAverages) StreamSchema() *codec.Schema {
 	return schemaGroupAverages
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of GroupAverages's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *GroupAverages) StreamJSONSchema() string {
+	return jsonSchemaGroupAverages
+}
+
+const jsonSchemaGroupAverages = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"GroupAverages","type":"object","properties":{"Key":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1examples~1devicestats.DeviceKey"},"X":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"Y":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"Z":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/examples/devicestats.DeviceKey":{"type":"object","properties":{"Gt":{"type":"string"},"Model":{"type":"string"},"GtAll":{"type":"boolean"},"ModelAll":{"type":"boolean"}},"additionalProperties":false}}}`
+
 var _ codec.Record = (*GroupAverages)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -336,6 +360,14 @@ func (t *DeviceCount) ReadJSON(r *codec.JSONReader) {
 func (t *DeviceCount) StreamSchema() *codec.Schema {
 	return schemaDeviceCount
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of DeviceCount's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *DeviceCount) StreamJSONSchema() string {
+	return jsonSchemaDeviceCount
+}
+
+const jsonSchemaDeviceCount = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"DeviceCount","type":"object","properties":{"gt":{"type":"string"},"Model":{"type":"string"},"avg_x":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"avg_y":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"avg_z":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"hist_avg_x":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"hist_avg_y":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"hist_avg_z":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false}`
 
 var _ codec.Record = (*DeviceCount)(nil)
 

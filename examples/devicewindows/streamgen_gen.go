@@ -88,6 +88,14 @@ func (t *DeviceAverage) StreamSchema() *codec.Schema {
 	return schemaDeviceAverage
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of DeviceAverage's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *DeviceAverage) StreamJSONSchema() string {
+	return jsonSchemaDeviceAverage
+}
+
+const jsonSchemaDeviceAverage = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"DeviceAverage","type":"object","properties":{"device":{"type":"string"},"previousAverage":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false}`
+
 var _ codec.Record = (*DeviceAverage)(nil)
 
 var schemaDeviceAverage = codec.Register(&codec.Schema{

@@ -88,6 +88,14 @@ func (t *Order) StreamSchema() *codec.Schema {
 	return schemaOrder
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Order's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Order) StreamJSONSchema() string {
+	return jsonSchemaOrder
+}
+
+const jsonSchemaOrder = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Order","type":"object","properties":{"id":{"type":"string"},"customer":{"type":"string"},"amount":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"time":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Order)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -170,6 +178,14 @@ func (t *Customer) ReadJSON(r *codec.JSONReader) {
 func (t *Customer) StreamSchema() *codec.Schema {
 	return schemaCustomer
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Customer's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Customer) StreamJSONSchema() string {
+	return jsonSchemaCustomer
+}
+
+const jsonSchemaCustomer = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Customer","type":"object","properties":{"id":{"type":"string"},"name":{"type":"string"},"tier":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Customer)(nil)
 
@@ -254,6 +270,14 @@ func (t *EnrichedOrder) StreamSchema() *codec.Schema {
 	return schemaEnrichedOrder
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of EnrichedOrder's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *EnrichedOrder) StreamJSONSchema() string {
+	return jsonSchemaEnrichedOrder
+}
+
+const jsonSchemaEnrichedOrder = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"EnrichedOrder","type":"object","properties":{"order":{"type":"string"},"customer":{"type":"string"},"amount":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"name":{"type":"string"},"tier":{"type":"string"},"known":{"type":"boolean"}},"additionalProperties":false}`
+
 var _ codec.Record = (*EnrichedOrder)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -336,6 +360,14 @@ func (t *Impression) ReadJSON(r *codec.JSONReader) {
 func (t *Impression) StreamSchema() *codec.Schema {
 	return schemaImpression
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Impression's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Impression) StreamJSONSchema() string {
+	return jsonSchemaImpression
+}
+
+const jsonSchemaImpression = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Impression","type":"object","properties":{"id":{"type":"string"},"ad":{"type":"string"},"time":{"type":"string","format":"date-time"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Impression)(nil)
 
@@ -420,6 +452,14 @@ func (t *Click) StreamSchema() *codec.Schema {
 	return schemaClick
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Click's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Click) StreamJSONSchema() string {
+	return jsonSchemaClick
+}
+
+const jsonSchemaClick = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Click","type":"object","properties":{"id":{"type":"string"},"ad":{"type":"string"},"time":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Click)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -502,6 +542,14 @@ func (t *ImpressionClick) ReadJSON(r *codec.JSONReader) {
 func (t *ImpressionClick) StreamSchema() *codec.Schema {
 	return schemaImpressionClick
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of ImpressionClick's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *ImpressionClick) StreamJSONSchema() string {
+	return jsonSchemaImpressionClick
+}
+
+const jsonSchemaImpressionClick = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"ImpressionClick","type":"object","properties":{"impression":{"type":"string"},"ad":{"type":"string"},"click":{"type":"string"},"clicked":{"type":"boolean"},"after":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*ImpressionClick)(nil)
 

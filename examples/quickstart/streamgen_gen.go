@@ -96,6 +96,14 @@ func (t *Click) StreamSchema() *codec.Schema {
 	return schemaClick
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Click's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Click) StreamJSONSchema() string {
+	return jsonSchemaClick
+}
+
+const jsonSchemaClick = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Click","type":"object","properties":{"user":{"type":"string"},"time":{"type":"string","format":"date-time"},"page":{"type":"string"}},"required":["user","time"],"additionalProperties":false}`
+
 var _ codec.Record = (*Click)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -179,6 +187,14 @@ func (t *Session) StreamSchema() *codec.Schema {
 	return schemaSession
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Session's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Session) StreamJSONSchema() string {
+	return jsonSchemaSession
+}
+
+const jsonSchemaSession = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Session","type":"object","properties":{"Start":{"type":"string","format":"date-time"},"End":{"type":"string","format":"date-time"},"Clicks":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Pages":{"type":["array","null"],"items":{"type":"string"}}},"additionalProperties":false}`
+
 var _ codec.Record = (*Session)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -261,6 +277,14 @@ func (t *SessionOut) ReadJSON(r *codec.JSONReader) {
 func (t *SessionOut) StreamSchema() *codec.Schema {
 	return schemaSessionOut
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of SessionOut's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *SessionOut) StreamJSONSchema() string {
+	return jsonSchemaSessionOut
+}
+
+const jsonSchemaSessionOut = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"SessionOut","type":"object","properties":{"user":{"type":"string"},"start":{"type":"string","format":"date-time"},"end":{"type":"string","format":"date-time"},"clicks":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"pages":{"type":["array","null"],"items":{"type":"string"}}},"additionalProperties":false}`
 
 var _ codec.Record = (*SessionOut)(nil)
 

@@ -91,6 +91,14 @@ func (t *Visit) StreamSchema() *codec.Schema {
 	return schemaVisit
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Visit's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Visit) StreamJSONSchema() string {
+	return jsonSchemaVisit
+}
+
+const jsonSchemaVisit = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Visit","type":"object","properties":{"event_id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"user":{"type":"string"},"page":{"type":"string"},"seconds":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"required":["user"],"additionalProperties":false}`
+
 var _ codec.Record = (*Visit)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -173,6 +181,14 @@ func (t *UserScore) ReadJSON(r *codec.JSONReader) {
 func (t *UserScore) StreamSchema() *codec.Schema {
 	return schemaUserScore
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of UserScore's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *UserScore) StreamJSONSchema() string {
+	return jsonSchemaUserScore
+}
+
+const jsonSchemaUserScore = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"UserScore","type":"object","properties":{"user":{"type":"string"},"score":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false}`
 
 var _ codec.Record = (*UserScore)(nil)
 
@@ -259,6 +275,14 @@ func (t *scoreReply) ReadJSON(r *codec.JSONReader) {
 func (t *scoreReply) StreamSchema() *codec.Schema {
 	return schemascoreReply
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of scoreReply's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *scoreReply) StreamJSONSchema() string {
+	return jsonSchemascoreReply
+}
+
+const jsonSchemascoreReply = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"scoreReply","type":"object","properties":{"score":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"required":["score"],"additionalProperties":false}`
 
 var _ codec.Record = (*scoreReply)(nil)
 

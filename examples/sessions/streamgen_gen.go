@@ -93,6 +93,14 @@ func (t *Session) StreamSchema() *codec.Schema {
 	return schemaSession
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Session's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Session) StreamJSONSchema() string {
+	return jsonSchemaSession
+}
+
+const jsonSchemaSession = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Session","type":"object","properties":{"Start":{"type":"string","format":"date-time"},"End":{"type":"string","format":"date-time"},"Count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Activities":{"type":["array","null"],"items":{"type":"string"}},"XSum":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false}`
+
 var _ codec.Record = (*Session)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -175,6 +183,14 @@ func (t *SessionOut) ReadJSON(r *codec.JSONReader) {
 func (t *SessionOut) StreamSchema() *codec.Schema {
 	return schemaSessionOut
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of SessionOut's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *SessionOut) StreamJSONSchema() string {
+	return jsonSchemaSessionOut
+}
+
+const jsonSchemaSessionOut = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"SessionOut","type":"object","properties":{"uid":{"type":"string"},"start":{"type":"string","format":"date-time"},"end":{"type":"string","format":"date-time"},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"activities":{"type":["array","null"],"items":{"type":"string"}},"xAvg":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false}`
 
 var _ codec.Record = (*SessionOut)(nil)
 

@@ -91,6 +91,14 @@ func (t *WindowCount) StreamSchema() *codec.Schema {
 	return schemaWindowCount
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of WindowCount's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *WindowCount) StreamJSONSchema() string {
+	return jsonSchemaWindowCount
+}
+
+var jsonSchemaWindowCount = codec.JoinJSONSchemas(`{"$schema":"http://json-schema.org/draft-07/schema#","title":"WindowCount","type":"object","properties":{"window":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1typed.Window"},"User":{"anyOf":[{"type":"null"},{"type":"string"}]},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`, map[string]string{"github.com/streamgen/streamgen/typed.Window": (*typed.Window)(nil).StreamJSONSchema()})
+
 var _ codec.Record = (*WindowCount)(nil)
 
 var schemaWindowCount = codec.Register(&codec.Schema{

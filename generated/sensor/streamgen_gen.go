@@ -92,6 +92,14 @@ func (t *Event) StreamSchema() *codec.Schema {
 	return schemaEvent
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Event's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Event) StreamJSONSchema() string {
+	return jsonSchemaEvent
+}
+
+const jsonSchemaEvent = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Event","type":"object","properties":{"Arrival_Time":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Creation_Time":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Device":{"type":"string"},"Index":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Model":{"type":"string"},"User":{"type":"string"},"gt":{"type":"string"},"x":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"y":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"z":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"required":["Creation_Time","User"],"additionalProperties":false}`
+
 var _ codec.Record = (*Event)(nil)
 
 var schemaEvent = codec.Register(&codec.Schema{

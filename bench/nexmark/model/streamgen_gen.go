@@ -88,6 +88,14 @@ func (t *Person) StreamSchema() *codec.Schema {
 	return schemaPerson
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Person's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Person) StreamJSONSchema() string {
+	return jsonSchemaPerson
+}
+
+const jsonSchemaPerson = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Person","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"name":{"type":"string"},"emailAddress":{"type":"string"},"creditCard":{"type":"string"},"city":{"type":"string"},"state":{"type":"string"},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Person)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -170,6 +178,14 @@ func (t *Auction) ReadJSON(r *codec.JSONReader) {
 func (t *Auction) StreamSchema() *codec.Schema {
 	return schemaAuction
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Auction's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Auction) StreamJSONSchema() string {
+	return jsonSchemaAuction
+}
+
+const jsonSchemaAuction = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Auction","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"itemName":{"type":"string"},"description":{"type":"string"},"initialBid":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"reserve":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"expires":{"type":"string","format":"date-time"},"seller":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"category":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"extra":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Auction)(nil)
 
@@ -254,6 +270,14 @@ func (t *Bid) StreamSchema() *codec.Schema {
 	return schemaBid
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Bid's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Bid) StreamJSONSchema() string {
+	return jsonSchemaBid
+}
+
+const jsonSchemaBid = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Bid","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Bid)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -336,6 +360,14 @@ func (t *Event) ReadJSON(r *codec.JSONReader) {
 func (t *Event) StreamSchema() *codec.Schema {
 	return schemaEvent
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Event's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Event) StreamJSONSchema() string {
+	return jsonSchemaEvent
+}
+
+const jsonSchemaEvent = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Event","type":"object","properties":{"person":{"anyOf":[{"type":"null"},{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1nexmark~1model.Person"}]},"auction":{"anyOf":[{"type":"null"},{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1nexmark~1model.Auction"}]},"bid":{"anyOf":[{"type":"null"},{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1nexmark~1model.Bid"}]}},"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/bench/nexmark/model.Person":{"type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"name":{"type":"string"},"emailAddress":{"type":"string"},"creditCard":{"type":"string"},"city":{"type":"string"},"state":{"type":"string"},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false},"github.com/streamgen/streamgen/bench/nexmark/model.Auction":{"type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"itemName":{"type":"string"},"description":{"type":"string"},"initialBid":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"reserve":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"expires":{"type":"string","format":"date-time"},"seller":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"category":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"extra":{"type":"string"}},"additionalProperties":false},"github.com/streamgen/streamgen/bench/nexmark/model.Bid":{"type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}}}`
 
 var _ codec.Record = (*Event)(nil)
 

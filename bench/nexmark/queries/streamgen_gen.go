@@ -91,6 +91,14 @@ func (t *BidStats) StreamSchema() *codec.Schema {
 	return schemaBidStats
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of BidStats's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *BidStats) StreamJSONSchema() string {
+	return jsonSchemaBidStats
+}
+
+const jsonSchemaBidStats = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"BidStats","type":"object","properties":{"total_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank1_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank2_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank3_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"total_bidders":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank1_bidders":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank2_bidders":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank3_bidders":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"total_auctions":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank1_auctions":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank2_auctions":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank3_auctions":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"maxMinute":{"type":"string"}},"additionalProperties":false}`
+
 var _ codec.Record = (*BidStats)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -173,6 +181,14 @@ func (t *Q15Row) ReadJSON(r *codec.JSONReader) {
 func (t *Q15Row) StreamSchema() *codec.Schema {
 	return schemaQ15Row
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q15Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q15Row) StreamJSONSchema() string {
+	return jsonSchemaQ15Row
+}
+
+const jsonSchemaQ15Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q15Row","type":"object","properties":{"day":{"type":"string"},"total_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank1_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank2_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank3_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"total_bidders":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank1_bidders":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank2_bidders":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank3_bidders":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"total_auctions":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank1_auctions":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank2_auctions":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank3_auctions":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q15Row)(nil)
 
@@ -257,6 +273,14 @@ func (t *Q16Row) StreamSchema() *codec.Schema {
 	return schemaQ16Row
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q16Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q16Row) StreamJSONSchema() string {
+	return jsonSchemaQ16Row
+}
+
+const jsonSchemaQ16Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q16Row","type":"object","properties":{"channel":{"type":"string"},"day":{"type":"string"},"minute":{"type":"string"},"total_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank1_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank2_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank3_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"total_bidders":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank1_bidders":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank2_bidders":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank3_bidders":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"total_auctions":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank1_auctions":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank2_auctions":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank3_auctions":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q16Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -339,6 +363,14 @@ func (t *SeenKey) ReadJSON(r *codec.JSONReader) {
 func (t *SeenKey) StreamSchema() *codec.Schema {
 	return schemaSeenKey
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of SeenKey's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *SeenKey) StreamJSONSchema() string {
+	return jsonSchemaSeenKey
+}
+
+const jsonSchemaSeenKey = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"SeenKey","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"day":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*SeenKey)(nil)
 
@@ -423,6 +455,14 @@ func (t *StatsKey) StreamSchema() *codec.Schema {
 	return schemaStatsKey
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of StatsKey's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *StatsKey) StreamJSONSchema() string {
+	return jsonSchemaStatsKey
+}
+
+const jsonSchemaStatsKey = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"StatsKey","type":"object","properties":{"channel":{"type":"string"},"day":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*StatsKey)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -505,6 +545,14 @@ func (t *Q17Row) ReadJSON(r *codec.JSONReader) {
 func (t *Q17Row) StreamSchema() *codec.Schema {
 	return schemaQ17Row
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q17Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q17Row) StreamJSONSchema() string {
+	return jsonSchemaQ17Row
+}
+
+const jsonSchemaQ17Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q17Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"day":{"type":"string"},"total_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank1_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank2_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"rank3_bids":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"min_price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"max_price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"avg_price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"sum_price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q17Row)(nil)
 
@@ -589,6 +637,14 @@ func (t *AuctionDay) StreamSchema() *codec.Schema {
 	return schemaAuctionDay
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of AuctionDay's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *AuctionDay) StreamJSONSchema() string {
+	return jsonSchemaAuctionDay
+}
+
+const jsonSchemaAuctionDay = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"AuctionDay","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"day":{"type":"string"}},"additionalProperties":false}`
+
 var _ codec.Record = (*AuctionDay)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -671,6 +727,14 @@ func (t *Q17Acc) ReadJSON(r *codec.JSONReader) {
 func (t *Q17Acc) StreamSchema() *codec.Schema {
 	return schemaQ17Acc
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q17Acc's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q17Acc) StreamJSONSchema() string {
+	return jsonSchemaQ17Acc
+}
+
+const jsonSchemaQ17Acc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q17Acc","type":"object","properties":{"Total":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Rank1":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Rank2":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Rank3":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Min":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Max":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Sum":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q17Acc)(nil)
 
@@ -755,6 +819,14 @@ func (t *Q18Row) StreamSchema() *codec.Schema {
 	return schemaQ18Row
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q18Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q18Row) StreamJSONSchema() string {
+	return jsonSchemaQ18Row
+}
+
+const jsonSchemaQ18Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q18Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q18Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -837,6 +909,14 @@ func (t *BidderAuction) ReadJSON(r *codec.JSONReader) {
 func (t *BidderAuction) StreamSchema() *codec.Schema {
 	return schemaBidderAuction
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of BidderAuction's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *BidderAuction) StreamJSONSchema() string {
+	return jsonSchemaBidderAuction
+}
+
+const jsonSchemaBidderAuction = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"BidderAuction","type":"object","properties":{"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*BidderAuction)(nil)
 
@@ -921,6 +1001,14 @@ func (t *Q19Row) StreamSchema() *codec.Schema {
 	return schemaQ19Row
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q19Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q19Row) StreamJSONSchema() string {
+	return jsonSchemaQ19Row
+}
+
+const jsonSchemaQ19Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q19Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"},"rank_number":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q19Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -1003,6 +1091,14 @@ func (t *Q19Top) ReadJSON(r *codec.JSONReader) {
 func (t *Q19Top) StreamSchema() *codec.Schema {
 	return schemaQ19Top
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q19Top's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q19Top) StreamJSONSchema() string {
+	return jsonSchemaQ19Top
+}
+
+var jsonSchemaQ19Top = codec.JoinJSONSchemas(`{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q19Top","type":"object","properties":{"bids":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1nexmark~1model.Bid"}}},"additionalProperties":false}`, map[string]string{"github.com/streamgen/streamgen/bench/nexmark/model.Bid": (*model.Bid)(nil).StreamJSONSchema()})
 
 var _ codec.Record = (*Q19Top)(nil)
 
@@ -1087,6 +1183,14 @@ func (t *Q12Row) StreamSchema() *codec.Schema {
 	return schemaQ12Row
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q12Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q12Row) StreamJSONSchema() string {
+	return jsonSchemaQ12Row
+}
+
+const jsonSchemaQ12Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q12Row","type":"object","properties":{"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bid_count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"starttime":{"type":"string","format":"date-time"},"endtime":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q12Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -1169,6 +1273,14 @@ func (t *Q12Window) ReadJSON(r *codec.JSONReader) {
 func (t *Q12Window) StreamSchema() *codec.Schema {
 	return schemaQ12Window
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q12Window's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q12Window) StreamJSONSchema() string {
+	return jsonSchemaQ12Window
+}
+
+const jsonSchemaQ12Window = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q12Window","type":"object","properties":{"start":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q12Window)(nil)
 
@@ -1253,6 +1365,14 @@ func (t *Q3Row) StreamSchema() *codec.Schema {
 	return schemaQ3Row
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q3Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q3Row) StreamJSONSchema() string {
+	return jsonSchemaQ3Row
+}
+
+const jsonSchemaQ3Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q3Row","type":"object","properties":{"name":{"type":"string"},"city":{"type":"string"},"state":{"type":"string"},"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q3Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -1335,6 +1455,14 @@ func (t *Q3Auction) ReadJSON(r *codec.JSONReader) {
 func (t *Q3Auction) StreamSchema() *codec.Schema {
 	return schemaQ3Auction
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q3Auction's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q3Auction) StreamJSONSchema() string {
+	return jsonSchemaQ3Auction
+}
+
+const jsonSchemaQ3Auction = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q3Auction","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"seller":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q3Auction)(nil)
 
@@ -1419,6 +1547,14 @@ func (t *Q3Person) StreamSchema() *codec.Schema {
 	return schemaQ3Person
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q3Person's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q3Person) StreamJSONSchema() string {
+	return jsonSchemaQ3Person
+}
+
+const jsonSchemaQ3Person = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q3Person","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"name":{"type":"string"},"city":{"type":"string"},"state":{"type":"string"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q3Person)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -1501,6 +1637,14 @@ func (t *Q13Row) ReadJSON(r *codec.JSONReader) {
 func (t *Q13Row) StreamSchema() *codec.Schema {
 	return schemaQ13Row
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q13Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q13Row) StreamJSONSchema() string {
+	return jsonSchemaQ13Row
+}
+
+const jsonSchemaQ13Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q13Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"value":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q13Row)(nil)
 
@@ -1585,6 +1729,14 @@ func (t *Q20Row) StreamSchema() *codec.Schema {
 	return schemaQ20Row
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q20Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q20Row) StreamJSONSchema() string {
+	return jsonSchemaQ20Row
+}
+
+const jsonSchemaQ20Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q20Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"bid_dateTime":{"type":"string","format":"date-time"},"bid_extra":{"type":"string"},"itemName":{"type":"string"},"description":{"type":"string"},"initialBid":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"reserve":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"auction_dateTime":{"type":"string","format":"date-time"},"expires":{"type":"string","format":"date-time"},"seller":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"category":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"auction_extra":{"type":"string"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q20Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -1667,6 +1819,14 @@ func (t *Q0Row) ReadJSON(r *codec.JSONReader) {
 func (t *Q0Row) StreamSchema() *codec.Schema {
 	return schemaQ0Row
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q0Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q0Row) StreamJSONSchema() string {
+	return jsonSchemaQ0Row
+}
+
+const jsonSchemaQ0Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q0Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q0Row)(nil)
 
@@ -1751,6 +1911,14 @@ func (t *Q1Row) StreamSchema() *codec.Schema {
 	return schemaQ1Row
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q1Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q1Row) StreamJSONSchema() string {
+	return jsonSchemaQ1Row
+}
+
+const jsonSchemaQ1Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q1Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q1Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -1833,6 +2001,14 @@ func (t *Q2Row) ReadJSON(r *codec.JSONReader) {
 func (t *Q2Row) StreamSchema() *codec.Schema {
 	return schemaQ2Row
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q2Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q2Row) StreamJSONSchema() string {
+	return jsonSchemaQ2Row
+}
+
+const jsonSchemaQ2Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q2Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q2Row)(nil)
 
@@ -1917,6 +2093,14 @@ func (t *Q10Row) StreamSchema() *codec.Schema {
 	return schemaQ10Row
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q10Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q10Row) StreamJSONSchema() string {
+	return jsonSchemaQ10Row
+}
+
+const jsonSchemaQ10Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q10Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"},"dt":{"type":"string"},"hm":{"type":"string"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q10Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -1999,6 +2183,14 @@ func (t *Q14Row) ReadJSON(r *codec.JSONReader) {
 func (t *Q14Row) StreamSchema() *codec.Schema {
 	return schemaQ14Row
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q14Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q14Row) StreamJSONSchema() string {
+	return jsonSchemaQ14Row
+}
+
+const jsonSchemaQ14Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q14Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"bidTimeType":{"type":"string"},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"},"c_counts":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q14Row)(nil)
 
@@ -2083,6 +2275,14 @@ func (t *Q21Row) StreamSchema() *codec.Schema {
 	return schemaQ21Row
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q21Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q21Row) StreamJSONSchema() string {
+	return jsonSchemaQ21Row
+}
+
+const jsonSchemaQ21Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q21Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"channel_id":{"anyOf":[{"type":"null"},{"type":"string"}]}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q21Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -2165,6 +2365,14 @@ func (t *Q22Row) ReadJSON(r *codec.JSONReader) {
 func (t *Q22Row) StreamSchema() *codec.Schema {
 	return schemaQ22Row
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q22Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q22Row) StreamJSONSchema() string {
+	return jsonSchemaQ22Row
+}
+
+const jsonSchemaQ22Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q22Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"dir1":{"anyOf":[{"type":"null"},{"type":"string"}]},"dir2":{"anyOf":[{"type":"null"},{"type":"string"}]},"dir3":{"anyOf":[{"type":"null"},{"type":"string"}]}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q22Row)(nil)
 
@@ -2249,6 +2457,14 @@ func (t *Q5Row) StreamSchema() *codec.Schema {
 	return schemaQ5Row
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q5Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q5Row) StreamJSONSchema() string {
+	return jsonSchemaQ5Row
+}
+
+const jsonSchemaQ5Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q5Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"num":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q5Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -2331,6 +2547,14 @@ func (t *Q5Count) ReadJSON(r *codec.JSONReader) {
 func (t *Q5Count) StreamSchema() *codec.Schema {
 	return schemaQ5Count
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q5Count's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q5Count) StreamJSONSchema() string {
+	return jsonSchemaQ5Count
+}
+
+const jsonSchemaQ5Count = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q5Count","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"start":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"num":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q5Count)(nil)
 
@@ -2415,6 +2639,14 @@ func (t *Q5State) StreamSchema() *codec.Schema {
 	return schemaQ5State
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q5State's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q5State) StreamJSONSchema() string {
+	return jsonSchemaQ5State
+}
+
+const jsonSchemaQ5State = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q5State","type":"object","properties":{},"additionalProperties":false}`
+
 var _ codec.Record = (*Q5State)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -2497,6 +2729,14 @@ func (t *Q7Row) ReadJSON(r *codec.JSONReader) {
 func (t *Q7Row) StreamSchema() *codec.Schema {
 	return schemaQ7Row
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q7Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q7Row) StreamJSONSchema() string {
+	return jsonSchemaQ7Row
+}
+
+const jsonSchemaQ7Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q7Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q7Row)(nil)
 
@@ -2581,6 +2821,14 @@ func (t *Q7Acc) StreamSchema() *codec.Schema {
 	return schemaQ7Acc
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q7Acc's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q7Acc) StreamJSONSchema() string {
+	return jsonSchemaQ7Acc
+}
+
+const jsonSchemaQ7Acc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q7Acc","type":"object","properties":{"max":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"top":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1nexmark~1queries.Q7Row"}},"atEnd":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1nexmark~1queries.Q7Row"}},"hasRows":{"type":"boolean"}},"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/bench/nexmark/queries.Q7Row":{"type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}}}`
+
 var _ codec.Record = (*Q7Acc)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -2663,6 +2911,14 @@ func (t *Q7Fired) ReadJSON(r *codec.JSONReader) {
 func (t *Q7Fired) StreamSchema() *codec.Schema {
 	return schemaQ7Fired
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q7Fired's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q7Fired) StreamJSONSchema() string {
+	return jsonSchemaQ7Fired
+}
+
+const jsonSchemaQ7Fired = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q7Fired","type":"object","properties":{"max":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q7Fired)(nil)
 
@@ -2747,6 +3003,14 @@ func (t *Q8Row) StreamSchema() *codec.Schema {
 	return schemaQ8Row
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q8Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q8Row) StreamJSONSchema() string {
+	return jsonSchemaQ8Row
+}
+
+const jsonSchemaQ8Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q8Row","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"name":{"type":"string"},"stime":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q8Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -2829,6 +3093,14 @@ func (t *Q8Seen) ReadJSON(r *codec.JSONReader) {
 func (t *Q8Seen) StreamSchema() *codec.Schema {
 	return schemaQ8Seen
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q8Seen's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q8Seen) StreamJSONSchema() string {
+	return jsonSchemaQ8Seen
+}
+
+const jsonSchemaQ8Seen = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q8Seen","type":"object","properties":{"person":{"type":"boolean"},"name":{"type":"string"},"seller":{"type":"boolean"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q8Seen)(nil)
 
@@ -2913,6 +3185,14 @@ func (t *Q11Row) StreamSchema() *codec.Schema {
 	return schemaQ11Row
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q11Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q11Row) StreamJSONSchema() string {
+	return jsonSchemaQ11Row
+}
+
+const jsonSchemaQ11Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q11Row","type":"object","properties":{"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bid_count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"starttime":{"type":"string","format":"date-time"},"endtime":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q11Row)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -2995,6 +3275,14 @@ func (t *Q4Row) ReadJSON(r *codec.JSONReader) {
 func (t *Q4Row) StreamSchema() *codec.Schema {
 	return schemaQ4Row
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q4Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q4Row) StreamJSONSchema() string {
+	return jsonSchemaQ4Row
+}
+
+const jsonSchemaQ4Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q4Row","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"final":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q4Row)(nil)
 
@@ -3079,6 +3367,14 @@ func (t *Q4Avg) StreamSchema() *codec.Schema {
 	return schemaQ4Avg
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q4Avg's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q4Avg) StreamJSONSchema() string {
+	return jsonSchemaQ4Avg
+}
+
+const jsonSchemaQ4Avg = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q4Avg","type":"object","properties":{"sum":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*Q4Avg)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -3161,6 +3457,14 @@ func (t *Q9Row) ReadJSON(r *codec.JSONReader) {
 func (t *Q9Row) StreamSchema() *codec.Schema {
 	return schemaQ9Row
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q9Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q9Row) StreamJSONSchema() string {
+	return jsonSchemaQ9Row
+}
+
+const jsonSchemaQ9Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q9Row","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"itemName":{"type":"string"},"description":{"type":"string"},"initialBid":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"reserve":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"expires":{"type":"string","format":"date-time"},"seller":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"category":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"extra":{"type":"string"},"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bid_dateTime":{"type":"string","format":"date-time"},"bid_extra":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q9Row)(nil)
 

@@ -92,6 +92,14 @@ func (t *Reading) StreamSchema() *codec.Schema {
 	return schemaReading
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Reading's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Reading) StreamJSONSchema() string {
+	return jsonSchemaReading
+}
+
+const jsonSchemaReading = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Reading","type":"object","properties":{"sensor":{"type":"string"},"at":{"type":"string","format":"date-time"},"value":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"unit":{"anyOf":[{"type":"null"},{"type":"string"}]},"Labels":{"type":["object","null"],"additionalProperties":{"type":"string"}},"Window":{"type":"array","items":{"type":"integer","minimum":-2147483648,"maximum":2147483647},"minItems":2,"maxItems":2}},"required":["sensor","at"],"additionalProperties":false}`
+
 var _ codec.Record = (*Reading)(nil)
 
 var schemaReading = codec.Register(&codec.Schema{

@@ -96,6 +96,14 @@ func (t *Visit) StreamSchema() *codec.Schema {
 	return schemaVisit
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Visit's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Visit) StreamJSONSchema() string {
+	return jsonSchemaVisit
+}
+
+const jsonSchemaVisit = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Visit","type":"object","properties":{"Page":{"type":"string"},"At":{"type":"string","format":"date-time"},"User":{"type":"string"}},"required":["Page","At"],"additionalProperties":false}`
+
 var _ codec.Record = (*Visit)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -179,6 +187,14 @@ func (t *Hits) StreamSchema() *codec.Schema {
 	return schemaHits
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Hits's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Hits) StreamJSONSchema() string {
+	return jsonSchemaHits
+}
+
+const jsonSchemaHits = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Hits","type":"object","properties":{"N":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+
 var _ codec.Record = (*Hits)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -261,6 +277,14 @@ func (t *PageHits) ReadJSON(r *codec.JSONReader) {
 func (t *PageHits) StreamSchema() *codec.Schema {
 	return schemaPageHits
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of PageHits's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *PageHits) StreamJSONSchema() string {
+	return jsonSchemaPageHits
+}
+
+const jsonSchemaPageHits = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"PageHits","type":"object","properties":{"Page":{"type":"string"},"N":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*PageHits)(nil)
 
@@ -349,6 +373,14 @@ func (t *Ping) StreamSchema() *codec.Schema {
 	return schemaPing
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Ping's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Ping) StreamJSONSchema() string {
+	return jsonSchemaPing
+}
+
+const jsonSchemaPing = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Ping","type":"object","properties":{"Host":{"type":"string"},"Millis":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"required":["Host","Millis"],"additionalProperties":false}`
+
 var _ codec.Record = (*Ping)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -431,6 +463,14 @@ func (t *HostPings) ReadJSON(r *codec.JSONReader) {
 func (t *HostPings) StreamSchema() *codec.Schema {
 	return schemaHostPings
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of HostPings's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *HostPings) StreamJSONSchema() string {
+	return jsonSchemaHostPings
+}
+
+const jsonSchemaHostPings = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"HostPings","type":"object","properties":{"Host":{"type":"string"},"N":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*HostPings)(nil)
 

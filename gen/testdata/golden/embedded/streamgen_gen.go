@@ -88,6 +88,14 @@ func (t *Doc) StreamSchema() *codec.Schema {
 	return schemaDoc
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Doc's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Doc) StreamJSONSchema() string {
+	return jsonSchemaDoc
+}
+
+const jsonSchemaDoc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Doc","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Version":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"body":{"type":"string"},"Extra":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1gen~1testdata~1golden~1embedded.struct{Anon}"}},"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/gen/testdata/golden/embedded.struct{Anon}":{"type":"object","properties":{"note":{"type":"string"}},"additionalProperties":false}}}`
+
 var _ codec.Record = (*Doc)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -170,6 +178,14 @@ func (t *Batch) ReadJSON(r *codec.JSONReader) {
 func (t *Batch) StreamSchema() *codec.Schema {
 	return schemaBatch
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Batch's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Batch) StreamJSONSchema() string {
+	return jsonSchemaBatch
+}
+
+const jsonSchemaBatch = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Batch","type":"object","properties":{"Docs":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1gen~1testdata~1golden~1embedded.Doc"}},"ByID":{"type":["object","null"],"propertyNames":{"pattern":"^-?(0|[1-9][0-9]*)$"},"additionalProperties":{"anyOf":[{"type":"null"},{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1gen~1testdata~1golden~1embedded.Doc"}]}}},"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/gen/testdata/golden/embedded.Doc":{"type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Version":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"body":{"type":"string"},"Extra":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1gen~1testdata~1golden~1embedded.struct{Anon}"}},"additionalProperties":false},"github.com/streamgen/streamgen/gen/testdata/golden/embedded.struct{Anon}":{"type":"object","properties":{"note":{"type":"string"}},"additionalProperties":false}}}`
 
 var _ codec.Record = (*Batch)(nil)
 

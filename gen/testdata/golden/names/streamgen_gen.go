@@ -88,6 +88,14 @@ func (t *Wide) StreamSchema() *codec.Schema {
 	return schemaWide
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Wide's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Wide) StreamJSONSchema() string {
+	return jsonSchemaWide
+}
+
+const jsonSchemaWide = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Wide","type":"object","properties":{"B":{"type":"string"},"P":{"anyOf":[{"type":"null"},{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1gen~1testdata~1golden~1names.p"}]},"Ps":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1gen~1testdata~1golden~1names.p"}},"Q":{"type":"integer","minimum":-128,"maximum":127},"X":{"type":"integer","minimum":0,"maximum":65535},"N":{"type":"integer","minimum":-2147483648,"maximum":2147483647},"C":{"type":"boolean"},"S":{"type":"string"},"E":{"type":"string"},"E2":{"type":"string"},"I":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"K":{"type":"number","minimum":-3.4028235e38,"maximum":3.4028235e38},"All":{"type":"string"},"Buf":{"type":["string","null"],"contentEncoding":"base64"},"Ok":{"type":"boolean"},"M":{"type":["object","null"],"additionalProperties":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"Val":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"Key":{"type":"string"},"Sl":{"type":["array","null"],"items":{"type":"string"}},"U":{"type":"integer","minimum":0,"maximum":18446744073709551615},"W":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Keys":{"type":["object","null"],"additionalProperties":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"Opt":{"anyOf":[{"type":"null"},{"type":"string"}]},"Text":{"type":"string"},"More":{"type":"string"},"Last":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/gen/testdata/golden/names.p":{"type":"object","properties":{"X":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}}}`
+
 var _ codec.Record = (*Wide)(nil)
 
 var schemaWide = codec.Register(&codec.Schema{

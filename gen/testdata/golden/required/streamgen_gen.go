@@ -92,6 +92,14 @@ func (t *Reading) StreamSchema() *codec.Schema {
 	return schemaReading
 }
 
+// StreamJSONSchema returns a JSON Schema (draft-07) of Reading's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Reading) StreamJSONSchema() string {
+	return jsonSchemaReading
+}
+
+const jsonSchemaReading = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Reading","type":"object","properties":{"source":{"type":"string"},"device":{"type":"string"},"at":{"type":"string","format":"date-time"},"sensor":{"allOf":[{"anyOf":[{"type":"null"},{"type":"string"}]},{"not":{"type":"null"}}]},"seq":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"note":{"type":"string"},"where":{"anyOf":[{"type":"null"},{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1gen~1testdata~1golden~1required.Spot"}]},"spots":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1gen~1testdata~1golden~1required.Spot"}}},"required":["source","device","at","sensor","seq"],"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/gen/testdata/golden/required.Spot":{"type":"object","properties":{"Lat":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"Lon":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"Name":{"type":"string"}},"required":["Lat","Lon"],"additionalProperties":false}}}`
+
 var _ codec.Record = (*Reading)(nil)
 
 // AppendBinary appends the binary encoding of t to b. It fails only when
@@ -174,6 +182,14 @@ func (t *Batch) ReadJSON(r *codec.JSONReader) {
 func (t *Batch) StreamSchema() *codec.Schema {
 	return schemaBatch
 }
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Batch's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Batch) StreamJSONSchema() string {
+	return jsonSchemaBatch
+}
+
+const jsonSchemaBatch = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Batch","type":"object","properties":{"Rows":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1gen~1testdata~1golden~1required.Reading"}}},"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/gen/testdata/golden/required.Reading":{"type":"object","properties":{"source":{"type":"string"},"device":{"type":"string"},"at":{"type":"string","format":"date-time"},"sensor":{"allOf":[{"anyOf":[{"type":"null"},{"type":"string"}]},{"not":{"type":"null"}}]},"seq":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"note":{"type":"string"},"where":{"anyOf":[{"type":"null"},{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1gen~1testdata~1golden~1required.Spot"}]},"spots":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1gen~1testdata~1golden~1required.Spot"}}},"required":["source","device","at","sensor","seq"],"additionalProperties":false},"github.com/streamgen/streamgen/gen/testdata/golden/required.Spot":{"type":"object","properties":{"Lat":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"Lon":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"Name":{"type":"string"}},"required":["Lat","Lon"],"additionalProperties":false}}}`
 
 var _ codec.Record = (*Batch)(nil)
 
