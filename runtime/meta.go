@@ -51,6 +51,10 @@ type OperatorMeta struct {
 	Windows *WindowsMeta `json:"windows,omitempty"`
 	// States are the schemas of the operator's state variables, by name.
 	States map[string]*codec.Schema `json:"states"`
+	// Params and Rows are OperatorInfo's; empty in checkpoints written
+	// before they were kept, which are not compared.
+	Params string        `json:"params,omitempty"`
+	Rows   *codec.Schema `json:"rows,omitempty"`
 	// Variables are the operator's state variables, by name: their ids in
 	// the store, kinds and times to live. A variable the pipeline no longer
 	// declares stays, with its data, until the operator deletes it.
@@ -149,7 +153,7 @@ func planMeta(plan *Plan) Meta {
 		info := op.Info()
 		om := OperatorMeta{
 			Kind: info.Kind, Name: info.Name, Timeout: info.Timeout, OutputMode: info.OutputMode,
-			Key: info.Key, KeyType: info.KeyType, Windows: info.Windows, States: map[string]*codec.Schema{},
+			Key: info.Key, KeyType: info.KeyType, Windows: info.Windows, States: map[string]*codec.Schema{}, Params: info.Params, Rows: info.Rows,
 			Variables: map[string]VariableMeta{}, deleted: info.Deleted, legacyKeyType: info.LegacyKeyType,
 		}
 		for i, s := range info.States {
@@ -428,6 +432,16 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 				types = append(types, fmt.Sprintf("%s: its windows were %s, are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size (and a cumulative one's start)", where, was.Windows, now.Windows))
 			} else {
 				identity = append(identity, fmt.Sprintf("%s: its windows were %s, are now %s", where, was.Windows, now.Windows))
+			}
+		}
+		if was.Params != "" && now.Params != "" && was.Params != now.Params {
+			identity = append(identity, fmt.Sprintf("%s: it %s, and now %s: its stored state was kept by the old rule", where, was.Params, now.Params))
+		}
+		if was.Rows != nil && now.Rows != nil {
+			if err := codec.Compatible(was.Rows, now.Rows); err != nil {
+				types = append(types, fmt.Sprintf("%s: kept rows: %v", where, err))
+			} else if was.Rows.Name != now.Rows.Name && !sharesField(was.Rows, now.Rows) {
+				identity = append(identity, fmt.Sprintf("%s: its kept rows were of type %s, are now of type %s, with no field in common", where, was.Rows.Name, now.Rows.Name))
 			}
 		}
 		switch {

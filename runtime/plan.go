@@ -149,6 +149,16 @@ type OperatorInfo struct {
 	// States are the operator's state variables. Their ids in the store
 	// are given at start (see VariableIDs).
 	States []StateInfo
+	// Params describes what the operator's state depends on beyond its
+	// types, as "keeps the 3 best rows": the checkpoint keeps it, and a
+	// start with other Params is refused unless the pipeline's changes
+	// are allowed.
+	Params string
+	// Rows is the schema of rows the operator keeps in their binary
+	// encoding inside its state values (an aggregator's kept rows): the
+	// checkpoint keeps it, and a start whose rows cannot read the stored
+	// ones (codec.Compatible) is refused.
+	Rows *codec.Schema
 	// Deleted names variables of an earlier version of the operator whose
 	// data is deleted at start.
 	Deleted []string

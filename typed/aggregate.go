@@ -199,6 +199,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 			States:        []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingRecord}},
 			DropsLateRows: dropsLate,
 		}
+		describe(&op.info, agg)
 		info := opInfo // this query's: late reads its compiler
 		if dropsLate {
 			info.late = func(et, wm time.Time) int64 {

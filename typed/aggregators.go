@@ -4,6 +4,9 @@ import (
 	"math"
 	"reflect"
 	"time"
+
+	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/runtime"
 )
 
 // Aggregator folds rows into an accumulator and gives a result, as
@@ -20,6 +23,28 @@ type Aggregator[In, Acc, Out any] interface {
 	Add(acc Acc, row *In) Acc
 	Merge(a, b Acc) Acc
 	Result(acc Acc) Out
+}
+
+// describedAggregator is an Aggregator whose stored accumulators depend
+// on more than their type: its parameters (TopN's n) and the type of the
+// rows it keeps encoded in them. The operator's checkpoint keeps both
+// (runtime.OperatorInfo's Params and Rows), so that a start with another
+// n is refused unless the pipeline's changes are allowed, and one with
+// rows that cannot read the stored ones is refused.
+type describedAggregator interface {
+	// params says what the accumulators keep, as "keeps the 3 best
+	// rows", or "".
+	params() string
+	// rowSchema is the schema of the rows kept, or nil.
+	rowSchema() *codec.Schema
+}
+
+// describe sets the Params and Rows of info from agg, when it is a
+// describedAggregator.
+func describe(info *runtime.OperatorInfo, agg any) {
+	if d, ok := agg.(describedAggregator); ok {
+		info.Params, info.Rows = d.params(), d.rowSchema()
+	}
 }
 
 // CountAcc is Count's accumulator.

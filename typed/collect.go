@@ -29,8 +29,11 @@ type RowsAcc struct {
 // in its one state value, which every batch that brings the key rows
 // reads and writes whole: for groups of thousands of rows, keep a
 // bounded set (TopN) or an aggregate instead. Add may change its
-// accumulator; Merge appends y's rows to x's and never changes y. A
-// stored row that does not decode fails the query, naming the row.
+// accumulator; Merge appends y's rows to x's and never changes y. The
+// checkpoint keeps In's schema: a start with a type whose fields cannot
+// read the stored rows (codec.Compatible) is refused, naming the field;
+// a stored row that does not decode anyway fails the query, naming the
+// row.
 func CollectList[In any, P codec.RecordPtr[In]]() Aggregator[In, RowsAcc, []In] {
 	return collectAgg[In, P]{what: "CollectList"}
 }
@@ -76,6 +79,9 @@ type collectAgg[In any, P codec.RecordPtr[In]] struct {
 	what string
 	set  bool // each row once
 }
+
+func (collectAgg[In, P]) params() string           { return "" }
+func (collectAgg[In, P]) rowSchema() *codec.Schema { return P(nil).StreamSchema() }
 
 func (collectAgg[In, P]) Zero() RowsAcc { return RowsAcc{} }
 

@@ -34,6 +34,7 @@ func AggregateEvery[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 			Kind: "aggregateEvery", Name: name, OutputMode: Append.String(), KeyType: ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseKeys: ks.codec.useKeys, ParseKey: ks.codec.parseJSON, Key: ks.codec.schema,
 			States: []runtime.StateInfo{{Name: "window", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingCountWindow}},
 		}
+		describe(&op.info, agg)
 		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, opInfo)
 	}})
 }

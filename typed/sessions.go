@@ -40,6 +40,7 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 			States:        []runtime.StateInfo{{Name: "sessions", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingSessions}},
 			DropsLateRows: ws.s.p.watermarked,
 		}
+		describe(&op.info, agg)
 		info := opInfo // this query's: late reads its compiler
 		if ws.s.p.watermarked {
 			op.info.TimeMode = runtime.EventTimeMode

@@ -48,6 +48,7 @@ func aggregateTimeDifference[K comparable, T, Acc, Out, Row any, PA codec.Record
 			States:        []runtime.StateInfo{{Name: "instants", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingInstants}},
 			DropsLateRows: ws.s.p.watermarked,
 		}
+		describe(&op.info, agg)
 		info := opInfo // this query's: late reads its compiler
 		if ws.s.p.watermarked {
 			op.info.TimeMode = runtime.EventTimeMode

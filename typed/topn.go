@@ -32,13 +32,16 @@ type TopAcc struct {
 // window closes in the Append mode; by key (AggregateByKey) its Update
 // rows are each key's top n as it changes. TopN(1, ...) is Spark's
 // max_by and min_by: the row of the greatest or least ordering value,
-// from which the row function takes the column. A restart with another
-// n gives at most the new n rows, but no row a smaller n left out
-// before.
+// from which the row function takes the column. The checkpoint keeps
+// n: a start with another is refused (its stored rows were cut to the
+// old n) unless runtime.AllowPipelineChanges is given, and then gives at
+// most the new n rows, but no row a smaller n left out before.
 //
-// The rows are kept in their binary encoding (In is a record), so a
-// change of In's fields is not compared with the checkpoint at start:
-// a stored row that no longer decodes fails the query, naming the row.
+// The rows are kept in their binary encoding (In is a record), and the
+// checkpoint keeps In's schema: a start with a type whose fields cannot
+// read the stored rows (codec.Compatible) is refused, naming the field;
+// a stored row that no longer decodes anyway fails the query, naming
+// the row.
 // Once a batch's partial aggregate of a key holds n rows, a row that
 // ranks below them costs one call of better; one that enters them, an
 // encoding and a decoding; a key's stored rows are decoded once a batch
@@ -58,6 +61,9 @@ type topAgg[In any, P codec.RecordPtr[In]] struct {
 	n      int
 	better func(a, b *In) bool
 }
+
+func (a topAgg[In, P]) params() string           { return fmt.Sprintf("keeps the %d best rows", a.n) }
+func (a topAgg[In, P]) rowSchema() *codec.Schema { return P(nil).StreamSchema() }
 
 func (topAgg[In, P]) Zero() TopAcc { return TopAcc{} }
 

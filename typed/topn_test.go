@@ -2,6 +2,7 @@ package typed_test
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -230,4 +232,72 @@ func TestTopNRefuses(t *testing.T) {
 		}()
 		typed.TopN(0, higherPage)
 	}()
+}
+
+// TestAggregatorMetaInCheckpoint: the checkpoint keeps how many rows a
+// TopN keeps and the type of the rows TopN and CollectList keep encoded.
+// A start with another n is refused, saying both, unless the pipeline's
+// changes are allowed; a start whose row type cannot read the stored
+// rows is refused even then; a row type that can (fields added,
+// removed, reordered) starts.
+func TestAggregatorMetaInCheckpoint(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(tiedClicks(30)...)
+	byUser := func() typed.KeyedStream[string, fixtures.Click] {
+		return typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	}
+	top := func(n int) *typed.Writer[int] {
+		return typed.WriteTo(typed.AggregateByKey(byUser(), typed.TopN(n, higherPage), func(_ string, rows []fixtures.Click) int { return len(rows) }), newSink[int]()).OutputMode(typed.Update)
+	}
+	ck := newCheckpoint()
+	if err := runToEnd(t, top(3), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	c, meta := openCheckpoint(t, ck.fs)
+	c.Close()
+	if op := meta.Operators[0]; op.Params != "keeps the 3 best rows" || op.Rows == nil || op.Rows.Name != (*fixtures.Click)(nil).StreamSchema().Name {
+		t.Fatalf("the checkpoint keeps params %q and rows %v", op.Params, op.Rows)
+	}
+	err := runToEnd(t, top(5), ck.opts()...)
+	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "it keeps the 3 best rows, and now keeps the 5 best rows") {
+		t.Fatalf("a start with TopN(5) on TopN(3)'s checkpoint: %v", err)
+	}
+	if err := runToEnd(t, top(3), ck.opts()...); err != nil {
+		t.Fatalf("a start with the same n: %v", err)
+	}
+	if err := runToEnd(t, top(5), ck.opts(runtime.AllowPipelineChanges())...); err != nil {
+		t.Fatalf("a start with TopN(5), the change allowed: %v", err)
+	}
+
+	// Rows of StateV1 are kept; StateV2 reads them, StateV3 (Count a
+	// string) does not.
+	states := typed.NewMemoryStream[fixtures.StateV1]("states", 0)
+	states.Add(fixtures.StateV1{Count: 1, Name: "a"}, fixtures.StateV1{Count: 2, Name: "b"})
+	ks := func() typed.KeyedStream[string, fixtures.StateV1] {
+		return typed.GroupByKey(typed.FromMemory(states), func(s *fixtures.StateV1) string { return s.Name })
+	}
+	sck := newCheckpoint()
+	v1 := typed.WriteTo(typed.AggregateByKey(ks(), typed.CollectList[fixtures.StateV1](), func(_ string, rows []fixtures.StateV1) int { return len(rows) }), newSink[int]()).OutputMode(typed.Update)
+	if err := runToEnd(t, v1, sck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	asV2 := typed.Map(typed.FromMemory(states), func(s *fixtures.StateV1) fixtures.StateV2 {
+		return fixtures.StateV2{Count: int64(s.Count), Label: s.Name}
+	})
+	v2 := typed.WriteTo(typed.AggregateByKey(typed.GroupByKey(asV2, func(s *fixtures.StateV2) string { return s.Label }), typed.CollectList[fixtures.StateV2](),
+		func(_ string, rows []fixtures.StateV2) int { return len(rows) }), newSink[int]()).OutputMode(typed.Update)
+	err = runToEnd(t, v2, sck.opts()...)
+	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || strings.Contains(err.Error(), "kept rows") || !strings.Contains(err.Error(), "AllowPipelineChanges") {
+		t.Fatalf("StateV2 rows on StateV1's: %v, want a refusal of the operator's other name only", err)
+	}
+	if err := runToEnd(t, v2, sck.opts(runtime.AllowPipelineChanges())...); err != nil {
+		t.Fatalf("StateV2 rows on StateV1's, the change allowed: %v", err)
+	}
+	asV3 := typed.Map(typed.FromMemory(states), func(s *fixtures.StateV1) fixtures.StateV3 { return fixtures.StateV3{Count: s.Name} })
+	v3 := typed.WriteTo(typed.AggregateByKey(typed.GroupByKey(asV3, func(s *fixtures.StateV3) string { return s.Count }), typed.CollectList[fixtures.StateV3](),
+		func(_ string, rows []fixtures.StateV3) int { return len(rows) }), newSink[int]()).OutputMode(typed.Update)
+	err = runToEnd(t, v3, sck.opts(runtime.AllowPipelineChanges())...)
+	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "kept rows:") || !strings.Contains(err.Error(), "Count") {
+		t.Fatalf("StateV3 rows on StateV2's: %v, want a refusal naming the field", err)
+	}
 }
