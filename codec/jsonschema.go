@@ -13,7 +13,8 @@ import (
 // that holds records of other packages: root is the schema of the
 // record's own types, which refers to each record of another package as
 // "#/definitions/" followed by its qualified name ("example.com/geo.Point",
-// with "/" written "~1"); others maps each such name to that record's
+// with "/" written "~1", and percent-encoded as a URI's fragment);
+// others maps each such name to that record's
 // StreamJSONSchema. Each is added to root's definitions under its name,
 // with the definitions it has itself. It panics on a schema that is not a
 // JSON object, which generated code never passes.

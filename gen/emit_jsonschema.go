@@ -3,7 +3,10 @@ package gen
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
+	"net/url"
+	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -30,7 +33,7 @@ func (e *emitter) jsonSchemaVar(s *Struct) jen.Code {
 	}
 	others := jen.Dict{}
 	for _, f := range foreign {
-		others[jen.Lit(f.Qualified)] = jen.Parens(jen.Op("*").Add(e.typeCode(f.Type))).Parens(jen.Nil()).Dot("StreamJSONSchema").Call()
+		others[jen.Lit(definitionName(f))] = jen.Parens(jen.Op("*").Add(e.typeCode(f.Type))).Parens(jen.Nil()).Dot("StreamJSONSchema").Call()
 	}
 	return jen.Var().Id(name).Op("=").Qual(codecPath, "JoinJSONSchemas").Call(lit, jen.Map(jen.String()).String().Values(others))
 }
@@ -114,10 +117,17 @@ func (w *jsonSchemaWriter) ref(s *Struct) jsonObject {
 	case !w.defined[s]:
 		w.defined[s] = true
 		i := len(w.definitions)
-		w.definitions.add(s.Qualified, nil)
+		w.definitions.add(definitionName(s), nil)
 		w.definitions[i].value = w.object(s)
 	}
-	return jsonObject{{"$ref", "#/definitions/" + jsonPointerEscape(s.Qualified)}}
+	return jsonObject{{"$ref", "#/definitions/" + url.PathEscape(jsonPointerEscape(definitionName(s)))}}
+}
+
+// definitionName names struct s among the definitions: its qualified
+// name, an anonymous struct's without the braces (a URI's fragment
+// cannot hold them).
+func definitionName(s *Struct) string {
+	return strings.NewReplacer("{", ".", "}", "").Replace(s.Qualified)
 }
 
 // value describes a JSON value of shape sh; quoted is the json option
@@ -141,7 +151,7 @@ func (w *jsonSchemaWriter) value(sh *Shape, quoted bool) any {
 	case Int, Uint, Duration:
 		// time.Duration is an int64 of nanoseconds to encoding/json.
 		if quoted {
-			return jsonObject{{"type", "string"}, {"pattern", `^-?(0|[1-9][0-9]*)$`}}
+			return jsonObject{{"type", "string"}, {"pattern", "^" + integerPattern(sh) + "$"}}
 		}
 		o := jsonObject{{"type", "integer"}}
 		if sh.Kind == Uint {
@@ -173,13 +183,19 @@ func (w *jsonSchemaWriter) value(sh *Shape, quoted bool) any {
 			return jsonObject{{"type", "number"}}
 		case quoted:
 			// A JSON string inside the string.
-			return jsonObject{{"type", "string"}, {"pattern", `^"([^"\\]|\\.)*"$`}}
+			return jsonObject{{"type", "string"}, {"pattern", `^"([^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"$`}}
 		}
 		return jsonObject{{"type", "string"}}
 	case Bytes:
-		return jsonObject{{"type", []string{"string", "null"}}, {"contentEncoding", "base64"}}
+		// Padded standard base64, which validators need not check
+		// from contentEncoding alone.
+		return jsonObject{{"type", []string{"string", "null"}}, {"contentEncoding", "base64"},
+			{"pattern", `^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$`}}
 	case Time:
-		return jsonObject{{"type", "string"}, {"format", "date-time"}}
+		// RFC 3339 as time.Time reads it: an upper-case T and Z, no
+		// leap second, an offset of less than a day.
+		return jsonObject{{"type", "string"}, {"format", "date-time"},
+			{"pattern", `^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`}}
 	case Pointer:
 		return jsonObject{{"anyOf", []any{jsonObject{{"type", "null"}}, w.value(sh.Elem, quoted)}}}
 	case Slice:
@@ -188,11 +204,8 @@ func (w *jsonSchemaWriter) value(sh *Shape, quoted bool) any {
 		return jsonObject{{"type", "array"}, {"items", w.value(sh.Elem, false)}, {"minItems", sh.Len}, {"maxItems", sh.Len}}
 	case Map:
 		o := jsonObject{{"type", []string{"object", "null"}}}
-		switch sh.Key.JSONKey {
-		case "int":
-			o.add("propertyNames", jsonObject{{"pattern", `^-?(0|[1-9][0-9]*)$`}})
-		case "uint":
-			o.add("propertyNames", jsonObject{{"pattern", `^(0|[1-9][0-9]*)$`}})
+		if k := sh.Key.JSONKey; k == "int" || k == "uint" {
+			o.add("propertyNames", jsonObject{{"pattern", "^" + integerPattern(sh.Key) + "$"}})
 		}
 		o.add("additionalProperties", w.value(sh.Elem, false))
 		return o
@@ -200,6 +213,46 @@ func (w *jsonSchemaWriter) value(sh *Shape, quoted bool) any {
 		return w.ref(sh.Struct)
 	}
 	panic("jsonSchemaWriter.value: unknown shape")
+}
+
+// integerPattern is a regular expression of the decimal integers a
+// value of integer shape sh holds, written as encoding/json writes them
+// (no sign for 0 and positive numbers, no leading zero).
+func integerPattern(sh *Shape) string {
+	bits := sh.Bits
+	if sh.Kind == Duration || bits == 0 {
+		bits = 64
+	}
+	if sh.Kind == Uint {
+		return decimalUpTo(strconv.FormatUint(math.MaxUint64>>(64-bits), 10))
+	}
+	most := strconv.FormatInt(math.MaxInt64>>(64-bits), 10)
+	least := strconv.FormatInt(math.MinInt64>>(64-bits), 10)
+	return "(-?" + decimalUpTo(most) + "|" + least + ")"
+}
+
+// decimalUpTo is a regular expression of the decimal numbers from 0 to
+// most (digits, no leading zero): the numbers of fewer digits, then
+// those of as many that are below most from some digit on, and most.
+func decimalUpTo(most string) string {
+	alts := []string{"0"}
+	if len(most) > 1 {
+		alts = append(alts, fmt.Sprintf("[1-9][0-9]{0,%d}", len(most)-2))
+	}
+	for i := range len(most) {
+		lo := byte('0')
+		if i == 0 {
+			lo = '1'
+		}
+		if hi := most[i] - 1; hi >= lo {
+			alt := most[:i] + "[" + string(lo) + "-" + string(hi) + "]"
+			if rest := len(most) - i - 1; rest > 0 {
+				alt += fmt.Sprintf("[0-9]{%d}", rest)
+			}
+			alts = append(alts, alt)
+		}
+	}
+	return "(" + strings.Join(append(alts, most), "|") + ")"
 }
 
 // admitsNull says whether encoding/json may write null for a value of

@@ -135,7 +135,10 @@ func Embedded(ctx context.Context, opts ...EmbeddedOption) (*EmbeddedCluster, er
 	}
 	e := &EmbeddedCluster{cluster: cluster, brokers: cluster.ListenAddrs()}
 	if cfg.registry {
-		e.registry = srfake.New()
+		if e.registry, err = startRegistry(); err != nil {
+			cluster.Close()
+			return nil, fmt.Errorf("streamgen: embedded schema registry: %w", err)
+		}
 	}
 	e.detach = context.AfterFunc(ctx, e.shutdown)
 	return e, nil
@@ -147,6 +150,17 @@ func (e *EmbeddedCluster) Brokers() []string { return append([]string(nil), e.br
 
 // Connection returns a Connection to the cluster.
 func (e *EmbeddedCluster) Connection() Connection { return Connection{Brokers: e.Brokers()} }
+
+// startRegistry starts srfake's registry, which panics when it cannot
+// listen.
+func startRegistry() (r *srfake.Registry, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	return srfake.New(), nil
+}
 
 // RegistryURL returns the address of the cluster's schema registry, or ""
 // without WithRegistry.
@@ -170,9 +184,10 @@ func (e *EmbeddedCluster) Registry() *sr.Client {
 	return client
 }
 
-// Close stops the cluster (and its schema registry): it stops listening, and its connections and
-// logs are gone. Close waits for nothing else; clients still connected
-// see their requests fail. Calling it again does nothing.
+// Close stops the cluster (and its schema registry): it stops
+// listening, and its connections and logs are gone. Close waits only for
+// the registry's requests in progress; Kafka clients still connected see
+// their requests fail. Calling it again does nothing.
 func (e *EmbeddedCluster) Close() {
 	e.detach()
 	e.shutdown()

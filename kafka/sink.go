@@ -33,9 +33,9 @@ const (
 	// (StreamJSONSchema) in the schema registry (SinkOptions.Registry),
 	// then the JSON. The schema is registered under the topic's subject
 	// before the first record to each topic is written (or looked up,
-	// with SinkOptions.LookUpSchema), so that Confluent's
-	// deserializers, Kafka Streams' and Flink's json-sr formats, and
-	// FromConfluentJSON read the records.
+	// with SinkOptions.LookUpSchema), so that Confluent's JSON Schema
+	// deserializers (and Kafka Streams' serdes made of them), ksqlDB's
+	// JSON_SR format and FromConfluentJSON read the records.
 	ConfluentJSON
 )
 

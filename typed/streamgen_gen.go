@@ -367,7 +367,7 @@ func (t *ApproxDistinctAcc) StreamJSONSchema() string {
 	return jsonSchemaApproxDistinctAcc
 }
 
-const jsonSchemaApproxDistinctAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"ApproxDistinctAcc","type":"object","properties":{"p":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"registers":{"type":["string","null"],"contentEncoding":"base64"}},"additionalProperties":false}`
+const jsonSchemaApproxDistinctAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"ApproxDistinctAcc","type":"object","properties":{"p":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"registers":{"type":["string","null"],"contentEncoding":"base64","pattern":"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"}},"additionalProperties":false}`
 
 var _ codec.Record = (*ApproxDistinctAcc)(nil)
 
@@ -458,7 +458,7 @@ func (t *RowsAcc) StreamJSONSchema() string {
 	return jsonSchemaRowsAcc
 }
 
-const jsonSchemaRowsAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"RowsAcc","type":"object","properties":{"rows":{"type":["array","null"],"items":{"type":["string","null"],"contentEncoding":"base64"}}},"additionalProperties":false}`
+const jsonSchemaRowsAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"RowsAcc","type":"object","properties":{"rows":{"type":["array","null"],"items":{"type":["string","null"],"contentEncoding":"base64","pattern":"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"}}},"additionalProperties":false}`
 
 var _ codec.Record = (*RowsAcc)(nil)
 
@@ -731,7 +731,7 @@ func (t *TopAcc) StreamJSONSchema() string {
 	return jsonSchemaTopAcc
 }
 
-const jsonSchemaTopAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"TopAcc","type":"object","properties":{"rows":{"type":["array","null"],"items":{"type":["string","null"],"contentEncoding":"base64"}}},"additionalProperties":false}`
+const jsonSchemaTopAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"TopAcc","type":"object","properties":{"rows":{"type":["array","null"],"items":{"type":["string","null"],"contentEncoding":"base64","pattern":"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"}}},"additionalProperties":false}`
 
 var _ codec.Record = (*TopAcc)(nil)
 
@@ -822,7 +822,7 @@ func (t *Window) StreamJSONSchema() string {
 	return jsonSchemaWindow
 }
 
-const jsonSchemaWindow = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Window","type":"object","properties":{"start":{"type":"string","format":"date-time"},"end":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+const jsonSchemaWindow = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Window","type":"object","properties":{"start":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"end":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Window)(nil)
 

@@ -98,7 +98,7 @@ func (t *Activity) StreamJSONSchema() string {
 	return jsonSchemaActivity
 }
 
-const jsonSchemaActivity = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Activity","type":"object","properties":{"user":{"type":"string"},"activity":{"type":"string"},"start":{"type":"string","format":"date-time"},"end":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+const jsonSchemaActivity = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Activity","type":"object","properties":{"user":{"type":"string"},"activity":{"type":"string"},"start":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"end":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Activity)(nil)
 

@@ -94,7 +94,7 @@ func (t *Click) StreamJSONSchema() string {
 	return jsonSchemaClick
 }
 
-const jsonSchemaClick = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Click","type":"object","properties":{"user":{"type":"string"},"time":{"type":"string","format":"date-time"},"page":{"type":"string"}},"additionalProperties":false}`
+const jsonSchemaClick = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Click","type":"object","properties":{"user":{"type":"string"},"time":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"page":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Click)(nil)
 

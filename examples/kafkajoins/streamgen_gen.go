@@ -94,7 +94,7 @@ func (t *Order) StreamJSONSchema() string {
 	return jsonSchemaOrder
 }
 
-const jsonSchemaOrder = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Order","type":"object","properties":{"id":{"type":"string"},"customer":{"type":"string"},"amount":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"time":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+const jsonSchemaOrder = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Order","type":"object","properties":{"id":{"type":"string"},"customer":{"type":"string"},"amount":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"time":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Order)(nil)
 
@@ -367,7 +367,7 @@ func (t *Impression) StreamJSONSchema() string {
 	return jsonSchemaImpression
 }
 
-const jsonSchemaImpression = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Impression","type":"object","properties":{"id":{"type":"string"},"ad":{"type":"string"},"time":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+const jsonSchemaImpression = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Impression","type":"object","properties":{"id":{"type":"string"},"ad":{"type":"string"},"time":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Impression)(nil)
 
@@ -458,7 +458,7 @@ func (t *Click) StreamJSONSchema() string {
 	return jsonSchemaClick
 }
 
-const jsonSchemaClick = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Click","type":"object","properties":{"id":{"type":"string"},"ad":{"type":"string"},"time":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+const jsonSchemaClick = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Click","type":"object","properties":{"id":{"type":"string"},"ad":{"type":"string"},"time":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Click)(nil)
 

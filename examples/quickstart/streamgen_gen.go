@@ -102,7 +102,7 @@ func (t *Click) StreamJSONSchema() string {
 	return jsonSchemaClick
 }
 
-const jsonSchemaClick = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Click","type":"object","properties":{"user":{"type":"string"},"time":{"type":"string","format":"date-time"},"page":{"type":"string"}},"required":["user","time"],"additionalProperties":false}`
+const jsonSchemaClick = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Click","type":"object","properties":{"user":{"type":"string"},"time":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"page":{"type":"string"}},"required":["user","time"],"additionalProperties":false}`
 
 var _ codec.Record = (*Click)(nil)
 
@@ -193,7 +193,7 @@ func (t *Session) StreamJSONSchema() string {
 	return jsonSchemaSession
 }
 
-const jsonSchemaSession = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Session","type":"object","properties":{"Start":{"type":"string","format":"date-time"},"End":{"type":"string","format":"date-time"},"Clicks":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Pages":{"type":["array","null"],"items":{"type":"string"}}},"additionalProperties":false}`
+const jsonSchemaSession = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Session","type":"object","properties":{"Start":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"End":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"Clicks":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Pages":{"type":["array","null"],"items":{"type":"string"}}},"additionalProperties":false}`
 
 var _ codec.Record = (*Session)(nil)
 
@@ -284,7 +284,7 @@ func (t *SessionOut) StreamJSONSchema() string {
 	return jsonSchemaSessionOut
 }
 
-const jsonSchemaSessionOut = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"SessionOut","type":"object","properties":{"user":{"type":"string"},"start":{"type":"string","format":"date-time"},"end":{"type":"string","format":"date-time"},"clicks":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"pages":{"type":["array","null"],"items":{"type":"string"}}},"additionalProperties":false}`
+const jsonSchemaSessionOut = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"SessionOut","type":"object","properties":{"user":{"type":"string"},"start":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"end":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"clicks":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"pages":{"type":["array","null"],"items":{"type":"string"}}},"additionalProperties":false}`
 
 var _ codec.Record = (*SessionOut)(nil)
 

@@ -99,7 +99,7 @@ func (t *Session) StreamJSONSchema() string {
 	return jsonSchemaSession
 }
 
-const jsonSchemaSession = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Session","type":"object","properties":{"Start":{"type":"string","format":"date-time"},"End":{"type":"string","format":"date-time"},"Count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Activities":{"type":["array","null"],"items":{"type":"string"}},"XSum":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false}`
+const jsonSchemaSession = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Session","type":"object","properties":{"Start":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"End":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"Count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"Activities":{"type":["array","null"],"items":{"type":"string"}},"XSum":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false}`
 
 var _ codec.Record = (*Session)(nil)
 
@@ -190,7 +190,7 @@ func (t *SessionOut) StreamJSONSchema() string {
 	return jsonSchemaSessionOut
 }
 
-const jsonSchemaSessionOut = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"SessionOut","type":"object","properties":{"uid":{"type":"string"},"start":{"type":"string","format":"date-time"},"end":{"type":"string","format":"date-time"},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"activities":{"type":["array","null"],"items":{"type":"string"}},"xAvg":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false}`
+const jsonSchemaSessionOut = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"SessionOut","type":"object","properties":{"uid":{"type":"string"},"start":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"end":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"activities":{"type":["array","null"],"items":{"type":"string"}},"xAvg":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"additionalProperties":false}`
 
 var _ codec.Record = (*SessionOut)(nil)
 

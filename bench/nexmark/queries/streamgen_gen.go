@@ -825,7 +825,7 @@ func (t *Q18Row) StreamJSONSchema() string {
 	return jsonSchemaQ18Row
 }
 
-const jsonSchemaQ18Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q18Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}`
+const jsonSchemaQ18Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q18Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"extra":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q18Row)(nil)
 
@@ -1007,7 +1007,7 @@ func (t *Q19Row) StreamJSONSchema() string {
 	return jsonSchemaQ19Row
 }
 
-const jsonSchemaQ19Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q19Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"},"rank_number":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+const jsonSchemaQ19Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q19Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"extra":{"type":"string"},"rank_number":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q19Row)(nil)
 
@@ -1189,7 +1189,7 @@ func (t *Q12Row) StreamJSONSchema() string {
 	return jsonSchemaQ12Row
 }
 
-const jsonSchemaQ12Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q12Row","type":"object","properties":{"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bid_count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"starttime":{"type":"string","format":"date-time"},"endtime":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+const jsonSchemaQ12Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q12Row","type":"object","properties":{"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bid_count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"starttime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"endtime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q12Row)(nil)
 
@@ -1644,7 +1644,7 @@ func (t *Q13Row) StreamJSONSchema() string {
 	return jsonSchemaQ13Row
 }
 
-const jsonSchemaQ13Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q13Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"value":{"type":"string"}},"additionalProperties":false}`
+const jsonSchemaQ13Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q13Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"value":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q13Row)(nil)
 
@@ -1735,7 +1735,7 @@ func (t *Q20Row) StreamJSONSchema() string {
 	return jsonSchemaQ20Row
 }
 
-const jsonSchemaQ20Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q20Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"bid_dateTime":{"type":"string","format":"date-time"},"bid_extra":{"type":"string"},"itemName":{"type":"string"},"description":{"type":"string"},"initialBid":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"reserve":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"auction_dateTime":{"type":"string","format":"date-time"},"expires":{"type":"string","format":"date-time"},"seller":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"category":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"auction_extra":{"type":"string"}},"additionalProperties":false}`
+const jsonSchemaQ20Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q20Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"bid_dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"bid_extra":{"type":"string"},"itemName":{"type":"string"},"description":{"type":"string"},"initialBid":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"reserve":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"auction_dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"expires":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"seller":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"category":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"auction_extra":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q20Row)(nil)
 
@@ -1826,7 +1826,7 @@ func (t *Q0Row) StreamJSONSchema() string {
 	return jsonSchemaQ0Row
 }
 
-const jsonSchemaQ0Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q0Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}`
+const jsonSchemaQ0Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q0Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"extra":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q0Row)(nil)
 
@@ -1917,7 +1917,7 @@ func (t *Q1Row) StreamJSONSchema() string {
 	return jsonSchemaQ1Row
 }
 
-const jsonSchemaQ1Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q1Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}`
+const jsonSchemaQ1Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q1Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"extra":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q1Row)(nil)
 
@@ -2099,7 +2099,7 @@ func (t *Q10Row) StreamJSONSchema() string {
 	return jsonSchemaQ10Row
 }
 
-const jsonSchemaQ10Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q10Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"},"dt":{"type":"string"},"hm":{"type":"string"}},"additionalProperties":false}`
+const jsonSchemaQ10Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q10Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"extra":{"type":"string"},"dt":{"type":"string"},"hm":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q10Row)(nil)
 
@@ -2190,7 +2190,7 @@ func (t *Q14Row) StreamJSONSchema() string {
 	return jsonSchemaQ14Row
 }
 
-const jsonSchemaQ14Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q14Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"bidTimeType":{"type":"string"},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"},"c_counts":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
+const jsonSchemaQ14Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q14Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"bidTimeType":{"type":"string"},"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"extra":{"type":"string"},"c_counts":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q14Row)(nil)
 
@@ -2736,7 +2736,7 @@ func (t *Q7Row) StreamJSONSchema() string {
 	return jsonSchemaQ7Row
 }
 
-const jsonSchemaQ7Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q7Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}`
+const jsonSchemaQ7Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q7Row","type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"extra":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q7Row)(nil)
 
@@ -2827,7 +2827,7 @@ func (t *Q7Acc) StreamJSONSchema() string {
 	return jsonSchemaQ7Acc
 }
 
-const jsonSchemaQ7Acc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q7Acc","type":"object","properties":{"max":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"top":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1nexmark~1queries.Q7Row"}},"atEnd":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1nexmark~1queries.Q7Row"}},"hasRows":{"type":"boolean"}},"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/bench/nexmark/queries.Q7Row":{"type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"extra":{"type":"string"}},"additionalProperties":false}}}`
+const jsonSchemaQ7Acc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q7Acc","type":"object","properties":{"max":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"top":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1nexmark~1queries.Q7Row"}},"atEnd":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1bench~1nexmark~1queries.Q7Row"}},"hasRows":{"type":"boolean"}},"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/bench/nexmark/queries.Q7Row":{"type":"object","properties":{"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"extra":{"type":"string"}},"additionalProperties":false}}}`
 
 var _ codec.Record = (*Q7Acc)(nil)
 
@@ -3009,7 +3009,7 @@ func (t *Q8Row) StreamJSONSchema() string {
 	return jsonSchemaQ8Row
 }
 
-const jsonSchemaQ8Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q8Row","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"name":{"type":"string"},"stime":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+const jsonSchemaQ8Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q8Row","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"name":{"type":"string"},"stime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q8Row)(nil)
 
@@ -3191,7 +3191,7 @@ func (t *Q11Row) StreamJSONSchema() string {
 	return jsonSchemaQ11Row
 }
 
-const jsonSchemaQ11Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q11Row","type":"object","properties":{"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bid_count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"starttime":{"type":"string","format":"date-time"},"endtime":{"type":"string","format":"date-time"}},"additionalProperties":false}`
+const jsonSchemaQ11Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q11Row","type":"object","properties":{"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bid_count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"starttime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"endtime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q11Row)(nil)
 
@@ -3464,7 +3464,7 @@ func (t *Q9Row) StreamJSONSchema() string {
 	return jsonSchemaQ9Row
 }
 
-const jsonSchemaQ9Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q9Row","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"itemName":{"type":"string"},"description":{"type":"string"},"initialBid":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"reserve":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time"},"expires":{"type":"string","format":"date-time"},"seller":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"category":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"extra":{"type":"string"},"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bid_dateTime":{"type":"string","format":"date-time"},"bid_extra":{"type":"string"}},"additionalProperties":false}`
+const jsonSchemaQ9Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q9Row","type":"object","properties":{"id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"itemName":{"type":"string"},"description":{"type":"string"},"initialBid":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"reserve":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"expires":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"seller":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"category":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"extra":{"type":"string"},"auction":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"bid_dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"bid_extra":{"type":"string"}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q9Row)(nil)
 

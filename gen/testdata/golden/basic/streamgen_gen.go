@@ -98,7 +98,7 @@ func (t *Reading) StreamJSONSchema() string {
 	return jsonSchemaReading
 }
 
-const jsonSchemaReading = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Reading","type":"object","properties":{"sensor":{"type":"string"},"at":{"type":"string","format":"date-time"},"value":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"unit":{"anyOf":[{"type":"null"},{"type":"string"}]},"Labels":{"type":["object","null"],"additionalProperties":{"type":"string"}},"Window":{"type":"array","items":{"type":"integer","minimum":-2147483648,"maximum":2147483647},"minItems":2,"maxItems":2}},"required":["sensor","at"],"additionalProperties":false}`
+const jsonSchemaReading = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Reading","type":"object","properties":{"sensor":{"type":"string"},"at":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"value":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"unit":{"anyOf":[{"type":"null"},{"type":"string"}]},"Labels":{"type":["object","null"],"additionalProperties":{"type":"string"}},"Window":{"type":"array","items":{"type":"integer","minimum":-2147483648,"maximum":2147483647},"minItems":2,"maxItems":2}},"required":["sensor","at"],"additionalProperties":false}`
 
 var _ codec.Record = (*Reading)(nil)
 

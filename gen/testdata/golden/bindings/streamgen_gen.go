@@ -102,7 +102,7 @@ func (t *Visit) StreamJSONSchema() string {
 	return jsonSchemaVisit
 }
 
-const jsonSchemaVisit = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Visit","type":"object","properties":{"Page":{"type":"string"},"At":{"type":"string","format":"date-time"},"User":{"type":"string"}},"required":["Page","At"],"additionalProperties":false}`
+const jsonSchemaVisit = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Visit","type":"object","properties":{"Page":{"type":"string"},"At":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"User":{"type":"string"}},"required":["Page","At"],"additionalProperties":false}`
 
 var _ codec.Record = (*Visit)(nil)
 

@@ -102,7 +102,7 @@ func (t *Click) StreamJSONSchema() string {
 	return jsonSchemaClick
 }
 
-const jsonSchemaClick = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Click","type":"object","properties":{"Page":{"type":"string"},"User":{"type":"string"},"At":{"type":"string","format":"date-time"},"Nanos":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"required":["Page","At"],"additionalProperties":false}`
+const jsonSchemaClick = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Click","type":"object","properties":{"Page":{"type":"string"},"User":{"type":"string"},"At":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"Nanos":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"required":["Page","At"],"additionalProperties":false}`
 
 var _ codec.Record = (*Click)(nil)
 
