@@ -64,6 +64,23 @@ func runWindows(t *testing.T, in []fixtures.Click, perBatch int, mode typed.Outp
 	return sink.snapshot()
 }
 
+// appendedWindows runs build over in as runWindows does, in Append
+// mode, and returns each window's value, failing on a window written
+// twice.
+func appendedWindows(t *testing.T, in []fixtures.Click, perBatch int, build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]) map[string]float64 {
+	t.Helper()
+	got := map[string]float64{}
+	for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
+		for _, r := range rows {
+			if _, dup := got[r.id()]; dup {
+				t.Fatalf("append, %d per batch: %s written twice", perBatch, r.id())
+			}
+			got[r.id()] = r.Value
+		}
+	}
+	return got
+}
+
 // latestWindows runs build over in as runWindows does, in Update mode,
 // and returns each window's latest value.
 func latestWindows(t *testing.T, in []fixtures.Click, perBatch int, build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]) map[string]float64 {
@@ -246,15 +263,7 @@ func testSessionWindows(t *testing.T, in []fixtures.Click) {
 func checkSessions(t *testing.T, in []fixtures.Click, want map[string]float64, build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]) {
 	t.Helper()
 	for _, perBatch := range []int{0, 13} {
-		got := map[string]float64{}
-		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
-			for _, r := range rows {
-				if _, dup := got[r.id()]; dup {
-					t.Fatalf("session %s written twice", r.id())
-				}
-				got[r.id()] = r.Value
-			}
-		}
+		got := appendedWindows(t, in, perBatch, build)
 		sameTable(t, fmt.Sprintf("sessions, %d per batch", perBatch), got, want)
 		got = latestWindows(t, in, perBatch, build)
 		// Update writes sessions as they grow: the final ones are there

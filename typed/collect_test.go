@@ -69,12 +69,7 @@ func TestCollectWindows(t *testing.T) {
 			return typed.FlatMap(typed.AggregateWindows(ws, tc.agg, rankRows), func(rows *[]windowCount) []windowCount { return *rows })
 		}
 		for _, perBatch := range []int{0, 7, 40} {
-			got := map[string]float64{}
-			for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
-				for _, r := range rows {
-					got[r.id()] = r.Value
-				}
-			}
+			got := appendedWindows(t, in, perBatch, build)
 			sameTable(t, fmt.Sprintf("%s, append, %d per batch", tc.name, perBatch), got, want)
 			sameTable(t, fmt.Sprintf("%s, update, %d per batch", tc.name, perBatch), latestWindows(t, in, perBatch, build), want)
 		}
@@ -157,12 +152,7 @@ func TestCountDistinctWindows(t *testing.T) {
 		return typed.AggregateWindows(ws, agg, countRow)
 	}
 	for _, perBatch := range []int{0, 7, 40} {
-		got := map[string]float64{}
-		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
-			for _, r := range rows {
-				got[r.id()] = r.Value
-			}
-		}
+		got := appendedWindows(t, in, perBatch, build)
 		sameTable(t, fmt.Sprintf("append, %d per batch", perBatch), got, want)
 		sameTable(t, fmt.Sprintf("update, %d per batch", perBatch), latestWindows(t, in, perBatch, build), want)
 	}

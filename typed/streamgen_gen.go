@@ -647,6 +647,97 @@ var _ codec.Record = (*PercentileAcc)(nil)
 // AppendBinary appends the binary encoding of t to b. It fails only when
 // a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
 // and that fails.
+func (t *ReduceAcc) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryReduceAcc(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *ReduceAcc) MarshalBinary() ([]byte, error) {
+	return appendBinaryReduceAcc(make([]byte, 0, 19), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of ReduceAcc: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *ReduceAcc) UnmarshalBinary(b []byte) error {
+	*t = ReduceAcc{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryReduceAcc(&d, t, d.End())
+	return d.Wrap("ReduceAcc")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *ReduceAcc) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONReduceAcc(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While ReduceAcc's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *ReduceAcc) MarshalJSON() ([]byte, error) {
+	if jsonSizeReduceAcc.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONReduceAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeReduceAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeReduceAcc.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONReduceAcc(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeReduceAcc.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONReduceAcc(jsonSizeReduceAcc.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeReduceAcc.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeReduceAcc codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *ReduceAcc) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONReduceAcc(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold ReduceAcc decode it.
+func (t *ReduceAcc) ReadJSON(r *codec.JSONReader) {
+	readJSONReduceAcc(r, t)
+}
+
+// StreamSchema returns the registered schema of ReduceAcc.
+func (t *ReduceAcc) StreamSchema() *codec.Schema {
+	return schemaReduceAcc
+}
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of ReduceAcc's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *ReduceAcc) StreamJSONSchema() string {
+	return jsonSchemaReduceAcc
+}
+
+const jsonSchemaReduceAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"ReduceAcc","type":"object","properties":{"row":{"type":["string","null"],"contentEncoding":"base64","pattern":"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"}},"additionalProperties":false}`
+
+var _ codec.Record = (*ReduceAcc)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *TopAcc) AppendBinary(b []byte) ([]byte, error) {
 	return appendBinaryTopAcc(b, t)
 }
@@ -2150,6 +2241,100 @@ func readJSONPercentileSample(r *codec.JSONReader, v *PercentileSample) {
 				v.Delta = x2
 			}
 			r.InField("PercentileSample", "delta")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaReduceAcc = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   58967,
+		JSON: "row",
+		Name: "Row",
+		Type: &codec.Type{
+			Go:   "[]uint8",
+			Kind: codec.KindBytes,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/typed.ReduceAcc",
+})
+
+func appendBinaryReduceAcc(b []byte, v *ReduceAcc) ([]byte, error) {
+	var err error
+	b = append(b, 0xf6, 0xca, 0x39) // Row: id 58967, bytes
+	b = codec.AppendBytes(b, v.Row)
+	return b, err
+}
+
+func readBinaryReduceAcc(d *codec.Decoder, v *ReduceAcc, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// Row
+	if codec.HasTag(b, p, 0x39caf6, 0xffffff) {
+		d.Seek(p + 3)
+		v.Row = d.Bytes()
+		p = d.Offset()
+	}
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0xe6576:
+			// Row
+			v.Row = d.Bytes()
+		default:
+			switch tag >> 4 {
+			case 58967:
+				d.KindChanged("ReduceAcc", "Row", tag, codec.KindBytes)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONReduceAcc(b []byte, v *ReduceAcc) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"row\":"...)
+	b = codec.AppendJSONBytes(b, v.Row)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONReduceAcc(r *codec.JSONReader, v *ReduceAcc) {
+	if !r.BeginObject("Go value of type typed.ReduceAcc") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "row":
+			field = 0
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "ROW":
+				field = 0
+			}
+		}
+		switch field {
+		case 0:
+			if r.Null() {
+				v.Row = nil
+			} else {
+				if x, ok := r.Bytes("Go value of type []uint8"); ok {
+					v.Row = x
+				}
+			}
+			r.InField("ReduceAcc", "row")
 		default:
 			r.Unknown(key)
 		}

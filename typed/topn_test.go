@@ -74,15 +74,7 @@ func TestTopNWindows(t *testing.T) {
 		return typed.FlatMap(top, func(rows *[]windowCount) []windowCount { return *rows })
 	}
 	for _, perBatch := range []int{0, 13, 70} {
-		got := map[string]float64{}
-		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Append, true, build)) {
-			for _, r := range rows {
-				if _, dup := got[r.id()]; dup {
-					t.Fatalf("append, %d per batch: %s written twice", perBatch, r.id())
-				}
-				got[r.id()] = r.Value
-			}
-		}
+		got := appendedWindows(t, in, perBatch, build)
 		sameTable(t, fmt.Sprintf("append, %d per batch", perBatch), got, want)
 		sameTable(t, fmt.Sprintf("update, %d per batch", perBatch), latestWindows(t, in, perBatch, build), want)
 	}
