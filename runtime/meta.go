@@ -438,10 +438,10 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 			identity = append(identity, fmt.Sprintf("%s: it %s, and now %s: its stored state was kept by the old rule", where, was.Params, now.Params))
 		}
 		if was.Rows != nil && now.Rows != nil {
+			// (Another row type is another operator name: an identity
+			// change above.)
 			if err := codec.Compatible(was.Rows, now.Rows); err != nil {
 				types = append(types, fmt.Sprintf("%s: kept rows: %v", where, err))
-			} else if was.Rows.Name != now.Rows.Name && !sharesField(was.Rows, now.Rows) {
-				identity = append(identity, fmt.Sprintf("%s: its kept rows were of type %s, are now of type %s, with no field in common", where, was.Rows.Name, now.Rows.Name))
 			}
 		}
 		switch {
@@ -536,22 +536,31 @@ func renamedFields(stored, current Meta) []string {
 	var out []string
 	for i := range min(len(stored.Operators), len(current.Operators)) {
 		was, now := stored.Operators[i], current.Operators[i]
+		where := fmt.Sprintf("operator %d (%s %q)", i, now.Kind, now.Name)
 		for name, schema := range now.States {
-			old, ok := was.States[name]
-			if !ok || old == nil || schema == nil {
+			out = append(out, renamedIn(where+fmt.Sprintf(", state %q", name), was.States[name], schema)...)
+		}
+		out = append(out, renamedIn(where+", kept rows", was.Rows, now.Rows)...)
+	}
+	return out
+}
+
+// renamedIn describes the fields of old, the stored schema at where, that
+// current seems to have renamed: a field gone and one of its type new.
+func renamedIn(where string, old, current *codec.Schema) []string {
+	if old == nil || current == nil {
+		return nil
+	}
+	var out []string
+	removed, added := fieldsOnlyIn(old, current), fieldsOnlyIn(current, old)
+	for _, f := range added {
+		for _, gone := range removed {
+			if gone.Type == nil || f.Type == nil || gone.Type.Go != f.Type.Go {
 				continue
 			}
-			removed, added := fieldsOnlyIn(old, schema), fieldsOnlyIn(schema, old)
-			for _, f := range added {
-				for _, gone := range removed {
-					if gone.Type == nil || f.Type == nil || gone.Type.Go != f.Type.Go {
-						continue
-					}
-					out = append(out, fmt.Sprintf(
-						"operator %d (%s %q), state %q: field %s (%s) is gone and field %s of the same type is new: if it was renamed, its stored values are lost; tag %s `stream:\"id=%d\"` to keep them",
-						i, now.Kind, now.Name, name, gone.Name, gone.Type.Go, f.Name, f.Name, gone.ID))
-				}
-			}
+			out = append(out, fmt.Sprintf(
+				"%s: field %s (%s) is gone and field %s of the same type is new: if it was renamed, its stored values are lost; tag %s `stream:\"id=%d\"` to keep them",
+				where, gone.Name, gone.Type.Go, f.Name, f.Name, gone.ID))
 		}
 	}
 	return out

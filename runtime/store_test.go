@@ -675,6 +675,52 @@ func TestRenamedFieldRefused(t *testing.T) {
 	}
 }
 
+// TestKeptRowsChanges: the rows an operator keeps encoded in its state
+// values (OperatorMeta.Rows) are compared as its states are: fields
+// added or removed start, a field that looks renamed is refused unless
+// its loss is allowed, a field of another type is refused even with
+// AllowPipelineChanges; other Params are refused unless the pipeline's
+// changes are allowed; a checkpoint written without Rows or Params
+// starts, and keeps them from then on.
+func TestKeptRowsChanges(t *testing.T) {
+	field := func(name string, id uint32, kind codec.Kind, goType string) codec.Field {
+		return codec.Field{Name: name, ID: id, Type: &codec.Type{Kind: kind, Go: goType, Bits: 64}}
+	}
+	rows := func(fields ...codec.Field) *codec.Schema { return &codec.Schema{Name: "x.Row", Fields: fields} }
+	top := func(params string, r *codec.Schema) runtime.Meta {
+		m := meta(map[string]*codec.Schema{"aggregate": nil})
+		m.Operators[0].Kind, m.Operators[0].Params, m.Operators[0].Rows = "aggregate", params, r
+		return m
+	}
+	count, user := field("Count", 11, codec.KindInt, "int64"), field("User", 12, codec.KindString, "string")
+	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	defer s.Close()
+	if _, _, err := s.CheckMeta(top("", nil), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, w, err := s.CheckMeta(top("keeps the 3 best rows", rows(count, user)), false); err != nil || len(w) != 0 {
+		t.Fatalf("a checkpoint written without Rows and Params: %q, %v", w, err)
+	}
+	added := rows(count, user, field("Page", 13, codec.KindString, "string"))
+	if _, w, err := s.CheckMeta(top("keeps the 3 best rows", added), false); err != nil || len(w) != 0 {
+		t.Fatalf("a field added: %q, %v", w, err)
+	}
+	_, _, err := s.CheckMeta(top("keeps the 5 best rows", added), false)
+	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "it keeps the 3 best rows, and now keeps the 5 best rows") {
+		t.Fatalf("other params: %v", err)
+	}
+	renamed := rows(count, field("Name", 14, codec.KindString, "string"), field("Page", 13, codec.KindString, "string"))
+	_, _, err = s.CheckMeta(top("keeps the 3 best rows", renamed), false)
+	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "kept rows: field User (string) is gone and field Name of the same type is new") {
+		t.Fatalf("a field renamed: %v", err)
+	}
+	other := rows(field("Count", 11, codec.KindString, "string"), user)
+	_, _, err = s.CheckMetaAllowing(top("keeps the 3 best rows", other), true, true)
+	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "kept rows:") || !strings.Contains(err.Error(), "field Count") {
+		t.Fatalf("a field of another type, all allowed: %v", err)
+	}
+}
+
 // TestLargeBatchReachesTheStateCache: a batch far larger than Pebble's
 // memtable is committed as a memtable of its own; every value it wrote
 // must still be read back, through the state cache, by the next batch,

@@ -43,6 +43,10 @@ func CollectList[In any, P codec.RecordPtr[In]]() Aggregator[In, RowsAcc, []In] 
 // (every field equal, a float's bits; a map's entries are encoded in
 // order of their keys). As CollectList otherwise; a batch indexes a
 // group's rows once, to find a row already in the set.
+//
+// Rows stored before a change of In's fields that the checkpoint takes
+// (a field added, say) are encoded without it, so a row that comes
+// after the change is never alike one of them: it is kept beside it.
 func CollectSet[In any, P codec.RecordPtr[In]]() Aggregator[In, RowsAcc, []In] {
 	return collectAgg[In, P]{what: "CollectSet", set: true}
 }
@@ -80,7 +84,12 @@ type collectAgg[In any, P codec.RecordPtr[In]] struct {
 	set  bool // each row once
 }
 
-func (collectAgg[In, P]) params() string           { return "" }
+func (c collectAgg[In, P]) params() string {
+	if c.set {
+		return "keeps each row once" // a list's stored rows are no set
+	}
+	return "keeps every row"
+}
 func (collectAgg[In, P]) rowSchema() *codec.Schema { return P(nil).StreamSchema() }
 
 func (collectAgg[In, P]) Zero() RowsAcc { return RowsAcc{} }

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"slices"
 	"time"
+
+	"github.com/streamgen/streamgen/runtime"
 )
 
 // Over is the rows an OVER aggregation (AggregateOver) aggregates for
@@ -137,6 +139,16 @@ type overProcessor[K comparable, T, Acc, Out, Row any] struct {
 // of the pipeline (runtime.AllowPipelineChanges).
 func (p *overProcessor[K, T, Acc, Out, Row]) operatorName() string {
 	return fmt.Sprintf("AggregateOver(%v, %T)", p.over, p.agg)
+}
+
+// describeInfo keeps in the checkpoint what the aggregator's
+// accumulators depend on (describedAggregator): the unbounded frames
+// store one, and the bounded ones fold their frames anew each batch from
+// rows whose type the operator's name holds.
+func (p *overProcessor[K, T, Acc, Out, Row]) describeInfo(info *runtime.OperatorInfo) {
+	if p.over.unbounded {
+		describe(info, p.agg)
+	}
 }
 
 func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {

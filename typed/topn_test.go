@@ -227,11 +227,13 @@ func TestTopNRefuses(t *testing.T) {
 }
 
 // TestAggregatorMetaInCheckpoint: the checkpoint keeps how many rows a
-// TopN keeps and the type of the rows TopN and CollectList keep encoded.
-// A start with another n is refused, saying both, unless the pipeline's
-// changes are allowed; a start whose row type cannot read the stored
-// rows is refused even then; a row type that can (fields added,
-// removed, reordered) starts.
+// TopN keeps (by key and in AggregateOver's unbounded frames), whether a
+// collection is a set, and the type of the rows TopN and CollectList
+// keep encoded. A start with another n, or a set on a list, is refused,
+// saying both, unless the pipeline's changes are allowed; a start whose
+// row type cannot read the stored rows is refused even then. (A row
+// type of another name is another aggregator: a change of the pipeline;
+// the same type with fields added is runtime's TestKeptRowsChanges.)
 func TestAggregatorMetaInCheckpoint(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	m.Add(tiedClicks(30)...)
@@ -259,6 +261,32 @@ func TestAggregatorMetaInCheckpoint(t *testing.T) {
 	}
 	if err := runToEnd(t, top(5), ck.opts(runtime.AllowPipelineChanges())...); err != nil {
 		t.Fatalf("a start with TopN(5), the change allowed: %v", err)
+	}
+
+	// So does AggregateOver's unbounded frame, which keeps an
+	// accumulator; and CollectSet is not CollectList.
+	clicks := typed.WithWatermark(typed.FromMemory(m), clickTime, time.Minute)
+	over := func(n int) *typed.Writer[int] {
+		keyed := typed.GroupByKey(clicks, func(c *fixtures.Click) string { return c.User })
+		return typed.WriteTo(typed.AggregateOver(keyed, clickTime, typed.RowsUnbounded(), typed.TopN(n, higherPage),
+			func(_ string, _ *fixtures.Click, rows []fixtures.Click) int { return len(rows) }), newSink[int]())
+	}
+	ock := newCheckpoint()
+	if err := runToEnd(t, over(3), ock.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := runToEnd(t, over(5), ock.opts()...); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "now keeps the 5 best rows") {
+		t.Fatalf("AggregateOver with TopN(5) on TopN(3)'s checkpoint: %v", err)
+	}
+	collected := func(agg typed.Aggregator[fixtures.Click, typed.RowsAcc, []fixtures.Click]) *typed.Writer[int] {
+		return typed.WriteTo(typed.AggregateByKey(byUser(), agg, func(_ string, rows []fixtures.Click) int { return len(rows) }), newSink[int]()).OutputMode(typed.Update)
+	}
+	cck := newCheckpoint()
+	if err := runToEnd(t, collected(typed.CollectList[fixtures.Click]()), cck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	if err := runToEnd(t, collected(typed.CollectSet[fixtures.Click]()), cck.opts()...); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "keeps every row, and now keeps each row once") {
+		t.Fatalf("CollectSet on CollectList's checkpoint: %v", err)
 	}
 
 	// Rows of StateV1 are kept; StateV2 reads them, StateV3 (Count a

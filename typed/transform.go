@@ -106,6 +106,9 @@ func TransformWithState[K comparable, In, Out any](
 		if timeMode == TimeModeProcessingTime {
 			op.info.NoData = runtime.NoDataEveryTrigger
 		}
+		if d, ok := p.(interface{ describeInfo(*runtime.OperatorInfo) }); ok {
+			d.describeInfo(&op.info) // an aggregator's, in its state
+		}
 		for _, v := range op.handle.vars {
 			op.info.States = append(op.info.States, runtime.StateInfo{Name: v.name, Schema: v.schema, Kind: v.kind, TTL: v.ttl, EventTimeTTL: v.eventTTL,
 				Encoding: runtime.EncodingExpiring, ValueType: v.valueType, MapKeyType: v.mapKeyType, MapKey: v.mapKey})

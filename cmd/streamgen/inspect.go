@@ -181,6 +181,12 @@ func inspectSummary(dir string, asJSON bool, stdout io.Writer) error {
 		if op.Meta.Windows != nil {
 			fmt.Fprintf(w, "  windows\t%s\n", op.Meta.Windows)
 		}
+		if op.Meta.Params != "" {
+			fmt.Fprintf(w, "  aggregator\t%s\n", op.Meta.Params)
+		}
+		if op.Meta.Rows != nil {
+			fmt.Fprintf(w, "  kept rows\t%s\n", op.Meta.Rows)
+		}
 		fmt.Fprintf(w, "  state rows\t%d\n", op.StateRows)
 		timers := strconv.FormatInt(op.Timers, 10)
 		if op.FirstTimer != nil {

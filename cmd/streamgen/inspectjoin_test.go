@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -104,3 +105,19 @@ func TestInspectJoin(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(context.Context, int64, []string) error { return nil }
+
+// TestInspectAggregatorMeta: the listing of a TopN's operator says how
+// many rows it keeps and the type of the rows it keeps encoded.
+func TestInspectAggregatorMeta(t *testing.T) {
+	in := typed.NewMemoryStream[joinrec.Row]("rows", 0)
+	in.Add(joinrec.Row{Key: "a", Value: 1}, joinrec.Row{Key: "a", Value: 2}, joinrec.Row{Key: "b", Value: 3})
+	keyed := typed.GroupByKey(typed.FromMemory(in), func(r *joinrec.Row) string { return r.Key })
+	top := typed.AggregateByKey(keyed, typed.TopN(2, func(a, b *joinrec.Row) bool { return a.Value > b.Value }),
+		func(key string, rows []joinrec.Row) string { return key })
+	listing := runAndInspect(t, typed.WriteTo(top, typed.Sink[string](discard{})).OutputMode(typed.Update))
+	for _, want := range []string{`\n  aggregator +keeps the 2 best rows\n`, `\n  kept rows +github.com/streamgen/streamgen/bench/joinrec.Row\{Key string`} {
+		if !regexp.MustCompile(want).MatchString(listing) {
+			t.Errorf("the listing lacks %s:\n%s", want, listing)
+		}
+	}
+}
