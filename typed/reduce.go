@@ -12,6 +12,9 @@ import (
 //streamgen:record
 type ReduceAcc struct {
 	Row []byte `json:"row"`
+	// owned says that Row was made by Add or Merge for this accumulator
+	// alone, so that the next Add may write over it; not stored.
+	owned bool
 }
 
 // Reduce combines the rows with f, as Kafka Streams' reduce and Spark's
@@ -30,8 +33,9 @@ type ReduceAcc struct {
 // (In is a record): each row costs a decoding, f and an encoding; the
 // checkpoint keeps In's schema, and a start with a type whose fields
 // cannot read the stored values (codec.Compatible) is refused, naming
-// the field. Add and Merge never change the encoding of an accumulator
-// they are given.
+// the field. Add writes the new encoding over the one it was given when
+// an earlier Add or Merge made it; Merge never changes its second
+// accumulator, nor returns memory of it that is written later.
 func Reduce[In any, P codec.RecordPtr[In]](f func(value, row In) In) Aggregator[In, ReduceAcc, In] {
 	return reduceAgg[In, P]{f: f}
 }
@@ -46,10 +50,14 @@ func (reduceAgg[In, P]) rowSchema() *codec.Schema { return P(nil).StreamSchema()
 func (reduceAgg[In, P]) Zero() ReduceAcc { return ReduceAcc{} }
 
 func (a reduceAgg[In, P]) Add(acc ReduceAcc, r *In) ReduceAcc {
-	if acc.Row == nil {
-		return ReduceAcc{Row: encodeReduced[In, P](*r)}
+	var buf []byte
+	if acc.owned {
+		buf = acc.Row[:0] // the value is decoded out of it first
 	}
-	return ReduceAcc{Row: encodeReduced[In, P](a.f(decodeReduced[In, P](acc.Row), *r))}
+	if acc.Row == nil {
+		return ReduceAcc{Row: encodeReduced[In, P](buf, *r), owned: true}
+	}
+	return ReduceAcc{Row: encodeReduced[In, P](buf, a.f(decodeReduced[In, P](acc.Row), *r)), owned: true}
 }
 
 func (a reduceAgg[In, P]) Merge(x, y ReduceAcc) ReduceAcc {
@@ -57,9 +65,9 @@ func (a reduceAgg[In, P]) Merge(x, y ReduceAcc) ReduceAcc {
 	case y.Row == nil:
 		return x
 	case x.Row == nil:
-		return y // never written into: each Add and Merge encodes anew
+		return ReduceAcc{Row: y.Row} // not owned: an Add encodes anew
 	}
-	return ReduceAcc{Row: encodeReduced[In, P](a.f(decodeReduced[In, P](x.Row), decodeReduced[In, P](y.Row)))}
+	return ReduceAcc{Row: encodeReduced[In, P](nil, a.f(decodeReduced[In, P](x.Row), decodeReduced[In, P](y.Row))), owned: true}
 }
 
 func (reduceAgg[In, P]) Result(acc ReduceAcc) In {
@@ -70,9 +78,10 @@ func (reduceAgg[In, P]) Result(acc ReduceAcc) In {
 	return decodeReduced[In, P](acc.Row)
 }
 
-// encodeReduced encodes a value of Reduce into a new slice.
-func encodeReduced[In any, P codec.RecordPtr[In]](v In) []byte {
-	enc, err := P(&v).AppendBinary(nil)
+// encodeReduced encodes a value of Reduce into buf's memory, or a new
+// slice.
+func encodeReduced[In any, P codec.RecordPtr[In]](buf []byte, v In) []byte {
+	enc, err := P(&v).AppendBinary(buf)
 	if err != nil {
 		panic(userPanic{fmt.Errorf("streamgen: Reduce: a value does not encode: %w", unprefixed(err))})
 	}
