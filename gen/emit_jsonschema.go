@@ -158,12 +158,8 @@ func (w *jsonSchemaWriter) value(sh *Shape, quoted bool) any {
 			o.add("minimum", 0)
 			o.add("maximum", uint64(math.MaxUint64)>>(64-sh.Bits))
 		} else {
-			bits := sh.Bits
-			if sh.Kind == Duration {
-				bits = 64
-			}
-			o.add("minimum", int64(math.MinInt64)>>(64-bits))
-			o.add("maximum", int64(math.MaxInt64)>>(64-bits))
+			o.add("minimum", int64(math.MinInt64)>>(64-sh.Bits))
+			o.add("maximum", int64(math.MaxInt64)>>(64-sh.Bits))
 		}
 		return o
 	case Float:
@@ -219,10 +215,7 @@ func (w *jsonSchemaWriter) value(sh *Shape, quoted bool) any {
 // value of integer shape sh holds, written as encoding/json writes them
 // (no sign for 0 and positive numbers, no leading zero).
 func integerPattern(sh *Shape) string {
-	bits := sh.Bits
-	if sh.Kind == Duration || bits == 0 {
-		bits = 64
-	}
+	bits := sh.Bits // 64 for int, uint and time.Duration
 	if sh.Kind == Uint {
 		return decimalUpTo(strconv.FormatUint(math.MaxUint64>>(64-bits), 10))
 	}

@@ -1,7 +1,10 @@
 // Package kafka connects streamgen queries to Kafka through franz-go: a
 // source (Source, and From for rows made from whole records), a sink
 // (Sink), a dead-letter topic (DeadLetterTopic), and an in-process broker
-// (Embedded) for tests and programs that run without a cluster.
+// (Embedded) for tests and programs that run without a cluster. Values in
+// Confluent's wire format with JSON Schema, registered in a schema
+// registry, are written by the sink's ConfluentJSON format and read by
+// FromConfluentJSON; Embedded starts a registry too with SchemaRegistry.
 //
 //	cluster, _ := kafka.Embedded(ctx)           // or kafka.Connection{Brokers: kafka.Brokers()}
 //	conn := cluster.Connection()

@@ -58,12 +58,12 @@ func FakeOptions(opts ...kfake.Opt) EmbeddedOption {
 	return embeddedOptionFunc(func(c *embeddedConfig) { c.fake = append(c.fake, opts...) })
 }
 
-// WithRegistry starts a schema registry beside the cluster, in the same
+// SchemaRegistry starts a schema registry beside the cluster, in the same
 // process, on a loopback port: franz-go's srfake, which speaks Confluent
 // Schema Registry's REST API (schemas by subject, version and id) and
 // keeps them in memory. Registry returns a client of it, RegistryURL its
 // address, for a sink's ConfluentJSON format or any registry client.
-func WithRegistry() EmbeddedOption {
+func SchemaRegistry() EmbeddedOption {
 	return embeddedOptionFunc(func(c *embeddedConfig) { c.registry = true })
 }
 
@@ -94,13 +94,13 @@ func (c *embeddedConfig) validate() error {
 // EmbeddedCluster is an in-process Kafka cluster: franz-go's kfake, which
 // speaks the Kafka protocol (produce, fetch, transactions, groups, admin)
 // on loopback ports, keeping its logs in memory unless FakeOptions gives
-// it a data directory. It is for tests, demonstrations and single-process
-// programs; it is not a durable store. Its methods are safe for
-// concurrent use.
+// it a data directory; with SchemaRegistry, a schema registry beside it.
+// It is for tests, demonstrations and single-process programs; it is not
+// a durable store. Its methods are safe for concurrent use.
 type EmbeddedCluster struct {
 	cluster  *kfake.Cluster
 	brokers  []string
-	registry *srfake.Registry // with WithRegistry
+	registry *srfake.Registry // with SchemaRegistry
 	// detach stops ctx's closing of the cluster once Close has run.
 	detach    func() bool
 	closeOnce sync.Once
@@ -156,14 +156,18 @@ func (e *EmbeddedCluster) Connection() Connection { return Connection{Brokers: e
 func startRegistry() (r *srfake.Registry, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%v", p)
+			if e, ok := p.(error); ok {
+				err = e
+			} else {
+				err = fmt.Errorf("%v", p)
+			}
 		}
 	}()
 	return srfake.New(), nil
 }
 
 // RegistryURL returns the address of the cluster's schema registry, or ""
-// without WithRegistry.
+// without SchemaRegistry.
 func (e *EmbeddedCluster) RegistryURL() string {
 	if e.registry == nil {
 		return ""
@@ -171,8 +175,8 @@ func (e *EmbeddedCluster) RegistryURL() string {
 	return e.registry.URL()
 }
 
-// Registry returns a client of the cluster's schema registry, or nil
-// without WithRegistry.
+// Registry returns a new client of the cluster's schema registry, or nil
+// without SchemaRegistry.
 func (e *EmbeddedCluster) Registry() *sr.Client {
 	if e.registry == nil {
 		return nil
@@ -186,8 +190,10 @@ func (e *EmbeddedCluster) Registry() *sr.Client {
 
 // Close stops the cluster (and its schema registry): it stops
 // listening, and its connections and logs are gone. Close waits only for
-// the registry's requests in progress; Kafka clients still connected see
-// their requests fail. Calling it again does nothing.
+// the registry's requests in progress (an HTTP server's Close, which also
+// closes the idle connections of the process's default HTTP transport);
+// Kafka clients still connected see their requests fail. Calling it
+// again does nothing.
 func (e *EmbeddedCluster) Close() {
 	e.detach()
 	e.shutdown()

@@ -17,7 +17,7 @@ import (
 // kafka.RegistryURLs() for a real one), and read them back.
 func ExampleFromConfluentJSON() {
 	ctx := context.Background()
-	cluster, err := kafka.Embedded(ctx, kafka.WithRegistry(), kafka.SeedTopics(1, "clicks"))
+	cluster, err := kafka.Embedded(ctx, kafka.SchemaRegistry(), kafka.SeedTopics(1, "clicks"))
 	if err != nil {
 		log.Fatal(err)
 	}

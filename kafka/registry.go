@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -20,7 +21,7 @@ const RegistryEnv = "STREAMGEN_SCHEMA_REGISTRY"
 // RegistryURLs returns the schema registry URLs listed in the environment
 // variable STREAMGEN_SCHEMA_REGISTRY (comma-separated, blanks around each
 // ignored), or nil when it is unset or lists none: a program then uses
-// the registry of Embedded (WithRegistry). It is safe for concurrent use.
+// the registry of Embedded (SchemaRegistry). It is safe for concurrent use.
 func RegistryURLs() []string { return envList(RegistryEnv) }
 
 // confluentMagic is the first byte of Confluent's wire format.
@@ -32,7 +33,7 @@ const ConfluentHeaderSize = 5
 
 // ErrNoConfluentHeader is wrapped by ConfluentPayload for a value that
 // does not begin with Confluent's wire-format header.
-var ErrNoConfluentHeader = errors.New("not in Confluent's wire format (a zero byte and a 4-byte schema id before the payload)")
+var ErrNoConfluentHeader = errors.New("streamgen: kafka: not in Confluent's wire format (a zero byte and a 4-byte schema id before the payload)")
 
 // ConfluentPayload splits a record value in Confluent's wire format into
 // the id of its schema in the registry and its payload (JSON, for the
@@ -65,10 +66,14 @@ func FromConfluentJSON[T any, P codec.RecordPtr[T]](src *TopicSource) typed.Stre
 	return From(src, func(m *Message) (T, error) {
 		var t T
 		_, payload, err := ConfluentPayload(m.Value)
-		if err == nil {
-			err = P(&t).UnmarshalJSON(payload)
+		if err != nil {
+			return t, fmt.Errorf("FromConfluentJSON: %w", err)
 		}
-		return t, err
+		if err := P(&t).UnmarshalJSON(payload); err != nil {
+			// Its offsets count from the payload, not the value.
+			return t, fmt.Errorf("FromConfluentJSON: the JSON after the %d-byte header: %w", ConfluentHeaderSize, err)
+		}
+		return t, nil
 	})
 }
 
@@ -111,8 +116,8 @@ func (s *schemaIDs) of(ctx context.Context, topic string) (uint32, error) {
 		return 0, fmt.Errorf("schema registry: look up the row type's JSON Schema in subject %q: %w", subject, err)
 	case err != nil:
 		return 0, fmt.Errorf("schema registry: register the row type's JSON Schema in subject %q: %w", subject, err)
-	case id < 0 || int64(id) > 1<<32-1:
-		return 0, fmt.Errorf("schema registry: subject %q: the registry gave the schema id %d, which Confluent's header cannot carry", subject, id)
+	case id < 0 || id > math.MaxInt32:
+		return 0, fmt.Errorf("schema registry: subject %q: the registry gave the schema id %d, which Confluent's header cannot carry (a signed 32-bit id)", subject, id)
 	}
 	if s.ids == nil {
 		s.ids = map[string]uint32{}

@@ -135,7 +135,7 @@ func TestConfluentJSONThroughKafka(t *testing.T) {
 // closed when the test ends.
 func newRegistryCluster(t *testing.T) (kafka.Connection, *kadm.Client, *sr.Client) {
 	t.Helper()
-	cluster, err := kafka.Embedded(testContext(t), kafka.WithRegistry())
+	cluster, err := kafka.Embedded(testContext(t), kafka.SchemaRegistry())
 	if err != nil {
 		t.Fatal(err)
 	}

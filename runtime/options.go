@@ -204,14 +204,19 @@ func NoDataBatches(enabled bool) Option {
 // or at another slide (the stored windows then finish as they are, and a
 // read of state by key no longer finds them; cumulative windows that
 // start elsewhere are refused, as another size is), or session windows of
-// another gap. Without it such
+// another gap, or an aggregator that keeps its rows otherwise (TopN of
+// another n, CollectSet where CollectList was). Without it such
 // a checkpoint is refused with the differences. Other operators, a key or
-// state field whose type changed, and windows of another size are
-// refused even so: the stored bytes would be misread.
+// state field whose type changed (or a field of the rows an aggregator
+// keeps encoded), and windows of another size are refused even so: the
+// stored bytes would be misread. A checkpoint written before it kept an
+// aggregator's parameters is not compared on them: its first start keeps
+// the query's.
 func AllowPipelineChanges() Option { return optionFunc(func(c *config) { c.allowChanges = true }) }
 
 // AllowStateFieldLoss starts the query on a checkpoint where a field of a
-// state type is gone while a field of the same type is new, dropping the
+// state type (or of the rows an aggregator keeps encoded) is gone while a
+// field of the same type is new, dropping the
 // gone field's stored values, as is meant when the one replaced the
 // other. Without it (or AllowPipelineChanges) such a checkpoint is
 // refused, since the field was most likely renamed without the tag

@@ -95,10 +95,7 @@ func (collectAgg[In, P]) rowSchema() *codec.Schema { return P(nil).StreamSchema(
 func (collectAgg[In, P]) Zero() RowsAcc { return RowsAcc{} }
 
 func (c collectAgg[In, P]) Add(acc RowsAcc, r *In) RowsAcc {
-	enc, err := P(r).AppendBinary(nil)
-	if err != nil {
-		panic(userPanic{fmt.Errorf("streamgen: %s: a row does not encode: %w", c.what, unprefixed(err))})
-	}
+	enc := encodeRow[In, P](c.what, nil, r)
 	if !c.set || acc.add(enc) {
 		acc.Rows = append(acc.Rows, enc)
 	}
@@ -143,6 +140,16 @@ func (a *RowsAcc) add(enc []byte) bool {
 	}
 	a.seen[string(enc)] = struct{}{}
 	return true
+}
+
+// encodeRow appends the binary encoding of r, a row of aggregator what,
+// to buf; a row that does not encode fails the query, saying so.
+func encodeRow[In any, P codec.RecordPtr[In]](what string, buf []byte, r *In) []byte {
+	enc, err := P(r).AppendBinary(buf)
+	if err != nil {
+		panic(userPanic{fmt.Errorf("streamgen: %s: a row does not encode: %w", what, unprefixed(err))})
+	}
+	return enc
 }
 
 // decodeRows decodes the encoded rows of aggregator what, each a value of

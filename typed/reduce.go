@@ -81,10 +81,7 @@ func (reduceAgg[In, P]) Result(acc ReduceAcc) In {
 // encodeReduced encodes a value of Reduce into buf's memory, or a new
 // slice.
 func encodeReduced[In any, P codec.RecordPtr[In]](buf []byte, v In) []byte {
-	enc, err := P(&v).AppendBinary(buf)
-	if err != nil {
-		panic(userPanic{fmt.Errorf("streamgen: Reduce: a value does not encode: %w", unprefixed(err))})
-	}
+	enc := encodeRow[In, P]("Reduce", buf, &v)
 	if enc == nil {
 		enc = []byte{} // a record of no field: still a value
 	}

@@ -88,10 +88,7 @@ func (t topAgg[In, P]) Add(acc TopAcc, r *In) TopAcc {
 	if i >= t.n {
 		return acc // below the n kept (or more, stored by a larger n)
 	}
-	enc, err := P(r).AppendBinary(nil)
-	if err != nil {
-		panic(userPanic{fmt.Errorf("streamgen: TopN: a row does not encode: %w", unprefixed(err))})
-	}
+	enc := encodeRow[In, P]("TopN", nil, r)
 	// The row kept is decoded from its encoding: a value of its own, not
 	// one sharing memory with the row given.
 	var own In
