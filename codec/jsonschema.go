@@ -38,7 +38,7 @@ func JoinJSONSchemas(root string, others map[string]string) string {
 		if err != nil {
 			panic(fmt.Errorf("streamgen: JoinJSONSchemas: %s: %w", name, err))
 		}
-		var own bytes.Buffer
+		var own []jsonMember
 		for _, m := range other {
 			switch m.key {
 			case "definitions":
@@ -53,19 +53,11 @@ func JoinJSONSchemas(root string, others map[string]string) string {
 				}
 			case "$schema", "title":
 			default:
-				if own.Len() == 0 {
-					own.WriteByte('{')
-				} else {
-					own.WriteByte(',')
-				}
-				key, _ := json.Marshal(m.key)
-				own.Write(key)
-				own.WriteByte(':')
-				own.Write(m.value)
+				own = append(own, m)
 			}
 		}
 		if _, ok := defs[name]; !ok {
-			defs[name] = append(own.Bytes(), '}')
+			defs[name] = writeMembers(own)
 		}
 	}
 	all, err := json.Marshal(defs)
@@ -77,6 +69,11 @@ func JoinJSONSchemas(root string, others map[string]string) string {
 		at = len(members) - 1
 	}
 	members[at].value = all
+	return string(writeMembers(members))
+}
+
+// writeMembers writes members as a JSON object, in their order.
+func writeMembers(members []jsonMember) []byte {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, m := range members {
@@ -89,7 +86,7 @@ func JoinJSONSchemas(root string, others map[string]string) string {
 		b.Write(m.value)
 	}
 	b.WriteByte('}')
-	return b.String()
+	return b.Bytes()
 }
 
 type jsonMember struct {
