@@ -96,8 +96,11 @@
 // `stream:"required"` is required in JSON: the generated decoder refuses an
 // object read into its struct that has no member for the field or null for
 // it (the last member of a name counts, as in encoding/json), and null in
-// place of the struct itself, though not in place of a pointer to it. The
-// error is a *RequiredFieldError, which wraps ErrRequired:
+// place of the struct itself, though not in place of a pointer to it.
+// Such a field cannot also have json option omitempty (unless it is a
+// struct, which encoding/json never leaves out) or omitzero: MarshalJSON
+// would then write objects that UnmarshalJSON refuses, and streamgen
+// says so. The error is a *RequiredFieldError, which wraps ErrRequired:
 //
 //	streamgen: sensor.Event: required field "User" (the record's key) is missing (offset 120)
 //

@@ -128,6 +128,19 @@ func (e *emitter) jsonPresent(f *JSONField, x *jen.Statement) jen.Code {
 	return jen.Add(conds[0]).Op("&&").Add(conds[1])
 }
 
+// omittingOption returns the option ("omitempty" or "omitzero") under
+// which MarshalJSON may leave member f out, or "" when it always writes
+// it: omitempty never leaves out a struct, as in encoding/json.
+func omittingOption(f *JSONField) string {
+	switch {
+	case f.OmitZero:
+		return "omitzero"
+	case f.OmitEmpty && notEmpty(f.Shape, jen.Id("x")) != nil:
+		return "omitempty"
+	}
+	return ""
+}
+
 // notEmpty is encoding/json's !isEmptyValue for omitempty. Structs (and
 // time.Time) are never empty; nil means "always written". A type with
 // encoding methods is empty by its value's kind, as in encoding/json.

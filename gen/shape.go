@@ -337,8 +337,9 @@ func (b *builder) fields(s *Struct) bool {
 
 // checkRequired reports the fields of s tagged `stream:"required"` that
 // are not members of its JSON object, whose requirement could never be
-// met, and a struct with more required members than codec.RequiredSet
-// counts. (A key or event-time field that is not in the JSON is simply
+// met; required members that MarshalJSON may leave out (omitempty,
+// omitzero), whose objects UnmarshalJSON would refuse; and a struct with
+// more required members than codec.RequiredSet counts. (A key or event-time field that is not in the JSON is simply
 // not required there: the record is not meant to be read from JSON.)
 func (b *builder) checkRequired(s *Struct) bool {
 	st := s.Type.Underlying().(*types.Struct)
@@ -366,8 +367,25 @@ func (b *builder) checkRequired(s *Struct) bool {
 	}
 	n := 0
 	for _, f := range s.JSON {
-		if f.Required {
-			n++
+		if !f.Required {
+			continue
+		}
+		n++
+		if option := omittingOption(f); option != "" {
+			pos := s.Pos
+			if len(f.Path) == 1 {
+				for i := 0; i < st.NumFields(); i++ {
+					if st.Field(i).Name() == f.Path[0] {
+						pos = st.Field(i).Pos()
+					}
+				}
+			}
+			why := "tagged `stream:\"required\"`"
+			if f.Role != "" {
+				why = f.Role
+			}
+			b.rep.errorf(pos, "%s.%s: json option %q would leave out member %q, which UnmarshalJSON requires (%s): MarshalJSON would write objects UnmarshalJSON refuses; drop the option", s.Name, strings.Join(f.Path, "."), option, f.Name, why)
+			ok = false
 		}
 	}
 	if n > maxRequired {

@@ -142,3 +142,28 @@ type Promoted struct{ P string }
 type TooManyRequired struct {
 	F00, F01, F02, F03, F04, F05, F06, F07, F08, F09, F10, F11, F12, F13, F14, F15, F16, F17, F18, F19, F20, F21, F22, F23, F24, F25, F26, F27, F28, F29, F30, F31, F32, F33, F34, F35, F36, F37, F38, F39, F40, F41, F42, F43, F44, F45, F46, F47, F48, F49, F50, F51, F52, F53, F54, F55, F56, F57, F58, F59, F60, F61, F62, F63, F64 int `stream:"required"`
 }
+
+// RequiredOmitted asks MarshalJSON to leave out members that UnmarshalJSON
+// requires. omitempty never leaves out a struct (At), so that one is no
+// error.
+//
+//streamgen:record
+type RequiredOmitted struct {
+	ID    int64     `json:"id,omitempty" stream:"key"`
+	At    time.Time `json:"at,omitempty" stream:"eventtime"`
+	Since time.Time `json:"since,omitzero" stream:"required"`
+	Name  string    `json:"name,omitempty" stream:"required"`
+	Note  string    `json:"note,omitempty"`
+}
+
+// PromotedOmitted holds a required member promoted from a struct that
+// asks to leave it out: the error is the declaring struct's.
+//
+//streamgen:record
+type PromotedOmitted struct {
+	OmittedInside
+}
+
+type OmittedInside struct {
+	Tags []string `json:"tags,omitempty" stream:"required"`
+}
