@@ -230,6 +230,8 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 	if s.opts.Tombstone != nil {
 		tombstones = make([]bool, len(rows))
 	}
+	var id uint32      // the schema id of idTopic's records
+	var idTopic string // none yet: no topic is named ""
 	for i := range rows {
 		row := &rows[i]
 		r := &records[i]
@@ -253,8 +255,13 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 		} else {
 			var err error
 			if s.schemas != nil {
-				var id uint32
-				if id, err = s.schemas.of(ctx, r.Topic); err == nil {
+				// The id of the row before, if of the same topic: no lock.
+				if r.Topic != idTopic {
+					if id, err = s.schemas.of(ctx, r.Topic); err == nil {
+						idTopic = r.Topic
+					}
+				}
+				if err == nil {
 					values = AppendConfluentHeader(values, id)
 				}
 			}
