@@ -235,3 +235,41 @@ func (o *gatherer[K, In]) end() {
 		o.spill = nil
 	}
 }
+
+// lateSends keeps, by key, the batch's rows that may be late for an
+// operator that decides which are when the batch runs (by its state),
+// each with what sends the row its WithWatermark read to LateRows. An
+// operator clears it at the end of the batch.
+type lateSends[K comparable] map[K][]lateKeep
+
+// lateKeep is a row that may be late, by its event time and gap (0
+// where the operator has none), and what sends it to LateRows.
+type lateKeep struct {
+	t    time.Time
+	gap  time.Duration
+	send func()
+}
+
+// keep keeps send for a row of key, at t with gap, that may be late.
+func (l *lateSends[K]) keep(key K, t time.Time, gap time.Duration, send func()) {
+	if *l == nil {
+		*l = lateSends[K]{}
+	}
+	(*l)[key] = append((*l)[key], lateKeep{t, gap, send})
+}
+
+// send sends a dropped row of key, at t with gap, to LateRows, if it
+// has a sink: the first of that time and gap kept. An operator handles
+// a key's late rows of one time in the order they came, and drops
+// either all of them or the first that came (a session that one of
+// them joined, the others touch too).
+func (l lateSends[K]) send(key K, t time.Time, gap time.Duration) {
+	keeps := l[key]
+	for i, k := range keeps {
+		if k.gap == gap && k.t.Equal(t) {
+			k.send()
+			l[key] = slices.Delete(keeps, i, i+1)
+			return
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"iter"
+	"math"
 	"reflect"
 	"slices"
 	"time"
@@ -61,13 +62,18 @@ func (o Over) String() string {
 // PRECEDING AND CURRENT ROW)): each row of the keyed stream ks is written
 // once, as row(key, the row, the aggregate of agg over its frame), when
 // the watermark reaches its time, a key's rows of a batch in event-time
-// order. A row at or before the watermark is late and dropped (Flink's
-// unbounded frames drop it so; its bounded ones only a row at or before
-// the key's last row written); so the stream needs a watermark
-// (WithWatermark), whose event time eventTime should be too, and the
-// output mode is Append. The key's rows are kept in state until they
-// are written and no frame of a later row can take them: for
-// RangePreceding, until the watermark is more than d past them; for
+// order; so the stream needs a watermark (WithWatermark), whose event
+// time eventTime should be too, and the output mode is Append. Late rows
+// are dropped (counted, and sent to the watermark's LateRows) as Flink
+// drops them: for the unbounded frames, a row at or before the
+// watermark; for the bounded ones, a row at or before the key's last
+// row written, so that a key's row behind the watermark (which other
+// keys' rows moved) is still written after the rows of its key already
+// written, or, where the key keeps no rows (none yet, or forgotten), a
+// row at or before the watermark. The key's rows are kept in state
+// until they are written and no frame of a later row can take them: for
+// RangePreceding, the rows within d of the key's last row written, until
+// the watermark is more than d past it (then the key keeps nothing); for
 // RowsPreceding, the n latest; for the unbounded frames, the accumulator
 // only. A key's rows kept are one state value, read and written once
 // in a batch that brings the key rows or whose watermark reaches some: a
@@ -112,8 +118,11 @@ func AggregateOver[K comparable, T, Acc, Out, Row any](ks KeyedStream[K, T], eve
 // (see encode), the key's rows not yet written (their times after done)
 // and those that a later row's frame may take, in event-time order but
 // for the rows appended since it was last written, peers in arrival
-// order; done is the watermark up to which the rows are written (Unix
-// nanoseconds).
+// order; done (Unix nanoseconds) is, for the unbounded frames, the
+// watermark up to which the rows are written, and for the bounded ones,
+// the time of the last row written (Flink's last triggering time; a
+// checkpoint of an earlier version holds the watermark there, which
+// only makes a row between the two late once).
 type overProcessor[K comparable, T, Acc, Out, Row any] struct {
 	eventTime func(*T) time.Time
 	over      Over
@@ -140,6 +149,11 @@ type overProcessor[K comparable, T, Acc, Out, Row any] struct {
 func (p *overProcessor[K, T, Acc, Out, Row]) operatorName() string {
 	return fmt.Sprintf("AggregateOver(%v, %T)", p.over, p.agg)
 }
+
+// judgesLateRows: a bounded frame's rows at or before the watermark
+// reach the processor, which drops those at or before the key's last
+// row written (HandleInputRows).
+func (p *overProcessor[K, T, Acc, Out, Row]) judgesLateRows() bool { return !p.over.unbounded }
 
 // describeInfo keeps in the checkpoint what the aggregator's
 // accumulators depend on (describedAggregator): the unbounded frames
@@ -177,19 +191,29 @@ func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {
 // fires once the watermark is past it: a row is written once the
 // watermark reaches it, as in Flink).
 func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context, key K, rows iter.Seq[T], timers TimerValues, emit func(Row)) error {
-	done, _, err := p.done.Get(ctx)
+	done, err := p.written(ctx)
 	if err != nil {
 		return err
 	}
-	// A row at or before what the key has written is late (its time is
-	// not the watermark's, or it comes from an operator's output without
-	// a watermark after it): dropped, as the watermark drops one.
+	// A bounded frame's row is late at or before the key's last row
+	// written, as in Flink, or, for a key that keeps nothing (none
+	// written yet, or its rows forgotten), at or before the watermark;
+	// it is dropped, counted and sent to LateRows. (The watermark drops
+	// an unbounded frame's late rows before they come here: a row
+	// dropped here has a time that is not the watermark's, or comes from
+	// an operator's output without a watermark after it.)
+	late := done
+	if !p.over.unbounded && done == math.MinInt64 && !timers.lateWatermark.IsZero() {
+		late = timers.lateWatermark.UnixNano()
+	}
 	list := slices.Collect(rows)
 	n := 0
 	for i := range list {
-		if p.eventTime(&list[i]).UnixNano() > done {
+		if t := p.eventTime(&list[i]); t.UnixNano() > late {
 			list[n] = list[i]
 			n++
+		} else if timers.dropLate != nil {
+			timers.dropLate(t)
 		}
 	}
 	list = list[:n]
@@ -224,11 +248,12 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context
 // timers of the batch, and a timer of rows that HandleInputRows wrote,
 // find their rows written.
 func (p *overProcessor[K, T, Acc, Out, Row]) HandleExpiredTimer(ctx context.Context, key K, timers TimerValues, expired ExpiredTimerInfo, emit func(Row)) error {
-	done, _, err := p.done.Get(ctx)
+	done, err := p.written(ctx)
 	if err != nil {
 		return err
 	}
-	if expired.ExpiryTime().UnixNano() <= done {
+	if expired.ExpiryTime().UnixNano() < done {
+		// A timer just before rows that are written.
 		return nil
 	}
 	return p.advance(ctx, key, done, nil, timers.CurrentWatermark(), emit)
@@ -307,55 +332,78 @@ func (p *overProcessor[K, T, Acc, Out, Row]) advance(ctx context.Context, key K,
 		}
 		i = end
 	}
-	// Keep the rows not written, and those a later row's frame may take:
-	// a later row is after the watermark.
+	// Keep the rows not written, and those a later row's frame may take.
 	if last < len(list) {
 		// The rows that wait: a timer at the earliest.
 		if err := p.h.RegisterTimer(ctx, times[last].Add(-time.Nanosecond)); err != nil {
 			return err
 		}
 	}
-	keepFrom := last
-	switch {
-	case p.over.unbounded:
+	if p.over.unbounded {
+		// A later row is after the watermark (an earlier one is late):
+		// the accumulator holds the rows up to it.
 		if err := p.acc.Update(ctx, acc); err != nil {
 			return err
 		}
+		if err := p.keep(ctx, list[last:]); err != nil {
+			return err
+		}
+		return p.done.Update(ctx, wm.UnixNano())
+	}
+	// A bounded frame's later row is after the last row written.
+	if last > first {
+		done = times[last-1].UnixNano()
+	}
+	keepFrom := last
+	written := time.Unix(0, done)
+	switch {
 	case p.over.rows:
 		keepFrom = max(0, last-p.over.n)
+	case done == math.MinInt64:
+		// None written yet: a later row is after the watermark.
+	case last == len(list) && wm.After(written.Add(p.over.d)):
+		// No row waits and the watermark is more than d past the last
+		// written: a later row is after the watermark (the key keeps
+		// nothing), and its frame takes none of these.
+		keepFrom = len(list)
 	default:
-		// A later row's frame starts after wm-d.
-		from := wm.Add(-p.over.d)
+		// A later row's frame starts after written-d.
+		from := written.Add(-p.over.d)
 		for keepFrom > 0 && times[keepFrom-1].After(from) {
 			keepFrom--
 		}
 		if keepFrom < last && last == len(list) {
 			// No row waits: a timer once the watermark is d past the
-			// latest row forgets the rows kept, if no row comes.
-			if err := p.h.RegisterTimer(ctx, times[last-1].Add(p.over.d)); err != nil {
+			// last row written forgets the rows kept, if no row comes.
+			if err := p.h.RegisterTimer(ctx, written.Add(p.over.d)); err != nil {
 				return err
 			}
 		}
 	}
 	if keepFrom == len(list) {
-		// No row kept: the key leaves no state, but, for the unbounded
-		// frames, its accumulator and how far it has written.
+		// The key leaves no state: a later row at or before the
+		// watermark is late.
 		if err := p.rows.Clear(ctx); err != nil {
 			return err
 		}
-		if !p.over.unbounded {
-			return p.done.Clear(ctx)
-		}
-		return p.done.Update(ctx, wm.UnixNano())
+		return p.done.Clear(ctx)
 	}
-	kept, err := p.encode(nil, list[keepFrom:])
+	if err := p.keep(ctx, list[keepFrom:]); err != nil {
+		return err
+	}
+	return p.done.Update(ctx, done)
+}
+
+// keep keeps rows as the key's (see encode), or none.
+func (p *overProcessor[K, T, Acc, Out, Row]) keep(ctx context.Context, rows []T) error {
+	if len(rows) == 0 {
+		return p.rows.Clear(ctx)
+	}
+	kept, err := p.encode(nil, rows)
 	if err != nil {
 		return err
 	}
-	if err := p.rows.Update(ctx, string(kept)); err != nil {
-		return err
-	}
-	return p.done.Update(ctx, wm.UnixNano())
+	return p.rows.Update(ctx, string(kept))
 }
 
 // byTime returns rows sorted by event time, peers in their order, and
@@ -385,6 +433,16 @@ func (p *overProcessor[K, T, Acc, Out, Row]) encode(b []byte, rows []T) ([]byte,
 		b = append(binary.AppendUvarint(b, uint64(len(p.buf))), p.buf...)
 	}
 	return b, nil
+}
+
+// written returns how far the key has written (done), or math.MinInt64
+// when it keeps nothing.
+func (p *overProcessor[K, T, Acc, Out, Row]) written(ctx context.Context) (int64, error) {
+	done, ok, err := p.done.Get(ctx)
+	if !ok {
+		done = math.MinInt64
+	}
+	return done, err
 }
 
 // load reads the key's rows (see encode).

@@ -58,18 +58,7 @@ func overLoop(in []fixtures.Click, over string, d time.Duration, n int) []string
 		for i, c := range cs {
 			var sum float64
 			for j, o := range cs {
-				var in bool
-				switch over {
-				case "range":
-					in = !o.Time.Before(c.Time.Add(-d)) && !o.Time.After(c.Time)
-				case "rows":
-					in = j <= i && j >= i-n
-				case "rangeUnbounded":
-					in = !o.Time.After(c.Time)
-				case "rowsUnbounded":
-					in = j <= i
-				}
-				if in {
+				if inFrame(over, d, n, &c, i, &o, j) {
 					sum += overValue(&o)
 				}
 			}
@@ -78,6 +67,21 @@ func overLoop(in []fixtures.Click, over string, d time.Duration, n int) []string
 	}
 	slices.Sort(out)
 	return out
+}
+
+// inFrame reports whether click o, the j-th of its user's in time order,
+// is in the frame of c, the i-th: over is "range" (RangePreceding(d)),
+// "rows" (RowsPreceding(n)), "rangeUnbounded" or "rowsUnbounded".
+func inFrame(over string, d time.Duration, n int, c *fixtures.Click, i int, o *fixtures.Click, j int) bool {
+	switch over {
+	case "range":
+		return !o.Time.Before(c.Time.Add(-d)) && !o.Time.After(c.Time)
+	case "rows":
+		return j <= i && j >= i-n
+	case "rangeUnbounded":
+		return !o.Time.After(c.Time)
+	}
+	return j <= i
 }
 
 // TestAggregateOver runs each frame over clicks out of order, in batches
@@ -200,10 +204,12 @@ func (pageSums) Result(a pageSumsAcc) float64 {
 	return sum
 }
 
-// TestAggregateOverLateRows: a click at or before the watermark is late,
-// dropped (counted, and sent to LateRows) and in no frame, as Flink
-// drops it; a click behind the latest but after the watermark is not.
-// One user, the watermark 10 s behind, RangePreceding(10 s), a count.
+// TestAggregateOverLateRows: a bounded frame's click is late, dropped
+// (counted, and sent to LateRows) and in no frame, as Flink drops it,
+// when it is at or before the last click of its user written, or, before
+// any is written, at or before the watermark; a click behind the
+// watermark but after its user's last written is written at once. One
+// user, the watermark 10 s behind, RangePreceding(10 s), a count.
 func TestAggregateOverLateRows(t *testing.T) {
 	build := func(s typed.Stream[fixtures.Click]) typed.Stream[string] {
 		return typed.AggregateOver(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), clickTime, typed.RangePreceding(10*time.Second),
@@ -218,11 +224,11 @@ func TestAggregateOverLateRows(t *testing.T) {
 		{add: []int{35, 31}, stateRows: -1, droppedRows: 1},
 		// The watermark moves to 50: 35, 40 and 41 are written.
 		{add: []int{60}, want: []string{"35:1", "40:2", "41:3"}, stateRows: -1},
-		// 45 is late (the watermark is 50), and 52 counts 60's frame.
-		{add: []int{45, 52}, stateRows: -1, droppedRows: 1},
-		// The watermark moves to 70: 52 (with 45 dropped, 52 alone, 41
-		// more than 10 s before), then 60 with 52.
-		{add: []int{80}, want: []string{"52:1", "60:2"}, stateRows: -1},
+		// 45 is behind the watermark (50) but after 41, the last
+		// written: written at once, with 35, 40 and 41; 38 is late.
+		{add: []int{45, 52, 38}, want: []string{"45:4"}, stateRows: -1, droppedRows: 1},
+		// The watermark moves to 70: 52 (with 45), then 60 with 52.
+		{add: []int{80}, want: []string{"52:2", "60:2"}, stateRows: -1},
 	}, newSink[fixtures.Click]())
 }
 
@@ -364,8 +370,9 @@ func TestAggregateOverState(t *testing.T) {
 }
 
 // TestAggregateOverTimeBehindItsKey: a row whose time (AggregateOver's,
-// here 30 s before the watermark's) is at or before what its key has
-// written is dropped, and in no later frame.
+// here 30 s before the watermark's) is at or before its key's last row
+// written is dropped, and in no later frame, though the watermark's time
+// is after the watermark.
 func TestAggregateOverTimeBehindItsKey(t *testing.T) {
 	base := time.Unix(1_700_000_000, 0).UTC()
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
@@ -378,22 +385,22 @@ func TestAggregateOverTimeBehindItsKey(t *testing.T) {
 	sink := newSink[string]()
 	w := typed.WriteTo(counts, sink)
 	ck := newCheckpoint()
-	// 100 and 200 (70 and 170 by AggregateOver's time) are written once
-	// the watermark is 190; 215 (185) comes after, not late by the
-	// watermark's time, and behind what its key has written.
-	for i, step := range [][]int{{100, 200}, {215}, {300}} {
+	// 100, 200 and 210 (70, 170 and 180 by AggregateOver's time) are
+	// written once the watermark is 190; 205 (175) comes after, not late
+	// by the watermark's time (190), and behind its key's last written.
+	for i, step := range [][]int{{100, 200}, {210}, {205}, {300}} {
 		for _, s := range step {
 			m.Add(fixtures.Click{User: "u", Time: base.Add(time.Duration(s) * time.Second)})
 		}
 		opts := ck.opts()
-		if i == 2 {
+		if i == 3 {
 			opts = append(opts, runtimeFlush())
 		}
 		if err := runToEnd(t, w, opts...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got, want := sortedRows(sink.rows()), []string{"100:1", "200:2", "300:3"}; !slices.Equal(got, want) {
+	if got, want := sortedRows(sink.rows()), []string{"100:1", "200:2", "210:3", "300:4"}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
 }
@@ -430,5 +437,249 @@ func TestAggregateOverRestarts(t *testing.T) {
 	err := runToEnd(t, typed.WriteTo(other, newSink[int64]()), ck.opts()...)
 	if err == nil || !strings.Contains(err.Error(), "RangePreceding(1m0s)") || !strings.Contains(err.Error(), "RowsPreceding(3)") {
 		t.Fatalf("a restart with another frame: %v, want it refused, naming both frames", err)
+	}
+}
+
+// overLateClicks are n clicks of a busy user and three rare ones, a few a
+// second, out of order by up to 8 s: under a watermark 2 s behind, many
+// are behind it, and a rare user's click is often behind the watermark
+// (which the busy user moves) but after the user's last click written.
+func overLateClicks(n int, seed uint64) []fixtures.Click {
+	r := rand.New(rand.NewPCG(seed, seed))
+	base := time.Unix(1_700_000_000, 0).UTC()
+	out := make([]fixtures.Click, n)
+	for i := range out {
+		user := "busy"
+		if r.IntN(4) == 0 {
+			user = []string{"ann", "bob", "cy"}[r.IntN(3)]
+		}
+		at := base.Add(time.Duration(i/3)*time.Second - time.Duration(r.IntN(9))*time.Second)
+		out[i] = fixtures.Click{User: user, Time: at, Page: strings.Repeat("p", 1+r.IntN(9))}
+	}
+	return out
+}
+
+// overLateLoop is AggregateOver's answer by a plain loop over the
+// batches the clicks come in (batches of perBatch, 0: all of a chunk;
+// after each chunk, a batch without data once the watermark has moved),
+// under a watermark delay behind the latest click of the batches
+// before: Flink's rules for which rows are late. For the unbounded
+// frames a click at or before the watermark the batch before ran with
+// (Spark's watermark for late rows) is late; for the bounded ones, a
+// click at or before its user's last click written, or, for a user with
+// none written or whose clicks are forgotten (RangePreceding: none
+// waits and the watermark is more than d past the last written;
+// RowsPreceding(0): none waits), at or before that watermark. A user's
+// clicks are written in time order, peers in arrival order, once the
+// watermark reaches them, each with the sum over the clicks of its
+// frame among those not late. It returns the rows written, the clicks
+// dropped, and how many clicks not dropped were at or before the
+// watermark.
+func overLateLoop(chunks [][]fixtures.Click, perBatch int, over string, d time.Duration, n int, delay time.Duration) (rows, dropped []string, behind int) {
+	type user struct {
+		accepted []*fixtures.Click // in time order, peers in arrival order
+		waiting  []*fixtures.Click
+		written  time.Time
+		some     bool // written is set, and the clicks are not forgotten
+	}
+	users := map[string]*user{}
+	var order []string // the users, in the order they first came
+	var latest, ran time.Time
+	first := true
+	write := func(u *user, name string, wm time.Time, all bool) {
+		slices.SortStableFunc(u.waiting, func(a, b *fixtures.Click) int { return a.Time.Compare(b.Time) })
+		k := 0
+		for k < len(u.waiting) && (all || !u.waiting[k].Time.After(wm)) {
+			k++
+		}
+		for _, c := range u.waiting[:k] {
+			i := slices.Index(u.accepted, c)
+			var sum float64
+			for j, o := range u.accepted {
+				if inFrame(over, d, n, c, i, o, j) {
+					sum += overValue(o)
+				}
+			}
+			rows = append(rows, overRow{name, c.Time, c.Page, sum}.String())
+			u.written, u.some = c.Time, true
+		}
+		u.waiting = u.waiting[k:]
+		if len(u.waiting) == 0 && (over == "range" && wm.After(u.written.Add(d)) || over == "rows" && n == 0) {
+			u.some = false
+		}
+	}
+	watermark := func() time.Time {
+		if latest.IsZero() {
+			return time.Time{}
+		}
+		return latest.Add(-delay)
+	}
+	batch := func(in []fixtures.Click) {
+		wm := watermark()
+		late := ran
+		if first {
+			late, first = wm, false
+		}
+		for i := range in {
+			c := &in[i]
+			// The watermark counts every click, late or not.
+			if c.Time.After(latest) {
+				latest = c.Time
+			}
+			u := users[c.User]
+			if u == nil {
+				u = &user{}
+				users[c.User] = u
+				order = append(order, c.User)
+			}
+			bound := late
+			if u.some && (over == "range" || over == "rows") {
+				bound = u.written
+			}
+			if !c.Time.After(bound) {
+				dropped = append(dropped, fmt.Sprintf("%s %s", c.User, c.Time.Format("15:04:05")))
+				continue
+			}
+			if !c.Time.After(late) {
+				behind++
+			}
+			u.waiting = append(u.waiting, c)
+			u.accepted = append(u.accepted, c)
+			slices.SortStableFunc(u.accepted, func(a, b *fixtures.Click) int { return a.Time.Compare(b.Time) })
+		}
+		for _, name := range order {
+			write(users[name], name, wm, false)
+		}
+		ran = wm
+	}
+	for _, chunk := range chunks {
+		size := perBatch
+		if size == 0 {
+			size = len(chunk)
+		}
+		for start := 0; start < len(chunk); start += size {
+			batch(chunk[start:min(start+size, len(chunk))])
+		}
+		if wm := watermark(); wm.After(ran) {
+			batch(nil)
+		}
+	}
+	for _, name := range order {
+		write(users[name], name, time.Time{}, true)
+	}
+	slices.Sort(rows)
+	slices.Sort(dropped)
+	return rows, dropped, behind
+}
+
+// TestAggregateOverLateLoop runs each frame over clicks of which many are
+// late by the watermark, some only by their user's last click written,
+// in batches of several sizes across restarts, and compares the rows
+// written, and those sent to LateRows, with a plain loop's.
+func TestAggregateOverLateLoop(t *testing.T) {
+	in := overLateClicks(300, 7)
+	const delay = 2 * time.Second
+	var dropped, behind int // by the loop, over all the runs
+	for _, tc := range []struct {
+		name string
+		over typed.Over
+		d    time.Duration
+		n    int
+	}{
+		{"range", typed.RangePreceding(5 * time.Second), 5 * time.Second, 0},
+		{"range", typed.RangePreceding(0), 0, 0},
+		{"range", typed.RangePreceding(30 * time.Second), 30 * time.Second, 0},
+		{"rows", typed.RowsPreceding(3), 0, 3},
+		{"rows", typed.RowsPreceding(0), 0, 0},
+		{"rangeUnbounded", typed.RangeUnbounded(), 0, 0},
+		{"rowsUnbounded", typed.RowsUnbounded(), 0, 0},
+	} {
+		for _, perBatch := range []int{0, 7, 50} {
+			for _, chunks := range []int{1, 4} {
+				t.Run(fmt.Sprintf("%v/rowsPerBatch=%d/chunks=%d", tc.over, perBatch, chunks), func(t *testing.T) {
+					size := (len(in) + chunks - 1) / chunks
+					var parts [][]fixtures.Click
+					for start := 0; start < len(in); start += size {
+						parts = append(parts, in[start:min(start+size, len(in))])
+					}
+					want, wantDropped, wantBehind := overLateLoop(parts, perBatch, tc.name, tc.d, tc.n, delay)
+					dropped += len(wantDropped)
+					behind += wantBehind
+					m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+					late := newSink[fixtures.Click]()
+					src := typed.WithWatermark(typed.FromMemory(m), clickTime, delay, typed.LateRows(late))
+					byUser := typed.GroupByKey(src, func(c *fixtures.Click) string { return c.User })
+					rows := typed.AggregateOver(byUser, clickTime, tc.over, typed.Sum(overValue),
+						func(user string, c *fixtures.Click, sum float64) overRow { return overRow{user, c.Time, c.Page, sum} })
+					sink := newSink[overRow]()
+					w := typed.WriteTo(rows, sink)
+					ck := newCheckpoint()
+					for i, part := range parts {
+						m.Add(part...)
+						opts := ck.opts()
+						if i == len(parts)-1 {
+							opts = append(opts, runtimeFlush())
+						}
+						if err := runToEnd(t, w, opts...); err != nil {
+							t.Fatal(err)
+						}
+					}
+					var got, gotDropped []string
+					for _, r := range sink.rows() {
+						got = append(got, r.String())
+					}
+					for _, c := range late.rows() {
+						gotDropped = append(gotDropped, fmt.Sprintf("%s %s", c.User, c.Time.Format("15:04:05")))
+					}
+					slices.Sort(got)
+					slices.Sort(gotDropped)
+					if !slices.Equal(got, want) {
+						t.Fatalf("%d rows, want %d; first difference:\n%s", len(got), len(want), firstDifference(got, want))
+					}
+					if !slices.Equal(gotDropped, wantDropped) {
+						t.Fatalf("%d late rows, want %d; first difference:\n%s", len(gotDropped), len(wantDropped), firstDifference(gotDropped, wantDropped))
+					}
+				})
+			}
+		}
+	}
+	if dropped == 0 || behind == 0 {
+		t.Fatalf("the loop dropped %d clicks, and wrote %d behind the watermark: the clicks test too little", dropped, behind)
+	}
+}
+
+// TestAggregateOverRowJustAfterWatermark: a row one nanosecond after the
+// watermark its key last wrote by waits for a timer at that watermark,
+// and is written when the timer fires.
+func TestAggregateOverRowJustAfterWatermark(t *testing.T) {
+	base := time.Unix(1_700_000_000, 0).UTC()
+	for _, over := range []typed.Over{typed.RangeUnbounded(), typed.RowsUnbounded(), typed.RangePreceding(time.Minute), typed.RowsPreceding(2)} {
+		t.Run(over.String(), func(t *testing.T) {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+			src := typed.WithWatermark(typed.FromMemory(m), clickTime, 10*time.Second)
+			counts := typed.AggregateOver(typed.GroupByKey(src, func(c *fixtures.Click) string { return c.User }), clickTime, over,
+				typed.Count[fixtures.Click](), func(user string, c *fixtures.Click, n int64) string {
+					return fmt.Sprintf("%s %v:%d", user, c.Time.Sub(base), n)
+				})
+			sink := newSink[string]()
+			w := typed.WriteTo(counts, sink)
+			ck := newCheckpoint()
+			// v's click moves the watermark to 90 s; u's comes 1 ns after
+			// it; v's next moves the watermark past both. Not flushed:
+			// the timers write them.
+			for _, c := range []fixtures.Click{
+				{User: "v", Time: base.Add(100 * time.Second)},
+				{User: "u", Time: base.Add(90*time.Second + time.Nanosecond)},
+				{User: "v", Time: base.Add(200 * time.Second)},
+			} {
+				m.Add(c)
+				if err := runToEnd(t, w, ck.opts()...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, want := sortedRows(sink.rows()), []string{"u 1m30.000000001s:1", "v 1m40s:1"}; !slices.Equal(got, want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+		})
 	}
 }

@@ -54,6 +54,11 @@ func (m TimeMode) runtime() runtime.TimeMode {
 // watermark means there is none yet.
 type TimerValues struct {
 	processingTime, watermark time.Time
+	// For a processor that judges which of its rows are late (lateJudge):
+	// the watermark rows are late by (runtime.Batch.LateWatermark), and
+	// what counts a row it drops as late and sends it to LateRows.
+	lateWatermark time.Time
+	dropLate      func(eventTime time.Time)
 }
 
 // CurrentProcessingTime returns the batch's processing time.

@@ -81,7 +81,7 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 				add = func(r *T) {
 					if lateRow := c.lateRow; lateRow != nil {
 						if t, gap, late := lateByItself(r); late {
-							op.keepLate(ws.key(r), t, gap, lateRow())
+							op.late.keep(ws.key(r), t, gap, lateRow())
 						}
 					}
 					op.add(r)
@@ -126,54 +126,21 @@ type sessionOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] stru
 	// joinOpen: a late row joins the open sessions it touches
 	// (Windows.JoiningOpenSessions).
 	joinOpen bool
-	// lateKeeps are, by key, the batch's rows that may be late (those
-	// JoiningOpenSessions drops if they touch no open session), each
-	// with what sends the row its WithWatermark read to LateRows.
-	lateKeeps map[K][]lateKeep
-	output    func(Window, K, Out) Row
-	emitDown  func(*Row)
-	sessions  []sessionWindow[Acc]
-	byTime    []timedRow
-	ends      []time.Time
-	buf       []byte
+	// late are the batch's rows that may be late (those
+	// JoiningOpenSessions drops if they touch no open session).
+	late     lateSends[K]
+	output   func(Window, K, Out) Row
+	emitDown func(*Row)
+	sessions []sessionWindow[Acc]
+	byTime   []timedRow
+	ends     []time.Time
+	buf      []byte
 }
 
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
 func (o *sessionOp[K, T, Acc, Out, Row, PA]) EndBatch() {
 	o.gatherer.end()
-	clear(o.lateKeeps)
-}
-
-// lateKeep is a row that may be late, by its event time and gap, and
-// what sends it to LateRows.
-type lateKeep struct {
-	t    time.Time
-	gap  time.Duration
-	send func()
-}
-
-// keepLate keeps send for a row of key, at t with gap, that may be late.
-func (o *sessionOp[K, T, Acc, Out, Row, PA]) keepLate(key K, t time.Time, gap time.Duration, send func()) {
-	if o.lateKeeps == nil {
-		o.lateKeeps = map[K][]lateKeep{}
-	}
-	o.lateKeeps[key] = append(o.lateKeeps[key], lateKeep{t, gap, send})
-}
-
-// sendLate sends a dropped row of key, at t with gap, to LateRows, if it
-// has a sink: the first of that time and gap kept. The batch handles a
-// key's late rows of one time in the order they came, and once one of a
-// time and gap has joined a session, the others of that time and gap
-// touch it too: those it drops are the first that came.
-func (o *sessionOp[K, T, Acc, Out, Row, PA]) sendLate(key K, t time.Time, gap time.Duration) {
-	keeps := o.lateKeeps[key]
-	for i, k := range keeps {
-		if k.gap == gap && k.t.Equal(t) {
-			k.send()
-			o.lateKeeps[key] = slices.Delete(keeps, i, i+1)
-			return
-		}
-	}
+	clear(o.late)
 }
 
 // decode reads a key's sessions into o.sessions: uvarint(n), then for each
@@ -303,7 +270,7 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 		end := t.Add(gap)
 		if tr.late && !(o.joinOpen && o.touchesOpen(t, end)) {
 			b.DropLate(o.index)
-			o.sendLate(o.keys[group], t, gap)
+			o.late.send(o.keys[group], t, gap)
 			continue
 		}
 		o.sessions = append(o.sessions, sessionWindow[Acc]{window: Window{Start: t, End: end}, acc: o.agg.Add(o.agg.Zero(), r), changed: true})

@@ -42,6 +42,14 @@ func TransformWithState[K comparable, In, Out any](
 	}
 	opInfo := operatorInfo{kind: "transformWithState", function: name, mode: mode, watermarked: ks.s.p.watermarked,
 		needsWatermark: timeMode == TimeModeEventTime}
+	judge, _ := p.(lateJudge)
+	if judge != nil && judge.judgesLateRows() {
+		// Rows at or before the watermark reach the processor, which
+		// drops the late ones itself.
+		opInfo.late = func(time.Time, time.Time) int64 { return 0 }
+	} else {
+		judge = nil
+	}
 	opInfo.prepare = func(context.Context) error {
 		errs := optErrs
 		if err := cfg.late.check(); err != nil {
@@ -116,8 +124,20 @@ func TransformWithState[K comparable, In, Out any](
 				c.errs = append(c.errs, fmt.Errorf("transformWithState (%s): state variable %q has an event-time TTL but the input has no watermark (WithWatermark)", name, v.name))
 			}
 		}
+		add := op.add
+		if judge != nil {
+			op.judge = true
+			add = func(r *In) {
+				if lateRow := c.lateRow; lateRow != nil {
+					if et := c.eventTime; !et.After(c.batch.LateWatermark) {
+						op.late.keep(op.key(r), et, 0, lateRow())
+					}
+				}
+				op.add(r)
+			}
+		}
 		op.index = c.addOperator(func() {
-			if !c.attachFrom(func() { ks.s.attach(c, op.add) }) {
+			if !c.attachFrom(func() { ks.s.attach(c, add) }) {
 				return
 			}
 			// An event-time TTL counts from the latest event time of the
@@ -131,6 +151,12 @@ func TransformWithState[K comparable, In, Out any](
 		}, op, opInfo)
 	}})
 }
+
+// lateJudge is a processor that judges which of its rows are late by its
+// state (AggregateOver's bounded frames, as Flink's): the rows at or
+// before the watermark reach it, and it drops the late ones with
+// TimerValues.dropLate. It runs its calls one at a time.
+type lateJudge interface{ judgesLateRows() bool }
 
 // processorOp is a transformWithState operator of one query.
 type processorOp[K comparable, In, Out any] struct {
@@ -150,6 +176,10 @@ type processorOp[K comparable, In, Out any] struct {
 	// current and seq are the rows of the call made one at a time.
 	current []int32
 	seq     iter.Seq[In]
+	// judge says that the processor judges which rows are late
+	// (lateJudge); late are the batch's rows that may be.
+	judge bool
+	late  lateSends[K]
 
 	// mu serialises the batch's state operations of concurrent calls.
 	mu sync.Mutex
@@ -195,6 +225,7 @@ func (o *processorOp[K, In, Out]) EndBatch() {
 	o.calls, o.batchCtx, o.cancelBatch = o.calls[:0], nil, nil
 	o.scopeCtx, o.scopeFor = nil, nil
 	o.gatherer.end()
+	clear(o.late)
 }
 
 // Close closes the processor, if it has a Close method.
@@ -280,6 +311,13 @@ func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.Key
 	timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
 	if o.cfg.concurrency <= 1 {
 		o.current = rows
+		if o.judge {
+			timers.lateWatermark = b.LateWatermark
+			timers.dropLate = func(t time.Time) {
+				b.DropLate(o.index)
+				o.late.send(key, t, 0)
+			}
+		}
 		return o.guard(key, func() error {
 			return o.p.HandleInputRows(o.scoped(ctx, k, b, o.latest(group)), key, o.seq, timers, o.emitFn)
 		})
