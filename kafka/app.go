@@ -84,7 +84,13 @@ type AppOptions struct {
 	// (Group and "-repartition", made at the first start with as many
 	// partitions as the input, and checked after), so that the records of
 	// a key are in one partition of it and reach one task. The tasks'
-	// sources (Task.Source) then read the repartition topic. The copying
+	// sources (Task.Source) then read the repartition topic, from its
+	// earliest offset. The topic keeps its records until read (retention.ms
+	// -1, set on a topic made by an earlier version too), and the App
+	// deletes those its tasks have read and committed every 30 s, as
+	// Kafka Streams purges its repartition topics (not with
+	// ChangelogOptions.AsyncProgress, whose tasks may read them again:
+	// its records stay until deleted by hand). The copying
 	// runs as a task of its own per input partition (a query named Group
 	// "/repartition/" and the partition, its progress in the changelog
 	// topic Group and "-repartition-changelog"), exactly once with
@@ -255,16 +261,22 @@ func fenceHook(ctx context.Context) func(error) {
 }
 
 // Source returns a source of the task's partition of the App's topics
-// (of the repartition topic, with RepartitionBy), with opts for the rest
-// (starting offsets, MaxOffsetsPerTrigger, ...): its Connection, Topics,
-// TopicPattern and Partitions are the App's. It is closed with the task.
+// (of the repartition topic, with RepartitionBy, read from its earliest
+// offset), with opts for the rest (starting offsets, MaxOffsetsPerTrigger,
+// ...): its Connection, Topics, TopicPattern and Partitions are the
+// App's. It is closed with the task.
 func (t *Task) Source(opts Options) *TopicSource {
 	opts.Connection = t.app.opts.Connection
 	opts.Topics, opts.TopicPattern = nil, ""
 	opts.Partitions = map[string][]int32{}
 	topics := t.app.opts.Topics
 	if t.app.opts.RepartitionBy != nil {
+		// Every copy is read, as Kafka Streams reads its repartition
+		// topics: a task that starts after its copies were made (the
+		// repartition task reads the input from the earliest offset)
+		// would otherwise skip them.
 		topics = []string{t.app.repartitionTopic()}
+		opts.StartingOffsets = Earliest()
 	}
 	for _, topic := range topics {
 		opts.Partitions[topic] = []int32{t.Partition}
@@ -370,6 +382,10 @@ type App struct {
 	read  map[int32]*readOffsets
 	// commitNow wakes commitOffsets.
 	commitNow chan struct{}
+	// consumed are, with RepartitionBy, the repartition topic's offsets
+	// each partition's task has read to and committed, and purged those
+	// up to which purgeRepartition has deleted its records.
+	consumed, purged map[int32]int64
 	// failed receives the first task failure.
 	failed chan error
 	// partitions is the input's partition count.
@@ -466,6 +482,7 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 		opts.Changelog = opts.Group + "-changelog"
 	}
 	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, commitNow: make(chan struct{}, 1),
+		consumed: map[int32]int64{}, purged: map[int32]int64{},
 		reassigned: make(chan struct{}, 1), standbys: map[int32]*runningTask{}, positions: map[int32]int64{}, standbyStats: map[int32]standbyStats{},
 		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}, restoring: map[int32]restoring{}, owned: map[int32]bool{},
 		holders: map[int32]int{}, unheld: map[int32]time.Time{}, restarts: map[int32]int{}}
@@ -1134,20 +1151,21 @@ type groupOffsets struct {
 }
 
 func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
-	if g.task {
-		g.a.mu.Lock()
-		delete(g.a.restarts, g.p) // a batch ran: a later failure waits the least again
-		g.a.mu.Unlock()
-	}
-	if !g.offsets {
-		return
-	}
 	offsets := map[string]json.RawMessage{}
 	for i, src := range qp.Sources {
 		offsets[strconv.Itoa(i)] = json.RawMessage(src.EndOffset)
 	}
 	read := offsetsRead(offsets)
-	if len(read) == 0 {
+	if g.task {
+		g.a.mu.Lock()
+		delete(g.a.restarts, g.p) // a batch ran: a later failure waits the least again
+		if o, ok := read[g.a.repartitionTopic()][g.p]; ok && g.a.opts.RepartitionBy != nil {
+			// Committed: the task never reads before it again.
+			g.a.consumed[g.p] = max(g.a.consumed[g.p], o.Offset)
+		}
+		g.a.mu.Unlock()
+	}
+	if !g.offsets || len(read) == 0 {
 		return
 	}
 	g.a.mu.Lock()
@@ -1207,10 +1225,19 @@ const groupCommitRetry = 500 * time.Millisecond
 func (a *App) commitOffsets(ctx context.Context, group *kgo.Client) {
 	tick := time.NewTicker(groupCommitRetry)
 	defer tick.Stop()
+	var purge <-chan time.Time
+	if a.purges() {
+		t := time.NewTicker(repartitionPurgeInterval)
+		defer t.Stop()
+		purge = t.C
+	}
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case <-purge:
+			a.purgeRepartition(ctx, group)
+			continue
 		case <-tick.C:
 		case <-a.commitNow:
 		}
@@ -1247,6 +1274,49 @@ func (a *App) commitOffsets(ctx context.Context, group *kgo.Client) {
 			a.mu.Unlock()
 		})
 	}
+}
+
+// repartitionPurgeInterval is how often an App deletes the records of
+// its repartition topic that its tasks have read and committed, as
+// Kafka Streams' repartition.purge.interval.ms (30 s).
+var repartitionPurgeInterval = 30 * time.Second
+
+// purges reports whether the App deletes the records of its repartition
+// topic once read: with RepartitionBy, unless with AsyncProgress, under
+// which the offsets a task reports may be ahead of those its changelog
+// holds (a restore reads from those again).
+func (a *App) purges() bool {
+	return a.opts.RepartitionBy != nil && !a.opts.ChangelogOptions.AsyncProgress
+}
+
+// purgeRepartition deletes the records of the repartition topic before
+// the offsets its tasks have read and committed (DeleteRecords), as
+// Kafka Streams purges its repartition topics: the topic keeps its
+// records until then (retention.ms -1), however late a task reads them.
+func (a *App) purgeRepartition(ctx context.Context, group *kgo.Client) {
+	topic := a.repartitionTopic()
+	offsets := kadm.Offsets{}
+	a.mu.Lock()
+	for p, o := range a.consumed {
+		if o > a.purged[p] {
+			offsets.AddOffset(topic, p, o, -1)
+		}
+	}
+	a.mu.Unlock()
+	if len(offsets) == 0 {
+		return
+	}
+	resp, err := kadm.NewClient(group).DeleteRecords(ctx, offsets)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		slog.Warn("streamgen: kafka app: delete the records read from the repartition topic", "group", a.opts.Group, "topic", topic, "error", err)
+		return
+	}
+	a.mu.Lock()
+	offsets.Each(func(o kadm.Offset) { a.purged[o.Partition] = max(a.purged[o.Partition], o.At) })
+	a.mu.Unlock()
 }
 
 // commitRevoked commits, in a revoke, what partition p's task read to,
@@ -1301,7 +1371,12 @@ func (a *App) ensureRepartitionTopic(ctx context.Context) error {
 	if rf == 0 {
 		rf = -1
 	}
-	resp, err := adm.CreateTopic(ctx, a.partitions, rf, nil, topic)
+	// Kept until read, as Kafka Streams keeps its repartition topics
+	// (retention.ms -1): a copy of an old record, or one a task reads
+	// late, would otherwise go at the broker's retention; the App deletes
+	// the records its tasks have read (purgeRepartition).
+	forever := "-1"
+	resp, err := adm.CreateTopic(ctx, a.partitions, rf, map[string]*string{"retention.ms": &forever}, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -1321,6 +1396,32 @@ func (a *App) ensureRepartitionTopic(ctx context.Context) error {
 	if n := int32(len(details[topic].Partitions)); n != a.partitions {
 		return fmt.Errorf("streamgen: kafka app %q: the repartition topic %q has %d partitions, and the input %d: they must be equal (delete the topic to have it made again)",
 			a.opts.Group, topic, n, a.partitions)
+	}
+	// A topic made by an earlier version kept the broker's retention.
+	configs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err == nil {
+		var rc kadm.ResourceConfig
+		if rc, err = configs.On(topic, nil); err == nil {
+			err = rc.Err
+		}
+		for _, c := range rc.Configs {
+			if c.Key == "retention.ms" && c.MaybeValue() == forever {
+				return nil
+			}
+		}
+	}
+	if err == nil {
+		var altered kadm.AlterConfigsResponses
+		altered, err = adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &forever}}, topic)
+		for _, r := range altered {
+			if err == nil {
+				err = r.Err
+			}
+		}
+	}
+	if err != nil {
+		slog.Warn("streamgen: kafka app: the repartition topic keeps the broker's retention, under which copies not yet read may be deleted: set its retention.ms to -1",
+			"group", a.opts.Group, "topic", topic, "error", err)
 	}
 	return nil
 }

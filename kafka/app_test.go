@@ -16,6 +16,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
@@ -756,5 +757,84 @@ func TestAppRestartsAFailedTask(t *testing.T) {
 	want := fmt.Sprintf(`%d: streamgen: kafka app "killed": task %d:`, p, p)
 	if len(heard) != 1 || !strings.HasPrefix(heard[0], want) || !strings.Contains(heard[0], "a failure, once") {
 		t.Fatalf("OnTaskError heard %q, want one error of partition %d's task", heard, p)
+	}
+}
+
+// TestAppRepartitionTopicKeepsCopies: the repartition topic keeps its
+// copies, however old their timestamps, until the tasks have read them
+// (as Kafka Streams' repartition topics, retention.ms -1), though the
+// broker's retention runs before a slow task starts, and the tasks read
+// every copy whatever starting offsets they ask for; a topic made by an
+// earlier version, with the broker's retention, is given the same. Once
+// read and committed, the copies are deleted (DeleteRecords), as Kafka
+// Streams purges them.
+func TestAppRepartitionTopicKeepsCopies(t *testing.T) {
+	kafka.SetRepartitionPurgeInterval(t, 50*time.Millisecond)
+	for _, tc := range []struct {
+		name     string
+		starting kafka.StartingOffsets
+		made     bool // the topic is there, made with the broker's retention
+	}{
+		{"earliest", kafka.Earliest(), false},
+		{"latest", kafka.StartingOffsets{}, false}, // the default: Latest
+		{"made before", kafka.Earliest(), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake, conn, adm := newFakeCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+			conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+			ctx := testContext(t)
+			forever := "-1"
+			if _, err := adm.CreateTopic(ctx, 1, 1, map[string]*string{"retention.ms": &forever}, "clicks"); err != nil {
+				t.Fatal(err)
+			}
+			createTopic(t, adm, "counts", 1)
+			if tc.made {
+				createTopic(t, adm, "old-repartition", 1)
+			}
+			in := clicks(100, 71) // stamped November 2023: older than the broker's retention
+			produce(t, conn, clickRecords(t, "clicks", 1, in)...)
+
+			watch := newAppWatch()
+			release := make(chan struct{})
+			app := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "old", Topics: []string{"clicks"}, Dir: t.TempDir(), ExactlyOnce: true,
+				SessionTimeout: time.Second, RepartitionBy: func(m *kafka.Message) ([]byte, error) { return m.Key, nil },
+				Options: []runtime.Option{runtime.PollInterval(time.Millisecond), runtime.Listener(watch)}},
+				func(task *kafka.Task) (kafka.Starter, error) {
+					<-release // the counting task is slow to start
+					src := task.Source(kafka.Options{StartingOffsets: tc.starting})
+					sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
+						Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
+					task.OnClose(sink.Close)
+					byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
+					return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+				})
+			running := runApp(t, ctx, app)
+			poll(t, "the repartition task to copy every click", func() bool {
+				ends, err := adm.ListEndOffsets(ctx, "old-repartition")
+				if err != nil || ends.Error() != nil {
+					return false // not made yet
+				}
+				return len(consume(t, conn, adm, "old-repartition")) == len(in)
+			})
+			fake.ApplyRetention() // the broker's periodic retention pass
+			close(release)
+
+			// A click of now, after the old ones: once it is counted, every
+			// click before it is.
+			last := fixtures.Click{User: "zed", Time: time.Now(), Page: "p0"}
+			produce(t, conn, clickRecords(t, "clicks", 1, []fixtures.Click{last})...)
+			poll(t, "the last click's count", func() bool { _, ok := userCounts(t, conn, adm, kgo.ReadCommitted())["zed"]; return ok })
+			// The copies read are deleted: the topic starts after them.
+			poll(t, "the copies read deleted", func() bool {
+				starts, err := adm.ListStartOffsets(ctx, "old-repartition")
+				if err != nil || starts.Error() != nil {
+					return false
+				}
+				o, _ := starts.Lookup("old-repartition", 0)
+				return o.Offset > int64(len(in))
+			})
+			running.stop(t)
+			onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), append(in, last))
+		})
 	}
 }

@@ -111,3 +111,11 @@ func CommitWhenIdle(t *Transactions) {
 	defer t.mu.Unlock()
 	t.lastCommit = time.Time{}
 }
+
+// SetRepartitionPurgeInterval sets how often Apps purge their
+// repartition topics, until the test ends.
+func SetRepartitionPurgeInterval(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := repartitionPurgeInterval
+	repartitionPurgeInterval = d
+	t.Cleanup(func() { repartitionPurgeInterval = old })
+}
