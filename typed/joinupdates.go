@@ -65,7 +65,10 @@ func AsOf(grace time.Duration) UpdatesOption {
 // current less than d before the watermark (less the grace), for the
 // stream rows that come that late (Kafka Streams' history retention); a
 // stream row later than that joins no version. The default, 0, keeps the
-// versions current at the watermark less the grace, and those after.
+// versions current at the watermark less the grace, and those after. The
+// older versions go as the watermark passes them, though no update of
+// the key comes (a timer per update), and so does a deleted key's
+// tombstone: its key then holds no state.
 func TableHistory(d time.Duration) UpdatesOption {
 	return updatesOptionFunc(func(c *updatesConfig) { c.history = d })
 }
@@ -383,10 +386,16 @@ func (o *updatesOp[K, S, V, Out]) update(k *runtime.KeyState, r *updatesRow[S, V
 		return err
 	}
 	k.Updated(!existed)
-	if o.cfg.asOf {
-		return o.dropOldVersions(k)
+	if !o.cfg.asOf {
+		return nil
 	}
-	return nil
+	if err := o.dropOldVersions(k); err != nil {
+		return err
+	}
+	// Once the watermark less the grace and the history reaches the
+	// version, those before it are dropped, and it too if a tombstone
+	// (HandleTimer), though no update of the key comes.
+	return k.RegisterTimer(time.Unix(0, addSat(r.at, int64(o.cfg.grace)+int64(o.cfg.history))-1).UTC())
 }
 
 // latest returns the key's table row.
@@ -425,20 +434,39 @@ func (o *updatesOp[K, S, V, Out]) asOf(k *runtime.KeyState, at int64) (*V, bool,
 }
 
 // dropOldVersions drops the key's versions older than the one current at
-// the watermark less the grace and the history: no stream row to come
-// joins them.
+// the watermark less the grace and the history, and that one too when it
+// is a tombstone (no version answers the same): no stream row to come
+// joins them. A held stream row not yet joined (its timer comes after the
+// batch's rows) keeps the version current at its time.
 func (o *updatesOp[K, S, V, Out]) dropOldVersions(k *runtime.KeyState) error {
 	horizon := addSat(k.Batch().Watermark.UnixNano(), -int64(o.cfg.grace)-int64(o.cfg.history))
-	upper := runtime.AppendTimedKey(nil, addSat(horizon, 1))
-	var old [][]byte
-	err := k.ScanRange(updatesTable, nil, upper, func(suffix, _ []byte) error {
-		old = append(old, append([]byte(nil), suffix...))
+	// (A KeyState's scan cannot be stopped: the key's held rows are
+	// few, those of a grace, and the first is the earliest.)
+	first := true
+	err := k.ScanRange(updatesHeld, nil, nil, func(suffix, _ []byte) error {
+		if first {
+			horizon, first = min(horizon, int64(binary.BigEndian.Uint64(suffix)^1<<63)), false
+		}
 		return nil
 	})
-	if err != nil || len(old) < 2 {
+	if err != nil {
 		return err
 	}
-	for _, suffix := range old[:len(old)-1] { // the last is current at the horizon
+	upper := runtime.AppendTimedKey(nil, addSat(horizon, 1))
+	var old [][]byte
+	var tombstone bool // the last of old
+	err = k.ScanRange(updatesTable, nil, upper, func(suffix, value []byte) error {
+		old = append(old, append([]byte(nil), suffix...))
+		tombstone = len(value) == 0 || value[0] == 0
+		return nil
+	})
+	if err != nil || len(old) == 0 {
+		return err
+	}
+	if !tombstone {
+		old = old[:len(old)-1] // current at the horizon
+	}
+	for _, suffix := range old {
 		if err := k.Delete(updatesTable, suffix); err != nil {
 			return err
 		}

@@ -255,3 +255,94 @@ func TestJoinUpdatesLateTableUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinUpdatesAsOfHeldRowKeepsItsVersion: a stream row held for its
+// grace joins the version current at its time, though the batch that
+// releases it brings a later update of its key, which drops the versions
+// older than the one current at the watermark less the grace (as Kafka
+// Streams' versioned table keeps what its grace may ask for).
+func TestJoinUpdatesAsOfHeldRowKeepsItsVersion(t *testing.T) {
+	base := time.Unix(1000, 0).UTC()
+	at := func(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
+	for _, laterUpdate := range []string{"other", "k"} {
+		t.Run("later update of key "+laterUpdate, func(t *testing.T) {
+			stream := typed.NewMemoryStream[fixtures.Click]("stream", 0)
+			table := typed.NewMemoryStream[fixtures.Click]("table", 1) // a table update a batch
+			s, u := watermarked(typed.FromMemory(stream), 0), watermarked(typed.FromMemory(table), 0)
+			joined := typed.JoinUpdates(byKey(s), typed.TableUpdates(u, func(c *fixtures.Click) string { return c.User }, nil), typed.LeftOuter,
+				func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+					if j.Right == nil {
+						return j.Left.Page + "-null"
+					}
+					return j.Left.Page + "-" + j.Right.Page
+				},
+				typed.AsOf(10*time.Second))
+			sink := newSink[string]()
+			w := typed.WriteTo(joined, sink)
+			ck := newCheckpoint()
+			table.Add(fixtures.Click{User: "k", Time: at(10), Page: "v1"}, fixtures.Click{User: "k", Time: at(20), Page: "v2"})
+			stream.Add(fixtures.Click{User: "k", Time: at(15), Page: "s"}) // held until the watermark reaches 25
+			if err := runToEnd(t, w, ck.opts()...); err != nil {
+				t.Fatal(err)
+			}
+			// The watermark jumps to 40; the batch it runs in brings a
+			// table update at 41, of key k or of another key.
+			stream.Add(fixtures.Click{User: "x", Time: at(40), Page: "x"})
+			table.Add(fixtures.Click{User: "y", Time: at(40), Page: "y"}, fixtures.Click{User: laterUpdate, Time: at(41), Page: "v3"})
+			if err := runToEnd(t, w, ck.opts(runtime.FlushEventTime())...); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := sortedRows(sink.rows()), []string{"s-v1", "x-null"}; !slices.Equal(got, want) {
+				t.Fatalf("rows %q, want %q: the held row s@15 joins v1, the version at 15", got, want)
+			}
+		})
+	}
+}
+
+// TestJoinUpdatesAsOfForgetsOldVersions: with AsOf, a key's versions that
+// no stream row to come can join (older than the one current at the
+// watermark less the grace and history) are dropped as the watermark
+// passes them, though no later update of the key comes, and a deleted
+// key's tombstone with them: the state holds what joins need, as without
+// AsOf a tombstone removes its key.
+func TestJoinUpdatesAsOfForgetsOldVersions(t *testing.T) {
+	base := time.Unix(1000, 0).UTC()
+	at := func(sec int) time.Time { return base.Add(time.Duration(sec) * time.Second) }
+	for _, opts := range [][]typed.UpdatesOption{nil, {typed.AsOf(0)}, {typed.AsOf(5 * time.Second), typed.TableHistory(time.Minute)}} {
+		t.Run(fmt.Sprintf("options=%d", len(opts)), func(t *testing.T) {
+			stream := typed.NewMemoryStream[fixtures.Click]("stream", 0)
+			table := typed.NewMemoryStream[fixtures.Click]("table", 0)
+			s, u := watermarked(typed.FromMemory(stream), 0), watermarked(typed.FromMemory(table), 0)
+			joined := typed.JoinUpdates(byKey(s), typed.TableUpdates(u, func(c *fixtures.Click) string { return c.User }, func(c *fixtures.Click) bool { return c.Page == "" }),
+				typed.LeftOuter, func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Left.Page }, opts...)
+			w := typed.WriteTo(joined, newSink[string]())
+			ck := newCheckpoint()
+			run := func(more ...runtime.Option) int64 {
+				t.Helper()
+				q, err := w.Start(t.Context(), ck.opts(append(more, runtime.WithTrigger(runtime.AvailableNow()))...)...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := q.AwaitTermination(); err != nil {
+					t.Fatal(err)
+				}
+				p := q.RecentProgress()
+				return p[len(p)-1].StateOperators[0].NumRowsTotal
+			}
+			for i := range 100 { // 100 keys, each written and then deleted
+				table.Add(fixtures.Click{User: fmt.Sprint("k", i), Time: at(i), Page: "v"})
+				table.Add(fixtures.Click{User: fmt.Sprint("k", i), Time: at(i + 1), Page: ""})
+			}
+			stream.Add(fixtures.Click{User: "x", Time: at(200), Page: "s"})
+			run()
+			for step := 1; step <= 3; step++ { // the watermark moves hours past every version
+				table.Add(fixtures.Click{User: "live", Time: at(1000 * step), Page: "v"})
+				stream.Add(fixtures.Click{User: "x", Time: at(1000 * step), Page: "s"})
+			}
+			// Flushed: the stream rows held for a grace are joined.
+			if n := run(runtime.FlushEventTime()); n != 1 {
+				t.Fatalf("%d state rows once the watermark is past every deleted key's versions and the live key's older ones; want 1 (the live key's current version)", n)
+			}
+		})
+	}
+}
