@@ -400,7 +400,11 @@ func (c *changelog) Commit(b *runtime.StateBatch, p runtime.Progress) error {
 		}
 	}
 	if !c.startTaken {
-		c.startDeletions, c.startTaken = c.store.TakeStartDeletions(), true
+		var err error
+		if c.startDeletions, err = c.store.TakeStartDeletions(); err != nil {
+			return err
+		}
+		c.startTaken = true
 	}
 	if err := b.WriteProgress(p); err != nil {
 		return err

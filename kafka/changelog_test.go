@@ -376,20 +376,7 @@ func TestChangelogProduceFailure(t *testing.T) {
 				if !armed.Load() || produces.Add(1) == 1 {
 					return nil, nil, false
 				}
-				req := kreq.(*kmsg.ProduceRequest)
-				resp := req.ResponseKind().(*kmsg.ProduceResponse)
-				for _, rt := range req.Topics {
-					st := kmsg.NewProduceResponseTopic()
-					st.Topic, st.TopicID = rt.Topic, rt.TopicID
-					for _, rp := range rt.Partitions {
-						sp := kmsg.NewProduceResponseTopicPartition()
-						sp.Partition = rp.Partition
-						sp.ErrorCode = kerr.InvalidRecord.Code
-						st.Partitions = append(st.Partitions, sp)
-					}
-					resp.Topics = append(resp.Topics, st)
-				}
-				return resp, nil, true
+				return failedProduce(kreq.(*kmsg.ProduceRequest)), nil, true
 			})
 			// One batch: its state records go in, its progress fails.
 			got.stream.Add(in[100:200]...)
@@ -773,6 +760,109 @@ func TestChangelogDeletedVariable(t *testing.T) {
 			t.Fatalf("user %s: pages %v after the change, want %v", u, last[u].Pages, w.Pages)
 		}
 	}
+}
+
+// TestChangelogDeletedVariableFirstBatchFails: the deleted variable's
+// entries are deleted from the changelog though the first batch after the
+// change fails before it commits (a sink that fails once, or the
+// changelog's produce, after the batch took the keys to delete): the next
+// run's first batch deletes them, and a restore from the changelog does
+// not give them to the new variable.
+func TestChangelogDeletedVariableFirstBatchFails(t *testing.T) {
+	for _, eos := range []bool{false, true} {
+		for _, failing := range []string{"sink", "produce"} {
+			t.Run(fmt.Sprintf("%s/%s", map[bool]string{false: "Changelog", true: "ExactlyOnce"}[eos], failing), func(t *testing.T) {
+				fake, conn, _ := newFakeCluster(t)
+				copts := kafka.ChangelogOptions{Connection: conn, Topic: "changed"}
+				opt := kafka.Changelog(copts)
+				if eos {
+					txn := kafka.ExactlyOnce(copts)
+					defer txn.Close()
+					opt = txn.Option()
+				}
+				ref := newPagesRun()
+				got := newPagesRun(opt)
+				all := pagesClicks(140, 4)
+				in, later := all[:120], all[120:]
+				for _, r := range []*pagesRun{ref, got} {
+					if err := r.phase(t, time.Second, in[:60]...); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ref.use(&pagesCounter{v2: true})
+				ref.more = append(ref.more, runtime.AllowPipelineChanges())
+				if err := ref.phase(t, time.Second, in[60:]...); err != nil {
+					t.Fatal(err)
+				}
+				// The changed pipeline's first batch fails once, before it
+				// commits.
+				fs := &failOnceSink[pagesOut]{Sink: got.sink}
+				var armed atomic.Bool
+				if failing == "sink" {
+					fs.fail.Store(true)
+				} else {
+					armed.Store(true)
+					fake.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+						fake.KeepControl()
+						if !armed.Load() {
+							return nil, nil, false
+						}
+						return failedProduce(kreq.(*kmsg.ProduceRequest)), nil, true
+					})
+				}
+				byUser := typed.GroupByKey(typed.FromMemory(got.stream), func(c *fixtures.Click) string { return c.User })
+				got.w = typed.WriteTo(typed.TransformWithState(byUser, &pagesCounter{v2: true}, typed.TimeModeProcessingTime, typed.Update), typed.Sink[pagesOut](fs))
+				got.more = append(got.more, runtime.AllowPipelineChanges())
+				if err := got.phase(t, time.Second, in[60:]...); err == nil {
+					t.Fatal("the failure did not fail the batch")
+				}
+				armed.Store(false)
+				if err := got.phase(t, 0); err != nil { // the batch runs again, and commits
+					t.Fatal(err)
+				}
+				sameState(t, "the checkpoint", got.state(t), ref.state(t))
+				got.loseDisk()
+				for _, r := range []*pagesRun{ref, got} {
+					if err := r.phase(t, time.Second, later...); err != nil {
+						t.Fatal(err)
+					}
+				}
+				samePages(t, "output after the restore", got.latest(), ref.latest())
+				sameState(t, "restored after the change", got.state(t), ref.state(t))
+			})
+		}
+	}
+}
+
+// failedProduce is the response to req that refuses every record (an
+// error the client does not retry).
+func failedProduce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
+	resp := req.ResponseKind().(*kmsg.ProduceResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewProduceResponseTopic()
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewProduceResponseTopicPartition()
+			sp.Partition = rp.Partition
+			sp.ErrorCode = kerr.InvalidRecord.Code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp
+}
+
+// failOnceSink fails its next write while fail is set, and clears it.
+type failOnceSink[T any] struct {
+	typed.Sink[T]
+	fail atomic.Bool
+}
+
+func (s *failOnceSink[T]) Write(ctx context.Context, id int64, rows []T) error {
+	if s.fail.CompareAndSwap(true, false) {
+		return errors.New("the sink is down for a moment")
+	}
+	return s.Sink.Write(ctx, id, rows)
 }
 
 // TestChangelogCatchesUpABehindCheckpoint restores a second store from

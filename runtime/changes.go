@@ -251,16 +251,34 @@ func (b *StateBatch) expandRange(lower, upper []byte, own [][]byte, fn func(key,
 	return nil
 }
 
-// TakeStartDeletions returns, once, the keys Start deleted from the
-// checkpoint before the first batch (the entries of state variables the
-// pipeline deletes; see AllowPipelineChanges), so that a committer
-// mirroring the store deletes them from its copy with its first batch;
-// later calls return nil. Start keeps them only for a committer that is a
-// Restorer. Call it from the committer's Commit.
-func (s *Store) TakeStartDeletions() [][]byte {
-	d := s.deleted
-	s.deleted = nil
-	return d
+// TakeStartDeletions returns the keys Start deleted from the checkpoint
+// (the entries of state variables the pipeline deletes; see
+// AllowPipelineChanges) that no committed batch has given to the
+// committer yet, so that a committer mirroring the store deletes them
+// from its copy with its first batch. They are kept in the store until
+// the next Commit, which deletes them: a run whose first batch never
+// commits (it failed, or the process died) leaves them to the next
+// run's, and a Restore that brings batches of the copy after the
+// store's, or rebuilds the store, deletes them (the copy has them, or
+// Start deletes them anew). Start keeps them only for a committer that
+// is a Restorer. Call it from the committer's Commit.
+func (s *Store) TakeStartDeletions() ([][]byte, error) {
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{startDeletionPrefix}, UpperBound: []byte{startDeletionPrefix + 1}})
+	if err != nil {
+		return nil, s.fail(fmt.Errorf("read the keys deleted at start: %w", err))
+	}
+	var keys [][]byte
+	for it.First(); it.Valid(); it.Next() {
+		keys = append(keys, append([]byte(nil), it.Key()[1:]...))
+	}
+	if err := it.Close(); err != nil {
+		return nil, s.fail(fmt.Errorf("read the keys deleted at start: %w", err))
+	}
+	s.deletionsTaken = len(keys) > 0
+	return keys, nil
 }
 
 // Snapshot calls fn for each committed mirrored record of the store, in
@@ -308,6 +326,8 @@ type Restore struct {
 	// cleared is set by Clear: Finish records the restored batch in the
 	// commit file even when it is earlier than the one there.
 	cleared bool
+	// from is the store's batch before the restore (-1: none).
+	from int64
 }
 
 // restorePiece is the size in bytes past which a Restore commits its
@@ -319,7 +339,20 @@ func (s *Store) BeginRestore() (*Restore, error) {
 	if err := s.Err(); err != nil {
 		return nil, err
 	}
-	return &Restore{s: s, b: s.db.NewBatch()}, nil
+	return s.beginRestore(s.db.NewBatch(), 0)
+}
+
+func (s *Store) beginRestore(b *pebble.Batch, size int) (*Restore, error) {
+	r := &Restore{s: s, b: b, size: size, from: -1}
+	p, ok, err := s.Progress()
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	if ok {
+		r.from = p.BatchID
+	}
+	return r, nil
 }
 
 // BeginBulkRestore starts a Restore of many records (a whole changelog):
@@ -330,7 +363,7 @@ func (s *Store) BeginBulkRestore() (*Restore, error) {
 		return nil, err
 	}
 	size := restorePiece + 1<<20
-	return &Restore{s: s, b: s.db.NewBatchWithSize(size), size: size}, nil
+	return s.beginRestore(s.db.NewBatchWithSize(size), size)
 }
 
 // Set writes a mirrored record.
@@ -375,7 +408,8 @@ func (r *Restore) DeleteCommitterRecord(name string) error {
 }
 
 // Clear deletes every mirrored record (metadata, progress, state, timers,
-// expiry index) and the progress reports, at once and synced, so that the
+// expiry index), the progress reports and the keys Start deleted (Start
+// deletes them anew from the copy's), at once and synced, so that the
 // restore that follows rebuilds the store from the copy alone: for a
 // store that ran ahead of its copy (batches committed locally that the
 // copy never got), which only the copy's earlier state can replace. The
@@ -397,6 +431,9 @@ func (r *Restore) Clear() error {
 	}
 	if err == nil {
 		err = b.DeleteRange([]byte{reportPrefix}, []byte{reportPrefix + 1}, nil)
+	}
+	if err == nil {
+		err = b.DeleteRange([]byte{startDeletionPrefix}, []byte{startDeletionPrefix + 1}, nil)
 	}
 	if err == nil {
 		err = b.DeleteRange([]byte{statePrefix}, []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, nil)
@@ -471,6 +508,13 @@ func (r *Restore) Finish() error {
 	}
 	if r.cleared {
 		return r.s.rerecord(p.BatchID)
+	}
+	if p.BatchID > r.from {
+		// The copy has batches after the store's: the first of them
+		// gave the committer the keys Start deleted (TakeStartDeletions).
+		if err := r.s.db.DeleteRange([]byte{startDeletionPrefix}, []byte{startDeletionPrefix + 1}, pebble.Sync); err != nil {
+			return r.s.fail(fmt.Errorf("restore: %w", err))
+		}
 	}
 	return r.s.record(p.BatchID)
 }

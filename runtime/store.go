@@ -57,14 +57,20 @@ var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
 // are in the index by expiry alone, and removed, once fired, by one range
 // deletion.
 const (
-	metaKey        = "\x01meta"
-	progressKey    = "\x02progress"
-	originKey      = "\x03origin"
-	planKey        = "\x04plan"
-	reportPrefix   = 0x05
-	statePrefix    = 0x10
-	timerPrefix    = 0x20
-	timerKeyPrefix = 0x21
+	metaKey      = "\x01meta"
+	progressKey  = "\x02progress"
+	originKey    = "\x03origin"
+	planKey      = "\x04plan"
+	reportPrefix = 0x05
+	// (committerPrefix, 0x06, is the committers' records.)
+	// startDeletionPrefix keeps, for a committer that mirrors the store,
+	// the keys Start deleted (deleteVariable) until a batch that gives
+	// them to the committer commits (see TakeStartDeletions): not a
+	// mirrored record.
+	startDeletionPrefix = 0x07
+	statePrefix         = 0x10
+	timerPrefix         = 0x20
+	timerKeyPrefix      = 0x21
 )
 
 // Scope names one stateful operator's entries within one input partition.
@@ -232,12 +238,13 @@ type Store struct {
 	readMu      sync.RWMutex
 	readsClosed atomic.Bool
 
-	// keepDeleted says to keep, in deleted, the keys deleteVariable
-	// deletes, for a committer that mirrors the store (see
+	// keepDeleted says to keep the keys deleteVariable deletes, under
+	// startDeletionPrefix, for a committer that mirrors the store (see
 	// TakeStartDeletions). Set before the metadata is checked, read by
-	// the query's goroutine after.
-	keepDeleted bool
-	deleted     [][]byte
+	// the query's goroutine after. deletionsTaken says that they were
+	// taken, so that the next commit deletes them.
+	keepDeleted    bool
+	deletionsTaken bool
 
 	// sorter orders large batches for Pebble; used by commit only, one
 	// commit at a time.
@@ -973,6 +980,12 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 	if err := b.b.Set([]byte(progressKey), v, nil); err != nil {
 		return err
 	}
+	if s.deletionsTaken {
+		// The committer has them with this batch.
+		if err := b.b.DeleteRange([]byte{startDeletionPrefix}, []byte{startDeletionPrefix + 1}, nil); err != nil {
+			return err
+		}
+	}
 	// The cache learns the batch's changes before Pebble takes it: Pebble
 	// may empty a large batch as it commits it (it becomes a memtable of
 	// its own), so the batch cannot be read afterwards.
@@ -1006,6 +1019,7 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 		}
 		return err
 	}
+	s.deletionsTaken = false
 	// Pebble has the batch: only its sync (SyncInterval) or the Close
 	// below releases it.
 	b.closed = true
@@ -1079,7 +1093,7 @@ func (s *Store) deleteVariable(op, id uint8) error {
 		part := binary.BigEndian.Uint32(k[1:5])
 		lower := append(appendScope(nil, statePrefix, Scope{Partition: part, Operator: op}), id)
 		if s.keepDeleted {
-			if err := s.keepKeys(lower, prefixEnd(lower)); err != nil {
+			if err := s.keepKeys(b, lower, prefixEnd(lower)); err != nil {
 				it.Close()
 				return err
 			}
@@ -1110,14 +1124,21 @@ func (s *Store) deleteVariable(op, id uint8) error {
 	return nil
 }
 
-// keepKeys appends the committed keys in [lower, upper) to s.deleted.
-func (s *Store) keepKeys(lower, upper []byte) error {
+// keepKeys writes into b, under startDeletionPrefix, the committed keys
+// in [lower, upper): they are kept, with the deletion, until a batch
+// gives them to the committer.
+func (s *Store) keepKeys(b *pebble.Batch, lower, upper []byte) error {
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower, UpperBound: upper})
 	if err != nil {
 		return s.fail(fmt.Errorf("delete state variable: %w", err))
 	}
+	var key []byte
 	for it.First(); it.Valid(); it.Next() {
-		s.deleted = append(s.deleted, append([]byte(nil), it.Key()...))
+		key = append(append(key[:0], startDeletionPrefix), it.Key()...)
+		if err := b.Set(key, nil, nil); err != nil {
+			it.Close()
+			return fmt.Errorf("streamgen: delete state variable: %w", err)
+		}
 	}
 	if err := it.Close(); err != nil {
 		return s.fail(fmt.Errorf("delete state variable: %w", err))
