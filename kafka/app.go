@@ -87,8 +87,10 @@ type AppOptions struct {
 	// sources (Task.Source) then read the repartition topic, from its
 	// earliest offset. The topic keeps its records until read (retention.ms
 	// -1, set on a topic made by an earlier version too), and the App
-	// deletes those its tasks have read and committed every 30 s, as
-	// Kafka Streams purges its repartition topics (not with
+	// deletes those its tasks have read and committed (by every source
+	// of a task that reads it, as of a commit of the group's offsets
+	// that the group took) every 30 s, as Kafka Streams purges its
+	// repartition topics (not with
 	// ChangelogOptions.AsyncProgress, whose tasks may read them again:
 	// its records stay until deleted by hand). The copying
 	// runs as a task of its own per input partition (a query named Group
@@ -383,9 +385,13 @@ type App struct {
 	// commitNow wakes commitOffsets.
 	commitNow chan struct{}
 	// consumed are, with RepartitionBy, the repartition topic's offsets
-	// each partition's task has read to and committed, and purged those
-	// up to which purgeRepartition has deleted its records.
-	consumed, purged map[int32]int64
+	// each partition's task has read to and committed; purgeable those of
+	// them known before a commit of the group's offsets that the group
+	// took (the instance still owned the partitions then: a task of a
+	// partition the group has given to another instance, which restored
+	// from an earlier batch, goes on committing until it notices); and
+	// purged those up to which purgeRepartition has deleted its records.
+	consumed, purgeable, purged map[int32]int64
 	// failed receives the first task failure.
 	failed chan error
 	// partitions is the input's partition count.
@@ -482,7 +488,7 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 		opts.Changelog = opts.Group + "-changelog"
 	}
 	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, commitNow: make(chan struct{}, 1),
-		consumed: map[int32]int64{}, purged: map[int32]int64{},
+		consumed: map[int32]int64{}, purgeable: map[int32]int64{}, purged: map[int32]int64{},
 		reassigned: make(chan struct{}, 1), standbys: map[int32]*runningTask{}, positions: map[int32]int64{}, standbyStats: map[int32]standbyStats{},
 		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}, restoring: map[int32]restoring{}, owned: map[int32]bool{},
 		holders: map[int32]int{}, unheld: map[int32]time.Time{}, restarts: map[int32]int{}}
@@ -1157,11 +1163,12 @@ func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
 	}
 	read := offsetsRead(offsets)
 	if g.task {
+		consumed, ok := g.consumed(offsets)
 		g.a.mu.Lock()
 		delete(g.a.restarts, g.p) // a batch ran: a later failure waits the least again
-		if o, ok := read[g.a.repartitionTopic()][g.p]; ok && g.a.opts.RepartitionBy != nil {
+		if ok {
 			// Committed: the task never reads before it again.
-			g.a.consumed[g.p] = max(g.a.consumed[g.p], o.Offset)
+			g.a.consumed[g.p] = max(g.a.consumed[g.p], consumed)
 		}
 		g.a.mu.Unlock()
 	}
@@ -1177,6 +1184,28 @@ func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
 	}
 	r.offsets, r.seq = read, r.seq+1
 	g.a.signalCommit()
+}
+
+// consumed returns, with RepartitionBy, the least offset of the task's
+// partition of the repartition topic that its sources (each of which
+// reports its offsets in every batch) have read to: a task may read it
+// through more than one source.
+func (g groupOffsets) consumed(sources map[string]json.RawMessage) (int64, bool) {
+	if g.a.opts.RepartitionBy == nil {
+		return 0, false
+	}
+	tp := topicPartition{topic: g.a.repartitionTopic(), partition: g.p}
+	least, found := int64(0), false
+	for _, raw := range sources {
+		o, err := decodeOffsets(raw)
+		if err != nil {
+			continue // not a Kafka source's
+		}
+		if off, ok := o[tp]; ok && (!found || off < least) {
+			least, found = off, true
+		}
+	}
+	return least, found
 }
 
 // offsetsRead reads the Kafka offsets among sources' offsets (others are
@@ -1244,8 +1273,16 @@ func (a *App) commitOffsets(ctx context.Context, group *kgo.Client) {
 		a.mu.Lock()
 		all := map[string]map[int32]kgo.EpochOffset{}
 		seqs := map[int32]int64{}
+		// With purging, a commit also confirms the offsets read from the
+		// repartition topic: one of offsets committed before, when only
+		// they moved.
+		consumed := maps.Clone(a.consumed)
+		confirm := false
+		for p, o := range consumed {
+			confirm = confirm || o > a.purgeable[p]
+		}
 		for p, r := range a.read {
-			if _, running := a.tasks[p]; !running || r.committed >= r.seq {
+			if _, running := a.tasks[p]; !running || r.committed >= r.seq && !confirm {
 				continue
 			}
 			seqs[p] = r.seq
@@ -1271,6 +1308,9 @@ func (a *App) commitOffsets(ctx context.Context, group *kgo.Client) {
 					r.committed = max(r.committed, seq)
 				}
 			}
+			for p, o := range consumed {
+				a.purgeable[p] = max(a.purgeable[p], o)
+			}
 			a.mu.Unlock()
 		})
 	}
@@ -1290,14 +1330,16 @@ func (a *App) purges() bool {
 }
 
 // purgeRepartition deletes the records of the repartition topic before
-// the offsets its tasks have read and committed (DeleteRecords), as
-// Kafka Streams purges its repartition topics: the topic keeps its
-// records until then (retention.ms -1), however late a task reads them.
+// the offsets its tasks have read and committed, as known at a commit of
+// the group's offsets that the group took (DeleteRecords), as Kafka
+// Streams purges its repartition topics after a commit: the topic keeps
+// its records until then (retention.ms -1), however late a task reads
+// them.
 func (a *App) purgeRepartition(ctx context.Context, group *kgo.Client) {
 	topic := a.repartitionTopic()
 	offsets := kadm.Offsets{}
 	a.mu.Lock()
-	for p, o := range a.consumed {
+	for p, o := range a.purgeable {
 		if o > a.purged[p] {
 			offsets.AddOffset(topic, p, o, -1)
 		}

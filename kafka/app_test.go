@@ -16,8 +16,10 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
 	"github.com/streamgen/streamgen/kafka"
@@ -837,4 +839,110 @@ func TestAppRepartitionTopicKeepsCopies(t *testing.T) {
 			onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), append(in, last))
 		})
 	}
+}
+
+// TestAppRepartitionPurgesWhatEverySourceRead: a task that reads the
+// repartition topic through two sources, one slower than the other, loses
+// nothing to the purge: the copies are deleted up to the least offset its
+// sources have read.
+func TestAppRepartitionPurgesWhatEverySourceRead(t *testing.T) {
+	kafka.SetRepartitionPurgeInterval(t, 20*time.Millisecond)
+	conn, adm := newCluster(t)
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	ctx := testContext(t)
+	createTopic(t, adm, "clicks", 1)
+	createTopic(t, adm, "counts", 1)
+	in := clicks(60, 7)
+	produce(t, conn, clickRecords(t, "clicks", 1, in)...)
+	taskErr := make(chan error, 10)
+	app := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "two", Topics: []string{"clicks"}, Dir: t.TempDir(), ExactlyOnce: true,
+		RepartitionBy: func(m *kafka.Message) ([]byte, error) { return m.Key, nil },
+		OnTaskError:   func(p int32, err error) kafka.TaskErrorAction { taskErr <- err; return kafka.StopInstance },
+		Options:       []runtime.Option{runtime.PollInterval(time.Millisecond)}},
+		func(task *kafka.Task) (kafka.Starter, error) {
+			fast := typed.Filter(typed.From[fixtures.Click](task.Source(kafka.Options{Name: "fast"})), func(c *fixtures.Click) bool { return c.Page == "p0" || c.Page == "p1" })
+			slow := typed.Filter(typed.From[fixtures.Click](task.Source(kafka.Options{Name: "slow", MaxOffsetsPerTrigger: 2})), func(c *fixtures.Click) bool { return c.Page == "p2" || c.Page == "p3" })
+			sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
+				Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
+			task.OnClose(sink.Close)
+			byUser := typed.GroupByKey(typed.Union(fast, slow), func(c *fixtures.Click) string { return c.User })
+			return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+		})
+	running := runApp(t, ctx, app)
+	want := expectedCounts(in)
+	poll(t, "every click counted", func() bool {
+		select {
+		case err := <-taskErr:
+			t.Fatalf("the task failed: %v", err)
+		default:
+		}
+		got := userCounts(t, conn, adm, kgo.ReadCommitted())
+		for u, w := range want {
+			if c := got[u]; len(c) == 0 || c[len(c)-1] != w.Count {
+				return false
+			}
+		}
+		return true
+	})
+	running.stop(t)
+}
+
+// TestAppRepartitionPurgesAfterAGroupCommit: the copies read are deleted
+// only once a commit of the group's offsets after reading them is taken
+// (the instance still held its partitions): while the group refuses the
+// commits, nothing is deleted; once it takes one, they are.
+func TestAppRepartitionPurgesAfterAGroupCommit(t *testing.T) {
+	kafka.SetRepartitionPurgeInterval(t, 20*time.Millisecond)
+	fake, conn, adm := newFakeCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	ctx := testContext(t)
+	createTopic(t, adm, "clicks", 1)
+	createTopic(t, adm, "counts", 1)
+	in := clicks(60, 9)
+	produce(t, conn, clickRecords(t, "clicks", 1, in)...)
+	var refuse atomic.Bool
+	var refused atomic.Int64
+	refuse.Store(true)
+	fake.ControlKey(int16(kmsg.OffsetCommit), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		if !refuse.Load() {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		req := kreq.(*kmsg.OffsetCommitRequest)
+		resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewOffsetCommitResponseTopic()
+			st.Topic = rt.Topic
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewOffsetCommitResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.GroupAuthorizationFailed.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	watch := newAppWatch()
+	app := runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "refused", Topics: []string{"clicks"}, Dir: t.TempDir(),
+		RepartitionBy: func(m *kafka.Message) ([]byte, error) { return m.Key, nil }}, watch)
+	poll(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
+	start := func() int64 {
+		starts, err := adm.ListStartOffsets(ctx, "refused-repartition")
+		if err != nil || starts.Error() != nil {
+			t.Fatal(err, starts.Error())
+		}
+		o, _ := starts.Lookup("refused-repartition", 0)
+		return o.Offset
+	}
+	// Commits refused after every click was counted, each tried again
+	// every half second, while the purge runs every 20 ms.
+	after := refused.Load()
+	poll(t, "three more commits refused", func() bool { return refused.Load() >= after+3 })
+	if s := start(); s != 0 {
+		t.Fatalf("the repartition topic starts at %d while the group refused every commit, want 0", s)
+	}
+	refuse.Store(false)
+	poll(t, "the copies read deleted", func() bool { return start() >= int64(len(in)) })
+	app.stop(t)
 }
