@@ -31,6 +31,7 @@ var ErrIncompatibleCheckpoint = errors.New("streamgen: incompatible checkpoint")
 //	planKey                                                     the planned batch (JSON)
 //	reportPrefix    batchID(8)                                  a progress report (JSON; see keepReport)
 //	committerPrefix name                                        a committer's record (see SetCommitterRecord)
+//	startDeletionPrefix statekey                                a state key Start deleted, until a batch gives it to the committer (see TakeStartDeletions)
 //	statePrefix     partition(4) op(1) var(1) uvarint(len(key)) key suffix   state entry
 //	timerPrefix     partition(4) op(1) expiry(8) key                         timer, by expiry
 //	timerKeyPrefix  partition(4) op(1) uvarint(len(key)) key expiry(8)       timer, by key

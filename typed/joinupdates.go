@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -67,8 +68,12 @@ func AsOf(grace time.Duration) UpdatesOption {
 // stream row later than that joins no version. The default, 0, keeps the
 // versions current at the watermark less the grace, and those after. The
 // older versions go as the watermark passes them, though no update of
-// the key comes (a timer per update), and so does a deleted key's
-// tombstone: its key then holds no state.
+// the key comes (a timer per update). A table update at or before the
+// watermark the batch's rows are late by, less the grace and the history,
+// is late: dropped and counted (numRowsDroppedByWatermark), as Kafka
+// Streams' versioned table refuses a write older than its history; so a
+// deleted key's tombstone goes too, once an update before it is late,
+// and the key then holds no state.
 func TableHistory(d time.Duration) UpdatesOption {
 	return updatesOptionFunc(func(c *updatesConfig) { c.history = d })
 }
@@ -99,7 +104,7 @@ const (
 // otherwise; so the row depends on how far the batches have read each
 // input (a cap of rows per batch moves each on its own). With AsOf, the
 // row the table had at the stream row's event time, whatever the
-// batches.
+// batches, of the table's updates that were not late (TableHistory).
 //
 // The inputs of a kafka.App must be co-partitioned (a key in the same
 // partition of both topics), or the table read whole by every task (a
@@ -350,6 +355,14 @@ func (o *updatesOp[K, S, V, Out]) emit(key K, s *S, v *V, ok bool) {
 // at the update's time; a tombstone removes the row (or is a version
 // that says there is none).
 func (o *updatesOp[K, S, V, Out]) update(k *runtime.KeyState, r *updatesRow[S, V]) error {
+	if o.cfg.asOf && r.at <= o.lateHorizon(k.Batch()) {
+		// Too late: no stream row to come asks for the table as of
+		// then, and the versions it would go among may be gone (a
+		// deletion too), as Kafka Streams' versioned table refuses a
+		// write older than its history.
+		k.Batch().DropLate(o.index)
+		return nil
+	}
 	deleted := o.deleted != nil && o.deleted(&r.v)
 	var suffix []byte
 	if o.cfg.asOf {
@@ -433,11 +446,22 @@ func (o *updatesOp[K, S, V, Out]) asOf(k *runtime.KeyState, at int64) (*V, bool,
 	return o.decodeVersion(k, found)
 }
 
+// lateHorizon is, with AsOf, the time at or before which a table update
+// is late: the watermark the batch's rows are late by, less the grace and
+// the history.
+func (o *updatesOp[K, S, V, Out]) lateHorizon(b *runtime.Batch) int64 {
+	if b.LateWatermark.IsZero() {
+		return math.MinInt64
+	}
+	return addSat(b.LateWatermark.UnixNano(), -int64(o.cfg.grace)-int64(o.cfg.history))
+}
+
 // dropOldVersions drops the key's versions older than the one current at
-// the watermark less the grace and the history, and that one too when it
-// is a tombstone (no version answers the same): no stream row to come
-// joins them. A held stream row not yet joined (its timer comes after the
-// batch's rows) keeps the version current at its time.
+// the watermark less the grace and the history: no stream row to come
+// joins them. That one goes too when it is a tombstone (no version
+// answers the same) once an update before it is late (lateHorizon), and
+// a timer is set for then. A held stream row not yet joined (its timer
+// comes after the batch's rows) keeps the version current at its time.
 func (o *updatesOp[K, S, V, Out]) dropOldVersions(k *runtime.KeyState) error {
 	horizon := addSat(k.Batch().Watermark.UnixNano(), -int64(o.cfg.grace)-int64(o.cfg.history))
 	// (A KeyState's scan cannot be stopped: the key's held rows are
@@ -445,7 +469,7 @@ func (o *updatesOp[K, S, V, Out]) dropOldVersions(k *runtime.KeyState) error {
 	first := true
 	err := k.ScanRange(updatesHeld, nil, nil, func(suffix, _ []byte) error {
 		if first {
-			horizon, first = min(horizon, int64(binary.BigEndian.Uint64(suffix)^1<<63)), false
+			horizon, first = min(horizon, rowTime(suffix)), false
 		}
 		return nil
 	})
@@ -463,8 +487,14 @@ func (o *updatesOp[K, S, V, Out]) dropOldVersions(k *runtime.KeyState) error {
 	if err != nil || len(old) == 0 {
 		return err
 	}
-	if !tombstone {
+	if last := rowTime(old[len(old)-1]); !tombstone || last > o.lateHorizon(k.Batch()) {
 		old = old[:len(old)-1] // current at the horizon
+		if tombstone {
+			// Dropped once an update before it would be late.
+			if err := k.RegisterTimer(time.Unix(0, addSat(last, int64(o.cfg.grace)+int64(o.cfg.history))).UTC()); err != nil {
+				return err
+			}
+		}
 	}
 	for _, suffix := range old {
 		if err := k.Delete(updatesTable, suffix); err != nil {
@@ -510,10 +540,12 @@ func (o *updatesOp[K, S, V, Out]) HandleTimer(ctx context.Context, k *runtime.Ke
 		}
 		k.Removed()
 	}
-	if err := o.dropOldVersions(k); err != nil {
+	// (The timer goes first: dropOldVersions may set it again, for the
+	// next batch.)
+	if err := k.DeleteTimer(expiry); err != nil {
 		return err
 	}
-	return k.DeleteTimer(expiry)
+	return o.dropOldVersions(k)
 }
 
 // emitRow writes the row of j to the stages after the join, which get a

@@ -69,8 +69,8 @@ func (o Over) String() string {
 // watermark; for the bounded ones, a row at or before the key's last
 // row written, so that a key's row behind the watermark (which other
 // keys' rows moved) is still written after the rows of its key already
-// written, or, where the key keeps no rows (none yet, or forgotten), a
-// row at or before the watermark. The key's rows are kept in state
+// written, or, before the key has written a row (or once its rows are
+// forgotten), a row at or before the watermark. The key's rows are kept in state
 // until they are written and no frame of a later row can take them: for
 // RangePreceding, the rows within d of the key's last row written, until
 // the watermark is more than d past it (then the key keeps nothing); for
@@ -180,24 +180,26 @@ func (p *overProcessor[K, T, Acc, Out, Row]) Init(h *Handle) error {
 	return nil
 }
 
-// HandleInputRows keeps the rows, and, once the watermark has moved
-// since the key last wrote (or has reached a new row), writes the rows
-// it has reached (see advance): every row of the key at or before it is
-// here or kept, a later batch's being late. So a key's rows are read and
-// written once in a batch, not once for the rows and again for their
-// timer, and a row is written in the batch after it comes in, or in its
-// own. Otherwise the new rows are appended to the bytes of those kept,
-// which are not decoded, with a timer just before the earliest (a timer
-// fires once the watermark is past it: a row is written once the
-// watermark reaches it, as in Flink).
+// HandleInputRows drops the late rows and keeps the others, and, once
+// the watermark is past done (for the unbounded frames, has moved since
+// the key last wrote; for the bounded ones, is past the key's last row
+// written, which it nearly always is) or has reached a new row, writes
+// the rows it has reached (see advance): every row of the key at or
+// before it is here or kept. So a key's rows are read and written once
+// in a batch, not once for the rows and again for their timer, and a row
+// is written in the batch after it comes in, or in its own. Otherwise
+// the new rows are appended to the bytes of those kept, which are not
+// decoded, with a timer just before the earliest (a timer fires once the
+// watermark is past it: a row is written once the watermark reaches it,
+// as in Flink).
 func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context, key K, rows iter.Seq[T], timers TimerValues, emit func(Row)) error {
 	done, err := p.written(ctx)
 	if err != nil {
 		return err
 	}
 	// A bounded frame's row is late at or before the key's last row
-	// written, as in Flink, or, for a key that keeps nothing (none
-	// written yet, or its rows forgotten), at or before the watermark;
+	// written, as in Flink, or, for a key that has written none (or
+	// whose rows are forgotten), at or before the watermark;
 	// it is dropped, counted and sent to LateRows. (The watermark drops
 	// an unbounded frame's late rows before they come here: a row
 	// dropped here has a time that is not the watermark's, or comes from
