@@ -841,19 +841,28 @@ func TestAppRepartitionTopicKeepsCopies(t *testing.T) {
 	}
 }
 
+// newPurgeCluster is an embedded cluster for the repartition purge's
+// tests, which purge every 20 ms until the test ends: topics clicks, of
+// one partition, holding 60 clicks of seed, and counts.
+func newPurgeCluster(t *testing.T, seed uint64) (*kfake.Cluster, kafka.Connection, *kadm.Client, []fixtures.Click) {
+	t.Helper()
+	kafka.SetRepartitionPurgeInterval(t, 20*time.Millisecond)
+	fake, conn, adm := newFakeCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	createTopic(t, adm, "clicks", 1)
+	createTopic(t, adm, "counts", 1)
+	in := clicks(60, seed)
+	produce(t, conn, clickRecords(t, "clicks", 1, in)...)
+	return fake, conn, adm, in
+}
+
 // TestAppRepartitionPurgesWhatEverySourceRead: a task that reads the
 // repartition topic through two sources, one slower than the other, loses
 // nothing to the purge: the copies are deleted up to the least offset its
 // sources have read.
 func TestAppRepartitionPurgesWhatEverySourceRead(t *testing.T) {
-	kafka.SetRepartitionPurgeInterval(t, 20*time.Millisecond)
-	conn, adm := newCluster(t)
-	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	_, conn, adm, in := newPurgeCluster(t, 7)
 	ctx := testContext(t)
-	createTopic(t, adm, "clicks", 1)
-	createTopic(t, adm, "counts", 1)
-	in := clicks(60, 7)
-	produce(t, conn, clickRecords(t, "clicks", 1, in)...)
 	taskErr := make(chan error, 10)
 	app := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "two", Topics: []string{"clicks"}, Dir: t.TempDir(), ExactlyOnce: true,
 		RepartitionBy: func(m *kafka.Message) ([]byte, error) { return m.Key, nil },
@@ -892,14 +901,8 @@ func TestAppRepartitionPurgesWhatEverySourceRead(t *testing.T) {
 // (the instance still held its partitions): while the group refuses the
 // commits, nothing is deleted; once it takes one, they are.
 func TestAppRepartitionPurgesAfterAGroupCommit(t *testing.T) {
-	kafka.SetRepartitionPurgeInterval(t, 20*time.Millisecond)
-	fake, conn, adm := newFakeCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
-	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	fake, conn, adm, in := newPurgeCluster(t, 9)
 	ctx := testContext(t)
-	createTopic(t, adm, "clicks", 1)
-	createTopic(t, adm, "counts", 1)
-	in := clicks(60, 9)
-	produce(t, conn, clickRecords(t, "clicks", 1, in)...)
 	var refuse atomic.Bool
 	var refused atomic.Int64
 	refuse.Store(true)
