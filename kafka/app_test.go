@@ -929,7 +929,7 @@ func TestAppRepartitionPurgesAfterAGroupCommit(t *testing.T) {
 	watch := newAppWatch()
 	app := runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "refused", Topics: []string{"clicks"}, Dir: t.TempDir(),
 		RepartitionBy: func(m *kafka.Message) ([]byte, error) { return m.Key, nil }}, watch)
-	poll(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
+	watch.waitFor(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
 	start := func() int64 {
 		starts, err := adm.ListStartOffsets(ctx, "refused-repartition")
 		if err != nil || starts.Error() != nil {
