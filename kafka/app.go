@@ -1124,6 +1124,12 @@ func (a *App) revoked(partitions []int32, lost bool) {
 	a.mu.Unlock()
 	for i, rt := range stopping {
 		<-rt.done
+		// What its task read is the next owner's to purge (a lost
+		// partition's task may have gone on after the group gave it
+		// away).
+		a.mu.Lock()
+		delete(a.consumed, stopped[i])
+		a.mu.Unlock()
 		if !lost { // a lost partition's commit would not be accepted
 			a.commitRevoked(stopped[i])
 			continue
@@ -1309,7 +1315,11 @@ func (a *App) commitOffsets(ctx context.Context, group *kgo.Client) {
 				}
 			}
 			for p, o := range consumed {
-				a.purgeable[p] = max(a.purgeable[p], o)
+				// (Not a partition given up meanwhile: a commit waits
+				// out a rebalance, and is then the new generation's.)
+				if _, held := a.consumed[p]; held {
+					a.purgeable[p] = max(a.purgeable[p], o)
+				}
 			}
 			a.mu.Unlock()
 		})
