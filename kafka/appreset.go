@@ -132,22 +132,22 @@ func (a *App) markChangelogs(ctx context.Context) error {
 	}
 	copts := a.opts.ChangelogOptions
 	copts.Connection, copts.Partitions = a.opts.Connection, partitions
-	if err := markReset(ctx, copts, topics); err != nil {
+	if err := markReset(ctx, copts, topics, time.Now()); err != nil {
 		return fmt.Errorf("streamgen: kafka app %q: reset: %w (run Reset again before any instance starts)", a.opts.Group, err)
 	}
 	return nil
 }
 
-// markReset makes each of topics, with opts, and writes the reset's
-// record into each of its opts.Partitions partitions. A topic still
-// being deleted is waited for.
-func markReset(ctx context.Context, opts ChangelogOptions, topics []string) error {
+// markReset makes each of topics, with opts, and writes the record of a
+// reset at the time at into each of its opts.Partitions partitions. A
+// topic still being deleted is waited for.
+func markReset(ctx context.Context, opts ChangelogOptions, topics []string, at time.Time) error {
 	client, err := opts.Connection.newClient(kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
 	}
 	defer client.Close()
-	value, err := json.Marshal(resetMark{At: time.Now().UnixMilli()})
+	value, err := json.Marshal(resetMark{At: at.UnixMilli()})
 	if err != nil {
 		return err
 	}

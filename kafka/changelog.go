@@ -1355,8 +1355,13 @@ type resetMark struct {
 }
 
 // resetAfter reports whether one of parts begins with App.Reset's record
-// of a reset after at (Unix milliseconds; 0, not known: any reset): a
-// checkpoint whose record is of at is of the topic the Reset deleted.
+// of a reset at or after at (Unix milliseconds; 0, not known: any
+// reset): a checkpoint whose record is of at is of the topic the Reset
+// deleted. A reset in the millisecond of the checkpoint's last commit
+// counts: taken for one before the commit, a checkpoint the commit
+// wrote after the reset is rebuilt from the topic it wrote (the same
+// state, only slower), where the other way a checkpoint of the deleted
+// topic would be refused.
 func resetAfter(ctx context.Context, reader *TopicSource, client *kgo.Client, parts []topicPartition, starts, ends offsets, at int64) (bool, error) {
 	for _, tp := range parts {
 		if ends[tp] <= starts[tp] {
@@ -1365,7 +1370,7 @@ func resetAfter(ctx context.Context, reader *TopicSource, client *kgo.Client, pa
 		var found bool
 		err := reader.fetchRange(ctx, client, tp, starts[tp], starts[tp]+1, func(lostRange) error { return nil }, func(r *kgo.Record) error {
 			var mark resetMark
-			if isResetMark(r) && json.Unmarshal(r.Value, &mark) == nil && (at == 0 || mark.At > at) {
+			if isResetMark(r) && json.Unmarshal(r.Value, &mark) == nil && (at == 0 || mark.At >= at) {
 				found = true
 			}
 			return nil

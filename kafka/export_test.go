@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -74,7 +75,22 @@ func CleanStateDirs(a *App, now time.Time) { a.cleanStateDirs(now) }
 // MarkReset makes topics again with opts and writes App.Reset's record
 // into each partition, as App.Reset does after deleting them.
 func MarkReset(ctx context.Context, opts ChangelogOptions, topics ...string) error {
-	return markReset(ctx, opts.withDefaults(), topics)
+	return markReset(ctx, opts.withDefaults(), topics, time.Now())
+}
+
+// MarkResetAt is MarkReset with the reset's time at.
+func MarkResetAt(ctx context.Context, opts ChangelogOptions, at time.Time, topics ...string) error {
+	return markReset(ctx, opts.withDefaults(), topics, at)
+}
+
+// RecordedAt returns the time of the changelog's record of its offsets
+// in its checkpoint (that of the last batch committed).
+func RecordedAt(c runtime.Committer) (time.Time, error) {
+	rec, ok, err := c.(*changelog).readRecord()
+	if err != nil || !ok {
+		return time.Time{}, fmt.Errorf("no record of the changelog's offsets (%v)", err)
+	}
+	return time.UnixMilli(rec.At), nil
 }
 
 // WithoutTopicIDs makes the changelogs see no topic IDs, as on a cluster
