@@ -89,10 +89,9 @@ type AppOptions struct {
 	// -1, set on a topic made by an earlier version too), and the App
 	// deletes those its tasks have read and committed (by every source
 	// of a task that reads it, as of a commit of the group's offsets
-	// that the group took) every 30 s, as Kafka Streams purges its
-	// repartition topics (not with
-	// ChangelogOptions.AsyncProgress, whose tasks may read them again:
-	// its records stay until deleted by hand). The copying
+	// that the group took; with ChangelogOptions.AsyncProgress, by a
+	// transaction committed) every 30 s, as Kafka Streams purges its
+	// repartition topics. The copying
 	// runs as a task of its own per input partition (a query named Group
 	// "/repartition/" and the partition, its progress in the changelog
 	// topic Group and "-repartition-changelog"), exactly once with
@@ -392,6 +391,13 @@ type App struct {
 	// from an earlier batch, goes on committing until it notices); and
 	// purged those up to which purgeRepartition has deleted its records.
 	consumed, purgeable, purged map[int32]int64
+	// uncommitted are, with AsyncProgress, the offsets a task's batches
+	// read the repartition topic to that its transactions have not
+	// committed yet: they join consumed once one has.
+	uncommitted map[int32]uncommittedOffset
+	// commitLooks and purgePasses count commitOffsets' looks for offsets
+	// to commit and purgeRepartition's passes (tests).
+	commitLooks, purgePasses atomic.Int64
 	// failed receives the first task failure.
 	failed chan error
 	// partitions is the input's partition count.
@@ -488,7 +494,7 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 		opts.Changelog = opts.Group + "-changelog"
 	}
 	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, commitNow: make(chan struct{}, 1),
-		consumed: map[int32]int64{}, purgeable: map[int32]int64{}, purged: map[int32]int64{},
+		consumed: map[int32]int64{}, purgeable: map[int32]int64{}, purged: map[int32]int64{}, uncommitted: map[int32]uncommittedOffset{},
 		reassigned: make(chan struct{}, 1), standbys: map[int32]*runningTask{}, positions: map[int32]int64{}, standbyStats: map[int32]standbyStats{},
 		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}, restoring: map[int32]restoring{}, owned: map[int32]bool{},
 		holders: map[int32]int{}, unheld: map[int32]time.Time{}, restarts: map[int32]int{}}
@@ -991,7 +997,11 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 		runtime.Name(a.opts.Group+"/"+strconv.Itoa(int(p))), runtime.WithSharedCaches(a.caches))
 	// (With RepartitionBy, the group's offsets are of the repartition
 	// task's input.)
-	opts = append(opts, runtime.Listener(groupOffsets{a: a, p: p, task: true, offsets: a.opts.RepartitionBy == nil}))
+	listener := groupOffsets{a: a, p: p, task: true, offsets: a.opts.RepartitionBy == nil}
+	if copts.AsyncProgress {
+		listener.txn = txn
+	}
+	opts = append(opts, runtime.Listener(listener))
 	// While it restores, Status reports how far.
 	a.mu.Lock()
 	a.restoring[p] = restoring{from: from, since: time.Now(), changelog: made}
@@ -1129,6 +1139,7 @@ func (a *App) revoked(partitions []int32, lost bool) {
 		// away).
 		a.mu.Lock()
 		delete(a.consumed, stopped[i])
+		delete(a.uncommitted, stopped[i])
 		a.mu.Unlock()
 		if !lost { // a lost partition's commit would not be accepted
 			a.commitRevoked(stopped[i])
@@ -1160,6 +1171,32 @@ type groupOffsets struct {
 	// a batch of the task's own resets its restart count. offsets is set
 	// for the query whose input the group's offsets are of.
 	task, offsets bool
+	// txn is set for a task with AsyncProgress: its transactions commit
+	// a batch after the batch reports its progress.
+	txn *Transactions
+}
+
+// uncommittedOffset is an offset of the repartition topic that a task's
+// batch read to while its transactions txn had committed commits times:
+// the batch's records are in Kafka once txn has committed once more (the
+// batch's changelog records were produced into the transaction open as
+// it reported its progress, and any later commit holds them). A task
+// stopped with its transaction aborted leaves txn's count where it was:
+// the offset never joins consumed.
+type uncommittedOffset struct {
+	txn     *Transactions
+	commits int64
+	offset  int64
+}
+
+// promoteLocked moves partition p's uncommitted offset to consumed once
+// its transactions have committed it; a.mu is held.
+func (a *App) promoteLocked(p int32) {
+	u, ok := a.uncommitted[p]
+	if ok && u.txn.commits.Load() > u.commits {
+		a.consumed[p] = max(a.consumed[p], u.offset)
+		delete(a.uncommitted, p)
+	}
 }
 
 func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
@@ -1172,7 +1209,18 @@ func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
 		consumed, ok := g.consumed(offsets)
 		g.a.mu.Lock()
 		delete(g.a.restarts, g.p) // a batch ran: a later failure waits the least again
-		if ok {
+		switch {
+		case ok && g.txn != nil:
+			// Committed once the transaction open (or a later one) is:
+			// a restore reads from what the last one committed.
+			g.a.promoteLocked(g.p)
+			u, waits := g.a.uncommitted[g.p]
+			if !waits || u.txn != g.txn {
+				u = uncommittedOffset{txn: g.txn, commits: g.txn.commits.Load()}
+			}
+			u.offset = max(u.offset, consumed)
+			g.a.uncommitted[g.p] = u
+		case ok:
 			// Committed: the task never reads before it again.
 			g.a.consumed[g.p] = max(g.a.consumed[g.p], consumed)
 		}
@@ -1272,58 +1320,69 @@ func (a *App) commitOffsets(ctx context.Context, group *kgo.Client) {
 			return
 		case <-purge:
 			a.purgeRepartition(ctx, group)
+			a.purgePasses.Add(1)
 			continue
 		case <-tick.C:
 		case <-a.commitNow:
 		}
-		a.mu.Lock()
-		all := map[string]map[int32]kgo.EpochOffset{}
-		seqs := map[int32]int64{}
-		// With purging, a commit also confirms the offsets read from the
-		// repartition topic: one of offsets committed before, when only
-		// they moved.
-		consumed := maps.Clone(a.consumed)
-		confirm := false
-		for p, o := range consumed {
-			confirm = confirm || o > a.purgeable[p]
+		a.commitRead(ctx, group)
+		a.commitLooks.Add(1)
+	}
+}
+
+// commitRead commits the offsets the running tasks have read to and the
+// group has not confirmed (see commitOffsets).
+func (a *App) commitRead(ctx context.Context, group *kgo.Client) {
+	a.mu.Lock()
+	all := map[string]map[int32]kgo.EpochOffset{}
+	seqs := map[int32]int64{}
+	// With purging, a commit also confirms the offsets read from the
+	// repartition topic: one of offsets committed before, when only
+	// they moved.
+	for p := range a.uncommitted {
+		a.promoteLocked(p) // (deleting p while ranging is safe)
+	}
+	consumed := maps.Clone(a.consumed)
+	confirm := false
+	for p, o := range consumed {
+		confirm = confirm || o > a.purgeable[p]
+	}
+	for p, r := range a.read {
+		if _, running := a.tasks[p]; !running || r.committed >= r.seq && !confirm {
+			continue
 		}
-		for p, r := range a.read {
-			if _, running := a.tasks[p]; !running || r.committed >= r.seq && !confirm {
-				continue
+		seqs[p] = r.seq
+		for topic, parts := range r.offsets {
+			if all[topic] == nil {
+				all[topic] = map[int32]kgo.EpochOffset{}
 			}
-			seqs[p] = r.seq
-			for topic, parts := range r.offsets {
-				if all[topic] == nil {
-					all[topic] = map[int32]kgo.EpochOffset{}
-				}
-				maps.Copy(all[topic], parts)
+			maps.Copy(all[topic], parts)
+		}
+	}
+	a.mu.Unlock()
+	if len(all) == 0 {
+		return
+	}
+	group.CommitOffsetsSync(ctx, all, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err = commitError(resp, err); err != nil {
+			slog.Debug("streamgen: kafka app: commit the group's offsets", "group", a.opts.Group, "error", err)
+			return
+		}
+		a.mu.Lock()
+		for p, seq := range seqs {
+			if r := a.read[p]; r != nil {
+				r.committed = max(r.committed, seq)
+			}
+		}
+		for p, o := range consumed {
+			// (Not a partition given up meanwhile: a commit waits
+			// out a rebalance, and is then the new generation's.)
+			if _, held := a.consumed[p]; held {
+				a.purgeable[p] = max(a.purgeable[p], o)
 			}
 		}
 		a.mu.Unlock()
-		if len(all) == 0 {
-			continue
-		}
-		group.CommitOffsetsSync(ctx, all, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-			if err = commitError(resp, err); err != nil {
-				slog.Debug("streamgen: kafka app: commit the group's offsets", "group", a.opts.Group, "error", err)
-				return
-			}
-			a.mu.Lock()
-			for p, seq := range seqs {
-				if r := a.read[p]; r != nil {
-					r.committed = max(r.committed, seq)
-				}
-			}
-			for p, o := range consumed {
-				// (Not a partition given up meanwhile: a commit waits
-				// out a rebalance, and is then the new generation's.)
-				if _, held := a.consumed[p]; held {
-					a.purgeable[p] = max(a.purgeable[p], o)
-				}
-			}
-			a.mu.Unlock()
-		})
-	}
+	})
 }
 
 // repartitionPurgeInterval is how often an App deletes the records of
@@ -1332,12 +1391,9 @@ func (a *App) commitOffsets(ctx context.Context, group *kgo.Client) {
 var repartitionPurgeInterval = 30 * time.Second
 
 // purges reports whether the App deletes the records of its repartition
-// topic once read: with RepartitionBy, unless with AsyncProgress, under
-// which the offsets a task reports may be ahead of those its changelog
-// holds (a restore reads from those again).
-func (a *App) purges() bool {
-	return a.opts.RepartitionBy != nil && !a.opts.ChangelogOptions.AsyncProgress
-}
+// topic once read: with RepartitionBy. (With AsyncProgress, only what
+// the tasks' transactions have committed: see uncommittedOffset.)
+func (a *App) purges() bool { return a.opts.RepartitionBy != nil }
 
 // purgeRepartition deletes the records of the repartition topic before
 // the offsets its tasks have read and committed, as known at a commit of

@@ -949,3 +949,52 @@ func TestAppRepartitionPurgesAfterAGroupCommit(t *testing.T) {
 	poll(t, "the copies read deleted", func() bool { return start() >= int64(len(in)) })
 	app.stop(t)
 }
+
+// TestAppRepartitionPurgesWhatTransactionsCommitted: with AsyncProgress,
+// a task's batches are in Kafka only once its transaction commits, and a
+// restore reads the repartition topic from what the last one committed:
+// the copies its batches read are not deleted while the transaction
+// holding them is open (two looks of the group's commit and two purges
+// after every click was counted), and are once it commits.
+func TestAppRepartitionPurgesWhatTransactionsCommitted(t *testing.T) {
+	_, conn, adm, in := newPurgeCluster(t, 11)
+	ctx := testContext(t)
+	var held atomic.Pointer[kafka.Transactions]
+	watch := newAppWatch()
+	app := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "async", Topics: []string{"clicks"}, Dir: t.TempDir(), ExactlyOnce: true,
+		ChangelogOptions: kafka.ChangelogOptions{AsyncProgress: true, AsyncProgressInterval: 50 * time.Millisecond},
+		RepartitionBy:    func(m *kafka.Message) ([]byte, error) { return m.Key, nil },
+		Options:          []runtime.Option{runtime.PollInterval(time.Millisecond), runtime.Listener(watch)}},
+		func(task *kafka.Task) (kafka.Starter, error) {
+			if held.CompareAndSwap(nil, task.Transactions()) {
+				kafka.HoldCommits(task.Transactions())
+			}
+			src := task.Source(kafka.Options{})
+			sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
+				Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
+			task.OnClose(sink.Close)
+			byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
+			return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+		})
+	running := runApp(t, ctx, app)
+	watch.waitFor(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
+	start := func() int64 {
+		starts, err := adm.ListStartOffsets(ctx, "async-repartition")
+		if err != nil || starts.Error() != nil {
+			t.Fatal(err, starts.Error())
+		}
+		o, _ := starts.Lookup("async-repartition", 0)
+		return o.Offset
+	}
+	looks := kafka.CommitLooks(app)
+	poll(t, "two looks of the group's commit", func() bool { return kafka.CommitLooks(app) >= looks+2 })
+	passes := kafka.PurgePasses(app)
+	poll(t, "two purges", func() bool { return kafka.PurgePasses(app) >= passes+2 })
+	if s := start(); s != 0 {
+		t.Fatalf("the repartition topic starts at %d while the transaction holding every batch is open, want 0", s)
+	}
+	kafka.CommitWhenIdle(held.Load())
+	poll(t, "the copies read deleted", func() bool { return start() >= int64(len(in)) })
+	running.stop(t)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+}

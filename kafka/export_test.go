@@ -111,13 +111,13 @@ func LocalPositions(ctx context.Context, a *App) (map[int32]int64, error) {
 	return a.localPositions(a.changelogTopicID(ctx)), nil
 }
 
-// HoldCommits makes the transactions' open transaction wait: neither a
-// batch nor the commit while idle finds AsyncProgressInterval passed,
-// until CommitWhenIdle.
+// HoldCommits makes the transactions' open transaction wait (from any
+// query's start on): neither a batch nor the commit while idle commits
+// it, until CommitWhenIdle. A query's stop still does.
 func HoldCommits(t *Transactions) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.lastCommit = time.Now().Add(time.Hour)
+	t.held = true
 }
 
 // CommitWhenIdle makes the interval of AsyncProgress passed: the commit
@@ -125,8 +125,16 @@ func HoldCommits(t *Transactions) {
 func CommitWhenIdle(t *Transactions) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.lastCommit = time.Time{}
+	t.held, t.lastCommit = false, time.Time{}
 }
+
+// CommitLooks returns how many times the App has looked for offsets to
+// commit to the group (each wake of its committing goroutine).
+func CommitLooks(a *App) int64 { return a.commitLooks.Load() }
+
+// PurgePasses returns how many times the App has looked for records of
+// its repartition topic to delete.
+func PurgePasses(a *App) int64 { return a.purgePasses.Load() }
 
 // SetRepartitionPurgeInterval sets how often Apps purge their
 // repartition topics, until the test ends.

@@ -75,11 +75,17 @@ type Transactions struct {
 	// abandoned.
 	abandon bool
 	app     *App
+	// held makes neither a batch nor the commit while idle commit the
+	// open transaction, whatever the time (tests).
+	held bool
 	// query is set while a query's committer holds the transactions.
 	query  bool
 	closed bool
 	// lastCommit is when the last transaction committed (AsyncProgress).
 	lastCommit time.Time
+	// commits counts the transactions committed: a batch produced into
+	// the open transaction is in Kafka once it has moved.
+	commits atomic.Int64
 	// last is the changelog of the last query started (tests read it).
 	last *changelog
 }
@@ -320,6 +326,7 @@ func (t *Transactions) commitLocked(ctx context.Context) error {
 		err = t.client.EndTransaction(ctx, kgo.TryCommit)
 		if err == nil {
 			t.inTxn = false
+			t.commits.Add(1)
 			return nil
 		}
 	}
@@ -430,7 +437,7 @@ func (t *Transactions) produceBatch(ctx context.Context, records []*kgo.Record, 
 		})
 	}
 	t.dirty = false
-	if time.Since(t.lastCommit) < t.opts.AsyncProgressInterval {
+	if t.held || time.Since(t.lastCommit) < t.opts.AsyncProgressInterval {
 		return false, nil
 	}
 	return true, t.commitPendingLocked(ctx, failed)
@@ -465,7 +472,7 @@ func (t *Transactions) commitPendingLocked(ctx context.Context, failed func() er
 func (t *Transactions) commitIdle(failed func() error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.inTxn || t.dirty || t.spoiled || t.client == nil || time.Since(t.lastCommit) < t.opts.AsyncProgressInterval {
+	if !t.inTxn || t.dirty || t.spoiled || t.held || t.client == nil || time.Since(t.lastCommit) < t.opts.AsyncProgressInterval {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), t.opts.ProduceTimeout)
