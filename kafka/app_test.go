@@ -132,11 +132,7 @@ func TestAppScalesOut(t *testing.T) {
 			OnRevoked: func([]int32) { watch.signal() },
 		}, func(task *kafka.Task) (kafka.Starter, error) {
 			src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest()})
-			sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
-				Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
-			task.OnClose(sink.Close)
-			byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
-			return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+			return countingTask(conn, task, src, countClicks), nil
 		})
 		ctx, cancel := context.WithCancel(testContext(t))
 		r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
@@ -274,11 +270,7 @@ func TestAppRepartitions(t *testing.T) {
 			OnRevoked:  func([]int32) { watch.signal() },
 		}, func(task *kafka.Task) (kafka.Starter, error) {
 			src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest()})
-			sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
-				Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
-			task.OnClose(sink.Close)
-			byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
-			return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+			return countingTask(conn, task, src, countClicks), nil
 		})
 		ctx, cancel := context.WithCancel(testContext(t))
 		r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
@@ -392,11 +384,7 @@ func TestAppSharesTheStateCache(t *testing.T) {
 		OnAssigned: func([]int32) { watch.signal() },
 	}, func(task *kafka.Task) (kafka.Starter, error) {
 		src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest()})
-		sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
-			Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }})
-		task.OnClose(sink.Close)
-		byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
-		return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+		return countingTask(conn, task, src, countClicks), nil
 	})
 	ctx, cancel := context.WithCancel(testContext(t))
 	defer cancel()
@@ -804,11 +792,7 @@ func TestAppRepartitionTopicKeepsCopies(t *testing.T) {
 				func(task *kafka.Task) (kafka.Starter, error) {
 					<-release // the counting task is slow to start
 					src := task.Source(kafka.Options{StartingOffsets: tc.starting})
-					sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
-						Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
-					task.OnClose(sink.Close)
-					byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
-					return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+					return countingTask(conn, task, src, countClicks), nil
 				})
 			running := runApp(t, ctx, app)
 			poll(t, "the repartition task to copy every click", func() bool {
@@ -896,6 +880,17 @@ func TestAppRepartitionPurgesWhatEverySourceRead(t *testing.T) {
 	running.stop(t)
 }
 
+// firstOffset returns the first offset partition 0 of topic holds.
+func firstOffset(t *testing.T, adm *kadm.Client, topic string) int64 {
+	t.Helper()
+	starts, err := adm.ListStartOffsets(testContext(t), topic)
+	if err != nil || starts.Error() != nil {
+		t.Fatal(err, starts.Error())
+	}
+	o, _ := starts.Lookup(topic, 0)
+	return o.Offset
+}
+
 // TestAppRepartitionPurgesAfterAGroupCommit: the copies read are deleted
 // only once a commit of the group's offsets after reading them is taken
 // (the instance still held its partitions): while the group refuses the
@@ -930,14 +925,7 @@ func TestAppRepartitionPurgesAfterAGroupCommit(t *testing.T) {
 	app := runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "refused", Topics: []string{"clicks"}, Dir: t.TempDir(),
 		RepartitionBy: func(m *kafka.Message) ([]byte, error) { return m.Key, nil }}, watch)
 	watch.waitFor(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
-	start := func() int64 {
-		starts, err := adm.ListStartOffsets(ctx, "refused-repartition")
-		if err != nil || starts.Error() != nil {
-			t.Fatal(err, starts.Error())
-		}
-		o, _ := starts.Lookup("refused-repartition", 0)
-		return o.Offset
-	}
+	start := func() int64 { return firstOffset(t, adm, "refused-repartition") }
 	// Commits refused after every click was counted, each tried again
 	// every half second, while the purge runs every 20 ms.
 	after := refused.Load()
@@ -970,22 +958,11 @@ func TestAppRepartitionPurgesWhatTransactionsCommitted(t *testing.T) {
 				kafka.HoldCommits(task.Transactions())
 			}
 			src := task.Source(kafka.Options{})
-			sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
-				Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
-			task.OnClose(sink.Close)
-			byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
-			return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+			return countingTask(conn, task, src, countClicks), nil
 		})
 	running := runApp(t, ctx, app)
 	watch.waitFor(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
-	start := func() int64 {
-		starts, err := adm.ListStartOffsets(ctx, "async-repartition")
-		if err != nil || starts.Error() != nil {
-			t.Fatal(err, starts.Error())
-		}
-		o, _ := starts.Lookup("async-repartition", 0)
-		return o.Offset
-	}
+	start := func() int64 { return firstOffset(t, adm, "async-repartition") }
 	looks := kafka.CommitLooks(app)
 	poll(t, "two looks of the group's commit", func() bool { return kafka.CommitLooks(app) >= looks+2 })
 	passes := kafka.PurgePasses(app)

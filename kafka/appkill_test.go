@@ -17,11 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/streamgen/streamgen/generated/fixtures"
 	"github.com/streamgen/streamgen/internal/testenv"
 	"github.com/streamgen/streamgen/kafka"
 	"github.com/streamgen/streamgen/runtime"
-	"github.com/streamgen/streamgen/typed"
 )
 
 // The environment of the child process TestAppSurvivesSIGKILL starts:
@@ -59,11 +57,7 @@ func newCounterApp(conn kafka.Connection, dir string, changed func(), more ...ru
 		OnRevoked:   func([]int32) { changed() },
 	}, func(task *kafka.Task) (kafka.Starter, error) {
 		src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 5})
-		sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
-			Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
-		task.OnClose(sink.Close)
-		byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
-		return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, countClicks), sink), nil
+		return countingTask(conn, task, src, countClicks), nil
 	})
 }
 

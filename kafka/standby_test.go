@@ -46,12 +46,18 @@ func newCountingAppOf(conn kafka.Connection, opts kafka.AppOptions, watch *appWa
 	opts.OnRevoked = func([]int32) { watch.signal() }
 	return kafka.NewApp(opts, func(task *kafka.Task) (kafka.Starter, error) {
 		src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 20})
-		sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
-			Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
-		task.OnClose(sink.Close)
-		byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
-		return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, count), sink), nil
+		return countingTask(conn, task, src, count), nil
 	})
+}
+
+// countingTask is the counting App's task: src's clicks counted per
+// user by count, written to topic counts in the task's transactions.
+func countingTask(conn kafka.Connection, task *kafka.Task, src *kafka.TopicSource, count func(string, iter.Seq[fixtures.Click], *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error)) kafka.Starter {
+	sink := kafka.Sink[fixtures.UserCount](kafka.SinkOptions[fixtures.UserCount]{Connection: conn, Topic: "counts",
+		Key: func(u *fixtures.UserCount) []byte { return []byte(u.User) }, Transactions: task.Transactions()})
+	task.OnClose(sink.Close)
+	byUser := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) string { return c.User })
+	return typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, count), sink)
 }
 
 // newCountingCluster is an embedded cluster for the counting App: groups
