@@ -975,3 +975,62 @@ func TestAppRepartitionPurgesWhatTransactionsCommitted(t *testing.T) {
 	running.stop(t)
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 }
+
+// TestAppAsyncProgressIdleCommitAborted: with AsyncProgress, the commit
+// while idle of the transaction holding every batch so far fails (EndTxn
+// answers UNKNOWN_SERVER_ERROR once) and is aborted. The task fails at
+// once, idle as it is (its batches are committed locally, not in Kafka),
+// and, started again, rebuilds its checkpoint from the changelog and
+// counts every click again: each is counted once in what Kafka
+// committed, and no transaction committed later passes for the aborted
+// one in the repartition topic's purge.
+func TestAppAsyncProgressIdleCommitAborted(t *testing.T) {
+	fake, conn, adm, in := newPurgeCluster(t, 13)
+	ctx := testContext(t)
+	var armed, failed atomic.Bool
+	fake.ControlKey(int16(kmsg.EndTxn), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		req := kreq.(*kmsg.EndTxnRequest)
+		if req.TransactionalID != "idle-0" || !req.Commit || !armed.CompareAndSwap(true, false) {
+			return nil, nil, false
+		}
+		failed.Store(true)
+		resp := req.ResponseKind().(*kmsg.EndTxnResponse)
+		resp.ErrorCode = kerr.UnknownServerError.Code
+		return resp, nil, true
+	})
+	var held atomic.Pointer[kafka.Transactions]
+	taskErr := make(chan error, 10)
+	watch := newAppWatch()
+	app := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "idle", Topics: []string{"clicks"}, Dir: t.TempDir(), ExactlyOnce: true,
+		ChangelogOptions: kafka.ChangelogOptions{AsyncProgress: true, AsyncProgressInterval: 50 * time.Millisecond},
+		RepartitionBy:    func(m *kafka.Message) ([]byte, error) { return m.Key, nil },
+		OnTaskError:      func(p int32, err error) kafka.TaskErrorAction { taskErr <- err; return kafka.RestartTask },
+		Options:          []runtime.Option{runtime.PollInterval(time.Millisecond), runtime.Listener(watch)}},
+		func(task *kafka.Task) (kafka.Starter, error) {
+			if held.CompareAndSwap(nil, task.Transactions()) {
+				kafka.HoldCommits(task.Transactions())
+			}
+			return countingTask(conn, task, task.Source(kafka.Options{}), countClicks), nil
+		})
+	running := runApp(t, ctx, app)
+	watch.waitFor(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
+	armed.Store(true)
+	kafka.CommitWhenIdle(held.Load())
+	select {
+	case err := <-taskErr:
+		if !failed.Load() || !strings.Contains(err.Error(), "aborted") {
+			t.Fatalf("the task failed with %v, want the aborted commit while idle", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("the task went on idle after its transaction was aborted")
+	}
+	// One more click, after the task started again.
+	more := []fixtures.Click{{User: "ann", Time: in[len(in)-1].Time.Add(time.Second), Page: "p0"}}
+	produce(t, conn, clickRecords(t, "clicks", 1, more)...)
+	all := append(in, more...)
+	poll(t, "every click counted in what Kafka committed", func() bool { return sameLast(userCounts(t, conn, adm, kgo.ReadCommitted()), all) })
+	poll(t, "the copies read deleted", func() bool { return firstOffset(t, adm, "idle-repartition") >= int64(len(all)) })
+	running.stop(t)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), all)
+}

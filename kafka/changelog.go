@@ -546,6 +546,20 @@ func (c *changelog) commitAsync(b *runtime.StateBatch, p runtime.Progress, recor
 	return nil
 }
 
+// IdleErr returns, with AsyncProgress, the failure of a commit while
+// idle (or of a record produced without waiting): the batches committed
+// locally since the last commit to Kafka are not there, and the query
+// stops to run them again from its next start (see runtime.IdleFailer).
+func (c *changelog) IdleErr() error {
+	if c.failed != nil {
+		return nil // (reported by the batch that failed)
+	}
+	if err := c.asyncFailure(); err != nil {
+		return c.fail(c.uncommitted, err)
+	}
+	return nil
+}
+
 // asyncFailure returns the first failure of the records produced without
 // waiting (AsyncProgress).
 func (c *changelog) asyncFailure() error {
@@ -668,7 +682,18 @@ func (c *changelog) commitWhileIdle() {
 				c.onFenced(err)
 				return
 			}
+			// The transaction is aborted: the batches in it, committed
+			// locally, are not in Kafka. The next batch fails, and the
+			// query's next start rebuilds its checkpoint from the
+			// changelog and runs them again; a later transaction's
+			// commit must not pass for theirs.
+			c.pendingMu.Lock()
+			if c.asyncErr == nil {
+				c.asyncErr = fmt.Errorf("the commit while idle of the batches since the last commit failed, and their transaction was aborted: %w", err)
+			}
+			c.pendingMu.Unlock()
 			slog.Warn("streamgen: kafka changelog: commit the transaction of the batches since the last", "topic", c.opts.Topic, "error", err)
+			return
 		}
 	}
 }

@@ -167,6 +167,11 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		// So does a replayed batch that was that one.
 		flushed = flushed || watermark.Equal(EndOfTime)
 		if !hasData && !due {
+			if f, ok := q.committer.(IdleFailer); ok {
+				if err := f.IdleErr(); err != nil {
+					return err
+				}
+			}
 			if stops {
 				q.idle(turn)
 				return nil

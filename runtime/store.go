@@ -952,6 +952,16 @@ type Committer interface {
 	Commit(b *StateBatch, p Progress) error
 }
 
+// IdleFailer is a Committer that works while no batch runs (a commit, on
+// a timer, of batches it has committed locally) and can fail there: a
+// query with no batch to run asks IdleErr before each wait for data and
+// ends with its error, as its next batch would, rather than sit idle
+// with the failure unseen. IdleErr is called from the query's goroutine
+// and must not block.
+type IdleFailer interface {
+	IdleErr() error
+}
+
 // Commit writes the progress into b and commits b atomically: state,
 // timers and progress become visible and durable together (durable at
 // once, or within SyncInterval), then records the batch in the commit
