@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamgen/streamgen/runtime"
@@ -85,7 +86,7 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	}
 	// An offset out of range (records deleted, a topic made again) fails
 	// the fetch rather than starting over silently: the standby starts
-	// again, and rebuilds its copy.
+	// again, and rebuilds its copy (see the poll below).
 	client, err := a.opts.Connection.newClient(kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NoResetOffset()))
 	if err != nil {
 		return fmt.Errorf("client: %w", err)
@@ -204,7 +205,22 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if fetches.Empty() || errors.Is(fetches.Err0(), context.DeadlineExceeded) {
+		// An offset out of range (records deleted past the position, a
+		// log that now ends before it) or a topic made again comes as a
+		// partition's error in a fetch without records, which the client
+		// fetches again and again from the same offset: the standby
+		// starts again instead, and its start rebuilds the copy from the
+		// topic (as Kafka Streams' standby does).
+		var gone error
+		fetches.EachError(func(_ string, _ int32, err error) {
+			if errors.Is(err, kerr.OffsetOutOfRange) || errors.Is(err, kerr.UnknownTopicID) {
+				gone = err
+			}
+		})
+		if gone != nil {
+			return fmt.Errorf("fetch the changelog at offset %d: %w", position, gone)
+		}
+		if fetches.Empty() && (fetches.Err0() == nil || errors.Is(fetches.Err0(), context.DeadlineExceeded)) {
 			if ends, err := reader.listOffsets(ctx, rclient, []topicPartition{tp}, latestTimestamp); err == nil {
 				a.setStandby(p, standbyStats{Position: position, Records: applied, BatchID: progress, Lag: a.standbyLag(ends[tp], position, len(held)), lagKnown: true, heldPeak: heldPeak})
 			}
