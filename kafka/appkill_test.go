@@ -227,11 +227,7 @@ func TestAppThreeInstancesOneDies(t *testing.T) {
 	if len(dying.app.Tasks()) == 0 {
 		t.Fatal("the instance to stop runs no task")
 	}
-	kafka.AbandonApp(dying.app)
-	dying.cancel()
-	if err := <-dying.done; err != nil {
-		t.Fatal(err)
-	}
+	dying.die(t)
 	watch.mu.Lock()
 	read := watch.rows
 	watch.mu.Unlock()
@@ -259,6 +255,17 @@ func TestAppThreeInstancesOneDies(t *testing.T) {
 
 // awaitGroupAtEnd waits until the group "killed" has committed the end
 // offsets of every partition of "clicks": the App's tasks, which its
+// awaitClicksRead waits until the group's committed offsets reach the
+// end of topic clicks as it is now.
+func awaitClicksRead(t *testing.T, adm *kadm.Client, watch *appWatch) {
+	t.Helper()
+	ends, err := adm.ListEndOffsets(testContext(t), "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends)
+}
+
 // committed offsets follow, have read all the input.
 func awaitGroupAtEnd(t *testing.T, adm *kadm.Client, watch *appWatch, ends kadm.ListedOffsets) {
 	t.Helper()

@@ -162,19 +162,8 @@ func TestAppStandbyFailover(t *testing.T) {
 
 	dying, survivor := apps[0], apps[1]
 	moved := dying.app.Tasks()
-	kafka.AbandonApp(dying.app)
-	dying.cancel()
-	if err := <-dying.done; err != nil {
-		t.Fatal(err)
-	}
-	poll(t, "the survivor to run the four tasks", func() bool {
-		select {
-		case err := <-survivor.done:
-			t.Fatalf("the survivor ended: %v", err)
-		default:
-		}
-		return running(survivor.app) == 4
-	})
+	dying.die(t)
+	survivor.awaitTasks(t, 4)
 	for _, ts := range survivor.app.Status().Tasks {
 		if !slices.Contains(moved, ts.Partition) {
 			continue
@@ -464,14 +453,7 @@ func TestAppStandbyAfterReset(t *testing.T) {
 	opts := func(dir string, port int) kafka.AppOptions {
 		return kafka.AppOptions{Group: "killed", Dir: dir, StandbyReplicas: 1, AdvertisedAddr: fmt.Sprintf("127.0.0.1:%d", port)}
 	}
-	atEnd := func() {
-		t.Helper()
-		ends, err := adm.ListEndOffsets(ctx, "clicks")
-		if err != nil {
-			t.Fatal(err)
-		}
-		awaitGroupAtEnd(t, adm, watch, ends)
-	}
+	atEnd := func() { t.Helper(); awaitClicksRead(t, adm, watch) }
 	buggy := runApp(t, ctx, newCountingAppOf(conn, opts(stale, 9000), watch, countTen))
 	poll(t, "the two tasks", func() bool { return running(buggy.app) == 2 })
 	atEnd()
@@ -502,12 +484,8 @@ func TestAppStandbyAfterReset(t *testing.T) {
 		}
 		return true
 	})
-	kafka.AbandonApp(dying.app)
-	dying.cancel()
-	if err := <-dying.done; err != nil {
-		t.Fatal(err)
-	}
-	poll(t, "the survivor to run both tasks", func() bool { return running(survivor.app) == 2 })
+	dying.die(t)
+	survivor.awaitTasks(t, 2)
 	produce(t, conn, clickRecords(t, "clicks", 2, third)...)
 	atEnd()
 	survivor.stop(t)
@@ -570,14 +548,7 @@ func TestAppStandbyBelowLogStart(t *testing.T) {
 		}
 		return false
 	})
-	atEnd := func() {
-		t.Helper()
-		ends, err := adm.ListEndOffsets(ctx, "clicks")
-		if err != nil {
-			t.Fatal(err)
-		}
-		awaitGroupAtEnd(t, adm, watch, ends)
-	}
+	atEnd := func() { t.Helper(); awaitClicksRead(t, adm, watch) }
 	changelogEnd := func() int64 {
 		t.Helper()
 		ends, err := adm.ListEndOffsets(ctx, "killed-changelog")
@@ -628,19 +599,8 @@ func TestAppStandbyBelowLogStart(t *testing.T) {
 	poll(t, "the standby to rebuild its copy from the changelog's new start and catch up", func() bool { _, ok := caughtUp(); return ok })
 
 	// The owner dies; the other instance takes the task from its standby.
-	kafka.AbandonApp(owner.app)
-	owner.cancel()
-	if err := <-owner.done; err != nil {
-		t.Fatal(err)
-	}
-	poll(t, "the survivor to run the task", func() bool {
-		select {
-		case err := <-standby.done:
-			t.Fatalf("the survivor ended: %v", err)
-		default:
-		}
-		return running(standby.app) == 1
-	})
+	owner.die(t)
+	standby.awaitTasks(t, 1)
 	if ts := standby.app.Status().Tasks; len(ts) != 1 || !slices.Contains([]string{"standby", "changelog"}, ts[0].RestoredFrom) {
 		t.Errorf("tasks %+v", ts)
 	}

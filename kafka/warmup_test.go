@@ -149,6 +149,31 @@ func runApp(t *testing.T, ctx context.Context, app *kafka.App) *runningApp {
 	return r
 }
 
+// die stops the instance as if its process died: its tasks' transactions
+// neither committed nor aborted.
+func (r *runningApp) die(t *testing.T) {
+	t.Helper()
+	kafka.AbandonApp(r.app)
+	r.cancel()
+	if err := <-r.done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// awaitTasks waits until the instance runs n tasks, failing the test if
+// it ends first.
+func (r *runningApp) awaitTasks(t *testing.T, n int) {
+	t.Helper()
+	poll(t, fmt.Sprintf("the instance to run %d tasks", n), func() bool {
+		select {
+		case err := <-r.done:
+			t.Fatalf("the instance ended: %v", err)
+		default:
+		}
+		return running(r.app) == n
+	})
+}
+
 // countTheRest produces rest to the clicks, waits for the App's group to
 // read them, stops its instances, and checks that the counts read back
 // with read_committed are a plain loop's over all of in, each once.
