@@ -979,7 +979,7 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 	copts := a.opts.ChangelogOptions
 	copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, a.opts.Changelog, a.partitions
 	copts.TransactionalID = a.opts.Group + "-" + strconv.Itoa(int(p))
-	committer, txn, made := a.taskCommitter(copts, task)
+	committer, txn, made := a.taskCommitter(copts, task, from == "standby")
 	task.txn = txn
 	pipeline, err := a.build(task)
 	if err != nil {
@@ -1077,8 +1077,9 @@ func keepHint(kind string) string {
 // taskCommitter returns the committer option of a task's query (its
 // changelog partition, through transactions with ExactlyOnce, which it
 // returns too) and where its changelog will be once the query has
-// started.
-func (a *App) taskCommitter(copts ChangelogOptions, task *Task) (runtime.Option, *Transactions, *atomic.Pointer[changelog]) {
+// started. standbyCopy says the task starts on the copy a standby
+// handed over (see changelog.standbyCopy).
+func (a *App) taskCommitter(copts ChangelogOptions, task *Task, standbyCopy bool) (runtime.Option, *Transactions, *atomic.Pointer[changelog]) {
 	var txn *Transactions
 	if a.opts.ExactlyOnce {
 		txn = ExactlyOnce(copts)
@@ -1088,7 +1089,7 @@ func (a *App) taskCommitter(copts ChangelogOptions, task *Task) (runtime.Option,
 	made := new(atomic.Pointer[changelog])
 	return runtime.WithCommitter(func(s *runtime.Store) runtime.Committer {
 		c := newChangelog(copts, s)
-		c.txn, c.task, c.onFenced = txn, task.Partition, task.fenced
+		c.txn, c.task, c.onFenced, c.standbyCopy = txn, task.Partition, task.fenced, standbyCopy
 		made.Store(c)
 		return c
 	}), txn, made
@@ -1554,7 +1555,7 @@ func (a *App) runRepartition(ctx context.Context, p int32) error {
 	copts := a.opts.ChangelogOptions
 	copts.Connection, copts.Topic, copts.Partitions = a.opts.Connection, a.opts.Group+"-repartition-changelog", a.partitions
 	copts.TransactionalID = a.opts.Group + "-repartition-" + strconv.Itoa(int(p))
-	committer, txn, made := a.taskCommitter(copts, task)
+	committer, txn, made := a.taskCommitter(copts, task, false)
 	partitions := map[string][]int32{}
 	for _, topic := range a.opts.Topics {
 		partitions[topic] = []int32{p}

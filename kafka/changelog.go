@@ -172,6 +172,11 @@ type changelog struct {
 	// task is the input partition the query owns, for a task of an App
 	// (its records all go to that partition of the topic), or -1.
 	task int32
+	// standbyCopy, for a task of an App, says that the checkpoint is a
+	// standby's copy: one the changelog no longer holds the records
+	// after (deleted past it) is rebuilt from the topic, where the
+	// task's own checkpoint is refused.
+	standbyCopy bool
 	// onFenced, for a task of an App, gives the task up as fenced: what
 	// commitWhileIdle calls when its commit finds the producer fenced.
 	onFenced func(error)
@@ -821,7 +826,7 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 		slog.Warn("streamgen: the changelog topic is empty, and the checkpoint recorded records in it: copying the checkpoint to it again", "topic", c.opts.Topic)
 		return c.seed(ctx, client)
 	case hasRecord:
-		behind := false
+		behind, deleted := false, false
 		for _, tp := range parts {
 			at, ok := recorded[tp.partition]
 			if !ok {
@@ -831,18 +836,27 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 				return fmt.Errorf("streamgen: %s: partition %d ends at offset %d, and the checkpoint recorded offset %d: was the topic deleted and made again? "+
 					"Delete the topic to copy the checkpoint to it again, or start from a new checkpoint directory", c.what(), tp.partition, ends[tp], at)
 			}
-			if at < starts[tp] {
+			if at < starts[tp] && !c.standbyCopy {
 				return fmt.Errorf("streamgen: %s: partition %d starts at offset %d, after the offset %d the checkpoint recorded: records were deleted (DeleteRecords, or retention on a topic that is not only compacted)",
 					c.what(), tp.partition, starts[tp], at)
 			}
+			deleted = deleted || at < starts[tp]
 			from[tp.partition] = at
 			behind = behind || at < ends[tp]
 		}
-		if !behind {
+		if deleted {
+			// A standby's copy, behind what the topic keeps: rebuilt
+			// from the topic, as a new instance would restore it.
+			slog.Warn("streamgen: the standby's copy of the checkpoint is behind the start of its changelog (records deleted): rebuilding it from the changelog",
+				"topic", c.opts.Topic, "checkpointBatch", local.BatchID)
+			for _, tp := range parts {
+				from[tp.partition] = starts[tp]
+			}
+			c.rewound = true
+		} else if !behind {
 			c.ends = recorded
 			return nil
-		}
-		if c.stale(rec) {
+		} else if c.stale(rec) {
 			slog.Warn("streamgen: the checkpoint is behind its changelog by records older than the topic keeps deletions (delete.retention.ms): rebuilding it from the changelog, as compaction may have removed deletions it does not hold",
 				"topic", c.opts.Topic, "checkpointBatch", local.BatchID, "recordedAt", time.UnixMilli(rec.At), "deleteRetention", c.deleteRetention)
 			for _, tp := range parts {

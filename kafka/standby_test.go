@@ -505,107 +505,115 @@ func TestAppStandbyAfterReset(t *testing.T) {
 	}
 }
 
-// TestAppStandbyBelowLogStart: the changelog's start moves past a running
+// TestAppStandbyBelowLogStart: the changelog's start moves past a
 // standby's position (DeleteRecords, as retention would on a changelog
-// that is not only compacted) while the standby is behind. The standby
-// must rebuild its copy from the changelog's new start (as Kafka Streams'
-// standby does on OFFSET_OUT_OF_RANGE) and catch up; the instance that
-// then takes the partition over from it must run the task and count on
-// from the changelog's state. The records deleted are all overwritten
-// after the new start (every user clicks again), so the changelog still
-// holds the whole state and the counts must be a plain loop's.
+// that is not only compacted) while the standby is behind (its fetches
+// fail). The records deleted are all overwritten after the new start
+// (every user clicks again), so the changelog still holds the whole
+// state, and the counts must be a plain loop's.
+//   - running: the standby, fetching again, rebuilds its copy from the
+//     changelog's new start (as Kafka Streams' standby does on
+//     OFFSET_OUT_OF_RANGE) and catches up; the instance then takes the
+//     partition over from it, its task restoring no record.
+//   - handed over: the owner dies first; the task that takes the
+//     standby's copy rebuilds it from the changelog, as a new instance
+//     would restore it, where its own checkpoint would be refused.
 func TestAppStandbyBelowLogStart(t *testing.T) {
-	fake, conn, adm := newFakeCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
-	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
-	createTopic(t, adm, "clicks", 1)
-	createTopic(t, adm, "counts", 2)
-	ctx := testContext(t)
-	in := clicks(900, 91)
-	first, behind, second, third := in[:300], in[300:340], in[340:600], in[600:]
-	users := map[string]bool{}
-	for _, c := range first {
-		users[c.User] = true
-	}
-	for _, c := range second {
-		delete(users, c.User)
-	}
-	if len(users) != 0 {
-		t.Fatalf("users %v do not click in the second part", users)
-	}
-	produce(t, conn, clickRecords(t, "clicks", 1, first)...)
-	watch := newAppWatch()
-	a := runApp(t, ctx, newStandbyApp(conn, t.TempDir(), "127.0.0.1:9200", watch))
-	b := runApp(t, ctx, newStandbyApp(conn, t.TempDir(), "127.0.0.1:9201", watch))
-	apps := []*runningApp{a, b}
-	var owner, standby *runningApp
-	poll(t, "the task on one instance and its standby on the other", func() bool {
-		for i, r := range apps {
-			o := apps[1-i]
-			if running(r.app) == 1 && len(o.app.Status().Standbys) == 1 {
-				owner, standby = r, o
-				return true
+	for _, handedOver := range []bool{false, true} {
+		t.Run(map[bool]string{false: "running", true: "handed over"}[handedOver], func(t *testing.T) {
+			fake, conn, adm := newFakeCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+			conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+			createTopic(t, adm, "clicks", 1)
+			createTopic(t, adm, "counts", 2)
+			ctx := testContext(t)
+			in := clicks(900, 91)
+			first, behind, second, third := in[:300], in[300:340], in[340:600], in[600:]
+			users := map[string]bool{}
+			for _, c := range first {
+				users[c.User] = true
 			}
-		}
-		return false
-	})
-	atEnd := func() { t.Helper(); awaitClicksRead(t, adm, watch) }
-	changelogEnd := func() int64 {
-		t.Helper()
-		ends, err := adm.ListEndOffsets(ctx, "killed-changelog")
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, _ := ends.Lookup("killed-changelog", 0)
-		return o.Offset
-	}
-	caughtUp := func() (kafka.StandbyStatus, bool) {
-		st := standby.app.Status().Standbys
-		if len(st) != 1 {
-			return kafka.StandbyStatus{}, false
-		}
-		return st[0], st[0].Lag == 0 && st[0].Position >= changelogEnd()-1
-	}
-	atEnd()
-	poll(t, "the standby to catch up", func() bool { _, ok := caughtUp(); return ok })
+			for _, c := range second {
+				delete(users, c.User)
+			}
+			if len(users) != 0 {
+				t.Fatalf("users %v do not click in the second part", users)
+			}
+			produce(t, conn, clickRecords(t, "clicks", 1, first)...)
+			watch := newAppWatch()
+			a := runApp(t, ctx, newStandbyApp(conn, t.TempDir(), "127.0.0.1:9200", watch))
+			b := runApp(t, ctx, newStandbyApp(conn, t.TempDir(), "127.0.0.1:9201", watch))
+			apps := []*runningApp{a, b}
+			var owner, standby *runningApp
+			poll(t, "the task on one instance and its standby on the other", func() bool {
+				for i, r := range apps {
+					o := apps[1-i]
+					if running(r.app) == 1 && len(o.app.Status().Standbys) == 1 {
+						owner, standby = r, o
+						return true
+					}
+				}
+				return false
+			})
+			atEnd := func() { t.Helper(); awaitClicksRead(t, adm, watch) }
+			changelogEnd := func() int64 {
+				t.Helper()
+				ends, err := adm.ListEndOffsets(ctx, "killed-changelog")
+				if err != nil {
+					t.Fatal(err)
+				}
+				o, _ := ends.Lookup("killed-changelog", 0)
+				return o.Offset
+			}
+			caughtUp := func() bool {
+				st := standby.app.Status().Standbys
+				return len(st) == 1 && st[0].Lag == 0 && st[0].Position >= changelogEnd()-1
+			}
+			atEnd()
+			poll(t, "the standby to catch up", caughtUp)
 
-	// The standby's fetches (the only ones in a fetch session: the
-	// tasks' sources fetch without one, the group's client fetches
-	// nothing) fail while blocked: it falls behind.
-	var blocked atomic.Bool
-	blocked.Store(true)
-	fake.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		fake.KeepControl()
-		if req := kreq.(*kmsg.FetchRequest); !blocked.Load() || req.SessionEpoch < 0 {
-			return nil, nil, false
-		}
-		return nil, fmt.Errorf("blocked"), true
-	})
-	// (The standby's consumer is past the last transaction's commit
-	// marker: the start moves past a batch it has not fetched.)
-	produce(t, conn, clickRecords(t, "clicks", 1, behind)...)
-	atEnd()
-	start := changelogEnd()
-	produce(t, conn, clickRecords(t, "clicks", 1, second)...)
-	atEnd()
-	if _, err := adm.DeleteRecords(ctx, kadm.Offsets{"killed-changelog": {0: {Topic: "killed-changelog", Partition: 0, At: start}}}); err != nil {
-		t.Fatal(err)
-	}
-	before := standby.app.Status().Standbys
-	if len(before) != 1 || before[0].Position >= start {
-		t.Fatalf("standby %+v: want it behind the new log start %d", before, start)
-	}
-	blocked.Store(false)
+			// The standby's fetches (the only ones in a fetch session: the
+			// tasks' sources fetch without one, the group's client fetches
+			// nothing) fail while blocked: it falls behind.
+			var blocked atomic.Bool
+			blocked.Store(true)
+			fake.ControlKey(int16(kmsg.Fetch), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+				fake.KeepControl()
+				if req := kreq.(*kmsg.FetchRequest); !blocked.Load() || req.SessionEpoch < 0 {
+					return nil, nil, false
+				}
+				return nil, fmt.Errorf("blocked"), true
+			})
+			// (The standby's consumer is past the last transaction's commit
+			// marker: the start moves past a batch it has not fetched.)
+			produce(t, conn, clickRecords(t, "clicks", 1, behind)...)
+			atEnd()
+			start := changelogEnd()
+			produce(t, conn, clickRecords(t, "clicks", 1, second)...)
+			atEnd()
+			if _, err := adm.DeleteRecords(ctx, kadm.Offsets{"killed-changelog": {0: {Topic: "killed-changelog", Partition: 0, At: start}}}); err != nil {
+				t.Fatal(err)
+			}
+			before := standby.app.Status().Standbys
+			if len(before) != 1 || before[0].Position >= start {
+				t.Fatalf("standby %+v: want it behind the new log start %d", before, start)
+			}
+			if !handedOver {
+				blocked.Store(false)
+				poll(t, "the standby to rebuild its copy from the changelog's new start and catch up", caughtUp)
+			}
 
-	poll(t, "the standby to rebuild its copy from the changelog's new start and catch up", func() bool { _, ok := caughtUp(); return ok })
-
-	// The owner dies; the other instance takes the task from its standby.
-	owner.die(t)
-	standby.awaitTasks(t, 1)
-	if ts := standby.app.Status().Tasks; len(ts) != 1 || !slices.Contains([]string{"standby", "changelog"}, ts[0].RestoredFrom) {
-		t.Errorf("tasks %+v", ts)
+			// The owner dies; the other instance takes the task from its standby.
+			owner.die(t)
+			standby.awaitTasks(t, 1)
+			blocked.Store(false)
+			ts := standby.app.Status().Tasks
+			if len(ts) != 1 || ts[0].RestoredFrom != "standby" || handedOver != (ts[0].RestoredRecords > 0) {
+				t.Errorf("tasks %+v: want one restored from the standby, reading the changelog again: %v", ts, handedOver)
+			}
+			produce(t, conn, clickRecords(t, "clicks", 1, third)...)
+			atEnd()
+			standby.stop(t)
+			onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+		})
 	}
-	produce(t, conn, clickRecords(t, "clicks", 1, third)...)
-	atEnd()
-	standby.stop(t)
-	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 }
