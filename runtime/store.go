@@ -639,6 +639,19 @@ func (s *Store) unrecord() error {
 	if err := s.fs.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove the commit file %s: %w", path, err)
 	}
+	// Synced, so that a machine that crashes before the store is written
+	// again does not bring the file back over a store cleared of what it
+	// recorded (one refused, then, as having lost its batches).
+	d, err := s.fs.OpenDir(s.dir)
+	if err == nil {
+		err = d.Sync()
+		if cerr := d.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("remove the commit file %s: sync its directory: %w", path, err)
+	}
 	s.recorded = -1
 	return nil
 }

@@ -1094,3 +1094,42 @@ func TestCheckpointInNewDirectoriesSurvivesACrash(t *testing.T) {
 		t.Fatalf("after the crash: progress %+v (%v, %v), want batch 0 committed", p, ok, err)
 	}
 }
+
+// TestClearedStoreSurvivesAMachineCrash: a restore that clears a store
+// (a changelog's rebuild) removes its commit file; a machine that
+// crashes before the restore finishes does not bring the file back, and
+// the cleared store opens again as a new one, not refused as one that
+// lost the batches the file recorded.
+func TestClearedStoreSurvivesAMachineCrash(t *testing.T) {
+	fs := vfs.NewCrashableMem()
+	s := open(t, fs, runtime.StoreOptions{})
+	v := runtime.Var{Variable: 0}
+	for id := range int64(3) {
+		b := s.NewBatch()
+		if err := b.Put(v, fmt.Appendf(nil, "k%d", id), nil, []byte("v")); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := s.BeginRestore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Clear(); err != nil {
+		t.Fatal(err)
+	}
+	crashed := fs.CrashClone(vfs.CrashCloneCfg{}) // nothing unsynced kept
+	r.Close()
+	s.Close()
+	again, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: crashed})
+	if err != nil {
+		t.Fatalf("the cleared store, after a machine crash: %v", err)
+	}
+	defer again.Close()
+	if _, ok, err := again.Progress(); err != nil || ok {
+		t.Fatalf("the cleared store's progress after a machine crash: held %v (%v), want none", ok, err)
+	}
+}
+
