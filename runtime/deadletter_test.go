@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"io"
@@ -194,5 +195,46 @@ func TestBatchFilesRemovesStaleTemporaries(t *testing.T) {
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "part-0000000004.jsonl")); err != nil || string(b) != "row\n" {
 		t.Fatalf("batch file: %q, %v", b, err)
+	}
+}
+
+// TestDeadLetterDirKeepsBinaryBytes: a record whose bytes are not UTF-8
+// (a Confluent value: magic byte, schema id 200, then a body with a byte
+// 0xFF) is kept byte for byte in the dead-letter file, base64-encoded as
+// rawBase64; a text record stays a readable raw string, its <, > and &
+// as they are.
+func TestDeadLetterDirKeepsBinaryBytes(t *testing.T) {
+	dir := t.TempDir()
+	binary := string([]byte{0x00, 0x00, 0x00, 0x00, 0xC8, '{', '"', 'a', '"', ':', 0xFF, '}'})
+	text := `{"a": "<b> & c"}`
+	in := []runtime.DeadLetter{
+		{Source: "kafka:t", Position: "t/0@5", Error: "bad", Raw: binary},
+		{Source: "kafka:t", Position: "t/0@6", Error: "bad", Raw: text},
+	}
+	if err := runtime.DeadLetterDir(dir).WriteDeadLetters(context.Background(), 0, in); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "dead-letters-0000000000.jsonl")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("%d lines, want 2:\n%s", len(lines), data)
+	}
+	var first map[string]string
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	got, err := base64.StdEncoding.DecodeString(first["rawBase64"])
+	if _, hasRaw := first["raw"]; err != nil || hasRaw || string(got) != binary {
+		t.Errorf("the binary letter's line %s: rawBase64 decodes to % x (%v), want % x and no raw", lines[0], got, err, binary)
+	}
+	if want := `"raw":"{\"a\": \"<b> & c\"}"`; !strings.Contains(lines[1], want) {
+		t.Errorf("the text letter's line %s, want it to hold %s", lines[1], want)
+	}
+	if back := readLetterFile(t, path); !slices.Equal(back, in) {
+		t.Errorf("read back %+v, want %+v", back, in)
 	}
 }

@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // Source is a replayable input of raw records: given the same offsets it
@@ -147,11 +149,61 @@ type Record struct {
 // time could not be read, with why; or an output row that a sink's
 // destination refuses (see RejectRow), Source then naming the sink and
 // Raw holding the row as the sink encoded it.
+//
+// In JSON (DeadLetterDir's files) Raw is a string when its bytes are
+// valid UTF-8, and otherwise, base64-encoded, "rawBase64", so that a
+// binary record (a Confluent value with its schema id, a binary codec's)
+// is kept byte for byte; UnmarshalJSON reads either.
 type DeadLetter struct {
 	Source   string `json:"source"`
 	Position string `json:"position"`
 	Error    string `json:"error"`
 	Raw      string `json:"raw"`
+}
+
+// deadLetterBinary is a DeadLetter whose Raw is not valid UTF-8, as JSON.
+type deadLetterBinary struct {
+	Source    string `json:"source"`
+	Position  string `json:"position"`
+	Error     string `json:"error"`
+	RawBase64 []byte `json:"rawBase64"`
+}
+
+// MarshalJSON writes l as an object of source, position, error, and raw
+// or, for bytes that are not valid UTF-8, rawBase64.
+func (l DeadLetter) MarshalJSON() ([]byte, error) {
+	type plain DeadLetter
+	var v any = plain(l)
+	if !utf8.ValidString(l.Raw) {
+		v = deadLetterBinary{Source: l.Source, Position: l.Position, Error: l.Error, RawBase64: []byte(l.Raw)}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSON reads a DeadLetter as MarshalJSON writes it: its raw
+// bytes from raw or rawBase64.
+func (l *DeadLetter) UnmarshalJSON(data []byte) error {
+	var v struct {
+		Source    string  `json:"source"`
+		Position  string  `json:"position"`
+		Error     string  `json:"error"`
+		Raw       string  `json:"raw"`
+		RawBase64 *[]byte `json:"rawBase64"`
+	}
+	if err := json.Unmarshal(data, &v); err != nil {
+		return err
+	}
+	*l = DeadLetter{Source: v.Source, Position: v.Position, Error: v.Error, Raw: v.Raw}
+	if v.RawBase64 != nil {
+		l.Raw = string(*v.RawBase64)
+	}
+	return nil
 }
 
 // DeadLetterSink receives the dead letters of each batch that has some.
