@@ -1132,4 +1132,3 @@ func TestClearedStoreSurvivesAMachineCrash(t *testing.T) {
 		t.Fatalf("the cleared store's progress after a machine crash: held %v (%v), want none", ok, err)
 	}
 }
-
