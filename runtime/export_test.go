@@ -1,6 +1,9 @@
 package runtime
 
-import "time"
+import (
+	"os"
+	"time"
+)
 
 // CheckMeta exposes the checkpoint check to the tests of package
 // runtime_test: it returns the checkpoint's query id and the warnings.
@@ -32,3 +35,16 @@ func (b *StateBatch) DeleteFired(s Scope, threshold time.Time) error {
 	return b.deleteFired(s, threshold)
 }
 func (b *StateBatch) DropKeyIndex(s Scope) error { return b.dropKeyIndex(s) }
+
+// FailOpens makes the files sources' opens of files fail with the error
+// fail returns for their path (nil: opened), until the test ends.
+func FailOpens(t interface{ Cleanup(func()) }, fail func(path string) error) {
+	old := openFile
+	openFile = func(path string, flag int, perm os.FileMode) (*os.File, error) {
+		if err := fail(path); err != nil {
+			return nil, &os.PathError{Op: "open", Path: path, Err: err}
+		}
+		return old(path, flag, perm)
+	}
+	t.Cleanup(func() { openFile = old })
+}

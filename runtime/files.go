@@ -564,6 +564,9 @@ func (s *filesSource) DescribeOffset(offset json.RawMessage) string {
 func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn func(Record) error) ([]byte, error) {
 	f, err := openRegular(filepath.Join(s.root, name))
 	if err != nil {
+		if systemFault(err) {
+			return line, fmt.Errorf("%s: %w (the system's fault, not the file's: the batch fails, and reads the file again when it runs again)", name, err)
+		}
 		return line, s.bad(Record{Position: name, Err: err}, fn)
 	}
 	defer f.Close()
@@ -573,6 +576,8 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 		var eof bool
 		line, length, eof, err = readLine(r, line[:0], s.opts.MaxLineBytes)
 		switch {
+		case err != nil && systemFault(err):
+			return line, fmt.Errorf("%s: line %d: %w (the system's fault, not the file's: the batch fails, and reads the file again when it runs again)", name, number, err)
 		case err != nil:
 			// The file as a whole is bad: what follows cannot be
 			// told apart into lines.
@@ -609,6 +614,22 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 	}
 }
 
+// systemFault reports whether err, of an open or a read, is the
+// system's (out of file descriptors or memory, interrupted, a stale
+// network file handle, timed out): the batch fails, to run again, rather
+// than take a good file for a bad one and skip it for good, as Spark
+// fails a query on a file it cannot read. Other errors (no such file, a
+// loop of links, no permission, an I/O error reading it) are the file's:
+// a dead letter.
+func systemFault(err error) bool {
+	for _, e := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.ENOMEM, syscall.ENOBUFS, syscall.EAGAIN, syscall.EINTR, syscall.ESTALE, syscall.ETIMEDOUT} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
 // bad hands on rec, which reports bad input, to fn, or with
 // FailOnBadFiles returns it as Read's error.
 func (s *filesSource) bad(rec Record, fn func(Record) error) error {
@@ -619,13 +640,16 @@ func (s *filesSource) bad(rec Record, fn func(Record) error) error {
 	return fn(rec)
 }
 
+// openFile is os.OpenFile, or a test's.
+var openFile = os.OpenFile
+
 // openRegular opens path for reading if it is a regular file once links are
 // followed. It opens without blocking, then checks: a plain open of a named
 // pipe would wait for a writer, perhaps for ever, and checking before
 // opening would leave a moment in which the file could be replaced.
 // (O_NONBLOCK does not change how a regular file is read.)
 func openRegular(path string) (*os.File, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := openFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -845,5 +846,38 @@ func TestFilesOldOffset(t *testing.T) {
 	}
 	if got, want := src.(runtime.OffsetDescriber).DescribeOffset(old), `{"files":[],"remembered":3}`; got != want {
 		t.Errorf("an old offset is described as %s, want %s", got, want)
+	}
+}
+
+// TestFilesSystemFaultFailsTheRead: an open that fails for the system's
+// reasons (the process out of file descriptors) fails Read, so that the
+// batch fails and runs again, rather than make a good file a dead
+// letter, skipped for good; once the fault has passed, the same read
+// gives the file's line.
+func TestFilesSystemFaultFailsTheRead(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir, "a.json", "{\"a\":1}\n")
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
+	end := available(t, src)
+	var starved atomic.Bool
+	starved.Store(true)
+	runtime.FailOpens(t, func(path string) error {
+		if starved.Load() && filepath.Base(path) == "a.json" {
+			return syscall.EMFILE
+		}
+		return nil
+	})
+	var got []runtime.Record
+	err := src.Read(context.Background(), nil, end, func(r runtime.Record) error {
+		got = append(got, r)
+		return nil
+	})
+	if !errors.Is(err, syscall.EMFILE) || len(got) != 0 {
+		t.Fatalf("Read while out of file descriptors: %v, records %+v; want EMFILE and none", err, got)
+	}
+	starved.Store(false)
+	got = readWithin(t, src, end)
+	if len(got) != 1 || got[0].Err != nil || string(got[0].Data) != `{"a":1}` {
+		t.Fatalf("Read once the fault passed: %+v, want the file's line", got)
 	}
 }
