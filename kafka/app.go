@@ -63,8 +63,21 @@ type AppOptions struct {
 	// listeners, runtime.BlockCacheSize). The App sets the checkpoint,
 	// the committer and the state cache (StateCacheSize), and, with
 	// ExactlyOnce, a SyncInterval (DefaultTaskSyncInterval) that Options
-	// may override.
+	// may override. A dead-letter sink is not one of them (every task's
+	// query would write its batches' letters over the others'): see
+	// DeadLetters.
 	Options []runtime.Option
+	// DeadLetters, when set, makes the dead-letter sink of a task's
+	// query, and of a repartition task's (whose letters are the records
+	// for which RepartitionBy fails), once the task's sources are made:
+	// one per task, written by that query alone, say a
+	// runtime.DeadLetterDir under a directory of the task's Name, or a
+	// DeadLetterTopic with the task's Transactions (its letters then in
+	// each batch's transaction), its Name for WriterID and its Sources
+	// for Originals. A sink that needs closing is closed with the task
+	// (Task.OnClose). Without it, a task's bad records are logged and
+	// skipped.
+	DeadLetters func(task *Task) runtime.DeadLetterSink
 	// StateCacheSize is the memory the instance's tasks share for their
 	// caches of committed state (runtime.SharedCaches), however many
 	// partitions it owns, as Kafka Streams shares its record cache among
@@ -247,6 +260,10 @@ type Task struct {
 	app       *App
 	txn       *Transactions
 	closers   []func()
+	// name is the task's query's; sources those its Source, SourceOf and
+	// GlobalSource made (the repartition task's input, for one).
+	name    string
+	sources []*TopicSource
 	// fenced gives the task up as fenced (see App.start), for what finds
 	// its producer fenced outside its query's batches.
 	fenced func(error)
@@ -285,9 +302,7 @@ func (t *Task) Source(opts Options) *TopicSource {
 	if opts.Name == "" {
 		opts.Name = "kafka:" + topics[0] + "/" + strconv.Itoa(int(t.Partition))
 	}
-	s := Source(opts)
-	t.OnClose(s.Close)
-	return s
+	return t.track(Source(opts))
 }
 
 // SourceOf returns a source of the task's partition of topic alone, one
@@ -301,9 +316,7 @@ func (t *Task) SourceOf(topic string, opts Options) *TopicSource {
 	if opts.Name == "" {
 		opts.Name = "kafka:" + topic + "/" + strconv.Itoa(int(t.Partition))
 	}
-	s := Source(opts)
-	t.OnClose(s.Close)
-	return s
+	return t.track(Source(opts))
 }
 
 // GlobalSource returns a source of every partition of topic, which need
@@ -317,10 +330,25 @@ func (t *Task) GlobalSource(topic string, opts Options) *TopicSource {
 	if opts.Name == "" {
 		opts.Name = "kafka:" + topic
 	}
-	s := Source(opts)
+	return t.track(Source(opts))
+}
+
+// track keeps s among the task's sources, closed with the task.
+func (t *Task) track(s *TopicSource) *TopicSource {
+	t.sources = append(t.sources, s)
 	t.OnClose(s.Close)
 	return s
 }
+
+// Name returns the name of the task's query: the App's Group, "/" and
+// the partition, or, for a repartition task, Group, "/repartition/" and
+// the partition.
+func (t *Task) Name() string { return t.name }
+
+// Sources returns the Kafka sources the task's query reads (for a
+// DeadLetterTopic's Originals): those its build function made, or the
+// input of a repartition task.
+func (t *Task) Sources() []*TopicSource { return slices.Clone(t.sources) }
 
 // Transactions returns the task's transactions, for its Kafka sinks and
 // dead-letter topic (SinkOptions.Transactions), or nil without
@@ -512,6 +540,9 @@ func (o *AppOptions) validate() error {
 	}
 	if o.Group == "" {
 		errs = append(errs, errors.New("no Group"))
+	}
+	if runtime.DeadLettersOf(o.Options...) != nil {
+		errs = append(errs, errors.New("a dead-letter sink in Options would be every task's, each writing its batches' letters over the others': set DeadLetters, which makes one per task"))
 	}
 	if len(o.Topics) == 0 {
 		errs = append(errs, errors.New("no Topics"))
@@ -960,7 +991,7 @@ func (a *App) onRevoked(partitions []int32) {
 // runTask builds, starts and runs the task of partition p until ctx is
 // done or its query fails.
 func (a *App) runTask(ctx context.Context, p int32) error {
-	task := &Task{Partition: p, app: a, fenced: fenceHook(ctx)}
+	task := &Task{Partition: p, app: a, fenced: fenceHook(ctx), name: a.opts.Group + "/" + strconv.Itoa(int(p))}
 	defer func() {
 		for i := len(task.closers) - 1; i >= 0; i-- {
 			task.closers[i]()
@@ -994,7 +1025,10 @@ func (a *App) runTask(ctx context.Context, p int32) error {
 		opts = append(opts, runtime.SyncInterval(DefaultTaskSyncInterval))
 	}
 	opts = append(append(opts, a.opts.Options...), runtime.CheckOperators(a.checkOperators), runtime.Checkpoint(filepath.Join(a.opts.Dir, strconv.Itoa(int(p)))), committer,
-		runtime.Name(a.opts.Group+"/"+strconv.Itoa(int(p))), runtime.WithSharedCaches(a.caches))
+		runtime.Name(task.name), runtime.WithSharedCaches(a.caches))
+	if a.opts.DeadLetters != nil {
+		opts = append(opts, runtime.DeadLetters(a.opts.DeadLetters(task)))
+	}
 	// (With RepartitionBy, the group's offsets are of the repartition
 	// task's input.)
 	listener := groupOffsets{a: a, p: p, task: true, offsets: a.opts.RepartitionBy == nil}
@@ -1546,7 +1580,7 @@ type repartitioned struct {
 // copies the input's partition p to the repartition topic, each record
 // keyed by RepartitionBy, until ctx is done or it fails.
 func (a *App) runRepartition(ctx context.Context, p int32) error {
-	task := &Task{Partition: p, app: a, fenced: fenceHook(ctx)}
+	task := &Task{Partition: p, app: a, fenced: fenceHook(ctx), name: a.opts.Group + "/repartition/" + strconv.Itoa(int(p))}
 	defer func() {
 		for i := len(task.closers) - 1; i >= 0; i-- {
 			task.closers[i]()
@@ -1560,9 +1594,9 @@ func (a *App) runRepartition(ctx context.Context, p int32) error {
 	for _, topic := range a.opts.Topics {
 		partitions[topic] = []int32{p}
 	}
-	src := Source(Options{Connection: a.opts.Connection, Partitions: partitions, StartingOffsets: Earliest(),
-		Name: "kafka:" + a.opts.Topics[0] + "/" + strconv.Itoa(int(p))})
-	task.OnClose(src.Close)
+	task.txn = txn
+	src := task.track(Source(Options{Connection: a.opts.Connection, Partitions: partitions, StartingOffsets: Earliest(),
+		Name: "kafka:" + a.opts.Topics[0] + "/" + strconv.Itoa(int(p))}))
 	sink := &repartitionSink{topic: a.repartitionTopic(),
 		producer: producer{conn: a.opts.Connection, what: "kafka repartition topic " + strconv.Quote(a.repartitionTopic()), txn: txn}}
 	task.OnClose(sink.close)
@@ -1574,7 +1608,10 @@ func (a *App) runRepartition(ctx context.Context, p int32) error {
 		return repartitioned{key: key, value: m.Value, headers: m.Headers, timestamp: m.Timestamp}, nil
 	})
 	opts := append(slices.Clone(a.opts.Options), runtime.Checkpoint(filepath.Join(a.opts.Dir, "repartition", strconv.Itoa(int(p)))), committer,
-		runtime.Name(a.opts.Group+"/repartition/"+strconv.Itoa(int(p))), runtime.Listener(groupOffsets{a: a, p: p, offsets: true}), runtime.WithSharedCaches(a.caches))
+		runtime.Name(task.name), runtime.Listener(groupOffsets{a: a, p: p, offsets: true}), runtime.WithSharedCaches(a.caches))
+	if a.opts.DeadLetters != nil {
+		opts = append(opts, runtime.DeadLetters(a.opts.DeadLetters(task)))
+	}
 	q, err := typed.WriteTo(rows, typed.Sink[repartitioned](sink)).Start(ctx, opts...)
 	if err != nil {
 		return err

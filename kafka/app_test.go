@@ -2,10 +2,14 @@ package kafka_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"iter"
+	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -1033,4 +1037,91 @@ func TestAppAsyncProgressIdleCommitAborted(t *testing.T) {
 	poll(t, "the copies read deleted", func() bool { return firstOffset(t, adm, "idle-repartition") >= int64(len(all)) })
 	running.stop(t)
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), all)
+}
+
+// TestAppDeadLettersPerTask: each task's query, and each repartition
+// task's, writes its dead letters to a sink of its own
+// (AppOptions.DeadLetters, a directory per task's Name): records for
+// which RepartitionBy fails are the repartition tasks' letters, values
+// that do not decode the counting tasks', and each bad record is a
+// letter once, whichever partition it came from and however the
+// queries' batch ids overlap; the good clicks are counted once. A
+// dead-letter sink in Options, which every task's query would share, is
+// refused.
+func TestAppDeadLettersPerTask(t *testing.T) {
+	conn, adm := newCountingCluster(t, 2)
+	ctx := testContext(t)
+	in := clicks(120, 21)
+	records := clickRecords(t, "clicks", 2, in)
+	// The loop's answer: which bad record is whose letter.
+	want := map[string]string{} // raw value → the query that letters it
+	for i := range 12 {
+		p := int32(i % 2)
+		if i%3 == 0 {
+			v := fmt.Sprintf(`{"user":"nokey-%d"}`, i)
+			records = append(records, &kgo.Record{Topic: "clicks", Partition: p, Key: nil, Value: []byte(v)})
+			want[v] = fmt.Sprintf("killed/repartition/%d", p)
+		} else {
+			v := fmt.Sprintf(`{"user": broken %d`, i)
+			records = append(records, &kgo.Record{Topic: "clicks", Partition: p, Key: []byte("ann"), Value: []byte(v)})
+			want[v] = fmt.Sprintf("killed/%d", userPartition("ann", 2))
+		}
+	}
+	produce(t, conn, records...)
+	dir := t.TempDir()
+	opts := kafka.AppOptions{Group: "killed", Dir: t.TempDir(), // (the group awaitClicksRead follows)
+		RepartitionBy: func(m *kafka.Message) ([]byte, error) {
+			if len(m.Key) == 0 {
+				return nil, errors.New("no key")
+			}
+			return m.Key, nil
+		},
+		DeadLetters: func(task *kafka.Task) runtime.DeadLetterSink {
+			return runtime.DeadLetterDir(filepath.Join(dir, task.Name()))
+		}}
+	watch := newAppWatch()
+	app := runCountingApp(t, ctx, conn, opts, watch)
+	app.awaitTasks(t, 2)
+	awaitClicksRead(t, adm, watch)
+	poll(t, "every click counted", func() bool { return sameLast(userCounts(t, conn, adm, kgo.ReadCommitted()), in) })
+	app.stop(t)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+
+	got := map[string]string{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasPrefix(d.Name(), "dead-letters-") {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, filepath.Dir(path))
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			var l runtime.DeadLetter
+			if err := json.Unmarshal([]byte(line), &l); err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if q, dup := got[l.Raw]; dup {
+				t.Errorf("%q is a letter twice: of %s and of %s", l.Raw, q, rel)
+			}
+			got[l.Raw] = rel
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("letters by query %v, want %v", got, want)
+	}
+
+	shared := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "shared", Topics: []string{"clicks"}, Dir: t.TempDir(),
+		Options: []runtime.Option{runtime.DeadLetters(runtime.DeadLetterDir(dir))}},
+		func(task *kafka.Task) (kafka.Starter, error) {
+			return countingTask(conn, task, task.Source(kafka.Options{}), countClicks), nil
+		})
+	if err := shared.Run(ctx); err == nil || !strings.Contains(err.Error(), "set DeadLetters") {
+		t.Errorf("an App with a dead-letter sink in Options: %v, want a refusal", err)
+	}
 }

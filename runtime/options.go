@@ -140,6 +140,15 @@ func PollInterval(d time.Duration) Option { return optionFunc(func(c *config) { 
 // are counted and logged in the progress report only.
 func DeadLetters(s DeadLetterSink) Option { return optionFunc(func(c *config) { c.deadLetters = s }) }
 
+// DeadLettersOf returns the dead-letter sink that opts set, or nil.
+func DeadLettersOf(opts ...Option) DeadLetterSink {
+	cfg := defaultConfig()
+	for _, o := range opts {
+		o.apply(&cfg)
+	}
+	return cfg.deadLetters
+}
+
 // Listener adds a listener. It must implement at least one of
 //
 //	OnQueryStarted(QueryStarted)
