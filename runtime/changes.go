@@ -371,6 +371,9 @@ func (r *Restore) Set(key, value []byte) error {
 	if !Mirrored(key) {
 		return fmt.Errorf("streamgen: restore: %x is not a key of a checkpoint's state, timers, progress or metadata", key)
 	}
+	if err := r.usable(); err != nil {
+		return err
+	}
 	if err := r.b.Set(key, value, nil); err != nil {
 		return fmt.Errorf("streamgen: restore: %w", err)
 	}
@@ -381,6 +384,9 @@ func (r *Restore) Set(key, value []byte) error {
 func (r *Restore) Delete(key []byte) error {
 	if !Mirrored(key) {
 		return fmt.Errorf("streamgen: restore: %x is not a key of a checkpoint's state, timers, progress or metadata", key)
+	}
+	if err := r.usable(); err != nil {
+		return err
 	}
 	if err := r.b.Delete(key, nil); err != nil {
 		return fmt.Errorf("streamgen: restore: %w", err)
@@ -401,10 +407,7 @@ func (r *Restore) SetCommitterRecord(name string, value []byte) error {
 // a committer calls it before it writes anything else, so that a restore
 // that stops halfway is seen as not done.
 func (r *Restore) DeleteCommitterRecord(name string) error {
-	if err := r.s.db.Delete(committerKey(name), pebble.Sync); err != nil {
-		return r.s.fail(fmt.Errorf("restore: %w", err))
-	}
-	return r.s.Err()
+	return r.s.write("restore", func() error { return r.s.db.Delete(committerKey(name), pebble.Sync) })
 }
 
 // Clear deletes every mirrored record (metadata, progress, state, timers,
@@ -441,8 +444,8 @@ func (r *Restore) Clear() error {
 	if err != nil {
 		return fmt.Errorf("streamgen: restore: clear: %w", err)
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return r.s.fail(fmt.Errorf("restore: clear: %w", err))
+	if err := r.s.write("restore: clear", func() error { return b.Commit(pebble.Sync) }); err != nil {
+		return err
 	}
 	if r.s.state != nil {
 		r.s.state.reset()
@@ -462,13 +465,29 @@ func (r *Restore) wrote() error {
 	return r.commit(pebble.NoSync, true)
 }
 
+// usable returns the error that ended the restore, if it has ended (a
+// commit that failed, Finish, Close).
+func (r *Restore) usable() error {
+	if r.b != nil {
+		return nil
+	}
+	if err := r.s.Err(); err != nil {
+		return err
+	}
+	return errors.New("streamgen: restore: used after it ended")
+}
+
 // commit commits the writes so far; more says whether a piece follows.
 func (r *Restore) commit(opts *pebble.WriteOptions, more bool) error {
+	if err := r.usable(); err != nil {
+		return err
+	}
 	if err := r.s.diskRoom(r.b.Len(), "restore"); err != nil {
 		return err
 	}
-	if err := r.b.Commit(opts); err != nil {
-		return r.s.fail(fmt.Errorf("restore: commit: %w", err))
+	if err := r.s.write("restore: commit", func() error { return r.b.Commit(opts) }); err != nil {
+		r.b = nil // (Pebble may still hold it)
+		return err
 	}
 	r.b.Close()
 	r.b = nil
@@ -512,8 +531,10 @@ func (r *Restore) Finish() error {
 	if p.BatchID > r.from {
 		// The copy has batches after the store's: the first of them
 		// gave the committer the keys Start deleted (TakeStartDeletions).
-		if err := r.s.db.DeleteRange([]byte{startDeletionPrefix}, []byte{startDeletionPrefix + 1}, pebble.Sync); err != nil {
-			return r.s.fail(fmt.Errorf("restore: %w", err))
+		if err := r.s.write("restore", func() error {
+			return r.s.db.DeleteRange([]byte{startDeletionPrefix}, []byte{startDeletionPrefix + 1}, pebble.Sync)
+		}); err != nil {
+			return err
 		}
 	}
 	return r.s.record(p.BatchID)

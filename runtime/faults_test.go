@@ -622,3 +622,37 @@ func TestCheckpointThatCannotBeCreated(t *testing.T) {
 		t.Fatalf("a checkpoint under a file: %v", err)
 	}
 }
+
+// failingLogWrites is a file system whose writes to Pebble's log files
+// fail with an I/O error (not a full disk) once armed.
+func failingLogWrites() (vfs.FS, *atomic.Bool) {
+	armed := new(atomic.Bool)
+	return errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if armed.Load() && strings.HasSuffix(op.Path, ".log") && op.Kind == errorfs.OpFileWrite {
+			return errors.New("injected EIO")
+		}
+		return nil
+	})), armed
+}
+
+// TestPlanWriteAfterLogFaultFailsTheStore: with a SyncInterval, a log
+// write fails; the plans written after it (before the sync loop sees the
+// failure) fail the store with ErrStoreFailed rather than panic out of
+// Pebble's commit pipeline, and Close returns, with CloseTimeout an hour:
+// the store knows Pebble's pipeline is left locked and does not wait for it.
+func TestPlanWriteAfterLogFaultFailsTheStore(t *testing.T) {
+	for range 8 {
+		fs, armed := failingLogWrites()
+		s := open(t, fs, runtime.StoreOptions{SyncInterval: time.Hour, CloseTimeout: time.Hour})
+		armed.Store(true)
+		big := json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 40<<10)))
+		var err error
+		for id := int64(0); id < 64 && err == nil; id++ {
+			err = s.WritePlan(runtime.PlannedOffsets{BatchID: id, Ends: map[string]json.RawMessage{"in": big}})
+		}
+		if !errors.Is(err, runtime.ErrStoreFailed) {
+			t.Fatalf("plans written while the log's writes fail: %v, want ErrStoreFailed", err)
+		}
+		s.Close()
+	}
+}

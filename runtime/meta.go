@@ -388,10 +388,7 @@ func (s *Store) writeMeta(m Meta) error {
 	if err != nil {
 		return fmt.Errorf("streamgen: encode checkpoint metadata: %w", err)
 	}
-	if err := s.db.Set([]byte(metaKey), b, pebble.Sync); err != nil {
-		return fmt.Errorf("streamgen: write checkpoint metadata: %w", err)
-	}
-	return nil
+	return s.write("write checkpoint metadata", func() error { return s.db.Set([]byte(metaKey), b, pebble.Sync) })
 }
 
 // compareMeta lists what differs between stored and current: identity

@@ -54,8 +54,8 @@ func (s *Store) keepReport(r QueryProgress) error {
 			return fmt.Errorf("streamgen: keep the progress report of batch %d: %w", r.BatchID, err)
 		}
 	}
-	if err := s.db.Apply(b, pebble.NoSync); err != nil {
-		return s.fail(fmt.Errorf("keep the progress report of batch %d: %w", r.BatchID, err))
+	if err := s.write(fmt.Sprintf("keep the progress report of batch %d", r.BatchID), func() error { return s.db.Apply(b, pebble.NoSync) }); err != nil {
+		return err
 	}
 	if r.BatchID >= keptReports {
 		s.reportsPruned.Store(true)

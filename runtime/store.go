@@ -546,10 +546,9 @@ func (s *Store) writeOrigin() error {
 	if ok || err != nil {
 		return err
 	}
-	if err := s.db.Set([]byte(originKey), []byte(time.Now().UTC().Format(time.RFC3339)), pebble.Sync); err != nil {
-		return s.fail(err)
-	}
-	return s.Err()
+	return s.write("record the checkpoint's origin", func() error {
+		return s.db.Set([]byte(originKey), []byte(time.Now().UTC().Format(time.RFC3339)), pebble.Sync)
+	})
 }
 
 // syncLoop waits, batch by batch in commit order, for the log sync of
@@ -924,22 +923,26 @@ func (s *Store) writePlan(p PlannedOffsets, synced bool) error {
 		return fmt.Errorf("streamgen: encode the planned batch: %w", err)
 	}
 	if s.opts.SyncInterval <= 0 || synced {
-		if err := s.db.Set([]byte(planKey), v, pebble.Sync); err != nil {
-			return s.fail(fmt.Errorf("write the planned batch: %w", err))
-		}
-		return s.Err()
+		return s.write("write the planned batch", func() error { return s.db.Set([]byte(planKey), v, pebble.Sync) })
 	}
 	b := s.db.NewBatch()
 	if err := b.Set([]byte(planKey), v, nil); err != nil {
 		b.Close()
 		return fmt.Errorf("streamgen: write the planned batch: %w", err)
 	}
-	if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
-		b.Close()
-		return s.fail(fmt.Errorf("write the planned batch: %w", err))
+	applied := false
+	err = s.write("write the planned batch", func() error {
+		if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
+			b.Close()
+			return err
+		}
+		applied = true
+		return nil
+	})
+	if applied {
+		s.pend(pendingBatch{b: b, id: p.BatchID, plan: true})
 	}
-	s.pend(pendingBatch{b: b, id: p.BatchID, plan: true})
-	return s.Err()
+	return err
 }
 
 // pend hands a batch applied with a sync requested (SyncInterval) to the
@@ -1066,6 +1069,24 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 // writer leaves such a batch in its buffer, in the process's memory, until
 // a block of the log fills or a later sync, so a process crash could lose
 // batches committed long before; a requested sync wakes it at once.
+// write runs f, a write to Pebble, and returns the store's failure: f's
+// error, or a failure Pebble recorded meanwhile (Logger.Fatalf), or a
+// panic of Pebble's commit pipeline (a log writer that failed before),
+// which marks the store wedged, so that Close does not wait for the lock
+// the panic left held.
+func (s *Store) write(what string, f func() error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.wedged.Store(true)
+			err = s.fail(fmt.Errorf("%s: pebble: %v", what, r))
+		}
+	}()
+	if err := f(); err != nil {
+		return s.fail(fmt.Errorf("%s: %w", what, err))
+	}
+	return s.Err()
+}
+
 func (s *Store) apply(b *StateBatch, id int64) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -1132,12 +1153,7 @@ func (s *Store) deleteVariable(op, id uint8) error {
 	if err := it.Close(); err != nil {
 		return s.fail(fmt.Errorf("delete state variable: %w", err))
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return s.fail(fmt.Errorf("delete state variable: %w", err))
-	}
-	// A failed log write or sync calls Logger.Fatalf, after which Commit
-	// returns nil.
-	if err := s.Err(); err != nil {
+	if err := s.write("delete state variable", func() error { return b.Commit(pebble.Sync) }); err != nil {
 		return err
 	}
 	if s.state != nil {

@@ -40,8 +40,9 @@ import (
 // and a panic from a Pebble goroutine would end the process, while one
 // unwound through Pebble's code from ours leaves its reference counts
 // wrong. Pebble panics itself on three storage faults: a log write that
-// fails inside a commit, which Commit recovers, marking the store wedged
-// so that Close does not wait for the lock the panic left held; a
+// fails inside a commit, which every write of the Store's recovers
+// (Store.write, apply), marking the store wedged so that Close does not
+// wait for the lock the panic left held; a
 // directory sync that fails when it moves a marker file (fsync errors are
 // unrecoverable, it says), which OpenStore recovers when it happens in
 // Open; and closing the old log or creating the new one when a commit
@@ -52,7 +53,11 @@ import (
 // background MANIFEST rotation. Both happen on a full disk, so the store
 // keeps a reserve of free space (StoreOptions.DiskReserve, diskRoom): a
 // commit that would eat into it fails the store with ErrDiskFull before
-// Pebble sees the batch.
+// Pebble sees the batch. A log write that fails for another reason (an
+// I/O error of the device) ends the process the same way at the next
+// move to a new log file, since closing the old one writes to it: no
+// reserve covers that, and the process's next start resumes from the
+// batches the checkpoint holds.
 
 // ErrStoreFailed is wrapped by the error of every operation of a Store,
 // and of the query on it, once Pebble has failed to write or read the
