@@ -49,7 +49,8 @@ type DeadLetterWriter struct {
 // headers. For a letter from one of opts.Originals (matched by source
 // name), the writer reads the record again at its position (one fetch
 // per letter) and gives the dead letter the original key, and the
-// original headers before streamgen's. A record that cannot be read
+// original headers before streamgen's; a row that a Kafka sink's topic
+// refused keeps the key and headers the sink gave it. A record that cannot be read
 // again (deleted since) is written without them. A letter too large for
 // the topic (its max.message.bytes, or the producer's batch size: a row a
 // sink's topic refused for its size, say) has its value cut to fit, and
@@ -107,6 +108,10 @@ func (d *DeadLetterWriter) WriteDeadLetters(ctx context.Context, batchID int64, 
 		if original := originals[i]; original != nil {
 			r.Key = original.Key
 			r.Headers = slices.Clip(original.Headers)
+		} else if refused, ok := l.Meta.(*kgo.Record); ok {
+			// A row a sink's topic refused: its key and headers.
+			r.Key = refused.Key
+			r.Headers = slices.Clip(refused.Headers)
 		}
 		r.Headers = append(r.Headers,
 			Header{Key: HeaderError, Value: []byte(l.Error)},

@@ -447,7 +447,8 @@ func TestSinkDeadLettersWhatItsTopicRefuses(t *testing.T) {
 // TestDeadLetterTopicFitsWhatASinkRefused: rows too large for their sink's
 // topic go to a dead-letter topic with the same limit; there each letter
 // is cut to fit, its whole length in HeaderTruncated, rather than refused
-// in turn (which failed the batch).
+// in turn (which failed the batch), and keeps the key and headers the
+// sink gave its row, so that it can be sent back where it belongs.
 func TestDeadLetterTopicFitsWhatASinkRefused(t *testing.T) {
 	conn, adm := newCluster(t)
 	ctx := testContext(t)
@@ -466,7 +467,9 @@ func TestDeadLetterTopicFitsWhatASinkRefused(t *testing.T) {
 	}
 	letters := kafka.DeadLetterTopic("letters", kafka.DeadLetterOptions{Connection: conn})
 	defer letters.Close()
-	sink := kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn, Topic: "small"})
+	sink := kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn, Topic: "small",
+		Key:     func(c *fixtures.Click) []byte { return []byte(c.User) },
+		Headers: func(c *fixtures.Click) []kafka.Header { return []kafka.Header{{Key: "trace", Value: []byte(c.Page[:2])}} }})
 	defer sink.Close()
 	stream := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	stream.Add(in...)
@@ -477,14 +480,14 @@ func TestDeadLetterTopicFitsWhatASinkRefused(t *testing.T) {
 	if err := q.AwaitTermination(); err != nil {
 		t.Fatal(err)
 	}
-	var want []string
+	var want, keys []string
 	for _, c := range in {
 		if len(c.Page) > 1000 {
 			v, err := c.MarshalJSON()
 			if err != nil {
 				t.Fatal(err)
 			}
-			want = append(want, string(v))
+			want, keys = append(want, string(v)), append(keys, c.User)
 		}
 	}
 	got := consume(t, conn, adm, "letters")
@@ -495,6 +498,9 @@ func TestDeadLetterTopicFitsWhatASinkRefused(t *testing.T) {
 		whole, cut := header(r, kafka.HeaderTruncated)
 		if !cut || whole != strconv.Itoa(len(want[i])) || !strings.HasPrefix(want[i], string(r.Value)) || len(r.Value) >= len(want[i]) {
 			t.Errorf("letter %d: %d bytes, truncated %q (%v), want a beginning of the %d bytes of the row", i, len(r.Value), whole, cut, len(want[i]))
+		}
+		if trace, ok := header(r, "trace"); string(r.Key) != keys[i] || !ok || trace != "pp" {
+			t.Errorf("letter %d: key %q, trace header %q (%v); want the row's key %q and its header", i, r.Key, trace, ok, keys[i])
 		}
 	}
 	if rows := consume(t, conn, adm, "small"); len(rows) != len(in)-len(want) {

@@ -159,6 +159,11 @@ type DeadLetter struct {
 	Position string `json:"position"`
 	Error    string `json:"error"`
 	Raw      string `json:"raw"`
+	// Meta is what the letter's writer knows of the record beyond its
+	// bytes, for a dead-letter sink that keeps it: a Kafka sink's
+	// refused row gives its *kgo.Record, whose key and headers
+	// kafka.DeadLetterTopic writes. It is not written as JSON.
+	Meta any `json:"-"`
 }
 
 // deadLetterBinary is a DeadLetter whose Raw is not valid UTF-8, as JSON.
