@@ -468,8 +468,10 @@ func TestDeadLetterTopicFitsWhatASinkRefused(t *testing.T) {
 	letters := kafka.DeadLetterTopic("letters", kafka.DeadLetterOptions{Connection: conn})
 	defer letters.Close()
 	sink := kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn, Topic: "small",
-		Key:     func(c *fixtures.Click) []byte { return []byte(c.User) },
-		Headers: func(c *fixtures.Click) []kafka.Header { return []kafka.Header{{Key: "trace", Value: []byte(c.Page[:2])}} }})
+		Key: func(c *fixtures.Click) []byte { return []byte(c.User) },
+		Headers: func(c *fixtures.Click) []kafka.Header {
+			return []kafka.Header{{Key: "trace", Value: []byte(c.Page[:2])}}
+		}})
 	defer sink.Close()
 	stream := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	stream.Add(in...)
