@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -645,10 +646,15 @@ func TestPlanWriteAfterLogFaultFailsTheStore(t *testing.T) {
 		fs, armed := failingLogWrites()
 		s := open(t, fs, runtime.StoreOptions{SyncInterval: time.Hour, CloseTimeout: time.Hour})
 		armed.Store(true)
-		big := json.RawMessage(fmt.Sprintf("%q", strings.Repeat("x", 40<<10)))
+		// Small plans, 128 KiB in all: under the first memtable's 256
+		// KiB, so that none moves Pebble to a new log file (which, its
+		// old log's write having failed, ends the process: see
+		// storefail.go).
+		end := json.RawMessage(`"` + strings.Repeat("x", 40) + `"`)
 		var err error
-		for id := int64(0); id < 64 && err == nil; id++ {
-			err = s.WritePlan(runtime.PlannedOffsets{BatchID: id, Ends: map[string]json.RawMessage{"in": big}})
+		for id := int64(0); id < 2000 && err == nil; id++ {
+			err = s.WritePlan(runtime.PlannedOffsets{BatchID: id, Ends: map[string]json.RawMessage{"in": end}})
+			goruntime.Gosched() // the log writer's goroutine writes, and fails
 		}
 		if !errors.Is(err, runtime.ErrStoreFailed) {
 			t.Fatalf("plans written while the log's writes fail: %v, want ErrStoreFailed", err)
