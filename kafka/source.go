@@ -90,8 +90,9 @@ type TopicSource struct {
 	// firstBatches remembers, by the end offset Next planned for a new
 	// query's first batch, the starting offsets it planned from, so that
 	// Read reads that batch from the same offsets (resolving them again,
-	// a "latest" would have moved). Oldest first; at most
-	// maxFirstBatches, one per new query this process started lately.
+	// a "latest" would have moved); and for a later batch with
+	// partitions new to the query, the earliest offsets they start at.
+	// Oldest first; at most maxFirstBatches.
 	firstBatches []firstBatch
 	// lastTrigger is when Next last planned new offsets, or let
 	// MaxTriggerDelay end a hold; holding is set while it holds new
@@ -279,7 +280,7 @@ func (s *TopicSource) partitionsRead(ctx context.Context, client *kgo.Client) ([
 
 // Next plans the batch after committed: every partition of upTo from its
 // committed offset (a new query's starting offset; the beginning, for a
-// partition new to the query) up to its offset in upTo, with at most
+// partition new to the query, its earliest offset) up to its offset in upTo, with at most
 // MaxOffsetsPerTrigger offsets in all unless limit is
 // runtime.AllAvailable; with runtime.Limited, a batch of fewer than
 // MinOffsetsPerTrigger is held back (see holdBack).
@@ -304,6 +305,24 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 		return nil, err
 	}
 
+	// A partition new to the query (a topic the pattern matches now,
+	// partitions added) starts at its earliest offset, as in Spark, and
+	// one whose first records were deleted before the query saw it is
+	// data loss (Spark: "Added partition starts from N instead of 0").
+	var fresh []topicPartition
+	if len(committed) > 0 {
+		for _, tp := range available.sorted() {
+			if _, known := from[tp]; !known {
+				fresh = append(fresh, tp)
+			}
+		}
+	}
+	var earliest offsets
+	if len(fresh) > 0 {
+		if earliest, err = s.listOffsets(ctx, client, fresh, earliestTimestamp); err != nil {
+			return nil, err
+		}
+	}
 	begin := make(offsets, len(available))
 	until := make(offsets, len(available))
 	for _, tp := range available.sorted() {
@@ -311,7 +330,12 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 		start, known := from[tp]
 		switch {
 		case !known:
-			start = 0 // a partition new to the query is read from its beginning
+			start = min(earliest[tp], end)
+			if start > 0 {
+				if err := s.dataLoss(lostRange{tp: tp, from: 0, to: start, why: "a partition new to the query, whose first records were deleted before the query saw it"}); err != nil {
+					return nil, err
+				}
+			}
 		case end < start && len(committed) > 0:
 			// The log ends before the offset reached: the topic was
 			// made again, or the log was truncated. Spark's rule:
@@ -347,12 +371,19 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	if err != nil {
 		return nil, err
 	}
-	if len(committed) == 0 {
+	if len(committed) == 0 || len(fresh) > 0 {
+		starting := from
+		if len(committed) > 0 {
+			starting = make(offsets, len(fresh))
+			for _, tp := range fresh {
+				starting[tp] = begin[tp]
+			}
+		}
 		s.mu.Lock()
 		if len(s.firstBatches) == maxFirstBatches {
 			s.firstBatches = s.firstBatches[1:]
 		}
-		s.firstBatches = append(s.firstBatches, firstBatch{end: string(end), starting: from})
+		s.firstBatches = append(s.firstBatches, firstBatch{end: string(end), starting: starting})
 		s.mu.Unlock()
 	}
 	return end, nil
@@ -370,19 +401,23 @@ func (s *TopicSource) Read(ctx context.Context, start, end json.RawMessage, fn f
 	if err != nil {
 		return err
 	}
+	// The offsets Next planned the batch from, if this process planned
+	// it: a new query's starting offsets, or where partitions new to the
+	// query start.
+	var planned offsets
+	s.mu.Lock()
+	for _, b := range s.firstBatches {
+		if b.end == string(end) {
+			planned = b.starting
+		}
+	}
+	s.mu.Unlock()
 	var from offsets
 	if len(start) == 0 {
 		// A new query's first batch, from the offsets Next planned it
 		// from; or a read outside a query (runtime.ReadAll), from the
 		// starting offsets as they are now.
-		s.mu.Lock()
-		for _, b := range s.firstBatches {
-			if b.end == string(end) {
-				from = b.starting
-			}
-		}
-		s.mu.Unlock()
-		if from == nil {
+		if from = planned; from == nil {
 			if from, err = s.startingOffsets(ctx, client, to); err != nil {
 				return err
 			}
@@ -394,7 +429,10 @@ func (s *TopicSource) Read(ctx context.Context, start, end json.RawMessage, fn f
 	for _, tp := range to.sorted() {
 		first, ok := from[tp]
 		if !ok {
-			first = 0
+			// New to the query: where Next planned it from, or (a batch
+			// replayed by another process) its beginning, records deleted
+			// since reported as Next reported them.
+			first = planned[tp]
 		}
 		if first >= to[tp] {
 			continue

@@ -1,9 +1,11 @@
 package kafka_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -471,5 +473,88 @@ func TestMinOffsetsPerTrigger(t *testing.T) {
 	now := runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](all), typed.NewMemorySink[fixtures.RateRow]()), newCheckpoint())
 	if n := inputRows(now); n != 13 {
 		t.Fatalf("AvailableNow read %d rows, want the 13 there", n)
+	}
+}
+
+// stepSource runs one trigger on src directly, as the query's loop does
+// (Available, Next, Read), and returns the batch's end and the records
+// read per partition.
+func stepSource(t *testing.T, src *kafka.TopicSource, committed json.RawMessage) (json.RawMessage, map[string]int) {
+	t.Helper()
+	ctx := testContext(t)
+	upTo, err := src.Available(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := src.Next(ctx, committed, upTo, runtime.Limited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	if err := src.Read(ctx, committed, end, func(r runtime.Record) error { got[r.Partition]++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return end, got
+}
+
+// TestNewPartitionStartsAtItsEarliestOffset: a topic the pattern matches
+// while the query runs, whose first 990 records were deleted before the
+// query saw it, starts at its earliest offset, as in Spark: its lag, and
+// so its share of MaxOffsetsPerTrigger, is its 10 records, not 1000
+// offsets counted from 0 (with which it took nearly every batch's share,
+// reading nothing, and the other topic crawled along at a record a
+// batch). The deletion is data loss (Spark: "Added partition starts from
+// 990 instead of 0"): reported once, then the query goes on, with
+// ContinueOnDataLoss; the default fails the batch.
+func TestNewPartitionStartsAtItsEarliestOffset(t *testing.T) {
+	for _, onLoss := range []kafka.DataLoss{kafka.ContinueOnDataLoss, kafka.FailOnDataLoss} {
+		t.Run(map[kafka.DataLoss]string{kafka.ContinueOnDataLoss: "continue", kafka.FailOnDataLoss: "fail"}[onLoss], func(t *testing.T) {
+			var log bytes.Buffer
+			old := slog.Default()
+			slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
+			defer slog.SetDefault(old)
+			conn, adm := newCluster(t)
+			createTopic(t, adm, "rv-a", 1)
+			src := kafka.Source(kafka.Options{Connection: conn, TopicPattern: "^rv-", StartingOffsets: kafka.Earliest(),
+				MaxOffsetsPerTrigger: 20, OnDataLoss: onLoss})
+			defer src.Close()
+			committed, _ := stepSource(t, src, nil)
+
+			createTopic(t, adm, "rv-b", 1)
+			produce(t, conn, rateRecords("rv-b", 0, 0, 1000)...)
+			var del kadm.Offsets
+			del.Add(kadm.Offset{Topic: "rv-b", Partition: 0, At: 990})
+			if resp, err := adm.DeleteRecords(testContext(t), del); err != nil || resp.Error() != nil {
+				t.Fatal(err, resp.Error())
+			}
+			produce(t, conn, rateRecords("rv-a", 0, 0, 100)...)
+			if onLoss == kafka.FailOnDataLoss {
+				ctx := testContext(t)
+				upTo, err := src.Available(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := src.Next(ctx, committed, upTo, runtime.Limited); !errors.Is(err, kafka.ErrDataLoss) {
+					t.Fatalf("a new partition whose first 990 records are gone: %v, want ErrDataLoss", err)
+				}
+				return
+			}
+			// Six batches at most of 20 offsets, shared by lag, read the
+			// 110 records there are.
+			read := map[string]int{}
+			for batch := 0; read["rv-a/0"] < 100 || read["rv-b/0"] < 10; batch++ {
+				if batch == 6 {
+					t.Fatalf("after %d batches of at most 20 offsets, read %v of 100 and 10 records (at %s)", batch, read, committed)
+				}
+				var got map[string]int
+				committed, got = stepSource(t, src, committed)
+				for p, n := range got {
+					read[p] += n
+				}
+			}
+			if n := strings.Count(log.String(), "data loss"); n != 1 {
+				t.Errorf("%d reports of data loss, want 1:\n%s", n, log.String())
+			}
+		})
 	}
 }
