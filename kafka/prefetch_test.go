@@ -83,15 +83,7 @@ func TestOneFetchABatch(t *testing.T) {
 		for _, n := range counts {
 			n.Store(0)
 		}
-		upTo, err := src.Available(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		end, err := src.Next(ctx, committed, upTo, runtime.Limited)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = src.Read(ctx, committed, end, func(r runtime.Record) error {
+		committed = stepSource(t, src, committed, func(r runtime.Record) error {
 			var row fixtures.RateRow
 			if err := row.UnmarshalJSON(r.Data); err != nil {
 				return err
@@ -99,10 +91,6 @@ func TestOneFetchABatch(t *testing.T) {
 			read = append(read, row.Value)
 			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		committed = end
 		return counts[int16(kmsg.Metadata)].Load(), counts[int16(kmsg.ListOffsets)].Load(), counts[int16(kmsg.Fetch)].Load()
 	}
 	// check compares what was read with a plain read_committed consumer.
