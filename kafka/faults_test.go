@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -203,5 +204,79 @@ func TestLeaderBehindTheNextBatch(t *testing.T) {
 	}
 	if string(next) != string(first) {
 		t.Fatalf("the batch after the leader moved ends at %s, want %s: nothing new", next, first)
+	}
+}
+
+// TestLeaderlessAtStartKeepsStartingOffsets: a new query starting at the
+// latest offsets lists a partition without a leader (an election under
+// way) when it plans its first batch. That partition starts at its latest
+// offset too, as Spark resolves the starting offsets of every partition:
+// the next batch reads the records produced since, not those from before
+// the query started (left out of the first batch, the partition was taken
+// later for one new to the query, and read from its beginning).
+func TestLeaderlessAtStartKeepsStartingOffsets(t *testing.T) {
+	fake, conn, adm := newFakeCluster(t)
+	createTopic(t, adm, "rl", 2)
+	produce(t, conn, rateRecords("rl", 0, 0, 5)...)
+	produce(t, conn, rateRecords("rl", 1, 100, 5)...)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	mreq := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr("rl")
+	mreq.Topics = append(mreq.Topics, rt)
+	real, err := mreq.RequestWith(testContext(t), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// While electing, the metadata of topic rl says partition 1 has no
+	// leader.
+	var electing atomic.Bool
+	electing.Store(true)
+	fake.ControlKey(int16(kmsg.Metadata), func(kr kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		req := kr.(*kmsg.MetadataRequest)
+		if !electing.Load() || len(req.Topics) != 1 || req.Topics[0].Topic == nil || *req.Topics[0].Topic != "rl" {
+			return nil, nil, false
+		}
+		resp := *real
+		resp.Version = req.Version
+		resp.Topics = []kmsg.MetadataResponseTopic{real.Topics[0]}
+		resp.Topics[0].Partitions = slices.Clone(real.Topics[0].Partitions)
+		for i := range resp.Topics[0].Partitions {
+			if resp.Topics[0].Partitions[i].Partition == 1 {
+				resp.Topics[0].Partitions[i].Leader = -1
+			}
+		}
+		return &resp, nil, true
+	})
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"rl"}}) // Latest
+	defer src.Close()
+	ctx := testContext(t)
+	upTo, err := src.Available(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	electing.Store(false) // elected
+	first, err := src.Next(ctx, nil, upTo, runtime.Limited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := 0
+	if err := src.Read(ctx, nil, first, func(runtime.Record) error { read++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if read != 0 {
+		t.Fatalf("the first batch of a query starting at the latest offsets read %d records (ends %s)", read, first)
+	}
+	produce(t, conn, rateRecords("rl", 0, 5, 1)...)
+	produce(t, conn, rateRecords("rl", 1, 105, 1)...)
+	got := map[string]int{}
+	stepSource(t, src, first, func(r runtime.Record) error { got[r.Partition]++; return nil })
+	if !maps.Equal(got, map[string]int{"rl/0": 1, "rl/1": 1}) {
+		t.Errorf("after a record more in each partition, the query started at the latest offsets (first batch ending %s) read %v, want one of each", first, got)
 	}
 }

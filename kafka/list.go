@@ -59,7 +59,7 @@ func (s *TopicSource) listPartitions(ctx context.Context, client *kgo.Client) ([
 		return nil, fmt.Errorf("streamgen: kafka source %q: metadata: %w", s.name, s.opts.Connection.explain(err))
 	}
 	meta := make(map[topicPartition]partitionMeta)
-	var parts []topicPartition
+	var parts, leaderless []topicPartition
 	for _, t := range resp.Topics {
 		if t.Topic == nil {
 			continue
@@ -78,17 +78,18 @@ func (s *TopicSource) listPartitions(ctx context.Context, client *kgo.Client) ([
 			if len(s.opts.Partitions) > 0 && !slices.Contains(s.opts.Partitions[topic], p.Partition) {
 				continue
 			}
-			if p.Leader < 0 {
-				continue // no leader this instant: listed at a later trigger
-			}
 			tp := topicPartition{topic, p.Partition}
+			if p.Leader < 0 {
+				leaderless = append(leaderless, tp) // no leader this instant: listed at a later trigger
+				continue
+			}
 			meta[tp] = partitionMeta{leader: p.Leader, topicID: t.TopicID}
 			parts = append(parts, tp)
 		}
 	}
 	slices.SortFunc(parts, compareTopicPartitions)
 	s.mu.Lock()
-	s.meta, s.listed, s.listedAt = meta, parts, time.Now()
+	s.meta, s.listed, s.listedAt, s.leaderless = meta, parts, time.Now(), leaderless
 	s.mu.Unlock()
 	return parts, nil
 }
@@ -213,6 +214,16 @@ func (s *TopicSource) listOffsetsTrying(ctx context.Context, client *kgo.Client,
 		if attempt == attempts {
 			return nil, fmt.Errorf("streamgen: kafka source %q: list offsets: %d partitions still failing after %d attempts: %w", s.name, len(retry), attempt, failed)
 		}
+		// The client's cached metadata may still name no leader (or an
+		// old one) for them, for up to MetadataMinAge (5 s): drop it, so
+		// that the next try learns the leaders again.
+		var topics []string
+		for _, tp := range retry {
+			if !slices.Contains(topics, tp.topic) {
+				topics = append(topics, tp.topic)
+			}
+		}
+		client.PurgeTopicsFromClient(topics...)
 		if err := pause(ctx, backoff); err != nil {
 			return nil, fmt.Errorf("streamgen: kafka source %q: list offsets: %w", s.name, err)
 		}

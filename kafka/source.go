@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"regexp"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,10 +79,12 @@ type TopicSource struct {
 	closed     bool
 	// meta is what the last listing learnt of each partition: where to
 	// fetch it; listed are the partitions it found, sorted, and listedAt
-	// when it was made.
-	meta     map[topicPartition]partitionMeta
-	listed   []topicPartition
-	listedAt time.Time
+	// when it was made; leaderless those it found without a leader (an
+	// election under way), which it left out.
+	meta       map[topicPartition]partitionMeta
+	listed     []topicPartition
+	listedAt   time.Time
+	leaderless []topicPartition
 	// positions are the ends Next planned last, by partition: where
 	// Available fetches from; prefetched are the records Available
 	// fetched, which Read begins with (see prefetch.go).
@@ -298,7 +301,17 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	}
 	var from offsets
 	if len(committed) == 0 {
-		if from, err = s.startingOffsets(ctx, client, available); err != nil {
+		// Every partition subscribed gets its starting offset, those the
+		// listing left out too (no leader that instant, or a leader that
+		// failed): left out of the first batch, a partition would be
+		// taken later for one new to the query, and read from its
+		// beginning whatever StartingOffsets says. (Their listing is
+		// tried again while their leaders are elected.)
+		all := maps.Clone(available)
+		for _, tp := range s.leftOut(available) {
+			all[tp] = 0
+		}
+		if from, err = s.startingOffsets(ctx, client, all); err != nil {
 			return nil, err
 		}
 	} else if from, err = s.decode(committed, "committed"); err != nil {
@@ -387,6 +400,20 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 		s.mu.Unlock()
 	}
 	return end, nil
+}
+
+// leftOut returns the partitions the last listing found (with a leader
+// or without) that available, the offsets Available listed, leaves out.
+func (s *TopicSource) leftOut(available offsets) []topicPartition {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []topicPartition
+	for _, tp := range append(slices.Clone(s.listed), s.leaderless...) {
+		if _, ok := available[tp]; !ok {
+			out = append(out, tp)
+		}
+	}
+	return out
 }
 
 // Read calls fn for each record after start up to end (see TopicSource):
