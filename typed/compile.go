@@ -57,8 +57,6 @@ type compiler struct {
 	closers []io.Closer
 	// outputMode is the query's, set once it is known (after compiling).
 	outputMode OutputMode
-	// watermarkDelay is the delay of the pipeline's watermark.
-	watermarkDelay time.Duration
 	// prepares run at Start, before the query, after the operators'
 	// prepare: they load what stages need (a static table).
 	prepares []func(ctx context.Context) error

@@ -147,7 +147,7 @@ func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind strin
 	name := fmt.Sprintf("%T", key)
 	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: s.p.watermarked}
 	return once(Stream[T]{p: s.p, attach: func(c *compiler, emit func(*T)) {
-		op := &dedupOp[K, T]{gatherer: newGatherer(c, ks, kind), emitDown: emit, withinDelay: withinDelay, c: c}
+		op := &dedupOp[K, T]{gatherer: newGatherer(c, ks, kind), emitDown: emit, withinDelay: withinDelay, delay: s.p.watermarkDelay}
 		op.trackFirstTimes = withinDelay
 		op.info = runtime.OperatorInfo{
 			Kind: kind, Name: name, OutputMode: Append.String(), KeyType: kc.typeName, LegacyKeyType: kc.legacyTypeName, UseKeys: kc.useKeys, ParseKey: kc.parseJSON, Key: kc.schema,
@@ -173,11 +173,12 @@ func dropDuplicates[T any, K comparable](s Stream[T], key func(*T) K, kind strin
 // entry, expiring in event time when there is a watermark.
 type dedupOp[K comparable, T any] struct {
 	gatherer[K, T]
-	c           *compiler
 	index       int
 	info        runtime.OperatorInfo
 	emitDown    func(*T)
 	withinDelay bool
+	// delay is, for withinDelay, that of the watermark of the rows.
+	delay time.Duration
 }
 
 func (o *dedupOp[K, T]) Info() runtime.OperatorInfo { return o.info }
@@ -210,7 +211,7 @@ func (o *dedupOp[K, T]) HandleRows(ctx context.Context, k *runtime.KeyState, gro
 	o.emitDown(first)
 	var at time.Time // DropDuplicates keeps its keys: no expiry
 	if o.withinDelay {
-		at = runtime.TimerInstant(o.firstTime(group).Add(o.c.watermarkDelay))
+		at = runtime.TimerInstant(o.firstTime(group).Add(o.delay))
 	}
 	if err := k.PutExpiring(0, nil, nil, at, runtime.EventTimeExpiry); err != nil {
 		return err

@@ -415,3 +415,71 @@ func TestDropDuplicatesWithEventTimeNeedsWatermark(t *testing.T) {
 		t.Fatalf("started without a watermark: %v", err)
 	}
 }
+
+// TestDedupWithinWatermarkUsesItsOwnDelay: DropDuplicatesWithinWatermark
+// keeps a key until the watermark passes its first time plus the delay of
+// its own input's WithWatermark, as Spark's
+// StreamingDeduplicateWithinWatermarkExec takes delayThresholdMs from its
+// child's event-time column. Here the dedup reads stream A (delay 10 s),
+// and B (delay 1000 s) is unioned after it: the query's last WithWatermark,
+// whose delay the dedup took before, keeping k for 1000 s.
+func TestDedupWithinWatermarkUsesItsOwnDelay(t *testing.T) {
+	a := typed.NewMemoryStream[fixtures.Click]("a", 0)
+	b := typed.NewMemoryStream[fixtures.Click]("b", 0)
+	et := func(c *fixtures.Click) time.Time { return c.Time }
+	deduped := typed.DropDuplicatesWithinWatermark(
+		typed.WithWatermark(typed.FromMemory(a), et, 10*time.Second),
+		func(c *fixtures.Click) string { return c.User })
+	other := typed.Filter(typed.WithWatermark(typed.FromMemory(b), et, 1000*time.Second),
+		func(*fixtures.Click) bool { return false }) // only moves B's mark
+	sink := newSink[fixtures.Click]()
+	w := typed.WriteTo(typed.Union(deduped, other), sink).OutputMode(typed.Append)
+	ck := newCheckpoint()
+
+	// Each step is a new run (AvailableNow); as in Spark, an input with no
+	// rows since the restart counts as 0 for the min, so B gets a row each
+	// step.
+	// Plain-loop model of Spark: watermark = min over inputs of
+	// (max event time of earlier batches - delay); a key is kept while
+	// watermark < first + 10s; late when t <= previous batch's watermark.
+	steps := []struct {
+		a    []userAt
+		b    []int
+		want []string
+	}{
+		{a: []userAt{{"k", 100}}, b: []int{100000}, want: []string{"k@100"}}, // wm -> 90
+		{a: []userAt{{"j", 200}}, b: []int{100000}, want: []string{"j@200"}}, // wm -> 190: k (expires 110) evicted
+		{a: []userAt{{"k", 195}}, b: []int{100000}, want: []string{"k@195"}}, // 195 > 190: not late, k forgotten: emitted
+	}
+	for i, s := range steps {
+		for _, c := range s.a {
+			a.Add(fixtures.Click{User: c.user, Time: time.Unix(c.t, 0).UTC()})
+		}
+		for _, v := range s.b {
+			b.Add(fixtures.Click{User: "x", Time: time.Unix(int64(v), 0).UTC()})
+		}
+		q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		batches := sink.snapshot()
+		for _, p := range q.RecentProgress() {
+			for _, r := range batches[p.BatchID] {
+				got = append(got, fmt.Sprintf("%s@%d", r.User, r.Time.Unix()))
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, s.want) {
+			t.Fatalf("step %d: got %q, want %q (Spark)", i, got, s.want)
+		}
+	}
+}
+
+type userAt struct {
+	user string
+	t    int64
+}

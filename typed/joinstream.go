@@ -288,6 +288,9 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 	}
 	p := left.s.p.with(func(q *plan) {
 		q.errs = append(q.errs, right.s.p.errs...)
+		if !left.s.p.watermarked {
+			q.watermarkDelay = right.s.p.watermarkDelay
+		}
 		q.watermarked = left.s.p.watermarked || right.s.p.watermarked
 	})
 	fail := func(format string, args ...any) {

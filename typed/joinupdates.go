@@ -129,6 +129,9 @@ func JoinUpdates[K comparable, S, V, Out any](s KeyedStream[K, S], t UpdatesTabl
 	}
 	p := s.s.p.with(func(q *plan) {
 		q.errs = append(q.errs, t.s.p.errs...)
+		if !s.s.p.watermarked {
+			q.watermarkDelay = t.s.p.watermarkDelay
+		}
 		q.watermarked = s.s.p.watermarked || t.s.p.watermarked
 	})
 	fail := func(format string, args ...any) {

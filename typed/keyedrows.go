@@ -77,6 +77,9 @@ func newTablesPlan(what string, left, right *plan, row any, opts []UpdatesOption
 	if right != nil {
 		t.p = left.with(func(q *plan) {
 			q.errs = append(q.errs, right.errs...)
+			if !left.watermarked {
+				q.watermarkDelay = right.watermarkDelay
+			}
 			q.watermarked = left.watermarked || right.watermarked
 		})
 	}

@@ -29,6 +29,10 @@ type Stream[T any] struct {
 // derived stream gets a copy with its additions.
 type plan struct {
 	watermarked bool
+	// watermarkDelay is the delay of the watermark of the rows (of the
+	// first watermarked input, for rows of several: as Spark's Union
+	// keeps its first child's event-time column).
+	watermarkDelay time.Duration
 	// eventTime is true where the rows carry the event time of a
 	// WithWatermark before them.
 	errs []error
@@ -166,6 +170,9 @@ func Union[T any](streams ...Stream[T]) Stream[T] {
 		s := s
 		p = p.with(func(q *plan) {
 			q.errs = append(q.errs, s.p.errs...)
+			if !q.watermarked && s.p.watermarked {
+				q.watermarkDelay = s.p.watermarkDelay
+			}
 			q.watermarked = q.watermarked || s.p.watermarked
 		})
 	}
@@ -233,7 +240,7 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 	if delay < 0 {
 		p = p.failed("streamgen: WithWatermark: negative delay %v", delay)
 	}
-	p = p.with(func(q *plan) { q.watermarked = true })
+	p = p.with(func(q *plan) { q.watermarked, q.watermarkDelay = true, delay })
 	name := funcName(eventTime)
 	id := new(byte)
 	return Stream[T]{p: p, attach: func(c *compiler, emit func(*T)) {
@@ -275,7 +282,6 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 		}
 		mark := c.plan.Watermarks
 		c.plan.Watermarks++
-		c.watermarkDelay = delay
 		var late []T
 		if cfg.late != nil {
 			c.plan.Outputs = append(c.plan.Outputs, runtime.Output{Description: "late rows",
