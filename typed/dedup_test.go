@@ -66,13 +66,7 @@ func TestDropDuplicates(t *testing.T) {
 				t.Fatal(err)
 			}
 			m.Add(in[100:]...)
-			q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := q.AwaitTermination(); err != nil {
-				t.Fatal(err)
-			}
+			q, _, _ := runAvailableNow(t, w, ck, sink)
 			got := sink.rows()
 			// Within a batch rows come out by key, in order of first
 			// arrival; so compare as sets, and check each is the first.
@@ -458,19 +452,10 @@ func TestDedupWithinWatermarkUsesItsOwnDelay(t *testing.T) {
 		for _, v := range s.b {
 			b.Add(fixtures.Click{User: "x", Time: time.Unix(int64(v), 0).UTC()})
 		}
-		q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := q.AwaitTermination(); err != nil {
-			t.Fatal(err)
-		}
+		_, _, rows := runAvailableNow(t, w, ck, sink)
 		var got []string
-		batches := sink.snapshot()
-		for _, p := range q.RecentProgress() {
-			for _, r := range batches[p.BatchID] {
-				got = append(got, fmt.Sprintf("%s@%d", r.User, r.Time.Unix()))
-			}
+		for _, r := range slices.Concat(rows...) {
+			got = append(got, fmt.Sprintf("%s@%d", r.User, r.Time.Unix()))
 		}
 		slices.Sort(got)
 		if !slices.Equal(got, s.want) {

@@ -123,3 +123,24 @@ func batchRowsToEnd[T any](t *testing.T, w *typed.Writer[T], sink *batchSink[T],
 }
 
 func runtimeFlush() runtime.Option { return runtime.FlushEventTime() }
+
+// runAvailableNow runs w once with AvailableNow on ck, and returns the
+// query, the progress of the batches it ran and each one's rows in
+// sink, in order.
+func runAvailableNow[T any](t *testing.T, w *typed.Writer[T], ck *checkpoint, sink *batchSink[T]) (*runtime.Query, []runtime.QueryProgress, [][]T) {
+	t.Helper()
+	q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	batches := sink.snapshot()
+	progress := q.RecentProgress()
+	rows := make([][]T, len(progress))
+	for i, p := range progress {
+		rows[i] = batches[p.BatchID]
+	}
+	return q, progress, rows
+}

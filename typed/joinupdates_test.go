@@ -371,14 +371,8 @@ func TestJoinUpdatesAsOfLateUpdateAfterADeletion(t *testing.T) {
 	var dropped int64
 	step := func() {
 		t.Helper()
-		q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := q.AwaitTermination(); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range q.RecentProgress() {
+		_, progress, _ := runAvailableNow(t, w, ck, sink)
+		for _, p := range progress {
 			dropped += p.StateOperators[0].NumRowsDroppedByWatermark
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
-	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -57,18 +56,11 @@ func runSparkStepsLate[T any](t *testing.T, mode typed.OutputMode, build func(ty
 		for _, v := range step.add {
 			m.Add(fixtures.Click{User: "u", Time: time.Unix(int64(v), 0).UTC()})
 		}
-		q, err := w.Start(t.Context(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := q.AwaitTermination(); err != nil {
-			t.Fatal(err)
-		}
+		q, progress, rows := runAvailableNow(t, w, ck, sink)
 		var got []string
-		batches := sink.snapshot()
 		var dropped int64
-		for _, p := range q.RecentProgress() {
-			for _, r := range batches[p.BatchID] {
+		for i, p := range progress {
+			for _, r := range rows[i] {
 				got = append(got, text(r))
 			}
 			dropped += p.StateOperators[0].NumRowsDroppedByWatermark
