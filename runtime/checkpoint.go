@@ -411,7 +411,8 @@ type CheckpointSummary struct {
 	Progress Progress `json:"progress"`
 	// NextWatermark is the watermark the next batch starts with: the least
 	// of the partitions' watermarks, never below the last batch's (a query
-	// with an IdleTimeout may leave idle partitions out).
+	// with an IdleTimeout may leave idle partitions out, and one with
+	// MaxWatermark policies may have a greater one).
 	NextWatermark time.Time `json:"nextWatermark,omitzero"`
 	// Planned is the batch planned after it and not committed, if any: it
 	// runs again at the next start, on the same input, at the same
@@ -474,7 +475,7 @@ func (c *CheckpointReader) Summary() (CheckpointSummary, error) {
 			mark, _ := splitWatermarkKey(key)
 			n = max(n, mark+1)
 		}
-		sum.NextWatermark = nextWatermark(sum.Progress, n, MinWatermark, nil)
+		sum.NextWatermark = nextWatermark(sum.Progress, n, MinWatermark, MinWatermark, nil)
 	}
 	planned, ok, err := c.PlannedBatch()
 	if err != nil {

@@ -56,7 +56,9 @@ type config struct {
 	closeTimeout    time.Duration
 	progressLog     *slog.Logger
 	watermarkPolicy WatermarkPolicy
-	operatorChecks  []func([]OperatorInfo) error
+	// partitionWatermarkPolicy combines a watermark's source partitions.
+	partitionWatermarkPolicy WatermarkPolicy
+	operatorChecks           []func([]OperatorInfo) error
 }
 
 func defaultConfig() config {

@@ -62,6 +62,19 @@ func MultipleWatermarkPolicy(p WatermarkPolicy) Option {
 	return optionFunc(func(c *config) { c.watermarkPolicy = p })
 }
 
+// PartitionWatermarkPolicy sets how each WithWatermark's input combines
+// the marks of its source's partitions (a Kafka source's): MinWatermark,
+// the default, takes their least, as Flink does, so that a partition
+// behind the others (a consumer lagging, a producer whose clock is
+// late) does not have its rows taken for late ones; MaxWatermark takes
+// the greatest, Spark's rule (EventTimeWatermarkExec takes the largest
+// event time of all the input's rows, whichever partition they come
+// from), under which the busiest partition moves the watermark.
+// Partitions idle past IdleTimeout are left out either way.
+func PartitionWatermarkPolicy(p WatermarkPolicy) Option {
+	return optionFunc(func(c *config) { c.partitionWatermarkPolicy = p })
+}
+
 // watermarkKey names a partition of a source under one of the plan's
 // watermarks in the committed progress: the watermark's number, then the
 // partition's key (see partitionKey).
@@ -83,9 +96,10 @@ func splitWatermarkKey(key string) (mark int, partition string) {
 
 // nextWatermark computes the watermark of the batch after the committed
 // progress p, for a plan with marks watermarks (at least one), under the
-// policy; idle reports a partition (by partitionKey) left out for
-// having had no data for too long.
-func nextWatermark(p Progress, marks int, policy WatermarkPolicy, idle func(partition string) bool) time.Time {
+// policy, each mark's partitions combined under partitions; idle reports
+// a partition (by partitionKey) left out for having had no data for too
+// long.
+func nextWatermark(p Progress, marks int, policy, partitions WatermarkPolicy, idle func(partition string) bool) time.Time {
 	const (
 		noRows = iota
 		live
@@ -104,7 +118,7 @@ func nextWatermark(p Progress, marks int, policy WatermarkPolicy, idle func(part
 			}
 			continue
 		}
-		if states[mark] != live || w.Before(lows[mark]) {
+		if states[mark] != live || (partitions == MaxWatermark && w.After(lows[mark])) || (partitions != MaxWatermark && w.Before(lows[mark])) {
 			lows[mark] = w
 		}
 		states[mark] = live
@@ -146,7 +160,7 @@ func (q *Query) watermark(p Progress, now time.Time) time.Time {
 			return ok && now.Sub(last) > q.cfg.idleTimeout
 		}
 	}
-	return nextWatermark(p, q.plan.Watermarks, q.cfg.watermarkPolicy, idle)
+	return nextWatermark(p, q.plan.Watermarks, q.cfg.watermarkPolicy, q.cfg.partitionWatermarkPolicy, idle)
 }
 
 // restoredProgress is the committed progress as a query started on it

@@ -176,11 +176,17 @@ func (p *partitioned) Read(_ context.Context, start, end json.RawMessage, fn fun
 	return nil
 }
 
-// TestWatermarkPerPartition: the watermark is the minimum over partitions,
-// and an idle partition stops holding it back after the idle timeout.
+// TestWatermarkPerPartition: an input's watermark is the minimum over its
+// source's partitions, and an idle partition stops holding it back after
+// the idle timeout; with PartitionWatermarkPolicy(MaxWatermark), Spark's
+// rule, it is the maximum.
 func TestWatermarkPerPartition(t *testing.T) {
-	for _, idle := range []time.Duration{0, time.Minute} {
-		t.Run(fmt.Sprint("idle timeout ", idle), func(t *testing.T) {
+	for _, tc := range []struct {
+		idle   time.Duration
+		policy runtime.WatermarkPolicy
+	}{{0, runtime.MinWatermark}, {time.Minute, runtime.MinWatermark}, {0, runtime.MaxWatermark}} {
+		idle := tc.idle
+		t.Run(fmt.Sprint("idle timeout ", idle, " ", tc.policy), func(t *testing.T) {
 			src := &partitioned{}
 			clock := runtime.NewManualClock(at(0))
 			r := &recorder{}
@@ -188,7 +194,7 @@ func TestWatermarkPerPartition(t *testing.T) {
 			w := typed.WriteTo(typed.FlatMapGroupsWithState(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), typed.Append, typed.NoTimeout, r.fn), newSink[fixtures.UserCount]())
 			ck := newCheckpoint()
 			q, err := w.Start(context.Background(), ck.opts(runtime.WithManualClock(clock), runtime.IdleTimeout(idle),
-				runtime.WithTrigger(runtime.ProcessingTime(time.Minute)))...)
+				runtime.PartitionWatermarkPolicy(tc.policy), runtime.WithTrigger(runtime.ProcessingTime(time.Minute)))...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -214,8 +220,8 @@ func TestWatermarkPerPartition(t *testing.T) {
 			step(0, click("a", 200)) // p1 has had no data for 2 minutes
 			p := step(0, click("a", 300))
 			want := at(10) // the minimum over both partitions
-			if idle > 0 {
-				want = at(200) // p1 is idle: only p0 counts
+			if idle > 0 || tc.policy == runtime.MaxWatermark {
+				want = at(200) // p1 is idle, or the maximum: p0's
 			}
 			if got := p.EventTime["watermark"]; got != want.Format(time.RFC3339Nano) {
 				t.Fatalf("watermark %s, want %s", got, want.Format(time.RFC3339Nano))
