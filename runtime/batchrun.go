@@ -394,7 +394,26 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 			break
 		}
 		fired = true
+		// A timer that a call before it in this chunk deleted does not
+		// fire (a later chunk's cursor sees the deletion itself): the
+		// index entries written since the chunk was read are noted, and
+		// a due timer among them is looked up again.
+		written, touched := b.state.timerWrites(), map[string]struct{}{}
+		var scratch []byte
 		for _, t := range due {
+			if n := b.state.timerWrites(); n > written {
+				b.state.timerKeysWritten(touched, written, n)
+				written = n
+			}
+			if len(touched) > 0 {
+				live, err := b.state.timerLive(b.ops[i].scope, t, touched, &scratch)
+				if err != nil {
+					return fail(b.fail(err))
+				}
+				if !live {
+					continue
+				}
+			}
 			k.reset(b, i, t.Key, -1)
 			if err := op.HandleTimer(ctx, k, t.At); err != nil {
 				return fail(err)

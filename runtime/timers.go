@@ -268,6 +268,39 @@ func (b *StateBatch) noteTimer() {
 	b.timerEnds = append(b.timerEnds, int32(len(b.timerKeys)))
 }
 
+// timerWrites returns how many writes of the timers' by-time index the
+// batch has made (see noteTimer).
+func (b *StateBatch) timerWrites() int { return len(b.timerEnds) }
+
+// timerKeysWritten adds to keys the by-time index entries of the batch's
+// writes from the from-th to the to-th.
+func (b *StateBatch) timerKeysWritten(keys map[string]struct{}, from, to int) {
+	for j := from; j < to; j++ {
+		start := int32(0)
+		if j > 0 {
+			start = b.timerEnds[j-1]
+		}
+		keys[string(b.timerKeys[start:b.timerEnds[j]])] = struct{}{}
+	}
+}
+
+// timerLive reports whether timer t of s, read by a cursor before the
+// writes whose entries touched holds, is still set: unless one of them
+// was of its entry, it is.
+func (b *StateBatch) timerLive(s Scope, t Timer, touched map[string]struct{}, scratch *[]byte) (bool, error) {
+	*scratch = expiryKey((*scratch)[:0], s, t.At, t.Key)
+	want := *scratch
+	if _, ok := touched[string(want)]; !ok {
+		return true, nil
+	}
+	found := false
+	err := b.scan(want, append(bytes.Clone(want), 0), func([]byte, []byte) error {
+		found = true
+		return nil
+	})
+	return found, err
+}
+
 // wroteAhead reports whether the batch has set or deleted a timer whose
 // by-time key is in [lower, c.upper), the range the cursor has left.
 // Each write is looked at once, when the cursor first sees it: one

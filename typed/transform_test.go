@@ -682,3 +682,52 @@ func TestProcessorReadsBackManyWrites(t *testing.T) {
 		}
 	}
 }
+
+// delTimerProcessor: each row registers timers at 100 s and 200 s; the
+// timer at 100 s deletes the one at 200 s; each timer emits its instant.
+type delTimerProcessor struct{ h *typed.Handle }
+
+func (p *delTimerProcessor) Init(h *typed.Handle) error { p.h = h; return nil }
+
+func (p *delTimerProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(string)) error {
+	if err := p.h.RegisterTimer(ctx, seconds(100)); err != nil {
+		return err
+	}
+	return p.h.RegisterTimer(ctx, seconds(200))
+}
+
+func (p *delTimerProcessor) HandleExpiredTimer(ctx context.Context, user string, _ typed.TimerValues, e typed.ExpiredTimerInfo, emit func(string)) error {
+	emit(fmt.Sprint(user, " fired ", e.ExpiryTime().Unix()))
+	if e.ExpiryTime().Equal(seconds(100)) {
+		return p.h.DeleteTimer(ctx, seconds(200))
+	}
+	return nil
+}
+
+// TestDeletedTimerDoesNotFire: both of a key's timers are due in one
+// batch (the watermark jumps past 200 s), and the first one's call
+// deletes the second, which then does not fire: a deleted timer never
+// fires, whether or not it was read with the one before it.
+func TestDeletedTimerDoesNotFire(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 0)
+	out := typed.TransformWithState(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), &delTimerProcessor{}, typed.TimeModeEventTime, typed.Append)
+	sink := newSink[string]()
+	q := startLive(t, typed.WriteTo(out, sink), runtime.NewManualClock(seconds(1_000_000)), newCheckpoint().opts()...)
+	defer q.stop()
+	m.Add(fixtures.Click{User: "a", Time: seconds(50), Page: "x"})
+	q.trigger()
+	m.Add(fixtures.Click{User: "b", Time: seconds(1000), Page: "x"})
+	q.trigger()
+	q.trigger()
+	q.trigger()
+	var got []string
+	for _, r := range sink.rows() {
+		if strings.HasPrefix(r, "a ") {
+			got = append(got, r)
+		}
+	}
+	if want := "[a fired 100]"; fmt.Sprint(got) != want {
+		t.Fatalf("a's timers fired %q, want %s", got, want)
+	}
+}
