@@ -242,7 +242,8 @@ func WithTTL(ttl time.Duration) StateOption {
 // beyond Spark: each value (or entry) expires ttl after the latest event
 // time among the rows of the call that wrote it (or, in a call without
 // rows, after the watermark; in an event-time timer's call, after the
-// timer's instant), and is gone, and removed from the store, once the
+// timer's instant; in HandleInitialState's, after the batch's processing
+// time, taken for an event time), and is gone, and removed from the store, once the
 // watermark reaches that instant. Late data can then not revive state the
 // watermark has passed. It needs a watermark, and rows that carry their
 // event time: the rows of another stateful operator carry none until a

@@ -159,11 +159,26 @@ func (s *keyScope) live(v *variable, suffix []byte) (value []byte, ok bool, err 
 // put writes an entry, counting a new one as added. value may be the
 // scope's own encoded buffer.
 func (s *keyScope) put(v *variable, suffix, value []byte) error {
-	_, existed, err := s.get(v.id, suffix)
+	return s.putExpiring(v, suffix, value, false)
+}
+
+// putExpiring is put; with lasting, an entry there that expires later
+// keeps its expiry (a list's header, which must outlive its elements).
+func (s *keyScope) putExpiring(v *variable, suffix, value []byte, lasting bool) error {
+	raw, existed, err := s.get(v.id, suffix)
 	if err != nil {
 		return err
 	}
 	at, clock := s.expiry(v)
+	if lasting && existed && !at.IsZero() {
+		old, _, err := runtime.ReadExpiring(raw)
+		if err != nil {
+			return s.k.Fail(err)
+		}
+		if old.After(at) {
+			at = old
+		}
+	}
 	if err := s.k.PutExpiring(v.id, suffix, value, at, clock); err != nil {
 		return err
 	}
@@ -533,9 +548,11 @@ func (s *ListState[T]) append(sc *keyScope, values []T) error {
 		sc.k.Updated(true)
 	}
 	sc.setNextSeq(s.v.id, seq)
-	// The header expires with the last element appended: once it has,
-	// every element has, and numbering starts again.
-	return sc.put(s.v, nil, binary.AppendUvarint(nil, seq))
+	// The header expires with the longest-lived element: once it has,
+	// every element has, and numbering starts again. (With an event-time
+	// TTL an append may expire before an earlier one: its rows behind
+	// the earlier call's, or a timer's instant.)
+	return sc.putExpiring(s.v, nil, binary.AppendUvarint(nil, seq), true)
 }
 
 // Clear removes the key's list.

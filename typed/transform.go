@@ -246,7 +246,12 @@ func (o *processorOp[K, In, Out]) InitialState(ctx context.Context, b *runtime.B
 				return fmt.Errorf("initial state: key %v: %w", key, unprefixed(err))
 			}
 			k := b.KeyStateOf(op, o.keyBuf)
-			return o.guard(key, func() error { return handle(o.scoped(ctx, k, b, time.Time{}), timers) })
+			// An initial state has no rows to take an event time from:
+			// its values' event-time TTLs count from the batch's
+			// processing time, taken for one (from the watermark, the
+			// epoch in a query's first batch, they would be gone at its
+			// first move).
+			return o.guard(key, func() error { return handle(o.scoped(ctx, k, b, b.Now), timers) })
 		})
 		if err != nil {
 			return err

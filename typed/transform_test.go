@@ -731,3 +731,122 @@ func TestDeletedTimerDoesNotFire(t *testing.T) {
 		t.Fatalf("a's timers fired %q, want %s", got, want)
 	}
 }
+
+// listEchoProcessor appends each row's page to a list with an event-time
+// TTL and emits the list after its call.
+type listEchoProcessor struct {
+	list *typed.ListState[string]
+}
+
+func (p *listEchoProcessor) Init(h *typed.Handle) error {
+	p.list = typed.NewListState[string](h, "list", typed.WithEventTimeTTL(100*time.Second))
+	return nil
+}
+
+func (p *listEchoProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(string)) error {
+	for r := range rows {
+		if err := p.list.AppendValue(ctx, r.Page); err != nil {
+			return err
+		}
+	}
+	l, err := p.list.Get(ctx)
+	if err != nil {
+		return err
+	}
+	var s []string
+	for v := range l {
+		s = append(s, v)
+	}
+	emit(user + " " + strings.Join(s, ","))
+	return nil
+}
+
+// TestListHeaderOutlivesItsElements: under an event-time TTL, a's list
+// gets p1 at event time 1000 (expiring at 1100), then p2 at 950 (1050).
+// Once the watermark passes 1050, p2 is gone and p1 lives on; the next
+// append follows p1. (The list's header, which holds the next element's
+// number, expired with the last element appended, p2: numbering started
+// again and p3 overwrote p1.)
+func TestListHeaderOutlivesItsElements(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 60*time.Second)
+	out := typed.TransformWithState(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), &listEchoProcessor{}, typed.TimeModeEventTime, typed.Append)
+	sink := newSink[string]()
+	q := startLive(t, typed.WriteTo(out, sink), runtime.NewManualClock(seconds(1_000_000)), newCheckpoint().opts()...)
+	defer q.stop()
+	m.Add(fixtures.Click{User: "a", Time: seconds(1000), Page: "p1"}) // wm after: 940
+	q.trigger()
+	m.Add(fixtures.Click{User: "a", Time: seconds(950), Page: "p2"}) // not late (950 > 940)
+	q.trigger()
+	m.Add(fixtures.Click{User: "b", Time: seconds(1120), Page: "x"}) // wm after: 1060
+	q.trigger()
+	q.trigger() // a batch at watermark 1060: p2 (1050) and the header go; p1 (1100) stays
+	m.Add(fixtures.Click{User: "a", Time: seconds(1070), Page: "p3"})
+	q.trigger()
+	rows := sink.rows()
+	got := rows[len(rows)-1]
+	// The plain model: elements with expiry > watermark 1060, in append order.
+	want := "a p1,p3"
+	if got != want {
+		t.Fatalf("rows %q; last %q, want %q", rows, got, want)
+	}
+}
+
+// initTTLProcessor holds a count under an event-time TTL of an hour,
+// seeded by the initial state; each call adds its rows and emits it.
+type initTTLProcessor struct{ n *typed.ValueState[int64] }
+
+func (p *initTTLProcessor) Init(h *typed.Handle) error {
+	p.n = typed.NewValueState[int64](h, "n", typed.WithEventTimeTTL(time.Hour))
+	return nil
+}
+
+func (p *initTTLProcessor) HandleInitialState(ctx context.Context, key string, initial int64, _ typed.TimerValues) error {
+	return p.n.Update(ctx, initial)
+}
+
+func (p *initTTLProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(string)) error {
+	n, _, err := p.n.Get(ctx)
+	if err != nil {
+		return err
+	}
+	for range rows {
+		n++
+	}
+	emit(user + " " + fmt.Sprint(n))
+	return p.n.Update(ctx, n)
+}
+
+// TestInitialStateEventTimeTTL: values HandleInitialState writes under an
+// event-time TTL (an hour) count it from the first batch's processing
+// time, taken for an event time: a's initial count is there at its first
+// row, the watermark well within the hour, and gone once the watermark is
+// past it. (They expired at the epoch plus the TTL: gone at the
+// watermark's first move.)
+func TestInitialStateEventTimeTTL(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 60*time.Second)
+	init := typed.ProcessorInitialState(typed.Pair[string, int64]{Key: "a", State: 10}, typed.Pair[string, int64]{Key: "c", State: 20})
+	out := typed.TransformWithState(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), &initTTLProcessor{}, typed.TimeModeEventTime, typed.Append, init)
+	sink := newSink[string]()
+	const start = 1_700_000_000 // the first batch's processing time
+	q := startLive(t, typed.WriteTo(out, sink), runtime.NewManualClock(seconds(start)), newCheckpoint().opts()...)
+	defer q.stop()
+	m.Add(fixtures.Click{User: "b", Time: seconds(start), Page: "x"})
+	q.trigger()
+	m.Add(fixtures.Click{User: "a", Time: seconds(start + 1), Page: "y"})
+	q.trigger()
+	m.Add(fixtures.Click{User: "b", Time: seconds(start + 3600 + 61), Page: "x"}) // the watermark past start + 1 h
+	q.trigger()
+	m.Add(fixtures.Click{User: "c", Time: seconds(start + 3600 + 62), Page: "y"})
+	q.trigger()
+	var got []string
+	for _, r := range sink.rows() {
+		if !strings.HasPrefix(r, "b ") {
+			got = append(got, r)
+		}
+	}
+	if want := "[a 11 c 1]"; fmt.Sprint(got) != want {
+		t.Fatalf("rows %q, want %s: a's initial count kept within the hour, c's gone after it", got, want)
+	}
+}
