@@ -181,10 +181,11 @@ func (f *BatchFiles) batchOf(name string) (int64, bool) {
 // BatchRewinder is implemented by a sink that keeps each batch's output
 // apart, by batch id (the files sink, the dead-letter directory). With
 // SyncInterval, a machine crash can lose the commits of the last batches
-// while their output stays: the query's start then calls RewindAfter with
-// the last batch committed, before any batch runs, and the sink removes
-// what it holds of the batches after it, which run again, perhaps with
-// other rows (another split of the input). With nothing committed,
+// while their output stays, and a checkpoint rebuilt from its changelog
+// (AsyncProgress) can be behind the batches its sinks wrote: every start
+// of a query calls RewindAfter with the last batch committed, before any
+// batch runs, and the sink removes what it holds of the batches after it,
+// which run again, perhaps with other rows (another split of the input). With nothing committed,
 // batchID is -1: the sink then removes its batches only once the query of
 // ctx (QueryIDOf) has written there, for a new query's first start may
 // find another query's output where it writes.

@@ -405,13 +405,12 @@ func (q *Query) waitForData(ctx context.Context, progress Progress, started time
 }
 
 // rewindSinks has the sinks that keep batches apart remove what they hold
-// of the batches after the last committed, with SyncInterval, whose
-// commits a machine crash may have lost while their output stayed (see
-// BatchRewinder); with nothing committed, what they hold of this query's.
+// of the batches after the last committed (see BatchRewinder): batches
+// whose commits a machine crash lost while their output stayed (with
+// SyncInterval, or a run with it before this one), or that a checkpoint
+// rebuilt from a changelog behind it no longer holds (AsyncProgress);
+// with nothing committed, what they hold of this query's.
 func (q *Query) rewindSinks(ctx context.Context, last int64, anyCommitted bool) error {
-	if q.store.opts.SyncInterval <= 0 {
-		return nil
-	}
 	committed := last
 	if !anyCommitted {
 		committed = -1
