@@ -195,38 +195,48 @@ func TestRestoreClearRewinds(t *testing.T) {
 }
 
 // TestRestoreClearedNotFinished: a store cleared for a rebuild whose
-// restore never finishes (a failed fetch, a cancelled start) opens again,
-// empty, rather than being refused as one that lost committed batches.
+// restore never finishes (a failed fetch, a cancelled start, or a machine
+// that crashes, losing what was not synced) opens again, empty, rather
+// than being refused as one that lost committed batches. (The commit
+// file's removal was not synced: a machine crash brought it back.)
 func TestRestoreClearedNotFinished(t *testing.T) {
-	fs := vfs.NewMem()
-	s := open(t, fs, runtime.StoreOptions{})
-	v := runtime.Var{Variable: 0}
-	for id := range int64(3) {
-		b := s.NewBatch()
-		if err := b.Put(v, fmt.Appendf(nil, "k%d", id), nil, []byte("v")); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Commit(b, runtime.Progress{BatchID: id}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	r, err := s.BeginRestore()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Clear(); err != nil {
-		t.Fatal(err)
-	}
-	r.Close() // the restore stops here
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	s = open(t, fs, runtime.StoreOptions{})
-	defer s.Close()
-	if _, ok, err := s.Progress(); err != nil || ok {
-		t.Fatalf("the cleared store holds progress (%v, %v)", ok, err)
-	}
-	if got := snapshot(t, s); len(got) != 0 {
-		t.Fatalf("the cleared store holds %q", sortedKeys(got))
+	for _, crash := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stopped", true: "machine crash"}[crash], func(t *testing.T) {
+			mem := vfs.NewCrashableMem()
+			s := open(t, mem, runtime.StoreOptions{})
+			v := runtime.Var{Variable: 0}
+			for id := range int64(3) {
+				b := s.NewBatch()
+				if err := b.Put(v, fmt.Appendf(nil, "k%d", id), nil, []byte("v")); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r, err := s.BeginRestore()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := r.Clear(); err != nil {
+				t.Fatal(err)
+			}
+			var fs vfs.FS = mem
+			if crash {
+				fs = mem.CrashClone(vfs.CrashCloneCfg{}) // nothing unsynced kept
+			}
+			r.Close() // the restore stops here
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s = open(t, fs, runtime.StoreOptions{})
+			defer s.Close()
+			if _, ok, err := s.Progress(); err != nil || ok {
+				t.Fatalf("the cleared store holds progress (%v, %v)", ok, err)
+			}
+			if got := snapshot(t, s); len(got) != 0 {
+				t.Fatalf("the cleared store holds %q", sortedKeys(got))
+			}
+		})
 	}
 }
