@@ -74,8 +74,8 @@ type AppOptions struct {
 	// runtime.DeadLetterDir under a directory of the task's Name, or a
 	// DeadLetterTopic with the task's Transactions (its letters then in
 	// each batch's transaction), its Name for WriterID and its Sources
-	// for Originals. A sink that needs closing is closed with the task
-	// (Task.OnClose). Without it, a task's bad records are logged and
+	// for Originals; a sink that needs closing registers its Close with
+	// Task.OnClose. Without it, a task's bad records are logged and
 	// skipped.
 	DeadLetters func(task *Task) runtime.DeadLetterSink
 	// StateCacheSize is the memory the instance's tasks share for their
