@@ -479,14 +479,15 @@ func (s *ListState[T]) Expiries(ctx context.Context) ([]time.Time, error) {
 	return expiries, err
 }
 
-// Put replaces the key's list with values.
+// Put replaces the key's list with values; with none, the key has no list
+// left (as after Clear).
 func (s *ListState[T]) Put(ctx context.Context, values []T) error {
 	sc, err := s.v.scope(ctx, "Put")
 	if err != nil {
 		return err
 	}
 	defer sc.lock()()
-	if err := sc.clear(s.v); err != nil {
+	if err := sc.clear(s.v); err != nil || len(values) == 0 {
 		return err
 	}
 	return s.append(sc, values)
@@ -497,10 +498,11 @@ func (s *ListState[T]) AppendValue(ctx context.Context, value T) error {
 	return s.AppendList(ctx, []T{value})
 }
 
-// AppendList adds values at the end of the key's list.
+// AppendList adds values at the end of the key's list (none: nothing
+// changes).
 func (s *ListState[T]) AppendList(ctx context.Context, values []T) error {
 	sc, err := s.v.scope(ctx, "AppendList")
-	if err != nil {
+	if err != nil || len(values) == 0 {
 		return err
 	}
 	defer sc.lock()()

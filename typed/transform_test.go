@@ -850,3 +850,54 @@ func TestInitialStateEventTimeTTL(t *testing.T) {
 		t.Fatalf("rows %q, want %s: a's initial count kept within the hour, c's gone after it", got, want)
 	}
 }
+
+// emptyListProcessor puts a row's page in the key's list, or, for the
+// page "none", puts an empty list; for "nothing" it appends none.
+type emptyListProcessor struct{ list *typed.ListState[string] }
+
+func (p *emptyListProcessor) Init(h *typed.Handle) error {
+	p.list = typed.NewListState[string](h, "list")
+	return nil
+}
+
+func (p *emptyListProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(string)) error {
+	for r := range rows {
+		var err error
+		switch r.Page {
+		case "none":
+			err = p.list.Put(ctx, nil)
+		case "nothing":
+			err = p.list.AppendList(ctx, nil)
+		default:
+			err = p.list.Put(ctx, []string{r.Page})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	ok, err := p.list.Exists(ctx)
+	emit(fmt.Sprint(user, " ", ok))
+	return err
+}
+
+// TestEmptyListLeavesNoState: a list put empty, or appended nothing to,
+// leaves the key no list and no state row (a header without elements
+// stayed for ever, counted among the operator's rows).
+func TestEmptyListLeavesNoState(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	out := typed.TransformWithState(typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }), &emptyListProcessor{}, typed.TimeModeNone, typed.Append)
+	sink := newSink[string]()
+	q := startLive(t, typed.WriteTo(out, sink), runtime.NewManualClock(seconds(1_000_000)), newCheckpoint().opts()...)
+	defer q.stop()
+	m.Add(fixtures.Click{User: "a", Time: seconds(1), Page: "p1"}, fixtures.Click{User: "b", Time: seconds(1), Page: "nothing"})
+	if rows := q.trigger().StateOperators[0].NumRowsTotal; rows != 2 { // a's header and element
+		t.Fatalf("%d state rows after a put of one element, want 2", rows)
+	}
+	m.Add(fixtures.Click{User: "a", Time: seconds(2), Page: "none"})
+	if rows := q.trigger().StateOperators[0].NumRowsTotal; rows != 0 {
+		t.Fatalf("%d state rows once a's list is put empty and b's appended nothing, want none", rows)
+	}
+	if got, want := fmt.Sprint(sink.rows()), "[a true b false a false]"; got != want {
+		t.Fatalf("rows %s, want %s", got, want)
+	}
+}
