@@ -1069,18 +1069,7 @@ func TestChangelogRestoreInterrupted(t *testing.T) {
 			return nil, nil, false
 		}
 		fetches.Add(1)
-		resp := req.ResponseKind().(*kmsg.FetchResponse)
-		for _, rt := range req.Topics {
-			st := kmsg.NewFetchResponseTopic()
-			st.Topic, st.TopicID = rt.Topic, rt.TopicID
-			for _, rp := range rt.Partitions {
-				sp := kmsg.NewFetchResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.UnknownServerError.Code
-				st.Partitions = append(st.Partitions, sp)
-			}
-			resp.Topics = append(resp.Topics, st)
-		}
-		return resp, nil, true
+		return fetchAnswer(req, func(rp *kmsg.FetchResponseTopicPartition) { rp.ErrorCode = kerr.UnknownServerError.Code }), nil, true
 	})
 	fs := vfs.NewMem()
 	restore := func() (map[string]string, error) {
