@@ -90,13 +90,13 @@ type TopicSource struct {
 	// fetched, which Read begins with (see prefetch.go).
 	positions  offsets
 	prefetched map[topicPartition]fetched
-	// firstBatches remembers, by the end offset Next planned for a new
+	// plannedStarts remembers, by the end offset Next planned for a new
 	// query's first batch, the starting offsets it planned from, so that
 	// Read reads that batch from the same offsets (resolving them again,
 	// a "latest" would have moved); and for a later batch with
 	// partitions new to the query, the earliest offsets they start at.
-	// Oldest first; at most maxFirstBatches.
-	firstBatches []firstBatch
+	// Oldest first; at most maxPlannedStarts.
+	plannedStarts []plannedStart
 	// lastTrigger is when Next last planned new offsets, or let
 	// MaxTriggerDelay end a hold; holding is set while it holds new
 	// offsets back (MinOffsetsPerTrigger).
@@ -107,16 +107,17 @@ type TopicSource struct {
 // defaultMaxTriggerDelay is Options.MaxTriggerDelay's default, Spark's.
 const defaultMaxTriggerDelay = 15 * time.Minute
 
-// firstBatch is a new query's first batch as Next planned it.
-type firstBatch struct {
+// plannedStart is where Next planned a batch's partitions to start that
+// the committed offsets do not give (see TopicSource.plannedStarts).
+type plannedStart struct {
 	end      string
 	starting offsets
 }
 
-// maxFirstBatches bounds TopicSource.firstBatches: more new queries than
+// maxPlannedStarts bounds TopicSource.plannedStarts: more new queries than
 // this starting at once on one source would make a Read resolve its
 // starting offsets again.
-const maxFirstBatches = 64
+const maxPlannedStarts = 64
 
 // partitionMeta says where a partition is fetched from.
 type partitionMeta struct {
@@ -393,10 +394,10 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 			}
 		}
 		s.mu.Lock()
-		if len(s.firstBatches) == maxFirstBatches {
-			s.firstBatches = s.firstBatches[1:]
+		if len(s.plannedStarts) == maxPlannedStarts {
+			s.plannedStarts = s.plannedStarts[1:]
 		}
-		s.firstBatches = append(s.firstBatches, firstBatch{end: string(end), starting: starting})
+		s.plannedStarts = append(s.plannedStarts, plannedStart{end: string(end), starting: starting})
 		s.mu.Unlock()
 	}
 	return end, nil
@@ -433,7 +434,7 @@ func (s *TopicSource) Read(ctx context.Context, start, end json.RawMessage, fn f
 	// query start.
 	var planned offsets
 	s.mu.Lock()
-	for _, b := range s.firstBatches {
+	for _, b := range s.plannedStarts {
 		if b.end == string(end) {
 			planned = b.starting
 		}
