@@ -60,14 +60,18 @@ func (s *TopicSource) listPartitions(ctx context.Context, client *kgo.Client) ([
 	}
 	meta := make(map[topicPartition]partitionMeta)
 	var parts, leaderless []topicPartition
+	var making []string
 	for _, t := range resp.Topics {
 		if t.Topic == nil {
 			continue
 		}
 		topic := *t.Topic
 		switch err := kerr.ErrorForCode(t.ErrorCode); {
-		case errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.LeaderNotAvailable):
-			continue // not there yet, or being made: listed once it is
+		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			continue // not there (yet, or any more)
+		case errors.Is(err, kerr.LeaderNotAvailable):
+			making = append(making, topic) // being made: listed once it is
+			continue
 		case err != nil:
 			return nil, fmt.Errorf("streamgen: kafka source %q: metadata of topic %q: %w", s.name, topic, err)
 		}
@@ -89,7 +93,7 @@ func (s *TopicSource) listPartitions(ctx context.Context, client *kgo.Client) ([
 	}
 	slices.SortFunc(parts, compareTopicPartitions)
 	s.mu.Lock()
-	s.meta, s.listed, s.listedAt, s.leaderless = meta, parts, time.Now(), leaderless
+	s.meta, s.listed, s.listedAt, s.leaderless, s.making = meta, parts, time.Now(), leaderless, making
 	s.mu.Unlock()
 	return parts, nil
 }

@@ -61,11 +61,13 @@ type Options struct {
 	// OnDataLoss says what to do when offsets the query has not read are
 	// gone: deleted by retention or DeleteRecords, a partition whose log
 	// is now shorter than the offset reached (a topic deleted and made
-	// again), or a new partition whose first records were deleted before
-	// the query saw it. The default, FailOnDataLoss, fails the batch with
-	// an error naming the topic, partition and offsets (Spark's
-	// failOnDataLoss=true); ContinueOnDataLoss logs a warning and goes on
-	// from the earliest offset still there.
+	// again), a partition gone from a topic the source reads (the topic
+	// deleted), or a new partition whose first records were deleted
+	// before the query saw it. The default, FailOnDataLoss, fails the
+	// batch with an error naming the topic, partition and offsets
+	// (Spark's failOnDataLoss=true); ContinueOnDataLoss logs a warning and
+	// goes on from the earliest offset still there (a topic deleted, made
+	// again, is read from its first record).
 	OnDataLoss DataLoss
 
 	// Name names the source in progress reports and in the checkpoint,

@@ -80,11 +80,13 @@ type TopicSource struct {
 	// meta is what the last listing learnt of each partition: where to
 	// fetch it; listed are the partitions it found, sorted, and listedAt
 	// when it was made; leaderless those it found without a leader (an
-	// election under way), which it left out.
+	// election under way), which it left out, and making the topics it
+	// found being made (no leader for any of their partitions yet).
 	meta       map[topicPartition]partitionMeta
 	listed     []topicPartition
 	listedAt   time.Time
 	leaderless []topicPartition
+	making     []string
 	// positions are the ends Next planned last, by partition: where
 	// Available fetches from; prefetched are the records Available
 	// fetched, which Read begins with (see prefetch.go).
@@ -288,9 +290,10 @@ func (s *TopicSource) partitionsRead(ctx context.Context, client *kgo.Client) ([
 // MaxOffsetsPerTrigger offsets in all unless limit is
 // runtime.AllAvailable; with runtime.Limited, a batch of fewer than
 // MinOffsetsPerTrigger is held back (see holdBack).
-// Partitions committed but not in upTo (a topic deleted, or no longer
-// matched) keep their offsets. It returns committed when there is nothing
-// new, and a new query's first batch always.
+// A partition committed but gone from the listing, of a topic the source
+// still reads, is data loss (its topic was deleted: see gone); one of a
+// topic the source no longer reads keeps its offset. It returns committed
+// when there is nothing new, and a new query's first batch always.
 func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage, limit runtime.ReadLimit) (json.RawMessage, error) {
 	client, err := s.clientFor()
 	if err != nil {
@@ -329,6 +332,14 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 			if _, known := from[tp]; !known {
 				fresh = append(fresh, tp)
 			}
+		}
+	}
+	gone := s.gone(committed, from, available)
+	for _, tp := range gone {
+		err := s.dataLoss(lostRange{tp: tp, from: from[tp], to: from[tp],
+			why: "the partition is gone (was its topic deleted?): records after the offset the query reached may have been missed"})
+		if err != nil {
+			return nil, err
 		}
 	}
 	var earliest offsets
@@ -377,6 +388,12 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	if next == nil {
 		next = make(offsets)
 	}
+	for _, tp := range gone {
+		// Forgotten: made again, it is a partition new to the query,
+		// read from its earliest offset (Spark's end offsets leave a
+		// deleted partition out too).
+		delete(next, tp)
+	}
 	maps.Copy(next, until)
 	if len(committed) > 0 && maps.Equal(next, from) {
 		return committed, nil
@@ -401,6 +418,30 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 		s.mu.Unlock()
 	}
 	return end, nil
+}
+
+// gone returns the partitions of from, the offsets a query has
+// committed, that available, the offsets Available listed, leaves out and
+// the last listing did not find at all, of topics the source still reads:
+// their topic was deleted (Spark: "... are gone. Some data may have been
+// missed."). A partition without a leader, or of a topic being made, is
+// not gone; a new query (committed empty) has none.
+func (s *TopicSource) gone(committed json.RawMessage, from, available offsets) []topicPartition {
+	if len(committed) == 0 {
+		return nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []topicPartition
+	for _, tp := range from.sorted() {
+		if _, ok := available[tp]; ok || !s.opts.subscribes(tp.topic, s.pattern) ||
+			len(s.opts.Partitions) > 0 && !slices.Contains(s.opts.Partitions[tp.topic], tp.partition) ||
+			slices.Contains(s.listed, tp) || slices.Contains(s.leaderless, tp) || slices.Contains(s.making, tp.topic) {
+			continue
+		}
+		out = append(out, tp)
+	}
+	return out
 }
 
 // leftOut returns the partitions the last listing found (with a leader

@@ -553,3 +553,71 @@ func TestNewPartitionStartsAtItsEarliestOffset(t *testing.T) {
 		})
 	}
 }
+
+// TestDeletedTopicIsDataLoss: a topic the query reads is deleted. As in
+// Spark ("... are gone. Some data may have been missed."), that is data
+// loss: the default fails the batch; ContinueOnDataLoss reports it once
+// and forgets the partition, so that the topic, made again, is read from
+// its first record, as a partition new to the query, not from the offset
+// the deleted one had reached (which skipped the new topic's first ten
+// records without a word).
+func TestDeletedTopicIsDataLoss(t *testing.T) {
+	for _, onLoss := range []kafka.DataLoss{kafka.ContinueOnDataLoss, kafka.FailOnDataLoss} {
+		t.Run(onLoss.String(), func(t *testing.T) {
+			var log bytes.Buffer
+			old := slog.Default()
+			slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
+			defer slog.SetDefault(old)
+			conn, adm := newCluster(t)
+			createTopic(t, adm, "del", 1)
+			createTopic(t, adm, "keep", 1)
+			produce(t, conn, rateRecords("del", 0, 0, 10)...)
+			produce(t, conn, rateRecords("keep", 0, 100, 5)...)
+			src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"del", "keep"}, StartingOffsets: kafka.Earliest(), OnDataLoss: onLoss})
+			defer src.Close()
+			var read []int64
+			collect := func(r runtime.Record) error {
+				var row fixtures.RateRow
+				if err := row.UnmarshalJSON(r.Data); err != nil {
+					return err
+				}
+				read = append(read, row.Value)
+				return nil
+			}
+			committed := stepSource(t, src, nil, collect)
+
+			if _, err := adm.DeleteTopics(testContext(t), "del"); err != nil {
+				t.Fatal(err)
+			}
+			produce(t, conn, rateRecords("keep", 0, 105, 1)...)
+			if onLoss == kafka.FailOnDataLoss {
+				ctx := testContext(t)
+				upTo, err := src.Available(ctx)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = src.Next(ctx, committed, upTo, runtime.Limited)
+				if !errors.Is(err, kafka.ErrDataLoss) || !strings.Contains(err.Error(), `topic "del" partition 0: offset 10: the partition is gone`) {
+					t.Fatalf("the batch after the topic's deletion: %v, want data loss of del/0 after offset 10", err)
+				}
+				return
+			}
+			committed = stepSource(t, src, committed, collect)
+			createTopic(t, adm, "del", 1)
+			produce(t, conn, rateRecords("del", 0, 1000, 20)...)
+			for batch := 0; len(read) < 36; batch++ {
+				if batch == 10 {
+					t.Fatalf("after %d batches, read %v", batch, read)
+				}
+				committed = stepSource(t, src, committed, collect)
+			}
+			slices.Sort(read)
+			if want := slices.Concat(span(0, 9), span(100, 105), span(1000, 1019)); fmt.Sprint(read) != fmt.Sprint(want) {
+				t.Errorf("read %v, want %v", read, want)
+			}
+			if n := strings.Count(log.String(), "data loss"); n != 1 {
+				t.Errorf("%d reports of data loss, want 1:\n%s", n, log.String())
+			}
+		})
+	}
+}
