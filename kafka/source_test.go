@@ -1,11 +1,9 @@
 package kafka_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/internal/testenv"
 	"github.com/streamgen/streamgen/kafka"
 	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
@@ -481,19 +480,26 @@ func TestMinOffsetsPerTrigger(t *testing.T) {
 // batch's end.
 func stepSource(t *testing.T, src *kafka.TopicSource, committed json.RawMessage, fn func(runtime.Record) error) json.RawMessage {
 	t.Helper()
+	end, err := planBatch(t, src, committed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Read(testContext(t), committed, end, fn); err != nil {
+		t.Fatal(err)
+	}
+	return end
+}
+
+// planBatch plans the batch after committed as a query does: the
+// offsets available, then Next's end offsets, or Next's error.
+func planBatch(t *testing.T, src *kafka.TopicSource, committed json.RawMessage) (json.RawMessage, error) {
+	t.Helper()
 	ctx := testContext(t)
 	upTo, err := src.Available(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	end, err := src.Next(ctx, committed, upTo, runtime.Limited)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := src.Read(ctx, committed, end, fn); err != nil {
-		t.Fatal(err)
-	}
-	return end
+	return src.Next(ctx, committed, upTo, runtime.Limited)
 }
 
 // TestNewPartitionStartsAtItsEarliestOffset: a topic the pattern matches
@@ -508,10 +514,7 @@ func stepSource(t *testing.T, src *kafka.TopicSource, committed json.RawMessage,
 func TestNewPartitionStartsAtItsEarliestOffset(t *testing.T) {
 	for _, onLoss := range []kafka.DataLoss{kafka.ContinueOnDataLoss, kafka.FailOnDataLoss} {
 		t.Run(map[kafka.DataLoss]string{kafka.ContinueOnDataLoss: "continue", kafka.FailOnDataLoss: "fail"}[onLoss], func(t *testing.T) {
-			var log bytes.Buffer
-			old := slog.Default()
-			slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
-			defer slog.SetDefault(old)
+			log := testenv.CaptureLog(t)
 			conn, adm := newCluster(t)
 			createTopic(t, adm, "rv-a", 1)
 			src := kafka.Source(kafka.Options{Connection: conn, TopicPattern: "^rv-", StartingOffsets: kafka.Earliest(),
@@ -528,12 +531,7 @@ func TestNewPartitionStartsAtItsEarliestOffset(t *testing.T) {
 			}
 			produce(t, conn, rateRecords("rv-a", 0, 0, 100)...)
 			if onLoss == kafka.FailOnDataLoss {
-				ctx := testContext(t)
-				upTo, err := src.Available(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := src.Next(ctx, committed, upTo, runtime.Limited); !errors.Is(err, kafka.ErrDataLoss) {
+				if _, err := planBatch(t, src, committed); !errors.Is(err, kafka.ErrDataLoss) {
 					t.Fatalf("a new partition whose first 990 records are gone: %v, want ErrDataLoss", err)
 				}
 				return
@@ -564,10 +562,7 @@ func TestNewPartitionStartsAtItsEarliestOffset(t *testing.T) {
 func TestDeletedTopicIsDataLoss(t *testing.T) {
 	for _, onLoss := range []kafka.DataLoss{kafka.ContinueOnDataLoss, kafka.FailOnDataLoss} {
 		t.Run(onLoss.String(), func(t *testing.T) {
-			var log bytes.Buffer
-			old := slog.Default()
-			slog.SetDefault(slog.New(slog.NewTextHandler(&log, nil)))
-			defer slog.SetDefault(old)
+			log := testenv.CaptureLog(t)
 			conn, adm := newCluster(t)
 			createTopic(t, adm, "del", 1)
 			createTopic(t, adm, "keep", 1)
@@ -591,12 +586,7 @@ func TestDeletedTopicIsDataLoss(t *testing.T) {
 			}
 			produce(t, conn, rateRecords("keep", 0, 105, 1)...)
 			if onLoss == kafka.FailOnDataLoss {
-				ctx := testContext(t)
-				upTo, err := src.Available(ctx)
-				if err != nil {
-					t.Fatal(err)
-				}
-				_, err = src.Next(ctx, committed, upTo, runtime.Limited)
+				_, err := planBatch(t, src, committed)
 				if !errors.Is(err, kafka.ErrDataLoss) || !strings.Contains(err.Error(), `topic "del" partition 0: offset 10: the partition is gone`) {
 					t.Fatalf("the batch after the topic's deletion: %v, want data loss of del/0 after offset 10", err)
 				}

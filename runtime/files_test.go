@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -20,6 +19,7 @@ import (
 	"time"
 
 	"github.com/streamgen/streamgen/generated/sensor"
+	"github.com/streamgen/streamgen/internal/testenv"
 	"github.com/streamgen/streamgen/runtime"
 )
 
@@ -444,17 +444,6 @@ func TestFilesNameResolvesDir(t *testing.T) {
 	}
 }
 
-// captureLog sends slog's default logger to a buffer for the rest of the
-// test.
-func captureLog(t *testing.T) *bytes.Buffer {
-	t.Helper()
-	var buf bytes.Buffer
-	old := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
-	t.Cleanup(func() { slog.SetDefault(old) })
-	return &buf
-}
-
 // badEntries makes in dir, besides regular files, entries that are not
 // regular files once links are followed, and returns their names.
 func badEntries(t *testing.T, dir string) []string {
@@ -493,7 +482,7 @@ func badEntries(t *testing.T, dir string) []string {
 // processed-file log; a pipe or a directory is not a file to read at all:
 // it is skipped, and a warning names it once.
 func TestFilesOnlyRegularFiles(t *testing.T) {
-	log := captureLog(t)
+	log := testenv.CaptureLog(t)
 	dir := t.TempDir()
 	bad := badEntries(t, dir)
 	writeFile(t, dir, "a.json", "{\"a\":1}\n")

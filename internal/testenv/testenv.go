@@ -1,4 +1,5 @@
-// Package testenv says how much the repository's tests do. `go test ./...`
+// Package testenv says how much the repository's tests do, and holds
+// what tests of several packages share. `go test ./...`
 // runs what a newcomer waits for, in a few minutes; with
 // STREAMGEN_TEST_FULL=1, which .ci/run sets, the tests that take long (the
 // fault campaign's full size, end-to-end builds of the examples, a
@@ -6,6 +7,8 @@
 package testenv
 
 import (
+	"bytes"
+	"log/slog"
 	"os"
 	"testing"
 )
@@ -24,4 +27,16 @@ func SkipUnlessFull(t testing.TB, why string) {
 	if !Full() {
 		t.Skipf("%s: %s=1 runs it (.ci/run does)", why, FullEnv)
 	}
+}
+
+// CaptureLog sends slog's default logger to a buffer for the rest of the
+// test, and returns the buffer, to read once what logs has stopped. Not
+// for parallel tests: the default logger is the process's.
+func CaptureLog(t testing.TB) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(old) })
+	return &buf
 }
