@@ -114,8 +114,13 @@ func (q *queryTable[K, V]) forBatch(b *runtime.Batch) *tableVersion[K, V] {
 		if q.version != nil {
 			q.run.release(q.version)
 		}
-		q.pinned, q.version = b, q.run.acquire()
+		var letters []runtime.DeadLetter
+		q.pinned = b
+		q.version, letters = q.run.acquire()
 		b.UseTable(q.version.progress)
+		for _, l := range letters {
+			b.DeadLetter(l)
+		}
 	}
 	return q.version
 }

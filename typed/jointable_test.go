@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -234,6 +235,70 @@ func TestTableFromStreamAggregates(t *testing.T) {
 	p, _ := q.LastProgress()
 	if len(p.Tables) != 1 || p.Tables[0].Name != "history" || p.Tables[0].Version != 1 || p.Tables[0].Rows != 4 {
 		t.Fatalf("progress tables %+v, want history version 1 of 4 rows", p.Tables)
+	}
+}
+
+// TestTableFromStreamDeadLetters: the rows of a table's stream that do
+// not decode go to the dead letters of the query that joins the table,
+// once, with the first batch that joins with the load that read them
+// (they were only logged), and the rows that decode make the table.
+func TestTableFromStreamDeadLetters(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"part-0.json": `{"User":"u0","Count":1}` + "\n" + `{"User":"u1","Count":` + "\n" + `{"User":"u2","Count":3}` + "\n",
+		"part-1.json": `{"User":"u3","Count":4}` + "\n" + `not json` + "\n",
+	}
+	var malformed []string
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(files[name]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(files[name]) {
+			var u fixtures.UserCount
+			if u.UnmarshalJSON([]byte(line)) != nil {
+				malformed = append(malformed, strings.TrimSuffix(line, "\n"))
+			}
+		}
+	}
+	table := typed.TableFromStream(typed.From[fixtures.UserCount](runtime.FilesSource(dir, runtime.FilesOptions{})),
+		func(u *fixtures.UserCount) string { return u.User }, typed.TableName("counts"))
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	joined := typed.JoinTable(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }, table, typed.LeftOuter,
+		func(j typed.Joined[string, fixtures.Click, fixtures.UserCount]) string {
+			if j.Right == nil {
+				return j.Key + " none"
+			}
+			return fmt.Sprintf("%s %d", j.Key, j.Right.Count)
+		})
+	dead := runtime.DeadLetterMemory()
+	sink := newSink[string]()
+	q, err := typed.WriteTo(joined, sink).Start(t.Context(), newCheckpoint().opts(runtime.DeadLetters(dead))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop()
+	for _, users := range [][]string{{"u0", "u1"}, {"u2", "u3"}} {
+		m.Add(click(users[0], 1), click(users[1], 2))
+		if err := q.ProcessAllAvailable(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := sortedRows(sink.rows()), []string{"u0 1", "u1 none", "u2 3", "u3 4"}; !slices.Equal(got, want) {
+		t.Errorf("rows %q, want %q", got, want)
+	}
+	var raws []string
+	for _, d := range dead.Letters() {
+		raws = append(raws, d.Raw)
+	}
+	if !slices.Equal(raws, malformed) {
+		t.Errorf("dead letters %q, want the table's malformed lines %q, once", raws, malformed)
+	}
+	var perBatch []int64
+	for _, p := range q.RecentProgress() {
+		perBatch = append(perBatch, p.NumDeadLetters)
+	}
+	if want := []int64{int64(len(malformed)), 0}; !slices.Equal(perBatch, want) {
+		t.Errorf("dead letters by batch %v, want %v: all with the first batch that joins", perBatch, want)
 	}
 }
 

@@ -28,11 +28,12 @@ import (
 // concurrent use by the queries that join with it.
 type Table[K comparable, V any] struct {
 	name string
-	// load reads the table's rows with their keys; newChanged, when not
-	// nil, makes for one query's run of the table a function that reports
-	// whether a load would read something new (a stream's sources moved
-	// since that run's last load).
-	load       func(ctx context.Context) ([]tableRow[K, V], error)
+	// load reads the table's rows with their keys, and, for a table of a
+	// stream, the dead letters of the rows that did not decode;
+	// newChanged, when not nil, makes for one query's run of the table a
+	// function that reports whether a load would read something new (a
+	// stream's sources moved since that run's last load).
+	load       func(ctx context.Context) ([]tableRow[K, V], []runtime.DeadLetter, error)
 	newChanged func() func(ctx context.Context) (bool, error)
 	every      time.Duration
 	// diskAbove, when positive, keeps a version of more rows on disk,
@@ -85,7 +86,7 @@ func TableOnDiskAbove(rows int) TableOption { return func(c *tableConfig) { c.di
 // versions; the default, "", is the system's temporary directory.
 func TableDir(dir string) TableOption { return func(c *tableConfig) { c.dir = dir } }
 
-func newTable[K comparable, V any](kind string, load func(ctx context.Context) ([]tableRow[K, V], error), opts []TableOption) *Table[K, V] {
+func newTable[K comparable, V any](kind string, load func(ctx context.Context) ([]tableRow[K, V], []runtime.DeadLetter, error), opts []TableOption) *Table[K, V] {
 	cfg := tableConfig{name: kind}
 	for _, o := range opts {
 		o(&cfg)
@@ -120,7 +121,7 @@ func keyed[K comparable, V any](rows []V, key func(*V) K) []tableRow[K, V] {
 // TableOf is a table of rows, each under the key key gives it.
 func TableOf[K comparable, V any](rows []V, key func(*V) K, opts ...TableOption) *Table[K, V] {
 	fixed := keyed(rows, key)
-	return newTable("table", func(context.Context) ([]tableRow[K, V], error) { return fixed, nil }, opts)
+	return newTable("table", func(context.Context) ([]tableRow[K, V], []runtime.DeadLetter, error) { return fixed, nil, nil }, opts)
 }
 
 // TableFromMap is a table of one row per key of m.
@@ -129,19 +130,19 @@ func TableFromMap[K comparable, V any](m map[K]V, opts ...TableOption) *Table[K,
 	for k, v := range m {
 		fixed = append(fixed, tableRow[K, V]{key: k, row: v})
 	}
-	return newTable("table", func(context.Context) ([]tableRow[K, V], error) { return fixed, nil }, opts)
+	return newTable("table", func(context.Context) ([]tableRow[K, V], []runtime.DeadLetter, error) { return fixed, nil, nil }, opts)
 }
 
 // TableFromFunc is a table whose rows load reads, each under the key key
 // gives it: a file, a database, a service. With RefreshEvery, load is
 // called again at each interval.
 func TableFromFunc[K comparable, V any](load func(ctx context.Context) ([]V, error), key func(*V) K, opts ...TableOption) *Table[K, V] {
-	return newTable("table", func(ctx context.Context) ([]tableRow[K, V], error) {
+	return newTable("table", func(ctx context.Context) ([]tableRow[K, V], []runtime.DeadLetter, error) {
 		rows, err := load(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return keyed(rows, key), nil
+		return keyed(rows, key), nil, nil
 	}, opts)
 }
 
@@ -151,8 +152,11 @@ func TableFromFunc[K comparable, V any](load func(ctx context.Context) ([]V, err
 // files). A stream that ends in an aggregation gives its whole result
 // table (Complete mode: Spark's static aggregate, such as the reference's
 // historical averages); another, every row it writes. A row that does not
-// decode is left out, with a warning in the log that says how many and
-// where the first is. With RefreshEvery, the stream is read again when its
+// decode is left out of the table and goes to the dead letters of each
+// query that joins the table (runtime.DeadLetters), as a dead letter of
+// the first batch that joins with the load that read it, as the query's
+// own input's would (a query started again, which loads the table again,
+// reports them again). With RefreshEvery, the stream is read again when its
 // sources hold more: each query that joins the table checks its own last
 // load, and the queries' loads run one at a time (a processor in the
 // stream serves one query at a time; two tables made from one stream
@@ -172,16 +176,16 @@ func TableFromStream[K comparable, V any](s Stream[V], key func(*V) K, opts ...T
 			return ctx.Err()
 		}
 	}
-	t := newTable("stream table", func(ctx context.Context) ([]tableRow[K, V], error) {
+	t := newTable("stream table", func(ctx context.Context) ([]tableRow[K, V], []runtime.DeadLetter, error) {
 		if err := acquire(ctx); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		defer func() { <-lock }()
-		rows, err := readBounded(ctx, s)
+		rows, letters, err := readBounded(ctx, s)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		return keyed(rows, key), nil
+		return keyed(rows, key), letters, nil
 	}, opts)
 	t.errs = append(t.errs, s.p.errs...)
 	t.newChanged = func() func(ctx context.Context) (bool, error) {
@@ -200,9 +204,10 @@ func TableFromStream[K comparable, V any](s Stream[V], key func(*V) K, opts ...T
 // readBounded runs s as a query of its own, in memory, to the end of what
 // its sources hold, and returns its result: the last batch's rows when it
 // ends in an aggregation (its whole table, in Complete mode), every row
-// written otherwise. The end of its input moves its watermark past every
-// event time, so windows still open are written.
-func readBounded[V any](ctx context.Context, s Stream[V]) ([]V, error) {
+// written otherwise; and its dead letters, in order. The end of its input
+// moves its watermark past every event time, so windows still open are
+// written.
+func readBounded[V any](ctx context.Context, s Stream[V]) ([]V, []runtime.DeadLetter, error) {
 	sink := NewMemorySink[V]()
 	w := WriteTo(s, Sink[V](sink))
 	complete := endsInAggregation(s)
@@ -212,26 +217,21 @@ func readBounded[V any](ctx context.Context, s Stream[V]) ([]V, error) {
 	dead := &deadLetterList{}
 	q, err := w.Start(ctx, runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime(), runtime.DeadLetters(dead))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := q.AwaitTermination(); err != nil {
-		return nil, err
-	}
-	if n := dead.count(); n > 0 {
-		d, _ := dead.first()
-		slog.Warn("streamgen: rows of a table's stream did not decode, and are left out of the table", "rows", n,
-			"first", d.Source+": "+d.Position, "error", d.Error)
+		return nil, nil, err
 	}
 	batches := sink.Batches()
 	ids := slices.Sorted(maps.Keys(batches))
 	if complete && len(ids) > 0 {
-		return batches[ids[len(ids)-1]], nil
+		return batches[ids[len(ids)-1]], dead.all(), nil
 	}
 	var rows []V
 	for _, id := range ids {
 		rows = append(rows, batches[id]...)
 	}
-	return rows, nil
+	return rows, dead.all(), nil
 }
 
 // deadLetterList keeps the dead letters of a query, by batch.
@@ -250,27 +250,15 @@ func (l *deadLetterList) WriteDeadLetters(_ context.Context, batch int64, letter
 	return nil
 }
 
-// count returns the number of dead letters.
-func (l *deadLetterList) count() int {
+// all returns the dead letters, batch by batch.
+func (l *deadLetterList) all() []runtime.DeadLetter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
-	for _, d := range l.letters {
-		n += len(d)
-	}
-	return n
-}
-
-// first returns the first dead letter of the earliest batch that had one.
-func (l *deadLetterList) first() (runtime.DeadLetter, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	var out []runtime.DeadLetter
 	for _, id := range slices.Sorted(maps.Keys(l.letters)) {
-		if len(l.letters[id]) > 0 {
-			return l.letters[id][0], true
-		}
+		out = append(out, l.letters[id]...)
 	}
-	return runtime.DeadLetter{}, false
+	return out
 }
 
 // endsInAggregation reports whether the last stateful operator of s is an
@@ -313,6 +301,10 @@ type tableVersion[K comparable, V any] struct {
 	index    map[K]tableSpan
 	rows     []V
 	disk     *diskRows[K, V]
+	// letters are the load's dead letters, which the first batch that
+	// joins with the version reports (guarded by tableRun.mu; nil once
+	// reported).
+	letters []runtime.DeadLetter
 	// users counts the queries' batches using the version (guarded by
 	// tableRun.mu); a version on disk is closed once it is not current
 	// and none uses it.
@@ -407,12 +399,15 @@ type tableRun[K comparable, V any] struct {
 	closed  bool
 }
 
-// acquire returns the current version, for a batch's use until release.
-func (r *tableRun[K, V]) acquire() *tableVersion[K, V] {
+// acquire returns the current version, for a batch's use until release,
+// and its dead letters, for the first batch that uses it to report.
+func (r *tableRun[K, V]) acquire() (*tableVersion[K, V], []runtime.DeadLetter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.current.users++
-	return r.current
+	letters := r.current.letters
+	r.current.letters = nil
+	return r.current, letters
 }
 
 // release ends a batch's use of v, closing it when it is no longer
@@ -460,9 +455,13 @@ func (r *tableRun[K, V]) start(ctx context.Context) error {
 
 // loadVersion loads the table as version id and makes it current.
 func (r *tableRun[K, V]) loadVersion(ctx context.Context, id int64) error {
-	rows, err := r.t.load(ctx)
+	rows, letters, err := r.t.load(ctx)
 	if err != nil {
 		return fmt.Errorf("table %s: load: %w", r.t.name, unprefixed(err))
+	}
+	if len(letters) > 0 {
+		slog.Warn("streamgen: rows of a table's stream did not decode: they are left out of the table, and go to the dead letters of the first batch that joins with it",
+			"table", r.t.name, "version", id, "rows", len(letters), "first", letters[0].Source+": "+letters[0].Position, "error", letters[0].Error)
 	}
 	if len(rows) > math.MaxInt32 {
 		return fmt.Errorf("table %s: %d rows: more than %d", r.t.name, len(rows), math.MaxInt32)
@@ -474,9 +473,9 @@ func (r *tableRun[K, V]) loadVersion(ctx context.Context, id int64) error {
 			return err
 		}
 		progress.OnDisk = true
-		return r.makeCurrent(&tableVersion[K, V]{progress: progress, disk: d})
+		return r.makeCurrent(&tableVersion[K, V]{progress: progress, disk: d, letters: letters})
 	}
-	v := &tableVersion[K, V]{index: make(map[K]tableSpan, len(rows)), rows: make([]V, len(rows)), progress: progress}
+	v := &tableVersion[K, V]{index: make(map[K]tableSpan, len(rows)), rows: make([]V, len(rows)), progress: progress, letters: letters}
 	// Count each key's rows, give each key its span, then fill the spans
 	// in the rows' order.
 	for i := range rows {
