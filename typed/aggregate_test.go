@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -420,6 +422,77 @@ func TestAggregateByKey(t *testing.T) {
 				}
 			}
 			sameTable(t, tc.name+" "+mode.String(), got, want)
+		}
+	}
+}
+
+// TestMinMaxNaN: NaN is greater than any other value in Min and Max, as
+// in Spark (its NaN semantics: "NaN values go last when in ascending
+// order") and Flink, whatever the order of the rows and their batches: a
+// key's maximum is NaN once one of its values is, its minimum only when
+// all are. (Compared with < and >, a NaN seen first stuck and one seen
+// later was passed over.) Checked against a plain loop, with a batch of
+// every row, of three and of one.
+func TestMinMaxNaN(t *testing.T) {
+	choices := []float64{math.NaN(), math.Inf(-1), -1, 0, 2, math.Inf(1)}
+	rnd := rand.New(rand.NewPCG(5, 8))
+	var in []fixtures.Click
+	values := map[string][]float64{}
+	for i := range 200 {
+		user := fmt.Sprint("u", rnd.IntN(24))
+		v := choices[rnd.IntN(len(choices))]
+		if user >= "u20" {
+			v = math.NaN() // keys of NaN only
+		}
+		values[user] = append(values[user], v)
+		in = append(in, fixtures.Click{User: user, Time: at(i), Page: strconv.FormatFloat(v, 'g', -1, 64)})
+	}
+	value := func(c *fixtures.Click) float64 {
+		v, _ := strconv.ParseFloat(c.Page, 64)
+		return v
+	}
+	// Spark's order: the non-NaN values by <, then NaN.
+	wantMin, wantMax := map[string]float64{}, map[string]float64{}
+	for user, vs := range values {
+		lo, hi, numbers := math.NaN(), math.NaN(), 0
+		for _, v := range vs {
+			if math.IsNaN(v) {
+				continue
+			}
+			if numbers++; numbers == 1 || v < lo {
+				lo = v
+			}
+			if numbers == 1 || v > hi {
+				hi = v
+			}
+		}
+		wantMin[user], wantMax[user] = lo, hi
+		if numbers < len(vs) {
+			wantMax[user] = math.NaN()
+		}
+	}
+	for _, perBatch := range []int{0, 3, 1} {
+		for name, agg := range map[string]typed.Aggregator[fixtures.Click, typed.ExtremeAcc, float64]{"min": typed.Min(value), "max": typed.Max(value)} {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
+			m.Add(in...)
+			byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+			sink := newSink[userStat]()
+			out := typed.AggregateByKey(byUser, agg, func(u string, v float64) userStat { return userStat{u, v} })
+			if err := runToEnd(t, typed.WriteTo(out, sink), newCheckpoint().opts()...); err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]map[string]float64{"min": wantMin, "max": wantMax}[name]
+			got := map[string]float64{}
+			for _, rows := range sortedBatches(sink.snapshot()) {
+				for _, r := range rows {
+					got[r.User] = r.Value
+				}
+			}
+			for user, w := range want {
+				if g, ok := got[user]; !ok || fmt.Sprint(g) != fmt.Sprint(w) {
+					t.Errorf("%s of %s (%d a batch) over %v: %v, want %v", name, user, perBatch, values[user], g, w)
+				}
+			}
 		}
 	}
 }

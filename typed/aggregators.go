@@ -110,14 +110,18 @@ func (avgAgg[In]) Result(a SumAcc) float64 {
 	return a.Sum / float64(a.N)
 }
 
-// Min is the least value over the rows (NaN for none).
+// Min is the least value over the rows (NaN for none). NaN is greater
+// than any other value, as in Spark's and Flink's min: it is the least
+// only of rows that are all NaN, in whatever order the rows come.
 func Min[In any](value func(*In) float64) Aggregator[In, ExtremeAcc, float64] {
-	return extremeAgg[In]{value: value, less: func(a, b float64) bool { return a < b }}
+	return extremeAgg[In]{value: value, less: func(a, b float64) bool { return a < b || math.IsNaN(b) && !math.IsNaN(a) }}
 }
 
-// Max is the greatest value over the rows (NaN for none).
+// Max is the greatest value over the rows (NaN for none). NaN is greater
+// than any other value, as in Spark's and Flink's max: one NaN makes the
+// greatest NaN, in whatever order the rows come.
 func Max[In any](value func(*In) float64) Aggregator[In, ExtremeAcc, float64] {
-	return extremeAgg[In]{value: value, less: func(a, b float64) bool { return a > b }}
+	return extremeAgg[In]{value: value, less: func(a, b float64) bool { return a > b || math.IsNaN(a) && !math.IsNaN(b) }}
 }
 
 type extremeAgg[In any] struct {
