@@ -34,20 +34,34 @@ import (
 
 // genFlags are the generator's flags.
 type genFlags struct {
-	events int64
-	rate   int
-	seed   uint64
+	events     int64
+	rate       int
+	generators int
+	seed       uint64
 }
+
+// The workload of the published Flink figures (nexmark/nexmark
+// GUIDE_V1: "Source generates 10M records per seconds", parallelism 8):
+// conf/nexmark.yaml's nexmark.workload.suite.100m.tps, which
+// ddl_gen.sql gives the generator as first-event.rate, and one generator
+// a source task (NexmarkTableSourceFactory: numEventGenerators =
+// parallelism). Event time then moves 1 s every 10M events, and windows
+// of 10 s hold a whole run of 10M.
+const (
+	publishedRate       = 10_000_000
+	publishedGenerators = 8
+)
 
 func (g *genFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&g.events, "events", 0, "the number of events to generate")
-	fs.IntVar(&g.rate, "rate", 10_000, "events a second of event time (the generator's first-event.rate)")
+	fs.IntVar(&g.rate, "rate", publishedRate, "events a second of event time (the generator's first-event.rate; the default is the published Flink run's)")
+	fs.IntVar(&g.generators, "generators", publishedGenerators, "generators, each its split of the events' ids and times, merged in event-time order (the published Flink run's parallelism by default)")
 	fs.Uint64Var(&g.seed, "seed", 42, "the generator's seed")
 }
 
 func (g *genFlags) config() generator.Config {
 	cfg := generator.DefaultConfig()
-	cfg.Events, cfg.Rate, cfg.Seed = g.events, g.rate, g.seed
+	cfg.Events, cfg.Rate, cfg.Generators, cfg.Seed = g.events, g.rate, g.generators, g.seed
 	return cfg
 }
 
@@ -314,6 +328,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return usagef("-source %q: generator, files or kafka", *source)
 	}
 
+	fmt.Fprintf(stdout, "workload: %d events, %d a second of event time, %d generators (the published Flink run's: %d a second, %d generators)\n",
+		g.events, g.rate, g.generators, publishedRate, publishedGenerators)
 	fmt.Fprintf(stdout, "%-4s %12s %9s %14s %15s %9s %12s %12s %10s\n", "q", "events", "wall s", "events/s", "events/CPU-s", "RSS MiB", "Flink/core", "Feldera/core", "×Flink")
 	for _, q := range list {
 		s, closeSource, err := events()

@@ -21,6 +21,13 @@
 // query and state store), the peak resident memory, and the published
 // figures per core of Flink and Feldera beside them.
 //
+// The generator's defaults are the workload of the published Flink
+// figures: -rate 10000000 events a second of event time (so that 10M
+// events span one second, and every 10-second window stays open to the
+// end) from -generators 8, each its own split of ids and times, merged in
+// event-time order. -rate 10000 -generators 1 are the generator's own
+// defaults (upstream NexmarkConfiguration's).
+//
 // The exit status is 0 on success, 1 on an error, 2 for bad arguments.
 package main
 
@@ -63,9 +70,9 @@ func usagef(format string, args ...any) error { return &usageError{fmt.Errorf(fo
 
 const usage = `usage:
   nexmark list
-  nexmark generate -events N -out DIR [-rate R] [-seed S] [-per-file N]
-  nexmark run -query qN (-input DIR | -events N) [-output DIR] [-checkpoint DIR]
-  nexmark bench -query qN|all -events N [-source generator|files|kafka] [-batch N]`
+  nexmark generate -events N -out DIR [-rate R] [-generators G] [-seed S] [-per-file N]
+  nexmark run -query qN (-input DIR | -events N [-rate R] [-generators G]) [-output DIR] [-checkpoint DIR]
+  nexmark bench -query qN|all -events N [-rate R] [-generators G] [-source generator|files|kafka] [-batch N]`
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {

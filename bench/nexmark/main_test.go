@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/streamgen/streamgen/bench/nexmark/generator"
 	"github.com/streamgen/streamgen/bench/nexmark/model"
@@ -59,7 +61,7 @@ func loopOf(t *testing.T, q *queries.Query, cfg generator.Config) []string {
 
 func testConfig() generator.Config {
 	cfg := generator.DefaultConfig()
-	cfg.Events, cfg.Rate = 20_000, 1_000
+	cfg.Events, cfg.Rate, cfg.Generators = 20_000, 1_000, 1
 	return cfg
 }
 
@@ -68,7 +70,7 @@ func testConfig() generator.Config {
 func TestGenerateAndRun(t *testing.T) {
 	dir := t.TempDir()
 	in := filepath.Join(dir, "events")
-	if err := run(context.Background(), []string{"generate", "-events", "20000", "-rate", "1000", "-per-file", "3000", "-out", in}, io.Discard, io.Discard); err != nil {
+	if err := run(context.Background(), []string{"generate", "-events", "20000", "-rate", "1000", "-generators", "1", "-per-file", "3000", "-out", in}, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range checked {
@@ -151,6 +153,56 @@ func TestFromKafkaAndGenerator(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestGeneratorFlagsDefaultToThePublishedWorkload: without -rate and
+// -generators, the events are those of the published Flink run's layout
+// (10M events a second of event time, from 8 generators), so that the
+// figures bench prints beside Flink's come from the same workload: 200k
+// events span 20 ms of event time, and their auctions' ids come from 8
+// splits, not one.
+func TestGeneratorFlagsDefaultToThePublishedWorkload(t *testing.T) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	var g genFlags
+	g.register(fs)
+	if err := fs.Parse([]string{"-events", "200000"}); err != nil {
+		t.Fatal(err)
+	}
+	var first, last time.Time
+	var e model.Event
+	gen := generator.NewMerged(g.config())
+	for n := 0; gen.Next(&e); n++ {
+		if n == 0 {
+			first = e.Time()
+		}
+		last = e.Time()
+	}
+	if span := last.Sub(first); span < 19*time.Millisecond || span > 21*time.Millisecond {
+		t.Errorf("200k events span %v of event time, want 20 ms (10M events a second)", span)
+	}
+	one := g.config()
+	one.Generators = 1
+	if merged, single := g.config(), one; sameEvents(t, merged, single) {
+		t.Errorf("the default generators give the stream of one generator")
+	}
+}
+
+// sameEvents reports whether a and b generate the same events.
+func sameEvents(t *testing.T, a, b generator.Config) bool {
+	t.Helper()
+	ga, gb := generator.NewMerged(a), generator.NewMerged(b)
+	var ea, eb model.Event
+	for ga.Next(&ea) {
+		if !gb.Next(&eb) {
+			return false
+		}
+		ja, _ := ea.MarshalJSON()
+		jb, _ := eb.MarshalJSON()
+		if string(ja) != string(jb) {
+			return false
+		}
+	}
+	return !gb.Next(&eb)
 }
 
 // TestBenchCommand: bench runs every query and prints a line for each,
