@@ -14,7 +14,8 @@ import (
 // first field first. Integers (and durations) are 8 big-endian bytes with
 // the sign bit flipped, unsigned integers 8 big-endian bytes, floats their
 // IEEE 754 bits big-endian with the sign bit flipped (every bit, for a
-// negative number), bools one byte, strings their bytes with each 0x00
+// negative number; every NaN one NaN and -0 as +0, as KeyFloat64 makes
+// them), bools one byte, strings their bytes with each 0x00
 // written as 0x00 0xFF and 0x00 0x01 after the last, times 8 bytes of Unix
 // seconds (sign flipped), 4 of nanoseconds and a byte that says whether an
 // offset (4 bytes, sign flipped) follows. Tags are left out: the schema
@@ -100,9 +101,9 @@ func (o *OrderedKey) Append(dst, bin []byte) ([]byte, error) {
 		case KindUint:
 			dst = binary.BigEndian.AppendUint64(dst, d.Uint64())
 		case KindFloat32:
-			dst = binary.BigEndian.AppendUint32(dst, orderedBits32(math.Float32bits(d.Float32())))
+			dst = binary.BigEndian.AppendUint32(dst, orderedBits32(math.Float32bits(float32(KeyFloat64(float64(d.Float32()))))))
 		case KindFloat64:
-			dst = binary.BigEndian.AppendUint64(dst, OrderedFloat64(d.Float64()))
+			dst = binary.BigEndian.AppendUint64(dst, OrderedFloat64(KeyFloat64(d.Float64())))
 		case KindString:
 			n := d.length()
 			if d.err != nil {
@@ -141,6 +142,19 @@ func (o *OrderedKey) Append(dst, bin []byte) ([]byte, error) {
 		return dst, fmt.Errorf("%w: %d bytes after the last field", ErrOrderedKey, len(bin)-d.pos)
 	}
 	return dst, nil
+}
+
+// KeyFloat64 is f as a grouping key: every NaN is one NaN and -0 is +0,
+// as Spark's NormalizeFloatingNumbers makes grouping and join keys, so
+// that values equal as numbers, or NaN, are one key.
+func KeyFloat64(f float64) float64 {
+	switch {
+	case f != f:
+		return math.NaN()
+	case f == 0:
+		return 0
+	}
+	return f
 }
 
 // OrderedFloat64 maps f to 8 bytes (big-endian) whose order is f's: the

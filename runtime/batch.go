@@ -404,6 +404,8 @@ type Groups struct {
 	keyOf   []int32
 	// order and ends are the rows sorted by group, made by sort.
 	order, ends []int32
+	// index is the groups by encoded key that GroupOf keeps.
+	index map[string]int32
 }
 
 // NewGroup adds a group for the encoded key, which must not have one in
@@ -412,6 +414,25 @@ func (g *Groups) NewGroup(key []byte) int32 {
 	g.keys = append(g.keys, key...)
 	g.keyEnds = append(g.keyEnds, int32(len(g.keys)))
 	return int32(len(g.keyEnds) - 1)
+}
+
+// GroupOf returns the group of the encoded key, adding one when the batch
+// has none, and whether it added it. It is NewGroup for an operator whose
+// index of typed keys can miss a key the batch has: keys that differ as
+// values but encode alike (a NaN, unequal to itself; two times of one
+// instant and offset in two *time.Location values), which must be one
+// group, as their state is one entry. An operator uses GroupOf or
+// NewGroup, not both.
+func (g *Groups) GroupOf(key []byte) (group int32, added bool) {
+	if i, ok := g.index[string(key)]; ok {
+		return i, false
+	}
+	i := g.NewGroup(key)
+	if g.index == nil {
+		g.index = make(map[string]int32)
+	}
+	g.index[string(key)] = i
+	return i, true
 }
 
 // AddRow adds the next row, to group.
@@ -475,6 +496,11 @@ func (g *Groups) rowsOf(i int) []int32 {
 // it is of a size to reuse.
 func (g *Groups) Reset() {
 	g.keys, g.keyEnds, g.keyOf = g.keys[:0], g.keyEnds[:0], g.keyOf[:0]
+	if len(g.index) > 1<<21 {
+		g.index = nil // a map only grows: drop one of a huge batch
+	} else {
+		clear(g.index)
+	}
 }
 
 // KeyState is one key's state and timers in one operator, during one

@@ -273,12 +273,15 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) fold(r *R) {
 	k := o.key(r)
 	g, ok := o.group[k]
 	if !ok {
+		var added bool
 		var err error
-		if g, err = o.newGroup(k); err != nil {
+		if g, added, err = o.newGroup(k); err != nil {
 			panic(userPanic{fmt.Errorf("streamgen: %s: key %v: %w", o.what, k, unprefixed(err))})
 		}
-		o.groups.AddRow(g) // one row stands for the group's rows
-		o.partials = append(o.partials, o.agg.Zero())
+		if added {
+			o.groups.AddRow(g) // one row stands for the group's rows
+			o.partials = append(o.partials, o.agg.Zero())
+		}
 	}
 	if o.front != nil {
 		o.front.add(r, g)

@@ -68,11 +68,15 @@ func (o *gatherer[K, In]) add(t *In) {
 		return
 	}
 	if !ok {
+		var added bool
 		var err error
-		if g, err = o.newGroup(k); err != nil {
+		if g, added, err = o.newGroup(k); err != nil {
 			panic(userPanic{fmt.Errorf("streamgen: %s: key %v: %w", o.what, k, unprefixed(err))})
 		}
-		if o.trackFirstTimes {
+		if !added && o.firstOnly {
+			return
+		}
+		if added && o.trackFirstTimes {
 			o.firstTimes = append(o.firstTimes, o.c.eventTime)
 		}
 	}
@@ -126,22 +130,31 @@ func (o *gatherer[K, In]) latest(group int32) time.Time {
 	return time.Time{}
 }
 
-// newGroup adds a group for a key that has none in the batch.
-func (o *gatherer[K, In]) newGroup(k K) (int32, error) {
+// newGroup returns the group of a key that the index of keys does not
+// have: a new one, or, for a key that encodes as one the batch has
+// (codec.byEncoding), that key's; and whether it is new.
+func (o *gatherer[K, In]) newGroup(k K) (int32, bool, error) {
 	// The key is encoded from its place in keys: a pointer to k itself
 	// would move it to the heap, one allocation per group.
 	o.keys = appendDoubling(o.keys, &k)
 	var err error
 	if o.keyBuf, err = o.codec.encode(o.keyBuf[:0], &o.keys[len(o.keys)-1]); err != nil {
 		o.keys = o.keys[:len(o.keys)-1]
-		return 0, err
+		return 0, false, err
 	}
 	if o.group == nil {
 		o.group = make(map[K]int32)
 	}
-	g := o.groups.NewGroup(o.keyBuf)
-	o.group[k] = g
-	return g, nil
+	g, added := o.codec.group(&o.groups, o.keyBuf)
+	if !added {
+		o.keys = o.keys[:len(o.keys)-1]
+	}
+	if k == k {
+		// (A key unequal to itself, holding a NaN, would be a new
+		// entry at every row.)
+		o.group[k] = g
+	}
+	return g, added, nil
 }
 
 // rowsOf returns the numbers, in o.rows, of group's rows: those the

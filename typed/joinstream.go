@@ -681,8 +681,13 @@ func (o *joinOp[K, L, R, Out]) addRef(k joinKey[K], ref int32) {
 		if o.group == nil {
 			o.group = make(map[joinKey[K]]int32)
 		}
-		g = o.groups.NewGroup(o.keyBuf)
-		o.group[k] = g
+		var added bool
+		if g, added = o.keyCodec.group(&o.groups, o.keyBuf); !added {
+			o.keys = o.keys[:len(o.keys)-1]
+		}
+		if k == k {
+			o.group[k] = g
+		}
 	}
 	o.groups.AddRow(g)
 	o.refs = append(o.refs, ref)

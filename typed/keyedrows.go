@@ -29,12 +29,16 @@ func (b *keyedRows[K, R]) add(codec keyCodec[K], info *runtime.OperatorInfo, k K
 		if b.keyBuf, err = codec.encode(b.keyBuf[:0], &k); err != nil {
 			panic(userPanic{fmt.Errorf("streamgen: %s (%s): key %v: %w", info.Kind, info.Name, k, unprefixed(err))})
 		}
-		b.keys = appendDoubling(b.keys, &k)
 		if b.group == nil {
 			b.group = make(map[K]int32)
 		}
-		g = b.groups.NewGroup(b.keyBuf)
-		b.group[k] = g
+		var added bool
+		if g, added = codec.group(&b.groups, b.keyBuf); added {
+			b.keys = appendDoubling(b.keys, &k)
+		}
+		if k == k {
+			b.group[k] = g
+		}
 	}
 	b.groups.AddRow(g)
 	b.rows = appendDoubling(b.rows, r)

@@ -21,7 +21,8 @@ import (
 // and decoding then go through unsafe views of the key, with no
 // reflection: strings are their bytes, integers are 8 big-endian bytes
 // with the sign flipped (so that byte order is numeric order), floats 8
-// bytes ordered the same way, records of such fields (and times) their
+// bytes ordered the same way (every NaN one key, -0 the key of +0, as
+// Spark normalizes grouping keys), records of such fields (and times) their
 // ordered encoding (codec.OrderedKey: keys sort as their fields, the
 // first first), other records their binary encoding.
 type keyCodec[K comparable] = valueCodec[K]
@@ -47,6 +48,44 @@ type valueCodec[K any] struct {
 	// windows, for a key that begins with its window, describes the
 	// windows (runtime.OperatorInfo.Windows).
 	windows *runtime.WindowsMeta
+	// byEncoding says that keys of the type may differ as Go values (==)
+	// where their encodings, which address their state, are equal: a
+	// batch gathers them by their encoding (see group).
+	byEncoding bool
+}
+
+// group returns the group of key, the encoding of a key the operator's
+// index of typed keys does not have, in groups: a new one, or, for keys
+// gathered by their encoding, the group of a key that encodes alike, if
+// the batch has one; and whether it is new.
+func (c valueCodec[K]) group(groups *runtime.Groups, key []byte) (int32, bool) {
+	if c.byEncoding {
+		return groups.GroupOf(key)
+	}
+	return groups.NewGroup(key), true
+}
+
+// gatheredByEncoding reports whether values of t may differ as Go values
+// (==) while their encodings are equal: floats (NaN is unequal to
+// itself), times (one instant and offset in two *time.Location values),
+// structs with fields the encoding leaves out (unexported ones), and
+// the arrays, structs and interfaces that hold them.
+func gatheredByEncoding(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr, reflect.String:
+		return false
+	case reflect.Array:
+		return gatheredByEncoding(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); !f.IsExported() || gatheredByEncoding(f.Type) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
 }
 
 // keyMode is the encoding of record keys that the queries of a pipeline
@@ -87,7 +126,7 @@ func (c valueCodec[K]) useKeys(legacy bool) (release func(), err error) {
 // own (a window, an event time, a grouping set), under typeName: c's
 // type name after prefix.
 func wrap[W, K any](c valueCodec[K], prefix string, encode func(b []byte, w *W) ([]byte, error), decode func(b []byte, w *W) error) valueCodec[W] {
-	w := valueCodec[W]{encode: encode, decode: decode, typeName: prefix + c.typeName, schema: c.schema, mode: c.mode}
+	w := valueCodec[W]{encode: encode, decode: decode, typeName: prefix + c.typeName, schema: c.schema, mode: c.mode, byEncoding: c.byEncoding}
 	if c.legacyTypeName != "" {
 		w.legacyTypeName = prefix + c.legacyTypeName
 	}
@@ -145,7 +184,7 @@ func newKeyCodec[K comparable]() (keyCodec[K], error) {
 
 func newValueCodec[K any]() (valueCodec[K], error) {
 	t := reflect.TypeFor[K]()
-	c := valueCodec[K]{typeName: t.Kind().String()}
+	c := valueCodec[K]{typeName: t.Kind().String(), byEncoding: gatheredByEncoding(t)}
 	if reflect.PointerTo(t).Implements(recordType) {
 		var zero K
 		c.schema = any(&zero).(codec.Record).StreamSchema()
@@ -207,7 +246,7 @@ func newValueCodec[K any]() (valueCodec[K], error) {
 		}
 	case reflect.Float64:
 		c.encode = func(b []byte, k *K) ([]byte, error) {
-			return binary.BigEndian.AppendUint64(b, codec.OrderedFloat64(*(*float64)(unsafe.Pointer(k)))), nil
+			return binary.BigEndian.AppendUint64(b, codec.OrderedFloat64(codec.KeyFloat64(*(*float64)(unsafe.Pointer(k))))), nil
 		}
 		c.decode = func(b []byte, k *K) error {
 			if len(b) != 8 {

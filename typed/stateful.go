@@ -186,14 +186,26 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 	}})
 }
 
-// checkInitial refuses an initial state that names a key twice.
+// checkInitial refuses an initial state that names a key twice: two
+// keys of one encoding, which addresses their state (two NaNs, or one
+// instant in two *time.Location values, are one key), as Spark refuses
+// them ("The initial state provided contained multiple rows(state) with
+// the same key").
 func checkInitial[K comparable, S any](kc keyCodec[K], pairs []Pair[K, S]) error {
-	seen := make(map[K]bool, len(pairs))
-	for _, p := range pairs {
-		if seen[p.Key] {
-			return fmt.Errorf("the initial state has key %v more than once: give each key one state", p.Key)
+	if kc.encode == nil {
+		return nil // a key type with no encoding, which Start refuses
+	}
+	seen := make(map[string]bool, len(pairs))
+	var buf []byte
+	for i := range pairs {
+		var err error
+		if buf, err = kc.encode(buf[:0], &pairs[i].Key); err != nil {
+			return fmt.Errorf("the initial state's key %v: %w", pairs[i].Key, unprefixed(err))
 		}
-		seen[p.Key] = true
+		if seen[string(buf)] {
+			return fmt.Errorf("the initial state has key %v more than once: give each key one state", pairs[i].Key)
+		}
+		seen[string(buf)] = true
 	}
 	return nil
 }
@@ -246,7 +258,7 @@ func (o *groupsOp[K, In, S, Out, PS]) InitialState(ctx context.Context, b *runti
 		g, ok := o.group[p.Key]
 		if !ok {
 			var err error
-			if g, err = o.newGroup(p.Key); err != nil {
+			if g, _, err = o.newGroup(p.Key); err != nil {
 				return fmt.Errorf("initial state: key %v: %w", p.Key, unprefixed(err))
 			}
 		}
