@@ -13,7 +13,8 @@ var ErrIncompatible = errors.New("streamgen: incompatible schema")
 // by a type with schema current. Fields added or removed are compatible
 // (added fields read as zero, removed ones are skipped), and so are changes
 // that keep a field's layout: integer widths, a pointer and its element, a
-// slice and an array. Any other change of a field's type is not; the error
+// slice and an array (but not the elements of a list or the values of a
+// map becoming pointers or ceasing to be: the encoding says which). Any other change of a field's type is not; the error
 // lists every such field with both types, as in
 //
 //	streamgen: incompatible schema: sessions.Session: field Count (id 4242) was int64, is now string
@@ -70,10 +71,16 @@ func (c *comparison) types(path string, written, current *Type) string {
 	}
 	switch current.Kind {
 	case KindList:
+		if written.Elem.Pointer != current.Elem.Pointer {
+			return "element pointer" // a list's header says which it holds
+		}
 		return c.types(path+"[]", written.Elem, current.Elem)
 	case KindMap:
 		if why := c.types(path+"[key]", written.Key, current.Key); why != "" {
 			return why
+		}
+		if written.Elem.Pointer != current.Elem.Pointer {
+			return "value pointer" // a map's header says which it holds
 		}
 		return c.types(path+"[]", written.Elem, current.Elem)
 	case KindStruct:

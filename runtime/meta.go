@@ -357,6 +357,20 @@ func reconcileVariables(op int, stored, current *OperatorMeta) (drop []dropVaria
 				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q was a %s, is now a %s; delete it (DeleteIfExists) or give the new one another name",
 					op, current.Kind, current.Name, name, kindName(old.Kind), kindName(v.Kind)))
 			}
+			if old.ValueType != "" && v.ValueType != "" && old.ValueType != v.ValueType {
+				// A basic type's bytes read as another's are garbage.
+				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q held %s values, now holds %s: its stored entries cannot be read as such; delete it (DeleteIfExists) or give the new one another name",
+					op, current.Kind, current.Name, name, old.ValueType, v.ValueType))
+			}
+			if old.MapKeyType != "" && v.MapKeyType != "" && old.MapKeyType != v.MapKeyType {
+				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q had keys of type %s, now of type %s: its stored entries cannot be read as such; delete it (DeleteIfExists) or give the new one another name",
+					op, current.Kind, current.Name, name, old.MapKeyType, v.MapKeyType))
+			} else if old.MapKey != nil && v.MapKey != nil {
+				if diff := keyLayoutChange(old.MapKey, v.MapKey); diff != "" {
+					diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q: its key %s: %s, and its stored entries would not be found; delete it (DeleteIfExists), give the new one another name, or keep the key's fields",
+						op, current.Kind, current.Name, name, v.MapKey.Name, diff))
+				}
+			}
 			if old.Encoding != "" && v.Encoding != "" && old.Encoding != v.Encoding {
 				// The same bytes would be read in another layout.
 				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q was stored as %q, is now %q: this version cannot read the stored entries; start from a new checkpoint directory, or delete the variable (DeleteIfExists)",
@@ -453,7 +467,11 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 				types = append(types, fmt.Sprintf("%s: key: %v", where, err))
 			}
 		case was.Key != nil && now.Key != nil:
-			if err := codec.Compatible(was.Key, now.Key); err != nil {
+			// A key in its binary encoding: another field, nested or
+			// not, changes every key's bytes.
+			if diff := keyLayoutChange(was.Key, now.Key); diff != "" {
+				types = append(types, fmt.Sprintf("%s: key %s: %s, and the stored state would not be found under the new keys; start from a new checkpoint directory, or keep the key's fields", where, now.Key.Name, diff))
+			} else if err := codec.Compatible(was.Key, now.Key); err != nil {
 				types = append(types, fmt.Sprintf("%s: key: %v", where, err))
 			}
 		}
@@ -512,6 +530,73 @@ func orderedKeyChange(was, now *codec.Schema) string {
 	return fmt.Sprintf("its fields were (%s), are now (%s)", names(was), names(now))
 }
 
+// keyLayoutChange describes how now, a key record's schema, encodes
+// otherwise than was: another field, another order, another kind, width
+// or pointer, at any depth; "" when its keys encode alike.
+func keyLayoutChange(was, now *codec.Schema) string {
+	if w, n := keyLayout(was), keyLayout(now); w != n {
+		return fmt.Sprintf("its fields were (%s), are now (%s)", keyFields(was), keyFields(now))
+	}
+	return ""
+}
+
+// keyLayout is what of s its encoding depends on: each field's id,
+// kind, width, pointer and length, and those of its elements, keys and
+// nested fields.
+func keyLayout(s *codec.Schema) string {
+	var b strings.Builder
+	var typ func(t *codec.Type)
+	fields := func(s *codec.Schema) {
+		b.WriteByte('{')
+		for _, f := range s.Fields {
+			fmt.Fprintf(&b, "%d:", f.ID)
+			typ(f.Type)
+			b.WriteByte(',')
+		}
+		b.WriteByte('}')
+	}
+	typ = func(t *codec.Type) {
+		if t == nil {
+			return
+		}
+		fmt.Fprintf(&b, "%s/%d/%t/%d", t.Kind, t.Bits, t.Pointer, t.Len)
+		if t.Key != nil {
+			b.WriteByte('[')
+			typ(t.Key)
+			b.WriteByte(']')
+		}
+		if t.Elem != nil {
+			b.WriteByte('<')
+			typ(t.Elem)
+			b.WriteByte('>')
+		}
+		switch {
+		case t.Struct != nil:
+			fields(t.Struct)
+		case t.Ref != "":
+			b.WriteString("@" + t.Ref)
+		}
+	}
+	fields(s)
+	return b.String()
+}
+
+// keyFields lists the fields of s, with their Go types, for messages.
+func keyFields(s *codec.Schema) string {
+	var b strings.Builder
+	for i, f := range s.Fields {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		goType := "?"
+		if f.Type != nil {
+			goType = f.Type.Go
+		}
+		fmt.Fprintf(&b, "%s %s", f.Name, goType)
+	}
+	return b.String()
+}
+
 // sharesField reports whether two schemas have a field id in common.
 func sharesField(a, b *codec.Schema) bool {
 	ids := map[uint32]bool{}
@@ -545,10 +630,23 @@ func renamedFields(stored, current Meta) []string {
 // renamedIn describes the fields of old, the stored schema at where, that
 // current seems to have renamed: a field gone and one of its type new.
 func renamedIn(where string, old, current *codec.Schema) []string {
-	if old == nil || current == nil {
+	return renamedWithin(where, old, current, map[[2]*codec.Schema]bool{})
+}
+
+// renamedWithin is renamedIn, looking into the structs nested in fields
+// both schemas have (in a field, a list or a map), each pair once.
+func renamedWithin(where string, old, current *codec.Schema, seen map[[2]*codec.Schema]bool) []string {
+	if old == nil || current == nil || seen[[2]*codec.Schema{old, current}] {
 		return nil
 	}
+	seen[[2]*codec.Schema{old, current}] = true
 	var out []string
+	for _, f := range current.Fields {
+		if was, ok := old.Field(f.ID); ok {
+			w, n := nestedStruct(was.Type), nestedStruct(f.Type)
+			out = append(out, renamedWithin(where+"."+f.Name, w, n, seen)...)
+		}
+	}
 	removed, added := fieldsOnlyIn(old, current), fieldsOnlyIn(current, old)
 	for _, f := range added {
 		for _, gone := range removed {
@@ -561,6 +659,19 @@ func renamedIn(where string, old, current *codec.Schema) []string {
 		}
 	}
 	return out
+}
+
+// nestedStruct returns the struct that t is or holds (as a list's
+// elements or a map's values), nil for none or for a reference to a
+// recursive type's struct described elsewhere.
+func nestedStruct(t *codec.Type) *codec.Schema {
+	for t != nil {
+		if t.Struct != nil {
+			return t.Struct
+		}
+		t = t.Elem
+	}
+	return nil
 }
 
 // fieldsOnlyIn returns the fields of a whose ids b lacks.

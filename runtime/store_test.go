@@ -1094,3 +1094,114 @@ func TestCheckpointInNewDirectoriesSurvivesACrash(t *testing.T) {
 		t.Fatalf("after the crash: progress %+v (%v, %v), want batch 0 committed", p, ok, err)
 	}
 }
+
+// TestCheckMetaRefusesOtherBasicTypes: a state variable of a basic type
+// (ValueState[int64] become ValueState[float64]), a map state's keys of
+// another basic type, or of a record whose fields changed, are refused
+// at start, naming the variable and both types: their stored bytes read
+// as the new type were garbage, or their entries were not found.
+func TestCheckMetaRefusesOtherBasicTypes(t *testing.T) {
+	field := func(name string, id uint32, kind codec.Kind, goType string) codec.Field {
+		return codec.Field{Name: name, ID: id, Type: &codec.Type{Kind: kind, Go: goType, Bits: 64}}
+	}
+	page := &codec.Schema{Name: "x.Page", Fields: []codec.Field{field("URL", 1, codec.KindString, "string")}}
+	pageMore := &codec.Schema{Name: "x.Page", Fields: []codec.Field{field("URL", 1, codec.KindString, "string"), field("Lang", 2, codec.KindString, "string")}}
+	variable := func(v runtime.VariableMeta) runtime.Meta {
+		return runtime.Meta{
+			Sources: []string{"memory:in"},
+			Operators: []runtime.OperatorMeta{{Kind: "transformWithState", Name: "counts", OutputMode: "Append", KeyType: "string",
+				States: map[string]*codec.Schema{"total": nil}, Variables: map[string]runtime.VariableMeta{"total": v}}},
+		}
+	}
+	for _, tc := range []struct {
+		name     string
+		was, now runtime.VariableMeta
+		want     string
+	}{
+		{"value type", runtime.VariableMeta{Kind: "value", ValueType: "int64"}, runtime.VariableMeta{Kind: "value", ValueType: "float64"},
+			`state variable "total" held int64 values, now holds float64`},
+		{"map key type", runtime.VariableMeta{Kind: "map", ValueType: "int64", MapKeyType: "string"}, runtime.VariableMeta{Kind: "map", ValueType: "int64", MapKeyType: "int64"},
+			`state variable "total" had keys of type string, now of type int64`},
+		{"map key fields", runtime.VariableMeta{Kind: "map", ValueType: "int64", MapKeyType: "record", MapKey: page}, runtime.VariableMeta{Kind: "map", ValueType: "int64", MapKeyType: "record", MapKey: pageMore},
+			`state variable "total": its key x.Page: its fields were (URL string), are now (URL string, Lang string)`},
+	} {
+		for _, allow := range []bool{false, true} {
+			s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+			if _, _, err := s.CheckMeta(variable(tc.was), false); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := s.CheckMeta(variable(tc.was), false); err != nil {
+				t.Fatalf("%s: unchanged: %v", tc.name, err)
+			}
+			_, _, err := s.CheckMeta(variable(tc.now), allow)
+			if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s (AllowPipelineChanges %v): %v, want it refused: %s", tc.name, allow, err, tc.want)
+			}
+			s.Close()
+		}
+	}
+}
+
+// TestCheckMetaRefusesBinaryKeyChanges: a grouping key record in its
+// binary encoding (it has a nested struct, so no ordered one) whose
+// fields change, at the top or nested, is refused at start: every key's
+// bytes change, and each key would start from empty state, the old
+// entries kept for ever. The same key starts.
+func TestCheckMetaRefusesBinaryKeyChanges(t *testing.T) {
+	str := func(name string, id uint32) codec.Field {
+		return codec.Field{Name: name, ID: id, Type: &codec.Type{Kind: codec.KindString, Go: "string"}}
+	}
+	key := func(loc []codec.Field, top ...codec.Field) runtime.Meta {
+		k := &codec.Schema{Name: "x.Key", Fields: append([]codec.Field{str("User", 1),
+			{Name: "Where", ID: 2, Type: &codec.Type{Kind: codec.KindStruct, Go: "x.Loc", Struct: &codec.Schema{Name: "x.Loc", Fields: loc}}}}, top...)}
+		m := meta(map[string]*codec.Schema{"state": nil})
+		m.Operators[0].KeyType, m.Operators[0].Key = "record", k
+		return m
+	}
+	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	defer s.Close()
+	city := []codec.Field{str("City", 3)}
+	if _, _, err := s.CheckMeta(key(city), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CheckMeta(key(city), false); err != nil {
+		t.Fatalf("the same key: %v", err)
+	}
+	for name, m := range map[string]runtime.Meta{
+		"a field added":        key(city, codec.Field{Name: "Shard", ID: 4, Type: &codec.Type{Kind: codec.KindInt, Go: "int", Bits: 64}}),
+		"a nested field added": key(append(city, str("Zip", 5))),
+	} {
+		_, _, err := s.CheckMeta(m, true)
+		if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "key x.Key: its fields were") {
+			t.Errorf("%s: %v, want it refused", name, err)
+		}
+	}
+}
+
+// TestRenamedNestedFieldRefused: a field of a struct nested in the state
+// (in a field or in a list) that disappears while one of its type
+// appears is refused as a top-level one is (its values were dropped
+// without a word).
+func TestRenamedNestedFieldRefused(t *testing.T) {
+	i64 := func(name string, id uint32) codec.Field {
+		return codec.Field{Name: name, ID: id, Type: &codec.Type{Kind: codec.KindInt, Go: "int64", Bits: 64}}
+	}
+	state := func(stats codec.Field, inList bool) *codec.Schema {
+		nested := &codec.Type{Kind: codec.KindStruct, Go: "x.Stats", Struct: &codec.Schema{Name: "x.Stats", Fields: []codec.Field{stats}}}
+		if inList {
+			nested = &codec.Type{Kind: codec.KindList, Go: "[]x.Stats", Elem: nested}
+		}
+		return &codec.Schema{Name: "x.Total", Fields: []codec.Field{i64("N", 1), {Name: "Stats", ID: 2, Type: nested}}}
+	}
+	for _, inList := range []bool{false, true} {
+		s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+		if _, _, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": state(i64("Count", 3), inList)}), false); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := s.CheckMeta(meta(map[string]*codec.Schema{"state": state(i64("Total", 4), inList)}), false)
+		if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), `state "state".Stats: field Count (int64) is gone and field Total of the same type is new`) {
+			t.Errorf("in a list %v: %v, want the nested rename refused", inList, err)
+		}
+		s.Close()
+	}
+}

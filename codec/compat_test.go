@@ -1,0 +1,46 @@
+package codec_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/streamgen/streamgen/codec"
+)
+
+// TestCompatibleElementPointers: the elements of a list, and the values
+// of a map, that become pointers or cease to be are refused, since the
+// encoding of a list or map says which it holds and its decoder refuses
+// the other (Compatible accepted it, and every read of the state failed
+// after Start); a field that becomes a pointer to its type keeps its
+// layout and is accepted.
+func TestCompatibleElementPointers(t *testing.T) {
+	i64 := func(pointer bool) *codec.Type {
+		return &codec.Type{Kind: codec.KindInt, Bits: 64, Pointer: pointer, Go: map[bool]string{false: "int64", true: "*int64"}[pointer]}
+	}
+	list := func(pointer bool) *codec.Type {
+		return &codec.Type{Kind: codec.KindList, Elem: i64(pointer), Go: "[]" + i64(pointer).Go}
+	}
+	dict := func(pointer bool) *codec.Type {
+		return &codec.Type{Kind: codec.KindMap, Key: &codec.Type{Kind: codec.KindString, Go: "string"}, Elem: i64(pointer), Go: "map[string]" + i64(pointer).Go}
+	}
+	schema := func(typ *codec.Type) *codec.Schema {
+		return (&codec.Schema{Name: "p.State", Fields: []codec.Field{{Name: "X", ID: 7, Type: typ}}}).Seal()
+	}
+	for _, tc := range []struct {
+		name         string
+		written, now *codec.Type
+		ok           bool
+	}{
+		{"[]int64 to []*int64", list(false), list(true), false},
+		{"[]*int64 to []int64", list(true), list(false), false},
+		{"map[string]int64 to map[string]*int64", dict(false), dict(true), false},
+		{"map[string]*int64 to map[string]int64", dict(true), dict(false), false},
+		{"int64 to *int64", i64(false), i64(true), true},
+		{"[]int64 unchanged", list(false), list(false), true},
+	} {
+		err := codec.Compatible(schema(tc.written), schema(tc.now))
+		if tc.ok != (err == nil) || err != nil && !errors.Is(err, codec.ErrIncompatible) {
+			t.Errorf("%s: %v, want compatible %v", tc.name, err, tc.ok)
+		}
+	}
+}
