@@ -83,6 +83,35 @@ func isCustom(t types.Type) bool {
 	return false
 }
 
+// promotedEncoding returns the name of the field that t, a struct type,
+// embeds and takes an encoding method from (promoted, not its own), when
+// t has fields besides it, which that method would leave out: encoding/json
+// would write the embedded value alone, and a binary encoding by the
+// method would drop the rest. "" otherwise.
+func promotedEncoding(t types.Type) string {
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok {
+		return ""
+	}
+	mset := types.NewMethodSet(types.NewPointer(t))
+	for name := range encodingMethods {
+		if !has(t, name) {
+			continue
+		}
+		sel := mset.Lookup(nil, name)
+		if sel == nil || len(sel.Index()) < 2 {
+			continue // declared on t itself
+		}
+		from := sel.Index()[0]
+		for i := 0; i < st.NumFields(); i++ {
+			if i != from && st.Field(i).Name() != "_" {
+				return st.Field(from).Name()
+			}
+		}
+	}
+	return ""
+}
+
 // opaque reports whether t's value cannot be reached field by field:
 // a struct with unexported fields, or a kind that cannot be encoded.
 func opaque(t types.Type) bool {
@@ -149,4 +178,31 @@ func (b *builder) customShape(t types.Type, pos token.Pos, where string) (*Shape
 		kind = String
 	}
 	return &Shape{Kind: kind, Type: t, Custom: c}, true
+}
+
+// embedsRecord reports whether t, the type of an embedded field, is a
+// record or a pointer to one.
+func embedsRecord(t types.Type, isRecord func(*types.Named) bool) bool {
+	if p, ok := t.(*types.Pointer); ok {
+		t = p.Elem()
+	}
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && isRecord(n)
+}
+
+// foreignFieldsOnly returns the path of the package whose unexported
+// fields are all that t, a struct type of package pkg, has (a type
+// defined on another package's struct, such as type Stamp time.Time),
+// or "": nothing of such a value would be encoded.
+func foreignFieldsOnly(t types.Type, pkg *types.Package) string {
+	st, ok := t.Underlying().(*types.Struct)
+	if !ok || st.NumFields() == 0 {
+		return ""
+	}
+	for i := 0; i < st.NumFields(); i++ {
+		if f := st.Field(i); f.Exported() || f.Pkg() == pkg || f.Pkg() == nil {
+			return ""
+		}
+	}
+	return st.Field(0).Pkg().Path()
 }

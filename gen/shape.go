@@ -113,6 +113,13 @@ func (b *builder) structOf(t types.Type, pos token.Pos) (*Struct, bool) {
 			b.rep.errorf(pos, "%s is a generic type: records and the structs in them cannot be generic", t.Obj().Name())
 			return nil, false
 		}
+		if pkg := foreignFieldsOnly(t, b.pkg); pkg != "" {
+			// type Stamp time.Time: the fields are time's, the methods
+			// are not Stamp's; nothing would be encoded.
+			b.rep.errorf(pos, "%s cannot be encoded: its fields are all unexported fields of package %s, which the generated code cannot reach, and a type defined on another does not take its methods; use the type it is defined on, or give %s MarshalBinary and UnmarshalBinary (or MarshalText and UnmarshalText) methods",
+				typeString(b.pkg, t), pkg, tn.Name())
+			return nil, false
+		}
 		s = &Struct{
 			Name:      typeString(b.pkg, t),
 			Qualified: tn.Pkg().Path() + "." + tn.Name(),
@@ -301,6 +308,13 @@ func (b *builder) fields(s *Struct) bool {
 			ok = false
 			continue
 		}
+		if v.Embedded() && !s.Record && embedsRecord(v.Type(), b.isRecord) {
+			// A record of this package, whose generated methods the
+			// struct will take once they are written.
+			b.rep.errorf(v.Pos(), "%s: embedded record %s is not supported in a struct that is not a record (its generated encoding methods would take over the struct's, leaving out its other fields); name the field, or make %s a record (//streamgen:record)", s.Name, typeString(b.pkg, v.Type()), s.Name)
+			ok = false
+			continue
+		}
 		if v.Embedded() && (shape.Custom != nil || shape.Kind == Pointer && shape.Elem.Custom != nil) {
 			b.rep.errorf(v.Pos(), "%s: embedded %s is not supported (its encoding methods would take over the struct's); name the field", s.Name, typeString(b.pkg, v.Type()))
 			ok = false
@@ -426,6 +440,10 @@ func (b *builder) shape(t types.Type, pos token.Pos, where string) (*Shape, bool
 		if plain := b.plain == t; plain {
 			b.plain = nil
 		} else if !b.isRecord(named) && isCustom(t) {
+			if from := promotedEncoding(t); from != "" {
+				b.rep.errorf(pos, "%s: %s takes its encoding methods from the %s it embeds, which would encode it alone and leave out its other fields (as encoding/json would); name the embedded field, or make %s a record (//streamgen:record)", where, typeString(b.pkg, t), from, typeString(b.pkg, t))
+				return nil, false
+			}
 			return b.customShape(t, pos, where)
 		}
 	}

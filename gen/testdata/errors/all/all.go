@@ -167,3 +167,34 @@ type PromotedOmitted struct {
 type OmittedInside struct {
 	Tags []string `json:"tags,omitempty" stream:"required"`
 }
+
+// Stay embeds the record Place but is not one: Place's generated methods
+// would be its, leaving out Nights.
+type Stay struct {
+	Place
+	Nights int
+}
+
+//streamgen:record
+type Place struct{ Name string }
+
+//streamgen:record
+type UsesStay struct{ S Stay }
+
+// Visit takes MarshalJSON from the Opaque it embeds, which would leave out
+// Minutes.
+type Visit struct {
+	Opaque
+	Minutes int
+}
+
+//streamgen:record
+type UsesVisit struct{ V Visit }
+
+
+// Stamp is defined on time.Time: time's unexported fields, none of its
+// methods.
+type Stamp time.Time
+
+//streamgen:record
+type UsesStamp struct{ At Stamp }
