@@ -191,7 +191,6 @@ type Visit struct {
 //streamgen:record
 type UsesVisit struct{ V Visit }
 
-
 // Stamp is defined on time.Time: time's unexported fields, none of its
 // methods.
 type Stamp time.Time
