@@ -111,7 +111,9 @@ type windowKey[K comparable] struct {
 // AggregateWindows folds each window's rows of each key with agg, and
 // writes, for each window and key, the row that row makes of the window,
 // the key and the aggregate. The output mode is the query's (Complete,
-// Update or Append; Update unless set): see the package's notes above.
+// Update or Append; Update unless set, but for session windows, which
+// Spark refuses in Update mode: Append unless set): see the package's
+// notes above.
 func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
 ) Stream[Row] {

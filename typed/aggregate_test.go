@@ -256,25 +256,27 @@ func testSessionWindows(t *testing.T, in []fixtures.Click) {
 		ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Session(gap), func(c *fixtures.Click) string { return c.User })
 		return typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow)
 	}
-	checkSessions(t, in, want, build)
+	checkSessions(t, in, want, nil, build)
 }
 
 // checkSessions runs build over in under two batch splits and a restart:
 // Append must write each session of want once, with its count, and
-// Update's latest rows must hold want's counts.
-func checkSessions(t *testing.T, in []fixtures.Click, want map[string]float64, build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]) {
+// Complete's last batch must be complete, which drops no late row (want
+// when complete is nil). (Spark refuses Update for sessions.)
+func checkSessions(t *testing.T, in []fixtures.Click, want, complete map[string]float64, build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]) {
+	if complete == nil {
+		complete = want
+	}
 	t.Helper()
 	for _, perBatch := range []int{0, 13} {
 		got := appendedWindows(t, in, perBatch, build)
 		sameTable(t, fmt.Sprintf("sessions, %d per batch", perBatch), got, want)
-		got = latestWindows(t, in, perBatch, build)
-		// Update writes sessions as they grow: the final ones are there
-		// with their final counts.
-		for k, w := range want {
-			if got[k] != w {
-				t.Fatalf("update, %d per batch: %s = %v, want %v", perBatch, k, got[k], w)
-			}
+		batches := sortedBatches(runWindows(t, in, perBatch, typed.Complete, false, build))
+		got = map[string]float64{}
+		for _, r := range batches[len(batches)-1] {
+			got[r.id()] = r.Value
 		}
+		sameTable(t, fmt.Sprintf("complete, %d per batch", perBatch), got, complete)
 	}
 }
 
@@ -309,19 +311,42 @@ func TestSessionWindowsGapBy(t *testing.T) {
 	}
 	in := slices.Concat(base[:cut], arrivals, base[cut:])
 
-	type interval struct {
-		start, end time.Time
-		n          int
-	}
-	byUser := map[string][]interval{}
-	for i, c := range in {
-		g := gapOf(&c)
-		// Only the arrivals come after the watermark has passed their time.
-		if arrival := i >= cut && i < cut+len(arrivals); g <= 0 || arrival && c.Time.Add(g).Compare(wm) <= 0 {
-			continue
+	sessions := func(dropLate bool) map[string]float64 {
+		byUser := map[string][]interval{}
+		for i, c := range in {
+			g := gapOf(&c)
+			// Only the arrivals come after the watermark has passed their
+			// time; Complete mode drops no late row.
+			if arrival := i >= cut && i < cut+len(arrivals); g <= 0 || dropLate && arrival && c.Time.Add(g).Compare(wm) <= 0 {
+				continue
+			}
+			byUser[c.User] = append(byUser[c.User], interval{c.Time, c.Time.Add(g), 1})
 		}
-		byUser[c.User] = append(byUser[c.User], interval{c.Time, c.Time.Add(g), 1})
+		return mergeIntervals(byUser)
 	}
+	build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+		ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Session(time.Minute), func(c *fixtures.Click) string { return c.User })
+		return typed.AggregateWindows(ws.GapBy(gapOf), typed.Count[fixtures.Click](), countRow)
+	}
+	checkSessions(t, in, sessions(true), sessions(false), build)
+	tumbling := typed.GroupByWindow(typed.FromMemory(typed.NewMemoryStream[fixtures.Click]("clicks", 0)),
+		func(c *fixtures.Click) time.Time { return c.Time }, typed.Tumbling(time.Minute), func(c *fixtures.Click) string { return c.User })
+	_, err := typed.WriteTo(typed.AggregateWindows(tumbling.GapBy(gapOf), typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).
+		Start(context.Background(), newCheckpoint().opts()...)
+	if err == nil || !strings.Contains(err.Error(), "GapBy needs Session windows, not Tumbling(1m0s)") {
+		t.Fatalf("GapBy of tumbling windows: %v, want a refusal", err)
+	}
+}
+
+// interval is a row's own session in TestSessionWindowsGapBy.
+type interval struct {
+	start, end time.Time
+	n          int
+}
+
+// mergeIntervals merges each user's intervals that overlap or touch into
+// sessions, and returns their counts by window and user.
+func mergeIntervals(byUser map[string][]interval) map[string]float64 {
 	want := map[string]float64{}
 	for user, ivs := range byUser {
 		slices.SortStableFunc(ivs, func(a, b interval) int { return a.start.Compare(b.start) })
@@ -339,18 +364,7 @@ func TestSessionWindowsGapBy(t *testing.T) {
 		}
 		want[windowCount{Window: typed.Window{Start: cur.start, End: cur.end}, User: user}.id()] = float64(cur.n)
 	}
-	build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
-		ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Session(time.Minute), func(c *fixtures.Click) string { return c.User })
-		return typed.AggregateWindows(ws.GapBy(gapOf), typed.Count[fixtures.Click](), countRow)
-	}
-	checkSessions(t, in, want, build)
-	tumbling := typed.GroupByWindow(typed.FromMemory(typed.NewMemoryStream[fixtures.Click]("clicks", 0)),
-		func(c *fixtures.Click) time.Time { return c.Time }, typed.Tumbling(time.Minute), func(c *fixtures.Click) string { return c.User })
-	_, err := typed.WriteTo(typed.AggregateWindows(tumbling.GapBy(gapOf), typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).
-		Start(context.Background(), newCheckpoint().opts()...)
-	if err == nil || !strings.Contains(err.Error(), "GapBy needs Session windows, not Tumbling(1m0s)") {
-		t.Fatalf("GapBy of tumbling windows: %v, want a refusal", err)
-	}
+	return want
 }
 
 // userStat is a per-key aggregate row.
@@ -517,6 +531,49 @@ func TestAggregationOutputModes(t *testing.T) {
 	_, err = typed.WriteTo(again, newSink[userStat]()).OutputMode(typed.Complete).Start(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "mapGroupsWithState (github.com/streamgen/streamgen/typed_test.countClicks) needs the Update output mode; the query has Complete") {
 		t.Fatalf("mapGroupsWithState before an aggregation, in Complete mode: err = %v", err)
+	}
+}
+
+// TestSessionOutputModes: session windows are refused in Update mode, as
+// Spark refuses them (a row that merges two sessions would leave the
+// rows written for those standing: a sink upserting by window and key
+// kept [0, 10) and [15, 25) beside the [0, 25) that merged them); without
+// OutputMode their query is in Append mode, which writes each session
+// once, merged, and which needs a watermark (else Complete).
+func TestSessionOutputModes(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	sessions := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+		ws := typed.GroupByWindow(s, clickTime, typed.Session(10*time.Second), func(c *fixtures.Click) string { return c.User })
+		return typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow)
+	}
+	watermarked := typed.WithWatermark(typed.FromMemory(m), clickTime, time.Hour)
+	_, err := typed.WriteTo(sessions(watermarked), newSink[windowCount]()).OutputMode(typed.Update).Start(t.Context(), newCheckpoint().opts()...)
+	if err == nil || !strings.Contains(err.Error(), "Update output mode not supported for session window") {
+		t.Fatalf("sessions in Update mode: %v, want Spark's refusal", err)
+	}
+	_, err = typed.WriteTo(sessions(typed.FromMemory(m)), newSink[windowCount]()).Start(t.Context(), newCheckpoint().opts()...)
+	if err == nil || !strings.Contains(err.Error(), "needs a watermark") || !strings.Contains(err.Error(), "typed.Complete") {
+		t.Fatalf("sessions without a watermark, no mode given: %v, want Append refused, Complete named", err)
+	}
+	// The default: Append. Rows at 0 and 15, then 8, which merges them:
+	// one session, written once, when the input ends.
+	sink := newSink[windowCount]()
+	w := typed.WriteTo(sessions(watermarked), sink)
+	ck := newCheckpoint()
+	m.Add(userClick(0, ""), userClick(15, ""))
+	if err := runToEnd(t, w, ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	m.Add(userClick(8, ""))
+	if err := runToEnd(t, w, ck.opts(runtime.FlushEventTime())...); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range sink.rows() {
+		got = append(got, fmt.Sprintf("%d-%d:%v", r.Window.Start.Unix(), r.Window.End.Unix(), r.Value))
+	}
+	if want := []string{"0-25:3"}; !slices.Equal(got, want) {
+		t.Errorf("sessions written %q, want %q", got, want)
 	}
 }
 

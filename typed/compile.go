@@ -225,8 +225,9 @@ type operatorInfo struct {
 	watermarked    bool
 	needsWatermark bool
 	// aggregation is an operator whose output mode is the query's
-	// (Complete, Update or Append); windowed, one over event-time windows.
-	aggregation, windowed bool
+	// (Complete, Update or Append); windowed, one over event-time windows;
+	// sessions, one over session windows.
+	aggregation, windowed, sessions bool
 	// join is a stream-stream join, which needs the Append mode;
 	// timeJoin, one on a time condition (JoinWithin); asOfJoin, a
 	// stream-table join as of the rows' times (AsOf).

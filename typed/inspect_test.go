@@ -128,7 +128,7 @@ func TestCheckpointRowsOfSessions(t *testing.T) {
 	m.Add(in...)
 	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 30*time.Second)
 	ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, typed.Session(gap), func(c *fixtures.Click) string { return c.User })
-	w := typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Update)
+	w := typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Append)
 	ck := newCheckpoint()
 	if err := runToEnd(t, w, ck.opts()...); err != nil {
 		t.Fatal(err)

@@ -82,7 +82,7 @@ func TestLookupEveryRowByItsKey(t *testing.T) {
 		}},
 		{"session windows", func(s typed.Stream[fixtures.Click]) starter {
 			ws := typed.GroupByWindow(s, clickTime, typed.Session(20*time.Second), user)
-			return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Update)
+			return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Complete)
 		}},
 		{"dropDuplicates", func(s typed.Stream[fixtures.Click]) starter {
 			return typed.WriteTo(typed.DropDuplicates(s, page), newSink[fixtures.Click]())

@@ -328,6 +328,9 @@ func (c *compiler) derivedMode(ops []int, binding bool) (m OutputMode, ok bool) 
 	for _, i := range ops {
 		op := c.ops[i]
 		switch {
+		case op.aggregation && op.sessions:
+			// Spark refuses Update for session windows.
+			return Append, true
 		case op.aggregation:
 			return Update, true
 		case !binding || op.join || op.kind == "mapGroupsWithState" || op.kind == "flatMapGroupsWithState":
@@ -395,6 +398,10 @@ func checkOutputModes(ops []operatorInfo, mode OutputMode, modeSet bool) []error
 	for i, op := range ops {
 		switch {
 		case op.part:
+		case op.aggregation && op.sessions && mode == Update:
+			errs = append(errs, fmt.Errorf("%s (%s): the Update output mode is not supported for session windows, as in Spark (a row that merges two sessions would leave the rows written for them standing; Spark: \"Update output mode not supported for session window on streaming DataFrames/DataSets\"): use typed.Append, which writes each session once it closes, or typed.Complete", op.kind, op.function))
+		case op.aggregation && op.sessions && mode == Append && !op.watermarked:
+			errs = append(errs, fmt.Errorf("%s (%s): the Append output mode needs a watermark, as in Spark (a session is written once, when the watermark closes it; Spark: \"Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark\"): add typed.WithWatermark before it, or use WriteTo(...).OutputMode(typed.Complete)", op.kind, op.function))
 		case op.aggregation:
 			if mode == Append && !(op.windowed && op.watermarked) {
 				errs = append(errs, fmt.Errorf("%s (%s): the Append output mode needs event-time windows and a watermark, as in Spark (a row is written once, when the watermark closes its window; Spark: \"Append output mode not supported when there are streaming aggregations on streaming DataFrames/DataSets without watermark\"): use WriteTo(...).OutputMode(typed.Update) or typed.Complete", op.kind, op.function))

@@ -22,7 +22,7 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
 ) Stream[Row] {
 	name := fmt.Sprintf("%T", agg)
-	opInfo := operatorInfo{kind: "sessionAggregate", function: name, aggregation: true, windowed: true, watermarked: ws.s.p.watermarked}
+	opInfo := operatorInfo{kind: "sessionAggregate", function: name, aggregation: true, windowed: true, sessions: true, watermarked: ws.s.p.watermarked}
 	ks := KeyedStream[K, T]{s: ws.s, key: ws.key, codec: ws.codec}
 	return once(Stream[Row]{p: ws.s.p, attach: func(c *compiler, emit func(*Row)) {
 		gapOf := ws.gapOf

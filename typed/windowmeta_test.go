@@ -98,7 +98,7 @@ func TestCheckpointKeepsItsWindows(t *testing.T) {
 	sck := newCheckpoint()
 	sessions := func(gap time.Duration) *typed.Writer[windowCount] {
 		ws := typed.GroupByWindow(typed.FromMemory(m), clickTime, typed.Session(gap), user)
-		return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Update)
+		return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(typed.Complete)
 	}
 	if err := runToEnd(t, sessions(20*time.Second), sck.opts()...); err != nil {
 		t.Fatal(err)
