@@ -14,6 +14,19 @@ type MomentsAcc struct {
 	M2   float64 `json:"m2"`
 }
 
+// NullIfNaN is v as an optional value: nil for NaN, the NaN that the
+// aggregates give where Spark's give NULL (VarSamp and StddevSamp of one
+// row; Avg, Min and Max of none), else a pointer to v. A JSON sink refuses
+// NaN, as encoding/json does; a *float64 field tagged omitempty, given
+// NullIfNaN's result, leaves the member out, as Spark's JSON writer leaves
+// out a NULL. Safe for concurrent use.
+func NullIfNaN(v float64) *float64 {
+	if math.IsNaN(v) {
+		return nil
+	}
+	return &v
+}
+
 // VarPop is the population variance of value over the rows, as Spark's
 // and Flink's var_pop: the mean squared difference from the mean (NaN
 // for none, as their NULL).
@@ -24,7 +37,8 @@ func VarPop[In any](value func(*In) float64) Aggregator[In, MomentsAcc, float64]
 // VarSamp is the sample variance of value over the rows, as Spark's
 // var_samp and variance and Flink's VAR_SAMP: the squared differences
 // from the mean over one less than the rows (NaN for fewer than two
-// rows, as their NULL).
+// rows, as their NULL: a group of one row is common, and a JSON sink
+// refuses NaN; write the result through NullIfNaN).
 func VarSamp[In any](value func(*In) float64) Aggregator[In, MomentsAcc, float64] {
 	return momentsAgg[In]{value: value, result: func(a MomentsAcc) float64 { return a.M2 / float64(a.N-1) }}
 }
@@ -37,7 +51,7 @@ func StddevPop[In any](value func(*In) float64) Aggregator[In, MomentsAcc, float
 
 // StddevSamp is the sample standard deviation of value over the rows,
 // as Spark's stddev_samp and stddev and Flink's STDDEV_SAMP: VarSamp's
-// square root.
+// square root (NaN for fewer than two rows: see NullIfNaN).
 func StddevSamp[In any](value func(*In) float64) Aggregator[In, MomentsAcc, float64] {
 	return momentsAgg[In]{value: value, result: func(a MomentsAcc) float64 { return math.Sqrt(a.M2 / float64(a.N-1)) }}
 }

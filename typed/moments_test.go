@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +120,69 @@ func TestStddevWindows(t *testing.T) {
 			if want := math.Sqrt(samp); !nearly(got[id], want, 1e-9) {
 				t.Fatalf("%d per batch: %s: %v, want %v", perBatch, id, got[id], want)
 			}
+		}
+	}
+}
+
+// TestStddevSampOfOneRowToJSON: a user of one row has no sample standard
+// deviation (Spark's NULL, NaN here), which a JSON sink refuses, as
+// encoding/json does, failing the query; written through NullIfNaN into
+// a *float64 field tagged omitempty, the member is left out, as Spark's
+// JSON writer leaves out a NULL, and the other users' deviations are the
+// loop's.
+func TestStddevSampOfOneRowToJSON(t *testing.T) {
+	in := clicks(40, 3)
+	in = append(in, fixtures.Click{User: "alone", Time: at(100), Page: "p"})
+	value := func(c *fixtures.Click) float64 { return float64(len(c.Page) + c.Time.Second()%7) }
+	byUser := map[string][]float64{}
+	for i := range in {
+		byUser[in[i].User] = append(byUser[in[i].User], value(&in[i]))
+	}
+	deviations := func(f func(float64) *float64) typed.Stream[fixtures.UserDeviation] {
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		m.Add(in...)
+		return typed.AggregateByKey(typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }), typed.StddevSamp(value),
+			func(u string, sd float64) fixtures.UserDeviation {
+				return fixtures.UserDeviation{User: u, Deviation: f(sd)}
+			})
+	}
+	err := runToEnd(t, typed.WriteTo(deviations(func(sd float64) *float64 { return &sd }), typed.FilesSink[fixtures.UserDeviation](t.TempDir())).OutputMode(typed.Complete), newCheckpoint().opts()...)
+	if err == nil || !strings.Contains(err.Error(), "NaN") {
+		t.Fatalf("NaN written as JSON: %v, want the sink's refusal", err)
+	}
+	dir := t.TempDir()
+	if err := runToEnd(t, typed.WriteTo(deviations(typed.NullIfNaN), typed.FilesSink[fixtures.UserDeviation](dir)).OutputMode(typed.Complete), newCheckpoint().opts()...); err != nil {
+		t.Fatal(err)
+	}
+	lines := map[string]string{}
+	got := map[string]*float64{}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range strings.Lines(string(b)) {
+			var d fixtures.UserDeviation
+			if err := d.UnmarshalJSON([]byte(line)); err != nil {
+				t.Fatal(err)
+			}
+			lines[d.User], got[d.User] = strings.TrimSpace(line), d.Deviation
+		}
+	}
+	if len(got) != len(byUser) {
+		t.Fatalf("%d users written, want %d", len(got), len(byUser))
+	}
+	for user, values := range byUser {
+		if len(values) == 1 {
+			if want := fmt.Sprintf(`{"user":%q}`, user); lines[user] != want {
+				t.Errorf("%s, of one row: %s, want %s", user, lines[user], want)
+			}
+			continue
+		}
+		_, samp := twoPass(values)
+		if got[user] == nil || !nearly(*got[user], math.Sqrt(samp), 1e-9) {
+			t.Errorf("%s (%d rows): %s, want a deviation of %v", user, len(values), lines[user], math.Sqrt(samp))
 		}
 	}
 }
