@@ -302,6 +302,57 @@ func TestTableFromStreamDeadLetters(t *testing.T) {
 	}
 }
 
+// TestTableDeadLettersOnceARun: a table's stream refreshed (its
+// directory has a file more) reads its malformed rows again: the
+// query's dead letters get each once, the new one with the first batch
+// that joins with the new version.
+func TestTableDeadLettersOnceARun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		write := func(name, content string) {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		write("part-0.json", `{"User":"u0","Count":1}`+"\n"+`{"User":`+"\n")
+		table := typed.TableFromStream(typed.From[fixtures.UserCount](runtime.FilesSource(dir, runtime.FilesOptions{})),
+			func(u *fixtures.UserCount) string { return u.User }, typed.TableName("counts"), typed.RefreshEvery(time.Minute))
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		joined := typed.JoinTable(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User }, table, typed.Inner,
+			func(j typed.Joined[string, fixtures.Click, fixtures.UserCount]) string {
+				return fmt.Sprintf("%s %d", j.Key, j.Right.Count)
+			})
+		dead := runtime.DeadLetterMemory()
+		sink := newSink[string]()
+		q, err := typed.WriteTo(joined, sink).Start(context.Background(),
+			newCheckpoint().opts(runtime.DeadLetters(dead), runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { q.Stop() })
+		synctest.Wait()
+		m.Add(click("u0", 1))
+		time.Sleep(10 * time.Second) // a batch at 10 s: version 1
+		synctest.Wait()
+		write("part-1.json", `{"User":"u1","Count":2}`+"\n"+`nope`+"\n")
+		time.Sleep(55 * time.Second) // the refresh at 60 s loads version 2
+		synctest.Wait()
+		m.Add(click("u1", 2))
+		time.Sleep(10 * time.Second) // the batch at 70 s uses it
+		synctest.Wait()
+		if got, want := sink.rows(), []string{"u0 1", "u1 2"}; !slices.Equal(got, want) {
+			t.Errorf("rows %q, want %q", got, want)
+		}
+		var letters []string
+		for _, d := range dead.Letters() {
+			letters = append(letters, d.Position)
+		}
+		if want := []string{"part-0.json:2", "part-1.json:2"}; !slices.Equal(letters, want) {
+			t.Errorf("dead letters at %q, want %q: each once", letters, want)
+		}
+	})
+}
+
 // TestTableRefresh: a table refreshed every minute is loaded again off
 // the batch path; each batch joins with one version, which its progress
 // names, and the batches after a load use the new one.

@@ -155,8 +155,9 @@ func TableFromFunc[K comparable, V any](load func(ctx context.Context) ([]V, err
 // decode is left out of the table and goes to the dead letters of each
 // query that joins the table (runtime.DeadLetters), as a dead letter of
 // the first batch that joins with the load that read it, as the query's
-// own input's would (a query started again, which loads the table again,
-// reports them again). With RefreshEvery, the stream is read again when its
+// own input's would: once in a run of the query, whose refreshes read it
+// again (a query started again, which loads the table again, reports it
+// again). With RefreshEvery, the stream is read again when its
 // sources hold more: each query that joins the table checks its own last
 // load, and the queries' loads run one at a time (a processor in the
 // stream serves one query at a time; two tables made from one stream
@@ -397,6 +398,10 @@ type tableRun[K comparable, V any] struct {
 	current *tableVersion[K, V]
 	open    []*tableVersion[K, V]
 	closed  bool
+	// reported are the dead letters the run's batches have reported, by
+	// source and position: a load that reads them again (a refresh)
+	// does not report them again.
+	reported map[[2]string]bool
 }
 
 // acquire returns the current version, for a batch's use until release,
@@ -405,7 +410,16 @@ func (r *tableRun[K, V]) acquire() (*tableVersion[K, V], []runtime.DeadLetter) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.current.users++
-	letters := r.current.letters
+	var letters []runtime.DeadLetter
+	for _, l := range r.current.letters {
+		if id := [2]string{l.Source, l.Position}; !r.reported[id] {
+			if r.reported == nil {
+				r.reported = map[[2]string]bool{}
+			}
+			r.reported[id] = true
+			letters = append(letters, l)
+		}
+	}
 	r.current.letters = nil
 	return r.current, letters
 }

@@ -5,6 +5,7 @@ package clitest
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -76,13 +77,28 @@ func Run(t *testing.T, run func(args []string, stdout io.Writer) error, last []s
 				}
 			}
 			check(t, out, dead)
+			// The sample's line cut short is a dead letter of the input,
+			// once; a table read from the sample (devicestats') reports
+			// its own copy once in each run.
 			letters, _ := filepath.Glob(filepath.Join(dead, "*.jsonl"))
-			if len(letters) != 1 {
-				t.Fatalf("dead-letter files: %v, want one", letters)
+			var ofInput []string
+			for _, f := range letters {
+				data, err := os.ReadFile(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for line := range bytes.Lines(data) {
+					var l struct{ Source, Position string }
+					if err := json.Unmarshal(line, &l); err != nil {
+						t.Fatalf("dead letter %s: %v", line, err)
+					}
+					if l.Source == "files:"+input {
+						ofInput = append(ofInput, l.Position)
+					}
+				}
 			}
-			data, _ := os.ReadFile(letters[0])
-			if !bytes.Contains(data, []byte("part-00003.jsonl:501")) {
-				t.Fatalf("dead letter: %s", data)
+			if !slices.Equal(ofInput, []string{"part-00003.jsonl:501"}) {
+				t.Fatalf("dead letters of the input at %q (in %v), want the line cut short, part-00003.jsonl:501, once", ofInput, letters)
 			}
 		})
 	}
