@@ -48,3 +48,11 @@ func FailOpens(t interface{ Cleanup(func()) }, fail func(path string) error) {
 	}
 	t.Cleanup(func() { openFile = old })
 }
+
+// SetFlushTimers sets how many event-time timers a batch flushing the end
+// of the input fires, for the rest of the test.
+func SetFlushTimers(t interface{ Cleanup(func()) }, n int) {
+	old := flushTimers
+	flushTimers = n
+	t.Cleanup(func() { flushTimers = old })
+}

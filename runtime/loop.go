@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 )
@@ -91,6 +92,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		limit = LimitedToEnd
 	}
 	flushed := false
+	flushLeft := -1 // the timers the flush fires before its last batch (flushWatermark)
 	// lastWatermark is the watermark of the last batch this start ran
 	// (ran: there was one), for the operators' requests of batches
 	// without data.
@@ -160,9 +162,13 @@ func (q *Query) loop(ctx context.Context) (err error) {
 			}
 		}
 		if !hasData && !due && q.cfg.flush && stops && !flushed {
-			// The input is done: one more batch, with a watermark past
-			// every event time, fires every event-time timer.
-			due, watermark = true, EndOfTime
+			// The input is done: batches with a watermark past every
+			// event time fire every event-time timer, a bounded number
+			// a batch (flushWatermark).
+			if watermark, err = q.flushWatermark(watermark, &flushLeft); err != nil {
+				return err
+			}
+			due = true
 		}
 		// So does a replayed batch that was that one.
 		flushed = flushed || watermark.Equal(EndOfTime)
@@ -311,6 +317,68 @@ func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// flushTimers bounds the event-time timers that a batch flushing the end
+// of a bounded input fires (see flushWatermark).
+var flushTimers = 100_000
+
+// flushWatermark returns the watermark of the next batch that flushes the
+// end of a bounded input (FlushEventTime): EndOfTime, once at most
+// flushTimers event-time timers are left; else an instant past fewer
+// timers (past the earliest at least, whose instant may hold more), at
+// or after watermark. A batch holds its rows until it ends, and a timer
+// usually writes one (a window, a session, an auction's winner): the
+// rows of a flush in one batch, millions where the watermark stood far
+// behind the input, were all in memory at once. The watermark still
+// only moves on, to the same end. left, -1 at the flush's first batch,
+// counts the timers pending then that are still to fire: the flush steps
+// through those, and the timers they set (a heartbeat that sets the
+// next) fire with the last batch, so that they do not step on for ever.
+func (q *Query) flushWatermark(watermark time.Time, left *int) (time.Time, error) {
+	state := q.store.NewBatch()
+	defer state.Close()
+	if *left < 0 {
+		n := 0
+		for i, op := range q.plan.Operators {
+			if op.Info().TimeMode == EventTimeMode {
+				c, err := state.countTimers(Scope{Operator: uint8(i)})
+				if err != nil {
+					return time.Time{}, err
+				}
+				n += c
+			}
+		}
+		*left = n
+	}
+	if *left <= flushTimers {
+		return EndOfTime, nil
+	}
+	var times []int64
+	for i, op := range q.plan.Operators {
+		if op.Info().TimeMode != EventTimeMode {
+			continue
+		}
+		var err error
+		if times, err = state.timerTimes(Scope{Operator: uint8(i)}, flushTimers+1, times); err != nil {
+			return time.Time{}, err
+		}
+	}
+	if len(times) <= flushTimers {
+		return EndOfTime, nil
+	}
+	slices.Sort(times)
+	cut := times[flushTimers] // the timers before it fire
+	if cut == times[0] {
+		cut++ // every timer of the earliest instant
+	}
+	step := time.Unix(0, cut).UTC()
+	if !step.After(watermark) {
+		return EndOfTime, nil // (timers behind the watermark: they all fire)
+	}
+	fired, _ := slices.BinarySearch(times, cut)
+	*left -= fired
+	return step, nil
 }
 
 // What the operators ask for after a batch (operatorsAsk).

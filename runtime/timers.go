@@ -322,6 +322,34 @@ func (c *TimerCursor) wroteAhead(lower []byte) bool {
 	return len(c.ahead) > 0
 }
 
+// timerTimes appends to times, in Unix nanoseconds, the instants of the
+// first n timers of s (the earliest), committed ones.
+func (b *StateBatch) timerTimes(s Scope, n int, times []int64) ([]int64, error) {
+	lower, upper := dueRange(s, EndOfTime)
+	seen := 0
+	err := b.scan(lower, upper, func(k, _ []byte) error {
+		if len(k) >= len(lower)+8 {
+			times = append(times, readInstant(k[len(lower):]).UnixNano())
+		}
+		if seen++; seen == n {
+			return errChunkFull
+		}
+		return nil
+	})
+	if err != nil && err != errChunkFull {
+		return times, err
+	}
+	return times, nil
+}
+
+// countTimers returns the number of s's committed timers.
+func (b *StateBatch) countTimers(s Scope) (int, error) {
+	lower, upper := dueRange(s, EndOfTime)
+	n := 0
+	err := b.scan(lower, upper, func([]byte, []byte) error { n++; return nil })
+	return n, err
+}
+
 // HasDueTimers reports whether any timer of s is due before threshold.
 func (b *StateBatch) HasDueTimers(s Scope, threshold time.Time) (bool, error) {
 	c := b.DueTimers(s, threshold)
