@@ -3,6 +3,8 @@ package gen
 import (
 	"fmt"
 	"go/types"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -19,9 +21,13 @@ const (
 type emitter struct {
 	pkg   *Package
 	types *types.Package
-	// names counts the locals of the function being emitted, so that
-	// nested loops read i, i1, i2 instead of colliding.
-	names map[string]int
+	// fn names the parameters and locals of the function being emitted.
+	fn naming
+	// allLocals holds every name a parameter or local of the output has,
+	// and imports the name of each package the output refers to, by
+	// path: no import is named like a local, which would hide it.
+	allLocals map[string]bool
+	imports   map[string]string
 	// jsonOK and jsonKey name the flag and the current key of the JSON
 	// reader function being emitted: ok and key, unless the package has
 	// types of those names.
@@ -53,9 +59,9 @@ func (e *emitter) depthArgs(s *Struct) []jen.Code {
 	case !e.depth:
 		return []jen.Code{jen.Lit(0)}
 	case s.Recursive:
-		return []jen.Code{jen.Id("depth").Op("+").Lit(1)}
+		return []jen.Code{e.id("depth").Op("+").Lit(1)}
 	}
-	return []jen.Code{jen.Id("depth")}
+	return []jen.Code{e.id("depth")}
 }
 
 // depthParams are the parameters of an append helper after b and v, and
@@ -66,15 +72,27 @@ func (e *emitter) depthParams(s *Struct, tooDeep string) ([]jen.Code, []jen.Code
 	if !s.Deep {
 		return nil, nil
 	}
-	params := []jen.Code{jen.Id("depth").Int()}
+	params := []jen.Code{e.id("depth").Int()}
 	if !s.Recursive {
 		return params, nil
 	}
 	return params, []jen.Code{
-		jen.If(jen.Id("depth").Op(">").Qual(codecPath, "MaxDepth")).Block(
-			jen.Return(jen.Id("b"), jen.Qual(codecPath, tooDeep).Call(jen.Lit(e.goName(s.Type)))),
+		jen.If(e.id("depth").Op(">").Qual(codecPath, "MaxDepth")).Block(
+			jen.Return(e.id("b"), jen.Qual(codecPath, tooDeep).Call(jen.Lit(e.goName(s.Type)))),
 		),
 	}
+}
+
+// naming is what names the parameters and locals of one generated
+// function.
+type naming struct {
+	// names counts the locals by base name, so that nested loops read
+	// i, i1, i2 instead of colliding; used holds every name given.
+	names map[string]int
+	used  map[string]bool
+	// locals maps the fixed names of the function's parameters and
+	// variables (b, v, err, ...) to the names they have: see function.
+	locals map[string]string
 }
 
 // fresh returns a local name based on base, unique in the current
@@ -84,34 +102,82 @@ func (e *emitter) depthParams(s *Struct, tooDeep string) ([]jen.Code, []jen.Code
 // to them.
 func (e *emitter) fresh(base string) string {
 	for {
-		n := e.names[base]
-		e.names[base] = n + 1
+		n := e.fn.names[base]
+		e.fn.names[base] = n + 1
 		name := base
 		if n > 0 {
 			name += strconv.Itoa(n)
 		}
-		if e.types == nil {
-			return name
+		if e.fn.used[name] || e.isType(name) {
+			continue
 		}
-		if _, isType := e.types.Scope().Lookup(name).(*types.TypeName); !isType {
-			return name
-		}
+		e.use(name)
+		return name
 	}
 }
 
-// function starts a new function for naming purposes.
-func (e *emitter) function(params ...string) {
-	e.names = map[string]int{}
-	for _, p := range params {
-		e.names[p] = 1
+// isType reports whether the package declares a type named name.
+func (e *emitter) isType(name string) bool {
+	if e.types == nil {
+		return false
+	}
+	_, isType := e.types.Scope().Lookup(name).(*types.TypeName)
+	return isType
+}
+
+// use records name as a local of the current function.
+func (e *emitter) use(name string) {
+	e.fn.used[name] = true
+	if e.allLocals == nil {
+		e.allLocals = map[string]bool{}
+	}
+	e.allLocals[name] = true
+}
+
+// function starts a new function for naming purposes. locals are the
+// fixed names of its parameters and variables (b, v, err, ...), which
+// e.id writes: each keeps its name unless refers says that the function
+// may refer to a declaration of the package by that name, which the
+// local would hide (a type, converted to); then it is the first of
+// name1, name2, ... that the package does not declare.
+func (e *emitter) function(refers func(name string) bool, locals ...string) {
+	e.fn = naming{names: map[string]int{}, used: map[string]bool{}, locals: map[string]string{}}
+	for _, l := range locals {
+		name := l
+		for i := 1; refers(name) || e.fn.used[name] || name != l && e.declared(name); i++ {
+			name = l + strconv.Itoa(i)
+		}
+		e.fn.names[l] = 1
+		e.fn.locals[l] = name
+		e.use(name)
 	}
 }
+
+// declared reports whether the package declares name.
+func (e *emitter) declared(name string) bool {
+	return e.types != nil && e.types.Scope().Lookup(name) != nil
+}
+
+// local is the name the fixed local l has in the current function.
+func (e *emitter) local(l string) string {
+	if name, ok := e.fn.locals[l]; ok {
+		return name
+	}
+	return l
+}
+
+// id is the fixed local l of the current function (see function).
+func (e *emitter) id(l string) *jen.Statement { return jen.Id(e.local(l)) }
+
+// err is the current function's error variable.
+func (e *emitter) err() *jen.Statement { return e.id("err") }
 
 // file renders the whole output file.
 func (e *emitter) file() *jen.File {
 	f := jen.NewFilePathName(e.pkg.Path, e.pkg.Name)
 	f.HeaderComment("Code generated by streamgen. DO NOT EDIT.")
 	f.ImportName(codecPath, "codec")
+	e.imports = map[string]string{codecPath: "codec", timePath: "time", typedPath: "typed"}
 	f.Comment("This file and the codec package must agree on the encoding.")
 	f.Var().Id("_").Op("=").Qual(codecPath, "SupportPackageIsVersion1")
 	for _, s := range e.pkg.Records {
@@ -154,6 +220,7 @@ func (e *emitter) file() *jen.File {
 			f.Add(req)
 		}
 	}
+	e.nameImports(f)
 	return f
 }
 
@@ -165,7 +232,7 @@ func (e *emitter) typeCode(t types.Type) jen.Code {
 		// for a type of another package that cannot be named here), else
 		// by what it stands for.
 		if obj := t.Obj(); obj.Pkg() != nil && t.TypeArgs().Len() == 0 && (obj.Exported() || obj.Pkg().Path() == e.pkg.Path) {
-			return jen.Qual(obj.Pkg().Path(), obj.Name())
+			return e.qual(obj)
 		}
 		return e.typeCode(types.Unalias(t))
 	case *types.Named:
@@ -173,7 +240,7 @@ func (e *emitter) typeCode(t types.Type) jen.Code {
 		if obj.Pkg() == nil {
 			return jen.Id(obj.Name()) // error
 		}
-		return jen.Qual(obj.Pkg().Path(), obj.Name())
+		return e.qual(obj)
 	case *types.Basic:
 		return jen.Id(t.Name())
 	case *types.Pointer:
@@ -202,6 +269,85 @@ func (e *emitter) typeCode(t types.Type) jen.Code {
 		return jen.Struct(fields...)
 	}
 	panic(fmt.Sprintf("typeCode: unexpected %T", t))
+}
+
+// qual names obj, a type declared in a package, noting the package's
+// import.
+func (e *emitter) qual(obj types.Object) jen.Code {
+	if path := obj.Pkg().Path(); path != e.pkg.Path && e.imports != nil {
+		e.imports[path] = obj.Pkg().Name()
+	}
+	return jen.Qual(obj.Pkg().Path(), obj.Name())
+}
+
+// nameImports names the packages the output imports, once the file f is
+// built, so that none is named like a declaration of the package (a
+// variable codec), a declaration of the output, a local of a generated
+// function or a predeclared identifier, which the import would clash
+// with or hide. Each keeps the name jennifer gives it, its own, unless
+// one is taken or two packages have one name (which jennifer numbers, in
+// the order it meets them); then each gets its own name, or failing that
+// its name and the first number that makes it free, written as jennifer
+// writes it (an alias, except for the codec package and the standard
+// library's).
+func (e *emitter) nameImports(f *jen.File) {
+	taken := map[string]bool{}
+	for _, name := range e.declares() {
+		taken[name] = true
+	}
+	for name := range e.allLocals {
+		taken[name] = true
+	}
+	free := func(name string) bool {
+		return !taken[name] && !e.declared(name) && types.Universe.Lookup(name) == nil
+	}
+	paths := slices.Sorted(maps.Keys(e.imports))
+	seen := map[string]bool{}
+	clash := false
+	for _, path := range paths {
+		name := e.imports[path]
+		clash = clash || seen[name] || !free(name)
+		seen[name] = true
+	}
+	if !clash {
+		return
+	}
+	for _, path := range paths {
+		name := e.imports[path]
+		alias := name
+		for i := 1; !free(alias); i++ {
+			alias = numbered(name, i)
+		}
+		taken[alias] = true
+		if first, _, _ := strings.Cut(path, "/"); alias == name && (path == codecPath || !strings.Contains(first, ".")) {
+			f.ImportName(path, name)
+		} else {
+			f.ImportAlias(path, alias)
+		}
+	}
+}
+
+// numbered is name followed by i, or name for 0.
+func numbered(name string, i int) string {
+	if i == 0 {
+		return name
+	}
+	return name + strconv.Itoa(i)
+}
+
+// declares lists the names the output declares at package level.
+func (e *emitter) declares() []string {
+	var names []string
+	for _, s := range e.pkg.Structs {
+		names = append(names, helperNames(s.Helper, s.Type)...)
+	}
+	for _, b := range e.pkg.Bindings {
+		names = append(names, bindingNames(b.Name, b.HasDelay)...)
+	}
+	for _, p := range e.pkg.Processors {
+		names = append(names, bindingNames(p.Name, p.HasDelay)...)
+	}
+	return names
 }
 
 // sizeHint is the capacity MarshalBinary starts with: a guess at a
@@ -289,36 +435,36 @@ func reflectName(t types.Type) string {
 // the compiler cannot see through, so those write once into a buffer
 // sized by the running size of their encodings.
 func (e *emitter) recordMarshalJSON(s *Struct) jen.Code {
-	recv := jen.Id("t").Op("*").Id(s.Name)
+	recv := e.id("t").Op("*").Id(s.Name)
 	h := s.Helper
 	size := jen.Id("jsonSize" + h)
 	appendTo := func(buf jen.Code) jen.Code {
-		return jen.List(jen.Id("b"), jen.Err()).Op(":=").Id("appendJSON" + h).Call(append([]jen.Code{buf, jen.Id("t")}, e.depthArgs(s)...)...)
+		return jen.List(e.id("b"), e.err()).Op(":=").Id("appendJSON" + h).Call(append([]jen.Code{buf, e.id("t")}, e.depthArgs(s)...)...)
 	}
-	failed := jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), jen.Err()))
+	failed := jen.If(e.err().Op("!=").Nil()).Block(jen.Return(jen.Nil(), e.err()))
 	heap := []jen.Code{
 		appendTo(size.Clone().Dot("Buffer").Call()),
 		failed,
-		size.Clone().Dot("Observe").Call(jen.Len(jen.Id("b"))),
-		jen.Return(jen.Id("b"), jen.Nil()),
+		size.Clone().Dot("Observe").Call(jen.Len(e.id("b"))),
+		jen.Return(e.id("b"), jen.Nil()),
 	}
 	if s.Deep {
-		return jen.Comment("MarshalJSON returns t as encoding/json would marshal it. The encoding").Line().
+		return jen.Comment("MarshalJSON returns "+e.local("t")+" as encoding/json would marshal it. The encoding").Line().
 			Comment("is written once, into a new buffer sized by the running size of").Line().
 			Comment(s.Name+"'s encodings.").Line().
 			Func().Params(recv).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(heap...)
 	}
 	onStack := func(tier, bufSize string) jen.Code {
 		return jen.If(size.Clone().Dot(tier).Call()).Block(
-			jen.Var().Id("buf").Index(jen.Qual(codecPath, bufSize)).Byte(),
-			appendTo(jen.Id("buf").Index(jen.Empty(), jen.Lit(0))),
+			jen.Var().Id(e.local("buf")).Index(jen.Qual(codecPath, bufSize)).Byte(),
+			appendTo(e.id("buf").Index(jen.Empty(), jen.Lit(0))),
 			failed,
-			size.Clone().Dot("Observe").Call(jen.Len(jen.Id("b"))),
-			jen.Return(jen.Append(jen.Index().Byte().Parens(jen.Nil()), jen.Id("b").Op("...")), jen.Nil()),
+			size.Clone().Dot("Observe").Call(jen.Len(e.id("b"))),
+			jen.Return(jen.Append(jen.Index().Byte().Parens(jen.Nil()), e.id("b").Op("...")), jen.Nil()),
 		)
 	}
-	return jen.Comment("MarshalJSON returns t as encoding/json would marshal it, in a new slice").Line().
-		Comment("of its length. While "+s.Name+"'s encodings are small or medium, t is").Line().
+	return jen.Comment("MarshalJSON returns "+e.local("t")+" as encoding/json would marshal it, in a new slice").Line().
+		Comment("of its length. While "+s.Name+"'s encodings are small or medium, "+e.local("t")+" is").Line().
 		Comment("encoded into a buffer on the stack and copied out; larger ones are").Line().
 		Comment("written once into a new buffer sized by the running size of the").Line().
 		Comment("encodings.").Line().
@@ -333,36 +479,39 @@ func (e *emitter) recordMarshalJSON(s *Struct) jen.Code {
 // recordMethods emits the exported methods of a local record: the
 // interfaces of codec.Record, each a thin wrapper over the helpers.
 func (e *emitter) recordMethods(s *Struct) []jen.Code {
-	recv := func() *jen.Statement { return jen.Id("t").Op("*").Id(s.Name) }
+	// The methods refer to no type but the record's, in UnmarshalBinary.
+	e.function(func(n string) bool { return n == s.Name }, "t", "b", "d", "data", "r", "buf", "err")
+	recv := func() *jen.Statement { return e.id("t").Op("*").Id(s.Name) }
+	t, b := e.local("t"), e.local("b")
 	name := s.Name
 	h := s.Helper
 	return []jen.Code{
-		jen.Comment("AppendBinary appends the binary encoding of t to b. It fails only when"),
+		jen.Comment("AppendBinary appends the binary encoding of " + t + " to " + b + ". It fails only when"),
 		jen.Comment("a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)"),
 		jen.Comment("and that fails."),
-		jen.Func().Params(recv()).Id("AppendBinary").Params(jen.Id("b").Index().Byte()).Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Return(jen.Id("appendBinary" + h).Call(append([]jen.Code{jen.Id("b"), jen.Id("t")}, e.depthArgs(s)...)...)),
+		jen.Func().Params(recv()).Id("AppendBinary").Params(e.id("b").Index().Byte()).Params(jen.Index().Byte(), jen.Error()).Block(
+			jen.Return(jen.Id("appendBinary" + h).Call(append([]jen.Code{e.id("b"), e.id("t")}, e.depthArgs(s)...)...)),
 		),
 		jen.Line(),
-		jen.Comment("MarshalBinary returns the binary encoding of t; see AppendBinary."),
+		jen.Comment("MarshalBinary returns the binary encoding of " + t + "; see AppendBinary."),
 		jen.Func().Params(recv()).Id("MarshalBinary").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Return(jen.Id("appendBinary" + h).Call(append([]jen.Code{jen.Make(jen.Index().Byte(), jen.Lit(0), jen.Lit(sizeHint(s))), jen.Id("t")}, e.depthArgs(s)...)...)),
+			jen.Return(jen.Id("appendBinary" + h).Call(append([]jen.Code{jen.Make(jen.Index().Byte(), jen.Lit(0), jen.Lit(sizeHint(s))), e.id("t")}, e.depthArgs(s)...)...)),
 		),
 		jen.Line(),
-		jen.Comment("UnmarshalBinary sets t to the record encoded in b, which may have been"),
+		jen.Comment("UnmarshalBinary sets " + t + " to the record encoded in " + b + ", which may have been"),
 		jen.Comment("written by an earlier or later version of " + name + ": fields it does not"),
 		jen.Comment("know are skipped, fields it lacks are left zero."),
-		jen.Func().Params(recv()).Id("UnmarshalBinary").Params(jen.Id("b").Index().Byte()).Error().Block(
-			jen.Op("*").Id("t").Op("=").Id(name).Values(),
-			jen.Var().Id("d").Qual(codecPath, "Decoder"),
-			jen.Id("d").Dot("Reset").Call(jen.Id("b")),
-			jen.Id("readBinary"+h).Call(jen.Op("&").Id("d"), jen.Id("t"), jen.Id("d").Dot("End").Call()),
-			jen.Return(jen.Id("d").Dot("Wrap").Call(jen.Lit(name))),
+		jen.Func().Params(recv()).Id("UnmarshalBinary").Params(e.id("b").Index().Byte()).Error().Block(
+			jen.Op("*").Id(e.local("t")).Op("=").Id(name).Values(),
+			jen.Var().Id(e.local("d")).Qual(codecPath, "Decoder"),
+			e.id("d").Dot("Reset").Call(e.id("b")),
+			jen.Id("readBinary"+h).Call(jen.Op("&").Id(e.local("d")), e.id("t"), e.id("d").Dot("End").Call()),
+			jen.Return(e.id("d").Dot("Wrap").Call(jen.Lit(name))),
 		),
 		jen.Line(),
-		jen.Comment("AppendJSON appends t as encoding/json would marshal it."),
-		jen.Func().Params(recv()).Id("AppendJSON").Params(jen.Id("b").Index().Byte()).Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Return(jen.Id("appendJSON" + h).Call(append([]jen.Code{jen.Id("b"), jen.Id("t")}, e.depthArgs(s)...)...)),
+		jen.Comment("AppendJSON appends " + t + " as encoding/json would marshal it."),
+		jen.Func().Params(recv()).Id("AppendJSON").Params(e.id("b").Index().Byte()).Params(jen.Index().Byte(), jen.Error()).Block(
+			jen.Return(jen.Id("appendJSON" + h).Call(append([]jen.Code{e.id("b"), e.id("t")}, e.depthArgs(s)...)...)),
 		),
 		jen.Line(),
 		e.recordMarshalJSON(s),
@@ -370,17 +519,17 @@ func (e *emitter) recordMethods(s *Struct) []jen.Code {
 		jen.Var().Id("jsonSize"+h).Qual(codecPath, "JSONSize"),
 		jen.Line(),
 		e.unmarshalJSONDoc(s),
-		jen.Func().Params(recv()).Id("UnmarshalJSON").Params(jen.Id("data").Index().Byte()).Error().Block(
-			jen.Var().Id("r").Qual(codecPath, "JSONReader"),
-			jen.Id("r").Dot("Reset").Call(jen.Id("data")),
-			jen.Id("readJSON"+h).Call(jen.Op("&").Id("r"), jen.Id("t")),
-			jen.Return(jen.Id("r").Dot("Finish").Call()),
+		jen.Func().Params(recv()).Id("UnmarshalJSON").Params(e.id("data").Index().Byte()).Error().Block(
+			jen.Var().Id(e.local("r")).Qual(codecPath, "JSONReader"),
+			e.id("r").Dot("Reset").Call(e.id("data")),
+			jen.Id("readJSON"+h).Call(jen.Op("&").Id(e.local("r")), e.id("t")),
+			jen.Return(e.id("r").Dot("Finish").Call()),
 		),
 		jen.Line(),
-		jen.Comment("ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it"),
+		jen.Comment("ReadJSON reads one JSON value from " + e.local("r") + " into " + t + " as UnmarshalJSON does; it"),
 		jen.Comment("is how records of other packages that hold " + name + " decode it."),
-		jen.Func().Params(recv()).Id("ReadJSON").Params(jen.Id("r").Op("*").Qual(codecPath, "JSONReader")).Block(
-			jen.Id("readJSON"+h).Call(jen.Id("r"), jen.Id("t")),
+		jen.Func().Params(recv()).Id("ReadJSON").Params(e.id("r").Op("*").Qual(codecPath, "JSONReader")).Block(
+			jen.Id("readJSON"+h).Call(e.id("r"), e.id("t")),
 		),
 		jen.Line(),
 		jen.Comment("StreamSchema returns the registered schema of " + name + "."),
@@ -414,14 +563,14 @@ func (e *emitter) unmarshalJSONDoc(s *Struct) jen.Code {
 		}
 	}
 	if members == nil {
-		return jen.Comment("UnmarshalJSON decodes data into t as encoding/json would.")
+		return jen.Comment("UnmarshalJSON decodes " + e.local("data") + " into " + e.local("t") + " as encoding/json would.")
 	}
 	list := "its required member, " + members[0] + ","
 	if n := len(members); n > 1 {
 		list = "its required members, " + strings.Join(members[:n-1], ", ") + " and " + members[n-1] + ","
 	}
-	text := "UnmarshalJSON decodes data into t as encoding/json would, except that " + list +
-		" must be present and not null, and data must not be null: a document that encoding/json accepts but that breaks this is refused with a *codec.RequiredFieldError."
+	text := "UnmarshalJSON decodes " + e.local("data") + " into " + e.local("t") + " as encoding/json would, except that " + list +
+		" must be present and not null, and " + e.local("data") + " must not be null: a document that encoding/json accepts but that breaks this is refused with a *codec.RequiredFieldError."
 	return comment(text)
 }
 

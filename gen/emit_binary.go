@@ -40,15 +40,15 @@ func tagBytes(f *Field) []jen.Code {
 // field of v as a tag and a value, in declaration order. It fails only
 // when a type's own MarshalBinary (or MarshalText, MarshalJSON) does.
 func (e *emitter) appendBinary(s *Struct) jen.Code {
-	e.function("b", "v", "err", "depth")
+	e.function(e.isType, "b", "v", "err", "depth")
 	params, check := e.depthParams(s, "ErrNestedTooDeep")
 	defer func() { e.depth = false }()
-	body := append(check, jen.Var().Id("err").Error())
+	body := append(check, jen.Var().Id(e.local("err")).Error())
 	for _, f := range s.Fields {
-		x := jen.Id("v").Dot(f.Name)
+		x := e.id("v").Dot(f.Name)
 		kind := kindOf(f.Shape)
 		comment := fmt.Sprintf("%s: id %d, %s", f.Name, f.ID, kind)
-		appendTag := jen.Id("b").Op("=").Append(append([]jen.Code{jen.Id("b")}, tagBytes(f)...)...).Comment(comment)
+		appendTag := e.id("b").Op("=").Append(append([]jen.Code{e.id("b")}, tagBytes(f)...)...).Comment(comment)
 		if f.Shape.Kind == Pointer {
 			// A nil pointer field is left out; a reader leaves it nil.
 			inner := append([]jen.Code{appendTag}, e.appendFieldValue(f.Shape.Elem, deref(x))...)
@@ -57,9 +57,9 @@ func (e *emitter) appendBinary(s *Struct) jen.Code {
 		}
 		if inlineKind(f.Shape) && f.Shape.Kind == String {
 			// The tag and a one-byte length in one append.
-			short := append(append([]jen.Code{jen.Id("b")}, tagBytes(f)...), jen.Byte().Call(jen.Len(x.Clone())))
+			short := append(append([]jen.Code{e.id("b")}, tagBytes(f)...), jen.Byte().Call(jen.Len(x.Clone())))
 			body = append(body, jen.If(jen.Len(x.Clone()).Op("<").Id("0x80")).Block(
-				jen.Id("b").Op("=").Append(jen.Append(short...), x.Clone().Op("...")).Comment(comment),
+				e.id("b").Op("=").Append(jen.Append(short...), x.Clone().Op("...")).Comment(comment),
 			).Else().Block(
 				appendTag,
 				e.appendCall("AppendString", e.to(f.Shape, "string", x)),
@@ -69,9 +69,9 @@ func (e *emitter) appendBinary(s *Struct) jen.Code {
 		body = append(body, appendTag)
 		body = append(body, e.appendFieldValue(f.Shape, x)...)
 	}
-	body = append(body, jen.Return(jen.Id("b"), jen.Id("err")))
+	body = append(body, jen.Return(e.id("b"), e.id("err")))
 	return jen.Func().Id("appendBinary"+s.Helper).
-		Params(append([]jen.Code{jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Add(e.typeCode(s.Type))}, params...)...).
+		Params(append([]jen.Code{e.id("b").Index().Byte(), e.id("v").Op("*").Add(e.typeCode(s.Type))}, params...)...).
 		Params(jen.Index().Byte(), jen.Error()).Block(body...)
 }
 
@@ -83,15 +83,15 @@ func (e *emitter) appendFieldValue(s *Shape, x *jen.Statement) []jen.Code {
 	}
 	start := e.fresh("start")
 	code := []jen.Code{
-		jen.Id(start).Op(":=").Len(jen.Id("b")),
-		jen.Id("b").Op("=").Qual(codecPath, "BeginLength").Call(jen.Id("b")),
+		jen.Id(start).Op(":=").Len(e.id("b")),
+		e.id("b").Op("=").Qual(codecPath, "BeginLength").Call(e.id("b")),
 	}
 	code = append(code, e.appendValue(s, x)...)
-	return append(code, jen.Id("b").Op("=").Qual(codecPath, "EndLength").Call(jen.Id("b"), jen.Id(start)))
+	return append(code, e.id("b").Op("=").Qual(codecPath, "EndLength").Call(e.id("b"), jen.Id(start)))
 }
 
 func (e *emitter) appendCall(fn string, args ...jen.Code) jen.Code {
-	return jen.Id("b").Op("=").Qual(codecPath, fn).Call(append([]jen.Code{jen.Id("b")}, args...)...)
+	return e.id("b").Op("=").Qual(codecPath, fn).Call(append([]jen.Code{e.id("b")}, args...)...)
 }
 
 // binaryMethodAppenders are the codec functions that append the output of
@@ -112,16 +112,16 @@ var binaryMethodReaders = map[string]string{
 }
 
 // orFail is b, err = call with an early return on error.
-func orFail(call jen.Code) jen.Code {
-	return jen.If(jen.List(jen.Id("b"), jen.Err()).Op("=").Add(call), jen.Err().Op("!=").Nil()).Block(
-		jen.Return(jen.Id("b"), jen.Err()),
+func (e *emitter) orFail(call jen.Code) jen.Code {
+	return jen.If(jen.List(e.id("b"), e.err()).Op("=").Add(call), e.err().Op("!=").Nil()).Block(
+		jen.Return(e.id("b"), e.err()),
 	)
 }
 
 // appendValue appends the value x of shape s (x is addressable).
 func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 	if c := s.Custom; c != nil && c.Binary != "" {
-		return []jen.Code{orFail(jen.Qual(codecPath, binaryMethodAppenders[c.Binary]).Call(jen.Id("b"), addr(x), jen.Lit(e.goName(s.Type))))}
+		return []jen.Code{e.orFail(jen.Qual(codecPath, binaryMethodAppenders[c.Binary]).Call(e.id("b"), addr(x), jen.Lit(e.goName(s.Type))))}
 	}
 	switch s.Kind {
 	case Bool:
@@ -145,9 +145,9 @@ func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 		return []jen.Code{e.appendCall("AppendDuration", x)}
 	case Pointer:
 		return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(
-			jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit(0)),
+			e.id("b").Op("=").Append(e.id("b"), jen.Lit(0)),
 		).Else().Block(append([]jen.Code{
-			jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit(1)),
+			e.id("b").Op("=").Append(e.id("b"), jen.Lit(1)),
 		}, e.appendValue(s.Elem, deref(x))...)...)}
 	case Slice, Array:
 		i := e.fresh("i")
@@ -180,23 +180,23 @@ func (e *emitter) appendValue(s *Shape, x *jen.Statement) []jen.Code {
 		body = append([]jen.Code{jen.List(jen.Id(k), jen.Id(val)).Op(":=").Id(kt).Dot("Key").Op(",").Add(x.Clone()).Index(jen.Id(kt).Dot("Key"))}, body...)
 		return []jen.Code{
 			header,
-			jen.List(jen.Id(keys), jen.Err()).Op(":=").Qual(codecPath, "TextKeys").Call(x.Clone(), jen.Lit(e.goName(s.Type))),
-			jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id("b"), jen.Err())),
+			jen.List(jen.Id(keys), e.err()).Op(":=").Qual(codecPath, "TextKeys").Call(x.Clone(), jen.Lit(e.goName(s.Type))),
+			jen.If(e.err().Op("!=").Nil()).Block(jen.Return(e.id("b"), e.err())),
 			jen.For(jen.List(jen.Id("_"), jen.Id(kt)).Op(":=").Range().Id(keys)).Block(body...),
 		}
 	case StructShape:
 		start := e.fresh("start")
 		var inner jen.Code
 		if foreignRecord(s.Struct) {
-			inner = orFail(x.Clone().Dot("AppendBinary").Call(jen.Id("b")))
+			inner = e.orFail(x.Clone().Dot("AppendBinary").Call(e.id("b")))
 		} else {
-			inner = orFail(jen.Id("appendBinary" + s.Struct.Helper).Call(append([]jen.Code{jen.Id("b"), addr(x)}, e.depthArgs(s.Struct)...)...))
+			inner = e.orFail(jen.Id("appendBinary" + s.Struct.Helper).Call(append([]jen.Code{e.id("b"), addr(x)}, e.depthArgs(s.Struct)...)...))
 		}
 		return []jen.Code{
-			jen.Id(start).Op(":=").Len(jen.Id("b")),
-			jen.Id("b").Op("=").Qual(codecPath, "BeginLength").Call(jen.Id("b")),
+			jen.Id(start).Op(":=").Len(e.id("b")),
+			e.id("b").Op("=").Qual(codecPath, "BeginLength").Call(e.id("b")),
 			inner,
-			jen.Id("b").Op("=").Qual(codecPath, "EndLength").Call(jen.Id("b"), jen.Id(start)),
+			e.id("b").Op("=").Qual(codecPath, "EndLength").Call(e.id("b"), jen.Id(start)),
 		}
 	}
 	panic("appendValue: unknown shape")
@@ -225,7 +225,7 @@ func (e *emitter) orderedEntries(s *Shape, x *jen.Statement) (decl []jen.Code, e
 // readBinary emits readBinary<Helper>(d, v, end): fields until end, by tag;
 // unknown ids skipped, known ids of another kind reported.
 func (e *emitter) readBinary(s *Struct) jen.Code {
-	e.function("d", "v", "end", "tag")
+	e.function(e.isType, "d", "v", "end", "tag", "err")
 	var fast, fastFuncs []jen.Code
 	if len(s.Fields) > 0 {
 		fast, fastFuncs = e.fastPath(s)
@@ -235,28 +235,28 @@ func (e *emitter) readBinary(s *Struct) jen.Code {
 		tag := codec.Tag(f.ID, kindOf(f.Shape))
 		cases = append(cases, jen.Case(jen.Id(fmt.Sprintf("%#x", tag))).Block(append([]jen.Code{jen.Comment(f.Name)}, e.readField(s, f)...)...))
 		changed = append(changed, jen.Case(jen.Lit(int(f.ID))).Block(
-			jen.Id("d").Dot("KindChanged").Call(jen.Lit(s.Name), jen.Lit(f.Name), jen.Id("tag"), kindCode(kindOf(f.Shape))),
+			e.id("d").Dot("KindChanged").Call(jen.Lit(s.Name), jen.Lit(f.Name), e.id("tag"), kindCode(kindOf(f.Shape))),
 		))
 	}
-	changed = append(changed, jen.Default().Block(jen.Id("d").Dot("Skip").Call(jen.Id("tag"))))
-	cases = append(cases, jen.Default().Block(jen.Switch(jen.Id("tag").Op(">>").Lit(4)).Block(changed...)))
+	changed = append(changed, jen.Default().Block(e.id("d").Dot("Skip").Call(e.id("tag"))))
+	cases = append(cases, jen.Default().Block(jen.Switch(e.id("tag").Op(">>").Lit(4)).Block(changed...)))
 	var body []jen.Code
 	if s.Recursive {
 		// Bounded nesting: input that nests deeper is refused.
-		body = append(body, jen.If(jen.Op("!").Id("d").Dot("Enter").Call(jen.Lit(e.goName(s.Type)))).Block(jen.Return()))
+		body = append(body, jen.If(jen.Op("!").Id(e.local("d")).Dot("Enter").Call(jen.Lit(e.goName(s.Type)))).Block(jen.Return()))
 	}
 	if len(fast) > 0 {
 		body = append(body, fast...)
 		body = append(body, jen.Comment("Whatever remains (older or newer versions, fields in another order)."))
 	}
-	body = append(body, jen.For(jen.Id("d").Dot("More").Call(jen.Id("end"))).Block(
-		jen.Switch(jen.Id("tag").Op(":=").Id("d").Dot("Tag").Call(), jen.Id("tag")).Block(cases...),
+	body = append(body, jen.For(e.id("d").Dot("More").Call(e.id("end"))).Block(
+		jen.Switch(e.id("tag").Op(":=").Id(e.local("d")).Dot("Tag").Call(), e.id("tag")).Block(cases...),
 	))
 	if s.Recursive {
-		body = append(body, jen.Id("d").Dot("Leave").Call())
+		body = append(body, e.id("d").Dot("Leave").Call())
 	}
 	code := jen.Func().Id("readBinary"+s.Helper).
-		Params(jen.Id("d").Op("*").Qual(codecPath, "Decoder"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)), jen.Id("end").Int()).
+		Params(e.id("d").Op("*").Qual(codecPath, "Decoder"), e.id("v").Op("*").Add(e.typeCode(s.Type)), e.id("end").Int()).
 		Block(body...)
 	for _, fn := range fastFuncs {
 		code = code.Line().Line().Add(fn)
@@ -266,7 +266,7 @@ func (e *emitter) readBinary(s *Struct) jen.Code {
 
 // readField reads the value of field f, whose tag has been read.
 func (e *emitter) readField(s *Struct, f *Field) []jen.Code {
-	x := jen.Id("v").Dot(f.Name)
+	x := e.id("v").Dot(f.Name)
 	if f.Shape.Kind != Pointer {
 		return e.readFieldValue(f.Shape, x, s.Name+"."+f.Name)
 	}
@@ -283,9 +283,9 @@ func (e *emitter) readFieldValue(s *Shape, dst *jen.Statement, where string) []j
 		return e.readValue(s, dst, where)
 	}
 	end := e.fresh("end")
-	code := []jen.Code{jen.Id(end).Op(":=").Id("d").Dot("Begin").Call()}
+	code := []jen.Code{jen.Id(end).Op(":=").Id(e.local("d")).Dot("Begin").Call()}
 	code = append(code, e.readValue(s, dst, where)...)
-	return append(code, jen.Id("d").Dot("Finish").Call(jen.Id(end)))
+	return append(code, e.id("d").Dot("Finish").Call(jen.Id(end)))
 }
 
 // convert wraps a decoded value in a conversion to the shape's named type
@@ -329,7 +329,7 @@ func (e *emitter) plainConversion(s *Shape, have string) jen.Code {
 
 // readValue reads a value of shape s into the addressable dst.
 func (e *emitter) readValue(s *Shape, dst *jen.Statement, where string) []jen.Code {
-	d := func() *jen.Statement { return jen.Id("d") }
+	d := func() *jen.Statement { return e.id("d") }
 	if c := s.Custom; c != nil && c.Binary != "" {
 		return []jen.Code{d().Dot(binaryMethodReaders[c.BinaryUnmarshal()]).Call(addr(dst), jen.Lit(where))}
 	}
@@ -414,8 +414,8 @@ func (e *emitter) readValue(s *Shape, dst *jen.Statement, where string) []jen.Co
 		end := e.fresh("end")
 		var inner jen.Code
 		if foreignRecord(s.Struct) {
-			inner = jen.If(jen.Err().Op(":=").Add(dst.Clone()).Dot("UnmarshalBinary").Call(d().Dot("Sub").Call(jen.Id(end))), jen.Err().Op("!=").Nil()).Block(
-				d().Dot("Fail").Call(jen.Err()),
+			inner = jen.If(e.err().Op(":=").Add(dst.Clone()).Dot("UnmarshalBinary").Call(d().Dot("Sub").Call(jen.Id(end))), e.err().Op("!=").Nil()).Block(
+				d().Dot("Fail").Call(e.err()),
 			)
 		} else {
 			inner = jen.Id("readBinary"+s.Struct.Helper).Call(d(), addr(dst), jen.Id(end))

@@ -12,33 +12,35 @@ import (
 // stream: the watermark (if asked for), the grouping by the key field, and
 // the stateful operator.
 func (e *emitter) binding(b *Binding) jen.Code {
+	// The body refers to the bound function, and to types.
+	e.function(func(n string) bool { return e.isType(n) || n == b.Func.Name() }, "in", "opts", "byKey", "r")
 	kind := "mapGroupsWithState"
 	if b.Flat {
 		kind = "flatMapGroupsWithState"
 	}
-	what := fmt.Sprintf("%s groups in by %s and applies %s with %s (%s", b.Name, b.Key.Name(), b.Func.Name(), kind, b.Timeout)
+	what := fmt.Sprintf("%s groups %s by %s and applies %s with %s (%s", b.Name, e.local("in"), b.Key.Name(), b.Func.Name(), kind, b.Timeout)
 	if b.Flat {
 		what += ", " + b.Mode
 	}
 	what += ")"
 	body, after := e.keyedInput(b.In, b.Keying, jen.Qual(typedPath, "BindingWatermarkOptions").
-		Types(e.typeCode(b.Key.Type()), e.typeCode(b.State), e.typeCode(b.In)).Call(jen.Id("opts")).Op("..."))
+		Types(e.typeCode(b.Key.Type()), e.typeCode(b.State), e.typeCode(b.In)).Call(e.id("opts")).Op("..."))
 	if b.Flat {
 		body = append(body, jen.Return(jen.Qual(typedPath, "FlatMapGroupsWithState").Call(
-			jen.Id("byKey"), jen.Qual(typedPath, b.Mode), jen.Qual(typedPath, b.Timeout), jen.Id(b.Func.Name()), jen.Id("opts").Op("..."))))
+			e.id("byKey"), jen.Qual(typedPath, b.Mode), jen.Qual(typedPath, b.Timeout), jen.Id(b.Func.Name()), e.id("opts").Op("..."))))
 	} else {
 		body = append(body, jen.Return(jen.Qual(typedPath, "MapGroupsWithState").Call(
-			jen.Id("byKey"), jen.Qual(typedPath, b.Timeout), jen.Id(b.Func.Name()), jen.Id("opts").Op("..."))))
+			e.id("byKey"), jen.Qual(typedPath, b.Timeout), jen.Id(b.Func.Name()), e.id("opts").Op("..."))))
 	}
-	what += after + "; opts, such as typed.InitialState, configure the operator"
+	what += after + "; " + e.local("opts") + ", such as typed.InitialState, configure the operator"
 	if b.HasDelay {
 		what += fmt.Sprintf(", and %sLateRows sends the rows too late for the watermark to a sink", b.Name)
 	}
 	option := jen.Qual(typedPath, "GroupsOption").Types(e.typeCode(b.Key.Type()), e.typeCode(b.State))
 	code := jen.Comment(what+".").Line().Func().Id(b.Name).
 		Params(
-			jen.Id("in").Qual(typedPath, "Stream").Types(e.typeCode(b.In)),
-			jen.Id("opts").Op("...").Add(option),
+			e.id("in").Qual(typedPath, "Stream").Types(e.typeCode(b.In)),
+			e.id("opts").Op("...").Add(option),
 		).
 		Qual(typedPath, "Stream").Types(e.typeCode(b.Out)).
 		Block(body...)
@@ -56,14 +58,15 @@ func (e *emitter) binding(b *Binding) jen.Code {
 // option type, and makes the typed function that builds it.
 func (e *emitter) lateRows(binding string, in types.Type, drops bool, option, makes *jen.Statement) jen.Code {
 	name := binding + "LateRows"
-	doc := fmt.Sprintf("%s is an option of %s: the rows of its input that are too late for its watermark, which it drops, go to sink batch by batch (see typed.LateRows).", name, binding)
+	e.function(e.isType, "sink")
+	doc := fmt.Sprintf("%s is an option of %s: the rows of its input that are too late for its watermark, which it drops, go to %s batch by batch (see typed.LateRows).", name, binding, e.local("sink"))
 	if !drops {
-		doc = fmt.Sprintf("%s is an option of %s: the rows of its input that are too late for its watermark go to sink batch by batch (see typed.LateRows); without an event-time timeout the operator drops none, as in Spark, so none go there.", name, binding)
+		doc = fmt.Sprintf("%s is an option of %s: the rows of its input that are too late for its watermark go to %s batch by batch (see typed.LateRows); without an event-time timeout the operator drops none, as in Spark, so none go there.", name, binding, e.local("sink"))
 	}
 	return jen.Comment(doc).Line().Func().Id(name).
-		Params(jen.Id("sink").Qual(typedPath, "Sink").Types(e.typeCode(in))).
+		Params(e.id("sink").Qual(typedPath, "Sink").Types(e.typeCode(in))).
 		Add(option).
-		Block(jen.Return(makes.Call(jen.Id("sink"))))
+		Block(jen.Return(makes.Call(e.id("sink"))))
 }
 
 // keyedInput emits the start of a binding's body, which turns its
@@ -73,12 +76,12 @@ func (e *emitter) lateRows(binding string, in types.Type, drops bool, option, ma
 // wmOpts is the code of the options of the watermark (from the binding's
 // options).
 func (e *emitter) keyedInput(in types.Type, k Keying, wmOpts jen.Code) (body []jen.Code, after string) {
-	row := func() *jen.Statement { return jen.Id("r").Op("*").Add(e.typeCode(in)) }
+	row := func() *jen.Statement { return e.id("r").Op("*").Add(e.typeCode(in)) }
 	if k.HasDelay {
 		after = fmt.Sprintf(", after a watermark %v behind %s", k.Delay, k.Event.Name())
-		var eventTime jen.Code = jen.Id("r").Dot(k.Event.Name())
+		var eventTime jen.Code = e.id("r").Dot(k.Event.Name())
 		if !isNamed(k.Event.Type(), "time", "Time") {
-			n := jen.Int64().Parens(jen.Id("r").Dot(k.Event.Name()))
+			n := jen.Int64().Parens(e.id("r").Dot(k.Event.Name()))
 			switch k.Unit {
 			case "s":
 				eventTime = jen.Qual(timePath, "Unix").Call(n, jen.Lit(0))
@@ -91,16 +94,16 @@ func (e *emitter) keyedInput(in types.Type, k Keying, wmOpts jen.Code) (body []j
 			}
 			after += fmt.Sprintf(" (%s since the Unix epoch)", unitNames[k.Unit])
 		}
-		body = append(body, jen.Id("in").Op("=").Qual(typedPath, "WithWatermark").Call(
-			jen.Id("in"),
+		body = append(body, e.id("in").Op("=").Qual(typedPath, "WithWatermark").Call(
+			e.id("in"),
 			jen.Func().Params(row()).Qual(timePath, "Time").Block(jen.Return(eventTime)),
 			durationCode(k.Delay),
 			wmOpts,
 		))
 	}
-	body = append(body, jen.Id("byKey").Op(":=").Qual(typedPath, "GroupByKey").Call(
-		jen.Id("in"),
-		jen.Func().Params(row()).Add(e.typeCode(k.Key.Type())).Block(jen.Return(jen.Id("r").Dot(k.Key.Name()))),
+	body = append(body, e.id("byKey").Op(":=").Qual(typedPath, "GroupByKey").Call(
+		e.id("in"),
+		jen.Func().Params(row()).Add(e.typeCode(k.Key.Type())).Block(jen.Return(e.id("r").Dot(k.Key.Name()))),
 	))
 	return body, after
 }

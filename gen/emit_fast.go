@@ -31,12 +31,12 @@ func (e *emitter) fastPath(s *Struct) (code, funcs []jen.Code) {
 	b, p := e.fresh("b"), e.fresh("p")
 	code = []jen.Code{
 		jen.Comment("Fast path: the fields in the order this version writes them."),
-		jen.List(jen.Id(b), jen.Id(p)).Op(":=").Id("d").Dot("Window").Call(jen.Id("end")),
+		jen.List(jen.Id(b), jen.Id(p)).Op(":=").Id(e.local("d")).Dot("Window").Call(e.id("end")),
 	}
 	if len(s.Fields) <= fastChunk {
 		f := e.newFast(s, s.Fields, b, p, "slow", "")
 		code = append(code, f.fields()...)
-		seek := jen.Id("d").Dot("Seek").Call(jen.Id(p))
+		seek := e.id("d").Dot("Seek").Call(jen.Id(p))
 		if f.jumps {
 			code = append(code, jen.Id(f.label).Op(":"), seek)
 		} else {
@@ -44,12 +44,12 @@ func (e *emitter) fastPath(s *Struct) (code, funcs []jen.Code) {
 		}
 		return append(code, f.join()...), nil
 	}
-	ok := e.fresh("ok")
-	names := e.names
+	ok, d, v := e.fresh("ok"), e.local("d"), e.local("v")
+	outer := e.fn
 	for i := 0; i < len(s.Fields); i += fastChunk {
 		part := s.Fields[i:min(i+fastChunk, len(s.Fields))]
 		name := fmt.Sprintf("readFast%sPart%d", s.Helper, i/fastChunk)
-		call := jen.Id(name).Call(jen.Id("d"), jen.Id("v"), jen.Id(b), jen.Id(p))
+		call := jen.Id(name).Call(jen.Id(d), jen.Id(v), jen.Id(b), jen.Id(p))
 		last := i+fastChunk >= len(s.Fields)
 		switch {
 		case i == 0:
@@ -59,11 +59,11 @@ func (e *emitter) fastPath(s *Struct) (code, funcs []jen.Code) {
 		default:
 			code = append(code, jen.If(jen.Id(ok)).Block(jen.List(jen.Id(p), jen.Id(ok)).Op("=").Add(call)))
 		}
-		e.function("d", "v")
+		e.function(e.isType, "d", "v")
 		funcs = append(funcs, e.fastFunc(s, part, name))
 	}
-	e.names = names
-	return append(code, jen.Id("d").Dot("Seek").Call(jen.Id(p))), funcs
+	e.fn = outer
+	return append(code, e.id("d").Dot("Seek").Call(jen.Id(p))), funcs
 }
 
 // fastFunc emits one function of a long fast path: it reads fields from
@@ -86,7 +86,7 @@ func (e *emitter) fastFunc(s *Struct, fields []*Field, name string) jen.Code {
 	}
 	return jen.Comment(fmt.Sprintf("%s reads %s, for the fast path of readBinary%s.", name, what, s.Helper)).Line().
 		Func().Id(name).Params(
-		jen.Id("d").Op("*").Qual(codecPath, "Decoder"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)),
+		e.id("d").Op("*").Qual(codecPath, "Decoder"), e.id("v").Op("*").Add(e.typeCode(s.Type)),
 		jen.Id(b).Index().Byte(), jen.Id(p).Int(),
 	).Params(jen.Int(), jen.Bool()).Block(append(body, tail...)...)
 }
@@ -175,9 +175,9 @@ func (f *fastEmitter) field(fd *Field) jen.Code {
 		body = f.value(fd, at)
 	} else {
 		// Read by the Decoder, from the value's start.
-		body = append(body, jen.Id("d").Dot("Seek").Call(at))
+		body = append(body, f.id("d").Dot("Seek").Call(at))
 		body = append(body, f.readField(f.s, fd)...)
-		body = append(body, jen.Id(f.p).Op("=").Id("d").Dot("Offset").Call())
+		body = append(body, jen.Id(f.p).Op("=").Id(f.local("d")).Dot("Offset").Call())
 	}
 	return jen.Comment(fd.Name).Line().If(has).Block(body...)
 }
@@ -186,7 +186,7 @@ func (f *fastEmitter) field(fd *Field) jen.Code {
 // move of p past it.
 func (f *fastEmitter) value(fd *Field, at *jen.Statement) []jen.Code {
 	s := fd.Shape
-	dst := jen.Id("v").Dot(fd.Name)
+	dst := f.id("v").Dot(fd.Name)
 	b, p := jen.Id(f.b), jen.Id(f.p)
 	q := f.fresh("q")
 	code := []jen.Code{jen.Id(q).Op(":=").Add(at)}
@@ -306,13 +306,13 @@ func (f *fastEmitter) join() []jen.Code {
 	var apart []jen.Code
 	for i, fd := range f.strs {
 		joined = append(joined, jen.If(read(fd)).Block(
-			jen.Id("v").Dot(fd.Name).Op("=").Add(f.convert(fd.Shape, jen.Id(all).Index(jen.Op(":").Add(length(fd))), nil)),
+			f.id("v").Dot(fd.Name).Op("=").Add(f.convert(fd.Shape, jen.Id(all).Index(jen.Op(":").Add(length(fd))), nil)),
 		))
 		if i < len(f.strs)-1 {
 			joined = append(joined, jen.Id(all).Op("=").Id(all).Index(length(fd).Op(":")))
 		}
 		apart = append(apart, jen.If(read(fd)).Block(
-			jen.Id("v").Dot(fd.Name).Op("=").Add(f.stringOf(fd.Shape, src(fd))),
+			f.id("v").Dot(fd.Name).Op("=").Add(f.stringOf(fd.Shape, src(fd))),
 		))
 	}
 	return []jen.Code{

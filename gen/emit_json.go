@@ -16,34 +16,34 @@ import (
 // encoding/json does. Each member is written with a leading comma; the
 // first comma is then turned into the opening brace.
 func (e *emitter) appendJSON(s *Struct) jen.Code {
-	e.function("b", "v", "err", "start", "depth")
+	e.function(e.isType, "b", "v", "err", "start", "depth")
 	params, check := e.depthParams(s, "JSONNestedTooDeep")
 	defer func() { e.depth = false }()
 	sig := jen.Func().Id("appendJSON"+s.Helper).
-		Params(append([]jen.Code{jen.Id("b").Index().Byte(), jen.Id("v").Op("*").Add(e.typeCode(s.Type))}, params...)...).
+		Params(append([]jen.Code{e.id("b").Index().Byte(), e.id("v").Op("*").Add(e.typeCode(s.Type))}, params...)...).
 		Params(jen.Index().Byte(), jen.Error())
 	if len(s.JSON) == 0 {
-		return sig.Block(jen.Return(jen.Append(jen.Id("b"), jen.Lit("{}").Op("...")), jen.Nil()))
+		return sig.Block(jen.Return(jen.Append(e.id("b"), jen.Lit("{}").Op("...")), jen.Nil()))
 	}
 	body := append(check,
-		jen.Var().Id("err").Error(),
-		jen.Id("start").Op(":=").Len(jen.Id("b")),
+		jen.Var().Id(e.local("err")).Error(),
+		e.id("start").Op(":=").Len(e.id("b")),
 	)
 	allOptional := true
 	for _, f := range s.JSON {
-		x := jen.Id("v")
+		x := e.id("v")
 		for _, p := range f.Path {
 			x = x.Dot(p)
 		}
 		key, _ := json.Marshal(f.Name) // HTML-escaped, as encoding/json writes keys
-		write := []jen.Code{jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit(","+string(key)+":").Op("..."))}
+		write := []jen.Code{e.id("b").Op("=").Append(e.id("b"), jen.Lit(","+string(key)+":").Op("..."))}
 		if f.Quoted {
 			write = append(write, e.appendQuotedJSON(f.Shape, x)...)
 		} else {
 			write = append(write, e.appendJSONValue(f.Shape, x)...)
 		}
 		cond := e.jsonPresent(f, x)
-		if via := embeddedNotNil(f); via != nil {
+		if via := e.embeddedNotNil(f); via != nil {
 			if cond != nil {
 				via = jen.Add(via).Op("&&").Add(cond)
 			}
@@ -57,24 +57,24 @@ func (e *emitter) appendJSON(s *Struct) jen.Code {
 		}
 	}
 	closing := []jen.Code{
-		jen.Id("b").Index(jen.Id("start")).Op("=").LitRune('{'),
-		jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('}')),
+		e.id("b").Index(e.id("start")).Op("=").LitRune('{'),
+		e.id("b").Op("=").Append(e.id("b"), jen.LitRune('}')),
 	}
 	if allOptional {
-		body = append(body, jen.If(jen.Len(jen.Id("b")).Op("==").Id("start")).Block(
-			jen.Return(jen.Append(jen.Id("b"), jen.Lit("{}").Op("...")), jen.Err()),
+		body = append(body, jen.If(jen.Len(e.id("b")).Op("==").Id(e.local("start"))).Block(
+			jen.Return(jen.Append(e.id("b"), jen.Lit("{}").Op("...")), e.err()),
 		))
 	}
 	body = append(body, closing...)
-	body = append(body, jen.Return(jen.Id("b"), jen.Err()))
+	body = append(body, jen.Return(e.id("b"), e.err()))
 	return sig.Block(body...)
 }
 
 // embeddedNotNil is the condition that every pointer to an embedded
 // struct on the way to the promoted field f is set, or nil if there is none.
-func embeddedNotNil(f *JSONField) jen.Code {
+func (e *emitter) embeddedNotNil(f *JSONField) jen.Code {
 	var cond *jen.Statement
-	x := jen.Id("v")
+	x := e.id("v")
 	for k, t := range f.Ptrs {
 		x = x.Clone().Dot(f.Path[k])
 		if t == nil {
@@ -97,7 +97,7 @@ func embeddedNotNil(f *JSONField) jen.Code {
 // field's value.
 func (e *emitter) allocEmbedded(f *JSONField) []jen.Code {
 	var out []jen.Code
-	x := jen.Id("v")
+	x := e.id("v")
 	for k, t := range f.Ptrs {
 		x = x.Clone().Dot(f.Path[k])
 		if t != nil {
@@ -248,20 +248,20 @@ func hasIsZero(t types.Type) bool {
 }
 
 // jsonCall is b = codec.fn(b, args...).
-func jsonCall(fn string, args ...jen.Code) jen.Code {
-	return jen.Id("b").Op("=").Qual(codecPath, fn).Call(append([]jen.Code{jen.Id("b")}, args...)...)
+func (e *emitter) jsonCall(fn string, args ...jen.Code) jen.Code {
+	return e.id("b").Op("=").Qual(codecPath, fn).Call(append([]jen.Code{e.id("b")}, args...)...)
 }
 
 // jsonCallErr is b, err = codec.fn(b, args...) with an early return.
-func jsonCallErr(call jen.Code) jen.Code {
-	return jen.If(jen.List(jen.Id("b"), jen.Err()).Op("=").Add(call), jen.Err().Op("!=").Nil()).Block(
-		jen.Return(jen.Id("b"), jen.Err()),
+func (e *emitter) jsonCallErr(call jen.Code) jen.Code {
+	return jen.If(jen.List(e.id("b"), e.err()).Op("=").Add(call), e.err().Op("!=").Nil()).Block(
+		jen.Return(e.id("b"), e.err()),
 	)
 }
 
 // appendJSONValue appends the value x of shape s (x is addressable).
 func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
-	null := jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit("null").Op("..."))
+	null := e.id("b").Op("=").Append(e.id("b"), jen.Lit("null").Op("..."))
 	if c := s.Custom; c != nil {
 		if c.Marshal != "" {
 			return []jen.Code{e.marshalJSON(c, addr(x), s.Type)}
@@ -270,22 +270,22 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 	}
 	switch s.Kind {
 	case Bool:
-		return []jen.Code{jsonCall("AppendJSONBool", e.to(s, "bool", x))}
+		return []jen.Code{e.jsonCall("AppendJSONBool", e.to(s, "bool", x))}
 	case Int, Duration:
-		return []jen.Code{jsonCall("AppendJSONInt", e.to(s, "int64", x))}
+		return []jen.Code{e.jsonCall("AppendJSONInt", e.to(s, "int64", x))}
 	case Uint:
-		return []jen.Code{jsonCall("AppendJSONUint", e.to(s, "uint64", x))}
+		return []jen.Code{e.jsonCall("AppendJSONUint", e.to(s, "uint64", x))}
 	case Float:
-		return []jen.Code{jsonCallErr(jen.Qual(codecPath, "AppendJSONFloat").Call(jen.Id("b"), e.to(s, "float64", x), jen.Lit(s.Bits)))}
+		return []jen.Code{e.jsonCallErr(jen.Qual(codecPath, "AppendJSONFloat").Call(e.id("b"), e.to(s, "float64", x), jen.Lit(s.Bits)))}
 	case String:
 		if s.Number {
-			return []jen.Code{jsonCallErr(jen.Qual(codecPath, "AppendJSONNumber").Call(jen.Id("b"), e.to(s, "string", x)))}
+			return []jen.Code{e.jsonCallErr(jen.Qual(codecPath, "AppendJSONNumber").Call(e.id("b"), e.to(s, "string", x)))}
 		}
-		return []jen.Code{jsonCall("AppendJSONString", e.to(s, "string", x))}
+		return []jen.Code{e.jsonCall("AppendJSONString", e.to(s, "string", x))}
 	case Bytes:
-		return []jen.Code{jsonCall("AppendJSONBytes", e.byteView(s, x))}
+		return []jen.Code{e.jsonCall("AppendJSONBytes", e.byteView(s, x))}
 	case Time:
-		return []jen.Code{jsonCallErr(jen.Qual(codecPath, "AppendJSONTime").Call(jen.Id("b"), x))}
+		return []jen.Code{e.jsonCallErr(jen.Qual(codecPath, "AppendJSONTime").Call(e.id("b"), x))}
 	case Pointer:
 		if c := s.Elem.Custom; c != nil && c.Marshal != "" {
 			// The pointer has the method too, and encoding/json calls it
@@ -298,11 +298,11 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 	case Slice, Array:
 		i := e.fresh("i")
 		loop := []jen.Code{
-			jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('[')),
+			e.id("b").Op("=").Append(e.id("b"), jen.LitRune('[')),
 			jen.For(jen.Id(i).Op(":=").Range().Add(x.Clone())).Block(append([]jen.Code{
-				jen.If(jen.Id(i).Op(">").Lit(0)).Block(jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(','))),
+				jen.If(jen.Id(i).Op(">").Lit(0)).Block(e.id("b").Op("=").Append(e.id("b"), jen.LitRune(','))),
 			}, e.appendJSONValue(s.Elem, x.Clone().Index(jen.Id(i)))...)...),
-			jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(']')),
+			e.id("b").Op("=").Append(e.id("b"), jen.LitRune(']')),
 		}
 		if s.Kind == Array {
 			return loop
@@ -316,55 +316,55 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 		case "text":
 			return e.appendJSONTextKeyMap(s, x)
 		case "string":
-			key = []jen.Code{jsonCall("AppendJSONString", e.to(s.Key, "string", jen.Id(k)))}
+			key = []jen.Code{e.jsonCall("AppendJSONString", e.to(s.Key, "string", jen.Id(k)))}
 		case "int":
 			sorted = "SortedIntKeys"
 			key = []jen.Code{
-				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"')),
-				jsonCall("AppendJSONInt", e.to(s.Key, "int64", jen.Id(k))),
-				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"')),
+				e.id("b").Op("=").Append(e.id("b"), jen.LitRune('"')),
+				e.jsonCall("AppendJSONInt", e.to(s.Key, "int64", jen.Id(k))),
+				e.id("b").Op("=").Append(e.id("b"), jen.LitRune('"')),
 			}
 		case "uint":
 			sorted = "SortedIntKeys"
 			key = []jen.Code{
-				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"')),
-				jsonCall("AppendJSONUint", e.to(s.Key, "uint64", jen.Id(k))),
-				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"')),
+				e.id("b").Op("=").Append(e.id("b"), jen.LitRune('"')),
+				e.jsonCall("AppendJSONUint", e.to(s.Key, "uint64", jen.Id(k))),
+				e.id("b").Op("=").Append(e.id("b"), jen.LitRune('"')),
 			}
 		}
-		body := []jen.Code{jen.If(jen.Id(i).Op(">").Lit(0)).Block(jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(',')))}
+		body := []jen.Code{jen.If(jen.Id(i).Op(">").Lit(0)).Block(e.id("b").Op("=").Append(e.id("b"), jen.LitRune(',')))}
 		if sorted == "SortedKeys" {
 			// String keys: the entries sorted by key, which is the order
 			// of encoding/json's (byte-wise), with no lookups.
 			entry := e.fresh("entry")
 			body = append(body, jen.List(jen.Id(k), jen.Id(val)).Op(":=").Id(entry).Dot("Key").Op(",").Id(entry).Dot("Value"))
 			body = append(body, key...)
-			body = append(body, jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(':')))
+			body = append(body, e.id("b").Op("=").Append(e.id("b"), jen.LitRune(':')))
 			body = append(body, e.appendJSONValue(s.Elem, jen.Id(val))...)
 			decl, entries := e.orderedEntries(s, x)
 			return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(null).Else().Block(append(append([]jen.Code{
-				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('{')),
+				e.id("b").Op("=").Append(e.id("b"), jen.LitRune('{')),
 			}, decl...),
 				jen.For(jen.List(jen.Id(i), jen.Id(entry)).Op(":=").Range().Add(entries)).Block(body...),
-				jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('}')),
+				e.id("b").Op("=").Append(e.id("b"), jen.LitRune('}')),
 			)...)}
 		}
 		body = append(body, key...)
 		body = append(body,
-			jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(':')),
+			e.id("b").Op("=").Append(e.id("b"), jen.LitRune(':')),
 			jen.Id(val).Op(":=").Add(x.Clone()).Index(jen.Id(k)),
 		)
 		body = append(body, e.appendJSONValue(s.Elem, jen.Id(val))...)
 		return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(null).Else().Block(
-			jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('{')),
+			e.id("b").Op("=").Append(e.id("b"), jen.LitRune('{')),
 			jen.For(jen.List(jen.Id(i), jen.Id(k)).Op(":=").Range().Qual(codecPath, sorted).Call(x.Clone())).Block(body...),
-			jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('}')),
+			e.id("b").Op("=").Append(e.id("b"), jen.LitRune('}')),
 		)}
 	case StructShape:
 		if foreignRecord(s.Struct) {
-			return []jen.Code{jsonCallErr(x.Clone().Dot("AppendJSON").Call(jen.Id("b")))}
+			return []jen.Code{e.jsonCallErr(x.Clone().Dot("AppendJSON").Call(e.id("b")))}
 		}
-		return []jen.Code{jsonCallErr(jen.Id("appendJSON" + s.Struct.Helper).Call(append([]jen.Code{jen.Id("b"), addr(x)}, e.depthArgs(s.Struct)...)...))}
+		return []jen.Code{e.jsonCallErr(jen.Id("appendJSON" + s.Struct.Helper).Call(append([]jen.Code{e.id("b"), addr(x)}, e.depthArgs(s.Struct)...)...))}
 	}
 	panic("appendJSONValue: unknown shape")
 }
@@ -378,7 +378,7 @@ func (e *emitter) appendJSONValue(s *Shape, x *jen.Statement) []jen.Code {
 // in the order of requiredMembers) and checks them when the object ends,
 // and it refuses null in place of the object (codec.BeginRequired).
 func (e *emitter) readJSON(s *Struct) jen.Code {
-	e.function("r", "v", "field", "folded")
+	e.function(e.isType, "r", "v", "field", "folded")
 	e.jsonOK, e.jsonKey = e.fresh("ok"), e.fresh("key")
 	required := requiredMembers(s)
 	var seen string
@@ -395,13 +395,13 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 	var exact, fold, read []jen.Code
 	seenFold := map[string]bool{}
 	for i, f := range s.JSON {
-		exact = append(exact, jen.Case(jen.Lit(f.Name)).Block(jen.Id("field").Op("=").Lit(i)))
+		exact = append(exact, jen.Case(jen.Lit(f.Name)).Block(e.id("field").Op("=").Lit(i)))
 		folded := string(codec.FoldJSONName(nil, []byte(f.Name)))
 		if !seenFold[folded] {
 			seenFold[folded] = true
-			fold = append(fold, jen.Case(jen.Lit(folded)).Block(jen.Id("field").Op("=").Lit(i)))
+			fold = append(fold, jen.Case(jen.Lit(folded)).Block(e.id("field").Op("=").Lit(i)))
 		}
-		x := jen.Id("v")
+		x := e.id("v")
 		for _, p := range f.Path {
 			x = x.Dot(p)
 		}
@@ -410,10 +410,10 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		// embedded structs the field is promoted from and its JSON name.
 		fieldTarget := "Go value of type " + e.goName(f.Shape.Type)
 		path := strings.Join(append(slices.Clone(f.Path[:len(f.Path)-1]), f.Name), ".")
-		inField := jen.Id("r").Dot("InField").Call(jen.Lit(structName), jen.Lit(path))
+		inField := e.id("r").Dot("InField").Call(jen.Lit(structName), jen.Lit(path))
 		var body []jen.Code
 		if bit, ok := required[f]; ok {
-			body = append(body, jen.Id(seen).Dot("Mark").Call(jen.Id("r"), jen.Lit(1).Op("<<").Lit(bit)))
+			body = append(body, jen.Id(seen).Dot("Mark").Call(e.id("r"), jen.Lit(1).Op("<<").Lit(bit)))
 		}
 		body = append(body, e.allocEmbedded(f)...)
 		if f.Quoted {
@@ -423,33 +423,33 @@ func (e *emitter) readJSON(s *Struct) jen.Code {
 		}
 		read = append(read, jen.Case(jen.Lit(i)).Block(append(body, inField)...))
 	}
-	read = append(read, jen.Default().Block(jen.Id("r").Dot("Unknown").Call(jen.Id(e.jsonKey))))
+	read = append(read, jen.Default().Block(e.id("r").Dot("Unknown").Call(jen.Id(e.jsonKey))))
 	sig := jen.Func().Id("readJSON"+s.Helper).
-		Params(jen.Id("r").Op("*").Qual(codecPath, "JSONReader"), jen.Id("v").Op("*").Add(e.typeCode(s.Type)))
-	begin := jen.If(jen.Op("!").Id("r").Dot("BeginObject").Call(jen.Lit(target))).Block(jen.Return())
+		Params(e.id("r").Op("*").Qual(codecPath, "JSONReader"), e.id("v").Op("*").Add(e.typeCode(s.Type)))
+	begin := jen.If(jen.Op("!").Id(e.local("r")).Dot("BeginObject").Call(jen.Lit(target))).Block(jen.Return())
 	end := jen.Return()
 	if len(required) > 0 {
-		begin = jen.If(jen.Op("!").Id("r").Dot("BeginRequired").Call(jen.Lit(target), fields)).Block(jen.Return()).
+		begin = jen.If(jen.Op("!").Id(e.local("r")).Dot("BeginRequired").Call(jen.Lit(target), fields)).Block(jen.Return()).
 			Line().Var().Id(seen).Qual(codecPath, "RequiredSet")
-		end = jen.Id(seen).Dot("End").Call(jen.Id("r"), fields).Line().Return()
+		end = jen.Id(seen).Dot("End").Call(e.id("r"), fields).Line().Return()
 	}
 	if len(s.JSON) == 0 {
-		return sig.Block(begin, jen.For(jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op(":=").Id("r").Dot("NextKey").Call(), jen.Id(e.jsonOK), jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op("=").Id("r").Dot("NextKey").Call()).Block(
-			jen.Id("r").Dot("Unknown").Call(jen.Id(e.jsonKey)),
+		return sig.Block(begin, jen.For(jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op(":=").Id(e.local("r")).Dot("NextKey").Call(), jen.Id(e.jsonOK), jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op("=").Id(e.local("r")).Dot("NextKey").Call()).Block(
+			e.id("r").Dot("Unknown").Call(jen.Id(e.jsonKey)),
 		))
 	}
 	loop := []jen.Code{
-		jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op(":=").Id("r").Dot("NextKey").Call(),
+		jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op(":=").Id(e.local("r")).Dot("NextKey").Call(),
 		jen.If(jen.Op("!").Id(e.jsonOK)).Block(end),
-		jen.Id("field").Op(":=").Lit(-1),
+		e.id("field").Op(":=").Lit(-1),
 	}
 	loop = append(loop,
 		jen.Switch(jen.String().Parens(jen.Id(e.jsonKey))).Block(exact...),
-		jen.If(jen.Id("field").Op("<").Lit(0)).Block(
-			jen.Var().Id("folded").Index(jen.Lit(64)).Byte(),
-			jen.Switch(jen.String().Parens(jen.Qual(codecPath, "FoldJSONName").Call(jen.Id("folded").Index(jen.Op(":").Lit(0)), jen.Id(e.jsonKey)))).Block(fold...),
+		jen.If(e.id("field").Op("<").Lit(0)).Block(
+			jen.Var().Id(e.local("folded")).Index(jen.Lit(64)).Byte(),
+			jen.Switch(jen.String().Parens(jen.Qual(codecPath, "FoldJSONName").Call(e.id("folded").Index(jen.Op(":").Lit(0)), jen.Id(e.jsonKey)))).Block(fold...),
 		),
-		jen.Switch(jen.Id("field")).Block(read...),
+		jen.Switch(e.id("field")).Block(read...),
 	)
 	return sig.Block(begin, jen.For().Block(loop...))
 }
@@ -498,20 +498,20 @@ func (e *emitter) requiredFields(s *Struct) jen.Code {
 func (e *emitter) appendJSONTextKeyMap(s *Shape, x *jen.Statement) []jen.Code {
 	keys, i, k, val := e.fresh("keys"), e.fresh("i"), e.fresh("k"), e.fresh("val")
 	body := []jen.Code{
-		jen.If(jen.Id(i).Op(">").Lit(0)).Block(jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(','))),
-		jsonCall("AppendJSONString", jen.Id(k).Dot("Text")),
-		jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune(':')),
+		jen.If(jen.Id(i).Op(">").Lit(0)).Block(e.id("b").Op("=").Append(e.id("b"), jen.LitRune(','))),
+		e.jsonCall("AppendJSONString", jen.Id(k).Dot("Text")),
+		e.id("b").Op("=").Append(e.id("b"), jen.LitRune(':')),
 		jen.Id(val).Op(":=").Add(x.Clone()).Index(jen.Id(k).Dot("Key")),
 	}
 	body = append(body, e.appendJSONValue(s.Elem, jen.Id(val))...)
 	return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(
-		jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit("null").Op("...")),
+		e.id("b").Op("=").Append(e.id("b"), jen.Lit("null").Op("...")),
 	).Else().Block(
-		jen.List(jen.Id(keys), jen.Err()).Op(":=").Qual(codecPath, "TextKeys").Call(x.Clone(), jen.Lit(e.goName(s.Type))),
-		jen.If(jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Id("b"), jen.Err())),
-		jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('{')),
+		jen.List(jen.Id(keys), e.err()).Op(":=").Qual(codecPath, "TextKeys").Call(x.Clone(), jen.Lit(e.goName(s.Type))),
+		jen.If(e.err().Op("!=").Nil()).Block(jen.Return(e.id("b"), e.err())),
+		e.id("b").Op("=").Append(e.id("b"), jen.LitRune('{')),
 		jen.For(jen.List(jen.Id(i), jen.Id(k)).Op(":=").Range().Id(keys)).Block(body...),
-		jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('}')),
+		e.id("b").Op("=").Append(e.id("b"), jen.LitRune('}')),
 	)}
 }
 
@@ -519,13 +519,13 @@ func (e *emitter) appendJSONTextKeyMap(s *Shape, x *jen.Statement) []jen.Code {
 // bool or number in quotes, a string as the JSON string of its JSON
 // string, a nil pointer as null.
 func (e *emitter) appendQuotedJSON(s *Shape, x *jen.Statement) []jen.Code {
-	quote := jen.Id("b").Op("=").Append(jen.Id("b"), jen.LitRune('"'))
+	quote := e.id("b").Op("=").Append(e.id("b"), jen.LitRune('"'))
 	switch s.Kind {
 	case String:
-		return []jen.Code{jsonCall("AppendJSONQuotedString", e.to(s, "string", x))}
+		return []jen.Code{e.jsonCall("AppendJSONQuotedString", e.to(s, "string", x))}
 	case Pointer:
 		return []jen.Code{jen.If(x.Clone().Op("==").Nil()).Block(
-			jen.Id("b").Op("=").Append(jen.Id("b"), jen.Lit("null").Op("...")),
+			e.id("b").Op("=").Append(e.id("b"), jen.Lit("null").Op("...")),
 		).Else().Block(e.appendQuotedJSON(s.Elem, deref(x))...)}
 	}
 	out := []jen.Code{quote}
@@ -535,7 +535,7 @@ func (e *emitter) appendQuotedJSON(s *Shape, x *jen.Statement) []jen.Code {
 
 // readQuotedJSON reads into dst a field with the json option "string".
 func (e *emitter) readQuotedJSON(s *Shape, dst *jen.Statement) []jen.Code {
-	r := func() *jen.Statement { return jen.Id("r") }
+	r := func() *jen.Statement { return e.id("r") }
 	elem, val := s, dst
 	var alloc, onNull []jen.Code
 	if s.Kind == Pointer {
@@ -595,13 +595,13 @@ func (e *emitter) marshalJSON(c *Custom, p jen.Code, typ types.Type) jen.Code {
 	if c.Marshal == "MarshalText" {
 		fn = "AppendJSONText"
 	}
-	return jsonCallErr(jen.Qual(codecPath, fn).Call(jen.Id("b"), p, jen.Lit(e.goName(typ))))
+	return e.jsonCallErr(jen.Qual(codecPath, fn).Call(e.id("b"), p, jen.Lit(e.goName(typ))))
 }
 
 // readJSONValue reads one JSON value into the addressable dst of shape s;
 // target describes dst for type errors.
 func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []jen.Code {
-	r := func() *jen.Statement { return jen.Id("r") }
+	r := func() *jen.Statement { return e.id("r") }
 	if c := s.Custom; c != nil {
 		switch c.Unmarshal {
 		case "UnmarshalJSON":
@@ -732,13 +732,13 @@ func (e *emitter) readJSONValue(s *Shape, dst *jen.Statement, target string) []j
 			}
 			raw := e.fresh("raw")
 			parse = []jen.Code{
-				jen.List(jen.Id(raw), jen.Id(keyOK)).Op(":=").Qual(codecPath, fn).Call(jen.Id("r"), jen.Id(e.jsonKey), jen.Lit(s.Key.Bits), jen.Lit(keyTarget)),
+				jen.List(jen.Id(raw), jen.Id(keyOK)).Op(":=").Qual(codecPath, fn).Call(e.id("r"), jen.Id(e.jsonKey), jen.Lit(s.Key.Bits), jen.Lit(keyTarget)),
 				jen.Id(k).Op(":=").Add(e.typeCode(s.Key.Type)).Parens(jen.Id(raw)),
 			}
 			store = jen.If(jen.Id(keyOK).Op("!=").Nil()).Block(r().Dot("KeyError").Call(jen.Id(keyOK))).Else().Add(store)
 		}
 		body := []jen.Code{
-			jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op(":=").Id("r").Dot("NextKey").Call(),
+			jen.List(jen.Id(e.jsonKey), jen.Id(e.jsonOK)).Op(":=").Id(e.local("r")).Dot("NextKey").Call(),
 			jen.If(jen.Op("!").Id(e.jsonOK)).Block(jen.Break()),
 		}
 		body = append(body, parse...)

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"go/ast"
+	"go/parser"
 	"go/token"
 	"go/types"
 	"runtime"
@@ -157,6 +158,9 @@ func modelAndRender(p *packages.Package, d *done) {
 	f.NoFormat = true // formatOutput formats, or finds it done
 	var src bytes.Buffer
 	err := f.Render(&src)
+	if err == nil && hidesBuiltins(rep, p.Types, src.Bytes()) {
+		return
+	}
 	var content []byte
 	if err == nil {
 		content, err = formatOutput(path, src.Bytes())
@@ -166,6 +170,40 @@ func modelAndRender(p *packages.Package, d *done) {
 		return
 	}
 	d.out = &Result{Path: path, Content: content}
+}
+
+// hidesBuiltins reports each declaration of the package that hides a
+// predeclared identifier (append, string, nil, ...) that src, the
+// package's output, uses, which would then refer to the declaration.
+// Output is parsed only for a package that declares such a name.
+func hidesBuiltins(rep *reporter, pkg *types.Package, src []byte) bool {
+	var hiding []types.Object
+	for _, name := range pkg.Scope().Names() {
+		if types.Universe.Lookup(name) != nil {
+			hiding = append(hiding, pkg.Scope().Lookup(name))
+		}
+	}
+	if len(hiding) == 0 {
+		return false
+	}
+	f, err := parser.ParseFile(token.NewFileSet(), OutputFile, src, 0)
+	if err != nil {
+		return false // formatting reports it
+	}
+	// The identifiers the output does not declare: the predeclared ones
+	// it uses, its imports and the package's declarations.
+	used := map[string]bool{}
+	for _, id := range f.Unresolved {
+		used[id.Name] = true
+	}
+	found := false
+	for _, obj := range hiding {
+		if used[obj.Name()] {
+			rep.errorf(obj.Pos(), "%s hides Go's predeclared %s, which the generated code uses; rename it", obj.Name(), obj.Name())
+			found = true
+		}
+	}
+	return found
 }
 
 // buildModel finds the package's records and models them, reporting what
@@ -180,6 +218,7 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 		named:       map[*types.TypeName]*Struct{},
 		anon:        map[*types.Struct]*Struct{},
 		helpers:     map[string]bool{},
+		generated:   map[string]bool{},
 		foreign:     map[*types.TypeName]bool{},
 		parsedFiles: map[string]*astFile{},
 	}
@@ -233,6 +272,7 @@ func buildModel(rep *reporter, p *packages.Package) *Package {
 			rep.errorf(obj.Pos(), "%s: a field's type did not type-check: %v", obj.Name(), packageErrors(p))
 			continue
 		}
+		b.checkMethodNames(obj)
 		s, ok := b.structOf(obj.Type(), obj.Pos())
 		if ok {
 			b.model.Records = append(b.model.Records, s)

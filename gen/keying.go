@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/token"
 	"go/types"
+	"path/filepath"
 	"time"
 )
 
@@ -152,7 +153,31 @@ func (b *builder) bindingKeys(d directive, clockKey string, decl *ast.Ident, in,
 	}
 	var ok bool
 	k.Keying, ok = b.keying(d, decl, in, key, needsWatermark)
+	if !ok {
+		return k, false
+	}
+	for _, name := range bindingNames(k.name, k.HasDelay) {
+		if obj := b.pkg.Scope().Lookup(name); obj != nil {
+			pos := b.rep.fset.Position(obj.Pos())
+			b.rep.errorf(decl.Pos(), "//streamgen:%s on %s: the generator writes %s, which the package declares already (%s:%d); rename that, or give the generated function another name with name=NAME", d.Name, decl.Name, name, filepath.Base(pos.Filename), pos.Line)
+			ok = false
+		} else if b.generated[name] {
+			b.rep.errorf(decl.Pos(), "//streamgen:%s on %s: the generator writes %s for another directive or struct too; give the generated function another name with name=NAME", d.Name, decl.Name, name)
+			ok = false
+		}
+		b.generated[name] = true
+	}
 	return k, ok
+}
+
+// bindingNames are the package-level names the output declares for the
+// binding or processor function name: the function, and with a
+// watermark its LateRows option.
+func bindingNames(name string, hasDelay bool) []string {
+	if hasDelay {
+		return []string{name, name + "LateRows"}
+	}
+	return []string{name}
 }
 
 // typeArg returns the type argument of t when t is pkg.name[X].

@@ -26,6 +26,8 @@ type builder struct {
 	named   map[*types.TypeName]*Struct
 	anon    map[*types.Struct]*Struct
 	helpers map[string]bool
+	// generated holds the package-level names the output declares.
+	generated map[string]bool
 	// plain is the type whose next shape is modelled without its
 	// encoding methods: the Under of a Custom.
 	plain types.Type
@@ -265,11 +267,68 @@ func (b *builder) helperName(s *Struct) string {
 		}
 	}
 	name := base
-	for i := 1; b.helpers[name]; i++ {
+	for i := 1; b.helpers[name] || b.declaresAny(helperNames(name, s.Type)); i++ {
 		name = base + strconv.Itoa(i)
 	}
 	b.helpers[name] = true
+	for _, n := range helperNames(name, s.Type) {
+		b.generated[n] = true
+	}
 	return name
+}
+
+// helperNames are the package-level names the output may declare for the
+// struct type t whose helpers have the suffix h: its helpers, its
+// schemas, and the like (see the emitters).
+func helperNames(h string, t types.Type) []string {
+	names := []string{"appendBinary" + h, "readBinary" + h, "appendJSON" + h, "readJSON" + h,
+		"schema" + h, "jsonSize" + h, "jsonSchema" + h, "required" + h}
+	if st, ok := t.Underlying().(*types.Struct); ok && st.NumFields() > fastChunk {
+		for i := 0; i*fastChunk < st.NumFields(); i++ {
+			names = append(names, fmt.Sprintf("readFast%sPart%d", h, i))
+		}
+	}
+	return names
+}
+
+// generatedMethods are the methods the output declares on every record
+// (see recordMethods).
+var generatedMethods = []string{
+	"AppendBinary", "MarshalBinary", "UnmarshalBinary",
+	"AppendJSON", "MarshalJSON", "UnmarshalJSON", "ReadJSON",
+	"StreamSchema", "StreamJSONSchema",
+}
+
+// checkMethodNames reports each method that the record obj declares, and
+// each field of it, named like a method the output declares on it, which
+// would be declared twice.
+func (b *builder) checkMethodNames(obj *types.TypeName) {
+	n, ok := types.Unalias(obj.Type()).(*types.Named)
+	if !ok {
+		return
+	}
+	for i := range n.NumMethods() {
+		if m := n.Method(i); slices.Contains(generatedMethods, m.Name()) {
+			b.rep.errorf(m.Pos(), "%s.%s: the generator writes the method %s for every record, from the record's fields; remove or rename this one, or drop //streamgen:record from %s", obj.Name(), m.Name(), m.Name(), obj.Name())
+		}
+	}
+	st := n.Underlying().(*types.Struct)
+	for i := range st.NumFields() {
+		f := st.Field(i)
+		if !slices.Contains(generatedMethods, f.Name()) {
+			continue
+		}
+		fix := "rename the field (a json tag can keep its JSON name)"
+		if f.Embedded() {
+			fix = "embed another type, or name the field"
+		}
+		b.rep.errorf(f.Pos(), "%s.%s: a record cannot have a field named %s, a method the generator writes for every record; %s", obj.Name(), f.Name(), f.Name(), fix)
+	}
+}
+
+// declaresAny reports whether the package declares any of names.
+func (b *builder) declaresAny(names []string) bool {
+	return slices.ContainsFunc(names, func(n string) bool { return b.pkg.Scope().Lookup(n) != nil })
 }
 
 // fields models the binary fields and the JSON members of s.
