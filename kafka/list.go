@@ -248,3 +248,60 @@ func pause(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// confirmGone returns those of candidates, partitions the last listing
+// did not find, that no broker of the cluster knows either: a broker
+// whose metadata lags answers that a topic it has not heard of yet, or
+// no more, is unknown, and one such answer is not a deletion. A broker
+// that does not answer is not asked again; with none answering, nothing
+// is gone (the next batch asks again).
+func (s *TopicSource) confirmGone(ctx context.Context, client *kgo.Client, candidates []topicPartition) ([]topicPartition, error) {
+	if len(candidates) == 0 {
+		return nil, nil
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	for _, topic := range slices.Compact(slices.Sorted(func(yield func(string) bool) {
+		for _, tp := range candidates {
+			if !yield(tp.topic) {
+				return
+			}
+		}
+	})) {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(topic)
+		req.Topics = append(req.Topics, rt)
+	}
+	known := map[topicPartition]bool{}
+	answered := false
+	for _, broker := range client.DiscoveredBrokers() {
+		resp, err := broker.Request(ctx, req)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			continue
+		}
+		answered = true
+		for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+			if t.Topic == nil {
+				continue
+			}
+			if errors.Is(kerr.ErrorForCode(t.ErrorCode), kerr.LeaderNotAvailable) {
+				for _, tp := range candidates {
+					known[tp] = known[tp] || tp.topic == *t.Topic // being made
+				}
+				continue
+			}
+			if t.ErrorCode != 0 {
+				continue
+			}
+			for _, p := range t.Partitions {
+				known[topicPartition{*t.Topic, p.Partition}] = true
+			}
+		}
+	}
+	if !answered {
+		return nil, nil
+	}
+	return slices.DeleteFunc(candidates, func(tp topicPartition) bool { return known[tp] }), nil
+}

@@ -334,7 +334,10 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 			}
 		}
 	}
-	gone := s.gone(committed, from, available)
+	gone, err := s.confirmGone(ctx, client, s.gone(committed, from, available))
+	if err != nil {
+		return nil, err
+	}
 	for _, tp := range gone {
 		err := s.dataLoss(lostRange{tp: tp, from: from[tp], to: from[tp],
 			why: "the partition is gone (was its topic deleted?): records after the offset the query reached may have been missed"})

@@ -7,11 +7,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
 	"github.com/streamgen/streamgen/internal/testenv"
@@ -552,6 +555,19 @@ func TestNewPartitionStartsAtItsEarliestOffset(t *testing.T) {
 	}
 }
 
+// collectValues returns a function that appends the value of each
+// record, RateRow JSON, to read.
+func collectValues(read *[]int64) func(runtime.Record) error {
+	return func(r runtime.Record) error {
+		var row fixtures.RateRow
+		if err := row.UnmarshalJSON(r.Data); err != nil {
+			return err
+		}
+		*read = append(*read, row.Value)
+		return nil
+	}
+}
+
 // TestDeletedTopicIsDataLoss: a topic the query reads is deleted. As in
 // Spark ("... are gone. Some data may have been missed."), that is data
 // loss: the default fails the batch; ContinueOnDataLoss reports it once
@@ -571,14 +587,7 @@ func TestDeletedTopicIsDataLoss(t *testing.T) {
 			src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"del", "keep"}, StartingOffsets: kafka.Earliest(), OnDataLoss: onLoss})
 			defer src.Close()
 			var read []int64
-			collect := func(r runtime.Record) error {
-				var row fixtures.RateRow
-				if err := row.UnmarshalJSON(r.Data); err != nil {
-					return err
-				}
-				read = append(read, row.Value)
-				return nil
-			}
+			collect := collectValues(&read)
 			committed := stepSource(t, src, nil, collect)
 
 			if _, err := adm.DeleteTopics(testContext(t), "del"); err != nil {
@@ -609,5 +618,77 @@ func TestDeletedTopicIsDataLoss(t *testing.T) {
 				t.Errorf("%d reports of data loss, want 1:\n%s", n, log.String())
 			}
 		})
+	}
+}
+
+// TestLaggingBrokerIsNotDataLoss: a broker whose metadata lags (one just
+// restarted, or that has not yet learnt of a topic made a moment ago)
+// answers that a topic the query reads is unknown. That is not the
+// topic's deletion while another broker knows it: the listing that got
+// the answer is checked with every broker. (Taken for a deletion, with
+// ContinueOnDataLoss, the partition was forgotten, and read again from
+// its first record at the next batch.)
+func TestLaggingBrokerIsNotDataLoss(t *testing.T) {
+	fake, conn, adm := newFakeCluster(t, kafka.NumBrokers(3))
+	createTopic(t, adm, "t", 1)
+	produce(t, conn, rateRecords("t", 0, 0, 10)...)
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"t"}, StartingOffsets: kafka.Earliest(), OnDataLoss: kafka.ContinueOnDataLoss})
+	defer src.Close()
+	var read []int64
+	collect := collectValues(&read)
+	committed := stepSource(t, src, nil, collect)
+
+	brokers, err := adm.BrokerMetadata(testContext(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var armed atomic.Bool
+	var served atomic.Int64
+	fake.ControlKey(int16(kmsg.Metadata), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		req := kreq.(*kmsg.MetadataRequest)
+		if !armed.Load() || len(req.Topics) != 1 || req.Topics[0].Topic == nil || *req.Topics[0].Topic != "t" {
+			fake.KeepControl()
+			return nil, nil, false
+		}
+		fake.KeepControl()
+		if served.Load() > 0 && fake.CurrentNode() != brokers.Brokers[0].NodeID {
+			return nil, nil, false // (the first answer lags, wherever it comes from; then the first broker's)
+		}
+		served.Add(1)
+		resp := req.ResponseKind().(*kmsg.MetadataResponse)
+		resp.Version = req.Version
+		for _, b := range brokers.Brokers {
+			rb := kmsg.NewMetadataResponseBroker()
+			rb.NodeID, rb.Host, rb.Port, rb.Rack = b.NodeID, b.Host, b.Port, b.Rack
+			resp.Brokers = append(resp.Brokers, rb)
+		}
+		resp.ControllerID = brokers.Controller
+		rt := kmsg.NewMetadataResponseTopic()
+		rt.Topic = kmsg.StringPtr("t")
+		rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+		resp.Topics = append(resp.Topics, rt)
+		return resp, nil, true
+	})
+	produce(t, conn, rateRecords("t", 0, 10, 1)...)
+	// The broker lags for the listing of one batch.
+	armed.Store(true)
+	end, err := planBatch(t, src, committed)
+	armed.Store(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Read(testContext(t), committed, end, collect); err != nil {
+		t.Fatal(err)
+	}
+	committed = end
+	for range 3 {
+		committed = stepSource(t, src, committed, collect)
+	}
+	if served.Load() == 0 {
+		t.Fatal("no metadata answer lagged")
+	}
+	slices.Sort(read)
+	if want := span(0, 10); fmt.Sprint(read) != fmt.Sprint(want) {
+		t.Errorf("read %v, want %v (each record once)", read, want)
 	}
 }
