@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -357,12 +358,12 @@ func reconcileVariables(op int, stored, current *OperatorMeta) (drop []dropVaria
 				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q was a %s, is now a %s; delete it (DeleteIfExists) or give the new one another name",
 					op, current.Kind, current.Name, name, kindName(old.Kind), kindName(v.Kind)))
 			}
-			if old.ValueType != "" && v.ValueType != "" && old.ValueType != v.ValueType {
+			if old.ValueType != "" && v.ValueType != "" && !basicReadsAs(old.ValueType, v.ValueType) {
 				// A basic type's bytes read as another's are garbage.
 				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q held %s values, now holds %s: its stored entries cannot be read as such; delete it (DeleteIfExists) or give the new one another name",
 					op, current.Kind, current.Name, name, old.ValueType, v.ValueType))
 			}
-			if old.MapKeyType != "" && v.MapKeyType != "" && old.MapKeyType != v.MapKeyType {
+			if old.MapKeyType != "" && v.MapKeyType != "" && !basicReadsAs(old.MapKeyType, v.MapKeyType) {
 				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q had keys of type %s, now of type %s: its stored entries cannot be read as such; delete it (DeleteIfExists) or give the new one another name",
 					op, current.Kind, current.Name, name, old.MapKeyType, v.MapKeyType))
 			} else if old.MapKey != nil && v.MapKey != nil {
@@ -530,6 +531,38 @@ func orderedKeyChange(was, now *codec.Schema) string {
 	return fmt.Sprintf("its fields were (%s), are now (%s)", names(was), names(now))
 }
 
+// basicReadsAs reports whether entries of a basic type named was (as
+// reflect names kinds: "int32", "string", "record") read as the type
+// named now: the same type, or an integer as a wider one of its
+// signedness (every integer is stored in 8 bytes).
+func basicReadsAs(was, now string) bool {
+	if was == now {
+		return true
+	}
+	width := func(name, prefix string) (int, bool) {
+		rest, ok := strings.CutPrefix(name, prefix)
+		if !ok {
+			return 0, false
+		}
+		if rest == "" {
+			return 64, true
+		}
+		n, err := strconv.Atoi(rest)
+		return n, err == nil
+	}
+	for _, prefix := range []string{"uint", "int"} {
+		w, okW := width(was, prefix)
+		n, okN := width(now, prefix)
+		if okW && okN {
+			return n >= w
+		}
+		if okW || okN {
+			return false
+		}
+	}
+	return false
+}
+
 // keyLayoutChange describes how now, a key record's schema, encodes
 // otherwise than was: another field, another order, another kind, width
 // or pointer, at any depth; "" when its keys encode alike.
@@ -559,7 +592,11 @@ func keyLayout(s *codec.Schema) string {
 		if t == nil {
 			return
 		}
-		fmt.Fprintf(&b, "%s/%d/%t/%d", t.Kind, t.Bits, t.Pointer, t.Len)
+		bits := t.Bits
+		if t.Kind == codec.KindInt || t.Kind == codec.KindUint {
+			bits = 0 // a varint of any width
+		}
+		fmt.Fprintf(&b, "%s/%d/%t/%d", t.Kind, bits, t.Pointer, t.Len)
 		if t.Key != nil {
 			b.WriteByte('[')
 			typ(t.Key)

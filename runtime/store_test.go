@@ -1095,6 +1095,16 @@ func TestCheckpointInNewDirectoriesSurvivesACrash(t *testing.T) {
 	}
 }
 
+// variableMeta is the description of a transformWithState operator with
+// one state variable, "total", described by v.
+func variableMeta(v runtime.VariableMeta) runtime.Meta {
+	return runtime.Meta{
+		Sources: []string{"memory:in"},
+		Operators: []runtime.OperatorMeta{{Kind: "transformWithState", Name: "counts", OutputMode: "Append", KeyType: "string",
+			States: map[string]*codec.Schema{"total": nil}, Variables: map[string]runtime.VariableMeta{"total": v}}},
+	}
+}
+
 // TestCheckMetaRefusesOtherBasicTypes: a state variable of a basic type
 // (ValueState[int64] become ValueState[float64]), a map state's keys of
 // another basic type, or of a record whose fields changed, are refused
@@ -1106,13 +1116,6 @@ func TestCheckMetaRefusesOtherBasicTypes(t *testing.T) {
 	}
 	page := &codec.Schema{Name: "x.Page", Fields: []codec.Field{field("URL", 1, codec.KindString, "string")}}
 	pageMore := &codec.Schema{Name: "x.Page", Fields: []codec.Field{field("URL", 1, codec.KindString, "string"), field("Lang", 2, codec.KindString, "string")}}
-	variable := func(v runtime.VariableMeta) runtime.Meta {
-		return runtime.Meta{
-			Sources: []string{"memory:in"},
-			Operators: []runtime.OperatorMeta{{Kind: "transformWithState", Name: "counts", OutputMode: "Append", KeyType: "string",
-				States: map[string]*codec.Schema{"total": nil}, Variables: map[string]runtime.VariableMeta{"total": v}}},
-		}
-	}
 	for _, tc := range []struct {
 		name     string
 		was, now runtime.VariableMeta
@@ -1127,13 +1130,13 @@ func TestCheckMetaRefusesOtherBasicTypes(t *testing.T) {
 	} {
 		for _, allow := range []bool{false, true} {
 			s := open(t, vfs.NewMem(), runtime.StoreOptions{})
-			if _, _, err := s.CheckMeta(variable(tc.was), false); err != nil {
+			if _, _, err := s.CheckMeta(variableMeta(tc.was), false); err != nil {
 				t.Fatal(err)
 			}
-			if _, _, err := s.CheckMeta(variable(tc.was), false); err != nil {
+			if _, _, err := s.CheckMeta(variableMeta(tc.was), false); err != nil {
 				t.Fatalf("%s: unchanged: %v", tc.name, err)
 			}
-			_, _, err := s.CheckMeta(variable(tc.now), allow)
+			_, _, err := s.CheckMeta(variableMeta(tc.now), allow)
 			if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s (AllowPipelineChanges %v): %v, want it refused: %s", tc.name, allow, err, tc.want)
 			}
@@ -1203,5 +1206,53 @@ func TestRenamedNestedFieldRefused(t *testing.T) {
 			t.Errorf("in a list %v: %v, want the nested rename refused", inList, err)
 		}
 		s.Close()
+	}
+}
+
+// TestCheckMetaAcceptsWiderIntegers: every integer of a basic state value
+// or map key is stored in 8 bytes, and a key record's integers as
+// varints of any width: a ValueState[int32] become ValueState[int64], a
+// map's int keys become int64, a key record's int32 field become int64,
+// start; a narrower integer, or one of the other signedness, is refused.
+func TestCheckMetaAcceptsWiderIntegers(t *testing.T) {
+	for _, tc := range []struct {
+		was, now runtime.VariableMeta
+		ok       bool
+	}{
+		{runtime.VariableMeta{Kind: "value", ValueType: "int32"}, runtime.VariableMeta{Kind: "value", ValueType: "int64"}, true},
+		{runtime.VariableMeta{Kind: "value", ValueType: "int"}, runtime.VariableMeta{Kind: "value", ValueType: "int64"}, true},
+		{runtime.VariableMeta{Kind: "map", ValueType: "int64", MapKeyType: "uint16"}, runtime.VariableMeta{Kind: "map", ValueType: "int64", MapKeyType: "uint"}, true},
+		{runtime.VariableMeta{Kind: "value", ValueType: "int64"}, runtime.VariableMeta{Kind: "value", ValueType: "int32"}, false},
+		{runtime.VariableMeta{Kind: "value", ValueType: "int64"}, runtime.VariableMeta{Kind: "value", ValueType: "uint64"}, false},
+		{runtime.VariableMeta{Kind: "value", ValueType: "float32"}, runtime.VariableMeta{Kind: "value", ValueType: "float64"}, false},
+	} {
+		s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+		if _, _, err := s.CheckMeta(variableMeta(tc.was), false); err != nil {
+			t.Fatal(err)
+		}
+		_, _, err := s.CheckMeta(variableMeta(tc.now), false)
+		if tc.ok != (err == nil) {
+			t.Errorf("%s to %s: %v, want accepted %v", tc.was.ValueType+tc.was.MapKeyType, tc.now.ValueType+tc.now.MapKeyType, err, tc.ok)
+		}
+		s.Close()
+	}
+
+	key := func(bits int, goType string) runtime.Meta {
+		k := &codec.Schema{Name: "x.Key", Fields: []codec.Field{
+			{Name: "Shard", ID: 1, Type: &codec.Type{Kind: codec.KindInt, Go: goType, Bits: bits}},
+			{Name: "Where", ID: 2, Type: &codec.Type{Kind: codec.KindStruct, Go: "x.Loc", Struct: &codec.Schema{Name: "x.Loc", Fields: []codec.Field{
+				{Name: "City", ID: 3, Type: &codec.Type{Kind: codec.KindString, Go: "string"}}}}}},
+		}}
+		m := meta(map[string]*codec.Schema{"state": nil})
+		m.Operators[0].KeyType, m.Operators[0].Key = "record", k
+		return m
+	}
+	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	defer s.Close()
+	if _, _, err := s.CheckMeta(key(32, "int32"), false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.CheckMeta(key(64, "int64"), false); err != nil {
+		t.Errorf("a binary key's int32 field become int64: %v, want it accepted", err)
 	}
 }
