@@ -102,11 +102,8 @@ func promotedEncoding(t types.Type) string {
 		if sel == nil || len(sel.Index()) < 2 {
 			continue // declared on t itself
 		}
-		from := sel.Index()[0]
-		for i := 0; i < st.NumFields(); i++ {
-			if i != from && st.Field(i).Name() != "_" {
-				return st.Field(from).Name()
-			}
+		if from := sel.Index()[0]; hasOtherFields(st, from) {
+			return st.Field(from).Name()
 		}
 	}
 	return ""
@@ -205,4 +202,15 @@ func foreignFieldsOnly(t types.Type, pkg *types.Package) string {
 		}
 	}
 	return st.Field(0).Pkg().Path()
+}
+
+// hasOtherFields reports whether st has a field besides its field i
+// (blank fields aside).
+func hasOtherFields(st *types.Struct, i int) bool {
+	for j := 0; j < st.NumFields(); j++ {
+		if j != i && st.Field(j).Name() != "_" {
+			return true
+		}
+	}
+	return false
 }

@@ -367,9 +367,9 @@ func (b *builder) fields(s *Struct) bool {
 			ok = false
 			continue
 		}
-		if v.Embedded() && !s.Record && embedsRecord(v.Type(), b.isRecord) {
+		if v.Embedded() && !s.Record && embedsRecord(v.Type(), b.isRecord) && hasOtherFields(st, i) {
 			// A record of this package, whose generated methods the
-			// struct will take once they are written.
+			// struct will take once they are written, encoding it alone.
 			b.rep.errorf(v.Pos(), "%s: embedded record %s is not supported in a struct that is not a record (its generated encoding methods would take over the struct's, leaving out its other fields); name the field, or make %s a record (//streamgen:record)", s.Name, typeString(b.pkg, v.Type()), s.Name)
 			ok = false
 			continue

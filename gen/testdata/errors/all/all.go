@@ -197,3 +197,10 @@ type Stamp time.Time
 
 //streamgen:record
 type UsesStamp struct{ At Stamp }
+
+// Wrapper embeds the record Place and nothing else: Place's methods
+// encode it whole, as encoding/json would call them (not refused).
+type Wrapper struct{ Place }
+
+//streamgen:record
+type UsesWrapper struct{ W Wrapper }
