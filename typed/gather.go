@@ -26,10 +26,12 @@ type gatherer[K comparable, In any] struct {
 	// rows are the batch's rows in arrival order (or, after a spill, the
 	// rows of the group being handled); keys the key of each group, and
 	// group the group of each key.
-	rows   []In
-	keys   []K
-	group  map[K]int32
-	keyBuf []byte
+	rows  []In
+	keys  []K
+	group map[K]int32
+	// lastGroup is the group of the row add added last.
+	lastGroup int32
+	keyBuf    []byte
 	// eventTimes is the latest event time of each group's rows, when the
 	// rows carry one (after WithWatermark); firstTimes, kept when
 	// trackFirstTimes, the event time of each group's first row.
@@ -81,6 +83,7 @@ func (o *gatherer[K, In]) add(t *In) {
 		}
 	}
 	o.groups.AddRow(g)
+	o.lastGroup = g
 	o.rows = appendDoubling(o.rows, t)
 	if et := o.c.eventTime; !et.IsZero() && !o.firstOnly {
 		for int(g) >= len(o.eventTimes) {
@@ -249,11 +252,13 @@ func (o *gatherer[K, In]) end() {
 	}
 }
 
-// lateSends keeps, by key, the batch's rows that may be late for an
-// operator that decides which are when the batch runs (by its state),
-// each with what sends the row its WithWatermark read to LateRows. An
-// operator clears it at the end of the batch.
-type lateSends[K comparable] map[K][]lateKeep
+// lateSends keeps, by the group of their key (keys one as encoded are
+// one group, though unequal as values: see valueCodec.byEncoding), the
+// batch's rows that may be late for an operator that decides which are
+// when the batch runs (by its state), each with what sends the row its
+// WithWatermark read to LateRows. An operator clears it at the end of
+// the batch.
+type lateSends map[int32][]lateKeep
 
 // lateKeep is a row that may be late, by its event time and gap (0
 // where the operator has none), and what sends it to LateRows.
@@ -263,12 +268,12 @@ type lateKeep struct {
 	send func()
 }
 
-// keep keeps send for a row of key, at t with gap, that may be late.
-func (l *lateSends[K]) keep(key K, t time.Time, gap time.Duration, send func()) {
+// keep keeps send for a row of group, at t with gap, that may be late.
+func (l *lateSends) keep(group int32, t time.Time, gap time.Duration, send func()) {
 	if *l == nil {
-		*l = lateSends[K]{}
+		*l = lateSends{}
 	}
-	(*l)[key] = append((*l)[key], lateKeep{t, gap, send})
+	(*l)[group] = append((*l)[group], lateKeep{t, gap, send})
 }
 
 // send sends a dropped row of key, at t with gap, to LateRows, if it
@@ -276,12 +281,12 @@ func (l *lateSends[K]) keep(key K, t time.Time, gap time.Duration, send func()) 
 // a key's late rows of one time in the order they came, and drops
 // either all of them or the first that came (a session that one of
 // them joined, the others touch too).
-func (l lateSends[K]) send(key K, t time.Time, gap time.Duration) {
-	keeps := l[key]
+func (l lateSends) send(group int32, t time.Time, gap time.Duration) {
+	keeps := l[group]
 	for i, k := range keeps {
 		if k.gap == gap && k.t.Equal(t) {
 			k.send()
-			l[key] = slices.Delete(keeps, i, i+1)
+			l[group] = slices.Delete(keeps, i, i+1)
 			return
 		}
 	}

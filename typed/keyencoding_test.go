@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
 
@@ -199,5 +200,157 @@ func TestInitialStateKeysByEncoding(t *testing.T) {
 		typed.Pair[fixtures.Click, fixtures.Counter]{Key: again, State: fixtures.Counter{Count: 2}})), newSink[fixtures.UserCount]())
 	if _, err := w2.Start(t.Context(), newCheckpoint().opts()...); err == nil || !strings.Contains(err.Error(), "more than once") {
 		t.Errorf("one instant in two locations in the initial state: %v, want it refused", err)
+	}
+}
+
+// TestLateRowsOfKeysGroupedByEncoding: a late row that a
+// JoiningOpenSessions aggregation drops goes to LateRows whatever Go
+// value its key has, when keys are gathered by their encoding (one
+// instant in two *time.Location values; a NaN).
+func TestLateRowsOfKeysGroupedByEncoding(t *testing.T) {
+	locA, locB := time.FixedZone("A", 0), time.FixedZone("B", 0)
+	instant := time.Unix(0, 0)
+	cases := map[string]func(c *fixtures.Click) any{
+		"time": func(c *fixtures.Click) any {
+			if c.Page == "a" {
+				return fixtures.Click{User: "u", Time: instant.In(locA)}
+			}
+			return fixtures.Click{User: "u", Time: instant.In(locB)}
+		},
+		"nan": func(c *fixtures.Click) any { return math.NaN() },
+	}
+	for name, key := range cases {
+		t.Run(name, func(t *testing.T) {
+			switch name {
+			case "time":
+				runLateByEncoding(t, func(c *fixtures.Click) fixtures.Click { return key(c).(fixtures.Click) })
+			case "nan":
+				runLateByEncoding(t, func(c *fixtures.Click) float64 { return key(c).(float64) })
+			}
+		})
+	}
+}
+
+func runLateByEncoding[K comparable](t *testing.T, key func(c *fixtures.Click) K) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	lateSink := newSink[fixtures.Click]()
+	s := typed.WithWatermark(typed.FromMemory(m), clickTime, 0, typed.LateRows(lateSink))
+	ws := typed.GroupByWindow(s, clickTime, typed.Session(10*time.Second).JoiningOpenSessions(), key)
+	counts := typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, _ K, n int64) sessionCount {
+		return sessionCount{w.Start.Unix(), w.End.Unix(), n}
+	})
+	sink := newSink[sessionCount]()
+	w := typed.WriteTo(counts, sink).OutputMode(typed.Append)
+	ck := newCheckpoint()
+	m.Add(userClick(100, "b"))
+	if rows, dropped := batchRowsToEnd(t, w, sink, sessionText, ck.opts()...); len(rows) != 0 || dropped != 0 {
+		t.Fatalf("first batch: %q, %d dropped", rows, dropped)
+	}
+	// The watermark is 100; 92 (key in B) comes first, then 80 (key in
+	// A), late, touching no open session.
+	m.Add(userClick(92, "b"), userClick(80, "a"))
+	rows, dropped := batchRowsToEnd(t, w, sink, sessionText, ck.opts(runtime.FlushEventTime())...)
+	if dropped != 1 || !slices.Equal(rows, []string{"92-110:2"}) {
+		t.Fatalf("rows %q, %d dropped; want [92-110:2], 1 dropped", rows, dropped)
+	}
+	if late := lateClicks(lateSink); !slices.Equal(late, []string{"80 a"}) {
+		t.Fatalf("LateRows got %q, want [80 a] (the row dropped as late)", late)
+	}
+}
+
+// TestSkippedFieldKeysOneGroup: keys of a record that differ only in a
+// field its encoding leaves out (stream:"-") are one key of state, and so
+// one group a batch: one call with all three rows, not three each
+// reading the state the batch began with.
+func TestSkippedFieldKeysOneGroup(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("u", 1), click("u", 2), click("u", 3))
+	f := func(k fixtures.NoteKey, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error) {
+		c, _ := st.Get()
+		for range rows {
+			c.Count++
+		}
+		st.Update(c)
+		return fixtures.UserCount{User: k.User, Count: c.Count}, nil
+	}
+	byKey := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) fixtures.NoteKey {
+		return fixtures.NoteKey{User: c.User, Note: c.Time.String()}
+	})
+	sink := newSink[fixtures.UserCount]()
+	if err := runToEnd(t, typed.WriteTo(typed.MapGroupsWithState(byKey, typed.NoTimeout, f), sink), newCheckpoint().opts()...); err != nil {
+		t.Fatal(err)
+	}
+	if got := latestByKey(t, sink); got["u"] != 3 {
+		t.Errorf("count of u %d, want 3", got["u"])
+	}
+}
+
+type floatWord struct {
+	K float64
+	W string
+}
+
+// TestTableNaNKey: a static table with a row under a NaN key: every
+// other key joins its own row (the NaN, a new entry of the index at each
+// write and found at no read, took the row of another key's span).
+func TestTableNaNKey(t *testing.T) {
+	var rows []floatWord
+	for i := range 10 {
+		rows = append(rows, floatWord{float64(i + 1), fmt.Sprint("w", i+1)})
+	}
+	rows = append(rows, floatWord{math.NaN(), "nan"})
+	for attempt := range 10 {
+		table := typed.TableOf(rows, func(w *floatWord) float64 { return w.K })
+		m := typed.NewMemoryStream[valueRow]("values", 0)
+		joined := typed.JoinTable(typed.FromMemory(m), func(v *valueRow) float64 { return float64(v.V) }, table, typed.Inner,
+			func(j typed.Joined[float64, valueRow, floatWord]) string {
+				return fmt.Sprintf("%d:%s", j.Left.V, j.Right.W)
+			})
+		sink := newSink[string]()
+		m.Add(valueRows(1, 2, 3, 4, 5, 6, 7, 8, 9, 10)...)
+		if err := runToEnd(t, typed.WriteTo(joined, sink), newCheckpoint().opts()...); err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for i := range 10 {
+			want = append(want, fmt.Sprintf("%d:w%d", i+1, i+1))
+		}
+		if got := sortedRows(sink.rows()); !slices.Equal(got, sortedRows(want)) {
+			t.Fatalf("attempt %d: rows %q, want %q", attempt, got, sortedRows(want))
+		}
+	}
+}
+
+// TestTableTimeKeyInMemoryAndOnDisk: a table keyed by a record holding a
+// time, joined by the same instant in another *time.Location, matches in
+// memory as on disk (by the key's encoding).
+func TestTableTimeKeyInMemoryAndOnDisk(t *testing.T) {
+	instant := time.Date(2024, 1, 1, 10, 0, 0, 0, time.FixedZone("", 19800))
+	var rows []fixtures.Click
+	for i := range 20 {
+		rows = append(rows, fixtures.Click{User: fmt.Sprint("u", i), Time: instant.In(time.FixedZone("", 19800)), Page: "table"})
+	}
+	key := func(c *fixtures.Click) fixtures.Click { return fixtures.Click{User: c.User, Time: c.Time} }
+	for _, disk := range []bool{true, false} {
+		t.Run(fmt.Sprint("disk=", disk), func(t *testing.T) {
+			var opts []typed.TableOption
+			if disk {
+				opts = append(opts, typed.TableOnDiskAbove(1), typed.TableDir(t.TempDir()))
+			}
+			table := typed.TableOf(rows, key, opts...)
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+			joined := typed.JoinTable(typed.FromMemory(m), key, table, typed.Inner,
+				func(j typed.Joined[fixtures.Click, fixtures.Click, fixtures.Click]) string {
+					return j.Left.User + ":" + j.Right.Page
+				})
+			sink := newSink[string]()
+			m.Add(fixtures.Click{User: "u3", Time: instant.In(time.FixedZone("", 19800))})
+			if err := runToEnd(t, typed.WriteTo(joined, sink), newCheckpoint().opts()...); err != nil {
+				t.Fatal(err)
+			}
+			if got := sink.rows(); !slices.Equal(got, []string{"u3:table"}) {
+				t.Fatalf("rows %q, want [u3:table]", got)
+			}
+		})
 	}
 }

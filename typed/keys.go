@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unsafe"
@@ -68,8 +69,9 @@ func (c valueCodec[K]) group(groups *runtime.Groups, key []byte) (int32, bool) {
 // gatheredByEncoding reports whether values of t may differ as Go values
 // (==) while their encodings are equal: floats (NaN is unequal to
 // itself), times (one instant and offset in two *time.Location values),
-// structs with fields the encoding leaves out (unexported ones), and
-// the arrays, structs and interfaces that hold them.
+// structs with fields the encoding leaves out (unexported ones, and those
+// tagged stream:"-"), and the arrays, structs and interfaces that hold
+// them.
 func gatheredByEncoding(t reflect.Type) bool {
 	switch t.Kind() {
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
@@ -79,7 +81,7 @@ func gatheredByEncoding(t reflect.Type) bool {
 		return gatheredByEncoding(t.Elem())
 	case reflect.Struct:
 		for i := range t.NumField() {
-			if f := t.Field(i); !f.IsExported() || gatheredByEncoding(f.Type) {
+			if f := t.Field(i); !f.IsExported() || streamSkipped(f.Tag) || gatheredByEncoding(f.Type) {
 				return true
 			}
 		}
@@ -363,4 +365,16 @@ func windowedParse[K comparable](kc keyCodec[K], windows *runtime.WindowsMeta) f
 		}
 		return append(runtime.AppendTimedKey(runtime.AppendTimedKey(make([]byte, 0, 16+len(key)), start), end), key...), nil
 	}
+}
+
+// streamSkipped reports whether a field's tag leaves it out of the binary
+// encoding: stream:"-".
+func streamSkipped(tag reflect.StructTag) bool {
+	opts, _ := tag.Lookup("stream")
+	for opt := range strings.SplitSeq(opts, ",") {
+		if strings.TrimSpace(opt) == "-" {
+			return true
+		}
+	}
+	return false
 }

@@ -79,12 +79,12 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 				op.dropsLate = func() bool { return c.outputMode != Complete }
 				op.joinOpen = true
 				add = func(r *T) {
+					op.add(r)
 					if lateRow := c.lateRow; lateRow != nil {
 						if t, gap, late := lateByItself(r); late {
-							op.late.keep(ws.key(r), t, gap, lateRow())
+							op.late.keep(op.lastGroup, t, gap, lateRow())
 						}
 					}
-					op.add(r)
 				}
 			case ws.gapOf != nil:
 				// As a row reaches it, by its own gap: the WithWatermark
@@ -128,7 +128,7 @@ type sessionOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] stru
 	joinOpen bool
 	// late are the batch's rows that may be late (those
 	// JoiningOpenSessions drops if they touch no open session).
-	late     lateSends[K]
+	late     lateSends
 	output   func(Window, K, Out) Row
 	emitDown func(*Row)
 	sessions []sessionWindow[Acc]
@@ -270,7 +270,7 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 		end := t.Add(gap)
 		if tr.late && !(o.joinOpen && o.touchesOpen(t, end)) {
 			b.DropLate(o.index)
-			o.late.send(o.keys[group], t, gap)
+			o.late.send(group, t, gap)
 			continue
 		}
 		o.sessions = append(o.sessions, sessionWindow[Acc]{window: Window{Start: t, End: end}, acc: o.agg.Add(o.agg.Zero(), r), changed: true})

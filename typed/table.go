@@ -302,6 +302,14 @@ type tableVersion[K comparable, V any] struct {
 	index    map[K]tableSpan
 	rows     []V
 	disk     *diskRows[K, V]
+	// byEncoding, for keys that may differ as Go values where their
+	// encodings are equal (a NaN, a time in two *time.Location values:
+	// valueCodec.byEncoding), indexes the rows by their key's encoding,
+	// as a version on disk does, in place of index; codec encodes a key
+	// looked up, into keyBuf.
+	byEncoding map[string]tableSpan
+	codec      keyCodec[K]
+	keyBuf     []byte
 	// letters are the load's dead letters, which the first batch that
 	// joins with the version reports (guarded by tableRun.mu; nil once
 	// reported).
@@ -321,7 +329,16 @@ func (v *tableVersion[K, V]) lookup(k K, scratch *[]V) []V {
 	if v.disk != nil {
 		return v.disk.lookup(k, scratch)
 	}
-	sp := v.index[k]
+	var sp tableSpan
+	if v.byEncoding != nil {
+		var err error
+		if v.keyBuf, err = v.codec.encode(v.keyBuf[:0], &k); err != nil {
+			panic(userPanic{fmt.Errorf("table: key %v: %w", k, unprefixed(err))})
+		}
+		sp = v.byEncoding[string(v.keyBuf)]
+	} else {
+		sp = v.index[k]
+	}
 	return v.rows[sp.start : sp.start+sp.n : sp.start+sp.n]
 }
 
@@ -489,26 +506,50 @@ func (r *tableRun[K, V]) loadVersion(ctx context.Context, id int64) error {
 		progress.OnDisk = true
 		return r.makeCurrent(&tableVersion[K, V]{progress: progress, disk: d, letters: letters})
 	}
-	v := &tableVersion[K, V]{index: make(map[K]tableSpan, len(rows)), rows: make([]V, len(rows)), progress: progress, letters: letters}
-	// Count each key's rows, give each key its span, then fill the spans
-	// in the rows' order.
-	for i := range rows {
-		sp := v.index[rows[i].key]
-		sp.n++
-		v.index[rows[i].key] = sp
-	}
-	next := int32(0)
-	for k, sp := range v.index {
-		v.index[k] = tableSpan{start: next}
-		next += sp.n
-	}
-	for i := range rows {
-		sp := v.index[rows[i].key]
-		v.rows[sp.start+sp.n] = rows[i].row
-		sp.n++
-		v.index[rows[i].key] = sp
+	v := &tableVersion[K, V]{rows: make([]V, len(rows)), progress: progress, letters: letters}
+	if kc, err := newKeyCodec[K](); err == nil && kc.byEncoding {
+		keys := make([]string, len(rows))
+		for i := range rows {
+			b, err := kc.encode(nil, &rows[i].key)
+			if err != nil {
+				return fmt.Errorf("table %s: key %v: %w", r.t.name, rows[i].key, unprefixed(err))
+			}
+			keys[i] = string(b)
+		}
+		v.byEncoding, v.codec = spans(keys, rows, v.rows), kc
+	} else {
+		keys := make([]K, len(rows))
+		for i := range rows {
+			keys[i] = rows[i].key
+		}
+		v.index = spans(keys, rows, v.rows)
 	}
 	return r.makeCurrent(v)
+}
+
+// spans fills out with the rows' values, each key's together, keys[i]
+// being the key of rows[i], and returns where each key's are: it counts
+// each key's rows, gives each key its span, then fills the spans in the
+// rows' order.
+func spans[I comparable, K comparable, V any](keys []I, rows []tableRow[K, V], out []V) map[I]tableSpan {
+	index := make(map[I]tableSpan, len(keys))
+	for _, k := range keys {
+		sp := index[k]
+		sp.n++
+		index[k] = sp
+	}
+	next := int32(0)
+	for k, sp := range index {
+		index[k] = tableSpan{start: next}
+		next += sp.n
+	}
+	for i, k := range keys {
+		sp := index[k]
+		out[sp.start+sp.n] = rows[i].row
+		sp.n++
+		index[k] = sp
+	}
+	return index
 }
 
 // makeCurrent makes v the version the batches that start next use, and

@@ -128,12 +128,12 @@ func TransformWithState[K comparable, In, Out any](
 		if judge != nil {
 			op.judge = true
 			add = func(r *In) {
+				op.add(r)
 				if lateRow := c.lateRow; lateRow != nil {
 					if et := c.eventTime; !et.After(c.batch.LateWatermark) {
-						op.late.keep(op.key(r), et, 0, lateRow())
+						op.late.keep(op.lastGroup, et, 0, lateRow())
 					}
 				}
-				op.add(r)
 			}
 		}
 		op.index = c.addOperator(func() {
@@ -179,7 +179,7 @@ type processorOp[K comparable, In, Out any] struct {
 	// judge says that the processor judges which rows are late
 	// (lateJudge); late are the batch's rows that may be.
 	judge bool
-	late  lateSends[K]
+	late  lateSends
 
 	// mu serialises the batch's state operations of concurrent calls.
 	mu sync.Mutex
@@ -320,7 +320,7 @@ func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.Key
 			timers.lateWatermark = b.LateWatermark
 			timers.dropLate = func(t time.Time) {
 				b.DropLate(o.index)
-				o.late.send(key, t, 0)
+				o.late.send(group, t, 0)
 			}
 		}
 		return o.guard(key, func() error {
