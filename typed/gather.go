@@ -276,7 +276,7 @@ func (l *lateSends) keep(group int32, t time.Time, gap time.Duration, send func(
 	(*l)[group] = append((*l)[group], lateKeep{t, gap, send})
 }
 
-// send sends a dropped row of key, at t with gap, to LateRows, if it
+// send sends a dropped row of group, at t with gap, to LateRows, if it
 // has a sink: the first of that time and gap kept. An operator handles
 // a key's late rows of one time in the order they came, and drops
 // either all of them or the first that came (a session that one of
