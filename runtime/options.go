@@ -179,10 +179,13 @@ func Listener(l any) Option {
 func LogProgress(l *slog.Logger) Option { return optionFunc(func(c *config) { c.progressLog = l }) }
 
 // FlushEventTime makes a query with a Once or AvailableNow trigger end,
-// once its input is done, with a batch whose watermark is past every event
-// time, so that every pending event-time timeout fires: the end of a
-// bounded input, as Flink's final watermark. The checkpoint then holds that
-// watermark, so rows added later are all late.
+// once its input is done, with batches whose watermark moves past every
+// event time, so that every pending event-time timeout fires: the end of a
+// bounded input, as Flink's final watermark. The timers fire 100k a batch
+// at most (all those of one instant together), the watermark stepping on
+// from batch to batch, so that a flush of millions of windows does not
+// hold all their rows at once. The checkpoint then holds the last
+// watermark, past every event time, so rows added later are all late.
 func FlushEventTime() Option { return optionFunc(func(c *config) { c.flush = true }) }
 
 // Clock sets the processing-time clock, for tests. The default is
