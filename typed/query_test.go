@@ -217,6 +217,9 @@ func TestWatermarkPerPartition(t *testing.T) {
 			src.add(1, click("b", 10))
 			step(0, click("a", 100))
 			clock.Advance(time.Minute)
+			if err := clock.WaitUntilWaiting(t.Context()); err != nil {
+				t.Fatal(err)
+			}
 			step(0, click("a", 200)) // p1 has had no data for 2 minutes
 			p := step(0, click("a", 300))
 			want := at(10) // the minimum over both partitions
