@@ -459,17 +459,10 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 		switch {
 		case was.KeyType != now.KeyType && (now.legacyKeyType == "" || was.KeyType != now.legacyKeyType):
 			types = append(types, fmt.Sprintf("%s: key type was %s, is now %s", where, was.KeyType, now.KeyType))
-		case strings.HasSuffix(was.KeyType, orderedRecordKey) && was.Key != nil && now.Key != nil:
-			// Keys sort by their fields in order: another field, or
-			// another order, addresses other entries.
-			if diff := orderedKeyChange(was.Key, now.Key); diff != "" {
-				types = append(types, fmt.Sprintf("%s: key %s: %s; start from a new checkpoint directory, or keep the key's fields", where, now.Key.Name, diff))
-			} else if err := codec.Compatible(was.Key, now.Key); err != nil {
-				types = append(types, fmt.Sprintf("%s: key: %v", where, err))
-			}
 		case was.Key != nil && now.Key != nil:
-			// A key in its binary encoding: another field, nested or
-			// not, changes every key's bytes.
+			// A key record's encoding, ordered or binary, holds its
+			// fields: another field, nested or not, another order or
+			// kind, addresses other entries.
 			if diff := keyLayoutChange(was.Key, now.Key); diff != "" {
 				types = append(types, fmt.Sprintf("%s: key %s: %s, and the stored state would not be found under the new keys; start from a new checkpoint directory, or keep the key's fields", where, now.Key.Name, diff))
 			} else if err := codec.Compatible(was.Key, now.Key); err != nil {
@@ -505,31 +498,6 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 // orderedRecordKey is the KeyType of a record key in its ordered
 // encoding (codec.OrderedKey), after the prefix of a window's.
 const orderedRecordKey = "orderedRecord"
-
-// orderedKeyChange describes how the fields of a key record in its
-// ordered encoding changed ("" if they did not): the encoding holds the
-// fields in order, by kind, without ids.
-func orderedKeyChange(was, now *codec.Schema) string {
-	names := func(s *codec.Schema) string {
-		var b strings.Builder
-		for i, f := range s.Fields {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "%s %s", f.Name, f.Type.Kind)
-		}
-		return b.String()
-	}
-	same := len(was.Fields) == len(now.Fields)
-	for i := 0; same && i < len(was.Fields); i++ {
-		w, n := was.Fields[i], now.Fields[i]
-		same = w.ID == n.ID && w.Type != nil && n.Type != nil && w.Type.Kind == n.Type.Kind
-	}
-	if same {
-		return ""
-	}
-	return fmt.Sprintf("its fields were (%s), are now (%s)", names(was), names(now))
-}
 
 // basicReadsAs reports whether entries of a basic type named was (as
 // reflect names kinds: "int32", "string", "record") read as the type

@@ -192,7 +192,7 @@ func TestRecordKeyFieldsChanged(t *testing.T) {
 			return keyRows{}, nil
 		})
 	err := runToEnd(t, typed.WriteTo(count, newSink[keyRows]()).OutputMode(typed.Update), ck.opts(runtime.AllowPipelineChanges())...)
-	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "fields were (User string, Count int, First time, Last time, TimedOut bool), are now (User string, Page string)") {
+	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "fields were (User string, Count int64, First time.Time, Last time.Time, TimedOut bool), are now (User string, Page string)") {
 		t.Fatalf("a key of other fields: %v", err)
 	}
 }

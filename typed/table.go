@@ -333,7 +333,7 @@ func (v *tableVersion[K, V]) lookup(k K, scratch *[]V) []V {
 	if v.byEncoding != nil {
 		var err error
 		if v.keyBuf, err = v.codec.encode(v.keyBuf[:0], &k); err != nil {
-			panic(userPanic{fmt.Errorf("table: key %v: %w", k, unprefixed(err))})
+			panic(userPanic{fmt.Errorf("table %s: key %v: %w", v.progress.Name, k, unprefixed(err))})
 		}
 		sp = v.byEncoding[string(v.keyBuf)]
 	} else {
