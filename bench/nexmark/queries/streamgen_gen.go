@@ -3380,6 +3380,188 @@ var _ codec.Record = (*Q4Avg)(nil)
 // AppendBinary appends the binary encoding of t to b. It fails only when
 // a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
 // and that fails.
+func (t *Q4Auction) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryQ4Auction(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *Q4Auction) MarshalBinary() ([]byte, error) {
+	return appendBinaryQ4Auction(make([]byte, 0, 37), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of Q4Auction: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *Q4Auction) UnmarshalBinary(b []byte) error {
+	*t = Q4Auction{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryQ4Auction(&d, t, d.End())
+	return d.Wrap("Q4Auction")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *Q4Auction) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONQ4Auction(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Q4Auction's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *Q4Auction) MarshalJSON() ([]byte, error) {
+	if jsonSizeQ4Auction.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ4Auction(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ4Auction.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ4Auction.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONQ4Auction(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ4Auction.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONQ4Auction(jsonSizeQ4Auction.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeQ4Auction.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeQ4Auction codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *Q4Auction) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONQ4Auction(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Q4Auction decode it.
+func (t *Q4Auction) ReadJSON(r *codec.JSONReader) {
+	readJSONQ4Auction(r, t)
+}
+
+// StreamSchema returns the registered schema of Q4Auction.
+func (t *Q4Auction) StreamSchema() *codec.Schema {
+	return schemaQ4Auction
+}
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q4Auction's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q4Auction) StreamJSONSchema() string {
+	return jsonSchemaQ4Auction
+}
+
+const jsonSchemaQ4Auction = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q4Auction","type":"object","properties":{"category":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"expires":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"}},"additionalProperties":false}`
+
+var _ codec.Record = (*Q4Auction)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
+func (t *Q4Bid) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryQ4Bid(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *Q4Bid) MarshalBinary() ([]byte, error) {
+	return appendBinaryQ4Bid(make([]byte, 0, 22), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of Q4Bid: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *Q4Bid) UnmarshalBinary(b []byte) error {
+	*t = Q4Bid{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryQ4Bid(&d, t, d.End())
+	return d.Wrap("Q4Bid")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *Q4Bid) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONQ4Bid(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Q4Bid's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *Q4Bid) MarshalJSON() ([]byte, error) {
+	if jsonSizeQ4Bid.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ4Bid(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ4Bid.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ4Bid.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONQ4Bid(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ4Bid.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONQ4Bid(jsonSizeQ4Bid.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeQ4Bid.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeQ4Bid codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *Q4Bid) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONQ4Bid(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Q4Bid decode it.
+func (t *Q4Bid) ReadJSON(r *codec.JSONReader) {
+	readJSONQ4Bid(r, t)
+}
+
+// StreamSchema returns the registered schema of Q4Bid.
+func (t *Q4Bid) StreamSchema() *codec.Schema {
+	return schemaQ4Bid
+}
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q4Bid's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q4Bid) StreamJSONSchema() string {
+	return jsonSchemaQ4Bid
+}
+
+const jsonSchemaQ4Bid = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q4Bid","type":"object","properties":{"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"}},"additionalProperties":false}`
+
+var _ codec.Record = (*Q4Bid)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Q9Row) AppendBinary(b []byte) ([]byte, error) {
 	return appendBinaryQ9Row(b, t)
 }
@@ -13697,6 +13879,310 @@ func readJSONQ4Avg(r *codec.JSONReader, v *Q4Avg) {
 				v.Count = x1
 			}
 			r.InField("Q4Avg", "count")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaQ4Auction = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   111176,
+		JSON: "category",
+		Name: "Category",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   14694,
+		JSON: "dateTime",
+		Name: "DateTime",
+		Type: &codec.Type{
+			Go:   "time.Time",
+			Kind: codec.KindTime,
+		},
+	}, {
+		ID:   26358,
+		JSON: "expires",
+		Name: "Expires",
+		Type: &codec.Type{
+			Go:   "time.Time",
+			Kind: codec.KindTime,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.Q4Auction",
+})
+
+func appendBinaryQ4Auction(b []byte, v *Q4Auction) ([]byte, error) {
+	var err error
+	b = append(b, 0x81, 0xc9, 0x6c) // Category: id 111176, int
+	b = codec.AppendInt(b, v.Category)
+	b = append(b, 0xe7, 0xac, 0x0e) // DateTime: id 14694, time
+	b = codec.AppendTime(b, v.DateTime)
+	b = append(b, 0xe7, 0xde, 0x19) // Expires: id 26358, time
+	b = codec.AppendTime(b, v.Expires)
+	return b, err
+}
+
+func readBinaryQ4Auction(d *codec.Decoder, v *Q4Auction, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// Category
+	if codec.HasTag(b, p, 0x6cc981, 0xffffff) {
+		q := p + 3
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
+		}
+		v.Category = codec.Zigzag(x)
+		p = q + n
+	}
+	// DateTime
+	if codec.HasTag(b, p, 0xeace7, 0xffffff) {
+		d.Seek(p + 3)
+		v.DateTime = d.Time()
+		p = d.Offset()
+	}
+	// Expires
+	if codec.HasTag(b, p, 0x19dee7, 0xffffff) {
+		d.Seek(p + 3)
+		v.Expires = d.Time()
+		p = d.Offset()
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0x1b2481:
+			// Category
+			v.Category = d.Int64()
+		case 0x39667:
+			// DateTime
+			v.DateTime = d.Time()
+		case 0x66f67:
+			// Expires
+			v.Expires = d.Time()
+		default:
+			switch tag >> 4 {
+			case 111176:
+				d.KindChanged("Q4Auction", "Category", tag, codec.KindInt)
+			case 14694:
+				d.KindChanged("Q4Auction", "DateTime", tag, codec.KindTime)
+			case 26358:
+				d.KindChanged("Q4Auction", "Expires", tag, codec.KindTime)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONQ4Auction(b []byte, v *Q4Auction) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"category\":"...)
+	b = codec.AppendJSONInt(b, v.Category)
+	b = append(b, ",\"dateTime\":"...)
+	if b, err = codec.AppendJSONTime(b, v.DateTime); err != nil {
+		return b, err
+	}
+	b = append(b, ",\"expires\":"...)
+	if b, err = codec.AppendJSONTime(b, v.Expires); err != nil {
+		return b, err
+	}
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONQ4Auction(r *codec.JSONReader, v *Q4Auction) {
+	if !r.BeginObject("Go value of type queries.Q4Auction") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "category":
+			field = 0
+		case "dateTime":
+			field = 1
+		case "expires":
+			field = 2
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "CATEGORY":
+				field = 0
+			case "DATETIME":
+				field = 1
+			case "EXPIRES":
+				field = 2
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Int("Go value of type int64", 64); ok {
+				v.Category = x
+			}
+			r.InField("Q4Auction", "category")
+		case 1:
+			if x1, ok := r.Time("Go value of type time.Time"); ok {
+				v.DateTime = x1
+			}
+			r.InField("Q4Auction", "dateTime")
+		case 2:
+			if x2, ok := r.Time("Go value of type time.Time"); ok {
+				v.Expires = x2
+			}
+			r.InField("Q4Auction", "expires")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaQ4Bid = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   43349,
+		JSON: "price",
+		Name: "Price",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   14694,
+		JSON: "dateTime",
+		Name: "DateTime",
+		Type: &codec.Type{
+			Go:   "time.Time",
+			Kind: codec.KindTime,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.Q4Bid",
+})
+
+func appendBinaryQ4Bid(b []byte, v *Q4Bid) ([]byte, error) {
+	var err error
+	b = append(b, 0xd1, 0xaa, 0x2a) // Price: id 43349, int
+	b = codec.AppendInt(b, v.Price)
+	b = append(b, 0xe7, 0xac, 0x0e) // DateTime: id 14694, time
+	b = codec.AppendTime(b, v.DateTime)
+	return b, err
+}
+
+func readBinaryQ4Bid(d *codec.Decoder, v *Q4Bid, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// Price
+	if codec.HasTag(b, p, 0x2aaad1, 0xffffff) {
+		q := p + 3
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
+		}
+		v.Price = codec.Zigzag(x)
+		p = q + n
+	}
+	// DateTime
+	if codec.HasTag(b, p, 0xeace7, 0xffffff) {
+		d.Seek(p + 3)
+		v.DateTime = d.Time()
+		p = d.Offset()
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0xa9551:
+			// Price
+			v.Price = d.Int64()
+		case 0x39667:
+			// DateTime
+			v.DateTime = d.Time()
+		default:
+			switch tag >> 4 {
+			case 43349:
+				d.KindChanged("Q4Bid", "Price", tag, codec.KindInt)
+			case 14694:
+				d.KindChanged("Q4Bid", "DateTime", tag, codec.KindTime)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONQ4Bid(b []byte, v *Q4Bid) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"price\":"...)
+	b = codec.AppendJSONInt(b, v.Price)
+	b = append(b, ",\"dateTime\":"...)
+	if b, err = codec.AppendJSONTime(b, v.DateTime); err != nil {
+		return b, err
+	}
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONQ4Bid(r *codec.JSONReader, v *Q4Bid) {
+	if !r.BeginObject("Go value of type queries.Q4Bid") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "price":
+			field = 0
+		case "dateTime":
+			field = 1
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "PRICE":
+				field = 0
+			case "DATETIME":
+				field = 1
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Int("Go value of type int64", 64); ok {
+				v.Price = x
+			}
+			r.InField("Q4Bid", "price")
+		case 1:
+			if x1, ok := r.Time("Go value of type time.Time"); ok {
+				v.DateTime = x1
+			}
+			r.InField("Q4Bid", "dateTime")
 		default:
 			r.Unknown(key)
 		}

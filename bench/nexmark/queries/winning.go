@@ -39,44 +39,73 @@ type auctionRow struct {
 	bid     *model.Bid
 }
 
-// winner is an auction and its winning bid.
-type winner struct {
-	auction model.Auction
-	bid     model.Bid
+// winner is an auction and its winning bid, as its query keeps them.
+type winner[A, B any] struct {
+	auction A
+	bid     B
+}
+
+// kept is what a query keeps in state of an auction (A) and of a bid
+// (B), and how the processor reads it back: q9 keeps them whole; q4 the
+// columns its SQL reads (an auction's category and times, a bid's price
+// and time), as Flink's plan projects them before its join, which makes
+// its state a tenth of q9's.
+type kept[A, B any] struct {
+	auction func(*model.Auction) A
+	bid     func(*model.Bid) B
+	// span is the auction's [dateTime, expires].
+	span func(*A) (from, to time.Time)
+	// offer is the bid's price and time.
+	offer func(*B) (price int64, at time.Time)
+}
+
+// whole keeps auctions and bids whole (q9).
+var whole = kept[model.Auction, model.Bid]{
+	auction: func(a *model.Auction) model.Auction { return *a },
+	bid:     func(b *model.Bid) model.Bid { return *b },
+	span:    func(a *model.Auction) (time.Time, time.Time) { return a.DateTime, a.Expires },
+	offer:   func(b *model.Bid) (int64, time.Time) { return b.Price, b.DateTime },
 }
 
 // winning is the processor of q4 and q9.
-type winning struct {
+type winning[A, B any] struct {
+	kept    kept[A, B]
 	h       *typed.Handle
-	auction *typed.ValueState[model.Auction]
-	best    *typed.ValueState[model.Bid]
+	auction *typed.ValueState[A]
+	best    *typed.ValueState[B]
 	// early holds the bids that came before their auction, until the
 	// watermark passes them (an auction that comes later, not late, is
 	// after them then).
-	early *typed.ListState[model.Bid]
+	early *typed.ListState[B]
 }
 
-func (p *winning) Init(h *typed.Handle) error {
+func (p *winning[A, B]) Init(h *typed.Handle) error {
 	p.h = h
-	p.auction = typed.NewValueState[model.Auction](h, "auction")
-	p.best = typed.NewValueState[model.Bid](h, "best")
-	p.early = typed.NewListState[model.Bid](h, "early")
+	p.auction = typed.NewValueState[A](h, "auction")
+	p.best = typed.NewValueState[B](h, "best")
+	p.early = typed.NewListState[B](h, "early")
 	return nil
 }
 
-// better reports whether b wins over the best bid so far: a higher price,
+// offer is a bid's price and time.
+type offer struct {
+	price int64
+	at    time.Time
+}
+
+// beats reports whether o wins over the best bid so far: a higher price,
 // or the same price earlier (q9's ORDER BY price DESC, dateTime ASC; for
 // equal prices and times, the first).
-func better(b *model.Bid, best *model.Bid, has bool) bool {
-	return !has || b.Price > best.Price || b.Price == best.Price && b.DateTime.Before(best.DateTime)
+func (o offer) beats(best offer, has bool) bool {
+	return !has || o.price > best.price || o.price == best.price && o.at.Before(best.at)
 }
 
-// inTime is the join's condition.
-func inTime(b *model.Bid, a *model.Auction) bool {
-	return !b.DateTime.Before(a.DateTime) && !b.DateTime.After(a.Expires)
+// within is the join's condition: at in [from, to].
+func within(at, from, to time.Time) bool {
+	return !at.Before(from) && !at.After(to)
 }
 
-func (p *winning) HandleInputRows(ctx context.Context, _ int64, rows iter.Seq[auctionRow], _ typed.TimerValues, _ func(winner)) error {
+func (p *winning[A, B]) HandleInputRows(ctx context.Context, _ int64, rows iter.Seq[auctionRow], _ typed.TimerValues, _ func(winner[A, B])) error {
 	a, hasAuction, err := p.auction.Get(ctx)
 	if err != nil {
 		return err
@@ -85,18 +114,22 @@ func (p *winning) HandleInputRows(ctx context.Context, _ int64, rows iter.Seq[au
 	if err != nil {
 		return err
 	}
+	var from, to time.Time
+	if hasAuction {
+		from, to = p.kept.span(&a)
+	}
+	var top offer
+	if hasBest {
+		top.price, top.at = p.kept.offer(&best)
+	}
 	auctionNew, bestNew := false, false
 	earlyKnown, hasEarly := false, false
-	consider := func(b *model.Bid) {
-		if inTime(b, &a) && better(b, &best, hasBest) {
-			best, hasBest, bestNew = *b, true, true
-		}
-	}
 	for r := range rows {
 		switch {
 		case r.auction != nil && !hasAuction:
-			a, hasAuction, auctionNew = *r.auction, true, true
-			if err := p.h.RegisterTimer(ctx, a.Expires); err != nil {
+			a, hasAuction, auctionNew = p.kept.auction(r.auction), true, true
+			from, to = p.kept.span(&a)
+			if err := p.h.RegisterTimer(ctx, to); err != nil {
 				return err
 			}
 			early, err := p.early.Get(ctx)
@@ -104,14 +137,21 @@ func (p *winning) HandleInputRows(ctx context.Context, _ int64, rows iter.Seq[au
 				return err
 			}
 			for b := range early {
-				consider(&b)
+				var o offer
+				o.price, o.at = p.kept.offer(&b)
+				if within(o.at, from, to) && o.beats(top, hasBest) {
+					best, top, hasBest, bestNew = b, o, true, true
+				}
 			}
 			if err := p.early.Clear(ctx); err != nil {
 				return err
 			}
 			earlyKnown, hasEarly = true, false
 		case r.bid != nil && hasAuction:
-			consider(r.bid)
+			o := offer{r.bid.Price, r.bid.DateTime}
+			if within(o.at, from, to) && o.beats(top, hasBest) {
+				best, top, hasBest, bestNew = p.kept.bid(r.bid), o, true, true
+			}
 		case r.bid != nil:
 			// One timer for the early bids: at the first's time, then,
 			// when it fires, at the first left's.
@@ -127,7 +167,7 @@ func (p *winning) HandleInputRows(ctx context.Context, _ int64, rows iter.Seq[au
 				}
 				hasEarly = true
 			}
-			if err := p.early.AppendValue(ctx, *r.bid); err != nil {
+			if err := p.early.AppendValue(ctx, p.kept.bid(r.bid)); err != nil {
 				return err
 			}
 		}
@@ -143,36 +183,38 @@ func (p *winning) HandleInputRows(ctx context.Context, _ int64, rows iter.Seq[au
 	return nil
 }
 
-func (p *winning) HandleExpiredTimer(ctx context.Context, _ int64, timers typed.TimerValues, expired typed.ExpiredTimerInfo, emit func(winner)) error {
+func (p *winning[A, B]) HandleExpiredTimer(ctx context.Context, _ int64, timers typed.TimerValues, expired typed.ExpiredTimerInfo, emit func(winner[A, B])) error {
 	a, hasAuction, err := p.auction.Get(ctx)
 	if err != nil {
 		return err
 	}
-	if hasAuction && !expired.ExpiryTime().Before(a.Expires) {
-		// No bid in time can come now: the winner, if any, is final.
-		best, hasBest, err := p.best.Get(ctx)
-		if err != nil {
-			return err
+	if hasAuction {
+		if _, to := p.kept.span(&a); !expired.ExpiryTime().Before(to) {
+			// No bid in time can come now: the winner, if any, is final.
+			best, hasBest, err := p.best.Get(ctx)
+			if err != nil {
+				return err
+			}
+			if hasBest {
+				emit(winner[A, B]{auction: a, bid: best})
+			}
+			if err := p.auction.Clear(ctx); err != nil {
+				return err
+			}
+			return p.best.Clear(ctx)
 		}
-		if hasBest {
-			emit(winner{auction: a, bid: best})
-		}
-		if err := p.auction.Clear(ctx); err != nil {
-			return err
-		}
-		return p.best.Clear(ctx)
 	}
 	// An early bid's timer: the bids the watermark has passed go.
 	early, err := p.early.Get(ctx)
 	if err != nil {
 		return err
 	}
-	var keep []model.Bid
+	var keep []B
 	var first time.Time
 	for b := range early {
-		if b.DateTime.After(timers.CurrentWatermark()) {
-			if len(keep) == 0 || b.DateTime.Before(first) {
-				first = b.DateTime
+		if _, at := p.kept.offer(&b); at.After(timers.CurrentWatermark()) {
+			if len(keep) == 0 || at.Before(first) {
+				first = at
 			}
 			keep = append(keep, b)
 		}
@@ -186,10 +228,10 @@ func (p *winning) HandleExpiredTimer(ctx context.Context, _ int64, timers typed.
 	return p.early.Put(ctx, keep)
 }
 
-// winners is the auctions' winning bids, each written once the watermark
-// passes its auction's expiry; the auctions and bids at or before the
-// watermark are dropped (see the top of this file).
-func winners(events typed.Stream[model.Event]) typed.Stream[winner] {
+// winners is the auctions' winning bids, as kept, each written once the
+// watermark passes its auction's expiry; the auctions and bids at or
+// before the watermark are dropped (see the top of this file).
+func winners[A, B any](events typed.Stream[model.Event], kept kept[A, B]) typed.Stream[winner[A, B]] {
 	rows := typed.Map(typed.Filter(events, func(e *model.Event) bool { return e.Auction != nil || e.Bid != nil }),
 		func(e *model.Event) auctionRow { return auctionRow{auction: e.Auction, bid: e.Bid} })
 	byAuction := typed.GroupByKey(rows, func(r *auctionRow) int64 {
@@ -198,13 +240,13 @@ func winners(events typed.Stream[model.Event]) typed.Stream[winner] {
 		}
 		return r.bid.Auction
 	})
-	return typed.TransformWithState(byAuction, &winning{}, typed.TimeModeEventTime, typed.Append)
+	return typed.TransformWithState(byAuction, &winning[A, B]{kept: kept}, typed.TimeModeEventTime, typed.Append)
 }
 
 // loopWinners is the winning bid of each auction with one, by a plain
 // loop: every bid in time, the highest price, then the earliest, then the
 // first.
-func loopWinners(events []model.Event) []winner {
+func loopWinners(events []model.Event) []winner[model.Auction, model.Bid] {
 	byID := map[int64]*model.Auction{}
 	for i := range events {
 		if a := events[i].Auction; a != nil {
@@ -225,9 +267,9 @@ func loopWinners(events []model.Event) []winner {
 			best[a.ID] = b
 		}
 	}
-	var out []winner
+	var out []winner[model.Auction, model.Bid]
 	for id, b := range best {
-		out = append(out, winner{auction: *byID[id], bid: *b})
+		out = append(out, winner[model.Auction, model.Bid]{auction: *byID[id], bid: *b})
 	}
 	return out
 }
@@ -249,6 +291,33 @@ type Q4Avg struct {
 	Count int64 `json:"count"`
 }
 
+// Q4Auction is what q4 keeps of an auction: its category and times.
+//
+//streamgen:record
+type Q4Auction struct {
+	Category int64     `json:"category"`
+	DateTime time.Time `json:"dateTime"`
+	Expires  time.Time `json:"expires"`
+}
+
+// Q4Bid is what q4 keeps of a bid: its price and time.
+//
+//streamgen:record
+type Q4Bid struct {
+	Price    int64     `json:"price"`
+	DateTime time.Time `json:"dateTime"`
+}
+
+// q4Kept keeps what q4 reads of auctions and bids.
+var q4Kept = kept[Q4Auction, Q4Bid]{
+	auction: func(a *model.Auction) Q4Auction {
+		return Q4Auction{Category: a.Category, DateTime: a.DateTime, Expires: a.Expires}
+	},
+	bid:   func(b *model.Bid) Q4Bid { return Q4Bid{Price: b.Price, DateTime: b.DateTime} },
+	span:  func(a *Q4Auction) (time.Time, time.Time) { return a.DateTime, a.Expires },
+	offer: func(b *Q4Bid) (int64, time.Time) { return b.Price, b.DateTime },
+}
+
 // q4 differs from Flink's with late events (see winners above): it
 // leaves out of a category's average the auctions and bids that come at
 // or before the watermark, where Flink's retracts the average and writes
@@ -258,9 +327,9 @@ var _ = register(&Query{
 	Title: "average price for a category: the average of the winning bids' prices of each category's auctions",
 	Keys:  []string{"id"},
 	build: func(events typed.Stream[model.Event], out Output) starter {
-		byCategory := typed.GroupByKey(winners(events), func(w *winner) int64 { return w.auction.Category })
+		byCategory := typed.GroupByKey(winners(events, q4Kept), func(w *winner[Q4Auction, Q4Bid]) int64 { return w.auction.Category })
 		avg := typed.FlatMapGroupsWithState(byCategory, typed.Append, typed.NoTimeout,
-			func(category int64, rows iter.Seq[winner], state *typed.GroupState[Q4Avg], emit func(Q4Row)) error {
+			func(category int64, rows iter.Seq[winner[Q4Auction, Q4Bid]], state *typed.GroupState[Q4Avg], emit func(Q4Row)) error {
 				acc, _ := state.Get()
 				for w := range rows {
 					acc.Sum += w.bid.Price
@@ -307,7 +376,7 @@ type Q9Row struct {
 	BidExtra    string    `json:"bid_extra"`
 }
 
-func q9Row(w *winner) Q9Row {
+func q9Row(w *winner[model.Auction, model.Bid]) Q9Row {
 	a, b := &w.auction, &w.bid
 	return Q9Row{ID: a.ID, ItemName: a.ItemName, Description: a.Description, InitialBid: a.InitialBid, Reserve: a.Reserve,
 		DateTime: a.DateTime, Expires: a.Expires, Seller: a.Seller, Category: a.Category, Extra: a.Extra,
@@ -323,7 +392,7 @@ var _ = register(&Query{
 	Title: "winning bids: each auction with its highest bid in time (the earliest of equal ones)",
 	Keys:  []string{"id"},
 	build: func(events typed.Stream[model.Event], out Output) starter {
-		return typed.WriteTo(typed.Map(winners(events), q9Row), sinkOf[Q9Row](out))
+		return typed.WriteTo(typed.Map(winners(events, whole), q9Row), sinkOf[Q9Row](out))
 	},
 	loop: func(events []model.Event) ([][]byte, error) {
 		var rows []Q9Row
