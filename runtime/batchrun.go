@@ -394,6 +394,7 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 			break
 		}
 		fired = true
+		b.state.prefetch(b.ops[i].scope, q.keyed[i], due)
 		// A timer that a call before it in this chunk deleted does not
 		// fire (a later chunk's cursor sees the deletion itself): the
 		// index entries written since the chunk was read are noted, and

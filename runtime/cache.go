@@ -218,6 +218,24 @@ func (c *stateCache) get(key []byte, buf []byte) (value []byte, ok, cached bool,
 	return append(buf[:0], c.arena[start:start+e.vlen]...), true, true, i
 }
 
+// unknown returns, in keys' backing array, the keys the cache does not
+// know (whose get would miss), without counting them as misses.
+func (c *stateCache) unknown(keys [][]byte) [][]byte {
+	hashes := make([]uint64, len(keys))
+	for i, k := range keys {
+		hashes[i] = hashKey(c, k)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := keys[:0]
+	for i, k := range keys {
+		if c.find(hashes[i], k) < 0 && !(c.complete && !c.filter.has(hashes[i])) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // put records a committed entry's value (absent: it has none).
 func (c *stateCache) put(key, value []byte, absent bool) {
 	c.mu.Lock()

@@ -60,6 +60,10 @@ type Query struct {
 	// timedVars are, per operator, its variables ordered by event time
 	// (EncodingByEventTime), which the loop evicts.
 	timedVars [][]timedState
+	// keyed are, per operator, its variables of one entry a key (a
+	// value, with no suffix), whose entries runTimers reads ahead for
+	// the keys of the timers about to fire (see StateBatch.prefetch).
+	keyed [][]uint8
 	// keyIndexDropped marks the scopes of operators with one-shot timers
 	// whose index of timers by key this run has deleted (see runTimers),
 	// touched by the batch loop alone.
@@ -150,6 +154,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	}
 	id := meta.ID
 	timedVars := make([][]timedState, len(plan.Operators))
+	keyed := make([][]uint8, len(plan.Operators))
 	var releases []func() // of the operators' key encodings, when the query ends
 	for i, op := range plan.Operators {
 		for _, s := range op.Info().States {
@@ -162,6 +167,9 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 				// Read by scans of a key's entries: the cache notes which
 				// keys have had one.
 				store.state.scan(uint8(i), meta.Operators[i].Variables[s.Name].ID)
+			}
+			if (s.Kind == "value" || s.Kind == "") && s.Encoding != EncodingByEventTime && s.Encoding != EncodingJoinBuffer {
+				keyed[i] = append(keyed[i], meta.Operators[i].Variables[s.Name].ID)
 			}
 			if s.Encoding == EncodingByEventTime {
 				vid := meta.Operators[i].Variables[s.Name].ID
@@ -193,7 +201,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{}), timedVars: timedVars, releaseKeys: releases}
+	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{}), timedVars: timedVars, keyed: keyed, releaseKeys: releases}
 	q.status = Status{Message: "Initializing sources"}
 	for _, l := range cfg.listeners {
 		if l, ok := l.(interface{ OnQueryStarted(QueryStarted) }); ok {

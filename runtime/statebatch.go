@@ -1,12 +1,14 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
 	"math"
+	"slices"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -356,6 +358,65 @@ func (b *StateBatch) warm(v Var, keys [][]byte) {
 		b.warmKeys = append(b.warmKeys, b.warmBuf[start:len(b.warmBuf):len(b.warmBuf)])
 	}
 	b.cache.warm(b.warmKeys)
+}
+
+// prefetchMin is the fewest entries that prefetch reads with an
+// iterator: for fewer, the gets that follow read them one by one.
+const prefetchMin = 32
+
+// prefetch reads into the state cache the committed entries, with no
+// suffix, of the variables vars of scope, for the keys of the timers due
+// (about to fire, whose handlers read them), that the cache does not
+// know: with one iterator, in key order, where a get each seeks Pebble's
+// levels from the top again (the final flush of an event-time query
+// reads the state of every window or key still open, which a store
+// larger than the cache holds in Pebble alone). It changes what the
+// cache holds, not what a read returns; a read error is left to the gets
+// that follow, which read again and report it.
+func (b *StateBatch) prefetch(scope Scope, vars []uint8, due []Timer) {
+	if b.cache == nil || b.rangeDeleted || len(vars)*len(due) < prefetchMin || b.cacheSettled() != nil {
+		return
+	}
+	b.warmKeys, b.warmBuf = b.warmKeys[:0], b.warmBuf[:0]
+	for _, id := range vars {
+		v := Var{Scope: scope, Variable: id}
+		for j := range due {
+			start := len(b.warmBuf)
+			b.warmBuf = entryKey(b.warmBuf, v, due[j].Key)
+			if j == 0 && b.cache.skips(b.warmBuf[start:]) {
+				b.warmBuf = b.warmBuf[:start]
+				break
+			}
+			// warmBuf may move as it grows: an earlier key's slice keeps
+			// the bytes it was cut from.
+			b.warmKeys = append(b.warmKeys, b.warmBuf[start:len(b.warmBuf):len(b.warmBuf)])
+		}
+	}
+	keys := b.cache.unknown(b.warmKeys)
+	if len(keys) < prefetchMin || b.settled() != nil {
+		return
+	}
+	slices.SortFunc(keys, bytes.Compare)
+	keys = slices.CompactFunc(keys, bytes.Equal) // two timers of one key
+	if b.reads == nil {
+		it, err := b.db.NewIter(nil)
+		if err != nil {
+			return
+		}
+		b.reads = it
+	}
+	it := b.reads
+	it.SetBounds(keys[0], append(keys[len(keys)-1][:len(keys[len(keys)-1]):len(keys[len(keys)-1])], 0))
+	for _, k := range keys {
+		switch {
+		case it.SeekGE(k) && bytes.Equal(it.Key(), k):
+			b.cache.put(k, it.Value(), false)
+		case it.Error() == nil:
+			b.cache.put(k, nil, true)
+		default:
+			return
+		}
+	}
 }
 
 // hint records the cache slot of the state write of b.key.
