@@ -410,7 +410,11 @@ func (b *StateBatch) prefetch(scope Scope, vars []uint8, due []Timer) {
 	for _, k := range keys {
 		switch {
 		case it.SeekGE(k) && bytes.Equal(it.Key(), k):
-			b.cache.put(k, it.Value(), false)
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return
+			}
+			b.cache.put(k, v, false)
 		case it.Error() == nil:
 			b.cache.put(k, nil, true)
 		default:
