@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
 	"runtime/debug"
@@ -266,6 +267,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	source := fs.String("source", "generator", "where the events come from: generator (in-process), files (written first, then read) or kafka (produced to a topic first, then read)")
 	perBatch := fs.Int64("batch", 200_000, "events a micro-batch")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
+	processes := fs.Bool("processes", true, "with -query all and -source generator, run each query in a process of its own (this command again, with -query qN), so that its peak memory and CPU time are its own, not raised by the queries before it")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -331,6 +333,16 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "workload: %d events, %d a second of event time, %d generators (the published Flink run's: %d a second, %d generators)\n",
 		g.events, g.rate, g.generators, publishedRate, publishedGenerators)
 	fmt.Fprintf(stdout, "%-4s %12s %9s %14s %15s %9s %12s %12s %10s\n", "q", "events", "wall s", "events/s", "events/CPU-s", "RSS MiB", "Flink/core", "Feldera/core", "×Flink")
+	if *processes && len(list) > 1 && *source == "generator" {
+		for _, q := range list {
+			row, err := benchAlone(ctx, q.Name, &g, *perBatch, stderr)
+			if err != nil {
+				return fmt.Errorf("%s: %w", q.Name, err)
+			}
+			fmt.Fprintln(stdout, row)
+		}
+		return nil
+	}
 	for _, q := range list {
 		s, closeSource, err := events()
 		if err != nil {
@@ -368,6 +380,35 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	return nil
 }
+
+// benchAlone runs bench for the query name in a process of its own (this
+// command again), and returns the line it prints for the query.
+func benchAlone(ctx context.Context, name string, g *genFlags, perBatch int64, stderr io.Writer) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, self, "bench", "-query", name, "-source", "generator", "-batch", strconv.FormatInt(perBatch, 10),
+		"-events", strconv.FormatInt(g.events, 10), "-rate", strconv.Itoa(g.rate), "-generators", strconv.Itoa(g.generators),
+		"-seed", strconv.FormatUint(g.seed, 10))
+	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
+	cmd.Stderr = stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", err
+	}
+	for line := range strings.Lines(string(out)) {
+		if strings.HasPrefix(line, name+" ") {
+			return strings.TrimRight(line, "\n"), nil
+		}
+	}
+	return "", fmt.Errorf("its process printed no line for it:\n%s", out)
+}
+
+// benchChildEnv is set, to 1, in the environment of the process
+// benchAlone starts: the command ignores it; the package's tests, whose
+// binary benchAlone starts, run the command when it is set.
+const benchChildEnv = "NEXMARK_BENCH_CHILD"
 
 func figure(f float64) string {
 	if f == 0 {

@@ -205,8 +205,19 @@ func sameEvents(t *testing.T, a, b generator.Config) bool {
 	return !gb.Next(&eb)
 }
 
-// TestBenchCommand: bench runs every query and prints a line for each,
-// with the published figures beside it; bad arguments are refused.
+// TestMain runs the command itself when bench's -query all starts this
+// binary for a query (benchAlone).
+func TestMain(m *testing.M) {
+	if os.Getenv(benchChildEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestBenchCommand: bench runs every query, each in a process of its own,
+// and prints a line for each, with the published figures beside it; bad
+// arguments are refused.
 func TestBenchCommand(t *testing.T) {
 	var out strings.Builder
 	if err := run(context.Background(), []string{"bench", "-query", "all", "-events", "5000", "-batch", "1000"}, &out, io.Discard); err != nil {
