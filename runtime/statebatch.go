@@ -406,7 +406,8 @@ func (b *StateBatch) prefetch(scope Scope, vars []uint8, due []Timer) {
 		b.reads = it
 	}
 	it := b.reads
-	it.SetBounds(keys[0], append(keys[len(keys)-1][:len(keys[len(keys)-1]):len(keys[len(keys)-1])], 0))
+	last := keys[len(keys)-1]
+	it.SetBounds(keys[0], append(last[:len(last):len(last)], 0)) // up to last, with it
 	for _, k := range keys {
 		switch {
 		case it.SeekGE(k) && bytes.Equal(it.Key(), k):
