@@ -12,7 +12,8 @@ import (
 // The queries over the winning bid of each auction (q4, q9): the bids
 // joined with their auction where `B.dateTime BETWEEN A.dateTime AND
 // A.expires`, the highest of them per auction. A processor keyed by the
-// auction keeps the auction and its best bid so far, and writes the
+// auction keeps the auction and its best bid so far (what its query
+// reads of them: see kept), and writes the
 // winner once the watermark passes the auction's expiry, when no bid
 // that is not late can still be in time: the result Flink's regular join
 // and aggregation reach when no event comes late, written once instead
