@@ -49,8 +49,7 @@ type winner[A, B any] struct {
 // kept is what a query keeps in state of an auction (A) and of a bid
 // (B), and how the processor reads it back: q9 keeps them whole; q4 the
 // columns its SQL reads (an auction's category and times, a bid's price
-// and time), as Flink's plan projects them before its join, which makes
-// its state a tenth of q9's.
+// and time), as Flink's plan projects them before its join.
 type kept[A, B any] struct {
 	auction func(*model.Auction) A
 	bid     func(*model.Bid) B
