@@ -1167,6 +1167,14 @@ func (a *App) revoked(partitions []int32, lost bool) {
 		}
 	}
 	a.mu.Unlock()
+	if len(stopping) > 0 {
+		// A revoke holds the partitions from their next owner until it
+		// returns: its start and its length are in the log.
+		slog.Info("streamgen: kafka app: stopping the tasks of revoked partitions", "group", a.opts.Group, "partitions", stopped, "lost", lost)
+		defer func(start time.Time) {
+			slog.Info("streamgen: kafka app: revoked partitions released", "group", a.opts.Group, "partitions", stopped, "took", time.Since(start))
+		}(time.Now())
+	}
 	for i, rt := range stopping {
 		<-rt.done
 		// What its task read is the next owner's to purge (a lost

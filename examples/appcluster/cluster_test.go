@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -233,6 +234,7 @@ settled:
 			break
 		}
 		if time.Now().After(deadline) {
+			c.diagnose(ctx, adm)
 			logs, _ := filepath.Glob(filepath.Join(c.dir, "instance-*.log"))
 			for _, l := range logs {
 				b, _ := os.ReadFile(l)
@@ -241,7 +243,14 @@ settled:
 				}
 				t.Logf("%s:\n%s", l, b)
 			}
-			t.Fatalf("the output never reached the loop's counts (%d users of %d)", len(got), len(want))
+			var wrong []string
+			for u, w := range want {
+				if cs := got[u]; len(cs) == 0 || cs[len(cs)-1] != w {
+					wrong = append(wrong, fmt.Sprintf("%s: want %d, got %v", u, w, cs))
+				}
+			}
+			sort.Strings(wrong)
+			t.Fatalf("the output never reached the loop's counts (%d users of %d, %d wrong):\n%s", len(got), len(want), len(wrong), strings.Join(wrong[:min(len(wrong), 10)], "\n"))
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -282,6 +291,97 @@ settled:
 			}
 		}
 	}
+}
+
+// diagnose logs, for a run whose output did not settle, where each
+// partition of the input and the output stands and what each running
+// instance reports of its tasks, and keeps the instances' goroutines and
+// logs in a directory the test does not remove.
+func (c *cluster) diagnose(ctx context.Context, adm *kadm.Client) {
+	t := c.t
+	if ends, err := adm.ListEndOffsets(ctx, "clicks", "counts"); err == nil {
+		stable, _ := adm.ListCommittedOffsets(ctx, "counts")
+		ends.Each(func(o kadm.ListedOffset) {
+			if s, ok := stable.Lookup(o.Topic, o.Partition); ok {
+				t.Logf("%s/%d: end %d, stable %d", o.Topic, o.Partition, o.Offset, s.Offset)
+			} else {
+				t.Logf("%s/%d: end %d", o.Topic, o.Partition, o.Offset)
+			}
+		})
+	}
+	if group, err := adm.FetchOffsets(ctx, "appcluster"); err == nil {
+		group.Each(func(o kadm.OffsetResponse) { t.Logf("group offset %s/%d: %d", o.Topic, o.Partition, o.At) })
+	}
+	kept, err := os.MkdirTemp("", "appcluster-failure-")
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	for _, i := range c.running() {
+		c.mu.Lock()
+		addr := c.procs[i].addr
+		c.mu.Unlock()
+		for name, path := range map[string]string{"status": "/api/queries", "goroutines": "/debug/pprof/goroutine?debug=2"} {
+			resp, err := http.Get("http://" + addr + path)
+			if err != nil {
+				t.Logf("instance %d: %s: %v", i, name, err)
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			os.WriteFile(filepath.Join(kept, fmt.Sprintf("%s-%d.txt", name, i)), b, 0o644)
+			if name == "status" {
+				t.Logf("instance %d: %s", i, b)
+			} else {
+				t.Logf("instance %d: the goroutines in streamgen's code:\n%s", i, ownGoroutines(string(b)))
+			}
+		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(c.dir, "instance-*.log"))
+	for _, l := range logs {
+		if b, err := os.ReadFile(l); err == nil {
+			os.WriteFile(filepath.Join(kept, filepath.Base(l)), b, 0o644)
+		}
+	}
+	t.Logf("the instances' logs, status and goroutines are kept in %s", kept)
+}
+
+// ownGoroutines summarizes a goroutine dump (debug=2): for each
+// goroutine with a frame in streamgen's code, its state and its first
+// three such frames, the same ones counted once.
+func ownGoroutines(dump string) string {
+	seen := map[string]int{}
+	var order []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		lines := strings.Split(g, "\n")
+		state := ""
+		if _, rest, ok := strings.Cut(lines[0], "["); ok {
+			state, _, _ = strings.Cut(rest, "]")
+		}
+		var frames []string
+		for _, l := range lines[1:] {
+			if !strings.HasPrefix(l, "\t") && strings.Contains(l, "streamgen/streamgen/") && len(frames) < 3 {
+				name := strings.TrimPrefix(l, "github.com/streamgen/streamgen/")
+				if i := strings.LastIndex(name, "("); i > 0 && !strings.HasPrefix(name, "created by") {
+					name = name[:i] // the arguments
+				}
+				frames = append(frames, name)
+			}
+		}
+		if len(frames) == 0 {
+			continue
+		}
+		key := "[" + state + "] " + strings.Join(frames, " < ")
+		if seen[key] == 0 {
+			order = append(order, key)
+		}
+		seen[key]++
+	}
+	var b strings.Builder
+	for _, k := range order {
+		fmt.Fprintf(&b, "%d× %s\n", seen[k], k)
+	}
+	return b.String()
 }
 
 // counts reads the output with read_committed: each user's counts in
