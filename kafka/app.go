@@ -86,9 +86,10 @@ type AppOptions struct {
 	// query's, runtime.DefaultStateCacheSize (256 MiB); a negative size
 	// turns the state caches off. BlockCacheSize, when positive, is one
 	// Pebble block cache that the tasks share, in which Pebble also
-	// reserves each task's memtables (4 to 12 MiB a task); with 0 each
-	// task has a block cache of its own, of runtime.BlockCacheSize
-	// (128 MiB by default).
+	// reserves each task's memtables (4 to 12 MiB a task, unless Options
+	// set runtime.MemTableSize); with 0 each task has a block cache of its
+	// own, of runtime.BlockCacheSize (128 MiB by default, and room for
+	// its memtables).
 	StateCacheSize, BlockCacheSize int64
 	// RepartitionBy, when set, makes the App write the input through a
 	// repartition topic first, as Kafka Streams does for a grouping by

@@ -51,7 +51,9 @@ func (a *App) runStandby(ctx context.Context, p int32, sb *runningTask) error {
 	var store *runtime.Store
 	for {
 		var err error
-		store, err = runtime.OpenStore(dir, runtime.StoreOptions{FS: runtime.FileSystemOf(a.opts.Options...), StateCacheSize: -1, CacheSize: 8 << 20})
+		// Pebble's 4 MiB memtables, as the tasks' stores (which share
+		// caches) have by default.
+		store, err = runtime.OpenStore(dir, runtime.StoreOptions{FS: runtime.FileSystemOf(a.opts.Options...), StateCacheSize: -1, CacheSize: 8 << 20, MemTableSize: 4 << 20})
 		if err == nil {
 			break
 		}

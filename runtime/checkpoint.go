@@ -74,7 +74,7 @@ func OpenCheckpointFS(fsys vfs.FS, dir string) (*CheckpointReader, error) {
 		}
 		return nil, fmt.Errorf("streamgen: open checkpoint %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, fs: fsys, opts: StoreOptions{FS: fsys, CacheSize: 8 << 20}, recorded: -1, failed: make(chan struct{})}
+	s := &Store{dir: dir, fs: fsys, opts: StoreOptions{FS: fsys, CacheSize: 8 << 20, MemTableSize: 4 << 20}, recorded: -1, failed: make(chan struct{})}
 	lock, err := lockCheckpoint(fsys, dir, inUseInspectHint)
 	if errors.Is(err, ErrCheckpointInUse) && fsys == vfs.Default {
 		// A query runs on it, in another process (or this one): it

@@ -84,8 +84,9 @@
 //
 // A disk that fills needs a margin: Pebble ends the process, with a fatal
 // error no recover catches, when it cannot close its log or create the
-// next one as it moves to a new log file, which it does for every 4 MiB
-// of writes and for every batch of over 2 MiB. So the store keeps
+// next one as it moves to a new log file, which it does for every
+// memtable's worth of writes (MemTableSize) and for every batch of over
+// half of one. So the store keeps
 // DiskReserve of the checkpoint's file system free (256 MiB by default,
 // at most a twentieth of its size): Start refuses to start with less
 // free, and a batch whose commit would leave less, counting its writes

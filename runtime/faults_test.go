@@ -488,9 +488,9 @@ func failedFlushFailsTheStore(t *testing.T) {
 		}
 		return nil
 	}))
-	s := open(t, fs, runtime.StoreOptions{})
+	s := open(t, fs, runtime.StoreOptions{MemTableSize: 4 << 20})
 	tables.Store(true)
-	// Pebble's memtable is 4 MiB: batches of 512 KiB fill it and it is
+	// The memtable is 4 MiB: batches of 512 KiB fill it and it is
 	// flushed to a table. (Before the store failed on it, the commits
 	// went on until the memtables were full, then stalled for ever while
 	// Pebble retried the flush in a loop.)

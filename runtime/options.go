@@ -52,6 +52,7 @@ type config struct {
 	stateCache      int64
 	diskReserve     int64
 	blockCache      int64
+	memTable        int64
 	shared          *SharedCaches
 	closeTimeout    time.Duration
 	progressLog     *slog.Logger
@@ -255,12 +256,21 @@ func SpillDirectory(dir string) Option { return optionFunc(func(c *config) { c.s
 func StateCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.stateCache = bytes }) }
 
 // BlockCacheSize is the size in bytes of the checkpoint store's Pebble
-// block cache, which keeps recently read blocks of state in memory (see
-// StoreOptions.CacheSize): 128 MiB by default, taken as blocks are read.
+// block cache, which keeps recently read blocks of state in memory and
+// in which Pebble reserves its memtables' memory (see
+// StoreOptions.CacheSize): 128 MiB by default, plus room for two
+// memtables (MemTableSize), taken as blocks are read and writes come.
 // With StateCacheSize it bounds what a query's state takes in memory.
 // Queries that run side by side in a process each have their own, unless
 // they share one (WithSharedCaches, a Kafka App's BlockCacheSize).
 func BlockCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.blockCache = bytes }) }
+
+// MemTableSize is the size in bytes of each of the checkpoint store's
+// Pebble memtables, where a batch's writes wait to be flushed to a table
+// (see StoreOptions.MemTableSize): DefaultMemTableSize, 64 MiB, by
+// default, or Pebble's 4 MiB with WithSharedCaches. Pebble grows them to
+// it as writes come, so a query that writes little keeps small ones.
+func MemTableSize(bytes int64) Option { return optionFunc(func(c *config) { c.memTable = bytes }) }
 
 // WithSharedCaches gives the query's checkpoint store a share of caches
 // that the stores of other queries in the process share with it (see
@@ -324,6 +334,9 @@ func (c *config) validate() error {
 	}
 	if c.blockCache < 0 {
 		errs = append(errs, fmt.Errorf("BlockCacheSize %d is negative", c.blockCache))
+	}
+	if c.memTable < 0 {
+		errs = append(errs, fmt.Errorf("MemTableSize %d is negative", c.memTable))
 	}
 	if c.batchMemory <= 0 {
 		errs = append(errs, fmt.Errorf("BatchMemory %d is not positive", c.batchMemory))

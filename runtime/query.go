@@ -118,7 +118,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		stateCache = -1 // no state to cache (nor a share of a budget to take)
 	}
 	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval, StateCacheSize: stateCache, CloseTimeout: cfg.closeTimeout,
-		DiskReserve: cfg.diskReserve, CacheSize: cfg.blockCache, Shared: cfg.shared, RangeReads: readsRanges(plan)})
+		DiskReserve: cfg.diskReserve, CacheSize: cfg.blockCache, MemTableSize: cfg.memTable, Shared: cfg.shared, RangeReads: readsRanges(plan)})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,12 @@ import (
 const (
 	DefaultStateCacheSize = 256 << 20
 	DefaultBlockCacheSize = 128 << 20
+	// DefaultMemTableSize is the size of a store's memtables
+	// (StoreOptions.MemTableSize), but for a store that shares caches.
+	DefaultMemTableSize = 64 << 20
+	// pebbleMemTableSize is Pebble's default memtable size, a sharing
+	// store's.
+	pebbleMemTableSize = 4 << 20
 )
 
 // SharedCaches are memory budgets that the checkpoint stores of several
@@ -23,7 +29,8 @@ const (
 // which costs no memory until it is used. Pebble's block caches may be
 // shared too: one block cache then holds the blocks of every store, and
 // Pebble also reserves in it the memory of each store's memtables (4 MiB
-// each, and up to three of them while they are flushed), which leaves
+// each unless StoreOptions.MemTableSize says otherwise, and up to three
+// of them while they are flushed), which leaves
 // that much less for blocks. The queries are given them with
 // WithSharedCaches. Safe for concurrent use.
 type SharedCaches struct {

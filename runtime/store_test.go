@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -721,8 +722,8 @@ func TestKeptRowsChanges(t *testing.T) {
 	}
 }
 
-// TestLargeBatchReachesTheStateCache: a batch far larger than Pebble's
-// memtable is committed as a memtable of its own; every value it wrote
+// TestLargeBatchReachesTheStateCache: a batch far larger than the
+// store's memtable (4 MiB here) is committed as a memtable of its own; every value it wrote
 // must still be read back, through the state cache, by the next batch,
 // whether the store started empty (the cache answers misses) or not.
 func TestLargeBatchReachesTheStateCache(t *testing.T) {
@@ -730,19 +731,11 @@ func TestLargeBatchReachesTheStateCache(t *testing.T) {
 	value := func(round, i int) []byte {
 		return fmt.Appendf(nil, "%d-%d-%s", round, i, strings.Repeat("v", 100))
 	}
-	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	s := open(t, vfs.NewMem(), runtime.StoreOptions{MemTableSize: 4 << 20})
 	defer s.Close()
 	for round := range 3 {
+		commitKeys(t, s, round, keys, value)
 		b := s.NewBatch()
-		for i := range keys {
-			if err := b.Put(sumVar, fmt.Appendf(nil, "key-%06d", i), nil, value(round, i)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := s.Commit(b, runtime.Progress{BatchID: int64(round)}); err != nil {
-			t.Fatal(err)
-		}
-		b = s.NewBatch()
 		for i := range keys {
 			v, ok, err := b.Get(sumVar, fmt.Appendf(nil, "key-%06d", i), nil)
 			if err != nil {
@@ -1254,5 +1247,63 @@ func TestCheckMetaAcceptsWiderIntegers(t *testing.T) {
 	}
 	if _, _, err := s.CheckMeta(key(64, "int64"), false); err != nil {
 		t.Errorf("a binary key's int32 field become int64: %v, want it accepted", err)
+	}
+}
+
+// commitKeys commits batch round, which sets key-000000 and on, keys of
+// them, to value(round, i).
+func commitKeys(t *testing.T, s *runtime.Store, round, keys int, value func(round, i int) []byte) {
+	t.Helper()
+	b := s.NewBatch()
+	for i := range keys {
+		if err := b.Put(sumVar, fmt.Appendf(nil, "key-%06d", i), nil, value(round, i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Commit(b, runtime.Progress{BatchID: int64(round)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMemTableSize: a store's memtables are 64 MiB unless set, so that
+// batches of about 6 MB of writes (over half of Pebble's 4 MiB memtable)
+// gather in one memtable and no table is flushed; with MemTableSize at 4
+// MiB, or in a store that shares caches (which keeps Pebble's 4 MiB), each
+// batch becomes a memtable of its own, flushed to a table. What was written reads back
+// either way.
+func TestMemTableSize(t *testing.T) {
+	const rounds, keys = 3, 50000
+	value := func(round, i int) []byte { return fmt.Appendf(nil, "%d-%d-%s", round, i, strings.Repeat("v", 100)) }
+	for _, c := range []struct {
+		name     string
+		opts     runtime.StoreOptions
+		perBatch bool // each batch flushed to a table
+	}{
+		{name: "default", opts: runtime.StoreOptions{}},
+		{name: "4MiB", opts: runtime.StoreOptions{MemTableSize: 4 << 20}, perBatch: true},
+		{name: "shared", opts: runtime.StoreOptions{Shared: runtime.NewSharedCaches(0, 0)}, perBatch: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := open(t, vfs.NewMem(), c.opts)
+			defer s.Close()
+			for round := range rounds {
+				commitKeys(t, s, round, keys, value)
+			}
+			m := s.Metrics()
+			t.Logf("flushes %d, tables %d", m.Flushes, m.TableCount)
+			// A batch waits for the flushes of the memtables queued
+			// before it past two: by the third, one flush is done.
+			if c.perBatch && m.Flushes == 0 || !c.perBatch && (m.Flushes > 0 || m.TableCount > 0) {
+				t.Fatalf("%d flushes and %d tables after %d batches of %d keys", m.Flushes, m.TableCount, rounds, keys)
+			}
+			b := s.NewBatch()
+			defer b.Close()
+			for _, i := range []int{0, keys / 2, keys - 1} {
+				got, ok, err := b.Get(sumVar, fmt.Appendf(nil, "key-%06d", i), nil)
+				if err != nil || !ok || !bytes.Equal(got, value(rounds-1, i)) {
+					t.Fatalf("key %d: %q %v %v", i, got, ok, err)
+				}
+			}
+		})
 	}
 }

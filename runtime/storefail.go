@@ -47,7 +47,7 @@ import (
 // unrecoverable, it says), which OpenStore recovers when it happens in
 // Open; and closing the old log or creating the new one when a commit
 // moves to a new log file (every memtable's worth of writes, and every
-// batch of over 2 MiB). That last panic is raised with the DB's mutex
+// batch of over half of one). That last panic is raised with the DB's mutex
 // unlocked, whose deferred unlock then ends the process with a fatal
 // error that no recover catches, and so does the marker panic on a
 // background MANIFEST rotation. Both happen on a full disk, so the store

@@ -125,8 +125,8 @@ func TestStorageFaultsEndTheQuery(t *testing.T) {
 }
 
 // bigState keeps a value of 1 MiB per user: a batch of five users is
-// larger than half of Pebble's 4 MiB memtable, which Pebble flushes to a
-// table at once.
+// larger than half of a 4 MiB memtable (the query's MemTableSize), which
+// Pebble flushes to a table at once.
 func bigState(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.StateV3]) (fixtures.UserCount, error) {
 	n := 0
 	for range rows {
@@ -162,7 +162,7 @@ func failedFlushEndsAnIdleQuery(t *testing.T) {
 	m.Add(clicks(50, 6)...)
 	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
 	w := typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, bigState), newSink[fixtures.UserCount]()).OutputMode(typed.Update)
-	q, err := w.Start(context.Background(), runtime.Checkpoint("ckpt"), runtime.FileSystem(fs), runtime.PollInterval(time.Hour))
+	q, err := w.Start(context.Background(), runtime.Checkpoint("ckpt"), runtime.FileSystem(fs), runtime.PollInterval(time.Hour), runtime.MemTableSize(4<<20))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +409,8 @@ func (d *cappedDisk) GetDiskUsage(string) (vfs.DiskUsage, error) {
 }
 
 // bigCount counts a user's clicks in a state of over 1 MiB: a batch that
-// updates three users is a batch Pebble takes as a memtable of its own,
+// updates three users is a batch Pebble takes as a memtable of its own
+// (over half of the query's 4 MiB MemTableSize),
 // moving to a new log file for it, which it cannot do on a full disk.
 func bigCount(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.StateV3]) (fixtures.UserCount, error) {
 	var n int64
@@ -449,7 +450,7 @@ func TestFullDiskStopsTheQueryCleanly(t *testing.T) {
 		w := typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, bigCount), sink).OutputMode(typed.Update)
 		q, err := w.Start(context.Background(), runtime.Checkpoint("ckpt"), runtime.FileSystem(fs),
 			runtime.WithTrigger(runtime.AvailableNow()), runtime.CloseTimeout(5*time.Second),
-			runtime.StateCacheSize(1<<20), runtime.DiskReserve(8<<20))
+			runtime.StateCacheSize(1<<20), runtime.DiskReserve(8<<20), runtime.MemTableSize(4<<20))
 		if err != nil {
 			return err
 		}
