@@ -86,9 +86,10 @@
 // error no recover catches, when it cannot close its log or create the
 // next one as it moves to a new log file, which it does for every
 // memtable's worth of writes (MemTableSize) and for every batch of over
-// half of one. So the store keeps
-// DiskReserve of the checkpoint's file system free (256 MiB by default,
-// at most a twentieth of its size): Start refuses to start with less
+// half of one, preallocating 110% of a memtable for it. So the store
+// keeps DiskReserve of the checkpoint's file system free (256 MiB by
+// default, at most a twentieth of its size, never under that
+// preallocation): Start refuses to start with less
 // free, and a batch whose commit would leave less, counting its writes
 // twice, ends the query with an error wrapping ErrDiskFull and
 // ErrStoreFailed that says how much was free and needed, before Pebble

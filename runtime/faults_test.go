@@ -579,13 +579,26 @@ func TestDiskReserve(t *testing.T) {
 		t.Fatalf("the store holds batch %d after the refused commit of batch 3, want 2", batch)
 	}
 
-	// On a disk of 1 GiB the reserve is 51.2 MiB.
-	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: gib, AvailBytes: 60 << 20})
+	// On a disk of 1 GiB the reserve is a twentieth, 51.2 MiB, with 4
+	// MiB memtables; with the default 64 MiB ones, the 70.4 MiB Pebble
+	// preallocates for its next log file.
+	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: gib, AvailBytes: 80 << 20})
 	s = open(t, mem, runtime.StoreOptions{})
 	commitBatches(t, s, 3, 4)
-	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: gib, AvailBytes: 50 << 20})
+	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: gib, AvailBytes: 60 << 20})
 	b = s.NewBatch()
 	err = s.Commit(b, runtime.Progress{BatchID: 4})
+	b.Close()
+	if !errors.Is(err, runtime.ErrDiskFull) || !strings.Contains(err.Error(), "the 70.4 MiB kept in reserve") {
+		t.Fatalf("commit with 60 MiB of 1 GiB free, 64 MiB memtables: %v", err)
+	}
+	s.Close()
+	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: gib, AvailBytes: 60 << 20})
+	s = open(t, mem, runtime.StoreOptions{MemTableSize: 4 << 20})
+	commitBatches(t, s, 4, 5)
+	mem.TestingSetDiskUsage(vfs.DiskUsage{TotalBytes: gib, AvailBytes: 50 << 20})
+	b = s.NewBatch()
+	err = s.Commit(b, runtime.Progress{BatchID: 5})
 	b.Close()
 	if !errors.Is(err, runtime.ErrDiskFull) || !strings.Contains(err.Error(), "the 51.2 MiB kept in reserve") {
 		t.Fatalf("commit with 50 MiB of 1 GiB free: %v", err)

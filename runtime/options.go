@@ -288,7 +288,8 @@ func WithSharedCaches(c *SharedCaches) Option {
 // with an error wrapping ErrDiskFull and ErrStoreFailed, before any of it
 // is written; the batches before are kept. The default is
 // DefaultDiskReserve, 256 MiB, at most a twentieth of the file system's
-// size; a negative reserve turns the check off.
+// size but never under a log file's preallocation (110% of
+// MemTableSize); a negative reserve turns the check off.
 func DiskReserve(bytes int64) Option { return optionFunc(func(c *config) { c.diskReserve = bytes }) }
 
 // CloseTimeout bounds how long Stop waits for the query's goroutine and

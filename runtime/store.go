@@ -169,7 +169,9 @@ type StoreOptions struct {
 	// on a full disk; the reserve stops the query cleanly before that,
 	// with every batch committed before kept. The reserve applied is at
 	// most a twentieth of the file system's size, so that a small disk
-	// still has room to work in. It guards the query's own writes: another process, or Pebble's
+	// still has room to work in, but never under the space Pebble
+	// preallocates for a log file (110% of MemTableSize: 70.4 MiB with the
+	// default 64 MiB memtables; a smaller MemTableSize lowers it). It guards the query's own writes: another process, or Pebble's
 	// background compactions, can still use the space, and a compaction
 	// that meets a full disk fails the store as any storage fault does.
 	// The default is DefaultDiskReserve; a negative reserve turns the

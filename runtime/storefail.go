@@ -186,9 +186,18 @@ func (s *Store) diskUsage() (u vfs.DiskUsage, reserve uint64, ok bool) {
 		return u, 0, false
 	}
 	if s.opts.DiskReserve > 0 {
-		reserve = min(uint64(s.opts.DiskReserve), u.TotalBytes/20)
+		// Never under what Pebble sets aside for its next log file (110%
+		// of a memtable, preallocated as it moves to it): on a disk with
+		// less free, the move would end the process.
+		reserve = max(min(uint64(s.opts.DiskReserve), u.TotalBytes/20), walPreallocation(s.memTableSize()))
 	}
 	return u, reserve, true
+}
+
+// walPreallocation is the disk space Pebble preallocates for a log file
+// of a store whose memtables are memTable bytes (DB.walPreallocateSize).
+func walPreallocation(memTable int64) uint64 {
+	return uint64(memTable + memTable/10)
 }
 
 // formatBytes writes n in the largest binary unit that keeps it at or
