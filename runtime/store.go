@@ -170,8 +170,9 @@ type StoreOptions struct {
 	// with every batch committed before kept. The reserve applied is at
 	// most a twentieth of the file system's size, so that a small disk
 	// still has room to work in, but never under the space Pebble
-	// preallocates for a log file (110% of MemTableSize: 70.4 MiB with the
-	// default 64 MiB memtables; a smaller MemTableSize lowers it). It guards the query's own writes: another process, or Pebble's
+	// preallocates for a log file (110% of MemTableSize: 70.4 MiB with
+	// the default 64 MiB memtables; a smaller MemTableSize lowers it). It
+	// guards the query's own writes: another process, or Pebble's
 	// background compactions, can still use the space, and a compaction
 	// that meets a full disk fails the store as any storage fault does.
 	// The default is DefaultDiskReserve; a negative reserve turns the
@@ -437,17 +438,18 @@ func (s *Store) pebbleOptions(cache *pebble.Cache, mustExist, readOnly bool) *pe
 	popts.MemTableSize = uint64(s.memTableSize())
 	// A batch of over half a memtable's writes becomes a memtable of its
 	// own and is flushed to an L0 table: a query with large batches adds
-	// an L0 table per batch, each over the key range of the whole batch. Compacting L0 from 4 overlapping
-	// tables (Pebble's default) rewrites the base level every 4 such
-	// batches; from 16, a quarter as often, for up to 16 L0 tables a
-	// point read looks at (through their Bloom filters, which mostly
-	// answer no). Reads of state the state cache holds, or knows to be
-	// absent, do not reach Pebble at all. At 1M keys of count per key,
-	// whose reads all stay in the cache, the compactions took 0.9 s of
-	// the run's 4 s of CPU with 8, and the run is about 5% shorter with
-	// 16. A store larger than the cache pays at its reads: 6M keys took
-	// 24 s with 16 and 23 s with 8 (bench/README.md, "Writes in key
-	// order").
+	// an L0 table per batch, each over the key range of the whole batch.
+	// Compacting L0 from 4 overlapping tables (Pebble's default) rewrites
+	// the base level every 4 such batches; from 16, a quarter as often,
+	// for up to 16 L0 tables a point read looks at (through their Bloom
+	// filters, which mostly answer no). Reads of state the state cache
+	// holds, or knows to be absent, do not reach Pebble at all. At 1M
+	// keys of count per key, whose reads all stay in the cache, the
+	// compactions took 0.9 s of the run's 4 s of CPU with 8, and the run
+	// is about 5% shorter with 16. A store larger than the cache pays at
+	// its reads: 6M keys took 24 s with 16 and 23 s with 8
+	// (bench/README.md, "Writes in key order"; both measured with 4 MiB
+	// memtables, before they were 64 MiB).
 	popts.L0CompactionThreshold = 16
 	popts.L0StopWritesThreshold = 48
 	if s.opts.RangeReads {
