@@ -224,31 +224,17 @@ settled:
 	var got map[string][]int64
 	for deadline := time.Now().Add(2 * time.Minute); ; {
 		got = counts(t, ctx, c.brokers, adm)
-		done := len(got) == len(want)
+		var wrong []string
 		for u, w := range want {
 			if cs := got[u]; len(cs) == 0 || cs[len(cs)-1] != w {
-				done = false
+				wrong = append(wrong, fmt.Sprintf("%s: want %d, got %v", u, w, cs))
 			}
 		}
-		if done {
+		if len(wrong) == 0 && len(got) == len(want) {
 			break
 		}
 		if time.Now().After(deadline) {
 			c.diagnose(ctx, adm)
-			logs, _ := filepath.Glob(filepath.Join(c.dir, "instance-*.log"))
-			for _, l := range logs {
-				b, _ := os.ReadFile(l)
-				if len(b) > 3000 {
-					b = b[len(b)-3000:]
-				}
-				t.Logf("%s:\n%s", l, b)
-			}
-			var wrong []string
-			for u, w := range want {
-				if cs := got[u]; len(cs) == 0 || cs[len(cs)-1] != w {
-					wrong = append(wrong, fmt.Sprintf("%s: want %d, got %v", u, w, cs))
-				}
-			}
 			sort.Strings(wrong)
 			t.Fatalf("the output never reached the loop's counts (%d users of %d, %d wrong):\n%s", len(got), len(want), len(wrong), strings.Join(wrong[:min(len(wrong), 10)], "\n"))
 		}
@@ -294,9 +280,10 @@ settled:
 }
 
 // diagnose logs, for a run whose output did not settle, where each
-// partition of the input and the output stands and what each running
-// instance reports of its tasks, and keeps the instances' goroutines and
-// logs in a directory the test does not remove.
+// partition of the input and the output stands, what each running
+// instance reports of its tasks and the end of each instance's log, and
+// keeps the instances' goroutines and logs in a directory the test does
+// not remove.
 func (c *cluster) diagnose(ctx context.Context, adm *kadm.Client) {
 	t := c.t
 	if ends, err := adm.ListEndOffsets(ctx, "clicks", "counts"); err == nil {
@@ -339,9 +326,12 @@ func (c *cluster) diagnose(ctx context.Context, adm *kadm.Client) {
 	}
 	logs, _ := filepath.Glob(filepath.Join(c.dir, "instance-*.log"))
 	for _, l := range logs {
-		if b, err := os.ReadFile(l); err == nil {
-			os.WriteFile(filepath.Join(kept, filepath.Base(l)), b, 0o644)
+		b, err := os.ReadFile(l)
+		if err != nil {
+			continue
 		}
+		os.WriteFile(filepath.Join(kept, filepath.Base(l)), b, 0o644)
+		t.Logf("%s:\n%s", l, b[max(0, len(b)-3000):])
 	}
 	t.Logf("the instances' logs, status and goroutines are kept in %s", kept)
 }
