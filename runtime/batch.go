@@ -30,6 +30,10 @@ type Batch struct {
 	// first batch it is the batch's own (the epoch); zero when the plan
 	// has no watermark, or the batch before ran without one.
 	LateWatermark time.Time
+	// lateHeld are, by operator, what the rows reaching it are late by
+	// where it ran the batch before with the watermark held (see
+	// LateWatermarkOf); nil when none did.
+	lateHeld []time.Time
 	// Now is the batch's processing time: constant within the batch, and
 	// the same in a batch run again after a failure as in its first
 	// attempt.
@@ -123,10 +127,30 @@ type opRun struct {
 	// oneShot says the operator's timers are one-shot
 	// (OperatorInfo.OneShotTimers).
 	oneShot bool
+	// left, when not zero, is the instant of the first of the operator's
+	// due timers that the batch left to the next, past
+	// WindowClosesPerBatch.
+	left time.Time
+	// held, when not zero, is the watermark the operator ran with, held
+	// behind the batch's at the first window an operator before it left.
+	held time.Time
 }
 
 func (o *opRun) isDirty(group int32) bool {
 	return group < 0 || o.ungroupedWrites || int(group) >= len(o.dirty) || o.dirty[group]
+}
+
+// LateWatermarkOf returns the watermark that the rows reaching operator
+// op (its index in the plan) are late by: LateWatermark, or, where op ran
+// the batch before with the watermark held behind the query's (see
+// WindowClosesPerBatch), the one it ran with. A stage that judges
+// whether a row is late for the operator it goes to asks this; in the
+// operator's own calls, LateWatermark is its.
+func (b *Batch) LateWatermarkOf(op int) time.Time {
+	if op >= 0 && op < len(b.lateHeld) && !b.lateHeld[op].IsZero() {
+		return b.lateHeld[op]
+	}
+	return b.LateWatermark
 }
 
 // partitionKey names a partition of an input in the committed progress:

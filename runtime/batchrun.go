@@ -38,6 +38,10 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 		return p, err
 	}
 	b.flushWatermark()
+	q.windowsLeft = false
+	for i := range b.ops {
+		q.windowsLeft = q.windowsLeft || !b.ops[i].left.IsZero()
+	}
 	next := Progress{
 		BatchID:             b.ID,
 		Watermark:           watermark,
@@ -59,6 +63,12 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 	}
 	for i := range b.ops {
 		next.StateRows = append(next.StateRows, b.ops[i].total)
+		if h := b.ops[i].held; !h.IsZero() {
+			if next.HeldWatermarks == nil {
+				next.HeldWatermarks = make([]time.Time, len(b.ops))
+			}
+			next.HeldWatermarks[i] = h
+		}
 	}
 	for i := range b.ops {
 		if len(b.ops[i].metrics) > 0 {
@@ -172,6 +182,16 @@ func (q *Query) newBatch(p Progress, watermark, now, started time.Time) *Batch {
 	for i, in := range q.plan.Inputs {
 		b.inputs[i].name = in.Source.Name()
 	}
+	for i, h := range p.HeldWatermarks {
+		if !h.IsZero() && i < len(b.ops) && !b.LateWatermark.IsZero() {
+			// It ran with h, behind the watermark the batch before ran
+			// with: rows after h are not late for it.
+			if b.lateHeld == nil {
+				b.lateHeld = make([]time.Time, len(b.ops))
+			}
+			b.lateHeld[i] = earliest(b.LateWatermark, h)
+		}
+	}
 	for i := range b.ops {
 		b.ops[i].scope = Scope{Operator: uint8(i)}
 		if i < len(p.StateRows) {
@@ -223,9 +243,23 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 	}
 	phase(DurationGetBatch)
 	addStart := t
+	// held is the instant of the first window an operator left to the
+	// next batch (WindowClosesPerBatch): the operators after it run with
+	// the watermark held there, as if it had stopped at that instant.
+	watermark, late := b.Watermark, b.LateWatermark
+	var held time.Time
 	for i, op := range q.plan.Operators {
-		if err := q.runOperator(ctx, b, i, op, phase); err != nil {
+		if !held.IsZero() && held.Before(watermark) {
+			b.Watermark, b.ops[i].held = held, held
+		}
+		b.LateWatermark = b.LateWatermarkOf(i)
+		err := q.runOperator(ctx, b, i, op, phase)
+		b.Watermark, b.LateWatermark = watermark, late
+		if err != nil {
 			return err
+		}
+		if l := b.ops[i].left; !l.IsZero() {
+			held = earliest(held, l)
 		}
 		if err := q.flush(ctx, b); err != nil {
 			return err
@@ -264,6 +298,15 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 	phase(DurationSink)
 	durations[DurationAddBatch] = q.cfg.clock().Sub(addStart)
 	return nil
+}
+
+// earliest returns the earlier of a and b, where zero is none (the
+// other).
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || !b.IsZero() && b.Before(a) {
+		return b
+	}
+	return a
 }
 
 // flush calls the plan's Flush, if any.
@@ -346,9 +389,11 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 		return err
 	}
 	// Then state past its time to live goes, also in a batch without
-	// data.
+	// data: in event time, up to the first window the operator left to
+	// the next batch, if it left one.
+	watermark := earliest(b.Watermark, b.ops[i].left)
 	if hasTTL(info) {
-		n, err := b.state.ExpireState(b.ops[i].scope, b.Now, b.Watermark)
+		n, err := b.state.ExpireState(b.ops[i].scope, b.Now, watermark)
 		if err != nil {
 			return fail(b.fail(err))
 		}
@@ -357,10 +402,10 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 	}
 	// And the entries of variables ordered by event time that the
 	// watermark has reached, one range each.
-	if !b.Watermark.IsZero() {
+	if !watermark.IsZero() {
 		for j := range q.timedVars[i] {
 			t := &q.timedVars[i][j]
-			n, err := b.state.deleteTimedThrough(Var{Scope: b.ops[i].scope, Variable: t.id}, b.Watermark, &t.counts)
+			n, err := b.state.deleteTimedThrough(Var{Scope: b.ops[i].scope, Variable: t.id}, watermark, &t.counts)
 			if err != nil {
 				return fail(b.fail(err))
 			}
@@ -385,7 +430,15 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 	}
 	cursor := b.state.DueTimers(b.ops[i].scope, threshold)
 	fired := false
-	for {
+	// One-shot timers in event time (a window's keys, closing) stop past
+	// WindowClosesPerBatch, and the next batch goes on from the first
+	// left.
+	bound := -1
+	if info.OneShotTimers && info.TimeMode == EventTimeMode && q.cfg.windowCloses > 0 {
+		bound = q.cfg.windowCloses
+	}
+	var left []byte // the index entry of the first timer left, if any
+	for left == nil {
 		due, err := cursor.Next()
 		if err != nil {
 			return fail(b.fail(err))
@@ -393,7 +446,14 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 		if len(due) == 0 {
 			break
 		}
-		fired = true
+		if bound >= 0 && len(due) > bound {
+			t := due[bound]
+			b.ops[i].left = t.At
+			left = expiryKey(nil, b.ops[i].scope, t.At, t.Key)
+			due = due[:bound]
+		}
+		bound -= len(due)
+		fired = fired || len(due) > 0
 		b.state.prefetch(b.ops[i].scope, q.keyed[i], due)
 		// A timer that a call before it in this chunk deleted does not
 		// fire (a later chunk's cursor sees the deletion itself): the
@@ -432,7 +492,7 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 		// index by key that a checkpoint from before they were one-shot
 		// may hold.
 		scope := b.ops[i].scope
-		if err := b.state.deleteFired(scope, threshold); err != nil {
+		if err := b.state.deleteFired(scope, threshold, left); err != nil {
 			return fail(b.fail(err))
 		}
 		if !q.keyIndexDropped[scope] {

@@ -32,7 +32,7 @@ func (b *StateBatch) RegisterOneShot(s Scope, key []byte, at time.Time) error {
 	return b.setByExpiry(s, key, at)
 }
 func (b *StateBatch) DeleteFired(s Scope, threshold time.Time) error {
-	return b.deleteFired(s, threshold)
+	return b.deleteFired(s, threshold, nil)
 }
 func (b *StateBatch) DropKeyIndex(s Scope) error { return b.dropKeyIndex(s) }
 

@@ -221,9 +221,11 @@ func (q *Query) loop(ctx context.Context) (err error) {
 				return err
 			}
 		}
-		if q.cfg.trigger.kind == triggerOnce && !replayed && (!q.cfg.flush || flushed) {
+		if q.cfg.trigger.kind == triggerOnce && !replayed && (!q.cfg.flush || flushed) && !q.windowsLeft {
 			// With FlushEventTime, one more turn flushes; after a
-			// replayed batch, the run's own batch takes what came since.
+			// replayed batch, the run's own batch takes what came since;
+			// and windows left to the next batch (WindowClosesPerBatch)
+			// close in batches without data.
 			return nil
 		}
 		if q.cfg.trigger.kind == triggerInterval {

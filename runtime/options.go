@@ -60,6 +60,7 @@ type config struct {
 	// partitionWatermarkPolicy combines a watermark's source partitions.
 	partitionWatermarkPolicy WatermarkPolicy
 	operatorChecks           []func([]OperatorInfo) error
+	windowCloses             int
 }
 
 func defaultConfig() config {
@@ -71,6 +72,7 @@ func defaultConfig() config {
 		noDataBatches: true,
 		batchMemory:   256 << 20,
 		closeTimeout:  DefaultCloseTimeout,
+		windowCloses:  DefaultWindowClosesPerBatch,
 	}
 }
 
@@ -292,6 +294,27 @@ func WithSharedCaches(c *SharedCaches) Option {
 // MemTableSize); a negative reserve turns the check off.
 func DiskReserve(bytes int64) Option { return optionFunc(func(c *config) { c.diskReserve = bytes }) }
 
+// DefaultWindowClosesPerBatch is the windows (of a key each) a windowed
+// aggregation closes in one batch by default (see WindowClosesPerBatch).
+const DefaultWindowClosesPerBatch = 100_000
+
+// WindowClosesPerBatch bounds the windows, of a key each, that an
+// operator whose timers are one-shot (a windowed aggregation; see
+// OperatorInfo.OneShotTimers) closes in one batch: n by default
+// DefaultWindowClosesPerBatch; 0 for no bound. A batch holds the rows it
+// writes until it commits, and a window with millions of keys closes
+// them at one instant of the watermark, which no step of the watermark
+// splits; past the bound, the batch leaves the rest, in the order of
+// their instants and keys, to the batches after it, which run at once
+// (without new data if none came), so that a window's rows may be
+// written across several batches. Until the operator has closed every
+// window the watermark has passed, the operators after it run with the
+// watermark held at the instant of the first it has not closed (their
+// timers, time to live and evictions, and the watermark their
+// functions see): each sees the rows a window writes before it acts on
+// the watermark past that window, as in one batch.
+func WindowClosesPerBatch(n int) Option { return optionFunc(func(c *config) { c.windowCloses = n }) }
+
 // CloseTimeout bounds how long Stop waits for the query's goroutine and
 // its checkpoint store to close, and how long a query whose store failed
 // waits for them before it ends: past it the query ends with an error
@@ -335,6 +358,9 @@ func (c *config) validate() error {
 	}
 	if c.blockCache < 0 {
 		errs = append(errs, fmt.Errorf("BlockCacheSize %d is negative", c.blockCache))
+	}
+	if c.windowCloses < 0 {
+		errs = append(errs, fmt.Errorf("WindowClosesPerBatch %d is negative", c.windowCloses))
 	}
 	if c.memTable < 0 {
 		errs = append(errs, fmt.Errorf("MemTableSize %d is negative", c.memTable))

@@ -68,6 +68,9 @@ type Query struct {
 	// whose index of timers by key this run has deleted (see runTimers),
 	// touched by the batch loop alone.
 	keyIndexDropped map[Scope]bool
+	// windowsLeft is true when the last batch run left due windows to
+	// the next (WindowClosesPerBatch).
+	windowsLeft bool
 
 	// turns counts the loop's turns (a trigger: a look at the sources,
 	// then a batch or a wait), and idleTurn is the last turn that found

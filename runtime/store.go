@@ -845,6 +845,11 @@ type Progress struct {
 	// OperatorMetrics are each operator's own figures (see
 	// KeyState.AddMetric), kept up to date as StateRows.
 	OperatorMetrics []map[string]int64 `json:"operatorMetrics,omitempty"`
+	// HeldWatermarks are, by operator, the watermark each ran the batch
+	// with where it was held behind Watermark (see
+	// WindowClosesPerBatch), zero elsewhere: what the rows reaching it
+	// in the next batch are late by (Batch.LateWatermarkOf).
+	HeldWatermarks []time.Time `json:"heldWatermarks,omitempty"`
 
 	// ranWith, once a start has restored the progress (Watermark is then
 	// the next batch's), is the watermark the committed batch ran with:

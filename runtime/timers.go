@@ -107,13 +107,18 @@ func (b *StateBatch) deleteByExpiry(s Scope, key []byte, at time.Time) error {
 }
 
 // deleteFired removes the one-shot timers of s due below threshold, once
-// they have fired: one range deletion over the range DueTimers read. It
-// leaves rangeDeleted unset: the range holds the timers of s alone,
-// which the state cache does not hold and which no read of the batch
-// comes back to once the operator's timers have run (a later operator's
-// cursor reads its own range).
-func (b *StateBatch) deleteFired(s Scope, threshold time.Time) error {
-	return b.deleteTimerRange(dueRange(s, threshold))
+// they have fired: one range deletion over the range DueTimers read, up
+// to left (the index entry of the first timer left for the next batch)
+// when not nil. It leaves rangeDeleted unset: the range holds the timers
+// of s alone, which the state cache does not hold and which no read of
+// the batch comes back to once the operator's timers have run (a later
+// operator's cursor reads its own range).
+func (b *StateBatch) deleteFired(s Scope, threshold time.Time, left []byte) error {
+	lower, upper := dueRange(s, threshold)
+	if left != nil {
+		upper = left
+	}
+	return b.deleteTimerRange(lower, upper)
 }
 
 // dropKeyIndex removes the index by key of s's timers: what a checkpoint

@@ -113,7 +113,13 @@ type windowKey[K comparable] struct {
 // the key and the aggregate. The output mode is the query's (Complete,
 // Update or Append; Update unless set, but for session windows, which
 // Spark refuses in Update mode: Append unless set): see the package's
-// notes above.
+// notes above. With a watermark, tumbling, sliding and cumulative
+// windows close (forgotten, and in Append mode written) at most
+// runtime.WindowClosesPerBatch windows (of a key each) in a batch, and
+// leave the rest to the batches after it, so that a window with millions of keys does not hold all their
+// rows in one batch: an operator after it that needs a window's rows
+// together waits for the watermark to pass the window (an event-time
+// timeout at its end), which it sees only once they are all in.
 func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
 ) Stream[Row] {
@@ -218,7 +224,7 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 		if end != nil && ks.s.p.watermarked {
 			add = func(r *R) {
 				b := c.batch
-				if late := b.LateWatermark; c.outputMode != Complete && !late.IsZero() && end(r) <= late.UnixNano() {
+				if late := b.LateWatermarkOf(op.index); c.outputMode != Complete && !late.IsZero() && end(r) <= late.UnixNano() {
 					b.DropLate(op.index)
 					return
 				}

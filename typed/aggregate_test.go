@@ -41,9 +41,10 @@ func orderedClicks(n int) []fixtures.Click {
 
 // runWindows runs an aggregation over in, with the input split in
 // batches of perBatch rows and the query restarted on its checkpoint
-// after the first third, and returns the sink's batches.
+// after the first third, with the options more, and returns the sink's
+// batches.
 func runWindows(t *testing.T, in []fixtures.Click, perBatch int, mode typed.OutputMode, flush bool,
-	build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]) map[int64][]windowCount {
+	build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount], more ...runtime.Option) map[int64][]windowCount {
 	t.Helper()
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
 	sink := newSink[windowCount]()
@@ -52,11 +53,11 @@ func runWindows(t *testing.T, in []fixtures.Click, perBatch int, mode typed.Outp
 	ck := newCheckpoint()
 	third := len(in) / 3
 	m.Add(in[:third]...)
-	if err := runToEnd(t, w, ck.opts()...); err != nil {
+	if err := runToEnd(t, w, ck.opts(more...)...); err != nil {
 		t.Fatal(err)
 	}
 	m.Add(in[third:]...)
-	opts := ck.opts()
+	opts := ck.opts(more...)
 	if flush {
 		opts = append(opts, runtime.FlushEventTime())
 	}

@@ -658,7 +658,7 @@ func (o *joinOp[K, L, R, Out]) each(ns int64, marked bool, fn func(start, end in
 		return
 	}
 	b := o.c.batch
-	late := b.LateWatermark
+	late := b.LateWatermarkOf(o.index)
 	wm := late.UnixNano()
 	o.windows.assign(ns, func(start, end int64) {
 		if marked && !late.IsZero() && end <= wm {

@@ -64,7 +64,7 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 			// t+gap), ends at or before the batch's late watermark (a
 			// row without a gap makes none).
 			lateByItself := func(r *T) (t time.Time, gap time.Duration, late bool) {
-				wm := c.batch.LateWatermark
+				wm := c.batch.LateWatermarkOf(op.index)
 				if c.outputMode == Complete || wm.IsZero() {
 					return t, gap, false
 				}

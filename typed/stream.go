@@ -253,10 +253,10 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 		var f *fan[T]
 		branch := func(t *T) {
 			b := c.batch
-			if et := c.eventTime; next.drops && !b.LateWatermark.IsZero() && !et.After(b.LateWatermark) {
+			if late := b.LateWatermarkOf(next.index); next.drops && !late.IsZero() && !c.eventTime.After(late) {
 				n := int64(1)
 				if next.rule != nil {
-					n = next.rule(et, b.LateWatermark)
+					n = next.rule(c.eventTime, late)
 				}
 				if n > 0 {
 					for range n {

@@ -130,7 +130,7 @@ func TransformWithState[K comparable, In, Out any](
 			add = func(r *In) {
 				op.add(r)
 				if lateRow := c.lateRow; lateRow != nil {
-					if et := c.eventTime; !et.After(c.batch.LateWatermark) {
+					if et := c.eventTime; !et.After(c.batch.LateWatermarkOf(op.index)) {
 						op.late.keep(op.lastGroup, et, 0, lateRow())
 					}
 				}

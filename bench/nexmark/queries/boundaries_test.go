@@ -129,8 +129,8 @@ func TestQueriesAtTheirBoundaries(t *testing.T) {
 			if got, err := queries.Final(q, loop); err != nil || !slices.Equal(got, want) {
 				t.Errorf("the loop gives\n%s\nwant\n%s (%v)", joinLines(got), joinLines(want), err)
 			}
-			for _, run := range []struct{ perBatch, parts int }{{0, 1}, {1, 1}, {1, 2}} {
-				got, err := queries.Final(q, runQuery(t, q, c.events, run.perBatch, run.parts))
+			for _, run := range []split{{0, 1, 0}, {1, 1, 0}, {1, 2, 0}, {1, 2, 1}} {
+				got, err := queries.Final(q, runQuery(t, q, c.events, run))
 				if err != nil || !slices.Equal(got, want) {
 					t.Errorf("%d a batch, %d runs: the query gives\n%s\nwant\n%s (%v)", run.perBatch, run.parts, joinLines(got), joinLines(want), err)
 				}
@@ -165,7 +165,7 @@ func TestPriceRanksAtTheirBounds(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareRuns(t, q, events, loopResult(t, q, events), []split{{0, 1}, {1, 2}})
+			compareRuns(t, q, events, loopResult(t, q, events), []split{{0, 1, 0}, {1, 2, 0}})
 		})
 	}
 }

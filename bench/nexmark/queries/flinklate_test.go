@@ -30,7 +30,7 @@ const lateBatch = 400
 
 // lateSplits are the runs: batches of at most lateBatch rows, across
 // restarts.
-var lateSplits = []split{{250, 1}, {250, 2}, {lateBatch, 3}}
+var lateSplits = []split{{250, 1, 0}, {250, 2, 0}, {lateBatch, 3, 0}, {lateBatch, 3, 2}}
 
 // flinkWatermarks is the watermark at each of events, lag rows behind:
 // zero (none) before the first.
@@ -454,8 +454,8 @@ func TestWindowsCloseAtTheirLastMillisecond(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, run := range []split{{1, 1}, {1, 2}, {2, 1}, {2, 3}} {
-				got, err := queries.Final(q, runQuery(t, q, events, run.perBatch, run.parts))
+			for _, run := range []split{{1, 1, 0}, {1, 2, 0}, {2, 1, 0}, {2, 3, 0}} {
+				got, err := queries.Final(q, runQuery(t, q, events, run))
 				if err != nil || !slices.Equal(got, want) {
 					t.Errorf("%d a batch, %d runs: the query gives\n%s\nwant\n%s (%v)", run.perBatch, run.parts, joinLines(got), joinLines(want), err)
 				}

@@ -87,7 +87,7 @@ func TestLateRowsKept(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			compareRuns(t, q, events, loopResult(t, q, events), []split{{997, 1}, {997, 2}, {4_000, 3}})
+			compareRuns(t, q, events, loopResult(t, q, events), []split{{997, 1, 0}, {997, 2, 0}, {4_000, 3, 0}})
 		})
 	}
 }

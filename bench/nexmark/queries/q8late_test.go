@@ -71,8 +71,8 @@ func TestQ8LateRows(t *testing.T) {
 			t.Fatalf("the loop, the watermark %d rows behind, gives\n%s\nwant\n%s", lag, joinLines(got), joinLines(want))
 		}
 	}
-	for _, run := range []struct{ perBatch, parts int }{{1, 1}, {1, 2}, {2, 1}, {2, 3}} {
-		got, err := queries.Final(q, runQuery(t, q, events, run.perBatch, run.parts))
+	for _, run := range []split{{1, 1, 0}, {1, 2, 0}, {2, 1, 0}, {2, 3, 0}, {2, 3, 1}} {
+		got, err := queries.Final(q, runQuery(t, q, events, run))
 		if err != nil || !slices.Equal(got, want) {
 			t.Errorf("%d a batch, %d runs: the query gives\n%s\nwant\n%s (%v)", run.perBatch, run.parts, joinLines(got), joinLines(want), err)
 		}

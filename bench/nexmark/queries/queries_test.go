@@ -94,18 +94,21 @@ func (o *memOutput) lines() [][]byte {
 	return out
 }
 
-// runQuery runs q over events in batches of perBatch (0: one), stopping
-// and starting again on its checkpoint after each part of parts, and
-// returns its output lines. The last run ends the input: the watermark
-// passes every event time.
-func runQuery(t *testing.T, q *queries.Query, events []model.Event, perBatch int, parts int) [][]byte {
+// runQuery runs q over events split as c says, stopping and starting
+// again on its checkpoint after each part, and returns its output lines.
+// The last run ends the input: the watermark passes every event time.
+func runQuery(t *testing.T, q *queries.Query, events []model.Event, c split) [][]byte {
 	t.Helper()
 	dir := t.TempDir()
-	m := typed.NewMemoryStream[model.Event]("events", perBatch)
+	m := typed.NewMemoryStream[model.Event]("events", c.perBatch)
 	out := &memOutput{}
 	clock := runtime.NewManualClock(queries.LoopClock)
+	parts := c.parts
 	run := func(opts ...runtime.Option) {
 		opts = append(opts, runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.WithManualClock(clock))
+		if c.closes > 0 {
+			opts = append(opts, runtime.WindowClosesPerBatch(c.closes))
+		}
 		run, err := q.Start(context.Background(), typed.FromMemory(m), out, opts...)
 		if err != nil {
 			t.Fatalf("%s: start: %v", q.Name, err)
@@ -143,7 +146,7 @@ func TestQueriesAgainstALoop(t *testing.T) {
 			t.Parallel()
 			want := loopResult(t, q, events)
 			t.Logf("%s: %d rows", q.Name, len(want))
-			compareRuns(t, q, events, want, []split{{0, 1}, {997, 1}, {4_000, 3}})
+			compareRuns(t, q, events, want, []split{{0, 1, 0}, {997, 1, 0}, {4_000, 3, 0}, {997, 3, 7}})
 		})
 	}
 }
@@ -167,7 +170,7 @@ func TestDailyQueriesAcrossMidnight(t *testing.T) {
 			if len(days) != 2 {
 				t.Fatalf("%s: the loop's result has %d days, want 2: the events test no midnight", q.Name, len(days))
 			}
-			compareRuns(t, q, events, want, []split{{0, 1}, {1_500, 2}})
+			compareRuns(t, q, events, want, []split{{0, 1, 0}, {1_500, 2, 0}})
 		})
 	}
 }
@@ -200,7 +203,7 @@ func TestQ14AtEveryHour(t *testing.T) {
 			t.Errorf("the loop's result has no row of bidTimeType %s: the events test no such hour", k)
 		}
 	}
-	compareRuns(t, q, events, want, []split{{0, 1}, {997, 1}, {3_000, 3}})
+	compareRuns(t, q, events, want, []split{{0, 1, 0}, {997, 1, 0}, {3_000, 3, 0}})
 }
 
 // loopResult is q's result table over events by its plain loop; it fails
@@ -224,20 +227,26 @@ func loopResult(t *testing.T, q *queries.Query, events []model.Event) []string {
 // split is how a test run hands a query its events: perBatch rows a
 // batch (0: one batch), in parts runs, each started on the checkpoint of
 // the one before.
-type split struct{ perBatch, parts int }
+// split is how a test runs a query: perBatch events a batch (0: one
+// batch), in parts runs, and, when closes is not 0, at most that many
+// windows closed a batch (runtime.WindowClosesPerBatch).
+type split struct{ perBatch, parts, closes int }
 
 // compareRuns runs q over events split each way and compares its result
 // table with want.
 func compareRuns(t *testing.T, q *queries.Query, events []model.Event, want []string, splits []split) {
 	t.Helper()
 	for _, c := range splits {
-		got, err := queries.Final(q, runQuery(t, q, events, c.perBatch, c.parts))
+		got, err := queries.Final(q, runQuery(t, q, events, c))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("%s, %d rows a batch, %d runs: %d rows, the loop %d; first difference:\n%s",
 				q.Name, c.perBatch, c.parts, len(got), len(want), firstDifference(got, want))
+			if c.closes > 0 {
+				t.Logf("(at most %d windows closed a batch)", c.closes)
+			}
 		}
 	}
 }

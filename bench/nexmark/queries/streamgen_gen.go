@@ -2567,7 +2567,7 @@ func (t *Q5State) AppendBinary(b []byte) ([]byte, error) {
 
 // MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *Q5State) MarshalBinary() ([]byte, error) {
-	return appendBinaryQ5State(make([]byte, 0, 8), t)
+	return appendBinaryQ5State(make([]byte, 0, 26), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -2645,7 +2645,7 @@ func (t *Q5State) StreamJSONSchema() string {
 	return jsonSchemaQ5State
 }
 
-const jsonSchemaQ5State = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q5State","type":"object","properties":{},"additionalProperties":false}`
+const jsonSchemaQ5State = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q5State","type":"object","properties":{"most":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"auctions":{"type":["array","null"],"items":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}}},"additionalProperties":false}`
 
 var _ codec.Record = (*Q5State)(nil)
 
@@ -12321,20 +12321,104 @@ func readJSONQ5Count(r *codec.JSONReader, v *Q5Count) {
 }
 
 var schemaQ5State = codec.Register(&codec.Schema{
-	Fields: []codec.Field{},
-	Name:   "github.com/streamgen/streamgen/bench/nexmark/queries.Q5State",
+	Fields: []codec.Field{{
+		ID:   35147,
+		JSON: "most",
+		Name: "Most",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   26620,
+		JSON: "auctions",
+		Name: "Auctions",
+		Type: &codec.Type{
+			Elem: &codec.Type{
+				Bits: 64,
+				Go:   "int64",
+				Kind: codec.KindInt,
+			},
+			Go:   "[]int64",
+			Kind: codec.KindList,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.Q5State",
 })
 
 func appendBinaryQ5State(b []byte, v *Q5State) ([]byte, error) {
 	var err error
+	b = append(b, 0xb1, 0xa9, 0x22) // Most: id 35147, int
+	b = codec.AppendInt(b, v.Most)
+	b = append(b, 0xca, 0xff, 0x19) // Auctions: id 26620, list
+	start := len(b)
+	b = codec.BeginLength(b)
+	b = codec.AppendList(b, codec.KindInt, len(v.Auctions), v.Auctions == nil)
+	for i := range v.Auctions {
+		b = codec.AppendInt(b, v.Auctions[i])
+	}
+	b = codec.EndLength(b, start)
 	return b, err
 }
 
 func readBinaryQ5State(d *codec.Decoder, v *Q5State, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// Most
+	if codec.HasTag(b, p, 0x22a9b1, 0xffffff) {
+		q := p + 3
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
+		}
+		v.Most = codec.Zigzag(x)
+		p = q + n
+	}
+	// Auctions
+	if codec.HasTag(b, p, 0x19ffca, 0xffffff) {
+		d.Seek(p + 3)
+		end1 := d.Begin()
+		if n1 := d.List("Q5State.Auctions", codec.KindInt, 1); n1 >= 0 {
+			s := make([]int64, n1)
+			for i := range s {
+				s[i] = d.Int64()
+			}
+			v.Auctions = s
+		}
+		d.Finish(end1)
+		p = d.Offset()
+	}
+slow:
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
 	for d.More(end) {
 		switch tag := d.Tag(); tag {
+		case 0x894b1:
+			// Most
+			v.Most = d.Int64()
+		case 0x67fca:
+			// Auctions
+			end2 := d.Begin()
+			if n2 := d.List("Q5State.Auctions", codec.KindInt, 1); n2 >= 0 {
+				s1 := make([]int64, n2)
+				for i1 := range s1 {
+					s1[i1] = d.Int64()
+				}
+				v.Auctions = s1
+			}
+			d.Finish(end2)
 		default:
 			switch tag >> 4 {
+			case 35147:
+				d.KindChanged("Q5State", "Most", tag, codec.KindInt)
+			case 26620:
+				d.KindChanged("Q5State", "Auctions", tag, codec.KindList)
 			default:
 				d.Skip(tag)
 			}
@@ -12343,15 +12427,80 @@ func readBinaryQ5State(d *codec.Decoder, v *Q5State, end int) {
 }
 
 func appendJSONQ5State(b []byte, v *Q5State) ([]byte, error) {
-	return append(b, "{}"...), nil
+	var err error
+	start := len(b)
+	b = append(b, ",\"most\":"...)
+	b = codec.AppendJSONInt(b, v.Most)
+	b = append(b, ",\"auctions\":"...)
+	if v.Auctions == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range v.Auctions {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = codec.AppendJSONInt(b, v.Auctions[i])
+		}
+		b = append(b, ']')
+	}
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
 }
 
 func readJSONQ5State(r *codec.JSONReader, v *Q5State) {
 	if !r.BeginObject("Go value of type queries.Q5State") {
 		return
 	}
-	for key, ok := r.NextKey(); ok; key, ok = r.NextKey() {
-		r.Unknown(key)
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "most":
+			field = 0
+		case "auctions":
+			field = 1
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "MOST":
+				field = 0
+			case "AUCTIONS":
+				field = 1
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Int("Go value of type int64", 64); ok {
+				v.Most = x
+			}
+			r.InField("Q5State", "most")
+		case 1:
+			if r.Null() {
+				v.Auctions = nil
+			} else if r.BeginArray("Go value of type []int64") {
+				s, i := v.Auctions, 0
+				for r.NextElement() {
+					s = codec.GrowAt(s, i)
+					if x1, ok := r.Int("Go value of type int64", 64); ok {
+						s[i] = x1
+					}
+					i++
+				}
+				if s == nil {
+					s = make([]int64, 0)
+				}
+				v.Auctions = s[:i]
+			}
+			r.InField("Q5State", "auctions")
+		default:
+			r.Unknown(key)
+		}
 	}
 }
 

@@ -48,37 +48,55 @@ type Q5Count struct {
 	Num     int64 `json:"num"`
 }
 
-// Q5State is q5's state per window: none (each window's counts arrive
-// together, in the batch where the watermark passes its end).
+// Q5State is q5's state per window: the most bids of an auction in it
+// so far, and the auctions with that many. A window's counts may come
+// in several batches (runtime.WindowClosesPerBatch): the auctions at its
+// most are written once the watermark has passed its end, which the
+// operator sees only once the counts are all in.
 //
 //streamgen:record
-type Q5State struct{}
+type Q5State struct {
+	Most     int64   `json:"most"`
+	Auctions []int64 `json:"auctions"`
+}
 
 var _ = register(&Query{
 	Name:  "q5",
 	Title: "hot items: the auctions with the most bids in each 10-second window, every 2 seconds",
 	build: func(events typed.Stream[model.Event], out Output) starter {
+		const size = 10 * time.Second
 		counts := typed.AggregateWindows(
 			typed.GroupByWindow(bids(events), func(b *model.Bid) time.Time { return b.DateTime.Add(-flinkShift) },
-				typed.Sliding(10*time.Second, 2*time.Second).StartingAt(-flinkShift), func(b *model.Bid) int64 { return b.Auction }),
+				typed.Sliding(size, 2*time.Second).StartingAt(-flinkShift), func(b *model.Bid) int64 { return b.Auction }),
 			typed.Count[model.Bid](),
 			func(w typed.Window, auction int64, n int64) Q5Count {
 				return Q5Count{Auction: auction, Start: w.Start.Add(flinkShift).UnixMilli(), Num: n}
 			})
-		// The counts of a window, all written in one batch, keep those at
-		// the window's most.
-		hot := typed.FlatMapGroupsWithState(typed.GroupByKey(counts, func(c *Q5Count) int64 { return c.Start }), typed.Append, typed.NoTimeout,
-			func(_ int64, rows iter.Seq[Q5Count], _ *typed.GroupState[Q5State], emit func(Q5Row)) error {
-				most := int64(0)
-				for c := range rows {
-					most = max(most, c.Num)
+		// The counts of a window keep those at its most, written when the
+		// watermark passes the instant the window's counts are written at
+		// (its last instant), or, for counts that come after it, the
+		// watermark.
+		hot := typed.FlatMapGroupsWithState(typed.GroupByKey(counts, func(c *Q5Count) int64 { return c.Start }), typed.Append, typed.EventTimeTimeout,
+			func(start int64, rows iter.Seq[Q5Count], state *typed.GroupState[Q5State], emit func(Q5Row)) error {
+				s, _ := state.Get()
+				if state.HasTimedOut() {
+					for _, a := range s.Auctions {
+						emit(Q5Row{Auction: a, Num: s.Most})
+					}
+					state.Remove()
+					return nil
 				}
 				for c := range rows {
-					if c.Num >= most {
-						emit(Q5Row{Auction: c.Auction, Num: c.Num})
+					switch {
+					case c.Num > s.Most:
+						s.Most, s.Auctions = c.Num, append(s.Auctions[:0], c.Auction)
+					case c.Num == s.Most:
+						s.Auctions = append(s.Auctions, c.Auction)
 					}
 				}
-				return nil
+				state.Update(s)
+				last := time.UnixMilli(start).Add(size - flinkShift - time.Nanosecond)
+				return state.SetTimeoutTimestamp(later(last, state.CurrentWatermark()))
 			})
 		return typed.WriteTo(hot, sinkOf[Q5Row](out)).OutputMode(typed.Append)
 	},
@@ -114,6 +132,14 @@ var _ = register(&Query{
 		return lines(rows)
 	},
 })
+
+// later returns the later of a and b.
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
 
 // floorTo rounds ms down to a multiple of d.
 func floorTo(ms, d int64) int64 {
