@@ -244,8 +244,9 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 	phase(DurationGetBatch)
 	addStart := t
 	// held is the instant of the first window an operator left to the
-	// next batch (WindowClosesPerBatch): the operators after it run with
-	// the watermark held there, as if it had stopped at that instant.
+	// next batch (WindowClosesPerBatch): the operators after it in the
+	// plan run with the watermark held there, as if it had stopped at
+	// that instant.
 	watermark, late := b.Watermark, b.LateWatermark
 	var held time.Time
 	for i, op := range q.plan.Operators {
@@ -253,11 +254,12 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 			b.Watermark, b.ops[i].held = held, held
 		}
 		b.LateWatermark = b.LateWatermarkOf(i)
-		err := q.runOperator(ctx, b, i, op, phase)
-		b.Watermark, b.LateWatermark = watermark, late
-		if err != nil {
+		if err := q.runOperator(ctx, b, i, op, phase); err != nil {
+			// (Calls of the operator may still run, and read the batch,
+			// until EndBatch.)
 			return err
 		}
+		b.Watermark, b.LateWatermark = watermark, late
 		if l := b.ops[i].left; !l.IsZero() {
 			held = earliest(held, l)
 		}

@@ -139,8 +139,10 @@ func (q *Query) loop(ctx context.Context) (err error) {
 			}
 		}
 		latestOffset := q.cfg.clock().Sub(started)
-		// A replayed batch runs whatever it holds: its first attempt ran.
-		due := replayed
+		// A replayed batch runs whatever it holds: its first attempt ran;
+		// so do the windows the last batch left (WindowClosesPerBatch),
+		// which close what it began.
+		due := replayed || q.windowsLeft
 		// everyTrigger says the batch without data runs only because an
 		// operator asks for one at every trigger: nothing is pending.
 		everyTrigger := false
@@ -228,7 +230,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 			// close in batches without data.
 			return nil
 		}
-		if q.cfg.trigger.kind == triggerInterval {
+		if q.cfg.trigger.kind == triggerInterval && !q.windowsLeft {
 			q.setStatus(statusWaitingForTrigger, false, false)
 			if err := q.cfg.sleep(ctx, started, q.cfg.trigger.interval); err != nil {
 				return err

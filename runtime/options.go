@@ -185,9 +185,10 @@ func LogProgress(l *slog.Logger) Option { return optionFunc(func(c *config) { c.
 // once its input is done, with batches whose watermark moves past every
 // event time, so that every pending event-time timeout fires: the end of a
 // bounded input, as Flink's final watermark. The timers fire 100k a batch
-// at most (all those of one instant together), the watermark stepping on
-// from batch to batch, so that a flush of millions of windows does not
-// hold all their rows at once. The checkpoint then holds the last
+// at most, the watermark stepping on from batch to batch (all the timers
+// of one instant in one step, but a windowed aggregation's, which
+// WindowClosesPerBatch splits), so that a flush of millions of windows
+// does not hold all their rows at once. The checkpoint then holds the last
 // watermark, past every event time, so rows added later are all late.
 func FlushEventTime() Option { return optionFunc(func(c *config) { c.flush = true }) }
 
@@ -298,21 +299,23 @@ func DiskReserve(bytes int64) Option { return optionFunc(func(c *config) { c.dis
 // aggregation closes in one batch by default (see WindowClosesPerBatch).
 const DefaultWindowClosesPerBatch = 100_000
 
-// WindowClosesPerBatch bounds the windows, of a key each, that an
-// operator whose timers are one-shot (a windowed aggregation; see
-// OperatorInfo.OneShotTimers) closes in one batch: n by default
-// DefaultWindowClosesPerBatch; 0 for no bound. A batch holds the rows it
-// writes until it commits, and a window with millions of keys closes
-// them at one instant of the watermark, which no step of the watermark
-// splits; past the bound, the batch leaves the rest, in the order of
-// their instants and keys, to the batches after it, which run at once
-// (without new data if none came), so that a window's rows may be
-// written across several batches. Until the operator has closed every
-// window the watermark has passed, the operators after it run with the
-// watermark held at the instant of the first it has not closed (their
-// timers, time to live and evictions, and the watermark their
-// functions see): each sees the rows a window writes before it acts on
-// the watermark past that window, as in one batch.
+// WindowClosesPerBatch bounds the windows, of a key each, that each
+// operator whose timers are one-shot in event time (a windowed
+// aggregation with a watermark; see OperatorInfo.OneShotTimers) closes
+// in one batch: n, DefaultWindowClosesPerBatch by default; 0 for no
+// bound. A batch holds the rows it writes until it commits, and a
+// window with millions of keys closes them at one instant of the
+// watermark, which no step of the watermark splits; past the bound, the
+// batch leaves the rest, in the order of their instants and keys, to the
+// batches after it, which run at once (without new data if none came,
+// whatever the trigger's interval or NoDataBatches), so that a window's
+// rows may be written across several batches. Until the operator has
+// closed every window the watermark has passed, the operators after it
+// in the plan run with the watermark held at the instant of the first it
+// has not closed (their timers, time to live and evictions, the rows
+// late for them, and the watermark their functions see), as if the
+// watermark had stopped there: each sees every row a window writes
+// before it acts on a watermark past that window.
 func WindowClosesPerBatch(n int) Option { return optionFunc(func(c *config) { c.windowCloses = n }) }
 
 // CloseTimeout bounds how long Stop waits for the query's goroutine and

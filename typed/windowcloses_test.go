@@ -6,6 +6,7 @@ import (
 	"iter"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,34 +30,27 @@ func manyUsersClicks(n int) []fixtures.Click {
 	return in
 }
 
-// TestWindowClosesAcrossBatches checks, at most 1 and 3 windows closed a
-// batch, in batches of every row and of 13, across a restart, against a
-// plain loop: the counts per user in 10-second windows, written at most
-// that many a batch; the minutes' sums of those counts (an aggregation
-// after them, which must count a window's rows however many batches
-// they take); and the users at each window's most (a
-// flatMapGroupsWithState with an event-time timeout, which must see a
-// window's counts all before its timeout).
-func TestWindowClosesAcrossBatches(t *testing.T) {
-	in := manyUsersClicks(400)
-	tens := loopWindows(in, 10*time.Second, 10*time.Second)
+// windowTables are the pipelines of these tests, each with the table a
+// plain loop makes of in: of the windows that end at or before through,
+// if not zero.
+func windowTables(in []fixtures.Click, through time.Time) []struct {
+	name  string
+	build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]
+	want  map[string]float64
+} {
 	minutes := map[string]float64{}
+	byWindow := map[typed.Window]map[string]float64{}
 	for _, c := range in {
 		start := c.Time.Truncate(time.Minute).UTC()
 		minutes[windowCount{Window: typed.Window{Start: start, End: start.Add(time.Minute)}, User: c.User}.id()]++
-	}
-	// The users at the most of each 10-second window, from the loop's
-	// counts.
-	most := map[string]float64{}
-	byWindow := map[typed.Window]map[string]float64{}
-	for _, c := range in {
-		start := c.Time.Truncate(10 * time.Second).UTC()
+		start = c.Time.Truncate(10 * time.Second).UTC()
 		w := typed.Window{Start: start, End: start.Add(10 * time.Second)}
 		if byWindow[w] == nil {
 			byWindow[w] = map[string]float64{}
 		}
 		byWindow[w][c.User]++
 	}
+	most := map[string]float64{}
 	for w, users := range byWindow {
 		top := slices.Max(slices.Collect(maps.Values(users)))
 		for u, n := range users {
@@ -65,122 +59,211 @@ func TestWindowClosesAcrossBatches(t *testing.T) {
 			}
 		}
 	}
-	user := func(c *fixtures.Click) string { return c.User }
-	counts := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
-		return typed.AggregateWindows(typed.GroupByWindow(s, clickTime, typed.Tumbling(10*time.Second), user), typed.Count[fixtures.Click](), countRow)
-	}
-	sums := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
-		byMinute := typed.GroupByWindow(counts(s), func(w *windowCount) time.Time { return w.Window.Start }, typed.Tumbling(time.Minute),
-			func(w *windowCount) string { return w.User })
-		return typed.AggregateWindows(byMinute, typed.Sum(func(w *windowCount) float64 { return w.Value }),
-			func(w typed.Window, user string, n float64) windowCount {
-				return windowCount{Window: w, User: user, Value: n}
-			})
-	}
-	tops := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
-		byWindow := typed.GroupByKey(counts(s), func(w *windowCount) int64 { return w.Window.Start.UnixMilli() })
-		return typed.FlatMapGroupsWithState(byWindow, typed.Append, typed.EventTimeTimeout,
-			func(ms int64, rows iter.Seq[windowCount], state *typed.GroupState[fixtures.Counter], emit func(windowCount)) error {
-				start := time.UnixMilli(ms).UTC()
-				// The state keeps the most so far (Count) and, in
-				// Pages, the users at it.
-				s, _ := state.Get()
-				if state.HasTimedOut() {
-					for _, u := range s.Pages {
-						emit(windowCount{Window: typed.Window{Start: start, End: start.Add(10 * time.Second)}, User: u, Value: float64(s.Count)})
-					}
-					state.Remove()
-					return nil
+	tens := loopWindows(in, 10*time.Second, 10*time.Second)
+	if !through.IsZero() {
+		for _, table := range []map[string]float64{tens, minutes, most} {
+			for id := range table {
+				// An id begins with its window, "[start, end)".
+				end, err := time.Parse(time.RFC3339, id[strings.Index(id, ", ")+2:strings.Index(id, ")")])
+				if err != nil {
+					panic(err)
 				}
-				for r := range rows {
-					switch n := int64(r.Value); {
-					case n > s.Count:
-						s.Count, s.Pages = n, []string{r.User}
-					case n == s.Count:
-						s.Pages = append(s.Pages, r.User)
-					}
-				}
-				state.Update(s)
-				// The window's counts are written once the watermark
-				// reaches its end: the timeout is there, or, for counts
-				// that come later, at the watermark.
-				end := start.Add(10*time.Second - time.Nanosecond)
-				if wm := state.CurrentWatermark(); wm.After(end) {
-					end = wm
-				}
-				return state.SetTimeoutTimestamp(end)
-			})
-	}
-	for _, bound := range []int{1, 3} {
-		for _, perBatch := range []int{0, 13} {
-			what := fmt.Sprintf("at most %d a batch, %d rows a batch", bound, perBatch)
-			closes := runtime.WindowClosesPerBatch(bound)
-			batches := runWindows(t, in, perBatch, typed.Append, true, counts, closes)
-			for id, rows := range batches {
-				if len(rows) > bound {
-					t.Fatalf("%s: batch %d wrote %d windows", what, id, len(rows))
+				if end.After(through) {
+					delete(table, id)
 				}
 			}
-			sameTable(t, what+": counts", writtenOnce(t, batches), tens)
-			sameTable(t, what+": sums of counts", writtenOnce(t, runWindows(t, in, perBatch, typed.Append, true, sums, closes)), minutes)
-			sameTable(t, what+": users at the most", writtenOnce(t, runWindows(t, in, perBatch, typed.Append, true, tops, closes)), most)
+		}
+	}
+	return []struct {
+		name  string
+		build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]
+		want  map[string]float64
+	}{
+		{"counts", tenSecondCounts, tens},
+		{"sums of counts", minuteSums, minutes},
+		{"users at the most", mostClicks, most},
+	}
+}
+
+// TestWindowClosesAcrossBatches checks, at most 1 and 3 windows closed a
+// batch, in batches of every row and of 13, across a restart, against a
+// plain loop: the counts per user in 10-second windows, written at most
+// that many a batch; the minutes' sums of those counts (an aggregation
+// after them, which must count a window's rows however many batches
+// they take); and the users at each window's most (a
+// flatMapGroupsWithState with an event-time timeout, which must see a
+// window's counts all before it writes them).
+func TestWindowClosesAcrossBatches(t *testing.T) {
+	in := manyUsersClicks(400)
+	for _, bound := range []int{1, 3} {
+		for _, perBatch := range []int{0, 13} {
+			closes := runtime.WindowClosesPerBatch(bound)
+			for _, p := range windowTables(in, time.Time{}) {
+				what := fmt.Sprintf("%s, at most %d a batch, %d rows a batch", p.name, bound, perBatch)
+				batches := runWindows(t, in, perBatch, typed.Append, true, p.build, closes)
+				if p.name == "counts" {
+					for id, rows := range batches {
+						if len(rows) > bound {
+							t.Fatalf("%s: batch %d wrote %d windows", what, id, len(rows))
+						}
+					}
+				}
+				sameTable(t, what, writtenOnce(t, batches), p.want)
+			}
 		}
 	}
 }
 
 // TestWindowClosesAfterAFailure fails the sink in a batch that closes
-// some of a window's keys and leaves the rest: the query started again
-// runs that batch again, and closes the rest after it, each window once.
+// some of the windows the watermark has passed and leaves the rest (and
+// so holds the watermark of the operators after): the query started
+// again runs that batch again, goes on from the checkpoint's held
+// watermarks, and writes each window once, as the loop.
 func TestWindowClosesAfterAFailure(t *testing.T) {
-	in := manyUsersClicks(200)
-	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
-	m.Add(in...)
-	sink := newSink[windowCount]()
-	failed := false
-	errSink := errors.New("the sink failed")
-	sink.fail = func(id int64) error {
-		if !failed && len(sink.batches[id]) > 0 && id > 2 {
-			failed = true
-			return errSink
+	in := manyUsersClicks(400)
+	for _, p := range windowTables(in, time.Time{}) {
+		for _, failAt := range []int{2, 5} {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+			m.Add(in...)
+			sink := newSink[windowCount]()
+			failed, withRows := false, 0
+			errSink := errors.New("the sink failed")
+			sink.fail = func(id int64) error {
+				if len(sink.batches[id]) > 0 {
+					withRows++
+				}
+				if !failed && withRows == failAt {
+					failed = true
+					return errSink
+				}
+				return nil
+			}
+			s := typed.WithWatermark(typed.FromMemory(m), clickTime, 30*time.Second)
+			w := typed.WriteTo(p.build(s), sink).OutputMode(typed.Append)
+			opts := newCheckpoint().opts(runtime.WindowClosesPerBatch(1), runtime.FlushEventTime())
+			if err := runToEnd(t, w, opts...); !errors.Is(err, errSink) {
+				t.Fatalf("%s: the first run ended with %v, want the sink's error", p.name, err)
+			}
+			if err := runToEnd(t, w, opts...); err != nil {
+				t.Fatal(err)
+			}
+			sameTable(t, fmt.Sprintf("%s, failed at the batch with rows number %d", p.name, failAt), writtenOnce(t, sink.snapshot()), p.want)
 		}
-		return nil
 	}
-	s := typed.WithWatermark(typed.FromMemory(m), clickTime, 30*time.Second)
-	w := typed.WriteTo(typed.AggregateWindows(typed.GroupByWindow(s, clickTime, typed.Tumbling(10*time.Second), func(c *fixtures.Click) string { return c.User }),
-		typed.Count[fixtures.Click](), countRow), sink).OutputMode(typed.Append)
-	ck := newCheckpoint()
-	opts := ck.opts(runtime.WindowClosesPerBatch(2), runtime.FlushEventTime())
-	if err := runToEnd(t, w, opts...); !errors.Is(err, errSink) {
-		t.Fatalf("the first run ended with %v, want the sink's error", err)
-	}
-	if err := runToEnd(t, w, opts...); err != nil {
-		t.Fatal(err)
-	}
-	sameTable(t, "counts", writtenOnce(t, sink.snapshot()), loopWindows(in, 10*time.Second, 10*time.Second))
 }
 
-// TestWindowClosesWithTriggerOnce: a query with the Once trigger and
-// FlushEventTime closes every window before it stops, however many
-// batches they take.
-func TestWindowClosesWithTriggerOnce(t *testing.T) {
+// TestWindowClosesWhateverTheTrigger: windows left to the next batch
+// close in the batches right after, with the Once trigger and
+// FlushEventTime (which ends only once they have), without batches
+// without data (NoDataBatches(false): they close what a batch began),
+// and with a ProcessingTime trigger, without waiting for its interval.
+func TestWindowClosesWhateverTheTrigger(t *testing.T) {
 	in := manyUsersClicks(200)
-	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
-	m.Add(in...)
-	sink := newSink[windowCount]()
-	s := typed.WithWatermark(typed.FromMemory(m), clickTime, 30*time.Second)
-	w := typed.WriteTo(typed.AggregateWindows(typed.GroupByWindow(s, clickTime, typed.Tumbling(10*time.Second), func(c *fixtures.Click) string { return c.User }),
-		typed.Count[fixtures.Click](), countRow), sink).OutputMode(typed.Append)
-	q, err := w.Start(t.Context(), newCheckpoint().opts(runtime.WindowClosesPerBatch(1), runtime.FlushEventTime(), runtime.WithTrigger(runtime.Once()))...)
-	if err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		name string
+		opts []runtime.Option
+	}{
+		{"once", []runtime.Option{runtime.FlushEventTime(), runtime.WithTrigger(runtime.Once())}},
+		{"available now, no batches without data", []runtime.Option{runtime.FlushEventTime(), runtime.WithTrigger(runtime.AvailableNow()), runtime.NoDataBatches(false)}},
+	} {
+		for _, p := range windowTables(in, time.Time{}) {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+			m.Add(in...)
+			sink := newSink[windowCount]()
+			s := typed.WithWatermark(typed.FromMemory(m), clickTime, 30*time.Second)
+			w := typed.WriteTo(p.build(s), sink).OutputMode(typed.Append)
+			q, err := w.Start(t.Context(), newCheckpoint().opts(append(c.opts, runtime.WindowClosesPerBatch(1))...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.AwaitTermination(); err != nil {
+				t.Fatal(err)
+			}
+			sameTable(t, fmt.Sprintf("%s, %s", p.name, c.name), writtenOnce(t, sink.snapshot()), p.want)
+		}
 	}
-	if err := q.AwaitTermination(); err != nil {
-		t.Fatal(err)
+	// An hourly trigger on a manual clock: the first batch reads the
+	// clicks; the second, an hour later, has the watermark 30 s behind
+	// the last, and closes the windows it has passed, one a batch,
+	// without waiting for the next hour.
+	watermark := in[len(in)-1].Time.Add(-30 * time.Second)
+	for _, p := range windowTables(in, watermark) {
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		m.Add(in...)
+		sink := newSink[windowCount]()
+		s := typed.WithWatermark(typed.FromMemory(m), clickTime, 30*time.Second)
+		w := typed.WriteTo(p.build(s), sink).OutputMode(typed.Append)
+		clock := runtime.NewManualClock(at(0))
+		q, err := w.Start(t.Context(), newCheckpoint().opts(runtime.WithManualClock(clock), runtime.WithTrigger(runtime.ProcessingTime(time.Hour)),
+			runtime.WindowClosesPerBatch(1))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := clock.WaitUntilWaiting(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		clock.Advance(time.Hour)
+		if err := clock.WaitUntilWaiting(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		q.Stop()
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		if len(p.want) < 2 {
+			t.Fatalf("%s: %d windows closed by the watermark", p.name, len(p.want))
+		}
+		sameTable(t, p.name+", an hourly trigger", writtenOnce(t, sink.snapshot()), p.want)
 	}
-	batches := sink.snapshot()
-	want := loopWindows(in, 10*time.Second, 10*time.Second)
-	if len(batches) < len(want) {
-		t.Fatalf("%d batches for %d windows of a key each, at most 1 a batch", len(batches), len(want))
-	}
-	sameTable(t, "counts", writtenOnce(t, batches), want)
+}
+
+// tenSecondCounts counts each user's clicks in 10-second windows.
+func tenSecondCounts(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+	return typed.AggregateWindows(typed.GroupByWindow(s, clickTime, typed.Tumbling(10*time.Second), func(c *fixtures.Click) string { return c.User }),
+		typed.Count[fixtures.Click](), countRow)
+}
+
+// minuteSums sums each user's 10-second counts by minute.
+func minuteSums(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+	byMinute := typed.GroupByWindow(tenSecondCounts(s), func(w *windowCount) time.Time { return w.Window.Start }, typed.Tumbling(time.Minute),
+		func(w *windowCount) string { return w.User })
+	return typed.AggregateWindows(byMinute, typed.Sum(func(w *windowCount) float64 { return w.Value }),
+		func(w typed.Window, user string, n float64) windowCount {
+			return windowCount{Window: w, User: user, Value: n}
+		})
+}
+
+// mostClicks writes the users at the most clicks of each 10-second
+// window.
+func mostClicks(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+	byWindow := typed.GroupByKey(tenSecondCounts(s), func(w *windowCount) int64 { return w.Window.Start.UnixMilli() })
+	return typed.FlatMapGroupsWithState(byWindow, typed.Append, typed.EventTimeTimeout,
+		func(ms int64, rows iter.Seq[windowCount], state *typed.GroupState[fixtures.Counter], emit func(windowCount)) error {
+			start := time.UnixMilli(ms).UTC()
+			// The state keeps the most so far (Count) and, in
+			// Pages, the users at it.
+			s, _ := state.Get()
+			for r := range rows {
+				switch n := int64(r.Value); {
+				case n > s.Count:
+					s.Count, s.Pages = n, []string{r.User}
+				case n == s.Count:
+					s.Pages = append(s.Pages, r.User)
+				}
+			}
+			// The window's counts are written as the watermark passes
+			// its last instant, which this operator's watermark
+			// passes once they are all in: the users at the most are
+			// written then, at once if it has, or at a timeout there.
+			last := start.Add(10*time.Second - time.Nanosecond)
+			if state.HasTimedOut() || state.CurrentWatermark().After(last) {
+				for _, u := range s.Pages {
+					emit(windowCount{Window: typed.Window{Start: start, End: start.Add(10 * time.Second)}, User: u, Value: float64(s.Count)})
+				}
+				state.Remove()
+				return nil
+			}
+			state.Update(s)
+			return state.SetTimeoutTimestamp(last)
+		})
 }

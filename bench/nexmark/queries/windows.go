@@ -72,20 +72,14 @@ var _ = register(&Query{
 			func(w typed.Window, auction int64, n int64) Q5Count {
 				return Q5Count{Auction: auction, Start: w.Start.Add(flinkShift).UnixMilli(), Num: n}
 			})
-		// The counts of a window keep those at its most, written when the
-		// watermark passes the instant the window's counts are written at
-		// (its last instant), or, for counts that come after it, the
-		// watermark.
+		// The counts of a window keep those at its most. The window's
+		// counts are written as the watermark passes its last instant,
+		// which this operator's watermark passes once they are all in:
+		// its auctions at the most are written then, at once if it has,
+		// or at a timeout there.
 		hot := typed.FlatMapGroupsWithState(typed.GroupByKey(counts, func(c *Q5Count) int64 { return c.Start }), typed.Append, typed.EventTimeTimeout,
 			func(start int64, rows iter.Seq[Q5Count], state *typed.GroupState[Q5State], emit func(Q5Row)) error {
 				s, _ := state.Get()
-				if state.HasTimedOut() {
-					for _, a := range s.Auctions {
-						emit(Q5Row{Auction: a, Num: s.Most})
-					}
-					state.Remove()
-					return nil
-				}
 				for c := range rows {
 					switch {
 					case c.Num > s.Most:
@@ -94,9 +88,16 @@ var _ = register(&Query{
 						s.Auctions = append(s.Auctions, c.Auction)
 					}
 				}
-				state.Update(s)
 				last := time.UnixMilli(start).Add(size - flinkShift - time.Nanosecond)
-				return state.SetTimeoutTimestamp(later(last, state.CurrentWatermark()))
+				if state.HasTimedOut() || state.CurrentWatermark().After(last) {
+					for _, a := range s.Auctions {
+						emit(Q5Row{Auction: a, Num: s.Most})
+					}
+					state.Remove()
+					return nil
+				}
+				state.Update(s)
+				return state.SetTimeoutTimestamp(last)
 			})
 		return typed.WriteTo(hot, sinkOf[Q5Row](out)).OutputMode(typed.Append)
 	},
@@ -132,14 +133,6 @@ var _ = register(&Query{
 		return lines(rows)
 	},
 })
-
-// later returns the later of a and b.
-func later(a, b time.Time) time.Time {
-	if b.After(a) {
-		return b
-	}
-	return a
-}
 
 // floorTo rounds ms down to a multiple of d.
 func floorTo(ms, d int64) int64 {
