@@ -436,8 +436,8 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 	// WindowClosesPerBatch, and the next batch goes on from the first
 	// left.
 	bound := -1
-	if info.OneShotTimers && info.TimeMode == EventTimeMode && q.cfg.windowCloses > 0 {
-		bound = q.cfg.windowCloses
+	if info.OneShotTimers && info.TimeMode == EventTimeMode && q.windowCloses > 0 {
+		bound = q.windowCloses
 	}
 	var left []byte // the index entry of the first timer left, if any
 	for left == nil {

@@ -118,6 +118,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 			}
 		}
 		now, watermark := started, q.watermark(progress, started)
+		q.windowCloses = q.cfg.windowCloses
 		replayed := replay != nil
 		if replayed {
 			for i, in := range inputs {
@@ -127,6 +128,9 @@ func (q *Query) loop(ctx context.Context) (err error) {
 			}
 			if !replay.Now.IsZero() {
 				now, watermark = replay.Now, replay.Watermark
+			}
+			if replay.WindowCloses != nil {
+				q.windowCloses = *replay.WindowCloses
 			}
 			replay = nil
 		}
@@ -255,7 +259,7 @@ func (q *Query) plannedReplay(id int64) (*PlannedOffsets, error) {
 // that a plan is durable only once the batch before it is and a restart
 // replays that one with its own plan.
 func (q *Query) writePlan(id int64, planned offsets, now, watermark time.Time) error {
-	p := PlannedOffsets{BatchID: id, Ends: map[string]json.RawMessage{}, Now: now, Watermark: watermark}
+	p := PlannedOffsets{BatchID: id, Ends: map[string]json.RawMessage{}, Now: now, Watermark: watermark, WindowCloses: &q.cfg.windowCloses}
 	for i, in := range q.plan.Inputs {
 		p.Ends[in.Source.Name()] = planned.end[i]
 	}

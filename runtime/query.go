@@ -69,8 +69,10 @@ type Query struct {
 	// touched by the batch loop alone.
 	keyIndexDropped map[Scope]bool
 	// windowsLeft is true when the last batch run left due windows to
-	// the next (WindowClosesPerBatch).
-	windowsLeft bool
+	// the next (WindowClosesPerBatch); windowCloses is the bound the
+	// batch running has (its plan's, when it runs again).
+	windowsLeft  bool
+	windowCloses int
 
 	// turns counts the loop's turns (a trigger: a look at the sources,
 	// then a batch or a wait), and idleTurn is the last turn that found

@@ -934,6 +934,11 @@ type PlannedOffsets struct {
 	// of its new attempt.
 	Now       time.Time `json:"now,omitzero"`
 	Watermark time.Time `json:"watermark,omitzero"`
+	// WindowCloses is the WindowClosesPerBatch the batch runs with, so
+	// that a batch run again closes the same windows whatever the
+	// option is at the new start; nil in plans written before it was
+	// recorded (the batch runs with the start's).
+	WindowCloses *int `json:"windowCloses,omitempty"`
 }
 
 // PlannedBatch returns the last batch planned; ok is false when none was.

@@ -1,6 +1,7 @@
 package typed_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"iter"
@@ -114,6 +115,26 @@ func TestWindowClosesAcrossBatches(t *testing.T) {
 	}
 }
 
+var errSink = errors.New("the sink failed")
+
+// failingAt returns a sink whose write of the n-th batch with rows
+// fails, once, with errSink, after it kept the rows.
+func failingAt(n int) *batchSink[windowCount] {
+	sink := newSink[windowCount]()
+	failed, withRows := false, 0
+	sink.fail = func(id int64) error {
+		if len(sink.batches[id]) > 0 {
+			withRows++
+		}
+		if !failed && withRows == n {
+			failed = true
+			return errSink
+		}
+		return nil
+	}
+	return sink
+}
+
 // TestWindowClosesAfterAFailure fails the sink in a batch that closes
 // some of the windows the watermark has passed and leaves the rest (and
 // so holds the watermark of the operators after): the query started
@@ -125,19 +146,7 @@ func TestWindowClosesAfterAFailure(t *testing.T) {
 		for _, failAt := range []int{2, 5} {
 			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 			m.Add(in...)
-			sink := newSink[windowCount]()
-			failed, withRows := false, 0
-			errSink := errors.New("the sink failed")
-			sink.fail = func(id int64) error {
-				if len(sink.batches[id]) > 0 {
-					withRows++
-				}
-				if !failed && withRows == failAt {
-					failed = true
-					return errSink
-				}
-				return nil
-			}
+			sink := failingAt(failAt)
 			s := typed.WithWatermark(typed.FromMemory(m), clickTime, 30*time.Second)
 			w := typed.WriteTo(p.build(s), sink).OutputMode(typed.Append)
 			opts := newCheckpoint().opts(runtime.WindowClosesPerBatch(1), runtime.FlushEventTime())
@@ -148,6 +157,51 @@ func TestWindowClosesAfterAFailure(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameTable(t, fmt.Sprintf("%s, failed at the batch with rows number %d", p.name, failAt), writtenOnce(t, sink.snapshot()), p.want)
+		}
+	}
+}
+
+// firstWriteSink keeps the rows of a batch's first write and skips the
+// batch when it is written again: a sink that skips the batch ids it
+// has seen (a ForeachWriter whose Open returns false), which loses
+// nothing only if a batch run again writes what it wrote before.
+type firstWriteSink struct {
+	inner *batchSink[windowCount]
+}
+
+func (s firstWriteSink) Write(ctx context.Context, id int64, rows []windowCount) error {
+	s.inner.mu.Lock()
+	_, seen := s.inner.batches[id]
+	s.inner.mu.Unlock()
+	if seen {
+		return nil
+	}
+	return s.inner.Write(ctx, id, rows)
+}
+
+// TestWindowClosesOfABatchRunAgain: a batch that failed after its sink
+// wrote runs again, at the next start, with the WindowClosesPerBatch of
+// its plan, not the start's, so that it closes the same windows: a sink
+// that skips the batch ids it has seen neither loses the windows a
+// larger bound would add to it nor writes twice those a smaller one
+// would leave to the next.
+func TestWindowClosesOfABatchRunAgain(t *testing.T) {
+	in := manyUsersClicks(400)
+	for _, p := range windowTables(in, time.Time{}) {
+		for _, again := range []int{1, 5} {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+			m.Add(in...)
+			sink := failingAt(3)
+			s := typed.WithWatermark(typed.FromMemory(m), clickTime, 30*time.Second)
+			w := typed.WriteTo(p.build(s), firstWriteSink{sink}).OutputMode(typed.Append)
+			ck := newCheckpoint()
+			if err := runToEnd(t, w, ck.opts(runtime.WindowClosesPerBatch(3), runtime.FlushEventTime())...); !errors.Is(err, errSink) {
+				t.Fatalf("%s: the first run ended with %v, want the sink's error", p.name, err)
+			}
+			if err := runToEnd(t, w, ck.opts(runtime.WindowClosesPerBatch(again), runtime.FlushEventTime())...); err != nil {
+				t.Fatal(err)
+			}
+			sameTable(t, fmt.Sprintf("%s, 3 windows a batch, then %d", p.name, again), writtenOnce(t, sink.snapshot()), p.want)
 		}
 	}
 }
