@@ -57,6 +57,13 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		return err
 	}
 	progress = q.restoredProgress(progress, q.cfg.clock())
+	// Windows the last run left after its last batch (WindowClosesPerBatch)
+	// close first, as they would have in that run.
+	if committed {
+		if q.windowsLeft, err = q.windowsDue(progress); err != nil {
+			return err
+		}
+	}
 	// The batch after the last committed, if a run that failed or died
 	// planned it, runs first and as planned: on the same input, at the
 	// same processing time and watermark, with data or not.
@@ -289,6 +296,30 @@ func (q *Query) plansSynced() bool {
 		return !d.AtLeastOnce()
 	}
 	return true
+}
+
+// windowsDue reports whether an operator with one-shot event-time
+// timers (a windowed aggregation) has any due at the watermark the
+// committed batch p ran with: windows that batch left to the next.
+func (q *Query) windowsDue(p Progress) (bool, error) {
+	threshold := p.Watermark
+	if p.restored {
+		threshold = p.ranWith
+	}
+	if threshold.IsZero() {
+		return false, nil
+	}
+	state := q.store.NewBatch()
+	defer state.Close()
+	for i, op := range q.plan.Operators {
+		if info := op.Info(); info.OneShotTimers && info.TimeMode == EventTimeMode {
+			due, err := state.HasDueTimers(Scope{Operator: uint8(i)}, threshold)
+			if due || err != nil {
+				return due, err
+			}
+		}
+	}
+	return false, nil
 }
 
 // timersDue reports whether a timer of any operator is due in the

@@ -206,6 +206,78 @@ func TestWindowClosesOfABatchRunAgain(t *testing.T) {
 	}
 }
 
+// cancelingSink cancels a context once it has written n batches with
+// rows: the query stops between batches.
+type cancelingSink struct {
+	inner    *batchSink[windowCount]
+	n        *int
+	cancelAt int
+	cancel   context.CancelFunc
+}
+
+func (s cancelingSink) Write(ctx context.Context, id int64, rows []windowCount) error {
+	if err := s.inner.Write(ctx, id, rows); err != nil {
+		return err
+	}
+	if len(rows) > 0 {
+		if *s.n++; *s.n == s.cancelAt {
+			s.cancel()
+		}
+	}
+	return nil
+}
+
+// TestWindowClosesAfterAStop stops a query, without batches without
+// data, while windows are left to its next batch: started again on its
+// checkpoint with no new data, it closes them first, as the run that
+// stopped would have, and writes what a run that did not stop writes.
+func TestWindowClosesAfterAStop(t *testing.T) {
+	in := manyUsersClicks(400)
+	for _, p := range windowTables(in, time.Time{}) {
+		run := func(cancelAt int) map[string]float64 {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 50)
+			m.Add(in...)
+			sink := newSink[windowCount]()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			written := 0
+			s := typed.WithWatermark(typed.FromMemory(m), clickTime, 30*time.Second)
+			w := typed.WriteTo(p.build(s), cancelingSink{sink, &written, cancelAt, cancel}).OutputMode(typed.Append)
+			opts := newCheckpoint().opts(runtime.WindowClosesPerBatch(1), runtime.NoDataBatches(false), runtime.WithTrigger(runtime.AvailableNow()))
+			q, err := w.Start(ctx, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := q.AwaitTermination(); err != nil && !errors.Is(err, context.Canceled) {
+				t.Fatal(err)
+			}
+			if cancelAt > 0 {
+				if written != cancelAt {
+					t.Fatalf("%s: the first run stopped after %d batches with rows, want %d", p.name, written, cancelAt)
+				}
+				q, err := w.Start(t.Context(), opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := q.AwaitTermination(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return writtenOnce(t, sink.snapshot())
+		}
+		want := run(0)
+		if len(want) < 5 {
+			t.Fatalf("%s: %d rows without a stop", p.name, len(want))
+		}
+		for id, v := range want {
+			if p.want[id] != v {
+				t.Fatalf("%s: %s = %v, the loop %v", p.name, id, v, p.want[id])
+			}
+		}
+		sameTable(t, p.name+", stopped and started again", run(3), want)
+	}
+}
+
 // TestWindowClosesWhateverTheTrigger: windows left to the next batch
 // close in the batches right after, with the Once trigger and
 // FlushEventTime (which ends only once they have), without batches
