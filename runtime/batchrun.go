@@ -440,6 +440,7 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 		bound = q.windowCloses
 	}
 	var left []byte // the index entry of the first timer left, if any
+	from := b.state.timerWrites()
 	for left == nil {
 		due, err := cursor.Next()
 		if err != nil {
@@ -487,6 +488,12 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 		}
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+	}
+	if !info.OneShotTimers && fired {
+		// The fired timers' entries by expiry go in one range deletion.
+		if err := cursor.deleteRead(from); err != nil {
+			return fail(b.fail(err))
 		}
 	}
 	if info.OneShotTimers && fired {

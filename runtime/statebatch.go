@@ -51,6 +51,7 @@ type StateBatch struct {
 	// range with none of them reads the committed timers alone.
 	timerKeys []byte
 	timerEnds []int32
+	timerSets []bool // whether each was a set (or a deletion)
 	// scannedKeys holds the hashes of the keys (entryKey) of scanned
 	// variables (see stateCache.scan) that the batch set or deleted an
 	// entry of: a scan of another key's entries sees no write of the

@@ -732,6 +732,81 @@ func TestDeletedTimerDoesNotFire(t *testing.T) {
 	}
 }
 
+// pastTimerProcessor: each row registers timers at 100 s and 200 s; the
+// timer at 200 s registers one at 150 s, behind it (due, but behind the
+// batch's walk through the due timers); each timer emits its instant.
+type pastTimerProcessor struct{ h *typed.Handle }
+
+func (p *pastTimerProcessor) Init(h *typed.Handle) error { p.h = h; return nil }
+
+func (p *pastTimerProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(string)) error {
+	if err := p.h.RegisterTimer(ctx, seconds(100)); err != nil {
+		return err
+	}
+	return p.h.RegisterTimer(ctx, seconds(200))
+}
+
+func (p *pastTimerProcessor) HandleExpiredTimer(ctx context.Context, user string, _ typed.TimerValues, e typed.ExpiredTimerInfo, emit func(string)) error {
+	emit(fmt.Sprint(user, " ", e.ExpiryTime().Unix()))
+	if e.ExpiryTime().Equal(seconds(200)) {
+		return p.h.RegisterTimer(ctx, seconds(150))
+	}
+	return nil
+}
+
+func (p *pastTimerProcessor) Close() error { return nil }
+
+// TestTimerSetBehindFiresNextBatch: 600 keys' timers at 100 s and 200 s
+// are due in one batch (more than one read of the due timers); the call
+// of each key's timer at 200 s sets one at 150 s, which the batch has
+// walked past. Every timer fires once: 100 and 200 in that batch, 150
+// in the next, then none again.
+func TestTimerSetBehindFiresNextBatch(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 0)
+	out := typed.TransformWithState(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), &pastTimerProcessor{}, typed.TimeModeEventTime, typed.Append)
+	sink := newSink[string]()
+	q := startLive(t, typed.WriteTo(out, sink), runtime.NewManualClock(seconds(1_000_000)), newCheckpoint().opts()...)
+	defer q.stop()
+	const keys = 600
+	for i := range keys {
+		m.Add(fixtures.Click{User: fmt.Sprintf("u%03d", i), Time: seconds(50), Page: "x"})
+	}
+	q.trigger()
+	m.Add(fixtures.Click{User: "late", Time: seconds(1000), Page: "x"})
+	// The batch each row came in, by the rows written after each trigger.
+	batchOf := map[string]int{}
+	for n := range 5 {
+		q.trigger()
+		for _, r := range sink.rows() {
+			if _, ok := batchOf[r]; !ok {
+				batchOf[r] = n
+			}
+		}
+	}
+	fired := map[string][]string{}
+	for _, r := range sink.rows() {
+		user, at, _ := strings.Cut(r, " ")
+		fired[user] = append(fired[user], at)
+	}
+	first := batchOf["u000 100"]
+	for r, n := range batchOf {
+		want := first
+		if strings.HasSuffix(r, " 150") {
+			want = first + 1
+		}
+		if n != want {
+			t.Errorf("%q in batch %d, want %d", r, n, want)
+		}
+	}
+	for i := range keys {
+		user := fmt.Sprintf("u%03d", i)
+		if got := fmt.Sprint(fired[user]); got != "[100 200 150]" {
+			t.Fatalf("%s's timers fired %s, want [100 200 150]", user, got)
+		}
+	}
+}
+
 // listEchoProcessor appends each row's page to a list with an event-time
 // TTL and emits the list after its call.
 type listEchoProcessor struct {
