@@ -458,6 +458,23 @@ func (s *Store) pebbleOptions(cache *pebble.Cache, mustExist, readOnly bool) *pe
 		// took 51 s, from 4 41 s.
 		popts.L0CompactionThreshold = 4
 		popts.L0StopWritesThreshold = 12
+	} else {
+		// No compactions of tables for their density of point deletions
+		// alone, but where a join's buffers are scanned by range (the
+		// rows it forgets are point deletions, at the front of each
+		// key's range). Pebble picks them to spare scans stepping over
+		// deletions; the other scans over deleted runs (timers that
+		// fired, rows a time to live or the watermark expired) meet range
+		// deletions as a rule, and the point deletions of a key's state (an
+		// auction closed, a window written) are met by point reads,
+		// through Bloom filters. In Nexmark q4 and q9 at 100M events,
+		// where such deletions follow the writes of millions of keys,
+		// those compactions rewrote the last level's tables again and
+		// again: without them, 336–345k against 441k events per
+		// CPU-second in q4, 228–231k against 279k in q9
+		// (bench/README.md). Compactions by size, which weigh a table's
+		// deletions by what they free, still carry the deletions down.
+		popts.Experimental.TombstoneDenseCompactionThreshold = -1
 	}
 	// Disk-health checks: an operation that takes over 5 seconds is
 	// reported (EventListener.DiskSlow, a warning), while it lasts.
