@@ -463,15 +463,18 @@ func (s *Store) pebbleOptions(cache *pebble.Cache, mustExist, readOnly bool) *pe
 		// alone, but where a join's buffers are scanned by range (the
 		// rows it forgets are point deletions, at the front of each
 		// key's range). Pebble picks them to spare scans stepping over
-		// deletions; the other scans over deleted runs (timers that
-		// fired, rows a time to live or the watermark expired) meet range
-		// deletions as a rule, and the point deletions of a key's state (an
-		// auction closed, a window written) are met by point reads,
-		// through Bloom filters. In Nexmark q4 and q9 at 100M events,
-		// where such deletions follow the writes of millions of keys,
-		// those compactions rewrote the last level's tables again and
-		// again: without them, 336–345k against 441k events per
-		// CPU-second in q4, 228–231k against 279k in q9
+		// deletions. The store's scans over long runs of them (the
+		// timers that fired or moved, the rows a time to live or the
+		// watermark expired) meet range deletions as a rule; those that
+		// meet point deletions are within one key's entries (a list's or
+		// a map's removed elements, a key's timers), long only for a key
+		// that lives long and churns; and the point deletions of a key's
+		// state (an auction closed, a window written) are met by point
+		// reads, through Bloom filters. In Nexmark q4 and q9 at 100M
+		// events, where such deletions follow the writes of millions of
+		// keys, those compactions rewrote the last level's tables again
+		// and again: without them, 331–345k against 441–443k events per
+		// CPU-second in q4, 228–231k against 275–279k in q9
 		// (bench/README.md). Compactions by size, which weigh a table's
 		// deletions by what they free, still carry the deletions down.
 		popts.Experimental.TombstoneDenseCompactionThreshold = -1

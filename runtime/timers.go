@@ -190,8 +190,8 @@ type Timer struct {
 // is not usable; see StateBatch.DueTimers.
 type TimerCursor struct {
 	b      *StateBatch
+	front  []byte // the start of the scope's index by expiry
 	lower  []byte // the next scan starts after this key (inclusive at first)
-	read   []byte // the first key read, if any
 	upper  []byte
 	first  bool
 	prefix int
@@ -211,7 +211,7 @@ const dueChunk = 256
 // timer.
 func (b *StateBatch) DueTimers(s Scope, threshold time.Time) *TimerCursor {
 	lower, upper := dueRange(s, threshold)
-	return &TimerCursor{b: b, lower: lower, upper: upper, first: true, prefix: len(lower)}
+	return &TimerCursor{b: b, front: lower, lower: lower, upper: upper, first: true, prefix: len(lower)}
 }
 
 // dueRange is the range of s's index by expiry that holds the timers due
@@ -250,9 +250,6 @@ func (c *TimerCursor) Next() ([]Timer, error) {
 		}
 		c.chunk = append(c.chunk, Timer{Key: bytes.Clone(k[c.prefix+8:]), At: readInstant(k[c.prefix:])})
 		last = append(last[:0], k...)
-		if c.read == nil {
-			c.read = bytes.Clone(k)
-		}
 		if len(c.chunk) == dueChunk {
 			return errChunkFull
 		}
@@ -271,16 +268,19 @@ func (c *TimerCursor) Next() ([]Timer, error) {
 }
 
 // deleteRead removes the index entries by expiry of the timers c has
-// read, which have fired: one range deletion from the first entry read
-// to the last. Each handler deletes its own timer, but a run of point
-// deletions at the front of the index is what the next batch's cursor,
-// which starts there, steps over one by one until compactions drop them;
-// it steps over the range deletion at once, and the point deletions
-// under it are dropped when the memtable is flushed. (Nexmark q4 at 100M
+// walked past, which have fired: one range deletion from the start of
+// the scope's index to the cursor's end once it has read them all (to
+// the last entry read otherwise). Each handler deletes its own timer,
+// but a run of point deletions at the front of the index is what the
+// next batch's cursor, which starts there, steps over one by one until
+// compactions drop them; it steps over the range deletion at once, and
+// the point deletions under it are dropped when the memtable is
+// flushed. The range also covers the deletions of timers moved before
+// they were due (a timeout set again at each call). (Nexmark q4 at 100M
 // events, where each auction has a timer: the cursors' reads took 10 s
 // of CPU, 3 s with the range deletions; 27 s without them once Pebble no
-// longer compacted tombstone-dense tables: see store.go.) A timer set in
-// the range since the batch's from-th timer write (one a handler
+// longer compacted tables dense with deletions: see store.go.) A timer
+// set in the range since the batch's from-th timer write (one a handler
 // registered behind the cursor, for the next batch) is set again after
 // it.
 func (c *TimerCursor) deleteRead(from int) error {
@@ -288,7 +288,10 @@ func (c *TimerCursor) deleteRead(from int) error {
 		return nil // nothing read
 	}
 	b := c.b
-	lower, upper := c.read, append(bytes.Clone(c.lower), 0)
+	lower, upper := c.front, c.upper
+	if !c.done {
+		upper = append(bytes.Clone(c.lower), 0)
+	}
 	// The timers whose last write since from, in the range, set them.
 	set := map[string]struct{}{}
 	for j := from; j < b.timerWrites(); j++ {
