@@ -295,11 +295,7 @@ func (c *TimerCursor) deleteRead(from int) error {
 	// The timers whose last write since from, in the range, set them.
 	set := map[string]struct{}{}
 	for j := from; j < b.timerWrites(); j++ {
-		start := int32(0)
-		if j > 0 {
-			start = b.timerEnds[j-1]
-		}
-		if k := b.timerKeys[start:b.timerEnds[j]]; bytes.Compare(k, lower) >= 0 && bytes.Compare(k, upper) < 0 {
+		if k := b.timerWritten(j); bytes.Compare(k, lower) >= 0 && bytes.Compare(k, upper) < 0 {
 			if b.timerSets[j] {
 				set[string(k)] = struct{}{}
 			} else if len(set) > 0 {
@@ -332,15 +328,21 @@ func (b *StateBatch) noteTimer(set bool) {
 // batch has made (see noteTimer).
 func (b *StateBatch) timerWrites() int { return len(b.timerEnds) }
 
+// timerWritten returns the by-time index entry of the batch's j-th
+// timer write (see noteTimer), capped at its length.
+func (b *StateBatch) timerWritten(j int) []byte {
+	start := int32(0)
+	if j > 0 {
+		start = b.timerEnds[j-1]
+	}
+	return b.timerKeys[start:b.timerEnds[j]:b.timerEnds[j]]
+}
+
 // timerKeysWritten adds to keys the by-time index entries of the batch's
 // writes from the from-th to the to-th.
 func (b *StateBatch) timerKeysWritten(keys map[string]struct{}, from, to int) {
 	for j := from; j < to; j++ {
-		start := int32(0)
-		if j > 0 {
-			start = b.timerEnds[j-1]
-		}
-		keys[string(b.timerKeys[start:b.timerEnds[j]])] = struct{}{}
+		keys[string(b.timerWritten(j))] = struct{}{}
 	}
 }
 
@@ -369,12 +371,8 @@ func (b *StateBatch) timerLive(s Scope, t Timer, touched map[string]struct{}, sc
 func (c *TimerCursor) wroteAhead(lower []byte) bool {
 	c.ahead = slices.DeleteFunc(c.ahead, func(k []byte) bool { return bytes.Compare(k, lower) < 0 })
 	b := c.b
-	for ; c.checked < len(b.timerEnds); c.checked++ {
-		start := int32(0)
-		if c.checked > 0 {
-			start = b.timerEnds[c.checked-1]
-		}
-		k := b.timerKeys[start:b.timerEnds[c.checked]:b.timerEnds[c.checked]]
+	for ; c.checked < b.timerWrites(); c.checked++ {
+		k := b.timerWritten(c.checked)
 		if bytes.Compare(k, lower) >= 0 && bytes.Compare(k, c.upper) < 0 {
 			c.ahead = append(c.ahead, k)
 		}
