@@ -192,21 +192,15 @@ func planMeta(plan *Plan) Meta {
 // deletes is deleted, and they are dropped.
 func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) (Meta, error) {
 	allowChanges := changes.pipeline
-	v, closer, err := s.db.Get([]byte(metaKey))
-	switch {
-	case errors.Is(err, pebble.ErrNotFound):
+	stored, found, err := s.storedMeta()
+	if err != nil {
+		return Meta{}, err
+	}
+	if !found {
 		for i := range current.Operators {
 			current.Operators[i].deleted = nil
 		}
 		return current, s.writeMeta(current)
-	case err != nil:
-		return Meta{}, fmt.Errorf("streamgen: read checkpoint metadata: %w", err)
-	}
-	var stored Meta
-	err = json.Unmarshal(v, &stored)
-	closer.Close()
-	if err != nil {
-		return Meta{}, fmt.Errorf("%w: its metadata is corrupt: %v", ErrIncompatibleCheckpoint, err)
 	}
 	if stored.Format != current.Format {
 		return Meta{}, fmt.Errorf("%w: checkpoint format %d, this version reads format %d; start from a new checkpoint directory",
@@ -262,6 +256,43 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 	}
 	current.ID = stored.ID
 	return current, s.writeMeta(current)
+}
+
+// storedMeta reads the checkpoint's description of its pipeline; found
+// is false for a new checkpoint.
+func (s *Store) storedMeta() (stored Meta, found bool, err error) {
+	v, closer, err := s.db.Get([]byte(metaKey))
+	switch {
+	case errors.Is(err, pebble.ErrNotFound):
+		return Meta{}, false, nil
+	case err != nil:
+		return Meta{}, false, fmt.Errorf("streamgen: read checkpoint metadata: %w", err)
+	}
+	err = json.Unmarshal(v, &stored)
+	closer.Close()
+	if err != nil {
+		return Meta{}, false, fmt.Errorf("%w: its metadata is corrupt: %v", ErrIncompatibleCheckpoint, err)
+	}
+	return stored, true, nil
+}
+
+// chooseLayouts tells each operator with more than one layout of its
+// state (LayoutChooser) which the checkpoint holds.
+func (s *Store) chooseLayouts(plan *Plan) error {
+	stored, _, err := s.storedMeta()
+	if err != nil {
+		return err
+	}
+	for i, op := range plan.Operators {
+		if c, ok := op.(LayoutChooser); ok {
+			var om *OperatorMeta
+			if i < len(stored.Operators) {
+				om = &stored.Operators[i]
+			}
+			c.ChooseLayout(om)
+		}
+	}
+	return nil
 }
 
 // checkStoredWindow compares a window operator op has stored (om says

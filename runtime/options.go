@@ -303,7 +303,8 @@ const DefaultWindowClosesPerBatch = 100_000
 // operator whose timers are one-shot in event time (a windowed
 // aggregation with a watermark; see OperatorInfo.OneShotTimers) closes
 // in one batch: n, DefaultWindowClosesPerBatch by default; 0 for no
-// bound. A batch holds the rows it writes until it commits, and a
+// bound (a key's windows that close together, as sliding windows kept
+// by slices do, count as one). A batch holds the rows it writes until it commits, and a
 // window with millions of keys closes them at one instant of the
 // watermark, which no step of the watermark splits; past the bound, the
 // batch leaves the rest, in the order of their instants and keys, to the

@@ -232,6 +232,18 @@ type VariableIDs interface {
 	SetVariableIDs(ids []uint8)
 }
 
+// LayoutChooser is implemented by an operator whose state has a layout
+// of an earlier version beside its own, and which still runs on a
+// checkpoint written in it (as Spark keeps the state format version a
+// checkpoint was written with): Start calls ChooseLayout once, before it
+// compares the pipeline with the checkpoint's, with the description of
+// the operator the checkpoint holds at its place, or nil (a new
+// checkpoint, or none there). Info describes the layout chosen from then
+// on.
+type LayoutChooser interface {
+	ChooseLayout(stored *OperatorMeta)
+}
+
 // Operator is a keyed stateful operator as the loop runs it. The loop
 // calls it from one goroutine.
 type Operator interface {

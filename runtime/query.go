@@ -146,6 +146,11 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 			}
 		}
 	}
+	if err := store.chooseLayouts(plan); err != nil {
+		closeCommitter(committer)
+		store.Close()
+		return nil, err
+	}
 	meta := planMeta(plan)
 	meta.ID = newID()
 	meta, err = store.checkMeta(meta, metaChanges{pipeline: cfg.allowChanges, fieldLoss: cfg.allowFieldLoss}, func(w string) { slog.Warn("streamgen: " + w) })

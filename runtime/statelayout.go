@@ -43,6 +43,14 @@ const (
 	// the aggregate of a key's rows at each instant (the windows of a time
 	// difference, which follow their rows).
 	EncodingInstants = "instants"
+	// EncodingSlices: the slices of a key's sliding windows, each the
+	// aggregate of the key's rows in a stretch of event time that every
+	// window either holds or does not (a window is the merge of the
+	// slices it holds): varint(closed), the Unix nanoseconds at or before
+	// which the key's windows have all closed (math.MinInt64: none yet),
+	// then uvarint(n) and n slices in order of start, each varint(start)
+	// in Unix nanoseconds, uvarint(len(value)) and the value.
+	EncodingSlices = "slices"
 	// EncodingByEventTime: the variable is ordered by event time (see
 	// eventorder.go): an entry's key is an instant (8 big-endian bytes of
 	// Unix nanoseconds, sign bit flipped), its suffix the grouping key,
@@ -190,7 +198,9 @@ type StateRow struct {
 	EventTime *time.Time `json:"eventTime,omitempty"`
 	Matched   *bool      `json:"matched,omitempty"`
 	// Value is the entry's value, as JSON: for sessions, a list of
-	// {"start", "end", "value"}; for a count window, {"count", "value"}.
+	// {"start", "end", "value"}; for a count window, {"count", "value"};
+	// for the slices of sliding windows, {"closed", "slices"}, the
+	// slices a list of {"start", "value"}.
 	Value json.RawMessage `json:"value"`
 	// header marks a list's header entry, which holds no value.
 	header bool
@@ -263,6 +273,8 @@ func decodeEntry(row *StateRow, v VariableMeta, schema *codec.Schema, suffix, ra
 		row.Value, err = appendSessions(schema, v.ValueType, raw)
 	case EncodingInstants:
 		row.Value, err = appendInstants(schema, v.ValueType, raw)
+	case EncodingSlices:
+		row.Value, err = appendSlices(schema, v.ValueType, raw)
 	case EncodingByEventTime:
 		row.Value = json.RawMessage("null") // a key seen; its time is ExpiresAt
 	case EncodingTableRows:
@@ -292,6 +304,30 @@ func decodeEntry(row *StateRow, v VariableMeta, schema *codec.Schema, suffix, ra
 // appendInstants renders an EncodingInstants entry.
 func appendInstants(schema *codec.Schema, typeName string, raw []byte) ([]byte, error) {
 	return appendTimedValues(schema, typeName, raw, []string{"time"}, "instants")
+}
+
+// appendSlices renders an EncodingSlices entry, as {"closed", "slices"}:
+// the instant through which the key's windows have closed (null when
+// none has), and a list of {"start", "value"}.
+func appendSlices(schema *codec.Schema, typeName string, raw []byte) ([]byte, error) {
+	closed, w := binary.Varint(raw)
+	if w <= 0 {
+		return nil, fmt.Errorf("streamgen: stored slices are corrupt")
+	}
+	b := []byte(`{"closed":`)
+	if closed == math.MinInt64 {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '"')
+		b = time.Unix(0, closed).UTC().AppendFormat(b, time.RFC3339Nano)
+		b = append(b, '"')
+	}
+	slices, err := appendTimedValues(schema, typeName, raw[w:], []string{"start"}, "slices")
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(b, `,"slices":`...), slices...)
+	return append(b, '}'), nil
 }
 
 // appendSessions renders an EncodingSessions entry.

@@ -119,7 +119,10 @@ type windowKey[K comparable] struct {
 // leave the rest to the batches after it, so that a window with millions of keys does not hold all their
 // rows in one batch: an operator after it that needs a window's rows
 // together waits for the watermark to pass the window (an event-time
-// timeout at its end), which it sees only once they are all in.
+// timeout at its end), which it sees only once they are all in. Sliding
+// windows with a watermark, in Update or Append mode, keep each key's
+// rows by slices, each window the merge of its slices' when it closes
+// (see slices.go): agg's Merge is called once per slice a window holds.
 func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
 ) Stream[Row] {
@@ -158,6 +161,9 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	if ws.windows.perRow() > windowFrontSlots {
 		front = nil
 	}
+	if ws.windows.kind == sliding && ws.windows.slide < ws.windows.size && p.watermarked {
+		return aggregateSliding[K, T, Acc, Out, Row, PA](ws, agg, row, keyed, window, front)
+	}
 	return aggregate[windowKey[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,
 		func(r *windowedRow[T]) *T { return r.row },
 		func(r *windowedRow[T]) int64 { return r.end },
@@ -165,6 +171,46 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 		func(g windowKey[K]) (Window, bool) { return window(g.start), true },
 		func(g windowKey[K], out Out) Row { return row(window(g.start), g.key, out) },
 		"windowedAggregate", front)
+}
+
+// aggregateSliding is AggregateWindows over sliding windows with a
+// watermark: by slices, unless the query's output mode is Complete or
+// its checkpoint keeps a state row per window (see slices.go); keyed
+// and the rest are the per-window operator's.
+func aggregateSliding[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
+	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
+	keyed KeyedStream[windowKey[K], windowedRow[T]], window func(int64) Window, front func() groupFront[windowKey[K], windowedRow[T]],
+) Stream[Row] {
+	return once(Stream[Row]{p: ws.s.p, attach: func(c *compiler, emit func(*Row)) {
+		perWindow, windowAdd, info := newAggregate[windowKey[K], windowedRow[T], T, Acc, Out, Row, PA](c, keyed, agg,
+			func(r *windowedRow[T]) *T { return r.row },
+			func(r *windowedRow[T]) int64 { return r.end },
+			ws.windows.lateFor,
+			func(g windowKey[K]) (Window, bool) { return window(g.start), true },
+			func(g windowKey[K], out Out) Row { return row(window(g.start), g.key, out) },
+			"windowedAggregate", front, emit)
+		sliced, sliceAdd := newSliceOp[K, T, Acc, Out, Row, PA](c, ws, agg, row, emit)
+		op := &slidingOp[K, T, Acc, Out, Row, PA]{sliced: sliced, perWindow: perWindow, useSlices: !perWindowSliding.Load()}
+		info.prepare = func(context.Context) error {
+			op.useSlices = op.useSlices && c.outputMode != Complete
+			return nil
+		}
+		var wr windowedRow[T]
+		index := c.addOperator(func() {
+			ws.s.attach(c, func(t *T) {
+				if op.useSlices {
+					sliceAdd(t)
+					return
+				}
+				wr.row = t
+				ws.windows.assign(ws.eventTime(t).UnixNano(), func(start, end int64) {
+					wr.id, wr.end = ws.windows.id(start, end), end
+					windowAdd(&wr)
+				})
+			})
+		}, op, info)
+		perWindow.index, sliced.index = index, index
+	}})
 }
 
 // AggregateByKey folds each key's rows with agg, and writes, for each
@@ -192,50 +238,63 @@ func aggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	windowOf func(G) (Window, bool), output func(G, Out) Row, kind string,
 	newFront func() groupFront[G, R],
 ) Stream[Row] {
+	return once(Stream[Row]{p: ks.s.p, attach: func(c *compiler, emit func(*Row)) {
+		op, add, info := newAggregate[G, R, In, Acc, Out, Row, PA](c, ks, agg, in, end, lateWindows, windowOf, output, kind, newFront, emit)
+		op.index = c.addOperator(func() { ks.s.attach(c, add) }, op, info)
+	}})
+}
+
+// newAggregate makes the operator of aggregate in the query c compiles,
+// and returns it, the function that gives it a row, and its description
+// for c; the caller adds it to c.
+func newAggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
+	c *compiler, ks KeyedStream[G, R], agg Aggregator[In, Acc, Out], in func(*R) *In, end func(*R) int64,
+	lateWindows func(et, wm time.Time) int64,
+	windowOf func(G) (Window, bool), output func(G, Out) Row, kind string,
+	newFront func() groupFront[G, R], emit func(*Row),
+) (*aggOp[G, R, In, Acc, Out, Row, PA], func(*R), operatorInfo) {
 	_, windowed := windowOf(*new(G))
 	name := fmt.Sprintf("%T", agg)
 	opInfo := operatorInfo{kind: kind, function: name, aggregation: true, windowed: windowed, watermarked: ks.s.p.watermarked}
 	dropsLate := windowed && ks.s.p.watermarked && lateWindows != nil
-	return once(Stream[Row]{p: ks.s.p, attach: func(c *compiler, emit func(*Row)) {
-		op := &aggOp[G, R, In, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, kind+" ("+name+")"),
-			agg: agg, in: in, windowOf: windowOf, output: output, emitDown: emit, windowed: windowed}
-		if newFront != nil {
-			op.front = newFront()
-		}
-		op.info = runtime.OperatorInfo{
-			Kind: kind, Name: name, KeyType: ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseKeys: ks.codec.useKeys, ParseKey: ks.codec.parseJSON, Key: ks.codec.schema, Windows: ks.codec.windows,
-			States:        []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingRecord}},
-			DropsLateRows: dropsLate,
-		}
-		describe(&op.info, agg)
-		info := opInfo // this query's: late reads its compiler
-		if dropsLate {
-			info.late = func(et, wm time.Time) int64 {
-				if c.outputMode == Complete {
-					return 0
-				}
-				return lateWindows(et, wm)
+	op := &aggOp[G, R, In, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, kind+" ("+name+")"),
+		agg: agg, in: in, windowOf: windowOf, output: output, emitDown: emit, windowed: windowed}
+	if newFront != nil {
+		op.front = newFront()
+	}
+	op.info = runtime.OperatorInfo{
+		Kind: kind, Name: name, KeyType: ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseKeys: ks.codec.useKeys, ParseKey: ks.codec.parseJSON, Key: ks.codec.schema, Windows: ks.codec.windows,
+		States:        []runtime.StateInfo{{Name: "aggregate", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingRecord}},
+		DropsLateRows: dropsLate,
+	}
+	describe(&op.info, agg)
+	info := opInfo // this query's: late reads its compiler
+	if dropsLate {
+		info.late = func(et, wm time.Time) int64 {
+			if c.outputMode == Complete {
+				return 0
 			}
+			return lateWindows(et, wm)
 		}
-		if windowed && ks.s.p.watermarked {
-			op.info.TimeMode = runtime.EventTimeMode
-		}
-		add := op.fold
-		if end != nil && ks.s.p.watermarked {
-			add = func(r *R) {
-				b := c.batch
-				if late := b.LateWatermarkOf(op.index); c.outputMode != Complete && !late.IsZero() && end(r) <= late.UnixNano() {
-					b.DropLate(op.index)
-					return
-				}
-				op.fold(r)
+	}
+	if windowed && ks.s.p.watermarked {
+		op.info.TimeMode = runtime.EventTimeMode
+	}
+	add := op.fold
+	if end != nil && ks.s.p.watermarked {
+		add = func(r *R) {
+			b := c.batch
+			if late := b.LateWatermarkOf(op.index); c.outputMode != Complete && !late.IsZero() && end(r) <= late.UnixNano() {
+				b.DropLate(op.index)
+				return
 			}
+			op.fold(r)
 		}
-		op.index = c.addOperator(func() { ks.s.attach(c, add) }, op, info)
-		op.mode = &c.outputMode
-		op.info.OutputMode = "" // set by the query's mode, in the checkpoint
-		op.modeName = func() string { return c.outputMode.String() }
-	}})
+	}
+	op.mode = &c.outputMode
+	op.info.OutputMode = "" // set by the query's mode, in the checkpoint
+	op.modeName = func() string { return c.outputMode.String() }
+	return op, add, info
 }
 
 // aggOp is an aggregation of one query.
@@ -278,18 +337,9 @@ func (o *aggOp[G, R, In, Acc, Out, Row, PA]) fold(r *R) {
 			return
 		}
 	}
-	k := o.key(r)
-	g, ok := o.group[k]
-	if !ok {
-		var added bool
-		var err error
-		if g, added, err = o.newGroup(k); err != nil {
-			panic(userPanic{fmt.Errorf("streamgen: %s: key %v: %w", o.what, k, unprefixed(err))})
-		}
-		if added {
-			o.groups.AddRow(g) // one row stands for the group's rows
-			o.partials = append(o.partials, o.agg.Zero())
-		}
+	g, added := o.foldGroup(o.key(r))
+	if added {
+		o.partials = append(o.partials, o.agg.Zero())
 	}
 	if o.front != nil {
 		o.front.add(r, g)

@@ -5,6 +5,11 @@ package typed
 // in their ordered encoding (off).
 func WriteBinaryRecordKeys(on bool) { binaryRecordKeys.Store(on) }
 
+// WritePerWindowSliding makes the queries built after it keep sliding
+// windows' state per window, as versions before slices did (on), or by
+// slices (off).
+func WritePerWindowSliding(on bool) { perWindowSliding.Store(on) }
+
 // WindowKeys encodes and decodes the stored keys, with string keys, of a
 // windowed aggregation or of a window join on some windows.
 type WindowKeys struct {

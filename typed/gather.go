@@ -160,6 +160,24 @@ func (o *gatherer[K, In]) newGroup(k K) (int32, bool, error) {
 	return g, added, nil
 }
 
+// foldGroup returns the group of key k, for an operator that folds its
+// rows as they come and keeps none: a new group (added) counts as one
+// row of the batch's groups, which stands for all of its rows.
+func (o *gatherer[K, In]) foldGroup(k K) (g int32, added bool) {
+	g, ok := o.group[k]
+	if ok {
+		return g, false
+	}
+	g, added, err := o.newGroup(k)
+	if err != nil {
+		panic(userPanic{fmt.Errorf("streamgen: %s: key %v: %w", o.what, k, unprefixed(err))})
+	}
+	if added {
+		o.groups.AddRow(g)
+	}
+	return g, added
+}
+
 // rowsOf returns the numbers, in o.rows, of group's rows: those the
 // runtime gives, or, after a spill, those read back from the runs.
 func (o *gatherer[K, In]) rowsOf(b *runtime.Batch, group int32, rows []int32) ([]int32, error) {

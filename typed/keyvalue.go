@@ -54,6 +54,63 @@ func readSizedAcc[Acc any, PA codec.RecordPtr[Acc]](raw []byte, corrupt error) (
 	return acc, raw[w+int(size):], nil
 }
 
+// appendTimedAccs appends uvarint(n) and n accumulators, each
+// varint(at) (Unix nanoseconds) and appendSizedAcc's: item gives the
+// i-th (runtime.EncodingInstants' layout, and that of the slices of
+// EncodingSlices).
+func appendTimedAccs[Acc any, PA codec.RecordPtr[Acc]](b []byte, n int, item func(i int) (int64, *Acc)) ([]byte, error) {
+	b = binary.AppendUvarint(b, uint64(n))
+	for i := range n {
+		at, acc := item(i)
+		var err error
+		b = binary.AppendVarint(b, at)
+		if b, err = appendSizedAcc[Acc, PA](b, acc); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// readTimedAccs reads what appendTimedAccs appended, calling add with
+// each accumulator in turn.
+func readTimedAccs[Acc any, PA codec.RecordPtr[Acc]](raw []byte, corrupt error, add func(at int64, acc Acc) error) error {
+	n, w := binary.Uvarint(raw)
+	if w <= 0 || n > uint64(len(raw)) {
+		return corrupt
+	}
+	raw = raw[w:]
+	for range n {
+		at, w := binary.Varint(raw)
+		if w <= 0 {
+			return corrupt
+		}
+		acc, rest, err := readSizedAcc[Acc, PA](raw[w:], corrupt)
+		if err != nil {
+			return err
+		}
+		if err := add(at, acc); err != nil {
+			return err
+		}
+		raw = rest
+	}
+	return nil
+}
+
+// copyAcc returns a copy of acc that shares no memory with it, through
+// its binary encoding in *buf, for an accumulator merged into several
+// windows whose Merge may change or pass on the memory it holds; what
+// names the operator.
+func copyAcc[Acc any, PA codec.RecordPtr[Acc]](buf *[]byte, acc Acc, what string) Acc {
+	var err error
+	if *buf, err = PA(&acc).AppendBinary((*buf)[:0]); err == nil {
+		var c Acc
+		if err = PA(&c).UnmarshalBinary(*buf); err == nil {
+			return c
+		}
+	}
+	panic(userPanic{fmt.Errorf("streamgen: %s: an accumulator does not copy: %w", what, unprefixed(err))})
+}
+
 // loadValue reads the key's value row with decode; ok is false when it
 // has none.
 func loadValue(k *runtime.KeyState, decode func([]byte) error) (bool, error) {

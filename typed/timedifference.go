@@ -3,7 +3,6 @@ package typed
 import (
 	"cmp"
 	"context"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"reflect"
@@ -133,36 +132,19 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) EndBatch() {
 
 // decode reads a key's instants (EncodingInstants) into o.instants.
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) decode(raw []byte) error {
-	corrupt := fmt.Errorf("stored instants are corrupt")
 	o.instants = o.instants[:0]
-	n, w := binary.Uvarint(raw)
-	if w <= 0 {
-		return corrupt
-	}
-	raw = raw[w:]
-	for range n {
-		at, w := binary.Varint(raw)
-		if w <= 0 {
-			return corrupt
-		}
-		acc, rest, err := readSizedAcc[Acc, PA](raw[w:], corrupt)
-		if err != nil {
-			return err
-		}
+	return readTimedAccs[Acc, PA](raw, fmt.Errorf("stored instants are corrupt"), func(at int64, acc Acc) error {
 		o.instants = append(o.instants, msAgg[Acc]{at: at / int64(time.Millisecond), acc: acc})
-		raw = rest
-	}
-	return nil
+		return nil
+	})
 }
 
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) encode() ([]byte, error) {
-	b := binary.AppendUvarint(o.buf[:0], uint64(len(o.instants)))
-	for i := range o.instants {
-		var err error
-		b = binary.AppendVarint(b, o.instants[i].at*int64(time.Millisecond))
-		if b, err = appendSizedAcc[Acc, PA](b, &o.instants[i].acc); err != nil {
-			return nil, err
-		}
+	b, err := appendTimedAccs[Acc, PA](o.buf[:0], len(o.instants), func(i int) (int64, *Acc) {
+		return o.instants[i].at * int64(time.Millisecond), &o.instants[i].acc
+	})
+	if err != nil {
+		return nil, err
 	}
 	o.buf = b
 	return b, nil
@@ -189,24 +171,11 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) aggregateOf(w timeWindow) Acc {
 		}
 		next := p.acc
 		if o.shared {
-			next = o.copyAcc(next)
+			next = copyAcc[Acc, PA](&o.copyBuf, next, "slidingWindowAggregate")
 		}
 		acc = o.agg.Merge(acc, next)
 	}
 	return acc
-}
-
-// copyAcc returns a copy of acc that shares no memory with it, through
-// its binary encoding.
-func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) copyAcc(acc Acc) Acc {
-	var err error
-	if o.copyBuf, err = PA(&acc).AppendBinary(o.copyBuf[:0]); err == nil {
-		var c Acc
-		if err = PA(&c).UnmarshalBinary(o.copyBuf); err == nil {
-			return c
-		}
-	}
-	panic(userPanic{fmt.Errorf("streamgen: slidingWindowAggregate: an accumulator does not copy: %w", unprefixed(err))})
 }
 
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) write(key K, w timeWindow, acc Acc) {

@@ -1,0 +1,419 @@
+package typed
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/streamgen/streamgen/codec"
+	"github.com/streamgen/streamgen/runtime"
+)
+
+// Sliding windows by slices. A row of windows Sliding(size, slide) falls
+// in size/slide of them; kept per window, each row updates as many
+// accumulators, and each batch writes as many state rows for a key. Cut
+// event time instead into slices as long as the greatest common divisor
+// of size and slide: every window holds a slice whole or not at all, so
+// a row updates one slice, and a window's aggregate is the merge of its
+// slices', done once, when it closes (as Flink's window operators share
+// slices between windows). A key's open slices are one state row
+// (runtime.EncodingSlices), with the instant through which its windows
+// have closed; its one timer sits at the end of its earliest window
+// still open.
+//
+// Slices need windows that close: the query has a watermark, and its
+// output mode is Update or Append (in Complete mode, or without a
+// watermark, no window is ever evicted, and a key's one row would grow
+// with every slice of its history). A checkpoint written with a state
+// row per window keeps that layout (slidingOp.ChooseLayout).
+
+// perWindowSliding makes the queries built after it keep sliding
+// windows' state per window, as versions before slices did (tests: a
+// checkpoint of that layout).
+var perWindowSliding atomic.Bool
+
+// sliceAcc is a slice's accumulator: start is its start, in Unix
+// nanoseconds.
+type sliceAcc[Acc any] struct {
+	start int64
+	acc   Acc
+}
+
+// partialSlice is a batch's accumulator of a slice of a key: next is the
+// index, in sliceOp.pool, of the key's slice added before (-1: none).
+type partialSlice[Acc any] struct {
+	start int64
+	acc   Acc
+	next  int32
+}
+
+// sliceOp is an aggregation over sliding windows, by slices, of one
+// query.
+type sliceOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] struct {
+	gatherer[K, T]
+	modalInfo
+	index     int
+	agg       Aggregator[T, Acc, Out]
+	windows   Windows
+	slice     int64 // the slices' length, in nanoseconds
+	eventTime func(*T) time.Time
+	output    func(Window, K, Out) Row
+	emitDown  func(*Row)
+	// heads is, by group, the index in pool of the group's partial
+	// accumulator added last (-1: none): rows come in rough order of
+	// event time, so it is most often the slice of the next row too.
+	heads []int32
+	pool  []partialSlice[Acc]
+	// The state of the key being handled: the instant through which its
+	// windows have closed (math.MinInt64: none yet), and its open
+	// slices, in order of start.
+	closed int64
+	slices []sliceAcc[Acc]
+	ends   []int64
+	buf    []byte
+	// shared says the accumulator holds memory a copy shares (slices,
+	// maps, pointers), which Merge may change or pass on: a slice's,
+	// merged into several windows, is copied first (through copyBuf).
+	shared  bool
+	copyBuf []byte
+}
+
+// newSliceOp makes the operator that aggregates ws by slices in the
+// query c compiles, and returns it and the function that gives it a
+// row; the caller adds it to c, and sets its index.
+func newSliceOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
+	c *compiler, ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row, emit func(*Row),
+) (*sliceOp[K, T, Acc, Out, Row, PA], func(*T)) {
+	name := fmt.Sprintf("%T", agg)
+	ks := KeyedStream[K, T]{s: ws.s, key: ws.key, codec: ws.codec}
+	op := &sliceOp[K, T, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, "windowedAggregate ("+name+")"),
+		agg: agg, windows: ws.windows, slice: gcd(int64(ws.windows.size), int64(ws.windows.slide)),
+		eventTime: ws.eventTime, output: row, emitDown: emit,
+		shared: !holdsNoReferences(reflect.TypeFor[Acc]())}
+	op.mode = &c.outputMode
+	op.info = runtime.OperatorInfo{
+		Kind: "windowedAggregate", Name: name, KeyType: ws.codec.typeName, LegacyKeyType: ws.codec.legacyTypeName, UseKeys: ws.codec.useKeys, ParseKey: ws.codec.parseJSON, Key: ws.codec.schema,
+		Windows:       ws.windows.meta(),
+		States:        []runtime.StateInfo{{Name: "slices", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingSlices}},
+		DropsLateRows: true,
+		TimeMode:      runtime.EventTimeMode,
+		// The key's one timer fires once; HandleTimer sets the next,
+		// after the watermark.
+		OneShotTimers: true,
+	}
+	describe(&op.info, agg)
+	add := func(r *T) {
+		s := op.sliceOf(op.eventTime(r).UnixNano())
+		if late := c.batch.LateWatermarkOf(op.index); !late.IsZero() {
+			// The row is dropped from each of its windows that ends at or
+			// before the watermark, as windows kept apart drop it.
+			lw, dropped, kept := late.UnixNano(), 0, 0
+			op.windows.assign(s, func(_, end int64) {
+				if end <= lw {
+					dropped++
+				} else {
+					kept++
+				}
+			})
+			for range dropped {
+				c.batch.DropLate(op.index)
+			}
+			if kept == 0 {
+				return
+			}
+		}
+		op.fold(r, s)
+	}
+	return op, add
+}
+
+// gcd is the greatest common divisor of a and b, both positive.
+func gcd(a, b int64) int64 {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
+// sliceOf is the start of the slice that holds ns.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) sliceOf(ns int64) int64 {
+	return ns - mod(ns-int64(o.windows.offset), o.slice)
+}
+
+// lastEnd is the end of the last window that holds slice s.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) lastEnd(s int64) int64 {
+	return s - mod(s-int64(o.windows.offset), int64(o.windows.slide)) + int64(o.windows.size)
+}
+
+// fold adds a row to its key's partial accumulator of slice s.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) fold(r *T, s int64) {
+	g, added := o.foldGroup(o.key(r))
+	if added {
+		o.heads = append(o.heads, -1)
+	}
+	for i := o.heads[g]; i >= 0; i = o.pool[i].next {
+		if p := &o.pool[i]; p.start == s {
+			p.acc = o.agg.Add(p.acc, r)
+			return
+		}
+	}
+	o.pool = append(o.pool, partialSlice[Acc]{start: s, acc: o.agg.Add(o.agg.Zero(), r), next: o.heads[g]})
+	o.heads[g] = int32(len(o.pool) - 1)
+}
+
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) Info() runtime.OperatorInfo { return o.modalInfo.Info() }
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups    { return &o.groups }
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) EndBatch() {
+	o.gatherer.end()
+	clear(o.pool)
+	o.pool, o.heads = o.pool[:0], o.heads[:0]
+}
+
+// decode reads a key's row (runtime.EncodingSlices) into o.closed and
+// o.slices.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) decode(raw []byte) error {
+	corrupt := fmt.Errorf("stored slices are corrupt")
+	o.slices = o.slices[:0]
+	closed, w := binary.Varint(raw)
+	if w <= 0 {
+		return corrupt
+	}
+	o.closed = closed
+	return readTimedAccs[Acc, PA](raw[w:], corrupt, func(start int64, acc Acc) error {
+		if n := len(o.slices); n > 0 && o.slices[n-1].start >= start {
+			return corrupt
+		}
+		o.slices = append(o.slices, sliceAcc[Acc]{start: start, acc: acc})
+		return nil
+	})
+}
+
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) encode() ([]byte, error) {
+	b, err := appendTimedAccs[Acc, PA](binary.AppendVarint(o.buf[:0], o.closed), len(o.slices), func(i int) (int64, *Acc) {
+		return o.slices[i].start, &o.slices[i].acc
+	})
+	if err != nil {
+		return nil, err
+	}
+	o.buf = b
+	return b, nil
+}
+
+// load reads the key's row; ok is false when it has none (then no
+// window of it has closed, and it has no slices).
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) load(k *runtime.KeyState) (bool, error) {
+	o.closed, o.slices = math.MinInt64, o.slices[:0]
+	return loadValue(k, o.decode)
+}
+
+// pending is the end of the key's earliest window still open that holds
+// a slice of it; ok is false when there is none.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) pending() (end int64, ok bool) {
+	for _, s := range o.slices {
+		o.windows.assign(s.start, func(_, e int64) {
+			if e > o.closed && (!ok || e < end) {
+				end, ok = e, true
+			}
+		})
+	}
+	return end, ok
+}
+
+// close closes the key's windows that end after o.closed and at or
+// before through: in Append mode each that holds a slice is written, in
+// order of end; then the slices that no open window holds are dropped.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) close(key K, through int64) {
+	if through <= o.closed {
+		return
+	}
+	if *o.mode == Append {
+		o.ends = o.ends[:0]
+		for _, s := range o.slices {
+			o.windows.assign(s.start, func(_, e int64) {
+				if e > o.closed && e <= through {
+					o.ends = append(o.ends, e)
+				}
+			})
+		}
+		slices.Sort(o.ends)
+		for _, e := range slices.Compact(o.ends) {
+			o.write(key, e)
+		}
+	}
+	o.closed = through
+	o.slices = slices.DeleteFunc(o.slices, func(s sliceAcc[Acc]) bool { return o.lastEnd(s.start) <= through })
+}
+
+// write writes the row of the key's window that ends at end: the merge
+// of the slices it holds.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) write(key K, end int64) {
+	start := end - int64(o.windows.size)
+	acc := o.agg.Zero()
+	for i := range o.slices {
+		s := &o.slices[i]
+		if s.start < start {
+			continue
+		}
+		if s.start >= end {
+			break
+		}
+		next := s.acc
+		if o.shared {
+			next = copyAcc[Acc, PA](&o.copyBuf, next, o.what)
+		}
+		acc = o.agg.Merge(acc, next)
+	}
+	r := o.output(Window{Start: time.Unix(0, start).UTC(), End: time.Unix(0, end).UTC()}, key, o.agg.Result(acc))
+	o.emitDown(&r)
+}
+
+// add merges a batch's accumulator of slice start into the key's.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) add(start int64, acc Acc) {
+	i, found := slices.BinarySearchFunc(o.slices, start, func(s sliceAcc[Acc], start int64) int {
+		switch {
+		case s.start < start:
+			return -1
+		case s.start > start:
+			return 1
+		}
+		return 0
+	})
+	if found {
+		o.slices[i].acc = o.agg.Merge(o.slices[i].acc, acc)
+		return
+	}
+	o.slices = slices.Insert(o.slices, i, sliceAcc[Acc]{start: start, acc: acc})
+}
+
+// moveTimer moves the key's timer from the end of its earliest open
+// window before (had: it had one) to the one now.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) moveTimer(k *runtime.KeyState, before int64, had bool) error {
+	now, has := o.pending()
+	if had && has && now == before {
+		return nil
+	}
+	if had {
+		if err := k.DeleteTimer(time.Unix(0, before-1).UTC()); err != nil {
+			return err
+		}
+	}
+	if has {
+		// The timer fires once the watermark is at or past the end.
+		return k.RegisterTimer(time.Unix(0, now-1).UTC())
+	}
+	return nil
+}
+
+// unixOrMin is t in Unix nanoseconds, or math.MinInt64 for the zero time.
+func unixOrMin(t time.Time) int64 {
+	if t.IsZero() {
+		return math.MinInt64
+	}
+	return t.UnixNano()
+}
+
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, _ []int32) error {
+	existed, err := o.load(k)
+	if err != nil {
+		return err
+	}
+	before, had := o.pending()
+	key := o.keys[group]
+	// The windows that end at or before the watermark the batch's rows
+	// are judged late by are closed, whether or not their timer has fired
+	// (a batch leaves windows past runtime.WindowClosesPerBatch to the
+	// next): the rows that count in them came before.
+	o.close(key, unixOrMin(k.Batch().LateWatermark))
+	for i := o.heads[group]; i >= 0; i = o.pool[i].next {
+		o.add(o.pool[i].start, o.pool[i].acc)
+	}
+	if *o.mode == Update {
+		// Each window still open that holds a slice the batch changed.
+		o.ends = o.ends[:0]
+		for i := o.heads[group]; i >= 0; i = o.pool[i].next {
+			o.windows.assign(o.pool[i].start, func(_, e int64) {
+				if e > o.closed {
+					o.ends = append(o.ends, e)
+				}
+			})
+		}
+		slices.Sort(o.ends)
+		for _, e := range slices.Compact(o.ends) {
+			o.write(key, e)
+		}
+	}
+	if err := o.moveTimer(k, before, had); err != nil {
+		return err
+	}
+	return saveValue(k, existed, len(o.slices) == 0, o.encode, "slices")
+}
+
+// HandleTimer closes the key's windows that the watermark has reached:
+// in Append mode each is written; the slices no open window holds are
+// evicted.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, _ time.Time) error {
+	var key K
+	if err := o.codec.decode(k.Key(), &key); err != nil {
+		return fmt.Errorf("a timer's key does not decode: %w", unprefixed(err))
+	}
+	existed, err := o.load(k)
+	if err != nil || !existed {
+		return err
+	}
+	o.close(key, k.Batch().Watermark.UnixNano())
+	// The timer that fired is one-shot (Info): the runtime removes it.
+	if err := o.moveTimer(k, 0, false); err != nil {
+		return err
+	}
+	return saveValue(k, existed, len(o.slices) == 0, o.encode, "slices")
+}
+
+// slidingOp is an aggregation over sliding windows: by slices
+// (sliceOp), or, where slices do not serve (Complete mode, no
+// watermark) or the checkpoint holds a state row per window, per window
+// (aggOp). The choice is made before the first batch.
+type slidingOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] struct {
+	sliced    *sliceOp[K, T, Acc, Out, Row, PA]
+	perWindow *aggOp[windowKey[K], windowedRow[T], T, Acc, Out, Row, PA]
+	useSlices bool
+}
+
+func (o *slidingOp[K, T, Acc, Out, Row, PA]) op() runtime.Operator {
+	if o.useSlices {
+		return o.sliced
+	}
+	return o.perWindow
+}
+
+// ChooseLayout keeps a checkpoint's state row per window (a key type
+// that begins with the window).
+func (o *slidingOp[K, T, Acc, Out, Row, PA]) ChooseLayout(stored *runtime.OperatorMeta) {
+	if stored != nil && strings.HasPrefix(stored.KeyType, "window+") {
+		o.useSlices = false
+	}
+}
+
+func (o *slidingOp[K, T, Acc, Out, Row, PA]) Info() runtime.OperatorInfo { return o.op().Info() }
+func (o *slidingOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups    { return o.op().Groups() }
+func (o *slidingOp[K, T, Acc, Out, Row, PA]) EndBatch()                  { o.op().EndBatch() }
+func (o *slidingOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *runtime.KeyState, group int32, rows []int32) error {
+	return o.op().HandleRows(ctx, k, group, rows)
+}
+func (o *slidingOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
+	return o.op().HandleTimer(ctx, k, expiry)
+}
+
+// RowsDone writes, in Complete mode (per window), the whole result
+// table.
+func (o *slidingOp[K, T, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *runtime.Batch) error {
+	if o.useSlices {
+		return nil
+	}
+	return o.perWindow.RowsDone(ctx, b)
+}
