@@ -52,7 +52,8 @@ type AppStateAnswer struct {
 // record keyed by it), or AppOptions.KeyPartition's; a windowed
 // aggregation's key ({"window": ..., "key": ...}) is in the partition of
 // its key, whatever its window, and so is a grouping set's ({"set": ...,
-// "key": ...}). The instance that
+// "key": ...}); sliding windows kept by slices are read by their key
+// alone, whose row holds the slices. The instance that
 // owns the partition answers: this one, or the one it forwards the
 // request to, at the address the group's assignment gives it. stale=true
 // lets a standby of the partition answer from its copy, which may be

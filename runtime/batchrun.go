@@ -431,6 +431,7 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 		return nil
 	}
 	cursor := b.state.DueTimers(b.ops[i].scope, threshold)
+	_, dueEnd := dueRange(b.ops[i].scope, threshold)
 	fired := false
 	// One-shot timers in event time (a window's keys, closing) stop past
 	// WindowClosesPerBatch, and the next batch goes on from the first
@@ -462,11 +463,12 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 		// fire (a later chunk's cursor sees the deletion itself): the
 		// index entries written since the chunk was read are noted, and
 		// a due timer among them is looked up again.
+		// (Writes at or past the threshold are of no timer due.)
 		written, touched := b.state.timerWrites(), map[string]struct{}{}
 		var scratch []byte
 		for _, t := range due {
 			if n := b.state.timerWrites(); n > written {
-				b.state.timerKeysWritten(touched, written, n)
+				b.state.timerKeysWritten(touched, written, n, dueEnd)
 				written = n
 			}
 			if len(touched) > 0 {

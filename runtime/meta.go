@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -289,7 +290,10 @@ func (s *Store) chooseLayouts(plan *Plan) error {
 			if i < len(stored.Operators) {
 				om = &stored.Operators[i]
 			}
-			c.ChooseLayout(om)
+			if err := c.ChooseLayout(om); err != nil {
+				info := op.Info()
+				return fmt.Errorf("%w: operator %d (%s %q): %v", ErrIncompatibleCheckpoint, i, info.Kind, info.Name, err)
+			}
 		}
 	}
 	return nil
@@ -470,9 +474,14 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 		if was.Windows != nil && now.Windows != nil && *was.Windows != *now.Windows {
 			w, n := was.Windows, now.Windows
 			// Cumulative windows' keys are read by the query's periods:
-			// another offset would read a stored window as another.
-			if w.Size != n.Size || w.Difference != n.Difference || w.Step != n.Step || w.Step != 0 && w.Offset != n.Offset {
-				types = append(types, fmt.Sprintf("%s: its windows were %s, are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size (and a cumulative one's start)", where, was.Windows, now.Windows))
+			// another offset would read a stored window as another. And
+			// sliding windows' slices are cut by their slide and start:
+			// another would read a stored slice into windows that do not
+			// hold it whole.
+			sliced := slices.ContainsFunc(slices.Collect(maps.Values(was.Variables)), func(v VariableMeta) bool { return v.Encoding == EncodingSlices })
+			if w.Size != n.Size || w.Difference != n.Difference || w.Step != n.Step || w.Step != 0 && w.Offset != n.Offset ||
+				sliced && (w.Slide != n.Slide || w.Offset != n.Offset) {
+				types = append(types, fmt.Sprintf("%s: its windows were %s, are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size (and a cumulative one's start, and sliding ones' slide and start, whose slices the checkpoint keeps)", where, was.Windows, now.Windows))
 			} else {
 				identity = append(identity, fmt.Sprintf("%s: its windows were %s, are now %s", where, was.Windows, now.Windows))
 			}

@@ -238,10 +238,12 @@ type VariableIDs interface {
 // checkpoint was written with): Start calls ChooseLayout once, before it
 // compares the pipeline with the checkpoint's, with the description of
 // the operator the checkpoint holds at its place, or nil (a new
-// checkpoint, or none there). Info describes the layout chosen from then
-// on.
+// checkpoint, or none there); an error refuses the checkpoint (a layout
+// the operator cannot run on as the query is built), and says why.
+// Info describes the layout chosen once ChooseLayout has returned (the
+// checks of Start's options before it see the operator's own).
 type LayoutChooser interface {
-	ChooseLayout(stored *OperatorMeta)
+	ChooseLayout(stored *OperatorMeta) error
 }
 
 // Operator is a keyed stateful operator as the loop runs it. The loop

@@ -339,10 +339,14 @@ func (b *StateBatch) timerWritten(j int) []byte {
 }
 
 // timerKeysWritten adds to keys the by-time index entries of the batch's
-// writes from the from-th to the to-th.
-func (b *StateBatch) timerKeysWritten(keys map[string]struct{}, from, to int) {
+// writes from the from-th to the to-th that sort before upper (nil: all):
+// a write at or past a walk's end is of no timer it reads (a timer set
+// ahead for later, as a one-shot timer's handler sets the next).
+func (b *StateBatch) timerKeysWritten(keys map[string]struct{}, from, to int, upper []byte) {
 	for j := from; j < to; j++ {
-		keys[string(b.timerWritten(j))] = struct{}{}
+		if k := b.timerWritten(j); upper == nil || bytes.Compare(k, upper) < 0 {
+			keys[string(k)] = struct{}{}
+		}
 	}
 }
 

@@ -122,7 +122,9 @@ type windowKey[K comparable] struct {
 // timeout at its end), which it sees only once they are all in. Sliding
 // windows with a watermark, in Update or Append mode, keep each key's
 // rows by slices, each window the merge of its slices' when it closes
-// (see slices.go): agg's Merge is called once per slice a window holds.
+// (see slices.go): agg's Merge is called once per slice a window holds,
+// and the windows of a key that close together count as one towards
+// runtime.WindowClosesPerBatch.
 func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
 ) Stream[Row] {
@@ -161,7 +163,7 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	if ws.windows.perRow() > windowFrontSlots {
 		front = nil
 	}
-	if ws.windows.kind == sliding && ws.windows.slide < ws.windows.size && p.watermarked {
+	if ws.windows.kind == sliding && ws.windows.slide < ws.windows.size {
 		return aggregateSliding[K, T, Acc, Out, Row, PA](ws, agg, row, keyed, window, front)
 	}
 	return aggregate[windowKey[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,
@@ -173,10 +175,10 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 		"windowedAggregate", front)
 }
 
-// aggregateSliding is AggregateWindows over sliding windows with a
-// watermark: by slices, unless the query's output mode is Complete or
-// its checkpoint keeps a state row per window (see slices.go); keyed
-// and the rest are the per-window operator's.
+// aggregateSliding is AggregateWindows over sliding windows: by slices,
+// unless the query has no watermark, its output mode is Complete, or its
+// checkpoint keeps a state row per window (see slices.go); keyed and the
+// rest are the per-window operator's.
 func aggregateSliding[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
 	keyed KeyedStream[windowKey[K], windowedRow[T]], window func(int64) Window, front func() groupFront[windowKey[K], windowedRow[T]],
@@ -191,8 +193,13 @@ func aggregateSliding[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 			"windowedAggregate", front, emit)
 		sliced, sliceAdd := newSliceOp[K, T, Acc, Out, Row, PA](c, ws, agg, row, emit)
 		op := &slidingOp[K, T, Acc, Out, Row, PA]{sliced: sliced, perWindow: perWindow, useSlices: !perWindowSliding.Load()}
+		if !ws.s.p.watermarked {
+			op.useSlices, op.why = false, "its input has no watermark"
+		}
 		info.prepare = func(context.Context) error {
-			op.useSlices = op.useSlices && c.outputMode != Complete
+			if c.outputMode == Complete && op.useSlices {
+				op.useSlices, op.why = false, "it is in Complete mode"
+			}
 			return nil
 		}
 		var wr windowedRow[T]

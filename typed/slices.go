@@ -16,7 +16,7 @@ import (
 )
 
 // Sliding windows by slices. A row of windows Sliding(size, slide) falls
-// in size/slide of them; kept per window, each row updates as many
+// in size/slide of them (rounded up); kept per window, each row updates as many
 // accumulators, and each batch writes as many state rows for a key. Cut
 // event time instead into slices as long as the greatest common divisor
 // of size and slide: every window holds a slice whole or not at all, so
@@ -25,7 +25,11 @@ import (
 // slices between windows). A key's open slices are one state row
 // (runtime.EncodingSlices), with the instant through which its windows
 // have closed; its one timer sits at the end of its earliest window
-// still open.
+// still open. When it fires, every window of the key that the watermark
+// has passed closes (runtime.WindowClosesPerBatch counts them as one),
+// and a batch's rows of a key first close the windows the late
+// watermark has passed that a bound left to later, since rows late for
+// them may follow.
 //
 // Slices need windows that close: the query has a watermark, and its
 // output mode is Update or Append (in Complete mode, or without a
@@ -377,11 +381,15 @@ func (o *sliceOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *r
 // slidingOp is an aggregation over sliding windows: by slices
 // (sliceOp), or, where slices do not serve (Complete mode, no
 // watermark) or the checkpoint holds a state row per window, per window
-// (aggOp). The choice is made before the first batch.
+// (aggOp). The choice is made before the first batch: by the output
+// mode once it is known, then by the checkpoint (ChooseLayout).
 type slidingOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] struct {
 	sliced    *sliceOp[K, T, Acc, Out, Row, PA]
 	perWindow *aggOp[windowKey[K], windowedRow[T], T, Acc, Out, Row, PA]
 	useSlices bool
+	// why says why the query keeps its windows per window, when it does
+	// of itself.
+	why string
 }
 
 func (o *slidingOp[K, T, Acc, Out, Row, PA]) op() runtime.Operator {
@@ -392,11 +400,17 @@ func (o *slidingOp[K, T, Acc, Out, Row, PA]) op() runtime.Operator {
 }
 
 // ChooseLayout keeps a checkpoint's state row per window (a key type
-// that begins with the window).
-func (o *slidingOp[K, T, Acc, Out, Row, PA]) ChooseLayout(stored *runtime.OperatorMeta) {
-	if stored != nil && strings.HasPrefix(stored.KeyType, "window+") {
+// that begins with the window), and refuses one that keeps slices when
+// the query does not (why says why).
+func (o *slidingOp[K, T, Acc, Out, Row, PA]) ChooseLayout(stored *runtime.OperatorMeta) error {
+	switch {
+	case stored == nil || stored.Kind != o.sliced.info.Kind:
+	case strings.HasPrefix(stored.KeyType, "window+"):
 		o.useSlices = false
+	case !o.useSlices && stored.Variables["slices"].Encoding == runtime.EncodingSlices:
+		return fmt.Errorf("the checkpoint keeps its sliding windows by slices, which only a query with a watermark, in Update or Append mode, reads, and %s: start from a new checkpoint directory, or keep the watermark and the output mode", o.why)
 	}
+	return nil
 }
 
 func (o *slidingOp[K, T, Acc, Out, Row, PA]) Info() runtime.OperatorInfo { return o.op().Info() }

@@ -1,6 +1,7 @@
 package typed_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -221,4 +222,51 @@ func TestSlidingWindowsKeepACheckpointPerWindow(t *testing.T) {
 	}
 	run(fresh, m, sink, in[100:], runtime.FlushEventTime())
 	sameTable(t, "by slices", writtenOnce(t, sink.snapshot()), loopWindows(in, time.Minute, 20*time.Second))
+}
+
+// TestSlicedCheckpointRefusesOtherWindows: a checkpoint that keeps
+// sliding windows by slices refuses, whatever the options, windows that
+// would cut other slices (another slide or start: a stored slice would
+// fall in windows that do not hold it whole), and a query that would
+// read it per window (Complete mode, or no watermark), saying why; the
+// same query starts on it.
+func TestSlicedCheckpointRefusesOtherWindows(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(orderedClicks(60)...)
+	query := func(w typed.Windows, mode typed.OutputMode, watermark bool) *typed.Writer[windowCount] {
+		s := typed.FromMemory(m)
+		if watermark {
+			s = typed.WithWatermark(s, clickTime, 30*time.Second)
+		}
+		ws := typed.GroupByWindow(s, clickTime, w, func(c *fixtures.Click) string { return c.User })
+		return typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), newSink[windowCount]()).OutputMode(mode)
+	}
+	windows := typed.Sliding(time.Minute, 20*time.Second)
+	ck := newCheckpoint()
+	if err := runToEnd(t, query(windows, typed.Append, true), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		what  string
+		query *typed.Writer[windowCount]
+		want  string
+	}{
+		{"another slide", query(typed.Sliding(time.Minute, 30*time.Second), typed.Append, true), "sliding ones' slide and start, whose slices the checkpoint keeps"},
+		{"another start", query(windows.StartingAt(5*time.Second), typed.Append, true), "sliding ones' slide and start, whose slices the checkpoint keeps"},
+		{"Complete mode", query(windows, typed.Complete, true), "keeps its sliding windows by slices, which only a query with a watermark, in Update or Append mode, reads, and it is in Complete mode"},
+		{"no watermark", query(windows, typed.Update, false), "and its input has no watermark"},
+	} {
+		for _, allow := range []bool{false, true} {
+			opts := ck.opts()
+			if allow {
+				opts = ck.opts(runtime.AllowPipelineChanges())
+			}
+			if err := runToEnd(t, tc.query, opts...); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s (changes allowed: %v): %v, want a refusal saying %q", tc.what, allow, err, tc.want)
+			}
+		}
+	}
+	if err := runToEnd(t, query(windows, typed.Update, true), ck.opts(runtime.AllowPipelineChanges())...); err != nil {
+		t.Fatalf("the same windows in Update mode: %v", err)
+	}
 }
