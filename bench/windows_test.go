@@ -12,6 +12,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,6 +163,21 @@ func cumulateStreamgen(m *typed.MemoryStream[sensor.Event], dir string, sink typ
 		return userWindowCount{Window: w, User: user, Count: n}
 	})
 	return startAvailableNow(typed.WriteTo(counts, sink).OutputMode(typed.Update), dir)
+}
+
+// slidingStreamgen counts m's readings per user in the windows of
+// Sliding(windowSize, windowSize/10): 10-minute windows, one starting
+// every minute (ten windows a reading, where the tumbling windows have
+// one), in Update mode as windowsStreamgen, and in Append mode.
+func slidingStreamgen(mode typed.OutputMode) func(*typed.MemoryStream[sensor.Event], string, typed.Sink[userWindowCount]) error {
+	return func(m *typed.MemoryStream[sensor.Event], dir string, sink typed.Sink[userWindowCount]) error {
+		s := typed.WithWatermark(typed.FromMemory(m), readingTime, windowDelay)
+		byWindow := typed.GroupByWindow(s, readingTime, typed.Sliding(windowSize, windowSize/10), func(e *sensor.Event) string { return e.User })
+		counts := typed.AggregateWindows(byWindow, typed.Count[sensor.Event](), func(w typed.Window, user string, n int64) userWindowCount {
+			return userWindowCount{Window: w, User: user, Count: n}
+		})
+		return startAvailableNow(typed.WriteTo(counts, sink).OutputMode(mode), dir)
+	}
 }
 
 // distinctStreamgen estimates, per user and 10-minute window, how many
@@ -516,6 +532,24 @@ func BenchmarkCumulateCounts(b *testing.B) {
 		func(first, second float64) string {
 			return fmt.Sprintf("cumulative windows take %.2fx the time of tumbling windows", first/second)
 		})
+}
+
+// BenchmarkSlidingCounts counts BenchmarkWindowCounts' 1M readings per
+// user in sliding windows (10 minutes long, one starting every minute:
+// ten windows a reading, kept by slices of a minute), side by side with
+// the 10-minute tumbling windows (one a reading) on the same readings,
+// in Update mode, and in Append mode (mode=append: each window written
+// once, as it closes). As BenchmarkWindowCounts, run with -benchtime 1x
+// or 3x; the second side logs the ratio.
+func BenchmarkSlidingCounts(b *testing.B) {
+	for _, mode := range []typed.OutputMode{typed.Update, typed.Append} {
+		b.Run("mode="+strings.ToLower(mode.String()), func(b *testing.B) {
+			benchReadingsTwoWays(b, readingsSide{"windows=tumbling", windowsStreamgen}, readingsSide{"windows=sliding", slidingStreamgen(mode)},
+				func(first, second float64) string {
+					return fmt.Sprintf("sliding windows take %.2fx the time of tumbling windows", first/second)
+				})
+		})
+	}
 }
 
 // BenchmarkApproxDistinctCounts estimates the distinct readings per user

@@ -1,6 +1,7 @@
 package typed
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -74,6 +75,16 @@ type sliceOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] struct
 	// event time, so it is most often the slice of the next row too.
 	heads []int32
 	pool  []partialSlice[Acc]
+	// lengths is, by group, the number of its partial accumulators; far
+	// finds those of a group with more than chainWalk of them (a batch
+	// of a backlog, hours of event time), whose chain would be walked
+	// for every row.
+	lengths []int32
+	far     map[groupSlice]int32
+	// touched holds the batch's accumulators of the key being handled,
+	// in order of start; merged is where they merge with its slices.
+	touched []sliceAcc[Acc]
+	merged  []sliceAcc[Acc]
 	// The state of the key being handled: the instant through which its
 	// windows have closed (math.MinInt64: none yet), and its open
 	// slices, in order of start.
@@ -137,6 +148,16 @@ func newSliceOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	return op, add
 }
 
+// groupSlice names a group's partial accumulator of a slice.
+type groupSlice struct {
+	group int32
+	start int64
+}
+
+// chainWalk is the most partial accumulators of a group that fold walks
+// through to find a row's.
+const chainWalk = 4
+
 // gcd is the greatest common divisor of a and b, both positive.
 func gcd(a, b int64) int64 {
 	for b != 0 {
@@ -159,16 +180,33 @@ func (o *sliceOp[K, T, Acc, Out, Row, PA]) lastEnd(s int64) int64 {
 func (o *sliceOp[K, T, Acc, Out, Row, PA]) fold(r *T, s int64) {
 	g, added := o.foldGroup(o.key(r))
 	if added {
-		o.heads = append(o.heads, -1)
+		o.heads, o.lengths = append(o.heads, -1), append(o.lengths, 0)
 	}
-	for i := o.heads[g]; i >= 0; i = o.pool[i].next {
-		if p := &o.pool[i]; p.start == s {
-			p.acc = o.agg.Add(p.acc, r)
-			return
+	if o.lengths[g] <= chainWalk {
+		for i := o.heads[g]; i >= 0; i = o.pool[i].next {
+			if p := &o.pool[i]; p.start == s {
+				p.acc = o.agg.Add(p.acc, r)
+				return
+			}
 		}
+	} else if i, ok := o.far[groupSlice{g, s}]; ok {
+		o.pool[i].acc = o.agg.Add(o.pool[i].acc, r)
+		return
 	}
 	o.pool = append(o.pool, partialSlice[Acc]{start: s, acc: o.agg.Add(o.agg.Zero(), r), next: o.heads[g]})
 	o.heads[g] = int32(len(o.pool) - 1)
+	if o.lengths[g]++; o.lengths[g] > chainWalk {
+		if o.far == nil {
+			o.far = map[groupSlice]int32{}
+		}
+		if o.lengths[g] == chainWalk+1 {
+			for i := o.heads[g]; i >= 0; i = o.pool[i].next {
+				o.far[groupSlice{g, o.pool[i].start}] = i
+			}
+		} else {
+			o.far[groupSlice{g, s}] = o.heads[g]
+		}
+	}
 }
 
 func (o *sliceOp[K, T, Acc, Out, Row, PA]) Info() runtime.OperatorInfo { return o.modalInfo.Info() }
@@ -176,7 +214,11 @@ func (o *sliceOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups    { return 
 func (o *sliceOp[K, T, Acc, Out, Row, PA]) EndBatch() {
 	o.gatherer.end()
 	clear(o.pool)
-	o.pool, o.heads = o.pool[:0], o.heads[:0]
+	o.pool, o.heads, o.lengths = o.pool[:0], o.heads[:0], o.lengths[:0]
+	if len(o.far) > 1<<16 {
+		o.far = nil // a map only grows: drop one of a huge batch
+	}
+	clear(o.far)
 }
 
 // decode reads a key's row (runtime.EncodingSlices) into o.closed and
@@ -259,11 +301,9 @@ func (o *sliceOp[K, T, Acc, Out, Row, PA]) close(key K, through int64) {
 func (o *sliceOp[K, T, Acc, Out, Row, PA]) write(key K, end int64) {
 	start := end - int64(o.windows.size)
 	acc := o.agg.Zero()
-	for i := range o.slices {
+	from, _ := slices.BinarySearchFunc(o.slices, start, func(s sliceAcc[Acc], start int64) int { return cmp.Compare(s.start, start) })
+	for i := from; i < len(o.slices); i++ {
 		s := &o.slices[i]
-		if s.start < start {
-			continue
-		}
 		if s.start >= end {
 			break
 		}
@@ -277,22 +317,30 @@ func (o *sliceOp[K, T, Acc, Out, Row, PA]) write(key K, end int64) {
 	o.emitDown(&r)
 }
 
-// add merges a batch's accumulator of slice start into the key's.
-func (o *sliceOp[K, T, Acc, Out, Row, PA]) add(start int64, acc Acc) {
-	i, found := slices.BinarySearchFunc(o.slices, start, func(s sliceAcc[Acc], start int64) int {
-		switch {
-		case s.start < start:
-			return -1
-		case s.start > start:
-			return 1
-		}
-		return 0
-	})
-	if found {
-		o.slices[i].acc = o.agg.Merge(o.slices[i].acc, acc)
-		return
+// addBatch merges the batch's accumulators of the key of group into its
+// slices, and keeps them in o.touched, in order of start.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) addBatch(group int32) {
+	in := o.touched[:0]
+	for i := o.heads[group]; i >= 0; i = o.pool[i].next {
+		in = append(in, sliceAcc[Acc]{start: o.pool[i].start, acc: o.pool[i].acc})
 	}
-	o.slices = slices.Insert(o.slices, i, sliceAcc[Acc]{start: start, acc: acc})
+	slices.SortFunc(in, func(a, b sliceAcc[Acc]) int { return cmp.Compare(a.start, b.start) })
+	out, i := o.merged[:0], 0
+	for _, p := range in {
+		for i < len(o.slices) && o.slices[i].start < p.start {
+			out = append(out, o.slices[i])
+			i++
+		}
+		if i < len(o.slices) && o.slices[i].start == p.start {
+			out = append(out, sliceAcc[Acc]{start: p.start, acc: o.agg.Merge(o.slices[i].acc, p.acc)})
+			i++
+			continue
+		}
+		out = append(out, p)
+	}
+	out = append(out, o.slices[i:]...)
+	clear(o.slices) // (the accumulators out holds now)
+	o.slices, o.merged, o.touched = out, o.slices[:0], in
 }
 
 // moveTimer moves the key's timer from the end of its earliest open
@@ -334,14 +382,12 @@ func (o *sliceOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *ru
 	// (a batch leaves windows past runtime.WindowClosesPerBatch to the
 	// next): the rows that count in them came before.
 	o.close(key, unixOrMin(k.Batch().LateWatermark))
-	for i := o.heads[group]; i >= 0; i = o.pool[i].next {
-		o.add(o.pool[i].start, o.pool[i].acc)
-	}
+	o.addBatch(group)
 	if *o.mode == Update {
 		// Each window still open that holds a slice the batch changed.
 		o.ends = o.ends[:0]
-		for i := o.heads[group]; i >= 0; i = o.pool[i].next {
-			o.windows.assign(o.pool[i].start, func(_, e int64) {
+		for _, p := range o.touched {
+			o.windows.assign(p.start, func(_, e int64) {
 				if e > o.closed {
 					o.ends = append(o.ends, e)
 				}
