@@ -50,15 +50,15 @@ type AppStateAnswer struct {
 // partition is the one Kafka's default partitioner gives the key's
 // encoding (a string key's bytes: the partition a producer gives a
 // record keyed by it), or AppOptions.KeyPartition's; a windowed
-// aggregation's key ({"window": ..., "key": ...}) is in the partition of
-// its key, whatever its window, and so is a grouping set's ({"set": ...,
-// "key": ...}); sliding windows kept by slices are read by their key
-// alone, whose row holds the slices. The instance that
-// owns the partition answers: this one, or the one it forwards the
-// request to, at the address the group's assignment gives it. stale=true
-// lets a standby of the partition answer from its copy, which may be
-// behind (the answer says so, with the batch it reflects). A read while
-// the partition moves gets 503 with Retry-After.
+// aggregation's key ({"window": ..., "key": ...}) is in the partition
+// of its key, whatever its window, and so is a grouping set's ({"set":
+// ..., "key": ...}); sliding and cumulative windows kept by slices are
+// read by their key alone, whose row holds the slices. The instance
+// that owns the partition answers: this one, or the one it forwards the
+// request to, at the address the group's assignment gives it.
+// stale=true lets a standby of the partition answer from its copy,
+// which may be behind (the answer says so, with the batch it reflects).
+// A read while the partition moves gets 503 with Retry-After.
 //
 // Serve it on AdvertisedAddr (an http.Server of the program's, which may
 // wrap it with authentication, and TLS). Safe for concurrent use.

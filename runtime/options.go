@@ -303,20 +303,21 @@ const DefaultWindowClosesPerBatch = 100_000
 // operator whose timers are one-shot in event time (a windowed
 // aggregation with a watermark; see OperatorInfo.OneShotTimers) closes
 // in one batch: n, DefaultWindowClosesPerBatch by default; 0 for no
-// bound (a key's windows that close together, as sliding windows kept
-// by slices do, count as one). A batch holds the rows it writes until it commits, and a
-// window with millions of keys closes them at one instant of the
-// watermark, which no step of the watermark splits; past the bound, the
-// batch leaves the rest, in the order of their instants and keys, to the
-// batches after it, which run at once (without new data if none came,
-// whatever the trigger's interval or NoDataBatches), so that a window's
-// rows may be written across several batches. Until the operator has
-// closed every window the watermark has passed, the operators after it
-// in the plan run with the watermark held at the instant of the first it
-// has not closed (their timers, time to live and evictions, the rows
-// late for them, and the watermark their functions see), as if the
-// watermark had stopped there: each sees every row a window writes
-// before it acts on a watermark past that window.
+// bound (a key's windows that close together, as sliding and cumulative
+// windows kept by slices do, count as one). A batch holds the rows it
+// writes until it commits, and a window with millions of keys closes
+// them at one instant of the watermark, which no step of the watermark
+// splits; past the bound, the batch leaves the rest, in the order of
+// their instants and keys, to the batches after it, which run at once
+// (without new data if none came, whatever the trigger's interval or
+// NoDataBatches), so that a window's rows may be written across several
+// batches. Until the operator has closed every window the watermark has
+// passed, the operators after it in the plan run with the watermark
+// held at the instant of the first it has not closed (their timers,
+// time to live and evictions, the rows late for them, and the watermark
+// their functions see), as if the watermark had stopped there: each
+// sees every row a window writes before it acts on a watermark past
+// that window.
 func WindowClosesPerBatch(n int) Option { return optionFunc(func(c *config) { c.windowCloses = n }) }
 
 // CloseTimeout bounds how long Stop waits for the query's goroutine and

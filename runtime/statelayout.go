@@ -43,13 +43,14 @@ const (
 	// the aggregate of a key's rows at each instant (the windows of a time
 	// difference, which follow their rows).
 	EncodingInstants = "instants"
-	// EncodingSlices: the slices of a key's sliding windows, each the
-	// aggregate of the key's rows in a stretch of event time that every
-	// window either holds or does not (a window is the merge of the
-	// slices it holds): varint(closed), the Unix nanoseconds at or before
-	// which the key's windows have all closed (math.MinInt64: none yet),
-	// then uvarint(n) and n slices in order of start, each varint(start)
-	// in Unix nanoseconds, uvarint(len(value)) and the value.
+	// EncodingSlices: the slices of a key's sliding or cumulative
+	// windows, each the aggregate of the key's rows in a stretch of
+	// event time that every window either holds or does not (a window
+	// is the merge of the slices it holds): varint(closed), the Unix
+	// nanoseconds at or before which the key's windows have all closed
+	// (math.MinInt64: none yet), then uvarint(n) and n slices in order
+	// of start, each varint(start) in Unix nanoseconds,
+	// uvarint(len(value)) and the value.
 	EncodingSlices = "slices"
 	// EncodingByEventTime: the variable is ordered by event time (see
 	// eventorder.go): an entry's key is an instant (8 big-endian bytes of

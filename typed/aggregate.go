@@ -109,17 +109,18 @@ type windowKey[K comparable] struct {
 }
 
 // AggregateWindows folds each window's rows of each key with agg, and
-// writes, for each window and key, the row that row makes of the window,
-// the key and the aggregate. The output mode is the query's (Complete,
-// Update or Append; Update unless set, but for session windows, which
-// Spark refuses in Update mode: Append unless set): see the package's
-// notes above. With a watermark, tumbling, sliding and cumulative
-// windows close (forgotten, and in Append mode written) at most
-// runtime.WindowClosesPerBatch windows (of a key each) in a batch, and
-// leave the rest to the batches after it, so that a window with millions of keys does not hold all their
-// rows in one batch: an operator after it that needs a window's rows
-// together waits for the watermark to pass the window (an event-time
-// timeout at its end), which it sees only once they are all in. Sliding
+// writes, for each window and key, the row that row makes of the
+// window, the key and the aggregate. The output mode is the query's
+// (Complete, Update or Append; Update unless set, but for session
+// windows, which Spark refuses in Update mode: Append unless set): see
+// the package's notes above. With a watermark, tumbling, sliding and
+// cumulative windows close (forgotten, and in Append mode written) at
+// most runtime.WindowClosesPerBatch windows (of a key each) in a batch,
+// and leave the rest to the batches after it, so that a window with
+// millions of keys does not hold all their rows in one batch: an
+// operator after it that needs a window's rows together waits for the
+// watermark to pass the window (an event-time timeout at its end),
+// which it sees only once they are all in. Sliding and cumulative
 // windows with a watermark, in Update or Append mode, keep each key's
 // rows by slices, each window the merge of its slices' when it closes
 // (see slices.go): agg's Merge is called once per slice a window holds,
@@ -163,7 +164,8 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	if ws.windows.perRow() > windowFrontSlots {
 		front = nil
 	}
-	if ws.windows.kind == sliding && ws.windows.slide < ws.windows.size {
+	if ws.windows.perRow() > 1 {
+		// Sliding or cumulative windows, more than one a row.
 		return aggregateSliding[K, T, Acc, Out, Row, PA](ws, agg, row, keyed, window, front)
 	}
 	return aggregate[windowKey[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,

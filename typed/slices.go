@@ -16,21 +16,22 @@ import (
 	"github.com/streamgen/streamgen/runtime"
 )
 
-// Sliding windows by slices. A row of windows Sliding(size, slide) falls
-// in size/slide of them (rounded up); kept per window, each row updates as many
-// accumulators, and each batch writes as many state rows for a key. Cut
-// event time instead into slices as long as the greatest common divisor
-// of size and slide: every window holds a slice whole or not at all, so
-// a row updates one slice, and a window's aggregate is the merge of its
-// slices', done once, when it closes (as Flink's window operators share
-// slices between windows). A key's open slices are one state row
-// (runtime.EncodingSlices), with the instant through which its windows
-// have closed; its one timer sits at the end of its earliest window
-// still open. When it fires, every window of the key that the watermark
-// has passed closes (runtime.WindowClosesPerBatch counts them as one),
-// and a batch's rows of a key first close the windows the late
-// watermark has passed that a bound left to later, since rows late for
-// them may follow.
+// Sliding and cumulative windows by slices. A row of windows
+// Sliding(size, slide) falls in size/slide of them (rounded up), one of
+// Cumulate(step, size) in up to size/step; kept per window, each row
+// updates as many accumulators, and each batch writes as many state
+// rows for a key. Cut event time instead into slices as long as the
+// greatest common divisor of size and slide, or as the step: every
+// window holds a slice whole or not at all, so a row updates one slice,
+// and a window's aggregate is the merge of its slices', done once, when
+// it closes (as Flink's window operators share slices between windows).
+// A key's open slices are one state row (runtime.EncodingSlices), with
+// the instant through which its windows have closed; its one timer sits
+// at the end of its earliest window still open. When it fires, every
+// window of the key that the watermark has passed closes
+// (runtime.WindowClosesPerBatch counts them as one), and a batch's rows
+// of a key first close the windows the late watermark has passed that a
+// bound left to later, since rows late for them may follow.
 //
 // Slices need windows that close: the query has a watermark, and its
 // output mode is Update or Append (in Complete mode, or without a
@@ -58,8 +59,8 @@ type partialSlice[Acc any] struct {
 	next  int32
 }
 
-// sliceOp is an aggregation over sliding windows, by slices, of one
-// query.
+// sliceOp is an aggregation over sliding or cumulative windows, by
+// slices, of one query.
 type sliceOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] struct {
 	gatherer[K, T]
 	modalInfo
@@ -108,7 +109,7 @@ func newSliceOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	name := fmt.Sprintf("%T", agg)
 	ks := KeyedStream[K, T]{s: ws.s, key: ws.key, codec: ws.codec}
 	op := &sliceOp[K, T, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, "windowedAggregate ("+name+")"),
-		agg: agg, windows: ws.windows, slice: gcd(int64(ws.windows.size), int64(ws.windows.slide)),
+		agg: agg, windows: ws.windows, slice: sliceLength(ws.windows),
 		eventTime: ws.eventTime, output: row, emitDown: emit,
 		shared: !holdsNoReferences(reflect.TypeFor[Acc]())}
 	op.mode = &c.outputMode
@@ -158,6 +159,16 @@ type groupSlice struct {
 // through to find a row's.
 const chainWalk = 4
 
+// sliceLength is the length of the slices of sliding windows w (the
+// greatest common divisor of their size and slide) or of cumulative
+// ones (their step).
+func sliceLength(w Windows) int64 {
+	if w.kind == cumulate {
+		return int64(w.step)
+	}
+	return gcd(int64(w.size), int64(w.slide))
+}
+
 // gcd is the greatest common divisor of a and b, both positive.
 func gcd(a, b int64) int64 {
 	for b != 0 {
@@ -171,9 +182,17 @@ func (o *sliceOp[K, T, Acc, Out, Row, PA]) sliceOf(ns int64) int64 {
 	return ns - mod(ns-int64(o.windows.offset), o.slice)
 }
 
-// lastEnd is the end of the last window that holds slice s.
+// lastEnd is the end of the last window that holds slice s: the latest
+// that starts at or before it (a cumulative window's slide is its size:
+// its period's last).
 func (o *sliceOp[K, T, Acc, Out, Row, PA]) lastEnd(s int64) int64 {
 	return s - mod(s-int64(o.windows.offset), int64(o.windows.slide)) + int64(o.windows.size)
+}
+
+// startOf is the start of the window that ends at end.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) startOf(end int64) int64 {
+	start, _ := o.windows.bounds(o.windows.id(end-int64(o.windows.size), end))
+	return start
 }
 
 // fold adds a row to its key's partial accumulator of slice s.
@@ -299,7 +318,7 @@ func (o *sliceOp[K, T, Acc, Out, Row, PA]) close(key K, through int64) {
 // write writes the row of the key's window that ends at end: the merge
 // of the slices it holds.
 func (o *sliceOp[K, T, Acc, Out, Row, PA]) write(key K, end int64) {
-	start := end - int64(o.windows.size)
+	start := o.startOf(end)
 	acc := o.agg.Zero()
 	from, _ := slices.BinarySearchFunc(o.slices, start, func(s sliceAcc[Acc], start int64) int { return cmp.Compare(s.start, start) })
 	for i := from; i < len(o.slices); i++ {
@@ -424,7 +443,7 @@ func (o *sliceOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *r
 	return saveValue(k, existed, len(o.slices) == 0, o.encode, "slices")
 }
 
-// slidingOp is an aggregation over sliding windows: by slices
+// slidingOp is an aggregation over sliding or cumulative windows: by slices
 // (sliceOp), or, where slices do not serve (Complete mode, no
 // watermark) or the checkpoint holds a state row per window, per window
 // (aggOp). The choice is made before the first batch: by the output
@@ -454,7 +473,7 @@ func (o *slidingOp[K, T, Acc, Out, Row, PA]) ChooseLayout(stored *runtime.Operat
 	case strings.HasPrefix(stored.KeyType, "window+"):
 		o.useSlices = false
 	case !o.useSlices && stored.Variables["slices"].Encoding == runtime.EncodingSlices:
-		return fmt.Errorf("the checkpoint keeps its sliding windows by slices, which only a query with a watermark, in Update or Append mode, reads, and %s: start from a new checkpoint directory, or keep the watermark and the output mode", o.why)
+		return fmt.Errorf("the checkpoint keeps its windows by slices, which only a query with a watermark, in Update or Append mode, reads, and %s: start from a new checkpoint directory, or keep the watermark and the output mode", o.why)
 	}
 	return nil
 }
