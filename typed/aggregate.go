@@ -138,11 +138,12 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	p := ws.s.p
 	var assigned Stream[windowedRow[T]]
 	assigned.p = p
+	fn := funcPointer(ws.eventTime)
 	assigned.attach = func(c *compiler, emit func(*windowedRow[T])) {
 		var wr windowedRow[T]
 		ws.s.attach(c, func(t *T) {
 			wr.row = t
-			ws.windows.assign(ws.eventTime(t).UnixNano(), func(start, end int64) {
+			ws.windows.assign(eventTimeOf(c, t, fn, ws.eventTime).UnixNano(), func(start, end int64) {
 				wr.id, wr.end = ws.windows.id(start, end), end
 				emit(&wr)
 			})
@@ -194,6 +195,7 @@ func aggregateSliding[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 			func(g windowKey[K], out Out) Row { return row(window(g.start), g.key, out) },
 			"windowedAggregate", front, emit)
 		sliced, sliceAdd := newSliceOp[K, T, Acc, Out, Row, PA](c, ws, agg, row, emit)
+		fn := funcPointer(ws.eventTime)
 		op := &slidingOp[K, T, Acc, Out, Row, PA]{sliced: sliced, perWindow: perWindow, useSlices: !perWindowSliding.Load()}
 		if !ws.s.p.watermarked {
 			op.useSlices, op.why = false, "its input has no watermark"
@@ -212,7 +214,7 @@ func aggregateSliding[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 					return
 				}
 				wr.row = t
-				ws.windows.assign(ws.eventTime(t).UnixNano(), func(start, end int64) {
+				ws.windows.assign(eventTimeOf(c, t, fn, ws.eventTime).UnixNano(), func(start, end int64) {
 					wr.id, wr.end = ws.windows.id(start, end), end
 					windowAdd(&wr)
 				})

@@ -605,3 +605,57 @@ func TestWindowsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowsReadTheirRowsEventTime: a windowed aggregation given the
+// WithWatermark's own function reuses the time it read for the row as
+// pushed (eventTimeOf), but reads its rows' time itself once they are
+// other rows (a Map between, which moves each click an hour later), or
+// with a function of its own: in each, the windows are the loop's over
+// the times the aggregation's function gives, tumbling and sliding.
+func TestWindowsReadTheirRowsEventTime(t *testing.T) {
+	in := orderedClicks(200)
+	later := slices.Clone(in)
+	for i := range later {
+		later[i].Time = later[i].Time.Add(time.Hour)
+	}
+	minuteLater := func(c *fixtures.Click) time.Time { return c.Time.Add(time.Minute) }
+	shifted := slices.Clone(in)
+	for i := range shifted {
+		shifted[i].Time = shifted[i].Time.Add(time.Minute)
+	}
+	for _, w := range []struct {
+		name        string
+		size, slide time.Duration
+	}{{"tumbling", time.Minute, time.Minute}, {"sliding", time.Minute, 20 * time.Second}} {
+		windows := typed.Sliding(w.size, w.slide)
+		count := func(s typed.Stream[fixtures.Click], eventTime func(*fixtures.Click) time.Time) typed.Stream[windowCount] {
+			ws := typed.GroupByWindow(s, eventTime, windows, func(c *fixtures.Click) string { return c.User })
+			return typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow)
+		}
+		for _, tc := range []struct {
+			name  string
+			build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]
+			want  []fixtures.Click
+		}{
+			{"the watermark's function", func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+				return count(typed.Filter(s, func(*fixtures.Click) bool { return true }), clickTime)
+			}, in},
+			{"after a Map", func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+				hourLater := typed.Map(s, func(c *fixtures.Click) fixtures.Click { d := *c; d.Time = d.Time.Add(time.Hour); return d })
+				return count(hourLater, clickTime)
+			}, later},
+			{"a function of its own", func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+				return count(s, minuteLater)
+			}, shifted},
+		} {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 17)
+			m.Add(in...)
+			sink := newSink[windowCount]()
+			s := typed.WithWatermark(typed.FromMemory(m), clickTime, 30*time.Second)
+			if err := runToEnd(t, typed.WriteTo(tc.build(s), sink).OutputMode(typed.Append), newCheckpoint().opts(runtime.FlushEventTime())...); err != nil {
+				t.Fatal(err)
+			}
+			sameTable(t, w.name+", "+tc.name, writtenOnce(t, sink.snapshot()), loopWindows(tc.want, w.size, w.slide))
+		}
+	}
+}

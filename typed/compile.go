@@ -9,6 +9,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/streamgen/streamgen/runtime"
 )
@@ -30,8 +31,12 @@ type compiler struct {
 	partition string
 	rowBytes  int
 	// eventTime is the event time of the row being pushed, set by
-	// WithWatermark (zero before it).
+	// WithWatermark (zero before it); eventRow is that row, and eventFn
+	// the function (funcPointer) the WithWatermark read it with, while
+	// the row is pushed from there (see eventTimeOf).
 	eventTime time.Time
+	eventRow  unsafe.Pointer
+	eventFn   unsafe.Pointer
 	// lateRow, set while a WithWatermark with a LateRows sink pushes a
 	// row, returns a function that sends that row to the sink, once
 	// however often it is called: for an operator that drops, as late, a
@@ -360,6 +365,23 @@ func (c *compiler) catch(err *error) {
 // userPanic is a panic already described (by a stateful operator, which
 // knows the key).
 type userPanic struct{ error }
+
+// funcPointer is what tells the function value f from others: the
+// pointer it holds, to its code and to the variables it closes over.
+// Two values with one pointer are one function of the same variables.
+func funcPointer[F any](f F) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&f)) }
+
+// eventTimeOf returns eventTime(t), whose funcPointer is fn: the time the
+// WithWatermark pushing t read, when it read it from t itself with that
+// very function (a windowed aggregation given the WithWatermark's
+// function, the rows reaching it as they were read or filtered: one call
+// of the user's function a row instead of two), else a call.
+func eventTimeOf[T any](c *compiler, t *T, fn unsafe.Pointer, eventTime func(*T) time.Time) time.Time {
+	if c.eventRow == unsafe.Pointer(t) && c.eventFn == fn {
+		return c.eventTime
+	}
+	return eventTime(t)
+}
 
 // Unwrap returns the error described, so that a user function's
 // context.Canceled is still one (a query stopped, not failed).

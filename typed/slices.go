@@ -124,9 +124,13 @@ func newSliceOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 		OneShotTimers: true,
 	}
 	describe(&op.info, agg)
+	fn := funcPointer(ws.eventTime)
 	add := func(r *T) {
-		s := op.sliceOf(op.eventTime(r).UnixNano())
-		if late := c.batch.LateWatermarkOf(op.index); !late.IsZero() {
+		s := op.sliceOf(eventTimeOf(c, r, fn, op.eventTime).UnixNano())
+		// (Every window that holds the slice ends at or after the slice's
+		// end: a row whose slice ends after the watermark is late for
+		// none.)
+		if late := c.batch.LateWatermarkOf(op.index); !late.IsZero() && s+op.slice <= late.UnixNano() {
 			// The row is dropped from each of its windows that ends at or
 			// before the watermark, as windows kept apart drop it.
 			lw, dropped, kept := late.UnixNano(), 0, 0

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/streamgen/streamgen/codec"
 	"github.com/streamgen/streamgen/runtime"
@@ -313,11 +314,12 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			return kept
 		}
 		ops, reached := len(c.ops), len(c.reached)
+		fn := funcPointer(eventTime)
 		s.attach(c, func(t *T) {
 			c.stage = name
 			et := eventTime(t)
 			c.stage = ""
-			c.eventTime = et
+			c.eventTime, c.eventRow, c.eventFn = et, unsafe.Pointer(t), fn
 			c.batch.ObserveRow(mark, c.input, c.partition, et, delay)
 			// A row late for the operator of every branch that reads it,
 			// or of some, is a late row (sent to LateRows once).
@@ -326,7 +328,7 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 				current, kept, c.lateRow = t, nil, keeper
 			}
 			f.emit(t)
-			c.lateRow = nil
+			c.lateRow, c.eventRow = nil, nil
 			if f.dropped && cfg.late != nil {
 				keeper()()
 			}
