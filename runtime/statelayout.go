@@ -199,9 +199,9 @@ type StateRow struct {
 	EventTime *time.Time `json:"eventTime,omitempty"`
 	Matched   *bool      `json:"matched,omitempty"`
 	// Value is the entry's value, as JSON: for sessions, a list of
-	// {"start", "end", "value"}; for a count window, {"count", "value"};
-	// for the slices of sliding windows, {"closed", "slices"}, the
-	// slices a list of {"start", "value"}.
+	// {"start", "end", "value"}; for a count window, {"count",
+	// "value"}; for the slices of sliding or cumulative windows,
+	// {"closed", "slices"}, the slices a list of {"start", "value"}.
 	Value json.RawMessage `json:"value"`
 	// header marks a list's header entry, which holds no value.
 	header bool

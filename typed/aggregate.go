@@ -178,10 +178,11 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 		"windowedAggregate", front)
 }
 
-// aggregateSliding is AggregateWindows over sliding windows: by slices,
-// unless the query has no watermark, its output mode is Complete, or its
-// checkpoint keeps a state row per window (see slices.go); keyed and the
-// rest are the per-window operator's.
+// aggregateSliding is AggregateWindows over sliding or cumulative
+// windows (more than one a row): by slices, unless the query has no
+// watermark, its output mode is Complete, or its checkpoint keeps a
+// state row per window (see slices.go); keyed and the rest are the
+// per-window operator's.
 func aggregateSliding[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
 	keyed KeyedStream[windowKey[K], windowedRow[T]], window func(int64) Window, front func() groupFront[windowKey[K], windowedRow[T]],

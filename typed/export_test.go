@@ -6,8 +6,8 @@ package typed
 func WriteBinaryRecordKeys(on bool) { binaryRecordKeys.Store(on) }
 
 // WritePerWindowSliding makes the queries built after it keep sliding
-// windows' state per window, as versions before slices did (on), or by
-// slices (off).
+// and cumulative windows' state per window, as versions before slices
+// did (on), or by slices (off).
 func WritePerWindowSliding(on bool) { perWindowSliding.Store(on) }
 
 // WindowKeys encodes and decodes the stored keys, with string keys, of a

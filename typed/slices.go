@@ -39,9 +39,9 @@ import (
 // with every slice of its history). A checkpoint written with a state
 // row per window keeps that layout (slidingOp.ChooseLayout).
 
-// perWindowSliding makes the queries built after it keep sliding
-// windows' state per window, as versions before slices did (tests: a
-// checkpoint of that layout).
+// perWindowSliding makes the queries built after it keep sliding and
+// cumulative windows' state per window, as versions before slices did
+// (tests: a checkpoint of that layout).
 var perWindowSliding atomic.Bool
 
 // sliceAcc is a slice's accumulator: start is its start, in Unix

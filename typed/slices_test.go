@@ -66,7 +66,7 @@ func slidingCases() []struct {
 	}
 }
 
-// perWindow runs fn with sliding windows kept per window.
+// perWindow runs fn with sliding and cumulative windows kept per window.
 func perWindow(fn func()) {
 	typed.WritePerWindowSliding(true)
 	defer typed.WritePerWindowSliding(false)
