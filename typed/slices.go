@@ -64,13 +64,16 @@ type partialSlice[Acc any] struct {
 type sliceOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] struct {
 	gatherer[K, T]
 	modalInfo
-	index     int
-	agg       Aggregator[T, Acc, Out]
-	windows   Windows
-	slice     int64 // the slices' length, in nanoseconds
-	eventTime func(*T) time.Time
-	output    func(Window, K, Out) Row
-	emitDown  func(*Row)
+	index   int
+	agg     Aggregator[T, Acc, Out]
+	windows Windows
+	slice   int64 // the slices' length, in nanoseconds
+	// The windows' ends fall every endStep (the slide, or a cumulative
+	// window's step) at endPhase modulo it.
+	endStep, endPhase int64
+	eventTime         func(*T) time.Time
+	output            func(Window, K, Out) Row
+	emitDown          func(*Row)
 	// heads is, by group, the index in pool of the group's partial
 	// accumulator added last (-1: none): rows come in rough order of
 	// event time, so it is most often the slice of the next row too.
@@ -110,6 +113,7 @@ func newSliceOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ks := KeyedStream[K, T]{s: ws.s, key: ws.key, codec: ws.codec}
 	op := &sliceOp[K, T, Acc, Out, Row, PA]{gatherer: newGatherer(c, ks, "windowedAggregate ("+name+")"),
 		agg: agg, windows: ws.windows, slice: sliceLength(ws.windows),
+		endStep: int64(ws.windows.slide), endPhase: int64(ws.windows.offset + ws.windows.size),
 		eventTime: ws.eventTime, output: row, emitDown: emit,
 		shared: !holdsNoReferences(reflect.TypeFor[Acc]())}
 	op.mode = &c.outputMode
@@ -122,6 +126,9 @@ func newSliceOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 		// The key's one timer fires once; HandleTimer sets the next,
 		// after the watermark.
 		OneShotTimers: true,
+	}
+	if ws.windows.kind == cumulate {
+		op.endStep, op.endPhase = int64(ws.windows.step), int64(ws.windows.offset)
 	}
 	describe(&op.info, agg)
 	fn := funcPointer(ws.eventTime)
@@ -191,6 +198,13 @@ func (o *sliceOp[K, T, Acc, Out, Row, PA]) sliceOf(ns int64) int64 {
 // its period's last).
 func (o *sliceOp[K, T, Acc, Out, Row, PA]) lastEnd(s int64) int64 {
 	return s - mod(s-int64(o.windows.offset), int64(o.windows.slide)) + int64(o.windows.size)
+}
+
+// ceilEnd is the first instant at or after x at which a window ends.
+// Those that hold slice s end from ceilEnd(s+o.slice) to lastEnd(s),
+// every endStep.
+func (o *sliceOp[K, T, Acc, Out, Row, PA]) ceilEnd(x int64) int64 {
+	return x + mod(o.endPhase-x, o.endStep)
 }
 
 // startOf is the start of the window that ends at end.
@@ -285,11 +299,10 @@ func (o *sliceOp[K, T, Acc, Out, Row, PA]) load(k *runtime.KeyState) (bool, erro
 // a slice of it; ok is false when there is none.
 func (o *sliceOp[K, T, Acc, Out, Row, PA]) pending() (end int64, ok bool) {
 	for _, s := range o.slices {
-		o.windows.assign(s.start, func(_, e int64) {
-			if e > o.closed && (!ok || e < end) {
-				end, ok = e, true
-			}
-		})
+		// (closed+1 does not overflow: closed is at most the watermark.)
+		if e := o.ceilEnd(max(o.closed+1, s.start+o.slice)); e <= o.lastEnd(s.start) && (!ok || e < end) {
+			end, ok = e, true
+		}
 	}
 	return end, ok
 }
@@ -302,17 +315,19 @@ func (o *sliceOp[K, T, Acc, Out, Row, PA]) close(key K, through int64) {
 		return
 	}
 	if *o.mode == Append {
-		o.ends = o.ends[:0]
-		for _, s := range o.slices {
-			o.windows.assign(s.start, func(_, e int64) {
-				if e > o.closed && e <= through {
-					o.ends = append(o.ends, e)
-				}
-			})
+		// The ends of the windows of each slice in turn, those of a
+		// slice after those of the slices before it: one sweep, each
+		// window once, however many windows a slice is in.
+		next := int64(math.MinInt64) // the first end not yet written
+		if o.closed != math.MinInt64 {
+			next = o.ceilEnd(o.closed + 1)
 		}
-		slices.Sort(o.ends)
-		for _, e := range slices.Compact(o.ends) {
-			o.write(key, e)
+		for _, s := range o.slices {
+			hi := min(o.lastEnd(s.start), through)
+			for e := max(next, o.ceilEnd(s.start+o.slice)); e <= hi; e += o.endStep {
+				o.write(key, e)
+				next = e + o.endStep
+			}
 		}
 	}
 	o.closed = through

@@ -63,6 +63,9 @@ func slidingCases() []struct {
 		{"distinct pages, Sliding(90s, 10s)", pages(typed.Sliding(90*time.Second, 10*time.Second))},
 		{"count, Cumulate(20s, 1m) at 15s", count(typed.Cumulate(20*time.Second, time.Minute).StartingAt(15 * time.Second))},
 		{"distinct pages, Cumulate(10s, 1m)", pages(typed.Cumulate(10*time.Second, time.Minute))},
+		// Twelve windows a period, a slice each, starting before the
+		// epoch's minutes.
+		{"count, Cumulate(5s, 1m) at -7s", count(typed.Cumulate(5*time.Second, time.Minute).StartingAt(-7 * time.Second))},
 	}
 }
 
@@ -157,6 +160,9 @@ func TestSlidingWindowsBySlices(t *testing.T) {
 // loopOfCase is the plain loop's counts of the count cases of
 // slidingCases.
 func loopOfCase(in []fixtures.Click, name string) map[string]float64 {
+	if strings.Contains(name, "Cumulate(5s") {
+		return loopCumulative(in, 5*time.Second, time.Minute, -7*time.Second)
+	}
 	if strings.Contains(name, "Cumulate") {
 		return loopCumulative(in, 20*time.Second, time.Minute, 15*time.Second)
 	}

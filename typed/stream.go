@@ -125,7 +125,10 @@ func Map[T, U any](s Stream[T], f func(*T) U) Stream[U] {
 	}}
 }
 
-// Filter keeps the rows for which keep returns true.
+// Filter keeps the rows for which keep returns true. keep gets a
+// pointer to the row to save a copy; it must not keep or modify it (the
+// stages after it see the row as read: a windowed aggregation takes the
+// event time its WithWatermark read for it; change a row with Map).
 func Filter[T any](s Stream[T], keep func(*T) bool) Stream[T] {
 	name := funcName(keep)
 	return Stream[T]{p: s.p, attach: func(c *compiler, emit func(*T)) {
