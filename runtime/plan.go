@@ -175,8 +175,10 @@ type OperatorInfo struct {
 	// one range deletion instead of one deletion each. KeyState.Timers
 	// fails for such an operator, and a timer its HandleTimer sets that
 	// is due in the same batch may be removed unfired (one the cursor
-	// over the due timers has not yet reached fires). Windowed aggregation,
-	// whose timer per (window, key) fires once, sets it.
+	// over the due timers has not yet reached fires). Windowed
+	// aggregation sets it: a timer per (window, key) fires once, and so
+	// does a key's one timer over windows kept by slices, whose handler
+	// sets the next after the watermark.
 	OneShotTimers bool
 }
 
