@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -478,7 +477,10 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 			// sliding windows' slices are cut by their slide and start:
 			// another would read a stored slice into windows that do not
 			// hold it whole.
-			sliced := slices.ContainsFunc(slices.Collect(maps.Values(was.Variables)), func(v VariableMeta) bool { return v.Encoding == EncodingSlices })
+			sliced := false
+			for _, v := range was.Variables {
+				sliced = sliced || v.Encoding == EncodingSlices
+			}
 			if w.Size != n.Size || w.Difference != n.Difference || w.Step != n.Step || w.Step != 0 && w.Offset != n.Offset ||
 				sliced && (w.Slide != n.Slide || w.Offset != n.Offset) {
 				types = append(types, fmt.Sprintf("%s: its windows were %s, are now %s: the stored windows are not the query's, and their state would be read as the query's windows'; start from a new checkpoint directory, or keep the windows' size (and a cumulative one's start, and sliding ones' slide and start, whose slices the checkpoint keeps)", where, was.Windows, now.Windows))

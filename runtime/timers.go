@@ -339,12 +339,12 @@ func (b *StateBatch) timerWritten(j int) []byte {
 }
 
 // timerKeysWritten adds to keys the by-time index entries of the batch's
-// writes from the from-th to the to-th that sort before upper (nil: all):
+// writes from the from-th to the to-th that sort before upper:
 // a write at or past a walk's end is of no timer it reads (a timer set
 // ahead for later, as a one-shot timer's handler sets the next).
 func (b *StateBatch) timerKeysWritten(keys map[string]struct{}, from, to int, upper []byte) {
 	for j := from; j < to; j++ {
-		if k := b.timerWritten(j); upper == nil || bytes.Compare(k, upper) < 0 {
+		if k := b.timerWritten(j); bytes.Compare(k, upper) < 0 {
 			keys[string(k)] = struct{}{}
 		}
 	}
