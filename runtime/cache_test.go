@@ -406,3 +406,31 @@ func TestScannedKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestZeroMemoryReadsZeros: the cache's index and slots, cleared with
+// zeroMemory when they shrink or are reset, read as zeros after it on
+// every system (where advising the pages away does not zero them, they
+// are cleared), and the rest of the mapping keeps what was written.
+func TestZeroMemoryReadsZeros(t *testing.T) {
+	const n = 64 << 20
+	b := mapMemory(n)
+	defer unmapMemory(b)
+	for i := 0; i < n; i += 512 {
+		b[i] = byte(i>>9) | 1
+	}
+	zeroMemory(b[n/4 : n/2])
+	for i := 0; i < n; i += 512 {
+		want := byte(i>>9) | 1
+		if i >= n/4 && i < n/2 {
+			want = 0
+		}
+		if b[i] != want {
+			t.Fatalf("byte %d: %d, want %d", i, b[i], want)
+		}
+	}
+	releaseMemory(b[n/2:])
+	b[n-1] = 7 // still usable
+	if b[n-1] != 7 {
+		t.Fatal("released memory is not writable")
+	}
+}

@@ -2,7 +2,11 @@
 
 package runtime
 
-import "syscall"
+import (
+	goruntime "runtime"
+
+	"golang.org/x/sys/unix"
+)
 
 // mapMemory returns n bytes of memory outside the Go heap: an anonymous
 // mapping, whose pages the system provides when first touched.
@@ -10,25 +14,26 @@ func mapMemory(n int) []byte {
 	if n <= 0 {
 		return nil
 	}
-	b, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_ANON|syscall.MAP_PRIVATE)
+	b, err := unix.Mmap(-1, 0, n, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_ANON|unix.MAP_PRIVATE)
 	if err != nil {
 		return make([]byte, n)
 	}
 	return b
 }
 
-// releaseMemory gives the pages of b back to the system; b stays usable
-// (reading zeros).
+// releaseMemory gives the pages of b back to the system; b stays usable,
+// its contents undefined until written (zeros on Linux; other systems may
+// keep them).
 func releaseMemory(b []byte) {
 	if len(b) > 0 {
-		_ = syscall.Madvise(b, syscall.MADV_DONTNEED)
+		_ = unix.Madvise(b, unix.MADV_DONTNEED)
 	}
 }
 
 // unmapMemory returns b, from mapMemory, to the system.
 func unmapMemory(b []byte) {
 	if len(b) > 0 {
-		if err := syscall.Munmap(b); err != nil {
+		if err := unix.Munmap(b); err != nil {
 			// Memory from the Go heap (mapMemory's fallback): the
 			// collector takes it back.
 			return
@@ -36,10 +41,13 @@ func unmapMemory(b []byte) {
 	}
 }
 
-// zeroMemory makes b, from mapMemory, read as zeros: its pages go back to
-// the system where it allows, so that memory cleared is not resident.
+// zeroMemory makes b, from mapMemory, read as zeros: on Linux its pages
+// go back to the system, so that memory cleared is not resident (a
+// private anonymous mapping reads as zeros after MADV_DONTNEED); other
+// systems may keep the contents of pages so advised (macOS, the BSDs), so
+// b is cleared there.
 func zeroMemory(b []byte) {
-	if len(b) > 0 && syscall.Madvise(b, syscall.MADV_DONTNEED) != nil {
+	if len(b) > 0 && (goruntime.GOOS != "linux" || unix.Madvise(b, unix.MADV_DONTNEED) != nil) {
 		clear(b)
 	}
 }
