@@ -259,7 +259,7 @@ var published = map[string][2]float64{
 	"q21": {98_490, 415_000}, "q22": {129_960, 394_000},
 }
 
-func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var g genFlags
 	g.register(fs)
@@ -267,6 +267,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	source := fs.String("source", "generator", "where the events come from: generator (in-process), files (written first, then read) or kafka (produced to a topic first, then read)")
 	perBatch := fs.Int64("batch", 200_000, "events a micro-batch")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
+	memProfile := fs.String("memprofile", "", "write to `file` a heap profile of the Go heap at its largest during the run (the state cache and Pebble's caches are outside it)")
 	processes := fs.Bool("processes", true, "with -query all and -source generator, run each query in a process of its own (this command again, with -query qN), so that its peak memory and CPU time are its own, not raised by the queries before it")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
@@ -284,6 +285,14 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		stop := peakHeapProfile(*memProfile, 100*time.Millisecond)
+		defer func() {
+			if perr := stop(); err == nil {
+				err = perr
+			}
+		}()
 	}
 	var list []*queries.Query
 	if *name == "all" {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"errors"
 	"flag"
@@ -235,6 +236,33 @@ func TestBenchCommand(t *testing.T) {
 		var usage *usageError
 		if err := run(context.Background(), args, io.Discard, io.Discard); err == nil || !errors.As(err, &usage) {
 			t.Errorf("%q: %v, want a usage error", args, err)
+		}
+	}
+}
+
+// TestBenchMemProfile: -memprofile writes a heap profile (gzipped, as
+// go tool pprof reads it) that names the heap's sample types.
+func TestBenchMemProfile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "heap.prof")
+	if err := run(context.Background(), []string{"bench", "-query", "q9", "-events", "20000", "-batch", "2000", "-memprofile", path}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("not a gzipped profile: %v", err)
+	}
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"inuse_space", "alloc_space"} {
+		if !bytes.Contains(b, []byte(name)) {
+			t.Errorf("the profile names no %s", name)
 		}
 	}
 }
