@@ -150,17 +150,31 @@ func (s *Store) Read(key []byte) (value []byte, ok bool, err error) {
 // Changes calls fn for each mirrored record the batch writes, in the
 // order of its writes: value is the new value, or nil with deleted true
 // for a deletion. A range deletion (DeleteKey, DeleteVar, DeletePartition,
-// the expiry pass) is listed as the deletions of the keys it covers: the
-// committed ones, read now, and the ones the batch itself writes. A copy
-// that applies the changes in order (a compacted changelog topic, which
-// keeps the last value of each key) holds, per key, what the store holds
-// once the batch commits. The slices are valid during the call only; fn's
-// first error stops the walk and is returned. Call it before Commit.
+// the expiry pass, the fired timers) is listed as the deletions of the
+// keys it covers: the committed ones, read now, and the ones the batch
+// itself writes. A key is listed as deleted once until it is written
+// again: a deletion of a key whose last change listed is a deletion (a
+// fired timer's entry, deleted and then in the range of the batch's
+// fired timers; a key that is both committed and written by the batch)
+// is left out. A copy that applies the changes in order (a compacted
+// changelog topic, which keeps the last value of each key) holds, per
+// key, what the store holds once the batch commits. The slices are valid
+// during the call only; fn's first error stops the walk and is returned.
+// Call it before Commit.
 func (b *StateBatch) Changes(fn func(key, value []byte, deleted bool) error) error {
 	if err := b.store.Err(); err != nil {
 		return err
 	}
 	var own [][]byte // the batch's point keys, sorted, at the first range deletion
+	// gone holds the keys whose last change listed is a deletion.
+	gone := map[string]struct{}{}
+	del := func(key []byte) error {
+		if _, ok := gone[string(key)]; ok {
+			return nil
+		}
+		gone[string(key)] = struct{}{}
+		return fn(key, nil, true)
+	}
 	r := b.b.Reader()
 	for {
 		kind, key, value, ok, err := r.Next()
@@ -173,13 +187,14 @@ func (b *StateBatch) Changes(fn func(key, value []byte, deleted bool) error) err
 		switch kind {
 		case pebble.InternalKeyKindSet:
 			if Mirrored(key) {
+				delete(gone, string(key))
 				if err := fn(key, value, false); err != nil {
 					return err
 				}
 			}
 		case pebble.InternalKeyKindDelete, pebble.InternalKeyKindSingleDelete, pebble.InternalKeyKindDeleteSized:
 			if Mirrored(key) {
-				if err := fn(key, nil, true); err != nil {
+				if err := del(key); err != nil {
 					return err
 				}
 			}
@@ -189,7 +204,7 @@ func (b *StateBatch) Changes(fn func(key, value []byte, deleted bool) error) err
 					return err
 				}
 			}
-			if err := b.expandRange(key, value, own, fn); err != nil {
+			if err := b.expandRange(key, value, own, del); err != nil {
 				return err
 			}
 		default:
@@ -219,11 +234,10 @@ func (b *StateBatch) pointKeys() ([][]byte, error) {
 	return slices.CompactFunc(keys, bytes.Equal), nil
 }
 
-// expandRange calls fn with a deletion for each key in [lower, upper):
-// the committed ones, then the batch's own (own, sorted). A key of both
-// is deleted twice, which changes nothing. A deletion of a key the batch
-// writes later is followed by that write, so it changes nothing either.
-func (b *StateBatch) expandRange(lower, upper []byte, own [][]byte, fn func(key, value []byte, deleted bool) error) error {
+// expandRange calls del for each key in [lower, upper): the committed
+// ones, then the batch's own (own, sorted). A deletion of a key the
+// batch writes later is followed by that write, so it changes nothing.
+func (b *StateBatch) expandRange(lower, upper []byte, own [][]byte, del func(key []byte) error) error {
 	if err := b.settled(); err != nil {
 		return err
 	}
@@ -233,7 +247,7 @@ func (b *StateBatch) expandRange(lower, upper []byte, own [][]byte, fn func(key,
 	}
 	for it.First(); it.Valid(); it.Next() {
 		if Mirrored(it.Key()) {
-			if err := fn(it.Key(), nil, true); err != nil {
+			if err := del(it.Key()); err != nil {
 				it.Close()
 				return err
 			}
@@ -244,7 +258,7 @@ func (b *StateBatch) expandRange(lower, upper []byte, own [][]byte, fn func(key,
 	}
 	i, _ := slices.BinarySearchFunc(own, lower, bytes.Compare)
 	for ; i < len(own) && bytes.Compare(own[i], upper) < 0; i++ {
-		if err := fn(own[i], nil, true); err != nil {
+		if err := del(own[i]); err != nil {
 			return err
 		}
 	}

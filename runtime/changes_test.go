@@ -31,8 +31,10 @@ func snapshot(t *testing.T, s *runtime.Store) map[string]string {
 // timers and entries with a time to live, applies each batch's Changes,
 // in order, to a map (as a compacted topic keeps the last value of each
 // key), and checks after each commit that the map holds exactly the
-// store's mirrored records. A second store restored from the map holds
-// the same records and the same progress.
+// store's mirrored records, and that no key is listed as deleted twice
+// with no write between (a point deletion and then a range over it). A
+// second store restored from the map holds the same records and the
+// same progress.
 func TestChangesMirrorTheBatch(t *testing.T) {
 	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
 	defer s.Close()
@@ -85,13 +87,19 @@ func TestChangesMirrorTheBatch(t *testing.T) {
 		if err := b.WriteProgress(p); err != nil {
 			t.Fatal(err)
 		}
+		gone := map[string]bool{} // the keys whose last change listed is a deletion
 		if err := b.Changes(func(key, value []byte, deleted bool) error {
 			if !runtime.Mirrored(key) {
 				t.Fatalf("round %d: Changes listed %x, which is not mirrored", round, key)
 			}
 			if deleted {
+				if gone[string(key)] {
+					t.Fatalf("round %d: Changes listed the deletion of %q again, with no write between", round, key)
+				}
+				gone[string(key)] = true
 				delete(copied, string(key))
 			} else {
+				gone[string(key)] = false
 				copied[string(key)] = string(value)
 			}
 			return nil
