@@ -612,7 +612,7 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 	for i, op := range q.plan.Operators {
 		info := op.Info()
 		o := &b.ops[i]
-		r.StateOperators = append(r.StateOperators, StateOperatorProgress{
+		sp := StateOperatorProgress{
 			OperatorName:              info.Kind,
 			Name:                      info.Name,
 			NumRowsTotal:              o.total,
@@ -620,7 +620,11 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 			NumRowsRemoved:            o.removed,
 			NumRowsDroppedByWatermark: o.late,
 			CustomMetrics:             copyMap(o.metrics),
-		})
+		}
+		if !o.held.IsZero() {
+			sp.HeldWatermark = o.held.UTC().Format(time.RFC3339Nano)
+		}
+		r.StateOperators = append(r.StateOperators, sp)
 	}
 	return r
 }

@@ -112,6 +112,12 @@ type StateOperatorProgress struct {
 	// join's rows buffered per side: numLeftRows, numRightRows), as
 	// Spark's customMetrics.
 	CustomMetrics map[string]int64 `json:"customMetrics,omitempty"`
+	// HeldWatermark is, when the operator ran the batch with the
+	// watermark held behind the query's (an operator before it left
+	// windows to close to the next batches: see WindowClosesPerBatch),
+	// the watermark it ran with, as EventTime's "watermark" is written;
+	// empty when it ran with the query's.
+	HeldWatermark string `json:"heldWatermark,omitempty"`
 }
 
 // SourceProgress reports the source of a batch.

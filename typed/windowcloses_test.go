@@ -393,3 +393,56 @@ func mostClicks(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
 			return state.SetTimeoutTimestamp(last)
 		})
 }
+
+// TestHeldWatermarksAreReported: while windows are left to later
+// batches, the operators after the windowed aggregation run with the
+// watermark held at the first window left, and each batch's report says
+// so per operator (HeldWatermark, before the query's watermark); the
+// aggregation that leaves them runs with the query's, and so does every
+// operator of the last batch, which closes the last windows.
+func TestHeldWatermarksAreReported(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 50)
+	m.Add(manyUsersClicks(400)...)
+	s := typed.WithWatermark(typed.FromMemory(m), clickTime, 30*time.Second)
+	w := typed.WriteTo(minuteSums(s), newSink[windowCount]()).OutputMode(typed.Append)
+	q, err := w.Start(t.Context(), newCheckpoint().opts(runtime.WindowClosesPerBatch(1), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	reports := q.RecentProgress()
+	held := 0
+	for _, p := range reports {
+		if len(p.StateOperators) != 2 {
+			t.Fatalf("batch %d: %d operators reported, want 2", p.BatchID, len(p.StateOperators))
+		}
+		for i, op := range p.StateOperators {
+			if op.HeldWatermark == "" {
+				continue
+			}
+			if i == 0 {
+				t.Errorf("batch %d: the windows that leave windows to later batches ran with a held watermark, %s", p.BatchID, op.HeldWatermark)
+			}
+			h, err := time.Parse(time.RFC3339Nano, op.HeldWatermark)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wm, err := time.Parse(time.RFC3339Nano, p.EventTime["watermark"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !h.Before(wm) {
+				t.Errorf("batch %d: operator %d held at %s, not before the query's watermark %s", p.BatchID, i, h, wm)
+			}
+			held++
+		}
+	}
+	if held == 0 {
+		t.Fatalf("no operator ran with a held watermark in %d batches", len(reports))
+	}
+	if last := reports[len(reports)-1]; last.StateOperators[1].HeldWatermark != "" {
+		t.Errorf("the last batch, %d, held its second operator at %s", last.BatchID, last.StateOperators[1].HeldWatermark)
+	}
+}

@@ -187,6 +187,9 @@ func inspectSummary(dir string, asJSON bool, stdout io.Writer) error {
 		if op.Meta.Rows != nil {
 			fmt.Fprintf(w, "  kept rows\t%s\n", op.Meta.Rows)
 		}
+		if h := sum.Progress.HeldWatermarks; op.Index < len(h) && !h[op.Index].IsZero() {
+			fmt.Fprintf(w, "  watermark\t%s in the last batch, held behind the query's: an operator before it left windows to close to the next batches\n", instant(h[op.Index]))
+		}
 		fmt.Fprintf(w, "  state rows\t%d\n", op.StateRows)
 		timers := strconv.FormatInt(op.Timers, 10)
 		if op.FirstTimer != nil {
