@@ -39,6 +39,21 @@ func inspect(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	return out.String(), errOut.String(), code
 }
 
+// summary reads the summary of the checkpoint cp.
+func summary(t *testing.T, cp string) runtime.CheckpointSummary {
+	t.Helper()
+	c, err := runtime.OpenCheckpoint(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sum, err := c.Summary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
+}
+
 // TestInspectExamples runs each example over its built-in sample into a
 // checkpoint, then inspects it: the listing names every operator, and the
 // rows of each, decoded through the stored schemas, are as many as the
@@ -61,15 +76,7 @@ func TestInspectExamples(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("inspect exited %d: %s", code, stderr)
 			}
-			c, err := runtime.OpenCheckpoint(cp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum, err := c.Summary()
-			c.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
+			sum := summary(t, cp)
 			if len(sum.Operators) == 0 || !strings.Contains(listing, "query id  ") || !strings.Contains(listing, "last batch  ") {
 				t.Fatalf("listing:\n%s", listing)
 			}

@@ -65,15 +65,7 @@ func TestInspectHeldWatermark(t *testing.T) {
 	if err := q.AwaitTermination(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
 	}
-	c, err := runtime.OpenCheckpoint(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum, err := c.Summary()
-	c.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	sum := summary(t, cp)
 	if sum.Progress.BatchID != 5 || len(sum.Progress.HeldWatermarks) != 2 || !sum.Progress.HeldWatermarks[0].IsZero() || sum.Progress.HeldWatermarks[1].IsZero() {
 		t.Fatalf("the last batch, %d, ran with held watermarks %v: want batch 5, the second operator's held", sum.Progress.BatchID, sum.Progress.HeldWatermarks)
 	}
