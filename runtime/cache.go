@@ -404,7 +404,8 @@ func (c *stateCache) renumber() {
 	c.entries, c.free = c.entries[:len(kept)], c.free[:0]
 	page := os.Getpagesize()
 	if from := (len(kept)*int(unsafe.Sizeof(cacheEntry{})) + page - 1) / page * page; from < len(c.entryMemory) {
-		zeroMemory(c.entryMemory[from:])
+		// A slot past the entries is written whole before it is read.
+		releaseMemory(c.entryMemory[from:])
 	}
 }
 

@@ -2,11 +2,7 @@
 
 package runtime
 
-import (
-	goruntime "runtime"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // mapMemory returns n bytes of memory outside the Go heap: an anonymous
 // mapping, whose pages the system provides when first touched.
@@ -38,16 +34,5 @@ func unmapMemory(b []byte) {
 			// collector takes it back.
 			return
 		}
-	}
-}
-
-// zeroMemory makes b, from mapMemory, read as zeros: on Linux its pages
-// go back to the system, so that memory cleared is not resident (a
-// private anonymous mapping reads as zeros after MADV_DONTNEED); other
-// systems may keep the contents of pages so advised (macOS, the BSDs), so
-// b is cleared there.
-func zeroMemory(b []byte) {
-	if len(b) > 0 && (goruntime.GOOS != "linux" || unix.Madvise(b, unix.MADV_DONTNEED) != nil) {
-		clear(b)
 	}
 }

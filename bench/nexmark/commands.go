@@ -266,33 +266,14 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	name := fs.String("query", "", "the query, q0 to q22, or all")
 	source := fs.String("source", "generator", "where the events come from: generator (in-process), files (written first, then read) or kafka (produced to a topic first, then read)")
 	perBatch := fs.Int64("batch", 200_000, "events a micro-batch")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
-	memProfile := fs.String("memprofile", "", "write to `file` a heap profile of the Go heap at its largest during the run (the state cache and Pebble's caches are outside it)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file` (with a process a query: to file.qN for each)")
+	memProfile := fs.String("memprofile", "", "write to `file` a heap profile of the Go heap near its largest during the run, the state cache and Pebble's caches being outside it (with a process a query: to file.qN for each)")
 	processes := fs.Bool("processes", true, "with -query all and -source generator, run each query in a process of its own (this command again, with -query qN), so that its peak memory and CPU time are its own, not raised by the queries before it")
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if g.events <= 0 {
 		return usagef("bench needs -events N (more than 0)")
-	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
-	}
-	if *memProfile != "" {
-		stop := peakHeapProfile(*memProfile, 100*time.Millisecond)
-		defer func() {
-			if perr := stop(); err == nil {
-				err = perr
-			}
-		}()
 	}
 	var list []*queries.Query
 	if *name == "all" {
@@ -303,6 +284,29 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 			return &usageError{err}
 		}
 		list = []*queries.Query{q}
+	}
+	// With a process a query, each child writes its own profiles.
+	alone := *processes && len(list) > 1 && *source == "generator"
+	if !alone {
+		if *cpuProfile != "" {
+			f, err := os.Create(*cpuProfile)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			if err := pprof.StartCPUProfile(f); err != nil {
+				return err
+			}
+			defer pprof.StopCPUProfile()
+		}
+		if *memProfile != "" {
+			stop := peakHeapProfile(*memProfile, 100*time.Millisecond)
+			defer func() {
+				if perr := stop(); err == nil {
+					err = perr
+				}
+			}()
+		}
 	}
 	work, err := os.MkdirTemp("", "nexmark-bench-")
 	if err != nil {
@@ -342,9 +346,16 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	fmt.Fprintf(stdout, "workload: %d events, %d a second of event time, %d generators (the published Flink run's: %d a second, %d generators)\n",
 		g.events, g.rate, g.generators, publishedRate, publishedGenerators)
 	fmt.Fprintf(stdout, "%-4s %12s %9s %14s %15s %9s %12s %12s %10s\n", "q", "events", "wall s", "events/s", "events/CPU-s", "RSS MiB", "Flink/core", "Feldera/core", "×Flink")
-	if *processes && len(list) > 1 && *source == "generator" {
+	if alone {
 		for _, q := range list {
-			row, err := benchAlone(ctx, q.Name, &g, *perBatch, stderr)
+			var profiles []string
+			if *cpuProfile != "" {
+				profiles = append(profiles, "-cpuprofile", *cpuProfile+"."+q.Name)
+			}
+			if *memProfile != "" {
+				profiles = append(profiles, "-memprofile", *memProfile+"."+q.Name)
+			}
+			row, err := benchAlone(ctx, q.Name, &g, *perBatch, stderr, profiles...)
 			if err != nil {
 				return fmt.Errorf("%s: %w", q.Name, err)
 			}
@@ -392,7 +403,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 
 // benchAlone runs bench for the query name in a process of its own (this
 // command again), and returns the line it prints for the query.
-func benchAlone(ctx context.Context, name string, g *genFlags, perBatch int64, stderr io.Writer) (string, error) {
+func benchAlone(ctx context.Context, name string, g *genFlags, perBatch int64, stderr io.Writer, more ...string) (string, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", err
@@ -400,6 +411,7 @@ func benchAlone(ctx context.Context, name string, g *genFlags, perBatch int64, s
 	cmd := exec.CommandContext(ctx, self, "bench", "-query", name, "-source", "generator", "-batch", strconv.FormatInt(perBatch, 10),
 		"-events", strconv.FormatInt(g.events, 10), "-rate", strconv.Itoa(g.rate), "-generators", strconv.Itoa(g.generators),
 		"-seed", strconv.FormatUint(g.seed, 10))
+	cmd.Args = append(cmd.Args, more...)
 	cmd.Env = append(os.Environ(), benchChildEnv+"=1")
 	cmd.Stderr = stderr
 	out, err := cmd.Output()

@@ -241,8 +241,27 @@ func TestBenchCommand(t *testing.T) {
 }
 
 // TestBenchMemProfile: -memprofile writes a heap profile (gzipped, as
-// go tool pprof reads it) that names the heap's sample types.
+// go tool pprof reads it) that names the heap's sample types; with a
+// process a query, each writes its own profiles, and the command none.
 func TestBenchMemProfile(t *testing.T) {
+	dir := t.TempDir()
+	heap, cpu := filepath.Join(dir, "heap"), filepath.Join(dir, "cpu")
+	if err := run(context.Background(), []string{"bench", "-query", "all", "-events", "2000", "-batch", "1000", "-memprofile", heap, "-cpuprofile", cpu}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range queries.All {
+		for _, p := range []string{heap, cpu} {
+			if _, err := os.Stat(p + "." + q.Name); err != nil {
+				t.Errorf("%s's profile: %v", q.Name, err)
+			}
+		}
+	}
+	for _, p := range []string{heap, cpu} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("the command that ran a process a query wrote %s", p)
+		}
+	}
+
 	path := filepath.Join(t.TempDir(), "heap.prof")
 	if err := run(context.Background(), []string{"bench", "-query", "q9", "-events", "20000", "-batch", "2000", "-memprofile", path}, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)

@@ -9,19 +9,20 @@ import (
 	"time"
 )
 
-// peakHeapProfile writes to path, when stop is called, the heap profile
-// taken when the live Go heap was at its largest during the run: every
-// interval it reads the heap's size, and when it has grown by a tenth
-// since the last profile taken, takes another (the profile's in-use
-// figures are as of the last collection). Not the whole of a run's
-// resident memory: the state cache's arena, Pebble's block cache and
-// memtables are outside the Go heap.
+// peakHeapProfile writes to path, when stop is called, a heap profile
+// taken near the run's largest live Go heap: every interval it reads the
+// heap live at the last collection, and when that has grown by a tenth
+// since the last profile taken, takes another (whose in-use figures are
+// as of that same collection), so the profile kept is within a tenth of
+// the largest. Not the whole of a run's resident memory: the state
+// cache's arena, Pebble's block cache and memtables are outside the Go
+// heap.
 func peakHeapProfile(path string, interval time.Duration) (stop func() error) {
 	done, finished := make(chan struct{}), make(chan struct{})
 	var best bytes.Buffer
 	go func() {
 		defer close(finished)
-		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		var peak uint64
 		tick := time.NewTicker(interval)
 		defer tick.Stop()
