@@ -28,8 +28,9 @@ func snapshot(t *testing.T, s *runtime.Store) map[string]string {
 
 // TestChangesMirrorTheBatch runs random batches of point writes, range
 // deletions (DeleteKey, DeleteVar, DeletePartition, the expiry pass),
-// timers and entries with a time to live, applies each batch's Changes,
-// in order, to a map (as a compacted topic keeps the last value of each
+// timers set and fired (each deleted, then the range of those read),
+// and entries with a time to live, applies each batch's Changes, in
+// order, to a map (as a compacted topic keeps the last value of each
 // key), and checks after each commit that the map holds exactly the
 // store's mirrored records, and that no key is listed as deleted twice
 // with no write between (a point deletion and then a range over it). A
@@ -44,7 +45,7 @@ func TestChangesMirrorTheBatch(t *testing.T) {
 	expiring := vars[1]
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	copied := map[string]string{}
-	var rangeDeletions int
+	var rangeDeletions, fired int
 	for round := range 60 {
 		b := s.NewBatch()
 		now := t0.Add(time.Duration(round) * time.Second)
@@ -53,7 +54,7 @@ func TestChangesMirrorTheBatch(t *testing.T) {
 			key := []byte(keys[r.IntN(len(keys))])
 			suffix := []byte{byte(r.IntN(3))}
 			var err error
-			switch op := r.IntN(20); {
+			switch op := r.IntN(22); {
 			case op < 8:
 				if v == expiring {
 					v = vars[0]
@@ -76,8 +77,12 @@ func TestChangesMirrorTheBatch(t *testing.T) {
 			case op < 19:
 				err = b.DeletePartition(v.Partition)
 				rangeDeletions++
-			default:
+			case op < 20:
 				_, err = b.ExpireState(v.Scope, now, time.Time{})
+			default:
+				var n int
+				n, err = b.FireTimers(v.Scope, now)
+				fired += n
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -113,8 +118,8 @@ func TestChangesMirrorTheBatch(t *testing.T) {
 			t.Fatalf("round %d: the copy made from Changes differs from the store:\n copy  %q\n store %q", round, sortedKeys(copied), sortedKeys(got))
 		}
 	}
-	if rangeDeletions == 0 {
-		t.Fatal("no range deletion was made")
+	if rangeDeletions == 0 || fired == 0 {
+		t.Fatalf("%d range deletions made, %d timers fired: want some of each", rangeDeletions, fired)
 	}
 
 	restored := open(t, vfs.NewMem(), runtime.StoreOptions{})

@@ -36,6 +36,31 @@ func (b *StateBatch) DeleteFired(s Scope, threshold time.Time) error {
 }
 func (b *StateBatch) DropKeyIndex(s Scope) error { return b.dropKeyIndex(s) }
 
+// FireTimers fires s's timers due below threshold as a batch does:
+// each deleted as its handler deletes it, then the entries by expiry
+// read deleted in one range (TimerCursor.deleteRead). It returns how
+// many fired.
+func (b *StateBatch) FireTimers(s Scope, threshold time.Time) (int, error) {
+	from := b.timerWrites()
+	cursor := b.DueTimers(s, threshold)
+	n := 0
+	for {
+		due, err := cursor.Next()
+		if err != nil {
+			return n, err
+		}
+		if len(due) == 0 {
+			return n, cursor.deleteRead(from)
+		}
+		for _, d := range due {
+			if err := b.DeleteTimer(s, d.Key, d.At); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+}
+
 // FailOpens makes the files sources' opens of files fail with the error
 // fail returns for their path (nil: opened), until the test ends.
 func FailOpens(t interface{ Cleanup(func()) }, fail func(path string) error) {
