@@ -114,7 +114,11 @@ type StoreOptions struct {
 	// memtables take together. The default is DefaultBlockCacheSize, 128
 	// MiB, for blocks, plus room for two memtables. (Pebble's own
 	// default, 8 MiB, is taken up by its memtables, leaving state reads
-	// to go to disk.)
+	// to go to disk.) On Linux with cgo, where the blocks and memtables
+	// are C memory, the pages of the blocks the cache lets go are given
+	// back to the system every few seconds (glibc's malloc_trim), which
+	// would otherwise keep them: the process's resident memory then
+	// follows the cache's size rather than the most its blocks ever took.
 	CacheSize int64
 	// MemTableSize is the size in bytes of each of Pebble's memtables,
 	// where batches' writes go before they are flushed to a table:
@@ -772,6 +776,7 @@ func (s *Store) close() error {
 		if s.state != nil {
 			s.state.close()
 		}
+		releaseCHeap(true) // the cache's blocks, Pebble's memtables (cheap.go)
 		return s.lock.Close()
 	}
 	go func() {
@@ -1124,6 +1129,7 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 		return err
 	}
 	s.deletionsTaken = false
+	releaseCHeap(false) // what the block cache freed (cheap.go)
 	// Pebble has the batch: only its sync (SyncInterval) or the Close
 	// below releases it.
 	b.closed = true
