@@ -214,6 +214,21 @@ type q16Delta struct {
 type q16Seen struct {
 	auctions bool
 	channels *typed.MapState[string, uint8]
+	tallies  []q16Tally
+	index    map[string]int // past q16ListMax channels: their tallies
+}
+
+// q16ListMax is the most channels of a call q16Seen finds by a search of
+// its list.
+const q16ListMax = 8
+
+// q16Tally is what q16Seen's call counts of one channel: whether the id
+// was seen on it, at which ranks, before the call and after its bids,
+// and the delta it writes.
+type q16Tally struct {
+	channel  string
+	was, now uint8
+	delta    q16Delta
 }
 
 func (p *q16Seen) Init(h *typed.Handle) error {
@@ -222,26 +237,47 @@ func (p *q16Seen) Init(h *typed.Handle) error {
 }
 
 func (p *q16Seen) HandleInputRows(ctx context.Context, key SeenKey, rows iter.Seq[model.Bid], _ typed.TimerValues, emit func(q16Delta)) error {
-	type tally struct {
-		channel  string
-		was, now uint8
-		delta    q16Delta
+	// Most ids' bids of a batch are on a few channels, which a list,
+	// searched in order, finds sooner than a map would; a hot auction's
+	// are on hundreds, which go in a map past the first few. Both are
+	// kept from one call to the next (the processor runs one call at a
+	// time).
+	p.tallies = p.tallies[:0]
+	if p.index != nil {
+		clear(p.index)
 	}
-	var tallies []tally
-	index := map[string]int{}
 	for b := range rows {
-		i, ok := index[b.Channel]
-		if !ok {
+		i := 0
+		if len(p.tallies) > q16ListMax {
+			var ok bool
+			if i, ok = p.index[b.Channel]; !ok {
+				i = len(p.tallies)
+			}
+		} else {
+			for i < len(p.tallies) && p.tallies[i].channel != b.Channel {
+				i++
+			}
+		}
+		if i == len(p.tallies) {
 			was, _, err := p.channels.GetValue(ctx, b.Channel)
 			if err != nil {
 				return err
 			}
-			i = len(tallies)
-			index[b.Channel] = i
-			tallies = append(tallies, tally{channel: b.Channel, was: was, now: was,
+			if i == q16ListMax {
+				if p.index == nil {
+					p.index = map[string]int{}
+				}
+				for j := range p.tallies {
+					p.index[p.tallies[j].channel] = j
+				}
+			}
+			if i >= q16ListMax {
+				p.index[b.Channel] = i
+			}
+			p.tallies = append(p.tallies, q16Tally{channel: b.Channel, was: was, now: was,
 				delta: q16Delta{key: StatsKey{Channel: b.Channel, Day: key.Day}, minute: -1}})
 		}
-		t, r := &tallies[i], rank(b.Price)
+		t, r := &p.tallies[i], rank(b.Price)
 		t.now |= 1<<r | 1
 		if !p.auctions {
 			ms := b.DateTime.UnixMilli()
@@ -249,8 +285,8 @@ func (p *q16Seen) HandleInputRows(ctx context.Context, key SeenKey, rows iter.Se
 			t.delta.minute = max(t.delta.minute, int32((floorTo(ms, 60_000)-floorTo(ms, msPerDay))/60_000))
 		}
 	}
-	for i := range tallies {
-		t := &tallies[i]
+	for i := range p.tallies {
+		t := &p.tallies[i]
 		if t.now != t.was {
 			if err := p.channels.UpdateValue(ctx, t.channel, t.now); err != nil {
 				return err
