@@ -32,13 +32,11 @@ import "sync"
 // on request (glibc's malloc_trim).
 var haveTrim = sync.OnceValue(func() bool { return C.streamgen_find_trim() != 0 })
 
-// trimCHeap gives the free pages of the C heap back to the system, and
-// reports whether it could. Pebble's block cache and memtables are in
-// that heap (with cgo); see releaseCHeap.
-func trimCHeap() bool {
-	if !haveTrim() {
-		return false
+// trimCHeap gives the free pages of the C heap back to the system, if
+// the C library can. Pebble's block cache and memtables are in that heap
+// (with cgo); see releaseCHeap.
+func trimCHeap() {
+	if haveTrim() {
+		C.streamgen_run_trim()
 	}
-	C.streamgen_run_trim()
-	return true
 }

@@ -2,7 +2,7 @@
 
 package runtime
 
-// trimCHeap reports that the C heap's free pages cannot be returned
-// here: Pebble's caches are in the Go heap (without cgo), or the C
-// library returns them itself.
-func trimCHeap() bool { return false }
+// trimCHeap does nothing here: without cgo, Pebble's caches are in the
+// Go heap, whose collector returns their pages; on other systems, the C
+// library's allocator returns free pages itself.
+func trimCHeap() {}

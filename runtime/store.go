@@ -1147,11 +1147,6 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 	return nil
 }
 
-// apply commits b's Pebble batch: synced, or, with SyncInterval, with a
-// sync requested and not waited for. NoSync is not enough: Pebble's log
-// writer leaves such a batch in its buffer, in the process's memory, until
-// a block of the log fills or a later sync, so a process crash could lose
-// batches committed long before; a requested sync wakes it at once.
 // write runs f, a write to Pebble, and returns the store's failure: f's
 // error, or a failure Pebble recorded meanwhile (Logger.Fatalf), or a
 // panic of Pebble's commit pipeline (a log writer that failed before),
@@ -1170,6 +1165,11 @@ func (s *Store) write(what string, f func() error) (err error) {
 	return s.Err()
 }
 
+// apply commits b's Pebble batch: synced, or, with SyncInterval, with a
+// sync requested and not waited for. NoSync is not enough: Pebble's log
+// writer leaves such a batch in its buffer, in the process's memory, until
+// a block of the log fills or a later sync, so a process crash could lose
+// batches committed long before; a requested sync wakes it at once.
 func (s *Store) apply(b *StateBatch, id int64) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
