@@ -802,6 +802,11 @@ func (c *stateCache) applyChunk(writes []pendingSet) {
 		}
 	}
 	c.warmSum += c.warmEntries(hints[:len(writes)])
+	if len(c.entries)-len(c.free)+len(writes) > c.entryLimit {
+		// A full cache: each write of a key new to it evicts the least
+		// recently used entry.
+		c.warmSum += c.warmEvictions(len(writes))
+	}
 	for j := range writes {
 		w := &writes[j]
 		c.setHashed(w.key, w.value, w.absent, w.hint, w.hash, w.hashed)
@@ -993,6 +998,37 @@ func (c *stateCache) warm(keys [][]byte) {
 		}
 	}
 	c.warmSum += c.warmEntries(entries[:n])
+}
+
+// warmEvictions reads what the next n evictions (up to cacheWarmMax) will
+// read, a stage at a time (see warm): the entries from the tail of the
+// use order, one after the other (each is found from the one before),
+// then, for all of them at once, the index slot and the filter block of
+// each one's hash, which evict's removal and noteEvicted read and write.
+// It changes nothing, and returns a sum of what it read, for warmSum. The
+// caller holds mu.
+func (c *stateCache) warmEvictions(n int) (sum uint64) {
+	var hashes [cacheWarmMax]uint64
+	k := 0
+	for i := c.tail; k < min(n, cacheWarmMax) && i >= 0 && int(i) < len(c.entries); k++ {
+		e := &c.entries[i]
+		hashes[k], i = e.hash, e.prev
+	}
+	x := &c.index
+	var f *evictedFilter
+	if c.complete && c.filter != nil {
+		f = c.filter.gens[len(c.filter.gens)-1]
+	}
+	for _, h := range hashes[:k] {
+		if len(x.slots) > 0 {
+			sum += x.slots[h>>x.shift]
+		}
+		if f != nil {
+			b, _ := f.block(h)
+			sum += b[0]
+		}
+	}
+	return sum
 }
 
 // warmEntries reads entries (-1: none), then their keys and their
