@@ -199,6 +199,12 @@ func (c *stateCache) get(key []byte, buf []byte) (value []byte, ok, cached bool,
 	h := hashKey(c, key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.complete {
+		// A key the cache does not hold is then tested in the filter:
+		// its block is read now, alongside the index slot, so that the
+		// two cache misses of a new key overlap.
+		c.warmSum += c.filter.touch(h)
+	}
 	i := c.find(h, key)
 	if i < 0 {
 		if c.complete && !c.filter.has(h) {

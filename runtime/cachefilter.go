@@ -92,6 +92,19 @@ func (fs *evictedFilters) has(h uint64) bool {
 	return false
 }
 
+// touch reads the block of h in each filter, as has will (for a caller
+// that reads other memory meanwhile), and returns a sum of what it read.
+func (fs *evictedFilters) touch(h uint64) (sum uint64) {
+	if fs == nil {
+		return 0
+	}
+	for _, f := range fs.gens {
+		b, _ := f.block(h)
+		sum += b[0]
+	}
+	return sum
+}
+
 // add records h. A last filter holding the keys it is sized for is
 // followed by one twice its size if the total stays within limit bytes
 // (grew). ok is false once the last filter is past its use.
