@@ -508,12 +508,15 @@ func (g *Groups) sort() {
 }
 
 // rowsOf returns the row numbers of group i, after sort.
-func (g *Groups) rowsOf(i int) []int32 {
+func (g *Groups) rowsOf(i int) []int32 { return g.rowsBetween(i, i+1) }
+
+// rowsBetween returns the row numbers of groups i to j-1, after sort.
+func (g *Groups) rowsBetween(i, j int) []int32 {
 	start := int32(0)
 	if i > 0 {
 		start = g.ends[i-1]
 	}
-	return g.order[start:g.ends[i]]
+	return g.order[start:g.ends[j-1]]
 }
 
 // Reset empties the groups for the next batch, keeping their memory when

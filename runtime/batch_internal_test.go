@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -32,5 +34,42 @@ func TestClampedNanos(t *testing.T) {
 	}
 	if s.min != 10e9 || s.max != 40e9 || s.mean() != 80_000_000_000/3 {
 		t.Errorf("stats of 10, 40, 30 s: min %d max %d mean %d", s.min, s.max, s.mean())
+	}
+}
+
+// TestGroupsRowsBetween: the rows of a run of groups, which the loop hands
+// an operator to read ahead (RowsWarmer), are those of each group in turn,
+// as a plain loop over the rows in arrival order finds them.
+func TestGroupsRowsBetween(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	var g Groups
+	const groups, rows = 40, 300
+	for i := range groups {
+		g.NewGroup([]byte{byte(i)})
+	}
+	of := make([]int32, rows)
+	for j := range of {
+		// Most rows to a few busy groups, as a batch's are.
+		of[j] = int32(r.IntN(groups))
+		if r.IntN(4) > 0 {
+			of[j] = int32(r.IntN(3))
+		}
+		g.AddRow(of[j])
+	}
+	g.sort()
+	for range 200 {
+		i := r.IntN(groups)
+		k := i + 1 + r.IntN(groups-i)
+		var want []int32
+		for grp := i; grp < k; grp++ {
+			for j, o := range of {
+				if int(o) == grp {
+					want = append(want, int32(j))
+				}
+			}
+		}
+		if got := g.rowsBetween(i, k); !slices.Equal(got, want) {
+			t.Fatalf("rowsBetween(%d, %d) = %v, want %v", i, k, got, want)
+		}
 	}
 }

@@ -357,6 +357,8 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 	warm := len(info.States) > 0 && info.States[0].Encoding != EncodingJoinBuffer && info.States[0].Encoding != EncodingByEventTime
 	warmed := 0
 	var warmKeys [cacheWarmMax][]byte
+	rw, _ := op.(RowsWarmer)
+	rowsWarmed := 0
 	for g := range groups.Len() {
 		if g%1024 == 1023 {
 			if err := ctx.Err(); err != nil {
@@ -369,6 +371,11 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 				warmKeys[j-g] = groups.Key(int32(j))
 			}
 			b.state.warm(Var{Scope: b.ops[i].scope}, warmKeys[:warmed-g])
+		}
+		if rw != nil && g == rowsWarmed {
+			rowsWarmed = min(g+cacheWarmMax, groups.Len())
+			rows := groups.rowsBetween(g, rowsWarmed)
+			rw.WarmRows(rows[:min(len(rows), rowsWarmMax)])
 		}
 		k.reset(b, i, groups.Key(int32(g)), int32(g))
 		if err := op.HandleRows(ctx, k, int32(g), groups.rowsOf(g)); err != nil {

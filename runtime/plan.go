@@ -268,6 +268,19 @@ type Operator interface {
 	EndBatch()
 }
 
+// RowsWarmer is implemented by an operator whose calls read the rows
+// they are given: ahead of the calls, the loop hands it the row numbers of
+// the next few keys (up to rowsWarmMax rows), for it to read them, so that
+// their cache misses overlap instead of each call waiting for its rows in
+// turn (a key's rows are scattered over the batch's, among every other
+// key's).
+type RowsWarmer interface {
+	WarmRows(rows []int32)
+}
+
+// rowsWarmMax is the most row numbers the loop hands WarmRows at once.
+const rowsWarmMax = 64
+
 // RowsDoner is implemented by an operator with work to do once a batch's
 // rows are handled: the loop calls RowsDone in every batch, after the
 // last HandleRows (if any: a batch may give it no rows), before the

@@ -53,6 +53,8 @@ type gatherer[K comparable, In any] struct {
 	spill     *runtime.Spill
 	merge     *runtime.SpillMerge
 	identity  []int32
+	// touched sums the bytes WarmRows read, so that the reads stay.
+	touched byte
 }
 
 func newGatherer[K comparable, In any](c *compiler, ks KeyedStream[K, In], what string) gatherer[K, In] {
@@ -176,6 +178,20 @@ func (o *gatherer[K, In]) foldGroup(k K) (g int32, added bool) {
 		o.groups.AddRow(g)
 	}
 	return g, added
+}
+
+// WarmRows reads the first and last bytes of rows (see
+// runtime.RowsWarmer), when they are in memory.
+func (o *gatherer[K, In]) WarmRows(rows []int32) {
+	if o.spill != nil || o.rowSize == 0 || len(o.rows) == 0 {
+		return
+	}
+	for _, j := range rows {
+		if int(j) < len(o.rows) {
+			p := unsafe.Pointer(&o.rows[j])
+			o.touched += *(*byte)(p) + *(*byte)(unsafe.Add(p, o.rowSize-1))
+		}
+	}
 }
 
 // rowsOf returns the numbers, in o.rows, of group's rows: those the
