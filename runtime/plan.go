@@ -273,7 +273,9 @@ type Operator interface {
 // the next few keys (up to rowsWarmMax rows), for it to read them, so that
 // their cache misses overlap instead of each call waiting for its rows in
 // turn (a key's rows are scattered over the batch's, among every other
-// key's).
+// key's). The loop calls WarmRows from its own goroutine, between calls
+// of HandleRows; an operator's concurrent calls may be running meanwhile,
+// so WarmRows must not change what they read.
 type RowsWarmer interface {
 	WarmRows(rows []int32)
 }
