@@ -141,6 +141,16 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	fn := funcPointer(ws.eventTime)
 	assigned.attach = func(c *compiler, emit func(*windowedRow[T])) {
 		var wr windowedRow[T]
+		if size, offset, ok := ws.windows.oneEach(); ok {
+			// One window a row: its start, without a call per window.
+			ws.s.attach(c, func(t *T) {
+				ns := eventTimeOf(c, t, fn, ws.eventTime).UnixNano()
+				start := ns - mod(ns-offset, size)
+				wr.row, wr.id, wr.end = t, start, start+size
+				emit(&wr)
+			})
+			return
+		}
 		ws.s.attach(c, func(t *T) {
 			wr.row = t
 			ws.windows.assign(eventTimeOf(c, t, fn, ws.eventTime).UnixNano(), func(start, end int64) {

@@ -205,6 +205,17 @@ func (w Windows) assign(ns int64, fn func(start, end int64)) {
 	}
 }
 
+// oneEach returns the size and offset of windows that hold each row in
+// one of them (tumbling, or sliding by their size; ok is false for the
+// others): a row's window is then the one whose id (see id) is its
+// start, ns - mod(ns-offset, size), as assign gives it.
+func (w Windows) oneEach() (size, offset int64, ok bool) {
+	if (w.kind != tumbling && w.kind != sliding) || w.slide != w.size || w.size <= 0 {
+		return 0, 0, false
+	}
+	return int64(w.size), int64(w.offset), true
+}
+
 // lateFor returns the number of t's windows (tumbling, sliding or
 // cumulative) when all of them end at or before the watermark wm, and 0
 // when one ends after it: a row wholly late, and for how many windows.
