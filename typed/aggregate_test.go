@@ -101,9 +101,15 @@ func latestWindows(t *testing.T, in []fixtures.Click, perBatch int, build func(t
 // covers it (computed from the definition: starts at multiples of slide
 // that cover t), a count per window and user.
 func loopWindows(in []fixtures.Click, size, slide time.Duration) map[string]float64 {
+	return loopWindowsFrom(in, size, slide, 0)
+}
+
+// loopWindowsFrom is loopWindows for windows starting at offset (plus
+// multiples of slide).
+func loopWindowsFrom(in []fixtures.Click, size, slide, offset time.Duration) map[string]float64 {
 	out := map[string]float64{}
 	for _, c := range in {
-		for start := c.Time.Truncate(slide); start.After(c.Time.Add(-size)); start = start.Add(-slide) {
+		for start := c.Time.Add(-offset).Truncate(slide).Add(offset); start.After(c.Time.Add(-size)); start = start.Add(-slide) {
 			w := typed.Window{Start: start.UTC(), End: start.Add(size).UTC()}
 			out[windowCount{Window: w, User: c.User}.id()]++
 		}
@@ -144,11 +150,13 @@ func TestWindowedCounts(t *testing.T) {
 	for _, win := range []struct {
 		name        string
 		size, slide time.Duration
-		// step, when set, makes the windows Cumulate(step, size), starting
-		// at offset.
+		// step, when set, makes the windows Cumulate(step, size); all
+		// start at offset.
 		step, offset time.Duration
 	}{
 		{"tumbling", time.Minute, time.Minute, 0, 0},
+		{"tumbling, starting at 15s", time.Minute, time.Minute, 0, 15 * time.Second},
+		{"sliding by its size, starting at -7s", time.Minute, time.Minute, 0, -7 * time.Second},
 		{"sliding", time.Minute, 20 * time.Second, 0, 0},
 		// 15 windows per row: more than the group front keeps (windowFront).
 		{"sliding/15 windows a row", 5 * time.Minute, 20 * time.Second, 0, 0},
@@ -157,12 +165,17 @@ func TestWindowedCounts(t *testing.T) {
 		{"cumulate/12 windows, starting at 15s", 4 * time.Minute, 0, 20 * time.Second, 15 * time.Second},
 	} {
 		var want map[string]float64
-		windows := typed.Sliding(win.size, win.slide)
-		if win.step != 0 {
+		var windows typed.Windows
+		switch {
+		case win.step != 0:
 			want = loopCumulative(in, win.step, win.size, win.offset)
 			windows = typed.Cumulate(win.step, win.size).StartingAt(win.offset)
-		} else {
-			want = loopWindows(in, win.size, win.slide)
+		case strings.HasPrefix(win.name, "tumbling"):
+			want = loopWindowsFrom(in, win.size, win.slide, win.offset)
+			windows = typed.Tumbling(win.size).StartingAt(win.offset)
+		default:
+			want = loopWindowsFrom(in, win.size, win.slide, win.offset)
+			windows = typed.Sliding(win.size, win.slide).StartingAt(win.offset)
 		}
 		build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
 			ws := typed.GroupByWindow(s, func(c *fixtures.Click) time.Time { return c.Time }, windows, func(c *fixtures.Click) string { return c.User })
