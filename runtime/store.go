@@ -436,9 +436,9 @@ func (s *Store) pebbleOptions(cache *pebble.Cache, mustExist, readOnly bool) *pe
 	// window's count or an auction's best bid is rewritten batch after
 	// batch, q4 ran at 450–459k events per CPU-second at 30M events
 	// against 378–380k, and q8 at 2.93M against 1.77M at 100M, with 217
-	// MiB more resident (bench/README.md); in a block cache of 128 MiB in
-	// all, q4 at 30M was slower (360k), its reads' blocks pushed out by
-	// the memtables' reservations.
+	// MiB more resident (2026-12-05: bench/README.md and its history); in
+	// a block cache of 128 MiB in all, q4 at 30M was slower (360k), its
+	// reads' blocks pushed out by the memtables' reservations.
 	popts.MemTableSize = uint64(s.memTableSize())
 	// A batch of over half a memtable's writes becomes a memtable of its
 	// own and is flushed to an L0 table: a query with large batches adds
@@ -479,8 +479,9 @@ func (s *Store) pebbleOptions(cache *pebble.Cache, mustExist, readOnly bool) *pe
 		// keys, those compactions rewrote the last level's tables again
 		// and again: without them, 331–345k against 441–443k events per
 		// CPU-second in q4, 228–231k against 275–279k in q9
-		// (bench/README.md). Compactions by size, which weigh a table's
-		// deletions by what they free, still carry the deletions down.
+		// (2026-12-05: bench/README.md and its history). Compactions by
+		// size, which weigh a table's deletions by what they free, still
+		// carry the deletions down.
 		popts.Experimental.TombstoneDenseCompactionThreshold = -1
 	}
 	// Disk-health checks: an operation that takes over 5 seconds is
