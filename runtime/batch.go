@@ -211,15 +211,14 @@ func (b *Batch) inputRead(input int) {
 // watermark mark, whose event time, less the watermark's delay, is t: the
 // partition's mark, for later batches, is the largest such t.
 func (b *Batch) AdvanceWatermark(mark, input int, partition string, t time.Time) {
-	b.advance(mark, input, partition, clampedNanos(t))
+	b.advance(mark, input, partition, ClampedNanos(t))
 }
 
-// ObserveRow records a row of input's partition with event time et, under
-// the plan's watermark mark and its delay: ObserveEventTime(et) and
-// AdvanceWatermark(mark, input, partition, et - delay) in one call, for
-// the per-row path.
-func (b *Batch) ObserveRow(mark, input int, partition string, et time.Time, delay time.Duration) {
-	ns := clampedNanos(et)
+// ObserveRow records a row of input's partition with event time ns
+// (Unix nanoseconds, as ClampedNanos gives them), under the plan's
+// watermark mark and its delay: ObserveEventTime and AdvanceWatermark
+// (of the time ns less delay) in one call, for the per-row path.
+func (b *Batch) ObserveRow(mark, input int, partition string, ns int64, delay time.Duration) {
 	b.eventTimes.addNanos(ns)
 	if ns >= math.MinInt64+int64(delay) {
 		ns -= int64(delay)
@@ -227,10 +226,10 @@ func (b *Batch) ObserveRow(mark, input int, partition string, et time.Time, dela
 	b.advance(mark, input, partition, ns)
 }
 
-// clampedNanos is t in Unix nanoseconds, the least or greatest int64 for
+// ClampedNanos is t in Unix nanoseconds, the least or greatest int64 for
 // a time outside their range (years before 1678 or after 2262), which
-// UnixNano leaves undefined.
-func clampedNanos(t time.Time) int64 {
+// UnixNano leaves undefined. It is safe for concurrent use.
+func ClampedNanos(t time.Time) int64 {
 	const minSec, maxSec = math.MinInt64/int64(time.Second) + 1, math.MaxInt64/int64(time.Second) - 1
 	switch s := t.Unix(); {
 	case s < minSec:
@@ -298,7 +297,7 @@ type eventTimeStats struct {
 	sum      float64 // of each time less base
 }
 
-func (s *eventTimeStats) add(t time.Time) { s.addNanos(clampedNanos(t)) }
+func (s *eventTimeStats) add(t time.Time) { s.addNanos(ClampedNanos(t)) }
 
 func (s *eventTimeStats) addNanos(ns int64) {
 	if s.n == 0 {

@@ -24,8 +24,8 @@ func TestClampedNanos(t *testing.T) {
 		{time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC), math.MaxInt64},
 		{time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), math.MinInt64},
 	} {
-		if got := clampedNanos(c.t); got != c.want {
-			t.Errorf("clampedNanos(%v) = %d, want %d", c.t, got, c.want)
+		if got := ClampedNanos(c.t); got != c.want {
+			t.Errorf("ClampedNanos(%v) = %d, want %d", c.t, got, c.want)
 		}
 	}
 	var s eventTimeStats

@@ -3,7 +3,9 @@ package typed
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"time"
+	"unsafe"
 
 	"github.com/streamgen/streamgen/codec"
 	"github.com/streamgen/streamgen/runtime"
@@ -139,21 +141,48 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	var assigned Stream[windowedRow[T]]
 	assigned.p = p
 	fn := funcPointer(ws.eventTime)
+	// Late rows are dropped here, before the aggregation's call (which
+	// gets none of the checks; see aggregate's end), for windows of one a
+	// row: attached within the aggregation's addOperator, whose slot is
+	// the last being attached.
 	assigned.attach = func(c *compiler, emit func(*windowedRow[T])) {
 		var wr windowedRow[T]
+		slot := c.attaching[len(c.attaching)-1]
+		dropsLate := p.watermarked
 		if size, offset, ok := ws.windows.oneEach(); ok {
-			// One window a row: its start, without a call per window.
+			// One window a row: its start, without a call per window, and
+			// without a division while the rows stay in the window of the
+			// row before ([start, end) is empty until the first).
+			start, end := int64(1), int64(0)
 			ws.s.attach(c, func(t *T) {
-				ns := eventTimeOf(c, t, fn, ws.eventTime).UnixNano()
-				start := ns - mod(ns-offset, size)
-				wr.row, wr.id, wr.end = t, start, start+size
+				// A row pushed by the WithWatermark whose time it is was
+				// judged there, for this operator, by its window (lateFor):
+				// late there if and only if late here.
+				var ns int64
+				judged := c.eventRow == unsafe.Pointer(t) && c.eventFn == fn
+				if judged {
+					ns = c.eventNanos
+				} else {
+					ns = runtime.ClampedNanos(ws.eventTime(t))
+				}
+				if ns < start || ns >= end {
+					start = ns - mod(ns-offset, size)
+					end = start + size
+				}
+				if dropsLate && !judged && windowLate(c, slot.index, end) {
+					return
+				}
+				wr.row, wr.id, wr.end = t, start, end
 				emit(&wr)
 			})
 			return
 		}
 		ws.s.attach(c, func(t *T) {
 			wr.row = t
-			ws.windows.assign(eventTimeOf(c, t, fn, ws.eventTime).UnixNano(), func(start, end int64) {
+			ws.windows.assign(eventNanosOf(c, t, fn, ws.eventTime), func(start, end int64) {
+				if dropsLate && windowLate(c, slot.index, end) {
+					return
+				}
 				wr.id, wr.end = ws.windows.id(start, end), end
 				emit(&wr)
 			})
@@ -171,7 +200,7 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	// The group front keeps the windows of the rows just before: of no
 	// use when a row falls in more windows than it keeps, whose every
 	// row would take the slot of a window the next row needs.
-	front := func() groupFront[windowKey[K], windowedRow[T]] { return &windowFront[K, T]{key: ws.key} }
+	front := func() groupFront[windowKey[K], windowedRow[T]] { return newWindowFront(ws.key) }
 	if ws.windows.perRow() > windowFrontSlots {
 		front = nil
 	}
@@ -181,7 +210,7 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	}
 	return aggregate[windowKey[K], windowedRow[T], T, Acc, Out, Row, PA](keyed, agg,
 		func(r *windowedRow[T]) *T { return r.row },
-		func(r *windowedRow[T]) int64 { return r.end },
+		nil, // late rows are dropped as their windows are assigned
 		ws.windows.lateFor,
 		func(g windowKey[K]) (Window, bool) { return window(g.start), true },
 		func(g windowKey[K], out Out) Row { return row(window(g.start), g.key, out) },
@@ -225,7 +254,7 @@ func aggregateSliding[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 					return
 				}
 				wr.row = t
-				ws.windows.assign(eventTimeOf(c, t, fn, ws.eventTime).UnixNano(), func(start, end int64) {
+				ws.windows.assign(eventNanosOf(c, t, fn, ws.eventTime), func(start, end int64) {
 					wr.id, wr.end = ws.windows.id(start, end), end
 					windowAdd(&wr)
 				})
@@ -247,6 +276,19 @@ func AggregateByKey[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]]
 		func(r *T) *T { return r }, nil, nil,
 		func(K) (Window, bool) { return Window{}, false },
 		row, "aggregate", nil)
+}
+
+// windowLate reports whether a row's window, which ends at end (Unix
+// nanoseconds), is late for the operator op, and counts the row as
+// dropped there when it is: it ends at or before the watermark rows are
+// late by, unless the output mode is Complete.
+func windowLate(c *compiler, op int, end int64) bool {
+	b := c.batch
+	if late := b.LateWatermarkOf(op); c.outputMode != Complete && !late.IsZero() && end <= late.UnixNano() {
+		b.DropLate(op)
+		return true
+	}
+	return false
 }
 
 // aggregate is the operator of AggregateByKey and of AggregateWindows
@@ -305,9 +347,7 @@ func newAggregate[G comparable, R, In, Acc, Out, Row any, PA codec.RecordPtr[Acc
 	add := op.fold
 	if end != nil && ks.s.p.watermarked {
 		add = func(r *R) {
-			b := c.batch
-			if late := b.LateWatermarkOf(op.index); c.outputMode != Complete && !late.IsZero() && end(r) <= late.UnixNano() {
-				b.DropLate(op.index)
+			if windowLate(c, op.index, end(r)) {
 				return
 			}
 			op.fold(r)
@@ -498,15 +538,34 @@ type windowFront[K comparable, T any] struct {
 	next   int // the slot that add takes next when all are in use
 	ids    [windowFrontSlots]int64
 	groups [windowFrontSlots]map[K]int32
+	// strings, when K is a string (of any name), keeps the keys in
+	// place of groups: a table that hashes short keys faster than a
+	// map.
+	strings *[windowFrontSlots]*stringGroups
 }
 
 // windowFrontSlots is how many windows a windowFront keeps.
 const windowFrontSlots = 8
 
+func newWindowFront[K comparable, T any](key func(*T) K) *windowFront[K, T] {
+	f := &windowFront[K, T]{key: key}
+	if reflect.TypeFor[K]().Kind() == reflect.String {
+		f.strings = new([windowFrontSlots]*stringGroups)
+	}
+	return f
+}
+
+// asString is k, a string of some name.
+func asString[K any](k *K) string { return *(*string)(unsafe.Pointer(k)) }
+
 func (f *windowFront[K, T]) find(r *windowedRow[T]) (int32, bool) {
 	for i := range f.n {
 		if f.ids[i] == r.id {
-			g, ok := f.groups[i][f.key(r.row)]
+			k := f.key(r.row)
+			if f.strings != nil {
+				return f.strings[i].find(asString(&k))
+			}
+			g, ok := f.groups[i][k]
 			return g, ok
 		}
 	}
@@ -524,17 +583,34 @@ func (f *windowFront[K, T]) add(r *windowedRow[T], g int32) {
 			i, f.next = f.next, (f.next+1)%windowFrontSlots
 		}
 		f.ids[i] = r.id
-		if f.groups[i] == nil {
-			f.groups[i] = map[K]int32{}
-		}
-		clear(f.groups[i])
+		f.clearSlot(i)
 	}
-	f.groups[i][f.key(r.row)] = g
+	k := f.key(r.row)
+	if f.strings != nil {
+		f.strings[i].set(asString(&k), g)
+		return
+	}
+	f.groups[i][k] = g
+}
+
+// clearSlot empties slot i, making its table when it has none.
+func (f *windowFront[K, T]) clearSlot(i int) {
+	if f.strings != nil {
+		if f.strings[i] == nil {
+			f.strings[i] = newStringGroups()
+		}
+		f.strings[i].clear()
+		return
+	}
+	if f.groups[i] == nil {
+		f.groups[i] = map[K]int32{}
+	}
+	clear(f.groups[i])
 }
 
 func (f *windowFront[K, T]) reset() {
 	for i := range f.n {
-		clear(f.groups[i])
+		f.clearSlot(i)
 	}
 	f.n, f.next = 0, 0
 }

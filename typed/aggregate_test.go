@@ -621,7 +621,7 @@ func TestWindowsRefused(t *testing.T) {
 
 // TestWindowsReadTheirRowsEventTime: a windowed aggregation given the
 // WithWatermark's own function reuses the time it read for the row as
-// pushed (eventTimeOf), but reads its rows' time itself once they are
+// pushed (eventNanosOf), but reads its rows' time itself once they are
 // other rows (a Map between, which moves each click an hour later), or
 // with a function of its own: in each, the windows are the loop's over
 // the times the aggregation's function gives, tumbling and sliding.

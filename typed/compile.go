@@ -33,10 +33,12 @@ type compiler struct {
 	// eventTime is the event time of the row being pushed, set by
 	// WithWatermark (zero before it); eventRow is that row, and eventFn
 	// the function (funcPointer) the WithWatermark read it with, while
-	// the row is pushed from there (see eventTimeOf).
-	eventTime time.Time
-	eventRow  unsafe.Pointer
-	eventFn   unsafe.Pointer
+	// the row is pushed from there (see eventNanosOf).
+	// eventNanos is eventTime in Unix nanoseconds (runtime.ClampedNanos).
+	eventTime  time.Time
+	eventNanos int64
+	eventRow   unsafe.Pointer
+	eventFn    unsafe.Pointer
 	// lateRow, set while a WithWatermark with a LateRows sink pushes a
 	// row, returns a function that sends that row to the sink, once
 	// however often it is called: for an operator that drops, as late, a
@@ -371,16 +373,18 @@ type userPanic struct{ error }
 // Two values with one pointer are one function of the same variables.
 func funcPointer[F any](f F) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&f)) }
 
-// eventTimeOf returns eventTime(t), whose funcPointer is fn: the time the
+// eventNanosOf returns eventTime(t), whose funcPointer is fn, in Unix
+// nanoseconds clamped as runtime.ClampedNanos clamps them: the time the
 // WithWatermark pushing t read, when it read it from t itself with that
 // very function (a windowed aggregation given the WithWatermark's
 // function, the rows reaching it as they were read or filtered: one call
-// of the user's function a row instead of two), else a call.
-func eventTimeOf[T any](c *compiler, t *T, fn unsafe.Pointer, eventTime func(*T) time.Time) time.Time {
+// of the user's function a row instead of two, and no conversion), else
+// a call.
+func eventNanosOf[T any](c *compiler, t *T, fn unsafe.Pointer, eventTime func(*T) time.Time) int64 {
 	if c.eventRow == unsafe.Pointer(t) && c.eventFn == fn {
-		return c.eventTime
+		return c.eventNanos
 	}
-	return eventTime(t)
+	return runtime.ClampedNanos(eventTime(t))
 }
 
 // Unwrap returns the error described, so that a user function's

@@ -105,6 +105,13 @@ func FromMemory[T any](m *MemoryStream[T]) Stream[T] {
 				// The rows are handed over in place: stages read them and
 				// copy what they keep, and rows added later never move
 				// these.
+				if len(f.emits) == 1 { // f.emit, a call fewer a row
+					emit := f.emits[0]
+					for i := range rows {
+						emit(&rows[i])
+					}
+					return nil
+				}
 				for i := range rows {
 					emit(&rows[i])
 				}

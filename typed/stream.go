@@ -318,21 +318,27 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 		}
 		ops, reached := len(c.ops), len(c.reached)
 		fn := funcPointer(eventTime)
+		keepsLate := cfg.late != nil
 		s.attach(c, func(t *T) {
 			c.stage = name
 			et := eventTime(t)
 			c.stage = ""
-			c.eventTime, c.eventRow, c.eventFn = et, unsafe.Pointer(t), fn
-			c.batch.ObserveRow(mark, c.input, c.partition, et, delay)
+			ns := runtime.ClampedNanos(et)
+			c.eventTime, c.eventNanos, c.eventRow, c.eventFn = et, ns, unsafe.Pointer(t), fn
+			c.batch.ObserveRow(mark, c.input, c.partition, ns, delay)
 			// A row late for the operator of every branch that reads it,
 			// or of some, is a late row (sent to LateRows once).
 			f.dropped = false
-			if cfg.late != nil {
+			if keepsLate {
 				current, kept, c.lateRow = t, nil, keeper
 			}
-			f.emit(t)
+			if len(f.emits) == 1 { // f.emit, a call fewer
+				f.emits[0](t)
+			} else {
+				f.emit(t)
+			}
 			c.lateRow, c.eventRow = nil, nil
-			if f.dropped && cfg.late != nil {
+			if f.dropped && keepsLate {
 				keeper()()
 			}
 		})
