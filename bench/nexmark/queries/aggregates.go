@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/streamgen/streamgen/bench/nexmark/model"
@@ -169,7 +170,13 @@ func q15Row(d string, s *BidStats) Q15Row {
 // auction first, the first step's entries are written in the order the
 // ids are handed out (bids go to recent auctions and people), so its
 // store grows at its end instead of everywhere, as a map of bidders per
-// channel and day would.
+// channel and day would. An id's channels are one value (SeenChannels),
+// not an entry each: a bidder is seen on 25 channels on average, an
+// auction on 10 (the generator's at 10M events), and an id's bids come
+// within a batch or two of each other (to the latest people and
+// auctions), so that the value is written about once where the entries
+// were written 10 to 25 times, and the store holds a tenth of the
+// entries for its compactions to rewrite.
 
 // SeenKey is a bidder or an auction on a day (days since 1970): the key
 // of q16's first step.
@@ -178,6 +185,44 @@ func q15Row(d string, s *BidStats) Q15Row {
 type SeenKey struct {
 	ID  int64 `json:"id"`
 	Day int64 `json:"day"`
+}
+
+// SeenChannels is the state of q16's first step: the channels an id has
+// been seen on in a day, in order, and the ranks it was seen at on each
+// (bit r for rank r, bit 0 for any). Sorted lists rather than a map: a
+// busy id's hundreds of channels are searched by bisection and merged
+// with the batch's new ones, where a map would be built entry by entry
+// when read and sorted when written.
+//
+//streamgen:record
+type SeenChannels struct {
+	Channels []string `json:"channels"`
+	Ranks    []uint8  `json:"ranks"`
+}
+
+// find returns the index of channel in s.Channels, or -1.
+func (s *SeenChannels) find(channel string) int {
+	if i, ok := slices.BinarySearch(s.Channels, channel); ok {
+		return i
+	}
+	return -1
+}
+
+// add merges channels, sorted and new to s, with their ranks, into s.
+func (s *SeenChannels) add(channels []string, ranks []uint8) {
+	n := len(s.Channels) + len(channels)
+	cs, rs := make([]string, 0, n), make([]uint8, 0, n)
+	i, j := 0, 0
+	for i < len(s.Channels) || j < len(channels) {
+		if j == len(channels) || i < len(s.Channels) && s.Channels[i] < channels[j] {
+			cs, rs = append(cs, s.Channels[i]), append(rs, s.Ranks[i])
+			i++
+		} else {
+			cs, rs = append(cs, channels[j]), append(rs, ranks[j])
+			j++
+		}
+	}
+	s.Channels, s.Ranks = cs, rs
 }
 
 // StatsKey is a channel on a day (days since 1970): q16's grouping.
@@ -207,15 +252,20 @@ type q16Delta struct {
 }
 
 // q16Seen is q16's first step, of bidders or of auctions: per id and
-// day, the channels seen, each with the ranks seen (bit r for rank r, bit
-// 0 for any). A batch's bids of one id are summed by channel first, so
-// that a busy bidder or auction reads and writes a channel's entry once
-// a batch, however many bids it has on it, and writes one delta for it.
+// day, the channels seen (SeenChannels). A batch's bids of one id are
+// summed by channel first, so that a busy bidder or auction writes its
+// channels once a batch, however many bids it has, and one delta for
+// each channel.
 type q16Seen struct {
 	auctions bool
-	channels *typed.MapState[string, uint8]
+	channels *typed.ValueState[SeenChannels]
 	tallies  []q16Tally
 	index    map[string]int // past q16ListMax channels: their tallies
+	// added are the tallies of channels new to the id, and newChannels
+	// and newRanks those channels, sorted, and their ranks.
+	added       []int
+	newChannels []string
+	newRanks    []uint8
 }
 
 // q16ListMax is the most channels of a call q16Seen finds by a search of
@@ -227,12 +277,13 @@ const q16ListMax = 8
 // and the delta it writes.
 type q16Tally struct {
 	channel  string
+	at       int // in the id's SeenChannels, or -1
 	was, now uint8
 	delta    q16Delta
 }
 
 func (p *q16Seen) Init(h *typed.Handle) error {
-	p.channels = typed.NewMapState[string, uint8](h, "channels")
+	p.channels = typed.NewValueState[SeenChannels](h, "channels")
 	return nil
 }
 
@@ -245,6 +296,10 @@ func (p *q16Seen) HandleInputRows(ctx context.Context, key SeenKey, rows iter.Se
 	p.tallies = p.tallies[:0]
 	if p.index != nil {
 		clear(p.index)
+	}
+	seen, _, err := p.channels.Get(ctx)
+	if err != nil {
+		return err
 	}
 	for b := range rows {
 		i := 0
@@ -259,9 +314,9 @@ func (p *q16Seen) HandleInputRows(ctx context.Context, key SeenKey, rows iter.Se
 			}
 		}
 		if i == len(p.tallies) {
-			was, _, err := p.channels.GetValue(ctx, b.Channel)
-			if err != nil {
-				return err
+			at, was := seen.find(b.Channel), uint8(0)
+			if at >= 0 {
+				was = seen.Ranks[at]
 			}
 			if i == q16ListMax {
 				if p.index == nil {
@@ -274,7 +329,7 @@ func (p *q16Seen) HandleInputRows(ctx context.Context, key SeenKey, rows iter.Se
 			if i >= q16ListMax {
 				p.index[b.Channel] = i
 			}
-			p.tallies = append(p.tallies, q16Tally{channel: b.Channel, was: was, now: was,
+			p.tallies = append(p.tallies, q16Tally{channel: b.Channel, at: at, was: was, now: was,
 				delta: q16Delta{key: StatsKey{Channel: b.Channel, Day: key.Day}, minute: -1}})
 		}
 		t, r := &p.tallies[i], rank(b.Price)
@@ -285,13 +340,34 @@ func (p *q16Seen) HandleInputRows(ctx context.Context, key SeenKey, rows iter.Se
 			t.delta.minute = max(t.delta.minute, int32((floorTo(ms, 60_000)-floorTo(ms, msPerDay))/60_000))
 		}
 	}
+	changed := false
+	p.added = p.added[:0]
 	for i := range p.tallies {
 		t := &p.tallies[i]
-		if t.now != t.was {
-			if err := p.channels.UpdateValue(ctx, t.channel, t.now); err != nil {
-				return err
-			}
+		switch {
+		case t.now == t.was:
+		case t.at >= 0:
+			seen.Ranks[t.at], changed = t.now, true
+		default:
+			p.added, changed = append(p.added, i), true
 		}
+	}
+	if len(p.added) > 0 {
+		slices.SortFunc(p.added, func(a, b int) int { return strings.Compare(p.tallies[a].channel, p.tallies[b].channel) })
+		p.newChannels, p.newRanks = p.newChannels[:0], p.newRanks[:0]
+		for _, i := range p.added {
+			p.newChannels, p.newRanks = append(p.newChannels, p.tallies[i].channel), append(p.newRanks, p.tallies[i].now)
+		}
+		seen.add(p.newChannels, p.newRanks)
+		clear(p.newChannels) // no strings kept from one call to the next
+	}
+	if changed {
+		if err := p.channels.Update(ctx, seen); err != nil {
+			return err
+		}
+	}
+	for i := range p.tallies {
+		t := &p.tallies[i]
 		added := t.now &^ t.was
 		if p.auctions {
 			if added == 0 {

@@ -377,6 +377,97 @@ var _ codec.Record = (*SeenKey)(nil)
 // AppendBinary appends the binary encoding of t to b. It fails only when
 // a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
 // and that fails.
+func (t *SeenChannels) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinarySeenChannels(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *SeenChannels) MarshalBinary() ([]byte, error) {
+	return appendBinarySeenChannels(make([]byte, 0, 38), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of SeenChannels: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *SeenChannels) UnmarshalBinary(b []byte) error {
+	*t = SeenChannels{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinarySeenChannels(&d, t, d.End())
+	return d.Wrap("SeenChannels")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *SeenChannels) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONSeenChannels(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While SeenChannels's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *SeenChannels) MarshalJSON() ([]byte, error) {
+	if jsonSizeSeenChannels.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONSeenChannels(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeSeenChannels.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeSeenChannels.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONSeenChannels(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeSeenChannels.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONSeenChannels(jsonSizeSeenChannels.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeSeenChannels.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeSeenChannels codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *SeenChannels) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONSeenChannels(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold SeenChannels decode it.
+func (t *SeenChannels) ReadJSON(r *codec.JSONReader) {
+	readJSONSeenChannels(r, t)
+}
+
+// StreamSchema returns the registered schema of SeenChannels.
+func (t *SeenChannels) StreamSchema() *codec.Schema {
+	return schemaSeenChannels
+}
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of SeenChannels's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *SeenChannels) StreamJSONSchema() string {
+	return jsonSchemaSeenChannels
+}
+
+const jsonSchemaSeenChannels = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"SeenChannels","type":"object","properties":{"channels":{"type":["array","null"],"items":{"type":"string"}},"ranks":{"type":["string","null"],"contentEncoding":"base64","pattern":"^([A-Za-z0-9+/]{4})*([A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"}},"additionalProperties":false}`
+
+var _ codec.Record = (*SeenChannels)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *StatsKey) AppendBinary(b []byte) ([]byte, error) {
 	return appendBinaryStatsKey(b, t)
 }
@@ -5716,6 +5807,182 @@ func readJSONSeenKey(r *codec.JSONReader, v *SeenKey) {
 				v.Day = x1
 			}
 			r.InField("SeenKey", "day")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaSeenChannels = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   61493,
+		JSON: "channels",
+		Name: "Channels",
+		Type: &codec.Type{
+			Elem: &codec.Type{
+				Go:   "string",
+				Kind: codec.KindString,
+			},
+			Go:   "[]string",
+			Kind: codec.KindList,
+		},
+	}, {
+		ID:   16964,
+		JSON: "ranks",
+		Name: "Ranks",
+		Type: &codec.Type{
+			Go:   "[]uint8",
+			Kind: codec.KindBytes,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.SeenChannels",
+})
+
+func appendBinarySeenChannels(b []byte, v *SeenChannels) ([]byte, error) {
+	var err error
+	b = append(b, 0xda, 0x86, 0x3c) // Channels: id 61493, list
+	start := len(b)
+	b = codec.BeginLength(b)
+	b = codec.AppendList(b, codec.KindString, len(v.Channels), v.Channels == nil)
+	for i := range v.Channels {
+		b = codec.AppendString(b, v.Channels[i])
+	}
+	b = codec.EndLength(b, start)
+	b = append(b, 0xc6, 0xc8, 0x10) // Ranks: id 16964, bytes
+	b = codec.AppendBytes(b, v.Ranks)
+	return b, err
+}
+
+func readBinarySeenChannels(d *codec.Decoder, v *SeenChannels, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// Channels
+	if codec.HasTag(b, p, 0x3c86da, 0xffffff) {
+		d.Seek(p + 3)
+		end1 := d.Begin()
+		if n := d.List("SeenChannels.Channels", codec.KindString, 1); n >= 0 {
+			s := make([]string, n)
+			for i := range s {
+				s[i] = d.String()
+			}
+			v.Channels = s
+		}
+		d.Finish(end1)
+		p = d.Offset()
+	}
+	// Ranks
+	if codec.HasTag(b, p, 0x10c8c6, 0xffffff) {
+		d.Seek(p + 3)
+		v.Ranks = d.Bytes()
+		p = d.Offset()
+	}
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0xf035a:
+			// Channels
+			end2 := d.Begin()
+			if n1 := d.List("SeenChannels.Channels", codec.KindString, 1); n1 >= 0 {
+				s1 := make([]string, n1)
+				for i1 := range s1 {
+					s1[i1] = d.String()
+				}
+				v.Channels = s1
+			}
+			d.Finish(end2)
+		case 0x42446:
+			// Ranks
+			v.Ranks = d.Bytes()
+		default:
+			switch tag >> 4 {
+			case 61493:
+				d.KindChanged("SeenChannels", "Channels", tag, codec.KindList)
+			case 16964:
+				d.KindChanged("SeenChannels", "Ranks", tag, codec.KindBytes)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONSeenChannels(b []byte, v *SeenChannels) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"channels\":"...)
+	if v.Channels == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i := range v.Channels {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = codec.AppendJSONString(b, v.Channels[i])
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ",\"ranks\":"...)
+	b = codec.AppendJSONBytes(b, v.Ranks)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONSeenChannels(r *codec.JSONReader, v *SeenChannels) {
+	if !r.BeginObject("Go value of type queries.SeenChannels") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "channels":
+			field = 0
+		case "ranks":
+			field = 1
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "CHANNELS":
+				field = 0
+			case "RANKS":
+				field = 1
+			}
+		}
+		switch field {
+		case 0:
+			if r.Null() {
+				v.Channels = nil
+			} else if r.BeginArray("Go value of type []string") {
+				s, i := v.Channels, 0
+				for r.NextElement() {
+					s = codec.GrowAt(s, i)
+					if x, ok := r.String("Go value of type string"); ok {
+						s[i] = x
+					}
+					i++
+				}
+				if s == nil {
+					s = make([]string, 0)
+				}
+				v.Channels = s[:i]
+			}
+			r.InField("SeenChannels", "channels")
+		case 1:
+			if r.Null() {
+				v.Ranks = nil
+			} else {
+				if x1, ok := r.Bytes("Go value of type []uint8"); ok {
+					v.Ranks = x1
+				}
+			}
+			r.InField("SeenChannels", "ranks")
 		default:
 			r.Unknown(key)
 		}
