@@ -31,10 +31,10 @@ type compiler struct {
 	partition string
 	rowBytes  int
 	// eventTime is the event time of the row being pushed, set by
-	// WithWatermark (zero before it); eventRow is that row, and eventFn
-	// the function (funcPointer) the WithWatermark read it with, while
-	// the row is pushed from there (see eventNanosOf).
-	// eventNanos is eventTime in Unix nanoseconds (runtime.ClampedNanos).
+	// WithWatermark (zero before it), and eventNanos the same in Unix
+	// nanoseconds (runtime.ClampedNanos); eventRow is that row, and
+	// eventFn the function (funcPointer) the WithWatermark read it with,
+	// while the row is pushed from there (see eventNanosOf).
 	eventTime  time.Time
 	eventNanos int64
 	eventRow   unsafe.Pointer
