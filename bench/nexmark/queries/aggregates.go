@@ -659,22 +659,39 @@ type BidderAuction struct {
 	Auction int64 `json:"auction"`
 }
 
+// Q18Latest is q18's state: the time of a bidder's latest bid on an
+// auction. Its result is an update of the row of its (bidder, auction),
+// so the row written last need not be kept to be taken back, as
+// Flink's deduplication keeps it to retract it: a bid that is not the
+// latest writes nothing, and the state is the time alone.
+//
+//streamgen:record
+type Q18Latest struct {
+	DateTime time.Time `json:"dateTime"`
+}
+
 var _ = register(&Query{
 	Name:  "q18",
 	Title: "find last bid: each bidder's latest bid on each auction (of bids at the same time, the last)",
 	Keys:  []string{"bidder", "auction"},
 	build: func(events typed.Stream[model.Event], out Output) starter {
 		byKey := typed.GroupByKey(bids(events), func(b *model.Bid) BidderAuction { return BidderAuction{Bidder: b.Bidder, Auction: b.Auction} })
-		last := typed.MapGroupsWithState(byKey, typed.NoTimeout,
-			func(_ BidderAuction, rows iter.Seq[model.Bid], state *typed.GroupState[model.Bid]) (Q18Row, error) {
+		last := typed.FlatMapGroupsWithState(byKey, typed.Update, typed.NoTimeout,
+			func(_ BidderAuction, rows iter.Seq[model.Bid], state *typed.GroupState[Q18Latest], emit func(Q18Row)) error {
 				latest, has := state.Get()
+				var newest model.Bid
+				found := false
 				for b := range rows {
 					if !has || !b.DateTime.Before(latest.DateTime) {
-						latest, has = b, true
+						latest.DateTime, has = b.DateTime, true
+						newest, found = b, true
 					}
 				}
-				state.Update(latest)
-				return q18Row(&latest), nil
+				if found {
+					state.Update(latest)
+					emit(q18Row(&newest))
+				}
+				return nil
 			})
 		return typed.WriteTo(last, sinkOf[Q18Row](out)).OutputMode(typed.Update)
 	},

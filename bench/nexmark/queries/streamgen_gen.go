@@ -1014,6 +1014,97 @@ var _ codec.Record = (*BidderAuction)(nil)
 // AppendBinary appends the binary encoding of t to b. It fails only when
 // a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
 // and that fails.
+func (t *Q18Latest) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryQ18Latest(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *Q18Latest) MarshalBinary() ([]byte, error) {
+	return appendBinaryQ18Latest(make([]byte, 0, 15), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of Q18Latest: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *Q18Latest) UnmarshalBinary(b []byte) error {
+	*t = Q18Latest{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryQ18Latest(&d, t, d.End())
+	return d.Wrap("Q18Latest")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *Q18Latest) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONQ18Latest(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Q18Latest's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *Q18Latest) MarshalJSON() ([]byte, error) {
+	if jsonSizeQ18Latest.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ18Latest(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ18Latest.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ18Latest.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONQ18Latest(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ18Latest.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONQ18Latest(jsonSizeQ18Latest.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeQ18Latest.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeQ18Latest codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *Q18Latest) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONQ18Latest(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Q18Latest decode it.
+func (t *Q18Latest) ReadJSON(r *codec.JSONReader) {
+	readJSONQ18Latest(r, t)
+}
+
+// StreamSchema returns the registered schema of Q18Latest.
+func (t *Q18Latest) StreamSchema() *codec.Schema {
+	return schemaQ18Latest
+}
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q18Latest's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q18Latest) StreamJSONSchema() string {
+	return jsonSchemaQ18Latest
+}
+
+const jsonSchemaQ18Latest = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q18Latest","type":"object","properties":{"dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"}},"additionalProperties":false}`
+
+var _ codec.Record = (*Q18Latest)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Q19Row) AppendBinary(b []byte) ([]byte, error) {
 	return appendBinaryQ19Row(b, t)
 }
@@ -7610,6 +7701,98 @@ func readJSONBidderAuction(r *codec.JSONReader, v *BidderAuction) {
 				v.Auction = x1
 			}
 			r.InField("BidderAuction", "auction")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaQ18Latest = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   14694,
+		JSON: "dateTime",
+		Name: "DateTime",
+		Type: &codec.Type{
+			Go:   "time.Time",
+			Kind: codec.KindTime,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.Q18Latest",
+})
+
+func appendBinaryQ18Latest(b []byte, v *Q18Latest) ([]byte, error) {
+	var err error
+	b = append(b, 0xe7, 0xac, 0x0e) // DateTime: id 14694, time
+	b = codec.AppendTime(b, v.DateTime)
+	return b, err
+}
+
+func readBinaryQ18Latest(d *codec.Decoder, v *Q18Latest, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	// DateTime
+	if codec.HasTag(b, p, 0xeace7, 0xffffff) {
+		d.Seek(p + 3)
+		v.DateTime = d.Time()
+		p = d.Offset()
+	}
+	d.Seek(p)
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0x39667:
+			// DateTime
+			v.DateTime = d.Time()
+		default:
+			switch tag >> 4 {
+			case 14694:
+				d.KindChanged("Q18Latest", "DateTime", tag, codec.KindTime)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONQ18Latest(b []byte, v *Q18Latest) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"dateTime\":"...)
+	if b, err = codec.AppendJSONTime(b, v.DateTime); err != nil {
+		return b, err
+	}
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONQ18Latest(r *codec.JSONReader, v *Q18Latest) {
+	if !r.BeginObject("Go value of type queries.Q18Latest") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "dateTime":
+			field = 0
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "DATETIME":
+				field = 0
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Time("Go value of type time.Time"); ok {
+				v.DateTime = x
+			}
+			r.InField("Q18Latest", "dateTime")
 		default:
 			r.Unknown(key)
 		}
