@@ -158,13 +158,7 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 				// A row pushed by the WithWatermark whose time it is was
 				// judged there, for this operator, by its window (lateFor):
 				// late there if and only if late here.
-				var ns int64
-				judged := c.eventRow == unsafe.Pointer(t) && c.eventFn == fn
-				if judged {
-					ns = c.eventNanos
-				} else {
-					ns = runtime.ClampedNanos(ws.eventTime(t))
-				}
+				ns, judged := eventNanosOf(c, t, fn, ws.eventTime)
 				if ns < start || ns >= end {
 					start = ns - mod(ns-offset, size)
 					end = start + size
@@ -179,7 +173,8 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 		}
 		ws.s.attach(c, func(t *T) {
 			wr.row = t
-			ws.windows.assign(eventNanosOf(c, t, fn, ws.eventTime), func(start, end int64) {
+			ns, _ := eventNanosOf(c, t, fn, ws.eventTime)
+			ws.windows.assign(ns, func(start, end int64) {
 				if dropsLate && windowLate(c, slot.index, end) {
 					return
 				}
@@ -254,7 +249,8 @@ func aggregateSliding[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 					return
 				}
 				wr.row = t
-				ws.windows.assign(eventNanosOf(c, t, fn, ws.eventTime), func(start, end int64) {
+				ns, _ := eventNanosOf(c, t, fn, ws.eventTime)
+				ws.windows.assign(ns, func(start, end int64) {
 					wr.id, wr.end = ws.windows.id(start, end), end
 					windowAdd(&wr)
 				})

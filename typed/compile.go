@@ -379,12 +379,13 @@ func funcPointer[F any](f F) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.P
 // very function (a windowed aggregation given the WithWatermark's
 // function, the rows reaching it as they were read or filtered: one call
 // of the user's function a row instead of two, and no conversion), else
-// a call.
-func eventNanosOf[T any](c *compiler, t *T, fn unsafe.Pointer, eventTime func(*T) time.Time) int64 {
+// a call. pushed says which: a pushed row's time is the one its
+// WithWatermark judged it late or not by.
+func eventNanosOf[T any](c *compiler, t *T, fn unsafe.Pointer, eventTime func(*T) time.Time) (ns int64, pushed bool) {
 	if c.eventRow == unsafe.Pointer(t) && c.eventFn == fn {
-		return c.eventNanos
+		return c.eventNanos, true
 	}
-	return runtime.ClampedNanos(eventTime(t))
+	return runtime.ClampedNanos(eventTime(t)), false
 }
 
 // Unwrap returns the error described, so that a user function's

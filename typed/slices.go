@@ -133,7 +133,8 @@ func newSliceOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	describe(&op.info, agg)
 	fn := funcPointer(ws.eventTime)
 	add := func(r *T) {
-		s := op.sliceOf(eventNanosOf(c, r, fn, op.eventTime))
+		ns, _ := eventNanosOf(c, r, fn, op.eventTime)
+		s := op.sliceOf(ns)
 		// (Every window that holds the slice ends at or after the slice's
 		// end: a row whose slice ends after the watermark is late for
 		// none.)
