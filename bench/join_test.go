@@ -18,6 +18,7 @@ import (
 	"github.com/cockroachdb/pebble/v2/bloom"
 
 	"github.com/streamgen/streamgen/bench/joinrec"
+	"github.com/streamgen/streamgen/internal/procmem"
 	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
@@ -521,7 +522,7 @@ func TestJoinMemory(t *testing.T) {
 		t.Skip("takes minutes: set STREAMGEN_BENCH_MEM=1 to run it")
 	}
 	peak := func(rows int) uint64 {
-		resetPeak()
+		procmem.ResetPeak()
 		key := func(r *joinrec.Row) string { return r.Key }
 		side := func(name string) typed.KeyedStream[string, joinrec.Row] {
 			return typed.GroupByKey(typed.WithWatermark(typed.From[joinrec.Row](&rowSource{name: name, n: rows, perBatch: 20_000}), rowTime, joinDelay), key)
@@ -538,7 +539,7 @@ func TestJoinMemory(t *testing.T) {
 		if err := q.AwaitTermination(); err != nil {
 			t.Fatal(err)
 		}
-		hwm := procStatus("VmHWM")
+		hwm := uint64(procmem.Status("VmHWM"))
 		t.Logf("%d rows a side: peak RSS %d MiB, at most %d state rows", rows, hwm>>20, s.max)
 		return hwm
 	}

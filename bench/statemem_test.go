@@ -1,16 +1,11 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
-	"runtime/debug"
 	"runtime/metrics"
 	"strconv"
 	"sync"
@@ -18,6 +13,7 @@ import (
 	"time"
 
 	"github.com/streamgen/streamgen/bench/countrec"
+	"github.com/streamgen/streamgen/internal/procmem"
 	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
@@ -105,7 +101,7 @@ func startSampler() *memSampler {
 			samples[i].Name = name
 		}
 		for {
-			rss := procStatus("VmRSS")
+			rss := uint64(procmem.Status("VmRSS"))
 			metrics.Read(samples)
 			total := samples[0].Value.Uint64() - samples[1].Value.Uint64()
 			heap := samples[2].Value.Uint64()
@@ -131,32 +127,6 @@ func (m *memSampler) finish() {
 	m.done.Wait()
 }
 
-// procStatus reads a field of /proc/self/status, in bytes (0 if absent).
-func procStatus(field string) uint64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := bytes.CutPrefix([]byte(line), []byte(field+":")); ok {
-			var kb uint64
-			fmt.Sscan(string(rest), &kb)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-// resetPeak returns unused memory to the OS and resets VmHWM (Linux
-// clear_refs 5), so that a subtest's peak is its own as far as possible.
-func resetPeak() {
-	goruntime.GC()
-	debug.FreeOSMemory()
-	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-}
-
 func dirSize(dir string) int64 {
 	var n int64
 	filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
@@ -177,7 +147,7 @@ func (l batchLog) OnQueryProgress(p runtime.QueryProgress) {
 	if p.BatchID%4 == 3 {
 		l.t.Logf("batch %d: %d rows in %d ms (addBatch %d, state %d, walCommit %d), state rows %d, RSS %d MiB",
 			p.BatchID, p.NumInputRows, p.DurationMs["triggerExecution"], p.DurationMs["addBatch"],
-			p.DurationMs["stateOperators"], p.DurationMs["walCommit"], p.StateOperators[0].NumRowsTotal, procStatus("VmRSS")>>20)
+			p.DurationMs["stateOperators"], p.DurationMs["walCommit"], p.StateOperators[0].NumRowsTotal, procmem.Status("VmRSS")>>20)
 	}
 }
 
@@ -196,8 +166,8 @@ func TestStateMemory(t *testing.T) {
 	src := &keySource{n: keys, perBatch: perBatch}
 	run := func(t *testing.T, body func(dir string, sink *countSink) error) {
 		dir := t.TempDir()
-		resetPeak()
-		t.Logf("before: RSS %d MiB, VmHWM %d MiB", procStatus("VmRSS")>>20, procStatus("VmHWM")>>20)
+		procmem.ResetPeak()
+		t.Logf("before: RSS %d MiB, VmHWM %d MiB", procmem.Status("VmRSS")>>20, procmem.Status("VmHWM")>>20)
 		m := startSampler()
 		sink := &countSink{}
 		started := time.Now()
@@ -210,7 +180,7 @@ func TestStateMemory(t *testing.T) {
 			t.Fatalf("%d output rows, want %d", sink.rows, keys)
 		}
 		const mib = 1 << 20
-		hwm := procStatus("VmHWM")
+		hwm := uint64(procmem.Status("VmHWM"))
 		t.Logf("%d keys in %v (%.0f events/s); store on disk %d MiB", keys, elapsed.Round(time.Second), float64(keys)/elapsed.Seconds(), dirSize(dir)/mib)
 		t.Logf("peak RSS (VmHWM) %d MiB; sampled peak RSS %d MiB, of which Go runtime %d MiB (heap objects %d MiB), the rest (Pebble's C-allocated cache and memtables, C runtime) %d MiB",
 			hwm/mib, m.peakRSS/mib, m.goTotalAtPeak/mib, m.heapAtPeak/mib, (m.peakRSS-min(m.peakRSS, m.goTotalAtPeak))/mib)
@@ -263,7 +233,7 @@ func TestStateMemory(t *testing.T) {
 					return err
 				}
 				if h.batchID%4 == 0 {
-					t.Logf("batch %d: RSS %d MiB", h.batchID-1, procStatus("VmRSS")>>20)
+					t.Logf("batch %d: RSS %d MiB", h.batchID-1, procmem.Status("VmRSS")>>20)
 				}
 			}
 			return h.db.Close()
@@ -328,7 +298,7 @@ func TestBatchMemory(t *testing.T) {
 	const distinct = 1000
 	src := &wideSource{n: rows, distinct: distinct}
 	dir := t.TempDir()
-	resetPeak()
+	procmem.ResetPeak()
 	m := startSampler()
 	sink := &countSink{latest: map[string]int64{}}
 	started := time.Now()
@@ -351,7 +321,7 @@ func TestBatchMemory(t *testing.T) {
 		t.Fatalf("%d keys counting %d rows, want %d keys counting %d", len(sink.latest), total, distinct, rows)
 	}
 	const mib = 1 << 20
-	hwm := procStatus("VmHWM")
+	hwm := uint64(procmem.Status("VmHWM"))
 	t.Logf("%d rows (%d MiB of input) in one batch in %v (%.0f rows/s)", rows, int64(rows)*100/mib, elapsed.Round(time.Second), float64(rows)/elapsed.Seconds())
 	t.Logf("peak RSS (VmHWM) %d MiB, of which Go runtime %d MiB (heap objects %d MiB)", hwm/mib, m.goTotalAtPeak/mib, m.heapAtPeak/mib)
 	if hwm >= 1<<30 {

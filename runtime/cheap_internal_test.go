@@ -3,16 +3,15 @@
 package runtime
 
 import (
-	"bufio"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"runtime/debug"
-	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/streamgen/streamgen/internal/procmem"
 )
 
 // TestTrimReturnsBlocksTheCacheFreed fills a Pebble block cache, then
@@ -77,21 +76,9 @@ func TestTrimReturnsBlocksTheCacheFreed(t *testing.T) {
 // rssAnon returns the process's resident anonymous memory in bytes.
 func rssAnon(t *testing.T) int64 {
 	t.Helper()
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		t.Fatal(err)
+	n := procmem.Status("RssAnon")
+	if n == 0 {
+		t.Fatal("no RssAnon in /proc/self/status")
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "RssAnon:"); ok {
-			var kb int64
-			if _, err := fmt.Sscan(rest, &kb); err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatal("no RssAnon in /proc/self/status")
-	return 0
+	return n
 }

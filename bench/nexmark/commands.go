@@ -11,8 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
-	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -28,6 +26,7 @@ import (
 	"github.com/streamgen/streamgen/bench/nexmark/model"
 	"github.com/streamgen/streamgen/bench/nexmark/queries"
 	"github.com/streamgen/streamgen/internal/atomicfile"
+	"github.com/streamgen/streamgen/internal/procmem"
 	"github.com/streamgen/streamgen/kafka"
 	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
@@ -369,7 +368,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 			return err
 		}
 		dir := filepath.Join(work, "checkpoint-"+q.Name)
-		resetPeak()
+		procmem.ResetPeak()
 		cpu0, wall0 := cpuTime(), time.Now()
 		opts := []runtime.Option{runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime()}
 		if q.ProcessingTime {
@@ -395,7 +394,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 			ratio = fmt.Sprintf("%.1f", perCPU/pub[0])
 		}
 		fmt.Fprintf(stdout, "%-4s %12d %9.2f %14.0f %15.0f %9d %12s %12s %10s\n", q.Name, g.events, wall, float64(g.events)/wall, perCPU,
-			peakRSS()>>20, figure(pub[0]), figure(pub[1]), ratio)
+			procmem.Peak()>>20, figure(pub[0]), figure(pub[1]), ratio)
 		os.RemoveAll(dir)
 	}
 	return nil
@@ -445,31 +444,6 @@ func cpuTime() float64 {
 		return 0
 	}
 	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
-}
-
-// resetPeak returns the memory the process no longer uses to the system
-// and starts VmHWM again from the memory resident now (Linux's clear_refs
-// 5), so that each query's peak is its own.
-func resetPeak() {
-	goruntime.GC()
-	debug.FreeOSMemory()
-	os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-}
-
-// peakRSS is the process's peak resident memory since resetPeak (VmHWM),
-// in bytes.
-func peakRSS() int64 {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0
-	}
-	for line := range strings.Lines(string(b)) {
-		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
 }
 
 // fromKafka reads the events from eventsTopic, from its start, perBatch a
