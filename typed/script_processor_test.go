@@ -117,6 +117,33 @@ func (p *scriptedProcessor) describe(ctx context.Context) (string, error) {
 	return fmt.Sprintf("count=%d pages=[%s] per-page=[%s] timers=[%s]", n, strings.Join(pages, " "), strings.Join(perPage, " "), timers), nil
 }
 
+// rewritePages handles a row whose page is a command to the list of
+// pages, each after reading the list as a handler that acts on what it
+// holds would: "clear" clears it; "append-clear" appends "tmp", then
+// clears it; "put:P1,P2" puts P1 and P2 in its place (none: "put:").
+func (p *scriptedProcessor) rewritePages(ctx context.Context, page string) (bool, error) {
+	put, isPut := strings.CutPrefix(page, "put:")
+	if page != "clear" && page != "append-clear" && !isPut {
+		return false, nil
+	}
+	if _, err := p.pages.Get(ctx); err != nil {
+		return true, err
+	}
+	switch {
+	case isPut:
+		var values []string
+		if put != "" {
+			values = strings.Split(put, ",")
+		}
+		return true, p.pages.Put(ctx, values)
+	case page == "append-clear":
+		if err := p.pages.AppendValue(ctx, "tmp"); err != nil {
+			return true, err
+		}
+	}
+	return true, p.pages.Clear(ctx)
+}
+
 func (p *scriptedProcessor) timers(ctx context.Context) (string, error) {
 	if p.s.timeMode == typed.TimeModeNone {
 		return "", nil
@@ -144,6 +171,12 @@ func (p *scriptedProcessor) HandleInputRows(ctx context.Context, key string, row
 			latest = r.Time
 		}
 		if r.Page == "" {
+			continue
+		}
+		if done, err := p.rewritePages(ctx, r.Page); done || err != nil {
+			if err != nil {
+				return err
+			}
 			continue
 		}
 		if err := p.pages.AppendValue(ctx, r.Page); err != nil {

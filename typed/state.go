@@ -62,6 +62,9 @@ func (v *variable) scope(ctx context.Context, what string) (*keyScope, error) {
 
 // remember records an entry the call wrote (raw nil: deleted).
 func (s *keyScope) remember(id uint8, suffix, raw []byte) {
+	if int(id) == s.memoID {
+		s.memoID = -1
+	}
 	w := scopeWrite{id: id, deleted: raw == nil, suffixAt: int32(len(s.arena)), suffixLen: int32(len(suffix))}
 	s.arena = append(s.arena, suffix...)
 	w.valueAt, w.valueLen = int32(len(s.arena)), int32(len(raw))
@@ -236,6 +239,22 @@ func (s *keyScope) expiringEntries(v *variable) (suffixes, values [][]byte, expi
 // without Pebble for a key that never had an entry, and which leaves the
 // batch unindexed. fn must not write.
 func (s *keyScope) scan(v *variable, fn func(suffix, raw []byte) error) error {
+	s.memoID, s.memoBuf, s.memoEnds = -1, s.memoBuf[:0], s.memoEnds[:0]
+	each := fn
+	fn = func(suffix, raw []byte) error {
+		s.memoBuf = append(s.memoBuf, suffix...)
+		s.memoEnds = append(s.memoEnds, int32(len(s.memoBuf)))
+		return each(suffix, raw)
+	}
+	if err := s.scanAll(v, fn); err != nil {
+		return err
+	}
+	s.memoID = int(v.id)
+	return nil
+}
+
+// scanAll is scan, without the memo.
+func (s *keyScope) scanAll(v *variable, fn func(suffix, raw []byte) error) error {
 	if !s.clean {
 		return s.k.Scan(v.id, fn)
 	}
@@ -278,16 +297,21 @@ func (s *keyScope) scan(v *variable, fn func(suffix, raw []byte) error) error {
 	return emitOwn(nil, true)
 }
 
-// clear deletes every entry of variable v, live or expired.
+// clear deletes every entry of variable v, live or expired: those the
+// call's last scan of v found, when it has not written to v since, else
+// those a scan finds now.
 func (s *keyScope) clear(v *variable) error {
-	var all [][]byte
-	if err := s.scan(v, func(suffix, _ []byte) error {
-		all = append(all, append([]byte(nil), suffix...))
-		return nil
-	}); err != nil {
-		return err
+	if s.memoID != int(v.id) {
+		if err := s.scan(v, func([]byte, []byte) error { return nil }); err != nil {
+			return err
+		}
 	}
-	for _, suffix := range all {
+	// The deletions below end the memo, not its suffixes: no scan runs
+	// until the loop ends.
+	start := int32(0)
+	for _, end := range s.memoEnds {
+		suffix := s.memoBuf[start:end]
+		start = end
 		if err := s.k.Delete(v.id, suffix); err != nil {
 			return err
 		}
