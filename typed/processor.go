@@ -374,11 +374,12 @@ type keyScope struct {
 	// timerAt is the instant of the event-time timer the call handles
 	// (zero: none): the clock of event-time TTLs in the call.
 	timerAt time.Time
-	// memoID is the variable whose entries the call last scanned whole
-	// (-1: none, or written since), and memoBuf and memoEnds their
-	// suffixes, live or expired: a clear that follows (ListState's Get,
-	// then Clear or Put) deletes them without scanning the state again.
-	memoID   int
+	// memo is one more than the id of the variable whose entries the
+	// call last scanned whole (0: none, or written since), and memoBuf
+	// and memoEnds their suffixes, live or expired: a clear that follows
+	// (ListState's Get, then Clear or Put) deletes them without scanning
+	// the state again.
+	memo     int
 	memoBuf  []byte
 	memoEnds []int32
 }
@@ -401,7 +402,7 @@ type listSeq struct {
 func (s *keyScope) reset(k *runtime.KeyState, b *runtime.Batch, eventTime time.Time) {
 	s.k, s.now, s.watermark, s.eventTime, s.clean = k, b.Now, b.Watermark, eventTime, !k.Written()
 	s.timerAt = time.Time{}
-	s.memoID = -1
+	s.memo = 0
 	s.written, s.arena, s.seqs = s.written[:0], s.arena[:0], s.seqs[:0]
 	if len(s.latest) > 1<<16 {
 		s.latest = nil // a large index goes back to the collector

@@ -62,8 +62,8 @@ func (v *variable) scope(ctx context.Context, what string) (*keyScope, error) {
 
 // remember records an entry the call wrote (raw nil: deleted).
 func (s *keyScope) remember(id uint8, suffix, raw []byte) {
-	if int(id) == s.memoID {
-		s.memoID = -1
+	if s.memo == int(id)+1 {
+		s.memo = 0
 	}
 	w := scopeWrite{id: id, deleted: raw == nil, suffixAt: int32(len(s.arena)), suffixLen: int32(len(suffix))}
 	s.arena = append(s.arena, suffix...)
@@ -239,7 +239,7 @@ func (s *keyScope) expiringEntries(v *variable) (suffixes, values [][]byte, expi
 // without Pebble for a key that never had an entry, and which leaves the
 // batch unindexed. fn must not write.
 func (s *keyScope) scan(v *variable, fn func(suffix, raw []byte) error) error {
-	s.memoID, s.memoBuf, s.memoEnds = -1, s.memoBuf[:0], s.memoEnds[:0]
+	s.memo, s.memoBuf, s.memoEnds = 0, s.memoBuf[:0], s.memoEnds[:0]
 	each := fn
 	fn = func(suffix, raw []byte) error {
 		s.memoBuf = append(s.memoBuf, suffix...)
@@ -249,7 +249,7 @@ func (s *keyScope) scan(v *variable, fn func(suffix, raw []byte) error) error {
 	if err := s.scanAll(v, fn); err != nil {
 		return err
 	}
-	s.memoID = int(v.id)
+	s.memo = int(v.id) + 1
 	return nil
 }
 
@@ -301,7 +301,7 @@ func (s *keyScope) scanAll(v *variable, fn func(suffix, raw []byte) error) error
 // call's last scan of v found, when it has not written to v since, else
 // those a scan finds now.
 func (s *keyScope) clear(v *variable) error {
-	if s.memoID != int(v.id) {
+	if s.memo != int(v.id)+1 {
 		if err := s.scan(v, func([]byte, []byte) error { return nil }); err != nil {
 			return err
 		}
