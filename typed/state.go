@@ -237,7 +237,9 @@ func (s *keyScope) expiringEntries(v *variable) (suffixes, values [][]byte, expi
 // (clean) reads the committed entries and puts the call's own writes over
 // them: a read of the committed state alone, which the store answers
 // without Pebble for a key that never had an entry, and which leaves the
-// batch unindexed. fn must not write.
+// batch unindexed. fn must not write. A scan that reaches the end keeps
+// the suffixes it found, for a clear of v that follows before any write
+// to v (see keyScope.memo).
 func (s *keyScope) scan(v *variable, fn func(suffix, raw []byte) error) error {
 	s.memo, s.memoBuf, s.memoEnds = 0, s.memoBuf[:0], s.memoEnds[:0]
 	each := fn
