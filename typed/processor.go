@@ -382,6 +382,11 @@ type keyScope struct {
 	memo     int
 	memoBuf  []byte
 	memoEnds []int32
+	// memoEach is the function of the scan in progress, which record
+	// calls after noting the suffix; recordFn is record, bound once so
+	// that a scan allocates no closure.
+	memoEach func(suffix, raw []byte) error
+	recordFn func(suffix, raw []byte) error
 }
 
 // scopeWrite is an entry a call wrote: its variable, and where its suffix

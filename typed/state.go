@@ -242,17 +242,25 @@ func (s *keyScope) expiringEntries(v *variable) (suffixes, values [][]byte, expi
 // to v (see keyScope.memo).
 func (s *keyScope) scan(v *variable, fn func(suffix, raw []byte) error) error {
 	s.memo, s.memoBuf, s.memoEnds = 0, s.memoBuf[:0], s.memoEnds[:0]
-	each := fn
-	fn = func(suffix, raw []byte) error {
-		s.memoBuf = append(s.memoBuf, suffix...)
-		s.memoEnds = append(s.memoEnds, int32(len(s.memoBuf)))
-		return each(suffix, raw)
+	if s.recordFn == nil {
+		s.recordFn = s.record
 	}
-	if err := s.scanAll(v, fn); err != nil {
+	s.memoEach = fn
+	err := s.scanAll(v, s.recordFn)
+	s.memoEach = nil
+	if err != nil {
 		return err
 	}
 	s.memo = int(v.id) + 1
 	return nil
+}
+
+// record notes a suffix the scan in progress found, then calls its
+// function.
+func (s *keyScope) record(suffix, raw []byte) error {
+	s.memoBuf = append(s.memoBuf, suffix...)
+	s.memoEnds = append(s.memoEnds, int32(len(s.memoBuf)))
+	return s.memoEach(suffix, raw)
 }
 
 // scanAll is scan, without the memo.
