@@ -627,17 +627,30 @@ func (k *KeyState) Delete(variable uint8, suffix []byte) error {
 	return k.check(k.b.state.Delete(k.v(variable), k.key, suffix))
 }
 
+// StopScan, returned by a KeyState scan's fn, ends the scan there: the
+// scan returns nil, and the batch goes on. Any other error from fn fails
+// the batch.
+var StopScan = errors.New("stop the scan")
+
 // Scan calls fn for each entry of the key's variable, in suffix order;
 // fn must not write the key's state nor start another scan.
 func (k *KeyState) Scan(variable uint8, fn func(suffix, value []byte) error) error {
-	return k.check(k.b.state.Scan(k.v(variable), k.key, fn))
+	return k.checkScan(k.b.state.Scan(k.v(variable), k.key, fn))
+}
+
+// checkScan is check, with StopScan ending the scan well.
+func (k *KeyState) checkScan(err error) error {
+	if errors.Is(err, StopScan) {
+		return nil
+	}
+	return k.check(err)
 }
 
 // ScanRange calls fn for each entry of the key's variable whose suffix is
 // at or after from and before to (nil: no end), in suffix order; fn must
 // not write the key's state nor start another scan.
 func (k *KeyState) ScanRange(variable uint8, from, to []byte, fn func(suffix, value []byte) error) error {
-	return k.check(k.b.state.ScanRange(k.v(variable), k.key, from, to, fn))
+	return k.checkScan(k.b.state.ScanRange(k.v(variable), k.key, from, to, fn))
 }
 
 // ScanCommitted is ScanRange over the committed state alone, without the
@@ -647,7 +660,7 @@ func (k *KeyState) ScanRange(variable uint8, from, to []byte, fn func(suffix, va
 // The batch's scans of the committed state share one iterator: fn must
 // not start another (ScanCommitted, Batch.ScanTimedThrough).
 func (k *KeyState) ScanCommitted(variable uint8, from, to []byte, fn func(suffix, value []byte) error) error {
-	return k.check(k.b.state.ScanRangeCommitted(k.v(variable), k.key, from, to, fn))
+	return k.checkScan(k.b.state.ScanRangeCommitted(k.v(variable), k.key, from, to, fn))
 }
 
 // Clear removes every entry of the key's variable.

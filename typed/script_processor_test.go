@@ -110,6 +110,15 @@ func (p *scriptedProcessor) describe(ctx context.Context) (string, error) {
 	for page, c := range counts {
 		perPage = append(perPage, fmt.Sprintf("%s:%d", page, c))
 	}
+	// Exists answers from less than a whole read (a list's header, a
+	// map's first live entry): it must agree with the read, whatever
+	// expired, was cleared or came back after a restart.
+	if ok, err := p.pages.Exists(ctx); err != nil || ok != (len(pages) > 0) {
+		return "", fmt.Errorf("pages.Exists %v (%v) where the list holds %q", ok, err, pages)
+	}
+	if ok, err := p.perPage.Exists(ctx); err != nil || ok != (len(perPage) > 0) {
+		return "", fmt.Errorf("perPage.Exists %v (%v) where the map holds %q", ok, err, perPage)
+	}
 	timers, err := p.timers(ctx)
 	if err != nil {
 		return "", err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -263,7 +264,7 @@ func (s *keyScope) record(suffix, raw []byte) error {
 	return s.memoEach(suffix, raw)
 }
 
-// scanAll is scan, without the memo.
+// scanAll is scan, without the memo. fn may end it with runtime.StopScan.
 func (s *keyScope) scanAll(v *variable, fn func(suffix, raw []byte) error) error {
 	if !s.clean {
 		return s.k.Scan(v.id, fn)
@@ -279,6 +280,7 @@ func (s *keyScope) scanAll(v *variable, fn func(suffix, raw []byte) error) error
 	slices.SortStableFunc(s.own, func(a, b int32) int { return bytes.Compare(suffix(a), suffix(b)) })
 	s.own = slices.CompactFunc(s.own, func(a, b int32) bool { return bytes.Equal(suffix(a), suffix(b)) })
 	next := 0
+	stopped := false
 	// emitOwn gives the call's writes before suffix before, or all left.
 	emitOwn := func(before []byte, all bool) error {
 		for ; next < len(s.own) && (all || bytes.Compare(suffix(s.own[next]), before) < 0); next++ {
@@ -287,6 +289,7 @@ func (s *keyScope) scanAll(v *variable, fn func(suffix, raw []byte) error) error
 				continue
 			}
 			if err := fn(suffix(s.own[next]), s.arena[w.valueAt:w.valueAt+w.valueLen]); err != nil {
+				stopped = errors.Is(err, runtime.StopScan)
 				return err
 			}
 		}
@@ -299,12 +302,17 @@ func (s *keyScope) scanAll(v *variable, fn func(suffix, raw []byte) error) error
 		if next < len(s.own) && bytes.Equal(suffix(s.own[next]), sfx) {
 			return nil // written by the call: emitOwn gives it next
 		}
-		return fn(sfx, raw)
+		err := fn(sfx, raw)
+		stopped = errors.Is(err, runtime.StopScan)
+		return err
 	})
-	if err != nil {
+	if err != nil || stopped { // ScanCommitted returns nil for a stop
 		return err
 	}
-	return emitOwn(nil, true)
+	if err := emitOwn(nil, true); !stopped {
+		return err
+	}
+	return nil
 }
 
 // clear deletes every entry of variable v, live or expired: those the
@@ -466,15 +474,33 @@ func NewListState[T any](h *Handle, name string, opts ...StateOption) *ListState
 // Exists reports whether the key's list has an element.
 func (s *ListState[T]) Exists(ctx context.Context) (bool, error) { return s.v.exists(ctx) }
 
-// exists reports whether the key has a live entry of v.
+// exists reports whether the key has a live entry of v, reading no more
+// than it must: a list's header, which a list has while it has an element
+// and which lives as long as its longest-lived element; a map's entries
+// up to the first live one.
 func (v *variable) exists(ctx context.Context) (bool, error) {
 	sc, err := v.scope(ctx, "Exists")
 	if err != nil {
 		return false, err
 	}
 	defer sc.lock()()
-	_, values, err := sc.entries(v)
-	return len(values) > 0, err
+	if v.kind == "list" {
+		_, ok, err := sc.live(v, nil)
+		return ok, err
+	}
+	found := false
+	err = sc.scanAll(v, func(_, raw []byte) error {
+		at, _, err := runtime.ReadExpiring(raw)
+		if err != nil {
+			return err
+		}
+		if sc.expired(v, at) {
+			return nil
+		}
+		found = true
+		return runtime.StopScan
+	})
+	return found, err
 }
 
 // Get returns the key's list, in order, as it is when Get is called, read
