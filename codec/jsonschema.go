@@ -72,6 +72,31 @@ func JoinJSONSchemas(root string, others map[string]string) string {
 	return string(writeMembers(members))
 }
 
+// JSONSchemaProperties returns the names of the members a record's JSON
+// may have, in the order its AppendJSON writes them: the properties of
+// the root of its StreamJSONSchema. It is safe for concurrent use.
+func JSONSchemaProperties(schema string) ([]string, error) {
+	members, err := jsonMembers(schema)
+	if err != nil {
+		return nil, fmt.Errorf("streamgen: JSON schema: %w", err)
+	}
+	for _, m := range members {
+		if m.key != "properties" {
+			continue
+		}
+		props, err := jsonMembers(string(m.value))
+		if err != nil {
+			return nil, fmt.Errorf("streamgen: JSON schema's properties: %w", err)
+		}
+		names := make([]string, len(props))
+		for i, p := range props {
+			names[i] = p.key
+		}
+		return names, nil
+	}
+	return nil, fmt.Errorf("streamgen: JSON schema: the root has no properties")
+}
+
 // writeMembers writes members as a JSON object, in their order.
 func writeMembers(members []jsonMember) []byte {
 	var b bytes.Buffer

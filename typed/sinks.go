@@ -120,8 +120,9 @@ func (c *consoleConfig) validate() error {
 
 // ConsoleSink returns a sink that prints each batch to w as Spark's console sink
 // does: a header naming the batch, then a table of its first rows whose
-// columns are the record's top-level JSON members, in order of first
-// appearance among the rows shown, and whose cells are the members' JSON
+// columns are the record's top-level JSON members, every member its JSON
+// may have in the order it writes them (as Spark shows every column of
+// the schema, an empty batch too), and whose cells are the members' JSON
 // values, strings without their quotes and with control characters such as
 // a newline escaped ("\n"). Instants read as Spark shows timestamps,
 // "2015-02-23 10:18:53.176", and a window as "{start, end}"; they are
@@ -147,13 +148,16 @@ func ConsoleSink[T any, P codec.RecordPtr[T]](w io.Writer, opts ...ConsoleOption
 	for _, o := range opts {
 		o.applyConsole(&cfg)
 	}
-	return &consoleSink[T, P]{w: w, cfg: cfg, err: cfg.validate()}
+	var zero T
+	columns, err := codec.JSONSchemaProperties(P(&zero).StreamJSONSchema())
+	return &consoleSink[T, P]{w: w, cfg: cfg, columns: columns, err: errors.Join(cfg.validate(), err)}
 }
 
 type consoleSink[T any, P codec.RecordPtr[T]] struct {
-	w   io.Writer
-	cfg consoleConfig
-	err error // from validate, returned by every Write
+	w       io.Writer
+	cfg     consoleConfig
+	columns []string // the record's JSON members, in order
+	err     error    // from validate, returned by every Write
 }
 
 // consoleDashes is the rule above and below the batch header, as long as
@@ -171,7 +175,7 @@ func (s *consoleSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) 
 		return s.err
 	}
 	shown := rows[:min(len(rows), s.cfg.numRows)]
-	columns, cells, err := consoleCells[T, P](shown, s.cfg.truncate)
+	columns, cells, err := consoleCells[T, P](s.columns, shown, s.cfg.truncate)
 	if err != nil {
 		return fmt.Errorf("streamgen: console sink: batch %d: %w", batchID, unprefixed(err))
 	}
@@ -199,19 +203,22 @@ func (s *consoleSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) 
 }
 
 // consoleCells encodes each row with its generated AppendJSON and reads the
-// object's members back: the column names in order of first appearance and,
-// per row, the cells by column ("" where the row has no such member; a row
-// may be shorter than columns), cut to truncate characters (see
-// cellText). With no rows, the columns are those of T's zero value, so
-// that an empty batch still shows its header.
-func consoleCells[T any, P codec.RecordPtr[T]](rows []T, truncate int) (columns []string, cells [][]string, err error) {
-	index := make(map[string]int)
+// object's members back: the column names (the record's, then any other
+// member in order of first appearance) and, per row, the cells by column
+// ("" where the row has no such member; a row may be shorter than
+// columns), cut to truncate characters (see cellText).
+func consoleCells[T any, P codec.RecordPtr[T]](record []string, rows []T, truncate int) (columns []string, cells [][]string, err error) {
+	index := make(map[string]int, len(record))
+	columns = append(columns, record...)
+	for i, name := range record {
+		index[name] = i
+	}
 	var (
 		buf  []byte
 		r    codec.JSONReader
 		cell codec.JSONReader // reads string values on their own
 	)
-	add := func(row *T, keep bool) error {
+	add := func(row *T) error {
 		var err error
 		if buf, err = P(row).AppendJSON(buf[:0]); err != nil {
 			return err
@@ -234,9 +241,6 @@ func consoleCells[T any, P codec.RecordPtr[T]](rows []T, truncate int) (columns 
 				if !ok {
 					break
 				}
-				if !keep {
-					continue
-				}
 				for len(line) <= i {
 					line = append(line, "")
 				}
@@ -246,17 +250,11 @@ func consoleCells[T any, P codec.RecordPtr[T]](rows []T, truncate int) (columns 
 		if err := r.Finish(); err != nil {
 			return err
 		}
-		if keep {
-			cells = append(cells, line)
-		}
+		cells = append(cells, line)
 		return nil
 	}
-	if len(rows) == 0 {
-		var zero T
-		return columns, nil, add(&zero, false)
-	}
 	for i := range rows {
-		if err := add(&rows[i], true); err != nil {
+		if err := add(&rows[i]); err != nil {
 			return nil, nil, fmt.Errorf("row %d: %w", i, unprefixed(err))
 		}
 	}

@@ -166,10 +166,11 @@ func TestConsoleSink(t *testing.T) {
 	}
 }
 
-// TestConsoleSinkShape checks the details by hand: columns in order of first
-// appearance (A is omitted while empty), empty cells, escaped control
-// characters, truncation to 20 characters with right alignment by default,
-// full cells aligned left with ConsoleTruncate(0), one row shown.
+// TestConsoleSinkShape checks the details by hand: every member's column
+// in the record's order (A and B shown in the batch whose first row omits
+// A and whose other omits B), empty cells, escaped control characters,
+// truncation to 20 characters with right alignment by default, full cells
+// aligned left with ConsoleTruncate(0), one row shown.
 func TestConsoleSinkShape(t *testing.T) {
 	ctx := context.Background()
 	b := "b\tc"
@@ -182,13 +183,13 @@ func TestConsoleSinkShape(t *testing.T) {
 	if err := typed.ConsoleSink[fixtures.Optional](&out).Write(ctx, 0, rows); err != nil {
 		t.Fatal(err)
 	}
-	want := consoleHeader(0) + `+----+--------------------+
-|   B|                   A|
-+----+--------------------+
-|b\tc|                    |
-|    |a "quoted"\nline ...|
-|    |                    |
-+----+--------------------+
+	want := consoleHeader(0) + `+--------------------+----+
+|                   A|   B|
++--------------------+----+
+|                    |b\tc|
+|a "quoted"\nline ...|    |
+|                    |    |
++--------------------+----+
 
 `
 	if got := out.String(); got != want {
@@ -200,15 +201,23 @@ func TestConsoleSinkShape(t *testing.T) {
 		t.Fatal(err)
 	}
 	cell := `a "quoted"\nline that is long`
-	rule := "+" + strings.Repeat("-", len(cell)) + "+\n"
-	want = consoleHeader(12) + rule + "|A" + strings.Repeat(" ", len(cell)-1) + "|\n" + rule +
-		"|" + cell + "|\n" + rule + "only showing top 1 row\n\n"
+	rule := "+" + strings.Repeat("-", len(cell)) + "+---+\n" // 3: Spark's narrowest column
+	want = consoleHeader(12) + rule + "|A" + strings.Repeat(" ", len(cell)-1) + "|B  |\n" + rule +
+		"|" + cell + "|   |\n" + rule + "only showing top 1 row\n\n"
 	if got := out.String(); got != want {
 		t.Errorf("console output\n%s\nwant\n%s", got, want)
 	}
 
-	// An empty batch shows the zero value's columns; a record without
-	// fields an empty table, as Spark shows an empty schema.
+	// An empty batch shows every column, those its zero value omits too;
+	// a record without fields an empty table, as Spark shows an empty
+	// schema.
+	out.Reset()
+	if err := typed.ConsoleSink[fixtures.Optional](&out).Write(ctx, 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := out.String(), consoleHeader(3)+"+---+---+\n|  A|  B|\n+---+---+\n+---+---+\n\n"; got != want {
+		t.Errorf("empty batch of omitted members\n%s\nwant\n%s", got, want)
+	}
 	out.Reset()
 	if err := typed.ConsoleSink[sensor.Event](&out).Write(ctx, 1, nil); err != nil {
 		t.Fatal(err)
