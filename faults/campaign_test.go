@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/streamgen/streamgen/internal/testenv"
 )
 
 // TestCampaign repeats the operations team's fault campaign against the
@@ -20,10 +22,13 @@ func TestCampaign(t *testing.T) {
 	var kills, lost, doubled int
 	var detected, recovered, failed int
 	var badHandled, badFailed int
-	if long() {
+	switch {
+	case long():
 		fmt.Fprintln(&summary, "long campaign (STREAMGEN_FAULTS_LONG=1)")
-	} else {
-		fmt.Fprintln(&summary, "short campaign (STREAMGEN_FAULTS_LONG=1 runs the long one)")
+	case testenv.Full():
+		fmt.Fprintln(&summary, "full campaign (STREAMGEN_FAULTS_LONG=1 runs the long one)")
+	default:
+		fmt.Fprintln(&summary, "short campaign (STREAMGEN_TEST_FULL=1 runs the full one, STREAMGEN_FAULTS_LONG=1 the long one)")
 	}
 
 	t.Run("kill", func(t *testing.T) {

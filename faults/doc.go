@@ -8,8 +8,9 @@
 // refuse to start with an error that names the checkpoint; never lose or
 // double a row, never panic.
 //
-// go test ./faults runs a short campaign, sized for CI;
-// STREAMGEN_FAULTS_LONG=1 runs the long one, which the README's
+// go test ./faults runs the short campaign (one kill per program);
+// STREAMGEN_TEST_FULL=1, which CI sets, the full one (three);
+// STREAMGEN_FAULTS_LONG=1 the long one (200), which the README's
 // "Reliability" section reports on. STREAMGEN_FAULTS_SEED=N repeats the
 // random choices of an earlier run (the timing of the processes, which
 // the kills depend on, is the machine's). The defects the campaign found

@@ -29,6 +29,19 @@ import (
 func main() {
 	input := flag.String("input", "", "directory of JSON-lines files (*.json, *.jsonl), read in lexical order; default: a built-in sample")
 	deadLetter := flag.String("dead-letter", "", "directory for lines that do not decode (default: report them on stderr)")
+	flag.Usage = func() {
+		out := flag.CommandLine.Output()
+		fmt.Fprintf(out, `Usage: codec [flags]
+
+Decodes sensor readings from JSON lines with the generated decoder (lines
+that do not decode go to the dead letters), round-trips each through the
+generated binary codec, and prints the readings per user and activity
+and the size of both encodings.
+
+Flags:
+`)
+		flag.PrintDefaults()
+	}
 	flag.Parse()
 	if err := run(*input, *deadLetter, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "codec:", err)

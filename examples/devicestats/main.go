@@ -10,7 +10,7 @@
 //
 // in the Complete output mode: every batch writes the whole table.
 //
-//	go run ./examples/devicestats                      # the built-in sample, as the stream and as the history
+//	go run ./examples/devicestats                      # the built-in sample, as the stream and (without its line cut short) as the history
 //	go run ./examples/devicestats -static DIR          # the historical readings of DIR
 //
 // Flags: -static DIR (default: the built-in sample), and the examples'
@@ -57,7 +57,7 @@ func run(args []string, stdout io.Writer) error {
 					return typed.Stream[DeviceCount]{}, err
 				}
 				cleanup = func() { os.RemoveAll(dir) }
-				if err := cli.WriteSample(dir); err != nil {
+				if err := cli.WriteValidSample(dir); err != nil {
 					return typed.Stream[DeviceCount]{}, err
 				}
 				static = dir

@@ -1,10 +1,6 @@
 package cli
 
 import (
-	"bytes"
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/streamgen/streamgen/generated/sensor"
@@ -87,28 +83,5 @@ func SampleWithDuplicates() [][]sensor.Event {
 // WriteSampleWithDuplicates writes SampleWithDuplicates as JSON-lines files
 // in dir, with the line that is not valid JSON that WriteSample writes.
 func WriteSampleWithDuplicates(dir string) error {
-	return writeSampleFiles(dir, SampleWithDuplicates())
-}
-
-// writeSampleFiles writes files as WriteSample does: one JSON-lines file
-// each, and one line that is not valid JSON at the end of the fourth.
-func writeSampleFiles(dir string, files [][]sensor.Event) error {
-	for i, rows := range files {
-		var b bytes.Buffer
-		for _, ev := range rows {
-			line, err := ev.MarshalJSON()
-			if err != nil {
-				return err
-			}
-			b.Write(line)
-			b.WriteByte('\n')
-		}
-		if i == 3 {
-			b.WriteString(`{"User": "a", "gt": "walk", "Creation_Time": ` + "\n")
-		}
-		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%05d.jsonl", i)), b.Bytes(), 0o644); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeSampleFiles(dir, SampleWithDuplicates(), true)
 }

@@ -81,8 +81,18 @@ func Sample() [][]sensor.Event {
 
 // WriteSample writes the sample as JSON-lines files in dir, plus one line
 // that is not valid JSON, for the dead-letter sink.
-func WriteSample(dir string) error {
-	for i, rows := range Sample() {
+func WriteSample(dir string) error { return writeSampleFiles(dir, Sample(), true) }
+
+// WriteValidSample writes the sample as WriteSample does, without the line
+// that is not valid JSON: readings kept as history, which a static table
+// reads.
+func WriteValidSample(dir string) error { return writeSampleFiles(dir, Sample(), false) }
+
+// writeSampleFiles writes files as WriteSample does: one JSON-lines file
+// each, and with cut, one line that is not valid JSON at the end of the
+// fourth.
+func writeSampleFiles(dir string, files [][]sensor.Event, cut bool) error {
+	for i, rows := range files {
 		var b bytes.Buffer
 		for _, ev := range rows {
 			line, err := ev.MarshalJSON()
@@ -92,7 +102,7 @@ func WriteSample(dir string) error {
 			b.Write(line)
 			b.WriteByte('\n')
 		}
-		if i == 3 {
+		if cut && i == 3 {
 			b.WriteString(`{"User": "a", "gt": "walk", "Creation_Time": ` + "\n")
 		}
 		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("part-%05d.jsonl", i)), b.Bytes(), 0o644); err != nil {
