@@ -61,6 +61,7 @@ type RequiredFieldError struct {
 	Offset int64
 }
 
+// Error says which record's field is missing or null, and where.
 func (e *RequiredFieldError) Error() string {
 	s := "streamgen: " + e.Type + ": required field " + strconv.Quote(e.Field)
 	if e.Role != "" {

@@ -82,7 +82,8 @@ func (s *Spill) Close() error {
 	return errors.Join(errs...)
 }
 
-// SpillMerge reads the rows of all runs in order of (group, seq).
+// SpillMerge reads the rows of all runs in order of (group, seq). It is
+// not safe for concurrent use.
 type SpillMerge struct {
 	heap  runHeap
 	files []*os.File

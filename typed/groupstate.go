@@ -135,7 +135,8 @@ var ErrGroupState = errors.New("streamgen: GroupState")
 //     batch; CurrentWatermark is the zero time before the first
 //     watermark.
 //
-// A GroupState is valid only during the call it is passed to.
+// A GroupState is valid only during the call it is passed to, and is not
+// safe for concurrent use.
 type GroupState[S any] struct {
 	value      S
 	exists     bool

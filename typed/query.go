@@ -14,7 +14,9 @@ import (
 // Query is a running query: see runtime.Query.
 type Query = runtime.Query
 
-// Writer is a stream bound to a sink, ready to start.
+// Writer is a stream bound to a sink, ready to start. OutputMode changes
+// it: a Writer is not safe for concurrent use while it is being set up;
+// Start may be called from any goroutine once it is.
 type Writer[T any] struct {
 	s       Stream[T]
 	sink    Sink[T]

@@ -342,6 +342,8 @@ func (s *keyScope) clear(v *variable) error {
 
 // ValueState is a state variable holding one value per key, as Spark's
 // ValueState.
+// Its methods are safe for concurrent use: by the calls of different keys
+// (Concurrency) and by the goroutines of one call.
 type ValueState[T any] struct {
 	v     *variable
 	codec valueCodec[T]
@@ -455,6 +457,8 @@ func (s *ValueState[T]) Clear(ctx context.Context) error {
 // ListState: appending costs one write, whatever the list's length, and
 // with a time to live each element expires on its own. A list's entries
 // are its elements and a header (which counts as a state row too).
+// Its methods are safe for concurrent use: by the calls of different keys
+// (Concurrency) and by the goroutines of one call.
 type ListState[T any] struct {
 	v     *variable
 	codec valueCodec[T]
@@ -632,6 +636,8 @@ func (s *ListState[T]) Clear(ctx context.Context) error {
 // iterated in order of their keys' encoding (numbers in numeric order,
 // strings in byte order), and with a time to live each entry expires on
 // its own. Map keys may be strings, integers, float64s, bools or records.
+// Its methods are safe for concurrent use: by the calls of different keys
+// (Concurrency) and by the goroutines of one call.
 type MapState[MK comparable, V any] struct {
 	v      *variable
 	keys   keyCodec[MK]
