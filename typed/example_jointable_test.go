@@ -51,12 +51,14 @@ func ExampleJoinTable() {
 }
 
 // A stream-table join, as Kafka Streams' join of a KStream with a
-// versioned KTable: each purchase joined with its user's loyalty tier as
-// it was at the purchase's event time (AsOf), whatever order the two
-// inputs are read in. The table is the latest row per key of a stream of
-// updates, such as a compacted topic, kept in state; an update writes
-// nothing. With AsOf a purchase waits for the watermark to pass it, so
-// that every update up to its time is in; FlushEventTime ends the inputs.
+// versioned KTable: each purchase joined with its user's loyalty points
+// as they were at the purchase's event time (AsOf), whatever order the
+// two inputs are read in. The table is made of a stream of updates per
+// key, such as a compacted topic, its versions kept in state by event
+// time; an update writes nothing. With AsOf(grace) a purchase waits
+// until the watermark is past its time plus the grace, so that the
+// table's updates up to its time have come; FlushEventTime ends the
+// inputs.
 func ExampleJoinUpdates() {
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	purchases := typed.NewMemoryStream[fixtures.Click]("purchases", 0)
@@ -65,7 +67,7 @@ func ExampleJoinUpdates() {
 		fixtures.Click{User: "ann", Time: t0.Add(5 * time.Minute), Page: "hats"},
 		fixtures.Click{User: "bob", Time: t0.Add(2 * time.Minute), Page: "bags"},
 	)
-	// The tiers, as counts of points: ann's rise to 120 at 9:03.
+	// The points of each user: ann's rise to 120 at 9:03.
 	tiers := typed.NewMemoryStream[fixtures.UserCount]("tiers", 0)
 	tiers.Add(
 		fixtures.UserCount{User: "ann", Count: 40, Last: t0},
@@ -80,7 +82,7 @@ func ExampleJoinUpdates() {
 			return fmt.Sprintf("%s bought %s at %s with no points", j.Key, j.Left.Page, j.Left.Time.Format("15:04"))
 		}
 		return fmt.Sprintf("%s bought %s at %s with %d points", j.Key, j.Left.Page, j.Left.Time.Format("15:04"), j.Right.Count)
-	}, typed.AsOf(time.Hour))
+	}, typed.AsOf(2*time.Minute))
 	sink := typed.NewMemorySink[string]()
 	q, err := typed.WriteTo(joined, sink).OutputMode(typed.Append).
 		Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())

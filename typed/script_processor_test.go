@@ -32,6 +32,9 @@ import (
 //	                            latest event time (event)
 //	initial=(key:count, ...)    an initial state
 //
+// and restart takes ttl=D or event-ttl=D, a time to live changed by the
+// restart.
+//
 // The scripted processor keeps a count (value state), the rows' pages
 // (list state) and a count per page (map state); each call with rows emits
 // "key count=N pages=[...] per-page=[...] timers=[...]", as the state and
@@ -317,6 +320,19 @@ func (s *processorScript) run(t *testing.T, d *datadriven.TestData) string {
 		s.clock.Advance(dur)
 		return s.settle(t)
 	case "restart":
+		// restart [ttl=D | event-ttl=D]: the same query, its states' time
+		// to live changed (ttl=0: none), as a new version of a program
+		// may change it.
+		for _, a := range d.CmdArgs {
+			if len(a.Vals) != 1 || (a.Key != "ttl" && a.Key != "event-ttl") {
+				d.Fatalf(t, "restart takes ttl=D or event-ttl=D, not %v", a)
+			}
+			x, err := time.ParseDuration(a.Vals[0])
+			if err != nil {
+				d.Fatalf(t, "%s: %v", a.Key, err)
+			}
+			s.ttl, s.eventTTL = x, a.Key == "event-ttl"
+		}
 		s.stop()
 		return s.start(t)
 	case "flush":

@@ -72,7 +72,8 @@ func TestMemorySink(t *testing.T) {
 
 // consoleTable is the test's own rendering of Spark's show output from JSON
 // objects, for ASCII data in full (no truncation): column names in order of
-// first appearance, widths at least 3, cells padded on the left.
+// first appearance (the record's order, for records without omitted
+// members), widths at least 3, cells padded on the left.
 func consoleTable(t *testing.T, objects [][]byte) string {
 	t.Helper()
 	var columns []string

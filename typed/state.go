@@ -166,8 +166,10 @@ func (s *keyScope) put(v *variable, suffix, value []byte) error {
 	return s.putExpiring(v, suffix, value, false)
 }
 
-// putExpiring is put; with lasting, an entry there that expires later
-// keeps its expiry (a list's header, which must outlive its elements).
+// putExpiring is put; with lasting, an entry there that expires later,
+// or never, keeps its expiry (a list's header, which must outlive its
+// elements: those written before the variable had a time to live never
+// expire).
 func (s *keyScope) putExpiring(v *variable, suffix, value []byte, lasting bool) error {
 	raw, existed, err := s.get(v.id, suffix)
 	if err != nil {
@@ -179,7 +181,7 @@ func (s *keyScope) putExpiring(v *variable, suffix, value []byte, lasting bool) 
 		if err != nil {
 			return s.k.Fail(err)
 		}
-		if old.After(at) {
+		if old.IsZero() || old.After(at) {
 			at = old
 		}
 	}
@@ -238,9 +240,10 @@ func (s *keyScope) expiringEntries(v *variable) (suffixes, values [][]byte, expi
 // (clean) reads the committed entries and puts the call's own writes over
 // them: a read of the committed state alone, which the store answers
 // without Pebble for a key that never had an entry, and which leaves the
-// batch unindexed. fn must not write. A scan that reaches the end keeps
-// the suffixes it found, for a clear of v that follows before any write
-// to v (see keyScope.memo).
+// batch unindexed. fn must not write, nor stop the scan (runtime.StopScan:
+// the memo would hold part of the entries). A scan that reaches the end
+// keeps the suffixes it found, for a clear of v that follows before any
+// write to v (see keyScope.memo).
 func (s *keyScope) scan(v *variable, fn func(suffix, raw []byte) error) error {
 	s.memo, s.memoBuf, s.memoEnds = 0, s.memoBuf[:0], s.memoEnds[:0]
 	if s.recordFn == nil {
