@@ -163,7 +163,7 @@ func planMeta(plan *Plan) Meta {
 			if s.TTL > 0 {
 				vm.TTL = s.TTL.String()
 				if s.EventTimeTTL {
-					vm.TTL += " (event time)"
+					vm.TTL += eventTimeTTL
 				}
 			}
 			om.Variables[s.Name] = vm
@@ -360,6 +360,22 @@ type dropVariable struct {
 	op, id uint8
 }
 
+// eventTimeTTL ends the TTL of a variable whose time to live is in event
+// time, as VariableMeta records it.
+const eventTimeTTL = " (event time)"
+
+// ttlClock is the clock of a variable's time to live as VariableMeta
+// records it: "processing time", "event time", or "" for none.
+func ttlClock(ttl string) string {
+	switch {
+	case ttl == "":
+		return ""
+	case strings.HasSuffix(ttl, eventTimeTTL):
+		return "event time"
+	}
+	return "processing time"
+}
+
 // reconcileVariables gives current's variables their stored ids, new ones
 // ids no stored variable holds, carries over the stored variables current
 // no longer declares, and drops the deleted ones.
@@ -405,6 +421,14 @@ func reconcileVariables(op int, stored, current *OperatorMeta) (drop []dropVaria
 					diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q: its key %s: %s, and its stored entries would not be found; delete it (DeleteIfExists), give the new one another name, or keep the key's fields",
 						op, current.Kind, current.Name, name, v.MapKey.Name, diff))
 				}
+			}
+			if oldClock, newClock := ttlClock(old.TTL), ttlClock(v.TTL); oldClock != "" && newClock != "" && oldClock != newClock {
+				// The stored expiries are instants of the other clock, and
+				// indexed for its sweeps: compared with this one's they
+				// would expire at once or live on, and a list's header
+				// could outlive its elements.
+				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q had a time to live in %s (%s), now in %s (%s): its stored entries expire by the other clock; delete it (DeleteIfExists) or give the new one another name",
+					op, current.Kind, current.Name, name, oldClock, strings.TrimSuffix(old.TTL, eventTimeTTL), newClock, strings.TrimSuffix(v.TTL, eventTimeTTL)))
 			}
 			if old.Encoding != "" && v.Encoding != "" && old.Encoding != v.Encoding {
 				// The same bytes would be read in another layout.

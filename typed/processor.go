@@ -234,6 +234,12 @@ type StateOption func(*variable)
 // a value whose expiry is at or before the batch's processing time is
 // never seen again, in any handler of the batch (timers' too), and is
 // removed from the store in that batch, with new data or without.
+//
+// A new version of a program may give a variable a time to live, change
+// its length or take it away: what was written keeps the expiry it was
+// written with (none, for what was written without one). Moving it to
+// event time (WithEventTimeTTL), or back, is refused at Start: the
+// stored expiries are instants of the other clock.
 func WithTTL(ttl time.Duration) StateOption {
 	return func(v *variable) { v.ttl, v.eventTTL = ttl, false }
 }

@@ -976,3 +976,70 @@ func TestEmptyListLeavesNoState(t *testing.T) {
 		t.Fatalf("rows %s, want %s", got, want)
 	}
 }
+
+// ttlListProcessor appends each row's page to a list whose time to live
+// is ttl's (nil: none).
+type ttlListProcessor struct {
+	ttl   typed.StateOption
+	pages *typed.ListState[string]
+}
+
+func (p *ttlListProcessor) Init(h *typed.Handle) error {
+	var opts []typed.StateOption
+	if p.ttl != nil {
+		opts = append(opts, p.ttl)
+	}
+	p.pages = typed.NewListState[string](h, "pages", opts...)
+	return nil
+}
+
+func (p *ttlListProcessor) HandleInputRows(ctx context.Context, _ string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, _ func(string)) error {
+	for r := range rows {
+		if err := p.pages.AppendValue(ctx, r.Page); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestProcessorTTLChanges: a restart may give a variable a time to live,
+// take it away or change its length, but not move it to the other clock
+// (processing time, event time), whose instants its stored expiries are
+// not: that is refused at start, naming the variable and both.
+func TestProcessorTTLChanges(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	ck := newCheckpoint()
+	in := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, time.Second)
+	byUser := typed.GroupByKey(in, func(c *fixtures.Click) string { return c.User })
+	run := func(ttl typed.StateOption) error {
+		w := typed.WriteTo(typed.TransformWithState(byUser, &ttlListProcessor{ttl: ttl}, typed.TimeModeEventTime, typed.Append), newSink[string]())
+		q, err := w.Start(context.Background(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			return err
+		}
+		return q.AwaitTermination()
+	}
+	steps := []struct {
+		name    string
+		ttl     typed.StateOption
+		refused string
+	}{
+		{"none", nil, ""},
+		{"processing time", typed.WithTTL(time.Hour), ""},
+		{"processing time, longer", typed.WithTTL(2 * time.Hour), ""},
+		{"event time", typed.WithEventTimeTTL(time.Hour), `state variable "pages" had a time to live in processing time (2h0m0s), now in event time (1h0m0s)`},
+		{"none again", nil, ""},
+		{"event time after none", typed.WithEventTimeTTL(time.Hour), ""},
+		{"processing time after event time", typed.WithTTL(time.Hour), `state variable "pages" had a time to live in event time (1h0m0s), now in processing time (1h0m0s)`},
+	}
+	for i, step := range steps {
+		m.Add(click("a", i+1))
+		err := run(step.ttl)
+		switch {
+		case step.refused == "" && err != nil:
+			t.Fatalf("%s: %v", step.name, err)
+		case step.refused != "" && (!errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), step.refused)):
+			t.Fatalf("%s: err = %v, want it to say %s", step.name, err, step.refused)
+		}
+	}
+}
