@@ -1,0 +1,100 @@
+package typed_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/streamgen/streamgen/generated/fixtures"
+	"github.com/streamgen/streamgen/runtime"
+	"github.com/streamgen/streamgen/typed"
+)
+
+// printLetters is a dead-letter sink that prints where each letter's
+// record was.
+type printLetters struct{}
+
+func (printLetters) WriteDeadLetters(_ context.Context, _ int64, letters []runtime.DeadLetter) error {
+	for _, l := range letters {
+		fmt.Printf("dead letter at %s\n", l.Position)
+	}
+	return nil
+}
+
+// A query over a directory of JSON-lines files, as Spark's file source:
+// each record decoded with its generated decoder, a line that does not
+// decode sent to the dead letters with its position, counts per user
+// written as JSON lines, a file per batch (Update mode: the users whose
+// count changed). The checkpoint keeps which files were read and the
+// counts, so a second run on it reads only the file that came since, and
+// goes on from the counts.
+func ExampleFrom() {
+	dir, err := os.MkdirTemp("", "example-from-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	in, out, ckpt := filepath.Join(dir, "in"), filepath.Join(dir, "out"), filepath.Join(dir, "checkpoint")
+	write := func(name string, lines ...string) {
+		if err := os.MkdirAll(in, 0o755); err != nil {
+			fmt.Println(err)
+		}
+		if err := os.WriteFile(filepath.Join(in, name), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+			fmt.Println(err)
+		}
+	}
+	run := func() {
+		clicks := typed.From[fixtures.Click](runtime.FilesSource(in, runtime.FilesOptions{}))
+		counts := typed.MapGroupsWithState(typed.GroupByKey(clicks, func(c *fixtures.Click) string { return c.User }), typed.NoTimeout,
+			func(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error) {
+				c, _ := state.Get()
+				for r := range rows {
+					if c.Count == 0 || r.Time.Before(c.First) {
+						c.First = r.Time
+					}
+					if r.Time.After(c.Last) {
+						c.Last = r.Time
+					}
+					c.Count++
+				}
+				state.Update(c)
+				return fixtures.UserCount{User: user, Count: c.Count, First: c.First, Last: c.Last}, nil
+			})
+		q, err := typed.WriteTo(counts, typed.FilesSink[fixtures.UserCount](out)).OutputMode(typed.Update).
+			Start(context.Background(), runtime.Checkpoint(ckpt), runtime.WithTrigger(runtime.AvailableNow()), runtime.DeadLetters(printLetters{}))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if err := q.AwaitTermination(); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	show := func() {
+		files, _ := filepath.Glob(filepath.Join(out, "*.jsonl"))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			fmt.Printf("%s: %s", filepath.Base(f), b)
+		}
+	}
+
+	write("1.jsonl",
+		`{"user": "ann", "time": "2026-03-01T09:00:00Z", "page": "/"}`,
+		`{"user": "bob", "time": "2026-03-01T09:01:00Z", "page": "/"}`,
+		`{"user": "ann", "time": `, // cut short
+	)
+	run()
+	write("2.jsonl", `{"user": "ann", "time": "2026-03-01T09:02:00Z", "page": "/cart"}`)
+	run()
+	show()
+	// Output:
+	// dead letter at 1.jsonl:3
+	// part-0000000000.jsonl: {"user":"ann","count":1,"first":"2026-03-01T09:00:00Z","last":"2026-03-01T09:00:00Z"}
+	// {"user":"bob","count":1,"first":"2026-03-01T09:01:00Z","last":"2026-03-01T09:01:00Z"}
+	// part-0000000001.jsonl: {"user":"ann","count":2,"first":"2026-03-01T09:00:00Z","last":"2026-03-01T09:02:00Z"}
+}
