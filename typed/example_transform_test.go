@@ -69,7 +69,7 @@ func (p *visits) HandleExpiredTimer(ctx context.Context, user string, _ typed.Ti
 }
 
 func visitText(user string, n int64, end time.Time) string {
-	return fmt.Sprintf("%s: %d clicks, the visit over at %s", user, n, end.Format("15:04"))
+	return fmt.Sprintf("%s: a visit over at %s, clicks: %d", user, end.Format("15:04"), n)
 }
 
 // A processor with state variables and event-time timers, as Spark's
@@ -109,9 +109,9 @@ func ExampleTransformWithState() {
 		fmt.Println(r)
 	}
 	// Output:
-	// ann: 2 clicks, the visit over at 09:50
-	// bob: 1 clicks, the visit over at 09:35
-	// ann: 1 clicks, the visit over at 11:15
-	// bob: 1 clicks, the visit over at 11:30
-	// cat: 1 clicks, the visit over at 11:40
+	// ann: a visit over at 09:50, clicks: 2
+	// bob: a visit over at 09:35, clicks: 1
+	// ann: a visit over at 11:15, clicks: 1
+	// bob: a visit over at 11:30, clicks: 1
+	// cat: a visit over at 11:40, clicks: 1
 }

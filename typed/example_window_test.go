@@ -72,7 +72,7 @@ func ExampleSession() {
 	sessions := typed.GroupByWindow(typed.WithWatermark(typed.FromMemory(clicks), clickTime, time.Hour), clickTime,
 		typed.Session(30*time.Minute), func(c *fixtures.Click) string { return c.User })
 	counts := typed.AggregateWindows(sessions, typed.Count[fixtures.Click](), func(w typed.Window, user string, n int64) string {
-		return fmt.Sprintf("%s %s–%s: %d clicks", user, w.Start.Format("15:04"), w.End.Format("15:04"), n)
+		return fmt.Sprintf("%s %s–%s, clicks: %d", user, w.Start.Format("15:04"), w.End.Format("15:04"), n)
 	})
 	sink := typed.NewMemorySink[string]()
 	q, err := typed.WriteTo(counts, sink).OutputMode(typed.Append).
@@ -89,7 +89,7 @@ func ExampleSession() {
 		fmt.Println(r)
 	}
 	// Unordered output:
-	// ann 09:00–10:20: 3 clicks
-	// bob 09:10–09:40: 1 clicks
-	// ann 11:00–11:30: 1 clicks
+	// ann 09:00–10:20, clicks: 3
+	// bob 09:10–09:40, clicks: 1
+	// ann 11:00–11:30, clicks: 1
 }
