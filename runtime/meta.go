@@ -133,6 +133,12 @@ type VariableMeta struct {
 	ID   uint8  `json:"id"`
 	Kind string `json:"kind,omitempty"`
 	TTL  string `json:"ttl,omitempty"`
+	// Expiries is the clock of the expiries the variable's stored entries
+	// may carry ("processing time", "event time"): its TTL's, or, once a
+	// restart has taken its TTL away, the one it had (what was written
+	// keeps its expiry). Metadata written before it was kept says it in
+	// TTL alone.
+	Expiries string `json:"expiries,omitempty"`
 	// Encoding, ValueType, MapKeyType and MapKey say how to read the
 	// variable's entries (see StateInfo).
 	Encoding   string        `json:"encoding,omitempty"`
@@ -165,6 +171,7 @@ func planMeta(plan *Plan) Meta {
 				if s.EventTimeTTL {
 					vm.TTL += eventTimeTTL
 				}
+				vm.Expiries = ttlClock(vm.TTL)
 			}
 			om.Variables[s.Name] = vm
 		}
@@ -422,13 +429,24 @@ func reconcileVariables(op int, stored, current *OperatorMeta) (drop []dropVaria
 						op, current.Kind, current.Name, name, v.MapKey.Name, diff))
 				}
 			}
-			if oldClock, newClock := ttlClock(old.TTL), ttlClock(v.TTL); oldClock != "" && newClock != "" && oldClock != newClock {
+			oldClock, newClock := old.Expiries, ttlClock(v.TTL)
+			if oldClock == "" {
+				oldClock = ttlClock(old.TTL)
+			}
+			if oldClock != "" && newClock != "" && oldClock != newClock {
 				// The stored expiries are instants of the other clock, and
 				// indexed for its sweeps: compared with this one's they
 				// would expire at once or live on, and a list's header
 				// could outlive its elements.
+				was := strings.TrimSuffix(old.TTL, eventTimeTTL)
+				if was == "" {
+					was = "taken away since, its entries keeping their expiries"
+				}
 				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q had a time to live in %s (%s), now in %s (%s): its stored entries expire by the other clock; delete it (DeleteIfExists) or give the new one another name",
-					op, current.Kind, current.Name, name, oldClock, strings.TrimSuffix(old.TTL, eventTimeTTL), newClock, strings.TrimSuffix(v.TTL, eventTimeTTL)))
+					op, current.Kind, current.Name, name, oldClock, was, newClock, strings.TrimSuffix(v.TTL, eventTimeTTL)))
+			}
+			if newClock == "" {
+				v.Expiries = oldClock // what was written keeps its expiry
 			}
 			if old.Encoding != "" && v.Encoding != "" && old.Encoding != v.Encoding {
 				// The same bytes would be read in another layout.
@@ -444,6 +462,19 @@ func reconcileVariables(op int, stored, current *OperatorMeta) (drop []dropVaria
 			used[next] = true
 		}
 		carried[name] = v
+	}
+	// A variable the pipeline no longer declares keeps its data, and its
+	// schema, so that one that declares it again is held to it.
+	for name := range carried {
+		if _, declared := current.Variables[name]; declared {
+			continue
+		}
+		if schema, ok := stored.States[name]; ok {
+			if current.States == nil {
+				current.States = map[string]*codec.Schema{}
+			}
+			current.States[name] = schema
+		}
 	}
 	current.Variables = carried
 	return drop, diffs

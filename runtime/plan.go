@@ -234,6 +234,16 @@ type VariableIDs interface {
 	SetVariableIDs(ids []uint8)
 }
 
+// VariableExpiries is implemented by an operator whose state variables
+// may lose their time to live at a restart: Start calls
+// SetVariableExpiries, in the order of OperatorInfo.States, with whether
+// each variable's stored entries may carry expiries in event time (a
+// variable without a TTL now, whose entries written with an event-time
+// TTL keep their expiries, judged by the watermark).
+type VariableExpiries interface {
+	SetVariableExpiries(eventTime []bool)
+}
+
 // LayoutChooser is implemented by an operator whose state has a layout
 // of an earlier version beside its own, and which still runs on a
 // checkpoint written in it (as Spark keeps the state format version a

@@ -209,6 +209,13 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 			}
 			v.SetVariableIDs(ids)
 		}
+		if v, ok := op.(VariableExpiries); ok {
+			event := make([]bool, 0, len(op.Info().States))
+			for _, s := range op.Info().States {
+				event = append(event, meta.Operators[i].Variables[s.Name].Expiries == "event time")
+			}
+			v.SetVariableExpiries(event)
+		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{}), timedVars: timedVars, keyed: keyed, releaseKeys: releases}

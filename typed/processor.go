@@ -214,8 +214,12 @@ type variable struct {
 	name     string
 	kind     string
 	ttl      time.Duration
-	eventTTL bool          // the time to live is in event time
-	schema   *codec.Schema // of a record value, for the checkpoint
+	eventTTL bool // the time to live is in event time
+	// eventExpiries says that the stored entries of a variable without a
+	// time to live now may carry expiries in event time: written before a
+	// restart took its event-time TTL away, they keep them.
+	eventExpiries bool
+	schema        *codec.Schema // of a record value, for the checkpoint
 	// valueType names the value's type, and mapKeyType and mapKey a map
 	// variable's key type, for the checkpoint (see runtime.StateInfo).
 	valueType, mapKeyType string

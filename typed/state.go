@@ -43,7 +43,7 @@ func (s *keyScope) expiry(v *variable) (time.Time, runtime.ExpiryClock) {
 // an event-time timer, once the timer's instant is past it.
 func (s *keyScope) expired(v *variable, at time.Time) bool {
 	switch {
-	case !v.eventTTL:
+	case !v.eventTTL && !(v.ttl <= 0 && v.eventExpiries):
 		return runtime.Expired(at, s.now)
 	case !s.timerAt.IsZero():
 		return !at.IsZero() && at.Before(s.timerAt)

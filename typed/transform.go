@@ -216,6 +216,14 @@ func (o *processorOp[K, In, Out]) SetVariableIDs(ids []uint8) {
 	}
 }
 
+// SetVariableExpiries tells the declared variables whether their stored
+// entries may carry expiries in event time.
+func (o *processorOp[K, In, Out]) SetVariableExpiries(eventTime []bool) {
+	for i, v := range o.handle.vars {
+		v.eventExpiries = eventTime[i]
+	}
+}
+
 // EndBatch drops the batch's rows.
 func (o *processorOp[K, In, Out]) EndBatch() {
 	if o.cancelBatch != nil {

@@ -993,19 +993,25 @@ func (p *ttlListProcessor) Init(h *typed.Handle) error {
 	return nil
 }
 
-func (p *ttlListProcessor) HandleInputRows(ctx context.Context, _ string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, _ func(string)) error {
+func (p *ttlListProcessor) HandleInputRows(ctx context.Context, _ string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(string)) error {
 	for r := range rows {
 		if err := p.pages.AppendValue(ctx, r.Page); err != nil {
 			return err
 		}
 	}
+	pages, err := p.pages.Get(ctx)
+	if err != nil {
+		return err
+	}
+	emit(fmt.Sprint(slices.Collect(pages)))
 	return nil
 }
 
 // TestProcessorTTLChanges: a restart may give a variable a time to live,
 // take it away or change its length, but not move it to the other clock
 // (processing time, event time), whose instants its stored expiries are
-// not: that is refused at start, naming the variable and both.
+// not, even after a run that took it away: that is refused at start,
+// naming the variable and both.
 func TestProcessorTTLChanges(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	ck := newCheckpoint()
@@ -1029,8 +1035,10 @@ func TestProcessorTTLChanges(t *testing.T) {
 		{"processing time, longer", typed.WithTTL(2 * time.Hour), ""},
 		{"event time", typed.WithEventTimeTTL(time.Hour), `state variable "pages" had a time to live in processing time (2h0m0s), now in event time (1h0m0s)`},
 		{"none again", nil, ""},
-		{"event time after none", typed.WithEventTimeTTL(time.Hour), ""},
-		{"processing time after event time", typed.WithTTL(time.Hour), `state variable "pages" had a time to live in event time (1h0m0s), now in processing time (1h0m0s)`},
+		// The entries written with the processing-time TTL keep their
+		// expiries: a TTL in event time is refused after a run without.
+		{"event time after none", typed.WithEventTimeTTL(time.Hour), `state variable "pages" had a time to live in processing time (taken away since, its entries keeping their expiries), now in event time (1h0m0s)`},
+		{"processing time after none", typed.WithTTL(time.Minute), ""},
 	}
 	for i, step := range steps {
 		m.Add(click("a", i+1))
@@ -1041,5 +1049,103 @@ func TestProcessorTTLChanges(t *testing.T) {
 		case step.refused != "" && (!errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), step.refused)):
 			t.Fatalf("%s: err = %v, want it to say %s", step.name, err, step.refused)
 		}
+	}
+}
+
+// TestProcessorEventTTLTakenAway: a restart that takes a variable's
+// event-time TTL away keeps what was written with it until the watermark
+// passes its expiry, as the TTL said (it was judged by processing time,
+// and gone at once); what is written after never expires. A variable
+// left out of one run and declared again is held to its stored type.
+func TestProcessorEventTTLTakenAway(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 1) // a batch per row
+	ck := newCheckpoint()
+	in := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 0)
+	byUser := typed.GroupByKey(in, func(c *fixtures.Click) string { return c.User })
+	run := func(ttl typed.StateOption) []string {
+		t.Helper()
+		sink := newSink[string]()
+		w := typed.WriteTo(typed.TransformWithState(byUser, &ttlListProcessor{ttl: ttl}, typed.TimeModeEventTime, typed.Append), sink)
+		q, err := w.Start(context.Background(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		return sink.rows()
+	}
+	page := func(sec int, name string) fixtures.Click {
+		return fixtures.Click{User: "a", Time: at(sec), Page: name}
+	}
+	m.Add(page(100, "p1")) // expires at 3700 s of event time
+	if got := fmt.Sprint(run(typed.WithEventTimeTTL(time.Hour))); got != "[[p1]]" {
+		t.Fatalf("with the TTL: %s", got)
+	}
+	m.Add(page(200, "p2"))
+	if got := fmt.Sprint(run(nil)); got != "[[p1 p2]]" {
+		t.Fatalf("without it: %s, want p1 kept until the watermark passes 3700 s", got)
+	}
+	// The batch of 3710 s runs with the watermark of 200 s, the next with
+	// 3710 s: p1 has expired.
+	m.Add(page(3710, "p3"))
+	m.Add(page(3800, "p4"))
+	if got := fmt.Sprint(run(nil)); got != "[[p1 p2 p3] [p2 p3 p4]]" {
+		t.Fatalf("past p1's expiry: %s", got)
+	}
+}
+
+// gapProcessor declares a value state "s" of fixtures.StateV1 (version
+// 1), of fixtures.StateV3 (3), or, in version 2, another variable only.
+type gapProcessor struct{ version int }
+
+func (p *gapProcessor) Init(h *typed.Handle) error {
+	switch p.version {
+	case 1:
+		typed.NewValueState[fixtures.StateV1](h, "s")
+	case 2:
+		typed.NewValueState[int64](h, "other")
+	default:
+		typed.NewValueState[fixtures.StateV3](h, "s")
+	}
+	return nil
+}
+
+func (p *gapProcessor) HandleInputRows(context.Context, string, iter.Seq[fixtures.Click], typed.TimerValues, func(string)) error {
+	return nil
+}
+
+// TestProcessorVariableBackAfterAGap: a variable a run leaves out keeps
+// its data and its type in the checkpoint, so a later run that declares
+// it with a type that cannot read its data is refused, as it is straight
+// after (it was taken for a new variable, and read the old data as the
+// new type).
+func TestProcessorVariableBackAfterAGap(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	ck := newCheckpoint()
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	run := func(p typed.StatefulProcessor[string, fixtures.Click, string]) error {
+		w := typed.WriteTo(typed.TransformWithState(byUser, p, typed.TimeModeNone, typed.Append), newSink[string]())
+		q, err := w.Start(context.Background(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			return err
+		}
+		return q.AwaitTermination()
+	}
+	m.Add(click("a", 1))
+	if err := run(&gapProcessor{version: 1}); err != nil {
+		t.Fatal(err)
+	}
+	m.Add(click("a", 2))
+	if err := run(&gapProcessor{version: 2}); err != nil {
+		t.Fatal(err)
+	}
+	m.Add(click("a", 3))
+	err := run(&gapProcessor{version: 3})
+	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), `state "s"`) {
+		t.Fatalf("declared again as another type: err = %v", err)
+	}
+	if err := run(&gapProcessor{version: 1}); err != nil {
+		t.Fatalf("declared again as its type: %v", err)
 	}
 }
