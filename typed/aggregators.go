@@ -114,20 +114,27 @@ func (avgAgg[In]) Result(a SumAcc) float64 {
 // than any other value, as in Spark's and Flink's min: it is the least
 // only of rows that are all NaN, in whatever order the rows come.
 func Min[In any](value func(*In) float64) Aggregator[In, ExtremeAcc, float64] {
-	return extremeAgg[In]{value: value, less: func(a, b float64) bool { return a < b || math.IsNaN(b) && !math.IsNaN(a) }}
+	return extremeAgg[In]{value: value, less: func(a, b float64) bool { return a < b || math.IsNaN(b) && !math.IsNaN(a) }, rule: "keeps the least value"}
 }
 
 // Max is the greatest value over the rows (NaN for none). NaN is greater
 // than any other value, as in Spark's and Flink's max: one NaN makes the
 // greatest NaN, in whatever order the rows come.
 func Max[In any](value func(*In) float64) Aggregator[In, ExtremeAcc, float64] {
-	return extremeAgg[In]{value: value, less: func(a, b float64) bool { return a > b || math.IsNaN(a) && !math.IsNaN(b) }}
+	return extremeAgg[In]{value: value, less: func(a, b float64) bool { return a > b || math.IsNaN(a) && !math.IsNaN(b) }, rule: "keeps the greatest value"}
 }
 
 type extremeAgg[In any] struct {
 	value func(*In) float64
 	less  func(a, b float64) bool // a is more extreme than b
+	// rule says which extreme it keeps, for the checkpoint: Min and Max
+	// keep one accumulator type, and one's stored state is no start for
+	// the other.
+	rule string
 }
+
+func (e extremeAgg[In]) params() string         { return e.rule }
+func (extremeAgg[In]) rowSchema() *codec.Schema { return nil }
 
 func (extremeAgg[In]) Zero() ExtremeAcc { return ExtremeAcc{} }
 func (e extremeAgg[In]) Add(a ExtremeAcc, r *In) ExtremeAcc {

@@ -321,3 +321,30 @@ func TestAggregatorMetaInCheckpoint(t *testing.T) {
 		t.Fatalf("StateV3 rows on StateV2's: %v, want a refusal naming the field", err)
 	}
 }
+
+// TestMinMaxInCheckpoint: Min and Max keep one accumulator type, so the
+// checkpoint keeps which extreme an aggregation keeps: a start of Max on
+// Min's checkpoint is refused, saying both (it went on from the stored
+// least value, and wrote it as the greatest), unless the pipeline's
+// changes are allowed.
+func TestMinMaxInCheckpoint(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	m.Add(click("a", 5), click("a", 1))
+	extreme := func(agg typed.Aggregator[fixtures.Click, typed.ExtremeAcc, float64]) *typed.Writer[float64] {
+		byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+		return typed.WriteTo(typed.AggregateByKey(byUser, agg, func(_ string, v float64) float64 { return v }), newSink[float64]()).OutputMode(typed.Update)
+	}
+	second := func(c *fixtures.Click) float64 { return float64(c.Time.Unix() % 60) }
+	ck := newCheckpoint()
+	if err := runToEnd(t, extreme(typed.Min(second)), ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	m.Add(click("a", 3))
+	err := runToEnd(t, extreme(typed.Max(second)), ck.opts()...)
+	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "it keeps the least value, and now keeps the greatest value") {
+		t.Fatalf("a start with Max on Min's checkpoint: %v", err)
+	}
+	if err := runToEnd(t, extreme(typed.Min(second)), ck.opts()...); err != nil {
+		t.Fatalf("a start with Min again: %v", err)
+	}
+}
