@@ -10,12 +10,16 @@ import (
 var ErrIncompatible = errors.New("streamgen: incompatible schema")
 
 // Compatible reports whether bytes written with schema written can be read
-// by a type with schema current. Fields added or removed are compatible
-// (added fields read as zero, removed ones are skipped), and so are changes
-// that keep a field's layout: integer widths, a pointer and its element, a
-// slice and an array (but not the elements of a list or the values of a
-// map becoming pointers or ceasing to be: the encoding says which). Any other change of a field's type is not; the error
-// lists every such field with both types, as in
+// by a type with schema current, every value whole. Fields added or
+// removed are compatible (added fields read as zero, removed ones are
+// skipped), and so are changes that keep a field's layout and lose no
+// value: a wider integer of the same signedness, a pointer and its
+// element, an array and a slice, an array and a longer one (but not a
+// narrower integer, whose stored values may not fit, a slice or array
+// read as a shorter array, which would drop elements, nor the elements
+// of a list or the values of a map becoming pointers or ceasing to be:
+// the encoding says which). Any other change of a field's type is not;
+// the error lists every such field with both types, as in
 //
 //	streamgen: incompatible schema: sessions.Session: field Count (id 4242) was int64, is now string
 func Compatible(written, current *Schema) error {
@@ -70,7 +74,14 @@ func (c *comparison) types(path string, written, current *Type) string {
 		return "kind"
 	}
 	switch current.Kind {
+	case KindInt, KindUint:
+		if written.Bits > 0 && current.Bits > 0 && current.Bits < written.Bits {
+			return "narrower" // a stored value may not fit
+		}
 	case KindList:
+		if current.Len > 0 && (written.Len == 0 || written.Len > current.Len) {
+			return "shorter" // the elements past current's length would be dropped
+		}
 		if written.Elem.Pointer != current.Elem.Pointer {
 			return "element pointer" // a list's header says which it holds
 		}

@@ -44,3 +44,41 @@ func TestCompatibleElementPointers(t *testing.T) {
 		}
 	}
 }
+
+// TestCompatibleLosesNoValue: a change that would lose stored values,
+// silently or at the first read of one, is refused: an integer narrowed
+// (a stored value may overflow it, and its read failed mid-run), a slice
+// or an array read as a shorter array (the elements past its length were
+// dropped); a wider integer, an array read as a slice or a longer array,
+// are accepted.
+func TestCompatibleLosesNoValue(t *testing.T) {
+	integer := func(kind codec.Kind, bits int) *codec.Type {
+		return &codec.Type{Kind: kind, Bits: bits, Go: "int"}
+	}
+	list := func(n int) *codec.Type {
+		return &codec.Type{Kind: codec.KindList, Len: n, Elem: integer(codec.KindInt, 64), Go: "[n]int64"}
+	}
+	schema := func(typ *codec.Type) *codec.Schema {
+		return (&codec.Schema{Name: "p.State", Fields: []codec.Field{{Name: "X", ID: 7, Type: typ}}}).Seal()
+	}
+	for _, tc := range []struct {
+		name         string
+		written, now *codec.Type
+		ok           bool
+	}{
+		{"int64 to int32", integer(codec.KindInt, 64), integer(codec.KindInt, 32), false},
+		{"uint16 to uint8", integer(codec.KindUint, 16), integer(codec.KindUint, 8), false},
+		{"int32 to int64", integer(codec.KindInt, 32), integer(codec.KindInt, 64), true},
+		{"uint8 to uint64", integer(codec.KindUint, 8), integer(codec.KindUint, 64), true},
+		{"[4]int64 to [2]int64", list(4), list(2), false},
+		{"[]int64 to [2]int64", list(0), list(2), false},
+		{"[2]int64 to [4]int64", list(2), list(4), true},
+		{"[4]int64 to []int64", list(4), list(0), true},
+		{"[]int64 to []int64", list(0), list(0), true},
+	} {
+		err := codec.Compatible(schema(tc.written), schema(tc.now))
+		if tc.ok != (err == nil) || err != nil && !errors.Is(err, codec.ErrIncompatible) {
+			t.Errorf("%s: %v, want compatible %v", tc.name, err, tc.ok)
+		}
+	}
+}
