@@ -23,26 +23,14 @@ func TestCompatibleElementPointers(t *testing.T) {
 	dict := func(pointer bool) *codec.Type {
 		return &codec.Type{Kind: codec.KindMap, Key: &codec.Type{Kind: codec.KindString, Go: "string"}, Elem: i64(pointer), Go: "map[string]" + i64(pointer).Go}
 	}
-	schema := func(typ *codec.Type) *codec.Schema {
-		return (&codec.Schema{Name: "p.State", Fields: []codec.Field{{Name: "X", ID: 7, Type: typ}}}).Seal()
-	}
-	for _, tc := range []struct {
-		name         string
-		written, now *codec.Type
-		ok           bool
-	}{
+	checkCompatible(t, []compatCase{
 		{"[]int64 to []*int64", list(false), list(true), false},
 		{"[]*int64 to []int64", list(true), list(false), false},
 		{"map[string]int64 to map[string]*int64", dict(false), dict(true), false},
 		{"map[string]*int64 to map[string]int64", dict(true), dict(false), false},
 		{"int64 to *int64", i64(false), i64(true), true},
 		{"[]int64 unchanged", list(false), list(false), true},
-	} {
-		err := codec.Compatible(schema(tc.written), schema(tc.now))
-		if tc.ok != (err == nil) || err != nil && !errors.Is(err, codec.ErrIncompatible) {
-			t.Errorf("%s: %v, want compatible %v", tc.name, err, tc.ok)
-		}
-	}
+	})
 }
 
 // TestCompatibleLosesNoValue: a change that would lose stored values,
@@ -58,14 +46,7 @@ func TestCompatibleLosesNoValue(t *testing.T) {
 	list := func(n int) *codec.Type {
 		return &codec.Type{Kind: codec.KindList, Len: n, Elem: integer(codec.KindInt, 64), Go: "[n]int64"}
 	}
-	schema := func(typ *codec.Type) *codec.Schema {
-		return (&codec.Schema{Name: "p.State", Fields: []codec.Field{{Name: "X", ID: 7, Type: typ}}}).Seal()
-	}
-	for _, tc := range []struct {
-		name         string
-		written, now *codec.Type
-		ok           bool
-	}{
+	checkCompatible(t, []compatCase{
 		{"int64 to int32", integer(codec.KindInt, 64), integer(codec.KindInt, 32), false},
 		{"uint16 to uint8", integer(codec.KindUint, 16), integer(codec.KindUint, 8), false},
 		{"int32 to int64", integer(codec.KindInt, 32), integer(codec.KindInt, 64), true},
@@ -75,7 +56,25 @@ func TestCompatibleLosesNoValue(t *testing.T) {
 		{"[2]int64 to [4]int64", list(2), list(4), true},
 		{"[4]int64 to []int64", list(4), list(0), true},
 		{"[]int64 to []int64", list(0), list(0), true},
-	} {
+	})
+}
+
+// compatCase is a field's type as written and as now, and whether the
+// two are compatible.
+type compatCase struct {
+	name         string
+	written, now *codec.Type
+	ok           bool
+}
+
+// checkCompatible checks Compatible on a record of one field, of each
+// case's types.
+func checkCompatible(t *testing.T, cases []compatCase) {
+	t.Helper()
+	schema := func(typ *codec.Type) *codec.Schema {
+		return (&codec.Schema{Name: "p.State", Fields: []codec.Field{{Name: "X", ID: 7, Type: typ}}}).Seal()
+	}
+	for _, tc := range cases {
 		err := codec.Compatible(schema(tc.written), schema(tc.now))
 		if tc.ok != (err == nil) || err != nil && !errors.Is(err, codec.ErrIncompatible) {
 			t.Errorf("%s: %v, want compatible %v", tc.name, err, tc.ok)
