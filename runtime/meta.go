@@ -214,6 +214,7 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 			ErrIncompatibleCheckpoint, stored.Format, current.Format)
 	}
 	identity, types := compareMeta(stored, current)
+	renamed := renamedFields(stored, current) // before reconcileVariables takes the deleted ones
 	for i := range min(len(stored.Operators), len(current.Operators)) {
 		was, now := stored.Operators[i], current.Operators[i]
 		if was.Windows != nil || now.Windows == nil || was.Kind != now.Kind || !strings.HasPrefix(was.KeyType, "window+") {
@@ -243,7 +244,6 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 		}
 		return Meta{}, fmt.Errorf("%w: the checkpoint was written by another pipeline:\n  %s%s", ErrIncompatibleCheckpoint, strings.Join(types, "\n  "), hint)
 	}
-	renamed := renamedFields(stored, current)
 	if len(renamed) > 0 && !allowChanges && !changes.fieldLoss {
 		return Meta{}, fmt.Errorf("%w: a state field looks renamed, and its stored values would be lost:\n  %s\n(if the loss is meant, start with runtime.AllowStateFieldLoss() or runtime.AllowPipelineChanges())",
 			ErrIncompatibleCheckpoint, strings.Join(renamed, "\n  "))
@@ -568,8 +568,8 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 		}
 		for name, schema := range now.States {
 			old, ok := was.States[name]
-			if !ok {
-				continue // a new state variable starts empty
+			if !ok || slices.Contains(now.deleted, name) {
+				continue // a new state variable starts empty, as one deleted at start does
 			}
 			if old == nil || schema == nil {
 				// A value of a basic type: its type is in the kind.
@@ -722,7 +722,9 @@ func renamedFields(stored, current Meta) []string {
 		was, now := stored.Operators[i], current.Operators[i]
 		where := fmt.Sprintf("operator %d (%s %q)", i, now.Kind, now.Name)
 		for name, schema := range now.States {
-			out = append(out, renamedIn(where+fmt.Sprintf(", state %q", name), was.States[name], schema)...)
+			if !slices.Contains(now.deleted, name) {
+				out = append(out, renamedIn(where+fmt.Sprintf(", state %q", name), was.States[name], schema)...)
+			}
 		}
 		out = append(out, renamedIn(where+", kept rows", was.Rows, now.Rows)...)
 	}

@@ -1096,22 +1096,47 @@ func TestProcessorEventTTLTakenAway(t *testing.T) {
 }
 
 // gapProcessor declares a value state "s" of fixtures.StateV1 (version
-// 1), of fixtures.StateV3 (3), or, in version 2, another variable only.
-type gapProcessor struct{ version int }
+// 1), of fixtures.StateV3 (3; 4 deletes the stored "s" first), or, in
+// version 2, another variable only. It writes "s" of each key with rows,
+// and says whether the key had one.
+type gapProcessor struct {
+	version int
+	v1      *typed.ValueState[fixtures.StateV1]
+	v3      *typed.ValueState[fixtures.StateV3]
+}
 
 func (p *gapProcessor) Init(h *typed.Handle) error {
 	switch p.version {
 	case 1:
-		typed.NewValueState[fixtures.StateV1](h, "s")
+		p.v1 = typed.NewValueState[fixtures.StateV1](h, "s")
 	case 2:
 		typed.NewValueState[int64](h, "other")
+	case 4:
+		h.DeleteIfExists("s")
+		fallthrough
 	default:
-		typed.NewValueState[fixtures.StateV3](h, "s")
+		p.v3 = typed.NewValueState[fixtures.StateV3](h, "s")
 	}
 	return nil
 }
 
-func (p *gapProcessor) HandleInputRows(context.Context, string, iter.Seq[fixtures.Click], typed.TimerValues, func(string)) error {
+func (p *gapProcessor) HandleInputRows(ctx context.Context, _ string, _ iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(string)) error {
+	switch {
+	case p.v1 != nil:
+		ok, err := p.v1.Exists(ctx)
+		emit(fmt.Sprint(ok))
+		if err != nil {
+			return err
+		}
+		return p.v1.Update(ctx, fixtures.StateV1{Count: 1})
+	case p.v3 != nil:
+		ok, err := p.v3.Exists(ctx)
+		emit(fmt.Sprint(ok))
+		if err != nil {
+			return err
+		}
+		return p.v3.Update(ctx, fixtures.StateV3{Count: "x"})
+	}
 	return nil
 }
 
@@ -1119,13 +1144,16 @@ func (p *gapProcessor) HandleInputRows(context.Context, string, iter.Seq[fixture
 // its data and its type in the checkpoint, so a later run that declares
 // it with a type that cannot read its data is refused, as it is straight
 // after (it was taken for a new variable, and read the old data as the
-// new type).
+// new type); deleted first (DeleteIfExists), as the refusal advises, it
+// may be declared with any type, and starts empty (that was refused too).
 func TestProcessorVariableBackAfterAGap(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	ck := newCheckpoint()
 	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	var sink *batchSink[string]
 	run := func(p typed.StatefulProcessor[string, fixtures.Click, string]) error {
-		w := typed.WriteTo(typed.TransformWithState(byUser, p, typed.TimeModeNone, typed.Append), newSink[string]())
+		sink = newSink[string]()
+		w := typed.WriteTo(typed.TransformWithState(byUser, p, typed.TimeModeNone, typed.Append), sink)
 		q, err := w.Start(context.Background(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
 		if err != nil {
 			return err
@@ -1145,7 +1173,12 @@ func TestProcessorVariableBackAfterAGap(t *testing.T) {
 	if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), `state "s"`) {
 		t.Fatalf("declared again as another type: err = %v", err)
 	}
-	if err := run(&gapProcessor{version: 1}); err != nil {
-		t.Fatalf("declared again as its type: %v", err)
+	m.Add(click("a", 4))
+	if err := run(&gapProcessor{version: 1}); err != nil || fmt.Sprint(sink.rows()) != "[true]" {
+		t.Fatalf("declared again as its type: %v, rows %v, want [true]", err, sink.rows())
+	}
+	m.Add(click("a", 5))
+	if err := run(&gapProcessor{version: 4}); err != nil || fmt.Sprint(sink.rows()) != "[false]" {
+		t.Fatalf("deleted, then declared as another type: %v, rows %v, want [false]", err, sink.rows())
 	}
 }
