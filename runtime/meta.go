@@ -554,7 +554,7 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 			}
 		}
 		switch {
-		case was.KeyType != now.KeyType && (now.legacyKeyType == "" || was.KeyType != now.legacyKeyType):
+		case was.KeyType != now.KeyType && (now.legacyKeyType == "" || was.KeyType != now.legacyKeyType) && !keyReadsAs(was.KeyType, now.KeyType):
 			types = append(types, fmt.Sprintf("%s: key type was %s, is now %s", where, was.KeyType, now.KeyType))
 		case was.Key != nil && now.Key != nil:
 			// A key record's encoding, ordered or binary, holds its
@@ -590,6 +590,15 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 		}
 	}
 	return identity, types
+}
+
+// keyReadsAs reports whether keys of the type named was (a KeyType, such
+// as "window+int32") read as keys of the type named now: the same
+// prefix, and an integer as a wider one of its signedness (every integer
+// key is stored in 8 bytes).
+func keyReadsAs(was, now string) bool {
+	i, j := strings.LastIndexByte(was, '+'), strings.LastIndexByte(now, '+')
+	return was[:i+1] == now[:j+1] && basicReadsAs(was[i+1:], now[j+1:])
 }
 
 // orderedRecordKey is the KeyType of a record key in its ordered

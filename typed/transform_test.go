@@ -1182,3 +1182,54 @@ func TestProcessorVariableBackAfterAGap(t *testing.T) {
 		t.Fatalf("deleted, then declared as another type: %v, rows %v, want [false]", err, sink.rows())
 	}
 }
+
+// TestGroupingKeyWidened: a grouping key of an integer type made wider
+// (int32 to int64) reads the stored state, every integer key being
+// stored in 8 bytes: the start is accepted and the counts go on (it was
+// refused, even with AllowPipelineChanges, which the functions' new
+// names need here). A narrower one is refused.
+func TestGroupingKeyWidened(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	ck := newCheckpoint()
+	count := func(_ int64, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter]) (int64, error) {
+		c, _ := state.Get()
+		for range rows {
+			c.Count++
+		}
+		state.Update(c)
+		return c.Count, nil
+	}
+	clicks := func() typed.Stream[fixtures.Click] { return typed.FromMemory(m) }
+	sink32, sink64, sink16 := newSink[int64](), newSink[int64](), newSink[int64]()
+	by32 := typed.MapGroupsWithState(typed.GroupByKey(clicks(), func(c *fixtures.Click) int32 { return int32(len(c.User)) }), typed.NoTimeout,
+		func(k int32, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter]) (int64, error) {
+			return count(int64(k), rows, state)
+		})
+	by64 := typed.MapGroupsWithState(typed.GroupByKey(clicks(), func(c *fixtures.Click) int64 { return int64(len(c.User)) }), typed.NoTimeout, count)
+	by16 := typed.MapGroupsWithState(typed.GroupByKey(clicks(), func(c *fixtures.Click) int16 { return int16(len(c.User)) }), typed.NoTimeout,
+		func(k int16, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter]) (int64, error) {
+			return count(int64(k), rows, state)
+		})
+	start := func(w *typed.Writer[int64]) error {
+		q, err := w.Start(context.Background(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()), runtime.AllowPipelineChanges())...)
+		if err != nil {
+			return err
+		}
+		return q.AwaitTermination()
+	}
+	m.Add(click("abc", 1), click("xyz", 2))
+	if err := start(typed.WriteTo(by32, sink32).OutputMode(typed.Update)); err != nil {
+		t.Fatal(err)
+	}
+	m.Add(click("abc", 3))
+	if err := start(typed.WriteTo(by64, sink64).OutputMode(typed.Update)); err != nil {
+		t.Fatalf("int32 key widened to int64: %v", err)
+	}
+	if got := fmt.Sprint(sink64.rows()); got != "[3]" {
+		t.Fatalf("the count of key 3 after the widening: %s, want [3]", got)
+	}
+	m.Add(click("abc", 4))
+	if err := start(typed.WriteTo(by16, sink16).OutputMode(typed.Update)); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "key type was int64, is now int16") {
+		t.Fatalf("int64 key narrowed to int16: %v", err)
+	}
+}
