@@ -401,7 +401,7 @@ func (q *Query) runOperator(ctx context.Context, b *Batch, i int, op Operator, p
 	// data: in event time, up to the first window the operator left to
 	// the next batch, if it left one.
 	watermark := earliest(b.Watermark, b.ops[i].left)
-	if hasTTL(info) {
+	if q.expiring(i, info) {
 		n, err := b.state.ExpireState(b.ops[i].scope, b.Now, watermark)
 		if err != nil {
 			return fail(b.fail(err))

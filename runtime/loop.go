@@ -332,7 +332,7 @@ func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
 	defer state.Close()
 	for i, op := range q.plan.Operators {
 		info := op.Info()
-		if hasTTL(info) {
+		if q.expiring(i, info) {
 			due, err := state.HasExpiringState(Scope{Operator: uint8(i)}, now, watermark)
 			if due || err != nil {
 				return due, err
@@ -454,6 +454,13 @@ func (q *Query) operatorsAsk(watermark, last time.Time) int {
 }
 
 // hasTTL reports whether an operator has state that expires.
+// expiring reports whether operator i's state may hold entries that
+// expire: a variable with a time to live, or one whose entries written
+// with one keep their expiries after a restart took it away.
+func (q *Query) expiring(i int, info OperatorInfo) bool {
+	return hasTTL(info) || i < len(q.storedExpiries) && q.storedExpiries[i]
+}
+
 func hasTTL(info OperatorInfo) bool {
 	for _, s := range info.States {
 		if s.TTL > 0 {

@@ -64,6 +64,10 @@ type Query struct {
 	// value, with no suffix), whose entries runTimers reads ahead for
 	// the keys of the timers about to fire (see StateBatch.prefetch).
 	keyed [][]uint8
+	// storedExpiries marks, per operator, the ones with a variable whose
+	// stored entries may carry expiries though it has no time to live
+	// now (VariableMeta.Expiries): their expired entries are still swept.
+	storedExpiries []bool
 	// keyIndexDropped marks the scopes of operators with one-shot timers
 	// whose index of timers by key this run has deleted (see runTimers),
 	// touched by the batch loop alone.
@@ -165,6 +169,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	id := meta.ID
 	timedVars := make([][]timedState, len(plan.Operators))
 	keyed := make([][]uint8, len(plan.Operators))
+	storedExpiries := make([]bool, len(plan.Operators))
 	var releases []func() // of the operators' key encodings, when the query ends
 	for i, op := range plan.Operators {
 		for _, s := range op.Info().States {
@@ -209,6 +214,11 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 			}
 			v.SetVariableIDs(ids)
 		}
+		for _, v := range meta.Operators[i].Variables {
+			if v.Expiries != "" {
+				storedExpiries[i] = true
+			}
+		}
 		if v, ok := op.(VariableExpiries); ok {
 			event := make([]bool, 0, len(op.Info().States))
 			for _, s := range op.Info().States {
@@ -218,7 +228,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		}
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{}), timedVars: timedVars, keyed: keyed, releaseKeys: releases}
+	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{}), timedVars: timedVars, keyed: keyed, storedExpiries: storedExpiries, releaseKeys: releases}
 	q.status = Status{Message: "Initializing sources"}
 	for _, l := range cfg.listeners {
 		if l, ok := l.(interface{ OnQueryStarted(QueryStarted) }); ok {

@@ -1055,13 +1055,14 @@ func TestProcessorTTLChanges(t *testing.T) {
 // TestProcessorEventTTLTakenAway: a restart that takes a variable's
 // event-time TTL away keeps what was written with it until the watermark
 // passes its expiry, as the TTL said (it was judged by processing time,
-// and gone at once); what is written after never expires. A variable
-// left out of one run and declared again is held to its stored type.
+// and gone at once), and then removes it from the store; what is written
+// after never expires.
 func TestProcessorEventTTLTakenAway(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 1) // a batch per row
 	ck := newCheckpoint()
 	in := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 0)
 	byUser := typed.GroupByKey(in, func(c *fixtures.Click) string { return c.User })
+	var rows int64 // the state rows after the last run
 	run := func(ttl typed.StateOption) []string {
 		t.Helper()
 		sink := newSink[string]()
@@ -1072,6 +1073,9 @@ func TestProcessorEventTTLTakenAway(t *testing.T) {
 		}
 		if err := q.AwaitTermination(); err != nil {
 			t.Fatal(err)
+		}
+		if p := q.RecentProgress(); len(p) > 0 {
+			rows = p[len(p)-1].StateOperators[0].NumRowsTotal
 		}
 		return sink.rows()
 	}
@@ -1092,6 +1096,10 @@ func TestProcessorEventTTLTakenAway(t *testing.T) {
 	m.Add(page(3800, "p4"))
 	if got := fmt.Sprint(run(nil)); got != "[[p1 p2 p3] [p2 p3 p4]]" {
 		t.Fatalf("past p1's expiry: %s", got)
+	}
+	// p1 is swept from the store too: the list's header, p2, p3 and p4.
+	if rows != 4 {
+		t.Fatalf("%d state rows, want 4: the expired p1 kept", rows)
 	}
 }
 
