@@ -34,6 +34,9 @@
 // error that names the field and both kinds. Changes within a kind
 // are compatible: integer widths (a value that does not fit the new width is
 // an error), a pointer and its element type, a slice and an array.
+// Compatible, which a checkpoint's check at start uses, is stricter: it
+// refuses a narrower integer and a shorter array, which would fail on or
+// drop a stored value after the start.
 //
 // Values:
 //
