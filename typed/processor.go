@@ -266,7 +266,12 @@ func WithTTL(ttl time.Duration) StateOption {
 // entry that expires after T, however far the batch moves the watermark
 // (one step past both, or the end of a bounded input with
 // FlushEventTime, gives what small steps give). The rows' calls see the
-// batch's watermark: an entry that expires at or before it is gone.
+// batch's watermark: an entry that expires at or before it is gone. A
+// timer of a key whose rows were handled earlier in the batch (the rows'
+// call comes first, as in Spark) goes on from that call: it sees the
+// entries that call saw and left, judged by the watermark, and what it
+// writes expires ttl after that call's base, not before what that call
+// wrote.
 func WithEventTimeTTL(ttl time.Duration) StateOption {
 	return func(v *variable) { v.ttl, v.eventTTL = ttl, true }
 }
@@ -436,6 +441,14 @@ const scopeIndexMin = 16
 // equal instants), and what the call writes expires its TTL after it.
 func (s *keyScope) at(timer time.Time) {
 	s.timerAt, s.eventTime = timer, timer
+}
+
+// after makes the scope of a timer's call go on from the call with its
+// key's rows earlier in the batch, whose event-time base was base: entries
+// are judged by the batch's watermark, as in that call, and what the call
+// writes expires its TTL after base.
+func (s *keyScope) after(base time.Time) {
+	s.timerAt, s.eventTime = time.Time{}, base
 }
 
 func (s *keyScope) lock() func() {

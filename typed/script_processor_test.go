@@ -30,6 +30,7 @@ import (
 //	timer-after=D               on rows, register a timer D after the
 //	                            batch's processing time (processing) or the
 //	                            latest event time (event)
+//	timer-counts                a timer's call adds one to the count
 //	initial=(key:count, ...)    an initial state
 //
 // and restart takes ttl=D or event-ttl=D, a time to live changed by the
@@ -39,7 +40,8 @@ import (
 // (list state) and a count per page (map state); each call with rows emits
 // "key count=N pages=[...] per-page=[...] timers=[...]", as the state and
 // timers are after the call, and each expired timer "key fired @T
-// count=N ... timers=[...]" with the state and timers it sees.
+// count=N ... timers=[...]" with the state and timers it sees (after
+// its addition, with timer-counts).
 func TestProcessorScripts(t *testing.T) {
 	for _, conc := range []int{1, 8} {
 		t.Run(fmt.Sprintf("concurrency=%d", conc), func(t *testing.T) {
@@ -61,6 +63,7 @@ type processorScript struct {
 	ttl         time.Duration
 	eventTTL    bool
 	timerAfter  time.Duration
+	timerCounts bool
 	initial     []typed.Pair[string, int64]
 	fs          vfs.FS
 	clock       *runtime.ManualClock
@@ -223,6 +226,15 @@ func (p *scriptedProcessor) HandleInputRows(ctx context.Context, key string, row
 }
 
 func (p *scriptedProcessor) HandleExpiredTimer(ctx context.Context, key string, _ typed.TimerValues, expired typed.ExpiredTimerInfo, emit func(string)) error {
+	if p.s.timerCounts {
+		n, _, err := p.count.Get(ctx)
+		if err != nil {
+			return err
+		}
+		if err := p.count.Update(ctx, n+1); err != nil {
+			return err
+		}
+	}
 	state, err := p.describe(ctx)
 	if err != nil {
 		return err
@@ -248,7 +260,7 @@ func (s *processorScript) run(t *testing.T, d *datadriven.TestData) string {
 	switch d.Cmd {
 	case "setup":
 		s.stop()
-		s.timeMode, s.delay, s.watermarked, s.ttl, s.eventTTL, s.timerAfter, s.initial = typed.TimeModeNone, 0, false, 0, false, 0, nil
+		s.timeMode, s.delay, s.watermarked, s.ttl, s.eventTTL, s.timerAfter, s.timerCounts, s.initial = typed.TimeModeNone, 0, false, 0, false, 0, false, nil
 		for _, a := range d.CmdArgs {
 			v := ""
 			if len(a.Vals) > 0 {
@@ -272,6 +284,8 @@ func (s *processorScript) run(t *testing.T, d *datadriven.TestData) string {
 				s.ttl, s.eventTTL = dur(), true
 			case "timer-after":
 				s.timerAfter = dur()
+			case "timer-counts":
+				s.timerCounts = true
 			case "initial":
 				for _, v := range a.Vals {
 					key, n, _ := strings.Cut(v, ":")
