@@ -458,6 +458,13 @@ func (g *Groups) GroupOf(key []byte) (group int32, added bool) {
 	return i, true
 }
 
+// Lookup returns the group of the encoded key, if the batch has one, for
+// an operator that uses GroupOf (with NewGroup alone, it finds none).
+func (g *Groups) Lookup(key []byte) (group int32, ok bool) {
+	group, ok = g.index[string(key)]
+	return group, ok
+}
+
 // AddRow adds the next row, to group.
 func (g *Groups) AddRow(group int32) { g.keyOf = append(g.keyOf, group) }
 

@@ -162,6 +162,17 @@ func (o *gatherer[K, In]) newGroup(k K) (int32, bool, error) {
 	return g, added, nil
 }
 
+// groupOf returns the group of key k, whose encoding is encoded, when
+// the batch has rows of it.
+func (o *gatherer[K, In]) groupOf(k K, encoded []byte) (int32, bool) {
+	if g, ok := o.group[k]; ok {
+		return g, true
+	}
+	// A key unequal to itself, or equal in encoding to the batch's but
+	// not as a value (valueCodec.byEncoding), is found by its encoding.
+	return o.groups.Lookup(encoded)
+}
+
 // foldGroup returns the group of key k, for an operator that folds its
 // rows as they come and keeps none: a new group (added) counts as one
 // row of the batch's groups, which stands for all of its rows.

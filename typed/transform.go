@@ -197,11 +197,10 @@ type processorOp[K comparable, In, Out any] struct {
 	scope    keyScope
 	scopeCtx context.Context
 	scopeFor context.Context // the ctx scopeCtx was made from
-	// rowsAt holds, for a processor in event time whose entries may
-	// expire in event time, the base of the event-time TTLs of each
-	// call with rows in the batch, by encoded key: a timer of that key
-	// that follows runs on that call's clock (see HandleTimer).
-	rowsAt map[string]time.Time
+	// eventExpiring says that the processor runs in event time and its
+	// entries may expire in event time: a timer of a key whose rows
+	// were handled in the batch runs on that call's clock (HandleTimer).
+	eventExpiring bool
 }
 
 // processorCall is one concurrent call's rows and output.
@@ -224,11 +223,11 @@ func (o *processorOp[K, In, Out]) SetVariableIDs(ids []uint8) {
 // SetVariableExpiries tells the declared variables whether their stored
 // entries may carry expiries in event time.
 func (o *processorOp[K, In, Out]) SetVariableExpiries(eventTime []bool) {
-	o.rowsAt = nil
+	o.eventExpiring = false
 	for i, v := range o.handle.vars {
 		v.eventExpiries = eventTime[i]
 		if o.info.TimeMode == runtime.EventTimeMode && (v.eventExpiries || v.eventTTL && v.ttl > 0) {
-			o.rowsAt = map[string]time.Time{}
+			o.eventExpiring = true
 		}
 	}
 }
@@ -241,7 +240,6 @@ func (o *processorOp[K, In, Out]) EndBatch() {
 	o.wg.Wait()
 	o.calls, o.batchCtx, o.cancelBatch = o.calls[:0], nil, nil
 	o.scopeCtx, o.scopeFor = nil, nil
-	clear(o.rowsAt)
 	o.gatherer.end()
 	clear(o.late)
 }
@@ -332,9 +330,6 @@ func (o *processorOp[K, In, Out]) HandleRows(ctx context.Context, k *runtime.Key
 	}
 	key := o.keys[group]
 	timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
-	if o.rowsAt != nil {
-		o.rowsAt[string(o.groups.Key(group))] = eventBase(o.latest(group), b)
-	}
 	if o.cfg.concurrency <= 1 {
 		o.current = rows
 		if o.judge {
@@ -449,14 +444,14 @@ func (o *processorOp[K, In, Out]) HandleTimer(ctx context.Context, k *runtime.Ke
 		timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
 		scoped := o.scoped(ctx, k, b, time.Time{})
 		if o.info.TimeMode == runtime.EventTimeMode {
-			if base, ok := o.rowsAt[string(k.Key())]; ok {
+			if group, ok := o.groupOf(key, k.Key()); ok && o.eventExpiring {
 				// The key's rows were handled earlier in the batch, on the
 				// watermark's clock: the timer goes on from there, seeing
 				// what that call saw and left, and what it writes lives as
 				// long as what that call wrote. At its own instant, it
 				// would see entries that call found gone, and write values
 				// that expire before that call's, in place of them.
-				o.scope.after(base)
+				o.scope.after(eventBase(o.latest(group), b))
 			} else {
 				// Time-ordered within the batch: an event-time timer runs
 				// at its instant, before the entries that expire at or
