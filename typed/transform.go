@@ -432,6 +432,15 @@ func (o *processorOp[K, In, Out]) RowsDone(ctx context.Context, b *runtime.Batch
 	return nil
 }
 
+// rowsGroup returns the group of a timer's key, when the processor's
+// entries may expire in event time and the batch had rows of the key.
+func (o *processorOp[K, In, Out]) rowsGroup(key K, encoded []byte) (int32, bool) {
+	if !o.eventExpiring {
+		return 0, false
+	}
+	return o.groupOf(key, encoded)
+}
+
 // HandleTimer calls the processor for a timer due, then deletes the timer
 // (so that, during the call, ListTimers still lists it).
 func (o *processorOp[K, In, Out]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
@@ -444,7 +453,7 @@ func (o *processorOp[K, In, Out]) HandleTimer(ctx context.Context, k *runtime.Ke
 		timers := TimerValues{processingTime: b.Now, watermark: b.Watermark}
 		scoped := o.scoped(ctx, k, b, time.Time{})
 		if o.info.TimeMode == runtime.EventTimeMode {
-			if group, ok := o.groupOf(key, k.Key()); ok && o.eventExpiring {
+			if group, ok := o.rowsGroup(key, k.Key()); ok {
 				// The key's rows were handled earlier in the batch, on the
 				// watermark's clock: the timer goes on from there, seeing
 				// what that call saw and left, and what it writes lives as
