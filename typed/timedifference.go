@@ -16,19 +16,23 @@ import (
 // aggregateTimeDifference is AggregateWindows over the windows of a time
 // difference (Kafka Streams' sliding windows): each key's state is one
 // row of its rows' aggregates by millisecond, from which its windows
-// follow (timeWindowsOf). A window closes once the watermark is at or
-// past its last instant, by a timer one nanosecond before it (rows come
-// before timers in a batch, so a row at that instant that is not late
-// still counts); it is then written (Append). Each key has one timer, at
-// the next instant where, in Append mode, one of its windows may end (an
-// instant's own), or an instant be forgotten (1 ms+d after it: the end
-// of the window that begins after it); so a key whose rows stop leaves
-// no state, and a key costs one timer however many instants it holds.
+// follow (timeWindowsOf). A window closes once the watermark is past its
+// last instant (at or past the millisecond after it, the end of the
+// half-open Window written for it: as Kafka Streams updates a window
+// while its end is at or after the stream time less the grace, and as
+// Spark closes a window whose end the watermark has reached), by a
+// timer one nanosecond before that millisecond; it is then written
+// (Append). Each key has one timer, at the next instant where, in Append
+// mode, one of its windows may close (1 ms after an instant, the end of
+// the window that ends at it), or an instant be forgotten (once the
+// window that begins after it has closed); so a key whose rows stop
+// leaves no state, and a key costs one timer however many instants it
+// holds.
 //
-// A row is late, and dropped, when every window it would change has
-// closed: the window that begins after it too, whose end is t+1ms+d, as
-// Kafka Streams drops a record whose windows have all expired. A row
-// that is not late makes no window that has closed.
+// A row is late, and dropped, as Kafka Streams drops a record: when the
+// window that begins after it, whose end is t+1ms+d, ends at or before
+// the watermark. A row that is not late counts in the windows still
+// open, and makes none that has closed.
 func aggregateTimeDifference[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
 ) Stream[Row] {
@@ -200,11 +204,12 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k 
 		return err
 	}
 	b := k.Batch()
-	// A window that ended at or before the watermark of the batch before
-	// has closed: a late row makes none such.
+	// A window whose last instant is before the watermark of the batch
+	// before (before closed, its millisecond) has closed: a row makes
+	// none such.
 	closed := int64(-1 << 63)
 	if o.timed() && !b.LateWatermark.IsZero() {
-		closed = millis(b.LateWatermark) // its last instant at or before it
+		closed = millis(b.LateWatermark)
 	}
 	// In Update mode, the windows before the batch's rows: a window not
 	// among them is new.
@@ -215,8 +220,8 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k 
 			before[w.end] = true
 		}
 	}
-	// The key's one timer is at the next instant after closed where a
-	// window may end or an instant be forgotten (nextEnd); state written
+	// The key's one timer is at the next instant from closed on where a
+	// window may close or an instant be forgotten (nextEnd); state written
 	// without timers (a query that ran without a watermark, or in
 	// Complete mode) has none, and gets one below.
 	timer, timed := o.nextEnd(closed)
@@ -261,7 +266,7 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k 
 		}
 		o.windows = timeWindowsOf(o.instants, o.diff, o.windows)
 		for _, w := range o.windows {
-			if w.end <= closed {
+			if w.end < closed {
 				continue
 			}
 			if i, _ := slices.BinarySearch(fresh, w.start); i < len(fresh) && fresh[i] <= w.end || !before[w.end] {
@@ -299,9 +304,10 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *r
 }
 
 // HandleTimer closes, at the first of a key's timers due in the batch,
-// every window of the key that ends at or before the batch's watermark
-// (those that end at or before the watermark the batch before ran with
-// closed then): in Append mode each is written, in order of end; then
+// every window of the key whose last instant is before the batch's
+// watermark (those whose last instant is before the watermark the batch
+// before ran with closed then): in Append mode each is written, in order
+// of end; then
 // the instants that no window still open needs (those whose following
 // window has closed too) are forgotten, and the key's row is written
 // once, and its timer moved to the next end (nextEnd). A key's other
@@ -334,12 +340,12 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k
 		}
 		o.windows = timeWindowsOf(o.instants, o.diff, o.windows)
 		for _, w := range o.windows {
-			if w.end > from && w.end <= through {
+			if w.end >= from && w.end < through {
 				o.write(key, w, o.aggregateOf(w))
 			}
 		}
 	}
-	o.instants = slices.DeleteFunc(o.instants, func(p msAgg[Acc]) bool { return p.at+1+o.diff <= through })
+	o.instants = slices.DeleteFunc(o.instants, func(p msAgg[Acc]) bool { return p.at+1+o.diff < through })
 	if err := o.save(k, existed); err != nil {
 		return err
 	}
@@ -352,12 +358,15 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k
 	return nil
 }
 
-// nextEnd returns the first instant after closed at which a window of
-// the key's instants may end (in Append mode, which writes it then), or
-// an instant be forgotten: an instant's own, or 1 ms+d after one (its
-// following window's end, after which it is forgotten). In Update mode,
-// which writes windows as rows change them, only the latter. ok is false
-// when the key has no instants.
+// nextEnd returns the first millisecond after closed (the watermark's,
+// before which the windows of the key's last instants have closed) at
+// which, the watermark reaching it, a window of the key's instants
+// closes (in Append mode, which writes it then), or an instant is
+// forgotten: 1 ms after an instant (its own window's end), or 2 ms+d
+// after one (1 ms after its following window's last instant, when that
+// window has closed and it is forgotten). In Update mode, which writes
+// windows as rows change them, only the latter. ok is false when the key
+// has no instants.
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) nextEnd(closed int64) (end int64, ok bool) {
 	if len(o.instants) == 0 {
 		return 0, false
@@ -368,16 +377,16 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) nextEnd(closed int64) (end int64, 
 	}
 	end = math.MaxInt64
 	if *o.mode == Append {
-		if i := search(closed + 1); i < len(o.instants) {
-			end = o.instants[i].at // the first instant after closed
+		if i := search(closed); i < len(o.instants) {
+			end = o.instants[i].at + 1 // the first instant from closed on
 		}
 	}
-	i := 0 // the first instant whose following window ends after closed
-	if closed > math.MinInt64+o.diff {
-		i = search(closed - o.diff)
+	i := 0 // the first instant whose following window ends at or after closed
+	if closed > math.MinInt64+o.diff+1 {
+		i = search(closed - 1 - o.diff)
 	}
 	if i < len(o.instants) {
-		end = min(end, o.instants[i].at+1+o.diff)
+		end = min(end, o.instants[i].at+2+o.diff)
 	}
 	return end, end != math.MaxInt64
 }

@@ -142,9 +142,11 @@ func TestTimeDifferenceWindows(t *testing.T) {
 
 // TestTimeDifferenceClosedWindows: with a difference of 5 s and a delay
 // of 1 s, rows at 10 s and 12 s put the watermark at 11 s; a row at 11 s
-// then is not late, and counts in the windows still open, but makes no
-// window [6 s, 11 s], which closed with the watermark at its end. Once
-// the input is flushed, no state is left.
+// then is not late, counts in the windows still open, and makes its own,
+// [6 s, 11 s], which ends at the watermark and so is still open (Kafka
+// Streams updates a window while its end is at or after the stream time
+// less the grace), but not [5 s, 10 s]'s successor or any window that
+// closed. Once the input is flushed, no state is left.
 func TestTimeDifferenceClosedWindows(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	sink := newSink[windowCount]()
@@ -165,7 +167,7 @@ func TestTimeDifferenceClosedWindows(t *testing.T) {
 		got = append(got, fmt.Sprintf("[%d, %d) %v", r.Window.Start.UnixMilli(), r.Window.End.UnixMilli(), r.Value))
 	}
 	slices.Sort(got)
-	if want := []string{"[10001, 15002) 2", "[11001, 16002) 1", "[5000, 10001) 1", "[7000, 12001) 3"}; !slices.Equal(got, want) {
+	if want := []string{"[10001, 15002) 2", "[11001, 16002) 1", "[5000, 10001) 1", "[6000, 11001) 2", "[7000, 12001) 3"}; !slices.Equal(got, want) {
 		t.Errorf("windows %q, want %q", got, want)
 	}
 	// Every window has closed: the key's state is gone, its last instant
@@ -188,8 +190,8 @@ func TestTimeDifferenceClosedWindows(t *testing.T) {
 // a row at 11 s then makes [11.001 s, 16.001 s], which holds the row at
 // 12 s but not its own, and changes no window still open; a row at 15.5
 // s, the watermark, changes the windows still open that hold it and makes
-// [15.501 s, 20.501 s], but not its own, [10.5 s, 15.5 s], which has
-// closed.
+// [15.501 s, 20.501 s] and its own, [10.5 s, 15.5 s], which ends at the
+// watermark and so is still open, as in Kafka Streams.
 func TestTimeDifferenceUpdates(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	sink := newSink[windowCount]()
@@ -212,7 +214,7 @@ func TestTimeDifferenceUpdates(t *testing.T) {
 		batches = append(batches, fmt.Sprint(got))
 	}
 	want := []string{"[[10001, 15002) 1 [5000, 10001) 1 [7000, 12001) 2]", "[[11500, 16501) 2 [12001, 17002) 1]", "[[11001, 16002) 1]",
-		"[[11001, 16002) 2 [11500, 16501) 3 [12001, 17002) 2 [15501, 20502) 1]"}
+		"[[10500, 15501) 3 [11001, 16002) 2 [11500, 16501) 3 [12001, 17002) 2 [15501, 20502) 1]"}
 	if !slices.Equal(batches, want) {
 		t.Errorf("written %q, want %q", batches, want)
 	}
@@ -242,16 +244,18 @@ func TestTimeDifferenceUpdates(t *testing.T) {
 	}
 }
 
-// TestTimeDifferenceLateRows: a row is dropped as late when every window
-// it would change has closed, the one that begins after it too; a row
-// not late counts in the open windows only, and makes no window that has
-// closed (a window closes once the watermark is at or past its last
-// instant). A difference of 5 s and no delay: after a row at 10 s, a row
-// at 4 s is late (its following window ends at 9.001 s), while rows at 5
-// s and 6 s are not: their own windows, [0 s, 5 s] and [1 s, 6 s], and the
-// row at 10 s's, [5 s, 10 s], have closed, but the ones after them stay
-// open: [5.001 s, 10.001 s] holds the rows at 6 s and 10 s, [6.001 s,
-// 11.001 s] the row at 10 s.
+// TestTimeDifferenceLateRows: a row is dropped as late when the window
+// that begins after it ends at or before the watermark, as Kafka Streams
+// drops a record; a row not late counts in the open windows only, and
+// makes no window that has closed (a window closes once the watermark is
+// past its last instant: Kafka Streams updates a window while its end is
+// at or after the stream time less the grace). A difference of 5 s and no
+// delay: after a row at 10 s, a row at 4 s is late (its following window
+// ends at 9.001 s), while rows at 5 s and 6 s are not: their own windows,
+// [0 s, 5 s] and [1 s, 6 s], have closed, but the row at 10 s's, [5 s,
+// 10 s], ending at the watermark, is open and counts them, and the ones
+// after them stay open: [5.001 s, 10.001 s] holds the rows at 6 s and 10
+// s, [6.001 s, 11.001 s] the row at 10 s.
 func TestTimeDifferenceLateRows(t *testing.T) {
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
 	sink := newSink[windowCount]()
@@ -285,7 +289,7 @@ func TestTimeDifferenceLateRows(t *testing.T) {
 		got = append(got, fmt.Sprintf("[%d, %d) %v", r.Window.Start.UnixMilli(), r.Window.End.UnixMilli(), r.Value))
 	}
 	slices.Sort(got)
-	if want := []string{"[5000, 10001) 1", "[5001, 10002) 2", "[6001, 11002) 1"}; !slices.Equal(got, want) {
+	if want := []string{"[5000, 10001) 3", "[5001, 10002) 2", "[6001, 11002) 1"}; !slices.Equal(got, want) {
 		t.Errorf("windows %q, want %q", got, want)
 	}
 }
@@ -325,13 +329,14 @@ func TestTimeDifferenceChanged(t *testing.T) {
 }
 
 // TestTimeDifferenceClosesOnTime: in Append mode each window is written
-// as soon as the watermark reaches its last instant, not a batch later,
-// and not before. Rows of two users come in batches, some out of order
-// but none late, at gaps that put the watermark now and then exactly on
-// a window's last instant: a row's own, or that of the window after it.
-// After each batch (the query restarted on its checkpoint each time),
-// the windows written are those of a plain loop over the rows so far
-// whose last instant is at or before the watermark.
+// as soon as the watermark passes its last instant, not a batch later,
+// and not before (not when the watermark is on it). Rows of two users
+// come in batches, some out of order but none late, at gaps that put the
+// watermark now and then exactly on a window's last instant, or 1 ms
+// past it: a row's own, or that of the window after it. After each batch
+// (the query restarted on its checkpoint each time), the windows written
+// are those of a plain loop over the rows so far whose last instant is
+// before the watermark.
 func TestTimeDifferenceClosesOnTime(t *testing.T) {
 	const d, delay = 2000, 1000 // ms
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
@@ -344,7 +349,7 @@ func TestTimeDifferenceClosesOnTime(t *testing.T) {
 	var in []fixtures.Click
 	high := int64(100_000) // the greatest time so far
 	for batch := range 200 {
-		low := high - delay // the watermark the batch runs with: a row at it or before is late
+		low := high - delay // the watermark the batch runs with
 		var rows []fixtures.Click
 		for range 1 + rng.IntN(4) {
 			var ms int64
@@ -353,12 +358,13 @@ func TestTimeDifferenceClosesOnTime(t *testing.T) {
 				ms = low + 1 + rng.Int64N(delay)*int64(rng.IntN(2)) // out of order, not late: at times the earliest such
 			case 1:
 				// The watermark on a recent row's instant, or on the
-				// last instant of the window after it.
+				// last instant of the window after it, or 1 ms past
+				// either.
 				recent := high
 				if len(in) > 0 {
 					recent = in[len(in)-1-rng.IntN(min(len(in), 6))].Time.UnixMilli()
 				}
-				high = max(high, recent+delay+[]int64{0, 1 + d}[rng.IntN(2)])
+				high = max(high, recent+delay+[]int64{0, 1, 1 + d, 2 + d}[rng.IntN(4)])
 				ms = high
 			default:
 				high += gaps[rng.IntN(len(gaps))]
@@ -373,7 +379,7 @@ func TestTimeDifferenceClosesOnTime(t *testing.T) {
 		}
 		want := map[string]float64{}
 		for _, w := range loopTimeDifferenceRows(in, d*time.Millisecond) {
-			if w.Window.End.UnixMilli()-1 <= high-delay {
+			if w.Window.End.UnixMilli()-1 < high-delay {
 				want[w.id()] = w.Value
 			}
 		}

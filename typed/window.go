@@ -93,7 +93,12 @@ func Session(gap time.Duration) Windows { return Windows{kind: session, gap: gap
 // made when a row enters it or leaves it, as Kafka Streams makes them. A
 // Window written for it is half-open as every Window is: it ends 1 ms
 // after its last instant (Kafka Streams' [3000;8000] is [3000ms, 8001ms)).
-// d must be a positive whole number of milliseconds.
+// A window takes rows while its last instant is at or after the
+// watermark (Kafka Streams' windowEnd >= streamTime - grace) and closes,
+// written in Append mode, once the watermark passes it; a row is late,
+// and dropped, when the window that begins after it ends at or before
+// the watermark, as Kafka Streams drops a record. d must be a positive
+// whole number of milliseconds.
 func TimeDifference(d time.Duration) Windows { return Windows{kind: timeDifference, size: d} }
 
 // StartingAt shifts the windows' starts by offset from the Unix epoch, as
