@@ -214,9 +214,10 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 
 // aggregateSliding is AggregateWindows over sliding or cumulative
 // windows (more than one a row): by slices, unless the query has no
-// watermark, its output mode is Complete, or its checkpoint keeps a
-// state row per window (see slices.go); keyed and the rest are the
-// per-window operator's.
+// watermark, its output mode is Complete, its aggregator folds rows in
+// the order they came (arrivalOrdered; but a checkpoint by slices goes on
+// by slices), or its checkpoint keeps a state row per window (see
+// slices.go); keyed and the rest are the per-window operator's.
 func aggregateSliding[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ws WindowedStream[K, T], agg Aggregator[T, Acc, Out], row func(w Window, key K, out Out) Row,
 	keyed KeyedStream[windowKey[K], windowedRow[T]], window func(int64) Window, front func() groupFront[windowKey[K], windowedRow[T]],
@@ -232,6 +233,11 @@ func aggregateSliding[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 		sliced, sliceAdd := newSliceOp[K, T, Acc, Out, Row, PA](c, ws, agg, row, emit)
 		fn := funcPointer(ws.eventTime)
 		op := &slidingOp[K, T, Acc, Out, Row, PA]{sliced: sliced, perWindow: perWindow, useSlices: !perWindowSliding.Load()}
+		if _, ok := any(agg).(arrivalOrdered); ok && !slicesWhateverTheOrder.Load() {
+			// A window by slices merges them in order of time: its rows
+			// would be folded in event-time order across slices.
+			op.useSlices, op.why, op.ordered = false, foldsInArrivalOrder, true
+		}
 		if !ws.s.p.watermarked {
 			op.useSlices, op.why = false, "its input has no watermark"
 		}

@@ -46,6 +46,14 @@ func orderedClicks(n int) []fixtures.Click {
 func runWindows(t *testing.T, in []fixtures.Click, perBatch int, mode typed.OutputMode, flush bool,
 	build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount], more ...runtime.Option) map[int64][]windowCount {
 	t.Helper()
+	return runWindowsRestarted(t, in, perBatch, mode, flush, build, func() {}, more...)
+}
+
+// runWindowsRestarted is runWindows, calling restart before the query
+// starts again.
+func runWindowsRestarted(t *testing.T, in []fixtures.Click, perBatch int, mode typed.OutputMode, flush bool,
+	build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount], restart func(), more ...runtime.Option) map[int64][]windowCount {
+	t.Helper()
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", perBatch)
 	sink := newSink[windowCount]()
 	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 30*time.Second)
@@ -57,6 +65,7 @@ func runWindows(t *testing.T, in []fixtures.Click, perBatch int, mode typed.Outp
 		t.Fatal(err)
 	}
 	m.Add(in[third:]...)
+	restart()
 	opts := ck.opts(more...)
 	if flush {
 		opts = append(opts, runtime.FlushEventTime())

@@ -84,6 +84,8 @@ type collectAgg[In any, P codec.RecordPtr[In]] struct {
 	set  bool // each row once
 }
 
+func (collectAgg[In, P]) foldsInArrivalOrder() {}
+
 func (c collectAgg[In, P]) params() string {
 	if c.set {
 		return "keeps each row once" // a list's stored rows are no set

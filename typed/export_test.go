@@ -10,6 +10,12 @@ func WriteBinaryRecordKeys(on bool) { binaryRecordKeys.Store(on) }
 // did (on), or by slices (off).
 func WritePerWindowSliding(on bool) { perWindowSliding.Store(on) }
 
+// WriteSlicesWhateverTheOrder makes the queries built after it keep
+// sliding and cumulative windows by slices whatever their aggregator, as
+// versions before Reduce and CollectList kept theirs per window did
+// (on), or as now (off).
+func WriteSlicesWhateverTheOrder(on bool) { slicesWhateverTheOrder.Store(on) }
+
 // WindowKeys encodes and decodes the stored keys, with string keys, of a
 // windowed aggregation or of a window join on some windows.
 type WindowKeys struct {

@@ -45,6 +45,7 @@ type reduceAgg[In any, P codec.RecordPtr[In]] struct {
 }
 
 func (reduceAgg[In, P]) params() string           { return "" }
+func (reduceAgg[In, P]) foldsInArrivalOrder()     {}
 func (reduceAgg[In, P]) rowSchema() *codec.Schema { return P(nil).StreamSchema() }
 
 func (reduceAgg[In, P]) Zero() ReduceAcc { return ReduceAcc{} }

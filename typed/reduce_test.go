@@ -59,20 +59,27 @@ func TestReduceWindows(t *testing.T) {
 	for _, perBatch := range []int{0, 7, 40} {
 		got := appendedWindows(t, in, perBatch, build)
 		sameTable(t, fmt.Sprintf("append, %d per batch", perBatch), got, want)
-		// Update: each window's latest row.
-		latest := map[string]windowCount{}
-		for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Update, false, build)) {
-			for _, r := range rows {
-				user, _, _ := strings.Cut(r.User, " ")
-				latest[r.Window.String()+" "+user] = r
-			}
-		}
-		got = map[string]float64{}
-		for _, r := range latest {
-			got[r.id()] = r.Value
-		}
-		sameTable(t, fmt.Sprintf("update, %d per batch", perBatch), got, want)
+		sameTable(t, fmt.Sprintf("update, %d per batch", perBatch), latestReduced(t, in, perBatch, build), want)
 	}
+}
+
+// latestReduced runs build, whose rows' users are followed by the pages
+// reduced, as runWindows does, in Update mode, and returns each window's
+// latest row.
+func latestReduced(t *testing.T, in []fixtures.Click, perBatch int, build func(typed.Stream[fixtures.Click]) typed.Stream[windowCount]) map[string]float64 {
+	t.Helper()
+	latest := map[string]windowCount{}
+	for _, rows := range sortedBatches(runWindows(t, in, perBatch, typed.Update, false, build)) {
+		for _, r := range rows {
+			user, _, _ := strings.Cut(r.User, " ")
+			latest[r.Window.String()+" "+user] = r
+		}
+	}
+	got := map[string]float64{}
+	for _, r := range latest {
+		got[r.id()] = r.Value
+	}
+	return got
 }
 
 // TestReduceByKey: Reduce by user, the input in two parts across a

@@ -44,6 +44,11 @@ import (
 // (tests: a checkpoint of that layout).
 var perWindowSliding atomic.Bool
 
+// slicesWhateverTheOrder makes the queries built after it keep sliding
+// and cumulative windows by slices whatever their aggregator, as versions
+// before arrivalOrdered did (tests: a checkpoint of that layout).
+var slicesWhateverTheOrder atomic.Bool
+
 // sliceAcc is a slice's accumulator: start is its start, in Unix
 // nanoseconds.
 type sliceAcc[Acc any] struct {
@@ -475,7 +480,21 @@ type slidingOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] stru
 	// why says why the query keeps its windows per window, when it does
 	// of itself.
 	why string
+	// ordered says the aggregator folds rows in the order they came
+	// (arrivalOrdered).
+	ordered bool
 }
+
+// arrivalOrdered is an aggregator whose result depends on the order of
+// its rows (Reduce, CollectList, CollectSet): over sliding and cumulative
+// windows it is kept per window, each window folding its rows in the
+// order they came, as Kafka Streams' hopping windows and Spark's sliding
+// windows do; by slices, merged in order of time, a window's rows would
+// be folded in event-time order across its slices.
+type arrivalOrdered interface{ foldsInArrivalOrder() }
+
+// foldsInArrivalOrder is slidingOp.why for an arrivalOrdered aggregator.
+const foldsInArrivalOrder = "its aggregator folds rows in the order they came"
 
 func (o *slidingOp[K, T, Acc, Out, Row, PA]) op() runtime.Operator {
 	if o.useSlices {
@@ -486,12 +505,16 @@ func (o *slidingOp[K, T, Acc, Out, Row, PA]) op() runtime.Operator {
 
 // ChooseLayout keeps a checkpoint's state row per window (a key type
 // that begins with the window), and refuses one that keeps slices when
-// the query does not (why says why).
+// the query does not (why says why), unless only its aggregator's order
+// of rows does not: a checkpoint its versions before kept by slices goes
+// on by slices.
 func (o *slidingOp[K, T, Acc, Out, Row, PA]) ChooseLayout(stored *runtime.OperatorMeta) error {
 	switch {
 	case stored == nil || stored.Kind != o.sliced.info.Kind:
 	case strings.HasPrefix(stored.KeyType, "window+"):
 		o.useSlices = false
+	case o.ordered && o.why == foldsInArrivalOrder && !perWindowSliding.Load() && stored.Variables["slices"].Encoding == runtime.EncodingSlices:
+		o.useSlices = true
 	case !o.useSlices && stored.Variables["slices"].Encoding == runtime.EncodingSlices:
 		return fmt.Errorf("the checkpoint keeps its windows by slices, which only a query with a watermark, in Update or Append mode, reads, and %s: start from a new checkpoint directory, or keep the watermark and the output mode", o.why)
 	}
