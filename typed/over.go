@@ -67,15 +67,18 @@ func (o Over) String() string {
 // are dropped (counted, and sent to the watermark's LateRows) as Flink
 // drops them: for the unbounded frames, a row at or before the
 // watermark; for the bounded ones, a row at or before the key's last
-// row written, so that a key's row behind the watermark (which other
-// keys' rows moved) is still written after the rows of its key already
-// written, or, before the key has written a row (or once its rows are
-// forgotten), a row at or before the watermark. The key's rows are kept in state
-// until they are written and no frame of a later row can take them: for
-// RangePreceding, the rows within d of the key's last row written, until
-// the watermark is more than d past it (then the key keeps nothing); for
-// RowsPreceding, the n latest; for the unbounded frames, the accumulator
-// only. A key's rows kept are one state value, read and written once
+// row written (Flink's last triggering time), so that a key's row behind
+// the watermark (which other keys' rows moved) is still written after
+// the rows of its key already written, and a key's first rows are
+// written however far behind the watermark they come. The key's rows
+// are kept in state until they are written and no frame of a later row
+// can take them: for RangePreceding, the rows within d of the key's last
+// row written, until the watermark is more than d past it (then the key
+// keeps nothing, its last row written forgotten too, as Flink's cleanup
+// of a RANGE frame's state forgets it: a row after that is written with
+// a frame of the rows it comes with); for RowsPreceding, the n latest,
+// and the time of the last row written; for the unbounded frames, the
+// accumulator only. A key's rows kept are one state value, read and written once
 // in a batch that brings the key rows or whose watermark reaches some: a
 // key of very many rows waiting (a watermark far behind them) costs
 // their size each such batch. A bounded frame slides over a key's rows
@@ -198,16 +201,13 @@ func (p *overProcessor[K, T, Acc, Out, Row]) HandleInputRows(ctx context.Context
 		return err
 	}
 	// A bounded frame's row is late at or before the key's last row
-	// written, as in Flink, or, for a key that has written none (or
-	// whose rows are forgotten), at or before the watermark;
-	// it is dropped, counted and sent to LateRows. (The watermark drops
-	// an unbounded frame's late rows before they come here: a row
-	// dropped here has a time that is not the watermark's, or comes from
-	// an operator's output without a watermark after it.)
+	// written (none, for a key that has written none, or whose rows are
+	// forgotten), as in Flink; it is dropped, counted and sent to
+	// LateRows. (The watermark drops an unbounded frame's late rows
+	// before they come here: a row dropped here has a time that is not
+	// the watermark's, or comes from an operator's output without a
+	// watermark after it.)
 	late := done
-	if !p.over.unbounded && done == math.MinInt64 && !timers.lateWatermark.IsZero() {
-		late = timers.lateWatermark.UnixNano()
-	}
 	list := slices.Collect(rows)
 	n := 0
 	for i := range list {
@@ -358,16 +358,18 @@ func (p *overProcessor[K, T, Acc, Out, Row]) advance(ctx context.Context, key K,
 	}
 	keepFrom := last
 	written := time.Unix(0, done)
+	forgotten := false
 	switch {
 	case p.over.rows:
 		keepFrom = max(0, last-p.over.n)
 	case done == math.MinInt64:
-		// None written yet: a later row is after the watermark.
+		// None written yet: every row waits, and is kept.
 	case last == len(list) && wm.After(written.Add(p.over.d)):
 		// No row waits and the watermark is more than d past the last
-		// written: a later row is after the watermark (the key keeps
-		// nothing), and its frame takes none of these.
-		keepFrom = len(list)
+		// written: the key keeps nothing, as Flink's cleanup forgets a
+		// RANGE frame's state (a later row's frame takes none of these,
+		// unless it is behind the watermark).
+		keepFrom, forgotten = len(list), true
 	default:
 		// A later row's frame starts after written-d.
 		from := written.Add(-p.over.d)
@@ -383,12 +385,22 @@ func (p *overProcessor[K, T, Acc, Out, Row]) advance(ctx context.Context, key K,
 		}
 	}
 	if keepFrom == len(list) {
-		// The key leaves no state: a later row at or before the
-		// watermark is late.
 		if err := p.rows.Clear(ctx); err != nil {
 			return err
 		}
-		return p.done.Clear(ctx)
+		if done == math.MinInt64 || forgotten {
+			return p.done.Clear(ctx) // the key leaves no state
+		}
+		// No row is kept, but the time of the last written is (Flink's
+		// last triggering time): a later row at or before it is late. A
+		// ROWS frame keeps it, as Flink's does; a RANGE frame's goes with
+		// a timer once the watermark is d past it.
+		if !p.over.rows {
+			if err := p.h.RegisterTimer(ctx, written.Add(p.over.d)); err != nil {
+				return err
+			}
+		}
+		return p.done.Update(ctx, done)
 	}
 	if err := p.keep(ctx, list[keepFrom:]); err != nil {
 		return err

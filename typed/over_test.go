@@ -206,10 +206,10 @@ func (pageSums) Result(a pageSumsAcc) float64 {
 
 // TestAggregateOverLateRows: a bounded frame's click is late, dropped
 // (counted, and sent to LateRows) and in no frame, as Flink drops it,
-// when it is at or before the last click of its user written, or, before
-// any is written, at or before the watermark; a click behind the
-// watermark but after its user's last written is written at once. One
-// user, the watermark 10 s behind, RangePreceding(10 s), a count.
+// when it is at or before the last click of its user written (Flink's
+// last triggering time); a click behind the watermark but after its
+// user's last written, or before any is written, is written at once.
+// One user, the watermark 10 s behind, RangePreceding(10 s), a count.
 func TestAggregateOverLateRows(t *testing.T) {
 	build := func(s typed.Stream[fixtures.Click]) typed.Stream[string] {
 		return typed.AggregateOver(typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User }), clickTime, typed.RangePreceding(10*time.Second),
@@ -219,11 +219,13 @@ func TestAggregateOverLateRows(t *testing.T) {
 	}
 	runSparkStepsLate(t, typed.Append, build, func(s string) string { return s }, []sparkStep{
 		{add: []int{40, 41}, stateRows: -1}, // the watermark moves to 31
-		// 35 is behind 41 but after 31: kept. 31 is at the watermark:
-		// late.
-		{add: []int{35, 31}, stateRows: -1, droppedRows: 1},
-		// The watermark moves to 50: 35, 40 and 41 are written.
-		{add: []int{60}, want: []string{"35:1", "40:2", "41:3"}, stateRows: -1},
+		// 35 is behind 41 but after 31: kept. 31 is at the watermark,
+		// but the user has written none: written at once, as Flink
+		// writes a key's row after its last triggering time (none).
+		{add: []int{35, 31}, want: []string{"31:1"}, stateRows: -1},
+		// The watermark moves to 50: 35, 40 and 41 are written, each
+		// with 31 in its frame.
+		{add: []int{60}, want: []string{"35:2", "40:3", "41:4"}, stateRows: -1},
 		// 45 is behind the watermark (50) but after 41, the last
 		// written: written at once, with 35, 40 and 41; 38 is late.
 		{add: []int{45, 52, 38}, want: []string{"45:4"}, stateRows: -1, droppedRows: 1},
@@ -466,10 +468,11 @@ func overLateClicks(n int, seed uint64) []fixtures.Click {
 // before: Flink's rules for which rows are late. For the unbounded
 // frames a click at or before the watermark the batch before ran with
 // (Spark's watermark for late rows) is late; for the bounded ones, a
-// click at or before its user's last click written, or, for a user with
-// none written or whose clicks are forgotten (RangePreceding: none
-// waits and the watermark is more than d past the last written;
-// RowsPreceding(0): none waits), at or before that watermark. A user's
+// click at or before its user's last click written (Flink's last
+// triggering time), none for a user with none written or whose clicks
+// are forgotten (RangePreceding: none waits and the watermark is more
+// than d past the last written, as Flink's cleanup of a RANGE frame's
+// state forgets it; a ROWS frame keeps it). A user's
 // clicks are written in time order, peers in arrival order, once the
 // watermark reaches them, each with the sum over the clicks of its
 // frame among those not late. It returns the rows written, the clicks
@@ -504,8 +507,9 @@ func overLateLoop(chunks [][]fixtures.Click, perBatch int, over string, d time.D
 			u.written, u.some = c.Time, true
 		}
 		u.waiting = u.waiting[k:]
-		if len(u.waiting) == 0 && (over == "range" && wm.After(u.written.Add(d)) || over == "rows" && n == 0) {
-			u.some = false
+		if len(u.waiting) == 0 && over == "range" && wm.After(u.written.Add(d)) {
+			// Forgotten: a later click's frame holds none of these.
+			u.some, u.accepted = false, nil
 		}
 	}
 	watermark := func() time.Time {
@@ -533,8 +537,11 @@ func overLateLoop(chunks [][]fixtures.Click, perBatch int, over string, d time.D
 				order = append(order, c.User)
 			}
 			bound := late
-			if u.some && (over == "range" || over == "rows") {
-				bound = u.written
+			if over == "range" || over == "rows" {
+				bound = time.Time{} // none: a click is after it
+				if u.some {
+					bound = u.written
+				}
 			}
 			if !c.Time.After(bound) {
 				dropped = append(dropped, fmt.Sprintf("%s %s", c.User, c.Time.Format("15:04:05")))
