@@ -325,6 +325,14 @@ func (t *Task) SourceOf(topic string, opts Options) *TopicSource {
 // Streams' GlobalKTable): joined with the task's partition of a stream,
 // it holds every key, whichever partition has it. Every task reads the
 // whole topic into its own state. It is closed with the task.
+//
+// For a GlobalKTable's timing, give the table's rows no event time (no
+// WithWatermark on it) and opts no MaxOffsetsPerTrigger: a join then
+// applies the table's updates a batch read before the stream's rows, so
+// the first batch joins against the whole topic, as a GlobalKTable is
+// loaded before any stream row, and each later one against the table as
+// far as it has read. With event time on both, the join merges the two
+// by it, as it does a co-partitioned table.
 func (t *Task) GlobalSource(topic string, opts Options) *TopicSource {
 	opts.Connection = t.app.opts.Connection
 	opts.Topics, opts.TopicPattern, opts.Partitions = []string{topic}, "", nil

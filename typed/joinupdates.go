@@ -108,7 +108,10 @@ const (
 //
 // The inputs of a kafka.App must be co-partitioned (a key in the same
 // partition of both topics), or the table read whole by every task (a
-// global table: Task.GlobalSource). A key with a null
+// global table: Task.GlobalSource; for Kafka Streams' GlobalKTable, which
+// is loaded before any stream row and then read as it is, whatever the
+// rows' times, give the table no event time, so that a batch's updates
+// come first). A key with a null
 // part (NullKey) matches nothing: a table update with one is dropped, and
 // counted in the operator's progress (CustomMetrics
 // "numNullKeyUpdatesDropped"); a stream row with one is written at once

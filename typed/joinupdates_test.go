@@ -397,3 +397,54 @@ func TestJoinUpdatesAsOfLateUpdateAfterADeletion(t *testing.T) {
 		t.Fatalf("%d rows dropped as late, want 1 (v0@115)", dropped)
 	}
 }
+
+// TestJoinUpdatesGlobalTable: a table given without event time (as a
+// kafka.App's Task.GlobalSource should be, for Kafka Streams' GlobalKTable)
+// has its updates applied before the stream's rows in each batch, so a
+// stream row sees every update the batch read, however old the row: a
+// first batch that reads the whole table joins against all of it, as a
+// GlobalKTable, loaded before any stream row, does. With event time on
+// both, the inputs are merged by it instead, as a co-partitioned KTable's
+// are: a stream row does not see the table's later updates.
+func TestJoinUpdatesGlobalTable(t *testing.T) {
+	base := time.Unix(1000, 0).UTC()
+	for _, tc := range []struct {
+		name       string
+		tableTimed bool
+		want       []string
+	}{
+		{"global", false, []string{"s1-y", "s2-z"}},
+		{"co-partitioned", true, []string{"s1-x", "s2-null"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stream := typed.NewMemoryStream[fixtures.Click]("stream", 0)
+			table := typed.NewMemoryStream[fixtures.Click]("table", 0)
+			u := typed.FromMemory(table)
+			if tc.tableTimed {
+				u = watermarked(u, 0)
+			}
+			joined := typed.JoinUpdates(byKey(watermarked(typed.FromMemory(stream), 0)), clickTable(u), typed.LeftOuter,
+				func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+					right := "null"
+					if j.Right != nil {
+						right = j.Right.Page
+					}
+					return j.Left.Page + "-" + right
+				})
+			at := func(user string, s int, page string) fixtures.Click {
+				return fixtures.Click{User: user, Time: base.Add(time.Duration(s) * time.Second), Page: page}
+			}
+			table.Add(at("a", 10, "x"), at("a", 100, "y"), at("b", 100, "z"))
+			stream.Add(at("a", 50, "s1"), at("b", 50, "s2"))
+			sink := newSink[string]()
+			if err := runToEnd(t, typed.WriteTo(joined, sink), newCheckpoint().opts()...); err != nil {
+				t.Fatal(err)
+			}
+			got := sink.rows()
+			slices.Sort(got)
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("rows %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
