@@ -217,9 +217,17 @@ func (b *Batch) AdvanceWatermark(mark, input int, partition string, t time.Time)
 // ObserveRow records a row of input's partition with event time ns
 // (Unix nanoseconds, as ClampedNanos gives them), under the plan's
 // watermark mark and its delay: ObserveEventTime and AdvanceWatermark
-// (of the time ns less delay) in one call, for the per-row path.
+// (of the time ns, cut to the millisecond before it as Spark's
+// watermark takes event times, less delay) in one call, for the per-row
+// path.
 func (b *Batch) ObserveRow(mark, input int, partition string, ns int64, delay time.Duration) {
 	b.eventTimes.addNanos(ns)
+	if r := ns % int64(time.Millisecond); r != 0 && ns > math.MinInt64+int64(time.Millisecond) {
+		ns -= r
+		if r < 0 {
+			ns -= int64(time.Millisecond)
+		}
+	}
 	if ns >= math.MinInt64+int64(delay) {
 		ns -= int64(delay)
 	}

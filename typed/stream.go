@@ -202,7 +202,9 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 
 // WithWatermark declares the event time of the rows and how late they may
 // arrive, as Spark's withWatermark. Its mark is the largest event time
-// seen, less delay, kept per source partition, the least over the
+// seen, cut to the millisecond (Spark's watermark counts milliseconds: a
+// row 0.5 ms after the millisecond of the latest one is not late), less
+// delay, kept per source partition, the least over the
 // partitions that are not idle; the query's watermark starts at the epoch
 // and only rises, to its mark (or, with several watermarks, to their
 // least, by default), and a batch uses the watermark computed from the

@@ -3,6 +3,7 @@ package typed_test
 import (
 	"context"
 	"iter"
+	"slices"
 	"testing"
 	"time"
 
@@ -270,5 +271,52 @@ func TestWatermarkStartsAtTheEpoch(t *testing.T) {
 	}
 	if got := watermarkOf(t, second); !got.Equal(seconds(0)) {
 		t.Fatalf("second batch's watermark %v, want the epoch", got)
+	}
+}
+
+// TestWatermarkInMilliseconds: the watermark counts whole milliseconds,
+// as Spark's (EventTimeWatermarkExec keeps each row's event time in
+// milliseconds): rows at 10.0007 s, 10.0006 s and 10.0005 s, one a batch
+// with no delay, put the watermark at 10 s, not at 10.0007 s, so none of
+// them is late and each reaches the deduplication; and an event-time
+// timeout may be set at one of them, which is not before the watermark.
+func TestWatermarkInMilliseconds(t *testing.T) {
+	rows := []fixtures.Click{
+		{User: "a", Time: at(10).Add(700 * time.Microsecond)},
+		{User: "b", Time: at(10).Add(600 * time.Microsecond)},
+		{User: "c", Time: at(10).Add(500 * time.Microsecond)},
+	}
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 1)
+	m.Add(rows...)
+	sink := newSink[fixtures.Click]()
+	s := typed.WithWatermark(typed.FromMemory(m), clickTime, 0)
+	_, progress, batches := runAvailableNow(t, typed.WriteTo(typed.DropDuplicates(s, func(c *fixtures.Click) string { return c.User }), sink), newCheckpoint(), sink)
+	var kept []string
+	for _, b := range batches {
+		for _, c := range b {
+			kept = append(kept, c.User)
+		}
+	}
+	if !slices.Equal(kept, []string{"a", "b", "c"}) {
+		t.Fatalf("kept %q, want every row", kept)
+	}
+	if wm := progress[len(progress)-1].EventTime["watermark"]; wm != at(10).UTC().Format(time.RFC3339Nano) {
+		t.Fatalf("the last batch's watermark is %s, want %s", wm, at(10))
+	}
+
+	m = typed.NewMemoryStream[fixtures.Click]("clicks", 1)
+	m.Add(rows[0], rows[2])
+	f := func(user string, rows iter.Seq[fixtures.Click], st *typed.GroupState[fixtures.Counter], emit func(string)) error {
+		for r := range rows {
+			if err := st.SetTimeoutTimestamp(r.Time); err != nil {
+				return err
+			}
+		}
+		emit(user)
+		return nil
+	}
+	out := typed.FlatMapGroupsWithState(typed.GroupByKey(typed.WithWatermark(typed.FromMemory(m), clickTime, 0), func(c *fixtures.Click) string { return c.User }), typed.Append, typed.EventTimeTimeout, f)
+	if err := runToEnd(t, typed.WriteTo(out, newSink[string]()), newCheckpoint().opts()...); err != nil {
+		t.Fatalf("a timeout at a row 0.5 ms after the watermark's millisecond: %v", err)
 	}
 }
