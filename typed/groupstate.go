@@ -132,8 +132,8 @@ var ErrGroupState = errors.New("streamgen: GroupState")
 //     time is strictly after it; an event-time timeout in the first batch
 //     whose watermark is strictly after it.
 //   - CurrentWatermark and CurrentProcessingTime are constant within a
-//     batch; CurrentWatermark is the zero time before the first
-//     watermark.
+//     batch; CurrentWatermark is the epoch (Spark's 0) until the
+//     watermark first rises, and the zero time in a query without one.
 //
 // A GroupState is valid only during the call it is passed to, and is not
 // safe for concurrent use.
