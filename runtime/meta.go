@@ -83,6 +83,12 @@ type WindowsMeta struct {
 	// (typed.TimeDifference), which follow a key's rows: its windows' ends
 	// are its timers, so another difference is refused.
 	Difference time.Duration `json:"difference,omitempty"`
+	// PastEnd says that Difference's windows close once the watermark is
+	// past their last instant (Kafka Streams' rule). A checkpoint written
+	// without it closed them when the watermark reached it, and its
+	// operator keeps that rule, so that no window it wrote is written
+	// again.
+	PastEnd bool `json:"pastEnd,omitempty"`
 }
 
 // String describes the windows, as in "10m0s long, one every 5m0s,

@@ -16,6 +16,12 @@ func WritePerWindowSliding(on bool) { perWindowSliding.Store(on) }
 // (on), or as now (off).
 func WriteSlicesWhateverTheOrder(on bool) { slicesWhateverTheOrder.Store(on) }
 
+// WriteTimeDifferenceAtEnd makes the queries built after it close the
+// windows of a time difference once the watermark reaches their last
+// instant, as versions before WindowsMeta.PastEnd did (on), or once it
+// is past it (off).
+func WriteTimeDifferenceAtEnd(on bool) { timeDifferenceAtEnd.Store(on) }
+
 // WindowKeys encodes and decodes the stored keys, with string keys, of a
 // windowed aggregation or of a window join on some windows.
 type WindowKeys struct {

@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/streamgen/streamgen/codec"
@@ -47,7 +48,7 @@ func aggregateTimeDifference[K comparable, T, Acc, Out, Row any, PA codec.Record
 		op.mode = &c.outputMode
 		op.info = runtime.OperatorInfo{
 			Kind: "slidingWindowAggregate", Name: name, KeyType: ws.codec.typeName, LegacyKeyType: ws.codec.legacyTypeName, UseKeys: ws.codec.useKeys, ParseKey: ws.codec.parseJSON, Key: ws.codec.schema,
-			Windows:       &runtime.WindowsMeta{Difference: ws.windows.size},
+			Windows:       &runtime.WindowsMeta{Difference: ws.windows.size, PastEnd: !timeDifferenceAtEnd.Load()},
 			States:        []runtime.StateInfo{{Name: "instants", Schema: PA(new(Acc)).StreamSchema(), Kind: "value", Encoding: runtime.EncodingInstants}},
 			DropsLateRows: ws.s.p.watermarked,
 		}
@@ -126,6 +127,32 @@ type timeDiffOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]] str
 	// merged into several windows, is copied first (through copyBuf).
 	shared  bool
 	copyBuf []byte
+	// atEnd is 1 when the checkpoint's windows close once the watermark
+	// reaches their last instant (written before WindowsMeta.PastEnd),
+	// 0 when they close once it is past it: what a window's last instant
+	// is compared with is the watermark's millisecond plus atEnd.
+	atEnd int64
+}
+
+// timeDifferenceAtEnd makes the queries built after it close the windows
+// of a time difference once the watermark reaches their last instant, as
+// versions before WindowsMeta.PastEnd did (tests: a checkpoint of them).
+var timeDifferenceAtEnd atomic.Bool
+
+// ChooseLayout keeps the closing rule of the checkpoint's windows: those
+// of a checkpoint written before WindowsMeta.PastEnd close once the
+// watermark reaches their last instant.
+func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) ChooseLayout(stored *runtime.OperatorMeta) error {
+	w := *o.info.Windows
+	w.PastEnd = !timeDifferenceAtEnd.Load()
+	if stored != nil && stored.Kind == o.info.Kind && stored.Windows != nil && stored.Windows.Difference != 0 {
+		w.PastEnd = stored.Windows.PastEnd
+	}
+	o.info.Windows, o.atEnd = &w, 0
+	if !w.PastEnd {
+		o.atEnd = 1
+	}
+	return nil
 }
 
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) Groups() *runtime.Groups { return &o.groups }
@@ -204,12 +231,13 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k 
 		return err
 	}
 	b := k.Batch()
-	// A window whose last instant is before the watermark of the batch
-	// before (before closed, its millisecond) has closed: a row makes
-	// none such.
-	closed := int64(-1 << 63)
+	// A window whose last instant is before closed (the millisecond of
+	// the watermark of the batch before, plus atEnd) has closed: a row
+	// makes none such. A row is late by that millisecond (late).
+	closed, late := int64(-1<<63), int64(-1<<63)
 	if o.timed() && !b.LateWatermark.IsZero() {
-		closed = millis(b.LateWatermark)
+		late = millis(b.LateWatermark)
+		closed = late + o.atEnd
 	}
 	// In Update mode, the windows before the batch's rows: a window not
 	// among them is new.
@@ -229,7 +257,7 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k 
 	for _, j := range rows {
 		r := &o.rows[j]
 		at := millis(o.eventTime(r))
-		if at+1+o.diff <= closed {
+		if at+1+o.diff <= late {
 			// Late: every window it would change has closed. (The
 			// stage after the watermark drops such rows before they
 			// come here, unless another operator is before this one.)
@@ -332,11 +360,11 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k
 		return err
 	}
 	b := k.Batch()
-	through := millis(b.Watermark)
+	through := millis(b.Watermark) + o.atEnd
 	if *o.mode == Append {
 		from := int64(math.MinInt64)
 		if !b.LateWatermark.IsZero() {
-			from = millis(b.LateWatermark)
+			from = millis(b.LateWatermark) + o.atEnd
 		}
 		o.windows = timeWindowsOf(o.instants, o.diff, o.windows)
 		for _, w := range o.windows {
@@ -358,15 +386,15 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k
 	return nil
 }
 
-// nextEnd returns the first millisecond after closed (the watermark's,
-// before which the windows of the key's last instants have closed) at
+// nextEnd returns the first millisecond after closed (the watermark's
+// plus atEnd, before which the windows' last instants have closed) at
 // which, the watermark reaching it, a window of the key's instants
 // closes (in Append mode, which writes it then), or an instant is
 // forgotten: 1 ms after an instant (its own window's end), or 2 ms+d
 // after one (1 ms after its following window's last instant, when that
-// window has closed and it is forgotten). In Update mode, which writes
-// windows as rows change them, only the latter. ok is false when the key
-// has no instants.
+// window has closed and it is forgotten), each 1 ms earlier with atEnd.
+// In Update mode, which writes windows as rows change them, only the
+// latter. ok is false when the key has no instants.
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) nextEnd(closed int64) (end int64, ok bool) {
 	if len(o.instants) == 0 {
 		return 0, false
@@ -378,7 +406,7 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) nextEnd(closed int64) (end int64, 
 	end = math.MaxInt64
 	if *o.mode == Append {
 		if i := search(closed); i < len(o.instants) {
-			end = o.instants[i].at + 1 // the first instant from closed on
+			end = o.instants[i].at + 1 - o.atEnd // the first instant from closed on
 		}
 	}
 	i := 0 // the first instant whose following window ends at or after closed
@@ -386,7 +414,7 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) nextEnd(closed int64) (end int64, 
 		i = search(closed - 1 - o.diff)
 	}
 	if i < len(o.instants) {
-		end = min(end, o.instants[i].at+2+o.diff)
+		end = min(end, o.instants[i].at+2+o.diff-o.atEnd)
 	}
 	return end, end != math.MaxInt64
 }

@@ -422,3 +422,44 @@ func TestTimeDifferenceTimersForStateWithout(t *testing.T) {
 		t.Errorf("%d keys keep state, want 1 (b's row at 30,000 s): a's rows at 100 s and 200 s are long past the watermark", rows)
 	}
 }
+
+// TestTimeDifferenceCheckpointKeepsItsRule: a checkpoint whose windows
+// closed once the watermark reached their last instant (written before
+// they closed once it is past it) keeps that rule, so that a window it
+// wrote is not written again: with the rows of
+// TestTimeDifferenceClosedWindows, run first with the old rule and then
+// with the new one on its checkpoint, the windows are the old rule's,
+// each once; a new checkpoint takes the new rule.
+func TestTimeDifferenceCheckpointKeepsItsRule(t *testing.T) {
+	row := func(ms int64) fixtures.Click { return fixtures.Click{User: "a", Time: time.UnixMilli(ms).UTC()} }
+	run := func(atEndFirst bool) []string {
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		sink := newSink[windowCount]()
+		s := typed.WithWatermark(typed.FromMemory(m), clickTime, time.Second)
+		w := typed.WriteTo(timeDifferenceCounts(5*time.Second)(s), sink).OutputMode(typed.Append)
+		ck := newCheckpoint()
+		typed.WriteTimeDifferenceAtEnd(atEndFirst)
+		defer typed.WriteTimeDifferenceAtEnd(false)
+		m.Add(row(10000), row(12000))
+		if err := runToEnd(t, w, ck.opts()...); err != nil {
+			t.Fatal(err)
+		}
+		typed.WriteTimeDifferenceAtEnd(false)
+		m.Add(row(11000))
+		if err := runToEnd(t, w, ck.opts(runtime.FlushEventTime())...); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range writtenOnceRows(t, sink.snapshot()) {
+			got = append(got, fmt.Sprintf("[%d, %d) %v", r.Window.Start.UnixMilli(), r.Window.End.UnixMilli(), r.Value))
+		}
+		slices.Sort(got)
+		return got
+	}
+	if got, want := run(true), []string{"[10001, 15002) 2", "[11001, 16002) 1", "[5000, 10001) 1", "[7000, 12001) 3"}; !slices.Equal(got, want) {
+		t.Errorf("on a checkpoint of the old rule: windows %q, want %q", got, want)
+	}
+	if got, want := run(false), []string{"[10001, 15002) 2", "[11001, 16002) 1", "[5000, 10001) 1", "[6000, 11001) 2", "[7000, 12001) 3"}; !slices.Equal(got, want) {
+		t.Errorf("on a new checkpoint: windows %q, want %q", got, want)
+	}
+}
