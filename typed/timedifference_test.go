@@ -148,25 +148,7 @@ func TestTimeDifferenceWindows(t *testing.T) {
 // less the grace), but not [5 s, 10 s]'s successor or any window that
 // closed. Once the input is flushed, no state is left.
 func TestTimeDifferenceClosedWindows(t *testing.T) {
-	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
-	sink := newSink[windowCount]()
-	s := typed.WithWatermark(typed.FromMemory(m), clickTime, time.Second)
-	w := typed.WriteTo(timeDifferenceCounts(5*time.Second)(s), sink).OutputMode(typed.Append)
-	ck := newCheckpoint()
-	row := func(ms int64) fixtures.Click { return fixtures.Click{User: "a", Time: time.UnixMilli(ms).UTC()} }
-	m.Add(row(10000), row(12000))
-	if err := runToEnd(t, w, ck.opts()...); err != nil {
-		t.Fatal(err)
-	}
-	m.Add(row(11000))
-	if err := runToEnd(t, w, ck.opts(runtime.FlushEventTime())...); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, r := range writtenOnceRows(t, sink.snapshot()) {
-		got = append(got, fmt.Sprintf("[%d, %d) %v", r.Window.Start.UnixMilli(), r.Window.End.UnixMilli(), r.Value))
-	}
-	slices.Sort(got)
+	got, ck := closedWindowsRun(t, false)
 	if want := []string{"[10001, 15002) 2", "[11001, 16002) 1", "[5000, 10001) 1", "[6000, 11001) 2", "[7000, 12001) 3"}; !slices.Equal(got, want) {
 		t.Errorf("windows %q, want %q", got, want)
 	}
@@ -180,6 +162,37 @@ func TestTimeDifferenceClosedWindows(t *testing.T) {
 	if err != nil {
 		t.Error(err)
 	}
+}
+
+// closedWindowsRun runs TestTimeDifferenceClosedWindows' rows, the first
+// run's windows closing at their last instant when atEndFirst (as before
+// WindowsMeta.PastEnd), and returns the windows written, each once, and
+// the checkpoint.
+func closedWindowsRun(t *testing.T, atEndFirst bool) ([]string, *checkpoint) {
+	t.Helper()
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	sink := newSink[windowCount]()
+	s := typed.WithWatermark(typed.FromMemory(m), clickTime, time.Second)
+	w := typed.WriteTo(timeDifferenceCounts(5*time.Second)(s), sink).OutputMode(typed.Append)
+	ck := newCheckpoint()
+	row := func(ms int64) fixtures.Click { return fixtures.Click{User: "a", Time: time.UnixMilli(ms).UTC()} }
+	typed.WriteTimeDifferenceAtEnd(atEndFirst)
+	defer typed.WriteTimeDifferenceAtEnd(false)
+	m.Add(row(10000), row(12000))
+	if err := runToEnd(t, w, ck.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	typed.WriteTimeDifferenceAtEnd(false)
+	m.Add(row(11000))
+	if err := runToEnd(t, w, ck.opts(runtime.FlushEventTime())...); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range writtenOnceRows(t, sink.snapshot()) {
+		got = append(got, fmt.Sprintf("[%d, %d) %v", r.Window.Start.UnixMilli(), r.Window.End.UnixMilli(), r.Value))
+	}
+	slices.Sort(got)
+	return got, ck
 }
 
 // TestTimeDifferenceUpdates: in Update mode a batch writes the windows
@@ -429,37 +442,11 @@ func TestTimeDifferenceTimersForStateWithout(t *testing.T) {
 // wrote is not written again: with the rows of
 // TestTimeDifferenceClosedWindows, run first with the old rule and then
 // with the new one on its checkpoint, the windows are the old rule's,
-// each once; a new checkpoint takes the new rule.
+// each once (TestTimeDifferenceClosedWindows: a new checkpoint takes the
+// new rule).
 func TestTimeDifferenceCheckpointKeepsItsRule(t *testing.T) {
-	row := func(ms int64) fixtures.Click { return fixtures.Click{User: "a", Time: time.UnixMilli(ms).UTC()} }
-	run := func(atEndFirst bool) []string {
-		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
-		sink := newSink[windowCount]()
-		s := typed.WithWatermark(typed.FromMemory(m), clickTime, time.Second)
-		w := typed.WriteTo(timeDifferenceCounts(5*time.Second)(s), sink).OutputMode(typed.Append)
-		ck := newCheckpoint()
-		typed.WriteTimeDifferenceAtEnd(atEndFirst)
-		defer typed.WriteTimeDifferenceAtEnd(false)
-		m.Add(row(10000), row(12000))
-		if err := runToEnd(t, w, ck.opts()...); err != nil {
-			t.Fatal(err)
-		}
-		typed.WriteTimeDifferenceAtEnd(false)
-		m.Add(row(11000))
-		if err := runToEnd(t, w, ck.opts(runtime.FlushEventTime())...); err != nil {
-			t.Fatal(err)
-		}
-		var got []string
-		for _, r := range writtenOnceRows(t, sink.snapshot()) {
-			got = append(got, fmt.Sprintf("[%d, %d) %v", r.Window.Start.UnixMilli(), r.Window.End.UnixMilli(), r.Value))
-		}
-		slices.Sort(got)
-		return got
-	}
-	if got, want := run(true), []string{"[10001, 15002) 2", "[11001, 16002) 1", "[5000, 10001) 1", "[7000, 12001) 3"}; !slices.Equal(got, want) {
+	got, _ := closedWindowsRun(t, true)
+	if want := []string{"[10001, 15002) 2", "[11001, 16002) 1", "[5000, 10001) 1", "[7000, 12001) 3"}; !slices.Equal(got, want) {
 		t.Errorf("on a checkpoint of the old rule: windows %q, want %q", got, want)
-	}
-	if got, want := run(false), []string{"[10001, 15002) 2", "[11001, 16002) 1", "[5000, 10001) 1", "[6000, 11001) 2", "[7000, 12001) 3"}; !slices.Equal(got, want) {
-		t.Errorf("on a new checkpoint: windows %q, want %q", got, want)
 	}
 }
