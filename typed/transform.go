@@ -16,8 +16,9 @@ import (
 // Spark's transformWithState: see StatefulProcessor. timeMode is the kind
 // of time of its timers and TTLs' clock (TimeModeEventTime needs a
 // watermark); mode is Append or Update, and must be the query's output
-// mode. With a watermark, late rows are dropped before the processor and
-// counted. Options: Concurrency, ProcessorInitialState.
+// mode. In TimeModeEventTime, late rows are dropped before the processor
+// and counted; in the other modes every row reaches it, watermark or not,
+// as in Spark 4. Options: Concurrency, ProcessorInitialState.
 func TransformWithState[K comparable, In, Out any](
 	ks KeyedStream[K, In], p StatefulProcessor[K, In, Out], timeMode TimeMode, mode OutputMode, opts ...ProcessorOption,
 ) Stream[Out] {
@@ -107,7 +108,9 @@ func TransformWithState[K comparable, In, Out any](
 			KeyType:    ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseKeys: ks.codec.useKeys, ParseKey: ks.codec.parseJSON,
 			Key:           ks.codec.schema,
 			Deleted:       op.handle.deleted,
-			DropsLateRows: true,
+			// Late rows are dropped in event time only, as Spark 4's
+			// TransformWithStateExec does (SPARK-51758).
+			DropsLateRows: timeMode == TimeModeEventTime,
 			// As Spark's TransformWithStateExec.shouldRunAnotherBatch.
 			NoData: runtime.NoDataOnWatermark,
 		}
