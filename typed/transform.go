@@ -106,8 +106,8 @@ func TransformWithState[K comparable, In, Out any](
 			OutputMode: mode.String(),
 			TimeMode:   timeMode.runtime(),
 			KeyType:    ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseKeys: ks.codec.useKeys, ParseKey: ks.codec.parseJSON,
-			Key:           ks.codec.schema,
-			Deleted:       op.handle.deleted,
+			Key:     ks.codec.schema,
+			Deleted: op.handle.deleted,
 			// Late rows are dropped in event time only, as Spark 4's
 			// TransformWithStateExec does (SPARK-51758).
 			DropsLateRows: timeMode == TimeModeEventTime,
