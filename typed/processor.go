@@ -237,7 +237,10 @@ type StateOption func(*variable)
 // it, reset by every write, as Spark's TTLConfig. It follows Spark's rule:
 // a value whose expiry is at or before the batch's processing time is
 // never seen again, in any handler of the batch (timers' too), and is
-// removed from the store in that batch, with new data or without.
+// removed from the store in that batch, with new data or without. Spark
+// takes a TTL in TimeModeProcessingTime only; here it is taken in every
+// time mode (beyond Spark), always in processing time: with
+// TimeModeEventTime, WithEventTimeTTL gives one in event time.
 //
 // A new version of a program may give a variable a time to live, change
 // its length or take it away: what was written keeps the expiry it was
