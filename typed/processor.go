@@ -126,8 +126,9 @@ type ExpiredTimerHandler[K comparable, Out any] interface {
 }
 
 // InitialStateHandler is implemented by a processor that takes an initial
-// state (ProcessorInitialState): HandleInitialState runs once per key of
-// it, in the first batch of a new query, before that batch's rows.
+// state (ProcessorInitialState): HandleInitialState runs once per pair of
+// it (a key given twice, twice, in order), in the first batch of a new
+// query, before that batch's rows.
 type InitialStateHandler[K comparable, S any] interface {
 	HandleInitialState(ctx context.Context, key K, initial S, timers TimerValues) error
 }
@@ -517,8 +518,9 @@ type initialState[K comparable] struct {
 // ProcessorInitialState gives the processor an initial state, as Spark's
 // initialState: in the first batch of a new query, before its rows, the
 // processor's HandleInitialState (it must implement InitialStateHandler[K,
-// S]) runs once per pair. A key given twice fails Start, naming the key; a
-// restarted query ignores the initial state.
+// S]) runs once per pair, in order: a key given twice is handed both, as
+// Spark 4 hands each initial-state row of a key; a restarted query
+// ignores the initial state.
 func ProcessorInitialState[K comparable, S any](pairs ...Pair[K, S]) ProcessorOption {
 	init := initialState[K]{}
 	for _, p := range pairs {

@@ -163,7 +163,7 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 			}
 			initial = append(initial, pairs...)
 		}
-		return checkInitial(ks.codec, initial)
+		return checkInitial(ks.codec, initial, true)
 	}
 	p := ks.s.p
 	return once(Stream[Out]{p: p, attach: func(c *compiler, emit func(*Out)) {
@@ -186,12 +186,13 @@ func groupsWithState[K comparable, In, S, Out any, PS codec.RecordPtr[S]](
 	}})
 }
 
-// checkInitial refuses an initial state that names a key twice: two
-// keys of one encoding, which addresses their state (two NaNs, or one
-// instant in two *time.Location values, are one key), as Spark refuses
-// them ("The initial state provided contained multiple rows(state) with
-// the same key").
-func checkInitial[K comparable, S any](kc keyCodec[K], pairs []Pair[K, S]) error {
+// checkInitial refuses an initial state whose keys do not encode, and,
+// with once, one that names a key twice: two keys of one encoding, which
+// addresses their state (two NaNs, or one instant in two *time.Location
+// values, are one key), as Spark's flatMapGroupsWithState refuses them
+// ("The initial state provided contained multiple rows(state) with the
+// same key").
+func checkInitial[K comparable, S any](kc keyCodec[K], pairs []Pair[K, S], once bool) error {
 	if kc.encode == nil {
 		return nil // a key type with no encoding, which Start refuses
 	}
@@ -202,7 +203,7 @@ func checkInitial[K comparable, S any](kc keyCodec[K], pairs []Pair[K, S]) error
 		if buf, err = kc.encode(buf[:0], &pairs[i].Key); err != nil {
 			return fmt.Errorf("the initial state's key %v: %w", pairs[i].Key, unprefixed(err))
 		}
-		if seen[string(buf)] {
+		if once && seen[string(buf)] {
 			return fmt.Errorf("the initial state has key %v more than once: give each key one state", pairs[i].Key)
 		}
 		seen[string(buf)] = true

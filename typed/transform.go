@@ -65,7 +65,9 @@ func TransformWithState[K comparable, In, Out any](
 				pairs = append(pairs, Pair[K, struct{}]{Key: k})
 			}
 		}
-		if err := checkInitial(ks.codec, pairs); err != nil {
+		// A key may come more than once: each of its pairs is handed to
+		// the processor in turn, as Spark 4 does (SPARK-50152).
+		if err := checkInitial(ks.codec, pairs, false); err != nil {
 			errs = append(errs, err)
 		}
 		return errors.Join(errs...)

@@ -575,11 +575,6 @@ func TestProcessorInitialState(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(map[string]int64{"a": 11, "b": 21, "c": 1}) {
 		t.Fatalf("counts %v, want a 11, b 21, c 1", got)
 	}
-	twice := typed.ProcessorInitialState(typed.Pair[string, int64]{Key: "a", State: 1}, typed.Pair[string, int64]{Key: "a", State: 2})
-	_, err := typed.WriteTo(typed.TransformWithState(byUser, &initialProcessor{}, typed.TimeModeNone, typed.Update, twice), sink).Start(context.Background(), newCheckpoint().opts()...)
-	if err == nil || !strings.Contains(err.Error(), "key a more than once") {
-		t.Fatalf("a key twice: err = %v", err)
-	}
 }
 
 // kvRow is a row of a key and a value.
