@@ -43,8 +43,7 @@ func (w *Writer[T]) OutputMode(m OutputMode) *Writer[T] {
 // the options). A pipeline that cannot run as built (an output mode its
 // operators do not allow, an event-time timeout without a watermark, a key
 // type that cannot be encoded, a flatMapGroupsWithState initial state
-// with a key twice) is an
-// error here, before anything runs.
+// with a key twice) is an error here, before anything runs.
 func (w *Writer[T]) Start(ctx context.Context, opts ...runtime.Option) (*Query, error) {
 	return WriteAll(w).Start(ctx, opts...)
 }
