@@ -15,8 +15,8 @@ import (
 // TransformWithState applies a stateful processor to a keyed stream, as
 // Spark's transformWithState: see StatefulProcessor. timeMode is the kind
 // of time of its timers and TTLs' clock (TimeModeEventTime needs a
-// watermark); mode is Append or Update, and must be the query's output
-// mode. In TimeModeEventTime, late rows are dropped before the processor
+// watermark); mode is Append or Update, in a query of either mode (as
+// Spark's UnsupportedOperationChecker allows). In TimeModeEventTime, late rows are dropped before the processor
 // and counted; in the other modes every row reaches it, watermark or not,
 // as in Spark 4. Options: Concurrency, ProcessorInitialState.
 func TransformWithState[K comparable, In, Out any](
