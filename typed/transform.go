@@ -16,9 +16,10 @@ import (
 // Spark's transformWithState: see StatefulProcessor. timeMode is the kind
 // of time of its timers and TTLs' clock (TimeModeEventTime needs a
 // watermark); mode is Append or Update, in a query of either mode (as
-// Spark's UnsupportedOperationChecker allows). In TimeModeEventTime, late rows are dropped before the processor
-// and counted; in the other modes every row reaches it, watermark or not,
-// as in Spark 4. Options: Concurrency, ProcessorInitialState.
+// Spark's UnsupportedOperationChecker allows). In TimeModeEventTime, late
+// rows are dropped before the processor and counted; in the other modes
+// every row reaches it, watermark or not, as in Spark 4. Options:
+// Concurrency, ProcessorInitialState.
 func TransformWithState[K comparable, In, Out any](
 	ks KeyedStream[K, In], p StatefulProcessor[K, In, Out], timeMode TimeMode, mode OutputMode, opts ...ProcessorOption,
 ) Stream[Out] {
