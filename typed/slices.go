@@ -505,9 +505,10 @@ func (o *slidingOp[K, T, Acc, Out, Row, PA]) op() runtime.Operator {
 
 // ChooseLayout keeps a checkpoint's state row per window (a key type
 // that begins with the window), and refuses one that keeps slices when
-// the query does not (why says why), unless only its aggregator's order
-// of rows does not: a checkpoint its versions before kept by slices goes
-// on by slices.
+// the query does not (why says why); a query that keeps its windows per
+// window only for its aggregator's order of rows (arrivalOrdered) takes
+// a checkpoint by slices, as versions before wrote, and goes on by
+// slices.
 func (o *slidingOp[K, T, Acc, Out, Row, PA]) ChooseLayout(stored *runtime.OperatorMeta) error {
 	switch {
 	case stored == nil || stored.Kind != o.sliced.info.Kind:
