@@ -334,13 +334,13 @@ func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) RowsDone(ctx context.Context, b *r
 // HandleTimer closes, at the first of a key's timers due in the batch,
 // every window of the key whose last instant is before the batch's
 // watermark (those whose last instant is before the watermark the batch
-// before ran with closed then): in Append mode each is written, in order
-// of end; then
-// the instants that no window still open needs (those whose following
-// window has closed too) are forgotten, and the key's row is written
-// once, and its timer moved to the next end (nextEnd). A key's other
-// timers due in the batch (a checkpoint from when each instant had its
-// own holds several) only go. So a key is read and written once a batch.
+// before ran with closed then; with atEnd, at or before): in Append mode
+// each is written, in order of end; then the instants that no window
+// still open needs (those whose following window has closed too) are
+// forgotten, and the key's row is written once, and its timer moved to
+// the next end (nextEnd). A key's other timers due in the batch (a
+// checkpoint from when each instant had its own holds several) only go.
+// So a key is read and written once a batch.
 func (o *timeDiffOp[K, T, Acc, Out, Row, PA]) HandleTimer(ctx context.Context, k *runtime.KeyState, expiry time.Time) error {
 	if _, done := o.closedKeys[string(k.Key())]; done || !o.timed() {
 		// (A timer of a checkpoint written in Append or Update mode, in
