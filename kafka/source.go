@@ -92,12 +92,15 @@ type TopicSource struct {
 	// fetched, which Read begins with (see prefetch.go).
 	positions  offsets
 	prefetched map[topicPartition]fetched
-	// plannedStarts remembers, by the end offset Next planned for a new
-	// query's first batch, the starting offsets it planned from, so that
+	// plannedStarts remembers, by the offsets Next planned a batch from
+	// (none, for a new query's first batch) and to, the starting offsets
+	// it planned from, so that
 	// Read reads that batch from the same offsets (resolving them again,
 	// a "latest" would have moved); and for a later batch with
 	// partitions new to the query, the earliest offsets they start at.
-	// Oldest first; at most maxPlannedStarts.
+	// Oldest first; at most maxPlannedStarts. (Two queries on the source
+	// may plan batches that end alike, a new one's first and a running
+	// one's that takes a new partition: each finds its own by its start.)
 	plannedStarts []plannedStart
 	// lastTrigger is when Next last planned new offsets, or let
 	// MaxTriggerDelay end a hold; holding is set while it holds new
@@ -112,8 +115,8 @@ const defaultMaxTriggerDelay = 15 * time.Minute
 // plannedStart is where Next planned a batch's partitions to start that
 // the committed offsets do not give (see TopicSource.plannedStarts).
 type plannedStart struct {
-	end      string
-	starting offsets
+	start, end string
+	starting   offsets
 }
 
 // maxPlannedStarts bounds TopicSource.plannedStarts: more new queries than
@@ -417,7 +420,7 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 		if len(s.plannedStarts) == maxPlannedStarts {
 			s.plannedStarts = s.plannedStarts[1:]
 		}
-		s.plannedStarts = append(s.plannedStarts, plannedStart{end: string(end), starting: starting})
+		s.plannedStarts = append(s.plannedStarts, plannedStart{start: string(committed), end: string(end), starting: starting})
 		s.mu.Unlock()
 	}
 	return end, nil
@@ -479,7 +482,7 @@ func (s *TopicSource) Read(ctx context.Context, start, end json.RawMessage, fn f
 	var planned offsets
 	s.mu.Lock()
 	for _, b := range s.plannedStarts {
-		if b.end == string(end) {
+		if b.start == string(start) && b.end == string(end) {
 			planned = b.starting
 		}
 	}

@@ -692,3 +692,59 @@ func TestLaggingBrokerIsNotDataLoss(t *testing.T) {
 		t.Errorf("read %v, want %v (each record once)", read, want)
 	}
 }
+
+// TestTwoQueriesPlanAlike: a running query's batch that takes a partition
+// new to it and a new query's first batch, planned on one source to the
+// same end offsets, each read from their own starts, in either order of
+// planning: the running query reads the new partition from its first
+// record, and the new query (from the latest offsets) reads nothing.
+func TestTwoQueriesPlanAlike(t *testing.T) {
+	for _, newFirst := range []bool{false, true} {
+		t.Run(map[bool]string{false: "running query first", true: "new query first"}[newFirst], func(t *testing.T) {
+			conn, adm := newCluster(t)
+			createTopic(t, adm, "sh", 1)
+			produce(t, conn, rateRecords("sh", 0, 0, 5)...)
+			src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"sh"}})
+			defer src.Close()
+			running := stepSource(t, src, nil, func(runtime.Record) error { return nil })
+			if _, err := adm.CreatePartitions(testContext(t), 1, "sh"); err != nil {
+				t.Fatal(err)
+			}
+			produce(t, conn, rateRecords("sh", 1, 100, 3)...)
+			ctx := testContext(t)
+			upTo, err := src.Available(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var runningEnd, newEnd json.RawMessage
+			plan := func(committed json.RawMessage) json.RawMessage {
+				end, err := src.Next(ctx, committed, upTo, runtime.Limited)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return end
+			}
+			if newFirst {
+				newEnd, runningEnd = plan(nil), plan(running)
+			} else {
+				runningEnd, newEnd = plan(running), plan(nil)
+			}
+			if string(runningEnd) != string(newEnd) {
+				t.Fatalf("the two batches end at %s and %s: this test needs them alike", runningEnd, newEnd)
+			}
+			var readNew, readRunning []int64
+			if err := src.Read(ctx, nil, newEnd, collectValues(&readNew)); err != nil {
+				t.Fatal(err)
+			}
+			if err := src.Read(ctx, running, runningEnd, collectValues(&readRunning)); err != nil {
+				t.Fatal(err)
+			}
+			if len(readNew) != 0 {
+				t.Errorf("the new query, from the latest offsets, read %v", readNew)
+			}
+			if !slices.Equal(readRunning, []int64{100, 101, 102}) {
+				t.Errorf("the running query read %v from the new partition, want [100 101 102]", readRunning)
+			}
+		})
+	}
+}
