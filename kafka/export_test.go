@@ -143,3 +143,11 @@ func SetRepartitionPurgeInterval(t interface{ Cleanup(func()) }, d time.Duration
 	repartitionPurgeInterval = d
 	t.Cleanup(func() { repartitionPurgeInterval = old })
 }
+
+// Holding reports whether the source holds new offsets back for
+// MinOffsetsPerTrigger.
+func Holding(s *TopicSource) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.holding
+}

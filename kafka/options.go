@@ -44,8 +44,10 @@ type Options struct {
 
 	// MinOffsetsPerTrigger, as Spark's minOffsetsPerTrigger, holds a
 	// batch back until its partitions have this many new offsets in all,
-	// or MaxTriggerDelay has passed since the source's last batch with
-	// data (or the query's start): fewer, larger batches from a trickle.
+	// or MaxTriggerDelay has passed since the source's last batch, or its
+	// last trigger that found the delay passed (with data or without, as
+	// Spark's); a query's first batch after its start is never held:
+	// fewer, larger batches from a trickle.
 	// The default, 0, holds nothing back. Once and AvailableNow triggers
 	// ignore it. The hold is the source's: a source serving several
 	// queries at once holds for them together.

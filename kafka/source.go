@@ -102,9 +102,10 @@ type TopicSource struct {
 	// may plan batches that end alike, a new one's first and a running
 	// one's that takes a new partition: each finds its own by its start.)
 	plannedStarts []plannedStart
-	// lastTrigger is when Next last planned new offsets, or let
-	// MaxTriggerDelay end a hold; holding is set while it holds new
-	// offsets back (MinOffsetsPerTrigger).
+	// lastTrigger is when Next last planned new offsets, or found
+	// MaxTriggerDelay passed (zero at a query's start: CheckStart);
+	// holding is set while it holds new offsets back
+	// (MinOffsetsPerTrigger).
 	lastTrigger time.Time
 	holding     bool
 }
@@ -160,6 +161,16 @@ func Source(opts Options) *TopicSource {
 
 // Name identifies the source in progress reports and the checkpoint.
 func (s *TopicSource) Name() string { return s.name }
+
+// CheckStart is called as a query on the source starts: its first batch
+// is not held back for MinOffsetsPerTrigger (as Spark's, whose source is
+// made anew at each start), whatever an earlier query on the source left.
+func (s *TopicSource) CheckStart() error {
+	s.mu.Lock()
+	s.lastTrigger, s.holding = time.Time{}, false
+	s.mu.Unlock()
+	return nil
+}
 
 // Close closes the source's client. A call after Close fails; Close
 // itself may be called again.
@@ -248,8 +259,12 @@ func (s *TopicSource) holdBack(begin, until offsets, first bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if n == 0 && !first {
-		// Nothing new: no batch, and the delay runs on from the last
-		// one, so that a record after a long quiet goes at once.
+		// Nothing new: no batch. As Spark's delayBatch, a trigger once
+		// MaxTriggerDelay has passed starts it again, with data or
+		// without: a record after a long quiet waits for it too.
+		if now.Sub(s.lastTrigger) >= s.opts.MaxTriggerDelay {
+			s.lastTrigger = now
+		}
 		s.holding = false
 		return false
 	}

@@ -748,3 +748,62 @@ func TestTwoQueriesPlanAlike(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxTriggerDelayStartsAgain: as Spark's delayBatch, a trigger that
+// finds MaxTriggerDelay passed starts the delay again, with data or
+// without: after a batch and five quiet minutes of triggers, a record
+// waits for the delay from the last of them (held a second after it,
+// taken a minute after it). And a query's first batch after its start is
+// never held, though an earlier query on the same source left a hold.
+func TestMaxTriggerDelayStartsAgain(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "quiet", 1)
+	clock := runtime.NewManualClock(time.Unix(1_800_000_000, 0))
+	opts := kafka.Options{Connection: conn, Topics: []string{"quiet"}, StartingOffsets: kafka.Earliest(),
+		MinOffsetsPerTrigger: 10, MaxTriggerDelay: time.Minute, Clock: clock.Now}
+	src := kafka.Source(opts)
+	defer src.Close()
+	committed := stepSource(t, src, nil, func(runtime.Record) error { return nil })
+	produce(t, conn, rateRecords("quiet", 0, 0, 10)...)
+	committed = stepSource(t, src, committed, func(runtime.Record) error { return nil })
+	for range 5 {
+		clock.Advance(time.Minute)
+		if end, err := planBatch(t, src, committed); err != nil || string(end) != string(committed) {
+			t.Fatalf("a quiet trigger planned %s (%v), want nothing new", end, err)
+		}
+	}
+	clock.Advance(time.Second)
+	produce(t, conn, rateRecords("quiet", 0, 10, 1)...)
+	if end, err := planBatch(t, src, committed); err != nil || string(end) != string(committed) {
+		t.Fatalf("a record a second after the delay started again went at once (%s, %v): want it held", end, err)
+	}
+	clock.Advance(time.Minute)
+	var read []int64
+	if end := stepSource(t, src, committed, collectValues(&read)); string(end) == string(committed) || !slices.Equal(read, []int64{10}) {
+		t.Fatalf("a minute on, the batch read %v, want [10]", read)
+	}
+
+	// A hold left by a query, then a query started on the same source
+	// and checkpoint: its first batch takes the held records at once.
+	sink := typed.NewMemorySink[fixtures.RateRow]()
+	w := typed.WriteTo(typed.From[fixtures.RateRow](src), sink)
+	ck := newCheckpoint()
+	runAvailableNow(t, w, ck)
+	q, err := w.Start(testContext(t), ck.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce(t, conn, rateRecords("quiet", 0, 11, 3)...)
+	poll(t, "the hold", func() bool { return kafka.Holding(src) })
+	q.Stop()
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	before := len(sink.Rows())
+	q, err = w.Start(testContext(t), ck.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Stop()
+	poll(t, "the 3 held rows", func() bool { return len(sink.Rows()) == before+3 })
+}
