@@ -68,8 +68,13 @@ type Options struct {
 	// before the query saw it. The default, FailOnDataLoss, fails the
 	// batch with an error naming the topic, partition and offsets
 	// (Spark's failOnDataLoss=true); ContinueOnDataLoss logs a warning and
-	// goes on from the earliest offset still there (a topic deleted, made
-	// again, is read from its first record).
+	// goes on from the earliest offset still there. As in Spark, a topic
+	// deleted and made again is seen only through its offsets: when a
+	// batch runs while it is gone, it is then read from its first record;
+	// when it is made again before, with fewer records than the offset
+	// reached, that is data loss and the query goes on from its end; with
+	// as many or more, the query reads on from the offset it reached, and
+	// the new topic's records before it are not read.
 	OnDataLoss DataLoss
 
 	// Name names the source in progress reports and in the checkpoint,
