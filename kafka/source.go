@@ -94,13 +94,13 @@ type TopicSource struct {
 	prefetched map[topicPartition]fetched
 	// plannedStarts remembers, by the offsets Next planned a batch from
 	// (none, for a new query's first batch) and to, the starting offsets
-	// it planned from, so that
-	// Read reads that batch from the same offsets (resolving them again,
-	// a "latest" would have moved); and for a later batch with
-	// partitions new to the query, the earliest offsets they start at.
-	// Oldest first; at most maxPlannedStarts. (Two queries on the source
-	// may plan batches that end alike, a new one's first and a running
-	// one's that takes a new partition: each finds its own by its start.)
+	// it planned from, so that Read reads a new query's first batch from
+	// the same offsets (resolving them again, a "latest" would have
+	// moved); and for a later batch with partitions new to the query,
+	// the earliest offsets they start at. Oldest first; at most
+	// maxPlannedStarts. (Two queries on the source may plan batches that
+	// end alike, a new one's first and a running one's that takes a new
+	// partition: each finds its own by its start.)
 	plannedStarts []plannedStart
 	// lastTrigger is when Next last planned new offsets, or found
 	// MaxTriggerDelay passed (zero at a query's start: CheckStart);
