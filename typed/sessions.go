@@ -244,7 +244,9 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 	late := o.dropsLate != nil && o.dropsLate() && !b.LateWatermark.IsZero()
 	// Each row's time, read once; the rows that are not late first, in
 	// event-time order: a late row joins the sessions they made
-	// (JoiningOpenSessions).
+	// (JoiningOpenSessions), the late rows in the order they came, as
+	// Flink takes them (a late row may join a session a late row before
+	// it extended).
 	byTime := o.byTime[:0]
 	for _, j := range rows {
 		r := &o.rows[j]
@@ -252,7 +254,10 @@ func (o *sessionOp[K, T, Acc, Out, Row, PA]) HandleRows(ctx context.Context, k *
 		byTime = append(byTime, timedRow{j: j, t: t, gap: gap, late: late && !t.Add(gap).After(b.LateWatermark)})
 	}
 	slices.SortStableFunc(byTime, func(x, y timedRow) int {
-		if o.joinOpen && x.late != y.late {
+		switch {
+		case o.joinOpen && x.late && y.late:
+			return 0 // in the order they came
+		case o.joinOpen && x.late != y.late:
 			if x.late {
 				return 1
 			}

@@ -528,3 +528,28 @@ func TestLateRowsOfOneTimeJoiningOpenSessions(t *testing.T) {
 		t.Fatalf("LateRows got %q, want [50 x 80 a]", late)
 	}
 }
+
+// TestSessionLateRowsInTheirOrder: with JoiningOpenSessions, a batch's
+// late rows join in the order they came, as Flink takes them: 72's
+// session touches the open [80, 108) and joins it, then 63's touches the
+// session 72 extended and joins too; in the other order, 63 comes when
+// it touches no open session and is dropped, as in Flink.
+func TestSessionLateRowsInTheirOrder(t *testing.T) {
+	sessions := func(s typed.Stream[fixtures.Click]) typed.Stream[sessionCount] {
+		ws := typed.GroupByWindow(s, clickTime, typed.Session(10*time.Second).JoiningOpenSessions(), func(c *fixtures.Click) string { return c.User })
+		return typed.AggregateWindows(ws, typed.Count[fixtures.Click](), func(w typed.Window, _ string, n int64) sessionCount {
+			return sessionCount{w.Start.Unix(), w.End.Unix(), n}
+		})
+	}
+	text := func(s sessionCount) string { return fmt.Sprintf("%d-%d:%d", s.start, s.end, s.count) }
+	runSparkSteps(t, typed.Append, sessions, text, []sparkStep{
+		{add: []int{80, 89, 98}, stateRows: 1}, // [80, 108); the watermark moves to 88
+		{add: []int{72, 63}, stateRows: 1},
+		{add: []int{130}, want: []string{"63-108:5"}, stateRows: 1},
+	})
+	runSparkSteps(t, typed.Append, sessions, text, []sparkStep{
+		{add: []int{80, 89, 98}, stateRows: 1},
+		{add: []int{63, 72}, stateRows: 1, droppedRows: 1},
+		{add: []int{130}, want: []string{"72-108:4"}, stateRows: 1},
+	})
+}

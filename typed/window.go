@@ -117,9 +117,10 @@ func (w Windows) StartingAt(offset time.Duration) Windows {
 // numRowsDroppedByWatermark, and sent to LateRows). By default, as
 // in Spark, every such row is dropped. Flink judges row by row, as rows
 // arrive; here a batch's rows that are not late join their key's
-// sessions first, then the late ones, each in event-time order, so a late
-// row may join a session a row after it in the same batch made. For
-// Session windows only (with or without GapBy).
+// sessions first, in event-time order, then the late ones, in the order
+// they came, as Flink takes them: a late row may join a session a row
+// after it in the same batch made that was not late, or a late row before
+// it extended. For Session windows only (with or without GapBy).
 func (w Windows) JoiningOpenSessions() Windows {
 	w.joinOpen = true
 	return w
