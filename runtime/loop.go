@@ -453,7 +453,6 @@ func (q *Query) operatorsAsk(watermark, last time.Time) int {
 	return ask
 }
 
-// hasTTL reports whether an operator has state that expires.
 // expiring reports whether operator i's state may hold entries that
 // expire: a variable with a time to live, or one whose entries written
 // with one keep their expiries after a restart took it away.
@@ -461,6 +460,7 @@ func (q *Query) expiring(i int, info OperatorInfo) bool {
 	return hasTTL(info) || i < len(q.storedExpiries) && q.storedExpiries[i]
 }
 
+// hasTTL reports whether an operator has state that expires.
 func hasTTL(info OperatorInfo) bool {
 	for _, s := range info.States {
 		if s.TTL > 0 {

@@ -203,7 +203,10 @@ func checkInitial[K comparable, S any](kc keyCodec[K], pairs []Pair[K, S], once 
 		if buf, err = kc.encode(buf[:0], &pairs[i].Key); err != nil {
 			return fmt.Errorf("the initial state's key %v: %w", pairs[i].Key, unprefixed(err))
 		}
-		if once && seen[string(buf)] {
+		if !once {
+			continue
+		}
+		if seen[string(buf)] {
 			return fmt.Errorf("the initial state has key %v more than once: give each key one state", pairs[i].Key)
 		}
 		seen[string(buf)] = true
