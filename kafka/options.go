@@ -142,11 +142,16 @@ func Latest() StartingOffsets { return StartingOffsets{kind: startLatest} }
 // Earliest starts each partition at its first record still there.
 func Earliest() StartingOffsets { return StartingOffsets{kind: startEarliest} }
 
-// AtOffsets starts each listed partition at its offset, by topic and
-// partition; EarliestOffset and LatestOffset stand for those ends.
-// Partitions not listed start at the latest offset. An offset past a
-// partition's end is data loss (see Options.OnDataLoss); one before its
-// first record too, once the query reads it.
+// AtOffsets starts each partition at its offset, by topic and partition;
+// EarliestOffset and LatestOffset stand for those ends. As Spark's
+// startingOffsets, it must give every partition the query reads when it
+// starts, and, for a source of Topics or TopicPattern, no other: the
+// query's first batch stops it with an error naming the partitions left
+// out or not there. (A source of Partitions, as an App's task reads, uses
+// the offsets of its own partitions and leaves the others, so its tasks
+// may share one map.) An offset past a partition's end is data loss (see
+// Options.OnDataLoss); one before its first record too, once the query
+// reads it.
 func AtOffsets(offsets map[string]map[int32]int64) StartingOffsets {
 	copied := make(map[string]map[int32]int64, len(offsets))
 	for t, ps := range offsets {
@@ -157,7 +162,8 @@ func AtOffsets(offsets map[string]map[int32]int64) StartingOffsets {
 
 // AtTimestamp starts each partition at its first record whose timestamp
 // is at or after t (Spark's startingTimestamp); a partition with no such
-// record starts at its end.
+// record starts at its end (Spark's startingOffsetsByTimestampStrategy
+// "latest", where Spark's default stops the query).
 func AtTimestamp(t time.Time) StartingOffsets { return StartingOffsets{kind: startTimestamp, at: t} }
 
 // String describes the starting offsets.

@@ -9,6 +9,7 @@ import (
 	"maps"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -562,10 +563,15 @@ func (s *TopicSource) startingOffsets(ctx context.Context, client *kgo.Client, a
 	return starting, nil
 }
 
-// explicitOffsets resolves AtOffsets for parts: the given offsets, the
-// ends they name, and the latest offset for a partition not given. An
-// offset past a partition's end is data loss.
+// explicitOffsets resolves AtOffsets for parts: the given offsets and
+// the ends they name. Every partition of parts must be given, and, for a
+// source that subscribes to topics, every partition given must be one of
+// parts, as Spark asks of startingOffsets. An offset past a partition's
+// end is data loss.
 func (s *TopicSource) explicitOffsets(ctx context.Context, client *kgo.Client, parts []topicPartition, given map[string]map[int32]int64) (offsets, error) {
+	if err := s.checkGiven(parts, given); err != nil {
+		return nil, err
+	}
 	latest, err := s.listOffsets(ctx, client, parts, latestTimestamp)
 	if err != nil {
 		return nil, err
@@ -575,7 +581,7 @@ func (s *TopicSource) explicitOffsets(ctx context.Context, client *kgo.Client, p
 	for _, tp := range parts {
 		off, ok := given[tp.topic][tp.partition]
 		switch {
-		case !ok || off == LatestOffset:
+		case !ok || off == LatestOffset: // !ok: none, checkGiven saw to it
 			starting[tp] = latest[tp]
 		case off == EarliestOffset:
 			needEarliest = append(needEarliest, tp)
@@ -598,6 +604,46 @@ func (s *TopicSource) explicitOffsets(ctx context.Context, client *kgo.Client, p
 		maps.Copy(starting, earliest)
 	}
 	return starting, nil
+}
+
+// checkGiven reports the partitions of parts that given leaves out and,
+// unless the source reads given Partitions (an App's task reads one of a
+// topic's, and may be given them all), those given that are not among
+// parts.
+func (s *TopicSource) checkGiven(parts []topicPartition, given map[string]map[int32]int64) error {
+	var missing, unknown []string
+	read := make(map[topicPartition]bool, len(parts))
+	for _, tp := range parts {
+		read[tp] = true
+		if _, ok := given[tp.topic][tp.partition]; !ok {
+			missing = append(missing, tp.String())
+		}
+	}
+	if len(s.opts.Partitions) == 0 {
+		for _, t := range slices.Sorted(maps.Keys(given)) {
+			for _, p := range slices.Sorted(maps.Keys(given[t])) {
+				if tp := (topicPartition{topic: t, partition: p}); !read[tp] {
+					unknown = append(unknown, tp.String())
+				}
+			}
+		}
+	}
+	if len(missing) == 0 && len(unknown) == 0 {
+		return nil
+	}
+	var why []string
+	if len(missing) > 0 {
+		why = append(why, "no offset for "+strings.Join(missing, ", ")+" (give LatestOffset or EarliestOffset where any will do)")
+	}
+	if len(unknown) > 0 {
+		why = append(why, "an offset for "+strings.Join(unknown, ", ")+", not among the partitions read")
+	}
+	var all []string
+	for _, tp := range parts {
+		all = append(all, tp.String())
+	}
+	return fmt.Errorf("kafka source %q: StartingOffsets: AtOffsets gives %s; it must give every partition read an offset, as Spark's startingOffsets must (the partitions read: %s)",
+		s.name, strings.Join(why, " and "), strings.Join(all, ", "))
 }
 
 // lostRange describes offsets found gone: from up to, not including, to

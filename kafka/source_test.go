@@ -175,7 +175,7 @@ func TestStartingOffsets(t *testing.T) {
 	check("timestamp 105s", run(kafka.AtTimestamp(base.Add(105*time.Second)), newCheckpoint()), span(105, 109))
 	check("timestamp after all", run(kafka.AtTimestamp(base.Add(time.Hour)), newCheckpoint()), nil)
 	check("offsets", run(kafka.AtOffsets(map[string]map[int32]int64{"rates": {0: 7, 1: kafka.EarliestOffset}}), given), slices.Concat(span(7, 9), span(100, 109)))
-	check("offsets, one given", run(kafka.AtOffsets(map[string]map[int32]int64{"rates": {1: 8}}), newCheckpoint()), span(108, 109))
+	check("offsets, both ends", run(kafka.AtOffsets(map[string]map[int32]int64{"rates": {0: kafka.LatestOffset, 1: 8}}), newCheckpoint()), span(108, 109))
 
 	// New records; every query goes on from its checkpoint, whatever
 	// its starting offsets say now.
@@ -187,7 +187,7 @@ func TestStartingOffsets(t *testing.T) {
 
 	// Past a partition's end is data loss.
 	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"rates"},
-		StartingOffsets: kafka.AtOffsets(map[string]map[int32]int64{"rates": {0: 50}})})
+		StartingOffsets: kafka.AtOffsets(map[string]map[int32]int64{"rates": {0: 50, 1: kafka.LatestOffset}})})
 	defer src.Close()
 	q, err := typed.WriteTo(typed.From[fixtures.RateRow](src), typed.NewMemorySink[fixtures.RateRow]()).
 		Start(testContext(t), newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()))...)
@@ -196,6 +196,62 @@ func TestStartingOffsets(t *testing.T) {
 	}
 	if err := q.AwaitTermination(); !errors.Is(err, kafka.ErrDataLoss) || !strings.Contains(err.Error(), `topic "rates" partition 0: offset 50: the starting offset is past the partition's end 13`) {
 		t.Fatalf("starting past the end: %v", err)
+	}
+}
+
+// TestStartingOffsetsGiveEveryPartition checks that AtOffsets must give
+// every partition a source of topics reads, and no other, as Spark's
+// startingOffsets must: a partition left out would start nowhere the
+// user said. A source of given partitions takes its own from a map of
+// more, as an App's tasks do.
+func TestStartingOffsetsGiveEveryPartition(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "rates", 2)
+	produce(t, conn, rateRecords("rates", 0, 0, 10)...)
+	produce(t, conn, rateRecords("rates", 1, 100, 10)...)
+	start := func(opts kafka.Options) (*typed.MemorySink[fixtures.RateRow], error) {
+		t.Helper()
+		opts.Connection = conn
+		src := kafka.Source(opts)
+		defer src.Close()
+		sink := typed.NewMemorySink[fixtures.RateRow]()
+		q, err := typed.WriteTo(typed.From[fixtures.RateRow](src), sink).
+			Start(testContext(t), newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sink, q.AwaitTermination()
+	}
+	for _, tc := range []struct {
+		name    string
+		offsets map[string]map[int32]int64
+		want    string
+	}{
+		{"one left out", map[string]map[int32]int64{"rates": {1: 8}}, `AtOffsets gives no offset for rates/0 (give LatestOffset or EarliestOffset where any will do)`},
+		{"one not there", map[string]map[int32]int64{"rates": {0: 1, 1: 8, 2: 0}}, `AtOffsets gives an offset for rates/2, not among the partitions read`},
+		{"both", map[string]map[int32]int64{"rates": {0: 1, 5: 0}}, `AtOffsets gives no offset for rates/1 (give LatestOffset or EarliestOffset where any will do) and an offset for rates/5, not among the partitions read`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sink, err := start(kafka.Options{Topics: []string{"rates"}, StartingOffsets: kafka.AtOffsets(tc.offsets)})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "the partitions read: rates/0, rates/1") {
+				t.Fatalf("got %v, want an error saying %q", err, tc.want)
+			}
+			if n := len(sink.Rows()); n != 0 {
+				t.Errorf("wrote %d rows", n)
+			}
+		})
+	}
+	sink, err := start(kafka.Options{Partitions: map[string][]int32{"rates": {1}},
+		StartingOffsets: kafka.AtOffsets(map[string]map[int32]int64{"rates": {0: 3, 1: 7}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := values(sink.Rows()), span(107, 109); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("a source of partition 1 read %v, want %v", got, want)
+	}
+	if _, err := start(kafka.Options{Partitions: map[string][]int32{"rates": {0, 1}},
+		StartingOffsets: kafka.AtOffsets(map[string]map[int32]int64{"rates": {1: 7}})}); err == nil || !strings.Contains(err.Error(), "no offset for rates/0") {
+		t.Fatalf("a source of partitions 0 and 1 given only 1: %v", err)
 	}
 }
 
