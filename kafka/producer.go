@@ -2,9 +2,11 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -28,6 +30,45 @@ type producer struct {
 	// (limitsOf).
 	topicsMu sync.Mutex
 	topics   map[string]topicLimits
+	// partitions are the topics' partition counts, read when a row's
+	// chosen partition is first checked, and again when one is past
+	// them (partitionsOf).
+	partitions map[string]int32
+}
+
+// partitionsOf returns how many partitions topic has, as last read, or
+// as read now when the count read is not more than atLeast.
+func (p *producer) partitionsOf(ctx context.Context, topic string, atLeast int32) (int32, error) {
+	p.topicsMu.Lock()
+	n, ok := p.partitions[topic]
+	p.topicsMu.Unlock()
+	if ok && n > atLeast {
+		return n, nil
+	}
+	client, _, err := p.producingClient()
+	if err != nil {
+		return 0, err
+	}
+	topics, err := kadm.NewClient(client).ListTopics(ctx, topic)
+	if err != nil {
+		return 0, fmt.Errorf("read the partitions of topic %s: %w", topic, err)
+	}
+	d, ok := topics[topic]
+	if !ok || d.Err != nil {
+		err := error(errors.New("not listed"))
+		if ok {
+			err = d.Err
+		}
+		return 0, fmt.Errorf("read the partitions of topic %s: %w", topic, err)
+	}
+	n = int32(len(d.Partitions))
+	p.topicsMu.Lock()
+	defer p.topicsMu.Unlock()
+	if p.partitions == nil {
+		p.partitions = map[string]int32{}
+	}
+	p.partitions[topic] = n
+	return n, nil
 }
 
 // batchLimits are the most bytes a record batch of a topic may hold, as
@@ -58,7 +99,8 @@ func (p *producer) clientFor() (*kgo.Client, error) {
 	if p.client == nil {
 		// Records are acknowledged as soon as they are all sent: a
 		// batch's Write waits for them anyway.
-		client, err := p.conn.newClient(kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytesFn(p.limits.fn))
+		client, err := p.conn.newClient(kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytesFn(p.limits.fn),
+			kgo.RecordPartitioner(rowPartitioner{defaultPartitioner()}))
 		if err != nil {
 			return nil, fmt.Errorf("streamgen: %s: client: %w", p.what, err)
 		}

@@ -68,6 +68,14 @@ type SinkOptions[T any] struct {
 	// must stay unchanged until the batch's Write returns. Without Key,
 	// records have no key and are spread over the partitions.
 	Key func(row *T) []byte
+	// Partition, when set, chooses each row's partition, as Spark's
+	// partition column and Kafka Streams' StreamPartitioner do: a row
+	// for which it gives a negative number goes where it would without
+	// it. A partition the topic does not have fails the batch, naming
+	// the row. (A
+	// RecordPartitioner in ClientOptions replaces the partitioner that
+	// reads it.)
+	Partition func(row *T) int32
 	// Headers, when set, gives headers for each row, written before
 	// streamgen's (see BatchMark); the same rule as Key holds for their
 	// slices.
@@ -243,6 +251,18 @@ func (s *TopicSink[T]) Write(ctx context.Context, batchID int64, rows []T) error
 		}
 		if s.opts.Key != nil {
 			r.Key = s.opts.Key(row)
+		}
+		if s.opts.Partition != nil {
+			if p := s.opts.Partition(row); p >= 0 {
+				n, err := s.partitionsOf(ctx, r.Topic, p)
+				if err != nil {
+					return fmt.Errorf("streamgen: %s: batch %d: row %d: %w", s.what, batchID, i, err)
+				}
+				if p >= n {
+					return fmt.Errorf("streamgen: %s: batch %d: row %d: Partition gave partition %d of topic %s, which has %d", s.what, batchID, i, p, r.Topic, n)
+				}
+				r.Partition, r.Context = p, chosenPartition
+			}
 		}
 		if s.opts.Headers != nil {
 			r.Headers = slices.Clip(s.opts.Headers(row)) // appending below must not write into the caller's array

@@ -155,7 +155,7 @@ func (t *Transactions) start(ctx context.Context) error {
 	client, err := t.opts.Connection.newClient(
 		kgo.TransactionalID(t.id),
 		kgo.ProducerLinger(0),
-		kgo.RecordPartitioner(changelogPartitioner{changelog: t.opts.Topic, others: kgo.UniformBytesPartitioner(64<<10, true, true, nil)}),
+		kgo.RecordPartitioner(changelogPartitioner{changelog: t.opts.Topic, others: rowPartitioner{defaultPartitioner()}}),
 		// No RecordDeliveryTimeout: franz-go counts it from a record's
 		// timestamp, which a repartitioned record keeps from its input
 		// (an hour old, a year old): the produces are bounded by their
@@ -369,8 +369,7 @@ func (t *Transactions) abortLocked(ctx context.Context) error {
 }
 
 // changelogPartitioner places changelog records on the partition they
-// name, and other records as franz-go's default partitioner does (a key
-// hashed as the Java client hashes it).
+// name, and other records as others does (rowPartitioner).
 type changelogPartitioner struct {
 	changelog string
 	others    kgo.Partitioner
