@@ -231,7 +231,8 @@ type AppOptions struct {
 	// each task holds all the rows of each of its keys: the App then runs
 	// such an aggregation on an input of more than one partition, which
 	// it otherwise refuses. Cube and Rollup, whose grand total takes rows
-	// from every partition, are refused still.
+	// from every partition, are refused still, and so is a GroupingSets
+	// with a set that rolls up every dimension.
 	GroupingSetsKeepPartitions bool
 }
 
@@ -1099,6 +1100,10 @@ func (a *App) checkOperators(ops []runtime.OperatorInfo) error {
 		return nil
 	}
 	for _, op := range ops {
+		if op.Kind == "groupingSets" && a.opts.GroupingSetsKeepPartitions && slices.Contains(op.GroupingSets, uint32(1)<<op.Dimensions-1) {
+			return fmt.Errorf("the groupingSets aggregation %q cannot run in an App of %d partitions, GroupingSetsKeepPartitions or not: one of its sets rolls up every dimension, and that grand total takes rows from every partition. "+
+				"Run it on an input of one partition, or leave the grand total to another query", op.Name, a.partitions)
+		}
 		if runtime.IsGroupingSetKind(op.Kind) && (op.Kind != "groupingSets" || !a.opts.GroupingSetsKeepPartitions) {
 			return fmt.Errorf("the %s aggregation %q cannot run in an App of %d partitions: its rolled-up keys take rows from every partition, and each task sees only its own, so each would write a share of a key's aggregate as if it were the whole. "+
 				"Run it on an input of one partition, or in two Apps: the first writes each row under each of its grouping sets' keys to a topic keyed by them, and the second aggregates that topic by key%s",

@@ -134,7 +134,7 @@ func TestAppGroupingSetsThatKeepPartitions(t *testing.T) {
 	createTopic(t, adm, "clicks", 2)
 	in := clicks(300, 43)
 	produce(t, conn, clickRecords(t, "clicks", 2, in)...)
-	newApp := func(group string, keep bool) *kafka.App {
+	newApp := func(group string, keep bool, setsGiven ...typed.GroupingSet) *kafka.App {
 		return kafka.NewApp(kafka.AppOptions{Connection: conn, Group: group, Topics: []string{"clicks"}, Dir: t.TempDir(),
 			Options: []runtime.Option{runtime.PollInterval(time.Millisecond)}, GroupingSetsKeepPartitions: keep,
 			KeyPartition: func(key []byte, partitions int32) int32 {
@@ -148,16 +148,22 @@ func TestAppGroupingSetsThatKeepPartitions(t *testing.T) {
 			src := task.Source(kafka.Options{StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 40})
 			ks := typed.GroupByKey(typed.From[fixtures.Click](src), func(c *fixtures.Click) fixtures.PageKey { return fixtures.PageKey{User: c.User, Page: c.Page} })
 			sets := typed.GroupingSets(ks, typed.Count[fixtures.Click](), func(k fixtures.PageKey, set typed.GroupingSet, n int64) int64 { return n },
-				[]typed.GroupingSet{0, 2}, func(k *fixtures.PageKey) { k.User = "*" }, func(k *fixtures.PageKey) { k.Page = "*" })
+				setsGiven, func(k *fixtures.PageKey) { k.User = "*" }, func(k *fixtures.PageKey) { k.Page = "*" })
 			return typed.WriteTo(sets, typed.NewMemorySink[int64]()).OutputMode(typed.Update), nil
 		})
 	}
-	err := newApp("refused", false).Run(testContext(t))
+	err := newApp("refused", false, 0, 2).Run(testContext(t))
 	if err == nil || !strings.Contains(err.Error(), "cannot run in an App of 2 partitions") || !strings.Contains(err.Error(), "GroupingSetsKeepPartitions") {
 		t.Fatalf("grouping sets over two partitions without the setting: %v", err)
 	}
+	// A grand total takes rows from every partition, whatever the
+	// setting says.
+	err = newApp("total", true, 0, 3).Run(testContext(t))
+	if err == nil || !strings.Contains(err.Error(), "GroupingSetsKeepPartitions or not: one of its sets rolls up every dimension") {
+		t.Fatalf("a grand total over two partitions with the setting: %v", err)
+	}
 
-	app := newApp("kept", true)
+	app := newApp("kept", true, 0, 2)
 	ctx, cancel := context.WithCancel(testContext(t))
 	r := &runningApp{app: app, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- app.Run(ctx) }()

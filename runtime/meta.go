@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,9 @@ type OperatorMeta struct {
 	// before they were kept, which are not compared.
 	Params string        `json:"params,omitempty"`
 	Rows   *codec.Schema `json:"rows,omitempty"`
+	// Sets describes OperatorInfo.GroupingSets; empty in checkpoints
+	// written before it was kept, which are not compared.
+	Sets string `json:"sets,omitempty"`
 	// Variables are the operator's state variables, by name: their ids in
 	// the store, kinds and times to live. A variable the pipeline no longer
 	// declares stays, with its data, until the operator deletes it.
@@ -167,7 +171,7 @@ func planMeta(plan *Plan) Meta {
 		om := OperatorMeta{
 			Kind: info.Kind, Name: info.Name, Timeout: info.Timeout, OutputMode: info.OutputMode,
 			Key: info.Key, KeyType: info.KeyType, Windows: info.Windows, States: map[string]*codec.Schema{}, Params: info.Params, Rows: info.Rows,
-			Variables: map[string]VariableMeta{}, deleted: info.Deleted, legacyKeyType: info.LegacyKeyType,
+			Sets: setsText(info.GroupingSets, info.Dimensions), Variables: map[string]VariableMeta{}, deleted: info.Deleted, legacyKeyType: info.LegacyKeyType,
 		}
 		for i, s := range info.States {
 			om.States[s.Name] = s.Schema
@@ -501,6 +505,26 @@ func (s *Store) writeMeta(m Meta) error {
 	return s.write("write checkpoint metadata", func() error { return s.db.Set([]byte(metaKey), b, pebble.Sync) })
 }
 
+// setsText describes grouping sets of n dimensions, each as given (bit
+// i rolls up dimension i) and as Spark's grouping_id() (the first
+// dimension the highest bit): "0 (grouping_id 0), 1 (grouping_id 2) of 2
+// dimensions". Empty without sets.
+func setsText(sets []uint32, n int) string {
+	if len(sets) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for i, s := range sets {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		id := bits.Reverse32(s) >> (32 - n)
+		fmt.Fprintf(&b, "%d (grouping_id %d)", s, id)
+	}
+	fmt.Fprintf(&b, " of %d dimensions", n)
+	return b.String()
+}
+
 // compareMeta lists what differs between stored and current: identity
 // lists other sources, operator names, timeouts, output modes, windows'
 // starts and sessions' gaps, which an option may accept; types lists other
@@ -548,6 +572,9 @@ func compareMeta(stored, current Meta) (identity, types []string) {
 			} else {
 				identity = append(identity, fmt.Sprintf("%s: its windows were %s, are now %s", where, was.Windows, now.Windows))
 			}
+		}
+		if was.Sets != "" && now.Sets != "" && was.Sets != now.Sets {
+			identity = append(identity, fmt.Sprintf("%s: its grouping sets were %s, are now %s: the stored aggregates of a set no longer asked for would stay (and be written in Complete mode)", where, was.Sets, now.Sets))
 		}
 		if was.Params != "" && now.Params != "" && was.Params != now.Params {
 			identity = append(identity, fmt.Sprintf("%s: it %s, and now %s: its stored state was kept by the old rule", where, was.Params, now.Params))

@@ -149,6 +149,12 @@ type OperatorInfo struct {
 	// States are the operator's state variables. Their ids in the store
 	// are given at start (see VariableIDs).
 	States []StateInfo
+	// GroupingSets, of an aggregation over grouping sets (Cube, Rollup,
+	// GroupingSets), are its sets: bit i set where dimension i is rolled
+	// up, of Dimensions. The checkpoint keeps them, and a start with
+	// others is refused unless the pipeline's changes are allowed.
+	GroupingSets []uint32
+	Dimensions   int
 	// Params describes what the operator's state depends on beyond its
 	// types, as "keeps the 3 best rows": the checkpoint keeps it, and a
 	// start with other Params is refused unless the pipeline's changes

@@ -24,11 +24,16 @@ func (g GroupingSet) SparkID(n int) int {
 	return int(bits.Reverse32(uint32(g)) >> (32 - n))
 }
 
-// maxDimensions bounds the dimensions of Cube (2^n sets).
-const maxDimensions = 12
+// maxCubeDimensions bounds the dimensions of Cube (2^n sets), and
+// maxDimensions those of Rollup and GroupingSets (a GroupingSet's bits).
+const (
+	maxCubeDimensions = 12
+	maxDimensions     = 32
+)
 
 // Cube aggregates each row of ks under its key and under every key made by
-// rolling up any of the dimensions (2^n grouping sets), as Spark's
+// rolling up any of the dimensions (2^n grouping sets; at most 12
+// dimensions, where Rollup and GroupingSets take 32), as Spark's
 // cube(columns).agg(...): dims[i] rolls up dimension i of a key, setting
 // it to what stands for "all" (nil for a pointer field, or a flag the key
 // has). row makes each output row of a key, the set that made it, and
@@ -42,11 +47,12 @@ const maxDimensions = 12
 func Cube[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, set GroupingSet, out Out) Row, dims ...func(*K),
 ) Stream[Row] {
+	if len(dims) > maxCubeDimensions {
+		return failedAggregation[Row](ks, "streamgen: cube: %d dimensions (%d grouping sets), at most %d", len(dims), uint64(1)<<len(dims), maxCubeDimensions)
+	}
 	var sets []GroupingSet
-	if len(dims) <= maxDimensions {
-		for s := range GroupingSet(1) << len(dims) {
-			sets = append(sets, s)
-		}
+	for s := range GroupingSet(1) << len(dims) {
+		sets = append(sets, s)
 	}
 	return groupingSets[K, T, Acc, Out, Row, PA](ks, agg, row, "cube", sets, dims)
 }
@@ -59,7 +65,7 @@ func Rollup[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, set GroupingSet, out Out) Row, dims ...func(*K),
 ) Stream[Row] {
 	sets := []GroupingSet{0}
-	for i := len(dims) - 1; i >= 0; i-- {
+	for i := min(len(dims), maxDimensions) - 1; i >= 0; i-- {
 		sets = append(sets, sets[len(sets)-1]|1<<i)
 	}
 	return groupingSets[K, T, Acc, Out, Row, PA](ks, agg, row, "rollup", sets, dims)
@@ -67,7 +73,8 @@ func Rollup[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 
 // GroupingSets aggregates each row of ks under the key of each of sets,
 // as Spark's GROUPING SETS: each set rolls up the dimensions its bits
-// name. See Cube.
+// name. A set given twice writes its rows twice, each with the whole
+// aggregate, as Spark (since 3.0) and PostgreSQL do. See Cube.
 func GroupingSets[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, set GroupingSet, out Out) Row, sets []GroupingSet, dims ...func(*K),
 ) Stream[Row] {
@@ -102,21 +109,44 @@ type setRow[K comparable, T any] struct {
 	row *T
 }
 
+// failedAggregation is a grouping-sets aggregation refused before it is
+// built: a stream whose query fails to start with the error.
+func failedAggregation[Row any, K comparable, T any](ks KeyedStream[K, T], format string, args ...any) Stream[Row] {
+	return Stream[Row]{p: ks.s.p.failed(format, args...), attach: func(*compiler, func(*Row)) {}}
+}
+
+// setRows is an output row of a grouping set, and how many times the set
+// was given.
+type setRows[Row any] struct {
+	row   Row
+	times int
+}
+
 func groupingSets[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	ks KeyedStream[K, T], agg Aggregator[T, Acc, Out], row func(key K, set GroupingSet, out Out) Row, kind string, sets []GroupingSet, dims []func(*K),
 ) Stream[Row] {
 	p := ks.s.p
 	if len(dims) == 0 {
-		p = p.failed("streamgen: %s: no dimensions", kind)
+		p = p.failed("streamgen: %s: no dimensions: give at least one function that rolls up a dimension of the key (without, aggregate by key)", kind)
 	}
 	if len(dims) > maxDimensions {
 		p = p.failed("streamgen: %s: %d dimensions, at most %d", kind, len(dims), maxDimensions)
 	}
+	if len(sets) == 0 {
+		p = p.failed("streamgen: %s: no grouping sets", kind)
+	}
+	// A set given twice is aggregated once and written twice.
+	times := map[GroupingSet]int{}
+	var distinct []GroupingSet
 	for _, s := range sets {
-		if s>>len(dims) != 0 {
-			p = p.failed("streamgen: %s: grouping set %b names a dimension past the %d given", kind, s, len(dims))
+		if len(dims) < 32 && s>>len(dims) != 0 {
+			p = p.failed("streamgen: %s: grouping set %d (%b) names a dimension past the %d given", kind, s, s, len(dims))
+		}
+		if times[s]++; times[s] == 1 {
+			distinct = append(distinct, s)
 		}
 	}
+	sets = distinct
 	kc := ks.codec
 	codec := wrap(kc, "",
 		func(b []byte, k *groupingKey[K]) ([]byte, error) {
@@ -147,8 +177,23 @@ func groupingSets[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 		})
 	}}
 	grouped := KeyedStream[groupingKey[K], setRow[K, T]]{s: expanded, key: func(r *setRow[K, T]) groupingKey[K] { return r.key }, codec: codec}
-	return aggregate[groupingKey[K], setRow[K, T], T, Acc, Out, Row, PA](grouped, agg,
-		func(r *setRow[K, T]) *T { return r.row }, nil, nil,
-		func(groupingKey[K]) (Window, bool) { return Window{}, false },
-		func(g groupingKey[K], out Out) Row { return row(g.key, g.set, out) }, kind, nil)
+	recorded := make([]uint32, len(sets))
+	for i, s := range sets {
+		recorded[i] = uint32(s)
+	}
+	return once(Stream[Row]{p: p, attach: func(c *compiler, emit func(*Row)) {
+		op, add, info := newAggregate[groupingKey[K], setRow[K, T], T, Acc, Out, setRows[Row], PA](c, grouped, agg,
+			func(r *setRow[K, T]) *T { return r.row }, nil, nil,
+			func(groupingKey[K]) (Window, bool) { return Window{}, false },
+			func(g groupingKey[K], out Out) setRows[Row] {
+				return setRows[Row]{row(g.key, g.set, out), times[g.set]}
+			}, kind, nil,
+			func(r *setRows[Row]) {
+				for range r.times {
+					emit(&r.row)
+				}
+			})
+		op.info.GroupingSets, op.info.Dimensions = recorded, len(dims)
+		op.index = c.addOperator(func() { grouped.s.attach(c, add) }, op, info)
+	}})
 }
