@@ -88,7 +88,7 @@ func runQuery(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var g genFlags
 	g.register(fs)
-	name := fs.String("query", "", "the query, q0 to q22")
+	name := fs.String("query", "", "the query, q0 to q23")
 	input := fs.String("input", "", "a `directory` of the events' JSON lines files (without it: -events from the in-process generator)")
 	output := fs.String("output", "", "the `directory` to write the rows to, a JSON lines file a batch (default: standard output)")
 	checkpoint := fs.String("checkpoint", "", "the checkpoint `directory` (default: a temporary one, removed after)")
@@ -262,7 +262,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	var g genFlags
 	g.register(fs)
-	name := fs.String("query", "", "the query, q0 to q22, or all")
+	name := fs.String("query", "", "the query, q0 to q23, or all")
 	source := fs.String("source", "generator", "where the events come from: generator (in-process), files (written first, then read) or kafka (produced to a topic first, then read)")
 	perBatch := fs.Int64("batch", 200_000, "events a micro-batch")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file` (with a process a query: to file.qN for each)")

@@ -8,7 +8,7 @@ import (
 	"github.com/streamgen/streamgen/typed"
 )
 
-// The queries that are joins of the events' views: q3 and q20 (regular
+// The queries that are joins of the events' views: q3, q20 and q23 (regular
 // inner joins: state kept for ever, and late rows joined, as Flink's:
 // they read the events without a watermark, which would have the join
 // drop the rows at or before it), q13 (a stream-static join with the
@@ -192,6 +192,108 @@ var _ = register(&Query{
 			if b := events[i].Bid; b != nil {
 				for _, a := range byID[b.Auction] {
 					rows = append(rows, q20Row(b, a))
+				}
+			}
+		}
+		return lines(rows)
+	},
+})
+
+// Q23Row is q23's row.
+//
+//streamgen:record
+type Q23Row struct {
+	Bidder          int64     `json:"bidder"`
+	Price           int64     `json:"price"`
+	Channel         string    `json:"channel"`
+	URL             string    `json:"url"`
+	BidExtra        string    `json:"bid_extra"`
+	PersonID        int64     `json:"person_id"`
+	Name            string    `json:"name"`
+	EmailAddress    string    `json:"emailAddress"`
+	CreditCard      string    `json:"creditCard"`
+	City            string    `json:"city"`
+	State           string    `json:"state"`
+	PersonExtra     string    `json:"person_extra"`
+	ItemName        string    `json:"itemName"`
+	Description     string    `json:"description"`
+	InitialBid      int64     `json:"initialBid"`
+	Reserve         int64     `json:"reserve"`
+	AuctionDateTime time.Time `json:"auction_dateTime"`
+	Expires         time.Time `json:"expires"`
+	Seller          int64     `json:"seller"`
+	Category        int64     `json:"category"`
+	AuctionExtra    string    `json:"auction_extra"`
+}
+
+// Q23BidPerson is a row of q23's first join, a bid with its bidder: the
+// columns the query selects of both, which the second join keeps.
+//
+//streamgen:record
+type Q23BidPerson struct {
+	Bidder       int64  `json:"bidder"`
+	Price        int64  `json:"price"`
+	Channel      string `json:"channel"`
+	URL          string `json:"url"`
+	BidExtra     string `json:"bid_extra"`
+	PersonID     int64  `json:"person_id"`
+	Name         string `json:"name"`
+	EmailAddress string `json:"emailAddress"`
+	CreditCard   string `json:"creditCard"`
+	City         string `json:"city"`
+	State        string `json:"state"`
+	PersonExtra  string `json:"person_extra"`
+}
+
+func q23BidPerson(b *model.Bid, p *model.Person) Q23BidPerson {
+	return Q23BidPerson{Bidder: b.Bidder, Price: b.Price, Channel: b.Channel, URL: b.URL, BidExtra: b.Extra,
+		PersonID: p.ID, Name: p.Name, EmailAddress: p.EmailAddress, CreditCard: p.CreditCard, City: p.City, State: p.State, PersonExtra: p.Extra}
+}
+
+func q23Row(bp *Q23BidPerson, a *model.Auction) Q23Row {
+	return Q23Row{Bidder: bp.Bidder, Price: bp.Price, Channel: bp.Channel, URL: bp.URL, BidExtra: bp.BidExtra,
+		PersonID: bp.PersonID, Name: bp.Name, EmailAddress: bp.EmailAddress, CreditCard: bp.CreditCard, City: bp.City, State: bp.State, PersonExtra: bp.PersonExtra,
+		ItemName: a.ItemName, Description: a.Description, InitialBid: a.InitialBid, Reserve: a.Reserve,
+		AuctionDateTime: a.DateTime, Expires: a.Expires, Seller: a.Seller, Category: a.Category, AuctionExtra: a.Extra}
+}
+
+var _ = register(&Query{
+	Name:  "q23",
+	Title: "expand bid with person and auction: each bid joined with its bidder and with every auction the bidder listed (a multi-way join)",
+	// Regular joins, as q3's.
+	noWatermark: true,
+	build: func(events typed.Stream[model.Event], out Output) starter {
+		b := typed.GroupByKey(bids(events), func(b *model.Bid) int64 { return b.Bidder })
+		p := typed.GroupByKey(persons(events), func(p *model.Person) int64 { return p.ID })
+		withBidder := typed.Join(b, p, typed.Inner, func(j typed.Joined[int64, model.Bid, model.Person]) Q23BidPerson {
+			return q23BidPerson(j.Left, j.Right)
+		})
+		a := typed.GroupByKey(auctions(events), func(a *model.Auction) int64 { return a.Seller })
+		joined := typed.Join(typed.GroupByKey(withBidder, func(bp *Q23BidPerson) int64 { return bp.Bidder }), a, typed.Inner,
+			func(j typed.Joined[int64, Q23BidPerson, model.Auction]) Q23Row { return q23Row(j.Left, j.Right) })
+		return typed.WriteTo(joined, sinkOf[Q23Row](out))
+	},
+	loop: func(events []model.Event) ([][]byte, error) {
+		persons := map[int64][]*model.Person{}
+		bySeller := map[int64][]*model.Auction{}
+		for i := range events {
+			if p := events[i].Person; p != nil {
+				persons[p.ID] = append(persons[p.ID], p)
+			}
+			if a := events[i].Auction; a != nil {
+				bySeller[a.Seller] = append(bySeller[a.Seller], a)
+			}
+		}
+		var rows []Q23Row
+		for i := range events {
+			b := events[i].Bid
+			if b == nil {
+				continue
+			}
+			for _, p := range persons[b.Bidder] {
+				bp := q23BidPerson(b, p)
+				for _, a := range bySeller[b.Bidder] {
+					rows = append(rows, q23Row(&bp, a))
 				}
 			}
 		}

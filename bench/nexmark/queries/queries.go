@@ -1,12 +1,12 @@
-// Package queries holds the Nexmark queries q0–q22 as the nexmark/nexmark
+// Package queries holds the Nexmark queries q0–q23 as the nexmark/nexmark
 // SQL defines them (the Flink flavour), each written with streamgen's
 // public API as a user would write it, and beside each a plain loop that
 // computes the same SQL over a slice of events, which the tests compare
 // it with.
 //
 // A query reads the events' stream with the SQL's watermark, the event
-// time dateTime less 4 seconds (Watermark), but for q3, q12, q15, q16
-// and q20, which read it without, as a user writes them: their SQL's
+// time dateTime less 4 seconds (Watermark), but for q3, q12, q15, q16,
+// q20 and q23, which read it without, as a user writes them: their SQL's
 // stateful operators are Flink's regular join, group aggregation or
 // processing-time window, which need no event time, which the watermark
 // declared on the source does not affect, and which keep late rows,
@@ -46,7 +46,7 @@ const WatermarkDelay = 4 * time.Second
 // Query is one Nexmark query. The fields are read only: a Query is safe
 // for concurrent use.
 type Query struct {
-	// Name is the query's name, "q0" to "q22".
+	// Name is the query's name, "q0" to "q23".
 	Name string
 	// Title is what the query computes, in the SQL's words.
 	Title string
@@ -117,7 +117,7 @@ func ByName(name string) (*Query, error) {
 	if why, ok := Excluded[name]; ok {
 		return nil, fmt.Errorf("%s is not in the suite: %s", name, why)
 	}
-	return nil, fmt.Errorf("no query %q (q0 to q22)", name)
+	return nil, fmt.Errorf("no query %q (q0 to q23)", name)
 }
 
 func register(q *Query) *Query {

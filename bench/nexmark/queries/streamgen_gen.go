@@ -1924,6 +1924,188 @@ var _ codec.Record = (*Q20Row)(nil)
 // AppendBinary appends the binary encoding of t to b. It fails only when
 // a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
 // and that fails.
+func (t *Q23Row) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryQ23Row(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *Q23Row) MarshalBinary() ([]byte, error) {
+	return appendBinaryQ23Row(make([]byte, 0, 307), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of Q23Row: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *Q23Row) UnmarshalBinary(b []byte) error {
+	*t = Q23Row{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryQ23Row(&d, t, d.End())
+	return d.Wrap("Q23Row")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *Q23Row) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONQ23Row(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Q23Row's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *Q23Row) MarshalJSON() ([]byte, error) {
+	if jsonSizeQ23Row.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ23Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ23Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ23Row.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONQ23Row(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ23Row.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONQ23Row(jsonSizeQ23Row.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeQ23Row.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeQ23Row codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *Q23Row) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONQ23Row(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Q23Row decode it.
+func (t *Q23Row) ReadJSON(r *codec.JSONReader) {
+	readJSONQ23Row(r, t)
+}
+
+// StreamSchema returns the registered schema of Q23Row.
+func (t *Q23Row) StreamSchema() *codec.Schema {
+	return schemaQ23Row
+}
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q23Row's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q23Row) StreamJSONSchema() string {
+	return jsonSchemaQ23Row
+}
+
+const jsonSchemaQ23Row = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q23Row","type":"object","properties":{"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"bid_extra":{"type":"string"},"person_id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"name":{"type":"string"},"emailAddress":{"type":"string"},"creditCard":{"type":"string"},"city":{"type":"string"},"state":{"type":"string"},"person_extra":{"type":"string"},"itemName":{"type":"string"},"description":{"type":"string"},"initialBid":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"reserve":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"auction_dateTime":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"expires":{"type":"string","format":"date-time","pattern":"^[0-9]{4}-[0-9]{2}-[0-9]{2}T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$"},"seller":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"category":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"auction_extra":{"type":"string"}},"additionalProperties":false}`
+
+var _ codec.Record = (*Q23Row)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
+func (t *Q23BidPerson) AppendBinary(b []byte) ([]byte, error) {
+	return appendBinaryQ23BidPerson(b, t)
+}
+
+// MarshalBinary returns the binary encoding of t; see AppendBinary.
+func (t *Q23BidPerson) MarshalBinary() ([]byte, error) {
+	return appendBinaryQ23BidPerson(make([]byte, 0, 192), t)
+}
+
+// UnmarshalBinary sets t to the record encoded in b, which may have been
+// written by an earlier or later version of Q23BidPerson: fields it does not
+// know are skipped, fields it lacks are left zero.
+func (t *Q23BidPerson) UnmarshalBinary(b []byte) error {
+	*t = Q23BidPerson{}
+	var d codec.Decoder
+	d.Reset(b)
+	readBinaryQ23BidPerson(&d, t, d.End())
+	return d.Wrap("Q23BidPerson")
+}
+
+// AppendJSON appends t as encoding/json would marshal it.
+func (t *Q23BidPerson) AppendJSON(b []byte) ([]byte, error) {
+	return appendJSONQ23BidPerson(b, t)
+}
+
+// MarshalJSON returns t as encoding/json would marshal it, in a new slice
+// of its length. While Q23BidPerson's encodings are small or medium, t is
+// encoded into a buffer on the stack and copied out; larger ones are
+// written once into a new buffer sized by the running size of the
+// encodings.
+func (t *Q23BidPerson) MarshalJSON() ([]byte, error) {
+	if jsonSizeQ23BidPerson.Small() {
+		var buf [codec.JSONStackSize]byte
+		b, err := appendJSONQ23BidPerson(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ23BidPerson.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	if jsonSizeQ23BidPerson.Medium() {
+		var buf [codec.JSONMediumStackSize]byte
+		b, err := appendJSONQ23BidPerson(buf[:0], t)
+		if err != nil {
+			return nil, err
+		}
+		jsonSizeQ23BidPerson.Observe(len(b))
+		return append([]byte(nil), b...), nil
+	}
+	b, err := appendJSONQ23BidPerson(jsonSizeQ23BidPerson.Buffer(), t)
+	if err != nil {
+		return nil, err
+	}
+	jsonSizeQ23BidPerson.Observe(len(b))
+	return b, nil
+}
+
+var jsonSizeQ23BidPerson codec.JSONSize
+
+// UnmarshalJSON decodes data into t as encoding/json would.
+func (t *Q23BidPerson) UnmarshalJSON(data []byte) error {
+	var r codec.JSONReader
+	r.Reset(data)
+	readJSONQ23BidPerson(&r, t)
+	return r.Finish()
+}
+
+// ReadJSON reads one JSON value from r into t as UnmarshalJSON does; it
+// is how records of other packages that hold Q23BidPerson decode it.
+func (t *Q23BidPerson) ReadJSON(r *codec.JSONReader) {
+	readJSONQ23BidPerson(r, t)
+}
+
+// StreamSchema returns the registered schema of Q23BidPerson.
+func (t *Q23BidPerson) StreamSchema() *codec.Schema {
+	return schemaQ23BidPerson
+}
+
+// StreamJSONSchema returns a JSON Schema (draft-07) of Q23BidPerson's JSON: what
+// MarshalJSON writes and UnmarshalJSON reads.
+func (t *Q23BidPerson) StreamJSONSchema() string {
+	return jsonSchemaQ23BidPerson
+}
+
+const jsonSchemaQ23BidPerson = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"Q23BidPerson","type":"object","properties":{"bidder":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"price":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"channel":{"type":"string"},"url":{"type":"string"},"bid_extra":{"type":"string"},"person_id":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"name":{"type":"string"},"emailAddress":{"type":"string"},"creditCard":{"type":"string"},"city":{"type":"string"},"state":{"type":"string"},"person_extra":{"type":"string"}},"additionalProperties":false}`
+
+var _ codec.Record = (*Q23BidPerson)(nil)
+
+// AppendBinary appends the binary encoding of t to b. It fails only when
+// a field's type has its own MarshalBinary (or MarshalText, MarshalJSON)
+// and that fails.
 func (t *Q0Row) AppendBinary(b []byte) ([]byte, error) {
 	return appendBinaryQ0Row(b, t)
 }
@@ -10386,6 +10568,1655 @@ func readJSONQ20Row(r *codec.JSONReader, v *Q20Row) {
 				v.AuctionExtra = x15
 			}
 			r.InField("Q20Row", "auction_extra")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaQ23Row = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   102307,
+		JSON: "bidder",
+		Name: "Bidder",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   43349,
+		JSON: "price",
+		Name: "Price",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   112874,
+		JSON: "channel",
+		Name: "Channel",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   88458,
+		JSON: "url",
+		Name: "URL",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   55603,
+		JSON: "bid_extra",
+		Name: "BidExtra",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   95555,
+		JSON: "person_id",
+		Name: "PersonID",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   29942,
+		JSON: "name",
+		Name: "Name",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   46660,
+		JSON: "emailAddress",
+		Name: "EmailAddress",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   47473,
+		JSON: "creditCard",
+		Name: "CreditCard",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   97879,
+		JSON: "city",
+		Name: "City",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   43616,
+		JSON: "state",
+		Name: "State",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   112781,
+		JSON: "person_extra",
+		Name: "PersonExtra",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   54269,
+		JSON: "itemName",
+		Name: "ItemName",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   18790,
+		JSON: "description",
+		Name: "Description",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   113198,
+		JSON: "initialBid",
+		Name: "InitialBid",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   122115,
+		JSON: "reserve",
+		Name: "Reserve",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   87148,
+		JSON: "auction_dateTime",
+		Name: "AuctionDateTime",
+		Type: &codec.Type{
+			Go:   "time.Time",
+			Kind: codec.KindTime,
+		},
+	}, {
+		ID:   26358,
+		JSON: "expires",
+		Name: "Expires",
+		Type: &codec.Type{
+			Go:   "time.Time",
+			Kind: codec.KindTime,
+		},
+	}, {
+		ID:   43566,
+		JSON: "seller",
+		Name: "Seller",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   111176,
+		JSON: "category",
+		Name: "Category",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   24486,
+		JSON: "auction_extra",
+		Name: "AuctionExtra",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.Q23Row",
+})
+
+func appendBinaryQ23Row(b []byte, v *Q23Row) ([]byte, error) {
+	var err error
+	b = append(b, 0xb1, 0xf4, 0x63) // Bidder: id 102307, int
+	b = codec.AppendInt(b, v.Bidder)
+	b = append(b, 0xd1, 0xaa, 0x2a) // Price: id 43349, int
+	b = codec.AppendInt(b, v.Price)
+	if len(v.Channel) < 0x80 {
+		b = append(append(b, 0xa5, 0x9d, 0x6e, byte(len(v.Channel))), v.Channel...) // Channel: id 112874, string
+	} else {
+		b = append(b, 0xa5, 0x9d, 0x6e) // Channel: id 112874, string
+		b = codec.AppendString(b, v.Channel)
+	}
+	if len(v.URL) < 0x80 {
+		b = append(append(b, 0xa5, 0xb1, 0x56, byte(len(v.URL))), v.URL...) // URL: id 88458, string
+	} else {
+		b = append(b, 0xa5, 0xb1, 0x56) // URL: id 88458, string
+		b = codec.AppendString(b, v.URL)
+	}
+	if len(v.BidExtra) < 0x80 {
+		b = append(append(b, 0xb5, 0xa6, 0x36, byte(len(v.BidExtra))), v.BidExtra...) // BidExtra: id 55603, string
+	} else {
+		b = append(b, 0xb5, 0xa6, 0x36) // BidExtra: id 55603, string
+		b = codec.AppendString(b, v.BidExtra)
+	}
+	b = append(b, 0xb1, 0xa8, 0x5d) // PersonID: id 95555, int
+	b = codec.AppendInt(b, v.PersonID)
+	if len(v.Name) < 0x80 {
+		b = append(append(b, 0xe5, 0x9e, 0x1d, byte(len(v.Name))), v.Name...) // Name: id 29942, string
+	} else {
+		b = append(b, 0xe5, 0x9e, 0x1d) // Name: id 29942, string
+		b = codec.AppendString(b, v.Name)
+	}
+	if len(v.EmailAddress) < 0x80 {
+		b = append(append(b, 0xc5, 0xc8, 0x2d, byte(len(v.EmailAddress))), v.EmailAddress...) // EmailAddress: id 46660, string
+	} else {
+		b = append(b, 0xc5, 0xc8, 0x2d) // EmailAddress: id 46660, string
+		b = codec.AppendString(b, v.EmailAddress)
+	}
+	if len(v.CreditCard) < 0x80 {
+		b = append(append(b, 0x95, 0xae, 0x2e, byte(len(v.CreditCard))), v.CreditCard...) // CreditCard: id 47473, string
+	} else {
+		b = append(b, 0x95, 0xae, 0x2e) // CreditCard: id 47473, string
+		b = codec.AppendString(b, v.CreditCard)
+	}
+	if len(v.City) < 0x80 {
+		b = append(append(b, 0xf5, 0xca, 0x5f, byte(len(v.City))), v.City...) // City: id 97879, string
+	} else {
+		b = append(b, 0xf5, 0xca, 0x5f) // City: id 97879, string
+		b = codec.AppendString(b, v.City)
+	}
+	if len(v.State) < 0x80 {
+		b = append(append(b, 0x85, 0xcc, 0x2a, byte(len(v.State))), v.State...) // State: id 43616, string
+	} else {
+		b = append(b, 0x85, 0xcc, 0x2a) // State: id 43616, string
+		b = codec.AppendString(b, v.State)
+	}
+	if len(v.PersonExtra) < 0x80 {
+		b = append(append(b, 0xd5, 0x91, 0x6e, byte(len(v.PersonExtra))), v.PersonExtra...) // PersonExtra: id 112781, string
+	} else {
+		b = append(b, 0xd5, 0x91, 0x6e) // PersonExtra: id 112781, string
+		b = codec.AppendString(b, v.PersonExtra)
+	}
+	if len(v.ItemName) < 0x80 {
+		b = append(append(b, 0xd5, 0xff, 0x34, byte(len(v.ItemName))), v.ItemName...) // ItemName: id 54269, string
+	} else {
+		b = append(b, 0xd5, 0xff, 0x34) // ItemName: id 54269, string
+		b = codec.AppendString(b, v.ItemName)
+	}
+	if len(v.Description) < 0x80 {
+		b = append(append(b, 0xe5, 0xac, 0x12, byte(len(v.Description))), v.Description...) // Description: id 18790, string
+	} else {
+		b = append(b, 0xe5, 0xac, 0x12) // Description: id 18790, string
+		b = codec.AppendString(b, v.Description)
+	}
+	b = append(b, 0xe1, 0xc5, 0x6e) // InitialBid: id 113198, int
+	b = codec.AppendInt(b, v.InitialBid)
+	b = append(b, 0xb1, 0xa0, 0x77) // Reserve: id 122115, int
+	b = codec.AppendInt(b, v.Reserve)
+	b = append(b, 0xc7, 0x8d, 0x55) // AuctionDateTime: id 87148, time
+	b = codec.AppendTime(b, v.AuctionDateTime)
+	b = append(b, 0xe7, 0xde, 0x19) // Expires: id 26358, time
+	b = codec.AppendTime(b, v.Expires)
+	b = append(b, 0xe1, 0xc5, 0x2a) // Seller: id 43566, int
+	b = codec.AppendInt(b, v.Seller)
+	b = append(b, 0x81, 0xc9, 0x6c) // Category: id 111176, int
+	b = codec.AppendInt(b, v.Category)
+	if len(v.AuctionExtra) < 0x80 {
+		b = append(append(b, 0xe5, 0xf4, 0x17, byte(len(v.AuctionExtra))), v.AuctionExtra...) // AuctionExtra: id 24486, string
+	} else {
+		b = append(b, 0xe5, 0xf4, 0x17) // AuctionExtra: id 24486, string
+		b = codec.AppendString(b, v.AuctionExtra)
+	}
+	return b, err
+}
+
+func readBinaryQ23Row(d *codec.Decoder, v *Q23Row, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	var s, e, s1, e1, s2, e2, s3, e3, s4, e4, s5, e5, s6, e6, s7, e7, s8, e8, s9, e9, s10, e10, s11, e11 int
+	// Bidder
+	if codec.HasTag(b, p, 0x63f4b1, 0xffffff) {
+		q := p + 3
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
+		}
+		v.Bidder = codec.Zigzag(x)
+		p = q + n
+	}
+	// Price
+	if codec.HasTag(b, p, 0x2aaad1, 0xffffff) {
+		q1 := p + 3
+		var x1 uint64
+		var n1 int
+		if c1 := b[q1]; c1 < 0x80 {
+			x1, n1 = uint64(c1), 1
+		} else if x1, n1 = codec.PeekUvarint(b, q1); n1 != 0 {
+			x1 = codec.PackUvarint(x1)
+		} else if x1, n1 = codec.UvarintAt(b, q1); n1 == 0 {
+			goto slow
+		}
+		v.Price = codec.Zigzag(x1)
+		p = q1 + n1
+	}
+	// Channel
+	if codec.HasTag(b, p, 0x6e9da5, 0xffffff) {
+		q2 := p + 3
+		s, e = codec.StringAt(b, q2)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q2); e == 0 {
+				goto slow
+			}
+		}
+		p = e
+	}
+	// URL
+	if codec.HasTag(b, p, 0x56b1a5, 0xffffff) {
+		q3 := p + 3
+		s1, e1 = codec.StringAt(b, q3)
+		if e1 == 0 {
+			if s1, e1 = codec.LongStringAt(b, q3); e1 == 0 {
+				goto slow
+			}
+		}
+		p = e1
+	}
+	// BidExtra
+	if codec.HasTag(b, p, 0x36a6b5, 0xffffff) {
+		q4 := p + 3
+		s2, e2 = codec.StringAt(b, q4)
+		if e2 == 0 {
+			if s2, e2 = codec.LongStringAt(b, q4); e2 == 0 {
+				goto slow
+			}
+		}
+		p = e2
+	}
+	// PersonID
+	if codec.HasTag(b, p, 0x5da8b1, 0xffffff) {
+		q5 := p + 3
+		var x2 uint64
+		var n2 int
+		if c2 := b[q5]; c2 < 0x80 {
+			x2, n2 = uint64(c2), 1
+		} else if x2, n2 = codec.PeekUvarint(b, q5); n2 != 0 {
+			x2 = codec.PackUvarint(x2)
+		} else if x2, n2 = codec.UvarintAt(b, q5); n2 == 0 {
+			goto slow
+		}
+		v.PersonID = codec.Zigzag(x2)
+		p = q5 + n2
+	}
+	// Name
+	if codec.HasTag(b, p, 0x1d9ee5, 0xffffff) {
+		q6 := p + 3
+		s3, e3 = codec.StringAt(b, q6)
+		if e3 == 0 {
+			if s3, e3 = codec.LongStringAt(b, q6); e3 == 0 {
+				goto slow
+			}
+		}
+		p = e3
+	}
+	// EmailAddress
+	if codec.HasTag(b, p, 0x2dc8c5, 0xffffff) {
+		q7 := p + 3
+		s4, e4 = codec.StringAt(b, q7)
+		if e4 == 0 {
+			if s4, e4 = codec.LongStringAt(b, q7); e4 == 0 {
+				goto slow
+			}
+		}
+		p = e4
+	}
+	// CreditCard
+	if codec.HasTag(b, p, 0x2eae95, 0xffffff) {
+		q8 := p + 3
+		s5, e5 = codec.StringAt(b, q8)
+		if e5 == 0 {
+			if s5, e5 = codec.LongStringAt(b, q8); e5 == 0 {
+				goto slow
+			}
+		}
+		p = e5
+	}
+	// City
+	if codec.HasTag(b, p, 0x5fcaf5, 0xffffff) {
+		q9 := p + 3
+		s6, e6 = codec.StringAt(b, q9)
+		if e6 == 0 {
+			if s6, e6 = codec.LongStringAt(b, q9); e6 == 0 {
+				goto slow
+			}
+		}
+		p = e6
+	}
+	// State
+	if codec.HasTag(b, p, 0x2acc85, 0xffffff) {
+		q10 := p + 3
+		s7, e7 = codec.StringAt(b, q10)
+		if e7 == 0 {
+			if s7, e7 = codec.LongStringAt(b, q10); e7 == 0 {
+				goto slow
+			}
+		}
+		p = e7
+	}
+	// PersonExtra
+	if codec.HasTag(b, p, 0x6e91d5, 0xffffff) {
+		q11 := p + 3
+		s8, e8 = codec.StringAt(b, q11)
+		if e8 == 0 {
+			if s8, e8 = codec.LongStringAt(b, q11); e8 == 0 {
+				goto slow
+			}
+		}
+		p = e8
+	}
+	// ItemName
+	if codec.HasTag(b, p, 0x34ffd5, 0xffffff) {
+		q13 := p + 3
+		s9, e9 = codec.StringAt(b, q13)
+		if e9 == 0 {
+			if s9, e9 = codec.LongStringAt(b, q13); e9 == 0 {
+				goto slow
+			}
+		}
+		p = e9
+	}
+	// Description
+	if codec.HasTag(b, p, 0x12ace5, 0xffffff) {
+		q14 := p + 3
+		s10, e10 = codec.StringAt(b, q14)
+		if e10 == 0 {
+			if s10, e10 = codec.LongStringAt(b, q14); e10 == 0 {
+				goto slow
+			}
+		}
+		p = e10
+	}
+	// InitialBid
+	if codec.HasTag(b, p, 0x6ec5e1, 0xffffff) {
+		q16 := p + 3
+		var x3 uint64
+		var n3 int
+		if c3 := b[q16]; c3 < 0x80 {
+			x3, n3 = uint64(c3), 1
+		} else if x3, n3 = codec.PeekUvarint(b, q16); n3 != 0 {
+			x3 = codec.PackUvarint(x3)
+		} else if x3, n3 = codec.UvarintAt(b, q16); n3 == 0 {
+			goto slow
+		}
+		v.InitialBid = codec.Zigzag(x3)
+		p = q16 + n3
+	}
+	// Reserve
+	if codec.HasTag(b, p, 0x77a0b1, 0xffffff) {
+		q17 := p + 3
+		var x4 uint64
+		var n4 int
+		if c4 := b[q17]; c4 < 0x80 {
+			x4, n4 = uint64(c4), 1
+		} else if x4, n4 = codec.PeekUvarint(b, q17); n4 != 0 {
+			x4 = codec.PackUvarint(x4)
+		} else if x4, n4 = codec.UvarintAt(b, q17); n4 == 0 {
+			goto slow
+		}
+		v.Reserve = codec.Zigzag(x4)
+		p = q17 + n4
+	}
+	// AuctionDateTime
+	if codec.HasTag(b, p, 0x558dc7, 0xffffff) {
+		d.Seek(p + 3)
+		v.AuctionDateTime = d.Time()
+		p = d.Offset()
+	}
+	// Expires
+	if codec.HasTag(b, p, 0x19dee7, 0xffffff) {
+		d.Seek(p + 3)
+		v.Expires = d.Time()
+		p = d.Offset()
+	}
+	// Seller
+	if codec.HasTag(b, p, 0x2ac5e1, 0xffffff) {
+		q18 := p + 3
+		var x5 uint64
+		var n5 int
+		if c5 := b[q18]; c5 < 0x80 {
+			x5, n5 = uint64(c5), 1
+		} else if x5, n5 = codec.PeekUvarint(b, q18); n5 != 0 {
+			x5 = codec.PackUvarint(x5)
+		} else if x5, n5 = codec.UvarintAt(b, q18); n5 == 0 {
+			goto slow
+		}
+		v.Seller = codec.Zigzag(x5)
+		p = q18 + n5
+	}
+	// Category
+	if codec.HasTag(b, p, 0x6cc981, 0xffffff) {
+		q19 := p + 3
+		var x6 uint64
+		var n6 int
+		if c6 := b[q19]; c6 < 0x80 {
+			x6, n6 = uint64(c6), 1
+		} else if x6, n6 = codec.PeekUvarint(b, q19); n6 != 0 {
+			x6 = codec.PackUvarint(x6)
+		} else if x6, n6 = codec.UvarintAt(b, q19); n6 == 0 {
+			goto slow
+		}
+		v.Category = codec.Zigzag(x6)
+		p = q19 + n6
+	}
+	// AuctionExtra
+	if codec.HasTag(b, p, 0x17f4e5, 0xffffff) {
+		q20 := p + 3
+		s11, e11 = codec.StringAt(b, q20)
+		if e11 == 0 {
+			if s11, e11 = codec.LongStringAt(b, q20); e11 == 0 {
+				goto slow
+			}
+		}
+		p = e11
+	}
+slow:
+	d.Seek(p)
+	// The strings located above, copied in one allocation when they are short
+	// together, else each in its own, so that none keeps long ones alive.
+	if n7 := (e - s) + (e1 - s1) + (e2 - s2) + (e3 - s3) + (e4 - s4) + (e5 - s5) + (e6 - s6) + (e7 - s7) + (e8 - s8) + (e9 - s9) + (e10 - s10) + (e11 - s11); n7 <= codec.MaxJoined {
+		buf := make([]byte, 0, n7)
+		buf = append(buf, b[s:e]...)
+		buf = append(buf, b[s1:e1]...)
+		buf = append(buf, b[s2:e2]...)
+		buf = append(buf, b[s3:e3]...)
+		buf = append(buf, b[s4:e4]...)
+		buf = append(buf, b[s5:e5]...)
+		buf = append(buf, b[s6:e6]...)
+		buf = append(buf, b[s7:e7]...)
+		buf = append(buf, b[s8:e8]...)
+		buf = append(buf, b[s9:e9]...)
+		buf = append(buf, b[s10:e10]...)
+		buf = append(buf, b[s11:e11]...)
+		all := codec.StringOf(buf)
+		if e != 0 {
+			v.Channel = all[:e-s]
+		}
+		all = all[e-s:]
+		if e1 != 0 {
+			v.URL = all[:e1-s1]
+		}
+		all = all[e1-s1:]
+		if e2 != 0 {
+			v.BidExtra = all[:e2-s2]
+		}
+		all = all[e2-s2:]
+		if e3 != 0 {
+			v.Name = all[:e3-s3]
+		}
+		all = all[e3-s3:]
+		if e4 != 0 {
+			v.EmailAddress = all[:e4-s4]
+		}
+		all = all[e4-s4:]
+		if e5 != 0 {
+			v.CreditCard = all[:e5-s5]
+		}
+		all = all[e5-s5:]
+		if e6 != 0 {
+			v.City = all[:e6-s6]
+		}
+		all = all[e6-s6:]
+		if e7 != 0 {
+			v.State = all[:e7-s7]
+		}
+		all = all[e7-s7:]
+		if e8 != 0 {
+			v.PersonExtra = all[:e8-s8]
+		}
+		all = all[e8-s8:]
+		if e9 != 0 {
+			v.ItemName = all[:e9-s9]
+		}
+		all = all[e9-s9:]
+		if e10 != 0 {
+			v.Description = all[:e10-s10]
+		}
+		all = all[e10-s10:]
+		if e11 != 0 {
+			v.AuctionExtra = all[:e11-s11]
+		}
+	} else {
+		if e != 0 {
+			v.Channel = string(b[s:e])
+		}
+		if e1 != 0 {
+			v.URL = string(b[s1:e1])
+		}
+		if e2 != 0 {
+			v.BidExtra = string(b[s2:e2])
+		}
+		if e3 != 0 {
+			v.Name = string(b[s3:e3])
+		}
+		if e4 != 0 {
+			v.EmailAddress = string(b[s4:e4])
+		}
+		if e5 != 0 {
+			v.CreditCard = string(b[s5:e5])
+		}
+		if e6 != 0 {
+			v.City = string(b[s6:e6])
+		}
+		if e7 != 0 {
+			v.State = string(b[s7:e7])
+		}
+		if e8 != 0 {
+			v.PersonExtra = string(b[s8:e8])
+		}
+		if e9 != 0 {
+			v.ItemName = string(b[s9:e9])
+		}
+		if e10 != 0 {
+			v.Description = string(b[s10:e10])
+		}
+		if e11 != 0 {
+			v.AuctionExtra = string(b[s11:e11])
+		}
+	}
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0x18fa31:
+			// Bidder
+			v.Bidder = d.Int64()
+		case 0xa9551:
+			// Price
+			v.Price = d.Int64()
+		case 0x1b8ea5:
+			// Channel
+			v.Channel = d.String()
+		case 0x1598a5:
+			// URL
+			v.URL = d.String()
+		case 0xd9335:
+			// BidExtra
+			v.BidExtra = d.String()
+		case 0x175431:
+			// PersonID
+			v.PersonID = d.Int64()
+		case 0x74f65:
+			// Name
+			v.Name = d.String()
+		case 0xb6445:
+			// EmailAddress
+			v.EmailAddress = d.String()
+		case 0xb9715:
+			// CreditCard
+			v.CreditCard = d.String()
+		case 0x17e575:
+			// City
+			v.City = d.String()
+		case 0xaa605:
+			// State
+			v.State = d.String()
+		case 0x1b88d5:
+			// PersonExtra
+			v.PersonExtra = d.String()
+		case 0xd3fd5:
+			// ItemName
+			v.ItemName = d.String()
+		case 0x49665:
+			// Description
+			v.Description = d.String()
+		case 0x1ba2e1:
+			// InitialBid
+			v.InitialBid = d.Int64()
+		case 0x1dd031:
+			// Reserve
+			v.Reserve = d.Int64()
+		case 0x1546c7:
+			// AuctionDateTime
+			v.AuctionDateTime = d.Time()
+		case 0x66f67:
+			// Expires
+			v.Expires = d.Time()
+		case 0xaa2e1:
+			// Seller
+			v.Seller = d.Int64()
+		case 0x1b2481:
+			// Category
+			v.Category = d.Int64()
+		case 0x5fa65:
+			// AuctionExtra
+			v.AuctionExtra = d.String()
+		default:
+			switch tag >> 4 {
+			case 102307:
+				d.KindChanged("Q23Row", "Bidder", tag, codec.KindInt)
+			case 43349:
+				d.KindChanged("Q23Row", "Price", tag, codec.KindInt)
+			case 112874:
+				d.KindChanged("Q23Row", "Channel", tag, codec.KindString)
+			case 88458:
+				d.KindChanged("Q23Row", "URL", tag, codec.KindString)
+			case 55603:
+				d.KindChanged("Q23Row", "BidExtra", tag, codec.KindString)
+			case 95555:
+				d.KindChanged("Q23Row", "PersonID", tag, codec.KindInt)
+			case 29942:
+				d.KindChanged("Q23Row", "Name", tag, codec.KindString)
+			case 46660:
+				d.KindChanged("Q23Row", "EmailAddress", tag, codec.KindString)
+			case 47473:
+				d.KindChanged("Q23Row", "CreditCard", tag, codec.KindString)
+			case 97879:
+				d.KindChanged("Q23Row", "City", tag, codec.KindString)
+			case 43616:
+				d.KindChanged("Q23Row", "State", tag, codec.KindString)
+			case 112781:
+				d.KindChanged("Q23Row", "PersonExtra", tag, codec.KindString)
+			case 54269:
+				d.KindChanged("Q23Row", "ItemName", tag, codec.KindString)
+			case 18790:
+				d.KindChanged("Q23Row", "Description", tag, codec.KindString)
+			case 113198:
+				d.KindChanged("Q23Row", "InitialBid", tag, codec.KindInt)
+			case 122115:
+				d.KindChanged("Q23Row", "Reserve", tag, codec.KindInt)
+			case 87148:
+				d.KindChanged("Q23Row", "AuctionDateTime", tag, codec.KindTime)
+			case 26358:
+				d.KindChanged("Q23Row", "Expires", tag, codec.KindTime)
+			case 43566:
+				d.KindChanged("Q23Row", "Seller", tag, codec.KindInt)
+			case 111176:
+				d.KindChanged("Q23Row", "Category", tag, codec.KindInt)
+			case 24486:
+				d.KindChanged("Q23Row", "AuctionExtra", tag, codec.KindString)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONQ23Row(b []byte, v *Q23Row) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"bidder\":"...)
+	b = codec.AppendJSONInt(b, v.Bidder)
+	b = append(b, ",\"price\":"...)
+	b = codec.AppendJSONInt(b, v.Price)
+	b = append(b, ",\"channel\":"...)
+	b = codec.AppendJSONString(b, v.Channel)
+	b = append(b, ",\"url\":"...)
+	b = codec.AppendJSONString(b, v.URL)
+	b = append(b, ",\"bid_extra\":"...)
+	b = codec.AppendJSONString(b, v.BidExtra)
+	b = append(b, ",\"person_id\":"...)
+	b = codec.AppendJSONInt(b, v.PersonID)
+	b = append(b, ",\"name\":"...)
+	b = codec.AppendJSONString(b, v.Name)
+	b = append(b, ",\"emailAddress\":"...)
+	b = codec.AppendJSONString(b, v.EmailAddress)
+	b = append(b, ",\"creditCard\":"...)
+	b = codec.AppendJSONString(b, v.CreditCard)
+	b = append(b, ",\"city\":"...)
+	b = codec.AppendJSONString(b, v.City)
+	b = append(b, ",\"state\":"...)
+	b = codec.AppendJSONString(b, v.State)
+	b = append(b, ",\"person_extra\":"...)
+	b = codec.AppendJSONString(b, v.PersonExtra)
+	b = append(b, ",\"itemName\":"...)
+	b = codec.AppendJSONString(b, v.ItemName)
+	b = append(b, ",\"description\":"...)
+	b = codec.AppendJSONString(b, v.Description)
+	b = append(b, ",\"initialBid\":"...)
+	b = codec.AppendJSONInt(b, v.InitialBid)
+	b = append(b, ",\"reserve\":"...)
+	b = codec.AppendJSONInt(b, v.Reserve)
+	b = append(b, ",\"auction_dateTime\":"...)
+	if b, err = codec.AppendJSONTime(b, v.AuctionDateTime); err != nil {
+		return b, err
+	}
+	b = append(b, ",\"expires\":"...)
+	if b, err = codec.AppendJSONTime(b, v.Expires); err != nil {
+		return b, err
+	}
+	b = append(b, ",\"seller\":"...)
+	b = codec.AppendJSONInt(b, v.Seller)
+	b = append(b, ",\"category\":"...)
+	b = codec.AppendJSONInt(b, v.Category)
+	b = append(b, ",\"auction_extra\":"...)
+	b = codec.AppendJSONString(b, v.AuctionExtra)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONQ23Row(r *codec.JSONReader, v *Q23Row) {
+	if !r.BeginObject("Go value of type queries.Q23Row") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "bidder":
+			field = 0
+		case "price":
+			field = 1
+		case "channel":
+			field = 2
+		case "url":
+			field = 3
+		case "bid_extra":
+			field = 4
+		case "person_id":
+			field = 5
+		case "name":
+			field = 6
+		case "emailAddress":
+			field = 7
+		case "creditCard":
+			field = 8
+		case "city":
+			field = 9
+		case "state":
+			field = 10
+		case "person_extra":
+			field = 11
+		case "itemName":
+			field = 12
+		case "description":
+			field = 13
+		case "initialBid":
+			field = 14
+		case "reserve":
+			field = 15
+		case "auction_dateTime":
+			field = 16
+		case "expires":
+			field = 17
+		case "seller":
+			field = 18
+		case "category":
+			field = 19
+		case "auction_extra":
+			field = 20
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "BIDDER":
+				field = 0
+			case "PRICE":
+				field = 1
+			case "CHANNEL":
+				field = 2
+			case "URL":
+				field = 3
+			case "BID_EXTRA":
+				field = 4
+			case "PERSON_ID":
+				field = 5
+			case "NAME":
+				field = 6
+			case "EMAILADDRESS":
+				field = 7
+			case "CREDITCARD":
+				field = 8
+			case "CITY":
+				field = 9
+			case "STATE":
+				field = 10
+			case "PERSON_EXTRA":
+				field = 11
+			case "ITEMNAME":
+				field = 12
+			case "DESCRIPTION":
+				field = 13
+			case "INITIALBID":
+				field = 14
+			case "RESERVE":
+				field = 15
+			case "AUCTION_DATETIME":
+				field = 16
+			case "EXPIRES":
+				field = 17
+			case "SELLER":
+				field = 18
+			case "CATEGORY":
+				field = 19
+			case "AUCTION_EXTRA":
+				field = 20
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Int("Go value of type int64", 64); ok {
+				v.Bidder = x
+			}
+			r.InField("Q23Row", "bidder")
+		case 1:
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
+				v.Price = x1
+			}
+			r.InField("Q23Row", "price")
+		case 2:
+			if x2, ok := r.String("Go value of type string"); ok {
+				v.Channel = x2
+			}
+			r.InField("Q23Row", "channel")
+		case 3:
+			if x3, ok := r.String("Go value of type string"); ok {
+				v.URL = x3
+			}
+			r.InField("Q23Row", "url")
+		case 4:
+			if x4, ok := r.String("Go value of type string"); ok {
+				v.BidExtra = x4
+			}
+			r.InField("Q23Row", "bid_extra")
+		case 5:
+			if x5, ok := r.Int("Go value of type int64", 64); ok {
+				v.PersonID = x5
+			}
+			r.InField("Q23Row", "person_id")
+		case 6:
+			if x6, ok := r.String("Go value of type string"); ok {
+				v.Name = x6
+			}
+			r.InField("Q23Row", "name")
+		case 7:
+			if x7, ok := r.String("Go value of type string"); ok {
+				v.EmailAddress = x7
+			}
+			r.InField("Q23Row", "emailAddress")
+		case 8:
+			if x8, ok := r.String("Go value of type string"); ok {
+				v.CreditCard = x8
+			}
+			r.InField("Q23Row", "creditCard")
+		case 9:
+			if x9, ok := r.String("Go value of type string"); ok {
+				v.City = x9
+			}
+			r.InField("Q23Row", "city")
+		case 10:
+			if x10, ok := r.String("Go value of type string"); ok {
+				v.State = x10
+			}
+			r.InField("Q23Row", "state")
+		case 11:
+			if x11, ok := r.String("Go value of type string"); ok {
+				v.PersonExtra = x11
+			}
+			r.InField("Q23Row", "person_extra")
+		case 12:
+			if x12, ok := r.String("Go value of type string"); ok {
+				v.ItemName = x12
+			}
+			r.InField("Q23Row", "itemName")
+		case 13:
+			if x13, ok := r.String("Go value of type string"); ok {
+				v.Description = x13
+			}
+			r.InField("Q23Row", "description")
+		case 14:
+			if x14, ok := r.Int("Go value of type int64", 64); ok {
+				v.InitialBid = x14
+			}
+			r.InField("Q23Row", "initialBid")
+		case 15:
+			if x15, ok := r.Int("Go value of type int64", 64); ok {
+				v.Reserve = x15
+			}
+			r.InField("Q23Row", "reserve")
+		case 16:
+			if x16, ok := r.Time("Go value of type time.Time"); ok {
+				v.AuctionDateTime = x16
+			}
+			r.InField("Q23Row", "auction_dateTime")
+		case 17:
+			if x17, ok := r.Time("Go value of type time.Time"); ok {
+				v.Expires = x17
+			}
+			r.InField("Q23Row", "expires")
+		case 18:
+			if x18, ok := r.Int("Go value of type int64", 64); ok {
+				v.Seller = x18
+			}
+			r.InField("Q23Row", "seller")
+		case 19:
+			if x19, ok := r.Int("Go value of type int64", 64); ok {
+				v.Category = x19
+			}
+			r.InField("Q23Row", "category")
+		case 20:
+			if x20, ok := r.String("Go value of type string"); ok {
+				v.AuctionExtra = x20
+			}
+			r.InField("Q23Row", "auction_extra")
+		default:
+			r.Unknown(key)
+		}
+	}
+}
+
+var schemaQ23BidPerson = codec.Register(&codec.Schema{
+	Fields: []codec.Field{{
+		ID:   102307,
+		JSON: "bidder",
+		Name: "Bidder",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   43349,
+		JSON: "price",
+		Name: "Price",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   112874,
+		JSON: "channel",
+		Name: "Channel",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   88458,
+		JSON: "url",
+		Name: "URL",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   55603,
+		JSON: "bid_extra",
+		Name: "BidExtra",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   95555,
+		JSON: "person_id",
+		Name: "PersonID",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
+	}, {
+		ID:   29942,
+		JSON: "name",
+		Name: "Name",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   46660,
+		JSON: "emailAddress",
+		Name: "EmailAddress",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   47473,
+		JSON: "creditCard",
+		Name: "CreditCard",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   97879,
+		JSON: "city",
+		Name: "City",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   43616,
+		JSON: "state",
+		Name: "State",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}, {
+		ID:   112781,
+		JSON: "person_extra",
+		Name: "PersonExtra",
+		Type: &codec.Type{
+			Go:   "string",
+			Kind: codec.KindString,
+		},
+	}},
+	Name: "github.com/streamgen/streamgen/bench/nexmark/queries.Q23BidPerson",
+})
+
+func appendBinaryQ23BidPerson(b []byte, v *Q23BidPerson) ([]byte, error) {
+	var err error
+	b = append(b, 0xb1, 0xf4, 0x63) // Bidder: id 102307, int
+	b = codec.AppendInt(b, v.Bidder)
+	b = append(b, 0xd1, 0xaa, 0x2a) // Price: id 43349, int
+	b = codec.AppendInt(b, v.Price)
+	if len(v.Channel) < 0x80 {
+		b = append(append(b, 0xa5, 0x9d, 0x6e, byte(len(v.Channel))), v.Channel...) // Channel: id 112874, string
+	} else {
+		b = append(b, 0xa5, 0x9d, 0x6e) // Channel: id 112874, string
+		b = codec.AppendString(b, v.Channel)
+	}
+	if len(v.URL) < 0x80 {
+		b = append(append(b, 0xa5, 0xb1, 0x56, byte(len(v.URL))), v.URL...) // URL: id 88458, string
+	} else {
+		b = append(b, 0xa5, 0xb1, 0x56) // URL: id 88458, string
+		b = codec.AppendString(b, v.URL)
+	}
+	if len(v.BidExtra) < 0x80 {
+		b = append(append(b, 0xb5, 0xa6, 0x36, byte(len(v.BidExtra))), v.BidExtra...) // BidExtra: id 55603, string
+	} else {
+		b = append(b, 0xb5, 0xa6, 0x36) // BidExtra: id 55603, string
+		b = codec.AppendString(b, v.BidExtra)
+	}
+	b = append(b, 0xb1, 0xa8, 0x5d) // PersonID: id 95555, int
+	b = codec.AppendInt(b, v.PersonID)
+	if len(v.Name) < 0x80 {
+		b = append(append(b, 0xe5, 0x9e, 0x1d, byte(len(v.Name))), v.Name...) // Name: id 29942, string
+	} else {
+		b = append(b, 0xe5, 0x9e, 0x1d) // Name: id 29942, string
+		b = codec.AppendString(b, v.Name)
+	}
+	if len(v.EmailAddress) < 0x80 {
+		b = append(append(b, 0xc5, 0xc8, 0x2d, byte(len(v.EmailAddress))), v.EmailAddress...) // EmailAddress: id 46660, string
+	} else {
+		b = append(b, 0xc5, 0xc8, 0x2d) // EmailAddress: id 46660, string
+		b = codec.AppendString(b, v.EmailAddress)
+	}
+	if len(v.CreditCard) < 0x80 {
+		b = append(append(b, 0x95, 0xae, 0x2e, byte(len(v.CreditCard))), v.CreditCard...) // CreditCard: id 47473, string
+	} else {
+		b = append(b, 0x95, 0xae, 0x2e) // CreditCard: id 47473, string
+		b = codec.AppendString(b, v.CreditCard)
+	}
+	if len(v.City) < 0x80 {
+		b = append(append(b, 0xf5, 0xca, 0x5f, byte(len(v.City))), v.City...) // City: id 97879, string
+	} else {
+		b = append(b, 0xf5, 0xca, 0x5f) // City: id 97879, string
+		b = codec.AppendString(b, v.City)
+	}
+	if len(v.State) < 0x80 {
+		b = append(append(b, 0x85, 0xcc, 0x2a, byte(len(v.State))), v.State...) // State: id 43616, string
+	} else {
+		b = append(b, 0x85, 0xcc, 0x2a) // State: id 43616, string
+		b = codec.AppendString(b, v.State)
+	}
+	if len(v.PersonExtra) < 0x80 {
+		b = append(append(b, 0xd5, 0x91, 0x6e, byte(len(v.PersonExtra))), v.PersonExtra...) // PersonExtra: id 112781, string
+	} else {
+		b = append(b, 0xd5, 0x91, 0x6e) // PersonExtra: id 112781, string
+		b = codec.AppendString(b, v.PersonExtra)
+	}
+	return b, err
+}
+
+func readBinaryQ23BidPerson(d *codec.Decoder, v *Q23BidPerson, end int) {
+	// Fast path: the fields in the order this version writes them.
+	b, p := d.Window(end)
+	var s, e, s1, e1, s2, e2, s3, e3, s4, e4, s5, e5, s6, e6, s7, e7, s8, e8 int
+	// Bidder
+	if codec.HasTag(b, p, 0x63f4b1, 0xffffff) {
+		q := p + 3
+		var x uint64
+		var n int
+		if c := b[q]; c < 0x80 {
+			x, n = uint64(c), 1
+		} else if x, n = codec.PeekUvarint(b, q); n != 0 {
+			x = codec.PackUvarint(x)
+		} else if x, n = codec.UvarintAt(b, q); n == 0 {
+			goto slow
+		}
+		v.Bidder = codec.Zigzag(x)
+		p = q + n
+	}
+	// Price
+	if codec.HasTag(b, p, 0x2aaad1, 0xffffff) {
+		q1 := p + 3
+		var x1 uint64
+		var n1 int
+		if c1 := b[q1]; c1 < 0x80 {
+			x1, n1 = uint64(c1), 1
+		} else if x1, n1 = codec.PeekUvarint(b, q1); n1 != 0 {
+			x1 = codec.PackUvarint(x1)
+		} else if x1, n1 = codec.UvarintAt(b, q1); n1 == 0 {
+			goto slow
+		}
+		v.Price = codec.Zigzag(x1)
+		p = q1 + n1
+	}
+	// Channel
+	if codec.HasTag(b, p, 0x6e9da5, 0xffffff) {
+		q2 := p + 3
+		s, e = codec.StringAt(b, q2)
+		if e == 0 {
+			if s, e = codec.LongStringAt(b, q2); e == 0 {
+				goto slow
+			}
+		}
+		p = e
+	}
+	// URL
+	if codec.HasTag(b, p, 0x56b1a5, 0xffffff) {
+		q3 := p + 3
+		s1, e1 = codec.StringAt(b, q3)
+		if e1 == 0 {
+			if s1, e1 = codec.LongStringAt(b, q3); e1 == 0 {
+				goto slow
+			}
+		}
+		p = e1
+	}
+	// BidExtra
+	if codec.HasTag(b, p, 0x36a6b5, 0xffffff) {
+		q4 := p + 3
+		s2, e2 = codec.StringAt(b, q4)
+		if e2 == 0 {
+			if s2, e2 = codec.LongStringAt(b, q4); e2 == 0 {
+				goto slow
+			}
+		}
+		p = e2
+	}
+	// PersonID
+	if codec.HasTag(b, p, 0x5da8b1, 0xffffff) {
+		q5 := p + 3
+		var x2 uint64
+		var n2 int
+		if c2 := b[q5]; c2 < 0x80 {
+			x2, n2 = uint64(c2), 1
+		} else if x2, n2 = codec.PeekUvarint(b, q5); n2 != 0 {
+			x2 = codec.PackUvarint(x2)
+		} else if x2, n2 = codec.UvarintAt(b, q5); n2 == 0 {
+			goto slow
+		}
+		v.PersonID = codec.Zigzag(x2)
+		p = q5 + n2
+	}
+	// Name
+	if codec.HasTag(b, p, 0x1d9ee5, 0xffffff) {
+		q6 := p + 3
+		s3, e3 = codec.StringAt(b, q6)
+		if e3 == 0 {
+			if s3, e3 = codec.LongStringAt(b, q6); e3 == 0 {
+				goto slow
+			}
+		}
+		p = e3
+	}
+	// EmailAddress
+	if codec.HasTag(b, p, 0x2dc8c5, 0xffffff) {
+		q7 := p + 3
+		s4, e4 = codec.StringAt(b, q7)
+		if e4 == 0 {
+			if s4, e4 = codec.LongStringAt(b, q7); e4 == 0 {
+				goto slow
+			}
+		}
+		p = e4
+	}
+	// CreditCard
+	if codec.HasTag(b, p, 0x2eae95, 0xffffff) {
+		q8 := p + 3
+		s5, e5 = codec.StringAt(b, q8)
+		if e5 == 0 {
+			if s5, e5 = codec.LongStringAt(b, q8); e5 == 0 {
+				goto slow
+			}
+		}
+		p = e5
+	}
+	// City
+	if codec.HasTag(b, p, 0x5fcaf5, 0xffffff) {
+		q9 := p + 3
+		s6, e6 = codec.StringAt(b, q9)
+		if e6 == 0 {
+			if s6, e6 = codec.LongStringAt(b, q9); e6 == 0 {
+				goto slow
+			}
+		}
+		p = e6
+	}
+	// State
+	if codec.HasTag(b, p, 0x2acc85, 0xffffff) {
+		q10 := p + 3
+		s7, e7 = codec.StringAt(b, q10)
+		if e7 == 0 {
+			if s7, e7 = codec.LongStringAt(b, q10); e7 == 0 {
+				goto slow
+			}
+		}
+		p = e7
+	}
+	// PersonExtra
+	if codec.HasTag(b, p, 0x6e91d5, 0xffffff) {
+		q11 := p + 3
+		s8, e8 = codec.StringAt(b, q11)
+		if e8 == 0 {
+			if s8, e8 = codec.LongStringAt(b, q11); e8 == 0 {
+				goto slow
+			}
+		}
+		p = e8
+	}
+slow:
+	d.Seek(p)
+	// The strings located above, copied in one allocation when they are short
+	// together, else each in its own, so that none keeps long ones alive.
+	if n3 := (e - s) + (e1 - s1) + (e2 - s2) + (e3 - s3) + (e4 - s4) + (e5 - s5) + (e6 - s6) + (e7 - s7) + (e8 - s8); n3 <= codec.MaxJoined {
+		buf := make([]byte, 0, n3)
+		buf = append(buf, b[s:e]...)
+		buf = append(buf, b[s1:e1]...)
+		buf = append(buf, b[s2:e2]...)
+		buf = append(buf, b[s3:e3]...)
+		buf = append(buf, b[s4:e4]...)
+		buf = append(buf, b[s5:e5]...)
+		buf = append(buf, b[s6:e6]...)
+		buf = append(buf, b[s7:e7]...)
+		buf = append(buf, b[s8:e8]...)
+		all := codec.StringOf(buf)
+		if e != 0 {
+			v.Channel = all[:e-s]
+		}
+		all = all[e-s:]
+		if e1 != 0 {
+			v.URL = all[:e1-s1]
+		}
+		all = all[e1-s1:]
+		if e2 != 0 {
+			v.BidExtra = all[:e2-s2]
+		}
+		all = all[e2-s2:]
+		if e3 != 0 {
+			v.Name = all[:e3-s3]
+		}
+		all = all[e3-s3:]
+		if e4 != 0 {
+			v.EmailAddress = all[:e4-s4]
+		}
+		all = all[e4-s4:]
+		if e5 != 0 {
+			v.CreditCard = all[:e5-s5]
+		}
+		all = all[e5-s5:]
+		if e6 != 0 {
+			v.City = all[:e6-s6]
+		}
+		all = all[e6-s6:]
+		if e7 != 0 {
+			v.State = all[:e7-s7]
+		}
+		all = all[e7-s7:]
+		if e8 != 0 {
+			v.PersonExtra = all[:e8-s8]
+		}
+	} else {
+		if e != 0 {
+			v.Channel = string(b[s:e])
+		}
+		if e1 != 0 {
+			v.URL = string(b[s1:e1])
+		}
+		if e2 != 0 {
+			v.BidExtra = string(b[s2:e2])
+		}
+		if e3 != 0 {
+			v.Name = string(b[s3:e3])
+		}
+		if e4 != 0 {
+			v.EmailAddress = string(b[s4:e4])
+		}
+		if e5 != 0 {
+			v.CreditCard = string(b[s5:e5])
+		}
+		if e6 != 0 {
+			v.City = string(b[s6:e6])
+		}
+		if e7 != 0 {
+			v.State = string(b[s7:e7])
+		}
+		if e8 != 0 {
+			v.PersonExtra = string(b[s8:e8])
+		}
+	}
+	// Whatever remains (older or newer versions, fields in another order).
+	for d.More(end) {
+		switch tag := d.Tag(); tag {
+		case 0x18fa31:
+			// Bidder
+			v.Bidder = d.Int64()
+		case 0xa9551:
+			// Price
+			v.Price = d.Int64()
+		case 0x1b8ea5:
+			// Channel
+			v.Channel = d.String()
+		case 0x1598a5:
+			// URL
+			v.URL = d.String()
+		case 0xd9335:
+			// BidExtra
+			v.BidExtra = d.String()
+		case 0x175431:
+			// PersonID
+			v.PersonID = d.Int64()
+		case 0x74f65:
+			// Name
+			v.Name = d.String()
+		case 0xb6445:
+			// EmailAddress
+			v.EmailAddress = d.String()
+		case 0xb9715:
+			// CreditCard
+			v.CreditCard = d.String()
+		case 0x17e575:
+			// City
+			v.City = d.String()
+		case 0xaa605:
+			// State
+			v.State = d.String()
+		case 0x1b88d5:
+			// PersonExtra
+			v.PersonExtra = d.String()
+		default:
+			switch tag >> 4 {
+			case 102307:
+				d.KindChanged("Q23BidPerson", "Bidder", tag, codec.KindInt)
+			case 43349:
+				d.KindChanged("Q23BidPerson", "Price", tag, codec.KindInt)
+			case 112874:
+				d.KindChanged("Q23BidPerson", "Channel", tag, codec.KindString)
+			case 88458:
+				d.KindChanged("Q23BidPerson", "URL", tag, codec.KindString)
+			case 55603:
+				d.KindChanged("Q23BidPerson", "BidExtra", tag, codec.KindString)
+			case 95555:
+				d.KindChanged("Q23BidPerson", "PersonID", tag, codec.KindInt)
+			case 29942:
+				d.KindChanged("Q23BidPerson", "Name", tag, codec.KindString)
+			case 46660:
+				d.KindChanged("Q23BidPerson", "EmailAddress", tag, codec.KindString)
+			case 47473:
+				d.KindChanged("Q23BidPerson", "CreditCard", tag, codec.KindString)
+			case 97879:
+				d.KindChanged("Q23BidPerson", "City", tag, codec.KindString)
+			case 43616:
+				d.KindChanged("Q23BidPerson", "State", tag, codec.KindString)
+			case 112781:
+				d.KindChanged("Q23BidPerson", "PersonExtra", tag, codec.KindString)
+			default:
+				d.Skip(tag)
+			}
+		}
+	}
+}
+
+func appendJSONQ23BidPerson(b []byte, v *Q23BidPerson) ([]byte, error) {
+	var err error
+	start := len(b)
+	b = append(b, ",\"bidder\":"...)
+	b = codec.AppendJSONInt(b, v.Bidder)
+	b = append(b, ",\"price\":"...)
+	b = codec.AppendJSONInt(b, v.Price)
+	b = append(b, ",\"channel\":"...)
+	b = codec.AppendJSONString(b, v.Channel)
+	b = append(b, ",\"url\":"...)
+	b = codec.AppendJSONString(b, v.URL)
+	b = append(b, ",\"bid_extra\":"...)
+	b = codec.AppendJSONString(b, v.BidExtra)
+	b = append(b, ",\"person_id\":"...)
+	b = codec.AppendJSONInt(b, v.PersonID)
+	b = append(b, ",\"name\":"...)
+	b = codec.AppendJSONString(b, v.Name)
+	b = append(b, ",\"emailAddress\":"...)
+	b = codec.AppendJSONString(b, v.EmailAddress)
+	b = append(b, ",\"creditCard\":"...)
+	b = codec.AppendJSONString(b, v.CreditCard)
+	b = append(b, ",\"city\":"...)
+	b = codec.AppendJSONString(b, v.City)
+	b = append(b, ",\"state\":"...)
+	b = codec.AppendJSONString(b, v.State)
+	b = append(b, ",\"person_extra\":"...)
+	b = codec.AppendJSONString(b, v.PersonExtra)
+	b[start] = '{'
+	b = append(b, '}')
+	return b, err
+}
+
+func readJSONQ23BidPerson(r *codec.JSONReader, v *Q23BidPerson) {
+	if !r.BeginObject("Go value of type queries.Q23BidPerson") {
+		return
+	}
+	for {
+		key, ok := r.NextKey()
+		if !ok {
+			return
+		}
+		field := -1
+		switch string(key) {
+		case "bidder":
+			field = 0
+		case "price":
+			field = 1
+		case "channel":
+			field = 2
+		case "url":
+			field = 3
+		case "bid_extra":
+			field = 4
+		case "person_id":
+			field = 5
+		case "name":
+			field = 6
+		case "emailAddress":
+			field = 7
+		case "creditCard":
+			field = 8
+		case "city":
+			field = 9
+		case "state":
+			field = 10
+		case "person_extra":
+			field = 11
+		}
+		if field < 0 {
+			var folded [64]byte
+			switch string(codec.FoldJSONName(folded[:0], key)) {
+			case "BIDDER":
+				field = 0
+			case "PRICE":
+				field = 1
+			case "CHANNEL":
+				field = 2
+			case "URL":
+				field = 3
+			case "BID_EXTRA":
+				field = 4
+			case "PERSON_ID":
+				field = 5
+			case "NAME":
+				field = 6
+			case "EMAILADDRESS":
+				field = 7
+			case "CREDITCARD":
+				field = 8
+			case "CITY":
+				field = 9
+			case "STATE":
+				field = 10
+			case "PERSON_EXTRA":
+				field = 11
+			}
+		}
+		switch field {
+		case 0:
+			if x, ok := r.Int("Go value of type int64", 64); ok {
+				v.Bidder = x
+			}
+			r.InField("Q23BidPerson", "bidder")
+		case 1:
+			if x1, ok := r.Int("Go value of type int64", 64); ok {
+				v.Price = x1
+			}
+			r.InField("Q23BidPerson", "price")
+		case 2:
+			if x2, ok := r.String("Go value of type string"); ok {
+				v.Channel = x2
+			}
+			r.InField("Q23BidPerson", "channel")
+		case 3:
+			if x3, ok := r.String("Go value of type string"); ok {
+				v.URL = x3
+			}
+			r.InField("Q23BidPerson", "url")
+		case 4:
+			if x4, ok := r.String("Go value of type string"); ok {
+				v.BidExtra = x4
+			}
+			r.InField("Q23BidPerson", "bid_extra")
+		case 5:
+			if x5, ok := r.Int("Go value of type int64", 64); ok {
+				v.PersonID = x5
+			}
+			r.InField("Q23BidPerson", "person_id")
+		case 6:
+			if x6, ok := r.String("Go value of type string"); ok {
+				v.Name = x6
+			}
+			r.InField("Q23BidPerson", "name")
+		case 7:
+			if x7, ok := r.String("Go value of type string"); ok {
+				v.EmailAddress = x7
+			}
+			r.InField("Q23BidPerson", "emailAddress")
+		case 8:
+			if x8, ok := r.String("Go value of type string"); ok {
+				v.CreditCard = x8
+			}
+			r.InField("Q23BidPerson", "creditCard")
+		case 9:
+			if x9, ok := r.String("Go value of type string"); ok {
+				v.City = x9
+			}
+			r.InField("Q23BidPerson", "city")
+		case 10:
+			if x10, ok := r.String("Go value of type string"); ok {
+				v.State = x10
+			}
+			r.InField("Q23BidPerson", "state")
+		case 11:
+			if x11, ok := r.String("Go value of type string"); ok {
+				v.PersonExtra = x11
+			}
+			r.InField("Q23BidPerson", "person_extra")
 		default:
 			r.Unknown(key)
 		}
