@@ -60,9 +60,13 @@ type Batch struct {
 	// lastWatermarks are, by watermark, the latest partition's, until
 	// flushWatermark.
 	lastWatermarks []partitionWatermark
-	active         map[string]bool
-	deadLetters    []DeadLetter
-	outputRows     int64
+	// restored are the keys of watermarks the query restored whose
+	// partitions have had no rows since (Progress.restoredMarks), less those
+	// whose rows came in the batch.
+	restored    map[string]bool
+	active      map[string]bool
+	deadLetters []DeadLetter
+	outputRows  int64
 	// otherSinkRows are the rows written to the query's further sinks
 	// (Output.Sink), in order.
 	otherSinkRows []int64
@@ -289,6 +293,12 @@ func (b *Batch) flushMark(w *partitionWatermark) {
 	}
 	t := time.Unix(0, w.ns).UTC()
 	k := watermarkKey(w.mark, b.inputs[w.input].name, w.partition)
+	if b.restored[k] {
+		// Its first rows since the restart: its mark starts again from
+		// them, as Spark's does.
+		delete(b.restored, k)
+		delete(b.watermarks, k)
+	}
 	if m, ok := b.watermarks[k]; !ok || t.After(m) {
 		b.watermarks[k] = t
 	}

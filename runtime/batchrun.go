@@ -48,6 +48,7 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 		Offsets:             copyMap(p.Offsets),
 		PartitionWatermarks: b.watermarks,
 		LastActive:          copyMap(p.LastActive),
+		restoredMarks:       b.restored,
 	}
 	if next.Offsets == nil {
 		next.Offsets = map[string]json.RawMessage{}
@@ -171,6 +172,7 @@ func (q *Query) newBatch(p Progress, watermark, now, started time.Time) *Batch {
 		SpillDir:      q.cfg.spillDir,
 		state:         q.store.newWriteBatch(),
 		watermarks:    copyMap(p.PartitionWatermarks),
+		restored:      copyMap(p.restoredMarks),
 		active:        map[string]bool{},
 		ops:           make([]opRun, len(q.plan.Operators)),
 		inputs:        make([]inputRun, len(q.plan.Inputs)),

@@ -882,6 +882,10 @@ type Progress struct {
 	// what the next batch's rows are late by (Batch.LateWatermark).
 	ranWith  time.Time
 	restored bool
+	// restoredMarks are the keys of PartitionWatermarks that a start
+	// restored and whose partitions have had no rows since (see
+	// nextWatermark).
+	restoredMarks map[string]bool
 }
 
 // Progress returns the progress of the last committed batch; ok is false

@@ -23,11 +23,19 @@ import (
 //     the event times seen keeps it there rather than below it.
 //   - A batch's watermark is computed from the batches before it (its own
 //     rows move the next batch's).
-//   - At a restart only the query's watermark is kept (Spark restores its
-//     global watermark, from the commit log's nextBatchWatermarkMs): the
-//     marks of each watermark and partition start again from nothing, so
-//     a watermark that has had no rows since the restart holds the query's
-//     at the restored value until its rows come.
+//   - At a restart the query's watermark is kept (Spark restores its
+//     global watermark, from the commit log's nextBatchWatermarkMs), and
+//     the marks of each watermark start again from the rows that come
+//     after it: a watermark that has had no rows since the restart counts
+//     as the epoch, as Spark's, so holds the query's at the restored
+//     value until its rows come, and a partition's mark is made of its
+//     rows since. Under the default PartitionWatermarkPolicy (the least
+//     over the partitions), a partition with no rows since the restart
+//     keeps, in the least, the mark the checkpoint has for it, once its
+//     watermark has rows: a partition behind the others holds the mark
+//     as it did before the restart, where it would otherwise be left out
+//     and its rows taken for late ones. (Spark keeps no partition's mark;
+//     the marks of sources the pipeline no longer reads are dropped.)
 
 // epoch is the least watermark of a query that has one: Spark's 0.
 var epoch = time.Unix(0, 0).UTC()
@@ -107,10 +115,24 @@ func nextWatermark(p Progress, marks int, policy, partitions WatermarkPolicy, id
 	)
 	lows := make([]time.Time, marks)
 	states := make([]uint8, marks)
+	// kept are, by watermark, the least of the restored marks of
+	// partitions without rows since the restart (see the rules above).
+	var kept []time.Time
 	for key, w := range p.PartitionWatermarks {
 		mark, part := splitWatermarkKey(key)
 		if mark >= marks {
 			continue // a watermark the pipeline no longer has
+		}
+		if p.restoredMarks[key] {
+			if partitions != MaxWatermark && (idle == nil || !idle(part)) {
+				if kept == nil {
+					kept = make([]time.Time, marks)
+				}
+				if kept[mark].IsZero() || w.Before(kept[mark]) {
+					kept[mark] = w
+				}
+			}
+			continue
 		}
 		if idle != nil && idle(part) {
 			if states[mark] == noRows {
@@ -131,6 +153,10 @@ func nextWatermark(p Progress, marks int, policy, partitions WatermarkPolicy, id
 			continue
 		case noRows:
 			low = epoch
+		case live:
+			if kept != nil && !kept[mark].IsZero() && kept[mark].Before(low) {
+				low = kept[mark]
+			}
 		}
 		if !found || (policy == MaxWatermark && low.After(chosen)) || (policy != MaxWatermark && low.Before(chosen)) {
 			chosen, found = low, true
@@ -165,13 +191,24 @@ func (q *Query) watermark(p Progress, now time.Time) time.Time {
 
 // restoredProgress is the committed progress as a query started on it
 // continues from: with a watermark, the one its next batch would have
-// had, and no marks of watermarks or partitions (see the rules above).
+// had, and the marks of the partitions of the sources it reads, each
+// restored (see the rules above).
 func (q *Query) restoredProgress(p Progress, now time.Time) Progress {
 	if q.plan.Watermarks == 0 {
 		return p
 	}
 	p.ranWith, p.restored = p.Watermark, true
 	p.Watermark = q.watermark(p, now)
-	p.PartitionWatermarks = nil
+	kept := map[string]time.Time{}
+	p.restoredMarks = map[string]bool{}
+	for key, w := range p.PartitionWatermarks {
+		mark, part := splitWatermarkKey(key)
+		for _, in := range q.plan.Inputs {
+			if mark < q.plan.Watermarks && strings.HasPrefix(part, partitionKey(in.Source.Name(), "")) {
+				kept[key], p.restoredMarks[key] = w, true
+			}
+		}
+	}
+	p.PartitionWatermarks = kept
 	return p
 }
