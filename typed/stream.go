@@ -204,12 +204,14 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // arrive, as Spark's withWatermark. Its mark is the largest event time
 // seen, cut to the millisecond (Spark's watermark counts milliseconds: a
 // row 0.5 ms after the millisecond of the latest one is not late), less
-// delay, kept per source partition, the least over the
-// partitions that are not idle; the query's watermark starts at the epoch
+// delay (cut to the millisecond too, as Spark's delayMs), kept per
+// source partition, the least over the partitions that are not idle; the query's watermark starts at the epoch
 // and only rises, to its mark (or, with several watermarks, to their
 // least, by default), and a batch uses the watermark computed from the
 // batches before it, as in Spark. A restart keeps the query's watermark,
-// and the marks start again (see "Spark's rules" in the README).
+// and the marks start again from the rows after it, but a partition
+// behind the others still holds its input's mark (see "Spark's rules" in
+// the README).
 //
 // Rows whose event time is at or before the watermark are late, as in
 // Spark since 3.4: the watermark the batch before ran with (what that
@@ -246,6 +248,7 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 	if delay < 0 {
 		p = p.failed("streamgen: WithWatermark: negative delay %v", delay)
 	}
+	delay = delay.Truncate(time.Millisecond)
 	p = p.with(func(q *plan) { q.watermarked, q.watermarkDelay = true, delay })
 	name := funcName(eventTime)
 	id := new(byte)

@@ -319,4 +319,20 @@ func TestWatermarkInMilliseconds(t *testing.T) {
 	if err := runToEnd(t, typed.WriteTo(out, newSink[string]()), newCheckpoint().opts()...); err != nil {
 		t.Fatalf("a timeout at a row 0.5 ms after the watermark's millisecond: %v", err)
 	}
+
+	// The delay counts whole milliseconds too (Spark's delayMs): 1.5 ms
+	// is 1 ms, so after a row at 10.0007 s (10 s) the watermark is 9.999
+	// s, and a row at 9.9987 s, two batches on, is late (with 1.5 ms, the
+	// watermark would be 9.9985 s, and it would not be).
+	m = typed.NewMemoryStream[fixtures.Click]("clicks", 1)
+	m.Add(rows[0], rows[1], fixtures.Click{User: "d", Time: at(10).Add(-1300 * time.Microsecond)})
+	sink = newSink[fixtures.Click]()
+	s = typed.WithWatermark(typed.FromMemory(m), clickTime, 1500*time.Microsecond)
+	_, progress, _ = runAvailableNow(t, typed.WriteTo(typed.DropDuplicates(s, func(c *fixtures.Click) string { return c.User }), sink), newCheckpoint(), sink)
+	if wm := progress[len(progress)-1].EventTime["watermark"]; wm != at(10).Add(-time.Millisecond).UTC().Format(time.RFC3339Nano) {
+		t.Fatalf("with a delay of 1.5 ms, the last batch's watermark is %s, want %s", wm, at(10).Add(-time.Millisecond))
+	}
+	if rows := sink.rows(); len(rows) != 2 || rows[0].User != "a" || rows[1].User != "b" {
+		t.Fatalf("with a delay of 1.5 ms, kept %v, want a's and b's rows", rows)
+	}
 }
