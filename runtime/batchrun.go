@@ -248,7 +248,10 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 	// held is the instant of the first window an operator left to the
 	// next batch (WindowClosesPerBatch): the operators after it in the
 	// plan run with the watermark held there, as if it had stopped at
-	// that instant.
+	// that instant. An operator whose rows may be behind the watermark
+	// it ran with (OperatorInfo.OutputDelay) holds it as far behind that
+	// (never before the epoch; not in a batch that runs with the epoch,
+	// as Spark's propagation skips a watermark of 0).
 	watermark, late := b.Watermark, b.LateWatermark
 	var held time.Time
 	for i, op := range q.plan.Operators {
@@ -261,9 +264,17 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 			// until EndBatch.)
 			return err
 		}
+		ran := b.Watermark
 		b.Watermark, b.LateWatermark = watermark, late
 		if l := b.ops[i].left; !l.IsZero() {
 			held = earliest(held, l)
+		}
+		if d := q.outputDelays[i]; d > 0 && ran.After(epoch) {
+			h := ran.Add(-d)
+			if h.Before(epoch) {
+				h = epoch
+			}
+			held = earliest(held, h)
 		}
 		if err := q.flush(ctx, b); err != nil {
 			return err

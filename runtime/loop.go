@@ -313,7 +313,7 @@ func (q *Query) windowsDue(p Progress) (bool, error) {
 	defer state.Close()
 	for i, op := range q.plan.Operators {
 		if info := op.Info(); info.OneShotTimers && info.TimeMode == EventTimeMode {
-			due, err := state.HasDueTimers(Scope{Operator: uint8(i)}, threshold)
+			due, err := state.HasDueTimers(Scope{Operator: uint8(i)}, q.opWatermark(i, threshold))
 			if due || err != nil {
 				return due, err
 			}
@@ -332,6 +332,7 @@ func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
 	defer state.Close()
 	for i, op := range q.plan.Operators {
 		info := op.Info()
+		watermark := q.opWatermark(i, watermark)
 		if q.expiring(i, info) {
 			due, err := state.HasExpiringState(Scope{Operator: uint8(i)}, now, watermark)
 			if due || err != nil {

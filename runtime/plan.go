@@ -165,6 +165,13 @@ type OperatorInfo struct {
 	// checkpoint keeps it, and a start whose rows cannot read the stored
 	// ones (codec.Compatible) is refused.
 	Rows *codec.Schema
+	// OutputDelay, when not zero, is how far behind the watermark the
+	// operator runs with the event times of the rows it writes may be (a
+	// join on a time condition's, as Spark's produceOutputWatermark): the
+	// operators after it in the plan run with the watermark that much
+	// behind, as Spark's run with the join's output watermark, so that
+	// they take its rows for late ones no sooner than it writes them.
+	OutputDelay time.Duration
 	// Deleted names variables of an earlier version of the operator whose
 	// data is deleted at start.
 	Deleted []string

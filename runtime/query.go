@@ -77,6 +77,10 @@ type Query struct {
 	// batch running has (its plan's, when it runs again).
 	windowsLeft  bool
 	windowCloses int
+	// outputDelays are the operators' OutputDelay, and watermarkOffsets
+	// how far behind the query's watermark each runs for them (see
+	// watermarkOffsets).
+	outputDelays, watermarkOffsets []time.Duration
 
 	// turns counts the loop's turns (a trigger: a look at the sources,
 	// then a batch or a wait), and idleTurn is the last turn that found
@@ -229,6 +233,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	q := &Query{id: id, runID: newID(), cfg: cfg, plan: plan, store: store, committer: committer, cancel: cancel, done: make(chan struct{}), timedVars: timedVars, keyed: keyed, storedExpiries: storedExpiries, releaseKeys: releases}
+	q.outputDelays, q.watermarkOffsets = watermarkOffsets(plan)
 	q.status = Status{Message: "Initializing sources"}
 	for _, l := range cfg.listeners {
 		if l, ok := l.(interface{ OnQueryStarted(QueryStarted) }); ok {

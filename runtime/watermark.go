@@ -212,3 +212,34 @@ func (q *Query) restoredProgress(p Progress, now time.Time) Progress {
 	p.PartitionWatermarks = kept
 	return p
 }
+
+// watermarkOffsets returns the operators' OutputDelay and, by operator,
+// how far behind the query's watermark the operators before it hold the
+// one it runs with: the most, over the operators before it with an
+// OutputDelay, of the delay and the offset they ran with.
+func watermarkOffsets(plan *Plan) (delays, offsets []time.Duration) {
+	delays = make([]time.Duration, len(plan.Operators))
+	offsets = make([]time.Duration, len(plan.Operators))
+	var off time.Duration
+	for i, op := range plan.Operators {
+		offsets[i] = off
+		if d := op.Info().OutputDelay; d > 0 {
+			delays[i] = d
+			off = max(off, offsets[i]+d)
+		}
+	}
+	return delays, offsets
+}
+
+// opWatermark is the watermark operator i runs with where the query's is
+// w (see watermarkOffsets): w, or w less its offset but not before the
+// epoch, as the batch loop holds it.
+func (q *Query) opWatermark(i int, w time.Time) time.Time {
+	if i >= len(q.watermarkOffsets) || q.watermarkOffsets[i] == 0 || !w.After(epoch) {
+		return w
+	}
+	if h := w.Add(-q.watermarkOffsets[i]); h.After(epoch) {
+		return h
+	}
+	return epoch
+}

@@ -169,7 +169,12 @@ type joinConfig struct {
 
 // JoinWithin joins only the rows whose event times meet cond (see
 // TimeCondition): each side's event time is its WithWatermark's, or the
-// one JoinLeftTime or JoinRightTime gives.
+// one JoinLeftTime or JoinRightTime gives. Where cond lets a side forget
+// its rows, the join's rows are at most as far behind the watermark as
+// the sides' state watermarks (for TimeBetween(lower, upper), the most
+// of -lower and upper, and a millisecond): stateful operators may follow
+// it, and run with the watermark that far behind, as Spark's run with a
+// join's output watermark.
 func JoinWithin(cond TimeCondition) JoinOption {
 	return joinOptionFunc(func(c *joinConfig) { c.cond, c.hasCond = c.cond.And(cond), true })
 }
@@ -370,7 +375,12 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 		fail("right rows: %v", unprefixed(err))
 	}
 	const kind = "symmetricHashJoin"
-	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked, join: true, timeJoin: cfg.hasCond}
+	// A join on a time condition whose sides forget their rows writes
+	// rows no older than the sides' state watermarks: the operators after
+	// it run that far behind (Spark's produceOutputWatermark). One whose
+	// sides forget nothing may write rows of any age: nothing may follow.
+	opInfo := operatorInfo{kind: kind, function: name, mode: Append, watermarked: p.watermarked, join: true,
+		timeJoin: cfg.hasCond && !ev.left && !ev.right}
 	if cfg.windows != nil {
 		opInfo.late = cfg.windows.lateFor
 	}
@@ -391,6 +401,9 @@ func Join[K comparable, L, R, Out any](left KeyedStream[K, L], right KeyedStream
 				{Name: "byTime", Kind: "value", Encoding: runtime.EncodingByEventTime, Index: true},
 			},
 			DropsLateRows: leftMarked || rightMarked,
+		}
+		if cfg.hasCond {
+			op.info.OutputDelay = ev.outputDelay()
 		}
 		if ev.left || ev.right {
 			op.info.NoData = runtime.NoDataOnWatermark
@@ -441,6 +454,23 @@ func addSat(a, b int64) int64 {
 		return -1 << 63
 	}
 	return c
+}
+
+// outputDelay is how far behind the watermark W the rows a join on a time
+// condition writes may be: W less the least of the state watermarks of
+// the sides that forget their rows (W + lower less the millisecond of a
+// bound that is not strict for the left, W - upper less it for the
+// right; see evictAt), as Spark's output watermark is the least of the
+// sides' state watermarks and the input's.
+func (e joinEviction) outputDelay() time.Duration {
+	var d time.Duration
+	if e.left {
+		d = max(d, time.Duration(e.cond.lower.adjustment())-e.cond.lower.offset)
+	}
+	if e.right {
+		d = max(d, e.cond.upper.offset+time.Duration(e.cond.upper.adjustment()))
+	}
+	return d
 }
 
 // evictAt returns the instant of the timer that forgets a row of side at

@@ -358,9 +358,13 @@ func (c *compiler) derivedMode(ops []int, binding bool) (m OutputMode, ok bool) 
 //   - transformWithState: any mode of its own in an Append or Update
 //     query (Spark has no rule for it beyond those).
 //   - a stateful operator after one whose rows may be older than the
-//     watermark (an event-time timeout, or an aggregation in a query not
-//     in Append mode) is refused: the global watermark would drop them as
-//     late (Spark's checkStreamingQueryGlobalWatermarkLimit).
+//     watermark by any amount (an event-time timeout, an aggregation in a
+//     query not in Append mode, a join on a time condition whose sides
+//     forget nothing, a join as of the rows' times) is refused: the
+//     global watermark would drop them as late (Spark's
+//     checkStreamingQueryGlobalWatermarkLimit). One after a join on a
+//     time condition whose sides forget their rows runs with the
+//     watermark behind by the join's runtime.OperatorInfo.OutputDelay.
 func checkOutputModes(ops []operatorInfo, mode OutputMode, modeSet bool) []error {
 	var errs []error
 	// fix says how to make the query's mode m: by OutputMode, or by
@@ -465,7 +469,7 @@ func (op operatorInfo) lateForNext(mode OutputMode) string {
 	case op.timeout == EventTimeTimeout:
 		return "whose event-time timeouts fire once the watermark has passed them"
 	case op.timeJoin:
-		return "a join on a time condition, whose rows (a match with a row it kept, a padded row) may be older than the watermark by as much as the condition allows"
+		return "a join on a time condition whose sides forget none of their rows, so that its rows (a match with a row it kept) may be of any age"
 	case op.asOfJoin:
 		return "a join as of the rows' times, which writes a row once the watermark has passed its time and grace"
 	case op.aggregation && mode != Append:
