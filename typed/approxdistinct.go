@@ -24,22 +24,32 @@ type ApproxDistinctAcc struct {
 // the rows, as Spark's approx_count_distinct(column, rsd): a HyperLogLog
 // sketch of 2^p one-byte registers, p = ⌈2·log2(1.106/rsd)⌉ as Spark
 // picks it (rsd 0.05: 512 registers), so that the estimate's relative
-// standard deviation is at most rsd. rsd is taken between 0.002 and 0.39
-// (p from 4 to 18). The estimate is Ertl's improved estimator, unbiased
-// from no value to billions; values hash with xxHash64, so sketches of
-// any batch, process or restart merge (a window's across batches,
-// sessions that merge). Accumulators of another rsd (a restart with
+// standard deviation is at most rsd. rsd must be from 0.00216 to 0.391 (p
+// from 18 to 4): ApproxCountDistinct panics otherwise, as Spark refuses
+// an rsd over 0.39 ("HLL++ requires at least 4 bits for addressing"),
+// and as it would not hold registers of 2^19 bytes a key. The estimate
+// is Ertl's improved estimator, unbiased from no value to billions;
+// values hash with xxHash64 (seed 0), so sketches of any batch, process
+// or restart merge (a window's across batches, sessions that merge).
+// Spark hashes with seed 42 and estimates with HLL++'s bias tables:
+// the estimates are as close to the count, but not the same numbers. Accumulators of another rsd (a restart with
 // another) merge at the lower precision of the two. Add and Merge change
 // the registers of their first argument, never those of Merge's second.
 // A stored accumulator that is no sketch (registers of another number
 // than its precision makes, or a register past its largest value) fails
 // the query, naming what is wrong.
 func ApproxCountDistinct[In any](value func(*In) string, rsd float64) Aggregator[In, ApproxDistinctAcc, int64] {
-	p := 18
-	if rsd > 0 {
-		p = int(math.Ceil(2 * math.Log2(1.106/rsd)))
+	if !(rsd > 0) || math.IsInf(rsd, 0) {
+		panic(fmt.Sprintf("streamgen: ApproxCountDistinct: rsd %v must be a positive number", rsd))
 	}
-	return approxDistinctAgg[In]{value: value, p: min(max(p, 4), 18)}
+	p := int(math.Ceil(2 * math.Log2(1.106/rsd)))
+	switch {
+	case p < 4:
+		panic(fmt.Sprintf("streamgen: ApproxCountDistinct: rsd %v needs %d bits for addressing registers, and HLL++ needs at least 4: use a lower error, at most 39%%", rsd, p))
+	case p > 18:
+		panic(fmt.Sprintf("streamgen: ApproxCountDistinct: rsd %v needs %d bits for addressing registers (2^%d registers), more than the 18 a sketch may have: use a higher error, at least 0.00216", rsd, p, p))
+	}
+	return approxDistinctAgg[In]{value: value, p: p}
 }
 
 type approxDistinctAgg[In any] struct {

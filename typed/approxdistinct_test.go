@@ -219,3 +219,33 @@ func (aliasingDistinct) Merge(x, y typed.ApproxDistinctAcc) typed.ApproxDistinct
 func TestTimeDifferenceMergesCopies(t *testing.T) {
 	testDistinctTimeDifference(t, aliasingDistinct{typed.ApproxCountDistinct(distinctValue, 0.05)})
 }
+
+// TestApproxCountDistinctRefusesItsRSD: an rsd that would need fewer than
+// 4 bits of register address (over 39%, as Spark refuses), more than
+// 18, or is no positive number panics, naming what to give; the ends of
+// the range are taken.
+func TestApproxCountDistinctRefusesItsRSD(t *testing.T) {
+	for rsd, want := range map[float64]string{
+		0.392:       "HLL++ needs at least 4: use a lower error, at most 39%",
+		0.002:       "more than the 18 a sketch may have: use a higher error, at least 0.00216",
+		0:           "must be a positive number",
+		-1:          "must be a positive number",
+		math.NaN():  "must be a positive number",
+		math.Inf(1): "must be a positive number",
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), want) {
+					t.Errorf("rsd %v: panic %v, want one saying %q", rsd, r, want)
+				}
+			}()
+			typed.ApproxCountDistinct(distinctValue, rsd)
+		}()
+	}
+	for rsd, registers := range map[float64]int{0.391: 16, 0.00217: 1 << 18} {
+		agg := typed.ApproxCountDistinct(distinctValue, rsd)
+		if n := len(agg.Add(agg.Zero(), &fixtures.Click{}).Registers); n != registers {
+			t.Errorf("rsd %v: %d registers, want %d", rsd, n, registers)
+		}
+	}
+}

@@ -19,7 +19,9 @@ type MomentsAcc struct {
 // row; Avg, Min and Max of none), else a pointer to v. A JSON sink refuses
 // NaN, as encoding/json does; a *float64 field tagged omitempty, given
 // NullIfNaN's result, leaves the member out, as Spark's JSON writer leaves
-// out a NULL. Safe for concurrent use.
+// out a NULL. (Where the rows hold a NaN, Spark's sample statistics are
+// NaN, not NULL; NullIfNaN cannot tell the two apart.) Safe for
+// concurrent use.
 func NullIfNaN(v float64) *float64 {
 	if math.IsNaN(v) {
 		return nil

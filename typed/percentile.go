@@ -11,7 +11,8 @@ import (
 // PercentileAcc is ApproxPercentile's accumulator: a Greenwald–Khanna
 // quantile summary of Count values (Samples, in increasing order of
 // value), within RelativeError of each rank, and the values added since
-// it was last compressed (Head), not yet in it.
+// it was last compressed (Head), not yet in it; and how many NaN values
+// came (NaNs), greater than all, outside it.
 //
 //streamgen:record
 type PercentileAcc struct {
@@ -19,6 +20,7 @@ type PercentileAcc struct {
 	Count         int64              `json:"count"`
 	Samples       []PercentileSample `json:"samples"`
 	Head          []float64          `json:"head,omitempty"`
+	NaNs          int64              `json:"nans,omitempty"`
 }
 
 // PercentileSample is a value of a quantile summary: G is how many
@@ -57,7 +59,11 @@ const percentileHead = 1000
 // stored so in a key's first batch. Summaries of any batch,
 // process or restart merge within the error of each, and those of
 // another accuracy (a restart with another) at the coarser. A NaN value
-// is left out, as Spark leaves out a NULL.
+// counts as greater than every other, as Spark orders doubles: a
+// percentage whose rank falls among the NaN values gives NaN, and so
+// does every percentage of rows that are all NaN. (Spark's summary may
+// also give NaN below them, where its compression drops the least
+// sample that NaN does not compare with; here the rank decides.)
 //
 // Add and Merge may change their first accumulator (its samples and
 // its head) and return it; Merge never changes its second, nor returns
@@ -89,6 +95,7 @@ func (a percentileAgg[In]) Zero() PercentileAcc { return PercentileAcc{RelativeE
 func (a percentileAgg[In]) Add(acc PercentileAcc, r *In) PercentileAcc {
 	x := a.value(r)
 	if math.IsNaN(x) {
+		acc.NaNs++
 		return acc
 	}
 	if acc.Head = append(acc.Head, x); len(acc.Head) >= percentileHead {
@@ -115,12 +122,14 @@ func (a percentileAgg[In]) Merge(x, y PercentileAcc) PercentileAcc {
 	mustBeSummary(x)
 	mustBeSummary(y)
 	x, y = compressSummary(x, true, 0), compressSummary(y, false, 0)
+	nans := x.NaNs + y.NaNs
 	switch {
 	case y.Count == 0:
+		x.NaNs = nans
 		return x
 	case x.Count == 0:
 		// y has no head left: its values are in its samples.
-		return PercentileAcc{RelativeError: y.RelativeError, Count: y.Count, Samples: slices.Clone(y.Samples)}
+		return PercentileAcc{RelativeError: y.RelativeError, Count: y.Count, Samples: slices.Clone(y.Samples), NaNs: nans}
 	}
 	eps := max(x.RelativeError, y.RelativeError)
 	extraX := int64(math.Floor(2 * y.RelativeError * float64(y.Count)))
@@ -145,7 +154,7 @@ func (a percentileAgg[In]) Merge(x, y PercentileAcc) PercentileAcc {
 	}
 	merged = append(append(merged, x.Samples[i:]...), y.Samples[j:]...)
 	count := x.Count + y.Count
-	return PercentileAcc{RelativeError: eps, Count: count, Samples: compressSamples(merged, 2*eps*float64(count))}
+	return PercentileAcc{RelativeError: eps, Count: count, Samples: compressSamples(merged, 2*eps*float64(count)), NaNs: nans}
 }
 
 // Result queries the summary for each percentage, as Spark's
@@ -154,7 +163,7 @@ func (a percentileAgg[In]) Merge(x, y PercentileAcc) PercentileAcc {
 func (a percentileAgg[In]) Result(acc PercentileAcc) []float64 {
 	mustBeSummary(acc)
 	acc = compressSummary(acc, false, 0)
-	if acc.Count == 0 {
+	if acc.Count == 0 && acc.NaNs == 0 {
 		return nil
 	}
 	var spread int64 // the widest span of a sample's ranks
@@ -168,15 +177,23 @@ func (a percentileAgg[In]) Result(acc PercentileAcc) []float64 {
 	return out
 }
 
+// querySummary returns the value of percentage p: among acc's samples,
+// or NaN where p's rank, of the values and the NaN values after them, is
+// past the values.
 func querySummary(acc PercentileAcc, p float64, targetError int64) float64 {
 	s := acc.Samples
+	total := acc.Count + acc.NaNs
+	rank := int64(math.Ceil(p * float64(total)))
 	switch {
+	case acc.Count == 0:
+		return math.NaN()
 	case p <= acc.RelativeError:
 		return s[0].Value
+	case acc.NaNs > 0 && (p >= 1-acc.RelativeError || rank > acc.Count):
+		return math.NaN()
 	case p >= 1-acc.RelativeError:
 		return s[len(s)-1].Value
 	}
-	rank := int64(math.Ceil(p * float64(acc.Count)))
 	var minRank int64
 	for _, c := range s[:len(s)-1] {
 		minRank += c.G
@@ -244,7 +261,7 @@ func withHead(acc PercentileAcc, owned bool, room int) PercentileAcc {
 		}
 		s[i+j+1] = PercentileSample{Value: head[j], G: 1, Delta: delta}
 	}
-	return PercentileAcc{RelativeError: acc.RelativeError, Count: acc.Count + int64(h), Samples: s}
+	return PercentileAcc{RelativeError: acc.RelativeError, Count: acc.Count + int64(h), Samples: s, NaNs: acc.NaNs}
 }
 
 // compressSamples is Spark's compressImmut, in place: from the greatest

@@ -428,3 +428,99 @@ func TestApproxPercentileMixedAccuracies(t *testing.T) {
 		checkRanks(t, name, values, fine.Result(merged), 0.01)
 	}
 }
+
+// nanLastPercentile is the percentile a sort that puts NaN after every
+// other value gives: Spark's ordering of doubles.
+func nanLastPercentile(values []float64, p float64) float64 {
+	var s, nans []float64
+	for _, v := range values {
+		if math.IsNaN(v) {
+			nans = append(nans, v)
+		} else {
+			s = append(s, v)
+		}
+	}
+	slices.Sort(s)
+	s = append(s, nans...)
+	return s[max(int(math.Ceil(p*float64(len(s)))), 1)-1]
+}
+
+// sameValue is a == b, NaN equal to NaN.
+func sameValue(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+
+// TestApproxPercentileNaN: a NaN value counts as greater than every
+// other, as Spark orders doubles: while the summary keeps every value,
+// each percentile is the one a sort with NaN last gives, NaN where its
+// rank falls among them; values all NaN give NaN for each percentage
+// (not no result); however the values were folded and merged.
+func TestApproxPercentileNaN(t *testing.T) {
+	agg := typed.ApproxPercentile(pageValue, percentages, 10_000)
+	for _, n := range []int{1, 2, 3, 100, 4999} {
+		for name, values := range valueSets(n, 9) {
+			for _, every := range []int{1, 2, 3, 50} {
+				values := slices.Clone(values)
+				for i := range values {
+					if i%every == 0 {
+						values[i] = math.NaN()
+					}
+				}
+				for _, how := range []string{"one", "chained", "tree"} {
+					got := agg.Result(summarize(agg, values, how, 3))
+					if len(got) != len(percentages) {
+						t.Fatalf("%d %s values, every %d NaN, %s: %d percentiles", n, name, every, how, len(got))
+					}
+					for k, p := range percentages {
+						if want := nanLastPercentile(values, p); !sameValue(got[k], want) {
+							t.Fatalf("%d %s values, every %d NaN, %s: percentile %v is %v, want %v", n, name, every, how, p, got[k], want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestApproxPercentileNaNWindows: the median of each user's values in
+// each 1-minute window, a quarter of them NaN, under batch splits and a
+// restart, is the one a sort with NaN last gives; a window of NaN alone
+// has one (NaN), so the row function may read it.
+func TestApproxPercentileNaNWindows(t *testing.T) {
+	in := orderedClicks(400)
+	byWindow := map[string][]float64{}
+	for i := range in {
+		in[i].Page = strconv.Itoa(i * 37 % 101)
+		if i%4 == 0 {
+			in[i].Page = "NaN"
+		}
+		start := in[i].Time.Truncate(time.Minute)
+		id := windowCount{Window: typed.Window{Start: start, End: start.Add(time.Minute)}, User: in[i].User}.id()
+		byWindow[id] = append(byWindow[id], pageValue(&in[i]))
+	}
+	const nan = -1 // a NaN median, in the table
+	want := map[string]float64{}
+	nans := 0
+	for id, values := range byWindow {
+		if want[id] = nanLastPercentile(values, 0.5); math.IsNaN(want[id]) {
+			want[id] = nan
+			nans++
+		}
+	}
+	if nans == 0 {
+		t.Fatal("no window's median is NaN: the test tests nothing")
+	}
+	agg := typed.ApproxPercentile(pageValue, []float64{0.5}, 10_000)
+	build := func(s typed.Stream[fixtures.Click]) typed.Stream[windowCount] {
+		ws := typed.GroupByWindow(s, clickTime, typed.Tumbling(time.Minute), func(c *fixtures.Click) string { return c.User })
+		return typed.AggregateWindows(ws, agg, func(w typed.Window, user string, p []float64) windowCount {
+			v := p[0]
+			if math.IsNaN(v) {
+				v = nan
+			}
+			return windowCount{Window: w, User: user, Value: v}
+		})
+	}
+	for _, perBatch := range []int{0, 13, 70} {
+		got := latestWindows(t, in, perBatch, build)
+		sameTable(t, fmt.Sprintf("%d per batch", perBatch), got, want)
+	}
+}

@@ -562,7 +562,7 @@ func (t *PercentileAcc) AppendBinary(b []byte) ([]byte, error) {
 
 // MarshalBinary returns the binary encoding of t; see AppendBinary.
 func (t *PercentileAcc) MarshalBinary() ([]byte, error) {
-	return appendBinaryPercentileAcc(make([]byte, 0, 56), t)
+	return appendBinaryPercentileAcc(make([]byte, 0, 63), t)
 }
 
 // UnmarshalBinary sets t to the record encoded in b, which may have been
@@ -640,7 +640,7 @@ func (t *PercentileAcc) StreamJSONSchema() string {
 	return jsonSchemaPercentileAcc
 }
 
-const jsonSchemaPercentileAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"PercentileAcc","type":"object","properties":{"relative_error":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"samples":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1typed.PercentileSample"}},"head":{"type":["array","null"],"items":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}}},"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/typed.PercentileSample":{"type":"object","properties":{"value":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"g":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"delta":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}}}`
+const jsonSchemaPercentileAcc = `{"$schema":"http://json-schema.org/draft-07/schema#","title":"PercentileAcc","type":"object","properties":{"relative_error":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"count":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"samples":{"type":["array","null"],"items":{"$ref":"#/definitions/github.com~1streamgen~1streamgen~1typed.PercentileSample"}},"head":{"type":["array","null"],"items":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308}},"nans":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false,"definitions":{"github.com/streamgen/streamgen/typed.PercentileSample":{"type":"object","properties":{"value":{"type":"number","minimum":-1.7976931348623157e308,"maximum":1.7976931348623157e308},"g":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807},"delta":{"type":"integer","minimum":-9223372036854775808,"maximum":9223372036854775807}},"additionalProperties":false}}}`
 
 var _ codec.Record = (*PercentileAcc)(nil)
 
@@ -1793,6 +1793,15 @@ var schemaPercentileAcc = codec.Register(&codec.Schema{
 			Go:   "[]float64",
 			Kind: codec.KindList,
 		},
+	}, {
+		ID:   80994,
+		JSON: "nans",
+		Name: "NaNs",
+		Type: &codec.Type{
+			Bits: 64,
+			Go:   "int64",
+			Kind: codec.KindInt,
+		},
 	}},
 	Name: "github.com/streamgen/streamgen/typed.PercentileAcc",
 })
@@ -1824,6 +1833,8 @@ func appendBinaryPercentileAcc(b []byte, v *PercentileAcc) ([]byte, error) {
 		b = codec.AppendFloat64(b, v.Head[i1])
 	}
 	b = codec.EndLength(b, start2)
+	b = append(b, 0xa1, 0x8c, 0x4f) // NaNs: id 80994, int
+	b = codec.AppendInt(b, v.NaNs)
 	return b, err
 }
 
@@ -1884,6 +1895,21 @@ func readBinaryPercentileAcc(d *codec.Decoder, v *PercentileAcc, end int) {
 		d.Finish(end3)
 		p = d.Offset()
 	}
+	// NaNs
+	if codec.HasTag(b, p, 0x4f8ca1, 0xffffff) {
+		q2 := p + 3
+		var x1 uint64
+		var n3 int
+		if c1 := b[q2]; c1 < 0x80 {
+			x1, n3 = uint64(c1), 1
+		} else if x1, n3 = codec.PeekUvarint(b, q2); n3 != 0 {
+			x1 = codec.PackUvarint(x1)
+		} else if x1, n3 = codec.UvarintAt(b, q2); n3 == 0 {
+			goto slow
+		}
+		v.NaNs = codec.Zigzag(x1)
+		p = q2 + n3
+	}
 slow:
 	d.Seek(p)
 	// Whatever remains (older or newer versions, fields in another order).
@@ -1898,8 +1924,8 @@ slow:
 		case 0x7ff9a:
 			// Samples
 			end4 := d.Begin()
-			if n3 := d.List("PercentileAcc.Samples", codec.KindStruct, 1); n3 >= 0 {
-				s2 := make([]PercentileSample, n3)
+			if n4 := d.List("PercentileAcc.Samples", codec.KindStruct, 1); n4 >= 0 {
+				s2 := make([]PercentileSample, n4)
 				for i2 := range s2 {
 					end5 := d.Begin()
 					readBinaryPercentileSample(d, &s2[i2], end5)
@@ -1911,14 +1937,17 @@ slow:
 		case 0x173a8a:
 			// Head
 			end6 := d.Begin()
-			if n4 := d.List("PercentileAcc.Head", codec.KindFloat64, 8); n4 >= 0 {
-				s3 := make([]float64, n4)
+			if n5 := d.List("PercentileAcc.Head", codec.KindFloat64, 8); n5 >= 0 {
+				s3 := make([]float64, n5)
 				for i3 := range s3 {
 					s3[i3] = d.Float64()
 				}
 				v.Head = s3
 			}
 			d.Finish(end6)
+		case 0x13c621:
+			// NaNs
+			v.NaNs = d.Int64()
 		default:
 			switch tag >> 4 {
 			case 60429:
@@ -1929,6 +1958,8 @@ slow:
 				d.KindChanged("PercentileAcc", "Samples", tag, codec.KindList)
 			case 95144:
 				d.KindChanged("PercentileAcc", "Head", tag, codec.KindList)
+			case 80994:
+				d.KindChanged("PercentileAcc", "NaNs", tag, codec.KindInt)
 			default:
 				d.Skip(tag)
 			}
@@ -1977,6 +2008,10 @@ func appendJSONPercentileAcc(b []byte, v *PercentileAcc) ([]byte, error) {
 			b = append(b, ']')
 		}
 	}
+	if v.NaNs != 0 {
+		b = append(b, ",\"nans\":"...)
+		b = codec.AppendJSONInt(b, v.NaNs)
+	}
 	b[start] = '{'
 	b = append(b, '}')
 	return b, err
@@ -2001,6 +2036,8 @@ func readJSONPercentileAcc(r *codec.JSONReader, v *PercentileAcc) {
 			field = 2
 		case "head":
 			field = 3
+		case "nans":
+			field = 4
 		}
 		if field < 0 {
 			var folded [64]byte
@@ -2013,6 +2050,8 @@ func readJSONPercentileAcc(r *codec.JSONReader, v *PercentileAcc) {
 				field = 2
 			case "HEAD":
 				field = 3
+			case "NANS":
+				field = 4
 			}
 		}
 		switch field {
@@ -2060,6 +2099,11 @@ func readJSONPercentileAcc(r *codec.JSONReader, v *PercentileAcc) {
 				v.Head = s1[:i1]
 			}
 			r.InField("PercentileAcc", "head")
+		case 4:
+			if x3, ok := r.Int("Go value of type int64", 64); ok {
+				v.NaNs = x3
+			}
+			r.InField("PercentileAcc", "nans")
 		default:
 			r.Unknown(key)
 		}

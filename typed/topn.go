@@ -32,7 +32,10 @@ type TopAcc struct {
 // window closes in the Append mode; by key (AggregateByKey) its Update
 // rows are each key's top n as it changes. TopN(1, ...) is Spark's
 // max_by and min_by: the row of the greatest or least ordering value,
-// from which the row function takes the column. The checkpoint keeps
+// from which the row function takes the column (of rows that tie, the
+// first to come, where Spark's keeps the last it folds and calls the
+// choice non-deterministic: break ties in better to choose). The
+// checkpoint keeps
 // n: a start with another is refused (its stored rows were cut to the
 // old n) unless runtime.AllowPipelineChanges is given, and then gives at
 // most the new n rows, but no row a smaller n left out before.
