@@ -269,7 +269,7 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 		if l := b.ops[i].left; !l.IsZero() {
 			held = earliest(held, l)
 		}
-		if d := q.outputDelays[i]; d > 0 && ran.After(epoch) {
+		if d := q.outputDelay(i); d > 0 && ran.After(epoch) {
 			h := ran.Add(-d)
 			if h.Before(epoch) {
 				h = epoch

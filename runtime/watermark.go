@@ -243,3 +243,11 @@ func (q *Query) opWatermark(i int, w time.Time) time.Time {
 	}
 	return epoch
 }
+
+// outputDelay is operator i's OutputDelay.
+func (q *Query) outputDelay(i int) time.Duration {
+	if i < len(q.outputDelays) {
+		return q.outputDelays[i]
+	}
+	return 0
+}
