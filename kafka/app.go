@@ -284,9 +284,13 @@ func fenceHook(ctx context.Context) func(error) {
 // (of the repartition topic, with RepartitionBy, read from its earliest
 // offset), with opts for the rest (starting offsets, MaxOffsetsPerTrigger,
 // ...): its Connection, Topics, TopicPattern and Partitions are the
-// App's. It is closed with the task.
+// App's. Without StartingOffsets, a task with no checkpoint reads its
+// partition from its earliest offset, as Kafka Streams' tasks do (its
+// auto.offset.reset), where a plain Source starts at the latest. It is
+// closed with the task.
 func (t *Task) Source(opts Options) *TopicSource {
 	opts.Connection = t.app.opts.Connection
+	opts.StartingOffsets = taskStart(opts.StartingOffsets)
 	opts.Topics, opts.TopicPattern = nil, ""
 	opts.Partitions = map[string][]int32{}
 	topics := t.app.opts.Topics
@@ -307,12 +311,22 @@ func (t *Task) Source(opts Options) *TopicSource {
 	return t.track(Source(opts))
 }
 
+// taskStart is the starting offsets of a task's source: s, or Earliest
+// when s is the zero value.
+func taskStart(s StartingOffsets) StartingOffsets {
+	if s.kind == startDefault {
+		return Earliest()
+	}
+	return s
+}
+
 // SourceOf returns a source of the task's partition of topic alone, one
 // of the App's Topics, with opts for the rest (see Source): for a join of
 // two of them, each side its own source (the topics are co-partitioned:
 // a key in the same partition of each). It is closed with the task.
 func (t *Task) SourceOf(topic string, opts Options) *TopicSource {
 	opts.Connection = t.app.opts.Connection
+	opts.StartingOffsets = taskStart(opts.StartingOffsets)
 	opts.Topics, opts.TopicPattern = nil, ""
 	opts.Partitions = map[string][]int32{topic: {t.Partition}}
 	if opts.Name == "" {
@@ -336,6 +350,7 @@ func (t *Task) SourceOf(topic string, opts Options) *TopicSource {
 // by it, as it does a co-partitioned table.
 func (t *Task) GlobalSource(topic string, opts Options) *TopicSource {
 	opts.Connection = t.app.opts.Connection
+	opts.StartingOffsets = taskStart(opts.StartingOffsets)
 	opts.Topics, opts.TopicPattern, opts.Partitions = []string{topic}, "", nil
 	if opts.Name == "" {
 		opts.Name = "kafka:" + topic

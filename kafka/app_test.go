@@ -523,7 +523,8 @@ func TestAppTaskFencedWhileIdle(t *testing.T) {
 // TestAppReset: Reset refuses while an instance of the App runs, naming
 // the group's members. Once the instance has stopped, Reset deletes the
 // changelog and the group and removes the checkpoints, and the next Run
-// counts the input again from its start: each user's counts rise to its
+// counts the input again from its start (a task's source, given no
+// StartingOffsets, reads from the earliest offset, as Kafka Streams'): each user's counts rise to its
 // plain-loop count twice, never past it. The same holds when the App ran
 // on another machine, whose checkpoints the Reset did not remove: they
 // are of the deleted changelog, and are not copied back into the new
@@ -770,7 +771,7 @@ func TestAppRepartitionTopicKeepsCopies(t *testing.T) {
 		made     bool // the topic is there, made with the broker's retention
 	}{
 		{"earliest", kafka.Earliest(), false},
-		{"latest", kafka.StartingOffsets{}, false}, // the default: Latest
+		{"latest", kafka.Latest(), false},
 		{"made before", kafka.Earliest(), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

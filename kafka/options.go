@@ -30,7 +30,8 @@ type Options struct {
 	Partitions map[string][]int32
 
 	// StartingOffsets is where a new query starts: Latest (the default,
-	// as Spark's streaming queries), Earliest, AtOffsets or AtTimestamp.
+	// as Spark's streaming queries; Earliest in an App's task, as Kafka
+	// Streams), Earliest, AtOffsets or AtTimestamp.
 	// A query restarted on its checkpoint goes on from the checkpoint's
 	// offsets whatever this says, and a partition that appears while a
 	// query runs is read from its beginning.
@@ -120,15 +121,21 @@ const (
 type startKind int
 
 const (
-	startLatest startKind = iota
+	// startDefault is the zero value: Latest, but Earliest for a source
+	// an App's task makes.
+	startDefault startKind = iota
+	startLatest
 	startEarliest
 	startOffsets
 	startTimestamp
 )
 
 // StartingOffsets is where a new query starts reading. The zero value is
-// Latest. Make one with Latest, Earliest, AtOffsets or AtTimestamp. It is
-// immutable, so safe to share.
+// Latest, as Spark's streaming queries start, but Earliest for the
+// sources of an App's task (Task.Source, SourceOf, GlobalSource), as
+// Kafka Streams' auto.offset.reset is: a new App (or one Reset) reads its
+// input from the start. Make one with Latest, Earliest, AtOffsets or
+// AtTimestamp. It is immutable, so safe to share.
 type StartingOffsets struct {
 	kind    startKind
 	offsets map[string]map[int32]int64

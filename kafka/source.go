@@ -547,7 +547,7 @@ func (s *TopicSource) startingOffsets(ctx context.Context, client *kgo.Client, a
 	var starting offsets
 	var err error
 	switch so := s.opts.StartingOffsets; so.kind {
-	case startLatest:
+	case startDefault, startLatest:
 		starting, err = s.listOffsets(ctx, client, parts, latestTimestamp)
 	case startEarliest:
 		starting, err = s.listOffsets(ctx, client, parts, earliestTimestamp)
