@@ -56,7 +56,7 @@ const (
 // that wrote them; a query runs in one place at a time). Rows tells when
 // a write is whole: a reader of every topic the batch went to has Rows
 // records of it. Readers that see Kafka's records one by one and cannot
-// take rows back need the transactional sink, which is to come.
+// take rows back need the transactional sink (SinkOptions.Transactions).
 type BatchMark struct {
 	Writer    string
 	Batch     int64

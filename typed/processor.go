@@ -64,8 +64,9 @@ type TimerValues struct {
 // CurrentProcessingTime returns the batch's processing time.
 func (t TimerValues) CurrentProcessingTime() time.Time { return t.processingTime }
 
-// CurrentWatermark returns the batch's event-time watermark (zero before
-// the first).
+// CurrentWatermark returns the batch's event-time watermark: the epoch
+// (Spark's 0) in a query's first batch, and the zero time in a query
+// without a watermark.
 func (t TimerValues) CurrentWatermark() time.Time { return t.watermark }
 
 // ExpiredTimerInfo describes the timer a HandleExpiredTimer call is for.

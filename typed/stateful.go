@@ -23,7 +23,7 @@ type KeyedStream[K comparable, T any] struct {
 }
 
 // GroupByKey groups the rows of s by key. Keys may be strings, integers,
-// bools or records (composite keys).
+// float64, bools, records (composite keys) or struct{} (one group).
 func GroupByKey[T any, K comparable](s Stream[T], key func(*T) K) KeyedStream[K, T] {
 	c, err := newKeyCodec[K]()
 	if err != nil {

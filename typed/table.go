@@ -150,7 +150,7 @@ func TableFromFunc[K comparable, V any](load func(ctx context.Context) ([]V, err
 // the key key gives it: the stream runs as a query of its own, in memory,
 // to the end of what its sources hold when it is loaded (a directory of
 // files). A stream that ends in an aggregation gives its whole result
-// table (Complete mode: Spark's static aggregate, such as the reference's
+// table (Complete mode: Spark's static aggregate, such as a device's
 // historical averages); another, every row it writes. A row that does not
 // decode is left out of the table and goes to the dead letters of each
 // query that joins the table (runtime.DeadLetters), as a dead letter of

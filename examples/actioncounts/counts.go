@@ -70,7 +70,7 @@ func countPerAction(events typed.Stream[Event], concurrency int) typed.Stream[Ac
 	return countProcessorStream(events, &countProcessor{}, typed.Concurrency(concurrency))
 }
 
-// finalCounts is the reference's closing query over the output,
+// finalCounts is the closing query over the output,
 // SELECT action, MAX(count) AS count ... GROUP BY action ORDER BY action:
 // the highest count written per action. Counts only grow, so a batch seen
 // twice (written again after a failure) changes nothing. add runs on the

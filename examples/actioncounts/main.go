@@ -1,10 +1,10 @@
-// Command actioncounts counts the events of each action, as the
-// reference's count per action over the events data set: rows
+// Command actioncounts counts the events of each action, as Spark 4's
+// transformWithState count per action over the events data set: rows
 // {"time": <Unix seconds>, "action": "Open"|"Close"}, grouped by action,
 // through a transformWithState processor that keeps each action's count in
 // a value state and emits the new count of every action with new events
 // (Update mode). At the end it prints the final count per action: the
-// highest count written in the run, as the reference's
+// highest count written in the run, as
 // SELECT action, MAX(count) ... GROUP BY action.
 //
 //	go run ./examples/actioncounts                   # the built-in sample, 10 files per batch
@@ -37,7 +37,7 @@ func run(args []string, stdout io.Writer) error {
 	return cli.RunExample(cli.Example[Event, ActionCount]{
 		Name:               "actioncounts",
 		Sample:             writeSample,
-		MaxFilesPerTrigger: 10, // as the reference's maxFilesPerTrigger
+		MaxFilesPerTrigger: 10, // Spark's maxFilesPerTrigger
 		Concurrency:        true,
 		Pipeline: func(in typed.Stream[Event], f *cli.Flags) (typed.Stream[ActionCount], error) {
 			return countPerAction(in, f.Concurrency), nil

@@ -8,8 +8,7 @@ import (
 	"path/filepath"
 )
 
-// The built-in sample is shaped as the events data set the reference
-// reads: many small JSON-lines files of {"time", "action"} rows, times in
+// The built-in sample is shaped as Databricks' events data set: many small JSON-lines files of {"time", "action"} rows, times in
 // Unix seconds, a little increasing from row to row and from file to
 // file, actions Open or Close. One file also holds a row without an
 // action, which the query refuses and sends to the dead letters.

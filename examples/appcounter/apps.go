@@ -79,7 +79,7 @@ func parseRequest(m *kafka.Message) (Request, error) {
 		Product: product, Quantity: quantity}, nil
 }
 
-// counter numbers the requests of each key, as the reference's count_apps:
+// counter numbers the requests of each key, as a Quix Streams count_apps:
 // a value state holds how many requests the key has had, so that the
 // numbering goes on from there when the query starts again on its
 // checkpoint. A key's requests come in the order of their offsets (a key

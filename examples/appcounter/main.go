@@ -1,4 +1,4 @@
-// Command appcounter is the reference's Kafka application: it reads
+// Command appcounter is a Quix Streams Kafka application ported: it reads
 // customers' purchase requests and questions from InputsTopic (three
 // partitions; JSON values {"id", "name", "subject", "content"}), parses
 // the requests ("<product> <quantity>" in content), numbers each key's
@@ -6,8 +6,8 @@
 // (with "app_counter") to CorpAppsTopic, keyed as their input, and sends
 // every message that is not a request to DeadLettersTopic with the
 // reason in its headers; processing goes on. The counter is per Kafka
-// message key (the sample keys messages by customer), as state in the
-// reference is, so a key's numbering is 1, 2, 3, ... in the order of its
+// message key (the sample keys messages by customer), as state in Quix
+// Streams is, so a key's numbering is 1, 2, 3, ... in the order of its
 // partition; it lives in the checkpoint, so a query started again on the
 // same -checkpoint goes on numbering from where it stopped.
 //

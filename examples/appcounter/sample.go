@@ -14,7 +14,7 @@ import (
 )
 
 // The partitions of the topics appcounter creates: three for the input,
-// as the reference's InputsTopic, and for the output, whose records are
+// as the Quix Streams application's InputsTopic, and for the output, whose records are
 // keyed as the input's; one for the dead letters.
 const (
 	inputPartitions      = 3

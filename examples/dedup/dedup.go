@@ -23,7 +23,7 @@ type UserCount struct {
 }
 
 // Reading identifies a reading for deduplication: its user and its event
-// time, as the reference's dropDuplicates("User", "event_time") (two rows
+// time, as Spark's dropDuplicates("User", "event_time") (two rows
 // with the same user and time are the same reading sent twice; other
 // fields may differ, Arrival_Time say). The event time is in the key so
 // that a key is forgotten once the watermark passes it.
@@ -38,8 +38,8 @@ type Reading struct {
 // the Unix epoch.
 func eventTime(e *sensor.Event) time.Time { return time.Unix(0, e.CreationTime).UTC() }
 
-// distinctCounts counts each user's distinct readings, as section 19 of the
-// reference:
+// distinctCounts counts each user's distinct readings, as this Spark
+// query does:
 //
 //	withEventTime
 //	  .withWatermark("event_time", "5 seconds")

@@ -1,5 +1,5 @@
-// Command dedup counts each user's distinct sensor readings, as section 19
-// of the reference: a watermark 5 s behind the event time (Creation_Time,
+// Command dedup counts each user's distinct sensor readings, as Spark's
+// streaming deduplication does: a watermark 5 s behind the event time (Creation_Time,
 // in nanoseconds), duplicates dropped by User and event time
 // (typed.DropDuplicatesWithEventTime), then a count per User (typed.AggregateByKey with
 // typed.Count), in the Complete output mode: every batch writes the whole

@@ -1,4 +1,4 @@
-// Command devicestats is the Spark notes' device_counts query: the
+// Command devicestats is a Spark device_counts query ported: the
 // averages of x, y and z of the sensor readings per (gt, Model), over a
 // cube of the two (so also per gt, per Model and over all, which roll a
 // part up), joined (inner, on gt and Model) with the historical averages

@@ -87,7 +87,7 @@ func historical(dir string) *typed.Table[DeviceKey, GroupAverages] {
 	return typed.TableFromStream(agg, func(g *GroupAverages) DeviceKey { return g.Key }, typed.TableName("historical"))
 }
 
-// deviceCounts is the reference's device_counts query: the stream's
+// deviceCounts is the device_counts query, in Spark's words: the stream's
 // cube(gt, Model) averages of x, y and z, joined (inner, on gt and Model)
 // with the historical averages of the same groups. The cube's rows that
 // roll a part up have a null part, and join nothing.

@@ -1,4 +1,4 @@
-// Command scores is the reference's gather processor: for each user with
+// Command scores is Spark 4's asynchronous gather processor: for each user with
 // new visits, a transformWithState processor calls a scoring service once
 // per visit, all of the user's calls at once, keeps the user's highest
 // score in a value state and emits it (Update mode). The program starts

@@ -41,7 +41,7 @@ type scoreReply struct {
 	Score float64 `json:"score" stream:"required"`
 }
 
-// gatherProcessor is the reference's gather processor: for each user
+// gatherProcessor is Spark 4's asynchronous gather processor: for each user
 // with new visits, it calls the scoring service once per visit, all of
 // the user's calls at once, and keeps the highest score in a value state.
 // It emits the user's highest score so far (Update mode).

@@ -19,7 +19,7 @@ func score(v *Visit) float64 {
 	return float64(h.Sum64()%10000) / 100
 }
 
-// scoringService stands for the external service the reference calls: an
+// scoringService stands for an external scoring service: an
 // HTTP server on loopback that answers POST /score, with a visit as JSON,
 // with {"score": score(visit)} after latency. It counts the calls and
 // the most it has had in flight at once. It is safe for concurrent use.

@@ -1,5 +1,5 @@
 // Command windows counts the sensor readings per event-time window, as
-// sections 16 to 18 of the reference: event time from Creation_Time
+// Spark's windowed aggregation does: event time from Creation_Time
 // (nanoseconds), a watermark 5 h behind it, tumbling windows of 10
 // minutes (or sliding ones with -slide, or Flink's cumulative ones with
 // -cumulate), a count per window (or per window and user with -by-user),

@@ -23,7 +23,7 @@ type WindowCount struct {
 	Count  int64        `json:"count"`
 }
 
-// Query is what the flags make of the reference's queries.
+// Query is what the flags make of the windowed counts.
 type Query struct {
 	// Window is the windows' size; Slide, how far apart they start: Slide
 	// = Window makes tumbling windows, a smaller Slide sliding ones.
@@ -32,7 +32,7 @@ type Query struct {
 	// with it (Slide is then Window).
 	Window, Slide, Cumulate time.Duration
 	// Watermark is the watermark's delay behind the newest event time;
-	// NoWatermark leaves the watermark out (sections 16 and 17).
+	// NoWatermark leaves the watermark out.
 	Watermark   time.Duration
 	NoWatermark bool
 	// ByUser counts per window and user, not per window.
@@ -40,13 +40,13 @@ type Query struct {
 }
 
 // eventTime is a reading's event time: Creation_Time, in nanoseconds since
-// the Unix epoch, as the reference's
+// the Unix epoch, as Spark's
 // cast(cast(Creation_Time as double)/1000000000 as timestamp) (to the
 // nanosecond here, where Spark keeps microseconds).
 func eventTime(e *sensor.Event) time.Time { return time.Unix(0, e.CreationTime).UTC() }
 
-// windowCounts counts the readings per window (and user), as sections 16
-// to 18 of the reference:
+// windowCounts counts the readings per window (and user), as this Spark
+// query does:
 //
 //	withEventTime
 //	  .withWatermark("event_time", "5 hours")

@@ -7,8 +7,8 @@ import (
 )
 
 // The sample as an unreliable network delivers it, for the examples that
-// drop duplicates and late readings (the reference's IoT case: "the same
-// message may be sent several times"). Besides every reading of Sample, in
+// drop duplicates and late readings (an IoT network: the same message
+// may be sent several times). Besides every reading of Sample, in
 // the same files:
 //
 //   - every 25th reading of a file is delivered again right after it,
