@@ -416,9 +416,12 @@ func (t *Task) OnClose(f func()) { t.closers = append(t.closers, f) }
 // it (the same partition too, when the fencing was the cluster aborting
 // a transaction that outlived its timeout). Other task failures end Run,
 // unless AppOptions.OnTaskError starts the task again.
-// The input's partition count is read when Run starts: partitions added
-// to the input (and to the changelog and repartition topics) are taken up
-// by the instances started after.
+// The input's partition count is read when Run starts, and must stay
+// that of the changelog: partitions added to the input move keys to
+// other partitions, away from their state, so an instance given a
+// partition past the count it read stops with an error, and Run refuses
+// an input whose count is not the changelog's, both saying to Reset the
+// App, as Kafka Streams refuses internal topics of another count.
 //
 // Make one with NewApp and call Run, once. Tasks is safe for concurrent
 // use.
@@ -805,8 +808,27 @@ func (a *App) checkTopics(ctx context.Context) (int32, error) {
 				a.opts.Group, a.opts.Topics[0], n, topic, p)
 		}
 	}
+	// The changelog, made with the input's partitions: another count
+	// means the input's changed since, and each task's state no longer
+	// holds its keys (Kafka Streams refuses its internal topics so).
+	changelog, err := kadm.NewClient(client).ListTopics(ctx, a.opts.Changelog)
+	if err != nil {
+		return 0, fmt.Errorf("streamgen: kafka app %q: describe the changelog topic: %w", a.opts.Group, a.opts.Connection.explain(err))
+	}
+	if d, ok := changelog[a.opts.Changelog]; ok && d.Err == nil {
+		if p := int32(len(d.Partitions)); p != n {
+			return 0, fmt.Errorf("streamgen: kafka app %q: the changelog topic %q has %d partitions and the input %d: %s",
+				a.opts.Group, a.opts.Changelog, p, n, partitionsChanged)
+		}
+	}
 	return n, nil
 }
+
+// partitionsChanged says why an App refuses an input whose partition
+// count changed, and what to do.
+const partitionsChanged = "the input's partition count changed since the App's state was made, and a key's partition follows the count " +
+	"(the producer hashes it over the partitions), so each task's state no longer holds the keys its partition now has: " +
+	"stop every instance, Reset the App (its state is made again from the input), and run it again; or keep the input's partition count"
 
 // running returns the partitions of the tasks running.
 func (a *App) running() []int32 {
@@ -837,13 +859,21 @@ func (a *App) assigned(ctx context.Context, partitions []int32) {
 	for _, p := range partitions {
 		a.owned[p] = true
 	}
-	var idle []int32
+	var idle, added []int32
 	for _, p := range slices.Sorted(maps.Keys(a.owned)) {
-		if _, running := a.tasks[p]; !running {
+		if p >= a.partitions {
+			added = append(added, p)
+			delete(a.owned, p)
+		} else if _, running := a.tasks[p]; !running {
 			idle = append(idle, p)
 		}
 	}
 	a.mu.Unlock()
+	if len(added) > 0 {
+		a.fail(fmt.Errorf("streamgen: kafka app %q: the group gave this instance partitions %v of the input, which had %d partitions when it started: %s",
+			a.opts.Group, added, a.partitions, partitionsChanged))
+		return
+	}
 	a.onRevoked(fenced)
 	var started []int32
 	for _, p := range idle {
