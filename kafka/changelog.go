@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -984,8 +985,8 @@ func (c *changelog) ensureTopic(ctx context.Context, client *kgo.Client) error {
 	if err != nil {
 		return fmt.Errorf("streamgen: %s: %w", c.what(), err)
 	}
-	if policy, ok := cfg["cleanup.policy"]; ok && !containsCompact(policy) {
-		return fmt.Errorf("streamgen: %s: the topic's cleanup.policy is %q: it must be compact, or its old records, the state of keys not written lately, are deleted", c.what(), policy)
+	if policy, ok := cfg["cleanup.policy"]; ok && (!containsCompact(policy) || policyHas(policy, "delete")) {
+		return fmt.Errorf("streamgen: %s: the topic's cleanup.policy is %q: it must be compact alone, or its old records, the state of keys not written lately, are deleted", c.what(), policy)
 	}
 	return c.setDeleteRetention(cfg)
 }
@@ -1103,19 +1104,14 @@ func (c *changelog) stale(rec changelogRecord) bool {
 	return time.Since(time.UnixMilli(rec.At))+margin >= c.deleteRetention
 }
 
-func containsCompact(policy string) bool {
-	for len(policy) > 0 {
-		i := 0
-		for i < len(policy) && policy[i] != ',' {
-			i++
-		}
-		if policy[:i] == "compact" {
+func containsCompact(policy string) bool { return policyHas(policy, "compact") }
+
+// policyHas reports whether the cleanup.policy list policy names one.
+func policyHas(policy, one string) bool {
+	for p := range strings.SplitSeq(policy, ",") {
+		if strings.TrimSpace(p) == one {
 			return true
 		}
-		if i == len(policy) {
-			break
-		}
-		policy = policy[i+1:]
 	}
 	return false
 }

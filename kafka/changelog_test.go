@@ -982,10 +982,15 @@ func TestChangelogRebuildsACheckpointOlderThanItsDeletions(t *testing.T) {
 }
 
 // TestChangelogOptionsRefused: options that do not validate fail Start
-// with what is wrong, and a topic that is not compacted is refused.
+// with what is wrong, and a topic that is not compacted, or deletes by
+// time too, is refused.
 func TestChangelogOptionsRefused(t *testing.T) {
 	conn, adm := newCluster(t)
 	createTopic(t, adm, "plain", 1)
+	both := "compact,delete"
+	if _, err := adm.CreateTopic(testContext(t), 1, 1, map[string]*string{"cleanup.policy": &both}, "both"); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		opts kafka.ChangelogOptions
 		want string
@@ -994,6 +999,7 @@ func TestChangelogOptionsRefused(t *testing.T) {
 		{kafka.ChangelogOptions{Topic: "x"}, "no Brokers"},
 		{kafka.ChangelogOptions{Connection: conn, Topic: "x", Partitions: -1}, "Partitions -1"},
 		{kafka.ChangelogOptions{Connection: conn, Topic: "plain"}, "cleanup.policy"},
+		{kafka.ChangelogOptions{Connection: conn, Topic: "both"}, `cleanup.policy is "compact,delete": it must be compact alone`},
 	} {
 		r := newPagesRun(kafka.Changelog(tc.opts))
 		err := r.phase(t, time.Second, fixtures.Click{User: "ann"})
