@@ -332,15 +332,40 @@ func assign(members []balanceMember, claims map[int32]claim, n int32, standbys i
 				pick = m
 			}
 		}
+		// A partition no live member owns goes to a member whose copy
+		// is caught up, above its share if need be, rather than to a
+		// cold one, as Kafka Streams' high-availability assignor gives a
+		// task to a caught-up client: the balanced pick warms up a copy
+		// to take it later, or, with no warm-up left, the caught-up
+		// member keeps it.
+		ready := -1
+		if !caughtUp(pick, p) {
+			for m := range members {
+				if caughtUp(m, p) && (ready < 0 || cmp.Or(cmp.Compare(load[ready], load[m]), cmp.Compare(position(m, p), position(ready, p))) > 0) {
+					ready = m
+				}
+			}
+		}
+		c, claimed := claims[p]
+		claimed = claimed && c.member < len(members) && c.member != pick
+		switch {
+		case ready >= 0 && !claimed && warming >= warm.max:
+			owners[p] = ready
+			load[ready]++
+			continue
+		case ready >= 0 && !claimed:
+			owners[p], warmupOwners[p] = ready, pick
+			warming++
+		case claimed && warming < warm.max && !caughtUp(pick, p):
+			owners[p], warmupOwners[p] = c.member, pick
+			warming++
+		default:
+			owners[p] = pick
+		}
 		if load[pick] == floor {
 			extra--
 		}
 		load[pick]++ // its place there is kept while it warms up
-		owners[p] = pick
-		if c, ok := claims[p]; ok && c.member < len(members) && c.member != pick && warming < warm.max && !caughtUp(pick, p) {
-			owners[p], warmupOwners[p] = c.member, pick
-			warming++
-		}
 	}
 	if warming > 0 {
 		standbyOwners = make([][]int, n)
