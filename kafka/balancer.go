@@ -417,6 +417,10 @@ func assign(members []balanceMember, claims map[int32]claim, n int32, standbys i
 		}
 		return true
 	}
+	// After the spread over tags, a member under an even share of the
+	// standbys comes first (Kafka Streams places them by load), then the
+	// freshest copy, then the least load.
+	share := (int(n)*standbys + len(members) - 1) / len(members)
 	unspread := 0
 	for p := range n {
 		for range standbys {
@@ -426,7 +430,8 @@ func assign(members []balanceMember, claims map[int32]claim, n int32, standbys i
 					continue
 				}
 				s := len(tags) == 0 || spreads(m, p)
-				if pick < 0 || cmp.Or(cmp.Compare(b2i(s), b2i(pickSpreads)), cmp.Compare(position(m, p), position(pick, p)), cmp.Compare(standbyLoad[pick], standbyLoad[m])) > 0 {
+				if pick < 0 || cmp.Or(cmp.Compare(b2i(s), b2i(pickSpreads)), cmp.Compare(b2i(standbyLoad[m] < share), b2i(standbyLoad[pick] < share)),
+					cmp.Compare(position(m, p), position(pick, p)), cmp.Compare(standbyLoad[pick], standbyLoad[m])) > 0 {
 					pick, pickSpreads = m, s
 				}
 			}

@@ -294,3 +294,29 @@ func TestOtherStandbyTags(t *testing.T) {
 		t.Errorf("with none of its own: other StandbyTags %q, want %q", got, want)
 	}
 }
+
+// TestAssignStandbysByLoad: scaled out from one instance, which holds a
+// copy of every partition, to three, with a standby each, the standbys
+// go to each instance up to an even share, as Kafka Streams places them
+// by load, not all of the first instance's copies to it.
+func TestAssignStandbysByLoad(t *testing.T) {
+	const n = 6
+	members := make([]balanceMember, 3)
+	members[0].info.Positions = map[int32]int64{}
+	claims := map[int32]claim{}
+	for p := range int32(n) {
+		members[0].info.Positions[p] = 100
+		claims[p] = claim{member: 0}
+	}
+	owners, standbyOwners, _ := assign(members, claims, n, 1, nil, warmups{})
+	load := make([]int, len(members))
+	for p := range n {
+		if len(standbyOwners[p]) != 1 || standbyOwners[p][0] == owners[p] {
+			t.Fatalf("partition %d: owner %d, standbys %v", p, owners[p], standbyOwners[p])
+		}
+		load[standbyOwners[p][0]]++
+	}
+	if slices.Max(load) > 2 {
+		t.Fatalf("standbys by member %v, want 2 each (owners %v)", load, owners)
+	}
+}
