@@ -97,13 +97,17 @@ func WithManualClock(c *ManualClock) Option {
 	})
 }
 
-// sleep waits d of the query's clock, or until ctx is done.
+// sleep waits until d after from on the query's clock (not at all once
+// that is past), or until ctx is done.
 func (cfg *config) sleep(ctx context.Context, from time.Time, d time.Duration) error {
 	if d <= 0 {
 		return nil
 	}
 	if cfg.manualClock != nil {
 		return cfg.manualClock.Sleep(ctx, from.Add(d))
+	}
+	if d = time.Until(from.Add(d)); d <= 0 {
+		return nil
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sync"
 	"time"
@@ -242,6 +243,12 @@ func (q *Query) loop(ctx context.Context) (err error) {
 			return nil
 		}
 		if q.cfg.trigger.kind == triggerInterval && !q.windowsLeft {
+			if took := q.cfg.clock().Sub(started); took > q.cfg.trigger.interval {
+				// The next trigger is due already: it starts at once, as
+				// Spark's ProcessingTimeExecutor starts it, warning so.
+				slog.Warn("streamgen: the batch is falling behind: it took longer than the trigger interval",
+					"query", q.cfg.name, "interval", q.cfg.trigger.interval, "took", took)
+			}
 			q.setStatus(statusWaitingForTrigger, false, false)
 			if err := q.cfg.sleep(ctx, started, q.cfg.trigger.interval); err != nil {
 				return err

@@ -81,3 +81,47 @@ func TestProcessingTimeOnTheWallClock(t *testing.T) {
 		}
 	})
 }
+
+// slowSink takes d of the clock to write a batch.
+type slowSink[T any] struct{ d time.Duration }
+
+func (s slowSink[T]) Write(context.Context, int64, []T) error {
+	time.Sleep(s.d)
+	return nil
+}
+
+// TestProcessingTimeTriggersOnTime: on the wall clock, an interval
+// trigger starts a batch every interval, however long the batch before
+// took within it, and a batch that took longer than the interval is
+// followed by the next at once, as Spark's ProcessingTimeExecutor does.
+func TestProcessingTimeTriggersOnTime(t *testing.T) {
+	for _, tc := range []struct {
+		takes, apart time.Duration
+	}{{4 * time.Second, 10 * time.Second}, {15 * time.Second, 15 * time.Second}} {
+		synctest.Test(t, func(t *testing.T) {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 1)
+			for i := range 5 {
+				m.Add(click("a", i))
+			}
+			q, err := typed.WriteTo(typed.FromMemory(m), typed.Sink[fixtures.Click](slowSink[fixtures.Click]{tc.takes})).
+				Start(context.Background(), newCheckpoint().opts(runtime.WithTrigger(runtime.ProcessingTime(10*time.Second)))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Minute)
+			synctest.Wait()
+			if err := q.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			p := q.RecentProgress()
+			if len(p) < 3 {
+				t.Fatalf("%d batches in a minute", len(p))
+			}
+			for i := 1; i < len(p); i++ {
+				if gap := p[i].Timestamp.Sub(p[i-1].Timestamp); gap != tc.apart {
+					t.Fatalf("batches that take %v: batch %d started %v after the one before, want %v", tc.takes, p[i].BatchID, gap, tc.apart)
+				}
+			}
+		})
+	}
+}
