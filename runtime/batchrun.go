@@ -682,7 +682,7 @@ func (q *Query) report(r QueryProgress) {
 	}
 	for _, l := range q.cfg.listeners {
 		if l, ok := l.(interface{ OnQueryProgress(QueryProgress) }); ok {
-			l.OnQueryProgress(r)
+			tellListener("OnQueryProgress", func() { l.OnQueryProgress(r) })
 		}
 	}
 	q.logProgress(r)

@@ -237,7 +237,9 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	q.status = Status{Message: "Initializing sources"}
 	for _, l := range cfg.listeners {
 		if l, ok := l.(interface{ OnQueryStarted(QueryStarted) }); ok {
-			l.OnQueryStarted(QueryStarted{ID: q.id, RunID: q.runID, Name: cfg.name, Time: cfg.clock(), Query: q})
+			tellListener("OnQueryStarted", func() {
+				l.OnQueryStarted(QueryStarted{ID: q.id, RunID: q.runID, Name: cfg.name, Time: cfg.clock(), Query: q})
+			})
 		}
 	}
 	go q.run(ctx)
@@ -637,7 +639,7 @@ func (q *Query) finish(err error) {
 		q.listenerGoroutine.Store(id)
 		for _, l := range q.cfg.listeners {
 			if l, ok := l.(interface{ OnQueryTerminated(QueryTerminated) }); ok {
-				l.OnQueryTerminated(QueryTerminated{ID: q.id, RunID: q.runID, Err: err})
+				tellListener("OnQueryTerminated", func() { l.OnQueryTerminated(QueryTerminated{ID: q.id, RunID: q.runID, Err: err}) })
 			}
 		}
 		q.listenerGoroutine.Store(0)
@@ -670,4 +672,16 @@ func readsRanges(plan *Plan) bool {
 		}
 	}
 	return false
+}
+
+// tellListener calls a listener's method, recovering a panic in it and
+// logging it: a listener's fault stops neither the query nor the
+// listeners after it, as Spark's listener bus catches and logs one.
+func tellListener(event string, call func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Error("streamgen: a query listener panicked; the query goes on", "event", event, "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	call()
 }

@@ -344,3 +344,54 @@ func TestSinkDescriptionOfASinkOfYourOwn(t *testing.T) {
 		}
 	}
 }
+
+// panickyListener panics at every event.
+type panickyListener struct{}
+
+func (panickyListener) OnQueryStarted(runtime.QueryStarted)       { panic("started") }
+func (panickyListener) OnQueryProgress(runtime.QueryProgress)     { panic("progress") }
+func (panickyListener) OnQueryTerminated(runtime.QueryTerminated) { panic("terminated") }
+
+// countingListener counts the progress reports and the end it is told.
+type countingListener struct {
+	mu                  sync.Mutex
+	progress, terminate int
+}
+
+func (l *countingListener) OnQueryProgress(runtime.QueryProgress) {
+	l.mu.Lock()
+	l.progress++
+	l.mu.Unlock()
+}
+
+func (l *countingListener) OnQueryTerminated(runtime.QueryTerminated) {
+	l.mu.Lock()
+	l.terminate++
+	l.mu.Unlock()
+}
+
+// TestListenerPanicsAreLogged: a listener that panics at every event
+// stops neither the query nor the listeners after it, as Spark's
+// listener bus logs a listener's exception and goes on.
+func TestListenerPanicsAreLogged(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 1)
+	m.Add(click("a", 1), click("b", 2), click("c", 3))
+	sink := newSink[fixtures.Click]()
+	after := &countingListener{}
+	q, err := typed.WriteTo(typed.FromMemory(m), sink).Start(context.Background(),
+		newCheckpoint().opts(runtime.Listener(panickyListener{}), runtime.Listener(after), runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatalf("a listener's panic at the start: %v", err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatalf("a listener's panic failed the query: %v", err)
+	}
+	if n := len(sink.rows()); n != 3 {
+		t.Fatalf("wrote %d rows, want 3", n)
+	}
+	after.mu.Lock()
+	defer after.mu.Unlock()
+	if after.progress != 3 || after.terminate != 1 {
+		t.Fatalf("the listener after the panicking one was told %d reports and %d ends, want 3 and 1", after.progress, after.terminate)
+	}
+}
