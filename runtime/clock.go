@@ -106,7 +106,9 @@ func (cfg *config) sleep(ctx context.Context, from time.Time, d time.Duration) e
 	if cfg.manualClock != nil {
 		return cfg.manualClock.Sleep(ctx, from.Add(d))
 	}
-	if d = time.Until(from.Add(d)); d <= 0 {
+	// (On the query's clock: a clock of its own, Clock, need not be the
+	// wall clock's time, nor move with it.)
+	if d = from.Add(d).Sub(cfg.clock()); d <= 0 {
 		return nil
 	}
 	t := time.NewTimer(d)
