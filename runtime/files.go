@@ -3,6 +3,7 @@ package runtime
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -429,7 +430,8 @@ func isInputFile(name string) bool {
 }
 
 // Next returns the offset of the next batch after committed: the first
-// files of upTo, in lexical order, that the processed-file log of
+// files of upTo, oldest first by modification time (then by name), as
+// Spark's file source takes them, that the processed-file log of
 // committed lacks and that are not older than MaxFileAge allows, at most
 // MaxFilesPerTrigger of them, and the log with them added and compacted.
 func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage, limit ReadLimit) (json.RawMessage, error) {
@@ -450,6 +452,7 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	// oldestLeft is the oldest modification time among the new files the
 	// batch leaves for later: the log must not forget that far back.
 	oldestLeft, left := int64(math.MaxInt64), false
+	var fresh filesOffset // the new files, in order of name
 	for i, name := range available.Files {
 		if _, found := seen[name]; found {
 			continue
@@ -461,6 +464,11 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 		if modTime < before {
 			continue // older than the log remembers: taken as read
 		}
+		fresh.Files = append(fresh.Files, name)
+		fresh.ModTimes = append(fresh.ModTimes, modTime)
+	}
+	for _, i := range byModTime(&fresh) {
+		name, modTime := fresh.Files[i], fresh.ModTimes[i]
 		if limit != AllAvailable && s.opts.MaxFilesPerTrigger > 0 && len(batch.Files) == s.opts.MaxFilesPerTrigger {
 			oldestLeft, left = min(oldestLeft, modTime), true
 			continue
@@ -468,6 +476,7 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 		batch.Files = append(batch.Files, name)
 		batch.ModTimes = append(batch.ModTimes, modTime)
 	}
+	sortByName(&batch) // as offsets keep their files (Read reads by time)
 	if len(batch.Files) == 0 {
 		return committed, nil
 	}
@@ -476,8 +485,8 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	}
 	// Compaction, as Spark's SeenFilesMap purges: the log forgets the files
 	// more than MaxFileAge older than its newest, but never one as old as
-	// a file still to read, so that a backlog read in lexical order,
-	// MaxFilesPerTrigger at a time, is read whole.
+	// a file still to read, so that a backlog read MaxFilesPerTrigger at a
+	// time is read whole.
 	newest := int64(math.MinInt64)
 	for _, modTime := range seen {
 		newest = max(newest, modTime)
@@ -505,10 +514,12 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	return s.encode(batch)
 }
 
-// Read reads, in lexical order, the files of end's batch that start's
+// Read reads, oldest first by the modification time end's log has for
+// each (then by name), the files of end's batch that start's
 // processed-file log does not hold: exactly the batch's files when end was
 // made by Next from start, so a batch replayed from its stored offsets
-// reads what its first attempt read, whatever the directory holds since.
+// reads what its first attempt read, in the same order, whatever the
+// directory holds since.
 func (s *filesSource) Read(ctx context.Context, start, end json.RawMessage, fn func(Record) error) error {
 	if err := s.validate(); err != nil {
 		return err
@@ -522,7 +533,9 @@ func (s *filesSource) Read(ctx context.Context, start, end json.RawMessage, fn f
 		return err
 	}
 	var line []byte // reused across files: Record.Data lives for one callback
-	for _, name := range batch.Files {
+	files := slices.Clone(batch.Files)
+	slices.SortStableFunc(files, func(a, b string) int { return cmp.Compare(batch.Seen[a], batch.Seen[b]) })
+	for _, name := range files {
 		if done.holds(name) {
 			continue
 		}
@@ -741,6 +754,31 @@ func (o *filesOffset) add(name string, modTime time.Time) {
 		nanos = modTime.UnixNano()
 	}
 	o.ModTimes = append(o.ModTimes, nanos)
+}
+
+// sortByName sorts o's files, with their times, by name.
+func sortByName(o *filesOffset) {
+	order := make([]int, len(o.Files))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(o.Files[a], o.Files[b]) })
+	files, times := make([]string, len(order)), make([]int64, len(order))
+	for i, j := range order {
+		files[i], times[i] = o.Files[j], o.modTime(j)
+	}
+	o.Files, o.ModTimes = files, times
+}
+
+// byModTime returns the indices of o's files, oldest first by
+// modification time (unknown ones first), then by name.
+func byModTime(o *filesOffset) []int {
+	order := make([]int, len(o.Files))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(o.modTime(a), o.modTime(b)) })
+	return order
 }
 
 // modTime returns the modification time of Files[i] in Unix nanoseconds,

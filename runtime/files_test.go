@@ -137,16 +137,27 @@ func TestFilesWaitForPath(t *testing.T) {
 }
 
 // TestFilesIncremental adds files between batches, some sorting before
-// files already read, with MaxFilesPerTrigger splitting what is available.
+// files already read, with MaxFilesPerTrigger splitting what is
+// available, oldest first by modification time, then by name, as Spark's
+// file source takes them.
 func TestFilesIncremental(t *testing.T) {
 	dir := t.TempDir()
 	src := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 2, Name: "events"})
 	if src.Name() != "events" {
 		t.Errorf("Name = %q", src.Name())
 	}
+	t0 := time.Now().Add(-24 * time.Hour)
+	at := func(name string, t time.Time) {
+		if err := os.Chtimes(filepath.Join(dir, name), t, t); err != nil {
+			panic(err)
+		}
+	}
 	writeFile(t, dir, "b.json", `{"n":1}`+"\n"+`{"n":2}`+"\n")
 	writeFile(t, dir, "d.jsonl", `{"n":3}`+"\n")
 	writeFile(t, dir, "c.json", `{"n":4}`)
+	for _, name := range []string{"b.json", "d.jsonl", "c.json"} {
+		at(name, t0) // written at once: by name
+	}
 	// None of these is input: hidden, in-progress, other extensions, a
 	// directory.
 	writeFile(t, dir, ".e.json", `{"n":"hidden"}`)
@@ -160,7 +171,7 @@ func TestFilesIncremental(t *testing.T) {
 		t.Fatalf("Available = %q, want %q", got, want)
 	}
 
-	// Batch 0: the first two files in lexical order.
+	// Batch 0: the first two files, of one time, in lexical order.
 	var committed json.RawMessage
 	end := next(t, src, committed, upTo)
 	if got, want := names(t, end), []string{"b.json", "c.json"}; !slices.Equal(got, want) {
@@ -171,8 +182,10 @@ func TestFilesIncremental(t *testing.T) {
 	}
 	committed = end
 
-	// a.json sorts before everything read; it is still new.
+	// a.json sorts before everything read; it is still new, and newer
+	// than d, which is read first.
 	writeFile(t, dir, "a.jsonl", `{"n":5}`+"\n")
+	at("a.jsonl", t0.Add(time.Hour))
 	upTo = available(t, src)
 	end = next(t, src, committed, upTo)
 	if got, want := names(t, end), []string{"a.jsonl", "d.jsonl"}; !slices.Equal(got, want) {
@@ -181,8 +194,30 @@ func TestFilesIncremental(t *testing.T) {
 	if got, want := logOf(t, end), []string{"a.jsonl", "b.json", "c.json", "d.jsonl"}; !slices.Equal(got, want) {
 		t.Fatalf("log after batch 1 = %q, want %q", got, want)
 	}
-	if got, want := readAll(t, src, committed, end), expectLines(t, dir, "a.jsonl", "d.jsonl"); !slices.EqualFunc(got, want, equalRecord) {
+	if got, want := readAll(t, src, committed, end), expectLines(t, dir, "d.jsonl", "a.jsonl"); !slices.EqualFunc(got, want, equalRecord) {
 		t.Errorf("batch 1 read\n%v\nwant\n%v", got, want)
+	}
+	committed = end
+
+	// Three files whose names sort against their times: the two oldest
+	// first, the oldest of them first.
+	for i, name := range []string{"y.json", "x.json", "w.json"} {
+		writeFile(t, dir, name, fmt.Sprintf(`{"n":%d}`, 6+i)+"\n")
+		at(name, t0.Add(time.Duration(3+i)*time.Hour))
+	}
+	at("x.json", t0.Add(2*time.Hour))
+	upTo = available(t, src)
+	end = next(t, src, committed, upTo)
+	if got, want := names(t, end), []string{"x.json", "y.json"}; !slices.Equal(got, want) {
+		t.Fatalf("batch 2 = %q, want %q", got, want)
+	}
+	if got, want := readAll(t, src, committed, end), expectLines(t, dir, "x.json", "y.json"); !slices.EqualFunc(got, want, equalRecord) {
+		t.Errorf("batch 2 read\n%v\nwant\n%v", got, want)
+	}
+	committed = end
+	end = next(t, src, committed, upTo)
+	if got, want := names(t, end), []string{"w.json"}; !slices.Equal(got, want) {
+		t.Fatalf("batch 3 = %q, want %q", got, want)
 	}
 	committed = end
 
@@ -760,8 +795,8 @@ func TestFilesMinFileAge(t *testing.T) {
 
 // TestFilesMaxFileAge: the log forgets files more than MaxFileAge older
 // than the newest read, and takes a file that old for read; but a backlog
-// read MaxFilesPerTrigger at a time, in lexical order that is not the
-// order of modification times, is read whole.
+// read MaxFilesPerTrigger at a time, oldest first, whose names sort
+// against their times, is read whole.
 func TestFilesMaxFileAge(t *testing.T) {
 	dir := t.TempDir()
 	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -773,7 +808,8 @@ func TestFilesMaxFileAge(t *testing.T) {
 		}
 	}
 	// Names in the reverse order of their times: the first batch takes
-	// the newest files, and the oldest are still to read.
+	// the oldest files (each batch's named in lexical order), and the
+	// newest are still to read.
 	touch("a.json", 10*time.Hour)
 	touch("b.json", 9*time.Hour)
 	touch("c.json", 5*time.Hour)
@@ -789,7 +825,7 @@ func TestFilesMaxFileAge(t *testing.T) {
 		read = append(read, names(t, end)...)
 		committed = end
 	}
-	if want := []string{"a.json", "b.json", "c.json", "d.json"}; !slices.Equal(read, want) {
+	if want := []string{"c.json", "d.json", "a.json", "b.json"}; !slices.Equal(read, want) {
 		t.Fatalf("read %q, want the whole backlog %q", read, want)
 	}
 	// With nothing left to read, the log forgets what is more than an

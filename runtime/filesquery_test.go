@@ -187,8 +187,10 @@ func TestFilesEndOffsetNamesBatch(t *testing.T) {
 	if got, want := reports[0].Sources[0].StartOffset, `{"files":["a.json","b.json"],"remembered":2}`; got != want {
 		t.Errorf("batch 1 startOffset = %s, want %s", got, want)
 	}
-	if got := slices.Concat(r.read(2), r.read(3)); !slices.Equal(got, []string{"0.json", "e.json"}) {
-		t.Errorf("batches 2 and 3 read %q, want 0.json and e.json", got)
+	// The files are taken oldest first: e.json, written before the
+	// restart, then 0.json.
+	if got := slices.Concat(r.read(2), r.read(3)); !slices.Equal(got, []string{"e.json", "0.json"}) {
+		t.Errorf("batches 2 and 3 read %q, want e.json and 0.json", got)
 	}
 }
 
