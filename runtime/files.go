@@ -107,7 +107,8 @@ const maxLinePrefix = 1 << 10
 // to a directory or to a pipe) is listed, and becomes one dead letter
 // naming it and why, once.
 //
-// Files are taken in lexical order of name, each at most once. The offset
+// Files are taken oldest first by modification time (then by name), as
+// Spark's file source takes them, each at most once. The offset
 // of a batch names the batch's files and holds the processed-file log:
 // the names of the files read, with their modification times. So a file
 // that appears later is read even when its name sorts before files
