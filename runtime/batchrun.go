@@ -558,17 +558,16 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 		inputRows += in.rows
 	}
 	rate := func(rows int64) float64 {
-		if secs := total.Seconds(); secs > 0 {
-			return float64(rows) / secs
-		}
-		return 0
+		// At least a millisecond, as Spark's processingTimeMills.
+		return float64(rows) / max(total, time.Millisecond).Seconds()
 	}
 	r := QueryProgress{
 		ID:                     q.id,
 		RunID:                  q.runID,
 		Name:                   q.cfg.name,
-		Timestamp:              b.started,
+		Timestamp:              b.started.UTC(),
 		BatchID:                b.ID,
+		BatchDuration:          total.Milliseconds(),
 		NumInputRows:           inputRows,
 		InputRowsPerSecond:     q.inputRate(inputRows, b.started),
 		ProcessedRowsPerSecond: rate(inputRows),

@@ -11,11 +11,15 @@ import (
 type QueryProgress struct {
 	// ID is the query's id, the same at every start on its checkpoint;
 	// RunID is this run's.
-	ID        string    `json:"id"`
-	RunID     string    `json:"runId"`
-	Name      string    `json:"name,omitempty"`
+	ID    string `json:"id"`
+	RunID string `json:"runId"`
+	Name  string `json:"name,omitempty"`
+	// Timestamp is when the batch started, in UTC, as Spark reports it.
 	Timestamp time.Time `json:"timestamp"`
 	BatchID   int64     `json:"batchId"`
+	// BatchDuration is the batch's whole time in milliseconds, Spark's
+	// batchDuration (durationMs' triggerExecution).
+	BatchDuration int64 `json:"batchDuration"`
 	// NumInputRows counts the rows read, decoded or not.
 	NumInputRows           int64   `json:"numInputRows"`
 	InputRowsPerSecond     float64 `json:"inputRowsPerSecond"`

@@ -37,7 +37,9 @@ func (e *events) OnQueryTerminated(t runtime.QueryTerminated) {
 }
 
 // TestProgressReports checks the progress of every batch against the
-// input: rows read, state rows total and updated, batch ids in order.
+// input: rows read, state rows total and updated, batch ids in order;
+// and its time as Spark reports it: the start in UTC, batchDuration the
+// whole batch's (triggerExecution).
 func TestProgressReports(t *testing.T) {
 	in := clicks(100, 3)
 	m := typed.NewMemoryStream[fixtures.Click]("clicks", 30)
@@ -68,6 +70,9 @@ func TestProgressReports(t *testing.T) {
 		if p.BatchID != int64(i) || p.NumInputRows != int64(len(batch)) || op.NumRowsUpdated != int64(len(keys)) || op.NumRowsTotal != int64(len(seen)) ||
 			p.Sink.NumOutputRows != int64(len(keys)) || p.Sources[0].EndOffset != strconv.Itoa(i*30+len(batch)) {
 			t.Fatalf("batch %d report: %+v", i, p)
+		}
+		if p.Timestamp.Location() != time.UTC || p.BatchDuration != p.DurationMs[runtime.DurationTriggerExecution] {
+			t.Fatalf("batch %d: timestamp %v, batchDuration %d, triggerExecution %d", i, p.Timestamp, p.BatchDuration, p.DurationMs[runtime.DurationTriggerExecution])
 		}
 	}
 	if s := q.Status(); s.Message != "Stopped" || s.IsTriggerActive {
