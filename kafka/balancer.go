@@ -338,25 +338,25 @@ func assign(members []balanceMember, claims map[int32]claim, n int32, standbys i
 		// task to a caught-up client: the balanced pick warms up a copy
 		// to take it later, or, with no warm-up left, the caught-up
 		// member keeps it.
+		c, claimed := claims[p]
+		claimed = claimed && c.member < len(members) // a live owner
 		ready := -1
-		if !caughtUp(pick, p) {
+		if !claimed && !caughtUp(pick, p) {
 			for m := range members {
 				if caughtUp(m, p) && (ready < 0 || cmp.Or(cmp.Compare(load[ready], load[m]), cmp.Compare(position(m, p), position(ready, p))) > 0) {
 					ready = m
 				}
 			}
 		}
-		c, claimed := claims[p]
-		claimed = claimed && c.member < len(members) && c.member != pick
 		switch {
-		case ready >= 0 && !claimed && warming >= warm.max:
+		case ready >= 0 && warming >= warm.max:
 			owners[p] = ready
 			load[ready]++
 			continue
-		case ready >= 0 && !claimed:
+		case ready >= 0:
 			owners[p], warmupOwners[p] = ready, pick
 			warming++
-		case claimed && warming < warm.max && !caughtUp(pick, p):
+		case claimed && c.member != pick && warming < warm.max && !caughtUp(pick, p):
 			owners[p], warmupOwners[p] = c.member, pick
 			warming++
 		default:
