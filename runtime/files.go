@@ -91,6 +91,8 @@ const maxLinePrefix = 1 << 10
 
 // FilesSource returns a source over the JSON-lines files in dir: every file whose
 // name ends in ".json" or ".jsonl" and does not start with "." or "_".
+// Other visible files are left out (where Spark's file source reads
+// every file), with a warning once for each extension.
 //
 // Writers must make a file appear complete: write it under a hidden name
 // (starting with "." or "_") in dir, or anywhere on the same file system,
@@ -178,6 +180,9 @@ type filesSource struct {
 	// files, so that it warns of each once while it stays so, and forgets
 	// it once it is gone or mended.
 	skipped map[string]bool
+	// leftOut holds the kinds of names (their extensions) Available has
+	// warned of leaving out, once each.
+	leftOut map[string]bool
 }
 
 func (s *filesSource) Name() string { return s.opts.Name }
@@ -310,6 +315,7 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	for _, e := range entries {
 		name := e.Name()
 		if !isInputFile(name) {
+			s.warnLeftOut(name)
 			continue
 		}
 		modTime, present, err := s.inspect(e)
@@ -377,6 +383,28 @@ func (s *filesSource) inspect(e fs.DirEntry) (modTime time.Time, present bool, e
 		return time.Time{}, false, fmt.Errorf("%w: %s is %s", errNotRegular, path, describeType(info.Mode()))
 	}
 	return info.ModTime(), true, nil
+}
+
+// warnLeftOut warns, once for each extension, that a visible file the
+// source does not read (not .json nor .jsonl, where Spark's file source
+// reads every file) is left out: hidden names (a "." or "_" in front, as
+// a writer names a file it has not finished) and ".tmp" ones are not.
+func (s *filesSource) warnLeftOut(name string) {
+	ext := filepath.Ext(name)
+	if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || ext == ".tmp" {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.leftOut[ext] {
+		return
+	}
+	if s.leftOut == nil {
+		s.leftOut = map[string]bool{}
+	}
+	s.leftOut[ext] = true
+	slog.Warn("streamgen: files source: leaving out files that are not .json or .jsonl (the source reads JSON lines from those alone)",
+		"source", s.opts.Name, "file", name, "extension", ext)
 }
 
 // warnSkipped logs a warning for each entry in skipped, which maps a name

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
@@ -904,5 +905,34 @@ func TestFilesSystemFaultFailsTheRead(t *testing.T) {
 	got = readWithin(t, src, end)
 	if len(got) != 1 || got[0].Err != nil || string(got[0].Data) != `{"a":1}` {
 		t.Fatalf("Read once the fault passed: %+v, want the file's line", got)
+	}
+}
+
+// TestFilesWarnOfFilesLeftOut: a visible file that is not JSON lines is
+// left out, where Spark's file source would read it, so the source warns
+// once for each extension (not for hidden names, which writers give the
+// files they are writing, nor .tmp ones).
+func TestFilesWarnOfFilesLeftOut(t *testing.T) {
+	var logs bytes.Buffer
+	before := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	defer slog.SetDefault(before)
+	dir := t.TempDir()
+	for _, name := range []string{"a.json", "b.txt", "c.txt", "d.csv", "part-00000", ".e.txt", "_f.csv", "g.json.tmp"} {
+		writeFile(t, dir, name, "{}\n")
+	}
+	src := runtime.FilesSource(dir, runtime.FilesOptions{Name: "in"})
+	available(t, src)
+	available(t, src)
+	var warned []string
+	for line := range strings.Lines(logs.String()) {
+		if strings.Contains(line, "leaving out files that are not .json or .jsonl") {
+			_, ext, _ := strings.Cut(line, "extension=")
+			warned = append(warned, strings.TrimSpace(ext))
+		}
+	}
+	slices.Sort(warned)
+	if want := []string{`""`, ".csv", ".txt"}; !slices.Equal(warned, want) {
+		t.Fatalf("warned of %q, want once each of %q:\n%s", warned, want, logs.String())
 	}
 }
