@@ -76,6 +76,13 @@ func defaultConfig() config {
 	}
 }
 
+// RecentProgressUpdates sets how many progress reports the query keeps
+// for RecentProgress: the latest n, 100 by default, as Spark's
+// spark.sql.streaming.numRecentProgressUpdates. n must be positive.
+func RecentProgressUpdates(n int) Option {
+	return optionFunc(func(c *config) { c.progressKeep = n })
+}
+
 // Name names the query in progress reports.
 func Name(name string) Option { return optionFunc(func(c *config) { c.name = name }) }
 
@@ -366,6 +373,9 @@ func (c *config) validate() error {
 	}
 	if c.windowCloses < 0 {
 		errs = append(errs, fmt.Errorf("WindowClosesPerBatch %d is negative", c.windowCloses))
+	}
+	if c.progressKeep < 1 {
+		errs = append(errs, fmt.Errorf("RecentProgressUpdates %d is not positive", c.progressKeep))
 	}
 	if c.memTable < 0 {
 		errs = append(errs, fmt.Errorf("MemTableSize %d is negative", c.memTable))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	goruntime "runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -289,5 +290,28 @@ func TestWatermarkPerPartitionAcrossRestart(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestRecentProgressUpdates: a query keeps the number of progress
+// reports RecentProgressUpdates says, the latest, as Spark's
+// numRecentProgressUpdates; none is refused.
+func TestRecentProgressUpdates(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 10)
+	m.Add(clicks(40, 5)...)
+	q, err := countPipeline(m, newSink[fixtures.UserCount]()).Start(context.Background(),
+		newCheckpoint().opts(runtime.RecentProgressUpdates(2), runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	if p := q.RecentProgress(); len(p) != 2 || p[0].BatchID != 2 || p[1].BatchID != 3 {
+		t.Fatalf("kept %d reports, want batches 2 and 3: %+v", len(p), p)
+	}
+	_, err = countPipeline(m, newSink[fixtures.UserCount]()).Start(context.Background(), newCheckpoint().opts(runtime.RecentProgressUpdates(0))...)
+	if err == nil || !strings.Contains(err.Error(), "RecentProgressUpdates 0 is not positive") {
+		t.Fatalf("RecentProgressUpdates(0): %v", err)
 	}
 }
