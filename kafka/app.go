@@ -217,6 +217,11 @@ type AppOptions struct {
 	// window's or a grouping set's key without its window or set), for
 	// StateHandler to find the task that holds it: for input partitioned
 	// otherwise than by Kafka's default partitioner over that encoding.
+	// Input keyed by an integer that a Java producer wrote with
+	// IntegerSerializer or LongSerializer (4 or 8 big-endian bytes, the
+	// sign bit kept) needs it, as Kafka Streams' queryMetadataForKey
+	// needs the key's serializer: decode the 8 bytes given, and hash the
+	// bytes the producer wrote.
 	KeyPartition func(key []byte, partitions int32) int32
 	// StateClient is the HTTP client StateHandler forwards reads with
 	// (by default one that follows no redirect): one with TLS settings,
