@@ -785,16 +785,23 @@ func (o *filesOffset) add(name string, modTime time.Time) {
 	o.ModTimes = append(o.ModTimes, nanos)
 }
 
-// sortByName sorts o's files, with their times, by name.
+// sortByName sorts o's files, with their times (if it has any), by name.
 func sortByName(o *filesOffset) {
 	order := make([]int, len(o.Files))
 	for i := range order {
 		order[i] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(o.Files[a], o.Files[b]) })
-	files, times := make([]string, len(order)), make([]int64, len(order))
+	files := make([]string, len(order))
+	var times []int64
+	if o.ModTimes != nil {
+		times = make([]int64, len(order))
+	}
 	for i, j := range order {
-		files[i], times[i] = o.Files[j], o.modTime(j)
+		files[i] = o.Files[j]
+		if times != nil {
+			times[i] = o.ModTimes[j]
+		}
 	}
 	o.Files, o.ModTimes = files, times
 }
@@ -909,23 +916,7 @@ func (s *filesSource) decode(offset json.RawMessage, what string) (filesOffset, 
 		return o, fmt.Errorf("%s offset: %d files and %d modification times", what, len(o.Files), len(o.ModTimes))
 	}
 	if !slices.IsSorted(o.Files) {
-		order := make([]int, len(o.Files))
-		for i := range order {
-			order[i] = i
-		}
-		slices.SortFunc(order, func(a, b int) int { return strings.Compare(o.Files[a], o.Files[b]) })
-		files := make([]string, len(order))
-		var times []int64
-		if o.ModTimes != nil {
-			times = make([]int64, len(order))
-		}
-		for i, j := range order {
-			files[i] = o.Files[j]
-			if times != nil {
-				times[i] = o.ModTimes[j]
-			}
-		}
-		o.Files, o.ModTimes = files, times
+		sortByName(&o)
 	}
 	return o, nil
 }
