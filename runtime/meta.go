@@ -158,6 +158,9 @@ type VariableMeta struct {
 	// Index marks an index of the operator's other state
 	// (StateInfo.Index), whose entries are no state rows.
 	Index bool `json:"index,omitempty"`
+	// NoMatchFlag marks a join side whose stored rows' matched flags
+	// are not kept up to date (StateInfo.NoMatchFlag).
+	NoMatchFlag bool `json:"noMatchFlag,omitempty"`
 }
 
 // planMeta describes plan as a checkpoint records it.
@@ -175,7 +178,7 @@ func planMeta(plan *Plan) Meta {
 		}
 		for i, s := range info.States {
 			om.States[s.Name] = s.Schema
-			vm := VariableMeta{ID: uint8(i), Kind: s.Kind, Encoding: s.Encoding, ValueType: s.ValueType, MapKeyType: s.MapKeyType, MapKey: s.MapKey, Index: s.Index}
+			vm := VariableMeta{ID: uint8(i), Kind: s.Kind, Encoding: s.Encoding, ValueType: s.ValueType, MapKeyType: s.MapKeyType, MapKey: s.MapKey, Index: s.Index, NoMatchFlag: s.NoMatchFlag}
 			if s.TTL > 0 {
 				vm.TTL = s.TTL.String()
 				if s.EventTimeTTL {
@@ -462,6 +465,12 @@ func reconcileVariables(op int, stored, current *OperatorMeta) (drop []dropVaria
 				// The same bytes would be read in another layout.
 				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q was stored as %q, is now %q: this version cannot read the stored entries; start from a new checkpoint directory, or delete the variable (DeleteIfExists)",
 					op, current.Kind, current.Name, name, old.Encoding, v.Encoding))
+			}
+			if old.NoMatchFlag && !v.NoMatchFlag {
+				// A row that matched after it was stored says it did
+				// not: the join would write it again, padded.
+				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): the stored %s rows do not say whether they had a match (the join did not write them padded, so it did not keep that), and this join writes those without one: start from a new checkpoint directory",
+					op, current.Kind, current.Name, name))
 			}
 			v.ID = old.ID
 		} else {

@@ -238,6 +238,13 @@ type StateInfo struct {
 	// (a join's rows by the time they are forgotten): they are not state
 	// rows, and the operator's totals leave them out.
 	Index bool
+	// NoMatchFlag says the variable is a side of a stream-stream join
+	// (EncodingJoinBuffer) whose rows' JoinRowMatched flag is not kept
+	// up to date, because the join never reads it (an inner join, or the
+	// side an outer join does not write padded): a row that matched
+	// after it was stored is not written again to say so. A start whose
+	// join reads the flag of such a stored side is refused.
+	NoMatchFlag bool
 }
 
 // VariableIDs is implemented by an operator that needs to know the ids

@@ -293,8 +293,11 @@ func decodeEntry(row *StateRow, v VariableMeta, schema *codec.Schema, suffix, ra
 			return fmt.Errorf("streamgen: a join row of %d bytes under a %d-byte suffix", len(raw), len(suffix))
 		}
 		at := time.Unix(0, int64(binary.BigEndian.Uint64(suffix)^1<<63)).UTC()
-		matched := raw[0]&JoinRowMatched != 0
-		row.EventTime, row.Matched = &at, &matched
+		row.EventTime = &at
+		if !v.NoMatchFlag {
+			matched := raw[0]&JoinRowMatched != 0
+			row.Matched = &matched
+		}
 		row.Value, err = appendTyped(nil, schema, v.ValueType, raw[1:])
 	default:
 		return fmt.Errorf("streamgen: state encoding %q is not known to this version", v.Encoding)

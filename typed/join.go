@@ -59,6 +59,10 @@ func (j JoinType) keepsLeft() bool { return j == LeftOuter || j == FullOuter || 
 // written.
 func (j JoinType) keepsRight() bool { return j == RightOuter || j == FullOuter }
 
+// readsLeftFlags reports whether the join reads whether a stored left row
+// has had a match: to write it padded, or a LeftSemi row once.
+func (j JoinType) readsLeftFlags() bool { return j.keepsLeft() || j == LeftSemi }
+
 // Joined is a row of a join as the function that makes the join's output
 // sees it: the key, the left and right rows, and, for a join on windows,
 // their window.

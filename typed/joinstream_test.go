@@ -1,6 +1,7 @@
 package typed_test
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -1036,5 +1037,89 @@ func TestJoinOnWindowsRefused(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: %v, want an error saying %q", tc.windows, err, tc.want)
 		}
+	}
+}
+
+// TestJoinMatchFlagsAcrossTypes: a join keeps, for a side it writes
+// padded, whether each stored row has had a match; an inner join keeps it
+// for neither side (nothing reads it, and marking a row that matches
+// after it was stored would write it again). A checkpoint whose stored
+// side lacks it is refused by a join that writes that side padded, even
+// with pipeline changes allowed: a row that matched would be written
+// again, padded. A join that reads fewer flags than the one before may
+// follow it, and writes what the stored flags say.
+func TestJoinMatchFlagsAcrossTypes(t *testing.T) {
+	at := func(s int) time.Time { return time.Unix(1000+int64(s), 0).UTC() }
+	// Left 1 is stored, then matched by right 2; left 3 and right 4
+	// match nothing; right 50 moves the watermark past them all.
+	rows := [][2][]fixtures.Click{
+		{{{User: "a", Time: at(0), Page: "1"}, {User: "d", Time: at(1), Page: "3"}}, nil},
+		{nil, {{User: "a", Time: at(2), Page: "2"}, {User: "b", Time: at(2), Page: "4"}}},
+		{{{User: "c", Time: at(60), Page: "5"}}, {{User: "c", Time: at(60), Page: "50"}}},
+	}
+	cond := typed.TimeBetween(-4*time.Second, 4*time.Second)
+	// (The streams go on from one run to the next, as the checkpoint's
+	// offsets do.)
+	run := func(ck *checkpoint, l, r *typed.MemoryStream[fixtures.Click], how typed.JoinType, batches [][2][]fixtures.Click, opts ...runtime.Option) ([]string, error) {
+		joined := typed.Join(byKey(watermarked(typed.FromMemory(l), time.Second)), byKey(watermarked(typed.FromMemory(r), time.Second)), how,
+			func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string {
+				return tuple(of(j.Left, valueOf), of(j.Right, valueOf))
+			}, typed.JoinWithin(cond))
+		sink := newSink[string]()
+		w := typed.WriteTo(joined, sink)
+		for _, b := range batches {
+			l.Add(b[0]...)
+			r.Add(b[1]...)
+			if err := runToEnd(t, w, ck.opts(opts...)...); err != nil {
+				return nil, err
+			}
+		}
+		return sortedRows(sink.rows()), nil
+	}
+	for _, tc := range []struct {
+		was, now typed.JoinType
+		refused  string // the side the error names, or "" when the start goes on
+	}{
+		{typed.Inner, typed.LeftOuter, "left"},
+		{typed.Inner, typed.RightOuter, "right"},
+		{typed.Inner, typed.LeftSemi, "left"},
+		{typed.LeftOuter, typed.FullOuter, "right"},
+		{typed.RightOuter, typed.FullOuter, "left"},
+		{typed.FullOuter, typed.LeftOuter, ""},
+		{typed.FullOuter, typed.RightOuter, ""},
+		{typed.LeftOuter, typed.Inner, ""},
+	} {
+		t.Run(fmt.Sprintf("%v-then-%v", tc.was, tc.now), func(t *testing.T) {
+			ck := newCheckpoint()
+			l := typed.NewMemoryStream[fixtures.Click]("left", 0)
+			r := typed.NewMemoryStream[fixtures.Click]("right", 0)
+			if _, err := run(ck, l, r, tc.was, rows[:2]); err != nil {
+				t.Fatal(err)
+			}
+			got, err := run(ck, l, r, tc.now, rows[2:], runtime.AllowPipelineChanges())
+			if tc.refused != "" {
+				want := fmt.Sprintf("the stored %s rows do not say whether they had a match", tc.refused)
+				if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), want) {
+					t.Fatalf("%v, want it refused, saying %q", err, want)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The loop: of the stored rows, only those that matched
+			// nothing are written padded, by the join that follows.
+			var want []string
+			if tc.now == typed.LeftOuter || tc.now == typed.FullOuter {
+				want = append(want, "(3,null)")
+			}
+			if tc.now == typed.RightOuter || tc.now == typed.FullOuter {
+				want = append(want, "(null,4)")
+			}
+			want = append(want, "(5,50)")
+			if want = sortedRows(want); !slices.Equal(got, want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+		})
 	}
 }
