@@ -195,12 +195,22 @@ type BatchRewinder interface {
 
 type queryKey struct{}
 
+// queryIdent is the value of a query's contexts under queryKey.
+type queryIdent struct{ id, runID string }
+
 // QueryIDOf returns the id of the query (Query.ID) whose batch ctx was
-// given for, to a sink's Write, RewindAfter or WriteDeadLetters or to a
-// source's Read, or "" for any other context.
+// given for, to a sink's Write, RewindAfter or WriteDeadLetters, to a
+// source's Read or to an operator's call, or "" for any other context.
 func QueryIDOf(ctx context.Context) string {
-	id, _ := ctx.Value(queryKey{}).(string)
-	return id
+	q, _ := ctx.Value(queryKey{}).(queryIdent)
+	return q.id
+}
+
+// RunIDOf returns the id of the run (Query.RunID) of the query whose
+// batch ctx was given for, as QueryIDOf, or "" for any other context.
+func RunIDOf(ctx context.Context) string {
+	q, _ := ctx.Value(queryKey{}).(queryIdent)
+	return q.runID
 }
 
 // AtLeastOnceSink is implemented by a sink that writes every attempt of

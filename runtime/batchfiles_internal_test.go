@@ -15,8 +15,8 @@ import (
 // and the files of other prefixes, stay.
 func TestBatchFilesRemoveWithNothingCommitted(t *testing.T) {
 	dir := t.TempDir()
-	a := context.WithValue(context.Background(), queryKey{}, "query-a")
-	b := context.WithValue(context.Background(), queryKey{}, "query-b")
+	a := context.WithValue(context.Background(), queryKey{}, queryIdent{id: "query-a"})
+	b := context.WithValue(context.Background(), queryKey{}, queryIdent{id: "query-b"})
 	parts, letters := NewBatchFiles(dir, "part-"), NewBatchFiles(dir, "dead-letters-")
 	write := func(w io.Writer) error { _, err := io.WriteString(w, "row\n"); return err }
 	for id := range int64(3) {

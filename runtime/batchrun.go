@@ -446,7 +446,7 @@ func (q *Query) runTimers(ctx context.Context, b *Batch, i int, op Operator, inf
 		return fmt.Errorf("streamgen: batch %d: %s (%s): %w", b.ID, info.Kind, info.Name, err)
 	}
 	k := &b.ops[i].keyState
-	threshold, ok := timerThreshold(info.TimeMode, b.Watermark, b.Now)
+	threshold, ok := timerThreshold(info, b.Watermark, b.Now)
 	if !ok {
 		return nil
 	}

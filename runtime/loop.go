@@ -30,7 +30,7 @@ func (o offsets) hasData() bool {
 }
 
 func (q *Query) loop(ctx context.Context) (err error) {
-	ctx = context.WithValue(ctx, queryKey{}, q.id)
+	ctx = context.WithValue(ctx, queryKey{}, queryIdent{id: q.id, runID: q.runID})
 	// A batch's commit may still be in flight when the loop ends: it
 	// ends with the commit's error, or reports the batch.
 	defer func() {
@@ -354,7 +354,7 @@ func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
 				}
 			}
 		}
-		threshold, ok := timerThreshold(info.TimeMode, watermark, now)
+		threshold, ok := timerThreshold(info, watermark, now)
 		if !ok {
 			continue
 		}
@@ -480,15 +480,25 @@ func hasTTL(info OperatorInfo) bool {
 
 // timerThreshold is the instant a timer must be strictly before to fire:
 // the batch's processing time, or the watermark (none before the first
-// watermark).
-func timerThreshold(mode TimeMode, watermark, now time.Time) (time.Time, bool) {
-	switch mode {
+// watermark), a nanosecond after it for an operator whose timers fire at
+// the time (OperatorInfo.InclusiveTimers).
+func timerThreshold(info OperatorInfo, watermark, now time.Time) (time.Time, bool) {
+	var at time.Time
+	switch info.TimeMode {
 	case ProcessingTimeMode:
-		return now, true
+		at = now
 	case EventTimeMode:
-		return watermark, !watermark.IsZero()
+		if watermark.IsZero() {
+			return time.Time{}, false
+		}
+		at = watermark
+	default:
+		return time.Time{}, false
 	}
-	return time.Time{}, false
+	if info.InclusiveTimers && at.Before(EndOfTime) {
+		at = at.Add(time.Nanosecond) // the timers at the time too
+	}
+	return at, true
 }
 
 // waitForData waits, when a batch found nothing to do, for the poll

@@ -116,6 +116,11 @@ type OperatorInfo struct {
 	Timeout, OutputMode string
 	// TimeMode is the kind of time of the operator's timers.
 	TimeMode TimeMode
+	// InclusiveTimers says a timer fires once the batch's time (the
+	// watermark, or the processing time) reaches it, as Spark's
+	// transformWithState's (TimerStateImpl.getExpiredTimers); otherwise
+	// once the time is past it, as a GroupState timeout.
+	InclusiveTimers bool
 	// KeyType and Key describe the grouping key: the name of a basic
 	// type, or for a record, its schema and "orderedRecord" (its fields
 	// in order, codec.OrderedKey) or "record" (its binary encoding); a

@@ -162,7 +162,11 @@ func (p *overProcessor[K, T, Acc, Out, Row]) judgesLateRows() bool { return !p.o
 // accumulators depend on (describedAggregator): the unbounded frames
 // store one, and the bounded ones fold their frames anew each batch from
 // rows whose type the operator's name holds.
+//
+// Its timers are set a nanosecond before the instant they wait for, to
+// fire once the time is past them.
 func (p *overProcessor[K, T, Acc, Out, Row]) describeInfo(info *runtime.OperatorInfo) {
+	info.InclusiveTimers = false
 	if p.over.unbounded {
 		describe(info, p.agg)
 	}

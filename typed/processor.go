@@ -22,10 +22,10 @@ const (
 	// TimeModeNone: no timers; a timer call is an error.
 	TimeModeNone TimeMode = iota
 	// TimeModeProcessingTime: timers fire once the batch's processing time
-	// is strictly after them.
+	// reaches them (at or after them), as Spark's.
 	TimeModeProcessingTime
-	// TimeModeEventTime: timers fire once the watermark is strictly after
-	// them. It needs a watermark.
+	// TimeModeEventTime: timers fire once the watermark reaches them (at
+	// or after them), as Spark's. It needs a watermark.
 	TimeModeEventTime
 )
 
@@ -350,6 +350,27 @@ func (h *Handle) ListTimers(ctx context.Context) ([]time.Time, error) {
 		return nil
 	})
 	return out, err
+}
+
+// QueryInfo is what a handler's call knows of its query, as Spark's
+// StatefulProcessorHandle.getQueryInfo: the query's id (Query.ID, kept
+// by its checkpoint across restarts), this run's (Query.RunID, new at
+// every start) and the id of the batch the call runs in (the epoch a
+// sink is given): enough to make a handler's writes elsewhere
+// idempotent.
+type QueryInfo struct {
+	QueryID, RunID string
+	BatchID        int64
+}
+
+// QueryInfo returns the query, run and batch of the handler's call whose
+// ctx is given; it fails outside a call (in Init, or with another ctx).
+func (h *Handle) QueryInfo(ctx context.Context) (QueryInfo, error) {
+	s, err := scopeOf(ctx, "QueryInfo")
+	if err != nil {
+		return QueryInfo{}, err
+	}
+	return QueryInfo{QueryID: runtime.QueryIDOf(ctx), RunID: runtime.RunIDOf(ctx), BatchID: s.k.Batch().ID}, nil
 }
 
 func (h *Handle) timerScope(ctx context.Context, what string) (*keyScope, error) {

@@ -108,7 +108,11 @@ func TransformWithState[K comparable, In, Out any](
 			Timeout:    timeMode.String(),
 			OutputMode: mode.String(),
 			TimeMode:   timeMode.runtime(),
-			KeyType:    ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseKeys: ks.codec.useKeys, ParseKey: ks.codec.parseJSON,
+			// A timer fires once the time reaches it, as Spark's
+			// TimerStateImpl.getExpiredTimers (a GroupState timeout
+			// once the time is past it).
+			InclusiveTimers: true,
+			KeyType:         ks.codec.typeName, LegacyKeyType: ks.codec.legacyTypeName, UseKeys: ks.codec.useKeys, ParseKey: ks.codec.parseJSON,
 			Key:     ks.codec.schema,
 			Deleted: op.handle.deleted,
 			// Late rows are dropped in event time only, as Spark 4's

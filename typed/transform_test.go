@@ -342,20 +342,20 @@ func TestProcessorTimers(t *testing.T) {
 	step(2*time.Second, click("b", 0))              // t=3s: b's moves to 8s
 	q.Stop()
 	start()
-	step(3 * time.Second) // t=6s: a's is not strictly before 6s
+	step(2 * time.Second) // t=5s: nothing is due
 	if n := len(sink.rows()); n != 0 {
-		t.Fatalf("%d rows at 6s, want none", n)
+		t.Fatalf("%d rows at 5s, want none", n)
 	}
-	step(time.Second) // t=7s: a's fires
-	step(time.Second) // t=8s: nothing
-	step(time.Second) // t=9s: b's fires
+	step(time.Second) // t=6s: a's fires, at its time (as Spark's)
+	step(time.Second) // t=7s: nothing
+	step(time.Second) // t=8s: b's fires
 	step(10 * time.Second)
 	q.Stop()
 	var got []string
 	for _, r := range sink.rows() {
 		got = append(got, r.User+" "+strings.Join(r.Pages, " "))
 	}
-	want := []string{"a 6s fired:6s now:7s", "b 8s fired:8s now:9s"}
+	want := []string{"a 6s fired:6s now:6s", "b 8s fired:8s now:8s"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("timers fired: %q, want %q", got, want)
 	}
@@ -1234,5 +1234,69 @@ func TestGroupingKeyWidened(t *testing.T) {
 	m.Add(click("abc", 4))
 	if err := start(typed.WriteTo(by16, sink16).OutputMode(typed.Update)); !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "key type was int64, is now int16") {
 		t.Fatalf("int64 key narrowed to int16: %v", err)
+	}
+}
+
+// infoProcessor writes, for each call, the QueryInfo its handle gives.
+type infoProcessor struct{ h *typed.Handle }
+
+func (p *infoProcessor) Init(h *typed.Handle) error {
+	p.h = h
+	if _, err := h.QueryInfo(context.Background()); !errors.Is(err, typed.ErrInvalidHandleState) {
+		return fmt.Errorf("QueryInfo in Init: %v, want ErrInvalidHandleState", err)
+	}
+	return nil
+}
+
+func (p *infoProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(typed.QueryInfo)) error {
+	info, err := p.h.QueryInfo(ctx)
+	if err != nil {
+		return err
+	}
+	emit(info)
+	return nil
+}
+
+// TestProcessorQueryInfo: a handler's call knows its query's id, kept
+// across a restart, the run's, new at every start, and its batch's, the
+// one its rows are written with (Spark's getQueryInfo).
+func TestProcessorQueryInfo(t *testing.T) {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 1)
+	sink := newSink[typed.QueryInfo]()
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	w := typed.WriteTo(typed.TransformWithState(byUser, &infoProcessor{}, typed.TimeModeNone, typed.Append), sink)
+	ck := newCheckpoint()
+	var runs [][2]string
+	for _, users := range [][]string{{"a", "b"}, {"c"}} {
+		for _, u := range users {
+			m.Add(click(u, 0))
+		}
+		q, err := w.Start(context.Background(), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, [2]string{q.ID(), q.RunID()})
+	}
+	if runs[0][0] != runs[1][0] || runs[0][1] == runs[1][1] {
+		t.Fatalf("runs (query id, run id) %v: want one query id, two run ids", runs)
+	}
+	var got []string
+	for id, infos := range sink.snapshot() {
+		for _, info := range infos {
+			run := 0
+			if id == 2 {
+				run = 1
+			}
+			if info.BatchID != id || info.QueryID != runs[run][0] || info.RunID != runs[run][1] {
+				t.Errorf("batch %d of run %d: a call's info %+v", id, run, info)
+			}
+			got = append(got, fmt.Sprint(id))
+		}
+	}
+	if slices.Sort(got); !slices.Equal(got, []string{"0", "1", "2"}) {
+		t.Fatalf("calls in batches %v, want one in each of 0, 1 and 2", got)
 	}
 }
