@@ -314,7 +314,7 @@ func (p *timerProcessor) HandleExpiredTimer(ctx context.Context, user string, ti
 func (p *timerProcessor) Close() error { return nil }
 
 // TestProcessorTimers: a timer fires once, in the first batch whose
-// processing time is strictly after it, also without new data, and
+// processing time reaches it (Spark's rule), also without new data, and
 // survives a restart; a deleted timer never fires; ListTimers in
 // HandleExpiredTimer lists the timer that is firing.
 func TestProcessorTimers(t *testing.T) {
