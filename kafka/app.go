@@ -1670,7 +1670,8 @@ func (a *App) runRepartition(ctx context.Context, p int32) error {
 	src := task.track(Source(Options{Connection: a.opts.Connection, Partitions: partitions, StartingOffsets: Earliest(),
 		Name: "kafka:" + a.opts.Topics[0] + "/" + strconv.Itoa(int(p))}))
 	sink := &repartitionSink{topic: a.repartitionTopic(),
-		producer: producer{conn: a.opts.Connection, what: "kafka repartition topic " + strconv.Quote(a.repartitionTopic()), txn: txn}}
+		producer: producer{conn: a.opts.Connection, what: "kafka repartition topic " + strconv.Quote(a.repartitionTopic()), txn: txn,
+			timeout: a.opts.ChangelogOptions.ProduceTimeout}}
 	task.OnClose(sink.close)
 	rows := From(src, func(m *Message) (repartitioned, error) {
 		key, err := a.opts.RepartitionBy(m)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -27,6 +28,9 @@ type DeadLetterOptions struct {
 	// each batch's dead letters are written in its transaction (see
 	// SinkOptions.Transactions).
 	Transactions *Transactions
+	// ProduceTimeout bounds how long a batch's letters may go without an
+	// acknowledgement (see SinkOptions.ProduceTimeout).
+	ProduceTimeout time.Duration
 }
 
 // DeadLetterWriter writes a query's dead letters to a Kafka topic, as a
@@ -60,7 +64,7 @@ type DeadLetterWriter struct {
 func DeadLetterTopic(topic string, opts DeadLetterOptions) *DeadLetterWriter {
 	opts.Originals = slices.Clone(opts.Originals)
 	d := &DeadLetterWriter{topic: topic, opts: opts, err: opts.validate(topic)}
-	d.producer = producer{conn: opts.Connection, what: "kafka dead-letter topic " + strconv.Quote(topic), txn: opts.Transactions}
+	d.producer = producer{conn: opts.Connection, what: "kafka dead-letter topic " + strconv.Quote(topic), txn: opts.Transactions, timeout: opts.ProduceTimeout}
 	return d
 }
 
@@ -76,6 +80,9 @@ func (o *DeadLetterOptions) validate(topic string) error {
 		if src == nil {
 			errs = append(errs, fmt.Errorf("Originals[%d] is nil", i))
 		}
+	}
+	if o.ProduceTimeout < 0 {
+		errs = append(errs, fmt.Errorf("ProduceTimeout %v is negative", o.ProduceTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("streamgen: kafka dead-letter topic: options: %w", err)

@@ -60,7 +60,7 @@ func (s *TopicSource) listPartitions(ctx context.Context, client *kgo.Client) ([
 	}
 	meta := make(map[topicPartition]partitionMeta)
 	var parts, leaderless []topicPartition
-	var making []string
+	var making, missing []string
 	for _, t := range resp.Topics {
 		if t.Topic == nil {
 			continue
@@ -68,6 +68,7 @@ func (s *TopicSource) listPartitions(ctx context.Context, client *kgo.Client) ([
 		topic := *t.Topic
 		switch err := kerr.ErrorForCode(t.ErrorCode); {
 		case errors.Is(err, kerr.UnknownTopicOrPartition):
+			missing = append(missing, topic)
 			continue // not there (yet, or any more)
 		case errors.Is(err, kerr.LeaderNotAvailable):
 			making = append(making, topic) // being made: listed once it is
@@ -94,8 +95,32 @@ func (s *TopicSource) listPartitions(ctx context.Context, client *kgo.Client) ([
 	slices.SortFunc(parts, compareTopicPartitions)
 	s.mu.Lock()
 	s.meta, s.listed, s.listedAt, s.leaderless, s.making = meta, parts, time.Now(), leaderless, making
+	s.noteMissing(missing)
 	s.mu.Unlock()
 	return parts, nil
+}
+
+// noteMissing warns, once, of each topic the source names that the
+// cluster does not have, and tells when one it warned of is there: the
+// source waits for it (and reads it from its first record), where a typo
+// in its name would otherwise go unnoticed. (Spark fails the query.)
+// Called with s.mu held.
+func (s *TopicSource) noteMissing(missing []string) {
+	for _, topic := range missing {
+		if !s.missing[topic] {
+			if s.missing == nil {
+				s.missing = map[string]bool{}
+			}
+			s.missing[topic] = true
+			slog.Warn("streamgen: kafka source: a topic it reads does not exist: waiting for it", "source", s.name, "topic", topic)
+		}
+	}
+	for topic := range s.missing {
+		if !slices.Contains(missing, topic) {
+			delete(s.missing, topic)
+			slog.Info("streamgen: kafka source: a topic it waited for exists", "source", s.name, "topic", topic)
+		}
+	}
 }
 
 // leaderOf returns where tp is fetched from, listing the partitions again

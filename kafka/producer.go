@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -20,6 +21,10 @@ type producer struct {
 	what string
 	// txn, when set, are the transactions the writes go into.
 	txn *Transactions
+	// timeout is how long a write without txn may go without an
+	// acknowledgement (SinkOptions.ProduceTimeout); with txn, the
+	// transactions' ProduceTimeout is.
+	timeout time.Duration
 
 	mu     sync.Mutex
 	client *kgo.Client
@@ -138,8 +143,17 @@ func (p *producer) produce(ctx context.Context, records []*kgo.Record) error {
 	if err != nil {
 		return err
 	}
-	return client.ProduceSync(ctx, records...).FirstErr()
+	timeout := p.timeout
+	if timeout == 0 {
+		timeout = DefaultProduceTimeout
+	}
+	return produceWithin(ctx, client, records, timeout)
 }
+
+// DefaultProduceTimeout is the default of SinkOptions.ProduceTimeout and
+// DeadLetterOptions.ProduceTimeout: the Java producer's
+// delivery.timeout.ms, which ends a Spark Kafka sink's retries.
+const DefaultProduceTimeout = 2 * time.Minute
 
 func (p *producer) close() {
 	p.mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -97,5 +98,70 @@ func TestExactlyOnceWriteOutlivesProduceTimeout(t *testing.T) {
 				t.Fatalf("%d records committed, want %d", len(got), len(in))
 			}
 		})
+	}
+}
+
+// TestSinkFailsPastProduceTimeout: a sink without transactions whose
+// topic keeps refusing its records with a retriable error (too few
+// in-sync replicas) fails the batch once ProduceTimeout passes without an
+// acknowledgement, and the query stops with the error, uncommitted, as a
+// Spark Kafka sink fails its task past the producer's
+// delivery.timeout.ms; so does a dead-letter topic. (The producer alone
+// retries for ever: the query ran on, "processing", with no error.)
+func TestSinkFailsPastProduceTimeout(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	fake, conn, adm := newFakeCluster(t)
+	createTopic(t, adm, "out", 1)
+	var refused atomic.Int64
+	fake.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		refused.Add(1)
+		req := kreq.(*kmsg.ProduceRequest)
+		resp := req.ResponseKind().(*kmsg.ProduceResponse)
+		for _, rt := range req.Topics {
+			st := kmsg.NewProduceResponseTopic()
+			st.Topic, st.TopicID = rt.Topic, rt.TopicID
+			for _, rp := range rt.Partitions {
+				sp := kmsg.NewProduceResponseTopicPartition()
+				sp.Partition, sp.ErrorCode = rp.Partition, kerr.NotEnoughReplicas.Code
+				st.Partitions = append(st.Partitions, sp)
+			}
+			resp.Topics = append(resp.Topics, st)
+		}
+		return resp, nil, true
+	})
+	sink := kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn, Topic: "out", ProduceTimeout: timeout})
+	defer sink.Close()
+	stream := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	stream.Add(clicks(3, 1)...)
+	ck := newCheckpoint()
+	q, err := typed.WriteTo(typed.FromMemory(stream), sink).Start(testContext(t), ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	err = q.AwaitTermination()
+	t.Logf("ended after %v, %d requests refused", time.Since(began), refused.Load())
+	if err == nil || !strings.Contains(err.Error(), "no acknowledgement from Kafka for ProduceTimeout (500ms)") || !strings.Contains(err.Error(), `kafka sink "kafka:out"`) {
+		t.Fatalf("the query ended with %v, want the sink's write failed past ProduceTimeout", err)
+	}
+	if refused.Load() == 0 {
+		t.Fatal("no produce request was refused: the test does not exercise the timeout")
+	}
+	if p, ok := q.LastProgress(); ok {
+		t.Fatalf("batch %d committed", p.BatchID)
+	}
+
+	dead := kafka.DeadLetterTopic("out", kafka.DeadLetterOptions{Connection: conn, ProduceTimeout: timeout})
+	defer dead.Close()
+	err = dead.WriteDeadLetters(testContext(t), 0, []runtime.DeadLetter{{Source: "clicks", Position: "1", Error: "bad", Raw: "x"}})
+	if err == nil || !strings.Contains(err.Error(), "ProduceTimeout (500ms)") {
+		t.Fatalf("the dead letters' write ended with %v, want it failed past ProduceTimeout", err)
+	}
+
+	bad := kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn, Topic: "out", ProduceTimeout: -time.Second})
+	defer bad.Close()
+	if err := bad.Write(testContext(t), 0, clicks(1, 1)); err == nil || !strings.Contains(err.Error(), "ProduceTimeout -1s is negative") {
+		t.Fatalf("a negative ProduceTimeout: %v", err)
 	}
 }

@@ -124,6 +124,15 @@ type SinkOptions[T any] struct {
 	// are then produced by the transactions' client (with its
 	// Connection), not the sink's.
 	Transactions *Transactions
+	// ProduceTimeout bounds how long a batch's write may go without an
+	// acknowledgement from Kafka (its leaders gone, too few in-sync
+	// replicas): past it the batch fails, uncommitted, and the query
+	// stops with the error, where the producer would retry for ever, as
+	// a Spark Kafka sink fails its task once the producer's
+	// delivery.timeout.ms passes. The default is DefaultProduceTimeout
+	// (2 minutes). With Transactions, theirs (ChangelogOptions.
+	// ProduceTimeout) bounds the write instead.
+	ProduceTimeout time.Duration
 }
 
 func (o *SinkOptions[T]) validate() error {
@@ -149,6 +158,9 @@ func (o *SinkOptions[T]) validate() error {
 	}
 	if o.Tombstone != nil && o.Key == nil {
 		errs = append(errs, errors.New("Tombstone needs Key: a tombstone removes its key"))
+	}
+	if o.ProduceTimeout < 0 {
+		errs = append(errs, fmt.Errorf("ProduceTimeout %v is negative", o.ProduceTimeout))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("streamgen: kafka sink: options: %w", err)
@@ -193,7 +205,7 @@ type TopicSink[T any] struct {
 // an error saying what is wrong.
 func Sink[T any, P codec.RecordPtr[T]](opts SinkOptions[T]) *TopicSink[T] {
 	s := &TopicSink[T]{opts: opts, err: opts.validate()}
-	s.producer = producer{conn: opts.Connection, what: "kafka sink " + strconv.Quote(s.Description()), txn: opts.Transactions}
+	s.producer = producer{conn: opts.Connection, what: "kafka sink " + strconv.Quote(s.Description()), txn: opts.Transactions, timeout: opts.ProduceTimeout}
 	if opts.Format == Binary {
 		s.encode = func(b []byte, row *T) ([]byte, error) { return P(row).AppendBinary(b) }
 	} else {

@@ -88,6 +88,9 @@ type TopicSource struct {
 	listedAt   time.Time
 	leaderless []topicPartition
 	making     []string
+	// missing are the topics the source names that a listing found not
+	// there, each warned of once (noteMissing).
+	missing map[string]bool
 	// positions are the ends Next planned last, by partition: where
 	// Available fetches from; prefetched are the records Available
 	// fetched, which Read begins with (see prefetch.go).

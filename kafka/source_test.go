@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -862,4 +863,33 @@ func TestMaxTriggerDelayStartsAgain(t *testing.T) {
 	}
 	defer q.Stop()
 	poll(t, "the 3 held rows", func() bool { return len(sink.Rows()) == before+3 })
+}
+
+// TestSourceWarnsOfAMissingTopic: a source of a topic the cluster does not
+// have waits for it, saying so once (a typo in a name would otherwise go
+// unnoticed: Spark fails the query), and says when it is there.
+func TestSourceWarnsOfAMissingTopic(t *testing.T) {
+	var logs strings.Builder
+	before := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	defer slog.SetDefault(before)
+	_, conn, adm := newFakeCluster(t)
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"later"}})
+	defer src.Close()
+	ctx := testContext(t)
+	for range 3 {
+		if _, err := src.Available(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := strings.Count(logs.String(), "a topic it reads does not exist: waiting for it"); n != 1 || !strings.Contains(logs.String(), "topic=later") {
+		t.Fatalf("%d warnings of the missing topic in three listings, want 1 naming it:\n%s", n, logs.String())
+	}
+	createTopic(t, adm, "later", 1)
+	if _, err := src.Available(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "a topic it waited for exists") {
+		t.Fatalf("no word of the topic made:\n%s", logs.String())
+	}
 }

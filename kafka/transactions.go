@@ -270,9 +270,15 @@ func (t *Transactions) produce(ctx context.Context, what string, records []*kgo.
 		return err
 	}
 	t.dirty = true
-	// Failed once ProduceTimeout passes without an acknowledgement: a
-	// long write that goes on is not cut short.
-	pctx, touch, stop := stallContext(ctx, t.opts.ProduceTimeout)
+	return t.explain(produceWithin(ctx, client, records, t.opts.ProduceTimeout))
+}
+
+// produceWithin produces records and waits until each is acknowledged or
+// failed, and returns the first failure; the write fails once timeout
+// passes without an acknowledgement (a long write that goes on is not cut
+// short), whatever the client's own retries would do.
+func produceWithin(ctx context.Context, client *kgo.Client, records []*kgo.Record, timeout time.Duration) error {
+	pctx, touch, stop := stallContext(ctx, timeout)
 	defer stop()
 	var (
 		wg       sync.WaitGroup
@@ -294,14 +300,14 @@ func (t *Transactions) produce(ctx context.Context, what string, records []*kgo.
 		})
 	}
 	wg.Wait()
-	if firstErr == nil && pctx.Err() != nil && ctx.Err() == nil {
-		// The stall cancelled the records' context, but the client had
-		// them all in requests already (it fails only those it has not
-		// sent): acknowledged late, they still fail the write, as
-		// ProduceTimeout says.
-		firstErr = fmt.Errorf("no acknowledgement from Kafka for ProduceTimeout (%v) during the write", t.opts.ProduceTimeout)
+	if pctx.Err() != nil && ctx.Err() == nil {
+		// The stall cancelled the records' context: those the client
+		// had not sent fail with it, and those it had in requests
+		// already, acknowledged late, fail the write too, as the
+		// timeout says.
+		return fmt.Errorf("no acknowledgement from Kafka for ProduceTimeout (%v) during the write", timeout)
 	}
-	return t.explain(firstErr)
+	return firstErr
 }
 
 // stallContext returns a context that is cancelled when timeout passes
