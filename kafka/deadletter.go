@@ -59,14 +59,20 @@ type DeadLetterWriter struct {
 // the topic (its max.message.bytes, or the producer's batch size: a row a
 // sink's topic refused for its size, say) has its value cut to fit, and
 // the header HeaderTruncated with the whole length; the position still
-// names the record. Options that do not validate make every write fail
-// with an error saying what is wrong.
+// names the record. Options that do not validate fail the Start of a
+// query that writes to it (CheckStart), and every write, with an error
+// saying what is wrong.
 func DeadLetterTopic(topic string, opts DeadLetterOptions) *DeadLetterWriter {
 	opts.Originals = slices.Clone(opts.Originals)
 	d := &DeadLetterWriter{topic: topic, opts: opts, err: opts.validate(topic)}
 	d.producer = producer{conn: opts.Connection, what: "kafka dead-letter topic " + strconv.Quote(topic), txn: opts.Transactions, timeout: opts.ProduceTimeout}
 	return d
 }
+
+// CheckStart returns what is wrong with the writer's options, if
+// anything, so that a query writing its dead letters to it fails at its
+// start (runtime.StartChecker).
+func (d *DeadLetterWriter) CheckStart() error { return d.err }
 
 func (o *DeadLetterOptions) validate(topic string) error {
 	var errs []error

@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/streamgen/streamgen/generated/fixtures"
@@ -174,5 +175,46 @@ func TestReplayedBatchIsMarked(t *testing.T) {
 		if n != 0 {
 			t.Fatalf("%+v is missing from the output", c)
 		}
+	}
+}
+
+// TestSinkOptionsCheckedAtStart: a query whose Kafka sink, or dead-letter
+// topic, has options that do not validate fails at Start, saying what is
+// wrong, as Spark validates a Kafka sink's options when the query
+// starts, not at the first batch with rows (a query whose rows are rare
+// would run on, to fail hours later).
+func TestSinkOptionsCheckedAtStart(t *testing.T) {
+	_, conn, _ := newFakeCluster(t)
+	stream := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	good := kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn, Topic: "out"})
+	defer good.Close()
+	for _, tc := range []struct {
+		name string
+		sink *kafka.TopicSink[fixtures.Click]
+		dead *kafka.DeadLetterWriter
+		want string
+	}{
+		{"no topic", kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn}), nil,
+			"sink kafka:(by row): kafka sink: options: set Topic or TopicOf"},
+		{"tombstone without key", kafka.Sink[fixtures.Click](kafka.SinkOptions[fixtures.Click]{Connection: conn, Topic: "out",
+			Tombstone: func(*fixtures.Click) bool { return false }}), nil, "Tombstone needs Key"},
+		{"dead-letter topic", good, kafka.DeadLetterTopic("no good", kafka.DeadLetterOptions{Connection: conn}),
+			`dead-letter sink: kafka dead-letter topic: options: "no good" is not a legal topic name`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := newCheckpoint().opts()
+			if tc.dead != nil {
+				defer tc.dead.Close()
+				opts = append(opts, runtime.DeadLetters(tc.dead))
+			}
+			q, err := typed.WriteTo(typed.FromMemory(stream), tc.sink).Start(testContext(t), opts...)
+			if err == nil {
+				q.Stop()
+				t.Fatalf("started; want it refused, saying %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("%v, want it to say %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -201,8 +201,9 @@ type TopicSink[T any] struct {
 }
 
 // Sink returns a sink writing rows of type T to Kafka (see TopicSink and
-// SinkOptions). Options that do not validate make every Write fail with
-// an error saying what is wrong.
+// SinkOptions). Options that do not validate fail the Start of a query
+// that writes to it (CheckStart), and every Write, with an error saying
+// what is wrong.
 func Sink[T any, P codec.RecordPtr[T]](opts SinkOptions[T]) *TopicSink[T] {
 	s := &TopicSink[T]{opts: opts, err: opts.validate()}
 	s.producer = producer{conn: opts.Connection, what: "kafka sink " + strconv.Quote(s.Description()), txn: opts.Transactions, timeout: opts.ProduceTimeout}
@@ -221,6 +222,10 @@ func Sink[T any, P codec.RecordPtr[T]](opts SinkOptions[T]) *TopicSink[T] {
 	}
 	return s
 }
+
+// CheckStart returns what is wrong with the sink's options, if anything,
+// so that a query writing to it fails at its start (runtime.StartChecker).
+func (s *TopicSink[T]) CheckStart() error { return s.err }
 
 // Description names the sink in progress reports: "kafka:" and the
 // topic, or "kafka:(by row)".

@@ -78,6 +78,9 @@ type Output struct {
 	// output: the progress reports count the rows of each (the first as
 	// the sink, the others as OtherSinks).
 	Sink bool
+	// CheckStart, when not nil, tells before the query starts that the
+	// sink cannot be written (see StartChecker).
+	CheckStart func() error
 }
 
 // TimeMode is the kind of time an operator's timers are set in.
@@ -87,9 +90,10 @@ const (
 	// NoTime: the operator has no timers.
 	NoTime TimeMode = iota
 	// ProcessingTime: timers fire once the batch's processing time is
-	// strictly past them.
+	// strictly past them (or reaches them: OperatorInfo.InclusiveTimers).
 	ProcessingTimeMode
-	// EventTime: timers fire once the watermark is strictly past them.
+	// EventTime: timers fire once the watermark is strictly past them
+	// (or reaches them).
 	EventTimeMode
 )
 

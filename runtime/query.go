@@ -119,7 +119,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 			}
 		}
 	}
-	if err := checkSources(plan); err != nil {
+	if err := checkStart(plan, cfg.deadLetters); err != nil {
 		return nil, err
 	}
 	fs, dir := cfg.fs, cfg.checkpoint

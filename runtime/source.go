@@ -49,8 +49,11 @@ type DataWaiter interface {
 }
 
 // StartChecker is implemented by a source that can tell, before the query
-// starts, that it cannot be read (a directory that does not exist): Start
-// calls CheckStart and fails with its error, naming the source.
+// starts, that it cannot be read (a directory that does not exist), and
+// by a sink or a dead-letter sink that can tell it cannot be written
+// (options that do not validate): Start calls CheckStart and fails with
+// its error, naming the source or sink, rather than at the first batch
+// with rows, which may come much later.
 type StartChecker interface {
 	CheckStart() error
 }
@@ -62,13 +65,26 @@ type OffsetDescriber interface {
 	DescribeOffset(offset json.RawMessage) string
 }
 
-// checkSources calls the plan's sources' CheckStart.
-func checkSources(plan *Plan) error {
+// checkStart calls the CheckStart of the plan's sources and sinks, and of
+// the dead-letter sink.
+func checkStart(plan *Plan, deadLetters DeadLetterSink) error {
 	for _, in := range plan.Inputs {
 		if c, ok := in.Source.(StartChecker); ok {
 			if err := c.CheckStart(); err != nil {
 				return fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), unprefixed(err))
 			}
+		}
+	}
+	for _, out := range plan.Outputs {
+		if out.CheckStart != nil {
+			if err := out.CheckStart(); err != nil {
+				return fmt.Errorf("streamgen: sink %s: %w", out.Description, unprefixed(err))
+			}
+		}
+	}
+	if c, ok := deadLetters.(StartChecker); ok {
+		if err := c.CheckStart(); err != nil {
+			return fmt.Errorf("streamgen: dead-letter sink: %w", unprefixed(err))
 		}
 	}
 	return nil

@@ -461,6 +461,9 @@ func describeSink(out *runtime.Output, sink any) {
 	if s, ok := sink.(runtime.AtLeastOnceSink); ok {
 		out.AtLeastOnce = s.AtLeastOnce()
 	}
+	if c, ok := sink.(runtime.StartChecker); ok {
+		out.CheckStart = c.CheckStart
+	}
 }
 
 // RewindAfter removes the files of the batches after batchID (see
