@@ -317,6 +317,18 @@ func (s *TopicSource) partitionsRead(ctx context.Context, client *kgo.Client) ([
 // topic the source no longer reads keeps its offset. It returns committed
 // when there is nothing new, and a new query's first batch always.
 func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage, limit runtime.ReadLimit) (json.RawMessage, error) {
+	return s.next(ctx, committed, upTo, limit, 0)
+}
+
+// NextCapped is Next with at most records offsets in all, spread over the
+// partitions as MaxOffsetsPerTrigger's are (runtime.RecordCapper: a
+// query's MaxBatchStateBytes).
+func (s *TopicSource) NextCapped(ctx context.Context, committed, upTo json.RawMessage, limit runtime.ReadLimit, records int64) (json.RawMessage, error) {
+	return s.next(ctx, committed, upTo, limit, records)
+}
+
+// next is Next, and NextCapped for records > 0.
+func (s *TopicSource) next(ctx context.Context, committed, upTo json.RawMessage, limit runtime.ReadLimit, records int64) (json.RawMessage, error) {
 	client, err := s.clientFor()
 	if err != nil {
 		return nil, err
@@ -405,8 +417,15 @@ func (s *TopicSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	if limit == runtime.Limited && s.opts.MinOffsetsPerTrigger > 0 && s.holdBack(begin, until, len(committed) == 0) {
 		return committed, nil
 	}
-	if limit != runtime.AllAvailable && s.opts.MaxOffsetsPerTrigger > 0 {
-		until = rateLimit(s.opts.MaxOffsetsPerTrigger, begin, until)
+	var most int64 // the offsets the batch may take, 0 for any number
+	if limit != runtime.AllAvailable {
+		most = s.opts.MaxOffsetsPerTrigger
+	}
+	if records > 0 && (most == 0 || records < most) {
+		most = records
+	}
+	if most > 0 {
+		until = rateLimit(most, begin, until)
 	}
 	s.planned(until)
 	next := maps.Clone(from)

@@ -893,3 +893,48 @@ func TestSourceWarnsOfAMissingTopic(t *testing.T) {
 		t.Fatalf("no word of the topic made:\n%s", logs.String())
 	}
 }
+
+// TestSourceNextCapped: a batch cut by a query's MaxBatchStateBytes
+// (runtime.RecordCapper) takes at most the records given, spread over the
+// partitions by lag as MaxOffsetsPerTrigger's, and no more than
+// MaxOffsetsPerTrigger either; a Once trigger's batch is not cut by
+// MaxOffsetsPerTrigger, but is by the cap the loop gives.
+func TestSourceNextCapped(t *testing.T) {
+	_, conn, adm := newFakeCluster(t)
+	createTopic(t, adm, "capped", 2)
+	var records []*kgo.Record
+	for i := range 30 {
+		p := int32(0)
+		if i%3 == 0 {
+			p = 1 // 10 in partition 1, 20 in partition 0
+		}
+		records = append(records, &kgo.Record{Topic: "capped", Partition: p, Value: []byte(`{}`)})
+	}
+	produce(t, conn, records...)
+	ctx := testContext(t)
+	for _, tc := range []struct {
+		most    int64
+		limit   runtime.ReadLimit
+		records int64
+		want    string
+	}{
+		{0, runtime.Limited, 6, `{"capped":{"0":4,"1":2}}`},
+		{3, runtime.Limited, 6, `{"capped":{"0":2,"1":1}}`},
+		{3, runtime.AllAvailable, 6, `{"capped":{"0":4,"1":2}}`},
+		{0, runtime.Limited, 100, `{"capped":{"0":20,"1":10}}`},
+	} {
+		src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"capped"}, StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: tc.most})
+		upTo, err := src.Available(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end, err := src.NextCapped(ctx, nil, upTo, tc.limit, tc.records)
+		src.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(end) != tc.want {
+			t.Errorf("MaxOffsetsPerTrigger %d, limit %v, %d records: planned %s, want %s", tc.most, tc.limit, tc.records, end, tc.want)
+		}
+	}
+}

@@ -49,6 +49,7 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 		PartitionWatermarks: b.watermarks,
 		LastActive:          copyMap(p.LastActive),
 		restoredMarks:       b.restored,
+		StateBytesPerRecord: q.stateBytesPerRecord(b, p.StateBytesPerRecord),
 	}
 	if next.Offsets == nil {
 		next.Offsets = map[string]json.RawMessage{}
@@ -100,6 +101,41 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 	r.finished = q.cfg.clock()
 	q.unreported = r
 	return next, nil
+}
+
+// stateBytesPerRecord measures the batch's state writes per input record
+// (Progress.StateBytesPerRecord); last is the measure so far, kept when
+// the batch read nothing or wrote nothing. It warns, once a start, of a
+// batch whose writes pass MaxBatchStateBytes: the batches after it are
+// cut short.
+func (q *Query) stateBytesPerRecord(b *Batch, last int64) int64 {
+	var rows int64
+	for i := range b.inputs {
+		rows += b.inputs[i].rows
+	}
+	written := int64(b.state.bytes())
+	if rows == 0 || written == 0 {
+		return last
+	}
+	perRecord := max(1, (written+rows-1)/rows)
+	if budget := q.cfg.maxBatchState; budget > 0 && written > budget && !q.warnedBatchState {
+		q.warnedBatchState = true
+		slog.Info("streamgen: a batch wrote more state than MaxBatchStateBytes: the next batches take fewer records from the sources that can give fewer",
+			"query", q.cfg.name, "batch", b.ID, "stateBytes", written, "maxBatchStateBytes", budget, "records", rows, "nextRecords", budget/perRecord)
+	}
+	return perRecord
+}
+
+// recordCap is how many records a batch after p may take from the
+// sources (each a share of it), to keep its state writes under
+// MaxBatchStateBytes at the bytes a record the batches wrote so far; 0 for
+// no cap (none set, nothing measured yet, or a Once trigger's batch).
+func (q *Query) recordCap(p Progress, limit ReadLimit) int64 {
+	budget := q.cfg.maxBatchState
+	if budget <= 0 || p.StateBytesPerRecord <= 0 || limit == AllAvailable || len(q.plan.Inputs) == 0 {
+		return 0
+	}
+	return max(1, budget/p.StateBytesPerRecord/int64(len(q.plan.Inputs)))
 }
 
 // commitCounts follows a committed batch (or one handed to its commit:

@@ -118,10 +118,16 @@ func (q *Query) loop(ctx context.Context) (err error) {
 			}
 		}
 		planned := offsets{start: make([]json.RawMessage, len(inputs)), end: make([]json.RawMessage, len(inputs)), latest: upTo}
+		records := q.recordCap(progress, limit)
 		for i, in := range inputs {
 			committed := progress.Offsets[in.Source.Name()]
 			planned.start[i] = committed
-			if planned.end[i], err = in.Source.Next(ctx, committed, upTo[i], limit); err != nil {
+			if c, ok := in.Source.(RecordCapper); ok && records > 0 {
+				planned.end[i], err = c.NextCapped(ctx, committed, upTo[i], limit, records)
+			} else {
+				planned.end[i], err = in.Source.Next(ctx, committed, upTo[i], limit)
+			}
+			if err != nil {
 				return fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), unprefixed(err))
 			}
 		}

@@ -61,6 +61,8 @@ type config struct {
 	partitionWatermarkPolicy WatermarkPolicy
 	operatorChecks           []func([]OperatorInfo) error
 	windowCloses             int
+	// maxBatchState is MaxBatchStateBytes (negative: none).
+	maxBatchState int64
 }
 
 func defaultConfig() config {
@@ -73,6 +75,7 @@ func defaultConfig() config {
 		batchMemory:   256 << 20,
 		closeTimeout:  DefaultCloseTimeout,
 		windowCloses:  DefaultWindowClosesPerBatch,
+		maxBatchState: DefaultMaxBatchStateBytes,
 	}
 }
 
@@ -281,6 +284,29 @@ func BlockCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.
 // default, or Pebble's 4 MiB with WithSharedCaches. Pebble grows them to
 // it as writes come, so a query that writes little keeps small ones.
 func MemTableSize(bytes int64) Option { return optionFunc(func(c *config) { c.memTable = bytes }) }
+
+// DefaultMaxBatchStateBytes is MaxBatchStateBytes' default: 32 MiB.
+const DefaultMaxBatchStateBytes = 32 << 20
+
+// MaxBatchStateBytes bounds the state a batch writes, as Kafka Streams
+// commits a task early once its uncommitted state passes
+// statestore.uncommitted.max.bytes. A batch's writes are held in memory
+// until it commits, several times over (the batch, its copy in key
+// order, the log's), and Pebble takes one of more than half a memtable
+// as a memtable of its own, flushed at once: a query whose rows each
+// write much state (a join that keeps every row) would take memory and
+// flushes in proportion to its batches. So once a batch has written
+// more than bytes, the loop plans the next ones from the sources that
+// can end a batch after a number of records (RecordCapper: a Kafka
+// topic, a memory stream) to no more records than the last batch's
+// state bytes per input record let fit under bytes, shared between the
+// inputs. The first batch of a checkpoint, a batch run again as planned
+// and a Once trigger's batch are not cut; nor are sources that cannot
+// be (the files source). The default is DefaultMaxBatchStateBytes; zero
+// or a negative size turns it off.
+func MaxBatchStateBytes(bytes int64) Option {
+	return optionFunc(func(c *config) { c.maxBatchState = bytes })
+}
 
 // WithSharedCaches gives the query's checkpoint store a share of caches
 // that the stores of other queries in the process share with it (see

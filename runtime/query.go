@@ -75,8 +75,11 @@ type Query struct {
 	// windowsLeft is true when the last batch run left due windows to
 	// the next (WindowClosesPerBatch); windowCloses is the bound the
 	// batch running has (its plan's, when it runs again).
-	windowsLeft  bool
-	windowCloses int
+	windowsLeft bool
+	// warnedBatchState is set once a batch of this start has written
+	// more state than MaxBatchStateBytes, and the loop said so.
+	warnedBatchState bool
+	windowCloses     int
 	// outputDelays are the operators' OutputDelay, and watermarkOffsets
 	// how far behind the query's watermark each runs for them (see
 	// watermarkOffsets).

@@ -151,6 +151,14 @@ func (s *Store) reuse(pb *pebble.Batch, hints []int32) {
 	s.spare.Store(&spareBatch{data: data[:0], hints: hints[:0]})
 }
 
+// bytes is the size of the batch's writes.
+func (b *StateBatch) bytes() int {
+	if b.b == nil {
+		return 0
+	}
+	return b.b.Len()
+}
+
 // indexed returns the batch with an index of its writes, for reads that
 // must see them. A batch starts without one: indexing every write costs
 // about as much as the write, and a batch whose reads all miss its writes

@@ -876,6 +876,10 @@ type Progress struct {
 	// WindowClosesPerBatch), zero elsewhere: what the rows reaching it
 	// in the next batch are late by (Batch.LateWatermarkOf).
 	HeldWatermarks []time.Time `json:"heldWatermarks,omitempty"`
+	// StateBytesPerRecord is the bytes of state writes the batches wrote
+	// per input record, as the last batch with input and writes measured
+	// it, for MaxBatchStateBytes: the size of the next batch's plan.
+	StateBytesPerRecord int64 `json:"stateBytesPerRecord,omitempty"`
 
 	// ranWith, once a start has restored the progress (Watermark is then
 	// the next batch's), is the watermark the committed batch ran with:

@@ -52,10 +52,19 @@ func (m *MemoryStream[T]) Available(context.Context) (json.RawMessage, error) {
 }
 
 // Next returns the end of the next batch.
-func (m *MemoryStream[T]) Next(_ context.Context, committed, upTo json.RawMessage, limit runtime.ReadLimit) (json.RawMessage, error) {
+func (m *MemoryStream[T]) Next(ctx context.Context, committed, upTo json.RawMessage, limit runtime.ReadLimit) (json.RawMessage, error) {
+	return m.NextCapped(ctx, committed, upTo, limit, 0)
+}
+
+// NextCapped returns the end of the next batch, of at most records rows
+// (0: no such cap) as well (runtime.RecordCapper).
+func (m *MemoryStream[T]) NextCapped(_ context.Context, committed, upTo json.RawMessage, limit runtime.ReadLimit, records int64) (json.RawMessage, error) {
 	from, to := m.offset(committed), m.offset(upTo)
 	if limit != runtime.AllAvailable && m.limit > 0 && to-from > m.limit {
 		to = from + m.limit
+	}
+	if records > 0 && int64(to-from) > records {
+		to = from + int(records)
 	}
 	if to <= from {
 		return committed, nil

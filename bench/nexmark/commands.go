@@ -216,8 +216,14 @@ func offset(raw json.RawMessage) int64 {
 	return n
 }
 
-func (s *genSource) Next(_ context.Context, committed, upTo json.RawMessage, _ runtime.ReadLimit) (json.RawMessage, error) {
-	from, to := offset(committed), min(offset(upTo), offset(committed)+s.perBatch)
+func (s *genSource) Next(ctx context.Context, committed, upTo json.RawMessage, limit runtime.ReadLimit) (json.RawMessage, error) {
+	return s.NextCapped(ctx, committed, upTo, limit, s.perBatch)
+}
+
+// NextCapped ends a batch after at most records events
+// (runtime.RecordCapper), and perBatch.
+func (s *genSource) NextCapped(_ context.Context, committed, upTo json.RawMessage, _ runtime.ReadLimit, records int64) (json.RawMessage, error) {
+	from, to := offset(committed), min(offset(upTo), offset(committed)+min(s.perBatch, records))
 	if to <= from {
 		return committed, nil
 	}
@@ -265,6 +271,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 	name := fs.String("query", "", "the query, q0 to q23, or all")
 	source := fs.String("source", "generator", "where the events come from: generator (in-process), files (written first, then read) or kafka (produced to a topic first, then read)")
 	perBatch := fs.Int64("batch", 200_000, "events a micro-batch")
+	maxState := fs.Int64("max-batch-state", runtime.DefaultMaxBatchStateBytes, "the query's runtime.MaxBatchStateBytes: past it, batches take fewer events (0 or less: no cap)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file` (with a process a query: to file.qN for each)")
 	memProfile := fs.String("memprofile", "", "write to `file` a heap profile of the Go heap near its largest during the run, the state cache and Pebble's caches being outside it (with a process a query: to file.qN for each)")
 	processes := fs.Bool("processes", true, "with -query all and -source generator, run each query in a process of its own (this command again, with -query qN), so that its peak memory and CPU time are its own, not raised by the queries before it")
@@ -354,7 +361,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 			if *memProfile != "" {
 				profiles = append(profiles, "-memprofile", *memProfile+"."+q.Name)
 			}
-			row, err := benchAlone(ctx, q.Name, &g, *perBatch, stderr, profiles...)
+			row, err := benchAlone(ctx, q.Name, &g, *perBatch, stderr, append(profiles, "-max-batch-state", strconv.FormatInt(*maxState, 10))...)
 			if err != nil {
 				return fmt.Errorf("%s: %w", q.Name, err)
 			}
@@ -370,7 +377,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) (err er
 		dir := filepath.Join(work, "checkpoint-"+q.Name)
 		procmem.ResetPeak()
 		cpu0, wall0 := cpuTime(), time.Now()
-		opts := []runtime.Option{runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime()}
+		opts := []runtime.Option{runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime(), runtime.MaxBatchStateBytes(*maxState)}
 		if q.ProcessingTime {
 			// The processing-time windows still open at the end are
 			// written by a last batch after them.
