@@ -723,6 +723,27 @@ func (q *Query) report(r QueryProgress) {
 	q.logProgress(r)
 }
 
+// tellIdle tells the listeners that the trigger started at started found
+// nothing to do, at the first such trigger after a batch or the start and
+// then once an IdleEventInterval (Spark's finishNoExecutionTrigger).
+func (q *Query) tellIdle(started time.Time) {
+	if !q.idleSince.IsZero() && started.Sub(q.idleSince) < q.cfg.idleEvents {
+		return
+	}
+	q.idleSince = started
+	e := QueryIdle{ID: q.id, RunID: q.runID, Name: q.cfg.name, Time: started.UTC()}
+	q.listening.Lock()
+	defer q.listening.Unlock()
+	if q.ended {
+		return
+	}
+	for _, l := range q.cfg.listeners {
+		if l, ok := l.(interface{ OnQueryIdle(QueryIdle) }); ok {
+			tellListener("OnQueryIdle", func() { l.OnQueryIdle(e) })
+		}
+	}
+}
+
 func copyMap[V any](m map[string]V) map[string]V {
 	if m == nil {
 		return nil

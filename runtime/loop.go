@@ -202,6 +202,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 				q.idle(turn)
 				return nil
 			}
+			q.tellIdle(started)
 			if q.cfg.trigger.kind == triggerInterval {
 				q.setStatus(statusWaitingForTrigger, false, false)
 				q.idle(turn)
@@ -234,6 +235,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 			return err
 		}
 		ran, lastWatermark = true, watermark
+		q.idleSince = started // the next idle trigger waits an interval to say so
 		q.unreported.latestOffset = latestOffset
 		progress = next
 		if !q.pipelines() {

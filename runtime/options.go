@@ -63,6 +63,7 @@ type config struct {
 	windowCloses             int
 	// maxBatchState is MaxBatchStateBytes (negative: none).
 	maxBatchState int64
+	idleEvents    time.Duration
 }
 
 func defaultConfig() config {
@@ -76,6 +77,7 @@ func defaultConfig() config {
 		closeTimeout:  DefaultCloseTimeout,
 		windowCloses:  DefaultWindowClosesPerBatch,
 		maxBatchState: DefaultMaxBatchStateBytes,
+		idleEvents:    DefaultIdleEventInterval,
 	}
 }
 
@@ -168,6 +170,7 @@ func DeadLettersOf(opts ...Option) DeadLetterSink {
 //
 //	OnQueryStarted(QueryStarted)
 //	OnQueryProgress(QueryProgress)
+//	OnQueryIdle(QueryIdle)
 //	OnQueryTerminated(QueryTerminated)
 //
 // (Start refuses a value that implements none), which the query's
@@ -182,6 +185,20 @@ func DeadLettersOf(opts ...Option) DeadLetterSink {
 func Listener(l any) Option {
 	return optionFunc(func(c *config) { c.listeners = append(c.listeners, l) })
 }
+
+// IdleEventInterval is how often a query that has nothing to do tells
+// its listeners so (OnQueryIdle): at the first trigger that finds nothing
+// after a batch (or the start), then at most once an interval while it
+// finds nothing, as Spark's spark.sql.streaming.noDataProgressEventInterval;
+// a dashboard of the progress reports can tell a query waiting for data
+// from one that is stuck. The default is DefaultIdleEventInterval.
+func IdleEventInterval(d time.Duration) Option {
+	return optionFunc(func(c *config) { c.idleEvents = d })
+}
+
+// DefaultIdleEventInterval is IdleEventInterval's default: 10 seconds,
+// as Spark's.
+const DefaultIdleEventInterval = 10 * time.Second
 
 // LogProgress logs a line on l at level Info for each committed batch,
 // after the listeners have seen its report: the query's name (its id
@@ -406,12 +423,15 @@ func (c *config) validate() error {
 	if c.memTable < 0 {
 		errs = append(errs, fmt.Errorf("MemTableSize %d is negative", c.memTable))
 	}
+	if c.idleEvents <= 0 {
+		errs = append(errs, fmt.Errorf("IdleEventInterval %v is not positive", c.idleEvents))
+	}
 	if c.batchMemory <= 0 {
 		errs = append(errs, fmt.Errorf("BatchMemory %d is not positive", c.batchMemory))
 	}
 	for i, l := range c.listeners {
 		if !isListener(l) {
-			errs = append(errs, fmt.Errorf("listener %d (%T) has none of the methods OnQueryStarted, OnQueryProgress, OnQueryTerminated", i, l))
+			errs = append(errs, fmt.Errorf("listener %d (%T) has none of the methods OnQueryStarted, OnQueryProgress, OnQueryIdle, OnQueryTerminated", i, l))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -243,6 +243,14 @@ type QueryStarted struct {
 	Query *Query `json:"-"`
 }
 
+// QueryIdle is passed to OnQueryIdle: the query found nothing to do at
+// Time (the trigger's start) and waits for data, as Spark's
+// QueryIdleEvent.
+type QueryIdle struct {
+	ID, RunID, Name string
+	Time            time.Time
+}
+
 // QueryTerminated is passed to OnQueryTerminated; Err is nil for a query
 // that stopped cleanly.
 type QueryTerminated struct {

@@ -76,6 +76,9 @@ type Query struct {
 	// the next (WindowClosesPerBatch); windowCloses is the bound the
 	// batch running has (its plan's, when it runs again).
 	windowsLeft bool
+	// idleSince is when the query last told its listeners it was idle,
+	// or ran a batch (zero: neither yet this start; see tellIdle).
+	idleSince time.Time
 	// warnedBatchState is set once a batch of this start has written
 	// more state than MaxBatchStateBytes, and the loop said so.
 	warnedBatchState bool
@@ -279,7 +282,8 @@ func isListener(l any) bool {
 	_, a := l.(interface{ OnQueryStarted(QueryStarted) })
 	_, b := l.(interface{ OnQueryProgress(QueryProgress) })
 	_, c := l.(interface{ OnQueryTerminated(QueryTerminated) })
-	return a || b || c
+	_, d := l.(interface{ OnQueryIdle(QueryIdle) })
+	return a || b || c || d
 }
 
 func newID() string {

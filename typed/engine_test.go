@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -875,5 +876,74 @@ func TestDeadLettersOfAFailedAttempt(t *testing.T) {
 	}
 	if got := sink.rows(); !slices.Equal(got, clicks) {
 		t.Errorf("output %v, want %v", got, clicks)
+	}
+}
+
+// idleListener records the instants of a query's idle events, as
+// seconds after start, and its batches' ids.
+type idleListener struct {
+	start   time.Time
+	mu      sync.Mutex
+	idle    []int
+	batches []int64
+}
+
+func (l *idleListener) OnQueryIdle(e runtime.QueryIdle) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.idle = append(l.idle, int(e.Time.Sub(l.start)/time.Second))
+}
+
+func (l *idleListener) OnQueryProgress(p runtime.QueryProgress) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.batches = append(l.batches, p.BatchID)
+}
+
+// TestQueryIdleEvents: a query that finds nothing to do tells its
+// listeners so at the first such trigger, then once an interval while
+// nothing comes, the interval counted again from a batch (Spark 3.5's
+// QueryIdleEvent, at spark.sql.streaming.noDataProgressEventInterval).
+func TestQueryIdleEvents(t *testing.T) {
+	for _, tc := range []struct {
+		interval time.Duration
+		want     string
+	}{
+		{0, "[0 10 23]"}, // the default, 10 s
+		{5 * time.Second, "[0 5 10 18 23]"},
+	} {
+		t.Run(fmt.Sprint(tc.interval), func(t *testing.T) {
+			m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+			clock := runtime.NewManualClock(at(0))
+			l := &idleListener{start: at(0)}
+			opts := []runtime.Option{runtime.WithManualClock(clock), runtime.WithTrigger(runtime.ProcessingTime(time.Second)), runtime.Listener(l)}
+			if tc.interval > 0 {
+				opts = append(opts, runtime.IdleEventInterval(tc.interval))
+			}
+			q, err := countPipeline(m, newSink[fixtures.UserCount]()).Start(context.Background(), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Stop()
+			ctx := context.Background()
+			clock.WaitUntilWaiting(ctx)
+			for s := 1; s <= 25; s++ {
+				if s == 13 {
+					m.Add(click("a", s))
+				}
+				clock.Advance(time.Second)
+				clock.WaitUntilWaiting(ctx)
+			}
+			q.Stop()
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if got := fmt.Sprint(l.idle); got != tc.want || fmt.Sprint(l.batches) != "[0]" {
+				t.Fatalf("idle at %s s, batches %v; want idle at %s s, batch 0 at 13 s", got, l.batches, tc.want)
+			}
+		})
+	}
+	if _, err := countPipeline(typed.NewMemoryStream[fixtures.Click]("clicks", 0), newSink[fixtures.UserCount]()).Start(context.Background(),
+		runtime.IdleEventInterval(0)); err == nil || !strings.Contains(err.Error(), "IdleEventInterval 0s is not positive") {
+		t.Fatalf("IdleEventInterval(0): %v", err)
 	}
 }
