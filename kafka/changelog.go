@@ -43,9 +43,9 @@ type ChangelogOptions struct {
 	// changelog to acknowledge its records and, with ExactlyOnce, how
 	// long a write into the transaction (a sink's, the dead letters', a
 	// repartition task's) may go without an acknowledgement; past it the
-	// batch fails, uncommitted. The default is 30 seconds. (In an App
-	// without ExactlyOnce, it bounds a repartition task's writes too, 2
-	// minutes by default, as SinkOptions.ProduceTimeout.)
+	// batch fails, uncommitted. The default is 30 seconds. An App without
+	// ExactlyOnce bounds its repartition tasks' writes by it too, when it
+	// is set (by DefaultProduceTimeout, as a sink's, when it is not).
 	ProduceTimeout time.Duration
 	// TransactionalID is the transactional ID of ExactlyOnce's
 	// transactions; the default is "streamgen-" and Topic. Changelog

@@ -103,9 +103,14 @@ func (p *producer) clientFor() (*kgo.Client, error) {
 	}
 	if p.client == nil {
 		// Records are acknowledged as soon as they are all sent: a
-		// batch's Write waits for them anyway.
+		// batch's Write waits for them anyway. A record the client
+		// cannot tell written or not (a broker answered
+		// NOT_ENOUGH_REPLICAS_AFTER_APPEND, or nothing) may be failed
+		// when ProduceTimeout passes, where the client would retry it
+		// for ever: a write without transactions is at least once
+		// anyway (a failed batch is written again).
 		client, err := p.conn.newClient(kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytesFn(p.limits.fn),
-			kgo.RecordPartitioner(rowPartitioner{defaultPartitioner()}))
+			kgo.RecordPartitioner(rowPartitioner{defaultPartitioner()}), kgo.AllowIdempotentProduceCancellation())
 		if err != nil {
 			return nil, fmt.Errorf("streamgen: %s: client: %w", p.what, err)
 		}

@@ -109,6 +109,14 @@ func TestExactlyOnceWriteOutlivesProduceTimeout(t *testing.T) {
 // delivery.timeout.ms; so does a dead-letter topic. (The producer alone
 // retries for ever: the query ran on, "processing", with no error.)
 func TestSinkFailsPastProduceTimeout(t *testing.T) {
+	// Refused before the leader wrote the records, and after: the
+	// client cannot tell whether those are written, and would retry
+	// them for ever.
+	t.Run("before-append", func(t *testing.T) { sinkFailsPastProduceTimeout(t, kerr.NotEnoughReplicas.Code) })
+	t.Run("after-append", func(t *testing.T) { sinkFailsPastProduceTimeout(t, kerr.NotEnoughReplicasAfterAppend.Code) })
+}
+
+func sinkFailsPastProduceTimeout(t *testing.T, code int16) {
 	const timeout = 500 * time.Millisecond
 	fake, conn, adm := newFakeCluster(t)
 	createTopic(t, adm, "out", 1)
@@ -123,7 +131,7 @@ func TestSinkFailsPastProduceTimeout(t *testing.T) {
 			st.Topic, st.TopicID = rt.Topic, rt.TopicID
 			for _, rp := range rt.Partitions {
 				sp := kmsg.NewProduceResponseTopicPartition()
-				sp.Partition, sp.ErrorCode = rp.Partition, kerr.NotEnoughReplicas.Code
+				sp.Partition, sp.ErrorCode = rp.Partition, code
 				st.Partitions = append(st.Partitions, sp)
 			}
 			resp.Topics = append(resp.Topics, st)

@@ -121,7 +121,7 @@ func (q *Query) stateBytesPerRecord(b *Batch, last int64) int64 {
 	if budget := q.cfg.maxBatchState; budget > 0 && written > budget && !q.warnedBatchState {
 		q.warnedBatchState = true
 		slog.Info("streamgen: a batch wrote more state than MaxBatchStateBytes: the next batches take fewer records from the sources that can give fewer",
-			"query", q.cfg.name, "batch", b.ID, "stateBytes", written, "maxBatchStateBytes", budget, "records", rows, "nextRecords", budget/perRecord)
+			"query", q.cfg.name, "batch", b.ID, "stateBytes", written, "maxBatchStateBytes", budget, "records", rows, "nextRecords", max(1, budget/perRecord/int64(len(q.plan.Inputs))))
 	}
 	return perRecord
 }

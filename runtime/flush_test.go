@@ -1,7 +1,9 @@
 package runtime_test
 
 import (
+	"context"
 	"fmt"
+	"iter"
 	"maps"
 	"math/rand/v2"
 	"testing"
@@ -88,5 +90,73 @@ func TestFlushInBoundedBatches(t *testing.T) {
 	}
 	if min := len(want) / max(7, tie); flushes < min {
 		t.Errorf("%d flush batches for %d windows, want at least %d", flushes, len(want), min)
+	}
+}
+
+// timerAtRow sets a timer at each row's event time, and writes the key
+// and the timer's instant when it fires.
+type timerAtRow struct{ h *typed.Handle }
+
+func (p *timerAtRow) Init(h *typed.Handle) error { p.h = h; return nil }
+
+func (p *timerAtRow) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, _ func(string)) error {
+	for r := range rows {
+		if err := p.h.RegisterTimer(ctx, r.Time); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *timerAtRow) HandleExpiredTimer(ctx context.Context, user string, _ typed.TimerValues, e typed.ExpiredTimerInfo, emit func(string)) error {
+	emit(fmt.Sprint(user, "@", e.ExpiryTime().Unix()))
+	return nil
+}
+
+// TestFlushBoundsTimersThatFireAtTheWatermark: a transformWithState's
+// timers fire once the watermark reaches them, not only past them; the
+// end of a bounded input still fires no more than the bound a batch (5
+// here), or one instant's timers (four timers at each of three
+// instants): a batch each instant, every timer once.
+func TestFlushBoundsTimersThatFireAtTheWatermark(t *testing.T) {
+	runtime.SetFlushTimers(t, 5)
+	base := time.Unix(1_700_000_000, 0).UTC()
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	want := map[string]bool{}
+	for i := range 12 {
+		c := fixtures.Click{User: fmt.Sprint("u", i), Time: base.Add(time.Duration(10*(1+i/4)) * time.Second)}
+		m.Add(c)
+		want[fmt.Sprint(c.User, "@", c.Time.Unix())] = true
+	}
+	s := typed.WithWatermark(typed.FromMemory(m), func(c *fixtures.Click) time.Time { return c.Time }, 24*time.Hour)
+	byUser := typed.GroupByKey(s, func(c *fixtures.Click) string { return c.User })
+	out := typed.TransformWithState(byUser, &timerAtRow{}, typed.TimeModeEventTime, typed.Append)
+	sink := typed.NewMemorySink[string]()
+	q, err := typed.WriteTo(out, typed.Sink[string](sink)).Start(t.Context(),
+		runtime.Checkpoint("ckpt"), runtime.FileSystem(vfs.NewMem()), runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, r := range sink.Rows() {
+		if got[r] {
+			t.Fatalf("timer %s fired twice", r)
+		}
+		got[r] = true
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("timers fired: %v, want %v", got, want)
+	}
+	var perBatch []int64
+	for _, p := range q.RecentProgress() {
+		if p.NumInputRows == 0 && p.Sink.NumOutputRows > 0 {
+			perBatch = append(perBatch, p.Sink.NumOutputRows)
+		}
+	}
+	if fmt.Sprint(perBatch) != "[4 4 4]" {
+		t.Fatalf("the flush fired %v timers a batch, want [4 4 4]", perBatch)
 	}
 }

@@ -411,12 +411,21 @@ func (q *Query) flushWatermark(watermark time.Time, left *int) (time.Time, error
 	}
 	var times []int64
 	for i, op := range q.plan.Operators {
-		if op.Info().TimeMode != EventTimeMode {
+		info := op.Info()
+		if info.TimeMode != EventTimeMode {
 			continue
 		}
+		from := len(times)
 		var err error
 		if times, err = state.timerTimes(Scope{Operator: uint8(i)}, flushTimers+1, times); err != nil {
 			return time.Time{}, err
+		}
+		if info.InclusiveTimers {
+			// A timer at t fires once the watermark reaches t: as one
+			// at t less a nanosecond that fires once it is past.
+			for j := from; j < len(times); j++ {
+				times[j]--
+			}
 		}
 	}
 	if len(times) <= flushTimers {

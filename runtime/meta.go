@@ -466,7 +466,11 @@ func reconcileVariables(op int, stored, current *OperatorMeta) (drop []dropVaria
 				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): state variable %q was stored as %q, is now %q: this version cannot read the stored entries; start from a new checkpoint directory, or delete the variable (DeleteIfExists)",
 					op, current.Kind, current.Name, name, old.Encoding, v.Encoding))
 			}
-			if old.NoMatchFlag && !v.NoMatchFlag {
+			// (A checkpoint from before NoMatchFlag was kept flagged
+			// every side, but a LeftSemi join's right one.)
+			oldUnflagged := old.NoMatchFlag ||
+				old.Encoding == EncodingJoinBuffer && name == "right" && strings.HasPrefix(stored.Timeout, "LeftSemi ")
+			if oldUnflagged && !v.NoMatchFlag {
 				// A row that matched after it was stored says it did
 				// not: the join would write it again, padded.
 				diffs = append(diffs, fmt.Sprintf("operator %d (%s %q): the stored %s rows do not say whether they had a match (the join did not write them padded, so it did not keep that), and this join writes those without one: start from a new checkpoint directory",

@@ -73,7 +73,9 @@ const (
 	EncodingTableRows = "tableRows"
 )
 
-// JoinRowMatched flags a buffered row of a join that has had a match.
+// JoinRowMatched flags a buffered row of a join that has had a match, on
+// a side that keeps the flag (see StateInfo.NoMatchFlag: on others, a
+// row is flagged only if it matched when it came).
 const JoinRowMatched = 1
 
 // The flags of an EncodingGroupState row.
@@ -195,7 +197,8 @@ type StateRow struct {
 	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
 	Timeout   *time.Time `json:"timeout,omitempty"`
 	// EventTime and Matched are a join's buffered row's event time and
-	// whether it has had a match.
+	// whether it has had a match (nil on a side that does not keep it:
+	// VariableMeta.NoMatchFlag).
 	EventTime *time.Time `json:"eventTime,omitempty"`
 	Matched   *bool      `json:"matched,omitempty"`
 	// Value is the entry's value, as JSON: for sessions, a list of

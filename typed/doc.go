@@ -27,8 +27,9 @@
 //     report names.
 //   - Join, two keyed streams with watermarks: Spark's symmetric hash
 //     join. Each side's rows are state of their key, ordered by event time
-//     and carrying a matched flag; a variable of the operator indexes them
-//     by the time the watermark forgets them (the bound Spark derives from
+//     and, on a side the join writes padded, carrying a matched flag; a
+//     variable of the operator indexes them by the time the watermark
+//     forgets them (the bound Spark derives from
 //     the window or the time condition), so that the rows a batch forgets
 //     are read from one range of the index and the index goes in one range
 //     deletion. A key's call joins the batch's rows of the key in memory
