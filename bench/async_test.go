@@ -41,7 +41,7 @@ func runLookups(m *typed.MemoryStream[countrec.Event], dir string, sink *countSi
 	w := typed.WriteTo(typed.AggregateByKey(byKey, typed.Count[countrec.Event](), func(k string, n int64) countrec.KeyCount {
 		return countrec.KeyCount{Key: k, Count: n}
 	}), typed.Sink[countrec.KeyCount](sink))
-	q, err := w.Start(context.Background(), runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()))
+	q, err := w.Start(context.Background(), runtime.Checkpoint(dir), sameBatches, runtime.WithTrigger(runtime.AvailableNow()))
 	if err != nil {
 		return err
 	}

@@ -86,7 +86,7 @@ func runJoinStreamgen(left, right *typed.MemoryStream[joinrec.Row], dir string, 
 	joined := typed.Join(l, r, typed.Inner, func(j typed.Joined[string, joinrec.Row, joinrec.Row]) joinrec.Pair {
 		return joinrec.Pair{Key: j.Key, Left: j.Left.Value, Right: j.Right.Value}
 	}, typed.JoinWithin(typed.TimeBetween(-joinCondition, joinCondition)))
-	q, err := typed.WriteTo(joined, sink).Start(context.Background(), runtime.Checkpoint(dir),
+	q, err := typed.WriteTo(joined, sink).Start(context.Background(), runtime.Checkpoint(dir), sameBatches,
 		runtime.WithTrigger(runtime.AvailableNow()), runtime.FlushEventTime())
 	if err != nil {
 		return err
@@ -437,7 +437,7 @@ func runJoinBounded(rows, perBatch int, dir string, opts ...runtime.Option) (int
 		}, typed.JoinWithin(typed.TimeBetween(-joinCondition, joinCondition)))
 	s := &stateRows{}
 	q, err := typed.WriteTo(joined, typed.Sink[joinrec.Pair](&pairSink{})).Start(context.Background(),
-		append([]runtime.Option{runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.Listener(s)}, opts...)...)
+		append([]runtime.Option{runtime.Checkpoint(dir), sameBatches, runtime.WithTrigger(runtime.AvailableNow()), runtime.Listener(s)}, opts...)...)
 	if err != nil {
 		return 0, err
 	}

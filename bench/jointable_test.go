@@ -81,7 +81,7 @@ func runTableJoinStreamgen(stream *typed.MemoryStream[joinrec.Row], table []join
 		func(j typed.Joined[string, joinrec.Row, joinrec.Info]) joinrec.Enriched {
 			return enrich(j.Left, j.Right)
 		})
-	q, err := typed.WriteTo(joined, sink).Start(context.Background(), runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()))
+	q, err := typed.WriteTo(joined, sink).Start(context.Background(), runtime.Checkpoint(dir), sameBatches, runtime.WithTrigger(runtime.AvailableNow()))
 	if err != nil {
 		return err
 	}

@@ -48,7 +48,7 @@ func runTablesStreamgen(left, right *typed.MemoryStream[joinrec.Row], dir string
 			}
 			return joinrec.Pair{Key: c.Key, Left: c.Left.Value, Right: c.Right.Value}
 		})
-	q, err := typed.WriteTo(joined, sink).Start(context.Background(), runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()))
+	q, err := typed.WriteTo(joined, sink).Start(context.Background(), runtime.Checkpoint(dir), sameBatches, runtime.WithTrigger(runtime.AvailableNow()))
 	if err != nil {
 		return err
 	}

@@ -157,7 +157,7 @@ func runStreamgenKafkaBatches(ctx context.Context, conn kafka.Connection, dir, o
 	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{kafkaBenchInput},
 		StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: perBatch})
 	defer src.Close()
-	opts := []runtime.Option{runtime.Checkpoint(dir)}
+	opts := []runtime.Option{runtime.Checkpoint(dir), sameBatches}
 	changelog := kafka.ChangelogOptions{Connection: conn, Topic: out + "-changelog"}
 	var eos *kafka.Transactions
 	switch d {

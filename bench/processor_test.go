@@ -110,7 +110,7 @@ func (p *waitingProcessor) HandleInputRows(ctx context.Context, key string, rows
 func runProcessor(m *typed.MemoryStream[countrec.Event], dir string, sink typed.Sink[countrec.KeyCount], p typed.StatefulProcessor[string, countrec.Event, countrec.KeyCount], concurrency int) error {
 	byKey := typed.GroupByKey(typed.FromMemory(m), func(e *countrec.Event) string { return e.Key })
 	w := typed.WriteTo(typed.TransformWithState(byKey, p, typed.TimeModeNone, typed.Update, typed.Concurrency(concurrency)), sink)
-	q, err := w.Start(context.Background(), runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()))
+	q, err := w.Start(context.Background(), runtime.Checkpoint(dir), sameBatches, runtime.WithTrigger(runtime.AvailableNow()))
 	if err != nil {
 		return err
 	}

@@ -91,7 +91,7 @@ func (s *countSink) Write(_ context.Context, _ int64, rows []countrec.KeyCount) 
 func runStreamgen(m *typed.MemoryStream[countrec.Event], dir string, sink typed.Sink[countrec.KeyCount], opts ...runtime.Option) error {
 	byKey := typed.GroupByKey(typed.FromMemory(m), func(e *countrec.Event) string { return e.Key })
 	w := typed.WriteTo(typed.MapGroupsWithState(byKey, typed.NoTimeout, countFn), sink).OutputMode(typed.Update)
-	q, err := w.Start(context.Background(), append([]runtime.Option{runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow())}, opts...)...)
+	q, err := w.Start(context.Background(), append([]runtime.Option{runtime.Checkpoint(dir), sameBatches, runtime.WithTrigger(runtime.AvailableNow())}, opts...)...)
 	if err != nil {
 		return err
 	}
@@ -568,3 +568,8 @@ func runIndexed(in []countrec.Event, perBatch int, dir string, sink typed.Sink[c
 	}
 	return nil
 }
+
+// sameBatches keeps a query's batches those its source plans
+// (MaxBatchStateBytes off), so that it runs the batches of the
+// hand-written loop it is measured beside.
+var sameBatches = runtime.MaxBatchStateBytes(-1)

@@ -193,7 +193,7 @@ func TestStateMemory(t *testing.T) {
 		run(t, func(dir string, sink *countSink) error {
 			byKey := typed.GroupByKey(typed.From[countrec.Event](src), func(e *countrec.Event) string { return e.Key })
 			w := typed.WriteTo(typed.MapGroupsWithState(byKey, typed.NoTimeout, countFn), typed.Sink[countrec.KeyCount](sink)).OutputMode(typed.Update)
-			opts := []runtime.Option{runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.Listener(batchLog{t})}
+			opts := []runtime.Option{runtime.Checkpoint(dir), sameBatches, runtime.WithTrigger(runtime.AvailableNow()), runtime.Listener(batchLog{t})}
 			if s := os.Getenv("STREAMGEN_BENCH_MEM_CACHE"); s != "" {
 				n, err := strconv.ParseInt(s, 10, 64)
 				if err != nil {
@@ -304,7 +304,7 @@ func TestBatchMemory(t *testing.T) {
 	started := time.Now()
 	byKey := typed.GroupByKey(typed.From[countrec.Event](src), func(e *countrec.Event) string { return e.Key })
 	w := typed.WriteTo(typed.MapGroupsWithState(byKey, typed.NoTimeout, countFn), typed.Sink[countrec.KeyCount](sink))
-	q, err := w.Start(context.Background(), runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow()), runtime.SpillDirectory(t.TempDir()))
+	q, err := w.Start(context.Background(), runtime.Checkpoint(dir), sameBatches, runtime.WithTrigger(runtime.AvailableNow()), runtime.SpillDirectory(t.TempDir()))
 	if err != nil {
 		t.Fatal(err)
 	}

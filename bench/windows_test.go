@@ -131,7 +131,7 @@ func (s *rowSink[T]) Write(_ context.Context, _ int64, rows []T) error {
 // startAvailableNow runs w to the end of its input on a checkpoint in dir,
 // with opts.
 func startAvailableNow[T any](w *typed.Writer[T], dir string, opts ...runtime.Option) error {
-	opts = append([]runtime.Option{runtime.Checkpoint(dir), runtime.WithTrigger(runtime.AvailableNow())}, opts...)
+	opts = append([]runtime.Option{runtime.Checkpoint(dir), sameBatches, runtime.WithTrigger(runtime.AvailableNow())}, opts...)
 	q, err := w.Start(context.Background(), opts...)
 	if err != nil {
 		return err

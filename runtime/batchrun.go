@@ -104,8 +104,9 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 }
 
 // stateBytesPerRecord measures the batch's state writes per input record
-// (Progress.StateBytesPerRecord); last is the measure so far, kept when
-// the batch read nothing or wrote nothing. It warns, once a start, of a
+// (Progress.StateBytesPerRecord), at least 1 once a batch has read
+// records; last is the measure so far, kept when the batch read nothing.
+// It warns, once a start, of a
 // batch whose writes pass MaxBatchStateBytes: the batches after it are
 // cut short.
 func (q *Query) stateBytesPerRecord(b *Batch, last int64) int64 {
@@ -114,7 +115,7 @@ func (q *Query) stateBytesPerRecord(b *Batch, last int64) int64 {
 		rows += b.inputs[i].rows
 	}
 	written := int64(b.state.bytes())
-	if rows == 0 || written == 0 {
+	if rows == 0 {
 		return last
 	}
 	perRecord := max(1, (written+rows-1)/rows)
@@ -128,15 +129,26 @@ func (q *Query) stateBytesPerRecord(b *Batch, last int64) int64 {
 
 // recordCap is how many records a batch after p may take from the
 // sources (each a share of it), to keep its state writes under
-// MaxBatchStateBytes at the bytes a record the batches wrote so far; 0 for
-// no cap (none set, nothing measured yet, or a Once trigger's batch).
+// MaxBatchStateBytes at the bytes a record the batches wrote so far, or,
+// before any measure, at probeRecordBytes; 0 for no cap (none set, no
+// state to write, or a Once trigger's batch).
 func (q *Query) recordCap(p Progress, limit ReadLimit) int64 {
 	budget := q.cfg.maxBatchState
-	if budget <= 0 || p.StateBytesPerRecord <= 0 || limit == AllAvailable || len(q.plan.Inputs) == 0 {
+	if budget <= 0 || limit == AllAvailable || len(q.plan.Inputs) == 0 || len(q.plan.Operators) == 0 {
 		return 0
 	}
-	return max(1, budget/p.StateBytesPerRecord/int64(len(q.plan.Inputs)))
+	perRecord := p.StateBytesPerRecord
+	if perRecord <= 0 {
+		perRecord = probeRecordBytes
+	}
+	return max(1, budget/perRecord/int64(len(q.plan.Inputs)))
 }
+
+// probeRecordBytes is the state bytes a record is taken to write before a
+// batch has measured it: a kilobyte, a row of a join that keeps its rows.
+// (The first batch of a new checkpoint, over a backlog, would otherwise
+// take it all, and hold all its writes in memory.)
+const probeRecordBytes = 1 << 10
 
 // commitCounts follows a committed batch (or one handed to its commit:
 // a failed commit ends the query) in the counts of the variables ordered

@@ -302,8 +302,11 @@ func BlockCacheSize(bytes int64) Option { return optionFunc(func(c *config) { c.
 // it as writes come, so a query that writes little keeps small ones.
 func MemTableSize(bytes int64) Option { return optionFunc(func(c *config) { c.memTable = bytes }) }
 
-// DefaultMaxBatchStateBytes is MaxBatchStateBytes' default: 32 MiB.
-const DefaultMaxBatchStateBytes = 32 << 20
+// DefaultMaxBatchStateBytes is MaxBatchStateBytes' default: 8 MiB, at
+// which Nexmark's queries that write the most state a record (q20, q23)
+// ran as fast as with no cap, in a third of the memory or less
+// (bench/README.md).
+const DefaultMaxBatchStateBytes = 8 << 20
 
 // MaxBatchStateBytes bounds the state a batch writes, as Kafka Streams
 // commits a task early once its uncommitted state passes
@@ -312,15 +315,16 @@ const DefaultMaxBatchStateBytes = 32 << 20
 // order, the log's), and Pebble takes one of more than half a memtable
 // as a memtable of its own, flushed at once: a query whose rows each
 // write much state (a join that keeps every row) would take memory and
-// flushes in proportion to its batches. So once a batch has written
-// more than bytes, the loop plans the next ones from the sources that
-// can end a batch after a number of records (RecordCapper: a Kafka
-// topic, a memory stream) to no more records than the last batch's
-// state bytes per input record let fit under bytes, shared between the
-// inputs. The first batch of a checkpoint, a batch run again as planned
-// and a Once trigger's batch are not cut; nor are sources that cannot
-// be (the files source). The default is DefaultMaxBatchStateBytes; zero
-// or a negative size turns it off.
+// flushes in proportion to its batches. So the loop plans each batch from
+// the sources that can end a batch after a number of records
+// (RecordCapper: a Kafka topic, a memory stream) to no more records than
+// fit under bytes at the state bytes per input record the last batch
+// wrote (before a batch has measured it, at a kilobyte a record: 8,192
+// records by default), shared between the inputs. A query without
+// stateful operators, a batch run again as planned and a Once trigger's
+// batch are not cut; nor are sources that cannot be (the files source).
+// The default is DefaultMaxBatchStateBytes; zero or a negative size turns
+// it off.
 func MaxBatchStateBytes(bytes int64) Option {
 	return optionFunc(func(c *config) { c.maxBatchState = bytes })
 }
