@@ -106,9 +106,10 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 // stateBytesPerRecord measures the batch's state writes per input record
 // (Progress.StateBytesPerRecord), at least 1 once a batch has read
 // records; last is the measure so far, kept when the batch read nothing.
-// It warns, once a start, of a
-// batch whose writes pass MaxBatchStateBytes: the batches after it are
-// cut short.
+// It says so, once a start, when a batch's writes pass
+// MaxBatchStateBytes (a checkpoint's first, taken at a kilobyte a record,
+// or one whose records wrote more than the last's): the next batches take
+// fewer records.
 func (q *Query) stateBytesPerRecord(b *Batch, last int64) int64 {
 	var rows int64
 	for i := range b.inputs {

@@ -304,7 +304,7 @@ func MemTableSize(bytes int64) Option { return optionFunc(func(c *config) { c.me
 
 // DefaultMaxBatchStateBytes is MaxBatchStateBytes' default: 8 MiB, at
 // which Nexmark's queries that write the most state a record (q20, q23)
-// ran as fast as with no cap, in a third of the memory or less
+// ran as fast as with no cap, in 40% of the memory or less
 // (bench/README.md).
 const DefaultMaxBatchStateBytes = 8 << 20
 

@@ -121,8 +121,7 @@ type InputCounter interface {
 
 // RecordCapper is implemented by a source that can end a batch after a
 // number of records (a Kafka topic's offsets, a memory stream's rows):
-// when a batch must hold fewer records than the source's own limits let
-// it (MaxBatchStateBytes), the loop calls NextCapped, Next with records
+// under MaxBatchStateBytes, the loop calls NextCapped, Next with records
 // (at least 1) as one more limit, in place of Next.
 type RecordCapper interface {
 	NextCapped(ctx context.Context, committed, upTo json.RawMessage, limit ReadLimit, records int64) (json.RawMessage, error)
