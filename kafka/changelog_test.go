@@ -837,6 +837,12 @@ func TestChangelogDeletedVariableFirstBatchFails(t *testing.T) {
 // failedProduce is the response to req that refuses every record (an
 // error the client does not retry).
 func failedProduce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
+	return refusedProduce(req, kerr.InvalidRecord.Code)
+}
+
+// refusedProduce is the response to req that refuses every record with
+// the error code.
+func refusedProduce(req *kmsg.ProduceRequest, code int16) *kmsg.ProduceResponse {
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
 	for _, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
@@ -844,7 +850,7 @@ func failedProduce(req *kmsg.ProduceRequest) *kmsg.ProduceResponse {
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
-			sp.ErrorCode = kerr.InvalidRecord.Code
+			sp.ErrorCode = code
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
