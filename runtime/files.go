@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"cmp"
+	"compress/bzip2"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -20,6 +22,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // FilesOptions tune a Files source. The zero value is the default.
@@ -93,6 +97,15 @@ const maxLinePrefix = 1 << 10
 // name ends in ".json" or ".jsonl" and does not start with "." or "_".
 // Other visible files are left out (where Spark's file source reads
 // every file), with a warning once for each extension.
+//
+// A file whose name ends in ".json" or ".jsonl" followed by ".gz",
+// ".bz2" or ".zst" is read decompressed (gzip, of one member or several
+// in a row; bzip2; zstd, of one frame or several), as Spark tells a
+// file's compression by its extension. Its checksums come at the end of
+// what they cover, so such a file is read twice: once whole, to check it,
+// then for its lines; a file that is damaged, cut short or not
+// compressed as its name says gives no lines, only a dead letter naming
+// it and what is wrong, and a file of no bytes gives no lines.
 //
 // Writers must make a file appear complete: write it under a hidden name
 // (starting with "." or "_") in dir, or anywhere on the same file system,
@@ -386,7 +399,7 @@ func (s *filesSource) inspect(e fs.DirEntry) (modTime time.Time, present bool, e
 }
 
 // warnLeftOut warns, once for each extension, that a visible file the
-// source does not read (not .json nor .jsonl, where Spark's file source
+// source does not read (not .json nor .jsonl, compressed or not, where Spark's file source
 // reads every file) is left out: hidden names (a "." or "_" in front, as
 // a writer names a file it has not finished) and ".tmp" ones are not.
 func (s *filesSource) warnLeftOut(name string) {
@@ -403,7 +416,7 @@ func (s *filesSource) warnLeftOut(name string) {
 		s.leftOut = map[string]bool{}
 	}
 	s.leftOut[ext] = true
-	slog.Warn("streamgen: files source: leaving out files that are not .json or .jsonl (the source reads JSON lines from those alone)",
+	slog.Warn("streamgen: files source: leaving out files that are not .json or .jsonl (the source reads JSON lines from those alone, and from those compressed: .json.gz, .jsonl.zst, ...)",
 		"source", s.opts.Name, "file", name, "extension", ext)
 }
 
@@ -449,13 +462,109 @@ func describeType(mode fs.FileMode) string {
 	}
 }
 
-// isInputFile reports whether name is a complete JSON-lines file, as
-// opposed to another kind of file or one a writer has not finished.
+// isInputFile reports whether name is a complete JSON-lines file, perhaps
+// compressed, as opposed to another kind of file or one a writer has not
+// finished.
 func isInputFile(name string) bool {
 	if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
 		return false
 	}
+	name, _ = cutCompression(name)
 	return strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".jsonl")
+}
+
+// compression names a file's compression, by its extension.
+type compression uint8
+
+const (
+	uncompressed compression = iota
+	gzipped                  // .gz
+	bzipped                  // .bz2
+	zstded                   // .zst
+)
+
+// cutCompression returns name without the extension of a compression the
+// source reads, and that compression.
+func cutCompression(name string) (string, compression) {
+	for _, c := range []struct {
+		ext string
+		c   compression
+	}{{".gz", gzipped}, {".bz2", bzipped}, {".zst", zstded}} {
+		if base, found := strings.CutSuffix(name, c.ext); found {
+			return base, c.c
+		}
+	}
+	return name, uncompressed
+}
+
+func (c compression) String() string {
+	switch c {
+	case gzipped:
+		return "gzip"
+	case bzipped:
+		return "bzip2"
+	case zstded:
+		return "zstd"
+	}
+	return "uncompressed"
+}
+
+// checkCompressed reads the whole of r, compressed with c, and returns an
+// error if it cannot: a damaged file, or one not compressed so. A
+// compressed file's checksums come at the end of what they cover (gzip's
+// at the end of each member, zstd's of each frame), so a damaged file
+// would give lines that are wrong before its error: its lines are handed
+// on only once all of it is known good. empty reports a file of no bytes,
+// which holds no lines.
+func checkCompressed(ctx context.Context, r *bufio.Reader, c compression) (empty bool, err error) {
+	if _, err := r.Peek(1); errors.Is(err, io.EOF) {
+		return true, nil
+	}
+	content, release, err := decompress(r, c)
+	if err != nil {
+		return false, err
+	}
+	defer release()
+	buf := make([]byte, 64<<10)
+	for reads := 1; ; reads++ {
+		_, err := content.Read(buf)
+		if err == io.EOF { // the decompressors' end of a whole stream, unwrapped
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("not a whole %s file: %w", c, err)
+		}
+		if reads%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return false, err
+			}
+		}
+	}
+}
+
+// decompress returns a reader of the content of f, compressed with c, and
+// a function that releases what the reader holds. A header that is not
+// c's is the file's error.
+func decompress(f io.Reader, c compression) (io.Reader, func(), error) {
+	switch c {
+	case gzipped:
+		// Several members in a row, as gzip writes appended files, are
+		// one stream.
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, nil, fmt.Errorf("not a whole gzip file: %w", err)
+		}
+		return z, func() { z.Close() }, nil
+	case bzipped:
+		return bzip2.NewReader(f), func() {}, nil
+	case zstded:
+		z, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+		if err != nil {
+			return nil, nil, fmt.Errorf("not a whole zstd file: %w", err)
+		}
+		return z, z.Close, nil
+	}
+	return f, func() {}, nil
 }
 
 // Next returns the offset of the next batch after committed: the first
@@ -613,6 +722,29 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
+	if _, c := cutCompression(name); c != uncompressed {
+		empty, err := checkCompressed(ctx, r, c)
+		switch {
+		case ctx.Err() != nil:
+			return line, ctx.Err()
+		case err != nil && systemFault(err):
+			return line, fmt.Errorf("%s: %w (the system's fault, not the file's: the batch fails, and reads the file again when it runs again)", name, err)
+		case err != nil:
+			return line, s.bad(Record{Position: name, Err: err}, fn)
+		case empty:
+			return line, nil
+		}
+		if _, err := f.Seek(0, io.SeekStart); err != nil {
+			return line, fmt.Errorf("%s: %w (the batch fails, and reads the file again when it runs again)", name, err)
+		}
+		r.Reset(f)
+		content, release, err := decompress(r, c)
+		if err != nil { // it was read whole a moment ago: changed since
+			return line, s.bad(Record{Position: name, Err: err}, fn)
+		}
+		defer release()
+		r = bufio.NewReaderSize(content, 64<<10)
+	}
 	for number := 1; ; number++ {
 		var length int
 		var eof bool

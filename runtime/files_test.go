@@ -2,6 +2,7 @@ package runtime_test
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/streamgen/streamgen/generated/sensor"
 	"github.com/streamgen/streamgen/internal/testenv"
@@ -934,5 +937,113 @@ func TestFilesWarnOfFilesLeftOut(t *testing.T) {
 	slices.Sort(warned)
 	if want := []string{`""`, ".csv", ".txt"}; !slices.Equal(warned, want) {
 		t.Fatalf("warned of %q, want once each of %q:\n%s", warned, want, logs.String())
+	}
+}
+
+// TestFilesCompressed reads files compressed with gzip, bzip2 and zstd,
+// told by their extension, as the same lines uncompressed: a gzip file of
+// several members (as appending gzip files makes) as one, an empty file
+// as no lines, and a file that is damaged or not what its name says as
+// one dead letter and no lines.
+func TestFilesCompressed(t *testing.T) {
+	dir := t.TempDir()
+	var lines []string
+	for i := range 2000 {
+		lines = append(lines, fmt.Sprintf(`{"id":%d,"name":"reading %d","note":"Grüße"}`, i, i*i))
+	}
+	content := strings.Join(lines, "\n") + "\n"
+	writeFile(t, dir, "plain.jsonl", content)
+	gz := func(parts ...string) []byte {
+		var buf bytes.Buffer
+		for _, p := range parts { // one member each
+			w := gzip.NewWriter(&buf)
+			if _, err := w.Write([]byte(p)); err != nil {
+				t.Fatal(err)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return buf.Bytes()
+	}
+	half := len(content) / 2
+	half += strings.IndexByte(content[half:], '\n') + 1
+	members := gz(content[:half], content[half:])
+	writeFile(t, dir, "members.json.gz", string(members))
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "z.jsonl.zst", string(enc.EncodeAll([]byte(content), nil)))
+	enc.Close()
+	bz, err := os.ReadFile(filepath.Join("testdata", "lines.jsonl.bz2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, dir, "small.jsonl.bz2", string(bz))
+	writeFile(t, dir, "empty.json.gz", "")
+	// Damaged: cut short within the second member, a corrupt body, not
+	// gzip at all, and a zstd frame cut short.
+	cut := members[:len(members)-len(gz(content[half:]))/2]
+	writeFile(t, dir, "cut.json.gz", string(cut))
+	corrupt := gz(content)
+	corrupt[len(corrupt)/2] ^= 0xff
+	writeFile(t, dir, "corrupt.json.gz", string(corrupt))
+	writeFile(t, dir, "text.json.gz", content)
+	src := runtime.FilesSource(dir, runtime.FilesOptions{})
+	end := next(t, src, nil, available(t, src))
+	got := readAll(t, src, nil, end)
+	byFile := map[string][]runtime.Record{}
+	for _, r := range got {
+		name := r.Position
+		if i := strings.LastIndexByte(name, ':'); i > 0 && r.Err == nil {
+			name = name[:i]
+		}
+		byFile[name] = append(byFile[name], r)
+	}
+	want := expectLines(t, dir, "plain.jsonl")
+	sameLines := func(name string, got, want []runtime.Record) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d records, want %d", name, len(got), len(want))
+		}
+		for i := range want {
+			w := want[i]
+			w.Position = name + w.Position[strings.LastIndexByte(w.Position, ':'):]
+			if !equalRecord(got[i], w) {
+				t.Fatalf("%s: record %d = %+v, want %+v", name, i, got[i], w)
+			}
+		}
+	}
+	sameLines("members.json.gz", byFile["members.json.gz"], want)
+	sameLines("z.jsonl.zst", byFile["z.jsonl.zst"], want)
+	small := []runtime.Record{
+		{Partition: "files", Data: []byte(`{"id":1,"city":"Zürich"}`), Position: "x:1"},
+		{Partition: "files", Data: []byte(`{"id":2,"city":"Lyon"}`), Position: "x:2"},
+		{Partition: "files", Data: []byte(`{"id":3,"city":"Ōsaka"}`), Position: "x:4"},
+	}
+	sameLines("small.jsonl.bz2", byFile["small.jsonl.bz2"], small)
+	if n := len(byFile["empty.json.gz"]); n != 0 {
+		t.Fatalf("empty.json.gz gave %d records, want none", n)
+	}
+	// A damaged file gives no lines (gzip's checksum is at the end of a
+	// member: lines read before it would be unchecked), only a dead letter.
+	for _, name := range []string{"cut.json.gz", "corrupt.json.gz", "text.json.gz"} {
+		recs := byFile[name]
+		if len(recs) != 1 || recs[0].Err == nil || recs[0].Position != name || recs[0].Data != nil {
+			t.Fatalf("%s: %+v, want one dead letter naming the file, without data", name, recs)
+		}
+		if msg := recs[0].Err.Error(); !strings.Contains(msg, "not a whole gzip file") {
+			t.Fatalf("%s: the dead letter says %q, want it to say the file is not a whole gzip file", name, msg)
+		}
+	}
+	if len(got) != 3*len(want)+len(small)+3 { // plain, members, z
+		t.Fatalf("%d records in all, want %d", len(got), 3*len(want)+len(small)+3)
+	}
+	// FailOnBadFiles fails the read instead.
+	failing := runtime.FilesSource(dir, runtime.FilesOptions{FailOnBadFiles: true})
+	err = failing.Read(context.Background(), nil, end, func(runtime.Record) error { return nil })
+	if err == nil {
+		t.Fatal("FailOnBadFiles: the damaged files were read without an error")
 	}
 }
