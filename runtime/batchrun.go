@@ -204,6 +204,11 @@ func (q *Query) settle() error {
 	report := q.makeReport(r.b, r.planned, r.durations, r.finished)
 	report.DurationMs[DurationLatestOffset] = r.latestOffset.Milliseconds()
 	q.report(report)
+	for i, in := range q.plan.Inputs {
+		if l, ok := in.Source.(CommitListener); ok && !bytes.Equal(r.planned.start[i], r.planned.end[i]) {
+			l.Committed(r.planned.end[i])
+		}
+	}
 	return nil
 }
 

@@ -76,6 +76,42 @@ type FilesOptions struct {
 	// rsync -t) is skipped without a word. Make MaxFileAge longer than
 	// the spread of the times of the files a query is given.
 	MaxFileAge time.Duration
+	// CleanSource says what becomes of a file once the batch that read it
+	// is committed, as Spark's cleanSource option: CleanOff (the default)
+	// leaves it, CleanDelete deletes it and CleanArchive moves it to
+	// ArchiveDir. See FilesSource.
+	CleanSource CleanMode
+	// ArchiveDir is where CleanArchive moves the files read, under their
+	// names: Spark's sourceArchiveDir. It may be a directory inside the
+	// source's (which the source does not read), and is made when missing.
+	ArchiveDir string
+}
+
+// CleanMode says what a files source does with the files it has read:
+// FilesOptions.CleanSource.
+type CleanMode uint8
+
+const (
+	// CleanOff leaves the files read where they are.
+	CleanOff CleanMode = iota
+	// CleanDelete deletes each file once the batch that read it is
+	// committed.
+	CleanDelete
+	// CleanArchive moves each file to FilesOptions.ArchiveDir once the
+	// batch that read it is committed.
+	CleanArchive
+)
+
+func (m CleanMode) String() string {
+	switch m {
+	case CleanOff:
+		return "off"
+	case CleanDelete:
+		return "delete"
+	case CleanArchive:
+		return "archive"
+	}
+	return fmt.Sprintf("CleanMode(%d)", uint8(m))
 }
 
 // DefaultMaxFileAge is the default of FilesOptions.MaxFileAge, Spark's.
@@ -141,6 +177,23 @@ const maxLinePrefix = 1 << 10
 // forgotten ones included: move files that have been read out of the
 // directory when it grows large.
 //
+// With FilesOptions.CleanSource, the files read are deleted, or moved to
+// ArchiveDir under their names, once the batch that read them is
+// committed (never before: a batch that fails keeps its files, to read
+// them again), as Spark's cleanSource does; the directory then holds what
+// is still to be read, and listing it stays cheap. Cleaning runs on the
+// query's goroutine after each commit. Moving links the file into the
+// archive (or, on another file system, copies it there, synced) before it
+// removes it, so a crash leaves a file in both places, never in neither;
+// a process that dies between a commit and the clean leaves the batch's
+// files, which the next start cleans at its first batch that reads files.
+// A file is cleaned only while its modification time is the one read (a
+// file written since under the name of one read, which is not read
+// again, as in Spark, is left), and never replaces a file of other bytes
+// in the archive; what cannot be cleaned is left in place, with a
+// warning. As in Spark, no other query should read a directory that one
+// cleans.
+//
 // Files resolves dir once, when called: made absolute and clean, with
 // symbolic links resolved (of a directory that does not exist yet, those of
 // its longest existing parent), it is the source's root, which Root
@@ -181,12 +234,18 @@ func FilesSource(dir string, opts FilesOptions) Source {
 	if opts.MaxFileAge == 0 {
 		opts.MaxFileAge = DefaultMaxFileAge
 	}
-	return &filesSource{root: root, opts: opts}
+	src := &filesSource{root: root, opts: opts}
+	if opts.ArchiveDir != "" {
+		src.archive = resolveRoot(opts.ArchiveDir)
+	}
+	return src
 }
 
 type filesSource struct {
 	root string
 	opts FilesOptions
+	// archive is ArchiveDir, resolved as root is.
+	archive string
 
 	mu sync.Mutex
 	// skipped holds the names Available last skipped for not being regular
@@ -196,6 +255,9 @@ type filesSource struct {
 	// leftOut holds the kinds of names (their extensions) Available has
 	// warned of leaving out, once each.
 	leftOut map[string]bool
+	// swept is set once Committed has cleaned the files of a processed-file
+	// log (FilesOptions.CleanSource).
+	swept bool
 }
 
 func (s *filesSource) Name() string { return s.opts.Name }
@@ -264,6 +326,16 @@ func (s *filesSource) validate() error {
 	if s.opts.MaxFileAge < 0 {
 		errs = append(errs, fmt.Errorf("MaxFileAge %v is negative", s.opts.MaxFileAge))
 	}
+	switch {
+	case s.opts.CleanSource > CleanArchive:
+		errs = append(errs, fmt.Errorf("CleanSource %v is not a CleanMode", s.opts.CleanSource))
+	case s.opts.CleanSource == CleanArchive && s.opts.ArchiveDir == "":
+		errs = append(errs, errors.New("CleanSource is CleanArchive but ArchiveDir is not set"))
+	case s.opts.CleanSource == CleanArchive && s.archive == s.root:
+		errs = append(errs, fmt.Errorf("ArchiveDir %s is the source's directory: the files would be moved where they are", s.opts.ArchiveDir))
+	case s.opts.CleanSource != CleanArchive && s.opts.ArchiveDir != "":
+		errs = append(errs, fmt.Errorf("ArchiveDir is set but CleanSource is %v, not CleanArchive", s.opts.CleanSource))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("options: %w", err)
 	}
@@ -328,7 +400,9 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	for _, e := range entries {
 		name := e.Name()
 		if !isInputFile(name) {
-			s.warnLeftOut(name)
+			if !e.IsDir() { // such as ArchiveDir
+				s.warnLeftOut(name)
+			}
 			continue
 		}
 		modTime, present, err := s.inspect(e)

@@ -56,6 +56,12 @@ func (c counting) Lag(position, latest json.RawMessage) ([]runtime.PartitionLag,
 	return c.Source.(runtime.LagReporter).Lag(position, latest)
 }
 
+func (c counting) Committed(end json.RawMessage) {
+	if l, ok := c.Source.(runtime.CommitListener); ok {
+		l.Committed(end)
+	}
+}
+
 func (r *fileReads) plan(src runtime.Source) *runtime.Plan {
 	src = counting{src, r}
 	return &runtime.Plan{
@@ -452,6 +458,167 @@ func TestFilesLag(t *testing.T) {
 		}
 		if s.Metrics["filesBehindLatest"] != fmt.Sprint(files) || s.Metrics["bytesBehindLatest"] != fmt.Sprint(bytes) {
 			t.Fatalf("batch %d: metrics %v", p.BatchID, s.Metrics)
+		}
+	}
+}
+
+// TestFilesCleanSource: with CleanDelete or CleanArchive, the files of a
+// batch leave the directory once the batch is committed, and not before
+// (a batch that fails keeps its files, and reads them when it runs
+// again); archived files keep their bytes; every file is read once. A
+// start cleans the files its log holds that a process which died left
+// behind (already archived, or not); a file the archive already holds
+// with other bytes is left, and not read again.
+func TestFilesCleanSource(t *testing.T) {
+	for _, mode := range []runtime.CleanMode{runtime.CleanDelete, runtime.CleanArchive} {
+		t.Run(mode.String(), func(t *testing.T) {
+			tmp := t.TempDir()
+			in, cp, archive := filepath.Join(tmp, "in"), filepath.Join(tmp, "cp"), filepath.Join(tmp, "in", "done")
+			content := map[string]string{}
+			write := func(name string) {
+				content[name] = fmt.Sprintf("{\"file\":%q}\n", name)
+				writeFile(t, in, name, content[name])
+			}
+			for _, name := range []string{"a.json", "b.json", "c.json", "d.json", "e.jsonl.gz"} {
+				write(name)
+			}
+			content["e.jsonl.gz"] = "" // an empty file: no lines, but read, and cleaned
+			writeFile(t, in, "e.jsonl.gz", "")
+			modTimes := map[string]time.Time{}
+			for name := range content {
+				info, err := os.Stat(filepath.Join(in, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				modTimes[name] = info.ModTime()
+			}
+			opts := runtime.FilesOptions{MaxFilesPerTrigger: 2, CleanSource: mode}
+			if mode == runtime.CleanArchive {
+				opts.ArchiveDir = archive
+			}
+			r := newFileReads()
+			r.failBatch = 1
+			plan := r.plan(runtime.FilesSource(in, opts))
+			present := func() []string {
+				t.Helper()
+				entries, err := os.ReadDir(in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, e := range entries {
+					if !e.IsDir() {
+						names = append(names, e.Name())
+					}
+				}
+				return names
+			}
+			if _, err := runAvailable(t, plan, cp); err == nil {
+				t.Fatal("batch 1's sink did not fail")
+			}
+			// Batch 0 (a, b) committed; batch 1 (c, d) failed.
+			if got, want := present(), []string{"c.json", "d.json", "e.jsonl.gz"}; !slices.Equal(got, want) {
+				t.Fatalf("after batch 1 failed, the directory holds %q, want %q", got, want)
+			}
+			delete(r.batches, 1) // its failed attempt's reads
+			if _, err := runAvailable(t, plan, cp); err != nil {
+				t.Fatal(err)
+			}
+			if got := present(); len(got) != 0 {
+				t.Fatalf("after the run, the directory holds %q", got)
+			}
+			var read []string
+			for id := int64(0); id < 3; id++ {
+				read = append(read, r.read(id)...)
+			}
+			if want := []string{"a.json", "b.json", "c.json", "d.json"}; !slices.Equal(read, want) {
+				t.Fatalf("the batches read %q, want %q", read, want)
+			}
+			checkArchive := func(names ...string) {
+				t.Helper()
+				if mode != runtime.CleanArchive {
+					if _, err := os.Stat(archive); !errors.Is(err, os.ErrNotExist) {
+						t.Fatalf("CleanDelete made an archive: %v", err)
+					}
+					return
+				}
+				for _, name := range names {
+					got, err := os.ReadFile(filepath.Join(archive, name))
+					if err != nil || string(got) != content[name] {
+						t.Fatalf("archived %s: %q, %v; want %q", name, got, err, content[name])
+					}
+				}
+			}
+			checkArchive("a.json", "b.json", "c.json", "d.json", "e.jsonl.gz")
+
+			// What a process that died between a commit and its clean
+			// leaves: b.json back in the directory, and, when archiving,
+			// c.json in both places (linked, not yet removed) and d.json
+			// with other bytes than the archive's. And a.json written again,
+			// later: a file of a name read before, which is not read (as
+			// in Spark) nor cleaned.
+			write("b.json")
+			if err := os.Chtimes(filepath.Join(in, "b.json"), modTimes["b.json"], modTimes["b.json"]); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, in, "a.json", "{\"again\":1}\n")
+			later := modTimes["a.json"].Add(time.Minute)
+			if err := os.Chtimes(filepath.Join(in, "a.json"), later, later); err != nil {
+				t.Fatal(err)
+			}
+			if mode == runtime.CleanArchive {
+				if err := os.Link(filepath.Join(archive, "c.json"), filepath.Join(in, "c.json")); err != nil {
+					t.Fatal(err)
+				}
+				writeFile(t, in, "d.json", "{\"other\":1}\n")
+				if err := os.Chtimes(filepath.Join(in, "d.json"), modTimes["d.json"], modTimes["d.json"]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			write("f.json")
+			r.batches = map[int64][]string{}
+			plan = r.plan(runtime.FilesSource(in, opts)) // a new process's source
+			if _, err := runAvailable(t, plan, cp); err != nil {
+				t.Fatal(err)
+			}
+			var again []string
+			for id := int64(3); id < 6; id++ {
+				again = append(again, r.read(id)...)
+			}
+			if !slices.Equal(again, []string{"f.json"}) {
+				t.Fatalf("after the restart the batches read %q, want f.json alone", again)
+			}
+			want := []string{"a.json"}
+			if mode == runtime.CleanArchive {
+				want = append(want, "d.json") // the archive's d.json is another file
+			}
+			if got := present(); !slices.Equal(got, want) {
+				t.Fatalf("after the restart the directory holds %q, want %q", got, want)
+			}
+			checkArchive("b.json", "c.json", "f.json")
+		})
+	}
+}
+
+// TestFilesCleanSourceOptions: options that cannot clean are refused at
+// Start.
+func TestFilesCleanSourceOptions(t *testing.T) {
+	tmp := t.TempDir()
+	in := filepath.Join(tmp, "in")
+	writeFile(t, in, "a.json", "{}\n")
+	for _, c := range []struct {
+		opts runtime.FilesOptions
+		want string
+	}{
+		{runtime.FilesOptions{CleanSource: runtime.CleanArchive}, "CleanSource is CleanArchive but ArchiveDir is not set"},
+		{runtime.FilesOptions{CleanSource: runtime.CleanArchive, ArchiveDir: in + "/."}, "is the source's directory"},
+		{runtime.FilesOptions{CleanSource: runtime.CleanDelete, ArchiveDir: tmp}, "ArchiveDir is set but CleanSource is delete"},
+		{runtime.FilesOptions{CleanSource: 7}, "CleanSource CleanMode(7) is not a CleanMode"},
+	} {
+		_, err := runtime.Start(context.Background(), newFileReads().plan(runtime.FilesSource(in, c.opts)),
+			runtime.Checkpoint(filepath.Join(tmp, "cp")))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: Start gave %v, want an error saying %q", c.opts, err, c.want)
 		}
 	}
 }

@@ -58,6 +58,19 @@ type StartChecker interface {
 	CheckStart() error
 }
 
+// CommitListener is implemented by a source that acts once the batches
+// that read it are durable, as Spark's Source.commit (the files source's
+// CleanSource moves or deletes the files read). Committed is called on the
+// query's goroutine once for each batch committed that read the source
+// (its end offset differs from its start), in order, after its commit is
+// durable and its progress reported, with the offset the batch ended at;
+// never for a batch that failed. A batch that is run again
+// after a failure (its first attempt was never committed) is told of once
+// it commits. Committed cannot fail the query: it logs what goes wrong.
+type CommitListener interface {
+	Committed(end json.RawMessage)
+}
+
 // OffsetDescriber is implemented by a source whose offsets hold more than
 // a progress report should show (the files source's processed-file log):
 // DescribeOffset gives the offset as the report shows it.
