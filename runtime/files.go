@@ -31,6 +31,18 @@ type FilesOptions struct {
 	// MaxFilesPerTrigger caps the number of new files in one batch. The
 	// default, 0, takes every file available.
 	MaxFilesPerTrigger int
+	// MaxBytesPerTrigger caps the bytes (of the files as stored,
+	// compressed or not) of the new files in one batch, as Spark's option
+	// of that name: a batch takes files, in the order it takes them, while
+	// their sizes add up to no more than it, and at least one file. The
+	// default, 0, sets no cap. It cannot be set with MaxFilesPerTrigger.
+	MaxBytesPerTrigger int64
+	// LatestFirst takes the newest files first, by modification time, as
+	// Spark's latestFirst: with a per-batch cap, a backlog is read from
+	// its newest end, and older files wait for batches with room for them
+	// (the processed-file log keeps them from being forgotten, whatever
+	// MaxFileAge). Within a batch files are read oldest first either way.
+	LatestFirst bool
 	// Name names the source in progress reports and the checkpoint, which
 	// keeps the processed-file log under it. The default is "files:"
 	// followed by the source's Root, so that every spelling of one
@@ -159,7 +171,9 @@ const maxLinePrefix = 1 << 10
 // naming it and why, once.
 //
 // Files are taken oldest first by modification time (then by name), as
-// Spark's file source takes them, each at most once. The offset
+// Spark's file source takes them (newest first with LatestFirst), each at
+// most once, as many as MaxFilesPerTrigger or MaxBytesPerTrigger let a
+// batch take. The offset
 // of a batch names the batch's files and holds the processed-file log:
 // the names of the files read, with their modification times. So a file
 // that appears later is read even when its name sorts before files
@@ -316,6 +330,12 @@ func (s *filesSource) validate() error {
 	var errs []error
 	if s.opts.MaxFilesPerTrigger < 0 {
 		errs = append(errs, fmt.Errorf("MaxFilesPerTrigger %d is negative", s.opts.MaxFilesPerTrigger))
+	}
+	if s.opts.MaxBytesPerTrigger < 0 {
+		errs = append(errs, fmt.Errorf("MaxBytesPerTrigger %d is negative", s.opts.MaxBytesPerTrigger))
+	}
+	if s.opts.MaxFilesPerTrigger > 0 && s.opts.MaxBytesPerTrigger > 0 {
+		errs = append(errs, errors.New("MaxFilesPerTrigger and MaxBytesPerTrigger are both set: set one"))
 	}
 	if s.opts.MaxLineBytes < 0 {
 		errs = append(errs, fmt.Errorf("MaxLineBytes %d is negative", s.opts.MaxLineBytes))
@@ -643,9 +663,11 @@ func decompress(f io.Reader, c compression) (io.Reader, func(), error) {
 
 // Next returns the offset of the next batch after committed: the first
 // files of upTo, oldest first by modification time (then by name), as
-// Spark's file source takes them, that the processed-file log of
-// committed lacks and that are not older than MaxFileAge allows, at most
-// MaxFilesPerTrigger of them, and the log with them added and compacted.
+// Spark's file source takes them (newest first with LatestFirst), that
+// the processed-file log of committed lacks and that are not older than
+// MaxFileAge allows, at most MaxFilesPerTrigger of them or
+// MaxBytesPerTrigger of their bytes, and the log with them added and
+// compacted.
 func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage, limit ReadLimit) (json.RawMessage, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
@@ -679,9 +701,28 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 		fresh.Files = append(fresh.Files, name)
 		fresh.ModTimes = append(fresh.ModTimes, modTime)
 	}
-	for _, i := range byModTime(&fresh) {
+	order := byModTime(&fresh)
+	if s.opts.LatestFirst {
+		slices.Reverse(order)
+	}
+	capped := limit != AllAvailable
+	var size int64 // of the batch's files, with MaxBytesPerTrigger
+	full := false
+	for _, i := range order {
 		name, modTime := fresh.Files[i], fresh.ModTimes[i]
-		if limit != AllAvailable && s.opts.MaxFilesPerTrigger > 0 && len(batch.Files) == s.opts.MaxFilesPerTrigger {
+		switch {
+		case full || !capped:
+		case s.opts.MaxFilesPerTrigger > 0:
+			full = len(batch.Files) == s.opts.MaxFilesPerTrigger
+		case s.opts.MaxBytesPerTrigger > 0:
+			// As Spark takes files while their sizes add up to the cap:
+			// a file past it ends the batch, though a smaller one after
+			// it would fit.
+			n := s.sizeOf(name)
+			full = len(batch.Files) > 0 && size+n > s.opts.MaxBytesPerTrigger
+			size += n
+		}
+		if full {
 			oldestLeft, left = min(oldestLeft, modTime), true
 			continue
 		}
@@ -1068,6 +1109,16 @@ func (s *filesSource) log(o, listing filesOffset) map[string]int64 {
 		seen[name] = modTime
 	}
 	return seen
+}
+
+// sizeOf returns the size of the listed file name, links followed, or 0
+// when it cannot be told (Read reports why).
+func (s *filesSource) sizeOf(name string) int64 {
+	info, err := os.Stat(filepath.Join(s.root, name))
+	if err != nil {
+		return 0
+	}
+	return info.Size()
 }
 
 // modTimeOf returns the modification time, in Unix nanoseconds, of the

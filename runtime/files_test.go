@@ -1047,3 +1047,73 @@ func TestFilesCompressed(t *testing.T) {
 		t.Fatal("FailOnBadFiles: the damaged files were read without an error")
 	}
 }
+
+// TestFilesBytesPerTriggerAndLatestFirst: MaxBytesPerTrigger takes files,
+// in order, while their sizes add up to it (at least one file, and none
+// past the first that does not fit, as Spark's takeWhile); LatestFirst
+// takes the newest first, and the older files left behind are read in
+// later batches, not forgotten, however old.
+func TestFilesBytesPerTriggerAndLatestFirst(t *testing.T) {
+	dir := t.TempDir()
+	t0 := time.Now().Add(-30 * 24 * time.Hour) // older than MaxFileAge behind the newest
+	// Files a..f, each an hour newer than the one before, of these sizes.
+	sizes := map[string]int{"a.json": 40, "b.json": 50, "c.json": 120, "d.json": 10, "e.json": 30, "f.json": 60}
+	for i, name := range []string{"a.json", "b.json", "c.json", "d.json", "e.json", "f.json"} {
+		writeFile(t, dir, name, strings.Repeat("x", sizes[name]-1)+"\n")
+		when := t0.Add(time.Duration(i) * time.Hour)
+		if name == "f.json" {
+			when = time.Now().Add(-time.Minute)
+		}
+		if err := os.Chtimes(filepath.Join(dir, name), when, when); err != nil {
+			t.Fatal(err)
+		}
+	}
+	batches := func(opts runtime.FilesOptions) [][]string {
+		t.Helper()
+		src := runtime.FilesSource(dir, opts)
+		upTo := available(t, src)
+		var out [][]string
+		var committed json.RawMessage
+		for range 10 {
+			end := next(t, src, committed, upTo)
+			if bytes.Equal(end, committed) {
+				return out
+			}
+			// Read takes the batch's files oldest first.
+			var read []string
+			for _, r := range readAll(t, src, committed, end) {
+				read = append(read, r.Position[:strings.IndexByte(r.Position, ':')])
+			}
+			out = append(out, read)
+			committed = end
+		}
+		t.Fatal("more than 10 batches")
+		return nil
+	}
+	for _, c := range []struct {
+		opts runtime.FilesOptions
+		want [][]string
+	}{
+		// 40+50 fit in 100; c alone is over it; d+e+... 10+30+60 fit.
+		{runtime.FilesOptions{MaxBytesPerTrigger: 100}, [][]string{{"a.json", "b.json"}, {"c.json"}, {"d.json", "e.json", "f.json"}}},
+		// b does not fit after a, and ends the batch though d would fit.
+		{runtime.FilesOptions{MaxBytesPerTrigger: 60}, [][]string{{"a.json"}, {"b.json"}, {"c.json"}, {"d.json", "e.json"}, {"f.json"}}},
+		{runtime.FilesOptions{MaxFilesPerTrigger: 2, LatestFirst: true}, [][]string{{"e.json", "f.json"}, {"c.json", "d.json"}, {"a.json", "b.json"}}},
+		{runtime.FilesOptions{MaxBytesPerTrigger: 100, LatestFirst: true}, [][]string{{"d.json", "e.json", "f.json"}, {"c.json"}, {"a.json", "b.json"}}},
+		{runtime.FilesOptions{LatestFirst: true}, [][]string{{"a.json", "b.json", "c.json", "d.json", "e.json", "f.json"}}},
+	} {
+		if got := batches(c.opts); !slices.EqualFunc(got, c.want, slices.Equal) {
+			t.Errorf("%+v: batches %q, want %q", c.opts, got, c.want)
+		}
+	}
+	// A Once trigger's batch (AllAvailable) takes everything.
+	src := runtime.FilesSource(dir, runtime.FilesOptions{MaxBytesPerTrigger: 1})
+	end, err := src.Next(context.Background(), nil, available(t, src), runtime.AllAvailable)
+	if err != nil || len(names(t, end)) != 6 {
+		t.Errorf("AllAvailable with MaxBytesPerTrigger: %q, %v; want all six files", names(t, end), err)
+	}
+	both := runtime.FilesSource(dir, runtime.FilesOptions{MaxBytesPerTrigger: 1, MaxFilesPerTrigger: 1})
+	if _, err := both.Available(context.Background()); err == nil || !strings.Contains(err.Error(), "MaxFilesPerTrigger and MaxBytesPerTrigger are both set") {
+		t.Errorf("both caps: %v", err)
+	}
+}
