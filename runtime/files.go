@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -88,6 +89,20 @@ type FilesOptions struct {
 	// rsync -t) is skipped without a word. Make MaxFileAge longer than
 	// the spread of the times of the files a query is given.
 	MaxFileAge time.Duration
+	// Recursive reads the files in the directories within the source's
+	// directory too, at any depth, as Spark's recursiveFileLookup: a file
+	// is named by its path from the source's directory ("2026/12/06/a.json"),
+	// in the processed-file log and in record positions. Hidden
+	// directories (a name starting with "." or "_") and ArchiveDir are not
+	// read, nor are links to directories followed. By default only the
+	// files directly in the directory are read.
+	Recursive bool
+	// PathGlobFilter, when set, is the pattern (path.Match's) of the names
+	// of the files to read, in place of ".json" and ".jsonl", as Spark's
+	// pathGlobFilter: "*.log" reads JSON lines from files named so, and
+	// "*.log.gz" from such files compressed. It matches a file's name, not
+	// its directory's; hidden names are never read.
+	PathGlobFilter string
 	// CleanSource says what becomes of a file once the batch that read it
 	// is committed, as Spark's cleanSource option: CleanOff (the default)
 	// leaves it, CleanDelete deletes it and CleanArchive moves it to
@@ -144,7 +159,9 @@ const maxLinePrefix = 1 << 10
 // FilesSource returns a source over the JSON-lines files in dir: every file whose
 // name ends in ".json" or ".jsonl" and does not start with "." or "_".
 // Other visible files are left out (where Spark's file source reads
-// every file), with a warning once for each extension.
+// every file), with a warning once for each extension;
+// FilesOptions.PathGlobFilter picks the files by another pattern.
+// FilesOptions.Recursive reads the directories within dir too.
 //
 // A file whose name ends in ".json" or ".jsonl" followed by ".gz",
 // ".bz2" or ".zst" is read decompressed (gzip, of one member or several
@@ -331,6 +348,9 @@ func (s *filesSource) validate() error {
 	if s.opts.MaxFilesPerTrigger < 0 {
 		errs = append(errs, fmt.Errorf("MaxFilesPerTrigger %d is negative", s.opts.MaxFilesPerTrigger))
 	}
+	if _, err := path.Match(s.opts.PathGlobFilter, ""); err != nil {
+		errs = append(errs, fmt.Errorf("PathGlobFilter %q: %w", s.opts.PathGlobFilter, err))
+	}
 	if s.opts.MaxBytesPerTrigger < 0 {
 		errs = append(errs, fmt.Errorf("MaxBytesPerTrigger %d is negative", s.opts.MaxBytesPerTrigger))
 	}
@@ -399,7 +419,8 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
-	entries, err := os.ReadDir(s.root)
+	skipped := make(map[string]error)
+	entries, err := s.list(skipped)
 	if errors.Is(err, fs.ErrNotExist) {
 		if !s.opts.WaitForPath {
 			return nil, fmt.Errorf("path does not exist: %s (it was removed; set FilesOptions.WaitForPath to wait for it)", s.root)
@@ -414,18 +435,17 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	}
 	// A file written at the cutoff or before it is old enough.
 	cutoff := s.opts.Clock().Add(-s.opts.MinFileAge)
-	skipped := make(map[string]error)
-	// os.ReadDir sorts by name, which is the order the offset keeps.
+	// list sorts by name, which is the order the offset keeps.
 	var listed filesOffset
-	for _, e := range entries {
-		name := e.Name()
-		if !isInputFile(name) {
-			if !e.IsDir() { // such as ArchiveDir
+	for _, entry := range entries {
+		name, e := entry.name, entry.DirEntry
+		if !s.isInput(e.Name()) {
+			if !e.IsDir() && s.opts.PathGlobFilter == "" { // a directory such as ArchiveDir, or one Recursive reads
 				s.warnLeftOut(name)
 			}
 			continue
 		}
-		modTime, present, err := s.inspect(e)
+		modTime, present, err := s.inspect(name, e)
 		if err != nil {
 			if e.Type()&fs.ModeSymlink != 0 {
 				// A broken link (dangling, a loop, to a directory or to
@@ -456,13 +476,62 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	return s.encode(listed)
 }
 
+// entry is a directory entry the source lists, with its name: its path
+// from the source's root, "/" between directories.
+type entry struct {
+	name string
+	fs.DirEntry
+}
+
+// list returns the entries of the source's directory, and with Recursive
+// of the directories in it, but for hidden ones (a name starting with
+// "." or "_") and ArchiveDir, sorted by name. A directory within that
+// cannot be read is left out, and put in skipped with why (gone since it
+// was listed: left out alone); the error is of the root's listing.
+func (s *filesSource) list(skipped map[string]error) ([]entry, error) {
+	top, err := os.ReadDir(s.root)
+	if err != nil {
+		return nil, err
+	}
+	entries := make([]entry, len(top))
+	for i, e := range top {
+		entries[i] = entry{e.Name(), e}
+	}
+	if !s.opts.Recursive {
+		return entries, nil // os.ReadDir sorts them
+	}
+	for i := 0; i < len(entries); i++ {
+		dir := entries[i]
+		if !dir.IsDir() || !visible(dir.Name()) {
+			continue
+		}
+		path := filepath.Join(s.root, dir.name)
+		if s.archive != "" && path == s.archive {
+			continue
+		}
+		within, err := os.ReadDir(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			skipped[dir.name] = err
+			continue
+		}
+		for _, e := range within {
+			entries = append(entries, entry{dir.name + "/" + e.Name(), e})
+		}
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+	return entries, nil
+}
+
 // inspect tells whether the directory entry e is a regular file once links
 // are followed: it returns an error saying why not, or the file's
 // modification time, which is zero when the listing's file type tells
 // enough and MinFileAge does not need it (Next then asks for the times of
 // the files it has not read: see modTimeOf). present is false when the
 // entry has gone since the listing.
-func (s *filesSource) inspect(e fs.DirEntry) (modTime time.Time, present bool, err error) {
+func (s *filesSource) inspect(name string, e fs.DirEntry) (modTime time.Time, present bool, err error) {
 	if e.Type().IsRegular() {
 		if s.opts.MinFileAge == 0 {
 			return time.Time{}, true, nil // Next asks for it if it needs it
@@ -476,7 +545,7 @@ func (s *filesSource) inspect(e fs.DirEntry) (modTime time.Time, present bool, e
 		}
 		return info.ModTime(), true, nil
 	}
-	path := filepath.Join(s.root, e.Name())
+	path := filepath.Join(s.root, name)
 	info, err := os.Stat(path)
 	if err != nil {
 		// A dangling link stays a problem; an entry that has gone since
@@ -498,7 +567,7 @@ func (s *filesSource) inspect(e fs.DirEntry) (modTime time.Time, present bool, e
 // a writer names a file it has not finished) and ".tmp" ones are not.
 func (s *filesSource) warnLeftOut(name string) {
 	ext := filepath.Ext(name)
-	if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") || ext == ".tmp" {
+	if !visible(path.Base(name)) || ext == ".tmp" {
 		return
 	}
 	s.mu.Lock()
@@ -531,7 +600,7 @@ func (s *filesSource) warnSkipped(skipped map[string]error) {
 	s.mu.Unlock()
 	slices.Sort(fresh)
 	for _, name := range fresh {
-		slog.Warn("streamgen: files source: skipping an entry that is not a regular file",
+		slog.Warn("streamgen: files source: skipping an entry that is not a regular file, or a directory within that cannot be listed",
 			"source", s.opts.Name, "file", name, "error", skipped[name])
 	}
 }
@@ -556,15 +625,27 @@ func describeType(mode fs.FileMode) string {
 	}
 }
 
-// isInputFile reports whether name is a complete JSON-lines file, perhaps
-// compressed, as opposed to another kind of file or one a writer has not
-// finished.
-func isInputFile(name string) bool {
-	if strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_") {
+// isInput reports whether a file of the base name base is one to read: a
+// complete JSON-lines file, perhaps compressed, or with PathGlobFilter one
+// whose name it matches, as opposed to another kind of file or one a
+// writer has not finished.
+func (s *filesSource) isInput(base string) bool {
+	if !visible(base) {
 		return false
 	}
-	name, _ = cutCompression(name)
-	return strings.HasSuffix(name, ".json") || strings.HasSuffix(name, ".jsonl")
+	if s.opts.PathGlobFilter != "" {
+		matched, _ := path.Match(s.opts.PathGlobFilter, base) // validate checked it
+		return matched
+	}
+	base, _ = cutCompression(base)
+	return strings.HasSuffix(base, ".json") || strings.HasSuffix(base, ".jsonl")
+}
+
+// visible reports whether a file or directory of the base name base is
+// not hidden: its name does not start with "." or "_", as a writer names
+// a file it has not finished.
+func visible(base string) bool {
+	return !strings.HasPrefix(base, ".") && !strings.HasPrefix(base, "_")
 }
 
 // compression names a file's compression, by its extension.

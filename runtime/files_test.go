@@ -1117,3 +1117,98 @@ func TestFilesBytesPerTriggerAndLatestFirst(t *testing.T) {
 		t.Errorf("both caps: %v", err)
 	}
 }
+
+// TestFilesRecursiveAndGlob: Recursive reads the files in the directories
+// within, named by their paths, but not hidden directories, ArchiveDir or
+// links to directories; PathGlobFilter picks the files by name in place
+// of the extensions, compressed ones told by theirs still.
+func TestFilesRecursiveAndGlob(t *testing.T) {
+	dir := t.TempDir()
+	line := func(name string) string { return fmt.Sprintf(`{"file":%q}`, name) + "\n" }
+	for _, name := range []string{"a.json", "sub/b.json", "sub/deeper/c.jsonl", ".hidden/d.json", "_tmp/e.json",
+		"done/f.json", "sub/x.txt", "sub/a.log", "g.log", "sub/.h.json"} {
+		writeFile(t, filepath.Join(dir, filepath.Dir(name)), filepath.Base(name), line(name))
+	}
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	w.Write([]byte(line("sub/deeper/z.log.gz")))
+	w.Close()
+	writeFile(t, filepath.Join(dir, "sub", "deeper"), "z.log.gz", gz.String())
+	other := t.TempDir()
+	writeFile(t, other, "l.json", line("linked/l.json"))
+	if err := os.Symlink(other, filepath.Join(dir, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	read := func(opts runtime.FilesOptions) []string {
+		t.Helper()
+		src := runtime.FilesSource(dir, opts)
+		var got []string
+		for _, r := range readAll(t, src, nil, next(t, src, nil, available(t, src))) {
+			name, number, _ := strings.Cut(r.Position, ":")
+			if r.Err != nil || number != "1" || string(r.Data)+"\n" != line(name) {
+				t.Fatalf("%+v: record %+v, want line 1 of a file that names it", opts, r)
+			}
+			got = append(got, name)
+		}
+		slices.Sort(got)
+		return got
+	}
+	for _, c := range []struct {
+		opts runtime.FilesOptions
+		want []string
+	}{
+		{runtime.FilesOptions{}, []string{"a.json"}},
+		{runtime.FilesOptions{Recursive: true}, []string{"a.json", "done/f.json", "sub/b.json", "sub/deeper/c.jsonl"}},
+		{runtime.FilesOptions{Recursive: true, CleanSource: runtime.CleanArchive, ArchiveDir: filepath.Join(dir, "done")},
+			[]string{"a.json", "sub/b.json", "sub/deeper/c.jsonl"}},
+		{runtime.FilesOptions{PathGlobFilter: "*.log"}, []string{"g.log"}},
+		{runtime.FilesOptions{PathGlobFilter: "*.log*", Recursive: true}, []string{"g.log", "sub/a.log", "sub/deeper/z.log.gz"}},
+	} {
+		if got := read(c.opts); !slices.Equal(got, c.want) {
+			t.Errorf("%+v: read %q, want %q", c.opts, got, c.want)
+		}
+	}
+	bad := runtime.FilesSource(dir, runtime.FilesOptions{PathGlobFilter: "[a-"})
+	if _, err := bad.Available(context.Background()); err == nil || !strings.Contains(err.Error(), `PathGlobFilter "[a-"`) {
+		t.Errorf("a bad pattern: %v", err)
+	}
+}
+
+// TestFilesRecursiveQuery runs a query over a tree of directories that
+// grows between runs, archiving what it reads: every file is read once,
+// and the archive takes the tree's shape.
+func TestFilesRecursiveQuery(t *testing.T) {
+	tmp := t.TempDir()
+	in, archive, cp := filepath.Join(tmp, "in"), filepath.Join(tmp, "in", "_archive"), filepath.Join(tmp, "cp")
+	opts := runtime.FilesOptions{Recursive: true, MaxFilesPerTrigger: 3, CleanSource: runtime.CleanArchive, ArchiveDir: archive}
+	var want []string
+	for run := range 3 {
+		for i := range 4 {
+			name := fmt.Sprintf("2026/12/0%d/part-%d.json", run+1, i)
+			writeFile(t, filepath.Join(in, filepath.Dir(name)), filepath.Base(name), "{}\n")
+			want = append(want, name)
+		}
+		r := newFileReads()
+		if _, err := runAvailable(t, r.plan(runtime.FilesSource(in, opts)), cp); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for id := range int64(20) {
+			for _, rec := range r.read(id) {
+				got = append(got, rec)
+			}
+		}
+		slices.Sort(got)
+		if start := len(want) - 4; !slices.Equal(got, want[start:]) {
+			t.Fatalf("run %d read %q, want %q", run, got, want[start:])
+		}
+	}
+	for _, name := range want {
+		if _, err := os.Stat(filepath.Join(archive, name)); err != nil {
+			t.Errorf("archived %s: %v", name, err)
+		}
+		if _, err := os.Stat(filepath.Join(in, name)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is still in the source: %v", name, err)
+		}
+	}
+}
