@@ -37,6 +37,14 @@ type Options struct {
 	// query runs is read from its beginning.
 	StartingOffsets StartingOffsets
 
+	// EndingOffsets bounds what the source reads, as Spark's endingOffsets
+	// and endingTimestamp (of a batch read) and Flink's bounded Kafka
+	// source: EndAtLatest, EndAtTimestamp or EndAtOffsets. The default
+	// reads on without end. A bounded source with an AvailableNow trigger
+	// reads its range and stops: a backfill, or a re-read of a window of
+	// time.
+	EndingOffsets EndingOffsets
+
 	// MaxOffsetsPerTrigger caps the offsets one batch takes over all its
 	// partitions, spread over them in proportion to their lag as Spark
 	// does (a partition with any lag takes at least one). The default,
@@ -160,11 +168,16 @@ func Earliest() StartingOffsets { return StartingOffsets{kind: startEarliest} }
 // Options.OnDataLoss); one before its first record too, once the query
 // reads it.
 func AtOffsets(offsets map[string]map[int32]int64) StartingOffsets {
+	return StartingOffsets{kind: startOffsets, offsets: cloneOffsets(offsets)}
+}
+
+// cloneOffsets copies offsets given by topic and partition.
+func cloneOffsets(offsets map[string]map[int32]int64) map[string]map[int32]int64 {
 	copied := make(map[string]map[int32]int64, len(offsets))
 	for t, ps := range offsets {
 		copied[t] = maps.Clone(ps)
 	}
-	return StartingOffsets{kind: startOffsets, offsets: copied}
+	return copied
 }
 
 // AtTimestamp starts each partition at its first record whose timestamp
@@ -184,6 +197,59 @@ func (s StartingOffsets) String() string {
 		return "at " + s.at.Format(time.RFC3339Nano)
 	}
 	return "latest"
+}
+
+type endKind int
+
+const (
+	endNone endKind = iota
+	endLatest
+	endOffsets
+	endTimestamp
+)
+
+// EndingOffsets is where a source stops reading each partition
+// (Options.EndingOffsets): the records before it are read, none from it
+// on. The zero value reads on without end. Make one with EndAtLatest,
+// EndAtTimestamp or EndAtOffsets. A query restarted on its checkpoint
+// resolves it again (EndAtLatest then ends where the partitions end at
+// the restart). It is immutable, so safe to share.
+type EndingOffsets struct {
+	kind    endKind
+	offsets map[string]map[int32]int64
+	at      time.Time
+}
+
+// EndAtLatest ends each partition where it ended when the source first
+// listed it: what was there when the query started, for a partition
+// there then; a partition that appears later, where it ended then.
+func EndAtLatest() EndingOffsets { return EndingOffsets{kind: endLatest} }
+
+// EndAtTimestamp ends each partition at its first record whose timestamp
+// is at or after t (Spark's endingTimestamp): the records before it are
+// read. A partition with no such record yet is read on, to where one
+// arrives.
+func EndAtTimestamp(t time.Time) EndingOffsets { return EndingOffsets{kind: endTimestamp, at: t} }
+
+// EndAtOffsets ends each partition at its offset, by topic and partition
+// (Spark's endingOffsets): the record at the offset is not read.
+// LatestOffset stands for the partition's end when the source first
+// lists it, and so does a partition the map does not name.
+func EndAtOffsets(offsets map[string]map[int32]int64) EndingOffsets {
+	return EndingOffsets{kind: endOffsets, offsets: cloneOffsets(offsets)}
+}
+
+// String describes the ending offsets.
+func (e EndingOffsets) String() string {
+	switch e.kind {
+	case endLatest:
+		return "latest"
+	case endOffsets:
+		return fmt.Sprint(e.offsets)
+	case endTimestamp:
+		return "at " + e.at.Format(time.RFC3339Nano)
+	}
+	return "none"
 }
 
 // legalTopic matches the names Kafka accepts for topics.
@@ -248,24 +314,41 @@ func (o *Options) validate() (*regexp.Regexp, error) {
 			errs = append(errs, errors.New("StartingOffsets: AtTimestamp of the zero time"))
 		}
 	case startOffsets:
-		for _, t := range slices.Sorted(maps.Keys(s.offsets)) {
-			if !o.subscribes(t, pattern) {
-				errs = append(errs, fmt.Errorf("StartingOffsets: topic %q is not among the topics read", t))
-			}
-			for _, p := range slices.Sorted(maps.Keys(s.offsets[t])) {
-				if p < 0 {
-					errs = append(errs, fmt.Errorf("StartingOffsets: topic %q: negative partition %d", t, p))
-				}
-				if off := s.offsets[t][p]; off < EarliestOffset {
-					errs = append(errs, fmt.Errorf("StartingOffsets: %s/%d: offset %d is neither an offset nor EarliestOffset or LatestOffset", t, p, off))
-				}
-			}
+		errs = append(errs, o.checkOffsets("StartingOffsets", s.offsets, EarliestOffset, "EarliestOffset or LatestOffset", pattern)...)
+	}
+	switch e := o.EndingOffsets; e.kind {
+	case endTimestamp:
+		if e.at.IsZero() {
+			errs = append(errs, errors.New("EndingOffsets: EndAtTimestamp of the zero time"))
 		}
+	case endOffsets:
+		errs = append(errs, o.checkOffsets("EndingOffsets", e.offsets, LatestOffset, "LatestOffset (EarliestOffset is not an end, as in Spark)", pattern)...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("streamgen: kafka source %q: options: %w", o.Name, err)
 	}
 	return pattern, nil
+}
+
+// checkOffsets checks the offsets given for what (StartingOffsets or
+// EndingOffsets): topics read, partitions not negative, offsets no less
+// than least (the special offsets it may be, named by special).
+func (o *Options) checkOffsets(what string, given map[string]map[int32]int64, least int64, special string, pattern *regexp.Regexp) []error {
+	var errs []error
+	for _, t := range slices.Sorted(maps.Keys(given)) {
+		if !o.subscribes(t, pattern) {
+			errs = append(errs, fmt.Errorf("%s: topic %q is not among the topics read", what, t))
+		}
+		for _, p := range slices.Sorted(maps.Keys(given[t])) {
+			if p < 0 {
+				errs = append(errs, fmt.Errorf("%s: topic %q: negative partition %d", what, t, p))
+			}
+			if off := given[t][p]; off < least {
+				errs = append(errs, fmt.Errorf("%s: %s/%d: offset %d is neither an offset nor %s", what, t, p, off, special))
+			}
+		}
+	}
+	return errs
 }
 
 // subscribes reports whether the options read topic (pattern is the

@@ -112,6 +112,9 @@ type TopicSource struct {
 	// (MinOffsetsPerTrigger).
 	lastTrigger time.Time
 	holding     bool
+	// endings are the ends of the partitions resolved so far
+	// (Options.EndingOffsets).
+	endings offsets
 }
 
 // defaultMaxTriggerDelay is Options.MaxTriggerDelay's default, Spark's.
@@ -385,6 +388,10 @@ func (s *TopicSource) next(ctx context.Context, committed, upTo json.RawMessage,
 			return nil, err
 		}
 	}
+	ends, err := s.endingsOf(ctx, client, available)
+	if err != nil {
+		return nil, err
+	}
 	begin := make(offsets, len(available))
 	until := make(offsets, len(available))
 	for _, tp := range available.sorted() {
@@ -411,6 +418,9 @@ func (s *TopicSource) next(ctx context.Context, committed, upTo json.RawMessage,
 		case end < start:
 			// A new query's latest offset, resolved after the listing.
 			end = start
+		}
+		if e, bounded := ends[tp]; bounded && e < end {
+			end = max(start, e)
 		}
 		begin[tp], until[tp] = start, end
 	}
@@ -462,6 +472,71 @@ func (s *TopicSource) next(ctx context.Context, committed, upTo json.RawMessage,
 		s.mu.Unlock()
 	}
 	return end, nil
+}
+
+// endingsOf returns the ends of the partitions of available that
+// Options.EndingOffsets gives (none without it), resolving those of
+// partitions it has not resolved before: available's end, a given
+// offset, or the first offset at or after a timestamp, which a partition
+// without such a record yet does not have (it is read on, and resolved
+// again at the next batch).
+func (s *TopicSource) endingsOf(ctx context.Context, client *kgo.Client, available offsets) (offsets, error) {
+	e := s.opts.EndingOffsets
+	if e.kind == endNone {
+		return nil, nil
+	}
+	s.mu.Lock()
+	known := maps.Clone(s.endings)
+	s.mu.Unlock()
+	if known == nil {
+		known = offsets{}
+	}
+	var todo []topicPartition
+	for _, tp := range available.sorted() {
+		if _, ok := known[tp]; !ok {
+			todo = append(todo, tp)
+		}
+	}
+	if len(todo) == 0 {
+		return known, nil
+	}
+	resolved := make(offsets, len(todo))
+	switch e.kind {
+	case endLatest:
+		for _, tp := range todo {
+			resolved[tp] = available[tp]
+		}
+	case endOffsets:
+		for _, tp := range todo {
+			resolved[tp] = available[tp]
+			if off, ok := e.offsets[tp.topic][tp.partition]; ok && off != LatestOffset {
+				resolved[tp] = off
+			}
+		}
+	case endTimestamp:
+		listed, err := s.listOffsets(ctx, client, todo, e.at.UnixMilli())
+		if err != nil {
+			return nil, err
+		}
+		for _, tp := range todo {
+			// At or past the listed end: no record at or after the
+			// time yet.
+			if off, ok := listed[tp]; ok && off < available[tp] {
+				resolved[tp] = off
+			}
+		}
+	}
+	if len(resolved) > 0 {
+		slog.Info("streamgen: kafka source: ending offsets", "source", s.name, "endingOffsets", e.String(), "offsets", offsetsText(resolved))
+	}
+	s.mu.Lock()
+	if s.endings == nil {
+		s.endings = offsets{}
+	}
+	maps.Copy(s.endings, resolved)
+	s.mu.Unlock()
+	maps.Copy(known, resolved)
+	return known, nil
 }
 
 // gone returns the partitions of from, the offsets a query has

@@ -200,6 +200,81 @@ func TestStartingOffsets(t *testing.T) {
 	}
 }
 
+// TestEndingOffsets bounds what a source reads, as Spark's endingOffsets
+// and endingTimestamp: at given offsets (the record at the end not read),
+// at the first record at or after a time (a partition without one yet
+// read on until one arrives), and at the ends when the source first
+// listed them (a source made again, as at a restart, ends further on).
+func TestEndingOffsets(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "ends", 2)
+	produce(t, conn, rateRecords("ends", 0, 0, 10)...)
+	produce(t, conn, rateRecords("ends", 1, 100, 10)...)
+	base := time.Unix(1_700_000_000, 0).UTC()
+	newSource := func(start kafka.StartingOffsets, end kafka.EndingOffsets) *kafka.TopicSource {
+		src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"ends"}, StartingOffsets: start, EndingOffsets: end})
+		t.Cleanup(src.Close)
+		return src
+	}
+	run := func(src *kafka.TopicSource, ck *checkpoint) []int64 {
+		t.Helper()
+		sink := typed.NewMemorySink[fixtures.RateRow]()
+		runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), sink), ck)
+		return values(sink.Rows())
+	}
+	check := func(what string, got, want []int64) {
+		t.Helper()
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: read %v, want %v", what, got, want)
+		}
+	}
+	earliest := kafka.Earliest()
+	check("offsets", run(newSource(earliest, kafka.EndAtOffsets(map[string]map[int32]int64{"ends": {0: 5, 1: kafka.LatestOffset}})), newCheckpoint()),
+		slices.Concat(span(0, 4), span(100, 109)))
+	check("offsets, one partition named", run(newSource(earliest, kafka.EndAtOffsets(map[string]map[int32]int64{"ends": {1: 3}})), newCheckpoint()),
+		slices.Concat(span(0, 9), span(100, 102)))
+	check("start past the end", run(newSource(kafka.AtOffsets(map[string]map[int32]int64{"ends": {0: 7, 1: kafka.EarliestOffset}}),
+		kafka.EndAtOffsets(map[string]map[int32]int64{"ends": {0: 3, 1: 2}})), newCheckpoint()), span(100, 101))
+	// Partition 1's records are all at 100s or later: none of them.
+	check("timestamp 5s", run(newSource(earliest, kafka.EndAtTimestamp(base.Add(5*time.Second))), newCheckpoint()), span(0, 4))
+
+	// Partition 0 has no record at or after 105s: it is read on.
+	open := newSource(earliest, kafka.EndAtTimestamp(base.Add(105*time.Second)))
+	ck := newCheckpoint()
+	check("timestamp 105s", run(open, ck), slices.Concat(span(0, 9), span(100, 104)))
+	produce(t, conn, rateRecords("ends", 0, 10, 3)...)
+	produce(t, conn, rateRecords("ends", 1, 110, 2)...)
+	check("timestamp 105s, more records", run(open, ck), span(10, 12))
+	// A record at 200s ends partition 0 there: the one after it (13s)
+	// is not read.
+	produce(t, conn, rateRecords("ends", 0, 200, 1)...)
+	produce(t, conn, rateRecords("ends", 0, 13, 1)...)
+	check("timestamp 105s, ended", run(open, ck), nil)
+	check("timestamp 105s, restarted", run(newSource(earliest, kafka.EndAtTimestamp(base.Add(105*time.Second))), ck), nil)
+
+	// Where the partitions ended when the source first listed them.
+	latest := newSource(earliest, kafka.EndAtLatest())
+	ck = newCheckpoint()
+	check("latest", run(latest, ck), slices.Concat(span(0, 13), span(100, 111), []int64{200}))
+	produce(t, conn, rateRecords("ends", 1, 112, 3)...)
+	check("latest, more records", run(latest, ck), nil)
+	check("latest, a new source", run(newSource(earliest, kafka.EndAtLatest()), ck), span(112, 114))
+
+	for _, c := range []struct {
+		end  kafka.EndingOffsets
+		want string
+	}{
+		{kafka.EndAtOffsets(map[string]map[int32]int64{"ends": {0: kafka.EarliestOffset}}), "EndingOffsets: ends/0: offset -2 is neither an offset nor LatestOffset"},
+		{kafka.EndAtOffsets(map[string]map[int32]int64{"other": {0: 1}}), `EndingOffsets: topic "other" is not among the topics read`},
+		{kafka.EndAtTimestamp(time.Time{}), "EndAtTimestamp of the zero time"},
+	} {
+		src := newSource(earliest, c.end)
+		if _, err := src.Available(testContext(t)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error saying %q", c.end, err, c.want)
+		}
+	}
+}
+
 // TestStartingOffsetsGiveEveryPartition checks that AtOffsets must give
 // every partition a source of topics reads, and no other, as Spark's
 // startingOffsets must: a partition left out would start nowhere the
