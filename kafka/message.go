@@ -26,8 +26,43 @@ type Message struct {
 	Headers   []Header
 	// Timestamp is the record's timestamp: its producer's create time,
 	// or the broker's append time when the topic says
-	// message.timestamp.type=LogAppendTime.
+	// message.timestamp.type=LogAppendTime, as TimestampType tells.
 	Timestamp time.Time
+	// TimestampType says which time Timestamp is (Spark's timestampType
+	// column): CreateTime or LogAppendTime.
+	TimestampType TimestampType
+}
+
+// TimestampType says which time a record's timestamp is, as Kafka's
+// record attributes do and Spark's timestampType column (0 and 1).
+type TimestampType int8
+
+const (
+	// CreateTime is the time its producer gave the record.
+	CreateTime TimestampType = 0
+	// LogAppendTime is the time the broker appended the record to its
+	// log, for a topic of message.timestamp.type=LogAppendTime.
+	LogAppendTime TimestampType = 1
+)
+
+// String names the timestamp type as Kafka does.
+func (t TimestampType) String() string {
+	switch t {
+	case CreateTime:
+		return "CreateTime"
+	case LogAppendTime:
+		return "LogAppendTime"
+	}
+	return "TimestampType(" + strconv.Itoa(int(t)) + ")"
+}
+
+// messageOf returns the Message of a record fetched.
+func messageOf(r *kgo.Record) Message {
+	m := Message{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}
+	if r.Attrs.TimestampType() == 1 {
+		m.TimestampType = LogAppendTime
+	}
+	return m
 }
 
 // position is the message's runtime.Record Position,

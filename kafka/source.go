@@ -627,7 +627,7 @@ func (s *TopicSource) Read(ctx context.Context, start, end json.RawMessage, fn f
 		}
 		partition := tp.String()
 		err := s.fetchRange(ctx, client, tp, first, to[tp], s.dataLoss, func(r *kgo.Record) error {
-			m = Message{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Key: r.Key, Value: r.Value, Headers: r.Headers, Timestamp: r.Timestamp}
+			m = messageOf(r)
 			return fn(runtime.Record{Partition: partition, Data: r.Value, Position: m.position(), Meta: &m})
 		})
 		if err != nil {
