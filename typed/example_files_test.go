@@ -1,6 +1,8 @@
 package typed_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"iter"
@@ -97,4 +99,49 @@ func ExampleFrom() {
 	// part-0000000000.jsonl: {"user":"ann","count":1,"first":"2026-03-01T09:00:00Z","last":"2026-03-01T09:00:00Z"}
 	// {"user":"bob","count":1,"first":"2026-03-01T09:01:00Z","last":"2026-03-01T09:01:00Z"}
 	// part-0000000001.jsonl: {"user":"ann","count":2,"first":"2026-03-01T09:00:00Z","last":"2026-03-01T09:02:00Z"}
+}
+
+// A query over a tree of directories of compressed JSON-lines files
+// (day/hour/part.jsonl.gz), as a log shipper writes them: Recursive reads
+// the directories within, and CleanArchive moves each file to the
+// archive once the batch that read it is committed, so the input
+// directory holds only what is still to be read.
+func ExampleFrom_archive() {
+	dir, err := os.MkdirTemp("", "example-archive-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	in, archive := filepath.Join(dir, "in"), filepath.Join(dir, "archive")
+	for i, name := range []string{"2026-03-01/09/part-0.jsonl.gz", "2026-03-01/10/part-0.jsonl.gz"} {
+		var buf bytes.Buffer
+		z := gzip.NewWriter(&buf)
+		fmt.Fprintf(z, `{"user": "ann", "time": "2026-03-01T%02d:00:00Z", "page": "/"}`+"\n", 9+i)
+		z.Close()
+		os.MkdirAll(filepath.Join(in, filepath.Dir(name)), 0o755)
+		os.WriteFile(filepath.Join(in, name), buf.Bytes(), 0o644)
+	}
+	src := runtime.FilesSource(in, runtime.FilesOptions{Recursive: true, CleanSource: runtime.CleanArchive, ArchiveDir: archive})
+	sink := typed.NewMemorySink[fixtures.Click]()
+	q, err := typed.WriteTo(typed.From[fixtures.Click](src), sink).
+		Start(context.Background(), runtime.Checkpoint(filepath.Join(dir, "checkpoint")), runtime.WithTrigger(runtime.AvailableNow()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, c := range sink.Rows() {
+		fmt.Println(c.User, c.Time.Format("15:04"))
+	}
+	left, _ := filepath.Glob(filepath.Join(in, "*", "*", "*.gz"))
+	archived, _ := filepath.Glob(filepath.Join(archive, "*", "*", "*.gz"))
+	fmt.Println(len(left), "files left,", len(archived), "archived")
+	// Output:
+	// ann 09:00
+	// ann 10:00
+	// 0 files left, 2 archived
 }
