@@ -31,7 +31,7 @@ type Options struct {
 
 	// StartingOffsets is where a new query starts: Latest (the default,
 	// as Spark's streaming queries; Earliest in an App's task, as Kafka
-	// Streams), Earliest, AtOffsets or AtTimestamp.
+	// Streams), Earliest, AtOffsets, AtTimestamp or AtTimestamps.
 	// A query restarted on its checkpoint goes on from the checkpoint's
 	// offsets whatever this says, and a partition that appears while a
 	// query runs is read from its beginning.
@@ -136,18 +136,20 @@ const (
 	startEarliest
 	startOffsets
 	startTimestamp
+	startTimestamps
 )
 
 // StartingOffsets is where a new query starts reading. The zero value is
 // Latest, as Spark's streaming queries start, but Earliest for the
 // sources of an App's task (Task.Source, SourceOf, GlobalSource), as
 // Kafka Streams' auto.offset.reset is: a new App (or one Reset) reads its
-// input from the start. Make one with Latest, Earliest, AtOffsets or
-// AtTimestamp. It is immutable, so safe to share.
+// input from the start. Make one with Latest, Earliest, AtOffsets,
+// AtTimestamp or AtTimestamps. It is immutable, so safe to share.
 type StartingOffsets struct {
 	kind    startKind
 	offsets map[string]map[int32]int64
 	at      time.Time
+	times   map[string]map[int32]time.Time
 }
 
 // Latest starts each partition after its last committed record (the last
@@ -186,6 +188,19 @@ func cloneOffsets(offsets map[string]map[int32]int64) map[string]map[int32]int64
 // "latest", where Spark's default stops the query).
 func AtTimestamp(t time.Time) StartingOffsets { return StartingOffsets{kind: startTimestamp, at: t} }
 
+// AtTimestamps starts each partition at its first record whose timestamp
+// is at or after the partition's time, by topic and partition (Spark's
+// startingOffsetsByTimestamp); a partition with no such record starts at
+// its end, as with AtTimestamp. As AtOffsets, it must give every
+// partition the query reads when it starts.
+func AtTimestamps(times map[string]map[int32]time.Time) StartingOffsets {
+	copied := make(map[string]map[int32]time.Time, len(times))
+	for t, ps := range times {
+		copied[t] = maps.Clone(ps)
+	}
+	return StartingOffsets{kind: startTimestamps, times: copied}
+}
+
 // String describes the starting offsets.
 func (s StartingOffsets) String() string {
 	switch s.kind {
@@ -195,6 +210,8 @@ func (s StartingOffsets) String() string {
 		return fmt.Sprint(s.offsets)
 	case startTimestamp:
 		return "at " + s.at.Format(time.RFC3339Nano)
+	case startTimestamps:
+		return fmt.Sprint(s.times)
 	}
 	return "latest"
 }
@@ -315,6 +332,18 @@ func (o *Options) validate() (*regexp.Regexp, error) {
 		}
 	case startOffsets:
 		errs = append(errs, o.checkOffsets("StartingOffsets", s.offsets, EarliestOffset, "EarliestOffset or LatestOffset", pattern)...)
+	case startTimestamps:
+		asOffsets := make(map[string]map[int32]int64, len(s.times))
+		for t, ps := range s.times {
+			asOffsets[t] = make(map[int32]int64, len(ps))
+			for p, at := range ps {
+				if at.IsZero() {
+					errs = append(errs, fmt.Errorf("StartingOffsets: AtTimestamps: %s/%d: the zero time", t, p))
+				}
+				asOffsets[t][p] = 0
+			}
+		}
+		errs = append(errs, o.checkOffsets("StartingOffsets", asOffsets, 0, "", pattern)...)
 	}
 	switch e := o.EndingOffsets; e.kind {
 	case endTimestamp:

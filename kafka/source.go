@@ -652,6 +652,8 @@ func (s *TopicSource) startingOffsets(ctx context.Context, client *kgo.Client, a
 		starting, err = s.listOffsets(ctx, client, parts, so.at.UnixMilli())
 	case startOffsets:
 		starting, err = s.explicitOffsets(ctx, client, parts, so.offsets)
+	case startTimestamps:
+		starting, err = s.offsetsAtTimes(ctx, client, parts, so.times)
 	}
 	if err != nil {
 		return nil, err
@@ -666,7 +668,7 @@ func (s *TopicSource) startingOffsets(ctx context.Context, client *kgo.Client, a
 // parts, as Spark asks of startingOffsets. An offset past a partition's
 // end is data loss.
 func (s *TopicSource) explicitOffsets(ctx context.Context, client *kgo.Client, parts []topicPartition, given map[string]map[int32]int64) (offsets, error) {
-	if err := s.checkGiven(parts, given); err != nil {
+	if err := s.checkGiven(parts, given, "AtOffsets"); err != nil {
 		return nil, err
 	}
 	latest, err := s.listOffsets(ctx, client, parts, latestTimestamp)
@@ -703,11 +705,41 @@ func (s *TopicSource) explicitOffsets(ctx context.Context, client *kgo.Client, p
 	return starting, nil
 }
 
+// offsetsAtTimes resolves AtTimestamps for parts: each partition's first
+// offset at or after its time. Every partition of parts must be given a
+// time, as explicitOffsets asks.
+func (s *TopicSource) offsetsAtTimes(ctx context.Context, client *kgo.Client, parts []topicPartition, times map[string]map[int32]time.Time) (offsets, error) {
+	given := make(map[string]map[int32]int64, len(times))
+	byTime := map[int64][]topicPartition{}
+	for t, ps := range times {
+		given[t] = make(map[int32]int64, len(ps))
+		for p := range ps {
+			given[t][p] = 0
+		}
+	}
+	if err := s.checkGiven(parts, given, "AtTimestamps"); err != nil {
+		return nil, err
+	}
+	for _, tp := range parts {
+		ms := times[tp.topic][tp.partition].UnixMilli()
+		byTime[ms] = append(byTime[ms], tp)
+	}
+	starting := make(offsets, len(parts))
+	for _, ms := range slices.Sorted(maps.Keys(byTime)) {
+		found, err := s.listOffsets(ctx, client, byTime[ms], ms)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(starting, found)
+	}
+	return starting, nil
+}
+
 // checkGiven reports the partitions of parts that given leaves out and,
 // unless the source reads given Partitions (an App's task reads one of a
 // topic's, and may be given them all), those given that are not among
 // parts.
-func (s *TopicSource) checkGiven(parts []topicPartition, given map[string]map[int32]int64) error {
+func (s *TopicSource) checkGiven(parts []topicPartition, given map[string]map[int32]int64, what string) error {
 	var missing, unknown []string
 	read := make(map[topicPartition]bool, len(parts))
 	for _, tp := range parts {
@@ -730,7 +762,11 @@ func (s *TopicSource) checkGiven(parts []topicPartition, given map[string]map[in
 	}
 	var why []string
 	if len(missing) > 0 {
-		why = append(why, "no offset for "+strings.Join(missing, ", ")+" (give LatestOffset or EarliestOffset where any will do)")
+		hint := " (give LatestOffset or EarliestOffset where any will do)"
+		if what != "AtOffsets" {
+			hint = ""
+		}
+		why = append(why, "no offset for "+strings.Join(missing, ", ")+hint)
 	}
 	if len(unknown) > 0 {
 		why = append(why, "an offset for "+strings.Join(unknown, ", ")+", not among the partitions read")
@@ -739,8 +775,8 @@ func (s *TopicSource) checkGiven(parts []topicPartition, given map[string]map[in
 	for _, tp := range parts {
 		all = append(all, tp.String())
 	}
-	return fmt.Errorf("kafka source %q: StartingOffsets: AtOffsets gives %s; it must give every partition read an offset, as Spark's startingOffsets must (the partitions read: %s)",
-		s.name, strings.Join(why, " and "), strings.Join(all, ", "))
+	return fmt.Errorf("kafka source %q: StartingOffsets: %s gives %s; it must give every partition read an offset, as Spark's startingOffsets must (the partitions read: %s)",
+		s.name, what, strings.Join(why, " and "), strings.Join(all, ", "))
 }
 
 // lostRange describes offsets found gone: from up to, not including, to

@@ -177,6 +177,11 @@ func TestStartingOffsets(t *testing.T) {
 	check("timestamp after all", run(kafka.AtTimestamp(base.Add(time.Hour)), newCheckpoint()), nil)
 	check("offsets", run(kafka.AtOffsets(map[string]map[int32]int64{"rates": {0: 7, 1: kafka.EarliestOffset}}), given), slices.Concat(span(7, 9), span(100, 109)))
 	check("offsets, both ends", run(kafka.AtOffsets(map[string]map[int32]int64{"rates": {0: kafka.LatestOffset, 1: 8}}), newCheckpoint()), span(108, 109))
+	// A time for each partition (Spark's startingOffsetsByTimestamp).
+	check("timestamps", run(kafka.AtTimestamps(map[string]map[int32]time.Time{"rates": {0: base.Add(8 * time.Second), 1: base.Add(103 * time.Second)}}), newCheckpoint()),
+		slices.Concat(span(8, 9), span(103, 109)))
+	check("timestamps, one after all", run(kafka.AtTimestamps(map[string]map[int32]time.Time{"rates": {0: base.Add(time.Hour), 1: base}}), newCheckpoint()),
+		span(100, 109))
 
 	// New records; every query goes on from its checkpoint, whatever
 	// its starting offsets say now.
@@ -328,6 +333,11 @@ func TestStartingOffsetsGiveEveryPartition(t *testing.T) {
 	if _, err := start(kafka.Options{Partitions: map[string][]int32{"rates": {0, 1}},
 		StartingOffsets: kafka.AtOffsets(map[string]map[int32]int64{"rates": {1: 7}})}); err == nil || !strings.Contains(err.Error(), "no offset for rates/0") {
 		t.Fatalf("a source of partitions 0 and 1 given only 1: %v", err)
+	}
+	if _, err := start(kafka.Options{Topics: []string{"rates"},
+		StartingOffsets: kafka.AtTimestamps(map[string]map[int32]time.Time{"rates": {1: time.Unix(1_700_000_000, 0)}})}); err == nil ||
+		!strings.Contains(err.Error(), "AtTimestamps gives no offset for rates/0;") {
+		t.Fatalf("AtTimestamps leaving partition 0 out: %v", err)
 	}
 }
 
