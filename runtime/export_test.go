@@ -81,3 +81,12 @@ func SetFlushTimers(t interface{ Cleanup(func()) }, n int) {
 	flushTimers = n
 	t.Cleanup(func() { flushTimers = old })
 }
+
+// SetKeepDecompressed sets the most of a compressed file's content that
+// the files source keeps from its check, and returns a function that
+// puts it back.
+func SetKeepDecompressed(n int) func() {
+	old := keepDecompressed
+	keepDecompressed = n
+	return func() { keepDecompressed = old }
+}

@@ -689,33 +689,54 @@ func (c compression) String() string {
 // compressed file's checksums come at the end of what they cover (gzip's
 // at the end of each member, zstd's of each frame), so a damaged file
 // would give lines that are wrong before its error: its lines are handed
-// on only once all of it is known good. empty reports a file of no bytes,
-// which holds no lines.
-func checkCompressed(ctx context.Context, r *bufio.Reader, c compression) (empty bool, err error) {
+// on only once all of it is known good. A file whose content is no more
+// than keepDecompressed comes back whole in content, so that it is not
+// decompressed again; of a larger one content is nil. empty reports a
+// file of no bytes, which holds no lines.
+func checkCompressed(ctx context.Context, r *bufio.Reader, c compression) (content []byte, empty bool, err error) {
 	if _, err := r.Peek(1); errors.Is(err, io.EOF) {
-		return true, nil
+		return nil, true, nil
 	}
-	content, release, err := decompress(r, c)
+	z, release, err := decompress(r, c)
 	if err != nil {
-		return false, err
+		return nil, false, err
 	}
 	defer release()
-	buf := make([]byte, 64<<10)
+	kept := make([]byte, 0, 64<<10)
+	var scratch []byte // once kept is given up
 	for reads := 1; ; reads++ {
-		_, err := content.Read(buf)
+		buf := scratch
+		if kept != nil {
+			if len(kept) == cap(kept) {
+				kept = slices.Grow(kept, min(len(kept), keepDecompressed+1-len(kept)))
+			}
+			buf = kept[len(kept):cap(kept)]
+		}
+		n, err := z.Read(buf)
+		if kept != nil {
+			kept = kept[:len(kept)+n]
+			if len(kept) > keepDecompressed {
+				kept, scratch = nil, make([]byte, 64<<10)
+			}
+		}
 		if err == io.EOF { // the decompressors' end of a whole stream, unwrapped
-			return false, nil
+			return kept, false, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("not a whole %s file: %w", c, err)
+			return nil, false, fmt.Errorf("not a whole %s file: %w", c, err)
 		}
 		if reads%64 == 0 {
 			if err := ctx.Err(); err != nil {
-				return false, err
+				return nil, false, err
 			}
 		}
 	}
 }
+
+// keepDecompressed is the most of a compressed file's content that
+// checkCompressed keeps, so that a file that small is decompressed once.
+// (A variable for the tests.)
+var keepDecompressed = 8 << 20
 
 // decompress returns a reader of the content of f, compressed with c, and
 // a function that releases what the reader holds. A header that is not
@@ -919,7 +940,7 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
 	if _, c := cutCompression(name); c != uncompressed {
-		empty, err := checkCompressed(ctx, r, c)
+		whole, empty, err := checkCompressed(ctx, r, c)
 		switch {
 		case ctx.Err() != nil:
 			return line, ctx.Err()
@@ -929,17 +950,20 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 			return line, s.bad(Record{Position: name, Err: err}, fn)
 		case empty:
 			return line, nil
+		case whole != nil:
+			r = bufio.NewReaderSize(bytes.NewReader(whole), 64<<10)
+		default:
+			if _, err := f.Seek(0, io.SeekStart); err != nil {
+				return line, fmt.Errorf("%s: %w (the batch fails, and reads the file again when it runs again)", name, err)
+			}
+			r.Reset(f)
+			content, release, err := decompress(r, c)
+			if err != nil { // it was read whole a moment ago: changed since
+				return line, s.bad(Record{Position: name, Err: err}, fn)
+			}
+			defer release()
+			r = bufio.NewReaderSize(content, 64<<10)
 		}
-		if _, err := f.Seek(0, io.SeekStart); err != nil {
-			return line, fmt.Errorf("%s: %w (the batch fails, and reads the file again when it runs again)", name, err)
-		}
-		r.Reset(f)
-		content, release, err := decompress(r, c)
-		if err != nil { // it was read whole a moment ago: changed since
-			return line, s.bad(Record{Position: name, Err: err}, fn)
-		}
-		defer release()
-		r = bufio.NewReaderSize(content, 64<<10)
 	}
 	for number := 1; ; number++ {
 		var length int

@@ -946,6 +946,16 @@ func TestFilesWarnOfFilesLeftOut(t *testing.T) {
 // as no lines, and a file that is damaged or not what its name says as
 // one dead letter and no lines.
 func TestFilesCompressed(t *testing.T) {
+	// Each file is kept whole from its check, or (1 KiB kept) read again.
+	for _, keep := range []int{8 << 20, 1 << 10} {
+		t.Run(fmt.Sprintf("keep=%d", keep), func(t *testing.T) {
+			defer runtime.SetKeepDecompressed(keep)()
+			testFilesCompressed(t)
+		})
+	}
+}
+
+func testFilesCompressed(t *testing.T) {
 	dir := t.TempDir()
 	var lines []string
 	for i := range 2000 {
