@@ -94,6 +94,52 @@ func (k *Kind) UnmarshalText(b []byte) error {
 	return nil
 }
 
+// CheckStored reports what is missing from a schema read back from
+// storage (a checkpoint's metadata), that a schema made by the generator
+// always has: a type for every field, the element type of a list, the key
+// and value types of a map, the fields (or a reference) of a struct. A
+// schema that passes can be compared (Compatible) without a nil type.
+func (s *Schema) CheckStored() error {
+	return s.checkStored(s.Name, map[*Schema]bool{})
+}
+
+func (s *Schema) checkStored(path string, seen map[*Schema]bool) error {
+	if seen[s] {
+		return nil
+	}
+	seen[s] = true
+	for _, f := range s.Fields {
+		if err := f.Type.checkStored(path+"."+f.Name, seen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Type) checkStored(path string, seen map[*Schema]bool) error {
+	if t == nil {
+		return fmt.Errorf("%s: no type", path)
+	}
+	switch t.Kind {
+	case KindList:
+		return t.Elem.checkStored(path+"[]", seen)
+	case KindMap:
+		if err := t.Key.checkStored(path+"[key]", seen); err != nil {
+			return err
+		}
+		return t.Elem.checkStored(path+"[value]", seen)
+	case KindStruct:
+		if t.Ref != "" {
+			return nil
+		}
+		if t.Struct == nil {
+			return fmt.Errorf("%s: a struct without fields", path)
+		}
+		return t.Struct.checkStored(path, seen)
+	}
+	return nil
+}
+
 // canonical appends a canonical description of t for fingerprints. Pointer
 // and Go spelling are left out: they do not change what the bytes mean.
 func (t *Type) canonical(b []byte) []byte {

@@ -139,7 +139,11 @@ func (c *CheckpointReader) Meta() (m Meta, ok bool, err error) {
 		return m, false, c.s.fail(fmt.Errorf("read checkpoint metadata: %w", err))
 	}
 	defer closer.Close()
-	if err := json.Unmarshal(v, &m); err != nil {
+	err = json.Unmarshal(v, &m)
+	if err == nil {
+		err = m.checkSchemas()
+	}
+	if err != nil {
 		return m, false, fmt.Errorf("streamgen: the checkpoint's metadata is corrupt: %w", err)
 	}
 	return m, true, nil

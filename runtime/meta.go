@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -290,10 +291,38 @@ func (s *Store) storedMeta() (stored Meta, found bool, err error) {
 	}
 	err = json.Unmarshal(v, &stored)
 	closer.Close()
+	if err == nil {
+		err = stored.checkSchemas()
+	}
 	if err != nil {
 		return Meta{}, false, fmt.Errorf("%w: its metadata is corrupt: %v", ErrIncompatibleCheckpoint, err)
 	}
 	return stored, true, nil
+}
+
+// checkSchemas reports a schema of the stored metadata m that lacks what
+// the generator's schemas always have (codec.Schema.CheckStored), which
+// comparing it would trip on.
+func (m *Meta) checkSchemas() error {
+	for i := range m.Operators {
+		op := &m.Operators[i]
+		schemas := []*codec.Schema{op.Key, op.Rows}
+		for _, name := range slices.Sorted(maps.Keys(op.States)) {
+			schemas = append(schemas, op.States[name])
+		}
+		for _, name := range slices.Sorted(maps.Keys(op.Variables)) {
+			schemas = append(schemas, op.Variables[name].MapKey)
+		}
+		for _, schema := range schemas {
+			if schema == nil {
+				continue
+			}
+			if err := schema.CheckStored(); err != nil {
+				return fmt.Errorf("operator %d (%s): %w", i, op.Name, err)
+			}
+		}
+	}
+	return nil
 }
 
 // chooseLayouts tells each operator with more than one layout of its

@@ -1,8 +1,14 @@
 package runtime
 
 import (
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/streamgen/streamgen/codec"
 )
 
 // TestJoinFlagsOfAnOlderCheckpoint: a checkpoint written before a join
@@ -39,5 +45,43 @@ func TestJoinFlagsOfAnOlderCheckpoint(t *testing.T) {
 		case tc.refused != "" && !strings.Contains(text, "the stored "+tc.refused+" rows do not say whether they had a match"):
 			t.Errorf("%s then %s: %q, want the %s rows refused", tc.stored.Timeout, tc.now.Timeout, text, tc.refused)
 		}
+	}
+}
+
+// TestStoredMetaMissingTypes: stored metadata whose state schema lacks a
+// field's type (or a list's element, a map's key, a struct's fields),
+// which the generator never writes, is refused at start as corrupt, not
+// compared (which would dereference the missing type).
+func TestStoredMetaMissingTypes(t *testing.T) {
+	state := &codec.Schema{Name: "x.Counter", Fields: []codec.Field{
+		{Name: "Count", ID: 1, Type: &codec.Type{Kind: codec.KindInt, Go: "int64", Bits: 64}},
+		{Name: "Tags", ID: 2, Type: &codec.Type{Kind: codec.KindList, Go: "[]string", Elem: &codec.Type{Kind: codec.KindString, Go: "string"}}},
+	}}
+	good := Meta{Format: FormatVersion, ID: "q", Sources: []string{"s"}, Operators: []OperatorMeta{{Kind: "mapGroupsWithState", Name: "counts",
+		KeyType: "string", States: map[string]*codec.Schema{"counter": state}}}}
+	encoded, err := json.Marshal(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ cut, want string }{
+		{`,"type":{"kind":"int","go":"int64","bits":64}`, "x.Counter.Count: no type"},
+		{`,"elem":{"kind":"string","go":"string"}`, "x.Counter.Tags[]: no type"},
+	} {
+		damaged := strings.Replace(string(encoded), c.cut, "", 1)
+		if damaged == string(encoded) {
+			t.Fatalf("%q is not in %s", c.cut, encoded)
+		}
+		s, err := OpenStore("ckpt", StoreOptions{FS: vfs.NewMem()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.db.Set([]byte(metaKey), []byte(damaged), nil); err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.checkMeta(good, metaChanges{}, func(string) {})
+		if !errors.Is(err, ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), "its metadata is corrupt") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("without %s: %v; want the metadata refused as corrupt, saying %q", c.cut, err, c.want)
+		}
+		s.Close()
 	}
 }

@@ -545,6 +545,12 @@ func (s *Store) openError(err error) error {
 	if errors.Is(err, pebble.ErrDBDoesNotExist) {
 		return s.lostError(commitRecord{BatchID: s.recorded}, storeContents{})
 	}
+	if msg := err.Error(); strings.Contains(msg, "written in unknown format major version") || strings.Contains(msg, "which is no longer supported") {
+		// A store a later version of the program wrote (a downgrade), or
+		// one too old to read: not damaged, and nothing to mend.
+		return fmt.Errorf("%w: the store in %s is in a format this version does not read (%v): run the version that wrote it, or start from a new checkpoint directory",
+			ErrIncompatibleCheckpoint, s.dir, err)
+	}
 	if isCorruption(err) {
 		return &storeError{kinds: []error{ErrCorruptCheckpoint}, dir: s.dir, file: s.damagedFile(err), cause: err, hint: corruptHint}
 	}

@@ -1307,3 +1307,46 @@ func TestMemTableSize(t *testing.T) {
 		})
 	}
 }
+
+// TestStoreOfANewerFormat: a store that a later version wrote (its format
+// marker names a format this version does not know, as after a
+// downgrade), with or without a commit file, is refused at open as
+// incompatible, not as a failure to fix and retry.
+func TestStoreOfANewerFormat(t *testing.T) {
+	for _, committed := range []bool{false, true} {
+		fs := vfs.NewMem()
+		s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if committed {
+			commitBatches(t, s, 0, 1)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		names, err := fs.List("ckpt")
+		if err != nil {
+			t.Fatal(err)
+		}
+		renamed := false
+		for _, name := range names {
+			if strings.HasPrefix(name, "marker.format-version.") {
+				parts := strings.Split(name, ".")
+				parts[len(parts)-1] = "999"
+				if err := fs.Rename(fs.PathJoin("ckpt", name), fs.PathJoin("ckpt", strings.Join(parts, "."))); err != nil {
+					t.Fatal(err)
+				}
+				renamed = true
+			}
+		}
+		if !renamed {
+			t.Fatalf("no format marker among %q", names)
+		}
+		_, err = runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+		if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || errors.Is(err, runtime.ErrStoreFailed) ||
+			!strings.Contains(err.Error(), "run the version that wrote it, or start from a new checkpoint directory") {
+			t.Errorf("committed %v: %v; want the store refused as incompatible", committed, err)
+		}
+	}
+}
