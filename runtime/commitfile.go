@@ -42,14 +42,18 @@ var ErrRewoundCheckpoint = errors.New("streamgen: checkpoint lost committed batc
 // (a crash between the commit and its record): that is never an error.
 const commitFileName = "STREAMGEN-COMMIT"
 
-// commitFormat is the version of the commit file's layout.
-const commitFormat = 1
+// commitFormat is the version of the commit file's layout: 2 since it
+// records the MANIFEST (this version reads 1 as well).
+const commitFormat = 2
 
 // commitRecord is the commit file's content.
 type commitRecord struct {
 	Format int `json:"format"`
 	// BatchID is the last batch known committed durably.
 	BatchID int64 `json:"batchId"`
+	// Manifest marks Pebble's current MANIFEST (see manifestMark); nil
+	// in a file of format 1, or when no mark could be taken yet.
+	Manifest *manifestMark `json:"manifest,omitempty"`
 }
 
 // readCommitFile reads dir's commit file; found is false when there is
@@ -80,7 +84,7 @@ func readCommitFile(fsys vfs.FS, dir string) (rec commitRecord, found bool, err 
 			cause: fmt.Errorf("the commit file cannot be read: %w", err),
 			hint:  "it is written atomically, so something else changed it: if the store itself is sound, delete the commit file and start again"}
 	}
-	if rec.Format != commitFormat {
+	if rec.Format < 1 || rec.Format > commitFormat {
 		return rec, false, fmt.Errorf("%w: the commit file %s has format %d, this version reads format %d; start from a new checkpoint directory",
 			ErrIncompatibleCheckpoint, path, rec.Format, commitFormat)
 	}
@@ -88,9 +92,10 @@ func readCommitFile(fsys vfs.FS, dir string) (rec commitRecord, found bool, err 
 }
 
 // writeCommitFile replaces dir's commit file with one that says batch id
-// was committed, atomically: a crash leaves the old record or the new.
-func writeCommitFile(fsys vfs.FS, dir string, id int64) error {
-	data, err := json.Marshal(commitRecord{Format: commitFormat, BatchID: id})
+// was committed, with the MANIFEST's mark, atomically: a crash leaves the
+// old record or the new.
+func writeCommitFile(fsys vfs.FS, dir string, id int64, mark *manifestMark) error {
+	data, err := json.Marshal(commitRecord{Format: commitFormat, BatchID: id, Manifest: mark})
 	if err != nil {
 		return err
 	}

@@ -112,7 +112,12 @@
 // first, and refused with ErrRewoundCheckpoint, before anything is
 // written, when its store's progress is behind the commit file, when it
 // is empty, or when it has lost its tables (the key written once when it
-// was created is gone). Starting on it anyway, after deleting the commit
+// was created is gone), and, before that, when its current MANIFEST is
+// shorter than the commit file recorded, or the bytes recorded changed
+// (the commit file marks the MANIFEST's length and checksum while no
+// flush or compaction writes it: Pebble would open a MANIFEST damaged in
+// its middle as its records before the damage, without the tables the
+// later ones added). Starting on it anyway, after deleting the commit
 // file, rewinds the query: the batches after the store's progress run
 // again, under the same batch ids, from the offsets that progress
 // recorded (an empty store starts over from the sources' start, at batch

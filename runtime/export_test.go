@@ -90,3 +90,20 @@ func SetKeepDecompressed(n int) func() {
 	keepDecompressed = n
 	return func() { keepDecompressed = old }
 }
+
+// MarkedManifest returns the MANIFEST the commit file marks and the size
+// it marks, after waiting for Pebble's flushes and compactions to end.
+func (s *Store) MarkedManifest() (name string, size int64) {
+	for s.work.running.Load() != 0 {
+		time.Sleep(time.Millisecond) // background work, not a timed assertion
+	}
+	s.recording.Lock()
+	defer s.recording.Unlock()
+	if s.mark == nil {
+		return "", 0
+	}
+	return s.mark.Name, s.mark.Size
+}
+
+// Flush flushes the store's memtables to tables and waits for it.
+func (s *Store) Flush() error { return s.db.Flush() }

@@ -325,6 +325,16 @@ func TestLostBatchesAreRefused(t *testing.T) {
 		fs := flushedCheckpoint(t, 3)
 		manifest := currentManifest(t, fs)
 		writeVFS(t, fs, manifest, readVFS(t, fs, manifest)[:50])
+		// The commit file's mark of the MANIFEST tells first.
+		err := expectRefused(t, fs, runtime.ErrRewoundCheckpoint, "the MANIFEST was cut short", "since batch 7 was committed", manifest)
+		if !errors.Is(err, runtime.ErrCorruptCheckpoint) {
+			t.Errorf("a truncated MANIFEST is not reported as corrupt: %v", err)
+		}
+		// A commit file of an earlier version, which marks no MANIFEST:
+		// the store is found without its tables.
+		fs = flushedCheckpoint(t, 3)
+		writeVFS(t, fs, manifest, readVFS(t, fs, manifest)[:50])
+		writeVFS(t, fs, "ckpt/STREAMGEN-COMMIT", []byte(`{"format":1,"batchId":7}`))
 		expectRefused(t, fs, runtime.ErrRewoundCheckpoint, "lost its tables", "progress of batch 7", manifest)
 	})
 }

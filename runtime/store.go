@@ -247,6 +247,11 @@ type Store struct {
 	// none), and serializes the file's writes.
 	recording sync.Mutex
 	recorded  int64
+	// mark is the commit file's mark of the MANIFEST (manifestMark),
+	// guarded by recording; work counts Pebble's flushes and compactions
+	// for it.
+	mark *manifestMark
+	work pebbleWork
 	// reportsPruned is set once keepReport has dropped every report
 	// older than the kept ones; lastReport is the batch of the last report
 	// kept (a report after a gap drops the older ones with a range).
@@ -370,6 +375,9 @@ func (s *Store) open() error {
 	defer cache.Unref() // each DB holds its own reference
 	if found {
 		s.recorded = rec.BatchID
+		if err := checkManifest(s.fs, s.dir, rec.BatchID, rec.Manifest); err != nil {
+			return err
+		}
 		if err := s.verify(cache, rec); err != nil {
 			return err
 		}
@@ -700,10 +708,11 @@ func (s *Store) nextPending() (p pendingBatch, ok bool) {
 func (s *Store) rerecord(id int64) error {
 	s.recording.Lock()
 	defer s.recording.Unlock()
-	if err := writeCommitFile(s.fs, s.dir, id); err != nil {
+	mark := s.markManifest(nil)
+	if err := writeCommitFile(s.fs, s.dir, id, mark); err != nil {
 		return err
 	}
-	s.recorded = id
+	s.recorded, s.mark = id, mark
 	return nil
 }
 
@@ -740,10 +749,11 @@ func (s *Store) record(id int64) error {
 	if id <= s.recorded {
 		return nil
 	}
-	if err := writeCommitFile(s.fs, s.dir, id); err != nil {
+	mark := s.markManifest(s.mark)
+	if err := writeCommitFile(s.fs, s.dir, id, mark); err != nil {
 		return err
 	}
-	s.recorded = id
+	s.recorded, s.mark = id, mark
 	return nil
 }
 

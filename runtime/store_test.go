@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -1347,6 +1348,109 @@ func TestStoreOfANewerFormat(t *testing.T) {
 		if !errors.Is(err, runtime.ErrIncompatibleCheckpoint) || errors.Is(err, runtime.ErrStoreFailed) ||
 			!strings.Contains(err.Error(), "run the version that wrote it, or start from a new checkpoint directory") {
 			t.Errorf("committed %v: %v; want the store refused as incompatible", committed, err)
+		}
+	}
+}
+
+// TestDamagedManifestRefused: a MANIFEST that records many flushes, cut
+// short or with a byte changed in its middle, is one Pebble opens without
+// the tables of its later records (and deletes them); the commit file's
+// mark of it refuses such a store at open as corrupt. An undamaged one
+// opens with everything committed.
+func TestDamagedManifestRefused(t *testing.T) {
+	// Few enough flushes that no compaction runs: a record cut off then
+	// only added tables, and Pebble opens without them.
+	const batches = 3
+	build := func() vfs.FS {
+		t.Helper()
+		fs := vfs.NewMem()
+		s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs, MemTableSize: 256 << 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		value := bytes.Repeat([]byte("v"), 100)
+		for id := range int64(batches) {
+			b := s.NewBatch()
+			for i := range 2000 {
+				b.Put(sumVar, fmt.Appendf(nil, "k%d-%d", id, i), nil, value)
+			}
+			if err := s.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Flush(); err != nil { // a table, and a MANIFEST record, each
+				t.Fatal(err)
+			}
+		}
+		// One more once Pebble's background work is done, so that the
+		// mark covers the whole MANIFEST.
+		s.MarkedManifest()
+		commitBatches(t, s, batches, batches+1)
+		name, size := s.MarkedManifest()
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		info, err := fs.Stat(fs.PathJoin("ckpt", name))
+		if name == "" || err != nil || info.Size() != size {
+			t.Fatalf("the commit file marks %q, %d bytes; the file: %v, %v", name, size, info, err)
+		}
+		return fs
+	}
+	manifest := func(fs vfs.FS) string {
+		names, _ := fs.List("ckpt")
+		for _, n := range names {
+			if strings.HasPrefix(n, "marker.manifest.") {
+				return fs.PathJoin("ckpt", n[strings.LastIndexByte(n, '.')+1:])
+			}
+		}
+		t.Fatal("no manifest marker")
+		return ""
+	}
+	rewrite := func(fs vfs.FS, path string, edit func([]byte) []byte) {
+		t.Helper()
+		f, err := fs.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := fs.Create(path, vfs.WriteCategoryUnspecified)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out.Write(edit(data))
+		out.Close()
+	}
+
+	fs := build()
+	s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+	if err != nil {
+		t.Fatalf("undamaged: %v", err)
+	}
+	b := s.NewBatch()
+	for _, key := range []string{"k0-0", "k1-1999", "k2-7"} {
+		if _, ok, err := b.Get(sumVar, []byte(key), nil); err != nil || !ok {
+			t.Errorf("undamaged: %s: %v, %v", key, ok, err)
+		}
+	}
+	b.Close()
+	s.Close()
+
+	for _, c := range []struct {
+		name string
+		edit func([]byte) []byte
+		want string
+	}{
+		{"cut to two thirds", func(b []byte) []byte { return b[:len(b)*2/3] }, "the MANIFEST was cut short"},
+		{"a byte changed", func(b []byte) []byte { b[len(b)*2/3] ^= 0x40; return b }, "the MANIFEST's bytes changed"},
+	} {
+		fs := build()
+		rewrite(fs, manifest(fs), c.edit)
+		_, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs})
+		if !errors.Is(err, runtime.ErrCorruptCheckpoint) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v; want the store refused as corrupt, saying %q", c.name, err, c.want)
 		}
 	}
 }

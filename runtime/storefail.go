@@ -295,7 +295,7 @@ func (h pebbleHooks) Fatalf(format string, args ...any) {
 }
 
 func (h pebbleHooks) listener() *pebble.EventListener {
-	return &pebble.EventListener{
+	l := &pebble.EventListener{
 		BackgroundError: func(err error) { h.s.fail(err) },
 		DataCorruption: func(info pebble.DataCorruptionInfo) {
 			h.s.failCorrupt(info.Path, info.Details)
@@ -307,4 +307,6 @@ func (h pebbleHooks) listener() *pebble.EventListener {
 			slog.Warn("streamgen: checkpoint disk is slow", "file", info.Path, "op", info.OpType.String(), "for", info.Duration)
 		},
 	}
+	h.s.work.listen(l)
+	return l
 }
