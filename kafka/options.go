@@ -86,6 +86,19 @@ type Options struct {
 	// the new topic's records before it are not read.
 	OnDataLoss DataLoss
 
+	// CommitGroup, when set, commits the end offsets of each batch that
+	// read the source, once the batch is committed, to this consumer
+	// group, as Flink's Kafka source commits on each checkpoint: tools
+	// that watch a group's lag (kafka-consumer-groups, Burrow, a lag
+	// exporter) then see the query's. The offsets are for watching only:
+	// a query reads from its checkpoint, never from the group. Commits
+	// are made on a goroutine of the source's, the latest batch's only;
+	// one that fails is logged and the next batch's tried; Close makes
+	// the last. The group must have no members (not an App's group). A
+	// source that serves several queries commits each one's offsets over
+	// the other's: give such queries a source each.
+	CommitGroup string
+
 	// Name names the source in progress reports and in the checkpoint,
 	// which keeps the offsets under it. The default is "kafka:" and the
 	// topics (sorted, comma-separated), "kafka:pattern:" and the pattern,

@@ -115,6 +115,9 @@ type TopicSource struct {
 	// endings are the ends of the partitions resolved so far
 	// (Options.EndingOffsets).
 	endings offsets
+	// group commits to Options.CommitGroup (see commitgroup.go), once
+	// a batch has been committed.
+	group *groupCommits
 }
 
 // defaultMaxTriggerDelay is Options.MaxTriggerDelay's default, Spark's.
@@ -179,12 +182,20 @@ func (s *TopicSource) CheckStart() error {
 	return nil
 }
 
-// Close closes the source's client. A call after Close fails; Close
-// itself may be called again.
+// Close closes the source's client, after the last commit to
+// Options.CommitGroup. A call after Close fails; Close itself may be
+// called again.
 func (s *TopicSource) Close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.closed = true
+	g := s.group
+	s.group = nil
+	s.mu.Unlock()
+	if g != nil {
+		g.finish() // its last commit, on the client still open
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.client != nil {
 		s.client.Close()
 		s.client = nil

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -277,6 +278,60 @@ func TestEndingOffsets(t *testing.T) {
 		if _, err := src.Available(testContext(t)); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want an error saying %q", c.end, err, c.want)
 		}
+	}
+}
+
+// TestCommitGroup: with CommitGroup, each committed batch's end offsets
+// are committed to the group, for tools that watch its lag; the query
+// itself reads from its checkpoint, whatever the group holds.
+func TestCommitGroup(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "watched", 2)
+	produce(t, conn, rateRecords("watched", 0, 0, 10)...)
+	produce(t, conn, rateRecords("watched", 1, 100, 5)...)
+	ck := newCheckpoint()
+	run := func() []int64 {
+		t.Helper()
+		src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"watched"}, StartingOffsets: kafka.Earliest(),
+			CommitGroup: "watchers", MaxOffsetsPerTrigger: 4})
+		sink := typed.NewMemorySink[fixtures.RateRow]()
+		runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), sink), ck)
+		src.Close() // the last commit
+		return values(sink.Rows())
+	}
+	committed := func() map[int32]int64 {
+		t.Helper()
+		fetched, err := adm.FetchOffsets(testContext(t), "watchers")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int32]int64{}
+		fetched.Each(func(o kadm.OffsetResponse) {
+			if o.Topic == "watched" {
+				out[o.Partition] = o.At
+			}
+		})
+		return out
+	}
+	if got := run(); fmt.Sprint(got) != fmt.Sprint(slices.Concat(span(0, 9), span(100, 104))) {
+		t.Fatalf("read %v", got)
+	}
+	if got, want := committed(), map[int32]int64{0: 10, 1: 5}; !maps.Equal(got, want) {
+		t.Fatalf("the group holds %v, want %v", got, want)
+	}
+	// The group moved back by hand: the query goes on from its
+	// checkpoint, and commits past it again.
+	back := make(kadm.Offsets)
+	back.AddOffset("watched", 0, 0, -1)
+	if _, err := adm.CommitOffsets(testContext(t), "watchers", back); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, conn, rateRecords("watched", 0, 10, 2)...)
+	if got := run(); fmt.Sprint(got) != fmt.Sprint(span(10, 11)) {
+		t.Fatalf("after the group was moved back, read %v, want the records after the checkpoint", got)
+	}
+	if got, want := committed(), map[int32]int64{0: 12, 1: 5}; !maps.Equal(got, want) {
+		t.Fatalf("the group holds %v, want %v", got, want)
 	}
 }
 
