@@ -47,9 +47,11 @@ func (s *TopicSource) prefetchEnds(ctx context.Context, client *kgo.Client, part
 	s.mu.Lock()
 	byLeader := make(map[int32][]topicPartition)
 	for _, tp := range parts {
-		_, known := s.positions[tp]
+		position, known := s.positions[tp]
 		meta, led := s.meta[tp]
-		if !known || !led {
+		if end, bounded := s.endings[tp]; !known || !led || bounded && position >= end {
+			// (A partition read to its EndingOffsets has nothing to
+			// prefetch: its records after it are never read.)
 			rest = append(rest, tp)
 			continue
 		}
