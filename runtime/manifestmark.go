@@ -42,7 +42,8 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // pebbleWork counts the flushes and compactions under way (which write
 // the MANIFEST), and those begun, so that a mark is taken only while
-// none runs (see manifestMark).
+// none runs (see manifestMark). Ingestion and format upgrades write it
+// too: the store uses neither once open.
 type pebbleWork struct {
 	running, begun atomic.Int64
 }
@@ -56,6 +57,12 @@ func (w *pebbleWork) listen(l *pebble.EventListener) {
 	l.FlushEnd = func(pebble.FlushInfo) { w.end() }
 	l.CompactionBegin = func(pebble.CompactionInfo) { w.begin() }
 	l.CompactionEnd = func(pebble.CompactionInfo) { w.end() }
+	// The other background work that edits the MANIFEST (none runs with
+	// the store's options, but a later Pebble's may).
+	l.BlobFileRewriteBegin = func(pebble.BlobFileRewriteInfo) { w.begin() }
+	l.BlobFileRewriteEnd = func(pebble.BlobFileRewriteInfo) { w.end() }
+	l.DownloadBegin = func(pebble.DownloadInfo) { w.begin() }
+	l.DownloadEnd = func(pebble.DownloadInfo) { w.end() }
 }
 
 // markManifest returns the mark of the current MANIFEST, extending last
