@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -84,4 +85,46 @@ func TestStoredMetaMissingTypes(t *testing.T) {
 		}
 		s.Close()
 	}
+}
+
+// TestCorruptPlanRefusedAtStart: a checkpoint whose planned batch (the
+// plan of a batch to run again) does not decode is refused by Start, as
+// corrupt, rather than by the loop once the query runs.
+func TestCorruptPlanRefusedAtStart(t *testing.T) {
+	fs := vfs.NewMem()
+	plan := func() *Plan {
+		return &Plan{Inputs: []Input{{Source: &emptySource{}}},
+			Outputs: []Output{{Description: "none", Write: func(context.Context, *Batch) (int64, error) { return 0, nil }}}}
+	}
+	q, err := Start(context.Background(), plan(), FileSystem(fs), Checkpoint("ckpt"), WithTrigger(Once()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := OpenStore("ckpt", StoreOptions{FS: fs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Set([]byte(planKey), []byte("{garbage"), nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	_, err = Start(context.Background(), plan(), FileSystem(fs), Checkpoint("ckpt"), WithTrigger(Once()))
+	if !errors.Is(err, ErrCorruptCheckpoint) || !strings.Contains(err.Error(), "the planned batch is corrupt") {
+		t.Fatalf("Start on a corrupt plan: %v", err)
+	}
+}
+
+// emptySource is a source with nothing to read.
+type emptySource struct{}
+
+func (*emptySource) Name() string                                       { return "empty" }
+func (*emptySource) Available(context.Context) (json.RawMessage, error) { return nil, nil }
+func (*emptySource) Next(_ context.Context, committed, _ json.RawMessage, _ ReadLimit) (json.RawMessage, error) {
+	return committed, nil
+}
+func (*emptySource) Read(context.Context, json.RawMessage, json.RawMessage, func(Record) error) error {
+	return nil
 }

@@ -171,6 +171,11 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	if failed := store.Err(); failed != nil {
 		err = failed // the metadata's read or write met a storage fault
 	}
+	if err == nil {
+		// The plan of a batch to run again is read at once, so that a
+		// damaged one is refused here rather than by the loop.
+		_, _, err = store.PlannedBatch()
+	}
 	if err != nil {
 		closeCommitter(committer)
 		store.Close()

@@ -1007,7 +1007,7 @@ func (s *Store) readPlannedBatch(r pebble.Reader) (p PlannedOffsets, ok bool, er
 	}
 	defer closer.Close()
 	if err := json.Unmarshal(v, &p); err != nil {
-		return p, false, fmt.Errorf("streamgen: the checkpoint's planned batch is corrupt: %w", err)
+		return p, false, fmt.Errorf("%w in %s: the planned batch is corrupt: %v; %s", ErrCorruptCheckpoint, s.dir, err, corruptHint)
 	}
 	return p, true, nil
 }
