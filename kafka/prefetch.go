@@ -244,7 +244,10 @@ func (s *TopicSource) WaitForData(ctx context.Context, committed json.RawMessage
 	byLeader := make(map[int32][]topicPartition)
 	metas := make(map[topicPartition]partitionMeta, len(from))
 	s.mu.Lock()
-	for tp := range from {
+	for tp, position := range from {
+		if end, bounded := s.endings[tp]; bounded && position >= end {
+			continue // read to its EndingOffsets: its records after are not data
+		}
 		if meta, ok := s.meta[tp]; ok {
 			byLeader[meta.leader] = append(byLeader[meta.leader], tp)
 			metas[tp] = meta

@@ -281,6 +281,38 @@ func TestEndingOffsets(t *testing.T) {
 	}
 }
 
+// TestEndedPartitionIsNotWaitedOn: a query waiting for data does not
+// fetch a partition read to its EndingOffsets, whose records after the
+// end would answer the fetch at once and wake the query for nothing,
+// again and again.
+func TestEndedPartitionIsNotWaitedOn(t *testing.T) {
+	fake, conn, adm := newFakeCluster(t)
+	createTopic(t, adm, "ends", 1)
+	produce(t, conn, rateRecords("ends", 0, 0, 10)...)
+	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"ends"}, StartingOffsets: kafka.Earliest(),
+		EndingOffsets: kafka.EndAtOffsets(map[string]map[int32]int64{"ends": {0: 5}})})
+	defer src.Close()
+	ctx := testContext(t)
+	upTo, err := src.Available(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	end, err := src.Next(ctx, nil, upTo, runtime.Limited)
+	if err != nil || string(end) != `{"ends":{"0":5}}` {
+		t.Fatalf("the batch ends at %s, %v", end, err)
+	}
+	var fetches atomic.Int64
+	fake.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		fetches.Add(1)
+		return nil, nil, false
+	})
+	src.WaitForData(ctx, end, 20*time.Millisecond)
+	if n := fetches.Load(); n != 0 {
+		t.Fatalf("waiting at the end fetched %d times", n)
+	}
+}
+
 // TestCommitGroup: with CommitGroup, each committed batch's end offsets
 // are committed to the group, for tools that watch its lag; the query
 // itself reads from its checkpoint, whatever the group holds.
