@@ -28,7 +28,7 @@ type groupCommits struct {
 // Committed hands the end offsets of a committed batch to the goroutine
 // that commits them to Options.CommitGroup (started at the first call),
 // replacing any it has not committed yet.
-func (s *TopicSource) Committed(end json.RawMessage) {
+func (s *TopicSource) Committed(_, end json.RawMessage) {
 	if s.opts.CommitGroup == "" || s.err != nil {
 		return
 	}

@@ -87,7 +87,7 @@ type Options struct {
 	OnDataLoss DataLoss
 
 	// CommitGroup, when set, commits the end offsets of each batch that
-	// read the source, once the batch is committed, to this consumer
+	// read the source, once the batch is durable, to this consumer
 	// group, as Flink's Kafka source commits on each checkpoint: tools
 	// that watch a group's lag (kafka-consumer-groups, Burrow, a lag
 	// exporter) then see the query's. The offsets are for watching only:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"runtime/debug"
 	"slices"
 	"time"
@@ -193,6 +194,7 @@ func (q *Query) settle() error {
 	}
 	r := q.unreported
 	if r == nil {
+		q.tellCommitted() // what a sync has made durable since
 		return nil
 	}
 	q.unreported = nil
@@ -204,12 +206,44 @@ func (q *Query) settle() error {
 	report := q.makeReport(r.b, r.planned, r.durations, r.finished)
 	report.DurationMs[DurationLatestOffset] = r.latestOffset.Milliseconds()
 	q.report(report)
-	for i, in := range q.plan.Inputs {
-		if l, ok := in.Source.(CommitListener); ok && !bytes.Equal(r.planned.start[i], r.planned.end[i]) {
-			l.Committed(r.planned.end[i])
+	q.untold = append(q.untold, committedBatch{id: r.b.ID, planned: r.planned})
+	q.tellCommitted()
+	return nil
+}
+
+// committedBatch is a batch committed whose sources (CommitListener)
+// have not been told yet: it may not be durable yet.
+type committedBatch struct {
+	id      int64
+	planned offsets
+}
+
+// tellCommitted tells the sources that listen (CommitListener) of the
+// committed batches that are durable: those the commit file records (a
+// commit without SyncInterval records its batch before it returns; with
+// it, the sync loop records the synced ones), or every one when another
+// committer commits (its Commit returns once the batch is durable).
+func (q *Query) tellCommitted() {
+	if len(q.untold) == 0 {
+		return
+	}
+	durable := int64(math.MaxInt64)
+	if _, isStore := q.committer.(*Store); isStore {
+		durable = q.store.recordedBatch()
+	}
+	n := 0
+	for _, c := range q.untold {
+		if c.id > durable {
+			break
+		}
+		n++
+		for i, in := range q.plan.Inputs {
+			if l, ok := in.Source.(CommitListener); ok && !bytes.Equal(c.planned.start[i], c.planned.end[i]) {
+				l.Committed(c.planned.start[i], c.planned.end[i])
+			}
 		}
 	}
-	return nil
+	q.untold = q.untold[n:]
 }
 
 func (q *Query) newBatch(p Progress, watermark, now, started time.Time) *Batch {

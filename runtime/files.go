@@ -104,7 +104,7 @@ type FilesOptions struct {
 	// its directory's; hidden names are never read.
 	PathGlobFilter string
 	// CleanSource says what becomes of a file once the batch that read it
-	// is committed, as Spark's cleanSource option: CleanOff (the default)
+	// is committed and durable, as Spark's cleanSource option: CleanOff (the default)
 	// leaves it, CleanDelete deletes it and CleanArchive moves it to
 	// ArchiveDir. See FilesSource.
 	CleanSource CleanMode
@@ -210,14 +210,18 @@ const maxLinePrefix = 1 << 10
 //
 // With FilesOptions.CleanSource, the files read are deleted, or moved to
 // ArchiveDir under their names, once the batch that read them is
-// committed (never before: a batch that fails keeps its files, to read
-// them again), as Spark's cleanSource does; the directory then holds what
-// is still to be read, and listing it stays cheap. Cleaning runs on the
-// query's goroutine after each commit. Moving links the file into the
-// archive (or, on another file system, copies it there, synced) before it
+// committed and durable (never before: a batch that fails keeps its
+// files, to read them again; with SyncInterval, a batch's files wait for
+// the sync that makes it durable, so that a machine crash that takes the
+// batch back finds them), as Spark's cleanSource does; the directory then
+// holds what is still to be read, and listing it stays cheap. Cleaning
+// runs on the query's goroutine. Moving links the file into the archive
+// (or, on another file system, copies it there, synced) before it
 // removes it, so a crash leaves a file in both places, never in neither;
-// a process that dies between a commit and the clean leaves the batch's
-// files, which the next start cleans at its first batch that reads files.
+// a process that dies between the last batch's commit and its clean
+// leaves that batch's files, which the next start cleans at its first
+// batch that reads files (with SyncInterval, the files of the batches of
+// the last interval may be left, unread).
 // A file is cleaned only while its modification time is the one read (a
 // file written since under the name of one read, which is not read
 // again, as in Spark, is left), and never replaces a file of other bytes
@@ -286,8 +290,8 @@ type filesSource struct {
 	// leftOut holds the kinds of names (their extensions) Available has
 	// warned of leaving out, once each.
 	leftOut map[string]bool
-	// swept is set once Committed has cleaned the files of a processed-file
-	// log (FilesOptions.CleanSource).
+	// swept is set once Committed has cleaned the files of the batch
+	// before its first (FilesOptions.CleanSource).
 	swept bool
 }
 
@@ -852,6 +856,11 @@ func (s *filesSource) Next(ctx context.Context, committed, upTo json.RawMessage,
 	}
 	if left {
 		forget = min(forget, oldestLeft)
+	}
+	for _, modTime := range batch.ModTimes {
+		// Nor a file of this batch, which CleanSource finds by its time
+		// once the batch is committed.
+		forget = min(forget, modTime)
 	}
 	if forget > before {
 		before = forget

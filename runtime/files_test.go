@@ -1222,3 +1222,26 @@ func TestFilesRecursiveQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestFilesCleanOldFileOfABatch: a file more than MaxFileAge older than
+// the newest of its own batch is kept in the batch's log, so that
+// CleanSource cleans it with the rest once the batch is committed.
+func TestFilesCleanOldFileOfABatch(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now()
+	for name, at := range map[string]time.Time{"old.json": now.Add(-10 * 24 * time.Hour), "new.json": now.Add(-time.Minute)} {
+		writeFile(t, dir, name, "{}\n")
+		if err := os.Chtimes(filepath.Join(dir, name), at, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := runtime.FilesSource(dir, runtime.FilesOptions{CleanSource: runtime.CleanDelete})
+	end := next(t, src, nil, available(t, src))
+	if got := names(t, end); len(got) != 2 {
+		t.Fatalf("the batch holds %q, want both files", got)
+	}
+	src.(runtime.CommitListener).Committed(nil, end)
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Fatalf("after the commit the directory holds %v", left)
+	}
+}

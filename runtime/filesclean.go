@@ -20,32 +20,47 @@ import (
 // once the batches that read them are committed: a CommitListener.
 
 // Committed deletes or archives, as FilesOptions.CleanSource says, the
-// files of the batch that ended at end, which is committed. The first call
-// of a source cleans as well the files of end's processed-file log that
-// are still there: a process that died between a batch's commit and its
-// clean left them. A file is cleaned only while its modification time is
-// the one the log holds for it: a file written since under the name of
-// one read is left. What cannot be cleaned is logged and left in place.
-func (s *filesSource) Committed(end json.RawMessage) {
+// files of the batch from start to end, which is durable. The first call
+// of a source cleans as well the files of the batch before (start's, the
+// last batch an earlier run committed) that are still there: a process
+// that died between that batch's commit and its clean left them. A file
+// is cleaned only while its modification time is the one the log holds
+// for it: a file written since under the name of one read is left. What
+// cannot be cleaned is logged and left in place.
+func (s *filesSource) Committed(start, end json.RawMessage) {
 	if s.opts.CleanSource == CleanOff {
 		return
 	}
-	o, err := s.decode(end, "committed")
-	if err != nil {
-		slog.Warn("streamgen: files source: cannot clean the files of a committed batch", "source", s.opts.Name, "error", err)
-		return
+	before, err := s.decode(start, "start")
+	if err == nil {
+		var o filesOffset
+		if o, err = s.decode(end, "committed"); err == nil {
+			s.clean(before, o)
+			return
+		}
 	}
-	names := o.Files
+	slog.Warn("streamgen: files source: cannot clean the files of a committed batch", "source", s.opts.Name, "error", err)
+}
+
+// clean cleans the files of the batch from before to o (see Committed).
+func (s *filesSource) clean(before, o filesOffset) {
+	names := slices.Clone(o.Files)
 	s.mu.Lock()
 	sweep := !s.swept
 	s.swept = true
 	s.mu.Unlock()
-	if sweep {
-		names = slices.Sorted(maps.Keys(o.Seen))
+	if sweep && !before.legacy { // (a legacy offset's Files are its whole log)
+		names = append(names, before.Files...)
 	}
 	// Only the files read: a file of the same name written since (which
 	// the log keeps from being read) is not one of them.
-	names = slices.DeleteFunc(names, func(name string) bool { return !s.stillRead(name, o.Seen[name]) })
+	names = slices.DeleteFunc(names, func(name string) bool {
+		modTime, found := o.Seen[name]
+		if !found {
+			modTime = before.Seen[name]
+		}
+		return !s.stillRead(name, modTime)
+	})
 	if s.opts.CleanSource == CleanDelete {
 		for _, name := range names {
 			if err := os.Remove(filepath.Join(s.root, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {

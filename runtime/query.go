@@ -57,6 +57,9 @@ type Query struct {
 	// unreported is the last batch run, until its commit has ended and
 	// it is reported (settle); used by the query's goroutine only.
 	unreported *pendingReport
+	// untold are the batches committed that the sources have not been
+	// told of (tellCommitted): not yet durable.
+	untold []committedBatch
 	// timedVars are, per operator, its variables ordered by event time
 	// (EncodingByEventTime), which the loop evicts.
 	timedVars [][]timedState
@@ -611,6 +614,9 @@ func (q *Query) run(ctx context.Context) {
 		err = fmt.Errorf("streamgen: close the committer: %w", cerr)
 	}
 	cerr := q.store.Close()
+	if cerr == nil {
+		q.tellCommitted() // Close synced and recorded the last batches
+	}
 	for _, release := range q.releaseKeys {
 		release()
 	}

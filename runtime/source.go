@@ -62,13 +62,16 @@ type StartChecker interface {
 // that read it are durable, as Spark's Source.commit (the files source's
 // CleanSource moves or deletes the files read). Committed is called on the
 // query's goroutine once for each batch committed that read the source
-// (its end offset differs from its start), in order, after its commit is
-// durable and its progress reported, with the offset the batch ended at;
-// never for a batch that failed. A batch that is run again
-// after a failure (its first attempt was never committed) is told of once
-// it commits. Committed cannot fail the query: it logs what goes wrong.
+// (its end offset differs from its start), in order, with the offsets
+// the batch started and ended at, once the batch is durable: after its
+// commit, or with SyncInterval after the sync that made it durable (at
+// the query's next turn, or as it stops); never for a batch that failed
+// or that a crash may still take back. A batch that is run again after a
+// failure is told of once it commits. A process that dies may leave the
+// batches whose commit it had not told of yet untold. Committed cannot
+// fail the query: it logs what goes wrong.
 type CommitListener interface {
-	Committed(end json.RawMessage)
+	Committed(start, end json.RawMessage)
 }
 
 // OffsetDescriber is implemented by a source whose offsets hold more than

@@ -742,6 +742,14 @@ func (s *Store) unrecord() error {
 	return nil
 }
 
+// recordedBatch returns the last batch the commit file records as
+// durable (-1 for none).
+func (s *Store) recordedBatch() int64 {
+	s.recording.Lock()
+	defer s.recording.Unlock()
+	return s.recorded
+}
+
 // record writes id to the commit file, unless it holds id or later.
 func (s *Store) record(id int64) error {
 	s.recording.Lock()
