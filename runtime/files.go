@@ -393,6 +393,9 @@ func (s *filesSource) CheckStart() error {
 	if err := s.validate(); err != nil {
 		return err
 	}
+	s.mu.Lock()
+	s.swept = false // a query starts (again): its first clean sweeps
+	s.mu.Unlock()
 	info, err := os.Stat(s.root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

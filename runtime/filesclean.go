@@ -129,9 +129,9 @@ func (s *filesSource) archiveFiles(names []string) {
 
 // linkOrCopy makes dst a copy of src, never replacing a file already at
 // dst: a hard link, or, where one cannot be made (another file system), a
-// copy written under a hidden name, synced, and linked to dst. A dst that
-// is already src, or holds the same bytes (a clean that a crash cut
-// short), will do.
+// copy written under a hidden name, synced, and linked to dst (renamed,
+// on a file system without hard links). A dst that is already src, or
+// holds the same bytes (a clean that a crash cut short), will do.
 func linkOrCopy(src, dst string) error {
 	err := linkFile(src, dst)
 	if err == nil {
@@ -146,11 +146,17 @@ func linkOrCopy(src, dst string) error {
 		return err
 	}
 	defer os.Remove(tmp)
-	if err := os.Link(tmp, dst); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return sameFile(src, dst)
+	err = linkFile(tmp, dst)
+	switch {
+	case errors.Is(err, fs.ErrExist):
+		return sameFile(src, dst)
+	case err != nil:
+		// A file system without hard links: a rename, which would
+		// replace a file of the name that appeared since the look.
+		if _, serr := os.Lstat(dst); !errors.Is(serr, fs.ErrNotExist) {
+			return fmt.Errorf("the archive already holds a file named %s, or cannot be looked at: %w", dst, errors.Join(err, serr))
 		}
-		return err
+		return os.Rename(tmp, dst)
 	}
 	return nil
 }

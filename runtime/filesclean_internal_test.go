@@ -60,3 +60,31 @@ func TestArchiveAcrossFileSystems(t *testing.T) {
 		t.Errorf("the archive holds %v, want a.json, b.json and c.json (no copy left under a hidden name)", entries)
 	}
 }
+
+// TestArchiveWithoutHardLinks: on an archive file system without hard
+// links, a file is copied and renamed into place.
+func TestArchiveWithoutHardLinks(t *testing.T) {
+	linkFile = func(src, dst string) error {
+		return &os.LinkError{Op: "link", Old: src, New: dst, Err: syscall.EPERM}
+	}
+	defer func() { linkFile = os.Link }()
+	tmp := t.TempDir()
+	in, archive := filepath.Join(tmp, "in"), filepath.Join(tmp, "archive")
+	if err := os.MkdirAll(in, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(in, "a.json"), []byte("{}\n"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	src := FilesSource(in, FilesOptions{CleanSource: CleanArchive, ArchiveDir: archive}).(*filesSource)
+	src.archiveFiles([]string{"a.json"})
+	if got, err := os.ReadFile(filepath.Join(archive, "a.json")); err != nil || string(got) != "{}\n" {
+		t.Fatalf("archived a.json: %q, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(in, "a.json")); !os.IsNotExist(err) {
+		t.Fatalf("a.json is still in the source: %v", err)
+	}
+	if entries, _ := os.ReadDir(archive); len(entries) != 1 {
+		t.Fatalf("the archive holds %v", entries)
+	}
+}

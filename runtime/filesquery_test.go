@@ -498,7 +498,8 @@ func TestFilesCleanSource(t *testing.T) {
 			}
 			r := newFileReads()
 			r.failBatch = 1
-			plan := r.plan(runtime.FilesSource(in, opts))
+			src := runtime.FilesSource(in, opts)
+			plan := r.plan(src)
 			present := func() []string {
 				t.Helper()
 				entries, err := os.ReadDir(in)
@@ -578,7 +579,9 @@ func TestFilesCleanSource(t *testing.T) {
 			}
 			write("f.json")
 			r.batches = map[int64][]string{}
-			plan = r.plan(runtime.FilesSource(in, opts)) // a new process's source
+			// The same source: a query that starts again in one process
+			// sweeps too.
+			plan = r.plan(src)
 			if _, err := runAvailable(t, plan, cp); err != nil {
 				t.Fatal(err)
 			}
