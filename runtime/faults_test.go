@@ -685,3 +685,64 @@ func TestPlanWriteAfterLogFaultFailsTheStore(t *testing.T) {
 		s.Close()
 	}
 }
+
+// TestFaultWhileOpenFlushesTheLog: a start on a checkpoint whose last
+// batches are in its log only flushes them to a table and moves to a new
+// MANIFEST while Pebble opens. One fault there (the new MANIFEST's sync
+// or write failing, on a full disk or otherwise, or its marker not made)
+// fails that start with the cause, at once; Pebble, which goes on after
+// an error it deems fatal, changes nothing more in the directory (it
+// deleted the replayed log while the marker still named the old
+// MANIFEST: the next start found the store empty); and the next start,
+// the fault gone, holds every committed batch.
+func TestFaultWhileOpenFlushesTheLog(t *testing.T) {
+	{
+		newManifest := func(name string) bool {
+			base := name[strings.LastIndexByte(name, '/')+1:]
+			return strings.HasPrefix(base, "MANIFEST-") && base != "MANIFEST-000001"
+		}
+		for _, c := range []struct {
+			name string
+			kind errorfs.OpKind
+			file func(string) bool
+			err  error
+		}{
+			{"MANIFEST sync", errorfs.OpFileSync, newManifest, errorfs.ErrInjected},
+			{"MANIFEST sync, disk full", errorfs.OpFileSync, newManifest, &os.PathError{Op: "sync", Path: "MANIFEST", Err: syscall.ENOSPC}},
+			{"MANIFEST write", errorfs.OpFileWrite, newManifest, errorfs.ErrInjected},
+			{"marker", errorfs.OpCreate, func(name string) bool { return strings.Contains(name, "marker.manifest.") }, errorfs.ErrInjected},
+		} {
+			mem := vfs.NewCrashableMem()
+			s := open(t, mem, runtime.StoreOptions{})
+			commitBatches(t, s, 0, 5) // in the log only
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			var fired atomic.Bool
+			faulty := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+				if op.Kind == c.kind && c.file(op.Path) && fired.CompareAndSwap(false, true) {
+					return c.err
+				}
+				return nil
+			}))
+			if s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: faulty}); err == nil {
+				s.Close()
+				if fired.Load() {
+					t.Fatalf("%s: the start that met the fault opened", c.name)
+				}
+				t.Fatalf("%s: no fault met", c.name)
+			} else if !errors.Is(err, runtime.ErrStoreFailed) || !strings.Contains(err.Error(), "ckpt") {
+				t.Fatalf("%s: %v, want the store failed, naming it", c.name, err)
+			}
+			// The next process: what Pebble left running in this one waits
+			// for ever on its next change to the directory, holding the
+			// checkpoint's lock until the process ends.
+			s = open(t, mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 2))}), runtime.StoreOptions{})
+			batch, sum, entries, err := contents(s)
+			if err != nil || batch != 4 || sum != sumUpTo(4) || entries != 6 {
+				t.Errorf("%s: the next start holds batch %d, sum %d, %d entries (%v); want batch 4, %d, 6", c.name, batch, sum, entries, err, sumUpTo(4))
+			}
+			s.Close()
+		}
+	}
+}

@@ -128,3 +128,39 @@ func (*emptySource) Next(_ context.Context, committed, _ json.RawMessage, _ Read
 func (*emptySource) Read(context.Context, json.RawMessage, json.RawMessage, func(Record) error) error {
 	return nil
 }
+
+// TestNoDirectoryChangesOnceFailed: once the store has failed, Pebble's
+// file system refuses to make, rename, link or remove files (Pebble goes
+// on after an error it deems fatal, and its next steps could delete the
+// log that holds committed batches), and lets reads and writes to files
+// already open through.
+func TestNoDirectoryChangesOnceFailed(t *testing.T) {
+	s, err := OpenStore("ckpt", StoreOptions{FS: vfs.NewMem()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	fs := s.pebbleOptions(nil, false, false).FS
+	f, err := fs.Create("ckpt/a", vfs.WriteCategoryUnspecified)
+	if err != nil {
+		t.Fatalf("before the failure: %v", err)
+	}
+	s.fail(errors.New("a fatal error"))
+	if _, err := f.Write([]byte("x")); err != nil {
+		t.Errorf("a write to a file open: %v", err)
+	}
+	f.Close()
+	for what, err := range map[string]error{
+		"create": func() error { _, err := fs.Create("ckpt/b", vfs.WriteCategoryUnspecified); return err }(),
+		"remove": fs.Remove("ckpt/a"),
+		"rename": fs.Rename("ckpt/a", "ckpt/c"),
+		"link":   fs.Link("ckpt/a", "ckpt/d"),
+	} {
+		if !errors.Is(err, ErrStoreFailed) {
+			t.Errorf("%s once failed: %v, want the store's failure", what, err)
+		}
+	}
+	if _, err := fs.Stat("ckpt/a"); err != nil {
+		t.Errorf("a's stat once failed: %v", err)
+	}
+}

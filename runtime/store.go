@@ -14,6 +14,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 
 	"github.com/streamgen/streamgen/internal/atomicfile"
 )
@@ -252,6 +253,8 @@ type Store struct {
 	// for it.
 	mark *manifestMark
 	work pebbleWork
+	// opening is set while pebble.Open runs (openPebble).
+	opening atomic.Bool
 	// reportsPruned is set once keepReport has dropped every report
 	// older than the kept ones; lastReport is the batch of the last report
 	// kept (a report after a gap drops the older ones with a range).
@@ -426,7 +429,7 @@ func (s *Store) open() error {
 func (s *Store) pebbleOptions(cache *pebble.Cache, mustExist, readOnly bool) *pebble.Options {
 	hooks := pebbleHooks{s}
 	popts := &pebble.Options{
-		FS: s.fs, Cache: cache, Logger: hooks, EventListener: hooks.listener(),
+		FS: errorfs.Wrap(s.fs, noWritesOnceFailed{s}), Cache: cache, Logger: hooks, EventListener: hooks.listener(),
 		ErrorIfNotExists: mustExist, ReadOnly: readOnly, Lock: s.lock,
 	}
 	if s.opts.SyncInterval > 0 {
@@ -536,13 +539,76 @@ func (s *Store) hasNoState() (bool, error) {
 // when a directory sync fails (atomicfs.Marker.Move: Pebble takes fsync
 // errors for unrecoverable) after releasing what it opened: that is an
 // error too.
-func (s *Store) openPebble(cache *pebble.Cache, mustExist, readOnly bool) (db *pebble.DB, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = s.fail(fmt.Errorf("pebble: open: %v", r))
-		}
+func (s *Store) openPebble(cache *pebble.Cache, mustExist, readOnly bool) (*pebble.DB, error) {
+	type opened struct {
+		db  *pebble.DB
+		err error
+	}
+	done := make(chan opened, 1)
+	popts := s.pebbleOptions(cache, mustExist, readOnly)
+	s.opening.Store(true)
+	go func() {
+		defer s.opening.Store(false)
+		var o opened
+		defer func() {
+			if r := recover(); r != nil {
+				o.err = s.fail(fmt.Errorf("pebble: open: %v", r))
+			}
+			done <- o
+		}()
+		o.db, o.err = pebble.Open(s.dir, popts)
 	}()
-	return pebble.Open(s.dir, s.pebbleOptions(cache, mustExist, readOnly))
+	select {
+	case o := <-done:
+		return o.db, o.err
+	case <-s.failed:
+		// Pebble failed while it opened (a MANIFEST it could not write as
+		// it flushed the replayed log): Open may wait for ever for a flush
+		// that would fail again at each try, in a loop (its next change to
+		// the directory waits for ever instead: noWritesOnceFailed). The
+		// open is left behind, as Close leaves a Pebble that does not
+		// close in time; the goroutine closes the DB if Open ever returns
+		// one.
+		go func() {
+			if o := <-done; o.db != nil {
+				o.db.Close()
+			}
+		}()
+		return nil, s.Err()
+	}
+}
+
+// noWritesOnceFailed refuses Pebble's changes to the directory (a file
+// made, renamed, linked or removed) once the store has failed:
+// Pebble goes on after an error it deems fatal (Logger.Fatalf returns,
+// see above), and its next steps, such as a flush tried again into a new
+// MANIFEST and the removal of the log it replayed while the marker still
+// names the old MANIFEST, would lose committed batches. While Pebble
+// opens, such a change waits for ever rather than fail: a flush that
+// fails is tried again at once, in a loop that would spin on the error
+// (or, were the files made, fill the disk), and the open is left behind
+// (openPebble).
+type noWritesOnceFailed struct{ s *Store }
+
+func (n noWritesOnceFailed) String() string { return "no writes once the store has failed" }
+
+func (n noWritesOnceFailed) MaybeError(op errorfs.Op) error {
+	switch op.Kind {
+	case errorfs.OpCreate, errorfs.OpLink, errorfs.OpRemove, errorfs.OpRemoveAll, errorfs.OpRename, errorfs.OpReuseForWrite:
+	default:
+		// (Writes to files already open go on: a file whose write
+		// failed may be left unclosed by Pebble's error paths.)
+		return nil
+	}
+	select {
+	case <-n.s.failed:
+		if n.s.opening.Load() {
+			select {} // left behind with the open (see above)
+		}
+		return fmt.Errorf("%w: no write after it", n.s.Err())
+	default:
+		return nil
+	}
 }
 
 // openError describes an error of pebble.Open.
