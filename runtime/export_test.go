@@ -94,9 +94,7 @@ func SetKeepDecompressed(n int) func() {
 // MarkedManifest returns the MANIFEST the commit file marks and the size
 // it marks, after waiting for Pebble's flushes and compactions to end.
 func (s *Store) MarkedManifest() (name string, size int64) {
-	for s.work.running.Load() != 0 {
-		time.Sleep(time.Millisecond) // background work, not a timed assertion
-	}
+	s.work.waitIdle()
 	s.recording.Lock()
 	defer s.recording.Unlock()
 	if s.mark == nil {

@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"io"
 	"io/fs"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -46,10 +47,35 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // too: the store uses neither once open.
 type pebbleWork struct {
 	running, begun atomic.Int64
+	// idle is signalled when running falls to 0, for waitIdle; its L is
+	// mu, set by the first waitIdle.
+	mu   sync.Mutex
+	idle sync.Cond
 }
 
 func (w *pebbleWork) begin() { w.begun.Add(1); w.running.Add(1) }
-func (w *pebbleWork) end()   { w.running.Add(-1) }
+
+func (w *pebbleWork) end() {
+	if w.running.Add(-1) == 0 {
+		w.mu.Lock()
+		if w.idle.L != nil {
+			w.idle.Broadcast()
+		}
+		w.mu.Unlock()
+	}
+}
+
+// waitIdle waits until no flush or compaction runs (for the tests).
+func (w *pebbleWork) waitIdle() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.idle.L == nil {
+		w.idle.L = &w.mu
+	}
+	for w.running.Load() != 0 {
+		w.idle.Wait()
+	}
+}
 
 // listen adds the counting of w to l.
 func (w *pebbleWork) listen(l *pebble.EventListener) {
