@@ -34,7 +34,8 @@ import (
 //
 // So the Store records the first of these as its failure, whichever
 // goroutine meets it, and from then on refuses every read and write with
-// it; the query stops on it. Logger.Fatalf records too and returns, as the
+// it, and refuses Pebble's own changes to the directory
+// (noWritesOnceFailed); the query stops on it. Logger.Fatalf records too and returns, as the
 // loggers of Pebble's own tests do (InMemLogger, the metamorphic test's
 // history): Pebble's storage-fault call sites return an error after it,
 // and a panic from a Pebble goroutine would end the process, while one
@@ -44,8 +45,9 @@ import (
 // (Store.write, apply), marking the store wedged so that Close does not
 // wait for the lock the panic left held; a
 // directory sync that fails when it moves a marker file (fsync errors are
-// unrecoverable, it says), which OpenStore recovers when it happens in
-// Open; and closing the old log or creating the new one when a commit
+// unrecoverable, it says), which OpenStore recovers when it happens on
+// Open's goroutine (not when a flush that Open waits for moves it, as on
+// a start that replays its log: that ends the process); and closing the old log or creating the new one when a commit
 // moves to a new log file (every memtable's worth of writes, and every
 // batch of over half of one). That last panic is raised with the DB's mutex
 // unlocked, whose deferred unlock then ends the process with a fatal
