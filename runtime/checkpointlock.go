@@ -2,8 +2,10 @@ package runtime
 
 import (
 	"errors"
+	"io"
 	"io/fs"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -43,14 +45,52 @@ const (
 // EAGAIN or EACCES, and Pebble refuses a second lock within a process by
 // name.
 func lockCheckpoint(fsys vfs.FS, dir, hint string) (*pebble.Lock, error) {
-	lock, err := pebble.LockDirectory(dir, fsys)
+	lock, _, err := lockCheckpointFile(fsys, dir, hint)
+	return lock, err
+}
+
+// lockCheckpointFile is lockCheckpoint, and returns as well the lock's
+// file lock, which releases the lock at once when closed, whatever holds
+// references to the Lock (Pebble's open takes one, and returns it when
+// the DB closes); the Lock's own closes then release nothing more.
+func lockCheckpointFile(fsys vfs.FS, dir, hint string) (*pebble.Lock, io.Closer, error) {
+	held := &onceLocked{}
+	lock, err := pebble.LockDirectory(dir, lockOnceFS{fsys, held})
 	if err == nil {
-		return lock, nil
+		return lock, held, nil
 	}
 	if lockHeld(err) {
-		return nil, &inUseError{dir: dir, hint: hint}
+		return nil, nil, &inUseError{dir: dir, hint: hint}
 	}
-	return nil, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, cause: err, hint: "the lock file could not be taken: check the directory's permissions"}
+	return nil, nil, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, cause: err, hint: "the lock file could not be taken: check the directory's permissions"}
+}
+
+// lockOnceFS is an FS whose Lock hands its file lock to held.
+type lockOnceFS struct {
+	vfs.FS
+	held *onceLocked
+}
+
+func (f lockOnceFS) Lock(name string) (io.Closer, error) {
+	c, err := f.FS.Lock(name)
+	if err != nil {
+		return nil, err
+	}
+	f.held.c = c
+	return f.held, nil
+}
+
+// onceLocked is a file lock that its first Close releases; later ones do
+// nothing.
+type onceLocked struct {
+	c    io.Closer
+	once sync.Once
+	err  error
+}
+
+func (l *onceLocked) Close() error {
+	l.once.Do(func() { l.err = l.c.Close() })
+	return l.err
 }
 
 // lockHeld reports whether err, from pebble.LockDirectory, says that the

@@ -734,13 +734,84 @@ func TestFaultWhileOpenFlushesTheLog(t *testing.T) {
 			} else if !errors.Is(err, runtime.ErrStoreFailed) || !strings.Contains(err.Error(), "ckpt") {
 				t.Fatalf("%s: %v, want the store failed, naming it", c.name, err)
 			}
-			// The next process: what Pebble left running in this one waits
-			// for ever on its next change to the directory, holding the
-			// checkpoint's lock until the process ends.
-			s = open(t, mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 2))}), runtime.StoreOptions{})
-			batch, sum, entries, err := contents(s)
-			if err != nil || batch != 4 || sum != sumUpTo(4) || entries != 6 {
-				t.Errorf("%s: the next start holds batch %d, sum %d, %d entries (%v); want batch 4, %d, 6", c.name, batch, sum, entries, err, sumUpTo(4))
+			// The next process, and then the next start in this one, on
+			// the same directory: what Pebble left running here waits for
+			// ever on its flush's next table, and the checkpoint's lock
+			// was released.
+			next := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 2))})
+			for _, fs := range []struct {
+				what string
+				fs   vfs.FS
+			}{{"the next process", next}, {"the next start in this process", mem}} {
+				s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs.fs})
+				if err != nil {
+					t.Fatalf("%s: %s: %v", c.name, fs.what, err)
+				}
+				batch, sum, entries, err := contents(s)
+				if err != nil || batch != 4 || sum != sumUpTo(4) || entries != 6 {
+					t.Errorf("%s: %s holds batch %d, sum %d, %d entries (%v); want batch 4, %d, 6", c.name, fs.what, batch, sum, entries, err, sumUpTo(4))
+				}
+				s.Close()
+			}
+		}
+	}
+}
+
+// TestFaultWhileOpeningThenOpenAgain: a fault at any one of the writes of
+// an open, on a new checkpoint and on one whose batches are in its log
+// only, fails that open with the store's failure, or lets it open; in
+// either case a second open in the same process, the fault gone, takes
+// the checkpoint's lock and holds every batch committed before.
+func TestFaultWhileOpeningThenOpenAgain(t *testing.T) {
+	for _, committed := range []int64{0, 5} {
+		// A clean open counts the writes.
+		count := func(fs vfs.FS) (n int64) {
+			var ops atomic.Int64
+			s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: errorfs.Wrap(fs, errorfs.InjectorFunc(func(op errorfs.Op) error {
+				if op.Kind.ReadOrWrite() == errorfs.OpIsWrite {
+					ops.Add(1)
+				}
+				return nil
+			}))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Close()
+			return ops.Load()
+		}
+		prepare := func() *vfs.MemFS {
+			mem := vfs.NewMem()
+			if committed > 0 {
+				s := open(t, mem, runtime.StoreOptions{})
+				commitBatches(t, s, 0, committed) // in the log only
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return mem
+		}
+		total := count(prepare())
+		for n := range total {
+			mem := prepare()
+			var ops atomic.Int64
+			faulty := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+				if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && ops.Add(1)-1 == n {
+					return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+				}
+				return nil
+			}))
+			if s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: faulty}); err == nil {
+				s.Close()
+			} else if !errors.Is(err, runtime.ErrStoreFailed) {
+				t.Fatalf("%d batches, fault at write %d of %d: %v, want the store failed", committed, n, total, err)
+			}
+			s, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: mem})
+			if err != nil {
+				t.Fatalf("%d batches, fault at write %d of %d, then open again: %v", committed, n, total, err)
+			}
+			batch, sum, _, err := contents(s)
+			if err != nil || batch != committed-1 || sum != sumUpTo(committed-1) {
+				t.Errorf("%d batches, fault at write %d of %d, then open again: batch %d, sum %d (%v)", committed, n, total, batch, sum, err)
 			}
 			s.Close()
 		}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -213,8 +215,12 @@ type Store struct {
 	closeErr  error
 	// lock is the checkpoint directory's lock, taken before Pebble opens
 	// (see lockCheckpoint) and held until Close: Pebble's opens borrow it.
-	lock  *pebble.Lock
-	cache *pebble.Cache
+	lock *pebble.Lock
+	// lockFile is lock's file lock: closing it releases the directory
+	// whatever holds references to lock (an open left behind, see
+	// openPebble).
+	lockFile io.Closer
+	cache    *pebble.Cache
 	// state caches committed state entries; nil when turned off.
 	state *stateCache
 	dir   string
@@ -339,11 +345,11 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	if err := atomicfile.MkdirAllFS(opts.FS, dir, 0o755); err != nil {
 		return nil, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, cause: fmt.Errorf("create the directory: %w", err), hint: createHint(err)}
 	}
-	lock, err := lockCheckpoint(opts.FS, dir, inUseQueryHint)
+	lock, lockFile, err := lockCheckpointFile(opts.FS, dir, inUseQueryHint)
 	if err != nil {
 		return nil, err
 	}
-	s.lock = lock
+	s.lock, s.lockFile = lock, lockFile
 	if err := s.diskRoom(0, "open the store"); err != nil {
 		lock.Close()
 		return nil, err
@@ -429,7 +435,7 @@ func (s *Store) open() error {
 func (s *Store) pebbleOptions(cache *pebble.Cache, mustExist, readOnly bool) *pebble.Options {
 	hooks := pebbleHooks{s}
 	popts := &pebble.Options{
-		FS: errorfs.Wrap(s.fs, noWritesOnceFailed{s}), Cache: cache, Logger: hooks, EventListener: hooks.listener(),
+		FS: dirSyncs{errorfs.Wrap(s.fs, noWritesOnceFailed{s}), s}, Cache: cache, Logger: hooks, EventListener: hooks.listener(),
 		ErrorIfNotExists: mustExist, ReadOnly: readOnly, Lock: s.lock,
 	}
 	if s.opts.SyncInterval > 0 {
@@ -562,13 +568,17 @@ func (s *Store) openPebble(cache *pebble.Cache, mustExist, readOnly bool) (*pebb
 	case o := <-done:
 		return o.db, o.err
 	case <-s.failed:
-		// Pebble failed while it opened (a MANIFEST it could not write as
-		// it flushed the replayed log): Open may wait for ever for a flush
-		// that would fail again at each try, in a loop (its next change to
-		// the directory waits for ever instead: noWritesOnceFailed). The
-		// open is left behind, as Close leaves a Pebble that does not
-		// close in time; the goroutine closes the DB if Open ever returns
-		// one.
+		// Pebble failed while it opened (a table or a MANIFEST it could not
+		// write as it flushed the replayed log): Open waits for a flush
+		// that Pebble tries again at once after each failure, in a loop
+		// (the flush's next table waits for ever instead:
+		// noWritesOnceFailed). The open is left behind, as Close leaves a
+		// Pebble that does not close in time, and the directory's lock,
+		// which it holds a reference to, released: the open changes
+		// nothing more in the directory, and a start in this process once
+		// the fault is gone (a disk freed) may take the lock again. The
+		// goroutine closes the DB if Open ever returns one.
+		s.lockFile.Close()
 		go func() {
 			if o := <-done; o.db != nil {
 				o.db.Close()
@@ -584,10 +594,11 @@ func (s *Store) openPebble(cache *pebble.Cache, mustExist, readOnly bool) (*pebb
 // see above), and its next steps, such as a flush tried again into a new
 // MANIFEST and the removal of the log it replayed while the marker still
 // names the old MANIFEST, would lose committed batches. While Pebble
-// opens, such a change waits for ever rather than fail: a flush that
-// fails is tried again at once, in a loop that would spin on the error
-// (or, were the files made, fill the disk), and the open is left behind
-// (openPebble).
+// opens, a table or a blob file made (a flush's output) waits for ever
+// instead: a flush that fails is tried again at once, in a loop that
+// would spin on the error (or, were the files made, fill the disk), and
+// the open is left behind (openPebble). Open's other changes fail, and
+// Open returns their error.
 type noWritesOnceFailed struct{ s *Store }
 
 func (n noWritesOnceFailed) String() string { return "no writes once the store has failed" }
@@ -602,12 +613,73 @@ func (n noWritesOnceFailed) MaybeError(op errorfs.Op) error {
 	}
 	select {
 	case <-n.s.failed:
-		if n.s.opening.Load() {
+		if n.s.opening.Load() && op.Kind == errorfs.OpCreate && (strings.HasSuffix(op.Path, ".sst") || strings.HasSuffix(op.Path, ".blob")) {
 			select {} // left behind with the open (see above)
 		}
 		return fmt.Errorf("%w: no write after it", n.s.Err())
 	default:
 		return nil
+	}
+}
+
+// dirSyncs is the FS of the store's Pebble, whose directories fail the
+// store when a sync of theirs fails. Pebble panics when the sync that
+// makes a marker's move durable fails (atomicfs.Marker.Move: fsync errors
+// are unrecoverable, it says): on a flush's or a compaction's goroutine,
+// where a MANIFEST moves, that ends the process, Open's flush of a
+// replayed log included. There the sync waits for ever instead, the
+// store failed: the goroutine changes nothing more, as the process that
+// panicked would not, the query ends on the failure (Query.watch) and an
+// open is left behind (openPebble). Elsewhere, Open's own goroutine
+// included, whose panic openPebble recovers, the error is returned.
+type dirSyncs struct {
+	vfs.FS
+	s *Store
+}
+
+func (f dirSyncs) OpenDir(name string) (vfs.File, error) {
+	d, err := f.FS.OpenDir(name)
+	if err != nil {
+		return nil, err
+	}
+	return dirSync{d, f.s}, nil
+}
+
+// dirSync is a directory of dirSyncs.
+type dirSync struct {
+	vfs.File
+	s *Store
+}
+
+func (d dirSync) Sync() error {
+	err := d.File.Sync()
+	if err == nil {
+		return nil
+	}
+	err = d.s.fail(fmt.Errorf("sync the directory: %w", err))
+	if markerMoveOffOpen() {
+		select {} // see dirSyncs
+	}
+	return err
+}
+
+// markerMoveOffOpen reports whether the caller is a marker's move
+// (atomicfs.Marker.Move) on a goroutine other than pebble.Open's.
+func markerMoveOffOpen() bool {
+	pcs := make([]uintptr, 64)
+	frames := goruntime.CallersFrames(pcs[:goruntime.Callers(2, pcs)])
+	move := false
+	for {
+		f, more := frames.Next()
+		switch {
+		case strings.HasSuffix(f.Function, "/vfs/atomicfs.(*Marker).Move"):
+			move = true
+		case strings.HasSuffix(f.Function, "/pebble/v2.Open"):
+			return false
+		}
+		if !more {
+			return move
+		}
 	}
 }
 

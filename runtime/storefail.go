@@ -46,13 +46,16 @@ import (
 // wait for the lock the panic left held; a
 // directory sync that fails when it moves a marker file (fsync errors are
 // unrecoverable, it says), which OpenStore recovers when it happens on
-// Open's goroutine (not when a flush that Open waits for moves it, as on
-// a start that replays its log: that ends the process); and closing the old log or creating the new one when a commit
+// Open's goroutine, and which elsewhere (a flush's or a compaction's
+// MANIFEST rotation, Open's flush of a replayed log included) the
+// store's directories turn into a sync that fails the store and waits for
+// ever (dirSyncs): that goroutine changes nothing more, as a process
+// that ended would not, and the query ends on the failure; and closing
+// the old log or creating the new one when a commit
 // moves to a new log file (every memtable's worth of writes, and every
 // batch of over half of one). That last panic is raised with the DB's mutex
 // unlocked, whose deferred unlock then ends the process with a fatal
-// error that no recover catches, and so does the marker panic on a
-// background MANIFEST rotation. Both happen on a full disk, so the store
+// error that no recover catches. It happens on a full disk, so the store
 // keeps a reserve of free space (StoreOptions.DiskReserve, diskRoom): a
 // commit that would eat into it fails the store with ErrDiskFull before
 // Pebble sees the batch. A log write that fails for another reason (an
