@@ -763,7 +763,11 @@ func TestFaultWhileOpenFlushesTheLog(t *testing.T) {
 // either case a second open in the same process, the fault gone, takes
 // the checkpoint's lock and holds every batch committed before.
 func TestFaultWhileOpeningThenOpenAgain(t *testing.T) {
-	for _, committed := range []int64{0, 5} {
+	for _, c := range []struct {
+		committed int64
+		full      bool // the write of the fault and every one after it fail
+	}{{0, false}, {5, false}, {0, true}, {5, true}} {
+		committed := c.committed
 		// A clean open counts the writes.
 		count := func(fs vfs.FS) (n int64) {
 			var ops atomic.Int64
@@ -795,7 +799,7 @@ func TestFaultWhileOpeningThenOpenAgain(t *testing.T) {
 			mem := prepare()
 			var ops atomic.Int64
 			faulty := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
-				if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && ops.Add(1)-1 == n {
+				if op.Kind.ReadOrWrite() == errorfs.OpIsWrite && (ops.Add(1)-1 == n || c.full && ops.Load() > n) {
 					return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
 				}
 				return nil
