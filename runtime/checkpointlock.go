@@ -62,7 +62,11 @@ func lockCheckpointFile(fsys vfs.FS, dir, hint string) (*pebble.Lock, io.Closer,
 	if lockHeld(err) {
 		return nil, nil, &inUseError{dir: dir, hint: hint}
 	}
-	return nil, nil, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, cause: err, hint: "the lock file could not be taken: check the directory's permissions"}
+	why := failedHint(err)
+	if errors.Is(err, fs.ErrPermission) {
+		why = "the lock file could not be taken: check the directory's permissions"
+	}
+	return nil, nil, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, cause: err, hint: why}
 }
 
 // lockOnceFS is an FS whose Lock hands its file lock to held.

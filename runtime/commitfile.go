@@ -64,14 +64,19 @@ func readCommitFile(fsys vfs.FS, dir string) (rec commitRecord, found bool, err 
 	if errors.Is(err, fs.ErrNotExist) {
 		return rec, false, nil
 	}
-	if err != nil {
-		return rec, false, fmt.Errorf("read the commit file %s: %w", path, err)
+	if err == nil {
+		var data []byte
+		data, err = io.ReadAll(f)
+		f.Close()
+		if err == nil {
+			return parseCommitFile(data, dir, path)
+		}
 	}
-	data, err := io.ReadAll(f)
-	f.Close()
-	if err != nil {
-		return rec, false, fmt.Errorf("read the commit file %s: %w", path, err)
-	}
+	return rec, false, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, file: path, cause: fmt.Errorf("read the commit file: %w", err), hint: failedHint(err)}
+}
+
+// parseCommitFile parses the commit file at path, read as data.
+func parseCommitFile(data []byte, dir, path string) (rec commitRecord, found bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	err = dec.Decode(&rec)

@@ -821,3 +821,70 @@ func TestFaultWhileOpeningThenOpenAgain(t *testing.T) {
 		}
 	}
 }
+
+// TestFailureHintsFollowTheCause: a store failure says what to do about
+// its cause: a full disk, to free space; an I/O error of the device, to
+// check the disk; a read-only file system, to make it writable; and none
+// of the others to free disk space. The same for the checkpoint's lock
+// file and its commit file, which fail the store too.
+func TestFailureHintsFollowTheCause(t *testing.T) {
+	causes := []struct {
+		errno syscall.Errno
+		hint  string
+	}{
+		{syscall.ENOSPC, "free disk space"},
+		{syscall.EIO, "the device reported an I/O error: check the disk"},
+		{syscall.EROFS, "the file system is read-only"},
+	}
+	failOn := func(errno syscall.Errno, match func(errorfs.Op) bool) vfs.FS {
+		mem := vfs.NewMem()
+		s := open(t, mem, runtime.StoreOptions{})
+		commitBatches(t, s, 0, 2)
+		s.Close()
+		return errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+			if match(op) {
+				return &os.PathError{Op: "op", Path: op.Path, Err: errno}
+			}
+			return nil
+		}))
+	}
+	check := func(what string, c struct {
+		errno syscall.Errno
+		hint  string
+	}, err error) {
+		t.Helper()
+		if !errors.Is(err, runtime.ErrStoreFailed) || !strings.Contains(err.Error(), c.errno.Error()) || !strings.Contains(err.Error(), "in ckpt") || !strings.Contains(err.Error(), c.hint) {
+			t.Errorf("%s, %v: %v; want the store failed, saying %q", what, c.errno, err, c.hint)
+		}
+		if c.errno != syscall.ENOSPC && strings.Contains(err.Error(), "free disk space") {
+			t.Errorf("%s, %v: %v; want no advice to free disk space", what, c.errno, err)
+		}
+	}
+	for _, c := range causes {
+		// A commit's log write.
+		var on atomic.Bool
+		fs := failOn(c.errno, func(op errorfs.Op) bool {
+			return on.Load() && op.Kind.ReadOrWrite() == errorfs.OpIsWrite && strings.HasSuffix(op.Path, ".log")
+		})
+		s := open(t, fs, runtime.StoreOptions{})
+		on.Store(true)
+		b := s.NewBatch()
+		b.Put(sumVar, []byte("x"), nil, u64(1))
+		err := s.Commit(b, runtime.Progress{BatchID: 2})
+		if err == nil {
+			err = s.Err()
+		}
+		check("a commit", c, err)
+		s.Close()
+
+		// The lock file, and the commit file, at the next open.
+		_, err = runtime.OpenStore("ckpt", runtime.StoreOptions{FS: failOn(c.errno, func(op errorfs.Op) bool {
+			return op.Kind == errorfs.OpLock
+		})})
+		check("the lock file", c, err)
+		_, err = runtime.OpenStore("ckpt", runtime.StoreOptions{FS: failOn(c.errno, func(op errorfs.Op) bool {
+			return op.Kind == errorfs.OpOpen && strings.HasSuffix(op.Path, "/STREAMGEN-COMMIT")
+		})})
+		check("the commit file", c, err)
+	}
+}

@@ -128,11 +128,29 @@ func (e *storeError) Unwrap() []error { return append(e.kinds[:len(e.kinds):len(
 
 // The ways out the messages give.
 const (
-	failedHint = "the batches committed before are kept: fix the cause (free disk space) and start the query again, it resumes from the last committed batch"
 	// corruptHint says how to go on from a damaged checkpoint; see
 	// "Storage faults" in the package doc.
 	corruptHint = "the checkpoint cannot be used: move the directory aside and start the query from a fresh checkpoint directory (it then reads its sources from the start, with batch ids from 0, unless a changelog, kafka.Changelog, restores it from its topic)"
 )
+
+// failedHint is the way out of a store failure (ErrStoreFailed) whose
+// cause is err: what to fix, when the error says.
+func failedHint(err error) string {
+	const kept = "the batches committed before are kept: "
+	const again = " and start the query again; it resumes from the last committed batch"
+	msg := err.Error() // (Pebble's fatal errors reach the store as text)
+	switch {
+	case errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) || strings.Contains(msg, "no space left on device") || strings.Contains(msg, "disk quota exceeded"):
+		return kept + "free disk space (or move the checkpoint directory to a larger disk)" + again
+	case errors.Is(err, syscall.EIO) || strings.Contains(msg, "input/output error"):
+		return kept + "the device reported an I/O error: check the disk (the kernel's log, its health), copy the checkpoint directory off it if it is failing," + again
+	case errors.Is(err, syscall.EROFS) || strings.Contains(msg, "read-only file system"):
+		return kept + "the file system is read-only (a system may remount a disk so after errors): check the disk, make it writable" + again
+	case errors.Is(err, fs.ErrPermission):
+		return kept + "the program may no longer write the checkpoint's files: restore its permissions" + again
+	}
+	return kept + "fix the cause" + again
+}
 
 // createHint is the way out of a checkpoint directory that cannot be
 // created: what is wrong with the path, when the error says.
@@ -230,7 +248,7 @@ func (s *Store) fail(cause error) error {
 	if f := s.failure.Load(); f != nil {
 		return f.err
 	}
-	e := &storeError{kinds: []error{ErrStoreFailed}, dir: s.dir, cause: cause, hint: failedHint}
+	e := &storeError{kinds: []error{ErrStoreFailed}, dir: s.dir, cause: cause, hint: failedHint(cause)}
 	if isCorruption(cause) {
 		e.kinds = append(e.kinds, ErrCorruptCheckpoint)
 		e.hint = corruptHint
