@@ -544,7 +544,7 @@ func (s *Store) writeMeta(m Meta) error {
 	if err != nil {
 		return fmt.Errorf("streamgen: encode checkpoint metadata: %w", err)
 	}
-	return s.write("write checkpoint metadata", func() error { return s.db.Set([]byte(metaKey), b, pebble.Sync) })
+	return s.write("write checkpoint metadata", func() error { return s.db.Set([]byte(metaKey), b, s.startWrites()) })
 }
 
 // setsText describes grouping sets of n dimensions, each as given (bit

@@ -763,6 +763,21 @@ func (s *Store) has(key string) (bool, error) {
 	return true, s.Err()
 }
 
+// startWrites are the write options of what the store writes as a query
+// starts, before its batches: the origin, the metadata, a dropped
+// variable's deletion. They are synced at once, unless the store syncs at
+// an interval (SyncInterval): then the sync of the batches after them,
+// which the commit file waits for before it records a batch, covers them
+// (they are earlier in the same log), and a sync of their own would wait
+// for up to the interval after the one before it (Pebble's
+// WALMinSyncInterval), holding the start that long.
+func (s *Store) startWrites() *pebble.WriteOptions {
+	if s.opts.SyncInterval > 0 {
+		return pebble.NoSync
+	}
+	return pebble.Sync
+}
+
 // writeOrigin writes originKey into a store that lacks it: a new store,
 // or one written before origin keys (verify refuses one that lost it).
 func (s *Store) writeOrigin() error {
@@ -771,7 +786,7 @@ func (s *Store) writeOrigin() error {
 		return err
 	}
 	return s.write("record the checkpoint's origin", func() error {
-		return s.db.Set([]byte(originKey), []byte(time.Now().UTC().Format(time.RFC3339)), pebble.Sync)
+		return s.db.Set([]byte(originKey), []byte(time.Now().UTC().Format(time.RFC3339)), s.startWrites())
 	})
 }
 
@@ -1407,7 +1422,7 @@ func (s *Store) deleteVariable(op, id uint8) error {
 	if err := it.Close(); err != nil {
 		return s.fail(fmt.Errorf("delete state variable: %w", err))
 	}
-	if err := s.write("delete state variable", func() error { return b.Commit(pebble.Sync) }); err != nil {
+	if err := s.write("delete state variable", func() error { return b.Commit(s.startWrites()) }); err != nil {
 		return err
 	}
 	if s.state != nil {

@@ -703,3 +703,52 @@ func readPartFiles(t *testing.T, dir string) []fixtures.Click {
 	}
 	return rows
 }
+
+// TestStartDoesNotWaitForTheSyncInterval: with a SyncInterval of an hour,
+// a start writes the checkpoint's origin and description without a sync
+// of their own, which would wait for up to the interval after the sync
+// before it: on a new checkpoint and on one started again, Start returns
+// at once (virtual time), and the run ends at once. What it wrote is made
+// durable by the syncs of its batches: after a machine crash that loses
+// every write not synced, the next start resumes from the last batch and
+// ends with each click counted once.
+func TestStartDoesNotWaitForTheSyncInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fs := vfs.NewCrashableMem()
+		in := clicks(30, 12)
+		sink := newSink[fixtures.UserCount]()
+		m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+		for i, part := range [][]fixtures.Click{in[:10], in[10:20]} {
+			m.Add(part...)
+			start := time.Now()
+			q, err := countPipeline(m, sink).Start(context.Background(), runtime.Checkpoint("ckpt"), runtime.FileSystem(fs),
+				runtime.SyncInterval(time.Hour), runtime.WithTrigger(runtime.AvailableNow()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d >= time.Minute {
+				t.Errorf("start %d: Start took %v of virtual time", i, d)
+			}
+			if err := q.AwaitTermination(); err != nil {
+				t.Fatal(err)
+			}
+			if d := time.Since(start); d >= time.Minute {
+				t.Errorf("start %d: the run took %v of virtual time", i, d)
+			}
+		}
+		crashed := fs.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 0})
+		m.Add(in[20:]...)
+		q, err := countPipeline(m, sink).Start(context.Background(), runtime.Checkpoint("ckpt"), runtime.FileSystem(crashed),
+			runtime.SyncInterval(time.Hour), runtime.WithTrigger(runtime.AvailableNow()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := q.AwaitTermination(); err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := q.LastProgress(); !ok || p.BatchID != 2 {
+			t.Fatalf("after the crash, the run's batch: %+v, want batch 2", p)
+		}
+		sameCounts(t, latest(sink.rows()), expectedCounts(in))
+	})
+}
