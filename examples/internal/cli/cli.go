@@ -51,7 +51,7 @@ type flagSet struct {
 }
 
 func (f *Flags) register(fs *flag.FlagSet, set flagSet) {
-	fs.StringVar(&f.Input, "input", "", "directory of JSON-lines files (*.json, *.jsonl), read in lexical order; default: a built-in deterministic sample")
+	fs.StringVar(&f.Input, "input", "", "directory of JSON-lines files (*.json, *.jsonl, either compressed as .gz, .bz2 or .zst), read oldest first by modification time; default: a built-in deterministic sample")
 	fs.StringVar(&f.Output, "output", "", "directory for the output, JSON lines, one file per batch; default: a console table")
 	fs.StringVar(&f.Checkpoint, "checkpoint", "", "checkpoint directory; running again with the same one resumes; default: a temporary directory removed at exit")
 	fs.IntVar(&f.MaxFilesPerTrigger, "max-files-per-trigger", set.maxFilesPerTrigger, "at most this many input files per batch (0: no limit)")
