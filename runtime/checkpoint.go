@@ -67,15 +67,15 @@ func OpenCheckpointFS(fsys vfs.FS, dir string) (*CheckpointReader, error) {
 	// Pebble leaves its LOCK file in every store it opened: without one,
 	// the directory holds no checkpoint, and taking the lock would
 	// write one.
-	lockFile := fsys.PathJoin(dir, "LOCK")
-	if _, err := fsys.Stat(lockFile); err != nil {
+	lockPath := fsys.PathJoin(dir, "LOCK")
+	if _, err := fsys.Stat(lockPath); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("streamgen: %s holds no checkpoint (no %s)", dir, lockFile)
+			return nil, fmt.Errorf("streamgen: %s holds no checkpoint (no %s)", dir, lockPath)
 		}
 		return nil, fmt.Errorf("streamgen: open checkpoint %s: %w", dir, err)
 	}
 	s := &Store{dir: dir, fs: fsys, opts: StoreOptions{FS: fsys, CacheSize: 8 << 20, MemTableSize: 4 << 20}, recorded: -1, failed: make(chan struct{})}
-	lock, err := lockCheckpoint(fsys, dir, inUseInspectHint)
+	lock, lockFile, err := lockCheckpoint(fsys, dir, inUseInspectHint)
 	if errors.Is(err, ErrCheckpointInUse) && fsys == vfs.Default {
 		// A query runs on it, in another process (or this one): it
 		// gives a snapshot.
@@ -84,7 +84,7 @@ func OpenCheckpointFS(fsys vfs.FS, dir string) (*CheckpointReader, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.lock = lock
+	s.lock, s.lockFile = lock, lockFile
 	c := &CheckpointReader{s: s, committed: -1}
 	rec, found, err := readCommitFile(fsys, dir)
 	if err != nil {

@@ -44,16 +44,12 @@ const (
 // an fcntl lock, which another process holding it makes fail with
 // EAGAIN or EACCES, and Pebble refuses a second lock within a process by
 // name.
-func lockCheckpoint(fsys vfs.FS, dir, hint string) (*pebble.Lock, error) {
-	lock, _, err := lockCheckpointFile(fsys, dir, hint)
-	return lock, err
-}
-
-// lockCheckpointFile is lockCheckpoint, and returns as well the lock's
-// file lock, which releases the lock at once when closed, whatever holds
-// references to the Lock (Pebble's open takes one, and returns it when
-// the DB closes); the Lock's own closes then release nothing more.
-func lockCheckpointFile(fsys vfs.FS, dir, hint string) (*pebble.Lock, io.Closer, error) {
+//
+// It returns as well the lock's file lock, which releases the lock at
+// once when closed, whatever holds references to the Lock (Pebble's open
+// takes one, and returns it when the DB closes); the Lock's own closes
+// then release nothing more.
+func lockCheckpoint(fsys vfs.FS, dir, hint string) (*pebble.Lock, io.Closer, error) {
 	held := &onceLocked{}
 	lock, err := pebble.LockDirectory(dir, lockOnceFS{fsys, held})
 	if err == nil {

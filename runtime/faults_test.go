@@ -888,3 +888,38 @@ func TestFailureHintsFollowTheCause(t *testing.T) {
 		check("the commit file", c, err)
 	}
 }
+
+// TestStuckOpensAreBounded: an open whose flush of the replayed log
+// fails is left behind, holding that log in memory (the lock released);
+// a process that starts the query again and again on a disk that stays
+// at fault leaves a few, then refuses the next open at once, saying why.
+// Once the fault is fixed, a new process opens the checkpoint whole.
+func TestStuckOpensAreBounded(t *testing.T) {
+	mem := vfs.NewCrashableMem()
+	s := open(t, mem, runtime.StoreOptions{})
+	commitBatches(t, s, 0, 5) // in the log only
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	faulty := errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if op.Kind == errorfs.OpCreate && strings.Contains(op.Path, "MANIFEST-") {
+			return errorfs.ErrInjected
+		}
+		return nil
+	}))
+	for i := range 5 {
+		_, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: faulty})
+		if !errors.Is(err, runtime.ErrStoreFailed) {
+			t.Fatalf("open %d: %v, want the store failed", i, err)
+		}
+		refused := strings.Contains(err.Error(), "3 earlier opens of this checkpoint in this process failed")
+		if want := i >= 3; refused != want || !refused && !strings.Contains(err.Error(), errorfs.ErrInjected.Error()) {
+			t.Fatalf("open %d: %v", i, err)
+		}
+	}
+	s = open(t, mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 2))}), runtime.StoreOptions{})
+	defer s.Close()
+	if batch, sum, _, err := contents(s); err != nil || batch != 4 || sum != sumUpTo(4) {
+		t.Fatalf("the next process holds batch %d, sum %d (%v)", batch, sum, err)
+	}
+}

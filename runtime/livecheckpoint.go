@@ -109,8 +109,8 @@ func (s *Store) answerSnapshot(dir, id string) error {
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	if err := s.db.Checkpoint(dest, pebble.WithFlushedWAL()); err != nil {
-		return fmt.Errorf("pebble checkpoint: %w", err)
+	if err := s.snapshotTo(dest); err != nil {
+		return err
 	}
 	if commit != nil {
 		if err := os.WriteFile(filepath.Join(dest, commitFileName), commit, 0o644); err != nil {
@@ -118,6 +118,22 @@ func (s *Store) answerSnapshot(dir, id string) error {
 		}
 	}
 	return os.WriteFile(filepath.Join(dest, "LOCK"), nil, 0o644)
+}
+
+// snapshotTo writes a Pebble checkpoint of the store into dest. Pebble
+// panics when a directory sync of the snapshot's fails (as it moves the
+// snapshot's markers): that is the snapshot's error, not the process's
+// end.
+func (s *Store) snapshotTo(dest string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("pebble checkpoint: %v", r)
+		}
+	}()
+	if err := s.db.Checkpoint(dest, pebble.WithFlushedWAL()); err != nil {
+		return fmt.Errorf("pebble checkpoint: %w", err)
+	}
+	return nil
 }
 
 // openRunning opens a snapshot of the checkpoint in dir, which a running

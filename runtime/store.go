@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"sync"
@@ -345,7 +346,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	if err := atomicfile.MkdirAllFS(opts.FS, dir, 0o755); err != nil {
 		return nil, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, cause: fmt.Errorf("create the directory: %w", err), hint: createHint(err)}
 	}
-	lock, lockFile, err := lockCheckpointFile(opts.FS, dir, inUseQueryHint)
+	lock, lockFile, err := lockCheckpoint(opts.FS, dir, inUseQueryHint)
 	if err != nil {
 		return nil, err
 	}
@@ -550,6 +551,12 @@ func (s *Store) openPebble(cache *pebble.Cache, mustExist, readOnly bool) (*pebb
 		db  *pebble.DB
 		err error
 	}
+	stuck := stuckOpenKey(s.fs, s.dir)
+	if n := stuckOpens.count(stuck); n >= maxStuckOpens {
+		return nil, &storeError{kinds: []error{ErrStoreFailed}, dir: s.dir,
+			cause: fmt.Errorf("%d earlier opens of this checkpoint in this process failed as Pebble flushed the log it replayed, and wait there, each holding that log in memory", n),
+			hint:  "fix the disk's fault and restart the process"}
+	}
 	done := make(chan opened, 1)
 	popts := s.pebbleOptions(cache, mustExist, readOnly)
 	s.opening.Store(true)
@@ -576,16 +583,63 @@ func (s *Store) openPebble(cache *pebble.Cache, mustExist, readOnly bool) (*pebb
 		// Pebble that does not close in time, and the directory's lock,
 		// which it holds a reference to, released: the open changes
 		// nothing more in the directory, and a start in this process once
-		// the fault is gone (a disk freed) may take the lock again. The
-		// goroutine closes the DB if Open ever returns one.
-		s.lockFile.Close()
+		// the fault is gone (a disk freed) may take the lock again, up to
+		// maxStuckOpens times. The goroutine closes the DB if Open ever
+		// returns one.
+		if s.lockFile != nil {
+			s.lockFile.Close()
+		}
+		stuckOpens.add(stuck, 1)
 		go func() {
 			if o := <-done; o.db != nil {
 				o.db.Close()
 			}
+			stuckOpens.add(stuck, -1)
 		}()
 		return nil, s.Err()
 	}
+}
+
+// maxStuckOpens is how many opens of a checkpoint a process leaves
+// behind (openPebble) before it refuses the next: each holds the log it
+// replayed in memory, and a start tried again and again on a disk that
+// stays at fault (an App restarting a task) would fill the memory.
+const maxStuckOpens = 3
+
+// stuckOpens counts the opens left behind, by checkpoint (stuckOpenKey).
+var stuckOpens = stuckCounts{n: map[string]int{}}
+
+type stuckCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *stuckCounts) count(key string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n[key]
+}
+
+func (c *stuckCounts) add(key string, d int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n[key] += d; c.n[key] <= 0 {
+		delete(c.n, key)
+	}
+}
+
+// stuckOpenKey names the checkpoint in dir of fsys: the directory's
+// absolute path on the default file system; on another, the directory
+// and the file system's identity (a pointer's address, which the opens
+// left behind keep in use).
+func stuckOpenKey(fsys vfs.FS, dir string) string {
+	if fsys == vfs.Default {
+		if abs, err := filepath.Abs(dir); err == nil {
+			return abs
+		}
+		return dir
+	}
+	return fmt.Sprintf("%p %T %s", fsys, fsys, filepath.Clean(dir))
 }
 
 // noWritesOnceFailed refuses Pebble's changes to the directory (a file
@@ -622,16 +676,19 @@ func (n noWritesOnceFailed) MaybeError(op errorfs.Op) error {
 	}
 }
 
-// dirSyncs is the FS of the store's Pebble, whose directories fail the
-// store when a sync of theirs fails. Pebble panics when the sync that
-// makes a marker's move durable fails (atomicfs.Marker.Move: fsync errors
-// are unrecoverable, it says): on a flush's or a compaction's goroutine,
-// where a MANIFEST moves, that ends the process, Open's flush of a
-// replayed log included. There the sync waits for ever instead, the
-// store failed: the goroutine changes nothing more, as the process that
-// panicked would not, the query ends on the failure (Query.watch) and an
-// open is left behind (openPebble). Elsewhere, Open's own goroutine
-// included, whose panic openPebble recovers, the error is returned.
+// dirSyncs is the FS of the store's Pebble, whose directory (the
+// store's) fails the store when a sync of it fails. Pebble panics when
+// the sync that makes a marker's move durable fails (atomicfs.Marker.Move:
+// fsync errors are unrecoverable, it says): on a flush's or a
+// compaction's goroutine, where a MANIFEST moves, that ends the process,
+// Open's flush of a replayed log included. There the sync waits for ever
+// instead, the store failed: the goroutine changes nothing more, as the
+// process that panicked would not, the query ends on the failure
+// (Query.watch) and an open is left behind (openPebble). Elsewhere,
+// Open's own goroutine included, whose panic openPebble recovers, the
+// error is returned. (A sync that fails as a commit moves to a new log
+// file, DB.rotateWAL, is returned too, and Pebble panics there: see
+// storefail.go.)
 type dirSyncs struct {
 	vfs.FS
 	s *Store
@@ -639,8 +696,10 @@ type dirSyncs struct {
 
 func (f dirSyncs) OpenDir(name string) (vfs.File, error) {
 	d, err := f.FS.OpenDir(name)
-	if err != nil {
-		return nil, err
+	if err != nil || filepath.Clean(name) != filepath.Clean(f.s.dir) {
+		// (Another directory, such as a snapshot's (DB.Checkpoint), is
+		// not the store's: a fault there is the snapshot's alone.)
+		return d, err
 	}
 	return dirSync{d, f.s}, nil
 }

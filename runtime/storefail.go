@@ -51,9 +51,9 @@ import (
 // store's directories turn into a sync that fails the store and waits for
 // ever (dirSyncs): that goroutine changes nothing more, as a process
 // that ended would not, and the query ends on the failure; and closing
-// the old log or creating the new one when a commit
-// moves to a new log file (every memtable's worth of writes, and every
-// batch of over half of one). That last panic is raised with the DB's mutex
+// the old log or creating the new one (its directory's sync included)
+// when a commit moves to a new log file (every memtable's worth of
+// writes, and every batch of over half of one). That last panic is raised with the DB's mutex
 // unlocked, whose deferred unlock then ends the process with a fatal
 // error that no recover catches. It happens on a full disk, so the store
 // keeps a reserve of free space (StoreOptions.DiskReserve, diskRoom): a
@@ -327,6 +327,9 @@ func (h pebbleHooks) listener() *pebble.EventListener {
 			slog.Warn("streamgen: checkpoint writes stall", "dir", h.s.dir, "reason", info.Reason)
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
+			if h.s.Err() != nil {
+				return // (an operation that waits for ever once failed: noWritesOnceFailed, dirSyncs)
+			}
 			slog.Warn("streamgen: checkpoint disk is slow", "file", info.Path, "op", info.OpType.String(), "for", info.Duration)
 		},
 	}
