@@ -61,7 +61,7 @@ type Batch struct {
 	// flushWatermark.
 	lastWatermarks []partitionWatermark
 	// restored are the keys of watermarks the query restored whose
-	// partitions have had no rows since (Progress.restoredMarks), less those
+	// partitions have had no rows since (Progress.RestoredMarks), less those
 	// whose rows came in the batch.
 	restored    map[string]bool
 	active      map[string]bool

@@ -49,7 +49,7 @@ func (q *Query) runBatch(ctx context.Context, p Progress, planned offsets, water
 		Offsets:             copyMap(p.Offsets),
 		PartitionWatermarks: b.watermarks,
 		LastActive:          copyMap(p.LastActive),
-		restoredMarks:       b.restored,
+		RestoredMarks:       b.restored,
 		StateBytesPerRecord: q.stateBytesPerRecord(b, p.StateBytesPerRecord),
 	}
 	if next.Offsets == nil {
@@ -260,7 +260,7 @@ func (q *Query) newBatch(p Progress, watermark, now, started time.Time) *Batch {
 		SpillDir:      q.cfg.spillDir,
 		state:         q.store.newWriteBatch(),
 		watermarks:    copyMap(p.PartitionWatermarks),
-		restored:      copyMap(p.restoredMarks),
+		restored:      copyMap(p.RestoredMarks),
 		active:        map[string]bool{},
 		ops:           make([]opRun, len(q.plan.Operators)),
 		inputs:        make([]inputRun, len(q.plan.Inputs)),

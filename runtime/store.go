@@ -1122,10 +1122,12 @@ type Progress struct {
 	// what the next batch's rows are late by (Batch.LateWatermark).
 	ranWith  time.Time
 	restored bool
-	// restoredMarks are the keys of PartitionWatermarks that a start
+	// RestoredMarks are the keys of PartitionWatermarks that a start
 	// restored and whose partitions have had no rows since (see
-	// nextWatermark).
-	restoredMarks map[string]bool
+	// nextWatermark): kept, so that the next start computes the
+	// watermark its first batch runs with as the batch after this one
+	// would have, not from marks this run left out.
+	RestoredMarks map[string]bool `json:"restoredMarks,omitempty"`
 }
 
 // Progress returns the progress of the last committed batch; ok is false

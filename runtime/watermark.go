@@ -123,7 +123,7 @@ func nextWatermark(p Progress, marks int, policy, partitions WatermarkPolicy, id
 		if mark >= marks {
 			continue // a watermark the pipeline no longer has
 		}
-		if p.restoredMarks[key] {
+		if p.RestoredMarks[key] {
 			if partitions != MaxWatermark && (idle == nil || !idle(part)) {
 				if kept == nil {
 					kept = make([]time.Time, marks)
@@ -191,8 +191,10 @@ func (q *Query) watermark(p Progress, now time.Time) time.Time {
 
 // restoredProgress is the committed progress as a query started on it
 // continues from: with a watermark, the one its next batch would have
-// had, and the marks of the partitions of the sources it reads, each
-// restored (see the rules above).
+// had (the marks the run that committed it had restored, and had no rows
+// for since, held as that run held them: a mark it left out does not
+// move the watermark at the next start), and the marks of the partitions
+// of the sources it reads, each restored (see the rules above).
 func (q *Query) restoredProgress(p Progress, now time.Time) Progress {
 	if q.plan.Watermarks == 0 {
 		return p
@@ -200,12 +202,12 @@ func (q *Query) restoredProgress(p Progress, now time.Time) Progress {
 	p.ranWith, p.restored = p.Watermark, true
 	p.Watermark = q.watermark(p, now)
 	kept := map[string]time.Time{}
-	p.restoredMarks = map[string]bool{}
+	p.RestoredMarks = map[string]bool{}
 	for key, w := range p.PartitionWatermarks {
 		mark, part := splitWatermarkKey(key)
 		for _, in := range q.plan.Inputs {
 			if mark < q.plan.Watermarks && strings.HasPrefix(part, partitionKey(in.Source.Name(), "")) {
-				kept[key], p.restoredMarks[key] = w, true
+				kept[key], p.RestoredMarks[key] = w, true
 			}
 		}
 	}

@@ -336,3 +336,41 @@ func TestWatermarkInMilliseconds(t *testing.T) {
 		t.Fatalf("with a delay of 1.5 ms, kept %v, want a's and b's rows", rows)
 	}
 }
+
+// TestWatermarkAcrossTwoRestarts: a watermark that has had no rows since
+// a restart counts as the epoch, and holds the query's at the restored
+// value; its mark from before the restart, still in the checkpoint, does
+// not count at the next restart either. Two streams with no delay, the
+// default policy (the least): the first at 10 s and the second at 5 s
+// make the watermark 5 s; after a restart the second alone moves on (to
+// 20 s, then 21 s) and, across a second restart, the watermark stays at
+// 5 s, as Spark's (which restores its watermark from the commit log and
+// counts each stream from the epoch), where the first stream's old mark
+// would make it 10 s.
+func TestWatermarkAcrossTwoRestarts(t *testing.T) {
+	first := typed.NewMemoryStream[valueRow]("first", 0)
+	second := typed.NewMemoryStream[valueRow]("second", 0)
+	eventTime := func(r *valueRow) time.Time { return r.T }
+	union := typed.Union(
+		typed.WithWatermark(typed.FromMemory(first), eventTime, 0),
+		typed.WithWatermark(typed.FromMemory(second), eventTime, 0))
+	sum := typed.AggregateByKey(typed.GroupByKey(union, func(*valueRow) int { return 0 }),
+		typed.Sum(func(r *valueRow) float64 { return float64(r.V) }),
+		func(_ int, s float64) float64 { return s })
+	w := typed.WriteTo(sum, newSink[float64]()).OutputMode(typed.Complete)
+	ck := newCheckpoint()
+	clock := runtime.NewManualClock(seconds(1_000_000))
+	q := startLive(t, w, clock, ck.opts()...)
+	first.Add(valueRows(10)...)
+	second.Add(valueRows(5)...)
+	q.trigger()
+	for i, at := range []int{20, 21} {
+		q.stop()
+		q = startLive(t, w, clock, ck.opts()...)
+		second.Add(valueRows(at)...)
+		if got := watermarkOf(t, q.trigger()); !got.Equal(seconds(5)) {
+			t.Fatalf("after restart %d, the second stream at %d s: watermark %v, want %v", i+1, at, got, seconds(5))
+		}
+	}
+	q.stop()
+}
