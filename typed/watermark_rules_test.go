@@ -101,21 +101,27 @@ func valueRows(vs ...int) []valueRow {
 	return rows
 }
 
+// twoStreamsSummed is the union of two streams, watermarked with the
+// delays given, summed in Complete mode.
+func twoStreamsSummed(firstDelay, secondDelay time.Duration) (first, second *typed.MemoryStream[valueRow], w *typed.Writer[float64]) {
+	first = typed.NewMemoryStream[valueRow]("first", 0)
+	second = typed.NewMemoryStream[valueRow]("second", 0)
+	eventTime := func(r *valueRow) time.Time { return r.T }
+	union := typed.Union(
+		typed.WithWatermark(typed.FromMemory(first), eventTime, firstDelay),
+		typed.WithWatermark(typed.FromMemory(second), eventTime, secondDelay))
+	sum := typed.AggregateByKey(typed.GroupByKey(union, func(*valueRow) int { return 0 }),
+		typed.Sum(func(r *valueRow) float64 { return float64(r.V) }),
+		func(_ int, s float64) float64 { return s })
+	return first, second, typed.WriteTo(sum, newSink[float64]()).OutputMode(typed.Complete)
+}
+
 // TestSparkWatermarkWithTwoStreams is Spark's "watermark with 2 streams":
 // the union of a stream with a 10 s delay and one with 5 s, summed in
 // Complete mode. After each step a row at 0 s on the first stream runs one
 // more batch, whose watermark is the one the step left.
 func TestSparkWatermarkWithTwoStreams(t *testing.T) {
-	first := typed.NewMemoryStream[valueRow]("first", 0)
-	second := typed.NewMemoryStream[valueRow]("second", 0)
-	eventTime := func(r *valueRow) time.Time { return r.T }
-	union := typed.Union(
-		typed.WithWatermark(typed.FromMemory(first), eventTime, 10*time.Second),
-		typed.WithWatermark(typed.FromMemory(second), eventTime, 5*time.Second))
-	sum := typed.AggregateByKey(typed.GroupByKey(union, func(*valueRow) int { return 0 }),
-		typed.Sum(func(r *valueRow) float64 { return float64(r.V) }),
-		func(_ int, s float64) float64 { return s })
-	w := typed.WriteTo(sum, newSink[float64]()).OutputMode(typed.Complete)
+	first, second, w := twoStreamsSummed(10*time.Second, 5*time.Second)
 	ck := newCheckpoint()
 	clock := runtime.NewManualClock(seconds(1_000_000))
 	q := startLive(t, w, clock, ck.opts()...)
@@ -348,16 +354,7 @@ func TestWatermarkInMilliseconds(t *testing.T) {
 // counts each stream from the epoch), where the first stream's old mark
 // would make it 10 s.
 func TestWatermarkAcrossTwoRestarts(t *testing.T) {
-	first := typed.NewMemoryStream[valueRow]("first", 0)
-	second := typed.NewMemoryStream[valueRow]("second", 0)
-	eventTime := func(r *valueRow) time.Time { return r.T }
-	union := typed.Union(
-		typed.WithWatermark(typed.FromMemory(first), eventTime, 0),
-		typed.WithWatermark(typed.FromMemory(second), eventTime, 0))
-	sum := typed.AggregateByKey(typed.GroupByKey(union, func(*valueRow) int { return 0 }),
-		typed.Sum(func(r *valueRow) float64 { return float64(r.V) }),
-		func(_ int, s float64) float64 { return s })
-	w := typed.WriteTo(sum, newSink[float64]()).OutputMode(typed.Complete)
+	first, second, w := twoStreamsSummed(0, 0)
 	ck := newCheckpoint()
 	clock := runtime.NewManualClock(seconds(1_000_000))
 	q := startLive(t, w, clock, ck.opts()...)
