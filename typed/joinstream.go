@@ -189,13 +189,19 @@ func JoinOnWindows(w Windows) JoinOption {
 }
 
 // JoinLeftTime gives the event time of the left rows, for a left side
-// without a watermark (WithWatermark gives it otherwise).
+// without a watermark (WithWatermark gives it otherwise): rows a stateful
+// operator wrote, as Spark's carry the watermark of an aggregation's
+// window column. The side's rows are then forgotten, and in an outer
+// join written unmatched, as a watermarked side's are, by the query's
+// watermark and the time condition. (Spark keeps the rows of a side
+// whose input has no watermark at all for ever, and never writes them
+// unmatched.)
 func JoinLeftTime[L any](t func(*L) time.Time) JoinOption {
 	return joinOptionFunc(func(c *joinConfig) { c.leftTime = t })
 }
 
 // JoinRightTime gives the event time of the right rows, for a right side
-// without a watermark.
+// without a watermark, as JoinLeftTime does for the left.
 func JoinRightTime[R any](t func(*R) time.Time) JoinOption {
 	return joinOptionFunc(func(c *joinConfig) { c.rightTime = t })
 }
