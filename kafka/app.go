@@ -1284,23 +1284,24 @@ type groupOffsets struct {
 }
 
 // uncommittedOffset is an offset of the repartition topic that a task's
-// batch read to while its transactions txn had committed commits times:
-// the batch's records are in Kafka once txn has committed once more (the
+// batches up to batch read to, with AsyncProgress: their records are in
+// Kafka once a transaction of txn that holds batch has committed (the
 // batch's changelog records were produced into the transaction open as
-// it reported its progress, and any later commit holds them). A task
-// stopped with its transaction aborted leaves txn's count where it was:
-// the offset never joins consumed.
+// it committed locally, which the batch itself may have committed, or a
+// commit while idle, before it reported its progress). A task stopped
+// with its transaction aborted leaves txn where it was: the offset never
+// joins consumed.
 type uncommittedOffset struct {
-	txn     *Transactions
-	commits int64
-	offset  int64
+	txn    *Transactions
+	batch  int64
+	offset int64
 }
 
 // promoteLocked moves partition p's uncommitted offset to consumed once
 // its transactions have committed it; a.mu is held.
 func (a *App) promoteLocked(p int32) {
 	u, ok := a.uncommitted[p]
-	if ok && u.txn.commits.Load() > u.commits {
+	if ok && u.txn.inKafka.Load() > u.batch {
 		a.consumed[p] = max(a.consumed[p], u.offset)
 		delete(a.uncommitted, p)
 	}
@@ -1318,14 +1319,15 @@ func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
 		delete(g.a.restarts, g.p) // a batch ran: a later failure waits the least again
 		switch {
 		case ok && g.txn != nil:
-			// Committed once the transaction open (or a later one) is:
+			// Committed once a transaction that holds the batch is (the
+			// batch may have committed one itself, or a commit while idle):
 			// a restore reads from what the last one committed.
 			g.a.promoteLocked(g.p)
 			u, waits := g.a.uncommitted[g.p]
 			if !waits || u.txn != g.txn {
-				u = uncommittedOffset{txn: g.txn, commits: g.txn.commits.Load()}
+				u = uncommittedOffset{txn: g.txn}
 			}
-			u.offset = max(u.offset, consumed)
+			u.batch, u.offset = max(u.batch, qp.BatchID), max(u.offset, consumed)
 			g.a.uncommitted[g.p] = u
 		case ok:
 			// Committed: the task never reads before it again.

@@ -981,6 +981,29 @@ func TestAppRepartitionPurgesWhatTransactionsCommitted(t *testing.T) {
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 }
 
+// TestAppRepartitionPurgesWhatABatchCommitted: with AsyncProgress, a
+// batch that commits the transaction itself (its interval has passed:
+// here every batch's) is in Kafka before it reports its progress, and
+// the copies it read are deleted while the task is idle after it, with
+// no later transaction to wait for.
+func TestAppRepartitionPurgesWhatABatchCommitted(t *testing.T) {
+	_, conn, adm, in := newPurgeCluster(t, 17)
+	ctx := testContext(t)
+	watch := newAppWatch()
+	app := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "due", Topics: []string{"clicks"}, Dir: t.TempDir(), ExactlyOnce: true,
+		ChangelogOptions: kafka.ChangelogOptions{AsyncProgress: true, AsyncProgressInterval: time.Nanosecond},
+		RepartitionBy:    func(m *kafka.Message) ([]byte, error) { return m.Key, nil },
+		Options:          []runtime.Option{runtime.PollInterval(time.Millisecond), runtime.Listener(watch)}},
+		func(task *kafka.Task) (kafka.Starter, error) {
+			return countingTask(conn, task, task.Source(kafka.Options{}), countClicks), nil
+		})
+	running := runApp(t, ctx, app)
+	watch.waitFor(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
+	poll(t, "the copies read deleted", func() bool { return firstOffset(t, adm, "due-repartition") >= int64(len(in)) })
+	running.stop(t)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+}
+
 // TestAppAsyncProgressIdleCommitAborted: with AsyncProgress, the commit
 // while idle of the transaction holding every batch so far fails (EndTxn
 // answers UNKNOWN_SERVER_ERROR once) and is aborted. The task fails at

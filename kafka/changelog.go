@@ -531,7 +531,7 @@ func (c *changelog) commitAsync(b *runtime.StateBatch, p runtime.Progress, recor
 	}
 	ctx, cancel := c.commitContext()
 	defer cancel()
-	due, err := c.txn.produceBatch(ctx, records, ack, c.asyncFailure)
+	due, err := c.txn.produceBatch(ctx, p.BatchID, records, ack, c.asyncFailure)
 	if err != nil {
 		return c.fail(p.BatchID, err)
 	}

@@ -83,9 +83,12 @@ type Transactions struct {
 	closed bool
 	// lastCommit is when the last transaction committed (AsyncProgress).
 	lastCommit time.Time
-	// commits counts the transactions committed: a batch produced into
-	// the open transaction is in Kafka once it has moved.
-	commits atomic.Int64
+	// produced is one more than the id of the last batch produced into
+	// the open transaction (AsyncProgress); inKafka, one more than the
+	// id of the last batch a committed transaction holds (0: none), set
+	// as a transaction commits.
+	produced int64
+	inKafka  atomic.Int64
 	// last is the changelog of the last query started (tests read it).
 	last *changelog
 }
@@ -332,7 +335,7 @@ func (t *Transactions) commitLocked(ctx context.Context) error {
 		err = t.client.EndTransaction(ctx, kgo.TryCommit)
 		if err == nil {
 			t.inTxn = false
-			t.commits.Add(1)
+			t.inKafka.Store(max(t.inKafka.Load(), t.produced))
 			return nil
 		}
 	}
@@ -415,9 +418,10 @@ func (t *Transactions) commitBatch(ctx context.Context, produce func(*kgo.Client
 // them all and commits the transaction, unless failed (ack's first
 // failure) says one failed: the transaction is then aborted.
 // (AsyncProgress.)
-func (t *Transactions) produceBatch(ctx context.Context, records []*kgo.Record, ack func(*kgo.Record, error), failed func() error) (committed bool, err error) {
+func (t *Transactions) produceBatch(ctx context.Context, batch int64, records []*kgo.Record, ack func(*kgo.Record, error), failed func() error) (committed bool, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.produced = batch + 1
 	client, err := t.clientLocked("kafka changelog " + fmt.Sprintf("%q", t.opts.Topic))
 	if err != nil {
 		return false, err
