@@ -97,6 +97,17 @@
 // process filling the disk, or a compaction that needs more than the
 // reserve, can still fill it, and fails the store as any fault does.
 //
+// A start whose store replays batches from its log flushes them while
+// Pebble opens, and Pebble retries a flush that fails in a loop: a fault
+// there fails that start with the cause, and the open is left behind in
+// the process, holding what it replayed in memory, with the checkpoint's
+// lock released, so that a start in the same process once the cause is
+// fixed opens it whole. After three such opens of one checkpoint, a
+// process refuses the next until it is restarted. A directory sync that
+// fails fails the store too, where Pebble would end the process (as a
+// flush or a compaction moves to a new MANIFEST); a snapshot for
+// streamgen inspect that meets a fault fails alone.
+//
 // At start, OpenStore refuses a checkpoint whose files are damaged (a
 // checksum that does not match in the blocks read to open it, a table cut
 // short or missing, a malformed MANIFEST) with ErrCorruptCheckpoint, the

@@ -828,10 +828,11 @@ func TestFaultWhileOpeningThenOpenAgain(t *testing.T) {
 // of the others to free disk space. The same for the checkpoint's lock
 // file and its commit file, which fail the store too.
 func TestFailureHintsFollowTheCause(t *testing.T) {
-	causes := []struct {
+	type cause struct {
 		errno syscall.Errno
 		hint  string
-	}{
+	}
+	causes := []cause{
 		{syscall.ENOSPC, "free disk space"},
 		{syscall.EIO, "the device reported an I/O error: check the disk"},
 		{syscall.EROFS, "the file system is read-only"},
@@ -848,10 +849,7 @@ func TestFailureHintsFollowTheCause(t *testing.T) {
 			return nil
 		}))
 	}
-	check := func(what string, c struct {
-		errno syscall.Errno
-		hint  string
-	}, err error) {
+	check := func(what string, c cause, err error) {
 		t.Helper()
 		if !errors.Is(err, runtime.ErrStoreFailed) || !strings.Contains(err.Error(), c.errno.Error()) || !strings.Contains(err.Error(), "in ckpt") || !strings.Contains(err.Error(), c.hint) {
 			t.Errorf("%s, %v: %v; want the store failed, saying %q", what, c.errno, err, c.hint)
