@@ -31,6 +31,13 @@ type Meta struct {
 	ID        string         `json:"id"`
 	Sources   []string       `json:"sources"`
 	Operators []OperatorMeta `json:"operators"`
+	// WatermarkPolicy is the MultipleWatermarkPolicy the checkpoint's
+	// query combines its watermarks by ("min" or "max"): kept by every
+	// later start, whatever it asks for, as Spark keeps it in its offset
+	// log, so that a restart computes the watermark as the run before it
+	// would have. Empty in checkpoints written before it was kept, whose
+	// next start records its own.
+	WatermarkPolicy string `json:"watermarkPolicy,omitempty"`
 }
 
 // OperatorMeta describes one stateful operator.
@@ -227,6 +234,9 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 		return Meta{}, fmt.Errorf("%w: checkpoint format %d, this version reads format %d; start from a new checkpoint directory",
 			ErrIncompatibleCheckpoint, stored.Format, current.Format)
 	}
+	if p := stored.WatermarkPolicy; p != "" && p != MinWatermark.String() && p != MaxWatermark.String() {
+		return Meta{}, fmt.Errorf("%w: its metadata is corrupt: watermark policy %q (want %q or %q)", ErrIncompatibleCheckpoint, p, MinWatermark, MaxWatermark)
+	}
 	identity, types := compareMeta(stored, current)
 	renamed := renamedFields(stored, current) // before reconcileVariables takes the deleted ones
 	for i := range min(len(stored.Operators), len(current.Operators)) {
@@ -276,6 +286,10 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 		}
 	}
 	current.ID = stored.ID
+	if p := stored.WatermarkPolicy; p != "" && p != current.WatermarkPolicy {
+		warn(fmt.Sprintf("the checkpoint's query combines its watermarks by MultipleWatermarkPolicy %q, which it keeps: this start's %q is not used (a checkpoint's watermark policy cannot change)", p, current.WatermarkPolicy))
+		current.WatermarkPolicy = p
+	}
 	return current, s.writeMeta(current)
 }
 

@@ -164,3 +164,49 @@ func TestNoDirectoryChangesOnceFailed(t *testing.T) {
 		t.Errorf("a's stat once failed: %v", err)
 	}
 }
+
+// TestStoredWatermarkPolicy: a start keeps the checkpoint's watermark
+// policy, warning when it asked for another; a checkpoint written before
+// the policy was kept takes the start's; a policy that is neither is
+// refused as corrupt.
+func TestStoredWatermarkPolicy(t *testing.T) {
+	meta := func(policy string) Meta {
+		return Meta{Format: FormatVersion, ID: "q", Sources: []string{"s"}, WatermarkPolicy: policy}
+	}
+	for _, c := range []struct{ stored, asked, want, warned, refused string }{
+		{stored: "max", asked: "min", want: "max", warned: `MultipleWatermarkPolicy "max", which it keeps: this start's "min" is not used`},
+		{stored: "min", asked: "max", want: "min", warned: `MultipleWatermarkPolicy "min", which it keeps`},
+		{stored: "max", asked: "max", want: "max"},
+		{stored: "", asked: "max", want: "max"},
+		{stored: "median", asked: "min", refused: `its metadata is corrupt: watermark policy "median"`},
+	} {
+		s, err := OpenStore("ckpt", StoreOptions{FS: vfs.NewMem()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, _ := json.Marshal(meta(c.stored))
+		if err := s.db.Set([]byte(metaKey), stored, nil); err != nil {
+			t.Fatal(err)
+		}
+		var warnings []string
+		got, err := s.checkMeta(meta(c.asked), metaChanges{}, func(w string) { warnings = append(warnings, w) })
+		switch {
+		case c.refused != "":
+			if !errors.Is(err, ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), c.refused) {
+				t.Errorf("stored %q: %v; want it refused, saying %q", c.stored, err, c.refused)
+			}
+		case err != nil:
+			t.Errorf("stored %q, asked %q: %v", c.stored, c.asked, err)
+		case got.WatermarkPolicy != c.want:
+			t.Errorf("stored %q, asked %q: policy %q, want %q", c.stored, c.asked, got.WatermarkPolicy, c.want)
+		case (c.warned == "") != (len(warnings) == 0) || c.warned != "" && !strings.Contains(warnings[0], c.warned):
+			t.Errorf("stored %q, asked %q: warnings %q, want one saying %q", c.stored, c.asked, warnings, c.warned)
+		}
+		if err == nil {
+			if kept, _, _ := s.storedMeta(); kept.WatermarkPolicy != c.want {
+				t.Errorf("stored %q, asked %q: the checkpoint now says %q, want %q", c.stored, c.asked, kept.WatermarkPolicy, c.want)
+			}
+		}
+		s.Close()
+	}
+}

@@ -170,6 +170,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	}
 	meta := planMeta(plan)
 	meta.ID = newID()
+	meta.WatermarkPolicy = cfg.watermarkPolicy.String()
 	meta, err = store.checkMeta(meta, metaChanges{pipeline: cfg.allowChanges, fieldLoss: cfg.allowFieldLoss}, func(w string) { slog.Warn("streamgen: " + w) })
 	if failed := store.Err(); failed != nil {
 		err = failed // the metadata's read or write met a storage fault
@@ -185,6 +186,11 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 		return nil, err
 	}
 	id := meta.ID
+	if meta.WatermarkPolicy == MaxWatermark.String() { // the checkpoint's (see Meta.WatermarkPolicy)
+		cfg.watermarkPolicy = MaxWatermark
+	} else {
+		cfg.watermarkPolicy = MinWatermark
+	}
 	timedVars := make([][]timedState, len(plan.Operators))
 	keyed := make([][]uint8, len(plan.Operators))
 	storedExpiries := make([]bool, len(plan.Operators))

@@ -65,7 +65,10 @@ func (p WatermarkPolicy) String() string {
 
 // MultipleWatermarkPolicy sets how a query with several watermarks (the
 // inputs of a Union or of a join, each with its own WithWatermark)
-// combines them: MinWatermark, the default, or MaxWatermark.
+// combines them: MinWatermark, the default, or MaxWatermark. A checkpoint
+// keeps the policy of the start that created it: a later start on it
+// combines the watermarks by that one, and logs a warning if it asked for
+// another, as Spark keeps its policy in a checkpoint's offset log.
 func MultipleWatermarkPolicy(p WatermarkPolicy) Option {
 	return optionFunc(func(c *config) { c.watermarkPolicy = p })
 }

@@ -371,3 +371,42 @@ func TestWatermarkAcrossTwoRestarts(t *testing.T) {
 	}
 	q.stop()
 }
+
+// TestWatermarkPolicyIsTheCheckpoints is Spark's "MultipleWatermarkPolicy:
+// recovery from checkpoints ignores session conf": a checkpoint keeps the
+// policy of the start that created it, whatever a later start asks for.
+// The streams' delays are 10 s and 15 s, the first start's policy is
+// MaxWatermark; the starts after it ask for MinWatermark, then for none.
+func TestWatermarkPolicyIsTheCheckpoints(t *testing.T) {
+	first, second, w := twoStreamsSummed(10*time.Second, 15*time.Second)
+	ck := newCheckpoint()
+	clock := runtime.NewManualClock(seconds(1_000_000))
+	q := startLive(t, w, clock, append(ck.opts(), runtime.MultipleWatermarkPolicy(runtime.MaxWatermark))...)
+	// step adds the rows, runs their batch, then one more (a late row on
+	// the first stream) and returns its watermark: the one they left.
+	step := func(firstAt, secondAt []int) time.Time {
+		t.Helper()
+		first.Add(valueRows(firstAt...)...)
+		second.Add(valueRows(secondAt...)...)
+		q.trigger()
+		first.Add(valueRows(0)...)
+		return watermarkOf(t, q.trigger())
+	}
+	if got := step([]int{20}, []int{30}); !got.Equal(seconds(15)) {
+		t.Fatalf("first start: watermark %v, want %v", got, seconds(15))
+	}
+	q.stop()
+	q = startLive(t, w, clock, append(ck.opts(), runtime.MultipleWatermarkPolicy(runtime.MinWatermark))...)
+	if got := step([]int{120}, []int{130}); !got.Equal(seconds(115)) {
+		t.Fatalf("restarted asking for the least: watermark %v, want the greatest, %v", got, seconds(115))
+	}
+	if got := step([]int{150}, nil); !got.Equal(seconds(140)) {
+		t.Fatalf("restarted asking for the least, the first stream at 150 s: watermark %v, want %v", got, seconds(140))
+	}
+	q.stop()
+	q = startLive(t, w, clock, ck.opts()...)
+	if got := step([]int{200}, []int{260}); !got.Equal(seconds(245)) {
+		t.Fatalf("restarted with no policy: watermark %v, want the greatest, %v", got, seconds(245))
+	}
+	q.stop()
+}
