@@ -174,7 +174,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 				}
 			}
 			if !due || everyTrigger {
-				timers, err := q.timersDue(watermark, started)
+				timers, err := q.timersDue(progress.BatchID, watermark, started)
 				if err != nil {
 					return err
 				}
@@ -338,8 +338,9 @@ func (q *Query) windowsDue(p Progress) (bool, error) {
 }
 
 // timersDue reports whether a timer of any operator is due in the
-// committed state at the given watermark and processing time.
-func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
+// committed state, that of batch, at the given watermark and processing
+// time.
+func (q *Query) timersDue(batch int64, watermark, now time.Time) (bool, error) {
 	if len(q.plan.Operators) == 0 {
 		return false, nil
 	}
@@ -349,7 +350,7 @@ func (q *Query) timersDue(watermark, now time.Time) (bool, error) {
 		info := op.Info()
 		watermark := q.opWatermark(i, watermark)
 		if q.expiring(i, info) {
-			due, err := state.HasExpiringState(Scope{Operator: uint8(i)}, now, watermark)
+			due, err := q.expiryDue(state, i, batch, now, watermark)
 			if due || err != nil {
 				return due, err
 			}
@@ -476,6 +477,38 @@ func (q *Query) operatorsAsk(watermark, last time.Time) int {
 		}
 	}
 	return ask
+}
+
+// expiriesLooked are the instants through which a trigger without data
+// found nothing of an operator expiring, as batch committed its state.
+type expiriesLooked struct {
+	batch   int64
+	through [2]time.Time // by ExpiryClock
+}
+
+// expiryDue reports whether an entry of operator i's state, as batch
+// committed it, expires by now (processing time) or watermark (event
+// time), looking only past the instants an earlier trigger looked
+// through in the same state.
+func (q *Query) expiryDue(state *StateBatch, i int, batch int64, now, watermark time.Time) (bool, error) {
+	if q.expiriesLooked == nil {
+		q.expiriesLooked = make([]expiriesLooked, len(q.plan.Operators))
+	}
+	looked := &q.expiriesLooked[i]
+	if looked.batch != batch {
+		*looked = expiriesLooked{batch: batch}
+	}
+	for clock, until := range [2]time.Time{ProcessingTimeExpiry: now, EventTimeExpiry: watermark} {
+		if until.IsZero() || !until.After(looked.through[clock]) {
+			continue
+		}
+		due, err := state.expiryDue(Scope{Operator: uint8(i)}, ExpiryClock(clock), looked.through[clock], until)
+		if due || err != nil {
+			return due, err
+		}
+		looked.through[clock] = until
+	}
+	return false, nil
 }
 
 // expiring reports whether operator i's state may hold entries that

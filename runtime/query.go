@@ -71,6 +71,12 @@ type Query struct {
 	// stored entries may carry expiries though it has no time to live
 	// now (VariableMeta.Expiries): their expired entries are still swept.
 	storedExpiries []bool
+	// expiriesLooked are, per operator, the instants (by ExpiryClock)
+	// through which a trigger without data found nothing expiring, in the
+	// state as batch committed it: the next trigger looks past them, so
+	// that an idle query reads each stale expiry once (see
+	// StateBatch.expiryDue). Used by the query's goroutine only.
+	expiriesLooked []expiriesLooked
 	// keyIndexDropped marks the scopes of operators with one-shot timers
 	// whose index of timers by key this run has deleted (see runTimers),
 	// touched by the batch loop alone.

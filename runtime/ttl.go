@@ -132,22 +132,17 @@ func (b *StateBatch) expire(s Scope, clock ExpiryClock, until time.Time) (int64,
 		keys []byte
 	)
 	err := b.scanFrom(lower, upper, committed, func(k, _ []byte) error {
-		rest := k[len(lower):]
-		if len(rest) < 9 {
-			return fmt.Errorf("streamgen: expiry index entry %x is cut short", k)
-		}
-		n, w := binary.Uvarint(rest[9:])
-		if w <= 0 || uint64(len(rest)-9-w) < n {
-			return fmt.Errorf("streamgen: expiry index entry %x has a bad key length", k)
+		variable, keyStart, keyEnd, at, err := parseTTLKey(k, len(lower))
+		if err != nil {
+			return err
 		}
 		start := len(keys)
-		keyStart := start + len(lower) + 9 + w
 		keys = append(keys, k...)
 		all = append(all, due{
 			start: start, end: len(keys),
-			variable: rest[8],
-			keyStart: keyStart, keyEnd: keyStart + int(n),
-			at: int64(binary.BigEndian.Uint64(rest[:8]) ^ 1<<63),
+			variable: variable,
+			keyStart: start + keyStart, keyEnd: start + keyEnd,
+			at: at,
 		})
 		return nil
 	})
@@ -172,24 +167,12 @@ func (b *StateBatch) expire(s Scope, clock ExpiryClock, until time.Time) (int64,
 		}
 		v := Var{Scope: s, Variable: d.variable}
 		key, sfx := keys[d.keyStart:d.keyEnd], keys[d.keyEnd:d.end]
-		b.key = append(entryKey(b.key[:0], v, key), sfx...)
-		written, err := b.mayHaveWritten()
+		live, err := b.expiresAt(v, key, sfx, d.at)
 		if err != nil {
 			return deleted, err
 		}
-		value, ok, err := b.get(v, key, sfx, !written)
-		if err != nil {
-			return deleted, err
-		}
-		if !ok {
-			continue
-		}
-		at, _, err := ReadExpiring(value)
-		if err != nil {
-			return deleted, err
-		}
-		if at.IsZero() || at.UnixNano() != d.at {
-			continue // written again since, with another expiry or none
+		if !live {
+			continue // written again since, with another expiry or none, or deleted
 		}
 		if err := b.Delete(v, key, sfx); err != nil {
 			return deleted, err
@@ -201,29 +184,116 @@ func (b *StateBatch) expire(s Scope, clock ExpiryClock, until time.Time) (int64,
 
 // HasExpiringState reports whether an entry of scope expires before or at
 // now (processing time) or watermark (event time): then a batch runs to
-// remove it, even without new data.
+// remove it, even without new data. Index entries left by entries written
+// again since (stale) do not count.
 func (b *StateBatch) HasExpiringState(s Scope, now, watermark time.Time) (bool, error) {
-	for _, c := range []struct {
-		clock ExpiryClock
-		until time.Time
-	}{{ProcessingTimeExpiry, now}, {EventTimeExpiry, watermark}} {
-		if c.until.IsZero() {
+	for clock, until := range []time.Time{ProcessingTimeExpiry: now, EventTimeExpiry: watermark} {
+		if until.IsZero() {
 			continue
 		}
-		lower := append(appendScope(nil, ttlPrefix, s), byte(c.clock))
-		upper := appendInstant(append([]byte(nil), lower...), c.until.Add(1))
-		found := false
-		committed := !b.written // a batch that wrote nothing reads the committed index
-		err := b.scanFrom(lower, upper, committed, func([]byte, []byte) error {
-			found = true
-			return errChunkFull
+		due, err := b.expiryDue(s, ExpiryClock(clock), time.Time{}, until)
+		if due || err != nil {
+			return due, err
+		}
+	}
+	return false, nil
+}
+
+// expiryDue reports whether an entry of scope expires on clock after the
+// instant after (from the first, when it is zero) and at or before until.
+// The index entries of entries written again since, with a later expiry
+// or none, or deleted, are stale and do not count (the next batch's
+// expiry pass drops them): no batch runs for them alone, which would move
+// the watermark where nothing expires. When none is due, a later look,
+// while the batch writes nothing and the store commits nothing, may
+// start after until.
+func (b *StateBatch) expiryDue(s Scope, clock ExpiryClock, after, until time.Time) (bool, error) {
+	lower := append(appendScope(nil, ttlPrefix, s), byte(clock))
+	from := lower
+	if !after.IsZero() {
+		from = appendInstant(append([]byte(nil), lower...), after.Add(1))
+	}
+	upper := appendInstant(append([]byte(nil), lower...), until.Add(1))
+	// The index entries in range, copied out of the scan a chunk at a time;
+	// the first whose entry still expires at its instant answers.
+	type indexed struct {
+		variable         uint8
+		keyStart, keyEnd int
+		end              int
+		at               int64
+	}
+	const chunk = 256
+	var (
+		all  []indexed
+		keys []byte
+	)
+	committed := !b.written // a batch that wrote nothing reads the committed index
+	for {
+		all, keys = all[:0], keys[:0]
+		var next []byte
+		err := b.scanFrom(from, upper, committed, func(k, _ []byte) error {
+			if len(all) == chunk {
+				next = append(next, k...)
+				return errChunkFull
+			}
+			variable, keyStart, keyEnd, at, err := parseTTLKey(k, len(lower))
+			if err != nil {
+				return err
+			}
+			start := len(keys)
+			keys = append(keys, k...)
+			all = append(all, indexed{variable: variable, keyStart: start + keyStart, keyEnd: start + keyEnd, end: len(keys), at: at})
+			return nil
 		})
 		if err != nil && err != errChunkFull {
 			return false, err
 		}
-		if found {
-			return true, nil
+		for _, e := range all {
+			live, err := b.expiresAt(Var{Scope: s, Variable: e.variable}, keys[e.keyStart:e.keyEnd], keys[e.keyEnd:e.end], e.at)
+			if live || err != nil {
+				return live, err
+			}
 		}
+		if next == nil {
+			return false, nil
+		}
+		from = next
 	}
-	return false, nil
+}
+
+// parseTTLKey splits an expiry index key k, whose clock ends at
+// prefix bytes, into the entry's variable, where its key lies in k
+// ([keyStart, keyEnd); its suffix follows to the end) and its expiry
+// (timerNanos).
+func parseTTLKey(k []byte, prefix int) (variable uint8, keyStart, keyEnd int, at int64, err error) {
+	rest := k[prefix:]
+	if len(rest) < 9 {
+		return 0, 0, 0, 0, fmt.Errorf("streamgen: expiry index entry %x is cut short", k)
+	}
+	n, w := binary.Uvarint(rest[9:])
+	if w <= 0 || uint64(len(rest)-9-w) < n {
+		return 0, 0, 0, 0, fmt.Errorf("streamgen: expiry index entry %x has a bad key length", k)
+	}
+	keyStart = prefix + 9 + w
+	return rest[8], keyStart, keyStart + int(n), int64(binary.BigEndian.Uint64(rest[:8]) ^ 1<<63), nil
+}
+
+// expiresAt reports whether the state entry (v, key, suffix) exists, as
+// the batch sees it, and expires at the instant at (timerNanos): whether
+// an index entry for that instant is its entry's, not a stale one.
+func (b *StateBatch) expiresAt(v Var, key, suffix []byte, at int64) (bool, error) {
+	b.key = append(entryKey(b.key[:0], v, key), suffix...)
+	written, err := b.mayHaveWritten()
+	if err != nil {
+		return false, err
+	}
+	value, ok, err := b.get(v, key, suffix, !written)
+	if err != nil || !ok {
+		return false, err
+	}
+	expiry, _, err := ReadExpiring(value)
+	if err != nil {
+		return false, err
+	}
+	return !expiry.IsZero() && expiry.UnixNano() == at, nil
 }

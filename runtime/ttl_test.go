@@ -14,8 +14,9 @@ import (
 // TestExpiryMatchesAModel runs random batches of writes with and without
 // an expiry, deletions and expiry passes (some batches run two passes, or
 // write entries that are already due before their pass, which the pass
-// must see), and checks each pass's count and every entry after each
-// commit against a plain map of what must be there. A state cache that
+// must see), and checks each pass's count, every entry after each
+// commit and whether an entry is due at each instant ahead (what runs a
+// batch without data) against a plain map of what must be there. A state cache that
 // is complete, one too small to hold everything, and none read it.
 func TestExpiryMatchesAModel(t *testing.T) {
 	for _, cache := range []int64{-1, 4 << 10, 64 << 20} {
@@ -98,9 +99,60 @@ func TestExpiryMatchesAModel(t *testing.T) {
 						t.Fatalf("batch %d: key %s = %q expiring %v, want %q expiring at %d", batch, key, value, exp, e.value, e.at)
 					}
 				}
+				// Whether a batch must run to expire something: the
+				// index's stale entries (of entries written again with
+				// another expiry, or deleted) do not count.
+				for until := now; until <= now+22; until++ {
+					want := false
+					for _, e := range model {
+						want = want || e.expires && e.at <= until
+					}
+					got, err := check.HasExpiringState(v.Scope, at(until), time.Time{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != want {
+						t.Fatalf("batch %d: an entry expires by %d: %v, want %v", batch, until, got, want)
+					}
+				}
 				check.Close()
 				now += int64(r.IntN(4))
 			}
 		})
+	}
+}
+
+// TestManyStaleExpiries: an entry written again 600 times leaves 599
+// stale index entries before its own; whether anything expires by an
+// instant reads past all of them (more than one chunk of the scan), to
+// the entry's own expiry.
+func TestManyStaleExpiries(t *testing.T) {
+	s := open(t, vfs.NewMem(), runtime.StoreOptions{})
+	defer s.Close()
+	v := runtime.Var{Variable: 1}
+	base := time.Unix(1_000_000, 0).UTC()
+	at := func(n int) time.Time { return base.Add(time.Duration(n) * time.Second) }
+	b := s.NewBatch()
+	for i := 1; i <= 600; i++ {
+		if err := b.PutExpiring(v, []byte("k"), nil, fmt.Appendf(nil, "v%d", i), at(i), runtime.ProcessingTimeExpiry); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Commit(b, runtime.Progress{BatchID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	check := s.NewBatch()
+	defer check.Close()
+	for _, c := range []struct {
+		until int
+		want  bool
+	}{{1, false}, {599, false}, {600, true}, {5000, true}} {
+		got, err := check.HasExpiringState(v.Scope, at(c.until), time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("an entry expires by %d: %v, want %v", c.until, got, c.want)
+		}
 	}
 }

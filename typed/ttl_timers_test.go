@@ -286,3 +286,105 @@ func TestStateExpiries(t *testing.T) {
 		})
 	}
 }
+
+// seenProcessor counts each user's rows in a value with a time to live
+// (ttl), written again by every row, and writes the count with the row's
+// time.
+type seenProcessor struct {
+	ttl  typed.StateOption
+	seen *typed.ValueState[int64]
+}
+
+func (p *seenProcessor) Init(h *typed.Handle) error {
+	p.seen = typed.NewValueState[int64](h, "seen", p.ttl)
+	return nil
+}
+
+func (p *seenProcessor) HandleInputRows(ctx context.Context, user string, rows iter.Seq[fixtures.Click], _ typed.TimerValues, emit func(string)) error {
+	n, _, err := p.seen.Get(ctx)
+	if err != nil {
+		return err
+	}
+	for r := range rows {
+		n++
+		emit(fmt.Sprintf("%s@%d n=%d", user, r.Time.Unix(), n))
+	}
+	return p.seen.Update(ctx, n)
+}
+
+// TestRestartRunsNoBatchForRewrittenTTL: a value written again in each
+// batch leaves its earlier expiries behind in the expiry index, stale.
+// After a restart, a trigger without data runs a batch only for state
+// that expires by the watermark it would run with (as for a timer due),
+// not for those stale expiries: such a batch would move the watermark to
+// where no state expires, and the rows after it would be late. Rows
+// a@100, a@101 and a@120 (no delay) come in three batches; after the
+// restart (the next watermark 120, the value expiring at 123) a trigger
+// has no data, and a@115 still counts, against the watermark of the
+// batch before the restart (101), as Spark's first batch after a
+// restart judges its rows.
+func TestRestartRunsNoBatchForRewrittenTTL(t *testing.T) {
+	in := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	sink := newSink[string]()
+	byUser := typed.GroupByKey(typed.WithWatermark(typed.FromMemory(in), clickTime, 0), func(c *fixtures.Click) string { return c.User })
+	w := typed.WriteTo(typed.TransformWithState(byUser, &seenProcessor{ttl: typed.WithEventTimeTTL(3 * time.Second)}, typed.TimeModeEventTime, typed.Append), sink)
+	ck := newCheckpoint()
+	clock := runtime.NewManualClock(seconds(1_000_000))
+	q := startLive(t, w, clock, ck.opts()...)
+	for _, at := range []int{100, 101, 120} {
+		in.Add(fixtures.Click{User: "a", Time: seconds(at)})
+		q.trigger()
+	}
+	q.stop()
+	q = startLive(t, w, clock, ck.opts()...)
+	q.clock.Advance(time.Second)
+	q.wait()
+	if p, ran := q.q.LastProgress(); ran {
+		t.Fatalf("after the restart, a trigger without data ran batch %d (watermark %s); nothing expires by it", p.BatchID, p.EventTime["watermark"])
+	}
+	in.Add(fixtures.Click{User: "a", Time: seconds(115)})
+	q.trigger()
+	q.stop()
+	want := []string{"a@100 n=1", "a@101 n=2", "a@120 n=3", "a@115 n=4"}
+	if got := sink.rows(); !slices.Equal(got, want) {
+		t.Fatalf("rows %q, want %q", got, want)
+	}
+}
+
+// TestIdleTriggersSkipRewrittenTTL: without a time mode (no trigger asks
+// for a batch), a value written again at each of three triggers (t+1 s,
+// t+2 s, t+3 s), with a time to live of five seconds, leaves expiries at
+// t+6 s and t+7 s behind, stale: the idle triggers after it run no batch
+// until t+8 s, when the value expires and one does, and a row after it
+// starts the count again.
+func TestIdleTriggersSkipRewrittenTTL(t *testing.T) {
+	in := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	sink := newSink[string]()
+	byUser := typed.GroupByKey(typed.FromMemory(in), func(c *fixtures.Click) string { return c.User })
+	w := typed.WriteTo(typed.TransformWithState(byUser, &seenProcessor{ttl: typed.WithTTL(5 * time.Second)}, typed.TimeModeNone, typed.Append), sink)
+	start := seconds(1_000_000)
+	clock := runtime.NewManualClock(start)
+	q := startLive(t, w, clock, newCheckpoint().opts()...)
+	for at := range 3 {
+		in.Add(fixtures.Click{User: "a", Time: seconds(at)})
+		q.trigger()
+	}
+	last := q.last().BatchID
+	for range 5 { // t+4 s to t+8 s
+		p := q.trigger()
+		now := clock.Now().Sub(start)
+		switch expired := now >= 8*time.Second; {
+		case expired && p.BatchID != last+1:
+			t.Fatalf("at t+%v, the value has expired and no batch ran to remove it (last batch %d)", now, p.BatchID)
+		case !expired && p.BatchID != last:
+			t.Fatalf("at t+%v, batch %d ran without data, with nothing expiring", now, p.BatchID)
+		}
+	}
+	in.Add(fixtures.Click{User: "a", Time: seconds(3)})
+	q.trigger()
+	q.stop()
+	want := []string{"a@0 n=1", "a@1 n=2", "a@2 n=3", "a@3 n=1"}
+	if got := sink.rows(); !slices.Equal(got, want) {
+		t.Fatalf("rows %q, want %q", got, want)
+	}
+}
