@@ -225,6 +225,15 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 		return Meta{}, err
 	}
 	if !found {
+		// A checkpoint that has committed a batch wrote its metadata
+		// before it: without it, it is damaged, not new, and starting
+		// on it would take its state for this pipeline's unchecked.
+		if p, committed, err := s.readProgress(s.db); err != nil {
+			return Meta{}, err
+		} else if committed && !changes.restored {
+			return Meta{}, fmt.Errorf("%w: its metadata (the pipeline's description) is missing, though it has committed batches (the last, %d); restore it from a copy, or start from a new checkpoint directory",
+				ErrCorruptCheckpoint, p.BatchID)
+		}
 		for i := range current.Operators {
 			current.Operators[i].deleted = nil
 		}
@@ -416,6 +425,11 @@ func (s *Store) checkStoredWindow(op int, om OperatorMeta, w WindowsMeta) (ident
 // of the values of state fields that look renamed (AllowStateFieldLoss).
 type metaChanges struct {
 	pipeline, fieldLoss bool
+	// restored says the checkpoint was rebuilt from a copy of its changes
+	// (a Restorer's changelog), whose metadata record, written once a
+	// run, may have been deleted with the changelog's start: a missing
+	// one is then the start's, not damage.
+	restored bool
 }
 
 // dropVariable is a variable whose data the operator deletes.
