@@ -21,7 +21,11 @@
 // in Spark's JSON form, and reads exactly the records between two
 // offsets, in the same order every time, skipping what a read_committed
 // consumer skips; so the state a query builds from Kafka is what one pass
-// over the records builds, however the query was stopped and started.
+// over the records builds, however the query was stopped and started. A
+// new query's first batch starts at the starting offsets resolved when
+// it is planned (a "latest" or a timestamp then), which its plan keeps:
+// run again after a failure, it reads from those, as Spark's metadata
+// log keeps them, with records deleted since reported as data loss.
 // The source itself commits nothing to Kafka and joins no consumer
 // group: a query reads every partition it subscribes to, on one machine.
 // To share the partitions among machines, run the pipeline as an App

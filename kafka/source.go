@@ -485,6 +485,46 @@ func (s *TopicSource) next(ctx context.Context, committed, upTo json.RawMessage,
 	return end, nil
 }
 
+// PlannedStart returns the offsets Next planned the batch from start to
+// end to start at that start does not give (see plannedStarts): a new
+// query's starting offsets, or those of partitions new to the query; nil
+// when there are none, or Next did not plan the batch in this process.
+// The runtime keeps them in the batch's plan (runtime.StartPlanner).
+func (s *TopicSource) PlannedStart(start, end json.RawMessage) json.RawMessage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.plannedStarts) - 1; i >= 0; i-- {
+		if b := s.plannedStarts[i]; b.start == string(start) && b.end == string(end) {
+			raw, err := s.encode(b.starting)
+			if err != nil {
+				return nil
+			}
+			return raw
+		}
+	}
+	return nil
+}
+
+// RestoreStart hands back what PlannedStart returned for the batch from
+// start to end, planned by an earlier run, before it is read again: it is
+// read from those offsets, not from the starting offsets resolved again
+// (a "latest" or a timestamp would give others by now, records deleted
+// since would go unreported as lost, and a partition added since would
+// not be among those AtOffsets names).
+func (s *TopicSource) RestoreStart(start, end, planned json.RawMessage) error {
+	starting, err := s.decode(planned, "planned start")
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.plannedStarts) == maxPlannedStarts {
+		s.plannedStarts = s.plannedStarts[1:]
+	}
+	s.plannedStarts = append(s.plannedStarts, plannedStart{start: string(start), end: string(end), starting: starting})
+	return nil
+}
+
 // endingsOf returns the ends of the partitions of available that
 // Options.EndingOffsets gives (none without it), resolving those of
 // partitions it has not resolved before: available's end, a given

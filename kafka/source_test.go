@@ -1,6 +1,7 @@
 package kafka_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -1109,4 +1110,85 @@ func TestSourceNextCapped(t *testing.T) {
 			t.Errorf("MaxOffsetsPerTrigger %d, limit %v, %d records: planned %s, want %s", tc.most, tc.limit, tc.records, end, tc.want)
 		}
 	}
+}
+
+// failFirstBatch fails the first write of batch 0, as a sink whose
+// process dies there would.
+type failFirstBatch[T any] struct {
+	typed.Sink[T]
+	failed bool
+}
+
+func (f *failFirstBatch[T]) Write(ctx context.Context, id int64, rows []T) error {
+	if id == 0 && !f.failed {
+		f.failed = true
+		return errInjected
+	}
+	return f.Sink.Write(ctx, id, rows)
+}
+
+// TestFirstBatchRunAgainFromItsPlannedStart: a new query's first batch
+// that fails is run again, by the next start, from the starting offsets
+// its first attempt was planned from, kept in its plan, as Spark keeps a
+// Kafka source's initial offsets in its metadata log; not from the
+// starting offsets resolved again against the topics as they are by then.
+//   - earliest, records deleted since: they are reported lost
+//     (FailOnDataLoss), not skipped;
+//   - AtOffsets, a partition added since (which AtOffsets does not name):
+//     the batch reads what was planned, and the next reads the new
+//     partition from its first record.
+func TestFirstBatchRunAgainFromItsPlannedStart(t *testing.T) {
+	conn, adm := newCluster(t)
+	ctx := testContext(t)
+	run := func(opts kafka.Options, ck *checkpoint, sink typed.Sink[fixtures.RateRow]) error {
+		t.Helper()
+		opts.Connection = conn
+		src := kafka.Source(opts)
+		defer src.Close()
+		q, err := typed.WriteTo(typed.From[fixtures.RateRow](src), sink).
+			Start(ctx, ck.opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+		if err != nil {
+			return err
+		}
+		return q.AwaitTermination()
+	}
+	t.Run("deleted", func(t *testing.T) {
+		createTopic(t, adm, "first-deleted", 1)
+		produce(t, conn, rateRecords("first-deleted", 0, 0, 20)...)
+		opts := kafka.Options{Topics: []string{"first-deleted"}, StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 5}
+		ck, rows := newCheckpoint(), typed.NewMemorySink[fixtures.RateRow]()
+		if err := run(opts, ck, &failFirstBatch[fixtures.RateRow]{Sink: rows}); !errors.Is(err, errInjected) {
+			t.Fatalf("the first start ended with %v, want the sink's fault", err)
+		}
+		var deleted kadm.Offsets
+		deleted.Add(kadm.Offset{Topic: "first-deleted", Partition: 0, At: 3})
+		if resp, err := adm.DeleteRecords(ctx, deleted); err != nil || resp.Error() != nil {
+			t.Fatal(err, resp.Error())
+		}
+		err := run(opts, ck, rows)
+		if !errors.Is(err, kafka.ErrDataLoss) || !strings.Contains(err.Error(), `topic "first-deleted" partition 0: offsets 0 to 3 are gone`) {
+			t.Fatalf("the batch run again ended with %v (read %v), want data loss of offsets 0 to 3", err, values(rows.Rows()))
+		}
+	})
+	t.Run("partition added", func(t *testing.T) {
+		createTopic(t, adm, "first-grown", 2)
+		produce(t, conn, rateRecords("first-grown", 0, 0, 5)...)
+		produce(t, conn, rateRecords("first-grown", 1, 100, 5)...)
+		opts := kafka.Options{Topics: []string{"first-grown"}, StartingOffsets: kafka.AtOffsets(map[string]map[int32]int64{"first-grown": {0: 2, 1: 3}})}
+		ck, rows := newCheckpoint(), typed.NewMemorySink[fixtures.RateRow]()
+		if err := run(opts, ck, &failFirstBatch[fixtures.RateRow]{Sink: rows}); !errors.Is(err, errInjected) {
+			t.Fatalf("the first start ended with %v, want the sink's fault", err)
+		}
+		if _, err := adm.CreatePartitions(ctx, 1, "first-grown"); err != nil {
+			t.Fatal(err)
+		}
+		produce(t, conn, rateRecords("first-grown", 2, 200, 3)...)
+		if err := run(opts, ck, rows); err != nil {
+			t.Fatalf("the batch run again: %v", err)
+		}
+		want := slices.Concat(span(2, 4), span(103, 104), span(200, 202))
+		if got := values(rows.Rows()); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("read %v, want %v", got, want)
+		}
+	})
 }

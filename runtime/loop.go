@@ -122,6 +122,16 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		for i, in := range inputs {
 			committed := progress.Offsets[in.Source.Name()]
 			planned.start[i] = committed
+			if end, found := replay.end(in.Source.Name()); found {
+				// Run again as planned (below), without planning anew:
+				// the input may have changed since, so that its plan
+				// now would differ or fail.
+				planned.end[i] = end
+				if err := replay.restoreStart(in.Source, committed, end); err != nil {
+					return fmt.Errorf("streamgen: source %s: %w", in.Source.Name(), unprefixed(err))
+				}
+				continue
+			}
 			if c, ok := in.Source.(RecordCapper); ok && records > 0 {
 				planned.end[i], err = c.NextCapped(ctx, committed, upTo[i], limit, records)
 			} else {
@@ -135,11 +145,6 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		q.windowCloses = q.cfg.windowCloses
 		replayed := replay != nil
 		if replayed {
-			for i, in := range inputs {
-				if end, found := replay.Ends[in.Source.Name()]; found {
-					planned.end[i] = end
-				}
-			}
 			if !replay.Now.IsZero() {
 				now, watermark = replay.Now, replay.Watermark
 			}
@@ -275,6 +280,27 @@ func (q *Query) plannedReplay(id int64) (*PlannedOffsets, error) {
 	return &stored, nil
 }
 
+// end returns the end the plan gives the source named, if p is a plan
+// (nil: none to run again).
+func (p *PlannedOffsets) end(source string) (json.RawMessage, bool) {
+	if p == nil {
+		return nil, false
+	}
+	end, found := p.Ends[source]
+	return end, found
+}
+
+// restoreStart hands src the start the plan recorded for it (see
+// StartPlanner), if it recorded one.
+func (p *PlannedOffsets) restoreStart(src Source, start, end json.RawMessage) error {
+	sp, ok := src.(StartPlanner)
+	planned, recorded := p.Starts[src.Name()]
+	if !ok || !recorded {
+		return nil
+	}
+	return sp.RestoreStart(start, end, planned)
+}
+
 // writePlan records batch id's plan before anything of the batch is
 // seen or committed: right away or, when the previous batch's commit is
 // in flight, right after that commit (the batch's sinks wait for it), so
@@ -284,6 +310,14 @@ func (q *Query) writePlan(id int64, planned offsets, now, watermark time.Time) e
 	p := PlannedOffsets{BatchID: id, Ends: map[string]json.RawMessage{}, Now: now, Watermark: watermark, WindowCloses: &q.cfg.windowCloses}
 	for i, in := range q.plan.Inputs {
 		p.Ends[in.Source.Name()] = planned.end[i]
+		if sp, ok := in.Source.(StartPlanner); ok {
+			if start := sp.PlannedStart(planned.start[i], planned.end[i]); start != nil {
+				if p.Starts == nil {
+					p.Starts = map[string]json.RawMessage{}
+				}
+				p.Starts[in.Source.Name()] = start
+			}
+		}
 	}
 	synced := q.plansSynced()
 	return q.store.after(func() error { return q.store.writePlan(p, synced) })

@@ -135,6 +135,26 @@ type InputCounter interface {
 	InputOf(r Record) string
 }
 
+// StartPlanner is implemented by a source whose batches may start where
+// the committed offsets do not say: a new query's first batch, whose
+// committed offsets are nil (a Kafka source's starting offsets, resolved
+// against the topic as it is when the batch is planned), or partitions
+// new to the query. The loop records what PlannedStart returns in the
+// batch's plan, and a later run that runs the batch again after a
+// failure hands it back with RestoreStart before the batch is read, so
+// that it reads from where its first attempt was planned to start,
+// however the input has changed since (Spark keeps a Kafka source's
+// initial offsets in its metadata log for this).
+type StartPlanner interface {
+	// PlannedStart returns what the source needs to read the batch that
+	// Next, in this process, planned from start to end as planned; nil
+	// when start says it all.
+	PlannedStart(start, end json.RawMessage) json.RawMessage
+	// RestoreStart hands the source what PlannedStart returned for the
+	// batch from start to end, before the batch is read again.
+	RestoreStart(start, end, planned json.RawMessage) error
+}
+
 // RecordCapper is implemented by a source that can end a batch after a
 // number of records (a Kafka topic's offsets, a memory stream's rows):
 // under MaxBatchStateBytes, the loop calls NextCapped, Next with records

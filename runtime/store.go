@@ -1211,6 +1211,11 @@ type PlannedOffsets struct {
 	// option is at the new start; nil in plans written before it was
 	// recorded (the batch runs with the start's).
 	WindowCloses *int `json:"windowCloses,omitempty"`
+	// Starts are, by source, what a StartPlanner needs to read the batch
+	// again from where it was planned to start (a Kafka source's starting
+	// offsets); nil in plans written before they were recorded, and for
+	// sources that need nothing.
+	Starts map[string]json.RawMessage `json:"starts,omitempty"`
 }
 
 // PlannedBatch returns the last batch planned; ok is false when none was.
