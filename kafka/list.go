@@ -150,7 +150,13 @@ func (s *TopicSource) leaderOf(ctx context.Context, client *kgo.Client, tp topic
 // it, or the last stable offset when there is none. A partition whose
 // leader keeps failing is an error.
 func (s *TopicSource) listOffsets(ctx context.Context, client *kgo.Client, parts []topicPartition, timestamp int64) (offsets, error) {
-	return s.listOffsetsTrying(ctx, client, parts, timestamp, listAttempts, false)
+	return s.listOffsetsTrying(ctx, client, parts, timestamp, listAttempts, false, nil)
+}
+
+// timestampOffsets is listOffsets at a timestamp, with the partitions
+// that have no record at or after it (given their ends) in noMatch.
+func (s *TopicSource) timestampOffsets(ctx context.Context, client *kgo.Client, parts []topicPartition, timestamp int64, noMatch *[]topicPartition) (offsets, error) {
+	return s.listOffsetsTrying(ctx, client, parts, timestamp, listAttempts, false, noMatch)
 }
 
 // availableOffsets lists the end offsets of parts for Available. A
@@ -158,12 +164,13 @@ func (s *TopicSource) listOffsets(ctx context.Context, client *kgo.Client, parts
 // a warning: it keeps its committed offset, and the next listing tries
 // it again.
 func (s *TopicSource) availableOffsets(ctx context.Context, client *kgo.Client, parts []topicPartition) (offsets, error) {
-	return s.listOffsetsTrying(ctx, client, parts, latestTimestamp, availableAttempts, true)
+	return s.listOffsetsTrying(ctx, client, parts, latestTimestamp, availableAttempts, true, nil)
 }
 
 // listOffsetsTrying is listOffsets with a number of attempts, and, when
-// skip is set, partitions still failing after them left out.
-func (s *TopicSource) listOffsetsTrying(ctx context.Context, client *kgo.Client, parts []topicPartition, timestamp int64, attempts int, skip bool) (offsets, error) {
+// skip is set, partitions still failing after them left out; noMatch, if
+// not nil, gets the partitions with no record at or after timestamp.
+func (s *TopicSource) listOffsetsTrying(ctx context.Context, client *kgo.Client, parts []topicPartition, timestamp int64, attempts int, skip bool, noMatch *[]topicPartition) (offsets, error) {
 	found := make(offsets, len(parts))
 	pending := parts
 	backoff := listBackoff
@@ -223,6 +230,9 @@ func (s *TopicSource) listOffsetsTrying(ctx context.Context, client *kgo.Client,
 		}
 		for tp := range asked { // in a shard that failed as a whole
 			retry = append(retry, tp)
+		}
+		if noMatch != nil {
+			*noMatch = append(*noMatch, noneAfter...)
 		}
 		if len(noneAfter) > 0 {
 			ends, err := s.listOffsets(ctx, client, noneAfter, latestTimestamp)

@@ -163,6 +163,8 @@ type StartingOffsets struct {
 	offsets map[string]map[int32]int64
 	at      time.Time
 	times   map[string]map[int32]time.Time
+	// failWithoutMatch: see FailWithoutMatch.
+	failWithoutMatch bool
 }
 
 // Latest starts each partition after its last committed record (the last
@@ -198,20 +200,34 @@ func cloneOffsets(offsets map[string]map[int32]int64) map[string]map[int32]int64
 // AtTimestamp starts each partition at its first record whose timestamp
 // is at or after t (Spark's startingTimestamp); a partition with no such
 // record starts at its end (Spark's startingOffsetsByTimestampStrategy
-// "latest", where Spark's default stops the query).
+// "latest"), unless FailWithoutMatch says to stop the query (Spark's
+// default strategy, "error").
 func AtTimestamp(t time.Time) StartingOffsets { return StartingOffsets{kind: startTimestamp, at: t} }
 
 // AtTimestamps starts each partition at its first record whose timestamp
 // is at or after the partition's time, by topic and partition (Spark's
 // startingOffsetsByTimestamp); a partition with no such record starts at
-// its end, as with AtTimestamp. As AtOffsets, it must give every
-// partition the query reads when it starts.
+// its end, as with AtTimestamp (or stops the query: FailWithoutMatch). As
+// AtOffsets, it must give every partition the query reads when it starts.
 func AtTimestamps(times map[string]map[int32]time.Time) StartingOffsets {
 	copied := make(map[string]map[int32]time.Time, len(times))
 	for t, ps := range times {
 		copied[t] = maps.Clone(ps)
 	}
 	return StartingOffsets{kind: startTimestamps, times: copied}
+}
+
+// FailWithoutMatch returns AtTimestamp's or AtTimestamps' starting
+// offsets made to stop a new query at its first batch, with an error
+// naming them, when a partition has no record at or after its time,
+// where it would otherwise start at its end: Spark's
+// startingOffsetsByTimestampStrategy "error", its default. Other starting
+// offsets are returned unchanged.
+func (s StartingOffsets) FailWithoutMatch() StartingOffsets {
+	if s.kind == startTimestamp || s.kind == startTimestamps {
+		s.failWithoutMatch = true
+	}
+	return s
 }
 
 // String describes the starting offsets.
@@ -221,10 +237,15 @@ func (s StartingOffsets) String() string {
 		return "earliest"
 	case startOffsets:
 		return fmt.Sprint(s.offsets)
-	case startTimestamp:
-		return "at " + s.at.Format(time.RFC3339Nano)
-	case startTimestamps:
-		return fmt.Sprint(s.times)
+	case startTimestamp, startTimestamps:
+		text := fmt.Sprint(s.times)
+		if s.kind == startTimestamp {
+			text = "at " + s.at.Format(time.RFC3339Nano)
+		}
+		if s.failWithoutMatch {
+			text += ", failing without a match"
+		}
+		return text
 	}
 	return "latest"
 }

@@ -692,22 +692,35 @@ func (s *TopicSource) Read(ctx context.Context, start, end json.RawMessage, fn f
 // available.
 func (s *TopicSource) startingOffsets(ctx context.Context, client *kgo.Client, available offsets) (offsets, error) {
 	parts := available.sorted()
-	var starting offsets
-	var err error
-	switch so := s.opts.StartingOffsets; so.kind {
+	var (
+		starting offsets
+		noMatch  []topicPartition
+		err      error
+	)
+	so := s.opts.StartingOffsets
+	switch so.kind {
 	case startDefault, startLatest:
 		starting, err = s.listOffsets(ctx, client, parts, latestTimestamp)
 	case startEarliest:
 		starting, err = s.listOffsets(ctx, client, parts, earliestTimestamp)
 	case startTimestamp:
-		starting, err = s.listOffsets(ctx, client, parts, so.at.UnixMilli())
+		starting, err = s.timestampOffsets(ctx, client, parts, so.at.UnixMilli(), &noMatch)
 	case startOffsets:
 		starting, err = s.explicitOffsets(ctx, client, parts, so.offsets)
 	case startTimestamps:
-		starting, err = s.offsetsAtTimes(ctx, client, parts, so.times)
+		starting, err = s.offsetsAtTimes(ctx, client, parts, so.times, &noMatch)
 	}
 	if err != nil {
 		return nil, err
+	}
+	if len(noMatch) > 0 && so.failWithoutMatch {
+		slices.SortFunc(noMatch, compareTopicPartitions)
+		names := make([]string, len(noMatch))
+		for i, tp := range noMatch {
+			names[i] = tp.String()
+		}
+		return nil, fmt.Errorf("streamgen: kafka source %q: StartingOffsets %s: no record at or after the time given in %s (Spark's startingOffsetsByTimestampStrategy \"error\"; without FailWithoutMatch such a partition starts at its end)",
+			s.name, so, strings.Join(names, ", "))
 	}
 	slog.Info("streamgen: kafka source: starting offsets", "source", s.name, "startingOffsets", s.opts.StartingOffsets.String(), "offsets", offsetsText(starting))
 	return starting, nil
@@ -759,7 +772,7 @@ func (s *TopicSource) explicitOffsets(ctx context.Context, client *kgo.Client, p
 // offsetsAtTimes resolves AtTimestamps for parts: each partition's first
 // offset at or after its time. Every partition of parts must be given a
 // time, as explicitOffsets asks.
-func (s *TopicSource) offsetsAtTimes(ctx context.Context, client *kgo.Client, parts []topicPartition, times map[string]map[int32]time.Time) (offsets, error) {
+func (s *TopicSource) offsetsAtTimes(ctx context.Context, client *kgo.Client, parts []topicPartition, times map[string]map[int32]time.Time, noMatch *[]topicPartition) (offsets, error) {
 	given := make(map[string]map[int32]int64, len(times))
 	byTime := map[int64][]topicPartition{}
 	for t, ps := range times {
@@ -777,7 +790,7 @@ func (s *TopicSource) offsetsAtTimes(ctx context.Context, client *kgo.Client, pa
 	}
 	starting := make(offsets, len(parts))
 	for _, ms := range slices.Sorted(maps.Keys(byTime)) {
-		found, err := s.listOffsets(ctx, client, byTime[ms], ms)
+		found, err := s.timestampOffsets(ctx, client, byTime[ms], ms, noMatch)
 		if err != nil {
 			return nil, err
 		}

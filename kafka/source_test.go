@@ -1192,3 +1192,50 @@ func TestFirstBatchRunAgainFromItsPlannedStart(t *testing.T) {
 		}
 	})
 }
+
+// TestStartingTimestampWithoutMatch: AtTimestamp and AtTimestamps start a
+// partition with no record at or after the time at its end (Spark's
+// startingOffsetsByTimestampStrategy "latest"), so that it reads what is
+// produced after; FailWithoutMatch stops the query instead, naming the
+// partitions (Spark's "error").
+func TestStartingTimestampWithoutMatch(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "stamped", 2)
+	produce(t, conn, rateRecords("stamped", 0, 0, 5)...)   // at base+0 s to base+4 s
+	produce(t, conn, rateRecords("stamped", 1, 100, 5)...) // at base+100 s to base+104 s
+	at := time.Unix(1_700_000_000, 0).Add(50 * time.Second)
+	for _, tc := range []struct {
+		name     string
+		starting kafka.StartingOffsets
+	}{
+		{"AtTimestamp", kafka.AtTimestamp(at)},
+		{"AtTimestamps", kafka.AtTimestamps(map[string]map[int32]time.Time{"stamped": {0: at, 1: at}})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"stamped"}, StartingOffsets: tc.starting.FailWithoutMatch()})
+			defer src.Close()
+			q, err := typed.WriteTo(typed.From[fixtures.RateRow](src), typed.NewMemorySink[fixtures.RateRow]()).
+				Start(testContext(t), newCheckpoint().opts(runtime.WithTrigger(runtime.AvailableNow()))...)
+			if err == nil {
+				err = q.AwaitTermination()
+			}
+			if err == nil || !strings.Contains(err.Error(), "no record at or after the time given in stamped/0 (") {
+				t.Fatalf("FailWithoutMatch: %v, want an error naming stamped/0", err)
+			}
+
+			src = kafka.Source(kafka.Options{Connection: conn, Topics: []string{"stamped"}, StartingOffsets: tc.starting})
+			defer src.Close()
+			ck, sink := newCheckpoint(), typed.NewMemorySink[fixtures.RateRow]()
+			w := typed.WriteTo(typed.From[fixtures.RateRow](src), sink)
+			runAvailableNow(t, w, ck)
+			if got, want := values(sink.Rows()), span(100, 104); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("read %v, want %v", got, want)
+			}
+			produce(t, conn, rateRecords("stamped", 0, 5, 2)...)
+			runAvailableNow(t, w, ck)
+			if got, want := values(sink.Rows()), slices.Concat(span(5, 6), span(100, 104)); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("read %v, want %v: what stamped/0 has after its end at the start", got, want)
+			}
+		})
+	}
+}
