@@ -37,10 +37,11 @@ type Options struct {
 	// query runs is read from its beginning.
 	StartingOffsets StartingOffsets
 
-	// EndingOffsets bounds what the source reads, as Spark's endingOffsets
-	// and endingTimestamp (of a batch read) and Flink's bounded Kafka
-	// source: EndAtLatest, EndAtTimestamp or EndAtOffsets. The default
-	// reads on without end. A bounded source with an AvailableNow trigger
+	// EndingOffsets bounds what the source reads, as Spark's
+	// endingOffsets, endingTimestamp and endingOffsetsByTimestamp (of a
+	// batch read) and Flink's bounded Kafka source: EndAtLatest,
+	// EndAtTimestamp, EndAtTimestamps or EndAtOffsets. The default reads
+	// on without end. A bounded source with an AvailableNow trigger
 	// reads its range and stops: a backfill, or a re-read of a window of
 	// time.
 	EndingOffsets EndingOffsets
@@ -257,18 +258,20 @@ const (
 	endLatest
 	endOffsets
 	endTimestamp
+	endTimestamps
 )
 
 // EndingOffsets is where a source stops reading each partition
 // (Options.EndingOffsets): the records before it are read, none from it
 // on. The zero value reads on without end. Make one with EndAtLatest,
-// EndAtTimestamp or EndAtOffsets. A query restarted on its checkpoint
+// EndAtTimestamp, EndAtTimestamps or EndAtOffsets. A query restarted on its checkpoint
 // resolves it again (EndAtLatest then ends where the partitions end at
 // the restart). It is immutable, so safe to share.
 type EndingOffsets struct {
 	kind    endKind
 	offsets map[string]map[int32]int64
 	at      time.Time
+	times   map[string]map[int32]time.Time
 }
 
 // EndAtLatest ends each partition where it ended when the source first
@@ -281,6 +284,19 @@ func EndAtLatest() EndingOffsets { return EndingOffsets{kind: endLatest} }
 // read. A partition with no such record yet is read on, to where one
 // arrives.
 func EndAtTimestamp(t time.Time) EndingOffsets { return EndingOffsets{kind: endTimestamp, at: t} }
+
+// EndAtTimestamps ends each partition at its first record whose timestamp
+// is at or after the partition's time, by topic and partition (Spark's
+// endingOffsetsByTimestamp), as EndAtTimestamp does for one time. A
+// partition the map does not name ends where it ended when the source
+// first listed it, as with EndAtOffsets.
+func EndAtTimestamps(times map[string]map[int32]time.Time) EndingOffsets {
+	copied := make(map[string]map[int32]time.Time, len(times))
+	for t, ps := range times {
+		copied[t] = maps.Clone(ps)
+	}
+	return EndingOffsets{kind: endTimestamps, times: copied}
+}
 
 // EndAtOffsets ends each partition at its offset, by topic and partition
 // (Spark's endingOffsets): the record at the offset is not read.
@@ -299,6 +315,8 @@ func (e EndingOffsets) String() string {
 		return fmt.Sprint(e.offsets)
 	case endTimestamp:
 		return "at " + e.at.Format(time.RFC3339Nano)
+	case endTimestamps:
+		return fmt.Sprint(e.times)
 	}
 	return "none"
 }
@@ -386,6 +404,18 @@ func (o *Options) validate() (*regexp.Regexp, error) {
 		}
 	case endOffsets:
 		errs = append(errs, o.checkOffsets("EndingOffsets", e.offsets, LatestOffset, "LatestOffset (EarliestOffset is not an end, as in Spark)", pattern)...)
+	case endTimestamps:
+		asOffsets := make(map[string]map[int32]int64, len(e.times))
+		for t, ps := range e.times {
+			asOffsets[t] = make(map[int32]int64, len(ps))
+			for p, at := range ps {
+				if at.IsZero() {
+					errs = append(errs, fmt.Errorf("EndingOffsets: EndAtTimestamps: %s/%d: the zero time", t, p))
+				}
+				asOffsets[t][p] = 0
+			}
+		}
+		errs = append(errs, o.checkOffsets("EndingOffsets", asOffsets, 0, "", pattern)...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("streamgen: kafka source %q: options: %w", o.Name, err)

@@ -564,16 +564,30 @@ func (s *TopicSource) endingsOf(ctx context.Context, client *kgo.Client, availab
 				resolved[tp] = off
 			}
 		}
-	case endTimestamp:
-		listed, err := s.listOffsets(ctx, client, todo, e.at.UnixMilli())
-		if err != nil {
-			return nil, err
-		}
+	case endTimestamp, endTimestamps:
+		byTime := map[int64][]topicPartition{}
 		for _, tp := range todo {
-			// At or past the listed end: no record at or after the
-			// time yet.
-			if off, ok := listed[tp]; ok && off < available[tp] {
-				resolved[tp] = off
+			at := e.at
+			if e.kind == endTimestamps {
+				var named bool
+				if at, named = e.times[tp.topic][tp.partition]; !named {
+					resolved[tp] = available[tp] // as EndAtOffsets
+					continue
+				}
+			}
+			byTime[at.UnixMilli()] = append(byTime[at.UnixMilli()], tp)
+		}
+		for _, ms := range slices.Sorted(maps.Keys(byTime)) {
+			listed, err := s.listOffsets(ctx, client, byTime[ms], ms)
+			if err != nil {
+				return nil, err
+			}
+			for _, tp := range byTime[ms] {
+				// At or past the listed end: no record at or after the
+				// time yet.
+				if off, ok := listed[tp]; ok && off < available[tp] {
+					resolved[tp] = off
+				}
 			}
 		}
 	}

@@ -207,8 +207,8 @@ func TestStartingOffsets(t *testing.T) {
 	}
 }
 
-// TestEndingOffsets bounds what a source reads, as Spark's endingOffsets
-// and endingTimestamp: at given offsets (the record at the end not read),
+// TestEndingOffsets bounds what a source reads, as Spark's endingOffsets,
+// endingTimestamp and endingOffsetsByTimestamp: at given offsets (the record at the end not read),
 // at the first record at or after a time (a partition without one yet
 // read on until one arrives), and at the ends when the source first
 // listed them (a source made again, as at a restart, ends further on).
@@ -244,6 +244,12 @@ func TestEndingOffsets(t *testing.T) {
 		kafka.EndAtOffsets(map[string]map[int32]int64{"ends": {0: 3, 1: 2}})), newCheckpoint()), span(100, 101))
 	// Partition 1's records are all at 100s or later: none of them.
 	check("timestamp 5s", run(newSource(earliest, kafka.EndAtTimestamp(base.Add(5*time.Second))), newCheckpoint()), span(0, 4))
+	// A time per partition (Spark's endingOffsetsByTimestamp); one not
+	// named ends where it ends now.
+	check("timestamps", run(newSource(earliest, kafka.EndAtTimestamps(map[string]map[int32]time.Time{"ends": {0: base.Add(3 * time.Second), 1: base.Add(102 * time.Second)}})), newCheckpoint()),
+		slices.Concat(span(0, 2), span(100, 101)))
+	check("timestamps, one partition named", run(newSource(earliest, kafka.EndAtTimestamps(map[string]map[int32]time.Time{"ends": {1: base.Add(107 * time.Second)}})), newCheckpoint()),
+		slices.Concat(span(0, 9), span(100, 106)))
 
 	// Partition 0 has no record at or after 105s: it is read on.
 	open := newSource(earliest, kafka.EndAtTimestamp(base.Add(105*time.Second)))
@@ -274,6 +280,8 @@ func TestEndingOffsets(t *testing.T) {
 		{kafka.EndAtOffsets(map[string]map[int32]int64{"ends": {0: kafka.EarliestOffset}}), "EndingOffsets: ends/0: offset -2 is neither an offset nor LatestOffset"},
 		{kafka.EndAtOffsets(map[string]map[int32]int64{"other": {0: 1}}), `EndingOffsets: topic "other" is not among the topics read`},
 		{kafka.EndAtTimestamp(time.Time{}), "EndAtTimestamp of the zero time"},
+		{kafka.EndAtTimestamps(map[string]map[int32]time.Time{"ends": {1: {}}}), "EndAtTimestamps: ends/1: the zero time"},
+		{kafka.EndAtTimestamps(map[string]map[int32]time.Time{"other": {0: base}}), `EndingOffsets: topic "other" is not among the topics read`},
 	} {
 		src := newSource(earliest, c.end)
 		if _, err := src.Available(testContext(t)); err == nil || !strings.Contains(err.Error(), c.want) {
