@@ -385,17 +385,7 @@ func (o *Options) validate() (*regexp.Regexp, error) {
 	case startOffsets:
 		errs = append(errs, o.checkOffsets("StartingOffsets", s.offsets, EarliestOffset, "EarliestOffset or LatestOffset", pattern)...)
 	case startTimestamps:
-		asOffsets := make(map[string]map[int32]int64, len(s.times))
-		for t, ps := range s.times {
-			asOffsets[t] = make(map[int32]int64, len(ps))
-			for p, at := range ps {
-				if at.IsZero() {
-					errs = append(errs, fmt.Errorf("StartingOffsets: AtTimestamps: %s/%d: the zero time", t, p))
-				}
-				asOffsets[t][p] = 0
-			}
-		}
-		errs = append(errs, o.checkOffsets("StartingOffsets", asOffsets, 0, "", pattern)...)
+		errs = append(errs, o.checkTimes("StartingOffsets: AtTimestamps", s.times, pattern)...)
 	}
 	switch e := o.EndingOffsets; e.kind {
 	case endTimestamp:
@@ -405,22 +395,31 @@ func (o *Options) validate() (*regexp.Regexp, error) {
 	case endOffsets:
 		errs = append(errs, o.checkOffsets("EndingOffsets", e.offsets, LatestOffset, "LatestOffset (EarliestOffset is not an end, as in Spark)", pattern)...)
 	case endTimestamps:
-		asOffsets := make(map[string]map[int32]int64, len(e.times))
-		for t, ps := range e.times {
-			asOffsets[t] = make(map[int32]int64, len(ps))
-			for p, at := range ps {
-				if at.IsZero() {
-					errs = append(errs, fmt.Errorf("EndingOffsets: EndAtTimestamps: %s/%d: the zero time", t, p))
-				}
-				asOffsets[t][p] = 0
-			}
-		}
-		errs = append(errs, o.checkOffsets("EndingOffsets", asOffsets, 0, "", pattern)...)
+		errs = append(errs, o.checkTimes("EndingOffsets: EndAtTimestamps", e.times, pattern)...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("streamgen: kafka source %q: options: %w", o.Name, err)
 	}
 	return pattern, nil
+}
+
+// checkTimes checks the times given by topic and partition for what
+// ("StartingOffsets: AtTimestamps", ...): none the zero time, and the
+// partitions as checkOffsets checks them.
+func (o *Options) checkTimes(what string, times map[string]map[int32]time.Time, pattern *regexp.Regexp) []error {
+	var errs []error
+	asOffsets := make(map[string]map[int32]int64, len(times))
+	for t, ps := range times {
+		asOffsets[t] = make(map[int32]int64, len(ps))
+		for p, at := range ps {
+			if at.IsZero() {
+				errs = append(errs, fmt.Errorf("%s: %s/%d: the zero time", what, t, p))
+			}
+			asOffsets[t][p] = 0
+		}
+	}
+	option, _, _ := strings.Cut(what, ":")
+	return append(errs, o.checkOffsets(option, asOffsets, 0, "", pattern)...)
 }
 
 // checkOffsets checks the offsets given for what (StartingOffsets or
