@@ -218,10 +218,10 @@ const maxLinePrefix = 1 << 10
 // runs on the query's goroutine. Moving links the file into the archive
 // (or, on another file system, copies it there, synced) before it
 // removes it, so a crash leaves a file in both places, never in neither;
-// a process that dies between the last batch's commit and its clean
-// leaves that batch's files, which the next start cleans at its first
-// batch that reads files (with SyncInterval, the files of the batches of
-// the last interval may be left, unread).
+// a process that dies between a batch's commit and its clean leaves
+// that batch's files (with SyncInterval, those of the batches of the
+// last interval), which the next start cleans at its first batch that
+// reads files: every file of the log still there as it was read.
 // A file is cleaned only while its modification time is the one read (a
 // file written since under the name of one read, which is not read
 // again, as in Spark, is left), and never replaces a file of other bytes
@@ -290,8 +290,8 @@ type filesSource struct {
 	// leftOut holds the kinds of names (their extensions) Available has
 	// warned of leaving out, once each.
 	leftOut map[string]bool
-	// swept is set once Committed has cleaned the files of the batch
-	// before its first (FilesOptions.CleanSource).
+	// swept is set once Committed has cleaned the files of the log
+	// before its first batch (FilesOptions.CleanSource).
 	swept bool
 }
 

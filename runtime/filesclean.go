@@ -21,9 +21,10 @@ import (
 
 // Committed deletes or archives, as FilesOptions.CleanSource says, the
 // files of the batch from start to end, which is durable. The first call
-// of a source cleans as well the files of the batch before (start's, the
-// last batch an earlier run committed) that are still there: a process
-// that died between that batch's commit and its clean left them. A file
+// of a source cleans as well the files of the log before it (start's, as
+// the last batch an earlier run committed left it) that are still there:
+// a process that died between a batch's commit and its clean left them,
+// the files of several batches with a SyncInterval. A file
 // is cleaned only while its modification time is the one the log holds
 // for it: a file written since under the name of one read is left. What
 // cannot be cleaned is logged and left in place.
@@ -49,8 +50,16 @@ func (s *filesSource) clean(before, o filesOffset) {
 	sweep := !s.swept
 	s.swept = true
 	s.mu.Unlock()
-	if sweep && !before.legacy { // (a legacy offset's Files are its whole log)
-		names = append(names, before.Files...)
+	if sweep && !before.legacy { // (a legacy offset's log has no times)
+		// Every file of the log, not only the last batch's: with a
+		// SyncInterval, a process that died may have committed several
+		// batches it never cleaned.
+		for name := range before.Seen {
+			if !slices.Contains(o.Files, name) {
+				names = append(names, name)
+			}
+		}
+		slices.Sort(names[len(o.Files):])
 	}
 	// Only the files read: a file of the same name written since (which
 	// the log keeps from being read) is not one of them.

@@ -556,9 +556,11 @@ func TestFilesCleanSource(t *testing.T) {
 			// and its clean leaves: that batch's file (e.jsonl.gz) back
 			// in the directory with its time; when archiving, in both
 			// places, as a move cut short leaves it. A file of an earlier
-			// batch put back (b.json) is not looked at again: it stays,
-			// unread. And a.json written again, later: a file of a name
-			// read before, which is not read (as in Spark) nor cleaned.
+			// batch back with its time (b.json: with a SyncInterval, a
+			// process that died leaves the files of every batch since the
+			// last sync) is cleaned too, unread. And a.json written
+			// again, later: a file of a name read before, which is not
+			// read (as in Spark) nor cleaned.
 			if mode == runtime.CleanArchive {
 				if err := os.Link(filepath.Join(archive, "e.jsonl.gz"), filepath.Join(in, "e.jsonl.gz")); err != nil {
 					t.Fatal(err)
@@ -592,11 +594,11 @@ func TestFilesCleanSource(t *testing.T) {
 			if !slices.Equal(again, []string{"f.json"}) {
 				t.Fatalf("after the restart the batches read %q, want f.json alone", again)
 			}
-			want := []string{"a.json", "b.json"}
+			want := []string{"a.json"}
 			if got := present(); !slices.Equal(got, want) {
 				t.Fatalf("after the restart the directory holds %q, want %q", got, want)
 			}
-			checkArchive("e.jsonl.gz", "f.json")
+			checkArchive("b.json", "e.jsonl.gz", "f.json")
 		})
 	}
 }
