@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/streamgen/streamgen/internal/atomicfile"
 )
@@ -38,14 +39,56 @@ import (
 // batch leave either one's file.
 type BatchFiles struct {
 	dir, prefix string
-	clean       sync.Once
-	cleanErr    error
-	mu          sync.Mutex // serialises the marker's writes
+	// published: see NewPublishedBatchFiles; held is set once a query's
+	// start has called RemoveAfter, which says that the query publishes
+	// the batches (see NewPublishedBatchFiles).
+	published bool
+	held      atomic.Bool
+	clean     sync.Once
+	cleanErr  error
+	mu        sync.Mutex // serialises the marker's writes
 }
 
 // NewBatchFiles returns the batch files prefix* in dir.
 func NewBatchFiles(dir, prefix string) *BatchFiles {
 	return &BatchFiles{dir: dir, prefix: prefix}
+}
+
+// NewPublishedBatchFiles returns the batch files prefix* in dir, each
+// written under a hidden name, dir/.<prefix>N.jsonl.pending, and
+// published (renamed to its name) by Publish once its batch is durable:
+// a reader of the directory sees the batches committed only, as Spark's
+// file sink's readers do through its manifest, never one that a failure
+// or a machine crash then runs again on other rows. RemoveAfter publishes
+// the batches up to the one it is given, whose files a process that died
+// left pending. Files written before any RemoveAfter (by a sink whose
+// query does not know it for one that publishes: one wrapped in a sink
+// that does not pass RewindAfter and PublishBatch on) appear at once.
+func NewPublishedBatchFiles(dir, prefix string) *BatchFiles {
+	return &BatchFiles{dir: dir, prefix: prefix, published: true}
+}
+
+// pendingName is the hidden name batch id's file is written under until
+// it is published (NewPublishedBatchFiles).
+func (f *BatchFiles) pendingName(batchID int64) string {
+	return "." + f.Name(batchID) + ".pending"
+}
+
+// Publish renames batch id's pending file to its name, if it has one,
+// and syncs the directory (see NewPublishedBatchFiles); it does nothing
+// for batch files that are not published.
+func (f *BatchFiles) Publish(batchID int64) error {
+	if !f.published {
+		return nil
+	}
+	err := os.Rename(filepath.Join(f.dir, f.pendingName(batchID)), filepath.Join(f.dir, f.Name(batchID)))
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil // a batch without rows, or published already
+	case err != nil:
+		return fmt.Errorf("publish batch %d's file: %w", batchID, err)
+	}
+	return atomicfile.SyncDir(f.dir)
 }
 
 // Name returns the file name of batch id.
@@ -68,6 +111,9 @@ func (f *BatchFiles) Write(ctx context.Context, batchID int64, empty bool, write
 		return f.cleanErr // it names the directory
 	}
 	name := f.Name(batchID)
+	if f.published && f.held.Load() {
+		name = f.pendingName(batchID)
+	}
 	if empty {
 		err := os.Remove(filepath.Join(f.dir, name))
 		switch {
@@ -125,13 +171,15 @@ func (f *BatchFiles) owner() (string, error) {
 	return strings.TrimSpace(string(data)), nil
 }
 
-// RemoveAfter removes the files of the batches after batchID, and syncs
+// RemoveAfter removes the files of the batches after batchID, publishes
+// the pending files of those up to it (NewPublishedBatchFiles), and syncs
 // the directory (see BatchRewinder). batchID -1 (nothing committed)
 // removes them only when the marker names the query of ctx (QueryIDOf):
 // the query has written a batch file there, and taken the directory's
 // files over from any that wrote there before. A query that wrote none
 // leaves another's files.
 func (f *BatchFiles) RemoveAfter(ctx context.Context, batchID int64) error {
+	f.held.Store(true)
 	if batchID < 0 {
 		owner, err := f.owner()
 		if err != nil && !errors.Is(err, fs.ErrNotExist) { // a dir that is not there has nothing
@@ -148,25 +196,50 @@ func (f *BatchFiles) RemoveAfter(ctx context.Context, batchID int64) error {
 	if err != nil {
 		return err
 	}
-	removed := false
+	changed := false
 	for _, e := range entries {
-		id, ok := f.batchOf(e.Name())
-		if !ok || id <= batchID || !e.Type().IsRegular() {
+		id, pending, ok := f.batchOf(e.Name())
+		if !ok || !e.Type().IsRegular() {
 			continue
 		}
-		if err := os.Remove(filepath.Join(f.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
+		switch {
+		case id > batchID:
+			if err := os.Remove(filepath.Join(f.dir, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		case pending:
+			// Of a batch committed and durable whose process died
+			// before it was published.
+			if err := os.Rename(filepath.Join(f.dir, e.Name()), filepath.Join(f.dir, f.Name(id))); err != nil {
+				return fmt.Errorf("publish batch %d's file: %w", id, err)
+			}
+		default:
+			continue
 		}
-		removed = true
+		changed = true
 	}
-	if !removed {
+	if !changed {
 		return nil
 	}
 	return atomicfile.SyncDir(f.dir)
 }
 
-// batchOf returns the batch id of a file name of f's.
-func (f *BatchFiles) batchOf(name string) (int64, bool) {
+// batchOf returns the batch id of a file name of f's, and whether it is
+// a pending one's (NewPublishedBatchFiles).
+func (f *BatchFiles) batchOf(name string) (id int64, pending, ok bool) {
+	if f.published {
+		if rest, found := strings.CutPrefix(name, "."); found {
+			if name, pending = strings.CutSuffix(rest, ".pending"); !pending {
+				return 0, false, false
+			}
+		}
+	}
+	id, ok = f.batchOfName(name)
+	return id, pending, ok
+}
+
+// batchOfName returns the batch id of a published file name of f's.
+func (f *BatchFiles) batchOfName(name string) (int64, bool) {
 	digits, ok := strings.CutPrefix(name, f.prefix)
 	if !ok {
 		return 0, false
@@ -191,6 +264,17 @@ func (f *BatchFiles) batchOf(name string) (int64, bool) {
 // find another query's output where it writes.
 type BatchRewinder interface {
 	RewindAfter(ctx context.Context, batchID int64) error
+}
+
+// BatchPublisher is implemented by a sink whose batches' output becomes
+// visible only once the batch is durable (the files sink: see
+// NewPublishedBatchFiles). The query calls PublishBatch for each batch it
+// commits, in order, once the batch is durable: right after its commit,
+// or with SyncInterval after the sync that takes it; and the sink's
+// RewindAfter, at a start, publishes those a process that died left. An
+// error stops the query; the next start publishes the batch.
+type BatchPublisher interface {
+	PublishBatch(batchID int64) error
 }
 
 type queryKey struct{}

@@ -85,3 +85,79 @@ func TestBatchFilesRemoveWithNothingCommitted(t *testing.T) {
 		}
 	}
 }
+
+// TestPublishedBatchFiles: published batch files are hidden, once a
+// query's start has called RemoveAfter, until their batch is published; a start's RemoveAfter publishes those of the
+// batches up to the last committed that a process that died left
+// hidden, removes those after it, hidden or not, and leaves the files of
+// other prefixes (a dead-letter directory's, shown at once) alone.
+func TestPublishedBatchFiles(t *testing.T) {
+	dir := t.TempDir()
+	ctx := context.WithValue(context.Background(), queryKey{}, queryIdent{id: "query-a"})
+	parts, letters := NewPublishedBatchFiles(dir, "part-"), NewBatchFiles(dir, "dead-letters-")
+	write := func(w io.Writer) error { _, err := io.WriteString(w, "row\n"); return err }
+	if err := parts.RemoveAfter(ctx, -1); err != nil { // the query's start
+		t.Fatal(err)
+	}
+	for id := range int64(4) {
+		if err := parts.Write(ctx, id, false, write); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := letters.Write(ctx, 3, false, write); err != nil {
+		t.Fatal(err)
+	}
+	visible := func() []string {
+		t.Helper()
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			if name := e.Name(); name[0] != '.' {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+	if got, want := visible(), []string{"dead-letters-0000000003.jsonl"}; !slices.Equal(got, want) {
+		t.Fatalf("before any batch is published: %q, want %q", got, want)
+	}
+	if err := parts.Publish(0); err != nil {
+		t.Fatal(err)
+	}
+	if err := parts.Publish(0); err != nil { // again: nothing to do
+		t.Fatal(err)
+	}
+	if err := parts.RemoveAfter(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := visible(), []string{"dead-letters-0000000003.jsonl", "part-0000000000.jsonl", "part-0000000001.jsonl"}; !slices.Equal(got, want) {
+		t.Fatalf("after batch 0's publishing and a start after batch 1: %q, want %q", got, want)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if name := e.Name(); name != parts.markerName() && name != letters.markerName() && name[0] == '.' {
+			t.Errorf("%s left: batches 2 and 3 were not committed", name)
+		}
+	}
+}
+
+// TestPublishedBatchFilesUnheld: the files of published batch files that
+// no query's start has called RemoveAfter on (a sink wrapped in one that
+// does not pass it on) appear at once, as no one will publish them.
+func TestPublishedBatchFilesUnheld(t *testing.T) {
+	dir := t.TempDir()
+	parts := NewPublishedBatchFiles(dir, "part-")
+	write := func(w io.Writer) error { _, err := io.WriteString(w, "row\n"); return err }
+	if err := parts.Write(context.Background(), 5, false, write); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, parts.Name(5))); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -194,8 +194,7 @@ func (q *Query) settle() error {
 	}
 	r := q.unreported
 	if r == nil {
-		q.tellCommitted() // what a sync has made durable since
-		return nil
+		return q.tellCommitted() // what a sync has made durable since
 	}
 	q.unreported = nil
 	if r.finished.IsZero() {
@@ -207,8 +206,7 @@ func (q *Query) settle() error {
 	report.DurationMs[DurationLatestOffset] = r.latestOffset.Milliseconds()
 	q.report(report)
 	q.untold = append(q.untold, committedBatch{id: r.b.ID, planned: r.planned})
-	q.tellCommitted()
-	return nil
+	return q.tellCommitted()
 }
 
 // committedBatch is a batch committed whose sources (CommitListener)
@@ -218,23 +216,33 @@ type committedBatch struct {
 	planned offsets
 }
 
-// tellCommitted tells the sources that listen (CommitListener) of the
-// committed batches that are durable: those the commit file records (a
-// commit without SyncInterval records its batch before it returns; with
-// it, the sync loop records the synced ones), or every one when another
-// committer commits (its Commit returns once the batch is durable).
-func (q *Query) tellCommitted() {
+// tellCommitted tells the sources that listen (CommitListener) and the
+// sinks that publish (Output.Publish) of the committed batches that are
+// durable: those the commit file records (a commit without SyncInterval
+// records its batch before it returns; with it, the sync loop records the
+// synced ones), or every one when another committer commits (its Commit
+// returns once the batch is durable). A sink's failure to publish is
+// returned; the batches from the one that failed stay untold.
+func (q *Query) tellCommitted() error {
 	if len(q.untold) == 0 {
-		return
+		return nil
 	}
 	durable := int64(math.MaxInt64)
 	if _, isStore := q.committer.(*Store); isStore {
 		durable = q.store.recordedBatch()
 	}
 	n := 0
+	defer func() { q.untold = q.untold[n:] }()
 	for _, c := range q.untold {
 		if c.id > durable {
 			break
+		}
+		for _, out := range q.plan.Outputs {
+			if out.Publish != nil {
+				if err := out.Publish(c.id); err != nil {
+					return fmt.Errorf("streamgen: sink %s: %w", out.Description, unprefixed(err))
+				}
+			}
 		}
 		n++
 		for i, in := range q.plan.Inputs {
@@ -243,7 +251,7 @@ func (q *Query) tellCommitted() {
 			}
 		}
 	}
-	q.untold = q.untold[n:]
+	return nil
 }
 
 func (q *Query) newBatch(p Progress, watermark, now, started time.Time) *Batch {

@@ -81,6 +81,9 @@ type Output struct {
 	// CheckStart, when not nil, tells before the query starts that the
 	// sink cannot be written (see StartChecker).
 	CheckStart func() error
+	// Publish, when not nil, makes a batch's output visible once the
+	// batch is durable (see BatchPublisher).
+	Publish func(batchID int64) error
 }
 
 // TimeMode is the kind of time an operator's timers are set in.

@@ -627,7 +627,10 @@ func (q *Query) run(ctx context.Context) {
 	}
 	cerr := q.store.Close()
 	if cerr == nil {
-		q.tellCommitted() // Close synced and recorded the last batches
+		// Close synced and recorded the last batches.
+		if perr := q.tellCommitted(); perr != nil && err == nil {
+			err = perr
+		}
 	}
 	for _, release := range q.releaseKeys {
 		release()

@@ -510,19 +510,28 @@ func TestFullDiskStopsTheQueryCleanly(t *testing.T) {
 // that each click is in the output once. (Batch 2 was written again with
 // clicks 2 and 3, and batch 3's file, click 3, stayed.) With no sync
 // before the crash, nothing is committed: the sink removes the files
-// because its marker names the checkpoint's query.
+// because its marker names the checkpoint's query. A reader of the
+// directory saw, at the crash, only the batches durable then (the files
+// of the others are hidden until they are), so nothing it read is run
+// again.
 func TestMachineCrashLeavesNoBatchTwiceInFiles(t *testing.T) {
 	for _, lastSync := range []int64{0, -1} {
 		synctest.Test(t, func(t *testing.T) {
 			in := clicks(4, 7)
 			fs := vfs.NewCrashableMem()
 			dir := t.TempDir()
-			var crashed vfs.FS
-			at := &crashAt{fs: fs, sync: lastSync, crash: 3, crashed: &crashed}
+			var (
+				crashed vfs.FS
+				seen    []fixtures.Click
+			)
+			at := &crashAt{fs: fs, sync: lastSync, crash: 3, crashed: &crashed, then: func() { seen = readPartFiles(t, dir) }}
 			sink := typed.FilesSink[fixtures.Click](dir)
 			runSyncedHourly(t, fs, in, 1, sink, runtime.Listener(at))
 			if crashed == nil {
 				t.Fatal("the first run never reached batch 3")
+			}
+			if want := in[:lastSync+1]; !slices.Equal(seen, want) {
+				t.Fatalf("synced after batch %d: at the crash, a reader of the files saw %v, want the durable batches' %v", lastSync, seen, want)
 			}
 			runSyncedHourly(t, crashed, in, 0, sink)
 			rows := readPartFiles(t, dir)

@@ -417,10 +417,18 @@ func truncateCell(s string, n int) string {
 // that lexical order is batch order (see runtime.BatchFiles: a file appears
 // complete or not at all, so a reader that skips hidden files, as
 // runtime.FilesSource does, never sees a partial batch; a batch written
-// again replaces its file; a batch with no rows has no file). dir is
-// created when first needed. With SyncInterval, a start removes the files
-// of the batches after the last committed, which a machine crash may have
-// left (runtime.BatchRewinder). The hidden file dir/.part-query names the
+// again replaces its file; a batch with no rows has no file). A batch's
+// file is written under a hidden name and appears under its own once the
+// batch is committed and durable (with SyncInterval, after the sync that
+// takes it), so a reader sees only committed batches, as Spark's file
+// sink's readers do through its manifest: never one that a failure or a
+// machine crash runs again, perhaps on other rows (runtime.BatchPublisher).
+// dir is created when first needed. A start removes the files of the
+// batches after the last committed, which a machine crash with
+// SyncInterval may have left, and publishes those up to it that a process
+// that died left hidden (runtime.BatchRewinder). A sink that wraps it
+// must pass RewindAfter and PublishBatch on for this; without them, its
+// files appear as they are written. The hidden file dir/.part-query names the
 // query that last wrote a file there, whose first write takes the
 // directory's part files over: a start with nothing committed removes
 // them only when its query has written there, not when another query
@@ -430,7 +438,7 @@ func truncateCell(s string, n int) string {
 // The sink is safe for concurrent use, though two concurrent writes of the
 // same batch leave either one's file.
 func FilesSink[T any, P codec.RecordPtr[T]](dir string) Sink[T] {
-	return fileSink[T, P]{dir: dir, files: runtime.NewBatchFiles(dir, "part-")}
+	return fileSink[T, P]{dir: dir, files: runtime.NewPublishedBatchFiles(dir, "part-")}
 }
 
 type fileSink[T any, P codec.RecordPtr[T]] struct {
@@ -464,9 +472,17 @@ func describeSink(out *runtime.Output, sink any) {
 	if c, ok := sink.(runtime.StartChecker); ok {
 		out.CheckStart = c.CheckStart
 	}
+	if p, ok := sink.(runtime.BatchPublisher); ok {
+		out.Publish = p.PublishBatch
+	}
 }
 
-// RewindAfter removes the files of the batches after batchID (see
+// PublishBatch makes batch id's file visible, once the batch is durable
+// (see runtime.BatchPublisher).
+func (s fileSink[T, P]) PublishBatch(batchID int64) error { return s.files.Publish(batchID) }
+
+// RewindAfter removes the files of the batches after batchID, and
+// publishes those up to it that a process that died left pending (see
 // runtime.BatchRewinder).
 func (s fileSink[T, P]) RewindAfter(ctx context.Context, batchID int64) error {
 	if err := s.files.RemoveAfter(ctx, batchID); err != nil {
