@@ -159,6 +159,9 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 				// judged there, for this operator, by its window (lateFor):
 				// late there if and only if late here.
 				ns, judged := eventNanosOf(c, t, fn, ws.eventTime)
+				if !judged && c.outOfRange(ns) {
+					return
+				}
 				if ns < start || ns >= end {
 					start = ns - mod(ns-offset, size)
 					end = start + size
@@ -173,7 +176,10 @@ func AggregateWindows[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 		}
 		ws.s.attach(c, func(t *T) {
 			wr.row = t
-			ns, _ := eventNanosOf(c, t, fn, ws.eventTime)
+			ns, pushed := eventNanosOf(c, t, fn, ws.eventTime)
+			if !pushed && c.outOfRange(ns) {
+				return
+			}
 			ws.windows.assign(ns, func(start, end int64) {
 				if dropsLate && windowLate(c, slot.index, end) {
 					return
@@ -255,7 +261,10 @@ func aggregateSliding[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc
 					return
 				}
 				wr.row = t
-				ns, _ := eventNanosOf(c, t, fn, ws.eventTime)
+				ns, pushed := eventNanosOf(c, t, fn, ws.eventTime)
+				if !pushed && c.outOfRange(ns) {
+					return
+				}
 				ws.windows.assign(ns, func(start, end int64) {
 					wr.id, wr.end = ws.windows.id(start, end), end
 					windowAdd(&wr)

@@ -6,6 +6,8 @@ import (
 	"maps"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strconv"
@@ -613,6 +615,8 @@ func TestWindowsRefused(t *testing.T) {
 		{typed.Tumbling(time.Minute).JoiningOpenSessions(), "Tumbling(1m0s).JoiningOpenSessions(): only session windows have sessions to join"},
 		{typed.Cumulate(0, time.Hour), "Cumulate(0s, 1h0m0s): the step and the size must be positive"},
 		{typed.Cumulate(7*time.Minute, time.Hour), "Cumulate(7m0s, 1h0m0s): the size must be a whole multiple of the step"},
+		{typed.Tumbling(21 * 365 * 24 * time.Hour), "a window's size, slide, step or gap may be 20 years at most"},
+		{typed.Session(200_000 * time.Hour), "a window's size, slide, step or gap may be 20 years at most"},
 	} {
 		src := typed.WithWatermark(typed.FromMemory(typed.NewMemoryStream[fixtures.Click]("clicks", 0)), clickTime, time.Minute)
 		counts := typed.AggregateWindows(typed.GroupByWindow(src, clickTime, tc.windows, func(c *fixtures.Click) string { return c.User }),
@@ -678,6 +682,86 @@ func TestWindowsReadTheirRowsEventTime(t *testing.T) {
 				t.Fatal(err)
 			}
 			sameTable(t, w.name+", "+tc.name, writtenOnce(t, sink.snapshot()), loopWindows(tc.want, w.size, w.slide))
+		}
+	}
+}
+
+// TestEventTimesOutOfRange: a row whose event time is outside the times
+// the engine keeps (1700 to 2200: Go's zero time, of a field never set;
+// the year 9999; an instant near the end of int64 nanoseconds) is a dead
+// letter with its file, line and bytes, for windows read with their own
+// function and for those behind a WithWatermark; it is in no window
+// (where it made windows past the ends of int64, or, for cumulative
+// windows, billions of them), and the other rows are counted as a plain
+// loop counts them.
+func TestEventTimesOutOfRange(t *testing.T) {
+	lines := []string{
+		`{"user":"a","time":"2024-05-01T10:00:01Z","page":"p"}`,
+		`{"user":"odd","time":"0001-01-01T00:00:00Z","page":"p"}`,
+		`{"user":"a","time":"2024-05-01T10:00:07Z","page":"p"}`,
+		`{"user":"odd","time":"9999-12-31T23:59:59Z","page":"p"}`,
+		`{"user":"odd","time":"1677-09-21T00:12:54.9Z","page":"p"}`,
+		`{"user":"b","time":"2024-05-01T10:00:12Z","page":"p"}`,
+	}
+	clickTime := func(c *fixtures.Click) time.Time { return c.Time }
+	for _, tc := range []struct {
+		name, kind string
+		windows    typed.Windows
+		size, step time.Duration // (step: the slide of sliding windows)
+	}{
+		{"tumbling", "sliding", typed.Tumbling(10 * time.Second), 10 * time.Second, 10 * time.Second},
+		{"sliding", "sliding", typed.Sliding(10*time.Second, 5*time.Second), 10 * time.Second, 5 * time.Second},
+		{"cumulate", "cumulate", typed.Cumulate(5*time.Second, 10*time.Second), 10 * time.Second, 5 * time.Second},
+	} {
+		for _, watermarked := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/watermarked=%v", tc.name, watermarked), func(t *testing.T) {
+				dir := t.TempDir()
+				if err := os.WriteFile(filepath.Join(dir, "clicks.json"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				in := typed.From[fixtures.Click](runtime.FilesSource(dir, runtime.FilesOptions{}))
+				if watermarked {
+					in = typed.WithWatermark(in, clickTime, time.Hour)
+				}
+				ws := typed.GroupByWindow(in, clickTime, tc.windows, func(c *fixtures.Click) string { return c.User })
+				sink := newSink[windowCount]()
+				dead := runtime.DeadLetterMemory()
+				w := typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), sink).OutputMode(typed.Complete)
+				if err := runToEnd(t, w, newCheckpoint().opts(runtime.DeadLetters(dead))...); err != nil {
+					t.Fatal(err)
+				}
+				var positions []string
+				for _, l := range dead.Letters() {
+					positions = append(positions, l.Position)
+					if !strings.Contains(l.Error, "is outside the times the engine keeps (1700-01-01 to 2200-01-01)") || !strings.Contains(l.Raw, `"user":"odd"`) {
+						t.Errorf("dead letter %+v", l)
+					}
+				}
+				if want := []string{"clicks.json:2", "clicks.json:4", "clicks.json:5"}; !slices.Equal(positions, want) {
+					t.Fatalf("dead letters at %q, want %q", positions, want)
+				}
+				// The plain loop: each good row in each of its windows.
+				want := map[string]float64{}
+				for _, line := range lines {
+					var c fixtures.Click
+					if err := c.UnmarshalJSON([]byte(line)); err != nil {
+						t.Fatal(err)
+					}
+					if c.User == "odd" {
+						continue
+					}
+					for _, win := range windowsOf(tc.kind, c.Time, tc.size, tc.step) {
+						want[fmt.Sprintf("%s %v %v", c.User, win.Start.Unix(), win.End.Unix())]++
+					}
+				}
+				got := map[string]float64{}
+				for _, r := range sink.rows() {
+					got[fmt.Sprintf("%s %v %v", r.User, r.Window.Start.Unix(), r.Window.End.Unix())] = r.Value
+				}
+				if !maps.Equal(got, want) {
+					t.Fatalf("counts %v, want %v", got, want)
+				}
+			})
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	goruntime "runtime"
 	"runtime/debug"
@@ -30,6 +31,11 @@ type compiler struct {
 	input     int
 	partition string
 	rowBytes  int
+	// source names the input of the row being pushed, and record is the
+	// record it was decoded from (nil for a memory stream's): what a
+	// dead letter of the row says (see outOfRange).
+	source string
+	record *runtime.Record
 	// eventTime is the event time of the row being pushed, set by
 	// WithWatermark (zero before it), and eventNanos the same in Unix
 	// nanoseconds (runtime.ClampedNanos); eventRow is that row, and
@@ -386,6 +392,43 @@ func eventNanosOf[T any](c *compiler, t *T, fn unsafe.Pointer, eventTime func(*T
 		return c.eventNanos, true
 	}
 	return runtime.ClampedNanos(eventTime(t)), false
+}
+
+// The event times the engine keeps: those it holds in Unix nanoseconds
+// with room for windows, delays and times to live of years past them
+// (int64 nanoseconds end in 1677 and 2262).
+var (
+	minEventTime  = time.Date(1700, 1, 1, 0, 0, 0, 0, time.UTC)
+	maxEventTime  = time.Date(2200, 1, 1, 0, 0, 0, 0, time.UTC)
+	minEventNanos = minEventTime.UnixNano()
+	maxEventNanos = maxEventTime.UnixNano()
+)
+
+// outOfRange reports whether ns, the event time (in Unix nanoseconds,
+// clamped as runtime.ClampedNanos clamps) of the row being pushed, is
+// outside the times the engine keeps, and then makes the row a dead
+// letter, with its record's position and bytes: an event time read from
+// a field never set (Go's zero time, the year 1) or a unit mistaken
+// would otherwise make windows past the ends of int64 (a row in every
+// window of millennia) or before their start. The caller drops the row.
+func (c *compiler) outOfRange(ns int64) bool {
+	if ns >= minEventNanos && ns < maxEventNanos {
+		return false
+	}
+	at := "before 1678"
+	switch {
+	case ns == math.MaxInt64:
+		at = "after 2262"
+	case ns != math.MinInt64:
+		at = time.Unix(0, ns).UTC().Format(time.RFC3339Nano)
+	}
+	l := runtime.DeadLetter{Source: c.source, Error: fmt.Sprintf("event time %s is outside the times the engine keeps (%s to %s)",
+		at, minEventTime.Format(time.DateOnly), maxEventTime.Format(time.DateOnly))}
+	if r := c.record; r != nil {
+		l.Position, l.Raw = r.Position, string(r.Data)
+	}
+	c.batch.DeadLetter(l)
+	return true
 }
 
 // Unwrap returns the error described, so that a user function's

@@ -645,6 +645,9 @@ func (o *joinOp[K, L, R, Out]) addLeft(l *L) {
 	null := o.null != nil && o.null(&k)
 	excluded := o.leftFilter != nil && !o.leftFilter(l) || null
 	ns := runtime.TimedNanos(at)
+	if o.leftTime != nil && o.c.outOfRange(ns) { // (a pushed row's was judged)
+		return
+	}
 	counted := false
 	o.each(ns, o.leftMarked, func(start, end int64) {
 		switch {
@@ -671,6 +674,9 @@ func (o *joinOp[K, L, R, Out]) addRight(r *R) {
 	null := o.null != nil && o.null(&k)
 	excluded := o.rightFilter != nil && !o.rightFilter(r) || null
 	ns := runtime.TimedNanos(at)
+	if o.rightTime != nil && o.c.outOfRange(ns) { // (a pushed row's was judged)
+		return
+	}
 	counted := false
 	o.each(ns, o.rightMarked, func(start, end int64) {
 		switch {

@@ -138,7 +138,10 @@ func newSliceOp[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Acc]](
 	describe(&op.info, agg)
 	fn := funcPointer(ws.eventTime)
 	add := func(r *T) {
-		ns, _ := eventNanosOf(c, r, fn, op.eventTime)
+		ns, pushed := eventNanosOf(c, r, fn, op.eventTime)
+		if !pushed && c.outOfRange(ns) {
+			return
+		}
 		s := op.sliceOf(ns)
 		// (Every window that holds the slice ends at or after the slice's
 		// end: a row whose slice ends after the watermark is late for

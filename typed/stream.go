@@ -99,9 +99,11 @@ func FromFunc[T any](src runtime.Source, decode func(r runtime.Record) (T, error
 						return nil
 					}
 					c.partition, c.rowBytes, c.eventTime = r.Partition, len(r.Data), time.Time{}
+					c.source, c.record = src.Name(), &r
 					b.MarkActive(input, r.Partition)
 					row = t
 					emit(&row)
+					c.record = nil
 					return nil
 				})
 			}})
@@ -236,6 +238,12 @@ func LateRows[T any](sink Sink[T]) WatermarkOption[T] {
 // operator its rows reach first, and LateRows gets a row that any of them
 // dropped once; branches of one output (a self-join) each have a
 // watermark stage of their own.
+//
+// A row whose event time is outside the years 1700 to 2199, the times the
+// engine keeps (Go's zero time, of a field never set, is the year 1), is
+// a dead letter, with its record's position and bytes; so it is for a
+// windowed aggregation or a stream-stream join that reads the time
+// itself.
 func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.Duration, opts ...WatermarkOption[T]) Stream[T] {
 	var cfg watermarkConfig[T]
 	for _, o := range opts {
@@ -329,6 +337,9 @@ func WithWatermark[T any](s Stream[T], eventTime func(*T) time.Time, delay time.
 			et := eventTime(t)
 			c.stage = ""
 			ns := runtime.ClampedNanos(et)
+			if c.outOfRange(ns) {
+				return
+			}
 			c.eventTime, c.eventNanos, c.eventRow, c.eventFn = et, ns, unsafe.Pointer(t), fn
 			c.batch.ObserveRow(mark, c.input, c.partition, ns, delay)
 			// A row late for the operator of every branch that reads it,

@@ -157,7 +157,15 @@ func (w Windows) meta() *runtime.WindowsMeta {
 	return &runtime.WindowsMeta{Size: w.size, Slide: w.slide, Offset: time.Duration(mod(int64(w.offset), max(int64(w.slide), 1))), Step: w.step}
 }
 
+// maxWindowSpan bounds a window's size, slide, step and gap: the event
+// times kept (1700 to 2200) leave that much room before the ends of int64
+// nanoseconds, which a window's bounds must not pass.
+const maxWindowSpan = 20 * 365 * 24 * time.Hour
+
 func (w Windows) validate() error {
+	if longest := max(w.size, w.slide, w.step, w.gap); longest > maxWindowSpan {
+		return fmt.Errorf("streamgen: %v: a window's size, slide, step or gap may be 20 years at most", w)
+	}
 	if w.joinOpen && w.kind != session {
 		return fmt.Errorf("streamgen: %v.JoiningOpenSessions(): only session windows have sessions to join", w)
 	}
