@@ -403,6 +403,11 @@ func (q *Query) process(ctx context.Context, b *Batch, planned offsets, duration
 		} else {
 			for _, d := range b.deadLetters {
 				slog.Warn("streamgen: dead letter", "source", d.Source, "position", d.Position, "error", d.Error)
+				for _, in := range q.plan.Inputs {
+					if k, ok := in.Source.(DeadLetterKeeper); ok && in.Source.Name() == d.Source {
+						k.KeepForDeadLetter(d.Position)
+					}
+				}
 			}
 		}
 	}

@@ -222,6 +222,10 @@ const maxLinePrefix = 1 << 10
 // that batch's files (with SyncInterval, those of the batches of the
 // last interval), which the next start cleans at its first batch that
 // reads files: every file of the log still there as it was read.
+// A file a record of which became a dead letter that does not hold it
+// whole (a fault in a compressed file, a line past MaxLineBytes, or, in a
+// query without a dead-letter sink, any dead letter, logged without its
+// bytes) is left in place, with a warning, so that no record is lost.
 // A file is cleaned only while its modification time is the one read (a
 // file written since under the name of one read, which is not read
 // again, as in Spark, is left), and never replaces a file of other bytes
@@ -290,6 +294,10 @@ type filesSource struct {
 	// leftOut holds the kinds of names (their extensions) Available has
 	// warned of leaving out, once each.
 	leftOut map[string]bool
+	// kept are the files CleanSource leaves in place, each warned of
+	// once (true once it is): a record of theirs is a dead letter that
+	// does not hold it whole (see keepFile).
+	kept map[string]bool
 	// swept is set once Committed has cleaned the files of the log
 	// before its first batch (FilesOptions.CleanSource).
 	swept bool
@@ -947,7 +955,7 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 		if systemFault(err) {
 			return line, fmt.Errorf("%s: %w (the system's fault, not the file's: the batch fails, and reads the file again when it runs again)", name, err)
 		}
-		return line, s.bad(Record{Position: name, Err: err}, fn)
+		return line, s.bad(name, Record{Position: name, Err: err}, fn)
 	}
 	defer f.Close()
 	r := bufio.NewReaderSize(f, 64<<10)
@@ -959,7 +967,7 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 		case err != nil && systemFault(err):
 			return line, fmt.Errorf("%s: %w (the system's fault, not the file's: the batch fails, and reads the file again when it runs again)", name, err)
 		case err != nil:
-			return line, s.bad(Record{Position: name, Err: err}, fn)
+			return line, s.bad(name, Record{Position: name, Err: err}, fn)
 		case empty:
 			return line, nil
 		case whole != nil:
@@ -971,7 +979,7 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 			r.Reset(f)
 			content, release, err := decompress(r, c)
 			if err != nil { // it was read whole a moment ago: changed since
-				return line, s.bad(Record{Position: name, Err: err}, fn)
+				return line, s.bad(name, Record{Position: name, Err: err}, fn)
 			}
 			defer release()
 			r = bufio.NewReaderSize(content, 64<<10)
@@ -987,14 +995,14 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 		case err != nil:
 			// The file as a whole is bad: what follows cannot be
 			// told apart into lines.
-			return line, s.bad(Record{Position: name, Err: fmt.Errorf("line %d: %w", number, err)}, fn)
+			return line, s.bad(name, Record{Position: name, Err: fmt.Errorf("line %d: %w", number, err)}, fn)
 		case length > s.opts.MaxLineBytes:
 			rec := Record{
 				Data:     line[:min(len(line), s.opts.MaxLineBytes, maxLinePrefix)],
 				Position: name + ":" + strconv.Itoa(number),
 				Err:      fmt.Errorf("line too long: %d bytes, more than MaxLineBytes %d", length, s.opts.MaxLineBytes),
 			}
-			if err := s.bad(rec, fn); err != nil {
+			if err := s.bad(name, rec, fn); err != nil {
 				return line, err
 			}
 		case len(bytes.TrimSpace(line)) > 0:
@@ -1038,12 +1046,46 @@ func systemFault(err error) bool {
 
 // bad hands on rec, which reports bad input, to fn, or with
 // FailOnBadFiles returns it as Read's error.
-func (s *filesSource) bad(rec Record, fn func(Record) error) error {
+func (s *filesSource) bad(name string, rec Record, fn func(Record) error) error {
 	if s.opts.FailOnBadFiles {
 		return fmt.Errorf("%s: %w", rec.Position, rec.Err)
 	}
+	// Its dead letter does not hold the record whole (the file's bytes
+	// past a fault, a line past MaxLineBytes): the file stays.
+	s.keepFile(name)
 	rec.Partition = filesPartition
 	return fn(rec)
+}
+
+// keepFile marks the file name as one CleanSource leaves in place (see
+// KeepForDeadLetter).
+func (s *filesSource) keepFile(name string) {
+	if s.opts.CleanSource == CleanOff {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.kept == nil {
+		s.kept = map[string]bool{}
+	}
+	if _, ok := s.kept[name]; !ok {
+		s.kept[name] = false // not warned of yet
+	}
+}
+
+// KeepForDeadLetter leaves the file of a record that became a dead letter
+// not kept whole (the query has no dead-letter sink, and logs it without
+// its bytes) where it is: CleanSource does not delete or move it, so the
+// record is still there (runtime.DeadLetterKeeper). position is the
+// record's, "name:line".
+func (s *filesSource) KeepForDeadLetter(position string) {
+	name := position
+	if i := strings.LastIndexByte(position, ':'); i >= 0 {
+		if _, err := strconv.Atoi(position[i+1:]); err == nil {
+			name = position[:i]
+		}
+	}
+	s.keepFile(name)
 }
 
 // openFile is os.OpenFile, or a test's.

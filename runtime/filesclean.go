@@ -61,6 +61,19 @@ func (s *filesSource) clean(before, o filesOffset) {
 		}
 		slices.Sort(names[len(o.Files):])
 	}
+	// Not those a record of which is a dead letter that does not hold it
+	// whole: warned of, once.
+	s.mu.Lock()
+	names = slices.DeleteFunc(names, func(name string) bool {
+		warned, keep := s.kept[name]
+		if keep && !warned {
+			s.kept[name] = true
+			slog.Warn("streamgen: files source: a file read is left in place: a record of it is a dead letter that does not hold it whole (a fault in the file, a line past MaxLineBytes, or a letter logged without a dead-letter sink)",
+				"source", s.opts.Name, "file", name, "cleanSource", s.opts.CleanSource.String())
+		}
+		return keep
+	})
+	s.mu.Unlock()
 	// Only the files read: a file of the same name written since (which
 	// the log keeps from being read) is not one of them.
 	names = slices.DeleteFunc(names, func(name string) bool {

@@ -106,6 +106,16 @@ func checkStart(plan *Plan, deadLetters DeadLetterSink) error {
 	return nil
 }
 
+// DeadLetterKeeper is implemented by a source that can delete what it has
+// read (the files source's CleanSource): a query without a dead-letter
+// sink, which logs its dead letters without their bytes, calls
+// KeepForDeadLetter with each one's position before the batch commits, and
+// the source keeps the record's input (the file) where it is, so that no
+// record is lost.
+type DeadLetterKeeper interface {
+	KeepForDeadLetter(position string)
+}
+
 // describeOffset is an offset as a progress report shows it.
 func describeOffset(src Source, offset json.RawMessage) string {
 	if d, ok := src.(OffsetDescriber); ok && len(offset) > 0 {

@@ -1,6 +1,8 @@
 package typed_test
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
@@ -945,5 +947,69 @@ func TestQueryIdleEvents(t *testing.T) {
 	if _, err := countPipeline(typed.NewMemoryStream[fixtures.Click]("clicks", 0), newSink[fixtures.UserCount]()).Start(context.Background(),
 		runtime.IdleEventInterval(0)); err == nil || !strings.Contains(err.Error(), "IdleEventInterval 0s is not positive") {
 		t.Fatalf("IdleEventInterval(0): %v", err)
+	}
+}
+
+// TestCleanSourceKeepsWhatDeadLettersLack: CleanSource deletes the files
+// read once their batch commits, but leaves a file a record of which is a
+// dead letter that does not hold it whole: a damaged compressed file
+// (its letter holds no bytes), a line past MaxLineBytes (its letter, a
+// prefix), and, without a dead-letter sink (the letters logged without
+// their bytes), a line that does not decode. With a sink, that line's
+// letter holds it, and its file goes.
+func TestCleanSourceKeepsWhatDeadLettersLack(t *testing.T) {
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	for i := range 50 {
+		fmt.Fprintf(zw, `{"user":"z%d","time":"2024-05-01T10:00:00Z","page":"p"}`+"\n", i)
+	}
+	zw.Close()
+	good := `{"user":"a","time":"2024-05-01T10:00:00Z","page":"p"}` + "\n"
+	files := map[string]string{
+		"good.json":        good,
+		"damaged.jsonl.gz": gz.String()[:gz.Len()-1],
+		"long.json":        good + `{"user":"` + strings.Repeat("x", 300) + `","time":"2024-05-01T10:00:00Z","page":"p"}` + "\n",
+		"undecodable.json": good + `{"user":"b","time":"2024-05-01T10:00:00Z","page":7}` + "\n",
+	}
+	for _, withSink := range []bool{true, false} {
+		t.Run(fmt.Sprintf("sink=%v", withSink), func(t *testing.T) {
+			dir := t.TempDir()
+			for name, content := range files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			src := runtime.FilesSource(dir, runtime.FilesOptions{CleanSource: runtime.CleanDelete, MaxLineBytes: 200})
+			opts := newCheckpoint().opts()
+			dead := runtime.DeadLetterMemory()
+			if withSink {
+				opts = append(opts, runtime.DeadLetters(dead))
+			}
+			sink := newSink[fixtures.UserCount]()
+			if err := runToEnd(t, countFrom(typed.From[fixtures.Click](src), sink), opts...); err != nil {
+				t.Fatal(err)
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			for _, e := range entries {
+				left = append(left, e.Name())
+			}
+			want := []string{"damaged.jsonl.gz", "long.json"}
+			if !withSink {
+				want = append(want, "undecodable.json")
+			}
+			if !slices.Equal(left, want) {
+				t.Fatalf("the directory holds %q after the run, want %q", left, want)
+			}
+			if got := latest(sink.rows()); got["a"].Count != 3 {
+				t.Fatalf("counts %v, want a counted 3 times", got)
+			}
+			if withSink && len(dead.Letters()) != 3 {
+				t.Fatalf("dead letters %+v, want 3", dead.Letters())
+			}
+		})
 	}
 }
