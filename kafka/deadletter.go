@@ -59,7 +59,12 @@ type DeadLetterWriter struct {
 // the topic (its max.message.bytes, or the producer's batch size: a row a
 // sink's topic refused for its size, say) has its value cut to fit, and
 // the header HeaderTruncated with the whole length; the position still
-// names the record. Options that do not validate fail the Start of a
+// names the record. Without Transactions, a batch run again after a
+// failure whose attempt has no letters writes nothing: the letters of the
+// attempt before it stay the greatest attempt of the batch (a record that
+// failed to read, then read, is in both the output and the dead letters);
+// with Transactions, that attempt was aborted, and its letters are not
+// read. Options that do not validate fail the Start of a
 // query that writes to it (CheckStart), and every write, with an error
 // saying what is wrong.
 func DeadLetterTopic(topic string, opts DeadLetterOptions) *DeadLetterWriter {
