@@ -42,7 +42,10 @@ type FilesOptions struct {
 	// Spark's latestFirst: with a per-batch cap, a backlog is read from
 	// its newest end, and older files wait for batches with room for them
 	// (the processed-file log keeps them from being forgotten, whatever
-	// MaxFileAge). Within a batch files are read oldest first either way.
+	// MaxFileAge). With MaxFilesPerTrigger, MaxFileAge is not used at all,
+	// as in Spark: the log forgets no file, and a file that appears with
+	// an old modification time is read. Within a batch files are read
+	// oldest first either way.
 	LatestFirst bool
 	// Name names the source in progress reports and the checkpoint, which
 	// keeps the processed-file log under it. The default is "files:"
@@ -272,6 +275,11 @@ func FilesSource(dir string, opts FilesOptions) Source {
 	}
 	if opts.MaxFileAge == 0 {
 		opts.MaxFileAge = DefaultMaxFileAge
+	}
+	if opts.LatestFirst && opts.MaxFilesPerTrigger > 0 {
+		// Spark's rule: the newest files first, a few a batch, would
+		// otherwise have older files left behind for ever.
+		opts.MaxFileAge = math.MaxInt64
 	}
 	src := &filesSource{root: root, opts: opts}
 	if opts.ArchiveDir != "" {

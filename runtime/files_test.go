@@ -800,7 +800,8 @@ func TestFilesMinFileAge(t *testing.T) {
 // TestFilesMaxFileAge: the log forgets files more than MaxFileAge older
 // than the newest read, and takes a file that old for read; but a backlog
 // read MaxFilesPerTrigger at a time, oldest first, whose names sort
-// against their times, is read whole.
+// against their times, is read whole. With LatestFirst and
+// MaxFilesPerTrigger, MaxFileAge is not used.
 func TestFilesMaxFileAge(t *testing.T) {
 	dir := t.TempDir()
 	base := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -850,6 +851,27 @@ func TestFilesMaxFileAge(t *testing.T) {
 	again := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 2, MaxFileAge: time.Hour})
 	if got := names(t, next(t, again, committed, available(t, again))); !slices.Equal(got, []string{"f.json"}) {
 		t.Errorf("after a restart: %q, want f.json", got)
+	}
+
+	// With LatestFirst and MaxFilesPerTrigger, MaxFileAge is not used, as
+	// in Spark: the log forgets nothing, and a file that appears with an
+	// old time is read.
+	latest := runtime.FilesSource(dir, runtime.FilesOptions{MaxFilesPerTrigger: 2, LatestFirst: true, MaxFileAge: time.Hour})
+	committed, read = nil, nil
+	for {
+		end := next(t, latest, committed, available(t, latest))
+		if bytes.Equal(end, committed) {
+			break
+		}
+		read = append(read, names(t, end)...)
+		committed = end
+	}
+	if want := []string{"e.json", "f.json", "a.json", "b.json", "0.json", "c.json", "d.json"}; !slices.Equal(read, want) {
+		t.Fatalf("LatestFirst: read %q, want %q", read, want)
+	}
+	touch("old.json", -240*time.Hour)
+	if got := names(t, next(t, latest, committed, available(t, latest))); !slices.Equal(got, []string{"old.json"}) {
+		t.Errorf("LatestFirst: a file ten days older than the others: %q, want it read", got)
 	}
 }
 
