@@ -329,16 +329,19 @@ func (q *Query) writePlan(id int64, planned offsets, now, watermark time.Time) e
 // Kafka transaction) does not change that: it aborts only what goes
 // through it, and the plan is not among it.
 func (q *Query) plansSynced() bool {
-	if q.store.opts.SyncInterval <= 0 {
-		return false
-	}
-	for _, out := range q.plan.Outputs {
+	return q.store.opts.SyncInterval > 0 && plansSynced(q.plan, q.cfg.deadLetters)
+}
+
+// plansSynced reports whether a query of plan and deadLetters with a
+// SyncInterval syncs its plans (see Query.plansSynced).
+func plansSynced(plan *Plan, deadLetters DeadLetterSink) bool {
+	for _, out := range plan.Outputs {
 		if out.Rewind == nil && !out.AtLeastOnce {
 			return true
 		}
 	}
 	// So for the dead letters.
-	switch d := q.cfg.deadLetters.(type) {
+	switch d := deadLetters.(type) {
 	case nil, BatchRewinder:
 		return false
 	case AtLeastOnceSink:

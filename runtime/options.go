@@ -136,7 +136,10 @@ func WithTrigger(t Trigger) Option { return optionFunc(func(c *config) { c.trigg
 // (AtLeastOnceSink: a Kafka topic, the console),
 // such as a ForeachWriter or a Sink of the user's, has each batch's plan
 // synced before it runs, so that the batch runs again on the same input;
-// the syncs then follow the batches. The default, 0, syncs every batch.
+// the log is then synced as soon as a plan or a commit asks, rather than
+// once per interval (each plan's sync would wait for the interval after
+// the one before it, and hold its batch that long), and the commits
+// still do not wait for their syncs. The default, 0, syncs every batch.
 // See StoreOptions.SyncInterval and "Storage faults" in the package doc.
 func SyncInterval(d time.Duration) Option {
 	return optionFunc(func(c *config) { c.syncInterval = d })

@@ -145,7 +145,8 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	if len(plan.Operators) == 0 {
 		stateCache = -1 // no state to cache (nor a share of a budget to take)
 	}
-	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval, StateCacheSize: stateCache, CloseTimeout: cfg.closeTimeout,
+	store, err := OpenStore(dir, StoreOptions{FS: fs, SyncInterval: cfg.syncInterval, SyncAtOnce: cfg.syncInterval > 0 && plansSynced(plan, cfg.deadLetters),
+		StateCacheSize: stateCache, CloseTimeout: cfg.closeTimeout,
 		DiskReserve: cfg.diskReserve, CacheSize: cfg.blockCache, MemTableSize: cfg.memTable, Shared: cfg.shared, RangeReads: readsRanges(plan)})
 	if err != nil {
 		return nil, err

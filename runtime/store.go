@@ -111,6 +111,13 @@ type StoreOptions struct {
 	// batches waiting for one: more within an interval wait for it. The
 	// default, 0, syncs every commit.
 	SyncInterval time.Duration
+	// SyncAtOnce, with SyncInterval, has Pebble sync the log as soon as
+	// it is asked to rather than at most once per SyncInterval; commits
+	// still do not wait for their syncs. A query whose plans are synced
+	// (a plain sink's: see AtLeastOnceSink) sets it: each plan's sync
+	// would otherwise wait for the interval after the sync before it,
+	// and hold every batch that long.
+	SyncAtOnce bool
 	// CacheSize is the size in bytes of Pebble's block cache, which keeps
 	// recently read state in memory, and in which Pebble reserves the
 	// memory of its memtables (MemTableSize each, up to about two) while
@@ -444,7 +451,9 @@ func (s *Store) pebbleOptions(cache *pebble.Cache, mustExist, readOnly bool) *pe
 		// log writer writes each batch to the file at once, and syncs no
 		// more often than this.
 		interval := s.opts.SyncInterval
-		popts.WALMinSyncInterval = func() time.Duration { return interval }
+		if !s.opts.SyncAtOnce {
+			popts.WALMinSyncInterval = func() time.Duration { return interval }
+		}
 	}
 	// Bloom filters let a read of a key that has no state yet (every new
 	// key) skip the tables that cannot hold it.

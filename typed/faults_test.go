@@ -761,3 +761,23 @@ func TestStartDoesNotWaitForTheSyncInterval(t *testing.T) {
 		sameCounts(t, latest(sink.rows()), expectedCounts(in))
 	})
 }
+
+// TestSyncedPlansWaitForNoInterval: with SyncInterval and a sink that
+// needs each batch's plan synced before it runs (a ForeachWriter that
+// skips a batch id it has seen), the plans' syncs do not wait for the
+// interval after the sync before them: six batches with an interval of an
+// hour take no hour of the bubble's clock, where each waited for one.
+func TestSyncedPlansWaitForNoInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		in := clicks(6, 7)
+		w := &skippingWriter{handled: map[int64]bool{}}
+		start := time.Now()
+		runSyncedHourly(t, vfs.NewMem(), in, 1, typed.ForeachSink[fixtures.Click](w))
+		if took := time.Since(start); took >= time.Hour {
+			t.Fatalf("six batches took %v of the bubble's clock: the plans' syncs waited for the interval", took)
+		}
+		if !slices.Equal(w.rows, in) {
+			t.Fatalf("the writer got %v, want %v", w.rows, in)
+		}
+	})
+}
