@@ -32,10 +32,13 @@ type compiler struct {
 	partition string
 	rowBytes  int
 	// source names the input of the row being pushed, and record is the
-	// record it was decoded from (nil for a memory stream's): what a
-	// dead letter of the row says (see outOfRange).
-	source string
-	record *runtime.Record
+	// record it was decoded from, while hasRecord says there is one (not
+	// for a memory stream's rows): what a dead letter of the row says
+	// (see outOfRange). A copy, not a pointer to the decoder's argument,
+	// which would move every record to the heap.
+	source    string
+	record    runtime.Record
+	hasRecord bool
 	// eventTime is the event time of the row being pushed, set by
 	// WithWatermark (zero before it), and eventNanos the same in Unix
 	// nanoseconds (runtime.ClampedNanos); eventRow is that row, and
@@ -424,8 +427,8 @@ func (c *compiler) outOfRange(ns int64) bool {
 	}
 	l := runtime.DeadLetter{Source: c.source, Error: fmt.Sprintf("event time %s is outside the times the engine keeps (%s to %s)",
 		at, minEventTime.Format(time.DateOnly), maxEventTime.Format(time.DateOnly))}
-	if r := c.record; r != nil {
-		l.Position, l.Raw = r.Position, string(r.Data)
+	if c.hasRecord {
+		l.Position, l.Raw = c.record.Position, string(c.record.Data)
 	}
 	c.batch.DeadLetter(l)
 	return true

@@ -107,7 +107,7 @@ func FromMemory[T any](m *MemoryStream[T]) Stream[T] {
 				rows := m.rows[from:min(to, len(m.rows))]
 				m.mu.Unlock()
 				c.input, c.partition, c.rowBytes, c.eventTime = input, "memory", 0, time.Time{}
-				c.source, c.record = m.Name(), nil
+				c.source, c.hasRecord = m.Name(), false
 				if len(rows) > 0 {
 					b.MarkActive(input, "memory")
 				}

@@ -99,11 +99,11 @@ func FromFunc[T any](src runtime.Source, decode func(r runtime.Record) (T, error
 						return nil
 					}
 					c.partition, c.rowBytes, c.eventTime = r.Partition, len(r.Data), time.Time{}
-					c.source, c.record = src.Name(), &r
+					c.source, c.record, c.hasRecord = src.Name(), r, true
 					b.MarkActive(input, r.Partition)
 					row = t
 					emit(&row)
-					c.record = nil
+					c.record, c.hasRecord = runtime.Record{}, false
 					return nil
 				})
 			}})
