@@ -479,7 +479,11 @@ func (c *CheckpointReader) Summary() (CheckpointSummary, error) {
 			mark, _ := splitWatermarkKey(key)
 			n = max(n, mark+1)
 		}
-		sum.NextWatermark = nextWatermark(sum.Progress, n, MinWatermark, MinWatermark, nil)
+		policy := MinWatermark
+		if sum.Meta.WatermarkPolicy == MaxWatermark.String() {
+			policy = MaxWatermark // the checkpoint's (Meta.WatermarkPolicy)
+		}
+		sum.NextWatermark = nextWatermark(sum.Progress, n, policy, MinWatermark, nil)
 	}
 	planned, ok, err := c.PlannedBatch()
 	if err != nil {

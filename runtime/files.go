@@ -43,9 +43,11 @@ type FilesOptions struct {
 	// its newest end, and older files wait for batches with room for them
 	// (the processed-file log keeps them from being forgotten, whatever
 	// MaxFileAge). With MaxFilesPerTrigger, MaxFileAge is not used at all,
-	// as in Spark: the log forgets no file, and a file that appears with
-	// an old modification time is read. Within a batch files are read
-	// oldest first either way.
+	// as in Spark: the log forgets no file from then on, and a file that
+	// appears with an old modification time is read (unless it is older
+	// than what a log compacted by an earlier start without them forgot:
+	// such a file is taken as read). Within a batch files are read oldest
+	// first either way.
 	LatestFirst bool
 	// Name names the source in progress reports and the checkpoint, which
 	// keeps the processed-file log under it. The default is "files:"
@@ -206,7 +208,9 @@ const maxLinePrefix = 1 << 10
 // read), and a file that old is taken as read when it is listed. So the
 // offset stored with each batch, and the work of planning a batch beyond
 // listing the directory, are bounded by the files of the last MaxFileAge,
-// not by every file ever read. Each batch still lists the directory, and
+// not by every file ever read (except with LatestFirst and
+// MaxFilesPerTrigger, whose log, as Spark's, forgets nothing and grows
+// with every file read). Each batch still lists the directory, and
 // asks for the modification time of each file the log does not hold,
 // forgotten ones included: move files that have been read out of the
 // directory when it grows large.

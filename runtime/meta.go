@@ -296,7 +296,9 @@ func (s *Store) checkMeta(current Meta, changes metaChanges, warn func(string)) 
 	}
 	current.ID = stored.ID
 	if p := stored.WatermarkPolicy; p != "" && p != current.WatermarkPolicy {
-		warn(fmt.Sprintf("the checkpoint's query combines its watermarks by MultipleWatermarkPolicy %q, which it keeps: this start's %q is not used (a checkpoint's watermark policy cannot change)", p, current.WatermarkPolicy))
+		if changes.policyAsked {
+			warn(fmt.Sprintf("the checkpoint's query combines its watermarks by MultipleWatermarkPolicy %q, which it keeps: this start's %q is not used (a checkpoint's watermark policy cannot change)", p, current.WatermarkPolicy))
+		}
 		current.WatermarkPolicy = p
 	}
 	return current, s.writeMeta(current)
@@ -430,6 +432,10 @@ type metaChanges struct {
 	// run, may have been deleted with the changelog's start: a missing
 	// one is then the start's, not damage.
 	restored bool
+	// policyAsked says the start asked for its watermark policy
+	// (MultipleWatermarkPolicy): only then is it warned that the
+	// checkpoint keeps another.
+	policyAsked bool
 }
 
 // dropVariable is a variable whose data the operator deletes.

@@ -212,15 +212,19 @@ func TestNoDirectoryChangesOnceFailed(t *testing.T) {
 }
 
 // TestStoredWatermarkPolicy: a start keeps the checkpoint's watermark
-// policy, warning when it asked for another; a checkpoint written before
+// policy, warning when it asked for another (not when it asked for none); a checkpoint written before
 // the policy was kept takes the start's; a policy that is neither is
 // refused as corrupt.
 func TestStoredWatermarkPolicy(t *testing.T) {
 	meta := func(policy string) Meta {
 		return Meta{Format: FormatVersion, ID: "q", Sources: []string{"s"}, WatermarkPolicy: policy}
 	}
-	for _, c := range []struct{ stored, asked, want, warned, refused string }{
+	for _, c := range []struct {
+		stored, asked, want, warned, refused string
+		byDefault                            bool // the start did not ask: asked is the default
+	}{
 		{stored: "max", asked: "min", want: "max", warned: `MultipleWatermarkPolicy "max", which it keeps: this start's "min" is not used`},
+		{stored: "max", asked: "min", want: "max", byDefault: true},
 		{stored: "min", asked: "max", want: "min", warned: `MultipleWatermarkPolicy "min", which it keeps`},
 		{stored: "max", asked: "max", want: "max"},
 		{stored: "", asked: "max", want: "max"},
@@ -235,7 +239,7 @@ func TestStoredWatermarkPolicy(t *testing.T) {
 			t.Fatal(err)
 		}
 		var warnings []string
-		got, err := s.checkMeta(meta(c.asked), metaChanges{}, func(w string) { warnings = append(warnings, w) })
+		got, err := s.checkMeta(meta(c.asked), metaChanges{policyAsked: !c.byDefault}, func(w string) { warnings = append(warnings, w) })
 		switch {
 		case c.refused != "":
 			if !errors.Is(err, ErrIncompatibleCheckpoint) || !strings.Contains(err.Error(), c.refused) {

@@ -57,6 +57,8 @@ type config struct {
 	closeTimeout    time.Duration
 	progressLog     *slog.Logger
 	watermarkPolicy WatermarkPolicy
+	// watermarkPolicySet says the start asked for watermarkPolicy.
+	watermarkPolicySet bool
 	// partitionWatermarkPolicy combines a watermark's source partitions.
 	partitionWatermarkPolicy WatermarkPolicy
 	operatorChecks           []func([]OperatorInfo) error

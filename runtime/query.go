@@ -178,7 +178,7 @@ func Start(ctx context.Context, plan *Plan, opts ...Option) (*Query, error) {
 	meta := planMeta(plan)
 	meta.ID = newID()
 	meta.WatermarkPolicy = cfg.watermarkPolicy.String()
-	meta, err = store.checkMeta(meta, metaChanges{pipeline: cfg.allowChanges, fieldLoss: cfg.allowFieldLoss, restored: store.keepDeleted}, func(w string) { slog.Warn("streamgen: " + w) })
+	meta, err = store.checkMeta(meta, metaChanges{pipeline: cfg.allowChanges, fieldLoss: cfg.allowFieldLoss, restored: store.keepDeleted, policyAsked: cfg.watermarkPolicySet}, func(w string) { slog.Warn("streamgen: " + w) })
 	if failed := store.Err(); failed != nil {
 		err = failed // the metadata's read or write met a storage fault
 	}

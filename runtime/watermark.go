@@ -70,7 +70,7 @@ func (p WatermarkPolicy) String() string {
 // combines the watermarks by that one, and logs a warning if it asked for
 // another, as Spark keeps its policy in a checkpoint's offset log.
 func MultipleWatermarkPolicy(p WatermarkPolicy) Option {
-	return optionFunc(func(c *config) { c.watermarkPolicy = p })
+	return optionFunc(func(c *config) { c.watermarkPolicy, c.watermarkPolicySet = p, true })
 }
 
 // PartitionWatermarkPolicy sets how each WithWatermark's input combines

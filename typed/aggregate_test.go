@@ -686,6 +686,69 @@ func TestWindowsReadTheirRowsEventTime(t *testing.T) {
 	}
 }
 
+// TestEventTimesOutOfRangeElsewhere: the rows of TestEventTimesOutOfRange
+// whose times are outside those kept are dead letters, with their own
+// positions, for session windows and Kafka Streams' sliding windows,
+// which read the time when the batch runs, and behind a MapAsync, which
+// writes a row it held back after later records were read; the good
+// rows' windows are all within the times kept.
+func TestEventTimesOutOfRangeElsewhere(t *testing.T) {
+	clickTime := func(c *fixtures.Click) time.Time { return c.Time }
+	for _, tc := range []struct {
+		name    string
+		windows typed.Windows
+		async   bool
+	}{
+		{"session", typed.Session(10 * time.Second), false},
+		{"time difference", typed.TimeDifference(10 * time.Second), false},
+		{"tumbling behind MapAsync", typed.Tumbling(10 * time.Second), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "clicks.json"), []byte(strings.Join(outOfRangeLines, "\n")+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			in := typed.From[fixtures.Click](runtime.FilesSource(dir, runtime.FilesOptions{}))
+			if tc.async {
+				in = typed.MapAsync(in, func(_ context.Context, c fixtures.Click) (fixtures.Click, error) { return c, nil }, 2)
+				in = typed.WithWatermark(in, clickTime, time.Hour)
+			}
+			ws := typed.GroupByWindow(in, clickTime, tc.windows, func(c *fixtures.Click) string { return c.User })
+			sink := newSink[windowCount]()
+			dead := runtime.DeadLetterMemory()
+			w := typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), sink).OutputMode(typed.Complete)
+			if err := runToEnd(t, w, newCheckpoint().opts(runtime.DeadLetters(dead))...); err != nil {
+				t.Fatal(err)
+			}
+			var positions []string
+			for _, l := range dead.Letters() {
+				positions = append(positions, l.Position)
+				if !strings.Contains(l.Raw, `"user":"odd"`) {
+					t.Errorf("dead letter %+v: the bytes of another row", l)
+				}
+			}
+			if want := []string{"clicks.json:2", "clicks.json:4", "clicks.json:5"}; !slices.Equal(positions, want) {
+				t.Fatalf("dead letters at %q, want %q", positions, want)
+			}
+			for _, r := range sink.rows() {
+				if r.User == "odd" || r.Window.Start.Year() != 2024 || !r.Window.End.After(r.Window.Start) {
+					t.Errorf("row %+v", r)
+				}
+			}
+		})
+	}
+}
+
+// outOfRangeLines are clicks, three of them at times outside those kept.
+var outOfRangeLines = []string{
+	`{"user":"a","time":"2024-05-01T10:00:01Z","page":"p"}`,
+	`{"user":"odd","time":"0001-01-01T00:00:00Z","page":"p"}`,
+	`{"user":"a","time":"2024-05-01T10:00:07Z","page":"p"}`,
+	`{"user":"odd","time":"9999-12-31T23:59:59Z","page":"p"}`,
+	`{"user":"odd","time":"1677-09-21T00:12:54.9Z","page":"p"}`,
+	`{"user":"b","time":"2024-05-01T10:00:12Z","page":"p"}`,
+}
+
 // TestEventTimesOutOfRange: a row whose event time is outside the times
 // the engine keeps (1700 to 2200: Go's zero time, of a field never set;
 // the year 9999; an instant near the end of int64 nanoseconds) is a dead
@@ -695,14 +758,7 @@ func TestWindowsReadTheirRowsEventTime(t *testing.T) {
 // windows, billions of them), and the other rows are counted as a plain
 // loop counts them.
 func TestEventTimesOutOfRange(t *testing.T) {
-	lines := []string{
-		`{"user":"a","time":"2024-05-01T10:00:01Z","page":"p"}`,
-		`{"user":"odd","time":"0001-01-01T00:00:00Z","page":"p"}`,
-		`{"user":"a","time":"2024-05-01T10:00:07Z","page":"p"}`,
-		`{"user":"odd","time":"9999-12-31T23:59:59Z","page":"p"}`,
-		`{"user":"odd","time":"1677-09-21T00:12:54.9Z","page":"p"}`,
-		`{"user":"b","time":"2024-05-01T10:00:12Z","page":"p"}`,
-	}
+	lines := outOfRangeLines
 	clickTime := func(c *fixtures.Click) time.Time { return c.Time }
 	for _, tc := range []struct {
 		name, kind string

@@ -1,6 +1,7 @@
 package typed
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -86,10 +87,19 @@ type rowPlace struct {
 	rowBytes  int
 	eventTime time.Time
 	lateRow   func() func()
+	// source, record and hasRecord are the compiler's: record's bytes a
+	// copy, since the source reuses its buffer once the read goes on.
+	source    string
+	record    runtime.Record
+	hasRecord bool
 }
 
 func (c *compiler) place() rowPlace {
-	p := rowPlace{input: c.input, partition: c.partition, rowBytes: c.rowBytes, eventTime: c.eventTime}
+	p := rowPlace{input: c.input, partition: c.partition, rowBytes: c.rowBytes, eventTime: c.eventTime,
+		source: c.source, hasRecord: c.hasRecord}
+	if c.hasRecord {
+		p.record = runtime.Record{Position: c.record.Position, Data: bytes.Clone(c.record.Data)}
+	}
 	if c.lateRow != nil {
 		// The pushed row's own sender: the WithWatermark's lateRow
 		// sends whichever row it pushes when called.
@@ -101,6 +111,7 @@ func (c *compiler) place() rowPlace {
 
 func (c *compiler) setPlace(p rowPlace) {
 	c.input, c.partition, c.rowBytes, c.eventTime, c.lateRow = p.input, p.partition, p.rowBytes, p.eventTime, p.lateRow
+	c.source, c.record, c.hasRecord = p.source, p.record, p.hasRecord
 }
 
 // asyncFailure is the first call of a batch that failed, which cancels

@@ -101,7 +101,17 @@ func aggregateSessions[K comparable, T, Acc, Out, Row any, PA codec.RecordPtr[Ac
 				}
 			}
 		}
-		op.index = c.addOperator(func() { ks.s.attach(c, add) }, op, info)
+		fn := funcPointer(ws.eventTime)
+		op.index = c.addOperator(func() {
+			ks.s.attach(c, func(r *T) {
+				// A time the WithWatermark pushing the row read was judged
+				// there; one read here is judged here (see outOfRange).
+				if ns, pushed := eventNanosOf(c, r, fn, ws.eventTime); !pushed && c.outOfRange(ns) {
+					return
+				}
+				add(r)
+			})
+		}, op, info)
 	}})
 }
 

@@ -63,7 +63,16 @@ func aggregateTimeDifference[K comparable, T, Acc, Out, Row any, PA codec.Record
 				return 1
 			}
 		}
-		op.index = c.addOperator(func() { ks.s.attach(c, op.add) }, op, info)
+		fn := funcPointer(ws.eventTime)
+		op.index = c.addOperator(func() {
+			ks.s.attach(c, func(r *T) {
+				// (See the session windows' check.)
+				if ns, pushed := eventNanosOf(c, r, fn, ws.eventTime); !pushed && c.outOfRange(ns) {
+					return
+				}
+				op.add(r)
+			})
+		}, op, info)
 	}})
 }
 

@@ -410,3 +410,25 @@ func TestWatermarkPolicyIsTheCheckpoints(t *testing.T) {
 	}
 	q.stop()
 }
+
+// TestSummaryWatermarkByTheCheckpointsPolicy: streamgen inspect tells the
+// watermark of the next batch by the checkpoint's policy: with
+// MaxWatermark, delays of 10 s and 15 s and rows at 20 s and 30 s, 15 s.
+func TestSummaryWatermarkByTheCheckpointsPolicy(t *testing.T) {
+	first, second, w := twoStreamsSummed(10*time.Second, 15*time.Second)
+	ck := newCheckpoint()
+	q := startLive(t, w, runtime.NewManualClock(seconds(1_000_000)), append(ck.opts(), runtime.MultipleWatermarkPolicy(runtime.MaxWatermark))...)
+	first.Add(valueRows(20)...)
+	second.Add(valueRows(30)...)
+	q.trigger()
+	q.stop()
+	c, _ := openCheckpoint(t, ck.fs)
+	sum, err := c.Summary()
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sum.NextWatermark.Equal(seconds(15)) {
+		t.Fatalf("the checkpoint's summary: next watermark %v, want %v", sum.NextWatermark, seconds(15))
+	}
+}
