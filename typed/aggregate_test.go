@@ -704,39 +704,52 @@ func TestEventTimesOutOfRangeElsewhere(t *testing.T) {
 		{"tumbling behind MapAsync", typed.Tumbling(10 * time.Second), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, "clicks.json"), []byte(strings.Join(outOfRangeLines, "\n")+"\n"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			in := typed.From[fixtures.Click](runtime.FilesSource(dir, runtime.FilesOptions{}))
+			stage := func(in typed.Stream[fixtures.Click]) typed.Stream[fixtures.Click] { return in }
 			if tc.async {
-				in = typed.MapAsync(in, func(_ context.Context, c fixtures.Click) (fixtures.Click, error) { return c, nil }, 2)
-				in = typed.WithWatermark(in, clickTime, time.Hour)
-			}
-			ws := typed.GroupByWindow(in, clickTime, tc.windows, func(c *fixtures.Click) string { return c.User })
-			sink := newSink[windowCount]()
-			dead := runtime.DeadLetterMemory()
-			w := typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), sink).OutputMode(typed.Complete)
-			if err := runToEnd(t, w, newCheckpoint().opts(runtime.DeadLetters(dead))...); err != nil {
-				t.Fatal(err)
-			}
-			var positions []string
-			for _, l := range dead.Letters() {
-				positions = append(positions, l.Position)
-				if !strings.Contains(l.Raw, `"user":"odd"`) {
-					t.Errorf("dead letter %+v: the bytes of another row", l)
+				stage = func(in typed.Stream[fixtures.Click]) typed.Stream[fixtures.Click] {
+					in = typed.MapAsync(in, func(_ context.Context, c fixtures.Click) (fixtures.Click, error) { return c, nil }, 2)
+					return typed.WithWatermark(in, clickTime, time.Hour)
 				}
 			}
-			if want := []string{"clicks.json:2", "clicks.json:4", "clicks.json:5"}; !slices.Equal(positions, want) {
-				t.Fatalf("dead letters at %q, want %q", positions, want)
-			}
-			for _, r := range sink.rows() {
+			for _, r := range countOutOfRange(t, tc.windows, stage) {
 				if r.User == "odd" || r.Window.Start.Year() != 2024 || !r.Window.End.After(r.Window.Start) {
 					t.Errorf("row %+v", r)
 				}
 			}
 		})
 	}
+}
+
+// countOutOfRange counts outOfRangeLines, read from a file, per window
+// and user, through the stages that stage adds before GroupByWindow,
+// in Complete mode, and returns the rows written; it checks that the
+// rows outside the times kept, and they alone, are dead letters with
+// their own positions and bytes.
+func countOutOfRange(t *testing.T, windows typed.Windows, stage func(typed.Stream[fixtures.Click]) typed.Stream[fixtures.Click]) []windowCount {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "clicks.json"), []byte(strings.Join(outOfRangeLines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in := stage(typed.From[fixtures.Click](runtime.FilesSource(dir, runtime.FilesOptions{})))
+	ws := typed.GroupByWindow(in, func(c *fixtures.Click) time.Time { return c.Time }, windows, func(c *fixtures.Click) string { return c.User })
+	sink := newSink[windowCount]()
+	dead := runtime.DeadLetterMemory()
+	w := typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), sink).OutputMode(typed.Complete)
+	if err := runToEnd(t, w, newCheckpoint().opts(runtime.DeadLetters(dead))...); err != nil {
+		t.Fatal(err)
+	}
+	var positions []string
+	for _, l := range dead.Letters() {
+		positions = append(positions, l.Position)
+		if !strings.Contains(l.Error, "is outside the times the engine keeps (1700-01-01 to 2200-01-01)") || !strings.Contains(l.Raw, `"user":"odd"`) {
+			t.Errorf("dead letter %+v: not the row's own", l)
+		}
+	}
+	if want := []string{"clicks.json:2", "clicks.json:4", "clicks.json:5"}; !slices.Equal(positions, want) {
+		t.Fatalf("dead letters at %q, want %q", positions, want)
+	}
+	return sink.rows()
 }
 
 // outOfRangeLines are clicks, three of them at times outside those kept.
@@ -771,31 +784,13 @@ func TestEventTimesOutOfRange(t *testing.T) {
 	} {
 		for _, watermarked := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/watermarked=%v", tc.name, watermarked), func(t *testing.T) {
-				dir := t.TempDir()
-				if err := os.WriteFile(filepath.Join(dir, "clicks.json"), []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				in := typed.From[fixtures.Click](runtime.FilesSource(dir, runtime.FilesOptions{}))
-				if watermarked {
-					in = typed.WithWatermark(in, clickTime, time.Hour)
-				}
-				ws := typed.GroupByWindow(in, clickTime, tc.windows, func(c *fixtures.Click) string { return c.User })
-				sink := newSink[windowCount]()
-				dead := runtime.DeadLetterMemory()
-				w := typed.WriteTo(typed.AggregateWindows(ws, typed.Count[fixtures.Click](), countRow), sink).OutputMode(typed.Complete)
-				if err := runToEnd(t, w, newCheckpoint().opts(runtime.DeadLetters(dead))...); err != nil {
-					t.Fatal(err)
-				}
-				var positions []string
-				for _, l := range dead.Letters() {
-					positions = append(positions, l.Position)
-					if !strings.Contains(l.Error, "is outside the times the engine keeps (1700-01-01 to 2200-01-01)") || !strings.Contains(l.Raw, `"user":"odd"`) {
-						t.Errorf("dead letter %+v", l)
+				stage := func(in typed.Stream[fixtures.Click]) typed.Stream[fixtures.Click] {
+					if watermarked {
+						in = typed.WithWatermark(in, clickTime, time.Hour)
 					}
+					return in
 				}
-				if want := []string{"clicks.json:2", "clicks.json:4", "clicks.json:5"}; !slices.Equal(positions, want) {
-					t.Fatalf("dead letters at %q, want %q", positions, want)
-				}
+				rows := countOutOfRange(t, tc.windows, stage)
 				// The plain loop: each good row in each of its windows.
 				want := map[string]float64{}
 				for _, line := range lines {
@@ -811,7 +806,7 @@ func TestEventTimesOutOfRange(t *testing.T) {
 					}
 				}
 				got := map[string]float64{}
-				for _, r := range sink.rows() {
+				for _, r := range rows {
 					got[fmt.Sprintf("%s %v %v", r.User, r.Window.Start.Unix(), r.Window.End.Unix())] = r.Value
 				}
 				if !maps.Equal(got, want) {
