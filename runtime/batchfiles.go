@@ -81,14 +81,23 @@ func (f *BatchFiles) Publish(batchID int64) error {
 	if !f.published {
 		return nil
 	}
-	err := os.Rename(filepath.Join(f.dir, f.pendingName(batchID)), filepath.Join(f.dir, f.Name(batchID)))
+	err := f.unhide(batchID)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil // a batch without rows, or published already
 	case err != nil:
-		return fmt.Errorf("publish batch %d's file: %w", batchID, err)
+		return err
 	}
 	return atomicfile.SyncDir(f.dir)
+}
+
+// unhide renames batch id's pending file to its name, without syncing
+// the directory.
+func (f *BatchFiles) unhide(batchID int64) error {
+	if err := os.Rename(filepath.Join(f.dir, f.pendingName(batchID)), filepath.Join(f.dir, f.Name(batchID))); err != nil {
+		return fmt.Errorf("publish batch %d's file: %w", batchID, err)
+	}
+	return nil
 }
 
 // Name returns the file name of batch id.
@@ -210,8 +219,8 @@ func (f *BatchFiles) RemoveAfter(ctx context.Context, batchID int64) error {
 		case pending:
 			// Of a batch committed and durable whose process died
 			// before it was published.
-			if err := os.Rename(filepath.Join(f.dir, e.Name()), filepath.Join(f.dir, f.Name(id))); err != nil {
-				return fmt.Errorf("publish batch %d's file: %w", id, err)
+			if err := f.unhide(id); err != nil {
+				return err
 			}
 		default:
 			continue

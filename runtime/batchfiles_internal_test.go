@@ -27,17 +27,7 @@ func TestBatchFilesRemoveWithNothingCommitted(t *testing.T) {
 	if err := letters.Write(b, 0, false, write); err != nil {
 		t.Fatal(err)
 	}
-	files := func() []string {
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, e := range entries {
-			names = append(names, e.Name())
-		}
-		return names
-	}
+	files := func() []string { return dirNames(t, dir, true) }
 	all := []string{".dead-letters-query", ".part-query", "dead-letters-0000000000.jsonl", "part-0000000000.jsonl", "part-0000000001.jsonl", "part-0000000002.jsonl"}
 	if got := files(); !slices.Equal(got, all) {
 		t.Fatalf("after the writes: %v, want %v", got, all)
@@ -107,20 +97,7 @@ func TestPublishedBatchFiles(t *testing.T) {
 	if err := letters.Write(ctx, 3, false, write); err != nil {
 		t.Fatal(err)
 	}
-	visible := func() []string {
-		t.Helper()
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, e := range entries {
-			if name := e.Name(); name[0] != '.' {
-				names = append(names, name)
-			}
-		}
-		return names
-	}
+	visible := func() []string { return dirNames(t, dir, false) }
 	if got, want := visible(), []string{"dead-letters-0000000003.jsonl"}; !slices.Equal(got, want) {
 		t.Fatalf("before any batch is published: %q, want %q", got, want)
 	}
@@ -136,15 +113,27 @@ func TestPublishedBatchFiles(t *testing.T) {
 	if got, want := visible(), []string{"dead-letters-0000000003.jsonl", "part-0000000000.jsonl", "part-0000000001.jsonl"}; !slices.Equal(got, want) {
 		t.Fatalf("after batch 0's publishing and a start after batch 1: %q, want %q", got, want)
 	}
+	for _, name := range dirNames(t, dir, true) {
+		if name != parts.markerName() && name != letters.markerName() && name[0] == '.' {
+			t.Errorf("%s left: batches 2 and 3 were not committed", name)
+		}
+	}
+}
+
+// dirNames lists the names in dir, in order, hidden ones too if hidden.
+func dirNames(t *testing.T, dir string, hidden bool) []string {
+	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	var names []string
 	for _, e := range entries {
-		if name := e.Name(); name != parts.markerName() && name != letters.markerName() && name[0] == '.' {
-			t.Errorf("%s left: batches 2 and 3 were not committed", name)
+		if name := e.Name(); hidden || name[0] != '.' {
+			names = append(names, name)
 		}
 	}
+	return names
 }
 
 // TestPublishedBatchFilesUnheld: the files of published batch files that
