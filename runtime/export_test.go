@@ -91,6 +91,15 @@ func SetKeepDecompressed(n int) func() {
 	return func() { keepDecompressed = old }
 }
 
+// SetLineBuffer sets the size of the buffer the files source reads a
+// file's lines through (at least 16), and returns a function that puts
+// it back.
+func SetLineBuffer(n int) func() {
+	old := lineBuffer
+	lineBuffer = n
+	return func() { lineBuffer = old }
+}
+
 // MarkedManifest returns the MANIFEST the commit file marks and the size
 // it marks, after waiting for Pebble's flushes and compactions to end.
 func (s *Store) MarkedManifest() (name string, size int64) {

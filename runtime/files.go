@@ -170,7 +170,8 @@ const maxLinePrefix = 1 << 10
 //
 // A file whose name ends in ".json" or ".jsonl" followed by ".gz",
 // ".bz2" or ".zst" is read decompressed (gzip, of one member or several
-// in a row; bzip2; zstd, of one frame or several), as Spark tells a
+// in a row, zero bytes after the last taken for padding as gzip(1) takes
+// them; bzip2; zstd, of one frame or several), as Spark tells a
 // file's compression by its extension. Its checksums come at the end of
 // what they cover, so such a file is read twice: once whole, to check it,
 // then for its lines; a file that is damaged, cut short or not
@@ -760,6 +761,10 @@ func checkCompressed(ctx context.Context, r *bufio.Reader, c compression) (conte
 	}
 }
 
+// lineBuffer is the size of the buffer a file's lines are read through:
+// a longer line is read in pieces. (A variable for the tests.)
+var lineBuffer = 64 << 10
+
 // keepDecompressed is the most of a compressed file's content that
 // checkCompressed keeps, so that a file that small is decompressed once.
 // (A variable for the tests.)
@@ -773,11 +778,16 @@ func decompress(f io.Reader, c compression) (io.Reader, func(), error) {
 	case gzipped:
 		// Several members in a row, as gzip writes appended files, are
 		// one stream.
-		z, err := gzip.NewReader(f)
+		b, ok := f.(*bufio.Reader)
+		if !ok {
+			b = bufio.NewReader(f)
+		}
+		z, err := gzip.NewReader(b)
 		if err != nil {
 			return nil, nil, fmt.Errorf("not a whole gzip file: %w", err)
 		}
-		return z, func() { z.Close() }, nil
+		z.Multistream(false)
+		return &gzipMembers{z: z, r: b}, func() { z.Close() }, nil
 	case bzipped:
 		return bzip2.NewReader(f), func() {}, nil
 	case zstded:
@@ -788,6 +798,74 @@ func decompress(f io.Reader, c compression) (io.Reader, func(), error) {
 		return z, z.Close, nil
 	}
 	return f, func() {}, nil
+}
+
+// gzipMembers reads the members of a gzip file one after another and,
+// as gzip(1) does ("trailing zero bytes ignored"), takes zero bytes after
+// the last for padding (a tape's, a preallocated file's) rather than a
+// damaged member: a member begins with 0x1f, never 0. Other bytes after a
+// member must be a whole member.
+type gzipMembers struct {
+	z    *gzip.Reader
+	r    *bufio.Reader // z's input
+	done bool
+}
+
+func (g *gzipMembers) Read(p []byte) (int, error) {
+	for !g.done {
+		n, err := g.z.Read(p)
+		if err != io.EOF {
+			return n, err
+		}
+		next, err := g.r.Peek(1)
+		switch {
+		case errors.Is(err, io.EOF):
+			g.done = true
+		case err != nil:
+			return n, err
+		case next[0] == 0:
+			if err := onlyZeros(g.r); err != nil {
+				return n, err
+			}
+			g.done = true
+		default:
+			if err := g.z.Reset(g.r); err != nil {
+				if err == io.EOF { // not the whole stream's end
+					err = io.ErrUnexpectedEOF
+				}
+				return n, err
+			}
+			g.z.Multistream(false)
+		}
+		if n > 0 {
+			return n, nil
+		}
+	}
+	return 0, io.EOF
+}
+
+// onlyZeros reads r to its end, and fails unless every byte is zero.
+func onlyZeros(r *bufio.Reader) error {
+	var at int64
+	for {
+		chunk, err := r.Peek(r.Buffered())
+		if len(chunk) == 0 {
+			chunk, err = r.Peek(1)
+		}
+		for i, c := range chunk {
+			if c != 0 {
+				return fmt.Errorf("gzip: byte %#x after %d zero bytes that follow a member: neither padding nor a member", c, at+int64(i))
+			}
+		}
+		at += int64(len(chunk))
+		r.Discard(len(chunk))
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // Next returns the offset of the next batch after committed: the first
@@ -970,7 +1048,7 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 		return line, s.bad(name, Record{Position: name, Err: err}, fn)
 	}
 	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
+	r := bufio.NewReaderSize(f, lineBuffer)
 	if _, c := cutCompression(name); c != uncompressed {
 		whole, empty, err := checkCompressed(ctx, r, c)
 		switch {
@@ -983,7 +1061,7 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 		case empty:
 			return line, nil
 		case whole != nil:
-			r = bufio.NewReaderSize(bytes.NewReader(whole), 64<<10)
+			r = bufio.NewReaderSize(bytes.NewReader(whole), lineBuffer)
 		default:
 			if _, err := f.Seek(0, io.SeekStart); err != nil {
 				return line, fmt.Errorf("%s: %w (the batch fails, and reads the file again when it runs again)", name, err)
@@ -994,7 +1072,7 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 				return line, s.bad(name, Record{Position: name, Err: err}, fn)
 			}
 			defer release()
-			r = bufio.NewReaderSize(content, 64<<10)
+			r = bufio.NewReaderSize(content, lineBuffer)
 		}
 	}
 	for number := 1; ; number++ {

@@ -1014,6 +1014,10 @@ func testFilesCompressed(t *testing.T) {
 	}
 	writeFile(t, dir, "small.jsonl.bz2", string(bz))
 	writeFile(t, dir, "empty.json.gz", "")
+	// Zero bytes after the last member are padding, as gzip(1) reads
+	// them; a byte other than zero among them is not.
+	writeFile(t, dir, "padded.json.gz", string(members)+strings.Repeat("\x00", 70000))
+	writeFile(t, dir, "trailing.json.gz", string(members)+strings.Repeat("\x00", 70000)+"\x01"+strings.Repeat("\x00", 10))
 	// Damaged: cut short within the second member, a corrupt body, not
 	// gzip at all, and a zstd frame cut short.
 	cut := members[:len(members)-len(gz(content[half:]))/2]
@@ -1049,6 +1053,7 @@ func testFilesCompressed(t *testing.T) {
 	}
 	sameLines("members.json.gz", byFile["members.json.gz"], want)
 	sameLines("z.jsonl.zst", byFile["z.jsonl.zst"], want)
+	sameLines("padded.json.gz", byFile["padded.json.gz"], want)
 	small := []runtime.Record{
 		{Partition: "files", Data: []byte(`{"id":1,"city":"Zürich"}`), Position: "x:1"},
 		{Partition: "files", Data: []byte(`{"id":2,"city":"Lyon"}`), Position: "x:2"},
@@ -1060,7 +1065,7 @@ func testFilesCompressed(t *testing.T) {
 	}
 	// A damaged file gives no lines (gzip's checksum is at the end of a
 	// member: lines read before it would be unchecked), only a dead letter.
-	for _, name := range []string{"cut.json.gz", "corrupt.json.gz", "text.json.gz"} {
+	for _, name := range []string{"cut.json.gz", "corrupt.json.gz", "text.json.gz", "trailing.json.gz"} {
 		recs := byFile[name]
 		if len(recs) != 1 || recs[0].Err == nil || recs[0].Position != name || recs[0].Data != nil {
 			t.Fatalf("%s: %+v, want one dead letter naming the file, without data", name, recs)
@@ -1069,8 +1074,8 @@ func testFilesCompressed(t *testing.T) {
 			t.Fatalf("%s: the dead letter says %q, want it to say the file is not a whole gzip file", name, msg)
 		}
 	}
-	if len(got) != 3*len(want)+len(small)+3 { // plain, members, z
-		t.Fatalf("%d records in all, want %d", len(got), 3*len(want)+len(small)+3)
+	if len(got) != 4*len(want)+len(small)+4 { // plain, members, z, padded
+		t.Fatalf("%d records in all, want %d", len(got), 4*len(want)+len(small)+4)
 	}
 	// FailOnBadFiles fails the read instead.
 	failing := runtime.FilesSource(dir, runtime.FilesOptions{FailOnBadFiles: true})
