@@ -30,8 +30,9 @@ var decompressor = kgo.DefaultDecompressor()
 // fetchRange calls fn for each record of tp from offset from up to, not
 // including, to, in offset order. It fetches from the partition's
 // leader with its own fetch requests (no consumer, no group), decoded by
-// kgo.ProcessFetchPartition with the read_committed isolation level, so
-// control records and aborted transactions are skipped and the offset
+// kgo.ProcessFetchPartition with the source's isolation level, so
+// control records (and, read_committed, aborted transactions) are
+// skipped and the offset
 // still moves past them: the read ends when the next offset to fetch
 // reaches to, even when the last offsets before it hold no record to
 // return.
@@ -178,8 +179,26 @@ type fetched struct {
 	err    error
 }
 
+// isolationLevel is the isolation level of the source's fetches and
+// listings, as Kafka's protocol numbers it: 1, read_committed, or 0,
+// read_uncommitted (Options.ReadUncommitted).
+func (s *TopicSource) isolationLevel() int8 {
+	if s.opts.ReadUncommitted {
+		return 0
+	}
+	return 1
+}
+
+// isolation is isolationLevel for decoding a fetch.
+func (s *TopicSource) isolation() kgo.IsolationLevel {
+	if s.opts.ReadUncommitted {
+		return kgo.ReadUncommitted()
+	}
+	return kgo.ReadCommitted()
+}
+
 // fetchDecoded fetches tp at offset and decodes the response as a
-// read_committed consumer does, up to the record batch that holds the
+// consumer of the source's isolation level does, up to the record batch that holds the
 // offset before to: the batches after it are not decoded, since the read
 // stops at to.
 func (s *TopicSource) fetchDecoded(ctx context.Context, client *kgo.Client, tp topicPartition, meta partitionMeta, offset, to int64) fetched {
@@ -191,7 +210,7 @@ func (s *TopicSource) fetchDecoded(ctx context.Context, client *kgo.Client, tp t
 	size := len(part.RecordBatches)
 	fp, after := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 		Offset:         offset,
-		IsolationLevel: kgo.ReadCommitted(),
+		IsolationLevel: s.isolation(),
 		Topic:          tp.topic,
 		Partition:      tp.partition,
 	}, part, decompressor, nil)
@@ -252,7 +271,7 @@ func (s *TopicSource) fetchOnce(ctx context.Context, client *kgo.Client, tp topi
 	req.MaxWaitMillis = int32(fetchWait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = size
-	req.IsolationLevel = 1 // read_committed
+	req.IsolationLevel = s.isolationLevel()
 	rt := kmsg.NewFetchRequestTopic()
 	rt.Topic, rt.TopicID = tp.topic, meta.topicID
 	rp := kmsg.NewFetchRequestTopicPartition()

@@ -144,10 +144,10 @@ func (s *TopicSource) leaderOf(ctx context.Context, client *kgo.Client, tp topic
 }
 
 // listOffsets asks each partition's leader for an offset, with the
-// read_committed isolation level: at timestamp latestTimestamp the last
-// stable offset, at earliestTimestamp the log start offset, and at a
-// time in milliseconds the first offset whose timestamp is at or after
-// it, or the last stable offset when there is none. A partition whose
+// source's isolation level: at timestamp latestTimestamp the last stable
+// offset (read_uncommitted: the high watermark), at earliestTimestamp
+// the log start offset, and at a time in milliseconds the first offset
+// whose timestamp is at or after it, or the end when there is none. A partition whose
 // leader keeps failing is an error.
 func (s *TopicSource) listOffsets(ctx context.Context, client *kgo.Client, parts []topicPartition, timestamp int64) (offsets, error) {
 	return s.listOffsetsTrying(ctx, client, parts, timestamp, listAttempts, false, nil)
@@ -178,7 +178,7 @@ func (s *TopicSource) listOffsetsTrying(ctx context.Context, client *kgo.Client,
 		var retry, noneAfter []topicPartition
 		var failed error
 		req := kmsg.NewPtrListOffsetsRequest()
-		req.IsolationLevel = 1 // read_committed
+		req.IsolationLevel = s.isolationLevel()
 		byTopic := make(map[string]int)
 		for _, tp := range pending {
 			i, ok := byTopic[tp.topic]

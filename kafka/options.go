@@ -87,6 +87,18 @@ type Options struct {
 	// the new topic's records before it are not read.
 	OnDataLoss DataLoss
 
+	// ReadUncommitted reads as a consumer with
+	// isolation.level=read_uncommitted: the records of transactions still
+	// open and of those aborted as well, a batch planned up to each
+	// partition's high watermark, so that a transaction left open holds
+	// nothing back. It is the Kafka consumer's default, and so Spark's
+	// and Flink's unless kafka.isolation.level says otherwise. By default
+	// (false) the source reads as read_committed, Kafka Streams' choice
+	// with exactly-once: each committed record once, none of an aborted
+	// transaction, a batch planned up to the last stable offset. Either
+	// way a batch read again reads the same records.
+	ReadUncommitted bool
+
 	// CommitGroup, when set, commits the end offsets of each batch that
 	// read the source, once the batch is durable, to this consumer
 	// group, as Flink's Kafka source commits on each checkpoint: tools

@@ -112,7 +112,7 @@ func (s *TopicSource) prefetchFrom(ctx context.Context, client *kgo.Client, lead
 	req.MaxWaitMillis = int32(wait / time.Millisecond)
 	req.MinBytes = 1
 	req.MaxBytes = max(size, int32(min(len(tps)*int(size), prefetchBytes)))
-	req.IsolationLevel = 1 // read_committed
+	req.IsolationLevel = s.isolationLevel()
 	byTopic := make(map[string]int)
 	for _, tp := range tps {
 		i, ok := byTopic[tp.topic]
@@ -155,9 +155,13 @@ func (s *TopicSource) prefetchFrom(ctx context.Context, client *kgo.Client, lead
 			if !asked || answered[tp] || p.ErrorCode != 0 {
 				continue
 			}
-			// A read_committed reader's end; a broker that does not say
-			// leaves the partition to the listing.
+			// The reader's end (the last stable offset, read_committed;
+			// the high watermark, read_uncommitted); a broker that does
+			// not say leaves the partition to the listing.
 			end := p.LastStableOffset
+			if s.opts.ReadUncommitted {
+				end = p.HighWatermark
+			}
 			if end < 0 {
 				continue
 			}
@@ -179,7 +183,7 @@ func (s *TopicSource) prefetchFrom(ctx context.Context, client *kgo.Client, lead
 			size := len(p.RecordBatches)
 			fp, after := kgo.ProcessFetchPartition(kgo.ProcessFetchPartitionOpts{
 				Offset:         offset,
-				IsolationLevel: kgo.ReadCommitted(),
+				IsolationLevel: s.isolation(),
 				Topic:          tp.topic,
 				Partition:      tp.partition,
 			}, p, decompressor, nil)

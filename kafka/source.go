@@ -34,7 +34,8 @@ var ErrDataLoss = errors.New("streamgen: data loss")
 // seen; a source of given Partitions every 5 seconds, or when one is
 // missing or a fetch failed) and their last stable offsets, which are
 // their end offsets for a read_committed reader: records of transactions
-// still open are not planned. Where it knows where the next batch starts
+// still open are not planned (with Options.ReadUncommitted, their high
+// watermarks). Where it knows where the next batch starts
 // it learns those offsets from one fetch per leader from there, and the
 // batch's Read begins with the records that fetch returned. An idle
 // query waits for records with WaitForData (a runtime.DataWaiter), so a
@@ -43,7 +44,8 @@ var ErrDataLoss = errors.New("streamgen: data loss")
 // two offsets of each partition, partition after partition in order of
 // topic and partition number and each in offset order, so a batch read
 // again holds the same records in the same order: it skips control
-// records and the records of aborted transactions (read_committed), and
+// records and the records of aborted transactions (read_committed,
+// unless Options.ReadUncommitted), and
 // stops at the end offset even when more is there.
 //
 // A new query (no committed offsets) starts at StartingOffsets, resolved

@@ -75,3 +75,68 @@ func TestReadCommitted(t *testing.T) {
 		t.Fatalf("once it committed, read %v, want %v", got, want)
 	}
 }
+
+// TestReadUncommitted reads what TestReadCommitted writes with
+// ReadUncommitted, as a consumer with isolation.level=read_uncommitted
+// (Spark's and Flink's default): the aborted transaction's records too,
+// and those of a transaction still open without waiting for it, and a
+// query of the same checkpoint read again from its start reads the same.
+func TestReadUncommitted(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "txn", 1)
+	ctx := testContext(t)
+	producer, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), kgo.TransactionalID("streamgen-test"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	transaction := func(end *kgo.TransactionEndTry, records ...*kgo.Record) {
+		t.Helper()
+		if err := producer.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		if err := producer.ProduceSync(ctx, records...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+		if end != nil {
+			if err := producer.EndTransaction(ctx, *end); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	commit, abort := kgo.TryCommit, kgo.TryAbort
+	transaction(&commit, rateRecords("txn", 0, 0, 3)...)
+	produce(t, conn, rateRecords("txn", 0, 10, 2)...)
+	transaction(&abort, rateRecords("txn", 0, 20, 2)...)
+	transaction(nil, rateRecords("txn", 0, 30, 2)...)
+	produce(t, conn, rateRecords("txn", 0, 40, 1)...)
+
+	opts := kafka.Options{Connection: conn, Topics: []string{"txn"}, StartingOffsets: kafka.Earliest(), ReadUncommitted: true}
+	src := kafka.Source(opts)
+	defer src.Close()
+	sink := typed.NewMemorySink[fixtures.RateRow]()
+	ck := newCheckpoint()
+	runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), sink), ck)
+	want := []int64{0, 1, 2, 10, 11, 20, 21, 30, 31, 40}
+	if got := values(sink.Rows()); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+	if err := producer.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	produce(t, conn, rateRecords("txn", 0, 50, 1)...)
+	runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), sink), ck)
+	want = append(want, 50)
+	if got := values(sink.Rows()); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("once the open transaction aborted, read %v, want %v", got, want)
+	}
+
+	again := kafka.Source(opts)
+	defer again.Close()
+	replay := typed.NewMemorySink[fixtures.RateRow]()
+	runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](again), replay), newCheckpoint())
+	if got := values(replay.Rows()); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("read again from the start, read %v, want %v", got, want)
+	}
+}
