@@ -51,26 +51,7 @@ func TestOneFetchABatch(t *testing.T) {
 	defer admin.Close()
 	adm := kadm.NewClient(admin)
 	createTopic(t, adm, "pre", 3)
-	producer, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), kgo.TransactionalID("prefetch-test"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer producer.Close()
-	transaction := func(end *kgo.TransactionEndTry, records ...*kgo.Record) {
-		t.Helper()
-		if err := producer.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		if err := producer.ProduceSync(ctx, records...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		if end != nil {
-			if err := producer.EndTransaction(ctx, *end); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	producer, transaction := transactions(t, conn, "prefetch-test")
 
 	src := kafka.Source(kafka.Options{Connection: conn, Partitions: map[string][]int32{"pre": {0, 1, 2}}, StartingOffsets: kafka.Earliest()})
 	defer src.Close()

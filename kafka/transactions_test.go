@@ -12,25 +12,20 @@ import (
 	"github.com/streamgen/streamgen/typed"
 )
 
-// TestReadCommitted writes a committed transaction, plain records, an
-// aborted transaction (so the partition's last offsets before its end
-// hold no record to return), then leaves a transaction open: a query
-// reads the committed and plain records, ends its batch at the end
-// without waiting for records that will never come, and reads the open
-// transaction's records once it commits, never the aborted ones.
-func TestReadCommitted(t *testing.T) {
-	conn, adm := newCluster(t)
-	createTopic(t, adm, "txn", 1)
+// transactions returns a transactional producer to the cluster, records
+// partitioned by hand, and transaction, which produces records in a
+// transaction and ends it (kgo.TryCommit or kgo.TryAbort), or with end
+// nil leaves it open.
+func transactions(t *testing.T, conn kafka.Connection, id string) (producer *kgo.Client, transaction func(end *kgo.TransactionEndTry, records ...*kgo.Record)) {
+	t.Helper()
 	ctx := testContext(t)
-	producer, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), kgo.TransactionalID("streamgen-test"),
+	producer, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), kgo.TransactionalID(id),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer producer.Close()
-	// transaction produces records in a transaction and ends it, or
-	// leaves it open without end.
-	transaction := func(end *kgo.TransactionEndTry, records ...*kgo.Record) {
+	t.Cleanup(producer.Close)
+	return producer, func(end *kgo.TransactionEndTry, records ...*kgo.Record) {
 		t.Helper()
 		if err := producer.BeginTransaction(); err != nil {
 			t.Fatal(err)
@@ -44,6 +39,19 @@ func TestReadCommitted(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestReadCommitted writes a committed transaction, plain records, an
+// aborted transaction (so the partition's last offsets before its end
+// hold no record to return), then leaves a transaction open: a query
+// reads the committed and plain records, ends its batch at the end
+// without waiting for records that will never come, and reads the open
+// transaction's records once it commits, never the aborted ones.
+func TestReadCommitted(t *testing.T) {
+	conn, adm := newCluster(t)
+	createTopic(t, adm, "txn", 1)
+	ctx := testContext(t)
+	producer, transaction := transactions(t, conn, "streamgen-test")
 	commit, abort := kgo.TryCommit, kgo.TryAbort
 	transaction(&commit, rateRecords("txn", 0, 0, 3)...)
 	produce(t, conn, rateRecords("txn", 0, 10, 2)...)
@@ -85,26 +93,7 @@ func TestReadUncommitted(t *testing.T) {
 	conn, adm := newCluster(t)
 	createTopic(t, adm, "txn", 1)
 	ctx := testContext(t)
-	producer, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), kgo.TransactionalID("streamgen-test"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer producer.Close()
-	transaction := func(end *kgo.TransactionEndTry, records ...*kgo.Record) {
-		t.Helper()
-		if err := producer.BeginTransaction(); err != nil {
-			t.Fatal(err)
-		}
-		if err := producer.ProduceSync(ctx, records...).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		if end != nil {
-			if err := producer.EndTransaction(ctx, *end); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	producer, transaction := transactions(t, conn, "streamgen-test")
 	commit, abort := kgo.TryCommit, kgo.TryAbort
 	transaction(&commit, rateRecords("txn", 0, 0, 3)...)
 	produce(t, conn, rateRecords("txn", 0, 10, 2)...)
