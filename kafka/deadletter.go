@@ -45,7 +45,8 @@ type DeadLetterWriter struct {
 
 // DeadLetterTopic returns a dead-letter sink writing each dead letter as
 // one record of topic: its value the raw bytes of the record that failed
-// (for a Kafka record, its value), and its headers HeaderError,
+// (for a Kafka record, its value; a tombstone's letter is a tombstone),
+// and its headers HeaderError,
 // HeaderSource and HeaderPosition, and a BatchMark (the sink is
 // idempotent by batch id as the Kafka sink is: see TopicSink).
 //
@@ -123,6 +124,9 @@ func (d *DeadLetterWriter) WriteDeadLetters(ctx context.Context, batchID int64, 
 	records := make([]*kgo.Record, len(letters))
 	for i, l := range letters {
 		r := &kgo.Record{Topic: d.topic, Value: []byte(l.Raw)}
+		if l.NoValue { // a tombstone's letter is one
+			r.Value = nil
+		}
 		if original := originals[i]; original != nil {
 			r.Key = original.Key
 			r.Headers = slices.Clip(original.Headers)

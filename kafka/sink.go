@@ -436,7 +436,7 @@ func (s *TopicSink[T]) admit(ctx context.Context, batchID int64, records []*kgo.
 			}
 			continue
 		}
-		letter := runtime.DeadLetter{Source: s.Description(), Position: fmt.Sprintf("batch %d row %d", batchID, i), Error: why, Raw: string(r.Value), Meta: r}
+		letter := runtime.DeadLetter{Source: s.Description(), Position: fmt.Sprintf("batch %d row %d", batchID, i), Error: why, Raw: string(r.Value), NoValue: r.Value == nil, Meta: r}
 		if !runtime.RejectRow(ctx, letter) {
 			return nil, fmt.Errorf("streamgen: %s: batch %d: row %d: %s; give the query a dead-letter sink (runtime.DeadLetters) to write the other rows and keep this one there", s.what, batchID, i, why)
 		}

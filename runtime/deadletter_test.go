@@ -202,7 +202,8 @@ func TestBatchFilesRemovesStaleTemporaries(t *testing.T) {
 // (a Confluent value: magic byte, schema id 200, then a body with a byte
 // 0xFF) is kept byte for byte in the dead-letter file, base64-encoded as
 // rawBase64; a text record stays a readable raw string, its <, > and &
-// as they are.
+// as they are; a tombstone (no value) stays one, apart from a value of no
+// bytes.
 func TestDeadLetterDirKeepsBinaryBytes(t *testing.T) {
 	dir := t.TempDir()
 	binary := string([]byte{0x00, 0x00, 0x00, 0x00, 0xC8, '{', '"', 'a', '"', ':', 0xFF, '}'})
@@ -210,6 +211,8 @@ func TestDeadLetterDirKeepsBinaryBytes(t *testing.T) {
 	in := []runtime.DeadLetter{
 		{Source: "kafka:t", Position: "t/0@5", Error: "bad", Raw: binary},
 		{Source: "kafka:t", Position: "t/0@6", Error: "bad", Raw: text},
+		{Source: "kafka:t", Position: "t/0@7", Error: "bad", NoValue: true},
+		{Source: "kafka:t", Position: "t/0@8", Error: "bad"},
 	}
 	if err := runtime.DeadLetterDir(dir).WriteDeadLetters(context.Background(), 0, in); err != nil {
 		t.Fatal(err)
@@ -220,8 +223,8 @@ func TestDeadLetterDirKeepsBinaryBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("%d lines, want 2:\n%s", len(lines), data)
+	if len(lines) != 4 {
+		t.Fatalf("%d lines, want 4:\n%s", len(lines), data)
 	}
 	var first map[string]string
 	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
@@ -234,7 +237,36 @@ func TestDeadLetterDirKeepsBinaryBytes(t *testing.T) {
 	if want := `"raw":"{\"a\": \"<b> & c\"}"`; !strings.Contains(lines[1], want) {
 		t.Errorf("the text letter's line %s, want it to hold %s", lines[1], want)
 	}
+	if !strings.Contains(lines[2], `"noValue":true`) || strings.Contains(lines[3], "noValue") {
+		t.Errorf("a tombstone's letter %s and an empty value's %s: want noValue in the first only", lines[2], lines[3])
+	}
 	if back := readLetterFile(t, path); !slices.Equal(back, in) {
 		t.Errorf("read back %+v, want %+v", back, in)
 	}
+}
+
+// FuzzDeadLetterJSON: any letter written as JSON reads back as it was.
+func FuzzDeadLetterJSON(f *testing.F) {
+	f.Add("kafka:t", "t/0@5", "bad", "{\"a\": \"<b> & c\"}", false)
+	f.Add("files:in", "a.json:3", "line too long", "\x00\x00\x00\x00\xc8{\xff}", false)
+	f.Add("kafka:t", "t/1@0", "unexpected end", "", true)
+	f.Fuzz(func(t *testing.T, source, position, why, raw string, noValue bool) {
+		l := runtime.DeadLetter{Source: source, Position: position, Error: why, Raw: raw, NoValue: noValue && raw == ""}
+		data, err := l.MarshalJSON()
+		if err != nil {
+			t.Fatalf("MarshalJSON(%+v): %v", l, err)
+		}
+		var back runtime.DeadLetter
+		if err := json.Unmarshal(data, &back); err != nil {
+			t.Fatalf("%s does not read back: %v", data, err)
+		}
+		// JSON strings hold valid UTF-8: the other fields' invalid
+		// bytes become U+FFFD each, as encoding/json writes them; Raw's
+		// are kept, base64-encoded.
+		want := l
+		want.Source, want.Position, want.Error = string([]rune(source)), string([]rune(position)), string([]rune(why))
+		if back != want {
+			t.Fatalf("%s read back as %+v, want %+v", data, back, want)
+		}
+	})
 }

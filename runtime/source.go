@@ -229,6 +229,11 @@ type DeadLetter struct {
 	Position string `json:"position"`
 	Error    string `json:"error"`
 	Raw      string `json:"raw"`
+	// NoValue is set for a record that had no value at all, a Kafka
+	// tombstone (a null value), rather than one of no bytes: Raw is then
+	// empty, and kafka.DeadLetterTopic writes a tombstone. In JSON it is
+	// "noValue": true, left out when false.
+	NoValue bool `json:"noValue,omitempty"`
 	// Meta is what the letter's writer knows of the record beyond its
 	// bytes, for a dead-letter sink that keeps it: a Kafka sink's
 	// refused row gives its *kgo.Record, whose key and headers
@@ -270,11 +275,12 @@ func (l *DeadLetter) UnmarshalJSON(data []byte) error {
 		Error     string  `json:"error"`
 		Raw       string  `json:"raw"`
 		RawBase64 *[]byte `json:"rawBase64"`
+		NoValue   bool    `json:"noValue"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
-	*l = DeadLetter{Source: v.Source, Position: v.Position, Error: v.Error, Raw: v.Raw}
+	*l = DeadLetter{Source: v.Source, Position: v.Position, Error: v.Error, Raw: v.Raw, NoValue: v.NoValue}
 	if v.RawBase64 != nil {
 		l.Raw = string(*v.RawBase64)
 	}

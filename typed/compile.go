@@ -428,7 +428,7 @@ func (c *compiler) outOfRange(ns int64) bool {
 	l := runtime.DeadLetter{Source: c.source, Error: fmt.Sprintf("event time %s is outside the times the engine keeps (%s to %s)",
 		at, minEventTime.Format(time.DateOnly), maxEventTime.Format(time.DateOnly))}
 	if c.hasRecord {
-		l.Position, l.Raw = c.record.Position, string(c.record.Data)
+		l.Position, l.Raw, l.NoValue = c.record.Position, string(c.record.Data), c.record.Data == nil
 	}
 	c.batch.DeadLetter(l)
 	return true

@@ -95,7 +95,7 @@ func FromFunc[T any](src runtime.Source, decode func(r runtime.Record) (T, error
 					t, err := decode(r)
 					c.stage = ""
 					if err != nil {
-						b.DeadLetter(runtime.DeadLetter{Source: src.Name(), Position: r.Position, Error: err.Error(), Raw: string(r.Data)})
+						b.DeadLetter(runtime.DeadLetter{Source: src.Name(), Position: r.Position, Error: err.Error(), Raw: string(r.Data), NoValue: r.Data == nil})
 						return nil
 					}
 					c.partition, c.rowBytes, c.eventTime = r.Partition, len(r.Data), time.Time{}
