@@ -1040,7 +1040,8 @@ func (s *filesSource) DescribeOffset(offset json.RawMessage) string {
 // bad input in it. line is a buffer to reuse; readFile returns it, perhaps
 // grown.
 func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn func(Record) error) ([]byte, error) {
-	f, err := openRegular(filepath.Join(s.root, name))
+	path := filepath.Join(s.root, name)
+	f, info, err := openRegular(path)
 	if err != nil {
 		if systemFault(err) {
 			return line, fmt.Errorf("%s: %w (the system's fault, not the file's: the batch fails, and reads the file again when it runs again)", name, err)
@@ -1048,6 +1049,7 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 		return line, s.bad(name, Record{Position: name, Err: err}, fn)
 	}
 	defer f.Close()
+	meta := &FileMeta{Path: path, Name: name, Size: info.Size(), ModTime: info.ModTime(), Partitions: partitionsOf(name)}
 	r := bufio.NewReaderSize(f, lineBuffer)
 	if _, c := cutCompression(name); c != uncompressed {
 		whole, empty, err := checkCompressed(ctx, r, c)
@@ -1087,19 +1089,23 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 			// told apart into lines.
 			return line, s.bad(name, Record{Position: name, Err: fmt.Errorf("line %d: %w", number, err)}, fn)
 		case length > s.opts.MaxLineBytes:
+			meta.Line = number
 			rec := Record{
 				Data:     line[:min(len(line), s.opts.MaxLineBytes, maxLinePrefix)],
 				Position: name + ":" + strconv.Itoa(number),
 				Err:      fmt.Errorf("line too long: %d bytes, more than MaxLineBytes %d", length, s.opts.MaxLineBytes),
+				Meta:     meta,
 			}
 			if err := s.bad(name, rec, fn); err != nil {
 				return line, err
 			}
 		case len(bytes.TrimSpace(line)) > 0:
+			meta.Line = number
 			rec := Record{
 				Partition: filesPartition,
 				Data:      line,
 				Position:  name + ":" + strconv.Itoa(number),
+				Meta:      meta,
 			}
 			if err := fn(rec); err != nil {
 				return line, err
@@ -1116,6 +1122,97 @@ func (s *filesSource) readFile(ctx context.Context, name string, line []byte, fn
 			}
 		}
 	}
+}
+
+// FileMeta is the Meta of a files source's records (Record.Meta, which
+// typed.FromFunc's decoder sees): where a line is, as Spark's _metadata
+// column and its partition columns tell. A record's FileMeta is valid
+// only during the callback that gets it, as its Data is: the source
+// reuses it for the file's next line.
+type FileMeta struct {
+	// Path is the file's path: the source's Root joined with Name.
+	Path string
+	// Name is the file's name from the source's directory, as the
+	// processed-file log and the record's Position give it
+	// ("date=2026-12-06/a.json" with Recursive).
+	Name string
+	// Size is the file's size in bytes as stored (compressed or not), and
+	// ModTime its modification time, when it was opened.
+	Size    int64
+	ModTime time.Time
+	// Line is the line's number in the file, from 1.
+	Line int
+	// Partitions are the directories of Name of the form key=value, from
+	// the top, as Spark's partition discovery reads a partitioned
+	// directory (its partitionBy's layout, Hive's): with Recursive,
+	// "date=2026-12-06/hour=07/a.json" gives date 2026-12-06 and hour 07.
+	// Keys and values are unescaped as Spark escapes them (%XX).
+	Partitions []PartitionValue
+}
+
+// PartitionValue is one key=value directory above a file: see
+// FileMeta.Partitions.
+type PartitionValue struct {
+	Key, Value string
+	// Null is set for Spark's and Hive's directory of a null value,
+	// key=__HIVE_DEFAULT_PARTITION__; Value is then empty.
+	Null bool
+}
+
+// Partition returns the value of the partition directory key above the
+// file, and whether there is one and it is not null.
+func (m *FileMeta) Partition(key string) (value string, ok bool) {
+	for _, p := range m.Partitions {
+		if p.Key == key {
+			return p.Value, !p.Null
+		}
+	}
+	return "", false
+}
+
+// hiveNull is the name Spark and Hive give a partition directory of a
+// null value.
+const hiveNull = "__HIVE_DEFAULT_PARTITION__"
+
+// partitionsOf reads the key=value directories of a file's name. A
+// directory of another form, or whose escapes do not read, is not a
+// partition's.
+func partitionsOf(name string) []PartitionValue {
+	dirs := strings.Split(filepath.ToSlash(name), "/")
+	var parts []PartitionValue
+	for _, dir := range dirs[:len(dirs)-1] {
+		k, v, ok := strings.Cut(dir, "=")
+		if !ok || k == "" {
+			continue
+		}
+		p := PartitionValue{Key: unescapePathName(k), Value: unescapePathName(v)}
+		if v == hiveNull {
+			p.Value, p.Null = "", true
+		}
+		parts = append(parts, p)
+	}
+	return parts
+}
+
+// unescapePathName reads the escapes "%XX" of a partition directory's
+// key or value as Spark's ExternalCatalogUtils.unescapePathName does: a
+// "%" not followed by two hexadecimal digits is itself.
+func unescapePathName(s string) string {
+	if !strings.Contains(s, "%") {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' && i+2 < len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+3], 16, 8); err == nil {
+				b = append(b, byte(v))
+				i += 2
+				continue
+			}
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }
 
 // systemFault reports whether err, of an open or a read, is the
@@ -1181,26 +1278,27 @@ func (s *filesSource) KeepForDeadLetter(position string) {
 // openFile is os.OpenFile, or a test's.
 var openFile = os.OpenFile
 
-// openRegular opens path for reading if it is a regular file once links are
+// openRegular opens path for reading, and returns its information, if it
+// is a regular file once links are
 // followed. It opens without blocking, then checks: a plain open of a named
 // pipe would wait for a writer, perhaps for ever, and checking before
 // opening would leave a moment in which the file could be replaced.
 // (O_NONBLOCK does not change how a regular file is read.)
-func openRegular(path string) (*os.File, error) {
+func openRegular(path string) (*os.File, fs.FileInfo, error) {
 	f, err := openFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	info, err := f.Stat()
 	if err != nil {
 		f.Close()
-		return nil, err
+		return nil, nil, err
 	}
 	if !info.Mode().IsRegular() {
 		f.Close()
-		return nil, fmt.Errorf("%w: %s is %s", errNotRegular, path, describeType(info.Mode()))
+		return nil, nil, fmt.Errorf("%w: %s is %s", errNotRegular, path, describeType(info.Mode()))
 	}
-	return f, nil
+	return f, info, nil
 }
 
 // readLine appends to b the next line of r without its "\n" or "\r\n", and

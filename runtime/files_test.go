@@ -1211,6 +1211,78 @@ func TestFilesRecursiveAndGlob(t *testing.T) {
 	}
 }
 
+// TestFilesMeta: each record's Meta tells its file (path, name, size,
+// modification time), its line, and the key=value directories above it
+// as Spark's partition discovery reads them: unescaped, from the top,
+// Hive's null directory null, other directories not partitions.
+func TestFilesMeta(t *testing.T) {
+	dir := t.TempDir()
+	when := time.Date(2026, 12, 6, 7, 0, 0, 0, time.UTC)
+	files := map[string]string{
+		"date=2026-12-06/hour=07/a.json":              "{}\n\n{\"n\":2}\n",
+		"date=__HIVE_DEFAULT_PARTITION__/b.json":      "{}\n",
+		"raw/city=S%C3%A3o Paulo/k%3Dx=a%3Db%/c.json": "{}\n",
+		"d.json": "{}\n",
+	}
+	for name, content := range files {
+		writeFile(t, filepath.Join(dir, filepath.Dir(name)), filepath.Base(name), content)
+		if err := os.Chtimes(filepath.Join(dir, name), when, when); err != nil {
+			t.Fatal(err)
+		}
+	}
+	src := runtime.FilesSource(dir, runtime.FilesOptions{Recursive: true})
+	got := map[string]runtime.FileMeta{}
+	err := src.Read(context.Background(), nil, next(t, src, nil, available(t, src)), func(r runtime.Record) error {
+		m, ok := r.Meta.(*runtime.FileMeta)
+		if !ok {
+			t.Fatalf("%s: Meta %T, want *runtime.FileMeta", r.Position, r.Meta)
+		}
+		got[r.Position] = *m
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := func(kv ...string) []runtime.PartitionValue {
+		var ps []runtime.PartitionValue
+		for i := 0; i < len(kv); i += 2 {
+			ps = append(ps, runtime.PartitionValue{Key: kv[i], Value: kv[i+1]})
+		}
+		return ps
+	}
+	meta := func(name string, line int, partitions []runtime.PartitionValue) runtime.FileMeta {
+		return runtime.FileMeta{Path: filepath.Join(src.(interface{ Root() string }).Root(), name), Name: name,
+			Size: int64(len(files[name])), ModTime: when, Line: line, Partitions: partitions}
+	}
+	want := map[string]runtime.FileMeta{
+		"date=2026-12-06/hour=07/a.json:1": meta("date=2026-12-06/hour=07/a.json", 1, p("date", "2026-12-06", "hour", "07")),
+		"date=2026-12-06/hour=07/a.json:3": meta("date=2026-12-06/hour=07/a.json", 3, p("date", "2026-12-06", "hour", "07")),
+		"date=__HIVE_DEFAULT_PARTITION__/b.json:1": meta("date=__HIVE_DEFAULT_PARTITION__/b.json", 1,
+			[]runtime.PartitionValue{{Key: "date", Null: true}}),
+		"raw/city=S%C3%A3o Paulo/k%3Dx=a%3Db%/c.json:1": meta("raw/city=S%C3%A3o Paulo/k%3Dx=a%3Db%/c.json", 1,
+			p("city", "São Paulo", "k=x", "a=b%")),
+		"d.json:1": meta("d.json", 1, nil),
+	}
+	if len(got) != len(want) {
+		t.Fatalf("records at %v, want %d", slices.Sorted(maps.Keys(got)), len(want))
+	}
+	for pos, w := range want {
+		g := got[pos]
+		if !g.ModTime.Equal(w.ModTime) || g.Path != w.Path || g.Name != w.Name || g.Size != w.Size || g.Line != w.Line ||
+			!slices.Equal(g.Partitions, w.Partitions) {
+			t.Errorf("%s: Meta %+v, want %+v", pos, g, w)
+		}
+	}
+	a := got["date=2026-12-06/hour=07/a.json:3"]
+	if v, ok := a.Partition("hour"); v != "07" || !ok {
+		t.Errorf("Partition(hour) = %q, %t", v, ok)
+	}
+	b := got["date=__HIVE_DEFAULT_PARTITION__/b.json:1"]
+	if v, ok := b.Partition("date"); v != "" || ok {
+		t.Errorf("Partition(date) of the null directory = %q, %t, want \"\", false", v, ok)
+	}
+}
+
 // TestFilesRecursiveQuery runs a query over a tree of directories that
 // grows between runs, archiving what it reads: every file is read once,
 // and the archive takes the tree's shape.

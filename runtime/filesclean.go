@@ -233,7 +233,7 @@ func sameFile(src, dst string) error {
 // copyFile writes a copy of the regular file src (links followed) to
 // dst, synced.
 func copyFile(src, dst string) error {
-	in, err := openRegular(src)
+	in, _, err := openRegular(src)
 	if err != nil {
 		return err
 	}

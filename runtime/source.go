@@ -210,7 +210,8 @@ type Record struct {
 	Err error
 	// Meta is what the source knows of the record beyond its bytes, for
 	// a decoder that wants it (typed.FromFunc): a Kafka source gives its
-	// *kafka.Message (key, headers, timestamp); a files source, nil.
+	// *kafka.Message (key, headers, timestamp); a files source its
+	// *FileMeta (the file, the line, the key=value directories above it).
 	// Valid only during the callback.
 	Meta any
 }

@@ -145,3 +145,54 @@ func ExampleFrom_archive() {
 	// ann 10:00
 	// 0 files left, 2 archived
 }
+
+// A query over a partitioned directory (page=%2F/, page=%2Fcart/), as
+// Spark's partitionBy writes one and its partition discovery reads it: a
+// line's file, and the key=value directories above it (unescaped), are
+// its record's runtime.FileMeta, which FromFunc's decoder sees. Here each
+// click takes its page from its directory.
+func ExampleFromFunc_partitions() {
+	dir, err := os.MkdirTemp("", "example-partitions-")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer os.RemoveAll(dir)
+	for _, f := range []struct{ name, line string }{
+		{"page=%2F/1.jsonl", `{"user": "ann", "time": "2026-03-01T09:00:00Z"}`},
+		{"page=%2Fcart/1.jsonl", `{"user": "bob", "time": "2026-03-01T09:01:00Z"}`},
+	} {
+		path := filepath.Join(dir, f.name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			fmt.Println(err)
+		}
+		if err := os.WriteFile(path, []byte(f.line+"\n"), 0o644); err != nil {
+			fmt.Println(err)
+		}
+	}
+	clicks := typed.FromFunc(runtime.FilesSource(dir, runtime.FilesOptions{Recursive: true}),
+		func(r runtime.Record) (fixtures.Click, error) {
+			var c fixtures.Click
+			if err := c.UnmarshalJSON(r.Data); err != nil {
+				return c, err
+			}
+			c.Page, _ = r.Meta.(*runtime.FileMeta).Partition("page")
+			return c, nil
+		})
+	sink := typed.NewMemorySink[fixtures.Click]()
+	q, err := typed.WriteTo(clicks, sink).Start(context.Background(), runtime.WithTrigger(runtime.AvailableNow()))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	if err := q.AwaitTermination(); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, c := range sink.Rows() {
+		fmt.Println(c.User, c.Page)
+	}
+	// Output:
+	// ann /
+	// bob /cart
+}
