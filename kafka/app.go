@@ -160,7 +160,9 @@ type AppOptions struct {
 	// owner restores it.
 	MaxWarmupReplicas int
 	// OnTaskError, when set, decides what the failure of a task does (a
-	// fenced task is not a failure: see App), as Kafka Streams'
+	// fenced task is not a failure: see App; nor is a checkpoint that
+	// another process holds, such as streamgen inspect: the task starts
+	// again, as below, until it is free), as Kafka Streams'
 	// StreamsUncaughtExceptionHandler: StopInstance ends Run with the
 	// error, which is what happens without it (SHUTDOWN_CLIENT);
 	// RestartTask starts the task again from its checkpoint, after a
@@ -943,6 +945,15 @@ func (a *App) start(ctx context.Context, p int32, replace *runningTask) (started
 			case err == nil || ctx.Err() != nil:
 			case isFenced(err):
 				fencedBy.CompareAndSwap(nil, &err)
+				cancel()
+			case errors.Is(err, runtime.ErrCheckpointInUse):
+				// Another process holds the partition's checkpoint
+				// (inspect, a backup): as Kafka Streams retries a
+				// task's state directory lock, the task starts again
+				// after a pause (restartTask), whatever OnTaskError
+				// says, until it is free or the partition moves.
+				err = fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err)
+				restartAfter.CompareAndSwap(nil, &err)
 				cancel()
 			default:
 				err = fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err)

@@ -717,7 +717,6 @@ func testAppRestartCounts(t *testing.T, repartition bool) {
 // failed batch runs again, and the counts are a plain loop's, each once.
 func TestAppRestartsAFailedTask(t *testing.T) {
 	conn, adm := newCountingCluster(t, 2)
-	ctx := testContext(t)
 	in := clicks(400, 61)
 	produce(t, conn, clickRecords(t, "clicks", 2, in)...)
 	watch := newAppWatch()
@@ -729,28 +728,13 @@ func TestAppRestartsAFailedTask(t *testing.T) {
 		}
 		return countClicks(user, rows, state)
 	}
-	var mu sync.Mutex
-	var heard []string
-	opts := kafka.AppOptions{Group: "killed", Dir: t.TempDir(), OnTaskError: func(p int32, err error) kafka.TaskErrorAction {
-		mu.Lock()
-		defer mu.Unlock()
-		heard = append(heard, fmt.Sprintf("%d: %v", p, err))
-		return kafka.RestartTask
-	}}
-	app := runApp(t, ctx, newCountingAppOf(conn, opts, watch, count))
-	poll(t, "the two tasks", func() bool { return running(app.app) == 2 })
-	ends, err := adm.ListEndOffsets(ctx, "clicks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitGroupAtEnd(t, adm, watch, ends)
-	app.stop(t)
+	onTaskError, heard := taskErrors(kafka.RestartTask)
+	opts := kafka.AppOptions{Group: "killed", Dir: t.TempDir(), OnTaskError: onTaskError}
+	runUntilRead(t, conn, adm, opts, watch, count)
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
-	mu.Lock()
-	defer mu.Unlock()
 	p := userPartition(victim, 2)
 	want := fmt.Sprintf(`%d: streamgen: kafka app "killed": task %d:`, p, p)
-	if len(heard) != 1 || !strings.HasPrefix(heard[0], want) || !strings.Contains(heard[0], "a failure, once") {
+	if heard := heard(); len(heard) != 1 || !strings.HasPrefix(heard[0], want) || !strings.Contains(heard[0], "a failure, once") {
 		t.Fatalf("OnTaskError heard %q, want one error of partition %d's task", heard, p)
 	}
 }
@@ -1147,5 +1131,83 @@ func TestAppDeadLettersPerTask(t *testing.T) {
 		})
 	if err := shared.Run(ctx); err == nil || !strings.Contains(err.Error(), "set DeadLetters") {
 		t.Errorf("an App with a dead-letter sink in Options: %v, want a refusal", err)
+	}
+}
+
+// runUntilRead runs an instance of the counting app of two partitions
+// until its group has read them to their ends, and stops it.
+func runUntilRead(t *testing.T, conn kafka.Connection, adm *kadm.Client, opts kafka.AppOptions, watch *appWatch,
+	count func(string, iter.Seq[fixtures.Click], *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error)) {
+	t.Helper()
+	ctx := testContext(t)
+	app := runApp(t, ctx, newCountingAppOf(conn, opts, watch, count))
+	stopAtEnd(t, adm, watch, app)
+}
+
+// stopAtEnd waits until the instance runs both partitions' tasks and its
+// group has read them to their ends, and stops it.
+func stopAtEnd(t *testing.T, adm *kadm.Client, watch *appWatch, app *runningApp) {
+	t.Helper()
+	poll(t, "the two tasks", func() bool { return running(app.app) == 2 })
+	ends, err := adm.ListEndOffsets(testContext(t), "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends)
+	app.stop(t)
+}
+
+// taskErrors returns an OnTaskError that answers action, and a function
+// that returns what it heard: "partition: error" for each call.
+func taskErrors(action kafka.TaskErrorAction) (func(int32, error) kafka.TaskErrorAction, func() []string) {
+	var mu sync.Mutex
+	var heard []string
+	return func(p int32, err error) kafka.TaskErrorAction {
+			mu.Lock()
+			defer mu.Unlock()
+			heard = append(heard, fmt.Sprintf("%d: %v", p, err))
+			return action
+		}, func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(heard)
+		}
+}
+
+// TestAppWaitsForACheckpointInUse: a partition's checkpoint held by
+// another process's reader (streamgen inspect, left open) when an
+// instance starts does not hold the instance's start up nor end it: the
+// other partitions' tasks run, that partition's task starts again until
+// the reader lets go, as Kafka Streams retries a task's state directory
+// lock, and nothing is lost or counted twice; OnTaskError hears nothing.
+func TestAppWaitsForACheckpointInUse(t *testing.T) {
+	conn, adm := newCountingCluster(t, 2)
+	ctx := testContext(t)
+	in := clicks(300, 67)
+	produce(t, conn, clickRecords(t, "clicks", 2, in[:200])...)
+	watch := newAppWatch()
+	onTaskError, heard := taskErrors(kafka.StopInstance)
+	opts := kafka.AppOptions{Group: "killed", Dir: t.TempDir(), OnTaskError: onTaskError}
+	runUntilRead(t, conn, adm, opts, watch, countClicks)
+
+	reader, err := runtime.OpenCheckpoint(filepath.Join(opts.Dir, "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	produce(t, conn, clickRecords(t, "clicks", 2, in[200:])...)
+	app := runApp(t, ctx, newCountingAppOf(conn, opts, watch, countClicks))
+	poll(t, "partition 1's task", func() bool { return running(app.app) == 1 })
+	select {
+	case err := <-app.done:
+		t.Fatalf("the instance ended with %v while a reader held a checkpoint", err)
+	default:
+	}
+	if err := reader.Close(); err != nil {
+		t.Fatal(err)
+	}
+	stopAtEnd(t, adm, watch, app)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+	if heard := heard(); len(heard) != 0 {
+		t.Fatalf("OnTaskError heard %q", heard)
 	}
 }

@@ -365,7 +365,9 @@ func (a *App) localPositions(topicID string) map[int32]int64 {
 		if !ok || p >= a.partitions {
 			continue
 		}
-		cr, err := runtime.OpenCheckpointFS(fsys, fsys.PathJoin(a.opts.Dir, name))
+		// One in use (inspect, another tool) is left out: no query of
+		// this instance runs yet, and its holder may not answer.
+		cr, err := runtime.OpenIdleCheckpointFS(fsys, fsys.PathJoin(a.opts.Dir, name))
 		if err != nil {
 			continue
 		}

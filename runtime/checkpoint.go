@@ -64,6 +64,22 @@ func OpenCheckpoint(dir string) (*CheckpointReader, error) {
 
 // OpenCheckpointFS is OpenCheckpoint on the file system fsys.
 func OpenCheckpointFS(fsys vfs.FS, dir string) (*CheckpointReader, error) {
+	return openCheckpoint(fsys, dir, true)
+}
+
+// OpenIdleCheckpointFS is OpenCheckpointFS for a checkpoint that no query
+// holds: one in use gives an error wrapping ErrCheckpointInUse at once,
+// rather than a snapshot asked of its query and waited for. It is for a
+// caller that has no need of a checkpoint in use (a look at what a
+// machine holds before its queries start), and whose holder may not be a
+// query that answers (another reader).
+func OpenIdleCheckpointFS(fsys vfs.FS, dir string) (*CheckpointReader, error) {
+	return openCheckpoint(fsys, dir, false)
+}
+
+// openCheckpoint opens the checkpoint in dir read-only; one in use, with
+// live set, from a snapshot its query makes.
+func openCheckpoint(fsys vfs.FS, dir string, live bool) (*CheckpointReader, error) {
 	// Pebble leaves its LOCK file in every store it opened: without one,
 	// the directory holds no checkpoint, and taking the lock would
 	// write one.
@@ -76,7 +92,7 @@ func OpenCheckpointFS(fsys vfs.FS, dir string) (*CheckpointReader, error) {
 	}
 	s := &Store{dir: dir, fs: fsys, opts: StoreOptions{FS: fsys, CacheSize: 8 << 20, MemTableSize: 4 << 20}, recorded: -1, failed: make(chan struct{})}
 	lock, lockFile, err := lockCheckpoint(fsys, dir, inUseInspectHint)
-	if errors.Is(err, ErrCheckpointInUse) && fsys == vfs.Default {
+	if errors.Is(err, ErrCheckpointInUse) && fsys == vfs.Default && live {
 		// A query runs on it, in another process (or this one): it
 		// gives a snapshot.
 		return openRunning(dir, err)

@@ -1279,11 +1279,11 @@ func (s *filesSource) KeepForDeadLetter(position string) {
 var openFile = os.OpenFile
 
 // openRegular opens path for reading, and returns its information, if it
-// is a regular file once links are
-// followed. It opens without blocking, then checks: a plain open of a named
-// pipe would wait for a writer, perhaps for ever, and checking before
-// opening would leave a moment in which the file could be replaced.
-// (O_NONBLOCK does not change how a regular file is read.)
+// is a regular file once links are followed. It opens without blocking,
+// then checks: a plain open of a named pipe would wait for a writer,
+// perhaps for ever, and checking before opening would leave a moment in
+// which the file could be replaced. (O_NONBLOCK does not change how a
+// regular file is read.)
 func openRegular(path string) (*os.File, fs.FileInfo, error) {
 	f, err := openFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/streamgen/streamgen/internal/testenv"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/streamgen/streamgen/internal/testenv"
 	"github.com/streamgen/streamgen/runtime"
 )
 
@@ -331,7 +333,21 @@ func TestCheckpointInUse(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(cp, "INSPECT", "*")); len(left) != 0 {
 		t.Errorf("the snapshot was left behind: %q", left)
 	}
+	// OpenIdleCheckpointFS asks no snapshot: in use is its answer.
+	if idle, err := runtime.OpenIdleCheckpointFS(vfs.Default, cp); !errors.Is(err, runtime.ErrCheckpointInUse) {
+		t.Errorf("OpenIdleCheckpointFS of a running query's checkpoint: %v, %v", idle, err)
+	}
+	if requests, _ := filepath.Glob(filepath.Join(cp, "INSPECT", "*")); len(requests) != 0 {
+		t.Errorf("OpenIdleCheckpointFS asked for a snapshot: %q", requests)
+	}
 	if err := first.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	idle, err := runtime.OpenIdleCheckpointFS(vfs.Default, cp)
+	if err != nil || idle.Live() {
+		t.Fatalf("OpenIdleCheckpointFS after Stop: %v", err)
+	}
+	if err := idle.Close(); err != nil {
 		t.Fatal(err)
 	}
 	c, err := runtime.OpenCheckpoint(cp)
