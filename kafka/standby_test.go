@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"iter"
 	"os"
@@ -618,5 +619,40 @@ func TestAppStandbyBelowLogStart(t *testing.T) {
 			standby.stop(t)
 			onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 		})
+	}
+}
+
+// TestAppCollectorsShareARegistry: the collectors of two Apps of
+// different groups in one process register in one registry, each
+// metric once per group; a second collector of one group is refused.
+func TestAppCollectorsShareARegistry(t *testing.T) {
+	build := func(*kafka.Task) (kafka.Starter, error) { return nil, errors.New("not run") }
+	reg := prometheus.NewRegistry()
+	for _, g := range []string{"orders", "payments"} {
+		app := kafka.NewApp(kafka.AppOptions{Group: g, Topics: []string{g}, Dir: t.TempDir()}, build)
+		if err := reg.Register(app.Collector()); err != nil {
+			t.Fatalf("the collector of group %s: %v", g, err)
+		}
+	}
+	again := kafka.NewApp(kafka.AppOptions{Group: "orders", Topics: []string{"orders"}, Dir: t.TempDir()}, build)
+	if err := reg.Register(again.Collector()); err == nil {
+		t.Error("a second collector of group orders was registered")
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		var groups []string
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "group" {
+					groups = append(groups, l.GetValue())
+				}
+			}
+		}
+		if f.GetName() == "streamgen_app_tasks" && !slices.Equal(groups, []string{"orders", "payments"}) {
+			t.Errorf("%s of groups %q, want orders and payments", f.GetName(), groups)
+		}
 	}
 }
