@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -28,9 +29,11 @@ var DurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 
 //
 // Each metric has the label query: the query's name (runtime.Name), or
 // its id for a query without one. Two queries given the same name share
-// their series, so give each query that runs at once a name of its own. Counters (_total) add up the batches
-// this Metrics has seen of a query, across its runs; gauges hold what the
-// last batch reported. The metrics, all prefixed streamgen_:
+// their series, so give each query that runs at once a name of its own.
+// Counters (_total) add up the batches this Metrics has seen of a query,
+// across its runs; gauges hold what the last batch reported, while the
+// run lasts: when it ends, query_running is 0 and the gauges of its
+// state go (see OnQueryTerminated). The metrics, all prefixed streamgen_:
 //
 //	query_running{query}                          1 while a run of the query is started and not ended
 //	query_info{query,id,run_id}                   1 for the query's current run
@@ -42,7 +45,7 @@ var DurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 
 //	input_rows_per_second{query}                  the last batch's input rate (rows over the time since the batch before started)
 //	processed_rows_per_second{query}              the last batch's rows over its duration
 //	batch_duration_seconds{query,phase}           histogram of the batches' phases: phase is a key of QueryProgress.DurationMs (runtime.DurationGetBatch, ...)
-//	state_rows{query,operator,kind}               the state rows of a stateful operator (operator: its name, the user function's without its package path, or its index in the query when it has none; kind: mapGroupsWithState, symmetricHashJoin, ...)
+//	state_rows{query,operator,kind}               the state rows of a stateful operator (operator: its name, the user function's without package paths, followed by "#" and its index in the query when another operator has that name too, or its index when it has none; kind: mapGroupsWithState, symmetricHashJoin, ...)
 //	state_operator_metric{query,operator,kind,metric} an operator's own figure (a join's numLeftRows, numRightRows)
 //	state_rows_updated_total{query,operator,kind} state rows written
 //	state_rows_removed_total{query,operator,kind} state rows removed
@@ -197,11 +200,22 @@ func (m *Metrics) label(id, name string) string {
 	if name == "" {
 		name = id
 	}
+	name = labelValue(name)
 	if l, ok := m.labels[id]; ok && (name == id || l == name) {
 		return l
 	}
 	m.labels[id] = name
 	return name
+}
+
+// labelValue is s as a label's value: Prometheus takes only UTF-8, and a
+// name may not be (a files source's path, which Linux allows any bytes
+// in), so each byte that is not is U+FFFD.
+func labelValue(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
 }
 
 // OnQueryStarted counts the query as running.
@@ -238,7 +252,7 @@ func (m *Metrics) OnQueryProgress(p runtime.QueryProgress) {
 	m.inputRows.WithLabelValues(l).Add(float64(p.NumInputRows))
 	m.outputRows.WithLabelValues(l).Add(float64(p.Sink.NumOutputRows))
 	for i, s := range p.OtherSinks {
-		m.otherSinkRows.WithLabelValues(l, strconv.Itoa(i+2), s.Description).Add(float64(s.NumOutputRows))
+		m.otherSinkRows.WithLabelValues(l, strconv.Itoa(i+2), labelValue(s.Description)).Add(float64(s.NumOutputRows))
 	}
 	m.deadLetters.WithLabelValues(l).Add(float64(p.NumDeadLetters))
 	m.inputRate.WithLabelValues(l).Set(p.InputRowsPerSecond)
@@ -251,20 +265,23 @@ func (m *Metrics) OnQueryProgress(p runtime.QueryProgress) {
 			continue
 		}
 		// A partition the source no longer has leaves no series behind.
-		m.lag.DeletePartialMatch(prometheus.Labels{"query": l, "source": src.Description})
-		m.lagBytes.DeletePartialMatch(prometheus.Labels{"query": l, "source": src.Description})
+		source := labelValue(src.Description)
+		m.lag.DeletePartialMatch(prometheus.Labels{"query": l, "source": source})
+		m.lagBytes.DeletePartialMatch(prometheus.Labels{"query": l, "source": source})
 		for _, pl := range src.Lag {
-			m.lag.WithLabelValues(l, src.Description, pl.Partition).Set(float64(pl.Lag))
+			partition := labelValue(pl.Partition)
+			m.lag.WithLabelValues(l, source, partition).Set(float64(pl.Lag))
 			if pl.Partition == "files" {
-				m.lagBytes.WithLabelValues(l, src.Description, pl.Partition).Set(float64(pl.Bytes))
+				m.lagBytes.WithLabelValues(l, source, partition).Set(float64(pl.Bytes))
 			}
 		}
 	}
+	names := operatorLabels(p.StateOperators)
 	for i, op := range p.StateOperators {
-		name := operatorLabel(i, op.Name)
+		name := names[i]
 		m.stateRows.WithLabelValues(l, name, op.OperatorName).Set(float64(op.NumRowsTotal))
 		for metric, v := range op.CustomMetrics {
-			m.stateMetric.WithLabelValues(l, name, op.OperatorName, metric).Set(float64(v))
+			m.stateMetric.WithLabelValues(l, name, op.OperatorName, labelValue(metric)).Set(float64(v))
 		}
 		m.updated.WithLabelValues(l, name, op.OperatorName).Add(float64(op.NumRowsUpdated))
 		m.removed.WithLabelValues(l, name, op.OperatorName).Add(float64(op.NumRowsRemoved))
@@ -272,20 +289,61 @@ func (m *Metrics) OnQueryProgress(p runtime.QueryProgress) {
 	}
 }
 
-// operatorLabel is the operator label of the i-th operator named name:
-// the name without its package path ("main.countFn"), or, for an operator
-// without a name, its index.
-func operatorLabel(i int, name string) string {
-	if name == "" {
-		return strconv.Itoa(i)
+// operatorLabels are the operator labels of a query's stateful
+// operators: each one's name without package paths ("main.countFn",
+// "typed.countAgg[fixtures.Click]" for a generic type's), or, for an
+// operator without a name, its index; a name two operators share is
+// followed by "#" and the operator's index, so that each has series of
+// its own.
+func operatorLabels(ops []runtime.StateOperatorProgress) []string {
+	labels := make([]string, len(ops))
+	seen := make(map[string]int, len(ops))
+	for i, op := range ops {
+		labels[i] = strconv.Itoa(i)
+		if op.Name != "" {
+			labels[i] = labelValue(withoutPackagePaths(op.Name))
+		}
+		seen[labels[i]]++
 	}
-	if j := strings.LastIndexByte(name, '/'); j >= 0 {
-		name = name[j+1:]
+	for i, l := range labels {
+		if seen[l] > 1 {
+			labels[i] = l + "#" + strconv.Itoa(i)
+		}
 	}
-	return name
+	return labels
 }
 
-// OnQueryTerminated counts the query's run as ended; its metrics stay.
+// withoutPackagePaths cuts the package path off each name in a Go type
+// or function name, type arguments included:
+// "example.com/app/main.count[example.com/app/model.Click]" is
+// "main.count[model.Click]".
+func withoutPackagePaths(name string) string {
+	var b strings.Builder
+	start := 0 // of the name being read
+	for i := 0; i <= len(name); i++ {
+		if i < len(name) && !strings.ContainsRune("[], *", rune(name[i])) {
+			continue
+		}
+		word := name[start:i]
+		if j := strings.LastIndexByte(word, '/'); j >= 0 {
+			word = word[j+1:]
+		}
+		b.WriteString(word)
+		if i < len(name) {
+			b.WriteByte(name[i])
+		}
+		start = i + 1
+	}
+	return b.String()
+}
+
+// OnQueryTerminated counts the query's run as ended: query_running is 0,
+// its counters stay, and the series that tell a run's current state
+// (query_info, batch_id, the rates, state rows and operator figures,
+// lag, the watermark and its delay, the store's) go, as the run has no
+// current state: a query that ended here (its partition moved to another
+// instance of an App, say) is not summed with where it runs now, nor
+// does its watermark's delay grow on after it.
 func (m *Metrics) OnQueryTerminated(e runtime.QueryTerminated) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -293,9 +351,16 @@ func (m *Metrics) OnQueryTerminated(e runtime.QueryTerminated) {
 	if !ok {
 		return
 	}
-	if q := m.queries[l]; q != nil && q.runID == e.RunID {
-		m.running.WithLabelValues(l).Set(0)
+	q := m.queries[l]
+	if q == nil || q.runID != e.RunID {
+		return // a run since started
 	}
+	m.running.WithLabelValues(l).Set(0)
+	of := prometheus.Labels{"query": l}
+	for _, v := range []*prometheus.GaugeVec{m.info, m.batchID, m.inputRate, m.processRate, m.stateRows, m.stateMetric, m.lag, m.lagBytes} {
+		v.DeletePartialMatch(of)
+	}
+	delete(m.queries, l) // the watermark's and the store's, which Collect makes
 }
 
 // Describe sends the descriptions of every metric, for

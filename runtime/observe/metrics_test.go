@@ -142,6 +142,27 @@ func value(t *testing.T, families map[string]*dto.MetricFamily, name string, wan
 	return 0, false
 }
 
+// atEachBatch is a listener, given after a Metrics, that scrapes url
+// once each batch's report has reached the Metrics: last is what a
+// scrape during the query's last batch shows, made between before and
+// after.
+type atEachBatch struct {
+	t             *testing.T
+	url           string
+	last          map[string]*dto.MetricFamily
+	before, after time.Time
+}
+
+func (s *atEachBatch) OnQueryProgress(runtime.QueryProgress) {
+	s.before = time.Now()
+	f, err := tryScrape(s.url)
+	if err != nil {
+		s.t.Error(err)
+		return
+	}
+	s.last, s.after = f, time.Now()
+}
+
 // TestMetricsOfARunningQuery runs a query of several batches, scraping the
 // handler all along, and checks the last scrape against the sums and the
 // last values of the query's own progress reports.
@@ -150,8 +171,9 @@ func TestMetricsOfARunningQuery(t *testing.T) {
 	m := observe.NewMetrics()
 	srv := httptest.NewServer(m.Handler())
 	defer srv.Close()
+	lastBatch := &atEachBatch{t: t, url: srv.URL}
 	q, err := windowedCounts(dir).Start(t.Context(), runtime.Checkpoint(t.TempDir()), runtime.WithTrigger(runtime.AvailableNow()),
-		runtime.Name("clicks"), runtime.Listener(m))
+		runtime.Name("clicks"), runtime.Listener(m), runtime.Listener(lastBatch))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,9 +206,8 @@ func TestMetricsOfARunningQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	scraping.Wait()
-	before := time.Now()
-	f := scrape(t, srv.URL)
-	after := time.Now()
+	f, before, after := lastBatch.last, lastBatch.before, lastBatch.after
+	ended := scrape(t, srv.URL)
 
 	reports := q.RecentProgress()
 	if len(reports) < 4 {
@@ -211,12 +232,13 @@ func TestMetricsOfARunningQuery(t *testing.T) {
 		t.Fatalf("the reports say %v dead letters and %v late rows, the input has %d and %d", dead, late, wantDead, wantLate)
 	}
 	query := map[string]string{"query": "clicks"}
+	// The label is the aggregator's type without package paths.
 	name := last.StateOperators[0].Name
-	if name == "" || strings.Contains(name, "/") {
-		// The label is the function without its package path.
-		name = name[strings.LastIndexByte(name, '/')+1:]
+	if want := "typed.countAgg[fixtures.Click]"; name != "typed.countAgg[github.com/streamgen/streamgen/generated/fixtures.Click]" {
+		t.Fatalf("the operator is named %q, want %s with package paths", name, want)
 	}
-	operator := map[string]string{"query": "clicks", "operator": name, "kind": last.StateOperators[0].OperatorName}
+	operator := map[string]string{"query": "clicks", "operator": "typed.countAgg[fixtures.Click]", "kind": last.StateOperators[0].OperatorName}
+	running := 1.0
 	for _, c := range []struct {
 		name   string
 		labels map[string]string
@@ -233,7 +255,7 @@ func TestMetricsOfARunningQuery(t *testing.T) {
 		{"streamgen_state_rows_updated_total", operator, updated},
 		{"streamgen_state_rows_removed_total", operator, removed},
 		{"streamgen_late_rows_total", operator, late},
-		{"streamgen_query_running", query, 0},
+		{"streamgen_query_running", query, running},
 		{"streamgen_query_info", map[string]string{"query": "clicks", "id": q.ID(), "run_id": q.RunID()}, 1},
 		{"streamgen_store_memtable_bytes", query, float64(last.StateStore.MemtableBytes)},
 		{"streamgen_store_memtables", query, float64(last.StateStore.MemtableCount)},
@@ -252,6 +274,24 @@ func TestMetricsOfARunningQuery(t *testing.T) {
 		if !ok || got != c.want {
 			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
 		}
+		// Once the query ended, its counters stay, query_running is 0,
+		// and the gauges of its state are gone, as are the figures of
+		// its store, closed.
+		got, ok = value(t, ended, c.name, c.labels)
+		switch {
+		case c.name == "streamgen_query_running":
+			if got != 0 {
+				t.Errorf("%s%v = %v once the query ended", c.name, c.labels, got)
+			}
+		case strings.HasSuffix(c.name, "_total") && !strings.HasPrefix(c.name, "streamgen_store_"):
+			if !ok || got != c.want {
+				t.Errorf("%s%v = %v (found %v) once the query ended, want %v", c.name, c.labels, got, ok, c.want)
+			}
+		default:
+			if ok {
+				t.Errorf("%s%v = %v once the query ended, want no series", c.name, c.labels, got)
+			}
+		}
 	}
 	if last.StateStore.DiskBytes <= 0 || last.StateStore.MemtableBytes <= 0 ||
 		last.StateStore.DiskAvailableBytes <= 0 || last.StateStore.DiskReserveBytes <= 0 || last.StateStore.DiskReserveBytes > runtime.DefaultDiskReserve {
@@ -269,6 +309,11 @@ func TestMetricsOfARunningQuery(t *testing.T) {
 	delay, _ := value(t, f, "streamgen_watermark_delay_seconds", query)
 	if low, high := before.Sub(w).Seconds(), after.Sub(w).Seconds(); delay < low || delay > high {
 		t.Errorf("watermark_delay_seconds %v, want between %v and %v", delay, low, high)
+	}
+	for _, name := range []string{"streamgen_watermark_seconds", "streamgen_watermark_delay_seconds"} {
+		if got, ok := value(t, ended, name, query); ok {
+			t.Errorf("%s = %v once the query ended, want no series", name, got)
+		}
 	}
 
 	// A histogram per phase: its count, sum and buckets are those of
@@ -398,6 +443,7 @@ func TestMetricsAcrossRuns(t *testing.T) {
 	defer srv.Close()
 	var batches, rows int
 	var last *runtime.Query
+	lastBatch := &atEachBatch{t: t, url: srv.URL}
 	for run := range 2 {
 		if run == 1 {
 			line := clickLine("zed", time.Date(2026, 3, 1, 10, 10, 0, 0, time.UTC)) + "\n"
@@ -406,7 +452,7 @@ func TestMetricsAcrossRuns(t *testing.T) {
 			}
 		}
 		q, err := windowedCounts(dir).Start(context.Background(), runtime.Checkpoint(checkpoint), runtime.WithTrigger(runtime.AvailableNow()),
-			runtime.Name("clicks"), runtime.Listener(m))
+			runtime.Name("clicks"), runtime.Listener(m), runtime.Listener(lastBatch))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -427,15 +473,17 @@ func TestMetricsAcrossRuns(t *testing.T) {
 	if got, _ := value(t, f, "streamgen_input_rows_total", query); got != float64(rows) || rows != 12 {
 		t.Errorf("input_rows_total %v, want %d over both runs (12 lines)", got, rows)
 	}
-	info := series(f, "streamgen_query_info", query)
+	// During the last run, its query_info and its store's figures.
+	during := lastBatch.last
+	info := series(during, "streamgen_query_info", query)
 	if len(info) != 1 {
 		t.Fatalf("%d query_info series, want the last run's only", len(info))
 	}
-	if _, ok := value(t, f, "streamgen_query_info", map[string]string{"query": "clicks", "run_id": last.RunID()}); !ok {
+	if _, ok := value(t, during, "streamgen_query_info", map[string]string{"query": "clicks", "run_id": last.RunID()}); !ok {
 		t.Errorf("query_info is not the last run's (%s)", last.RunID())
 	}
 	p, _ := last.LastProgress()
-	if got, _ := value(t, f, "streamgen_store_state_cache_misses_total", query); got != float64(p.StateStore.StateCacheMisses) {
+	if got, _ := value(t, during, "streamgen_store_state_cache_misses_total", query); got != float64(p.StateStore.StateCacheMisses) {
 		t.Errorf("store_state_cache_misses_total %v, want the last run's %d", got, p.StateStore.StateCacheMisses)
 	}
 }
@@ -496,21 +544,83 @@ func TestMetricsOfAJoin(t *testing.T) {
 	joined := typed.Join(byUser(typed.FromMemory(left)), byUser(typed.FromMemory(right)), typed.Inner,
 		func(j typed.Joined[string, fixtures.Click, fixtures.Click]) string { return j.Key })
 	m := observe.NewMetrics()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	lastBatch := &atEachBatch{t: t, url: srv.URL}
 	q, err := typed.WriteTo(joined, typed.NewMemorySink[string]()).Start(context.Background(),
-		runtime.Name("joined"), runtime.Listener(m), runtime.WithTrigger(runtime.AvailableNow()))
+		runtime.Name("joined"), runtime.Listener(m), runtime.Listener(lastBatch), runtime.WithTrigger(runtime.AvailableNow()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := q.AwaitTermination(); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(m.Handler())
-	defer srv.Close()
-	families := scrape(t, srv.URL)
+	families := lastBatch.last
 	for metric, want := range map[string]float64{"numLeftRows": 3, "numRightRows": 1} {
 		got, ok := value(t, families, "streamgen_state_operator_metric", map[string]string{"query": "joined", "kind": "symmetricHashJoin", "metric": metric})
 		if !ok || got != want {
 			t.Errorf("%s: %v (found %v), want %v", metric, got, ok, want)
+		}
+	}
+}
+
+// TestMetricsLabelEachOperator: an operator's label is its name without
+// package paths, type arguments' included, and two operators of one name
+// have a series each, told apart by their index.
+func TestMetricsLabelEachOperator(t *testing.T) {
+	m := observe.NewMetrics()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	m.OnQueryStarted(runtime.QueryStarted{ID: "q", RunID: "r", Name: "ops"})
+	m.OnQueryProgress(runtime.QueryProgress{ID: "q", RunID: "r", Name: "ops", StateOperators: []runtime.StateOperatorProgress{
+		{Name: "example.com/app/main.dedupe", OperatorName: "dedupe", NumRowsTotal: 10},
+		{Name: "example.com/app/main.dedupe", OperatorName: "dedupe", NumRowsTotal: 7},
+		{Name: "typed.countAgg[example.com/app/model.Click]", OperatorName: "windowedAggregate", NumRowsTotal: 3},
+		{Name: "typed.reduceAgg[map[string]*example.com/app/model.Click,[]example.com/x.Y]", OperatorName: "windowedAggregate", NumRowsTotal: 2},
+		{OperatorName: "dedupe", NumRowsTotal: 1},
+	}})
+	f := scrape(t, srv.URL)
+	for operator, want := range map[string]float64{
+		"main.dedupe#0":               10,
+		"main.dedupe#1":               7,
+		"typed.countAgg[model.Click]": 3,
+		"typed.reduceAgg[map[string]*model.Click,[]x.Y]": 2,
+		"4": 1,
+	} {
+		if got, ok := value(t, f, "streamgen_state_rows", map[string]string{"query": "ops", "operator": operator}); !ok || got != want {
+			t.Errorf("state_rows of operator %q: %v (found %v), want %v", operator, got, ok, want)
+		}
+	}
+	if n := len(series(f, "streamgen_state_rows", map[string]string{"query": "ops"})); n != 5 {
+		t.Errorf("%d state_rows series, want 5", n)
+	}
+}
+
+// TestMetricsOfNamesNotUTF8: a files source of a directory whose name is
+// not UTF-8 (Linux allows any bytes) and a query so named are exported,
+// each byte that is not UTF-8 as U+FFFD, where the client library would
+// panic on the label.
+func TestMetricsOfNamesNotUTF8(t *testing.T) {
+	m := observe.NewMetrics()
+	srv := httptest.NewServer(m.Handler())
+	defer srv.Close()
+	m.OnQueryStarted(runtime.QueryStarted{ID: "q", RunID: "r", Name: "caf\xe9"})
+	m.OnQueryProgress(runtime.QueryProgress{ID: "q", RunID: "r", Name: "caf\xe9", NumInputRows: 4,
+		Sources:        []runtime.SourceProgress{{Description: "files:/in/caf\xe9", Lag: []runtime.PartitionLag{{Partition: "files", Lag: 2, Bytes: 30}}}},
+		StateOperators: []runtime.StateOperatorProgress{{Name: "main.f\xff", OperatorName: "dedupe", NumRowsTotal: 1}}})
+	f := scrape(t, srv.URL)
+	for _, c := range []struct {
+		name   string
+		labels map[string]string
+		want   float64
+	}{
+		{"streamgen_input_rows_total", map[string]string{"query": "caf\uFFFD"}, 4},
+		{"streamgen_source_lag_records", map[string]string{"query": "caf\uFFFD", "source": "files:/in/caf\uFFFD"}, 2},
+		{"streamgen_source_lag_bytes", map[string]string{"query": "caf\uFFFD", "source": "files:/in/caf\uFFFD"}, 30},
+		{"streamgen_state_rows", map[string]string{"query": "caf\uFFFD", "operator": "main.f\uFFFD"}, 1},
+	} {
+		if got, ok := value(t, f, c.name, c.labels); !ok || got != c.want {
+			t.Errorf("%s%v = %v (found %v), want %v", c.name, c.labels, got, ok, c.want)
 		}
 	}
 }
