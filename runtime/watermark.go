@@ -93,6 +93,15 @@ func watermarkKey(mark int, source, partition string) string {
 	return strconv.Itoa(mark) + "#" + partitionKey(source, partition)
 }
 
+// LastActiveOf returns the processing time the partition of key, a key
+// of PartitionWatermarks ("0#source#partition"), last had data: LastActive
+// keeps it by the partition alone, for every watermark the partition has.
+func (p *Progress) LastActiveOf(key string) (time.Time, bool) {
+	_, part := splitWatermarkKey(key)
+	t, ok := p.LastActive[part]
+	return t, ok
+}
+
 // splitWatermarkKey returns the watermark's number and the partition's key
 // of a key made by watermarkKey. A key of a checkpoint written before
 // watermarks were numbered is the partition's key alone: watermark 0's.

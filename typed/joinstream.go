@@ -114,6 +114,17 @@ func (c TimeCondition) leftRange(right int64) (from, to int64, hasFrom, hasTo bo
 	return
 }
 
+// signed is d as an offset from a time: "+5s", "-5s", or "" for none.
+func signed(d time.Duration) string {
+	switch {
+	case d > 0:
+		return "+" + d.String()
+	case d < 0:
+		return d.String()
+	}
+	return ""
+}
+
 // String says the condition as SQL would.
 func (c TimeCondition) String() string {
 	s := ""
@@ -122,7 +133,7 @@ func (c TimeCondition) String() string {
 		if b.strict {
 			op = ">"
 		}
-		s = fmt.Sprintf("left %s right%+v", op, b.offset)
+		s = fmt.Sprintf("left %s right%s", op, signed(b.offset))
 	}
 	if b := c.upper; b.set {
 		op := "<="
@@ -132,7 +143,7 @@ func (c TimeCondition) String() string {
 		if s != "" {
 			s += " AND "
 		}
-		s += fmt.Sprintf("left %s right%+v", op, b.offset)
+		s += fmt.Sprintf("left %s right%s", op, signed(b.offset))
 	}
 	if s == "" {
 		return "true"

@@ -1123,3 +1123,21 @@ func TestJoinMatchFlagsAcrossTypes(t *testing.T) {
 		})
 	}
 }
+
+// TestTimeConditionString: a condition reads as SQL would write it, each
+// offset with its sign (inspect and the plan's description show it).
+func TestTimeConditionString(t *testing.T) {
+	for _, c := range []struct {
+		cond typed.TimeCondition
+		want string
+	}{
+		{typed.TimeBetween(-5*time.Second, 5*time.Second), "left >= right-5s AND left <= right+5s"},
+		{typed.LeftAfter(0), "left > right"},
+		{typed.LeftAtOrBefore(90 * time.Minute), "left <= right+1h30m0s"},
+		{typed.LeftAtOrAfter(-time.Minute).And(typed.LeftBefore(0)), "left >= right-1m0s AND left < right"},
+	} {
+		if got := c.cond.String(); got != c.want {
+			t.Errorf("%s, want %s", got, c.want)
+		}
+	}
+}

@@ -139,7 +139,8 @@ func inspectSummary(dir string, asJSON bool, stdout io.Writer) error {
 	}
 	fmt.Fprintf(w, "watermark\t%s in the last batch, %s for the next\n", instant(sum.Progress.Watermark), instant(next))
 	for _, part := range sortedKeys(sum.Progress.PartitionWatermarks) {
-		fmt.Fprintf(w, "  partition %s\t%s (last active %s)\n", part, instant(sum.Progress.PartitionWatermarks[part]), instant(sum.Progress.LastActive[part]))
+		active, _ := sum.Progress.LastActiveOf(part)
+		fmt.Fprintf(w, "  partition %s\t%s (last active %s)\n", part, instant(sum.Progress.PartitionWatermarks[part]), instant(active))
 	}
 	fmt.Fprintf(w, "sources\t\n")
 	for _, name := range sum.Meta.Sources {
@@ -263,6 +264,11 @@ func inspectState(dir, operator, variable, key string, hasKey, asJSON bool, stdo
 			entry = strconv.FormatUint(*r.Index, 10)
 		case r.MapKey != nil:
 			entry = string(r.MapKey)
+		case r.EventTime != nil: // a join's buffered row
+			entry = instant(*r.EventTime)
+			if r.Matched != nil {
+				entry += map[bool]string{true: " matched", false: " not matched"}[*r.Matched]
+			}
 		}
 		switch {
 		case r.ExpiresAt != nil:

@@ -72,6 +72,20 @@ func TestInspectJoin(t *testing.T) {
 	if code != 0 || !strings.Contains(listing, "symmetricHashJoin") {
 		t.Fatalf("inspect exited %d: %s\n%s", code, stderr, listing)
 	}
+	// The condition with its offsets' signs, and each partition's
+	// watermark with the time it last had data.
+	if cond := "left >= right-5s AND left <= right+5s"; !strings.Contains(listing, cond) {
+		t.Errorf("the listing does not say the condition %q:\n%s", cond, listing)
+	}
+	partitions := regexp.MustCompile(`(?m)^  partition \S+\s.*\(last active (.*)\)$`).FindAllStringSubmatch(listing, -1)
+	if len(partitions) != 2 {
+		t.Errorf("%d partitions' watermarks listed, want 2 (a side each):\n%s", len(partitions), listing)
+	}
+	for _, p := range partitions {
+		if p[1] == "none" {
+			t.Errorf("%s: the partition had data, and says it never had", p[0])
+		}
+	}
 	text, stderr, code := inspect(t, cp, "state", "0", "--json")
 	if code != 0 {
 		t.Fatalf("inspect state exited %d: %s", code, stderr)
@@ -107,6 +121,15 @@ func TestInspectJoin(t *testing.T) {
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("inspect lists the buffers as\n%v\nwant\n%v", got, want)
+	}
+	// As a table, each buffered row's entry is its event time and, on
+	// the left, whether it matched.
+	table, _, _ := inspect(t, cp, "state", "0")
+	for _, x := range lefts {
+		entry := time.Unix(0, x.Time).UTC().Format(time.RFC3339) + map[bool]string{true: " matched", false: " not matched"}[matches(x, rights)]
+		if !regexp.MustCompile(`(?m)^"` + x.Key + `"\s+left\s+` + regexp.QuoteMeta(entry) + `\s`).MatchString(table) {
+			t.Errorf("the table lacks left row %+v with entry %q:\n%s", x, entry, table)
+		}
 	}
 }
 
