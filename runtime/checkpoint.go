@@ -467,7 +467,7 @@ type VariableSummary struct {
 	Meta VariableMeta `json:"meta"`
 	// Keys counts the grouping keys that hold an entry of the variable;
 	// Entries the entries (a list's or map's elements, and a list's
-	// header).
+	// header; an index's entries, Meta.Index, are no state rows).
 	Keys    int64 `json:"keys"`
 	Entries int64 `json:"entries"`
 }
@@ -526,6 +526,9 @@ func (c *CheckpointReader) Summary() (CheckpointSummary, error) {
 		}
 		var lastKey []byte
 		lastVar, lastPart := -1, uint32(0)
+		// A variable ordered by event time is in order of time: its
+		// grouping keys (after the time) are counted in a set.
+		timedKeys := map[int]map[string]bool{}
 		err := c.ScanState(uint8(i), func(e Entry) error {
 			j, ok := byID[e.Variable]
 			if !ok {
@@ -533,6 +536,19 @@ func (c *CheckpointReader) Summary() (CheckpointSummary, error) {
 			}
 			v := &os.Variables[j]
 			v.Entries++
+			if v.Meta.Encoding == EncodingByEventTime {
+				keys := timedKeys[j]
+				if keys == nil {
+					keys = map[string]bool{}
+					timedKeys[j] = keys
+				}
+				k := strconv.FormatUint(uint64(e.Partition), 10) + "/" + string(e.Suffix)
+				if !keys[k] {
+					keys[k] = true
+					v.Keys++
+				}
+				return nil
+			}
 			if j != lastVar || e.Partition != lastPart || !bytes.Equal(e.Key, lastKey) {
 				v.Keys++
 				lastVar, lastPart, lastKey = j, e.Partition, append(lastKey[:0], e.Key...)

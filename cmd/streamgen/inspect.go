@@ -202,6 +202,12 @@ func inspectSummary(dir string, asJSON bool, stdout io.Writer) error {
 			if kind == "" {
 				kind = "row"
 			}
+			if v.Meta.Index {
+				// Not a variable of rows to show: the operator's
+				// index of its other state.
+				fmt.Fprintf(w, "  index %q\t%d entries, of the other state's rows\n", v.Name, v.Entries)
+				continue
+			}
 			fmt.Fprintf(w, "  state %q\t%s, %d keys, %d entries", v.Name, kind, v.Keys, v.Entries)
 			if v.Meta.TTL != "" {
 				fmt.Fprintf(w, ", ttl %s", v.Meta.TTL)

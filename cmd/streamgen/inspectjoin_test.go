@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/streamgen/streamgen/bench/joinrec"
+	"github.com/streamgen/streamgen/generated/fixtures"
 	"github.com/streamgen/streamgen/runtime"
 	"github.com/streamgen/streamgen/typed"
 )
@@ -72,6 +73,9 @@ func TestInspectJoin(t *testing.T) {
 	if code != 0 || !strings.Contains(listing, "symmetricHashJoin") {
 		t.Fatalf("inspect exited %d: %s\n%s", code, stderr, listing)
 	}
+	if !regexp.MustCompile(`index "byTime"\s+\d+ entries`).MatchString(listing) || strings.Contains(listing, `state "byTime"`) {
+		t.Errorf("the listing does not tell the join's index of rows by time from its state:\n%s", listing)
+	}
 	// The condition with its offsets' signs, and each partition's
 	// watermark with the time it last had data.
 	if cond := "left >= right-5s AND left <= right+5s"; !strings.Contains(listing, cond) {
@@ -130,6 +134,37 @@ func TestInspectJoin(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^"` + x.Key + `"\s+left\s+` + regexp.QuoteMeta(entry) + `\s`).MatchString(table) {
 			t.Errorf("the table lacks left row %+v with entry %q:\n%s", x, entry, table)
 		}
+	}
+}
+
+// TestInspectCountsTimedState: the listing of DropDuplicatesWithEventTime
+// counts the keys its state holds, not the event times (the state is in
+// order of time), and of a join, tells the index of its rows by time
+// from its sides' rows.
+func TestInspectCountsTimedState(t *testing.T) {
+	base := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	for _, user := range []string{"ann", "bob", "cy", "dee"} {
+		m.Add(fixtures.Click{User: user, Time: base})
+	}
+	m.Add(fixtures.Click{User: "ann", Time: base.Add(time.Second)}, fixtures.Click{User: "bob", Time: base.Add(time.Second)})
+	clickTime := func(c *fixtures.Click) time.Time { return c.Time }
+	deduped := typed.DropDuplicatesWithEventTime(typed.WithWatermark(typed.FromMemory(m), clickTime, time.Hour), func(c *fixtures.Click) string { return c.User })
+	cp := filepath.Join(t.TempDir(), "checkpoint")
+	q, err := typed.WriteTo(deduped, typed.NewMemorySink[fixtures.Click]()).
+		Start(context.Background(), runtime.Checkpoint(cp), runtime.WithTrigger(runtime.AvailableNow()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	listing, stderr, code := inspect(t, cp)
+	if code != 0 {
+		t.Fatalf("inspect exited %d: %s", code, stderr)
+	}
+	if !regexp.MustCompile(`state "[^"]+"\s+\w+, 4 keys, 6 entries`).MatchString(listing) {
+		t.Errorf("the listing does not count 4 users' 6 times:\n%s", listing)
 	}
 }
 
