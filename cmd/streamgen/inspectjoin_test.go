@@ -150,19 +150,7 @@ func TestInspectCountsTimedState(t *testing.T) {
 	m.Add(fixtures.Click{User: "ann", Time: base.Add(time.Second)}, fixtures.Click{User: "bob", Time: base.Add(time.Second)})
 	clickTime := func(c *fixtures.Click) time.Time { return c.Time }
 	deduped := typed.DropDuplicatesWithEventTime(typed.WithWatermark(typed.FromMemory(m), clickTime, time.Hour), func(c *fixtures.Click) string { return c.User })
-	cp := filepath.Join(t.TempDir(), "checkpoint")
-	q, err := typed.WriteTo(deduped, typed.NewMemorySink[fixtures.Click]()).
-		Start(context.Background(), runtime.Checkpoint(cp), runtime.WithTrigger(runtime.AvailableNow()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.AwaitTermination(); err != nil {
-		t.Fatal(err)
-	}
-	listing, stderr, code := inspect(t, cp)
-	if code != 0 {
-		t.Fatalf("inspect exited %d: %s", code, stderr)
-	}
+	listing := runAndInspect(t, typed.WriteTo(deduped, typed.NewMemorySink[fixtures.Click]()))
 	if !regexp.MustCompile(`state "[^"]+"\s+\w+, 4 keys, 6 entries`).MatchString(listing) {
 		t.Errorf("the listing does not count 4 users' 6 times:\n%s", listing)
 	}
