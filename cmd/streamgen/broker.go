@@ -62,6 +62,9 @@ func runBroker(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	// A second signal, while the first's stop is under way, ends the
+	// process at once, as Go's default does.
+	go func() { <-ctx.Done(); stop() }()
 	opts := []kafka.EmbeddedOption{kafka.ListenAddr(*listen)}
 	var fake []kfake.Opt
 	if *minSession > 0 {

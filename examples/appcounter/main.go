@@ -44,6 +44,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -58,9 +59,10 @@ func main() {
 	ctx, cancel := context.WithCancel(context.Background())
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
-	var stoppedBy os.Signal
+	var stoppedBy os.Signal // the goroutine's until it has ended
+	var watching sync.WaitGroup
 	done := make(chan struct{})
-	go func() {
+	watching.Go(func() {
 		select {
 		case stoppedBy = <-signals:
 			cancel()
@@ -72,10 +74,11 @@ func main() {
 			cli.Exit("appcounter", &cli.Interrupted{Signal: s, Forced: true})
 		case <-done:
 		}
-	}()
+	})
 	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	close(done)
-	if stoppedBy != nil {
+	watching.Wait()
+	if stoppedBy != nil && err == nil { // a failure stays the failure
 		err = &cli.Interrupted{Signal: stoppedBy}
 	}
 	cancel()
