@@ -472,6 +472,9 @@ type App struct {
 	// partition count once Run has read it, for StateHandler.
 	ran             atomic.Bool
 	statePartitions atomic.Int32
+	// forwardLogged is when (Unix nanoseconds) a read of state that could
+	// not be forwarded was last logged.
+	forwardLogged atomic.Int64
 	// caches are the tasks' caches, made by Run.
 	caches *runtime.SharedCaches
 

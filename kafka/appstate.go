@@ -2,12 +2,15 @@ package kafka
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -137,16 +140,40 @@ func (a *App) serveState(w http.ResponseWriter, r *http.Request) {
 	if stale {
 		targets = append(targets, info.standbysOf(p)...)
 	}
+	var failed []error
 	for _, m := range targets {
 		if m.Addr == "" || m.Addr == a.opts.AdvertisedAddr {
 			continue
 		}
-		if a.forward(w, r, m.Addr, p) {
+		err := a.forward(w, r, m.Addr, p)
+		if err == nil {
 			return
 		}
+		failed = append(failed, err)
 	}
-	unavailable(w, fmt.Errorf("partition %d has no owner that answers now (it moves, or its owner has no AdvertisedAddr): try again", p))
+	unavailable(w, a.forwardFailed(fmt.Errorf("partition %d has no owner that answers now (it moves, or its owner has no AdvertisedAddr): try again", p), failed))
 }
+
+// forwardFailed is err, the answer to a read that no instance answered,
+// with why each one it was sent to did not (a connection refused, a TLS
+// failure, a timeout, a 503), so that a wrong StateScheme or a firewall
+// is not taken for a rebalance that never ends; the first of these in a
+// minute is logged too.
+func (a *App) forwardFailed(err error, failed []error) error {
+	if len(failed) == 0 {
+		return err
+	}
+	causes := errors.Join(failed...)
+	now := time.Now().UnixNano()
+	if last := a.forwardLogged.Load(); now-last >= int64(time.Minute) && a.forwardLogged.CompareAndSwap(last, now) {
+		slog.Warn("streamgen: kafka app: a read of state could not be forwarded", "group", a.opts.Group, "error", causes)
+	}
+	return fmt.Errorf("%w (%s)", err, strings.ReplaceAll(causes.Error(), "\n", "; "))
+}
+
+// errStandbyEmpty is readStandby's error for a standby whose store holds
+// no committed batch yet.
+var errStandbyEmpty = errors.New("the standby holds no batch yet")
 
 // errNoTask is keyPartition's error on an instance that runs no task.
 var errNoTask = errors.New("no task runs here")
@@ -206,8 +233,11 @@ func (a *App) readLocal(p int32, req runtime.StateRequest, stale bool) (AppState
 	case store != nil:
 		ans.Standby = true
 		err := a.readStandby(store, p, req, &ans)
-		if errors.Is(err, runtime.ErrStoreClosed) {
-			return ans, false, nil // it stopped meanwhile
+		if errors.Is(err, runtime.ErrStoreClosed) || errors.Is(err, errStandbyEmpty) {
+			// It stopped meanwhile, or holds no batch yet (it has
+			// just started, or is rebuilding): the owner, or another
+			// standby, answers.
+			return ans, false, nil
 		}
 		return ans, true, err
 	}
@@ -225,6 +255,16 @@ func (a *App) readStandby(store *runtime.Store, p int32, req runtime.StateReques
 		return err
 	}
 	defer r.Close()
+	if _, ok, err := r.Meta(); err != nil {
+		return err
+	} else if !ok {
+		return errStandbyEmpty
+	}
+	if _, ok, err := r.Progress(); err != nil {
+		return err
+	} else if !ok {
+		return errStandbyEmpty
+	}
 	a.mu.Lock()
 	var q *runtime.Query
 	for _, tq := range a.queries {
@@ -252,9 +292,9 @@ func (a *App) readStandby(store *runtime.Store, p int32, req runtime.StateReques
 }
 
 // forward sends the request to addr, an instance the group's assignment
-// names, for partition p, and copies its answer; false when addr does not
-// answer, or answers 503.
-func (a *App) forward(w http.ResponseWriter, r *http.Request, addr string, p int32) bool {
+// names, for partition p, and copies its answer; it returns why not when
+// addr does not answer, or answers 503.
+func (a *App) forward(w http.ResponseWriter, r *http.Request, addr string, p int32) error {
 	u := *r.URL
 	q := u.Query()
 	q.Set("partition", strconv.Itoa(int(p)))
@@ -264,8 +304,9 @@ func (a *App) forward(w http.ResponseWriter, r *http.Request, addr string, p int
 
 // send sends the request r, at URL u's path and query, to addr, marked as
 // forwarded by mark, with the caller's credentials (for the owner's own
-// checks), and copies the answer.
-func (a *App) send(w http.ResponseWriter, r *http.Request, addr string, u *url.URL, mark string) bool {
+// checks), and copies the answer; it returns why not when addr does not
+// answer, or answers 503.
+func (a *App) send(w http.ResponseWriter, r *http.Request, addr string, u *url.URL, mark string) error {
 	scheme := a.opts.StateScheme
 	if scheme == "" {
 		scheme = "http"
@@ -275,7 +316,7 @@ func (a *App) send(w http.ResponseWriter, r *http.Request, addr string, u *url.U
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.String(), nil)
 	if err != nil {
-		return false
+		return fmt.Errorf("forward to %s: %w", addr, err)
 	}
 	req.Header.Set(forwardedHeader, mark)
 	for _, h := range []string{"Authorization", "Cookie"} {
@@ -285,11 +326,14 @@ func (a *App) send(w http.ResponseWriter, r *http.Request, addr string, u *url.U
 	}
 	resp, err := a.httpClient().Do(req)
 	if err != nil {
-		return false
+		return fmt.Errorf("forward to %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusServiceUnavailable {
-		return false // it moved meanwhile: another target, or 503 here
+		// It moved meanwhile: another target, or 503 here.
+		var refusal struct{ Error string }
+		json.NewDecoder(io.LimitReader(resp.Body, 4<<10)).Decode(&refusal)
+		return fmt.Errorf("forward to %s: %s: %s", addr, resp.Status, refusal.Error)
 	}
 	for _, h := range []string{"Content-Type", "Cache-Control", "Retry-After"} {
 		if v := resp.Header.Get(h); v != "" {
@@ -298,7 +342,7 @@ func (a *App) send(w http.ResponseWriter, r *http.Request, addr string, u *url.U
 	}
 	w.WriteHeader(resp.StatusCode)
 	io.Copy(w, resp.Body)
-	return true
+	return nil
 }
 
 // forwardAny forwards a request this instance cannot place (it runs no
@@ -309,6 +353,7 @@ func (a *App) forwardAny(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get(forwardedHeader) == "" {
 		info := a.assignment.Load()
 		tried := map[string]bool{a.opts.AdvertisedAddr: true}
+		var failed []error
 		for p := range a.statePartitions.Load() {
 			m, ok := info.owner(p)
 			if !ok || m.Addr == "" || tried[m.Addr] {
@@ -319,9 +364,15 @@ func (a *App) forwardAny(w http.ResponseWriter, r *http.Request) {
 			q := u.Query()
 			q.Del("partition")
 			u.RawQuery = q.Encode()
-			if a.send(w, r, m.Addr, &u, "unplaced") {
+			err := a.send(w, r, m.Addr, &u, "unplaced")
+			if err == nil {
 				return
 			}
+			failed = append(failed, err)
+		}
+		if len(failed) > 0 {
+			unavailable(w, a.forwardFailed(errors.New("no instance runs a task to place the key now (they start, or restore): try again"), failed))
+			return
 		}
 	}
 	unavailable(w, errors.New("no instance runs a task to place the key now (they start, or restore): try again"))

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -51,12 +52,15 @@ func TestAppStateRouting(t *testing.T) {
 	ctx := testContext(t)
 	var apps []*runningApp
 	var addrs []string
+	// The instances forward through a client the test can make fail.
+	failing := &failingTransport{}
 	for range 2 {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
-		app := newStandbyApp(conn, t.TempDir(), ln.Addr().String(), watch)
+		app := newCountingApp(conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir(), StandbyReplicas: 1, AdvertisedAddr: ln.Addr().String(),
+			StateClient: &http.Client{Transport: failing}}, watch)
 		srv := &http.Server{Handler: app.StateHandler()}
 		go srv.Serve(ln)
 		t.Cleanup(func() { srv.Close() })
@@ -192,7 +196,14 @@ func TestAppStateRouting(t *testing.T) {
 			t.Errorf("%s: %d %s, want %d", tc.path, code, body, tc.code)
 		}
 	}
-	code, body := get(addrs[0], "/state/")
+	// A read that cannot be forwarded says why, naming the instance.
+	failing.fail.Store(true)
+	code, body := get(addrs[0], "/state/0/state?key="+url.QueryEscape(elsewhere))
+	if want := "forward to " + owners[partitionOf[elsewhere]] + ": "; code != 503 || !strings.Contains(string(body), want) || !strings.Contains(string(body), errRefusedByTest.Error()) {
+		t.Errorf("a read of %s that could not be forwarded: %d %s, want 503 saying %q and why", elsewhere, code, body, want)
+	}
+	failing.fail.Store(false)
+	code, body = get(addrs[0], "/state/")
 	var st kafka.AppStatus
 	if err := json.Unmarshal(body, &st); err != nil || code != 200 || len(st.Tasks) != 2 || len(st.Partitions) != 4 {
 		t.Fatalf("/state/: %d %s", code, body)
@@ -200,6 +211,19 @@ func TestAppStateRouting(t *testing.T) {
 }
 
 func body2s(b []byte) string { return string(b) }
+
+// failingTransport is http.DefaultTransport, or, once fail is set, a
+// transport whose every request fails with errRefusedByTest.
+type failingTransport struct{ fail atomic.Bool }
+
+var errRefusedByTest = errors.New("connection refused by the test")
+
+func (f *failingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if f.fail.Load() {
+		return nil, errRefusedByTest
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
 
 // otherPartition returns a partition of four not in mine.
 func otherPartition(mine []int32) int32 {
@@ -213,4 +237,22 @@ func otherPartition(mine []int32) int32 {
 		}
 	}
 	return -1
+}
+
+// TestStaleReadSkipsAnEmptyStandby: a standby that holds no batch yet (it
+// has just started, or is rebuilding) does not answer a stale read (with
+// "no such state", a 404 a client takes for an operator that does not
+// exist): the read goes on to the owner or another standby.
+func TestStaleReadSkipsAnEmptyStandby(t *testing.T) {
+	app := kafka.NewApp(kafka.AppOptions{Group: "g", Topics: []string{"clicks"}, Dir: t.TempDir()},
+		func(*kafka.Task) (kafka.Starter, error) { return nil, errors.New("not run") })
+	store, err := runtime.OpenStore(t.TempDir(), runtime.StoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	answered, err := kafka.StaleReadFrom(app, 1, store, runtime.StateRequest{Operator: "0", Variable: "state", Key: json.RawMessage(`"ann"`)})
+	if answered || err != nil {
+		t.Fatalf("an empty standby answered a stale read: %v, %v", answered, err)
+	}
 }

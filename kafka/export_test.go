@@ -151,3 +151,22 @@ func Holding(s *TopicSource) bool {
 	defer s.mu.Unlock()
 	return s.holding
 }
+
+// StaleReadFrom reads req of partition p as a stale read would on an
+// instance whose only copy of p is a standby with store (a not running
+// App), and reports whether that standby answered.
+func StaleReadFrom(a *App, p int32, store *runtime.Store, req runtime.StateRequest) (answered bool, err error) {
+	a.mu.Lock()
+	if a.standbys == nil {
+		a.standbys = map[int32]*runningTask{}
+	}
+	a.standbys[p] = &runningTask{store: store}
+	a.mu.Unlock()
+	defer func() {
+		a.mu.Lock()
+		delete(a.standbys, p)
+		a.mu.Unlock()
+	}()
+	_, answered, err = a.readLocal(p, req, true)
+	return answered, err
+}
