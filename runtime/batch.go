@@ -45,8 +45,9 @@ type Batch struct {
 	MemoryBudget int64
 	SpillDir     string
 
-	// started is when this attempt of the batch started, for its report.
-	started time.Time
+	// started is when this attempt of the batch started, for its report,
+	// and lastTrigger when the trigger before it did (zero: none).
+	started, lastTrigger time.Time
 
 	state  *StateBatch
 	ops    []opRun

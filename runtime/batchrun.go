@@ -256,10 +256,11 @@ func (q *Query) tellCommitted() error {
 
 func (q *Query) newBatch(p Progress, watermark, now, started time.Time) *Batch {
 	b := &Batch{
-		ID:        p.BatchID + 1,
-		Watermark: watermark,
-		Now:       now,
-		started:   started,
+		ID:          p.BatchID + 1,
+		Watermark:   watermark,
+		Now:         now,
+		started:     started,
+		lastTrigger: q.lastTrigger,
 		// The watermark the committed batch ran with, which every
 		// checkpoint records.
 		LateWatermark: lateWatermark(p, watermark),
@@ -670,7 +671,7 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 		BatchID:                b.ID,
 		BatchDuration:          total.Milliseconds(),
 		NumInputRows:           inputRows,
-		InputRowsPerSecond:     q.inputRate(inputRows, b.started),
+		InputRowsPerSecond:     inputRate(inputRows, b),
 		ProcessedRowsPerSecond: rate(inputRows),
 		DurationMs:             map[string]int64{},
 		Sink:                   SinkProgress{Description: q.plan.Outputs[0].Description, NumOutputRows: b.outputRows},
@@ -699,7 +700,7 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 			StartOffset:            describeOffset(in.Source, planned.start[i]),
 			EndOffset:              describeOffset(in.Source, planned.end[i]),
 			NumInputRows:           b.inputs[i].rows,
-			InputRowsPerSecond:     q.inputRate(b.inputs[i].rows, b.started),
+			InputRowsPerSecond:     inputRate(b.inputs[i].rows, b),
 			ProcessedRowsPerSecond: rate(b.inputs[i].rows),
 		}
 		if i < len(planned.latest) && planned.latest[i] != nil {
@@ -749,14 +750,16 @@ func (q *Query) makeReport(b *Batch, planned offsets, durations map[string]time.
 	return r
 }
 
-// inputRate is rows over the time since the previous batch started, as
-// Spark's inputRowsPerSecond.
-func (q *Query) inputRate(rows int64, now time.Time) float64 {
-	last, ok := q.LastProgress()
-	if !ok {
+// inputRate is the rows of batch b over the time from the start of the
+// trigger before b's to the start of b's, as Spark's inputRowsPerSecond:
+// a trigger that found nothing to do counts (with ProcessingTime(d), a
+// batch after an idle spell takes its rows over d, not over the spell),
+// and the first batch of a start, after no trigger, has 0.
+func inputRate(rows int64, b *Batch) float64 {
+	if b.lastTrigger.IsZero() {
 		return 0
 	}
-	if secs := now.Sub(last.Timestamp).Seconds(); secs > 0 {
+	if secs := b.started.Sub(b.lastTrigger).Seconds(); secs > 0 {
 		return float64(rows) / secs
 	}
 	return 0

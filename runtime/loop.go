@@ -112,6 +112,7 @@ func (q *Query) loop(ctx context.Context) (err error) {
 		}
 		turn := q.beginTurn()
 		started := q.cfg.clock()
+		q.lastTrigger, q.trigger = q.trigger, started
 		if !stops {
 			if upTo, err = available(); err != nil {
 				return err

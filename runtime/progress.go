@@ -21,7 +21,10 @@ type QueryProgress struct {
 	// batchDuration (durationMs' triggerExecution).
 	BatchDuration int64 `json:"batchDuration"`
 	// NumInputRows counts the rows read, decoded or not.
-	NumInputRows           int64   `json:"numInputRows"`
+	NumInputRows int64 `json:"numInputRows"`
+	// InputRowsPerSecond is NumInputRows over the time since the trigger
+	// before this batch's started, with data or without, as Spark's; 0
+	// for a start's first batch.
 	InputRowsPerSecond     float64 `json:"inputRowsPerSecond"`
 	ProcessedRowsPerSecond float64 `json:"processedRowsPerSecond"`
 	// DurationMs holds the time of each phase of the batch, keyed by the

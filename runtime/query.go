@@ -85,6 +85,11 @@ type Query struct {
 	// the next (WindowClosesPerBatch); windowCloses is the bound the
 	// batch running has (its plan's, when it runs again).
 	windowsLeft bool
+	// trigger is when the loop's current trigger started, and
+	// lastTrigger when the one before it did (zero: none yet this
+	// start), with data or without, as Spark's trigger timestamps, for
+	// inputRowsPerSecond; touched by the batch loop alone.
+	trigger, lastTrigger time.Time
 	// idleSince is when the query last told its listeners it was idle,
 	// or ran a batch (zero: neither yet this start; see tellIdle).
 	idleSince time.Time

@@ -1013,3 +1013,63 @@ func TestCleanSourceKeepsWhatDeadLettersLack(t *testing.T) {
 		})
 	}
 }
+
+// TestInputRowsPerSecondCountsIdleTriggers: a batch's inputRowsPerSecond
+// is its rows over the time since the trigger before it started, with
+// data or not, as Spark's: with ProcessingTime(100ms), 16 rows after two
+// seconds of triggers that found nothing are 160 rows a second (not 16
+// over two seconds), and the first batch of a start has 0.
+func TestInputRowsPerSecondCountsIdleTriggers(t *testing.T) {
+	base := time.Date(2026, 3, 1, 10, 0, 0, 0, time.UTC)
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 0)
+	add := func(n int) {
+		for i := range n {
+			m.Add(fixtures.Click{User: fmt.Sprint("u", i), Time: base})
+		}
+	}
+	add(4)
+	clock := runtime.NewManualClock(base)
+	q, err := typed.WriteTo(typed.FromMemory(m), typed.NewMemorySink[fixtures.Click]()).Start(t.Context(),
+		runtime.WithManualClock(clock), runtime.WithTrigger(runtime.ProcessingTime(100*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	step := func() {
+		t.Helper()
+		clock.Advance(100 * time.Millisecond)
+		if err := clock.WaitUntilWaiting(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := clock.WaitUntilWaiting(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		step()
+	}
+	add(16)
+	step()
+	q.Stop()
+	if err := q.AwaitTermination(); err != nil {
+		t.Fatal(err)
+	}
+	reports := q.RecentProgress()
+	if len(reports) != 2 || reports[0].NumInputRows != 4 || reports[1].NumInputRows != 16 {
+		t.Fatalf("batches of %v rows, want 4 then 16", rowsOf(reports))
+	}
+	for i, want := range []float64{0, 160} {
+		p := reports[i]
+		if p.InputRowsPerSecond != want || p.Sources[0].InputRowsPerSecond != want {
+			t.Errorf("batch %d: inputRowsPerSecond %v (its source's %v), want %v", p.BatchID, p.InputRowsPerSecond, p.Sources[0].InputRowsPerSecond, want)
+		}
+	}
+}
+
+// rowsOf is the input rows of each report.
+func rowsOf(reports []runtime.QueryProgress) []int64 {
+	var rows []int64
+	for _, p := range reports {
+		rows = append(rows, p.NumInputRows)
+	}
+	return rows
+}

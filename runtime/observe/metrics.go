@@ -42,7 +42,7 @@ var DurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 
 //	input_rows_total{query}                       rows read (decoded or not)
 //	output_rows_total{query}                      rows written to the sink
 //	dead_letters_total{query}                     rows that did not decode
-//	input_rows_per_second{query}                  the last batch's input rate (rows over the time since the batch before started)
+//	input_rows_per_second{query}                  the last batch's input rate (rows over the time since the trigger before it started, as Spark's)
 //	processed_rows_per_second{query}              the last batch's rows over its duration
 //	batch_duration_seconds{query,phase}           histogram of the batches' phases: phase is a key of QueryProgress.DurationMs (runtime.DurationGetBatch, ...)
 //	state_rows{query,operator,kind}               the state rows of a stateful operator (operator: its name, the user function's without package paths, followed by "#" and its index in the query when another operator has that name too, or its index when it has none; kind: mapGroupsWithState, symmetricHashJoin, ...)
@@ -131,7 +131,7 @@ func NewMetrics() *Metrics {
 		running:     gauge("query_running", "1 while a run of the query is started and not ended, else 0.", q),
 		info:        gauge("query_info", "1 for the query's current run: its id (the same at every start on its checkpoint) and run id.", []string{"query", "id", "run_id"}),
 		batchID:     gauge("batch_id", "The id of the last batch committed.", q),
-		inputRate:   gauge("input_rows_per_second", "The last batch's rows over the time since the batch before it started.", q),
+		inputRate:   gauge("input_rows_per_second", "The last batch's rows over the time since the trigger before it started.", q),
 		processRate: gauge("processed_rows_per_second", "The last batch's rows over its duration.", q),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace, Name: "batch_duration_seconds",
 			Help: "The duration of the batches' phases; phase is a key of the progress report's durationMs.", Buckets: DurationBuckets}, []string{"query", "phase"}),
