@@ -116,7 +116,9 @@ type Options struct {
 	// which keeps the offsets under it. The default is "kafka:" and the
 	// topics (sorted, comma-separated), "kafka:pattern:" and the pattern,
 	// or "kafka:assign:" and the partitions. Set it to keep a
-	// checkpoint's offsets across a change of subscription.
+	// checkpoint's offsets across a change of subscription: the offsets
+	// of partitions the new subscription drops are kept, not read, and
+	// logged once (Spark fails the query on them as partitions gone).
 	Name string
 }
 

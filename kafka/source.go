@@ -91,8 +91,11 @@ type TopicSource struct {
 	leaderless []topicPartition
 	making     []string
 	// missing are the topics the source names that a listing found not
-	// there, each warned of once (noteMissing).
+	// there, each warned of once (noteMissing); dropped the partitions
+	// of committed offsets that the subscription no longer names, each
+	// warned of once (gone).
 	missing map[string]bool
+	dropped map[topicPartition]bool
 	// positions are the ends Next planned last, by partition: where
 	// Available fetches from; prefetched are the records Available
 	// fetched, which Read begins with (see prefetch.go).
@@ -618,14 +621,34 @@ func (s *TopicSource) gone(committed json.RawMessage, from, available offsets) [
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var out []topicPartition
+	var out, dropped []topicPartition
 	for _, tp := range from.sorted() {
-		if _, ok := available[tp]; ok || !s.opts.subscribes(tp.topic, s.pattern) ||
-			len(s.opts.Partitions) > 0 && !slices.Contains(s.opts.Partitions[tp.topic], tp.partition) ||
-			slices.Contains(s.listed, tp) || slices.Contains(s.leaderless, tp) || slices.Contains(s.making, tp.topic) {
+		if !s.opts.subscribes(tp.topic, s.pattern) || len(s.opts.Partitions) > 0 && !slices.Contains(s.opts.Partitions[tp.topic], tp.partition) {
+			if !s.dropped[tp] {
+				dropped = append(dropped, tp)
+			}
+			continue
+		}
+		if _, ok := available[tp]; ok || slices.Contains(s.listed, tp) || slices.Contains(s.leaderless, tp) || slices.Contains(s.making, tp.topic) {
 			continue
 		}
 		out = append(out, tp)
+	}
+	if len(dropped) > 0 {
+		// Offsets the source's name kept (Options.Name) of partitions its
+		// subscription no longer names: a change of subscription, which
+		// Spark reports as the partitions gone. They are kept, unread,
+		// and said once.
+		if s.dropped == nil {
+			s.dropped = map[topicPartition]bool{}
+		}
+		names := make([]string, len(dropped))
+		for i, tp := range dropped {
+			s.dropped[tp] = true
+			names[i] = tp.String()
+		}
+		slog.Warn("streamgen: kafka source: the checkpoint holds offsets of partitions the source no longer reads (its subscription changed): they are kept, and not read",
+			"source", s.name, "partitions", strings.Join(names, ","))
 	}
 	return out
 }

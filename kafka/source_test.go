@@ -1256,3 +1256,38 @@ func TestStartingTimestampWithoutMatch(t *testing.T) {
 		})
 	}
 }
+
+// TestSourceWarnsOfADroppedTopic: a checkpoint's offsets of a topic the
+// source no longer subscribes to (its Name kept across a change of
+// subscription) are kept and not read, and the source says so once,
+// where Spark fails the query with the partitions "gone"; the topic it
+// still reads goes on from its offsets.
+func TestSourceWarnsOfADroppedTopic(t *testing.T) {
+	var logs strings.Builder
+	before := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	defer slog.SetDefault(before)
+	_, conn, adm := newFakeCluster(t)
+	createTopic(t, adm, "kept", 1)
+	createTopic(t, adm, "dropped", 1)
+	produce(t, conn, append(rateRecords("kept", 0, 0, 2), rateRecords("dropped", 0, 10, 2)...)...)
+	ck := newCheckpoint()
+	run := func(topics ...string) []int64 {
+		src := kafka.Source(kafka.Options{Connection: conn, Topics: topics, StartingOffsets: kafka.Earliest(), Name: "events"})
+		defer src.Close()
+		sink := typed.NewMemorySink[fixtures.RateRow]()
+		runAvailableNow(t, typed.WriteTo(typed.From[fixtures.RateRow](src), sink), ck)
+		return values(sink.Rows())
+	}
+	if got := run("kept", "dropped"); len(got) != 4 {
+		t.Fatalf("read %v, want the 4 records of both topics", got)
+	}
+	produce(t, conn, append(rateRecords("kept", 0, 2, 2), rateRecords("dropped", 0, 12, 2)...)...)
+	if got := run("kept"); fmt.Sprint(got) != "[2 3]" {
+		t.Fatalf("with one topic dropped, read %v, want the kept topic's new records [2 3]", got)
+	}
+	const warning = "the checkpoint holds offsets of partitions the source no longer reads"
+	if n := strings.Count(logs.String(), warning); n != 1 || !strings.Contains(logs.String(), "partitions=dropped/0") {
+		t.Fatalf("%d warnings of the dropped topic, want 1 naming dropped/0:\n%s", n, logs.String())
+	}
+}
