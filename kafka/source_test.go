@@ -1055,14 +1055,21 @@ func TestMaxTriggerDelayStartsAgain(t *testing.T) {
 	poll(t, "the 3 held rows", func() bool { return len(sink.Rows()) == before+3 })
 }
 
+// captureLogs sends the default logger's records to the returned
+// builder until the test ends. (Not for parallel tests.)
+func captureLogs(t *testing.T) *strings.Builder {
+	var logs strings.Builder
+	before := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
+	t.Cleanup(func() { slog.SetDefault(before) })
+	return &logs
+}
+
 // TestSourceWarnsOfAMissingTopic: a source of a topic the cluster does not
 // have waits for it, saying so once (a typo in a name would otherwise go
 // unnoticed: Spark fails the query), and says when it is there.
 func TestSourceWarnsOfAMissingTopic(t *testing.T) {
-	var logs strings.Builder
-	before := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
-	defer slog.SetDefault(before)
+	logs := captureLogs(t)
 	_, conn, adm := newFakeCluster(t)
 	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"later"}})
 	defer src.Close()
@@ -1263,10 +1270,7 @@ func TestStartingTimestampWithoutMatch(t *testing.T) {
 // where Spark fails the query with the partitions "gone"; the topic it
 // still reads goes on from its offsets.
 func TestSourceWarnsOfADroppedTopic(t *testing.T) {
-	var logs strings.Builder
-	before := slog.Default()
-	slog.SetDefault(slog.New(slog.NewTextHandler(&logs, nil)))
-	defer slog.SetDefault(before)
+	logs := captureLogs(t)
 	_, conn, adm := newFakeCluster(t)
 	createTopic(t, adm, "kept", 1)
 	createTopic(t, adm, "dropped", 1)
