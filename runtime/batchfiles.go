@@ -180,6 +180,12 @@ func (f *BatchFiles) owner() (string, error) {
 	return strings.TrimSpace(string(data)), nil
 }
 
+// Hold says that the query writing the files publishes their batches
+// (Publish), as a start's RemoveAfter does: for batch files made after
+// the start (a new directory of a partitioned sink), whose batches are
+// written pending from then on.
+func (f *BatchFiles) Hold() { f.held.Store(true) }
+
 // RemoveAfter removes the files of the batches after batchID, publishes
 // the pending files of those up to it (NewPublishedBatchFiles), and syncs
 // the directory (see BatchRewinder). batchID -1 (nothing committed)

@@ -496,21 +496,39 @@ func (s fileSink[T, P]) Write(ctx context.Context, batchID int64, rows []T) erro
 		return fmt.Errorf("streamgen: files sink: batch %d: %w", batchID, unprefixed(err))
 	}
 	err := s.files.Write(ctx, batchID, len(rows) == 0, func(w io.Writer) error {
-		var line []byte
+		return writeLines[T, P](w, rows, nil)
+	})
+	if err != nil {
+		return fmt.Errorf("streamgen: files sink %s: batch %d: %w", s.dir, batchID, unprefixed(err))
+	}
+	return nil
+}
+
+// writeLines writes rows as JSON lines to w, each as its generated
+// AppendJSON writes it: those at the indexes at, or all for nil at.
+func writeLines[T any, P codec.RecordPtr[T]](w io.Writer, rows []T, at []int) error {
+	var line []byte
+	write := func(i int) error {
+		var err error
+		if line, err = P(&rows[i]).AppendJSON(line[:0]); err != nil {
+			return fmt.Errorf("row %d: %w", i, unprefixed(err))
+		}
+		line = append(line, '\n')
+		_, err = w.Write(line)
+		return err
+	}
+	if at == nil {
 		for i := range rows {
-			var err error
-			if line, err = P(&rows[i]).AppendJSON(line[:0]); err != nil {
-				return fmt.Errorf("row %d: %w", i, unprefixed(err))
-			}
-			line = append(line, '\n')
-			if _, err := w.Write(line); err != nil {
+			if err := write(i); err != nil {
 				return err
 			}
 		}
 		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("streamgen: files sink %s: batch %d: %w", s.dir, batchID, unprefixed(err))
+	}
+	for _, i := range at {
+		if err := write(i); err != nil {
+			return err
+		}
 	}
 	return nil
 }
