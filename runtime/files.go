@@ -168,6 +168,15 @@ const maxLinePrefix = 1 << 10
 // FilesOptions.PathGlobFilter picks the files by another pattern.
 // FilesOptions.Recursive reads the directories within dir too.
 //
+// dir may be a glob, as Spark's file source path: from its first element
+// that holds "*", "?" or "[" on, each element is a pattern (path.Match's,
+// within one directory level) that names directories or files under the
+// directory before it ("logs/2026-*/events", "in/*/*.jsonl"). A file the
+// whole glob names is read whatever its extension; so are, with the
+// extensions above (or PathGlobFilter), the files directly in a directory
+// it names, and with Recursive the files at any depth below one. Files
+// are named by their paths from that directory, as with Recursive.
+//
 // A file whose name ends in ".json" or ".jsonl" followed by ".gz",
 // ".bz2" or ".zst" is read decompressed (gzip, of one member or several
 // in a row, zero bytes after the last taken for padding as gzip(1) takes
@@ -268,9 +277,13 @@ const maxLinePrefix = 1 << 10
 //
 // The source is safe for concurrent use.
 func FilesSource(dir string, opts FilesOptions) Source {
+	dir, glob := splitGlob(dir)
 	root := resolveRoot(dir)
 	if opts.Name == "" {
 		opts.Name = "files:" + root
+		if glob != nil {
+			opts.Name += "/" + strings.Join(glob, "/")
+		}
 	}
 	if opts.MaxLineBytes == 0 {
 		opts.MaxLineBytes = defaultMaxLineBytes
@@ -286,7 +299,7 @@ func FilesSource(dir string, opts FilesOptions) Source {
 		// otherwise have older files left behind for ever.
 		opts.MaxFileAge = math.MaxInt64
 	}
-	src := &filesSource{root: root, opts: opts}
+	src := &filesSource{root: root, glob: glob, opts: opts}
 	if opts.ArchiveDir != "" {
 		src.archive = resolveRoot(opts.ArchiveDir)
 	}
@@ -295,6 +308,9 @@ func FilesSource(dir string, opts FilesOptions) Source {
 
 type filesSource struct {
 	root string
+	// glob are the patterns of the elements of the path after root, when
+	// it was given as a glob (see FilesSource).
+	glob []string
 	opts FilesOptions
 	// archive is ArchiveDir, resolved as root is.
 	archive string
@@ -375,6 +391,12 @@ func (s *filesSource) validate() error {
 	}
 	if _, err := path.Match(s.opts.PathGlobFilter, ""); err != nil {
 		errs = append(errs, fmt.Errorf("PathGlobFilter %q: %w", s.opts.PathGlobFilter, err))
+	}
+	for _, p := range s.glob {
+		if _, err := path.Match(p, ""); err != nil {
+			errs = append(errs, fmt.Errorf("path pattern %q: %w", strings.Join(s.glob, "/"), err))
+			break
+		}
 	}
 	if s.opts.MaxBytesPerTrigger < 0 {
 		errs = append(errs, fmt.Errorf("MaxBytesPerTrigger %d is negative", s.opts.MaxBytesPerTrigger))
@@ -467,7 +489,7 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	var listed filesOffset
 	for _, entry := range entries {
 		name, e := entry.name, entry.DirEntry
-		if !s.isInput(e.Name()) {
+		if !(entry.named && visible(e.Name())) && !s.isInput(e.Name()) {
 			if !e.IsDir() && s.opts.PathGlobFilter == "" { // a directory such as ArchiveDir, or one Recursive reads
 				s.warnLeftOut(name)
 			}
@@ -509,6 +531,9 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 type entry struct {
 	name string
 	fs.DirEntry
+	// named is set for a file the source's glob names itself, which is
+	// read whatever its extension.
+	named bool
 }
 
 // list returns the entries of the source's directory, and with Recursive
@@ -517,13 +542,16 @@ type entry struct {
 // cannot be read is left out, and put in skipped with why (gone since it
 // was listed: left out alone); the error is of the root's listing.
 func (s *filesSource) list(skipped map[string]error) ([]entry, error) {
+	if s.glob != nil {
+		return s.listGlob(skipped)
+	}
 	top, err := os.ReadDir(s.root)
 	if err != nil {
 		return nil, err
 	}
 	entries := make([]entry, len(top))
 	for i, e := range top {
-		entries[i] = entry{e.Name(), e}
+		entries[i] = entry{name: e.Name(), DirEntry: e}
 	}
 	if !s.opts.Recursive {
 		return entries, nil // os.ReadDir sorts them
@@ -546,7 +574,7 @@ func (s *filesSource) list(skipped map[string]error) ([]entry, error) {
 			continue
 		}
 		for _, e := range within {
-			entries = append(entries, entry{dir.name + "/" + e.Name(), e})
+			entries = append(entries, entry{name: dir.name + "/" + e.Name(), DirEntry: e})
 		}
 	}
 	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
@@ -651,6 +679,93 @@ func describeType(mode fs.FileMode) string {
 	default:
 		return "of type " + mode.Type().String()
 	}
+}
+
+// splitGlob splits dir, when it is a glob, into the directory of its
+// elements before the first that holds a pattern's special character
+// ("*", "?", "[" or "\\"), and the elements from there on; glob is nil
+// when dir has none.
+func splitGlob(dir string) (root string, glob []string) {
+	elems := strings.Split(filepath.ToSlash(dir), "/")
+	for i, e := range elems {
+		if strings.ContainsAny(e, "*?[\\") {
+			root = filepath.FromSlash(strings.Join(elems[:i], "/"))
+			switch {
+			case root == "" && i > 0: // "/x*": the root directory
+				root = string(filepath.Separator)
+			case root == "":
+				root = "."
+			}
+			for _, e := range elems[i:] {
+				if e != "" && e != "." {
+					glob = append(glob, e)
+				}
+			}
+			return root, glob
+		}
+	}
+	return dir, nil
+}
+
+// listGlob lists the files the source's glob names (see FilesSource),
+// reading only the directories that may hold some, sorted by name.
+func (s *filesSource) listGlob(skipped map[string]error) ([]entry, error) {
+	n := len(s.glob)
+	// matches reports whether the first k elements of a path match the
+	// glob's first k patterns.
+	matches := func(elems []string, k int) bool {
+		for i := range k {
+			if ok, _ := path.Match(s.glob[i], elems[i]); !ok { // validate checked the patterns
+				return false
+			}
+		}
+		return true
+	}
+	var out []entry
+	var walk func(rel string, elems []string) error
+	walk = func(rel string, elems []string) error {
+		within, err := os.ReadDir(filepath.Join(s.root, filepath.FromSlash(rel)))
+		switch {
+		case err != nil && rel == "":
+			return err
+		case errors.Is(err, fs.ErrNotExist):
+			return nil // removed since it was listed
+		case err != nil:
+			skipped[rel] = err
+			return nil
+		}
+		for _, e := range within {
+			if !visible(e.Name()) {
+				continue
+			}
+			at := append(elems[:len(elems):len(elems)], e.Name())
+			name := path.Join(rel, e.Name())
+			m := len(at)
+			if e.IsDir() {
+				if s.archive != "" && filepath.Join(s.root, filepath.FromSlash(name)) == s.archive {
+					continue
+				}
+				if m <= n && matches(at, m) || m > n && s.opts.Recursive && matches(at, n) {
+					if err := walk(name, at); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			switch {
+			case m == n && matches(at, n):
+				out = append(out, entry{name: name, DirEntry: e, named: true})
+			case m == n+1 && matches(at, n), m > n+1 && s.opts.Recursive && matches(at, n):
+				out = append(out, entry{name: name, DirEntry: e})
+			}
+		}
+		return nil
+	}
+	if err := walk("", nil); err != nil {
+		return nil, err
+	}
+	slices.SortFunc(out, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+	return out, nil
 }
 
 // isInput reports whether a file of the base name base is one to read: a

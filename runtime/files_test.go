@@ -1283,6 +1283,61 @@ func TestFilesMeta(t *testing.T) {
 	}
 }
 
+// TestFilesGlob: a path with a pattern reads the files it names, whatever
+// their extensions, and the JSON-lines files directly in the directories
+// it names (with Recursive, below them too), named from the directory
+// before the pattern; hidden files and directories are never read.
+func TestFilesGlob(t *testing.T) {
+	dir := t.TempDir()
+	line := func(name string) string { return fmt.Sprintf(`{"file":%q}`, name) + "\n" }
+	logs := filepath.Join(dir, "logs")
+	for _, name := range []string{"2026-12-05/events/a.json", "2026-12-05/events/b.log", "2026-12-05/other/c.json",
+		"2026-12-06/events/d.jsonl", "2026-12-06/events/deeper/e.json", "2025-01-01/events/f.json",
+		"2026-12-06/events/.hidden.json", "2026-12-06/.hidden/events/g.json", "x.json"} {
+		writeFile(t, filepath.Join(logs, filepath.Dir(name)), filepath.Base(name), line(name))
+	}
+	read := func(glob string, opts runtime.FilesOptions) []string {
+		t.Helper()
+		src := runtime.FilesSource(filepath.Join(logs, glob), opts)
+		var got []string
+		for _, r := range readAll(t, src, nil, next(t, src, nil, available(t, src))) {
+			name, number, _ := strings.Cut(r.Position, ":")
+			if r.Err != nil || number != "1" || string(r.Data)+"\n" != line(name) {
+				t.Fatalf("%s: record %+v, want line 1 of a file that names it", glob, r)
+			}
+			got = append(got, name)
+		}
+		slices.Sort(got)
+		return got
+	}
+	for _, c := range []struct {
+		glob string
+		opts runtime.FilesOptions
+		want []string
+	}{
+		{"2026-*/events", runtime.FilesOptions{}, []string{"2026-12-05/events/a.json", "2026-12-06/events/d.jsonl"}},
+		{"2026-*/events", runtime.FilesOptions{Recursive: true},
+			[]string{"2026-12-05/events/a.json", "2026-12-06/events/d.jsonl", "2026-12-06/events/deeper/e.json"}},
+		{"2026-*/events/*.log", runtime.FilesOptions{}, []string{"2026-12-05/events/b.log"}},
+		{"*/*/*.json", runtime.FilesOptions{}, []string{"2025-01-01/events/f.json", "2026-12-05/events/a.json", "2026-12-05/other/c.json"}},
+		{"2026-1[2]-0?/events", runtime.FilesOptions{}, []string{"2026-12-05/events/a.json", "2026-12-06/events/d.jsonl"}},
+		{"*", runtime.FilesOptions{}, []string{"x.json"}},
+		{"2027-*/events", runtime.FilesOptions{}, nil},
+	} {
+		if got := read(c.glob, c.opts); !slices.Equal(got, c.want) {
+			t.Errorf("%s %+v: read %q, want %q", c.glob, c.opts, got, c.want)
+		}
+	}
+	src := runtime.FilesSource(filepath.Join(logs, "2026-*", "events"), runtime.FilesOptions{})
+	if want := "files:" + realPath(t, logs) + "/2026-*/events"; src.Name() != want {
+		t.Errorf("the source is named %q, want %q", src.Name(), want)
+	}
+	bad := runtime.FilesSource(filepath.Join(logs, "[a-", "x"), runtime.FilesOptions{})
+	if _, err := bad.Available(context.Background()); err == nil || !strings.Contains(err.Error(), `path pattern "[a-/x"`) {
+		t.Errorf("a bad pattern: %v", err)
+	}
+}
+
 // TestFilesRecursiveQuery runs a query over a tree of directories that
 // grows between runs, archiving what it reads: every file is read once,
 // and the archive takes the tree's shape.
