@@ -35,8 +35,9 @@ func TestSourceLag(t *testing.T) {
 	src := kafka.Source(kafka.Options{Connection: conn, Topics: []string{"lagged"}, StartingOffsets: kafka.Earliest(), MaxOffsetsPerTrigger: 30})
 	defer src.Close()
 	metrics := observe.NewMetrics()
+	during := &scrapeEachBatch{m: metrics}
 	q := runAvailableNow(t, typed.WriteTo(typed.From[fixtures.Click](src), typed.NewMemorySink[fixtures.Click]()), newCheckpoint(),
-		runtime.Name("lagged"), runtime.Listener(metrics))
+		runtime.Name("lagged"), runtime.Listener(metrics), runtime.Listener(during))
 	reports := q.RecentProgress()
 	if len(reports) < 5 {
 		t.Fatalf("%d batches: want the limit to make several", len(reports))
@@ -76,18 +77,30 @@ func TestSourceLag(t *testing.T) {
 	if last := reports[len(reports)-1].Sources[0]; last.Metrics["maxOffsetsBehindLatest"] != "0" {
 		t.Fatalf("the last batch is behind: %v", last.Metrics)
 	}
-	text := scrape(t, metrics)
+	// During the last batch, the gauge is its lag; once the query
+	// ended, it is gone.
 	for i := range 3 {
 		want := fmt.Sprintf(`streamgen_source_lag_records{partition="lagged/%d",query="lagged",source="%s"} 0`, i, reports[0].Sources[0].Description)
-		if !strings.Contains(text, want) {
+		if !strings.Contains(during.last, want) {
 			t.Errorf("the metrics lack %s", want)
 		}
 	}
+	if text := scrape(metrics); strings.Contains(text, "streamgen_source_lag_records{") {
+		t.Errorf("the lag of the query that ended is still exported:\n%s", text)
+	}
 }
 
+// scrapeEachBatch is a listener, given after a Metrics, that scrapes it
+// once each batch's report has reached it: last is the last batch's.
+type scrapeEachBatch struct {
+	m    *observe.Metrics
+	last string
+}
+
+func (s *scrapeEachBatch) OnQueryProgress(runtime.QueryProgress) { s.last = scrape(s.m) }
+
 // scrape returns the metrics as Prometheus reads them, in the text format.
-func scrape(t *testing.T, m *observe.Metrics) string {
-	t.Helper()
+func scrape(m *observe.Metrics) string {
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	return rec.Body.String()
