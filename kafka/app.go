@@ -41,7 +41,9 @@ type AppOptions struct {
 	// partition p of every topic.
 	Topics []string
 	// Dir is where the tasks keep their checkpoints: Dir/<partition>.
-	// Required. A partition's directory stays when its task moves to
+	// Required. Run (and Reset) lock it (Dir/APP.LOCK): one instance at
+	// a time, in this process or another, may keep its checkpoints
+	// there. A partition's directory stays when its task moves to
 	// another instance, so that its state is caught up from the changelog
 	// rather than read in full when the partition comes back.
 	Dir string
@@ -633,6 +635,11 @@ func (a *App) Run(ctx context.Context) error {
 	if a.ran.Swap(true) {
 		return fmt.Errorf("streamgen: kafka app %q: Run was called before: an App runs once (make another with NewApp)", a.opts.Group)
 	}
+	unlock, err := a.lockDir()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	partitions, err := a.checkTopics(ctx)
 	if err != nil {
 		return err
@@ -1060,6 +1067,28 @@ func (a *App) onRevoked(partitions []int32) {
 	if len(partitions) > 0 && a.opts.OnRevoked != nil {
 		a.opts.OnRevoked(partitions)
 	}
+}
+
+// dirLock is the file under Dir whose lock an App's Run, or Reset, holds.
+const dirLock = "APP.LOCK"
+
+// lockDir takes the lock of Dir, as Kafka Streams locks its state
+// directory: one App instance at a time keeps its checkpoints there, in
+// this process or another. It returns the function that lets it go.
+// (A partition's checkpoint held by another process, which the lock
+// leaves out, such as streamgen inspect, only delays its task: see
+// runTask's caller.)
+func (a *App) lockDir() (unlock func(), err error) {
+	fsys := runtime.FileSystemOf(a.opts.Options...)
+	if err := fsys.MkdirAll(a.opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("streamgen: kafka app %q: make Dir %s: %w", a.opts.Group, a.opts.Dir, err)
+	}
+	path := fsys.PathJoin(a.opts.Dir, dirLock)
+	lock, err := fsys.Lock(path)
+	if err != nil {
+		return nil, fmt.Errorf("streamgen: kafka app %q: Dir %s is in use by another App instance, in this process or another (its lock %s: %v): give each instance a Dir of its own", a.opts.Group, a.opts.Dir, path, err)
+	}
+	return func() { lock.Close() }, nil
 }
 
 // runTask builds, starts and runs the task of partition p until ctx is

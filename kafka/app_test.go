@@ -321,7 +321,7 @@ func TestAppRepartitions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if names = slices.DeleteFunc(names, func(n string) bool { return n == "repartition" }); len(names) != 0 {
+		if names = slices.DeleteFunc(names, func(n string) bool { return n == "repartition" || n == "APP.LOCK" }); len(names) != 0 {
 			t.Errorf("%s holds %v after the delay, want nothing", dir, names)
 		}
 	}
@@ -580,8 +580,9 @@ func TestAppReset(t *testing.T) {
 			if err := newCountingApp(conn, opts, watch).Reset(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if entries, err := os.ReadDir(opts.Dir); err != nil || len(entries) != 0 {
-				t.Fatalf("Dir after Reset: %v, %v; want it empty", entries, err)
+			// Nothing but the instances' lock of Dir.
+			if entries, err := os.ReadDir(opts.Dir); err != nil || len(entries) != 1 || entries[0].Name() != "APP.LOCK" {
+				t.Fatalf("Dir after Reset: %v, %v; want it empty but for APP.LOCK", entries, err)
 			}
 			// The other machine's checkpoints, of the deleted changelog,
 			// offer the group no position.
@@ -1210,4 +1211,26 @@ func TestAppWaitsForACheckpointInUse(t *testing.T) {
 	if heard := heard(); len(heard) != 0 {
 		t.Fatalf("OnTaskError heard %q", heard)
 	}
+}
+
+// TestAppLocksItsDir: a second instance given the Dir an instance runs on
+// (of its group or another) fails at once, naming the Dir, rather than
+// wait for checkpoints the first holds; once the first stops, it runs.
+func TestAppLocksItsDir(t *testing.T) {
+	conn, _ := newCountingCluster(t, 2)
+	ctx := testContext(t)
+	watch := newAppWatch()
+	dir := t.TempDir()
+	first := runApp(t, ctx, newCountingApp(conn, kafka.AppOptions{Group: "first", Dir: dir}, watch))
+	poll(t, "the two tasks", func() bool { return running(first.app) == 2 })
+	for _, group := range []string{"first", "second"} {
+		err := newCountingApp(conn, kafka.AppOptions{Group: group, Dir: dir}, watch).Run(ctx)
+		if err == nil || !strings.Contains(err.Error(), "Dir "+dir+" is in use by another App instance") {
+			t.Fatalf("an instance of group %s on the running instance's Dir: %v", group, err)
+		}
+	}
+	first.stop(t)
+	second := runApp(t, ctx, newCountingApp(conn, kafka.AppOptions{Group: "second", Dir: dir}, watch))
+	poll(t, "the second's tasks", func() bool { return running(second.app) == 2 })
+	second.stop(t)
 }

@@ -20,7 +20,7 @@ import (
 //	streamgen_app_standby_lag_records{group,partition}       how far a standby is behind its changelog
 //	streamgen_app_assignment_changes_total{group}            partitions gained or given up, each change once
 //	streamgen_app_tasks_fenced_total{group}                  tasks whose producer was fenced (the instance rejoined the group)
-//	streamgen_app_task_restarts_total{group}                 tasks started again after a failure (AppOptions.OnTaskError)
+//	streamgen_app_task_restarts_total{group}                 tasks started again after a failure (AppOptions.OnTaskError) or a checkpoint another process held
 //
 // Each App's collector has descriptions of its own (group is a constant
 // label of each), so the collectors of Apps of different groups register
@@ -45,7 +45,7 @@ func (a *App) Collector() prometheus.Collector {
 		standbyLag:  desc("streamgen_app_standby_lag_records", "Changelog records a standby is behind.", partition),
 		changes:     desc("streamgen_app_assignment_changes_total", "Assignment changes: partitions gained or given up.", nil),
 		fenced:      desc("streamgen_app_tasks_fenced_total", "Tasks whose producer was fenced: the instance rejoined the group.", nil),
-		restarts:    desc("streamgen_app_task_restarts_total", "Tasks started again after a failure.", nil),
+		restarts:    desc("streamgen_app_task_restarts_total", "Tasks started again after a failure, or a checkpoint another process held.", nil),
 	}
 }
 

@@ -76,6 +76,13 @@ func (a *App) Reset(ctx context.Context) error {
 	default:
 		return fmt.Errorf("streamgen: kafka app %q: reset: delete the group: %w", a.opts.Group, err)
 	}
+	// The group had no member; an instance may still hold Dir (one of
+	// another group given the same Dir, or one still stopping).
+	unlock, err := a.lockDir()
+	if err != nil {
+		return fmt.Errorf("%w (Reset needs every instance stopped)", err)
+	}
+	defer unlock()
 	topics := []string{a.opts.Changelog, a.repartitionTopic(), a.opts.Group + "-repartition-changelog"}
 	deleted, err := adm.DeleteTopics(ctx, topics...)
 	if err != nil {
