@@ -135,6 +135,11 @@ func TestAppStateRouting(t *testing.T) {
 				if json.Unmarshal(ans.Rows[0].Value, &c) != nil || c.Count > w.Count || c.Count < w.Count {
 					return false
 				}
+				// Where the partition has its standby, not its task,
+				// the standby answers.
+				if standby := addr != owners[partitionOf[user]]; ans.Standby != standby || ans.Instance != addr {
+					return false
+				}
 			}
 			return true
 		})

@@ -1261,7 +1261,9 @@ type FileMeta struct {
 	// the top, as Spark's partition discovery reads a partitioned
 	// directory (its partitionBy's layout, Hive's): with Recursive,
 	// "date=2026-12-06/hour=07/a.json" gives date 2026-12-06 and hour 07.
-	// Keys and values are unescaped as Spark escapes them (%XX).
+	// Keys and values are unescaped as Spark escapes them (%XX). As in
+	// Spark, they are the key=value directories right above the file: of
+	// "x=1/raw/hour=07/a.json" only hour.
 	Partitions []PartitionValue
 }
 
@@ -1289,15 +1291,21 @@ func (m *FileMeta) Partition(key string) (value string, ok bool) {
 // null value.
 const hiveNull = "__HIVE_DEFAULT_PARTITION__"
 
-// partitionsOf reads the key=value directories of a file's name. A
-// directory of another form, or whose escapes do not read, is not a
-// partition's.
+// partitionsOf reads the key=value directories of a file's name as
+// Spark's PartitioningUtils.parsePartition does: from the file's
+// directory up, each key=value one (a key and a value not empty) is a
+// partition's, up to the first directory of another form above one: of
+// "x=1/raw/hour=07/a.json" only hour is.
 func partitionsOf(name string) []PartitionValue {
 	dirs := strings.Split(filepath.ToSlash(name), "/")
+	dirs = dirs[:len(dirs)-1]
 	var parts []PartitionValue
-	for _, dir := range dirs[:len(dirs)-1] {
-		k, v, ok := strings.Cut(dir, "=")
-		if !ok || k == "" {
+	for i := len(dirs) - 1; i >= 0; i-- {
+		k, v, ok := strings.Cut(dirs[i], "=")
+		if !ok || k == "" || v == "" {
+			if len(parts) > 0 {
+				break
+			}
 			continue
 		}
 		p := PartitionValue{Key: unescapePathName(k), Value: unescapePathName(v)}
@@ -1306,6 +1314,7 @@ func partitionsOf(name string) []PartitionValue {
 		}
 		parts = append(parts, p)
 	}
+	slices.Reverse(parts)
 	return parts
 }
 

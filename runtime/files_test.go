@@ -1222,7 +1222,8 @@ func TestFilesMeta(t *testing.T) {
 		"date=2026-12-06/hour=07/a.json":              "{}\n\n{\"n\":2}\n",
 		"date=__HIVE_DEFAULT_PARTITION__/b.json":      "{}\n",
 		"raw/city=S%C3%A3o Paulo/k%3Dx=a%3Db%/c.json": "{}\n",
-		"d.json": "{}\n",
+		"x=1/raw/hour=07/k=/e.json":                   "{}\n",
+		"d.json":                                      "{}\n",
 	}
 	for name, content := range files {
 		writeFile(t, filepath.Join(dir, filepath.Dir(name)), filepath.Base(name), content)
@@ -1262,6 +1263,9 @@ func TestFilesMeta(t *testing.T) {
 		"raw/city=S%C3%A3o Paulo/k%3Dx=a%3Db%/c.json:1": meta("raw/city=S%C3%A3o Paulo/k%3Dx=a%3Db%/c.json", 1,
 			p("city", "São Paulo", "k=x", "a=b%")),
 		"d.json:1": meta("d.json", 1, nil),
+		// As Spark's: up from the file, to the first directory of
+		// another form (an empty value is not a partition's).
+		"x=1/raw/hour=07/k=/e.json:1": meta("x=1/raw/hour=07/k=/e.json", 1, p("hour", "07")),
 	}
 	if len(got) != len(want) {
 		t.Fatalf("records at %v, want %d", slices.Sorted(maps.Keys(got)), len(want))

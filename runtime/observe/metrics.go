@@ -321,7 +321,7 @@ func withoutPackagePaths(name string) string {
 	var b strings.Builder
 	start := 0 // of the name being read
 	for i := 0; i <= len(name); i++ {
-		if i < len(name) && !strings.ContainsRune("[], *", rune(name[i])) {
+		if i < len(name) && !strings.ContainsRune("[], *();", rune(name[i])) {
 			continue
 		}
 		word := name[start:i]

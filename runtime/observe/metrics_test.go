@@ -578,6 +578,7 @@ func TestMetricsLabelEachOperator(t *testing.T) {
 		{Name: "typed.countAgg[example.com/app/model.Click]", OperatorName: "windowedAggregate", NumRowsTotal: 3},
 		{Name: "typed.reduceAgg[map[string]*example.com/app/model.Click,[]example.com/x.Y]", OperatorName: "windowedAggregate", NumRowsTotal: 2},
 		{OperatorName: "dedupe", NumRowsTotal: 1},
+		{Name: "typed.agg[func(example.com/app/model.Click) int;example.com/n.U]", OperatorName: "windowedAggregate", NumRowsTotal: 5},
 	}})
 	f := scrape(t, srv.URL)
 	for operator, want := range map[string]float64{
@@ -585,14 +586,15 @@ func TestMetricsLabelEachOperator(t *testing.T) {
 		"main.dedupe#1":               7,
 		"typed.countAgg[model.Click]": 3,
 		"typed.reduceAgg[map[string]*model.Click,[]x.Y]": 2,
-		"4": 1,
+		"4":                                    1,
+		"typed.agg[func(model.Click) int;n.U]": 5,
 	} {
 		if got, ok := value(t, f, "streamgen_state_rows", map[string]string{"query": "ops", "operator": operator}); !ok || got != want {
 			t.Errorf("state_rows of operator %q: %v (found %v), want %v", operator, got, ok, want)
 		}
 	}
-	if n := len(series(f, "streamgen_state_rows", map[string]string{"query": "ops"})); n != 5 {
-		t.Errorf("%d state_rows series, want 5", n)
+	if n := len(series(f, "streamgen_state_rows", map[string]string{"query": "ops"})); n != 6 {
+		t.Errorf("%d state_rows series, want 6", n)
 	}
 }
 
