@@ -131,7 +131,9 @@ func (s partitionedFileSink[T, P]) Write(ctx context.Context, batchID int64, row
 		}
 	}
 	s.files.mu.Lock()
-	if s.files.written == nil {
+	if s.files.written == nil || !s.files.held {
+		// Without a start's RewindAfter no PublishBatch comes to forget
+		// the batches: the last one is kept, for a write of it again.
 		s.files.written = map[int64][]string{}
 	}
 	s.files.written[batchID] = paths
