@@ -1083,7 +1083,19 @@ func (a *App) lockDir() (unlock func(), err error) {
 	if err := fsys.MkdirAll(a.opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("streamgen: kafka app %q: make Dir %s: %w", a.opts.Group, a.opts.Dir, err)
 	}
-	path := fsys.PathJoin(a.opts.Dir, dirLock)
+	dir := a.opts.Dir
+	if fsys == vfs.Default {
+		// One spelling of the directory, so that the lock's check within
+		// the process (fcntl locks do not conflict there) sees two Apps
+		// given it as "state" and "/abs/state", or through a link.
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+			if real, err := filepath.EvalSymlinks(abs); err == nil {
+				dir = real
+			}
+		}
+	}
+	path := fsys.PathJoin(dir, dirLock)
 	lock, err := fsys.Lock(path)
 	if err != nil {
 		return nil, fmt.Errorf("streamgen: kafka app %q: Dir %s is in use by another App instance, in this process or another (its lock %s: %v): give each instance a Dir of its own", a.opts.Group, a.opts.Dir, path, err)

@@ -1223,11 +1223,23 @@ func TestAppLocksItsDir(t *testing.T) {
 	dir := t.TempDir()
 	first := runApp(t, ctx, newCountingApp(conn, kafka.AppOptions{Group: "first", Dir: dir}, watch))
 	poll(t, "the two tasks", func() bool { return running(first.app) == 2 })
-	for _, group := range []string{"first", "second"} {
-		err := newCountingApp(conn, kafka.AppOptions{Group: group, Dir: dir}, watch).Run(ctx)
-		if err == nil || !strings.Contains(err.Error(), "Dir "+dir+" is in use by another App instance") {
-			t.Fatalf("an instance of group %s on the running instance's Dir: %v", group, err)
+	// The same Dir through a link: one directory, whatever its spelling.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ group, dir string }{{"first", dir}, {"second", dir}, {"second", link}} {
+		err := newCountingApp(conn, kafka.AppOptions{Group: c.group, Dir: c.dir}, watch).Run(ctx)
+		if err == nil || !strings.Contains(err.Error(), "Dir "+c.dir+" is in use by another App instance") {
+			t.Fatalf("an instance of group %s on the running instance's Dir, as %s: %v", c.group, c.dir, err)
 		}
+	}
+	// Nor does a Reset of another group's App on it delete anything.
+	if err := newCountingApp(conn, kafka.AppOptions{Group: "second", Dir: dir}, watch).Reset(ctx); err == nil || !strings.Contains(err.Error(), "is in use by another App instance") {
+		t.Fatalf("a Reset on the running instance's Dir: %v", err)
+	}
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) < 3 {
+		t.Fatalf("the running instance's Dir after a refused Reset: %v, %v", entries, err)
 	}
 	first.stop(t)
 	second := runApp(t, ctx, newCountingApp(conn, kafka.AppOptions{Group: "second", Dir: dir}, watch))

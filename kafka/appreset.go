@@ -52,7 +52,18 @@ func (a *App) Reset(ctx context.Context) error {
 	}
 	defer client.Close()
 	adm := kadm.NewClient(client)
-	// The group first: the coordinator refuses to delete a group with
+	// Dir first, so that nothing is deleted while an instance of this
+	// machine runs on it; its refusal names the group's members, when
+	// it has some.
+	unlock, err := a.lockDir()
+	if err != nil {
+		if members := a.members(ctx, adm); len(members) > 0 {
+			return fmt.Errorf("streamgen: kafka app %q: reset: the group has members (%s): stop every instance first", a.opts.Group, strings.Join(members, ", "))
+		}
+		return fmt.Errorf("%w (Reset needs every instance stopped)", err)
+	}
+	defer unlock()
+	// Then the group: the coordinator refuses to delete a group with
 	// members, so no instance can join between a check and the deletes.
 	dg, err := adm.DeleteGroups(ctx, a.opts.Group)
 	if err == nil {
@@ -61,28 +72,11 @@ func (a *App) Reset(ctx context.Context) error {
 	switch {
 	case err == nil, errors.Is(err, kerr.GroupIDNotFound):
 	case errors.Is(err, kerr.NonEmptyGroup):
-		var members []string
-		if groups, derr := adm.DescribeGroups(ctx, a.opts.Group); derr == nil {
-			for _, m := range groups[a.opts.Group].Members {
-				id := m.MemberID
-				if m.InstanceID != nil {
-					id = "instance " + *m.InstanceID
-				}
-				members = append(members, m.ClientHost+" "+id)
-			}
-		}
 		return fmt.Errorf("streamgen: kafka app %q: reset: the group has members (%s): stop every instance first (one with an InstanceID stays a member for its SessionTimeout after it stops): %w",
-			a.opts.Group, strings.Join(members, ", "), err)
+			a.opts.Group, strings.Join(a.members(ctx, adm), ", "), err)
 	default:
 		return fmt.Errorf("streamgen: kafka app %q: reset: delete the group: %w", a.opts.Group, err)
 	}
-	// The group had no member; an instance may still hold Dir (one of
-	// another group given the same Dir, or one still stopping).
-	unlock, err := a.lockDir()
-	if err != nil {
-		return fmt.Errorf("%w (Reset needs every instance stopped)", err)
-	}
-	defer unlock()
 	topics := []string{a.opts.Changelog, a.repartitionTopic(), a.opts.Group + "-repartition-changelog"}
 	deleted, err := adm.DeleteTopics(ctx, topics...)
 	if err != nil {
@@ -187,6 +181,22 @@ func markReset(ctx context.Context, opts ChangelogOptions, topics []string, at t
 		return fmt.Errorf("mark the changelog topics %v: %w", topics, err)
 	}
 	return nil
+}
+
+// members names the members of the App's group, as far as the cluster
+// tells: host and member or instance id.
+func (a *App) members(ctx context.Context, adm *kadm.Client) []string {
+	var members []string
+	if groups, err := adm.DescribeGroups(ctx, a.opts.Group); err == nil {
+		for _, m := range groups[a.opts.Group].Members {
+			id := m.MemberID
+			if m.InstanceID != nil {
+				id = "instance " + *m.InstanceID
+			}
+			members = append(members, m.ClientHost+" "+id)
+		}
+	}
+	return members
 }
 
 // removeCheckpoints removes what the App keeps under Dir: the tasks' and

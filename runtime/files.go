@@ -98,7 +98,8 @@ type FilesOptions struct {
 	// directory too, at any depth, as Spark's recursiveFileLookup: a file
 	// is named by its path from the source's directory ("2026/12/06/a.json"),
 	// in the processed-file log and in record positions. Hidden
-	// directories (a name starting with "." or "_") and ArchiveDir are not
+	// directories (a name starting with ".", or "_" without a "=") and
+	// ArchiveDir are not
 	// read, nor are links to directories followed. By default only the
 	// files directly in the directory are read.
 	Recursive bool
@@ -162,7 +163,9 @@ const defaultMaxLineBytes = 64 << 20
 const maxLinePrefix = 1 << 10
 
 // FilesSource returns a source over the JSON-lines files in dir: every file whose
-// name ends in ".json" or ".jsonl" and does not start with "." or "_".
+// name ends in ".json" or ".jsonl" and is not hidden: does not start
+// with ".", nor with "_" unless it holds a "=", nor end in "._COPYING_",
+// as Spark's file source hides names.
 // Other visible files are left out (where Spark's file source reads
 // every file), with a warning once for each extension;
 // FilesOptions.PathGlobFilter picks the files by another pattern.
@@ -175,7 +178,9 @@ const maxLinePrefix = 1 << 10
 // whole glob names is read whatever its extension; so are, with the
 // extensions above (or PathGlobFilter), the files directly in a directory
 // it names, and with Recursive the files at any depth below one. Files
-// are named by their paths from that directory, as with Recursive.
+// are named by their paths from that directory, as with Recursive. As in
+// Spark, a glob that names nothing yet, its directory included, is not
+// an error: the query waits for files.
 //
 // A file whose name ends in ".json" or ".jsonl" followed by ".gz",
 // ".bz2" or ".zst" is read decompressed (gzip, of one member or several
@@ -442,7 +447,7 @@ func (s *filesSource) CheckStart() error {
 	info, err := os.Stat(s.root)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if s.opts.WaitForPath {
+		if s.opts.WaitForPath || s.glob != nil { // a glob that names no file yet, as Spark's
 			return nil
 		}
 		return fmt.Errorf("path does not exist: %s (create it, or set FilesOptions.WaitForPath to wait for it)", s.root)
@@ -472,7 +477,7 @@ func (s *filesSource) Available(ctx context.Context) (json.RawMessage, error) {
 	skipped := make(map[string]error)
 	entries, err := s.list(skipped)
 	if errors.Is(err, fs.ErrNotExist) {
-		if !s.opts.WaitForPath {
+		if !s.opts.WaitForPath && s.glob == nil { // a glob names no file yet, as Spark's
 			return nil, fmt.Errorf("path does not exist: %s (it was removed; set FilesOptions.WaitForPath to wait for it)", s.root)
 		}
 		return s.encode(filesOffset{})
@@ -785,11 +790,18 @@ func (s *filesSource) isInput(base string) bool {
 }
 
 // visible reports whether a file or directory of the base name base is
-// not hidden: its name does not start with "." or "_", as a writer names
-// a file it has not finished.
+// not hidden, by Spark's rule (HadoopFSUtils.shouldFilterOutPathName): its
+// name does not start with ".", nor with "_" unless it holds a "=" (a
+// partition directory's, "_src=a"), nor end in "._COPYING_" (a copy under
+// way), as a writer names a file it has not finished.
 func visible(base string) bool {
-	return !strings.HasPrefix(base, ".") && !strings.HasPrefix(base, "_")
+	return !strings.HasPrefix(base, ".") && !(strings.HasPrefix(base, "_") && !strings.Contains(base, "=")) &&
+		!strings.HasSuffix(base, "._COPYING_")
 }
+
+// Visible reports whether a files source reads a file or directory of the
+// base name base, rather than take it for hidden (see FilesSource).
+func Visible(base string) bool { return visible(base) }
 
 // compression names a file's compression, by its extension.
 type compression uint8

@@ -1223,6 +1223,8 @@ func TestFilesMeta(t *testing.T) {
 		"date=__HIVE_DEFAULT_PARTITION__/b.json":      "{}\n",
 		"raw/city=S%C3%A3o Paulo/k%3Dx=a%3Db%/c.json": "{}\n",
 		"x=1/raw/hour=07/k=/e.json":                   "{}\n",
+		"_src=a/f.json":                               "{}\n", // "_" with "=": a partition's, not hidden
+		"_tmp/g.json":                                 "{}\n", // hidden
 		"d.json":                                      "{}\n",
 	}
 	for name, content := range files {
@@ -1266,6 +1268,7 @@ func TestFilesMeta(t *testing.T) {
 		// As Spark's: up from the file, to the first directory of
 		// another form (an empty value is not a partition's).
 		"x=1/raw/hour=07/k=/e.json:1": meta("x=1/raw/hour=07/k=/e.json", 1, p("hour", "07")),
+		"_src=a/f.json:1":             meta("_src=a/f.json", 1, p("_src", "a")),
 	}
 	if len(got) != len(want) {
 		t.Fatalf("records at %v, want %d", slices.Sorted(maps.Keys(got)), len(want))
@@ -1335,6 +1338,15 @@ func TestFilesGlob(t *testing.T) {
 	src := runtime.FilesSource(filepath.Join(logs, "2026-*", "events"), runtime.FilesOptions{})
 	if want := "files:" + realPath(t, logs) + "/2026-*/events"; src.Name() != want {
 		t.Errorf("the source is named %q, want %q", src.Name(), want)
+	}
+	// A glob whose directory is not there yet names nothing yet, as in
+	// Spark: the query starts, and waits for files.
+	later := runtime.FilesSource(filepath.Join(dir, "later", "*", "events"), runtime.FilesOptions{})
+	if err := later.(runtime.StartChecker).CheckStart(); err != nil {
+		t.Errorf("a glob under a directory not there yet: %v", err)
+	}
+	if names := names(t, available(t, later)); len(names) != 0 {
+		t.Errorf("a glob under a directory not there yet lists %q", names)
 	}
 	bad := runtime.FilesSource(filepath.Join(logs, "[a-", "x"), runtime.FilesOptions{})
 	if _, err := bad.Available(context.Background()); err == nil || !strings.Contains(err.Error(), `path pattern "[a-/x"`) {

@@ -176,7 +176,7 @@ func (s partitionedFileSink[T, P]) RewindAfter(ctx context.Context, batchID int6
 			return err
 		case !d.IsDir():
 			return nil
-		case path != s.dir && (strings.HasPrefix(d.Name(), ".") || strings.HasPrefix(d.Name(), "_")):
+		case path != s.dir && !runtime.Visible(d.Name()):
 			return fs.SkipDir
 		}
 		rel, err := filepath.Rel(s.dir, path)
@@ -210,6 +210,9 @@ func partitionPath(values []runtime.PartitionValue) (string, error) {
 	for i, v := range values {
 		if v.Key == "" {
 			return "", fmt.Errorf("partition value %d has an empty key", i)
+		}
+		if strings.HasPrefix(v.Key, ".") {
+			return "", fmt.Errorf("partition key %q begins with \".\": its directories would be hidden from readers", v.Key)
 		}
 		value := escapePathName(v.Value)
 		if v.Null || v.Value == "" {

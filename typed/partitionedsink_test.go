@@ -186,3 +186,69 @@ func TestPartitionedFilesSinkBatches(t *testing.T) {
 		t.Errorf("a row with an empty partition key: %v", err)
 	}
 }
+
+// TestPartitionedFilesSinkHiddenNames: a partition key that begins with
+// "_" makes directories readers read (Spark hides "_" names only without
+// a "="), whose batches a start publishes and rewinds as any other's; one
+// that begins with "." would make hidden directories, and fails the batch.
+func TestPartitionedFilesSinkHiddenNames(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	bySource := func(c *fixtures.Click) []runtime.PartitionValue {
+		return []runtime.PartitionValue{{Key: "_src", Value: c.User}}
+	}
+	sink := typed.PartitionedFilesSink[fixtures.Click](dir, bySource)
+	if err := sink.(runtime.BatchRewinder).RewindAfter(ctx, -1); err != nil {
+		t.Fatal(err)
+	}
+	click := fixtures.Click{User: "a", Time: time.Unix(0, 0).UTC()}
+	for id := range int64(2) {
+		if err := sink.Write(ctx, id, []fixtures.Click{click}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The process dies with batches 0 and 1 written, 0 committed: a
+	// start publishes 0 and removes 1.
+	again := typed.PartitionedFilesSink[fixtures.Click](dir, bySource)
+	if err := again.(runtime.BatchRewinder).RewindAfter(ctx, 0); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(dir, "_src=a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	if !slices.Contains(names, "part-0000000000.jsonl") || slices.ContainsFunc(names, func(n string) bool { return strings.Contains(n, "0000000001") }) {
+		t.Fatalf("_src=a holds %q after a start at batch 0: want batch 0 published, batch 1 gone", names)
+	}
+	if got := readPartitionedSources(t, dir); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("a files source reads the sources %q, want [a]", got)
+	}
+	hidden := typed.PartitionedFilesSink[fixtures.Click](dir, func(*fixtures.Click) []runtime.PartitionValue {
+		return []runtime.PartitionValue{{Key: ".src", Value: "a"}}
+	})
+	if err := hidden.Write(ctx, 2, []fixtures.Click{click}); err == nil || !strings.Contains(err.Error(), `".src"`) {
+		t.Errorf("a partition key beginning with \".\": %v", err)
+	}
+}
+
+// readPartitionedSources reads the files under dir with a recursive files
+// source and returns the _src partition of each line.
+func readPartitionedSources(t *testing.T, dir string) []string {
+	t.Helper()
+	src := runtime.FilesSource(dir, runtime.FilesOptions{Recursive: true})
+	var got []string
+	sources := typed.FromFunc(src, func(r runtime.Record) (string, error) {
+		v, _ := r.Meta.(*runtime.FileMeta).Partition("_src")
+		return v, nil
+	})
+	sink := typed.NewMemorySink[string]()
+	if err := runToEnd(t, typed.WriteTo(sources, sink)); err != nil {
+		t.Fatal(err)
+	}
+	got = sink.Rows()
+	return got
+}
