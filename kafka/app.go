@@ -528,6 +528,9 @@ type App struct {
 	// before the next (restartTask).
 	fencedTasks, taskRestarts int64
 	restarts                  map[int32]int
+	// waiting are the tasks that wait to start again after a failure
+	// (restartTask), for Status.
+	waiting map[int32]waitingTask
 	// taskGoroutines are the tasks' goroutines, which Run waits for.
 	taskGoroutines sync.WaitGroup
 }
@@ -1000,6 +1003,12 @@ func (a *App) start(ctx context.Context, p int32, replace *runningTask) (started
 	return true
 }
 
+// waitingTask is a task that waits to start again: why, and when it does.
+type waitingTask struct {
+	err  string
+	next time.Time
+}
+
 // restartTask starts the failed task rt of partition p again, after a
 // pause that doubles with each restart of the partition since its last
 // batch (100 ms, at most 30 s), unless the partition is revoked or Run
@@ -1008,15 +1017,27 @@ func (a *App) restartTask(ctx context.Context, p int32, rt *runningTask, err err
 	a.mu.Lock()
 	a.restarts[p]++
 	n := a.restarts[p]
-	a.mu.Unlock()
 	pause := min(100*time.Millisecond<<min(n-1, 9), 30*time.Second)
+	if a.waiting == nil {
+		a.waiting = map[int32]waitingTask{}
+	}
+	a.waiting[p] = waitingTask{err: err.Error(), next: time.Now().Add(pause)}
+	a.mu.Unlock()
 	slog.Warn("streamgen: kafka app: a task failed; it starts again", "group", a.opts.Group, "partition", p, "restarts", n, "after", pause, "error", err)
 	select {
 	case <-ctx.Done():
-		return
 	case <-rt.stopped: // revoked: the revoke waits for this goroutine
-		return
 	case <-time.After(pause):
+	}
+	a.mu.Lock()
+	delete(a.waiting, p)
+	a.mu.Unlock()
+	select {
+	case <-ctx.Done():
+		return
+	case <-rt.stopped:
+		return
+	default:
 	}
 	if a.start(ctx, p, rt) {
 		a.mu.Lock()

@@ -1198,6 +1198,15 @@ func TestAppWaitsForACheckpointInUse(t *testing.T) {
 	produce(t, conn, clickRecords(t, "clicks", 2, in[200:])...)
 	app := runApp(t, ctx, newCountingAppOf(conn, opts, watch, countClicks))
 	poll(t, "partition 1's task", func() bool { return running(app.app) == 1 })
+	// Status lists partition 0's task as waiting, and why.
+	poll(t, "partition 0's task waiting", func() bool {
+		for _, w := range app.app.Status().Waiting {
+			if w.Partition == 0 && strings.Contains(w.Error, "in use") && w.Restarts > 0 && !w.NextStart.IsZero() {
+				return true
+			}
+		}
+		return false
+	})
 	select {
 	case err := <-app.done:
 		t.Fatalf("the instance ended with %v while a reader held a checkpoint", err)

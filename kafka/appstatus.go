@@ -13,8 +13,10 @@ import (
 type AppStatus struct {
 	Group string `json:"group"`
 	// Addr is the instance's AdvertisedAddr.
-	Addr     string          `json:"addr,omitempty"`
-	Tasks    []TaskStatus    `json:"tasks"`
+	Addr  string       `json:"addr,omitempty"`
+	Tasks []TaskStatus `json:"tasks"`
+	// Waiting are the tasks that failed and wait to start again.
+	Waiting  []WaitingTask   `json:"waiting,omitempty"`
 	Standbys []StandbyStatus `json:"standbys"`
 	// Partitions are the group's partitions, their owners and standbys.
 	Partitions []PartitionStatus `json:"partitions"`
@@ -46,6 +48,18 @@ type TaskStatus struct {
 	// RestartTask) since the partition's last batch: a task that fails
 	// again and again shows it rising.
 	Restarts int `json:"restarts,omitempty"`
+}
+
+// WaitingTask is a task of the instance that is not running: it failed,
+// and waits to start again (OnTaskError's RestartTask, or a checkpoint
+// another process holds, such as streamgen inspect).
+type WaitingTask struct {
+	Partition int32 `json:"partition"`
+	// Error is the failure it waits after; NextStart when it starts
+	// again; Restarts as TaskStatus's.
+	Error     string    `json:"error"`
+	NextStart time.Time `json:"nextStart"`
+	Restarts  int       `json:"restarts"`
 }
 
 // StandbyStatus is a standby the instance keeps.
@@ -104,6 +118,9 @@ func (a *App) Status() AppStatus {
 		}
 		st.Tasks = append(st.Tasks, ts)
 	}
+	for p, w := range a.waiting {
+		st.Waiting = append(st.Waiting, WaitingTask{Partition: p, Error: w.err, NextStart: w.next, Restarts: a.restarts[p]})
+	}
 	for p, sb := range a.standbys {
 		if sb.stopping {
 			continue
@@ -115,6 +132,7 @@ func (a *App) Status() AppStatus {
 	a.mu.Unlock()
 	slices.SortFunc(st.Tasks, func(x, y TaskStatus) int { return int(x.Partition - y.Partition) })
 	slices.SortFunc(st.Standbys, func(x, y StandbyStatus) int { return int(x.Partition - y.Partition) })
+	slices.SortFunc(st.Waiting, func(x, y WaitingTask) int { return int(x.Partition - y.Partition) })
 	if info := a.assignment.Load(); info != nil {
 		for p := range int32(len(info.Owners)) {
 			ps := PartitionStatus{Partition: p}
