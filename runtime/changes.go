@@ -441,7 +441,7 @@ func (r *Restore) Clear() error {
 		return r.s.fail(fmt.Errorf("restore: clear: %w", err))
 	}
 	b := r.s.db.NewBatch()
-	defer b.Close()
+	defer r.s.closeBatch(b)
 	err := b.Delete([]byte(metaKey), nil)
 	if err == nil {
 		err = b.Delete([]byte(progressKey), nil)

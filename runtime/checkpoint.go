@@ -90,7 +90,7 @@ func openCheckpoint(fsys vfs.FS, dir string, live bool) (*CheckpointReader, erro
 		}
 		return nil, fmt.Errorf("streamgen: open checkpoint %s: %w", dir, err)
 	}
-	s := &Store{dir: dir, fs: fsys, opts: StoreOptions{FS: fsys, CacheSize: 8 << 20, MemTableSize: 4 << 20}, recorded: -1, failed: make(chan struct{})}
+	s := &Store{dir: dir, fs: fsys, opts: StoreOptions{FS: fsys, CacheSize: 8 << 20, MemTableSize: 4 << 20}, recorded: -1, failed: make(chan struct{}), stuck: make(chan struct{})}
 	lock, lockFile, err := lockCheckpoint(fsys, dir, inUseInspectHint)
 	if errors.Is(err, ErrCheckpointInUse) && fsys == vfs.Default && live {
 		// A query runs on it, in another process (or this one): it

@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -670,9 +672,8 @@ func TestPlanWriteAfterLogFaultFailsTheStore(t *testing.T) {
 		s := open(t, fs, runtime.StoreOptions{SyncInterval: time.Hour, CloseTimeout: time.Hour})
 		armed.Store(true)
 		// Small plans, 128 KiB in all: under the first memtable's 256
-		// KiB, so that none moves Pebble to a new log file (which, its
-		// old log's write having failed, ends the process: see
-		// storefail.go).
+		// KiB, so that none moves Pebble to a new log file (that case is
+		// TestLogFaultAsPebbleMovesToANewLog's).
 		end := json.RawMessage(`"` + strings.Repeat("x", 40) + `"`)
 		var err error
 		for id := int64(0); id < 2000 && err == nil; id++ {
@@ -920,4 +921,135 @@ func TestStuckOpensAreBounded(t *testing.T) {
 	if batch, sum, _, err := contents(s); err != nil || batch != 4 || sum != sumUpTo(4) {
 		t.Fatalf("the next process holds batch %d, sum %d (%v)", batch, sum, err)
 	}
+}
+
+// TestLogFaultAsPebbleMovesToANewLog: Pebble moves commits to a new log
+// file every memtable's worth of writes, and for every batch of over half
+// a memtable. A fault there (the old file's last sync or its close, a
+// write of it that failed before with no sync waiting for it, the new
+// file's creation, or the directory's sync that makes it durable) made
+// Pebble panic with its mutex unlocked: a fatal error that ended the
+// process. It fails the store instead: the commit returns an error
+// wrapping ErrStoreFailed, every later one too, Close returns at once
+// (ErrStoreNotClosed: Pebble's commit pipeline stays locked), the process
+// goes on, and the checkpoint, read after the process's end, holds every
+// batch whose commit returned.
+func TestLogFaultAsPebbleMovesToANewLog(t *testing.T) {
+	isLog := func(op errorfs.Op) bool { return strings.HasSuffix(op.Path, ".log") }
+	moving := func() bool { return strings.Contains(string(debug.Stack()), ".(*DB).rotateWAL(") }
+	type faults = func(errorfs.Op) bool
+	for _, c := range []struct {
+		name  string
+		fault faults
+		// closes, when set, fails the close of a log file.
+		closes func() bool
+	}{
+		{name: "the old log's last sync", fault: func(op errorfs.Op) bool {
+			return isLog(op) && (op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData || op.Kind == errorfs.OpFileSyncTo) && moving()
+		}},
+		{name: "the old log's close", closes: moving},
+		// (The log writer's goroutine writes the old log's end, and fails.)
+		{name: "the old log's last write", fault: func(op errorfs.Op) bool { return isLog(op) && op.Kind == errorfs.OpFileWrite }},
+		{name: "the new log's creation", fault: func(op errorfs.Op) bool {
+			return isLog(op) && (op.Kind == errorfs.OpCreate || op.Kind == errorfs.OpReuseForWrite) && moving()
+		}},
+		{name: "the directory's sync for the new log", fault: func(op errorfs.Op) bool { return !isLog(op) && op.Kind == errorfs.OpFileSync && moving() }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := vfs.NewCrashableMem()
+			var armed atomic.Bool
+			var fs vfs.FS = mem
+			if c.fault != nil {
+				fs = errorfs.Wrap(mem, errorfs.InjectorFunc(func(op errorfs.Op) error {
+					if armed.Load() && c.fault(op) {
+						return errorfs.ErrInjected
+					}
+					return nil
+				}))
+			} else {
+				fs = failingLogCloses{mem, func() bool { return armed.Load() && c.closes() }}
+			}
+			opts := runtime.StoreOptions{CloseTimeout: time.Hour, MemTableSize: 1 << 20}
+			s := open(t, fs, opts)
+			commitBatches(t, s, 0, 3)
+			armed.Store(true)
+			// Batches of over half a memtable: each moves to a new log file.
+			big := bytes.Repeat([]byte("x"), 600<<10)
+			returned := int64(2)
+			var err error
+			for id := int64(3); id < 40; id++ {
+				b := s.NewBatch()
+				v, ok, gerr := b.Get(sumVar, []byte("k"), nil)
+				if gerr != nil {
+					err = gerr
+					b.Close()
+					break
+				}
+				var sum int64
+				if ok {
+					sum = int64(binary.BigEndian.Uint64(v))
+				}
+				b.Put(sumVar, []byte("k"), nil, u64(sum+id+1))
+				b.Put(sumVar, []byte(fmt.Sprint("batch", id)), nil, u64(id))
+				b.Put(runtime.Var{Variable: 4}, []byte("big"), nil, big)
+				if err = s.Commit(b, runtime.Progress{BatchID: id}); err != nil {
+					break
+				}
+				returned = id
+			}
+			if !errors.Is(err, runtime.ErrStoreFailed) {
+				t.Fatalf("commits with %s failing: %v, want ErrStoreFailed", c.name, err)
+			}
+			if err := s.Commit(s.NewBatch(), runtime.Progress{BatchID: returned + 1}); !errors.Is(err, runtime.ErrStoreFailed) {
+				t.Fatalf("a commit after the failure: %v, want ErrStoreFailed", err)
+			}
+			if err := s.Close(); !errors.Is(err, runtime.ErrStoreNotClosed) {
+				t.Fatalf("close: %v, want ErrStoreNotClosed (Pebble's commit pipeline is left locked)", err)
+			}
+			// The process ends: what its writes left (synced or not) is
+			// what the next start reads.
+			crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
+			got := checkConsistent(t, crashed, runtime.StoreOptions{MemTableSize: 1 << 20})
+			if got < returned {
+				t.Fatalf("the checkpoint holds batch %d, and the commit of batch %d returned", got, returned)
+			}
+		})
+	}
+}
+
+// failingLogCloses is an FS whose log files' Close fails when fail
+// reports so (errorfs does not fail closes).
+type failingLogCloses struct {
+	vfs.FS
+	fail func() bool
+}
+
+func (f failingLogCloses) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	file, err := f.FS.Create(name, category)
+	return f.wrap(name, file, err)
+}
+
+func (f failingLogCloses) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	file, err := f.FS.ReuseForWrite(oldname, newname, category)
+	return f.wrap(newname, file, err)
+}
+
+func (f failingLogCloses) wrap(name string, file vfs.File, err error) (vfs.File, error) {
+	if err != nil || !strings.HasSuffix(name, ".log") {
+		return file, err
+	}
+	return closeFailing{file, f.fail}, nil
+}
+
+type closeFailing struct {
+	vfs.File
+	fail func() bool
+}
+
+func (c closeFailing) Close() error {
+	err := c.File.Close()
+	if err == nil && c.fail() {
+		err = errors.New("injected close error")
+	}
+	return err
 }

@@ -123,14 +123,14 @@ func (s *Store) answerSnapshot(dir, id string) error {
 // snapshotTo writes a Pebble checkpoint of the store into dest. Pebble
 // panics when a directory sync of the snapshot's fails (as it moves the
 // snapshot's markers): that is the snapshot's error, not the process's
-// end.
-func (s *Store) snapshotTo(dest string) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("pebble checkpoint: %v", r)
-		}
-	}()
-	if err := s.db.Checkpoint(dest, pebble.WithFlushedWAL()); err != nil {
+// end. The checkpoint first commits to the log, and may move it to a new
+// log file: it runs on a goroutine of its own (onItsOwn).
+func (s *Store) snapshotTo(dest string) error {
+	panicked, err := s.onItsOwn(func() error { return s.db.Checkpoint(dest, pebble.WithFlushedWAL()) })
+	if panicked != nil {
+		return fmt.Errorf("pebble checkpoint: %v", panicked)
+	}
+	if err != nil {
 		return fmt.Errorf("pebble checkpoint: %w", err)
 	}
 	return nil

@@ -34,7 +34,7 @@ func (s *Store) keepReport(r QueryProgress) error {
 		return fmt.Errorf("streamgen: encode the progress report of batch %d: %w", r.BatchID, err)
 	}
 	b := s.db.NewBatch()
-	defer b.Close()
+	defer s.closeBatch(b)
 	if err := b.Set(reportKey(r.BatchID), v, nil); err != nil {
 		return fmt.Errorf("streamgen: keep the progress report of batch %d: %w", r.BatchID, err)
 	}

@@ -247,6 +247,10 @@ type Store struct {
 	// or sync failed (Logger.Fatalf, "fatal commit error"), which Apply
 	// does not return.
 	commitFailed atomic.Bool
+	// stuck is closed when a commit waits for ever on a log file that
+	// failed as Pebble moved to a new one (stick); stuckOnce closes it.
+	stuck     chan struct{}
+	stuckOnce sync.Once
 
 	// mu guards pending and inFlight.
 	mu sync.Mutex
@@ -349,7 +353,7 @@ func OpenStore(dir string, opts StoreOptions) (*Store, error) {
 	if opts.DiskReserve == 0 {
 		opts.DiskReserve = DefaultDiskReserve
 	}
-	s := &Store{dir: dir, fs: opts.FS, opts: opts, recorded: -1, failed: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{})}
+	s := &Store{dir: dir, fs: opts.FS, opts: opts, recorded: -1, failed: make(chan struct{}), stuck: make(chan struct{}), wake: make(chan struct{}, 1), stop: make(chan struct{})}
 	if err := atomicfile.MkdirAllFS(opts.FS, dir, 0o755); err != nil {
 		return nil, &storeError{kinds: []error{ErrStoreFailed}, dir: dir, cause: fmt.Errorf("create the directory: %w", err), hint: createHint(err)}
 	}
@@ -695,12 +699,25 @@ func (n noWritesOnceFailed) MaybeError(op errorfs.Op) error {
 // process that panicked would not, the query ends on the failure
 // (Query.watch) and an open is left behind (openPebble). Elsewhere,
 // Open's own goroutine included, whose panic openPebble recovers, the
-// error is returned. (A sync that fails as a commit moves to a new log
-// file, DB.rotateWAL, is returned too, and Pebble panics there: see
-// storefail.go.)
+// error is returned; as a commit moves to a new log file (DB.rotateWAL),
+// where Pebble panics on it too, the sync waits for ever on the commit's
+// goroutine (see logFile).
 type dirSyncs struct {
 	vfs.FS
 	s *Store
+}
+
+// Create and ReuseForWrite make log files that fail the store as
+// Pebble moves off them (logFile), and fail it when the new log file
+// cannot be made as Pebble moves to it.
+func (f dirSyncs) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	file, err := f.FS.Create(name, category)
+	return f.s.logFile(name, file, err)
+}
+
+func (f dirSyncs) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	file, err := f.FS.ReuseForWrite(oldname, newname, category)
+	return f.s.logFile(newname, file, err)
 }
 
 func (f dirSyncs) OpenDir(name string) (vfs.File, error) {
@@ -727,6 +744,9 @@ func (d dirSync) Sync() error {
 	err = d.s.fail(fmt.Errorf("sync the directory: %w", err))
 	if markerMoveOffOpen() {
 		select {} // see dirSyncs
+	}
+	if inRotateWAL() {
+		d.s.stick() // a new log file's (see logFile)
 	}
 	return err
 }
@@ -1411,19 +1431,66 @@ func (s *Store) commit(b *StateBatch, p Progress, cached func()) (err error) {
 // write runs f, a write to Pebble, and returns the store's failure: f's
 // error, or a failure Pebble recorded meanwhile (Logger.Fatalf), or a
 // panic of Pebble's commit pipeline (a log writer that failed before),
-// which marks the store wedged, so that Close does not wait for the lock
-// the panic left held.
-func (s *Store) write(what string, f func() error) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s.wedged.Store(true)
-			err = s.fail(fmt.Errorf("%s: pebble: %v", what, r))
-		}
-	}()
-	if err := f(); err != nil {
-		return s.fail(fmt.Errorf("%s: %w", what, err))
+// or a log file that failed as Pebble moved to a new one (see commitCall).
+func (s *Store) write(what string, f func() error) error {
+	if err := s.commitCall(what, f); err != nil {
+		return err
 	}
 	return s.Err()
+}
+
+// commitCall runs f, a call that commits to Pebble, on a goroutine of
+// its own (onItsOwn). f's error, or its panic (Pebble's commit pipeline,
+// meeting a log writer that failed before, panics holding its lock),
+// fails the store; a panic, and being stuck, mark it wedged, so that
+// Close does not wait for the lock Pebble holds, and leave the batch f
+// commits to Pebble: its caller does not close it (Store.closeBatch).
+func (s *Store) commitCall(what string, f func() error) error {
+	panicked, err := s.onItsOwn(f)
+	if panicked != nil {
+		s.wedged.Store(true)
+		return s.fail(fmt.Errorf("%s: pebble: %v", what, panicked))
+	}
+	if err != nil {
+		return s.fail(fmt.Errorf("%s: %w", what, err))
+	}
+	return nil
+}
+
+// onItsOwn runs f, a call into Pebble that may move its log to a new
+// file, on a goroutine of its own, and waits for it, or for the store to
+// be stuck (a log file that failed as Pebble moved to a new one, which
+// f, or a commit f waits behind, waits on for ever: logFile): then it
+// returns the store's failure and leaves f behind. It returns what f
+// panicked with, or f's error.
+func (s *Store) onItsOwn(f func() error) (panicked any, err error) {
+	type result struct {
+		err      error
+		panicked any
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		defer func() {
+			r.panicked = recover()
+			done <- r
+		}()
+		r.err = f()
+	}()
+	select {
+	case r := <-done:
+		return r.panicked, r.err
+	case <-s.stuck:
+		return nil, s.Err()
+	}
+}
+
+// closeBatch closes b, a batch given to Pebble to commit, unless a failed
+// commit left it with Pebble (the store is wedged).
+func (s *Store) closeBatch(b *pebble.Batch) {
+	if !s.wedged.Load() {
+		b.Close()
+	}
 }
 
 // apply commits b's Pebble batch: synced, or, with SyncInterval, with a
@@ -1431,23 +1498,18 @@ func (s *Store) write(what string, f func() error) (err error) {
 // writer leaves such a batch in its buffer, in the process's memory, until
 // a block of the log fills or a later sync, so a process crash could lose
 // batches committed long before; a requested sync wakes it at once.
-func (s *Store) apply(b *StateBatch, id int64) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			// Pebble panics with a failed log write inside its commit
-			// pipeline, holding the pipeline's lock.
-			s.wedged.Store(true)
-			b.closed = true // Pebble may still hold it
-			err = s.fail(fmt.Errorf("commit batch %d: pebble: %v", id, r))
+func (s *Store) apply(b *StateBatch, id int64) error {
+	err := s.commitCall(fmt.Sprintf("commit batch %d", id), func() error {
+		if s.opts.SyncInterval > 0 {
+			return s.db.ApplyNoSyncWait(b.b, pebble.Sync)
 		}
-	}()
-	if s.opts.SyncInterval > 0 {
-		err = s.db.ApplyNoSyncWait(b.b, pebble.Sync)
-	} else {
-		err = b.b.Commit(pebble.Sync)
-	}
+		return b.b.Commit(pebble.Sync)
+	})
 	if err != nil {
-		return s.fail(fmt.Errorf("commit batch %d: %w", id, err))
+		if s.wedged.Load() {
+			b.closed = true // Pebble may still hold it
+		}
+		return err
 	}
 	// A failed log write or sync calls Logger.Fatalf, after which Apply
 	// returns nil: the failure it recorded is the commit's. A failure of
@@ -1468,7 +1530,7 @@ func (s *Store) apply(b *StateBatch, id int64) (err error) {
 // every partition, and its expiry index entries, and syncs.
 func (s *Store) deleteVariable(op, id uint8) error {
 	b := s.db.NewBatch()
-	defer b.Close()
+	defer s.closeBatch(b)
 	// The partition comes first in a state key: find each in turn.
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte{statePrefix}, UpperBound: []byte{statePrefix + 1}})
 	if err != nil {

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	goruntime "runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -42,7 +44,7 @@ import (
 // unwound through Pebble's code from ours leaves its reference counts
 // wrong. Pebble panics itself on three storage faults: a log write that
 // fails inside a commit, which every write of the Store's recovers
-// (Store.write, apply), marking the store wedged so that Close does not
+// (Store.commitCall), marking the store wedged so that Close does not
 // wait for the lock the panic left held; a
 // directory sync that fails when it moves a marker file (fsync errors are
 // unrecoverable, it says), which OpenStore recovers when it happens on
@@ -51,18 +53,22 @@ import (
 // store's directories turn into a sync that fails the store and waits for
 // ever (dirSyncs): that goroutine changes nothing more, as a process
 // that ended would not, and the query ends on the failure; and closing
-// the old log or creating the new one (its directory's sync included)
-// when a commit moves to a new log file (every memtable's worth of
-// writes, and every batch of over half of one). That last panic is raised with the DB's mutex
-// unlocked, whose deferred unlock then ends the process with a fatal
-// error that no recover catches. It happens on a full disk, so the store
-// keeps a reserve of free space (StoreOptions.DiskReserve, diskRoom): a
-// commit that would eat into it fails the store with ErrDiskFull before
-// Pebble sees the batch. A log write that fails for another reason (an
-// I/O error of the device) ends the process the same way at the next
-// move to a new log file, since closing the old one writes to it: no
-// reserve covers that, and the process's next start resumes from the
-// batches the checkpoint holds.
+// the old log (its last write or sync, or one that failed before) or
+// creating the new one (its directory's sync included) when a commit
+// moves to a new log file (DB.rotateWAL: every memtable's worth of
+// writes, and every batch of over half of one). That last panic is raised
+// with the DB's mutex unlocked, whose deferred unlock then ends the
+// process with a fatal error that no recover catches, so there the
+// store's log files and directory fail the store and wait for ever
+// instead (logFile), on the goroutine of its own that every commit runs
+// on (Store.commitCall), which the query stops waiting for: the commit
+// and every later one return the failure, Pebble's commit pipeline stays
+// locked (Close does not wait for it), and the next start, in a new
+// process, resumes from the batches the checkpoint holds. On a full disk
+// the store keeps a reserve of free space (StoreOptions.DiskReserve,
+// diskRoom): a commit that would eat into it fails the store with
+// ErrDiskFull before Pebble sees the batch, so the move to a new log file
+// finds room.
 
 // ErrStoreFailed is wrapped by the error of every operation of a Store,
 // and of the query on it, once Pebble has failed to write or read the
@@ -89,8 +95,10 @@ var ErrDiskFull = errors.New("streamgen: checkpoint disk is full")
 // ErrStoreNotClosed is wrapped by the error of Store.Close, Query.Stop and
 // a query that ended on a store failure, when Pebble did not close within
 // the close timeout (a call into it that never returns: a disk that hangs,
-// a write stalled behind a flush that keeps failing). The store's files
-// stay open and locked until the process ends.
+// a write stalled behind a flush that keeps failing), or when a failed
+// commit left Pebble's commit pipeline locked (a log file that could not
+// be written, synced or closed). The store's files stay open and locked
+// until the process ends.
 var ErrStoreNotClosed = errors.New("streamgen: checkpoint store did not close")
 
 // storeError is a failure of the store in dir: it wraps the kinds it is
@@ -335,4 +343,105 @@ func (h pebbleHooks) listener() *pebble.EventListener {
 	}
 	h.s.work.listen(l)
 	return l
+}
+
+// logFile is a log file of the store's Pebble (a name ending in .log).
+// Pebble panics when it moves a commit to a new log file (DB.rotateWAL:
+// every memtable's worth of writes, and every batch of over half of one)
+// and closing the old file fails (its last write or sync; or a write that
+// failed before, on the log writer's goroutine, without a sync waiting
+// for it), or the new file cannot be made (its directory's sync
+// included): with the DB's mutex unlocked, whose deferred unlock then
+// ends the process with a fatal error no recover catches. There the
+// store fails and the commit waits for ever instead (stick), on the
+// goroutine of its own that Store.commitCall gives it: the query ends on the
+// failure, and Pebble changes nothing more in the log.
+type logFile struct {
+	vfs.File
+	s *Store
+	// failed is a write's or a sync's error, off DB.rotateWAL.
+	failed atomic.Pointer[error]
+}
+
+// logFile wraps file, just made as name with err, when it is a log file
+// (see the type).
+func (s *Store) logFile(name string, file vfs.File, err error) (vfs.File, error) {
+	if !strings.HasSuffix(name, ".log") {
+		return file, err
+	}
+	if err != nil {
+		if inRotateWAL() {
+			s.fail(fmt.Errorf("make the new log file %s: %w", name, err))
+			s.stick()
+		}
+		return nil, err
+	}
+	return &logFile{File: file, s: s}, nil
+}
+
+func (f *logFile) Write(p []byte) (int, error) {
+	n, err := f.File.Write(p)
+	return n, f.check("write", err)
+}
+
+func (f *logFile) WriteAt(p []byte, off int64) (int, error) {
+	n, err := f.File.WriteAt(p, off)
+	return n, f.check("write", err)
+}
+
+func (f *logFile) Sync() error { return f.check("sync", f.File.Sync()) }
+
+func (f *logFile) SyncData() error { return f.check("sync", f.File.SyncData()) }
+
+func (f *logFile) SyncTo(length int64) (bool, error) {
+	full, err := f.File.SyncTo(length)
+	return full, f.check("sync", err)
+}
+
+func (f *logFile) Close() error {
+	err := f.File.Close()
+	if err == nil {
+		if p := f.failed.Load(); p != nil && inRotateWAL() {
+			err = *p
+		}
+	}
+	return f.check("close", err)
+}
+
+// check returns err, the error of op on the file; in DB.rotateWAL it fails
+// the store with it and waits for ever instead.
+func (f *logFile) check(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if inRotateWAL() {
+		f.s.fail(fmt.Errorf("%s the log file as Pebble moved to a new one: %w", op, err))
+		f.s.stick()
+	}
+	f.failed.CompareAndSwap(nil, &err)
+	return err
+}
+
+// stick marks the store wedged (Close does not wait for Pebble: its
+// commit pipeline stays locked by the caller), tells Store.commitCall, and
+// waits for ever. The store has failed before.
+func (s *Store) stick() {
+	s.wedged.Store(true)
+	s.stuckOnce.Do(func() { close(s.stuck) })
+	select {}
+}
+
+// inRotateWAL reports whether the caller runs in Pebble's DB.rotateWAL.
+func inRotateWAL() bool {
+	pcs := make([]uintptr, 64)
+	frames := goruntime.CallersFrames(pcs[:goruntime.Callers(2, pcs)])
+	for {
+		f, more := frames.Next()
+		if strings.HasSuffix(f.Function, "/pebble/v2.(*DB).rotateWAL") {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }

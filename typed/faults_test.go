@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"iter"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -426,6 +428,23 @@ func bigCount(user string, rows iter.Seq[fixtures.Click], state *typed.GroupStat
 	return fixtures.UserCount{User: user, Count: n}, nil
 }
 
+// runBigCounts runs bigCount over in, six clicks a batch, on the
+// checkpoint "ckpt" of fs with memtables of 4 MiB (a batch of three users
+// is over half of one), to the input's end; more are further options.
+func runBigCounts(t *testing.T, in []fixtures.Click, fs vfs.FS, sink *batchSink[fixtures.UserCount], more ...runtime.Option) error {
+	m := typed.NewMemoryStream[fixtures.Click]("clicks", 6)
+	m.Add(in...)
+	byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
+	w := typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, bigCount), sink).OutputMode(typed.Update)
+	opts := append([]runtime.Option{runtime.Checkpoint("ckpt"), runtime.FileSystem(fs), runtime.WithTrigger(runtime.AvailableNow()),
+		runtime.StateCacheSize(1 << 20), runtime.MemTableSize(4 << 20)}, more...)
+	q, err := w.Start(context.Background(), opts...)
+	if err != nil {
+		return err
+	}
+	return await(t, q)
+}
+
 // TestFullDiskStopsTheQueryCleanly runs a query of large batches on disks
 // of sizes from too small to start on to large enough to finish. Pebble
 // alone ends the process with a fatal error when the disk fills as it
@@ -444,17 +463,7 @@ func TestFullDiskStopsTheQueryCleanly(t *testing.T) {
 		want[c.User]++
 	}
 	run := func(fs vfs.FS, sink *batchSink[fixtures.UserCount]) error {
-		m := typed.NewMemoryStream[fixtures.Click]("clicks", 6)
-		m.Add(in...)
-		byUser := typed.GroupByKey(typed.FromMemory(m), func(c *fixtures.Click) string { return c.User })
-		w := typed.WriteTo(typed.MapGroupsWithState(byUser, typed.NoTimeout, bigCount), sink).OutputMode(typed.Update)
-		q, err := w.Start(context.Background(), runtime.Checkpoint("ckpt"), runtime.FileSystem(fs),
-			runtime.WithTrigger(runtime.AvailableNow()), runtime.CloseTimeout(5*time.Second),
-			runtime.StateCacheSize(1<<20), runtime.DiskReserve(8<<20), runtime.MemTableSize(4<<20))
-		if err != nil {
-			return err
-		}
-		return await(t, q)
+		return runBigCounts(t, in, fs, sink, runtime.CloseTimeout(5*time.Second), runtime.DiskReserve(8<<20))
 	}
 	// A disk that never fills tells how much the query holds on it.
 	roomy := newCappedDisk(1 << 40)
@@ -780,4 +789,90 @@ func TestSyncedPlansWaitForNoInterval(t *testing.T) {
 			t.Fatalf("the writer got %v, want %v", w.rows, in)
 		}
 	})
+}
+
+// rotationFault fails, with an I/O error, one operation of the store's
+// log as Pebble moves a commit to a new log file: the one of kind op, at
+// the n-th move (counted from 1) once on.
+type rotationFault struct {
+	op     string
+	n      int64
+	on     atomic.Bool
+	moves  atomic.Int64
+	failed atomic.Bool
+}
+
+func (d *rotationFault) MaybeError(op errorfs.Op) error {
+	if !d.on.Load() || d.failed.Load() || !strings.Contains(string(debug.Stack()), ".(*DB).rotateWAL(") {
+		return nil
+	}
+	isLog := strings.HasSuffix(op.Path, ".log")
+	var match bool
+	switch d.op {
+	case "sync":
+		match = isLog && (op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData || op.Kind == errorfs.OpFileSyncTo)
+	case "create":
+		// (The first operation of a move whose old log's sync passed.)
+		match = isLog && (op.Kind == errorfs.OpCreate || op.Kind == errorfs.OpReuseForWrite)
+		if match && d.moves.Add(1) != d.n {
+			return nil
+		}
+	case "directory sync":
+		match = !isLog && op.Kind == errorfs.OpFileSync
+	}
+	if !match {
+		return nil
+	}
+	if d.op != "create" && d.moves.Add(1) != d.n {
+		return nil
+	}
+	d.failed.Store(true)
+	return &os.PathError{Op: d.op, Path: op.Path, Err: syscall.EIO}
+}
+
+func (d *rotationFault) String() string { return "an I/O error as the log moves" }
+
+// TestLogFaultWhileMovingEndsTheQuery: a query whose every batch is over
+// half a memtable (Pebble moves each to a new log file) meets an I/O
+// error in that move, the first or the second: the old
+// log's last sync, the new log's creation, or its directory's sync.
+// Pebble panicked there, ending the process. The query ends with an
+// error that wraps ErrStoreFailed and names the cause, Stop's wait
+// included (no hang); and the next process (a clone of what this one
+// wrote) resumes and ends with the counts of a plain loop over the input.
+func TestLogFaultWhileMovingEndsTheQuery(t *testing.T) {
+	in := clicks(60, 11)
+	want := map[string]int64{}
+	for _, c := range in {
+		want[c.User]++
+	}
+	run := func(fs vfs.FS, sink *batchSink[fixtures.UserCount]) error {
+		return runBigCounts(t, in, fs, sink, runtime.CloseTimeout(time.Hour))
+	}
+	for _, op := range []string{"sync", "create", "directory sync"} {
+		for _, n := range []int64{1, 2} {
+			mem := vfs.NewCrashableMem()
+			fault := &rotationFault{op: op, n: n}
+			fault.on.Store(true)
+			sink := newSink[fixtures.UserCount]()
+			err := run(errorfs.Wrap(mem, fault), sink)
+			if !fault.failed.Load() {
+				t.Fatalf("%s at move %d: no fault injected (the query ended with %v)", op, n, err)
+			}
+			if !errors.Is(err, runtime.ErrStoreFailed) || !strings.Contains(err.Error(), "in ckpt") || !strings.Contains(err.Error(), "input/output error") {
+				t.Fatalf("%s at move %d: %v", op, n, err)
+			}
+			next := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(uint64(n), 1))})
+			if err := run(next, sink); err != nil {
+				t.Fatalf("%s at move %d, then a new process: %v", op, n, err)
+			}
+			got := map[string]int64{}
+			for u, c := range latest(sink.rows()) {
+				got[u] = c.Count
+			}
+			if !maps.Equal(got, want) {
+				t.Fatalf("%s at move %d, then a new process: counts %v, want %v", op, n, got, want)
+			}
+		}
+	}
 }
