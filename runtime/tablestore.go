@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 )
 
 // TableStore is one version of a static table kept on disk instead of in
@@ -22,6 +25,11 @@ type TableStore struct {
 	cache *pebble.Cache
 	b     *pebble.Batch
 	val   []byte
+	// failure is the first storage fault Pebble met (a write that failed
+	// on a full disk, a flush or a MANIFEST it could not write, corrupt
+	// data), set once; failed is closed then.
+	failure atomic.Pointer[error]
+	failed  chan struct{}
 }
 
 // tableStoreBatch is the size at which CreateTableStore's writes are
@@ -34,19 +42,65 @@ const tableStoreCache = 32 << 20
 // CreateTableStore creates an empty table store in a new directory under
 // parent ("": the system's temporary directory).
 func CreateTableStore(parent string) (*TableStore, error) {
+	return createTableStore(parent, vfs.Default)
+}
+
+// createTableStore creates a table store on fsys, whose directory is
+// parent's on the operating system's file system too (os.MkdirTemp).
+//
+// A storage fault of Pebble's fails the store instead of ending the
+// process or hanging it, as the checkpoint's store does (storefail.go):
+// Logger.Fatalf records the fault and returns; a failed flush or
+// compaction (tried again at once, in a loop, by Pebble) records it, and
+// once failed the store's Pebble makes no file (its next attempt waits
+// for ever instead of spinning); a commit runs on a goroutine of its own,
+// and one that waits for a flush that cannot come returns the failure.
+func createTableStore(parent string, fsys vfs.FS) (*TableStore, error) {
+	if n := stuckTableStores.Load(); n >= maxStuckTables {
+		return nil, fmt.Errorf("streamgen: table store: %d table stores of this process failed on a fault of their disk and are left open, each holding its memory: fix the disk (the directory under %q) and restart the process", n, parent)
+	}
 	dir, err := os.MkdirTemp(parent, "streamgen-table-")
 	if err != nil {
 		return nil, fmt.Errorf("streamgen: table store: %w", err)
 	}
+	s := &TableStore{dir: dir, failed: make(chan struct{})}
 	cache := pebble.NewCache(tableStoreCache)
-	opts := &pebble.Options{FS: vfs.Default, Cache: cache, Logger: quietPebble{}, DisableWAL: true}
+	opts := &pebble.Options{FS: errorfs.Wrap(fsys, tableNoFilesOnceFailed{s}), Cache: cache, Logger: tableLogger{s}, DisableWAL: true,
+		EventListener: &pebble.EventListener{
+			BackgroundError: func(err error) { s.fail(err) },
+			DataCorruption:  func(info pebble.DataCorruptionInfo) { s.fail(fmt.Errorf("%s: %w", info.Path, info.Details)) },
+		}}
 	db, err := pebble.Open(dir, opts)
 	cache.Unref() // the store holds its own reference
+	if err == nil {
+		err = s.err()
+	}
 	if err != nil {
-		os.RemoveAll(dir)
+		if db == nil {
+			os.RemoveAll(dir)
+		} else {
+			s.db = db
+			s.Close()
+		}
 		return nil, fmt.Errorf("streamgen: table store in %s: %w", dir, err)
 	}
-	return &TableStore{dir: dir, db: db}, nil
+	s.db = db
+	return s, nil
+}
+
+// fail records err as the store's failure, unless one was recorded.
+func (s *TableStore) fail(err error) {
+	if s.failure.CompareAndSwap(nil, &err) {
+		close(s.failed)
+	}
+}
+
+// err is the store's failure, or nil.
+func (s *TableStore) err() error {
+	if p := s.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // Dir is the store's directory.
@@ -74,10 +128,24 @@ func (s *TableStore) Loaded() error {
 	return s.commit()
 }
 
+// commit commits s.b on a goroutine of its own, and returns when it has,
+// or when the store has failed: a commit may wait for a flush that cannot
+// come. Then s.b is left to Pebble.
 func (s *TableStore) commit() error {
-	err := s.b.Commit(pebble.NoSync)
-	s.b.Close()
+	b := s.b
 	s.b = nil
+	done := make(chan error, 1)
+	go func() { done <- b.Commit(pebble.NoSync) }()
+	var err error
+	select {
+	case err = <-done:
+		b.Close()
+		if err == nil {
+			err = s.err()
+		}
+	case <-s.failed:
+		err = s.err()
+	}
 	if err != nil {
 		return fmt.Errorf("streamgen: table store %s: write: %w", s.dir, err)
 	}
@@ -105,7 +173,15 @@ func (s *TableStore) Close() error {
 		s.b.Close()
 		s.b = nil
 	}
-	err := s.db.Close()
+	var err error
+	if err = s.err(); err == nil {
+		err = s.db.Close()
+	} else {
+		// A store that failed is left open (its Close would wait for the
+		// flush that waits for ever: tableNoFilesOnceFailed), its
+		// directory removed all the same.
+		stuckTableStores.Add(1)
+	}
 	if rmErr := os.RemoveAll(s.dir); err == nil && rmErr != nil {
 		err = rmErr
 	}
@@ -115,14 +191,46 @@ func (s *TableStore) Close() error {
 	return nil
 }
 
-// quietPebble keeps a table store's informational lines out of the log,
-// and reports its errors as warnings.
-type quietPebble struct{}
+// tableLogger keeps a table store's informational lines out of the log,
+// reports its errors as warnings, and records a fatal one as the store's
+// failure: Pebble's storage-fault call sites return an error after it.
+type tableLogger struct{ s *TableStore }
 
-func (quietPebble) Infof(string, ...any) {}
-func (quietPebble) Errorf(format string, args ...any) {
+func (tableLogger) Infof(string, ...any) {}
+func (tableLogger) Errorf(format string, args ...any) {
 	slog.Warn("streamgen: table store: " + fmt.Sprintf(format, args...))
 }
-func (quietPebble) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("streamgen: table store: "+format, args...))
+func (l tableLogger) Fatalf(format string, args ...any) {
+	l.s.fail(fmt.Errorf("pebble: "+format, args...))
 }
+
+// tableNoFilesOnceFailed refuses to make a file once the table store has
+// failed: a table file (a flush's or a compaction's, which Pebble would
+// try again at once, in a loop, while the process lives) waits for ever
+// instead, any other is refused with the failure.
+type tableNoFilesOnceFailed struct{ s *TableStore }
+
+func (n tableNoFilesOnceFailed) String() string { return "no files once the table store has failed" }
+
+func (n tableNoFilesOnceFailed) MaybeError(op errorfs.Op) error {
+	if op.Kind != errorfs.OpCreate {
+		return nil
+	}
+	select {
+	case <-n.s.failed:
+		if strings.HasSuffix(op.Path, ".sst") {
+			select {}
+		}
+		return fmt.Errorf("%w: no file after it", n.s.err())
+	default:
+		return nil
+	}
+}
+
+// stuckTableStores counts the table stores of the process left open on a
+// failure (TableStore.Close), each holding its memtables; maxStuckTables
+// is how many it leaves before refusing the next (a table refreshed every
+// minute on a disk that stays full would fill the memory).
+var stuckTableStores atomic.Int32
+
+const maxStuckTables = 3

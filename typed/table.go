@@ -78,8 +78,10 @@ func RefreshEvery(d time.Duration) TableOption { return func(c *tableConfig) { c
 // the query stops. Each stream row's lookup is then a read of the store.
 // The key and row types must have a binary encoding (generated records,
 // strings, numbers); Start refuses others. A load still reads the whole
-// version into memory before it writes it out. The default, 0, keeps
-// every version in memory.
+// version into memory before it writes it out. A load whose disk fails
+// (a full disk) fails as any load does; the store is left open, its
+// directory removed, and after three such the process makes no more until
+// it restarts. The default, 0, keeps every version in memory.
 func TableOnDiskAbove(rows int) TableOption { return func(c *tableConfig) { c.diskAbove = rows } }
 
 // TableDir is the directory under which TableOnDiskAbove keeps a table's

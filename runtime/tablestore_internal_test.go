@@ -1,0 +1,112 @@
+package runtime
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
+)
+
+// diskFullAfter fails every write from the one with index after on with
+// ENOSPC, and counts the writes.
+type diskFullAfter struct {
+	after  int64
+	writes atomic.Int64
+}
+
+func (d *diskFullAfter) MaybeError(op errorfs.Op) error {
+	if op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
+		return nil
+	}
+	if d.writes.Add(1)-1 >= d.after {
+		return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
+	}
+	return nil
+}
+
+func (d *diskFullAfter) String() string { return "a disk full after some writes" }
+
+// loadTable writes a table of 24 MiB (three of the store's commits, each
+// over half a memtable: each is flushed to a table file) to s, then reads
+// a key of each commit back.
+func loadTable(s *TableStore) error {
+	value := bytes.Repeat([]byte("v"), 64<<10)
+	const keys = 3 * tableStoreBatch / (64 << 10)
+	for i := range keys {
+		if err := s.Add(fmt.Appendf(nil, "k%08d", i), value); err != nil {
+			return err
+		}
+	}
+	if err := s.Loaded(); err != nil {
+		return err
+	}
+	for _, i := range []int{0, keys / 2, keys - 1} {
+		v, ok, err := s.Get(fmt.Appendf(nil, "k%08d", i))
+		if err != nil {
+			return err
+		}
+		if !ok || !bytes.Equal(v, value) {
+			return fmt.Errorf("key %d: %d bytes, found %v", i, len(v), ok)
+		}
+	}
+	return nil
+}
+
+// TestTableStoreDiskFull: the disk of a table store (TableOnDiskAbove)
+// fills at every point of a load: every write from the n-th on fails
+// with ENOSPC. Pebble's fatal error ended the process (Logger.Fatalf
+// panicked, on a flush's goroutine), or a commit waited for ever for a
+// flush Pebble tried again in a loop. Each load now ends either with the
+// table loaded and read back, or with an error that says the disk is
+// full; Close returns and removes the directory; and once three failed
+// stores are left open in the process, the next is refused, saying why.
+func TestTableStoreDiskFull(t *testing.T) {
+	defer stuckTableStores.Store(0)
+	clean := &diskFullAfter{after: 1 << 62}
+	s, err := createTableStore(t.TempDir(), errorfs.Wrap(vfs.NewMem(), clean))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := loadTable(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	total := clean.writes.Load()
+	failed := 0
+	for n := int64(0); n <= total; n += max(1, total/40) {
+		stuckTableStores.Store(0)
+		parent := t.TempDir()
+		s, err := createTableStore(parent, errorfs.Wrap(vfs.NewMem(), &diskFullAfter{after: n}))
+		if err == nil {
+			err = loadTable(s)
+			if cerr := s.Close(); err == nil {
+				err = cerr
+			}
+			if left, _ := os.ReadDir(parent); len(left) != 0 {
+				t.Fatalf("disk full after %d of %d writes: the store's directory is left: %v", n, total, left)
+			}
+		}
+		if err != nil {
+			failed++
+			if !errors.Is(err, syscall.ENOSPC) && !strings.Contains(err.Error(), "no space left on device") {
+				t.Fatalf("disk full after %d of %d writes: %v", n, total, err)
+			}
+		}
+	}
+	if failed == 0 {
+		t.Fatal("no load failed: the test does not reach the writes")
+	}
+	stuckTableStores.Store(maxStuckTables)
+	if _, err := createTableStore(t.TempDir(), vfs.NewMem()); err == nil || !strings.Contains(err.Error(), "restart the process") {
+		t.Fatalf("a store after %d failed ones: %v", maxStuckTables, err)
+	}
+}
