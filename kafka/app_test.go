@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -1254,4 +1256,59 @@ func TestAppLocksItsDir(t *testing.T) {
 	second := runApp(t, ctx, newCountingApp(conn, kafka.AppOptions{Group: "second", Dir: dir}, watch))
 	poll(t, "the second's tasks", func() bool { return running(second.app) == 2 })
 	second.stop(t)
+}
+
+// TestAppEndsOnAStoreThatDidNotClose: a task's checkpoint meets an I/O
+// error as Pebble moves its log to a new file: the store fails and does
+// not close (its files stay locked until the process ends), so no start
+// of the task in this process could take the checkpoint. Run ends with
+// the failure, though OnTaskError answers RestartTask, where the task
+// started again every pause and was refused as if another process held
+// the checkpoint, for ever.
+func TestAppEndsOnAStoreThatDidNotClose(t *testing.T) {
+	conn, _ := newCountingCluster(t, 1)
+	produce(t, conn, clickRecords(t, "clicks", 1, clicks(40, 62))...)
+	var armed, injected atomic.Bool
+	faulty := errorfs.Wrap(vfs.NewMem(), errorfs.InjectorFunc(func(op errorfs.Op) error {
+		if armed.Load() && strings.HasSuffix(op.Path, ".log") && (op.Kind == errorfs.OpCreate || op.Kind == errorfs.OpReuseForWrite) &&
+			strings.Contains(string(debug.Stack()), ".(*DB).rotateWAL(") && injected.CompareAndSwap(false, true) {
+			return errors.New("injected EIO")
+		}
+		return nil
+	}))
+	// Each batch's state is over half of the 1 MiB memtables: each moves
+	// the log to a new file.
+	big := strings.Repeat("x", 600<<10)
+	count := func(user string, rows iter.Seq[fixtures.Click], state *typed.GroupState[fixtures.Counter]) (fixtures.UserCount, error) {
+		armed.Store(true)
+		c, _ := state.Get()
+		for range rows {
+			c.Count++
+		}
+		c.Pages = []string{big}
+		state.Update(c)
+		return fixtures.UserCount{User: user, Count: c.Count}, nil
+	}
+	onTaskError, heard := taskErrors(kafka.RestartTask)
+	opts := kafka.AppOptions{Group: "stuck", Dir: t.TempDir(), OnTaskError: onTaskError, Connection: conn, Topics: []string{"clicks"},
+		ExactlyOnce: true, SessionTimeout: time.Second,
+		Options: []runtime.Option{runtime.FileSystem(faulty), runtime.MemTableSize(1 << 20), runtime.PollInterval(time.Millisecond)}}
+	app := kafka.NewApp(opts, func(task *kafka.Task) (kafka.Starter, error) {
+		return countingTask(conn, task, task.Source(kafka.Options{MaxOffsetsPerTrigger: 5}), count), nil
+	})
+	r := runApp(t, testContext(t), app)
+	var err error
+	select {
+	case err = <-r.done:
+	case <-time.After(time.Minute):
+		t.Fatalf("Run did not end (OnTaskError heard %q)", heard())
+	}
+	t.Logf("Run: %v; OnTaskError heard %q", err, heard())
+	if !injected.Load() {
+		t.Fatalf("no fault injected; Run ended with %v", err)
+	}
+	if !errors.Is(err, runtime.ErrStoreNotClosed) || !errors.Is(err, runtime.ErrStoreFailed) || errors.Is(err, runtime.ErrCheckpointInUse) ||
+		!strings.Contains(err.Error(), "injected EIO") && !strings.Contains(err.Error(), "restart the process") {
+		t.Fatalf("Run: %v (OnTaskError heard %q)", err, heard())
+	}
 }

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"strings"
@@ -56,6 +57,11 @@ func lockCheckpoint(fsys vfs.FS, dir, hint string) (*pebble.Lock, io.Closer, err
 		return lock, held, nil
 	}
 	if lockHeld(err) {
+		if why, ok := heldByWedged(fsys, dir); ok {
+			return nil, nil, &storeError{kinds: []error{ErrStoreFailed, ErrStoreNotClosed}, dir: dir,
+				cause: fmt.Errorf("a store of this process on it failed and did not close (%s): it holds the lock until the process ends", why),
+				hint:  "restart the process: it resumes from the batches the checkpoint holds"}
+		}
 		return nil, nil, &inUseError{dir: dir, hint: hint}
 	}
 	why := failedHint(err)

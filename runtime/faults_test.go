@@ -925,15 +925,16 @@ func TestStuckOpensAreBounded(t *testing.T) {
 
 // TestLogFaultAsPebbleMovesToANewLog: Pebble moves commits to a new log
 // file every memtable's worth of writes, and for every batch of over half
-// a memtable. A fault there (the old file's last sync or its close, a
-// write of it that failed before with no sync waiting for it, the new
-// file's creation, or the directory's sync that makes it durable) made
+// a memtable. A fault there (the old file's last sync, write or close,
+// the new file's creation, a reused file's stat, or the directory's sync
+// that makes the new file durable) made
 // Pebble panic with its mutex unlocked: a fatal error that ended the
 // process. It fails the store instead: the commit returns an error
 // wrapping ErrStoreFailed, every later one too, Close returns at once
 // (ErrStoreNotClosed: Pebble's commit pipeline stays locked), the process
-// goes on, and the checkpoint, read after the process's end, holds every
-// batch whose commit returned.
+// goes on, a start in it is refused with ErrStoreNotClosed (not taken for
+// another process's lock), and the checkpoint, read after the process's
+// end, holds every batch whose commit returned.
 func TestLogFaultAsPebbleMovesToANewLog(t *testing.T) {
 	isLog := func(op errorfs.Op) bool { return strings.HasSuffix(op.Path, ".log") }
 	moving := func() bool { return strings.Contains(string(debug.Stack()), ".(*DB).rotateWAL(") }
@@ -941,13 +942,14 @@ func TestLogFaultAsPebbleMovesToANewLog(t *testing.T) {
 	for _, c := range []struct {
 		name  string
 		fault faults
-		// closes, when set, fails the close of a log file.
-		closes func() bool
+		// closes and stats, when set, fail a log file's close and stat.
+		closes, stats func() bool
 	}{
 		{name: "the old log's last sync", fault: func(op errorfs.Op) bool {
 			return isLog(op) && (op.Kind == errorfs.OpFileSync || op.Kind == errorfs.OpFileSyncData || op.Kind == errorfs.OpFileSyncTo) && moving()
 		}},
 		{name: "the old log's close", closes: moving},
+		{name: "a reused log's stat", stats: moving},
 		// (The log writer's goroutine writes the old log's end, and fails.)
 		{name: "the old log's last write", fault: func(op errorfs.Op) bool { return isLog(op) && op.Kind == errorfs.OpFileWrite }},
 		{name: "the new log's creation", fault: func(op errorfs.Op) bool {
@@ -967,7 +969,13 @@ func TestLogFaultAsPebbleMovesToANewLog(t *testing.T) {
 					return nil
 				}))
 			} else {
-				fs = failingLogCloses{mem, func() bool { return armed.Load() && c.closes() }}
+				on := func(f func() bool) func() bool {
+					if f == nil {
+						return nil
+					}
+					return func() bool { return armed.Load() && f() }
+				}
+				fs = failingLogFiles{mem, on(c.closes), on(c.stats)}
 			}
 			opts := runtime.StoreOptions{CloseTimeout: time.Hour, MemTableSize: 1 << 20}
 			s := open(t, fs, opts)
@@ -1006,6 +1014,12 @@ func TestLogFaultAsPebbleMovesToANewLog(t *testing.T) {
 			if err := s.Close(); !errors.Is(err, runtime.ErrStoreNotClosed) {
 				t.Fatalf("close: %v, want ErrStoreNotClosed (Pebble's commit pipeline is left locked)", err)
 			}
+			// A start in this process finds the checkpoint held, and says
+			// by what.
+			if _, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs}); !errors.Is(err, runtime.ErrStoreNotClosed) ||
+				errors.Is(err, runtime.ErrCheckpointInUse) || !strings.Contains(err.Error(), "restart the process") {
+				t.Fatalf("a start in the same process: %v", err)
+			}
 			// The process ends: what its writes left (synced or not) is
 			// what the next start reads.
 			crashed := mem.CrashClone(vfs.CrashCloneCfg{UnsyncedDataPercent: 100, RNG: rand.New(rand.NewPCG(1, 1))})
@@ -1017,39 +1031,46 @@ func TestLogFaultAsPebbleMovesToANewLog(t *testing.T) {
 	}
 }
 
-// failingLogCloses is an FS whose log files' Close fails when fail
-// reports so (errorfs does not fail closes).
-type failingLogCloses struct {
+// failingLogFiles is an FS whose log files' Close, and Stat, fail when
+// closes, and stats, report so (errorfs fails neither).
+type failingLogFiles struct {
 	vfs.FS
-	fail func() bool
+	closes, stats func() bool
 }
 
-func (f failingLogCloses) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+func (f failingLogFiles) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	file, err := f.FS.Create(name, category)
 	return f.wrap(name, file, err)
 }
 
-func (f failingLogCloses) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+func (f failingLogFiles) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	file, err := f.FS.ReuseForWrite(oldname, newname, category)
 	return f.wrap(newname, file, err)
 }
 
-func (f failingLogCloses) wrap(name string, file vfs.File, err error) (vfs.File, error) {
+func (f failingLogFiles) wrap(name string, file vfs.File, err error) (vfs.File, error) {
 	if err != nil || !strings.HasSuffix(name, ".log") {
 		return file, err
 	}
-	return closeFailing{file, f.fail}, nil
+	return failingLogFile{file, f}, nil
 }
 
-type closeFailing struct {
+type failingLogFile struct {
 	vfs.File
-	fail func() bool
+	fs failingLogFiles
 }
 
-func (c closeFailing) Close() error {
+func (c failingLogFile) Close() error {
 	err := c.File.Close()
-	if err == nil && c.fail() {
+	if err == nil && c.fs.closes != nil && c.fs.closes() {
 		err = errors.New("injected close error")
 	}
 	return err
+}
+
+func (c failingLogFile) Stat() (vfs.FileInfo, error) {
+	if c.fs.stats != nil && c.fs.stats() {
+		return nil, errors.New("injected stat error")
+	}
+	return c.File.Stat()
 }

@@ -700,8 +700,8 @@ func (n noWritesOnceFailed) MaybeError(op errorfs.Op) error {
 // (Query.watch) and an open is left behind (openPebble). Elsewhere,
 // Open's own goroutine included, whose panic openPebble recovers, the
 // error is returned; as a commit moves to a new log file (DB.rotateWAL),
-// where Pebble panics on it too, the sync waits for ever on the commit's
-// goroutine (see logFile).
+// where Pebble panics on it too, the sync waits for ever on the goroutine
+// of its own that the commit runs on (see logFile).
 type dirSyncs struct {
 	vfs.FS
 	s *Store
@@ -741,12 +741,13 @@ func (d dirSync) Sync() error {
 	if err == nil {
 		return nil
 	}
-	err = d.s.fail(fmt.Errorf("sync the directory: %w", err))
+	cause := fmt.Errorf("sync the directory: %w", err)
+	if inRotateWAL() {
+		d.s.stick(cause) // a new log file's (see logFile)
+	}
+	err = d.s.fail(cause)
 	if markerMoveOffOpen() {
 		select {} // see dirSyncs
-	}
-	if inRotateWAL() {
-		d.s.stick() // a new log file's (see logFile)
 	}
 	return err
 }
@@ -1022,7 +1023,11 @@ func (s *Store) close() error {
 	close(s.stop)
 	s.readsClosed.Store(true)
 	if s.wedged.Load() {
-		return s.notClosed("a failed commit left Pebble's commit pipeline locked")
+		why := "a failed commit left Pebble's commit pipeline locked"
+		wedgedStores.Lock()
+		wedgedStores.why[stuckOpenKey(s.fs, s.dir)] = why
+		wedgedStores.Unlock()
+		return s.notClosed(why)
 	}
 	closed := make(chan error, 1)
 	// The reads of snapshots in progress end first (a new one waits, then
@@ -1110,6 +1115,27 @@ func (s *Store) notClosed(why string) error {
 		err = fmt.Errorf("%w (after: %w)", err, f)
 	}
 	return err
+}
+
+// wedgedStores says why each store of the process left open with its
+// commit pipeline locked (Store.Close on a wedged store) holds its
+// checkpoint's lock, by checkpoint (stuckOpenKey): until the process
+// ends. A start on it then says so (lockCheckpoint), where another
+// process's lock, or a store's whose Close timed out and may yet finish,
+// gives ErrCheckpointInUse.
+var wedgedStores = struct {
+	sync.Mutex
+	why map[string]string
+}{why: map[string]string{}}
+
+// heldByWedged says why a store of the process left open holds the lock
+// of the checkpoint in dir of fsys until the process ends; ok is false
+// if none does.
+func heldByWedged(fsys vfs.FS, dir string) (why string, ok bool) {
+	wedgedStores.Lock()
+	defer wedgedStores.Unlock()
+	why, ok = wedgedStores.why[stuckOpenKey(fsys, dir)]
+	return why, ok
 }
 
 // Progress is what a committed batch leaves behind: where the next batch
@@ -1293,19 +1319,14 @@ func (s *Store) writePlan(p PlannedOffsets, synced bool) error {
 		b.Close()
 		return fmt.Errorf("streamgen: write the planned batch: %w", err)
 	}
-	applied := false
-	err = s.write("write the planned batch", func() error {
+	return s.write("write the planned batch", func() error {
 		if err := s.db.ApplyNoSyncWait(b, pebble.Sync); err != nil {
 			b.Close()
 			return err
 		}
-		applied = true
+		s.pend(pendingBatch{b: b, id: p.BatchID, plan: true})
 		return nil
 	})
-	if applied {
-		s.pend(pendingBatch{b: b, id: p.BatchID, plan: true})
-	}
-	return err
 }
 
 // pend hands a batch applied with a sync requested (SyncInterval) to the

@@ -98,7 +98,9 @@ var ErrDiskFull = errors.New("streamgen: checkpoint disk is full")
 // a write stalled behind a flush that keeps failing), or when a failed
 // commit left Pebble's commit pipeline locked (a log file that could not
 // be written, synced or closed). The store's files stay open and locked
-// until the process ends.
+// until the process ends (a store whose close timed out releases them
+// if Pebble closes after all); a start on a checkpoint whose pipeline is
+// locked is refused with it (with ErrStoreFailed), not ErrCheckpointInUse.
 var ErrStoreNotClosed = errors.New("streamgen: checkpoint store did not close")
 
 // storeError is a failure of the store in dir: it wraps the kinds it is
@@ -350,12 +352,13 @@ func (h pebbleHooks) listener() *pebble.EventListener {
 // every memtable's worth of writes, and every batch of over half of one)
 // and closing the old file fails (its last write or sync; or a write that
 // failed before, on the log writer's goroutine, without a sync waiting
-// for it), or the new file cannot be made (its directory's sync
-// included): with the DB's mutex unlocked, whose deferred unlock then
-// ends the process with a fatal error no recover catches. There the
-// store fails and the commit waits for ever instead (stick), on the
-// goroutine of its own that Store.commitCall gives it: the query ends on the
-// failure, and Pebble changes nothing more in the log.
+// for it), or the new file cannot be made (a reused file's stat and its
+// directory's sync included): with the DB's mutex unlocked, whose
+// deferred unlock then ends the process with a fatal error no recover
+// catches. There the store fails and the commit waits for ever instead
+// (stick), on the goroutine of its own that Store.onItsOwn gives every
+// commit (and the live snapshot): the query ends on the failure, and
+// Pebble changes nothing more in the log.
 type logFile struct {
 	vfs.File
 	s *Store
@@ -371,8 +374,7 @@ func (s *Store) logFile(name string, file vfs.File, err error) (vfs.File, error)
 	}
 	if err != nil {
 		if inRotateWAL() {
-			s.fail(fmt.Errorf("make the new log file %s: %w", name, err))
-			s.stick()
+			s.stick(fmt.Errorf("make the new log file %s: %w", name, err))
 		}
 		return nil, err
 	}
@@ -390,6 +392,13 @@ func (f *logFile) WriteAt(p []byte, off int64) (int, error) {
 }
 
 func (f *logFile) Sync() error { return f.check("sync", f.File.Sync()) }
+
+// Stat is checked too: Pebble stats a log file it reuses for the next
+// one (wal.StandaloneManager.Create).
+func (f *logFile) Stat() (vfs.FileInfo, error) {
+	info, err := f.File.Stat()
+	return info, f.check("stat", err)
+}
 
 func (f *logFile) SyncData() error { return f.check("sync", f.File.SyncData()) }
 
@@ -415,18 +424,19 @@ func (f *logFile) check(op string, err error) error {
 		return nil
 	}
 	if inRotateWAL() {
-		f.s.fail(fmt.Errorf("%s the log file as Pebble moved to a new one: %w", op, err))
-		f.s.stick()
+		f.s.stick(fmt.Errorf("%s the log file as Pebble moved to a new one: %w", op, err))
 	}
 	f.failed.CompareAndSwap(nil, &err)
 	return err
 }
 
 // stick marks the store wedged (Close does not wait for Pebble: its
-// commit pipeline stays locked by the caller), tells Store.commitCall, and
-// waits for ever. The store has failed before.
-func (s *Store) stick() {
+// commit pipeline stays locked by the caller), fails it with cause, tells
+// Store.onItsOwn, and waits for ever. Wedged comes first: a query that
+// ends on the failure closes the store at once.
+func (s *Store) stick(cause error) {
 	s.wedged.Store(true)
+	s.fail(cause)
 	s.stuckOnce.Do(func() { close(s.stuck) })
 	select {}
 }
