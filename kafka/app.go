@@ -164,9 +164,9 @@ type AppOptions struct {
 	// OnTaskError, when set, decides what the failure of a task does (a
 	// fenced task is not a failure: see App; nor is a checkpoint that
 	// another process holds, such as streamgen inspect: the task starts
-	// again, as below, until it is free; and a task whose store did not
-	// close, runtime.ErrStoreNotClosed, ends Run whatever it says: its
-	// checkpoint stays locked until the process ends), as Kafka Streams'
+	// again, as below, until it is free; and a task whose store failed
+	// and was left open, runtime.ErrStoreLeftOpen, ends Run whatever it
+	// says: its checkpoint stays locked until the process ends), as Kafka Streams'
 	// StreamsUncaughtExceptionHandler: StopInstance ends Run with the
 	// error, which is what happens without it (SHUTDOWN_CLIENT);
 	// RestartTask starts the task again from its checkpoint, after a
@@ -970,11 +970,11 @@ func (a *App) start(ctx context.Context, p int32, replace *runningTask) (started
 				err = fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err)
 				restartAfter.CompareAndSwap(nil, &err)
 				cancel()
-			case errors.Is(err, runtime.ErrStoreNotClosed):
-				// The partition's store did not close (a log file that
-				// failed as Pebble moved to a new one, a disk that
-				// hangs): its checkpoint stays locked until the process
-				// ends, so no start in this one could take it.
+			case errors.Is(err, runtime.ErrStoreLeftOpen):
+				// The partition's store failed and was left open (a log
+				// file that failed as Pebble moved to a new one): its
+				// checkpoint stays locked until the process ends, so no
+				// start in this one could take it.
 				a.fail(fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err))
 			default:
 				err = fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err)

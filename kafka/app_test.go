@@ -1307,7 +1307,7 @@ func TestAppEndsOnAStoreThatDidNotClose(t *testing.T) {
 	if !injected.Load() {
 		t.Fatalf("no fault injected; Run ended with %v", err)
 	}
-	if !errors.Is(err, runtime.ErrStoreNotClosed) || !errors.Is(err, runtime.ErrStoreFailed) || errors.Is(err, runtime.ErrCheckpointInUse) ||
+	if !errors.Is(err, runtime.ErrStoreLeftOpen) || !errors.Is(err, runtime.ErrStoreFailed) || errors.Is(err, runtime.ErrCheckpointInUse) ||
 		!strings.Contains(err.Error(), "injected EIO") && !strings.Contains(err.Error(), "restart the process") {
 		t.Fatalf("Run: %v (OnTaskError heard %q)", err, heard())
 	}

@@ -58,9 +58,9 @@ func lockCheckpoint(fsys vfs.FS, dir, hint string) (*pebble.Lock, io.Closer, err
 	}
 	if lockHeld(err) {
 		if why, ok := heldByWedged(fsys, dir); ok {
-			return nil, nil, &storeError{kinds: []error{ErrStoreFailed, ErrStoreNotClosed}, dir: dir,
+			return nil, nil, leftOpen{&storeError{kinds: []error{ErrStoreFailed, ErrStoreNotClosed}, dir: dir,
 				cause: fmt.Errorf("a store of this process on it failed and did not close (%s): it holds the lock until the process ends", why),
-				hint:  "restart the process: it resumes from the batches the checkpoint holds"}
+				hint:  "restart the process: it resumes from the batches the checkpoint holds"}}
 		}
 		return nil, nil, &inUseError{dir: dir, hint: hint}
 	}

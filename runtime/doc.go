@@ -82,12 +82,13 @@
 // CloseTimeout (30 seconds by default), then end with an error wrapping
 // ErrStoreNotClosed: a call into a disk that hangs may never return.
 //
-// A disk that fills needs a margin: Pebble ends the process, with a fatal
-// error no recover catches, when it cannot close its log or create the
-// next one as it moves to a new log file, which it does for every
-// memtable's worth of writes (MemTableSize) and for every batch of over
-// half of one, preallocating 110% of a memtable for it. So the store
-// keeps DiskReserve of the checkpoint's file system free (256 MiB by
+// A disk that fills needs a margin: Pebble moves to a new log file for
+// every memtable's worth of writes (MemTableSize) and for every batch of
+// over half of one, preallocating 110% of a memtable for it, and when it
+// cannot close its log or create the next one it would end the process
+// (the store fails instead, and is left open until the process ends:
+// ErrStoreLeftOpen). So the store keeps DiskReserve of the checkpoint's
+// file system free (256 MiB by
 // default, at most a twentieth of its size, never under that
 // preallocation): Start refuses to start with less
 // free, and a batch whose commit would leave less, counting its writes

@@ -932,7 +932,7 @@ func TestStuckOpensAreBounded(t *testing.T) {
 // process. It fails the store instead: the commit returns an error
 // wrapping ErrStoreFailed, every later one too, Close returns at once
 // (ErrStoreNotClosed: Pebble's commit pipeline stays locked), the process
-// goes on, a start in it is refused with ErrStoreNotClosed (not taken for
+// goes on, a start in it is refused with ErrStoreLeftOpen (not taken for
 // another process's lock), and the checkpoint, read after the process's
 // end, holds every batch whose commit returned.
 func TestLogFaultAsPebbleMovesToANewLog(t *testing.T) {
@@ -1011,12 +1011,12 @@ func TestLogFaultAsPebbleMovesToANewLog(t *testing.T) {
 			if err := s.Commit(s.NewBatch(), runtime.Progress{BatchID: returned + 1}); !errors.Is(err, runtime.ErrStoreFailed) {
 				t.Fatalf("a commit after the failure: %v, want ErrStoreFailed", err)
 			}
-			if err := s.Close(); !errors.Is(err, runtime.ErrStoreNotClosed) {
+			if err := s.Close(); !errors.Is(err, runtime.ErrStoreNotClosed) || !errors.Is(err, runtime.ErrStoreLeftOpen) {
 				t.Fatalf("close: %v, want ErrStoreNotClosed (Pebble's commit pipeline is left locked)", err)
 			}
 			// A start in this process finds the checkpoint held, and says
 			// by what.
-			if _, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs}); !errors.Is(err, runtime.ErrStoreNotClosed) ||
+			if _, err := runtime.OpenStore("ckpt", runtime.StoreOptions{FS: fs}); !errors.Is(err, runtime.ErrStoreLeftOpen) ||
 				errors.Is(err, runtime.ErrCheckpointInUse) || !strings.Contains(err.Error(), "restart the process") {
 				t.Fatalf("a start in the same process: %v", err)
 			}

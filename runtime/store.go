@@ -1027,7 +1027,7 @@ func (s *Store) close() error {
 		wedgedStores.Lock()
 		wedgedStores.why[stuckOpenKey(s.fs, s.dir)] = why
 		wedgedStores.Unlock()
-		return s.notClosed(why)
+		return leftOpen{s.notClosed(why)}
 	}
 	closed := make(chan error, 1)
 	// The reads of snapshots in progress end first (a new one waits, then

@@ -97,11 +97,24 @@ var ErrDiskFull = errors.New("streamgen: checkpoint disk is full")
 // the close timeout (a call into it that never returns: a disk that hangs,
 // a write stalled behind a flush that keeps failing), or when a failed
 // commit left Pebble's commit pipeline locked (a log file that could not
-// be written, synced or closed). The store's files stay open and locked
-// until the process ends (a store whose close timed out releases them
-// if Pebble closes after all); a start on a checkpoint whose pipeline is
-// locked is refused with it (with ErrStoreFailed), not ErrCheckpointInUse.
+// be written, synced or closed: ErrStoreLeftOpen). The store's files stay
+// open and locked until the process ends (a store whose close timed out
+// releases them if Pebble closes after all).
 var ErrStoreNotClosed = errors.New("streamgen: checkpoint store did not close")
+
+// ErrStoreLeftOpen is wrapped, with ErrStoreNotClosed, by the error of
+// Store.Close, Query.Stop and a query whose store failed with Pebble's
+// commit pipeline locked (a log file that failed as Pebble moved to a new
+// one), and, with ErrStoreFailed, by the error of a start on that
+// checkpoint in the same process: its files stay locked until the process
+// ends, so only a new process can run on it. (A store whose Close timed
+// out wraps ErrStoreNotClosed alone: it may close after all.)
+var ErrStoreLeftOpen = errors.New("streamgen: checkpoint store left open until the process ends")
+
+// leftOpen is err, wrapping ErrStoreLeftOpen too; its message is err's.
+type leftOpen struct{ error }
+
+func (e leftOpen) Unwrap() []error { return []error{e.error, ErrStoreLeftOpen} }
 
 // storeError is a failure of the store in dir: it wraps the kinds it is
 // (ErrStoreFailed, ErrCorruptCheckpoint) and the cause, and says what to

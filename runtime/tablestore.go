@@ -70,7 +70,7 @@ func createTableStore(parent string, fsys vfs.FS) (*TableStore, error) {
 			BackgroundError: func(err error) { s.fail(err) },
 			DataCorruption:  func(info pebble.DataCorruptionInfo) { s.fail(fmt.Errorf("%s: %w", info.Path, info.Details)) },
 		}}
-	db, err := pebble.Open(dir, opts)
+	db, err := openTableStore(dir, opts)
 	cache.Unref() // the store holds its own reference
 	if err == nil {
 		err = s.err()
@@ -86,6 +86,19 @@ func createTableStore(parent string, fsys vfs.FS) (*TableStore, error) {
 	}
 	s.db = db
 	return s, nil
+}
+
+// openTableStore opens the Pebble of a table store. Open panics when a
+// directory sync fails (atomicfs.Marker.Move: Pebble takes fsync errors
+// for unrecoverable), after releasing what it opened: that is an error
+// too.
+func openTableStore(dir string, opts *pebble.Options) (db *pebble.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("pebble: open: %v", r)
+		}
+	}()
+	return pebble.Open(dir, opts)
 }
 
 // fail records err as the store's failure, unless one was recorded.
@@ -167,19 +180,28 @@ func (s *TableStore) Get(key []byte) (value []byte, ok bool, err error) {
 	return s.val, true, nil
 }
 
-// Close closes the store and removes its directory.
+// Close closes the store and removes its directory. A store that failed
+// (a fault of its disk) is left open instead, its directory removed all
+// the same: its files keep their space on the disk until the process
+// ends, and Close returns the failure.
 func (s *TableStore) Close() error {
 	if s.b != nil {
 		s.b.Close()
 		s.b = nil
 	}
-	var err error
-	if err = s.err(); err == nil {
-		err = s.db.Close()
-	} else {
-		// A store that failed is left open (its Close would wait for the
-		// flush that waits for ever: tableNoFilesOnceFailed), its
-		// directory removed all the same.
+	err := s.err()
+	if err == nil {
+		// Pebble's Close waits for a flush in flight, which, should it
+		// fail now, waits for ever (tableNoFilesOnceFailed).
+		closed := make(chan error, 1)
+		go func() { closed <- s.db.Close() }()
+		select {
+		case err = <-closed:
+		case <-s.failed:
+			err = s.err()
+		}
+	}
+	if s.err() != nil {
 		stuckTableStores.Add(1)
 	}
 	if rmErr := os.RemoveAll(s.dir); err == nil && rmErr != nil {
@@ -228,9 +250,10 @@ func (n tableNoFilesOnceFailed) MaybeError(op errorfs.Op) error {
 }
 
 // stuckTableStores counts the table stores of the process left open on a
-// failure (TableStore.Close), each holding its memtables; maxStuckTables
-// is how many it leaves before refusing the next (a table refreshed every
-// minute on a disk that stays full would fill the memory).
+// failure (TableStore.Close), each holding its memtables and the space of
+// its files; maxStuckTables is how many it leaves before refusing the
+// next (a table refreshed every minute on a disk that stays full would
+// fill the memory). (Stores failing at once may take it a little past.)
 var stuckTableStores atomic.Int32
 
 const maxStuckTables = 3

@@ -15,17 +15,23 @@ import (
 )
 
 // diskFullAfter fails every write from the one with index after on with
-// ENOSPC, and counts the writes.
+// ENOSPC, and counts the writes; with syncs, every sync (a directory's
+// too) with EIO, counting the syncs.
 type diskFullAfter struct {
 	after  int64
+	syncs  bool
 	writes atomic.Int64
 }
 
 func (d *diskFullAfter) MaybeError(op errorfs.Op) error {
-	if op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
+	if d.syncs && op.Kind != errorfs.OpFileSync && op.Kind != errorfs.OpFileSyncData && op.Kind != errorfs.OpFileSyncTo ||
+		!d.syncs && op.Kind.ReadOrWrite() != errorfs.OpIsWrite {
 		return nil
 	}
 	if d.writes.Add(1)-1 >= d.after {
+		if d.syncs {
+			return &os.PathError{Op: "sync", Path: op.Path, Err: syscall.EIO}
+		}
 		return &os.PathError{Op: "write", Path: op.Path, Err: syscall.ENOSPC}
 	}
 	return nil
@@ -61,7 +67,8 @@ func loadTable(s *TableStore) error {
 
 // TestTableStoreDiskFull: the disk of a table store (TableOnDiskAbove)
 // fills at every point of a load: every write from the n-th on fails
-// with ENOSPC. Pebble's fatal error ended the process (Logger.Fatalf
+// with ENOSPC; and, in turn, every sync from the n-th on fails with EIO
+// (a directory's sync in Open made Pebble panic). Pebble's fatal error ended the process (Logger.Fatalf
 // panicked, on a flush's goroutine), or a commit waited for ever for a
 // flush Pebble tried again in a loop. Each load now ends either with the
 // table loaded and read back, or with an error that says the disk is
@@ -69,41 +76,44 @@ func loadTable(s *TableStore) error {
 // stores are left open in the process, the next is refused, saying why.
 func TestTableStoreDiskFull(t *testing.T) {
 	defer stuckTableStores.Store(0)
-	clean := &diskFullAfter{after: 1 << 62}
-	s, err := createTableStore(t.TempDir(), errorfs.Wrap(vfs.NewMem(), clean))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := loadTable(s); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-	total := clean.writes.Load()
-	failed := 0
-	for n := int64(0); n <= total; n += max(1, total/40) {
-		stuckTableStores.Store(0)
-		parent := t.TempDir()
-		s, err := createTableStore(parent, errorfs.Wrap(vfs.NewMem(), &diskFullAfter{after: n}))
-		if err == nil {
-			err = loadTable(s)
-			if cerr := s.Close(); err == nil {
-				err = cerr
-			}
-			if left, _ := os.ReadDir(parent); len(left) != 0 {
-				t.Fatalf("disk full after %d of %d writes: the store's directory is left: %v", n, total, left)
-			}
-		}
+	for _, syncs := range []bool{false, true} {
+		clean := &diskFullAfter{after: 1 << 62, syncs: syncs}
+		s, err := createTableStore(t.TempDir(), errorfs.Wrap(vfs.NewMem(), clean))
 		if err != nil {
-			failed++
-			if !errors.Is(err, syscall.ENOSPC) && !strings.Contains(err.Error(), "no space left on device") {
-				t.Fatalf("disk full after %d of %d writes: %v", n, total, err)
+			t.Fatal(err)
+		}
+		if err := loadTable(s); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		total := clean.writes.Load()
+		failed := 0
+		for n := int64(0); n <= total; n += max(1, total/40) {
+			stuckTableStores.Store(0)
+			parent := t.TempDir()
+			s, err := createTableStore(parent, errorfs.Wrap(vfs.NewMem(), &diskFullAfter{after: n, syncs: syncs}))
+			if err == nil {
+				err = loadTable(s)
+				if cerr := s.Close(); err == nil {
+					err = cerr
+				}
+				if left, _ := os.ReadDir(parent); len(left) != 0 {
+					t.Fatalf("syncs %v, failing after %d of %d: the store's directory is left: %v", syncs, n, total, left)
+				}
+			}
+			if err != nil {
+				failed++
+				if !errors.Is(err, syscall.ENOSPC) && !strings.Contains(err.Error(), "no space left on device") &&
+					!(syncs && (errors.Is(err, syscall.EIO) || strings.Contains(err.Error(), "input/output error"))) {
+					t.Fatalf("syncs %v, failing after %d of %d: %v", syncs, n, total, err)
+				}
 			}
 		}
-	}
-	if failed == 0 {
-		t.Fatal("no load failed: the test does not reach the writes")
+		if failed == 0 {
+			t.Fatalf("syncs %v: no load failed: the test does not reach the faults", syncs)
+		}
 	}
 	stuckTableStores.Store(maxStuckTables)
 	if _, err := createTableStore(t.TempDir(), vfs.NewMem()); err == nil || !strings.Contains(err.Error(), "restart the process") {

@@ -78,10 +78,12 @@ func RefreshEvery(d time.Duration) TableOption { return func(c *tableConfig) { c
 // the query stops. Each stream row's lookup is then a read of the store.
 // The key and row types must have a binary encoding (generated records,
 // strings, numbers); Start refuses others. A load still reads the whole
-// version into memory before it writes it out. A load whose disk fails
-// (a full disk) fails as any load does; the store is left open, its
-// directory removed, and after three such the process makes no more until
-// it restarts. The default, 0, keeps every version in memory.
+// version into memory before it writes it out. A store whose disk fails
+// (a full disk), as it loads or later, fails as any load does, or its
+// lookups do; it is left open, its directory removed (its files keep
+// their space until the process ends), and after three such the process
+// makes no more until it restarts. The default, 0, keeps every version in
+// memory.
 func TableOnDiskAbove(rows int) TableOption { return func(c *tableConfig) { c.diskAbove = rows } }
 
 // TableDir is the directory under which TableOnDiskAbove keeps a table's
@@ -455,11 +457,12 @@ func (r *tableRun[K, V]) release(v *tableVersion[K, V]) {
 }
 
 // closeVersion closes v, logging a failure (its directory may be left
-// behind). Called with r.mu held.
+// behind, or its store left open: runtime.TableStore.Close). Called with
+// r.mu held.
 func (r *tableRun[K, V]) closeVersion(v *tableVersion[K, V]) {
 	r.open = slices.DeleteFunc(r.open, func(o *tableVersion[K, V]) bool { return o == v })
 	if err := v.close(); err != nil {
-		slog.Warn("streamgen: table version not removed", "table", r.t.name, "version", v.progress.Version, "error", err)
+		slog.Warn("streamgen: table version did not close", "table", r.t.name, "version", v.progress.Version, "error", err)
 	}
 }
 
