@@ -54,14 +54,15 @@ import (
 // ever (dirSyncs): that goroutine changes nothing more, as a process
 // that ended would not, and the query ends on the failure; and closing
 // the old log (its last write or sync, or one that failed before) or
-// creating the new one (its directory's sync included) when a commit
+// making the new one (a reused file's stat and its directory's sync
+// included) when a commit
 // moves to a new log file (DB.rotateWAL: every memtable's worth of
 // writes, and every batch of over half of one). That last panic is raised
 // with the DB's mutex unlocked, whose deferred unlock then ends the
 // process with a fatal error that no recover catches, so there the
 // store's log files and directory fail the store and wait for ever
 // instead (logFile), on the goroutine of its own that every commit runs
-// on (Store.commitCall), which the query stops waiting for: the commit
+// on (Store.onItsOwn), which the query stops waiting for: the commit
 // and every later one return the failure, Pebble's commit pipeline stays
 // locked (Close does not wait for it), and the next start, in a new
 // process, resumes from the batches the checkpoint holds. On a full disk

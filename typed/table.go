@@ -79,11 +79,12 @@ func RefreshEvery(d time.Duration) TableOption { return func(c *tableConfig) { c
 // The key and row types must have a binary encoding (generated records,
 // strings, numbers); Start refuses others. A load still reads the whole
 // version into memory before it writes it out. A store whose disk fails
-// (a full disk), as it loads or later, fails as any load does, or its
-// lookups do; it is left open, its directory removed (its files keep
-// their space until the process ends), and after three such the process
-// makes no more until it restarts. The default, 0, keeps every version in
-// memory.
+// (a full disk) as it loads fails the load, as any failed load does (one
+// that fails later still answers lookups from what it loaded); such a
+// store is left open when it closes, its directory removed (its files
+// keep their space until the process ends), and after three such the
+// process makes no more until it restarts. The default, 0, keeps every
+// version in memory.
 func TableOnDiskAbove(rows int) TableOption { return func(c *tableConfig) { c.diskAbove = rows } }
 
 // TableDir is the directory under which TableOnDiskAbove keeps a table's
