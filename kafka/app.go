@@ -1827,8 +1827,9 @@ const (
 // minProbeInterval is the least time between two rebalances an instance
 // asks for when its warm-up copies catch up (Kafka Streams' probing
 // rebalances come every probing.rebalance.interval.ms, 10 minutes; here
-// a caught-up copy asks at once, but not more often than this).
-const minProbeInterval = 5 * time.Second
+// a caught-up copy asks at once, but not more often than this). A
+// variable for tests.
+var minProbeInterval = 5 * time.Second
 
 // defaultStateCleanupDelay is Kafka Streams' state.cleanup.delay.ms.
 const defaultStateCleanupDelay = 10 * time.Minute

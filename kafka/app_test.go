@@ -447,7 +447,7 @@ func TestAppRejoinsWhenATaskIsFenced(t *testing.T) {
 	ctx := testContext(t)
 	watch := newAppWatch()
 	app := runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir()}, watch)
-	poll(t, "the four tasks", func() bool { return running(app.app) == 4 })
+	app.poll(t, "the four tasks", func() bool { return running(app.app) == 4 })
 	ends, err := adm.ListEndOffsets(ctx, "clicks")
 	if err != nil {
 		t.Fatal(err)
@@ -492,7 +492,7 @@ func TestAppTaskFencedWhileIdle(t *testing.T) {
 	watch := newAppWatch()
 	app := runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir(), ExactlyOnce: true,
 		ChangelogOptions: kafka.ChangelogOptions{AsyncProgress: true, AsyncProgressInterval: 2 * time.Second}}, watch)
-	poll(t, "the four tasks", func() bool { return running(app.app) == 4 })
+	app.poll(t, "the four tasks", func() bool { return running(app.app) == 4 })
 	ends, err := adm.ListEndOffsets(ctx, "clicks")
 	if err != nil {
 		t.Fatal(err)
@@ -515,7 +515,7 @@ func TestAppTaskFencedWhileIdle(t *testing.T) {
 		}
 		return n
 	}
-	poll(t, "the task fenced while idle", func() bool { return fenced() > 0 })
+	app.poll(t, "the task fenced while idle", func() bool { return fenced() > 0 })
 	countTheRest(t, conn, adm, watch, rest, in, app)
 	if n := fenced(); n != 1 {
 		t.Fatalf("partition 0 fenced %d times, want once", n)
@@ -552,7 +552,7 @@ func TestAppReset(t *testing.T) {
 			countAll := func() {
 				t.Helper()
 				app := runCountingApp(t, ctx, conn, runOn, watch)
-				poll(t, "the two tasks", func() bool { return running(app.app) == 2 })
+				app.poll(t, "the two tasks", func() bool { return running(app.app) == 2 })
 				ends, err := adm.ListEndOffsets(ctx, "clicks")
 				if err != nil {
 					t.Fatal(err)
@@ -696,7 +696,7 @@ func testAppRestartCounts(t *testing.T, repartition bool) {
 		}
 		return -1
 	}
-	poll(t, "the third attempt", func() bool { return attempts.Load() == 3 })
+	app.poll(t, "the third attempt", func() bool { return attempts.Load() == 3 })
 	if n := restarts(); n != 2 {
 		t.Fatalf("partition %d's task shows %d restarts in its third attempt, want 2", p, n)
 	}
@@ -709,7 +709,7 @@ func testAppRestartCounts(t *testing.T, repartition bool) {
 	// (With a repartition task, the group is at the end once that has
 	// copied the input: the counting task may still be in its batch.)
 	watch.waitFor(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
-	poll(t, "no restarts shown once a batch has run", func() bool { return restarts() == 0 })
+	app.poll(t, "no restarts shown once a batch has run", func() bool { return restarts() == 0 })
 	app.stop(t)
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 }
@@ -787,7 +787,7 @@ func TestAppRepartitionTopicKeepsCopies(t *testing.T) {
 					return countingTask(conn, task, src, countClicks), nil
 				})
 			running := runApp(t, ctx, app)
-			poll(t, "the repartition task to copy every click", func() bool {
+			running.poll(t, "the repartition task to copy every click", func() bool {
 				ends, err := adm.ListEndOffsets(ctx, "old-repartition")
 				if err != nil || ends.Error() != nil {
 					return false // not made yet
@@ -801,9 +801,9 @@ func TestAppRepartitionTopicKeepsCopies(t *testing.T) {
 			// click before it is.
 			last := fixtures.Click{User: "zed", Time: time.Now(), Page: "p0"}
 			produce(t, conn, clickRecords(t, "clicks", 1, []fixtures.Click{last})...)
-			poll(t, "the last click's count", func() bool { _, ok := userCounts(t, conn, adm, kgo.ReadCommitted())["zed"]; return ok })
+			running.poll(t, "the last click's count", func() bool { _, ok := userCounts(t, conn, adm, kgo.ReadCommitted())["zed"]; return ok })
 			// The copies read are deleted: the topic starts after them.
-			poll(t, "the copies read deleted", func() bool {
+			running.poll(t, "the copies read deleted", func() bool {
 				starts, err := adm.ListStartOffsets(ctx, "old-repartition")
 				if err != nil || starts.Error() != nil {
 					return false
@@ -855,7 +855,7 @@ func TestAppRepartitionPurgesWhatEverySourceRead(t *testing.T) {
 		})
 	running := runApp(t, ctx, app)
 	want := expectedCounts(in)
-	poll(t, "every click counted", func() bool {
+	running.poll(t, "every click counted", func() bool {
 		select {
 		case err := <-taskErr:
 			t.Fatalf("the task failed: %v", err)
@@ -921,12 +921,12 @@ func TestAppRepartitionPurgesAfterAGroupCommit(t *testing.T) {
 	// Commits refused after every click was counted, each tried again
 	// every half second, while the purge runs every 20 ms.
 	after := refused.Load()
-	poll(t, "three more commits refused", func() bool { return refused.Load() >= after+3 })
+	app.poll(t, "three more commits refused", func() bool { return refused.Load() >= after+3 })
 	if s := start(); s != 0 {
 		t.Fatalf("the repartition topic starts at %d while the group refused every commit, want 0", s)
 	}
 	refuse.Store(false)
-	poll(t, "the copies read deleted", func() bool { return start() >= int64(len(in)) })
+	app.poll(t, "the copies read deleted", func() bool { return start() >= int64(len(in)) })
 	app.stop(t)
 }
 
@@ -956,14 +956,14 @@ func TestAppRepartitionPurgesWhatTransactionsCommitted(t *testing.T) {
 	watch.waitFor(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
 	start := func() int64 { return firstOffset(t, adm, "async-repartition") }
 	looks := kafka.CommitLooks(app)
-	poll(t, "two looks of the group's commit", func() bool { return kafka.CommitLooks(app) >= looks+2 })
+	running.poll(t, "two looks of the group's commit", func() bool { return kafka.CommitLooks(app) >= looks+2 })
 	passes := kafka.PurgePasses(app)
-	poll(t, "two purges", func() bool { return kafka.PurgePasses(app) >= passes+2 })
+	running.poll(t, "two purges", func() bool { return kafka.PurgePasses(app) >= passes+2 })
 	if s := start(); s != 0 {
 		t.Fatalf("the repartition topic starts at %d while the transaction holding every batch is open, want 0", s)
 	}
 	kafka.CommitWhenIdle(held.Load())
-	poll(t, "the copies read deleted", func() bool { return start() >= int64(len(in)) })
+	running.poll(t, "the copies read deleted", func() bool { return start() >= int64(len(in)) })
 	running.stop(t)
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 }
@@ -986,7 +986,7 @@ func TestAppRepartitionPurgesWhatABatchCommitted(t *testing.T) {
 		})
 	running := runApp(t, ctx, app)
 	watch.waitFor(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
-	poll(t, "the copies read deleted", func() bool { return firstOffset(t, adm, "due-repartition") >= int64(len(in)) })
+	running.poll(t, "the copies read deleted", func() bool { return firstOffset(t, adm, "due-repartition") >= int64(len(in)) })
 	running.stop(t)
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 }
@@ -1044,8 +1044,8 @@ func TestAppAsyncProgressIdleCommitAborted(t *testing.T) {
 	more := []fixtures.Click{{User: "ann", Time: in[len(in)-1].Time.Add(time.Second), Page: "p0"}}
 	produce(t, conn, clickRecords(t, "clicks", 1, more)...)
 	all := append(in, more...)
-	poll(t, "every click counted in what Kafka committed", func() bool { return sameLast(userCounts(t, conn, adm, kgo.ReadCommitted()), all) })
-	poll(t, "the copies read deleted", func() bool { return firstOffset(t, adm, "idle-repartition") >= int64(len(all)) })
+	running.poll(t, "every click counted in what Kafka committed", func() bool { return sameLast(userCounts(t, conn, adm, kgo.ReadCommitted()), all) })
+	running.poll(t, "the copies read deleted", func() bool { return firstOffset(t, adm, "idle-repartition") >= int64(len(all)) })
 	running.stop(t)
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), all)
 }
@@ -1094,7 +1094,7 @@ func TestAppDeadLettersPerTask(t *testing.T) {
 	app := runCountingApp(t, ctx, conn, opts, watch)
 	app.awaitTasks(t, 2)
 	awaitClicksRead(t, adm, watch)
-	poll(t, "every click counted", func() bool { return sameLast(userCounts(t, conn, adm, kgo.ReadCommitted()), in) })
+	app.poll(t, "every click counted", func() bool { return sameLast(userCounts(t, conn, adm, kgo.ReadCommitted()), in) })
 	app.stop(t)
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 
@@ -1151,7 +1151,7 @@ func runUntilRead(t *testing.T, conn kafka.Connection, adm *kadm.Client, opts ka
 // group has read them to their ends, and stops it.
 func stopAtEnd(t *testing.T, adm *kadm.Client, watch *appWatch, app *runningApp) {
 	t.Helper()
-	poll(t, "the two tasks", func() bool { return running(app.app) == 2 })
+	app.poll(t, "the two tasks", func() bool { return running(app.app) == 2 })
 	ends, err := adm.ListEndOffsets(testContext(t), "clicks")
 	if err != nil {
 		t.Fatal(err)
@@ -1199,9 +1199,9 @@ func TestAppWaitsForACheckpointInUse(t *testing.T) {
 	}
 	produce(t, conn, clickRecords(t, "clicks", 2, in[200:])...)
 	app := runApp(t, ctx, newCountingAppOf(conn, opts, watch, countClicks))
-	poll(t, "partition 1's task", func() bool { return running(app.app) == 1 })
+	app.poll(t, "partition 1's task", func() bool { return running(app.app) == 1 })
 	// Status lists partition 0's task as waiting, and why.
-	poll(t, "partition 0's task waiting", func() bool {
+	app.poll(t, "partition 0's task waiting", func() bool {
 		for _, w := range app.app.Status().Waiting {
 			if w.Partition == 0 && strings.Contains(w.Error, "in use") && w.Restarts > 0 && !w.NextStart.IsZero() {
 				return true
@@ -1233,7 +1233,7 @@ func TestAppLocksItsDir(t *testing.T) {
 	watch := newAppWatch()
 	dir := t.TempDir()
 	first := runApp(t, ctx, newCountingApp(conn, kafka.AppOptions{Group: "first", Dir: dir}, watch))
-	poll(t, "the two tasks", func() bool { return running(first.app) == 2 })
+	first.poll(t, "the two tasks", func() bool { return running(first.app) == 2 })
 	// The same Dir through a link: one directory, whatever its spelling.
 	link := filepath.Join(t.TempDir(), "link")
 	if err := os.Symlink(dir, link); err != nil {
@@ -1254,7 +1254,7 @@ func TestAppLocksItsDir(t *testing.T) {
 	}
 	first.stop(t)
 	second := runApp(t, ctx, newCountingApp(conn, kafka.AppOptions{Group: "second", Dir: dir}, watch))
-	poll(t, "the second's tasks", func() bool { return running(second.app) == 2 })
+	second.poll(t, "the second's tasks", func() bool { return running(second.app) == 2 })
 	second.stop(t)
 }
 

@@ -144,6 +144,14 @@ func SetRepartitionPurgeInterval(t interface{ Cleanup(func()) }, d time.Duration
 	t.Cleanup(func() { repartitionPurgeInterval = old })
 }
 
+// SetProbeInterval sets the least time between two rebalances an App
+// asks for as its warm-up copies catch up, until the test ends.
+func SetProbeInterval(t interface{ Cleanup(func()) }, d time.Duration) {
+	old := minProbeInterval
+	minProbeInterval = d
+	t.Cleanup(func() { minProbeInterval = old })
+}
+
 // Holding reports whether the source holds new offsets back for
 // MinOffsetsPerTrigger.
 func Holding(s *TopicSource) bool {

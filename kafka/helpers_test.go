@@ -41,6 +41,12 @@ func newCluster(t *testing.T, opts ...kafka.EmbeddedOption) (kafka.Connection, *
 	return conn, adm
 }
 
+// quickMetadata lets a test's client ask for metadata again 10 ms
+// after it last did, not 5 s (franz-go's MetadataMinAge): a topic that
+// the App makes after the client has looked for it is otherwise
+// reported missing for up to 5 s.
+var quickMetadata = kgo.MetadataMinAge(10 * time.Millisecond)
+
 // newFakeCluster is newCluster that also returns the kfake cluster under
 // it, for tests that inject faults or compact topics.
 func newFakeCluster(t *testing.T, opts ...kafka.EmbeddedOption) (*kfake.Cluster, kafka.Connection, *kadm.Client) {
@@ -51,7 +57,7 @@ func newFakeCluster(t *testing.T, opts ...kafka.EmbeddedOption) (*kfake.Cluster,
 	}
 	t.Cleanup(cluster.Close)
 	conn := cluster.Connection()
-	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
+	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), quickMetadata)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +69,7 @@ func newFakeCluster(t *testing.T, opts ...kafka.EmbeddedOption) (*kfake.Cluster,
 // request has cached.
 func newAdmin(t *testing.T, conn kafka.Connection) *kadm.Client {
 	t.Helper()
-	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...))
+	client, err := kgo.NewClient(kgo.SeedBrokers(conn.Brokers...), quickMetadata)
 	if err != nil {
 		t.Fatal(err)
 	}

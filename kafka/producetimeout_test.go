@@ -119,6 +119,10 @@ func TestSinkFailsPastProduceTimeout(t *testing.T) {
 func sinkFailsPastProduceTimeout(t *testing.T, code int16) {
 	const timeout = 500 * time.Millisecond
 	fake, conn, adm := newFakeCluster(t)
+	// The client retries a refused request once it has read the topic's
+	// metadata again, which it does at most every MetadataMinAge (5 s by
+	// default): the write would end at that, not at the timeout.
+	conn.ClientOptions = []kgo.Opt{quickMetadata}
 	createTopic(t, adm, "out", 1)
 	var refused atomic.Int64
 	fake.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {

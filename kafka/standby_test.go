@@ -214,6 +214,8 @@ func TestAppStandbyFailover(t *testing.T) {
 // partition's standby is in the other zone than its owner, on every
 // instance's view of the assignment.
 func TestAppStandbysInAnotherZone(t *testing.T) {
+	// Four instances settle in a few probing rebalances: not 5 s apart.
+	kafka.SetProbeInterval(t, 100*time.Millisecond)
 	conn, _ := newCountingCluster(t, 4)
 	watch := newAppWatch()
 	ctx := testContext(t)

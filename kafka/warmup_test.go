@@ -164,13 +164,22 @@ func (r *runningApp) die(t *testing.T) {
 // it ends first.
 func (r *runningApp) awaitTasks(t *testing.T, n int) {
 	t.Helper()
-	poll(t, fmt.Sprintf("the instance to run %d tasks", n), func() bool {
+	r.poll(t, fmt.Sprintf("the instance to run %d tasks", n), func() bool { return running(r.app) == n })
+}
+
+// poll is poll that fails the test at once, with the instance's error,
+// if its Run ends first: a wait for an App that has ended would
+// otherwise last until the safety net runs out, and say nothing of why.
+func (r *runningApp) poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	poll(t, what, func() bool {
 		select {
 		case err := <-r.done:
-			t.Fatalf("the instance ended: %v", err)
+			r.done <- err // for stop
+			t.Fatalf("waiting for %s: the instance ended: %v", what, err)
 		default:
 		}
-		return running(r.app) == n
+		return cond()
 	})
 }
 
