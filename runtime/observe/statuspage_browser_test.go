@@ -27,8 +27,10 @@ import (
 // it cannot be started.
 func startBrowser(t *testing.T) context.Context {
 	t.Helper()
+	// Its shared memory files (disable-dev-shm-usage) and other
+	// temporary files go to a directory the test removes, not /tmp.
 	opts := append(slices.Clone(chromedp.DefaultExecAllocatorOptions[:]), chromedp.WindowSize(1280, 1000),
-		chromedp.Flag("disable-dev-shm-usage", true))
+		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Env("TMPDIR="+t.TempDir()))
 	if os.Geteuid() == 0 {
 		opts = append(opts, chromedp.NoSandbox) // Chromium refuses to run as root in its sandbox
 	}
