@@ -755,19 +755,23 @@ func (d dirSync) Sync() error {
 // markerMoveOffOpen reports whether the caller is a marker's move
 // (atomicfs.Marker.Move) on a goroutine other than pebble.Open's.
 func markerMoveOffOpen() bool {
+	on := onStack("/vfs/atomicfs.(*Marker).Move", "/pebble/v2.Open")
+	return on[0] && !on[1]
+}
+
+// onStack reports, for each of names, whether a function whose name ends
+// with it is among the caller's callers.
+func onStack(names ...string) []bool {
+	on := make([]bool, len(names))
 	pcs := make([]uintptr, 64)
-	frames := goruntime.CallersFrames(pcs[:goruntime.Callers(2, pcs)])
-	move := false
+	frames := goruntime.CallersFrames(pcs[:goruntime.Callers(3, pcs)])
 	for {
 		f, more := frames.Next()
-		switch {
-		case strings.HasSuffix(f.Function, "/vfs/atomicfs.(*Marker).Move"):
-			move = true
-		case strings.HasSuffix(f.Function, "/pebble/v2.Open"):
-			return false
+		for i, name := range names {
+			on[i] = on[i] || strings.HasSuffix(f.Function, name)
 		}
 		if !more {
-			return move
+			return on
 		}
 	}
 }
@@ -1485,6 +1489,19 @@ func (s *Store) commitCall(what string, f func() error) error {
 // returns the store's failure and leaves f behind. It returns what f
 // panicked with, or f's error.
 func (s *Store) onItsOwn(f func() error) (panicked any, err error) {
+	panicked, returned, err := unlessFailed(s.stuck, f)
+	if !returned {
+		return nil, s.Err()
+	}
+	return panicked, err
+}
+
+// unlessFailed runs f, a call into Pebble, on a goroutine of its own and
+// waits for it, or for failed to close: a store whose files failed can
+// leave Pebble waiting for ever (on a flush that cannot end, or a log
+// that cannot move), and f with it, which is then left behind. returned
+// says whether f returned; panicked is what it panicked with.
+func unlessFailed(failed <-chan struct{}, f func() error) (panicked any, returned bool, err error) {
 	type result struct {
 		err      error
 		panicked any
@@ -1500,9 +1517,9 @@ func (s *Store) onItsOwn(f func() error) (panicked any, err error) {
 	}()
 	select {
 	case r := <-done:
-		return r.panicked, r.err
-	case <-s.stuck:
-		return nil, s.Err()
+		return r.panicked, true, r.err
+	case <-failed:
+		return nil, false, nil
 	}
 }
 

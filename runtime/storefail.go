@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -456,16 +455,4 @@ func (s *Store) stick(cause error) {
 }
 
 // inRotateWAL reports whether the caller runs in Pebble's DB.rotateWAL.
-func inRotateWAL() bool {
-	pcs := make([]uintptr, 64)
-	frames := goruntime.CallersFrames(pcs[:goruntime.Callers(2, pcs)])
-	for {
-		f, more := frames.Next()
-		if strings.HasSuffix(f.Function, "/pebble/v2.(*DB).rotateWAL") {
-			return true
-		}
-		if !more {
-			return false
-		}
-	}
-}
+func inRotateWAL() bool { return onStack("/pebble/v2.(*DB).rotateWAL")[0] }

@@ -147,17 +147,18 @@ func (s *TableStore) Loaded() error {
 func (s *TableStore) commit() error {
 	b := s.b
 	s.b = nil
-	done := make(chan error, 1)
-	go func() { done <- b.Commit(pebble.NoSync) }()
-	var err error
-	select {
-	case err = <-done:
+	panicked, returned, err := unlessFailed(s.failed, func() error { return b.Commit(pebble.NoSync) })
+	switch {
+	case !returned:
+		err = s.err()
+	case panicked != nil:
+		s.fail(fmt.Errorf("pebble: %v", panicked))
+		err = s.err()
+	default:
 		b.Close()
 		if err == nil {
 			err = s.err()
 		}
-	case <-s.failed:
-		err = s.err()
 	}
 	if err != nil {
 		return fmt.Errorf("streamgen: table store %s: write: %w", s.dir, err)
@@ -193,11 +194,14 @@ func (s *TableStore) Close() error {
 	if err == nil {
 		// Pebble's Close waits for a flush in flight, which, should it
 		// fail now, waits for ever (tableNoFilesOnceFailed).
-		closed := make(chan error, 1)
-		go func() { closed <- s.db.Close() }()
-		select {
-		case err = <-closed:
-		case <-s.failed:
+		var panicked any
+		var returned bool
+		panicked, returned, err = unlessFailed(s.failed, s.db.Close)
+		switch {
+		case !returned:
+			err = s.err()
+		case panicked != nil:
+			s.fail(fmt.Errorf("pebble: %v", panicked))
 			err = s.err()
 		}
 	}
