@@ -147,14 +147,8 @@ func (s *TableStore) Loaded() error {
 func (s *TableStore) commit() error {
 	b := s.b
 	s.b = nil
-	panicked, returned, err := unlessFailed(s.failed, func() error { return b.Commit(pebble.NoSync) })
-	switch {
-	case !returned:
-		err = s.err()
-	case panicked != nil:
-		s.fail(fmt.Errorf("pebble: %v", panicked))
-		err = s.err()
-	default:
+	returned, err := s.call(func() error { return b.Commit(pebble.NoSync) })
+	if returned {
 		b.Close()
 		if err == nil {
 			err = s.err()
@@ -164,6 +158,22 @@ func (s *TableStore) commit() error {
 		return fmt.Errorf("streamgen: table store %s: write: %w", s.dir, err)
 	}
 	return nil
+}
+
+// call runs f, a call into Pebble, and waits for it, unless the store
+// fails meanwhile (see unlessFailed): then it returns the failure. A
+// panic of Pebble's is the store's failure. returned says whether f
+// returned.
+func (s *TableStore) call(f func() error) (returned bool, err error) {
+	panicked, returned, err := unlessFailed(s.failed, f)
+	switch {
+	case !returned:
+		return false, s.err()
+	case panicked != nil:
+		s.fail(fmt.Errorf("pebble: %v", panicked))
+		return false, s.err()
+	}
+	return true, err
 }
 
 // Get returns key's value, valid until the next Get; ok is false when
@@ -194,16 +204,7 @@ func (s *TableStore) Close() error {
 	if err == nil {
 		// Pebble's Close waits for a flush in flight, which, should it
 		// fail now, waits for ever (tableNoFilesOnceFailed).
-		var panicked any
-		var returned bool
-		panicked, returned, err = unlessFailed(s.failed, s.db.Close)
-		switch {
-		case !returned:
-			err = s.err()
-		case panicked != nil:
-			s.fail(fmt.Errorf("pebble: %v", panicked))
-			err = s.err()
-		}
+		_, err = s.call(s.db.Close)
 	}
 	if s.err() != nil {
 		stuckTableStores.Add(1)
