@@ -958,7 +958,7 @@ func (a *App) start(ctx context.Context, p int32, replace *runningTask) (started
 			err := task(ctx, p)
 			switch {
 			case err == nil || ctx.Err() != nil:
-			case isFenced(err):
+			case taskMigrated(err):
 				fencedBy.CompareAndSwap(nil, &err)
 				cancel()
 			case errors.Is(err, runtime.ErrCheckpointInUse):
@@ -1058,7 +1058,8 @@ func (a *App) restartTask(ctx context.Context, p int32, rt *runningTask, err err
 // as Kafka Streams does on a TaskMigratedException: another instance took
 // the partition while this one missed the group's session timeout (a
 // pause, a network partition), or the cluster aborted a transaction that
-// outlived its timeout. The instance rejoins the group, which starts
+// outlived its timeout; or whose producer lost its sequence (see
+// taskMigrated). The instance rejoins the group, which starts
 // the task again if it still gives this instance the partition (see
 // assigned); its state comes back from its checkpoint and changelog, and
 // the batch that was fenced runs again.

@@ -441,7 +441,17 @@ func claimTransactionalID(t *testing.T, conn kafka.Connection, id string) {
 // read_committed, is a plain loop's, each once.
 func TestAppRejoinsWhenATaskIsFenced(t *testing.T) {
 	conn, adm := newCountingCluster(t, 4)
-	in := clicks(800, 31)
+	appGivesUpTaskZero(t, conn, adm, 31, func() { claimTransactionalID(t, conn, "killed-0") })
+}
+
+// appGivesUpTaskZero runs the counting App over 800 clicks on a topic of
+// four partitions: fault comes once the group has read the first 400,
+// and partition 0's task is then to be given up once, the instance
+// rejoining the group; every count, read back with read_committed, is a
+// plain loop's, each once.
+func appGivesUpTaskZero(t *testing.T, conn kafka.Connection, adm *kadm.Client, seed uint64, fault func()) {
+	t.Helper()
+	in := clicks(800, seed)
 	first, second := in[:400], in[400:]
 	produce(t, conn, clickRecords(t, "clicks", 4, first)...)
 	ctx := testContext(t)
@@ -452,9 +462,9 @@ func TestAppRejoinsWhenATaskIsFenced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitGroupAtEnd(t, adm, watch, ends)
+	awaitGroupAtEnd(t, adm, watch, ends, app)
 
-	claimTransactionalID(t, conn, "killed-0")
+	fault()
 
 	countTheRest(t, conn, adm, watch, second, in, app)
 	var fenced []kafka.Rebalance
@@ -464,7 +474,7 @@ func TestAppRejoinsWhenATaskIsFenced(t *testing.T) {
 		}
 	}
 	if len(fenced) != 1 || !slices.Equal(fenced[0].Revoked, []int32{0}) {
-		t.Fatalf("fenced: %+v, want partition 0 once", fenced)
+		t.Fatalf("tasks given up: %+v, want partition 0 once", fenced)
 	}
 }
 
@@ -1310,5 +1320,40 @@ func TestAppEndsOnAStoreThatDidNotClose(t *testing.T) {
 	if !errors.Is(err, runtime.ErrStoreLeftOpen) || !errors.Is(err, runtime.ErrStoreFailed) || errors.Is(err, runtime.ErrCheckpointInUse) ||
 		!strings.Contains(err.Error(), "injected EIO") && !strings.Contains(err.Error(), "restart the process") {
 		t.Fatalf("Run: %v (OnTaskError heard %q)", err, heard())
+	}
+}
+
+// TestAppRejoinsWhenATaskLosesItsSequence: the broker refuses a task's
+// produce request with OUT_OF_ORDER_SEQUENCE_NUMBER (its producer's
+// sequence is lost: records the broker has not got, or state it dropped).
+// As Kafka Streams takes it for a task migrated, not the end of the
+// application, the instance gives the task up (its transaction aborted)
+// and rejoins the group, which gives it the partition again: the task,
+// restored, counts on. Every count, read back with read_committed, is a
+// plain loop's, each once. The same for UNKNOWN_PRODUCER_ID.
+func TestAppRejoinsWhenATaskLosesItsSequence(t *testing.T) {
+	for _, code := range []int16{kerr.OutOfOrderSequenceNumber.Code, kerr.UnknownProducerID.Code} {
+		t.Run(kerr.ErrorForCode(code).(*kerr.Error).Message, func(t *testing.T) { appLosesSequence(t, code) })
+	}
+}
+
+func appLosesSequence(t *testing.T, code int16) {
+	fake, conn, adm := newFakeCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond)}
+	createTopic(t, adm, "clicks", 4)
+	createTopic(t, adm, "counts", 2)
+	var refused atomic.Bool
+	appGivesUpTaskZero(t, conn, adm, 37, func() {
+		fake.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+			req := kreq.(*kmsg.ProduceRequest)
+			if req.TransactionID == nil || *req.TransactionID != "killed-0" || !refused.CompareAndSwap(false, true) {
+				fake.KeepControl()
+				return nil, nil, false
+			}
+			return refusedProduce(req, code), nil, true
+		})
+	})
+	if !refused.Load() {
+		t.Fatal("no produce request of task 0 was refused: the test does not lose a sequence")
 	}
 }

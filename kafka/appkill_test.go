@@ -253,8 +253,6 @@ func TestAppThreeInstancesOneDies(t *testing.T) {
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 }
 
-// awaitGroupAtEnd waits until the group "killed" has committed the end
-// offsets of every partition of "clicks": the App's tasks, which its
 // awaitClicksRead waits until the group's committed offsets reach the
 // end of topic clicks as it is now.
 func awaitClicksRead(t *testing.T, adm *kadm.Client, watch *appWatch) {
@@ -266,8 +264,11 @@ func awaitClicksRead(t *testing.T, adm *kadm.Client, watch *appWatch) {
 	awaitGroupAtEnd(t, adm, watch, ends)
 }
 
-// committed offsets follow, have read all the input.
-func awaitGroupAtEnd(t *testing.T, adm *kadm.Client, watch *appWatch, ends kadm.ListedOffsets) {
+// awaitGroupAtEnd waits until the group "killed" has committed the end
+// offsets of every partition of "clicks": the App's tasks, which its
+// committed offsets follow, have read all the input. It fails the test
+// at once if one of apps ends meanwhile.
+func awaitGroupAtEnd(t *testing.T, adm *kadm.Client, watch *appWatch, ends kadm.ListedOffsets, apps ...*runningApp) {
 	t.Helper()
 	ctx := testContext(t)
 	for {
@@ -283,6 +284,9 @@ func awaitGroupAtEnd(t *testing.T, adm *kadm.Client, watch *appWatch, ends kadm.
 		})
 		if len(behind) == 0 {
 			return
+		}
+		for _, a := range apps {
+			a.alive(t, "the input read to its end")
 		}
 		select {
 		case <-watch.changed: // a batch, a rebalance

@@ -89,8 +89,8 @@ type PartitionStatus struct {
 // Rebalance is an assignment change of the instance: the partitions
 // whose tasks it started, and those it stopped (Lost: taken from it
 // without a revoke, as when it missed the group's session timeout;
-// Fenced: a task's producer was fenced, and the instance rejoined the
-// group).
+// Fenced: a task's producer was fenced, or lost its sequence, and the
+// instance rejoined the group).
 type Rebalance struct {
 	Time     time.Time `json:"time"`
 	Assigned []int32   `json:"assigned,omitempty"`

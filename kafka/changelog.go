@@ -686,7 +686,7 @@ func (c *changelog) commitWhileIdle() {
 			// it aborted for the producer that claimed the ID, is
 			// answered INVALID_TXN_STATE by some brokers, where Kafka
 			// answers PRODUCER_FENCED.)
-			if (isFenced(err) || errors.Is(err, kerr.InvalidTxnState)) && c.onFenced != nil {
+			if (taskMigrated(err) || errors.Is(err, kerr.InvalidTxnState)) && c.onFenced != nil {
 				c.onFenced(err)
 				return
 			}

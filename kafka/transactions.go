@@ -361,6 +361,18 @@ func isFenced(err error) bool {
 	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping)
 }
 
+// taskMigrated reports whether err, from a task's transactional writes,
+// means that the task is to be given up and the instance to rejoin its
+// group, as Kafka Streams takes a TaskMigratedException (its
+// RecordCollector's): the producer was fenced (isFenced), or it lost its
+// sequence (OUT_OF_ORDER_SEQUENCE_NUMBER, or UNKNOWN_PRODUCER_ID, the
+// broker having dropped the producer's state), after which it cannot
+// write on in its transaction. The task starts again with a new
+// producer, from its checkpoint and changelog.
+func taskMigrated(err error) bool {
+	return isFenced(err) || errors.Is(err, kerr.OutOfOrderSequenceNumber) || errors.Is(err, kerr.UnknownProducerID)
+}
+
 // abortLocked aborts the open transaction: its records are never seen by
 // read_committed readers.
 func (t *Transactions) abortLocked(ctx context.Context) error {

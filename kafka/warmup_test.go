@@ -173,14 +173,20 @@ func (r *runningApp) awaitTasks(t *testing.T, n int) {
 func (r *runningApp) poll(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	poll(t, what, func() bool {
-		select {
-		case err := <-r.done:
-			r.done <- err // for stop
-			t.Fatalf("waiting for %s: the instance ended: %v", what, err)
-		default:
-		}
+		r.alive(t, what)
 		return cond()
 	})
+}
+
+// alive fails the test, with the instance's error, if its Run has ended.
+func (r *runningApp) alive(t *testing.T, waiting string) {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		r.done <- err // for stop
+		t.Fatalf("waiting for %s: the instance ended: %v", waiting, err)
+	default:
+	}
 }
 
 // countTheRest produces rest to the clicks, waits for the App's group to
@@ -193,7 +199,7 @@ func countTheRest(t *testing.T, conn kafka.Connection, adm *kadm.Client, watch *
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitGroupAtEnd(t, adm, watch, ends)
+	awaitGroupAtEnd(t, adm, watch, ends, apps...)
 	for _, a := range apps {
 		a.stop(t)
 	}
