@@ -164,7 +164,10 @@ type AppOptions struct {
 	// OnTaskError, when set, decides what the failure of a task does (a
 	// fenced task is not a failure: see App; nor is a checkpoint that
 	// another process holds, such as streamgen inspect: the task starts
-	// again, as below, until it is free; and a task whose store failed
+	// again, as below, until it is free; nor is Kafka slow or out of
+	// reach for longer than the task's writes wait, ProduceTimeout, or
+	// the client's retries: the task starts again, as below, until Kafka
+	// answers, as Kafka Streams revives a corrupted task; and a task whose store failed
 	// and was left open, runtime.ErrStoreLeftOpen, ends Run whatever it
 	// says: its checkpoint stays locked until the process ends), as Kafka Streams'
 	// StreamsUncaughtExceptionHandler: StopInstance ends Run with the
@@ -967,6 +970,16 @@ func (a *App) start(ctx context.Context, p int32, replace *runningTask) (started
 				// task's state directory lock, the task starts again
 				// after a pause (restartTask), whatever OnTaskError
 				// says, until it is free or the partition moves.
+				err = fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err)
+				restartAfter.CompareAndSwap(nil, &err)
+				cancel()
+			case kafkaUnavailable(err):
+				// Kafka was slow or out of reach for longer than the
+				// client waits: as Kafka Streams revives a task on a
+				// TaskCorruptedException, the task starts again from
+				// its checkpoint after a pause (restartTask), whatever
+				// OnTaskError says, its transaction aborted and its
+				// failed batch run again, until Kafka answers.
 				err = fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err)
 				restartAfter.CompareAndSwap(nil, &err)
 				cancel()

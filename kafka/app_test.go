@@ -1357,3 +1357,61 @@ func appLosesSequence(t *testing.T, code int16) {
 		t.Fatal("no produce request of task 0 was refused: the test does not lose a sequence")
 	}
 }
+
+// TestAppRevivesATaskWhoseWritesTimedOut: the broker refuses a task's
+// writes with NOT_ENOUGH_REPLICAS (retriable: the client tries again)
+// for longer than ProduceTimeout. As Kafka Streams takes a retriable
+// error it gave up on for a corrupted task, which it revives rather than
+// end the application, the task fails, waits, and starts again (its
+// transaction aborted, its state from its checkpoint and changelog),
+// whatever OnTaskError would say, for as long as the broker refuses;
+// once it accepts, every count, read back with read_committed, is a
+// plain loop's, each once.
+func TestAppRevivesATaskWhoseWritesTimedOut(t *testing.T) {
+	fake, conn, adm := newFakeCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+	// (The client tries a refused write again once it has read the
+	// topic's metadata again: at most every MetadataMinAge.)
+	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond), quickMetadata}
+	createTopic(t, adm, "clicks", 4)
+	createTopic(t, adm, "counts", 2)
+	in := clicks(800, 41)
+	first, second := in[:400], in[400:]
+	produce(t, conn, clickRecords(t, "clicks", 4, first)...)
+	ctx := testContext(t)
+	watch := newAppWatch()
+	app := runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir(),
+		ChangelogOptions: kafka.ChangelogOptions{ProduceTimeout: time.Second}}, watch)
+	app.poll(t, "the four tasks", func() bool { return running(app.app) == 4 })
+	ends, err := adm.ListEndOffsets(ctx, "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitGroupAtEnd(t, adm, watch, ends, app)
+
+	var down atomic.Bool
+	var refused atomic.Int64
+	down.Store(true)
+	fake.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		fake.KeepControl()
+		req := kreq.(*kmsg.ProduceRequest)
+		if !down.Load() || req.TransactionID == nil || *req.TransactionID != "killed-0" {
+			return nil, nil, false
+		}
+		refused.Add(1)
+		return refusedProduce(req, kerr.NotEnoughReplicas.Code), nil, true
+	})
+	produce(t, conn, clickRecords(t, "clicks", 4, second)...)
+	app.poll(t, "partition 0's task failed twice and waiting", func() bool {
+		for _, w := range app.app.Status().Waiting {
+			if w.Partition == 0 && w.Restarts >= 2 {
+				return true
+			}
+		}
+		return false
+	})
+	down.Store(false)
+	countTheRest(t, conn, adm, watch, nil, in, app)
+	if refused.Load() == 0 {
+		t.Fatal("no write was refused")
+	}
+}

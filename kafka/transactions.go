@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -308,7 +309,7 @@ func produceWithin(ctx context.Context, client *kgo.Client, records []*kgo.Recor
 		// had not sent fail with it, and those it had in requests
 		// already, acknowledged late, fail the write too, as the
 		// timeout says.
-		return fmt.Errorf("no acknowledgement from Kafka for ProduceTimeout (%v) during the write", timeout)
+		return fmt.Errorf("%w for ProduceTimeout (%v) during the write", errNoAcknowledgement, timeout)
 	}
 	return firstErr
 }
@@ -359,6 +360,32 @@ func (t *Transactions) explain(err error) error {
 // transaction that outlived its timeout and bumped the producer's epoch.
 func isFenced(err error) bool {
 	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) || errors.Is(err, kerr.InvalidProducerIDMapping)
+}
+
+// errNoAcknowledgement is the failure of a write that went ProduceTimeout
+// without an acknowledgement from Kafka.
+var errNoAcknowledgement = errors.New("no acknowledgement from Kafka")
+
+// kafkaUnavailable reports whether err, a task's failure, came of Kafka
+// being slow or out of reach for a while rather than of the task or its
+// data: a write that went its ProduceTimeout (or the client's delivery
+// timeout or retries) without an acknowledgement, an error Kafka calls
+// retriable that the client gave up on (but for a topic it does not
+// know, which waiting does not mend), a transaction the cluster asks to
+// abort (TRANSACTION_ABORTABLE), or a broker the client could not reach.
+// Kafka Streams takes such an error for a corrupted task, which it starts
+// again from its state (TaskCorruptedException), not for the end of the
+// application.
+func kafkaUnavailable(err error) bool {
+	if errors.Is(err, errNoAcknowledgement) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries) ||
+		errors.Is(err, kerr.TransactionAbortable) || kgo.IsRetryableBrokerErr(err) {
+		return true
+	}
+	if ke, ok := errors.AsType[*kerr.Error](err); ok {
+		return ke.Retriable && ke != kerr.UnknownTopicOrPartition && ke != kerr.UnknownTopicID
+	}
+	_, ok := errors.AsType[*net.OpError](err)
+	return ok
 }
 
 // taskMigrated reports whether err, from a task's transactional writes,

@@ -1,0 +1,44 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestKafkaUnavailable: the failures an App's task starts again on,
+// whatever OnTaskError says (Kafka slow or out of reach), and those it
+// does not (a topic Kafka does not know, an error of the broker's that
+// is not retriable, the task's own), each wrapped as a task's error is.
+func TestKafkaUnavailable(t *testing.T) {
+	wrap := func(err error) error { return fmt.Errorf("streamgen: batch 7: sink kafka:counts: %w", err) }
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	for _, tc := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("%w for ProduceTimeout (1s) during the write", errNoAcknowledgement), true},
+		{kgo.ErrRecordTimeout, true},
+		{kgo.ErrRecordRetries, true},
+		{kerr.NotEnoughReplicas, true},
+		{kerr.RequestTimedOut, true},
+		{kerr.CoordinatorNotAvailable, true},
+		{kerr.TransactionAbortable, true},
+		{dial, true},
+		{kerr.UnknownTopicOrPartition, false},
+		{kerr.UnknownServerError, false},
+		{kerr.MessageTooLarge, false},
+		{kerr.ProducerFenced, false}, // (the task is given up: taskMigrated)
+		{context.Canceled, false},
+		{errors.New("key bob: a failure"), false},
+	} {
+		if got := kafkaUnavailable(wrap(tc.err)); got != tc.want {
+			t.Errorf("kafkaUnavailable(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
