@@ -164,14 +164,16 @@ type AppOptions struct {
 	// OnTaskError, when set, decides what the failure of a task does (a
 	// fenced task is not a failure: see App; nor is a checkpoint that
 	// another process holds, such as streamgen inspect: the task starts
-	// again, as below, until it is free; nor is Kafka slow or out of
-	// reach for longer than the task's writes wait, ProduceTimeout, or
-	// the client's retries: the task starts again, as below, until Kafka
-	// answers, as Kafka Streams revives a corrupted task; and a task whose store failed
+	// again, as below, until it is free; and a task whose store failed
 	// and was left open, runtime.ErrStoreLeftOpen, ends Run whatever it
 	// says: its checkpoint stays locked until the process ends), as Kafka Streams'
 	// StreamsUncaughtExceptionHandler: StopInstance ends Run with the
-	// error, which is what happens without it (SHUTDOWN_CLIENT);
+	// error, which is what happens without it (SHUTDOWN_CLIENT), but for
+	// a task that failed because Kafka was slow or out of reach for
+	// longer than its writes wait (a write past ProduceTimeout, an error
+	// Kafka calls retriable that the client gave up on,
+	// TRANSACTION_ABORTABLE), which starts again as RestartTask says,
+	// until Kafka answers, as Kafka Streams revives a corrupted task;
 	// RestartTask starts the task again from its checkpoint, after a
 	// pause that doubles with each restart of the partition since its
 	// last batch, from 100 ms to 30 s, and the failed batch runs again
@@ -973,16 +975,6 @@ func (a *App) start(ctx context.Context, p int32, replace *runningTask) (started
 				err = fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err)
 				restartAfter.CompareAndSwap(nil, &err)
 				cancel()
-			case kafkaUnavailable(err):
-				// Kafka was slow or out of reach for longer than the
-				// client waits: as Kafka Streams revives a task on a
-				// TaskCorruptedException, the task starts again from
-				// its checkpoint after a pause (restartTask), whatever
-				// OnTaskError says, its transaction aborted and its
-				// failed batch run again, until Kafka answers.
-				err = fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err)
-				restartAfter.CompareAndSwap(nil, &err)
-				cancel()
 			case errors.Is(err, runtime.ErrStoreLeftOpen):
 				// The partition's store failed and was left open (a log
 				// file that failed as Pebble moved to a new one): its
@@ -991,7 +983,20 @@ func (a *App) start(ctx context.Context, p int32, replace *runningTask) (started
 				a.fail(fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err))
 			default:
 				err = fmt.Errorf("streamgen: kafka app %q: %s %d: %w", a.opts.Group, what, p, err)
-				if a.opts.OnTaskError != nil && a.opts.OnTaskError(p, err) == RestartTask {
+				// Without OnTaskError, a task that failed because Kafka
+				// was slow or out of reach for longer than the client
+				// waits starts again after a pause (restartTask), its
+				// transaction aborted and its failed batch run again,
+				// as Kafka Streams revives a task on a
+				// TaskCorruptedException; any other failure ends Run.
+				action := StopInstance
+				if kafkaUnavailable(err) {
+					action = RestartTask
+				}
+				if a.opts.OnTaskError != nil {
+					action = a.opts.OnTaskError(p, err)
+				}
+				if action == RestartTask {
 					restartAfter.CompareAndSwap(nil, &err)
 					cancel()
 					return

@@ -1363,55 +1363,100 @@ func appLosesSequence(t *testing.T, code int16) {
 // for longer than ProduceTimeout. As Kafka Streams takes a retriable
 // error it gave up on for a corrupted task, which it revives rather than
 // end the application, the task fails, waits, and starts again (its
-// transaction aborted, its state from its checkpoint and changelog),
-// whatever OnTaskError would say, for as long as the broker refuses;
-// once it accepts, every count, read back with read_committed, is a
-// plain loop's, each once.
+// transaction aborted, its state from its checkpoint and changelog) for
+// as long as the broker refuses; once it accepts, every count, read back
+// with read_committed, is a plain loop's, each once. The same with
+// AsyncProgress, only the changelog's writes refused (whose records the
+// client fails as the timeout passes). With OnTaskError, its answer
+// decides: StopInstance ends Run with the error.
 func TestAppRevivesATaskWhoseWritesTimedOut(t *testing.T) {
-	fake, conn, adm := newFakeCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
-	// (The client tries a refused write again once it has read the
-	// topic's metadata again: at most every MetadataMinAge.)
-	conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond), quickMetadata}
-	createTopic(t, adm, "clicks", 4)
-	createTopic(t, adm, "counts", 2)
-	in := clicks(800, 41)
-	first, second := in[:400], in[400:]
-	produce(t, conn, clickRecords(t, "clicks", 4, first)...)
-	ctx := testContext(t)
-	watch := newAppWatch()
-	app := runCountingApp(t, ctx, conn, kafka.AppOptions{Group: "killed", Dir: t.TempDir(),
-		ChangelogOptions: kafka.ChangelogOptions{ProduceTimeout: time.Second}}, watch)
-	app.poll(t, "the four tasks", func() bool { return running(app.app) == 4 })
-	ends, err := adm.ListEndOffsets(ctx, "clicks")
-	if err != nil {
-		t.Fatal(err)
-	}
-	awaitGroupAtEnd(t, adm, watch, ends, app)
-
-	var down atomic.Bool
-	var refused atomic.Int64
-	down.Store(true)
-	fake.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		fake.KeepControl()
-		req := kreq.(*kmsg.ProduceRequest)
-		if !down.Load() || req.TransactionID == nil || *req.TransactionID != "killed-0" {
-			return nil, nil, false
-		}
-		refused.Add(1)
-		return refusedProduce(req, kerr.NotEnoughReplicas.Code), nil, true
-	})
-	produce(t, conn, clickRecords(t, "clicks", 4, second)...)
-	app.poll(t, "partition 0's task failed twice and waiting", func() bool {
-		for _, w := range app.app.Status().Waiting {
-			if w.Partition == 0 && w.Restarts >= 2 {
-				return true
+	for _, tc := range []struct {
+		name      string
+		async     bool
+		onlyTopic string // the topic whose writes are refused; "": every write of task 0
+		stop      bool   // OnTaskError answers StopInstance
+	}{
+		{name: "sink"},
+		{name: "changelog, AsyncProgress", async: true, onlyTopic: "killed-changelog"},
+		{name: "OnTaskError stops", stop: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake, conn, adm := newFakeCluster(t, kafka.FakeOptions(kfake.GroupMinSessionTimeout(100*time.Millisecond)))
+			// (The client tries a refused write again once it has read
+			// the topic's metadata again: at most every MetadataMinAge.)
+			conn.ClientOptions = []kgo.Opt{kgo.HeartbeatInterval(50 * time.Millisecond), quickMetadata}
+			createTopic(t, adm, "clicks", 4)
+			createTopic(t, adm, "counts", 2)
+			in := clicks(800, 41)
+			first, second := in[:400], in[400:]
+			produce(t, conn, clickRecords(t, "clicks", 4, first)...)
+			ctx := testContext(t)
+			watch := newAppWatch()
+			opts := kafka.AppOptions{Group: "killed", Dir: t.TempDir(),
+				ChangelogOptions: kafka.ChangelogOptions{ProduceTimeout: time.Second, AsyncProgress: tc.async, AsyncProgressInterval: 50 * time.Millisecond}}
+			var asked atomic.Int64
+			if tc.stop {
+				opts.OnTaskError = func(int32, error) kafka.TaskErrorAction { asked.Add(1); return kafka.StopInstance }
 			}
-		}
-		return false
-	})
-	down.Store(false)
-	countTheRest(t, conn, adm, watch, nil, in, app)
-	if refused.Load() == 0 {
-		t.Fatal("no write was refused")
+			app := runCountingApp(t, ctx, conn, opts, watch)
+			app.poll(t, "the four tasks", func() bool { return running(app.app) == 4 })
+			ends, err := adm.ListEndOffsets(ctx, "clicks")
+			if err != nil {
+				t.Fatal(err)
+			}
+			awaitGroupAtEnd(t, adm, watch, ends, app)
+
+			// (A produce request names a topic by its ID.)
+			var onlyID [16]byte
+			if tc.onlyTopic != "" {
+				topics, err := adm.ListTopics(ctx, tc.onlyTopic)
+				if err != nil {
+					t.Fatal(err)
+				}
+				onlyID = topics[tc.onlyTopic].ID
+			}
+			var down atomic.Bool
+			var refused atomic.Int64
+			down.Store(true)
+			fake.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+				fake.KeepControl()
+				req := kreq.(*kmsg.ProduceRequest)
+				if !down.Load() || req.TransactionID == nil || *req.TransactionID != "killed-0" {
+					return nil, nil, false
+				}
+				if tc.onlyTopic != "" && !slices.ContainsFunc(req.Topics, func(rt kmsg.ProduceRequestTopic) bool {
+					return rt.Topic == tc.onlyTopic || rt.TopicID == onlyID
+				}) {
+					return nil, nil, false
+				}
+				refused.Add(1)
+				return refusedProduce(req, kerr.NotEnoughReplicas.Code), nil, true
+			})
+			produce(t, conn, clickRecords(t, "clicks", 4, second)...)
+			if tc.stop {
+				select {
+				case err := <-app.done:
+					if err == nil || !strings.Contains(err.Error(), "no acknowledgement from Kafka") || asked.Load() != 1 {
+						t.Fatalf("Run ended with %v, OnTaskError asked %d times; want the write's timeout, asked once", err, asked.Load())
+					}
+				case <-ctx.Done():
+					t.Fatal("Run did not end")
+				}
+				return
+			}
+			app.poll(t, "partition 0's task failed twice and waiting", func() bool {
+				for _, w := range app.app.Status().Waiting {
+					if w.Partition == 0 && w.Restarts >= 2 && strings.Contains(w.Error, "no acknowledgement from Kafka") {
+						return true
+					}
+				}
+				return false
+			})
+			down.Store(false)
+			countTheRest(t, conn, adm, watch, nil, in, app)
+			if refused.Load() == 0 {
+				t.Fatal("no write was refused")
+			}
+		})
 	}
 }

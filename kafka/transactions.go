@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -341,7 +340,7 @@ func (t *Transactions) commitLocked(ctx context.Context) error {
 		}
 	}
 	if aerr := t.abortLocked(ctx); aerr != nil {
-		err = fmt.Errorf("%w; and its abort: %w", err, aerr)
+		err = fmt.Errorf("%w; and its abort: %v", err, aerr)
 	}
 	return err
 }
@@ -372,20 +371,28 @@ var errNoAcknowledgement = errors.New("no acknowledgement from Kafka")
 // timeout or retries) without an acknowledgement, an error Kafka calls
 // retriable that the client gave up on (but for a topic it does not
 // know, which waiting does not mend), a transaction the cluster asks to
-// abort (TRANSACTION_ABORTABLE), or a broker the client could not reach.
-// Kafka Streams takes such an error for a corrupted task, which it starts
+// abort (TRANSACTION_ABORTABLE). Errors that do not come of a request to
+// Kafka are not among them, whatever they are (a user function's
+// deadline, a file's EOF). Kafka Streams takes such an error for a corrupted task, which it starts
 // again from its state (TaskCorruptedException), not for the end of the
 // application.
 func kafkaUnavailable(err error) bool {
 	if errors.Is(err, errNoAcknowledgement) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries) ||
-		errors.Is(err, kerr.TransactionAbortable) || kgo.IsRetryableBrokerErr(err) {
+		errors.Is(err, kerr.TransactionAbortable) {
 		return true
 	}
-	if ke, ok := errors.AsType[*kerr.Error](err); ok {
-		return ke.Retriable && ke != kerr.UnknownTopicOrPartition && ke != kerr.UnknownTopicID
+	ke, ok := errors.AsType[*kerr.Error](err)
+	return ok && ke.Retriable && ke != kerr.UnknownTopicOrPartition && ke != kerr.UnknownTopicID
+}
+
+// timedOut marks err, the failure of a commit whose requests ctx bounds
+// by ProduceTimeout, as a write without an acknowledgement when that
+// deadline passed (the client's own error is then the context's).
+func (t *Transactions) timedOut(ctx context.Context, err error) error {
+	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, errNoAcknowledgement) {
+		return fmt.Errorf("%w for ProduceTimeout (%v) during the commit: %w", errNoAcknowledgement, t.opts.ProduceTimeout, err)
 	}
-	_, ok := errors.AsType[*net.OpError](err)
-	return ok
+	return err
 }
 
 // taskMigrated reports whether err, from a task's transactional writes,
@@ -440,13 +447,14 @@ func (t *Transactions) commitBatch(ctx context.Context, produce func(*kgo.Client
 		return err
 	}
 	if err := produce(client); err != nil {
+		err = t.timedOut(ctx, err)
 		if aerr := t.abortLocked(ctx); aerr != nil {
 			err = fmt.Errorf("%w; and the transaction's abort: %v", err, aerr)
 		}
 		return t.explain(err)
 	}
 	if err := t.commitLocked(ctx); err != nil {
-		return t.explain(fmt.Errorf("commit the transaction: %w", err))
+		return t.explain(fmt.Errorf("commit the transaction: %w", t.timedOut(ctx, err)))
 	}
 	return nil
 }
@@ -478,6 +486,11 @@ func (t *Transactions) produceBatch(ctx context.Context, batch int64, records []
 	for _, r := range records {
 		client.Produce(pctx, r, func(r *kgo.Record, err error) {
 			touch()
+			if err != nil && pctx.Err() != nil {
+				// The stall cancelled the record (its error is the
+				// context's).
+				err = fmt.Errorf("%w for ProduceTimeout (%v): %w", errNoAcknowledgement, t.opts.ProduceTimeout, err)
+			}
 			ack(r, err)
 			if left.Add(-1) == 0 {
 				release()
@@ -495,7 +508,7 @@ func (t *Transactions) produceBatch(ctx context.Context, batch int64, records []
 // transaction and commits it, unless failed says one of them failed:
 // the transaction is then aborted.
 func (t *Transactions) commitPendingLocked(ctx context.Context, failed func() error) error {
-	err := t.client.Flush(ctx)
+	err := t.timedOut(ctx, t.client.Flush(ctx))
 	if err == nil {
 		err = failed()
 	}
@@ -506,7 +519,7 @@ func (t *Transactions) commitPendingLocked(ctx context.Context, failed func() er
 		return t.explain(err)
 	}
 	if err := t.commitLocked(ctx); err != nil {
-		return t.explain(fmt.Errorf("commit the transaction: %w", err))
+		return t.explain(fmt.Errorf("commit the transaction: %w", t.timedOut(ctx, err)))
 	}
 	t.lastCommit = time.Now()
 	return nil
