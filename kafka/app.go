@@ -453,6 +453,11 @@ type App struct {
 	// offsets follow.
 	group *kgo.Client
 	read  map[int32]*readOffsets
+	// pendingReads are, with AsyncProgress, the offsets each task's
+	// batches read to that wait, in order, for a transaction that holds
+	// the batch to commit (promoteReadLocked): until then the batch may
+	// still be aborted and run again.
+	pendingReads map[int32][]pendingRead
 	// commitNow wakes commitOffsets.
 	commitNow chan struct{}
 	// consumed are, with RepartitionBy, the repartition topic's offsets
@@ -571,7 +576,7 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 	if opts.Changelog == "" && opts.Group != "" {
 		opts.Changelog = opts.Group + "-changelog"
 	}
-	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, commitNow: make(chan struct{}, 1),
+	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, pendingReads: map[int32][]pendingRead{}, commitNow: make(chan struct{}, 1),
 		consumed: map[int32]int64{}, purgeable: map[int32]int64{}, purged: map[int32]int64{}, uncommitted: map[int32]uncommittedOffset{},
 		reassigned: make(chan struct{}, 1), standbys: map[int32]*runningTask{}, positions: map[int32]int64{}, standbyStats: map[int32]standbyStats{},
 		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}, restoring: map[int32]restoring{}, owned: map[int32]bool{},
@@ -1359,6 +1364,7 @@ func (a *App) revoked(partitions []int32, lost bool) {
 		// this one read to.
 		a.mu.Lock()
 		delete(a.read, stopped[i])
+		delete(a.pendingReads, stopped[i])
 		a.mu.Unlock()
 	}
 	if len(stopped) > 0 {
@@ -1373,7 +1379,8 @@ func (a *App) revoked(partitions []int32, lost bool) {
 // offsets of the task's partitions to where its batches have read, so
 // that tools reading a group's lag see the App's. The offsets that
 // count are in the task's checkpoint and changelog: these follow them,
-// asynchronously, and at the latest when the task stops.
+// asynchronously, and at the latest when the task stops; with
+// AsyncProgress, those of the batches in Kafka (see pendingReads).
 type groupOffsets struct {
 	a *App
 	p int32
@@ -1443,13 +1450,22 @@ func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
 	}
 	g.a.mu.Lock()
 	defer g.a.mu.Unlock()
-	r := g.a.read[g.p]
-	if r == nil {
-		r = &readOffsets{}
-		g.a.read[g.p] = r
+	if g.txn != nil {
+		// With AsyncProgress the batch is in Kafka once a transaction
+		// that holds it commits, which may be after a later batch, or
+		// never (aborted, the batch runs again): the group's offsets
+		// wait for it, as Kafka Streams commits them in the
+		// transaction. (Those of an earlier start of the task, whose
+		// transaction did not commit, are dropped.)
+		q := g.a.pendingReads[g.p]
+		if len(q) > 0 && q[0].txn != g.txn {
+			q = nil
+		}
+		g.a.pendingReads[g.p] = append(q, pendingRead{txn: g.txn, batch: qp.BatchID, offsets: read})
+		g.a.promoteReadLocked(g.p)
+		return
 	}
-	r.offsets, r.seq = read, r.seq+1
-	g.a.signalCommit()
+	g.a.setReadLocked(g.p, read)
 }
 
 // consumed returns, with RepartitionBy, the least offset of the task's
@@ -1498,6 +1514,46 @@ func offsetsRead(sources map[string]json.RawMessage) map[string]map[int32]kgo.Ep
 type readOffsets struct {
 	offsets        map[string]map[int32]kgo.EpochOffset
 	seq, committed int64
+}
+
+// pendingRead is what a batch of a task with AsyncProgress read to,
+// waiting for txn to commit the batch.
+type pendingRead struct {
+	txn     *Transactions
+	batch   int64
+	offsets map[string]map[int32]kgo.EpochOffset
+}
+
+// setReadLocked records that the task of p has read to offsets, for the
+// group's next commit; a.mu is held.
+func (a *App) setReadLocked(p int32, offsets map[string]map[int32]kgo.EpochOffset) {
+	r := a.read[p]
+	if r == nil {
+		r = &readOffsets{}
+		a.read[p] = r
+	}
+	r.offsets, r.seq = offsets, r.seq+1
+	a.signalCommit()
+}
+
+// promoteReadLocked moves the offsets of the task of p's latest batch
+// that is in Kafka (its transaction committed) from pendingReads to
+// read; a.mu is held.
+func (a *App) promoteReadLocked(p int32) {
+	q := a.pendingReads[p]
+	i := 0
+	for i < len(q) && q[i].txn.inKafka.Load() > q[i].batch {
+		i++
+	}
+	if i == 0 {
+		return
+	}
+	a.setReadLocked(p, q[i-1].offsets)
+	if i == len(q) {
+		delete(a.pendingReads, p)
+	} else {
+		a.pendingReads[p] = q[i:]
+	}
 }
 
 // signalCommit wakes commitOffsets; a.mu is held.
@@ -1553,6 +1609,9 @@ func (a *App) commitRead(ctx context.Context, group *kgo.Client) {
 	// they moved.
 	for p := range a.uncommitted {
 		a.promoteLocked(p) // (deleting p while ranging is safe)
+	}
+	for p := range a.pendingReads {
+		a.promoteReadLocked(p)
 	}
 	consumed := maps.Clone(a.consumed)
 	confirm := false
@@ -1643,8 +1702,10 @@ func (a *App) purgeRepartition(ctx context.Context, group *kgo.Client) {
 // before the partition moves.
 func (a *App) commitRevoked(p int32) {
 	a.mu.Lock()
+	a.promoteReadLocked(p) // (the task's stop commits its open transaction)
 	group, r := a.group, a.read[p]
 	delete(a.read, p)
+	delete(a.pendingReads, p)
 	a.mu.Unlock()
 	if group == nil || r == nil || r.committed >= r.seq {
 		return
@@ -1785,8 +1846,12 @@ func (a *App) runRepartition(ctx context.Context, p int32) error {
 		}
 		return repartitioned{key: key, value: m.Value, headers: m.Headers, timestamp: m.Timestamp}, nil
 	})
+	repartitionOffsets := groupOffsets{a: a, p: p, offsets: true}
+	if copts.AsyncProgress {
+		repartitionOffsets.txn = txn // (its batches are in Kafka once their transaction commits)
+	}
 	opts := append(slices.Clone(a.opts.Options), runtime.Checkpoint(filepath.Join(a.opts.Dir, "repartition", strconv.Itoa(int(p)))), committer,
-		runtime.Name(task.name), runtime.Listener(groupOffsets{a: a, p: p, offsets: true}), runtime.WithSharedCaches(a.caches))
+		runtime.Name(task.name), runtime.Listener(repartitionOffsets), runtime.WithSharedCaches(a.caches))
 	if a.opts.DeadLetters != nil {
 		opts = append(opts, runtime.DeadLetters(a.opts.DeadLetters(task)))
 	}

@@ -949,19 +949,8 @@ func TestAppRepartitionPurgesAfterAGroupCommit(t *testing.T) {
 func TestAppRepartitionPurgesWhatTransactionsCommitted(t *testing.T) {
 	_, conn, adm, in := newPurgeCluster(t, 11)
 	ctx := testContext(t)
-	var held atomic.Pointer[kafka.Transactions]
 	watch := newAppWatch()
-	app := kafka.NewApp(kafka.AppOptions{Connection: conn, Group: "async", Topics: []string{"clicks"}, Dir: t.TempDir(), ExactlyOnce: true,
-		ChangelogOptions: kafka.ChangelogOptions{AsyncProgress: true, AsyncProgressInterval: 50 * time.Millisecond},
-		RepartitionBy:    func(m *kafka.Message) ([]byte, error) { return m.Key, nil },
-		Options:          []runtime.Option{runtime.PollInterval(time.Millisecond), runtime.Listener(watch)}},
-		func(task *kafka.Task) (kafka.Starter, error) {
-			if held.CompareAndSwap(nil, task.Transactions()) {
-				kafka.HoldCommits(task.Transactions())
-			}
-			src := task.Source(kafka.Options{})
-			return countingTask(conn, task, src, countClicks), nil
-		})
+	app, held := newHeldApp(conn, kafka.AppOptions{Group: "async", RepartitionBy: func(m *kafka.Message) ([]byte, error) { return m.Key, nil }}, t.TempDir(), watch)
 	running := runApp(t, ctx, app)
 	watch.waitFor(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
 	start := func() int64 { return firstOffset(t, adm, "async-repartition") }
@@ -974,6 +963,59 @@ func TestAppRepartitionPurgesWhatTransactionsCommitted(t *testing.T) {
 	}
 	kafka.CommitWhenIdle(held.Load())
 	running.poll(t, "the copies read deleted", func() bool { return start() >= int64(len(in)) })
+	running.stop(t)
+	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
+}
+
+// newHeldApp is the counting App over topic clicks with AsyncProgress
+// (every 50 ms), whose first task's transaction commits no batch until
+// kafka.CommitWhenIdle is given the transactions held returns.
+func newHeldApp(conn kafka.Connection, opts kafka.AppOptions, dir string, watch *appWatch) (*kafka.App, *atomic.Pointer[kafka.Transactions]) {
+	var held atomic.Pointer[kafka.Transactions]
+	opts.Connection, opts.Topics, opts.Dir, opts.ExactlyOnce = conn, []string{"clicks"}, dir, true
+	opts.ChangelogOptions = kafka.ChangelogOptions{AsyncProgress: true, AsyncProgressInterval: 50 * time.Millisecond}
+	opts.Options = []runtime.Option{runtime.PollInterval(time.Millisecond), runtime.Listener(watch)}
+	return kafka.NewApp(opts, func(task *kafka.Task) (kafka.Starter, error) {
+		if held.CompareAndSwap(nil, task.Transactions()) {
+			kafka.HoldCommits(task.Transactions())
+		}
+		return countingTask(conn, task, task.Source(kafka.Options{MaxOffsetsPerTrigger: 20}), countClicks), nil
+	}), &held
+}
+
+// TestAppGroupOffsetsWaitForTheTransaction: with AsyncProgress, a task's
+// batches are in Kafka once a transaction that holds them commits, and
+// may yet be aborted and run again before; the group's committed
+// offsets, which lag dashboards read, follow the batches in Kafka, not
+// those committed locally (as Kafka Streams commits them in the
+// transaction): none while the transaction holding every batch is open
+// (two looks of the group's commit after every click was counted), the
+// end once it commits.
+func TestAppGroupOffsetsWaitForTheTransaction(t *testing.T) {
+	_, conn, adm, in := newPurgeCluster(t, 13)
+	ctx := testContext(t)
+	watch := newAppWatch()
+	app, held := newHeldApp(conn, kafka.AppOptions{Group: "held"}, t.TempDir(), watch)
+	running := runApp(t, ctx, app)
+	watch.waitFor(t, "every click counted", func() bool { return watch.rows >= int64(len(in)) })
+	committed := func() int64 {
+		offsets, err := adm.FetchOffsets(ctx, "held")
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, ok := offsets.Lookup("clicks", 0)
+		if !ok {
+			return -1
+		}
+		return o.At
+	}
+	looks := kafka.CommitLooks(app)
+	running.poll(t, "two looks of the group's commit", func() bool { return kafka.CommitLooks(app) >= looks+2 })
+	if at := committed(); at > 0 {
+		t.Fatalf("the group committed offset %d while the transaction holding every batch is open, want none", at)
+	}
+	kafka.CommitWhenIdle(held.Load())
+	running.poll(t, "the group's offset at the end", func() bool { return committed() == int64(len(in)) })
 	running.stop(t)
 	onceEach(t, userCounts(t, conn, adm, kgo.ReadCommitted()), in)
 }
