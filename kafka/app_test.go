@@ -1417,9 +1417,11 @@ func TestAppRevivesATaskWhoseWritesTimedOut(t *testing.T) {
 		async     bool
 		onlyTopic string // the topic whose writes are refused; "": every write of task 0
 		stop      bool   // OnTaskError answers StopInstance
+		fromStart bool   // refused from the App's start: no transaction of task 0 commits before
 	}{
 		{name: "sink"},
 		{name: "changelog, AsyncProgress", async: true, onlyTopic: "killed-changelog"},
+		{name: "changelog, AsyncProgress, from the start", async: true, onlyTopic: "killed-changelog", fromStart: true},
 		{name: "OnTaskError stops", stop: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -1440,17 +1442,13 @@ func TestAppRevivesATaskWhoseWritesTimedOut(t *testing.T) {
 			if tc.stop {
 				opts.OnTaskError = func(int32, error) kafka.TaskErrorAction { asked.Add(1); return kafka.StopInstance }
 			}
-			app := runCountingApp(t, ctx, conn, opts, watch)
-			app.poll(t, "the four tasks", func() bool { return running(app.app) == 4 })
-			ends, err := adm.ListEndOffsets(ctx, "clicks")
-			if err != nil {
-				t.Fatal(err)
-			}
-			awaitGroupAtEnd(t, adm, watch, ends, app)
-
-			// (A produce request names a topic by its ID.)
+			// (A produce request names a topic by its ID, which the
+			// topic made before the App's start has.)
 			var onlyID [16]byte
 			if tc.onlyTopic != "" {
+				if _, err := adm.CreateTopic(ctx, 4, 1, map[string]*string{"cleanup.policy": kadm.StringPtr("compact")}, tc.onlyTopic); err != nil {
+					t.Fatal(err)
+				}
 				topics, err := adm.ListTopics(ctx, tc.onlyTopic)
 				if err != nil {
 					t.Fatal(err)
@@ -1459,21 +1457,36 @@ func TestAppRevivesATaskWhoseWritesTimedOut(t *testing.T) {
 			}
 			var down atomic.Bool
 			var refused atomic.Int64
-			down.Store(true)
-			fake.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-				fake.KeepControl()
-				req := kreq.(*kmsg.ProduceRequest)
-				if !down.Load() || req.TransactionID == nil || *req.TransactionID != "killed-0" {
-					return nil, nil, false
+			refuse := func() {
+				down.Store(true)
+				fake.ControlKey(int16(kmsg.Produce), func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+					fake.KeepControl()
+					req := kreq.(*kmsg.ProduceRequest)
+					if !down.Load() || req.TransactionID == nil || *req.TransactionID != "killed-0" {
+						return nil, nil, false
+					}
+					if tc.onlyTopic != "" && !slices.ContainsFunc(req.Topics, func(rt kmsg.ProduceRequestTopic) bool {
+						return rt.Topic == tc.onlyTopic || rt.TopicID == onlyID
+					}) {
+						return nil, nil, false
+					}
+					refused.Add(1)
+					return refusedProduce(req, kerr.NotEnoughReplicas.Code), nil, true
+				})
+			}
+			if tc.fromStart {
+				refuse()
+			}
+			app := runCountingApp(t, ctx, conn, opts, watch)
+			app.poll(t, "the four tasks", func() bool { return running(app.app) == 4 })
+			if !tc.fromStart {
+				ends, err := adm.ListEndOffsets(ctx, "clicks")
+				if err != nil {
+					t.Fatal(err)
 				}
-				if tc.onlyTopic != "" && !slices.ContainsFunc(req.Topics, func(rt kmsg.ProduceRequestTopic) bool {
-					return rt.Topic == tc.onlyTopic || rt.TopicID == onlyID
-				}) {
-					return nil, nil, false
-				}
-				refused.Add(1)
-				return refusedProduce(req, kerr.NotEnoughReplicas.Code), nil, true
-			})
+				awaitGroupAtEnd(t, adm, watch, ends, app)
+				refuse()
+			}
 			produce(t, conn, clickRecords(t, "clicks", 4, second)...)
 			if tc.stop {
 				select {

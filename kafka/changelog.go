@@ -225,7 +225,7 @@ type changelog struct {
 	// the records acknowledged since the last commit (guarded by
 	// pendingMu, as the acknowledgements come from the client's
 	// goroutines), asyncErr the first of their failures; committed is
-	// the last batch the topic holds, uncommitted the last batch
+	// the last batch the topic holds (-1: none), uncommitted the last batch
 	// committed locally; idleStop and idleDone stop and wait for the
 	// goroutine that commits while no batch runs (commitIdle).
 	pendingMu   sync.Mutex
@@ -235,6 +235,12 @@ type changelog struct {
 	uncommitted int64
 	idleStop    chan struct{}
 	idleDone    chan struct{}
+	// recorded says that the store holds the committer's record: a
+	// batch committed locally without one (AsyncProgress) writes one
+	// first, saying the topic holds none of its batches, lest a restore
+	// take the checkpoint, ahead of an empty topic, for one to copy to
+	// it.
+	recorded bool
 	// txnStarted is set once Restore has started the transactions: Close
 	// releases them only then (a start refused because another query
 	// holds them must not release that query's).
@@ -263,8 +269,8 @@ type changelogRecord struct {
 	// committed batch.
 	Ends map[int32]int64 `json:"ends"`
 	// Async is set by a changelog with AsyncProgress: Committed is then
-	// the last batch the topic holds, and the local checkpoint may be
-	// ahead of it.
+	// the last batch the topic holds (-1: none yet), and the local
+	// checkpoint may be ahead of it.
 	Async     bool  `json:"async,omitempty"`
 	Committed int64 `json:"committed,omitempty"`
 	// At is a time, in Unix milliseconds, before which none of the
@@ -546,10 +552,21 @@ func (c *changelog) commitAsync(b *runtime.StateBatch, p runtime.Progress, recor
 		if err := c.setRecord(b); err != nil {
 			return err
 		}
+	} else if !c.recorded {
+		// The topic holds none of the batches committed locally from
+		// here on: c.committed is the last it holds (-1: none). (At 0:
+		// the records after Ends are not known to be younger than any
+		// time.)
+		rec := c.currentRecord()
+		rec.At = 0
+		if err := c.writeRecord(b, rec); err != nil {
+			return err
+		}
 	}
 	if err := c.store.Commit(b, p); err != nil {
 		return err
 	}
+	c.recorded = true
 	c.uncommitted = p.BatchID
 	return nil
 }
@@ -605,11 +622,16 @@ func (c *changelog) currentRecord() changelogRecord {
 
 // setRecord writes the committer's record into a batch.
 func (c *changelog) setRecord(b *runtime.StateBatch) error {
-	rec, err := json.Marshal(c.currentRecord())
+	return c.writeRecord(b, c.currentRecord())
+}
+
+// writeRecord writes rec, the committer's record, into a batch.
+func (c *changelog) writeRecord(b *runtime.StateBatch, rec changelogRecord) error {
+	v, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("streamgen: %s: encode its offsets: %w", c.what(), err)
 	}
-	return b.SetCommitterRecord(c.record, rec)
+	return b.SetCommitterRecord(c.record, v)
 }
 
 // produce writes records, the last one (the progress, when lastApart)
@@ -755,6 +777,8 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	c.recorded = hasRecord
+	c.committed, c.uncommitted = -1, -1 // no batch
 	if hasProgress {
 		c.committed, c.uncommitted = local.BatchID, local.BatchID
 	}
@@ -784,6 +808,19 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 		}
 		c.rewound = true
 	case hasRecord && rec.Async && hasProgress && local.BatchID > rec.Committed:
+		if topicEmpty && rec.Committed < 0 {
+			// No transaction of the query's committed (its first
+			// aborted, the process died before its first commit): its
+			// batches are in the store alone, their output aborted, and
+			// run again from the start.
+			slog.Warn("streamgen: the checkpoint's batches were never committed to Kafka (no transaction of the query's committed): starting it over",
+				"topic", c.opts.Topic, "checkpointBatch", local.BatchID)
+			for _, tp := range parts {
+				from[tp.partition] = starts[tp]
+			}
+			c.rewound = true
+			return c.restore(ctx, reader, rclient, parts, from, ends)
+		}
 		if topicEmpty {
 			return fmt.Errorf("streamgen: %s: the checkpoint is ahead of the changelog (batch %d, the changelog's last %d), and the topic is empty: was it deleted and made again? "+
 				"Delete the checkpoint directory to start the query over, or restore the topic", c.what(), local.BatchID, rec.Committed)
@@ -1229,7 +1266,7 @@ func (c *changelog) restore(ctx context.Context, reader *TopicSource, rclient *k
 		if err := r.Clear(); err != nil {
 			return err
 		}
-		c.committed, c.uncommitted = 0, 0 // the topic's progress, if any, sets them (saveEnds)
+		c.committed, c.uncommitted = -1, -1 // the topic's progress, if any, sets them (saveEnds)
 	}
 	started := time.Now()
 	// The id of the last batch whose progress was read: records of later
@@ -1514,7 +1551,11 @@ func (c *changelog) saveEnds(ends map[int32]int64) error {
 	if err := r.SetCommitterRecord(c.record, rec); err != nil {
 		return err
 	}
-	return r.Finish()
+	if err := r.Finish(); err != nil {
+		return err
+	}
+	c.recorded = true
+	return nil
 }
 
 // seedChunk is how many records seed produces at a time.
