@@ -777,7 +777,9 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.recorded = hasRecord
+	// (A record of a run without AsyncProgress is replaced by the first
+	// batch committed locally: it says nothing of batches in Kafka.)
+	c.recorded = hasRecord && rec.Async
 	c.committed, c.uncommitted = -1, -1 // no batch
 	if hasProgress {
 		c.committed, c.uncommitted = local.BatchID, local.BatchID
@@ -808,7 +810,7 @@ func (c *changelog) restoreStore(ctx context.Context) error {
 		}
 		c.rewound = true
 	case hasRecord && rec.Async && hasProgress && local.BatchID > rec.Committed:
-		if topicEmpty && rec.Committed < 0 {
+		if topicEmpty && rec.Committed < 0 && !madeAgain {
 			// No transaction of the query's committed (its first
 			// aborted, the process died before its first commit): its
 			// batches are in the store alone, their output aborted, and

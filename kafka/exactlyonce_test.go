@@ -722,6 +722,36 @@ func TestExactlyOnceAsyncProgressAbortedThenReplaced(t *testing.T) {
 	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
 }
 
+// TestExactlyOnceAsyncProgressAfterSyncRuns: a checkpoint that ran
+// without AsyncProgress (its record of the topic level with it) runs
+// with it; its batches commit locally only, and the process dies. Its
+// next start runs them again (the record the first batch with
+// AsyncProgress wrote says the topic holds none of them), rather than
+// take the checkpoint for level with the topic: every count once.
+func TestExactlyOnceAsyncProgressAfterSyncRuns(t *testing.T) {
+	r := newEOSRun(t)
+	in := clicks(200, 18)
+	first, second := in[:120], in[120:]
+	sync := kafka.ExactlyOnce(kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog"})
+	defer sync.Close()
+	ck := newCheckpoint()
+	produce(t, r.conn, clickRecords(t, "clicks", 3, first)...)
+	r.runProcess(t, sync, ck, false, func(q *runtime.Query) { awaitQuery(t, q, "the first rows", readAll(q, len(first))) })
+	r.runProcess(t, sync, ck, false, func(*runtime.Query) {}) // a start with nothing to read
+	async := kafka.ExactlyOnce(kafka.ChangelogOptions{Connection: r.conn, Topic: "counts-changelog", AsyncProgress: true, AsyncProgressInterval: time.Second})
+	defer async.Close()
+	r.runProcess(t, async, ck, true, func(q *runtime.Query) {
+		kafka.HoldCommits(async)
+		produce(t, r.conn, clickRecords(t, "clicks", 3, second)...)
+		awaitQuery(t, q, "the second rows", readAll(q, len(second)))
+	})
+	kafka.CommitWhenIdle(async)
+	r.runProcess(t, async, ck, false, func(q *runtime.Query) {
+		awaitQuery(t, q, "the second rows again", func() bool { return sameLast(r.counts(t, kgo.ReadCommitted()), in) })
+	})
+	onceEach(t, r.counts(t, kgo.ReadCommitted()), in)
+}
+
 // sameLast says whether each user's last count in got is the plain
 // loop's over in.
 func sameLast(got map[string][]int64, in []fixtures.Click) bool {
