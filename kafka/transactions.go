@@ -340,7 +340,15 @@ func (t *Transactions) commitLocked(ctx context.Context) error {
 		}
 	}
 	if aerr := t.abortLocked(ctx); aerr != nil {
-		err = fmt.Errorf("%w; and its abort: %v", err, aerr)
+		// The abort's error counts only when it says the producer was
+		// fenced: a retriable one must not make a commit refused for
+		// good pass for one that Kafka's being slow explains
+		// (kafkaUnavailable).
+		if isFenced(aerr) {
+			err = fmt.Errorf("%w; and its abort: %w", err, aerr)
+		} else {
+			err = fmt.Errorf("%w; and its abort: %v", err, aerr)
+		}
 	}
 	return err
 }
@@ -373,9 +381,9 @@ var errNoAcknowledgement = errors.New("no acknowledgement from Kafka")
 // know, which waiting does not mend), a transaction the cluster asks to
 // abort (TRANSACTION_ABORTABLE). Errors that do not come of a request to
 // Kafka are not among them, whatever they are (a user function's
-// deadline, a file's EOF). Kafka Streams takes such an error for a corrupted task, which it starts
-// again from its state (TaskCorruptedException), not for the end of the
-// application.
+// deadline, a file's EOF). Kafka Streams takes such an error for a
+// corrupted task, which it starts again from its state
+// (TaskCorruptedException), not for the end of the application.
 func kafkaUnavailable(err error) bool {
 	if errors.Is(err, errNoAcknowledgement) || errors.Is(err, kgo.ErrRecordTimeout) || errors.Is(err, kgo.ErrRecordRetries) ||
 		errors.Is(err, kerr.TransactionAbortable) {
