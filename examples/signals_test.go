@@ -67,6 +67,9 @@ func start(t *testing.T, program string, args ...string) *process {
 		lines: make(chan string),
 		quit:  make(chan struct{}),
 	}
+	// Its temporary directories (the built-in sample, a checkpoint),
+	// which an exit at the second signal leaves, go in the test's.
+	p.cmd.Env = append(os.Environ(), "TMPDIR="+t.TempDir())
 	pipe, err := p.cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
