@@ -453,11 +453,12 @@ type App struct {
 	// offsets follow.
 	group *kgo.Client
 	read  map[int32]*readOffsets
-	// pendingReads are, with AsyncProgress, the offsets each task's
-	// batches read to that wait, in order, for a transaction that holds
-	// the batch to commit (promoteReadLocked): until then the batch may
-	// still be aborted and run again.
-	pendingReads map[int32][]pendingRead
+	// pendingReads are, with AsyncProgress, the offsets each task's last
+	// batch read to, waiting for a transaction that holds the batch to
+	// commit (promoteReadLocked): until then the batch may still be
+	// aborted and run again. (A transaction commits every batch produced
+	// before it: the last batch's wait is the others'.)
+	pendingReads map[int32]pendingRead
 	// commitNow wakes commitOffsets.
 	commitNow chan struct{}
 	// consumed are, with RepartitionBy, the repartition topic's offsets
@@ -576,7 +577,7 @@ func NewApp(opts AppOptions, build func(*Task) (Starter, error)) *App {
 	if opts.Changelog == "" && opts.Group != "" {
 		opts.Changelog = opts.Group + "-changelog"
 	}
-	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, pendingReads: map[int32][]pendingRead{}, commitNow: make(chan struct{}, 1),
+	a := &App{opts: opts, build: build, tasks: map[int32]*runningTask{}, failed: make(chan error, 1), read: map[int32]*readOffsets{}, pendingReads: map[int32]pendingRead{}, commitNow: make(chan struct{}, 1),
 		consumed: map[int32]int64{}, purgeable: map[int32]int64{}, purged: map[int32]int64{}, uncommitted: map[int32]uncommittedOffset{},
 		reassigned: make(chan struct{}, 1), standbys: map[int32]*runningTask{}, positions: map[int32]int64{}, standbyStats: map[int32]standbyStats{},
 		queries: map[int32]*runtime.Query{}, taskStatus: map[int32]TaskStatus{}, handedOver: map[int32]bool{}, restoring: map[int32]restoring{}, owned: map[int32]bool{},
@@ -1456,12 +1457,9 @@ func (g groupOffsets) OnQueryProgress(qp runtime.QueryProgress) {
 		// never (aborted, the batch runs again): the group's offsets
 		// wait for it, as Kafka Streams commits them in the
 		// transaction. (Those of an earlier start of the task, whose
-		// transaction did not commit, are dropped.)
-		q := g.a.pendingReads[g.p]
-		if len(q) > 0 && q[0].txn != g.txn {
-			q = nil
-		}
-		g.a.pendingReads[g.p] = append(q, pendingRead{txn: g.txn, batch: qp.BatchID, offsets: read})
+		// transaction did not commit, are replaced.)
+		g.a.promoteReadLocked(g.p)
+		g.a.pendingReads[g.p] = pendingRead{txn: g.txn, batch: qp.BatchID, offsets: read}
 		g.a.promoteReadLocked(g.p)
 		return
 	}
@@ -1536,23 +1534,15 @@ func (a *App) setReadLocked(p int32, offsets map[string]map[int32]kgo.EpochOffse
 	a.signalCommit()
 }
 
-// promoteReadLocked moves the offsets of the task of p's latest batch
-// that is in Kafka (its transaction committed) from pendingReads to
-// read; a.mu is held.
+// promoteReadLocked moves the offsets of the task of p's last batch
+// from pendingReads to read once the batch is in Kafka (a transaction
+// that holds it committed), as promoteLocked does the consumed offsets;
+// a.mu is held.
 func (a *App) promoteReadLocked(p int32) {
-	q := a.pendingReads[p]
-	i := 0
-	for i < len(q) && q[i].txn.inKafka.Load() > q[i].batch {
-		i++
-	}
-	if i == 0 {
-		return
-	}
-	a.setReadLocked(p, q[i-1].offsets)
-	if i == len(q) {
+	r, ok := a.pendingReads[p]
+	if ok && r.txn.inKafka.Load() > r.batch {
+		a.setReadLocked(p, r.offsets)
 		delete(a.pendingReads, p)
-	} else {
-		a.pendingReads[p] = q[i:]
 	}
 }
 

@@ -308,7 +308,7 @@ func produceWithin(ctx context.Context, client *kgo.Client, records []*kgo.Recor
 		// had not sent fail with it, and those it had in requests
 		// already, acknowledged late, fail the write too, as the
 		// timeout says.
-		return fmt.Errorf("%w for ProduceTimeout (%v) during the write", errNoAcknowledgement, timeout)
+		return noAcknowledgement(timeout, "the write", nil)
 	}
 	return firstErr
 }
@@ -373,6 +373,16 @@ func isFenced(err error) bool {
 // without an acknowledgement from Kafka.
 var errNoAcknowledgement = errors.New("no acknowledgement from Kafka")
 
+// noAcknowledgement is the failure of a write or commit (during) that
+// went timeout without an acknowledgement, cause the client's error, if
+// any (the context's, which the timeout ended).
+func noAcknowledgement(timeout time.Duration, during string, cause error) error {
+	if cause == nil {
+		return fmt.Errorf("%w for ProduceTimeout (%v) during %s", errNoAcknowledgement, timeout, during)
+	}
+	return fmt.Errorf("%w for ProduceTimeout (%v) during %s: %w", errNoAcknowledgement, timeout, during, cause)
+}
+
 // kafkaUnavailable reports whether err, a task's failure, came of Kafka
 // being slow or out of reach for a while rather than of the task or its
 // data: a write that went its ProduceTimeout (or the client's delivery
@@ -398,7 +408,7 @@ func kafkaUnavailable(err error) bool {
 // deadline passed (the client's own error is then the context's).
 func (t *Transactions) timedOut(ctx context.Context, err error) error {
 	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !errors.Is(err, errNoAcknowledgement) {
-		return fmt.Errorf("%w for ProduceTimeout (%v) during the commit: %w", errNoAcknowledgement, t.opts.ProduceTimeout, err)
+		return noAcknowledgement(t.opts.ProduceTimeout, "the commit", err)
 	}
 	return err
 }
@@ -497,7 +507,7 @@ func (t *Transactions) produceBatch(ctx context.Context, batch int64, records []
 			if err != nil && pctx.Err() != nil {
 				// The stall cancelled the record (its error is the
 				// context's).
-				err = fmt.Errorf("%w for ProduceTimeout (%v): %w", errNoAcknowledgement, t.opts.ProduceTimeout, err)
+				err = noAcknowledgement(t.opts.ProduceTimeout, "the write", err)
 			}
 			ack(r, err)
 			if left.Add(-1) == 0 {
